@@ -1,0 +1,88 @@
+# raidfuse - plain GNU Makefile, pkg-config for every library.
+#   make            build build/raidfuse
+#   make test       unit tests, then functional tests (mount real arrays, fio verify)
+#   make unit       unit tests only
+#   make asan       the tests under ASan+UBSan (build-asan/)
+#   make tsan       the tests under TSan (build-tsan/)
+#   make bench      fio beside fuse-ceiling (tools/bench.sh)
+#   make install    PREFIX=/usr/local DESTDIR=
+#   V=1             full command lines
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+BUILD ?= build
+VERSION := 0.1.0
+
+PKGS := fuse3 liburing libisal libconfig
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS := $(shell pkg-config --libs $(PKGS))
+CMOCKA_LIBS := $(shell pkg-config --libs cmocka)
+
+CC ?= cc
+OPT ?= -O2 -g
+WERROR ?= -Werror
+SAN ?=
+CFLAGS += $(OPT) -std=gnu11 -Wall -Wextra $(WERROR) -Wshadow -Wno-unused-parameter \
+	-D_GNU_SOURCE -DRF_VERSION=\"$(VERSION)\" -Iinclude $(PKG_CFLAGS) $(SAN)
+LDFLAGS += $(SAN)
+LDLIBS += $(PKG_LIBS) -lpthread
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+SRCS := $(wildcard src/*.c)
+LIB_SRCS := $(filter-out src/main.c,$(SRCS))
+LIB_OBJS := $(LIB_SRCS:src/%.c=$(BUILD)/obj/%.o)
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+
+all: $(BUILD)/raidfuse
+
+$(BUILD)/obj/%.o: src/%.c $(wildcard include/raidfuse/*.h src/*.h) Makefile
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/libraidfuse.a: $(LIB_OBJS)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/raidfuse: $(BUILD)/obj/main.o $(BUILD)/libraidfuse.a
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libraidfuse.a $(wildcard tests/unit/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libraidfuse.a $(LDFLAGS) $(LDLIBS) $(CMOCKA_LIBS)
+
+unit-build: $(UNIT_BINS)
+
+unit: $(UNIT_BINS)
+	$(Q)set -e; for t in $(UNIT_BINS); do echo "== $$t"; $(RUN_PREFIX) $$t; done
+
+func: $(BUILD)/raidfuse
+	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tests/func/run.sh
+
+test: unit func
+
+asan:
+	$(MAKE) BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" OPT="-O1 -g" test
+
+tsan:
+	$(MAKE) BUILD=build-tsan SAN="-fsanitize=thread" OPT="-O1 -g" test
+
+bench: $(BUILD)/raidfuse
+	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/bench.sh
+
+install: $(BUILD)/raidfuse
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 0755 $(BUILD)/raidfuse $(DESTDIR)$(BINDIR)/raidfuse
+
+clean:
+	rm -rf build build-asan build-tsan
+
+.PHONY: all unit unit-build func test asan tsan bench install clean

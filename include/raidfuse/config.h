@@ -1,0 +1,44 @@
+/* config.h - the array definition read from a libconfig file.
+ *
+ * The only module that sees libconfig.  rf_config_load() validates the whole
+ * file (types, level, layout, chunk, member list) before anything else looks
+ * at it; opening and sizing the members is the array module's job.
+ */
+#ifndef RAIDFUSE_CONFIG_H
+#define RAIDFUSE_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "raidfuse/layout.h"
+
+struct rf_config {
+	char *path;                     /* the config file */
+	char *name;                     /* file name under the mount point */
+	int level;
+	int layout;                     /* md's number */
+	uint32_t chunk_bytes;           /* power of two, >= 4096; 0 for raid1 */
+	int nmembers;
+	char *members[RF_MAX_MEMBERS];  /* absolute or config-relative resolved path; NULL = "missing" */
+	int member_line[RF_MAX_MEMBERS];/* config line of each member entry (for messages) */
+	uint64_t member_size;           /* bytes, for `create`; 0 if not given */
+	uint64_t data_offset;           /* bytes */
+	uint64_t size;                  /* bytes used per member, 0 = as much as fits */
+	/* tuning */
+	int stripe_cache_size;          /* stripe heads, md's unit (default 256) */
+	int group_thread_cnt;           /* worker threads per group (default 1) */
+	int worker_groups;              /* groups (default 0 = one per CPU) */
+	uint32_t stripe_size;           /* bytes per column per stripe head (default 4096) */
+	int rmw_level;                  /* 0 never rmw, 1 rmw when cheaper (default), 2 prefer rmw */
+};
+
+/* Parse and validate path.  On error returns -errno/-EINVAL and puts a
+ * message naming the file, line and key into err. */
+int rf_config_load(const char *path, struct rf_config *cfg, char *err, size_t errlen);
+void rf_config_free(struct rf_config *cfg);
+
+/* "512K", "1G", "2048" (plain number in default_unit bytes), "8s" (sectors).
+ * Returns 0 or -EINVAL. */
+int rf_parse_size(const char *s, uint64_t default_unit, uint64_t *out);
+
+#endif

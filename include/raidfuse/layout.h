@@ -1,0 +1,96 @@
+/* layout.h - md's mapping of array sectors to member sectors.
+ *
+ * Pure arithmetic, no IO and no allocation: everything here is a function of
+ * struct rf_geom.  Level, layout and chunk numbers are md's own (md_p.h,
+ * raid5.h, raid10.c), so an array laid out here is the array kernel md reads.
+ *
+ * Units: sectors of 512 bytes throughout, member sectors counted from the
+ * member's data_offset (the caller adds it).
+ */
+#ifndef RAIDFUSE_LAYOUT_H
+#define RAIDFUSE_LAYOUT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define RF_MAX_MEMBERS 64
+
+/* md's raid5/6 algorithm numbers (raid5.h). */
+enum rf_r5_algo {
+	RF_ALGO_LEFT_ASYMMETRIC = 0,
+	RF_ALGO_RIGHT_ASYMMETRIC = 1,
+	RF_ALGO_LEFT_SYMMETRIC = 2,
+	RF_ALGO_RIGHT_SYMMETRIC = 3,
+	RF_ALGO_PARITY_0 = 4,
+	RF_ALGO_PARITY_N = 5,
+	/* raid6 only: DDF layouts */
+	RF_ALGO_ROTATING_ZERO_RESTART = 8,
+	RF_ALGO_ROTATING_N_RESTART = 9,
+	RF_ALGO_ROTATING_N_CONTINUE = 10,
+	/* raid6 only: a raid5 layout with Q on the last device */
+	RF_ALGO_LEFT_ASYMMETRIC_6 = 16,
+	RF_ALGO_RIGHT_ASYMMETRIC_6 = 17,
+	RF_ALGO_LEFT_SYMMETRIC_6 = 18,
+	RF_ALGO_RIGHT_SYMMETRIC_6 = 19,
+	RF_ALGO_PARITY_0_6 = 20,
+};
+
+struct rf_geom {
+	int level;              /* 0, 1, 4, 5, 6, 10 */
+	int layout;             /* md's layout number (raid10: nc | fc << 8 | offset << 16 | sets << 17) */
+	int raid_disks;
+	uint32_t chunk_sectors; /* 0 for raid1 */
+	uint64_t dev_sectors;   /* usable sectors per member (multiple of chunk_sectors) */
+	/* derived by rf_geom_init(): */
+	uint64_t array_sectors;
+	int data_disks;         /* raid4/5/6: raid_disks - max_degraded; raid0: raid_disks */
+	int max_degraded;       /* members that may be missing: 0, 1, 2, or raid1/10 copies-1 */
+	/* raid10 only */
+	int near_copies, far_copies, far_offset, far_set_size;
+	uint64_t stride;        /* sectors between far copies on a member */
+};
+
+/* Fill the derived fields.  Returns 0 or -EINVAL (message in err) when the
+ * level, layout, member count or chunk is not one md accepts. */
+int rf_geom_init(struct rf_geom *g, char *err, size_t errlen);
+
+/* Parse a layout name for a level ("left-symmetric", "n2", "f2", "o3", md's
+ * numbers as text too).  NULL or "" gives md's default.  Returns the layout
+ * number or -EINVAL. */
+int rf_layout_parse(int level, const char *name);
+/* md's name of a layout, into buf. */
+const char *rf_layout_name(int level, int layout, char *buf, size_t len);
+
+/* Where one sector of a raid4/5/6 array lives. */
+struct rf_r5_map {
+	uint64_t stripe;        /* chunk-row number */
+	uint64_t dev_sector;    /* sector on each member (same for every column of the row) */
+	int dd_idx;             /* member holding this data sector */
+	int pd_idx, qd_idx;     /* parity members; qd_idx = -1 for raid4/5 */
+};
+
+/* The members of one chunk row of a raid4/5/6 array. */
+struct rf_r5_row {
+	int pd_idx, qd_idx;            /* qd_idx = -1 for raid4/5 */
+	int data_member[RF_MAX_MEMBERS];   /* logical data index k -> member */
+	int qslot[RF_MAX_MEMBERS];         /* member -> position in the Q syndrome (-1: P/Q) */
+	int syndrome_disks;            /* number of syndrome positions (raid6: data_disks, or raid_disks for DDF layouts, whose P/Q slots hold zeros) */
+};
+
+void rf_r5_map_sector(const struct rf_geom *g, uint64_t array_sector, struct rf_r5_map *m);
+void rf_r5_row(const struct rf_geom *g, uint64_t stripe, struct rf_r5_row *r);
+/* Inverse: array sector of (member, dev_sector) in a data column; -1 if the
+ * member holds parity there. */
+int64_t rf_r5_array_sector(const struct rf_geom *g, int member, uint64_t dev_sector);
+
+/* raid0 (single zone, equal members). */
+void rf_r0_map(const struct rf_geom *g, uint64_t array_sector, int *member, uint64_t *dev_sector);
+
+/* raid10: every copy of one array sector.  Fills devs/addrs (up to
+ * near_copies * far_copies entries) in md's copy order and returns the count. */
+int rf_r10_map(const struct rf_geom *g, uint64_t array_sector, int *devs, uint64_t *addrs);
+
+/* Sectors from array_sector to the end of its chunk (or to the array end). */
+uint64_t rf_geom_chunk_left(const struct rf_geom *g, uint64_t array_sector);
+
+#endif
