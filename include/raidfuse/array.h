@@ -1,0 +1,73 @@
+/* array.h - an assembled array: members, geometry, failure state, and the
+ * request interface the FUSE front end (or a test) drives.
+ *
+ * A request (struct rf_req) is one read, write or flush of the array image.
+ * rf_array_submit() splits it into pieces, hands them to the worker groups
+ * and returns at once: it never waits for member IO.  The worker that ends
+ * the last piece calls req->done() exactly once, with 0 or -errno.
+ */
+#ifndef RAIDFUSE_ARRAY_H
+#define RAIDFUSE_ARRAY_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "raidfuse/config.h"
+#include "raidfuse/layout.h"
+
+enum rf_req_op { RF_REQ_READ, RF_REQ_WRITE, RF_REQ_FLUSH };
+
+struct rf_piece;
+struct rf_array;
+
+struct rf_req {
+	uint64_t off;                   /* array byte offset */
+	uint32_t len;                   /* bytes; off + len <= array size */
+	uint8_t op;                     /* enum rf_req_op */
+	char *buf;                      /* len bytes, owned by the caller */
+	void (*done)(struct rf_req *r, int err);
+	void *priv;                     /* the caller's */
+	/* engine-private below */
+	atomic_int pending;             /* pieces not ended, +1 while splitting */
+	atomic_int err;                 /* first error */
+	struct rf_piece *pieces;        /* rf_req_alloc()'s array */
+	atomic_int npieces;             /* used entries of pieces[] */
+	int maxpieces;
+};
+
+struct rf_member {
+	char *path;
+	int fd;                         /* buffered, -1 when missing */
+	int fd_direct;                  /* O_DIRECT, -1 when the file refuses it */
+	uint32_t align;
+	uint64_t size;                  /* bytes */
+	uint64_t data_offset;           /* bytes */
+	atomic_uint_fast64_t nr_errors;
+};
+
+/* Open and check every member named by cfg (nothing is written).  Returns 0
+ * or -errno with a message naming the member in err. */
+int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err, size_t errlen);
+/* Start the worker threads (after any fork). */
+int rf_array_start(struct rf_array *a);
+/* Stop the workers after every request in flight has ended, close members. */
+void rf_array_close(struct rf_array *a);
+
+uint64_t rf_array_size(const struct rf_array *a);
+const struct rf_geom *rf_array_geom(const struct rf_array *a);
+const char *rf_array_name(const struct rf_array *a);
+/* Members that are missing or faulty, as a bit mask by role. */
+uint64_t rf_array_faulty(const struct rf_array *a);
+/* Whether too many members failed to serve IO. */
+bool rf_array_failed(const struct rf_array *a);
+
+/* A request with room for the pieces of max_len bytes; NULL on ENOMEM. */
+struct rf_req *rf_req_alloc(struct rf_array *a, uint32_t max_len);
+void rf_req_free(struct rf_req *r);
+/* Split and queue r; r->done() runs later on a worker (or at once on a
+ * split error).  The caller must keep r and r->buf until then. */
+void rf_array_submit(struct rf_array *a, struct rf_req *r);
+
+#endif

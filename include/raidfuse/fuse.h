@@ -1,0 +1,22 @@
+/* fuse.h - serve an array as one file under a FUSE mount. */
+#ifndef RAIDFUSE_FUSE_H
+#define RAIDFUSE_FUSE_H
+
+#include <stdbool.h>
+
+#include "raidfuse/array.h"
+
+struct rf_fuse_opts {
+	const char *mountpoint;
+	bool foreground;
+	bool debug;             /* libfuse's -d */
+	const char *fuse_opts;  /* -o ..., passed to libfuse; NULL for none */
+	int max_threads;        /* FUSE threads; 0 = default */
+};
+
+/* Mount, daemonize unless foreground, start the array's workers, serve
+ * until unmounted or signalled, then stop the workers (every request
+ * answered) and return 0, or -errno / 1 on a mount error (logged). */
+int rf_fuse_run(struct rf_array *a, const struct rf_fuse_opts *o);
+
+#endif

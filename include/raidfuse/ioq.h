@@ -1,0 +1,87 @@
+/* ioq.h - member IO queue, one per worker thread.
+ *
+ * A worker queues struct rf_mio (one read, write or fsync of one member) and
+ * later reaps completions; each completed rf_mio has its end() called on the
+ * same thread, with m->res = 0 or -errno.  Short transfers are resubmitted
+ * for the remainder here, EAGAIN/EINTR are retried, so callers only ever see
+ * "all bytes moved" or an error.  A transfer that makes no progress (end of
+ * file) ends with -EIO.
+ *
+ * The queue runs on a backend: liburing (rf_ioq_init_uring) in the daemon, or
+ * a test double (tests/unit) that injects errors, short IO and back-pressure.
+ * A queue is single-threaded except rf_ioq_kick(), which any thread may call
+ * to end a blocking rf_ioq_wait().
+ */
+#ifndef RAIDFUSE_IOQ_H
+#define RAIDFUSE_IOQ_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum rf_mio_op { RF_MIO_READ, RF_MIO_WRITE, RF_MIO_FSYNC };
+
+struct rf_mio {
+	struct rf_mio *next;            /* ioq's retry list; free for the owner otherwise */
+	void (*end)(struct rf_mio *m);  /* completion, on the queue's thread */
+	void *priv;                     /* the owner's */
+	char *buf;
+	uint64_t off;                   /* byte offset on the member */
+	uint32_t len;
+	uint32_t done;                  /* bytes moved so far */
+	int16_t member;
+	uint8_t op;                     /* enum rf_mio_op */
+	int res;                        /* 0 or -errno, set before end() */
+};
+
+/* One member as the queue sees it: fd for aligned IO (O_DIRECT when the file
+ * allows it) and buffered fd for the rest. */
+struct rf_ioq_member {
+	int fd_direct;                  /* -1: none */
+	int fd;                         /* buffered */
+	uint32_t align;                 /* O_DIRECT alignment (offset, length, address) */
+};
+
+struct rf_ioq;
+
+struct rf_ioq_backend {
+	/* Queue one operation on fd; 0, or -EBUSY when the backend is full. */
+	int (*prep)(struct rf_ioq *q, struct rf_mio *m, int fd, char *buf, uint32_t len, uint64_t off);
+	/* Push queued operations to the kernel; >= 0 or -errno. */
+	int (*submit)(struct rf_ioq *q);
+	/* Deliver completions through rf_ioq_complete(); with wait, block until
+	 * at least one completion or a kick.  Returns completions seen or -errno. */
+	int (*reap)(struct rf_ioq *q, bool wait);
+	void (*kick)(struct rf_ioq *q);
+	void (*destroy)(struct rf_ioq *q);
+};
+
+struct rf_ioq {
+	const struct rf_ioq_backend *be;
+	void *priv;                     /* backend state */
+	const struct rf_ioq_member *members;
+	int nmembers;
+	struct rf_mio *retry, **retry_tail;   /* waiting for room or a resubmit */
+	unsigned inflight;
+	uint64_t nr_short, nr_retry;    /* stats */
+};
+
+/* liburing backend with `depth` entries.  Returns 0 or -errno. */
+int rf_ioq_init_uring(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned depth);
+void rf_ioq_destroy(struct rf_ioq *q);
+
+/* Queue m (its buf/off/len/op/member/end set).  Never fails: when the backend
+ * is full, m waits on the retry list until rf_ioq_submit() finds room. */
+void rf_ioq_queue(struct rf_ioq *q, struct rf_mio *m);
+/* Submit everything queued.  Returns 0 or -errno from the backend. */
+int rf_ioq_submit(struct rf_ioq *q);
+/* Reap completions (end() runs for each finished mio); wait: block until one
+ * arrives or rf_ioq_kick().  Returns the number of end() calls or -errno. */
+int rf_ioq_reap(struct rf_ioq *q, bool wait);
+static inline void rf_ioq_kick(struct rf_ioq *q) { q->be->kick(q); }
+static inline bool rf_ioq_busy(const struct rf_ioq *q) { return q->inflight || q->retry; }
+
+/* For backends: one operation finished with res (bytes or -errno).
+ * Returns 1 when m->end() ran, 0 when m was requeued. */
+int rf_ioq_complete(struct rf_ioq *q, struct rf_mio *m, int res);
+
+#endif

@@ -1,0 +1,809 @@
+/* engine.c - the array core: members, worker groups, pieces, stripe cache.
+ *
+ * Data flow.  A submitter (a FUSE thread) calls rf_array_submit(): the
+ * level's split() cuts the request into pieces and rf_queue_piece() buckets
+ * them by group (hash of the piece's key: a stripe head's sector, so one
+ * head's pieces always meet in one group).  Each group's bucket is appended
+ * to g->incoming under g->lock, once per request, and one sleeping worker of
+ * the group is kicked only if none is awake.  The submitter returns: it
+ * never waits on member IO.
+ *
+ * A worker loops: take g->incoming and g->handle lists, issue DIRECT pieces
+ * on its own ring, attach STRIPE pieces to stripe heads, run the heads it
+ * took, submit, reap completions (which run pieces' ends and stripe state
+ * machines), and sleeps in its ring when there is nothing to do.
+ *
+ * Stripe cache: each group owns stripe_cache_size / groups heads, hashed by
+ * member sector, idle ones on an LRU list with their blocks kept uptodate.
+ * A piece that finds no free head waits on g->deferred until a head goes
+ * idle.
+ *
+ * It does NOT know level geometry (the level modules do) nor FUSE.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine.h"
+
+__thread struct rf_worker *rf_current_worker;
+
+#define RF_RING_DEPTH 256
+
+/* ---- pieces and requests ---- */
+
+struct rf_req *rf_req_alloc(struct rf_array *a, uint32_t max_len)
+{
+	struct rf_req *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->maxpieces = a->ops->max_pieces(a, max_len);
+	r->pieces = calloc(r->maxpieces, sizeof(*r->pieces));
+	if (!r->pieces) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+void rf_req_free(struct rf_req *r)
+{
+	if (!r)
+		return;
+	free(r->pieces);
+	free(r);
+}
+
+struct rf_piece *rf_piece_new(struct rf_req *r, enum rf_piece_kind kind, bool write,
+			      uint64_t aoff, char *buf, uint32_t len, uint64_t key)
+{
+	struct rf_piece *p;
+
+	int i = atomic_fetch_add_explicit(&r->npieces, 1, memory_order_relaxed);
+
+	if (i >= r->maxpieces)
+		return NULL;
+	p = &r->pieces[i];
+	memset(p, 0, sizeof(*p));
+	p->req = r;
+	p->kind = kind;
+	p->write = write;
+	p->aoff = aoff;
+	p->buf = buf;
+	p->len = len;
+	p->key = key;
+	atomic_fetch_add_explicit(&r->pending, 1, memory_order_relaxed);
+	return p;
+}
+
+static void req_put(struct rf_req *r)
+{
+	if (atomic_fetch_sub_explicit(&r->pending, 1, memory_order_acq_rel) == 1)
+		r->done(r, atomic_load_explicit(&r->err, memory_order_relaxed));
+}
+
+void rf_piece_end(struct rf_piece *p, int err)
+{
+	struct rf_req *r = p->req;
+
+	if (err) {
+		int zero = 0;
+
+		atomic_compare_exchange_strong(&r->err, &zero, err);
+	}
+	req_put(r);
+}
+
+static struct rf_group *group_of(struct rf_array *a, uint64_t key)
+{
+	/* Fibonacci hashing spreads neighbouring heads over the groups. */
+	return &a->groups[((key * 0x9E3779B97F4A7C15ull) >> 32) % (uint64_t)a->ngroups];
+}
+
+/* Per-request buckets, one per group, filled by rf_queue_piece() and
+ * flushed once at the end of rf_array_submit(). */
+struct bucket {
+	struct rf_piece *head, **tail;
+};
+static __thread struct bucket *tl_buckets;
+static __thread int tl_nbuckets;
+
+void rf_queue_piece(struct rf_array *a, struct rf_piece *p)
+{
+	struct bucket *b = &tl_buckets[group_of(a, p->key) - a->groups];
+
+	p->next = NULL;
+	*b->tail = p;
+	b->tail = &p->next;
+}
+
+static void group_push(struct rf_group *g, struct rf_piece *head, struct rf_piece **tail)
+{
+	struct rf_worker *w;
+
+	pthread_mutex_lock(&g->lock);
+	*g->incoming_tail = head;
+	g->incoming_tail = tail;
+	w = g->idle;
+	if (w) {
+		g->idle = w->idle_next;
+		w->idle = false;
+	}
+	pthread_mutex_unlock(&g->lock);
+	/* Wake only a sleeper: a running worker sees g->incoming on its next
+	 * pass (it re-checks under g->lock before sleeping). */
+	if (w)
+		rf_ioq_kick(&w->ioq);
+}
+
+void rf_array_submit(struct rf_array *a, struct rf_req *r)
+{
+	int i, ret;
+
+	if (tl_nbuckets < a->ngroups) {
+		free(tl_buckets);
+		tl_buckets = calloc(a->ngroups, sizeof(*tl_buckets));
+		tl_nbuckets = tl_buckets ? a->ngroups : 0;
+		if (!tl_buckets) {
+			r->done(r, -ENOMEM);
+			return;
+		}
+	}
+	for (i = 0; i < a->ngroups; i++) {
+		tl_buckets[i].head = NULL;
+		tl_buckets[i].tail = &tl_buckets[i].head;
+	}
+	atomic_store_explicit(&r->pending, 1, memory_order_relaxed);
+	atomic_store_explicit(&r->err, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->npieces, 0, memory_order_relaxed);
+
+	if (rf_failed_now(a))
+		ret = -EIO;
+	else if (r->op == RF_REQ_FLUSH) {
+		ret = 0;
+		for (i = 0; i < a->nmembers; i++) {
+			struct rf_piece *p;
+
+			if (!(a->present & (1ull << i)) || (rf_faulty(a) & (1ull << i)))
+				continue;
+			p = rf_piece_new(r, RF_PIECE_FLUSH, false, 0, NULL, 0, i);
+			rf_piece_set_mio(a, p, i, 0);
+			p->mio.op = RF_MIO_FSYNC;
+			rf_queue_piece(a, p);
+		}
+	} else {
+		ret = a->ops->split(a, r);
+	}
+	if (ret) {
+		/* Nothing was queued: end the request here. */
+		atomic_store_explicit(&r->pending, 1, memory_order_relaxed);
+		atomic_store_explicit(&r->err, ret, memory_order_relaxed);
+		req_put(r);
+		return;
+	}
+	for (i = 0; i < a->ngroups; i++)
+		if (tl_buckets[i].head)
+			group_push(&a->groups[i], tl_buckets[i].head, tl_buckets[i].tail);
+	req_put(r);
+}
+
+/* ---- member failure ---- */
+
+void rf_member_fail(struct rf_array *a, int member, int err, const char *what, uint64_t off)
+{
+	uint64_t bit = 1ull << member;
+	uint64_t old = atomic_fetch_or_explicit(&a->faulty, bit, memory_order_acq_rel);
+
+	atomic_fetch_add_explicit(&a->members[member].nr_errors, 1, memory_order_relaxed);
+	if (!(old & bit))
+		rf_err("member %d (%s): %s at %llu: %s; member marked faulty%s", member,
+		       a->members[member].path, what, (unsigned long long)off, strerror(-err),
+		       a->ops->failed(a, old | bit) ? "; array FAILED" : ", array degraded");
+}
+
+/* ---- direct member IO ---- */
+
+static void direct_end(struct rf_mio *m)
+{
+	struct rf_piece *p = (struct rf_piece *)((char *)m - offsetof(struct rf_piece, mio));
+	struct rf_array *a = rf_current_worker->g->a;
+
+	if (!m->res) {
+		rf_piece_end(p, 0);
+		return;
+	}
+	if (p->kind == RF_PIECE_FLUSH) {
+		rf_member_fail(a, m->member, m->res, "fsync", 0);
+		rf_piece_end(p, rf_failed_now(a) ? -EIO : 0);
+		return;
+	}
+	/* Whatever the errno, a member that lost an IO no longer holds the
+	 * array's data there: it is faulty from now on. */
+	rf_member_fail(a, m->member, m->res, m->op == RF_MIO_WRITE ? "write" : "read", m->off + m->done);
+	a->ops->direct_failed(rf_current_worker, p, m->res);
+}
+
+void rf_piece_set_mio(struct rf_array *a, struct rf_piece *p, int member, uint64_t moff)
+{
+	p->mio.end = direct_end;
+	p->mio.buf = p->buf;
+	p->mio.len = p->len;
+	p->mio.off = a->members[member].data_offset + moff;
+	p->mio.member = member;
+	p->mio.op = p->write ? RF_MIO_WRITE : RF_MIO_READ;
+}
+
+void rf_direct_issue(struct rf_worker *w, struct rf_piece *p)
+{
+	rf_ioq_queue(&w->ioq, &p->mio);
+}
+
+/* ---- stripe cache ---- */
+
+static uint32_t hash_of(struct rf_group *g, uint64_t sector)
+{
+	return (uint32_t)((sector * 0x9E3779B97F4A7C15ull) >> 40) & g->hash_mask;
+}
+
+static void lru_del(struct rf_group *g, struct rf_stripe *sh)
+{
+	if (sh->lru_prev)
+		sh->lru_prev->lru_next = sh->lru_next;
+	else
+		g->lru_head = sh->lru_next;
+	if (sh->lru_next)
+		sh->lru_next->lru_prev = sh->lru_prev;
+	else
+		g->lru_tail = sh->lru_prev;
+	sh->lru_prev = sh->lru_next = NULL;
+	sh->on_lru = false;
+}
+
+static void lru_add_tail(struct rf_group *g, struct rf_stripe *sh)
+{
+	sh->lru_next = NULL;
+	sh->lru_prev = g->lru_tail;
+	if (g->lru_tail)
+		g->lru_tail->lru_next = sh;
+	else
+		g->lru_head = sh;
+	g->lru_tail = sh;
+	sh->on_lru = true;
+}
+
+static void unhash(struct rf_group *g, struct rf_stripe *sh)
+{
+	struct rf_stripe **pp = &g->hash[hash_of(g, sh->sector)];
+
+	while (*pp != sh)
+		pp = &(*pp)->hnext;
+	*pp = sh->hnext;
+	sh->hnext = NULL;
+	sh->hashed = false;
+}
+
+static void handle_add(struct rf_group *g, struct rf_stripe *sh)
+{
+	sh->handle_next = NULL;
+	if (g->handle_tail)
+		g->handle_tail->handle_next = sh;
+	else
+		g->handle_head = sh;
+	g->handle_tail = sh;
+	sh->on_handle = true;
+}
+
+/* g->lock held.  The head for sector, found or recycled from the LRU; NULL
+ * when every head is busy. */
+static struct rf_stripe *stripe_get(struct rf_group *g, uint64_t sector)
+{
+	uint32_t h = hash_of(g, sector);
+	struct rf_stripe *sh;
+
+	for (sh = g->hash[h]; sh; sh = sh->hnext)
+		if (sh->sector == sector)
+			return sh;
+	sh = g->lru_head;
+	if (!sh)
+		return NULL;
+	lru_del(g, sh);
+	if (sh->hashed)
+		unhash(g, sh);
+	sh->sector = sector;
+	sh->uptodate = 0;
+	sh->hnext = g->hash[h];
+	g->hash[h] = sh;
+	sh->hashed = true;
+	return sh;
+}
+
+/* g->lock held.  Returns false when p must wait for a head. */
+static bool stripe_attach(struct rf_group *g, struct rf_piece *p)
+{
+	struct rf_stripe *sh = stripe_get(g, p->key);
+
+	if (!sh)
+		return false;
+	if (sh->on_lru)
+		lru_del(g, sh);
+	p->next = NULL;
+	if (p->write) {
+		*sh->towrite_tail = p;
+		sh->towrite_tail = &p->next;
+	} else {
+		*sh->toread_tail = p;
+		sh->toread_tail = &p->next;
+	}
+	if (!sh->busy && !sh->on_handle)
+		handle_add(g, sh);
+	return true;
+}
+
+/* The owner is done with a round.  Either another round is due (pieces
+ * arrived meanwhile) or the head goes idle. */
+bool rf_stripe_finish(struct rf_stripe *sh)
+{
+	struct rf_group *g = sh->g;
+	bool again = false;
+
+	pthread_mutex_lock(&g->lock);
+	if (sh->toread || sh->towrite) {
+		again = true;
+	} else {
+		sh->busy = false;
+		lru_add_tail(g, sh);
+		if (g->deferred) {
+			/* A head is free: let the waiting pieces try again. */
+			*g->incoming_tail = g->deferred;
+			g->incoming_tail = g->deferred_tail;
+			g->deferred = NULL;
+			g->deferred_tail = &g->deferred;
+		}
+	}
+	pthread_mutex_unlock(&g->lock);
+	return again;
+}
+
+void rf_requeue_piece(struct rf_array *a, struct rf_piece *p)
+{
+	p->next = NULL;
+	group_push(group_of(a, p->key), p, &p->next);
+}
+
+/* ---- workers ---- */
+
+static void worker_take_batch(struct rf_group *g, struct rf_stripe *sh)
+{
+	/* g->lock held; sh is becoming owned. */
+	sh->busy = true;
+	sh->on_handle = false;
+}
+
+static void worker_run_pieces(struct rf_worker *w, struct rf_piece *list)
+{
+	struct rf_group *g = w->g;
+	struct rf_piece *p, *next, *stripes = NULL, **stail = &stripes;
+
+	for (p = list; p; p = next) {
+		next = p->next;
+		if (p->kind == RF_PIECE_STRIPE) {
+			p->next = NULL;
+			*stail = p;
+			stail = &p->next;
+		} else {
+			rf_direct_issue(w, p);
+		}
+	}
+	if (!stripes)
+		return;
+	/* One lock round for every stripe piece of the batch. */
+	pthread_mutex_lock(&g->lock);
+	for (p = stripes; p; p = next) {
+		next = p->next;
+		if (!stripe_attach(g, p)) {
+			p->next = NULL;
+			*g->deferred_tail = p;
+			g->deferred_tail = &p->next;
+		}
+	}
+	pthread_mutex_unlock(&g->lock);
+}
+
+static void *worker_main(void *arg)
+{
+	struct rf_worker *w = arg;
+	struct rf_group *g = w->g;
+	struct rf_array *a = g->a;
+
+	rf_current_worker = w;
+	w->ioq_ret = rf_ioq_init_uring(&w->ioq, a->iom, a->nmembers, RF_RING_DEPTH);
+	if (w->ioq_ret) {
+		rf_err("group %d: io_uring setup failed: %s", g->id, strerror(-w->ioq_ret));
+		return NULL;
+	}
+	for (;;) {
+		struct rf_piece *in;
+		struct rf_stripe *sh = NULL;
+		bool stop;
+
+		pthread_mutex_lock(&g->lock);
+		in = g->incoming;
+		g->incoming = NULL;
+		g->incoming_tail = &g->incoming;
+		if (g->handle_head) {
+			sh = g->handle_head;
+			g->handle_head = sh->handle_next;
+			if (!g->handle_head)
+				g->handle_tail = NULL;
+			worker_take_batch(g, sh);
+		}
+		stop = g->stop;
+		pthread_mutex_unlock(&g->lock);
+
+		if (in)
+			worker_run_pieces(w, in);
+		if (sh)
+			a->ops->handle_stripe(w, sh);
+		rf_ioq_submit(&w->ioq);
+		if (in || sh) {
+			rf_ioq_reap(&w->ioq, false);
+			continue;
+		}
+		if (rf_ioq_reap(&w->ioq, false) > 0)
+			continue;
+		if (stop && !rf_ioq_busy(&w->ioq))
+			break;
+
+		/* Nothing to do: sleep in the ring unless work arrived since the
+		 * check above (the submitter takes us off g->idle under the lock
+		 * it queued with, then kicks). */
+		pthread_mutex_lock(&g->lock);
+		if (g->incoming || g->handle_head || g->stop) {
+			pthread_mutex_unlock(&g->lock);
+			if (!g->stop)
+				continue;
+			if (!rf_ioq_busy(&w->ioq))
+				break;
+		} else {
+			w->idle = true;
+			w->idle_next = g->idle;
+			g->idle = w;
+			pthread_mutex_unlock(&g->lock);
+		}
+		rf_ioq_reap(&w->ioq, true);
+		pthread_mutex_lock(&g->lock);
+		if (w->idle) {
+			struct rf_worker **pp = &g->idle;
+
+			while (*pp != w)
+				pp = &(*pp)->idle_next;
+			*pp = w->idle_next;
+			w->idle = false;
+		}
+		pthread_mutex_unlock(&g->lock);
+	}
+	rf_ioq_destroy(&w->ioq);
+	return NULL;
+}
+
+/* ---- array setup ---- */
+
+static const struct rf_level_ops *level_ops(int level)
+{
+	switch (level) {
+	case 0:
+		return &rf_raid0_ops;
+	case 1:
+		return &rf_raid1_ops;
+	case 10:
+		return &rf_raid10_ops;
+	case 4:
+	case 5:
+	case 6:
+		return &rf_raid5_ops;
+	}
+	return NULL;
+}
+
+static int member_size(int fd, uint64_t *size)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return -errno;
+	if (S_ISREG(st.st_mode)) {
+		*size = st.st_size;
+		return 0;
+	}
+	if (S_ISBLK(st.st_mode)) {
+		uint64_t sz;
+
+		if (ioctl(fd, BLKGETSIZE64, &sz))
+			return -errno;
+		*size = sz;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int open_member(struct rf_array *a, int i, const char *path, char *err, size_t errlen)
+{
+	struct rf_member *m = &a->members[i];
+	int ret;
+
+	m->fd = open(path, O_RDWR | O_CLOEXEC);
+	if (m->fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "member %d (%s): %s%s", i, path, strerror(-ret),
+			 ret == -ENOENT ? " (`raidfuse create CONFIG` makes missing member files)" : "");
+		return ret;
+	}
+	ret = member_size(m->fd, &m->size);
+	if (ret) {
+		snprintf(err, errlen, "member %d (%s): not a regular file or block device", i, path);
+		return ret;
+	}
+	if (flock(m->fd, LOCK_EX | LOCK_NB)) {
+		ret = -errno;
+		snprintf(err, errlen, "member %d (%s): in use by another process (%s)", i, path, strerror(-ret));
+		return ret;
+	}
+	m->fd_direct = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
+	m->align = 4096;
+	if (m->fd_direct < 0)
+		rf_info("member %d (%s): O_DIRECT refused (%s), using buffered IO", i, path, strerror(errno));
+	return 0;
+}
+
+static void array_free(struct rf_array *a)
+{
+	int i;
+
+	for (i = 0; i < a->nmembers; i++) {
+		if (a->members[i].fd >= 0)
+			close(a->members[i].fd);
+		if (a->members[i].fd_direct >= 0)
+			close(a->members[i].fd_direct);
+		free(a->members[i].path);
+	}
+	free(a->name);
+	free(a);
+}
+
+int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err, size_t errlen)
+{
+	struct rf_array *a = calloc(1, sizeof(*a));
+	uint64_t usable = UINT64_MAX;
+	int i, ret, nmissing = 0;
+
+	if (!a)
+		return -ENOMEM;
+	a->nmembers = cfg->nmembers;
+	for (i = 0; i < a->nmembers; i++)
+		a->members[i].fd = a->members[i].fd_direct = -1;
+	a->name = strdup(cfg->name);
+	a->chunk_bytes = cfg->chunk_bytes;
+	a->stripe_size = cfg->stripe_size ? cfg->stripe_size : 4096;
+	a->rmw_level = cfg->rmw_level;
+	a->stripe_cache_size = cfg->stripe_cache_size;
+	a->group_thread_cnt = cfg->group_thread_cnt;
+	a->ngroups = cfg->worker_groups;
+	a->ops = level_ops(cfg->level);
+	if (!a->ops) {
+		snprintf(err, errlen, "%s: level %d is not supported", cfg->path, cfg->level);
+		ret = -EINVAL;
+		goto fail;
+	}
+	for (i = 0; i < a->nmembers; i++) {
+		struct rf_member *m = &a->members[i];
+
+		m->data_offset = cfg->data_offset;
+		if (!cfg->members[i]) {
+			m->path = strdup("missing");
+			a->faulty |= 1ull << i;
+			nmissing++;
+			continue;
+		}
+		m->path = strdup(cfg->members[i]);
+		ret = open_member(a, i, cfg->members[i], err, errlen);
+		if (ret)
+			goto fail;
+		a->present |= 1ull << i;
+		if (m->size < m->data_offset + 2 * a->stripe_size) {
+			snprintf(err, errlen, "member %d (%s): %llu bytes is too small for data_offset %llu",
+				 i, m->path, (unsigned long long)m->size, (unsigned long long)m->data_offset);
+			ret = -ENOSPC;
+			goto fail;
+		}
+		if (m->size - m->data_offset < usable)
+			usable = m->size - m->data_offset;
+	}
+	if (cfg->size) {
+		for (i = 0; i < a->nmembers; i++) {
+			struct rf_member *m = &a->members[i];
+
+			if ((a->present & (1ull << i)) && m->size - m->data_offset < cfg->size) {
+				snprintf(err, errlen, "member %d (%s): %llu bytes after data_offset, size needs %llu",
+					 i, m->path, (unsigned long long)(m->size - m->data_offset),
+					 (unsigned long long)cfg->size);
+				ret = -ENOSPC;
+				goto fail;
+			}
+		}
+		usable = cfg->size;
+	}
+	a->geom.level = cfg->level;
+	a->geom.layout = cfg->layout;
+	a->geom.raid_disks = cfg->nmembers;
+	a->geom.chunk_sectors = cfg->level == 1 ? 0 : cfg->chunk_bytes / 512;
+	/* md keeps whole 4 KiB blocks (and whole chunks, which geom rounds to) */
+	a->geom.dev_sectors = (usable & ~(uint64_t)(a->stripe_size - 1)) / 512;
+	ret = rf_geom_init(&a->geom, err, errlen);
+	if (ret)
+		goto fail;
+	if (nmissing > a->geom.max_degraded || a->ops->failed(a, a->faulty)) {
+		snprintf(err, errlen, "%s: %d member(s) missing, level %d tolerates %d", cfg->path, nmissing,
+			 cfg->level, a->geom.max_degraded);
+		ret = -EINVAL;
+		goto fail;
+	}
+	if (a->chunk_bytes && a->chunk_bytes < a->stripe_size)
+		a->stripe_size = a->chunk_bytes;
+	a->size = a->geom.array_sectors * 512;
+	for (i = 0; i < a->nmembers; i++) {
+		a->iom[i].fd = a->members[i].fd;
+		a->iom[i].fd_direct = a->members[i].fd_direct;
+		a->iom[i].align = a->members[i].align;
+	}
+	*out = a;
+	return 0;
+fail:
+	array_free(a);
+	return ret;
+}
+
+static int group_init(struct rf_array *a, struct rf_group *g, int id, int nstripes, int nworkers)
+{
+	size_t blk = a->stripe_size, nd = a->nmembers;
+	size_t per = nd * blk;
+	int i, j;
+
+	pthread_mutex_init(&g->lock, NULL);
+	g->a = a;
+	g->id = id;
+	g->incoming_tail = &g->incoming;
+	g->deferred_tail = &g->deferred;
+	g->nworkers = nworkers;
+	g->workers = calloc(nworkers, sizeof(*g->workers));
+	if (!g->workers)
+		return -ENOMEM;
+	for (i = 0; i < nworkers; i++) {
+		struct rf_worker *w = &g->workers[i];
+
+		w->g = g;
+		if (posix_memalign((void **)&w->scratch, 4096, 2 * blk))
+			return -ENOMEM;
+		w->zero = w->scratch + blk;
+		memset(w->zero, 0, blk);
+	}
+	if (!a->ops->handle_stripe)
+		return 0;
+	g->nstripes = nstripes;
+	for (g->hash_mask = 1; g->hash_mask < (uint32_t)nstripes; g->hash_mask <<= 1)
+		;
+	g->hash = calloc(g->hash_mask, sizeof(*g->hash));
+	g->hash_mask--;
+	g->stripes = calloc(nstripes, sizeof(*g->stripes));
+	/* Blocks are touched lazily: untouched heads cost address space only. */
+	if (!g->hash || !g->stripes || posix_memalign((void **)&g->stripe_mem, 4096, per * nstripes))
+		return -ENOMEM;
+	for (i = 0; i < nstripes; i++) {
+		struct rf_stripe *sh = &g->stripes[i];
+
+		sh->g = g;
+		sh->toread_tail = &sh->toread;
+		sh->towrite_tail = &sh->towrite;
+		sh->mio = calloc(nd, sizeof(*sh->mio));
+		sh->buf = calloc(nd, sizeof(*sh->buf));
+		if (!sh->mio || !sh->buf)
+			return -ENOMEM;
+		for (j = 0; j < (int)nd; j++)
+			sh->buf[j] = g->stripe_mem + (size_t)i * per + (size_t)j * blk;
+		lru_add_tail(g, sh);
+	}
+	return 0;
+}
+
+int rf_array_start(struct rf_array *a)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int i, j, ret, per;
+
+	if (a->ngroups <= 0)
+		a->ngroups = ncpu > 0 ? (int)ncpu : 1;
+	a->groups = calloc(a->ngroups, sizeof(*a->groups));
+	if (!a->groups)
+		return -ENOMEM;
+	per = a->stripe_cache_size / a->ngroups;
+	if (per < 16)
+		per = 16;
+	for (i = 0; i < a->ngroups; i++) {
+		ret = group_init(a, &a->groups[i], i, per, a->group_thread_cnt > 0 ? a->group_thread_cnt : 1);
+		if (ret)
+			return ret;
+	}
+	for (i = 0; i < a->ngroups; i++) {
+		struct rf_group *g = &a->groups[i];
+
+		for (j = 0; j < g->nworkers; j++) {
+			ret = -pthread_create(&g->workers[j].thread, NULL, worker_main, &g->workers[j]);
+			if (ret)
+				return ret;
+			g->workers[j].started = true;
+		}
+	}
+	a->started = true;
+	return 0;
+}
+
+void rf_array_close(struct rf_array *a)
+{
+	int i, j;
+
+	if (!a)
+		return;
+	for (i = 0; a->groups && i < a->ngroups; i++) {
+		struct rf_group *g = &a->groups[i];
+
+		struct rf_worker *w, *idle;
+
+		/* Workers check g->stop under g->lock before they sleep; wake
+		 * the ones already asleep. */
+		pthread_mutex_lock(&g->lock);
+		g->stop = true;
+		idle = g->idle;
+		g->idle = NULL;
+		for (w = idle; w; w = w->idle_next)
+			w->idle = false;
+		pthread_mutex_unlock(&g->lock);
+		for (w = idle; w; w = w->idle_next)
+			rf_ioq_kick(&w->ioq);
+	}
+	for (i = 0; a->groups && i < a->ngroups; i++) {
+		struct rf_group *g = &a->groups[i];
+
+		for (j = 0; j < g->nworkers; j++)
+			if (g->workers[j].started)
+				pthread_join(g->workers[j].thread, NULL);
+		for (j = 0; j < g->nworkers; j++)
+			free(g->workers[j].scratch);
+		for (j = 0; g->stripes && j < g->nstripes; j++) {
+			free(g->stripes[j].mio);
+			free(g->stripes[j].buf);
+		}
+		free(g->workers);
+		free(g->stripes);
+		free(g->stripe_mem);
+		free(g->hash);
+		pthread_mutex_destroy(&g->lock);
+	}
+	free(a->groups);
+	for (i = 0; i < a->nmembers; i++)
+		if (a->members[i].fd >= 0)
+			fsync(a->members[i].fd);
+	array_free(a);
+}
+
+uint64_t rf_array_size(const struct rf_array *a) { return a->size; }
+const struct rf_geom *rf_array_geom(const struct rf_array *a) { return &a->geom; }
+const char *rf_array_name(const struct rf_array *a) { return a->name; }
+uint64_t rf_array_faulty(const struct rf_array *a) { return rf_faulty(a); }
+bool rf_array_failed(const struct rf_array *a) { return rf_failed_now(a); }

@@ -1,0 +1,183 @@
+/* engine.h - what the core and the level modules share (not installed).
+ *
+ * Objects and who protects what:
+ *  - struct rf_array: immutable after rf_array_open() except `faulty`
+ *    (atomic, bits only ever set while the array runs).
+ *  - struct rf_group: one partition of the stripe cache and a queue of
+ *    pieces; every list in it is protected by g->lock.  Lock order: a group
+ *    lock is the innermost lock; no two group locks are ever held together.
+ *  - struct rf_worker: one thread, its own rf_ioq; only that thread touches
+ *    its ioq.  A stripe head is owned by one worker while `busy` is set;
+ *    the owner alone touches its buffers, uptodate mask and IO.
+ *
+ * Pieces: a request is split into pieces; each piece ends once through
+ * rf_piece_end().  A DIRECT piece is one member IO the worker issues as it
+ * is; a STRIPE piece is a part of one column block of one stripe head
+ * (raid4/5/6 writes, and reads that need reconstruction); a FLUSH piece is
+ * an fsync of one member.
+ */
+#ifndef RAIDFUSE_ENGINE_H
+#define RAIDFUSE_ENGINE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "raidfuse/array.h"
+#include "raidfuse/ioq.h"
+#include "raidfuse/log.h"
+
+enum rf_piece_kind { RF_PIECE_DIRECT, RF_PIECE_STRIPE, RF_PIECE_FLUSH };
+
+struct rf_piece {
+	struct rf_piece *next;          /* group queue / stripe lists */
+	struct rf_req *req;
+	struct rf_mio mio;              /* DIRECT and FLUSH: the member IO */
+	uint64_t aoff;                  /* array byte offset of the piece's data */
+	uint64_t key;                   /* group hash key; STRIPE: the stripe head's member sector */
+	char *buf;                      /* the piece's data in req->buf */
+	uint32_t len;
+	uint32_t boff;                  /* STRIPE: byte offset in the column block */
+	int16_t member;                 /* STRIPE: column */
+	uint8_t kind;                   /* enum rf_piece_kind */
+	uint8_t write;
+	uint8_t tries;                  /* DIRECT reads: copies tried (raid1/10) */
+};
+
+struct rf_stripe;
+struct rf_worker;
+
+/* One per RAID level; a static table in engine.c picks it. */
+struct rf_level_ops {
+	const char *name;
+	/* Pieces a request of max_len bytes can need, worst case. */
+	int (*max_pieces)(const struct rf_array *a, uint32_t max_len);
+	/* Split r into pieces with rf_piece_new() and queue them with
+	 * rf_queue_piece(); returns 0 or -errno (nothing queued then). */
+	int (*split)(struct rf_array *a, struct rf_req *r);
+	/* A DIRECT piece's member IO ended with err < 0 (the member is already
+	 * marked faulty when the error says so).  Retry elsewhere, or end it. */
+	void (*direct_failed)(struct rf_worker *w, struct rf_piece *p, int err);
+	/* Whether the faulty mask leaves the array unable to serve IO. */
+	bool (*failed)(const struct rf_array *a, uint64_t faulty);
+	/* Run the stripe state machine for sh (the worker owns it).  Optional:
+	 * only levels with stripe pieces. */
+	void (*handle_stripe)(struct rf_worker *w, struct rf_stripe *sh);
+};
+
+/* A stripe head: one stripe_size block of every member at `sector`.
+ * States (owner-only `phase`): IDLE -> READ (member reads in flight) ->
+ * COMPUTE -> WRITE (member writes in flight) -> IDLE.  A head with busy
+ * clear has no IO in flight and sits either on the handle list (pieces
+ * queued) or the LRU list (nothing queued; its uptodate blocks stay cached).
+ */
+struct rf_stripe {
+	struct rf_stripe *hnext;                /* hash chain, g->lock */
+	struct rf_stripe *lru_prev, *lru_next;  /* LRU of idle heads, g->lock */
+	struct rf_stripe *handle_next;          /* g->handle list, g->lock */
+	uint64_t sector;                        /* member sector, g->lock */
+	struct rf_piece *toread, **toread_tail; /* queued, g->lock */
+	struct rf_piece *towrite, **towrite_tail;
+	bool busy, hashed, on_lru, on_handle;   /* g->lock */
+	/* owner only: */
+	struct rf_piece *reading, *writing;     /* the batch being served */
+	uint64_t uptodate;                      /* member blocks that hold the member's data */
+	uint64_t faulty;                        /* faulty members when the round was planned */
+	int pending;                            /* member IOs in flight */
+	int phase;
+	bool rmw;
+	int io_error;                           /* a member IO of this round failed */
+	struct rf_group *g;
+	struct rf_mio *mio;                     /* [raid_disks] */
+	char **buf;                             /* [raid_disks] blocks */
+};
+
+struct rf_group {
+	pthread_mutex_t lock;
+	struct rf_array *a;
+	int id;
+	/* g->lock: */
+	struct rf_piece *incoming, **incoming_tail;     /* from submitters */
+	struct rf_piece *deferred, **deferred_tail;     /* waiting for a free stripe head */
+	struct rf_stripe *handle_head, *handle_tail;    /* heads with queued pieces */
+	struct rf_stripe *lru_head, *lru_tail;          /* idle heads, oldest first */
+	struct rf_stripe **hash;
+	uint32_t hash_mask;
+	struct rf_worker *idle;                         /* sleeping workers */
+	bool stop;
+	/* immutable: */
+	int nworkers;
+	struct rf_worker *workers;
+	int nstripes;
+	struct rf_stripe *stripes;
+	char *stripe_mem;
+};
+
+struct rf_worker {
+	struct rf_group *g;
+	struct rf_worker *idle_next;    /* g->lock */
+	bool idle;                      /* g->lock */
+	pthread_t thread;
+	bool started;
+	struct rf_ioq ioq;              /* this thread only */
+	char *scratch;                  /* stripe_size bytes, this thread only */
+	char *zero;                     /* stripe_size zero bytes */
+	int ioq_ret;
+};
+
+struct rf_array {
+	struct rf_geom geom;
+	const struct rf_level_ops *ops;
+	char *name;
+	uint64_t size;                  /* bytes */
+	uint32_t stripe_size;           /* bytes per column per head */
+	uint32_t chunk_bytes;
+	int rmw_level;
+	int nmembers;
+	struct rf_member members[RF_MAX_MEMBERS];
+	struct rf_ioq_member iom[RF_MAX_MEMBERS];
+	uint64_t present;               /* members opened */
+	atomic_uint_fast64_t faulty;    /* missing or failed members */
+	atomic_uint rr;                 /* read balancing counter */
+	int ngroups;
+	struct rf_group *groups;
+	int stripe_cache_size, group_thread_cnt;
+	bool started;
+};
+
+/* Pieces */
+struct rf_piece *rf_piece_new(struct rf_req *r, enum rf_piece_kind kind, bool write,
+			      uint64_t aoff, char *buf, uint32_t len, uint64_t key);
+/* Queue p to the group its key hashes to (batched by the split). */
+void rf_queue_piece(struct rf_array *a, struct rf_piece *p);
+/* End p with err (0 or -errno); the last piece ends the request. */
+void rf_piece_end(struct rf_piece *p, int err);
+/* Issue a DIRECT piece's member IO on w (p->mio prepared by the caller). */
+void rf_direct_issue(struct rf_worker *w, struct rf_piece *p);
+/* Set up p->mio for member m at member byte offset moff. */
+void rf_piece_set_mio(struct rf_array *a, struct rf_piece *p, int member, uint64_t moff);
+
+/* Member failure: mark faulty (idempotent) and log once. */
+void rf_member_fail(struct rf_array *a, int member, int err, const char *what, uint64_t off);
+static inline uint64_t rf_faulty(const struct rf_array *a)
+{
+	return atomic_load_explicit(&((struct rf_array *)a)->faulty, memory_order_acquire);
+}
+static inline bool rf_failed_now(const struct rf_array *a)
+{
+	return a->ops->failed(a, rf_faulty(a));
+}
+
+/* The worker running on this thread (NULL elsewhere). */
+extern __thread struct rf_worker *rf_current_worker;
+
+/* The owner ends a round of sh.  Returns true when pieces arrived meanwhile
+ * (sh stays owned: run another round), false when sh went idle. */
+bool rf_stripe_finish(struct rf_stripe *sh);
+/* Queue p to its group from a worker (outside rf_array_submit()). */
+void rf_requeue_piece(struct rf_array *a, struct rf_piece *p);
+
+extern const struct rf_level_ops rf_raid0_ops, rf_raid1_ops, rf_raid10_ops, rf_raid5_ops;
+
+#endif

@@ -1,0 +1,451 @@
+/* fuse.c - the FUSE front end: one directory holding the array image.
+ *
+ * libfuse low-level API, fuse_session_loop_mt with clone_fd.  A read or
+ * write of the image takes a request from the pool, copies the write data
+ * in (libfuse reuses its buffer once the callback returns) and submits it;
+ * the FUSE thread goes back to /dev/fuse at once.  The worker that ends the
+ * request replies and returns it to the pool.
+ *
+ * The image behaves like a block device: its size is fixed, a write that
+ * starts at or past the end fails with ENOSPC and one that crosses it is
+ * cut short, a read past the end is short.  flush and fsync reach every
+ * member with fsync.
+ *
+ * The only file that includes fuse_lowlevel.h.
+ */
+#define FUSE_USE_VERSION 34
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "raidfuse/fuse.h"
+#include "raidfuse/log.h"
+
+#define RF_MAX_IO (1u << 20)
+#define RF_POOL_MAX 256
+
+enum { INO_ROOT = FUSE_ROOT_ID, INO_IMAGE };
+
+struct fs {
+	struct rf_array *a;
+	struct fuse_session *se;
+	time_t start;
+	uid_t uid;
+	gid_t gid;
+	/* request pool, protected by lock */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct rf_req *free;
+	int nalloc, nwait;
+};
+
+struct io_ctx {
+	struct fs *fs;
+	fuse_req_t req;
+	struct rf_req *next_free;
+};
+
+static struct rf_req *pool_get(struct fs *fs)
+{
+	struct rf_req *r = NULL;
+
+	pthread_mutex_lock(&fs->lock);
+	for (;;) {
+		if (fs->free) {
+			r = fs->free;
+			fs->free = ((struct io_ctx *)r->priv)->next_free;
+			break;
+		}
+		if (fs->nalloc < RF_POOL_MAX) {
+			fs->nalloc++;
+			pthread_mutex_unlock(&fs->lock);
+			r = rf_req_alloc(fs->a, RF_MAX_IO);
+			struct io_ctx *c = calloc(1, sizeof(*c));
+			if (r && c && !posix_memalign((void **)&r->buf, 4096, RF_MAX_IO)) {
+				c->fs = fs;
+				r->priv = c;
+				return r;
+			}
+			free(c);
+			rf_req_free(r);
+			pthread_mutex_lock(&fs->lock);
+			fs->nalloc--;
+			r = NULL;
+			if (!fs->nalloc)
+				break;
+		}
+		/* Back-pressure: every request is in flight; one ends soon. */
+		fs->nwait++;
+		pthread_cond_wait(&fs->cond, &fs->lock);
+		fs->nwait--;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return r;
+}
+
+static void pool_put(struct fs *fs, struct rf_req *r)
+{
+	struct io_ctx *c = r->priv;
+
+	pthread_mutex_lock(&fs->lock);
+	c->next_free = fs->free;
+	fs->free = r;
+	if (fs->nwait)
+		pthread_cond_signal(&fs->cond);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static void pool_destroy(struct fs *fs)
+{
+	struct rf_req *r, *next;
+
+	for (r = fs->free; r; r = next) {
+		next = ((struct io_ctx *)r->priv)->next_free;
+		free(r->buf);
+		free(r->priv);
+		rf_req_free(r);
+	}
+}
+
+static void fill_attr(struct fs *fs, fuse_ino_t ino, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_atime = st->st_mtime = st->st_ctime = fs->start;
+	st->st_blksize = 4096;
+	if (ino == INO_ROOT) {
+		st->st_mode = S_IFDIR | 0755;
+		st->st_nlink = 2;
+	} else {
+		st->st_mode = S_IFREG | 0644;
+		st->st_nlink = 1;
+		st->st_size = (off_t)rf_array_size(fs->a);
+		st->st_blocks = st->st_size / 512;
+	}
+}
+
+static void op_init(void *ud, struct fuse_conn_info *conn)
+{
+	conn->max_write = RF_MAX_IO;
+	conn->max_read = RF_MAX_IO;
+	conn->max_readahead = RF_MAX_IO;
+	/* Async direct IO: let many requests be in flight at once. */
+	conn->max_background = 128;
+	conn->congestion_threshold = 96;
+	if (conn->capable & FUSE_CAP_ASYNC_DIO)
+		conn->want |= FUSE_CAP_ASYNC_DIO;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct fuse_entry_param e;
+
+	memset(&e, 0, sizeof(e));
+	if (parent != INO_ROOT || strcmp(name, rf_array_name(fs->a))) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	e.ino = INO_IMAGE;
+	e.attr_timeout = e.entry_timeout = 3600;
+	fill_attr(fs, INO_IMAGE, &e.attr);
+	fuse_reply_entry(req, &e);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct stat st;
+
+	if (ino != INO_ROOT && ino != INO_IMAGE) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	fill_attr(fs, ino, &st);
+	fuse_reply_attr(req, &st, 3600);
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct stat st;
+
+	fill_attr(fs, ino, &st);
+	/* The size is the array's: truncating to it is a no-op, anything else
+	 * is refused like on a block device. */
+	if ((to_set & FUSE_SET_ATTR_SIZE) && attr->st_size != st.st_size) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	fuse_reply_attr(req, &st, 3600);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	if (ino == INO_ROOT) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	if (fi->flags & O_TRUNC) {
+		/* O_TRUNC would ask for size 0. */
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	fi->direct_io = 1;
+	fi->keep_cache = 0;
+	fuse_reply_open(req, fi);
+}
+
+static void io_done(struct rf_req *r, int err)
+{
+	struct io_ctx *c = r->priv;
+
+	if (err)
+		fuse_reply_err(c->req, -err);
+	else if (r->op == RF_REQ_READ)
+		fuse_reply_buf(c->req, r->buf, r->len);
+	else if (r->op == RF_REQ_WRITE)
+		fuse_reply_write(c->req, r->len);
+	else
+		fuse_reply_err(c->req, 0);
+	pool_put(c->fs, r);
+}
+
+static void submit(struct fs *fs, fuse_req_t req, int op, uint64_t off, size_t len, const char *data)
+{
+	struct rf_req *r = pool_get(fs);
+	struct io_ctx *c;
+
+	if (!r) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	c = r->priv;
+	c->req = req;
+	r->op = (uint8_t)op;
+	r->off = off;
+	r->len = (uint32_t)len;
+	r->done = io_done;
+	if (data)
+		memcpy(r->buf, data, len);
+	rf_array_submit(fs->a, r);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	uint64_t end = rf_array_size(fs->a);
+
+	if (off < 0 || (uint64_t)off >= end || !size) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	if (size > RF_MAX_IO)
+		size = RF_MAX_IO;
+	if (size > end - (uint64_t)off)
+		size = end - (uint64_t)off;
+	submit(fs, req, RF_REQ_READ, (uint64_t)off, size, NULL);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	uint64_t end = rf_array_size(fs->a);
+
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if ((uint64_t)off >= end) {
+		fuse_reply_err(req, ENOSPC);
+		return;
+	}
+	if (!size) {
+		fuse_reply_write(req, 0);
+		return;
+	}
+	if (size > RF_MAX_IO)
+		size = RF_MAX_IO;
+	if (size > end - (uint64_t)off)
+		size = end - (uint64_t)off;
+	submit(fs, req, RF_REQ_WRITE, (uint64_t)off, size, buf);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	submit(fuse_req_userdata(req), req, RF_REQ_FLUSH, 0, 0, NULL);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	if (ino != INO_IMAGE) {
+		fuse_reply_err(req, 0);
+		return;
+	}
+	submit(fuse_req_userdata(req), req, RF_REQ_FLUSH, 0, 0, NULL);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, 0);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	char buf[1024];
+	size_t n = 0;
+	struct stat st;
+
+	if (ino != INO_ROOT) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	if (size > sizeof(buf))
+		size = sizeof(buf);
+	memset(&st, 0, sizeof(st));
+	st.st_ino = INO_ROOT;
+	st.st_mode = S_IFDIR;
+	if (off < 1)
+		n += fuse_add_direntry(req, buf + n, size - n, ".", &st, 1);
+	if (off < 2 && n < size)
+		n += fuse_add_direntry(req, buf + n, size - n, "..", &st, 2);
+	st.st_ino = INO_IMAGE;
+	st.st_mode = S_IFREG;
+	if (off < 3 && n < size)
+		n += fuse_add_direntry(req, buf + n, size - n, rf_array_name(fs->a), &st, 3);
+	fuse_reply_buf(req, buf, n > size ? 0 : n);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct statvfs sv;
+
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = sv.f_frsize = 4096;
+	sv.f_blocks = rf_array_size(fs->a) / 4096;
+	sv.f_files = 2;
+	sv.f_namemax = 255;
+	fuse_reply_statfs(req, &sv);
+}
+
+static const struct fuse_lowlevel_ops ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.open = op_open,
+	.read = op_read,
+	.write = op_write,
+	.flush = op_flush,
+	.fsync = op_fsync,
+	.release = op_release,
+	.readdir = op_readdir,
+	.statfs = op_statfs,
+};
+
+/* Serving a loop device: writes must not wait on memory reclaim that waits
+ * on them.  Best effort: needs CAP_SYS_RESOURCE. */
+static void mark_io_flusher(void)
+{
+#ifdef PR_SET_IO_FLUSHER
+	if (prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0))
+		rf_dbg("PR_SET_IO_FLUSHER not set: %s (fine unless the image backs a loop device under memory pressure)",
+		       strerror(errno));
+#endif
+}
+
+int rf_fuse_run(struct rf_array *a, const struct rf_fuse_opts *o)
+{
+	char *argv[8];
+	int argc = 0, ret;
+	struct fuse_args args;
+	struct fuse_loop_config *lc;
+	struct fs fs;
+
+	memset(&fs, 0, sizeof(fs));
+	fs.a = a;
+	fs.start = time(NULL);
+	fs.uid = getuid();
+	fs.gid = getgid();
+	pthread_mutex_init(&fs.lock, NULL);
+	pthread_cond_init(&fs.cond, NULL);
+
+	argv[argc++] = "raidfuse";
+	argv[argc++] = "-o";
+	argv[argc++] = "max_read=1048576";
+	if (o->fuse_opts) {
+		argv[argc++] = "-o";
+		argv[argc++] = (char *)o->fuse_opts;
+	}
+	if (o->debug)
+		argv[argc++] = "-d";
+	argv[argc] = NULL;
+	args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
+	fs.se = fuse_session_new(&args, &ops, sizeof(ops), &fs);
+	if (!fs.se) {
+		rf_err("cannot start a FUSE session (bad -o options?)");
+		return 1;
+	}
+	if (fuse_set_signal_handlers(fs.se)) {
+		fuse_session_destroy(fs.se);
+		return 1;
+	}
+	if (fuse_session_mount(fs.se, o->mountpoint)) {
+		rf_err("cannot mount on %s", o->mountpoint);
+		fuse_remove_signal_handlers(fs.se);
+		fuse_session_destroy(fs.se);
+		return 1;
+	}
+	if (!o->foreground)
+		rf_log_to_syslog(true);
+	fuse_daemonize(o->foreground);
+	mark_io_flusher();
+	ret = rf_array_start(a);
+	if (ret) {
+		rf_err("cannot start the workers: %s", strerror(-ret));
+		fuse_session_unmount(fs.se);
+		fuse_remove_signal_handlers(fs.se);
+		fuse_session_destroy(fs.se);
+		return 1;
+	}
+	rf_info("serving %s (%llu bytes) on %s", rf_array_name(a), (unsigned long long)rf_array_size(a),
+		o->mountpoint);
+	lc = fuse_loop_cfg_create();
+	fuse_loop_cfg_set_clone_fd(lc, 1);
+	fuse_loop_cfg_set_max_threads(lc, o->max_threads > 0 ? (unsigned)o->max_threads : 16);
+	ret = fuse_session_loop_mt(fs.se, lc);
+	fuse_loop_cfg_destroy(lc);
+	fuse_session_unmount(fs.se);
+	fuse_remove_signal_handlers(fs.se);
+	/* Every request was answered before the loop ended (replies come from
+	 * workers; wait for the pool to come home). */
+	pthread_mutex_lock(&fs.lock);
+	for (;;) {
+		int n = 0;
+		struct rf_req *r;
+
+		for (r = fs.free; r; r = ((struct io_ctx *)r->priv)->next_free)
+			n++;
+		if (n == fs.nalloc)
+			break;
+		fs.nwait++;
+		pthread_cond_wait(&fs.cond, &fs.lock);
+		fs.nwait--;
+	}
+	pthread_mutex_unlock(&fs.lock);
+	fuse_session_destroy(fs.se);
+	pool_destroy(&fs);
+	return ret ? 1 : 0;
+}

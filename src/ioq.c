@@ -1,0 +1,304 @@
+/* ioq.c - member IO queue: the retry and short-IO logic, and the liburing
+ * backend.
+ *
+ * Invariants:
+ *  - every queued rf_mio ends exactly once, through rf_ioq_complete(), with
+ *    m->done == m->len and res 0, or with res < 0;
+ *  - a transfer that was cut short is resubmitted for the remainder, from
+ *    the retry list, in the order it was cut;
+ *  - the uring backend keeps one read armed on its eventfd so that a kick
+ *    from another thread ends a blocking wait; that read's completion carries
+ *    user_data 0, which no rf_mio has.
+ *
+ * It does NOT decide what an error means for the array: a failed member is
+ * the caller's business (end() sees -EIO and acts).
+ *
+ * This is the only file that includes liburing.h.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <liburing.h>
+
+#include "raidfuse/ioq.h"
+
+static bool mio_aligned(const struct rf_ioq_member *mm, const char *buf, uint32_t len, uint64_t off)
+{
+	uintptr_t mask = mm->align - 1;
+
+	return mm->fd_direct >= 0 && !((uintptr_t)buf & mask) && !(len & mask) && !(off & mask);
+}
+
+/* Hand m's remaining part to the backend.  Returns 0 or -EBUSY. */
+static int mio_issue(struct rf_ioq *q, struct rf_mio *m)
+{
+	const struct rf_ioq_member *mm = &q->members[m->member];
+	char *buf = m->buf + m->done;
+	uint32_t len = m->len - m->done;
+	uint64_t off = m->off + m->done;
+	int fd = mio_aligned(mm, buf, len, off) ? mm->fd_direct : mm->fd;
+	int ret;
+
+	if (m->op == RF_MIO_FSYNC)
+		fd = mm->fd;
+	ret = q->be->prep(q, m, fd, buf, len, off);
+	if (!ret)
+		q->inflight++;
+	return ret;
+}
+
+static void retry_push(struct rf_ioq *q, struct rf_mio *m)
+{
+	m->next = NULL;
+	*q->retry_tail = m;
+	q->retry_tail = &m->next;
+}
+
+void rf_ioq_queue(struct rf_ioq *q, struct rf_mio *m)
+{
+	m->done = 0;
+	m->res = 0;
+	/* Keep order behind anything already waiting for room. */
+	if (q->retry || mio_issue(q, m))
+		retry_push(q, m);
+}
+
+int rf_ioq_submit(struct rf_ioq *q)
+{
+	for (;;) {
+		struct rf_mio *m;
+		int ret;
+
+		while ((m = q->retry)) {
+			if (mio_issue(q, m))
+				break;
+			q->retry = m->next;
+			if (!q->retry)
+				q->retry_tail = &q->retry;
+		}
+		ret = q->be->submit(q);
+		if (ret == -EBUSY || ret == -EAGAIN)
+			return 0;       /* the kernel is full: completions make room */
+		if (ret < 0)
+			return ret;
+		/* Submitting made room in the ring: issue what still waits. */
+		if (!q->retry || ret == 0)
+			return 0;
+	}
+}
+
+int rf_ioq_complete(struct rf_ioq *q, struct rf_mio *m, int res)
+{
+	q->inflight--;
+	if (res == -EAGAIN || res == -EINTR) {
+		q->nr_retry++;
+		retry_push(q, m);
+		return 0;
+	}
+	if (res < 0) {
+		m->res = res;
+		m->end(m);
+		return 1;
+	}
+	if (m->op != RF_MIO_FSYNC) {
+		if (res == 0) {
+			/* No progress: the member ended before the transfer. */
+			m->res = -EIO;
+			m->end(m);
+			return 1;
+		}
+		m->done += (uint32_t)res;
+		if (m->done < m->len) {
+			q->nr_short++;
+			retry_push(q, m);
+			return 0;
+		}
+	}
+	m->res = 0;
+	m->end(m);
+	return 1;
+}
+
+int rf_ioq_reap(struct rf_ioq *q, bool wait)
+{
+	return q->be->reap(q, wait);
+}
+
+void rf_ioq_destroy(struct rf_ioq *q)
+{
+	if (q->be)
+		q->be->destroy(q);
+	q->be = NULL;
+}
+
+/* ---- liburing backend ---- */
+
+struct uring_priv {
+	struct io_uring ring;
+	int efd;
+	uint64_t ebuf;          /* target of the armed eventfd read */
+	bool armed;
+	unsigned queued;        /* SQEs not yet submitted */
+};
+
+static int uring_prep(struct rf_ioq *q, struct rf_mio *m, int fd, char *buf, uint32_t len, uint64_t off)
+{
+	struct uring_priv *u = q->priv;
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+
+	if (!sqe)
+		return -EBUSY;
+	switch (m->op) {
+	case RF_MIO_READ:
+		io_uring_prep_read(sqe, fd, buf, len, off);
+		break;
+	case RF_MIO_WRITE:
+		io_uring_prep_write(sqe, fd, buf, len, off);
+		break;
+	default:
+		io_uring_prep_fsync(sqe, fd, 0);
+		break;
+	}
+	io_uring_sqe_set_data(sqe, m);
+	u->queued++;
+	return 0;
+}
+
+static void uring_arm(struct uring_priv *u)
+{
+	struct io_uring_sqe *sqe;
+
+	if (u->armed)
+		return;
+	sqe = io_uring_get_sqe(&u->ring);
+	if (!sqe)
+		return;         /* next submit makes room; armed again then */
+	io_uring_prep_read(sqe, u->efd, &u->ebuf, sizeof(u->ebuf), 0);
+	io_uring_sqe_set_data(sqe, NULL);
+	u->armed = true;
+	u->queued++;
+}
+
+static int uring_submit(struct rf_ioq *q)
+{
+	struct uring_priv *u = q->priv;
+	int ret;
+
+	if (!u->queued)
+		return 0;
+	ret = io_uring_submit(&u->ring);
+	if (ret >= 0)
+		u->queued = 0;
+	return ret;
+}
+
+static int uring_reap(struct rf_ioq *q, bool wait)
+{
+	struct uring_priv *u = q->priv;
+	struct io_uring_cqe *cqes[64];
+	int ended = 0, ret;
+	unsigned n, i;
+
+	uring_arm(u);
+	if (wait) {
+		ret = io_uring_submit_and_wait(&u->ring, 1);
+		if (ret < 0 && ret != -EINTR && ret != -ETIME)
+			return ret;
+		u->queued = 0;
+	} else if (u->queued) {
+		uring_submit(q);
+	}
+	do {
+		struct { struct rf_mio *m; int res; } done[64];
+		unsigned nd = 0;
+
+		n = io_uring_peek_batch_cqe(&u->ring, cqes, 64);
+		for (i = 0; i < n; i++) {
+			struct rf_mio *m = io_uring_cqe_get_data(cqes[i]);
+
+			if (!m) {
+				u->armed = false;
+				continue;
+			}
+			done[nd].m = m;
+			done[nd++].res = cqes[i]->res;
+		}
+		/* Consume the CQEs before end() runs: end() may queue more IO. */
+		io_uring_cq_advance(&u->ring, n);
+		for (i = 0; i < nd; i++)
+			ended += rf_ioq_complete(q, done[i].m, done[i].res);
+	} while (n == 64);
+	return ended;
+}
+
+static void uring_kick(struct rf_ioq *q)
+{
+	struct uring_priv *u = q->priv;
+	uint64_t one = 1;
+	ssize_t n;
+
+	do
+		n = write(u->efd, &one, sizeof(one));
+	while (n < 0 && errno == EINTR);
+}
+
+static void uring_destroy(struct rf_ioq *q)
+{
+	struct uring_priv *u = q->priv;
+
+	if (!u)
+		return;
+	io_uring_queue_exit(&u->ring);
+	close(u->efd);
+	free(u);
+	q->priv = NULL;
+}
+
+static const struct rf_ioq_backend uring_backend = {
+	.prep = uring_prep,
+	.submit = uring_submit,
+	.reap = uring_reap,
+	.kick = uring_kick,
+	.destroy = uring_destroy,
+};
+
+int rf_ioq_init_uring(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned depth)
+{
+	struct uring_priv *u = calloc(1, sizeof(*u));
+	struct io_uring_params p;
+	int ret;
+
+	if (!u)
+		return -ENOMEM;
+	u->efd = eventfd(0, EFD_CLOEXEC);
+	if (u->efd < 0) {
+		ret = -errno;
+		free(u);
+		return ret;
+	}
+	memset(&p, 0, sizeof(p));
+#ifdef IORING_SETUP_SINGLE_ISSUER
+	p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN;
+#endif
+	ret = io_uring_queue_init_params(depth, &u->ring, &p);
+	if (ret < 0) {
+		memset(&p, 0, sizeof(p));
+		ret = io_uring_queue_init_params(depth, &u->ring, &p);
+	}
+	if (ret < 0) {
+		close(u->efd);
+		free(u);
+		return ret;
+	}
+	memset(q, 0, sizeof(*q));
+	q->be = &uring_backend;
+	q->priv = u;
+	q->members = members;
+	q->nmembers = nmembers;
+	q->retry_tail = &q->retry;
+	return 0;
+}

@@ -1,0 +1,772 @@
+/* test_config.c - rf_config_load() and rf_parse_size().
+ *
+ * Every config is a real file in a mkdtemp() directory, loaded the way the
+ * daemon loads it.  Each rejected config is checked for the whole prefix of
+ * its message, "FILE:LINE: key 'KEY': ", plus a fragment of the reason, so a
+ * message that loses its line or names the wrong key fails the test.  Member
+ * files are never created except where realpath() matters (symlinks).
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "raidfuse/config.h"
+
+static char tmpdir[PATH_MAX];   /* realpath of the mkdtemp() directory */
+#define PBUF (PATH_MAX + 256)   /* a path under tmpdir */
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	return remove(p);
+}
+
+static int group_setup(void **state)
+{
+	char templ[] = "/tmp/rf-test-config-XXXXXX";
+
+	if (!mkdtemp(templ) || !realpath(templ, tmpdir))
+		return -1;
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	return nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Write text to tmpdir/name (creating one level of subdirectory) and
+ * return the file's path in a static buffer. */
+static const char *conf(const char *name, const char *text)
+{
+	static char path[PBUF];
+	char *slash;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	slash = strrchr(path, '/');
+	*slash = '\0';
+	mkdir(path, 0755);
+	*slash = '/';
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+	return path;
+}
+
+static void in_tmp(char *buf, const char *rel)
+{
+	snprintf(buf, PBUF, "%s/%s", tmpdir, rel);
+}
+
+/* Load text, expect rc and a message starting "PATH:LINE: key 'KEY': "
+ * (no ":LINE" when line is 0, no key part when key is NULL) and holding
+ * frag. */
+static void check_err_at(const char *where, const char *text, int rc, int line,
+			 const char *key, const char *frag)
+{
+	struct rf_config cfg, zero;
+	char err[1024], want[PBUF + 256];
+	const char *path = conf("bad.conf", text);
+	int n, r;
+
+	memset(&zero, 0, sizeof(zero));
+	memset(&cfg, 0xa5, sizeof(cfg));
+	r = rf_config_load(path, &cfg, err, sizeof(err));
+	n = line ? snprintf(want, sizeof(want), "%s:%d: ", path, line)
+		 : snprintf(want, sizeof(want), "%s: ", path);
+	if (key)
+		snprintf(want + n, sizeof(want) - n, "key '%s': ", key);
+	if (r != rc || strncmp(err, want, strlen(want)) || !strstr(err, frag)) {
+		print_error("%s: got rc %d, message\n  %s\nwanted rc %d, prefix\n  %s\nand \"%s\"; config:\n%s\n",
+			    where, r, r ? err : "(none)", rc, want, frag, text);
+		fail();
+	}
+	/* a failed load leaves nothing to free */
+	assert_memory_equal(&cfg, &zero, sizeof(cfg));
+}
+
+#define check_err(...) check_err_at(__func__, __VA_ARGS__)
+
+static void load_ok(const char *text, struct rf_config *cfg)
+{
+	char err[1024];
+	int r = rf_config_load(conf("ok.conf", text), cfg, err, sizeof(err));
+
+	if (r) {
+		print_error("rc %d: %s\nconfig:\n%s\n", r, err, text);
+		fail();
+	}
+}
+
+/* ------------------------------------------------------------------ */
+
+static void test_round_trip(void **state)
+{
+	static const char text[] =
+		"# a raid6 with every key\n"                            /* 1 */
+		"array: {\n"                                            /* 2 */
+		"  name = \"vol.img\";\n"                               /* 3 */
+		"  level = 6;\n"                                        /* 4 */
+		"  layout = \"right-asymmetric\";\n"                    /* 5 */
+		"  chunk_size = \"64K\";\n"                             /* 6 */
+		"  members = ( \"d0.img\",\n"                           /* 7 */
+		"              \"/abs/d1.img\",\n"                      /* 8 */
+		"              \"missing\",\n"                          /* 9 */
+		"              \"sub/d3.img\",\n"                       /* 10 */
+		"              \"d4.img\" );\n"                         /* 11 */
+		"  member_size = \"1G\";\n"                             /* 12 */
+		"  data_offset = 2048;\n"                               /* 13 */
+		"  size = \"512M\";\n"                                  /* 14 */
+		"};\n"                                                  /* 15 */
+		"tuning: { stripe_cache_size = 4096; group_thread_cnt = 2;\n"
+		"  worker_groups = 3; stripe_size = \"16K\"; rmw_level = 2; };\n";
+	struct rf_config cfg;
+	char p[PBUF];
+
+	load_ok(text, &cfg);
+	in_tmp(p, "ok.conf");
+	assert_string_equal(cfg.path, p);
+	assert_string_equal(cfg.name, "vol.img");
+	assert_int_equal(cfg.level, 6);
+	assert_int_equal(cfg.layout, RF_ALGO_RIGHT_ASYMMETRIC);
+	assert_int_equal(cfg.chunk_bytes, 64 * 1024);
+	assert_int_equal(cfg.nmembers, 5);
+	in_tmp(p, "d0.img");
+	assert_string_equal(cfg.members[0], p);
+	assert_string_equal(cfg.members[1], "/abs/d1.img");
+	assert_null(cfg.members[2]);
+	in_tmp(p, "sub/d3.img");
+	assert_string_equal(cfg.members[3], p);
+	in_tmp(p, "d4.img");
+	assert_string_equal(cfg.members[4], p);
+	assert_null(cfg.members[5]);
+	assert_int_equal(cfg.member_line[0], 7);
+	assert_int_equal(cfg.member_line[1], 8);
+	assert_int_equal(cfg.member_line[2], 9);
+	assert_int_equal(cfg.member_line[3], 10);
+	assert_int_equal(cfg.member_line[4], 11);
+	assert_int_equal(cfg.member_size, 1ULL << 30);
+	assert_int_equal(cfg.data_offset, 1 << 20);
+	assert_int_equal(cfg.size, 512ULL << 20);
+	assert_int_equal(cfg.stripe_cache_size, 4096);
+	assert_int_equal(cfg.group_thread_cnt, 2);
+	assert_int_equal(cfg.worker_groups, 3);
+	assert_int_equal(cfg.stripe_size, 16384);
+	assert_int_equal(cfg.rmw_level, 2);
+	rf_config_free(&cfg);
+	assert_null(cfg.path);
+	assert_null(cfg.members[0]);
+}
+
+static void test_defaults(void **state)
+{
+	struct rf_config cfg;
+
+	load_ok("array: { name = \"a.img\"; level = 5;\n"
+		"  members = [ \"a\", \"b\", \"c\" ]; };\n", &cfg);
+	assert_int_equal(cfg.layout, RF_ALGO_LEFT_SYMMETRIC);
+	assert_int_equal(cfg.chunk_bytes, 512 * 1024);
+	assert_int_equal(cfg.nmembers, 3);
+	assert_int_equal(cfg.member_size, 0);
+	assert_int_equal(cfg.data_offset, 0);
+	assert_int_equal(cfg.size, 0);
+	assert_int_equal(cfg.stripe_cache_size, 256);
+	assert_int_equal(cfg.group_thread_cnt, 1);
+	assert_int_equal(cfg.worker_groups, 0);
+	assert_int_equal(cfg.stripe_size, 4096);
+	assert_int_equal(cfg.rmw_level, 1);
+	rf_config_free(&cfg);
+
+	/* raid1 keeps no chunk, even a valid one given */
+	load_ok("array: { name = \"m.img\"; level = 1; chunk_size = \"64K\";\n"
+		"  members = ( \"a\", \"b\" ); };\n", &cfg);
+	assert_int_equal(cfg.chunk_bytes, 0);
+	rf_config_free(&cfg);
+
+	/* layout "" is md's default too */
+	load_ok("array: { name = \"a.img\"; level = 6; layout = \"\";\n"
+		"  members = ( \"a\", \"b\", \"c\", \"d\" ); };\n", &cfg);
+	assert_int_equal(cfg.layout, RF_ALGO_LEFT_SYMMETRIC);
+	rf_config_free(&cfg);
+
+	/* an empty tuning group changes nothing */
+	load_ok("array: { name = \"z.img\"; level = 0; members = ( \"a\", \"b\" ); };\n"
+		"tuning: { };\n", &cfg);
+	assert_int_equal(cfg.level, 0);
+	assert_int_equal(cfg.stripe_cache_size, 256);
+	rf_config_free(&cfg);
+}
+
+/* Integers: chunk in KiB, data_offset/size/member_size in sectors, 64-bit
+ * values, layout as md's number. */
+static void test_integer_sizes(void **state)
+{
+	struct rf_config cfg;
+
+	load_ok("array: { name = \"a.img\"; level = 10; layout = \"f2\";\n"
+		"  chunk_size = 128; members = ( \"a\", \"b\", \"c\", \"d\" );\n"
+		"  member_size = 8589934592L; data_offset = 8; size = 2097152;\n"
+		"};\n"
+		"tuning: { stripe_size = 8192; };\n", &cfg);
+	assert_int_equal(cfg.layout, 2 << 8 | 1);
+	assert_int_equal(cfg.chunk_bytes, 128 * 1024);
+	assert_int_equal(cfg.member_size, 8589934592ULL * 512);
+	assert_int_equal(cfg.data_offset, 4096);
+	assert_int_equal(cfg.size, 1ULL << 30);
+	assert_int_equal(cfg.stripe_size, 8192);
+	rf_config_free(&cfg);
+
+	load_ok("array: { name = \"a.img\"; level = 5; layout = 2;\n"
+		"  members = ( \"a\", \"b\", \"c\" ); data_offset = \"1M\"; };\n", &cfg);
+	assert_int_equal(cfg.layout, RF_ALGO_LEFT_SYMMETRIC);
+	assert_int_equal(cfg.data_offset, 1 << 20);
+	rf_config_free(&cfg);
+}
+
+static void test_relative_paths(void **state)
+{
+	struct rf_config cfg;
+	char err[512], cwd[PATH_MAX], p[PBUF];
+
+	/* members beside the config, in a subdirectory, and above it */
+	conf("sub/r.conf",
+	     "array: { name = \"a.img\"; level = 1;\n"
+	     "  members = ( \"x.img\", \"dir/y.img\", \"../z.img\" ); };\n");
+
+	/* the config itself named relative to the working directory */
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(tmpdir), 0);
+	assert_int_equal(rf_config_load("sub/r.conf", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(chdir(cwd), 0);
+
+	assert_string_equal(cfg.path, "sub/r.conf");
+	in_tmp(p, "sub/x.img");
+	assert_string_equal(cfg.members[0], p);
+	in_tmp(p, "sub/dir/y.img");
+	assert_string_equal(cfg.members[1], p);
+	in_tmp(p, "sub/../z.img");
+	assert_string_equal(cfg.members[2], p);
+	rf_config_free(&cfg);
+
+	/* a bare file name in the working directory */
+	assert_int_equal(chdir(tmpdir), 0);
+	conf("bare.conf", "array: { name = \"a.img\"; level = 0;\n"
+	     "  members = ( \"x.img\", \"/dev/null\" ); };\n");
+	assert_int_equal(rf_config_load("bare.conf", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(chdir(cwd), 0);
+	in_tmp(p, "x.img");
+	assert_string_equal(cfg.members[0], p);
+	assert_string_equal(cfg.members[1], "/dev/null");
+	rf_config_free(&cfg);
+}
+
+/* @include names a file beside the config, whatever the working directory. */
+static void test_include(void **state)
+{
+	struct rf_config cfg;
+
+	conf("inc/tune.conf", "tuning: { rmw_level = 0; };\n");
+	load_ok("array: { name = \"a.img\"; level = 4;\n"
+		"  members = ( \"a\", \"b\", \"c\" ); };\n"
+		"@include \"inc/tune.conf\"\n", &cfg);
+	assert_int_equal(cfg.rmw_level, 0);
+	rf_config_free(&cfg);
+}
+
+static void test_free_zeroed(void **state)
+{
+	struct rf_config cfg;
+
+	memset(&cfg, 0, sizeof(cfg));
+	rf_config_free(&cfg);
+	rf_config_free(&cfg);
+}
+
+/* ------------------------------------------------------------------ */
+
+static void test_err_file(void **state)
+{
+	struct rf_config cfg;
+	char err[512], p[PBUF];
+
+	in_tmp(p, "no-such.conf");
+	assert_int_equal(rf_config_load(p, &cfg, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, p));
+	assert_non_null(strstr(err, "No such file or directory"));
+	assert_null(cfg.path);
+
+	/* a directory opens, but is not a config */
+	assert_int_equal(rf_config_load(tmpdir, &cfg, err, sizeof(err)), -EISDIR);
+	assert_non_null(strstr(err, "Is a directory"));
+
+	/* no message buffer: still fails cleanly */
+	assert_int_equal(rf_config_load(p, &cfg, NULL, 0), -ENOENT);
+
+	if (geteuid() == 0)
+		return;         /* root reads mode 000 anyway */
+	conf("noperm.conf", "array: { };\n");
+	in_tmp(p, "noperm.conf");
+	assert_int_equal(chmod(p, 0), 0);
+	assert_int_equal(rf_config_load(p, &cfg, err, sizeof(err)), -EACCES);
+	assert_non_null(strstr(err, "Permission denied"));
+}
+
+static void test_err_syntax(void **state)
+{
+	check_err("array: {\n  name = \"a.img\";\n  level = ;\n};\n",
+		  -EINVAL, 3, NULL, "syntax error");
+	check_err("array: {\n  name = \"a.img\";\n  level = 5;\n"
+		  "  members = ( \"a\", \"b\",\n    \"c\";\n};\n",
+		  -EINVAL, 5, NULL, "syntax error");
+	check_err("array: {\n  name = \"a.img\";\n  level = 5;\n"
+		  "  members = [ \"a\", \"b\", 3 ];\n};\n",
+		  -EINVAL, 4, NULL, "mismatched element type");
+	check_err("array: { name = \"a.img\"; level = 5; };\n"
+		  "array: { };\n", -EINVAL, 2, NULL, "duplicate setting name");
+}
+
+static void test_err_unknown_key(void **state)
+{
+	check_err("array: {\n"
+		  "  name = \"a.img\";\n"
+		  "  level = 5;\n"
+		  "  chunk-size = \"64K\";\n"
+		  "  members = ( \"a\", \"b\", \"c\" );\n"
+		  "};\n", -EINVAL, 4, "array.chunk-size", "unknown key");
+	check_err("array: { name = \"a.img\"; level = 5;\n"
+		  "  members = ( \"a\", \"b\", \"c\" ); };\n"
+		  "tuning: {\n"
+		  "  stripe_cache_size = 512;\n"
+		  "  stripe_cache = 512;\n"
+		  "};\n", -EINVAL, 5, "tuning.stripe_cache", "unknown key");
+	check_err("array: { name = \"a.img\"; level = 5;\n"
+		  "  members = ( \"a\", \"b\", \"c\" ); };\n"
+		  "\n"
+		  "arrays: { };\n", -EINVAL, 4, "arrays", "unknown key");
+	check_err("level = 5;\n", -EINVAL, 1, "level", "known here: array, tuning");
+}
+
+static void test_err_type(void **state)
+{
+	check_err("array: {\n  name = \"a.img\";\n  level = \"5\";\n"
+		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
+		  -EINVAL, 3, "array.level", "must be an integer (got a string)");
+	check_err("array: {\n  name = 5;\n  level = 5;\n"
+		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
+		  -EINVAL, 2, "array.name", "must be a string (got an integer)");
+	check_err("array: {\n  name = \"a\";\n  level = 5;\n"
+		  "  members = \"a\";\n};\n",
+		  -EINVAL, 4, "array.members", "must be a list");
+	check_err("array: {\n  name = \"a\";\n  level = 5;\n"
+		  "  members = ( \"a\",\n 7,\n \"c\" );\n};\n",
+		  -EINVAL, 5, "array.members[1]", "must be a string");
+	check_err("array: {\n  name = \"a\";\n  level = 5;\n  layout = 2.0;\n"
+		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
+		  -EINVAL, 4, "array.layout", "must be a string (got a float)");
+	check_err("array: {\n  name = \"a\";\n  level = 5;\n  chunk_size = true;\n"
+		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
+		  -EINVAL, 4, "array.chunk_size", "must be a size");
+	check_err("array: {\n  name = \"a\";\n  level = 5;\n  member_size = ( 1 );\n"
+		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
+		  -EINVAL, 4, "array.member_size", "(got a list)");
+	check_err("array: {\n  name = \"a\";\n  level = 5;\n"
+		  "  members = ( \"a\", \"b\", \"c\" );\n};\n"
+		  "tuning: {\n  rmw_level = \"1\";\n};\n",
+		  -EINVAL, 7, "tuning.rmw_level", "must be an integer (got a string)");
+	check_err("\narray = 5;\n", -EINVAL, 2, "array", "must be a group");
+	check_err("array: { name = \"a\"; level = 5;\n"
+		  "  members = ( \"a\", \"b\", \"c\" ); };\n"
+		  "tuning = ( 1 );\n", -EINVAL, 3, "tuning", "must be a group");
+}
+
+static void test_err_missing_key(void **state)
+{
+	check_err("# no name\n"
+		  "array: {\n  level = 5;\n  members = ( \"a\", \"b\", \"c\" );\n};\n",
+		  -EINVAL, 2, "array.name", "missing");
+	check_err("array: {\n  name = \"a.img\";\n  members = ( \"a\", \"b\", \"c\" );\n};\n",
+		  -EINVAL, 1, "array.level", "missing");
+	check_err("\n\narray: {\n  name = \"a.img\";\n  level = 5;\n};\n",
+		  -EINVAL, 3, "array.members", "missing");
+	check_err("tuning: { };\n", -EINVAL, 0, "array", "missing");
+	check_err("", -EINVAL, 0, "array", "missing");
+}
+
+static void test_err_name(void **state)
+{
+	static const char *const bad[] = { "dir/a.img", "", ".", "..", "/a.img" };
+	char text[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text),
+			 "array: {\n  level = 0;\n  name = \"%s\";\n"
+			 "  members = ( \"a\", \"b\" );\n};\n", bad[i]);
+		check_err(text, -EINVAL, 3, "array.name", "must be a plain file name");
+	}
+}
+
+static void test_err_level(void **state)
+{
+	check_err("array: {\n  name = \"a.img\";\n  level = 3;\n"
+		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
+		  -EINVAL, 3, "array.level", "must be one of 0, 1, 4, 5, 6, 10 (got 3)");
+	check_err("array: {\n  name = \"a.img\";\n  level = -1;\n"
+		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
+		  -EINVAL, 3, "array.level", "(got -1)");
+	check_err("array: {\n  name = \"a.img\";\n  level = 4294967301L;\n"
+		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
+		  -EINVAL, 3, "array.level", "(got 4294967301)");
+}
+
+static void test_err_layout(void **state)
+{
+	check_err("array: {\n  name = \"a.img\";\n  level = 5;\n  layout = \"n2\";\n"
+		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
+		  -EINVAL, 4, "array.layout", "\"n2\" is not a raid5 layout");
+	check_err("array: {\n  name = \"a.img\";\n  level = 10;\n"
+		  "  layout = \"left-symmetric\";\n  members = ( \"a\", \"b\" );\n};\n",
+		  -EINVAL, 4, "array.layout", "is not a raid10 layout");
+}
+
+static void test_err_chunk(void **state)
+{
+	static const struct {
+		const char *val, *frag;
+	} bad[] = {
+		{ "\"3K\"", "must be a power of two from 4K to 2G (got \"3K\")" },
+		{ "\"2K\"", "power of two" },
+		{ "\"0\"", "power of two" },
+		{ "2", "power of two from 4K to 2G (got 2)" },
+		{ "\"4G\"", "power of two" },
+		{ "\"-4K\"", "not a size: \"-4K\"" },
+		{ "\"64KB\"", "not a size" },
+		{ "-64", "must not be negative (got -64)" },
+	};
+	char text[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text),
+			 "array: {\n  name = \"a.img\";\n  level = 5;\n"
+			 "  members = ( \"a\", \"b\", \"c\" );\n"
+			 "  chunk_size = %s;\n};\n", bad[i].val);
+		check_err(text, -EINVAL, 5, "array.chunk_size", bad[i].frag);
+	}
+}
+
+/* members = ( ... ) on line 3, level on line 2. */
+static void member_err(int level, const char *layout, const char *members,
+		       const char *frag)
+{
+	char text[2048], lay[64] = "";
+
+	if (layout)
+		snprintf(lay, sizeof(lay), " layout = \"%s\";", layout);
+	snprintf(text, sizeof(text),
+		 "array: {\n  name = \"a.img\"; level = %d;%s\n  members = ( %s );\n};\n",
+		 level, lay, members);
+	check_err(text, -EINVAL, 3, "array.members", frag);
+}
+
+static void test_err_too_few(void **state)
+{
+	member_err(0, NULL, "\"a\"", "raid0 needs at least 2 members (got 1)");
+	member_err(1, NULL, "\"a\"", "raid1 needs at least 2 members (got 1)");
+	member_err(4, NULL, "\"a\", \"b\"", "raid4 needs at least 3 members (got 2)");
+	member_err(5, NULL, "\"a\", \"b\"", "raid5 needs at least 3 members (got 2)");
+	member_err(6, NULL, "\"a\", \"b\", \"c\"", "raid6 needs at least 4 members (got 3)");
+	member_err(10, NULL, "\"a\"", "at least 2 members (got 1)");
+	member_err(10, "n3", "\"a\", \"b\"", "at least 3 members (got 2)");
+	member_err(0, NULL, "", "at least 2 members (got 0)");
+}
+
+static void test_err_too_many(void **state)
+{
+	char list[RF_MAX_MEMBERS * 16];
+	size_t n = 0;
+	int i;
+
+	for (i = 0; i <= RF_MAX_MEMBERS; i++)
+		n += snprintf(list + n, sizeof(list) - n, "%s\"d%d\"", i ? ", " : "", i);
+	member_err(0, NULL, list, "at most 64 members (got 65)");
+
+	/* exactly RF_MAX_MEMBERS is fine */
+	{
+		struct rf_config cfg;
+		char text[sizeof(list) + 128];
+
+		*strrchr(list, ',') = '\0';
+		snprintf(text, sizeof(text),
+			 "array: { name = \"a\"; level = 6; members = ( %s ); };\n", list);
+		load_ok(text, &cfg);
+		assert_int_equal(cfg.nmembers, RF_MAX_MEMBERS);
+		assert_non_null(cfg.members[RF_MAX_MEMBERS - 1]);
+		rf_config_free(&cfg);
+	}
+}
+
+static void test_err_too_many_missing(void **state)
+{
+	struct rf_config cfg;
+
+	member_err(0, NULL, "\"a\", \"missing\"", "1 of 2 members are \"missing\" but raid0");
+	member_err(1, NULL, "\"missing\", \"missing\"", "survives at most 1");
+	member_err(5, NULL, "\"a\", \"missing\", \"missing\"", "survives at most 1");
+	member_err(4, NULL, "\"missing\", \"b\", \"missing\"", "survives at most 1");
+	member_err(6, NULL, "\"missing\", \"b\", \"missing\", \"missing\"", "survives at most 2");
+	member_err(10, "n2", "\"a\", \"missing\", \"missing\", \"d\"", "survives at most 1");
+
+	/* the limits themselves load */
+	load_ok("array: { name = \"a\"; level = 1;\n"
+		"  members = ( \"missing\", \"missing\", \"c\" ); };\n", &cfg);
+	assert_null(cfg.members[0]);
+	assert_null(cfg.members[1]);
+	assert_non_null(cfg.members[2]);
+	rf_config_free(&cfg);
+	load_ok("array: { name = \"a\"; level = 6;\n"
+		"  members = ( \"missing\", \"b\", \"c\", \"missing\" ); };\n", &cfg);
+	rf_config_free(&cfg);
+	load_ok("array: { name = \"a\"; level = 10; layout = \"n3\";\n"
+		"  members = ( \"missing\", \"b\", \"missing\" ); };\n", &cfg);
+	rf_config_free(&cfg);
+}
+
+static void test_err_member_path(void **state)
+{
+	check_err("array: {\n  name = \"a.img\"; level = 0;\n"
+		  "  members = ( \"a\",\n    \"\" );\n};\n",
+		  -EINVAL, 4, "array.members[1]", "empty path");
+}
+
+static void test_err_duplicate(void **state)
+{
+	char text[PBUF + 256], p[PBUF], l[PBUF];
+
+	/* not existing: compared after folding "." and ".." */
+	check_err("array: {\n  name = \"a.img\"; level = 5;\n"
+		  "  members = ( \"d0.img\", \"d1.img\",\n"
+		  "    \"./x/../d0.img\" );\n};\n",
+		  -EINVAL, 4, "array.members[2]", "is already member 0 (line 3)");
+
+	/* absolute and relative names of one file */
+	snprintf(text, sizeof(text),
+		 "array: {\n  name = \"a.img\"; level = 1;\n"
+		 "  members = ( \"d0.img\",\n    \"%s/d0.img\" );\n};\n", tmpdir);
+	check_err(text, -EINVAL, 4, "array.members[1]", "is already member 0");
+
+	/* an existing file and a symlink to it */
+	conf("real.img", "");
+	in_tmp(p, "real.img");
+	in_tmp(l, "link.img");
+	unlink(l);
+	assert_int_equal(symlink(p, l), 0);
+	check_err("array: {\n  name = \"a.img\"; level = 1;\n"
+		  "  members = ( \"real.img\",\n    \"link.img\" );\n};\n",
+		  -EINVAL, 4, "array.members[1]", "is already member 0");
+
+	/* a symlinked directory, file not created yet */
+	in_tmp(p, "realdir");
+	in_tmp(l, "linkdir");
+	mkdir(p, 0755);
+	unlink(l);
+	assert_int_equal(symlink(p, l), 0);
+	check_err("array: {\n  name = \"a.img\"; level = 1;\n"
+		  "  members = ( \"realdir/m.img\",\n    \"linkdir/m.img\" );\n};\n",
+		  -EINVAL, 4, "array.members[1]", "is already member 0");
+}
+
+static void test_err_offsets(void **state)
+{
+	static const char head[] =
+		"array: {\n  name = \"a.img\"; level = 5;\n"
+		"  members = ( \"a\", \"b\", \"c\" );\n";
+	char text[512];
+
+	snprintf(text, sizeof(text), "%s  data_offset = \"1001s\";\n};\n", head);
+	check_err(text, -EINVAL, 4, "array.data_offset",
+		  "must be a multiple of 4096 bytes (got \"1001s\" = 512512 bytes)");
+	snprintf(text, sizeof(text), "%s  data_offset = 7;\n};\n", head);
+	check_err(text, -EINVAL, 4, "array.data_offset", "multiple of 4096");
+	snprintf(text, sizeof(text), "%s  data_offset = \"1x\";\n};\n", head);
+	check_err(text, -EINVAL, 4, "array.data_offset", "not a size");
+	snprintf(text, sizeof(text), "%s  size = \"64K\";\n};\n", head);
+	check_err(text, -EINVAL, 4, "array.size", "less than one chunk");
+	snprintf(text, sizeof(text),
+		 "%s  data_offset = \"1M\";\n  member_size = \"1M\";\n};\n", head);
+	check_err(text, -EINVAL, 5, "array.member_size", "no room for data_offset");
+	snprintf(text, sizeof(text),
+		 "%s  data_offset = \"1M\";\n  size = \"4M\";\n  member_size = \"4M\";\n};\n",
+		 head);
+	check_err(text, -EINVAL, 6, "array.member_size", "and size");
+	snprintf(text, sizeof(text), "%s  member_size = 0;\n};\n", head);
+	check_err(text, -EINVAL, 4, "array.member_size", "no room");
+	snprintf(text, sizeof(text), "%s  member_size = \"99999999999T\";\n};\n", head);
+	check_err(text, -EINVAL, 4, "array.member_size", "not a size");
+	snprintf(text, sizeof(text), "%s  member_size = 9223372036854775807L;\n};\n", head);
+	check_err(text, -EINVAL, 4, "array.member_size", "too large");
+}
+
+static void test_err_tuning(void **state)
+{
+	static const struct {
+		const char *kv, *key, *frag;
+	} bad[] = {
+		{ "stripe_cache_size = 16", "tuning.stripe_cache_size", "must be 17..32768 (got 16)" },
+		{ "stripe_cache_size = 32769", "tuning.stripe_cache_size", "(got 32769)" },
+		{ "group_thread_cnt = 65", "tuning.group_thread_cnt", "must be 0..64 (got 65)" },
+		{ "group_thread_cnt = -1", "tuning.group_thread_cnt", "must be 0..64" },
+		{ "worker_groups = 65", "tuning.worker_groups", "must be 0..64" },
+		{ "rmw_level = 3", "tuning.rmw_level", "must be 0..2 (got 3)" },
+		{ "stripe_size = 2048", "tuning.stripe_size", "power of two from 4096 to 65536 bytes (got 2048)" },
+		{ "stripe_size = \"128K\"", "tuning.stripe_size", "(got \"128K\")" },
+		{ "stripe_size = 6144", "tuning.stripe_size", "power of two" },
+		{ "stripe_size = 1.0", "tuning.stripe_size", "must be a size" },
+	};
+	char text[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text),
+			 "array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" ); };\n"
+			 "tuning: {\n  %s;\n};\n", bad[i].kv);
+		check_err(text, -EINVAL, 3, bad[i].key, bad[i].frag);
+	}
+}
+
+static void test_tuning_limits(void **state)
+{
+	struct rf_config cfg;
+
+	load_ok("array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" ); };\n"
+		"tuning: { stripe_cache_size = 17; group_thread_cnt = 0;\n"
+		"  worker_groups = 64; stripe_size = \"64K\"; rmw_level = 0; };\n", &cfg);
+	assert_int_equal(cfg.stripe_cache_size, 17);
+	assert_int_equal(cfg.group_thread_cnt, 0);
+	assert_int_equal(cfg.worker_groups, 64);
+	assert_int_equal(cfg.stripe_size, 65536);
+	assert_int_equal(cfg.rmw_level, 0);
+	rf_config_free(&cfg);
+	load_ok("array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" ); };\n"
+		"tuning: { stripe_cache_size = 32768; group_thread_cnt = 64; };\n", &cfg);
+	assert_int_equal(cfg.stripe_cache_size, 32768);
+	rf_config_free(&cfg);
+}
+
+/* A message longer than the buffer is cut, still terminated. */
+static void test_short_err_buffer(void **state)
+{
+	struct rf_config cfg;
+	char err[16];
+
+	memset(err, 'x', sizeof(err));
+	assert_int_equal(rf_config_load(conf("bad.conf", "array: { level = 3; };\n"),
+					&cfg, err, sizeof(err)), -EINVAL);
+	assert_int_equal(strlen(err), sizeof(err) - 1);
+	assert_int_equal(strncmp(err, tmpdir, sizeof(err) - 1), 0);
+}
+
+/* ------------------------------------------------------------------ */
+
+static void test_parse_size(void **state)
+{
+	static const struct {
+		const char *s;
+		uint64_t unit, want;
+	} good[] = {
+		{ "0", 512, 0 },
+		{ "123", 512, 123 * 512 },
+		{ "123", 1024, 123 * 1024 },
+		{ "7", 1, 7 },
+		{ "8s", 1024, 4096 },
+		{ "8S", 1, 4096 },
+		{ "1k", 512, 1024 },
+		{ "512K", 1, 512 * 1024 },
+		{ "3m", 1, 3 << 20 },
+		{ "1M", 512, 1 << 20 },
+		{ "2g", 1, 2ULL << 30 },
+		{ "1G", 1, 1ULL << 30 },
+		{ "5t", 1, 5ULL << 40 },
+		{ "16777215T", 1, 16777215ULL << 40 },
+		{ "007K", 1, 7 << 10 },
+		{ "18446744073709551615", 1, UINT64_MAX },
+		{ "1K", 0, 1024 },      /* unit 0: suffix required */
+	};
+	static const struct {
+		const char *s;
+		uint64_t unit;
+	} bad[] = {
+		{ "", 1 }, { "K", 1 }, { "-1", 1 }, { "+1", 1 }, { " 1", 1 },
+		{ "1 ", 1 }, { "1 K", 1 }, { "1KB", 1 }, { "1KiB", 1 }, { "1.5G", 1 },
+		{ "0x10", 1 }, { "1b", 1 }, { "1P", 1 }, { "1e3", 1 },
+		{ "18446744073709551616", 1 },  /* 2^64 */
+		{ "16777216T", 1 },             /* 2^64 bytes */
+		{ "36028797018963968", 512 },   /* 2^55 sectors */
+		{ "99999999999999999999999", 1 },
+		{ "5", 0 },
+	};
+	uint64_t v;
+	size_t i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		v = 0xdead;
+		if (rf_parse_size(good[i].s, good[i].unit, &v) || v != good[i].want) {
+			print_error("\"%s\" unit %llu: got %llu\n", good[i].s,
+				    (unsigned long long)good[i].unit, (unsigned long long)v);
+			fail();
+		}
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		v = 0xdead;
+		if (rf_parse_size(bad[i].s, bad[i].unit, &v) != -EINVAL || v != 0xdead) {
+			print_error("\"%s\" accepted: %llu\n", bad[i].s, (unsigned long long)v);
+			fail();
+		}
+	}
+	assert_int_equal(rf_parse_size(NULL, 1, &v), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_integer_sizes),
+		cmocka_unit_test(test_relative_paths),
+		cmocka_unit_test(test_include),
+		cmocka_unit_test(test_free_zeroed),
+		cmocka_unit_test(test_err_file),
+		cmocka_unit_test(test_err_syntax),
+		cmocka_unit_test(test_err_unknown_key),
+		cmocka_unit_test(test_err_type),
+		cmocka_unit_test(test_err_missing_key),
+		cmocka_unit_test(test_err_name),
+		cmocka_unit_test(test_err_level),
+		cmocka_unit_test(test_err_layout),
+		cmocka_unit_test(test_err_chunk),
+		cmocka_unit_test(test_err_too_few),
+		cmocka_unit_test(test_err_too_many),
+		cmocka_unit_test(test_err_too_many_missing),
+		cmocka_unit_test(test_err_member_path),
+		cmocka_unit_test(test_err_duplicate),
+		cmocka_unit_test(test_err_offsets),
+		cmocka_unit_test(test_err_tuning),
+		cmocka_unit_test(test_tuning_limits),
+		cmocka_unit_test(test_short_err_buffer),
+		cmocka_unit_test(test_parse_size),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
