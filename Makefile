@@ -57,7 +57,7 @@ $(BUILD)/raidfuse: $(BUILD)/obj/main.o $(BUILD)/libraidfuse.a
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libraidfuse.a $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libraidfuse.a $(LDFLAGS) $(LDLIBS) $(CMOCKA_LIBS)
+	$(Q)$(CC) $(CFLAGS) -Itests/unit -Isrc -o $@ $< $(BUILD)/libraidfuse.a $(LDFLAGS) $(LDLIBS) $(CMOCKA_LIBS)
 
 unit-build: $(UNIT_BINS)
 

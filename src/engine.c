@@ -424,15 +424,21 @@ static void *worker_main(void *arg)
 	struct rf_array *a = g->a;
 
 	rf_current_worker = w;
-	w->ioq_ret = rf_ioq_init_uring(&w->ioq, a->iom, a->nmembers, RF_RING_DEPTH);
-	if (w->ioq_ret) {
+	w->ioq_ret = a->ioq_init(&w->ioq, a->iom, a->nmembers, RF_RING_DEPTH);
+	if (w->ioq_ret)
 		rf_err("group %d: io_uring setup failed: %s", g->id, strerror(-w->ioq_ret));
+	pthread_mutex_lock(&a->start_lock);
+	a->nready++;
+	a->nstart_err += !!w->ioq_ret;
+	pthread_cond_broadcast(&a->start_cond);
+	pthread_mutex_unlock(&a->start_lock);
+	if (w->ioq_ret)
 		return NULL;
-	}
 	for (;;) {
 		struct rf_piece *in;
 		struct rf_stripe *sh = NULL;
 		bool stop;
+		int n;
 
 		pthread_mutex_lock(&g->lock);
 		in = g->incoming;
@@ -453,11 +459,10 @@ static void *worker_main(void *arg)
 		if (sh)
 			a->ops->handle_stripe(w, sh);
 		rf_ioq_submit(&w->ioq);
-		if (in || sh) {
-			rf_ioq_reap(&w->ioq, false);
-			continue;
-		}
-		if (rf_ioq_reap(&w->ioq, false) > 0)
+		n = rf_ioq_reap(&w->ioq, false);
+		/* Work done, or IO waiting to be resubmitted with nothing in
+		 * flight to wait for: go round again. */
+		if (in || sh || n > 0 || (w->ioq.retry && !w->ioq.inflight))
 			continue;
 		if (stop && !rf_ioq_busy(&w->ioq))
 			break;
@@ -597,6 +602,9 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	a->group_thread_cnt = cfg->group_thread_cnt;
 	a->ngroups = cfg->worker_groups;
 	a->ops = level_ops(cfg->level);
+	a->ioq_init = rf_ioq_init_uring;
+	pthread_mutex_init(&a->start_lock, NULL);
+	pthread_cond_init(&a->start_cond, NULL);
 	if (!a->ops) {
 		snprintf(err, errlen, "%s: level %d is not supported", cfg->path, cfg->level);
 		ret = -EINVAL;
@@ -725,7 +733,7 @@ static int group_init(struct rf_array *a, struct rf_group *g, int id, int nstrip
 int rf_array_start(struct rf_array *a)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	int i, j, ret, per;
+	int i, j, ret, per, nthreads = 0;
 
 	if (a->ngroups <= 0)
 		a->ngroups = ncpu > 0 ? (int)ncpu : 1;
@@ -748,10 +756,17 @@ int rf_array_start(struct rf_array *a)
 			if (ret)
 				return ret;
 			g->workers[j].started = true;
+			nthreads++;
 		}
 	}
+	/* Every worker has its ring before the first request. */
+	pthread_mutex_lock(&a->start_lock);
+	while (a->nready < nthreads)
+		pthread_cond_wait(&a->start_cond, &a->start_lock);
+	ret = a->nstart_err ? -EIO : 0;
+	pthread_mutex_unlock(&a->start_lock);
 	a->started = true;
-	return 0;
+	return ret;
 }
 
 void rf_array_close(struct rf_array *a)
@@ -800,6 +815,11 @@ void rf_array_close(struct rf_array *a)
 		if (a->members[i].fd >= 0)
 			fsync(a->members[i].fd);
 	array_free(a);
+}
+
+void rf_array_set_ioq_init(struct rf_array *a, rf_ioq_init_fn fn)
+{
+	a->ioq_init = fn;
 }
 
 uint64_t rf_array_size(const struct rf_array *a) { return a->size; }

@@ -144,6 +144,10 @@ struct rf_array {
 	struct rf_group *groups;
 	int stripe_cache_size, group_thread_cnt;
 	bool started;
+	rf_ioq_init_fn ioq_init;
+	pthread_mutex_t start_lock;     /* workers report their setup */
+	pthread_cond_t start_cond;
+	int nready, nstart_err;         /* start_lock */
 };
 
 /* Pieces */

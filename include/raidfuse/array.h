@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "raidfuse/config.h"
+#include "raidfuse/ioq.h"
 #include "raidfuse/layout.h"
 
 enum rf_req_op { RF_REQ_READ, RF_REQ_WRITE, RF_REQ_FLUSH };
@@ -50,6 +51,11 @@ struct rf_member {
 /* Open and check every member named by cfg (nothing is written).  Returns 0
  * or -errno with a message naming the member in err. */
 int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err, size_t errlen);
+/* Replace the liburing backend of the workers' IO queues (tests, fault
+ * injection); call before rf_array_start(). */
+typedef int (*rf_ioq_init_fn)(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers,
+			      unsigned depth);
+void rf_array_set_ioq_init(struct rf_array *a, rf_ioq_init_fn fn);
 /* Start the worker threads (after any fork). */
 int rf_array_start(struct rf_array *a);
 /* Stop the workers after every request in flight has ended, close members. */

@@ -1,0 +1,179 @@
+/* fake_ioq.h - an rf_ioq backend for tests: synchronous pread/pwrite on the
+ * member fds, with injected faults.
+ *
+ * Faults are global (set before use, read by every queue):
+ *   fake_fail_member     member whose every IO fails with fake_fail_errno
+ *                        (-1: none); fake_fail_after lets that many of its
+ *                        IOs through first
+ *   fake_short_every     every Nth transfer moves only half its bytes (0: off)
+ *   fake_again_every     every Nth operation completes with -EAGAIN (0: off)
+ *   fake_busy_depth      prep refuses (-EBUSY) beyond this many queued ops
+ * Counters say what was injected, so tests can assert the faults happened.
+ */
+#ifndef FAKE_IOQ_H
+#define FAKE_IOQ_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "raidfuse/ioq.h"
+
+static atomic_int fake_fail_member = -1;
+static atomic_int fake_fail_errno = -EIO;
+static atomic_int fake_fail_after;
+static atomic_int fake_short_every;
+static atomic_int fake_again_every;
+static int fake_busy_depth = 1 << 30;
+static atomic_int fake_nr_short, fake_nr_again, fake_nr_failed, fake_nr_ops;
+
+struct fake_op {
+	struct rf_mio *m;
+	int fd;
+	char *buf;
+	uint32_t len;
+	uint64_t off;
+};
+
+struct fake_priv {
+	struct fake_op *ops;
+	int nops, cap;
+	pthread_mutex_t lock;           /* kicked */
+	pthread_cond_t cond;
+	int kicked;
+	atomic_int member_ops[64];
+};
+
+static int fake_prep(struct rf_ioq *q, struct rf_mio *m, int fd, char *buf, uint32_t len, uint64_t off)
+{
+	struct fake_priv *f = q->priv;
+
+	if (f->nops >= fake_busy_depth)
+		return -EBUSY;
+	if (f->nops == f->cap) {
+		f->cap = f->cap ? 2 * f->cap : 64;
+		f->ops = realloc(f->ops, f->cap * sizeof(*f->ops));
+	}
+	f->ops[f->nops++] = (struct fake_op){ m, fd, buf, len, off };
+	return 0;
+}
+
+static int fake_submit(struct rf_ioq *q)
+{
+	return 0;
+}
+
+static int fake_do(struct fake_priv *f, struct fake_op *o)
+{
+	int n = atomic_fetch_add(&fake_nr_ops, 1) + 1;
+	int fm = atomic_load(&fake_fail_member);
+	ssize_t r;
+	uint32_t len = o->len;
+
+	if (fm == o->m->member && atomic_fetch_sub(&fake_fail_after, 1) <= 0) {
+		atomic_fetch_add(&fake_nr_failed, 1);
+		return atomic_load(&fake_fail_errno);
+	}
+	if (fake_again_every && n % fake_again_every == 0) {
+		atomic_fetch_add(&fake_nr_again, 1);
+		return -EAGAIN;
+	}
+	if (o->m->op == RF_MIO_FSYNC)
+		return fsync(o->fd) ? -errno : 0;
+	if (fake_short_every && n % fake_short_every == 0 && len >= 2) {
+		len /= 2;
+		atomic_fetch_add(&fake_nr_short, 1);
+	}
+	if (o->m->op == RF_MIO_READ)
+		r = pread(o->fd, o->buf, len, (off_t)o->off);
+	else
+		r = pwrite(o->fd, o->buf, len, (off_t)o->off);
+	return r < 0 ? -errno : (int)r;
+}
+
+static int fake_reap(struct rf_ioq *q, bool wait)
+{
+	struct fake_priv *f = q->priv;
+	int ended = 0;
+
+	if (!f->nops && wait) {
+		pthread_mutex_lock(&f->lock);
+		while (!f->kicked)
+			pthread_cond_wait(&f->cond, &f->lock);
+		f->kicked = 0;
+		pthread_mutex_unlock(&f->lock);
+	}
+	while (f->nops) {
+		/* Take the batch: completions may queue more. */
+		struct fake_op *ops = f->ops;
+		int n = f->nops, i;
+
+		f->ops = NULL;
+		f->nops = f->cap = 0;
+		for (i = 0; i < n; i++)
+			ended += rf_ioq_complete(q, ops[i].m, fake_do(f, &ops[i]));
+		free(ops);
+	}
+	return ended;
+}
+
+static void fake_kick(struct rf_ioq *q)
+{
+	struct fake_priv *f = q->priv;
+
+	pthread_mutex_lock(&f->lock);
+	f->kicked = 1;
+	pthread_cond_signal(&f->cond);
+	pthread_mutex_unlock(&f->lock);
+}
+
+static void fake_destroy(struct rf_ioq *q)
+{
+	struct fake_priv *f = q->priv;
+
+	free(f->ops);
+	pthread_mutex_destroy(&f->lock);
+	pthread_cond_destroy(&f->cond);
+	free(f);
+}
+
+static const struct rf_ioq_backend fake_backend = {
+	.prep = fake_prep,
+	.submit = fake_submit,
+	.reap = fake_reap,
+	.kick = fake_kick,
+	.destroy = fake_destroy,
+};
+
+static int fake_ioq_init(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned depth)
+{
+	struct fake_priv *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -ENOMEM;
+	pthread_mutex_init(&f->lock, NULL);
+	pthread_cond_init(&f->cond, NULL);
+	q->be = &fake_backend;
+	q->priv = f;
+	q->members = members;
+	q->nmembers = nmembers;
+	q->retry = NULL;
+	q->retry_tail = &q->retry;
+	q->inflight = 0;
+	return 0;
+}
+
+static void fake_reset(void)
+{
+	fake_fail_member = -1;
+	fake_fail_errno = -EIO;
+	fake_fail_after = 0;
+	fake_short_every = 0;
+	fake_again_every = 0;
+	fake_busy_depth = 1 << 30;
+	fake_nr_short = fake_nr_again = fake_nr_failed = fake_nr_ops = 0;
+}
+
+#endif
