@@ -495,7 +495,7 @@ static void *worker_main(void *arg)
 		}
 		pthread_mutex_unlock(&g->lock);
 	}
-	rf_ioq_destroy(&w->ioq);
+	/* The ring outlives the thread: rf_array_close() may still kick it. */
 	return NULL;
 }
 
@@ -798,8 +798,11 @@ void rf_array_close(struct rf_array *a)
 		for (j = 0; j < g->nworkers; j++)
 			if (g->workers[j].started)
 				pthread_join(g->workers[j].thread, NULL);
-		for (j = 0; j < g->nworkers; j++)
+		for (j = 0; j < g->nworkers; j++) {
+			if (g->workers[j].started && !g->workers[j].ioq_ret)
+				rf_ioq_destroy(&g->workers[j].ioq);
 			free(g->workers[j].scratch);
+		}
 		for (j = 0; g->stripes && j < g->nstripes; j++) {
 			free(g->stripes[j].mio);
 			free(g->stripes[j].buf);
