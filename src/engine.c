@@ -36,6 +36,7 @@
 __thread struct rf_worker *rf_current_worker;
 
 #define RF_RING_DEPTH 256
+#define HANDLE_BATCH 64          /* stripe heads a worker takes per pass */
 
 /* ---- pieces and requests ---- */
 
@@ -380,13 +381,6 @@ void rf_requeue_piece(struct rf_array *a, struct rf_piece *p)
 
 /* ---- workers ---- */
 
-static void worker_take_batch(struct rf_group *g, struct rf_stripe *sh)
-{
-	/* g->lock held; sh is becoming owned. */
-	sh->busy = true;
-	sh->on_handle = false;
-}
-
 static void worker_run_pieces(struct rf_worker *w, struct rf_piece *list)
 {
 	struct rf_group *g = w->g;
@@ -435,34 +429,41 @@ static void *worker_main(void *arg)
 	if (w->ioq_ret)
 		return NULL;
 	for (;;) {
+		struct rf_stripe *batch[HANDLE_BATCH];
 		struct rf_piece *in;
-		struct rf_stripe *sh = NULL;
+		int n, i, nsh = 0;
 		bool stop;
-		int n;
 
 		pthread_mutex_lock(&g->lock);
 		in = g->incoming;
 		g->incoming = NULL;
 		g->incoming_tail = &g->incoming;
-		if (g->handle_head) {
-			sh = g->handle_head;
+		stop = g->stop;
+		pthread_mutex_unlock(&g->lock);
+		if (in)
+			worker_run_pieces(w, in);
+
+		/* Take a batch of heads: their IO goes out in one submit. */
+		pthread_mutex_lock(&g->lock);
+		while (g->handle_head && nsh < HANDLE_BATCH) {
+			struct rf_stripe *sh = g->handle_head;
+
 			g->handle_head = sh->handle_next;
 			if (!g->handle_head)
 				g->handle_tail = NULL;
-			worker_take_batch(g, sh);
+			sh->busy = true;
+			sh->on_handle = false;
+			batch[nsh++] = sh;
 		}
-		stop = g->stop;
 		pthread_mutex_unlock(&g->lock);
+		for (i = 0; i < nsh; i++)
+			a->ops->handle_stripe(w, batch[i]);
 
-		if (in)
-			worker_run_pieces(w, in);
-		if (sh)
-			a->ops->handle_stripe(w, sh);
 		rf_ioq_submit(&w->ioq);
 		n = rf_ioq_reap(&w->ioq, false);
 		/* Work done, or IO waiting to be resubmitted with nothing in
 		 * flight to wait for: go round again. */
-		if (in || sh || n > 0 || (w->ioq.retry && !w->ioq.inflight))
+		if (in || nsh || n > 0 || (w->ioq.retry && !w->ioq.inflight))
 			continue;
 		if (stop && !rf_ioq_busy(&w->ioq))
 			break;
