@@ -58,12 +58,12 @@ array: {
 CONF
 	"$RAIDFUSE" mount "$work/$name.conf" "$work/mnt"
 	img="$work/mnt/array.img"
-	fio --name=rnd --filename="$img" --rw=randwrite --bsrange=4k-128k --size=48M --iodepth=16 \
+	fio --name=rnd --filename="$img" --rw=randwrite --bsrange=4k-128k --size=40% --iodepth=16 \
 		--ioengine=io_uring --direct=1 --randseed=7 >/dev/null
-	fio --name=odd --filename="$img" --rw=write --bs=6656 --offset=50M --size=20M --iodepth=8 \
+	fio --name=odd --filename="$img" --rw=write --bs=6656 --offset=45% --size=15% --iodepth=8 \
 		--ioengine=io_uring --direct=1 >/dev/null
-	fio --name=seq --filename="$img" --rw=write --bs=1M --offset=100M --size=60M --iodepth=4 \
-		--ioengine=io_uring --direct=1 >/dev/null 2>&1 || true
+	fio --name=seq --filename="$img" --rw=write --bs=1M --offset=65% --size=30% --iodepth=4 \
+		--ioengine=io_uring --direct=1 >/dev/null
 	ours=$(sha256sum < "$img" | cut -d' ' -f1)
 	fusermount3 -u "$work/mnt"
 	sleep 0.5
