@@ -29,6 +29,18 @@ static atomic_int fake_again_every;
 static int fake_busy_depth = 1 << 30;
 static atomic_int fake_nr_short, fake_nr_again, fake_nr_failed, fake_nr_ops;
 
+/* Log of operations issued (when fake_log_on): member, op, offset, length. */
+struct fake_logent {
+	int member, op;
+	uint64_t off;
+	uint32_t len;
+};
+#define FAKE_LOG_MAX 4096
+static struct fake_logent fake_log[FAKE_LOG_MAX];
+static int fake_nlog;
+static bool fake_log_on;
+static pthread_mutex_t fake_log_lock = PTHREAD_MUTEX_INITIALIZER;
+
 struct fake_op {
 	struct rf_mio *m;
 	int fd;
@@ -71,6 +83,13 @@ static int fake_do(struct fake_priv *f, struct fake_op *o)
 	int fm = atomic_load(&fake_fail_member);
 	ssize_t r;
 	uint32_t len = o->len;
+
+	if (fake_log_on) {
+		pthread_mutex_lock(&fake_log_lock);
+		if (fake_nlog < FAKE_LOG_MAX)
+			fake_log[fake_nlog++] = (struct fake_logent){ o->m->member, o->m->op, o->off, o->len };
+		pthread_mutex_unlock(&fake_log_lock);
+	}
 
 	if (fm == o->m->member && atomic_fetch_sub(&fake_fail_after, 1) <= 0) {
 		atomic_fetch_add(&fake_nr_failed, 1);
@@ -174,6 +193,19 @@ static void fake_reset(void)
 	fake_again_every = 0;
 	fake_busy_depth = 1 << 30;
 	fake_nr_short = fake_nr_again = fake_nr_failed = fake_nr_ops = 0;
+	fake_nlog = 0;
+	fake_log_on = false;
+}
+
+/* Operations of kind op logged for member (-1: any). */
+static int fake_count(int member, int op)
+{
+	int i, n = 0;
+
+	for (i = 0; i < fake_nlog; i++)
+		if ((member < 0 || fake_log[i].member == member) && fake_log[i].op == op)
+			n++;
+	return n;
 }
 
 #endif

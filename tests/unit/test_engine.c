@@ -449,6 +449,104 @@ static void test_raid6_double(void **state)
 	free(model);
 }
 
+static void one_req(struct rf_array *a, int op, uint64_t off, uint32_t len, char *buf)
+{
+	struct sync_req s = { 0 };
+
+	pthread_mutex_init(&s.lock, NULL);
+	pthread_cond_init(&s.cond, NULL);
+	s.r = rf_req_alloc(a, MAXLEN);
+	s.r->buf = buf;
+	s.r->priv = &s;
+	s.r->done = sync_done;
+	s.r->op = (uint8_t)op;
+	s.r->off = off;
+	s.r->len = len;
+	run_batch(a, &s, 1);
+	assert_int_equal(s.err, 0);
+	rf_req_free(s.r);
+}
+
+/* Request splitting, seen from the member IO it causes. */
+static void test_split_raid0(void **state)
+{
+	const struct spec sp = { "split0", 0, 0, 3, 16384 };
+	struct rf_array *a;
+	static char buf[MAXLEN];
+
+	fake_reset();
+	a = open_array(&sp, 0, true, true);
+	fake_log_on = true;
+	/* 36 KiB from 12 KiB: 4 KiB of chunk 0 (member 0), chunk 1 (member 1),
+	 * chunk 2 (member 2). */
+	one_req(a, RF_REQ_WRITE, 12288, 36864, buf);
+	assert_int_equal(fake_nlog, 3);
+	assert_int_equal(fake_count(0, RF_MIO_WRITE), 1);
+	assert_int_equal(fake_count(1, RF_MIO_WRITE), 1);
+	assert_int_equal(fake_count(2, RF_MIO_WRITE), 1);
+	for (int i = 0; i < 3; i++) {
+		const struct fake_logent *e = &fake_log[i];
+
+		if (e->member == 0) {
+			assert_int_equal(e->off, DATA_OFFSET + 12288);
+			assert_int_equal(e->len, 4096);
+		} else if (e->member == 1) {
+			assert_int_equal(e->off, DATA_OFFSET);
+			assert_int_equal(e->len, 16384);
+		} else {
+			assert_int_equal(e->off, DATA_OFFSET);
+			assert_int_equal(e->len, 16384);
+		}
+	}
+	/* One unaligned byte range inside one chunk is one member IO. */
+	fake_nlog = 0;
+	one_req(a, RF_REQ_READ, 16384 * 4 + 100, 333, buf);
+	assert_int_equal(fake_nlog, 1);
+	assert_int_equal(fake_log[0].member, 1);
+	assert_int_equal(fake_log[0].off, DATA_OFFSET + 16384 + 100);
+	assert_int_equal(fake_log[0].len, 333);
+	rf_array_close(a);
+	fake_reset();
+}
+
+/* rmw vs rcw as md plans them (rmw_level 1): a 4 KiB write into a cold
+ * 5-member raid5 row reads old data + P and writes both (rmw: 2 reads
+ * < 3 for rcw); a full-stripe write reads nothing; a healthy read is one
+ * direct read; a write into a cached row reads nothing. */
+static void test_rmw_rcw_plan(void **state)
+{
+	const struct spec sp = { "plan5", 5, 2, 5, 16384 };
+	struct rf_array *a;
+	static char buf[MAXLEN];
+
+	fake_reset();
+	a = open_array(&sp, 0, true, true);
+	fake_log_on = true;
+	/* rmw */
+	one_req(a, RF_REQ_WRITE, 4096, 4096, buf);
+	assert_int_equal(fake_count(-1, RF_MIO_READ), 2);
+	assert_int_equal(fake_count(-1, RF_MIO_WRITE), 2);
+	/* same block again: data and P are cached, no reads */
+	fake_nlog = 0;
+	one_req(a, RF_REQ_WRITE, 4096 + 512, 1024, buf);
+	assert_int_equal(fake_count(-1, RF_MIO_READ), 0);
+	assert_int_equal(fake_count(-1, RF_MIO_WRITE), 2);
+	/* full stripe of a second row: 4 data chunks, every 4 KiB block
+	 * fully written: no reads, 5 member writes per block row */
+	fake_nlog = 0;
+	one_req(a, RF_REQ_WRITE, 4 * 16384, 4 * 16384, buf);
+	assert_int_equal(fake_count(-1, RF_MIO_READ), 0);
+	assert_int_equal(fake_count(-1, RF_MIO_WRITE), 5 * 4);
+	/* a healthy read: one member read, straight from the member */
+	fake_nlog = 0;
+	one_req(a, RF_REQ_READ, 8 * 16384 + 4096, 8192, buf);
+	assert_int_equal(fake_nlog, 1);
+	assert_int_equal(fake_log[0].op, RF_MIO_READ);
+	assert_int_equal(fake_log[0].len, 8192);
+	rf_array_close(a);
+	fake_reset();
+}
+
 /* Opening refuses what it cannot serve, naming the member. */
 static void test_open_errors(void **state)
 {
@@ -514,6 +612,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_errors),
+		cmocka_unit_test(test_split_raid0),
+		cmocka_unit_test(test_rmw_rcw_plan),
 		cmocka_unit_test(test_levels_uring),
 		cmocka_unit_test(test_levels_short_again),
 		cmocka_unit_test(test_member_fails),
