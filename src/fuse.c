@@ -8,8 +8,9 @@
  *
  * The image behaves like a block device: its size is fixed, a write that
  * starts at or past the end fails with ENOSPC and one that crosses it is
- * cut short, a read past the end is short.  flush and fsync reach every
- * member with fsync.
+ * cut short, a read past the end is short, O_TRUNC is ignored and any
+ * other size change refused.  flush and fsync reach every member with
+ * fsync.
  *
  * The only file that includes fuse_lowlevel.h.
  */
@@ -143,6 +144,8 @@ static void op_init(void *ud, struct fuse_conn_info *conn)
 	conn->congestion_threshold = 96;
 	if (conn->capable & FUSE_CAP_ASYNC_DIO)
 		conn->want |= FUSE_CAP_ASYNC_DIO;
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -195,11 +198,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
-	if (fi->flags & O_TRUNC) {
-		/* O_TRUNC would ask for size 0. */
-		fuse_reply_err(req, EPERM);
-		return;
-	}
+	/* O_TRUNC is ignored, as a block device ignores it (the kernel passes
+	 * it here instead of a size change: FUSE_CAP_ATOMIC_O_TRUNC). */
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
 	fuse_reply_open(req, fi);
