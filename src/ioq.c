@@ -33,7 +33,14 @@ static bool mio_aligned(const struct rf_ioq_member *mm, const char *buf, uint32_
 	return mm->fd_direct >= 0 && !((uintptr_t)buf & mask) && !(len & mask) && !(off & mask);
 }
 
-/* Hand m's remaining part to the backend.  Returns 0 or -EBUSY. */
+static void retry_push(struct rf_ioq *q, struct rf_mio *m)
+{
+	m->next = NULL;
+	*q->retry_tail = m;
+	q->retry_tail = &m->next;
+}
+
+/* Hand m (and what is merged behind it) to the backend.  0 or -EBUSY. */
 static int mio_issue(struct rf_ioq *q, struct rf_mio *m)
 {
 	const struct rf_ioq_member *mm = &q->members[m->member];
@@ -43,28 +50,66 @@ static int mio_issue(struct rf_ioq *q, struct rf_mio *m)
 	int fd = mio_aligned(mm, buf, len, off) ? mm->fd_direct : mm->fd;
 	int ret;
 
-	if (m->op == RF_MIO_FSYNC)
-		fd = mm->fd;
-	ret = q->be->prep(q, m, fd, buf, len, off);
+	if (q->mtail[m->member] == m)
+		q->mtail[m->member] = NULL;
+	if (m->op == RF_MIO_FSYNC) {
+		ret = q->be->prep(q, m, mm->fd, NULL, 0, 0);
+	} else if (m->nchain > 1) {
+		struct iovec *iov;
+		struct rf_mio *x;
+		int n = 0;
+
+		if (!q->niov_free)
+			return -EBUSY;  /* every slot is in flight: wait for one */
+		m->iov_slot = q->iov_free[--q->niov_free];
+		iov = q->iov + (size_t)m->iov_slot * RF_IOQ_MAX_MERGE;
+		for (x = m; x; x = x->chain) {
+			iov[n].iov_base = x->buf;
+			iov[n++].iov_len = x->len;
+		}
+		ret = q->be->prepv(q, m, fd, iov, n, off);
+		if (ret)
+			q->iov_free[q->niov_free++] = m->iov_slot;
+	} else {
+		ret = q->be->prep(q, m, fd, buf, len, off);
+	}
 	if (!ret)
 		q->inflight++;
 	return ret;
 }
 
-static void retry_push(struct rf_ioq *q, struct rf_mio *m)
+/* Whether m can go behind the queued mio h as one vectored operation. */
+static bool can_merge(struct rf_ioq *q, struct rf_mio *h, struct rf_mio *m)
 {
-	m->next = NULL;
-	*q->retry_tail = m;
-	q->retry_tail = &m->next;
+	const struct rf_ioq_member *mm = &q->members[m->member];
+	struct rf_mio *t = h->ctail;
+
+	return h->op == m->op && m->op != RF_MIO_FSYNC && !h->nomerge && !h->done &&
+	       t->off + t->len == m->off && h->nchain < RF_IOQ_MAX_MERGE &&
+	       m->off + m->len - h->off <= RF_IOQ_MAX_MERGE_BYTES &&
+	       mio_aligned(mm, h->buf, h->len, h->off) == mio_aligned(mm, m->buf, m->len, m->off);
 }
 
 void rf_ioq_queue(struct rf_ioq *q, struct rf_mio *m)
 {
+	struct rf_mio *h = q->mtail[m->member];
+
 	m->done = 0;
 	m->res = 0;
-	/* Keep order behind anything already waiting for room. */
-	if (q->retry || mio_issue(q, m))
-		retry_push(q, m);
+	m->nomerge = 0;
+	m->chain = NULL;
+	m->ctail = m;
+	m->nchain = 1;
+	m->iov_slot = -1;
+	if (h && can_merge(q, h, m)) {
+		h->ctail->chain = m;
+		h->ctail = m;
+		h->nchain++;
+		q->nr_merged++;
+		return;
+	}
+	retry_push(q, m);
+	q->mtail[m->member] = m;
 }
 
 int rf_ioq_submit(struct rf_ioq *q)
@@ -91,14 +136,63 @@ int rf_ioq_submit(struct rf_ioq *q)
 	}
 }
 
+/* Requeue m alone for its remaining bytes. */
+static void requeue_alone(struct rf_ioq *q, struct rf_mio *m)
+{
+	m->chain = NULL;
+	m->ctail = m;
+	m->nchain = 1;
+	m->nomerge = 1;
+	retry_push(q, m);
+}
+
+/* A merged operation ended with res.  Pieces fully moved end; the rest
+ * go back alone (an error is retried piece by piece to find its piece). */
+static int complete_chain(struct rf_ioq *q, struct rf_mio *h, int res)
+{
+	struct rf_mio *x, *next, *ended = NULL, **etail = &ended;
+	int n = 0;
+
+	for (x = h; x; x = next) {
+		uint32_t take = res > 0 ? ((uint32_t)res < x->len ? (uint32_t)res : x->len) : 0;
+
+		next = x->chain;
+		if (res > 0)
+			res -= (int)take;
+		x->done = take;
+		if (take == x->len) {
+			x->res = 0;
+			x->next = NULL;
+			*etail = x;
+			etail = &x->next;
+		} else {
+			if (take)
+				q->nr_short++;
+			requeue_alone(q, x);
+		}
+	}
+	for (x = ended; x; x = next) {
+		next = x->next;
+		x->end(x);
+		n++;
+	}
+	return n;
+}
+
 int rf_ioq_complete(struct rf_ioq *q, struct rf_mio *m, int res)
 {
 	q->inflight--;
+	if (m->iov_slot >= 0) {
+		q->iov_free[q->niov_free++] = m->iov_slot;
+		m->iov_slot = -1;
+	}
 	if (res == -EAGAIN || res == -EINTR) {
 		q->nr_retry++;
 		retry_push(q, m);
 		return 0;
 	}
+	if (m->nchain > 1)
+		return complete_chain(q, m, res);
 	if (res < 0) {
 		m->res = res;
 		m->end(m);
@@ -123,6 +217,27 @@ int rf_ioq_complete(struct rf_ioq *q, struct rf_mio *m, int res)
 	return 1;
 }
 
+int rf_ioq_init_common(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned slots)
+{
+	int i;
+
+	memset(q, 0, sizeof(*q));
+	q->members = members;
+	q->nmembers = nmembers;
+	q->retry_tail = &q->retry;
+	q->iov = calloc((size_t)slots * RF_IOQ_MAX_MERGE, sizeof(*q->iov));
+	q->iov_free = calloc(slots, sizeof(*q->iov_free));
+	if (!q->iov || !q->iov_free) {
+		free(q->iov);
+		free(q->iov_free);
+		return -ENOMEM;
+	}
+	for (i = 0; i < (int)slots; i++)
+		q->iov_free[i] = (int16_t)i;
+	q->niov_slots = q->niov_free = (int)slots;
+	return 0;
+}
+
 int rf_ioq_reap(struct rf_ioq *q, bool wait)
 {
 	return q->be->reap(q, wait);
@@ -133,6 +248,10 @@ void rf_ioq_destroy(struct rf_ioq *q)
 	if (q->be)
 		q->be->destroy(q);
 	q->be = NULL;
+	free(q->iov);
+	free(q->iov_free);
+	q->iov = NULL;
+	q->iov_free = NULL;
 }
 
 /* ---- liburing backend ---- */
@@ -163,6 +282,23 @@ static int uring_prep(struct rf_ioq *q, struct rf_mio *m, int fd, char *buf, uin
 		io_uring_prep_fsync(sqe, fd, 0);
 		break;
 	}
+	io_uring_sqe_set_data(sqe, m);
+	u->queued++;
+	return 0;
+}
+
+static int uring_prepv(struct rf_ioq *q, struct rf_mio *m, int fd, const struct iovec *iov, int niov,
+		       uint64_t off)
+{
+	struct uring_priv *u = q->priv;
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+
+	if (!sqe)
+		return -EBUSY;
+	if (m->op == RF_MIO_READ)
+		io_uring_prep_readv(sqe, fd, iov, niov, off);
+	else
+		io_uring_prep_writev(sqe, fd, iov, niov, off);
 	io_uring_sqe_set_data(sqe, m);
 	u->queued++;
 	return 0;
@@ -260,6 +396,7 @@ static void uring_destroy(struct rf_ioq *q)
 
 static const struct rf_ioq_backend uring_backend = {
 	.prep = uring_prep,
+	.prepv = uring_prepv,
 	.submit = uring_submit,
 	.reap = uring_reap,
 	.kick = uring_kick,
@@ -294,11 +431,14 @@ int rf_ioq_init_uring(struct rf_ioq *q, const struct rf_ioq_member *members, int
 		free(u);
 		return ret;
 	}
-	memset(q, 0, sizeof(*q));
+	ret = rf_ioq_init_common(q, members, nmembers, depth);
+	if (ret) {
+		io_uring_queue_exit(&u->ring);
+		close(u->efd);
+		free(u);
+		return ret;
+	}
 	q->be = &uring_backend;
 	q->priv = u;
-	q->members = members;
-	q->nmembers = nmembers;
-	q->retry_tail = &q->retry;
 	return 0;
 }

@@ -9,14 +9,25 @@
  *
  * The queue runs on a backend: liburing (rf_ioq_init_uring) in the daemon, or
  * a test double (tests/unit) that injects errors, short IO and back-pressure.
+ * Queued IO waits until rf_ioq_submit().  Reads or writes queued back to
+ * back for one member at adjacent offsets are merged into one vectored
+ * operation (up to RF_IOQ_MAX_MERGE of them, RF_IOQ_MAX_MERGE_BYTES): a row
+ * of stripe heads becomes one writev per member.  A merged operation that
+ * fails is retried piece by piece, so an error names the piece it hit.
+ *
  * A queue is single-threaded except rf_ioq_kick(), which any thread may call
- * to end a blocking rf_ioq_wait().
+ * to end a blocking rf_ioq_reap().
  */
 #ifndef RAIDFUSE_IOQ_H
 #define RAIDFUSE_IOQ_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/uio.h>
+
+#define RF_IOQ_MAX_MEMBERS 64
+#define RF_IOQ_MAX_MERGE 64
+#define RF_IOQ_MAX_MERGE_BYTES (1u << 20)
 
 enum rf_mio_op { RF_MIO_READ, RF_MIO_WRITE, RF_MIO_FSYNC };
 
@@ -30,7 +41,12 @@ struct rf_mio {
 	uint32_t done;                  /* bytes moved so far */
 	int16_t member;
 	uint8_t op;                     /* enum rf_mio_op */
+	uint8_t nomerge;                /* ioq: retried alone */
 	int res;                        /* 0 or -errno, set before end() */
+	/* ioq-private: the mios merged behind this one */
+	struct rf_mio *chain, *ctail;
+	uint16_t nchain;
+	int16_t iov_slot;
 };
 
 /* One member as the queue sees it: fd for aligned IO (O_DIRECT when the file
@@ -46,6 +62,8 @@ struct rf_ioq;
 struct rf_ioq_backend {
 	/* Queue one operation on fd; 0, or -EBUSY when the backend is full. */
 	int (*prep)(struct rf_ioq *q, struct rf_mio *m, int fd, char *buf, uint32_t len, uint64_t off);
+	/* The same, vectored (merged mios; m is the first). */
+	int (*prepv)(struct rf_ioq *q, struct rf_mio *m, int fd, const struct iovec *iov, int niov, uint64_t off);
 	/* Push queued operations to the kernel; >= 0 or -errno. */
 	int (*submit)(struct rf_ioq *q);
 	/* Deliver completions through rf_ioq_complete(); with wait, block until
@@ -60,11 +78,17 @@ struct rf_ioq {
 	void *priv;                     /* backend state */
 	const struct rf_ioq_member *members;
 	int nmembers;
-	struct rf_mio *retry, **retry_tail;   /* waiting for room or a resubmit */
+	struct rf_mio *retry, **retry_tail;   /* queued, not yet with the backend */
+	struct rf_mio *mtail[RF_IOQ_MAX_MEMBERS];   /* per member: queued mio open to merging */
 	unsigned inflight;
-	uint64_t nr_short, nr_retry;    /* stats */
+	struct iovec *iov;              /* niov_slots arrays of RF_IOQ_MAX_MERGE */
+	int16_t *iov_free;
+	int niov_slots, niov_free;
+	uint64_t nr_short, nr_retry, nr_merged; /* stats */
 };
 
+/* Common setup for backends: members, retry list, iovec slots.  0 or -ENOMEM. */
+int rf_ioq_init_common(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned slots);
 /* liburing backend with `depth` entries.  Returns 0 or -errno. */
 int rf_ioq_init_uring(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned depth);
 void rf_ioq_destroy(struct rf_ioq *q);

@@ -47,6 +47,8 @@ struct fake_op {
 	char *buf;
 	uint32_t len;
 	uint64_t off;
+	const struct iovec *iov;        /* vectored when set */
+	int niov;
 };
 
 struct fake_priv {
@@ -68,8 +70,24 @@ static int fake_prep(struct rf_ioq *q, struct rf_mio *m, int fd, char *buf, uint
 		f->cap = f->cap ? 2 * f->cap : 64;
 		f->ops = realloc(f->ops, f->cap * sizeof(*f->ops));
 	}
-	f->ops[f->nops++] = (struct fake_op){ m, fd, buf, len, off };
+	f->ops[f->nops++] = (struct fake_op){ m, fd, buf, len, off, NULL, 0 };
 	return 0;
+}
+
+static int fake_prepv(struct rf_ioq *q, struct rf_mio *m, int fd, const struct iovec *iov, int niov, uint64_t off)
+{
+	struct fake_priv *f = q->priv;
+	uint32_t len = 0;
+	int i, ret;
+
+	for (i = 0; i < niov; i++)
+		len += (uint32_t)iov[i].iov_len;
+	ret = fake_prep(q, m, fd, NULL, len, off);
+	if (!ret) {
+		f->ops[f->nops - 1].iov = iov;
+		f->ops[f->nops - 1].niov = niov;
+	}
+	return ret;
 }
 
 static int fake_submit(struct rf_ioq *q)
@@ -104,6 +122,28 @@ static int fake_do(struct fake_priv *f, struct fake_op *o)
 	if (fake_short_every && n % fake_short_every == 0 && len >= 2) {
 		len /= 2;
 		atomic_fetch_add(&fake_nr_short, 1);
+	}
+	if (o->iov) {
+		/* Vectored: move up to len bytes over the iovecs. */
+		uint32_t moved = 0;
+		int i;
+
+		for (i = 0; i < o->niov && moved < len; i++) {
+			uint32_t l = (uint32_t)o->iov[i].iov_len;
+
+			if (l > len - moved)
+				l = len - moved;
+			if (o->m->op == RF_MIO_READ)
+				r = pread(o->fd, o->iov[i].iov_base, l, (off_t)(o->off + moved));
+			else
+				r = pwrite(o->fd, o->iov[i].iov_base, l, (off_t)(o->off + moved));
+			if (r < 0)
+				return moved ? (int)moved : -errno;
+			moved += (uint32_t)r;
+			if ((uint32_t)r < l)
+				break;
+		}
+		return (int)moved;
 	}
 	if (o->m->op == RF_MIO_READ)
 		r = pread(o->fd, o->buf, len, (off_t)o->off);
@@ -160,6 +200,7 @@ static void fake_destroy(struct rf_ioq *q)
 
 static const struct rf_ioq_backend fake_backend = {
 	.prep = fake_prep,
+	.prepv = fake_prepv,
 	.submit = fake_submit,
 	.reap = fake_reap,
 	.kick = fake_kick,
@@ -170,17 +211,14 @@ static int fake_ioq_init(struct rf_ioq *q, const struct rf_ioq_member *members, 
 {
 	struct fake_priv *f = calloc(1, sizeof(*f));
 
-	if (!f)
+	if (!f || rf_ioq_init_common(q, members, nmembers, depth)) {
+		free(f);
 		return -ENOMEM;
+	}
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_cond_init(&f->cond, NULL);
 	q->be = &fake_backend;
 	q->priv = f;
-	q->members = members;
-	q->nmembers = nmembers;
-	q->retry = NULL;
-	q->retry_tail = &q->retry;
-	q->inflight = 0;
 	return 0;
 }
 
@@ -198,13 +236,25 @@ static void fake_reset(void)
 }
 
 /* Operations of kind op logged for member (-1: any). */
-static int fake_count(int member, int op)
+static __attribute__((unused)) int fake_count(int member, int op)
 {
 	int i, n = 0;
 
 	for (i = 0; i < fake_nlog; i++)
 		if ((member < 0 || fake_log[i].member == member) && fake_log[i].op == op)
 			n++;
+	return n;
+}
+
+/* Bytes of kind op logged for member (-1: any). */
+static __attribute__((unused)) uint64_t fake_bytes(int member, int op)
+{
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < fake_nlog; i++)
+		if ((member < 0 || fake_log[i].member == member) && fake_log[i].op == op)
+			n += fake_log[i].len;
 	return n;
 }
 

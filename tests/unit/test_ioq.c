@@ -44,7 +44,8 @@ static void run_all(struct rf_ioq *q)
 }
 
 /* Write 64 blocks with short IO, EAGAIN and a 4-deep backend, read them
- * back: every byte lands, every mio ends once with res 0. */
+ * back: every byte lands, every mio ends once with res 0.  (Gaps between
+ * the blocks keep them from merging.) */
 static void test_short_again_busy(void **state)
 {
 	struct rf_ioq_member mm = { .fd_direct = -1, .align = 4096 };
@@ -54,14 +55,14 @@ static void test_short_again_busy(void **state)
 	int i;
 
 	fake_reset();
-	mm.fd = tmpfile_fd(64 * 4096);
+	mm.fd = tmpfile_fd(128 * 4096);
 	fake_short_every = 3;
 	fake_again_every = 5;
 	fake_busy_depth = 4;
 	assert_int_equal(fake_ioq_init(&q, &mm, 1, 8), 0);
 	for (i = 0; i < 64; i++) {
 		memset(data[i], 'a' + i % 26, sizeof(data[i]));
-		recs[i] = (struct rec){ .m = { .end = rec_end, .buf = data[i], .off = (uint64_t)i * 4096,
+		recs[i] = (struct rec){ .m = { .end = rec_end, .buf = data[i], .off = (uint64_t)i * 8192,
 					       .len = 4096, .op = RF_MIO_WRITE } };
 		rf_ioq_queue(&q, &recs[i].m);
 	}
@@ -75,7 +76,7 @@ static void test_short_again_busy(void **state)
 	assert_true(fake_nr_again > 0);
 	assert_true(q.nr_short > 0 && q.nr_retry > 0);
 	for (i = 0; i < 64; i++) {
-		recs[i] = (struct rec){ .m = { .end = rec_end, .buf = back[i], .off = (uint64_t)i * 4096,
+		recs[i] = (struct rec){ .m = { .end = rec_end, .buf = back[i], .off = (uint64_t)i * 8192,
 					       .len = 4096, .op = RF_MIO_READ } };
 		rf_ioq_queue(&q, &recs[i].m);
 	}
@@ -115,6 +116,98 @@ static void test_errors(void **state)
 	rf_ioq_destroy(&q);
 	close(mm[0].fd);
 	close(mm[1].fd);
+}
+
+/* Adjacent writes of one member become one vectored operation; a failure
+ * of the merged operation is retried piece by piece and lands on the
+ * piece it belongs to. */
+static void test_merge(void **state)
+{
+	struct rf_ioq_member mm[2] = { { .fd_direct = -1, .align = 4096 }, { .fd_direct = -1, .align = 4096 } };
+	struct rf_ioq q;
+	static struct rec recs[16];
+	static char data[16][4096], back[16 * 4096];
+	int i;
+
+	fake_reset();
+	mm[0].fd = tmpfile_fd(64 * 4096);
+	mm[1].fd = tmpfile_fd(64 * 4096);
+	assert_int_equal(fake_ioq_init(&q, mm, 2, 8), 0);
+	fake_log_on = true;
+	/* 8 adjacent blocks on member 0 interleaved with 8 on member 1,
+	 * buffers scattered (reverse order in memory). */
+	for (i = 0; i < 16; i++) {
+		memset(data[15 - i], 'A' + i, 4096);
+		recs[i] = (struct rec){ .m = { .end = rec_end, .buf = data[15 - i], .member = (int16_t)(i % 2),
+					       .off = (uint64_t)(i / 2) * 4096, .len = 4096, .op = RF_MIO_WRITE } };
+		rf_ioq_queue(&q, &recs[i].m);
+	}
+	run_all(&q);
+	assert_int_equal(fake_nlog, 2);
+	assert_int_equal(fake_log[0].len, 8 * 4096);
+	assert_true(q.nr_merged == 14);
+	for (i = 0; i < 16; i++)
+		assert_int_equal(recs[i].ends, 1);
+	assert_int_equal(pread(mm[1].fd, back, 8 * 4096, 0), 8 * 4096);
+	for (i = 0; i < 8; i++)
+		assert_int_equal(back[i * 4096], 'A' + 2 * i + 1);
+
+	/* Member 1 fails after 2 more operations: the merged read of 8 blocks
+	 * fails, is retried alone; the first block read works, the rest end
+	 * with the error. */
+	fake_nlog = 0;
+	fake_fail_member = 1;
+	fake_fail_after = 2;
+	for (i = 0; i < 8; i++) {
+		recs[i] = (struct rec){ .m = { .end = rec_end, .buf = back + i * 4096, .member = 1,
+					       .off = (uint64_t)i * 4096, .len = 4096, .op = RF_MIO_READ } };
+		rf_ioq_queue(&q, &recs[i].m);
+	}
+	/* Split by short IO: make the first try fail as a whole. */
+	fake_fail_after = 0;
+	run_all(&q);
+	for (i = 0; i < 8; i++) {
+		assert_int_equal(recs[i].ends, 1);
+		assert_int_equal(recs[i].m.res, -EIO);
+	}
+	assert_int_equal(fake_nlog, 1 + 8);    /* merged try, then each alone */
+	rf_ioq_destroy(&q);
+	close(mm[0].fd);
+	close(mm[1].fd);
+	fake_reset();
+}
+
+/* A short merged transfer: the pieces it covered end, the rest go on. */
+static void test_merge_short(void **state)
+{
+	struct rf_ioq_member mm = { .fd_direct = -1, .align = 4096 };
+	struct rf_ioq q;
+	static struct rec recs[6];
+	static char data[6][4096], back[6 * 4096];
+	int i;
+
+	fake_reset();
+	mm.fd = tmpfile_fd(64 * 4096);
+	assert_int_equal(fake_ioq_init(&q, &mm, 1, 8), 0);
+	fake_short_every = 1;           /* every transfer moves half */
+	for (i = 0; i < 6; i++) {
+		memset(data[i], '0' + i, 4096);
+		recs[i] = (struct rec){ .m = { .end = rec_end, .buf = data[i], .off = (uint64_t)i * 4096,
+					       .len = 4096, .op = RF_MIO_WRITE } };
+		rf_ioq_queue(&q, &recs[i].m);
+	}
+	run_all(&q);
+	fake_short_every = 0;
+	for (i = 0; i < 6; i++) {
+		assert_int_equal(recs[i].ends, 1);
+		assert_int_equal(recs[i].m.res, 0);
+	}
+	assert_int_equal(pread(mm.fd, back, sizeof(back), 0), (ssize_t)sizeof(back));
+	for (i = 0; i < 6; i++)
+		assert_memory_equal(back + i * 4096, data[i], 4096);
+	rf_ioq_destroy(&q);
+	close(mm.fd);
+	fake_reset();
 }
 
 /* The liburing backend: a write and a read back, and a kick ends a wait. */
@@ -161,6 +254,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_short_again_busy),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_merge),
+		cmocka_unit_test(test_merge_short),
 		cmocka_unit_test(test_uring),
 	};
 
