@@ -36,28 +36,31 @@ struct spec {
 	const char *what;
 	int level, layout, n;
 	uint32_t chunk;
+	uint32_t stripe_size;   /* 0: 4096 */
 };
 
 static const struct spec specs[] = {
-	{ "raid0", 0, 0, 3, 16384 },
-	{ "raid1", 1, 0, 2, 0 },
-	{ "raid1x3", 1, 0, 3, 0 },
-	{ "raid4", 4, 5, 4, 16384 },
-	{ "raid5-la", 5, 0, 4, 16384 },
-	{ "raid5-ra", 5, 1, 3, 8192 },
-	{ "raid5-ls", 5, 2, 5, 16384 },
-	{ "raid5-rs", 5, 3, 4, 4096 },
-	{ "raid5-p0", 5, 4, 4, 16384 },
-	{ "raid5-pn", 5, 5, 4, 16384 },
-	{ "raid6-ls", 6, 2, 5, 16384 },
-	{ "raid6-la", 6, 0, 6, 8192 },
-	{ "raid6-ddf-nc", 6, 10, 5, 16384 },
-	{ "raid6-ddf-zr", 6, 8, 4, 16384 },
-	{ "raid6-ls6", 6, 18, 5, 16384 },
-	{ "raid10-n2", 10, 0x102, 4, 16384 },
-	{ "raid10-f2", 10, 0x201, 4, 16384 },
-	{ "raid10-o2", 10, 0x10201, 3, 16384 },
-	{ "raid10-n3", 10, 0x103, 3, 16384 },
+	{ "raid0", 0, 0, 3, 16384, 0 },
+	{ "raid1", 1, 0, 2, 0, 0 },
+	{ "raid1x3", 1, 0, 3, 0, 0 },
+	{ "raid4", 4, 5, 4, 16384, 0 },
+	{ "raid5-la", 5, 0, 4, 16384, 0 },
+	{ "raid5-ra", 5, 1, 3, 8192, 0 },
+	{ "raid5-ls", 5, 2, 5, 16384, 0 },
+	{ "raid5-rs", 5, 3, 4, 4096, 0 },
+	{ "raid5-p0", 5, 4, 4, 16384, 0 },
+	{ "raid5-pn", 5, 5, 4, 16384, 0 },
+	{ "raid6-ls", 6, 2, 5, 16384, 0 },
+	{ "raid6-la", 6, 0, 6, 8192, 0 },
+	{ "raid6-ddf-nc", 6, 10, 5, 16384, 0 },
+	{ "raid6-ddf-zr", 6, 8, 4, 16384, 0 },
+	{ "raid6-ls6", 6, 18, 5, 16384, 0 },
+	{ "raid5-ss16k", 5, 2, 4, 65536, 16384 },
+	{ "raid6-ss8k", 6, 2, 6, 32768, 8192 },
+	{ "raid10-n2", 10, 0x102, 4, 16384, 0 },
+	{ "raid10-f2", 10, 0x201, 4, 16384, 0 },
+	{ "raid10-o2", 10, 0x10201, 3, 16384, 0 },
+	{ "raid10-n3", 10, 0x103, 3, 16384, 0 },
 };
 
 struct sync_req {
@@ -101,7 +104,7 @@ static struct rf_array *open_array(const struct spec *sp, uint64_t missing, bool
 	cfg.stripe_cache_size = 40;     /* small: heads get recycled */
 	cfg.group_thread_cnt = 2;
 	cfg.worker_groups = 2;
-	cfg.stripe_size = 4096;
+	cfg.stripe_size = sp->stripe_size ? sp->stripe_size : 4096;
 	cfg.rmw_level = 1;
 	for (i = 0; i < sp->n; i++) {
 		char p[512];
@@ -405,7 +408,7 @@ static void test_member_fails(void **state)
  * the run: still right; a third failure fails the array with EIO. */
 static void test_raid6_double(void **state)
 {
-	const struct spec sp = { "raid6-double", 6, 2, 5, 16384 };
+	const struct spec sp = { "raid6-double", 6, 2, 5, 16384, 0 };
 	struct rf_array *a;
 	struct sync_req s = { 0 };
 	char *model;
@@ -470,7 +473,7 @@ static void one_req(struct rf_array *a, int op, uint64_t off, uint32_t len, char
 /* Request splitting, seen from the member IO it causes. */
 static void test_split_raid0(void **state)
 {
-	const struct spec sp = { "split0", 0, 0, 3, 16384 };
+	const struct spec sp = { "split0", 0, 0, 3, 16384, 0 };
 	struct rf_array *a;
 	static char buf[MAXLEN];
 
@@ -515,7 +518,7 @@ static void test_split_raid0(void **state)
  * direct read; a write into a cached row reads nothing. */
 static void test_rmw_rcw_plan(void **state)
 {
-	const struct spec sp = { "plan5", 5, 2, 5, 16384 };
+	const struct spec sp = { "plan5", 5, 2, 5, 16384, 0 };
 	struct rf_array *a;
 	static char buf[MAXLEN];
 
