@@ -110,12 +110,12 @@ static struct rf_group *group_of(struct rf_array *a, uint64_t key)
 }
 
 /* Per-request buckets, one per group, filled by rf_queue_piece() and
- * flushed once at the end of rf_array_submit(). */
+ * flushed once at the end of rf_array_submit(); they live on the
+ * submitter's stack. */
 struct bucket {
 	struct rf_piece *head, **tail;
 };
 static __thread struct bucket *tl_buckets;
-static __thread int tl_nbuckets;
 
 void rf_queue_piece(struct rf_array *a, struct rf_piece *p)
 {
@@ -147,17 +147,10 @@ static void group_push(struct rf_group *g, struct rf_piece *head, struct rf_piec
 
 void rf_array_submit(struct rf_array *a, struct rf_req *r)
 {
+	struct bucket buckets[RF_MAX_GROUPS];
 	int i, ret;
 
-	if (tl_nbuckets < a->ngroups) {
-		free(tl_buckets);
-		tl_buckets = calloc(a->ngroups, sizeof(*tl_buckets));
-		tl_nbuckets = tl_buckets ? a->ngroups : 0;
-		if (!tl_buckets) {
-			r->done(r, -ENOMEM);
-			return;
-		}
-	}
+	tl_buckets = buckets;
 	for (i = 0; i < a->ngroups; i++) {
 		tl_buckets[i].head = NULL;
 		tl_buckets[i].tail = &tl_buckets[i].head;
@@ -183,6 +176,7 @@ void rf_array_submit(struct rf_array *a, struct rf_req *r)
 	} else {
 		ret = a->ops->split(a, r);
 	}
+	tl_buckets = NULL;
 	if (ret) {
 		/* Nothing was queued: end the request here. */
 		atomic_store_explicit(&r->pending, 1, memory_order_relaxed);
@@ -191,8 +185,8 @@ void rf_array_submit(struct rf_array *a, struct rf_req *r)
 		return;
 	}
 	for (i = 0; i < a->ngroups; i++)
-		if (tl_buckets[i].head)
-			group_push(&a->groups[i], tl_buckets[i].head, tl_buckets[i].tail);
+		if (buckets[i].head)
+			group_push(&a->groups[i], buckets[i].head, buckets[i].tail);
 	req_put(r);
 }
 
@@ -738,6 +732,8 @@ int rf_array_start(struct rf_array *a)
 
 	if (a->ngroups <= 0)
 		a->ngroups = ncpu > 0 ? (int)ncpu : 1;
+	if (a->ngroups > RF_MAX_GROUPS)
+		a->ngroups = RF_MAX_GROUPS;
 	a->groups = calloc(a->ngroups, sizeof(*a->groups));
 	if (!a->groups)
 		return -ENOMEM;

@@ -28,6 +28,8 @@
 #include "raidfuse/ioq.h"
 #include "raidfuse/log.h"
 
+#define RF_MAX_GROUPS 64
+
 enum rf_piece_kind { RF_PIECE_DIRECT, RF_PIECE_STRIPE, RF_PIECE_FLUSH };
 
 struct rf_piece {
