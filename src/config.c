@@ -400,7 +400,7 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 		"member_size", "data_offset", "size", NULL
 	};
 	const config_setting_t *s;
-	uint64_t v;
+	uint64_t v, unit;
 	char buf[64];
 	int r;
 
@@ -502,11 +502,10 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 				    (unsigned long long)cfg->data_offset);
 	}
 
-	/* size: 0 or absent = as much as fits */
+	/* size: 0 or absent = as much as fits; at least one chunk (page) */
+	unit = cfg->chunk_bytes ? cfg->chunk_bytes : 4096;
 	s = config_setting_get_member(arr, "size");
 	if (s) {
-		uint64_t unit = cfg->chunk_bytes ? cfg->chunk_bytes : 4096;
-
 		r = get_size(ld, s, "array.size", SECTOR, &cfg->size);
 		if (r)
 			return r;
@@ -525,14 +524,14 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 		r = get_size(ld, s, "array.member_size", SECTOR, &cfg->member_size);
 		if (r)
 			return r;
-		if (__builtin_add_overflow(cfg->data_offset, cfg->size ? cfg->size : 1, &need) ||
+		if (__builtin_add_overflow(cfg->data_offset, cfg->size ? cfg->size : unit, &need) ||
 		    cfg->member_size < need)
 			return fail(ld, s, "array.member_size",
 				    "%s is %llu bytes, no room for data_offset (%llu bytes)%s after it",
 				    val_text(s, buf, sizeof(buf)),
 				    (unsigned long long)cfg->member_size,
 				    (unsigned long long)cfg->data_offset,
-				    cfg->size ? " and size" : " and any data");
+				    cfg->size ? " and size" : cfg->chunk_bytes ? " and one chunk" : " and one page");
 	}
 	return 0;
 }

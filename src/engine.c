@@ -582,7 +582,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 {
 	struct rf_array *a = calloc(1, sizeof(*a));
 	uint64_t usable = UINT64_MAX;
-	int i, ret, nmissing = 0;
+	int i, ret, nmissing = 0, smallest = -1;
 
 	if (!a)
 		return -ENOMEM;
@@ -626,8 +626,10 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 			ret = -ENOSPC;
 			goto fail;
 		}
-		if (m->size - m->data_offset < usable)
+		if (m->size - m->data_offset < usable) {
 			usable = m->size - m->data_offset;
+			smallest = i;
+		}
 	}
 	if (cfg->size) {
 		for (i = 0; i < a->nmembers; i++) {
@@ -650,8 +652,20 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	/* md keeps whole 4 KiB blocks (and whole chunks, which geom rounds to) */
 	a->geom.dev_sectors = (usable & ~(uint64_t)(a->stripe_size - 1)) / 512;
 	ret = rf_geom_init(&a->geom, err, errlen);
-	if (ret)
+	if (ret) {
+		char why[256];
+
+		/* Say which member and sizes led there. */
+		snprintf(why, sizeof(why), "%s", err);
+		if (cfg->size || smallest < 0)
+			snprintf(err, errlen, "%s: %s (size gives each member %llu bytes)", cfg->path, why,
+				 (unsigned long long)usable);
+		else
+			snprintf(err, errlen, "%s: %s (the smallest, member %d (%s), holds %llu bytes after data_offset %llu)",
+				 cfg->path, why, smallest, a->members[smallest].path, (unsigned long long)usable,
+				 (unsigned long long)cfg->data_offset);
 		goto fail;
+	}
 	if (nmissing > a->geom.max_degraded || a->ops->failed(a, a->faulty)) {
 		snprintf(err, errlen, "%s: %d member(s) missing, level %d tolerates %d", cfg->path, nmissing,
 			 cfg->level, a->geom.max_degraded);

@@ -394,6 +394,7 @@ int rf_fuse_run(struct rf_array *a, const struct rf_fuse_opts *o)
 	argv[argc] = NULL;
 	args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
 	fs.se = fuse_session_new(&args, &ops, sizeof(ops), &fs);
+	fuse_opt_free_args(&args);
 	if (!fs.se) {
 		rf_err("cannot start a FUSE session (bad -o options?)");
 		return 1;
@@ -425,7 +426,12 @@ int rf_fuse_run(struct rf_array *a, const struct rf_fuse_opts *o)
 	lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, 1);
 	fuse_loop_cfg_set_max_threads(lc, o->max_threads > 0 ? (unsigned)o->max_threads : 16);
+	/* FUSE threads never block on IO: keep them rather than churn. */
+	fuse_loop_cfg_set_idle_threads(lc, o->max_threads > 0 ? (unsigned)o->max_threads : 16);
 	ret = fuse_session_loop_mt(fs.se, lc);
+	/* A positive value is the signal that ended the loop: a clean stop. */
+	if (ret > 0)
+		ret = 0;
 	fuse_loop_cfg_destroy(lc);
 	fuse_session_unmount(fs.se);
 	fuse_remove_signal_handlers(fs.se);

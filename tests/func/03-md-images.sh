@@ -1,0 +1,131 @@
+#!/bin/bash
+# 03-md-images: raidfuse reads arrays that the kernel's md wrote.
+#
+# shared/md-images holds member files of arrays made by kernel md and
+# mdadm, each sector s of the array holding u64le(s) 64 times (README.md
+# there).  For every array in its manifest.jsonl: copy the members out
+# (xz -dc; the originals are never touched), describe the array in a config
+# (level, layout, chunk, members in role order, data_offset, size from the
+# manifest), mount, and the image must be array_sectors long and hold the
+# pattern in every sector.  Then the same with each member left out, and
+# for raid6 each pair (neighbours only in a quick run, RF_QUICK=1): parity
+# and mirrors are where md put them.
+#
+# RF_MD_IMAGES=DIR picks the directory (default: shared/md-images beside
+# this repository, then /work/shared/md-images).
+. "$(dirname "$0")/lib.sh"
+requires fuse xz
+build_helper
+
+IMAGES=${RF_MD_IMAGES:-}
+if [ -z "$IMAGES" ]; then
+	for IMAGES in "$TOP_DIR/../shared/md-images" /work/shared/md-images; do
+		[ -f "$IMAGES/manifest.jsonl" ] && break
+	done
+fi
+[ -f "$IMAGES/manifest.jsonl" ] || skip "no md-images (manifest.jsonl) at $IMAGES; set RF_MD_IMAGES"
+
+# Manifest fields, from one JSON line (flat enough for sed): the first
+# "KEY": value; strings lose their quotes, lists become words.
+jval() {
+	grep -o "\"$2\": \(\"[^\"]*\"\|[-0-9]*\|null\|true\|false\)" <<<"$1" | head -n 1 |
+		sed "s/^\"$2\": //; s/^\"//; s/\"\$//"
+}
+jlist() {
+	grep -o "\"$2\": \[[^]]*\]" <<<"$1" | head -n 1 | sed "s/^\"$2\": \[//; s/\]\$//; s/[\",]/ /g"
+}
+
+# md's names for raid10 layouts (mdadm --detail: near=2) -> raidfuse's (n2).
+layout_key() {
+	case $1 in
+	null | "" | -unknown-) ;;
+	near=*) echo "layout=n${1#near=}" ;;
+	far=*) echo "layout=f${1#far=}" ;;
+	offset=*) echo "layout=o${1#offset=}" ;;
+	*) echo "layout=$1" ;;
+	esac
+}
+
+MNT=$WORK/mnt
+narrays=0
+
+# check_without NAME SECTORS IDX...: mount the array with those members
+# "missing"; the pattern must read back whole.
+check_without() {
+	local name=$1 sectors=$2 i m list=""
+	shift 2
+	for ((i = 0; i < NDISKS; i++)); do
+		m=role$i.img
+		for idx; do [ "$idx" = "$i" ] && m=missing; done
+		list+="${list:+ }$m"
+	done
+	mk_conf "$D/raid.conf" "${BASE[@]}" members="$list"
+	start_array "$D/raid.conf" "$MNT"
+	"$RFHELPER" pattern "$MNT/array.img" "$sectors" >"$WORK/pattern.out" ||
+		fail "$name${1+ without member(s) $*}: $(cat "$WORK/pattern.out")"
+	stop_array "$MNT"
+}
+
+while IFS= read -r line; do
+	[ -n "$line" ] || continue
+	name=$(jval "$line" name)
+	level=$(jval "$line" level)
+	layout=$(jval "$line" layout)
+	chunk_kib=$(jval "$line" chunk_kib)
+	NDISKS=$(jval "$line" raid_disks)
+	sectors=$(jval "$line" array_sectors)
+	component=$(jval "$line" component_sectors)
+	member_bytes=$(jval "$line" member_size_bytes)
+	read -r -a offsets <<<"$(jlist "$line" data_offset_sectors)"
+	read -r -a files <<<"$(jlist "$line" member_files)"
+	[ "${#files[@]}" = "$NDISKS" ] || fail "$name: manifest lists ${#files[@]} member files for $NDISKS disks"
+
+	# One data_offset for all members (the config has one).
+	doff=${offsets[0]}
+	for o in "${offsets[@]}"; do
+		[ "$o" = "$doff" ] || fail "$name: members have different data offsets (${offsets[*]})"
+	done
+	# raid0's component size is 0 in the manifest: all of each member
+	# after data_offset, in whole chunks.
+	if [ "$component" = 0 ]; then
+		chunk_sectors=$((chunk_kib * 2))
+		component=$(((member_bytes / 512 - doff) / chunk_sectors * chunk_sectors))
+	fi
+
+	D=$WORK/$name
+	mkdir -p "$D"
+	BASE=(level="$level" data_offset="$doff" size="$component")
+	# shellcheck disable=SC2207
+	BASE+=($(layout_key "$layout"))
+	[ "$chunk_kib" = null ] || BASE+=(chunk_size="${chunk_kib}K")
+	for ((i = 0; i < NDISKS; i++)); do
+		# Members in role order: files[i] must be role i's.
+		[[ ${files[i]} == */role$i.img.xz ]] || fail "$name: member $i is ${files[i]}, expected role$i"
+		xz -dc "$IMAGES/${files[i]}" >"$D/role$i.img"
+	done
+
+	log "$name: raid$level ${layout/#null/-} chunk ${chunk_kib}K, $NDISKS members, data_offset $doff, size $component, $sectors sectors"
+	check_without "$name" "$sectors"
+	case $level in
+	1 | 4 | 5 | 10)
+		for ((i = 0; i < NDISKS; i++)); do
+			check_without "$name" "$sectors" $i
+		done
+		;;
+	6)
+		for ((i = 0; i < NDISKS; i++)); do
+			check_without "$name" "$sectors" $i
+			for ((j = i + 1; j < NDISKS; j++)); do
+				# A quick run takes neighbouring pairs only.
+				[ "${RF_QUICK:-0}" = 1 ] && [ $j != $((i + 1)) ] && continue
+				check_without "$name" "$sectors" $i $j
+			done
+		done
+		;;
+	esac
+	rm -rf "$D"
+	narrays=$((narrays + 1))
+done <"$IMAGES/manifest.jsonl"
+
+[ $narrays -gt 0 ] || fail "no arrays in $IMAGES/manifest.jsonl"
+log "$narrays md arrays read back"

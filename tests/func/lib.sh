@@ -1,0 +1,447 @@
+# lib.sh - what every functional test sources.
+# shellcheck shell=bash
+#
+# A test is a bash script tests/func/NN-name.sh that reads like a spec
+# (mdadm's tests/ are the model): build an array, do something to it, check
+# the state.  It exits 0 on success, 1 on failure, 77 to be skipped (the
+# reason printed first).  run.sh runs them in order.
+#
+# What this file gives a test:
+#   requires WHAT...       skip (77), with the reason, unless each of these
+#                          is there: fuse fio root loop ext4 cc xz
+#   $WORK                  a fresh directory for this test (under /dev/shm,
+#                          else $TMPDIR), removed at exit
+#   mk_conf CONF k=v...    write a raidfuse config
+#   members N [PREFIX]     "d0.img d1.img ..." for mk_conf members=
+#   create_array CONF      raidfuse create, must succeed
+#   start_array CONF MNT   mount in the background (-f, log kept), wait for
+#                          MNT/<name>; $DAEMON_PID is the daemon
+#   start_array_daemon CONF MNT
+#                          the same, letting raidfuse detach as users run it
+#   stop_array MNT         fusermount3 -u, wait for the daemon to exit (0)
+#   wait_daemon_exit MNT   the same without the fusermount3 -u
+#   fio_verify [--verify_only] FILE ARGS
+#                          fio with crc32c verify; fails on any error
+#   loop_attach FILE [OPTS] / loop_detach DEV
+#                          loop devices, detached at cleanup if still ours
+#   build_helper           compile tests/func/rfhelper.c into $WORK
+#   expect_fail CMD...     CMD must exit non-zero; its output in $OUT
+#   check COND MSG / fail MSG / log MSG
+#   known_bug WHAT CMD...  a check that fails today: XFAIL, not FAIL
+#   full CMD...            CMD, except in a quick run (RF_QUICK=1)
+# Cleanup runs at exit whatever happened: every array this test mounted is
+# unmounted and its daemon waited for (killed, by pid, if it hangs), loop
+# devices detached, file systems unmounted, $WORK removed.
+#
+# Environment: RAIDFUSE (the binary; default build/raidfuse of this tree),
+# RF_KEEP=1 keeps $WORK for a post-mortem, RF_VERBOSE=1 shows every step,
+# RF_STRICT=1 fails on known bugs, RF_QUICK=1 runs a sample of each table
+# (one array per level and layout family: .ci/run's ASan pass).
+
+set -eEu -o pipefail
+
+FUNC_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TOP_DIR=$(cd "$FUNC_DIR/../.." && pwd)
+TEST_NAME=$(basename "$0" .sh)
+RAIDFUSE=${RAIDFUSE:-$TOP_DIR/build/raidfuse}
+
+log() { echo "[$TEST_NAME] $*"; }
+vlog() {
+	[ "${RF_VERBOSE:-0}" = 1 ] && echo "[$TEST_NAME +$(((${EPOCHREALTIME/./} - _T0) / 1000))ms] $*"
+	return 0
+}
+_T0=${EPOCHREALTIME/./}
+fail() {
+	echo "[$TEST_NAME] FAIL: $*" >&2
+	exit 1
+}
+skip() {
+	echo "[$TEST_NAME] SKIP: $*"
+	exit 77
+}
+# Under set -e a failing command ends the test; say which one.
+_on_err() {
+	echo "[$TEST_NAME] FAIL: line $1: '$2' exited $3" >&2
+}
+trap '_on_err $LINENO "$BASH_COMMAND" $?' ERR
+
+# check "COMMAND AS TEXT" MESSAGE: evaluate, fail with MESSAGE if false.
+check() {
+	eval "$1" || fail "$2 (check: $1)"
+}
+
+# known_bug "WHAT IS WRONG" CMD...: CMD checks something raidfuse gets
+# wrong today (it calls fail like any check; it runs in a subshell, so it
+# must not start arrays).  While the bug is there, this prints "XFAIL:
+# known bug: ..." with CMD's output and the test goes on; once CMD passes
+# it prints "XPASS: ..." (fixed: make it a plain check).  RF_STRICT=1 makes
+# a known bug fail the test.
+known_bug() {
+	local what=$1 out rc=0
+	shift
+	out=$( ("$@") 2>&1) || rc=$?
+	if [ $rc = 0 ]; then
+		echo "[$TEST_NAME] XPASS: fixed? $what (make it a plain check)"
+		return 0
+	fi
+	if [ "${RF_STRICT:-0}" = 1 ]; then
+		echo "$out" >&2
+		fail "known bug: $what"
+	fi
+	echo "[$TEST_NAME] XFAIL: known bug: $what"
+	sed 's/^/    /' <<<"$out"
+}
+
+# full CMD...: a row of a test's table that only full runs take; a quick
+# run (RF_QUICK=1) keeps the sample of rows not marked so.
+full() {
+	[ "${RF_QUICK:-0}" = 1 ] || "$@"
+}
+
+# ---------------------------------------------------------------- requires
+
+requires() {
+	local what
+	for what; do
+		case $what in
+		fuse)
+			[ -c /dev/fuse ] || skip "no /dev/fuse"
+			[ -r /dev/fuse ] && [ -w /dev/fuse ] || skip "/dev/fuse is not accessible to $(id -un)"
+			command -v fusermount3 >/dev/null || skip "fusermount3 not installed (Debian: fuse3)"
+			[ -x "$RAIDFUSE" ] || fail "no raidfuse binary at $RAIDFUSE (make, or set RAIDFUSE)"
+			;;
+		fio)
+			command -v fio >/dev/null || skip "fio not installed"
+			;;
+		root)
+			[ "$(id -u)" = 0 ] || skip "needs root"
+			;;
+		loop)
+			[ "$(id -u)" = 0 ] || skip "loop devices need root"
+			command -v losetup >/dev/null || skip "losetup not installed (util-linux)"
+			[ -e /dev/loop-control ] || skip "no /dev/loop-control (no loop driver here)"
+			;;
+		ext4)
+			command -v mkfs.ext4 >/dev/null || skip "mkfs.ext4 not installed (e2fsprogs)"
+			;;
+		cc)
+			command -v "${CC:-cc}" >/dev/null || skip "no C compiler (${CC:-cc})"
+			;;
+		xz)
+			command -v xz >/dev/null || skip "xz not installed (xz-utils)"
+			;;
+		*)
+			fail "requires: unknown requirement '$what'"
+			;;
+		esac
+	done
+}
+
+# ---------------------------------------------------------------- work dir
+
+_pick_tmp() {
+	if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+		echo /dev/shm
+	else
+		echo "${TMPDIR:-/tmp}"
+	fi
+}
+WORK=$(mktemp -d "$(_pick_tmp)/raidfuse-$TEST_NAME.XXXXXX") || fail "cannot make a work directory"
+chmod 755 "$WORK"
+
+# ---------------------------------------------------------------- cleanup
+
+declare -A _DAEMON_OF=()    # mount point -> daemon pid (our child)
+declare -A _LOG_OF=()       # mount point -> daemon log
+declare -A _CHILD_OF=()     # mount point -> 1 if the daemon is our child
+_LOOPS=()                   # loop devices this test attached (and holds)
+_FSMOUNTS=()                # file systems this test mounted (mount points)
+
+_cleanup() {
+	local rc=$? c mnt pid i
+	trap - EXIT ERR
+	set +e
+	for mnt in "${_FSMOUNTS[@]}"; do
+		mountpoint -q "$mnt" 2>/dev/null && { umount "$mnt" 2>/dev/null || umount -l "$mnt"; }
+	done
+	for c in "${_LOOPS[@]}"; do
+		losetup -d "$c" 2>/dev/null
+	done
+	for mnt in "${!_DAEMON_OF[@]}"; do
+		pid=${_DAEMON_OF[$mnt]}
+		mountpoint -q "$mnt" 2>/dev/null && fusermount3 -u -z "$mnt" 2>/dev/null
+		for i in $(seq 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		if kill -0 "$pid" 2>/dev/null; then
+			echo "[$TEST_NAME] cleanup: daemon $pid for $mnt still running; killing it" >&2
+			kill -TERM "$pid" 2>/dev/null
+			sleep 1
+			kill -KILL "$pid" 2>/dev/null
+		fi
+		if [ "$rc" != 0 ] && [ "$rc" != 77 ] && [ -s "${_LOG_OF[$mnt]}" ]; then
+			echo "[$TEST_NAME] daemon log for $mnt:" >&2
+			tail -n 30 "${_LOG_OF[$mnt]}" | sed 's/^/    /' >&2
+		fi
+	done
+	wait 2>/dev/null
+	if [ "${RF_KEEP:-0}" = 1 ]; then
+		echo "[$TEST_NAME] kept $WORK" >&2
+	else
+		rm -rf "$WORK"
+	fi
+	exit "$rc"
+}
+trap _cleanup EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
+trap 'exit 129' HUP
+
+# ---------------------------------------------------------------- configs
+
+# members N [PREFIX]: the names PREFIX0.img .. PREFIX(N-1).img.
+members() {
+	local n=$1 p=${2:-d} i out=""
+	for ((i = 0; i < n; i++)); do
+		out+="${out:+ }$p$i.img"
+	done
+	echo "$out"
+}
+
+# mk_conf CONF key=value...
+#   members="a b missing c"   the members, in role order
+#   tuning.KEY=VALUE          goes to the tuning group
+#   a value of digits only is written bare (md's unit for that key),
+#   anything else quoted.  name defaults to array.img.
+mk_conf() {
+	local conf=$1 kv key val m arr="" tun="" have_name=0
+	shift
+	for kv; do
+		key=${kv%%=*}
+		val=${kv#*=}
+		case $key in
+		members)
+			local list=""
+			for m in $val; do
+				list+="${list:+, }\"$m\""
+			done
+			val="( $list )"
+			;;
+		*)
+			[[ $val =~ ^[0-9]+$ ]] || val="\"$val\""
+			;;
+		esac
+		case $key in
+		tuning.*) tun+="	${key#tuning.} = $val;"$'\n' ;;
+		name) have_name=1; arr+="	$key = $val;"$'\n' ;;
+		*) arr+="	$key = $val;"$'\n' ;;
+		esac
+	done
+	[ $have_name = 1 ] || arr="	name = \"array.img\";"$'\n'"$arr"
+	{
+		echo "# $TEST_NAME"
+		printf 'array: {\n%s};\n' "$arr"
+		[ -z "$tun" ] || printf 'tuning: {\n%s};\n' "$tun"
+	} >"$conf"
+	vlog "config $conf:"$'\n'"$(cat "$conf")"
+}
+
+# The image name a config serves.
+conf_name() {
+	sed -n 's/^[[:space:]]*name[[:space:]]*=[[:space:]]*"\([^"]*\)".*/\1/p' "$1" | head -n 1
+}
+
+create_array() {
+	local out
+	out=$("$RAIDFUSE" create "$@" 2>&1) || fail "raidfuse create $* failed:"$'\n'"$out"
+	vlog "$out"
+}
+
+# ---------------------------------------------------------------- daemon
+
+# start_array CONF MNT [mount options...]: serve CONF on MNT (foreground
+# daemon in the background, log in $WORK), wait until MNT/<name> is there.
+# Sets DAEMON_PID.
+start_array() {
+	local conf=$1 mnt=$2 logf
+	shift 2
+	_pre_start "$conf" "$mnt"
+	logf=$WORK/daemon.$(basename "$mnt").$((${#_LOG_OF[@]} + 1)).log
+	"$RAIDFUSE" mount "$conf" "$mnt" -f "$@" >"$logf" 2>&1 &
+	DAEMON_PID=$!
+	_DAEMON_OF[$mnt]=$DAEMON_PID
+	_CHILD_OF[$mnt]=1
+	_LOG_OF[$mnt]=$logf
+	_wait_served "$conf" "$mnt"
+}
+
+# start_array_daemon CONF MNT [mount options...]: the same, the way a user
+# runs it: raidfuse detaches (and logs to syslog); the command must exit 0
+# once the image is served.  DAEMON_PID is found by its command line.
+start_array_daemon() {
+	local conf=$1 mnt=$2 logf out p
+	shift 2
+	_pre_start "$conf" "$mnt"
+	logf=$WORK/daemon.$(basename "$mnt").$((${#_LOG_OF[@]} + 1)).log
+	_LOG_OF[$mnt]=$logf
+	out=$(timeout 20 "$RAIDFUSE" mount "$conf" "$mnt" "$@" 2>&1) ||
+		fail "raidfuse mount $conf $mnt (detaching) failed: $out"
+	echo "$out" >"$logf"
+	DAEMON_PID=
+	for p in /proc/[0-9]*; do
+		if [ "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)" = "$RAIDFUSE mount $conf $mnt $* " ] ||
+			[ "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)" = "$RAIDFUSE mount $conf $mnt " ]; then
+			DAEMON_PID=${p#/proc/}
+			break
+		fi
+	done
+	[ -n "$DAEMON_PID" ] || fail "raidfuse mount returned, but no daemon for $mnt is running"
+	_DAEMON_OF[$mnt]=$DAEMON_PID
+	_CHILD_OF[$mnt]=0
+	_wait_served "$conf" "$mnt"
+}
+
+_pre_start() {
+	[ -n "$(conf_name "$1")" ] || fail "start_array: no name in $1"
+	mkdir -p "$2"
+	mountpoint -q "$2" && fail "start_array: $2 is already a mount point"
+	return 0
+}
+
+# Wait (10 s at most) until MNT/<name> is served by $DAEMON_PID.
+_wait_served() {
+	local conf=$1 mnt=$2 name i rc
+	name=$(conf_name "$conf")
+	for ((i = 0; i < 200; i++)); do
+		if mountpoint -q "$mnt" && [ -f "$mnt/$name" ]; then
+			vlog "serving $mnt/$name (pid $DAEMON_PID)"
+			return 0
+		fi
+		if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
+			rc=0
+			[ "${_CHILD_OF[$mnt]}" = 1 ] && { wait "$DAEMON_PID" || rc=$?; }
+			unset "_DAEMON_OF[$mnt]"
+			fail "raidfuse mount $conf $mnt exited ($rc) before serving; its log:"$'\n'"$(cat "${_LOG_OF[$mnt]}")"
+		fi
+		sleep 0.05
+	done
+	fail "raidfuse mount $conf $mnt: $mnt/$name did not appear in 10 s; log:"$'\n'"$(cat "${_LOG_OF[$mnt]}")"
+}
+
+# stop_array MNT: unmount, then the daemon must exit soon (with status 0,
+# when it is our child).
+stop_array() {
+	local mnt=$1
+	[ -n "${_DAEMON_OF[$mnt]:-}" ] || fail "stop_array: nothing of ours is mounted on $mnt"
+	timeout 30 fusermount3 -u "$mnt" || fail "fusermount3 -u $mnt failed"
+	wait_daemon_exit "$mnt"
+	mountpoint -q "$mnt" && fail "$mnt still mounted after stop_array"
+	vlog "stopped $mnt"
+	return 0
+}
+
+# wait_daemon_exit MNT [--any-status]: the daemon serving MNT ends within
+# 15 s; a child of ours must exit 0 (unless --any-status).  Its status is
+# left in DAEMON_RC (0 when it was not our child).
+wait_daemon_exit() {
+	local mnt=$1 pid i
+	pid=${_DAEMON_OF[$mnt]}
+	for ((i = 0; i < 300; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill -0 "$pid" 2>/dev/null && fail "daemon $pid for $mnt still running 15 s after it was told to stop"
+	DAEMON_RC=0
+	[ "${_CHILD_OF[$mnt]}" = 1 ] && { wait "$pid" || DAEMON_RC=$?; }
+	unset "_DAEMON_OF[$mnt]"
+	[ $DAEMON_RC = 0 ] || [ "${2:-}" = --any-status ] ||
+		fail "daemon for $mnt exited with status $DAEMON_RC; log:"$'\n'"$(cat "${_LOG_OF[$mnt]}")"
+	return 0
+}
+
+# loop_attach FILE [losetup options...]: a loop device on FILE; LOOP is its
+# name.  loop_detach DEV: detach it (and no longer clean it up: whoever
+# takes the device next is not ours to detach).
+loop_attach() {
+	local file=$1
+	shift
+	LOOP=$(losetup -f --show "$@" "$file") || fail "losetup $* $file failed"
+	_LOOPS+=("$LOOP")
+}
+loop_detach() {
+	local dev=$1 i keep=()
+	losetup -d "$dev" || fail "losetup -d $dev failed"
+	for i in "${_LOOPS[@]}"; do
+		[ "$i" = "$dev" ] || keep+=("$i")
+	done
+	_LOOPS=("${keep[@]}")
+}
+
+# The daemon's log file for MNT (of its latest start).
+daemon_log_file() { echo "${_LOG_OF[$1]}"; }
+
+# ---------------------------------------------------------------- checks
+
+# fio_verify [--verify_only] FILE FIO-ARGS...: write a job whose every
+# block carries a crc32c header naming its own offset, read it all back and
+# check it, with O_DIRECT and io_uring at queue depth 16 unless FIO-ARGS
+# say otherwise.  Any IO error or verify error fails the test.  FIO-ARGS
+# may hold several jobs, each starting with --name=...; they run at once.
+# Later, the same FIO-ARGS with --verify_only only read and check: fio
+# replays the same offsets and sizes (randrepeat), so this finds the data
+# still there.
+fio_verify() {
+	local globals=(--direct=1 --ioengine=io_uring --iodepth=16 --verify=crc32c
+		--do_verify=1 --verify_fatal=1 --verify_state_save=0 --randrepeat=1
+		--clocksource=clock_gettime)
+	local out=$WORK/fio.out file
+	if [ "$1" = --verify_only ]; then
+		globals+=(--verify_only)
+		shift
+	fi
+	file=$1
+	shift
+	[[ " $* " == *" --name="* ]] || set -- --name=rfverify "$@"
+	vlog "fio ${globals[*]} $*"
+	if ! fio --filename="$file" "${globals[@]}" "$@" >"$out" 2>&1; then
+		sed 's/^/    /' "$out" | head -n 40 >&2
+		fail "fio on $file failed: ${globals[*]} $*"
+	fi
+	grep -q 'err= 0' "$out" || { cat "$out" >&2; fail "fio reported an error: $*"; }
+	if grep -q 'err= *[1-9-]' "$out"; then
+		cat "$out" >&2
+		fail "fio reported an error: $*"
+	fi
+	grep -q 'READ:' "$out" || { cat "$out" >&2; fail "fio read nothing back (no verify pass?): $*"; }
+	grep -q '^verify:' "$out" && { cat "$out" >&2; fail "fio verify complained: $*"; }
+	return 0
+}
+
+# expect_fail CMD...: CMD must fail; its output (stdout+stderr) in $OUT, its
+# status in $RC.
+expect_fail() {
+	RC=0
+	OUT=$("$@" 2>&1) || RC=$?
+	[ $RC != 0 ] || fail "expected failure, but it succeeded: $*"$'\n'"$OUT"
+	vlog "failed as expected ($RC): $*: $OUT"
+	return 0
+}
+
+# build_helper: compile rfhelper.c (pattern check, XOR check, single
+# syscalls) into $WORK; sets RFHELPER.
+build_helper() {
+	requires cc
+	RFHELPER=$WORK/rfhelper
+	"${CC:-cc}" -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o "$RFHELPER" "$FUNC_DIR/rfhelper.c" ||
+		fail "cannot compile $FUNC_DIR/rfhelper.c"
+}
+
+# region_sum FILE MiB: sha256 of the first MiB MiB of FILE, read with
+# O_DIRECT.
+region_sum() {
+	dd if="$1" bs=1M count="$2" iflag=direct status=none | sha256sum
+}
+
+# The size of a file in bytes.
+fsize() { stat -c %s "$1"; }

@@ -1,0 +1,288 @@
+/* rfhelper.c - small probes the functional tests need and the shell lacks.
+ *
+ *   rfhelper pattern FILE SECTORS
+ *       FILE is SECTORS * 512 bytes long and every 512-byte sector s holds
+ *       the 64-bit little-endian integer s repeated 64 times (the pattern
+ *       of /work/shared/md-images and mdpeer's pattern.c); a read at the
+ *       end returns 0 bytes.  Reads 1 MiB at a time with O_DIRECT.
+ *   rfhelper same FILE REF LEN
+ *       the first LEN bytes of FILE (read with O_DIRECT, 1 MiB at a time)
+ *       equal those of REF; says where they first differ.
+ *   rfhelper xor-zero OFFSET LEN FILE...
+ *       the XOR of all FILEs over bytes [OFFSET, OFFSET+LEN) is zero: what
+ *       raid4/5 members hold in sync, whatever the layout.
+ *   rfhelper pwrite FILE OFFSET LEN [direct]
+ *   rfhelper pread FILE OFFSET LEN [direct]
+ *   rfhelper truncate FILE LEN
+ *   rfhelper fsync FILE
+ *   rfhelper open-trunc FILE
+ *       one system call each; prints "ret=N" or "err=ENAME" and exits 0,
+ *       so the test compares the result with what it expects.
+ *
+ * Exit status: 0 fine, 1 a check failed, 2 usage or setup error.
+ * Built by lib.sh's build_helper with the system cc; it needs nothing but
+ * libc.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SECT 512u
+#define BUF (1u << 20)
+
+static uint64_t num(const char *s)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s || *end) {
+		fprintf(stderr, "rfhelper: not a number: '%s'\n", s);
+		exit(2);
+	}
+	return v;
+}
+
+static void *abuf(size_t len)
+{
+	void *p;
+
+	if (posix_memalign(&p, 4096, len ? len : 4096)) {
+		fprintf(stderr, "rfhelper: out of memory\n");
+		exit(2);
+	}
+	return p;
+}
+
+static int result(ssize_t ret)
+{
+	if (ret < 0)
+		printf("err=%s\n", strerrorname_np(errno));
+	else
+		printf("ret=%zd\n", ret);
+	return 0;
+}
+
+static uint64_t le64(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static int cmd_pattern(const char *path, uint64_t sectors)
+{
+	struct stat st;
+	unsigned char *buf = abuf(BUF);
+	uint64_t s = 0, bad = 0;
+	int fd = open(path, O_RDONLY | O_DIRECT);
+
+	if (fd < 0) {
+		fprintf(stderr, "rfhelper: %s: %s\n", path, strerror(errno));
+		return 2;
+	}
+	if (fstat(fd, &st)) {
+		fprintf(stderr, "rfhelper: %s: fstat: %s\n", path, strerror(errno));
+		return 2;
+	}
+	if ((uint64_t)st.st_size != sectors * SECT) {
+		printf("pattern: %s is %lld bytes, expected %" PRIu64 " (%" PRIu64 " sectors)\n", path,
+		       (long long)st.st_size, sectors * SECT, sectors);
+		bad++;
+	}
+	while (s < sectors) {
+		size_t want = (sectors - s) * SECT < BUF ? (size_t)((sectors - s) * SECT) : BUF;
+		ssize_t got = pread(fd, buf, want, (off_t)(s * SECT));
+
+		if (got < 0) {
+			printf("pattern: %s: read at sector %" PRIu64 ": %s\n", path, s, strerror(errno));
+			return 1;
+		}
+		if (got == 0 || got % SECT) {
+			printf("pattern: %s: read at sector %" PRIu64 " returned %zd of %zu bytes\n", path, s,
+			       got, want);
+			return 1;
+		}
+		for (size_t off = 0; off < (size_t)got; off += SECT, s++) {
+			for (unsigned w = 0; w < SECT / 8; w++) {
+				uint64_t v = le64(buf + off + w * 8);
+
+				if (v == s)
+					continue;
+				if (bad < 10)
+					printf("pattern: sector %" PRIu64 " word %u: got %" PRIu64 " (0x%" PRIx64
+					       "), expected %" PRIu64 "\n", s, w, v, v, s);
+				bad++;
+				break;
+			}
+		}
+	}
+	{
+		ssize_t got = pread(fd, buf, 4096, (off_t)(sectors * SECT));
+
+		if (got != 0) {
+			printf("pattern: a read at the end (byte %" PRIu64 ") returned %zd, expected 0\n",
+			       sectors * SECT, got);
+			bad++;
+		}
+	}
+	close(fd);
+	free(buf);
+	if (bad) {
+		printf("pattern: %s: %" PRIu64 " bad sector(s) of %" PRIu64 "\n", path, bad, sectors);
+		return 1;
+	}
+	printf("pattern: %s: %" PRIu64 " sectors OK\n", path, sectors);
+	return 0;
+}
+
+/* acc ^= buf, a word at a time (both 4096-aligned). */
+static void xor_into(unsigned char *acc, const unsigned char *buf, size_t len)
+{
+	uint64_t *a = (uint64_t *)acc;
+	const uint64_t *b = (const uint64_t *)buf;
+	size_t k;
+
+	for (k = 0; k < len / 8; k++)
+		a[k] ^= b[k];
+	for (k *= 8; k < len; k++)
+		acc[k] ^= buf[k];
+}
+
+static int cmd_xor_zero(uint64_t off, uint64_t len, int n, char **paths)
+{
+	unsigned char *acc = abuf(BUF), *buf = abuf(BUF);
+	int fds[64];
+	uint64_t pos = off;
+
+	if (n < 2 || n > 64) {
+		fprintf(stderr, "rfhelper: xor-zero wants 2 to 64 files\n");
+		return 2;
+	}
+	for (int i = 0; i < n; i++) {
+		fds[i] = open(paths[i], O_RDONLY);
+		if (fds[i] < 0) {
+			fprintf(stderr, "rfhelper: %s: %s\n", paths[i], strerror(errno));
+			return 2;
+		}
+	}
+	while (pos < off + len) {
+		size_t want = off + len - pos < BUF ? (size_t)(off + len - pos) : BUF;
+
+		memset(acc, 0, want);
+		for (int i = 0; i < n; i++) {
+			ssize_t got = pread(fds[i], buf, want, (off_t)pos);
+
+			if (got != (ssize_t)want) {
+				printf("xor-zero: %s: read of %zu at %" PRIu64 " returned %zd\n", paths[i], want, pos,
+				       got);
+				return 1;
+			}
+			xor_into(acc, buf, want);
+		}
+		for (size_t k = 0; k < want; k++) {
+			if (k % 8 == 0 && k + 8 <= want && !*(uint64_t *)(acc + k)) {
+				k += 7;
+				continue;
+			}
+			if (acc[k]) {
+				printf("xor-zero: members differ from parity at byte %" PRIu64
+				       " (member offset; XOR = 0x%02x)\n", pos + k, acc[k]);
+				return 1;
+			}
+		}
+		pos += want;
+	}
+	printf("xor-zero: %" PRIu64 " bytes at %" PRIu64 " of %d members XOR to zero\n", len, off, n);
+	return 0;
+}
+
+static int cmd_same(const char *path, const char *ref, uint64_t len)
+{
+	unsigned char *a = abuf(BUF), *b = abuf(BUF);
+	int fa = open(path, O_RDONLY | O_DIRECT), fb = open(ref, O_RDONLY);
+	uint64_t pos = 0;
+
+	if (fa < 0 || fb < 0) {
+		fprintf(stderr, "rfhelper: %s: %s\n", fa < 0 ? path : ref, strerror(errno));
+		return 2;
+	}
+	while (pos < len) {
+		size_t want = len - pos < BUF ? (size_t)(len - pos) : BUF;
+		ssize_t ga = pread(fa, a, want, (off_t)pos), gb = pread(fb, b, want, (off_t)pos);
+
+		if (ga != (ssize_t)want || gb != (ssize_t)want) {
+			printf("same: read of %zu at %" PRIu64 ": %s gave %zd, %s gave %zd%s%s\n", want, pos, path,
+			       ga, ref, gb, ga < 0 || gb < 0 ? ": " : "", ga < 0 || gb < 0 ? strerror(errno) : "");
+			return 1;
+		}
+		if (memcmp(a, b, want)) {
+			size_t k = 0;
+
+			while (a[k] == b[k])
+				k++;
+			printf("same: %s differs from %s at byte %" PRIu64 " (sector %" PRIu64 ")\n", path, ref,
+			       pos + k, (pos + k) / SECT);
+			return 1;
+		}
+		pos += want;
+	}
+	printf("same: %" PRIu64 " bytes of %s equal %s\n", len, path, ref);
+	return 0;
+}
+
+static int open_or_die(const char *path, int flags)
+{
+	int fd = open(path, flags);
+
+	if (fd < 0) {
+		printf("err=%s\n", strerrorname_np(errno));
+		exit(0);
+	}
+	return fd;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : "";
+
+	if (!strcmp(cmd, "pattern") && argc == 4)
+		return cmd_pattern(argv[2], num(argv[3]));
+	if (!strcmp(cmd, "same") && argc == 5)
+		return cmd_same(argv[2], argv[3], num(argv[4]));
+	if (!strcmp(cmd, "xor-zero") && argc >= 6)
+		return cmd_xor_zero(num(argv[2]), num(argv[3]), argc - 4, argv + 4);
+	if ((!strcmp(cmd, "pwrite") || !strcmp(cmd, "pread")) && (argc == 5 || argc == 6)) {
+		int direct = argc == 6 && !strcmp(argv[5], "direct");
+		int wr = !strcmp(cmd, "pwrite");
+		size_t len = num(argv[4]);
+		unsigned char *buf = abuf(len);
+		int fd = open_or_die(argv[2], (wr ? O_WRONLY : O_RDONLY) | (direct ? O_DIRECT : 0));
+
+		memset(buf, 0xa5, len);
+		return result(wr ? pwrite(fd, buf, len, (off_t)num(argv[3])) :
+			      pread(fd, buf, len, (off_t)num(argv[3])));
+	}
+	if (!strcmp(cmd, "truncate") && argc == 4)
+		return result(truncate(argv[2], (off_t)num(argv[3])));
+	if (!strcmp(cmd, "fsync") && argc == 3)
+		return result(fsync(open_or_die(argv[2], O_RDWR)));
+	if (!strcmp(cmd, "open-trunc") && argc == 3)
+		return result(open_or_die(argv[2], O_WRONLY | O_TRUNC) >= 0 ? 0 : -1);
+	fprintf(stderr,
+		"usage: rfhelper pattern FILE SECTORS\n"
+		"       rfhelper same FILE REF LEN\n"
+		"       rfhelper xor-zero OFFSET LEN FILE...\n"
+		"       rfhelper pwrite|pread FILE OFFSET LEN [direct]\n"
+		"       rfhelper truncate FILE LEN | fsync FILE | open-trunc FILE\n");
+	return 2;
+}

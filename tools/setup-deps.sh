@@ -1,0 +1,41 @@
+#!/bin/bash
+# setup-deps.sh - install what building and testing raidfuse needs, from
+# Debian 12's packages.  Safe to run again: packages already installed are
+# left alone, and with nothing missing it does not touch apt at all.
+#
+#   tools/setup-deps.sh           (as root, or through sudo otherwise)
+#
+# build:      build-essential pkg-config libfuse3-dev liburing-dev
+#             libisal-dev libconfig-dev
+# unit tests: libcmocka-dev
+# functional: fuse3 (fusermount3), fio, xz-utils (md-images), e2fsprogs
+#             (mkfs.ext4, fsck.ext4), mount (losetup, mount), util-linux
+#             (mountpoint, setpriv, unshare), coreutils, diffutils
+set -euo pipefail
+
+PKGS=(
+	build-essential pkg-config
+	libfuse3-dev liburing-dev libisal-dev libconfig-dev
+	libcmocka-dev
+	fuse3 fio xz-utils e2fsprogs mount util-linux coreutils diffutils
+)
+
+SUDO=()
+if [ "$(id -u)" != 0 ]; then
+	command -v sudo >/dev/null || { echo "setup-deps.sh: not root and no sudo" >&2; exit 1; }
+	SUDO=(sudo)
+fi
+
+missing=()
+for p in "${PKGS[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing+=("$p")
+	fi
+done
+if [ ${#missing[@]} = 0 ]; then
+	echo "setup-deps.sh: all ${#PKGS[@]} packages installed"
+	exit 0
+fi
+echo "setup-deps.sh: installing ${missing[*]}"
+"${SUDO[@]}" apt-get update
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
