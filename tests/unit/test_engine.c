@@ -63,6 +63,8 @@ static const struct spec specs[] = {
 	{ "raid10-n3", 10, 0x103, 3, 16384, 0 },
 };
 
+#define MAXLEN (192u << 10)
+
 struct sync_req {
 	struct rf_req *r;
 	pthread_mutex_t lock;
@@ -79,6 +81,18 @@ static void sync_done(struct rf_req *r, int err)
 	s->err = err;
 	pthread_cond_signal(&s->cond);
 	pthread_mutex_unlock(&s->lock);
+}
+
+/* A request of up to MAXLEN bytes on buf, ended through sync_done(). */
+static void sync_init(struct sync_req *s, struct rf_array *a, char *buf)
+{
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	s->r = rf_req_alloc(a, MAXLEN);
+	s->r->buf = buf;
+	s->r->priv = s;
+	s->r->done = sync_done;
 }
 
 static void member_path(char *buf, size_t len, const char *what, int i)
@@ -148,7 +162,6 @@ static void run_batch(struct rf_array *a, struct sync_req *s, int n)
 }
 
 #define BATCH 8
-#define MAXLEN (192u << 10)
 
 /* Random IO against model; expect_err: requests may fail with -EIO. */
 static void random_io(struct rf_array *a, char *model, int rounds, bool check_reads)
@@ -157,14 +170,8 @@ static void random_io(struct rf_array *a, char *model, int rounds, bool check_re
 	static struct sync_req s[BATCH];
 	int round, i, j;
 
-	for (i = 0; i < BATCH; i++) {
-		s[i].r = rf_req_alloc(a, MAXLEN);
-		s[i].r->buf = malloc(MAXLEN);
-		s[i].r->priv = &s[i];
-		s[i].r->done = sync_done;
-		pthread_mutex_init(&s[i].lock, NULL);
-		pthread_cond_init(&s[i].cond, NULL);
-	}
+	for (i = 0; i < BATCH; i++)
+		sync_init(&s[i], a, malloc(MAXLEN));
 	for (round = 0; round < rounds; round++) {
 		for (i = 0; i < BATCH; i++) {
 			struct rf_req *r = s[i].r;
@@ -219,14 +226,9 @@ static void random_io(struct rf_array *a, char *model, int rounds, bool check_re
 static void read_all(struct rf_array *a, const char *model)
 {
 	uint64_t size = rf_array_size(a), off;
-	struct sync_req s = { 0 };
+	struct sync_req s;
 
-	pthread_mutex_init(&s.lock, NULL);
-	pthread_cond_init(&s.cond, NULL);
-	s.r = rf_req_alloc(a, MAXLEN);
-	s.r->buf = malloc(MAXLEN);
-	s.r->priv = &s;
-	s.r->done = sync_done;
+	sync_init(&s, a, malloc(MAXLEN));
 	for (off = 0; off < size; off += MAXLEN) {
 		s.r->off = off;
 		s.r->len = (uint32_t)(size - off < MAXLEN ? size - off : MAXLEN);
@@ -410,7 +412,7 @@ static void test_raid6_double(void **state)
 {
 	const struct spec sp = { "raid6-double", 6, 2, 5, 16384, 0 };
 	struct rf_array *a;
-	struct sync_req s = { 0 };
+	struct sync_req s;
 	char *model;
 
 	/* Fill healthy first, then lose two. */
@@ -430,12 +432,7 @@ static void test_raid6_double(void **state)
 	fake_fail_member = 4;
 	fake_fail_after = 0;
 	/* A write that hits member 4 fails the array; afterwards every request ends with EIO. */
-	pthread_mutex_init(&s.lock, NULL);
-	pthread_cond_init(&s.cond, NULL);
-	s.r = rf_req_alloc(a, MAXLEN);
-	s.r->buf = calloc(1, MAXLEN);
-	s.r->priv = &s;
-	s.r->done = sync_done;
+	sync_init(&s, a, calloc(1, MAXLEN));
 	s.r->op = RF_REQ_WRITE;
 	s.r->off = 0;
 	s.r->len = MAXLEN;
@@ -454,14 +451,9 @@ static void test_raid6_double(void **state)
 
 static void one_req(struct rf_array *a, int op, uint64_t off, uint32_t len, char *buf)
 {
-	struct sync_req s = { 0 };
+	struct sync_req s;
 
-	pthread_mutex_init(&s.lock, NULL);
-	pthread_cond_init(&s.cond, NULL);
-	s.r = rf_req_alloc(a, MAXLEN);
-	s.r->buf = buf;
-	s.r->priv = &s;
-	s.r->done = sync_done;
+	sync_init(&s, a, buf);
 	s.r->op = (uint8_t)op;
 	s.r->off = off;
 	s.r->len = len;
@@ -490,16 +482,9 @@ static void test_split_raid0(void **state)
 	for (int i = 0; i < 3; i++) {
 		const struct fake_logent *e = &fake_log[i];
 
-		if (e->member == 0) {
-			assert_int_equal(e->off, DATA_OFFSET + 12288);
-			assert_int_equal(e->len, 4096);
-		} else if (e->member == 1) {
-			assert_int_equal(e->off, DATA_OFFSET);
-			assert_int_equal(e->len, 16384);
-		} else {
-			assert_int_equal(e->off, DATA_OFFSET);
-			assert_int_equal(e->len, 16384);
-		}
+		/* member 0: the last 4 KiB of chunk 0; members 1, 2: whole chunks */
+		assert_int_equal(e->off, DATA_OFFSET + (e->member == 0 ? 12288 : 0));
+		assert_int_equal(e->len, e->member == 0 ? 4096 : 16384);
 	}
 	/* One unaligned byte range inside one chunk is one member IO. */
 	fake_nlog = 0;
