@@ -5,6 +5,7 @@
 #   make asan       the tests under ASan+UBSan (build-asan/)
 #   make tsan       the tests under TSan (build-tsan/)
 #   make bench      fio beside fuse-ceiling (tools/bench.sh)
+#   make judge      kernel md checks raidfuse's writes (tools/md-crosscheck.sh)
 #   make install    PREFIX=/usr/local DESTDIR=
 #   V=1             full command lines
 
@@ -78,6 +79,9 @@ tsan:
 bench: $(BUILD)/raidfuse
 	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/bench.sh
 
+judge: $(BUILD)/raidfuse
+	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/md-crosscheck.sh
+
 install: $(BUILD)/raidfuse
 	install -d $(DESTDIR)$(BINDIR)
 	install -m 0755 $(BUILD)/raidfuse $(DESTDIR)$(BINDIR)/raidfuse
@@ -85,4 +89,4 @@ install: $(BUILD)/raidfuse
 clean:
 	rm -rf build build-asan build-tsan
 
-.PHONY: all unit unit-build func test asan tsan bench install clean
+.PHONY: all unit unit-build func test asan tsan bench judge install clean
