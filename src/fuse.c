@@ -14,7 +14,7 @@
  *
  * The only file that includes fuse_lowlevel.h.
  */
-#define FUSE_USE_VERSION 34
+#define FUSE_USE_VERSION 312
 #include <errno.h>
 #include <fuse_lowlevel.h>
 #include <pthread.h>
