@@ -6,6 +6,12 @@
 # runs on it and on raidfuse arrays with members on /dev/shm, one after the
 # other, and the table gives raidfuse / ceiling.
 #
+# fuse-ceiling.c asks for FUSE_USE_VERSION 34, where libfuse 3.14's
+# fuse_session_loop_mt() reads its fuse_loop_config as the older struct:
+# max_idle_threads becomes 1 and a FUSE thread is started and ended per
+# request.  So the table also has "ceil312", the same source built for the
+# 3.12 loop API (the one raidfuse uses), and ratios against both.
+#
 # usage: tools/bench.sh [-t SECONDS] [-l "0 5"] [-c CHUNK]
 #        (RAIDFUSE, CEILING_SRC, BENCH_DIR override)
 set -euo pipefail
@@ -29,14 +35,21 @@ cleanup() {
 trap cleanup EXIT
 
 cc -O2 -o "$work/fuse-ceiling" "$CEILING_SRC" $(pkg-config --cflags --libs fuse3)
-truncate -s 2G "$work/ceil.img"
-mkdir -p "$work/mnt-ceil"
-"$work/fuse-ceiling" "$work/ceil.img" "$work/mnt-ceil" &
-for _ in $(seq 50); do [ -e "$work/mnt-ceil/img" ] && break; sleep 0.1; done
-# Fill the backing files so reads hit real pages.
-dd if=/dev/zero of="$work/mnt-ceil/img" bs=1M count=1024 oflag=direct status=none
+sed 's/^#define FUSE_USE_VERSION 34$/#define FUSE_USE_VERSION 312/' "$CEILING_SRC" >"$work/ceil312.c"
+cc -O2 -o "$work/fuse-ceiling312" "$work/ceil312.c" $(pkg-config --cflags --libs fuse3)
+targets=()
+for c in ceil ceil312; do
+	bin=$work/fuse-ceiling
+	[ $c = ceil ] || bin=$work/fuse-ceiling312
+	truncate -s 2G "$work/$c.img"
+	mkdir -p "$work/mnt-$c"
+	"$bin" "$work/$c.img" "$work/mnt-$c" &
+	for _ in $(seq 50); do [ -e "$work/mnt-$c/img" ] && break; sleep 0.1; done
+	# Fill the backing file so reads hit real pages.
+	dd if=/dev/zero of="$work/mnt-$c/img" bs=1M count=1024 oflag=direct status=none
+	targets+=("$c:$work/mnt-$c/img")
+done
 
-targets=("ceil:$work/mnt-ceil/img")
 for l in $levels; do
 	mkdir -p "$work/mnt-r$l"
 	cat > "$work/r$l.conf" <<CONF
@@ -69,13 +82,14 @@ for j in "${jobs[@]}"; do
 		res["$j|$name"]="$iops $bw"
 	done
 done
-printf '%-18s %-8s %12s %12s %8s\n' job target IOPS MiB/s ratio
+printf '%-18s %-8s %12s %12s %10s %10s\n' job target IOPS MiB/s "/ceil" "/ceil312"
 for j in "${jobs[@]}"; do
-	read -r ci cb <<<"${res["$j|ceil"]}"
+	read -r ci _ <<<"${res["$j|ceil"]}"
+	read -r c3 _ <<<"${res["$j|ceil312"]}"
 	for t in "${targets[@]}"; do
 		name=${t%%:*}
 		read -r i b <<<"${res["$j|$name"]}"
-		awk -v j="$j" -v n="$name" -v i="$i" -v b="$b" -v ci="$ci" \
-			'BEGIN { printf "%-18s %-8s %12d %12.0f %8.2f\n", j, n, i, b / 1024, ci ? i / ci : 0 }'
+		awk -v j="$j" -v n="$name" -v i="$i" -v b="$b" -v ci="$ci" -v c3="$c3" \
+			'BEGIN { printf "%-18s %-8s %12d %12.0f %10.2f %10.2f\n", j, n, i, b / 1024, ci ? i / ci : 0, c3 ? i / c3 : 0 }'
 	done
 done
