@@ -3,7 +3,7 @@
 #   make test       unit tests, then functional tests (mount real arrays, fio verify)
 #   make unit       unit tests only
 #   make asan       the tests under ASan+UBSan (build-asan/)
-#   make tsan       the tests under TSan (build-tsan/)
+#   make tsan       the tests under TSan (build-tsan/); tsan-unit: unit tests only
 #   make bench      fio beside fuse-ceiling (tools/bench.sh)
 #   make judge      kernel md checks raidfuse's writes (tools/md-crosscheck.sh)
 #   make install    PREFIX=/usr/local DESTDIR=
@@ -76,6 +76,9 @@ asan:
 tsan:
 	$(MAKE) BUILD=build-tsan SAN="-fsanitize=thread" OPT="-O1 -g" test
 
+tsan-unit:
+	$(MAKE) BUILD=build-tsan SAN="-fsanitize=thread" OPT="-O1 -g" unit
+
 bench: $(BUILD)/raidfuse
 	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/bench.sh
 
@@ -89,4 +92,4 @@ install: $(BUILD)/raidfuse
 clean:
 	rm -rf build build-asan build-tsan
 
-.PHONY: all unit unit-build func test asan tsan bench judge install clean
+.PHONY: all unit unit-build func test asan tsan tsan-unit bench judge install clean
