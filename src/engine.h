@@ -172,7 +172,10 @@ static inline uint64_t rf_faulty(const struct rf_array *a)
 }
 static inline bool rf_failed_now(const struct rf_array *a)
 {
-	return a->ops->failed(a, rf_faulty(a));
+	uint64_t f = rf_faulty(a);
+
+	/* Healthy arrays (the common case) skip the level's check. */
+	return f && a->ops->failed(a, f);
 }
 
 /* The worker running on this thread (NULL elsewhere). */
