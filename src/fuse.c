@@ -429,7 +429,14 @@ int rf_fuse_run(struct rf_array *a, const struct rf_fuse_opts *o)
 	/* FUSE threads never block on IO: keep them rather than churn. */
 	fuse_loop_cfg_set_idle_threads(lc, o->max_threads > 0 ? (unsigned)o->max_threads : 16);
 	ret = fuse_session_loop_mt(fs.se, lc);
-	/* A positive value is the signal that ended the loop: a clean stop. */
+	/* A positive value is the signal that ended the loop: a clean stop.
+	 * ECONNABORTED: the kernel tore the connection down (a lazy unmount
+	 * racing the last requests); nothing is left to answer, and every
+	 * acknowledged write is on the members. */
+	if (ret == -ECONNABORTED) {
+		rf_info("FUSE connection aborted by the kernel; stopping");
+		ret = 0;
+	}
 	if (ret > 0)
 		ret = 0;
 	fuse_loop_cfg_destroy(lc);
