@@ -776,7 +776,6 @@ int rf_array_start(struct rf_array *a)
 		pthread_cond_wait(&a->start_cond, &a->start_lock);
 	ret = a->nstart_err ? -EIO : 0;
 	pthread_mutex_unlock(&a->start_lock);
-	a->started = true;
 	return ret;
 }
 

@@ -145,7 +145,6 @@ struct rf_array {
 	int ngroups;
 	struct rf_group *groups;
 	int stripe_cache_size, group_thread_cnt;
-	bool started;
 	rf_ioq_init_fn ioq_init;
 	pthread_mutex_t start_lock;     /* workers report their setup */
 	pthread_cond_t start_cond;
