@@ -70,10 +70,14 @@ struct rf_level_ops {
 
 /* A stripe head: one stripe_size block of every member at `sector`.
  * States (owner-only `phase`): IDLE -> READ (member reads in flight) ->
- * COMPUTE -> WRITE (member writes in flight) -> IDLE.  A head with busy
- * clear has no IO in flight and sits either on the handle list (pieces
- * queued) or the LRU list (nothing queued; its uptodate blocks stay cached).
+ * WRITE (member writes in flight) -> IDLE; READ and WRITE are each
+ * skipped when nothing needs reading or writing, and a failed read goes
+ * READ -> READ (planned again, degraded).  A head with busy clear has no
+ * IO in flight and sits either on the handle list (pieces queued) or the
+ * LRU list (nothing queued; its uptodate blocks stay cached).
  */
+enum rf_sh_phase { RF_SH_IDLE, RF_SH_READ, RF_SH_WRITE };
+
 struct rf_stripe {
 	struct rf_stripe *hnext;                /* hash chain, g->lock */
 	struct rf_stripe *lru_prev, *lru_next;  /* LRU of idle heads, g->lock */
@@ -87,7 +91,7 @@ struct rf_stripe {
 	uint64_t uptodate;                      /* member blocks that hold the member's data */
 	uint64_t faulty;                        /* faulty members when the round was planned */
 	int pending;                            /* member IOs in flight */
-	int phase;
+	int phase;                              /* enum rf_sh_phase */
 	bool rmw;
 	int io_error;                           /* a member IO of this round failed */
 	struct rf_group *g;

@@ -15,6 +15,7 @@
  *
  * This is the only file that includes liburing.h.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -92,7 +93,10 @@ static bool can_merge(struct rf_ioq *q, struct rf_mio *h, struct rf_mio *m)
 
 void rf_ioq_queue(struct rf_ioq *q, struct rf_mio *m)
 {
-	struct rf_mio *h = q->mtail[m->member];
+	struct rf_mio *h;
+
+	assert(m->member >= 0 && m->member < q->nmembers);
+	h = q->mtail[m->member];
 
 	m->done = 0;
 	m->res = 0;
@@ -234,7 +238,7 @@ int rf_ioq_init_common(struct rf_ioq *q, const struct rf_ioq_member *members, in
 	}
 	for (i = 0; i < (int)slots; i++)
 		q->iov_free[i] = (int16_t)i;
-	q->niov_slots = q->niov_free = (int)slots;
+	q->niov_free = (int)slots;
 	return 0;
 }
 

@@ -28,6 +28,7 @@
  * It does NOT resync or rebuild members (a later sync thread does), and it
  * does not batch member IO across heads.
  */
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 
@@ -344,6 +345,7 @@ static bool r5_plan(struct rf_worker *w, struct rf_stripe *sh)
 	toread = need & ~sh->uptodate & ~c.faulty;
 	sh->io_error = 0;
 	if (toread) {
+		sh->phase = RF_SH_READ;
 		for (i = 0; i < a->nmembers; i++)
 			if (toread & (1ull << i))
 				issue(w, sh, i, false);
@@ -403,6 +405,7 @@ static bool r5_compute(struct rf_worker *w, struct rf_stripe *sh)
 	}
 	sh->uptodate |= wmask | c.par_mask;
 	towrite = (wmask | c.par_mask) & ~rf_faulty(a);
+	sh->phase = RF_SH_WRITE;
 	for (i = 0; i < a->nmembers; i++)
 		if (towrite & (1ull << i))
 			issue(w, sh, i, true);
@@ -433,6 +436,8 @@ static bool r5_round(struct rf_worker *w, struct rf_stripe *sh)
 /* The round ended without IO in flight: go idle or run the next one. */
 static void r5_round_done(struct rf_worker *w, struct rf_stripe *sh)
 {
+	assert(!sh->pending);
+	sh->phase = RF_SH_IDLE;
 	while (rf_stripe_finish(sh))
 		if (r5_round(w, sh))
 			return;
@@ -444,6 +449,7 @@ static void r5_read_end(struct rf_mio *m)
 	struct rf_worker *w = rf_current_worker;
 	struct rf_array *a = w->g->a;
 
+	assert(sh->phase == RF_SH_READ && sh->pending > 0);
 	if (m->res) {
 		rf_member_fail(a, m->member, m->res, "read", m->off);
 		sh->io_error = 1;
@@ -464,6 +470,7 @@ static void r5_write_end(struct rf_mio *m)
 	struct rf_worker *w = rf_current_worker;
 	struct rf_array *a = w->g->a;
 
+	assert(sh->phase == RF_SH_WRITE && sh->pending > 0);
 	if (m->res)
 		rf_member_fail(a, m->member, m->res, "write", m->off);
 	if (--sh->pending)

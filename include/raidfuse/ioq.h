@@ -81,9 +81,9 @@ struct rf_ioq {
 	struct rf_mio *retry, **retry_tail;   /* queued, not yet with the backend */
 	struct rf_mio *mtail[RF_IOQ_MAX_MEMBERS];   /* per member: queued mio open to merging */
 	unsigned inflight;
-	struct iovec *iov;              /* niov_slots arrays of RF_IOQ_MAX_MERGE */
+	struct iovec *iov;              /* one array of RF_IOQ_MAX_MERGE per slot */
 	int16_t *iov_free;
-	int niov_slots, niov_free;
+	int niov_free;
 	uint64_t nr_short, nr_retry, nr_merged; /* stats */
 };
 
