@@ -1,12 +1,16 @@
 /* engine.c - the array core: members, worker groups, pieces, stripe cache.
  *
- * Data flow.  A submitter (a FUSE thread) calls rf_array_submit(): the
- * level's split() cuts the request into pieces and rf_queue_piece() buckets
- * them by group (hash of the piece's key: a stripe head's sector, so one
- * head's pieces always meet in one group).  Each group's bucket is appended
- * to g->incoming under g->lock, once per request, and one sleeping worker of
- * the group is kicked only if none is awake.  The submitter returns: it
- * never waits on member IO.
+ * Data flow.  A submitter (a FUSE thread) calls rf_array_submit(), which
+ * passes the drain barrier (below); the level's split() cuts the request
+ * into pieces and rf_queue_piece() buckets them by group (hash of the
+ * piece's key: a stripe head's sector, so one head's pieces always meet in
+ * one group).  Then one of two things happens:
+ *  - group threads (group_thread_cnt > 0): each group's bucket is appended
+ *    to g->incoming under g->lock, once per request, a sleeping worker of
+ *    the group is kicked only if none is awake, and the submitter returns;
+ *  - inline (group_thread_cnt 0): the submitter borrows an inline worker
+ *    and serves its pieces itself, on a synchronous member queue, until
+ *    every head it took is idle again (see inline_drive()).
  *
  * A worker loops: take g->incoming and g->handle lists, issue DIRECT pieces
  * on its own ring, attach STRIPE pieces to stripe heads, run the heads it
