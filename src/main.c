@@ -21,6 +21,7 @@
 #include "raidfuse/config.h"
 #include "raidfuse/fuse.h"
 #include "raidfuse/log.h"
+#include "raidfuse/super.h"
 
 static const char usage_text[] =
 	"usage: raidfuse create CONFIG [--force]\n"
@@ -135,6 +136,42 @@ static int cmd_create(int argc, char **argv)
 	return ret;
 }
 
+/* examine MEMBER...: each member's superblock as mdadm --examine prints it;
+ * exit 1 if any member has none or a damaged one (the rest still print). */
+static int cmd_examine(int argc, char **argv)
+{
+	struct rf_sb *sb;
+	char err[1024];
+	int i, ret = 0;
+
+	if (argc < 2)
+		return usage_error("examine: expected MEMBER...%s", "");
+	for (i = 1; i < argc; i++)
+		if (argv[i][0] == '-')
+			return usage_error("examine: unknown option '%s'", argv[i]);
+	sb = malloc(sizeof(*sb));
+	if (!sb)
+		return 1;
+	for (i = 1; i < argc; i++) {
+		int fd = open(argv[i], O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0) {
+			fprintf(stderr, "raidfuse: %s: %s\n", argv[i], strerror(errno));
+			ret = 1;
+			continue;
+		}
+		if (rf_sb_read(fd, argv[i], sb, err, sizeof(err))) {
+			fprintf(stderr, "raidfuse: %s\n", err);
+			ret = 1;
+		} else {
+			rf_sb_examine(stdout, argv[i], sb);
+		}
+		close(fd);
+	}
+	free(sb);
+	return ret;
+}
+
 static int cmd_mount(int argc, char **argv)
 {
 	struct rf_fuse_opts o = { 0 };
@@ -195,5 +232,7 @@ int main(int argc, char **argv)
 		return cmd_create(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "mount"))
 		return cmd_mount(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "examine"))
+		return cmd_examine(argc - 1, argv + 1);
 	return usage_error("unknown command '%s' (expected create or mount)", argv[1]);
 }
