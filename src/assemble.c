@@ -109,15 +109,24 @@ static const char *geometry_differs(const struct rf_sb *a, const struct rf_sb *b
 	return NULL;
 }
 
-/* The bytes each member serves: the used size, or for raid0 (whose
- * superblock may not record one) the smallest data area in whole chunks,
- * every member's the same (md would make zones of unequal ones). */
+/* The data area the members share: one data_offset for all (the engine
+ * has one), and the bytes each serves: the used size, or for raid0 (whose
+ * superblock may not record one) the data area in whole chunks, every
+ * member's the same (md would make zones of unequal ones). */
 static int data_bytes(const struct rf_sb *const *sbs, const char *const *paths, int n,
 		      uint64_t *out, char *err, size_t errlen)
 {
 	uint64_t chunks = UINT64_MAX;
 	int i, first = -1;
 
+	for (i = 1; i < n; i++)
+		if (sbs[i]->data_offset != sbs[0]->data_offset) {
+			snprintf(err, errlen, "%s and %s have data offsets %llu and %llu sectors: members with "
+				 "different data offsets are not supported", paths[0], paths[i],
+				 (unsigned long long)sbs[0]->data_offset,
+				 (unsigned long long)sbs[i]->data_offset);
+			return -EINVAL;
+		}
 	if (sbs[0]->level != 0) {
 		*out = sbs[0]->size * 512;
 		return 0;
@@ -259,14 +268,6 @@ int rf_assemble(const char *const *paths, int n, const char *image_name, bool re
 			 "not served", u0, missing, (unsigned long long)fresh->resync_offset);
 		goto out;
 	}
-	for (i = 1; i < nuse; i++)
-		if (use[i]->data_offset != use[0]->data_offset) {
-			snprintf(err, errlen, "%s and %s have data offsets %llu and %llu sectors: members with "
-				 "different data offsets are not supported", use_path[0], use_path[i],
-				 (unsigned long long)use[0]->data_offset,
-				 (unsigned long long)use[i]->data_offset);
-			goto out;
-		}
 	r = data_bytes(use, use_path, nuse, &size, err, errlen);
 	if (r)
 		goto out;
@@ -411,13 +412,6 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 		use[nuse] = s;
 		use_path[nuse++] = m;
 	}
-	for (i = 1; i < nuse; i++)
-		if (use[i]->data_offset != use[0]->data_offset) {
-			snprintf(err, errlen, "%s: %s and %s have data offsets %llu and %llu sectors: not supported",
-				 cfg->path, use_path[0], use_path[i], (unsigned long long)use[0]->data_offset,
-				 (unsigned long long)use[i]->data_offset);
-			goto out;
-		}
 	r = data_bytes(use, use_path, nuse, &size, err, errlen);
 	if (r)
 		goto out;

@@ -580,6 +580,21 @@ static int parse090(const uint8_t *buf, uint64_t member_sectors, const char *pat
 	return check_roles(sb, path, err, errlen);
 }
 
+uint32_t rf_sb_csum(const void *buf, enum rf_sb_kind k)
+{
+	const uint8_t *p = buf;
+	uint32_t max_dev;
+
+	if (k == RF_SB_090) {
+		struct sb090 s;
+
+		memcpy(&s, buf, sizeof(s));
+		return sb090_csum(&s);
+	}
+	max_dev = le32(((const struct sb1 *)p)->max_dev);
+	return sb1_csum(p, max_dev < RF_SB_MAX_DEV ? max_dev : RF_SB_MAX_DEV);
+}
+
 int rf_sb_parse(const void *buf, enum rf_sb_kind k, uint64_t member_sectors, const char *path,
 		struct rf_sb *sb, char *err, size_t errlen)
 {
@@ -718,7 +733,7 @@ uint64_t rf_sb_default_data_offset(uint64_t member_sectors, uint32_t chunk_secto
 	/* mdadm 4.2 (super1.c, validate_geometry1): room for the superblock
 	 * and bad block log (12 KiB), the bitmap room, and headroom for a
 	 * later reshape: 128 MiB, halved while it is more than about 0.1% of
-	 * the member, but not below four chunks; the sum rounded up to a
+	 * the member, but not below two chunks; the sum rounded up to a
 	 * whole MiB. */
 	uint64_t headroom = 128 * 1024 * 2, off;
 

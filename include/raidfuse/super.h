@@ -102,6 +102,10 @@ uint64_t rf_sb_offset(enum rf_sb_kind k, uint64_t member_sectors);
 int rf_sb_parse(const void *buf, enum rf_sb_kind k, uint64_t member_sectors, const char *path,
 		struct rf_sb *sb, char *err, size_t errlen);
 
+/* md's checksum of RF_SB_BYTES bytes holding a superblock of kind k (what
+ * its sb_csum field should hold), e.g. to repair one on purpose in tests. */
+uint32_t rf_sb_csum(const void *buf, enum rf_sb_kind k);
+
 /* Read the superblock of an open member: tries 1.2, 1.1, 1.0 and 0.90.
  * Returns 0 with sb filled; -ENOENT when none is there (err says where it
  * looked); -EINVAL for a damaged one or two valid ones of different kinds
