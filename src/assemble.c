@@ -416,10 +416,17 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 	if (r)
 		goto out;
 	r = -EINVAL;
-	if (cfg->size && cfg->size != size) {
-		snprintf(err, errlen, "%s: key 'array.size' says %llu sectors, the superblocks %llu",
-			 cfg->path, (unsigned long long)(cfg->size / 512), (unsigned long long)(size / 512));
-		goto out;
+	if (cfg->size) {
+		/* create rounds the size down as mdadm does: whole chunks, or
+		 * 64K for raid1 */
+		uint64_t unit = cfg->chunk_bytes ? cfg->chunk_bytes : 65536;
+
+		if (cfg->size / unit * unit != size) {
+			snprintf(err, errlen, "%s: key 'array.size' says %llu sectors, the superblocks %llu",
+				 cfg->path, (unsigned long long)(cfg->size / 512),
+				 (unsigned long long)(size / 512));
+			goto out;
+		}
 	}
 	cfg->size = size;
 	cfg->data_offset = use[0]->data_offset * 512;
@@ -506,7 +513,10 @@ int rf_assemble_plan_create(const struct rf_config *cfg, const uint64_t *member_
 	}
 	snprintf(n->name, sizeof(n->name), "%.31s", cfg->name ? cfg->name : "");
 	n->level = cfg->level;
-	n->layout = cfg->level == 5 || cfg->level == 6 || cfg->level == 10 ? cfg->layout : 0;
+	/* raid0: the "original" zone layout, as mdadm 4.2 records it (it only
+	 * matters for members of unequal size); raid1 and raid4: 0. */
+	n->layout = cfg->level == 5 || cfg->level == 6 || cfg->level == 10 ? cfg->layout :
+		    cfg->level == 0 ? 1 : 0;
 	n->chunk_sectors = chunk;
 	n->raid_disks = cfg->nmembers;
 	n->size = cfg->level == 0 ? 0 : comp;

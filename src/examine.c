@@ -152,7 +152,8 @@ static void print_layout_chunk(FILE *out, const struct rf_sb *sb)
 {
 	if (sb->level == 0 && (sb->feature_map & RF_SB_FEAT_RAID0_LAYOUT))
 		fprintf(out, "         Layout : %s\n",
-			sb->layout == 1 ? "original" : sb->layout == 2 ? "alternate" : "-unknown-");
+			sb->layout == 1 ? "original" : sb->layout == 2 ? "alternate" :
+			sb->layout == 0 ? "dangerous" : "-unknown-");
 	if (sb->level == 5 || sb->level == 6)
 		fprintf(out, "         Layout : %s\n", r56_layout_name(sb->level, sb->layout));
 	if (sb->level == 10) {
