@@ -892,6 +892,117 @@ static void test_assemble_dirty_degraded(void **state)
 	assert_non_null(strstr(err, "not clean"));
 }
 
+/* A config file in tmpdir naming members as given. */
+static const char *conf_file(const char *name, const char *body)
+{
+	static char path[PATH_MAX + 64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(body, f);
+	fclose(f);
+	return path;
+}
+
+/* mount's check: superblocks must match the config; what the config
+ * leaves out comes from them. */
+static void test_check_config(void **state)
+{
+	const uint64_t sectors = 32768;
+	struct rf_sb_new n = new_array(5, 2, 128, 3, sectors);
+	char paths[3][PATH_MAX + 64], err[1024];
+	struct rf_config cfg;
+	const char *c;
+
+	n.clean = true;
+	make_array("cc", &n, sectors, paths);
+	c = conf_file("cc.conf", "array: { level = 5; chunk_size = \"64K\";\n"
+		      "  members = ( \"cc0.img\", \"cc1.img\", \"cc2.img\" ); };\n");
+	assert_int_equal(rf_config_load(c, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(rf_assemble_check_config(&cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.data_offset, n.data_offset * 512);
+	assert_int_equal(cfg.size, n.size * 512);
+	assert_true(cfg.has_uuid);
+	rf_config_free(&cfg);
+
+	c = conf_file("cc.conf", "array: { level = 5; chunk_size = \"128K\";\n"
+		      "  members = ( \"cc0.img\", \"cc1.img\", \"cc2.img\" ); };\n");
+	assert_int_equal(rf_config_load(c, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(rf_assemble_check_config(&cfg, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "member 0"));
+	assert_non_null(strstr(err, "'array.chunk_size' says 128K"));
+	rf_config_free(&cfg);
+
+	c = conf_file("cc.conf", "array: { level = 5; chunk_size = \"64K\";\n"
+		      "  members = ( \"cc0.img\", \"cc2.img\", \"cc1.img\" ); };\n");
+	assert_int_equal(rf_config_load(c, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(rf_assemble_check_config(&cfg, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "member 1"));
+	assert_non_null(strstr(err, "says role 1"));
+	rf_config_free(&cfg);
+
+	write_member("ccnone.img", sectors * 512, NULL, 0);
+	c = conf_file("cc.conf", "array: { level = 5; chunk_size = \"64K\";\n"
+		      "  members = ( \"cc0.img\", \"cc1.img\", \"ccnone.img\" ); };\n");
+	assert_int_equal(rf_config_load(c, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(rf_assemble_check_config(&cfg, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "ccnone.img) has no md superblock"));
+	rf_config_free(&cfg);
+
+	/* members without any superblock: the config alone describes them */
+	write_member("cn0.img", sectors * 512, NULL, 0);
+	write_member("cn1.img", sectors * 512, NULL, 0);
+	c = conf_file("cc.conf", "array: { level = 1; members = ( \"cn0.img\", \"cn1.img\" ); };\n");
+	assert_int_equal(rf_config_load(c, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(rf_assemble_check_config(&cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.data_offset, 0);
+	assert_false(cfg.has_uuid);
+	rf_config_free(&cfg);
+}
+
+/* create's plan: mdadm's data offset, sizes in whole chunks, refusals
+ * before anything is written. */
+static void test_plan_create(void **state)
+{
+	uint64_t bytes[4] = { 64 << 20, 64 << 20, 0, 80 << 20 };
+	struct rf_sb_new n;
+	struct rf_config cfg;
+	char err[1024];
+	const char *c;
+
+	c = conf_file("pc.conf", "array: { level = 6; chunk_size = \"64K\";\n"
+		      "  members = ( \"p0.img\", \"p1.img\", \"missing\", \"p3.img\" ); };\n");
+	assert_int_equal(rf_config_load(c, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(rf_assemble_plan_create(&cfg, bytes, false, &n, err, sizeof(err)), 0);
+	assert_int_equal(n.data_offset, 2048);
+	assert_int_equal(n.size, 129024);       /* the smallest member's room */
+	assert_int_equal(n.raid_disks, 4);
+	assert_int_equal(n.layout, 2);
+	assert_string_equal(n.name, "array.img");
+	assert_false(n.clean);
+	bytes[1] = 1 << 20;
+	assert_int_equal(rf_assemble_plan_create(&cfg, bytes, false, &n, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "member 1"));
+	assert_non_null(strstr(err, "no room for data"));
+	rf_config_free(&cfg);
+
+	c = conf_file("pc.conf", "array: { level = 5; data_offset = 8;\n"
+		      "  members = ( \"p0.img\", \"p1.img\", \"p3.img\" ); };\n");
+	assert_int_equal(rf_config_load(c, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(rf_assemble_plan_create(&cfg, bytes, false, &n, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "'array.data_offset'"));
+	rf_config_free(&cfg);
+
+	c = conf_file("pc.conf", "array: { level = 0; size = \"8M\";\n"
+		      "  members = ( \"p0.img\", \"p3.img\" ); };\n");
+	assert_int_equal(rf_config_load(c, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(rf_assemble_plan_create(&cfg, bytes, true, &n, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "'array.size'"));
+	rf_config_free(&cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -906,6 +1017,8 @@ int main(void)
 		cmocka_unit_test(test_update_090),
 		cmocka_unit_test(test_assemble),
 		cmocka_unit_test(test_assemble_dirty_degraded),
+		cmocka_unit_test(test_check_config),
+		cmocka_unit_test(test_plan_create),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
