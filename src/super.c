@@ -700,11 +700,19 @@ int rf_sb_read(int fd, const char *path, struct rf_sb *sb, char *err, size_t err
 	} else if (first_err[0]) {
 		snprintf(err, errlen, "%s", first_err);
 		r = -EINVAL;
+	} else if (rf_sb_offset(RF_SB_10, sectors) == UINT64_MAX) {
+		snprintf(err, errlen, "%s: no md superblock: %llu bytes is too small to hold one", path,
+			 (unsigned long long)sectors * 512);
+		r = -ENOENT;
 	} else {
+		char at090[32] = "none: too small";
+
+		if (rf_sb_offset(RF_SB_090, sectors) != UINT64_MAX)
+			snprintf(at090, sizeof(at090), "%llu",
+				 (unsigned long long)rf_sb_offset(RF_SB_090, sectors));
 		snprintf(err, errlen, "%s: no md superblock (looked for 1.2 at sector 8, 1.1 at 0, "
-			 "1.0 at %llu, 0.90 at %llu)", path,
-			 (unsigned long long)rf_sb_offset(RF_SB_10, sectors),
-			 (unsigned long long)rf_sb_offset(RF_SB_090, sectors));
+			 "1.0 at %llu, 0.90 at %s)", path,
+			 (unsigned long long)rf_sb_offset(RF_SB_10, sectors), at090);
 		r = -ENOENT;
 	}
 out:
