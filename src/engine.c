@@ -886,9 +886,12 @@ static int member_size(int fd, uint64_t *size)
 static int open_member(struct rf_array *a, int i, const char *path, char *err, size_t errlen)
 {
 	struct rf_member *m = &a->members[i];
+	/* Read-only (--ro) opens nothing for writing and takes a shared lock:
+	 * other read-only servers may share the member, a writer may not. */
+	int mode = a->readonly ? O_RDONLY : O_RDWR;
 	int ret;
 
-	m->fd = open(path, O_RDWR | O_CLOEXEC);
+	m->fd = open(path, mode | O_CLOEXEC);
 	if (m->fd < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "member %d (%s): %s%s", i, path, strerror(-ret),
@@ -900,12 +903,12 @@ static int open_member(struct rf_array *a, int i, const char *path, char *err, s
 		snprintf(err, errlen, "member %d (%s): not a regular file or block device", i, path);
 		return ret;
 	}
-	if (flock(m->fd, LOCK_EX | LOCK_NB)) {
+	if (flock(m->fd, (a->readonly ? LOCK_SH : LOCK_EX) | LOCK_NB)) {
 		ret = -errno;
 		snprintf(err, errlen, "member %d (%s): in use by another process (%s)", i, path, strerror(-ret));
 		return ret;
 	}
-	m->fd_direct = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
+	m->fd_direct = open(path, mode | O_DIRECT | O_CLOEXEC);
 	m->align = 4096;
 	if (m->fd_direct < 0)
 		rf_info("member %d (%s): O_DIRECT refused (%s), using buffered IO", i, path, strerror(errno));
@@ -939,6 +942,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	for (i = 0; i < a->nmembers; i++)
 		a->members[i].fd = a->members[i].fd_direct = -1;
 	a->name = strdup(cfg->name);
+	a->readonly = cfg->readonly;
 	a->chunk_bytes = cfg->chunk_bytes;
 	a->stripe_size = cfg->stripe_size ? cfg->stripe_size : 4096;
 	a->rmw_level = cfg->rmw_level;
@@ -1040,6 +1044,11 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 fail:
 	array_free(a);
 	return ret;
+}
+
+bool rf_array_readonly(const struct rf_array *a)
+{
+	return a->readonly;
 }
 
 static int group_init(struct rf_array *a, struct rf_group *g, int id, int nstripes, int nworkers)
