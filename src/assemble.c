@@ -273,9 +273,9 @@ int rf_assemble(const char *const *paths, int n, const char *image_name, bool re
 		goto out;
 	r = -EINVAL;
 	if (!fresh->clean)
-		rf_warn("array %s is not clean (resync due from sector %llu%s): copies or parity may "
-			"disagree where writes were in flight", u0, (unsigned long long)fresh->resync_offset,
-			fresh->bitmap ? ", internal bitmap" : "");
+		rf_warn("array %s was not cleanly shut down: resync needed (due from sector %llu%s): "
+			"copies or parity may disagree where writes were in flight", u0,
+			(unsigned long long)fresh->resync_offset, fresh->bitmap ? ", internal bitmap" : "");
 
 	/* The config rf_array_open() serves. */
 	r = -ENOMEM;
@@ -434,7 +434,7 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 	memcpy(cfg->uuid, use[0]->uuid, 16);
 	cfg->has_uuid = true;
 	if (!sbs[fi].clean)
-		rf_warn("%s: array %s is not clean (resync due from sector %llu)", cfg->path,
+		rf_warn("%s: array %s was not cleanly shut down: resync needed (due from sector %llu)", cfg->path,
 			rf_sb_uuid_str(&sbs[fi], u0), (unsigned long long)sbs[fi].resync_offset);
 	r = 0;
 out:

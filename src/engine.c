@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "sbstate.h"
 
 __thread struct rf_worker *rf_current_worker;
 
@@ -336,9 +337,11 @@ static void queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w)
 	atomic_store_explicit(&r->err, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->npieces, 0, memory_order_relaxed);
 
-	if (rf_failed_now(a))
+	/* No write starts while the superblocks say clean. */
+	ret = r->op == RF_REQ_WRITE ? rf_sbstate_write_start(a->sbstate) : 0;
+	if (!ret && rf_failed_now(a))
 		ret = -EIO;
-	else if (r->op == RF_REQ_FLUSH) {
+	else if (!ret && r->op == RF_REQ_FLUSH) {
 		ret = 0;
 		for (i = 0; i < a->nmembers; i++) {
 			struct rf_piece *p;
@@ -350,7 +353,7 @@ static void queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w)
 			p->mio.op = RF_MIO_FSYNC;
 			rf_queue_piece(a, p);
 		}
-	} else {
+	} else if (!ret) {
 		ret = a->ops->split(a, r);
 	}
 	tl_buckets = NULL;
@@ -432,10 +435,12 @@ void rf_member_fail(struct rf_array *a, int member, int err, const char *what, u
 	uint64_t old = atomic_fetch_or_explicit(&a->faulty, bit, memory_order_acq_rel);
 
 	atomic_fetch_add_explicit(&a->members[member].nr_errors, 1, memory_order_relaxed);
-	if (!(old & bit))
+	if (!(old & bit)) {
 		rf_err("member %d (%s): %s at %llu: %s; member marked faulty%s", member,
 		       a->members[member].path, what, (unsigned long long)off, strerror(-err),
 		       a->ops->failed(a, old | bit) ? "; array FAILED" : ", array degraded");
+		rf_sbstate_kick(a->sbstate);
+	}
 }
 
 /* ---- direct member IO ---- */
@@ -919,6 +924,7 @@ static void array_free(struct rf_array *a)
 {
 	int i;
 
+	rf_sbstate_close(a->sbstate);
 	for (i = 0; i < a->nmembers; i++) {
 		if (a->members[i].fd >= 0)
 			close(a->members[i].fd);
@@ -928,6 +934,24 @@ static void array_free(struct rf_array *a)
 	}
 	free(a->name);
 	free(a);
+}
+
+static int sbstate_open(struct rf_array *a, char *err, size_t errlen)
+{
+	struct rf_sb_io io[RF_MAX_MEMBERS];
+	int i, ret;
+
+	memset(io, 0, sizeof(io));
+	for (i = 0; i < a->nmembers; i++) {
+		if (!(a->present & (1ull << i)))
+			continue;
+		ret = rf_sb_io_fd(&io[i], a->members[i].fd);
+		if (ret) {
+			snprintf(err, errlen, "member %d (%s): %s", i, a->members[i].path, strerror(-ret));
+			return ret;
+		}
+	}
+	return rf_sbstate_open(a, io, &a->sbstate, err, errlen);
 }
 
 int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err, size_t errlen)
@@ -1038,6 +1062,12 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		a->iom[i].fd = a->members[i].fd;
 		a->iom[i].fd_direct = a->members[i].fd_direct;
 		a->iom[i].align = a->members[i].align;
+	}
+	/* md keeps clean/dirty for arrays that can need a resync. */
+	if (cfg->has_uuid && !a->readonly && cfg->level != 0) {
+		ret = sbstate_open(a, err, errlen);
+		if (ret)
+			goto fail;
 	}
 	*out = a;
 	return 0;
@@ -1219,7 +1249,8 @@ int rf_array_start(struct rf_array *a)
 	if (ret)
 		return ret;
 	a->started = true;
-	return groups_start(a);
+	ret = groups_start(a);
+	return ret ? ret : rf_sbstate_start(a->sbstate);
 }
 
 void rf_array_close(struct rf_array *a)
@@ -1228,6 +1259,9 @@ void rf_array_close(struct rf_array *a)
 
 	if (!a)
 		return;
+	/* The idle timer drains too: stop it first.  The state is marked
+	 * clean once nothing is in flight (array_free()). */
+	rf_sbstate_stop(a->sbstate);
 	if (a->started) {
 		/* Whatever waits at the barrier still runs, then nothing may
 		 * start: every request has ended when the groups go. */
@@ -1319,6 +1353,18 @@ int rf_array_set_rmw_level(struct rf_array *a, int n)
 	release(a, a->suspended ? RF_HOLD_WRITES : 0);
 	pthread_mutex_unlock(&a->reconf_lock);
 	return 0;
+}
+
+int rf_array_quiesced(struct rf_array *a, int (*fn)(void *arg), void *arg)
+{
+	int ret;
+
+	pthread_mutex_lock(&a->reconf_lock);
+	drain(a, RF_HOLD_WRITES);
+	ret = fn(arg);
+	release(a, a->suspended ? RF_HOLD_WRITES : 0);
+	pthread_mutex_unlock(&a->reconf_lock);
+	return ret;
 }
 
 int rf_array_suspend(struct rf_array *a)
