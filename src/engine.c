@@ -888,19 +888,47 @@ static int member_size(int fd, uint64_t *size)
 	return -EINVAL;
 }
 
+/* The member before i that is the same file as fd (hard link, symlink,
+ * the same device twice), or -1. */
+static int same_as(struct rf_array *a, int i, int fd)
+{
+	struct stat st, o;
+	int j;
+
+	if (fstat(fd, &st))
+		return -1;
+	for (j = 0; j < i; j++) {
+		if (a->members[j].fd < 0 || fstat(a->members[j].fd, &o))
+			continue;
+		if ((st.st_dev == o.st_dev && st.st_ino == o.st_ino) ||
+		    (S_ISBLK(st.st_mode) && S_ISBLK(o.st_mode) && st.st_rdev == o.st_rdev))
+			return j;
+	}
+	return -1;
+}
+
 static int open_member(struct rf_array *a, int i, const char *path, char *err, size_t errlen)
 {
 	struct rf_member *m = &a->members[i];
 	/* Read-only (--ro) opens nothing for writing and takes a shared lock:
-	 * other read-only servers may share the member, a writer may not. */
+	 * other read-only servers may share the member, a writer may not.  A
+	 * writer also claims a block device (O_EXCL): the kernel then refuses
+	 * it to mounts, kernel md and other exclusive openers. */
 	int mode = a->readonly ? O_RDONLY : O_RDWR;
-	int ret;
+	struct stat st;
+	int ret, j;
 
+	if (!a->readonly && !stat(path, &st) && S_ISBLK(st.st_mode))
+		mode |= O_EXCL;
 	m->fd = open(path, mode | O_CLOEXEC);
 	if (m->fd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "member %d (%s): %s%s", i, path, strerror(-ret),
-			 ret == -ENOENT ? " (`raidfuse create CONFIG` makes missing member files)" : "");
+		if (ret == -EBUSY && (mode & O_EXCL))
+			snprintf(err, errlen, "member %d (%s) is in use by another raidfuse or process "
+				 "(the block device is mounted, in an array, or opened exclusively)", i, path);
+		else
+			snprintf(err, errlen, "member %d (%s): %s%s", i, path, strerror(-ret),
+				 ret == -ENOENT ? " (`raidfuse create CONFIG` makes missing member files)" : "");
 		return ret;
 	}
 	ret = member_size(m->fd, &m->size);
@@ -908,12 +936,22 @@ static int open_member(struct rf_array *a, int i, const char *path, char *err, s
 		snprintf(err, errlen, "member %d (%s): not a regular file or block device", i, path);
 		return ret;
 	}
+	j = same_as(a, i, m->fd);
+	if (j >= 0) {
+		snprintf(err, errlen, "member %d (%s) and member %d (%s) are the same file: "
+			 "each member must be given once", j, a->members[j].path, i, path);
+		return -EINVAL;
+	}
 	if (flock(m->fd, (a->readonly ? LOCK_SH : LOCK_EX) | LOCK_NB)) {
 		ret = -errno;
-		snprintf(err, errlen, "member %d (%s): in use by another process (%s)", i, path, strerror(-ret));
+		if (ret == -EWOULDBLOCK)
+			snprintf(err, errlen, "member %d (%s) is in use by another raidfuse or process (it holds "
+				 "a lock on it)", i, path);
+		else
+			snprintf(err, errlen, "member %d (%s): cannot lock it: %s", i, path, strerror(-ret));
 		return ret;
 	}
-	m->fd_direct = open(path, mode | O_DIRECT | O_CLOEXEC);
+	m->fd_direct = open(path, (mode & ~O_EXCL) | O_DIRECT | O_CLOEXEC);
 	m->align = 4096;
 	if (m->fd_direct < 0)
 		rf_info("member %d (%s): O_DIRECT refused (%s), using buffered IO", i, path, strerror(errno));
