@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "raidfuse/overlay.h"
 #include "sbstate.h"
 
 __thread struct rf_worker *rf_current_worker;
@@ -914,11 +915,12 @@ static int open_member(struct rf_array *a, int i, const char *path, char *err, s
 	 * other read-only servers may share the member, a writer may not.  A
 	 * writer also claims a block device (O_EXCL): the kernel then refuses
 	 * it to mounts, kernel md and other exclusive openers. */
-	int mode = a->readonly ? O_RDONLY : O_RDWR;
+	bool ro = a->readonly || a->overlay;
+	int mode = ro ? O_RDONLY : O_RDWR;
 	struct stat st;
 	int ret, j;
 
-	if (!a->readonly && !stat(path, &st) && S_ISBLK(st.st_mode))
+	if (!ro && !stat(path, &st) && S_ISBLK(st.st_mode))
 		mode |= O_EXCL;
 	m->fd = open(path, mode | O_CLOEXEC);
 	if (m->fd < 0) {
@@ -942,7 +944,7 @@ static int open_member(struct rf_array *a, int i, const char *path, char *err, s
 			 "each member must be given once", j, a->members[j].path, i, path);
 		return -EINVAL;
 	}
-	if (flock(m->fd, (a->readonly ? LOCK_SH : LOCK_EX) | LOCK_NB)) {
+	if (flock(m->fd, (ro ? LOCK_SH : LOCK_EX) | LOCK_NB)) {
 		ret = -errno;
 		if (ret == -EWOULDBLOCK)
 			snprintf(err, errlen, "member %d (%s) is in use by another raidfuse or process (it holds "
@@ -963,6 +965,8 @@ static void array_free(struct rf_array *a)
 	int i;
 
 	rf_sbstate_close(a->sbstate);
+	for (i = 0; i < a->nmembers; i++)
+		rf_ovl_close(a->iom[i].layer);
 	for (i = 0; i < a->nmembers; i++) {
 		if (a->members[i].fd >= 0)
 			close(a->members[i].fd);
@@ -974,6 +978,27 @@ static void array_free(struct rf_array *a)
 	free(a);
 }
 
+/* Every write to the members goes to copy-on-write files in dir; the
+ * overlay runs on the synchronous queue (its own locking, no O_DIRECT). */
+static int overlay_open(struct rf_array *a, const char *dir, char *err, size_t errlen)
+{
+	int i, ret;
+
+	for (i = 0; i < a->nmembers; i++) {
+		struct rf_ovl *o;
+
+		if (!(a->present & (1ull << i)))
+			continue;
+		ret = rf_ovl_open(dir, a->members[i].fd, a->members[i].path, &o, err, errlen);
+		if (ret)
+			return ret;
+		a->iom[i].layer = o;
+		a->iom[i].fd_direct = -1;
+	}
+	a->ioq_init = a->inline_ioq_init = rf_ioq_init_overlay;
+	return 0;
+}
+
 static int sbstate_open(struct rf_array *a, char *err, size_t errlen)
 {
 	struct rf_sb_io io[RF_MAX_MEMBERS];
@@ -983,6 +1008,10 @@ static int sbstate_open(struct rf_array *a, char *err, size_t errlen)
 	for (i = 0; i < a->nmembers; i++) {
 		if (!(a->present & (1ull << i)))
 			continue;
+		if (a->iom[i].layer) {
+			rf_ovl_sb_io(a->iom[i].layer, &io[i]);
+			continue;
+		}
 		ret = rf_sb_io_fd(&io[i], a->members[i].fd);
 		if (ret) {
 			snprintf(err, errlen, "member %d (%s): %s", i, a->members[i].path, strerror(-ret));
@@ -1005,6 +1034,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		a->members[i].fd = a->members[i].fd_direct = -1;
 	a->name = strdup(cfg->name);
 	a->readonly = cfg->readonly;
+	a->overlay = cfg->overlay_dir != NULL;
 	a->chunk_bytes = cfg->chunk_bytes;
 	a->stripe_size = cfg->stripe_size ? cfg->stripe_size : 4096;
 	a->rmw_level = cfg->rmw_level;
@@ -1100,6 +1130,11 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		a->iom[i].fd = a->members[i].fd;
 		a->iom[i].fd_direct = a->members[i].fd_direct;
 		a->iom[i].align = a->members[i].align;
+	}
+	if (cfg->overlay_dir) {
+		ret = overlay_open(a, cfg->overlay_dir, err, errlen);
+		if (ret)
+			goto fail;
 	}
 	/* md keeps clean/dirty for arrays that can need a resync. */
 	if (cfg->has_uuid && !a->readonly && cfg->level != 0) {

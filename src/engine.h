@@ -147,6 +147,7 @@ struct rf_array {
 	const struct rf_level_ops *ops;
 	char *name;
 	bool readonly;                  /* members opened read-only (--ro) */
+	bool overlay;                   /* members read-only, written through iom[].layer */
 	uint64_t size;                  /* bytes */
 	uint32_t stripe_size;           /* bytes per column per head */
 	uint32_t chunk_bytes;
