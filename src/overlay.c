@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "raidfuse/fdio.h"
 #include "raidfuse/overlay.h"
 
 #define MAP_MAGIC "RFOVL1\n"
@@ -52,42 +53,6 @@ struct rf_ovl {
 	char path[512];                 /* the .cow file, for messages */
 };
 
-static int full_pread(int fd, char *buf, size_t len, uint64_t off)
-{
-	while (len) {
-		ssize_t n = pread(fd, buf, len, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0) {
-			memset(buf, 0, len);
-			return 0;
-		}
-		buf += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
-static int full_pwrite(int fd, const char *buf, size_t len, uint64_t off)
-{
-	while (len) {
-		ssize_t n = pwrite(fd, buf, len, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		buf += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
 static bool bit(const struct rf_ovl *o, uint64_t b)
 {
 	return o->map[b / 8] & (1u << (b % 8));
@@ -104,7 +69,7 @@ static int set_bits(struct rf_ovl *o, uint64_t b, uint64_t e)
 		o->map[i / 8] |= (uint8_t)(1u << (i % 8));
 		o->ncopied++;
 	}
-	return full_pwrite(o->mapfd, (const char *)o->map + b / 8, (e - 1) / 8 - b / 8 + 1, MAP_HDR + b / 8);
+	return rf_pwrite_full(o->mapfd, (const char *)o->map + b / 8, (e - 1) / 8 - b / 8 + 1, MAP_HDR + b / 8);
 }
 
 /* Run len bytes at off through [buf]: reads or writes one flat buffer. */
@@ -130,7 +95,7 @@ static int ovl_read(struct rf_ovl *o, char *buf, size_t len, uint64_t off)
 		while (e < o->nblocks && e * RF_OVL_BLOCK < end && bit(o, e) == in)
 			e++;
 		stop = e * RF_OVL_BLOCK < end ? e * RF_OVL_BLOCK : end;
-		r = full_pread(in ? o->cow : o->fd, buf, stop - off, off);
+		r = rf_pread_full(in ? o->cow : o->fd, buf, stop - off, off);
 		if (r)
 			return r;
 		buf += stop - off;
@@ -155,11 +120,11 @@ static int ovl_write(struct rf_ovl *o, const char *buf, size_t len, uint64_t off
 			/* First write to a block, and only part of it: copy. */
 			uint64_t stop = end < bend ? end : bend;
 
-			r = full_pread(o->fd, o->scratch, bend - bstart, bstart);
+			r = rf_pread_full(o->fd, o->scratch, bend - bstart, bstart);
 			if (r)
 				return r;
 			memcpy(o->scratch + (off - bstart), buf, stop - off);
-			r = full_pwrite(o->cow, o->scratch, bend - bstart, bstart);
+			r = rf_pwrite_full(o->cow, o->scratch, bend - bstart, bstart);
 			if (!r)
 				r = set_bits(o, b, b + 1);
 			if (r)
@@ -180,7 +145,7 @@ static int ovl_write(struct rf_ovl *o, const char *buf, size_t len, uint64_t off
 		{
 			uint64_t stop = e * RF_OVL_BLOCK < end ? e * RF_OVL_BLOCK : end;
 
-			r = full_pwrite(o->cow, buf, stop - off, off);
+			r = rf_pwrite_full(o->cow, buf, stop - off, off);
 			if (!r)
 				r = set_bits(o, b, e);
 			if (r)
@@ -317,7 +282,7 @@ static int open_map(struct rf_ovl *o, const char *mpath, const char *member, cha
 		h.block = RF_OVL_BLOCK;
 		h.member_bytes = o->size;
 		snprintf(h.member, sizeof(h.member), "%s", member);
-		r = full_pwrite(o->mapfd, (const char *)&h, sizeof(h), 0);
+		r = rf_pwrite_full(o->mapfd, (const char *)&h, sizeof(h), 0);
 		if (!r && ftruncate(o->mapfd, (off_t)(MAP_HDR + mapbytes)))
 			r = -errno;
 		if (r) {
@@ -326,9 +291,9 @@ static int open_map(struct rf_ovl *o, const char *mpath, const char *member, cha
 		}
 		return 0;
 	}
-	r = full_pread(o->mapfd, (char *)&h, sizeof(h), 0);
+	r = rf_pread_full(o->mapfd, (char *)&h, sizeof(h), 0);
 	if (!r)
-		r = full_pread(o->mapfd, (char *)o->map, mapbytes, MAP_HDR);
+		r = rf_pread_full(o->mapfd, (char *)o->map, mapbytes, MAP_HDR);
 	if (r) {
 		snprintf(err, errlen, "overlay %s: %s", mpath, strerror(-r));
 		return r;

@@ -43,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "raidfuse/fdio.h"
 #include "raidfuse/super.h"
 
 #define MD_MAGIC                0xa92b4efcu
@@ -620,42 +621,12 @@ int rf_sb_parse(const void *buf, enum rf_sb_kind k, uint64_t member_sectors, con
 
 static int fd_pread(void *ctx, void *buf, size_t len, uint64_t off)
 {
-	int fd = (int)(intptr_t)ctx;
-
-	while (len) {
-		ssize_t n = pread(fd, buf, len, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0) {
-			memset(buf, 0, len);    /* past the end */
-			return 0;
-		}
-		buf = (char *)buf + n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
+	return rf_pread_full((int)(intptr_t)ctx, buf, len, off);
 }
 
 static int fd_pwrite(void *ctx, const void *buf, size_t len, uint64_t off)
 {
-	int fd = (int)(intptr_t)ctx;
-
-	while (len) {
-		ssize_t n = pwrite(fd, buf, len, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		buf = (const char *)buf + n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
+	return rf_pwrite_full((int)(intptr_t)ctx, buf, len, off);
 }
 
 static int fd_fsync(void *ctx)
