@@ -76,17 +76,23 @@ static int check_prepv(struct rf_ioq *q, struct rf_mio *m, int fd, const struct 
 	return inner->prepv(q, m, fd, iov, niov, off);
 }
 
+static pthread_mutex_t checked_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static int checked_init(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned depth)
 {
 	int r = rf_ioq_init_sync(q, members, nmembers, depth);
 
 	if (r)
 		return r;
-	/* Every queue has the same inner backend. */
-	inner = q->be;
-	checked = *inner;
-	checked.prep = check_prep;
-	checked.prepv = check_prepv;
+	/* Every queue has the same inner backend; workers start at once. */
+	pthread_mutex_lock(&checked_lock);
+	if (!inner) {
+		inner = q->be;
+		checked = *inner;
+		checked.prep = check_prep;
+		checked.prepv = check_prepv;
+	}
+	pthread_mutex_unlock(&checked_lock);
 	q->be = &checked;
 	return 0;
 }
