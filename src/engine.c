@@ -1495,6 +1495,7 @@ void rf_array_get_info(struct rf_array *a, struct rf_array_info *out)
 	out->degraded = __builtin_popcountll(f);
 	out->failed = f && a->ops->failed(a, f);
 	out->writes_in_flight = atomic_load(&a->inflight[1]) > 0;
+	out->sb_dirty = a->sbstate && atomic_load(&a->sbstate->mode) != RF_SBS_CLEAN;
 	/* The shape is stable while reconf_lock is held. */
 	pthread_mutex_lock(&a->reconf_lock);
 	out->stripe_cache_size = a->stripe_cache_size;

@@ -232,6 +232,7 @@ static void reset_checks(void)
 static void test_cycle(void **state)
 {
 	char *buf = aligned_alloc(4096, 65536);
+	struct rf_array_info info;
 	struct rf_sb sb;
 	struct rf_array *a;
 	int i;
@@ -249,6 +250,8 @@ static void test_cycle(void **state)
 	assert_int_equal(io(a, RF_REQ_WRITE, 0, 65536, buf), 0);
 	assert_true(atomic_load(&nr_writes) > 0);
 	assert_int_equal(atomic_load(&nr_clean_writes), 0);
+	rf_array_get_info(a, &info);
+	assert_true(info.sb_dirty);
 	for (i = 0; i < N; i++) {
 		read_sb(i, &sb);
 		assert_false(sb.clean);
@@ -263,6 +266,8 @@ static void test_cycle(void **state)
 		assert_int_equal(sb.resync_offset, RF_SB_MAX_SECTOR);
 		assert_int_equal(sb.events, 2);
 	}
+	rf_array_get_info(a, &info);
+	assert_false(info.sb_dirty);
 	/* Reads leave the superblocks alone. */
 	assert_int_equal(io(a, RF_REQ_READ, 0, 65536, buf), 0);
 	sleep_ms(100);
