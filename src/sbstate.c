@@ -154,7 +154,7 @@ static void *timer_main(void *arg)
 	pthread_mutex_lock(&s->tlock);
 	while (!s->stop) {
 		clock_gettime(CLOCK_MONOTONIC, &t);
-		t.tv_nsec += (long)s->delay_ms * 1000000L;
+		t.tv_nsec += (long)atomic_load(&s->delay_ms) * 1000000L;
 		t.tv_sec += t.tv_nsec / 1000000000L;
 		t.tv_nsec %= 1000000000L;
 		while (!s->stop && !s->kicked)
@@ -188,7 +188,7 @@ int rf_sbstate_open(struct rf_array *a, const struct rf_sb_io *io, struct rf_sbs
 	}
 	s->a = a;
 	s->n = a->nmembers;
-	s->delay_ms = RF_SAFE_MODE_MS;
+	atomic_init(&s->delay_ms, RF_SAFE_MODE_MS);
 	for (i = 0; i < s->n; i++) {
 		struct rf_sbs_member *m = &s->m[i];
 

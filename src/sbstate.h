@@ -44,7 +44,8 @@ struct rf_sbs_member {
 struct rf_sbstate {
 	atomic_int mode;                /* enum rf_sbs_mode; CLEAN/DIRTY change under lock */
 	struct rf_array *a;
-	unsigned delay_ms;              /* idle time before clean (tests shorten it) */
+	atomic_uint delay_ms;           /* the timer period: idle time before clean (tests
+					 * change it, then kick) */
 	pthread_mutex_t lock;           /* superblock writes and the fields below */
 	uint64_t events;                /* the array's count, as last written */
 	uint64_t resync_offset;         /* where a resync is due; RF_SB_MAX_SECTOR: none */

@@ -145,7 +145,7 @@ static struct rf_array *open_array(bool readonly, unsigned delay_ms)
 		fail_msg("open: %s", err);
 	rf_config_free(&cfg);
 	if (a->sbstate)
-		a->sbstate->delay_ms = delay_ms;
+		atomic_store(&a->sbstate->delay_ms, delay_ms);
 	rf_array_set_ioq_init(a, checked_init);
 	assert_int_equal(rf_array_start(a), 0);
 	return a;
@@ -208,12 +208,12 @@ static void sleep_ms(unsigned ms)
 	nanosleep(&t, NULL);
 }
 
-/* Wait (2 s at most) until *counter reaches want. */
+/* Wait (10 s at most) until *counter reaches want. */
 static void wait_for(atomic_uint *counter, unsigned want)
 {
 	int i;
 
-	for (i = 0; i < 400 && atomic_load(counter) < want; i++)
+	for (i = 0; i < 2000 && atomic_load(counter) < want; i++)
 		sleep_ms(5);
 	assert_true(atomic_load(counter) >= want);
 }
@@ -238,7 +238,8 @@ static void test_cycle(void **state)
 	int i;
 
 	make_members(5, true);
-	a = open_array(false, 20);
+	/* No clean marking while the dirty state is checked. */
+	a = open_array(false, 600000);
 	assert_non_null(a->sbstate);
 	reset_checks();
 	for (i = 0; i < N; i++) {
@@ -259,6 +260,8 @@ static void test_cycle(void **state)
 		assert_int_equal(sb.events, 1);
 	}
 	/* Idle: clean again, one event later. */
+	atomic_store(&a->sbstate->delay_ms, 10);
+	rf_sbstate_kick(a->sbstate);
 	wait_for(&a->sbstate->nr_clean, 1);
 	for (i = 0; i < N; i++) {
 		read_sb(i, &sb);
