@@ -80,7 +80,7 @@ tsan-unit:
 	$(MAKE) BUILD=build-tsan SAN="-fsanitize=thread" OPT="-O1 -g" unit
 
 bench: $(BUILD)/raidfuse
-	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/bench.sh
+	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/bench.sh $(BENCH_ARGS)
 
 judge: $(BUILD)/raidfuse
 	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/md-crosscheck.sh

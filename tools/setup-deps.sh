@@ -11,6 +11,7 @@
 # functional: fuse3 (fusermount3), fio, xz-utils (md-images), e2fsprogs
 #             (mkfs.ext4, fsck.ext4), mount (losetup, mount), util-linux
 #             (mountpoint, setpriv, unshare), coreutils, diffutils
+# bench:      jq (reads fio's JSON output; tools/bench.sh, drain test)
 set -euo pipefail
 
 PKGS=(
@@ -18,6 +19,7 @@ PKGS=(
 	libfuse3-dev liburing-dev libisal-dev libconfig-dev
 	libcmocka-dev
 	fuse3 fio xz-utils e2fsprogs mount util-linux coreutils diffutils
+	jq
 )
 
 SUDO=()
