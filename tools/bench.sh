@@ -181,34 +181,40 @@ run_drained() {
 	drains["$1|$3"]=$(awk '{ n++; if ($1 > m) m = $1; if ($2 != 0) bad++ }
 		END { printf "%d %d %d", n, m, bad }' "$logf")
 	read -r n m bad <<<"${drains["$1|$3"]}"
-	echo "  $(printf '%-8s' '') $n drains, the slowest took $m ms, $bad failed"
+	printf '  %-8s %-18s %-7s %d drains, the slowest took %d ms, %d failed\n' "" "" "" "$n" "$m" "$bad"
 	return $rc
 }
 
-targets=()
 echo "bench: ${runtime}s per run, ${size_mib} MiB of each target, jobs: ${jobs[*]}"
 echo "bench: building fuse-ceiling (shipped, and ceil312: FUSE_USE_VERSION 312)"
-cc -O2 -o "$work/data/fuse-ceiling" "$CEILING_SRC" $(pkg-config --cflags --libs fuse3)
+cc -O2 -o "$work/data/ceil" "$CEILING_SRC" $(pkg-config --cflags --libs fuse3)
 sed 's/^#define FUSE_USE_VERSION 34$/#define FUSE_USE_VERSION 312/' "$CEILING_SRC" >"$work/data/ceil312.c"
 grep -q '^#define FUSE_USE_VERSION 312$' "$work/data/ceil312.c" ||
 	{ echo "bench.sh: $CEILING_SRC no longer says FUSE_USE_VERSION 34; update the ceil312 build" >&2; exit 1; }
 cc -O2 -o "$work/data/ceil312" "$work/data/ceil312.c" $(pkg-config --cflags --libs fuse3)
 
+# Every target is mounted and filled first; then each job runs on one
+# target after the other, so a job's figures and its ceilings' are taken
+# within a minute of each other on this shared machine.
+targets=()
+declare -A file_of pid_of
+# serve TARGET FILE CMD...: start CMD (a FUSE server that stays in the
+# foreground) in the background, wait for FILE, fill it.
+serve() {
+	local t=$1 file=$2
+	shift 2
+	mkdir -p "$work/mnt-$t"
+	"$@" >>"$work/$t.log" 2>&1 &
+	pid_of[$t]=$!
+	pids+=("$!")
+	wait_file "$file" "${pid_of[$t]}"
+	fill "$file"
+	file_of[$t]=$file
+	targets+=("$t")
+}
 for c in ceil ceil312; do
-	bin=$work/data/fuse-ceiling
-	[ $c = ceil ] || bin=$work/data/ceil312
 	truncate -s "${size_mib}M" "$work/data/$c.img"
-	mkdir -p "$work/mnt-$c"
-	"$bin" "$work/data/$c.img" "$work/mnt-$c" >"$work/$c.log" 2>&1 &
-	pid=$!
-	pids+=("$pid")
-	wait_file "$work/mnt-$c/img" "$pid"
-	fill "$work/mnt-$c/img"
-	echo "$c:"
-	for j in "${jobs[@]}"; do run $c "$work/mnt-$c/img" "$j" 0; done
-	stop "$work/mnt-$c" "$pid"
-	rm -f "$work/data/$c.img"
-	targets+=($c)
+	serve $c "$work/mnt-$c/img" "$work/data/$c" "$work/data/$c.img" "$work/mnt-$c"
 done
 
 # level_members LEVEL: how many members, and how many carry data.
@@ -223,7 +229,6 @@ level_members() {
 }
 chunk_kib=$(numfmt --from=iec "$chunk")
 chunk_kib=$((chunk_kib / 1024))
-no_ctl=()
 for l in $levels; do
 	t=raid$l
 	read -r n data < <(level_members "$l")
@@ -234,6 +239,7 @@ for l in $levels; do
 	for ((i = 0; i < n; i++)); do list+="${list:+, }\"$work/data/$t-$i.img\""; done
 	layout=
 	[ "$l" = 10 ] && layout='layout = "n2";'
+	# No tuning group: the stripe cache and worker threads at their defaults.
 	cat >"$work/$t.conf" <<CONF
 array: {
   name = "array.img"; level = $l; $layout chunk_size = "$chunk";
@@ -242,35 +248,49 @@ array: {
 };
 CONF
 	"$RAIDFUSE" create "$work/$t.conf" >"$work/$t.log" 2>&1
-	mnt=$work/mnt-$t
-	mkdir -p "$mnt"
-	"$RAIDFUSE" mount "$work/$t.conf" "$mnt" -f >>"$work/$t.log" 2>&1 &
-	pid=$!
-	pids+=("$pid")
-	wait_file "$mnt/array.img" "$pid"
-	fill "$mnt/array.img"
-	echo "$t ($n members, pid $pid):"
-	for j in "${jobs[@]}"; do run "$t" "$mnt/array.img" "$j" 0; done
-	mem[$t]=$(awk '/^VmRSS:/ { r = $2 } /^VmHWM:/ { h = $2 } END { print r, h }' "/proc/$pid/status")
-	echo "  memory (KiB): VmRSS VmHWM ${mem[$t]}"
-	if [ $drain = 1 ]; then
-		if [ -f "$mnt/md/stripe_cache_size" ]; then
-			for j in "${jobs[@]}"; do run_drained "$t" "$mnt/array.img" "$j" "$mnt"; done
-		else
-			echo "  -D: $mnt/md/stripe_cache_size does not exist; no drain runs for $t"
-			no_ctl+=("$t")
-		fi
-	fi
-	stop "$mnt" "$pid"
-	rm -f "$work/data/$t"-*.img
-	targets+=("$t")
+	serve "$t" "$work/mnt-$t/array.img" "$RAIDFUSE" mount "$work/$t.conf" "$work/mnt-$t" -f
+	echo "bench: $t: $n members of ${per} KiB, daemon pid ${pid_of[$t]}"
 done
+
+no_ctl=()
+for t in "${targets[@]}"; do
+	[ $drain = 1 ] && [[ $t == raid* ]] && [ ! -f "$work/mnt-$t/md/stripe_cache_size" ] && no_ctl+=("$t")
+done
+[ ${#no_ctl[@]} = 0 ] ||
+	echo "bench: -D: no md/stripe_cache_size (a build without control files?); no drain runs for ${no_ctl[*]}"
+for j in "${jobs[@]}"; do
+	for t in "${targets[@]}"; do
+		run "$t" "${file_of[$t]}" "$j" 0
+		[ $drain = 1 ] && [[ $t == raid* ]] && [[ " ${no_ctl[*]} " != *" $t "* ]] &&
+			run_drained "$t" "${file_of[$t]}" "$j" "$work/mnt-$t"
+	done
+done
+
+for t in "${targets[@]}"; do
+	[[ $t == raid* ]] || continue
+	mem[$t]=$(awk '/^VmRSS:/ { r = $2 } /^VmHWM:/ { h = $2 } END { print r, h }' "/proc/${pid_of[$t]}/status")
+done
+for t in "${targets[@]}"; do
+	stop "$work/mnt-$t" "${pid_of[$t]}"
+done
+rm -rf "$work/data"
+
+# goal TARGET JOB: the least IOPS ratio to the ceiling the project aims
+# for on this machine (README, "Speed"), empty where it sets none.
+goal() {
+	case $1:$2 in
+	raid0:rand*-4k-* | raid10:rand*-4k-* | raid5:randread-4k-* | raid6:randread-4k-*) echo 0.90 ;;
+	raid5:randwrite-4k-*) echo 0.70 ;;
+	raid6:randwrite-4k-*) echo 0.60 ;;
+	raid5:write-1m-* | raid6:write-1m-*) echo 0.70 ;;
+	esac
+}
 
 # ratio A B: A / B with two decimals, "-" when B is 0.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'; }
 
 {
-	echo "target,job,rw,bs,iodepth,drain,runtime_s,iops,bw_kib_s,clat_p99_us,clat_p999_us,clat_max_us,iops_per_ceil,iops_per_ceil312,p99_per_ceil,p99_per_ceil312,max_per_ceil,max_per_ceil312,vmrss_kib,vmhwm_kib,drains,drain_max_ms"
+	echo "target,job,rw,bs,iodepth,drain,runtime_s,iops,bw_kib_s,clat_p99_us,clat_p999_us,clat_max_us,iops_per_ceil,iops_per_ceil312,p99_per_ceil,p99_per_ceil312,max_per_ceil,max_per_ceil312,vmrss_kib,vmhwm_kib,drains,drain_max_ms,goal_iops_ratio"
 	for t in "${targets[@]}"; do
 		for j in "${jobs[@]}"; do
 			for d in 0 1; do
@@ -281,7 +301,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 				read -r rss hwm <<<"${mem[$t]:-}"
 				dn= dmax=
 				[ $d = 0 ] || read -r dn dmax _ <<<"${drains["$t|$j"]}"
-				echo "$t,$j,$rw,$bs,$qd,$d,$runtime,$i,$b,$p99,$p999,$mx,$(ratio "$i" "$ci"),$(ratio "$i" "$c3i"),$(ratio "$p99" "$cp"),$(ratio "$p99" "$c3p"),$(ratio "$mx" "$cm"),$(ratio "$mx" "$c3m"),${rss:-},${hwm:-},$dn,$dmax"
+				echo "$t,$j,$rw,$bs,$qd,$d,$runtime,$i,$b,$p99,$p999,$mx,$(ratio "$i" "$ci"),$(ratio "$i" "$c3i"),$(ratio "$p99" "$cp"),$(ratio "$p99" "$c3p"),$(ratio "$mx" "$cm"),$(ratio "$mx" "$c3m"),${rss:-},${hwm:-},$dn,$dmax,$(goal "$t" "$j")"
 			done
 		done
 	done
@@ -290,21 +310,29 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 echo
 echo "IOPS and MiB/s: higher is better; p99 and max are completion latency (fio clat) in us,"
 echo "lower is better.  /ceil and /c312: this figure divided by the same job's on fuse-ceiling"
-echo "as shipped and built for FUSE_USE_VERSION 312."
-printf '%-18s %-8s %9s %8s %8s %8s | %-11s | %-11s | %-11s\n' "" "" "" "" "" "" "IOPS ratio" "p99 ratio" "max ratio"
-printf '%-18s %-8s %9s %8s %8s %8s | %5s %5s | %5s %5s | %5s %5s\n' job target IOPS MiB/s p99 max \
-	/ceil /c312 /ceil /c312 /ceil /c312
+echo "as shipped and built for FUSE_USE_VERSION 312.  goal: the least IOPS ratio aimed for;"
+echo "a ratio below it is marked *."
+printf '%-18s %-8s %9s %8s %8s %8s | %-13s %4s | %-11s | %-11s\n' "" "" "" "" "" "" "IOPS ratio" "" "p99 ratio" "max ratio"
+printf '%-18s %-8s %9s %8s %8s %8s | %6s %6s %4s | %5s %5s | %5s %5s\n' job target IOPS MiB/s p99 max \
+	/ceil /c312 goal /ceil /c312 /ceil /c312
 # Grouped by job, the targets in the order they ran.
-awk -F, 'NR > 1 && $6 == 0 {
+awk -F, 'function mark(r, g) { return sprintf("%5s%s", r, (g != "" && r != "-" && r + 0 < g + 0) ? "*" : " ") }
+	NR > 1 && $6 == 0 {
 	if (!($2 in rows)) order[++n] = $2
-	rows[$2] = rows[$2] sprintf("%-18s %-8s %9.0f %8.1f %8.0f %8.0f | %5s %5s | %5s %5s | %5s %5s\n",
-		$2, $1, $8, $9 / 1024, $10, $12, $13, $14, $15, $16, $17, $18) }
+	rows[$2] = rows[$2] sprintf("%-18s %-8s %9.0f %8.1f %8.0f %8.0f | %s %s %4s | %5s %5s | %5s %5s\n",
+		$2, $1, $8, $9 / 1024, $10, $12, mark($13, $23), mark($14, $23), $23, $15, $16, $17, $18) }
 	END { for (i = 1; i <= n; i++) printf "%s%s", (i > 1 ? "\n" : ""), rows[order[i]] }' "$csv"
 
 echo
-echo "raidfuse daemon memory, default stripe cache (after the runs above):"
+if [ $drain = 1 ]; then
+	echo "raidfuse daemon memory, after the runs above (the drain runs included: their stripe cache"
+	echo "alternates between ${drain_values[*]} entries; the default is 256); goal: under 64 MiB:"
+else
+	echo "raidfuse daemon memory, default stripe cache, after the runs above; goal: under 64 MiB:"
+fi
 printf '%-8s %10s %10s\n' target "VmRSS MiB" "VmHWM MiB"
-awk -F, 'NR > 1 && $19 != "" && !seen[$1]++ { printf "%-8s %10.1f %10.1f\n", $1, $19 / 1024, $20 / 1024 }' "$csv"
+awk -F, 'NR > 1 && $19 != "" && !seen[$1]++ {
+	printf "%-8s %10.1f %10.1f%s\n", $1, $19 / 1024, $20 / 1024, ($20 >= 65536 ? " *" : "") }' "$csv"
 
 if [ $drain = 1 ]; then
 	echo
@@ -317,7 +345,7 @@ if [ $drain = 1 ]; then
 			printf "%-8s %-18s %10.0f %10.0f %7.2f %10.0f %10.0f %7.2f %6d %8d\n", $1, $2, p[k], $11,
 				(p[k] > 0 ? $11 / p[k] : 0), m[k], $12, (m[k] > 0 ? $12 / m[k] : 0), $21, $22 }' "$csv"
 	[ ${#no_ctl[@]} = 0 ] || echo "no md/stripe_cache_size (no drain runs): ${no_ctl[*]}"
-	cat "$work"/fio/*.drains.err 2>/dev/null | sort | uniq -c | sed 's/^/drain loop: /'
+	cat "$work"/fio/*.drains.err 2>/dev/null | sort | uniq -c | sed 's/^/drain loop: /' || true
 fi
 echo
 echo "CSV: $csv"
