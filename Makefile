@@ -4,7 +4,7 @@
 #   make unit       unit tests only
 #   make asan       the tests under ASan+UBSan (build-asan/)
 #   make tsan       the tests under TSan (build-tsan/); tsan-unit: unit tests only
-#   make bench      fio beside fuse-ceiling (tools/bench.sh)
+#   make bench      fio beside fuse-ceiling (tools/bench.sh; BENCH_ARGS="-t 5 -D" passes options)
 #   make judge      kernel md checks raidfuse's writes (tools/md-crosscheck.sh)
 #   make install    PREFIX=/usr/local DESTDIR=
 #   V=1             full command lines
