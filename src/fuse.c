@@ -442,6 +442,8 @@ int rf_fuse_run(struct rf_array *a, const struct rf_fuse_opts *o)
 	fuse_loop_cfg_destroy(lc);
 	fuse_session_unmount(fs.se);
 	fuse_remove_signal_handlers(fs.se);
+	/* Writes held by a suspended array run now: the pool must come home. */
+	rf_array_resume(a);
 	/* Every request was answered before the loop ended (replies come from
 	 * workers; wait for the pool to come home). */
 	pthread_mutex_lock(&fs.lock);
