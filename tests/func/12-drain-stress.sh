@@ -206,9 +206,9 @@ log "QD8 1M sequential writes for ${SEQ_SECS}s, group_thread_cnt 0, while stripe
 echo 0 >"$CTL/group_thread_cnt"
 CHURN=(stripe_cache_size=512,256)
 stress seq1m "$SEQ_SECS" --rw=write --bs=1M --iodepth=8
-known_bug "with group_thread_cnt 0, a reconfiguration under 1 MiB sequential writes waits until the writes stop" \
+known_bug "with group_thread_cnt 0, a reconfiguration under 1 MiB sequential writes can wait seconds, until the writes stop (intermittent)" \
 	drains_keep_up seq1m "$SEQ_SECS"
-known_bug "with group_thread_cnt 0, 1 MiB sequential writes wait behind a slow reconfiguration" \
+known_bug "with group_thread_cnt 0, 1 MiB sequential writes can wait behind such a reconfiguration (intermittent)" \
 	writes_keep_up seq1m
 
 # The last values written must be the ones in force.
