@@ -1,12 +1,16 @@
 /* engine.c - the array core: members, worker groups, pieces, stripe cache.
  *
- * Data flow.  A submitter (a FUSE thread) calls rf_array_submit(): the
- * level's split() cuts the request into pieces and rf_queue_piece() buckets
- * them by group (hash of the piece's key: a stripe head's sector, so one
- * head's pieces always meet in one group).  Each group's bucket is appended
- * to g->incoming under g->lock, once per request, and one sleeping worker of
- * the group is kicked only if none is awake.  The submitter returns: it
- * never waits on member IO.
+ * Data flow.  A submitter (a FUSE thread) calls rf_array_submit(), which
+ * passes the drain barrier (below); the level's split() cuts the request
+ * into pieces and rf_queue_piece() buckets them by group (hash of the
+ * piece's key: a stripe head's sector, so one head's pieces always meet in
+ * one group).  Then one of two things happens:
+ *  - group threads (group_thread_cnt > 0): each group's bucket is appended
+ *    to g->incoming under g->lock, once per request, a sleeping worker of
+ *    the group is kicked only if none is awake, and the submitter returns;
+ *  - inline (group_thread_cnt 0): the submitter borrows an inline worker
+ *    and serves its pieces itself, on a synchronous member queue, until
+ *    every head it took is idle again (see inline_drive()).
  *
  * A worker loops: take g->incoming and g->handle lists, issue DIRECT pieces
  * on its own ring, attach STRIPE pieces to stripe heads, run the heads it
@@ -166,13 +170,24 @@ static void drain(struct rf_array *a, unsigned bits)
 }
 
 static void submit_now(struct rf_array *a, struct rf_req *r);
+static void queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w);
+static struct rf_worker *inline_begin(struct rf_array *a, struct rf_worker **saved, int *err);
+static void inline_end(struct rf_array *a, struct rf_worker *w, struct rf_worker *saved);
 
 /* Stop holding, except the classes in keep, and resubmit every waiting
- * request that is no longer held, oldest first.  reconf_lock held. */
+ * request that is no longer held, oldest first.  reconf_lock held.
+ *
+ * Requests that arrive meanwhile queue behind the held ones; the loop
+ * ends when the queue is empty.  So the loop must be quick: it only
+ * splits and queues (pieces on their heads, member IO on the releaser's
+ * inline worker), and the member IO runs after the barrier is open. */
 static void release(struct rf_array *a, unsigned keep)
 {
 	struct rf_req *kept = NULL, **ktail = &kept;
+	struct rf_worker *w, *saved = NULL;
+	int err;
 
+	w = inline_begin(a, &saved, &err);
 	pthread_mutex_lock(&a->bar_lock);
 	atomic_store(&a->hold, keep | RF_HOLD_RELEASING);
 	for (;;) {
@@ -195,7 +210,10 @@ static void release(struct rf_array *a, unsigned keep)
 				continue;
 			}
 			atomic_fetch_add(&a->inflight[cls], 1);
-			submit_now(a, r);
+			if (err)
+				submit_now(a, r);       /* ends it: no inline worker */
+			else
+				queue_req(a, r, w);
 		}
 		pthread_mutex_lock(&a->bar_lock);
 	}
@@ -206,6 +224,9 @@ static void release(struct rf_array *a, unsigned keep)
 		a->nheld++;
 	atomic_store(&a->hold, keep);
 	pthread_mutex_unlock(&a->bar_lock);
+	/* reconf_lock is held: no drain reshapes the groups under w. */
+	if (w)
+		inline_end(a, w, saved);
 }
 
 static void req_put(struct rf_req *r)
@@ -298,14 +319,13 @@ void rf_array_submit(struct rf_array *a, struct rf_req *r)
 		submit_now(a, r);
 }
 
-/* Split r and hand its pieces on: to the groups' workers, or, with no
- * group threads, to an inline worker this thread runs until the work it
- * took on is done. */
-static void submit_now(struct rf_array *a, struct rf_req *r)
+/* Split r and queue its pieces: to the groups' workers, or, when w is an
+ * inline worker (the caller's rf_current_worker), on w: DIRECT pieces on
+ * its queue, STRIPE pieces on their heads, nothing run yet. */
+static void queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w)
 {
 	struct bucket buckets[RF_MAX_GROUPS];
-	struct rf_worker *w = NULL, *saved;
-	int i, ret, cls;
+	int i, ret;
 
 	tl_buckets = buckets;
 	for (i = 0; i < a->ngroups; i++) {
@@ -334,8 +354,6 @@ static void submit_now(struct rf_array *a, struct rf_req *r)
 		ret = a->ops->split(a, r);
 	}
 	tl_buckets = NULL;
-	if (!ret && !a->group_thread_cnt && !(w = inline_get(a)))
-		ret = -ENOMEM;
 	if (ret) {
 		/* Nothing was queued: end the request here. */
 		atomic_store_explicit(&r->pending, 1, memory_order_relaxed);
@@ -343,27 +361,66 @@ static void submit_now(struct rf_array *a, struct rf_req *r)
 		req_put(r);
 		return;
 	}
+	for (i = 0; i < a->ngroups; i++) {
+		if (!buckets[i].head)
+			continue;
+		if (w)
+			run_pieces(w, &a->groups[i], buckets[i].head);
+		else
+			group_push(&a->groups[i], buckets[i].head, buckets[i].tail);
+	}
+	req_put(r);
+}
+
+/* With no group threads, borrow an inline worker and make it this
+ * thread's; NULL with group threads.  *err: -ENOMEM when none is left. */
+static struct rf_worker *inline_begin(struct rf_array *a, struct rf_worker **saved, int *err)
+{
+	struct rf_worker *w;
+
+	*err = 0;
+	if (a->group_thread_cnt)
+		return NULL;
+	w = inline_get(a);
 	if (!w) {
-		for (i = 0; i < a->ngroups; i++)
-			if (buckets[i].head)
-				group_push(&a->groups[i], buckets[i].head, buckets[i].tail);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	*saved = rf_current_worker;
+	rf_current_worker = w;
+	return w;
+}
+
+/* Serve what was queued on w, then give it back. */
+static void inline_end(struct rf_array *a, struct rf_worker *w, struct rf_worker *saved)
+{
+	inline_drive(w);
+	rf_current_worker = saved;
+	inline_put(a, w);
+}
+
+static void submit_now(struct rf_array *a, struct rf_req *r)
+{
+	struct rf_worker *w, *saved = NULL;
+	int cls = req_class(r), err;
+
+	w = inline_begin(a, &saved, &err);
+	if (err) {
+		atomic_store_explicit(&r->pending, 1, memory_order_relaxed);
+		atomic_store_explicit(&r->err, err, memory_order_relaxed);
 		req_put(r);
+		return;
+	}
+	if (!w) {
+		queue_req(a, r, NULL);
 		return;
 	}
 	/* The request may end before this thread is done with the stripe
 	 * heads it serves: count the thread itself until it leaves them, so
 	 * no drain reshapes the groups under it. */
-	cls = req_class(r);
 	atomic_fetch_add(&a->inflight[cls], 1);
-	saved = rf_current_worker;
-	rf_current_worker = w;
-	for (i = 0; i < a->ngroups; i++)
-		if (buckets[i].head)
-			run_pieces(w, &a->groups[i], buckets[i].head);
-	req_put(r);
-	inline_drive(w);
-	rf_current_worker = saved;
-	inline_put(a, w);
+	queue_req(a, r, w);
+	inline_end(a, w, saved);
 	barrier_exit(a, cls);
 }
 
@@ -829,9 +886,12 @@ static int member_size(int fd, uint64_t *size)
 static int open_member(struct rf_array *a, int i, const char *path, char *err, size_t errlen)
 {
 	struct rf_member *m = &a->members[i];
+	/* Read-only (--ro) opens nothing for writing and takes a shared lock:
+	 * other read-only servers may share the member, a writer may not. */
+	int mode = a->readonly ? O_RDONLY : O_RDWR;
 	int ret;
 
-	m->fd = open(path, O_RDWR | O_CLOEXEC);
+	m->fd = open(path, mode | O_CLOEXEC);
 	if (m->fd < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "member %d (%s): %s%s", i, path, strerror(-ret),
@@ -843,12 +903,12 @@ static int open_member(struct rf_array *a, int i, const char *path, char *err, s
 		snprintf(err, errlen, "member %d (%s): not a regular file or block device", i, path);
 		return ret;
 	}
-	if (flock(m->fd, LOCK_EX | LOCK_NB)) {
+	if (flock(m->fd, (a->readonly ? LOCK_SH : LOCK_EX) | LOCK_NB)) {
 		ret = -errno;
 		snprintf(err, errlen, "member %d (%s): in use by another process (%s)", i, path, strerror(-ret));
 		return ret;
 	}
-	m->fd_direct = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
+	m->fd_direct = open(path, mode | O_DIRECT | O_CLOEXEC);
 	m->align = 4096;
 	if (m->fd_direct < 0)
 		rf_info("member %d (%s): O_DIRECT refused (%s), using buffered IO", i, path, strerror(errno));
@@ -882,6 +942,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	for (i = 0; i < a->nmembers; i++)
 		a->members[i].fd = a->members[i].fd_direct = -1;
 	a->name = strdup(cfg->name);
+	a->readonly = cfg->readonly;
 	a->chunk_bytes = cfg->chunk_bytes;
 	a->stripe_size = cfg->stripe_size ? cfg->stripe_size : 4096;
 	a->rmw_level = cfg->rmw_level;
@@ -983,6 +1044,11 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 fail:
 	array_free(a);
 	return ret;
+}
+
+bool rf_array_readonly(const struct rf_array *a)
+{
+	return a->readonly;
 }
 
 static int group_init(struct rf_array *a, struct rf_group *g, int id, int nstripes, int nworkers)

@@ -146,6 +146,7 @@ struct rf_array {
 	struct rf_geom geom;
 	const struct rf_level_ops *ops;
 	char *name;
+	bool readonly;                  /* members opened read-only (--ro) */
 	uint64_t size;                  /* bytes */
 	uint32_t stripe_size;           /* bytes per column per head */
 	uint32_t chunk_bytes;

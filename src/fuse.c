@@ -127,7 +127,7 @@ static void fill_attr(struct fs *fs, fuse_ino_t ino, struct stat *st)
 		st->st_mode = S_IFDIR | 0755;
 		st->st_nlink = 2;
 	} else {
-		st->st_mode = S_IFREG | 0644;
+		st->st_mode = S_IFREG | (rf_array_readonly(fs->a) ? 0444 : 0644);
 		st->st_nlink = 1;
 		st->st_size = (off_t)rf_array_size(fs->a);
 		st->st_blocks = st->st_size / 512;
@@ -198,6 +198,12 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
+	/* A read-only array (--ro) refuses to be opened for writing, as a
+	 * read-only block device does. */
+	if ((fi->flags & O_ACCMODE) != O_RDONLY && rf_array_readonly(((struct fs *)fuse_req_userdata(req))->a)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
 	/* O_TRUNC is ignored, as a block device ignores it (the kernel passes
 	 * it here instead of a size change: FUSE_CAP_ATOMIC_O_TRUNC). */
 	fi->direct_io = 1;
@@ -262,6 +268,10 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	struct fs *fs = fuse_req_userdata(req);
 	uint64_t end = rf_array_size(fs->a);
 
+	if (rf_array_readonly(fs->a)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
