@@ -241,9 +241,11 @@ for l in $levels; do
 	layout=
 	[ "$l" = 10 ] && layout='layout = "n2";'
 	# No tuning group: the stripe cache and worker threads at their defaults.
+	# No superblock: members hold data alone, from their first byte (an md
+	# superblock only moves the data by data_offset; the IO is the same).
 	cat >"$work/$t.conf" <<CONF
 array: {
-  name = "array.img"; level = $l; $layout chunk_size = "$chunk";
+  name = "array.img"; metadata = "none"; level = $l; $layout chunk_size = "$chunk";
   members = ( $list );
   member_size = "${per}K";
 };
