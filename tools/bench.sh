@@ -39,7 +39,7 @@ RAIDFUSE=${RAIDFUSE:-$here/build/raidfuse}
 CEILING_SRC=${CEILING_SRC:-$here/../shared/tools/fuse-ceiling/fuse-ceiling.c}
 size_mib=${BENCH_SIZE:-512}
 read -r -a drain_values <<<"${DRAIN_VALUES:-256 512}"
-runtime=10 levels="0 5 6 10" chunk=512K csv= drain=0 jobs=()
+runtime=10 levels="0 5 6 10" chunk=512K csv='' drain=0 jobs=()
 all_jobs=()
 for f in "$jobdir"/*.fio; do all_jobs+=("$(basename "$f" .fio)"); done
 
@@ -310,7 +310,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 				read -r ci _ cp _ cm _ <<<"${res["ceil|$j|0"]}"
 				read -r c3i _ c3p _ c3m _ <<<"${res["ceil312|$j|0"]}"
 				read -r rss hwm <<<"${mem[$t]:-}"
-				dn= dmax=
+				dn='' dmax=''
 				[ $d = 0 ] || read -r dn dmax _ <<<"${drains["$t|$j"]}"
 				echo "$t,$j,$rw,$bs,$qd,$d,$runtime,$i,$b,$p99,$p999,$mx,$(ratio "$i" "$ci"),$(ratio "$i" "$c3i"),$(ratio "$p99" "$cp"),$(ratio "$p99" "$c3p"),$(ratio "$mx" "$cm"),$(ratio "$mx" "$c3m"),${rss:-},${hwm:-},$dn,$dmax,$(goal "$t" "$j")"
 			done
