@@ -197,7 +197,7 @@ drains_keep_up() {
 }
 
 log "QD32 4k random writes for ${QD32_SECS}s while stripe_cache_size and group_thread_cnt change"
-CHURN=(stripe_cache_size=256,32,1024,17 group_thread_cnt=1,0,2,4)
+CHURN=("stripe_cache_size=256,32,1024,17" "group_thread_cnt=1,0,2,4")
 stress qd32 "$QD32_SECS" --iodepth=32
 writes_keep_up qd32
 drains_keep_up qd32 "$QD32_SECS"
@@ -207,7 +207,7 @@ drains_keep_up qd32 "$QD32_SECS"
 # here once waited seconds, until the stream stopped).
 log "QD8 1M sequential writes for ${SEQ_SECS}s, group_thread_cnt 0, while stripe_cache_size changes"
 echo 0 >"$CTL/group_thread_cnt"
-CHURN=(stripe_cache_size=512,256)
+CHURN=("stripe_cache_size=512,256")
 stress seq1m "$SEQ_SECS" --rw=write --bs=1M --iodepth=8
 writes_keep_up seq1m
 drains_keep_up seq1m "$SEQ_SECS"
