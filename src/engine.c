@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1094,9 +1095,17 @@ static int group_init(struct rf_array *a, struct rf_group *g, int id, int nstrip
 	g->hash = calloc(g->hash_mask, sizeof(*g->hash));
 	g->hash_mask--;
 	g->stripes = calloc(nstripes, sizeof(*g->stripes));
-	/* Blocks are touched lazily: untouched heads cost address space only. */
-	if (!g->hash || !g->stripes || posix_memalign((void **)&g->stripe_mem, 4096, per * nstripes))
+	if (!g->hash || !g->stripes)
 		return -ENOMEM;
+	/* Blocks are touched lazily: untouched heads cost address space only.
+	 * A mapping of its own goes back to the system whole when the cache
+	 * is resized (the heap would keep it). */
+	g->stripe_mem_len = per * nstripes;
+	g->stripe_mem = mmap(NULL, g->stripe_mem_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (g->stripe_mem == MAP_FAILED) {
+		g->stripe_mem = NULL;
+		return -ENOMEM;
+	}
 	for (i = 0; i < nstripes; i++) {
 		struct rf_stripe *sh = &g->stripes[i];
 
@@ -1133,7 +1142,8 @@ static void groups_free(struct rf_array *a, struct rf_group *groups, int n)
 		}
 		free(g->workers);
 		free(g->stripes);
-		free(g->stripe_mem);
+		if (g->stripe_mem)
+			munmap(g->stripe_mem, g->stripe_mem_len);
 		free(g->hash);
 		if (g->a)
 			pthread_mutex_destroy(&g->lock);
