@@ -1,4 +1,8 @@
-/* fuse.c - the FUSE front end: one directory holding the array image.
+/* fuse.c - the FUSE front end: the array image and the control files.
+ *
+ * The tree is ctl.c's (struct rf_ctl_tree): the root holds the image,
+ * mdstat and md/ with one file per md attribute.  Inode numbers are node
+ * indexes plus one (the root is FUSE_ROOT_ID).
  *
  * libfuse low-level API, fuse_session_loop_mt with clone_fd.  A read or
  * write of the image takes a request from the pool, copies the write data
@@ -11,6 +15,12 @@
  * cut short, a read past the end is short, O_TRUNC is ignored and any
  * other size change refused.  flush and fsync reach every member with
  * fsync.
+ *
+ * A control file reads like a sysfs attribute: every read formats it
+ * afresh (direct_io, no page cache), a write is one value for the table's
+ * store (a refused one fails with its errno, EINVAL for a bad value), and
+ * truncating it to 0 (echo VALUE > file) is accepted.  A read-only one
+ * refuses to be opened for writing (EACCES).
  *
  * The only file that includes fuse_lowlevel.h.
  */
@@ -26,17 +36,19 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "raidfuse/ctl.h"
 #include "raidfuse/fuse.h"
 #include "raidfuse/log.h"
 
 #define RF_MAX_IO (1u << 20)
 #define RF_POOL_MAX 256
 
-enum { INO_ROOT = FUSE_ROOT_ID, INO_IMAGE };
+enum { INO_ROOT = FUSE_ROOT_ID };
 
 struct fs {
 	struct rf_array *a;
 	struct fuse_session *se;
+	struct rf_ctl_tree tree;        /* immutable while mounted */
 	time_t start;
 	uid_t uid;
 	gid_t gid;
@@ -115,22 +127,43 @@ static void pool_destroy(struct fs *fs)
 	}
 }
 
-static void fill_attr(struct fs *fs, fuse_ino_t ino, struct stat *st)
+/* The tree node of ino, or NULL. */
+static const struct rf_ctl_node *node_of(struct fs *fs, fuse_ino_t ino)
+{
+	if (ino < INO_ROOT || ino - INO_ROOT >= (fuse_ino_t)fs->tree.n)
+		return NULL;
+	return &fs->tree.nodes[ino - INO_ROOT];
+}
+
+static fuse_ino_t ino_of(struct fs *fs, const struct rf_ctl_node *n)
+{
+	return INO_ROOT + (fuse_ino_t)(n - fs->tree.nodes);
+}
+
+static void fill_attr(struct fs *fs, const struct rf_ctl_node *n, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
-	st->st_ino = ino;
+	st->st_ino = ino_of(fs, n);
 	st->st_uid = fs->uid;
 	st->st_gid = fs->gid;
 	st->st_atime = st->st_mtime = st->st_ctime = fs->start;
 	st->st_blksize = 4096;
-	if (ino == INO_ROOT) {
+	st->st_nlink = 1;
+	switch (n->kind) {
+	case RF_CTL_DIR:
 		st->st_mode = S_IFDIR | 0755;
 		st->st_nlink = 2;
-	} else {
+		break;
+	case RF_CTL_IMAGE:
 		st->st_mode = S_IFREG | 0644;
-		st->st_nlink = 1;
 		st->st_size = (off_t)rf_array_size(fs->a);
 		st->st_blocks = st->st_size / 512;
+		break;
+	case RF_CTL_FILE:
+		/* As sysfs: a page, whatever the content (reads end at EOF). */
+		st->st_mode = S_IFREG | n->attr->mode;
+		st->st_size = 4096;
+		break;
 	}
 }
 
@@ -151,55 +184,87 @@ static void op_init(void *ud, struct fuse_conn_info *conn)
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs *fs = fuse_req_userdata(req);
+	const struct rf_ctl_node *dir = node_of(fs, parent);
 	struct fuse_entry_param e;
+	int i;
 
-	memset(&e, 0, sizeof(e));
-	if (parent != INO_ROOT || strcmp(name, rf_array_name(fs->a))) {
-		fuse_reply_err(req, ENOENT);
+	i = dir ? rf_ctl_lookup(&fs->tree, (int)(parent - INO_ROOT), name) : -ENOENT;
+	if (i < 0) {
+		fuse_reply_err(req, -i);
 		return;
 	}
-	e.ino = INO_IMAGE;
+	memset(&e, 0, sizeof(e));
+	e.ino = INO_ROOT + (fuse_ino_t)i;
 	e.attr_timeout = e.entry_timeout = 3600;
-	fill_attr(fs, INO_IMAGE, &e.attr);
+	fill_attr(fs, &fs->tree.nodes[i], &e.attr);
 	fuse_reply_entry(req, &e);
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
+	const struct rf_ctl_node *n = node_of(fs, ino);
 	struct stat st;
 
-	if (ino != INO_ROOT && ino != INO_IMAGE) {
+	if (!n) {
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	fill_attr(fs, ino, &st);
+	fill_attr(fs, n, &st);
 	fuse_reply_attr(req, &st, 3600);
 }
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
+	const struct rf_ctl_node *n = node_of(fs, ino);
 	struct stat st;
 
-	fill_attr(fs, ino, &st);
-	/* The size is the array's: truncating to it is a no-op, anything else
-	 * is refused like on a block device. */
-	if ((to_set & FUSE_SET_ATTR_SIZE) && attr->st_size != st.st_size) {
-		fuse_reply_err(req, EPERM);
+	if (!n) {
+		fuse_reply_err(req, ENOENT);
 		return;
+	}
+	fill_attr(fs, n, &st);
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		/* The image's size is the array's: truncating to it is a
+		 * no-op, anything else is refused like on a block device.  A
+		 * control file takes "truncate to 0" (echo VALUE > file) as
+		 * sysfs does: the write that follows is the value. */
+		if (n->kind == RF_CTL_FILE && !n->attr->set_int && !n->attr->store) {
+			fuse_reply_err(req, EACCES);
+			return;
+		}
+		if (n->kind == RF_CTL_DIR ||
+		    attr->st_size != (n->kind == RF_CTL_FILE ? 0 : st.st_size)) {
+			fuse_reply_err(req, n->kind == RF_CTL_DIR ? EISDIR : EPERM);
+			return;
+		}
 	}
 	fuse_reply_attr(req, &st, 3600);
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	if (ino == INO_ROOT) {
+	struct fs *fs = fuse_req_userdata(req);
+	const struct rf_ctl_node *n = node_of(fs, ino);
+
+	if (!n) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (n->kind == RF_CTL_DIR) {
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
+	/* A read-only attribute cannot be opened for writing (sysfs: EACCES). */
+	if (n->kind == RF_CTL_FILE && (fi->flags & O_ACCMODE) != O_RDONLY && !n->attr->set_int &&
+	    !n->attr->store) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
 	/* O_TRUNC is ignored, as a block device ignores it (the kernel passes
-	 * it here instead of a size change: FUSE_CAP_ATOMIC_O_TRUNC). */
+	 * it here instead of a size change: FUSE_CAP_ATOMIC_O_TRUNC); a
+	 * control file is rewritten by the value that follows. */
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
 	fuse_reply_open(req, fi);
@@ -240,11 +305,40 @@ static void submit(struct fs *fs, fuse_req_t req, int op, uint64_t off, size_t l
 	rf_array_submit(fs->a, r);
 }
 
+/* A control file's content, formatted for this read. */
+static void ctl_read(struct fs *fs, fuse_req_t req, const struct rf_ctl_node *n, size_t size, off_t off)
+{
+	char *buf = malloc(RF_CTL_SHOW_MAX);
+	int len;
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	len = rf_ctl_show(n->attr, fs->a, n->member, buf, RF_CTL_SHOW_MAX);
+	if (len < 0)
+		fuse_reply_err(req, -len);
+	else if (off < 0 || off >= len)
+		fuse_reply_buf(req, NULL, 0);
+	else
+		fuse_reply_buf(req, buf + off, (size_t)(len - off) < size ? (size_t)(len - off) : size);
+	free(buf);
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
+	const struct rf_ctl_node *n = node_of(fs, ino);
 	uint64_t end = rf_array_size(fs->a);
 
+	if (!n || n->kind == RF_CTL_DIR) {
+		fuse_reply_err(req, n ? EISDIR : ENOENT);
+		return;
+	}
+	if (n->kind == RF_CTL_FILE) {
+		ctl_read(fs, req, n, size, off);
+		return;
+	}
 	if (off < 0 || (uint64_t)off >= end || !size) {
 		fuse_reply_buf(req, NULL, 0);
 		return;
@@ -260,8 +354,24 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		     struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
+	const struct rf_ctl_node *n = node_of(fs, ino);
 	uint64_t end = rf_array_size(fs->a);
+	int ret;
 
+	if (!n || n->kind == RF_CTL_DIR) {
+		fuse_reply_err(req, n ? EISDIR : ENOENT);
+		return;
+	}
+	if (n->kind == RF_CTL_FILE) {
+		/* One write, one value, wherever it lands (sysfs ignores the
+		 * offset too).  A setter that drains blocks this thread only. */
+		ret = rf_ctl_store(n->attr, fs->a, n->member, buf, size);
+		if (ret)
+			fuse_reply_err(req, -ret);
+		else
+			fuse_reply_write(req, size);
+		return;
+	}
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
@@ -281,14 +391,27 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	submit(fs, req, RF_REQ_WRITE, (uint64_t)off, size, buf);
 }
 
+/* Only the image has data to flush.  A control file's close must not wait
+ * for the members (nor behind writes a suspended array holds back). */
+static bool is_image(struct fs *fs, fuse_ino_t ino)
+{
+	const struct rf_ctl_node *n = node_of(fs, ino);
+
+	return n && n->kind == RF_CTL_IMAGE;
+}
+
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	if (!is_image(fuse_req_userdata(req), ino)) {
+		fuse_reply_err(req, 0);
+		return;
+	}
 	submit(fuse_req_userdata(req), req, RF_REQ_FLUSH, 0, 0, NULL);
 }
 
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	if (ino != INO_IMAGE) {
+	if (!is_image(fuse_req_userdata(req), ino)) {
 		fuse_reply_err(req, 0);
 		return;
 	}
@@ -303,28 +426,48 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
-	char buf[1024];
-	size_t n = 0;
+	const struct rf_ctl_node *dir = node_of(fs, ino);
+	char buf[4096];
+	size_t n = 0, len;
 	struct stat st;
+	off_t pos = 0;
+	int i;
 
-	if (ino != INO_ROOT) {
-		fuse_reply_err(req, ENOTDIR);
+	if (!dir || dir->kind != RF_CTL_DIR) {
+		fuse_reply_err(req, dir ? ENOTDIR : ENOENT);
 		return;
 	}
 	if (size > sizeof(buf))
 		size = sizeof(buf);
+	/* Entry k of the listing (".", "..", then the children in tree
+	 * order) has offset k + 1: the offset of the entry after it. */
 	memset(&st, 0, sizeof(st));
-	st.st_ino = INO_ROOT;
-	st.st_mode = S_IFDIR;
-	if (off < 1)
-		n += fuse_add_direntry(req, buf + n, size - n, ".", &st, 1);
-	if (off < 2 && n < size)
-		n += fuse_add_direntry(req, buf + n, size - n, "..", &st, 2);
-	st.st_ino = INO_IMAGE;
-	st.st_mode = S_IFREG;
-	if (off < 3 && n < size)
-		n += fuse_add_direntry(req, buf + n, size - n, rf_array_name(fs->a), &st, 3);
-	fuse_reply_buf(req, buf, n > size ? 0 : n);
+	for (i = -2; i < fs->tree.n; i++) {
+		const struct rf_ctl_node *c;
+		const char *name;
+
+		if (i == -2) {
+			c = dir;
+			name = ".";
+		} else if (i == -1) {
+			c = &fs->tree.nodes[dir->parent];
+			name = "..";
+		} else {
+			c = &fs->tree.nodes[i];
+			name = c->name;
+			if (i == 0 || c->parent != (int)(ino - INO_ROOT))
+				continue;
+		}
+		if (pos++ < off)
+			continue;
+		st.st_ino = ino_of(fs, c);
+		st.st_mode = c->kind == RF_CTL_DIR ? S_IFDIR : S_IFREG;
+		len = fuse_add_direntry(req, buf + n, size - n, name, &st, pos);
+		if (len > size - n)
+			break;
+		n += len;
+	}
+	fuse_reply_buf(req, buf, n);
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -335,7 +478,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	memset(&sv, 0, sizeof(sv));
 	sv.f_bsize = sv.f_frsize = 4096;
 	sv.f_blocks = rf_array_size(fs->a) / 4096;
-	sv.f_files = 2;
+	sv.f_files = (fsfilcnt_t)fs->tree.n;
 	sv.f_namemax = 255;
 	fuse_reply_statfs(req, &sv);
 }
@@ -366,21 +509,13 @@ static void mark_io_flusher(void)
 #endif
 }
 
-int rf_fuse_run(struct rf_array *a, const struct rf_fuse_opts *o)
+/* Mount, serve until unmounted or signalled, unmount. */
+static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs)
 {
 	char *argv[8];
 	int argc = 0, ret;
 	struct fuse_args args;
 	struct fuse_loop_config *lc;
-	struct fs fs;
-
-	memset(&fs, 0, sizeof(fs));
-	fs.a = a;
-	fs.start = time(NULL);
-	fs.uid = getuid();
-	fs.gid = getgid();
-	pthread_mutex_init(&fs.lock, NULL);
-	pthread_cond_init(&fs.cond, NULL);
 
 	argv[argc++] = "raidfuse";
 	argv[argc++] = "-o";
@@ -393,20 +528,20 @@ int rf_fuse_run(struct rf_array *a, const struct rf_fuse_opts *o)
 		argv[argc++] = "-d";
 	argv[argc] = NULL;
 	args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
-	fs.se = fuse_session_new(&args, &ops, sizeof(ops), &fs);
+	fs->se = fuse_session_new(&args, &ops, sizeof(ops), fs);
 	fuse_opt_free_args(&args);
-	if (!fs.se) {
+	if (!fs->se) {
 		rf_err("cannot start a FUSE session (bad -o options?)");
 		return 1;
 	}
-	if (fuse_set_signal_handlers(fs.se)) {
-		fuse_session_destroy(fs.se);
+	if (fuse_set_signal_handlers(fs->se)) {
+		fuse_session_destroy(fs->se);
 		return 1;
 	}
-	if (fuse_session_mount(fs.se, o->mountpoint)) {
+	if (fuse_session_mount(fs->se, o->mountpoint)) {
 		rf_err("cannot mount on %s", o->mountpoint);
-		fuse_remove_signal_handlers(fs.se);
-		fuse_session_destroy(fs.se);
+		fuse_remove_signal_handlers(fs->se);
+		fuse_session_destroy(fs->se);
 		return 1;
 	}
 	if (!o->foreground)
@@ -416,9 +551,9 @@ int rf_fuse_run(struct rf_array *a, const struct rf_fuse_opts *o)
 	ret = rf_array_start(a);
 	if (ret) {
 		rf_err("cannot start the workers: %s", strerror(-ret));
-		fuse_session_unmount(fs.se);
-		fuse_remove_signal_handlers(fs.se);
-		fuse_session_destroy(fs.se);
+		fuse_session_unmount(fs->se);
+		fuse_remove_signal_handlers(fs->se);
+		fuse_session_destroy(fs->se);
 		return 1;
 	}
 	rf_info("serving %s (%llu bytes) on %s", rf_array_name(a), (unsigned long long)rf_array_size(a),
@@ -428,7 +563,7 @@ int rf_fuse_run(struct rf_array *a, const struct rf_fuse_opts *o)
 	fuse_loop_cfg_set_max_threads(lc, o->max_threads > 0 ? (unsigned)o->max_threads : 16);
 	/* FUSE threads never block on IO: keep them rather than churn. */
 	fuse_loop_cfg_set_idle_threads(lc, o->max_threads > 0 ? (unsigned)o->max_threads : 16);
-	ret = fuse_session_loop_mt(fs.se, lc);
+	ret = fuse_session_loop_mt(fs->se, lc);
 	/* A positive value is the signal that ended the loop: a clean stop.
 	 * ECONNABORTED: the kernel tore the connection down (a lazy unmount
 	 * racing the last requests); nothing is left to answer, and every
@@ -440,25 +575,46 @@ int rf_fuse_run(struct rf_array *a, const struct rf_fuse_opts *o)
 	if (ret > 0)
 		ret = 0;
 	fuse_loop_cfg_destroy(lc);
-	fuse_session_unmount(fs.se);
-	fuse_remove_signal_handlers(fs.se);
+	fuse_session_unmount(fs->se);
+	fuse_remove_signal_handlers(fs->se);
 	/* Every request was answered before the loop ended (replies come from
 	 * workers; wait for the pool to come home). */
-	pthread_mutex_lock(&fs.lock);
+	pthread_mutex_lock(&fs->lock);
 	for (;;) {
 		int n = 0;
 		struct rf_req *r;
 
-		for (r = fs.free; r; r = ((struct io_ctx *)r->priv)->next_free)
+		for (r = fs->free; r; r = ((struct io_ctx *)r->priv)->next_free)
 			n++;
-		if (n == fs.nalloc)
+		if (n == fs->nalloc)
 			break;
-		fs.nwait++;
-		pthread_cond_wait(&fs.cond, &fs.lock);
-		fs.nwait--;
+		fs->nwait++;
+		pthread_cond_wait(&fs->cond, &fs->lock);
+		fs->nwait--;
 	}
-	pthread_mutex_unlock(&fs.lock);
-	fuse_session_destroy(fs.se);
-	pool_destroy(&fs);
+	pthread_mutex_unlock(&fs->lock);
+	fuse_session_destroy(fs->se);
+	pool_destroy(fs);
 	return ret ? 1 : 0;
+}
+
+int rf_fuse_run(struct rf_array *a, const struct rf_fuse_opts *o)
+{
+	struct fs fs;
+	int ret;
+
+	memset(&fs, 0, sizeof(fs));
+	fs.a = a;
+	fs.start = time(NULL);
+	fs.uid = getuid();
+	fs.gid = getgid();
+	pthread_mutex_init(&fs.lock, NULL);
+	pthread_cond_init(&fs.cond, NULL);
+	if (rf_ctl_tree_build(a, &fs.tree)) {
+		rf_err("cannot build the file tree: %s", strerror(ENOMEM));
+		return 1;
+	}
+	ret = serve(a, o, &fs);
+	rf_ctl_tree_free(&fs.tree);
+	return ret;
 }
