@@ -300,7 +300,7 @@ static void log_value(char *dst, size_t size, const char *val, size_t len)
 int rf_ctl_store(const struct rf_ctl_attr *at, struct rf_array *a, int member, const char *buf, size_t len)
 {
 	char val[RF_CTL_VALUE_MAX + 1], shown[48];
-	int ret, n;
+	int ret, n = 0;
 
 	if (!at->set_int && !at->store)
 		return -EACCES;
@@ -323,6 +323,8 @@ int rf_ctl_store(const struct rf_ctl_attr *at, struct rf_array *a, int member, c
 		rf_warn("md/%s: refused '%s': takes %s", at->name, shown, at->takes);
 	else if (ret)
 		rf_warn("md/%s: cannot set '%s': %s", at->name, shown, strerror(-ret));
+	else if (at->set_int)
+		rf_info("md/%s set to %d", at->name, n);
 	else
 		rf_info("md/%s set to '%s'", at->name, shown);
 	return ret;
