@@ -16,8 +16,8 @@
  * other size change refused.  flush and fsync reach every member with
  * fsync.
  *
- * A control file reads like a sysfs attribute: every read formats it
- * afresh (direct_io, no page cache), a write is one value for the table's
+ * A control file reads like a sysfs attribute: every read from its start
+ * formats it afresh (direct_io, no page cache), a write is one value for the table's
  * store (a refused one fails with its errno, EINVAL for a bad value), and
  * truncating it to 0 (echo VALUE > file) is accepted.  A read-only one
  * refuses to be opened for writing (EACCES).
@@ -127,6 +127,16 @@ static void pool_destroy(struct fs *fs)
 	}
 }
 
+/* An open control file: the text its last read at offset 0 formatted.
+ * Every read from the start formats afresh; a read further on continues
+ * the same text (as sysfs does), so a reader taking it in pieces never
+ * sees two versions stitched together. */
+struct ctl_open {
+	pthread_mutex_t lock;
+	char *text;             /* lock */
+	int len;                /* lock */
+};
+
 /* The tree node of ino, or NULL. */
 static const struct rf_ctl_node *node_of(struct fs *fs, fuse_ino_t ino)
 {
@@ -142,6 +152,8 @@ static fuse_ino_t ino_of(struct fs *fs, const struct rf_ctl_node *n)
 
 static void fill_attr(struct fs *fs, const struct rf_ctl_node *n, struct stat *st)
 {
+	int i;
+
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino_of(fs, n);
 	st->st_uid = fs->uid;
@@ -152,7 +164,10 @@ static void fill_attr(struct fs *fs, const struct rf_ctl_node *n, struct stat *s
 	switch (n->kind) {
 	case RF_CTL_DIR:
 		st->st_mode = S_IFDIR | 0755;
-		st->st_nlink = 2;
+		st->st_nlink = 2;       /* and one per subdirectory's ".." */
+		for (i = 1; i < fs->tree.n; i++)
+			if (fs->tree.nodes[i].parent == n - fs->tree.nodes && fs->tree.nodes[i].kind == RF_CTL_DIR)
+				st->st_nlink++;
 		break;
 	case RF_CTL_IMAGE:
 		st->st_mode = S_IFREG | 0644;
@@ -265,9 +280,23 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* O_TRUNC is ignored, as a block device ignores it (the kernel passes
 	 * it here instead of a size change: FUSE_CAP_ATOMIC_O_TRUNC); a
 	 * control file is rewritten by the value that follows. */
+	fi->fh = 0;
+	if (n->kind == RF_CTL_FILE) {
+		struct ctl_open *c = calloc(1, sizeof(*c));
+
+		if (!c) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		pthread_mutex_init(&c->lock, NULL);
+		fi->fh = (uintptr_t)c;
+	}
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
-	fuse_reply_open(req, fi);
+	if (fuse_reply_open(req, fi) && fi->fh) {
+		/* the opener is gone: no release will come */
+		free((void *)(uintptr_t)fi->fh);
+	}
 }
 
 static void io_done(struct rf_req *r, int err)
@@ -305,24 +334,34 @@ static void submit(struct fs *fs, fuse_req_t req, int op, uint64_t off, size_t l
 	rf_array_submit(fs->a, r);
 }
 
-/* A control file's content, formatted for this read. */
-static void ctl_read(struct fs *fs, fuse_req_t req, const struct rf_ctl_node *n, size_t size, off_t off)
+static void ctl_read(struct fs *fs, fuse_req_t req, const struct rf_ctl_node *n, struct ctl_open *c,
+		     size_t size, off_t off)
 {
-	char *buf = malloc(RF_CTL_SHOW_MAX);
-	int len;
+	int len = 0;
 
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
+	pthread_mutex_lock(&c->lock);
+	if (off == 0 || !c->text) {
+		char *buf = malloc(RF_CTL_SHOW_MAX);
+
+		len = buf ? rf_ctl_show(n->attr, fs->a, n->member, buf, RF_CTL_SHOW_MAX) : -ENOMEM;
+		if (len >= 0) {
+			char *fit = realloc(buf, (size_t)len + 1);
+
+			free(c->text);
+			c->text = fit ? fit : buf;
+			c->len = len;
+		} else {
+			free(buf);
+		}
 	}
-	len = rf_ctl_show(n->attr, fs->a, n->member, buf, RF_CTL_SHOW_MAX);
+	/* fuse_reply_buf() copies: the lock keeps c->text for it. */
 	if (len < 0)
 		fuse_reply_err(req, -len);
-	else if (off < 0 || off >= len)
+	else if (off < 0 || off >= c->len)
 		fuse_reply_buf(req, NULL, 0);
 	else
-		fuse_reply_buf(req, buf + off, (size_t)(len - off) < size ? (size_t)(len - off) : size);
-	free(buf);
+		fuse_reply_buf(req, c->text + off, (size_t)(c->len - off) < size ? (size_t)(c->len - off) : size);
+	pthread_mutex_unlock(&c->lock);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
@@ -336,7 +375,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 		return;
 	}
 	if (n->kind == RF_CTL_FILE) {
-		ctl_read(fs, req, n, size, off);
+		ctl_read(fs, req, n, (struct ctl_open *)(uintptr_t)fi->fh, size, off);
 		return;
 	}
 	if (off < 0 || (uint64_t)off >= end || !size) {
@@ -420,6 +459,13 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct ctl_open *c = (struct ctl_open *)(uintptr_t)fi->fh;
+
+	if (c) {
+		pthread_mutex_destroy(&c->lock);
+		free(c->text);
+		free(c);
+	}
 	fuse_reply_err(req, 0);
 }
 

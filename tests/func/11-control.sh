@@ -92,6 +92,10 @@ unused devices: <none>"
 [ "$(cat "$MNT/mdstat")" = "$expected" ] ||
 	fail "mdstat:"$'\n'"$(cat -A "$MNT/mdstat")"$'\n'"expected:"$'\n'"$(cat -A <<<"$expected")"
 
+# Read in small pieces, one open: the same text (pieces of one version).
+[ "$(dd if="$MNT/mdstat" bs=7 status=none)" = "$(cat "$MNT/mdstat")" ] || fail "mdstat read in 7-byte pieces differs"
+check '[ "$(stat -c %h "$MNT")" = 3 ]' "the root's link count counts md/"
+
 # --- 2. bad writes ----------------------------------------------------------
 
 log "bad values fail with EINVAL and change nothing"
