@@ -47,7 +47,7 @@
 /* Defaults, md's where md has one (raid5.c, md.c). */
 #define DEF_CHUNK               (512 * 1024)
 #define DEF_STRIPE_CACHE_SIZE   256
-#define DEF_GROUP_THREAD_CNT    1
+#define DEF_GROUP_THREAD_CNT    0
 #define DEF_WORKER_GROUPS       0
 #define DEF_STRIPE_SIZE         4096
 #define DEF_RMW_LEVEL           1

@@ -1,12 +1,16 @@
 /* engine.c - the array core: members, worker groups, pieces, stripe cache.
  *
- * Data flow.  A submitter (a FUSE thread) calls rf_array_submit(): the
- * level's split() cuts the request into pieces and rf_queue_piece() buckets
- * them by group (hash of the piece's key: a stripe head's sector, so one
- * head's pieces always meet in one group).  Each group's bucket is appended
- * to g->incoming under g->lock, once per request, and one sleeping worker of
- * the group is kicked only if none is awake.  The submitter returns: it
- * never waits on member IO.
+ * Data flow.  A submitter (a FUSE thread) calls rf_array_submit(), which
+ * passes the drain barrier (below); the level's split() cuts the request
+ * into pieces and rf_queue_piece() buckets them by group (hash of the
+ * piece's key: a stripe head's sector, so one head's pieces always meet in
+ * one group).  Then one of two things happens:
+ *  - group threads (group_thread_cnt > 0): each group's bucket is appended
+ *    to g->incoming under g->lock, once per request, a sleeping worker of
+ *    the group is kicked only if none is awake, and the submitter returns;
+ *  - inline (group_thread_cnt 0): the submitter borrows an inline worker
+ *    and serves its pieces itself, on a synchronous member queue, until
+ *    every head it took is idle again (see inline_drive()).
  *
  * A worker loops: take g->incoming and g->handle lists, issue DIRECT pieces
  * on its own ring, attach STRIPE pieces to stripe heads, run the heads it
@@ -85,10 +89,139 @@ struct rf_piece *rf_piece_new(struct rf_req *r, enum rf_piece_kind kind, bool wr
 	return p;
 }
 
+/* ---- the drain barrier ----
+ *
+ * Every request passes the barrier in rf_array_submit() and counts in
+ * a->inflight[class] until its done() has returned.  A reconfiguration sets
+ * hold bits, then waits for the held classes' inflight counts to reach
+ * zero; requests that arrive meanwhile wait on a->held (no thread waits
+ * with them).  Release resubmits a->held in arrival order while
+ * RF_HOLD_RELEASING still sends newcomers to the back of that queue, so no
+ * request is left behind and none overtakes an older one.
+ *
+ * The fast path is lock-free: the submitter bumps inflight, then re-reads
+ * hold; the drainer sets hold, then reads inflight (both sequentially
+ * consistent), so at least one of them sees the other.
+ */
+enum {
+	RF_HOLD_WRITES = 1,
+	RF_HOLD_READS = 2,
+	RF_HOLD_ALL = RF_HOLD_WRITES | RF_HOLD_READS,
+	RF_HOLD_RELEASING = 4,
+};
+
+static int req_class(const struct rf_req *r)
+{
+	return r->op != RF_REQ_READ;
+}
+
+static unsigned class_hold(int cls)
+{
+	return cls ? RF_HOLD_WRITES : RF_HOLD_READS;
+}
+
+static void barrier_exit(struct rf_array *a, int cls)
+{
+	if (atomic_fetch_sub(&a->inflight[cls], 1) == 1 && atomic_load(&a->hold)) {
+		pthread_mutex_lock(&a->bar_lock);
+		pthread_cond_broadcast(&a->bar_cond);
+		pthread_mutex_unlock(&a->bar_lock);
+	}
+}
+
+/* Whether r may go on now; false: it waits on a->held. */
+static bool barrier_enter(struct rf_array *a, struct rf_req *r)
+{
+	int cls = req_class(r);
+	unsigned bits = class_hold(cls) | RF_HOLD_RELEASING;
+	bool go = false;
+
+	if (!(atomic_load(&a->hold) & bits)) {
+		atomic_fetch_add(&a->inflight[cls], 1);
+		if (!(atomic_load(&a->hold) & bits))
+			return true;
+		barrier_exit(a, cls);
+	}
+	pthread_mutex_lock(&a->bar_lock);
+	if (!(atomic_load(&a->hold) & bits)) {
+		/* Released since: hold only changes under bar_lock. */
+		atomic_fetch_add(&a->inflight[cls], 1);
+		go = true;
+	} else {
+		r->held_next = NULL;
+		*a->held_tail = r;
+		a->held_tail = &r->held_next;
+		a->nheld++;
+	}
+	pthread_mutex_unlock(&a->bar_lock);
+	return go;
+}
+
+/* Hold new requests of the classes in bits and wait until none of them is
+ * in flight.  reconf_lock held. */
+static void drain(struct rf_array *a, unsigned bits)
+{
+	pthread_mutex_lock(&a->bar_lock);
+	atomic_fetch_or(&a->hold, bits);
+	while (((bits & RF_HOLD_READS) && atomic_load(&a->inflight[0])) ||
+	       ((bits & RF_HOLD_WRITES) && atomic_load(&a->inflight[1])))
+		pthread_cond_wait(&a->bar_cond, &a->bar_lock);
+	pthread_mutex_unlock(&a->bar_lock);
+}
+
+static void submit_now(struct rf_array *a, struct rf_req *r);
+
+/* Stop holding, except the classes in keep, and resubmit every waiting
+ * request that is no longer held, oldest first.  reconf_lock held. */
+static void release(struct rf_array *a, unsigned keep)
+{
+	struct rf_req *kept = NULL, **ktail = &kept;
+
+	pthread_mutex_lock(&a->bar_lock);
+	atomic_store(&a->hold, keep | RF_HOLD_RELEASING);
+	for (;;) {
+		struct rf_req *r = a->held, *next;
+
+		if (!r)
+			break;
+		a->held = NULL;
+		a->held_tail = &a->held;
+		a->nheld = 0;
+		pthread_mutex_unlock(&a->bar_lock);
+		for (; r; r = next) {
+			int cls = req_class(r);
+
+			next = r->held_next;
+			if (keep & class_hold(cls)) {
+				r->held_next = NULL;
+				*ktail = r;
+				ktail = &r->held_next;
+				continue;
+			}
+			atomic_fetch_add(&a->inflight[cls], 1);
+			submit_now(a, r);
+		}
+		pthread_mutex_lock(&a->bar_lock);
+	}
+	/* What stays held keeps its order; nothing newer is queued now. */
+	a->held = kept;
+	a->held_tail = kept ? ktail : &a->held;
+	for (a->nheld = 0; kept; kept = kept->held_next)
+		a->nheld++;
+	atomic_store(&a->hold, keep);
+	pthread_mutex_unlock(&a->bar_lock);
+}
+
 static void req_put(struct rf_req *r)
 {
-	if (atomic_fetch_sub_explicit(&r->pending, 1, memory_order_acq_rel) == 1)
+	if (atomic_fetch_sub_explicit(&r->pending, 1, memory_order_acq_rel) == 1) {
+		/* done() may recycle r: read what the barrier needs first. */
+		struct rf_array *a = r->a;
+		int cls = req_class(r);
+
 		r->done(r, atomic_load_explicit(&r->err, memory_order_relaxed));
+		barrier_exit(a, cls);
+	}
 }
 
 void rf_piece_end(struct rf_piece *p, int err)
@@ -126,6 +259,17 @@ void rf_queue_piece(struct rf_array *a, struct rf_piece *p)
 	b->tail = &p->next;
 }
 
+/* An inline worker remembers the groups it queued work to: it serves them
+ * before it returns, so that work never waits for a thread that does not
+ * exist. */
+static void note_group(struct rf_group *g)
+{
+	struct rf_worker *w = rf_current_worker;
+
+	if (w && !w->g)
+		w->touched |= 1ull << g->id;
+}
+
 static void group_push(struct rf_group *g, struct rf_piece *head, struct rf_piece **tail)
 {
 	struct rf_worker *w;
@@ -139,16 +283,33 @@ static void group_push(struct rf_group *g, struct rf_piece *head, struct rf_piec
 		w->idle = false;
 	}
 	pthread_mutex_unlock(&g->lock);
+	note_group(g);
 	/* Wake only a sleeper: a running worker sees g->incoming on its next
 	 * pass (it re-checks under g->lock before sleeping). */
 	if (w)
 		rf_ioq_kick(&w->ioq);
 }
 
+static void run_pieces(struct rf_worker *w, struct rf_group *g, struct rf_piece *list);
+static struct rf_worker *inline_get(struct rf_array *a);
+static void inline_put(struct rf_array *a, struct rf_worker *w);
+static void inline_drive(struct rf_worker *w);
+
 void rf_array_submit(struct rf_array *a, struct rf_req *r)
 {
+	r->a = a;
+	if (barrier_enter(a, r))
+		submit_now(a, r);
+}
+
+/* Split r and hand its pieces on: to the groups' workers, or, with no
+ * group threads, to an inline worker this thread runs until the work it
+ * took on is done. */
+static void submit_now(struct rf_array *a, struct rf_req *r)
+{
 	struct bucket buckets[RF_MAX_GROUPS];
-	int i, ret;
+	struct rf_worker *w = NULL, *saved;
+	int i, ret, cls;
 
 	tl_buckets = buckets;
 	for (i = 0; i < a->ngroups; i++) {
@@ -177,6 +338,8 @@ void rf_array_submit(struct rf_array *a, struct rf_req *r)
 		ret = a->ops->split(a, r);
 	}
 	tl_buckets = NULL;
+	if (!ret && !a->group_thread_cnt && !(w = inline_get(a)))
+		ret = -ENOMEM;
 	if (ret) {
 		/* Nothing was queued: end the request here. */
 		atomic_store_explicit(&r->pending, 1, memory_order_relaxed);
@@ -184,10 +347,28 @@ void rf_array_submit(struct rf_array *a, struct rf_req *r)
 		req_put(r);
 		return;
 	}
+	if (!w) {
+		for (i = 0; i < a->ngroups; i++)
+			if (buckets[i].head)
+				group_push(&a->groups[i], buckets[i].head, buckets[i].tail);
+		req_put(r);
+		return;
+	}
+	/* The request may end before this thread is done with the stripe
+	 * heads it serves: count the thread itself until it leaves them, so
+	 * no drain reshapes the groups under it. */
+	cls = req_class(r);
+	atomic_fetch_add(&a->inflight[cls], 1);
+	saved = rf_current_worker;
+	rf_current_worker = w;
 	for (i = 0; i < a->ngroups; i++)
 		if (buckets[i].head)
-			group_push(&a->groups[i], buckets[i].head, buckets[i].tail);
+			run_pieces(w, &a->groups[i], buckets[i].head);
 	req_put(r);
+	inline_drive(w);
+	rf_current_worker = saved;
+	inline_put(a, w);
+	barrier_exit(a, cls);
 }
 
 /* ---- member failure ---- */
@@ -209,7 +390,7 @@ void rf_member_fail(struct rf_array *a, int member, int err, const char *what, u
 static void direct_end(struct rf_mio *m)
 {
 	struct rf_piece *p = (struct rf_piece *)((char *)m - offsetof(struct rf_piece, mio));
-	struct rf_array *a = rf_current_worker->g->a;
+	struct rf_array *a = rf_current_worker->a;
 
 	if (!m->res) {
 		rf_piece_end(p, 0);
@@ -260,6 +441,7 @@ static void lru_del(struct rf_group *g, struct rf_stripe *sh)
 		g->lru_tail = sh->lru_prev;
 	sh->lru_prev = sh->lru_next = NULL;
 	sh->on_lru = false;
+	g->nlru--;
 }
 
 static void lru_add_tail(struct rf_group *g, struct rf_stripe *sh)
@@ -272,6 +454,7 @@ static void lru_add_tail(struct rf_group *g, struct rf_stripe *sh)
 		g->lru_head = sh;
 	g->lru_tail = sh;
 	sh->on_lru = true;
+	g->nlru++;
 }
 
 static void unhash(struct rf_group *g, struct rf_stripe *sh)
@@ -337,8 +520,10 @@ static bool stripe_attach(struct rf_group *g, struct rf_piece *p)
 		*sh->toread_tail = p;
 		sh->toread_tail = &p->next;
 	}
-	if (!sh->busy && !sh->on_handle)
+	if (!sh->busy && !sh->on_handle) {
 		handle_add(g, sh);
+		note_group(g);
+	}
 	return true;
 }
 
@@ -361,6 +546,7 @@ bool rf_stripe_finish(struct rf_stripe *sh)
 			g->incoming_tail = g->deferred_tail;
 			g->deferred = NULL;
 			g->deferred_tail = &g->deferred;
+			note_group(g);
 		}
 	}
 	pthread_mutex_unlock(&g->lock);
@@ -375,9 +561,10 @@ void rf_requeue_piece(struct rf_array *a, struct rf_piece *p)
 
 /* ---- workers ---- */
 
-static void worker_run_pieces(struct rf_worker *w, struct rf_piece *list)
+/* Issue list's DIRECT pieces on w's ring and attach its STRIPE pieces to
+ * their heads in g (waiting on g->deferred when no head is free). */
+static void run_pieces(struct rf_worker *w, struct rf_group *g, struct rf_piece *list)
 {
-	struct rf_group *g = w->g;
 	struct rf_piece *p, *next, *stripes = NULL, **stail = &stripes;
 
 	for (p = list; p; p = next) {
@@ -405,6 +592,42 @@ static void worker_run_pieces(struct rf_worker *w, struct rf_piece *list)
 	pthread_mutex_unlock(&g->lock);
 }
 
+/* One pass of w over g: take the incoming pieces, then a batch of heads
+ * (their IO goes out in one submit) and run them.  Returns how many things
+ * it took. */
+static int group_pass(struct rf_worker *w, struct rf_group *g, bool *stop)
+{
+	struct rf_stripe *batch[HANDLE_BATCH];
+	struct rf_piece *in;
+	int i, nsh = 0;
+
+	pthread_mutex_lock(&g->lock);
+	in = g->incoming;
+	g->incoming = NULL;
+	g->incoming_tail = &g->incoming;
+	if (stop)
+		*stop = g->stop;
+	pthread_mutex_unlock(&g->lock);
+	if (in)
+		run_pieces(w, g, in);
+
+	pthread_mutex_lock(&g->lock);
+	while (g->handle_head && nsh < HANDLE_BATCH) {
+		struct rf_stripe *sh = g->handle_head;
+
+		g->handle_head = sh->handle_next;
+		if (!g->handle_head)
+			g->handle_tail = NULL;
+		sh->busy = true;
+		sh->on_handle = false;
+		batch[nsh++] = sh;
+	}
+	pthread_mutex_unlock(&g->lock);
+	for (i = 0; i < nsh; i++)
+		w->a->ops->handle_stripe(w, batch[i]);
+	return !!in + nsh;
+}
+
 static void *worker_main(void *arg)
 {
 	struct rf_worker *w = arg;
@@ -423,41 +646,15 @@ static void *worker_main(void *arg)
 	if (w->ioq_ret)
 		return NULL;
 	for (;;) {
-		struct rf_stripe *batch[HANDLE_BATCH];
-		struct rf_piece *in;
-		int n, i, nsh = 0;
 		bool stop;
+		int took, n;
 
-		pthread_mutex_lock(&g->lock);
-		in = g->incoming;
-		g->incoming = NULL;
-		g->incoming_tail = &g->incoming;
-		stop = g->stop;
-		pthread_mutex_unlock(&g->lock);
-		if (in)
-			worker_run_pieces(w, in);
-
-		/* Take a batch of heads: their IO goes out in one submit. */
-		pthread_mutex_lock(&g->lock);
-		while (g->handle_head && nsh < HANDLE_BATCH) {
-			struct rf_stripe *sh = g->handle_head;
-
-			g->handle_head = sh->handle_next;
-			if (!g->handle_head)
-				g->handle_tail = NULL;
-			sh->busy = true;
-			sh->on_handle = false;
-			batch[nsh++] = sh;
-		}
-		pthread_mutex_unlock(&g->lock);
-		for (i = 0; i < nsh; i++)
-			a->ops->handle_stripe(w, batch[i]);
-
+		took = group_pass(w, g, &stop);
 		rf_ioq_submit(&w->ioq);
 		n = rf_ioq_reap(&w->ioq, false);
 		/* Work done, or IO waiting to be resubmitted with nothing in
 		 * flight to wait for: go round again. */
-		if (in || nsh || n > 0 || (w->ioq.retry && !w->ioq.inflight))
+		if (took || n > 0 || (w->ioq.retry && !w->ioq.inflight))
 			continue;
 		if (stop && !rf_ioq_busy(&w->ioq))
 			break;
@@ -492,6 +689,105 @@ static void *worker_main(void *arg)
 	}
 	/* The ring outlives the thread: rf_array_close() may still kick it. */
 	return NULL;
+}
+
+static int worker_buffers(struct rf_array *a, struct rf_worker *w)
+{
+	size_t blk = a->stripe_size;
+
+	w->a = a;
+	if (posix_memalign((void **)&w->scratch, 4096, 2 * blk))
+		return -ENOMEM;
+	w->zero = w->scratch + blk;
+	memset(w->zero, 0, blk);
+	return 0;
+}
+
+/* ---- inline workers (group_thread_cnt 0) ----
+ *
+ * A submitter borrows one, issues its pieces on it and runs it until its
+ * ring is idle and every group it queued work to has been served (whoever
+ * queues work to a group with no threads serves it).  Its own request may
+ * still be waiting on a head another submitter owns: that owner ends it.
+ * Each inline worker has a ring of its own and is handed between threads
+ * only through pool_lock.
+ */
+static struct rf_worker *inline_get(struct rf_array *a)
+{
+	struct rf_worker *w;
+
+	pthread_mutex_lock(&a->pool_lock);
+	w = a->pool;
+	if (w)
+		a->pool = w->pool_next;
+	pthread_mutex_unlock(&a->pool_lock);
+	if (w)
+		return w;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	if (worker_buffers(a, w) || a->inline_ioq_init(&w->ioq, a->iom, a->nmembers, RF_RING_DEPTH)) {
+		rf_err("inline worker: out of memory for its IO queue");
+		free(w->scratch);
+		free(w);
+		return NULL;
+	}
+	pthread_mutex_lock(&a->pool_lock);
+	w->all_next = a->pool_all;
+	a->pool_all = w;
+	pthread_mutex_unlock(&a->pool_lock);
+	return w;
+}
+
+static void inline_put(struct rf_array *a, struct rf_worker *w)
+{
+	pthread_mutex_lock(&a->pool_lock);
+	w->pool_next = a->pool;
+	a->pool = w;
+	pthread_mutex_unlock(&a->pool_lock);
+}
+
+static void inline_drive(struct rf_worker *w)
+{
+	struct rf_array *a = w->a;
+
+	for (;;) {
+		uint64_t t = w->touched;
+		int took = 0, n;
+
+		while (t) {
+			int i = __builtin_ctzll(t);
+			int k;
+
+			t &= t - 1;
+			/* Cleared first: serving the group may queue to it again. */
+			w->touched &= ~(1ull << i);
+			k = group_pass(w, &a->groups[i], NULL);
+			if (k)
+				w->touched |= 1ull << i;
+			took += k;
+		}
+		rf_ioq_submit(&w->ioq);
+		n = rf_ioq_reap(&w->ioq, false);
+		if (took || n > 0 || w->touched || (w->ioq.retry && !w->ioq.inflight))
+			continue;
+		if (!rf_ioq_busy(&w->ioq))
+			break;
+		rf_ioq_reap(&w->ioq, true);
+	}
+}
+
+static void inline_free_all(struct rf_array *a)
+{
+	struct rf_worker *w, *next;
+
+	for (w = a->pool_all; w; w = next) {
+		next = w->all_next;
+		rf_ioq_destroy(&w->ioq);
+		free(w->scratch);
+		free(w);
+	}
+	a->pool = a->pool_all = NULL;
 }
 
 /* ---- array setup ---- */
@@ -595,11 +891,17 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	a->rmw_level = cfg->rmw_level;
 	a->stripe_cache_size = cfg->stripe_cache_size;
 	a->group_thread_cnt = cfg->group_thread_cnt;
-	a->ngroups = cfg->worker_groups;
+	a->worker_groups = cfg->worker_groups;
 	a->ops = level_ops(cfg->level);
 	a->ioq_init = rf_ioq_init_uring;
+	a->inline_ioq_init = rf_ioq_init_sync;
 	pthread_mutex_init(&a->start_lock, NULL);
 	pthread_cond_init(&a->start_cond, NULL);
+	pthread_mutex_init(&a->pool_lock, NULL);
+	pthread_mutex_init(&a->reconf_lock, NULL);
+	pthread_mutex_init(&a->bar_lock, NULL);
+	pthread_cond_init(&a->bar_cond, NULL);
+	a->held_tail = &a->held;
 	if (!a->ops) {
 		snprintf(err, errlen, "%s: level %d is not supported", cfg->path, cfg->level);
 		ret = -EINVAL;
@@ -699,17 +1001,13 @@ static int group_init(struct rf_array *a, struct rf_group *g, int id, int nstrip
 	g->incoming_tail = &g->incoming;
 	g->deferred_tail = &g->deferred;
 	g->nworkers = nworkers;
-	g->workers = calloc(nworkers, sizeof(*g->workers));
+	g->workers = calloc(nworkers ? nworkers : 1, sizeof(*g->workers));
 	if (!g->workers)
 		return -ENOMEM;
 	for (i = 0; i < nworkers; i++) {
-		struct rf_worker *w = &g->workers[i];
-
-		w->g = g;
-		if (posix_memalign((void **)&w->scratch, 4096, 2 * blk))
+		g->workers[i].g = g;
+		if (worker_buffers(a, &g->workers[i]))
 			return -ENOMEM;
-		w->zero = w->scratch + blk;
-		memset(w->zero, 0, blk);
 	}
 	if (!a->ops->handle_stripe)
 		return 0;
@@ -739,55 +1037,97 @@ static int group_init(struct rf_array *a, struct rf_group *g, int id, int nstrip
 	return 0;
 }
 
-int rf_array_start(struct rf_array *a)
+/* Free groups[0..n) (their threads stopped or never started). */
+static void groups_free(struct rf_array *a, struct rf_group *groups, int n)
+{
+	int i, j;
+
+	for (i = 0; groups && i < n; i++) {
+		struct rf_group *g = &groups[i];
+
+		for (j = 0; g->workers && j < g->nworkers; j++) {
+			if (g->workers[j].started && !g->workers[j].ioq_ret)
+				rf_ioq_destroy(&g->workers[j].ioq);
+			free(g->workers[j].scratch);
+		}
+		for (j = 0; g->stripes && j < g->nstripes; j++) {
+			free(g->stripes[j].mio);
+			free(g->stripes[j].buf);
+		}
+		free(g->workers);
+		free(g->stripes);
+		free(g->stripe_mem);
+		free(g->hash);
+		if (g->a)
+			pthread_mutex_destroy(&g->lock);
+	}
+	free(groups);
+}
+
+static int ngroups_for(int worker_groups)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	int i, j, ret, per, nthreads = 0;
+	int n = worker_groups > 0 ? worker_groups : ncpu > 0 ? (int)ncpu : 1;
 
-	if (a->ngroups <= 0)
-		a->ngroups = ncpu > 0 ? (int)ncpu : 1;
-	if (a->ngroups > RF_MAX_GROUPS)
-		a->ngroups = RF_MAX_GROUPS;
-	a->groups = calloc(a->ngroups, sizeof(*a->groups));
-	if (!a->groups)
+	return n > RF_MAX_GROUPS ? RF_MAX_GROUPS : n;
+}
+
+/* Allocate groups for this shape; nothing is started and a->groups is not
+ * touched, so a failure leaves the array as it was. */
+static int groups_alloc(struct rf_array *a, int ngroups, int nthreads, int cache, struct rf_group **out)
+{
+	struct rf_group *groups = calloc(ngroups, sizeof(*groups));
+	int i, ret = 0, per = cache / ngroups;
+
+	if (!groups)
 		return -ENOMEM;
-	per = a->stripe_cache_size / a->ngroups;
 	if (per < 16)
 		per = 16;
-	for (i = 0; i < a->ngroups; i++) {
-		ret = group_init(a, &a->groups[i], i, per, a->group_thread_cnt > 0 ? a->group_thread_cnt : 1);
-		if (ret)
-			return ret;
+	for (i = 0; i < ngroups && !ret; i++)
+		ret = group_init(a, &groups[i], i, per, nthreads);
+	if (ret) {
+		groups_free(a, groups, ngroups);
+		return ret;
 	}
-	for (i = 0; i < a->ngroups; i++) {
+	*out = groups;
+	return 0;
+}
+
+/* Start the threads of a->groups and wait until each has its ring. */
+static int groups_start(struct rf_array *a)
+{
+	int i, j, ret = 0, nthreads = 0;
+
+	pthread_mutex_lock(&a->start_lock);
+	a->nready = a->nstart_err = 0;
+	pthread_mutex_unlock(&a->start_lock);
+	for (i = 0; i < a->ngroups && !ret; i++) {
 		struct rf_group *g = &a->groups[i];
 
-		for (j = 0; j < g->nworkers; j++) {
+		for (j = 0; j < g->nworkers && !ret; j++) {
 			ret = -pthread_create(&g->workers[j].thread, NULL, worker_main, &g->workers[j]);
-			if (ret)
-				return ret;
-			g->workers[j].started = true;
-			nthreads++;
+			if (!ret) {
+				g->workers[j].started = true;
+				nthreads++;
+			}
 		}
 	}
-	/* Every worker has its ring before the first request. */
 	pthread_mutex_lock(&a->start_lock);
 	while (a->nready < nthreads)
 		pthread_cond_wait(&a->start_cond, &a->start_lock);
-	ret = a->nstart_err ? -EIO : 0;
+	if (!ret && a->nstart_err)
+		ret = -EIO;
 	pthread_mutex_unlock(&a->start_lock);
 	return ret;
 }
 
-void rf_array_close(struct rf_array *a)
+/* Stop and join the group threads (nothing may be in flight). */
+static void groups_stop(struct rf_array *a)
 {
 	int i, j;
 
-	if (!a)
-		return;
 	for (i = 0; a->groups && i < a->ngroups; i++) {
 		struct rf_group *g = &a->groups[i];
-
 		struct rf_worker *w, *idle;
 
 		/* Workers check g->stop under g->lock before they sleep; wake
@@ -802,37 +1142,190 @@ void rf_array_close(struct rf_array *a)
 		for (w = idle; w; w = w->idle_next)
 			rf_ioq_kick(&w->ioq);
 	}
-	for (i = 0; a->groups && i < a->ngroups; i++) {
-		struct rf_group *g = &a->groups[i];
+	for (i = 0; a->groups && i < a->ngroups; i++)
+		for (j = 0; j < a->groups[i].nworkers; j++)
+			if (a->groups[i].workers[j].started)
+				pthread_join(a->groups[i].workers[j].thread, NULL);
+}
 
-		for (j = 0; j < g->nworkers; j++)
-			if (g->workers[j].started)
-				pthread_join(g->workers[j].thread, NULL);
-		for (j = 0; j < g->nworkers; j++) {
-			if (g->workers[j].started && !g->workers[j].ioq_ret)
-				rf_ioq_destroy(&g->workers[j].ioq);
-			free(g->workers[j].scratch);
-		}
-		for (j = 0; g->stripes && j < g->nstripes; j++) {
-			free(g->stripes[j].mio);
-			free(g->stripes[j].buf);
-		}
-		free(g->workers);
-		free(g->stripes);
-		free(g->stripe_mem);
-		free(g->hash);
-		pthread_mutex_destroy(&g->lock);
+int rf_array_start(struct rf_array *a)
+{
+	int ret;
+
+	a->ngroups = ngroups_for(a->worker_groups);
+	ret = groups_alloc(a, a->ngroups, a->group_thread_cnt, a->stripe_cache_size, &a->groups);
+	if (ret)
+		return ret;
+	a->started = true;
+	return groups_start(a);
+}
+
+void rf_array_close(struct rf_array *a)
+{
+	int i;
+
+	if (!a)
+		return;
+	if (a->started) {
+		/* Whatever waits at the barrier still runs, then nothing may
+		 * start: every request has ended when the groups go. */
+		pthread_mutex_lock(&a->reconf_lock);
+		a->suspended = false;
+		release(a, 0);
+		drain(a, RF_HOLD_ALL);
+		pthread_mutex_unlock(&a->reconf_lock);
 	}
-	free(a->groups);
+	groups_stop(a);
+	groups_free(a, a->groups, a->ngroups);
+	a->groups = NULL;
+	inline_free_all(a);
 	for (i = 0; i < a->nmembers; i++)
 		if (a->members[i].fd >= 0)
 			fsync(a->members[i].fd);
 	array_free(a);
 }
 
+/* ---- runtime control ---- */
+
+enum reshape_what { RESHAPE_CACHE, RESHAPE_THREADS, RESHAPE_GROUPS };
+
+/* Drain everything, rebuild the groups with one tunable changed, release.
+ * On failure the old shape stays and serves. */
+static int reshape(struct rf_array *a, enum reshape_what what, int value)
+{
+	struct rf_group *groups, *old;
+	int ngroups, oldn, ret, wg, nthreads, cache;
+
+	pthread_mutex_lock(&a->reconf_lock);
+	wg = what == RESHAPE_GROUPS ? value : a->worker_groups;
+	nthreads = what == RESHAPE_THREADS ? value : a->group_thread_cnt;
+	cache = what == RESHAPE_CACHE ? value : a->stripe_cache_size;
+	ngroups = ngroups_for(wg);
+	drain(a, RF_HOLD_ALL);
+	old = a->groups;
+	oldn = a->ngroups;
+	ret = groups_alloc(a, ngroups, nthreads, cache, &groups);
+	if (!ret) {
+		groups_stop(a);
+		groups_free(a, old, oldn);
+		a->groups = groups;
+		a->ngroups = ngroups;
+		a->worker_groups = wg;
+		a->group_thread_cnt = nthreads;
+		a->stripe_cache_size = cache;
+		ret = groups_start(a);
+		if (ret)
+			rf_err("%s: starting %d group thread(s) failed: %s", a->name, nthreads, strerror(-ret));
+	} else {
+		rf_err("%s: no memory for %d group(s) with %d stripe heads: %s", a->name, ngroups, cache,
+		       strerror(-ret));
+	}
+	release(a, a->suspended ? RF_HOLD_WRITES : 0);
+	pthread_mutex_unlock(&a->reconf_lock);
+	return ret;
+}
+
+int rf_array_set_stripe_cache_size(struct rf_array *a, int n)
+{
+	if (n < 17 || n > 32768)
+		return -EINVAL;
+	return reshape(a, RESHAPE_CACHE, n);
+}
+
+int rf_array_set_group_thread_cnt(struct rf_array *a, int n)
+{
+	if (n < 0 || n > RF_MAX_GROUP_THREADS)
+		return -EINVAL;
+	return reshape(a, RESHAPE_THREADS, n);
+}
+
+int rf_array_set_worker_groups(struct rf_array *a, int n)
+{
+	if (n < 1 || n > RF_MAX_GROUPS)
+		return -EINVAL;
+	return reshape(a, RESHAPE_GROUPS, n);
+}
+
+int rf_array_set_rmw_level(struct rf_array *a, int n)
+{
+	if (n < 0 || n > 2)
+		return -EINVAL;
+	/* Stripe rounds read it while they plan: change it between rounds. */
+	pthread_mutex_lock(&a->reconf_lock);
+	drain(a, RF_HOLD_WRITES);
+	a->rmw_level = n;
+	release(a, a->suspended ? RF_HOLD_WRITES : 0);
+	pthread_mutex_unlock(&a->reconf_lock);
+	return 0;
+}
+
+int rf_array_suspend(struct rf_array *a)
+{
+	pthread_mutex_lock(&a->reconf_lock);
+	if (!a->suspended) {
+		drain(a, RF_HOLD_WRITES);
+		a->suspended = true;
+		rf_info("%s: suspended: writes wait until array_state is set to active", a->name);
+	}
+	pthread_mutex_unlock(&a->reconf_lock);
+	return 0;
+}
+
+int rf_array_resume(struct rf_array *a)
+{
+	pthread_mutex_lock(&a->reconf_lock);
+	if (a->suspended) {
+		a->suspended = false;
+		release(a, 0);
+		rf_info("%s: active again", a->name);
+	}
+	pthread_mutex_unlock(&a->reconf_lock);
+	return 0;
+}
+
+void rf_array_get_info(struct rf_array *a, struct rf_array_info *out)
+{
+	uint64_t f = rf_faulty(a);
+	int i;
+
+	memset(out, 0, sizeof(*out));
+	out->level = a->geom.level;
+	out->layout = a->geom.layout;
+	out->raid_disks = a->geom.raid_disks;
+	out->chunk_bytes = a->geom.chunk_sectors * 512;
+	out->component_size = a->geom.dev_sectors * 512;
+	out->array_size = a->size;
+	out->faulty = f;
+	out->degraded = __builtin_popcountll(f);
+	out->failed = f && a->ops->failed(a, f);
+	out->writes_in_flight = atomic_load(&a->inflight[1]) > 0;
+	/* The shape is stable while reconf_lock is held. */
+	pthread_mutex_lock(&a->reconf_lock);
+	out->stripe_cache_size = a->stripe_cache_size;
+	out->group_thread_cnt = a->group_thread_cnt;
+	out->worker_groups = a->ngroups;
+	out->rmw_level = a->rmw_level;
+	out->suspended = a->suspended;
+	for (i = 0; a->ops->handle_stripe && a->groups && i < a->ngroups; i++) {
+		struct rf_group *g = &a->groups[i];
+
+		pthread_mutex_lock(&g->lock);
+		out->stripe_cache_active += g->nstripes - g->nlru;
+		pthread_mutex_unlock(&g->lock);
+		out->stripe_cache_bytes += (uint64_t)g->nstripes * a->nmembers * a->stripe_size;
+	}
+	pthread_mutex_unlock(&a->reconf_lock);
+}
+
+const char *rf_array_member_path(const struct rf_array *a, int i)
+{
+	return i >= 0 && i < a->nmembers ? a->members[i].path : NULL;
+}
+
 void rf_array_set_ioq_init(struct rf_array *a, rf_ioq_init_fn fn)
 {
 	a->ioq_init = fn;
+	a->inline_ioq_init = fn;
 }
 
 uint64_t rf_array_size(const struct rf_array *a) { return a->size; }

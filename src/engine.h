@@ -8,7 +8,11 @@
  *    lock is the innermost lock; no two group locks are ever held together.
  *  - struct rf_worker: one thread, its own rf_ioq; only that thread touches
  *    its ioq.  A stripe head is owned by one worker while `busy` is set;
- *    the owner alone touches its buffers, uptodate mask and IO.
+ *    the owner alone touches its buffers, uptodate mask and IO.  With
+ *    group_thread_cnt 0 the groups have no threads: a submitter borrows an
+ *    inline worker from the array's pool and does the work itself.
+ *  - The groups and their workers are rebuilt only while the drain barrier
+ *    holds every request and none is in flight (rf_array_set_*()).
  *
  * Pieces: a request is split into pieces; each piece ends once through
  * rf_piece_end().  A DIRECT piece is one member IO the worker issues as it
@@ -29,6 +33,7 @@
 #include "raidfuse/log.h"
 
 #define RF_MAX_GROUPS 64
+#define RF_MAX_GROUP_THREADS 64
 
 enum rf_piece_kind { RF_PIECE_DIRECT, RF_PIECE_STRIPE, RF_PIECE_FLUSH };
 
@@ -108,6 +113,7 @@ struct rf_group {
 	struct rf_piece *deferred, **deferred_tail;     /* waiting for a free stripe head */
 	struct rf_stripe *handle_head, *handle_tail;    /* heads with queued pieces */
 	struct rf_stripe *lru_head, *lru_tail;          /* idle heads, oldest first */
+	int nlru;
 	struct rf_stripe **hash;
 	uint32_t hash_mask;
 	struct rf_worker *idle;                         /* sleeping workers */
@@ -121,11 +127,15 @@ struct rf_group {
 };
 
 struct rf_worker {
-	struct rf_group *g;
+	struct rf_array *a;
+	struct rf_group *g;             /* the group served; NULL for an inline worker */
 	struct rf_worker *idle_next;    /* g->lock */
 	bool idle;                      /* g->lock */
 	pthread_t thread;
 	bool started;
+	struct rf_worker *pool_next;    /* inline: a->pool_lock */
+	struct rf_worker *all_next;     /* inline: a->pool_lock */
+	uint64_t touched;               /* inline: groups this submitter queued work to */
 	struct rf_ioq ioq;              /* this thread only */
 	char *scratch;                  /* stripe_size bytes, this thread only */
 	char *zero;                     /* stripe_size zero bytes */
@@ -146,13 +156,29 @@ struct rf_array {
 	uint64_t present;               /* members opened */
 	atomic_uint_fast64_t faulty;    /* missing or failed members */
 	atomic_uint rr;                 /* read balancing counter */
+	/* Engine shape; changed only under reconf_lock while drained. */
 	int ngroups;
 	struct rf_group *groups;
-	int stripe_cache_size, group_thread_cnt;
-	rf_ioq_init_fn ioq_init;
+	int stripe_cache_size, group_thread_cnt, worker_groups;
+	rf_ioq_init_fn ioq_init;        /* group workers' queues */
+	rf_ioq_init_fn inline_ioq_init; /* inline workers' queues */
 	pthread_mutex_t start_lock;     /* workers report their setup */
 	pthread_cond_t start_cond;
 	int nready, nstart_err;         /* start_lock */
+	/* Inline workers (group_thread_cnt 0), reused across requests. */
+	pthread_mutex_t pool_lock;
+	struct rf_worker *pool;         /* free ones */
+	struct rf_worker *pool_all;     /* every one, through all_next */
+	/* The drain barrier. */
+	pthread_mutex_t reconf_lock;    /* one reconfiguration at a time */
+	pthread_mutex_t bar_lock;
+	pthread_cond_t bar_cond;
+	atomic_uint hold;               /* RF_HOLD_* */
+	atomic_long inflight[2];        /* requests past the barrier: reads, writes+flushes */
+	struct rf_req *held, **held_tail; /* bar_lock: waiting, in arrival order */
+	int nheld;                      /* bar_lock */
+	bool suspended;                 /* reconf_lock */
+	bool started;
 };
 
 /* Pieces */

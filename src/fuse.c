@@ -623,9 +623,8 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	fuse_loop_cfg_destroy(lc);
 	fuse_session_unmount(fs->se);
 	fuse_remove_signal_handlers(fs->se);
-	/* Writes held by md/array_state "suspended" (the connection was torn
-	 * down under them) must end before the pool can come home. */
-	rf_array_resume(fs->a);
+	/* Writes held by a suspended array run now: the pool must come home. */
+	rf_array_resume(a);
 	/* Every request was answered before the loop ended (replies come from
 	 * workers; wait for the pool to come home). */
 	pthread_mutex_lock(&fs->lock);

@@ -446,3 +446,144 @@ int rf_ioq_init_uring(struct rf_ioq *q, const struct rf_ioq_member *members, int
 	q->priv = u;
 	return 0;
 }
+
+/* ---- synchronous backend ----
+ *
+ * For a submitter that does its own stripe work (group_thread_cnt 0): the
+ * operations queued by prep run in submit(), one system call each, on the
+ * calling thread; reap() hands their results to rf_ioq_complete().  On
+ * members where the kernel would punt an io_uring request to a helper
+ * thread anyway (tmpfs, buffered files), this saves two context switches
+ * per IO.  kick() has nothing to wake: nothing here ever blocks in reap().
+ */
+
+struct sync_op {
+	struct rf_mio *m;
+	const struct iovec *iov;        /* NULL: buf/len */
+	char *buf;
+	uint32_t len;
+	int niov;
+	int fd;
+	uint64_t off;
+	int res;
+};
+
+struct sync_priv {
+	unsigned depth;
+	unsigned nq, ndone;             /* ops[0, ndone) ran, [ndone, nq) wait for submit */
+	struct sync_op ops[];
+};
+
+static int sync_push(struct rf_ioq *q, struct rf_mio *m, int fd, char *buf, uint32_t len,
+		     const struct iovec *iov, int niov, uint64_t off)
+{
+	struct sync_priv *s = q->priv;
+	struct sync_op *o;
+
+	if (s->nq == s->depth)
+		return -EBUSY;
+	o = &s->ops[s->nq++];
+	o->m = m;
+	o->fd = fd;
+	o->buf = buf;
+	o->len = len;
+	o->iov = iov;
+	o->niov = niov;
+	o->off = off;
+	return 0;
+}
+
+static int sync_prep(struct rf_ioq *q, struct rf_mio *m, int fd, char *buf, uint32_t len, uint64_t off)
+{
+	return sync_push(q, m, fd, buf, len, NULL, 0, off);
+}
+
+static int sync_prepv(struct rf_ioq *q, struct rf_mio *m, int fd, const struct iovec *iov, int niov, uint64_t off)
+{
+	return sync_push(q, m, fd, NULL, 0, iov, niov, off);
+}
+
+static int sync_run(const struct sync_op *o)
+{
+	ssize_t n;
+
+	if (o->m->op == RF_MIO_FSYNC)
+		n = fsync(o->fd);
+	else if (o->iov)
+		n = o->m->op == RF_MIO_READ ? preadv(o->fd, o->iov, o->niov, (off_t)o->off)
+					    : pwritev(o->fd, o->iov, o->niov, (off_t)o->off);
+	else
+		n = o->m->op == RF_MIO_READ ? pread(o->fd, o->buf, o->len, (off_t)o->off)
+					    : pwrite(o->fd, o->buf, o->len, (off_t)o->off);
+	return n < 0 ? -errno : (int)n;
+}
+
+static int sync_submit(struct rf_ioq *q)
+{
+	struct sync_priv *s = q->priv;
+	int n = 0;
+
+	for (; s->ndone < s->nq; s->ndone++, n++)
+		s->ops[s->ndone].res = sync_run(&s->ops[s->ndone]);
+	return n;
+}
+
+static int sync_reap(struct rf_ioq *q, bool wait)
+{
+	struct sync_priv *s = q->priv;
+	int ended = 0;
+
+	(void)wait;
+	while (s->ndone) {
+		/* Take the finished ops out first: a completion may queue more
+		 * (short transfer, the next stripe round). */
+		struct sync_op done[64];
+		unsigned n = s->ndone < 64 ? s->ndone : 64, i;
+
+		memcpy(done, s->ops, n * sizeof(*done));
+		memmove(s->ops, s->ops + n, (s->nq - n) * sizeof(*s->ops));
+		s->nq -= n;
+		s->ndone -= n;
+		for (i = 0; i < n; i++)
+			ended += rf_ioq_complete(q, done[i].m, done[i].res);
+	}
+	return ended;
+}
+
+static void sync_kick(struct rf_ioq *q)
+{
+	(void)q;
+}
+
+static void sync_destroy(struct rf_ioq *q)
+{
+	free(q->priv);
+	q->priv = NULL;
+}
+
+static const struct rf_ioq_backend sync_backend = {
+	.prep = sync_prep,
+	.prepv = sync_prepv,
+	.submit = sync_submit,
+	.reap = sync_reap,
+	.kick = sync_kick,
+	.destroy = sync_destroy,
+};
+
+int rf_ioq_init_sync(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned depth)
+{
+	struct sync_priv *s = calloc(1, sizeof(*s) + depth * sizeof(s->ops[0]));
+	int ret;
+
+	if (!s)
+		return -ENOMEM;
+	s->depth = depth;
+	ret = rf_ioq_init_common(q, members, nmembers, depth);
+	if (ret) {
+		free(s);
+		return ret;
+	}
+	q->be = &sync_backend;
+	q->priv = s;
+	return 0;
+}

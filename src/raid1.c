@@ -104,7 +104,7 @@ static int mirror_split(struct rf_array *a, struct rf_req *r)
 
 static void mirror_direct_failed(struct rf_worker *w, struct rf_piece *p, int err)
 {
-	struct rf_array *a = w->g->a;
+	struct rf_array *a = w->a;
 	int devs[RF_MAX_MEMBERS], n, i;
 	uint64_t moffs[RF_MAX_MEMBERS];
 

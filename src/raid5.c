@@ -117,7 +117,7 @@ static int r5_split(struct rf_array *a, struct rf_req *r)
  * through the stripe heads, rebuilt from the other members. */
 static void r5_direct_failed(struct rf_worker *w, struct rf_piece *p, int err)
 {
-	struct rf_array *a = w->g->a;
+	struct rf_array *a = w->a;
 	uint64_t moff = p->mio.off - a->members[p->mio.member].data_offset;
 
 	if (rf_failed_now(a) || queue_stripe_pieces(a, p->req, false, p->mio.member, moff, p->aoff, p->buf,
@@ -202,7 +202,7 @@ static void r5_write_end(struct rf_mio *m);
 
 static void issue(struct rf_worker *w, struct rf_stripe *sh, int col, bool write)
 {
-	struct rf_array *a = w->g->a;
+	struct rf_array *a = w->a;
 	struct rf_mio *m = &sh->mio[col];
 
 	m->priv = sh;
@@ -219,7 +219,7 @@ static void issue(struct rf_worker *w, struct rf_stripe *sh, int col, bool write
 /* Syndrome-ordered block pointers of the row: n data slots, then P, Q. */
 static int syndrome_blocks(struct rf_worker *w, struct rf_stripe *sh, const struct row_ctx *c, void **blocks)
 {
-	struct rf_array *a = w->g->a;
+	struct rf_array *a = w->a;
 	int n = c->row.syndrome_disks, i;
 
 	for (i = 0; i < n; i++)
@@ -243,7 +243,7 @@ static int syndrome_index(const struct row_ctx *c, int member)
 
 static void compute_parity(struct rf_worker *w, struct rf_stripe *sh, const struct row_ctx *c)
 {
-	struct rf_array *a = w->g->a;
+	struct rf_array *a = w->a;
 	void *blocks[RF_MAX_MEMBERS + 2];
 	int k, n;
 
@@ -261,7 +261,7 @@ static void compute_parity(struct rf_worker *w, struct rf_stripe *sh, const stru
  * are uptodate). */
 static void reconstruct(struct rf_worker *w, struct rf_stripe *sh, const struct row_ctx *c)
 {
-	struct rf_array *a = w->g->a;
+	struct rf_array *a = w->a;
 	uint64_t bad = c->faulty & (c->data_mask | c->par_mask);
 	void *blocks[RF_MAX_MEMBERS + 2];
 	int i, n, f[2] = { -1, -1 }, nf = 0;
@@ -299,7 +299,7 @@ static bool r5_compute(struct rf_worker *w, struct rf_stripe *sh);
 /* Plan the round and issue reads.  Returns true when IO is in flight. */
 static bool r5_plan(struct rf_worker *w, struct rf_stripe *sh)
 {
-	struct rf_array *a = w->g->a;
+	struct rf_array *a = w->a;
 	struct row_ctx c;
 	uint64_t need = 0, alive, toread;
 	struct rf_piece *p;
@@ -358,7 +358,7 @@ static bool r5_plan(struct rf_worker *w, struct rf_stripe *sh)
  * Returns true when writes are in flight. */
 static bool r5_compute(struct rf_worker *w, struct rf_stripe *sh)
 {
-	struct rf_array *a = w->g->a;
+	struct rf_array *a = w->a;
 	uint32_t ss = a->stripe_size;
 	struct row_ctx c;
 	struct rf_piece *p, *next;
@@ -447,7 +447,7 @@ static void r5_read_end(struct rf_mio *m)
 {
 	struct rf_stripe *sh = m->priv;
 	struct rf_worker *w = rf_current_worker;
-	struct rf_array *a = w->g->a;
+	struct rf_array *a = w->a;
 
 	assert(sh->phase == RF_SH_READ && sh->pending > 0);
 	if (m->res) {
@@ -468,7 +468,7 @@ static void r5_write_end(struct rf_mio *m)
 {
 	struct rf_stripe *sh = m->priv;
 	struct rf_worker *w = rf_current_worker;
-	struct rf_array *a = w->g->a;
+	struct rf_array *a = w->a;
 
 	assert(sh->phase == RF_SH_WRITE && sh->pending > 0);
 	if (m->res)

@@ -33,6 +33,8 @@ struct rf_req {
 	/* engine-private below */
 	atomic_int pending;             /* pieces not ended, +1 while splitting */
 	atomic_int err;                 /* first error */
+	struct rf_array *a;
+	struct rf_req *held_next;       /* the drain barrier's queue */
 	struct rf_piece *pieces;        /* rf_req_alloc()'s array */
 	atomic_int npieces;             /* used entries of pieces[] */
 	int maxpieces;
@@ -75,5 +77,41 @@ void rf_req_free(struct rf_req *r);
 /* Split and queue r; r->done() runs later on a worker (or at once on a
  * split error).  The caller must keep r and r->buf until then. */
 void rf_array_submit(struct rf_array *a, struct rf_req *r);
+
+/* ---- runtime control: what md shows and takes in sysfs ----
+ *
+ * Setters check the value first (-EINVAL, nothing changed).  Those that
+ * reshape the engine drain the array: new requests are held at the
+ * barrier (the caller's FUSE thread is not blocked by them), requests in
+ * flight end, the change is made, and every held request is resubmitted in
+ * arrival order.  A setter blocks its caller for the drain: never call one
+ * from a req->done() callback or a worker. */
+struct rf_array_info {
+	int level, layout, raid_disks;
+	uint32_t chunk_bytes;           /* 0 for raid1 */
+	uint64_t component_size;        /* bytes of each member the array uses */
+	uint64_t array_size;            /* bytes */
+	uint64_t faulty;                /* missing or failed members, by role */
+	int degraded;                   /* how many */
+	bool failed;                    /* too many to serve IO */
+	int stripe_cache_size;          /* md's unit: stripe heads */
+	int stripe_cache_active;        /* heads in use now */
+	int group_thread_cnt, worker_groups, rmw_level;
+	bool suspended;
+	bool writes_in_flight;          /* "active" rather than "clean" */
+	uint64_t stripe_cache_bytes;    /* memory the stripe cache holds */
+};
+void rf_array_get_info(struct rf_array *a, struct rf_array_info *out);
+/* Member i's path as given ("missing" for a missing one). */
+const char *rf_array_member_path(const struct rf_array *a, int i);
+
+int rf_array_set_stripe_cache_size(struct rf_array *a, int n);   /* 17..32768, as md */
+int rf_array_set_group_thread_cnt(struct rf_array *a, int n);    /* 0..64 */
+int rf_array_set_worker_groups(struct rf_array *a, int n);       /* 1..64 */
+int rf_array_set_rmw_level(struct rf_array *a, int n);           /* 0..2 */
+/* md/array_state "suspended": drain, then hold every write (reads go on)
+ * until rf_array_resume() ("active").  Both are idempotent. */
+int rf_array_suspend(struct rf_array *a);
+int rf_array_resume(struct rf_array *a);
 
 #endif

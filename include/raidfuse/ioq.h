@@ -91,6 +91,9 @@ struct rf_ioq {
 int rf_ioq_init_common(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned slots);
 /* liburing backend with `depth` entries.  Returns 0 or -errno. */
 int rf_ioq_init_uring(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned depth);
+/* Synchronous backend: queued operations run in rf_ioq_submit() on the
+ * calling thread (pread/pwrite), completions come from rf_ioq_reap(). */
+int rf_ioq_init_sync(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned depth);
 void rf_ioq_destroy(struct rf_ioq *q);
 
 /* Queue m (its buf/off/len/op/member/end set).  Never fails: when the backend

@@ -74,7 +74,7 @@ check '[ "$(val array_state)" = clean ]' "an idle array is clean"
 check '[ "$(val degraded)" = 0 ]' "degraded"
 check '[ "$(val stripe_cache_size)" = 256 ]' "md's default stripe cache"
 check '[[ "$(val stripe_cache_active)" =~ ^[0-9]+$ ]]' "stripe_cache_active is a count"
-check '[ "$(val group_thread_cnt)" = 1 ]' "group_thread_cnt default"
+check '[ "$(val group_thread_cnt)" = 0 ]' "group_thread_cnt default (md's 0: submitters do the work)"
 check '[ "$(val worker_groups)" -ge 1 ]' "worker_groups"
 check '[ "$(val rmw_level)" = 1 ]' "rmw_level default"
 check '[ "$(val metadata_version)" = none ]' "metadata_version"
@@ -102,7 +102,7 @@ log "bad values fail with EINVAL and change nothing"
 for v in 16 32769 abc "" -1 1e3 "256 512"; do
 	set_bad stripe_cache_size "$v"
 done
-set_bad group_thread_cnt 33
+set_bad group_thread_cnt 65
 set_bad group_thread_cnt x
 set_bad rmw_level 3
 set_bad worker_groups 0

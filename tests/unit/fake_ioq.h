@@ -8,6 +8,9 @@
  *   fake_short_every     every Nth transfer moves only half its bytes (0: off)
  *   fake_again_every     every Nth operation completes with -EAGAIN (0: off)
  *   fake_busy_depth      prep refuses (-EBUSY) beyond this many queued ops
+ *   fake_gate_close()    operations queued from now on wait in reap until
+ *                        fake_gate_open(); fake_gate_waiting() counts the
+ *                        queues blocked there (IO held "in flight")
  * Counters say what was injected, so tests can assert the faults happened.
  */
 #ifndef FAKE_IOQ_H
@@ -152,10 +155,55 @@ static int fake_do(struct fake_priv *f, struct fake_op *o)
 	return r < 0 ? -errno : (int)r;
 }
 
+static pthread_mutex_t fake_gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t fake_gate_cond = PTHREAD_COND_INITIALIZER;
+static bool fake_gate_closed;
+static int fake_gate_nwait;
+
+static __attribute__((unused)) void fake_gate_close(void)
+{
+	pthread_mutex_lock(&fake_gate_lock);
+	fake_gate_closed = true;
+	pthread_mutex_unlock(&fake_gate_lock);
+}
+
+static __attribute__((unused)) void fake_gate_open(void)
+{
+	pthread_mutex_lock(&fake_gate_lock);
+	fake_gate_closed = false;
+	pthread_cond_broadcast(&fake_gate_cond);
+	pthread_mutex_unlock(&fake_gate_lock);
+}
+
+static __attribute__((unused)) int fake_gate_waiting(void)
+{
+	int n;
+
+	pthread_mutex_lock(&fake_gate_lock);
+	n = fake_gate_nwait;
+	pthread_mutex_unlock(&fake_gate_lock);
+	return n;
+}
+
+static void fake_gate_pass(void)
+{
+	pthread_mutex_lock(&fake_gate_lock);
+	if (fake_gate_closed) {
+		fake_gate_nwait++;
+		while (fake_gate_closed)
+			pthread_cond_wait(&fake_gate_cond, &fake_gate_lock);
+		fake_gate_nwait--;
+	}
+	pthread_mutex_unlock(&fake_gate_lock);
+}
+
 static int fake_reap(struct rf_ioq *q, bool wait)
 {
 	struct fake_priv *f = q->priv;
 	int ended = 0;
+
+	if (f->nops)
+		fake_gate_pass();
 
 	if (!f->nops && wait) {
 		pthread_mutex_lock(&f->lock);

@@ -273,7 +273,7 @@ static void test_store_ranges(void **state)
 	struct rf_array *a = open_array("st", 5, 2, 4, 65536, 0);
 
 	check_int_store(a, "stripe_cache_size", 17, 32768);
-	check_int_store(a, "group_thread_cnt", 0, 32);
+	check_int_store(a, "group_thread_cnt", 0, 64);
 	check_int_store(a, "worker_groups", 1, 64);
 	check_int_store(a, "rmw_level", 0, 2);
 	/* back to something small, and IO still works through the engine */

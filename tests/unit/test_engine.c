@@ -18,6 +18,7 @@
 
 #include "engine.h"
 #include "fake_ioq.h"
+#include "testdir.h"
 #include "raidfuse/parity.h"
 
 #define MEMBER_BYTES (2u << 20)
@@ -25,6 +26,9 @@
 
 static unsigned seed;
 static char dir[256];
+/* group_thread_cnt of the arrays opened: each level test runs with worker
+ * threads (2) and inline, the submitter doing the work (0). */
+static int gtc = 2;
 
 static uint64_t rnd(void)
 {
@@ -116,7 +120,7 @@ static struct rf_array *open_array(const struct spec *sp, uint64_t missing, bool
 	cfg.nmembers = sp->n;
 	cfg.data_offset = DATA_OFFSET;
 	cfg.stripe_cache_size = 40;     /* small: heads get recycled */
-	cfg.group_thread_cnt = 2;
+	cfg.group_thread_cnt = gtc;
 	cfg.worker_groups = 2;
 	cfg.stripe_size = sp->stripe_size ? sp->stripe_size : 4096;
 	cfg.rmw_level = 1;
@@ -582,21 +586,28 @@ static void test_open_errors(void **state)
 static int setup(void **state)
 {
 	const char *env = getenv("RF_TEST_SEED");
-	const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
 
 	seed = env ? (unsigned)strtoul(env, NULL, 0) : 20261130u;
 	printf("# seed %u (RF_TEST_SEED overrides)\n", seed);
-	snprintf(dir, sizeof(dir), "%s/rf-engine-XXXXXX", base);
-	assert_non_null(mkdtemp(dir));
+	assert_int_equal(testdir_make(dir, sizeof(dir), "engine"), 0);
+	return 0;
+}
+
+static int threads2(void **state)
+{
+	gtc = 2;
+	return 0;
+}
+
+static int inline0(void **state)
+{
+	gtc = 0;
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	char cmd[300];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return testdir_remove(dir);
 }
 
 int main(void)
@@ -605,10 +616,14 @@ int main(void)
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_split_raid0),
 		cmocka_unit_test(test_rmw_rcw_plan),
-		cmocka_unit_test(test_levels_uring),
-		cmocka_unit_test(test_levels_short_again),
-		cmocka_unit_test(test_member_fails),
-		cmocka_unit_test(test_raid6_double),
+		cmocka_unit_test_setup(test_levels_uring, threads2),
+		cmocka_unit_test_setup(test_levels_short_again, threads2),
+		cmocka_unit_test_setup(test_member_fails, threads2),
+		cmocka_unit_test_setup(test_raid6_double, threads2),
+		cmocka_unit_test_setup(test_levels_uring, inline0),
+		cmocka_unit_test_setup(test_levels_short_again, inline0),
+		cmocka_unit_test_setup(test_member_fails, inline0),
+		cmocka_unit_test_setup(test_raid6_double, inline0),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
