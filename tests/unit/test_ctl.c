@@ -20,6 +20,7 @@
 #include "engine.h"
 #include "fake_ioq.h"
 #include "raidfuse/ctl.h"
+#include "testdir.h"
 
 #define MEMBER_BYTES (2u << 20)
 
@@ -436,19 +437,12 @@ static void test_tree(void **state)
 
 static int setup(void **state)
 {
-	const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-
-	snprintf(dir, sizeof(dir), "%s/rf-ctl-XXXXXX", base);
-	assert_non_null(mkdtemp(dir));
-	return 0;
+	return testdir_make(dir, sizeof(dir), "ctl");
 }
 
 static int teardown(void **state)
 {
-	char cmd[300];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return testdir_remove(dir);
 }
 
 int main(void)
