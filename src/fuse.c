@@ -13,8 +13,8 @@
  * The image behaves like a block device: its size is fixed, a write that
  * starts at or past the end fails with ENOSPC and one that crosses it is
  * cut short, a read past the end is short, O_TRUNC is ignored and any
- * other size change refused.  flush and fsync reach every member with
- * fsync.
+ * other size change refused.  fsync, and the flush of a close by an
+ * opener that could write, reach every member with fsync.
  *
  * A control file reads like a sysfs attribute: every read from its start
  * formats it afresh (direct_io, no page cache), a write is one value for the table's
@@ -280,7 +280,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* O_TRUNC is ignored, as a block device ignores it (the kernel passes
 	 * it here instead of a size change: FUSE_CAP_ATOMIC_O_TRUNC); a
 	 * control file is rewritten by the value that follows. */
-	fi->fh = 0;
+	/* The image: fh says whether this opener may write (its close then
+	 * flushes).  A control file: its struct ctl_open. */
+	fi->fh = (fi->flags & O_ACCMODE) != O_RDONLY;
 	if (n->kind == RF_CTL_FILE) {
 		struct ctl_open *c = calloc(1, sizeof(*c));
 
@@ -293,7 +295,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
-	if (fuse_reply_open(req, fi) && fi->fh) {
+	if (fuse_reply_open(req, fi) && n->kind == RF_CTL_FILE) {
 		/* the opener is gone: no release will come */
 		free((void *)(uintptr_t)fi->fh);
 	}
@@ -439,9 +441,12 @@ static bool is_image(struct fs *fs, fuse_ino_t ino)
 	return n && n->kind == RF_CTL_IMAGE;
 }
 
+/* close(): the members are flushed for an opener that could write.  One
+ * that only read has nothing to flush, and its close must not wait while
+ * a suspended array holds writes (and flushes) back: reads go on. */
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	if (!is_image(fuse_req_userdata(req), ino)) {
+	if (!is_image(fuse_req_userdata(req), ino) || !fi->fh) {
 		fuse_reply_err(req, 0);
 		return;
 	}
@@ -459,9 +464,10 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	const struct rf_ctl_node *n = node_of(fuse_req_userdata(req), ino);
 	struct ctl_open *c = (struct ctl_open *)(uintptr_t)fi->fh;
 
-	if (c) {
+	if (n && n->kind == RF_CTL_FILE && c) {
 		pthread_mutex_destroy(&c->lock);
 		free(c->text);
 		free(c);
