@@ -339,31 +339,41 @@ static void submit(struct fs *fs, fuse_req_t req, int op, uint64_t off, size_t l
 static void ctl_read(struct fs *fs, fuse_req_t req, const struct rf_ctl_node *n, struct ctl_open *c,
 		     size_t size, off_t off)
 {
-	int len = 0;
+	char *out = NULL;
+	size_t len = 0;
+	int ret = 0;
 
 	pthread_mutex_lock(&c->lock);
 	if (off == 0 || !c->text) {
 		char *buf = malloc(RF_CTL_SHOW_MAX);
 
-		len = buf ? rf_ctl_show(n->attr, fs->a, n->member, buf, RF_CTL_SHOW_MAX) : -ENOMEM;
-		if (len >= 0) {
-			char *fit = realloc(buf, (size_t)len + 1);
+		ret = buf ? rf_ctl_show(n->attr, fs->a, n->member, buf, RF_CTL_SHOW_MAX) : -ENOMEM;
+		if (ret >= 0) {
+			char *fit = realloc(buf, (size_t)ret + 1);
 
 			free(c->text);
 			c->text = fit ? fit : buf;
-			c->len = len;
+			c->len = ret;
 		} else {
 			free(buf);
 		}
 	}
-	/* fuse_reply_buf() copies: the lock keeps c->text for it. */
-	if (len < 0)
-		fuse_reply_err(req, -len);
-	else if (off < 0 || off >= c->len)
-		fuse_reply_buf(req, NULL, 0);
-	else
-		fuse_reply_buf(req, c->text + off, (size_t)(c->len - off) < size ? (size_t)(c->len - off) : size);
+	/* Copy the piece out: once the reply is sent, the opener may close and
+	 * the release (another thread) frees c. */
+	if (ret >= 0 && off >= 0 && off < c->len) {
+		len = (size_t)(c->len - off) < size ? (size_t)(c->len - off) : size;
+		out = malloc(len);
+		if (out)
+			memcpy(out, c->text + off, len);
+		else
+			ret = -ENOMEM;
+	}
 	pthread_mutex_unlock(&c->lock);
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_buf(req, out, len);
+	free(out);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
