@@ -4,8 +4,9 @@
 #   make unit       unit tests only
 #   make asan       the tests under ASan+UBSan (build-asan/)
 #   make tsan       the tests under TSan (build-tsan/); tsan-unit: unit tests only
-#   make bench      fio beside fuse-ceiling (tools/bench.sh)
+#   make bench      fio beside fuse-ceiling (tools/bench.sh; BENCH_ARGS="-t 5 -D" passes options)
 #   make judge      kernel md checks raidfuse's writes (tools/md-crosscheck.sh)
+#   make fuzz       libFuzzer on superblock and config parsing, FUZZ_SECONDS each (clang)
 #   make install    PREFIX=/usr/local DESTDIR=
 #   V=1             full command lines
 
@@ -80,16 +81,40 @@ tsan-unit:
 	$(MAKE) BUILD=build-tsan SAN="-fsanitize=thread" OPT="-O1 -g" unit
 
 bench: $(BUILD)/raidfuse
-	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/bench.sh
+	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/bench.sh $(BENCH_ARGS)
 
 judge: $(BUILD)/raidfuse
 	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/md-crosscheck.sh
+
+# Fuzzing: each harness built with clang's libFuzzer and ASan+UBSan, run
+# for FUZZ_SECONDS from its seed corpus (new inputs go to build-fuzz/;
+# findings to crash-*/leak-* files in the current directory).
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 30
+FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Iinclude $(shell pkg-config --cflags libconfig) \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZERS := build-fuzz/fuzz_super build-fuzz/fuzz_config
+
+build-fuzz/fuzz_super: tests/fuzz/fuzz_super.c src/super.c src/examine.c $(wildcard include/raidfuse/*.h)
+	@mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^)
+
+build-fuzz/fuzz_config: tests/fuzz/fuzz_config.c src/config.c src/layout.c $(wildcard include/raidfuse/*.h)
+	@mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^) $(shell pkg-config --libs libconfig)
+
+fuzz: $(FUZZERS)
+	$(Q)set -e; for f in $(FUZZERS); do n=$${f#build-fuzz/fuzz_}; mkdir -p build-fuzz/corpus-$$n; \
+		echo "== $$f ($(FUZZ_SECONDS) s)"; \
+		LSAN_OPTIONS=suppressions=$(abspath tests/fuzz/lsan.supp) \
+		$$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 \
+			build-fuzz/corpus-$$n tests/fuzz/corpus/$$n; done
 
 install: $(BUILD)/raidfuse
 	install -d $(DESTDIR)$(BINDIR)
 	install -m 0755 $(BUILD)/raidfuse $(DESTDIR)$(BINDIR)/raidfuse
 
 clean:
-	rm -rf build build-asan build-tsan
+	rm -rf build build-asan build-tsan build-fuzz
 
-.PHONY: all unit unit-build func test asan tsan tsan-unit bench judge install clean
+.PHONY: all unit unit-build func test asan tsan tsan-unit bench judge fuzz install clean

@@ -41,6 +41,7 @@
 #include <libconfig.h>
 
 #include "raidfuse/config.h"
+#include "raidfuse/super.h"
 
 #define SECTOR 512ULL
 
@@ -397,7 +398,7 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 {
 	static const char *const keys[] = {
 		"name", "level", "layout", "chunk_size", "members",
-		"member_size", "data_offset", "size", NULL
+		"member_size", "data_offset", "size", "metadata", NULL
 	};
 	const config_setting_t *s;
 	uint64_t v, unit;
@@ -408,13 +409,15 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 	if (r)
 		return r;
 
-	/* name */
+	/* name: the image file's, array.img unless given */
 	s = config_setting_get_member(arr, "name");
-	if (!s)
-		return fail(ld, arr, "array.name", "missing (the file name under the mount point)");
-	if (config_setting_type(s) != CONFIG_TYPE_STRING)
+	if (!s) {
+		cfg->name = strdup("array.img");
+		if (!cfg->name)
+			return -ENOMEM;
+	} else if (config_setting_type(s) != CONFIG_TYPE_STRING) {
 		return fail(ld, s, "array.name", "must be a string (got %s)", type_name(s));
-	{
+	} else {
 		const char *nm = config_setting_get_string(s);
 
 		if (!*nm || strchr(nm, '/') || !strcmp(nm, ".") ||
@@ -425,6 +428,23 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 		cfg->name = strdup(nm);
 		if (!cfg->name)
 			return -ENOMEM;
+	}
+
+	/* metadata: md superblocks `create` writes */
+	cfg->metadata = RF_SB_12;
+	s = config_setting_get_member(arr, "metadata");
+	if (s) {
+		const char *m = config_setting_type(s) == CONFIG_TYPE_STRING ?
+				config_setting_get_string(s) : NULL;
+
+		if (m && (!strcmp(m, "1.2") || !strcmp(m, "default")))
+			cfg->metadata = RF_SB_12;
+		else if (m && !strcmp(m, "none"))
+			cfg->metadata = RF_SB_NONE;
+		else
+			return fail(ld, s, "array.metadata",
+				    "must be \"1.2\" (md superblocks, the default) or \"none\" (got %s)",
+				    m ? m : type_name(s));
 	}
 
 	/* level */
@@ -495,6 +515,7 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 		r = get_size(ld, s, "array.data_offset", SECTOR, &cfg->data_offset);
 		if (r)
 			return r;
+		cfg->data_offset_given = true;
 		if (cfg->data_offset % 4096)
 			return fail(ld, s, "array.data_offset",
 				    "must be a multiple of 4096 bytes (got %s = %llu bytes)",
@@ -648,14 +669,9 @@ int rf_config_load(const char *path, struct rf_config *cfg, char *err, size_t er
 	config_t c;
 	int r;
 
-	memset(cfg, 0, sizeof(*cfg));
+	rf_config_defaults(cfg);
 	if (err && errlen)
 		err[0] = '\0';
-	cfg->stripe_cache_size = DEF_STRIPE_CACHE_SIZE;
-	cfg->group_thread_cnt = DEF_GROUP_THREAD_CNT;
-	cfg->worker_groups = DEF_WORKER_GROUPS;
-	cfg->stripe_size = DEF_STRIPE_SIZE;
-	cfg->rmw_level = DEF_RMW_LEVEL;
 	cfg->path = strdup(path);
 	if (!cfg->path)
 		return -ENOMEM;
@@ -722,6 +738,17 @@ out_free:
 	if (r)
 		rf_config_free(cfg);
 	return r;
+}
+
+void rf_config_defaults(struct rf_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->stripe_cache_size = DEF_STRIPE_CACHE_SIZE;
+	cfg->group_thread_cnt = DEF_GROUP_THREAD_CNT;
+	cfg->worker_groups = DEF_WORKER_GROUPS;
+	cfg->stripe_size = DEF_STRIPE_SIZE;
+	cfg->rmw_level = DEF_RMW_LEVEL;
+	cfg->metadata = RF_SB_12;
 }
 
 void rf_config_free(struct rf_config *cfg)

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -170,13 +171,24 @@ static void drain(struct rf_array *a, unsigned bits)
 }
 
 static void submit_now(struct rf_array *a, struct rf_req *r);
+static void queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w);
+static struct rf_worker *inline_begin(struct rf_array *a, struct rf_worker **saved, int *err);
+static void inline_end(struct rf_array *a, struct rf_worker *w, struct rf_worker *saved);
 
 /* Stop holding, except the classes in keep, and resubmit every waiting
- * request that is no longer held, oldest first.  reconf_lock held. */
+ * request that is no longer held, oldest first.  reconf_lock held.
+ *
+ * Requests that arrive meanwhile queue behind the held ones; the loop
+ * ends when the queue is empty.  So the loop must be quick: it only
+ * splits and queues (pieces on their heads, member IO on the releaser's
+ * inline worker), and the member IO runs after the barrier is open. */
 static void release(struct rf_array *a, unsigned keep)
 {
 	struct rf_req *kept = NULL, **ktail = &kept;
+	struct rf_worker *w, *saved = NULL;
+	int err;
 
+	w = inline_begin(a, &saved, &err);
 	pthread_mutex_lock(&a->bar_lock);
 	atomic_store(&a->hold, keep | RF_HOLD_RELEASING);
 	for (;;) {
@@ -199,7 +211,10 @@ static void release(struct rf_array *a, unsigned keep)
 				continue;
 			}
 			atomic_fetch_add(&a->inflight[cls], 1);
-			submit_now(a, r);
+			if (err)
+				submit_now(a, r);       /* ends it: no inline worker */
+			else
+				queue_req(a, r, w);
 		}
 		pthread_mutex_lock(&a->bar_lock);
 	}
@@ -210,6 +225,9 @@ static void release(struct rf_array *a, unsigned keep)
 		a->nheld++;
 	atomic_store(&a->hold, keep);
 	pthread_mutex_unlock(&a->bar_lock);
+	/* reconf_lock is held: no drain reshapes the groups under w. */
+	if (w)
+		inline_end(a, w, saved);
 }
 
 static void req_put(struct rf_req *r)
@@ -302,14 +320,13 @@ void rf_array_submit(struct rf_array *a, struct rf_req *r)
 		submit_now(a, r);
 }
 
-/* Split r and hand its pieces on: to the groups' workers, or, with no
- * group threads, to an inline worker this thread runs until the work it
- * took on is done. */
-static void submit_now(struct rf_array *a, struct rf_req *r)
+/* Split r and queue its pieces: to the groups' workers, or, when w is an
+ * inline worker (the caller's rf_current_worker), on w: DIRECT pieces on
+ * its queue, STRIPE pieces on their heads, nothing run yet. */
+static void queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w)
 {
 	struct bucket buckets[RF_MAX_GROUPS];
-	struct rf_worker *w = NULL, *saved;
-	int i, ret, cls;
+	int i, ret;
 
 	tl_buckets = buckets;
 	for (i = 0; i < a->ngroups; i++) {
@@ -338,8 +355,6 @@ static void submit_now(struct rf_array *a, struct rf_req *r)
 		ret = a->ops->split(a, r);
 	}
 	tl_buckets = NULL;
-	if (!ret && !a->group_thread_cnt && !(w = inline_get(a)))
-		ret = -ENOMEM;
 	if (ret) {
 		/* Nothing was queued: end the request here. */
 		atomic_store_explicit(&r->pending, 1, memory_order_relaxed);
@@ -347,27 +362,66 @@ static void submit_now(struct rf_array *a, struct rf_req *r)
 		req_put(r);
 		return;
 	}
+	for (i = 0; i < a->ngroups; i++) {
+		if (!buckets[i].head)
+			continue;
+		if (w)
+			run_pieces(w, &a->groups[i], buckets[i].head);
+		else
+			group_push(&a->groups[i], buckets[i].head, buckets[i].tail);
+	}
+	req_put(r);
+}
+
+/* With no group threads, borrow an inline worker and make it this
+ * thread's; NULL with group threads.  *err: -ENOMEM when none is left. */
+static struct rf_worker *inline_begin(struct rf_array *a, struct rf_worker **saved, int *err)
+{
+	struct rf_worker *w;
+
+	*err = 0;
+	if (a->group_thread_cnt)
+		return NULL;
+	w = inline_get(a);
 	if (!w) {
-		for (i = 0; i < a->ngroups; i++)
-			if (buckets[i].head)
-				group_push(&a->groups[i], buckets[i].head, buckets[i].tail);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	*saved = rf_current_worker;
+	rf_current_worker = w;
+	return w;
+}
+
+/* Serve what was queued on w, then give it back. */
+static void inline_end(struct rf_array *a, struct rf_worker *w, struct rf_worker *saved)
+{
+	inline_drive(w);
+	rf_current_worker = saved;
+	inline_put(a, w);
+}
+
+static void submit_now(struct rf_array *a, struct rf_req *r)
+{
+	struct rf_worker *w, *saved = NULL;
+	int cls = req_class(r), err;
+
+	w = inline_begin(a, &saved, &err);
+	if (err) {
+		atomic_store_explicit(&r->pending, 1, memory_order_relaxed);
+		atomic_store_explicit(&r->err, err, memory_order_relaxed);
 		req_put(r);
+		return;
+	}
+	if (!w) {
+		queue_req(a, r, NULL);
 		return;
 	}
 	/* The request may end before this thread is done with the stripe
 	 * heads it serves: count the thread itself until it leaves them, so
 	 * no drain reshapes the groups under it. */
-	cls = req_class(r);
 	atomic_fetch_add(&a->inflight[cls], 1);
-	saved = rf_current_worker;
-	rf_current_worker = w;
-	for (i = 0; i < a->ngroups; i++)
-		if (buckets[i].head)
-			run_pieces(w, &a->groups[i], buckets[i].head);
-	req_put(r);
-	inline_drive(w);
-	rf_current_worker = saved;
-	inline_put(a, w);
+	queue_req(a, r, w);
+	inline_end(a, w, saved);
 	barrier_exit(a, cls);
 }
 
@@ -503,15 +557,18 @@ static struct rf_stripe *stripe_get(struct rf_group *g, uint64_t sector)
 	return sh;
 }
 
-/* g->lock held.  Returns false when p must wait for a head. */
-static bool stripe_attach(struct rf_group *g, struct rf_piece *p)
+/* g->lock held.  Queue p on its head sh (whose sector is p->key), found by
+ * the caller, or looked up (sh NULL).  Returns the head, or NULL when p must
+ * wait for one. */
+static struct rf_stripe *stripe_attach(struct rf_group *g, struct rf_stripe *sh, struct rf_piece *p)
 {
-	struct rf_stripe *sh = stripe_get(g, p->key);
-
-	if (!sh)
-		return false;
-	if (sh->on_lru)
-		lru_del(g, sh);
+	if (!sh) {
+		sh = stripe_get(g, p->key);
+		if (!sh)
+			return NULL;
+		if (sh->on_lru)
+			lru_del(g, sh);
+	}
 	p->next = NULL;
 	if (p->write) {
 		*sh->towrite_tail = p;
@@ -524,7 +581,7 @@ static bool stripe_attach(struct rf_group *g, struct rf_piece *p)
 		handle_add(g, sh);
 		note_group(g);
 	}
-	return true;
+	return sh;
 }
 
 /* The owner is done with a round.  Either another round is due (pieces
@@ -563,9 +620,12 @@ void rf_requeue_piece(struct rf_array *a, struct rf_piece *p)
 
 /* Issue list's DIRECT pieces on w's ring and attach its STRIPE pieces to
  * their heads in g (waiting on g->deferred when no head is free). */
+#define SEEN_SLOTS 32
+
 static void run_pieces(struct rf_worker *w, struct rf_group *g, struct rf_piece *list)
 {
 	struct rf_piece *p, *next, *stripes = NULL, **stail = &stripes;
+	struct rf_stripe *seen[SEEN_SLOTS] = { NULL };
 
 	for (p = list; p; p = next) {
 		next = p->next;
@@ -579,11 +639,20 @@ static void run_pieces(struct rf_worker *w, struct rf_group *g, struct rf_piece 
 	}
 	if (!stripes)
 		return;
-	/* One lock round for every stripe piece of the batch. */
+	/* One lock round for every stripe piece of the batch, and one hash
+	 * lookup per head: a request's pieces of one head (its data columns)
+	 * find the head again here.  A head found in this round cannot be
+	 * recycled before the lock is dropped: it is off the LRU. */
 	pthread_mutex_lock(&g->lock);
 	for (p = stripes; p; p = next) {
+		struct rf_stripe **slot = &seen[(p->key ^ p->key >> 5) % SEEN_SLOTS];
+		struct rf_stripe *sh = *slot && (*slot)->sector == p->key ? *slot : NULL;
+
 		next = p->next;
-		if (!stripe_attach(g, p)) {
+		sh = stripe_attach(g, sh, p);
+		if (sh) {
+			*slot = sh;
+		} else {
 			p->next = NULL;
 			*g->deferred_tail = p;
 			g->deferred_tail = &p->next;
@@ -833,9 +902,12 @@ static int member_size(int fd, uint64_t *size)
 static int open_member(struct rf_array *a, int i, const char *path, char *err, size_t errlen)
 {
 	struct rf_member *m = &a->members[i];
+	/* Read-only (--ro) opens nothing for writing and takes a shared lock:
+	 * other read-only servers may share the member, a writer may not. */
+	int mode = a->readonly ? O_RDONLY : O_RDWR;
 	int ret;
 
-	m->fd = open(path, O_RDWR | O_CLOEXEC);
+	m->fd = open(path, mode | O_CLOEXEC);
 	if (m->fd < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "member %d (%s): %s%s", i, path, strerror(-ret),
@@ -847,12 +919,12 @@ static int open_member(struct rf_array *a, int i, const char *path, char *err, s
 		snprintf(err, errlen, "member %d (%s): not a regular file or block device", i, path);
 		return ret;
 	}
-	if (flock(m->fd, LOCK_EX | LOCK_NB)) {
+	if (flock(m->fd, (a->readonly ? LOCK_SH : LOCK_EX) | LOCK_NB)) {
 		ret = -errno;
 		snprintf(err, errlen, "member %d (%s): in use by another process (%s)", i, path, strerror(-ret));
 		return ret;
 	}
-	m->fd_direct = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
+	m->fd_direct = open(path, mode | O_DIRECT | O_CLOEXEC);
 	m->align = 4096;
 	if (m->fd_direct < 0)
 		rf_info("member %d (%s): O_DIRECT refused (%s), using buffered IO", i, path, strerror(errno));
@@ -886,6 +958,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	for (i = 0; i < a->nmembers; i++)
 		a->members[i].fd = a->members[i].fd_direct = -1;
 	a->name = strdup(cfg->name);
+	a->readonly = cfg->readonly;
 	a->chunk_bytes = cfg->chunk_bytes;
 	a->stripe_size = cfg->stripe_size ? cfg->stripe_size : 4096;
 	a->rmw_level = cfg->rmw_level;
@@ -989,6 +1062,11 @@ fail:
 	return ret;
 }
 
+bool rf_array_readonly(const struct rf_array *a)
+{
+	return a->readonly;
+}
+
 static int group_init(struct rf_array *a, struct rf_group *g, int id, int nstripes, int nworkers)
 {
 	size_t blk = a->stripe_size, nd = a->nmembers;
@@ -1017,9 +1095,17 @@ static int group_init(struct rf_array *a, struct rf_group *g, int id, int nstrip
 	g->hash = calloc(g->hash_mask, sizeof(*g->hash));
 	g->hash_mask--;
 	g->stripes = calloc(nstripes, sizeof(*g->stripes));
-	/* Blocks are touched lazily: untouched heads cost address space only. */
-	if (!g->hash || !g->stripes || posix_memalign((void **)&g->stripe_mem, 4096, per * nstripes))
+	if (!g->hash || !g->stripes)
 		return -ENOMEM;
+	/* Blocks are touched lazily: untouched heads cost address space only.
+	 * A mapping of its own goes back to the system whole when the cache
+	 * is resized (the heap would keep it). */
+	g->stripe_mem_len = per * nstripes;
+	g->stripe_mem = mmap(NULL, g->stripe_mem_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (g->stripe_mem == MAP_FAILED) {
+		g->stripe_mem = NULL;
+		return -ENOMEM;
+	}
 	for (i = 0; i < nstripes; i++) {
 		struct rf_stripe *sh = &g->stripes[i];
 
@@ -1056,7 +1142,8 @@ static void groups_free(struct rf_array *a, struct rf_group *groups, int n)
 		}
 		free(g->workers);
 		free(g->stripes);
-		free(g->stripe_mem);
+		if (g->stripe_mem)
+			munmap(g->stripe_mem, g->stripe_mem_len);
 		free(g->hash);
 		if (g->a)
 			pthread_mutex_destroy(&g->lock);
@@ -1093,16 +1180,16 @@ static int groups_alloc(struct rf_array *a, int ngroups, int nthreads, int cache
 	return 0;
 }
 
-/* Start the threads of a->groups and wait until each has its ring. */
-static int groups_start(struct rf_array *a)
+/* Start the threads of groups[0..n) and wait until each has its ring. */
+static int groups_start(struct rf_array *a, struct rf_group *groups, int n)
 {
 	int i, j, ret = 0, nthreads = 0;
 
 	pthread_mutex_lock(&a->start_lock);
 	a->nready = a->nstart_err = 0;
 	pthread_mutex_unlock(&a->start_lock);
-	for (i = 0; i < a->ngroups && !ret; i++) {
-		struct rf_group *g = &a->groups[i];
+	for (i = 0; i < n && !ret; i++) {
+		struct rf_group *g = &groups[i];
 
 		for (j = 0; j < g->nworkers && !ret; j++) {
 			ret = -pthread_create(&g->workers[j].thread, NULL, worker_main, &g->workers[j]);
@@ -1122,12 +1209,13 @@ static int groups_start(struct rf_array *a)
 }
 
 /* Stop and join the group threads (nothing may be in flight). */
-static void groups_stop(struct rf_array *a)
+/* Stop and join the threads of groups[0..n) (nothing queued to them). */
+static void groups_stop(struct rf_group *groups, int n)
 {
 	int i, j;
 
-	for (i = 0; a->groups && i < a->ngroups; i++) {
-		struct rf_group *g = &a->groups[i];
+	for (i = 0; groups && i < n; i++) {
+		struct rf_group *g = &groups[i];
 		struct rf_worker *w, *idle;
 
 		/* Workers check g->stop under g->lock before they sleep; wake
@@ -1142,10 +1230,10 @@ static void groups_stop(struct rf_array *a)
 		for (w = idle; w; w = w->idle_next)
 			rf_ioq_kick(&w->ioq);
 	}
-	for (i = 0; a->groups && i < a->ngroups; i++)
-		for (j = 0; j < a->groups[i].nworkers; j++)
-			if (a->groups[i].workers[j].started)
-				pthread_join(a->groups[i].workers[j].thread, NULL);
+	for (i = 0; groups && i < n; i++)
+		for (j = 0; j < groups[i].nworkers; j++)
+			if (groups[i].workers[j].started)
+				pthread_join(groups[i].workers[j].thread, NULL);
 }
 
 int rf_array_start(struct rf_array *a)
@@ -1157,7 +1245,7 @@ int rf_array_start(struct rf_array *a)
 	if (ret)
 		return ret;
 	a->started = true;
-	return groups_start(a);
+	return groups_start(a, a->groups, a->ngroups);
 }
 
 void rf_array_close(struct rf_array *a)
@@ -1175,7 +1263,7 @@ void rf_array_close(struct rf_array *a)
 		drain(a, RF_HOLD_ALL);
 		pthread_mutex_unlock(&a->reconf_lock);
 	}
-	groups_stop(a);
+	groups_stop(a->groups, a->ngroups);
 	groups_free(a, a->groups, a->ngroups);
 	a->groups = NULL;
 	inline_free_all(a);
@@ -1189,8 +1277,10 @@ void rf_array_close(struct rf_array *a)
 
 enum reshape_what { RESHAPE_CACHE, RESHAPE_THREADS, RESHAPE_GROUPS };
 
-/* Drain everything, rebuild the groups with one tunable changed, release.
- * On failure the old shape stays and serves. */
+/* Rebuild the groups with one tunable changed.  The new groups are made
+ * and their threads started first; the drain covers only the swap, so
+ * held requests wait for in-flight ones to end and nothing else.  On
+ * failure nothing changes. */
 static int reshape(struct rf_array *a, enum reshape_what what, int value)
 {
 	struct rf_group *groups, *old;
@@ -1201,26 +1291,32 @@ static int reshape(struct rf_array *a, enum reshape_what what, int value)
 	nthreads = what == RESHAPE_THREADS ? value : a->group_thread_cnt;
 	cache = what == RESHAPE_CACHE ? value : a->stripe_cache_size;
 	ngroups = ngroups_for(wg);
+	ret = groups_alloc(a, ngroups, nthreads, cache, &groups);
+	if (ret) {
+		rf_err("%s: no memory for %d group(s) with %d stripe heads: %s", a->name, ngroups, cache,
+		       strerror(-ret));
+		goto out;
+	}
+	ret = groups_start(a, groups, ngroups);
+	if (ret) {
+		rf_err("%s: starting %d group thread(s) failed: %s", a->name, nthreads, strerror(-ret));
+		groups_stop(groups, ngroups);
+		groups_free(a, groups, ngroups);
+		goto out;
+	}
 	drain(a, RF_HOLD_ALL);
 	old = a->groups;
 	oldn = a->ngroups;
-	ret = groups_alloc(a, ngroups, nthreads, cache, &groups);
-	if (!ret) {
-		groups_stop(a);
-		groups_free(a, old, oldn);
-		a->groups = groups;
-		a->ngroups = ngroups;
-		a->worker_groups = wg;
-		a->group_thread_cnt = nthreads;
-		a->stripe_cache_size = cache;
-		ret = groups_start(a);
-		if (ret)
-			rf_err("%s: starting %d group thread(s) failed: %s", a->name, nthreads, strerror(-ret));
-	} else {
-		rf_err("%s: no memory for %d group(s) with %d stripe heads: %s", a->name, ngroups, cache,
-		       strerror(-ret));
-	}
+	a->groups = groups;
+	a->ngroups = ngroups;
+	a->worker_groups = wg;
+	a->group_thread_cnt = nthreads;
+	a->stripe_cache_size = cache;
 	release(a, a->suspended ? RF_HOLD_WRITES : 0);
+	/* Drained: nothing was left on the old groups, nothing reaches them. */
+	groups_stop(old, oldn);
+	groups_free(a, old, oldn);
+out:
 	pthread_mutex_unlock(&a->reconf_lock);
 	return ret;
 }

@@ -123,7 +123,8 @@ struct rf_group {
 	struct rf_worker *workers;
 	int nstripes;
 	struct rf_stripe *stripes;
-	char *stripe_mem;
+	char *stripe_mem;               /* mmap()ed */
+	size_t stripe_mem_len;
 };
 
 struct rf_worker {
@@ -146,6 +147,7 @@ struct rf_array {
 	struct rf_geom geom;
 	const struct rf_level_ops *ops;
 	char *name;
+	bool readonly;                  /* members opened read-only (--ro) */
 	uint64_t size;                  /* bytes */
 	uint32_t stripe_size;           /* bytes per column per head */
 	uint32_t chunk_bytes;

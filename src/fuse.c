@@ -170,7 +170,7 @@ static void fill_attr(struct fs *fs, const struct rf_ctl_node *n, struct stat *s
 				st->st_nlink++;
 		break;
 	case RF_CTL_IMAGE:
-		st->st_mode = S_IFREG | 0644;
+		st->st_mode = S_IFREG | (rf_array_readonly(fs->a) ? 0444 : 0644);
 		st->st_size = (off_t)rf_array_size(fs->a);
 		st->st_blocks = st->st_size / 512;
 		break;
@@ -275,6 +275,12 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (n->kind == RF_CTL_FILE && (fi->flags & O_ACCMODE) != O_RDONLY && !n->attr->set_int &&
 	    !n->attr->store) {
 		fuse_reply_err(req, EACCES);
+		return;
+	}
+	/* A read-only array (--ro) refuses to be opened for writing, as a
+	 * read-only block device does; its control files still take values. */
+	if (n->kind == RF_CTL_IMAGE && (fi->flags & O_ACCMODE) != O_RDONLY && rf_array_readonly(fs->a)) {
+		fuse_reply_err(req, EROFS);
 		return;
 	}
 	/* O_TRUNC is ignored, as a block device ignores it (the kernel passes
@@ -421,6 +427,10 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 			fuse_reply_err(req, -ret);
 		else
 			fuse_reply_write(req, size);
+		return;
+	}
+	if (rf_array_readonly(fs->a)) {
+		fuse_reply_err(req, EROFS);
 		return;
 	}
 	if (off < 0) {

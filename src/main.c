@@ -1,14 +1,23 @@
 /* main.c - the raidfuse command line.
  *
- *   raidfuse create CONFIG [--force]
+ *   raidfuse create CONFIG [--force] [--assume-clean]
  *   raidfuse mount CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS]
+ *   raidfuse assemble [--ro] [--name FILE] [-f] [-d] [-v] [-o OPTS] MOUNTPOINT MEMBER...
+ *   raidfuse examine MEMBER...
  *   raidfuse status MOUNTPOINT
  *   raidfuse ctl MOUNTPOINT ATTR [VALUE]
  *
  * create makes the member files the config names (member_size bytes of
- * zeros: an array of zeros has zero parity, so it starts in sync).  It
- * checks the whole config and every member before it creates or truncates
- * anything, and leaves existing non-empty members alone unless --force.
+ * zeros: an array of zeros has zero parity, so it starts in sync) and
+ * writes md 1.2 superblocks on them (unless metadata = "none"): without
+ * --assume-clean they record that a resync is due, as mdadm --create's do.
+ * It checks the whole config and every member, and works out every
+ * superblock, before it creates, truncates or writes anything, and leaves
+ * existing non-empty members alone unless --force.
+ *
+ * mount serves the array a config describes, after checking it against the
+ * members' superblocks, if they have any; assemble serves the array the
+ * members' superblocks describe, no config needed.
  *
  * status and ctl only read and write the control files under a mount
  * (MOUNTPOINT/mdstat, MOUNTPOINT/md/ATTR): whatever the daemon serves there
@@ -25,21 +34,32 @@
 #include <unistd.h>
 
 #include "raidfuse/array.h"
+#include "raidfuse/assemble.h"
 #include "raidfuse/config.h"
 #include "raidfuse/fuse.h"
 #include "raidfuse/log.h"
+#include "raidfuse/super.h"
 
 static const char usage_text[] =
-	"usage: raidfuse create CONFIG [--force]\n"
+	"usage: raidfuse create CONFIG [--force] [--assume-clean]\n"
 	"       raidfuse mount CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS]\n"
+	"       raidfuse assemble [--ro] [--name FILE] [-f] [-d] [-v] [-o OPTS] MOUNTPOINT MEMBER...\n"
+	"       raidfuse examine MEMBER...\n"
 	"       raidfuse status MOUNTPOINT\n"
 	"       raidfuse ctl MOUNTPOINT ATTR [VALUE]\n"
 	"       raidfuse --help | --version\n"
 	"\n"
 	"  create    make the member files CONFIG names that do not exist yet\n"
-	"            (member_size bytes each); --force also recreates non-empty ones\n"
+	"            (member_size bytes each) and write md 1.2 superblocks on every\n"
+	"            member (metadata = \"none\" in CONFIG: none); --force also\n"
+	"            recreates non-empty ones; --assume-clean: no resync due\n"
 	"  mount     assemble the array and serve it as MOUNTPOINT/<name>;\n"
 	"            stop with: fusermount3 -u MOUNTPOINT\n"
+	"  assemble  serve the array the members' md superblocks describe (0.90,\n"
+	"            1.0, 1.1, 1.2) as MOUNTPOINT/array.img, no config needed\n"
+	"    --ro    open the members read-only; writes fail (EROFS)\n"
+	"    --name FILE  serve the image as MOUNTPOINT/FILE\n"
+	"  examine   print each member's superblock as mdadm --examine does\n"
 	"    -f      stay in the foreground\n"
 	"    -d      FUSE debug output (implies -f)\n"
 	"    -v      verbose log\n"
@@ -68,17 +88,38 @@ static int load(const char *path, struct rf_config *cfg)
 	return ret;
 }
 
+/* The size in bytes of an existing member (file or block device). */
+static int existing_size(const char *path, uint64_t *out)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	off_t end;
+
+	if (fd < 0)
+		return -errno;
+	end = lseek(fd, 0, SEEK_END);
+	close(fd);
+	if (end < 0)
+		return -errno;
+	*out = (uint64_t)end;
+	return 0;
+}
+
 static int cmd_create(int argc, char **argv)
 {
 	struct rf_config cfg;
-	bool force = false;
+	struct rf_sb_new sbn;
+	bool force = false, clean = false;
 	const char *path = NULL;
 	int i, bad = 0, ret;
 	uint8_t action[RF_MAX_MEMBERS];     /* 0 keep, 1 create/resize */
+	uint64_t bytes[RF_MAX_MEMBERS];     /* each member's size once made */
+	char err[1024];
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--force"))
 			force = true;
+		else if (!strcmp(argv[i], "--assume-clean"))
+			clean = true;
 		else if (argv[i][0] == '-')
 			return usage_error("create: unknown option '%s'", argv[i]);
 		else if (!path)
@@ -96,8 +137,11 @@ static int cmd_create(int argc, char **argv)
 		struct stat st;
 
 		action[i] = 0;
-		if (!m)
+		bytes[i] = cfg.member_size;
+		if (!m) {
+			bytes[i] = 0;
 			continue;
+		}
 		if (stat(m, &st)) {
 			if (errno != ENOENT) {
 				fprintf(stderr, "raidfuse: member %d (%s): %s\n", i, m, strerror(errno));
@@ -106,7 +150,13 @@ static int cmd_create(int argc, char **argv)
 			}
 			action[i] = 1;
 		} else if (S_ISBLK(st.st_mode)) {
-			continue;       /* a device is used as it is */
+			/* a device is used as it is */
+			ret = existing_size(m, &bytes[i]);
+			if (ret) {
+				fprintf(stderr, "raidfuse: member %d (%s): %s\n", i, m, strerror(-ret));
+				bad++;
+			}
+			continue;
 		} else if (!S_ISREG(st.st_mode)) {
 			fprintf(stderr, "raidfuse: member %d (%s): not a regular file or block device\n", i, m);
 			bad++;
@@ -125,6 +175,12 @@ static int cmd_create(int argc, char **argv)
 			bad++;
 		}
 	}
+	/* The superblocks, worked out before anything is written. */
+	if (!bad && cfg.metadata == RF_SB_12 &&
+	    rf_assemble_plan_create(&cfg, bytes, clean, &sbn, err, sizeof(err))) {
+		fprintf(stderr, "raidfuse: %s\n", err);
+		bad++;
+	}
 	if (bad) {
 		rf_config_free(&cfg);
 		return 1;
@@ -133,64 +189,190 @@ static int cmd_create(int argc, char **argv)
 	for (i = 0; i < cfg.nmembers; i++) {
 		int fd;
 
-		if (!action[i])
+		if (!cfg.members[i])
 			continue;
-		fd = open(cfg.members[i], O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-		if (fd < 0 || ftruncate(fd, 0) || ftruncate(fd, (off_t)cfg.member_size)) {
+		if (action[i])
+			fd = open(cfg.members[i], O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		else if (cfg.metadata == RF_SB_12)
+			fd = open(cfg.members[i], O_WRONLY | O_CLOEXEC);
+		else
+			continue;
+		if (fd < 0 || (action[i] && (ftruncate(fd, 0) || ftruncate(fd, (off_t)cfg.member_size)))) {
 			fprintf(stderr, "raidfuse: member %d (%s): %s\n", i, cfg.members[i], strerror(errno));
 			ret = 1;
-		} else {
+		} else if (cfg.metadata == RF_SB_12 &&
+			   rf_sb_write12(fd, cfg.members[i], &sbn, i, bytes[i] / 512, err, sizeof(err))) {
+			fprintf(stderr, "raidfuse: member %d: %s\n", i, err);
+			ret = 1;
+		} else if (action[i]) {
 			printf("member %d: %s (%llu bytes)\n", i, cfg.members[i], (unsigned long long)cfg.member_size);
 		}
 		if (fd >= 0)
 			close(fd);
 	}
+	if (!ret && cfg.metadata == RF_SB_12) {
+		struct rf_sb sb = { .kind = RF_SB_12 };
+		char u[40];
+
+		memcpy(sb.uuid, sbn.uuid, 16);
+		printf("md 1.2 superblocks: array %s, data offset %llu sectors, %llu sectors per member, %s\n",
+		       rf_sb_uuid_str(&sb, u), (unsigned long long)sbn.data_offset,
+		       (unsigned long long)(sbn.size ? sbn.size : (bytes[0] / 512 - sbn.data_offset)),
+		       clean ? "clean (--assume-clean)" : "resync due");
+	}
 	rf_config_free(&cfg);
 	return ret;
+}
+
+/* examine MEMBER...: each member's superblock as mdadm --examine prints it;
+ * exit 1 if any member has none or a damaged one (the rest still print). */
+static int cmd_examine(int argc, char **argv)
+{
+	struct rf_sb *sb;
+	char err[1024];
+	int i, ret = 0;
+
+	if (argc < 2)
+		return usage_error("examine: expected MEMBER...%s", "");
+	for (i = 1; i < argc; i++)
+		if (argv[i][0] == '-')
+			return usage_error("examine: unknown option '%s'", argv[i]);
+	sb = malloc(sizeof(*sb));
+	if (!sb)
+		return 1;
+	for (i = 1; i < argc; i++) {
+		int fd = open(argv[i], O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0) {
+			fprintf(stderr, "raidfuse: %s: %s\n", argv[i], strerror(errno));
+			ret = 1;
+			continue;
+		}
+		if (rf_sb_read(fd, argv[i], sb, err, sizeof(err))) {
+			fprintf(stderr, "raidfuse: %s\n", err);
+			ret = 1;
+		} else {
+			rf_sb_examine(stdout, argv[i], sb);
+		}
+		close(fd);
+	}
+	free(sb);
+	return ret;
+}
+
+/* Options both mount and assemble take: -f -d -v -o OPTS.  Returns 1 if
+ * argv[*i] was one (advancing *i past its value), 0 if not, -1 on error. */
+static int serve_option(int argc, char **argv, int *i, struct rf_fuse_opts *o, const char *cmd)
+{
+	if (!strcmp(argv[*i], "-f")) {
+		o->foreground = true;
+	} else if (!strcmp(argv[*i], "-d")) {
+		o->debug = o->foreground = true;
+	} else if (!strcmp(argv[*i], "-v")) {
+		rf_log_verbose = 1;
+	} else if (!strcmp(argv[*i], "-o")) {
+		if (++*i >= argc) {
+			usage_error("%s: -o expects mount options", cmd);
+			return -1;
+		}
+		o->fuse_opts = argv[*i];
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
+/* Open the array cfg describes and serve it; cfg is freed. */
+static int serve(struct rf_config *cfg, const struct rf_fuse_opts *o)
+{
+	struct rf_array *a;
+	char err[1024];
+	int ret;
+
+	ret = rf_array_open(cfg, &a, err, sizeof(err));
+	rf_config_free(cfg);
+	if (ret) {
+		fprintf(stderr, "raidfuse: %s\n", err);
+		return 1;
+	}
+	ret = rf_fuse_run(a, o);
+	rf_array_close(a);
+	return ret ? 1 : 0;
 }
 
 static int cmd_mount(int argc, char **argv)
 {
 	struct rf_fuse_opts o = { 0 };
 	struct rf_config cfg;
-	struct rf_array *a;
 	const char *pos[2] = { NULL, NULL };
 	char err[1024];
-	int i, npos = 0, ret;
+	int i, npos = 0, r;
 
 	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-f")) {
-			o.foreground = true;
-		} else if (!strcmp(argv[i], "-d")) {
-			o.debug = o.foreground = true;
-		} else if (!strcmp(argv[i], "-v")) {
-			rf_log_verbose = 1;
-		} else if (!strcmp(argv[i], "-o")) {
-			if (++i >= argc)
-				return usage_error("mount: -o expects mount options%s", "");
-			o.fuse_opts = argv[i];
-		} else if (argv[i][0] == '-') {
+		r = serve_option(argc, argv, &i, &o, "mount");
+		if (r < 0)
+			return 2;
+		if (r)
+			continue;
+		if (argv[i][0] == '-')
 			return usage_error("mount: unknown option '%s'", argv[i]);
-		} else if (npos < 2) {
-			pos[npos++] = argv[i];
-		} else {
+		if (npos >= 2)
 			return usage_error("mount: expected CONFIG MOUNTPOINT, got also '%s'", argv[i]);
-		}
+		pos[npos++] = argv[i];
 	}
 	if (npos < 2)
 		return usage_error("mount: expected CONFIG MOUNTPOINT%s", "");
 	o.mountpoint = pos[1];
 	if (load(pos[0], &cfg))
 		return 1;
-	ret = rf_array_open(&cfg, &a, err, sizeof(err));
-	rf_config_free(&cfg);
-	if (ret) {
+	if (rf_assemble_check_config(&cfg, err, sizeof(err))) {
+		fprintf(stderr, "raidfuse: %s\n", err);
+		rf_config_free(&cfg);
+		return 1;
+	}
+	return serve(&cfg, &o);
+}
+
+static int cmd_assemble(int argc, char **argv)
+{
+	struct rf_fuse_opts o = { 0 };
+	struct rf_config cfg;
+	const char *name = NULL, *members[RF_MAX_MEMBERS];
+	bool ro = false;
+	char err[1024];
+	int i, n = 0, r;
+
+	for (i = 1; i < argc; i++) {
+		r = serve_option(argc, argv, &i, &o, "assemble");
+		if (r < 0)
+			return 2;
+		if (r)
+			continue;
+		if (!strcmp(argv[i], "--ro")) {
+			ro = true;
+		} else if (!strcmp(argv[i], "--name")) {
+			if (++i >= argc)
+				return usage_error("assemble: --name expects a FILE name%s", "");
+			name = argv[i];
+			if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+				return usage_error("assemble: --name '%s' is not a plain file name", name);
+		} else if (argv[i][0] == '-') {
+			return usage_error("assemble: unknown option '%s'", argv[i]);
+		} else if (!o.mountpoint) {
+			o.mountpoint = argv[i];
+		} else if (n < RF_MAX_MEMBERS) {
+			members[n++] = argv[i];
+		} else {
+			return usage_error("assemble: more than 64 members ('%s')", argv[i]);
+		}
+	}
+	if (!o.mountpoint || !n)
+		return usage_error("assemble: expected MOUNTPOINT MEMBER...%s", "");
+	if (rf_assemble(members, n, name, ro, &cfg, err, sizeof(err))) {
 		fprintf(stderr, "raidfuse: %s\n", err);
 		return 1;
 	}
-	ret = rf_fuse_run(a, &o);
-	rf_array_close(a);
-	return ret ? 1 : 0;
+	return serve(&cfg, &o);
 }
 
 /* The whole content of a control file (small), NUL-terminated, into buf.
@@ -360,9 +542,13 @@ int main(int argc, char **argv)
 		return cmd_create(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "mount"))
 		return cmd_mount(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "examine"))
+		return cmd_examine(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "assemble"))
+		return cmd_assemble(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "status"))
 		return cmd_status(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "ctl"))
 		return cmd_ctl(argc - 1, argv + 1);
-	return usage_error("unknown command '%s' (expected create, mount, status or ctl)", argv[1]);
+	return usage_error("unknown command '%s' (expected create, mount, assemble, examine, status or ctl)", argv[1]);
 }

@@ -8,16 +8,20 @@
 # build:      build-essential pkg-config libfuse3-dev liburing-dev
 #             libisal-dev libconfig-dev
 # unit tests: libcmocka-dev
-# functional: fuse3 (fusermount3), fio, xz-utils (md-images), e2fsprogs
+# functional: fuse3 (fusermount3), fio, xz-utils (md-images), mdadm
+#             (reads the superblocks raidfuse create writes), e2fsprogs
 #             (mkfs.ext4, fsck.ext4), mount (losetup, mount), util-linux
 #             (mountpoint, setpriv, unshare), coreutils, diffutils
+# bench:      jq (reads fio's JSON output; tools/bench.sh, drain test)
+# fuzzing:    clang (libFuzzer)
 set -euo pipefail
 
 PKGS=(
 	build-essential pkg-config
 	libfuse3-dev liburing-dev libisal-dev libconfig-dev
 	libcmocka-dev
-	fuse3 fio xz-utils e2fsprogs mount util-linux coreutils diffutils
+	fuse3 fio xz-utils mdadm e2fsprogs mount util-linux coreutils diffutils
+	jq clang
 )
 
 SUDO=()

@@ -66,6 +66,8 @@ void rf_array_close(struct rf_array *a);
 uint64_t rf_array_size(const struct rf_array *a);
 const struct rf_geom *rf_array_geom(const struct rf_array *a);
 const char *rf_array_name(const struct rf_array *a);
+/* Whether the members were opened read-only: writes must fail (EROFS). */
+bool rf_array_readonly(const struct rf_array *a);
 /* Members that are missing or faulty, as a bit mask by role. */
 uint64_t rf_array_faulty(const struct rf_array *a);
 /* Whether too many members failed to serve IO. */

@@ -7,6 +7,7 @@
 #ifndef RAIDFUSE_CONFIG_H
 #define RAIDFUSE_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,7 +24,14 @@ struct rf_config {
 	int member_line[RF_MAX_MEMBERS];/* config line of each member entry (for messages) */
 	uint64_t member_size;           /* bytes, for `create`; 0 if not given */
 	uint64_t data_offset;           /* bytes */
+	bool data_offset_given;         /* the config names it (else md's superblock may) */
 	uint64_t size;                  /* bytes used per member, 0 = as much as fits */
+	/* md metadata */
+	int metadata;                   /* enum rf_sb_kind: what `create` writes (1.2, or
+					 * RF_SB_NONE for "none"); what assemble found */
+	uint8_t uuid[16];               /* array uuid, when superblocks named one */
+	bool has_uuid;
+	bool readonly;                  /* members opened read-only, writes fail (EROFS) */
 	/* tuning */
 	int stripe_cache_size;          /* stripe heads, md's unit (default 256) */
 	int group_thread_cnt;           /* worker threads per group (default 1) */
@@ -36,6 +44,9 @@ struct rf_config {
  * message naming the file, line and key into err. */
 int rf_config_load(const char *path, struct rf_config *cfg, char *err, size_t errlen);
 void rf_config_free(struct rf_config *cfg);
+/* A config with every default set and nothing else (no members, no
+ * name): for arrays described by superblocks instead of a file. */
+void rf_config_defaults(struct rf_config *cfg);
 
 /* "512K", "1G", "2048" (plain number in default_unit bytes), "8s" (sectors).
  * Returns 0 or -EINVAL. */

@@ -17,23 +17,7 @@
 requires fuse xz
 build_helper
 
-IMAGES=${RF_MD_IMAGES:-}
-if [ -z "$IMAGES" ]; then
-	for IMAGES in "$TOP_DIR/../shared/md-images" /work/shared/md-images; do
-		[ -f "$IMAGES/manifest.jsonl" ] && break
-	done
-fi
-[ -f "$IMAGES/manifest.jsonl" ] || skip "no md-images (manifest.jsonl) at $IMAGES; set RF_MD_IMAGES"
-
-# Manifest fields, from one JSON line (flat enough for sed): the first
-# "KEY": value; strings lose their quotes, lists become words.
-jval() {
-	grep -o "\"$2\": \(\"[^\"]*\"\|[-0-9]*\|null\|true\|false\)" <<<"$1" | head -n 1 |
-		sed "s/^\"$2\": //; s/^\"//; s/\"\$//"
-}
-jlist() {
-	grep -o "\"$2\": \[[^]]*\]" <<<"$1" | head -n 1 | sed "s/^\"$2\": \[//; s/\]\$//; s/[\",]/ /g"
-}
+md_images
 
 # md's names for raid10 layouts (mdadm --detail: near=2) -> raidfuse's (n2).
 layout_key() {

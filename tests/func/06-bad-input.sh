@@ -330,9 +330,12 @@ touch -d '2020-01-01 00:00:00' d?.img # (a mount may update mtimes; the checks a
 BEFORE=$(fingerprint)
 
 log "create: members with data are left alone without --force"
+# metadata = "none": the members must come out all zeros (10-md-format
+# tests the superblocks create writes).
 cat >"$D/create.conf" <<'EOF'
 array: {
 	name = "array.img";
+	metadata = "none";
 	level = 5;
 	members = ( "d0.img", "d9.img", "d2.img" );
 	member_size = "2M";
@@ -350,6 +353,7 @@ log "create: an empty member gets member_size, a missing one is made"
 cat >"$D/empty.conf" <<'EOF'
 array: {
 	name = "array.img";
+	metadata = "none";
 	level = 5;
 	members = ( "e0.img", "e1.img", "e2.img" );
 	member_size = "2M";

@@ -8,7 +8,7 @@
 #
 # What this file gives a test:
 #   requires WHAT...       skip (77), with the reason, unless each of these
-#                          is there: fuse fio root loop ext4 cc xz
+#                          is there: fuse fio root loop ext4 cc xz mdadm
 #   $WORK                  a fresh directory for this test (under /dev/shm,
 #                          else $TMPDIR), removed at exit
 #   mk_conf CONF k=v...    write a raidfuse config
@@ -18,6 +18,9 @@
 #                          MNT/<name>; $DAEMON_PID is the daemon
 #   start_array_daemon CONF MNT
 #                          the same, letting raidfuse detach as users run it
+#   start_assemble NAME MNT [ASSEMBLE ARGS...]
+#                          raidfuse assemble -f MNT ARGS in the background,
+#                          wait for MNT/NAME; $DAEMON_PID is the daemon
 #   stop_array MNT         fusermount3 -u, wait for the daemon to exit (0)
 #   wait_daemon_exit MNT   the same without the fusermount3 -u
 #   fio_verify [--verify_only] FILE ARGS
@@ -28,6 +31,9 @@
 #   expect_fail CMD...     CMD must exit non-zero; its output in $OUT
 #   check COND MSG / fail MSG / log MSG
 #   known_bug WHAT CMD...  a check that fails today: XFAIL, not FAIL
+#   md_images              IMAGES = the kernel md arrays' directory, or skip
+#   jval LINE KEY / jlist LINE KEY
+#                          a manifest.jsonl field / list (as words)
 #   full CMD...            CMD, except in a quick run (RF_QUICK=1)
 # Cleanup runs at exit whatever happened: every array this test mounted is
 # unmounted and its daemon waited for (killed, by pid, if it hangs), loop
@@ -130,6 +136,9 @@ requires() {
 		xz)
 			command -v xz >/dev/null || skip "xz not installed (xz-utils)"
 			;;
+		mdadm)
+			command -v mdadm >/dev/null || skip "mdadm not installed"
+			;;
 		*)
 			fail "requires: unknown requirement '$what'"
 			;;
@@ -213,9 +222,11 @@ members() {
 #   members="a b missing c"   the members, in role order
 #   tuning.KEY=VALUE          goes to the tuning group
 #   a value of digits only is written bare (md's unit for that key),
-#   anything else quoted.  name defaults to array.img.
+#   anything else quoted.  name defaults to array.img; metadata to "none"
+#   (superblock-less members, whose every byte a test may check), unless
+#   given (metadata=1.2).
 mk_conf() {
-	local conf=$1 kv key val m arr="" tun="" have_name=0
+	local conf=$1 kv key val m arr="" tun="" have_name=0 have_meta=0
 	shift
 	for kv; do
 		key=${kv%%=*}
@@ -235,10 +246,12 @@ mk_conf() {
 		case $key in
 		tuning.*) tun+="	${key#tuning.} = $val;"$'\n' ;;
 		name) have_name=1; arr+="	$key = $val;"$'\n' ;;
+		metadata) have_meta=1; arr+="	$key = \"${val//\"/}\";"$'\n' ;;
 		*) arr+="	$key = $val;"$'\n' ;;
 		esac
 	done
 	[ $have_name = 1 ] || arr="	name = \"array.img\";"$'\n'"$arr"
+	[ $have_meta = 1 ] || arr="	metadata = \"none\";"$'\n'"$arr"
 	{
 		echo "# $TEST_NAME"
 		printf 'array: {\n%s};\n' "$arr"
@@ -302,6 +315,23 @@ start_array_daemon() {
 	_wait_served "$conf" "$mnt"
 }
 
+# start_assemble NAME MNT [assemble args...]: serve the array the members'
+# superblocks describe (raidfuse assemble -f MNT ARGS, in the background,
+# log in $WORK), wait until MNT/NAME is there.  Sets DAEMON_PID.
+start_assemble() {
+	local name=$1 mnt=$2 logf
+	shift 2
+	mkdir -p "$mnt"
+	mountpoint -q "$mnt" && fail "start_assemble: $mnt is already a mount point"
+	logf=$WORK/daemon.$(basename "$mnt").$((${#_LOG_OF[@]} + 1)).log
+	"$RAIDFUSE" assemble -f "$mnt" "$@" >"$logf" 2>&1 &
+	DAEMON_PID=$!
+	_DAEMON_OF[$mnt]=$DAEMON_PID
+	_CHILD_OF[$mnt]=1
+	_LOG_OF[$mnt]=$logf
+	_wait_served "assemble $*" "$mnt" "$name"
+}
+
 _pre_start() {
 	[ -n "$(conf_name "$1")" ] || fail "start_array: no name in $1"
 	mkdir -p "$2"
@@ -309,10 +339,11 @@ _pre_start() {
 	return 0
 }
 
-# Wait (10 s at most) until MNT/<name> is served by $DAEMON_PID.
+# Wait (10 s at most) until MNT/<name> is served by $DAEMON_PID (name from
+# the config CONF, or NAME when given; CONF is then only a label).
 _wait_served() {
-	local conf=$1 mnt=$2 name i rc
-	name=$(conf_name "$conf")
+	local conf=$1 mnt=$2 name=${3:-} i rc
+	[ -n "$name" ] || name=$(conf_name "$conf")
 	for ((i = 0; i < 200; i++)); do
 		if mountpoint -q "$mnt" && [ -f "$mnt/$name" ]; then
 			vlog "serving $mnt/$name (pid $DAEMON_PID)"
@@ -380,6 +411,31 @@ loop_detach() {
 
 # The daemon's log file for MNT (of its latest start).
 daemon_log_file() { echo "${_LOG_OF[$1]}"; }
+
+# ---------------------------------------------------------------- md-images
+
+# md_images: set IMAGES to the arrays kernel md made: RF_MD_IMAGES, else
+# shared/md-images beside this repository, else /work/shared/md-images;
+# skip the test if there are none.
+md_images() {
+	IMAGES=${RF_MD_IMAGES:-}
+	if [ -z "$IMAGES" ]; then
+		for IMAGES in "$TOP_DIR/../shared/md-images" /work/shared/md-images; do
+			[ -f "$IMAGES/manifest.jsonl" ] && break
+		done
+	fi
+	[ -f "$IMAGES/manifest.jsonl" ] || skip "no md-images (manifest.jsonl) at $IMAGES; set RF_MD_IMAGES"
+}
+
+# Manifest fields, from one JSON line (flat enough for sed): the first
+# "KEY": value; strings lose their quotes, lists become words.
+jval() {
+	grep -o "\"$2\": \(\"[^\"]*\"\|[-0-9]*\|null\|true\|false\)" <<<"$1" | head -n 1 |
+		sed "s/^\"$2\": //; s/^\"//; s/\"\$//"
+}
+jlist() {
+	grep -o "\"$2\": \[[^]]*\]" <<<"$1" | head -n 1 | sed "s/^\"$2\": \[//; s/\]\$//; s/[\",]/ /g"
+}
 
 # ---------------------------------------------------------------- checks
 

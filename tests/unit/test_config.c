@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "raidfuse/config.h"
+#include "raidfuse/super.h"
 
 static char tmpdir[PATH_MAX];   /* realpath of the mkdtemp() directory */
 #define PBUF (PATH_MAX + 256)   /* a path under tmpdir */
@@ -393,15 +394,41 @@ static void test_err_type(void **state)
 
 static void test_err_missing_key(void **state)
 {
-	check_err("# no name\n"
-		  "array: {\n  level = 5;\n  members = ( \"a\", \"b\", \"c\" );\n};\n",
-		  -EINVAL, 2, "array.name", "missing");
 	check_err("array: {\n  name = \"a.img\";\n  members = ( \"a\", \"b\", \"c\" );\n};\n",
 		  -EINVAL, 1, "array.level", "missing");
 	check_err("\n\narray: {\n  name = \"a.img\";\n  level = 5;\n};\n",
 		  -EINVAL, 3, "array.members", "missing");
 	check_err("tuning: { };\n", -EINVAL, 0, "array", "missing");
 	check_err("", -EINVAL, 0, "array", "missing");
+}
+
+/* name defaults to array.img; metadata to md 1.2 superblocks, "none" keeps
+ * superblock-less arrays, anything else is refused at its line. */
+static void test_name_and_metadata(void **state)
+{
+	struct rf_config cfg;
+
+	load_ok("array: {\n  level = 5;\n  members = ( \"a\", \"b\", \"c\" );\n};\n", &cfg);
+	assert_string_equal(cfg.name, "array.img");
+	assert_int_equal(cfg.metadata, RF_SB_12);
+	assert_false(cfg.data_offset_given);
+	rf_config_free(&cfg);
+	load_ok("array: {\n  level = 5;\n  metadata = \"none\";\n  data_offset = 8;\n"
+		"  members = ( \"a\", \"b\", \"c\" );\n};\n", &cfg);
+	assert_int_equal(cfg.metadata, RF_SB_NONE);
+	assert_true(cfg.data_offset_given);
+	assert_int_equal(cfg.data_offset, 4096);
+	rf_config_free(&cfg);
+	load_ok("array: {\n  level = 5;\n  metadata = \"1.2\";\n"
+		"  members = ( \"a\", \"b\", \"c\" );\n};\n", &cfg);
+	assert_int_equal(cfg.metadata, RF_SB_12);
+	rf_config_free(&cfg);
+	check_err("array: {\n  level = 5;\n  metadata = \"0.90\";\n"
+		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
+		  -EINVAL, 3, "array.metadata", "\"none\"");
+	check_err("array: {\n  level = 5;\n\n  metadata = 1;\n"
+		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
+		  -EINVAL, 4, "array.metadata", "an integer");
 }
 
 static void test_err_name(void **state)
@@ -752,6 +779,7 @@ int main(void)
 		cmocka_unit_test(test_err_unknown_key),
 		cmocka_unit_test(test_err_type),
 		cmocka_unit_test(test_err_missing_key),
+		cmocka_unit_test(test_name_and_metadata),
 		cmocka_unit_test(test_err_name),
 		cmocka_unit_test(test_err_level),
 		cmocka_unit_test(test_err_layout),

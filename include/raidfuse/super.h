@@ -1,0 +1,161 @@
+/* super.h - md's on-disk superblocks: read and check 0.90, 1.0, 1.1 and 1.2,
+ * write 1.2, update one in place, and print one the way mdadm --examine does.
+ *
+ * Everything the rest of raidfuse needs from a superblock is copied into a
+ * struct rf_sb, already checked and in host order, so no other module sees
+ * md's layouts or byte orders.  Sizes and offsets in struct rf_sb are in
+ * 512-byte sectors, md's unit, except where a name says bytes.
+ */
+#ifndef RAIDFUSE_SUPER_H
+#define RAIDFUSE_SUPER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum rf_sb_kind {
+	RF_SB_NONE = 0,
+	RF_SB_090,              /* host-endian, 64 KiB-aligned, 64 KiB before the end */
+	RF_SB_10,               /* at the end: 8..12 KiB before it, 4 KiB aligned */
+	RF_SB_11,               /* at offset 0 */
+	RF_SB_12,               /* at 4 KiB */
+};
+
+/* Roles in dev_roles[], md's values (md_p.h MD_DISK_ROLE_*). */
+#define RF_SB_ROLE_SPARE        0xffff
+#define RF_SB_ROLE_FAULTY       0xfffe
+#define RF_SB_ROLE_JOURNAL      0xfffd
+#define RF_SB_ROLE_MAX          0xff00  /* active roles are below this */
+
+/* feature_map bits of 1.x (md_p.h MD_FEATURE_*). */
+#define RF_SB_FEAT_BITMAP       0x0001  /* internal write-intent bitmap */
+#define RF_SB_FEAT_RECOVERY     0x0002  /* recovery_offset is valid */
+#define RF_SB_FEAT_RESHAPE      0x0004  /* a reshape is under way */
+#define RF_SB_FEAT_BAD_BLOCKS   0x0008  /* the bad block log has entries */
+#define RF_SB_FEAT_REPLACEMENT  0x0010
+#define RF_SB_FEAT_RESHAPE_BACK 0x0020
+#define RF_SB_FEAT_NEW_OFFSET   0x0040
+#define RF_SB_FEAT_RECOVERY_BM  0x0080
+#define RF_SB_FEAT_CLUSTERED    0x0100
+#define RF_SB_FEAT_JOURNAL      0x0200
+#define RF_SB_FEAT_PPL          0x0400
+#define RF_SB_FEAT_MULTI_PPL    0x0800
+#define RF_SB_FEAT_RAID0_LAYOUT 0x1000
+#define RF_SB_FEAT_ALL          0x1fff
+
+#define RF_SB_MAX_SECTOR        UINT64_MAX      /* resync_offset of a clean array */
+#define RF_SB_BYTES             4096            /* what is read at each spot */
+#define RF_SB_MAX_DEV           1920            /* (4096 - 256) / 2 roles in 1.x */
+
+/* One member's superblock, checked and normalized. */
+struct rf_sb {
+	enum rf_sb_kind kind;
+	uint64_t member_sectors;        /* size of the member it was read from */
+	uint64_t sb_offset;             /* where it is, sectors */
+	uint8_t uuid[16];               /* array uuid, in md's byte order */
+	uint8_t device_uuid[16];        /* 1.x only */
+	char name[33];                  /* 1.x set_name; "" for 0.90 */
+	int level;                      /* 0, 1, 4, 5, 6, 10 */
+	int layout;                     /* as stored */
+	uint32_t chunk_sectors;         /* 0 for raid1 */
+	int raid_disks;
+	uint64_t size;                  /* used per member (component), sectors; 0 for 1.x raid0 */
+	uint64_t data_offset;           /* sectors */
+	uint64_t data_size;             /* sectors available for data */
+	uint32_t dev_number;            /* index into dev_roles */
+	int role;                       /* 0..raid_disks-1, or RF_SB_ROLE_* */
+	uint32_t max_dev;               /* entries in dev_roles */
+	uint16_t dev_roles[RF_SB_MAX_DEV];
+	uint64_t events;
+	uint64_t resync_offset;         /* RF_SB_MAX_SECTOR when in sync */
+	uint64_t recovery_offset;       /* valid with RF_SB_FEAT_RECOVERY */
+	uint32_t feature_map;           /* 1.x; 0.90 sets RF_SB_FEAT_BITMAP only */
+	bool bitmap;                    /* an internal write-intent bitmap */
+	int32_t bitmap_offset;          /* sectors from the superblock (1.x) */
+	bool clean;
+	uint64_t ctime, utime;          /* seconds since the epoch */
+	uint32_t csum;                  /* as stored (it matched) */
+	uint8_t devflags;               /* 1.x: 1 write-mostly, 2 failfast */
+	uint16_t bblog_size;            /* 1.x bad block log, sectors */
+	int32_t bblog_offset;           /* sectors from the superblock */
+	/* 0.90 only */
+	struct {
+		uint32_t minor, patch;
+		uint32_t nr_disks, md_minor;
+		uint32_t active, working, failed, spare;
+		struct { uint32_t number, major, minor, raid_disk, state; } disks[27], this_disk;
+	} v090;
+};
+
+/* "1.2", "0.90", ... */
+const char *rf_sb_kind_name(enum rf_sb_kind k);
+
+/* Where a superblock of kind k sits on a member of member_sectors, in
+ * sectors; UINT64_MAX if the member is too small to hold one. */
+uint64_t rf_sb_offset(enum rf_sb_kind k, uint64_t member_sectors);
+
+/* Check and decode RF_SB_BYTES bytes read at rf_sb_offset(k, ...) of a
+ * member of member_sectors.  Returns 0, -ENOENT when there is no md magic
+ * (nothing of kind k there), or -EINVAL with a message in err that starts
+ * with path ("PATH: 1.2 superblock: checksum 1234 should be 5678"). */
+int rf_sb_parse(const void *buf, enum rf_sb_kind k, uint64_t member_sectors, const char *path,
+		struct rf_sb *sb, char *err, size_t errlen);
+
+/* md's checksum of RF_SB_BYTES bytes holding a superblock of kind k (what
+ * its sb_csum field should hold), e.g. to repair one on purpose in tests. */
+uint32_t rf_sb_csum(const void *buf, enum rf_sb_kind k);
+
+/* Read the superblock of an open member: tries 1.2, 1.1, 1.0 and 0.90.
+ * Returns 0 with sb filled; -ENOENT when none is there (err says where it
+ * looked); -EINVAL for a damaged one or two valid ones of different kinds
+ * (ambiguous: err names both); another -errno for an IO error. */
+int rf_sb_read(int fd, const char *path, struct rf_sb *sb, char *err, size_t errlen);
+
+/* What a new 1.2 array is. */
+struct rf_sb_new {
+	uint8_t uuid[16];
+	char name[33];                  /* at most 31 bytes are kept, as mdadm */
+	int level;
+	int layout;                     /* md's number as stored (raid4: 0) */
+	uint32_t chunk_sectors;         /* 0 for raid1 */
+	int raid_disks;
+	uint64_t size;                  /* component sectors (0 for raid0, as mdadm) */
+	uint64_t data_offset;           /* sectors, >= 16 */
+	bool clean;                     /* --assume-clean: no resync due */
+	uint64_t ctime;
+};
+
+/* The data_offset (sectors) mdadm 4.2 gives a 1.2 array whose first member
+ * has member_sectors, for a chunk of chunk_sectors (0: raid1). */
+uint64_t rf_sb_default_data_offset(uint64_t member_sectors, uint32_t chunk_sectors);
+
+/* Fresh random bytes for a uuid; 0 or -errno. */
+int rf_sb_random_uuid(uint8_t uuid[16]);
+
+/* Build the RF_SB_BYTES-byte 1.2 superblock of role (dev_number = role) on a
+ * member of member_sectors.  Returns 0 or -EINVAL with a message. */
+int rf_sb_build12(const struct rf_sb_new *n, int role, uint64_t member_sectors, void *buf,
+		  char *err, size_t errlen);
+
+/* Write it (and an empty bad block log) to fd and fsync.  0 or -errno with
+ * a message naming path. */
+int rf_sb_write12(int fd, const char *path, const struct rf_sb_new *n, int role,
+		  uint64_t member_sectors, char *err, size_t errlen);
+
+/* Rewrite one member's superblock in place: events + 1, the clean/dirty
+ * state and resync_offset (RF_SB_MAX_SECTOR when clean), utime now, then
+ * fsync.  The superblock is read again first and must still be the one in
+ * sb (same kind, array and device); sb is updated to what was written.
+ * 0 or -errno with a message naming path. */
+int rf_sb_update(int fd, const char *path, struct rf_sb *sb, bool clean, uint64_t resync_offset,
+		 char *err, size_t errlen);
+
+/* Print what mdadm --examine prints for this member. */
+void rf_sb_examine(FILE *out, const char *path, const struct rf_sb *sb);
+
+/* The array uuid as mdadm prints it: 1.x "xxxxxxxx:xxxxxxxx:..." over the
+ * bytes; 0.90 as four host-order words.  buf holds at least 36 bytes. */
+const char *rf_sb_uuid_str(const struct rf_sb *sb, char *buf);
+
+#endif

@@ -1,0 +1,352 @@
+/* examine.c - print a member's superblock in mdadm --examine's words and
+ * layout, so people (and scripts) that know mdadm's output can read it.
+ *
+ * The fields and their formats are mdadm 4.2's (super1.c and super0.c,
+ * examine_super1/0): the same labels right-aligned at column 15, the same
+ * number formats, the same human-readable sizes.  Times are in local time,
+ * as mdadm prints them.
+ *
+ * Not printed, because struct rf_sb does not keep what they need:
+ *  - 1.x: "Cluster Name" (clustered arrays are refused), the reshape block
+ *    (Reshape pos'n, Delta Devices, New Level/Layout/Chunksize: arrays in
+ *    reshape are refused), "New Offset", "PPL", and "Unused Space" when an
+ *    internal bitmap sits after a 1.1/1.2 superblock (mdadm sizes it from
+ *    the bitmap's own header).
+ *  - 0.90: the device names after each row of the device table (mdadm maps
+ *    major:minor to /dev names; nothing to map for image files), and the
+ *    reshape block.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "raidfuse/super.h"
+
+/* mdadm's human_size(): " (X.YY MiB X.YY MB)" from 5000 KiB on. */
+static const char *human(long long bytes, char *buf, size_t len)
+{
+	long long ci, cd;
+	const char *ui, *ud;
+
+	if (bytes < 5000 * 1024) {
+		buf[0] = '\0';
+		return buf;
+	}
+	if (bytes < 2 * 1024LL * 1024 * 1024) {
+		ci = (bytes * 200LL / (1LL << 20) + 1) / 2;
+		cd = (bytes / (1000000LL / 200) + 1) / 2;
+		ui = "MiB", ud = "MB";
+	} else if (bytes < 2 * 1024LL * 1024 * 1024 * 1024) {
+		ci = (bytes * 200LL / (1LL << 30) + 1) / 2;
+		cd = (bytes / (1000000000LL / 200) + 1) / 2;
+		ui = "GiB", ud = "GB";
+	} else {
+		ci = (bytes * 200LL / (1LL << 40) + 1) / 2;
+		cd = (bytes / (1000000000000LL / 200) + 1) / 2;
+		ui = "TiB", ud = "TB";
+	}
+	snprintf(buf, len, " (%lld.%02lld %s %lld.%02lld %s)", ci / 100, ci % 100, ui, cd / 100, cd % 100, ud);
+	return buf;
+}
+
+static const char *level_name(int level)
+{
+	switch (level) {
+	case 0:  return "raid0";
+	case 1:  return "raid1";
+	case 4:  return "raid4";
+	case 5:  return "raid5";
+	case 6:  return "raid6";
+	case 10: return "raid10";
+	}
+	return "-unknown-";
+}
+
+/* mdadm's names for raid5/6 layouts (maps.c r5layout/r6layout). */
+static const char *r56_layout_name(int level, int layout)
+{
+	static const char *const names[] = {
+		[0] = "left-asymmetric", [1] = "right-asymmetric", [2] = "left-symmetric",
+		[3] = "right-symmetric", [4] = "parity-first", [5] = "parity-last",
+		[8] = "ddf-zero-restart", [9] = "ddf-N-restart", [10] = "ddf-N-continue",
+		[16] = "left-asymmetric-6", [17] = "right-asymmetric-6", [18] = "left-symmetric-6",
+		[19] = "right-symmetric-6", [20] = "parity-first-6",
+	};
+
+	if (layout < 0 || layout >= (int)(sizeof(names) / sizeof(names[0])) || !names[layout])
+		return "-unknown-";
+	if (level == 5 && layout > 5)
+		return "-unknown-";
+	return names[layout];
+}
+
+static void print_r10_layout(FILE *out, int layout)
+{
+	int near = layout & 255, far = (layout >> 8) & 255;
+	const char *sep = "";
+
+	if (near != 1) {
+		fprintf(out, " near=%d", near);
+		sep = ",";
+	}
+	if (far != 1)
+		fprintf(out, "%s %s=%d", sep, (layout & 0x10000) ? "offset" : "far", far);
+	if (near * far == 1)
+		fprintf(out, "NO REDUNDANCY");
+}
+
+static void print_time(FILE *out, const char *label, uint64_t t)
+{
+	time_t tt = (time_t)t;
+	char buf[64];
+
+	if (!ctime_r(&tt, buf))
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)t);
+	fprintf(out, "%s : %.24s\n", label, buf);
+}
+
+const char *rf_sb_uuid_str(const struct rf_sb *sb, char *buf)
+{
+	int i, n = 0;
+
+	if (sb->kind == RF_SB_090) {
+		uint32_t w[4];
+
+		memcpy(w, sb->uuid, 16);
+		sprintf(buf, "%08x:%08x:%08x:%08x", w[0], w[1], w[2], w[3]);
+		return buf;
+	}
+	for (i = 0; i < 16; i++) {
+		if (i && !(i & 3))
+			buf[n++] = ':';
+		n += sprintf(buf + n, "%02x", sb->uuid[i]);
+	}
+	return buf;
+}
+
+/* Data disks per member-sized unit, as mdadm's "Array Size" counts. */
+static void print_array_size(FILE *out, const struct rf_sb *sb, uint64_t dev_sectors, bool kib_unit)
+{
+	long long ddsks = 0, denom = 1, asize;
+	char h[64];
+
+	switch (sb->level) {
+	case 1:  ddsks = 1; break;
+	case 4:
+	case 5:  ddsks = sb->raid_disks - 1; break;
+	case 6:  ddsks = sb->raid_disks - 2; break;
+	case 10:
+		ddsks = sb->raid_disks;
+		denom = (sb->layout & 255) * ((sb->layout >> 8) & 255);
+		break;
+	}
+	if (!ddsks || !denom)
+		return;
+	asize = (long long)(dev_sectors << 9) * ddsks / denom;
+	fprintf(out, "     Array Size : %llu%s%s\n", (unsigned long long)(asize >> 10),
+		kib_unit ? " KiB" : "", human(asize, h, sizeof(h)));
+}
+
+static void print_layout_chunk(FILE *out, const struct rf_sb *sb)
+{
+	if (sb->level == 0 && (sb->feature_map & RF_SB_FEAT_RAID0_LAYOUT))
+		fprintf(out, "         Layout : %s\n",
+			sb->layout == 1 ? "original" : sb->layout == 2 ? "alternate" :
+			sb->layout == 0 ? "dangerous" : "-unknown-");
+	if (sb->level == 5 || sb->level == 6)
+		fprintf(out, "         Layout : %s\n", r56_layout_name(sb->level, sb->layout));
+	if (sb->level == 10) {
+		fprintf(out, "         Layout :");
+		print_r10_layout(out, sb->layout);
+		fprintf(out, "\n");
+	}
+	switch (sb->level) {
+	case 0: case 4: case 5: case 6: case 10:
+		fprintf(out, "     Chunk Size : %uK\n", sb->chunk_sectors / 2);
+		break;
+	}
+	fprintf(out, "\n");
+}
+
+static void examine1(FILE *out, const struct rf_sb *sb)
+{
+	char host[256] = "", h[64], u[40];
+	size_t hl;
+	uint64_t used = sb->level <= 0 ? sb->data_size : sb->size;
+	uint64_t before, after;
+	int d;
+
+	fprintf(out, "          Magic : a92b4efc\n");
+	fprintf(out, "        Version : %s\n", rf_sb_kind_name(sb->kind));
+	fprintf(out, "    Feature Map : 0x%x\n", sb->feature_map);
+	fprintf(out, "     Array UUID : %s\n", rf_sb_uuid_str(sb, u));
+	fprintf(out, "           Name : %.32s", sb->name);
+	/* mdadm's default homehost is this host's name. */
+	if (!gethostname(host, sizeof(host) - 1)) {
+		host[sizeof(host) - 1] = '\0';
+		hl = strlen(host);
+		if (hl > 0 && hl < 32 && sb->name[hl] == ':' && !strncmp(sb->name, host, hl))
+			fprintf(out, "  (local to host %s)", host);
+	}
+	fprintf(out, "\n");
+	print_time(out, "  Creation Time", sb->ctime);
+	fprintf(out, "     Raid Level : %s\n", level_name(sb->level));
+	fprintf(out, "   Raid Devices : %d\n", sb->raid_disks);
+	fprintf(out, "\n");
+	fprintf(out, " Avail Dev Size : %llu sectors%s\n", (unsigned long long)sb->data_size,
+		human((long long)(sb->data_size << 9), h, sizeof(h)));
+	if (sb->level > 0) {
+		print_array_size(out, sb, sb->size, true);
+		if (sb->size != sb->data_size)
+			fprintf(out, "  Used Dev Size : %llu sectors%s\n", (unsigned long long)sb->size,
+				human((long long)(sb->size << 9), h, sizeof(h)));
+	}
+	if (sb->data_offset)
+		fprintf(out, "    Data Offset : %llu sectors\n", (unsigned long long)sb->data_offset);
+	fprintf(out, "   Super Offset : %llu sectors\n", (unsigned long long)sb->sb_offset);
+	if (sb->feature_map & RF_SB_FEAT_RECOVERY)
+		fprintf(out, "Recovery Offset : %llu sectors\n", (unsigned long long)sb->recovery_offset);
+
+	/* Room before and after the data, mdadm's way (getinfo_super1). */
+	if (sb->data_offset < sb->sb_offset) {
+		uint64_t end = sb->sb_offset;
+
+		if (sb->bblog_offset && sb->bblog_size && sb->sb_offset + (int64_t)sb->bblog_offset < end)
+			end = sb->sb_offset + (int64_t)sb->bblog_offset;
+		if (sb->bitmap && sb->sb_offset + (int64_t)sb->bitmap_offset < end)
+			end = sb->sb_offset + (int64_t)sb->bitmap_offset;
+		before = sb->data_offset;
+		after = sb->data_offset + used < end ? end - used - sb->data_offset : 0;
+	} else {
+		uint64_t earliest = sb->sb_offset + (32 + 4) * 2;
+
+		if (sb->bblog_offset && sb->bblog_size &&
+		    sb->sb_offset + (int64_t)sb->bblog_offset + sb->bblog_size > earliest)
+			earliest = sb->sb_offset + (int64_t)sb->bblog_offset + sb->bblog_size;
+		before = earliest < sb->data_offset ? sb->data_offset - earliest : 0;
+		after = sb->member_sectors - used - sb->data_offset;
+	}
+	if (before == 0 && after == 0)
+		after = 1;
+	if (after != 1 && !(sb->feature_map & RF_SB_FEAT_NEW_OFFSET) &&
+	    !(sb->bitmap && sb->bitmap_offset > 0 && sb->data_offset > sb->sb_offset))
+		fprintf(out, "   Unused Space : before=%llu sectors, after=%llu sectors\n",
+			(unsigned long long)before, (unsigned long long)after);
+
+	fprintf(out, "          State : %s\n", sb->resync_offset == RF_SB_MAX_SECTOR ? "clean" : "active");
+	fprintf(out, "    Device UUID : ");
+	for (d = 0; d < 16; d++)
+		fprintf(out, "%s%02x", d && !(d & 3) ? ":" : "", sb->device_uuid[d]);
+	fprintf(out, "\n\n");
+	if (sb->bitmap)
+		fprintf(out, "Internal Bitmap : %ld sectors from superblock\n", (long)sb->bitmap_offset);
+	if (sb->devflags) {
+		fprintf(out, "          Flags :");
+		if (sb->devflags & 1)
+			fprintf(out, " write-mostly");
+		if (sb->devflags & 2)
+			fprintf(out, " failfast");
+		fprintf(out, "\n");
+	}
+	print_time(out, "    Update Time", sb->utime);
+	if (sb->bblog_size && sb->bblog_offset) {
+		fprintf(out, "  Bad Block Log : %d entries available at offset %ld sectors",
+			sb->bblog_size * 512 / 8, (long)sb->bblog_offset);
+		if (sb->feature_map & RF_SB_FEAT_BAD_BLOCKS)
+			fprintf(out, " - bad blocks present.");
+		fprintf(out, "\n");
+	}
+	/* rf_sb_parse() accepts only a matching checksum. */
+	fprintf(out, "       Checksum : %x - correct\n", sb->csum);
+	fprintf(out, "         Events : %llu\n", (unsigned long long)sb->events);
+	fprintf(out, "\n");
+	print_layout_chunk(out, sb);
+	fprintf(out, "   Device Role : ");
+	if (sb->role >= RF_SB_ROLE_FAULTY)
+		fprintf(out, "spare\n");
+	else if (sb->role == RF_SB_ROLE_JOURNAL)
+		fprintf(out, "Journal\n");
+	else if (sb->feature_map & RF_SB_FEAT_REPLACEMENT)
+		fprintf(out, "Replacement device %d\n", sb->role);
+	else
+		fprintf(out, "Active device %d\n", sb->role);
+	fprintf(out, "   Array State : ");
+	for (d = 0; d < sb->raid_disks; d++) {
+		uint32_t i, cnt = 0;
+
+		for (i = 0; i < sb->max_dev; i++)
+			cnt += sb->dev_roles[i] == d;
+		fputc(cnt == 2 && sb->level > 0 ? 'R' : cnt == 1 ? 'A' : cnt == 0 ? '.' : '?', out);
+	}
+	fprintf(out, " ('A' == active, '.' == missing, 'R' == replacing)\n");
+}
+
+static void examine090(FILE *out, const struct rf_sb *sb)
+{
+	char h[64], u[40];
+	int d;
+
+	fprintf(out, "          Magic : a92b4efc\n");
+	fprintf(out, "        Version : 0.%02u.%02u\n", sb->v090.minor, sb->v090.patch);
+	fprintf(out, "           UUID : %s\n", rf_sb_uuid_str(sb, u));
+	print_time(out, "  Creation Time", sb->ctime);
+	fprintf(out, "     Raid Level : %s\n", level_name(sb->level));
+	if (sb->level > 0) {
+		fprintf(out, "  Used Dev Size : %llu%s\n", (unsigned long long)(sb->size / 2),
+			human((long long)(sb->size << 9), h, sizeof(h)));
+		print_array_size(out, sb, sb->size, false);
+	}
+	fprintf(out, "   Raid Devices : %d\n", sb->raid_disks);
+	fprintf(out, "  Total Devices : %u\n", sb->v090.nr_disks);
+	fprintf(out, "Preferred Minor : %u\n", sb->v090.md_minor);
+	fprintf(out, "\n");
+	print_time(out, "    Update Time", sb->utime);
+	fprintf(out, "          State : %s\n", sb->clean ? "clean" : "active");
+	if (sb->bitmap)
+		fprintf(out, "Internal Bitmap : present\n");
+	fprintf(out, " Active Devices : %u\n", sb->v090.active);
+	fprintf(out, "Working Devices : %u\n", sb->v090.working);
+	fprintf(out, " Failed Devices : %u\n", sb->v090.failed);
+	fprintf(out, "  Spare Devices : %u\n", sb->v090.spare);
+	fprintf(out, "       Checksum : %x - correct\n", sb->csum);
+	fprintf(out, "         Events : %llu\n", (unsigned long long)sb->events);
+	fprintf(out, "\n");
+	print_layout_chunk(out, sb);
+	fprintf(out, "      Number   Major   Minor   RaidDevice State\n");
+	for (d = -1; d < (int)(sb->raid_disks + sb->v090.spare) && d < 27; d++) {
+		const typeof(sb->v090.this_disk) *dp = d < 0 ? &sb->v090.this_disk : &sb->v090.disks[d];
+		uint32_t st = dp->state & ~((1u << 9) | (1u << 10));
+		char nb[12];
+
+		snprintf(nb, sizeof(nb), "%4d", d);
+		fprintf(out, "%4s %5d   %5d    %5d    %5d     ", d < 0 ? "this" : nb, (int)dp->number,
+			(int)dp->major, (int)dp->minor, (int)dp->raid_disk);
+		if (st & 1)
+			fprintf(out, " faulty");
+		if (st & 2)
+			fprintf(out, " active");
+		if (st & 4)
+			fprintf(out, " sync");
+		if (st & 8)
+			fprintf(out, " removed");
+		if (dp->state & (1u << 9))
+			fprintf(out, " write-mostly");
+		if (dp->state & (1u << 10))
+			fprintf(out, " failfast");
+		if (st == 0)
+			fprintf(out, " spare");
+		fprintf(out, "\n");
+		if (d == -1)
+			fprintf(out, "\n");
+	}
+}
+
+void rf_sb_examine(FILE *out, const char *path, const struct rf_sb *sb)
+{
+	fprintf(out, "%s:\n", path);
+	if (sb->kind == RF_SB_090)
+		examine090(out, sb);
+	else
+		examine1(out, sb);
+}
