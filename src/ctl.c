@@ -17,14 +17,17 @@
  * lock (the engine's getters and setters are thread-safe), or keep state.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "raidfuse/ctl.h"
 #include "raidfuse/log.h"
+#include "raidfuse/super.h"
 
 struct rf_ctl_buf {
 	char *buf;
@@ -58,10 +61,31 @@ static bool has_stripe_cache(const struct rf_array *a)
 	return level == 4 || level == 5 || level == 6;
 }
 
-/* The superblock format, as md names it.  Arrays assembled from a config
- * file carry none (md's "non-persistent", what mdadm --build makes). */
-static const char *metadata_version(const struct rf_array *a)
+/* The superblock format the members carry, as md names it ("1.2"), or
+ * NULL for none (metadata = "none": md's "non-persistent", what mdadm
+ * --build makes).  The engine does not keep it, so the first healthy
+ * member is asked (one small read, on a control file read only). */
+static const char *metadata_version(struct rf_array *a, const struct rf_array_info *i)
 {
+	char err[512];
+	struct rf_sb sb;
+	int k, fd, ret;
+
+	for (k = 0; k < i->raid_disks; k++) {
+		const char *path = rf_array_member_path(a, k);
+
+		if ((i->faulty >> k) & 1 || !path)
+			continue;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ret = rf_sb_read(fd, path, &sb, err, sizeof(err));
+		close(fd);
+		if (!ret)
+			return rf_sb_kind_name(sb.kind);
+		if (ret == -ENOENT)
+			return NULL;
+	}
 	return NULL;
 }
 
@@ -102,14 +126,17 @@ static void show_component_size(struct rf_array *a, const struct rf_array_info *
 }
 
 /* md's words: "clean" when no write is in flight, "active" otherwise,
- * "broken" for a clean array that lost too many members; "suspended"
- * while md/array_state holds writes back. */
+ * "broken" for a clean array that lost too many members, "readonly" for
+ * one assembled with --ro; "suspended" while md/array_state holds writes
+ * back. */
 static void show_array_state(struct rf_array *a, const struct rf_array_info *i, int member,
 			     struct rf_ctl_buf *b)
 {
 	const char *st;
 
-	if (i->suspended)
+	if (rf_array_readonly(a))
+		st = "readonly";
+	else if (i->suspended)
 		st = "suspended";
 	else if (i->writes_in_flight)
 		st = "active";
@@ -132,7 +159,7 @@ static int store_array_state(struct rf_array *a, int member, const char *val)
 static void show_metadata_version(struct rf_array *a, const struct rf_array_info *i, int member,
 				  struct rf_ctl_buf *b)
 {
-	const char *v = metadata_version(a);
+	const char *v = metadata_version(a, i);
 
 	rf_ctl_printf(b, "%s\n", v ? v : "none");
 }
@@ -224,11 +251,11 @@ static void mdstat_level(struct rf_array *a, const struct rf_array_info *i, stru
  * missing one is not listed (md has no device to name). */
 static void show_mdstat(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
 {
-	const char *meta = metadata_version(a);
+	const char *meta = metadata_version(a, i);
 	int k;
 
 	rf_ctl_printf(b, "Personalities : [raid0] [raid1] [raid10] [raid6] [raid5] [raid4] \n");
-	rf_ctl_printf(b, "md0 : active raid%d", i->level);
+	rf_ctl_printf(b, "md0 : active%s raid%d", rf_array_readonly(a) ? " (read-only)" : "", i->level);
 	for (k = i->raid_disks - 1; k >= 0; k--) {
 		const char *path = rf_array_member_path(a, k);
 		const char *base;
@@ -239,10 +266,11 @@ static void show_mdstat(struct rf_array *a, const struct rf_array_info *i, int m
 		rf_ctl_printf(b, " %s[%d]%s", base ? base + 1 : path, k, (i->faulty >> k) & 1 ? "(F)" : "");
 	}
 	rf_ctl_printf(b, "\n      %llu blocks", (unsigned long long)(i->array_size / 1024));
-	if (meta)
-		rf_ctl_printf(b, " super %s", meta);
-	else
+	/* md names every format but its oldest, 0.90 */
+	if (!meta)
 		rf_ctl_printf(b, " super non-persistent");
+	else if (strcmp(meta, "0.90"))
+		rf_ctl_printf(b, " super %s", meta);
 	mdstat_level(a, i, b);
 	rf_ctl_printf(b, "\n      \nunused devices: <none>\n");
 }

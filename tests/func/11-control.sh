@@ -14,8 +14,8 @@
 # 4. Suspended means writes wait and reads go on; active lets the held
 #    writes through.
 # 5. raidfuse status and raidfuse ctl read and write the same files.
-# 6. Other levels: what md shows for a degraded raid5 and for raid1 (no
-#    stripe cache attributes there).
+# 6. Other arrays: what md shows for a degraded raid5, for members with
+#    1.2 superblocks, and for raid1 (no stripe cache attributes there).
 . "$(dirname "$0")/lib.sh"
 requires fuse fio
 
@@ -217,12 +217,20 @@ stop_array "$MNT"
 
 # --- 6. other levels ---------------------------------------------------------
 
-log "degraded raid5 and raid1"
+log "degraded raid5, 1.2 superblocks, raid1"
 mk_conf "$D/r5d.conf" level=5 chunk_size=64K members="d0.img missing d2.img d3.img"
 start_array "$D/r5d.conf" "$MNT"
 check '[ "$(val degraded)" = 1 ]' "degraded raid5"
 grep -q "^md0 : active raid5 d3.img\[3\] d2.img\[2\] d0.img\[0\]$" "$MNT/mdstat" || fail "mdstat: $(cat "$MNT/mdstat")"
 grep -q " \[4/3\] \[U_UU\]$" "$MNT/mdstat" || fail "mdstat: $(cat "$MNT/mdstat")"
+stop_array "$MNT"
+
+mk_conf "$D/sb.conf" level=5 chunk_size=64K members="$(members 3 s)" member_size=16M metadata=1.2
+create_array "$D/sb.conf"
+start_array "$D/sb.conf" "$MNT"
+check '[ "$(val metadata_version)" = 1.2 ]' "members with 1.2 superblocks"
+grep -q "^      $(($(fsize "$MNT/array.img") / 1024)) blocks super 1.2 level 5, 64k chunk, algorithm 2 \[3/3\] \[UUU\]$" \
+	"$MNT/mdstat" || fail "mdstat of a 1.2 array: $(cat "$MNT/mdstat")"
 stop_array "$MNT"
 
 mk_conf "$D/r1.conf" level=1 members="$(members 2 m)" member_size=8M

@@ -20,16 +20,22 @@
 #include "engine.h"
 #include "fake_ioq.h"
 #include "raidfuse/ctl.h"
+#include "raidfuse/super.h"
 #include "testdir.h"
 
 #define MEMBER_BYTES (2u << 20)
 
 static char dir[256];
 
+enum {
+	OPEN_RO = 1,            /* as `assemble --ro` */
+	OPEN_SB12 = 2,          /* members carry md 1.2 superblocks */
+};
+
 /* level, layout, members (NULL entries: "missing"), chunk; tuning as in
  * a config file. */
-static struct rf_array *open_array(const char *what, int level, int layout, int n, uint32_t chunk,
-				   uint64_t missing)
+static struct rf_array *open_array_flags(const char *what, int level, int layout, int n, uint32_t chunk,
+					 uint64_t missing, int flags)
 {
 	struct rf_config cfg;
 	struct rf_array *a;
@@ -48,6 +54,8 @@ static struct rf_array *open_array(const char *what, int level, int layout, int 
 	cfg.worker_groups = 2;
 	cfg.stripe_size = 4096;
 	cfg.rmw_level = 1;
+	cfg.readonly = flags & OPEN_RO;
+	cfg.data_offset = flags & OPEN_SB12 ? 64 << 10 : 0;     /* after the superblock */
 	for (i = 0; i < n; i++) {
 		char p[512];
 		int fd;
@@ -56,6 +64,14 @@ static struct rf_array *open_array(const char *what, int level, int layout, int 
 		fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
 		assert_true(fd >= 0);
 		assert_int_equal(ftruncate(fd, MEMBER_BYTES), 0);
+		if (flags & OPEN_SB12) {
+			struct rf_sb_new sn = { .level = level, .layout = layout, .raid_disks = n,
+						.chunk_sectors = chunk / 512, .data_offset = 128,
+						.size = (MEMBER_BYTES >> 9) - 128 };
+
+			if (rf_sb_write12(fd, p, &sn, i, MEMBER_BYTES >> 9, err, sizeof(err)))
+				fail_msg("%s", err);
+		}
 		close(fd);
 		cfg.members[i] = (missing >> i) & 1 ? NULL : strdup(p);
 	}
@@ -67,6 +83,12 @@ static struct rf_array *open_array(const char *what, int level, int layout, int 
 	rf_array_set_ioq_init(a, fake_ioq_init);
 	assert_int_equal(rf_array_start(a), 0);
 	return a;
+}
+
+static struct rf_array *open_array(const char *what, int level, int layout, int n, uint32_t chunk,
+				   uint64_t missing)
+{
+	return open_array_flags(what, level, layout, n, chunk, missing, 0);
 }
 
 /* The content of md/<name> (or mdstat), in a static buffer. */
@@ -180,6 +202,24 @@ static void test_mdstat_raid5(void **state)
 			    "      \n"
 			    "unused devices: <none>\n");
 	assert_string_equal(show(a, "degraded"), "1\n");
+	rf_array_close(a);
+}
+
+/* Members with md superblocks: md names their format; a read-only array
+ * says so. */
+static void test_metadata_readonly(void **state)
+{
+	struct rf_array *a = open_array_flags("sb", 5, 2, 4, 65536, 1u << 2, OPEN_SB12 | OPEN_RO);
+
+	assert_string_equal(show(a, "metadata_version"), "1.2\n");
+	assert_string_equal(show(a, "array_state"), "readonly\n");
+	assert_string_equal(show(a, "mdstat"),
+			    "Personalities : [raid0] [raid1] [raid10] [raid6] [raid5] [raid4] \n"
+			    "md0 : active (read-only) raid5 sb-3.img[3] sb-1.img[1] sb-0.img[0]\n"
+			    /* 3 x (2048 - 64 KiB of data offset) */
+			    "      5952 blocks super 1.2 level 5, 64k chunk, algorithm 2 [4/3] [UU_U]\n"
+			    "      \n"
+			    "unused devices: <none>\n");
 	rf_array_close(a);
 }
 
@@ -453,6 +493,7 @@ int main(void)
 		cmocka_unit_test(test_show_overflow),
 		cmocka_unit_test(test_mdstat_raid5),
 		cmocka_unit_test(test_mdstat_levels),
+		cmocka_unit_test(test_metadata_readonly),
 		cmocka_unit_test(test_store_ranges),
 		cmocka_unit_test(test_store_limits),
 		cmocka_unit_test(test_array_state),
