@@ -1015,28 +1015,6 @@ static int overlay_open(struct rf_array *a, const char *dir, char *err, size_t e
 	return 0;
 }
 
-static int sbstate_open(struct rf_array *a, char *err, size_t errlen)
-{
-	struct rf_sb_io io[RF_MAX_MEMBERS];
-	int i, ret;
-
-	memset(io, 0, sizeof(io));
-	for (i = 0; i < a->nmembers; i++) {
-		if (!(a->present & (1ull << i)))
-			continue;
-		if (a->iom[i].layer) {
-			rf_ovl_sb_io(a->iom[i].layer, &io[i]);
-			continue;
-		}
-		ret = rf_sb_io_fd(&io[i], a->members[i].fd);
-		if (ret) {
-			snprintf(err, errlen, "member %d (%s): %s", i, a->members[i].path, strerror(-ret));
-			return ret;
-		}
-	}
-	return rf_sbstate_open(a, io, &a->sbstate, err, errlen);
-}
-
 int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err, size_t errlen)
 {
 	struct rf_array *a = calloc(1, sizeof(*a));
@@ -1154,7 +1132,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	}
 	/* md keeps clean/dirty for arrays that can need a resync. */
 	if (cfg->has_uuid && !a->readonly && cfg->level != 0) {
-		ret = sbstate_open(a, err, errlen);
+		ret = rf_sbstate_open(a, &a->sbstate, err, errlen);
 		if (ret)
 			goto fail;
 	}

@@ -32,6 +32,7 @@
 #include <time.h>
 
 #include "engine.h"
+#include "raidfuse/overlay.h"
 #include "sbstate.h"
 
 enum change { CH_DIRTY, CH_CLEAN, CH_FAULTY };
@@ -172,8 +173,7 @@ static void *timer_main(void *arg)
 	return NULL;
 }
 
-int rf_sbstate_open(struct rf_array *a, const struct rf_sb_io *io, struct rf_sbstate **out,
-		    char *err, size_t errlen)
+int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size_t errlen)
 {
 	struct rf_sbstate *s;
 	pthread_condattr_t ca;
@@ -192,10 +192,18 @@ int rf_sbstate_open(struct rf_array *a, const struct rf_sb_io *io, struct rf_sbs
 	for (i = 0; i < s->n; i++) {
 		struct rf_sbs_member *m = &s->m[i];
 
-		if (!io[i].ctx)
+		if (!(a->present & (1ull << i)))
 			continue;
-		m->io = io[i];
-		r = rf_sb_read_io(&m->io, a->members[i].path, &m->sb, err, errlen);
+		if (a->iom[i].layer) {
+			rf_ovl_sb_io(a->iom[i].layer, &m->io);
+			r = 0;
+		} else {
+			r = rf_sb_io_fd(&m->io, a->members[i].fd);
+			if (r)
+				snprintf(err, errlen, "member %d (%s): %s", i, a->members[i].path, strerror(-r));
+		}
+		if (!r)
+			r = rf_sb_read_io(&m->io, a->members[i].path, &m->sb, err, errlen);
 		if (r == -ENOENT)
 			continue;
 		if (r) {

@@ -60,12 +60,10 @@ struct rf_sbstate {
 	atomic_uint nr_dirty, nr_clean, nr_faulty;   /* updates written (stats, tests) */
 };
 
-/* Read the superblocks of a's members (through io[i], which the caller
- * sets up: the member file or its overlay; io[i].ctx NULL for a missing
- * member) and set up the state; *out stays NULL when no member has one.
- * 0, or -errno with a message naming the member. */
-int rf_sbstate_open(struct rf_array *a, const struct rf_sb_io *io, struct rf_sbstate **out,
-		    char *err, size_t errlen);
+/* Read the superblocks of a's present members (through their overlays,
+ * a->iom[i].layer, if any) and set up the state; *out stays NULL when no
+ * member has one.  0, or -errno with a message naming the member. */
+int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size_t errlen);
 /* Start the idle timer (after any fork).  0 or -errno. */
 int rf_sbstate_start(struct rf_sbstate *s);
 /* Stop the timer thread (the state is kept). */
