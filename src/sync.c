@@ -67,6 +67,10 @@
 #define REGION_MEM (16u << 20)          /* every member's region buffer together */
 #define NMARKS 4                        /* speed marks, about a second apart */
 #define MAX_NAMED_LOGS 64               /* raid6 naming lines per run */
+#define BUSY_HOLD 0.5                   /* seconds a foreground request keeps the array busy */
+#define IDLE_LOOKS 4                    /* looks at the counters before calling the array idle */
+#define IDLE_LOOK_US 100
+#define PACE_POLL 0.005                 /* seconds between looks at the load while pacing */
 
 struct mark {
 	double t;
@@ -95,6 +99,7 @@ struct rf_sync {
 	char *p, *q, *delta, *qq, *zero; /* BLK each */
 	uint8_t dirty[RF_MAX_MEMBERS][REGION_IDLE / BLK];
 	int nlogged;
+	double last_busy;               /* when foreground IO was last seen */
 };
 
 static const char *const action_names[] = {
@@ -131,9 +136,26 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static bool fg_active(struct rf_array *a)
+/* Whether foreground IO ran lately.  The barrier's in-flight counters are
+ * a snapshot, and a queue-depth-1 user leaves gaps between requests: a
+ * request seen in flight keeps the array busy for BUSY_HOLD seconds, and
+ * an array that looks idle is looked at a few more times first. */
+static bool fg_active(struct rf_sync *s)
 {
-	return atomic_load(&a->inflight[0]) + atomic_load(&a->inflight[1]) > 0;
+	struct rf_array *a = s->a;
+	int i;
+
+	for (i = 0; i < IDLE_LOOKS; i++) {
+		if (atomic_load(&a->inflight[0]) + atomic_load(&a->inflight[1]) > 0) {
+			s->last_busy = now();
+			return true;
+		}
+		if (now() - s->last_busy < BUSY_HOLD)
+			return true;
+		if (i + 1 < IDLE_LOOKS)
+			usleep(IDLE_LOOK_US);
+	}
+	return false;
 }
 
 static bool is_mirror(const struct rf_array *a)
@@ -420,18 +442,16 @@ out:
  * the array's load allows, a stop was asked, or the load changed. */
 static void pace(struct rf_sync *s, double t0, uint64_t sectors)
 {
-	struct rf_array *a = s->a;
-
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
-		unsigned want = fg_active(a) ? s->speed_min : s->speed_max;
+		unsigned want = fg_active(s) ? s->speed_min : s->speed_max;
 		double left = (double)sectors / 2 / want - (now() - t0);
 		struct timespec ts;
 
 		if (s->stop || left <= 0)
 			break;
-		if (left > 0.05)
-			left = 0.05;    /* look at the load again soon */
+		if (left > PACE_POLL)
+			left = PACE_POLL;       /* look at the load again soon */
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += (long)(left * 1e9);
 		ts.tv_sec += ts.tv_nsec / 1000000000;
@@ -477,7 +497,7 @@ static void *sync_main(void *arg)
 		(unsigned long long)pos, (unsigned long long)total);
 	while (pos < total) {
 		double t0 = now();
-		uint64_t n = (fg_active(a) ? REGION_BUSY : s->region_max) / 512;
+		uint64_t n = (fg_active(s) ? REGION_BUSY : s->region_max) / 512;
 		bool stop;
 
 		pthread_mutex_lock(&s->lock);
@@ -559,6 +579,7 @@ static int start(struct rf_array *a, enum rf_sync_action act)
 	s->done = act == RF_SYNC_RESYNC && s->resync_cp < s->total ? s->resync_cp : 0;
 	s->nmarks = 0;
 	s->nlogged = 0;
+	s->last_busy = -BUSY_HOLD;
 	if (act != RF_SYNC_RESYNC) {
 		s->mismatches = 0;
 		s->bad_member = -1;
@@ -634,10 +655,11 @@ void rf_sync_get(struct rf_array *a, struct rf_sync_status *st)
 	st->bad_sector = s->bad_sector;
 	st->bad_found = s->bad_found;
 	if (s->running && s->nmarks) {
+		/* At least a second, as md: a young run's first region says
+		 * nothing about its pace. */
 		double dt = now() - s->marks[0].t;
 
-		if (dt > 0.01)
-			st->speed = (unsigned)((s->done - s->marks[0].done) / 2 / dt);
+		st->speed = (unsigned)((s->done - s->marks[0].done) / 2 / (dt > 1.0 ? dt : 1.0));
 	}
 	pthread_mutex_unlock(&s->lock);
 }

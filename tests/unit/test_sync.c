@@ -586,6 +586,81 @@ static void test_foreground_race(void **state)
 	}
 }
 
+/* ---- foreground first ---- */
+
+struct reader {
+	struct rf_array *a;
+	volatile int *stop;
+};
+
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+	uint64_t blocks = rf_array_size(r->a) / 4096, i = 0;
+	char *buf = malloc(4096);
+
+	while (!__atomic_load_n(r->stop, __ATOMIC_ACQUIRE))
+		assert_int_equal(do_io(r->a, RF_REQ_READ, (i++ * 7919 % blocks) * 4096, 4096, buf), 0);
+	free(buf);
+	return NULL;
+}
+
+static double seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* While foreground reads run, a check keeps near sync_speed_min (and
+ * reports that speed); on the idle array it runs far faster. */
+static void test_throttle(void **state)
+{
+	const struct spec *sp = &specs[6];     /* raid5 */
+	volatile int stop = 0;
+	struct rf_sync_status st;
+	struct reader rd;
+	struct rf_array *a;
+	unsigned seen = 0;
+	double t0, idle, busy, want;
+	pthread_t t;
+
+	make_members(sp, false);
+	a = open_array(sp, 2);
+	t0 = seconds();
+	run_action(a, RF_SYNC_CHECK);
+	idle = seconds() - t0;
+
+	assert_int_equal(rf_sync_set_speed_min(a, 4000), 0);
+	rd.a = a;
+	rd.stop = &stop;
+	assert_int_equal(pthread_create(&t, NULL, reader_main, &rd), 0);
+	usleep(20 * 1000);
+	t0 = seconds();
+	assert_int_equal(rf_sync_request(a, RF_SYNC_CHECK), 0);
+	for (;;) {
+		rf_sync_get(a, &st);
+		if (st.action != RF_SYNC_CHECK)
+			break;
+		if (st.speed > seen)
+			seen = st.speed;
+		usleep(50 * 1000);
+	}
+	busy = seconds() - t0;
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	/* dev_sectors / 2 KiB at 4000 KiB/s */
+	want = (double)rf_array_geom(a)->dev_sectors / 2 / 4000;
+	printf("check: idle %.3f s, with foreground reads %.3f s (paced: %.3f s), speed seen %u KiB/s\n", idle,
+	       busy, want, seen);
+	if (busy < want * 0.8)
+		fail_msg("check ran %.3f s beside foreground reads; sync_speed_min makes it %.3f s", busy, want);
+	assert_true(idle < busy / 2);
+	assert_true(seen > 0 && seen <= 4000 * 1.2);
+	rf_array_close(a);
+}
+
 /* Stop ("idle") mid-way leaves the rows done consistent; a resync resumes
  * where it stopped; frozen shows until a start. */
 static void test_stop_resume(void **state)
@@ -669,6 +744,7 @@ int main(void)
 		cmocka_unit_test(test_parity_block),
 		cmocka_unit_test(test_resync_garbage),
 		cmocka_unit_test(test_stop_resume),
+		cmocka_unit_test(test_throttle),
 		cmocka_unit_test(test_foreground_race),
 	};
 
