@@ -4,7 +4,7 @@
 #   make unit       unit tests only
 #   make asan       the tests under ASan+UBSan (build-asan/)
 #   make tsan       the tests under TSan (build-tsan/); tsan-unit: unit tests only
-#   make bench      fio beside fuse-ceiling (tools/bench.sh)
+#   make bench      fio beside fuse-ceiling (tools/bench.sh; BENCH_ARGS="-t 5 -D" passes options)
 #   make judge      kernel md checks raidfuse's writes (tools/md-crosscheck.sh)
 #   make fuzz       libFuzzer on superblock and config parsing, FUZZ_SECONDS each (clang)
 #   make install    PREFIX=/usr/local DESTDIR=
@@ -81,7 +81,7 @@ tsan-unit:
 	$(MAKE) BUILD=build-tsan SAN="-fsanitize=thread" OPT="-O1 -g" unit
 
 bench: $(BUILD)/raidfuse
-	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/bench.sh
+	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/bench.sh $(BENCH_ARGS)
 
 judge: $(BUILD)/raidfuse
 	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/md-crosscheck.sh

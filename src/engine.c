@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -558,15 +559,18 @@ static struct rf_stripe *stripe_get(struct rf_group *g, uint64_t sector)
 	return sh;
 }
 
-/* g->lock held.  Returns false when p must wait for a head. */
-static bool stripe_attach(struct rf_group *g, struct rf_piece *p)
+/* g->lock held.  Queue p on its head sh (whose sector is p->key), found by
+ * the caller, or looked up (sh NULL).  Returns the head, or NULL when p must
+ * wait for one. */
+static struct rf_stripe *stripe_attach(struct rf_group *g, struct rf_stripe *sh, struct rf_piece *p)
 {
-	struct rf_stripe *sh = stripe_get(g, p->key);
-
-	if (!sh)
-		return false;
-	if (sh->on_lru)
-		lru_del(g, sh);
+	if (!sh) {
+		sh = stripe_get(g, p->key);
+		if (!sh)
+			return NULL;
+		if (sh->on_lru)
+			lru_del(g, sh);
+	}
 	p->next = NULL;
 	if (p->write) {
 		*sh->towrite_tail = p;
@@ -579,7 +583,7 @@ static bool stripe_attach(struct rf_group *g, struct rf_piece *p)
 		handle_add(g, sh);
 		note_group(g);
 	}
-	return true;
+	return sh;
 }
 
 /* The owner is done with a round.  Either another round is due (pieces
@@ -618,9 +622,12 @@ void rf_requeue_piece(struct rf_array *a, struct rf_piece *p)
 
 /* Issue list's DIRECT pieces on w's ring and attach its STRIPE pieces to
  * their heads in g (waiting on g->deferred when no head is free). */
+#define SEEN_SLOTS 32
+
 static void run_pieces(struct rf_worker *w, struct rf_group *g, struct rf_piece *list)
 {
 	struct rf_piece *p, *next, *stripes = NULL, **stail = &stripes;
+	struct rf_stripe *seen[SEEN_SLOTS] = { NULL };
 
 	for (p = list; p; p = next) {
 		next = p->next;
@@ -634,11 +641,20 @@ static void run_pieces(struct rf_worker *w, struct rf_group *g, struct rf_piece 
 	}
 	if (!stripes)
 		return;
-	/* One lock round for every stripe piece of the batch. */
+	/* One lock round for every stripe piece of the batch, and one hash
+	 * lookup per head: a request's pieces of one head (its data columns)
+	 * find the head again here.  A head found in this round cannot be
+	 * recycled before the lock is dropped: it is off the LRU. */
 	pthread_mutex_lock(&g->lock);
 	for (p = stripes; p; p = next) {
+		struct rf_stripe **slot = &seen[(p->key ^ p->key >> 5) % SEEN_SLOTS];
+		struct rf_stripe *sh = *slot && (*slot)->sector == p->key ? *slot : NULL;
+
 		next = p->next;
-		if (!stripe_attach(g, p)) {
+		sh = stripe_attach(g, sh, p);
+		if (sh) {
+			*slot = sh;
+		} else {
 			p->next = NULL;
 			*g->deferred_tail = p;
 			g->deferred_tail = &p->next;
@@ -1081,9 +1097,17 @@ static int group_init(struct rf_array *a, struct rf_group *g, int id, int nstrip
 	g->hash = calloc(g->hash_mask, sizeof(*g->hash));
 	g->hash_mask--;
 	g->stripes = calloc(nstripes, sizeof(*g->stripes));
-	/* Blocks are touched lazily: untouched heads cost address space only. */
-	if (!g->hash || !g->stripes || posix_memalign((void **)&g->stripe_mem, 4096, per * nstripes))
+	if (!g->hash || !g->stripes)
 		return -ENOMEM;
+	/* Blocks are touched lazily: untouched heads cost address space only.
+	 * A mapping of its own goes back to the system whole when the cache
+	 * is resized (the heap would keep it). */
+	g->stripe_mem_len = per * nstripes;
+	g->stripe_mem = mmap(NULL, g->stripe_mem_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (g->stripe_mem == MAP_FAILED) {
+		g->stripe_mem = NULL;
+		return -ENOMEM;
+	}
 	for (i = 0; i < nstripes; i++) {
 		struct rf_stripe *sh = &g->stripes[i];
 
@@ -1120,7 +1144,8 @@ static void groups_free(struct rf_array *a, struct rf_group *groups, int n)
 		}
 		free(g->workers);
 		free(g->stripes);
-		free(g->stripe_mem);
+		if (g->stripe_mem)
+			munmap(g->stripe_mem, g->stripe_mem_len);
 		free(g->hash);
 		if (g->a)
 			pthread_mutex_destroy(&g->lock);

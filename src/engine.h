@@ -123,7 +123,8 @@ struct rf_group {
 	struct rf_worker *workers;
 	int nstripes;
 	struct rf_stripe *stripes;
-	char *stripe_mem;
+	char *stripe_mem;               /* mmap()ed */
+	size_t stripe_mem_len;
 };
 
 struct rf_worker {

@@ -12,6 +12,7 @@
 #             (reads the superblocks raidfuse create writes), e2fsprogs
 #             (mkfs.ext4, fsck.ext4), mount (losetup, mount), util-linux
 #             (mountpoint, setpriv, unshare), coreutils, diffutils
+# bench:      jq (reads fio's JSON output; tools/bench.sh, drain test)
 # fuzzing:    clang (libFuzzer)
 set -euo pipefail
 
@@ -20,7 +21,7 @@ PKGS=(
 	libfuse3-dev liburing-dev libisal-dev libconfig-dev
 	libcmocka-dev
 	fuse3 fio xz-utils mdadm e2fsprogs mount util-linux coreutils diffutils
-	clang
+	jq clang
 )
 
 SUDO=()
