@@ -51,6 +51,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -87,6 +88,7 @@ struct rf_sync {
 	pthread_t thread;
 	uint64_t done, total, resync_cp;
 	unsigned speed_min, speed_max;
+	bool speed_min_local, speed_max_local; /* set, not the defaults */
 	struct mark marks[NMARKS];
 	int nmarks;
 	int bad_member;
@@ -650,6 +652,8 @@ void rf_sync_get(struct rf_array *a, struct rf_sync_status *st)
 	st->mismatch_cnt = s->mismatches;
 	st->speed_min = s->speed_min;
 	st->speed_max = s->speed_max;
+	st->speed_min_local = s->speed_min_local;
+	st->speed_max_local = s->speed_max_local;
 	st->resync_cp = s->resync_cp;
 	st->bad_member = s->bad_member;
 	st->bad_sector = s->bad_sector;
@@ -664,17 +668,51 @@ void rf_sync_get(struct rf_array *a, struct rf_sync_status *st)
 	pthread_mutex_unlock(&s->lock);
 }
 
+int rf_sync_progress_line(struct rf_array *a, char *buf, size_t len)
+{
+	struct rf_sync_status st;
+	unsigned permille, i, x;
+	char bar[22];
+	uint64_t rt;
+	int n;
+
+	rf_sync_get(a, &st);
+	if (!len)
+		return -EOVERFLOW;
+	buf[0] = '\0';
+	if (st.action != RF_SYNC_RESYNC && st.action != RF_SYNC_CHECK && st.action != RF_SYNC_REPAIR)
+		return 0;
+	permille = st.total ? (unsigned)(st.done * 1000 / st.total) : 0;
+	/* 21 characters: one '=' per 5 % done, the head '>', '.' to go. */
+	x = permille / 50;
+	for (i = 0; i < 21; i++)
+		bar[i] = i < x ? '=' : i == x ? '>' : '.';
+	bar[21] = '\0';
+	/* md says "resync" for a repair: it is a resync that also counts. */
+	rt = st.speed ? (st.total - st.done) / 2 / st.speed : 0;
+	n = snprintf(buf, len, "[%s]  %s =%3u.%u%% (%llu/%llu) finish=%llu.%llumin speed=%uK/sec", bar,
+		     st.action == RF_SYNC_CHECK ? "check" : "resync", permille / 10, permille % 10,
+		     (unsigned long long)st.done / 2, (unsigned long long)st.total / 2,
+		     (unsigned long long)rt / 60, (unsigned long long)rt % 60 / 6, st.speed);
+	return n < 0 || (size_t)n >= len ? -EOVERFLOW : n;
+}
+
 static int set_speed(struct rf_array *a, unsigned kib, bool max)
 {
 	struct rf_sync *s = a->sync;
+	unsigned def = max ? RF_SYNC_SPEED_MAX_DEFAULT : RF_SYNC_SPEED_MIN_DEFAULT;
 
-	if (kib < 1 || kib > INT32_MAX)
+	if (kib > INT32_MAX)
 		return -EINVAL;
 	pthread_mutex_lock(&s->lock);
-	if (max)
-		s->speed_max = kib;
-	else
-		s->speed_min = kib;
+	/* 0: back to the default (md's "system" value). */
+	if (max) {
+		s->speed_max = kib ? kib : def;
+		s->speed_max_local = kib != 0;
+	} else {
+		s->speed_min = kib ? kib : def;
+		s->speed_min_local = kib != 0;
+	}
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 	return 0;

@@ -13,6 +13,7 @@
 #define RAIDFUSE_SYNC_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct rf_array;
@@ -34,6 +35,7 @@ struct rf_sync_status {
 	uint64_t mismatch_cnt;          /* sectors found different by the last check/repair */
 	unsigned speed;                 /* KiB/s over the last few seconds; 0 while idle */
 	unsigned speed_min, speed_max;  /* KiB/s */
+	bool speed_min_local, speed_max_local; /* set for this array (md's "local"), not the default ("system") */
 	uint64_t resync_cp;             /* where the next resync starts (an interrupted one resumes) */
 	/* raid6: the last block a check pinned on one member (-1: none yet). */
 	int bad_member;
@@ -59,7 +61,14 @@ void rf_sync_stop(struct rf_array *a, bool freeze);
 void rf_sync_wait(struct rf_array *a);
 
 void rf_sync_get(struct rf_array *a, struct rf_sync_status *st);
-/* KiB/s, 1..INT32_MAX; -EINVAL otherwise.  Take effect at the next region. */
+/* mdstat's progress line while an action runs, as md prints it (no
+ * indent, no newline):
+ *   [====>................]  check = 22.5% (460800/2046976) finish=0.1min speed=230400K/sec
+ * ("resync" for repair, as md).  Returns its length, 0 (buf "") while
+ * idle, or -EOVERFLOW. */
+int rf_sync_progress_line(struct rf_array *a, char *buf, size_t len);
+/* KiB/s up to INT32_MAX (-EINVAL above); 0 restores the default (md's
+ * "system").  They take effect at once, also on a running action. */
 int rf_sync_set_speed_min(struct rf_array *a, unsigned kib);
 int rf_sync_set_speed_max(struct rf_array *a, unsigned kib);
 

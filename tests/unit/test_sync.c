@@ -669,6 +669,9 @@ static void test_stop_resume(void **state)
 	struct rf_sync_status st;
 	struct rf_array *a;
 	uint64_t cp;
+	char line[200], bar[32];
+	unsigned pct, tenth, mins, speed;
+	unsigned long long done, total;
 
 	make_members(sp, true);
 	a = open_array(sp, 2);
@@ -679,13 +682,28 @@ static void test_stop_resume(void **state)
 	assert_int_equal(st.action, RF_SYNC_RESYNC);
 	assert_int_equal(st.total, rf_array_geom(a)->dev_sectors);
 	usleep(200 * 1000);
+	/* mdstat's line, md's format. */
+	assert_true(rf_sync_progress_line(a, line, sizeof(line)) > 0);
+	printf("%s\n", line);
+	assert_int_equal(sscanf(line, "[%21[=>.]]  resync = %u.%u%% (%llu/%llu) finish=%u.%umin speed=%uK/sec",
+				bar, &pct, &tenth, &done, &total, &mins, &tenth, &speed), 8);
+	assert_int_equal(strlen(bar), 21);
+	assert_int_equal(total, rf_array_geom(a)->dev_sectors / 2);
+	assert_true(done > 0 && done < total && pct <= 100);
+	assert_int_equal(strchr(bar, '>') - bar, pct / 5);
+	assert_int_equal(rf_sync_progress_line(a, line, 20), -EOVERFLOW);
 	assert_int_equal(rf_sync_request(a, RF_SYNC_FROZEN), 0);
+	assert_int_equal(rf_sync_progress_line(a, line, sizeof(line)), 0);
 	rf_sync_get(a, &st);
 	assert_int_equal(st.action, RF_SYNC_FROZEN);
 	cp = st.resync_cp;
 	assert_true(cp > 0 && cp < st.total);
-	assert_int_equal(rf_sync_set_speed_max(a, RF_SYNC_SPEED_MAX_DEFAULT), 0);
-	assert_int_equal(rf_sync_set_speed_max(a, 0), -EINVAL);
+	assert_true(st.speed_max_local);
+	assert_int_equal(rf_sync_set_speed_max(a, 0), 0);
+	rf_sync_get(a, &st);
+	assert_false(st.speed_max_local);
+	assert_int_equal(st.speed_max, RF_SYNC_SPEED_MAX_DEFAULT);
+	assert_int_equal(rf_sync_set_speed_max(a, 1u << 31), -EINVAL);
 	run_action(a, RF_SYNC_RESYNC);
 	rf_sync_get(a, &st);
 	assert_int_equal(st.resync_cp, 0);
