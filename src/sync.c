@@ -102,6 +102,8 @@ struct rf_sync {
 	uint8_t dirty[RF_MAX_MEMBERS][REGION_IDLE / BLK];
 	int nlogged;
 	double last_busy;               /* when foreground IO was last seen */
+	rf_sync_notify_fn notify;       /* lock (set), called by the thread */
+	void *notify_priv;
 };
 
 static const char *const action_names[] = {
@@ -486,6 +488,8 @@ static void *sync_main(void *arg)
 	struct rf_array *a = s->a;
 	enum rf_sync_action act;
 	uint64_t pos, total;
+	rf_sync_notify_fn notify;
+	void *notify_priv;
 	const char *why = "done";
 	int ret = 0;
 
@@ -535,6 +539,13 @@ static void *sync_main(void *arg)
 	else
 		rf_info("%s: %s %s at sector %llu of %llu: mismatch_cnt %llu", a->name, rf_sync_action_name(act),
 			why, (unsigned long long)pos, (unsigned long long)total, (unsigned long long)s->mismatches);
+	notify = s->notify;
+	notify_priv = s->notify_priv;
+	pthread_mutex_unlock(&s->lock);
+	/* Outside the lock: the callback may read the status. */
+	if (notify)
+		notify(a, act, !ret && pos >= total, pos, notify_priv);
+	pthread_mutex_lock(&s->lock);
 	s->action = RF_SYNC_IDLE;
 	s->running = false;
 	s->joinable = true;
@@ -726,6 +737,30 @@ int rf_sync_set_speed_min(struct rf_array *a, unsigned kib)
 int rf_sync_set_speed_max(struct rf_array *a, unsigned kib)
 {
 	return set_speed(a, kib, true);
+}
+
+void rf_sync_set_notify(struct rf_array *a, rf_sync_notify_fn fn, void *priv)
+{
+	struct rf_sync *s = a->sync;
+
+	pthread_mutex_lock(&s->lock);
+	s->notify = fn;
+	s->notify_priv = priv;
+	pthread_mutex_unlock(&s->lock);
+}
+
+int rf_sync_set_resync_cp(struct rf_array *a, uint64_t sector)
+{
+	struct rf_sync *s = a->sync;
+	int ret = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->running && s->action == RF_SYNC_RESYNC)
+		ret = -EBUSY;
+	else
+		s->resync_cp = sector < walk_total(a) ? sector : 0;
+	pthread_mutex_unlock(&s->lock);
+	return ret;
 }
 
 int rf_sync_init(struct rf_array *a)

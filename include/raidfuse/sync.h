@@ -72,6 +72,19 @@ int rf_sync_progress_line(struct rf_array *a, char *buf, size_t len);
 int rf_sync_set_speed_min(struct rf_array *a, unsigned kib);
 int rf_sync_set_speed_max(struct rf_array *a, unsigned kib);
 
+/* Where the next resync starts (md's resync_offset / recovery_cp, in
+ * the walk's sectors; the superblock's value after an unclean stop).  At
+ * or past the end: from the start.  -EBUSY while a resync runs. */
+int rf_sync_set_resync_cp(struct rf_array *a, uint64_t sector);
+/* Called on the sync thread when an action ends: completed (it reached
+ * the end) or not (stopped, or an IO error), and the sector it reached.
+ * The superblock keeper records resync_offset from it.  It must not call
+ * rf_sync_request(), rf_sync_stop() or rf_sync_wait() (they wait for this
+ * thread). */
+typedef void (*rf_sync_notify_fn)(struct rf_array *a, enum rf_sync_action act, bool completed, uint64_t pos,
+				  void *priv);
+void rf_sync_set_notify(struct rf_array *a, rf_sync_notify_fn fn, void *priv);
+
 /* The engine's hooks: rf_array_start() and rf_array_close(). */
 int rf_sync_init(struct rf_array *a);
 void rf_sync_free(struct rf_array *a);

@@ -661,6 +661,23 @@ static void test_throttle(void **state)
 	rf_array_close(a);
 }
 
+struct notice {
+	int calls;
+	enum rf_sync_action act;
+	bool completed;
+	uint64_t pos;
+};
+
+static void on_sync_end(struct rf_array *a, enum rf_sync_action act, bool completed, uint64_t pos, void *priv)
+{
+	struct notice *n = priv;
+
+	n->calls++;
+	n->act = act;
+	n->completed = completed;
+	n->pos = pos;
+}
+
 /* Stop ("idle") mid-way leaves the rows done consistent; a resync resumes
  * where it stopped; frozen shows until a start. */
 static void test_stop_resume(void **state)
@@ -670,11 +687,13 @@ static void test_stop_resume(void **state)
 	struct rf_array *a;
 	uint64_t cp;
 	char line[200], bar[32];
+	struct notice note = { 0 };
 	unsigned pct, tenth, mins, speed;
 	unsigned long long done, total;
 
 	make_members(sp, true);
 	a = open_array(sp, 2);
+	rf_sync_set_notify(a, on_sync_end, &note);
 	/* Slow: at 1 MiB/s a 1 MiB region takes about a second. */
 	assert_int_equal(rf_sync_set_speed_max(a, 1024), 0);
 	assert_int_equal(rf_sync_request(a, RF_SYNC_RESYNC), 0);
@@ -698,6 +717,10 @@ static void test_stop_resume(void **state)
 	assert_int_equal(st.action, RF_SYNC_FROZEN);
 	cp = st.resync_cp;
 	assert_true(cp > 0 && cp < st.total);
+	assert_int_equal(note.calls, 1);
+	assert_int_equal(note.act, RF_SYNC_RESYNC);
+	assert_false(note.completed);
+	assert_int_equal(note.pos, cp);
 	assert_true(st.speed_max_local);
 	assert_int_equal(rf_sync_set_speed_max(a, 0), 0);
 	rf_sync_get(a, &st);
@@ -707,7 +730,17 @@ static void test_stop_resume(void **state)
 	run_action(a, RF_SYNC_RESYNC);
 	rf_sync_get(a, &st);
 	assert_int_equal(st.resync_cp, 0);
+	assert_int_equal(note.calls, 2);
+	assert_true(note.completed);
+	assert_int_equal(note.pos, st.total);
 	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
+	/* A resync_offset from the superblock: the next resync starts there. */
+	assert_int_equal(rf_sync_set_resync_cp(a, 1024), 0);
+	rf_sync_get(a, &st);
+	assert_int_equal(st.resync_cp, 1024);
+	assert_int_equal(rf_sync_set_resync_cp(a, st.total + 8), 0);
+	rf_sync_get(a, &st);
+	assert_int_equal(st.resync_cp, 0);
 	assert_int_equal(rf_sync_request(a, RF_SYNC_IDLE), 0);
 	rf_sync_get(a, &st);
 	assert_int_equal(st.action, RF_SYNC_IDLE);
