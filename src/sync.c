@@ -68,6 +68,7 @@
 #define REGION_MEM (16u << 20)          /* every member's region buffer together */
 #define NMARKS 4                        /* speed marks, about a second apart */
 #define MAX_NAMED_LOGS 64               /* raid6 naming lines per run */
+#define SYNC_DEPTH 64                   /* the sync thread's IO queue */
 #define BUSY_HOLD 0.5                   /* seconds a foreground request keeps the array busy */
 #define IDLE_LOOKS 4                    /* looks at the counters before calling the array idle */
 #define IDLE_LOOK_US 100
@@ -102,6 +103,9 @@ struct rf_sync {
 	uint8_t dirty[RF_MAX_MEMBERS][REGION_IDLE / BLK];
 	int nlogged;
 	double last_busy;               /* when foreground IO was last seen */
+	struct rf_ioq ioq;              /* the thread's member IO queue */
+	struct rf_mio *mios;            /* a region's member IO */
+	int nmios, io_pending, io_err;
 	rf_sync_notify_fn notify;       /* lock (set), called by the thread */
 	void *notify_priv;
 };
@@ -173,41 +177,76 @@ static uint64_t walk_total(const struct rf_array *a)
 	return a->geom.level == 10 ? a->geom.array_sectors : a->geom.dev_sectors;
 }
 
-/* ---- member IO ---- */
+/* ---- member IO ----
+ *
+ * Through an IO queue of the array's own backend (liburing, or whatever
+ * the array was given: fault injection, overlays), so the members see the
+ * same IO path as the workers'.  A region queues its reads (or writes) of
+ * every member at once and waits for them all.
+ */
 
-/* Read or write len bytes of member m at member sector sec (from its data
- * start).  O_DIRECT when the member allows it, as the workers do.  An
- * error marks the member faulty.  Returns 0 or -errno. */
-static int member_io(struct rf_array *a, int m, bool write, char *buf, size_t len, uint64_t sec)
+static void sio_end(struct rf_mio *m)
 {
-	struct rf_member *mb = &a->members[m];
-	uint64_t off = mb->data_offset + (sec << 9);
-	int fd = mb->fd_direct >= 0 && !((off | len) & (mb->align - 1)) ? mb->fd_direct : mb->fd;
-	size_t done = 0;
+	struct rf_sync *s = m->priv;
 
-	while (done < len) {
-		ssize_t r = write ? pwrite(fd, buf + done, len - done, off + done)
-				  : pread(fd, buf + done, len - done, off + done);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			int err = r < 0 ? -errno : -EIO;
-
-			rf_member_fail(a, m, err, write ? "sync write" : "sync read", off + done);
-			return err;
-		}
-		done += (size_t)r;
+	if (m->res) {
+		rf_member_fail(s->a, m->member, m->res, m->op == RF_MIO_WRITE ? "sync write" : "sync read",
+			       m->off + m->done);
+		if (!s->io_err)
+			s->io_err = m->res;
 	}
-	return 0;
+	s->io_pending--;
 }
 
-/* Write the dirty blocks of buf (nblk blocks, bytes long) to member m at
- * member sector sec, each contiguous run in one IO, and clear them. */
-static int write_dirty(struct rf_array *a, int m, char *buf, uint8_t *dirty, int nblk, uint32_t bytes,
-		       uint64_t sec)
+/* Queue a read or write of len bytes of member m at member sector sec. */
+static void sio_queue(struct rf_sync *s, int m, bool write, char *buf, uint32_t len, uint64_t sec)
 {
-	int b = 0, e, ret;
+	struct rf_mio *mio = &s->mios[s->nmios++];
+
+	memset(mio, 0, sizeof(*mio));
+	mio->end = sio_end;
+	mio->priv = s;
+	mio->buf = buf;
+	mio->len = len;
+	mio->off = s->a->members[m].data_offset + (sec << 9);
+	mio->member = (int16_t)m;
+	mio->op = write ? RF_MIO_WRITE : RF_MIO_READ;
+	s->io_pending++;
+	rf_ioq_queue(&s->ioq, mio);
+}
+
+/* Submit what was queued and wait for all of it.  Returns 0 or the first
+ * error (its member is marked faulty). */
+static int sio_wait(struct rf_sync *s)
+{
+	int ret;
+
+	for (;;) {
+		ret = rf_ioq_submit(&s->ioq);
+		if (ret < 0 || !s->io_pending)
+			break;
+		/* Something waits for room and nothing is in flight: submit
+		 * again rather than sleep. */
+		ret = rf_ioq_reap(&s->ioq, !(s->ioq.retry && !s->ioq.inflight));
+		if (ret < 0)
+			break;
+	}
+	if (ret < 0 && !s->io_err) {
+		rf_err("%s: sync: member IO queue: %s", s->a->name, strerror(-ret));
+		s->io_err = ret;
+	}
+	ret = s->io_err;
+	s->io_err = 0;
+	s->nmios = 0;
+	return ret;
+}
+
+/* Queue the dirty blocks of buf (nblk blocks, bytes long) for member m at
+ * member sector sec, one write per contiguous run, and clear them. */
+static void queue_dirty(struct rf_sync *s, int m, char *buf, uint8_t *dirty, int nblk, uint32_t bytes,
+			uint64_t sec)
+{
+	int b = 0, e;
 
 	while (b < nblk) {
 		uint32_t off, len;
@@ -220,14 +259,9 @@ static int write_dirty(struct rf_array *a, int m, char *buf, uint8_t *dirty, int
 			dirty[e] = 0;
 		off = (uint32_t)b * BLK;
 		len = (uint32_t)e * BLK < bytes ? (uint32_t)(e - b) * BLK : bytes - off;
-		ret = member_io(a, m, true, buf + off, len, sec + off / 512);
-		if (ret) {
-			memset(dirty, 0, (size_t)nblk);
-			return ret;
-		}
+		sio_queue(s, m, true, buf + off, len, sec + off / 512);
 		b = e;
 	}
-	return 0;
 }
 
 static void count_mismatch(struct rf_sync *s, uint32_t len)
@@ -274,9 +308,10 @@ static int mirror_region(struct rf_sync *s, enum rf_sync_action act, uint64_t po
 	bytes = (uint32_t)(*nsec << 9);
 	nblk = (int)((bytes + BLK - 1) / BLK);
 	rf_writes_hold(a);
-	for (i = 0; i < m && !ret; i++)
+	for (i = 0; i < m; i++)
 		if (i == 0 || act != RF_SYNC_RESYNC)
-			ret = member_io(a, devs[live[i]], false, s->buf[i], bytes, secs[live[i]]);
+			sio_queue(s, devs[live[i]], false, s->buf[i], bytes, secs[live[i]]);
+	ret = sio_wait(s);
 	for (b = 0; b < nblk && !ret; b++) {
 		uint32_t off = (uint32_t)b * BLK, len = bytes - off < BLK ? bytes - off : BLK;
 
@@ -297,7 +332,9 @@ static int mirror_region(struct rf_sync *s, enum rf_sync_action act, uint64_t po
 		if (ret)
 			memset(s->dirty[i], 0, (size_t)nblk);
 		else
-			ret = write_dirty(a, devs[live[i]], s->buf[i], s->dirty[i], nblk, bytes, secs[live[i]]);
+			queue_dirty(s, devs[live[i]], s->buf[i], s->dirty[i], nblk, bytes, secs[live[i]]);
+	if (!ret)
+		ret = sio_wait(s);
 	rf_writes_release(a);
 	return ret;
 }
@@ -367,8 +404,9 @@ static int parity_region(struct rf_sync *s, enum rf_sync_action act, uint64_t po
 		goto out;
 	}
 	/* Every column: P and Q move from row to row inside the region. */
-	for (i = 0; i < a->nmembers && !ret; i++)
-		ret = member_io(a, i, false, s->buf[i], bytes, pos);
+	for (i = 0; i < a->nmembers; i++)
+		sio_queue(s, i, false, s->buf[i], bytes, pos);
+	ret = sio_wait(s);
 	for (b = 0; b < nblk && !ret; b++) {
 		uint64_t ds = pos + (uint64_t)b * BLK_SECTORS;
 		int off = b * (int)BLK, bad = -1;
@@ -428,10 +466,12 @@ static int parity_region(struct rf_sync *s, enum rf_sync_action act, uint64_t po
 		for (b = 0; b < nblk && !wrote; b++)
 			wrote = s->dirty[i][b];
 		if (!ret)
-			ret = write_dirty(a, i, s->buf[i], s->dirty[i], nblk, bytes, pos);
+			queue_dirty(s, i, s->buf[i], s->dirty[i], nblk, bytes, pos);
 		else
 			memset(s->dirty[i], 0, (size_t)nblk);
 	}
+	if (!ret)
+		ret = sio_wait(s);
 	/* Cached heads of these rows hold what the members held before. */
 	if (wrote)
 		rf_stripe_cache_forget(a, pos, pos + *nsec);
@@ -482,6 +522,41 @@ static void progress(struct rf_sync *s, uint64_t pos)
 	s->nmarks++;
 }
 
+/* Region by region from *pos to total, until done, stopped or failed. */
+static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint64_t total, const char **why)
+{
+	struct rf_array *a = s->a;
+	int ret = 0;
+
+	while (*pos < total) {
+		double t0 = now();
+		uint64_t n = (fg_active(s) ? REGION_BUSY : s->region_max) / 512;
+		bool stop;
+
+		pthread_mutex_lock(&s->lock);
+		stop = s->stop;
+		pthread_mutex_unlock(&s->lock);
+		if (stop) {
+			*why = "interrupted";
+			return 0;
+		}
+		if (n > total - *pos)
+			n = total - *pos;
+		ret = rf_failed_now(a) ? -EIO
+		      : is_mirror(a) ? mirror_region(s, act, *pos, &n) : parity_region(s, act, *pos, &n);
+		if (ret) {
+			*why = "stopped by an IO error";
+			return ret;
+		}
+		*pos += n;
+		pthread_mutex_lock(&s->lock);
+		progress(s, *pos);
+		pthread_mutex_unlock(&s->lock);
+		pace(s, t0, n);
+	}
+	return 0;
+}
+
 static void *sync_main(void *arg)
 {
 	struct rf_sync *s = arg;
@@ -499,37 +574,16 @@ static void *sync_main(void *arg)
 	total = s->total;
 	progress(s, pos);
 	pthread_mutex_unlock(&s->lock);
-	rf_info("%s: %s started at sector %llu of %llu", a->name, rf_sync_action_name(act),
-		(unsigned long long)pos, (unsigned long long)total);
-	while (pos < total) {
-		double t0 = now();
-		uint64_t n = (fg_active(s) ? REGION_BUSY : s->region_max) / 512;
-		bool stop;
-
-		pthread_mutex_lock(&s->lock);
-		stop = s->stop;
-		pthread_mutex_unlock(&s->lock);
-		if (stop) {
-			why = "interrupted";
-			break;
-		}
-		if (rf_failed_now(a)) {
-			ret = -EIO;
-			break;
-		}
-		if (n > total - pos)
-			n = total - pos;
-		ret = is_mirror(a) ? mirror_region(s, act, pos, &n) : parity_region(s, act, pos, &n);
-		if (ret)
-			break;
-		pos += n;
-		pthread_mutex_lock(&s->lock);
-		progress(s, pos);
-		pthread_mutex_unlock(&s->lock);
-		pace(s, t0, n);
+	ret = a->ioq_init(&s->ioq, a->iom, a->nmembers, SYNC_DEPTH);
+	if (ret) {
+		rf_err("%s: %s: no member IO queue: %s", a->name, rf_sync_action_name(act), strerror(-ret));
+		why = "not started";
+	} else {
+		rf_info("%s: %s started at sector %llu of %llu", a->name, rf_sync_action_name(act),
+			(unsigned long long)pos, (unsigned long long)total);
+		ret = walk(s, act, &pos, total, &why);
+		rf_ioq_destroy(&s->ioq);
 	}
-	if (ret)
-		why = "stopped by an IO error";
 	pthread_mutex_lock(&s->lock);
 	if (act == RF_SYNC_RESYNC)
 		s->resync_cp = pos < total ? pos : 0;
@@ -777,6 +831,12 @@ int rf_sync_init(struct rf_array *a)
 	s->speed_min = RF_SYNC_SPEED_MIN_DEFAULT;
 	s->speed_max = RF_SYNC_SPEED_MAX_DEFAULT;
 	s->bad_member = -1;
+	/* Reads: one per member; writes: at most a run per two blocks. */
+	s->mios = calloc((size_t)a->nmembers * (REGION_IDLE / BLK / 2 + 1), sizeof(*s->mios));
+	if (!s->mios) {
+		free(s);
+		return -ENOMEM;
+	}
 	per = REGION_MEM / (uint32_t)a->nmembers;
 	if (per > REGION_IDLE)
 		per = REGION_IDLE;
@@ -785,6 +845,7 @@ int rf_sync_init(struct rf_array *a)
 		per = REGION_BUSY;
 	s->region_max = per;
 	if (posix_memalign((void **)&s->mem, 4096, (size_t)per * a->nmembers + 5 * BLK)) {
+		free(s->mios);
 		free(s);
 		return -ENOMEM;
 	}
@@ -810,6 +871,7 @@ void rf_sync_free(struct rf_array *a)
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->cond);
 	free(s->mem);
+	free(s->mios);
 	free(s);
 	a->sync = NULL;
 }

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "engine.h"
+#include "fake_ioq.h"
 #include "testdir.h"
 #include "raidfuse/sync.h"
 
@@ -108,7 +109,15 @@ static void make_members(const struct spec *sp, bool garbage)
 	}
 }
 
+static struct rf_array *open_array_on(const struct spec *sp, int gtc, rf_ioq_init_fn ioq);
+
 static struct rf_array *open_array(const struct spec *sp, int gtc)
+{
+	return open_array_on(sp, gtc, NULL);
+}
+
+/* ioq: the members' IO backend (NULL: liburing, as the daemon). */
+static struct rf_array *open_array_on(const struct spec *sp, int gtc, rf_ioq_init_fn ioq)
 {
 	struct rf_config cfg;
 	struct rf_array *a;
@@ -139,6 +148,8 @@ static struct rf_array *open_array(const struct spec *sp, int gtc)
 		fail_msg("%s: %s", sp->what, err);
 	for (i = 0; i < sp->n; i++)
 		free(cfg.members[i]);
+	if (ioq)
+		rf_array_set_ioq_init(a, ioq);
 	assert_int_equal(rf_array_start(a), 0);
 	return a;
 }
@@ -319,6 +330,13 @@ static void data_block(const struct rf_array *a, uint64_t as, int *m, uint64_t *
 static uint64_t pick_sector(const struct rf_array *a)
 {
 	return (rnd() % (rf_array_size(a) / 4096)) * 8;
+}
+
+static uint64_t walk_sectors(const struct rf_array *a)
+{
+	const struct rf_geom *g = rf_array_geom(a);
+
+	return g->level == 10 ? g->array_sectors : g->dev_sectors;
 }
 
 /* ---- tests ---- */
@@ -747,6 +765,64 @@ static void test_stop_resume(void **state)
 	rf_array_close(a);
 }
 
+/* The sync thread's IO goes through the array's IO backend: short
+ * transfers, EAGAIN and a full queue change nothing; a member whose IO
+ * fails is marked faulty and ends the action, not completed. */
+static void test_faults(void **state)
+{
+	const struct spec *r5 = &specs[6], *r1 = &specs[1];   /* raid5, raid1 x3 */
+	struct notice note = { 0 };
+	struct rf_sync_status st;
+	struct rf_array *a;
+
+	make_members(r5, true);
+	fake_reset();
+	a = open_array_on(r5, 2, fake_ioq_init);
+	fake_short_every = 3;
+	fake_again_every = 5;
+	fake_busy_depth = 2;
+	run_action(a, RF_SYNC_RESYNC);
+	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
+	assert_true(fake_nr_short > 0 && fake_nr_again > 0);
+	rf_array_close(a);
+	fake_reset();
+
+	make_members(r1, false);
+	a = open_array_on(r1, 2, fake_ioq_init);
+	rf_sync_set_notify(a, on_sync_end, &note);
+	corrupt(r1, 2, 64);
+	fake_fail_member = 1;
+	fake_fail_after = 1;
+	run_action(a, RF_SYNC_REPAIR);
+	assert_int_equal(note.calls, 1);
+	assert_false(note.completed);
+	assert_true(note.pos < walk_sectors(a));
+	assert_true(rf_array_faulty(a) & (1u << 1));
+	fake_fail_member = -1;
+	/* Two copies left: they are compared still; the repair stopped
+	 * before it reached the corrupt block, or fixed it. */
+	run_action(a, RF_SYNC_REPAIR);
+	assert_true(note.completed);
+	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
+	rf_sync_get(a, &st);
+	assert_int_equal(st.mismatch_cnt, 0);
+	rf_array_close(a);
+
+	/* A degraded parity array has nothing to compare against. */
+	make_members(r5, false);
+	a = open_array_on(r5, 2, fake_ioq_init);
+	fake_fail_member = 0;
+	{
+		char blk[4096];
+
+		assert_int_equal(do_io(a, RF_REQ_READ, 0, 4096, blk), 0);
+	}
+	assert_true(rf_array_faulty(a) & 1);
+	assert_int_equal(rf_sync_request(a, RF_SYNC_CHECK), -EIO);
+	fake_reset();
+	rf_array_close(a);
+}
+
 /* Levels without redundancy refuse; words parse as md's. */
 static void test_words(void **state)
 {
@@ -796,6 +872,7 @@ int main(void)
 		cmocka_unit_test(test_resync_garbage),
 		cmocka_unit_test(test_stop_resume),
 		cmocka_unit_test(test_throttle),
+		cmocka_unit_test(test_faults),
 		cmocka_unit_test(test_foreground_race),
 	};
 
