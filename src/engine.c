@@ -1182,16 +1182,16 @@ static int groups_alloc(struct rf_array *a, int ngroups, int nthreads, int cache
 	return 0;
 }
 
-/* Start the threads of a->groups and wait until each has its ring. */
-static int groups_start(struct rf_array *a)
+/* Start the threads of groups[0..n) and wait until each has its ring. */
+static int groups_start(struct rf_array *a, struct rf_group *groups, int n)
 {
 	int i, j, ret = 0, nthreads = 0;
 
 	pthread_mutex_lock(&a->start_lock);
 	a->nready = a->nstart_err = 0;
 	pthread_mutex_unlock(&a->start_lock);
-	for (i = 0; i < a->ngroups && !ret; i++) {
-		struct rf_group *g = &a->groups[i];
+	for (i = 0; i < n && !ret; i++) {
+		struct rf_group *g = &groups[i];
 
 		for (j = 0; j < g->nworkers && !ret; j++) {
 			ret = -pthread_create(&g->workers[j].thread, NULL, worker_main, &g->workers[j]);
@@ -1211,12 +1211,13 @@ static int groups_start(struct rf_array *a)
 }
 
 /* Stop and join the group threads (nothing may be in flight). */
-static void groups_stop(struct rf_array *a)
+/* Stop and join the threads of groups[0..n) (nothing queued to them). */
+static void groups_stop(struct rf_group *groups, int n)
 {
 	int i, j;
 
-	for (i = 0; a->groups && i < a->ngroups; i++) {
-		struct rf_group *g = &a->groups[i];
+	for (i = 0; groups && i < n; i++) {
+		struct rf_group *g = &groups[i];
 		struct rf_worker *w, *idle;
 
 		/* Workers check g->stop under g->lock before they sleep; wake
@@ -1231,10 +1232,10 @@ static void groups_stop(struct rf_array *a)
 		for (w = idle; w; w = w->idle_next)
 			rf_ioq_kick(&w->ioq);
 	}
-	for (i = 0; a->groups && i < a->ngroups; i++)
-		for (j = 0; j < a->groups[i].nworkers; j++)
-			if (a->groups[i].workers[j].started)
-				pthread_join(a->groups[i].workers[j].thread, NULL);
+	for (i = 0; groups && i < n; i++)
+		for (j = 0; j < groups[i].nworkers; j++)
+			if (groups[i].workers[j].started)
+				pthread_join(groups[i].workers[j].thread, NULL);
 }
 
 int rf_array_start(struct rf_array *a)
@@ -1249,7 +1250,7 @@ int rf_array_start(struct rf_array *a)
 	if (ret)
 		return ret;
 	a->started = true;
-	return groups_start(a);
+	return groups_start(a, a->groups, a->ngroups);
 }
 
 void rf_array_close(struct rf_array *a)
@@ -1269,7 +1270,7 @@ void rf_array_close(struct rf_array *a)
 		drain(a, RF_HOLD_ALL);
 		pthread_mutex_unlock(&a->reconf_lock);
 	}
-	groups_stop(a);
+	groups_stop(a->groups, a->ngroups);
 	groups_free(a, a->groups, a->ngroups);
 	a->groups = NULL;
 	inline_free_all(a);
@@ -1283,8 +1284,10 @@ void rf_array_close(struct rf_array *a)
 
 enum reshape_what { RESHAPE_CACHE, RESHAPE_THREADS, RESHAPE_GROUPS };
 
-/* Drain everything, rebuild the groups with one tunable changed, release.
- * On failure the old shape stays and serves. */
+/* Rebuild the groups with one tunable changed.  The new groups are made
+ * and their threads started first; the drain covers only the swap, so
+ * held requests wait for in-flight ones to end and nothing else.  On
+ * failure nothing changes. */
 static int reshape(struct rf_array *a, enum reshape_what what, int value)
 {
 	struct rf_group *groups, *old;
@@ -1295,26 +1298,32 @@ static int reshape(struct rf_array *a, enum reshape_what what, int value)
 	nthreads = what == RESHAPE_THREADS ? value : a->group_thread_cnt;
 	cache = what == RESHAPE_CACHE ? value : a->stripe_cache_size;
 	ngroups = ngroups_for(wg);
+	ret = groups_alloc(a, ngroups, nthreads, cache, &groups);
+	if (ret) {
+		rf_err("%s: no memory for %d group(s) with %d stripe heads: %s", a->name, ngroups, cache,
+		       strerror(-ret));
+		goto out;
+	}
+	ret = groups_start(a, groups, ngroups);
+	if (ret) {
+		rf_err("%s: starting %d group thread(s) failed: %s", a->name, nthreads, strerror(-ret));
+		groups_stop(groups, ngroups);
+		groups_free(a, groups, ngroups);
+		goto out;
+	}
 	drain(a, RF_HOLD_ALL);
 	old = a->groups;
 	oldn = a->ngroups;
-	ret = groups_alloc(a, ngroups, nthreads, cache, &groups);
-	if (!ret) {
-		groups_stop(a);
-		groups_free(a, old, oldn);
-		a->groups = groups;
-		a->ngroups = ngroups;
-		a->worker_groups = wg;
-		a->group_thread_cnt = nthreads;
-		a->stripe_cache_size = cache;
-		ret = groups_start(a);
-		if (ret)
-			rf_err("%s: starting %d group thread(s) failed: %s", a->name, nthreads, strerror(-ret));
-	} else {
-		rf_err("%s: no memory for %d group(s) with %d stripe heads: %s", a->name, ngroups, cache,
-		       strerror(-ret));
-	}
+	a->groups = groups;
+	a->ngroups = ngroups;
+	a->worker_groups = wg;
+	a->group_thread_cnt = nthreads;
+	a->stripe_cache_size = cache;
 	release(a, a->suspended ? RF_HOLD_WRITES : 0);
+	/* Drained: nothing was left on the old groups, nothing reaches them. */
+	groups_stop(old, oldn);
+	groups_free(a, old, oldn);
+out:
 	pthread_mutex_unlock(&a->reconf_lock);
 	return ret;
 }

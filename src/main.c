@@ -4,6 +4,8 @@
  *   raidfuse mount CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS]
  *   raidfuse assemble [--ro] [--name FILE] [-f] [-d] [-v] [-o OPTS] MOUNTPOINT MEMBER...
  *   raidfuse examine MEMBER...
+ *   raidfuse status MOUNTPOINT
+ *   raidfuse ctl MOUNTPOINT ATTR [VALUE]
  *
  * create makes the member files the config names (member_size bytes of
  * zeros: an array of zeros has zero parity, so it starts in sync) and
@@ -16,7 +18,12 @@
  * mount serves the array a config describes, after checking it against the
  * members' superblocks, if they have any; assemble serves the array the
  * members' superblocks describe, no config needed.
+ *
+ * status and ctl only read and write the control files under a mount
+ * (MOUNTPOINT/mdstat, MOUNTPOINT/md/ATTR): whatever the daemon serves there
+ * is what they show, and what it refuses they report.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -38,6 +45,8 @@ static const char usage_text[] =
 	"       raidfuse mount CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS]\n"
 	"       raidfuse assemble [--ro] [--name FILE] [-f] [-d] [-v] [-o OPTS] MOUNTPOINT MEMBER...\n"
 	"       raidfuse examine MEMBER...\n"
+	"       raidfuse status MOUNTPOINT\n"
+	"       raidfuse ctl MOUNTPOINT ATTR [VALUE]\n"
 	"       raidfuse --help | --version\n"
 	"\n"
 	"  create    make the member files CONFIG names that do not exist yet\n"
@@ -54,7 +63,12 @@ static const char usage_text[] =
 	"    -f      stay in the foreground\n"
 	"    -d      FUSE debug output (implies -f)\n"
 	"    -v      verbose log\n"
-	"    -o OPTS FUSE mount options (e.g. allow_other)\n";
+	"    -o OPTS FUSE mount options (e.g. allow_other)\n"
+	"  status    print MOUNTPOINT/mdstat and every attribute under MOUNTPOINT/md\n"
+	"  ctl       print md attribute ATTR of the array on MOUNTPOINT, or set it\n"
+	"            to VALUE, as `cat`/`echo VALUE >` on MOUNTPOINT/md/ATTR do;\n"
+	"            md's names and units: stripe_cache_size (entries), group_thread_cnt,\n"
+	"            worker_groups, rmw_level (0-2), array_state (suspended/active), ...\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -361,6 +375,157 @@ static int cmd_assemble(int argc, char **argv)
 	return serve(&cfg, &o);
 }
 
+/* The whole content of a control file (small), NUL-terminated, into buf.
+ * Returns its length or -errno. */
+static int read_ctl_file(const char *path, char *buf, size_t size)
+{
+	size_t len = 0;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -errno;
+	while (len + 1 < size && (n = read(fd, buf + len, size - 1 - len)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = errno;
+			close(fd);
+			return -err;
+		}
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	return (int)len;
+}
+
+/* Why MOUNTPOINT has no control files, for an error about one of them. */
+static void not_served(const char *mnt, const char *what, int err)
+{
+	char path[4096];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/mdstat", mnt);
+	if (stat(path, &st))
+		fprintf(stderr, "raidfuse: %s is not a raidfuse mount (no %s: %s)\n", mnt, path, strerror(errno));
+	else if (err == ENOENT)
+		fprintf(stderr, "raidfuse: %s: no such attribute on this array\n", what);
+	else
+		fprintf(stderr, "raidfuse: %s: %s\n", what, strerror(err));
+}
+
+static int cmd_status(int argc, char **argv)
+{
+	static char buf[65536];
+	char path[4096];
+	const char *mnt;
+	struct dirent *de;
+	DIR *d;
+	int n;
+
+	if (argc != 2)
+		return usage_error("status: expected MOUNTPOINT%s", "");
+	mnt = argv[1];
+	snprintf(path, sizeof(path), "%s/mdstat", mnt);
+	n = read_ctl_file(path, buf, sizeof(buf));
+	if (n < 0) {
+		not_served(mnt, path, -n);
+		return 1;
+	}
+	fputs(buf, stdout);
+	snprintf(path, sizeof(path), "%s/md", mnt);
+	d = opendir(path);
+	if (!d) {
+		not_served(mnt, path, errno);
+		return 1;
+	}
+	printf("\n");
+	/* The daemon lists the attributes in a meaningful order: keep it. */
+	while ((de = readdir(d))) {
+		char *nl;
+
+		if (de->d_type != DT_REG)
+			continue;
+		snprintf(path, sizeof(path), "%s/md/%s", mnt, de->d_name);
+		n = read_ctl_file(path, buf, sizeof(buf));
+		if (n < 0) {
+			fprintf(stderr, "raidfuse: %s: %s\n", path, strerror(-n));
+			closedir(d);
+			return 1;
+		}
+		nl = strchr(buf, '\n');
+		if (nl)
+			*nl = '\0';
+		printf("%-20s %s\n", de->d_name, buf);
+	}
+	closedir(d);
+	return 0;
+}
+
+static int cmd_ctl(int argc, char **argv)
+{
+	static char buf[65536];
+	char path[4096], what[4200];
+	const char *mnt, *attr, *val;
+	int fd, n, err;
+	size_t len;
+
+	if (argc != 3 && argc != 4)
+		return usage_error("ctl: expected MOUNTPOINT ATTR [VALUE]%s", "");
+	mnt = argv[1];
+	attr = argv[2];
+	val = argc == 4 ? argv[3] : NULL;
+	if (!*attr || attr[0] == '/' || strstr(attr, ".."))
+		return usage_error("ctl: '%s' is not an attribute name (e.g. stripe_cache_size)", attr);
+	snprintf(path, sizeof(path), "%s/md/%s", mnt, attr);
+	snprintf(what, sizeof(what), "md/%s", attr);
+	if (!val) {
+		n = read_ctl_file(path, buf, sizeof(buf));
+		if (n < 0) {
+			not_served(mnt, what, -n);
+			return 1;
+		}
+		fputs(buf, stdout);
+		return 0;
+	}
+	/* What `echo VALUE > file` does: one write of the value and a newline. */
+	len = strlen(val);
+	if (len + 2 > sizeof(buf)) {
+		fprintf(stderr, "raidfuse: %s: a value of %zu bytes is too long\n", what, len);
+		return 1;
+	}
+	snprintf(buf, sizeof(buf), "%s\n", val);
+	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	if (fd < 0) {
+		err = errno;
+		if (err == EACCES || err == EPERM)
+			fprintf(stderr, "raidfuse: %s is read-only\n", what);
+		else
+			not_served(mnt, what, err);
+		return 1;
+	}
+	n = (int)write(fd, buf, len + 1);
+	err = errno;
+	if (close(fd) && n >= 0) {
+		n = -1;
+		err = errno;
+	}
+	if (n < 0) {
+		if (err == EINVAL)
+			fprintf(stderr, "raidfuse: %s: '%s' refused: not a value it takes (the daemon's log says which)\n",
+				what, val);
+		else
+			fprintf(stderr, "raidfuse: %s: cannot set '%s': %s\n", what, val, strerror(err));
+		return 1;
+	}
+	if ((size_t)n != len + 1) {
+		fprintf(stderr, "raidfuse: %s: short write (%d of %zu bytes)\n", what, n, len + 1);
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -381,5 +546,9 @@ int main(int argc, char **argv)
 		return cmd_examine(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "assemble"))
 		return cmd_assemble(argc - 1, argv + 1);
-	return usage_error("unknown command '%s' (expected create, mount, assemble or examine)", argv[1]);
+	if (!strcmp(argv[1], "status"))
+		return cmd_status(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "ctl"))
+		return cmd_ctl(argc - 1, argv + 1);
+	return usage_error("unknown command '%s' (expected create, mount, assemble, examine, status or ctl)", argv[1]);
 }

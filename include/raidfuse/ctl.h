@@ -1,0 +1,106 @@
+/* ctl.h - the control files under the mount: md's sysfs attributes and
+ * mdstat.
+ *
+ * A user of md types `cat /sys/block/md0/md/stripe_cache_size` and
+ * `cat /proc/mdstat`; raidfuse serves the same words beside the image:
+ *
+ *   MOUNTPOINT/<image>
+ *   MOUNTPOINT/mdstat            /proc/mdstat for this one array (md0)
+ *   MOUNTPOINT/md/<attribute>    one file per md attribute
+ *
+ * Each file is an entry of a table (struct rf_ctl_attr: name, mode, show,
+ * store) with md's name, unit and format.  The table and the directory
+ * tree built from it know nothing of FUSE, so tests call show and store
+ * directly; the FUSE module maps inode numbers to tree nodes.  Per-member
+ * directories (md/dev-NAME/state, md/rdN) fit the same tree later: a node
+ * carries the member it speaks of, and show/store receive it.
+ *
+ * A write is one value (like a sysfs store): the whole buffer, one
+ * trailing newline allowed.  A value the attribute does not take fails
+ * with -EINVAL, is logged with the attribute's name, and changes nothing.
+ */
+#ifndef RAIDFUSE_CTL_H
+#define RAIDFUSE_CTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "raidfuse/array.h"
+
+/* Longest value a write may carry (sysfs takes one page). */
+#define RF_CTL_VALUE_MAX 4095
+/* Room that is always enough for one file's content (mdstat of 64
+ * members with long names included). */
+#define RF_CTL_SHOW_MAX (64 * 1024)
+
+struct rf_ctl_buf;
+
+struct rf_ctl_attr {
+	const char *name;
+	unsigned mode;                  /* 0444 read-only, 0644 writable */
+	/* Append the content to b (rf_ctl_printf); info is the array's state
+	 * taken once for this read.  member is -1 for array attributes. */
+	void (*show)(struct rf_array *a, const struct rf_array_info *info, int member,
+		     struct rf_ctl_buf *b);
+	/* Writable numeric attributes: the value parsed as md parses it (a
+	 * decimal, optional leading '+'), given to this setter, which checks
+	 * its range (-EINVAL) and applies it.  Optional. */
+	int (*set_int)(struct rf_array *a, int value);
+	/* Other writable attributes: val is NUL-terminated, without the
+	 * trailing newline.  Returns 0 or -errno.  Optional. */
+	int (*store)(struct rf_array *a, int member, const char *val);
+	/* What a write takes, for the message when one is refused. */
+	const char *takes;
+	/* Whether the file exists for this array (md shows the stripe cache
+	 * attributes on raid4/5/6 only).  Optional: NULL means always. */
+	bool (*present)(const struct rf_array *a);
+};
+
+/* md/ attributes, in the order a listing shows them (some are absent on
+ * some levels: see present). */
+extern const struct rf_ctl_attr rf_ctl_md_attrs[];
+extern const size_t rf_ctl_md_nattrs;
+/* MOUNTPOINT/mdstat. */
+extern const struct rf_ctl_attr rf_ctl_mdstat;
+
+/* An md/ attribute by name; NULL if there is none of that name. */
+const struct rf_ctl_attr *rf_ctl_find(const char *name);
+
+/* Format at's content into buf (size bytes, NUL-terminated).  Returns its
+ * length, or -EOVERFLOW if it does not fit. */
+int rf_ctl_show(const struct rf_ctl_attr *at, struct rf_array *a, int member, char *buf, size_t size);
+/* One write of a control file: buf (len bytes) holds one value, with at
+ * most one trailing newline.  Returns 0, -EACCES for a read-only file, or
+ * the setter's -errno (-EINVAL: refused and logged, nothing changed). */
+int rf_ctl_store(const struct rf_ctl_attr *at, struct rf_array *a, int member, const char *buf, size_t len);
+
+/* Append to a show buffer, printf-style (text past its end is dropped and
+ * remembered: rf_ctl_show then fails with -EOVERFLOW). */
+void rf_ctl_printf(struct rf_ctl_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The file tree under the mount point.  Node 0 is the root; a node's
+ * parent comes before it, and siblings are in listing order. */
+enum rf_ctl_kind { RF_CTL_DIR, RF_CTL_IMAGE, RF_CTL_FILE };
+
+struct rf_ctl_node {
+	const char *name;               /* "" for the root */
+	int parent;                     /* node index; the root is its own parent */
+	enum rf_ctl_kind kind;
+	const struct rf_ctl_attr *attr; /* RF_CTL_FILE */
+	int member;                     /* the member a file speaks of; -1: the array */
+};
+
+struct rf_ctl_tree {
+	struct rf_ctl_node *nodes;
+	int n;
+};
+
+/* Build the tree for a: the image, mdstat, md/ with the attributes present
+ * for a's level.  Returns 0 or -ENOMEM. */
+int rf_ctl_tree_build(struct rf_array *a, struct rf_ctl_tree *t);
+void rf_ctl_tree_free(struct rf_ctl_tree *t);
+/* The child of directory node dir called name: its index, or -ENOENT
+ * (-ENOTDIR when dir is not a directory). */
+int rf_ctl_lookup(const struct rf_ctl_tree *t, int dir, const char *name);
+
+#endif

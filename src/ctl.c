@@ -1,0 +1,415 @@
+/* ctl.c - the control table: md's sysfs attributes and mdstat for one
+ * array, as text in and text out.
+ *
+ * Every read formats afresh from rf_array_get_info() (one snapshot per
+ * read, so the lines of mdstat agree with each other); nothing is cached
+ * here.  Formats and units are md's (drivers/md/md.c and raid5.c attribute
+ * show functions, md_seq_show and each level's status line), so scripts
+ * written for /sys/block/mdX/md and /proc/mdstat read these files too.
+ *
+ * A store parses the value the way md does (a decimal with an optional
+ * '+', one trailing newline allowed), then the engine's setter checks the
+ * range and applies it; a setter that refuses changes nothing.  This file
+ * logs every refusal, naming the attribute and the value: the writer only
+ * sees EINVAL.
+ *
+ * What it does NOT do: mount anything (fuse.c serves the tree), hold any
+ * lock (the engine's getters and setters are thread-safe), or keep state.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "raidfuse/ctl.h"
+#include "raidfuse/log.h"
+#include "raidfuse/super.h"
+
+struct rf_ctl_buf {
+	char *buf;
+	size_t size, len;
+	bool overflow;
+};
+
+void rf_ctl_printf(struct rf_ctl_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->overflow)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(b->buf + b->len, b->size - b->len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= b->size - b->len) {
+		b->overflow = true;
+		b->buf[b->len] = '\0';
+		return;
+	}
+	b->len += (size_t)n;
+}
+
+/* Levels with a stripe cache: md has these attributes on raid4/5/6 only. */
+static bool has_stripe_cache(const struct rf_array *a)
+{
+	int level = rf_array_geom(a)->level;
+
+	return level == 4 || level == 5 || level == 6;
+}
+
+/* The superblock format the members carry, as md names it ("1.2"), or
+ * NULL for none (metadata = "none": md's "non-persistent", what mdadm
+ * --build makes).  The engine does not keep it, so the first healthy
+ * member is asked (one small read, on a control file read only). */
+static const char *metadata_version(struct rf_array *a, const struct rf_array_info *i)
+{
+	char err[512];
+	struct rf_sb sb;
+	int k, fd, ret;
+
+	for (k = 0; k < i->raid_disks; k++) {
+		const char *path = rf_array_member_path(a, k);
+
+		if ((i->faulty >> k) & 1 || !path)
+			continue;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ret = rf_sb_read(fd, path, &sb, err, sizeof(err));
+		close(fd);
+		if (!ret)
+			return rf_sb_kind_name(sb.kind);
+		if (ret == -ENOENT)
+			return NULL;
+	}
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- show */
+
+#define SHOW_INT(field)                                                                        \
+	static void show_##field(struct rf_array *a, const struct rf_array_info *i, int member,  \
+				 struct rf_ctl_buf *b)                                          \
+	{                                                                                      \
+		rf_ctl_printf(b, "%d\n", i->field);                                            \
+	}
+
+SHOW_INT(layout)
+SHOW_INT(raid_disks)
+SHOW_INT(degraded)
+SHOW_INT(stripe_cache_size)
+SHOW_INT(stripe_cache_active)
+SHOW_INT(group_thread_cnt)
+SHOW_INT(worker_groups)
+SHOW_INT(rmw_level)
+
+static void show_level(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
+{
+	rf_ctl_printf(b, "raid%d\n", i->level);
+}
+
+/* md: bytes. */
+static void show_chunk_size(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
+{
+	rf_ctl_printf(b, "%u\n", i->chunk_bytes);
+}
+
+/* md: KiB of each member the array uses. */
+static void show_component_size(struct rf_array *a, const struct rf_array_info *i, int member,
+				struct rf_ctl_buf *b)
+{
+	rf_ctl_printf(b, "%llu\n", (unsigned long long)(i->component_size / 1024));
+}
+
+/* md's words: "clean" when no write is in flight, "active" otherwise,
+ * "broken" for a clean array that lost too many members, "readonly" for
+ * one assembled with --ro; "suspended" while md/array_state holds writes
+ * back. */
+static void show_array_state(struct rf_array *a, const struct rf_array_info *i, int member,
+			     struct rf_ctl_buf *b)
+{
+	const char *st;
+
+	if (rf_array_readonly(a))
+		st = "readonly";
+	else if (i->suspended)
+		st = "suspended";
+	else if (i->writes_in_flight)
+		st = "active";
+	else if (i->failed)
+		st = "broken";
+	else
+		st = "clean";
+	rf_ctl_printf(b, "%s\n", st);
+}
+
+static int store_array_state(struct rf_array *a, int member, const char *val)
+{
+	if (!strcmp(val, "suspended"))
+		return rf_array_suspend(a);
+	if (!strcmp(val, "active"))
+		return rf_array_resume(a);
+	return -EINVAL;
+}
+
+static void show_metadata_version(struct rf_array *a, const struct rf_array_info *i, int member,
+				  struct rf_ctl_buf *b)
+{
+	const char *v = metadata_version(a, i);
+
+	rf_ctl_printf(b, "%s\n", v ? v : "none");
+}
+
+/* md: "resync" for levels with redundancy (no bitmap, journal or PPL
+ * here), "none" for raid0. */
+static void show_consistency_policy(struct rf_array *a, const struct rf_array_info *i, int member,
+				    struct rf_ctl_buf *b)
+{
+	rf_ctl_printf(b, "%s\n", i->level == 0 ? "none" : "resync");
+}
+
+#define ATTR_RO(n, ...) { .name = #n, .mode = 0444, .show = show_##n, __VA_ARGS__ }
+#define ATTR_INT(n, setter, range, ...) \
+	{ .name = #n, .mode = 0644, .show = show_##n, .set_int = setter, .takes = range, __VA_ARGS__ }
+
+const struct rf_ctl_attr rf_ctl_md_attrs[] = {
+	ATTR_RO(level),
+	ATTR_RO(layout),
+	ATTR_RO(chunk_size),
+	ATTR_RO(raid_disks),
+	ATTR_RO(component_size),
+	ATTR_RO(metadata_version),
+	ATTR_RO(consistency_policy),
+	{ .name = "array_state", .mode = 0644, .show = show_array_state, .store = store_array_state,
+	  .takes = "suspended or active" },
+	ATTR_RO(degraded),
+	ATTR_INT(stripe_cache_size, rf_array_set_stripe_cache_size, "17..32768", .present = has_stripe_cache),
+	ATTR_RO(stripe_cache_active, .present = has_stripe_cache),
+	ATTR_INT(rmw_level, rf_array_set_rmw_level, "0 (never), 1 (when it reads less) or 2 (whenever possible)",
+		 .present = has_stripe_cache),
+	/* raidfuse's worker groups serve every level. */
+	ATTR_INT(group_thread_cnt, rf_array_set_group_thread_cnt, "0..64"),
+	ATTR_INT(worker_groups, rf_array_set_worker_groups, "1..64"),
+};
+
+const size_t rf_ctl_md_nattrs = sizeof(rf_ctl_md_attrs) / sizeof(rf_ctl_md_attrs[0]);
+#define NATTRS (sizeof(rf_ctl_md_attrs) / sizeof(rf_ctl_md_attrs[0]))
+
+const struct rf_ctl_attr *rf_ctl_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NATTRS; i++)
+		if (!strcmp(rf_ctl_md_attrs[i].name, name))
+			return &rf_ctl_md_attrs[i];
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- mdstat */
+
+/* The level's part of the blocks line, as each md personality's status
+ * function prints it. */
+static void mdstat_level(struct rf_array *a, const struct rf_array_info *i, struct rf_ctl_buf *b)
+{
+	const struct rf_geom *g = rf_array_geom(a);
+	int k;
+
+	switch (i->level) {
+	case 0:
+		rf_ctl_printf(b, " %uk chunks", i->chunk_bytes / 1024);
+		return;         /* no redundancy: no member map */
+	case 10:
+		if (g->near_copies < i->raid_disks)
+			rf_ctl_printf(b, " %uK chunks", i->chunk_bytes / 1024);
+		if (g->near_copies > 1)
+			rf_ctl_printf(b, " %d near-copies", g->near_copies);
+		if (g->far_copies > 1) {
+			rf_ctl_printf(b, " %d %s-copies", g->far_copies, g->far_offset ? "offset" : "far");
+			if (g->far_set_size && g->far_set_size != i->raid_disks)
+				rf_ctl_printf(b, " %d devices per set", g->far_set_size);
+		}
+		break;
+	case 4:
+	case 5:
+	case 6:
+		rf_ctl_printf(b, " level %d, %uk chunk, algorithm %d", i->level, i->chunk_bytes / 1024, i->layout);
+		break;
+	}
+	rf_ctl_printf(b, " [%d/%d] [", i->raid_disks, i->raid_disks - i->degraded);
+	for (k = 0; k < i->raid_disks; k++)
+		rf_ctl_printf(b, "%c", (i->faulty >> k) & 1 ? '_' : 'U');
+	rf_ctl_printf(b, "]");
+}
+
+/* /proc/mdstat with one array, md0.  md lists the members newest first,
+ * which for an array assembled in role order is the highest role first;
+ * the number in brackets is the role, (F) marks a failed member and a
+ * missing one is not listed (md has no device to name). */
+static void show_mdstat(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
+{
+	const char *meta = metadata_version(a, i);
+	int k;
+
+	rf_ctl_printf(b, "Personalities : [raid0] [raid1] [raid10] [raid6] [raid5] [raid4] \n");
+	rf_ctl_printf(b, "md0 : active%s raid%d", rf_array_readonly(a) ? " (read-only)" : "", i->level);
+	for (k = i->raid_disks - 1; k >= 0; k--) {
+		const char *path = rf_array_member_path(a, k);
+		const char *base;
+
+		if (!path || !strcmp(path, "missing"))
+			continue;
+		base = strrchr(path, '/');
+		rf_ctl_printf(b, " %s[%d]%s", base ? base + 1 : path, k, (i->faulty >> k) & 1 ? "(F)" : "");
+	}
+	rf_ctl_printf(b, "\n      %llu blocks", (unsigned long long)(i->array_size / 1024));
+	/* md names every format but its oldest, 0.90 */
+	if (!meta)
+		rf_ctl_printf(b, " super non-persistent");
+	else if (strcmp(meta, "0.90"))
+		rf_ctl_printf(b, " super %s", meta);
+	mdstat_level(a, i, b);
+	rf_ctl_printf(b, "\n      \nunused devices: <none>\n");
+}
+
+const struct rf_ctl_attr rf_ctl_mdstat = { .name = "mdstat", .mode = 0444, .show = show_mdstat };
+
+/* ---------------------------------------------------------------- show/store */
+
+int rf_ctl_show(const struct rf_ctl_attr *at, struct rf_array *a, int member, char *buf, size_t size)
+{
+	struct rf_ctl_buf b = { .buf = buf, .size = size };
+	struct rf_array_info info;
+
+	if (!size)
+		return -EOVERFLOW;
+	buf[0] = '\0';
+	rf_array_get_info(a, &info);
+	at->show(a, &info, member, &b);
+	return b.overflow ? -EOVERFLOW : (int)b.len;
+}
+
+/* md's kstrto*: decimal digits, an optional leading '+', nothing else. */
+static int parse_int(const char *s, int *out)
+{
+	long long v = 0;
+
+	if (*s == '+')
+		s++;
+	if (!*s)
+		return -EINVAL;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		v = v * 10 + (*s - '0');
+		if (v > INT_MAX)
+			return -EINVAL;
+	}
+	*out = (int)v;
+	return 0;
+}
+
+/* A value fit for a log line: printable, cut short. */
+static void log_value(char *dst, size_t size, const char *val, size_t len)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < len && n + 4 < size; i++)
+		dst[n++] = val[i] >= 0x20 && val[i] < 0x7f ? val[i] : '?';
+	if (i < len) {
+		dst[n - 3] = dst[n - 2] = dst[n - 1] = '.';
+	}
+	dst[n] = '\0';
+}
+
+int rf_ctl_store(const struct rf_ctl_attr *at, struct rf_array *a, int member, const char *buf, size_t len)
+{
+	char val[RF_CTL_VALUE_MAX + 1], shown[48];
+	int ret, n = 0;
+
+	if (!at->set_int && !at->store)
+		return -EACCES;
+	if (len && buf[len - 1] == '\n')
+		len--;
+	log_value(shown, sizeof(shown), buf, len);
+	if (len > RF_CTL_VALUE_MAX) {
+		rf_warn("md/%s: refused a value of %zu bytes ('%s'): takes %s", at->name, len, shown, at->takes);
+		return -EINVAL;
+	}
+	memcpy(val, buf, len);
+	val[len] = '\0';
+	if (memchr(buf, '\0', len))
+		ret = -EINVAL;
+	else if (at->set_int)
+		ret = parse_int(val, &n) ?: at->set_int(a, n);
+	else
+		ret = at->store(a, member, val);
+	if (ret == -EINVAL)
+		rf_warn("md/%s: refused '%s': takes %s", at->name, shown, at->takes);
+	else if (ret)
+		rf_warn("md/%s: cannot set '%s': %s", at->name, shown, strerror(-ret));
+	else if (at->set_int)
+		rf_info("md/%s set to %d", at->name, n);
+	else
+		rf_info("md/%s set to '%s'", at->name, shown);
+	return ret;
+}
+
+/* ---------------------------------------------------------------- tree */
+
+static int add_node(struct rf_ctl_tree *t, int cap, const char *name, int parent, enum rf_ctl_kind kind,
+		    const struct rf_ctl_attr *attr, int member)
+{
+	struct rf_ctl_node *n;
+
+	if (t->n >= cap)
+		return -ENOMEM;
+	n = &t->nodes[t->n];
+	n->name = name;
+	n->parent = parent;
+	n->kind = kind;
+	n->attr = attr;
+	n->member = member;
+	return t->n++;
+}
+
+int rf_ctl_tree_build(struct rf_array *a, struct rf_ctl_tree *t)
+{
+	int cap = 3 + 1 + (int)NATTRS, md;
+	size_t i;
+
+	t->n = 0;
+	t->nodes = calloc((size_t)cap, sizeof(*t->nodes));
+	if (!t->nodes)
+		return -ENOMEM;
+	add_node(t, cap, "", 0, RF_CTL_DIR, NULL, -1);
+	add_node(t, cap, rf_array_name(a), 0, RF_CTL_IMAGE, NULL, -1);
+	add_node(t, cap, "mdstat", 0, RF_CTL_FILE, &rf_ctl_mdstat, -1);
+	md = add_node(t, cap, "md", 0, RF_CTL_DIR, NULL, -1);
+	for (i = 0; i < NATTRS; i++)
+		if (!rf_ctl_md_attrs[i].present || rf_ctl_md_attrs[i].present(a))
+			add_node(t, cap, rf_ctl_md_attrs[i].name, md, RF_CTL_FILE, &rf_ctl_md_attrs[i], -1);
+	return 0;
+}
+
+void rf_ctl_tree_free(struct rf_ctl_tree *t)
+{
+	free(t->nodes);
+	t->nodes = NULL;
+	t->n = 0;
+}
+
+int rf_ctl_lookup(const struct rf_ctl_tree *t, int dir, const char *name)
+{
+	int i;
+
+	if (dir < 0 || dir >= t->n || t->nodes[dir].kind != RF_CTL_DIR)
+		return -ENOTDIR;
+	for (i = 1; i < t->n; i++)
+		if (t->nodes[i].parent == dir && !strcmp(t->nodes[i].name, name))
+			return i;
+	return -ENOENT;
+}

@@ -1,0 +1,245 @@
+#!/bin/bash
+# 11-control: the control files beside the image, as md's sysfs.
+#
+# 1. Read: MOUNTPOINT/mdstat is /proc/mdstat for this array (md0), and
+#    every file under MOUNTPOINT/md holds md's value in md's unit, with
+#    mode 0444 or 0644 as the attribute is read-only or writable.
+# 2. Bad writes: a value out of range or not a number fails with EINVAL,
+#    changes nothing and leaves a log line naming attribute and value; a
+#    read-only attribute cannot be written at all.
+# 3. Live changes: while fio writes and verifies, another process turns
+#    stripe_cache_size, group_thread_cnt, rmw_level and worker_groups and
+#    suspends/resumes the array several times a second; every block
+#    verifies.
+# 4. Suspended means writes wait and reads go on; active lets the held
+#    writes through.
+# 5. raidfuse status and raidfuse ctl read and write the same files.
+# 6. Other arrays: what md shows for a degraded raid5, for members with
+#    1.2 superblocks, and for raid1 (no stripe cache attributes there).
+. "$(dirname "$0")/lib.sh"
+requires fuse fio
+
+D=$WORK/a
+MNT=$WORK/mnt
+IMG=$MNT/array.img
+mkdir -p "$D"
+
+val() { cat "$MNT/md/$1"; }
+
+# set_ok ATTR VALUE: echo VALUE > md/ATTR succeeds and reads back.
+set_ok() {
+	echo "$2" >"$MNT/md/$1" || fail "echo $2 > md/$1 failed"
+	[ "$(val "$1")" = "$2" ] || fail "md/$1 reads '$(val "$1")' after writing '$2'"
+}
+
+# set_bad ATTR VALUE: the write fails with EINVAL, the value stays, and the
+# daemon logged the refusal.
+set_bad() {
+	local attr=$1 v=$2 before
+	before=$(val "$attr")
+	expect_fail bash -c 'echo "$1" >"$2"' bash "$v" "$MNT/md/$attr"
+	[[ $OUT == *"Invalid argument"* ]] || fail "md/$attr <- '$v': expected EINVAL, got: $OUT"
+	[ "$(val "$attr")" = "$before" ] || fail "md/$attr changed to '$(val "$attr")' by the refused '$v'"
+	grep -qF "md/$attr: refused '$v'" "$(daemon_log_file "$MNT")" ||
+		fail "no log line for md/$attr <- '$v'; log:"$'\n'"$(cat "$(daemon_log_file "$MNT")")"
+}
+
+# --- 1. read ----------------------------------------------------------------
+
+log "raid5, 4 members: mdstat and md/"
+mk_conf "$D/r5.conf" level=5 chunk_size=64K members="$(members 4)" member_size=32M
+create_array "$D/r5.conf"
+start_array "$D/r5.conf" "$MNT"
+
+[ "$(ls "$MNT" | tr '\n' ' ')" = "array.img md mdstat " ] || fail "mount point holds: $(ls "$MNT")"
+want_rw="array_state group_thread_cnt rmw_level stripe_cache_size worker_groups"
+want_ro="chunk_size component_size consistency_policy degraded layout level metadata_version raid_disks stripe_cache_active"
+for f in $want_rw; do
+	[ "$(stat -c %a "$MNT/md/$f")" = 644 ] || fail "md/$f: mode $(stat -c %a "$MNT/md/$f"), want 644"
+done
+for f in $want_ro; do
+	[ "$(stat -c %a "$MNT/md/$f")" = 444 ] || fail "md/$f: mode $(stat -c %a "$MNT/md/$f"), want 444"
+done
+[ "$(stat -c %a "$MNT/mdstat")" = 444 ] || fail "mdstat: mode $(stat -c %a "$MNT/mdstat")"
+[ "$(ls "$MNT/md" | sort | tr '\n' ' ')" = "$(echo $want_rw $want_ro | tr ' ' '\n' | sort | tr '\n' ' ')" ] ||
+	fail "md/ holds: $(ls "$MNT/md" | tr '\n' ' ')"
+
+check '[ "$(val level)" = raid5 ]' "level"
+check '[ "$(val layout)" = 2 ]' "layout (md's default, left-symmetric)"
+check '[ "$(val chunk_size)" = 65536 ]' "chunk_size in bytes"
+check '[ "$(val raid_disks)" = 4 ]' "raid_disks"
+# component_size is KiB per member; the image holds three members' worth
+check '[ $(($(val component_size) * 1024 * 3)) = "$(fsize "$IMG")" ]' "component_size in KiB"
+check '[ "$(val array_state)" = clean ]' "an idle array is clean"
+check '[ "$(val degraded)" = 0 ]' "degraded"
+check '[ "$(val stripe_cache_size)" = 256 ]' "md's default stripe cache"
+check '[[ "$(val stripe_cache_active)" =~ ^[0-9]+$ ]]' "stripe_cache_active is a count"
+check '[ "$(val group_thread_cnt)" = 0 ]' "group_thread_cnt default (md's 0: submitters do the work)"
+check '[ "$(val worker_groups)" -ge 1 ]' "worker_groups"
+check '[ "$(val rmw_level)" = 1 ]' "rmw_level default"
+check '[ "$(val metadata_version)" = none ]' "metadata_version"
+# Each file is one line.
+for f in "$MNT"/md/*; do
+	[ "$(wc -l <"$f")" = 1 ] || fail "$f is not one line: $(cat "$f")"
+done
+
+blocks=$(($(fsize "$IMG") / 1024))
+expected="Personalities : [raid0] [raid1] [raid10] [raid6] [raid5] [raid4] 
+md0 : active raid5 d3.img[3] d2.img[2] d1.img[1] d0.img[0]
+      $blocks blocks super non-persistent level 5, 64k chunk, algorithm 2 [4/4] [UUUU]
+      
+unused devices: <none>"
+[ "$(cat "$MNT/mdstat")" = "$expected" ] ||
+	fail "mdstat:"$'\n'"$(cat -A "$MNT/mdstat")"$'\n'"expected:"$'\n'"$(cat -A <<<"$expected")"
+
+# Read in small pieces, one open: the same text (pieces of one version).
+[ "$(dd if="$MNT/mdstat" bs=7 status=none)" = "$(cat "$MNT/mdstat")" ] || fail "mdstat read in 7-byte pieces differs"
+check '[ "$(stat -c %h "$MNT")" = 3 ]' "the root's link count counts md/"
+
+# --- 2. bad writes ----------------------------------------------------------
+
+log "bad values fail with EINVAL and change nothing"
+for v in 16 32769 abc "" -1 1e3 "256 512"; do
+	set_bad stripe_cache_size "$v"
+done
+set_bad group_thread_cnt 65
+set_bad group_thread_cnt x
+set_bad rmw_level 3
+set_bad worker_groups 0
+set_bad array_state bogus
+set_bad array_state clean
+for f in $want_ro; do
+	before=$(val "$f")
+	expect_fail bash -c 'echo 7 >"$1"' bash "$MNT/md/$f"
+	[[ $OUT == *"Permission denied"* ]] || fail "md/$f is read-only, but writing it said: $OUT"
+	[ "$(val "$f")" = "$before" ] || fail "md/$f changed by a refused write"
+done
+expect_fail bash -c 'echo x >"$1"' bash "$MNT/mdstat"
+expect_fail truncate -s 0 "$MNT/md/level"
+expect_fail truncate -s 5 "$MNT/md/stripe_cache_size"
+truncate -s 0 "$MNT/md/stripe_cache_size" || fail "truncating a writable control file to 0 (what echo > does) failed"
+check '[ "$(val stripe_cache_size)" = 256 ]' "truncate to 0 changes nothing"
+
+log "good values take effect at once"
+set_ok stripe_cache_size 17
+set_ok stripe_cache_size 32768
+set_ok stripe_cache_size 1024
+set_ok group_thread_cnt 0
+set_ok group_thread_cnt 3
+set_ok rmw_level 2
+set_ok rmw_level 0
+set_ok worker_groups 3
+# a value without a newline is one value too
+printf 300 >"$MNT/md/stripe_cache_size"
+check '[ "$(val stripe_cache_size)" = 300 ]' "printf without newline"
+
+# --- 3. changes while fio verifies ------------------------------------------
+
+log "fio verify while the knobs turn and the array suspends/resumes"
+changer() {
+	local i=0 sizes=(17 64 256 1024 4096 100) threads=(0 1 2 4 1 3)
+	while :; do
+		echo "${sizes[i % 6]}" >"$MNT/md/stripe_cache_size"
+		echo "${threads[i % 6]}" >"$MNT/md/group_thread_cnt"
+		echo $((i % 3)) >"$MNT/md/rmw_level"
+		echo $((1 + i % 4)) >"$MNT/md/worker_groups"
+		echo suspended >"$MNT/md/array_state"
+		sleep 0.02
+		echo active >"$MNT/md/array_state"
+		i=$((i + 1))
+		echo $i >"$WORK/changes"
+		sleep 0.1
+	done
+}
+changer &
+CHANGER=$!
+fio_verify "$IMG" --rw=randwrite --bs=4k --iodepth=32 --size=64M --name=w1 --offset=0 \
+	--name=w2 --rw=randwrite --bsrange=4k-256k --offset=64M --size=16M
+kill "$CHANGER"
+wait "$CHANGER" 2>/dev/null || true
+echo active >"$MNT/md/array_state"
+changes=$(cat "$WORK/changes")
+log "$changes rounds of changes during the run"
+[ "$changes" -ge 5 ] || fail "only $changes rounds of changes ran during fio"
+check '[ "$(val array_state)" != suspended ]' "active again"
+fio_verify --verify_only "$IMG" --rw=randwrite --bs=4k --iodepth=32 --size=64M --name=w1 --offset=0 \
+	--name=w2 --rw=randwrite --bsrange=4k-256k --offset=64M --size=16M
+
+# --- 4. suspended ------------------------------------------------------------
+
+log "suspended: writes wait, reads go on; active releases them"
+set_ok array_state suspended
+dd if=/dev/urandom of="$WORK/blk" bs=64k count=1 status=none
+dd if="$WORK/blk" of="$IMG" bs=64k seek=10 count=1 oflag=direct conv=notrunc status=none &
+WRITER=$!
+timeout 10 dd if="$IMG" of=/dev/null bs=64k count=16 iflag=direct status=none ||
+	fail "a read did not complete while suspended"
+sleep 0.5
+kill -0 $WRITER 2>/dev/null || fail "a write completed while the array was suspended"
+echo active >"$MNT/md/array_state"
+for ((i = 0; i < 100; i++)); do
+	kill -0 $WRITER 2>/dev/null || break
+	sleep 0.05
+done
+kill -0 $WRITER 2>/dev/null && fail "the held write did not complete 5 s after active"
+wait $WRITER || fail "the held write failed"
+cmp -s <(dd if="$IMG" bs=64k skip=10 count=1 iflag=direct status=none) "$WORK/blk" ||
+	fail "the held write's data is not there"
+
+# --- 5. raidfuse status / ctl ------------------------------------------------
+
+log "raidfuse status and ctl"
+out=$("$RAIDFUSE" status "$MNT") || fail "raidfuse status failed: $out"
+[[ $out == *"$(cat "$MNT/mdstat")"* ]] || fail "status does not show mdstat: $out"
+grep -qE "^stripe_cache_size +$(val stripe_cache_size)$" <<<"$out" || fail "status lacks stripe_cache_size: $out"
+grep -qE "^array_state +clean$|^array_state +active$" <<<"$out" || fail "status lacks array_state: $out"
+for f in $want_rw $want_ro; do
+	grep -q "^$f " <<<"$out" || fail "status lacks $f: $out"
+done
+[ "$("$RAIDFUSE" ctl "$MNT" level)" = raid5 ] || fail "ctl level"
+"$RAIDFUSE" ctl "$MNT" stripe_cache_size 512 || fail "ctl stripe_cache_size 512 failed"
+[ "$(val stripe_cache_size)" = 512 ] || fail "ctl did not set stripe_cache_size"
+[ "$("$RAIDFUSE" ctl "$MNT" stripe_cache_size)" = 512 ] || fail "ctl read"
+expect_fail "$RAIDFUSE" ctl "$MNT" stripe_cache_size 5
+[ $RC = 1 ] && [[ $OUT == *"stripe_cache_size"*"refused"* ]] || fail "ctl with a bad value ($RC): $OUT"
+[ "$(val stripe_cache_size)" = 512 ] || fail "a refused ctl changed the value"
+expect_fail "$RAIDFUSE" ctl "$MNT" level raid6
+[ $RC = 1 ] && [[ $OUT == *"read-only"* ]] || fail "ctl on a read-only attribute ($RC): $OUT"
+expect_fail "$RAIDFUSE" ctl "$MNT" no_such_thing
+[ $RC = 1 ] && [[ $OUT == *"no such attribute"* ]] || fail "ctl on an unknown attribute ($RC): $OUT"
+expect_fail "$RAIDFUSE" ctl "$WORK" level
+[ $RC = 1 ] && [[ $OUT == *"not a raidfuse mount"* ]] || fail "ctl on a plain directory ($RC): $OUT"
+expect_fail "$RAIDFUSE" status "$WORK"
+[ $RC = 1 ] || fail "status on a plain directory exited $RC"
+expect_fail "$RAIDFUSE" ctl "$MNT"
+[ $RC = 2 ] || fail "ctl without ATTR: expected a usage error (2), got $RC"
+stop_array "$MNT"
+
+# --- 6. other levels ---------------------------------------------------------
+
+log "degraded raid5, 1.2 superblocks, raid1"
+mk_conf "$D/r5d.conf" level=5 chunk_size=64K members="d0.img missing d2.img d3.img"
+start_array "$D/r5d.conf" "$MNT"
+check '[ "$(val degraded)" = 1 ]' "degraded raid5"
+grep -q "^md0 : active raid5 d3.img\[3\] d2.img\[2\] d0.img\[0\]$" "$MNT/mdstat" || fail "mdstat: $(cat "$MNT/mdstat")"
+grep -q " \[4/3\] \[U_UU\]$" "$MNT/mdstat" || fail "mdstat: $(cat "$MNT/mdstat")"
+stop_array "$MNT"
+
+mk_conf "$D/sb.conf" level=5 chunk_size=64K members="$(members 3 s)" member_size=16M metadata=1.2
+create_array "$D/sb.conf"
+start_array "$D/sb.conf" "$MNT"
+check '[ "$(val metadata_version)" = 1.2 ]' "members with 1.2 superblocks"
+grep -q "^      $(($(fsize "$MNT/array.img") / 1024)) blocks super 1.2 level 5, 64k chunk, algorithm 2 \[3/3\] \[UUU\]$" \
+	"$MNT/mdstat" || fail "mdstat of a 1.2 array: $(cat "$MNT/mdstat")"
+stop_array "$MNT"
+
+mk_conf "$D/r1.conf" level=1 members="$(members 2 m)" member_size=8M
+create_array "$D/r1.conf"
+start_array "$D/r1.conf" "$MNT"
+check '[ "$(val level)" = raid1 ]' "raid1 level"
+check '[ ! -e "$MNT/md/stripe_cache_size" ]' "raid1 has no stripe cache (as md)"
+check '[ -e "$MNT/md/group_thread_cnt" ]' "raid1 has worker groups"
+grep -q "^      $(($(fsize "$MNT/array.img") / 1024)) blocks super non-persistent \[2/2\] \[UU\]$" "$MNT/mdstat" ||
+	fail "raid1 mdstat: $(cat "$MNT/mdstat")"
+stop_array "$MNT"
+log "ok"

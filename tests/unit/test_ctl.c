@@ -1,0 +1,506 @@
+/* test_ctl.c - the control table without FUSE: every md attribute's text
+ * for small arrays of each level, mdstat line by line against md's
+ * format, what a store takes and refuses (and that a refusal changes
+ * nothing and is logged), and the file tree the mount serves.
+ *
+ * Arrays are real (rf_array_open on member files, workers started) with
+ * the fake IO backend, so the setters run the engine's own checks.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "fake_ioq.h"
+#include "raidfuse/ctl.h"
+#include "raidfuse/super.h"
+#include "testdir.h"
+
+#define MEMBER_BYTES (2u << 20)
+
+static char dir[256];
+
+enum {
+	OPEN_RO = 1,            /* as `assemble --ro` */
+	OPEN_SB12 = 2,          /* members carry md 1.2 superblocks */
+};
+
+/* level, layout, members (NULL entries: "missing"), chunk; tuning as in
+ * a config file. */
+static struct rf_array *open_array_flags(const char *what, int level, int layout, int n, uint32_t chunk,
+					 uint64_t missing, int flags)
+{
+	struct rf_config cfg;
+	struct rf_array *a;
+	char err[512];
+	int i;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.path = "test";
+	cfg.name = "array.img";
+	cfg.level = level;
+	cfg.layout = layout;
+	cfg.chunk_bytes = chunk;
+	cfg.nmembers = n;
+	cfg.stripe_cache_size = 40;
+	cfg.group_thread_cnt = 2;
+	cfg.worker_groups = 2;
+	cfg.stripe_size = 4096;
+	cfg.rmw_level = 1;
+	cfg.readonly = flags & OPEN_RO;
+	cfg.data_offset = flags & OPEN_SB12 ? 64 << 10 : 0;     /* after the superblock */
+	for (i = 0; i < n; i++) {
+		char p[512];
+		int fd;
+
+		snprintf(p, sizeof(p), "%s/%s-%d.img", dir, what, i);
+		fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		assert_true(fd >= 0);
+		assert_int_equal(ftruncate(fd, MEMBER_BYTES), 0);
+		if (flags & OPEN_SB12) {
+			struct rf_sb_new sn = { .level = level, .layout = layout, .raid_disks = n,
+						.chunk_sectors = chunk / 512, .data_offset = 128,
+						.size = (MEMBER_BYTES >> 9) - 128 };
+
+			if (rf_sb_write12(fd, p, &sn, i, MEMBER_BYTES >> 9, err, sizeof(err)))
+				fail_msg("%s", err);
+		}
+		close(fd);
+		cfg.members[i] = (missing >> i) & 1 ? NULL : strdup(p);
+	}
+	if (rf_array_open(&cfg, &a, err, sizeof(err)))
+		fail_msg("%s: %s", what, err);
+	for (i = 0; i < n; i++)
+		free(cfg.members[i]);
+	fake_reset();   /* no injected faults */
+	rf_array_set_ioq_init(a, fake_ioq_init);
+	assert_int_equal(rf_array_start(a), 0);
+	return a;
+}
+
+static struct rf_array *open_array(const char *what, int level, int layout, int n, uint32_t chunk,
+				   uint64_t missing)
+{
+	return open_array_flags(what, level, layout, n, chunk, missing, 0);
+}
+
+/* The content of md/<name> (or mdstat), in a static buffer. */
+static const char *show(struct rf_array *a, const char *name)
+{
+	static char buf[RF_CTL_SHOW_MAX];
+	const struct rf_ctl_attr *at = strcmp(name, "mdstat") ? rf_ctl_find(name) : &rf_ctl_mdstat;
+	int n;
+
+	if (!at)
+		fail_msg("no attribute %s", name);
+	n = rf_ctl_show(at, a, -1, buf, sizeof(buf));
+	if (n < 0)
+		fail_msg("show %s: %s", name, strerror(-n));
+	assert_int_equal((size_t)n, strlen(buf));
+	return buf;
+}
+
+static int store(struct rf_array *a, const char *name, const char *val)
+{
+	return rf_ctl_store(rf_ctl_find(name), a, -1, val, strlen(val));
+}
+
+/* ---------------------------------------------------------------- show */
+
+static void test_show_raid5(void **state)
+{
+	struct rf_array *a = open_array("r5", 5, 2, 4, 65536, 0);
+	const char *active;
+	char *end;
+	long n;
+
+	assert_string_equal(show(a, "level"), "raid5\n");
+	assert_string_equal(show(a, "layout"), "2\n");
+	assert_string_equal(show(a, "chunk_size"), "65536\n");
+	assert_string_equal(show(a, "raid_disks"), "4\n");
+	/* 2 MiB members, whole chunks, no data offset: 2048 KiB each */
+	assert_string_equal(show(a, "component_size"), "2048\n");
+	assert_string_equal(show(a, "array_state"), "clean\n");
+	assert_string_equal(show(a, "degraded"), "0\n");
+	assert_string_equal(show(a, "stripe_cache_size"), "40\n");
+	assert_string_equal(show(a, "group_thread_cnt"), "2\n");
+	assert_string_equal(show(a, "worker_groups"), "2\n");
+	assert_string_equal(show(a, "rmw_level"), "1\n");
+	assert_string_equal(show(a, "metadata_version"), "none\n");
+	assert_string_equal(show(a, "consistency_policy"), "resync\n");
+	/* Heads in use: a count no larger than the cache. */
+	active = show(a, "stripe_cache_active");
+	n = strtol(active, &end, 10);
+	assert_string_equal(end, "\n");
+	assert_true(n >= 0 && n <= 40);
+	rf_array_close(a);
+}
+
+static void test_show_other_levels(void **state)
+{
+	struct rf_array *a;
+
+	a = open_array("r0", 0, 0, 3, 16384, 0);
+	assert_string_equal(show(a, "level"), "raid0\n");
+	assert_string_equal(show(a, "chunk_size"), "16384\n");
+	assert_string_equal(show(a, "raid_disks"), "3\n");
+	assert_string_equal(show(a, "consistency_policy"), "none\n");
+	rf_array_close(a);
+
+	a = open_array("r1", 1, 0, 2, 0, 0);
+	assert_string_equal(show(a, "level"), "raid1\n");
+	assert_string_equal(show(a, "chunk_size"), "0\n");
+	assert_string_equal(show(a, "component_size"), "2048\n");
+	rf_array_close(a);
+
+	a = open_array("r10", 10, 0x102, 4, 65536, 1u << 1);
+	assert_string_equal(show(a, "level"), "raid10\n");
+	assert_string_equal(show(a, "layout"), "258\n");
+	assert_string_equal(show(a, "degraded"), "1\n");
+	rf_array_close(a);
+}
+
+/* Too small a buffer is an error, not a cut value. */
+static void test_show_overflow(void **state)
+{
+	struct rf_array *a = open_array("ov", 5, 2, 4, 65536, 0);
+	char buf[8];
+
+	assert_int_equal(rf_ctl_show(rf_ctl_find("level"), a, -1, buf, sizeof(buf)), 6);
+	assert_int_equal(rf_ctl_show(rf_ctl_find("level"), a, -1, buf, 6), -EOVERFLOW);
+	assert_int_equal(rf_ctl_show(&rf_ctl_mdstat, a, -1, buf, sizeof(buf)), -EOVERFLOW);
+	rf_array_close(a);
+}
+
+/* ---------------------------------------------------------------- mdstat */
+
+static void test_mdstat_raid5(void **state)
+{
+	struct rf_array *a = open_array("m5", 5, 2, 4, 65536, 0);
+
+	/* As /proc/mdstat for md0 (see ../shared/md-images/ * /info/mdstat.txt):
+	 * members highest role first, blocks in KiB. */
+	assert_string_equal(show(a, "mdstat"),
+			    "Personalities : [raid0] [raid1] [raid10] [raid6] [raid5] [raid4] \n"
+			    "md0 : active raid5 m5-3.img[3] m5-2.img[2] m5-1.img[1] m5-0.img[0]\n"
+			    "      6144 blocks super non-persistent level 5, 64k chunk, algorithm 2 [4/4] [UUUU]\n"
+			    "      \n"
+			    "unused devices: <none>\n");
+	/* A member fails: listed with (F), a hole in the map, degraded. */
+	rf_member_fail(a, 1, -EIO, "test", 0);
+	assert_string_equal(show(a, "mdstat"),
+			    "Personalities : [raid0] [raid1] [raid10] [raid6] [raid5] [raid4] \n"
+			    "md0 : active raid5 m5-3.img[3] m5-2.img[2] m5-1.img[1](F) m5-0.img[0]\n"
+			    "      6144 blocks super non-persistent level 5, 64k chunk, algorithm 2 [4/3] [U_UU]\n"
+			    "      \n"
+			    "unused devices: <none>\n");
+	assert_string_equal(show(a, "degraded"), "1\n");
+	rf_array_close(a);
+}
+
+/* Members with md superblocks: md names their format; a read-only array
+ * says so. */
+static void test_metadata_readonly(void **state)
+{
+	struct rf_array *a = open_array_flags("sb", 5, 2, 4, 65536, 1u << 2, OPEN_SB12 | OPEN_RO);
+
+	assert_string_equal(show(a, "metadata_version"), "1.2\n");
+	assert_string_equal(show(a, "array_state"), "readonly\n");
+	assert_string_equal(show(a, "mdstat"),
+			    "Personalities : [raid0] [raid1] [raid10] [raid6] [raid5] [raid4] \n"
+			    "md0 : active (read-only) raid5 sb-3.img[3] sb-1.img[1] sb-0.img[0]\n"
+			    /* 3 x (2048 - 64 KiB of data offset) */
+			    "      5952 blocks super 1.2 level 5, 64k chunk, algorithm 2 [4/3] [UU_U]\n"
+			    "      \n"
+			    "unused devices: <none>\n");
+	rf_array_close(a);
+}
+
+static void test_mdstat_levels(void **state)
+{
+	static const struct {
+		const char *what;
+		int level, layout, n;
+		uint32_t chunk;
+		uint64_t missing;
+		const char *line1, *line2;      /* NULL line1: not checked */
+	} t[] = {
+		/* a missing member is not listed (md has no device to name) */
+		{ "m6", 6, 2, 5, 65536, 1u << 0,
+		  "md0 : active raid6 m6-4.img[4] m6-3.img[3] m6-2.img[2] m6-1.img[1]",
+		  "      6144 blocks super non-persistent level 6, 64k chunk, algorithm 2 [5/4] [_UUUU]" },
+		{ "m4", 4, 5, 3, 16384, 0, NULL,
+		  "      4096 blocks super non-persistent level 4, 16k chunk, algorithm 5 [3/3] [UUU]" },
+		{ "m0", 0, 0, 3, 65536, 0, "md0 : active raid0 m0-2.img[2] m0-1.img[1] m0-0.img[0]",
+		  "      6144 blocks super non-persistent 64k chunks" },
+		{ "m1", 1, 0, 2, 0, 1u << 1, "md0 : active raid1 m1-0.img[0]",
+		  "      2048 blocks super non-persistent [2/1] [U_]" },
+		{ "m10", 10, 0x102, 4, 65536, 0, NULL,
+		  "      4096 blocks super non-persistent 64K chunks 2 near-copies [4/4] [UUUU]" },
+		{ "m10f", 10, 0x201, 4, 65536, 0, NULL,
+		  "      4096 blocks super non-persistent 64K chunks 2 far-copies [4/4] [UUUU]" },
+		{ "m10o", 10, 0x10201, 3, 65536, 0, NULL,
+		  "      3072 blocks super non-persistent 64K chunks 2 offset-copies [3/3] [UUU]" },
+	};
+	size_t k;
+
+	for (k = 0; k < sizeof(t) / sizeof(t[0]); k++) {
+		struct rf_array *a = open_array(t[k].what, t[k].level, t[k].layout, t[k].n, t[k].chunk,
+						t[k].missing);
+		const char *l1 = strchr(show(a, "mdstat"), '\n') + 1;
+		const char *l2 = strchr(l1, '\n') + 1;
+		const char *l3 = strchr(l2, '\n') + 1;
+
+		if (t[k].line1 && strncmp(l1, t[k].line1, strlen(t[k].line1)))
+			fail_msg("%s: mdstat line 1 is %.*s", t[k].what, (int)(l2 - l1 - 1), l1);
+		if (strncmp(l2, t[k].line2, strlen(t[k].line2)) || l2[strlen(t[k].line2)] != '\n')
+			fail_msg("%s: mdstat line 2 is %.*s", t[k].what, (int)(l3 - l2 - 1), l2);
+		assert_string_equal(l3, "      \nunused devices: <none>\n");
+		rf_array_close(a);
+	}
+}
+
+/* ---------------------------------------------------------------- store */
+
+/* Values that must be refused, whatever the attribute's range. */
+static const char *const garbage[] = {
+	"", "\n", "abc", "12abc", " 12", "12 ", "-5", "0x20", "1.5", "99999999999999999999",
+	"300\n\n", "\n300",
+};
+
+/* name takes [lo, hi] (and nothing outside): check both ends, both
+ * neighbours outside, and the garbage; after each refusal the shown value
+ * is the last accepted one. */
+static void check_int_store(struct rf_array *a, const char *name, int lo, int hi)
+{
+	char v[32], want[32];
+	size_t i;
+
+	snprintf(v, sizeof(v), "%d\n", lo);
+	assert_int_equal(store(a, name, v), 0);
+	assert_string_equal(show(a, name), v);
+	snprintf(v, sizeof(v), "%d", hi);       /* no newline: also fine */
+	assert_int_equal(store(a, name, v), 0);
+	snprintf(want, sizeof(want), "%d\n", hi);
+	assert_string_equal(show(a, name), want);
+	snprintf(v, sizeof(v), "%d", lo - 1);
+	assert_int_equal(store(a, name, v), -EINVAL);
+	snprintf(v, sizeof(v), "%d", hi + 1);
+	assert_int_equal(store(a, name, v), -EINVAL);
+	for (i = 0; i < sizeof(garbage) / sizeof(garbage[0]); i++)
+		if (store(a, name, garbage[i]) != -EINVAL)
+			fail_msg("%s took '%s'", name, garbage[i]);
+	assert_string_equal(show(a, name), want);
+	/* md's kstrto*: a leading '+' and leading zeros are fine */
+	snprintf(v, sizeof(v), "+%d\n", lo);
+	assert_int_equal(store(a, name, v), 0);
+	snprintf(want, sizeof(want), "%d\n", lo);
+	assert_string_equal(show(a, name), want);
+	snprintf(v, sizeof(v), "00%d", hi);
+	assert_int_equal(store(a, name, v), 0);
+	snprintf(want, sizeof(want), "%d\n", hi);
+	assert_string_equal(show(a, name), want);
+}
+
+static void test_store_ranges(void **state)
+{
+	struct rf_array *a = open_array("st", 5, 2, 4, 65536, 0);
+
+	check_int_store(a, "stripe_cache_size", 17, 32768);
+	check_int_store(a, "group_thread_cnt", 0, 64);
+	check_int_store(a, "worker_groups", 1, 64);
+	check_int_store(a, "rmw_level", 0, 2);
+	/* back to something small, and IO still works through the engine */
+	assert_int_equal(store(a, "stripe_cache_size", "64\n"), 0);
+	assert_string_equal(show(a, "stripe_cache_size"), "64\n");
+	rf_array_close(a);
+}
+
+static void test_store_limits(void **state)
+{
+	struct rf_array *a = open_array("lim", 5, 2, 4, 65536, 0);
+	char *big = malloc(RF_CTL_VALUE_MAX + 2);
+	const struct rf_ctl_attr *at = rf_ctl_find("stripe_cache_size");
+
+	assert_int_equal(store(a, "stripe_cache_size", "100"), 0);
+	/* a value longer than a page is refused, even if it is digits */
+	memset(big, '0', RF_CTL_VALUE_MAX + 1);
+	big[RF_CTL_VALUE_MAX - 3] = '1';
+	big[RF_CTL_VALUE_MAX + 1] = '\0';
+	assert_int_equal(rf_ctl_store(at, a, -1, big, RF_CTL_VALUE_MAX + 1), -EINVAL);
+	/* the longest one allowed (zeros, then 200) is parsed */
+	memset(big, '0', RF_CTL_VALUE_MAX);
+	memcpy(big + RF_CTL_VALUE_MAX - 3, "200", 3);
+	assert_int_equal(rf_ctl_store(at, a, -1, big, RF_CTL_VALUE_MAX), 0);
+	assert_string_equal(show(a, "stripe_cache_size"), "200\n");
+	/* ... and with its newline */
+	memcpy(big + RF_CTL_VALUE_MAX - 3, "300\n", 4);
+	assert_int_equal(rf_ctl_store(at, a, -1, big, RF_CTL_VALUE_MAX + 1), 0);
+	assert_string_equal(show(a, "stripe_cache_size"), "300\n");
+	/* a NUL inside the buffer is garbage, not an end */
+	assert_int_equal(rf_ctl_store(at, a, -1, "50\0" "9", 4), -EINVAL);
+	assert_string_equal(show(a, "stripe_cache_size"), "300\n");
+	free(big);
+	rf_array_close(a);
+}
+
+static void test_array_state(void **state)
+{
+	struct rf_array *a = open_array("as", 5, 2, 4, 65536, 0);
+
+	assert_int_equal(store(a, "array_state", "suspended\n"), 0);
+	assert_string_equal(show(a, "array_state"), "suspended\n");
+	assert_int_equal(store(a, "array_state", "suspended"), 0);     /* idempotent */
+	assert_string_equal(show(a, "array_state"), "suspended\n");
+	assert_int_equal(store(a, "array_state", "bogus"), -EINVAL);
+	assert_int_equal(store(a, "array_state", "clean"), -EINVAL);
+	assert_int_equal(store(a, "array_state", "active "), -EINVAL);
+	assert_string_equal(show(a, "array_state"), "suspended\n");
+	assert_int_equal(store(a, "array_state", "active\n"), 0);
+	assert_string_equal(show(a, "array_state"), "clean\n");
+	assert_int_equal(store(a, "array_state", "active"), 0);
+	assert_string_equal(show(a, "array_state"), "clean\n");
+	rf_array_close(a);
+}
+
+static void test_read_only(void **state)
+{
+	struct rf_array *a = open_array("ro", 5, 2, 4, 65536, 0);
+	const char *ro[] = { "level", "layout", "chunk_size", "raid_disks", "component_size", "degraded",
+			     "stripe_cache_active", "metadata_version", "consistency_policy" };
+	const char *rw[] = { "array_state", "stripe_cache_size", "group_thread_cnt", "rmw_level",
+			     "worker_groups" };
+	size_t i;
+
+	for (i = 0; i < sizeof(ro) / sizeof(ro[0]); i++) {
+		const struct rf_ctl_attr *at = rf_ctl_find(ro[i]);
+
+		assert_non_null(at);
+		assert_int_equal(at->mode, 0444);
+		assert_int_equal(rf_ctl_store(at, a, -1, "1\n", 2), -EACCES);
+	}
+	for (i = 0; i < sizeof(rw) / sizeof(rw[0]); i++)
+		assert_int_equal(rf_ctl_find(rw[i])->mode, 0644);
+	assert_int_equal(rf_ctl_mdstat.mode, 0444);
+	assert_int_equal(rf_ctl_store(&rf_ctl_mdstat, a, -1, "x", 1), -EACCES);
+	assert_string_equal(show(a, "level"), "raid5\n");
+	assert_null(rf_ctl_find("no_such_attribute"));
+	rf_array_close(a);
+}
+
+/* A refused value leaves a log line naming the attribute and the value. */
+static void test_refusal_logged(void **state)
+{
+	struct rf_array *a = open_array("lg", 5, 2, 4, 65536, 0);
+	char path[300], buf[4096];
+	int fd, saved;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/log", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	fflush(stderr);
+	saved = dup(2);
+	dup2(fd, 2);
+	assert_int_equal(store(a, "stripe_cache_size", "16\n"), -EINVAL);
+	assert_int_equal(store(a, "rmw_level", "x\ty"), -EINVAL);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	assert_non_null(strstr(buf, "md/stripe_cache_size: refused '16': takes 17..32768"));
+	/* control characters are not written to the log as they are */
+	assert_non_null(strstr(buf, "md/rmw_level: refused 'x?y'"));
+	rf_array_close(a);
+}
+
+/* ---------------------------------------------------------------- tree */
+
+static void test_tree(void **state)
+{
+	struct rf_array *a = open_array("tr", 5, 2, 4, 65536, 0);
+	struct rf_ctl_tree t;
+	int i, md, img, nmd = 0;
+
+	assert_int_equal(rf_ctl_tree_build(a, &t), 0);
+	assert_int_equal(t.nodes[0].kind, RF_CTL_DIR);
+	assert_int_equal(t.nodes[0].parent, 0);
+	img = rf_ctl_lookup(&t, 0, "array.img");
+	assert_true(img > 0);
+	assert_int_equal(t.nodes[img].kind, RF_CTL_IMAGE);
+	i = rf_ctl_lookup(&t, 0, "mdstat");
+	assert_true(i > 0);
+	assert_ptr_equal(t.nodes[i].attr, &rf_ctl_mdstat);
+	md = rf_ctl_lookup(&t, 0, "md");
+	assert_true(md > 0);
+	assert_int_equal(t.nodes[md].kind, RF_CTL_DIR);
+	assert_int_equal(rf_ctl_lookup(&t, 0, "stripe_cache_size"), -ENOENT);
+	assert_int_equal(rf_ctl_lookup(&t, img, "x"), -ENOTDIR);
+	assert_int_equal(rf_ctl_lookup(&t, t.n, "x"), -ENOTDIR);
+	for (i = 1; i < t.n; i++) {
+		assert_true(t.nodes[i].parent < i);
+		assert_int_equal(t.nodes[i].member, -1);
+		if (t.nodes[i].parent == md) {
+			nmd++;
+			assert_int_equal(t.nodes[i].kind, RF_CTL_FILE);
+			assert_string_equal(t.nodes[i].name, t.nodes[i].attr->name);
+			assert_int_equal(rf_ctl_lookup(&t, md, t.nodes[i].name), i);
+		}
+	}
+	/* raid5 has every attribute */
+	assert_int_equal(nmd, (int)rf_ctl_md_nattrs);
+	rf_ctl_tree_free(&t);
+	rf_array_close(a);
+
+	/* raid1 has no stripe cache: md shows none of its attributes */
+	a = open_array("tr1", 1, 0, 2, 0, 0);
+	assert_int_equal(rf_ctl_tree_build(a, &t), 0);
+	md = rf_ctl_lookup(&t, 0, "md");
+	assert_int_equal(rf_ctl_lookup(&t, md, "stripe_cache_size"), -ENOENT);
+	assert_int_equal(rf_ctl_lookup(&t, md, "stripe_cache_active"), -ENOENT);
+	assert_int_equal(rf_ctl_lookup(&t, md, "rmw_level"), -ENOENT);
+	assert_true(rf_ctl_lookup(&t, md, "group_thread_cnt") > 0);
+	assert_true(rf_ctl_lookup(&t, md, "array_state") > 0);
+	rf_ctl_tree_free(&t);
+	rf_array_close(a);
+}
+
+static int setup(void **state)
+{
+	return testdir_make(dir, sizeof(dir), "ctl");
+}
+
+static int teardown(void **state)
+{
+	return testdir_remove(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_show_raid5),
+		cmocka_unit_test(test_show_other_levels),
+		cmocka_unit_test(test_show_overflow),
+		cmocka_unit_test(test_mdstat_raid5),
+		cmocka_unit_test(test_mdstat_levels),
+		cmocka_unit_test(test_metadata_readonly),
+		cmocka_unit_test(test_store_ranges),
+		cmocka_unit_test(test_store_limits),
+		cmocka_unit_test(test_array_state),
+		cmocka_unit_test(test_read_only),
+		cmocka_unit_test(test_refusal_logged),
+		cmocka_unit_test(test_tree),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
