@@ -4,11 +4,11 @@
  * One thread per array walks it region by region (md's sync window) from
  * the start (or, for a resync, from where an interrupted one stopped) to
  * the end.  A region is a run of member sectors, the same on every member
- * (raid1, raid4/5/6: whole rows), or a run of array sectors inside one
- * chunk for raid10 (whose far and offset copies sit at different member
- * sectors).
- * For each region it reads the region of every member (every copy of
- * the data), compares in 4 KiB blocks (md's STRIPE_SIZE) and:
+ * (raid1, raid4/5/6: every block row in it, whatever chunk rows it
+ * crosses), or a run of array sectors inside one chunk for raid10 (whose
+ * far and offset copies sit at different member sectors).  For each
+ * region it reads every member's part (every copy of the data), compares
+ * in 4 KiB blocks (md's STRIPE_SIZE) and:
  *   check   adds 8 sectors to mismatch_cnt per block whose parity does not
  *           match its data, and per mirror copy that differs from the
  *           first in-sync copy (md counts per copy); writes nothing.
@@ -20,15 +20,17 @@
  *           raid6 data block P and Q identified, or the differing copies
  *           from the first in-sync copy.
  *   resync  as repair, counting nothing; mirrors read only the first copy
- *           and write it to every other copy.
+ *           and write it to every other copy, parity levels read the row
+ *           (as md) and write the parity that differs.
  *
  * Racing foreground writes.  The thread locks the region against writes:
  * rf_writes_hold() drains the array's writes at the drain barrier (new
  * ones wait there, none blocks a FUSE thread; reads go on), the region is
- * read, compared and rewritten with plain member IO, the stripe cache
- * drops the heads of the rewritten rows (their cached blocks would be
- * older than the members), and rf_writes_release() resubmits the held
- * writes in arrival order.  This was chosen over a sync piece that stripe
+ * read, compared and rewritten (on an IO queue of the thread's own, on
+ * the array's backend, so overlays and fault injection apply), the
+ * stripe cache drops the heads of the rewritten rows (their cached blocks
+ * would be older than the members), and rf_writes_release() resubmits the
+ * held writes in arrival order.  This was chosen over a sync piece that stripe
  * rounds understand because it covers every level with one mechanism, it
  * needs no change to the stripe state machine, and a region is small
  * (64 KiB per member while foreground IO is active): the writes held
