@@ -72,6 +72,7 @@
 #define MAX_NAMED_LOGS 64               /* raid6 naming lines per run */
 #define SYNC_DEPTH 64                   /* the sync thread's IO queue */
 #define BUSY_HOLD 0.5                   /* seconds a foreground request keeps the array busy */
+#define BUSY_RECENT 5.0                 /* seconds after which an idle array is looked at once */
 #define IDLE_LOOKS 4                    /* looks at the counters before calling the array idle */
 #define IDLE_LOOK_US 100
 #define PACE_POLL 0.005                 /* seconds between looks at the load while pacing */
@@ -105,6 +106,7 @@ struct rf_sync {
 	uint8_t dirty[RF_MAX_MEMBERS][REGION_IDLE / BLK];
 	int nlogged;
 	double last_busy;               /* when foreground IO was last seen */
+	double started;                 /* when this walk started */
 	struct rf_ioq ioq;              /* the thread's member IO queue */
 	struct rf_mio *mios;            /* a region's member IO */
 	int nmios, io_pending, io_err;
@@ -149,23 +151,24 @@ static double now(void)
 /* Whether foreground IO ran lately.  The barrier's in-flight counters are
  * a snapshot, and a queue-depth-1 user leaves gaps between requests: a
  * request seen in flight keeps the array busy for BUSY_HOLD seconds, and
- * an array that looks idle is looked at a few more times first. */
+ * an array that was busy lately (or a walk that just started) is looked at
+ * a few more times before it counts as idle; one idle for long is looked
+ * at once (the looks cost an idle walk its speed). */
 static bool fg_active(struct rf_sync *s)
 {
 	struct rf_array *a = s->a;
-	int i;
+	double t = now();
+	int i, looks = t - s->last_busy < BUSY_RECENT || t < s->started + BUSY_RECENT ? IDLE_LOOKS : 1;
 
-	for (i = 0; i < IDLE_LOOKS; i++) {
+	for (i = 0; i < looks; i++) {
+		if (i)
+			usleep(IDLE_LOOK_US);
 		if (atomic_load(&a->inflight[0]) + atomic_load(&a->inflight[1]) > 0) {
 			s->last_busy = now();
 			return true;
 		}
-		if (now() - s->last_busy < BUSY_HOLD)
-			return true;
-		if (i + 1 < IDLE_LOOKS)
-			usleep(IDLE_LOOK_US);
 	}
-	return false;
+	return now() - s->last_busy < BUSY_HOLD;
 }
 
 static bool is_mirror(const struct rf_array *a)
@@ -648,7 +651,8 @@ static int start(struct rf_array *a, enum rf_sync_action act)
 	s->done = act == RF_SYNC_RESYNC && s->resync_cp < s->total ? s->resync_cp : 0;
 	s->nmarks = 0;
 	s->nlogged = 0;
-	s->last_busy = -BUSY_HOLD;
+	s->last_busy = -BUSY_RECENT;
+	s->started = now();
 	if (act != RF_SYNC_RESYNC) {
 		s->mismatches = 0;
 		s->bad_member = -1;
