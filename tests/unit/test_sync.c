@@ -516,7 +516,10 @@ struct writer {
 	unsigned seed;
 	volatile int *stop;
 	int nwrites;
+	double slowest;         /* seconds, the slowest write */
 };
+
+static double seconds(void);
 
 static void *writer_main(void *arg)
 {
@@ -526,6 +529,7 @@ static void *writer_main(void *arg)
 	while (!__atomic_load_n(w->stop, __ATOMIC_ACQUIRE) || w->nwrites < 20) {
 		uint32_t len, i;
 		uint64_t off;
+		double t;
 
 		w->seed = w->seed * 1103515245u + 12345u;
 		len = 512 * (1 + (w->seed >> 8) % 128);
@@ -533,7 +537,11 @@ static void *writer_main(void *arg)
 		off = w->lo + ((w->seed >> 4) % ((w->hi - w->lo - len) / 512)) * 512;
 		for (i = 0; i < len; i++)
 			buf[i] = (char)(w->seed + i * 131 + w->nwrites);
+		t = seconds();
 		assert_int_equal(do_io(w->a, RF_REQ_WRITE, off, len, buf), 0);
+		t = seconds() - t;
+		if (t > w->slowest)
+			w->slowest = t;
 		memcpy(w->model + off, buf, len);
 		w->nwrites++;
 	}
@@ -578,14 +586,20 @@ static void race_one(const struct spec *sp, int gtc)
 		w[i].seed = seed + i;
 		w[i].stop = &stop;
 		w[i].nwrites = 0;
+		w[i].slowest = 0;
 		assert_int_equal(pthread_create(&t[i], NULL, writer_main, &w[i]), 0);
 	}
 	assert_int_equal(rf_sync_request(a, RF_SYNC_REPAIR), 0);
 	assert_int_equal(rf_sync_request(a, RF_SYNC_CHECK), -EBUSY);
 	rf_sync_wait(a);
 	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
-	for (i = 0; i < NWRITERS; i++)
+	for (i = 0; i < NWRITERS; i++) {
 		assert_int_equal(pthread_join(t[i], NULL), 0);
+		/* A region holds writes for its own IO only: nothing like
+		 * the stalls of a lost wake-up. */
+		if (w[i].slowest > 0.25)
+			fail_msg("%s: a write took %.3f s during the repair", sp->what, w[i].slowest);
+	}
 	rf_sync_get(a, &st);
 	/* The writers may have rewritten the corrupt block first. */
 	assert_true(st.mismatch_cnt <= 8);
