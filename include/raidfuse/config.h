@@ -34,7 +34,7 @@ struct rf_config {
 	bool readonly;                  /* members opened read-only, writes fail (EROFS) */
 	/* tuning */
 	int stripe_cache_size;          /* stripe heads, md's unit (default 256) */
-	int group_thread_cnt;           /* worker threads per group (default 1) */
+	int group_thread_cnt;           /* worker threads per group (default 0: inline) */
 	int worker_groups;              /* groups (default 0 = one per CPU) */
 	uint32_t stripe_size;           /* bytes per column per stripe head (default 4096) */
 	int rmw_level;                  /* 0 never rmw, 1 rmw when cheaper (default), 2 prefer rmw */
