@@ -33,6 +33,7 @@
 #include "raidfuse/assemble.h"
 #include "raidfuse/layout.h"
 #include "raidfuse/log.h"
+#include "raidfuse/overlay.h"
 
 int rf_assemble_cfg_layout(const struct rf_sb *sb)
 {
@@ -64,16 +65,29 @@ static int survives(const struct rf_sb *sb)
 	return 0;
 }
 
-static int read_one(const char *path, struct rf_sb *sb, char *err, size_t errlen)
+/* A member's superblock, through its overlay in overlay_dir when given
+ * (the overlay may hold newer superblocks than the member). */
+static int read_one(const char *path, const char *overlay_dir, struct rf_sb *sb, char *err, size_t errlen)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
+	struct rf_ovl *o;
+	struct rf_sb_io io;
 
 	if (fd < 0) {
 		r = -errno;
 		snprintf(err, errlen, "%s: %s", path, strerror(-r));
 		return r;
 	}
-	r = rf_sb_read(fd, path, sb, err, errlen);
+	if (!overlay_dir) {
+		r = rf_sb_read(fd, path, sb, err, errlen);
+	} else {
+		r = rf_ovl_open(overlay_dir, fd, path, &o, err, errlen);
+		if (!r) {
+			rf_ovl_sb_io(o, &io);
+			r = rf_sb_read_io(&io, path, sb, err, errlen);
+			rf_ovl_close(o);
+		}
+	}
 	close(fd);
 	return r;
 }
@@ -148,8 +162,23 @@ static int data_bytes(const struct rf_sb *const *sbs, const char *const *paths, 
 	return 0;
 }
 
+static int assemble(const char *const *paths, int n, const char *image_name, bool readonly,
+		    const char *overlay_dir, struct rf_config *cfg, char *err, size_t errlen);
+
 int rf_assemble(const char *const *paths, int n, const char *image_name, bool readonly,
 		struct rf_config *cfg, char *err, size_t errlen)
+{
+	return assemble(paths, n, image_name, readonly, NULL, cfg, err, errlen);
+}
+
+int rf_assemble_overlay(const char *const *paths, int n, const char *image_name, const char *overlay_dir,
+			struct rf_config *cfg, char *err, size_t errlen)
+{
+	return assemble(paths, n, image_name, false, overlay_dir, cfg, err, errlen);
+}
+
+static int assemble(const char *const *paths, int n, const char *image_name, bool readonly,
+		    const char *overlay_dir, struct rf_config *cfg, char *err, size_t errlen)
 {
 	struct rf_sb *sbs = calloc((size_t)(n > 0 ? n : 1), sizeof(*sbs));
 	const struct rf_sb *use[RF_MAX_MEMBERS];
@@ -171,7 +200,7 @@ int rf_assemble(const char *const *paths, int n, const char *image_name, bool re
 		goto out;
 	}
 	for (i = 0; i < n; i++) {
-		r = read_one(paths[i], &sbs[i], err, errlen);
+		r = read_one(paths[i], overlay_dir, &sbs[i], err, errlen);
 		if (r)
 			goto out;
 		r = -EINVAL;
@@ -273,9 +302,9 @@ int rf_assemble(const char *const *paths, int n, const char *image_name, bool re
 		goto out;
 	r = -EINVAL;
 	if (!fresh->clean)
-		rf_warn("array %s is not clean (resync due from sector %llu%s): copies or parity may "
-			"disagree where writes were in flight", u0, (unsigned long long)fresh->resync_offset,
-			fresh->bitmap ? ", internal bitmap" : "");
+		rf_warn("array %s was not cleanly shut down: resync needed (due from sector %llu%s): "
+			"copies or parity may disagree where writes were in flight", u0,
+			(unsigned long long)fresh->resync_offset, fresh->bitmap ? ", internal bitmap" : "");
 
 	/* The config rf_array_open() serves. */
 	r = -ENOMEM;
@@ -304,6 +333,8 @@ int rf_assemble(const char *const *paths, int n, const char *image_name, bool re
 	memcpy(cfg->uuid, fresh->uuid, 16);
 	cfg->has_uuid = true;
 	cfg->readonly = readonly;
+	if (overlay_dir && !(cfg->overlay_dir = strdup(overlay_dir)))
+		goto out;
 	r = 0;
 	rf_info("array %s: raid%d, %d of %d members, %s metadata", u0, cfg->level, nuse,
 		fresh->raid_disks, rf_sb_kind_name(fresh->kind));
@@ -330,7 +361,7 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 
 		if (!m)
 			continue;
-		r = read_one(m, &sbs[i], err, errlen);
+		r = read_one(m, NULL, &sbs[i], err, errlen);
 		if (r == -ENOENT) {
 			without = i;
 			r = 0;
@@ -434,7 +465,7 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 	memcpy(cfg->uuid, use[0]->uuid, 16);
 	cfg->has_uuid = true;
 	if (!sbs[fi].clean)
-		rf_warn("%s: array %s is not clean (resync due from sector %llu)", cfg->path,
+		rf_warn("%s: array %s was not cleanly shut down: resync needed (due from sector %llu)", cfg->path,
 			rf_sb_uuid_str(&sbs[fi], u0), (unsigned long long)sbs[fi].resync_offset);
 	r = 0;
 out:

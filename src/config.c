@@ -757,6 +757,7 @@ void rf_config_free(struct rf_config *cfg)
 
 	free(cfg->path);
 	free(cfg->name);
+	free(cfg->overlay_dir);
 	for (i = 0; i < RF_MAX_MEMBERS; i++)
 		free(cfg->members[i]);
 	memset(cfg, 0, sizeof(*cfg));

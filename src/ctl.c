@@ -139,8 +139,8 @@ static void show_array_state(struct rf_array *a, const struct rf_array_info *i, 
 		st = "readonly";
 	else if (i->suspended)
 		st = "suspended";
-	else if (i->writes_in_flight)
-		st = "active";
+	else if (i->writes_in_flight || i->sb_dirty)
+		st = "active";          /* as md: also while the superblocks say dirty */
 	else if (i->failed)
 		st = "broken";
 	else

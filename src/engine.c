@@ -38,7 +38,9 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "raidfuse/overlay.h"
 #include "raidfuse/sync.h"
+#include "sbstate.h"
 
 __thread struct rf_worker *rf_current_worker;
 
@@ -339,9 +341,11 @@ static void queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w)
 	atomic_store_explicit(&r->err, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->npieces, 0, memory_order_relaxed);
 
-	if (rf_failed_now(a))
+	/* No write starts while the superblocks say clean. */
+	ret = r->op == RF_REQ_WRITE ? rf_sbstate_write_start(a->sbstate) : 0;
+	if (!ret && rf_failed_now(a))
 		ret = -EIO;
-	else if (r->op == RF_REQ_FLUSH) {
+	else if (!ret && r->op == RF_REQ_FLUSH) {
 		ret = 0;
 		for (i = 0; i < a->nmembers; i++) {
 			struct rf_piece *p;
@@ -353,7 +357,7 @@ static void queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w)
 			p->mio.op = RF_MIO_FSYNC;
 			rf_queue_piece(a, p);
 		}
-	} else {
+	} else if (!ret) {
 		ret = a->ops->split(a, r);
 	}
 	tl_buckets = NULL;
@@ -435,10 +439,12 @@ void rf_member_fail(struct rf_array *a, int member, int err, const char *what, u
 	uint64_t old = atomic_fetch_or_explicit(&a->faulty, bit, memory_order_acq_rel);
 
 	atomic_fetch_add_explicit(&a->members[member].nr_errors, 1, memory_order_relaxed);
-	if (!(old & bit))
+	if (!(old & bit)) {
 		rf_err("member %d (%s): %s at %llu: %s; member marked faulty%s", member,
 		       a->members[member].path, what, (unsigned long long)off, strerror(-err),
 		       a->ops->failed(a, old | bit) ? "; array FAILED" : ", array degraded");
+		rf_sbstate_kick(a->sbstate);
+	}
 }
 
 /* ---- direct member IO ---- */
@@ -901,19 +907,48 @@ static int member_size(int fd, uint64_t *size)
 	return -EINVAL;
 }
 
+/* The member before i that is the same file as fd (hard link, symlink,
+ * the same device twice), or -1. */
+static int same_as(struct rf_array *a, int i, int fd)
+{
+	struct stat st, o;
+	int j;
+
+	if (fstat(fd, &st))
+		return -1;
+	for (j = 0; j < i; j++) {
+		if (a->members[j].fd < 0 || fstat(a->members[j].fd, &o))
+			continue;
+		if ((st.st_dev == o.st_dev && st.st_ino == o.st_ino) ||
+		    (S_ISBLK(st.st_mode) && S_ISBLK(o.st_mode) && st.st_rdev == o.st_rdev))
+			return j;
+	}
+	return -1;
+}
+
 static int open_member(struct rf_array *a, int i, const char *path, char *err, size_t errlen)
 {
 	struct rf_member *m = &a->members[i];
 	/* Read-only (--ro) opens nothing for writing and takes a shared lock:
-	 * other read-only servers may share the member, a writer may not. */
-	int mode = a->readonly ? O_RDONLY : O_RDWR;
-	int ret;
+	 * other read-only servers may share the member, a writer may not.  A
+	 * writer also claims a block device (O_EXCL): the kernel then refuses
+	 * it to mounts, kernel md and other exclusive openers. */
+	bool ro = a->readonly || a->overlay;
+	int mode = ro ? O_RDONLY : O_RDWR;
+	struct stat st;
+	int ret, j;
 
+	if (!ro && !stat(path, &st) && S_ISBLK(st.st_mode))
+		mode |= O_EXCL;
 	m->fd = open(path, mode | O_CLOEXEC);
 	if (m->fd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "member %d (%s): %s%s", i, path, strerror(-ret),
-			 ret == -ENOENT ? " (`raidfuse create CONFIG` makes missing member files)" : "");
+		if (ret == -EBUSY && (mode & O_EXCL))
+			snprintf(err, errlen, "member %d (%s) is in use by another raidfuse or process "
+				 "(the block device is mounted, in an array, or opened exclusively)", i, path);
+		else
+			snprintf(err, errlen, "member %d (%s): %s%s", i, path, strerror(-ret),
+				 ret == -ENOENT ? " (`raidfuse create CONFIG` makes missing member files)" : "");
 		return ret;
 	}
 	ret = member_size(m->fd, &m->size);
@@ -921,12 +956,22 @@ static int open_member(struct rf_array *a, int i, const char *path, char *err, s
 		snprintf(err, errlen, "member %d (%s): not a regular file or block device", i, path);
 		return ret;
 	}
-	if (flock(m->fd, (a->readonly ? LOCK_SH : LOCK_EX) | LOCK_NB)) {
+	j = same_as(a, i, m->fd);
+	if (j >= 0) {
+		snprintf(err, errlen, "member %d (%s) and member %d (%s) are the same file: "
+			 "each member must be given once", j, a->members[j].path, i, path);
+		return -EINVAL;
+	}
+	if (flock(m->fd, (ro ? LOCK_SH : LOCK_EX) | LOCK_NB)) {
 		ret = -errno;
-		snprintf(err, errlen, "member %d (%s): in use by another process (%s)", i, path, strerror(-ret));
+		if (ret == -EWOULDBLOCK)
+			snprintf(err, errlen, "member %d (%s) is in use by another raidfuse or process (it holds "
+				 "a lock on it)", i, path);
+		else
+			snprintf(err, errlen, "member %d (%s): cannot lock it: %s", i, path, strerror(-ret));
 		return ret;
 	}
-	m->fd_direct = open(path, mode | O_DIRECT | O_CLOEXEC);
+	m->fd_direct = open(path, (mode & ~O_EXCL) | O_DIRECT | O_CLOEXEC);
 	m->align = 4096;
 	if (m->fd_direct < 0)
 		rf_info("member %d (%s): O_DIRECT refused (%s), using buffered IO", i, path, strerror(errno));
@@ -937,6 +982,9 @@ static void array_free(struct rf_array *a)
 {
 	int i;
 
+	rf_sbstate_close(a->sbstate);
+	for (i = 0; i < a->nmembers; i++)
+		rf_ovl_close(a->iom[i].layer);
 	for (i = 0; i < a->nmembers; i++) {
 		if (a->members[i].fd >= 0)
 			close(a->members[i].fd);
@@ -946,6 +994,27 @@ static void array_free(struct rf_array *a)
 	}
 	free(a->name);
 	free(a);
+}
+
+/* Every write to the members goes to copy-on-write files in dir; the
+ * overlay runs on the synchronous queue (its own locking, no O_DIRECT). */
+static int overlay_open(struct rf_array *a, const char *dir, char *err, size_t errlen)
+{
+	int i, ret;
+
+	for (i = 0; i < a->nmembers; i++) {
+		struct rf_ovl *o;
+
+		if (!(a->present & (1ull << i)))
+			continue;
+		ret = rf_ovl_open(dir, a->members[i].fd, a->members[i].path, &o, err, errlen);
+		if (ret)
+			return ret;
+		a->iom[i].layer = o;
+		a->iom[i].fd_direct = -1;
+	}
+	a->ioq_init = a->inline_ioq_init = rf_ioq_init_overlay;
+	return 0;
 }
 
 int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err, size_t errlen)
@@ -961,6 +1030,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		a->members[i].fd = a->members[i].fd_direct = -1;
 	a->name = strdup(cfg->name);
 	a->readonly = cfg->readonly;
+	a->overlay = cfg->overlay_dir != NULL;
 	a->chunk_bytes = cfg->chunk_bytes;
 	a->stripe_size = cfg->stripe_size ? cfg->stripe_size : 4096;
 	a->rmw_level = cfg->rmw_level;
@@ -1056,6 +1126,17 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		a->iom[i].fd = a->members[i].fd;
 		a->iom[i].fd_direct = a->members[i].fd_direct;
 		a->iom[i].align = a->members[i].align;
+	}
+	if (cfg->overlay_dir) {
+		ret = overlay_open(a, cfg->overlay_dir, err, errlen);
+		if (ret)
+			goto fail;
+	}
+	/* md keeps clean/dirty for arrays that can need a resync. */
+	if (cfg->has_uuid && !a->readonly && cfg->level != 0) {
+		ret = rf_sbstate_open(a, &a->sbstate, err, errlen);
+		if (ret)
+			goto fail;
 	}
 	*out = a;
 	return 0;
@@ -1250,7 +1331,8 @@ int rf_array_start(struct rf_array *a)
 	if (ret)
 		return ret;
 	a->started = true;
-	return groups_start(a, a->groups, a->ngroups);
+	ret = groups_start(a, a->groups, a->ngroups);
+	return ret ? ret : rf_sbstate_start(a->sbstate);
 }
 
 void rf_array_close(struct rf_array *a)
@@ -1261,6 +1343,9 @@ void rf_array_close(struct rf_array *a)
 		return;
 	/* The sync thread finishes its region and leaves first. */
 	rf_sync_free(a);
+	/* The idle timer drains too: stop it first.  The state is marked
+	 * clean once nothing is in flight (array_free()). */
+	rf_sbstate_stop(a->sbstate);
 	if (a->started) {
 		/* Whatever waits at the barrier still runs, then nothing may
 		 * start: every request has ended when the groups go. */
@@ -1362,6 +1447,18 @@ int rf_array_set_rmw_level(struct rf_array *a, int n)
 	return 0;
 }
 
+int rf_array_quiesced(struct rf_array *a, int (*fn)(void *arg), void *arg)
+{
+	int ret;
+
+	pthread_mutex_lock(&a->reconf_lock);
+	drain(a, RF_HOLD_WRITES);
+	ret = fn(arg);
+	release(a, a->suspended ? RF_HOLD_WRITES : 0);
+	pthread_mutex_unlock(&a->reconf_lock);
+	return ret;
+}
+
 int rf_array_suspend(struct rf_array *a)
 {
 	pthread_mutex_lock(&a->reconf_lock);
@@ -1443,6 +1540,7 @@ void rf_array_get_info(struct rf_array *a, struct rf_array_info *out)
 	out->degraded = __builtin_popcountll(f);
 	out->failed = f && a->ops->failed(a, f);
 	out->writes_in_flight = atomic_load(&a->inflight[1]) > 0;
+	out->sb_dirty = a->sbstate && atomic_load(&a->sbstate->mode) != RF_SBS_CLEAN;
 	/* The shape is stable while reconf_lock is held. */
 	pthread_mutex_lock(&a->reconf_lock);
 	out->stripe_cache_size = a->stripe_cache_size;

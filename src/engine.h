@@ -148,6 +148,7 @@ struct rf_array {
 	const struct rf_level_ops *ops;
 	char *name;
 	bool readonly;                  /* members opened read-only (--ro) */
+	bool overlay;                   /* members read-only, written through iom[].layer */
 	uint64_t size;                  /* bytes */
 	uint32_t stripe_size;           /* bytes per column per head */
 	uint32_t chunk_bytes;
@@ -181,6 +182,7 @@ struct rf_array {
 	int nheld;                      /* bar_lock */
 	bool suspended;                 /* reconf_lock */
 	bool started;
+	struct rf_sbstate *sbstate;     /* clean/dirty in the superblocks; NULL: none kept */
 	struct rf_sync *sync;           /* sync.c's, from rf_array_start() to close */
 };
 
@@ -209,6 +211,11 @@ static inline bool rf_failed_now(const struct rf_array *a)
 	/* Healthy arrays (the common case) skip the level's check. */
 	return f && a->ops->failed(a, f);
 }
+
+/* Run fn(arg) with writes drained (none in flight, new ones held at the
+ * barrier), then let the held ones go; fn's result.  Blocks the caller:
+ * never from a worker or a req->done() callback. */
+int rf_array_quiesced(struct rf_array *a, int (*fn)(void *arg), void *arg);
 
 /* The worker running on this thread (NULL elsewhere). */
 extern __thread struct rf_worker *rf_current_worker;

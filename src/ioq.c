@@ -469,6 +469,7 @@ struct sync_op {
 };
 
 struct sync_priv {
+	rf_ioq_run_fn run;              /* NULL: the system calls */
 	unsigned depth;
 	unsigned nq, ndone;             /* ops[0, ndone) ran, [ndone, nq) wait for submit */
 	struct sync_op ops[];
@@ -523,8 +524,16 @@ static int sync_submit(struct rf_ioq *q)
 	struct sync_priv *s = q->priv;
 	int n = 0;
 
-	for (; s->ndone < s->nq; s->ndone++, n++)
-		s->ops[s->ndone].res = sync_run(&s->ops[s->ndone]);
+	for (; s->ndone < s->nq; s->ndone++, n++) {
+		struct sync_op *o = &s->ops[s->ndone];
+		struct iovec one = { o->buf, o->len };
+
+		if (s->run)
+			o->res = s->run(&q->members[o->m->member], o->m->op, o->iov ? o->iov : &one,
+					o->iov ? o->niov : 1, o->off);
+		else
+			o->res = sync_run(o);
+	}
 	return n;
 }
 
@@ -572,12 +581,19 @@ static const struct rf_ioq_backend sync_backend = {
 
 int rf_ioq_init_sync(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned depth)
 {
+	return rf_ioq_init_sync_run(q, members, nmembers, depth, NULL);
+}
+
+int rf_ioq_init_sync_run(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers,
+			 unsigned depth, rf_ioq_run_fn fn)
+{
 	struct sync_priv *s = calloc(1, sizeof(*s) + depth * sizeof(s->ops[0]));
 	int ret;
 
 	if (!s)
 		return -ENOMEM;
 	s->depth = depth;
+	s->run = fn;
 	ret = rf_ioq_init_common(q, members, nmembers, depth);
 	if (ret) {
 		free(s);

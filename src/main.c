@@ -2,7 +2,7 @@
  *
  *   raidfuse create CONFIG [--force] [--assume-clean]
  *   raidfuse mount CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS]
- *   raidfuse assemble [--ro] [--name FILE] [-f] [-d] [-v] [-o OPTS] MOUNTPOINT MEMBER...
+ *   raidfuse assemble [--ro | --overlay DIR] [--name FILE] [-f] [-d] [-v] [-o OPTS] MOUNTPOINT MEMBER...
  *   raidfuse examine MEMBER...
  *   raidfuse status MOUNTPOINT
  *   raidfuse ctl MOUNTPOINT ATTR [VALUE]
@@ -43,7 +43,8 @@
 static const char usage_text[] =
 	"usage: raidfuse create CONFIG [--force] [--assume-clean]\n"
 	"       raidfuse mount CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS]\n"
-	"       raidfuse assemble [--ro] [--name FILE] [-f] [-d] [-v] [-o OPTS] MOUNTPOINT MEMBER...\n"
+	"       raidfuse assemble [--ro | --overlay DIR] [--name FILE] [-f] [-d] [-v] [-o OPTS]\n"
+	"                MOUNTPOINT MEMBER...\n"
 	"       raidfuse examine MEMBER...\n"
 	"       raidfuse status MOUNTPOINT\n"
 	"       raidfuse ctl MOUNTPOINT ATTR [VALUE]\n"
@@ -58,6 +59,9 @@ static const char usage_text[] =
 	"  assemble  serve the array the members' md superblocks describe (0.90,\n"
 	"            1.0, 1.1, 1.2) as MOUNTPOINT/array.img, no config needed\n"
 	"    --ro    open the members read-only; writes fail (EROFS)\n"
+	"    --overlay DIR  open the members read-only; every write goes to\n"
+	"            copy-on-write files in DIR (made if needed; the same DIR\n"
+	"            again continues from there; delete it to throw it away)\n"
 	"    --name FILE  serve the image as MOUNTPOINT/FILE\n"
 	"  examine   print each member's superblock as mdadm --examine does\n"
 	"    -f      stay in the foreground\n"
@@ -337,7 +341,7 @@ static int cmd_assemble(int argc, char **argv)
 {
 	struct rf_fuse_opts o = { 0 };
 	struct rf_config cfg;
-	const char *name = NULL, *members[RF_MAX_MEMBERS];
+	const char *name = NULL, *members[RF_MAX_MEMBERS], *overlay = NULL;
 	bool ro = false;
 	char err[1024];
 	int i, n = 0, r;
@@ -350,6 +354,10 @@ static int cmd_assemble(int argc, char **argv)
 			continue;
 		if (!strcmp(argv[i], "--ro")) {
 			ro = true;
+		} else if (!strcmp(argv[i], "--overlay")) {
+			if (++i >= argc)
+				return usage_error("assemble: --overlay expects a DIR%s", "");
+			overlay = argv[i];
 		} else if (!strcmp(argv[i], "--name")) {
 			if (++i >= argc)
 				return usage_error("assemble: --name expects a FILE name%s", "");
@@ -368,7 +376,15 @@ static int cmd_assemble(int argc, char **argv)
 	}
 	if (!o.mountpoint || !n)
 		return usage_error("assemble: expected MOUNTPOINT MEMBER...%s", "");
-	if (rf_assemble(members, n, name, ro, &cfg, err, sizeof(err))) {
+	if (ro && overlay)
+		return usage_error("assemble: --ro and --overlay exclude each other (--overlay already keeps "
+				   "the members as they are)%s", "");
+	if (overlay && mkdir(overlay, 0755) && errno != EEXIST) {
+		fprintf(stderr, "raidfuse: overlay directory %s: %s\n", overlay, strerror(errno));
+		return 1;
+	}
+	if (overlay ? rf_assemble_overlay(members, n, name, overlay, &cfg, err, sizeof(err))
+		    : rf_assemble(members, n, name, ro, &cfg, err, sizeof(err))) {
 		fprintf(stderr, "raidfuse: %s\n", err);
 		return 1;
 	}

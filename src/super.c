@@ -43,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "raidfuse/fdio.h"
 #include "raidfuse/super.h"
 
 #define MD_MAGIC                0xa92b4efcu
@@ -618,43 +619,63 @@ int rf_sb_parse(const void *buf, enum rf_sb_kind k, uint64_t member_sectors, con
 	return parse1(p, k, member_sectors, path, sb, err, errlen);
 }
 
-static int member_sectors_of(int fd, uint64_t *out)
+static int fd_pread(void *ctx, void *buf, size_t len, uint64_t off)
+{
+	return rf_pread_full((int)(intptr_t)ctx, buf, len, off);
+}
+
+static int fd_pwrite(void *ctx, const void *buf, size_t len, uint64_t off)
+{
+	return rf_pwrite_full((int)(intptr_t)ctx, buf, len, off);
+}
+
+static int fd_fsync(void *ctx)
+{
+	return fsync((int)(intptr_t)ctx) ? -errno : 0;
+}
+
+int rf_sb_io_fd(struct rf_sb_io *io, int fd)
 {
 	off_t end = lseek(fd, 0, SEEK_END);
 
 	if (end < 0)
 		return -errno;
-	*out = (uint64_t)end / 512;
+	io->pread = fd_pread;
+	io->pwrite = fd_pwrite;
+	io->fsync = fd_fsync;
+	io->ctx = (void *)(intptr_t)fd;
+	io->bytes = (uint64_t)end;
 	return 0;
 }
 
-static int read_at(int fd, void *buf, uint64_t sector)
+static int read_at(const struct rf_sb_io *io, void *buf, uint64_t sector)
 {
-	ssize_t n = pread(fd, buf, RF_SB_BYTES, (off_t)(sector * 512));
-
-	if (n < 0)
-		return -errno;
-	if (n != RF_SB_BYTES)
-		memset((char *)buf + n, 0, RF_SB_BYTES - (size_t)n);
-	return 0;
+	return io->pread(io->ctx, buf, RF_SB_BYTES, sector * 512);
 }
 
 int rf_sb_read(int fd, const char *path, struct rf_sb *sb, char *err, size_t errlen)
 {
+	struct rf_sb_io io;
+	int r = rf_sb_io_fd(&io, fd);
+
+	if (r) {
+		snprintf(err, errlen, "%s: cannot find its size: %s", path, strerror(-r));
+		return r;
+	}
+	return rf_sb_read_io(&io, path, sb, err, errlen);
+}
+
+int rf_sb_read_io(const struct rf_sb_io *io, const char *path, struct rf_sb *sb, char *err, size_t errlen)
+{
 	static const enum rf_sb_kind order[] = { RF_SB_12, RF_SB_11, RF_SB_10, RF_SB_090 };
 	struct rf_sb *tmp;
 	uint8_t *buf;
-	uint64_t sectors = 0;
+	uint64_t sectors = io->bytes / 512;
 	char first_err[512] = "";
 	enum rf_sb_kind found = RF_SB_NONE;
 	size_t i;
 	int r;
 
-	r = member_sectors_of(fd, &sectors);
-	if (r) {
-		snprintf(err, errlen, "%s: cannot find its size: %s", path, strerror(-r));
-		return r;
-	}
 	buf = malloc(RF_SB_BYTES);
 	tmp = malloc(sizeof(*tmp));
 	if (!buf || !tmp) {
@@ -669,7 +690,7 @@ int rf_sb_read(int fd, const char *path, struct rf_sb *sb, char *err, size_t err
 
 		if (at == UINT64_MAX)
 			continue;
-		r = read_at(fd, buf, at);
+		r = read_at(io, buf, at);
 		if (r) {
 			snprintf(err, errlen, "%s: read at sector %llu: %s", path, (unsigned long long)at,
 				 strerror(-r));
@@ -837,23 +858,6 @@ int rf_sb_build12(const struct rf_sb_new *n, int role, uint64_t member_sectors, 
 	return 0;
 }
 
-static int write_all(int fd, const void *buf, size_t len, uint64_t off)
-{
-	while (len) {
-		ssize_t n = pwrite(fd, buf, len, (off_t)off);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf = (const char *)buf + n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
 int rf_sb_write12(int fd, const char *path, const struct rf_sb_new *n, int role,
 		  uint64_t member_sectors, char *err, size_t errlen)
 {
@@ -872,7 +876,7 @@ int rf_sb_write12(int fd, const char *path, const struct rf_sb_new *n, int role,
 		snprintf(err, errlen, "%s: %s", path, why);
 		goto out;
 	}
-	r = write_all(fd, buf, RF_SB_BYTES, rf_sb_offset(RF_SB_12, member_sectors) * 512);
+	r = fd_pwrite((void *)(intptr_t)fd, buf, RF_SB_BYTES, rf_sb_offset(RF_SB_12, member_sectors) * 512);
 	if (!r && le16(s->bblog_size)) {
 		/* An empty bad block log reads as all ones (md's end marker). */
 		uint64_t at = (8 + (uint64_t)(int32_t)le32(s->bblog_offset)) * 512;
@@ -882,7 +886,7 @@ int rf_sb_write12(int fd, const char *path, const struct rf_sb_new *n, int role,
 			r = -ENOMEM;
 		} else {
 			memset(log, 0xff, le16(s->bblog_size) * 512);
-			r = write_all(fd, log, le16(s->bblog_size) * 512, at);
+			r = fd_pwrite((void *)(intptr_t)fd, log, le16(s->bblog_size) * 512, at);
 			free(log);
 		}
 	}
@@ -895,12 +899,30 @@ out:
 	return r;
 }
 
-int rf_sb_update(int fd, const char *path, struct rf_sb *sb, bool clean, uint64_t resync_offset,
-		 char *err, size_t errlen)
+/* 0.90: slot's descriptor says faulty, and the counts follow. */
+static void mark_faulty090(struct sb090 *s, int slot)
+{
+	struct disk090 *d = &s->disks[slot];
+	bool was = (d->state & (1u << D090_ACTIVE)) && (d->state & (1u << D090_SYNC));
+
+	if (d->state & (1u << D090_FAULTY))
+		return;
+	d->state = 1u << D090_FAULTY;
+	if (was) {
+		s->active_disks -= !!s->active_disks;
+		s->working_disks -= !!s->working_disks;
+	}
+	s->failed_disks++;
+	if (s->this_disk.number == (uint32_t)slot)
+		s->this_disk.state = d->state;
+}
+
+int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *sb,
+		    const struct rf_sb_change *c, char *err, size_t errlen)
 {
 	uint8_t *buf = malloc(RF_SB_BYTES);
 	struct rf_sb *now = malloc(sizeof(*now));
-	uint64_t t = (uint64_t)time(NULL);
+	uint64_t t = (uint64_t)time(NULL), ev, resync;
 	int r;
 
 	if (!buf || !now) {
@@ -908,7 +930,7 @@ int rf_sb_update(int fd, const char *path, struct rf_sb *sb, bool clean, uint64_
 		snprintf(err, errlen, "%s: %s", path, strerror(-r));
 		goto out;
 	}
-	r = read_at(fd, buf, sb->sb_offset);
+	r = read_at(io, buf, sb->sb_offset);
 	if (r) {
 		snprintf(err, errlen, "%s: reading the superblock again: %s", path, strerror(-r));
 		goto out;
@@ -923,29 +945,44 @@ int rf_sb_update(int fd, const char *path, struct rf_sb *sb, bool clean, uint64_
 		r = -ESTALE;
 		goto out;
 	}
-	if (clean)
-		resync_offset = RF_SB_MAX_SECTOR;
+	if (c->faulty_slot >= 0 && (uint32_t)c->faulty_slot >= now->max_dev) {
+		snprintf(err, errlen, "%s: device slot %d is outside the superblock's %u", path,
+			 c->faulty_slot, now->max_dev);
+		r = -EINVAL;
+		goto out;
+	}
+	ev = c->events ? c->events : now->events + 1;
+	/* md: a dirty array records resync_offset 0 (all of it is suspect
+	 * after a crash); a clean one where its resync stands. */
+	resync = c->clean ? c->resync_offset : 0;
 	if (sb->kind == RF_SB_090) {
 		struct sb090 *s = (struct sb090 *)buf;
-		uint64_t ev = now->events + 1;
 
 		s->events_lo = (uint32_t)ev;
 		s->events_hi = (uint32_t)(ev >> 32);
 		s->utime = (uint32_t)t;
-		s->state = clean ? s->state | (1u << S090_CLEAN) : s->state & ~(1u << S090_CLEAN);
-		s->recovery_cp = resync_offset >= MD090_MAX_SECTOR ? MD090_MAX_SECTOR : (uint32_t)resync_offset;
+		/* The clean bit: no writes in flight and no resync due. */
+		if (c->clean && resync == RF_SB_MAX_SECTOR)
+			s->state |= 1u << S090_CLEAN;
+		else
+			s->state &= ~(1u << S090_CLEAN);
+		s->recovery_cp = resync >= MD090_MAX_SECTOR ? MD090_MAX_SECTOR : (uint32_t)resync;
+		if (c->faulty_slot >= 0)
+			mark_faulty090(s, c->faulty_slot);
 		s->sb_csum = sb090_csum(s);
 	} else {
 		struct sb1 *s = (struct sb1 *)buf;
 
-		s->events = to_le64(now->events + 1);
+		s->events = to_le64(ev);
 		s->utime = to_le64(t);
-		s->resync_offset = to_le64(resync_offset);
+		s->resync_offset = to_le64(resync);
+		if (c->faulty_slot >= 0)
+			s->dev_roles[c->faulty_slot] = to_le16(RF_SB_ROLE_FAULTY);
 		s->sb_csum = to_le32(sb1_csum(buf, le32(s->max_dev)));
 	}
-	r = write_all(fd, buf, RF_SB_BYTES, sb->sb_offset * 512);
-	if (!r && fsync(fd))
-		r = -errno;
+	r = io->pwrite(io->ctx, buf, RF_SB_BYTES, sb->sb_offset * 512);
+	if (!r)
+		r = io->fsync(io->ctx);
 	if (r) {
 		snprintf(err, errlen, "%s: writing the %s superblock: %s", path, rf_sb_kind_name(sb->kind),
 			 strerror(-r));
@@ -956,4 +993,24 @@ out:
 	free(buf);
 	free(now);
 	return r;
+}
+
+int rf_sb_update(int fd, const char *path, struct rf_sb *sb, bool clean, uint64_t resync_offset,
+		 char *err, size_t errlen)
+{
+	/* Here the caller says where a resync is due, dirty or not: what is
+	 * written is resync_offset itself (RF_SB_MAX_SECTOR when clean). */
+	struct rf_sb_change c = {
+		.clean = true,
+		.resync_offset = clean ? RF_SB_MAX_SECTOR : resync_offset,
+		.faulty_slot = -1,
+	};
+	struct rf_sb_io io;
+	int r = rf_sb_io_fd(&io, fd);
+
+	if (r) {
+		snprintf(err, errlen, "%s: cannot find its size: %s", path, strerror(-r));
+		return r;
+	}
+	return rf_sb_update_io(&io, path, sb, &c, err, errlen);
 }

@@ -101,6 +101,8 @@ struct rf_array_info {
 	int group_thread_cnt, worker_groups, rmw_level;
 	bool suspended;
 	bool writes_in_flight;          /* "active" rather than "clean" */
+	bool sb_dirty;                  /* the superblocks say dirty (md's "active"); false
+					 * when none are kept */
 	uint64_t stripe_cache_bytes;    /* memory the stripe cache holds */
 };
 void rf_array_get_info(struct rf_array *a, struct rf_array_info *out);

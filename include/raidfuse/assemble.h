@@ -27,6 +27,12 @@
 int rf_assemble(const char *const *paths, int n, const char *image_name, bool readonly,
 		struct rf_config *cfg, char *err, size_t errlen);
 
+/* rf_assemble() for members served through copy-on-write overlays in
+ * overlay_dir (overlay.h): the superblocks are read through them, and cfg
+ * says to serve through them (cfg->overlay_dir). */
+int rf_assemble_overlay(const char *const *paths, int n, const char *image_name, const char *overlay_dir,
+			struct rf_config *cfg, char *err, size_t errlen);
+
 /* For `raidfuse mount CONFIG`: if the members carry superblocks, they must
  * agree with cfg (level, layout, chunk, raid devices, role order,
  * data_offset, size, one array, none stale); cfg takes data_offset and size

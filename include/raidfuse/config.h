@@ -32,6 +32,7 @@ struct rf_config {
 	uint8_t uuid[16];               /* array uuid, when superblocks named one */
 	bool has_uuid;
 	bool readonly;                  /* members opened read-only, writes fail (EROFS) */
+	char *overlay_dir;              /* members opened read-only, writes go to overlays here */
 	/* tuning */
 	int stripe_cache_size;          /* stripe heads, md's unit (default 256) */
 	int group_thread_cnt;           /* worker threads per group (default 0: inline) */

@@ -55,6 +55,7 @@ struct rf_ioq_member {
 	int fd_direct;                  /* -1: none */
 	int fd;                         /* buffered */
 	uint32_t align;                 /* O_DIRECT alignment (offset, length, address) */
+	void *layer;                    /* a member layer's state (the overlay), or NULL */
 };
 
 struct rf_ioq;
@@ -94,6 +95,13 @@ int rf_ioq_init_uring(struct rf_ioq *q, const struct rf_ioq_member *members, int
 /* Synchronous backend: queued operations run in rf_ioq_submit() on the
  * calling thread (pread/pwrite), completions come from rf_ioq_reap(). */
 int rf_ioq_init_sync(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned depth);
+/* The synchronous backend with each operation run by fn instead of
+ * pread/pwrite/fsync (a member layer): fn returns the bytes moved or
+ * -errno. */
+typedef int (*rf_ioq_run_fn)(const struct rf_ioq_member *mm, int op, const struct iovec *iov, int niov,
+			     uint64_t off);
+int rf_ioq_init_sync_run(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers,
+			 unsigned depth, rf_ioq_run_fn fn);
 void rf_ioq_destroy(struct rf_ioq *q);
 
 /* Queue m (its buf/off/len/op/member/end set).  Never fails: when the backend

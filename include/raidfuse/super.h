@@ -106,11 +106,28 @@ int rf_sb_parse(const void *buf, enum rf_sb_kind k, uint64_t member_sectors, con
  * its sb_csum field should hold), e.g. to repair one on purpose in tests. */
 uint32_t rf_sb_csum(const void *buf, enum rf_sb_kind k);
 
+/* How the superblock code reaches a member: the file itself, or a layer
+ * over it (the copy-on-write overlay).  pread and pwrite move all of len
+ * bytes or fail; pread past the end reads zeros.  Each returns 0 or -errno. */
+struct rf_sb_io {
+	int (*pread)(void *ctx, void *buf, size_t len, uint64_t off);
+	int (*pwrite)(void *ctx, const void *buf, size_t len, uint64_t off);
+	int (*fsync)(void *ctx);
+	void *ctx;
+	uint64_t bytes;                 /* the member's size */
+};
+
+/* io for a plain open file or block device (its size found now).  0 or
+ * -errno. */
+int rf_sb_io_fd(struct rf_sb_io *io, int fd);
+
 /* Read the superblock of an open member: tries 1.2, 1.1, 1.0 and 0.90.
  * Returns 0 with sb filled; -ENOENT when none is there (err says where it
  * looked); -EINVAL for a damaged one or two valid ones of different kinds
  * (ambiguous: err names both); another -errno for an IO error. */
 int rf_sb_read(int fd, const char *path, struct rf_sb *sb, char *err, size_t errlen);
+/* The same through io. */
+int rf_sb_read_io(const struct rf_sb_io *io, const char *path, struct rf_sb *sb, char *err, size_t errlen);
 
 /* What a new 1.2 array is. */
 struct rf_sb_new {
@@ -150,6 +167,24 @@ int rf_sb_write12(int fd, const char *path, const struct rf_sb_new *n, int role,
  * 0 or -errno with a message naming path. */
 int rf_sb_update(int fd, const char *path, struct rf_sb *sb, bool clean, uint64_t resync_offset,
 		 char *err, size_t errlen);
+
+/* A state change md records in every member's superblock. */
+struct rf_sb_change {
+	bool clean;                     /* no writes in flight */
+	uint64_t resync_offset;         /* where a resync is due (RF_SB_MAX_SECTOR: none);
+					 * written only when clean: a dirty array records 0,
+					 * as md does */
+	uint64_t events;                /* the new events count; 0: the superblock's + 1 */
+	int faulty_slot;                /* dev_roles slot to record as faulty; -1: none */
+};
+
+/* Apply c to the superblock on a member through io: read it again (it must
+ * still be the one in sb: same kind, array and device), change events,
+ * utime, state, resync_offset and roles as md does, checksum, write, fsync.
+ * sb is updated to what was written.  0 or -errno with a message naming
+ * path. */
+int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *sb,
+		    const struct rf_sb_change *c, char *err, size_t errlen);
 
 /* Print what mdadm --examine prints for this member. */
 void rf_sb_examine(FILE *out, const char *path, const struct rf_sb *sb);

@@ -767,6 +767,60 @@ static void test_update_090(void **state)
 	close(fd);
 }
 
+/* rf_sb_update_io: dirty, clean with a resync still due, a faulty slot;
+ * 0.90 keeps its counts and clean bit as md does. */
+static void test_update_io_change(void **state)
+{
+	const uint64_t sectors = 131072;
+	struct rf_sb_new n = new_array(5, 2, 128, 4, sectors);
+	struct rf_sb_change dirty = { .clean = false, .resync_offset = RF_SB_MAX_SECTOR, .faulty_slot = -1 };
+	struct rf_sb_change fail1 = { .clean = true, .resync_offset = 4096, .events = 40, .faulty_slot = 1 };
+	struct rf_sb sb;
+	struct rf_sb_io io;
+	uint32_t w[1024];
+	char err[1024];
+	const char *p = write_member("ioc.img", sectors * 512, NULL, 0);
+	int fd = open(p, O_RDWR);
+
+	assert_true(fd >= 0);
+	n.clean = true;
+	assert_int_equal(rf_sb_write12(fd, p, &n, 0, sectors, err, sizeof(err)), 0);
+	assert_int_equal(rf_sb_io_fd(&io, fd), 0);
+	assert_int_equal(rf_sb_read_io(&io, p, &sb, err, sizeof(err)), 0);
+	assert_int_equal(rf_sb_update_io(&io, p, &sb, &dirty, err, sizeof(err)), 0);
+	assert_false(sb.clean);
+	assert_int_equal(sb.resync_offset, 0);          /* dirty: all of it suspect */
+	assert_int_equal(sb.events, 1);
+	assert_int_equal(rf_sb_update_io(&io, p, &sb, &fail1, err, sizeof(err)), 0);
+	assert_int_equal(rf_sb_read(fd, p, &sb, err, sizeof(err)), 0);
+	assert_int_equal(sb.events, 40);
+	assert_int_equal(sb.resync_offset, 4096);       /* "clean", resync still due */
+	assert_int_equal(sb.dev_roles[1], RF_SB_ROLE_FAULTY);
+	assert_int_equal(sb.dev_roles[0], 0);
+	assert_int_equal(sb.role, 0);
+	fail1.faulty_slot = 4000;
+	assert_int_equal(rf_sb_update_io(&io, p, &sb, &fail1, err, sizeof(err)), -EINVAL);
+	close(fd);
+
+	make090(w, 0, sectors);
+	p = write_member("ioc090.img", sectors * 512, w, ((sectors & ~127ULL) - 128) * 512);
+	fd = open(p, O_RDWR);
+	assert_int_equal(rf_sb_io_fd(&io, fd), 0);
+	assert_int_equal(rf_sb_read_io(&io, p, &sb, err, sizeof(err)), 0);
+	fail1 = (struct rf_sb_change){ .clean = true, .resync_offset = RF_SB_MAX_SECTOR, .faulty_slot = 3 };
+	assert_int_equal(rf_sb_update_io(&io, p, &sb, &fail1, err, sizeof(err)), 0);
+	assert_true(sb.clean);
+	assert_int_equal(sb.events, 8);
+	assert_int_equal(sb.dev_roles[3], RF_SB_ROLE_FAULTY);
+	assert_int_equal(sb.v090.active, 3);
+	assert_int_equal(sb.v090.working, 3);
+	assert_int_equal(sb.v090.failed, 1);
+	assert_int_equal(rf_sb_update_io(&io, p, &sb, &dirty, err, sizeof(err)), 0);
+	assert_false(sb.clean);
+	assert_int_equal(sb.resync_offset, 0);
+	close(fd);
+}
+
 /* ----------------------------------------------------------- assemble */
 
 static void make_array(const char *prefix, struct rf_sb_new *n, uint64_t sectors, char paths[][PATH_MAX + 64])
@@ -1015,6 +1069,7 @@ int main(void)
 		cmocka_unit_test(test_default_data_offset),
 		cmocka_unit_test(test_write_read_update),
 		cmocka_unit_test(test_update_090),
+		cmocka_unit_test(test_update_io_change),
 		cmocka_unit_test(test_assemble),
 		cmocka_unit_test(test_assemble_dirty_degraded),
 		cmocka_unit_test(test_check_config),

@@ -1,0 +1,14 @@
+/* fdio.h - whole transfers on a file descriptor at an offset. */
+#ifndef RAIDFUSE_FDIO_H
+#define RAIDFUSE_FDIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Read len bytes at off, retrying short reads and EINTR; what lies past
+ * the end of the file reads as zeros.  0 or -errno. */
+int rf_pread_full(int fd, void *buf, size_t len, uint64_t off);
+/* Write len bytes at off, retrying short writes and EINTR.  0 or -errno. */
+int rf_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
+
+#endif

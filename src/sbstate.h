@@ -1,0 +1,91 @@
+/* sbstate.h - the array's clean/dirty state and events, kept in the
+ * members' md superblocks as md keeps them (not installed).
+ *
+ * md's rule, which a crash must not break: no write reaches a member while
+ * the superblocks say "clean".  So the first write after the array was
+ * clean marks every in-sync member dirty (events + 1, resync_offset 0) and
+ * waits until that is on disk; once writes have stopped for a while (md's
+ * safe_mode_delay, 200 ms) and at shutdown, the array is marked clean
+ * again (events + 1) with writes drained.  A member that fails is recorded
+ * as faulty in the others' superblocks (events + 1).  After a kill -9 the
+ * superblocks stay dirty, and the next assemble says a resync is due.
+ *
+ * Arrays without superblocks (metadata = "none"), read-only ones and raid0
+ * (which md never marks dirty: there is nothing to resync) have no state:
+ * a->sbstate is NULL and every call below is a no-op for NULL.
+ *
+ * Lock order: the engine's reconf_lock, then s->lock; s->tlock is only
+ * ever held alone.
+ */
+#ifndef RAIDFUSE_SBSTATE_H
+#define RAIDFUSE_SBSTATE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "raidfuse/super.h"
+
+struct rf_array;
+
+/* s->mode.  DIRTY -> DIRTY_IDLE each timer period; a write turns
+ * DIRTY_IDLE back into DIRTY; a whole period in DIRTY_IDLE makes it CLEAN. */
+enum rf_sbs_mode { RF_SBS_CLEAN, RF_SBS_DIRTY_IDLE, RF_SBS_DIRTY };
+
+#define RF_SAFE_MODE_MS 200
+
+struct rf_sbs_member {
+	bool has;                       /* present with a superblock */
+	struct rf_sb_io io;
+	struct rf_sb sb;                /* s->lock: as last written */
+};
+
+struct rf_sbstate {
+	atomic_int mode;                /* enum rf_sbs_mode; CLEAN/DIRTY change under lock */
+	struct rf_array *a;
+	atomic_uint delay_ms;           /* the timer period: idle time before clean (tests
+					 * change it, then kick) */
+	pthread_mutex_t lock;           /* superblock writes and the fields below */
+	uint64_t events;                /* the array's count, as last written */
+	uint64_t resync_offset;         /* where a resync is due; RF_SB_MAX_SECTOR: none */
+	uint64_t recorded;              /* members recorded as faulty */
+	int n;
+	struct rf_sbs_member *m;        /* [n], by role */
+	/* the timer thread */
+	pthread_mutex_t tlock;
+	pthread_cond_t tcond;           /* tlock, CLOCK_MONOTONIC */
+	bool stop, kicked, running;     /* tlock */
+	pthread_t thread;
+	atomic_uint nr_dirty, nr_clean, nr_faulty;   /* updates written (stats, tests) */
+};
+
+/* Read the superblocks of a's present members (through their overlays,
+ * a->iom[i].layer, if any) and set up the state; *out stays NULL when no
+ * member has one.  0, or -errno with a message naming the member. */
+int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size_t errlen);
+/* Start the idle timer (after any fork).  0 or -errno. */
+int rf_sbstate_start(struct rf_sbstate *s);
+/* Stop the timer thread (the state is kept). */
+void rf_sbstate_stop(struct rf_sbstate *s);
+/* Record what failed, mark clean if dirty (nothing may be in flight), free. */
+void rf_sbstate_close(struct rf_sbstate *s);
+/* A member was marked faulty: record it soon. */
+void rf_sbstate_kick(struct rf_sbstate *s);
+
+int rf_sbstate_write_start_slow(struct rf_sbstate *s);
+
+/* Before a write request is split: returns once the superblocks say
+ * dirty.  The request must already count as in flight at the drain
+ * barrier (so marking clean waits for it).  0, or -EIO when marking dirty
+ * failed the array.  Lock-free while dirty: one atomic load. */
+static inline int rf_sbstate_write_start(struct rf_sbstate *s)
+{
+	/* Pairs with the release store in rf_sbstate_write_start_slow(): a
+	 * writer that sees DIRTY sees the superblocks on disk. */
+	if (!s || atomic_load_explicit(&s->mode, memory_order_acquire) == RF_SBS_DIRTY)
+		return 0;
+	return rf_sbstate_write_start_slow(s);
+}
+
+#endif

@@ -1,0 +1,496 @@
+/* test_sbstate.c - clean/dirty, events and failed members in the md
+ * superblocks of a served array.
+ *
+ * The arrays are real (1.2 superblocks on member files, rf_assemble(),
+ * rf_array_open()), their member IO runs on the synchronous backend with a
+ * check in front of it: every data write a member is about to get must
+ * find that member's superblock on disk already dirty.  That is md's rule,
+ * the one a crash relies on, and the test hammers it with writers racing
+ * an idle timer shortened to a few milliseconds.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "engine.h"
+#include "raidfuse/assemble.h"
+#include "raidfuse/super.h"
+#include "sbstate.h"
+#include "testdir.h"
+
+#define N 4
+#define MEMBER_SECTORS 32768ULL         /* 16 MiB */
+#define DATA_OFFSET 2048ULL
+
+static char dir[256];
+static char paths[N][512];
+static int gtc;
+static unsigned seed = 20261130u;
+
+/* ---- the checking member backend ---- */
+
+static const struct rf_ioq_backend *inner;
+static struct rf_ioq_backend checked;
+static atomic_int nr_writes, nr_clean_writes;
+static atomic_bool checking;
+
+/* A data write is about to reach member: its superblock must say dirty. */
+static void note_write(struct rf_mio *m)
+{
+	struct rf_sb sb;
+	char err[512];
+	int fd;
+
+	if (m->op != RF_MIO_WRITE || !atomic_load(&checking))
+		return;
+	atomic_fetch_add(&nr_writes, 1);
+	fd = open(paths[m->member], O_RDONLY);
+	if (fd < 0 || rf_sb_read(fd, paths[m->member], &sb, err, sizeof(err)) || sb.clean)
+		atomic_fetch_add(&nr_clean_writes, 1);
+	if (fd >= 0)
+		close(fd);
+}
+
+static int check_prep(struct rf_ioq *q, struct rf_mio *m, int fd, char *buf, uint32_t len, uint64_t off)
+{
+	note_write(m);
+	return inner->prep(q, m, fd, buf, len, off);
+}
+
+static int check_prepv(struct rf_ioq *q, struct rf_mio *m, int fd, const struct iovec *iov, int niov,
+		       uint64_t off)
+{
+	note_write(m);
+	return inner->prepv(q, m, fd, iov, niov, off);
+}
+
+static pthread_mutex_t checked_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int checked_init(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned depth)
+{
+	int r = rf_ioq_init_sync(q, members, nmembers, depth);
+
+	if (r)
+		return r;
+	/* Every queue has the same inner backend; workers start at once. */
+	pthread_mutex_lock(&checked_lock);
+	if (!inner) {
+		inner = q->be;
+		checked = *inner;
+		checked.prep = check_prep;
+		checked.prepv = check_prepv;
+	}
+	pthread_mutex_unlock(&checked_lock);
+	q->be = &checked;
+	return 0;
+}
+
+/* ---- arrays and requests ---- */
+
+static void make_members(int level, bool clean)
+{
+	struct rf_sb_new n;
+	char err[512];
+	int i;
+
+	memset(&n, 0, sizeof(n));
+	for (i = 0; i < 16; i++)
+		n.uuid[i] = (uint8_t)(0x40 + i * 7);
+	snprintf(n.name, sizeof(n.name), "state");
+	n.level = level;
+	n.layout = level == 5 ? 2 : level == 0 ? 1 : 0;
+	n.chunk_sectors = 128;
+	n.raid_disks = N;
+	n.data_offset = DATA_OFFSET;
+	n.size = level == 0 ? 0 : (MEMBER_SECTORS - DATA_OFFSET) / 128 * 128;
+	n.clean = clean;
+	n.ctime = 1700000000;
+	for (i = 0; i < N; i++) {
+		int fd;
+
+		snprintf(paths[i], sizeof(paths[i]), "%s/m%d.img", dir, i);
+		fd = open(paths[i], O_RDWR | O_CREAT | O_TRUNC, 0600);
+		assert_true(fd >= 0);
+		assert_int_equal(ftruncate(fd, (off_t)(MEMBER_SECTORS * 512)), 0);
+		if (rf_sb_write12(fd, paths[i], &n, i, MEMBER_SECTORS, err, sizeof(err)))
+			fail_msg("%s", err);
+		close(fd);
+	}
+}
+
+static struct rf_array *open_array(bool readonly, unsigned delay_ms)
+{
+	const char *p[N] = { paths[0], paths[1], paths[2], paths[3] };
+	struct rf_config cfg;
+	struct rf_array *a;
+	char err[1024];
+
+	if (rf_assemble(p, N, NULL, readonly, &cfg, err, sizeof(err)))
+		fail_msg("assemble: %s", err);
+	cfg.group_thread_cnt = gtc;
+	cfg.worker_groups = 2;
+	if (rf_array_open(&cfg, &a, err, sizeof(err)))
+		fail_msg("open: %s", err);
+	rf_config_free(&cfg);
+	if (a->sbstate)
+		atomic_store(&a->sbstate->delay_ms, delay_ms);
+	rf_array_set_ioq_init(a, checked_init);
+	assert_int_equal(rf_array_start(a), 0);
+	return a;
+}
+
+static void read_sb(int i, struct rf_sb *sb)
+{
+	char err[512];
+	int fd = open(paths[i], O_RDONLY);
+
+	assert_true(fd >= 0);
+	if (rf_sb_read(fd, paths[i], sb, err, sizeof(err)))
+		fail_msg("%s", err);
+	close(fd);
+}
+
+struct done {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int done, err;
+};
+
+static void req_done(struct rf_req *r, int err)
+{
+	struct done *d = r->priv;
+
+	pthread_mutex_lock(&d->lock);
+	d->done = 1;
+	d->err = err;
+	pthread_cond_signal(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+}
+
+/* One request, waited for; its error. */
+static int io(struct rf_array *a, int op, uint64_t off, uint32_t len, char *buf)
+{
+	struct done d = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+	struct rf_req *r = rf_req_alloc(a, len);
+
+	assert_non_null(r);
+	r->op = (uint8_t)op;
+	r->off = off;
+	r->len = len;
+	r->buf = buf;
+	r->priv = &d;
+	r->done = req_done;
+	rf_array_submit(a, r);
+	pthread_mutex_lock(&d.lock);
+	while (!d.done)
+		pthread_cond_wait(&d.cond, &d.lock);
+	pthread_mutex_unlock(&d.lock);
+	rf_req_free(r);
+	return d.err;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&t, NULL);
+}
+
+/* Wait (10 s at most) until *counter reaches want. */
+static void wait_for(atomic_uint *counter, unsigned want)
+{
+	int i;
+
+	for (i = 0; i < 2000 && atomic_load(counter) < want; i++)
+		sleep_ms(5);
+	assert_true(atomic_load(counter) >= want);
+}
+
+static void reset_checks(void)
+{
+	atomic_store(&nr_writes, 0);
+	atomic_store(&nr_clean_writes, 0);
+	atomic_store(&checking, true);
+}
+
+/* ---- tests ---- */
+
+/* Clean -> a write -> dirty on disk before the data -> idle -> clean;
+ * reads change nothing; close marks clean; events count every change. */
+static void test_cycle(void **state)
+{
+	char *buf = aligned_alloc(4096, 65536);
+	struct rf_array_info info;
+	struct rf_sb sb;
+	struct rf_array *a;
+	int i;
+
+	make_members(5, true);
+	/* No clean marking while the dirty state is checked. */
+	a = open_array(false, 600000);
+	assert_non_null(a->sbstate);
+	reset_checks();
+	for (i = 0; i < N; i++) {
+		read_sb(i, &sb);
+		assert_true(sb.clean);
+		assert_int_equal(sb.events, 0);
+	}
+	memset(buf, 0x5a, 65536);
+	assert_int_equal(io(a, RF_REQ_WRITE, 0, 65536, buf), 0);
+	assert_true(atomic_load(&nr_writes) > 0);
+	assert_int_equal(atomic_load(&nr_clean_writes), 0);
+	rf_array_get_info(a, &info);
+	assert_true(info.sb_dirty);
+	for (i = 0; i < N; i++) {
+		read_sb(i, &sb);
+		assert_false(sb.clean);
+		assert_int_equal(sb.resync_offset, 0);
+		assert_int_equal(sb.events, 1);
+	}
+	/* Idle: clean again, one event later. */
+	atomic_store(&a->sbstate->delay_ms, 10);
+	rf_sbstate_kick(a->sbstate);
+	wait_for(&a->sbstate->nr_clean, 1);
+	for (i = 0; i < N; i++) {
+		read_sb(i, &sb);
+		assert_true(sb.clean);
+		assert_int_equal(sb.resync_offset, RF_SB_MAX_SECTOR);
+		assert_int_equal(sb.events, 2);
+	}
+	rf_array_get_info(a, &info);
+	assert_false(info.sb_dirty);
+	/* Reads leave the superblocks alone. */
+	assert_int_equal(io(a, RF_REQ_READ, 0, 65536, buf), 0);
+	sleep_ms(100);
+	read_sb(0, &sb);
+	assert_int_equal(sb.events, 2);
+	assert_int_equal(atomic_load(&a->sbstate->nr_dirty), 1);
+	/* A write, then close at once: close marks clean. */
+	assert_int_equal(io(a, RF_REQ_WRITE, 1 << 20, 4096, buf), 0);
+	rf_array_close(a);
+	for (i = 0; i < N; i++) {
+		read_sb(i, &sb);
+		assert_true(sb.clean);
+		assert_int_equal(sb.events, 4);
+	}
+	assert_int_equal(atomic_load(&nr_clean_writes), 0);
+	atomic_store(&checking, false);
+	free(buf);
+}
+
+struct writer {
+	struct rf_array *a;
+	unsigned seed;
+	int n;
+};
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+	char *buf = aligned_alloc(4096, 16384);
+	int i;
+
+	for (i = 0; i < w->n; i++) {
+		uint32_t len = 4096u << (rand_r(&w->seed) % 3);
+		uint64_t off = (uint64_t)(rand_r(&w->seed) % 2048) * 4096;
+
+		memset(buf, i, len);
+		if (io(w->a, RF_REQ_WRITE, off, len, buf))
+			break;
+		if (rand_r(&w->seed) % 4 == 0)
+			sleep_ms(rand_r(&w->seed) % 6);
+	}
+	free(buf);
+	return NULL;
+}
+
+/* Writers in bursts against a 2 ms idle timer: the superblocks flip
+ * between clean and dirty many times, and no data write ever finds its
+ * member's superblock clean. */
+static void test_race_timer(void **state)
+{
+	struct writer w[4];
+	pthread_t t[4];
+	struct rf_sb sb, first;
+	struct rf_array *a;
+	unsigned dirty, clean;
+	int i;
+
+	int round;
+
+	make_members(5, true);
+	a = open_array(false, 2);
+	reset_checks();
+	/* Bursts, each ended by an idle period long enough to mark clean;
+	 * within a burst the writers' pauses race the timer. */
+	for (round = 0; round < 5; round++) {
+		unsigned before = atomic_load(&a->sbstate->nr_clean);
+
+		for (i = 0; i < 4; i++) {
+			w[i] = (struct writer){ a, seed + (unsigned)(round * 4 + i), 40 };
+			assert_int_equal(pthread_create(&t[i], NULL, writer_main, &w[i]), 0);
+		}
+		for (i = 0; i < 4; i++)
+			pthread_join(t[i], NULL);
+		wait_for(&a->sbstate->nr_clean, before + 1);
+	}
+	dirty = atomic_load(&a->sbstate->nr_dirty);
+	clean = atomic_load(&a->sbstate->nr_clean);
+	rf_array_close(a);
+	printf("# %d member writes, %u dirty and %u clean marks\n", atomic_load(&nr_writes), dirty, clean);
+	assert_true(dirty >= 5);
+	assert_int_equal(atomic_load(&nr_clean_writes), 0);
+	/* Every change is one event on every member; close made the last. */
+	read_sb(0, &first);
+	assert_true(first.clean);
+	for (i = 1; i < N; i++) {
+		read_sb(i, &sb);
+		assert_int_equal(sb.events, first.events);
+	}
+	assert_true(first.events >= dirty + clean);
+	atomic_store(&checking, false);
+}
+
+/* An array assembled dirty (a crash) keeps its resync due when it is
+ * marked clean: md's resync_offset stays where it was. */
+static void test_dirty_stays_due(void **state)
+{
+	char *buf = aligned_alloc(4096, 4096);
+	struct rf_sb sb;
+	struct rf_array *a;
+	int i;
+
+	make_members(5, false);         /* resync due from 0, as after a crash */
+	a = open_array(false, 10);
+	memset(buf, 1, 4096);
+	assert_int_equal(io(a, RF_REQ_WRITE, 0, 4096, buf), 0);
+	rf_array_close(a);
+	for (i = 0; i < N; i++) {
+		read_sb(i, &sb);
+		assert_false(sb.clean);
+		assert_int_equal(sb.resync_offset, 0);
+		assert_int_equal(sb.events, 2);
+	}
+	free(buf);
+}
+
+/* A failed member is recorded as faulty (md's role 0xfffe) in the
+ * others' superblocks; the next assemble leaves it out. */
+static void test_faulty_recorded(void **state)
+{
+	const char *p[N] = { paths[0], paths[1], paths[2], paths[3] };
+	struct rf_config cfg;
+	struct rf_sb sb;
+	struct rf_array *a;
+	char err[1024];
+	int i;
+
+	make_members(5, true);
+	a = open_array(false, 10);
+	rf_member_fail(a, 2, -EIO, "test", 0);
+	wait_for(&a->sbstate->nr_faulty, 1);
+	rf_array_close(a);
+	for (i = 0; i < N; i++) {
+		read_sb(i, &sb);
+		if (i == 2) {
+			assert_int_equal(sb.events, 0);   /* not written to */
+			continue;
+		}
+		assert_int_equal(sb.dev_roles[2], RF_SB_ROLE_FAULTY);
+		assert_int_equal(sb.dev_roles[1], 1);
+		assert_int_equal(sb.events, 1);
+		assert_true(sb.clean);
+	}
+	assert_int_equal(rf_assemble(p, N, NULL, true, &cfg, err, sizeof(err)), 0);
+	assert_null(cfg.members[2]);
+	assert_non_null(cfg.members[3]);
+	rf_config_free(&cfg);
+}
+
+/* No state where md keeps none: raid0, read-only, no superblocks. */
+static void test_no_state(void **state)
+{
+	struct rf_array *a;
+	struct rf_config cfg;
+	char err[512];
+	int i;
+
+	make_members(0, true);
+	a = open_array(false, 10);
+	assert_null(a->sbstate);
+	rf_array_close(a);
+	make_members(5, true);
+	a = open_array(true, 10);
+	assert_null(a->sbstate);
+	rf_array_close(a);
+
+	memset(&cfg, 0, sizeof(cfg));
+	rf_config_defaults(&cfg);
+	cfg.path = strdup("test");
+	cfg.name = strdup("array.img");
+	cfg.level = 5;
+	cfg.layout = 2;
+	cfg.chunk_bytes = 65536;
+	cfg.nmembers = N;
+	cfg.data_offset = DATA_OFFSET * 512;
+	for (i = 0; i < N; i++)
+		cfg.members[i] = strdup(paths[i]);
+	assert_int_equal(rf_array_open(&cfg, &a, err, sizeof(err)), 0);
+	assert_null(a->sbstate);        /* a config's array without superblocks (has_uuid unset) */
+	rf_array_close(a);
+	rf_config_free(&cfg);
+}
+
+static int setup(void **state)
+{
+	const char *env = getenv("RF_TEST_SEED");
+
+	if (env)
+		seed = (unsigned)strtoul(env, NULL, 0);
+	printf("# seed %u (RF_TEST_SEED overrides)\n", seed);
+	return testdir_make(dir, sizeof(dir), "sbstate");
+}
+
+static int teardown(void **state)
+{
+	return testdir_remove(dir);
+}
+
+static int inline0(void **state)
+{
+	gtc = 0;
+	return 0;
+}
+
+static int threads2(void **state)
+{
+	gtc = 2;
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_cycle, inline0),
+		cmocka_unit_test_setup(test_race_timer, inline0),
+		cmocka_unit_test_setup(test_cycle, threads2),
+		cmocka_unit_test_setup(test_race_timer, threads2),
+		cmocka_unit_test_setup(test_dirty_stays_due, inline0),
+		cmocka_unit_test_setup(test_faulty_recorded, inline0),
+		cmocka_unit_test_setup(test_no_state, inline0),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
