@@ -28,6 +28,7 @@
 #include "raidfuse/ctl.h"
 #include "raidfuse/log.h"
 #include "raidfuse/super.h"
+#include "raidfuse/sync.h"
 
 struct rf_ctl_buf {
 	char *buf;
@@ -172,6 +173,104 @@ static void show_consistency_policy(struct rf_array *a, const struct rf_array_in
 	rf_ctl_printf(b, "%s\n", i->level == 0 ? "none" : "resync");
 }
 
+/* ---------------------------------------------------------------- sync */
+
+/* md shows the sync attributes on levels with redundancy. */
+static bool has_redundancy(const struct rf_array *a)
+{
+	return rf_array_geom(a)->level != 0;
+}
+
+static int parse_int(const char *s, int *out);
+
+static void show_sync_action(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
+{
+	struct rf_sync_status st;
+
+	rf_sync_get(a, &st);
+	rf_ctl_printf(b, "%s\n", rf_sync_action_name(st.action));
+}
+
+static int store_sync_action(struct rf_array *a, int member, const char *val)
+{
+	int act = rf_sync_action_parse(val);
+
+	return act < 0 ? act : rf_sync_request(a, (enum rf_sync_action)act);
+}
+
+static void show_mismatch_cnt(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
+{
+	struct rf_sync_status st;
+
+	rf_sync_get(a, &st);
+	rf_ctl_printf(b, "%llu\n", (unsigned long long)st.mismatch_cnt);
+}
+
+/* md: "<KiB/s> (local)" when set for this array, "(system)" for the default. */
+static void show_speed_limit(struct rf_array *a, struct rf_ctl_buf *b, bool max)
+{
+	struct rf_sync_status st;
+
+	rf_sync_get(a, &st);
+	rf_ctl_printf(b, "%u (%s)\n", max ? st.speed_max : st.speed_min,
+		      (max ? st.speed_max_local : st.speed_min_local) ? "local" : "system");
+}
+
+/* md takes "system" (back to the default) or KiB/s (0: the default). */
+static int store_speed_limit(struct rf_array *a, const char *val, bool max)
+{
+	int n = 0;
+
+	if (strcmp(val, "system") && parse_int(val, &n))
+		return -EINVAL;
+	return max ? rf_sync_set_speed_max(a, (unsigned)n) : rf_sync_set_speed_min(a, (unsigned)n);
+}
+
+static void show_sync_speed_min(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
+{
+	show_speed_limit(a, b, false);
+}
+
+static void show_sync_speed_max(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
+{
+	show_speed_limit(a, b, true);
+}
+
+static int store_sync_speed_min(struct rf_array *a, int member, const char *val)
+{
+	return store_speed_limit(a, val, false);
+}
+
+static int store_sync_speed_max(struct rf_array *a, int member, const char *val)
+{
+	return store_speed_limit(a, val, true);
+}
+
+/* md: KiB/s, "none" while no action runs. */
+static void show_sync_speed(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
+{
+	struct rf_sync_status st;
+
+	rf_sync_get(a, &st);
+	if (st.action == RF_SYNC_IDLE || st.action == RF_SYNC_FROZEN)
+		rf_ctl_printf(b, "none\n");
+	else
+		rf_ctl_printf(b, "%u\n", st.speed);
+}
+
+/* md: "done / total" sectors, "none" while no action runs. */
+static void show_sync_completed(struct rf_array *a, const struct rf_array_info *i, int member,
+				struct rf_ctl_buf *b)
+{
+	struct rf_sync_status st;
+
+	rf_sync_get(a, &st);
+	if (st.action == RF_SYNC_IDLE || st.action == RF_SYNC_FROZEN)
+		rf_ctl_printf(b, "none\n");
+	else
+		rf_ctl_printf(b, "%llu / %llu\n", (unsigned long long)st.done, (unsigned long long)st.total);
+}
+
 #define ATTR_RO(n, ...) { .name = #n, .mode = 0444, .show = show_##n, __VA_ARGS__ }
 #define ATTR_INT(n, setter, range, ...) \
 	{ .name = #n, .mode = 0644, .show = show_##n, .set_int = setter, .takes = range, __VA_ARGS__ }
@@ -194,6 +293,15 @@ const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	/* raidfuse's worker groups serve every level. */
 	ATTR_INT(group_thread_cnt, rf_array_set_group_thread_cnt, "0..64"),
 	ATTR_INT(worker_groups, rf_array_set_worker_groups, "1..64"),
+	{ .name = "sync_action", .mode = 0644, .show = show_sync_action, .store = store_sync_action,
+	  .takes = "check, repair, resync, idle or frozen", .present = has_redundancy },
+	ATTR_RO(mismatch_cnt, .present = has_redundancy),
+	{ .name = "sync_speed_min", .mode = 0644, .show = show_sync_speed_min, .store = store_sync_speed_min,
+	  .takes = "KiB/s, or system", .present = has_redundancy },
+	{ .name = "sync_speed_max", .mode = 0644, .show = show_sync_speed_max, .store = store_sync_speed_max,
+	  .takes = "KiB/s, or system", .present = has_redundancy },
+	ATTR_RO(sync_speed, .present = has_redundancy),
+	ATTR_RO(sync_completed, .present = has_redundancy),
 };
 
 const size_t rf_ctl_md_nattrs = sizeof(rf_ctl_md_attrs) / sizeof(rf_ctl_md_attrs[0]);
@@ -252,6 +360,7 @@ static void mdstat_level(struct rf_array *a, const struct rf_array_info *i, stru
 static void show_mdstat(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
 {
 	const char *meta = metadata_version(a, i);
+	char line[256];
 	int k;
 
 	rf_ctl_printf(b, "Personalities : [raid0] [raid1] [raid10] [raid6] [raid5] [raid4] \n");
@@ -272,7 +381,11 @@ static void show_mdstat(struct rf_array *a, const struct rf_array_info *i, int m
 	else if (strcmp(meta, "0.90"))
 		rf_ctl_printf(b, " super %s", meta);
 	mdstat_level(a, i, b);
-	rf_ctl_printf(b, "\n      \nunused devices: <none>\n");
+	rf_ctl_printf(b, "\n      ");
+	/* md's progress line, while a resync, check or repair runs. */
+	if (i->level != 0 && rf_sync_progress_line(a, line, sizeof(line)) > 0)
+		rf_ctl_printf(b, "%s\n      ", line);
+	rf_ctl_printf(b, "\nunused devices: <none>\n");
 }
 
 const struct rf_ctl_attr rf_ctl_mdstat = { .name = "mdstat", .mode = 0444, .show = show_mdstat };

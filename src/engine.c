@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@
 
 #include "engine.h"
 #include "raidfuse/overlay.h"
+#include "raidfuse/sync.h"
 #include "sbstate.h"
 
 __thread struct rf_worker *rf_current_worker;
@@ -1322,6 +1324,9 @@ int rf_array_start(struct rf_array *a)
 	int ret;
 
 	a->ngroups = ngroups_for(a->worker_groups);
+	ret = rf_sync_init(a);
+	if (ret)
+		return ret;
 	ret = groups_alloc(a, a->ngroups, a->group_thread_cnt, a->stripe_cache_size, &a->groups);
 	if (ret)
 		return ret;
@@ -1336,6 +1341,8 @@ void rf_array_close(struct rf_array *a)
 
 	if (!a)
 		return;
+	/* The sync thread finishes its region and leaves first. */
+	rf_sync_free(a);
 	/* The idle timer drains too: stop it first.  The state is marked
 	 * clean once nothing is in flight (array_free()). */
 	rf_sbstate_stop(a->sbstate);
@@ -1474,6 +1481,47 @@ int rf_array_resume(struct rf_array *a)
 	}
 	pthread_mutex_unlock(&a->reconf_lock);
 	return 0;
+}
+
+void rf_writes_hold(struct rf_array *a)
+{
+	pthread_mutex_lock(&a->reconf_lock);
+	drain(a, RF_HOLD_WRITES);
+}
+
+void rf_writes_release(struct rf_array *a)
+{
+	release(a, a->suspended ? RF_HOLD_WRITES : 0);
+	pthread_mutex_unlock(&a->reconf_lock);
+}
+
+void rf_stripe_cache_forget(struct rf_array *a, uint64_t lo, uint64_t hi)
+{
+	int i, j;
+
+	for (i = 0; a->ops->handle_stripe && i < a->ngroups; i++) {
+		struct rf_group *g = &a->groups[i];
+
+		pthread_mutex_lock(&g->lock);
+		for (j = 0; j < g->nstripes; j++) {
+			struct rf_stripe *sh = &g->stripes[j];
+
+			if (!sh->hashed || sh->sector < lo || sh->sector >= hi)
+				continue;
+			/* With writes drained, a busy head is only finishing
+			 * the round that ended its last write. */
+			while (sh->busy) {
+				pthread_mutex_unlock(&g->lock);
+				sched_yield();
+				pthread_mutex_lock(&g->lock);
+			}
+			/* An idle head on the LRU may go: a lookup recycles
+			 * another one and reads from the members again. */
+			if (sh->on_lru && sh->hashed && sh->sector >= lo && sh->sector < hi)
+				unhash(g, sh);
+		}
+		pthread_mutex_unlock(&g->lock);
+	}
 }
 
 void rf_array_get_info(struct rf_array *a, struct rf_array_info *out)

@@ -183,6 +183,7 @@ struct rf_array {
 	bool suspended;                 /* reconf_lock */
 	bool started;
 	struct rf_sbstate *sbstate;     /* clean/dirty in the superblocks; NULL: none kept */
+	struct rf_sync *sync;           /* sync.c's, from rf_array_start() to close */
 };
 
 /* Pieces */
@@ -224,6 +225,15 @@ extern __thread struct rf_worker *rf_current_worker;
 bool rf_stripe_finish(struct rf_stripe *sh);
 /* Queue p to its group from a worker (outside rf_array_submit()). */
 void rf_requeue_piece(struct rf_array *a, struct rf_piece *p);
+
+/* The sync thread's lock on the rows it works on (sync.c): hold every new
+ * foreground write at the barrier and wait for those in flight to end;
+ * then resubmit the held ones.  Reads go on.  Blocks the caller. */
+void rf_writes_hold(struct rf_array *a);
+void rf_writes_release(struct rf_array *a);
+/* Writes held: drop the cached blocks of stripe heads at member sectors
+ * [lo, hi), which the caller rewrote behind them. */
+void rf_stripe_cache_forget(struct rf_array *a, uint64_t lo, uint64_t hi);
 
 extern const struct rf_level_ops rf_raid0_ops, rf_raid1_ops, rf_raid10_ops, rf_raid5_ops;
 

@@ -21,6 +21,7 @@
 #include "fake_ioq.h"
 #include "raidfuse/ctl.h"
 #include "raidfuse/super.h"
+#include "raidfuse/sync.h"
 #include "testdir.h"
 
 #define MEMBER_BYTES (2u << 20)
@@ -488,6 +489,69 @@ static int teardown(void **state)
 	return testdir_remove(dir);
 }
 
+/* ---------------------------------------------------------------- sync */
+
+/* md/sync_action and its companions: md's words and units, the limits'
+ * (local)/(system), mdstat's progress line while a check runs. */
+static void test_sync_attrs(void **state)
+{
+	static const char *const sync_files[] = { "sync_action", "mismatch_cnt", "sync_speed_min", "sync_speed_max",
+						  "sync_speed", "sync_completed", NULL };
+	struct rf_array *a = open_array("sy", 5, 2, 4, 65536, 0);
+	const char *m;
+	int i;
+
+	assert_string_equal(show(a, "sync_action"), "idle\n");
+	assert_string_equal(show(a, "mismatch_cnt"), "0\n");
+	assert_string_equal(show(a, "sync_speed_min"), "1000 (system)\n");
+	assert_string_equal(show(a, "sync_speed_max"), "200000 (system)\n");
+	assert_string_equal(show(a, "sync_speed"), "none\n");
+	assert_string_equal(show(a, "sync_completed"), "none\n");
+	assert_int_equal(store(a, "sync_speed_min", "5000\n"), 0);
+	assert_string_equal(show(a, "sync_speed_min"), "5000 (local)\n");
+	assert_int_equal(store(a, "sync_speed_min", "system"), 0);
+	assert_string_equal(show(a, "sync_speed_min"), "1000 (system)\n");
+	assert_int_equal(store(a, "sync_speed_min", "fast"), -EINVAL);
+	assert_int_equal(store(a, "sync_action", "recover"), -EINVAL);
+	assert_int_equal(store(a, "sync_action", "bogus"), -EINVAL);
+	assert_int_equal(store(a, "mismatch_cnt", "0"), -EACCES);
+
+	/* 1 MiB/s: the first 1 MiB region, then a second of pacing. */
+	assert_int_equal(store(a, "sync_speed_max", "1000"), 0);
+	assert_int_equal(store(a, "sync_action", "check\n"), 0);
+	for (i = 0; i < 200 && !strcmp(show(a, "sync_completed"), "0 / 4096\n"); i++)
+		usleep(10 * 1000);
+	assert_string_equal(show(a, "sync_action"), "check\n");
+	assert_int_equal(store(a, "sync_action", "repair"), -EBUSY);
+	assert_string_equal(show(a, "sync_completed"), "2048 / 4096\n");
+	m = show(a, "mdstat");
+	if (!strstr(m, "[UUUU]\n      [==========>..........]  check = 50.0% (1024/2048) finish=0.") ||
+	    !strstr(m, "K/sec\n      \nunused devices: <none>\n"))
+		fail_msg("mdstat during a check:\n%s", m);
+	assert_int_equal(store(a, "sync_action", "idle"), 0);
+	assert_string_equal(show(a, "sync_action"), "idle\n");
+	assert_string_equal(show(a, "sync_completed"), "none\n");
+	assert_null(strstr(show(a, "mdstat"), "check ="));
+	assert_int_equal(store(a, "sync_action", "frozen"), 0);
+	assert_string_equal(show(a, "sync_action"), "frozen\n");
+	assert_int_equal(store(a, "sync_speed_max", "system"), 0);
+	assert_int_equal(store(a, "sync_action", "repair"), 0);
+	rf_sync_wait(a);
+	assert_string_equal(show(a, "sync_action"), "idle\n");
+	assert_string_equal(show(a, "mismatch_cnt"), "0\n");
+	rf_array_close(a);
+
+	/* raid0 has nothing to sync: no such files (as md); raid1 has them. */
+	for (i = 0; sync_files[i]; i++) {
+		a = open_array("sy0", 0, 0, 3, 16384, 0);
+		assert_false(rf_ctl_find(sync_files[i])->present(a));
+		rf_array_close(a);
+		a = open_array("sy1", 1, 0, 2, 0, 0);
+		assert_true(rf_ctl_find(sync_files[i])->present(a));
+		rf_array_close(a);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -503,6 +567,7 @@ int main(void)
 		cmocka_unit_test(test_read_only),
 		cmocka_unit_test(test_refusal_logged),
 		cmocka_unit_test(test_tree),
+		cmocka_unit_test(test_sync_attrs),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

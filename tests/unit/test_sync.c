@@ -1,0 +1,894 @@
+/* test_sync.c - check, repair and resync on raid1, raid10, raid4/5 and
+ * raid6 arrays opened on member files, corrupted behind the array's back
+ * by writing a member file directly.
+ *
+ * What must hold: a clean array checks 0; one corrupt block counts exactly
+ * 8 sectors and check changes no byte of any member; repair makes a second
+ * check count 0 and leaves the data right where the level can know it
+ * (mirrors: the first copy wins; raid6: P and Q name the bad data block;
+ * parity blocks are recomputed); resync of members full of garbage makes
+ * check count 0; foreground writes racing a repair land intact.
+ *
+ * Seed: RF_TEST_SEED (printed).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "engine.h"
+#include "fake_ioq.h"
+#include "testdir.h"
+#include "raidfuse/sync.h"
+
+#define MEMBER_BYTES (2u << 20)
+#define DATA_OFFSET (64u << 10)
+#define IOMAX (256u << 10)
+
+static unsigned seed;
+static char dir[256];
+
+struct spec {
+	const char *what;
+	int level, layout, n;
+	uint32_t chunk;
+};
+
+static const struct spec specs[] = {
+	{ "raid1", 1, 0, 2, 0 },
+	{ "raid1x3", 1, 0, 3, 0 },
+	{ "raid10-n2", 10, 0x102, 4, 16384 },
+	{ "raid10-f2", 10, 0x201, 4, 16384 },
+	{ "raid10-o2", 10, 0x10201, 3, 16384 },
+	{ "raid4", 4, 5, 4, 16384 },
+	{ "raid5-ls", 5, 2, 4, 65536 },
+	{ "raid5-ra", 5, 1, 3, 8192 },
+	{ "raid6-ls", 6, 2, 5, 16384 },
+	{ "raid6-la", 6, 0, 6, 65536 },
+	{ "raid6-ddf-nc", 6, 10, 5, 16384 },
+};
+#define NSPECS (sizeof(specs) / sizeof(specs[0]))
+
+static uint64_t rstate;
+
+/* xorshift64*: no short cycles in the low bits (an LCG's would repeat the
+ * same bytes every few KiB and hide mapping mistakes). */
+static uint32_t rnd(void)
+{
+	rstate ^= rstate >> 12;
+	rstate ^= rstate << 25;
+	rstate ^= rstate >> 27;
+	return (uint32_t)((rstate * 2685821657736338717ull) >> 32);
+}
+
+static void fill_rnd(char *buf, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i + 4 <= len; i += 4) {
+		uint32_t v = rnd();
+
+		memcpy(buf + i, &v, 4);
+	}
+	for (; i < len; i++)
+		buf[i] = (char)rnd();
+}
+
+static void member_path(char *buf, size_t len, const struct spec *sp, int i)
+{
+	snprintf(buf, len, "%s/%s-%d.img", dir, sp->what, i);
+}
+
+/* Member files: zeros, or garbage when garbage is set. */
+static void make_members(const struct spec *sp, bool garbage)
+{
+	static char junk[MEMBER_BYTES];
+	int i;
+
+	for (i = 0; i < sp->n; i++) {
+		char p[512];
+		int fd;
+
+		member_path(p, sizeof(p), sp, i);
+		fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		assert_true(fd >= 0);
+		assert_int_equal(ftruncate(fd, MEMBER_BYTES), 0);
+		if (garbage) {
+			fill_rnd(junk, sizeof(junk));
+			assert_int_equal(pwrite(fd, junk, sizeof(junk), 0), (ssize_t)sizeof(junk));
+		}
+		close(fd);
+	}
+}
+
+static struct rf_array *open_array_on(const struct spec *sp, int gtc, rf_ioq_init_fn ioq);
+
+static struct rf_array *open_array(const struct spec *sp, int gtc)
+{
+	return open_array_on(sp, gtc, NULL);
+}
+
+/* ioq: the members' IO backend (NULL: liburing, as the daemon). */
+static struct rf_array *open_array_on(const struct spec *sp, int gtc, rf_ioq_init_fn ioq)
+{
+	struct rf_config cfg;
+	struct rf_array *a;
+	char err[512];
+	int i;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.path = "test";
+	cfg.name = "array.img";
+	cfg.level = sp->level;
+	cfg.layout = sp->layout;
+	cfg.chunk_bytes = sp->chunk;
+	cfg.nmembers = sp->n;
+	cfg.data_offset = DATA_OFFSET;
+	cfg.stripe_cache_size = 40;
+	cfg.group_thread_cnt = gtc;
+	cfg.worker_groups = 2;
+	cfg.stripe_size = 4096;
+	cfg.rmw_level = 1;
+	for (i = 0; i < sp->n; i++) {
+		char p[512];
+
+		member_path(p, sizeof(p), sp, i);
+		cfg.members[i] = strdup(p);
+	}
+	i = rf_array_open(&cfg, &a, err, sizeof(err));
+	if (i)
+		fail_msg("%s: %s", sp->what, err);
+	for (i = 0; i < sp->n; i++)
+		free(cfg.members[i]);
+	if (ioq)
+		rf_array_set_ioq_init(a, ioq);
+	assert_int_equal(rf_array_start(a), 0);
+	return a;
+}
+
+/* ---- synchronous requests ---- */
+
+struct waiter {
+	sem_t sem;
+	int err;
+};
+
+static void waiter_done(struct rf_req *r, int err)
+{
+	struct waiter *w = r->priv;
+
+	w->err = err;
+	sem_post(&w->sem);
+}
+
+static int do_io(struct rf_array *a, int op, uint64_t off, uint32_t len, char *buf)
+{
+	struct rf_req *r = rf_req_alloc(a, len);
+	struct waiter w = { .err = 0 };
+
+	assert_non_null(r);
+	sem_init(&w.sem, 0, 0);
+	r->off = off;
+	r->len = len;
+	r->op = (uint8_t)op;
+	r->buf = buf;
+	r->priv = &w;
+	r->done = waiter_done;
+	rf_array_submit(a, r);
+	while (sem_wait(&w.sem))
+		;
+	sem_destroy(&w.sem);
+	rf_req_free(r);
+	return w.err;
+}
+
+/* Write model over the whole array. */
+static void write_all(struct rf_array *a, const char *model)
+{
+	uint64_t size = rf_array_size(a), off;
+
+	for (off = 0; off < size; off += IOMAX) {
+		uint32_t len = (uint32_t)(size - off < IOMAX ? size - off : IOMAX);
+
+		assert_int_equal(do_io(a, RF_REQ_WRITE, off, len, (char *)model + off), 0);
+	}
+}
+
+/* The array's 4 KiB block at array sector as, now taken as the truth. */
+static void adopt_block(struct rf_array *a, char *model, uint64_t as, char *blk)
+{
+	assert_int_equal(do_io(a, RF_REQ_READ, as * 512, 4096, blk), 0);
+	memcpy(model + as * 512, blk, 4096);
+}
+
+static void verify_all(struct rf_array *a, const char *model, const char *what)
+{
+	uint64_t size = rf_array_size(a), off;
+	char *buf = malloc(IOMAX);
+
+	for (off = 0; off < size; off += IOMAX) {
+		uint32_t len = (uint32_t)(size - off < IOMAX ? size - off : IOMAX);
+
+		assert_int_equal(do_io(a, RF_REQ_READ, off, len, buf), 0);
+		if (memcmp(buf, model + off, len))
+			fail_msg("%s: array read at %llu differs from what was written", what,
+				 (unsigned long long)off);
+	}
+	free(buf);
+}
+
+static void close_verified(struct rf_array *a, char *model, const char *what)
+{
+	verify_all(a, model, what);
+	rf_array_close(a);
+	free(model);
+}
+
+/* ---- sync helpers ---- */
+
+static uint64_t run_action(struct rf_array *a, enum rf_sync_action act)
+{
+	struct rf_sync_status st;
+
+	assert_int_equal(rf_sync_request(a, act), 0);
+	rf_sync_wait(a);
+	rf_sync_get(a, &st);
+	assert_int_equal(st.action, RF_SYNC_IDLE);
+	assert_int_equal(st.done, 0);
+	return st.mismatch_cnt;
+}
+
+/* A digest of every member file. */
+static uint64_t members_digest(const struct spec *sp)
+{
+	static char buf[MEMBER_BYTES];
+	uint64_t h = 1469598103934665603ull;
+	int i;
+	size_t k;
+
+	for (i = 0; i < sp->n; i++) {
+		char p[512];
+		int fd;
+
+		member_path(p, sizeof(p), sp, i);
+		fd = open(p, O_RDONLY);
+		assert_true(fd >= 0);
+		assert_int_equal(pread(fd, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+		close(fd);
+		for (k = 0; k < sizeof(buf); k += 8) {
+			uint64_t v;
+
+			memcpy(&v, buf + k, 8);
+			h = (h ^ v) * 1099511628211ull;
+		}
+	}
+	return h;
+}
+
+static void read_member_block(const struct spec *sp, int m, uint64_t sec, char *blk)
+{
+	char p[512];
+	int fd;
+
+	member_path(p, sizeof(p), sp, m);
+	fd = open(p, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, blk, 4096, DATA_OFFSET + sec * 512), 4096);
+	close(fd);
+}
+
+/* Flip bytes of the 4 KiB block at member sector sec of member m. */
+static void corrupt(const struct spec *sp, int m, uint64_t sec)
+{
+	char p[512], blk[4096];
+	int fd, i;
+
+	member_path(p, sizeof(p), sp, m);
+	fd = open(p, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, blk, sizeof(blk), DATA_OFFSET + sec * 512), (ssize_t)sizeof(blk));
+	for (i = 0; i < 64; i++)
+		blk[(i * 97) % 4096] ^= (char)(1 + i);
+	assert_int_equal(pwrite(fd, blk, sizeof(blk), DATA_OFFSET + sec * 512), (ssize_t)sizeof(blk));
+	close(fd);
+}
+
+/* Where the 4 KiB block of the array at array sector as lives in its
+ * second copy (mirrors) or its data member (parity levels). */
+static void data_block(const struct rf_array *a, uint64_t as, int *m, uint64_t *sec)
+{
+	const struct rf_geom *g = rf_array_geom(a);
+
+	if (g->level == 1) {
+		*m = 1;
+		*sec = as;
+	} else if (g->level == 10) {
+		int devs[RF_MAX_MEMBERS];
+		uint64_t addrs[RF_MAX_MEMBERS];
+
+		assert_true(rf_r10_map(g, as, devs, addrs) >= 2);
+		*m = devs[1];
+		*sec = addrs[1];
+	} else {
+		struct rf_r5_map map;
+
+		rf_r5_map_sector(g, as, &map);
+		*m = map.dd_idx;
+		*sec = map.dev_sector;
+	}
+}
+
+/* A 4 KiB-aligned array sector somewhere in the array. */
+static uint64_t pick_sector(const struct rf_array *a)
+{
+	return (rnd() % (rf_array_size(a) / 4096)) * 8;
+}
+
+static uint64_t walk_sectors(const struct rf_array *a)
+{
+	const struct rf_geom *g = rf_array_geom(a);
+
+	return g->level == 10 ? g->array_sectors : g->dev_sectors;
+}
+
+/* ---- tests ---- */
+
+static void run_specs(void (*fn)(const struct spec *sp))
+{
+	unsigned si;
+
+	for (si = 0; si < NSPECS; si++)
+		fn(&specs[si]);
+}
+
+static char *fresh_array(const struct spec *sp, struct rf_array **out)
+{
+	struct rf_array *a;
+	char *model;
+
+	make_members(sp, false);
+	a = open_array(sp, 2);
+	model = malloc(rf_array_size(a));
+	fill_rnd(model, rf_array_size(a));
+	write_all(a, model);
+	*out = a;
+	return model;
+}
+
+/* A clean array checks 0; a corrupt copy or data block counts exactly
+ * one block, check writes nothing, repair fixes it. */
+static void data_block_one(const struct spec *sp)
+{
+	struct rf_array *a;
+	char *model = fresh_array(sp, &a);
+	const struct rf_geom *g = rf_array_geom(a);
+	uint64_t as = pick_sector(a), sec, digest, mm;
+	struct rf_sync_status st;
+	int m;
+
+	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
+	data_block(a, as, &m, &sec);
+	corrupt(sp, m, sec);
+	digest = members_digest(sp);
+	mm = run_action(a, RF_SYNC_CHECK);
+	if (mm != 8)
+		fail_msg("%s: check counted %llu sectors for one bad block", sp->what, (unsigned long long)mm);
+	assert_int_equal(members_digest(sp), digest);
+	rf_sync_get(a, &st);
+	if (g->level == 6) {
+		if (st.bad_member != m || st.bad_sector != as || st.bad_found != 1)
+			fail_msg("%s: check named member %d sector %llu, the bad block is on %d at %llu",
+				 sp->what, st.bad_member, (unsigned long long)st.bad_sector, m,
+				 (unsigned long long)as);
+	} else {
+		assert_int_equal(st.bad_member, -1);
+	}
+	assert_int_equal(run_action(a, RF_SYNC_REPAIR), 8);
+	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
+	if (g->level == 4 || g->level == 5) {
+		/* Parity cannot say which block is wrong: repair
+		 * keeps the data and recomputes P, as md does. */
+		char old[4096], blk[4096];
+
+		memcpy(old, model + as * 512, 4096);
+		adopt_block(a, model, as, blk);
+		assert_memory_not_equal(blk, old, 4096);
+	}
+	close_verified(a, model, sp->what);
+}
+
+static void test_data_block(void **state)
+{
+	run_specs(data_block_one);
+}
+
+/* A corrupt parity block (raid4/5/6) or first copy (mirrors). */
+static void parity_block_one(const struct spec *sp)
+{
+	struct rf_array *a;
+	char *model = fresh_array(sp, &a);
+	const struct rf_geom *g = rf_array_geom(a);
+	uint64_t as = pick_sector(a), sec, digest, mm, want = 8;
+	struct rf_sync_status st;
+	char first[4096];
+	int m, which = rnd() % 2;
+
+	if (g->level >= 4 && g->level <= 6) {
+		struct rf_r5_map map;
+
+		rf_r5_map_sector(g, as, &map);
+		m = which && map.qd_idx >= 0 ? map.qd_idx : map.pd_idx;
+		sec = map.dev_sector;
+	} else {
+		/* The first copy is the one repair trusts: the other
+		 * copies all differ from it now, and get its bytes. */
+		data_block(a, as, &m, &sec);
+		if (g->level == 1) {
+			m = 0;
+		} else {
+			int devs[RF_MAX_MEMBERS];
+			uint64_t addrs[RF_MAX_MEMBERS];
+			int n = rf_r10_map(g, as, devs, addrs);
+
+			m = devs[0];
+			sec = addrs[0];
+			want = 8 * (uint64_t)(n - 1);
+		}
+		if (g->level == 1)
+			want = 8 * (uint64_t)(sp->n - 1);
+	}
+	corrupt(sp, m, sec);
+	read_member_block(sp, m, sec, first);
+	digest = members_digest(sp);
+	mm = run_action(a, RF_SYNC_CHECK);
+	if (mm != want)
+		fail_msg("%s: check counted %llu sectors, want %llu", sp->what, (unsigned long long)mm,
+			 (unsigned long long)want);
+	assert_int_equal(members_digest(sp), digest);
+	rf_sync_get(a, &st);
+	if (g->level == 6 && (st.bad_member != m || st.bad_sector != sec))
+		fail_msg("%s: check named member %d at %llu, the bad parity is on %d at %llu", sp->what,
+			 st.bad_member, (unsigned long long)st.bad_sector, m, (unsigned long long)sec);
+	assert_int_equal(run_action(a, RF_SYNC_REPAIR), want);
+	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
+	if (g->level == 1 || g->level == 10) {
+		/* The first copy's bytes won. */
+		char blk[4096];
+
+		adopt_block(a, model, as, blk);
+		assert_memory_equal(blk, first, 4096);
+	}
+	close_verified(a, model, sp->what);
+}
+
+static void test_parity_block(void **state)
+{
+	run_specs(parity_block_one);
+}
+
+/* Members full of garbage: resync makes every row consistent, and what
+ * is written afterwards reads back. */
+static void resync_garbage_one(const struct spec *sp)
+{
+	struct rf_array *a;
+	struct rf_sync_status st;
+	uint64_t mm;
+	char *model;
+
+	make_members(sp, true);
+	a = open_array(sp, 2);
+	mm = run_action(a, RF_SYNC_CHECK);
+	if (mm < 64)
+		fail_msg("%s: garbage members checked %llu mismatched sectors", sp->what,
+			 (unsigned long long)mm);
+	run_action(a, RF_SYNC_RESYNC);
+	rf_sync_get(a, &st);
+	assert_int_equal(st.resync_cp, 0);
+	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
+	model = malloc(rf_array_size(a));
+	fill_rnd(model, rf_array_size(a));
+	write_all(a, model);
+	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
+	close_verified(a, model, sp->what);
+}
+
+static void test_resync_garbage(void **state)
+{
+	run_specs(resync_garbage_one);
+}
+
+/* ---- foreground writes racing a repair ---- */
+
+#define NWRITERS 3
+
+struct writer {
+	struct rf_array *a;
+	char *model;
+	uint64_t lo, hi;        /* this writer's bytes of the array */
+	unsigned seed;
+	volatile int *stop;
+	int nwrites;
+	double slowest;         /* seconds, the slowest write */
+};
+
+static double seconds(void);
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+	char *buf = malloc(64 << 10);
+
+	while (!__atomic_load_n(w->stop, __ATOMIC_ACQUIRE) || w->nwrites < 20) {
+		uint32_t len, i;
+		uint64_t off;
+		double t;
+
+		w->seed = w->seed * 1103515245u + 12345u;
+		len = 512 * (1 + (w->seed >> 8) % 128);
+		w->seed = w->seed * 1103515245u + 12345u;
+		off = w->lo + ((w->seed >> 4) % ((w->hi - w->lo - len) / 512)) * 512;
+		for (i = 0; i < len; i++)
+			buf[i] = (char)(w->seed + i * 131 + w->nwrites);
+		t = seconds();
+		assert_int_equal(do_io(w->a, RF_REQ_WRITE, off, len, buf), 0);
+		t = seconds() - t;
+		if (t > w->slowest)
+			w->slowest = t;
+		memcpy(w->model + off, buf, len);
+		w->nwrites++;
+	}
+	free(buf);
+	return NULL;
+}
+
+static void race_one(const struct spec *sp, int gtc)
+{
+	struct rf_array *a;
+	struct writer w[NWRITERS];
+	pthread_t t[NWRITERS];
+	volatile int stop = 0;
+	struct rf_sync_status st;
+	uint64_t size, as, sec;
+	char *model;
+	int i, m;
+
+	make_members(sp, false);
+	a = open_array(sp, gtc);
+	size = rf_array_size(a);
+	model = malloc(size);
+	fill_rnd(model, size);
+	write_all(a, model);
+	/* A corrupt parity block or second copy for the repair to fix. */
+	as = pick_sector(a);
+	data_block(a, as, &m, &sec);
+	if (rf_array_geom(a)->level >= 4 && rf_array_geom(a)->level <= 6) {
+		struct rf_r5_map map;
+
+		rf_r5_map_sector(rf_array_geom(a), as, &map);
+		m = map.pd_idx;
+	}
+	corrupt(sp, m, sec);
+	/* Fast enough for a unit test while the writers run. */
+	assert_int_equal(rf_sync_set_speed_min(a, 50000), 0);
+	for (i = 0; i < NWRITERS; i++) {
+		w[i].a = a;
+		w[i].model = model;
+		w[i].lo = size / NWRITERS * i;
+		w[i].hi = size / NWRITERS * (i + 1);
+		w[i].seed = seed + i;
+		w[i].stop = &stop;
+		w[i].nwrites = 0;
+		w[i].slowest = 0;
+		assert_int_equal(pthread_create(&t[i], NULL, writer_main, &w[i]), 0);
+	}
+	assert_int_equal(rf_sync_request(a, RF_SYNC_REPAIR), 0);
+	assert_int_equal(rf_sync_request(a, RF_SYNC_CHECK), -EBUSY);
+	rf_sync_wait(a);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	for (i = 0; i < NWRITERS; i++) {
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+		/* A region holds writes for its own IO only: nothing like
+		 * the stalls of a lost wake-up. */
+		if (w[i].slowest > 0.25)
+			fail_msg("%s: a write took %.3f s during the repair", sp->what, w[i].slowest);
+	}
+	rf_sync_get(a, &st);
+	/* The writers may have rewritten the corrupt block first. */
+	assert_true(st.mismatch_cnt <= 8);
+	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
+	close_verified(a, model, sp->what);
+}
+
+static void test_foreground_race(void **state)
+{
+	static const int pick[] = { 0, 3, 6, 8 };      /* raid1, raid10-f2, raid5, raid6 */
+	unsigned i;
+
+	for (i = 0; i < sizeof(pick) / sizeof(pick[0]); i++) {
+		race_one(&specs[pick[i]], 2);
+		race_one(&specs[pick[i]], 0);
+	}
+}
+
+/* ---- foreground first ---- */
+
+struct reader {
+	struct rf_array *a;
+	volatile int *stop;
+};
+
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+	uint64_t blocks = rf_array_size(r->a) / 4096, i = 0;
+	char *buf = malloc(4096);
+
+	while (!__atomic_load_n(r->stop, __ATOMIC_ACQUIRE))
+		assert_int_equal(do_io(r->a, RF_REQ_READ, (i++ * 7919 % blocks) * 4096, 4096, buf), 0);
+	free(buf);
+	return NULL;
+}
+
+static double seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* While foreground reads run, a check keeps near sync_speed_min (and
+ * reports that speed); on the idle array it runs far faster. */
+static void test_throttle(void **state)
+{
+	const struct spec *sp = &specs[6];     /* raid5 */
+	volatile int stop = 0;
+	struct rf_sync_status st;
+	struct reader rd;
+	struct rf_array *a;
+	unsigned seen = 0;
+	double t0, idle, busy, want;
+	pthread_t t;
+
+	make_members(sp, false);
+	a = open_array(sp, 2);
+	t0 = seconds();
+	run_action(a, RF_SYNC_CHECK);
+	idle = seconds() - t0;
+
+	assert_int_equal(rf_sync_set_speed_min(a, 4000), 0);
+	rd.a = a;
+	rd.stop = &stop;
+	assert_int_equal(pthread_create(&t, NULL, reader_main, &rd), 0);
+	usleep(20 * 1000);
+	t0 = seconds();
+	assert_int_equal(rf_sync_request(a, RF_SYNC_CHECK), 0);
+	for (;;) {
+		rf_sync_get(a, &st);
+		if (st.action != RF_SYNC_CHECK)
+			break;
+		if (st.speed > seen)
+			seen = st.speed;
+		usleep(50 * 1000);
+	}
+	busy = seconds() - t0;
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	/* dev_sectors / 2 KiB at 4000 KiB/s */
+	want = (double)rf_array_geom(a)->dev_sectors / 2 / 4000;
+	printf("check: idle %.3f s, with foreground reads %.3f s (paced: %.3f s), speed seen %u KiB/s\n", idle,
+	       busy, want, seen);
+	if (busy < want * 0.8)
+		fail_msg("check ran %.3f s beside foreground reads; sync_speed_min makes it %.3f s", busy, want);
+	assert_true(idle < busy / 2);
+	assert_true(seen > 0 && seen <= 4000 * 1.2);
+	rf_array_close(a);
+}
+
+struct notice {
+	int calls;
+	enum rf_sync_action act;
+	bool completed;
+	uint64_t pos;
+};
+
+static void on_sync_end(struct rf_array *a, enum rf_sync_action act, bool completed, uint64_t pos, void *priv)
+{
+	struct notice *n = priv;
+
+	n->calls++;
+	n->act = act;
+	n->completed = completed;
+	n->pos = pos;
+}
+
+/* Stop ("idle") mid-way leaves the rows done consistent; a resync resumes
+ * where it stopped; frozen shows until a start. */
+static void test_stop_resume(void **state)
+{
+	const struct spec *sp = &specs[6];     /* raid5 */
+	struct rf_sync_status st;
+	struct rf_array *a;
+	uint64_t cp;
+	char line[200], bar[32];
+	struct notice note = { 0 };
+	unsigned pct, tenth, mins, speed;
+	unsigned long long done, total;
+
+	make_members(sp, true);
+	a = open_array(sp, 2);
+	rf_sync_set_notify(a, on_sync_end, &note);
+	/* Slow: at 1 MiB/s a 1 MiB region takes about a second. */
+	assert_int_equal(rf_sync_set_speed_max(a, 1024), 0);
+	assert_int_equal(rf_sync_request(a, RF_SYNC_RESYNC), 0);
+	rf_sync_get(a, &st);
+	assert_int_equal(st.action, RF_SYNC_RESYNC);
+	assert_int_equal(st.total, rf_array_geom(a)->dev_sectors);
+	usleep(200 * 1000);
+	/* mdstat's line, md's format. */
+	assert_true(rf_sync_progress_line(a, line, sizeof(line)) > 0);
+	printf("%s\n", line);
+	assert_int_equal(sscanf(line, "[%21[=>.]]  resync = %u.%u%% (%llu/%llu) finish=%u.%umin speed=%uK/sec",
+				bar, &pct, &tenth, &done, &total, &mins, &tenth, &speed), 8);
+	assert_int_equal(strlen(bar), 21);
+	assert_int_equal(total, rf_array_geom(a)->dev_sectors / 2);
+	assert_true(done > 0 && done < total && pct <= 100);
+	assert_int_equal(strchr(bar, '>') - bar, pct / 5);
+	assert_int_equal(rf_sync_progress_line(a, line, 20), -EOVERFLOW);
+	assert_int_equal(rf_sync_request(a, RF_SYNC_FROZEN), 0);
+	assert_int_equal(rf_sync_progress_line(a, line, sizeof(line)), 0);
+	rf_sync_get(a, &st);
+	assert_int_equal(st.action, RF_SYNC_FROZEN);
+	cp = st.resync_cp;
+	assert_true(cp > 0 && cp < st.total);
+	assert_int_equal(note.calls, 1);
+	assert_int_equal(note.act, RF_SYNC_RESYNC);
+	assert_false(note.completed);
+	assert_int_equal(note.pos, cp);
+	assert_true(st.speed_max_local);
+	assert_int_equal(rf_sync_set_speed_max(a, 0), 0);
+	rf_sync_get(a, &st);
+	assert_false(st.speed_max_local);
+	assert_int_equal(st.speed_max, RF_SYNC_SPEED_MAX_DEFAULT);
+	assert_int_equal(rf_sync_set_speed_max(a, 1u << 31), -EINVAL);
+	run_action(a, RF_SYNC_RESYNC);
+	rf_sync_get(a, &st);
+	assert_int_equal(st.resync_cp, 0);
+	assert_int_equal(note.calls, 2);
+	assert_true(note.completed);
+	assert_int_equal(note.pos, st.total);
+	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
+	/* A resync_offset from the superblock: the next resync starts there. */
+	assert_int_equal(rf_sync_set_resync_cp(a, 1024), 0);
+	rf_sync_get(a, &st);
+	assert_int_equal(st.resync_cp, 1024);
+	assert_int_equal(rf_sync_set_resync_cp(a, st.total + 8), 0);
+	rf_sync_get(a, &st);
+	assert_int_equal(st.resync_cp, 0);
+	assert_int_equal(rf_sync_request(a, RF_SYNC_IDLE), 0);
+	rf_sync_get(a, &st);
+	assert_int_equal(st.action, RF_SYNC_IDLE);
+	rf_array_close(a);
+}
+
+/* The sync thread's IO goes through the array's IO backend: short
+ * transfers, EAGAIN and a full queue change nothing; a member whose IO
+ * fails is marked faulty and ends the action, not completed. */
+static void test_faults(void **state)
+{
+	const struct spec *r5 = &specs[6], *r1 = &specs[1];   /* raid5, raid1 x3 */
+	struct notice note = { 0 };
+	struct rf_sync_status st;
+	struct rf_array *a;
+
+	make_members(r5, true);
+	fake_reset();
+	a = open_array_on(r5, 2, fake_ioq_init);
+	fake_short_every = 3;
+	fake_again_every = 5;
+	fake_busy_depth = 2;
+	run_action(a, RF_SYNC_RESYNC);
+	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
+	assert_true(fake_nr_short > 0 && fake_nr_again > 0);
+	rf_array_close(a);
+	fake_reset();
+
+	make_members(r1, false);
+	a = open_array_on(r1, 2, fake_ioq_init);
+	rf_sync_set_notify(a, on_sync_end, &note);
+	corrupt(r1, 2, 64);
+	fake_fail_member = 1;
+	fake_fail_after = 1;
+	run_action(a, RF_SYNC_REPAIR);
+	assert_int_equal(note.calls, 1);
+	assert_false(note.completed);
+	assert_true(note.pos < walk_sectors(a));
+	assert_true(rf_array_faulty(a) & (1u << 1));
+	fake_fail_member = -1;
+	/* Two copies left: they are compared still; the repair stopped
+	 * before it reached the corrupt block, or fixed it. */
+	run_action(a, RF_SYNC_REPAIR);
+	assert_true(note.completed);
+	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
+	rf_sync_get(a, &st);
+	assert_int_equal(st.mismatch_cnt, 0);
+	rf_array_close(a);
+
+	/* A degraded parity array has nothing to compare against. */
+	make_members(r5, false);
+	a = open_array_on(r5, 2, fake_ioq_init);
+	fake_fail_member = 0;
+	{
+		char blk[4096];
+
+		assert_int_equal(do_io(a, RF_REQ_READ, 0, 4096, blk), 0);
+	}
+	assert_true(rf_array_faulty(a) & 1);
+	assert_int_equal(rf_sync_request(a, RF_SYNC_CHECK), -EIO);
+	fake_reset();
+	rf_array_close(a);
+}
+
+/* Levels without redundancy refuse; words parse as md's. */
+static void test_words(void **state)
+{
+	assert_int_equal(rf_sync_action_parse("check\n"), RF_SYNC_CHECK);
+	assert_int_equal(rf_sync_action_parse("repair"), RF_SYNC_REPAIR);
+	assert_int_equal(rf_sync_action_parse("resync"), RF_SYNC_RESYNC);
+	assert_int_equal(rf_sync_action_parse("idle"), RF_SYNC_IDLE);
+	assert_int_equal(rf_sync_action_parse("frozen"), RF_SYNC_FROZEN);
+	assert_int_equal(rf_sync_action_parse("checkx"), -EINVAL);
+	assert_int_equal(rf_sync_action_parse(""), -EINVAL);
+	assert_string_equal(rf_sync_action_name(RF_SYNC_REPAIR), "repair");
+}
+
+static void test_raid0_refuses(void **state)
+{
+	static const struct spec r0 = { "raid0", 0, 0, 3, 16384 };
+	struct rf_array *a;
+
+	make_members(&r0, false);
+	a = open_array(&r0, 2);
+	assert_int_equal(rf_sync_request(a, RF_SYNC_CHECK), -EINVAL);
+	rf_array_close(a);
+}
+
+static int setup(void **state)
+{
+	const char *s = getenv("RF_TEST_SEED");
+
+	seed = s ? (unsigned)strtoul(s, NULL, 0) : (unsigned)time(NULL);
+	printf("RF_TEST_SEED=%u\n", seed);
+	rstate = seed * 0x9E3779B97F4A7C15ull + 1;
+	return testdir_make(dir, sizeof(dir), "sync");
+}
+
+static int teardown(void **state)
+{
+	return testdir_remove(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_words),
+		cmocka_unit_test(test_raid0_refuses),
+		cmocka_unit_test(test_data_block),
+		cmocka_unit_test(test_parity_block),
+		cmocka_unit_test(test_resync_garbage),
+		cmocka_unit_test(test_stop_resume),
+		cmocka_unit_test(test_throttle),
+		cmocka_unit_test(test_faults),
+		cmocka_unit_test(test_foreground_race),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
