@@ -517,6 +517,19 @@ void rf_r0_map(const struct rf_geom *g, uint64_t array_sector, int *member, uint
 	*dev_sector = chunk_nr / n * chunk + array_sector % chunk;
 }
 
+int rf_mirror_map(const struct rf_geom *g, uint64_t array_sector, int *devs, uint64_t *addrs)
+{
+	int i;
+
+	if (g->level != 1)
+		return rf_r10_map(g, array_sector, devs, addrs);
+	for (i = 0; i < g->raid_disks; i++) {
+		devs[i] = i;
+		addrs[i] = array_sector;
+	}
+	return g->raid_disks;
+}
+
 /*
  * raid10 (md's __raid10_find_phys): the chunk's near copies sit on
  * consecutive members, raid0 style; each far copy moves near_copies members

@@ -21,16 +21,8 @@ static bool alive(const struct rf_array *a, int m)
 /* Mirror copies of array byte offset off: members and member byte offsets. */
 static int copies_of(const struct rf_array *a, uint64_t off, int *devs, uint64_t *moffs)
 {
-	int i, n;
+	int i, n = rf_mirror_map(&a->geom, off >> 9, devs, moffs);
 
-	if (a->geom.level == 1) {
-		for (i = 0; i < a->nmembers; i++) {
-			devs[i] = i;
-			moffs[i] = off;
-		}
-		return a->nmembers;
-	}
-	n = rf_r10_map(&a->geom, off >> 9, devs, moffs);
 	for (i = 0; i < n; i++)
 		moffs[i] = (moffs[i] << 9) + (off & 511);
 	return n;

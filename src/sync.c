@@ -282,19 +282,9 @@ static void count_mismatch(struct rf_sync *s, uint32_t len)
  * the region covers): member and member sector. */
 static int mirror_copies(struct rf_array *a, uint64_t pos, uint64_t *n, int *devs, uint64_t *secs)
 {
-	int i, c;
-
-	if (a->geom.level == 1) {
-		for (i = 0; i < a->nmembers; i++) {
-			devs[i] = i;
-			secs[i] = pos;
-		}
-		return a->nmembers;
-	}
-	if (*n > rf_geom_chunk_left(&a->geom, pos))
+	if (a->geom.level != 1 && *n > rf_geom_chunk_left(&a->geom, pos))
 		*n = rf_geom_chunk_left(&a->geom, pos);
-	c = rf_r10_map(&a->geom, pos, devs, secs);
-	return c;
+	return rf_mirror_map(&a->geom, pos, devs, secs);
 }
 
 static int mirror_region(struct rf_sync *s, enum rf_sync_action act, uint64_t pos, uint64_t *nsec)

@@ -90,6 +90,10 @@ void rf_r0_map(const struct rf_geom *g, uint64_t array_sector, int *member, uint
  * near_copies * far_copies entries) in md's copy order and returns the count. */
 int rf_r10_map(const struct rf_geom *g, uint64_t array_sector, int *devs, uint64_t *addrs);
 
+/* raid1 or raid10: every copy of one array sector (raid1: the same sector
+ * on every member, in member order; raid10: rf_r10_map()). */
+int rf_mirror_map(const struct rf_geom *g, uint64_t array_sector, int *devs, uint64_t *addrs);
+
 /* Sectors from array_sector to the end of its chunk (or to the array end). */
 uint64_t rf_geom_chunk_left(const struct rf_geom *g, uint64_t array_sector);
 
