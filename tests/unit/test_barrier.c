@@ -128,18 +128,10 @@ static struct rf_array *mk(int gtc, int groups, int cache)
 	char err[512];
 	int i;
 
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.path = "test";
-	cfg.name = "array.img";
-	cfg.level = 5;
-	cfg.layout = 2;
-	cfg.chunk_bytes = 65536;
-	cfg.nmembers = 4;
+	testcfg_init(&cfg, 5, 2, 4, 65536);
 	cfg.stripe_cache_size = cache;
 	cfg.group_thread_cnt = gtc;
 	cfg.worker_groups = groups;
-	cfg.stripe_size = BLK;
-	cfg.rmw_level = 1;
 	for (i = 0; i < 4; i++) {
 		char p[512];
 		int fd;

@@ -43,18 +43,7 @@ static struct rf_array *open_array_flags(const char *what, int level, int layout
 	char err[512];
 	int i;
 
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.path = "test";
-	cfg.name = "array.img";
-	cfg.level = level;
-	cfg.layout = layout;
-	cfg.chunk_bytes = chunk;
-	cfg.nmembers = n;
-	cfg.stripe_cache_size = 40;
-	cfg.group_thread_cnt = 2;
-	cfg.worker_groups = 2;
-	cfg.stripe_size = 4096;
-	cfg.rmw_level = 1;
+	testcfg_init(&cfg, level, layout, n, chunk);
 	cfg.readonly = flags & OPEN_RO;
 	cfg.data_offset = flags & OPEN_SB12 ? 64 << 10 : 0;     /* after the superblock */
 	for (i = 0; i < n; i++) {

@@ -111,19 +111,11 @@ static struct rf_array *open_array(const struct spec *sp, uint64_t missing, bool
 	char err[512];
 	int i;
 
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.path = "test";
-	cfg.name = "array.img";
-	cfg.level = sp->level;
-	cfg.layout = sp->layout;
-	cfg.chunk_bytes = sp->chunk;
-	cfg.nmembers = sp->n;
+	testcfg_init(&cfg, sp->level, sp->layout, sp->n, sp->chunk);
 	cfg.data_offset = DATA_OFFSET;
-	cfg.stripe_cache_size = 40;     /* small: heads get recycled */
 	cfg.group_thread_cnt = gtc;
-	cfg.worker_groups = 2;
-	cfg.stripe_size = sp->stripe_size ? sp->stripe_size : 4096;
-	cfg.rmw_level = 1;
+	if (sp->stripe_size)
+		cfg.stripe_size = sp->stripe_size;
 	for (i = 0; i < sp->n; i++) {
 		char p[512];
 

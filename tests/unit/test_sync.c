@@ -124,19 +124,9 @@ static struct rf_array *open_array_on(const struct spec *sp, int gtc, rf_ioq_ini
 	char err[512];
 	int i;
 
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.path = "test";
-	cfg.name = "array.img";
-	cfg.level = sp->level;
-	cfg.layout = sp->layout;
-	cfg.chunk_bytes = sp->chunk;
-	cfg.nmembers = sp->n;
+	testcfg_init(&cfg, sp->level, sp->layout, sp->n, sp->chunk);
 	cfg.data_offset = DATA_OFFSET;
-	cfg.stripe_cache_size = 40;
 	cfg.group_thread_cnt = gtc;
-	cfg.worker_groups = 2;
-	cfg.stripe_size = 4096;
-	cfg.rmw_level = 1;
 	for (i = 0; i < sp->n; i++) {
 		char p[512];
 

@@ -1,11 +1,14 @@
-/* testdir.h - a scratch directory for a unit test's member files: on
- * /dev/shm when it is writable (fast, no disk), else /tmp. */
+/* testdir.h - a scratch directory for a unit test's member files (on
+ * /dev/shm when it is writable: fast, no disk; else /tmp), and the config
+ * of a test array. */
 #ifndef TESTDIR_H
 #define TESTDIR_H
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+#include "raidfuse/config.h"
 
 /* Make dir (size bytes) as BASE/rf-<what>-XXXXXX; returns 0 or -1. */
 static inline int testdir_make(char *dir, size_t size, const char *what)
@@ -22,6 +25,26 @@ static inline int testdir_remove(const char *dir)
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* An array config as the engine tests want it: the shape given, a small
+ * stripe cache (heads get recycled), 2 groups of 2 threads, no superblocks.
+ * Members and whatever else differs are the caller's. */
+static inline void testcfg_init(struct rf_config *cfg, int level, int layout, int n, uint32_t chunk)
+{
+	rf_config_defaults(cfg);
+	cfg->path = "test";
+	cfg->name = "array.img";
+	cfg->level = level;
+	cfg->layout = layout;
+	cfg->chunk_bytes = chunk;
+	cfg->nmembers = n;
+	cfg->stripe_cache_size = 40;
+	cfg->group_thread_cnt = 2;
+	cfg->worker_groups = 2;
+	cfg->stripe_size = 4096;
+	cfg->rmw_level = 1;
+	cfg->metadata = 0;              /* none */
 }
 
 #endif
