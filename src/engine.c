@@ -156,7 +156,6 @@ static bool barrier_enter(struct rf_array *a, struct rf_req *r)
 		r->held_next = NULL;
 		*a->held_tail = r;
 		a->held_tail = &r->held_next;
-		a->nheld++;
 	}
 	pthread_mutex_unlock(&a->bar_lock);
 	return go;
@@ -202,7 +201,6 @@ static void release(struct rf_array *a, unsigned keep)
 			break;
 		a->held = NULL;
 		a->held_tail = &a->held;
-		a->nheld = 0;
 		pthread_mutex_unlock(&a->bar_lock);
 		for (; r; r = next) {
 			int cls = req_class(r);
@@ -225,8 +223,6 @@ static void release(struct rf_array *a, unsigned keep)
 	/* What stays held keeps its order; nothing newer is queued now. */
 	a->held = kept;
 	a->held_tail = kept ? ktail : &a->held;
-	for (a->nheld = 0; kept; kept = kept->held_next)
-		a->nheld++;
 	atomic_store(&a->hold, keep);
 	pthread_mutex_unlock(&a->bar_lock);
 	/* reconf_lock is held: no drain reshapes the groups under w. */

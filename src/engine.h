@@ -179,7 +179,6 @@ struct rf_array {
 	atomic_uint hold;               /* RF_HOLD_* */
 	atomic_long inflight[2];        /* requests past the barrier: reads, writes+flushes */
 	struct rf_req *held, **held_tail; /* bar_lock: waiting, in arrival order */
-	int nheld;                      /* bar_lock */
 	bool suspended;                 /* reconf_lock */
 	bool started;
 	struct rf_sbstate *sbstate;     /* clean/dirty in the superblocks; NULL: none kept */

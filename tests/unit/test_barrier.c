@@ -85,10 +85,12 @@ static void submit(struct rf_array *a, struct treq *t, int op, uint64_t off, uin
 
 static int nheld(struct rf_array *a)
 {
+	struct rf_req *r;
 	int n;
 
 	pthread_mutex_lock(&a->bar_lock);
-	n = a->nheld;
+	for (n = 0, r = a->held; r; r = r->held_next)
+		n++;
 	pthread_mutex_unlock(&a->bar_lock);
 	return n;
 }
