@@ -981,7 +981,7 @@ static void array_free(struct rf_array *a)
 	rf_sbstate_close(a->sbstate);
 	for (i = 0; i < a->nmembers; i++)
 		rf_ovl_close(a->iom[i].layer);
-	for (i = 0; i < a->nmembers; i++) {
+	for (i = 0; i < a->ndevs; i++) {
 		if (a->members[i].fd >= 0)
 			close(a->members[i].fd);
 		if (a->members[i].fd_direct >= 0)
@@ -1021,9 +1021,11 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 
 	if (!a)
 		return -ENOMEM;
-	a->nmembers = cfg->nmembers;
-	for (i = 0; i < a->nmembers; i++)
+	a->nmembers = a->ndevs = cfg->nmembers;
+	for (i = 0; i < a->nmembers; i++) {
 		a->members[i].fd = a->members[i].fd_direct = -1;
+		a->members[i].prev_slot = -1;
+	}
 	a->name = strdup(cfg->name);
 	a->readonly = cfg->readonly;
 	a->overlay = cfg->overlay_dir != NULL;
@@ -1054,6 +1056,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		m->data_offset = cfg->data_offset;
 		if (!cfg->members[i]) {
 			m->path = strdup("missing");
+			m->flags = RF_DEV_MISSING | RF_DEV_FAULTY;
 			a->faulty |= 1ull << i;
 			nmissing++;
 			continue;
@@ -1063,6 +1066,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		if (ret)
 			goto fail;
 		a->present |= 1ull << i;
+		m->flags = RF_DEV_IN_SYNC;
 		if (m->size < m->data_offset + 2 * a->stripe_size) {
 			snprintf(err, errlen, "member %d (%s): %llu bytes is too small for data_offset %llu",
 				 i, m->path, (unsigned long long)m->size, (unsigned long long)m->data_offset);

@@ -153,8 +153,12 @@ struct rf_array {
 	uint32_t stripe_size;           /* bytes per column per head */
 	uint32_t chunk_bytes;
 	int rmw_level;
-	int nmembers;
-	struct rf_member members[RF_MAX_MEMBERS];
+	int nmembers;                   /* slots: raid_disks */
+	/* Devices: [0, nmembers) serve the slots, [nmembers, ndevs) are
+	 * spares and faulty devices without a slot (member.c).  The table
+	 * changes only under reconf_lock with every request drained. */
+	int ndevs;
+	struct rf_member members[RF_MAX_DEVS];
 	struct rf_ioq_member iom[RF_MAX_MEMBERS];
 	uint64_t present;               /* members opened */
 	atomic_uint_fast64_t faulty;    /* missing or failed members */

@@ -120,6 +120,7 @@ static const char *const action_names[] = {
 	[RF_SYNC_RESYNC] = "resync",
 	[RF_SYNC_CHECK] = "check",
 	[RF_SYNC_REPAIR] = "repair",
+	[RF_SYNC_RECOVER] = "recover",
 };
 
 const char *rf_sync_action_name(enum rf_sync_action act)
@@ -686,6 +687,8 @@ int rf_sync_request(struct rf_array *a, enum rf_sync_action act)
 	case RF_SYNC_CHECK:
 	case RF_SYNC_REPAIR:
 		return start(a, act);
+	case RF_SYNC_RECOVER:
+		return -EINVAL;
 	}
 	return -EINVAL;
 }
