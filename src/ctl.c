@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "raidfuse/ctl.h"
+#include "raidfuse/fault.h"
 #include "raidfuse/log.h"
 #include "raidfuse/super.h"
 #include "raidfuse/sync.h"
@@ -358,6 +359,34 @@ static void show_dev_recovery_start(struct rf_array *a, const struct rf_dev_info
 		rf_ctl_printf(b, "%llu\n", (unsigned long long)d->recovery_start);
 }
 
+/* raidfuse's own: the device's fault injection (fault.h), as text
+ * rf_fault_parse() takes back, then what it has done since it was set. */
+static void show_dev_fault(struct rf_array *a, const struct rf_dev_info *d, struct rf_ctl_buf *b)
+{
+	struct rf_fault_spec s;
+	struct rf_fault_stats st;
+	char text[512];
+
+	if (rf_array_dev_fault_get(a, d->name, &s, &st) || rf_fault_format(&s, text, sizeof(text)) < 0) {
+		rf_ctl_printf(b, "off\n");
+		return;
+	}
+	rf_ctl_printf(b, "%s\nmatched=%llu errors=%llu delays=%llu\n", text, (unsigned long long)st.matched,
+		      (unsigned long long)st.errors, (unsigned long long)st.delays);
+}
+
+static int store_dev_fault(struct rf_array *a, const char *dev, const char *val)
+{
+	struct rf_fault_spec s;
+	char err[256];
+
+	if (rf_fault_parse(val, &s, err, sizeof(err))) {
+		rf_warn("md/dev-%s/fault: %s", dev, err);
+		return -EINVAL;
+	}
+	return rf_array_dev_fault_set(a, dev, &s);
+}
+
 #define DEV_RO(n) { .name = #n, .mode = 0444, .show_dev = show_dev_##n }
 
 const struct rf_ctl_attr rf_ctl_dev_attrs[] = {
@@ -368,6 +397,9 @@ const struct rf_ctl_attr rf_ctl_dev_attrs[] = {
 	DEV_RO(offset),
 	DEV_RO(size),
 	DEV_RO(recovery_start),
+	{ .name = "fault", .mode = 0644, .show_dev = show_dev_fault, .store_dev = store_dev_fault,
+	  .takes = "off, or key=value words: error=EIO rate=P every=N ops=read,write,fsync after=N count=N "
+		   "delay_us=N offset=SIZE length=SIZE seed=N" },
 };
 
 const size_t rf_ctl_dev_nattrs = sizeof(rf_ctl_dev_attrs) / sizeof(rf_ctl_dev_attrs[0]);
