@@ -61,8 +61,10 @@ static int mio_issue(struct rf_ioq *q, struct rf_mio *m)
 
 	if (q->mtail[m->member] == m)
 		q->mtail[m->member] = NULL;
-	/* One flag load while the member's fault is off. */
-	ret = rf_fault_check(mm->fault, m->op, off, m->ctail->off + m->ctail->len - off);
+	/* One flag load while the member's fault is off.  Asked once: an
+	 * operation the backend has no room for yet comes back here. */
+	ret = m->fault_asked ? 0 : rf_fault_check(mm->fault, m->op, off, m->ctail->off + m->ctail->len - off);
+	m->fault_asked = 1;
 	if (ret) {
 		m->res = ret;
 		q->inflight++;
@@ -117,6 +119,7 @@ void rf_ioq_queue(struct rf_ioq *q, struct rf_mio *m)
 	m->done = 0;
 	m->res = 0;
 	m->nomerge = 0;
+	m->fault_asked = 0;
 	m->chain = NULL;
 	m->ctail = m;
 	m->nchain = 1;
@@ -168,6 +171,7 @@ static void requeue_alone(struct rf_ioq *q, struct rf_mio *m)
 	m->ctail = m;
 	m->nchain = 1;
 	m->nomerge = 1;
+	m->fault_asked = 0;     /* a piece on its own asks again */
 	retry_push(q, m);
 }
 

@@ -42,6 +42,7 @@ struct rf_mio {
 	int16_t member;
 	uint8_t op;                     /* enum rf_mio_op */
 	uint8_t nomerge;                /* ioq: retried alone */
+	uint8_t fault_asked;            /* ioq: fault injection asked (once per issue) */
 	int res;                        /* 0 or -errno, set before end() */
 	/* ioq-private: the mios merged behind this one */
 	struct rf_mio *chain, *ctail;

@@ -19,6 +19,7 @@
 
 #include "arrayio.h"
 #include "engine.h"
+#include "fake_ioq.h"
 #include "miorec.h"
 #include "raidfuse/ctl.h"
 #include "raidfuse/fault.h"
@@ -315,6 +316,58 @@ static void test_ioq_uring(void **state)
 	ioq_injection(rf_ioq_init_uring);
 }
 
+/* An operation the backend has no room for (-EBUSY) waits and is issued
+ * later: it is asked once, not at every try (after/count/every stay
+ * exact, a delay is not slept twice). */
+static void test_ioq_busy_asked_once(void **state)
+{
+	static struct rec recs[16];
+	static char data[4096];
+	struct rf_ioq_member mm;
+	struct rf_fault *f = armed("error=EIO after=10 count=2");
+	struct rf_fault_spec s;
+	struct rf_fault_stats st;
+	struct rf_ioq q;
+	int i, guard, failed = 0;
+
+	memset(&mm, 0, sizeof(mm));
+	mm.fd = tmpfile_fd(1 << 20);
+	mm.fd_direct = -1;
+	mm.align = 4096;
+	mm.fault = f;
+	fake_reset();
+	fake_busy_depth = 2;
+	assert_int_equal(fake_ioq_init(&q, &mm, 1, 16), 0);
+	memset(recs, 0, sizeof(recs));
+	for (i = 0; i < 16; i++) {
+		recs[i].m.buf = data;
+		recs[i].m.off = (uint64_t)i * 8192;     /* gaps: never merged */
+		recs[i].m.len = 4096;
+		recs[i].m.op = RF_MIO_WRITE;
+		recs[i].m.end = rec_end;
+		rf_ioq_queue(&q, &recs[i].m);
+	}
+	for (guard = 0; rf_ioq_busy(&q); guard++) {
+		assert_int_equal(rf_ioq_submit(&q), 0);
+		assert_true(rf_ioq_reap(&q, false) >= 0);
+		assert_true(guard < 1000);
+	}
+	for (i = 0; i < 16; i++) {
+		assert_int_equal(recs[i].ends, 1);
+		failed += recs[i].m.res == -EIO;
+		/* the first 10 through; the next two fail */
+		assert_int_equal(recs[i].m.res, i == 10 || i == 11 ? -EIO : 0);
+	}
+	assert_int_equal(failed, 2);
+	rf_fault_get(f, &s, &st);
+	assert_int_equal(st.matched, 16);
+	assert_int_equal(st.errors, 2);
+	rf_ioq_destroy(&q);
+	fake_reset();
+	close(mm.fd);
+	rf_fault_free(f);
+}
+
 /* ---------------------------------------------------------------- array */
 
 /* A raid5 whose config fails member 1's writes after 2 of them: the
@@ -415,6 +468,7 @@ int main(void)
 		cmocka_unit_test(test_delay),
 		cmocka_unit_test(test_ioq_sync),
 		cmocka_unit_test(test_ioq_uring),
+		cmocka_unit_test(test_ioq_busy_asked_once),
 		cmocka_unit_test(test_array_config),
 	};
 
