@@ -534,6 +534,26 @@ static void test_dev_show(void **state)
 	assert_int_equal(rf_ctl_dev_entry(a, "dev-"), -ENOENT);
 	assert_int_equal(rf_ctl_rd_entry(a, "rd2"), -ENOENT);
 	assert_null(rf_ctl_dev_find("nosuch"));
+
+	/* Another device in slot 3 (what a remove and a spare taking the
+	 * slot leave): the old name's files are gone, not the new one's. */
+	{
+		char *saved, other[] = "/x/other.img";
+
+		pthread_mutex_lock(&a->reconf_lock);
+		saved = a->members[3].path;
+		a->members[3].path = other;
+		pthread_mutex_unlock(&a->reconf_lock);
+		assert_int_equal(rf_ctl_dev_show(rf_ctl_dev_find("slot"), a, "dv-3.img", buf, sizeof(buf)), -ENOENT);
+		assert_int_equal(rf_ctl_dev_store(rf_ctl_dev_find("state"), a, "dv-3.img", "faulty", 6), -ENOENT);
+		assert_int_equal(rf_ctl_dev_entry(a, "dev-dv-3.img"), -ENOENT);
+		assert_string_equal(dev_show(a, "other.img", "slot"), "3\n");
+		assert_true(rf_ctl_rd_target(a, 3, buf, sizeof(buf)) > 0);
+		assert_string_equal(buf, "dev-other.img");
+		pthread_mutex_lock(&a->reconf_lock);
+		a->members[3].path = saved;
+		pthread_mutex_unlock(&a->reconf_lock);
+	}
 	rf_array_close(a);
 }
 
