@@ -440,6 +440,7 @@ void rf_member_fail(struct rf_array *a, int member, int err, const char *what, u
 		       a->members[member].path, what, (unsigned long long)off, strerror(-err),
 		       a->ops->failed(a, old | bit) ? "; array FAILED" : ", array degraded");
 		rf_sbstate_kick(a->sbstate);
+		rf_mgmt_kick(a);
 	}
 }
 
@@ -1332,7 +1333,9 @@ int rf_array_start(struct rf_array *a)
 		return ret;
 	a->started = true;
 	ret = groups_start(a, a->groups, a->ngroups);
-	return ret ? ret : rf_sbstate_start(a->sbstate);
+	if (!ret)
+		ret = rf_sbstate_start(a->sbstate);
+	return ret ? ret : rf_mgmt_start(a);
 }
 
 void rf_array_close(struct rf_array *a)
@@ -1341,7 +1344,9 @@ void rf_array_close(struct rf_array *a)
 
 	if (!a)
 		return;
-	/* The sync thread finishes its region and leaves first. */
+	/* No spare takes a slot from now on; the sync thread finishes its
+	 * region and leaves. */
+	rf_mgmt_stop(a);
 	rf_sync_free(a);
 	/* The idle timer drains too: stop it first.  The state is marked
 	 * clean once nothing is in flight (array_free()). */
@@ -1453,6 +1458,18 @@ int rf_array_quiesced(struct rf_array *a, int (*fn)(void *arg), void *arg)
 
 	pthread_mutex_lock(&a->reconf_lock);
 	drain(a, RF_HOLD_WRITES);
+	ret = fn(arg);
+	release(a, a->suspended ? RF_HOLD_WRITES : 0);
+	pthread_mutex_unlock(&a->reconf_lock);
+	return ret;
+}
+
+int rf_array_quiesced_all(struct rf_array *a, int (*fn)(void *arg), void *arg)
+{
+	int ret;
+
+	pthread_mutex_lock(&a->reconf_lock);
+	drain(a, RF_HOLD_ALL);
 	ret = fn(arg);
 	release(a, a->suspended ? RF_HOLD_WRITES : 0);
 	pthread_mutex_unlock(&a->reconf_lock);
