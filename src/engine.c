@@ -904,9 +904,7 @@ static int member_size(int fd, uint64_t *size)
 	return -EINVAL;
 }
 
-/* The member before i that is the same file as fd (hard link, symlink,
- * the same device twice), or -1. */
-static int same_as(struct rf_array *a, int i, int fd)
+int rf_same_file(struct rf_array *a, int i, int fd)
 {
 	struct stat st, o;
 	int j;
@@ -953,7 +951,7 @@ static int open_member(struct rf_array *a, int i, const char *path, char *err, s
 		snprintf(err, errlen, "member %d (%s): not a regular file or block device", i, path);
 		return ret;
 	}
-	j = same_as(a, i, m->fd);
+	j = rf_same_file(a, i, m->fd);
 	if (j >= 0) {
 		snprintf(err, errlen, "member %d (%s) and member %d (%s) are the same file: "
 			 "each member must be given once", j, a->members[j].path, i, path);
@@ -1452,28 +1450,26 @@ int rf_array_set_rmw_level(struct rf_array *a, int n)
 	return 0;
 }
 
-int rf_array_quiesced(struct rf_array *a, int (*fn)(void *arg), void *arg)
+static int quiesced(struct rf_array *a, unsigned bits, int (*fn)(void *arg), void *arg)
 {
 	int ret;
 
 	pthread_mutex_lock(&a->reconf_lock);
-	drain(a, RF_HOLD_WRITES);
+	drain(a, bits);
 	ret = fn(arg);
 	release(a, a->suspended ? RF_HOLD_WRITES : 0);
 	pthread_mutex_unlock(&a->reconf_lock);
 	return ret;
 }
 
+int rf_array_quiesced(struct rf_array *a, int (*fn)(void *arg), void *arg)
+{
+	return quiesced(a, RF_HOLD_WRITES, fn, arg);
+}
+
 int rf_array_quiesced_all(struct rf_array *a, int (*fn)(void *arg), void *arg)
 {
-	int ret;
-
-	pthread_mutex_lock(&a->reconf_lock);
-	drain(a, RF_HOLD_ALL);
-	ret = fn(arg);
-	release(a, a->suspended ? RF_HOLD_WRITES : 0);
-	pthread_mutex_unlock(&a->reconf_lock);
-	return ret;
+	return quiesced(a, RF_HOLD_ALL, fn, arg);
 }
 
 int rf_array_suspend(struct rf_array *a)

@@ -253,6 +253,10 @@ int rf_array_quiesced(struct rf_array *a, int (*fn)(void *arg), void *arg);
  * changes of the device table. */
 int rf_array_quiesced_all(struct rf_array *a, int (*fn)(void *arg), void *arg);
 
+/* The device before i (a->members[0..i)) that is the same file as fd
+ * (hard link, symlink, the same block device), or -1. */
+int rf_same_file(struct rf_array *a, int i, int fd);
+
 /* member.c: the management thread (spares taking failed slots, rebuild
  * start and end), and what the sync thread tells it. */
 int rf_mgmt_start(struct rf_array *a);

@@ -551,24 +551,6 @@ static int add_dev(void *arg)
 	return ret;
 }
 
-/* Whether fd is the same file as a device of the array (-1: no). */
-static int same_file(struct rf_array *a, int fd)
-{
-	struct stat st, o;
-	int i;
-
-	if (fstat(fd, &st))
-		return -1;
-	for (i = 0; i < a->ndevs; i++) {
-		if (a->members[i].fd < 0 || fstat(a->members[i].fd, &o))
-			continue;
-		if ((st.st_dev == o.st_dev && st.st_ino == o.st_ino) ||
-		    (S_ISBLK(st.st_mode) && S_ISBLK(o.st_mode) && st.st_rdev == o.st_rdev))
-			return i;
-	}
-	return -1;
-}
-
 /* Refuse a file that holds another md array's superblock (or a damaged
  * one): writing a spare superblock would destroy it. */
 static int check_foreign_sb(struct rf_array *a, int fd, const char *path, char *err, size_t errlen)
@@ -623,7 +605,7 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 	m->data_offset = a->members[0].data_offset;
 	m->align = 4096;
 	pthread_mutex_lock(&a->reconf_lock);
-	other = same_file(a, m->fd);
+	other = rf_same_file(a, a->ndevs, m->fd);
 	pthread_mutex_unlock(&a->reconf_lock);
 	if (other >= 0) {
 		snprintf(err, errlen, "%s: already in the array (as %s)", path, a->members[other].path);
