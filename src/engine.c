@@ -978,6 +978,7 @@ static void array_free(struct rf_array *a)
 	int i;
 
 	rf_sbstate_close(a->sbstate);
+	rf_mgmt_free(a);
 	for (i = 0; i < a->nmembers; i++)
 		rf_ovl_close(a->iom[i].layer);
 	for (i = 0; i < a->ndevs; i++) {

@@ -261,6 +261,7 @@ int rf_same_file(struct rf_array *a, int i, int fd);
  * start and end), and what the sync thread tells it. */
 int rf_mgmt_start(struct rf_array *a);
 void rf_mgmt_stop(struct rf_array *a);
+void rf_mgmt_free(struct rf_array *a);
 void rf_mgmt_kick(struct rf_array *a);
 /* The RECOVER walk ended: completed, or stopped at pos (member sectors). */
 void rf_recovery_ended(struct rf_array *a, bool completed, uint64_t pos);

@@ -289,7 +289,6 @@ void rf_recovery_ended(struct rf_array *a, bool completed, uint64_t pos)
 	struct end_job j = { a, completed, pos };
 
 	rf_array_quiesced(a, end_rebuild, &j);
-	rf_mgmt_kick(a);
 }
 
 /* ---- the management thread ---- */
@@ -399,6 +398,8 @@ int rf_mgmt_start(struct rf_array *a)
 	return ret;
 }
 
+/* The thread ends; the struct stays until rf_mgmt_free() (the sync
+ * thread may still kick it while it stops). */
 void rf_mgmt_stop(struct rf_array *a)
 {
 	struct rf_mgmt *m = a->mgmt;
@@ -406,10 +407,23 @@ void rf_mgmt_stop(struct rf_array *a)
 	if (!m)
 		return;
 	pthread_mutex_lock(&m->lock);
+	if (m->stop) {
+		pthread_mutex_unlock(&m->lock);
+		return;
+	}
 	m->stop = true;
 	pthread_cond_signal(&m->cond);
 	pthread_mutex_unlock(&m->lock);
 	pthread_join(m->thread, NULL);
+}
+
+void rf_mgmt_free(struct rf_array *a)
+{
+	struct rf_mgmt *m = a->mgmt;
+
+	if (!m)
+		return;
+	rf_mgmt_stop(a);
 	a->mgmt = NULL;
 	pthread_cond_destroy(&m->cond);
 	pthread_mutex_destroy(&m->lock);

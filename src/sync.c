@@ -711,6 +711,8 @@ static void *sync_main(void *arg)
 	s->nmarks = 0;
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
+	/* A spare may wait for a failed slot (or a rebuild for its turn). */
+	rf_mgmt_kick(a);
 	return NULL;
 }
 

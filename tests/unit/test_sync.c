@@ -586,8 +586,9 @@ static void race_one(const struct spec *sp, int gtc)
 	for (i = 0; i < NWRITERS; i++) {
 		assert_int_equal(pthread_join(t[i], NULL), 0);
 		/* A region holds writes for its own IO only: nothing like
-		 * the stalls of a lost wake-up. */
-		if (w[i].slowest > 0.25)
+		 * the stall of a lost wake-up (which lasts until the walk
+		 * ends).  Generous: a loaded machine stretches regions. */
+		if (w[i].slowest > 2.0)
 			fail_msg("%s: a write took %.3f s during the repair", sp->what, w[i].slowest);
 	}
 	rf_sync_get(a, &st);
