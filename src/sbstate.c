@@ -222,12 +222,12 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 	s->a = a;
 	s->n = a->nmembers;
 	atomic_init(&s->delay_ms, RF_SAFE_MODE_MS);
-	for (i = 0; i < s->n; i++) {
+	for (i = 0; i < a->ndevs; i++) {
 		struct rf_sbs_member *m = &s->m[i];
 
-		if (!(a->present & (1ull << i)))
+		if (i < s->n && !(a->present & (1ull << i)))
 			continue;
-		if (a->iom[i].layer) {
+		if (i < s->n && a->iom[i].layer) {
 			rf_ovl_sb_io(a->iom[i].layer, &m->io);
 			r = 0;
 		} else {
@@ -245,13 +245,39 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 			return r;
 		}
 		m->has = true;
-		if (fresh < 0 || m->sb.events > s->m[fresh].sb.events)
+		if (i < s->n && (fresh < 0 || m->sb.events > s->m[fresh].sb.events))
 			fresh = i;
 	}
 	if (fresh < 0) {
 		free(s->m);
 		free(s);
 		return 0;
+	}
+	for (i = s->n; i < a->ndevs; i++) {
+		char u1[40], u2[40];
+
+		if (s->m[i].has && memcmp(s->m[i].sb.uuid, s->m[fresh].sb.uuid, 16)) {
+			snprintf(err, errlen, "spare %s belongs to another md array (uuid %s, this one %s); clear its "
+				 "superblock first if that array is not needed", a->members[i].path,
+				 rf_sb_uuid_str(&s->m[i].sb, u1), rf_sb_uuid_str(&s->m[fresh].sb, u2));
+			free(s->m);
+			free(s);
+			return -EEXIST;
+		}
+	}
+	/* A rebuild that was under way resumes: below recovery_offset the
+	 * device holds its slot's data. */
+	for (i = 0; i < s->n; i++) {
+		struct rf_sb *sb = &s->m[i].sb;
+
+		if (!s->m[i].has || !(sb->feature_map & RF_SB_FEAT_RECOVERY))
+			continue;
+		if (!atomic_load(&a->recovering) || sb->recovery_offset < atomic_load(&a->recovery_cp))
+			atomic_store(&a->recovery_cp, a->geom.level == 10 ? 0 : sb->recovery_offset);
+		atomic_fetch_or(&a->recovering, 1ull << i);
+		a->members[i].flags = RF_DEV_SPARE;
+		rf_info("%s: %s in slot %d was being rebuilt: resuming at sector %llu", a->name, a->members[i].path,
+			i, (unsigned long long)atomic_load(&a->recovery_cp));
 	}
 	s->events = s->m[fresh].sb.events;
 	s->resync_offset = s->m[fresh].sb.resync_offset;
@@ -360,6 +386,11 @@ int rf_sbstate_add_spare(struct rf_sbstate *s, int dev, char *err, size_t errlen
 	/* The others learn of it; the spare takes the events they get. */
 	m->has = true;
 	return write_change(s, CH_DEVICES, &c, -1, NULL);
+}
+
+bool rf_sbstate_has(struct rf_sbstate *s, int dev)
+{
+	return s && s->m[dev].has;
 }
 
 void rf_sbstate_forget(struct rf_sbstate *s, int dev)
