@@ -339,7 +339,9 @@ static void queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w)
 
 	/* No write starts while the superblocks say clean. */
 	ret = r->op == RF_REQ_WRITE ? rf_sbstate_write_start(a->sbstate) : 0;
-	if (!ret && rf_failed_now(a))
+	/* Past what the level tolerates nothing is written; reads go on
+	 * where the data is still whole (the level fails the others). */
+	if (!ret && r->op != RF_REQ_READ && rf_failed_now(a))
 		ret = -EIO;
 	else if (!ret && r->op == RF_REQ_FLUSH) {
 		ret = 0;
