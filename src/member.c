@@ -628,9 +628,10 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 	m->align = 4096;
 	pthread_mutex_lock(&a->reconf_lock);
 	other = rf_same_file(a, a->ndevs, m->fd);
+	if (other >= 0)
+		snprintf(err, errlen, "%s: already in the array (as %s)", path, a->members[other].path);
 	pthread_mutex_unlock(&a->reconf_lock);
 	if (other >= 0) {
-		snprintf(err, errlen, "%s: already in the array (as %s)", path, a->members[other].path);
 		ret = -EEXIST;
 		goto fail;
 	}
@@ -655,7 +656,9 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 		goto fail;
 	}
 	if (a->sbstate) {
+		pthread_mutex_lock(&a->reconf_lock);
 		ret = check_foreign_sb(a, m->fd, path, err, errlen);
+		pthread_mutex_unlock(&a->reconf_lock);
 		if (ret)
 			goto fail;
 	}
