@@ -20,7 +20,10 @@
 #    size, recovery_start), md/rdN -> dev-NAME links, write-only
 #    md/new_dev; "faulty" written to a member's state while fio verifies
 #    degrades the array (mdstat [UU_U]) and every block still verifies;
-#    raidfuse ctl fail/add reach the same files.
+#    a spare added with raidfuse ctl add appears as dev-spare.img, takes
+#    the slot (rd2 -> dev-spare.img) and is rebuilt; after remove, the
+#    failed device's files answer ENOENT, even through an open descriptor;
+#    raidfuse ctl fail reaches the same files.
 . "$(dirname "$0")/lib.sh"
 requires fuse fio
 
@@ -288,11 +291,8 @@ expect_fail bash -c 'echo in-sync >"$1"' bash "$MNT/md/dev-d0.img/state"
 [[ $OUT == *"Invalid argument"* ]] || fail "a bad state word: expected EINVAL, got: $OUT"
 grep -qF "md/dev-d0.img/state: refused 'in-sync'" "$(daemon_log_file "$MNT")" || fail "no log line for the bad state word"
 check '[ "$(dev d0.img state)" = in_sync ]' "a refused word changes nothing"
-# new_dev reaches the engine (whether it takes the file is the engine's)
-"$RAIDFUSE" ctl "$MNT" add "$D/nosuch.img" >/dev/null 2>&1 && fail "ctl add of a file that does not exist succeeded"
-truncate -s 32M "$D/spare.img"
-"$RAIDFUSE" ctl "$MNT" add "$D/spare.img" >"$WORK/add.out" 2>&1 || true
-grep -qF "md/new_dev" "$(daemon_log_file "$MNT")" || fail "ctl add did not reach md/new_dev: $(cat "$WORK/add.out")"
+expect_fail "$RAIDFUSE" ctl "$MNT" add "$D/nosuch.img"
+[[ $OUT == *"nosuch.img"* ]] || fail "ctl add of a file that does not exist: $OUT"
 
 log "faulty under fio verify: degraded, every block verifies"
 # paced so the write phase lasts about 3 s: the member fails in the middle
@@ -309,22 +309,36 @@ grep -q " d2.img\[2\](F)" "$MNT/mdstat" || fail "mdstat does not mark d2.img (F)
 check '[ "$(dev d1.img state)" = in_sync ]' "the others stay in sync"
 fio_verify --verify_only "$IMG" --rw=randwrite --bs=4k --iodepth=16 --size=48M --name=fw
 
+# The device set changes under the mount: a spare added with ctl add
+# gets its dev-NAME/ at once, takes the failed slot and is rebuilt; rd2
+# then names it, and the failed device has no slot.
+truncate -s 32M "$D/spare.img"
+"$RAIDFUSE" ctl "$MNT" add "$D/spare.img" || fail "ctl add spare.img failed"
+check '[ -d "$MNT/md/dev-spare.img" ]' "dev-spare.img appears when the spare is added"
+for ((i = 0; i < 300; i++)); do
+	[ "$(val degraded)" = 0 ] && [ "$(val sync_action)" = idle ] && break
+	sleep 0.1
+done
+check '[ "$(val degraded)" = 0 ]' "the spare rebuilt the failed slot within 30 s"
+check '[ "$(dev spare.img state)" = in_sync ]' "dev-spare.img/state after the rebuild"
+check '[ "$(dev spare.img slot)" = 2 ]' "the spare serves slot 2"
+check '[ "$(readlink "$MNT/md/rd2")" = dev-spare.img ]' "rd2 names the device now in slot 2"
+check '[ "$(dev d2.img state)" = faulty ]' "the failed device stays, faulty"
+check '[ "$(dev d2.img slot)" = none ]' "the failed device has no slot"
+grep -qF " [4/4] [UUUU]" "$MNT/mdstat" || fail "mdstat after the rebuild: $(cat "$MNT/mdstat")"
+fio_verify --verify_only "$IMG" --rw=randwrite --bs=4k --iodepth=16 --size=48M --name=fw
+
 # A removed device's files answer ENOENT, also through a descriptor opened
-# before (never another device's state).  Where the engine does not take
-# "remove" yet, only that it says so.
+# before (never another device's state).
 exec 3<"$MNT/md/dev-d2.img/state"
-if echo remove >"$MNT/md/dev-d2.img/state" 2>"$WORK/remove.err"; then
-	check '[ ! -e "$MNT/md/dev-d2.img" ]' "dev-d2.img is gone after remove"
-	check '[ ! -L "$MNT/md/rd2" ]' "rd2 is gone with the device"
-	expect_fail cat <&3
-	[[ $OUT == *"No such file or directory"* ]] || fail "reading a removed device's state: $OUT"
-	check '[ "$(dev d1.img state)" = in_sync ]' "the others are still there"
-	grep -q "d2.img" "$MNT/mdstat" && fail "mdstat still lists d2.img: $(cat "$MNT/mdstat")"
-else
-	grep -q "not supported" "$WORK/remove.err" || fail "remove of a faulty device: $(cat "$WORK/remove.err")"
-	log "remove not taken by the engine yet: the ENOENT checks skipped"
-fi
+echo remove >"$MNT/md/dev-d2.img/state" || fail "echo remove > dev-d2.img/state failed"
+check '[ ! -e "$MNT/md/dev-d2.img" ]' "dev-d2.img is gone after remove"
+[[ " $(ls "$MNT/md" | tr '\n' ' ') " == *" dev-d2.img "* ]] && fail "md/ still lists dev-d2.img"
+expect_fail cat <&3
+[[ $OUT == *"No such file or directory"* ]] || fail "reading a removed device's state: $OUT"
 exec 3<&-
+check '[ "$(dev spare.img state)" = in_sync ]' "the others are still there"
+grep -q "d2.img" "$MNT/mdstat" && fail "mdstat still lists d2.img: $(cat "$MNT/mdstat")"
 stop_array "$MNT"
 
 log "raidfuse ctl fail NAME (raid6)"
@@ -334,6 +348,11 @@ start_array "$D/r6.conf" "$MNT"
 "$RAIDFUSE" ctl "$MNT" fail s61.img || fail "ctl fail s61.img failed"
 check '[ "$(cat "$MNT/md/dev-s61.img/state")" = faulty ]' "ctl fail wrote faulty"
 grep -q " \[5/4\] \[U_UUU\]$" "$MNT/mdstat" || fail "mdstat: $(cat "$MNT/mdstat")"
+"$RAIDFUSE" ctl "$MNT" remove s61.img || fail "ctl remove s61.img failed"
+check '[ ! -e "$MNT/md/dev-s61.img" ]' "ctl remove took the failed device out"
+grep -q " \[5/4\] \[U_UUU\]$" "$MNT/mdstat" || fail "mdstat after remove: $(cat "$MNT/mdstat")"
+expect_fail "$RAIDFUSE" ctl "$MNT" remove s62.img
+[[ $OUT == *"busy"* ]] || fail "ctl remove of an active member: $OUT"
 expect_fail "$RAIDFUSE" ctl "$MNT" fail nosuch.img
 [ $RC = 1 ] || fail "ctl fail of no device: exit $RC"
 expect_fail "$RAIDFUSE" ctl "$MNT" fail a/b
