@@ -11,7 +11,9 @@
  *    superblocks change to clean; release lets the held ones go, and the
  *    first of them marks dirty again.  Shutdown marks clean the same way
  *    once the engine has drained everything.
- *  - record a failure: the timer thread, woken by rf_sbstate_kick(), sets
+ *  - record a failure: the timer thread, woken by rf_sbstate_kick(), or
+ *    the next write request, which waits for it (md holds writes until a
+ *    failure is on disk), sets
  *    the failed member's slot to faulty (0xfffe) in the others.
  * Each change raises the array's events by one and writes the same count
  * to every member, as md does.  A member whose superblock cannot be
@@ -111,10 +113,20 @@ static int write_all(struct rf_sbstate *s, enum change what, int faulty_slot)
 	return write_change(s, what, &c, -1, NULL);
 }
 
+static void record_failed_locked(struct rf_sbstate *s);
+
 int rf_sbstate_write_start_slow(struct rf_sbstate *s)
 {
 	int r = 0, v;
 
+	/* md: no write goes on while a failed member is not yet recorded as
+	 * faulty (else after a crash the next assemble could take its stale
+	 * data for the array's). */
+	if (atomic_load(&s->unrecorded)) {
+		pthread_mutex_lock(&s->lock);
+		record_failed_locked(s);
+		pthread_mutex_unlock(&s->lock);
+	}
 	for (;;) {
 		v = atomic_load(&s->mode);
 		if (v == RF_SBS_DIRTY)
@@ -152,12 +164,12 @@ static int clean_drained(void *arg)
 	return 0;
 }
 
-/* Record members that failed since the last time. */
-static void record_failed(struct rf_sbstate *s)
+/* s->lock held: record members that failed since the last time. */
+static void record_failed_locked(struct rf_sbstate *s)
 {
 	uint64_t f;
 
-	pthread_mutex_lock(&s->lock);
+	atomic_store(&s->unrecorded, false);
 	f = rf_faulty(s->a) & s->a->present & ~s->recorded;
 	while (f) {
 		int i = __builtin_ctzll(f);
@@ -167,6 +179,12 @@ static void record_failed(struct rf_sbstate *s)
 		if (s->m[i].has)
 			write_all(s, CH_FAULTY, (int)s->m[i].sb.dev_number);
 	}
+}
+
+static void record_failed(struct rf_sbstate *s)
+{
+	pthread_mutex_lock(&s->lock);
+	record_failed_locked(s);
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -321,6 +339,7 @@ void rf_sbstate_kick(struct rf_sbstate *s)
 {
 	if (!s)
 		return;
+	atomic_store(&s->unrecorded, true);
 	pthread_mutex_lock(&s->tlock);
 	s->kicked = true;
 	pthread_cond_signal(&s->tcond);

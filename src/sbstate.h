@@ -43,6 +43,7 @@ struct rf_sbs_member {
 
 struct rf_sbstate {
 	atomic_int mode;                /* enum rf_sbs_mode; CLEAN/DIRTY change under lock */
+	atomic_bool unrecorded;         /* a member failed and is not recorded yet */
 	struct rf_array *a;
 	atomic_uint delay_ms;           /* the timer period: idle time before clean (tests
 					 * change it, then kick) */
@@ -107,7 +108,8 @@ static inline int rf_sbstate_write_start(struct rf_sbstate *s)
 {
 	/* Pairs with the release store in rf_sbstate_write_start_slow(): a
 	 * writer that sees DIRTY sees the superblocks on disk. */
-	if (!s || atomic_load_explicit(&s->mode, memory_order_acquire) == RF_SBS_DIRTY)
+	if (!s || (atomic_load_explicit(&s->mode, memory_order_acquire) == RF_SBS_DIRTY &&
+		   !atomic_load_explicit(&s->unrecorded, memory_order_relaxed)))
 		return 0;
 	return rf_sbstate_write_start_slow(s);
 }
