@@ -76,7 +76,8 @@ static const char usage_text[] =
 	"            to VALUE, as `cat`/`echo VALUE >` on MOUNTPOINT/md/ATTR do;\n"
 	"            md's names and units: stripe_cache_size (entries), group_thread_cnt,\n"
 	"            worker_groups, rmw_level (0-2), array_state (suspended/active),\n"
-	"            dev-NAME/state, ...\n"
+	"            dev-NAME/state, dev-NAME/fault (fault injection, e.g.\n"
+	"            \"error=EIO rate=0.5 ops=write\" or \"off\"), ...\n"
 	"    add FILE     add FILE as a spare (writes its path to md/new_dev)\n"
 	"    fail NAME    mark device NAME (a member file's base name) faulty\n"
 	"    remove NAME  take faulty or spare device NAME out of the array\n";

@@ -396,7 +396,7 @@ static void test_write_waits_for_record(void **state)
 	rf_member_fail(a, 2, -EIO, "test", 0);
 	read_sb(0, &sb);
 	assert_int_equal(sb.dev_roles[2], 2);
-	assert_int_equal(io(a, RF_REQ_WRITE, 0, 4096, buf), 0);
+	assert_int_equal(array_io(a, RF_REQ_WRITE, 0, 4096, buf), 0);
 	assert_int_equal(atomic_load(&a->sbstate->nr_faulty), 1);
 	read_sb(0, &sb);
 	assert_int_equal(sb.dev_roles[2], RF_SB_ROLE_FAULTY);
