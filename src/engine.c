@@ -988,6 +988,7 @@ static void array_free(struct rf_array *a)
 			close(a->members[i].fd);
 		if (a->members[i].fd_direct >= 0)
 			close(a->members[i].fd_direct);
+		rf_fault_free(a->members[i].fault);
 		free(a->members[i].path);
 	}
 	free(a->name);
@@ -1131,7 +1132,12 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		m->data_offset = cfg->data_offset;
 		m->flags = RF_DEV_SPARE;
 		m->path = strdup(cfg->spares[i]);
+		m->fault = rf_fault_new();
 		a->ndevs++;
+		if (!m->fault) {
+			ret = -ENOMEM;
+			goto fail;
+		}
 		ret = m->path ? open_member(a, a->ndevs - 1, cfg->spares[i], err, errlen) : -ENOMEM;
 		if (ret)
 			goto fail;

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "raidfuse/fault.h"
 #include "raidfuse/log.h"
 #include "raidfuse/super.h"
 #include "raidfuse/sync.h"
@@ -120,6 +121,17 @@ int rf_array_dev_find(struct rf_array *a, const char *name)
 }
 
 /* ---- table edits: reconf_lock, everything drained, sbstate locked ---- */
+/* Close what device m holds. */
+static void dev_close(struct rf_member *m)
+{
+	if (m->fd >= 0)
+		close(m->fd);
+	if (m->fd_direct >= 0)
+		close(m->fd_direct);
+	rf_fault_free(m->fault);
+	free(m->path);
+}
+
 
 static void dev_swap(struct rf_array *a, int i, int j)
 {
@@ -134,13 +146,7 @@ static void dev_swap(struct rf_array *a, int i, int j)
 /* Close device i (not a slot) and close the gap with the last one. */
 static void dev_drop(struct rf_array *a, int i)
 {
-	struct rf_member *m = &a->members[i];
-
-	if (m->fd >= 0)
-		close(m->fd);
-	if (m->fd_direct >= 0)
-		close(m->fd_direct);
-	free(m->path);
+	dev_close(&a->members[i]);
 	if (a->sbstate)
 		rf_sbstate_forget(a->sbstate, i);
 	if (i != a->ndevs - 1)
@@ -154,7 +160,9 @@ static void slot_io(struct rf_array *a, int k)
 	a->iom[k].fd = a->members[k].fd;
 	a->iom[k].fd_direct = a->members[k].fd_direct;
 	a->iom[k].align = a->members[k].align;
+	a->iom[k].fault = a->members[k].fault;
 }
+
 
 static void update_write_mostly(struct rf_array *a)
 {
@@ -190,11 +198,7 @@ static int slot_vacate(struct rf_array *a, int k, bool keep)
 		if (a->sbstate)
 			rf_sbstate_swap(a->sbstate, k, e);
 	} else {
-		if (m->fd >= 0)
-			close(m->fd);
-		if (m->fd_direct >= 0)
-			close(m->fd_direct);
-		free(m->path);
+		dev_close(m);
 	}
 	if (a->sbstate)
 		rf_sbstate_forget(a->sbstate, k);
@@ -668,6 +672,11 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 		goto fail;
 	}
 	m->fd_direct = open(path, (mode & ~O_EXCL) | O_DIRECT | O_CLOEXEC);
+	m->fault = rf_fault_new();
+	if (!m->fault) {
+		ret = -ENOMEM;
+		goto fail;
+	}
 	ret = rf_array_quiesced_all(a, add_dev, &j);
 	if (ret)
 		goto fail;
@@ -675,9 +684,6 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 	rf_mgmt_kick(a);
 	return 0;
 fail:
-	free(m->path);
-	if (m->fd_direct >= 0)
-		close(m->fd_direct);
-	close(m->fd);
+	dev_close(m);
 	return ret;
 }

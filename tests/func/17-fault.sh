@@ -151,10 +151,10 @@ done
 check '[ "$(dev sps.img slot)" = 1 ]' "the spare took slot 1"
 check '[ "$(dev sp1.img state)" = faulty ]' "sp1.img failed by its injected errors"
 # sp1.img's fault is still armed: the spare in its old slot must not meet it
-known_bug "a spare in the slot of a device with an armed fault meets that fault (engine: iom[slot].fault not set when a spare takes the slot)" \
-	bash -c '[ "$(cat "$1/md/dev-sps.img/state")" = in_sync ]' bash "$MNT"
-known_bug "a spare has no fault state to arm (engine: rf_fault_new() for spares)" \
-	bash -c 'echo "error=EIO" >"$1/md/dev-sps.img/fault"' bash "$MNT"
+check '[ "$(dev sps.img state)" = in_sync ]' "the spare in the failed device's slot does not meet its fault"
+echo "error=EIO ops=read" >"$MNT/md/dev-sps.img/fault" || fail "a spare's fault file takes a spec"
+check '[[ "$(dev sps.img fault | head -n 1)" == *error=EIO* ]]' "the spare's fault reads back"
+echo off >"$MNT/md/dev-sps.img/fault"
 stop_array "$MNT"
 
 # --- 4. delay, off, refusals ---------------------------------------------------------
