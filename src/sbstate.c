@@ -32,6 +32,7 @@
 #include <time.h>
 
 #include "engine.h"
+#include "raidfuse/bitmap.h"
 #include "raidfuse/overlay.h"
 #include "sbstate.h"
 
@@ -52,6 +53,9 @@ static int write_all(struct rf_sbstate *s, enum change what, int faulty_slot)
 	char err[1024];
 	int i, r, nwritten = 0;
 
+	/* md writes the bitmap's events first: one older than its
+	 * superblocks is stale. */
+	rf_bitmap_set_events(a->bitmap, c.events);
 	for (i = 0; i < s->n; i++) {
 		struct rf_sbs_member *m = &s->m[i];
 

@@ -38,6 +38,7 @@ struct rf_req {
 	struct rf_piece *pieces;        /* rf_req_alloc()'s array */
 	atomic_int npieces;             /* used entries of pieces[] */
 	int maxpieces;
+	bool bitmap_counted;            /* a write counted in the bitmap until it ends */
 };
 
 struct rf_member {

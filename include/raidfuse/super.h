@@ -141,7 +141,13 @@ struct rf_sb_new {
 	uint64_t data_offset;           /* sectors, >= 16 */
 	bool clean;                     /* --assume-clean: no resync due */
 	uint64_t ctime;
+	uint32_t bitmap_sectors;        /* an internal bitmap of this many sectors 8 sectors
+					 * after the superblock (bitmap.h writes it); 0: none */
 };
+
+/* The room (sectors) mdadm 4.2 keeps after a 1.1/1.2 superblock for a
+ * bitmap on members using `size` sectors (super1.c choose_bm_space). */
+uint64_t rf_sb_bitmap_room(uint64_t size);
 
 /* The data_offset (sectors) mdadm 4.2 gives a 1.2 array whose first member
  * has member_sectors, for a chunk of chunk_sectors (0: raid1). */
