@@ -933,6 +933,23 @@ int rf_bitmap_next_dirty(struct rf_bitmap *bm, uint64_t from, uint64_t *lo, uint
 	return 0;
 }
 
+void rf_bitmap_pages(struct rf_bitmap *bm, uint32_t *chunk_bytes, uint64_t *pages, uint64_t *used)
+{
+	uint64_t c;
+
+	*chunk_bytes = 0;
+	*pages = *used = 0;
+	if (!bm)
+		return;
+	*chunk_bytes = bm->sb.chunk_bytes;      /* fixed once loaded */
+	*pages = (bm->nchunks + 2047) / 2048;
+	for (c = 0; c < bm->nchunks; c++)
+		if (atomic_load_explicit(&bm->ctr[c], memory_order_relaxed) & (F_DISK | F_NEED)) {
+			++*used;
+			c |= 2047;      /* on to the next page */
+		}
+}
+
 void rf_bitmap_get(struct rf_bitmap *bm, struct rf_bitmap_status *st)
 {
 	uint64_t c;

@@ -1553,6 +1553,7 @@ void rf_array_get_info(struct rf_array *a, struct rf_array_info *out)
 	out->failed = f && a->ops->failed(a, f);
 	out->writes_in_flight = atomic_load(&a->inflight[1]) > 0;
 	out->sb_dirty = a->sbstate && atomic_load(&a->sbstate->mode) != RF_SBS_CLEAN;
+	rf_bitmap_pages(a->bitmap, &out->bitmap_chunk, &out->bitmap_pages, &out->bitmap_pages_used);
 	/* The shape is stable while reconf_lock is held. */
 	pthread_mutex_lock(&a->reconf_lock);
 	out->stripe_cache_size = a->stripe_cache_size;

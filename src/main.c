@@ -278,6 +278,22 @@ static int cmd_create(int argc, char **argv)
 	return ret;
 }
 
+/* The size of the member's bitmap, which mdadm --examine counts in the
+ * unused space; a bitmap that cannot be read is left for assembly to
+ * report. */
+static void examine_bitmap_size(int fd, const char *path, struct rf_sb *sb)
+{
+	struct rf_bitmap_sb bsb;
+	struct rf_sb_io io;
+	uint8_t *bits;
+	char err[512];
+
+	if (!sb->bitmap || rf_sb_io_fd(&io, fd) || rf_bitmap_read(&io, path, sb, &bsb, &bits, err, sizeof(err)))
+		return;
+	sb->bitmap_sectors = rf_bitmap_disk_sectors(bsb.sync_size, bsb.chunk_bytes);
+	free(bits);
+}
+
 /* examine MEMBER...: each member's superblock as mdadm --examine prints it;
  * exit 1 if any member has none or a damaged one (the rest still print). */
 static int cmd_examine(int argc, char **argv)
@@ -306,6 +322,7 @@ static int cmd_examine(int argc, char **argv)
 			fprintf(stderr, "raidfuse: %s\n", err);
 			ret = 1;
 		} else {
+			examine_bitmap_size(fd, argv[i], sb);
 			rf_sb_examine(stdout, argv[i], sb);
 		}
 		close(fd);

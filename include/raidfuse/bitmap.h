@@ -177,6 +177,11 @@ int rf_bitmap_daemon_pass(struct rf_bitmap *bm);
 /* Period of the background pass in milliseconds (tests shorten it). */
 void rf_bitmap_set_period_ms(struct rf_bitmap *bm, unsigned ms);
 
+/* What md's mdstat line says: the chunk in bytes (0 for NULL: no
+ * bitmap), md's pages of 2048 in-memory counters, and those holding a
+ * chunk whose bit is set (md frees the others). */
+void rf_bitmap_pages(struct rf_bitmap *bm, uint32_t *chunk_bytes, uint64_t *pages, uint64_t *used);
+
 struct rf_bitmap_status {
 	uint32_t chunk_bytes;
 	uint64_t chunks;                /* bits */

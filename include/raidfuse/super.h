@@ -73,6 +73,8 @@ struct rf_sb {
 	uint32_t feature_map;           /* 1.x; 0.90 sets RF_SB_FEAT_BITMAP only */
 	bool bitmap;                    /* an internal write-intent bitmap */
 	int32_t bitmap_offset;          /* sectors from the superblock (1.x) */
+	uint32_t bitmap_sectors;        /* its size 4K-rounded, once someone read its header
+					 * (examine); 0: not known */
 	bool clean;
 	uint64_t ctime, utime;          /* seconds since the epoch */
 	uint32_t csum;                  /* as stored (it matched) */
