@@ -383,6 +383,11 @@ int rf_bitmap_read(const struct rf_sb_io *io, const char *path, const struct rf_
 		return r;
 	if (memcmp(bsb->uuid, sb->uuid, 16))
 		return bad(err, errlen, path, "uuid differs from the superblock's: another array's bitmap");
+	/* raid10's array sectors are the most a bitmap covers: at most
+	 * RF_MAX_MEMBERS members' worth. */
+	if (bsb->sync_size / RF_MAX_MEMBERS > sb->member_sectors)
+		return bad(err, errlen, path, "sync_size %llu sectors is more than the array can have",
+			   (unsigned long long)bsb->sync_size);
 	bytes = rf_bitmap_bytes(bsb->sync_size, bsb->chunk_bytes);
 	r = check_place(sb, path, bytes, err, errlen);
 	if (r)
@@ -571,7 +576,7 @@ int rf_bitmap_open(struct rf_array *a, struct rf_sbstate *s, struct rf_bitmap **
 	}
 	disk_bytes = rf_bitmap_bytes(bsb.sync_size, bsb.chunk_bytes);
 	memcpy(bm->img, bits, disk_bytes < bm->area ? disk_bytes : bm->area);
-	have_bits = rf_bitmap_bits(bsb.sync_size, bsb.chunk_bytes);
+	have_bits = (disk_bytes - RF_BITMAP_SB_BYTES) * 8;      /* what was read */
 	bm->sb = bsb;
 	bm->sb.sync_size = bm->sync_size;
 	if (bm->sb.events_cleared > bm->sb.events)

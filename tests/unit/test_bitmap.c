@@ -610,6 +610,22 @@ static void test_events_and_damage(void **state)
 	assert_non_null(strstr(err, "m"));
 	assert_non_null(strstr(err, ": bitmap: bad magic"));
 	rf_config_free(&cfg);
+	/* A sync_size no member could back is refused before anything is
+	 * read from it. */
+	for (i = 0; i < N; i++) {
+		uint8_t big[8] = { 0, 0, 0, 0, 0, 0, 0, 0x40 };
+
+		magic = 0x62;
+		fd = open(paths[i], O_RDWR);
+		assert_int_equal(pwrite(fd, &magic, 1, BM_AT), 1);
+		assert_int_equal(pwrite(fd, big, 8, BM_AT + 40), 8);
+		close(fd);
+	}
+	assert_int_equal(rf_assemble(p, N, NULL, false, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(rf_array_open(&cfg, &a, err, sizeof(err)), -EINVAL);
+	if (!strstr(err, ": bitmap: sync_size 4611686018427387904 sectors is more than"))
+		fail_msg("%s", err);
+	rf_config_free(&cfg);
 	free(buf);
 }
 
