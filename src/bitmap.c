@@ -410,6 +410,7 @@ int rf_bitmap_read(const struct rf_sb_io *io, const char *path, const struct rf_
 
 /* ------------------------------------------------------------ running */
 
+/* A device's copy of the bitmap, from the superblock keeper's table. */
 struct bm_member {
 	bool has;
 	struct rf_sb_io io;
@@ -422,8 +423,9 @@ struct rf_bitmap {
 	uint64_t sync_size, nchunks;
 	uint32_t area;                  /* bytes written at most: header + bits, whole sectors */
 	_Atomic uint32_t *ctr;          /* [nchunks] */
-	int n;
-	struct bm_member *m;            /* [n], by role */
+	struct rf_sbstate *s;
+	int n;                          /* slots: devices [0, n) carry the bitmap */
+	struct bm_member *m;            /* [RF_MAX_DEVS], by device, as s->m; lock */
 	pthread_mutex_t lock;           /* the image, the header, bitmap writes */
 	uint8_t *img;                   /* lock: header + bits as on disk */
 	struct rf_bitmap_sb sb;         /* lock */
@@ -438,9 +440,10 @@ struct rf_bitmap {
 	pthread_t thread;
 };
 
+/* md's "degraded": a member missing or failed, or one being rebuilt. */
 static bool degraded(const struct rf_bitmap *bm)
 {
-	return rf_faulty(bm->a) != 0;
+	return rf_faulty_read(bm->a) != 0;
 }
 
 static void img_bit(struct rf_bitmap *bm, uint64_t c, bool set)
@@ -458,33 +461,63 @@ static bool img_test(const uint8_t *bits, uint64_t c)
 	return bits[RF_BITMAP_SB_BYTES + c / 8] & (1u << (c % 8));
 }
 
+static void write_dev(struct rf_bitmap *bm, int i, uint64_t lo, uint64_t hi, bool sync);
+
 /* bm->lock held: write bytes [lo, hi) of the image (widened to whole
  * sectors) to every in-sync member; a member that fails it is failed.
  * 0, or -EIO when the array failed. */
 static int bm_write(struct rf_bitmap *bm, uint64_t lo, uint64_t hi, bool sync)
 {
 	struct rf_array *a = bm->a;
-	int i, r;
+	int i;
 
 	lo &= ~(uint64_t)511;
 	hi = ROUND_UP(hi, 512);
 	if (hi > bm->area)
 		hi = bm->area;
-	for (i = 0; i < bm->n && lo < hi; i++) {
-		struct bm_member *m = &bm->m[i];
-
-		if (!m->has || (rf_faulty(a) & (1ull << i)))
-			continue;
-		r = m->io.pwrite(m->io.ctx, bm->img + lo, hi - lo, m->at + lo);
-		if (!r && sync)
-			r = m->io.fsync(m->io.ctx);
-		if (r) {
-			rf_err("member %d (%s): bitmap write at byte %llu: %s", i, a->members[i].path,
-			       (unsigned long long)(m->at + lo), strerror(-r));
-			rf_member_fail(a, i, r, "bitmap write", m->at + lo);
-		}
-	}
+	for (i = 0; i < bm->n && lo < hi; i++)
+		if (bm->m[i].has && !(rf_faulty(a) & (1ull << i)))
+			write_dev(bm, i, lo, hi, sync);
 	return rf_failed_now(a) ? -EIO : 0;
+}
+
+/* bm->lock held: bytes [lo, hi) of the image to slot device i; a failure
+ * fails it (rf_member_fail() names it). */
+static void write_dev(struct rf_bitmap *bm, int i, uint64_t lo, uint64_t hi, bool sync)
+{
+	struct bm_member *m = &bm->m[i];
+	int r = m->io.pwrite(m->io.ctx, bm->img + lo, hi - lo, m->at + lo);
+
+	if (!r && sync)
+		r = m->io.fsync(m->io.ctx);
+	if (r) {
+		rf_err("%s: slot %d: bitmap write at byte %llu: %s", bm->a->name, i,
+		       (unsigned long long)(m->at + lo), strerror(-r));
+		rf_member_fail(bm->a, i, r, "bitmap write", m->at + lo);
+	}
+}
+
+/* bm->lock held: take device dev's entry from the superblock keeper. */
+static void snap_dev(struct rf_bitmap *bm, int dev)
+{
+	struct rf_sbs_member *sm = &bm->s->m[dev];
+
+	bm->m[dev].has = sm->has && sm->sb.bitmap;
+	bm->m[dev].io = sm->io;
+	bm->m[dev].at = bm->m[dev].has ? rf_bitmap_offset_bytes(&sm->sb) : 0;
+}
+
+void rf_bitmap_dev_changed(struct rf_bitmap *bm, int dev)
+{
+	if (!bm || dev < 0 || dev >= RF_MAX_DEVS)
+		return;
+	pthread_mutex_lock(&bm->lock);
+	snap_dev(bm, dev);
+	/* md writes its bitmap to every device in a slot: a new one gets
+	 * all of it now. */
+	if (dev < bm->n && bm->m[dev].has && !(rf_faulty(bm->a) & (1ull << dev)))
+		write_dev(bm, dev, 0, bm->area, true);
+	pthread_mutex_unlock(&bm->lock);
 }
 
 static void bm_free(struct rf_bitmap *bm)
@@ -521,7 +554,7 @@ int rf_bitmap_open(struct rf_array *a, struct rf_sbstate *s, struct rf_bitmap **
 	if (!s)
 		return 0;
 	/* md reads it from an in-sync member: the freshest one. */
-	for (i = 0; i < s->n; i++)
+	for (i = 0; i < a->nmembers; i++)
 		if (s->m[i].has && !(rf_faulty(a) & (1ull << i)) && (!fm || s->m[i].sb.events > fm->sb.events)) {
 			fm = &s->m[i];
 			fi = i;
@@ -556,7 +589,7 @@ int rf_bitmap_open(struct rf_array *a, struct rf_sbstate *s, struct rf_bitmap **
 	bm->shift = (uint32_t)__builtin_ctz(bsb.chunk_bytes / 512);
 	bm->nchunks = rf_bitmap_bits(bm->sync_size, bsb.chunk_bytes);
 	bm->area = (uint32_t)ROUND_UP(rf_bitmap_bytes(bm->sync_size, bsb.chunk_bytes), 512);
-	for (i = 0; i < s->n; i++) {
+	for (i = 0; i < a->nmembers; i++) {
 		if (!s->m[i].has)
 			continue;
 		r = check_place(&s->m[i].sb, a->members[i].path, bm->area, err, errlen);
@@ -565,15 +598,13 @@ int rf_bitmap_open(struct rf_array *a, struct rf_sbstate *s, struct rf_bitmap **
 	}
 	bm->ctr = calloc(bm->nchunks, sizeof(*bm->ctr));
 	bm->img = calloc(1, ROUND_UP(bm->area, BM_BLOCK));
-	bm->m = calloc((size_t)s->n, sizeof(*bm->m));
+	bm->m = calloc(RF_MAX_DEVS, sizeof(*bm->m));
 	if (!bm->ctr || !bm->img || !bm->m)
 		goto nomem;
-	bm->n = s->n;
-	for (i = 0; i < s->n; i++) {
-		bm->m[i].has = s->m[i].has;
-		bm->m[i].io = s->m[i].io;
-		bm->m[i].at = s->m[i].has ? rf_bitmap_offset_bytes(&s->m[i].sb) : 0;
-	}
+	bm->s = s;
+	bm->n = a->nmembers;
+	for (i = 0; i < RF_MAX_DEVS; i++)
+		snap_dev(bm, i);
 	disk_bytes = rf_bitmap_bytes(bsb.sync_size, bsb.chunk_bytes);
 	memcpy(bm->img, bits, disk_bytes < bm->area ? disk_bytes : bm->area);
 	have_bits = (disk_bytes - RF_BITMAP_SB_BYTES) * 8;      /* what was read */
@@ -896,7 +927,8 @@ void rf_bitmap_range_synced(struct rf_bitmap *bm, uint64_t lo, uint64_t hi)
 {
 	uint64_t c;
 
-	if (!bm || degraded(bm))
+	/* A device being rebuilt does not count: what was rebuilt is on it. */
+	if (!bm || rf_faulty(bm->a))
 		return;
 	/* Whole chunks only: the first at or after lo, up to the last
 	 * that ends by hi. */
@@ -904,19 +936,35 @@ void rf_bitmap_range_synced(struct rf_bitmap *bm, uint64_t lo, uint64_t hi)
 		atomic_fetch_and(&bm->ctr[c], ~F_NEED);
 }
 
+/* The walk did [lo, hi): extend its run (or start one after a jump) and
+ * mark the whole chunks in it synced. */
+static void run_synced(struct rf_bitmap *bm, uint64_t lo, uint64_t hi)
+{
+	if (lo != bm->run_hi)
+		bm->run_lo = lo;
+	bm->run_hi = hi;
+	bm->walk_pos = hi;
+	rf_bitmap_range_synced(bm, bm->run_lo, hi);
+}
+
 void rf_bitmap_resync_done(struct rf_bitmap *bm, uint64_t lo, uint64_t hi)
 {
 	if (!bm)
 		return;
 	walk_at(bm, lo);
-	if (lo != bm->run_hi)
-		bm->run_lo = lo;
-	bm->run_hi = hi;
-	bm->walk_pos = hi;
 	atomic_fetch_add(&bm->covered, hi - lo);
-	rf_bitmap_range_synced(bm, bm->run_lo, hi);
+	run_synced(bm, lo, hi);
 	if (hi >= bm->sync_size)
 		walk_summary(bm);
+}
+
+void rf_bitmap_rebuilt(struct rf_bitmap *bm, uint64_t lo, uint64_t hi)
+{
+	if (!bm)
+		return;
+	if (lo < bm->walk_pos)
+		bm->run_lo = bm->run_hi = UINT64_MAX;   /* a new walk */
+	run_synced(bm, lo, hi);
 }
 
 int rf_bitmap_next_dirty(struct rf_bitmap *bm, uint64_t from, uint64_t *lo, uint64_t *hi)

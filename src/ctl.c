@@ -294,7 +294,7 @@ const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	ATTR_INT(group_thread_cnt, rf_array_set_group_thread_cnt, "0..64"),
 	ATTR_INT(worker_groups, rf_array_set_worker_groups, "1..64"),
 	{ .name = "sync_action", .mode = 0644, .show = show_sync_action, .store = store_sync_action,
-	  .takes = "check, repair, resync, idle or frozen", .present = has_redundancy },
+	  .takes = "check, repair, resync, recover, idle or frozen", .present = has_redundancy },
 	ATTR_RO(mismatch_cnt, .present = has_redundancy),
 	{ .name = "sync_speed_min", .mode = 0644, .show = show_sync_speed_min, .store = store_sync_speed_min,
 	  .takes = "KiB/s, or system", .present = has_redundancy },

@@ -450,6 +450,7 @@ void rf_member_fail(struct rf_array *a, int member, int err, const char *what, u
 		       a->members[member].path, what, (unsigned long long)off, strerror(-err),
 		       a->ops->failed(a, old | bit) ? "; array FAILED" : ", array degraded");
 		rf_sbstate_kick(a->sbstate);
+		rf_mgmt_kick(a);
 	}
 }
 
@@ -913,9 +914,7 @@ static int member_size(int fd, uint64_t *size)
 	return -EINVAL;
 }
 
-/* The member before i that is the same file as fd (hard link, symlink,
- * the same device twice), or -1. */
-static int same_as(struct rf_array *a, int i, int fd)
+int rf_same_file(struct rf_array *a, int i, int fd)
 {
 	struct stat st, o;
 	int j;
@@ -962,7 +961,7 @@ static int open_member(struct rf_array *a, int i, const char *path, char *err, s
 		snprintf(err, errlen, "member %d (%s): not a regular file or block device", i, path);
 		return ret;
 	}
-	j = same_as(a, i, m->fd);
+	j = rf_same_file(a, i, m->fd);
 	if (j >= 0) {
 		snprintf(err, errlen, "member %d (%s) and member %d (%s) are the same file: "
 			 "each member must be given once", j, a->members[j].path, i, path);
@@ -990,9 +989,10 @@ static void array_free(struct rf_array *a)
 
 	rf_sbstate_close(a->sbstate);
 	rf_bitmap_close(a->bitmap);
+	rf_mgmt_free(a);
 	for (i = 0; i < a->nmembers; i++)
 		rf_ovl_close(a->iom[i].layer);
-	for (i = 0; i < a->nmembers; i++) {
+	for (i = 0; i < a->ndevs; i++) {
 		if (a->members[i].fd >= 0)
 			close(a->members[i].fd);
 		if (a->members[i].fd_direct >= 0)
@@ -1032,9 +1032,11 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 
 	if (!a)
 		return -ENOMEM;
-	a->nmembers = cfg->nmembers;
-	for (i = 0; i < a->nmembers; i++)
+	a->nmembers = a->ndevs = cfg->nmembers;
+	for (i = 0; i < a->nmembers; i++) {
 		a->members[i].fd = a->members[i].fd_direct = -1;
+		a->members[i].prev_slot = -1;
+	}
 	a->name = strdup(cfg->name);
 	a->readonly = cfg->readonly;
 	a->overlay = cfg->overlay_dir != NULL;
@@ -1065,6 +1067,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		m->data_offset = cfg->data_offset;
 		if (!cfg->members[i]) {
 			m->path = strdup("missing");
+			m->flags = RF_DEV_MISSING | RF_DEV_FAULTY;
 			a->faulty |= 1ull << i;
 			nmissing++;
 			continue;
@@ -1074,6 +1077,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		if (ret)
 			goto fail;
 		a->present |= 1ull << i;
+		m->flags = RF_DEV_IN_SYNC;
 		if (m->size < m->data_offset + 2 * a->stripe_size) {
 			snprintf(err, errlen, "member %d (%s): %llu bytes is too small for data_offset %llu",
 				 i, m->path, (unsigned long long)m->size, (unsigned long long)m->data_offset);
@@ -1343,7 +1347,9 @@ int rf_array_start(struct rf_array *a)
 	ret = groups_start(a, a->groups, a->ngroups);
 	if (!ret)
 		ret = rf_sbstate_start(a->sbstate);
-	return ret ? ret : rf_bitmap_start(a->bitmap);
+	if (!ret)
+		ret = rf_bitmap_start(a->bitmap);
+	return ret ? ret : rf_mgmt_start(a);
 }
 
 void rf_array_close(struct rf_array *a)
@@ -1352,7 +1358,9 @@ void rf_array_close(struct rf_array *a)
 
 	if (!a)
 		return;
-	/* The sync thread finishes its region and leaves first. */
+	/* No spare takes a slot from now on; the sync thread finishes its
+	 * region and leaves. */
+	rf_mgmt_stop(a);
 	rf_sync_free(a);
 	/* The idle timer drains too: stop it first.  The state is marked
 	 * clean once nothing is in flight (array_free()). */
@@ -1459,16 +1467,26 @@ int rf_array_set_rmw_level(struct rf_array *a, int n)
 	return 0;
 }
 
-int rf_array_quiesced(struct rf_array *a, int (*fn)(void *arg), void *arg)
+static int quiesced(struct rf_array *a, unsigned bits, int (*fn)(void *arg), void *arg)
 {
 	int ret;
 
 	pthread_mutex_lock(&a->reconf_lock);
-	drain(a, RF_HOLD_WRITES);
+	drain(a, bits);
 	ret = fn(arg);
 	release(a, a->suspended ? RF_HOLD_WRITES : 0);
 	pthread_mutex_unlock(&a->reconf_lock);
 	return ret;
+}
+
+int rf_array_quiesced(struct rf_array *a, int (*fn)(void *arg), void *arg)
+{
+	return quiesced(a, RF_HOLD_WRITES, fn, arg);
+}
+
+int rf_array_quiesced_all(struct rf_array *a, int (*fn)(void *arg), void *arg)
+{
+	return quiesced(a, RF_HOLD_ALL, fn, arg);
 }
 
 int rf_array_suspend(struct rf_array *a)

@@ -36,50 +36,83 @@
 #include "raidfuse/overlay.h"
 #include "sbstate.h"
 
-enum change { CH_DIRTY, CH_CLEAN, CH_FAULTY };
+enum change { CH_DIRTY, CH_CLEAN, CH_FAULTY, CH_DEVICES };
 
-/* s->lock held.  Write one change to every in-sync member; a member that
- * fails it is failed.  Returns 0, or -EIO when the array failed. */
-static int write_all(struct rf_sbstate *s, enum change what, int faulty_slot)
+/* Whether device i is faulty: a slot's device by the array's mask, the
+ * others by their flags. */
+static bool dev_faulty(const struct rf_array *a, int i)
+{
+	if (i < a->nmembers)
+		return rf_faulty(a) & (1ull << i);
+	return a->members[i].flags & RF_DEV_FAULTY;
+}
+
+static void dev_fail(struct rf_array *a, int i, int err, uint64_t off)
+{
+	if (i < a->nmembers) {
+		rf_member_fail(a, i, err, "superblock write", off);
+		return;
+	}
+	rf_err("%s: %s: superblock write failed: %s; the device is faulty", a->name, a->members[i].path,
+	       strerror(-err));
+	a->members[i].flags |= RF_DEV_FAULTY;
+}
+
+/* s->lock held.  Write one change to every device that is not faulty
+ * (slots and spares, as md); a device that fails it is failed.  own, when
+ * not NULL, is device own_dev's part of the change (its recovery state).
+ * Returns 0, or -EIO when the array failed. */
+static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_change *c, int own_dev,
+			const struct rf_sb_change *own)
 {
 	struct rf_array *a = s->a;
-	struct rf_sb_change c = {
-		.clean = what == CH_CLEAN ||
-			 (what == CH_FAULTY && atomic_load(&s->mode) == RF_SBS_CLEAN),
-		.resync_offset = s->resync_offset,
-		.events = s->events + 1,
-		.faulty_slot = faulty_slot,
-	};
 	char err[1024];
 	int i, r, nwritten = 0;
 
+	c->clean = what == CH_CLEAN || (what != CH_DIRTY && atomic_load(&s->mode) == RF_SBS_CLEAN);
+	c->resync_offset = s->resync_offset;
+	c->events = s->events + 1;
 	/* md writes the bitmap's events first: one older than its
 	 * superblocks is stale. */
-	rf_bitmap_set_events(a->bitmap, c.events);
-	for (i = 0; i < s->n; i++) {
+	rf_bitmap_set_events(a->bitmap, c->events);
+	for (i = 0; i < a->ndevs && i < RF_MAX_DEVS; i++) {
 		struct rf_sbs_member *m = &s->m[i];
+		struct rf_sb_change mine;
 
-		if (!m->has || (rf_faulty(a) & (1ull << i)))
+		if (!m->has || dev_faulty(a, i))
 			continue;
-		r = rf_sb_update_io(&m->io, a->members[i].path, &m->sb, &c, err, sizeof(err));
+		mine = *c;
+		if (i == own_dev && own) {
+			mine.set_recovery = own->set_recovery;
+			mine.recovery_offset = own->recovery_offset;
+		}
+		r = rf_sb_update_io(&m->io, a->members[i].path, &m->sb, &mine, err, sizeof(err));
 		if (r) {
-			rf_err("member %d: %s", i, err);
-			rf_member_fail(a, i, r, "superblock write", m->sb.sb_offset * 512);
+			rf_err("device %d: %s", i, err);
+			dev_fail(a, i, r, m->sb.sb_offset * 512);
 			continue;
 		}
 		nwritten++;
 	}
-	s->events = c.events;
+	s->events = c->events;
 	if (what == CH_DIRTY)
 		atomic_fetch_add(&s->nr_dirty, 1);
 	else if (what == CH_CLEAN)
 		atomic_fetch_add(&s->nr_clean, 1);
-	else
+	else if (what == CH_FAULTY)
 		atomic_fetch_add(&s->nr_faulty, 1);
-	rf_dbg("%s: superblocks %s, events %llu (%d members)", a->name,
-	       what == CH_DIRTY ? "dirty" : what == CH_CLEAN ? "clean" : "record a failed member",
+	rf_dbg("%s: superblocks %s, events %llu (%d devices)", a->name,
+	       what == CH_DIRTY ? "dirty" : what == CH_CLEAN ? "clean" :
+	       what == CH_FAULTY ? "record a failed member" : "record a device change",
 	       (unsigned long long)s->events, nwritten);
 	return rf_failed_now(a) ? -EIO : 0;
+}
+
+static int write_all(struct rf_sbstate *s, enum change what, int faulty_slot)
+{
+	struct rf_sb_change c = { .faulty_slot = faulty_slot };
+
+	return write_change(s, what, &c, -1, NULL);
 }
 
 int rf_sbstate_write_start_slow(struct rf_sbstate *s)
@@ -185,7 +218,7 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 
 	*out = NULL;
 	s = calloc(1, sizeof(*s));
-	if (!s || !(s->m = calloc((size_t)a->nmembers, sizeof(*s->m)))) {
+	if (!s || !(s->m = calloc(RF_MAX_DEVS, sizeof(*s->m)))) {
 		free(s);
 		snprintf(err, errlen, "%s: out of memory for the superblock state", a->name);
 		return -ENOMEM;
@@ -270,6 +303,126 @@ void rf_sbstate_kick(struct rf_sbstate *s)
 	s->kicked = true;
 	pthread_cond_signal(&s->tcond);
 	pthread_mutex_unlock(&s->tlock);
+}
+
+/* ---- device changes (member.c), s->lock held through rf_sbstate_lock() ---- */
+
+void rf_sbstate_lock(struct rf_sbstate *s)
+{
+	if (s)
+		pthread_mutex_lock(&s->lock);
+}
+
+void rf_sbstate_unlock(struct rf_sbstate *s)
+{
+	if (s)
+		pthread_mutex_unlock(&s->lock);
+}
+
+/* A device number no device of the array holds in dev_roles. */
+static uint32_t free_dev_number(struct rf_sbstate *s)
+{
+	uint32_t n;
+	int i;
+
+	for (n = 0; n < RF_SB_MAX_DEV; n++) {
+		for (i = 0; i < s->a->ndevs; i++)
+			if (s->m[i].has && s->m[i].sb.dev_number == n)
+				break;
+		if (i == s->a->ndevs)
+			return n;
+	}
+	return RF_SB_MAX_DEV;
+}
+
+int rf_sbstate_add_spare(struct rf_sbstate *s, int dev, char *err, size_t errlen)
+{
+	struct rf_array *a = s->a;
+	struct rf_sbs_member *m = &s->m[dev], *model = NULL;
+	struct rf_sb_change c = { .faulty_slot = -1, .set_role = true, .role_value = RF_SB_ROLE_SPARE };
+	int i, r;
+
+	for (i = 0; i < a->nmembers; i++)
+		if (s->m[i].has && !dev_faulty(a, i) && (!model || s->m[i].sb.events > model->sb.events))
+			model = &s->m[i];
+	if (!model) {
+		snprintf(err, errlen, "%s: no member with a superblock to copy the array's from",
+			 a->members[dev].path);
+		return -EIO;
+	}
+	memset(m, 0, sizeof(*m));
+	r = rf_sb_io_fd(&m->io, a->members[dev].fd);
+	if (r) {
+		snprintf(err, errlen, "%s: %s", a->members[dev].path, strerror(-r));
+		return r;
+	}
+	c.role_slot = free_dev_number(s);
+	r = rf_sb_write_spare(&model->io, &model->sb, &m->io, a->members[dev].path, c.role_slot, &m->sb, err,
+			      errlen);
+	if (r)
+		return r;
+	/* The others learn of it; the spare takes the events they get. */
+	m->has = true;
+	return write_change(s, CH_DEVICES, &c, -1, NULL);
+}
+
+void rf_sbstate_forget(struct rf_sbstate *s, int dev)
+{
+	memset(&s->m[dev], 0, sizeof(s->m[dev]));
+	rf_bitmap_dev_changed(s->a->bitmap, dev);
+}
+
+void rf_sbstate_swap(struct rf_sbstate *s, int i, int j)
+{
+	struct rf_sbs_member t = s->m[i];
+
+	s->m[i] = s->m[j];
+	s->m[j] = t;
+	if (i < s->n)
+		s->recorded &= ~(1ull << i);
+	if (j < s->n)
+		s->recorded &= ~(1ull << j);
+	rf_bitmap_dev_changed(s->a->bitmap, i);
+	rf_bitmap_dev_changed(s->a->bitmap, j);
+}
+
+int rf_sbstate_set_slot(struct rf_sbstate *s, int dev, int slot, uint64_t recovery_offset)
+{
+	struct rf_sbs_member *m = &s->m[dev];
+	struct rf_sb_change c = { .faulty_slot = -1 }, own = { .faulty_slot = -1 };
+
+	if (!m->has)
+		return 0;
+	c.set_role = true;
+	c.role_slot = m->sb.dev_number;
+	c.role_value = slot < 0 ? RF_SB_ROLE_SPARE : (uint16_t)slot;
+	own.set_recovery = true;
+	own.recovery_offset = recovery_offset;
+	return write_change(s, CH_DEVICES, &c, dev, &own);
+}
+
+int rf_sbstate_mark_faulty(struct rf_sbstate *s, int dev)
+{
+	struct rf_sb_change c = { .faulty_slot = -1 };
+
+	if (!s->m[dev].has)
+		return 0;
+	c.set_role = true;
+	c.role_slot = s->m[dev].sb.dev_number;
+	c.role_value = RF_SB_ROLE_FAULTY;
+	return write_change(s, CH_FAULTY, &c, -1, NULL);
+}
+
+int rf_sbstate_set_recovery(struct rf_sbstate *s, int dev, uint64_t recovery_offset)
+{
+	struct rf_sbs_member *m = &s->m[dev];
+	struct rf_sb_change c = { .faulty_slot = -1 }, own = { .faulty_slot = -1 };
+
+	if (!m->has)
+		return 0;
+	own.set_recovery = true;
+	own.recovery_offset = recovery_offset;
+	return write_change(s, CH_DEVICES, &c, dev, &own);
 }
 
 void rf_sbstate_close(struct rf_sbstate *s)

@@ -21,7 +21,8 @@
  * in it; a background pass every daemon_sleep seconds clears the bit of
  * a chunk that was idle for a whole pass, unless the array is degraded
  * (then bits stay, so a member added back needs only those chunks) or
- * the chunk still needs a resync.
+ * the chunk still needs a resync.  Degraded means what md means: a
+ * member missing or failed, or one being rebuilt.
  */
 #ifndef RAIDFUSE_BITMAP_H
 #define RAIDFUSE_BITMAP_H
@@ -148,6 +149,12 @@ int rf_bitmap_write_start(struct rf_bitmap *bm, uint64_t off, uint64_t len);
  * while the array is degraded, leaves its chunks needing a resync. */
 void rf_bitmap_write_end(struct rf_bitmap *bm, uint64_t off, uint64_t len, int err);
 
+/* Device dev's entry in the superblock keeper's table changed (a spare
+ * took a slot, a device left): follow it, and give a device that now
+ * serves a slot the whole bitmap.  Called with the table locked
+ * (rf_sbstate_lock()), as sbstate.c's swap and forget are. */
+void rf_bitmap_dev_changed(struct rf_bitmap *bm, int dev);
+
 /* The superblocks are about to record events: the header on every
  * in-sync member says so first (md's order: a bitmap older than its
  * superblocks is stale).  No fsync: the superblock write's follows. */
@@ -163,6 +170,11 @@ void rf_bitmap_set_events(struct rf_bitmap *bm, uint64_t events);
  * degraded. */
 uint64_t rf_bitmap_resync_skip(struct rf_bitmap *bm, uint64_t pos, uint64_t total, uint64_t *n);
 void rf_bitmap_resync_done(struct rf_bitmap *bm, uint64_t lo, uint64_t hi);
+
+/* The rebuild walk's hook (sync.c, act RECOVER): [lo, hi) was rebuilt
+ * onto the device(s) being recovered; whole chunks of the walk's run need
+ * no resync any more (unless another member is missing). */
+void rf_bitmap_rebuilt(struct rf_bitmap *bm, uint64_t lo, uint64_t hi);
 
 /* For recovering a member added back: the first run of chunks at or
  * after sector from whose bits are set (written since the bits were last

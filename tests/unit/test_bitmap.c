@@ -193,15 +193,21 @@ static void test_range(void **state)
 static atomic_int nr_writes, nr_unmarked;
 static atomic_bool checking;
 
-static bool disk_bit(int member, uint64_t chunk)
+/* Bit `chunk` of the 1.2 bitmap on the member file at path. */
+static bool file_bit(const char *path, uint64_t chunk)
 {
 	uint8_t b = 0;
-	int fd = open(paths[member], O_RDONLY);
+	int fd = open(path, O_RDONLY);
 
 	assert_true(fd >= 0);
 	assert_int_equal(pread(fd, &b, 1, BM_AT + 256 + (off_t)(chunk / 8)), 1);
 	close(fd);
 	return b & (1u << (chunk % 8));
+}
+
+static bool disk_bit(int member, uint64_t chunk)
+{
+	return file_bit(paths[member], chunk);
 }
 
 /* A data write to member sector range [off, off + len): its chunks' bits
@@ -629,6 +635,75 @@ static void test_events_and_damage(void **state)
 	free(buf);
 }
 
+/* A member fails, writes go on degraded (their chunks need a resync),
+ * a spare takes the slot: it gets the whole bitmap, the rebuild clears
+ * what needed a resync, and idle passes clear the bits everywhere. */
+static void test_spare_rebuild(void **state)
+{
+	char *buf = aligned_alloc(4096, 65536), spare[600], err[1024];
+	uint64_t bm_sectors = BM_CHUNK / 512, c = 20 * CHUNK_SECTORS / bm_sectors;
+	struct rf_dev_info info;
+	struct rf_bitmap_sb bsb;
+	struct rf_sync_status ss;
+	struct rf_sb_io sio;
+	struct rf_array *a;
+	struct rf_sb sb;
+	uint8_t *bits;
+	int i, fd;
+
+	make_members(true);
+	a = open_array(N, 0);
+	rf_bitmap_daemon_pass(a->bitmap);
+	rf_bitmap_daemon_pass(a->bitmap);
+	assert_int_equal(status(a).dirty, 0);
+	assert_int_equal(rf_array_dev_set_state(a, "m2.img", "faulty"), 0);
+	memset(buf, 0x77, 65536);
+	assert_int_equal(testreq_io(a, RF_REQ_WRITE, row_off(20), 65536, buf), 0);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(rf_bitmap_daemon_pass(a->bitmap), 0);
+	assert_int_equal(status(a).needed, 1);
+	assert_true(disk_bit(0, c));
+
+	snprintf(spare, sizeof(spare), "%s/m4.img", dir);
+	fd = open(spare, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)(MEMBER_SECTORS * 512)), 0);
+	close(fd);
+	if (rf_array_add_spare(a, spare, err, sizeof(err)))
+		fail_msg("add spare: %s", err);
+	for (i = 0; i < 1000; i++) {
+		assert_int_equal(rf_array_dev_info(a, 2, &info), 0);
+		if (!strcmp(info.path, spare) && (info.flags & RF_DEV_IN_SYNC))
+			break;
+		usleep(10000);
+	}
+	assert_true(info.flags & RF_DEV_IN_SYNC);
+	rf_sync_wait(a);
+	/* The spare carries the array's bitmap, chunk c set as everywhere. */
+	fd = open(spare, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(rf_sb_read(fd, spare, &sb, err, sizeof(err)), 0);
+	assert_true(sb.bitmap);
+	assert_int_equal(rf_sb_io_fd(&sio, fd), 0);
+	if (rf_bitmap_read(&sio, spare, &sb, &bsb, &bits, err, sizeof(err)))
+		fail_msg("%s", err);
+	assert_true(bits[256 + c / 8] & (1u << (c % 8)));
+	free(bits);
+	close(fd);
+	/* Rebuilt: nothing needs a resync; two idle passes clear the bit. */
+	assert_int_equal(status(a).needed, 0);
+	rf_bitmap_daemon_pass(a->bitmap);
+	assert_int_equal(rf_bitmap_daemon_pass(a->bitmap), 1);
+	assert_false(file_bit(spare, c));
+	assert_false(disk_bit(0, c));
+	assert_int_equal(rf_sync_request(a, RF_SYNC_CHECK), 0);
+	rf_sync_wait(a);
+	rf_sync_get(a, &ss);
+	assert_int_equal(ss.mismatch_cnt, 0);
+	rf_array_close(a);
+	free(buf);
+}
+
 static int setup(void **state)
 {
 	return testdir_make(dir, sizeof(dir), "bitmap");
@@ -651,6 +726,7 @@ int main(void)
 		cmocka_unit_test(test_degraded_keeps),
 		cmocka_unit_test(test_resync_dirty_only),
 		cmocka_unit_test(test_events_and_damage),
+		cmocka_unit_test(test_spare_rebuild),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
