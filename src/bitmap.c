@@ -413,6 +413,7 @@ int rf_bitmap_read(const struct rf_sb_io *io, const char *path, const struct rf_
 /* A device's copy of the bitmap, from the superblock keeper's table. */
 struct bm_member {
 	bool has;
+	bool fresh;                     /* new in its slot: gets all of the bitmap first */
 	struct rf_sb_io io;
 	uint64_t at;                    /* byte offset of the bitmap */
 };
@@ -475,9 +476,18 @@ static int bm_write(struct rf_bitmap *bm, uint64_t lo, uint64_t hi, bool sync)
 	hi = ROUND_UP(hi, 512);
 	if (hi > bm->area)
 		hi = bm->area;
-	for (i = 0; i < bm->n && lo < hi; i++)
-		if (bm->m[i].has && !(rf_faulty(a) & (1ull << i)))
+	for (i = 0; i < bm->n && lo < hi; i++) {
+		if (!bm->m[i].has || (rf_faulty(a) & (1ull << i)))
+			continue;
+		if (bm->m[i].fresh) {
+			/* md writes its bitmap to every device in a slot:
+			 * a new one gets all of it. */
+			write_dev(bm, i, 0, bm->area, true);
+			bm->m[i].fresh = false;
+		} else {
 			write_dev(bm, i, lo, hi, sync);
+		}
+	}
 	return rf_failed_now(a) ? -EIO : 0;
 }
 
@@ -513,10 +523,10 @@ void rf_bitmap_dev_changed(struct rf_bitmap *bm, int dev)
 		return;
 	pthread_mutex_lock(&bm->lock);
 	snap_dev(bm, dev);
-	/* md writes its bitmap to every device in a slot: a new one gets
-	 * all of it now. */
-	if (dev < bm->n && bm->m[dev].has && !(rf_faulty(bm->a) & (1ull << dev)))
-		write_dev(bm, dev, 0, bm->area, true);
+	/* The slot's faulty bit may still be the old device's: the next
+	 * bitmap write (the superblocks' events follow at once) gives the
+	 * new one everything. */
+	bm->m[dev].fresh = dev < bm->n && bm->m[dev].has;
 	pthread_mutex_unlock(&bm->lock);
 }
 

@@ -227,9 +227,9 @@ static void note_write(struct rf_mio *m, uint64_t off, uint64_t len)
 }
 
 
-/* Members of a raid5 with a bitmap of BM_CHUNK chunks, as `create` makes
- * them: every bit set. */
-static void make_members(bool clean)
+/* Members of a raid5 with a bitmap of bm_chunk-byte chunks, as `create`
+ * makes them: every bit set. */
+static void make_members_chunk(bool clean, uint32_t bm_chunk)
 {
 	struct rf_sb_new n;
 	struct rf_bitmap_sb bsb;
@@ -249,7 +249,7 @@ static void make_members(bool clean)
 	n.size = (MEMBER_SECTORS - DATA_OFFSET) / CHUNK_SECTORS * CHUNK_SECTORS;
 	n.clean = clean;
 	n.ctime = 1700000000;
-	if (rf_bitmap_plan(&n, BM_CHUNK, &bsb, err, sizeof(err)))
+	if (rf_bitmap_plan(&n, bm_chunk, &bsb, err, sizeof(err)))
 		fail_msg("%s", err);
 	assert_int_equal(n.bitmap_sectors, 8);
 	for (i = 0; i < N; i++) {
@@ -266,6 +266,11 @@ static void make_members(bool clean)
 			fail_msg("%s", err);
 		close(fd);
 	}
+}
+
+static void make_members(bool clean)
+{
+	make_members_chunk(clean, BM_CHUNK);
 }
 
 static struct rf_array *open_array(int nmembers, int gtc)
@@ -641,7 +646,8 @@ static void test_events_and_damage(void **state)
 static void test_spare_rebuild(void **state)
 {
 	char *buf = aligned_alloc(4096, 65536), spare[600], err[1024];
-	uint64_t bm_sectors = BM_CHUNK / 512, c = 20 * CHUNK_SECTORS / bm_sectors;
+	/* 4 KiB chunks: chunk c = 3200 lies in the bitmap's second sector. */
+	uint64_t c = 200 * CHUNK_SECTORS / 8;
 	struct rf_dev_info info;
 	struct rf_bitmap_sb bsb;
 	struct rf_sync_status ss;
@@ -651,14 +657,14 @@ static void test_spare_rebuild(void **state)
 	uint8_t *bits;
 	int i, fd;
 
-	make_members(true);
+	make_members_chunk(true, 4096);
 	a = open_array(N, 0);
 	rf_bitmap_daemon_pass(a->bitmap);
 	rf_bitmap_daemon_pass(a->bitmap);
 	assert_int_equal(status(a).dirty, 0);
 	assert_int_equal(rf_array_dev_set_state(a, "m2.img", "faulty"), 0);
 	memset(buf, 0x77, 65536);
-	assert_int_equal(testreq_io(a, RF_REQ_WRITE, row_off(20), 65536, buf), 0);
+	assert_int_equal(testreq_io(a, RF_REQ_WRITE, row_off(200), 4096, buf), 0);
 	for (i = 0; i < 3; i++)
 		assert_int_equal(rf_bitmap_daemon_pass(a->bitmap), 0);
 	assert_int_equal(status(a).needed, 1);
@@ -688,6 +694,7 @@ static void test_spare_rebuild(void **state)
 	if (rf_bitmap_read(&sio, spare, &sb, &bsb, &bits, err, sizeof(err)))
 		fail_msg("%s", err);
 	assert_true(bits[256 + c / 8] & (1u << (c % 8)));
+	assert_true(256 + c / 8 >= 512);
 	free(bits);
 	close(fd);
 	/* Rebuilt: nothing needs a resync; two idle passes clear the bit. */
