@@ -349,7 +349,9 @@ static void queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w)
 		if (rf_bitmap_write_start(a->bitmap, r->off, r->len) && !ret)
 			ret = -EIO;
 	}
-	if (!ret && rf_failed_now(a))
+	/* Past what the level tolerates nothing is written; reads go on
+	 * where the data is still whole (the level fails the others). */
+	if (!ret && r->op != RF_REQ_READ && rf_failed_now(a))
 		ret = -EIO;
 	else if (!ret && r->op == RF_REQ_FLUSH) {
 		ret = 0;
@@ -1129,6 +1131,26 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 			 cfg->level, a->geom.max_degraded);
 		ret = -EINVAL;
 		goto fail;
+	}
+	for (i = 0; i < cfg->nspares; i++) {
+		struct rf_member *m = &a->members[a->ndevs];
+		uint64_t need = cfg->data_offset + a->geom.dev_sectors * 512;
+
+		m->fd = m->fd_direct = -1;
+		m->prev_slot = -1;
+		m->data_offset = cfg->data_offset;
+		m->flags = RF_DEV_SPARE;
+		m->path = strdup(cfg->spares[i]);
+		a->ndevs++;
+		ret = m->path ? open_member(a, a->ndevs - 1, cfg->spares[i], err, errlen) : -ENOMEM;
+		if (ret)
+			goto fail;
+		if (m->size < need) {
+			snprintf(err, errlen, "%s: spare %d (%s): %llu bytes is too small: the members use %llu",
+				 cfg->path, i, m->path, (unsigned long long)m->size, (unsigned long long)need);
+			ret = -ENOSPC;
+			goto fail;
+		}
 	}
 	if (a->chunk_bytes && a->chunk_bytes < a->stripe_size)
 		a->stripe_size = a->chunk_bytes;

@@ -245,7 +245,15 @@ static int take_slot(void *arg)
 	atomic_fetch_or(&a->recovering, 1ull << k);
 	atomic_fetch_and(&a->faulty, ~(1ull << k));
 	update_write_mostly(a);
-	if (a->sbstate)
+	/* A spare named in the config gets its superblock now. */
+	if (a->sbstate && !rf_sbstate_has(a->sbstate, k)) {
+		char err[1024];
+
+		ret = rf_sbstate_add_spare(a->sbstate, k, err, sizeof(err));
+		if (ret)
+			rf_err("%s: %s", a->name, err);
+	}
+	if (a->sbstate && !ret)
 		ret = rf_sbstate_set_slot(a->sbstate, k, k, 0);
 	rf_sbstate_unlock(a->sbstate);
 	rf_info("%s: %s takes slot %d; rebuilding it", a->name, a->members[k].path, k);
@@ -620,9 +628,10 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 	m->align = 4096;
 	pthread_mutex_lock(&a->reconf_lock);
 	other = rf_same_file(a, a->ndevs, m->fd);
+	if (other >= 0)
+		snprintf(err, errlen, "%s: already in the array (as %s)", path, a->members[other].path);
 	pthread_mutex_unlock(&a->reconf_lock);
 	if (other >= 0) {
-		snprintf(err, errlen, "%s: already in the array (as %s)", path, a->members[other].path);
 		ret = -EEXIST;
 		goto fail;
 	}
@@ -647,7 +656,9 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 		goto fail;
 	}
 	if (a->sbstate) {
+		pthread_mutex_lock(&a->reconf_lock);
 		ret = check_foreign_sb(a, m->fd, path, err, errlen);
+		pthread_mutex_unlock(&a->reconf_lock);
 		if (ret)
 			goto fail;
 	}

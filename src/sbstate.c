@@ -11,7 +11,9 @@
  *    superblocks change to clean; release lets the held ones go, and the
  *    first of them marks dirty again.  Shutdown marks clean the same way
  *    once the engine has drained everything.
- *  - record a failure: the timer thread, woken by rf_sbstate_kick(), sets
+ *  - record a failure: the timer thread, woken by rf_sbstate_kick(), or
+ *    the next write request, which waits for it (md holds writes until a
+ *    failure is on disk), sets
  *    the failed member's slot to faulty (0xfffe) in the others.
  * Each change raises the array's events by one and writes the same count
  * to every member, as md does.  A member whose superblock cannot be
@@ -115,10 +117,20 @@ static int write_all(struct rf_sbstate *s, enum change what, int faulty_slot)
 	return write_change(s, what, &c, -1, NULL);
 }
 
+static void record_failed_locked(struct rf_sbstate *s);
+
 int rf_sbstate_write_start_slow(struct rf_sbstate *s)
 {
 	int r = 0, v;
 
+	/* md: no write goes on while a failed member is not yet recorded as
+	 * faulty (else after a crash the next assemble could take its stale
+	 * data for the array's). */
+	if (atomic_load(&s->unrecorded)) {
+		pthread_mutex_lock(&s->lock);
+		record_failed_locked(s);
+		pthread_mutex_unlock(&s->lock);
+	}
 	for (;;) {
 		v = atomic_load(&s->mode);
 		if (v == RF_SBS_DIRTY)
@@ -156,12 +168,12 @@ static int clean_drained(void *arg)
 	return 0;
 }
 
-/* Record members that failed since the last time. */
-static void record_failed(struct rf_sbstate *s)
+/* s->lock held: record members that failed since the last time. */
+static void record_failed_locked(struct rf_sbstate *s)
 {
 	uint64_t f;
 
-	pthread_mutex_lock(&s->lock);
+	atomic_store(&s->unrecorded, false);
 	f = rf_faulty(s->a) & s->a->present & ~s->recorded;
 	while (f) {
 		int i = __builtin_ctzll(f);
@@ -171,6 +183,12 @@ static void record_failed(struct rf_sbstate *s)
 		if (s->m[i].has)
 			write_all(s, CH_FAULTY, (int)s->m[i].sb.dev_number);
 	}
+}
+
+static void record_failed(struct rf_sbstate *s)
+{
+	pthread_mutex_lock(&s->lock);
+	record_failed_locked(s);
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -226,12 +244,12 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 	s->a = a;
 	s->n = a->nmembers;
 	atomic_init(&s->delay_ms, RF_SAFE_MODE_MS);
-	for (i = 0; i < s->n; i++) {
+	for (i = 0; i < a->ndevs; i++) {
 		struct rf_sbs_member *m = &s->m[i];
 
-		if (!(a->present & (1ull << i)))
+		if (i < s->n && !(a->present & (1ull << i)))
 			continue;
-		if (a->iom[i].layer) {
+		if (i < s->n && a->iom[i].layer) {
 			rf_ovl_sb_io(a->iom[i].layer, &m->io);
 			r = 0;
 		} else {
@@ -249,13 +267,39 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 			return r;
 		}
 		m->has = true;
-		if (fresh < 0 || m->sb.events > s->m[fresh].sb.events)
+		if (i < s->n && (fresh < 0 || m->sb.events > s->m[fresh].sb.events))
 			fresh = i;
 	}
 	if (fresh < 0) {
 		free(s->m);
 		free(s);
 		return 0;
+	}
+	for (i = s->n; i < a->ndevs; i++) {
+		char u1[40], u2[40];
+
+		if (s->m[i].has && memcmp(s->m[i].sb.uuid, s->m[fresh].sb.uuid, 16)) {
+			snprintf(err, errlen, "spare %s belongs to another md array (uuid %s, this one %s); clear its "
+				 "superblock first if that array is not needed", a->members[i].path,
+				 rf_sb_uuid_str(&s->m[i].sb, u1), rf_sb_uuid_str(&s->m[fresh].sb, u2));
+			free(s->m);
+			free(s);
+			return -EEXIST;
+		}
+	}
+	/* A rebuild that was under way resumes: below recovery_offset the
+	 * device holds its slot's data. */
+	for (i = 0; i < s->n; i++) {
+		struct rf_sb *sb = &s->m[i].sb;
+
+		if (!s->m[i].has || !(sb->feature_map & RF_SB_FEAT_RECOVERY))
+			continue;
+		if (!atomic_load(&a->recovering) || sb->recovery_offset < atomic_load(&a->recovery_cp))
+			atomic_store(&a->recovery_cp, a->geom.level == 10 ? 0 : sb->recovery_offset);
+		atomic_fetch_or(&a->recovering, 1ull << i);
+		a->members[i].flags = RF_DEV_SPARE;
+		rf_info("%s: %s in slot %d was being rebuilt: resuming at sector %llu", a->name, a->members[i].path,
+			i, (unsigned long long)atomic_load(&a->recovery_cp));
 	}
 	s->events = s->m[fresh].sb.events;
 	s->resync_offset = s->m[fresh].sb.resync_offset;
@@ -299,6 +343,7 @@ void rf_sbstate_kick(struct rf_sbstate *s)
 {
 	if (!s)
 		return;
+	atomic_store(&s->unrecorded, true);
 	pthread_mutex_lock(&s->tlock);
 	s->kicked = true;
 	pthread_cond_signal(&s->tcond);
@@ -364,6 +409,11 @@ int rf_sbstate_add_spare(struct rf_sbstate *s, int dev, char *err, size_t errlen
 	/* The others learn of it; the spare takes the events they get. */
 	m->has = true;
 	return write_change(s, CH_DEVICES, &c, -1, NULL);
+}
+
+bool rf_sbstate_has(struct rf_sbstate *s, int dev)
+{
+	return s && s->m[dev].has;
 }
 
 void rf_sbstate_forget(struct rf_sbstate *s, int dev)

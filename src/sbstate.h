@@ -43,6 +43,7 @@ struct rf_sbs_member {
 
 struct rf_sbstate {
 	atomic_int mode;                /* enum rf_sbs_mode; CLEAN/DIRTY change under lock */
+	atomic_bool unrecorded;         /* a member failed and is not recorded yet */
 	struct rf_array *a;
 	atomic_uint delay_ms;           /* the timer period: idle time before clean (tests
 					 * change it, then kick) */
@@ -87,6 +88,8 @@ void rf_sbstate_unlock(struct rf_sbstate *s);
 int rf_sbstate_add_spare(struct rf_sbstate *s, int dev, char *err, size_t errlen);
 /* Devices i and j traded places in the table (a spare took a slot). */
 void rf_sbstate_swap(struct rf_sbstate *s, int i, int j);
+/* Whether device dev has a superblock here. */
+bool rf_sbstate_has(struct rf_sbstate *s, int dev);
 /* Device dev left the table. */
 void rf_sbstate_forget(struct rf_sbstate *s, int dev);
 /* Device dev serves slot (-1: a spare again), rebuilt up to
@@ -105,7 +108,8 @@ static inline int rf_sbstate_write_start(struct rf_sbstate *s)
 {
 	/* Pairs with the release store in rf_sbstate_write_start_slow(): a
 	 * writer that sees DIRTY sees the superblocks on disk. */
-	if (!s || atomic_load_explicit(&s->mode, memory_order_acquire) == RF_SBS_DIRTY)
+	if (!s || (atomic_load_explicit(&s->mode, memory_order_acquire) == RF_SBS_DIRTY &&
+		   !atomic_load_explicit(&s->unrecorded, memory_order_relaxed)))
 		return 0;
 	return rf_sbstate_write_start_slow(s);
 }
