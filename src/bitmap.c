@@ -32,8 +32,17 @@
  * the cleared bits are written before it sets its bit again.  Nothing is
  * cleared while the array is degraded.
  *
+ * Which devices: every device in a slot that is not faulty carries a copy
+ * (md writes to every active rdev, one being rebuilt included).  The list
+ * follows the superblock keeper's device table (its swap and forget call
+ * rf_bitmap_dev_changed()); a device new in a slot gets the whole bitmap
+ * at the next bitmap write, which the superblock update that puts it
+ * there makes at once.  "Degraded", for keeping bits, is md's: a member
+ * missing, failed, or being rebuilt.
+ *
  * Lock order: sbstate's s->lock, then bm->lock (the superblock keeper
- * calls rf_bitmap_set_events() holding its lock); bm->tlock alone.
+ * calls rf_bitmap_set_events() and rf_bitmap_dev_changed() holding its
+ * lock); bm->tlock alone.
  *
  * What it does NOT do: choose what to resync or rebuild (sync.c asks it,
  * and the engine's recovery can), write-behind, or clustered bitmaps
@@ -905,32 +914,44 @@ static void walk_at(struct rf_bitmap *bm, uint64_t pos)
 	bm->walk_pos = pos;
 }
 
-uint64_t rf_bitmap_resync_skip(struct rf_bitmap *bm, uint64_t pos, uint64_t total, uint64_t *n)
+/* Where a walk at pos goes on: the first chunk at or after pos with a bit
+ * of mask, or total; *n cut to the end of that run. */
+static uint64_t skip_to(struct rf_bitmap *bm, uint64_t pos, uint64_t total, uint64_t *n, uint32_t mask)
 {
 	uint64_t c, e, to;
 
-	if (!bm)
-		return pos;
-	walk_at(bm, pos);
 	for (c = pos >> bm->shift; c < bm->nchunks; c++)
-		if (atomic_load(&bm->ctr[c]) & F_NEED)
+		if (atomic_load(&bm->ctr[c]) & mask)
 			break;
 	to = c >= bm->nchunks ? total : c << bm->shift > pos ? c << bm->shift : pos;
-	if (to > total)
-		to = total;
-	atomic_fetch_add(&bm->skipped, to - pos);
-	bm->walk_pos = to;
-	if (to >= total) {
-		if (pos < total)
-			walk_summary(bm);
+	if (to >= total)
 		return total;
-	}
 	for (e = c + 1; e < bm->nchunks; e++)
-		if (!(atomic_load(&bm->ctr[e]) & F_NEED))
+		if (!(atomic_load(&bm->ctr[e]) & mask))
 			break;
 	if (*n > chunk_end(bm, e - 1) - to)
 		*n = chunk_end(bm, e - 1) - to;
 	return to;
+}
+
+uint64_t rf_bitmap_resync_skip(struct rf_bitmap *bm, uint64_t pos, uint64_t total, uint64_t *n)
+{
+	uint64_t to;
+
+	if (!bm)
+		return pos;
+	walk_at(bm, pos);
+	to = skip_to(bm, pos, total, n, F_NEED);
+	atomic_fetch_add(&bm->skipped, to - pos);
+	bm->walk_pos = to;
+	if (to >= total && pos < total)
+		walk_summary(bm);
+	return to;
+}
+
+uint64_t rf_bitmap_dirty_skip(struct rf_bitmap *bm, uint64_t pos, uint64_t total, uint64_t *n)
+{
+	return bm ? skip_to(bm, pos, total, n, F_DISK | F_NEED) : pos;
 }
 
 void rf_bitmap_range_synced(struct rf_bitmap *bm, uint64_t lo, uint64_t hi)

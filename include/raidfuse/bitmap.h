@@ -181,6 +181,11 @@ void rf_bitmap_rebuilt(struct rf_bitmap *bm, uint64_t lo, uint64_t hi);
  * cleared, or needing a resync), as sectors [*lo, *hi) clipped to
  * sync_size.  0, or -ENOENT when there is none (or no bitmap). */
 int rf_bitmap_next_dirty(struct rf_bitmap *bm, uint64_t from, uint64_t *lo, uint64_t *hi);
+/* The same as a walk's hook, for rebuilding a member added back (md's
+ * re-add with a bitmap): where the walk at pos goes on (pos, the start of
+ * the next chunk whose bit is set, or total), *n cut to the end of that
+ * run.  With rf_bitmap_rebuilt() after each region. */
+uint64_t rf_bitmap_dirty_skip(struct rf_bitmap *bm, uint64_t pos, uint64_t total, uint64_t *n);
 /* [lo, hi) was rebuilt: its whole chunks need no resync any more. */
 void rf_bitmap_range_synced(struct rf_bitmap *bm, uint64_t lo, uint64_t hi);
 

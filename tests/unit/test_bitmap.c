@@ -483,6 +483,19 @@ static void test_degraded_keeps(void **state)
 	assert_int_equal(rf_bitmap_next_dirty(a->bitmap, hi, &lo, &hi), 0);
 	assert_int_equal(lo, 100 * CHUNK_SECTORS / bm_sectors * bm_sectors);
 	assert_int_equal(rf_bitmap_next_dirty(a->bitmap, hi, &lo, &hi), -ENOENT);
+	/* A re-add's rebuild walk would go to the same two chunks. */
+	{
+		uint64_t n = 4096, total = status(a).sync_size, pos;
+
+		pos = rf_bitmap_dirty_skip(a->bitmap, 0, total, &n);
+		assert_int_equal(pos, 20 * CHUNK_SECTORS / bm_sectors * bm_sectors);
+		assert_int_equal(n, bm_sectors);
+		n = 4096;
+		pos = rf_bitmap_dirty_skip(a->bitmap, pos + bm_sectors, total, &n);
+		assert_int_equal(pos, 100 * CHUNK_SECTORS / bm_sectors * bm_sectors);
+		n = 4096;
+		assert_int_equal(rf_bitmap_dirty_skip(a->bitmap, pos + bm_sectors, total, &n), total);
+	}
 	rf_array_close(a);
 	/* Reopened degraded, the bits still need a resync. */
 	a = open_array(N - 1, 0);
