@@ -144,6 +144,37 @@ static void test_choose_chunk(void **state)
 	assert_int_equal(rf_bitmap_choose_chunk(260096, 0, 0, &c, err, sizeof(err)), -EINVAL);
 }
 
+/* A new array's plan, as mdadm lays it out: 10 GiB raid6 members keep
+ * 64 KiB for the bitmap; 64 KiB chunks take 48 sectors of it, and the bad
+ * block log goes right after (56 sectors from the superblock). */
+static void test_plan_layout(void **state)
+{
+	struct rf_sb_new n = { .level = 6, .layout = 2, .chunk_sectors = 1024, .raid_disks = 4,
+			       .size = 20953088, .data_offset = 18432, .ctime = 1 };
+	struct rf_bitmap_sb bsb;
+	uint8_t *buf = malloc(RF_SB_BYTES);
+	struct rf_sb sb;
+	char err[256];
+
+	assert_int_equal(rf_bitmap_plan(&n, 65536, &bsb, err, sizeof(err)), 0);
+	assert_int_equal(bsb.sync_size, 20953088);
+	assert_int_equal(rf_bitmap_bits(bsb.sync_size, bsb.chunk_bytes), 163696);
+	assert_int_equal(n.bitmap_sectors, 48);
+	if (rf_sb_build12(&n, 1, 20971520, buf, err, sizeof(err)) ||
+	    rf_sb_parse(buf, RF_SB_12, 20971520, "d1", &sb, err, sizeof(err)))
+		fail_msg("%s", err);
+	assert_true(sb.bitmap);
+	assert_int_equal(sb.feature_map, RF_SB_FEAT_BITMAP);
+	assert_int_equal(sb.bitmap_offset, 8);
+	assert_int_equal(sb.bblog_offset, 56);
+	/* 16 KiB chunks do not fit; raid0 has no bitmap. */
+	assert_int_equal(rf_bitmap_plan(&n, 16384, &bsb, err, sizeof(err)), -EINVAL);
+	n.level = 0;
+	assert_int_equal(rf_bitmap_plan(&n, 0, &bsb, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "raid0"));
+	free(buf);
+}
+
 /* Every member sector a write can touch lies in rf_bitmap_range(). */
 static void test_range(void **state)
 {
@@ -740,6 +771,7 @@ int main(void)
 		cmocka_unit_test(test_format_roundtrip),
 		cmocka_unit_test(test_parse_rejects),
 		cmocka_unit_test(test_choose_chunk),
+		cmocka_unit_test(test_plan_layout),
 		cmocka_unit_test(test_range),
 		cmocka_unit_test(test_mark_clear),
 		cmocka_unit_test(test_race_daemon),
