@@ -1042,6 +1042,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	a->name = strdup(cfg->name);
 	a->readonly = cfg->readonly;
 	a->overlay = cfg->overlay_dir != NULL;
+	a->metadata = cfg->has_uuid ? cfg->metadata : 0;
 	a->chunk_bytes = cfg->chunk_bytes;
 	a->stripe_size = cfg->stripe_size ? cfg->stripe_size : 4096;
 	a->rmw_level = cfg->rmw_level;
@@ -1589,7 +1590,9 @@ void rf_array_get_info(struct rf_array *a, struct rf_array_info *out)
 	out->component_size = a->geom.dev_sectors * 512;
 	out->array_size = a->size;
 	out->faulty = f;
-	out->degraded = __builtin_popcountll(f);
+	out->recovering = atomic_load(&a->recovering) & ~f;
+	out->degraded = __builtin_popcountll(f | out->recovering);
+	out->metadata = a->metadata;
 	out->failed = f && a->ops->failed(a, f);
 	out->writes_in_flight = atomic_load(&a->inflight[1]) > 0;
 	out->sb_dirty = a->sbstate && atomic_load(&a->sbstate->mode) != RF_SBS_CLEAN;

@@ -149,6 +149,7 @@ struct rf_array {
 	char *name;
 	bool readonly;                  /* members opened read-only (--ro) */
 	bool overlay;                   /* members read-only, written through iom[].layer */
+	int metadata;                   /* enum rf_sb_kind the members carry (RF_SB_NONE: none) */
 	uint64_t size;                  /* bytes */
 	uint32_t stripe_size;           /* bytes per column per head */
 	uint32_t chunk_bytes;

@@ -97,7 +97,9 @@ struct rf_array_info {
 	uint64_t component_size;        /* bytes of each member the array uses */
 	uint64_t array_size;            /* bytes */
 	uint64_t faulty;                /* missing or failed members, by role */
-	int degraded;                   /* how many */
+	uint64_t recovering;            /* slots whose device is being rebuilt */
+	int degraded;                   /* slots not in sync: faulty or being rebuilt */
+	int metadata;                   /* enum rf_sb_kind of the members' superblocks (0: none) */
 	bool failed;                    /* too many to serve IO */
 	int stripe_cache_size;          /* md's unit: stripe heads */
 	int stripe_cache_active;        /* heads in use now */

@@ -42,7 +42,8 @@ wait_for() {
 
 # round NAME LEVEL N NSPARES VICTIMS...
 round() {
-	local name=$1 level=$2 n=$3 nsp=$4 v fio_pid seen=0 i mdstat_log=$WORK/$name.mdstat
+	local name=$1 level=$2 n=$3 nsp=$4 v fio_pid seen=0 i mdstat_log
+	mdstat_log=$WORK/$1.mdstat
 	shift 4
 	local victims=("$@")
 	log "$name: fail ${victims[*]} under fio, rebuild onto $nsp spare(s)"

@@ -46,6 +46,11 @@ static struct rf_array *open_array_flags(const char *what, int level, int layout
 	testcfg_init(&cfg, level, layout, n, chunk);
 	cfg.readonly = flags & OPEN_RO;
 	cfg.data_offset = flags & OPEN_SB12 ? 64 << 10 : 0;     /* after the superblock */
+	if (flags & OPEN_SB12) {
+		/* what mount and assemble find in the superblocks */
+		cfg.metadata = RF_SB_12;
+		cfg.has_uuid = true;
+	}
 	for (i = 0; i < n; i++) {
 		char p[512];
 		int fd;
