@@ -6,6 +6,7 @@
 #   make tsan       the tests under TSan (build-tsan/); tsan-unit: unit tests only
 #   make bench      fio beside fuse-ceiling (tools/bench.sh; BENCH_ARGS="-t 5 -D" passes options)
 #   make judge      kernel md checks raidfuse's writes (tools/md-crosscheck.sh)
+#   make judge-bitmap  kernel md resyncs by raidfuse's write-intent bitmap (tools/md-bitmap-crosscheck.sh)
 #   make fuzz       libFuzzer on superblock and config parsing, FUZZ_SECONDS each (clang)
 #   make install    PREFIX=/usr/local DESTDIR=
 #   V=1             full command lines
@@ -86,6 +87,9 @@ bench: $(BUILD)/raidfuse
 judge: $(BUILD)/raidfuse
 	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/md-crosscheck.sh
 
+judge-bitmap: $(BUILD)/raidfuse
+	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/md-bitmap-crosscheck.sh
+
 # Fuzzing: each harness built with clang's libFuzzer and ASan+UBSan, run
 # for FUZZ_SECONDS from its seed corpus (new inputs go to build-fuzz/;
 # findings to crash-*/leak-* files in the current directory).
@@ -117,4 +121,4 @@ install: $(BUILD)/raidfuse
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
 
-.PHONY: all unit unit-build func test asan tsan tsan-unit bench judge fuzz install clean
+.PHONY: all unit unit-build func test asan tsan tsan-unit bench judge judge-bitmap fuzz install clean

@@ -444,7 +444,7 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 {
 	static const char *const keys[] = {
 		"name", "level", "layout", "chunk_size", "members", "spares",
-		"member_size", "data_offset", "size", "metadata", NULL
+		"member_size", "data_offset", "size", "metadata", "bitmap", "bitmap_chunk", NULL
 	};
 	const config_setting_t *s;
 	uint64_t v, unit;
@@ -587,6 +587,32 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 				    "less than one %s (%llu bytes) per member (got %s)",
 				    cfg->chunk_bytes ? "chunk" : "page",
 				    (unsigned long long)unit, val_text(s, buf, sizeof(buf)));
+	}
+
+	/* bitmap, bitmap_chunk: the internal bitmap `create` writes */
+	s = config_setting_get_member(arr, "bitmap");
+	if (s) {
+		const char *m = config_setting_type(s) == CONFIG_TYPE_STRING ?
+				config_setting_get_string(s) : NULL;
+
+		if (m && (!strcmp(m, "internal") || !strcmp(m, "none")))
+			cfg->bitmap = !strcmp(m, "internal");
+		else
+			return fail(ld, s, "array.bitmap", "must be \"internal\" or \"none\" (got %s)",
+				    m ? m : type_name(s));
+		if (cfg->bitmap && (cfg->level == 0 || cfg->metadata == RF_SB_NONE))
+			return fail(ld, s, "array.bitmap", "md keeps no bitmap for %s",
+				    cfg->level == 0 ? "raid0" : "metadata \"none\"");
+	}
+	s = config_setting_get_member(arr, "bitmap_chunk");
+	if (s) {
+		r = get_size(ld, s, "array.bitmap_chunk", 1024, &cfg->bitmap_chunk);
+		if (r)
+			return r;
+		if (cfg->bitmap_chunk < 4096 || cfg->bitmap_chunk > (1ull << 31) ||
+		    (cfg->bitmap_chunk & (cfg->bitmap_chunk - 1)))
+			return fail(ld, s, "array.bitmap_chunk", "must be a power of two from 4K to 2G (got %s)",
+				    val_text(s, buf, sizeof(buf)));
 	}
 
 	/* member_size: only what `create` makes; must hold offset + size */

@@ -146,12 +146,12 @@ static void show_metadata_version(struct rf_array *a, const struct rf_array_info
 	rf_ctl_printf(b, "%s\n", v ? v : "none");
 }
 
-/* md: "resync" for levels with redundancy (no bitmap, journal or PPL
- * here), "none" for raid0. */
+/* md: "bitmap" with an internal write-intent bitmap, else "resync" for
+ * levels with redundancy (no journal or PPL here), "none" for raid0. */
 static void show_consistency_policy(struct rf_array *a, const struct rf_array_info *i, int member,
 				    struct rf_ctl_buf *b)
 {
-	rf_ctl_printf(b, "%s\n", i->level == 0 ? "none" : "resync");
+	rf_ctl_printf(b, "%s\n", i->level == 0 ? "none" : i->bitmap_chunk ? "bitmap" : "resync");
 }
 
 /* ---------------------------------------------------------------- sync */
@@ -596,6 +596,13 @@ static void show_mdstat(struct rf_array *a, const struct rf_array_info *i, int m
 	/* md's progress line, while a resync, check or repair runs. */
 	if (i->level != 0 && rf_sync_progress_line(a, line, sizeof(line)) > 0)
 		rf_ctl_printf(b, "%s\n      ", line);
+	/* md_bitmap_status(): pages of in-memory counters (2048 chunks
+	 * each) in use, of all, and the chunk. */
+	if (i->bitmap_chunk)
+		rf_ctl_printf(b, "bitmap: %llu/%llu pages [%lluKB], %u%s chunk\n", (unsigned long long)i->bitmap_pages_used,
+			      (unsigned long long)i->bitmap_pages, (unsigned long long)i->bitmap_pages_used * 4,
+			      i->bitmap_chunk >= 1024 ? i->bitmap_chunk >> 10 : i->bitmap_chunk,
+			      i->bitmap_chunk >= 1024 ? "KB" : "B");
 	rf_ctl_printf(b, "\nunused devices: <none>\n");
 }
 

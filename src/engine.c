@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "raidfuse/bitmap.h"
 #include "raidfuse/overlay.h"
 #include "raidfuse/sync.h"
 #include "sbstate.h"
@@ -237,6 +238,8 @@ static void req_put(struct rf_req *r)
 		struct rf_array *a = r->a;
 		int cls = req_class(r);
 
+		if (r->bitmap_counted)
+			rf_bitmap_write_end(a->bitmap, r->off, r->len, atomic_load(&r->err));
 		r->done(r, atomic_load_explicit(&r->err, memory_order_relaxed));
 		barrier_exit(a, cls);
 	}
@@ -316,6 +319,7 @@ static void inline_drive(struct rf_worker *w);
 void rf_array_submit(struct rf_array *a, struct rf_req *r)
 {
 	r->a = a;
+	r->bitmap_counted = false;
 	if (barrier_enter(a, r))
 		submit_now(a, r);
 }
@@ -339,6 +343,12 @@ static void queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w)
 
 	/* No write starts while the superblocks say clean. */
 	ret = r->op == RF_REQ_WRITE ? rf_sbstate_write_start(a->sbstate) : 0;
+	/* Nor before the bits of its chunks are on disk; counted until it ends. */
+	if (r->op == RF_REQ_WRITE && a->bitmap) {
+		r->bitmap_counted = true;
+		if (rf_bitmap_write_start(a->bitmap, r->off, r->len) && !ret)
+			ret = -EIO;
+	}
 	/* Past what the level tolerates nothing is written; reads go on
 	 * where the data is still whole (the level fails the others). */
 	if (!ret && r->op != RF_REQ_READ && rf_failed_now(a))
@@ -980,6 +990,7 @@ static void array_free(struct rf_array *a)
 	int i;
 
 	rf_sbstate_close(a->sbstate);
+	rf_bitmap_close(a->bitmap);
 	rf_mgmt_free(a);
 	for (i = 0; i < a->nmembers; i++)
 		rf_ovl_close(a->iom[i].layer);
@@ -1168,6 +1179,8 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	/* md keeps clean/dirty for arrays that can need a resync. */
 	if (cfg->has_uuid && !a->readonly && cfg->level != 0) {
 		ret = rf_sbstate_open(a, &a->sbstate, err, errlen);
+		if (!ret)
+			ret = rf_bitmap_open(a, a->sbstate, &a->bitmap, err, errlen);
 		if (ret)
 			goto fail;
 	}
@@ -1367,6 +1380,8 @@ int rf_array_start(struct rf_array *a)
 	ret = groups_start(a, a->groups, a->ngroups);
 	if (!ret)
 		ret = rf_sbstate_start(a->sbstate);
+	if (!ret)
+		ret = rf_bitmap_start(a->bitmap);
 	return ret ? ret : rf_mgmt_start(a);
 }
 
@@ -1383,6 +1398,7 @@ void rf_array_close(struct rf_array *a)
 	/* The idle timer drains too: stop it first.  The state is marked
 	 * clean once nothing is in flight (array_free()). */
 	rf_sbstate_stop(a->sbstate);
+	rf_bitmap_stop(a->bitmap);
 	if (a->started) {
 		/* Whatever waits at the barrier still runs, then nothing may
 		 * start: every request has ended when the groups go. */
@@ -1590,6 +1606,7 @@ void rf_array_get_info(struct rf_array *a, struct rf_array_info *out)
 	out->failed = f && a->ops->failed(a, f);
 	out->writes_in_flight = atomic_load(&a->inflight[1]) > 0;
 	out->sb_dirty = a->sbstate && atomic_load(&a->sbstate->mode) != RF_SBS_CLEAN;
+	rf_bitmap_pages(a->bitmap, &out->bitmap_chunk, &out->bitmap_pages, &out->bitmap_pages_used);
 	/* The shape is stable while reconf_lock is held. */
 	pthread_mutex_lock(&a->reconf_lock);
 	out->stripe_cache_size = a->stripe_cache_size;

@@ -187,6 +187,7 @@ struct rf_array {
 	bool suspended;                 /* reconf_lock */
 	bool started;
 	struct rf_sbstate *sbstate;     /* clean/dirty in the superblocks; NULL: none kept */
+	struct rf_bitmap *bitmap;       /* internal write-intent bitmap; NULL: none */
 	struct rf_sync *sync;           /* sync.c's, from rf_array_start() to close */
 	/* Rebuild (member.c, sync.c): slots whose device is being rebuilt,
 	 * and for raid4/5/6 the member sector below which they are (set with

@@ -10,8 +10,9 @@
  *  - 1.x: "Cluster Name" (clustered arrays are refused), the reshape block
  *    (Reshape pos'n, Delta Devices, New Level/Layout/Chunksize: arrays in
  *    reshape are refused), "New Offset", "PPL", and "Unused Space" when an
- *    internal bitmap sits after a 1.1/1.2 superblock (mdadm sizes it from
- *    the bitmap's own header).
+ *    internal bitmap sits after a 1.1/1.2 superblock and the caller did
+ *    not read its size into sb->bitmap_sectors (mdadm sizes it from the
+ *    bitmap's own header).
  *  - 0.90: the device names after each row of the device table (mdadm maps
  *    major:minor to /dev names; nothing to map for image files), and the
  *    reshape block.
@@ -221,6 +222,10 @@ static void examine1(FILE *out, const struct rf_sb *sb)
 	} else {
 		uint64_t earliest = sb->sb_offset + (32 + 4) * 2;
 
+		/* mdadm's sum: the bitmap's end from its offset alone. */
+		if (sb->bitmap && sb->bitmap_offset > 0 && (uint64_t)sb->bitmap_offset + sb->bitmap_sectors > earliest)
+			earliest = (uint64_t)sb->bitmap_offset + sb->bitmap_sectors;
+
 		if (sb->bblog_offset && sb->bblog_size &&
 		    sb->sb_offset + (int64_t)sb->bblog_offset + sb->bblog_size > earliest)
 			earliest = sb->sb_offset + (int64_t)sb->bblog_offset + sb->bblog_size;
@@ -230,7 +235,7 @@ static void examine1(FILE *out, const struct rf_sb *sb)
 	if (before == 0 && after == 0)
 		after = 1;
 	if (after != 1 && !(sb->feature_map & RF_SB_FEAT_NEW_OFFSET) &&
-	    !(sb->bitmap && sb->bitmap_offset > 0 && sb->data_offset > sb->sb_offset))
+	    !(sb->bitmap && sb->bitmap_offset > 0 && sb->data_offset > sb->sb_offset && !sb->bitmap_sectors))
 		fprintf(out, "   Unused Space : before=%llu sectors, after=%llu sectors\n",
 			(unsigned long long)before, (unsigned long long)after);
 

@@ -1,6 +1,6 @@
 /* main.c - the raidfuse command line.
  *
- *   raidfuse create CONFIG [--force] [--assume-clean]
+ *   raidfuse create CONFIG [--force] [--assume-clean] [--bitmap=internal|none] [--bitmap-chunk=SIZE]
  *   raidfuse mount CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS]
  *   raidfuse assemble [--ro | --overlay DIR] [--name FILE] [-f] [-d] [-v] [-o OPTS] MOUNTPOINT MEMBER...
  *   raidfuse examine MEMBER...
@@ -14,7 +14,9 @@
  * --assume-clean they record that a resync is due, as mdadm --create's do.
  * It checks the whole config and every member, and works out every
  * superblock, before it creates, truncates or writes anything, and leaves
- * existing non-empty members alone unless --force.
+ * existing non-empty members alone unless --force.  --bitmap=internal (or
+ * array.bitmap = "internal") adds md's internal write-intent bitmap beside
+ * each superblock, as mdadm --create --bitmap=internal does.
  *
  * mount serves the array a config describes, after checking it against the
  * members' superblocks, if they have any; assemble serves the array the
@@ -37,13 +39,15 @@
 
 #include "raidfuse/array.h"
 #include "raidfuse/assemble.h"
+#include "raidfuse/bitmap.h"
 #include "raidfuse/config.h"
 #include "raidfuse/fuse.h"
 #include "raidfuse/log.h"
 #include "raidfuse/super.h"
 
 static const char usage_text[] =
-	"usage: raidfuse create CONFIG [--force] [--assume-clean]\n"
+	"usage: raidfuse create CONFIG [--force] [--assume-clean] [--bitmap=internal|none]\n"
+	"                [--bitmap-chunk=SIZE]\n"
 	"       raidfuse mount CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS]\n"
 	"       raidfuse assemble [--ro | --overlay DIR] [--name FILE] [-f] [-d] [-v] [-o OPTS]\n"
 	"                MOUNTPOINT MEMBER...\n"
@@ -56,7 +60,9 @@ static const char usage_text[] =
 	"  create    make the member files CONFIG names that do not exist yet\n"
 	"            (member_size bytes each) and write md 1.2 superblocks on every\n"
 	"            member (metadata = \"none\" in CONFIG: none); --force also\n"
-	"            recreates non-empty ones; --assume-clean: no resync due\n"
+	"            recreates non-empty ones; --assume-clean: no resync due;\n"
+	"            --bitmap=internal: md's write-intent bitmap (chunk SIZE, KiB\n"
+	"            unless suffixed; default mdadm's)\n"
 	"  mount     assemble the array and serve it as MOUNTPOINT/<name>;\n"
 	"            stop with: fusermount3 -u MOUNTPOINT\n"
 	"  assemble  serve the array the members' md superblocks describe (0.90,\n"
@@ -116,12 +122,26 @@ static int existing_size(const char *path, uint64_t *out)
 	return 0;
 }
 
+/* The new bitmap 8 sectors after the 1.2 superblock (at sector 8). */
+static int write_bitmap(int fd, const char *path, const struct rf_bitmap_sb *bsb, char *err, size_t errlen)
+{
+	struct rf_sb_io io;
+	int r = rf_sb_io_fd(&io, fd);
+
+	if (r) {
+		snprintf(err, errlen, "%s: %s", path, strerror(-r));
+		return r;
+	}
+	return rf_bitmap_write_new(&io, path, (8 + 8) * 512, bsb, err, errlen);
+}
+
 static int cmd_create(int argc, char **argv)
 {
 	struct rf_config cfg;
 	struct rf_sb_new sbn;
 	bool force = false, clean = false;
-	const char *path = NULL;
+	const char *path = NULL, *bitmap = NULL, *bitmap_chunk = NULL;
+	struct rf_bitmap_sb bsb;
 	int i, bad = 0, ret;
 	uint8_t action[RF_MAX_MEMBERS];     /* 0 keep, 1 create/resize */
 	uint64_t bytes[RF_MAX_MEMBERS];     /* each member's size once made */
@@ -132,6 +152,14 @@ static int cmd_create(int argc, char **argv)
 			force = true;
 		else if (!strcmp(argv[i], "--assume-clean"))
 			clean = true;
+		else if (!strncmp(argv[i], "--bitmap=", 9))
+			bitmap = argv[i] + 9;
+		else if (!strcmp(argv[i], "--bitmap") && i + 1 < argc)
+			bitmap = argv[++i];
+		else if (!strncmp(argv[i], "--bitmap-chunk=", 15))
+			bitmap_chunk = argv[i] + 15;
+		else if (!strcmp(argv[i], "--bitmap-chunk") && i + 1 < argc)
+			bitmap_chunk = argv[++i];
 		else if (argv[i][0] == '-')
 			return usage_error("create: unknown option '%s'", argv[i]);
 		else if (!path)
@@ -141,8 +169,24 @@ static int cmd_create(int argc, char **argv)
 	}
 	if (!path)
 		return usage_error("create: expected CONFIG%s", "");
+	if (bitmap && strcmp(bitmap, "internal") && strcmp(bitmap, "none"))
+		return usage_error("create: --bitmap takes internal or none, not '%s'", bitmap);
 	if (load(path, &cfg))
 		return 1;
+	if (bitmap)
+		cfg.bitmap = !strcmp(bitmap, "internal");
+	if (bitmap_chunk && (rf_parse_size(bitmap_chunk, 1024, &cfg.bitmap_chunk) ||
+			     cfg.bitmap_chunk < 4096 || (cfg.bitmap_chunk & (cfg.bitmap_chunk - 1)))) {
+		rf_config_free(&cfg);
+		return usage_error("create: --bitmap-chunk takes a power of two of at least 4K, not '%s'",
+				   bitmap_chunk);
+	}
+	if (cfg.bitmap && (cfg.level == 0 || cfg.metadata != RF_SB_12)) {
+		fprintf(stderr, "raidfuse: %s: an internal bitmap needs md metadata 1.2 and a level with "
+			"redundancy (md keeps none for raid0)\n", path);
+		rf_config_free(&cfg);
+		return 1;
+	}
 	/* Look at every member first; touch none until all are fine. */
 	for (i = 0; i < cfg.nmembers; i++) {
 		const char *m = cfg.members[i];
@@ -189,7 +233,8 @@ static int cmd_create(int argc, char **argv)
 	}
 	/* The superblocks, worked out before anything is written. */
 	if (!bad && cfg.metadata == RF_SB_12 &&
-	    rf_assemble_plan_create(&cfg, bytes, clean, &sbn, err, sizeof(err))) {
+	    (rf_assemble_plan_create(&cfg, bytes, clean, &sbn, err, sizeof(err)) ||
+	     (cfg.bitmap && rf_bitmap_plan(&sbn, cfg.bitmap_chunk, &bsb, err, sizeof(err))))) {
 		fprintf(stderr, "raidfuse: %s\n", err);
 		bad++;
 	}
@@ -213,7 +258,8 @@ static int cmd_create(int argc, char **argv)
 			fprintf(stderr, "raidfuse: member %d (%s): %s\n", i, cfg.members[i], strerror(errno));
 			ret = 1;
 		} else if (cfg.metadata == RF_SB_12 &&
-			   rf_sb_write12(fd, cfg.members[i], &sbn, i, bytes[i] / 512, err, sizeof(err))) {
+			   (rf_sb_write12(fd, cfg.members[i], &sbn, i, bytes[i] / 512, err, sizeof(err)) ||
+			    (cfg.bitmap && write_bitmap(fd, cfg.members[i], &bsb, err, sizeof(err))))) {
 			fprintf(stderr, "raidfuse: member %d: %s\n", i, err);
 			ret = 1;
 		} else if (action[i]) {
@@ -231,9 +277,29 @@ static int cmd_create(int argc, char **argv)
 		       rf_sb_uuid_str(&sb, u), (unsigned long long)sbn.data_offset,
 		       (unsigned long long)(sbn.size ? sbn.size : (bytes[0] / 512 - sbn.data_offset)),
 		       clean ? "clean (--assume-clean)" : "resync due");
+		if (cfg.bitmap)
+			printf("internal bitmap: %llu chunks of %u KiB, %u sectors from the superblock\n",
+			       (unsigned long long)rf_bitmap_bits(bsb.sync_size, bsb.chunk_bytes),
+			       bsb.chunk_bytes >> 10, 8);
 	}
 	rf_config_free(&cfg);
 	return ret;
+}
+
+/* The size of the member's bitmap, which mdadm --examine counts in the
+ * unused space; a bitmap that cannot be read is left for assembly to
+ * report. */
+static void examine_bitmap_size(int fd, const char *path, struct rf_sb *sb)
+{
+	struct rf_bitmap_sb bsb;
+	struct rf_sb_io io;
+	uint8_t *bits;
+	char err[512];
+
+	if (!sb->bitmap || rf_sb_io_fd(&io, fd) || rf_bitmap_read(&io, path, sb, &bsb, &bits, err, sizeof(err)))
+		return;
+	sb->bitmap_sectors = rf_bitmap_disk_sectors(bsb.sync_size, bsb.chunk_bytes);
+	free(bits);
 }
 
 /* examine MEMBER...: each member's superblock as mdadm --examine prints it;
@@ -264,6 +330,7 @@ static int cmd_examine(int argc, char **argv)
 			fprintf(stderr, "raidfuse: %s\n", err);
 			ret = 1;
 		} else {
+			examine_bitmap_size(fd, argv[i], sb);
 			rf_sb_examine(stdout, argv[i], sb);
 		}
 		close(fd);

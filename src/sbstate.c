@@ -34,6 +34,7 @@
 #include <time.h>
 
 #include "engine.h"
+#include "raidfuse/bitmap.h"
 #include "raidfuse/overlay.h"
 #include "sbstate.h"
 
@@ -73,6 +74,9 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 	c->clean = what == CH_CLEAN || (what != CH_DIRTY && atomic_load(&s->mode) == RF_SBS_CLEAN);
 	c->resync_offset = s->resync_offset;
 	c->events = s->events + 1;
+	/* md writes the bitmap's events first: one older than its
+	 * superblocks is stale. */
+	rf_bitmap_set_events(a->bitmap, c->events);
 	for (i = 0; i < a->ndevs && i < RF_MAX_DEVS; i++) {
 		struct rf_sbs_member *m = &s->m[i];
 		struct rf_sb_change mine;
@@ -415,6 +419,7 @@ bool rf_sbstate_has(struct rf_sbstate *s, int dev)
 void rf_sbstate_forget(struct rf_sbstate *s, int dev)
 {
 	memset(&s->m[dev], 0, sizeof(s->m[dev]));
+	rf_bitmap_dev_changed(s->a->bitmap, dev);
 }
 
 void rf_sbstate_swap(struct rf_sbstate *s, int i, int j)
@@ -427,6 +432,8 @@ void rf_sbstate_swap(struct rf_sbstate *s, int i, int j)
 		s->recorded &= ~(1ull << i);
 	if (j < s->n)
 		s->recorded &= ~(1ull << j);
+	rf_bitmap_dev_changed(s->a->bitmap, i);
+	rf_bitmap_dev_changed(s->a->bitmap, j);
 }
 
 int rf_sbstate_set_slot(struct rf_sbstate *s, int dev, int slot, uint64_t recovery_offset)

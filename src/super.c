@@ -746,7 +746,7 @@ out:
 
 /* Bitmap room mdadm keeps (super1.c choose_bm_space) for sectors: none
  * below 64 KiB, 4 KiB, 64 KiB past 8 GiB, 128 KiB past 200 GiB. */
-static uint64_t bitmap_room(uint64_t sectors)
+uint64_t rf_sb_bitmap_room(uint64_t sectors)
 {
 	if (sectors < 64 * 2)
 		return 0;
@@ -769,7 +769,7 @@ uint64_t rf_sb_default_data_offset(uint64_t member_sectors, uint32_t chunk_secto
 	while ((headroom << 10) > member_sectors &&
 	       (chunk_sectors == 0 || headroom / 2 >= (uint64_t)chunk_sectors * 2))
 		headroom >>= 1;
-	off = 12 * 2 + bitmap_room(member_sectors) + headroom;
+	off = 12 * 2 + rf_sb_bitmap_room(member_sectors) + headroom;
 	return (off + 2047) / 2048 * 2048;
 }
 
@@ -839,7 +839,15 @@ int rf_sb_build12(const struct rf_sb_new *n, int role, uint64_t member_sectors, 
 			   strerror(errno));
 	/* The bad block log: after the bitmap room, as mdadm places it, or
 	 * just before the data when that room is short. */
-	bm = bitmap_room(n->size);
+	bm = n->bitmap_sectors ? n->bitmap_sectors : rf_sb_bitmap_room(n->size);
+	if (n->bitmap_sectors) {
+		if (n->data_offset < 8 + 8 + (uint64_t)n->bitmap_sectors)
+			return bad(err, errlen, "new array", k,
+				   "a bitmap of %u sectors after the superblock runs into the data at %llu",
+				   n->bitmap_sectors, (unsigned long long)n->data_offset);
+		s->feature_map = to_le32(RF_SB_FEAT_BITMAP);
+		s->bitmap_offset = to_le32(8);
+	}
 	if (n->data_offset >= 8 + 8 + bm + 8) {
 		s->bblog_size = to_le16(8);
 		s->bblog_offset = to_le32((uint32_t)(8 + bm));

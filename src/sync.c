@@ -48,8 +48,9 @@
  * Stopping ("idle", "frozen", array close) takes effect between regions:
  * the region in flight is finished and written, so the rows are
  * consistent.  A member IO error marks the member faulty and ends the
- * action.  It does NOT rebuild a spare (recovery), resync degraded parity
- * arrays, or keep a write-intent bitmap.
+ * action.  It does NOT rebuild a spare (recovery) or resync degraded parity
+ * arrays.  With a write-intent bitmap, a resync skips the chunks the
+ * bitmap says need none (bitmap.c keeps them; check and repair read all).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -60,6 +61,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "raidfuse/bitmap.h"
 #include "raidfuse/parity.h"
 #include "raidfuse/sync.h"
 
@@ -638,6 +640,13 @@ static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint6
 			*why = "interrupted";
 			return 0;
 		}
+		/* With a bitmap a resync goes only where writes may have been
+		 * in flight, and what it covered is in sync after. */
+		if (act == RF_SYNC_RESYNC && a->bitmap) {
+			*pos = rf_bitmap_resync_skip(a->bitmap, *pos, total, &n);
+			if (*pos >= total)
+				break;
+		}
 		if (n > total - *pos)
 			n = total - *pos;
 		if (rf_failed_now(a))
@@ -651,6 +660,10 @@ static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint6
 			return ret;
 		}
 		*pos += n;
+		if (act == RF_SYNC_RESYNC)
+			rf_bitmap_resync_done(a->bitmap, *pos - n, *pos);
+		else if (act == RF_SYNC_RECOVER)
+			rf_bitmap_rebuilt(a->bitmap, *pos - n, *pos);
 		pthread_mutex_lock(&s->lock);
 		progress(s, *pos);
 		pthread_mutex_unlock(&s->lock);

@@ -38,6 +38,7 @@ struct rf_req {
 	struct rf_piece *pieces;        /* rf_req_alloc()'s array */
 	atomic_int npieces;             /* used entries of pieces[] */
 	int maxpieces;
+	bool bitmap_counted;            /* a write counted in the bitmap until it ends */
 };
 
 struct rf_member {
@@ -110,6 +111,9 @@ struct rf_array_info {
 	bool sb_dirty;                  /* the superblocks say dirty (md's "active"); false
 					 * when none are kept */
 	uint64_t stripe_cache_bytes;    /* memory the stripe cache holds */
+	uint32_t bitmap_chunk;          /* internal write-intent bitmap's chunk, bytes; 0: none */
+	uint64_t bitmap_pages;          /* md's counter pages (2048 chunks each) */
+	uint64_t bitmap_pages_used;     /* those with a chunk whose bit is set */
 };
 void rf_array_get_info(struct rf_array *a, struct rf_array_info *out);
 /* Member i's path as given ("missing" for a missing one). */

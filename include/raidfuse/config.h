@@ -41,6 +41,8 @@ struct rf_config {
 	uint8_t uuid[16];               /* array uuid, when superblocks named one */
 	bool has_uuid;
 	bool readonly;                  /* members opened read-only, writes fail (EROFS) */
+	bool bitmap;                    /* `create` writes an internal bitmap ("internal") */
+	uint64_t bitmap_chunk;          /* its chunk, bytes; 0: mdadm's choice */
 	char *overlay_dir;              /* members opened read-only, writes go to overlays here */
 	/* tuning */
 	int stripe_cache_size;          /* stripe heads, md's unit (default 256) */

@@ -73,6 +73,8 @@ struct rf_sb {
 	uint32_t feature_map;           /* 1.x; 0.90 sets RF_SB_FEAT_BITMAP only */
 	bool bitmap;                    /* an internal write-intent bitmap */
 	int32_t bitmap_offset;          /* sectors from the superblock (1.x) */
+	uint32_t bitmap_sectors;        /* its size 4K-rounded, once someone read its header
+					 * (examine); 0: not known */
 	bool clean;
 	uint64_t ctime, utime;          /* seconds since the epoch */
 	uint32_t csum;                  /* as stored (it matched) */
@@ -141,7 +143,13 @@ struct rf_sb_new {
 	uint64_t data_offset;           /* sectors, >= 16 */
 	bool clean;                     /* --assume-clean: no resync due */
 	uint64_t ctime;
+	uint32_t bitmap_sectors;        /* an internal bitmap of this many sectors 8 sectors
+					 * after the superblock (bitmap.h writes it); 0: none */
 };
+
+/* The room (sectors) mdadm 4.2 keeps after a 1.1/1.2 superblock for a
+ * bitmap on members using `size` sectors (super1.c choose_bm_space). */
+uint64_t rf_sb_bitmap_room(uint64_t size);
 
 /* The data_offset (sectors) mdadm 4.2 gives a 1.2 array whose first member
  * has member_sectors, for a chunk of chunk_sectors (0: raid1). */

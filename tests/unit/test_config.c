@@ -431,6 +431,43 @@ static void test_name_and_metadata(void **state)
 		  -EINVAL, 4, "array.metadata", "an integer");
 }
 
+/* bitmap = "internal" and bitmap_chunk (KiB when plain) for `create`;
+ * raid0, metadata "none" and bad chunks are refused at their line. */
+static void test_bitmap_keys(void **state)
+{
+	struct rf_config cfg;
+
+	load_ok("array: {\n  level = 5;\n  members = ( \"a\", \"b\", \"c\" );\n};\n", &cfg);
+	assert_false(cfg.bitmap);
+	assert_int_equal(cfg.bitmap_chunk, 0);
+	rf_config_free(&cfg);
+	load_ok("array: {\n  level = 1;\n  bitmap = \"internal\";\n  bitmap_chunk = 2048;\n"
+		"  members = ( \"a\", \"b\" );\n};\n", &cfg);
+	assert_true(cfg.bitmap);
+	assert_int_equal(cfg.bitmap_chunk, 2u << 20);
+	rf_config_free(&cfg);
+	load_ok("array: {\n  level = 6;\n  bitmap = \"none\";\n  bitmap_chunk = \"64M\";\n"
+		"  members = ( \"a\", \"b\", \"c\", \"d\" );\n};\n", &cfg);
+	assert_false(cfg.bitmap);
+	assert_int_equal(cfg.bitmap_chunk, 64u << 20);
+	rf_config_free(&cfg);
+	check_err("array: {\n  level = 5;\n  bitmap = \"external\";\n"
+		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
+		  -EINVAL, 3, "array.bitmap", "\"internal\" or \"none\"");
+	check_err("array: {\n  level = 0;\n  bitmap = \"internal\";\n"
+		  "  members = ( \"a\", \"b\" );\n};\n",
+		  -EINVAL, 3, "array.bitmap", "raid0");
+	check_err("array: {\n  level = 5;\n  metadata = \"none\";\n  bitmap = \"internal\";\n"
+		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
+		  -EINVAL, 4, "array.bitmap", "metadata");
+	check_err("array: {\n  level = 5;\n  bitmap_chunk = \"3M\";\n"
+		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
+		  -EINVAL, 3, "array.bitmap_chunk", "power of two");
+	check_err("array: {\n  level = 5;\n  bitmap_chunk = 2;\n"
+		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
+		  -EINVAL, 3, "array.bitmap_chunk", "from 4K");
+}
+
 static void test_err_name(void **state)
 {
 	static const char *const bad[] = { "dir/a.img", "", ".", "..", "/a.img" };
@@ -837,6 +874,7 @@ int main(void)
 		cmocka_unit_test(test_err_type),
 		cmocka_unit_test(test_err_missing_key),
 		cmocka_unit_test(test_name_and_metadata),
+		cmocka_unit_test(test_bitmap_keys),
 		cmocka_unit_test(test_err_name),
 		cmocka_unit_test(test_err_level),
 		cmocka_unit_test(test_err_layout),

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "arrayio.h"
+#include "testreq.h"
 #include "engine.h"
 #include "fake_ioq.h"
 #include "miorec.h"
@@ -413,7 +413,7 @@ static void test_array_config(void **state)
 	for (i = 0; i < (int)len; i++)
 		buf[i] = (char)(i * 7 + i / 4096);
 	for (i = 0; i < 8; i++)
-		assert_int_equal(array_io(a, RF_REQ_WRITE, (uint64_t)i * len, len, buf), 0);
+		assert_int_equal(testreq_io(a, RF_REQ_WRITE, (uint64_t)i * len, len, buf), 0);
 	assert_int_equal(rf_array_faulty(a), 1u << 1);
 	assert_false(rf_array_failed(a));
 	assert_true(rf_ctl_dev_show(rf_ctl_dev_find("state"), a, "cf-1.img", show, sizeof(show)) > 0);
@@ -432,7 +432,7 @@ static void test_array_config(void **state)
 		assert_int_equal(matched, errors + 2);
 	}
 	for (i = 0; i < 8; i++) {
-		assert_int_equal(array_io(a, RF_REQ_READ, (uint64_t)i * len, len, back), 0);
+		assert_int_equal(testreq_io(a, RF_REQ_READ, (uint64_t)i * len, len, back), 0);
 		assert_memory_equal(buf, back, len);
 	}
 
@@ -441,7 +441,7 @@ static void test_array_config(void **state)
 	assert_int_equal(rf_ctl_dev_store(fat, a, "cf-3.img", "error=EIO ops=read", 18), 0);
 	assert_int_equal(rf_ctl_dev_store(fat, a, "cf-3.img", "error=EIO bogus=1", 17), -EINVAL);
 	assert_int_equal(rf_ctl_dev_store(fat, a, "nosuch.img", "off", 3), -ENOENT);
-	assert_int_equal(array_io(a, RF_REQ_READ, 0, len, back), -EIO);
+	assert_int_equal(testreq_io(a, RF_REQ_READ, 0, len, back), -EIO);
 	assert_true(rf_array_failed(a));
 	rf_array_close(a);
 	free(buf);

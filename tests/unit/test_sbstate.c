@@ -24,12 +24,12 @@
 
 #include <cmocka.h>
 
-#include "arrayio.h"
 #include "engine.h"
 #include "raidfuse/assemble.h"
 #include "raidfuse/super.h"
 #include "sbstate.h"
 #include "testdir.h"
+#include "testreq.h"
 
 #define N 4
 #define MEMBER_SECTORS 32768ULL         /* 16 MiB */
@@ -42,13 +42,11 @@ static unsigned seed = 20261130u;
 
 /* ---- the checking member backend ---- */
 
-static const struct rf_ioq_backend *inner;
-static struct rf_ioq_backend checked;
 static atomic_int nr_writes, nr_clean_writes;
 static atomic_bool checking;
 
 /* A data write is about to reach member: its superblock must say dirty. */
-static void note_write(struct rf_mio *m)
+static void note_write(struct rf_mio *m, uint64_t off, uint64_t len)
 {
 	struct rf_sb sb;
 	char err[512];
@@ -64,39 +62,6 @@ static void note_write(struct rf_mio *m)
 		close(fd);
 }
 
-static int check_prep(struct rf_ioq *q, struct rf_mio *m, int fd, char *buf, uint32_t len, uint64_t off)
-{
-	note_write(m);
-	return inner->prep(q, m, fd, buf, len, off);
-}
-
-static int check_prepv(struct rf_ioq *q, struct rf_mio *m, int fd, const struct iovec *iov, int niov,
-		       uint64_t off)
-{
-	note_write(m);
-	return inner->prepv(q, m, fd, iov, niov, off);
-}
-
-static pthread_mutex_t checked_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static int checked_init(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned depth)
-{
-	int r = rf_ioq_init_sync(q, members, nmembers, depth);
-
-	if (r)
-		return r;
-	/* Every queue has the same inner backend; workers start at once. */
-	pthread_mutex_lock(&checked_lock);
-	if (!inner) {
-		inner = q->be;
-		checked = *inner;
-		checked.prep = check_prep;
-		checked.prepv = check_prepv;
-	}
-	pthread_mutex_unlock(&checked_lock);
-	q->be = &checked;
-	return 0;
-}
 
 /* ---- arrays and requests ---- */
 
@@ -147,7 +112,8 @@ static struct rf_array *open_array(bool readonly, unsigned delay_ms)
 	rf_config_free(&cfg);
 	if (a->sbstate)
 		atomic_store(&a->sbstate->delay_ms, delay_ms);
-	rf_array_set_ioq_init(a, checked_init);
+	testreq_on_io = note_write;
+	rf_array_set_ioq_init(a, testreq_watch_init);
 	assert_int_equal(rf_array_start(a), 0);
 	return a;
 }
@@ -162,6 +128,7 @@ static void read_sb(int i, struct rf_sb *sb)
 		fail_msg("%s", err);
 	close(fd);
 }
+
 
 static void sleep_ms(unsigned ms)
 {
@@ -210,7 +177,7 @@ static void test_cycle(void **state)
 		assert_int_equal(sb.events, 0);
 	}
 	memset(buf, 0x5a, 65536);
-	assert_int_equal(array_io(a, RF_REQ_WRITE, 0, 65536, buf), 0);
+	assert_int_equal(testreq_io(a, RF_REQ_WRITE, 0, 65536, buf), 0);
 	assert_true(atomic_load(&nr_writes) > 0);
 	assert_int_equal(atomic_load(&nr_clean_writes), 0);
 	rf_array_get_info(a, &info);
@@ -234,13 +201,13 @@ static void test_cycle(void **state)
 	rf_array_get_info(a, &info);
 	assert_false(info.sb_dirty);
 	/* Reads leave the superblocks alone. */
-	assert_int_equal(array_io(a, RF_REQ_READ, 0, 65536, buf), 0);
+	assert_int_equal(testreq_io(a, RF_REQ_READ, 0, 65536, buf), 0);
 	sleep_ms(100);
 	read_sb(0, &sb);
 	assert_int_equal(sb.events, 2);
 	assert_int_equal(atomic_load(&a->sbstate->nr_dirty), 1);
 	/* A write, then close at once: close marks clean. */
-	assert_int_equal(array_io(a, RF_REQ_WRITE, 1 << 20, 4096, buf), 0);
+	assert_int_equal(testreq_io(a, RF_REQ_WRITE, 1 << 20, 4096, buf), 0);
 	rf_array_close(a);
 	for (i = 0; i < N; i++) {
 		read_sb(i, &sb);
@@ -269,7 +236,7 @@ static void *writer_main(void *arg)
 		uint64_t off = (uint64_t)(rand_r(&w->seed) % 2048) * 4096;
 
 		memset(buf, i, len);
-		if (array_io(w->a, RF_REQ_WRITE, off, len, buf))
+		if (testreq_io(w->a, RF_REQ_WRITE, off, len, buf))
 			break;
 		if (rand_r(&w->seed) % 4 == 0)
 			sleep_ms(rand_r(&w->seed) % 6);
@@ -337,7 +304,7 @@ static void test_dirty_stays_due(void **state)
 	make_members(5, false);         /* resync due from 0, as after a crash */
 	a = open_array(false, 10);
 	memset(buf, 1, 4096);
-	assert_int_equal(array_io(a, RF_REQ_WRITE, 0, 4096, buf), 0);
+	assert_int_equal(testreq_io(a, RF_REQ_WRITE, 0, 4096, buf), 0);
 	rf_array_close(a);
 	for (i = 0; i < N; i++) {
 		read_sb(i, &sb);
@@ -396,7 +363,7 @@ static void test_write_waits_for_record(void **state)
 	rf_member_fail(a, 2, -EIO, "test", 0);
 	read_sb(0, &sb);
 	assert_int_equal(sb.dev_roles[2], 2);
-	assert_int_equal(array_io(a, RF_REQ_WRITE, 0, 4096, buf), 0);
+	assert_int_equal(testreq_io(a, RF_REQ_WRITE, 0, 4096, buf), 0);
 	assert_int_equal(atomic_load(&a->sbstate->nr_faulty), 1);
 	read_sb(0, &sb);
 	assert_int_equal(sb.dev_roles[2], RF_SB_ROLE_FAULTY);

@@ -1,0 +1,101 @@
+/* testreq.h - what the tests of served arrays share: one request run to
+ * its end, and a member backend that shows the test every data write
+ * before it is issued (to check md's ordering rules against the disk). */
+#ifndef TESTREQ_H
+#define TESTREQ_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "raidfuse/array.h"
+#include "raidfuse/ioq.h"
+
+struct testreq_done {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int done, err;
+};
+
+static inline void testreq_done_cb(struct rf_req *r, int err)
+{
+	struct testreq_done *d = r->priv;
+
+	pthread_mutex_lock(&d->lock);
+	d->done = 1;
+	d->err = err;
+	pthread_cond_signal(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+}
+
+/* One request of op, waited for; its error. */
+static inline int testreq_io(struct rf_array *a, int op, uint64_t off, uint32_t len, char *buf)
+{
+	struct testreq_done d = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+	struct rf_req *r = rf_req_alloc(a, len);
+
+	if (!r)
+		return -ENOMEM;
+	r->op = (uint8_t)op;
+	r->off = off;
+	r->len = len;
+	r->buf = buf;
+	r->priv = &d;
+	r->done = testreq_done_cb;
+	rf_array_submit(a, r);
+	pthread_mutex_lock(&d.lock);
+	while (!d.done)
+		pthread_cond_wait(&d.cond, &d.lock);
+	pthread_mutex_unlock(&d.lock);
+	rf_req_free(r);
+	return d.err;
+}
+
+/* The watching backend: the synchronous one, calling testreq_on_io (the
+ * test's) with each member IO, its byte offset and length, before it is
+ * prepared. */
+static void (*testreq_on_io)(struct rf_mio *m, uint64_t off, uint64_t len);
+static const struct rf_ioq_backend *testreq_inner;
+static struct rf_ioq_backend testreq_watched;
+static pthread_mutex_t testreq_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static inline int testreq_prep(struct rf_ioq *q, struct rf_mio *m, int fd, char *buf, uint32_t len, uint64_t off)
+{
+	testreq_on_io(m, off, len);
+	return testreq_inner->prep(q, m, fd, buf, len, off);
+}
+
+static inline int testreq_prepv(struct rf_ioq *q, struct rf_mio *m, int fd, const struct iovec *iov, int niov,
+				uint64_t off)
+{
+	uint64_t len = 0;
+	int i;
+
+	for (i = 0; i < niov; i++)
+		len += iov[i].iov_len;
+	testreq_on_io(m, off, len);
+	return testreq_inner->prepv(q, m, fd, iov, niov, off);
+}
+
+static inline int testreq_watch_init(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers,
+				     unsigned depth)
+{
+	int r = rf_ioq_init_sync(q, members, nmembers, depth);
+
+	if (r)
+		return r;
+	/* Every queue has the same inner backend; workers start at once. */
+	pthread_mutex_lock(&testreq_lock);
+	if (!testreq_inner) {
+		testreq_inner = q->be;
+		testreq_watched = *testreq_inner;
+		testreq_watched.prep = testreq_prep;
+		testreq_watched.prepv = testreq_prepv;
+	}
+	pthread_mutex_unlock(&testreq_lock);
+	q->be = &testreq_watched;
+	return 0;
+}
+
+#endif
