@@ -194,6 +194,7 @@ struct rf_array {
 	 * writes drained; read by the IO path). */
 	atomic_uint_fast64_t recovering;
 	atomic_uint_fast64_t recovery_cp;
+	atomic_bool recover_dirty_only;  /* a re-added device: rebuild what the bitmap marks */
 	struct rf_mgmt *mgmt;           /* member.c's thread */
 	atomic_uint_fast64_t write_mostly; /* slots whose device is write-mostly (raid1 reads) */
 };

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "raidfuse/bitmap.h"
 #include "raidfuse/fault.h"
 #include "raidfuse/log.h"
 #include "raidfuse/super.h"
@@ -227,9 +228,17 @@ static int take_slot(void *arg)
 	struct swap_job *j = arg;
 	struct rf_array *a = j->a;
 	int k = j->slot, sp = j->spare, ret = 0;
-	bool missing = a->members[k].flags & RF_DEV_MISSING;
+	bool missing = a->members[k].flags & RF_DEV_MISSING, readd = false;
 
 	rf_sbstate_lock(a->sbstate);
+	/* md's re-add with a bitmap: a device that left slot k after the
+	 * bits were last cleared missed only the writes they mark. */
+	if (a->bitmap && a->members[sp].prev_slot == k && rf_sbstate_has(a->sbstate, sp)) {
+		struct rf_bitmap_status st;
+
+		rf_bitmap_get(a->bitmap, &st);
+		readd = rf_sbstate_dev_events(a->sbstate, sp) >= st.events_cleared;
+	}
 	if (!missing && a->sbstate)
 		rf_sbstate_mark_faulty(a->sbstate, k);
 	dev_swap(a, k, sp);
@@ -246,6 +255,7 @@ static int take_slot(void *arg)
 	/* What stripe heads cached of slot k was the failed device's. */
 	rf_stripe_cache_forget(a, 0, UINT64_MAX);
 	atomic_store(&a->recovery_cp, 0);
+	atomic_store(&a->recover_dirty_only, readd);
 	atomic_fetch_or(&a->recovering, 1ull << k);
 	atomic_fetch_and(&a->faulty, ~(1ull << k));
 	update_write_mostly(a);
@@ -260,7 +270,8 @@ static int take_slot(void *arg)
 	if (a->sbstate && !ret)
 		ret = rf_sbstate_set_slot(a->sbstate, k, k, 0);
 	rf_sbstate_unlock(a->sbstate);
-	rf_info("%s: %s takes slot %d; rebuilding it", a->name, a->members[k].path, k);
+	rf_info("%s: %s takes slot %d; rebuilding %s", a->name, a->members[k].path, k,
+		readd ? "what the bitmap marks" : "all of it");
 	return ret;
 }
 
@@ -290,8 +301,10 @@ static int end_rebuild(void *arg)
 			rf_sbstate_set_recovery(a->sbstate, k, j->completed ? RF_SB_MAX_SECTOR :
 						a->geom.level == 10 ? 0 : j->pos);
 	}
-	if (j->completed)
+	if (j->completed) {
 		atomic_store(&a->recovery_cp, 0);
+		atomic_store(&a->recover_dirty_only, false);
+	}
 	rf_sbstate_unlock(a->sbstate);
 	return 0;
 }

@@ -416,6 +416,11 @@ bool rf_sbstate_has(struct rf_sbstate *s, int dev)
 	return s && s->m[dev].has;
 }
 
+uint64_t rf_sbstate_dev_events(struct rf_sbstate *s, int dev)
+{
+	return s && s->m[dev].has ? s->m[dev].sb.events : 0;
+}
+
 void rf_sbstate_forget(struct rf_sbstate *s, int dev)
 {
 	memset(&s->m[dev], 0, sizeof(s->m[dev]));

@@ -88,8 +88,9 @@ void rf_sbstate_unlock(struct rf_sbstate *s);
 int rf_sbstate_add_spare(struct rf_sbstate *s, int dev, char *err, size_t errlen);
 /* Devices i and j traded places in the table (a spare took a slot). */
 void rf_sbstate_swap(struct rf_sbstate *s, int i, int j);
-/* Whether device dev has a superblock here. */
+/* Whether device dev has a superblock here; the events it last took. */
 bool rf_sbstate_has(struct rf_sbstate *s, int dev);
+uint64_t rf_sbstate_dev_events(struct rf_sbstate *s, int dev);
 /* Device dev left the table. */
 void rf_sbstate_forget(struct rf_sbstate *s, int dev);
 /* Device dev serves slot (-1: a spare again), rebuilt up to

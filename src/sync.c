@@ -99,6 +99,7 @@ struct rf_sync {
 	int nmarks;
 	int bad_member;
 	uint64_t bad_sector, bad_found;
+	uint64_t skipped;               /* sectors a walk jumped over (bitmap) */
 	uint64_t mismatches;
 	/* the thread only: */
 	uint32_t region_max;            /* bytes per member */
@@ -647,6 +648,26 @@ static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint6
 			if (*pos >= total)
 				break;
 		}
+		/* A re-added device missed only what the bitmap marks.  The
+		 * jump over clean chunks is made with writes held: none may
+		 * be planned on the far side of the old position meanwhile. */
+		if (act == RF_SYNC_RECOVER && a->bitmap && atomic_load(&a->recover_dirty_only)) {
+			uint64_t np;
+
+			rf_writes_hold(a);
+			np = rf_bitmap_dirty_skip(a->bitmap, *pos, total, &n);
+			if (np != *pos && !is_mirror(a)) {
+				rf_stripe_cache_forget(a, *pos, np);
+				atomic_store_explicit(&a->recovery_cp, np, memory_order_release);
+			}
+			rf_writes_release(a);
+			pthread_mutex_lock(&s->lock);
+			s->skipped += np - *pos;
+			pthread_mutex_unlock(&s->lock);
+			*pos = np;
+			if (*pos >= total)
+				break;
+		}
 		if (n > total - *pos)
 			n = total - *pos;
 		if (rf_failed_now(a))
@@ -703,8 +724,9 @@ static void *sync_main(void *arg)
 	if (act == RF_SYNC_RESYNC)
 		s->resync_cp = pos < total ? pos : 0;
 	if (act == RF_SYNC_RESYNC || act == RF_SYNC_RECOVER)
-		rf_info("%s: %s %s at sector %llu of %llu", a->name, rf_sync_action_name(act), why,
-			(unsigned long long)pos, (unsigned long long)total);
+		rf_info("%s: %s %s at sector %llu of %llu%s", a->name, rf_sync_action_name(act), why,
+			(unsigned long long)pos, (unsigned long long)total,
+			act == RF_SYNC_RECOVER && s->skipped ? " (only what the bitmap marks)" : "");
 	else
 		rf_info("%s: %s %s at sector %llu of %llu: mismatch_cnt %llu", a->name, rf_sync_action_name(act),
 			why, (unsigned long long)pos, (unsigned long long)total, (unsigned long long)s->mismatches);
@@ -769,6 +791,7 @@ static int start(struct rf_array *a, enum rf_sync_action act)
 		s->done = atomic_load(&a->recovery_cp);
 	s->nmarks = 0;
 	s->nlogged = 0;
+	s->skipped = 0;
 	s->last_busy = -BUSY_RECENT;
 	s->started = now();
 	if (act != RF_SYNC_RESYNC) {
@@ -855,6 +878,7 @@ void rf_sync_get(struct rf_array *a, struct rf_sync_status *st)
 	st->bad_member = s->bad_member;
 	st->bad_sector = s->bad_sector;
 	st->bad_found = s->bad_found;
+	st->skipped = s->skipped;
 	if (s->running && s->nmarks) {
 		/* At least a second, as md: a young run's first region says
 		 * nothing about its pace. */

@@ -42,6 +42,8 @@ struct rf_sync_status {
 	int bad_member;
 	uint64_t bad_sector;            /* array sector of that data block, or member sector of P/Q */
 	uint64_t bad_found;             /* how many blocks were pinned so far */
+	uint64_t skipped;               /* sectors the running or last walk jumped over as
+					 * clean (a re-added device's rebuild with a bitmap) */
 };
 
 /* md's word for an action, and back (-EINVAL for an unknown word; a
