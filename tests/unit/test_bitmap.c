@@ -687,6 +687,21 @@ static void test_events_and_damage(void **state)
 /* A member fails, writes go on degraded (their chunks need a resync),
  * a spare takes the slot: it gets the whole bitmap, the rebuild clears
  * what needed a resync, and idle passes clear the bits everywhere. */
+/* A raid5 of N members with 4 KiB bitmap chunks, every bit clear, m2.img
+ * failed. */
+static struct rf_array *open_clean_fail_m2(void)
+{
+	struct rf_array *a;
+
+	make_members_chunk(true, 4096);
+	a = open_array(N, 0);
+	rf_bitmap_daemon_pass(a->bitmap);
+	rf_bitmap_daemon_pass(a->bitmap);
+	assert_int_equal(status(a).dirty, 0);
+	assert_int_equal(rf_array_dev_set_state(a, "m2.img", "faulty"), 0);
+	return a;
+}
+
 /* md's re-add: a member failed and added back rebuilds only the chunks
  * written while it was out (4 KiB bitmap chunks: one of them here), and
  * the data and parity come out right. */
@@ -699,13 +714,8 @@ static void test_readd(void **state)
 	uint64_t total;
 	int i;
 
-	make_members_chunk(true, 4096);
-	a = open_array(N, 0);
+	a = open_clean_fail_m2();
 	total = rf_array_geom(a)->dev_sectors;
-	rf_bitmap_daemon_pass(a->bitmap);
-	rf_bitmap_daemon_pass(a->bitmap);
-	assert_int_equal(status(a).dirty, 0);
-	assert_int_equal(rf_array_dev_set_state(a, "m2.img", "faulty"), 0);
 	memset(buf, 0x5a, 65536);
 	assert_int_equal(testreq_io(a, RF_REQ_WRITE, row_off(200), 65536, buf), 0);
 	assert_int_equal(rf_array_dev_set_state(a, "m2.img", "re-add"), 0);
@@ -750,12 +760,7 @@ static void test_spare_rebuild(void **state)
 	uint8_t *bits;
 	int i, fd;
 
-	make_members_chunk(true, 4096);
-	a = open_array(N, 0);
-	rf_bitmap_daemon_pass(a->bitmap);
-	rf_bitmap_daemon_pass(a->bitmap);
-	assert_int_equal(status(a).dirty, 0);
-	assert_int_equal(rf_array_dev_set_state(a, "m2.img", "faulty"), 0);
+	a = open_clean_fail_m2();
 	memset(buf, 0x77, 65536);
 	assert_int_equal(testreq_io(a, RF_REQ_WRITE, row_off(200), 4096, buf), 0);
 	for (i = 0; i < 3; i++)
