@@ -45,6 +45,11 @@
  * n KiB takes at least n / speed seconds), so it reacts at once when the
  * foreground starts.  speed reports KiB/s over the last few seconds.
  *
+ * Checkpoints.  A resync reports where it stands (every row below it in
+ * sync) through the notify function every 1/16 of the walk or CP_SECONDS,
+ * and where it ended: the superblock keeper records it as resync_offset,
+ * so a resync interrupted by a crash or a stop resumes there.
+ *
  * Stopping ("idle", "frozen", array close) takes effect between regions:
  * the region in flight is finished and written, so the rows are
  * consistent.  A member IO error marks the member faulty and ends the
@@ -76,6 +81,8 @@
 #define IDLE_LOOKS 4                    /* looks at the counters before calling the array idle */
 #define IDLE_LOOK_US 100
 #define PACE_POLL 0.005                 /* seconds between looks at the load while pacing */
+#define CP_PARTS 16                     /* a resync checkpoint every 1/16 of the walk, */
+#define CP_SECONDS 5.0                  /* or this often */
 
 struct mark {
 	double t;
@@ -517,10 +524,28 @@ static void progress(struct rf_sync *s, uint64_t pos)
 	s->nmarks++;
 }
 
+/* A resync reached pos: every row below it is in sync.  A later resync
+ * may start there; the notify function records it in the superblocks. */
+static void checkpoint(struct rf_sync *s, uint64_t pos)
+{
+	rf_sync_notify_fn notify;
+	void *priv;
+
+	pthread_mutex_lock(&s->lock);
+	s->resync_cp = pos;
+	notify = s->notify;
+	priv = s->notify_priv;
+	pthread_mutex_unlock(&s->lock);
+	if (notify)
+		notify(s->a, RF_SYNC_RESYNC, false, pos, priv);
+}
+
 /* Region by region from *pos to total, until done, stopped or failed. */
 static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint64_t total, const char **why)
 {
 	struct rf_array *a = s->a;
+	uint64_t cp_pos = *pos;
+	double cp_t = now();
 	int ret = 0;
 
 	while (*pos < total) {
@@ -547,6 +572,12 @@ static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint6
 		pthread_mutex_lock(&s->lock);
 		progress(s, *pos);
 		pthread_mutex_unlock(&s->lock);
+		if (act == RF_SYNC_RESYNC && *pos < total &&
+		    (*pos - cp_pos >= total / CP_PARTS || now() - cp_t >= CP_SECONDS)) {
+			checkpoint(s, *pos);
+			cp_pos = *pos;
+			cp_t = now();
+		}
 		pace(s, t0, n);
 	}
 	return 0;
@@ -581,7 +612,7 @@ static void *sync_main(void *arg)
 	}
 	pthread_mutex_lock(&s->lock);
 	if (act == RF_SYNC_RESYNC)
-		s->resync_cp = pos < total ? pos : 0;
+		s->resync_cp = pos < total ? pos : RF_SYNC_NONE;
 	if (act == RF_SYNC_RESYNC)
 		rf_info("%s: resync %s at sector %llu of %llu", a->name, why, (unsigned long long)pos,
 			(unsigned long long)total);
@@ -802,14 +833,22 @@ void rf_sync_set_notify(struct rf_array *a, rf_sync_notify_fn fn, void *priv)
 int rf_sync_set_resync_cp(struct rf_array *a, uint64_t sector)
 {
 	struct rf_sync *s = a->sync;
+	rf_sync_notify_fn notify = NULL;
+	void *priv = NULL;
 	int ret = 0;
 
 	pthread_mutex_lock(&s->lock);
-	if (s->running && s->action == RF_SYNC_RESYNC)
+	if (s->running && s->action == RF_SYNC_RESYNC) {
 		ret = -EBUSY;
-	else
-		s->resync_cp = sector < walk_total(a) ? sector : 0;
+	} else {
+		s->resync_cp = sector < walk_total(a) ? sector : RF_SYNC_NONE;
+		sector = s->resync_cp;
+		notify = s->notify;
+		priv = s->notify_priv;
+	}
 	pthread_mutex_unlock(&s->lock);
+	if (notify)
+		notify(a, RF_SYNC_IDLE, false, sector, priv);
 	return ret;
 }
 
@@ -827,6 +866,7 @@ int rf_sync_init(struct rf_array *a)
 	s->speed_min = RF_SYNC_SPEED_MIN_DEFAULT;
 	s->speed_max = RF_SYNC_SPEED_MAX_DEFAULT;
 	s->bad_member = -1;
+	s->resync_cp = RF_SYNC_NONE;
 	/* Reads: one per member; writes: at most a run per two blocks. */
 	s->mios = calloc((size_t)a->nmembers * (REGION_IDLE / BLK / 2 + 1), sizeof(*s->mios));
 	if (!s->mios) {
