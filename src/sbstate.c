@@ -216,6 +216,8 @@ int rf_array_start_resync(struct rf_array *a, bool frozen)
 	uint64_t cp;
 	int r;
 
+	if (frozen && a->sync)
+		rf_sync_request(a, RF_SYNC_FROZEN);
 	if (!s)
 		return 0;
 	pthread_mutex_lock(&s->lock);
@@ -224,7 +226,6 @@ int rf_array_start_resync(struct rf_array *a, bool frozen)
 	if (cp == RF_SB_MAX_SECTOR)
 		return 0;
 	if (frozen) {
-		rf_sync_request(a, RF_SYNC_FROZEN);
 		rf_info("%s: resync due from sector %llu: sync_action frozen, not started", a->name,
 			(unsigned long long)cp);
 		return 0;
