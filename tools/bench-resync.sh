@@ -4,12 +4,13 @@
 # For each level (raid5 and raid6 by default, 4 members each, members on
 # /dev/shm filled with zeros, so the parity agrees and nothing is written):
 #  (a) idle resync: with sync_speed_max as high as it goes, the time from
-#      `echo resync > md/sync_action` until it reads idle again (the best of
-#      RUNS).  Beside it, what the members can stream: fio reading every
-#      member file whole, 1 MiB at a time, one thread per member (parallel)
-#      and one thread for all of them in turn (1 thread): the same bytes the
+#      `echo resync > md/sync_action` until it reads idle again.  Beside
+#      it, just before, what the members can stream: fio reading the
+#      member files, 1 MiB at a time, one thread per member (parallel) and
+#      one thread for all of them in turn (1 thread): the same bytes the
 #      resync reads.  Ratio: member bytes the resync read per second over
-#      the streaming rate.  Goal: 0.80 of the parallel rate.
+#      the streaming rate.  Goal: 0.80 of the parallel rate.  RUNS pairs;
+#      the one with the median ratio counts (the machine is shared).
 #  (b) tools/bench/randread-4k-qd32.fio on the idle array (before and
 #      after: their mean), and while a resync runs (started just before;
 #      sync_speed_min and _max at md's defaults): the IOPS ratio (goal
@@ -21,7 +22,7 @@
 #   -t SECONDS  each randread run's measured time (default 10; a 1 s ramp)
 #   -l LEVELS   "5 6" by default (1, 4, 5, 6, 10 work; 4 members each)
 #   -m MIB      each member's size (default 512)
-#   -r RUNS     idle resyncs timed (default 3; the best counts)
+#   -r RUNS     idle resyncs timed, each after its streaming runs (default 3)
 #   -o CSV      where the CSV goes (default WORK/resync.csv)
 # Environment: RAIDFUSE (the binary), BENCH_DIR (default /dev/shm).
 set -euo pipefail
@@ -91,7 +92,7 @@ stream() {
 	local name=$1 out=$work/fio/stream-$1.json
 	shift
 	fio --output-format=json --output="$out" --rw=read --bs=1M --ioengine=psync --direct=1 \
-		--time_based --runtime=3 --group_reporting "$@" >/dev/null
+		--time_based --runtime=2 --group_reporting "$@" >/dev/null
 	jq -r '.jobs[0].read.bw / 1024' <(sed -n '/^{/,$p' "$out")
 }
 
@@ -104,7 +105,7 @@ randread() {
 }
 
 echo "bench-resync: $NMEMBERS members of $mib MiB on $(df --output=fstype "$work" | tail -1), levels: $levels"
-echo "target,members,member_mib,stream_par_mib_s,stream_1t_mib_s,resync_best_s,resync_runs_s,resync_read_mib_s,resync_per_stream,resync_per_stream_1t,sync_speed_kib_s,randread_idle_iops,randread_resync_iops,iops_ratio,resync_fg_kib_s,sync_speed_min_kib_s,goal_resync_ratio,goal_iops_ratio" >"$csv"
+echo "target,members,member_mib,stream_par_mib_s,stream_1t_mib_s,resync_s,resync_runs_s,resync_read_mib_s,resync_per_stream,resync_per_stream_1t,sync_speed_kib_s,randread_idle_iops,randread_resync_iops,iops_ratio,resync_fg_kib_s,sync_speed_min_kib_s,goal_resync_ratio,goal_iops_ratio" >"$csv"
 for l in $levels; do
 	t=raid$l
 	members=()
@@ -122,8 +123,7 @@ for l in $levels; do
 		par_args+=("--name=m$i" "--filename=${members[i]}")
 		one+="${one:+:}${members[i]}"
 	done
-	par=$(stream par "${par_args[@]}")
-	one=$(stream 1t --name=all --filename="$one" --file_service_type=roundrobin)
+	one_file=$one
 
 	mkdir -p "$mnt"
 	"$RAIDFUSE" mount "$work/$t.conf" "$mnt" -f >>"$work/$t.log" 2>&1 &
@@ -136,22 +136,28 @@ for l in $levels; do
 	array_mib=$(($(stat -c %s "$mnt/array.img") >> 20))
 	speed_min=$(val sync_speed_min | cut -d' ' -f1)
 
-	# (a) idle resync, speed_max out of the way.
+	# (a) idle resync, speed_max out of the way.  Each run streams the
+	# members (in parallel, then on one thread), then resyncs: on this
+	# shared machine each pair is measured within seconds of each other.
+	# The run with the median ratio to the parallel stream counts.
 	echo "$SPEED_HIGH" >"$mnt/md/sync_speed_max"
-	best='' all=''
+	rows=() all=''
 	for ((r = 0; r < runs; r++)); do
+		p=$(stream "par$r" "${par_args[@]}")
+		o=$(stream "1t$r" --name=all --filename="$one_file" --file_service_type=roundrobin)
 		t0=$(now)
 		echo resync >"$mnt/md/sync_action"
 		wait_idle
 		dt=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }')
 		all+="${all:+ }$dt"
-		[ -n "$best" ] && awk -v a="$dt" -v b="$best" 'BEGIN { exit !(a >= b) }' || best=$dt
+		# Member bytes read per second: every member, whole (its data area).
+		rate=$(awk -v n=$NMEMBERS -v m="$mib" -v s="$dt" 'BEGIN { printf "%.0f", n * m / s }')
+		rows+=("$(fdiv "$rate" "$p") $p $o $dt $rate")
 	done
-	# Member bytes read per second: every member, whole (its data area).
-	read_mib=$(awk -v n=$NMEMBERS -v m="$mib" -v s="$best" 'BEGIN { printf "%.0f", n * m / s }')
+	read -r _ par one dt_med read_mib <<<"$(printf '%s\n' "${rows[@]}" | sort -n | sed -n "$(((runs + 1) / 2))p")"
 	# md's sync_speed unit: KiB/s of each member (the runs are too short
 	# for the daemon's own figure, an average over seconds).
-	speed=$(awk -v m="$mib" -v s="$best" 'BEGIN { printf "%.0f", m * 1024 / s }')
+	speed=$(awk -v m="$mib" -v s="$dt_med" 'BEGIN { printf "%.0f", m * 1024 / s }')
 
 	# (b) 4k random reads, idle and during a resync, md's default limits.
 	# Idle before and after (their mean counts): the machine is shared,
@@ -180,7 +186,7 @@ for l in $levels; do
 	rm -f "${members[@]}"
 
 	printf '%s,%d,%d,%.0f,%.0f,%s,%s,%s,%s,%s,%s,%.0f,%.0f,%s,%s,%s,%s,%s\n' "$t" $NMEMBERS "$mib" "$par" "$one" \
-		"$best" "$all" "$read_mib" "$(fdiv "$read_mib" "$par")" "$(fdiv "$read_mib" "$one")" "$speed" \
+		"$dt_med" "$all" "$read_mib" "$(fdiv "$read_mib" "$par")" "$(fdiv "$read_mib" "$one")" "$speed" \
 		"$idle_iops" "$busy_iops" "$(fdiv "$busy_iops" "$idle_iops")" "$fg_kib" "$speed_min" \
 		"$GOAL_RESYNC" "$GOAL_IOPS" >>"$csv"
 done
