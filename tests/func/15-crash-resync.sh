@@ -15,9 +15,10 @@
 #    every acknowledged block reads back with its number.
 # 3. (full runs, and raid5 always) --freeze: the resync that is due (set
 #    with resync_start 0) does not start; started by hand at a slow speed,
-#    the daemon is killed once a checkpoint is recorded: the next mount
-#    says where it stopped and resumes there, not at 0; check 0, blocks
-#    still right.
+#    idle stops it and resync_start says where; started again, it resumes
+#    there; the daemon is killed once a later checkpoint is recorded: the
+#    next mount says where it stopped and resumes there, not at 0; check
+#    0, blocks still right.
 # Then: create without --assume-clean makes the first mount resync; with
 # --freeze it stays due (frozen) across a clean unmount.
 . "$(dirname "$0")/lib.sh"
@@ -146,18 +147,31 @@ round() {
 	[ "${RF_QUICK:-0}" = 1 ] && [ "$name" != raid5 ] && return 0
 	log "$name: frozen keeps a due resync; a killed resync resumes at its checkpoint"
 	start_array "$D/raid.conf" "$MNT" --freeze
+	logf=$(daemon_log_file "$MNT")
 	echo 0 >"$MNT/md/resync_start"
 	check '[ "$(val sync_action)" = frozen ]' "$name: --freeze"
 	sleep 0.5
 	check '[ "$(val sync_action)" = frozen ] && [ "$(val resync_start)" = 0 ]' "$name: frozen: nothing started"
 	echo 8000 >"$MNT/md/sync_speed_max"
 	echo resync >"$MNT/md/sync_action"
-	for ((i = 0; i < 200; i++)); do
-		cp=$(val resync_start)
-		[ "$cp" != 0 ] && break
+	sleep 0.3
+	# idle stops it and records where: the next resync starts there.
+	echo idle >"$MNT/md/sync_action"
+	check '[ "$(val sync_action)" = idle ]' "$name: idle stops the resync"
+	cp=$(val resync_start)
+	[[ $cp =~ ^[1-9][0-9]*$ ]] || fail "$name: resync_start after idle: '$cp', want where it stopped"
+	echo resync >"$MNT/md/sync_action"
+	for ((i = 0; i < 100; i++)); do
+		[ "$(grep -c "resync started at sector" "$logf")" = 2 ] && break
 		sleep 0.05
 	done
-	[ "$cp" != 0 ] && [ "$(val sync_action)" = resync ] ||
+	grep -q "resync started at sector $cp of" "$logf" || fail "$name: the resync did not resume at $cp: $(cat "$logf")"
+	for ((i = 0; i < 200; i++)); do
+		[ "$(val resync_start)" != "$cp" ] && break
+		sleep 0.05
+	done
+	cp=$(val resync_start)
+	[[ $cp =~ ^[1-9][0-9]*$ ]] && [ "$(val sync_action)" = resync ] ||
 		fail "$name: no checkpoint while the resync runs (resync_start $cp, sync_action $(val sync_action))"
 	kill_daemon
 	start_array "$D/raid.conf" "$MNT"
