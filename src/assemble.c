@@ -187,7 +187,7 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 	struct stat st[RF_MAX_MEMBERS];
 	const struct rf_sb *fresh;
 	char u0[40], u1[40], missing[256];
-	int i, j, r = -EINVAL, nuse = 0, nmissing = 0, fi = 0;
+	int i, j, r = -EINVAL, nuse = 0, nmissing = 0, fi = 0, spare[RF_MAX_MEMBERS], nspare = 0;
 	size_t ml = 0;
 	const char *why;
 	uint64_t size;
@@ -259,7 +259,11 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 			continue;
 		}
 		if (role >= RF_SB_ROLE_MAX) {
-			rf_warn("%s: a spare (no active role): left out", paths[i]);
+			if (nspare >= RF_MAX_MEMBERS) {
+				rf_warn("%s: a spare past the first %d: left out", paths[i], RF_MAX_MEMBERS);
+				continue;
+			}
+			spare[nspare++] = i;
 			continue;
 		}
 		if (by_role[role] >= 0) {
@@ -288,6 +292,24 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 			 "array %s: too few members: raid%d with %d devices has %d, role(s) %s missing; "
 			 "it survives at most %d missing", u0, fresh->level, fresh->raid_disks, nuse,
 			 missing, survives(fresh));
+		goto out;
+	}
+	/* A device that was being rebuilt holds its slot's data only below
+	 * its recovery_offset. */
+	for (i = 0; i < fresh->raid_disks; i++) {
+		if (by_role[i] < 0 || !(sbs[by_role[i]].feature_map & RF_SB_FEAT_RECOVERY))
+			continue;
+		rf_info("%s: being rebuilt into role %d (done to sector %llu): the rebuild resumes", paths[by_role[i]],
+			i, (unsigned long long)sbs[by_role[i]].recovery_offset);
+		nmissing++;
+		ml += (size_t)snprintf(missing + ml, ml < sizeof(missing) ? sizeof(missing) - ml : 0,
+				       "%s%d (rebuilding)", nmissing > 1 ? ", " : "", i);
+		if (ml >= sizeof(missing))
+			ml = sizeof(missing) - 1;
+	}
+	if (nmissing > survives(fresh)) {
+		snprintf(err, errlen, "array %s: too few in-sync members: role(s) %s missing; raid%d with %d devices "
+			 "survives at most %d", u0, missing, fresh->level, fresh->raid_disks, survives(fresh));
 		goto out;
 	}
 	if (nmissing && !fresh->clean && fresh->level >= 4 && fresh->level <= 6) {
@@ -328,6 +350,13 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 		cfg->members[i] = strdup(paths[by_role[i]]);
 		if (!cfg->members[i])
 			goto out;
+	}
+	for (i = 0; i < nspare; i++) {
+		cfg->spares[i] = strdup(paths[spare[i]]);
+		if (!cfg->spares[i])
+			goto out;
+		cfg->nspares = i + 1;
+		rf_info("%s: a spare", paths[spare[i]]);
 	}
 	cfg->data_offset = use[0]->data_offset * 512;
 	cfg->data_offset_given = true;

@@ -393,11 +393,57 @@ static int load_members(struct ld *ld, const config_setting_t *s,
 	return r;
 }
 
+/* spares = ( "s0.img", ... ): files that take a failed member's slot and
+ * are rebuilt there.  None may be a member or another spare. */
+static int load_spares(struct ld *ld, const config_setting_t *s, struct rf_config *cfg)
+{
+	char key[64], *canon = NULL, *other = NULL;
+	int i, j, n, r = 0;
+
+	if (config_setting_type(s) != CONFIG_TYPE_LIST && config_setting_type(s) != CONFIG_TYPE_ARRAY)
+		return fail(ld, s, "array.spares", "must be a list of paths, ( \"s0.img\", ... ) (got %s)",
+			    type_name(s));
+	n = config_setting_length(s);
+	if (n > RF_MAX_MEMBERS)
+		return fail(ld, s, "array.spares", "at most %d spares (got %d)", RF_MAX_MEMBERS, n);
+	for (i = 0; i < n && !r; i++) {
+		const config_setting_t *e = config_setting_get_elem(s, i);
+		const char *p;
+
+		snprintf(key, sizeof(key), "array.spares[%d]", i);
+		if (config_setting_type(e) != CONFIG_TYPE_STRING || !*config_setting_get_string(e))
+			return fail(ld, e, key, "must be a path (got %s)", type_name(e));
+		p = config_setting_get_string(e);
+		if (p[0] == '/')
+			cfg->spares[i] = strdup(p);
+		else if (asprintf(&cfg->spares[i], "%s/%s", strcmp(ld->dir, "/") ? ld->dir : "", p) < 0)
+			cfg->spares[i] = NULL;
+		if (!cfg->spares[i] || !(canon = canonical(cfg->spares[i])))
+			return -ENOMEM;
+		cfg->nspares = i + 1;
+		for (j = 0; j < cfg->nmembers + i && !r; j++) {
+			const char *q = j < cfg->nmembers ? cfg->members[j] : cfg->spares[j - cfg->nmembers];
+
+			if (!q || !(other = canonical(q))) {
+				r = q ? -ENOMEM : 0;
+				continue;
+			}
+			if (!strcmp(canon, other))
+				r = fail(ld, e, key, "%s is already %s %d", cfg->spares[i],
+					 j < cfg->nmembers ? "member" : "spare",
+					 j < cfg->nmembers ? j : j - cfg->nmembers);
+			free(other);
+		}
+		free(canon);
+	}
+	return r;
+}
+
 static int load_array(struct ld *ld, const config_setting_t *arr,
 		      struct rf_config *cfg)
 {
 	static const char *const keys[] = {
-		"name", "level", "layout", "chunk_size", "members",
+		"name", "level", "layout", "chunk_size", "members", "spares",
 		"member_size", "data_offset", "size", "metadata", NULL
 	};
 	const config_setting_t *s;
@@ -508,6 +554,12 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 	r = load_members(ld, s, cfg);
 	if (r)
 		return r;
+	s = config_setting_get_member(arr, "spares");
+	if (s) {
+		r = load_spares(ld, s, cfg);
+		if (r)
+			return r;
+	}
 
 	/* data_offset */
 	s = config_setting_get_member(arr, "data_offset");
@@ -758,8 +810,10 @@ void rf_config_free(struct rf_config *cfg)
 	free(cfg->path);
 	free(cfg->name);
 	free(cfg->overlay_dir);
-	for (i = 0; i < RF_MAX_MEMBERS; i++)
+	for (i = 0; i < RF_MAX_MEMBERS; i++) {
 		free(cfg->members[i]);
+		free(cfg->spares[i]);
+	}
 	memset(cfg, 0, sizeof(*cfg));
 }
 

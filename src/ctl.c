@@ -64,30 +64,10 @@ static bool has_stripe_cache(const struct rf_array *a)
 
 /* The superblock format the members carry, as md names it ("1.2"), or
  * NULL for none (metadata = "none": md's "non-persistent", what mdadm
- * --build makes).  The engine does not keep it, so the first healthy
- * member is asked (one small read, on a control file read only). */
+ * --build makes). */
 static const char *metadata_version(struct rf_array *a, const struct rf_array_info *i)
 {
-	char err[512];
-	struct rf_sb sb;
-	int k, fd, ret;
-
-	for (k = 0; k < i->raid_disks; k++) {
-		const char *path = rf_array_member_path(a, k);
-
-		if ((i->faulty >> k) & 1 || !path)
-			continue;
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ret = rf_sb_read(fd, path, &sb, err, sizeof(err));
-		close(fd);
-		if (!ret)
-			return rf_sb_kind_name(sb.kind);
-		if (ret == -ENOENT)
-			return NULL;
-	}
-	return NULL;
+	return i->metadata ? rf_sb_kind_name(i->metadata) : NULL;
 }
 
 /* ---------------------------------------------------------------- show */
@@ -323,7 +303,7 @@ const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	ATTR_INT(group_thread_cnt, rf_array_set_group_thread_cnt, "0..64"),
 	ATTR_INT(worker_groups, rf_array_set_worker_groups, "1..64"),
 	{ .name = "sync_action", .mode = 0644, .show = show_sync_action, .store = store_sync_action,
-	  .takes = "check, repair, resync, idle or frozen", .present = has_redundancy },
+	  .takes = "check, repair, resync, recover, idle or frozen", .present = has_redundancy },
 	ATTR_RO(mismatch_cnt, .present = has_redundancy),
 	{ .name = "sync_speed_min", .mode = 0644, .show = show_sync_speed_min, .store = store_sync_speed_min,
 	  .takes = "KiB/s, or system", .present = has_redundancy },
@@ -380,7 +360,7 @@ static void mdstat_level(struct rf_array *a, const struct rf_array_info *i, stru
 	}
 	rf_ctl_printf(b, " [%d/%d] [", i->raid_disks, i->raid_disks - i->degraded);
 	for (k = 0; k < i->raid_disks; k++)
-		rf_ctl_printf(b, "%c", (i->faulty >> k) & 1 ? '_' : 'U');
+		rf_ctl_printf(b, "%c", ((i->faulty | i->recovering) >> k) & 1 ? '_' : 'U');
 	rf_ctl_printf(b, "]");
 }
 
@@ -396,14 +376,15 @@ static void show_mdstat(struct rf_array *a, const struct rf_array_info *i, int m
 
 	rf_ctl_printf(b, "Personalities : [raid0] [raid1] [raid10] [raid6] [raid5] [raid4] \n");
 	rf_ctl_printf(b, "md0 : active%s raid%d", rf_array_readonly(a) ? " (read-only)" : "", i->level);
-	for (k = i->raid_disks - 1; k >= 0; k--) {
-		const char *path = rf_array_member_path(a, k);
-		const char *base;
+	/* md lists the devices newest first: spares (S) and failed ones (F)
+	 * with the rest, each with its number. */
+	for (k = rf_array_ndevs(a) - 1; k >= 0; k--) {
+		struct rf_dev_info d;
 
-		if (!path || !strcmp(path, "missing"))
+		if (rf_array_dev_info(a, k, &d) || (d.flags & RF_DEV_MISSING))
 			continue;
-		base = strrchr(path, '/');
-		rf_ctl_printf(b, " %s[%d]%s", base ? base + 1 : path, k, (i->faulty >> k) & 1 ? "(F)" : "");
+		rf_ctl_printf(b, " %s[%d]%s%s", d.name, k, d.flags & RF_DEV_WRITE_MOSTLY ? "(W)" : "",
+			      d.flags & RF_DEV_FAULTY ? "(F)" : d.slot < 0 ? "(S)" : "");
 	}
 	rf_ctl_printf(b, "\n      %llu blocks", (unsigned long long)(i->array_size / 1024));
 	/* md names every format but its oldest, 0.90 */

@@ -339,7 +339,9 @@ static void queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w)
 
 	/* No write starts while the superblocks say clean. */
 	ret = r->op == RF_REQ_WRITE ? rf_sbstate_write_start(a->sbstate) : 0;
-	if (!ret && rf_failed_now(a))
+	/* Past what the level tolerates nothing is written; reads go on
+	 * where the data is still whole (the level fails the others). */
+	if (!ret && r->op != RF_REQ_READ && rf_failed_now(a))
 		ret = -EIO;
 	else if (!ret && r->op == RF_REQ_FLUSH) {
 		ret = 0;
@@ -440,6 +442,7 @@ void rf_member_fail(struct rf_array *a, int member, int err, const char *what, u
 		       a->members[member].path, what, (unsigned long long)off, strerror(-err),
 		       a->ops->failed(a, old | bit) ? "; array FAILED" : ", array degraded");
 		rf_sbstate_kick(a->sbstate);
+		rf_mgmt_kick(a);
 	}
 }
 
@@ -903,9 +906,7 @@ static int member_size(int fd, uint64_t *size)
 	return -EINVAL;
 }
 
-/* The member before i that is the same file as fd (hard link, symlink,
- * the same device twice), or -1. */
-static int same_as(struct rf_array *a, int i, int fd)
+int rf_same_file(struct rf_array *a, int i, int fd)
 {
 	struct stat st, o;
 	int j;
@@ -952,7 +953,7 @@ static int open_member(struct rf_array *a, int i, const char *path, char *err, s
 		snprintf(err, errlen, "member %d (%s): not a regular file or block device", i, path);
 		return ret;
 	}
-	j = same_as(a, i, m->fd);
+	j = rf_same_file(a, i, m->fd);
 	if (j >= 0) {
 		snprintf(err, errlen, "member %d (%s) and member %d (%s) are the same file: "
 			 "each member must be given once", j, a->members[j].path, i, path);
@@ -979,9 +980,10 @@ static void array_free(struct rf_array *a)
 	int i;
 
 	rf_sbstate_close(a->sbstate);
+	rf_mgmt_free(a);
 	for (i = 0; i < a->nmembers; i++)
 		rf_ovl_close(a->iom[i].layer);
-	for (i = 0; i < a->nmembers; i++) {
+	for (i = 0; i < a->ndevs; i++) {
 		if (a->members[i].fd >= 0)
 			close(a->members[i].fd);
 		if (a->members[i].fd_direct >= 0)
@@ -1021,12 +1023,15 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 
 	if (!a)
 		return -ENOMEM;
-	a->nmembers = cfg->nmembers;
-	for (i = 0; i < a->nmembers; i++)
+	a->nmembers = a->ndevs = cfg->nmembers;
+	for (i = 0; i < a->nmembers; i++) {
 		a->members[i].fd = a->members[i].fd_direct = -1;
+		a->members[i].prev_slot = -1;
+	}
 	a->name = strdup(cfg->name);
 	a->readonly = cfg->readonly;
 	a->overlay = cfg->overlay_dir != NULL;
+	a->metadata = cfg->has_uuid ? cfg->metadata : 0;
 	a->chunk_bytes = cfg->chunk_bytes;
 	a->stripe_size = cfg->stripe_size ? cfg->stripe_size : 4096;
 	a->rmw_level = cfg->rmw_level;
@@ -1054,6 +1059,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		m->data_offset = cfg->data_offset;
 		if (!cfg->members[i]) {
 			m->path = strdup("missing");
+			m->flags = RF_DEV_MISSING | RF_DEV_FAULTY;
 			a->faulty |= 1ull << i;
 			nmissing++;
 			continue;
@@ -1063,6 +1069,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		if (ret)
 			goto fail;
 		a->present |= 1ull << i;
+		m->flags = RF_DEV_IN_SYNC;
 		if (m->size < m->data_offset + 2 * a->stripe_size) {
 			snprintf(err, errlen, "member %d (%s): %llu bytes is too small for data_offset %llu",
 				 i, m->path, (unsigned long long)m->size, (unsigned long long)m->data_offset);
@@ -1114,6 +1121,26 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 			 cfg->level, a->geom.max_degraded);
 		ret = -EINVAL;
 		goto fail;
+	}
+	for (i = 0; i < cfg->nspares; i++) {
+		struct rf_member *m = &a->members[a->ndevs];
+		uint64_t need = cfg->data_offset + a->geom.dev_sectors * 512;
+
+		m->fd = m->fd_direct = -1;
+		m->prev_slot = -1;
+		m->data_offset = cfg->data_offset;
+		m->flags = RF_DEV_SPARE;
+		m->path = strdup(cfg->spares[i]);
+		a->ndevs++;
+		ret = m->path ? open_member(a, a->ndevs - 1, cfg->spares[i], err, errlen) : -ENOMEM;
+		if (ret)
+			goto fail;
+		if (m->size < need) {
+			snprintf(err, errlen, "%s: spare %d (%s): %llu bytes is too small: the members use %llu",
+				 cfg->path, i, m->path, (unsigned long long)m->size, (unsigned long long)need);
+			ret = -ENOSPC;
+			goto fail;
+		}
 	}
 	if (a->chunk_bytes && a->chunk_bytes < a->stripe_size)
 		a->stripe_size = a->chunk_bytes;
@@ -1328,7 +1355,9 @@ int rf_array_start(struct rf_array *a)
 		return ret;
 	a->started = true;
 	ret = groups_start(a, a->groups, a->ngroups);
-	return ret ? ret : rf_sbstate_start(a->sbstate);
+	if (!ret)
+		ret = rf_sbstate_start(a->sbstate);
+	return ret ? ret : rf_mgmt_start(a);
 }
 
 void rf_array_close(struct rf_array *a)
@@ -1337,7 +1366,9 @@ void rf_array_close(struct rf_array *a)
 
 	if (!a)
 		return;
-	/* The sync thread finishes its region and leaves first. */
+	/* No spare takes a slot from now on; the sync thread finishes its
+	 * region and leaves. */
+	rf_mgmt_stop(a);
 	rf_sync_free(a);
 	/* The idle timer drains too: stop it first.  The state is marked
 	 * clean once nothing is in flight (array_free()). */
@@ -1443,16 +1474,26 @@ int rf_array_set_rmw_level(struct rf_array *a, int n)
 	return 0;
 }
 
-int rf_array_quiesced(struct rf_array *a, int (*fn)(void *arg), void *arg)
+static int quiesced(struct rf_array *a, unsigned bits, int (*fn)(void *arg), void *arg)
 {
 	int ret;
 
 	pthread_mutex_lock(&a->reconf_lock);
-	drain(a, RF_HOLD_WRITES);
+	drain(a, bits);
 	ret = fn(arg);
 	release(a, a->suspended ? RF_HOLD_WRITES : 0);
 	pthread_mutex_unlock(&a->reconf_lock);
 	return ret;
+}
+
+int rf_array_quiesced(struct rf_array *a, int (*fn)(void *arg), void *arg)
+{
+	return quiesced(a, RF_HOLD_WRITES, fn, arg);
+}
+
+int rf_array_quiesced_all(struct rf_array *a, int (*fn)(void *arg), void *arg)
+{
+	return quiesced(a, RF_HOLD_ALL, fn, arg);
 }
 
 int rf_array_suspend(struct rf_array *a)
@@ -1533,7 +1574,9 @@ void rf_array_get_info(struct rf_array *a, struct rf_array_info *out)
 	out->component_size = a->geom.dev_sectors * 512;
 	out->array_size = a->size;
 	out->faulty = f;
-	out->degraded = __builtin_popcountll(f);
+	out->recovering = atomic_load(&a->recovering) & ~f;
+	out->degraded = __builtin_popcountll(f | out->recovering);
+	out->metadata = a->metadata;
 	out->failed = f && a->ops->failed(a, f);
 	out->writes_in_flight = atomic_load(&a->inflight[1]) > 0;
 	out->sb_dirty = a->sbstate && atomic_load(&a->sbstate->mode) != RF_SBS_CLEAN;

@@ -149,12 +149,17 @@ struct rf_array {
 	char *name;
 	bool readonly;                  /* members opened read-only (--ro) */
 	bool overlay;                   /* members read-only, written through iom[].layer */
+	int metadata;                   /* enum rf_sb_kind the members carry (RF_SB_NONE: none) */
 	uint64_t size;                  /* bytes */
 	uint32_t stripe_size;           /* bytes per column per head */
 	uint32_t chunk_bytes;
 	int rmw_level;
-	int nmembers;
-	struct rf_member members[RF_MAX_MEMBERS];
+	int nmembers;                   /* slots: raid_disks */
+	/* Devices: [0, nmembers) serve the slots, [nmembers, ndevs) are
+	 * spares and faulty devices without a slot (member.c).  The table
+	 * changes only under reconf_lock with every request drained. */
+	int ndevs;
+	struct rf_member members[RF_MAX_DEVS];
 	struct rf_ioq_member iom[RF_MAX_MEMBERS];
 	uint64_t present;               /* members opened */
 	atomic_uint_fast64_t faulty;    /* missing or failed members */
@@ -183,6 +188,13 @@ struct rf_array {
 	bool started;
 	struct rf_sbstate *sbstate;     /* clean/dirty in the superblocks; NULL: none kept */
 	struct rf_sync *sync;           /* sync.c's, from rf_array_start() to close */
+	/* Rebuild (member.c, sync.c): slots whose device is being rebuilt,
+	 * and for raid4/5/6 the member sector below which they are (set with
+	 * writes drained; read by the IO path). */
+	atomic_uint_fast64_t recovering;
+	atomic_uint_fast64_t recovery_cp;
+	struct rf_mgmt *mgmt;           /* member.c's thread */
+	atomic_uint_fast64_t write_mostly; /* slots whose device is write-mostly (raid1 reads) */
 };
 
 /* Pieces */
@@ -203,9 +215,31 @@ static inline uint64_t rf_faulty(const struct rf_array *a)
 {
 	return atomic_load_explicit(&((struct rf_array *)a)->faulty, memory_order_acquire);
 }
+/* The members a stripe round at member sector msec must leave alone:
+ * the faulty ones, and those being rebuilt that the rebuild has not
+ * reached yet (raid4/5/6).  Writes stop at them too: the rebuild writes
+ * those rows later, with writes drained. */
+static inline uint64_t rf_faulty_at(const struct rf_array *a, uint64_t msec)
+{
+	struct rf_array *w = (struct rf_array *)a;
+	uint64_t f = rf_faulty(a), r = atomic_load_explicit(&w->recovering, memory_order_acquire);
+
+	if (r && msec >= atomic_load_explicit(&w->recovery_cp, memory_order_acquire))
+		f |= r;
+	return f;
+}
+/* Mirrors: reads avoid a device being rebuilt, writes go to it (the
+ * rebuild copies each region with writes drained, so what it copies and
+ * what was written since agree). */
+static inline uint64_t rf_faulty_read(const struct rf_array *a)
+{
+	return rf_faulty(a) | atomic_load_explicit(&((struct rf_array *)a)->recovering, memory_order_acquire);
+}
+
 static inline bool rf_failed_now(const struct rf_array *a)
 {
-	uint64_t f = rf_faulty(a);
+	/* A device being rebuilt does not hold the array's data yet. */
+	uint64_t f = rf_faulty_read(a);
 
 	/* Healthy arrays (the common case) skip the level's check. */
 	return f && a->ops->failed(a, f);
@@ -215,6 +249,23 @@ static inline bool rf_failed_now(const struct rf_array *a)
  * barrier), then let the held ones go; fn's result.  Blocks the caller:
  * never from a worker or a req->done() callback. */
 int rf_array_quiesced(struct rf_array *a, int (*fn)(void *arg), void *arg);
+
+/* The same with reads drained too (member IO stops entirely): for
+ * changes of the device table. */
+int rf_array_quiesced_all(struct rf_array *a, int (*fn)(void *arg), void *arg);
+
+/* The device before i (a->members[0..i)) that is the same file as fd
+ * (hard link, symlink, the same block device), or -1. */
+int rf_same_file(struct rf_array *a, int i, int fd);
+
+/* member.c: the management thread (spares taking failed slots, rebuild
+ * start and end), and what the sync thread tells it. */
+int rf_mgmt_start(struct rf_array *a);
+void rf_mgmt_stop(struct rf_array *a);
+void rf_mgmt_free(struct rf_array *a);
+void rf_mgmt_kick(struct rf_array *a);
+/* The RECOVER walk ended: completed, or stopped at pos (member sectors). */
+void rf_recovery_ended(struct rf_array *a, bool completed, uint64_t pos);
 
 /* The worker running on this thread (NULL elsewhere). */
 extern __thread struct rf_worker *rf_current_worker;

@@ -13,9 +13,16 @@
 
 #include "engine.h"
 
+/* Writes go to every copy whose member is not faulty (a device being
+ * rebuilt included); reads only to copies that hold the data. */
 static bool alive(const struct rf_array *a, int m)
 {
 	return !(rf_faulty(a) & (1ull << m));
+}
+
+static bool readable(const struct rf_array *a, int m)
+{
+	return !(rf_faulty_read(a) & (1ull << m));
 }
 
 /* Mirror copies of array byte offset off: members and member byte offsets. */
@@ -38,7 +45,7 @@ static int mirror_max_pieces(const struct rf_array *a, uint32_t max_len)
 static int queue_segment(struct rf_array *a, struct rf_req *r, uint64_t off, uint32_t len)
 {
 	int devs[RF_MAX_MEMBERS], n, i, first;
-	uint64_t moffs[RF_MAX_MEMBERS];
+	uint64_t moffs[RF_MAX_MEMBERS], wm;
 	char *buf = r->buf + (off - r->off);
 	uint64_t key = off >> 20;
 	struct rf_piece *p;
@@ -56,12 +63,14 @@ static int queue_segment(struct rf_array *a, struct rf_req *r, uint64_t off, uin
 		}
 		return 0;
 	}
-	/* Read: start at a rotating copy, take the first in-sync one. */
+	/* Read: start at a rotating copy, take the first in-sync one that
+	 * is not write-mostly, else the first in-sync one. */
 	first = (int)(atomic_fetch_add_explicit(&a->rr, 1, memory_order_relaxed) % (unsigned)n);
-	for (i = 0; i < n; i++) {
+	wm = atomic_load_explicit(&a->write_mostly, memory_order_relaxed);
+	for (i = 0; i < 2 * n; i++) {
 		int c = (first + i) % n;
 
-		if (!alive(a, devs[c]))
+		if (!readable(a, devs[c]) || (i < n && (wm & (1ull << devs[c]))))
 			continue;
 		p = rf_piece_new(r, RF_PIECE_DIRECT, false, off, buf, len, key);
 		if (!p)
@@ -109,7 +118,7 @@ static void mirror_direct_failed(struct rf_worker *w, struct rf_piece *p, int er
 	for (i = 1; i < n; i++) {
 		int c = (p->tries + i) % n;
 
-		if (!alive(a, devs[c]))
+		if (!readable(a, devs[c]))
 			continue;
 		p->tries = (uint8_t)c;
 		rf_piece_set_mio(a, p, devs[c], moffs[c]);

@@ -82,7 +82,6 @@ static int r5_split(struct rf_array *a, struct rf_req *r)
 {
 	uint64_t off = r->off, end = r->off + r->len;
 	bool write = r->op == RF_REQ_WRITE;
-	uint64_t faulty = rf_faulty(a);
 
 	while (off < end) {
 		struct rf_r5_map m;
@@ -94,7 +93,7 @@ static int r5_split(struct rf_array *a, struct rf_req *r)
 			len = end - off;
 		rf_r5_map_sector(&a->geom, off >> 9, &m);
 		moff = (m.dev_sector << 9) + (off & 511);
-		if (!write && !(faulty & (1ull << m.dd_idx))) {
+		if (!write && !(rf_faulty_at(a, m.dev_sector) & (1ull << m.dd_idx))) {
 			struct rf_piece *p = rf_piece_new(r, RF_PIECE_DIRECT, false, off, buf, (uint32_t)len,
 							  moff >> 9 & ~(uint64_t)(a->stripe_size / 512 - 1));
 
@@ -154,7 +153,7 @@ static void row_setup(struct rf_array *a, struct rf_stripe *sh, struct row_ctx *
 	c->par_mask = 1ull << c->row.pd_idx;
 	if (c->row.qd_idx >= 0)
 		c->par_mask |= 1ull << c->row.qd_idx;
-	c->faulty = rf_faulty(a) & all_members(a);
+	c->faulty = rf_faulty_at(a, sh->sector) & all_members(a);
 }
 
 static void end_list(struct rf_piece *list, int err)
@@ -404,7 +403,7 @@ static bool r5_compute(struct rf_worker *w, struct rf_stripe *sh)
 		compute_parity(w, sh, &c);
 	}
 	sh->uptodate |= wmask | c.par_mask;
-	towrite = (wmask | c.par_mask) & ~rf_faulty(a);
+	towrite = (wmask | c.par_mask) & ~rf_faulty_at(a, sh->sector);
 	sh->phase = RF_SH_WRITE;
 	for (i = 0; i < a->nmembers; i++)
 		if (towrite & (1ull << i))

@@ -11,7 +11,9 @@
  *    superblocks change to clean; release lets the held ones go, and the
  *    first of them marks dirty again.  Shutdown marks clean the same way
  *    once the engine has drained everything.
- *  - record a failure: the timer thread, woken by rf_sbstate_kick(), sets
+ *  - record a failure: the timer thread, woken by rf_sbstate_kick(), or
+ *    the next write request, which waits for it (md holds writes until a
+ *    failure is on disk), sets
  *    the failed member's slot to faulty (0xfffe) in the others.
  * Each change raises the array's events by one and writes the same count
  * to every member, as md does.  A member whose superblock cannot be
@@ -46,53 +48,96 @@
 #include "raidfuse/sync.h"
 #include "sbstate.h"
 
-enum change { CH_DIRTY, CH_CLEAN, CH_FAULTY };
+enum change { CH_DIRTY, CH_CLEAN, CH_FAULTY, CH_DEVICES };
 
-/* s->lock held.  Write one change to every in-sync member; a member that
- * fails it is failed.  Returns 0, or -EIO when the array failed. */
-static int write_all(struct rf_sbstate *s, enum change what, int faulty_slot)
+/* Whether device i is faulty: a slot's device by the array's mask, the
+ * others by their flags. */
+static bool dev_faulty(const struct rf_array *a, int i)
+{
+	if (i < a->nmembers)
+		return rf_faulty(a) & (1ull << i);
+	return a->members[i].flags & RF_DEV_FAULTY;
+}
+
+static void dev_fail(struct rf_array *a, int i, int err, uint64_t off)
+{
+	if (i < a->nmembers) {
+		rf_member_fail(a, i, err, "superblock write", off);
+		return;
+	}
+	rf_err("%s: %s: superblock write failed: %s; the device is faulty", a->name, a->members[i].path,
+	       strerror(-err));
+	a->members[i].flags |= RF_DEV_FAULTY;
+}
+
+/* s->lock held.  Write one change to every device that is not faulty
+ * (slots and spares, as md); a device that fails it is failed.  own, when
+ * not NULL, is device own_dev's part of the change (its recovery state).
+ * Returns 0, or -EIO when the array failed. */
+static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_change *c, int own_dev,
+			const struct rf_sb_change *own)
 {
 	struct rf_array *a = s->a;
-	struct rf_sb_change c = {
-		.clean = what == CH_CLEAN ||
-			 (what == CH_FAULTY && atomic_load(&s->mode) == RF_SBS_CLEAN),
-		.resync_offset = s->resync_offset,
-		.events = s->events + 1,
-		.faulty_slot = faulty_slot,
-	};
 	char err[1024];
 	int i, r, nwritten = 0;
 
-	for (i = 0; i < s->n; i++) {
+	c->clean = what == CH_CLEAN || (what != CH_DIRTY && atomic_load(&s->mode) == RF_SBS_CLEAN);
+	c->resync_offset = s->resync_offset;
+	c->events = s->events + 1;
+	for (i = 0; i < a->ndevs && i < RF_MAX_DEVS; i++) {
 		struct rf_sbs_member *m = &s->m[i];
+		struct rf_sb_change mine;
 
-		if (!m->has || (rf_faulty(a) & (1ull << i)))
+		if (!m->has || dev_faulty(a, i))
 			continue;
-		r = rf_sb_update_io(&m->io, a->members[i].path, &m->sb, &c, err, sizeof(err));
+		mine = *c;
+		if (i == own_dev && own) {
+			mine.set_recovery = own->set_recovery;
+			mine.recovery_offset = own->recovery_offset;
+		}
+		r = rf_sb_update_io(&m->io, a->members[i].path, &m->sb, &mine, err, sizeof(err));
 		if (r) {
-			rf_err("member %d: %s", i, err);
-			rf_member_fail(a, i, r, "superblock write", m->sb.sb_offset * 512);
+			rf_err("device %d: %s", i, err);
+			dev_fail(a, i, r, m->sb.sb_offset * 512);
 			continue;
 		}
 		nwritten++;
 	}
-	s->events = c.events;
+	s->events = c->events;
 	if (what == CH_DIRTY)
 		atomic_fetch_add(&s->nr_dirty, 1);
 	else if (what == CH_CLEAN)
 		atomic_fetch_add(&s->nr_clean, 1);
-	else
+	else if (what == CH_FAULTY)
 		atomic_fetch_add(&s->nr_faulty, 1);
-	rf_dbg("%s: superblocks %s, events %llu (%d members)", a->name,
-	       what == CH_DIRTY ? "dirty" : what == CH_CLEAN ? "clean" : "record a failed member",
+	rf_dbg("%s: superblocks %s, events %llu (%d devices)", a->name,
+	       what == CH_DIRTY ? "dirty" : what == CH_CLEAN ? "clean" :
+	       what == CH_FAULTY ? "record a failed member" : "record a device change",
 	       (unsigned long long)s->events, nwritten);
 	return rf_failed_now(a) ? -EIO : 0;
 }
+
+static int write_all(struct rf_sbstate *s, enum change what, int faulty_slot)
+{
+	struct rf_sb_change c = { .faulty_slot = faulty_slot };
+
+	return write_change(s, what, &c, -1, NULL);
+}
+
+static void record_failed_locked(struct rf_sbstate *s);
 
 int rf_sbstate_write_start_slow(struct rf_sbstate *s)
 {
 	int r = 0, v;
 
+	/* md: no write goes on while a failed member is not yet recorded as
+	 * faulty (else after a crash the next assemble could take its stale
+	 * data for the array's). */
+	if (atomic_load(&s->unrecorded)) {
+		pthread_mutex_lock(&s->lock);
+		record_failed_locked(s);
+		pthread_mutex_unlock(&s->lock);
+	}
 	for (;;) {
 		v = atomic_load(&s->mode);
 		if (v == RF_SBS_DIRTY)
@@ -130,12 +175,12 @@ static int clean_drained(void *arg)
 	return 0;
 }
 
-/* Record members that failed since the last time. */
-static void record_failed(struct rf_sbstate *s)
+/* s->lock held: record members that failed since the last time. */
+static void record_failed_locked(struct rf_sbstate *s)
 {
 	uint64_t f;
 
-	pthread_mutex_lock(&s->lock);
+	atomic_store(&s->unrecorded, false);
 	f = rf_faulty(s->a) & s->a->present & ~s->recorded;
 	while (f) {
 		int i = __builtin_ctzll(f);
@@ -145,6 +190,12 @@ static void record_failed(struct rf_sbstate *s)
 		if (s->m[i].has)
 			write_all(s, CH_FAULTY, (int)s->m[i].sb.dev_number);
 	}
+}
+
+static void record_failed(struct rf_sbstate *s)
+{
+	pthread_mutex_lock(&s->lock);
+	record_failed_locked(s);
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -191,8 +242,8 @@ static void on_sync(struct rf_array *a, enum rf_sync_action act, bool completed,
 	struct rf_sbstate *s = priv;
 	uint64_t cp;
 
-	if (act == RF_SYNC_CHECK)
-		return;         /* it changes nothing */
+	if (act != RF_SYNC_RESYNC && act != RF_SYNC_REPAIR && act != RF_SYNC_IDLE)
+		return;         /* check changes nothing; a recovery rebuilds slots (recovery_offset) */
 	pthread_mutex_lock(&s->lock);
 	cp = s->resync_offset;
 	if (act == RF_SYNC_IDLE)
@@ -246,7 +297,7 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 
 	*out = NULL;
 	s = calloc(1, sizeof(*s));
-	if (!s || !(s->m = calloc((size_t)a->nmembers, sizeof(*s->m)))) {
+	if (!s || !(s->m = calloc(RF_MAX_DEVS, sizeof(*s->m)))) {
 		free(s);
 		snprintf(err, errlen, "%s: out of memory for the superblock state", a->name);
 		return -ENOMEM;
@@ -254,12 +305,12 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 	s->a = a;
 	s->n = a->nmembers;
 	atomic_init(&s->delay_ms, RF_SAFE_MODE_MS);
-	for (i = 0; i < s->n; i++) {
+	for (i = 0; i < a->ndevs; i++) {
 		struct rf_sbs_member *m = &s->m[i];
 
-		if (!(a->present & (1ull << i)))
+		if (i < s->n && !(a->present & (1ull << i)))
 			continue;
-		if (a->iom[i].layer) {
+		if (i < s->n && a->iom[i].layer) {
 			rf_ovl_sb_io(a->iom[i].layer, &m->io);
 			r = 0;
 		} else {
@@ -277,13 +328,39 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 			return r;
 		}
 		m->has = true;
-		if (fresh < 0 || m->sb.events > s->m[fresh].sb.events)
+		if (i < s->n && (fresh < 0 || m->sb.events > s->m[fresh].sb.events))
 			fresh = i;
 	}
 	if (fresh < 0) {
 		free(s->m);
 		free(s);
 		return 0;
+	}
+	for (i = s->n; i < a->ndevs; i++) {
+		char u1[40], u2[40];
+
+		if (s->m[i].has && memcmp(s->m[i].sb.uuid, s->m[fresh].sb.uuid, 16)) {
+			snprintf(err, errlen, "spare %s belongs to another md array (uuid %s, this one %s); clear its "
+				 "superblock first if that array is not needed", a->members[i].path,
+				 rf_sb_uuid_str(&s->m[i].sb, u1), rf_sb_uuid_str(&s->m[fresh].sb, u2));
+			free(s->m);
+			free(s);
+			return -EEXIST;
+		}
+	}
+	/* A rebuild that was under way resumes: below recovery_offset the
+	 * device holds its slot's data. */
+	for (i = 0; i < s->n; i++) {
+		struct rf_sb *sb = &s->m[i].sb;
+
+		if (!s->m[i].has || !(sb->feature_map & RF_SB_FEAT_RECOVERY))
+			continue;
+		if (!atomic_load(&a->recovering) || sb->recovery_offset < atomic_load(&a->recovery_cp))
+			atomic_store(&a->recovery_cp, a->geom.level == 10 ? 0 : sb->recovery_offset);
+		atomic_fetch_or(&a->recovering, 1ull << i);
+		a->members[i].flags = RF_DEV_SPARE;
+		rf_info("%s: %s in slot %d was being rebuilt: resuming at sector %llu", a->name, a->members[i].path,
+			i, (unsigned long long)atomic_load(&a->recovery_cp));
 	}
 	s->events = s->m[fresh].sb.events;
 	s->resync_offset = s->m[fresh].sb.resync_offset;
@@ -333,10 +410,133 @@ void rf_sbstate_kick(struct rf_sbstate *s)
 {
 	if (!s)
 		return;
+	atomic_store(&s->unrecorded, true);
 	pthread_mutex_lock(&s->tlock);
 	s->kicked = true;
 	pthread_cond_signal(&s->tcond);
 	pthread_mutex_unlock(&s->tlock);
+}
+
+/* ---- device changes (member.c), s->lock held through rf_sbstate_lock() ---- */
+
+void rf_sbstate_lock(struct rf_sbstate *s)
+{
+	if (s)
+		pthread_mutex_lock(&s->lock);
+}
+
+void rf_sbstate_unlock(struct rf_sbstate *s)
+{
+	if (s)
+		pthread_mutex_unlock(&s->lock);
+}
+
+/* A device number no device of the array holds in dev_roles. */
+static uint32_t free_dev_number(struct rf_sbstate *s)
+{
+	uint32_t n;
+	int i;
+
+	for (n = 0; n < RF_SB_MAX_DEV; n++) {
+		for (i = 0; i < s->a->ndevs; i++)
+			if (s->m[i].has && s->m[i].sb.dev_number == n)
+				break;
+		if (i == s->a->ndevs)
+			return n;
+	}
+	return RF_SB_MAX_DEV;
+}
+
+int rf_sbstate_add_spare(struct rf_sbstate *s, int dev, char *err, size_t errlen)
+{
+	struct rf_array *a = s->a;
+	struct rf_sbs_member *m = &s->m[dev], *model = NULL;
+	struct rf_sb_change c = { .faulty_slot = -1, .set_role = true, .role_value = RF_SB_ROLE_SPARE };
+	int i, r;
+
+	for (i = 0; i < a->nmembers; i++)
+		if (s->m[i].has && !dev_faulty(a, i) && (!model || s->m[i].sb.events > model->sb.events))
+			model = &s->m[i];
+	if (!model) {
+		snprintf(err, errlen, "%s: no member with a superblock to copy the array's from",
+			 a->members[dev].path);
+		return -EIO;
+	}
+	memset(m, 0, sizeof(*m));
+	r = rf_sb_io_fd(&m->io, a->members[dev].fd);
+	if (r) {
+		snprintf(err, errlen, "%s: %s", a->members[dev].path, strerror(-r));
+		return r;
+	}
+	c.role_slot = free_dev_number(s);
+	r = rf_sb_write_spare(&model->io, &model->sb, &m->io, a->members[dev].path, c.role_slot, &m->sb, err,
+			      errlen);
+	if (r)
+		return r;
+	/* The others learn of it; the spare takes the events they get. */
+	m->has = true;
+	return write_change(s, CH_DEVICES, &c, -1, NULL);
+}
+
+bool rf_sbstate_has(struct rf_sbstate *s, int dev)
+{
+	return s && s->m[dev].has;
+}
+
+void rf_sbstate_forget(struct rf_sbstate *s, int dev)
+{
+	memset(&s->m[dev], 0, sizeof(s->m[dev]));
+}
+
+void rf_sbstate_swap(struct rf_sbstate *s, int i, int j)
+{
+	struct rf_sbs_member t = s->m[i];
+
+	s->m[i] = s->m[j];
+	s->m[j] = t;
+	if (i < s->n)
+		s->recorded &= ~(1ull << i);
+	if (j < s->n)
+		s->recorded &= ~(1ull << j);
+}
+
+int rf_sbstate_set_slot(struct rf_sbstate *s, int dev, int slot, uint64_t recovery_offset)
+{
+	struct rf_sbs_member *m = &s->m[dev];
+	struct rf_sb_change c = { .faulty_slot = -1 }, own = { .faulty_slot = -1 };
+
+	if (!m->has)
+		return 0;
+	c.set_role = true;
+	c.role_slot = m->sb.dev_number;
+	c.role_value = slot < 0 ? RF_SB_ROLE_SPARE : (uint16_t)slot;
+	own.set_recovery = true;
+	own.recovery_offset = recovery_offset;
+	return write_change(s, CH_DEVICES, &c, dev, &own);
+}
+
+int rf_sbstate_mark_faulty(struct rf_sbstate *s, int dev)
+{
+	struct rf_sb_change c = { .faulty_slot = -1 };
+
+	if (!s->m[dev].has)
+		return 0;
+	c.set_role = true;
+	c.role_slot = s->m[dev].sb.dev_number;
+	c.role_value = RF_SB_ROLE_FAULTY;
+	return write_change(s, CH_FAULTY, &c, -1, NULL);
+}
+
+int rf_sbstate_set_recovery(struct rf_sbstate *s, int dev, uint64_t recovery_offset)
+{
+	struct rf_sbs_member *m = &s->m[dev];
+	struct rf_sb_change c = { .faulty_slot = -1 }, own = { .faulty_slot = -1 };
+
+	if (!m->has)
+		return 0;
+	own.set_recovery = true;
+	own.recovery_offset = recovery_offset;
+	return write_change(s, CH_DEVICES, &c, dev, &own);
 }
 
 void rf_sbstate_close(struct rf_sbstate *s)

@@ -43,6 +43,7 @@ struct rf_sbs_member {
 
 struct rf_sbstate {
 	atomic_int mode;                /* enum rf_sbs_mode; CLEAN/DIRTY change under lock */
+	atomic_bool unrecorded;         /* a member failed and is not recorded yet */
 	struct rf_array *a;
 	atomic_uint delay_ms;           /* the timer period: idle time before clean (tests
 					 * change it, then kick) */
@@ -51,7 +52,7 @@ struct rf_sbstate {
 	uint64_t resync_offset;         /* where a resync is due; RF_SB_MAX_SECTOR: none */
 	uint64_t recorded;              /* members recorded as faulty */
 	int n;
-	struct rf_sbs_member *m;        /* [n], by role */
+	struct rf_sbs_member *m;        /* [RF_MAX_DEVS], by device number (a->members[]) */
 	/* the timer thread */
 	pthread_mutex_t tlock;
 	pthread_cond_t tcond;           /* tlock, CLOCK_MONOTONIC */
@@ -75,6 +76,30 @@ void rf_sbstate_kick(struct rf_sbstate *s);
 
 int rf_sbstate_write_start_slow(struct rf_sbstate *s);
 
+/* Device changes (member.c), each with the table locked by
+ * rf_sbstate_lock() (a no-op for NULL) under the engine's reconf_lock,
+ * every request drained.  The writers return 0, or -errno (with a message
+ * in err where there is one); a device whose superblock cannot be written
+ * is failed. */
+void rf_sbstate_lock(struct rf_sbstate *s);
+void rf_sbstate_unlock(struct rf_sbstate *s);
+/* Device dev (a->members[dev], just added) becomes a spare: its own
+ * superblock, and a spare role for it in everyone's. */
+int rf_sbstate_add_spare(struct rf_sbstate *s, int dev, char *err, size_t errlen);
+/* Devices i and j traded places in the table (a spare took a slot). */
+void rf_sbstate_swap(struct rf_sbstate *s, int i, int j);
+/* Whether device dev has a superblock here. */
+bool rf_sbstate_has(struct rf_sbstate *s, int dev);
+/* Device dev left the table. */
+void rf_sbstate_forget(struct rf_sbstate *s, int dev);
+/* Device dev serves slot (-1: a spare again), rebuilt up to
+ * recovery_offset sectors (RF_SB_MAX_SECTOR: in sync). */
+int rf_sbstate_set_slot(struct rf_sbstate *s, int dev, int slot, uint64_t recovery_offset);
+/* Device dev is faulty in everyone's roles (before it leaves its slot). */
+int rf_sbstate_mark_faulty(struct rf_sbstate *s, int dev);
+/* Device dev's rebuild reached recovery_offset (RF_SB_MAX_SECTOR: done). */
+int rf_sbstate_set_recovery(struct rf_sbstate *s, int dev, uint64_t recovery_offset);
+
 /* Before a write request is split: returns once the superblocks say
  * dirty.  The request must already count as in flight at the drain
  * barrier (so marking clean waits for it).  0, or -EIO when marking dirty
@@ -83,7 +108,8 @@ static inline int rf_sbstate_write_start(struct rf_sbstate *s)
 {
 	/* Pairs with the release store in rf_sbstate_write_start_slow(): a
 	 * writer that sees DIRTY sees the superblocks on disk. */
-	if (!s || atomic_load_explicit(&s->mode, memory_order_acquire) == RF_SBS_DIRTY)
+	if (!s || (atomic_load_explicit(&s->mode, memory_order_acquire) == RF_SBS_DIRTY &&
+		   !atomic_load_explicit(&s->unrecorded, memory_order_relaxed)))
 		return 0;
 	return rf_sbstate_write_start_slow(s);
 }

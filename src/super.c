@@ -945,6 +945,17 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 		r = -ESTALE;
 		goto out;
 	}
+	if (sb->kind == RF_SB_090 && (c->set_role || c->set_recovery)) {
+		snprintf(err, errlen, "%s: 0.90 superblocks do not record spares or recovery here", path);
+		r = -EINVAL;
+		goto out;
+	}
+	if (c->set_role && c->role_slot >= RF_SB_MAX_DEV) {
+		snprintf(err, errlen, "%s: device slot %u is past the %d a superblock holds", path, c->role_slot,
+			 RF_SB_MAX_DEV);
+		r = -EINVAL;
+		goto out;
+	}
 	if (c->faulty_slot >= 0 && (uint32_t)c->faulty_slot >= now->max_dev) {
 		snprintf(err, errlen, "%s: device slot %d is outside the superblock's %u", path,
 			 c->faulty_slot, now->max_dev);
@@ -978,6 +989,28 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 		s->resync_offset = to_le64(resync);
 		if (c->faulty_slot >= 0)
 			s->dev_roles[c->faulty_slot] = to_le16(RF_SB_ROLE_FAULTY);
+		if (c->set_role) {
+			uint32_t i;
+
+			/* md fills the roles it grows into with "faulty". */
+			for (i = le32(s->max_dev); i <= c->role_slot; i++)
+				s->dev_roles[i] = to_le16(RF_SB_ROLE_FAULTY);
+			if (c->role_slot >= le32(s->max_dev))
+				s->max_dev = to_le32(c->role_slot + 1);
+			s->dev_roles[c->role_slot] = to_le16(c->role_value);
+		}
+		if (c->set_recovery) {
+			uint32_t f = le32(s->feature_map);
+
+			if (c->recovery_offset == RF_SB_MAX_SECTOR) {
+				f &= ~(uint32_t)RF_SB_FEAT_RECOVERY;
+				s->recovery_offset = to_le64(0);
+			} else {
+				f |= RF_SB_FEAT_RECOVERY;
+				s->recovery_offset = to_le64(c->recovery_offset);
+			}
+			s->feature_map = to_le32(f);
+		}
 		s->sb_csum = to_le32(sb1_csum(buf, le32(s->max_dev)));
 	}
 	r = io->pwrite(io->ctx, buf, RF_SB_BYTES, sb->sb_offset * 512);
@@ -992,6 +1025,73 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 out:
 	free(buf);
 	free(now);
+	return r;
+}
+
+int rf_sb_write_spare(const struct rf_sb_io *model_io, const struct rf_sb *model, const struct rf_sb_io *io,
+		      const char *path, uint32_t dev_number, struct rf_sb *out, char *err, size_t errlen)
+{
+	uint64_t sectors = io->bytes / 512, at = rf_sb_offset(model->kind, sectors);
+	uint8_t *buf = NULL;
+	struct sb1 *s;
+	uint32_t i, max_dev;
+	int r;
+
+	if (model->kind == RF_SB_090 || model->kind == RF_SB_NONE) {
+		snprintf(err, errlen, "%s: spares of arrays with %s superblocks are not written here (1.x only)",
+			 path, rf_sb_kind_name(model->kind));
+		return -EINVAL;
+	}
+	if (at == UINT64_MAX || sectors < model->data_offset + model->size || dev_number >= RF_SB_MAX_DEV) {
+		snprintf(err, errlen, "%s: %llu sectors cannot hold this array's superblock and %llu data sectors "
+			 "at offset %llu", path, (unsigned long long)sectors, (unsigned long long)model->size,
+			 (unsigned long long)model->data_offset);
+		return -ENOSPC;
+	}
+	buf = malloc(RF_SB_BYTES);
+	if (!buf)
+		return -ENOMEM;
+	r = read_at(model_io, buf, model->sb_offset);
+	if (r) {
+		snprintf(err, errlen, "%s: reading the model superblock: %s", path, strerror(-r));
+		goto out;
+	}
+	s = (struct sb1 *)buf;
+	max_dev = le32(s->max_dev);
+	for (i = max_dev; i <= dev_number; i++)
+		s->dev_roles[i] = to_le16(RF_SB_ROLE_FAULTY);
+	if (dev_number >= max_dev)
+		s->max_dev = to_le32(dev_number + 1);
+	s->dev_roles[dev_number] = to_le16(RF_SB_ROLE_SPARE);
+	s->dev_number = to_le32(dev_number);
+	s->feature_map = to_le32(le32(s->feature_map) & ~(uint32_t)(RF_SB_FEAT_RECOVERY | RF_SB_FEAT_BAD_BLOCKS));
+	s->recovery_offset = to_le64(0);
+	s->cnt_corrected_read = to_le32(0);
+	s->devflags = 0;
+	s->bblog_shift = 0;
+	s->bblog_size = to_le16(0);
+	s->bblog_offset = to_le32(0);
+	s->super_offset = to_le64(at);
+	s->data_size = to_le64(sectors - model->data_offset -
+			       (model->kind == RF_SB_10 ? sectors - at : 0));
+	s->utime = to_le64((uint64_t)time(NULL));
+	r = rf_sb_random_uuid(s->device_uuid);
+	if (r) {
+		snprintf(err, errlen, "%s: no random device uuid: %s", path, strerror(-r));
+		goto out;
+	}
+	s->sb_csum = to_le32(sb1_csum(buf, le32(s->max_dev)));
+	r = io->pwrite(io->ctx, buf, RF_SB_BYTES, at * 512);
+	if (!r)
+		r = io->fsync(io->ctx);
+	if (r) {
+		snprintf(err, errlen, "%s: writing the spare's %s superblock: %s", path, rf_sb_kind_name(model->kind),
+			 strerror(-r));
+		goto out;
+	}
+	r = rf_sb_parse(buf, model->kind, sectors, path, out, err, errlen);
+out:
+	free(buf);
 	return r;
 }
 

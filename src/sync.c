@@ -129,6 +129,7 @@ static const char *const action_names[] = {
 	[RF_SYNC_RESYNC] = "resync",
 	[RF_SYNC_CHECK] = "check",
 	[RF_SYNC_REPAIR] = "repair",
+	[RF_SYNC_RECOVER] = "recover",
 };
 
 const char *rf_sync_action_name(enum rf_sync_action act)
@@ -354,7 +355,109 @@ static int mirror_region(struct rf_sync *s, enum rf_sync_action act, uint64_t po
 	return ret;
 }
 
+/* Rebuild: copy the region from a copy that holds it to every copy on a
+ * device being rebuilt. */
+static int mirror_recover(struct rf_sync *s, uint64_t pos, uint64_t *nsec)
+{
+	struct rf_array *a = s->a;
+	int devs[RF_MAX_MEMBERS], n, i, src = -1, ntarget = 0, ret;
+	uint64_t secs[RF_MAX_MEMBERS], rec;
+	uint32_t bytes;
+
+	n = mirror_copies(a, pos, nsec, devs, secs);
+	bytes = (uint32_t)(*nsec << 9);
+	rf_writes_hold(a);
+	rec = atomic_load(&a->recovering) & ~rf_faulty(a);
+	for (i = 0; i < n; i++) {
+		if (rec & (1ull << devs[i]))
+			ntarget++;
+		else if (src < 0 && !(rf_faulty_read(a) & (1ull << devs[i])))
+			src = i;
+	}
+	ret = ntarget && src < 0 ? -EIO : 0;
+	if (ntarget && src >= 0) {
+		sio_queue(s, devs[src], false, s->buf[0], bytes, secs[src]);
+		ret = sio_wait(s);
+		for (i = 0; i < n && !ret; i++)
+			if (rec & (1ull << devs[i]))
+				sio_queue(s, devs[i], true, s->buf[0], bytes, secs[i]);
+		if (!ret)
+			ret = sio_wait(s);
+	}
+	rf_writes_release(a);
+	return ret;
+}
+
 /* ---- raid4/5/6 ---- */
+
+/* Rebuild: every missing block of the region's rows from the others
+ * (xor, or raid6 recovery of any two), written to the devices being
+ * rebuilt; then they serve these rows (recovery_cp). */
+static int parity_recover(struct rf_sync *s, uint64_t pos, uint64_t *nsec)
+{
+	struct rf_array *a = s->a;
+	const struct rf_geom *g = &a->geom;
+	uint32_t bytes = (uint32_t)(*nsec << 9);
+	int i, k, b, nblk = (int)(bytes / BLK), ret = 0;
+	uint64_t row = UINT64_MAX, rec, missing;
+	struct rf_r5_row r;
+	void *blocks[RF_MAX_MEMBERS + 2];
+
+	rf_writes_hold(a);
+	rec = atomic_load(&a->recovering) & ~rf_faulty(a);
+	missing = rf_faulty(a) | rec;
+	if (!rec || a->ops->failed(a, missing)) {
+		ret = rec ? -EIO : 0;
+		goto out;
+	}
+	for (i = 0; i < a->nmembers; i++)
+		if (!(missing & (1ull << i)))
+			sio_queue(s, i, false, s->buf[i], bytes, pos);
+	ret = sio_wait(s);
+	for (b = 0; b < nblk && !ret; b++) {
+		uint64_t ds = pos + (uint64_t)b * BLK_SECTORS;
+		int off = b * (int)BLK, f[2] = { -1, -1 }, nf = 0, n;
+
+		if (ds / g->chunk_sectors != row) {
+			row = ds / g->chunk_sectors;
+			rf_r5_row(g, row, &r);
+		}
+		if (g->level != 6) {
+			int x = __builtin_ctzll(missing);
+
+			for (i = 0, n = 0; i < a->nmembers; i++)
+				if (i != x)
+					blocks[n++] = s->buf[i] + off;
+			rf_xor_gen(n, BLK, blocks, s->buf[x] + off);
+			continue;
+		}
+		n = r.syndrome_disks;
+		for (k = 0; k < n; k++)
+			blocks[k] = s->zero;    /* DDF layouts' P and Q slots */
+		for (k = 0; k < g->data_disks; k++)
+			blocks[r.qslot[r.data_member[k]]] = s->buf[r.data_member[k]] + off;
+		blocks[n] = s->buf[r.pd_idx] + off;
+		blocks[n + 1] = s->buf[r.qd_idx] + off;
+		for (i = 0; i < a->nmembers && nf < 2; i++)
+			if (missing & (1ull << i))
+				f[nf++] = i == r.pd_idx ? n : i == r.qd_idx ? n + 1 : r.qslot[i];
+		rf_raid6_recover(n, BLK, blocks, f[0], f[1]);
+	}
+	for (i = 0; i < a->nmembers && !ret; i++)
+		if (rec & (1ull << i))
+			sio_queue(s, i, true, s->buf[i], bytes, pos);
+	if (!ret)
+		ret = sio_wait(s);
+	if (!ret) {
+		/* Cached heads of these rows were planned without the new
+		 * devices; from here on they serve these rows. */
+		rf_stripe_cache_forget(a, pos, pos + *nsec);
+		atomic_store_explicit(&a->recovery_cp, pos + *nsec, memory_order_release);
+	}
+out:
+	rf_writes_release(a);
+	return ret;
+}
 
 static void name_bad(struct rf_sync *s, enum rf_sync_action act, int member, uint64_t dev_sector,
 		     const char *what)
@@ -575,8 +678,12 @@ static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint6
 		}
 		if (n > total - *pos)
 			n = total - *pos;
-		ret = rf_failed_now(a) ? -EIO
-		      : is_mirror(a) ? mirror_region(s, act, *pos, &n) : parity_region(s, act, *pos, &n);
+		if (rf_failed_now(a))
+			ret = -EIO;
+		else if (act == RF_SYNC_RECOVER)
+			ret = is_mirror(a) ? mirror_recover(s, *pos, &n) : parity_recover(s, *pos, &n);
+		else
+			ret = is_mirror(a) ? mirror_region(s, act, *pos, &n) : parity_region(s, act, *pos, &n);
 		if (ret) {
 			*why = "stopped by an IO error";
 			return ret;
@@ -626,9 +733,9 @@ static void *sync_main(void *arg)
 	pthread_mutex_lock(&s->lock);
 	if (act == RF_SYNC_RESYNC)
 		s->resync_cp = pos < total ? pos : RF_SYNC_NONE;
-	if (act == RF_SYNC_RESYNC)
-		rf_info("%s: resync %s at sector %llu of %llu", a->name, why, (unsigned long long)pos,
-			(unsigned long long)total);
+	if (act == RF_SYNC_RESYNC || act == RF_SYNC_RECOVER)
+		rf_info("%s: %s %s at sector %llu of %llu", a->name, rf_sync_action_name(act), why,
+			(unsigned long long)pos, (unsigned long long)total);
 	else
 		rf_info("%s: %s %s at sector %llu of %llu: mismatch_cnt %llu", a->name, rf_sync_action_name(act),
 			why, (unsigned long long)pos, (unsigned long long)total, (unsigned long long)s->mismatches);
@@ -638,6 +745,8 @@ static void *sync_main(void *arg)
 	/* Outside the lock: the callback may read the status. */
 	if (notify)
 		notify(a, act, !ret && pos >= total, pos, notify_priv);
+	if (act == RF_SYNC_RECOVER)
+		rf_recovery_ended(a, !ret && pos >= total, pos);
 	pthread_mutex_lock(&s->lock);
 	s->action = RF_SYNC_IDLE;
 	s->running = false;
@@ -646,6 +755,8 @@ static void *sync_main(void *arg)
 	s->nmarks = 0;
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
+	/* A spare may wait for a failed slot (or a rebuild for its turn). */
+	rf_mgmt_kick(a);
 	return NULL;
 }
 
@@ -667,7 +778,7 @@ static int start(struct rf_array *a, enum rf_sync_action act)
 		return -EINVAL;
 	if (act != RF_SYNC_CHECK && a->readonly)
 		return -EROFS;
-	if (rf_failed_now(a) || (!is_mirror(a) && rf_faulty(a))) {
+	if (act == RF_SYNC_RECOVER ? rf_failed_now(a) : rf_failed_now(a) || (!is_mirror(a) && rf_faulty(a))) {
 		rf_err("%s: %s: the array is degraded: no redundancy to compare", a->name,
 		       rf_sync_action_name(act));
 		return -EIO;
@@ -683,6 +794,10 @@ static int start(struct rf_array *a, enum rf_sync_action act)
 	s->stop = false;
 	s->total = walk_total(a);
 	s->done = act == RF_SYNC_RESYNC && s->resync_cp < s->total ? s->resync_cp : 0;
+	/* A rebuild resumes where its superblock says (raid10 walks array
+	 * sectors: from the start). */
+	if (act == RF_SYNC_RECOVER && a->geom.level != 10 && atomic_load(&a->recovery_cp) < s->total)
+		s->done = atomic_load(&a->recovery_cp);
 	s->nmarks = 0;
 	s->nlogged = 0;
 	s->last_busy = -BUSY_RECENT;
@@ -730,6 +845,14 @@ int rf_sync_request(struct rf_array *a, enum rf_sync_action act)
 	case RF_SYNC_RESYNC:
 	case RF_SYNC_CHECK:
 	case RF_SYNC_REPAIR:
+		return start(a, act);
+	case RF_SYNC_RECOVER:
+		/* md: nothing to rebuild is not an error; a failed slot and a
+		 * spare that have not met yet are looked at again. */
+		if (!atomic_load(&a->recovering)) {
+			rf_mgmt_kick(a);
+			return 0;
+		}
 		return start(a, act);
 	}
 	return -EINVAL;
@@ -786,7 +909,7 @@ int rf_sync_progress_line(struct rf_array *a, char *buf, size_t len)
 	if (!len)
 		return -EOVERFLOW;
 	buf[0] = '\0';
-	if (st.action != RF_SYNC_RESYNC && st.action != RF_SYNC_CHECK && st.action != RF_SYNC_REPAIR)
+	if (st.action == RF_SYNC_IDLE || st.action == RF_SYNC_FROZEN)
 		return 0;
 	permille = st.total ? (unsigned)(st.done * 1000 / st.total) : 0;
 	/* 21 characters: one '=' per 5 % done, the head '>', '.' to go. */
@@ -797,7 +920,8 @@ int rf_sync_progress_line(struct rf_array *a, char *buf, size_t len)
 	/* md says "resync" for a repair: it is a resync that also counts. */
 	rt = st.speed ? (st.total - st.done) / 2 / st.speed : 0;
 	n = snprintf(buf, len, "[%s]  %s =%3u.%u%% (%llu/%llu) finish=%llu.%llumin speed=%uK/sec", bar,
-		     st.action == RF_SYNC_CHECK ? "check" : "resync", permille / 10, permille % 10,
+		     st.action == RF_SYNC_CHECK ? "check" : st.action == RF_SYNC_RECOVER ? "recovery" : "resync",
+		     permille / 10, permille % 10,
 		     (unsigned long long)st.done / 2, (unsigned long long)st.total / 2,
 		     (unsigned long long)rt / 60, (unsigned long long)rt % 60 / 6, st.speed);
 	return n < 0 || (size_t)n >= len ? -EOVERFLOW : n;

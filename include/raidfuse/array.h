@@ -48,6 +48,8 @@ struct rf_member {
 	uint64_t size;                  /* bytes */
 	uint64_t data_offset;           /* bytes */
 	atomic_uint_fast64_t nr_errors;
+	unsigned flags;                 /* enum rf_dev_flags; changed only while drained */
+	int prev_slot;                  /* the slot a faulty device lost; -1: none */
 };
 
 /* Open and check every member named by cfg (nothing is written).  Returns 0
@@ -101,7 +103,9 @@ struct rf_array_info {
 	uint64_t component_size;        /* bytes of each member the array uses */
 	uint64_t array_size;            /* bytes */
 	uint64_t faulty;                /* missing or failed members, by role */
-	int degraded;                   /* how many */
+	uint64_t recovering;            /* slots whose device is being rebuilt */
+	int degraded;                   /* slots not in sync: faulty or being rebuilt */
+	int metadata;                   /* enum rf_sb_kind of the members' superblocks (0: none) */
 	bool failed;                    /* too many to serve IO */
 	int stripe_cache_size;          /* md's unit: stripe heads */
 	int stripe_cache_active;        /* heads in use now */
@@ -120,6 +124,56 @@ int rf_array_set_stripe_cache_size(struct rf_array *a, int n);   /* 17..32768, a
 int rf_array_set_group_thread_cnt(struct rf_array *a, int n);    /* 0..64 */
 int rf_array_set_worker_groups(struct rf_array *a, int n);       /* 1..64 */
 int rf_array_set_rmw_level(struct rf_array *a, int n);           /* 0..2 */
+/* ---- devices: md/dev-NAME, md/rdN, md/new_dev ----
+ *
+ * A device is one member file the array holds: active in a slot (md's
+ * role), a spare, or faulty.  Device numbers 0..raid_disks-1 are the
+ * slots (the device serving that role, or a "missing" placeholder with
+ * RF_DEV_MISSING); spares and members that lost their slot come after.
+ * A number is good only until the next reconfiguration (a spare taking a
+ * slot moves devices); a device's name does not change.  Every change
+ * below drains the array's writes first (the drain barrier).
+ */
+#define RF_MAX_DEVS 128
+
+enum rf_dev_flags {
+	RF_DEV_IN_SYNC = 1 << 0,        /* holds its slot's data */
+	RF_DEV_FAULTY = 1 << 1,         /* failed: no IO reaches it */
+	RF_DEV_SPARE = 1 << 2,          /* no slot, or a slot it is being rebuilt into */
+	RF_DEV_WRITE_MOSTLY = 1 << 3,   /* raid1: read only when no other copy can serve */
+	RF_DEV_MISSING = 1 << 4,        /* an empty slot: no file */
+};
+
+struct rf_dev_info {
+	char name[256];                 /* md/dev-NAME: the file's base name */
+	char path[4096];                /* as given */
+	int slot;                       /* role served (md's "slot"); -1: none */
+	unsigned flags;                 /* enum rf_dev_flags */
+	uint64_t errors;                /* member IOs that failed (md's "errors") */
+	uint64_t offset;                /* data offset, sectors (md's "offset") */
+	uint64_t size;                  /* KiB of the device the array uses (md's "size") */
+	uint64_t recovery_start;        /* sectors rebuilt so far; UINT64_MAX: in sync ("none") */
+};
+
+/* How many device numbers there are now (raid_disks at least). */
+int rf_array_ndevs(struct rf_array *a);
+/* Device dev's state; -ENOENT when there is none of that number. */
+int rf_array_dev_info(struct rf_array *a, int dev, struct rf_dev_info *out);
+/* The number of the device called name (md/dev-NAME), or -ENOENT. */
+int rf_array_dev_find(struct rf_array *a, const char *name);
+/* md/dev-NAME/state writes, md's words: "faulty" fails the device (the
+ * array goes on degraded); "remove" takes a faulty device or a spare out
+ * of the array (-EBUSY for an active one); "re-add" and "-faulty" put a
+ * failed device back into its old slot and rebuild it (only the regions
+ * the write-intent bitmap marks, when there is one); "writemostly" and
+ * "-writemostly" (raid1).  -EINVAL for another word, with a message. */
+int rf_array_dev_set_state(struct rf_array *a, const char *name, const char *word);
+/* md/new_dev: open path, check it (size, not already in the array, not
+ * in use), write a spare superblock if the array keeps superblocks, and
+ * add it as a spare; a degraded array starts rebuilding onto it at once.
+ * 0 or -errno with a message naming the file in err. */
+int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t errlen);
+
 /* md/array_state "suspended": drain, then hold every write (reads go on)
  * until rf_array_resume() ("active").  Both are idempotent. */
 int rf_array_suspend(struct rf_array *a);

@@ -22,6 +22,8 @@ struct rf_config {
 	int nmembers;
 	char *members[RF_MAX_MEMBERS];  /* absolute or config-relative resolved path; NULL = "missing" */
 	int member_line[RF_MAX_MEMBERS];/* config line of each member entry (for messages) */
+	int nspares;
+	char *spares[RF_MAX_MEMBERS];   /* spare member files, resolved as members are */
 	uint64_t member_size;           /* bytes, for `create`; 0 if not given */
 	uint64_t data_offset;           /* bytes */
 	bool data_offset_given;         /* the config names it (else md's superblock may) */

@@ -176,6 +176,15 @@ struct rf_sb_change {
 					 * as md does */
 	uint64_t events;                /* the new events count; 0: the superblock's + 1 */
 	int faulty_slot;                /* dev_roles slot to record as faulty; -1: none */
+	/* 1.x: dev_roles[role_slot] = role_value (a spare added, a spare
+	 * taking a slot); max_dev grows when role_slot needs it. */
+	bool set_role;
+	uint32_t role_slot;
+	uint16_t role_value;
+	/* 1.x, this device: rebuilt up to recovery_offset (sectors), or in
+	 * sync (RF_SB_MAX_SECTOR: the recovery flag is cleared). */
+	bool set_recovery;
+	uint64_t recovery_offset;
 };
 
 /* Apply c to the superblock on a member through io: read it again (it must
@@ -185,6 +194,16 @@ struct rf_sb_change {
  * path. */
 int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *sb,
 		    const struct rf_sb_change *c, char *err, size_t errlen);
+
+/* Make a new device of the array described by model (a member's 1.x
+ * superblock, as on disk through model_io) a spare: write a superblock of
+ * the same array to io with a fresh device uuid, dev_number (its entry in
+ * dev_roles says spare), no recovery, no bad block log, events as the
+ * model's; then fsync.  out is what was written.  0, or -EINVAL for a 0.90
+ * model (its spares are not written here) or another -errno, with a
+ * message naming path. */
+int rf_sb_write_spare(const struct rf_sb_io *model_io, const struct rf_sb *model, const struct rf_sb_io *io,
+		      const char *path, uint32_t dev_number, struct rf_sb *out, char *err, size_t errlen);
 
 /* Print what mdadm --examine prints for this member. */
 void rf_sb_examine(FILE *out, const char *path, const struct rf_sb *sb);

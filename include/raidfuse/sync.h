@@ -24,6 +24,7 @@ enum rf_sync_action {
 	RF_SYNC_RESYNC,         /* write parity / copies everywhere, count nothing */
 	RF_SYNC_CHECK,          /* count mismatches, change nothing */
 	RF_SYNC_REPAIR,         /* count mismatches and rewrite what differs */
+	RF_SYNC_RECOVER,        /* rebuild the devices taking failed members' slots */
 };
 
 #define RF_SYNC_SPEED_MIN_DEFAULT 1000          /* KiB/s, md's */

@@ -106,7 +106,7 @@ echo frozen >"$MNT/md/sync_action"
 check '[ "$(val sync_action)" = frozen ]' "frozen"
 echo system >"$MNT/md/sync_speed_max"
 check '[ "$(val sync_speed_max)" = "200000 (system)" ]' "system restores the default"
-for v in bogus recover "check repair" ""; do
+for v in bogus "check repair" ""; do
 	expect_fail bash -c 'echo "$1" >"$2"' bash "$v" "$MNT/md/sync_action"
 	[[ $OUT == *"Invalid argument"* ]] || fail "sync_action <- '$v': expected EINVAL, got: $OUT"
 done

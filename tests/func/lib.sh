@@ -234,7 +234,7 @@ mk_conf() {
 		key=${kv%%=*}
 		val=${kv#*=}
 		case $key in
-		members)
+		members | spares)
 			local list=""
 			for m in $val; do
 				list+="${list:+, }\"$m\""

@@ -498,6 +498,30 @@ static void test_faulty_recorded(void **state)
 	rf_config_free(&cfg);
 }
 
+/* The next write waits until the failure is on disk (the timer is not
+ * there to do it): a crash after that write cannot bring the failed
+ * member's stale data back. */
+static void test_write_waits_for_record(void **state)
+{
+	struct rf_sb sb;
+	struct rf_array *a;
+	char *buf = calloc(1, 4096);
+
+	make_members(5, true);
+	a = open_array(false, 10);
+	rf_sbstate_stop(a->sbstate);
+	rf_member_fail(a, 2, -EIO, "test", 0);
+	read_sb(0, &sb);
+	assert_int_equal(sb.dev_roles[2], 2);
+	assert_int_equal(io(a, RF_REQ_WRITE, 0, 4096, buf), 0);
+	assert_int_equal(atomic_load(&a->sbstate->nr_faulty), 1);
+	read_sb(0, &sb);
+	assert_int_equal(sb.dev_roles[2], RF_SB_ROLE_FAULTY);
+	assert_false(sb.clean);
+	rf_array_close(a);
+	free(buf);
+}
+
 /* No state where md keeps none: raid0, read-only, no superblocks. */
 static void test_no_state(void **state)
 {
@@ -569,6 +593,7 @@ int main(void)
 		cmocka_unit_test_setup(test_dirty_stays_due, inline0),
 		cmocka_unit_test_setup(test_resync_recorded, inline0),
 		cmocka_unit_test_setup(test_faulty_recorded, inline0),
+		cmocka_unit_test_setup(test_write_waits_for_record, inline0),
 		cmocka_unit_test_setup(test_no_state, inline0),
 	};
 

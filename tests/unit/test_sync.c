@@ -586,8 +586,9 @@ static void race_one(const struct spec *sp, int gtc)
 	for (i = 0; i < NWRITERS; i++) {
 		assert_int_equal(pthread_join(t[i], NULL), 0);
 		/* A region holds writes for its own IO only: nothing like
-		 * the stalls of a lost wake-up. */
-		if (w[i].slowest > 0.25)
+		 * the stall of a lost wake-up (which lasts until the walk
+		 * ends).  Generous: a loaded machine stretches regions. */
+		if (w[i].slowest > 2.0)
 			fail_msg("%s: a write took %.3f s during the repair", sp->what, w[i].slowest);
 	}
 	rf_sync_get(a, &st);
@@ -833,6 +834,137 @@ static void test_faults(void **state)
 	rf_array_close(a);
 }
 
+/* ---- rebuild onto spares ---- */
+
+static void spare_path(char *buf, size_t len, const struct spec *sp, int i)
+{
+	snprintf(buf, len, "%s/%s-spare%d.img", dir, sp->what, i);
+}
+
+/* Wait until no device is being rebuilt and no action runs. */
+static void wait_rebuilt(struct rf_array *a, const char *what)
+{
+	struct rf_sync_status st;
+	int i;
+
+	for (i = 0; i < 3000; i++) {
+		rf_sync_get(a, &st);
+		if (!atomic_load(&a->recovering) && st.action == RF_SYNC_IDLE && !rf_array_faulty(a))
+			return;
+		usleep(10000);
+	}
+	fail_msg("%s: the rebuild did not end in 30 s (recovering %llx, faulty %llx, action %d)", what,
+		 (unsigned long long)atomic_load(&a->recovering), (unsigned long long)rf_array_faulty(a),
+		 (int)st.action);
+}
+
+/* Fail nfail members while writers run, add as many spares (garbage in
+ * them): the array rebuilds onto them with the writers still going, then
+ * reads back every write, checks clean, and the spares hold their slots'
+ * data on disk (the array assembled again from them reads the same). */
+static void rebuild_one(const struct spec *sp, int gtc, int nfail)
+{
+	static char junk[MEMBER_BYTES];
+	struct writer w[NWRITERS];
+	pthread_t t[NWRITERS];
+	volatile int stop = 0;
+	struct rf_dev_info di;
+	struct rf_array *a;
+	struct rf_config cfg;
+	char err[512], p[512], name[64];
+	uint64_t size;
+	char *model;
+	int i, f, fd, victim[2] = { 1, sp->n - 1 };
+
+	make_members(sp, false);
+	a = open_array(sp, gtc);
+	size = rf_array_size(a);
+	model = malloc(size);
+	fill_rnd(model, size);
+	write_all(a, model);
+	assert_int_equal(rf_sync_set_speed_min(a, 100000), 0);
+	for (i = 0; i < NWRITERS; i++) {
+		w[i] = (struct writer){ .a = a, .model = model, .lo = size / NWRITERS * i,
+					.hi = size / NWRITERS * (i + 1), .seed = seed + i, .stop = &stop };
+		assert_int_equal(pthread_create(&t[i], NULL, writer_main, &w[i]), 0);
+	}
+	for (f = 0; f < nfail; f++) {
+		member_path(p, sizeof(p), sp, victim[f]);
+		snprintf(name, sizeof(name), "%s", strrchr(p, '/') + 1);
+		assert_int_equal(rf_array_dev_set_state(a, name, "faulty"), 0);
+		assert_true(rf_array_faulty(a) & (1ull << victim[f]));
+		/* An active member is not removed; a word md does not know is refused. */
+		assert_int_equal(rf_array_dev_set_state(a, name, "bogus"), -EINVAL);
+	}
+	for (f = 0; f < nfail; f++) {
+		spare_path(p, sizeof(p), sp, f);
+		fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		assert_true(fd >= 0);
+		fill_rnd(junk, sizeof(junk));
+		assert_int_equal(pwrite(fd, junk, sizeof(junk), 0), (ssize_t)sizeof(junk));
+		close(fd);
+		if (rf_array_add_spare(a, p, err, sizeof(err)))
+			fail_msg("%s: add %s: %s", sp->what, p, err);
+		/* The same file twice is refused. */
+		assert_int_equal(rf_array_add_spare(a, p, err, sizeof(err)), -EEXIST);
+	}
+	wait_rebuilt(a, sp->what);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	for (i = 0; i < NWRITERS; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	verify_all(a, model, sp->what);
+	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
+	/* The spares serve the failed slots; the failed devices are listed
+	 * faulty, without a slot, until removed. */
+	assert_int_equal(rf_array_ndevs(a), sp->n + nfail);
+	for (f = 0; f < nfail; f++) {
+		assert_int_equal(rf_array_dev_info(a, victim[f], &di), 0);
+		assert_true(strstr(di.name, "spare") != NULL);
+		assert_int_equal(di.slot, victim[f]);
+		assert_int_equal(di.flags & (RF_DEV_IN_SYNC | RF_DEV_FAULTY | RF_DEV_SPARE), RF_DEV_IN_SYNC);
+		assert_int_equal(di.recovery_start, UINT64_MAX);
+		member_path(p, sizeof(p), sp, victim[f]);
+		i = rf_array_dev_find(a, strrchr(p, '/') + 1);
+		assert_true(i >= sp->n);
+		assert_int_equal(rf_array_dev_info(a, i, &di), 0);
+		assert_int_equal(di.slot, -1);
+		assert_true(di.flags & RF_DEV_FAULTY);
+		assert_int_equal(rf_array_dev_set_state(a, di.name, "remove"), 0);
+	}
+	assert_int_equal(rf_array_ndevs(a), sp->n);
+	rf_array_close(a);
+
+	/* From the files: the spares in the failed slots. */
+	testcfg_init(&cfg, sp->level, sp->layout, sp->n, sp->chunk);
+	cfg.data_offset = DATA_OFFSET;
+	for (i = 0; i < sp->n; i++) {
+		member_path(p, sizeof(p), sp, i);
+		for (f = 0; f < nfail; f++)
+			if (victim[f] == i)
+				spare_path(p, sizeof(p), sp, f);
+		cfg.members[i] = strdup(p);
+	}
+	if (rf_array_open(&cfg, &a, err, sizeof(err)))
+		fail_msg("%s: %s", sp->what, err);
+	for (i = 0; i < sp->n; i++)
+		free(cfg.members[i]);
+	assert_int_equal(rf_array_start(a), 0);
+	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
+	close_verified(a, model, sp->what);
+}
+
+static void test_rebuild(void **state)
+{
+	static const int pick[] = { 0, 2, 3, 4, 5, 6, 7 };   /* raid1, raid10 x3, raid4, raid5 x2 */
+	unsigned i;
+
+	for (i = 0; i < sizeof(pick) / sizeof(pick[0]); i++)
+		rebuild_one(&specs[pick[i]], i % 2 ? 2 : 0, 1);
+	rebuild_one(&specs[8], 0, 2);   /* raid6: two at once */
+	rebuild_one(&specs[9], 2, 1);
+	rebuild_one(&specs[10], 0, 2);  /* raid6 DDF: P/Q slots hold zeros */
+}
+
 /* Levels without redundancy refuse; words parse as md's. */
 static void test_words(void **state)
 {
@@ -884,6 +1016,7 @@ int main(void)
 		cmocka_unit_test(test_throttle),
 		cmocka_unit_test(test_faults),
 		cmocka_unit_test(test_foreground_race),
+		cmocka_unit_test(test_rebuild),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,139 @@
+#!/bin/bash
+# 18-rebuild: members fail while fio writes with verify; spares take their
+# slots and are rebuilt while the writes go on; nothing is lost.
+#
+# For raid1 (2 members, 1 spare), raid5 (4 + 1) and raid6 (5 + 2), with md
+# 1.2 superblocks and the spares named in the config:
+# 1. fio random writes with crc32c verify run; meanwhile a member is failed
+#    (echo faulty > md/dev-NAME/state; on raid6 a second one too).  fio
+#    sees no IO error and its verify pass reads every block right.
+# 2. The spare takes the failed slot by itself and is rebuilt, paced to
+#    sync_speed_max while fio runs: mdstat shows md's recovery line and
+#    [n/n-1] on the way (captured to the log), sync_action reads recover.
+# 3. When the rebuild ends: degraded 0, the failed device is listed faulty
+#    without a slot, the spare in_sync in its slot; a check counts 0.
+# 4. Another member fails: the data still verifies, degraded is 1.
+# 5. After unmount, mdadm --examine (mdadm 4.2) shows the spare in the
+#    failed member's role; assembled again from the files with the spare
+#    in place of the failed member, the data verifies.
+# Then the refusals: a spare too small, a member twice, remove of an
+# active member, a word md does not take.
+. "$(dirname "$0")/lib.sh"
+requires fuse fio
+
+D=$WORK/a
+MNT=$WORK/mnt
+IMG=$MNT/array.img
+mkdir -p "$D"
+
+val() { cat "$MNT/md/$1"; }
+dev_state() { cat "$MNT/md/dev-$1/state"; }
+
+# wait_for WHAT CMD: CMD true within 60 s.
+wait_for() {
+	local what=$1 i
+	shift
+	for ((i = 0; i < 600; i++)); do
+		eval "$*" && return 0
+		sleep 0.1
+	done
+	fail "$what: not within 60 s ($*); mdstat: $(cat "$MNT/mdstat")"
+}
+
+# round NAME LEVEL N NSPARES VICTIMS...
+round() {
+	local name=$1 level=$2 n=$3 nsp=$4 v fio_pid seen=0 i mdstat_log
+	mdstat_log=$WORK/$1.mdstat
+	shift 4
+	local victims=("$@")
+	log "$name: fail ${victims[*]} under fio, rebuild onto $nsp spare(s)"
+	mk_conf "$D/$name.conf" level="$level" members="$(members "$n" "$name-")" \
+		spares="$(members "$nsp" "$name-s")" member_size=24M chunk_size=64K metadata=1.2
+	create_array --assume-clean "$D/$name.conf"
+	for ((i = 0; i < nsp; i++)); do
+		truncate -s 24M "$D/$name-s$i.img"
+	done
+	start_array "$D/$name.conf" "$MNT"
+	# Slow enough that the rebuild overlaps the writes.
+	echo 4000 >"$MNT/md/sync_speed_max"
+	local size=$(($(fsize "$IMG") / 1048576 - 1))M
+	local job=(--rw=randwrite --bs=4k --size="$size" --iodepth=8 --name=w)
+	(fio_verify "$IMG" "${job[@]}") &
+	fio_pid=$!
+	sleep 1
+	for v in "${victims[@]}"; do
+		echo faulty >"$MNT/md/dev-$name-$v.img/state" || fail "$name: echo faulty > dev-$name-$v.img/state"
+		check '[[ "$(dev_state "$name-$v.img")" == *faulty* ]]' "$name: member $v reads faulty"
+		sleep 0.5
+	done
+	# The rebuild, as mdstat shows it while fio runs.
+	for ((i = 0; i < 100 && !seen; i++)); do
+		cat "$MNT/mdstat" >"$mdstat_log"
+		grep -q 'recovery =' "$mdstat_log" && seen=1
+		sleep 0.05
+	done
+	check '[ $seen = 1 ]' "$name: mdstat showed a recovery line"
+	vlog "$name: mdstat during the rebuild:"$'\n'"$(cat "$mdstat_log")"
+	grep -q "\[$n/$((n - 1))\]" "$mdstat_log" || grep -q "\[$n/$((n - 2))\]" "$mdstat_log" ||
+		fail "$name: mdstat did not show the array degraded during the rebuild: $(cat "$mdstat_log")"
+	wait "$fio_pid" || fail "$name: fio failed while members failed and spares were rebuilt"
+	echo 0 >"$MNT/md/sync_speed_max"
+	wait_for "$name: rebuild" '[ "$(val degraded)" = 0 ] && [ "$(val sync_action)" = idle ]'
+	for v in "${victims[@]}"; do
+		check '[[ "$(dev_state "$name-$v.img")" == faulty* ]]' "$name: member $v stays listed faulty"
+		check '[ "$(cat "$MNT/md/dev-$name-$v.img/slot")" = none ]' "$name: member $v has no slot"
+	done
+	for ((i = 0; i < nsp; i++)); do
+		check '[ "$(dev_state "$name-s$i.img")" = in_sync ]' "$name: spare $i in sync"
+		check '[ "$(cat "$MNT/md/dev-$name-s$i.img/slot")" = "${victims[$i]}" ]' "$name: spare $i in slot ${victims[$i]}"
+	done
+	echo check >"$MNT/md/sync_action"
+	wait_for "$name: check" '[ "$(val sync_action)" = idle ]'
+	check '[ "$(val mismatch_cnt)" = 0 ]' "$name: check after the rebuild counts 0"
+	fio_verify --verify_only "$IMG" "${job[@]}"
+	# One more failure: the rebuilt spare carries the data.
+	local last=$((n - 1))
+	[ "$last" != "${victims[0]}" ] || last=0
+	echo faulty >"$MNT/md/dev-$name-$last.img/state"
+	check '[ "$(val degraded)" = 1 ]' "$name: degraded 1 after another failure"
+	fio_verify --verify_only "$IMG" "${job[@]}"
+	stop_array "$MNT"
+	if [ -n "$(command -v mdadm)" ]; then
+		mdadm --examine "$D/$name-s0.img" >"$WORK/examine" 2>&1 || fail "mdadm --examine $name-s0.img failed"
+		grep -q "Device Role : Active device ${victims[0]}" "$WORK/examine" ||
+			fail "$name: mdadm does not see the spare in role ${victims[0]}: $(cat "$WORK/examine")"
+	fi
+	# Assembled from the files, spares in the failed members' places.
+	local files=() m
+	for ((i = 0; i < n; i++)); do
+		m=$D/$name-$i.img
+		for ((v = 0; v < nsp; v++)); do
+			[ "$i" != "${victims[$v]}" ] || m=$D/$name-s$v.img
+		done
+		files+=("$m")
+	done
+	start_assemble array.img "$MNT" "${files[@]}"
+	fio_verify --verify_only "$IMG" "${job[@]}"
+	stop_array "$MNT"
+}
+
+round r1 1 2 1 1
+round r5 5 4 1 1
+full round r6 6 5 2 1 3
+
+log "refusals"
+mk_conf "$D/bad.conf" level=5 members="$(members 4 bad-)" spares="bad-s0.img" member_size=16M chunk_size=64K metadata=1.2
+create_array --assume-clean "$D/bad.conf"
+truncate -s 1M "$D/bad-s0.img"
+expect_fail "$RAIDFUSE" mount -f "$D/bad.conf" "$MNT"
+check '[[ "$OUT" == *bad-s0.img* && "$OUT" == *too\ small* ]]' "a small spare is refused by name: $OUT"
+truncate -s 16M "$D/bad-s0.img"
+start_array "$D/bad.conf" "$MNT"
+expect_fail sh -c "echo remove >'$MNT/md/dev-bad-0.img/state'"
+expect_fail sh -c "echo bogus >'$MNT/md/dev-bad-0.img/state'"
+expect_fail sh -c "echo '$D/bad-1.img' >'$MNT/md/new_dev'"
+truncate -s 1M "$D/small.img"
+expect_fail sh -c "echo '$D/small.img' >'$MNT/md/new_dev'"
+check '[ "$(val degraded)" = 0 ]' "refusals change nothing"
+stop_array "$MNT"
+exit 0
