@@ -11,18 +11,19 @@
 #      resync reads.  Ratio: member bytes the resync read per second over
 #      the streaming rate.  Goal: 0.80 of the parallel rate.  RUNS pairs;
 #      the one with the median ratio counts (the machine is shared).
-#  (b) tools/bench/randread-4k-qd32.fio on the idle array (before and
-#      after: their mean), and while a resync runs (started just before;
-#      sync_speed_min and _max at md's defaults): the IOPS ratio (goal
-#      0.80), and the rate the resync kept
+#  (b) tools/bench/randread-4k-qd32.fio while a resync runs (started just
+#      before; sync_speed_min and _max at md's defaults) against the idle
+#      array (the mean of the idle runs just before and after), RUNS
+#      rounds, the median counts: the IOPS ratio (goal 0.80), and the
+#      lowest rate the resync kept
 #      meanwhile (sync_completed moved, over the time), which must stay at
 #      or above sync_speed_min.
 #
 # usage: tools/bench-resync.sh [-t SECONDS] [-l LEVELS] [-m MIB] [-r RUNS] [-o CSV]
-#   -t SECONDS  each randread run's measured time (default 10; a 1 s ramp)
+#   -t SECONDS  each randread run's measured time (default 5; a 1 s ramp)
 #   -l LEVELS   "5 6" by default (1, 4, 5, 6, 10 work; 4 members each)
 #   -m MIB      each member's size (default 512)
-#   -r RUNS     idle resyncs timed, each after its streaming runs (default 3)
+#   -r RUNS     rounds of each measure (default 3; the median counts)
 #   -o CSV      where the CSV goes (default WORK/resync.csv)
 # Environment: RAIDFUSE (the binary), BENCH_DIR (default /dev/shm).
 set -euo pipefail
@@ -30,7 +31,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 jobdir=$here/tools/bench
 . "$jobdir/conf.sh"
 RAIDFUSE=${RAIDFUSE:-$here/build/raidfuse}
-runtime=10 levels="5 6" mib=512 runs=3 csv=''
+runtime=5 levels="5 6" mib=512 runs=3 csv=''
 NMEMBERS=4
 SPEED_HIGH=2000000000           # KiB/s: no limit in practice
 GOAL_RESYNC=0.80 GOAL_IOPS=0.80
@@ -159,26 +160,35 @@ for l in $levels; do
 	# for the daemon's own figure, an average over seconds).
 	speed=$(awk -v m="$mib" -v s="$dt_med" 'BEGIN { printf "%.0f", m * 1024 / s }')
 
-	# (b) 4k random reads, idle and during a resync, md's default limits.
-	# Idle before and after (their mean counts): the machine is shared,
-	# and a first run warms up.
+	# (b) 4k random reads, idle and during a resync, md's default limits:
+	# RUNS rounds, each run during a resync between two idle ones (their
+	# mean is its idle figure: the machine is shared, and consecutive idle
+	# runs differ by 20%).  The round with the median ratio counts, and the
+	# lowest rate the resync kept in any round.
 	echo system >"$mnt/md/sync_speed_max"
-	idle1=$(randread idle1)
-	echo resync >"$mnt/md/sync_action"
-	read -r d0 _ _ <<<"$(val sync_completed)"
-	t0=$(now)
-	busy_iops=$(randread resync)
-	st=$(val sync_completed) t1=$(now)
-	still=$(val sync_action)
-	echo idle >"$mnt/md/sync_action"
-	idle2=$(randread idle2)
-	idle_iops=$(awk -v a="$idle1" -v b="$idle2" 'BEGIN { printf "%.0f", (a + b) / 2 }')
-	if [ "$still" = resync ]; then
-		read -r d1 _ _ <<<"$st"
-	else
-		d1=$((mib * 2048))       # it finished during the run
-	fi
-	fg_kib=$(awk -v a="$d0" -v b="$d1" -v t0="$t0" -v t1="$t1" 'BEGIN { printf "%.0f", (b - a) / 2 / (t1 - t0) }')
+	prev=$(randread idle0)
+	rows=() fg_kib=''
+	for ((r = 0; r < runs; r++)); do
+		echo resync >"$mnt/md/sync_action"
+		read -r d0 _ _ <<<"$(val sync_completed)"
+		t0=$(now)
+		busy=$(randread "resync$r")
+		st=$(val sync_completed) t1=$(now)
+		still=$(val sync_action)
+		echo idle >"$mnt/md/sync_action"
+		if [ "$still" = resync ]; then
+			read -r d1 _ _ <<<"$st"
+		else
+			d1=$((mib * 2048))       # it finished during the run
+		fi
+		fg=$(awk -v a="$d0" -v b="$d1" -v t0="$t0" -v t1="$t1" 'BEGIN { printf "%.0f", (b - a) / 2 / (t1 - t0) }')
+		[ -n "$fg_kib" ] && [ "$fg_kib" -le "$fg" ] || fg_kib=$fg
+		next=$(randread "idle$((r + 1))")
+		idle=$(awk -v a="$prev" -v b="$next" 'BEGIN { printf "%.0f", (a + b) / 2 }')
+		rows+=("$(fdiv "$busy" "$idle") $busy $idle")
+		prev=$next
+	done
+	read -r _ busy_iops idle_iops <<<"$(printf '%s\n' "${rows[@]}" | sort -n | sed -n "$(((runs + 1) / 2))p")"
 
 	fusermount3 -u "$mnt"
 	wait "$daemon" || echo "bench-resync.sh: the $t daemon exited with status $?" >&2
