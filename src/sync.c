@@ -662,6 +662,7 @@ static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint6
 	struct rf_array *a = s->a;
 	uint64_t cp_pos = *pos;
 	double cp_t = now();
+	bool first = true;
 	int ret = 0;
 
 	while (*pos < total) {
@@ -690,8 +691,13 @@ static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint6
 		}
 		*pos += n;
 		pthread_mutex_lock(&s->lock);
+		/* The first region runs at once, unpaced: the speed counts from
+		 * its end, or it would read above sync_speed_max for seconds. */
+		if (first)
+			s->nmarks = 0;
 		progress(s, *pos);
 		pthread_mutex_unlock(&s->lock);
+		first = false;
 		if (act == RF_SYNC_RESYNC && *pos < total &&
 		    (*pos - cp_pos >= total / CP_PARTS || now() - cp_t >= CP_SECONDS)) {
 			checkpoint(s, *pos);
