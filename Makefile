@@ -102,7 +102,7 @@ build-fuzz/fuzz_super: tests/fuzz/fuzz_super.c src/super.c src/examine.c src/fdi
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^)
 
-build-fuzz/fuzz_config: tests/fuzz/fuzz_config.c src/config.c src/layout.c $(wildcard include/raidfuse/*.h)
+build-fuzz/fuzz_config: tests/fuzz/fuzz_config.c src/config.c src/layout.c src/fault.c $(wildcard include/raidfuse/*.h)
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^) $(shell pkg-config --libs libconfig)
 

@@ -663,6 +663,72 @@ static int load_tuning(struct ld *ld, const config_setting_t *t,
 	return 0;
 }
 
+/* faults = ( { member = 1; error = "EIO"; ops = "write"; after = 100; }, ... );
+ * one group per member, each key as md/dev-NAME/fault takes it (fault.h):
+ * the value goes to rf_fault_spec_set() as text, so both take the same
+ * words and say the same thing about a bad one. */
+static int load_faults(struct ld *ld, const config_setting_t *list, struct rf_config *cfg)
+{
+	static const char *const keys[] = {
+		"member", "error", "rate", "every", "ops", "after", "count", "delay_us", "offset",
+		"length", "seed", NULL
+	};
+	int i, k, j, n = config_setting_length(list), r;
+	char key[64], val[64], why[256];
+
+	if (config_setting_type(list) != CONFIG_TYPE_LIST)
+		return fail(ld, list, "faults", "must be a list, faults = ( { member = 0; ... } ); (got %s)",
+			    type_name(list));
+	cfg->faults = calloc(n ? (size_t)n : 1, sizeof(*cfg->faults));
+	if (!cfg->faults)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		const config_setting_t *g = config_setting_get_elem(list, i), *s;
+		struct rf_config_fault *f = &cfg->faults[i];
+
+		snprintf(key, sizeof(key), "faults.[%d]", i);
+		if (config_setting_type(g) != CONFIG_TYPE_GROUP)
+			return fail(ld, g, key, "must be a group { member = 0; error = \"EIO\"; ... } (got %s)",
+				    type_name(g));
+		snprintf(key, sizeof(key), "faults.[%d].", i);
+		r = check_keys(ld, g, key, keys);
+		if (r)
+			return r;
+		s = config_setting_get_member(g, "member");
+		snprintf(key, sizeof(key), "faults.[%d].member", i);
+		if (!s)
+			return fail(ld, g, key, "missing (the member's slot, 0..%d)", cfg->nmembers - 1);
+		r = get_int(ld, s, key, 0, cfg->nmembers - 1, &f->member);
+		if (r)
+			return r;
+		for (j = 0; j < i; j++)
+			if (cfg->faults[j].member == f->member)
+				return fail(ld, s, key, "member %d has a faults entry already", f->member);
+		rf_fault_spec_init(&f->spec);
+		for (k = 0; k < config_setting_length(g); k++) {
+			const char *name;
+
+			s = config_setting_get_elem(g, k);
+			name = config_setting_name(s);
+			if (!strcmp(name, "member"))
+				continue;
+			snprintf(key, sizeof(key), "faults.[%d].%s", i, name);
+			if (is_int(s))
+				snprintf(val, sizeof(val), "%lld", config_setting_get_int64(s));
+			else if (config_setting_type(s) == CONFIG_TYPE_FLOAT)
+				snprintf(val, sizeof(val), "%.17g", config_setting_get_float(s));
+			else if (config_setting_type(s) == CONFIG_TYPE_STRING)
+				snprintf(val, sizeof(val), "%s", config_setting_get_string(s));
+			else
+				return fail(ld, s, key, "must be a string or a number (got %s)", type_name(s));
+			if (rf_fault_spec_set(&f->spec, name, val, why, sizeof(why)))
+				return fail(ld, s, key, "%s", why);
+		}
+		cfg->nfaults = i + 1;
+	}
+	return 0;
+}
+
 /* Open the file ourselves first: libconfig says only "file I/O error". */
 static int check_readable(struct ld *ld)
 {
@@ -715,7 +781,7 @@ static int config_dir(struct ld *ld)
  * to free) and err holds the message; err may be NULL. */
 int rf_config_load(const char *path, struct rf_config *cfg, char *err, size_t errlen)
 {
-	static const char *const top[] = { "array", "tuning", NULL };
+	static const char *const top[] = { "array", "tuning", "faults", NULL };
 	struct ld ld = { .path = path, .err = err, .errlen = errlen };
 	const config_setting_t *root, *s;
 	config_t c;
@@ -781,7 +847,12 @@ int rf_config_load(const char *path, struct rf_config *cfg, char *err, size_t er
 			goto out_destroy;
 		}
 		r = load_tuning(&ld, s, cfg);
+		if (r)
+			goto out_destroy;
 	}
+	s = config_setting_get_member(root, "faults");
+	if (s)
+		r = load_faults(&ld, s, cfg);
 
 out_destroy:
 	config_destroy(&c);
@@ -814,6 +885,7 @@ void rf_config_free(struct rf_config *cfg)
 		free(cfg->members[i]);
 		free(cfg->spares[i]);
 	}
+	free(cfg->faults);
 	memset(cfg, 0, sizeof(*cfg));
 }
 

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "raidfuse/ctl.h"
+#include "raidfuse/fault.h"
 #include "raidfuse/log.h"
 #include "raidfuse/super.h"
 #include "raidfuse/sync.h"
@@ -280,6 +281,238 @@ static int store_resync_start(struct rf_array *a, int member, const char *val)
 	return rf_sync_set_resync_cp(a, n);
 }
 
+/* ---------------------------------------------------------------- devices */
+
+/* md/new_dev: a path, added as a spare.  The engine's message says what
+ * was wrong with the file; the writer gets its errno. */
+static int store_new_dev(struct rf_array *a, int member, const char *val)
+{
+	char err[512] = "";
+	int ret = rf_array_add_spare(a, val, err, sizeof(err));
+
+	if (ret && err[0])
+		rf_err("md/new_dev: %s", err);
+	return ret;
+}
+
+/* md's state_show: its words in its order, comma separated.  "spare" is
+ * any device neither failed nor in sync (a spare, or one being rebuilt). */
+static void show_dev_state(struct rf_array *a, const struct rf_dev_info *d, struct rf_ctl_buf *b)
+{
+	static const struct {
+		unsigned flag;
+		const char *word;
+	} words[] = {
+		{ RF_DEV_FAULTY, "faulty" },
+		{ RF_DEV_IN_SYNC, "in_sync" },
+		{ RF_DEV_WRITE_MOSTLY, "write_mostly" },
+	};
+	const char *sep = "";
+	size_t i;
+
+	for (i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		if (d->flags & words[i].flag) {
+			rf_ctl_printf(b, "%s%s", sep, words[i].word);
+			sep = ",";
+		}
+	}
+	if (!(d->flags & (RF_DEV_FAULTY | RF_DEV_IN_SYNC)))
+		rf_ctl_printf(b, "%sspare", sep);
+	rf_ctl_printf(b, "\n");
+}
+
+/* The words md's state_store takes that the engine knows; others are
+ * refused here, before anything is asked of the engine. */
+static int store_dev_state(struct rf_array *a, const char *dev, const char *val)
+{
+	static const char *const words[] = {
+		"faulty", "remove", "re-add", "-faulty", "writemostly", "-writemostly", NULL
+	};
+	int i;
+
+	for (i = 0; words[i]; i++)
+		if (!strcmp(val, words[i]))
+			return rf_array_dev_set_state(a, dev, val);
+	return -EINVAL;
+}
+
+static void show_dev_errors(struct rf_array *a, const struct rf_dev_info *d, struct rf_ctl_buf *b)
+{
+	rf_ctl_printf(b, "%llu\n", (unsigned long long)d->errors);
+}
+
+static void show_dev_slot(struct rf_array *a, const struct rf_dev_info *d, struct rf_ctl_buf *b)
+{
+	if (d->slot < 0)
+		rf_ctl_printf(b, "none\n");
+	else
+		rf_ctl_printf(b, "%d\n", d->slot);
+}
+
+static void show_dev_offset(struct rf_array *a, const struct rf_dev_info *d, struct rf_ctl_buf *b)
+{
+	rf_ctl_printf(b, "%llu\n", (unsigned long long)d->offset);
+}
+
+static void show_dev_size(struct rf_array *a, const struct rf_dev_info *d, struct rf_ctl_buf *b)
+{
+	rf_ctl_printf(b, "%llu\n", (unsigned long long)d->size);
+}
+
+/* md: "none" for a device in sync, else the sectors rebuilt so far. */
+static void show_dev_recovery_start(struct rf_array *a, const struct rf_dev_info *d, struct rf_ctl_buf *b)
+{
+	if ((d->flags & RF_DEV_IN_SYNC) || d->recovery_start == UINT64_MAX)
+		rf_ctl_printf(b, "none\n");
+	else
+		rf_ctl_printf(b, "%llu\n", (unsigned long long)d->recovery_start);
+}
+
+/* raidfuse's own: the device's fault injection (fault.h), as text
+ * rf_fault_parse() takes back, then what it has done since it was set. */
+static void show_dev_fault(struct rf_array *a, const struct rf_dev_info *d, struct rf_ctl_buf *b)
+{
+	struct rf_fault_spec s;
+	struct rf_fault_stats st;
+	char text[512];
+
+	if (rf_array_dev_fault_get(a, d->name, &s, &st) || rf_fault_format(&s, text, sizeof(text)) < 0) {
+		rf_ctl_printf(b, "off\n");
+		return;
+	}
+	rf_ctl_printf(b, "%s\nmatched=%llu errors=%llu delays=%llu\n", text, (unsigned long long)st.matched,
+		      (unsigned long long)st.errors, (unsigned long long)st.delays);
+}
+
+static int store_dev_fault(struct rf_array *a, const char *dev, const char *val)
+{
+	struct rf_fault_spec s;
+	char err[256];
+
+	if (rf_fault_parse(val, &s, err, sizeof(err))) {
+		rf_warn("md/dev-%s/fault: %s", dev, err);
+		return -EINVAL;
+	}
+	return rf_array_dev_fault_set(a, dev, &s);
+}
+
+#define DEV_RO(n) { .name = #n, .mode = 0444, .show_dev = show_dev_##n }
+
+const struct rf_ctl_attr rf_ctl_dev_attrs[] = {
+	{ .name = "state", .mode = 0644, .show_dev = show_dev_state, .store_dev = store_dev_state,
+	  .takes = "faulty, remove, re-add, -faulty, writemostly or -writemostly" },
+	DEV_RO(errors),
+	DEV_RO(slot),
+	DEV_RO(offset),
+	DEV_RO(size),
+	DEV_RO(recovery_start),
+	{ .name = "fault", .mode = 0644, .show_dev = show_dev_fault, .store_dev = store_dev_fault,
+	  .takes = "off, or key=value words: error=EIO rate=P every=N ops=read,write,fsync after=N count=N "
+		   "delay_us=N offset=SIZE length=SIZE seed=N" },
+};
+
+const size_t rf_ctl_dev_nattrs = sizeof(rf_ctl_dev_attrs) / sizeof(rf_ctl_dev_attrs[0]);
+
+/* The attribute called name in table t (n entries), or NULL. */
+static const struct rf_ctl_attr *find_attr(const struct rf_ctl_attr *t, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(t[i].name, name))
+			return &t[i];
+	return NULL;
+}
+
+const struct rf_ctl_attr *rf_ctl_dev_find(const char *name)
+{
+	return find_attr(rf_ctl_dev_attrs, rf_ctl_dev_nattrs, name);
+}
+
+/* Device dev's state, by name: the number found may be stale by the time
+ * its state is read (a reconfiguration in between), so the name read
+ * back must match, else look again. */
+static int dev_info_by_name(struct rf_array *a, const char *dev, struct rf_dev_info *d)
+{
+	int tries, n;
+
+	for (tries = 0; tries < 8; tries++) {
+		n = rf_array_dev_find(a, dev);
+		if (n < 0)
+			return n;
+		if (!rf_array_dev_info(a, n, d) && !strcmp(d->name, dev) && !(d->flags & RF_DEV_MISSING))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+int rf_ctl_dev_entry(struct rf_array *a, const char *entry)
+{
+	if (strncmp(entry, "dev-", 4) || !entry[4])
+		return -ENOENT;
+	return rf_array_dev_find(a, entry + 4) < 0 ? -ENOENT : 0;
+}
+
+/* "rdN" with N a plain decimal (no sign, no leading zero), or -1. */
+static int rd_slot(const char *entry)
+{
+	int n;
+
+	if (strncmp(entry, "rd", 2) || entry[2] < '0' || entry[2] > '9' || (entry[2] == '0' && entry[3]))
+		return -1;
+	return parse_int(entry + 2, &n) || n >= RF_MAX_DEVS ? -1 : n;
+}
+
+int rf_ctl_rd_target(struct rf_array *a, int slot, char *buf, size_t size)
+{
+	struct rf_dev_info d;
+	int i, n, len;
+
+	n = rf_array_ndevs(a);
+	for (i = 0; i < n; i++) {
+		if (rf_array_dev_info(a, i, &d) || d.slot != slot || (d.flags & RF_DEV_MISSING))
+			continue;
+		len = snprintf(buf, size, "dev-%s", d.name);
+		return (size_t)len < size ? len : -EOVERFLOW;
+	}
+	return -ENOENT;
+}
+
+int rf_ctl_rd_entry(struct rf_array *a, const char *entry)
+{
+	char target[300];
+	int slot = rd_slot(entry);
+
+	if (slot < 0 || rf_ctl_rd_target(a, slot, target, sizeof(target)) < 0)
+		return -ENOENT;
+	return slot;
+}
+
+int rf_ctl_dev_list(struct rf_array *a, struct rf_ctl_dev_ent *out, int max)
+{
+	struct rf_dev_info d;
+	int i, n = rf_array_ndevs(a), k = 0, slot;
+	uint64_t slots[RF_MAX_DEVS / 64] = { 0 };
+
+	for (i = 0; i < n && k < max; i++) {
+		if (rf_array_dev_info(a, i, &d) || (d.flags & RF_DEV_MISSING))
+			continue;
+		snprintf(out[k].name, sizeof(out[k].name), "dev-%s", d.name);
+		out[k].link = false;
+		out[k++].slot = d.slot;
+		if (d.slot >= 0 && d.slot < RF_MAX_DEVS)
+			slots[d.slot / 64] |= 1ull << (d.slot % 64);
+	}
+	for (slot = 0; slot < RF_MAX_DEVS && k < max; slot++) {
+		if (!(slots[slot / 64] >> (slot % 64) & 1))
+			continue;
+		snprintf(out[k].name, sizeof(out[k].name), "rd%d", slot);
+		out[k].link = true;
+		out[k++].slot = slot;
+	}
+	return k;
+}
+
 #define ATTR_RO(n, ...) { .name = #n, .mode = 0444, .show = show_##n, __VA_ARGS__ }
 #define ATTR_INT(n, setter, range, ...) \
 	{ .name = #n, .mode = 0644, .show = show_##n, .set_int = setter, .takes = range, __VA_ARGS__ }
@@ -313,6 +546,8 @@ const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	ATTR_RO(sync_completed, .present = has_redundancy),
 	{ .name = "resync_start", .mode = 0644, .show = show_resync_start, .store = store_resync_start,
 	  .takes = "sectors, or none", .present = has_redundancy },
+	/* write-only, as md's */
+	{ .name = "new_dev", .mode = 0200, .store = store_new_dev, .takes = "the path of a file to add as a spare" },
 };
 
 const size_t rf_ctl_md_nattrs = sizeof(rf_ctl_md_attrs) / sizeof(rf_ctl_md_attrs[0]);
@@ -320,12 +555,7 @@ const size_t rf_ctl_md_nattrs = sizeof(rf_ctl_md_attrs) / sizeof(rf_ctl_md_attrs
 
 const struct rf_ctl_attr *rf_ctl_find(const char *name)
 {
-	size_t i;
-
-	for (i = 0; i < NATTRS; i++)
-		if (!strcmp(rf_ctl_md_attrs[i].name, name))
-			return &rf_ctl_md_attrs[i];
-	return NULL;
+	return find_attr(rf_ctl_md_attrs, NATTRS, name);
 }
 
 /* ---------------------------------------------------------------- mdstat */
@@ -409,11 +639,29 @@ int rf_ctl_show(const struct rf_ctl_attr *at, struct rf_array *a, int member, ch
 	struct rf_ctl_buf b = { .buf = buf, .size = size };
 	struct rf_array_info info;
 
+	if (!at->show)
+		return -EACCES;         /* write-only */
 	if (!size)
 		return -EOVERFLOW;
 	buf[0] = '\0';
 	rf_array_get_info(a, &info);
 	at->show(a, &info, member, &b);
+	return b.overflow ? -EOVERFLOW : (int)b.len;
+}
+
+int rf_ctl_dev_show(const struct rf_ctl_attr *at, struct rf_array *a, const char *dev, char *buf, size_t size)
+{
+	struct rf_ctl_buf b = { .buf = buf, .size = size };
+	struct rf_dev_info d;
+	int ret;
+
+	if (!size)
+		return -EOVERFLOW;
+	buf[0] = '\0';
+	ret = dev_info_by_name(a, dev, &d);
+	if (ret)
+		return ret;
+	at->show_dev(a, &d, &b);
 	return b.overflow ? -EOVERFLOW : (int)b.len;
 }
 
@@ -450,18 +698,24 @@ static void log_value(char *dst, size_t size, const char *val, size_t len)
 	dst[n] = '\0';
 }
 
-int rf_ctl_store(const struct rf_ctl_attr *at, struct rf_array *a, int member, const char *buf, size_t len)
+/* One value for at, of the array (dev NULL) or of device dev. */
+static int store_value(const struct rf_ctl_attr *at, struct rf_array *a, int member, const char *dev,
+		       const char *buf, size_t len)
 {
-	char val[RF_CTL_VALUE_MAX + 1], shown[48];
+	char val[RF_CTL_VALUE_MAX + 1], shown[48], where[300];
 	int ret, n = 0;
 
-	if (!at->set_int && !at->store)
+	if (!at->set_int && !at->store && !at->store_dev)
 		return -EACCES;
+	if (dev)
+		snprintf(where, sizeof(where), "md/dev-%s/%s", dev, at->name);
+	else
+		snprintf(where, sizeof(where), "md/%s", at->name);
 	if (len && buf[len - 1] == '\n')
 		len--;
 	log_value(shown, sizeof(shown), buf, len);
 	if (len > RF_CTL_VALUE_MAX) {
-		rf_warn("md/%s: refused a value of %zu bytes ('%s'): takes %s", at->name, len, shown, at->takes);
+		rf_warn("%s: refused a value of %zu bytes ('%s'): takes %s", where, len, shown, at->takes);
 		return -EINVAL;
 	}
 	memcpy(val, buf, len);
@@ -470,17 +724,34 @@ int rf_ctl_store(const struct rf_ctl_attr *at, struct rf_array *a, int member, c
 		ret = -EINVAL;
 	else if (at->set_int)
 		ret = parse_int(val, &n) ?: at->set_int(a, n);
+	else if (dev)
+		ret = at->store_dev(a, dev, val);
 	else
 		ret = at->store(a, member, val);
 	if (ret == -EINVAL)
-		rf_warn("md/%s: refused '%s': takes %s", at->name, shown, at->takes);
+		rf_warn("%s: refused '%s': takes %s", where, shown, at->takes);
 	else if (ret)
-		rf_warn("md/%s: cannot set '%s': %s", at->name, shown, strerror(-ret));
+		rf_warn("%s: cannot set '%s': %s", where, shown, strerror(-ret));
 	else if (at->set_int)
-		rf_info("md/%s set to %d", at->name, n);
+		rf_info("%s set to %d", where, n);
 	else
-		rf_info("md/%s set to '%s'", at->name, shown);
+		rf_info("%s set to '%s'", where, shown);
 	return ret;
+}
+
+int rf_ctl_store(const struct rf_ctl_attr *at, struct rf_array *a, int member, const char *buf, size_t len)
+{
+	return store_value(at, a, member, NULL, buf, len);
+}
+
+int rf_ctl_dev_store(const struct rf_ctl_attr *at, struct rf_array *a, const char *dev, const char *buf,
+		     size_t len)
+{
+	if (!at->store_dev)
+		return -EACCES;
+	if (rf_array_dev_find(a, dev) < 0)
+		return -ENOENT;
+	return store_value(at, a, -1, dev, buf, len);
 }
 
 /* ---------------------------------------------------------------- tree */

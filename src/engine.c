@@ -1149,6 +1149,10 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		a->iom[i].fd = a->members[i].fd;
 		a->iom[i].fd_direct = a->members[i].fd_direct;
 		a->iom[i].align = a->members[i].align;
+		ret = rf_fault_from_config(cfg, i, &a->members[i].fault);
+		if (ret)
+			goto fail;
+		a->iom[i].fault = a->members[i].fault;
 	}
 	if (cfg->overlay_dir) {
 		ret = overlay_open(a, cfg->overlay_dir, err, errlen);

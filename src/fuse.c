@@ -4,6 +4,16 @@
  * mdstat and md/ with one file per md attribute.  Inode numbers are node
  * indexes plus one (the root is FUSE_ROOT_ID).
  *
+ * md/ also holds an entry per device, which come and go while mounted:
+ * dev-NAME/ (ctl.c's rf_ctl_dev_attrs) and the symbolic links rdN.  Their
+ * inode numbers come from the device's name, not its number (numbers
+ * move when a spare takes a slot): each name seen gets an id here, kept
+ * until unmount, and dev-NAME/ and its files are INO_DEV_BASE + id *
+ * DEV_STRIDE (+ 1 + attribute index); rdN is INO_RD_BASE + N.  Every use
+ * asks the array again, so a removed device's files answer ENOENT, and
+ * the kernel is told to cache none of these entries or attributes
+ * (timeouts 0) while the static ones keep an hour.
+ *
  * libfuse low-level API, fuse_session_loop_mt with clone_fd.  A read or
  * write of the image takes a request from the pool, copies the write data
  * in (libfuse reuses its buffer once the callback returns) and submits it;
@@ -44,11 +54,22 @@
 #define RF_POOL_MAX 256
 
 enum { INO_ROOT = FUSE_ROOT_ID };
+#define INO_RD_BASE ((fuse_ino_t)1 << 32)
+#define INO_DEV_BASE ((fuse_ino_t)1 << 33)
+#define DEV_STRIDE 32
+#define STATIC_TIMEOUT 3600.0
+#define DYN_TIMEOUT 0.0
 
 struct fs {
 	struct rf_array *a;
 	struct fuse_session *se;
 	struct rf_ctl_tree tree;        /* immutable while mounted */
+	int md;                         /* tree node of md/ */
+	/* Device names given an inode id, protected by names_lock; an id
+	 * stays until unmount, a name's string never moves. */
+	pthread_mutex_t names_lock;
+	char **names;
+	int nnames, cap_names;
 	time_t start;
 	uid_t uid;
 	gid_t gid;
@@ -137,12 +158,89 @@ struct ctl_open {
 	int len;                /* lock */
 };
 
-/* The tree node of ino, or NULL. */
-static const struct rf_ctl_node *node_of(struct fs *fs, fuse_ino_t ino)
+/* What an inode number stands for.  Only its shape: whether a device
+ * named there still exists is checked by ref_live(). */
+enum ref_kind { REF_NODE, REF_DEVDIR, REF_DEVFILE, REF_RD };
+
+struct ref {
+	enum ref_kind kind;
+	const struct rf_ctl_node *n;    /* REF_NODE */
+	const char *dev;                /* REF_DEVDIR, REF_DEVFILE: the device's name */
+	int id;                         /* its name id */
+	const struct rf_ctl_attr *attr; /* REF_DEVFILE; REF_NODE files: n->attr */
+	int slot;                       /* REF_RD */
+};
+
+/* The name id of dev, given one if it has none.  -ENOMEM. */
+static int name_id(struct fs *fs, const char *dev)
 {
+	int i, ret = -ENOMEM;
+
+	pthread_mutex_lock(&fs->names_lock);
+	for (i = 0; i < fs->nnames; i++)
+		if (!strcmp(fs->names[i], dev))
+			break;
+	if (i < fs->nnames) {
+		ret = i;
+	} else if ((fuse_ino_t)i < (INO_RD_BASE - 1) / DEV_STRIDE) {
+		if (fs->nnames == fs->cap_names) {
+			int cap = fs->cap_names ? 2 * fs->cap_names : 16;
+			char **n = realloc(fs->names, (size_t)cap * sizeof(*n));
+
+			if (n) {
+				fs->names = n;
+				fs->cap_names = cap;
+			}
+		}
+		if (fs->nnames < fs->cap_names && (fs->names[i] = strdup(dev)))
+			ret = fs->nnames++;
+	}
+	pthread_mutex_unlock(&fs->names_lock);
+	return ret;
+}
+
+static int ref_of(struct fs *fs, fuse_ino_t ino, struct ref *r)
+{
+	memset(r, 0, sizeof(*r));
+	if (ino >= INO_DEV_BASE) {
+		fuse_ino_t id = (ino - INO_DEV_BASE) / DEV_STRIDE, k = (ino - INO_DEV_BASE) % DEV_STRIDE;
+
+		pthread_mutex_lock(&fs->names_lock);
+		r->dev = id < (fuse_ino_t)fs->nnames ? fs->names[id] : NULL;
+		pthread_mutex_unlock(&fs->names_lock);
+		if (!r->dev || k > rf_ctl_dev_nattrs)
+			return -ENOENT;
+		r->id = (int)id;
+		r->kind = k ? REF_DEVFILE : REF_DEVDIR;
+		r->attr = k ? &rf_ctl_dev_attrs[k - 1] : NULL;
+		return 0;
+	}
+	if (ino >= INO_RD_BASE) {
+		if (ino - INO_RD_BASE >= RF_MAX_DEVS)
+			return -ENOENT;
+		r->kind = REF_RD;
+		r->slot = (int)(ino - INO_RD_BASE);
+		return 0;
+	}
 	if (ino < INO_ROOT || ino - INO_ROOT >= (fuse_ino_t)fs->tree.n)
-		return NULL;
-	return &fs->tree.nodes[ino - INO_ROOT];
+		return -ENOENT;
+	r->kind = REF_NODE;
+	r->n = &fs->tree.nodes[ino - INO_ROOT];
+	r->attr = r->n->attr;
+	return 0;
+}
+
+/* ref_of() and the check that what it names exists now. */
+static int ref_live(struct fs *fs, fuse_ino_t ino, struct ref *r)
+{
+	char target[300];
+	int ret = ref_of(fs, ino, r);
+
+	if (ret || r->kind == REF_NODE)
+		return ret;
+	if (r->kind == REF_RD)
+		return rf_ctl_rd_target(fs->a, r->slot, target, sizeof(target)) < 0 ? -ENOENT : 0;
+	return rf_array_dev_find(fs->a, r->dev) < 0 ? -ENOENT : 0;
 }
 
 static fuse_ino_t ino_of(struct fs *fs, const struct rf_ctl_node *n)
@@ -150,36 +248,67 @@ static fuse_ino_t ino_of(struct fs *fs, const struct rf_ctl_node *n)
 	return INO_ROOT + (fuse_ino_t)(n - fs->tree.nodes);
 }
 
-static void fill_attr(struct fs *fs, const struct rf_ctl_node *n, struct stat *st)
+static fuse_ino_t ino_dev(int id, int k)
 {
+	return INO_DEV_BASE + (fuse_ino_t)id * DEV_STRIDE + (fuse_ino_t)k;
+}
+
+static bool ref_is_dir(const struct ref *r)
+{
+	return r->kind == REF_DEVDIR || (r->kind == REF_NODE && r->n->kind == RF_CTL_DIR);
+}
+
+/* A control file: md's attributes, mdstat, dev-NAME/'s files. */
+static bool ref_is_ctl(const struct ref *r)
+{
+	return r->kind == REF_DEVFILE || (r->kind == REF_NODE && r->n->kind == RF_CTL_FILE);
+}
+
+static bool attr_writable(const struct rf_ctl_attr *at)
+{
+	return at->set_int || at->store || at->store_dev;
+}
+
+static void fill_attr(struct fs *fs, fuse_ino_t ino, const struct ref *r, struct stat *st)
+{
+	const struct rf_ctl_node *n = r->n;
 	int i;
 
 	memset(st, 0, sizeof(*st));
-	st->st_ino = ino_of(fs, n);
+	st->st_ino = ino;
 	st->st_uid = fs->uid;
 	st->st_gid = fs->gid;
 	st->st_atime = st->st_mtime = st->st_ctime = fs->start;
 	st->st_blksize = 4096;
 	st->st_nlink = 1;
-	switch (n->kind) {
-	case RF_CTL_DIR:
+	if (ref_is_dir(r)) {
 		st->st_mode = S_IFDIR | 0755;
 		st->st_nlink = 2;       /* and one per subdirectory's ".." */
+		if (r->kind == REF_DEVDIR)
+			return;
 		for (i = 1; i < fs->tree.n; i++)
 			if (fs->tree.nodes[i].parent == n - fs->tree.nodes && fs->tree.nodes[i].kind == RF_CTL_DIR)
 				st->st_nlink++;
-		break;
-	case RF_CTL_IMAGE:
+		if (n - fs->tree.nodes == fs->md)
+			st->st_nlink += rf_array_ndevs(fs->a);
+		return;
+	}
+	if (r->kind == REF_RD) {
+		st->st_mode = S_IFLNK | 0777;
+		st->st_size = rf_ctl_rd_target(fs->a, r->slot, (char[300]){ 0 }, 300);
+		if (st->st_size < 0)
+			st->st_size = 0;
+		return;
+	}
+	if (r->kind == REF_NODE && n->kind == RF_CTL_IMAGE) {
 		st->st_mode = S_IFREG | (rf_array_readonly(fs->a) ? 0444 : 0644);
 		st->st_size = (off_t)rf_array_size(fs->a);
 		st->st_blocks = st->st_size / 512;
-		break;
-	case RF_CTL_FILE:
-		/* As sysfs: a page, whatever the content (reads end at EOF). */
-		st->st_mode = S_IFREG | n->attr->mode;
-		st->st_size = 4096;
-		break;
+		return;
 	}
+	/* As sysfs: a page, whatever the content (reads end at EOF). */
+	st->st_mode = S_IFREG | r->attr->mode;
+	st->st_size = 4096;
 }
 
 static void op_init(void *ud, struct fuse_conn_info *conn)
@@ -196,90 +325,151 @@ static void op_init(void *ud, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
 }
 
+/* md/'s per-device entries: dev-NAME and rdN.  The entry's inode or 0. */
+static fuse_ino_t lookup_dev_entry(struct fs *fs, const char *name)
+{
+	int id, slot;
+
+	if (!rf_ctl_dev_entry(fs->a, name)) {
+		id = name_id(fs, name + 4);
+		return id < 0 ? 0 : ino_dev(id, 0);
+	}
+	slot = rf_ctl_rd_entry(fs->a, name);
+	return slot < 0 ? 0 : INO_RD_BASE + (fuse_ino_t)slot;
+}
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs *fs = fuse_req_userdata(req);
-	const struct rf_ctl_node *dir = node_of(fs, parent);
 	struct fuse_entry_param e;
-	int i;
+	struct ref dir, r;
+	double timeout = DYN_TIMEOUT;
+	int i, ret;
 
-	i = dir ? rf_ctl_lookup(&fs->tree, (int)(parent - INO_ROOT), name) : -ENOENT;
-	if (i < 0) {
-		fuse_reply_err(req, -i);
+	memset(&e, 0, sizeof(e));
+	ret = ref_live(fs, parent, &dir);
+	if (!ret && !ref_is_dir(&dir))
+		ret = -ENOTDIR;
+	if (!ret && dir.kind == REF_DEVDIR) {
+		const struct rf_ctl_attr *at = rf_ctl_dev_find(name);
+
+		ret = at ? 0 : -ENOENT;
+		if (at)
+			e.ino = ino_dev(dir.id, 1 + (int)(at - rf_ctl_dev_attrs));
+	} else if (!ret) {
+		i = rf_ctl_lookup(&fs->tree, (int)(parent - INO_ROOT), name);
+		if (i >= 0) {
+			e.ino = INO_ROOT + (fuse_ino_t)i;
+			timeout = STATIC_TIMEOUT;
+		} else if (i == -ENOENT && (int)(parent - INO_ROOT) == fs->md) {
+			e.ino = lookup_dev_entry(fs, name);
+		}
+		ret = e.ino ? 0 : i;
+	}
+	if (ret || (ret = ref_of(fs, e.ino, &r))) {
+		fuse_reply_err(req, -ret);
 		return;
 	}
-	memset(&e, 0, sizeof(e));
-	e.ino = INO_ROOT + (fuse_ino_t)i;
-	e.attr_timeout = e.entry_timeout = 3600;
-	fill_attr(fs, &fs->tree.nodes[i], &e.attr);
+	e.attr_timeout = e.entry_timeout = timeout;
+	fill_attr(fs, e.ino, &r, &e.attr);
 	fuse_reply_entry(req, &e);
+}
+
+static double attr_timeout(const struct ref *r)
+{
+	return r->kind == REF_NODE ? STATIC_TIMEOUT : DYN_TIMEOUT;
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
-	const struct rf_ctl_node *n = node_of(fs, ino);
+	struct ref r;
 	struct stat st;
+	int ret = ref_live(fs, ino, &r);
 
-	if (!n) {
-		fuse_reply_err(req, ENOENT);
+	if (ret) {
+		fuse_reply_err(req, -ret);
 		return;
 	}
-	fill_attr(fs, n, &st);
-	fuse_reply_attr(req, &st, 3600);
+	fill_attr(fs, ino, &r, &st);
+	fuse_reply_attr(req, &st, attr_timeout(&r));
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	char target[300];
+	struct ref r;
+	int ret = ref_of(fs, ino, &r);
+
+	if (!ret && r.kind != REF_RD)
+		ret = -EINVAL;
+	if (!ret)
+		ret = rf_ctl_rd_target(fs->a, r.slot, target, sizeof(target));
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_readlink(req, target);
 }
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
-	const struct rf_ctl_node *n = node_of(fs, ino);
+	struct ref r;
 	struct stat st;
+	int ret = ref_live(fs, ino, &r);
 
-	if (!n) {
-		fuse_reply_err(req, ENOENT);
+	if (ret) {
+		fuse_reply_err(req, -ret);
 		return;
 	}
-	fill_attr(fs, n, &st);
+	fill_attr(fs, ino, &r, &st);
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		/* The image's size is the array's: truncating to it is a
 		 * no-op, anything else is refused like on a block device.  A
 		 * control file takes "truncate to 0" (echo VALUE > file) as
 		 * sysfs does: the write that follows is the value. */
-		if (n->kind == RF_CTL_FILE && !n->attr->set_int && !n->attr->store) {
+		if (ref_is_ctl(&r) && !attr_writable(r.attr)) {
 			fuse_reply_err(req, EACCES);
 			return;
 		}
-		if (n->kind == RF_CTL_DIR ||
-		    attr->st_size != (n->kind == RF_CTL_FILE ? 0 : st.st_size)) {
-			fuse_reply_err(req, n->kind == RF_CTL_DIR ? EISDIR : EPERM);
+		if (ref_is_dir(&r) || r.kind == REF_RD ||
+		    attr->st_size != (ref_is_ctl(&r) ? 0 : st.st_size)) {
+			fuse_reply_err(req, ref_is_dir(&r) ? EISDIR : EPERM);
 			return;
 		}
 	}
-	fuse_reply_attr(req, &st, 3600);
+	fuse_reply_attr(req, &st, attr_timeout(&r));
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
-	const struct rf_ctl_node *n = node_of(fs, ino);
+	const struct rf_ctl_node *n;
+	struct ref r;
+	int ret = ref_live(fs, ino, &r);
+	bool ctl;
 
-	if (!n) {
-		fuse_reply_err(req, ENOENT);
+	if (ret) {
+		fuse_reply_err(req, -ret);
 		return;
 	}
-	if (n->kind == RF_CTL_DIR) {
-		fuse_reply_err(req, EISDIR);
+	ctl = ref_is_ctl(&r);
+	n = r.n;
+	if (ref_is_dir(&r) || r.kind == REF_RD) {
+		fuse_reply_err(req, ref_is_dir(&r) ? EISDIR : ELOOP);
 		return;
 	}
-	/* A read-only attribute cannot be opened for writing (sysfs: EACCES). */
-	if (n->kind == RF_CTL_FILE && (fi->flags & O_ACCMODE) != O_RDONLY && !n->attr->set_int &&
-	    !n->attr->store) {
+	/* A read-only attribute cannot be opened for writing, a write-only
+	 * one (md/new_dev) for reading (sysfs: EACCES). */
+	if (ctl && (((fi->flags & O_ACCMODE) != O_RDONLY && !attr_writable(r.attr)) ||
+		    ((fi->flags & O_ACCMODE) != O_WRONLY && !(r.attr->mode & 0444)))) {
 		fuse_reply_err(req, EACCES);
 		return;
 	}
 	/* A read-only array (--ro) refuses to be opened for writing, as a
 	 * read-only block device does; its control files still take values. */
-	if (n->kind == RF_CTL_IMAGE && (fi->flags & O_ACCMODE) != O_RDONLY && rf_array_readonly(fs->a)) {
+	if (!ctl && n->kind == RF_CTL_IMAGE && (fi->flags & O_ACCMODE) != O_RDONLY && rf_array_readonly(fs->a)) {
 		fuse_reply_err(req, EROFS);
 		return;
 	}
@@ -289,7 +479,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* The image: fh says whether this opener may write (its close then
 	 * flushes).  A control file: its struct ctl_open. */
 	fi->fh = (fi->flags & O_ACCMODE) != O_RDONLY;
-	if (n->kind == RF_CTL_FILE) {
+	if (ctl) {
 		struct ctl_open *c = calloc(1, sizeof(*c));
 
 		if (!c) {
@@ -301,7 +491,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
-	if (fuse_reply_open(req, fi) && n->kind == RF_CTL_FILE) {
+	if (fuse_reply_open(req, fi) && ctl) {
 		/* the opener is gone: no release will come */
 		free((void *)(uintptr_t)fi->fh);
 	}
@@ -342,7 +532,7 @@ static void submit(struct fs *fs, fuse_req_t req, int op, uint64_t off, size_t l
 	rf_array_submit(fs->a, r);
 }
 
-static void ctl_read(struct fs *fs, fuse_req_t req, const struct rf_ctl_node *n, struct ctl_open *c,
+static void ctl_read(struct fs *fs, fuse_req_t req, const struct ref *r, struct ctl_open *c,
 		     size_t size, off_t off)
 {
 	char *out = NULL;
@@ -353,7 +543,12 @@ static void ctl_read(struct fs *fs, fuse_req_t req, const struct rf_ctl_node *n,
 	if (off == 0 || !c->text) {
 		char *buf = malloc(RF_CTL_SHOW_MAX);
 
-		ret = buf ? rf_ctl_show(n->attr, fs->a, n->member, buf, RF_CTL_SHOW_MAX) : -ENOMEM;
+		if (!buf)
+			ret = -ENOMEM;
+		else if (r->kind == REF_DEVFILE)
+			ret = rf_ctl_dev_show(r->attr, fs->a, r->dev, buf, RF_CTL_SHOW_MAX);
+		else
+			ret = rf_ctl_show(r->attr, fs->a, r->n->member, buf, RF_CTL_SHOW_MAX);
 		if (ret >= 0) {
 			char *fit = realloc(buf, (size_t)ret + 1);
 
@@ -385,15 +580,16 @@ static void ctl_read(struct fs *fs, fuse_req_t req, const struct rf_ctl_node *n,
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
-	const struct rf_ctl_node *n = node_of(fs, ino);
 	uint64_t end = rf_array_size(fs->a);
+	struct ref r;
+	int ret = ref_of(fs, ino, &r);
 
-	if (!n || n->kind == RF_CTL_DIR) {
-		fuse_reply_err(req, n ? EISDIR : ENOENT);
+	if (ret || ref_is_dir(&r) || r.kind == REF_RD) {
+		fuse_reply_err(req, ret ? -ret : ref_is_dir(&r) ? EISDIR : EINVAL);
 		return;
 	}
-	if (n->kind == RF_CTL_FILE) {
-		ctl_read(fs, req, n, (struct ctl_open *)(uintptr_t)fi->fh, size, off);
+	if (ref_is_ctl(&r)) {
+		ctl_read(fs, req, &r, (struct ctl_open *)(uintptr_t)fi->fh, size, off);
 		return;
 	}
 	if (off < 0 || (uint64_t)off >= end || !size) {
@@ -411,18 +607,21 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		     struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
-	const struct rf_ctl_node *n = node_of(fs, ino);
 	uint64_t end = rf_array_size(fs->a);
-	int ret;
+	struct ref r;
+	int ret = ref_of(fs, ino, &r);
 
-	if (!n || n->kind == RF_CTL_DIR) {
-		fuse_reply_err(req, n ? EISDIR : ENOENT);
+	if (ret || ref_is_dir(&r) || r.kind == REF_RD) {
+		fuse_reply_err(req, ret ? -ret : ref_is_dir(&r) ? EISDIR : EINVAL);
 		return;
 	}
-	if (n->kind == RF_CTL_FILE) {
+	if (ref_is_ctl(&r)) {
 		/* One write, one value, wherever it lands (sysfs ignores the
 		 * offset too).  A setter that drains blocks this thread only. */
-		ret = rf_ctl_store(n->attr, fs->a, n->member, buf, size);
+		if (r.kind == REF_DEVFILE)
+			ret = rf_ctl_dev_store(r.attr, fs->a, r.dev, buf, size);
+		else
+			ret = rf_ctl_store(r.attr, fs->a, r.n->member, buf, size);
 		if (ret)
 			fuse_reply_err(req, -ret);
 		else
@@ -456,9 +655,9 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
  * for the members (nor behind writes a suspended array holds back). */
 static bool is_image(struct fs *fs, fuse_ino_t ino)
 {
-	const struct rf_ctl_node *n = node_of(fs, ino);
+	struct ref r;
 
-	return n && n->kind == RF_CTL_IMAGE;
+	return !ref_of(fs, ino, &r) && r.kind == REF_NODE && r.n->kind == RF_CTL_IMAGE;
 }
 
 /* close(): the members are flushed for an opener that could write.  One
@@ -484,10 +683,11 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	const struct rf_ctl_node *n = node_of(fuse_req_userdata(req), ino);
 	struct ctl_open *c = (struct ctl_open *)(uintptr_t)fi->fh;
+	struct ref r;
 
-	if (n && n->kind == RF_CTL_FILE && c) {
+	/* By the inode's shape alone: the device may be gone by now. */
+	if (!ref_of(fuse_req_userdata(req), ino, &r) && ref_is_ctl(&r) && c) {
 		pthread_mutex_destroy(&c->lock);
 		free(c->text);
 		free(c);
@@ -495,51 +695,85 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_err(req, 0);
 }
 
+/* A directory listing being built: entry k (".", "..", then the
+ * children) has offset k + 1, the offset of the entry after it. */
+struct listing {
+	fuse_req_t req;
+	char *buf;
+	size_t size, n;
+	off_t pos, off;
+	bool full;
+};
+
+static void list_add(struct listing *l, const char *name, fuse_ino_t ino, mode_t mode)
+{
+	struct stat st;
+	size_t len;
+
+	if (l->full || l->pos++ < l->off)
+		return;
+	memset(&st, 0, sizeof(st));
+	st.st_ino = ino;
+	st.st_mode = mode;
+	len = fuse_add_direntry(l->req, l->buf + l->n, l->size - l->n, name, &st, l->pos);
+	if (len > l->size - l->n)
+		l->full = true;
+	else
+		l->n += len;
+}
+
+/* md/'s per-device entries, as they are now. */
+static void list_devs(struct fs *fs, struct listing *l)
+{
+	struct rf_ctl_dev_ent *ents = malloc(2 * RF_MAX_DEVS * sizeof(*ents));
+	int i, n, id;
+
+	n = ents ? rf_ctl_dev_list(fs->a, ents, 2 * RF_MAX_DEVS) : 0;
+	for (i = 0; i < n; i++) {
+		if (ents[i].link) {
+			list_add(l, ents[i].name, INO_RD_BASE + (fuse_ino_t)ents[i].slot, S_IFLNK);
+			continue;
+		}
+		id = name_id(fs, ents[i].name + 4);
+		if (id >= 0)
+			list_add(l, ents[i].name, ino_dev(id, 0), S_IFDIR);
+	}
+	free(ents);
+}
+
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
-	const struct rf_ctl_node *dir = node_of(fs, ino);
 	char buf[4096];
-	size_t n = 0, len;
-	struct stat st;
-	off_t pos = 0;
-	int i;
+	struct listing l = { .req = req, .buf = buf, .off = off };
+	struct ref dir;
+	size_t k;
+	int i, ret = ref_live(fs, ino, &dir);
 
-	if (!dir || dir->kind != RF_CTL_DIR) {
-		fuse_reply_err(req, dir ? ENOTDIR : ENOENT);
+	if (!ret && !ref_is_dir(&dir))
+		ret = -ENOTDIR;
+	if (ret) {
+		fuse_reply_err(req, -ret);
 		return;
 	}
-	if (size > sizeof(buf))
-		size = sizeof(buf);
-	/* Entry k of the listing (".", "..", then the children in tree
-	 * order) has offset k + 1: the offset of the entry after it. */
-	memset(&st, 0, sizeof(st));
-	for (i = -2; i < fs->tree.n; i++) {
-		const struct rf_ctl_node *c;
-		const char *name;
+	l.size = size < sizeof(buf) ? size : sizeof(buf);
+	list_add(&l, ".", ino, S_IFDIR);
+	if (dir.kind == REF_DEVDIR) {
+		list_add(&l, "..", INO_ROOT + (fuse_ino_t)fs->md, S_IFDIR);
+		for (k = 0; k < rf_ctl_dev_nattrs; k++)
+			list_add(&l, rf_ctl_dev_attrs[k].name, ino_dev(dir.id, 1 + (int)k), S_IFREG);
+	} else {
+		list_add(&l, "..", ino_of(fs, &fs->tree.nodes[dir.n->parent]), S_IFDIR);
+		for (i = 1; i < fs->tree.n; i++) {
+			const struct rf_ctl_node *c = &fs->tree.nodes[i];
 
-		if (i == -2) {
-			c = dir;
-			name = ".";
-		} else if (i == -1) {
-			c = &fs->tree.nodes[dir->parent];
-			name = "..";
-		} else {
-			c = &fs->tree.nodes[i];
-			name = c->name;
-			if (i == 0 || c->parent != (int)(ino - INO_ROOT))
-				continue;
+			if (c->parent == dir.n - fs->tree.nodes)
+				list_add(&l, c->name, ino_of(fs, c), c->kind == RF_CTL_DIR ? S_IFDIR : S_IFREG);
 		}
-		if (pos++ < off)
-			continue;
-		st.st_ino = ino_of(fs, c);
-		st.st_mode = c->kind == RF_CTL_DIR ? S_IFDIR : S_IFREG;
-		len = fuse_add_direntry(req, buf + n, size - n, name, &st, pos);
-		if (len > size - n)
-			break;
-		n += len;
+		if (dir.n - fs->tree.nodes == fs->md)
+			list_devs(fs, &l);
 	}
-	fuse_reply_buf(req, buf, n);
+	fuse_reply_buf(req, buf, l.n);
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -550,7 +784,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	memset(&sv, 0, sizeof(sv));
 	sv.f_bsize = sv.f_frsize = 4096;
 	sv.f_blocks = rf_array_size(fs->a) / 4096;
-	sv.f_files = (fsfilcnt_t)fs->tree.n;
+	sv.f_files = (fsfilcnt_t)fs->tree.n + (fsfilcnt_t)rf_array_ndevs(fs->a) * (2 + rf_ctl_dev_nattrs);
 	sv.f_namemax = 255;
 	fuse_reply_statfs(req, &sv);
 }
@@ -559,6 +793,7 @@ static const struct fuse_lowlevel_ops ops = {
 	.init = op_init,
 	.lookup = op_lookup,
 	.getattr = op_getattr,
+	.readlink = op_readlink,
 	.setattr = op_setattr,
 	.open = op_open,
 	.read = op_read,
@@ -687,11 +922,16 @@ int rf_fuse_run(struct rf_array *a, const struct rf_fuse_opts *o)
 	fs.gid = getgid();
 	pthread_mutex_init(&fs.lock, NULL);
 	pthread_cond_init(&fs.cond, NULL);
+	pthread_mutex_init(&fs.names_lock, NULL);
 	if (rf_ctl_tree_build(a, &fs.tree)) {
 		rf_err("cannot build the file tree: %s", strerror(ENOMEM));
 		return 1;
 	}
+	fs.md = rf_ctl_lookup(&fs.tree, 0, "md");
 	ret = serve(a, o, &fs);
 	rf_ctl_tree_free(&fs.tree);
+	while (fs.nnames)
+		free(fs.names[--fs.nnames]);
+	free(fs.names);
 	return ret;
 }

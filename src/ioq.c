@@ -6,6 +6,11 @@
  *    m->done == m->len and res 0, or with res < 0;
  *  - a transfer that was cut short is resubmitted for the remainder, from
  *    the retry list, in the order it was cut;
+ *  - an operation that fault injection (fault.h) ends is not issued: it
+ *    waits on q->injected, counted in flight, and the next rf_ioq_reap()
+ *    completes it with the injected -errno, before (and then without)
+ *    waiting on the backend; a merged one is retried piece by piece, as
+ *    after a real error, each piece asking again;
  *  - the uring backend keeps one read armed on its eventfd so that a kick
  *    from another thread ends a blocking wait; that read's completion carries
  *    user_data 0, which no rf_mio has.
@@ -25,6 +30,7 @@
 
 #include <liburing.h>
 
+#include "raidfuse/fault.h"
 #include "raidfuse/ioq.h"
 
 static bool mio_aligned(const struct rf_ioq_member *mm, const char *buf, uint32_t len, uint64_t off)
@@ -41,7 +47,9 @@ static void retry_push(struct rf_ioq *q, struct rf_mio *m)
 	q->retry_tail = &m->next;
 }
 
-/* Hand m (and what is merged behind it) to the backend.  0 or -EBUSY. */
+/* Hand m (and what is merged behind it) to the backend.  0, -EBUSY, or
+ * 1: fault injection ended it (m->res), for the caller to put on
+ * q->injected once m is off the retry list. */
 static int mio_issue(struct rf_ioq *q, struct rf_mio *m)
 {
 	const struct rf_ioq_member *mm = &q->members[m->member];
@@ -53,6 +61,16 @@ static int mio_issue(struct rf_ioq *q, struct rf_mio *m)
 
 	if (q->mtail[m->member] == m)
 		q->mtail[m->member] = NULL;
+	/* One flag load while the member's fault is off.  Asked once: an
+	 * operation the backend has no room for yet comes back here. */
+	ret = m->fault_asked ? 0 : rf_fault_check(mm->fault, m->op, off, m->ctail->off + m->ctail->len - off);
+	m->fault_asked = 1;
+	if (ret) {
+		m->res = ret;
+		q->inflight++;
+		q->nr_injected++;
+		return 1;
+	}
 	if (m->op == RF_MIO_FSYNC) {
 		ret = q->be->prep(q, m, mm->fd, NULL, 0, 0);
 	} else if (m->nchain > 1) {
@@ -101,6 +119,7 @@ void rf_ioq_queue(struct rf_ioq *q, struct rf_mio *m)
 	m->done = 0;
 	m->res = 0;
 	m->nomerge = 0;
+	m->fault_asked = 0;
 	m->chain = NULL;
 	m->ctail = m;
 	m->nchain = 1;
@@ -123,11 +142,16 @@ int rf_ioq_submit(struct rf_ioq *q)
 		int ret;
 
 		while ((m = q->retry)) {
-			if (mio_issue(q, m))
+			ret = mio_issue(q, m);
+			if (ret < 0)
 				break;
 			q->retry = m->next;
 			if (!q->retry)
 				q->retry_tail = &q->retry;
+			if (ret) {
+				m->next = q->injected;
+				q->injected = m;
+			}
 		}
 		ret = q->be->submit(q);
 		if (ret == -EBUSY || ret == -EAGAIN)
@@ -147,6 +171,7 @@ static void requeue_alone(struct rf_ioq *q, struct rf_mio *m)
 	m->ctail = m;
 	m->nchain = 1;
 	m->nomerge = 1;
+	m->fault_asked = 0;     /* a piece on its own asks again */
 	retry_push(q, m);
 }
 
@@ -242,9 +267,31 @@ int rf_ioq_init_common(struct rf_ioq *q, const struct rf_ioq_member *members, in
 	return 0;
 }
 
+/* Complete the operations fault injection ended.  Returns end() calls. */
+static int reap_injected(struct rf_ioq *q)
+{
+	struct rf_mio *m, *next, *list = q->injected;
+	int n = 0;
+
+	/* Detach first: an end() may queue, submit and be injected again. */
+	q->injected = NULL;
+	for (m = list; m; m = next) {
+		next = m->next;
+		n += rf_ioq_complete(q, m, m->res);
+	}
+	return n;
+}
+
 int rf_ioq_reap(struct rf_ioq *q, bool wait)
 {
-	return q->be->reap(q, wait);
+	int n = 0, ret;
+
+	if (q->injected) {
+		n = reap_injected(q);
+		wait = false;   /* there was something to reap */
+	}
+	ret = q->be->reap(q, wait);
+	return ret < 0 ? ret : n + ret;
 }
 
 void rf_ioq_destroy(struct rf_ioq *q)

@@ -7,6 +7,7 @@
  *   raidfuse examine MEMBER...
  *   raidfuse status MOUNTPOINT
  *   raidfuse ctl MOUNTPOINT ATTR [VALUE]
+ *   raidfuse ctl MOUNTPOINT add FILE | fail NAME | remove NAME
  *
  * create makes the member files the config names (member_size bytes of
  * zeros: an array of zeros has zero parity, so it starts in sync) and
@@ -30,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +53,7 @@ static const char usage_text[] =
 	"       raidfuse examine MEMBER...\n"
 	"       raidfuse status MOUNTPOINT\n"
 	"       raidfuse ctl MOUNTPOINT ATTR [VALUE]\n"
+	"       raidfuse ctl MOUNTPOINT add FILE | fail NAME | remove NAME\n"
 	"       raidfuse --help | --version\n"
 	"\n"
 	"  create    make the member files CONFIG names that do not exist yet\n"
@@ -78,7 +81,12 @@ static const char usage_text[] =
 	"  ctl       print md attribute ATTR of the array on MOUNTPOINT, or set it\n"
 	"            to VALUE, as `cat`/`echo VALUE >` on MOUNTPOINT/md/ATTR do;\n"
 	"            md's names and units: stripe_cache_size (entries), group_thread_cnt,\n"
-	"            worker_groups, rmw_level (0-2), array_state (suspended/active), ...\n";
+	"            worker_groups, rmw_level (0-2), array_state (suspended/active),\n"
+	"            dev-NAME/state, dev-NAME/fault (fault injection, e.g.\n"
+	"            \"error=EIO rate=0.5 ops=write\" or \"off\"), ...\n"
+	"    add FILE     add FILE as a spare (writes its path to md/new_dev)\n"
+	"    fail NAME    mark device NAME (a member file's base name) faulty\n"
+	"    remove NAME  take faulty or spare device NAME out of the array\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -473,6 +481,8 @@ static int cmd_status(int argc, char **argv)
 			continue;
 		snprintf(path, sizeof(path), "%s/md/%s", mnt, de->d_name);
 		n = read_ctl_file(path, buf, sizeof(buf));
+		if (n == -EACCES)
+			continue;       /* write-only (md/new_dev) */
 		if (n < 0) {
 			fprintf(stderr, "raidfuse: %s: %s\n", path, strerror(-n));
 			closedir(d);
@@ -490,7 +500,7 @@ static int cmd_status(int argc, char **argv)
 static int cmd_ctl(int argc, char **argv)
 {
 	static char buf[65536];
-	char path[4096], what[4200];
+	char path[4096], what[4200], abs[PATH_MAX], devattr[300];
 	const char *mnt, *attr, *val;
 	int fd, n, err;
 	size_t len;
@@ -500,6 +510,22 @@ static int cmd_ctl(int argc, char **argv)
 	mnt = argv[1];
 	attr = argv[2];
 	val = argc == 4 ? argv[3] : NULL;
+	/* The device verbs: md's files with md's words, as mdadm --add,
+	 * --fail and --remove write them. */
+	if (val && !strcmp(attr, "add")) {
+		if (!realpath(val, abs)) {
+			fprintf(stderr, "raidfuse: ctl add: %s: %s\n", val, strerror(errno));
+			return 1;
+		}
+		attr = "new_dev";
+		val = abs;
+	} else if (val && (!strcmp(attr, "fail") || !strcmp(attr, "remove"))) {
+		if (!*val || strchr(val, '/'))
+			return usage_error("ctl: '%s' is not a device name (a member file's base name)", val);
+		snprintf(devattr, sizeof(devattr), "dev-%s/state", val);
+		val = !strcmp(attr, "fail") ? "faulty" : "remove";
+		attr = devattr;
+	}
 	if (!*attr || attr[0] == '/' || strstr(attr, ".."))
 		return usage_error("ctl: '%s' is not an attribute name (e.g. stripe_cache_size)", attr);
 	snprintf(path, sizeof(path), "%s/md/%s", mnt, attr);

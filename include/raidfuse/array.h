@@ -50,6 +50,8 @@ struct rf_member {
 	atomic_uint_fast64_t nr_errors;
 	unsigned flags;                 /* enum rf_dev_flags; changed only while drained */
 	int prev_slot;                  /* the slot a faulty device lost; -1: none */
+	struct rf_fault *fault;         /* fault injection (fault.h), owned; the device's
+					 * iom[] entry points to it while it has a slot */
 };
 
 /* Open and check every member named by cfg (nothing is written).  Returns 0

@@ -11,7 +11,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "raidfuse/fault.h"
 #include "raidfuse/layout.h"
+
+/* A faults entry: injection armed on one member from the start. */
+struct rf_config_fault {
+	int member;                     /* slot */
+	struct rf_fault_spec spec;
+};
 
 struct rf_config {
 	char *path;                     /* the config file */
@@ -41,6 +48,9 @@ struct rf_config {
 	int worker_groups;              /* groups (default 0 = one per CPU) */
 	uint32_t stripe_size;           /* bytes per column per stripe head (default 4096) */
 	int rmw_level;                  /* 0 never rmw, 1 rmw when cheaper (default), 2 prefer rmw */
+	/* fault injection (off unless the config has a faults list) */
+	struct rf_config_fault *faults;
+	int nfaults;
 };
 
 /* Parse and validate path.  On error returns -errno/-EINVAL and puts a

@@ -11,9 +11,15 @@
  * Each file is an entry of a table (struct rf_ctl_attr: name, mode, show,
  * store) with md's name, unit and format.  The table and the directory
  * tree built from it know nothing of FUSE, so tests call show and store
- * directly; the FUSE module maps inode numbers to tree nodes.  Per-member
- * directories (md/dev-NAME/state, md/rdN) fit the same tree later: a node
- * carries the member it speaks of, and show/store receive it.
+ * directly; the FUSE module maps inode numbers to tree nodes.
+ *
+ * Per-device entries are not in the tree: the array's device set changes
+ * while it is mounted (spares come, failed devices go, a spare taking a
+ * slot moves device numbers).  md/dev-NAME/ (a directory of the
+ * attributes in rf_ctl_dev_attrs) and md/rdN (a symbolic link to
+ * dev-NAME for the device in slot N) are resolved by name at every use:
+ * rf_ctl_dev_entry(), rf_ctl_rd_target() and rf_ctl_dev_show/store()
+ * answer -ENOENT once the device is gone, never another device's data.
  *
  * A write is one value (like a sysfs store): the whole buffer, one
  * trailing newline allowed.  A value the attribute does not take fails
@@ -54,6 +60,10 @@ struct rf_ctl_attr {
 	/* Whether the file exists for this array (md shows the stripe cache
 	 * attributes on raid4/5/6 only).  Optional: NULL means always. */
 	bool (*present)(const struct rf_array *a);
+	/* md/dev-NAME/ attributes instead of show and store: d is the
+	 * device's state taken once for this read; dev is its name. */
+	void (*show_dev)(struct rf_array *a, const struct rf_dev_info *d, struct rf_ctl_buf *b);
+	int (*store_dev)(struct rf_array *a, const char *dev, const char *val);
 };
 
 /* md/ attributes, in the order a listing shows them (some are absent on
@@ -63,8 +73,14 @@ extern const size_t rf_ctl_md_nattrs;
 /* MOUNTPOINT/mdstat. */
 extern const struct rf_ctl_attr rf_ctl_mdstat;
 
+/* md/dev-NAME/ attributes, in listing order. */
+extern const struct rf_ctl_attr rf_ctl_dev_attrs[];
+extern const size_t rf_ctl_dev_nattrs;
+
 /* An md/ attribute by name; NULL if there is none of that name. */
 const struct rf_ctl_attr *rf_ctl_find(const char *name);
+/* An md/dev-NAME/ attribute by name, or NULL. */
+const struct rf_ctl_attr *rf_ctl_dev_find(const char *name);
 
 /* Format at's content into buf (size bytes, NUL-terminated).  Returns its
  * length, or -EOVERFLOW if it does not fit. */
@@ -73,6 +89,32 @@ int rf_ctl_show(const struct rf_ctl_attr *at, struct rf_array *a, int member, ch
  * most one trailing newline.  Returns 0, -EACCES for a read-only file, or
  * the setter's -errno (-EINVAL: refused and logged, nothing changed). */
 int rf_ctl_store(const struct rf_ctl_attr *at, struct rf_array *a, int member, const char *buf, size_t len);
+
+/* The same for md/dev-NAME/ attributes (at from rf_ctl_dev_attrs) of the
+ * device called dev: -ENOENT when the array holds no such device now. */
+int rf_ctl_dev_show(const struct rf_ctl_attr *at, struct rf_array *a, const char *dev, char *buf, size_t size);
+int rf_ctl_dev_store(const struct rf_ctl_attr *at, struct rf_array *a, const char *dev, const char *buf,
+		     size_t len);
+
+/* md/ per-device entries.  An entry of md/ named "dev-NAME": 0 when the
+ * array holds a device NAME now, else -ENOENT.  "rdN": N when slot N has
+ * a device now, else -ENOENT. */
+int rf_ctl_dev_entry(struct rf_array *a, const char *entry);
+int rf_ctl_rd_entry(struct rf_array *a, const char *entry);
+/* The target of md/rdN ("dev-NAME") into buf; its length, or -ENOENT
+ * when slot has no device (-EOVERFLOW: size too small). */
+int rf_ctl_rd_target(struct rf_array *a, int slot, char *buf, size_t size);
+
+/* One per-device entry of md/'s listing. */
+struct rf_ctl_dev_ent {
+	char name[264];                 /* "dev-NAME" or "rdN" */
+	bool link;                      /* rdN */
+	int slot;                       /* rdN: N */
+};
+/* md/'s per-device entries now, at most max of them into out: every
+ * device's dev-NAME, then rdN for each slot with a device.  Returns how
+ * many (a listing is a snapshot: each entry is checked again at use). */
+int rf_ctl_dev_list(struct rf_array *a, struct rf_ctl_dev_ent *out, int max);
 
 /* Append to a show buffer, printf-style (text past its end is dropped and
  * remembered: rf_ctl_show then fails with -EOVERFLOW). */

@@ -42,6 +42,7 @@ struct rf_mio {
 	int16_t member;
 	uint8_t op;                     /* enum rf_mio_op */
 	uint8_t nomerge;                /* ioq: retried alone */
+	uint8_t fault_asked;            /* ioq: fault injection asked (once per issue) */
 	int res;                        /* 0 or -errno, set before end() */
 	/* ioq-private: the mios merged behind this one */
 	struct rf_mio *chain, *ctail;
@@ -56,9 +57,12 @@ struct rf_ioq_member {
 	int fd;                         /* buffered */
 	uint32_t align;                 /* O_DIRECT alignment (offset, length, address) */
 	void *layer;                    /* a member layer's state (the overlay), or NULL */
+	struct rf_fault *fault;         /* fault injection (fault.h), or NULL: asked before
+					 * each operation is issued */
 };
 
 struct rf_ioq;
+struct rf_fault;
 
 struct rf_ioq_backend {
 	/* Queue one operation on fd; 0, or -EBUSY when the backend is full. */
@@ -80,12 +84,14 @@ struct rf_ioq {
 	const struct rf_ioq_member *members;
 	int nmembers;
 	struct rf_mio *retry, **retry_tail;   /* queued, not yet with the backend */
+	struct rf_mio *injected;        /* ended by fault injection, not issued: completed
+					 * by the next rf_ioq_reap() (counted in inflight) */
 	struct rf_mio *mtail[RF_IOQ_MAX_MEMBERS];   /* per member: queued mio open to merging */
 	unsigned inflight;
 	struct iovec *iov;              /* one array of RF_IOQ_MAX_MERGE per slot */
 	int16_t *iov_free;
 	int niov_free;
-	uint64_t nr_short, nr_retry, nr_merged; /* stats */
+	uint64_t nr_short, nr_retry, nr_merged, nr_injected; /* stats */
 };
 
 /* Common setup for backends: members, retry list, iovec slots.  0 or -ENOMEM. */

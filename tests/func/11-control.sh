@@ -16,6 +16,14 @@
 # 5. raidfuse status and raidfuse ctl read and write the same files.
 # 6. Other arrays: what md shows for a degraded raid5, for members with
 #    1.2 superblocks, and for raid1 (no stripe cache attributes there).
+# 7. Devices: md/dev-NAME/ per member file (state, errors, slot, offset,
+#    size, recovery_start), md/rdN -> dev-NAME links, write-only
+#    md/new_dev; "faulty" written to a member's state while fio verifies
+#    degrades the array (mdstat [UU_U]) and every block still verifies;
+#    a spare added with raidfuse ctl add appears as dev-spare.img, takes
+#    the slot (rd2 -> dev-spare.img) and is rebuilt; after remove, the
+#    failed device's files answer ENOENT, even through an open descriptor;
+#    raidfuse ctl fail reaches the same files.
 . "$(dirname "$0")/lib.sh"
 requires fuse fio
 
@@ -61,7 +69,8 @@ for f in $want_ro; do
 	[ "$(stat -c %a "$MNT/md/$f")" = 444 ] || fail "md/$f: mode $(stat -c %a "$MNT/md/$f"), want 444"
 done
 [ "$(stat -c %a "$MNT/mdstat")" = 444 ] || fail "mdstat: mode $(stat -c %a "$MNT/mdstat")"
-[ "$(ls "$MNT/md" | sort | tr '\n' ' ')" = "$(echo $want_rw $want_ro | tr ' ' '\n' | sort | tr '\n' ' ')" ] ||
+want_dev="dev-d0.img dev-d1.img dev-d2.img dev-d3.img new_dev rd0 rd1 rd2 rd3"
+[ "$(ls "$MNT/md" | sort | tr '\n' ' ')" = "$(echo $want_rw $want_ro $want_dev | tr ' ' '\n' | sort | tr '\n' ' ')" ] ||
 	fail "md/ holds: $(ls "$MNT/md" | tr '\n' ' ')"
 
 check '[ "$(val level)" = raid5 ]' "level"
@@ -79,7 +88,9 @@ check '[ "$(val worker_groups)" -ge 1 ]' "worker_groups"
 check '[ "$(val rmw_level)" = 1 ]' "rmw_level default"
 check '[ "$(val metadata_version)" = none ]' "metadata_version"
 # Each file is one line.
-for f in "$MNT"/md/*; do
+for f in $want_rw $want_ro "$MNT"/md/dev-*/*; do
+	[[ $f == /* ]] || f=$MNT/md/$f
+	[[ $f == */fault ]] && continue        # raidfuse's own: setting, then counts
 	[ "$(wc -l <"$f")" = 1 ] || fail "$f is not one line: $(cat "$f")"
 done
 
@@ -95,6 +106,7 @@ unused devices: <none>"
 # Read in small pieces, one open: the same text (pieces of one version).
 [ "$(dd if="$MNT/mdstat" bs=7 status=none)" = "$(cat "$MNT/mdstat")" ] || fail "mdstat read in 7-byte pieces differs"
 check '[ "$(stat -c %h "$MNT")" = 3 ]' "the root's link count counts md/"
+check '[ "$(stat -c %h "$MNT/md")" = 6 ]' "md/'s link count counts the dev-NAME directories"
 
 # --- 2. bad writes ----------------------------------------------------------
 
@@ -247,5 +259,104 @@ check '[ ! -e "$MNT/md/stripe_cache_size" ]' "raid1 has no stripe cache (as md)"
 check '[ -e "$MNT/md/group_thread_cnt" ]' "raid1 has worker groups"
 grep -q "^      $(($(fsize "$MNT/array.img") / 1024)) blocks super non-persistent \[2/2\] \[UU\]$" "$MNT/mdstat" ||
 	fail "raid1 mdstat: $(cat "$MNT/mdstat")"
+stop_array "$MNT"
+# --- 7. devices ----------------------------------------------------------------
+
+log "md/dev-NAME, md/rdN, md/new_dev"
+start_array "$D/r5.conf" "$MNT"
+dev() { cat "$MNT/md/dev-$1/$2"; }
+for i in 0 1 2 3; do
+	[ "$(ls "$MNT/md/dev-d$i.img" | tr '\n' ' ')" = "errors fault offset recovery_start size slot state " ] ||
+		fail "dev-d$i.img holds: $(ls "$MNT/md/dev-d$i.img" | tr '\n' ' ')"
+	check "[ \"\$(dev d$i.img state)\" = in_sync ]" "dev-d$i.img/state"
+	check "[ \"\$(dev d$i.img slot)\" = $i ]" "dev-d$i.img/slot"
+	check "[ \"\$(readlink "$MNT/md/rd$i")\" = dev-d$i.img ]" "rd$i -> dev-d$i.img"
+	check "[ -L \"$MNT/md/rd$i\" ]" "rd$i is a symbolic link"
+done
+check '[ "$(dev d1.img errors)" = 0 ]' "errors"
+check '[ "$(dev d1.img offset)" = 0 ]' "offset (sectors; no superblock)"
+check '[ "$(dev d1.img size)" = "$(val component_size)" ]' "size is component_size, KiB"
+check '[ "$(dev d1.img recovery_start)" = none ]' "recovery_start of an in-sync device"
+check '[ "$(cat "$MNT/md/rd2/slot")" = 2 ]' "rd2/ reads through the link"
+check '[ "$(stat -c %a "$MNT/md/dev-d0.img/state")" = 644 ]' "state is writable"
+check '[ "$(stat -c %a "$MNT/md/dev-d0.img/errors")" = 444 ]' "errors is read-only"
+check '[ "$(stat -c %a "$MNT/md/new_dev")" = 200 ]' "new_dev is write-only (as md's)"
+check '[ ! -e "$MNT/md/dev-nosuch.img" ]' "no directory for a file that is not a member"
+check '[ ! -e "$MNT/md/rd4" ]' "no rd4 in a 4-slot array"
+expect_fail cat "$MNT/md/new_dev"
+[[ $OUT == *"Permission denied"* ]] || fail "reading new_dev: $OUT"
+expect_fail bash -c 'echo 1 >"$1"' bash "$MNT/md/dev-d0.img/slot"
+[[ $OUT == *"Permission denied"* ]] || fail "writing dev-d0.img/slot: $OUT"
+expect_fail bash -c 'echo in-sync >"$1"' bash "$MNT/md/dev-d0.img/state"
+[[ $OUT == *"Invalid argument"* ]] || fail "a bad state word: expected EINVAL, got: $OUT"
+grep -qF "md/dev-d0.img/state: refused 'in-sync'" "$(daemon_log_file "$MNT")" || fail "no log line for the bad state word"
+check '[ "$(dev d0.img state)" = in_sync ]' "a refused word changes nothing"
+expect_fail "$RAIDFUSE" ctl "$MNT" add "$D/nosuch.img"
+[[ $OUT == *"nosuch.img"* ]] || fail "ctl add of a file that does not exist: $OUT"
+
+log "faulty under fio verify: degraded, every block verifies"
+# paced so the write phase lasts about 3 s: the member fails in the middle
+( fio_verify "$IMG" --rw=randwrite --bs=4k --iodepth=16 --size=48M --name=fw --rate_iops=4000 ) &
+FIO=$!
+sleep 1
+kill -0 $FIO 2>/dev/null || fail "fio ended before the member was failed"
+echo faulty >"$MNT/md/dev-d2.img/state" || fail "echo faulty > dev-d2.img/state failed"
+wait $FIO || fail "fio verify failed after d2.img was failed"
+check '[ "$(dev d2.img state)" = faulty ]' "dev-d2.img/state says faulty"
+check '[ "$(val degraded)" = 1 ]' "degraded"
+grep -q " \[4/3\] \[UU_U\]$" "$MNT/mdstat" || fail "mdstat: $(cat "$MNT/mdstat")"
+grep -q " d2.img\[2\](F)" "$MNT/mdstat" || fail "mdstat does not mark d2.img (F): $(cat "$MNT/mdstat")"
+check '[ "$(dev d1.img state)" = in_sync ]' "the others stay in sync"
+fio_verify --verify_only "$IMG" --rw=randwrite --bs=4k --iodepth=16 --size=48M --name=fw
+
+# The device set changes under the mount: a spare added with ctl add
+# gets its dev-NAME/ at once, takes the failed slot and is rebuilt; rd2
+# then names it, and the failed device has no slot.
+truncate -s 32M "$D/spare.img"
+"$RAIDFUSE" ctl "$MNT" add "$D/spare.img" || fail "ctl add spare.img failed"
+check '[ -d "$MNT/md/dev-spare.img" ]' "dev-spare.img appears when the spare is added"
+for ((i = 0; i < 300; i++)); do
+	[ "$(val degraded)" = 0 ] && [ "$(val sync_action)" = idle ] && break
+	sleep 0.1
+done
+check '[ "$(val degraded)" = 0 ]' "the spare rebuilt the failed slot within 30 s"
+check '[ "$(dev spare.img state)" = in_sync ]' "dev-spare.img/state after the rebuild"
+check '[ "$(dev spare.img slot)" = 2 ]' "the spare serves slot 2"
+check '[ "$(readlink "$MNT/md/rd2")" = dev-spare.img ]' "rd2 names the device now in slot 2"
+check '[ "$(dev d2.img state)" = faulty ]' "the failed device stays, faulty"
+check '[ "$(dev d2.img slot)" = none ]' "the failed device has no slot"
+grep -qF " [4/4] [UUUU]" "$MNT/mdstat" || fail "mdstat after the rebuild: $(cat "$MNT/mdstat")"
+fio_verify --verify_only "$IMG" --rw=randwrite --bs=4k --iodepth=16 --size=48M --name=fw
+
+# A removed device's files answer ENOENT, also through a descriptor opened
+# before (never another device's state).
+exec 3<"$MNT/md/dev-d2.img/state"
+echo remove >"$MNT/md/dev-d2.img/state" || fail "echo remove > dev-d2.img/state failed"
+check '[ ! -e "$MNT/md/dev-d2.img" ]' "dev-d2.img is gone after remove"
+[[ " $(ls "$MNT/md" | tr '\n' ' ') " == *" dev-d2.img "* ]] && fail "md/ still lists dev-d2.img"
+expect_fail cat <&3
+[[ $OUT == *"No such file or directory"* ]] || fail "reading a removed device's state: $OUT"
+exec 3<&-
+check '[ "$(dev spare.img state)" = in_sync ]' "the others are still there"
+grep -q "d2.img" "$MNT/mdstat" && fail "mdstat still lists d2.img: $(cat "$MNT/mdstat")"
+stop_array "$MNT"
+
+log "raidfuse ctl fail NAME (raid6)"
+mk_conf "$D/r6.conf" level=6 chunk_size=64K members="$(members 5 s6)" member_size=8M
+create_array "$D/r6.conf"
+start_array "$D/r6.conf" "$MNT"
+"$RAIDFUSE" ctl "$MNT" fail s61.img || fail "ctl fail s61.img failed"
+check '[ "$(cat "$MNT/md/dev-s61.img/state")" = faulty ]' "ctl fail wrote faulty"
+grep -q " \[5/4\] \[U_UUU\]$" "$MNT/mdstat" || fail "mdstat: $(cat "$MNT/mdstat")"
+"$RAIDFUSE" ctl "$MNT" remove s61.img || fail "ctl remove s61.img failed"
+check '[ ! -e "$MNT/md/dev-s61.img" ]' "ctl remove took the failed device out"
+grep -q " \[5/4\] \[U_UUU\]$" "$MNT/mdstat" || fail "mdstat after remove: $(cat "$MNT/mdstat")"
+expect_fail "$RAIDFUSE" ctl "$MNT" remove s62.img
+[[ $OUT == *"busy"* ]] || fail "ctl remove of an active member: $OUT"
+expect_fail "$RAIDFUSE" ctl "$MNT" fail nosuch.img
+[ $RC = 1 ] || fail "ctl fail of no device: exit $RC"
+expect_fail "$RAIDFUSE" ctl "$MNT" fail a/b
+[ $RC = 2 ] || fail "ctl fail of a path: expected a usage error, got $RC"
+fio_verify "$MNT/array.img" --rw=randwrite --bs=16k --size=8M
 stop_array "$MNT"
 log "ok"

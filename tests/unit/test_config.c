@@ -673,6 +673,63 @@ static void test_err_tuning(void **state)
 	}
 }
 
+/* faults: one group per member, each key as md/dev-NAME/fault takes it. */
+static void test_faults(void **state)
+{
+	static const char arr[] = "array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" ); };\n";
+	static const struct {
+		const char *entry, *key, *frag;
+		int line;
+	} bad[] = {
+		{ "{ error = \"EIO\"; }", "faults.[0].member", "missing (the member's slot, 0..2)", 3 },
+		{ "{ member = 3; error = \"EIO\"; }", "faults.[0].member", "must be 0..2 (got 3)", 3 },
+		{ "{ member = 1;\n  error = \"EAGAIN\"; }", "faults.[0].error", "'EAGAIN' is not an errno name", 4 },
+		{ "{ member = 1; rate = 2.0; }", "faults.[0].rate", "is not a probability", 3 },
+		{ "{ member = 1; ops = \"trim\"; }", "faults.[0].ops", "'trim' is not read, write, fsync", 3 },
+		{ "{ member = 1; delay_us = -5; }", "faults.[0].delay_us", "'-5' is not microseconds", 3 },
+		{ "{ member = 1; error = true; }", "faults.[0].error", "must be a string or a number", 3 },
+		{ "{ member = 1; oops = 1; }", "faults.[0].oops", "unknown key (known here: member, error", 3 },
+		{ "{ member = 1; },\n{ member = 1; }", "faults.[1].member", "member 1 has a faults entry already", 4 },
+		{ "5", "faults.[0]", "must be a group", 3 },
+	};
+	struct rf_config cfg;
+	char text[1024];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "%sfaults = (\n%s );\n", arr, bad[i].entry);
+		check_err(text, -EINVAL, bad[i].line, bad[i].key, bad[i].frag);
+	}
+	snprintf(text, sizeof(text), "%sfaults = { member = 1; };\n", arr);
+	check_err(text, -EINVAL, 2, "faults", "must be a list");
+
+	snprintf(text, sizeof(text),
+		 "%sfaults = (\n  { member = 2; error = \"EIO\"; rate = 0.5; ops = \"write\"; after = 100; },\n"
+		 "  { member = 0; delay_us = 2000; ops = \"read,fsync\"; offset = \"1M\"; length = 65536; count = 3; }\n);\n",
+		 arr);
+	load_ok(text, &cfg);
+	assert_int_equal(cfg.nfaults, 2);
+	assert_int_equal(cfg.faults[0].member, 2);
+	assert_int_equal(cfg.faults[0].spec.error, EIO);
+	assert_true(cfg.faults[0].spec.rate == 0.5);
+	assert_int_equal(cfg.faults[0].spec.ops, 1u << 1);
+	assert_int_equal(cfg.faults[0].spec.after, 100);
+	assert_int_equal(cfg.faults[1].member, 0);
+	assert_int_equal(cfg.faults[1].spec.error, 0);
+	assert_int_equal(cfg.faults[1].spec.delay_us, 2000);
+	assert_int_equal(cfg.faults[1].spec.ops, (1u << 0) | (1u << 2));
+	assert_int_equal(cfg.faults[1].spec.offset, 1 << 20);
+	assert_int_equal(cfg.faults[1].spec.length, 65536);
+	assert_int_equal(cfg.faults[1].spec.count, 3);
+	rf_config_free(&cfg);
+
+	/* none by default */
+	load_ok(arr, &cfg);
+	assert_int_equal(cfg.nfaults, 0);
+	assert_null(cfg.faults);
+	rf_config_free(&cfg);
+}
+
 static void test_tuning_limits(void **state)
 {
 	struct rf_config cfg;
@@ -792,6 +849,7 @@ int main(void)
 		cmocka_unit_test(test_err_offsets),
 		cmocka_unit_test(test_err_tuning),
 		cmocka_unit_test(test_tuning_limits),
+		cmocka_unit_test(test_faults),
 		cmocka_unit_test(test_short_err_buffer),
 		cmocka_unit_test(test_parse_size),
 	};

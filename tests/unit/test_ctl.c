@@ -394,28 +394,49 @@ static void test_read_only(void **state)
 }
 
 /* A refused value leaves a log line naming the attribute and the value. */
+/* What the code under test logs (stderr) between log_capture() and
+ * log_captured(), which returns it (valid until the next capture). */
+struct logcap {
+	int fd, saved;
+};
+
+static void log_capture(struct logcap *lc)
+{
+	char path[300];
+
+	snprintf(path, sizeof(path), "%s/log", dir);
+	lc->fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(lc->fd >= 0);
+	fflush(stderr);
+	lc->saved = dup(2);
+	dup2(lc->fd, 2);
+}
+
+static const char *log_captured(struct logcap *lc)
+{
+	static char buf[4096];
+	ssize_t n;
+
+	fflush(stderr);
+	dup2(lc->saved, 2);
+	close(lc->saved);
+	n = pread(lc->fd, buf, sizeof(buf) - 1, 0);
+	close(lc->fd);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	return buf;
+}
+
 static void test_refusal_logged(void **state)
 {
 	struct rf_array *a = open_array("lg", 5, 2, 4, 65536, 0);
-	char path[300], buf[4096];
-	int fd, saved;
-	ssize_t n;
+	struct logcap lc;
+	const char *buf;
 
-	snprintf(path, sizeof(path), "%s/log", dir);
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	assert_true(fd >= 0);
-	fflush(stderr);
-	saved = dup(2);
-	dup2(fd, 2);
+	log_capture(&lc);
 	assert_int_equal(store(a, "stripe_cache_size", "16\n"), -EINVAL);
 	assert_int_equal(store(a, "rmw_level", "x\ty"), -EINVAL);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	n = pread(fd, buf, sizeof(buf) - 1, 0);
-	close(fd);
-	assert_true(n > 0);
-	buf[n] = '\0';
+	buf = log_captured(&lc);
 	assert_non_null(strstr(buf, "md/stripe_cache_size: refused '16': takes 17..32768"));
 	/* control characters are not written to the log as they are */
 	assert_non_null(strstr(buf, "md/rmw_level: refused 'x?y'"));
@@ -470,6 +491,158 @@ static void test_tree(void **state)
 	assert_true(rf_ctl_lookup(&t, md, "group_thread_cnt") > 0);
 	assert_true(rf_ctl_lookup(&t, md, "array_state") > 0);
 	rf_ctl_tree_free(&t);
+	rf_array_close(a);
+}
+
+/* ---------------------------------------------------------------- devices */
+
+/* md/dev-NAME/<attr> of the array's device NAME, in a static buffer. */
+static const char *dev_show(struct rf_array *a, const char *dev, const char *attr)
+{
+	static char buf[4096];
+	const struct rf_ctl_attr *at = rf_ctl_dev_find(attr);
+	int n;
+
+	if (!at)
+		fail_msg("no device attribute %s", attr);
+	n = rf_ctl_dev_show(at, a, dev, buf, sizeof(buf));
+	if (n < 0)
+		fail_msg("show dev-%s/%s: %s", dev, attr, strerror(-n));
+	assert_int_equal((size_t)n, strlen(buf));
+	return buf;
+}
+
+static int dev_store(struct rf_array *a, const char *dev, const char *attr, const char *val)
+{
+	return rf_ctl_dev_store(rf_ctl_dev_find(attr), a, dev, val, strlen(val));
+}
+
+/* Each device's files say what md's would: state words, slot, offset in
+ * sectors, size in KiB, recovery_start "none" when in sync. */
+static void test_dev_show(void **state)
+{
+	struct rf_array *a = open_array_flags("dv", 5, 2, 4, 65536, 1u << 2, OPEN_SB12);
+	char buf[64];
+
+	assert_string_equal(dev_show(a, "dv-0.img", "state"), "in_sync\n");
+	assert_string_equal(dev_show(a, "dv-3.img", "slot"), "3\n");
+	assert_string_equal(dev_show(a, "dv-1.img", "errors"), "0\n");
+	/* data_offset 64 KiB = 128 sectors; the rest of 2 MiB, whole chunks, in KiB */
+	assert_string_equal(dev_show(a, "dv-1.img", "offset"), "128\n");
+	assert_string_equal(dev_show(a, "dv-1.img", "size"), "1984\n");
+	assert_string_equal(dev_show(a, "dv-1.img", "recovery_start"), "none\n");
+	/* the missing slot has no device: no dev- entry, no rd2 */
+	assert_int_equal(rf_ctl_dev_show(rf_ctl_dev_find("state"), a, "dv-2.img", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(rf_ctl_dev_entry(a, "dev-dv-2.img"), -ENOENT);
+	assert_int_equal(rf_ctl_dev_entry(a, "dev-dv-1.img"), 0);
+	assert_int_equal(rf_ctl_dev_entry(a, "dv-1.img"), -ENOENT);
+	assert_int_equal(rf_ctl_dev_entry(a, "dev-"), -ENOENT);
+	assert_int_equal(rf_ctl_rd_entry(a, "rd2"), -ENOENT);
+	assert_null(rf_ctl_dev_find("nosuch"));
+
+	/* Another device in slot 3 (what a remove and a spare taking the
+	 * slot leave): the old name's files are gone, not the new one's. */
+	{
+		char *saved, other[] = "/x/other.img";
+
+		pthread_mutex_lock(&a->reconf_lock);
+		saved = a->members[3].path;
+		a->members[3].path = other;
+		pthread_mutex_unlock(&a->reconf_lock);
+		assert_int_equal(rf_ctl_dev_show(rf_ctl_dev_find("slot"), a, "dv-3.img", buf, sizeof(buf)), -ENOENT);
+		assert_int_equal(rf_ctl_dev_store(rf_ctl_dev_find("state"), a, "dv-3.img", "faulty", 6), -ENOENT);
+		assert_int_equal(rf_ctl_dev_entry(a, "dev-dv-3.img"), -ENOENT);
+		assert_string_equal(dev_show(a, "other.img", "slot"), "3\n");
+		assert_true(rf_ctl_rd_target(a, 3, buf, sizeof(buf)) > 0);
+		assert_string_equal(buf, "dev-other.img");
+		pthread_mutex_lock(&a->reconf_lock);
+		a->members[3].path = saved;
+		pthread_mutex_unlock(&a->reconf_lock);
+	}
+	rf_array_close(a);
+}
+
+/* rdN names slot N's device; the listing has every device, then the links. */
+static void test_dev_links(void **state)
+{
+	struct rf_array *a = open_array("ln", 6, 2, 5, 65536, 1u << 1);
+	struct rf_ctl_dev_ent ents[16];
+	char buf[300];
+	int n;
+
+	assert_int_equal(rf_ctl_rd_target(a, 0, buf, sizeof(buf)), (int)strlen("dev-ln-0.img"));
+	assert_string_equal(buf, "dev-ln-0.img");
+	assert_true(rf_ctl_rd_target(a, 4, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "dev-ln-4.img");
+	assert_int_equal(rf_ctl_rd_target(a, 1, buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(rf_ctl_rd_target(a, 5, buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(rf_ctl_rd_target(a, 0, buf, 4), -EOVERFLOW);
+	assert_int_equal(rf_ctl_rd_entry(a, "rd3"), 3);
+	assert_int_equal(rf_ctl_rd_entry(a, "rd03"), -ENOENT);
+	assert_int_equal(rf_ctl_rd_entry(a, "rd+3"), -ENOENT);
+	assert_int_equal(rf_ctl_rd_entry(a, "rd"), -ENOENT);
+	assert_int_equal(rf_ctl_rd_entry(a, "rd1"), -ENOENT);
+	n = rf_ctl_dev_list(a, ents, 16);
+	assert_int_equal(n, 8);
+	assert_string_equal(ents[0].name, "dev-ln-0.img");
+	assert_false(ents[0].link);
+	assert_string_equal(ents[1].name, "dev-ln-2.img");
+	assert_string_equal(ents[3].name, "dev-ln-4.img");
+	assert_string_equal(ents[4].name, "rd0");
+	assert_true(ents[4].link);
+	assert_int_equal(ents[4].slot, 0);
+	assert_string_equal(ents[5].name, "rd2");
+	assert_string_equal(ents[7].name, "rd4");
+	/* a short room is filled, not overrun */
+	assert_int_equal(rf_ctl_dev_list(a, ents, 3), 3);
+	rf_array_close(a);
+}
+
+/* state takes md's words; another word is refused (EINVAL) and logged;
+ * "faulty" fails the device, the array shows it. */
+static void test_dev_state_store(void **state)
+{
+	struct rf_array *a = open_array("ds", 5, 2, 4, 65536, 0);
+	struct logcap lc;
+	const char *buf;
+
+	log_capture(&lc);
+	assert_int_equal(dev_store(a, "ds-1.img", "state", "broken\n"), -EINVAL);
+	assert_int_equal(dev_store(a, "ds-1.img", "state", "faulty,in_sync"), -EINVAL);
+	assert_int_equal(dev_store(a, "ds-1.img", "state", ""), -EINVAL);
+	buf = log_captured(&lc);
+	assert_non_null(strstr(buf, "md/dev-ds-1.img/state: refused 'broken': takes faulty, remove"));
+	assert_string_equal(dev_show(a, "ds-1.img", "state"), "in_sync\n");
+	assert_string_equal(show(a, "degraded"), "0\n");
+
+	/* read-only files, and devices that are not there */
+	assert_int_equal(dev_store(a, "ds-1.img", "slot", "2"), -EACCES);
+	assert_int_equal(dev_store(a, "ds-9.img", "state", "faulty"), -ENOENT);
+
+	assert_int_equal(dev_store(a, "ds-2.img", "state", "faulty\n"), 0);
+	assert_string_equal(dev_show(a, "ds-2.img", "state"), "faulty\n");
+	assert_string_equal(show(a, "degraded"), "1\n");
+	assert_non_null(strstr(show(a, "mdstat"), "[4/3] [UU_U]"));
+	assert_string_equal(dev_show(a, "ds-1.img", "state"), "in_sync\n");
+	rf_array_close(a);
+}
+
+/* md/new_dev is write-only; its store asks the engine to add the file. */
+static void test_new_dev(void **state)
+{
+	struct rf_array *a = open_array("nd", 5, 2, 4, 65536, 0);
+	const struct rf_ctl_attr *at = rf_ctl_find("new_dev");
+	char buf[64], path[300];
+	int ret;
+
+	assert_non_null(at);
+	assert_int_equal(at->mode, 0200);
+	assert_int_equal(rf_ctl_show(at, a, -1, buf, sizeof(buf)), -EACCES);
+	snprintf(path, sizeof(path), "%s/nd-nosuch.img", dir);
+	ret = rf_ctl_store(at, a, -1, path, strlen(path));
+	/* whatever the engine says, the array is unchanged by a refusal */
+	assert_true(ret < 0);
+	assert_int_equal(rf_array_ndevs(a), 4);
 	rf_array_close(a);
 }
 
@@ -571,6 +744,10 @@ int main(void)
 		cmocka_unit_test(test_refusal_logged),
 		cmocka_unit_test(test_tree),
 		cmocka_unit_test(test_sync_attrs),
+		cmocka_unit_test(test_dev_show),
+		cmocka_unit_test(test_dev_links),
+		cmocka_unit_test(test_dev_state_store),
+		cmocka_unit_test(test_new_dev),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

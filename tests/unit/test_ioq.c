@@ -10,27 +10,7 @@
 #include <string.h>
 
 #include "fake_ioq.h"
-
-struct rec {
-	struct rf_mio m;
-	int ends;
-};
-
-static void rec_end(struct rf_mio *m)
-{
-	((struct rec *)m)->ends++;
-}
-
-static int tmpfile_fd(size_t size)
-{
-	char path[] = "/tmp/rf-ioq-XXXXXX";
-	int fd = mkstemp(path);
-
-	assert_true(fd >= 0);
-	unlink(path);
-	assert_int_equal(ftruncate(fd, (off_t)size), 0);
-	return fd;
-}
+#include "miorec.h"
 
 static void run_all(struct rf_ioq *q)
 {

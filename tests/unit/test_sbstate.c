@@ -24,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include "arrayio.h"
 #include "engine.h"
 #include "raidfuse/assemble.h"
 #include "raidfuse/super.h"
@@ -163,45 +164,6 @@ static void read_sb(int i, struct rf_sb *sb)
 	close(fd);
 }
 
-struct done {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int done, err;
-};
-
-static void req_done(struct rf_req *r, int err)
-{
-	struct done *d = r->priv;
-
-	pthread_mutex_lock(&d->lock);
-	d->done = 1;
-	d->err = err;
-	pthread_cond_signal(&d->cond);
-	pthread_mutex_unlock(&d->lock);
-}
-
-/* One request, waited for; its error. */
-static int io(struct rf_array *a, int op, uint64_t off, uint32_t len, char *buf)
-{
-	struct done d = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
-	struct rf_req *r = rf_req_alloc(a, len);
-
-	assert_non_null(r);
-	r->op = (uint8_t)op;
-	r->off = off;
-	r->len = len;
-	r->buf = buf;
-	r->priv = &d;
-	r->done = req_done;
-	rf_array_submit(a, r);
-	pthread_mutex_lock(&d.lock);
-	while (!d.done)
-		pthread_cond_wait(&d.cond, &d.lock);
-	pthread_mutex_unlock(&d.lock);
-	rf_req_free(r);
-	return d.err;
-}
-
 static void sleep_ms(unsigned ms)
 {
 	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000L };
@@ -249,7 +211,7 @@ static void test_cycle(void **state)
 		assert_int_equal(sb.events, 0);
 	}
 	memset(buf, 0x5a, 65536);
-	assert_int_equal(io(a, RF_REQ_WRITE, 0, 65536, buf), 0);
+	assert_int_equal(array_io(a, RF_REQ_WRITE, 0, 65536, buf), 0);
 	assert_true(atomic_load(&nr_writes) > 0);
 	assert_int_equal(atomic_load(&nr_clean_writes), 0);
 	rf_array_get_info(a, &info);
@@ -273,13 +235,13 @@ static void test_cycle(void **state)
 	rf_array_get_info(a, &info);
 	assert_false(info.sb_dirty);
 	/* Reads leave the superblocks alone. */
-	assert_int_equal(io(a, RF_REQ_READ, 0, 65536, buf), 0);
+	assert_int_equal(array_io(a, RF_REQ_READ, 0, 65536, buf), 0);
 	sleep_ms(100);
 	read_sb(0, &sb);
 	assert_int_equal(sb.events, 2);
 	assert_int_equal(atomic_load(&a->sbstate->nr_dirty), 1);
 	/* A write, then close at once: close marks clean. */
-	assert_int_equal(io(a, RF_REQ_WRITE, 1 << 20, 4096, buf), 0);
+	assert_int_equal(array_io(a, RF_REQ_WRITE, 1 << 20, 4096, buf), 0);
 	rf_array_close(a);
 	for (i = 0; i < N; i++) {
 		read_sb(i, &sb);
@@ -308,7 +270,7 @@ static void *writer_main(void *arg)
 		uint64_t off = (uint64_t)(rand_r(&w->seed) % 2048) * 4096;
 
 		memset(buf, i, len);
-		if (io(w->a, RF_REQ_WRITE, off, len, buf))
+		if (array_io(w->a, RF_REQ_WRITE, off, len, buf))
 			break;
 		if (rand_r(&w->seed) % 4 == 0)
 			sleep_ms(rand_r(&w->seed) % 6);
@@ -376,7 +338,7 @@ static void test_dirty_stays_due(void **state)
 	make_members(5, false);         /* resync due from 0, as after a crash */
 	a = open_array(false, 10);
 	memset(buf, 1, 4096);
-	assert_int_equal(io(a, RF_REQ_WRITE, 0, 4096, buf), 0);
+	assert_int_equal(array_io(a, RF_REQ_WRITE, 0, 4096, buf), 0);
 	rf_array_close(a);
 	for (i = 0; i < N; i++) {
 		read_sb(i, &sb);
@@ -513,7 +475,7 @@ static void test_write_waits_for_record(void **state)
 	rf_member_fail(a, 2, -EIO, "test", 0);
 	read_sb(0, &sb);
 	assert_int_equal(sb.dev_roles[2], 2);
-	assert_int_equal(io(a, RF_REQ_WRITE, 0, 4096, buf), 0);
+	assert_int_equal(array_io(a, RF_REQ_WRITE, 0, 4096, buf), 0);
 	assert_int_equal(atomic_load(&a->sbstate->nr_faulty), 1);
 	read_sb(0, &sb);
 	assert_int_equal(sb.dev_roles[2], RF_SB_ROLE_FAULTY);
