@@ -323,7 +323,10 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 	if (r)
 		goto out;
 	r = -EINVAL;
-	if (!fresh->clean)
+	if (!fresh->clean && fresh->resync_offset)
+		rf_info("array %s: a resync was stopped at sector %llu: it resumes there", u0,
+			(unsigned long long)fresh->resync_offset);
+	else if (!fresh->clean)
 		rf_warn("array %s was not cleanly shut down: resync needed (due from sector %llu%s): "
 			"copies or parity may disagree where writes were in flight", u0,
 			(unsigned long long)fresh->resync_offset, fresh->bitmap ? ", internal bitmap" : "");
@@ -493,7 +496,10 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 	cfg->metadata = use[0]->kind;
 	memcpy(cfg->uuid, use[0]->uuid, 16);
 	cfg->has_uuid = true;
-	if (!sbs[fi].clean)
+	if (!sbs[fi].clean && sbs[fi].resync_offset)
+		rf_info("%s: array %s: a resync was stopped at sector %llu: it resumes there", cfg->path,
+			rf_sb_uuid_str(&sbs[fi], u0), (unsigned long long)sbs[fi].resync_offset);
+	else if (!sbs[fi].clean)
 		rf_warn("%s: array %s was not cleanly shut down: resync needed (due from sector %llu)", cfg->path,
 			rf_sb_uuid_str(&sbs[fi], u0), (unsigned long long)sbs[fi].resync_offset);
 	r = 0;

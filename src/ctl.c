@@ -252,6 +252,35 @@ static void show_sync_completed(struct rf_array *a, const struct rf_array_info *
 		rf_ctl_printf(b, "%llu / %llu\n", (unsigned long long)st.done, (unsigned long long)st.total);
 }
 
+/* md: where the next resync starts, in sectors; "none" when none is due.
+ * It takes the same (not while a resync runs: EBUSY). */
+static void show_resync_start(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
+{
+	struct rf_sync_status st;
+
+	rf_sync_get(a, &st);
+	if (st.resync_cp >= st.total)
+		rf_ctl_printf(b, "none\n");
+	else
+		rf_ctl_printf(b, "%llu\n", (unsigned long long)st.resync_cp);
+}
+
+static int store_resync_start(struct rf_array *a, int member, const char *val)
+{
+	unsigned long long n;
+	char *end;
+
+	if (!strcmp(val, "none"))
+		return rf_sync_set_resync_cp(a, RF_SYNC_NONE);
+	if (*val < '0' || *val > '9')
+		return -EINVAL;
+	errno = 0;
+	n = strtoull(val, &end, 10);
+	if (errno || *end)
+		return -EINVAL;
+	return rf_sync_set_resync_cp(a, n);
+}
+
 /* ---------------------------------------------------------------- devices */
 
 /* md/new_dev: a path, added as a spare.  The engine's message says what
@@ -515,6 +544,8 @@ const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	  .takes = "KiB/s, or system", .present = has_redundancy },
 	ATTR_RO(sync_speed, .present = has_redundancy),
 	ATTR_RO(sync_completed, .present = has_redundancy),
+	{ .name = "resync_start", .mode = 0644, .show = show_resync_start, .store = store_resync_start,
+	  .takes = "sectors, or none", .present = has_redundancy },
 	/* write-only, as md's */
 	{ .name = "new_dev", .mode = 0200, .store = store_new_dev, .takes = "the path of a file to add as a spare" },
 };

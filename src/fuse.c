@@ -865,6 +865,9 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	}
 	rf_info("serving %s (%llu bytes) on %s", rf_array_name(a), (unsigned long long)rf_array_size(a),
 		o->mountpoint);
+	/* As md runs an array: a resync that is due starts now (it goes on
+	 * beside the FUSE threads; a failure to start it is logged). */
+	rf_array_start_resync(a, o->freeze);
 	lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, 1);
 	fuse_loop_cfg_set_max_threads(lc, o->max_threads > 0 ? (unsigned)o->max_threads : 16);

@@ -1,8 +1,9 @@
 /* main.c - the raidfuse command line.
  *
  *   raidfuse create CONFIG [--force] [--assume-clean] [--bitmap=internal|none] [--bitmap-chunk=SIZE]
- *   raidfuse mount CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS]
- *   raidfuse assemble [--ro | --overlay DIR] [--name FILE] [-f] [-d] [-v] [-o OPTS] MOUNTPOINT MEMBER...
+ *   raidfuse mount CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS] [--freeze]
+ *   raidfuse assemble [--ro | --overlay DIR] [--name FILE] [-f] [-d] [-v] [-o OPTS] [--freeze]
+ *                     MOUNTPOINT MEMBER...
  *   raidfuse examine MEMBER...
  *   raidfuse status MOUNTPOINT
  *   raidfuse ctl MOUNTPOINT ATTR [VALUE]
@@ -20,7 +21,9 @@
  *
  * mount serves the array a config describes, after checking it against the
  * members' superblocks, if they have any; assemble serves the array the
- * members' superblocks describe, no config needed.
+ * members' superblocks describe, no config needed.  Both start the resync
+ * the superblocks say is due (not cleanly shut down, or created without
+ * --assume-clean) once the array serves, as md does, unless --freeze.
  *
  * status and ctl only read and write the control files under a mount
  * (MOUNTPOINT/mdstat, MOUNTPOINT/md/ATTR): whatever the daemon serves there
@@ -48,9 +51,9 @@
 static const char usage_text[] =
 	"usage: raidfuse create CONFIG [--force] [--assume-clean] [--bitmap=internal|none]\n"
 	"                [--bitmap-chunk=SIZE]\n"
-	"       raidfuse mount CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS]\n"
+	"       raidfuse mount CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS] [--freeze]\n"
 	"       raidfuse assemble [--ro | --overlay DIR] [--name FILE] [-f] [-d] [-v] [-o OPTS]\n"
-	"                MOUNTPOINT MEMBER...\n"
+	"                [--freeze] MOUNTPOINT MEMBER...\n"
 	"       raidfuse examine MEMBER...\n"
 	"       raidfuse status MOUNTPOINT\n"
 	"       raidfuse ctl MOUNTPOINT ATTR [VALUE]\n"
@@ -77,6 +80,9 @@ static const char usage_text[] =
 	"    -d      FUSE debug output (implies -f)\n"
 	"    -v      verbose log\n"
 	"    -o OPTS FUSE mount options (e.g. allow_other)\n"
+	"    --freeze  start with md/sync_action frozen: a resync that is due\n"
+	"            (unclean shutdown, create without --assume-clean) waits until\n"
+	"            `resync` is written there; otherwise it starts at once\n"
 	"  status    print MOUNTPOINT/mdstat and every attribute under MOUNTPOINT/md\n"
 	"  ctl       print md attribute ATTR of the array on MOUNTPOINT, or set it\n"
 	"            to VALUE, as `cat`/`echo VALUE >` on MOUNTPOINT/md/ATTR do;\n"
@@ -339,7 +345,7 @@ static int cmd_examine(int argc, char **argv)
 	return ret;
 }
 
-/* Options both mount and assemble take: -f -d -v -o OPTS.  Returns 1 if
+/* Options both mount and assemble take: -f -d -v -o OPTS --freeze.  Returns 1 if
  * argv[*i] was one (advancing *i past its value), 0 if not, -1 on error. */
 static int serve_option(int argc, char **argv, int *i, struct rf_fuse_opts *o, const char *cmd)
 {
@@ -349,6 +355,8 @@ static int serve_option(int argc, char **argv, int *i, struct rf_fuse_opts *o, c
 		o->debug = o->foreground = true;
 	} else if (!strcmp(argv[*i], "-v")) {
 		rf_log_verbose = 1;
+	} else if (!strcmp(argv[*i], "--freeze")) {
+		o->freeze = true;
 	} else if (!strcmp(argv[*i], "-o")) {
 		if (++*i >= argc) {
 			usage_error("%s: -o expects mount options", cmd);

@@ -19,9 +19,19 @@
  * to every member, as md does.  A member whose superblock cannot be
  * written is failed like one that lost a data write.
  *
- * What a clean superblock records as resync_offset is where a resync stood
- * when the array was assembled: a crash's resync is still due after a
- * clean unmount until something resyncs (not this file).
+ * What a clean superblock records as resync_offset is where a resync
+ * stands (s->resync_offset): from the superblocks at assembly (0 after a
+ * crash or a create without --assume-clean), then from the sync thread
+ * (on_sync()): its checkpoints while a resync runs, where it stopped, and
+ * RF_SB_MAX_SECTOR once it completed.  A checkpoint reached while the
+ * array is clean is written at once (events + 1), as md updates
+ * recovery_cp: a crash then resumes the resync there.  The resync's own
+ * writes do not mark the array dirty (md's neither): what they change lies
+ * at or after the recorded checkpoint, which a later resync covers again.
+ * So the array never says "clean, in sync" while a resync is incomplete.
+ *
+ * rf_array_start_resync() starts the resync that is due once the array
+ * serves, unless sync_action is frozen.
  *
  * The write fast path is one acquire load of s->mode.  Marking idle costs
  * writers nothing: the timer turns DIRTY into DIRTY_IDLE, and only the
@@ -36,6 +46,7 @@
 #include "engine.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/overlay.h"
+#include "raidfuse/sync.h"
 #include "sbstate.h"
 
 enum change { CH_DIRTY, CH_CLEAN, CH_FAULTY, CH_DEVICES };
@@ -228,6 +239,60 @@ static void *timer_main(void *arg)
 	return NULL;
 }
 
+/* The sync thread's news (see rf_sync_notify_fn), on its thread or on
+ * the thread that set resync_start: record where a resync is due. */
+static void on_sync(struct rf_array *a, enum rf_sync_action act, bool completed, uint64_t pos, void *priv)
+{
+	struct rf_sbstate *s = priv;
+	uint64_t cp;
+
+	if (act != RF_SYNC_RESYNC && act != RF_SYNC_REPAIR && act != RF_SYNC_IDLE)
+		return;         /* check changes nothing; a recovery rebuilds slots (recovery_offset) */
+	pthread_mutex_lock(&s->lock);
+	cp = s->resync_offset;
+	if (act == RF_SYNC_IDLE)
+		cp = pos == RF_SYNC_NONE ? RF_SB_MAX_SECTOR : pos;     /* resync_start set */
+	else if (completed)
+		cp = RF_SB_MAX_SECTOR;  /* a whole resync or repair: every row agrees */
+	else if (act == RF_SYNC_RESYNC || (cp != RF_SB_MAX_SECTOR && pos > cp))
+		cp = pos;               /* a repair walks from 0: past cp, it covered [0, pos) */
+	if (cp != s->resync_offset) {
+		s->resync_offset = cp;
+		/* Dirty: the clean mark writes it later. */
+		if (atomic_load(&s->mode) == RF_SBS_CLEAN)
+			write_all(s, CH_CLEAN, -1);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+int rf_array_start_resync(struct rf_array *a, bool frozen)
+{
+	struct rf_sbstate *s = a->sbstate;
+	uint64_t cp;
+	int r;
+
+	if (frozen && a->sync)
+		rf_sync_request(a, RF_SYNC_FROZEN);
+	if (!s)
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	cp = s->resync_offset;
+	pthread_mutex_unlock(&s->lock);
+	if (cp == RF_SB_MAX_SECTOR)
+		return 0;
+	if (frozen) {
+		rf_info("%s: resync due from sector %llu: sync_action frozen, not started", a->name,
+			(unsigned long long)cp);
+		return 0;
+	}
+	rf_info("%s: resync due from sector %llu: starting it", a->name, (unsigned long long)cp);
+	r = rf_sync_request(a, RF_SYNC_RESYNC);
+	if (r)
+		rf_warn("%s: the resync due from sector %llu did not start: %s", a->name, (unsigned long long)cp,
+			strerror(-r));
+	return r;
+}
+
 int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size_t errlen)
 {
 	struct rf_sbstate *s;
@@ -320,6 +385,12 @@ int rf_sbstate_start(struct rf_sbstate *s)
 
 	if (!s || s->running)
 		return 0;
+	/* The sync thread starts a resync where the superblocks say, and
+	 * tells us where it got. */
+	if (s->a->sync) {
+		rf_sync_set_resync_cp(s->a, s->resync_offset);
+		rf_sync_set_notify(s->a, on_sync, s);
+	}
 	s->stop = false;
 	r = -pthread_create(&s->thread, NULL, timer_main, s);
 	if (!r)

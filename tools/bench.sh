@@ -35,6 +35,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 jobdir=$here/tools/bench
+. "$jobdir/conf.sh"
 RAIDFUSE=${RAIDFUSE:-$here/build/raidfuse}
 CEILING_SRC=${CEILING_SRC:-$here/../shared/tools/fuse-ceiling/fuse-ceiling.c}
 size_mib=${BENCH_SIZE:-512}
@@ -236,20 +237,9 @@ for l in $levels; do
 	# Members just big enough for the fio region, in whole chunks.
 	per=$(((size_mib * 1024 + data - 1) / data))
 	per=$(((per + chunk_kib - 1) / chunk_kib * chunk_kib))
-	list=""
-	for ((i = 0; i < n; i++)); do list+="${list:+, }\"$work/data/$t-$i.img\""; done
-	layout=
-	[ "$l" = 10 ] && layout='layout = "n2";'
-	# No tuning group: the stripe cache and worker threads at their defaults.
-	# No superblock: members hold data alone, from their first byte (an md
-	# superblock only moves the data by data_offset; the IO is the same).
-	cat >"$work/$t.conf" <<CONF
-array: {
-  name = "array.img"; metadata = "none"; level = $l; $layout chunk_size = "$chunk";
-  members = ( $list );
-  member_size = "${per}K";
-};
-CONF
+	mlist=()
+	for ((i = 0; i < n; i++)); do mlist+=("$work/data/$t-$i.img"); done
+	bench_array_conf "$work/$t.conf" "$l" "$chunk" "${per}K" "${mlist[@]}"
 	"$RAIDFUSE" create "$work/$t.conf" >"$work/$t.log" 2>&1
 	serve "$t" "$work/mnt-$t/array.img" "$RAIDFUSE" mount "$work/$t.conf" "$work/mnt-$t" -f
 	echo "bench: $t: $n members of ${per} KiB, daemon pid ${pid_of[$t]}"

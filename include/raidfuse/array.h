@@ -65,6 +65,13 @@ typedef int (*rf_ioq_init_fn)(struct rf_ioq *q, const struct rf_ioq_member *memb
 void rf_array_set_ioq_init(struct rf_array *a, rf_ioq_init_fn fn);
 /* Start the worker threads (after any fork). */
 int rf_array_start(struct rf_array *a);
+/* After rf_array_start(): start the resync the superblocks say is due
+ * (not cleanly shut down, or created without --assume-clean), from their
+ * resync_offset, as md does when it runs an array; frozen: set
+ * sync_action frozen instead, so that none starts until asked.  0 (also
+ * when none is due, or the array keeps no superblocks), or -errno from
+ * starting it (logged). */
+int rf_array_start_resync(struct rf_array *a, bool frozen);
 /* Stop the workers after every request in flight has ended, close members. */
 void rf_array_close(struct rf_array *a);
 

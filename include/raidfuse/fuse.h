@@ -12,9 +12,11 @@ struct rf_fuse_opts {
 	bool debug;             /* libfuse's -d */
 	const char *fuse_opts;  /* -o ..., passed to libfuse; NULL for none */
 	int max_threads;        /* FUSE threads; 0 = default */
+	bool freeze;            /* --freeze: start with sync_action frozen (no resync) */
 };
 
-/* Mount, daemonize unless foreground, start the array's workers, serve
+/* Mount, daemonize unless foreground, start the array's workers and the
+ * resync its superblocks say is due (unless o->freeze), serve
  * until unmounted or signalled, then stop the workers (every request
  * answered) and return 0, or -errno / 1 on a mount error (logged). */
 int rf_fuse_run(struct rf_array *a, const struct rf_fuse_opts *o);

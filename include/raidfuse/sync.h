@@ -29,6 +29,7 @@ enum rf_sync_action {
 
 #define RF_SYNC_SPEED_MIN_DEFAULT 1000          /* KiB/s, md's */
 #define RF_SYNC_SPEED_MAX_DEFAULT 200000
+#define RF_SYNC_NONE UINT64_MAX                 /* resync_cp: no resync due (md's MaxSector) */
 
 struct rf_sync_status {
 	enum rf_sync_action action;     /* running, or IDLE / FROZEN */
@@ -37,7 +38,9 @@ struct rf_sync_status {
 	unsigned speed;                 /* KiB/s over the last few seconds; 0 while idle */
 	unsigned speed_min, speed_max;  /* KiB/s */
 	bool speed_min_local, speed_max_local; /* set for this array (md's "local"), not the default ("system") */
-	uint64_t resync_cp;             /* where the next resync starts (an interrupted one resumes) */
+	uint64_t resync_cp;             /* where the next resync starts (an interrupted one
+					 * resumes; a running one's last checkpoint);
+					 * RF_SYNC_NONE: none due (a resync starts at 0) */
 	/* raid6: the last block a check pinned on one member (-1: none yet). */
 	int bad_member;
 	uint64_t bad_sector;            /* array sector of that data block, or member sector of P/Q */
@@ -77,13 +80,18 @@ int rf_sync_set_speed_max(struct rf_array *a, unsigned kib);
 
 /* Where the next resync starts (md's resync_offset / recovery_cp, in
  * the walk's sectors; the superblock's value after an unclean stop).  At
- * or past the end: from the start.  -EBUSY while a resync runs. */
+ * or past the end (RF_SYNC_NONE): none is due.  The notify function hears
+ * of it (act IDLE).  -EBUSY while a resync runs. */
 int rf_sync_set_resync_cp(struct rf_array *a, uint64_t sector);
 /* Called on the sync thread when an action ends: completed (it reached
- * the end) or not (stopped, or an IO error), and the sector it reached.
- * The superblock keeper records resync_offset from it.  It must not call
- * rf_sync_request(), rf_sync_stop() or rf_sync_wait() (they wait for this
- * thread). */
+ * the end) or not (stopped, or an IO error), and the sector it reached;
+ * while a resync runs, also at checkpoints (every 1/16 of the walk or a
+ * few seconds, as md updates recovery_cp): act RESYNC, completed false,
+ * pos the sector below which every row is in sync; and on the caller's
+ * thread when rf_sync_set_resync_cp() sets pos (act IDLE, completed false,
+ * RF_SYNC_NONE for none).  The superblock keeper records resync_offset
+ * from it.  It must not call rf_sync_request(), rf_sync_stop() or
+ * rf_sync_wait() (they wait for this thread). */
 typedef void (*rf_sync_notify_fn)(struct rf_array *a, enum rf_sync_action act, bool completed, uint64_t pos,
 				  void *priv);
 void rf_sync_set_notify(struct rf_array *a, rf_sync_notify_fn fn, void *priv);

@@ -121,11 +121,13 @@ for i in 0 1 2 3; do
 done
 log "kill -9 while writing: State active (dirty), Events $(field "$C/ex.txt" Events)"
 # shellcheck disable=SC2046
-start_assemble array.img "$MNT" $(printf "$C/d%d.img " 0 1 2 3)
+start_assemble array.img "$MNT" --freeze $(printf "$C/d%d.img " 0 1 2 3)
 grep -q "was not cleanly shut down: resync needed" "$(daemon_log_file "$MNT")" ||
 	fail "assemble after a crash did not say so: $(cat "$(daemon_log_file "$MNT")")"
+check '[ "$(cat "$MNT/md/sync_action")" = frozen ]' "--freeze: sync_action frozen"
 stop_array "$MNT"
-# Still due after a clean unmount: only a resync clears it.
+# Still due after a clean unmount: only a resync clears it (15-crash-resync
+# lets it run).
 mdadm --examine "$C/d0.img" >"$C/ex.txt"
 check "[ \"$(field "$C/ex.txt" State)\" = active ]" "a crash's resync stays due"
 

@@ -28,13 +28,8 @@ val() { cat "$MNT/md/$1"; }
 
 # act WORD: write md/sync_action and wait (60 s at most) until it is idle.
 act() {
-	local i
 	echo "$1" >"$MNT/md/sync_action" || fail "echo $1 > md/sync_action failed"
-	for ((i = 0; i < 600; i++)); do
-		[ "$(val sync_action)" = idle ] && return 0
-		sleep 0.1
-	done
-	fail "md/sync_action still '$(val sync_action)' 60 s after $1"
+	wait_sync_idle "$MNT" "$1"
 }
 
 # corrupt FILE OFFSET: overwrite 4 KiB of FILE at OFFSET with random bytes.

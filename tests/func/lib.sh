@@ -23,6 +23,8 @@
 #                          wait for MNT/NAME; $DAEMON_PID is the daemon
 #   stop_array MNT         fusermount3 -u, wait for the daemon to exit (0)
 #   wait_daemon_exit MNT   the same without the fusermount3 -u
+#   wait_sync_idle MNT WHAT [SECONDS]
+#                          md/sync_action back to idle, else fail
 #   fio_verify [--verify_only] FILE ARGS
 #                          fio with crc32c verify; fails on any error
 #   loop_attach FILE [OPTS] / loop_detach DEV
@@ -407,6 +409,17 @@ loop_detach() {
 		[ "$i" = "$dev" ] || keep+=("$i")
 	done
 	_LOOPS=("${keep[@]}")
+}
+
+# wait_sync_idle MNT WHAT [SECONDS]: MNT/md/sync_action reads idle within
+# SECONDS (default 60), else fail naming WHAT.
+wait_sync_idle() {
+	local mnt=$1 what=$2 secs=${3:-60} i
+	for ((i = 0; i < secs * 10; i++)); do
+		[ "$(cat "$mnt/md/sync_action")" = idle ] && return 0
+		sleep 0.1
+	done
+	fail "$what: md/sync_action still '$(cat "$mnt/md/sync_action")' after $secs s"
 }
 
 # The daemon's log file for MNT (of its latest start).

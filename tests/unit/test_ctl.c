@@ -663,7 +663,7 @@ static int teardown(void **state)
 static void test_sync_attrs(void **state)
 {
 	static const char *const sync_files[] = { "sync_action", "mismatch_cnt", "sync_speed_min", "sync_speed_max",
-						  "sync_speed", "sync_completed", NULL };
+						  "sync_speed", "sync_completed", "resync_start", NULL };
 	struct rf_array *a = open_array("sy", 5, 2, 4, 65536, 0);
 	const char *m;
 	int i;
@@ -683,6 +683,14 @@ static void test_sync_attrs(void **state)
 	assert_int_equal(store(a, "sync_action", "recover"), 0);
 	assert_int_equal(store(a, "sync_action", "bogus"), -EINVAL);
 	assert_int_equal(store(a, "mismatch_cnt", "0"), -EACCES);
+	/* md's resync_start: sectors, or none. */
+	assert_string_equal(show(a, "resync_start"), "none\n");
+	assert_int_equal(store(a, "resync_start", "1024\n"), 0);
+	assert_string_equal(show(a, "resync_start"), "1024\n");
+	assert_int_equal(store(a, "resync_start", "-1"), -EINVAL);
+	assert_int_equal(store(a, "resync_start", "12x"), -EINVAL);
+	assert_int_equal(store(a, "resync_start", "none"), 0);
+	assert_string_equal(show(a, "resync_start"), "none\n");
 
 	/* 1 MiB/s: the first 1 MiB region, then a second of pacing. */
 	assert_int_equal(store(a, "sync_speed_max", "1000"), 0);

@@ -27,6 +27,7 @@
 #include "engine.h"
 #include "raidfuse/assemble.h"
 #include "raidfuse/super.h"
+#include "raidfuse/sync.h"
 #include "sbstate.h"
 #include "testdir.h"
 #include "testreq.h"
@@ -315,6 +316,84 @@ static void test_dirty_stays_due(void **state)
 	free(buf);
 }
 
+/* Every member's superblock says resync_offset want. */
+static void expect_resync_offset(uint64_t want)
+{
+	struct rf_sb sb;
+	int i;
+
+	for (i = 0; i < N; i++) {
+		read_sb(i, &sb);
+		if (sb.resync_offset != want)
+			fail_msg("member %d: resync_offset %llu, expected %llu", i,
+				 (unsigned long long)sb.resync_offset, (unsigned long long)want);
+		assert_int_equal(sb.clean, want == RF_SB_MAX_SECTOR);
+	}
+}
+
+/* The resync that is due: frozen keeps it from starting; once started,
+ * its checkpoints reach the (clean) superblocks while it runs, idle
+ * records where it stopped, the next one resumes there, and completion
+ * records none due.  resync_start's value reaches them too. */
+static void test_resync_recorded(void **state)
+{
+	struct rf_sync_status st;
+	struct rf_array *a;
+	uint64_t cp;
+	struct rf_sb sb;
+	int i;
+
+	make_members(5, false);         /* created without --assume-clean */
+	a = open_array(false, 10);
+	assert_int_equal(rf_array_start_resync(a, true), 0);
+	rf_sync_get(a, &st);
+	assert_int_equal(st.action, RF_SYNC_FROZEN);
+	assert_int_equal(st.resync_cp, 0);
+	expect_resync_offset(0);
+
+	/* 2 MiB/s: a 1 MiB region per half second, each a checkpoint (1/16
+	 * of 15 MiB is less than a region). */
+	assert_int_equal(rf_sync_set_speed_max(a, 2048), 0);
+	assert_int_equal(rf_array_start_resync(a, false), 0);
+	rf_sync_get(a, &st);
+	assert_int_equal(st.action, RF_SYNC_RESYNC);
+	for (i = 0; i < 100; i++) {
+		read_sb(0, &sb);
+		if (sb.resync_offset)
+			break;
+		usleep(20 * 1000);
+	}
+	assert_true(sb.resync_offset > 0 && sb.resync_offset < st.total);
+	assert_false(sb.clean);
+	assert_int_equal(rf_sync_request(a, RF_SYNC_IDLE), 0);
+	rf_sync_get(a, &st);
+	cp = st.resync_cp;
+	assert_true(cp >= sb.resync_offset && cp < st.total);
+	expect_resync_offset(cp);
+
+	assert_int_equal(rf_sync_set_speed_max(a, 0), 0);
+	assert_int_equal(rf_sync_request(a, RF_SYNC_RESYNC), 0);
+	rf_sync_wait(a);
+	rf_sync_get(a, &st);
+	assert_true(st.resync_cp == RF_SYNC_NONE);
+	expect_resync_offset(RF_SB_MAX_SECTOR);
+	/* Nothing due any more: nothing starts. */
+	assert_int_equal(rf_array_start_resync(a, false), 0);
+	rf_sync_get(a, &st);
+	assert_int_equal(st.action, RF_SYNC_IDLE);
+
+	assert_int_equal(rf_sync_set_resync_cp(a, 1024), 0);
+	expect_resync_offset(1024);
+	rf_array_close(a);
+	expect_resync_offset(1024);     /* due after a clean stop too */
+	a = open_array(false, 10);
+	rf_sync_get(a, &st);
+	assert_int_equal(st.resync_cp, 1024);
+	assert_int_equal(rf_sync_set_resync_cp(a, RF_SYNC_NONE), 0);
+	expect_resync_offset(RF_SB_MAX_SECTOR);
+	rf_array_close(a);
+}
+
 /* A failed member is recorded as faulty (md's role 0xfffe) in the
  * others' superblocks; the next assemble leaves it out. */
 static void test_faulty_recorded(void **state)
@@ -441,6 +520,7 @@ int main(void)
 		cmocka_unit_test_setup(test_cycle, threads2),
 		cmocka_unit_test_setup(test_race_timer, threads2),
 		cmocka_unit_test_setup(test_dirty_stays_due, inline0),
+		cmocka_unit_test_setup(test_resync_recorded, inline0),
 		cmocka_unit_test_setup(test_faulty_recorded, inline0),
 		cmocka_unit_test_setup(test_write_waits_for_record, inline0),
 		cmocka_unit_test_setup(test_no_state, inline0),

@@ -481,7 +481,7 @@ static void resync_garbage_one(const struct spec *sp)
 			 (unsigned long long)mm);
 	run_action(a, RF_SYNC_RESYNC);
 	rf_sync_get(a, &st);
-	assert_int_equal(st.resync_cp, 0);
+	assert_true(st.resync_cp == RF_SYNC_NONE);
 	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
 	model = malloc(rf_array_size(a));
 	fill_rnd(model, rf_array_size(a));
@@ -711,6 +711,7 @@ static void test_stop_resume(void **state)
 	uint64_t cp;
 	char line[200], bar[32];
 	struct notice note = { 0 };
+	int calls;
 	unsigned pct, tenth, mins, speed;
 	unsigned long long done, total;
 
@@ -740,7 +741,9 @@ static void test_stop_resume(void **state)
 	assert_int_equal(st.action, RF_SYNC_FROZEN);
 	cp = st.resync_cp;
 	assert_true(cp > 0 && cp < st.total);
-	assert_int_equal(note.calls, 1);
+	/* Checkpoints come before the end: the last call is the stop. */
+	assert_true(note.calls >= 1);
+	calls = note.calls;
 	assert_int_equal(note.act, RF_SYNC_RESYNC);
 	assert_false(note.completed);
 	assert_int_equal(note.pos, cp);
@@ -752,8 +755,8 @@ static void test_stop_resume(void **state)
 	assert_int_equal(rf_sync_set_speed_max(a, 1u << 31), -EINVAL);
 	run_action(a, RF_SYNC_RESYNC);
 	rf_sync_get(a, &st);
-	assert_int_equal(st.resync_cp, 0);
-	assert_int_equal(note.calls, 2);
+	assert_true(st.resync_cp == RF_SYNC_NONE);
+	assert_true(note.calls > calls);
 	assert_true(note.completed);
 	assert_int_equal(note.pos, st.total);
 	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
@@ -761,9 +764,12 @@ static void test_stop_resume(void **state)
 	assert_int_equal(rf_sync_set_resync_cp(a, 1024), 0);
 	rf_sync_get(a, &st);
 	assert_int_equal(st.resync_cp, 1024);
+	assert_int_equal(note.act, RF_SYNC_IDLE);
+	assert_int_equal(note.pos, 1024);
 	assert_int_equal(rf_sync_set_resync_cp(a, st.total + 8), 0);
 	rf_sync_get(a, &st);
-	assert_int_equal(st.resync_cp, 0);
+	assert_true(st.resync_cp == RF_SYNC_NONE);
+	assert_true(note.pos == RF_SYNC_NONE);
 	assert_int_equal(rf_sync_request(a, RF_SYNC_IDLE), 0);
 	rf_sync_get(a, &st);
 	assert_int_equal(st.action, RF_SYNC_IDLE);

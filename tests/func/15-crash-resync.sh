@@ -1,0 +1,218 @@
+#!/bin/bash
+# 15-crash-resync: the daemon is killed (kill -9) while writes run; the next
+# mount finds the superblocks dirty and resyncs by itself, as md does.
+#
+# For raid1, raid5 and raid6 (RF_QUICK=1: raid5 only), members with 1.2
+# superblocks, created --assume-clean:
+# 1. The mount starts no resync (none due).  Two writers run at once: a
+#    loop of dd (O_DIRECT, fsync) writing numbered 4 KiB blocks, each
+#    holding its own number, and logging the number only after dd returned
+#    (the write was acknowledged); fio writing random data elsewhere (16-24 MiB).
+#    kill -9 mid-writes: the superblocks say active (dirty).
+# 2. The next mount says the array was not cleanly shut down and starts a
+#    resync from sector 0 without being asked; it ends (sync_action idle,
+#    resync_start none, superblocks clean); a check counts 0 mismatches;
+#    every acknowledged block reads back with its number.
+# 3. (full runs, and raid5 always) --freeze: the resync that is due (set
+#    with resync_start 0) does not start; started by hand at a slow speed,
+#    idle stops it and resync_start says where; started again, it resumes
+#    there; the daemon is killed once a later checkpoint is recorded: the
+#    next mount says where it stopped and resumes there, not at 0; check
+#    0, blocks still right.
+# Then: create without --assume-clean makes the first mount resync; with
+# --freeze it stays due (frozen) across a clean unmount.
+. "$(dirname "$0")/lib.sh"
+requires fuse fio
+
+MNT=$WORK/mnt
+IMG=$MNT/array.img
+NBLK=2048               # numbered blocks in the first 8 MiB of the image
+STEP=7919               # block k goes to (k * STEP) % NBLK: each once
+MEMBER=32M
+
+val() { cat "$MNT/md/$1"; }
+
+# field FILE LABEL: the value after "LABEL : " in examine output.
+field() {
+	sed -n "s/^ *$2 : //p" "$1" | head -n 1
+}
+
+# pattern K: the 4 KiB block numbered K (its number, 8 bytes a line).
+pattern() {
+	local l
+	printf -v l '%07d' "$1"
+	# shellcheck disable=SC2046
+	printf "$l\n%.0s" $(seq 512)
+}
+
+# writer ACKED: numbered blocks, one dd each; a number goes to ACKED only
+# once its dd (O_DIRECT, fsync) returned.  Ends at the first failed dd.
+writer() {
+	local acked=$1 k
+	for ((k = 0; k < NBLK; k++)); do
+		pattern "$k" | dd of="$IMG" bs=4096 seek=$((k * STEP % NBLK)) count=1 iflag=fullblock oflag=direct \
+			conv=fsync,notrunc status=none 2>/dev/null || return 0
+		echo "$k" >>"$acked"
+	done
+}
+
+# verify_acked ACKED WHAT: every block whose number ACKED holds reads back.
+verify_acked() {
+	local acked=$1 what=$2 k n=0 copy=$WORK/copy.img
+	dd if="$IMG" of="$copy" bs=1M count=$((NBLK * 4096 >> 20)) iflag=direct status=none ||
+		fail "$what: reading the image back failed"
+	while read -r k; do
+		cmp -s <(pattern "$k") <(dd if="$copy" bs=4096 skip=$((k * STEP % NBLK)) count=1 status=none) ||
+			fail "$what: acknowledged block $k (image block $((k * STEP % NBLK))) reads back wrong"
+		n=$((n + 1))
+	done <"$acked"
+	rm -f "$copy"
+	log "$what: all $n acknowledged blocks read back"
+}
+
+wait_idle() { wait_sync_idle "$MNT" "$1" 120; }
+
+check_zero() {
+	echo check >"$MNT/md/sync_action"
+	wait_idle "$1: check"
+	check '[ "$(val mismatch_cnt)" = 0 ]' "$1: check after the resync: mismatch_cnt $(val mismatch_cnt)"
+}
+
+# kill_daemon: kill -9 the daemon serving $MNT, then clear the dead mount.
+kill_daemon() {
+	kill -9 "$DAEMON_PID"
+	wait_daemon_exit "$MNT" --any-status
+	fusermount3 -u -z "$MNT" 2>/dev/null || true
+}
+
+# states D N: every member's examine State, one word each.
+states() {
+	local i out=""
+	for ((i = 0; i < $2; i++)); do
+		"$RAIDFUSE" examine "$1/d$i.img" >"$1/ex.txt" || fail "examine $1/d$i.img failed"
+		out+="${out:+ }$(field "$1/ex.txt" State)"
+	done
+	echo "$out"
+}
+
+# round NAME N conf keys...: one level's crash, resync and resume.
+round() {
+	local name=$1 n=$2 D=$WORK/$1 logf acked fiopid wpid i cp st
+	shift 2
+	mkdir -p "$D"
+	acked=$D/acked
+	: >"$acked"
+	mk_conf "$D/raid.conf" metadata=1.2 members="$(members "$n")" member_size=$MEMBER "$@"
+	create_array "$D/raid.conf" --assume-clean
+
+	log "$name: kill -9 while dd and fio write"
+	start_array "$D/raid.conf" "$MNT"
+	logf=$(daemon_log_file "$MNT")
+	check '[ "$(val resync_start)" = none ]' "$name: created --assume-clean: no resync due"
+	fio --name=bg --filename="$IMG" --rw=randwrite --bs=4k --offset=16M --size=8M --direct=1 \
+		--ioengine=libaio --iodepth=8 --time_based --runtime=60 >/dev/null 2>&1 &
+	fiopid=$!
+	writer "$acked" &
+	wpid=$!
+	for ((i = 0; i < 100; i++)); do
+		[ "$(wc -l <"$acked")" -ge 200 ] && break
+		sleep 0.05
+	done
+	sleep 0.5
+	kill_daemon
+	wait "$wpid" || true
+	wait "$fiopid" 2>/dev/null || true
+	[ "$(wc -l <"$acked")" -ge 20 ] || fail "$name: only $(wc -l <"$acked") blocks written before the kill"
+	! grep -q "resync due" "$logf" || fail "$name: a resync started on a clean array: $(cat "$logf")"
+	st=$(states "$D" "$n")
+	[[ $st == *active* ]] || fail "$name: superblocks after kill -9 during writes: $st, want active (dirty)"
+	log "$name: $(wc -l <"$acked") blocks acknowledged, superblocks: $st"
+
+	start_array "$D/raid.conf" "$MNT"
+	logf=$(daemon_log_file "$MNT")
+	wait_idle "$name: the automatic resync"
+	grep -q "was not cleanly shut down: resync needed (due from sector 0)" "$logf" ||
+		fail "$name: the mount did not find the array dirty: $(cat "$logf")"
+	grep -q "resync due from sector 0: starting it" "$logf" && grep -q "resync started at sector 0 of" "$logf" ||
+		fail "$name: no automatic resync: $(cat "$logf")"
+	grep -q "resync done at sector" "$logf" || fail "$name: the resync did not complete: $(cat "$logf")"
+	check '[ "$(val resync_start)" = none ]' "$name: resync_start after the resync"
+	st=$(states "$D" "$n")
+	[[ $st != *active* ]] || fail "$name: superblocks after the resync: $st, want clean"
+	check_zero "$name"
+	verify_acked "$acked" "$name"
+	stop_array "$MNT"
+	log "$name: resynced by itself, check 0"
+
+	[ "${RF_QUICK:-0}" = 1 ] && [ "$name" != raid5 ] && return 0
+	log "$name: frozen keeps a due resync; a killed resync resumes at its checkpoint"
+	start_array "$D/raid.conf" "$MNT" --freeze
+	logf=$(daemon_log_file "$MNT")
+	echo 0 >"$MNT/md/resync_start"
+	check '[ "$(val sync_action)" = frozen ]' "$name: --freeze"
+	sleep 0.5
+	check '[ "$(val sync_action)" = frozen ] && [ "$(val resync_start)" = 0 ]' "$name: frozen: nothing started"
+	echo 8000 >"$MNT/md/sync_speed_max"
+	echo resync >"$MNT/md/sync_action"
+	sleep 0.3
+	# idle stops it and records where: the next resync starts there.
+	echo idle >"$MNT/md/sync_action"
+	check '[ "$(val sync_action)" = idle ]' "$name: idle stops the resync"
+	cp=$(val resync_start)
+	[[ $cp =~ ^[1-9][0-9]*$ ]] || fail "$name: resync_start after idle: '$cp', want where it stopped"
+	echo resync >"$MNT/md/sync_action"
+	for ((i = 0; i < 100; i++)); do
+		[ "$(grep -c "resync started at sector" "$logf")" = 2 ] && break
+		sleep 0.05
+	done
+	grep -q "resync started at sector $cp of" "$logf" || fail "$name: the resync did not resume at $cp: $(cat "$logf")"
+	for ((i = 0; i < 200; i++)); do
+		[ "$(val resync_start)" != "$cp" ] && break
+		sleep 0.05
+	done
+	cp=$(val resync_start)
+	[[ $cp =~ ^[1-9][0-9]*$ ]] && [ "$(val sync_action)" = resync ] ||
+		fail "$name: no checkpoint while the resync runs (resync_start $cp, sync_action $(val sync_action))"
+	kill_daemon
+	start_array "$D/raid.conf" "$MNT"
+	logf=$(daemon_log_file "$MNT")
+	wait_idle "$name: the resumed resync"
+	grep -q "a resync was stopped at sector $cp: it resumes there" "$logf" ||
+		grep -q "a resync was stopped at sector [1-9][0-9]*: it resumes there" "$logf" ||
+		fail "$name: the mount did not find the checkpoint ($cp): $(cat "$logf")"
+	grep -q "resync started at sector [1-9][0-9]* of" "$logf" ||
+		fail "$name: the resync did not resume at its checkpoint: $(cat "$logf")"
+	grep -q "resync done at sector" "$logf" || fail "$name: the resumed resync did not complete: $(cat "$logf")"
+	check_zero "$name (resumed)"
+	verify_acked "$acked" "$name (resumed)"
+	stop_array "$MNT"
+	st=$(states "$D" "$n")
+	[[ $st != *active* ]] || fail "$name: superblocks after the resumed resync: $st, want clean"
+	log "$name: $(grep -o 'resync started at sector [0-9]*' "$logf")"
+	rm -f "$D"/d*.img
+}
+
+full round raid1 2 level=1
+round raid5 4 level=5 chunk_size=64K
+full round raid6 5 level=6 chunk_size=64K
+
+log "create without --assume-clean: the first mount resyncs; --freeze keeps it due"
+D=$WORK/fresh
+mkdir -p "$D"
+mk_conf "$D/raid.conf" metadata=1.2 level=5 chunk_size=64K members="$(members 4)" member_size=$MEMBER
+create_array "$D/raid.conf"
+start_array "$D/raid.conf" "$MNT" --freeze
+sleep 0.5
+check '[ "$(val sync_action)" = frozen ] && [ "$(val resync_start)" = 0 ]' "created, --freeze: frozen, due from 0"
+stop_array "$MNT"
+! grep -q "resync started" "$(daemon_log_file "$MNT")" || fail "--freeze: a resync started"
+check '[ "$(states "$D" 4)" = "active active active active" ]' "--freeze: still due after the unmount"
+start_array "$D/raid.conf" "$MNT"
+wait_idle "created: the first resync"
+grep -q "resync due from sector 0: starting it" "$(daemon_log_file "$MNT")" ||
+	fail "created: no automatic resync: $(cat "$(daemon_log_file "$MNT")")"
+check '[ "$(val resync_start)" = none ]' "created: resync_start after the first resync"
+check '[ "$(states "$D" 4)" = "clean clean clean clean" ]' "created: superblocks clean once resynced"
+check_zero "created"
+stop_array "$MNT"
+log "ok"
