@@ -149,8 +149,9 @@ static int cmd_create(int argc, char **argv)
 	const char *path = NULL, *bitmap = NULL, *bitmap_chunk = NULL;
 	struct rf_bitmap_sb bsb;
 	int i, bad = 0, ret;
-	uint8_t action[RF_MAX_MEMBERS];     /* 0 keep, 1 create/resize */
-	uint64_t bytes[RF_MAX_MEMBERS];     /* each member's size once made */
+	uint8_t action[2 * RF_MAX_MEMBERS];     /* 0 keep, 1 create/resize; members, then spares */
+	uint64_t bytes[2 * RF_MAX_MEMBERS];     /* each file's size once made */
+	const char *files[2 * RF_MAX_MEMBERS];
 	char err[1024];
 
 	for (i = 1; i < argc; i++) {
@@ -193,9 +194,13 @@ static int cmd_create(int argc, char **argv)
 		rf_config_free(&cfg);
 		return 1;
 	}
-	/* Look at every member first; touch none until all are fine. */
-	for (i = 0; i < cfg.nmembers; i++) {
-		const char *m = cfg.members[i];
+	/* Look at every member and spare first; touch none until all are
+	 * fine. */
+	for (i = 0; i < cfg.nmembers + cfg.nspares; i++)
+		files[i] = i < cfg.nmembers ? cfg.members[i] : cfg.spares[i - cfg.nmembers];
+	for (i = 0; i < cfg.nmembers + cfg.nspares; i++) {
+		const char *m = files[i], *what = i < cfg.nmembers ? "member" : "spare";
+		int n = i < cfg.nmembers ? i : i - cfg.nmembers;
 		struct stat st;
 
 		action[i] = 0;
@@ -206,7 +211,7 @@ static int cmd_create(int argc, char **argv)
 		}
 		if (stat(m, &st)) {
 			if (errno != ENOENT) {
-				fprintf(stderr, "raidfuse: member %d (%s): %s\n", i, m, strerror(errno));
+				fprintf(stderr, "raidfuse: %s %d (%s): %s\n", what, n, m, strerror(errno));
 				bad++;
 				continue;
 			}
@@ -215,25 +220,25 @@ static int cmd_create(int argc, char **argv)
 			/* a device is used as it is */
 			ret = existing_size(m, &bytes[i]);
 			if (ret) {
-				fprintf(stderr, "raidfuse: member %d (%s): %s\n", i, m, strerror(-ret));
+				fprintf(stderr, "raidfuse: %s %d (%s): %s\n", what, n, m, strerror(-ret));
 				bad++;
 			}
 			continue;
 		} else if (!S_ISREG(st.st_mode)) {
-			fprintf(stderr, "raidfuse: member %d (%s): not a regular file or block device\n", i, m);
+			fprintf(stderr, "raidfuse: %s %d (%s): not a regular file or block device\n", what, n, m);
 			bad++;
 			continue;
 		} else if (st.st_size && !force) {
-			fprintf(stderr, "raidfuse: member %d (%s): exists with data (%lld bytes); not touched "
-				"(--force recreates it)\n", i, m, (long long)st.st_size);
+			fprintf(stderr, "raidfuse: %s %d (%s): exists with data (%lld bytes); not touched "
+				"(--force recreates it)\n", what, n, m, (long long)st.st_size);
 			bad++;
 			continue;
 		} else {
 			action[i] = 1;
 		}
 		if (action[i] && !cfg.member_size) {
-			fprintf(stderr, "raidfuse: %s: key 'array.member_size' is needed to create member %d (%s)\n",
-				path, i, m);
+			fprintf(stderr, "raidfuse: %s: key 'array.member_size' is needed to create %s %d (%s)\n",
+				path, what, n, m);
 			bad++;
 		}
 	}
@@ -244,32 +249,47 @@ static int cmd_create(int argc, char **argv)
 		fprintf(stderr, "raidfuse: %s\n", err);
 		bad++;
 	}
+	if (cfg.nspares && cfg.level == 0) {
+		fprintf(stderr, "raidfuse: %s: raid0 takes no spares (nothing to rebuild onto them)\n", path);
+		bad++;
+	}
+	for (i = cfg.nmembers; !bad && cfg.metadata == RF_SB_12 && i < cfg.nmembers + cfg.nspares; i++) {
+		if (bytes[i] / 512 < sbn.data_offset + sbn.size) {
+			fprintf(stderr, "raidfuse: spare %d (%s): %llu bytes cannot hold the %llu each member uses\n",
+				i - cfg.nmembers, files[i], (unsigned long long)bytes[i],
+				(unsigned long long)((sbn.data_offset + sbn.size) * 512));
+			bad++;
+		}
+	}
 	if (bad) {
 		rf_config_free(&cfg);
 		return 1;
 	}
 	ret = 0;
-	for (i = 0; i < cfg.nmembers; i++) {
-		int fd;
+	for (i = 0; i < cfg.nmembers + cfg.nspares; i++) {
+		const char *what = i < cfg.nmembers ? "member" : "spare";
+		int fd, n = i < cfg.nmembers ? i : i - cfg.nmembers;
 
-		if (!cfg.members[i])
+		if (!files[i])
 			continue;
 		if (action[i])
-			fd = open(cfg.members[i], O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+			fd = open(files[i], O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 		else if (cfg.metadata == RF_SB_12)
-			fd = open(cfg.members[i], O_WRONLY | O_CLOEXEC);
+			fd = open(files[i], O_WRONLY | O_CLOEXEC);
 		else
 			continue;
+		/* A spare's superblock: device number after the members', its
+		 * role "spare" (as mdadm --create with spares writes them). */
 		if (fd < 0 || (action[i] && (ftruncate(fd, 0) || ftruncate(fd, (off_t)cfg.member_size)))) {
-			fprintf(stderr, "raidfuse: member %d (%s): %s\n", i, cfg.members[i], strerror(errno));
+			fprintf(stderr, "raidfuse: %s %d (%s): %s\n", what, n, files[i], strerror(errno));
 			ret = 1;
 		} else if (cfg.metadata == RF_SB_12 &&
-			   (rf_sb_write12(fd, cfg.members[i], &sbn, i, bytes[i] / 512, err, sizeof(err)) ||
-			    (cfg.bitmap && write_bitmap(fd, cfg.members[i], &bsb, err, sizeof(err))))) {
-			fprintf(stderr, "raidfuse: member %d: %s\n", i, err);
+			   (rf_sb_write12(fd, files[i], &sbn, i, bytes[i] / 512, err, sizeof(err)) ||
+			    (cfg.bitmap && write_bitmap(fd, files[i], &bsb, err, sizeof(err))))) {
+			fprintf(stderr, "raidfuse: %s %d: %s\n", what, n, err);
 			ret = 1;
 		} else if (action[i]) {
-			printf("member %d: %s (%llu bytes)\n", i, cfg.members[i], (unsigned long long)cfg.member_size);
+			printf("%s %d: %s (%llu bytes)\n", what, n, files[i], (unsigned long long)cfg.member_size);
 		}
 		if (fd >= 0)
 			close(fd);

@@ -45,6 +45,7 @@ struct rf_mgmt {
 	pthread_cond_t cond;
 	bool stop, kicked;
 	pthread_t thread;
+	bool resync_waits;              /* the thread's: a resync stopped for a rebuild */
 };
 
 static const char *base_name(const char *path)
@@ -368,11 +369,20 @@ static void check_recovery(struct rf_array *a)
 		}
 	}
 	pthread_mutex_unlock(&a->reconf_lock);
-	if (j.slot < 0 && !r)
+	if (j.slot < 0 && !r) {
+		/* Rebuilt: a resync it interrupted goes on from where it stopped. */
+		if (a->mgmt->resync_waits && st.action == RF_SYNC_IDLE) {
+			a->mgmt->resync_waits = false;
+			rf_array_start_resync(a, false);
+		}
 		return;
+	}
 	/* md interrupts a resync or check for a rebuild. */
-	if (st.action != RF_SYNC_IDLE)
+	if (st.action != RF_SYNC_IDLE) {
+		if (st.action == RF_SYNC_RESYNC)
+			a->mgmt->resync_waits = true;
 		rf_sync_stop(a, false);
+	}
 	if (j.slot >= 0) {
 		ret = rf_array_quiesced_all(a, take_slot, &j);
 		if (ret)

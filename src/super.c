@@ -804,8 +804,11 @@ int rf_sb_build12(const struct rf_sb_new *n, int role, uint64_t member_sectors, 
 	w = check_geometry(n->level, n->layout, n->chunk_sectors, n->raid_disks, 0, why, sizeof(why));
 	if (w)
 		return bad(err, errlen, "new array", k, "%s", w);
-	if (role < 0 || role >= n->raid_disks)
-		return bad(err, errlen, "new array", k, "role %d of %d", role, n->raid_disks);
+	/* Roles past raid_disks are spares' device numbers (their entries
+	 * in dev_roles say spare). */
+	max_dev = (uint32_t)((SB1_ROLES_OFF + 2 * (size_t)n->raid_disks + 511) / 512 * 512 - SB1_ROLES_OFF) / 2;
+	if (role < 0 || (uint32_t)role >= max_dev)
+		return bad(err, errlen, "new array", k, "device %d of %u", role, max_dev);
 	if (n->data_offset < 16 || n->data_offset >= member_sectors)
 		return bad(err, errlen, "new array", k,
 			   "data_offset %llu sectors must be at least 16 (after the superblock) and inside the "
@@ -858,7 +861,6 @@ int rf_sb_build12(const struct rf_sb_new *n, int role, uint64_t member_sectors, 
 	s->events = to_le64(0);
 	s->resync_offset = to_le64(n->clean ? RF_SB_MAX_SECTOR : 0);
 	/* Role slots in whole 512-byte blocks, as mdadm sizes them. */
-	max_dev = (uint32_t)((SB1_ROLES_OFF + 2 * (size_t)n->raid_disks + 511) / 512 * 512 - SB1_ROLES_OFF) / 2;
 	s->max_dev = to_le32(max_dev);
 	for (i = 0; i < RF_SB_MAX_DEV; i++)
 		s->dev_roles[i] = to_le16(i < (uint32_t)n->raid_disks ? (uint16_t)i : RF_SB_ROLE_SPARE);

@@ -159,7 +159,8 @@ uint64_t rf_sb_default_data_offset(uint64_t member_sectors, uint32_t chunk_secto
 int rf_sb_random_uuid(uint8_t uuid[16]);
 
 /* Build the RF_SB_BYTES-byte 1.2 superblock of role (dev_number = role) on a
- * member of member_sectors.  Returns 0 or -EINVAL with a message. */
+ * member of member_sectors; a role past raid_disks is a spare's device
+ * number (below max_dev).  Returns 0 or -EINVAL with a message. */
 int rf_sb_build12(const struct rf_sb_new *n, int role, uint64_t member_sectors, void *buf,
 		  char *err, size_t errlen);
 

@@ -50,9 +50,11 @@ round() {
 	mk_conf "$D/$name.conf" level="$level" members="$(members "$n" "$name-")" \
 		spares="$(members "$nsp" "$name-s")" member_size=24M chunk_size=64K metadata=1.2
 	create_array --assume-clean "$D/$name.conf"
-	for ((i = 0; i < nsp; i++)); do
-		truncate -s 24M "$D/$name-s$i.img"
-	done
+	# create made the spares, with superblocks that say spare
+	if [ -n "$(command -v mdadm)" ]; then
+		mdadm --examine "$D/$name-s0.img" 2>&1 | grep -q "Device Role : spare" ||
+			fail "$name: mdadm does not see $name-s0.img as a spare: $(mdadm --examine "$D/$name-s0.img" 2>&1)"
+	fi
 	start_array "$D/$name.conf" "$MNT"
 	# Slow enough that the rebuild overlaps the writes.
 	echo 4000 >"$MNT/md/sync_speed_max"
