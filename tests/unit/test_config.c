@@ -711,6 +711,28 @@ static void test_err_tuning(void **state)
 }
 
 /* faults: one group per member, each key as md/dev-NAME/fault takes it. */
+/* spares: paths resolved as members are; none may be a member or
+ * another spare; the errors name the key and line. */
+static void test_spares(void **state)
+{
+	struct rf_config cfg;
+
+	load_ok("array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" );\n"
+		"  spares = ( \"s0\", \"/abs/s1\" ); };\n", &cfg);
+	assert_int_equal(cfg.nspares, 2);
+	assert_non_null(strstr(cfg.spares[0], "/s0"));
+	assert_string_equal(cfg.spares[1], "/abs/s1");
+	rf_config_free(&cfg);
+	check_err("array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" );\n"
+		  "  spares = ( \"s0\",\n \"b\" ); };\n", -EINVAL, 3, "array.spares[1]", "is already member 1");
+	check_err("array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" );\n"
+		  "  spares = ( \"s0\", \"s0\" ); };\n", -EINVAL, 2, "array.spares[1]", "is already spare 0");
+	check_err("array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" );\n"
+		  "  spares = ( 5 ); };\n", -EINVAL, 2, "array.spares[0]", "must be a path");
+	check_err("array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" );\n"
+		  "  spares = \"s0\"; };\n", -EINVAL, 2, "array.spares", "must be a list of paths");
+}
+
 static void test_faults(void **state)
 {
 	static const char arr[] = "array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" ); };\n";
@@ -888,6 +910,7 @@ int main(void)
 		cmocka_unit_test(test_err_tuning),
 		cmocka_unit_test(test_tuning_limits),
 		cmocka_unit_test(test_faults),
+		cmocka_unit_test(test_spares),
 		cmocka_unit_test(test_short_err_buffer),
 		cmocka_unit_test(test_parse_size),
 	};
