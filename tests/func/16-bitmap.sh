@@ -13,7 +13,7 @@
 # 3. kill -9 while fio writes a 4 MiB region: the superblocks say active
 #    and a few bits (the region's chunks, far from all) are set.
 # 4. assemble again: md/consistency_policy says bitmap, mdstat has md's
-#    bitmap line; echo resync > md/sync_action goes over the dirty chunks
+#    bitmap line; the resync that starts by itself goes over the dirty chunks
 #    only (the log's count: fewer sectors than the array's), then
 #    echo check counts mismatch_cnt 0, the data of step 2 verifies, and a
 #    clean unmount leaves 0 bits set.
@@ -116,8 +116,12 @@ round() {
 		fail "$name: assemble did not find $dirty chunks needing a resync: $(cat "$logf")"
 	check '[ "$(val consistency_policy)" = bitmap ]' "$name: md/consistency_policy"
 	check "grep -q '^      bitmap: 1/1 pages \\[4KB\\], 1024KB chunk$' $MNT/mdstat" "$name: mdstat's bitmap line"
-	act resync
-	line=$(grep "bitmap: resync went over" "$logf") || fail "$name: no resync summary in the log: $(cat "$logf")"
+	# the resync the dirty superblocks call for starts by itself
+	wait_sync_idle "$MNT" "$name: the automatic resync"
+	grep -q "resync due from sector 0: starting it" "$logf" ||
+		fail "$name: no automatic resync after the crash: $(cat "$logf")"
+	line=$(grep -m1 "bitmap: resync went over" "$logf") ||
+		fail "$name: no resync summary in the log: $(cat "$logf")"
 	over=$(sed -n 's/.*resync went over \([0-9]*\) of \([0-9]*\) sectors.*/\1/p' <<<"$line")
 	all=$(sed -n 's/.*resync went over \([0-9]*\) of \([0-9]*\) sectors.*/\2/p' <<<"$line")
 	check "[ $over -gt 0 ] && [ $over -le $((dirty * 2048)) ] && [ $over -lt $all ]" \
