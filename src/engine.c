@@ -635,47 +635,64 @@ void rf_requeue_piece(struct rf_array *a, struct rf_piece *p)
 
 /* ---- workers ---- */
 
-/* Issue list's DIRECT pieces on w's ring and attach its STRIPE pieces to
- * their heads in g (waiting on g->deferred when no head is free). */
 #define SEEN_SLOTS 32
 
-static void run_pieces(struct rf_worker *w, struct rf_group *g, struct rf_piece *list)
+/* g->lock held: attach list's STRIPE pieces to their heads (or to
+ * g->deferred when no head is free) and return its DIRECT pieces, in
+ * order, for the caller to issue.  Taking g->incoming and attaching its
+ * pieces in one critical section keeps the order of writes to one head:
+ * no other worker can attach later pieces in between. */
+static struct rf_piece *attach_locked(struct rf_group *g, struct rf_piece *list)
 {
-	struct rf_piece *p, *next, *stripes = NULL, **stail = &stripes;
+	struct rf_piece *p, *next, *direct = NULL, **dtail = &direct;
 	struct rf_stripe *seen[SEEN_SLOTS] = { NULL };
 
+	/* One hash lookup per head: a request's pieces of one head (its data
+	 * columns) find the head again here.  A head found in this round
+	 * cannot be recycled before the lock is dropped: it is off the LRU. */
 	for (p = list; p; p = next) {
-		next = p->next;
-		if (p->kind == RF_PIECE_STRIPE) {
-			p->next = NULL;
-			*stail = p;
-			stail = &p->next;
-		} else {
-			rf_direct_issue(w, p);
-		}
-	}
-	if (!stripes)
-		return;
-	/* One lock round for every stripe piece of the batch, and one hash
-	 * lookup per head: a request's pieces of one head (its data columns)
-	 * find the head again here.  A head found in this round cannot be
-	 * recycled before the lock is dropped: it is off the LRU. */
-	pthread_mutex_lock(&g->lock);
-	for (p = stripes; p; p = next) {
-		struct rf_stripe **slot = &seen[(p->key ^ p->key >> 5) % SEEN_SLOTS];
-		struct rf_stripe *sh = *slot && (*slot)->sector == p->key ? *slot : NULL;
+		struct rf_stripe **slot, *sh;
 
 		next = p->next;
+		p->next = NULL;
+		if (p->kind != RF_PIECE_STRIPE) {
+			*dtail = p;
+			dtail = &p->next;
+			continue;
+		}
+		slot = &seen[(p->key ^ p->key >> 5) % SEEN_SLOTS];
+		sh = *slot && (*slot)->sector == p->key ? *slot : NULL;
 		sh = stripe_attach(g, sh, p);
 		if (sh) {
 			*slot = sh;
 		} else {
-			p->next = NULL;
 			*g->deferred_tail = p;
 			g->deferred_tail = &p->next;
 		}
 	}
+	return direct;
+}
+
+static void issue_direct(struct rf_worker *w, struct rf_piece *list)
+{
+	struct rf_piece *p, *next;
+
+	for (p = list; p; p = next) {
+		next = p->next;
+		rf_direct_issue(w, p);
+	}
+}
+
+/* Attach list's STRIPE pieces to their heads in g (waiting on
+ * g->deferred when no head is free), then issue its DIRECT pieces on w. */
+static void run_pieces(struct rf_worker *w, struct rf_group *g, struct rf_piece *list)
+{
+	struct rf_piece *direct;
+
+	pthread_mutex_lock(&g->lock);
+	direct = attach_locked(g, list);
 	pthread_mutex_unlock(&g->lock);
+	issue_direct(w, direct);
 }
 
 /* One pass of w over g: take the incoming pieces, then a batch of heads
@@ -684,7 +701,7 @@ static void run_pieces(struct rf_worker *w, struct rf_group *g, struct rf_piece 
 static int group_pass(struct rf_worker *w, struct rf_group *g, bool *stop)
 {
 	struct rf_stripe *batch[HANDLE_BATCH];
-	struct rf_piece *in;
+	struct rf_piece *in, *direct;
 	int i, nsh = 0;
 
 	pthread_mutex_lock(&g->lock);
@@ -693,9 +710,9 @@ static int group_pass(struct rf_worker *w, struct rf_group *g, bool *stop)
 	g->incoming_tail = &g->incoming;
 	if (stop)
 		*stop = g->stop;
+	direct = attach_locked(g, in);
 	pthread_mutex_unlock(&g->lock);
-	if (in)
-		run_pieces(w, g, in);
+	issue_direct(w, direct);
 
 	pthread_mutex_lock(&g->lock);
 	while (g->handle_head && nsh < HANDLE_BATCH) {
