@@ -260,6 +260,10 @@ int rf_array_quiesced_all(struct rf_array *a, int (*fn)(void *arg), void *arg);
  * (hard link, symlink, the same block device), or -1. */
 int rf_same_file(struct rf_array *a, int i, int fd);
 
+/* The device called name (md/dev-NAME: its file's base name); its
+ * number, or -ENOENT.  reconf_lock held. */
+int rf_dev_lookup(struct rf_array *a, const char *name);
+
 /* member.c: the management thread (spares taking failed slots, rebuild
  * start and end), and what the sync thread tells it. */
 int rf_mgmt_start(struct rf_array *a);

@@ -388,26 +388,13 @@ int rf_fault_from_config(const struct rf_config *cfg, int member, struct rf_faul
 
 /* ---------------------------------------------------------------- by name */
 
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
-
 /* The fault state of device name; reconf_lock held.  NULL: no such
- * device (or one without a state). */
+ * device. */
 static struct rf_fault *dev_fault(struct rf_array *a, const char *name)
 {
-	int i;
+	int dev = rf_dev_lookup(a, name);
 
-	for (i = 0; i < a->ndevs; i++) {
-		const struct rf_member *m = &a->members[i];
-
-		if (!(m->flags & RF_DEV_MISSING) && !strcmp(base_name(m->path), name))
-			return m->fault;
-	}
-	return NULL;
+	return dev < 0 ? NULL : a->members[dev].fault;
 }
 
 int rf_array_dev_fault_get(struct rf_array *a, const char *name, struct rf_fault_spec *s,

@@ -105,19 +105,22 @@ out:
 	return ret;
 }
 
+int rf_dev_lookup(struct rf_array *a, const char *name)
+{
+	int i;
+
+	for (i = 0; i < a->ndevs; i++)
+		if (!(a->members[i].flags & RF_DEV_MISSING) && !strcmp(base_name(a->members[i].path), name))
+			return i;
+	return -ENOENT;
+}
+
 int rf_array_dev_find(struct rf_array *a, const char *name)
 {
-	int i, ret = -ENOENT;
+	int ret;
 
 	pthread_mutex_lock(&a->reconf_lock);
-	for (i = 0; i < a->ndevs; i++) {
-		if (a->members[i].flags & RF_DEV_MISSING)
-			continue;
-		if (!strcmp(base_name(a->members[i].path), name)) {
-			ret = i;
-			break;
-		}
-	}
+	ret = rf_dev_lookup(a, name);
 	pthread_mutex_unlock(&a->reconf_lock);
 	return ret;
 }
@@ -493,11 +496,9 @@ static int set_state(void *arg)
 	bool slot;
 	int dev, ret = 0;
 
-	for (dev = 0; dev < a->ndevs; dev++)
-		if (!(a->members[dev].flags & RF_DEV_MISSING) && !strcmp(base_name(a->members[dev].path), j->name))
-			break;
-	if (dev == a->ndevs)
-		return -ENOENT;
+	dev = rf_dev_lookup(a, j->name);
+	if (dev < 0)
+		return dev;
 	m = &a->members[dev];
 	slot = dev < a->nmembers;
 	rf_sbstate_lock(a->sbstate);

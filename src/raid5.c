@@ -215,31 +215,6 @@ static void issue(struct rf_worker *w, struct rf_stripe *sh, int col, bool write
 	rf_ioq_queue(&w->ioq, m);
 }
 
-/* Syndrome-ordered block pointers of the row: n data slots, then P, Q. */
-static int syndrome_blocks(struct rf_worker *w, struct rf_stripe *sh, const struct row_ctx *c, void **blocks)
-{
-	struct rf_array *a = w->a;
-	int n = c->row.syndrome_disks, i;
-
-	for (i = 0; i < n; i++)
-		blocks[i] = w->zero;    /* DDF layouts: P and Q slots count as zeros */
-	for (i = 0; i < a->nmembers; i++)
-		if (c->data_mask & (1ull << i))
-			blocks[c->row.qslot[i]] = sh->buf[i];
-	blocks[n] = sh->buf[c->row.pd_idx];
-	blocks[n + 1] = sh->buf[c->row.qd_idx];
-	return n;
-}
-
-static int syndrome_index(const struct row_ctx *c, int member)
-{
-	if (member == c->row.pd_idx)
-		return c->row.syndrome_disks;
-	if (member == c->row.qd_idx)
-		return c->row.syndrome_disks + 1;
-	return c->row.qslot[member];
-}
-
 static void compute_parity(struct rf_worker *w, struct rf_stripe *sh, const struct row_ctx *c)
 {
 	struct rf_array *a = w->a;
@@ -252,7 +227,7 @@ static void compute_parity(struct rf_worker *w, struct rf_stripe *sh, const stru
 		rf_xor_gen(a->geom.data_disks, a->stripe_size, blocks, sh->buf[c->row.pd_idx]);
 		return;
 	}
-	n = syndrome_blocks(w, sh, c, blocks);
+	n = rf_r6_blocks(&c->row, a->geom.data_disks, sh->buf, 0, w->zero, blocks);
 	rf_pq_gen(n, a->stripe_size, blocks, blocks[n], blocks[n + 1]);
 }
 
@@ -279,10 +254,10 @@ static void reconstruct(struct rf_worker *w, struct rf_stripe *sh, const struct 
 		sh->uptodate |= 1ull << x;
 		return;
 	}
-	n = syndrome_blocks(w, sh, c, blocks);
+	n = rf_r6_blocks(&c->row, a->geom.data_disks, sh->buf, 0, w->zero, blocks);
 	for (i = 0; i < a->nmembers && nf < 2; i++)
 		if (bad & (1ull << i))
-			f[nf++] = syndrome_index(c, i);
+			f[nf++] = rf_r6_index(&c->row, i);
 	if (nf == 2 && f[0] > f[1]) {
 		int t = f[0];
 

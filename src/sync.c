@@ -401,7 +401,7 @@ static int parity_recover(struct rf_sync *s, uint64_t pos, uint64_t *nsec)
 	struct rf_array *a = s->a;
 	const struct rf_geom *g = &a->geom;
 	uint32_t bytes = (uint32_t)(*nsec << 9);
-	int i, k, b, nblk = (int)(bytes / BLK), ret = 0;
+	int i, b, nblk = (int)(bytes / BLK), ret = 0;
 	uint64_t row = UINT64_MAX, rec, missing;
 	struct rf_r5_row r;
 	void *blocks[RF_MAX_MEMBERS + 2];
@@ -434,16 +434,10 @@ static int parity_recover(struct rf_sync *s, uint64_t pos, uint64_t *nsec)
 			rf_xor_gen(n, BLK, blocks, s->buf[x] + off);
 			continue;
 		}
-		n = r.syndrome_disks;
-		for (k = 0; k < n; k++)
-			blocks[k] = s->zero;    /* DDF layouts' P and Q slots */
-		for (k = 0; k < g->data_disks; k++)
-			blocks[r.qslot[r.data_member[k]]] = s->buf[r.data_member[k]] + off;
-		blocks[n] = s->buf[r.pd_idx] + off;
-		blocks[n + 1] = s->buf[r.qd_idx] + off;
+		n = rf_r6_blocks(&r, g->data_disks, s->buf, (size_t)off, s->zero, blocks);
 		for (i = 0; i < a->nmembers && nf < 2; i++)
 			if (missing & (1ull << i))
-				f[nf++] = i == r.pd_idx ? n : i == r.qd_idx ? n + 1 : r.qslot[i];
+				f[nf++] = rf_r6_index(&r, i);
 		rf_raid6_recover(n, BLK, blocks, f[0], f[1]);
 	}
 	for (i = 0; i < a->nmembers && !ret; i++)
@@ -538,11 +532,8 @@ static int parity_region(struct rf_sync *s, enum rf_sync_action act, uint64_t po
 			rf_r5_row(g, row, &r);
 		}
 		if (raid6) {
-			for (k = 0; k < r.syndrome_disks; k++)
-				blocks[k] = s->zero;    /* DDF layouts' P and Q slots */
-			for (k = 0; k < g->data_disks; k++)
-				blocks[r.qslot[r.data_member[k]]] = s->buf[r.data_member[k]] + off;
-			rf_pq_gen(r.syndrome_disks, BLK, blocks, s->p, s->q);
+			rf_pq_gen(rf_r6_blocks(&r, g->data_disks, s->buf, (size_t)off, s->zero, blocks), BLK, blocks,
+				  s->p, s->q);
 		} else {
 			for (k = 0; k < g->data_disks; k++)
 				blocks[k] = s->buf[r.data_member[k]] + off;

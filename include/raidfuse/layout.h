@@ -77,6 +77,33 @@ struct rf_r5_row {
 	int syndrome_disks;            /* number of syndrome positions (raid6: data_disks, or raid_disks for DDF layouts, whose P/Q slots hold zeros) */
 };
 
+/* raid6: the row's blocks in syndrome order, bufs[member] + off each: the
+ * r->syndrome_disks data positions (zero for the P and Q positions of DDF
+ * layouts), then P, then Q.  Returns the number of data positions. */
+static inline int rf_r6_blocks(const struct rf_r5_row *r, int data_disks, char *const *bufs, size_t off,
+			       void *zero, void **blocks)
+{
+	int n = r->syndrome_disks, k;
+
+	for (k = 0; k < n; k++)
+		blocks[k] = zero;
+	for (k = 0; k < data_disks; k++)
+		blocks[r->qslot[r->data_member[k]]] = bufs[r->data_member[k]] + off;
+	blocks[n] = bufs[r->pd_idx] + off;
+	blocks[n + 1] = bufs[r->qd_idx] + off;
+	return n;
+}
+
+/* member's position in that order (what rf_raid6_recover() takes). */
+static inline int rf_r6_index(const struct rf_r5_row *r, int member)
+{
+	if (member == r->pd_idx)
+		return r->syndrome_disks;
+	if (member == r->qd_idx)
+		return r->syndrome_disks + 1;
+	return r->qslot[member];
+}
+
 void rf_r5_map_sector(const struct rf_geom *g, uint64_t array_sector, struct rf_r5_map *m);
 void rf_r5_row(const struct rf_geom *g, uint64_t stripe, struct rf_r5_row *r);
 /* Inverse: array sector of (member, dev_sector) in a data column; -1 if the
