@@ -76,7 +76,7 @@ static void dev_fail(struct rf_array *a, int i, int err, uint64_t off)
  * not NULL, is device own_dev's part of the change (its recovery state).
  * Returns 0, or -EIO when the array failed. */
 static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_change *c, int own_dev,
-			const struct rf_sb_change *own)
+			uint64_t own_recovery)
 {
 	struct rf_array *a = s->a;
 	char err[1024];
@@ -95,9 +95,9 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 		if (!m->has || dev_faulty(a, i))
 			continue;
 		mine = *c;
-		if (i == own_dev && own) {
-			mine.set_recovery = own->set_recovery;
-			mine.recovery_offset = own->recovery_offset;
+		if (i == own_dev) {
+			mine.set_recovery = true;
+			mine.recovery_offset = own_recovery;
 		}
 		r = rf_sb_update_io(&m->io, a->members[i].path, &m->sb, &mine, err, sizeof(err));
 		if (r) {
@@ -125,7 +125,7 @@ static int write_all(struct rf_sbstate *s, enum change what, int faulty_slot)
 {
 	struct rf_sb_change c = { .faulty_slot = faulty_slot };
 
-	return write_change(s, what, &c, -1, NULL);
+	return write_change(s, what, &c, -1, 0);
 }
 
 static void record_failed_locked(struct rf_sbstate *s);
@@ -479,7 +479,7 @@ int rf_sbstate_add_spare(struct rf_sbstate *s, int dev, char *err, size_t errlen
 		return r;
 	/* The others learn of it; the spare takes the events they get. */
 	m->has = true;
-	return write_change(s, CH_DEVICES, &c, -1, NULL);
+	return write_change(s, CH_DEVICES, &c, -1, 0);
 }
 
 bool rf_sbstate_has(struct rf_sbstate *s, int dev)
@@ -512,43 +512,35 @@ void rf_sbstate_swap(struct rf_sbstate *s, int i, int j)
 	rf_bitmap_dev_changed(s->a->bitmap, j);
 }
 
-int rf_sbstate_set_slot(struct rf_sbstate *s, int dev, int slot, uint64_t recovery_offset)
-{
-	struct rf_sbs_member *m = &s->m[dev];
-	struct rf_sb_change c = { .faulty_slot = -1 }, own = { .faulty_slot = -1 };
-
-	if (!m->has)
-		return 0;
-	c.set_role = true;
-	c.role_slot = m->sb.dev_number;
-	c.role_value = slot < 0 ? RF_SB_ROLE_SPARE : (uint16_t)slot;
-	own.set_recovery = true;
-	own.recovery_offset = recovery_offset;
-	return write_change(s, CH_DEVICES, &c, dev, &own);
-}
-
-int rf_sbstate_mark_faulty(struct rf_sbstate *s, int dev)
+/* Device dev's role in everyone's superblocks (role < 0: unchanged),
+ * and with recovery its own rebuild position. */
+static int dev_change(struct rf_sbstate *s, enum change what, int dev, int role, bool recovery, uint64_t off)
 {
 	struct rf_sb_change c = { .faulty_slot = -1 };
 
 	if (!s->m[dev].has)
 		return 0;
-	c.set_role = true;
-	c.role_slot = s->m[dev].sb.dev_number;
-	c.role_value = RF_SB_ROLE_FAULTY;
-	return write_change(s, CH_FAULTY, &c, -1, NULL);
+	if (role >= 0) {
+		c.set_role = true;
+		c.role_slot = s->m[dev].sb.dev_number;
+		c.role_value = (uint16_t)role;
+	}
+	return write_change(s, what, &c, recovery ? dev : -1, off);
+}
+
+int rf_sbstate_set_slot(struct rf_sbstate *s, int dev, int slot, uint64_t recovery_offset)
+{
+	return dev_change(s, CH_DEVICES, dev, slot < 0 ? RF_SB_ROLE_SPARE : slot, true, recovery_offset);
+}
+
+int rf_sbstate_mark_faulty(struct rf_sbstate *s, int dev)
+{
+	return dev_change(s, CH_FAULTY, dev, RF_SB_ROLE_FAULTY, false, 0);
 }
 
 int rf_sbstate_set_recovery(struct rf_sbstate *s, int dev, uint64_t recovery_offset)
 {
-	struct rf_sbs_member *m = &s->m[dev];
-	struct rf_sb_change c = { .faulty_slot = -1 }, own = { .faulty_slot = -1 };
-
-	if (!m->has)
-		return 0;
-	own.set_recovery = true;
-	own.recovery_offset = recovery_offset;
-	return write_change(s, CH_DEVICES, &c, dev, &own);
+	return dev_change(s, CH_DEVICES, dev, -1, true, recovery_offset);
 }
 
 void rf_sbstate_close(struct rf_sbstate *s)
