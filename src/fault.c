@@ -11,10 +11,10 @@
  *
  * Which device owns which fault state is the array's business: each
  * struct rf_member holds its own, and the member IO queues reach it
- * through struct rf_ioq_member (a copy of the pointer).  The functions at
- * the end find a device's state by name for md/dev-NAME/fault, under the
- * array's reconfiguration lock, so a device being removed is never
- * touched half-way.
+ * through struct rf_ioq_member (a copy of the pointer).  md/dev-NAME/fault
+ * finds a device's state by name in member.c, under the array's
+ * reconfiguration lock, so a device being removed is never touched
+ * half-way.
  *
  * What it does NOT do: decide what a failed operation means (the engine
  * marks the member faulty, as for a real error), or retry anything.
@@ -25,7 +25,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine.h"
 #include "raidfuse/config.h"
 #include "raidfuse/fault.h"
 #include "raidfuse/ioq.h"
@@ -384,40 +383,4 @@ int rf_fault_from_config(const struct rf_config *cfg, int member, struct rf_faul
 			rf_fault_set(f, &cfg->faults[i].spec);
 	*out = f;
 	return 0;
-}
-
-/* ---------------------------------------------------------------- by name */
-
-/* The fault state of device name; reconf_lock held.  NULL: no such
- * device. */
-static struct rf_fault *dev_fault(struct rf_array *a, const char *name)
-{
-	int dev = rf_dev_lookup(a, name);
-
-	return dev < 0 ? NULL : a->members[dev].fault;
-}
-
-int rf_array_dev_fault_get(struct rf_array *a, const char *name, struct rf_fault_spec *s,
-			   struct rf_fault_stats *st)
-{
-	struct rf_fault *f;
-
-	pthread_mutex_lock(&a->reconf_lock);
-	f = dev_fault(a, name);
-	if (f)
-		rf_fault_get(f, s, st);
-	pthread_mutex_unlock(&a->reconf_lock);
-	return f ? 0 : -ENOENT;
-}
-
-int rf_array_dev_fault_set(struct rf_array *a, const char *name, const struct rf_fault_spec *s)
-{
-	struct rf_fault *f;
-
-	pthread_mutex_lock(&a->reconf_lock);
-	f = dev_fault(a, name);
-	if (f)
-		rf_fault_set(f, s);
-	pthread_mutex_unlock(&a->reconf_lock);
-	return f ? 0 : -ENOENT;
 }

@@ -711,3 +711,39 @@ fail:
 	dev_close(m);
 	return ret;
 }
+
+/* ---- md/dev-NAME/fault ---- */
+
+/* The fault state of device name; reconf_lock held.  NULL: no such
+ * device. */
+static struct rf_fault *dev_fault(struct rf_array *a, const char *name)
+{
+	int dev = rf_dev_lookup(a, name);
+
+	return dev < 0 ? NULL : a->members[dev].fault;
+}
+
+int rf_array_dev_fault_get(struct rf_array *a, const char *name, struct rf_fault_spec *s,
+			   struct rf_fault_stats *st)
+{
+	struct rf_fault *f;
+
+	pthread_mutex_lock(&a->reconf_lock);
+	f = dev_fault(a, name);
+	if (f)
+		rf_fault_get(f, s, st);
+	pthread_mutex_unlock(&a->reconf_lock);
+	return f ? 0 : -ENOENT;
+}
+
+int rf_array_dev_fault_set(struct rf_array *a, const char *name, const struct rf_fault_spec *s)
+{
+	struct rf_fault *f;
+
+	pthread_mutex_lock(&a->reconf_lock);
+	f = dev_fault(a, name);
+	if (f)
+		rf_fault_set(f, s);
+	pthread_mutex_unlock(&a->reconf_lock);
+	return f ? 0 : -ENOENT;
+}
