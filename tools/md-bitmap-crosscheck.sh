@@ -18,11 +18,17 @@
 #     from md resyncing where raidfuse's bit said, in md's units.
 #
 # usage: tools/md-bitmap-crosscheck.sh        (RAIDFUSE, MDPEER override)
+#
+# mdpeer (a QEMU guest running kernel md) is not part of this tree: it is
+# taken from shared/tools/mdpeer beside the repository, or from MDPEER.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 RAIDFUSE=${RAIDFUSE:-$here/build/raidfuse}
 MDPEER=${MDPEER:-$here/../shared/tools/mdpeer}
-[ -x "$MDPEER/run-guest.sh" ] || MDPEER=/work/shared/tools/mdpeer
+if [ ! -x "$MDPEER/run-guest.sh" ]; then
+	echo "md-bitmap-crosscheck.sh: kernel md's resync needs mdpeer: no $MDPEER/run-guest.sh (set MDPEER=DIR)" >&2
+	exit 2
+fi
 work=$(mktemp -d /dev/shm/rf-bmcross-XXXXXX)
 pids=()
 cleanup() {

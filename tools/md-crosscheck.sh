@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # md-crosscheck.sh - let the real kernel md judge what raidfuse wrote.
 #
-# For each kernel-md array in ../shared/md-images (or the names given), it
+# For each kernel-md array in tests/data/md-images (or the names given), it
 # decompresses the members, serves them with raidfuse (a config naming md's
 # level, layout, chunk, data offset and size), writes new data through the
 # mount with fio (random 4k..128k and unaligned writes, so rmw, rcw and
@@ -10,11 +10,20 @@
 # must assemble them, read the same sha256, and find mismatch_cnt=0.
 #
 # usage: tools/md-crosscheck.sh [NAME...]     (RAIDFUSE, MD_IMAGES, MDPEER override)
+#
+# mdpeer (a QEMU guest running kernel md) is not part of this tree: it is
+# taken from shared/tools/mdpeer beside the repository, or from MDPEER.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 RAIDFUSE=${RAIDFUSE:-$here/build/raidfuse}
-MD_IMAGES=${MD_IMAGES:-$here/../shared/md-images}
+MD_IMAGES=${MD_IMAGES:-$here/tests/data/md-images}
 MDPEER=${MDPEER:-$here/../shared/tools/mdpeer}
+if [ ! -x "$MDPEER/md-judge.sh" ]; then
+	echo "md-crosscheck.sh: kernel md's check needs mdpeer: no $MDPEER/md-judge.sh (set MDPEER=DIR)" >&2
+	exit 2
+fi
+[ -f "$MD_IMAGES/manifest.jsonl" ] ||
+	{ echo "md-crosscheck.sh: no $MD_IMAGES/manifest.jsonl (set MD_IMAGES=DIR)" >&2; exit 2; }
 work=$(mktemp -d /dev/shm/rf-crosscheck-XXXXXX)
 trap 'fusermount3 -uz "$work/mnt" 2>/dev/null || true; rm -rf "$work"' EXIT
 mkdir -p "$work/mnt"

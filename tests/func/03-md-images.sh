@@ -1,7 +1,7 @@
 #!/bin/bash
 # 03-md-images: raidfuse reads arrays that the kernel's md wrote.
 #
-# shared/md-images holds member files of arrays made by kernel md and
+# tests/data/md-images holds member files of arrays made by kernel md and
 # mdadm, each sector s of the array holding u64le(s) 64 times (README.md
 # there).  For every array in its manifest.jsonl: copy the members out
 # (xz -dc; the originals are never touched), describe the array in a config
@@ -11,8 +11,7 @@
 # for raid6 each pair (neighbours only in a quick run, RF_QUICK=1): parity
 # and mirrors are where md put them.
 #
-# RF_MD_IMAGES=DIR picks the directory (default: shared/md-images beside
-# this repository, then /work/shared/md-images).
+# RF_MD_IMAGES=DIR picks the directory (default: tests/data/md-images).
 . "$(dirname "$0")/lib.sh"
 requires fuse xz
 build_helper

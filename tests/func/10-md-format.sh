@@ -1,7 +1,7 @@
 #!/bin/bash
 # 10-md-format: md's on-disk format, both ways.
 #
-# 1. Every array kernel md made (shared/md-images) assembles from its
+# 1. Every array kernel md made (tests/data/md-images) assembles from its
 #    members alone, no config: raidfuse assemble reads the superblocks,
 #    orders the members by role (they are given shuffled), and the image
 #    holds the pattern in every sector; raidfuse examine prints what mdadm
@@ -53,8 +53,10 @@ same_fields() {
 
 MNT=$WORK/mnt
 narrays=0
-MDJUDGE=${MDJUDGE:-$TOP_DIR/../shared/tools/mdpeer/md-judge.sh}
-[ -x "$MDJUDGE" ] || MDJUDGE=/work/shared/tools/mdpeer/md-judge.sh
+judge=0
+if md_judge; then
+	judge=1
+fi
 
 log "1. kernel md's arrays assemble from their members alone"
 while IFS= read -r line; do
@@ -159,7 +161,7 @@ for spec in "5 left-symmetric 64K 4" "6 right-asymmetric 128K 5" "10 n2 64K 4" "
 	# RF_MD_JUDGE=1: kernel md (in QEMU, 30-60 s per array) assembles the
 	# members raidfuse made and wrote, reads the same bytes and finds
 	# parity and copies consistent.
-	if [ "${RF_MD_JUDGE:-0}" = 1 ] && [ -x "$MDJUDGE" ]; then
+	if [ $judge = 1 ]; then
 		"$MDJUDGE" --check "$D"/d*.img >"$D/judge.txt" 2>&1 || fail "raid$level: md-judge: $(cat "$D/judge.txt")"
 		grep -q "JUDGE assemble=ok" "$D/judge.txt" || fail "raid$level: kernel md did not assemble: $(cat "$D/judge.txt")"
 		grep -q "JUDGE sha256=$sum " "$D/judge.txt" || fail "raid$level: kernel md reads other bytes: $(cat "$D/judge.txt")"

@@ -2,7 +2,7 @@
 # 13-overlay-state: experiments that leave the members alone, the array's
 # clean/dirty state in md's superblocks, and members no two servers share.
 #
-# 1. --overlay: an array kernel md made (shared/md-images) is assembled
+# 1. --overlay: an array kernel md made (tests/data/md-images) is assembled
 #    with an overlay directory and takes a fio verify job and mkfs.ext4 +
 #    fsck; every member's sha256 stays the same.  A second assemble with
 #    the same directory reads back what was written (fio verify_only,
@@ -131,9 +131,7 @@ stop_array "$MNT"
 mdadm --examine "$C/d0.img" >"$C/ex.txt"
 check "[ \"$(field "$C/ex.txt" State)\" = active ]" "a crash's resync stays due"
 
-if [ "${RF_MD_JUDGE:-0}" = 1 ]; then
-	MDJUDGE=${MDJUDGE:-$TOP_DIR/../shared/tools/mdpeer/md-judge.sh}
-	[ -x "$MDJUDGE" ] || MDJUDGE=/work/shared/tools/mdpeer/md-judge.sh
+if md_judge; then
 	mk_conf "$C/j.conf" metadata=1.2 level=1 members="j0.img j1.img" member_size=32M
 	create_array "$C/j.conf" --assume-clean
 	start_array "$C/j.conf" "$MNT"

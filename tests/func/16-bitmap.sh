@@ -134,9 +134,7 @@ round() {
 	check "[ \"$(dirty_bits)\" = 0 ]" "$name: resynced and idle: every bit cleared"
 	log "$name check: mismatch_cnt 0; the first 8 MiB verify; 0 bits set after unmount"
 
-	if [ "${RF_MD_JUDGE:-0}" = 1 ]; then
-		MDJUDGE=${MDJUDGE:-$TOP_DIR/../shared/tools/mdpeer/md-judge.sh}
-		[ -x "$MDJUDGE" ] || MDJUDGE=/work/shared/tools/mdpeer/md-judge.sh
+	if md_judge; then
 		"$MDJUDGE" --check "$C"/d?.img >"$C/judge.txt" 2>&1 || fail "md-judge: $(cat "$C/judge.txt")"
 		grep -q "JUDGE assemble=ok" "$C/judge.txt" || fail "$name: kernel md did not assemble: $(cat "$C/judge.txt")"
 		grep -q "JUDGE mismatch_cnt=0 " "$C/judge.txt" || fail "$name: kernel md's check: $(cat "$C/judge.txt")"

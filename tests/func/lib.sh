@@ -33,7 +33,10 @@
 #   expect_fail CMD...     CMD must exit non-zero; its output in $OUT
 #   check COND MSG / fail MSG / log MSG
 #   known_bug WHAT CMD...  a check that fails today: XFAIL, not FAIL
-#   md_images              IMAGES = the kernel md arrays' directory, or skip
+#   md_images              IMAGES = the kernel md arrays' directory
+#                          (tests/data/md-images), or fail
+#   md_judge               RF_MD_JUDGE=1: MDJUDGE = mdpeer's md-judge.sh
+#                          (kernel md in QEMU), or fail; else return 1
 #   jval LINE KEY / jlist LINE KEY
 #                          a manifest.jsonl field / list (as words)
 #   full CMD...            CMD, except in a quick run (RF_QUICK=1)
@@ -428,16 +431,25 @@ daemon_log_file() { echo "${_LOG_OF[$1]}"; }
 # ---------------------------------------------------------------- md-images
 
 # md_images: set IMAGES to the arrays kernel md made: RF_MD_IMAGES, else
-# shared/md-images beside this repository, else /work/shared/md-images;
-# skip the test if there are none.
+# the tree's own tests/data/md-images (README.md there).  They are part of
+# the tree, so a missing manifest is a failure, not a skip.
 md_images() {
-	IMAGES=${RF_MD_IMAGES:-}
-	if [ -z "$IMAGES" ]; then
-		for IMAGES in "$TOP_DIR/../shared/md-images" /work/shared/md-images; do
-			[ -f "$IMAGES/manifest.jsonl" ] && break
-		done
-	fi
-	[ -f "$IMAGES/manifest.jsonl" ] || skip "no md-images (manifest.jsonl) at $IMAGES; set RF_MD_IMAGES"
+	IMAGES=${RF_MD_IMAGES:-$TOP_DIR/tests/data/md-images}
+	[ -f "$IMAGES/manifest.jsonl" ] ||
+		fail "no md-images manifest at $IMAGES/manifest.jsonl (RF_MD_IMAGES=${RF_MD_IMAGES:-unset})"
+}
+
+# md_judge: with RF_MD_JUDGE=1, set MDJUDGE to mdpeer's md-judge.sh, which
+# has kernel md (in QEMU) assemble and check members raidfuse wrote:
+# MDJUDGE, else $MDPEER/md-judge.sh, else shared/tools/mdpeer beside this
+# repository.  mdpeer is not part of this tree; when RF_MD_JUDGE=1 asks for
+# it and it is not there, the test fails saying where it looked.  Returns 1
+# (no kernel md check wanted) without RF_MD_JUDGE=1.
+md_judge() {
+	[ "${RF_MD_JUDGE:-0}" = 1 ] || return 1
+	MDJUDGE=${MDJUDGE:-${MDPEER:-$TOP_DIR/../shared/tools/mdpeer}/md-judge.sh}
+	[ -x "$MDJUDGE" ] ||
+		fail "RF_MD_JUDGE=1: no mdpeer md-judge.sh at $MDJUDGE (set MDPEER=DIR or MDJUDGE=FILE)"
 }
 
 # Manifest fields, from one JSON line (flat enough for sed): the first

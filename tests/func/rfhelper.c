@@ -3,7 +3,7 @@
  *   rfhelper pattern FILE SECTORS
  *       FILE is SECTORS * 512 bytes long and every 512-byte sector s holds
  *       the 64-bit little-endian integer s repeated 64 times (the pattern
- *       of /work/shared/md-images and mdpeer's pattern.c); a read at the
+ *       of tests/data/md-images and mdpeer's pattern.c); a read at the
  *       end returns 0 bytes.  Reads 1 MiB at a time with O_DIRECT.
  *   rfhelper same FILE REF LEN
  *       the first LEN bytes of FILE (read with O_DIRECT, 1 MiB at a time)

@@ -180,7 +180,7 @@ static void test_mdstat_raid5(void **state)
 {
 	struct rf_array *a = open_array("m5", 5, 2, 4, 65536, 0);
 
-	/* As /proc/mdstat for md0 (see ../shared/md-images/ * /info/mdstat.txt):
+	/* As /proc/mdstat for md0 (see tests/data/md-images/ * /info/mdstat.txt):
 	 * members highest role first, blocks in KiB. */
 	assert_string_equal(show(a, "mdstat"),
 			    "Personalities : [raid0] [raid1] [raid10] [raid6] [raid5] [raid4] \n"

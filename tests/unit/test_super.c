@@ -2,7 +2,7 @@
  * hand-built 0.90/1.0/1.1 superblocks, damaged ones, write-then-read, and
  * assembling from superblocks.
  *
- * The md-images (shared/md-images, or RF_MD_IMAGES) are the ground truth:
+ * The md-images (tests/data/md-images, or RF_MD_IMAGES) are the ground truth:
  * every member is streamed through xz and kept as a sparse file of the same
  * size holding only its first 64 KiB and last 192 KiB (where the four
  * superblock kinds live), so the test needs little memory and disk.  Each
@@ -146,7 +146,7 @@ static uint64_t keep_ends(const char *src, const char *dst)
 static int load_images(void)
 {
 	const char *env = getenv("RF_MD_IMAGES");
-	const char *cands[] = { env, "../shared/md-images", "/work/shared/md-images" };
+	const char *cands[] = { env, "tests/data/md-images" }; /* make runs it from the top */
 	char path[2 * PATH_MAX], real[PATH_MAX], line[16384];
 	FILE *f = NULL;
 	size_t c;
