@@ -10,11 +10,14 @@
 #   make judge      kernel md checks raidfuse's writes (tools/md-crosscheck.sh)
 #   make judge-bitmap  kernel md resyncs by raidfuse's write-intent bitmap (tools/md-bitmap-crosscheck.sh)
 #   make fuzz       libFuzzer on superblock and config parsing, FUZZ_SECONDS each (clang)
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    the binary and the man pages: PREFIX=/usr/local DESTDIR=
+#                   (BINDIR=PREFIX/bin, MANDIR=PREFIX/share/man); make uninstall
+#   make man-check  groff -man -ww -z on each man page: any warning fails
 #   V=1             full command lines
 
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
 BUILD ?= build
 VERSION := 0.1.0
 
@@ -117,11 +120,28 @@ fuzz: $(FUZZERS)
 		$$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 \
 			build-fuzz/corpus-$$n tests/fuzz/corpus/$$n; done
 
+# The man pages by section: raidfuse.conf.5 always, raidfuse.8 once the
+# tree has it.
+MAN5 := man/raidfuse.conf.5
+MAN8 := $(wildcard man/raidfuse.8)
+
 install: $(BUILD)/raidfuse
-	install -d $(DESTDIR)$(BINDIR)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man5
 	install -m 0755 $(BUILD)/raidfuse $(DESTDIR)$(BINDIR)/raidfuse
+	install -m 0644 $(MAN5) $(DESTDIR)$(MANDIR)/man5/
+	$(if $(MAN8),install -d $(DESTDIR)$(MANDIR)/man8)
+	$(if $(MAN8),install -m 0644 $(MAN8) $(DESTDIR)$(MANDIR)/man8/)
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/raidfuse $(DESTDIR)$(MANDIR)/man5/raidfuse.conf.5 \
+		$(DESTDIR)$(MANDIR)/man8/raidfuse.8
+
+# groff exits 0 on warnings: any output at all is a failure.
+man-check:
+	$(Q)set -e; for p in $(MAN5) $(MAN8); do echo "== groff -man -ww -z $$p"; \
+		out=$$(groff -man -ww -z $$p 2>&1); [ -z "$$out" ] || { echo "$$out"; exit 1; }; done
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
 
-.PHONY: all unit unit-build func test asan tsan tsan-unit bench judge judge-bitmap fuzz install clean
+.PHONY: all unit unit-build func test asan tsan tsan-unit bench judge judge-bitmap fuzz install uninstall man-check clean

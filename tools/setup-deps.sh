@@ -14,6 +14,9 @@
 #             (mountpoint, setpriv, unshare), coreutils, diffutils
 # bench:      jq (reads fio's JSON output; tools/bench.sh, drain test)
 # fuzzing:    clang (libFuzzer)
+# man pages:  groff-base (make man-check)
+# The Debian package (dpkg-buildpackage) needs debhelper besides: README,
+# "Debian package"; nothing here installs it.
 set -euo pipefail
 
 PKGS=(
@@ -21,7 +24,7 @@ PKGS=(
 	libfuse3-dev liburing-dev libisal-dev libconfig-dev
 	libcmocka-dev
 	fuse3 fio xz-utils mdadm e2fsprogs mount util-linux coreutils diffutils
-	jq clang
+	jq clang groff-base
 )
 
 SUDO=()
