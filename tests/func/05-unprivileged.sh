@@ -23,8 +23,8 @@ if [ -z "${RF_UNPRIV_INNER:-}" ] && [ "$(id -u)" = 0 ]; then
 	command -v setpriv >/dev/null || skip "setpriv not installed (util-linux)"
 	getent passwd nobody >/dev/null || skip "no user 'nobody' to switch to"
 	AS_NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all)
-	# The tree may sit where nobody cannot look (/root/...): nobody runs
-	# copies of the binary and of these scripts.
+	# The tree may sit where nobody cannot look (a home directory of mode
+	# 0700): nobody runs copies of the binary and of these scripts.
 	U=$WORK/unpriv
 	mkdir -m 755 "$U"
 	cp "$RAIDFUSE" "$U/raidfuse"
