@@ -102,7 +102,7 @@ FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Iinclude $(shell pkg-config --cf
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZERS := build-fuzz/fuzz_super build-fuzz/fuzz_config
 
-build-fuzz/fuzz_super: tests/fuzz/fuzz_super.c src/super.c src/examine.c src/fdio.c $(wildcard include/raidfuse/*.h)
+build-fuzz/fuzz_super: tests/fuzz/fuzz_super.c src/super.c src/examine.c src/json.c src/fdio.c $(wildcard include/raidfuse/*.h)
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^)
 

@@ -217,6 +217,12 @@ int rf_sb_write_spare(const struct rf_sb_io *model_io, const struct rf_sb *model
 /* Print what mdadm --examine prints for this member. */
 void rf_sb_examine(FILE *out, const char *path, const struct rf_sb *sb);
 
+/* The same as one JSON object on one line, with md's field names (sysfs
+ * and md_p.h: uuid, level, raid_disks, chunk_size in bytes, layout,
+ * events, data_offset and the other sizes in sectors, dev_role ...).
+ * 0, or -EIO if writing failed. */
+int rf_sb_examine_json(FILE *out, const char *path, const struct rf_sb *sb);
+
 /* The array uuid as mdadm prints it: 1.x "xxxxxxxx:xxxxxxxx:..." over the
  * bytes; 0.90 as four host-order words.  buf holds at least 36 bytes. */
 const char *rf_sb_uuid_str(const struct rf_sb *sb, char *buf);
