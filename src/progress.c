@@ -89,7 +89,8 @@ static void draw(struct rf_progress *p, double t, const char *result)
 	double rate = -1;
 	size_t n;
 
-	if (t - p->t0 >= 0.5 && p->done > p->first)
+	/* the last line: how far it got, no time left */
+	if (!result && t - p->t0 >= 0.5 && p->done > p->first)
 		rate = (double)(p->done - p->first) / (t - p->t0);
 	rf_progress_format(line, sizeof(line), p->what, p->done, p->total, rate);
 	n = strlen(line);
