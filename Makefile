@@ -18,7 +18,7 @@ BINDIR ?= $(PREFIX)/bin
 BUILD ?= build
 VERSION := 0.1.0
 
-PKGS := fuse3 liburing libisal libconfig
+PKGS := fuse3 liburing libisal libconfig uuid
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS := $(shell pkg-config --libs $(PKGS))
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka)
@@ -104,7 +104,7 @@ FUZZERS := build-fuzz/fuzz_super build-fuzz/fuzz_config
 
 build-fuzz/fuzz_super: tests/fuzz/fuzz_super.c src/super.c src/examine.c src/json.c src/fdio.c $(wildcard include/raidfuse/*.h)
 	@mkdir -p $(dir $@)
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^) $(shell pkg-config --libs uuid)
 
 build-fuzz/fuzz_config: tests/fuzz/fuzz_config.c src/config.c src/layout.c src/fault.c $(wildcard include/raidfuse/*.h)
 	@mkdir -p $(dir $@)

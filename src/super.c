@@ -39,9 +39,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
+#include <uuid/uuid.h>
 
 #include "raidfuse/fdio.h"
 #include "raidfuse/le.h"
@@ -740,20 +740,12 @@ uint64_t rf_sb_default_data_offset(uint64_t member_sectors, uint32_t chunk_secto
 	return (off + 2047) / 2048 * 2048;
 }
 
+/* libuuid's random (version 4) uuid: 122 bits from the kernel's random
+ * generator, the version and variant bits as RFC 4122 sets them (mdadm
+ * takes 16 plain random bytes; md stores and prints either as it is). */
 int rf_sb_random_uuid(uint8_t uuid[16])
 {
-	size_t got = 0;
-
-	while (got < 16) {
-		ssize_t n = getrandom(uuid + got, 16 - got, 0);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		got += (size_t)n;
-	}
+	uuid_generate_random(uuid);
 	return 0;
 }
 

@@ -155,7 +155,8 @@ uint64_t rf_sb_bitmap_room(uint64_t size);
  * has member_sectors, for a chunk of chunk_sectors (0: raid1). */
 uint64_t rf_sb_default_data_offset(uint64_t member_sectors, uint32_t chunk_sectors);
 
-/* Fresh random bytes for a uuid; 0 or -errno. */
+/* A fresh random uuid (libuuid); 0 (libuuid cannot fail), as callers
+ * expect of -errno functions. */
 int rf_sb_random_uuid(uint8_t uuid[16]);
 
 /* Build the RF_SB_BYTES-byte 1.2 superblock of role (dev_number = role) on a
