@@ -2,7 +2,9 @@
  * sticky misuse errors, numbers, and strings: every escape JSON needs,
  * UTF-8 kept as it is, and for every string of one and two bytes (all
  * 65,792 of them) and the edge cases of longer sequences, output that a
- * strict check of RFC 8259's string grammar accepts.
+ * strict check of RFC 8259's string grammar accepts.  Then examine's JSON
+ * of a 1.x and a 0.90 superblock: md's field names and values, a set name
+ * that is not text.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +16,7 @@
 #include <string.h>
 
 #include "raidfuse/json.h"
+#include "raidfuse/super.h"
 
 struct cap {
 	char *buf;
@@ -309,6 +312,103 @@ static void test_is_number(void **state)
 			fail_msg("'%s' taken for a number", no[i]);
 }
 
+/* examine --json's object for sb, in a static buffer (one line). */
+static const char *examine_json(const struct rf_sb *sb, const char *path)
+{
+	static char out[4096];
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_int_equal(rf_sb_examine_json(f, path, sb), 0);
+	fclose(f);
+	assert_true(len > 0 && len < sizeof(out) && buf[len - 1] == '\n');
+	assert_null(memchr(buf, '\n', len - 1));      /* one line */
+	memcpy(out, buf, len + 1);
+	free(buf);
+	return out;
+}
+
+static void expect_field(const char *json, const char *field)
+{
+	if (!strstr(json, field))
+		fail_msg("no %s in %s", field, json);
+}
+
+static void test_examine_json(void **state)
+{
+	static struct rf_sb sb;
+	const char *j;
+
+	memset(&sb, 0, sizeof(sb));
+	sb.kind = RF_SB_12;
+	for (int i = 0; i < 16; i++) {
+		sb.uuid[i] = (uint8_t)(0x10 + i);
+		sb.device_uuid[i] = (uint8_t)(0xa0 + i);
+	}
+	memcpy(sb.name, "host:\"a\xff", 8);
+	sb.level = 6;
+	sb.layout = 18;
+	sb.chunk_sectors = 128;
+	sb.raid_disks = 4;
+	sb.size = sb.data_size = 1000;
+	sb.data_offset = 2048;
+	sb.sb_offset = 8;
+	sb.member_sectors = 4096;
+	sb.events = 42;
+	sb.resync_offset = 500;
+	sb.role = RF_SB_ROLE_SPARE;
+	sb.dev_number = 4;
+	sb.max_dev = 5;
+	sb.dev_roles[0] = 0;
+	sb.dev_roles[1] = 1;
+	sb.dev_roles[2] = RF_SB_ROLE_FAULTY;
+	sb.dev_roles[3] = 3;
+	sb.dev_roles[4] = RF_SB_ROLE_SPARE;
+	sb.feature_map = RF_SB_FEAT_RECOVERY;
+	sb.recovery_offset = 256;
+	j = examine_json(&sb, "d4.img");
+	expect_field(j, "{\"device\":\"d4.img\",\"metadata_version\":\"1.2\",");
+	expect_field(j, "\"uuid\":\"10111213:14151617:18191a1b:1c1d1e1f\"");
+	expect_field(j, "\"name\":\"host:\\\"a\xef\xbf\xbd\"");
+	expect_field(j, "\"device_uuid\":\"a0a1a2a3:a4a5a6a7:a8a9aaab:acadaeaf\"");
+	expect_field(j, "\"level\":\"raid6\",\"raid_disks\":4,\"layout\":18,\"layout_name\":\"left-symmetric-6\"");
+	expect_field(j, "\"chunk_size\":65536,\"events\":42,\"array_state\":\"active\",\"resync_offset\":500");
+	expect_field(j, "\"data_offset\":2048");
+	expect_field(j, "\"recovery_offset\":256");
+	expect_field(j, "\"dev_role\":\"spare\"");
+	expect_field(j, "\"device_map\":\"AA.A\"");
+	/* in sync, an active role */
+	sb.resync_offset = RF_SB_MAX_SECTOR;
+	sb.role = 3;
+	sb.feature_map = 0;
+	j = examine_json(&sb, "d3.img");
+	expect_field(j, "\"array_state\":\"clean\",\"resync_offset\":null");
+	expect_field(j, "\"recovery_offset\":null");
+	expect_field(j, "\"dev_role\":3");
+	/* 0.90: its own counts, no 1.x fields; uuid as four host words */
+	memset(&sb, 0, sizeof(sb));
+	sb.kind = RF_SB_090;
+	uint32_t w[4] = { 0x11111111, 0x22222222, 0x33333333, 0x44444444 };
+	memcpy(sb.uuid, w, 16);
+	sb.level = 1;
+	sb.raid_disks = 2;
+	sb.clean = true;
+	sb.role = 1;
+	sb.v090.md_minor = 3;
+	sb.v090.nr_disks = sb.v090.active = sb.v090.working = 2;
+	j = examine_json(&sb, "m1.img");
+	expect_field(j, "\"metadata_version\":\"0.90\"");
+	expect_field(j, "\"uuid\":\"11111111:22222222:33333333:44444444\"");
+	expect_field(j, "\"level\":\"raid1\"");
+	expect_field(j, "\"array_state\":\"clean\"");
+	expect_field(j, "\"dev_role\":1");
+	expect_field(j, "\"preferred_minor\":3,\"total_devices\":2,\"active_devices\":2");
+	if (strstr(j, "device_uuid") || strstr(j, "data_offset") || strstr(j, "\"name\""))
+		fail_msg("1.x fields in a 0.90 object: %s", j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -321,6 +421,7 @@ int main(void)
 		cmocka_unit_test(test_misuse),
 		cmocka_unit_test(test_write_error),
 		cmocka_unit_test(test_is_number),
+		cmocka_unit_test(test_examine_json),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
