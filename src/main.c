@@ -1163,7 +1163,6 @@ static int cmd_ctl(int argc, char **argv)
 /* ---------------------------------------------------------------- commands */
 
 static int cmd_help(int argc, char **argv);
-static int cmd_create(int argc, char **argv);
 
 static const struct cmd cmds[] = {
 	{ "create", cmd_create,
