@@ -1,8 +1,8 @@
 /* progress.c - the progress line of long commands (progress.h).
  *
  * Purpose: one place that decides how progress looks and how often it is
- * drawn, for check/repair --wait, status --watch's summary and the member
- * fills of create, so they all read alike.
+ * drawn, so every command a person waits for (ctl check/repair --wait
+ * now; create, should it ever fill large members) reads alike.
  *
  * Invariants: on a terminal the line is redrawn in place, padded over
  * what the previous one left, and ends with exactly one newline at
