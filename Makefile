@@ -21,7 +21,7 @@ MANDIR ?= $(PREFIX)/share/man
 BUILD ?= build
 VERSION := 0.1.0
 
-PKGS := fuse3 liburing libisal libconfig
+PKGS := fuse3 liburing libisal libconfig uuid
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS := $(shell pkg-config --libs $(PKGS))
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka)
@@ -105,9 +105,9 @@ FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Iinclude $(shell pkg-config --cf
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZERS := build-fuzz/fuzz_super build-fuzz/fuzz_config
 
-build-fuzz/fuzz_super: tests/fuzz/fuzz_super.c src/super.c src/examine.c src/fdio.c $(wildcard include/raidfuse/*.h)
+build-fuzz/fuzz_super: tests/fuzz/fuzz_super.c src/super.c src/examine.c src/json.c src/fdio.c $(wildcard include/raidfuse/*.h)
 	@mkdir -p $(dir $@)
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^) $(shell pkg-config --libs uuid)
 
 build-fuzz/fuzz_config: tests/fuzz/fuzz_config.c src/config.c src/layout.c src/fault.c $(wildcard include/raidfuse/*.h)
 	@mkdir -p $(dir $@)

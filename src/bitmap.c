@@ -59,6 +59,7 @@
 
 #include "engine.h"
 #include "raidfuse/bitmap.h"
+#include "raidfuse/le.h"
 #include "raidfuse/log.h"
 #include "sbstate.h"
 
@@ -72,20 +73,21 @@
 
 /* ------------------------------------------------------------- format */
 
-/* md's bitmap_super_t, byte arrays so nothing is read in host order. */
+/* md's bitmap_super_t, its little-endian fields in le.h's types, so
+ * nothing is read in host order. */
 struct bm_disk_sb {
-	uint8_t magic[4];
-	uint8_t version[4];
+	rf_le32_t magic;
+	rf_le32_t version;
 	uint8_t uuid[16];
-	uint8_t events[8];
-	uint8_t events_cleared[8];
-	uint8_t sync_size[8];
-	uint8_t state[4];
-	uint8_t chunksize[4];
-	uint8_t daemon_sleep[4];
-	uint8_t write_behind[4];
-	uint8_t sectors_reserved[4];
-	uint8_t nodes[4];
+	rf_le64_t events;
+	rf_le64_t events_cleared;
+	rf_le64_t sync_size;
+	rf_le32_t state;
+	rf_le32_t chunksize;
+	rf_le32_t daemon_sleep;
+	rf_le32_t write_behind;
+	rf_le32_t sectors_reserved;
+	rf_le32_t nodes;
 	uint8_t cluster_name[64];
 	uint8_t pad[120];
 };
@@ -95,23 +97,6 @@ _Static_assert(offsetof(struct bm_disk_sb, sync_size) == 40, "sync_size");
 _Static_assert(offsetof(struct bm_disk_sb, chunksize) == 52, "chunksize");
 _Static_assert(offsetof(struct bm_disk_sb, sectors_reserved) == 64, "sectors_reserved");
 _Static_assert(offsetof(struct bm_disk_sb, cluster_name) == 72, "cluster_name");
-
-static uint64_t get_le(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-
-	while (n--)
-		v = v << 8 | p[n];
-	return v;
-}
-
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
 
 static bool pow2(uint64_t v)
 {
@@ -203,23 +188,23 @@ static int bad(char *err, size_t errlen, const char *path, const char *fmt, ...)
 int rf_bitmap_sb_parse(const void *buf, const char *path, struct rf_bitmap_sb *bsb, char *err, size_t errlen)
 {
 	const struct bm_disk_sb *d = buf;
-	uint32_t magic = (uint32_t)get_le(d->magic, 4);
+	uint32_t magic = rf_le32(d->magic);
 
 	memset(bsb, 0, sizeof(*bsb));
 	if (magic != RF_BITMAP_MAGIC)
 		return bad(err, errlen, path, "bad magic 0x%08x, expected 0x%08x (\"bitm\")", magic,
 			   RF_BITMAP_MAGIC);
-	bsb->version = (uint32_t)get_le(d->version, 4);
+	bsb->version = rf_le32(d->version);
 	memcpy(bsb->uuid, d->uuid, 16);
-	bsb->events = get_le(d->events, 8);
-	bsb->events_cleared = get_le(d->events_cleared, 8);
-	bsb->sync_size = get_le(d->sync_size, 8);
-	bsb->state = (uint32_t)get_le(d->state, 4);
-	bsb->chunk_bytes = (uint32_t)get_le(d->chunksize, 4);
-	bsb->daemon_sleep = (uint32_t)get_le(d->daemon_sleep, 4);
-	bsb->write_behind = (uint32_t)get_le(d->write_behind, 4);
-	bsb->sectors_reserved = (uint32_t)get_le(d->sectors_reserved, 4);
-	bsb->nodes = (uint32_t)get_le(d->nodes, 4);
+	bsb->events = rf_le64(d->events);
+	bsb->events_cleared = rf_le64(d->events_cleared);
+	bsb->sync_size = rf_le64(d->sync_size);
+	bsb->state = rf_le32(d->state);
+	bsb->chunk_bytes = rf_le32(d->chunksize);
+	bsb->daemon_sleep = rf_le32(d->daemon_sleep);
+	bsb->write_behind = rf_le32(d->write_behind);
+	bsb->sectors_reserved = rf_le32(d->sectors_reserved);
+	bsb->nodes = rf_le32(d->nodes);
 	if (bsb->version == RF_BITMAP_VERSION_CLUSTER)
 		return bad(err, errlen, path, "version 5 (a clustered bitmap) is not served");
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -244,18 +229,18 @@ void rf_bitmap_sb_build(const struct rf_bitmap_sb *bsb, void *buf)
 	struct bm_disk_sb *d = buf;
 
 	memset(d, 0, sizeof(*d));
-	put_le(d->magic, RF_BITMAP_MAGIC, 4);
-	put_le(d->version, bsb->version, 4);
+	d->magic = rf_to_le32(RF_BITMAP_MAGIC);
+	d->version = rf_to_le32(bsb->version);
 	memcpy(d->uuid, bsb->uuid, 16);
-	put_le(d->events, bsb->events, 8);
-	put_le(d->events_cleared, bsb->events_cleared, 8);
-	put_le(d->sync_size, bsb->sync_size, 8);
-	put_le(d->state, bsb->state, 4);
-	put_le(d->chunksize, bsb->chunk_bytes, 4);
-	put_le(d->daemon_sleep, bsb->daemon_sleep, 4);
-	put_le(d->write_behind, bsb->write_behind, 4);
-	put_le(d->sectors_reserved, bsb->sectors_reserved, 4);
-	put_le(d->nodes, bsb->nodes, 4);
+	d->events = rf_to_le64(bsb->events);
+	d->events_cleared = rf_to_le64(bsb->events_cleared);
+	d->sync_size = rf_to_le64(bsb->sync_size);
+	d->state = rf_to_le32(bsb->state);
+	d->chunksize = rf_to_le32(bsb->chunk_bytes);
+	d->daemon_sleep = rf_to_le32(bsb->daemon_sleep);
+	d->write_behind = rf_to_le32(bsb->write_behind);
+	d->sectors_reserved = rf_to_le32(bsb->sectors_reserved);
+	d->nodes = rf_to_le32(bsb->nodes);
 }
 
 int rf_bitmap_choose_chunk(uint64_t sync_size, uint64_t room_sectors, uint64_t want, uint32_t *chunk,

@@ -16,12 +16,20 @@
  *  - 0.90: the device names after each row of the device table (mdadm maps
  *    major:minor to /dev names; nothing to map for image files), and the
  *    reshape block.
+ *
+ * rf_sb_examine_json() gives the same facts as one JSON object for
+ * scripts, with md's own names for them (sysfs: level "raid5", raid_disks,
+ * layout as md's number, chunk_size in bytes; md_p.h: events, data_offset,
+ * data_size, super_offset, recovery_offset, resync_offset, feature_map,
+ * dev_number, in sectors and host numbers), the uuids in mdadm's text.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "raidfuse/json.h"
 #include "raidfuse/super.h"
 
 /* mdadm's human_size(): " (X.YY MiB X.YY MB)" from 5000 KiB on. */
@@ -107,10 +115,22 @@ static void print_time(FILE *out, const char *label, uint64_t t)
 	fprintf(out, "%s : %.24s\n", label, buf);
 }
 
-const char *rf_sb_uuid_str(const struct rf_sb *sb, char *buf)
+/* md's text for 16 uuid bytes: four groups of 8 hex digits, in byte
+ * order (libuuid's uuid_unparse groups them 8-4-4-4-12). */
+static const char *uuid_text(const uint8_t *u, char *buf)
 {
 	int i, n = 0;
 
+	for (i = 0; i < 16; i++) {
+		if (i && !(i & 3))
+			buf[n++] = ':';
+		n += sprintf(buf + n, "%02x", u[i]);
+	}
+	return buf;
+}
+
+const char *rf_sb_uuid_str(const struct rf_sb *sb, char *buf)
+{
 	if (sb->kind == RF_SB_090) {
 		uint32_t w[4];
 
@@ -118,12 +138,7 @@ const char *rf_sb_uuid_str(const struct rf_sb *sb, char *buf)
 		sprintf(buf, "%08x:%08x:%08x:%08x", w[0], w[1], w[2], w[3]);
 		return buf;
 	}
-	for (i = 0; i < 16; i++) {
-		if (i && !(i & 3))
-			buf[n++] = ':';
-		n += sprintf(buf + n, "%02x", sb->uuid[i]);
-	}
-	return buf;
+	return uuid_text(sb->uuid, buf);
 }
 
 /* Data disks per member-sized unit, as mdadm's "Array Size" counts. */
@@ -240,10 +255,7 @@ static void examine1(FILE *out, const struct rf_sb *sb)
 			(unsigned long long)before, (unsigned long long)after);
 
 	fprintf(out, "          State : %s\n", sb->resync_offset == RF_SB_MAX_SECTOR ? "clean" : "active");
-	fprintf(out, "    Device UUID : ");
-	for (d = 0; d < 16; d++)
-		fprintf(out, "%s%02x", d && !(d & 3) ? ":" : "", sb->device_uuid[d]);
-	fprintf(out, "\n\n");
+	fprintf(out, "    Device UUID : %s\n\n", uuid_text(sb->device_uuid, u));
 	if (sb->bitmap)
 		fprintf(out, "Internal Bitmap : %ld sectors from superblock\n", (long)sb->bitmap_offset);
 	if (sb->devflags) {
@@ -354,4 +366,94 @@ void rf_sb_examine(FILE *out, const char *path, const struct rf_sb *sb)
 		examine090(out, sb);
 	else
 		examine1(out, sb);
+}
+
+/* mdadm's "Array State" map: per slot 'A' active, '.' missing, 'R'
+ * replacing, from the roles of every device this superblock knows. */
+static void device_map(const struct rf_sb *sb, char *buf, size_t len)
+{
+	int d;
+
+	for (d = 0; d < sb->raid_disks && (size_t)d + 1 < len; d++) {
+		uint32_t i, cnt = 0;
+
+		for (i = 0; i < sb->max_dev; i++)
+			cnt += sb->dev_roles[i] == d;
+		buf[d] = cnt == 2 && sb->level > 0 ? 'R' : cnt == 1 ? 'A' : cnt == 0 ? '.' : '?';
+	}
+	buf[d] = '\0';
+}
+
+int rf_sb_examine_json(FILE *out, const char *path, const struct rf_sb *sb)
+{
+	char u[40], map[RF_SB_MAX_DEV + 1], lvl[16];
+	struct rf_json j;
+	bool is1 = sb->kind != RF_SB_090;
+
+	rf_json_init(&j, out);
+	rf_json_obj(&j);
+	rf_json_kstr(&j, "device", path);
+	rf_json_kstr(&j, "metadata_version", rf_sb_kind_name(sb->kind));
+	rf_json_kstr(&j, "uuid", rf_sb_uuid_str(sb, u));
+	if (is1) {
+		rf_json_key(&j, "name");
+		rf_json_str_len(&j, sb->name, strnlen(sb->name, 32));
+		rf_json_kstr(&j, "device_uuid", uuid_text(sb->device_uuid, u));
+	}
+	snprintf(lvl, sizeof(lvl), "raid%d", sb->level);
+	rf_json_kstr(&j, "level", lvl);
+	rf_json_kint(&j, "raid_disks", sb->raid_disks);
+	rf_json_kint(&j, "layout", sb->layout);
+	if (sb->level == 5 || sb->level == 6)
+		rf_json_kstr(&j, "layout_name", r56_layout_name(sb->level, sb->layout));
+	rf_json_kuint(&j, "chunk_size", (unsigned long long)sb->chunk_sectors * 512);
+	rf_json_kuint(&j, "events", sb->events);
+	rf_json_kstr(&j, "array_state", (is1 ? sb->resync_offset == RF_SB_MAX_SECTOR : sb->clean) ? "clean" : "active");
+	rf_json_key(&j, "resync_offset");
+	if (sb->resync_offset == RF_SB_MAX_SECTOR)
+		rf_json_null(&j);
+	else
+		rf_json_uint(&j, sb->resync_offset);
+	rf_json_kuint(&j, "ctime", sb->ctime);
+	rf_json_kuint(&j, "utime", sb->utime);
+	rf_json_kuint(&j, "size", sb->size);
+	if (is1) {
+		rf_json_kuint(&j, "data_offset", sb->data_offset);
+		rf_json_kuint(&j, "data_size", sb->data_size);
+	}
+	rf_json_kuint(&j, "super_offset", sb->sb_offset);
+	rf_json_kuint(&j, "member_size", sb->member_sectors);
+	rf_json_kuint(&j, "feature_map", sb->feature_map);
+	rf_json_key(&j, "recovery_offset");
+	if (sb->feature_map & RF_SB_FEAT_RECOVERY)
+		rf_json_uint(&j, sb->recovery_offset);
+	else
+		rf_json_null(&j);
+	rf_json_kbool(&j, "bitmap", sb->bitmap);
+	if (sb->bitmap && is1)
+		rf_json_kint(&j, "bitmap_offset", sb->bitmap_offset);
+	rf_json_kuint(&j, "dev_number", sb->dev_number);
+	/* mdadm --detail --export's words: the slot, or what it is */
+	rf_json_key(&j, "dev_role");
+	if (sb->role < RF_SB_ROLE_MAX)
+		rf_json_int(&j, sb->role);
+	else
+		rf_json_str(&j, sb->role == RF_SB_ROLE_SPARE ? "spare" : sb->role == RF_SB_ROLE_FAULTY ? "faulty"
+			    : "journal");
+	rf_json_kbool(&j, "replacement", (sb->feature_map & RF_SB_FEAT_REPLACEMENT) != 0);
+	if (is1) {
+		rf_json_kbool(&j, "write_mostly", sb->devflags & 1);
+		device_map(sb, map, sizeof(map));
+		rf_json_kstr(&j, "device_map", map);
+	} else {
+		rf_json_kuint(&j, "preferred_minor", sb->v090.md_minor);
+		rf_json_kuint(&j, "total_devices", sb->v090.nr_disks);
+		rf_json_kuint(&j, "active_devices", sb->v090.active);
+		rf_json_kuint(&j, "working_devices", sb->v090.working);
+		rf_json_kuint(&j, "failed_devices", sb->v090.failed);
+		rf_json_kuint(&j, "spare_devices", sb->v090.spare);
+	}
+	rf_json_kuint(&j, "sb_csum", sb->csum);
+	rf_json_obj_end(&j);
+	return rf_json_end(&j) ? -EIO : 0;
 }

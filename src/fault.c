@@ -33,16 +33,12 @@
 #define OPS_ALL (OPS_DEFAULT | (1u << RF_MIO_FSYNC))
 #define SEED_DEFAULT 0x9e3779b97f4a7c15ull
 
-/* The errno values a fault can end an operation with.  Not EAGAIN or
- * EINTR: the IO queue retries those, so they would never end. */
-static const struct {
-	const char *name;
-	int no;
-} errnos[] = {
-	{ "EIO", EIO }, { "ENOSPC", ENOSPC }, { "EROFS", EROFS }, { "ENXIO", ENXIO },
-	{ "ENODEV", ENODEV }, { "EPERM", EPERM }, { "EACCES", EACCES }, { "EBADF", EBADF },
-	{ "EINVAL", EINVAL }, { "ENOMEM", ENOMEM }, { "EFBIG", EFBIG }, { "ETIMEDOUT", ETIMEDOUT },
-	{ "EREMOTEIO", EREMOTEIO }, { "ENODATA", ENODATA }, { "EILSEQ", EILSEQ }, { "EBUSY", EBUSY },
+/* The errno values a fault can end an operation with, by the names
+ * glibc gives them (strerrorname_np).  Not EAGAIN or EINTR: the IO queue
+ * retries those, so they would never end. */
+static const int errnos[] = {
+	EIO, ENOSPC, EROFS, ENXIO, ENODEV, EPERM, EACCES, EBADF,
+	EINVAL, ENOMEM, EFBIG, ETIMEDOUT, EREMOTEIO, ENODATA, EILSEQ, EBUSY,
 };
 #define NERRNOS (sizeof(errnos) / sizeof(errnos[0]))
 
@@ -138,22 +134,20 @@ static int parse_errno(const char *s, int *out)
 		return 0;
 	}
 	for (i = 0; i < NERRNOS; i++) {
-		if (!strcmp(s, errnos[i].name)) {
-			*out = errnos[i].no;
+		if (!strcmp(s, strerrorname_np(errnos[i]))) {
+			*out = errnos[i];
 			return 0;
 		}
 	}
 	return -EINVAL;
 }
 
+/* "EIO" ..., or "none" for 0 (a delay only). */
 static const char *errno_name(int no)
 {
-	size_t i;
+	const char *name = no ? strerrorname_np(no) : NULL;
 
-	for (i = 0; i < NERRNOS; i++)
-		if (errnos[i].no == no)
-			return errnos[i].name;
-	return "none";
+	return name ? name : "none";
 }
 
 int rf_fault_spec_set(struct rf_fault_spec *s, const char *key, const char *val, char *err, size_t errlen)

@@ -307,7 +307,15 @@ static int open_map(struct rf_ovl *o, const char *mpath, const char *member, cha
 			 mpath, (unsigned long long)h.member_bytes, member, (unsigned long long)o->size);
 		return -EINVAL;
 	}
-	for (uint64_t b = 0; b < o->nblocks; b++)
+	/* The blocks copied: 64 bits at a time (a 1 TiB member's map is
+	 * 32 MiB), the tail bit by bit. */
+	for (uint64_t i = 0; i < o->nblocks / 64; i++) {
+		uint64_t w;
+
+		memcpy(&w, o->map + i * 8, 8);
+		o->ncopied += (uint64_t)__builtin_popcountll(w);
+	}
+	for (uint64_t b = o->nblocks / 64 * 64; b < o->nblocks; b++)
 		o->ncopied += bit(o, b);
 	return 0;
 }

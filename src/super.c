@@ -4,11 +4,11 @@
  * The layouts below are md's (include/uapi/linux/raid/md_p.h), written out
  * again as raidfuse's own structs whose sizes and offsets are asserted at
  * compile time.  1.x is little-endian on every host: its fields have
- * byte-array types, so the only way to read one is through le16/le32/le64()
- * below, and a field read without them does not compile.  0.90 is in the
- * byte order of the host that wrote it, as md has it; a 0.90 superblock
- * whose magic reads byte-swapped comes from a host of the other order and
- * is refused with a message saying so.
+ * byte-array types (raidfuse/le.h), so the only way to read one is
+ * through rf_le16/32/64(), and a field read without them does not
+ * compile.  0.90 is in the byte order of the host that wrote it, as md
+ * has it; a 0.90 superblock whose magic reads byte-swapped comes from a
+ * host of the other order and is refused with a message saying so.
  *
  * Checking is strict: a superblock is used only if its magic, version and
  * checksum are right and every field raidfuse relies on is inside the
@@ -39,11 +39,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
+#include <uuid/uuid.h>
 
 #include "raidfuse/fdio.h"
+#include "raidfuse/le.h"
 #include "raidfuse/super.h"
 
 #define MD_MAGIC                0xa92b4efcu
@@ -53,78 +54,45 @@
 
 /* ------------------------------------------------------------------ 1.x */
 
-typedef struct { uint8_t b[2]; } le16_t;
-typedef struct { uint8_t b[4]; } le32_t;
-typedef struct { uint8_t b[8]; } le64_t;
-
-static uint16_t le16(le16_t v) { return (uint16_t)(v.b[0] | v.b[1] << 8); }
-static uint32_t le32(le32_t v)
-{
-	return (uint32_t)v.b[0] | (uint32_t)v.b[1] << 8 | (uint32_t)v.b[2] << 16 | (uint32_t)v.b[3] << 24;
-}
-static uint64_t le64(le64_t v)
-{
-	uint64_t r = 0;
-	int i;
-
-	for (i = 7; i >= 0; i--)
-		r = r << 8 | v.b[i];
-	return r;
-}
-static le16_t to_le16(uint16_t x) { return (le16_t){ { (uint8_t)x, (uint8_t)(x >> 8) } }; }
-static le32_t to_le32(uint32_t x)
-{
-	return (le32_t){ { (uint8_t)x, (uint8_t)(x >> 8), (uint8_t)(x >> 16), (uint8_t)(x >> 24) } };
-}
-static le64_t to_le64(uint64_t x)
-{
-	le64_t v;
-	int i;
-
-	for (i = 0; i < 8; i++)
-		v.b[i] = (uint8_t)(x >> (8 * i));
-	return v;
-}
-
 /* md's struct mdp_superblock_1: 256 bytes, then max_dev le16 roles. */
 struct sb1 {
-	le32_t magic;
-	le32_t major_version;           /* 1 */
-	le32_t feature_map;
-	le32_t pad0;
+	rf_le32_t magic;
+	rf_le32_t major_version;        /* 1 */
+	rf_le32_t feature_map;
+	rf_le32_t pad0;
 	uint8_t set_uuid[16];
 	char set_name[32];
-	le64_t ctime;                   /* low 40 bits seconds, high 24 microseconds */
-	le32_t level;
-	le32_t layout;
-	le64_t size;                    /* used sectors of each member */
-	le32_t chunksize;               /* sectors */
-	le32_t raid_disks;
-	le32_t bitmap_offset;           /* signed sectors from the superblock */
-	le32_t new_level;
-	le64_t reshape_position;
-	le32_t delta_disks;
-	le32_t new_layout;
-	le32_t new_chunk;
-	le32_t new_offset;
-	le64_t data_offset;
-	le64_t data_size;
-	le64_t super_offset;
-	le64_t recovery_offset;
-	le32_t dev_number;
-	le32_t cnt_corrected_read;
+	rf_le64_t ctime;                /* low 40 bits seconds, high 24 microseconds */
+	rf_le32_t level;
+	rf_le32_t layout;
+	rf_le64_t size;                 /* used sectors of each member */
+	rf_le32_t chunksize;            /* sectors */
+	rf_le32_t raid_disks;
+	rf_le32_t bitmap_offset;        /* signed sectors from the superblock */
+	rf_le32_t new_level;
+	rf_le64_t reshape_position;
+	rf_le32_t delta_disks;
+	rf_le32_t new_layout;
+	rf_le32_t new_chunk;
+	rf_le32_t new_offset;
+	rf_le64_t data_offset;
+	rf_le64_t data_size;
+	rf_le64_t super_offset;
+	rf_le64_t recovery_offset;
+	rf_le32_t dev_number;
+	rf_le32_t cnt_corrected_read;
 	uint8_t device_uuid[16];
 	uint8_t devflags;
 	uint8_t bblog_shift;
-	le16_t bblog_size;
-	le32_t bblog_offset;            /* signed sectors from the superblock */
-	le64_t utime;
-	le64_t events;
-	le64_t resync_offset;
-	le32_t sb_csum;
-	le32_t max_dev;
+	rf_le16_t bblog_size;
+	rf_le32_t bblog_offset;         /* signed sectors from the superblock */
+	rf_le64_t utime;
+	rf_le64_t events;
+	rf_le64_t resync_offset;
+	rf_le32_t sb_csum;
+	rf_le32_t max_dev;
 	uint8_t pad3[32];
-	le16_t dev_roles[];
+	rf_le16_t dev_roles[];
 };
 _Static_assert(sizeof(struct sb1) == 256, "1.x superblock is 256 bytes before dev_roles");
 _Static_assert(offsetof(struct sb1, set_name) == 32, "set_name");
@@ -153,11 +121,10 @@ static uint32_t sb1_csum(const uint8_t *p, uint32_t max_dev)
 	for (i = 0; i + 4 <= len; i += 4) {
 		if (i == offsetof(struct sb1, sb_csum))
 			continue;
-		sum += (uint32_t)p[i] | (uint32_t)p[i + 1] << 8 | (uint32_t)p[i + 2] << 16 |
-		       (uint32_t)p[i + 3] << 24;
+		sum += rf_get_le32(p + i);
 	}
 	if (len - i == 2)
-		sum += (uint32_t)p[i] | (uint32_t)p[i + 1] << 8;
+		sum += rf_get_le16(p + i);
 	return (uint32_t)((sum & 0xffffffffu) + (sum >> 32));
 }
 
@@ -382,19 +349,19 @@ static int parse1(const uint8_t *buf, enum rf_sb_kind k, uint64_t member_sectors
 	char why[160];
 	const char *w;
 
-	if (le32(s->major_version) != 1)
-		return bad(err, errlen, path, k, "major version %u, expected 1", le32(s->major_version));
-	max_dev = le32(s->max_dev);
+	if (rf_le32(s->major_version) != 1)
+		return bad(err, errlen, path, k, "major version %u, expected 1", rf_le32(s->major_version));
+	max_dev = rf_le32(s->max_dev);
 	if (max_dev > RF_SB_MAX_DEV)
 		return bad(err, errlen, path, k, "max_dev %u is more than the %d roles a superblock holds",
 			   max_dev, RF_SB_MAX_DEV);
-	csum = le32(s->sb_csum);
+	csum = rf_le32(s->sb_csum);
 	want = sb1_csum(buf, max_dev);
 	if (csum != want)
 		return bad(err, errlen, path, k, "checksum %08x should be %08x (damaged superblock)", csum, want);
-	if (le64(s->super_offset) != where)
+	if (rf_le64(s->super_offset) != where)
 		return bad(err, errlen, path, k, "records super_offset %llu but sits at sector %llu",
-			   (unsigned long long)le64(s->super_offset), (unsigned long long)where);
+			   (unsigned long long)rf_le64(s->super_offset), (unsigned long long)where);
 
 	memset(sb, 0, sizeof(*sb));
 	sb->kind = k;
@@ -405,29 +372,29 @@ static int parse1(const uint8_t *buf, enum rf_sb_kind k, uint64_t member_sectors
 	memcpy(sb->device_uuid, s->device_uuid, 16);
 	memcpy(sb->name, s->set_name, 32);
 	sb->name[32] = '\0';
-	sb->feature_map = le32(s->feature_map);
-	sb->level = (int)le32(s->level);
-	sb->layout = (int)le32(s->layout);
-	sb->chunk_sectors = le32(s->chunksize);
-	sb->raid_disks = (int)le32(s->raid_disks);
-	sb->size = le64(s->size);
-	sb->data_offset = le64(s->data_offset);
-	sb->data_size = le64(s->data_size);
-	sb->dev_number = le32(s->dev_number);
+	sb->feature_map = rf_le32(s->feature_map);
+	sb->level = (int)rf_le32(s->level);
+	sb->layout = (int)rf_le32(s->layout);
+	sb->chunk_sectors = rf_le32(s->chunksize);
+	sb->raid_disks = (int)rf_le32(s->raid_disks);
+	sb->size = rf_le64(s->size);
+	sb->data_offset = rf_le64(s->data_offset);
+	sb->data_size = rf_le64(s->data_size);
+	sb->dev_number = rf_le32(s->dev_number);
 	sb->max_dev = max_dev;
 	for (i = 0; i < max_dev; i++)
-		sb->dev_roles[i] = le16(s->dev_roles[i]);
-	sb->events = le64(s->events);
-	sb->resync_offset = le64(s->resync_offset);
-	sb->recovery_offset = le64(s->recovery_offset);
+		sb->dev_roles[i] = rf_le16(s->dev_roles[i]);
+	sb->events = rf_le64(s->events);
+	sb->resync_offset = rf_le64(s->resync_offset);
+	sb->recovery_offset = rf_le64(s->recovery_offset);
 	sb->bitmap = sb->feature_map & RF_SB_FEAT_BITMAP;
-	sb->bitmap_offset = (int32_t)le32(s->bitmap_offset);
+	sb->bitmap_offset = (int32_t)rf_le32(s->bitmap_offset);
 	sb->clean = sb->resync_offset == RF_SB_MAX_SECTOR;
-	sb->ctime = le64(s->ctime) & 0xffffffffffULL;
-	sb->utime = le64(s->utime) & 0xffffffffffULL;
+	sb->ctime = rf_le64(s->ctime) & 0xffffffffffULL;
+	sb->utime = rf_le64(s->utime) & 0xffffffffffULL;
 	sb->devflags = s->devflags;
-	sb->bblog_size = le16(s->bblog_size);
-	sb->bblog_offset = (int32_t)le32(s->bblog_offset);
+	sb->bblog_size = rf_le16(s->bblog_size);
+	sb->bblog_offset = (int32_t)rf_le32(s->bblog_offset);
 
 	if (sb->feature_map & ~RF_SB_FEAT_ALL)
 		return bad(err, errlen, path, k, "unknown feature bits 0x%x (feature map 0x%x)",
@@ -592,7 +559,7 @@ uint32_t rf_sb_csum(const void *buf, enum rf_sb_kind k)
 		memcpy(&s, buf, sizeof(s));
 		return sb090_csum(&s);
 	}
-	max_dev = le32(((const struct sb1 *)p)->max_dev);
+	max_dev = rf_le32(((const struct sb1 *)p)->max_dev);
 	return sb1_csum(p, max_dev < RF_SB_MAX_DEV ? max_dev : RF_SB_MAX_DEV);
 }
 
@@ -614,7 +581,7 @@ int rf_sb_parse(const void *buf, enum rf_sb_kind k, uint64_t member_sectors, con
 				   "not supported");
 		return -ENOENT;
 	}
-	if (le32(((const struct sb1 *)p)->magic) != MD_MAGIC)
+	if (rf_le32(((const struct sb1 *)p)->magic) != MD_MAGIC)
 		return -ENOENT;
 	return parse1(p, k, member_sectors, path, sb, err, errlen);
 }
@@ -773,20 +740,12 @@ uint64_t rf_sb_default_data_offset(uint64_t member_sectors, uint32_t chunk_secto
 	return (off + 2047) / 2048 * 2048;
 }
 
+/* libuuid's random (version 4) uuid: 122 bits from the kernel's random
+ * generator, the version and variant bits as RFC 4122 sets them (mdadm
+ * takes 16 plain random bytes; md stores and prints either as it is). */
 int rf_sb_random_uuid(uint8_t uuid[16])
 {
-	size_t got = 0;
-
-	while (got < 16) {
-		ssize_t n = getrandom(uuid + got, 16 - got, 0);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		got += (size_t)n;
-	}
+	uuid_generate_random(uuid);
 	return 0;
 }
 
@@ -819,24 +778,24 @@ int rf_sb_build12(const struct rf_sb_new *n, int role, uint64_t member_sectors, 
 			   (unsigned long long)n->size);
 
 	memset(buf, 0, RF_SB_BYTES);
-	s->magic = to_le32(MD_MAGIC);
-	s->major_version = to_le32(1);
+	s->magic = rf_to_le32(MD_MAGIC);
+	s->major_version = rf_to_le32(1);
 	memcpy(s->set_uuid, n->uuid, 16);
 	nl = strnlen(n->name, sizeof(n->name));
 	if (nl > 31)
 		nl = 31;
 	memcpy(s->set_name, n->name, nl);
-	s->ctime = to_le64(n->ctime & 0xffffffffffULL);
+	s->ctime = rf_to_le64(n->ctime & 0xffffffffffULL);
 	s->utime = s->ctime;
-	s->level = to_le32((uint32_t)n->level);
-	s->layout = to_le32((uint32_t)n->layout);
-	s->size = to_le64(n->size);
-	s->chunksize = to_le32(n->chunk_sectors);
-	s->raid_disks = to_le32((uint32_t)n->raid_disks);
-	s->data_offset = to_le64(n->data_offset);
-	s->data_size = to_le64(member_sectors - n->data_offset);
-	s->super_offset = to_le64(rf_sb_offset(k, member_sectors));
-	s->dev_number = to_le32((uint32_t)role);
+	s->level = rf_to_le32((uint32_t)n->level);
+	s->layout = rf_to_le32((uint32_t)n->layout);
+	s->size = rf_to_le64(n->size);
+	s->chunksize = rf_to_le32(n->chunk_sectors);
+	s->raid_disks = rf_to_le32((uint32_t)n->raid_disks);
+	s->data_offset = rf_to_le64(n->data_offset);
+	s->data_size = rf_to_le64(member_sectors - n->data_offset);
+	s->super_offset = rf_to_le64(rf_sb_offset(k, member_sectors));
+	s->dev_number = rf_to_le32((uint32_t)role);
 	if (rf_sb_random_uuid(s->device_uuid))
 		return bad(err, errlen, "new array", k, "no random bytes for the device uuid: %s",
 			   strerror(errno));
@@ -848,23 +807,23 @@ int rf_sb_build12(const struct rf_sb_new *n, int role, uint64_t member_sectors, 
 			return bad(err, errlen, "new array", k,
 				   "a bitmap of %u sectors after the superblock runs into the data at %llu",
 				   n->bitmap_sectors, (unsigned long long)n->data_offset);
-		s->feature_map = to_le32(RF_SB_FEAT_BITMAP);
-		s->bitmap_offset = to_le32(8);
+		s->feature_map = rf_to_le32(RF_SB_FEAT_BITMAP);
+		s->bitmap_offset = rf_to_le32(8);
 	}
 	if (n->data_offset >= 8 + 8 + bm + 8) {
-		s->bblog_size = to_le16(8);
-		s->bblog_offset = to_le32((uint32_t)(8 + bm));
+		s->bblog_size = rf_to_le16(8);
+		s->bblog_offset = rf_to_le32((uint32_t)(8 + bm));
 	} else if (n->data_offset >= 8 + 16) {
-		s->bblog_size = to_le16(8);
-		s->bblog_offset = to_le32((uint32_t)(n->data_offset - 8 - 8));
+		s->bblog_size = rf_to_le16(8);
+		s->bblog_offset = rf_to_le32((uint32_t)(n->data_offset - 8 - 8));
 	}
-	s->events = to_le64(0);
-	s->resync_offset = to_le64(n->clean ? RF_SB_MAX_SECTOR : 0);
+	s->events = rf_to_le64(0);
+	s->resync_offset = rf_to_le64(n->clean ? RF_SB_MAX_SECTOR : 0);
 	/* Role slots in whole 512-byte blocks, as mdadm sizes them. */
-	s->max_dev = to_le32(max_dev);
+	s->max_dev = rf_to_le32(max_dev);
 	for (i = 0; i < RF_SB_MAX_DEV; i++)
-		s->dev_roles[i] = to_le16(i < (uint32_t)n->raid_disks ? (uint16_t)i : RF_SB_ROLE_SPARE);
-	s->sb_csum = to_le32(sb1_csum(buf, max_dev));
+		s->dev_roles[i] = rf_to_le16(i < (uint32_t)n->raid_disks ? (uint16_t)i : RF_SB_ROLE_SPARE);
+	s->sb_csum = rf_to_le32(sb1_csum(buf, max_dev));
 	return 0;
 }
 
@@ -887,16 +846,16 @@ int rf_sb_write12(int fd, const char *path, const struct rf_sb_new *n, int role,
 		goto out;
 	}
 	r = fd_pwrite((void *)(intptr_t)fd, buf, RF_SB_BYTES, rf_sb_offset(RF_SB_12, member_sectors) * 512);
-	if (!r && le16(s->bblog_size)) {
+	if (!r && rf_le16(s->bblog_size)) {
 		/* An empty bad block log reads as all ones (md's end marker). */
-		uint64_t at = (8 + (uint64_t)(int32_t)le32(s->bblog_offset)) * 512;
-		uint8_t *log = malloc(le16(s->bblog_size) * 512);
+		uint64_t at = (8 + (uint64_t)(int32_t)rf_le32(s->bblog_offset)) * 512;
+		uint8_t *log = malloc(rf_le16(s->bblog_size) * 512);
 
 		if (!log) {
 			r = -ENOMEM;
 		} else {
-			memset(log, 0xff, le16(s->bblog_size) * 512);
-			r = fd_pwrite((void *)(intptr_t)fd, log, le16(s->bblog_size) * 512, at);
+			memset(log, 0xff, rf_le16(s->bblog_size) * 512);
+			r = fd_pwrite((void *)(intptr_t)fd, log, rf_le16(s->bblog_size) * 512, at);
 			free(log);
 		}
 	}
@@ -994,34 +953,34 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 	} else {
 		struct sb1 *s = (struct sb1 *)buf;
 
-		s->events = to_le64(ev);
-		s->utime = to_le64(t);
-		s->resync_offset = to_le64(resync);
+		s->events = rf_to_le64(ev);
+		s->utime = rf_to_le64(t);
+		s->resync_offset = rf_to_le64(resync);
 		if (c->faulty_slot >= 0)
-			s->dev_roles[c->faulty_slot] = to_le16(RF_SB_ROLE_FAULTY);
+			s->dev_roles[c->faulty_slot] = rf_to_le16(RF_SB_ROLE_FAULTY);
 		if (c->set_role) {
 			uint32_t i;
 
 			/* md fills the roles it grows into with "faulty". */
-			for (i = le32(s->max_dev); i <= c->role_slot; i++)
-				s->dev_roles[i] = to_le16(RF_SB_ROLE_FAULTY);
-			if (c->role_slot >= le32(s->max_dev))
-				s->max_dev = to_le32(c->role_slot + 1);
-			s->dev_roles[c->role_slot] = to_le16(c->role_value);
+			for (i = rf_le32(s->max_dev); i <= c->role_slot; i++)
+				s->dev_roles[i] = rf_to_le16(RF_SB_ROLE_FAULTY);
+			if (c->role_slot >= rf_le32(s->max_dev))
+				s->max_dev = rf_to_le32(c->role_slot + 1);
+			s->dev_roles[c->role_slot] = rf_to_le16(c->role_value);
 		}
 		if (c->set_recovery) {
-			uint32_t f = le32(s->feature_map);
+			uint32_t f = rf_le32(s->feature_map);
 
 			if (c->recovery_offset == RF_SB_MAX_SECTOR) {
 				f &= ~(uint32_t)RF_SB_FEAT_RECOVERY;
-				s->recovery_offset = to_le64(0);
+				s->recovery_offset = rf_to_le64(0);
 			} else {
 				f |= RF_SB_FEAT_RECOVERY;
-				s->recovery_offset = to_le64(c->recovery_offset);
+				s->recovery_offset = rf_to_le64(c->recovery_offset);
 			}
-			s->feature_map = to_le32(f);
+			s->feature_map = rf_to_le32(f);
 		}
-		s->sb_csum = to_le32(sb1_csum(buf, le32(s->max_dev)));
+		s->sb_csum = rf_to_le32(sb1_csum(buf, rf_le32(s->max_dev)));
 	}
 	r = io->pwrite(io->ctx, buf, RF_SB_BYTES, sb->sb_offset * 512);
 	if (!r)
@@ -1067,30 +1026,30 @@ int rf_sb_write_spare(const struct rf_sb_io *model_io, const struct rf_sb *model
 		goto out;
 	}
 	s = (struct sb1 *)buf;
-	max_dev = le32(s->max_dev);
+	max_dev = rf_le32(s->max_dev);
 	for (i = max_dev; i <= dev_number; i++)
-		s->dev_roles[i] = to_le16(RF_SB_ROLE_FAULTY);
+		s->dev_roles[i] = rf_to_le16(RF_SB_ROLE_FAULTY);
 	if (dev_number >= max_dev)
-		s->max_dev = to_le32(dev_number + 1);
-	s->dev_roles[dev_number] = to_le16(RF_SB_ROLE_SPARE);
-	s->dev_number = to_le32(dev_number);
-	s->feature_map = to_le32(le32(s->feature_map) & ~(uint32_t)(RF_SB_FEAT_RECOVERY | RF_SB_FEAT_BAD_BLOCKS));
-	s->recovery_offset = to_le64(0);
-	s->cnt_corrected_read = to_le32(0);
+		s->max_dev = rf_to_le32(dev_number + 1);
+	s->dev_roles[dev_number] = rf_to_le16(RF_SB_ROLE_SPARE);
+	s->dev_number = rf_to_le32(dev_number);
+	s->feature_map = rf_to_le32(rf_le32(s->feature_map) & ~(uint32_t)(RF_SB_FEAT_RECOVERY | RF_SB_FEAT_BAD_BLOCKS));
+	s->recovery_offset = rf_to_le64(0);
+	s->cnt_corrected_read = rf_to_le32(0);
 	s->devflags = 0;
 	s->bblog_shift = 0;
-	s->bblog_size = to_le16(0);
-	s->bblog_offset = to_le32(0);
-	s->super_offset = to_le64(at);
-	s->data_size = to_le64(sectors - model->data_offset -
+	s->bblog_size = rf_to_le16(0);
+	s->bblog_offset = rf_to_le32(0);
+	s->super_offset = rf_to_le64(at);
+	s->data_size = rf_to_le64(sectors - model->data_offset -
 			       (model->kind == RF_SB_10 ? sectors - at : 0));
-	s->utime = to_le64((uint64_t)time(NULL));
+	s->utime = rf_to_le64((uint64_t)time(NULL));
 	r = rf_sb_random_uuid(s->device_uuid);
 	if (r) {
 		snprintf(err, errlen, "%s: no random device uuid: %s", path, strerror(-r));
 		goto out;
 	}
-	s->sb_csum = to_le32(sb1_csum(buf, le32(s->max_dev)));
+	s->sb_csum = rf_to_le32(sb1_csum(buf, rf_le32(s->max_dev)));
 	r = io->pwrite(io->ctx, buf, RF_SB_BYTES, at * 512);
 	if (!r)
 		r = io->fsync(io->ctx);

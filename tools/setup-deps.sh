@@ -6,7 +6,7 @@
 #   tools/setup-deps.sh           (as root, or through sudo otherwise)
 #
 # build:      build-essential pkg-config libfuse3-dev liburing-dev
-#             libisal-dev libconfig-dev
+#             libisal-dev libconfig-dev uuid-dev
 # unit tests: libcmocka-dev
 # functional: fuse3 (fusermount3), fio, xz-utils (md-images), mdadm
 #             (reads the superblocks raidfuse create writes), e2fsprogs
@@ -21,7 +21,7 @@ set -euo pipefail
 
 PKGS=(
 	build-essential pkg-config
-	libfuse3-dev liburing-dev libisal-dev libconfig-dev
+	libfuse3-dev liburing-dev libisal-dev libconfig-dev uuid-dev
 	libcmocka-dev
 	fuse3 fio xz-utils mdadm e2fsprogs mount util-linux coreutils diffutils
 	jq clang groff-base

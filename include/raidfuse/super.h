@@ -155,7 +155,8 @@ uint64_t rf_sb_bitmap_room(uint64_t size);
  * has member_sectors, for a chunk of chunk_sectors (0: raid1). */
 uint64_t rf_sb_default_data_offset(uint64_t member_sectors, uint32_t chunk_sectors);
 
-/* Fresh random bytes for a uuid; 0 or -errno. */
+/* A fresh random uuid (libuuid); 0 (libuuid cannot fail), as callers
+ * expect of -errno functions. */
 int rf_sb_random_uuid(uint8_t uuid[16]);
 
 /* Build the RF_SB_BYTES-byte 1.2 superblock of role (dev_number = role) on a
@@ -216,6 +217,12 @@ int rf_sb_write_spare(const struct rf_sb_io *model_io, const struct rf_sb *model
 
 /* Print what mdadm --examine prints for this member. */
 void rf_sb_examine(FILE *out, const char *path, const struct rf_sb *sb);
+
+/* The same as one JSON object on one line, with md's field names (sysfs
+ * and md_p.h: uuid, level, raid_disks, chunk_size in bytes, layout,
+ * events, data_offset and the other sizes in sectors, dev_role ...).
+ * 0, or -EIO if writing failed. */
+int rf_sb_examine_json(FILE *out, const char *path, const struct rf_sb *sb);
 
 /* The array uuid as mdadm prints it: 1.x "xxxxxxxx:xxxxxxxx:..." over the
  * bytes; 0.90 as four host-order words.  buf holds at least 36 bytes. */

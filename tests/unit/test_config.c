@@ -7,7 +7,6 @@
  * files are never created except where realpath() matters (symlinks).
  */
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,14 +22,10 @@
 
 #include "raidfuse/config.h"
 #include "raidfuse/super.h"
+#include "testdir.h"
 
 static char tmpdir[PATH_MAX];   /* realpath of the mkdtemp() directory */
 #define PBUF (PATH_MAX + 256)   /* a path under tmpdir */
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-	return remove(p);
-}
 
 static int group_setup(void **state)
 {
@@ -43,7 +38,7 @@ static int group_setup(void **state)
 
 static int group_teardown(void **state)
 {
-	return nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	return testdir_remove(tmpdir);
 }
 
 /* Write text to tmpdir/name (creating one level of subdirectory) and

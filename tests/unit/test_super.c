@@ -16,7 +16,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -33,6 +32,7 @@
 
 #include "raidfuse/assemble.h"
 #include "raidfuse/super.h"
+#include "testdir.h"
 
 #define HEAD (64 * 1024)
 #define TAIL (192 * 1024)
@@ -61,11 +61,6 @@ static struct image imgs[16];
 static int nimgs;
 
 /* ------------------------------------------------------------ helpers */
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-	return remove(p);
-}
 
 /* The text after "KEY": in s (NULL if absent). */
 static const char *jfind(const char *s, const char *key)
@@ -225,7 +220,7 @@ static int group_setup(void **state)
 
 static int group_teardown(void **state)
 {
-	return nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	return testdir_remove(tmpdir);
 }
 
 static int open_read(const char *path, struct rf_sb *sb, char *err, size_t errlen)

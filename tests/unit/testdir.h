@@ -4,6 +4,7 @@
 #ifndef TESTDIR_H
 #define TESTDIR_H
 
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -19,12 +20,15 @@ static inline int testdir_make(char *dir, size_t size, const char *what)
 	return mkdtemp(dir) ? 0 : -1;
 }
 
+static inline int testdir_remove_one(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	return remove(path);
+}
+
+/* rm -rf dir: depth first, not following links; 0 or -1. */
 static inline int testdir_remove(const char *dir)
 {
-	char cmd[400];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return nftw(dir, testdir_remove_one, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
 }
 
 /* An array config as the engine tests want it: the shape given, a small
