@@ -41,6 +41,7 @@
 #include <libconfig.h>
 
 #include "raidfuse/config.h"
+#include "raidfuse/ctl.h"
 #include "raidfuse/super.h"
 
 #define SECTOR 512ULL
@@ -471,6 +472,10 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 			return fail(ld, s, "array.name",
 				    "must be a plain file name: not empty, no '/', not \".\" or \"..\" (got \"%s\")",
 				    nm);
+		if (rf_ctl_root_name_taken(nm))
+			return fail(ld, s, "array.name",
+				    "\"%s\" is a name the control files take beside the image (%s, %s/): "
+				    "it would hide them; pick another", nm, RF_CTL_ROOT_MDSTAT, RF_CTL_ROOT_MD);
 		cfg->name = strdup(nm);
 		if (!cfg->name)
 			return -ENOMEM;

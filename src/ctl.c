@@ -781,17 +781,22 @@ static int add_node(struct rf_ctl_tree *t, int cap, const char *name, int parent
 
 int rf_ctl_tree_build(struct rf_array *a, struct rf_ctl_tree *t)
 {
+	const char *name = rf_array_name(a);
 	int cap = 3 + 1 + (int)NATTRS, md;
 	size_t i;
 
 	t->n = 0;
+	t->nodes = NULL;
+	if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..") ||
+	    rf_ctl_root_name_taken(name))
+		return -EINVAL;
 	t->nodes = calloc((size_t)cap, sizeof(*t->nodes));
 	if (!t->nodes)
 		return -ENOMEM;
 	add_node(t, cap, "", 0, RF_CTL_DIR, NULL, -1);
-	add_node(t, cap, rf_array_name(a), 0, RF_CTL_IMAGE, NULL, -1);
-	add_node(t, cap, "mdstat", 0, RF_CTL_FILE, &rf_ctl_mdstat, -1);
-	md = add_node(t, cap, "md", 0, RF_CTL_DIR, NULL, -1);
+	add_node(t, cap, name, 0, RF_CTL_IMAGE, NULL, -1);
+	add_node(t, cap, RF_CTL_ROOT_MDSTAT, 0, RF_CTL_FILE, &rf_ctl_mdstat, -1);
+	md = add_node(t, cap, RF_CTL_ROOT_MD, 0, RF_CTL_DIR, NULL, -1);
 	for (i = 0; i < NATTRS; i++)
 		if (!rf_ctl_md_attrs[i].present || rf_ctl_md_attrs[i].present(a))
 			add_node(t, cap, rf_ctl_md_attrs[i].name, md, RF_CTL_FILE, &rf_ctl_md_attrs[i], -1);

@@ -923,11 +923,17 @@ int rf_fuse_run(struct rf_array *a, const struct rf_fuse_opts *o)
 	pthread_mutex_init(&fs.lock, NULL);
 	pthread_cond_init(&fs.cond, NULL);
 	pthread_mutex_init(&fs.names_lock, NULL);
-	if (rf_ctl_tree_build(a, &fs.tree)) {
-		rf_err("cannot build the file tree: %s", strerror(ENOMEM));
+	ret = rf_ctl_tree_build(a, &fs.tree);
+	if (ret == -EINVAL) {
+		rf_err("cannot serve the image as '%s': not a plain file name, or one the control files use "
+		       "(%s, %s)", rf_array_name(a), RF_CTL_ROOT_MD, RF_CTL_ROOT_MDSTAT);
 		return 1;
 	}
-	fs.md = rf_ctl_lookup(&fs.tree, 0, "md");
+	if (ret) {
+		rf_err("cannot build the file tree: %s", strerror(-ret));
+		return 1;
+	}
+	fs.md = rf_ctl_lookup(&fs.tree, 0, RF_CTL_ROOT_MD);
 	ret = serve(a, o, &fs);
 	rf_ctl_tree_free(&fs.tree);
 	while (fs.nnames)

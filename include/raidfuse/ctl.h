@@ -30,8 +30,23 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "raidfuse/array.h"
+
+/* The names the tree holds at the mount's root beside the image. */
+#define RF_CTL_ROOT_MDSTAT "mdstat"
+#define RF_CTL_ROOT_MD "md"
+
+/* Whether name is one the control tree takes at the mount's root (the
+ * image may not be called so: it would hide the control files, or they
+ * it).  Names that are no plain file name ("", ".", "..", with '/') are
+ * refused by the config before they get here; rf_ctl_tree_build() asks
+ * this of every image name. */
+static inline bool rf_ctl_root_name_taken(const char *name)
+{
+	return !strcmp(name, RF_CTL_ROOT_MDSTAT) || !strcmp(name, RF_CTL_ROOT_MD);
+}
 
 /* Longest value a write may carry (sysfs takes one page). */
 #define RF_CTL_VALUE_MAX 4095
@@ -138,7 +153,9 @@ struct rf_ctl_tree {
 };
 
 /* Build the tree for a: the image, mdstat, md/ with the attributes present
- * for a's level.  Returns 0 or -ENOMEM. */
+ * for a's level.  Returns 0, -EINVAL when the image's name is no plain
+ * file name or one the tree takes itself (rf_ctl_root_name_taken), or
+ * -ENOMEM. */
 int rf_ctl_tree_build(struct rf_array *a, struct rf_ctl_tree *t);
 void rf_ctl_tree_free(struct rf_ctl_tree *t);
 /* The child of directory node dir called name: its index, or -ENOENT

@@ -468,17 +468,42 @@ static void test_bitmap_keys(void **state)
 		  -EINVAL, 3, "array.bitmap_chunk", "from 4K");
 }
 
+/* A raid0 config whose name (line 3) is name, in a static buffer. */
+static const char *named_conf(const char *name)
+{
+	static char text[512];
+
+	snprintf(text, sizeof(text),
+		 "array: {\n  level = 0;\n  name = \"%s\";\n"
+		 "  members = ( \"a\", \"b\" );\n};\n", name);
+	return text;
+}
+
 static void test_err_name(void **state)
 {
 	static const char *const bad[] = { "dir/a.img", "", ".", "..", "/a.img" };
-	char text[512];
 	size_t i;
 
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		snprintf(text, sizeof(text),
-			 "array: {\n  level = 0;\n  name = \"%s\";\n"
-			 "  members = ( \"a\", \"b\" );\n};\n", bad[i]);
-		check_err(text, -EINVAL, 3, "array.name", "must be a plain file name");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		check_err(named_conf(bad[i]), -EINVAL, 3, "array.name", "must be a plain file name");
+}
+
+/* The image sits at the mount's root beside mdstat and md/: a config
+ * naming it after one of them would hide the control files (or they it).
+ * Names that differ from them only in case or by a suffix are fine. */
+static void test_err_name_reserved(void **state)
+{
+	static const char *const bad[] = { "md", "mdstat" };
+	static const char *const good[] = { "MD", "mdstat.img", "md0", "md.img" };
+	struct rf_config cfg;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		check_err(named_conf(bad[i]), -EINVAL, 3, "array.name", "a name the control files take");
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		load_ok(named_conf(good[i]), &cfg);
+		assert_string_equal(cfg.name, good[i]);
+		rf_config_free(&cfg);
 	}
 }
 
@@ -898,6 +923,7 @@ int main(void)
 		cmocka_unit_test(test_name_and_metadata),
 		cmocka_unit_test(test_bitmap_keys),
 		cmocka_unit_test(test_err_name),
+		cmocka_unit_test(test_err_name_reserved),
 		cmocka_unit_test(test_err_level),
 		cmocka_unit_test(test_err_layout),
 		cmocka_unit_test(test_err_chunk),

@@ -28,6 +28,9 @@
 
 static char dir[256];
 
+/* The image name of the arrays opened next (NULL: testcfg's). */
+static const char *open_name;
+
 enum {
 	OPEN_RO = 1,            /* as `assemble --ro` */
 	OPEN_SB12 = 2,          /* members carry md 1.2 superblocks */
@@ -44,6 +47,8 @@ static struct rf_array *open_array_flags(const char *what, int level, int layout
 	int i;
 
 	testcfg_init(&cfg, level, layout, n, chunk);
+	if (open_name)
+		cfg.name = (char *)open_name;
 	cfg.readonly = flags & OPEN_RO;
 	cfg.data_offset = flags & OPEN_SB12 ? 64 << 10 : 0;     /* after the superblock */
 	if (flags & OPEN_SB12) {
@@ -494,6 +499,35 @@ static void test_tree(void **state)
 	rf_array_close(a);
 }
 
+/* An array whose image would be called like one of the tree's own root
+ * entries gets no tree: it would hide mdstat or md/ (or they it). */
+static void test_tree_name_taken(void **state)
+{
+	static const char *const names[] = { "md", "mdstat" };
+	struct rf_ctl_tree t;
+	struct rf_array *a;
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		open_name = names[i];
+		a = open_array("trn", 1, 0, 2, 0, 0);
+		open_name = NULL;
+		assert_true(rf_ctl_root_name_taken(names[i]));
+		assert_int_equal(rf_ctl_tree_build(a, &t), -EINVAL);
+		assert_null(t.nodes);
+		rf_array_close(a);
+	}
+	/* a name beside them is served */
+	open_name = "md0";
+	a = open_array("trn", 1, 0, 2, 0, 0);
+	open_name = NULL;
+	assert_false(rf_ctl_root_name_taken("md0"));
+	assert_int_equal(rf_ctl_tree_build(a, &t), 0);
+	assert_true(rf_ctl_lookup(&t, 0, "md0") > 0);
+	rf_ctl_tree_free(&t);
+	rf_array_close(a);
+}
+
 /* ---------------------------------------------------------------- devices */
 
 /* md/dev-NAME/<attr> of the array's device NAME, in a static buffer. */
@@ -743,6 +777,7 @@ int main(void)
 		cmocka_unit_test(test_read_only),
 		cmocka_unit_test(test_refusal_logged),
 		cmocka_unit_test(test_tree),
+		cmocka_unit_test(test_tree_name_taken),
 		cmocka_unit_test(test_sync_attrs),
 		cmocka_unit_test(test_dev_show),
 		cmocka_unit_test(test_dev_links),
