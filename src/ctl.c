@@ -13,6 +13,12 @@
  * logs every refusal, naming the attribute and the value: the writer only
  * sees EINVAL.
  *
+ * Who may: every file belongs to the daemon's user.  Only that user and
+ * root may store (rf_ctl_may_store), whatever the modes the kernel sees;
+ * md/new_dev's path is opened with the writer's own file system
+ * credentials (rf_ctl_as_writer: per-thread fsuid, fsgid and groups), so
+ * no writer makes the daemon open a file it could not open itself.
+ *
  * What it does NOT do: mount anything (fuse.c serves the tree), hold any
  * lock (the engine's getters and setters are thread-safe), or keep state.
  */
@@ -23,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "raidfuse/ctl.h"
@@ -547,7 +554,8 @@ const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	{ .name = "resync_start", .mode = 0644, .show = show_resync_start, .store = store_resync_start,
 	  .takes = "sectors, or none", .present = has_redundancy },
 	/* write-only, as md's */
-	{ .name = "new_dev", .mode = 0200, .store = store_new_dev, .takes = "the path of a file to add as a spare" },
+	{ .name = "new_dev", .mode = 0200, .store = store_new_dev, .takes = "the path of a file to add as a spare",
+	  .as_writer = true },
 };
 
 const size_t rf_ctl_md_nattrs = sizeof(rf_ctl_md_attrs) / sizeof(rf_ctl_md_attrs[0]);
@@ -759,6 +767,133 @@ int rf_ctl_dev_store(const struct rf_ctl_attr *at, struct rf_array *a, const cha
 	if (rf_array_dev_find(a, dev) < 0)
 		return -ENOENT;
 	return store_value(at, a, -1, dev, buf, len);
+}
+
+/* ---------------------------------------------------------------- who may */
+
+int rf_ctl_may_open(const struct rf_ctl_cred *who, uid_t owner, gid_t group, unsigned mode, bool rd, bool wr)
+{
+	unsigned want = (rd ? 4u : 0u) | (wr ? 2u : 0u), bits;
+	int i;
+
+	if (who->uid == 0)
+		return 0;               /* as CAP_DAC_OVERRIDE: root opens any file */
+	if (who->uid == owner) {
+		bits = mode >> 6;
+	} else {
+		bits = mode;
+		if (who->gid == group)
+			bits = mode >> 3;
+		for (i = 0; who->groups && i < who->ngroups; i++)
+			if (who->groups[i] == group)
+				bits = mode >> 3;
+	}
+	return (bits & want) == want ? 0 : -EACCES;
+}
+
+int rf_ctl_may_store(const struct rf_ctl_cred *who, uid_t owner)
+{
+	return who->uid == owner || who->uid == 0 ? 0 : -EACCES;
+}
+
+/* The thread's own file system credentials, kept while it runs as a
+ * writer. */
+struct fs_cred {
+	long fsuid, fsgid;
+	gid_t *groups;
+	int ngroups;
+};
+
+/* Raw system calls: glibc's setgroups() (and setfsuid's siblings
+ * setresuid etc.) change every thread of the process; these change the
+ * calling thread alone.  setfsuid(-1) changes nothing and returns the
+ * current value. */
+static long thread_setfsuid(long uid) { return syscall(SYS_setfsuid, uid); }
+static long thread_setfsgid(long gid) { return syscall(SYS_setfsgid, gid); }
+static long thread_setgroups(size_t n, const gid_t *g) { return syscall(SYS_setgroups, n, g); }
+
+/* Back to the thread's own: if that fails the thread would serve other
+ * requests as someone else, so it does not go on. */
+static void cred_restore(struct fs_cred *c)
+{
+	thread_setfsuid(c->fsuid);
+	thread_setfsgid(c->fsgid);
+	if (thread_setfsuid(-1) != c->fsuid || thread_setfsgid(-1) != c->fsgid ||
+	    thread_setgroups((size_t)c->ngroups, c->groups)) {
+		rf_err("cannot take back the daemon's own credentials after a store: stopping");
+		abort();
+	}
+	free(c->groups);
+}
+
+int rf_ctl_as_writer(const struct rf_ctl_cred *who, int (*fn)(void *arg), void *arg)
+{
+	struct fs_cred own = { 0 };
+	int ret, n;
+
+	if (geteuid() != 0)
+		return fn(arg);
+	n = getgroups(0, NULL);
+	own.groups = n > 0 ? malloc((size_t)n * sizeof(gid_t)) : NULL;
+	if (n < 0 || (n > 0 && !own.groups) || (n > 0 && (own.ngroups = getgroups(n, own.groups)) != n)) {
+		free(own.groups);
+		return -ENOMEM;
+	}
+	own.fsuid = thread_setfsuid(-1);
+	own.fsgid = thread_setfsgid(-1);
+	/* Groups and gid first: once the fsuid is not 0 the file system
+	 * capabilities are gone (and come back with it). */
+	if (thread_setgroups(who->groups ? (size_t)who->ngroups : 0, who->groups)) {
+		ret = -errno;
+		rf_warn("cannot take the groups of uid %u for a store: %s", (unsigned)who->uid, strerror(-ret));
+		free(own.groups);
+		return -EPERM;
+	}
+	thread_setfsgid(who->gid);
+	thread_setfsuid(who->uid);
+	if (thread_setfsgid(-1) != (long)who->gid || thread_setfsuid(-1) != (long)who->uid) {
+		rf_warn("cannot take the credentials of uid %u gid %u for a store", (unsigned)who->uid,
+			(unsigned)who->gid);
+		cred_restore(&own);
+		return -EPERM;
+	}
+	ret = fn(arg);
+	cred_restore(&own);
+	return ret;
+}
+
+struct store_job {
+	const struct rf_ctl_attr *at;
+	struct rf_array *a;
+	int member;
+	const char *dev, *buf;
+	size_t len;
+};
+
+static int store_job_run(void *arg)
+{
+	struct store_job *j = arg;
+
+	return j->dev ? rf_ctl_dev_store(j->at, j->a, j->dev, j->buf, j->len)
+		      : rf_ctl_store(j->at, j->a, j->member, j->buf, j->len);
+}
+
+int rf_ctl_store_as(const struct rf_ctl_cred *who, uid_t owner, const struct rf_ctl_attr *at, struct rf_array *a,
+		    int member, const char *dev, const char *buf, size_t len)
+{
+	struct store_job j = { .at = at, .a = a, .member = member, .dev = dev, .buf = buf, .len = len };
+	int ret = rf_ctl_may_store(who, owner);
+
+	if (ret) {
+		if (dev)
+			rf_warn("md/dev-%s/%s: uid %u may not write it (only its owner, uid %u, and root may)", dev,
+				at->name, (unsigned)who->uid, (unsigned)owner);
+		else
+			rf_warn("md/%s: uid %u may not write it (only its owner, uid %u, and root may)", at->name,
+				(unsigned)who->uid, (unsigned)owner);
+		return ret;
+	}
+	return at->as_writer ? rf_ctl_as_writer(who, store_job_run, &j) : store_job_run(&j);
 }
 
 /* ---------------------------------------------------------------- tree */
