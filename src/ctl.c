@@ -540,8 +540,10 @@ const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	ATTR_INT(rmw_level, rf_array_set_rmw_level, "0 (never), 1 (when it reads less) or 2 (whenever possible)",
 		 .present = has_stripe_cache),
 	/* raidfuse's worker groups serve every level. */
-	ATTR_INT(group_thread_cnt, rf_array_set_group_thread_cnt, "0..64"),
-	ATTR_INT(worker_groups, rf_array_set_worker_groups, "1..64"),
+	ATTR_INT(group_thread_cnt, rf_array_set_group_thread_cnt,
+		 "0..64, with worker_groups x group_thread_cnt within the worker thread bound"),
+	ATTR_INT(worker_groups, rf_array_set_worker_groups,
+		 "1..64, with worker_groups x group_thread_cnt within the worker thread bound"),
 	{ .name = "sync_action", .mode = 0644, .show = show_sync_action, .store = store_sync_action,
 	  .takes = "check, repair, resync, recover, idle or frozen", .present = has_redundancy },
 	ATTR_RO(mismatch_cnt, .present = has_redundancy),

@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <malloc.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1453,6 +1454,13 @@ static int reshape(struct rf_array *a, enum reshape_what what, int value)
 	nthreads = what == RESHAPE_THREADS ? value : a->group_thread_cnt;
 	cache = what == RESHAPE_CACHE ? value : a->stripe_cache_size;
 	ngroups = ngroups_for(wg);
+	if (ngroups * nthreads > rf_max_worker_threads()) {
+		rf_warn("%s: %d group(s) of %d thread(s) would be %d worker threads: the bound is %d (4 per CPU, at "
+		       "least 8, at most 256; more threads than cores only add context switches)",
+		       a->name, ngroups, nthreads, ngroups * nthreads, rf_max_worker_threads());
+		ret = -EINVAL;
+		goto out;
+	}
 	ret = groups_alloc(a, ngroups, nthreads, cache, &groups);
 	if (ret) {
 		rf_err("%s: no memory for %d group(s) with %d stripe heads: %s", a->name, ngroups, cache,
@@ -1478,6 +1486,10 @@ static int reshape(struct rf_array *a, enum reshape_what what, int value)
 	/* Drained: nothing was left on the old groups, nothing reaches them. */
 	groups_stop(old, oldn);
 	groups_free(a, old, oldn);
+	/* The old groups' stripe memory went back with munmap; what their
+	 * threads and heads took from the heap (every thread's arena) goes
+	 * back too, or a shrink would keep the peak resident. */
+	malloc_trim(0);
 out:
 	pthread_mutex_unlock(&a->reconf_lock);
 	return ret;

@@ -828,9 +828,40 @@ static void test_tuning_limits(void **state)
 	assert_int_equal(cfg.rmw_level, 0);
 	rf_config_free(&cfg);
 	load_ok("array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" ); };\n"
-		"tuning: { stripe_cache_size = 32768; group_thread_cnt = 64; };\n", &cfg);
+		"tuning: { stripe_cache_size = 32768; worker_groups = 1; group_thread_cnt = 8; };\n", &cfg);
 	assert_int_equal(cfg.stripe_cache_size, 32768);
+	assert_int_equal(cfg.group_thread_cnt, 8);
 	rf_config_free(&cfg);
+}
+
+/* Worker threads in all stay within rf_max_worker_threads(): 4 per CPU,
+ * at least 8, at most 256.  64 groups of 64 threads (4096 threads) are
+ * refused at the thread count's line; the bound itself is taken. */
+static void test_err_worker_threads(void **state)
+{
+	int max = rf_max_worker_threads(), per = max / 8;
+	struct rf_config cfg;
+	char text[512];
+
+	assert_true(max >= 8 && max <= 256);
+	check_err("array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" ); };\n"
+		  "tuning: {\n  worker_groups = 64;\n  group_thread_cnt = 64;\n};\n",
+		  -EINVAL, 4, "tuning.group_thread_cnt", "make 4096 worker threads: more than the");
+	snprintf(text, sizeof(text),
+		 "array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" ); };\n"
+		 "tuning: {\n  worker_groups = 8;\n  group_thread_cnt = %d;\n};\n", per);
+	load_ok(text, &cfg);
+	assert_int_equal(cfg.worker_groups * cfg.group_thread_cnt, 8 * per);
+	rf_config_free(&cfg);
+	snprintf(text, sizeof(text),
+		 "array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" ); };\n"
+		 "tuning: {\n  worker_groups = 8;\n  group_thread_cnt = %d;\n};\n", per + 1);
+	check_err(text, -EINVAL, 4, "tuning.group_thread_cnt", "at least 8, at most 256");
+	/* worker_groups 0 is one group per CPU: the same bound counts them */
+	snprintf(text, sizeof(text),
+		 "array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" ); };\n"
+		 "tuning: {\n  worker_groups = 0;\n  group_thread_cnt = %d;\n};\n", max / (int)sysconf(_SC_NPROCESSORS_ONLN) + 1);
+	check_err(text, -EINVAL, 4, "tuning.group_thread_cnt", "worker threads: more than the");
 }
 
 /* A message longer than the buffer is cut, still terminated. */
@@ -935,6 +966,7 @@ int main(void)
 		cmocka_unit_test(test_err_offsets),
 		cmocka_unit_test(test_err_tuning),
 		cmocka_unit_test(test_tuning_limits),
+		cmocka_unit_test(test_err_worker_threads),
 		cmocka_unit_test(test_faults),
 		cmocka_unit_test(test_spares),
 		cmocka_unit_test(test_short_err_buffer),

@@ -317,15 +317,42 @@ static void test_store_ranges(void **state)
 	struct rf_array *a = open_array("st", 5, 2, 4, 65536, 0);
 
 	check_int_store(a, "stripe_cache_size", 17, 32768);
-	check_int_store(a, "group_thread_cnt", 0, 64);
-	/* 64 groups of 64 threads is 4096 threads: more than a sanitizer
-	 * build's memory allows.  Groups are tried with 1 thread each. */
-	assert_int_equal(store(a, "group_thread_cnt", "1"), 0);
+	/* 2 groups: as many threads each as the bound on all of them takes */
+	check_int_store(a, "group_thread_cnt", 0, rf_max_worker_threads() / 2);
+	assert_int_equal(store(a, "group_thread_cnt", "0"), 0);
 	check_int_store(a, "worker_groups", 1, 64);
 	check_int_store(a, "rmw_level", 0, 2);
 	/* back to something small, and IO still works through the engine */
 	assert_int_equal(store(a, "stripe_cache_size", "64\n"), 0);
 	assert_string_equal(show(a, "stripe_cache_size"), "64\n");
+	rf_array_close(a);
+}
+
+/* Worker threads in all stay within rf_max_worker_threads(), whichever
+ * of the two attributes would pass it: 64 groups of 64 threads (4096)
+ * are refused and change nothing. */
+static void test_store_thread_bound(void **state)
+{
+	struct rf_array *a = open_array("tb", 5, 2, 4, 65536, 0);
+	int max = rf_max_worker_threads();
+	char v[16];
+
+	/* opened with 2 groups of 2 threads: 64 of them would be 128 */
+	assert_int_equal(store(a, "worker_groups", "64"), max >= 128 ? 0 : -EINVAL);
+	assert_int_equal(store(a, "group_thread_cnt", "0"), 0);
+	assert_int_equal(store(a, "worker_groups", "64"), 0);
+	assert_int_equal(store(a, "group_thread_cnt", "64"), -EINVAL);
+	assert_string_equal(show(a, "group_thread_cnt"), "0\n");
+	assert_string_equal(show(a, "worker_groups"), "64\n");
+	/* 8 groups at the bound; one more thread each, or more groups, no */
+	assert_int_equal(store(a, "worker_groups", "8"), 0);
+	snprintf(v, sizeof(v), "%d", max / 8);
+	assert_int_equal(store(a, "group_thread_cnt", v), 0);
+	snprintf(v, sizeof(v), "%d", max / 8 + 1);
+	assert_int_equal(store(a, "group_thread_cnt", v), -EINVAL);
+	assert_int_equal(store(a, "worker_groups", "64"), max >= 64 * (max / 8) ? 0 : -EINVAL);
+	assert_int_equal(store(a, "group_thread_cnt", "0"), 0);
+	assert_int_equal(store(a, "worker_groups", "2"), 0);
 	rf_array_close(a);
 }
 
@@ -953,6 +980,7 @@ int main(void)
 		cmocka_unit_test(test_mdstat_levels),
 		cmocka_unit_test(test_metadata_readonly),
 		cmocka_unit_test(test_store_ranges),
+		cmocka_unit_test(test_store_thread_bound),
 		cmocka_unit_test(test_store_limits),
 		cmocka_unit_test(test_array_state),
 		cmocka_unit_test(test_read_only),
