@@ -340,7 +340,7 @@ static void cred_of(fuse_req_t req, struct rf_ctl_cred *who, gid_t *groups, int 
 /* The daemon's own check of what the kernel checks with
  * default_permissions: may req's sender open a file of these attributes
  * for reading and/or writing?  0 or -EACCES. */
-static int may_open(struct fs *fs, fuse_req_t req, const struct stat *st, bool rd, bool wr)
+static int may_open(fuse_req_t req, const struct stat *st, bool rd, bool wr)
 {
 	gid_t groups[RF_FUSE_GROUPS];
 	struct rf_ctl_cred who;
@@ -464,7 +464,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		return;
 	}
 	fill_attr(fs, ino, &r, &st);
-	if ((to_set & FUSE_SET_ATTR_SIZE) && !ref_is_dir(&r) && may_open(fs, req, &st, false, true)) {
+	if ((to_set & FUSE_SET_ATTR_SIZE) && !ref_is_dir(&r) && may_open(req, &st, false, true)) {
 		fuse_reply_err(req, EACCES);
 		return;
 	}
@@ -507,7 +507,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	/* The modes hold even where the kernel does not check them. */
 	fill_attr(fs, ino, &r, &st);
-	if (may_open(fs, req, &st, (fi->flags & O_ACCMODE) != O_WRONLY, (fi->flags & O_ACCMODE) != O_RDONLY)) {
+	if (may_open(req, &st, (fi->flags & O_ACCMODE) != O_WRONLY, (fi->flags & O_ACCMODE) != O_RDONLY)) {
 		fuse_reply_err(req, EACCES);
 		return;
 	}
