@@ -846,8 +846,7 @@ int rf_ctl_as_writer(const struct rf_ctl_cred *who, int (*fn)(void *arg), void *
 	/* Groups and gid first: once the fsuid is not 0 the file system
 	 * capabilities are gone (and come back with it). */
 	if (thread_setgroups(who->groups ? (size_t)who->ngroups : 0, who->groups)) {
-		ret = -errno;
-		rf_warn("cannot take the groups of uid %u for a store: %s", (unsigned)who->uid, strerror(-ret));
+		rf_warn("cannot take the groups of uid %u for a store: %s", (unsigned)who->uid, strerror(errno));
 		free(own.groups);
 		return -EPERM;
 	}
