@@ -37,10 +37,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <libconfig.h>
 
 #include "raidfuse/config.h"
+#include "raidfuse/ctl.h"
 #include "raidfuse/super.h"
 
 #define SECTOR 512ULL
@@ -61,6 +63,9 @@
 #define MIN_STRIPE_CACHE_SIZE   17
 #define MAX_STRIPE_CACHE_SIZE   32768
 #define MAX_THREADS             64
+/* Worker threads in all (rf_max_worker_threads): 4 per CPU, within these. */
+#define MIN_WORKER_THREADS      8
+#define MAX_WORKER_THREADS      256
 
 /* What one load needs to report an error. */
 struct ld {
@@ -471,6 +476,10 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 			return fail(ld, s, "array.name",
 				    "must be a plain file name: not empty, no '/', not \".\" or \"..\" (got \"%s\")",
 				    nm);
+		if (rf_ctl_root_name_taken(nm))
+			return fail(ld, s, "array.name",
+				    "\"%s\" is a name the control files take beside the image (%s, %s/): "
+				    "it would hide them; pick another", nm, RF_CTL_ROOT_MDSTAT, RF_CTL_ROOT_MD);
 		cfg->name = strdup(nm);
 		if (!cfg->name)
 			return -ENOMEM;
@@ -635,6 +644,39 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 	return 0;
 }
 
+static long online_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n > 0 ? n : 1;
+}
+
+int rf_max_worker_threads(void)
+{
+	long n = 4 * online_cpus();
+
+	return n < MIN_WORKER_THREADS ? MIN_WORKER_THREADS : n > MAX_WORKER_THREADS ? MAX_WORKER_THREADS : (int)n;
+}
+
+/* group_thread_cnt threads in each of worker_groups groups (0: one per
+ * CPU, as the engine makes them) stay within rf_max_worker_threads(). */
+static int check_worker_threads(struct ld *ld, const config_setting_t *t, const struct rf_config *cfg)
+{
+	long groups = cfg->worker_groups ? cfg->worker_groups : online_cpus();
+	const config_setting_t *s = config_setting_get_member(t, "group_thread_cnt");
+	int max = rf_max_worker_threads();
+
+	if (groups > MAX_THREADS)
+		groups = MAX_THREADS;
+	if (groups * cfg->group_thread_cnt <= max)
+		return 0;
+	return fail(ld, s, "tuning.group_thread_cnt",
+		    "%d thread(s) in each of %ld worker group(s) make %ld worker threads: more than the %d this machine "
+		    "takes (4 per CPU, at least %d, at most %d: more threads than cores only add context switches)",
+		    cfg->group_thread_cnt, groups, groups * cfg->group_thread_cnt, max, MIN_WORKER_THREADS,
+		    MAX_WORKER_THREADS);
+}
+
 static int load_tuning(struct ld *ld, const config_setting_t *t,
 		       struct rf_config *cfg)
 {
@@ -673,6 +715,9 @@ static int load_tuning(struct ld *ld, const config_setting_t *t,
 		if (r)
 			return r;
 	}
+	r = check_worker_threads(ld, t, cfg);
+	if (r)
+		return r;
 	s = config_setting_get_member(t, "stripe_size");
 	if (s) {
 		uint64_t v;

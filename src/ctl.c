@@ -13,6 +13,12 @@
  * logs every refusal, naming the attribute and the value: the writer only
  * sees EINVAL.
  *
+ * Who may: every file belongs to the daemon's user.  Only that user and
+ * root may store (rf_ctl_may_store), whatever the modes the kernel sees;
+ * md/new_dev's path is opened with the writer's own file system
+ * credentials (rf_ctl_as_writer: per-thread fsuid, fsgid and groups), so
+ * no writer makes the daemon open a file it could not open itself.
+ *
  * What it does NOT do: mount anything (fuse.c serves the tree), hold any
  * lock (the engine's getters and setters are thread-safe), or keep state.
  */
@@ -23,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "raidfuse/ctl.h"
@@ -533,8 +540,10 @@ const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	ATTR_INT(rmw_level, rf_array_set_rmw_level, "0 (never), 1 (when it reads less) or 2 (whenever possible)",
 		 .present = has_stripe_cache),
 	/* raidfuse's worker groups serve every level. */
-	ATTR_INT(group_thread_cnt, rf_array_set_group_thread_cnt, "0..64"),
-	ATTR_INT(worker_groups, rf_array_set_worker_groups, "1..64"),
+	ATTR_INT(group_thread_cnt, rf_array_set_group_thread_cnt,
+		 "0..64, with worker_groups x group_thread_cnt within the worker thread bound"),
+	ATTR_INT(worker_groups, rf_array_set_worker_groups,
+		 "1..64, with worker_groups x group_thread_cnt within the worker thread bound"),
 	{ .name = "sync_action", .mode = 0644, .show = show_sync_action, .store = store_sync_action,
 	  .takes = "check, repair, resync, recover, idle or frozen", .present = has_redundancy },
 	ATTR_RO(mismatch_cnt, .present = has_redundancy),
@@ -547,7 +556,8 @@ const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	{ .name = "resync_start", .mode = 0644, .show = show_resync_start, .store = store_resync_start,
 	  .takes = "sectors, or none", .present = has_redundancy },
 	/* write-only, as md's */
-	{ .name = "new_dev", .mode = 0200, .store = store_new_dev, .takes = "the path of a file to add as a spare" },
+	{ .name = "new_dev", .mode = 0200, .store = store_new_dev, .takes = "the path of a file to add as a spare",
+	  .as_writer = true },
 };
 
 const size_t rf_ctl_md_nattrs = sizeof(rf_ctl_md_attrs) / sizeof(rf_ctl_md_attrs[0]);
@@ -761,6 +771,132 @@ int rf_ctl_dev_store(const struct rf_ctl_attr *at, struct rf_array *a, const cha
 	return store_value(at, a, -1, dev, buf, len);
 }
 
+/* ---------------------------------------------------------------- who may */
+
+int rf_ctl_may_open(const struct rf_ctl_cred *who, uid_t owner, gid_t group, unsigned mode, bool rd, bool wr)
+{
+	unsigned want = (rd ? 4u : 0u) | (wr ? 2u : 0u), bits;
+	int i;
+
+	if (who->uid == 0)
+		return 0;               /* as CAP_DAC_OVERRIDE: root opens any file */
+	if (who->uid == owner) {
+		bits = mode >> 6;
+	} else {
+		bits = mode;
+		if (who->gid == group)
+			bits = mode >> 3;
+		for (i = 0; who->groups && i < who->ngroups; i++)
+			if (who->groups[i] == group)
+				bits = mode >> 3;
+	}
+	return (bits & want) == want ? 0 : -EACCES;
+}
+
+int rf_ctl_may_store(const struct rf_ctl_cred *who, uid_t owner)
+{
+	return who->uid == owner || who->uid == 0 ? 0 : -EACCES;
+}
+
+/* The thread's own file system credentials, kept while it runs as a
+ * writer. */
+struct fs_cred {
+	long fsuid, fsgid;
+	gid_t *groups;
+	int ngroups;
+};
+
+/* Raw system calls: glibc's setgroups() (and setfsuid's siblings
+ * setresuid etc.) change every thread of the process; these change the
+ * calling thread alone.  setfsuid(-1) changes nothing and returns the
+ * current value. */
+static long thread_setfsuid(long uid) { return syscall(SYS_setfsuid, uid); }
+static long thread_setfsgid(long gid) { return syscall(SYS_setfsgid, gid); }
+static long thread_setgroups(size_t n, const gid_t *g) { return syscall(SYS_setgroups, n, g); }
+
+/* Back to the thread's own: if that fails the thread would serve other
+ * requests as someone else, so it does not go on. */
+static void cred_restore(struct fs_cred *c)
+{
+	thread_setfsuid(c->fsuid);
+	thread_setfsgid(c->fsgid);
+	if (thread_setfsuid(-1) != c->fsuid || thread_setfsgid(-1) != c->fsgid ||
+	    thread_setgroups((size_t)c->ngroups, c->groups)) {
+		rf_err("cannot take back the daemon's own credentials after a store: stopping");
+		abort();
+	}
+	free(c->groups);
+}
+
+int rf_ctl_as_writer(const struct rf_ctl_cred *who, int (*fn)(void *arg), void *arg)
+{
+	struct fs_cred own = { 0 };
+	int ret, n;
+
+	if (geteuid() != 0)
+		return fn(arg);
+	n = getgroups(0, NULL);
+	own.groups = n > 0 ? malloc((size_t)n * sizeof(gid_t)) : NULL;
+	if (n < 0 || (n > 0 && !own.groups) || (n > 0 && (own.ngroups = getgroups(n, own.groups)) != n)) {
+		free(own.groups);
+		return -ENOMEM;
+	}
+	own.fsuid = thread_setfsuid(-1);
+	own.fsgid = thread_setfsgid(-1);
+	/* Groups and gid first: once the fsuid is not 0 the file system
+	 * capabilities are gone (and come back with it). */
+	if (thread_setgroups(who->groups ? (size_t)who->ngroups : 0, who->groups)) {
+		rf_warn("cannot take the groups of uid %u for a store: %s", (unsigned)who->uid, strerror(errno));
+		free(own.groups);
+		return -EPERM;
+	}
+	thread_setfsgid(who->gid);
+	thread_setfsuid(who->uid);
+	if (thread_setfsgid(-1) != (long)who->gid || thread_setfsuid(-1) != (long)who->uid) {
+		rf_warn("cannot take the credentials of uid %u gid %u for a store", (unsigned)who->uid,
+			(unsigned)who->gid);
+		cred_restore(&own);
+		return -EPERM;
+	}
+	ret = fn(arg);
+	cred_restore(&own);
+	return ret;
+}
+
+struct store_job {
+	const struct rf_ctl_attr *at;
+	struct rf_array *a;
+	int member;
+	const char *dev, *buf;
+	size_t len;
+};
+
+static int store_job_run(void *arg)
+{
+	struct store_job *j = arg;
+
+	return j->dev ? rf_ctl_dev_store(j->at, j->a, j->dev, j->buf, j->len)
+		      : rf_ctl_store(j->at, j->a, j->member, j->buf, j->len);
+}
+
+int rf_ctl_store_as(const struct rf_ctl_cred *who, uid_t owner, const struct rf_ctl_attr *at, struct rf_array *a,
+		    int member, const char *dev, const char *buf, size_t len)
+{
+	struct store_job j = { .at = at, .a = a, .member = member, .dev = dev, .buf = buf, .len = len };
+	int ret = rf_ctl_may_store(who, owner);
+
+	if (ret) {
+		if (dev)
+			rf_warn("md/dev-%s/%s: uid %u may not write it (only its owner, uid %u, and root may)", dev,
+				at->name, (unsigned)who->uid, (unsigned)owner);
+		else
+			rf_warn("md/%s: uid %u may not write it (only its owner, uid %u, and root may)", at->name,
+				(unsigned)who->uid, (unsigned)owner);
+		return ret;
+	}
+	return at->as_writer ? rf_ctl_as_writer(who, store_job_run, &j) : store_job_run(&j);
+}
+
 /* ---------------------------------------------------------------- tree */
 
 static int add_node(struct rf_ctl_tree *t, int cap, const char *name, int parent, enum rf_ctl_kind kind,
@@ -781,17 +917,22 @@ static int add_node(struct rf_ctl_tree *t, int cap, const char *name, int parent
 
 int rf_ctl_tree_build(struct rf_array *a, struct rf_ctl_tree *t)
 {
+	const char *name = rf_array_name(a);
 	int cap = 3 + 1 + (int)NATTRS, md;
 	size_t i;
 
 	t->n = 0;
+	t->nodes = NULL;
+	if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..") ||
+	    rf_ctl_root_name_taken(name))
+		return -EINVAL;
 	t->nodes = calloc((size_t)cap, sizeof(*t->nodes));
 	if (!t->nodes)
 		return -ENOMEM;
 	add_node(t, cap, "", 0, RF_CTL_DIR, NULL, -1);
-	add_node(t, cap, rf_array_name(a), 0, RF_CTL_IMAGE, NULL, -1);
-	add_node(t, cap, "mdstat", 0, RF_CTL_FILE, &rf_ctl_mdstat, -1);
-	md = add_node(t, cap, "md", 0, RF_CTL_DIR, NULL, -1);
+	add_node(t, cap, name, 0, RF_CTL_IMAGE, NULL, -1);
+	add_node(t, cap, RF_CTL_ROOT_MDSTAT, 0, RF_CTL_FILE, &rf_ctl_mdstat, -1);
+	md = add_node(t, cap, RF_CTL_ROOT_MD, 0, RF_CTL_DIR, NULL, -1);
 	for (i = 0; i < NATTRS; i++)
 		if (!rf_ctl_md_attrs[i].present || rf_ctl_md_attrs[i].present(a))
 			add_node(t, cap, rf_ctl_md_attrs[i].name, md, RF_CTL_FILE, &rf_ctl_md_attrs[i], -1);

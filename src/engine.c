@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <malloc.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1447,12 +1448,20 @@ static int reshape(struct rf_array *a, enum reshape_what what, int value)
 {
 	struct rf_group *groups, *old;
 	int ngroups, oldn, ret, wg, nthreads, cache;
+	bool shrink;
 
 	pthread_mutex_lock(&a->reconf_lock);
 	wg = what == RESHAPE_GROUPS ? value : a->worker_groups;
 	nthreads = what == RESHAPE_THREADS ? value : a->group_thread_cnt;
 	cache = what == RESHAPE_CACHE ? value : a->stripe_cache_size;
 	ngroups = ngroups_for(wg);
+	if (ngroups * nthreads > rf_max_worker_threads()) {
+		rf_warn("%s: %d group(s) of %d thread(s) would be %d worker threads: the bound is %d (4 per CPU, at "
+			"least 8, at most 256; more threads than cores only add context switches)",
+			a->name, ngroups, nthreads, ngroups * nthreads, rf_max_worker_threads());
+		ret = -EINVAL;
+		goto out;
+	}
 	ret = groups_alloc(a, ngroups, nthreads, cache, &groups);
 	if (ret) {
 		rf_err("%s: no memory for %d group(s) with %d stripe heads: %s", a->name, ngroups, cache,
@@ -1466,6 +1475,11 @@ static int reshape(struct rf_array *a, enum reshape_what what, int value)
 		groups_free(a, groups, ngroups);
 		goto out;
 	}
+	/* Fewer threads or stripe heads (groups_alloc: at least 16 a group)
+	 * than the old groups had: memory to give back below. */
+	shrink = ngroups * nthreads < a->ngroups * a->group_thread_cnt ||
+		 ngroups * (cache / ngroups < 16 ? 16 : cache / ngroups) <
+			 a->ngroups * (a->stripe_cache_size / a->ngroups < 16 ? 16 : a->stripe_cache_size / a->ngroups);
 	drain(a, RF_HOLD_ALL);
 	old = a->groups;
 	oldn = a->ngroups;
@@ -1478,6 +1492,12 @@ static int reshape(struct rf_array *a, enum reshape_what what, int value)
 	/* Drained: nothing was left on the old groups, nothing reaches them. */
 	groups_stop(old, oldn);
 	groups_free(a, old, oldn);
+	/* The old groups' stripe memory went back with munmap; after a
+	 * shrink, what their threads and heads took from the heap (every
+	 * thread's arena) goes back too, or the peak would stay resident.
+	 * (About 0.2 ms; a grow has nothing to give back.) */
+	if (shrink)
+		malloc_trim(0);
 out:
 	pthread_mutex_unlock(&a->reconf_lock);
 	return ret;

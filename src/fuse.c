@@ -32,6 +32,15 @@
  * truncating it to 0 (echo VALUE > file) is accepted.  A read-only one
  * refuses to be opened for writing (EACCES).
  *
+ * Who may: every file belongs to the daemon's user; the image is 0600
+ * (0400 with --ro), control files 0444, 0644 when they take values, and
+ * md/new_dev 0200.  With allow_other (or allow_root) the mount also gets
+ * default_permissions, so the kernel checks the modes against each
+ * caller; the daemon checks them again itself at open and truncation
+ * (may_open), and only the owner or root may store into a control file
+ * whoever opened it (ctl.c: rf_ctl_store_as, which opens md/new_dev's path
+ * with the writer's credentials).
+ *
  * The only file that includes fuse_lowlevel.h.
  */
 #define FUSE_USE_VERSION 312
@@ -52,6 +61,8 @@
 
 #define RF_MAX_IO (1u << 20)
 #define RF_POOL_MAX 256
+/* Supplementary groups taken from a writer of md/new_dev (more: none). */
+#define RF_FUSE_GROUPS 1024
 
 enum { INO_ROOT = FUSE_ROOT_ID };
 #define INO_RD_BASE ((fuse_ino_t)1 << 32)
@@ -301,7 +312,8 @@ static void fill_attr(struct fs *fs, fuse_ino_t ino, const struct ref *r, struct
 		return;
 	}
 	if (r->kind == REF_NODE && n->kind == RF_CTL_IMAGE) {
-		st->st_mode = S_IFREG | (rf_array_readonly(fs->a) ? 0444 : 0644);
+		/* The array's data is its owner's alone (root may, as ever). */
+		st->st_mode = S_IFREG | (rf_array_readonly(fs->a) ? 0400 : 0600);
 		st->st_size = (off_t)rf_array_size(fs->a);
 		st->st_blocks = st->st_size / 512;
 		return;
@@ -309,6 +321,34 @@ static void fill_attr(struct fs *fs, fuse_ino_t ino, const struct ref *r, struct
 	/* As sysfs: a page, whatever the content (reads end at EOF). */
 	st->st_mode = S_IFREG | r->attr->mode;
 	st->st_size = 4096;
+}
+
+/* Who sent req.  The supplementary groups are read only when asked for
+ * (libfuse reads them from /proc): into groups (max entries); none are
+ * known when that fails, which only takes rights away. */
+static void cred_of(fuse_req_t req, struct rf_ctl_cred *who, gid_t *groups, int max)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	int n = groups ? fuse_req_getgroups(req, max, groups) : -1;
+
+	who->uid = ctx->uid;
+	who->gid = ctx->gid;
+	who->groups = n >= 0 && n <= max ? groups : NULL;
+	who->ngroups = who->groups ? n : 0;
+}
+
+/* The daemon's own check of what the kernel checks with
+ * default_permissions: may req's sender open a file of these attributes
+ * for reading and/or writing?  0 or -EACCES. */
+static int may_open(fuse_req_t req, const struct stat *st, bool rd, bool wr)
+{
+	gid_t groups[RF_FUSE_GROUPS];
+	struct rf_ctl_cred who;
+	unsigned mode = st->st_mode & 0777;
+
+	/* The groups matter only where the group bits differ from the others'. */
+	cred_of(req, &who, ((mode >> 3) ^ mode) & 7 ? groups : NULL, RF_FUSE_GROUPS);
+	return rf_ctl_may_open(&who, st->st_uid, st->st_gid, mode, rd, wr);
 }
 
 static void op_init(void *ud, struct fuse_conn_info *conn)
@@ -424,6 +464,10 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		return;
 	}
 	fill_attr(fs, ino, &r, &st);
+	if ((to_set & FUSE_SET_ATTR_SIZE) && !ref_is_dir(&r) && may_open(req, &st, false, true)) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		/* The image's size is the array's: truncating to it is a
 		 * no-op, anything else is refused like on a block device.  A
@@ -446,6 +490,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
 	const struct rf_ctl_node *n;
+	struct stat st;
 	struct ref r;
 	int ret = ref_live(fs, ino, &r);
 	bool ctl;
@@ -458,6 +503,12 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	n = r.n;
 	if (ref_is_dir(&r) || r.kind == REF_RD) {
 		fuse_reply_err(req, ref_is_dir(&r) ? EISDIR : ELOOP);
+		return;
+	}
+	/* The modes hold even where the kernel does not check them. */
+	fill_attr(fs, ino, &r, &st);
+	if (may_open(req, &st, (fi->flags & O_ACCMODE) != O_WRONLY, (fi->flags & O_ACCMODE) != O_RDONLY)) {
+		fuse_reply_err(req, EACCES);
 		return;
 	}
 	/* A read-only attribute cannot be opened for writing, a write-only
@@ -616,12 +667,16 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		return;
 	}
 	if (ref_is_ctl(&r)) {
+		gid_t groups[RF_FUSE_GROUPS];
+		struct rf_ctl_cred who;
+
 		/* One write, one value, wherever it lands (sysfs ignores the
-		 * offset too).  A setter that drains blocks this thread only. */
-		if (r.kind == REF_DEVFILE)
-			ret = rf_ctl_dev_store(r.attr, fs->a, r.dev, buf, size);
-		else
-			ret = rf_ctl_store(r.attr, fs->a, r.n->member, buf, size);
+		 * offset too).  A setter that drains blocks this thread only.
+		 * Only the owner and root store, whoever opened the file; a
+		 * path is opened as the writer (md/new_dev). */
+		cred_of(req, &who, r.attr->as_writer ? groups : NULL, RF_FUSE_GROUPS);
+		ret = rf_ctl_store_as(&who, fs->uid, r.attr, fs->a, r.kind == REF_DEVFILE ? -1 : r.n->member,
+				      r.kind == REF_DEVFILE ? r.dev : NULL, buf, size);
 		if (ret)
 			fuse_reply_err(req, -ret);
 		else
@@ -816,10 +871,25 @@ static void mark_io_flusher(void)
 #endif
 }
 
+/* Whether the comma-separated mount options opts hold name (alone, or
+ * as name=...). */
+static bool has_opt(const char *opts, const char *name)
+{
+	size_t len = strlen(name);
+	const char *p;
+
+	for (p = opts; *p; p += strcspn(p, ",")) {
+		p += *p == ',';
+		if (!strncmp(p, name, len) && (p[len] == ',' || p[len] == '=' || !p[len]))
+			return true;
+	}
+	return false;
+}
+
 /* Mount, serve until unmounted or signalled, unmount. */
 static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs)
 {
-	char *argv[8];
+	char *argv[10];
 	int argc = 0, ret;
 	struct fuse_args args;
 	struct fuse_loop_config *lc;
@@ -830,6 +900,12 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	if (o->fuse_opts) {
 		argv[argc++] = "-o";
 		argv[argc++] = (char *)o->fuse_opts;
+		/* Other users on the mount: the kernel checks the modes
+		 * against them (and the daemon again: may_open). */
+		if (has_opt(o->fuse_opts, "allow_other") || has_opt(o->fuse_opts, "allow_root")) {
+			argv[argc++] = "-o";
+			argv[argc++] = "default_permissions";
+		}
 	}
 	if (o->debug)
 		argv[argc++] = "-d";
@@ -923,11 +999,17 @@ int rf_fuse_run(struct rf_array *a, const struct rf_fuse_opts *o)
 	pthread_mutex_init(&fs.lock, NULL);
 	pthread_cond_init(&fs.cond, NULL);
 	pthread_mutex_init(&fs.names_lock, NULL);
-	if (rf_ctl_tree_build(a, &fs.tree)) {
-		rf_err("cannot build the file tree: %s", strerror(ENOMEM));
+	ret = rf_ctl_tree_build(a, &fs.tree);
+	if (ret == -EINVAL) {
+		rf_err("cannot serve the image as '%s': not a plain file name, or one the control files use "
+		       "(%s, %s)", rf_array_name(a), RF_CTL_ROOT_MD, RF_CTL_ROOT_MDSTAT);
 		return 1;
 	}
-	fs.md = rf_ctl_lookup(&fs.tree, 0, "md");
+	if (ret) {
+		rf_err("cannot build the file tree: %s", strerror(-ret));
+		return 1;
+	}
+	fs.md = rf_ctl_lookup(&fs.tree, 0, RF_CTL_ROOT_MD);
 	ret = serve(a, o, &fs);
 	rf_ctl_tree_free(&fs.tree);
 	while (fs.nnames)

@@ -63,6 +63,13 @@ void rf_config_free(struct rf_config *cfg);
  * name): for arrays described by superblocks instead of a file. */
 void rf_config_defaults(struct rf_config *cfg);
 
+/* The most worker threads an array may have in all (groups x
+ * group_thread_cnt): 4 per online CPU, at least 8, at most 256.  More
+ * threads than cores only add context switches (and each has its ring,
+ * buffers and stack); the bound leaves room for threads that wait on
+ * member IO.  The config and the runtime setters refuse more. */
+int rf_max_worker_threads(void);
+
 /* "512K", "1G", "2048" (plain number in default_unit bytes), "8s" (sectors).
  * Returns 0 or -EINVAL. */
 int rf_parse_size(const char *s, uint64_t default_unit, uint64_t *out);

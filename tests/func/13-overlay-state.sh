@@ -53,7 +53,7 @@ expect_fail "$RAIDFUSE" assemble -f --ro --overlay "$OV" "$MNT" "${members[@]}"
 grep -q "exclude each other" <<<"$OUT" || fail "--ro with --overlay: '$OUT'"
 
 start_assemble array.img "$MNT" --overlay "$OV" "${members[@]}"
-check "[ \"\$(stat -c %a '$MNT/array.img')\" = 644 ]" "--overlay image is writable"
+check "[ \"\$(stat -c %a '$MNT/array.img')\" = 600 ]" "--overlay image is writable"
 fio_verify "$MNT/array.img" --rw=randwrite --bs=4k --size=24M --iodepth=8
 # A second server on the same overlay directory (members shared read-only).
 expect_fail "$RAIDFUSE" assemble -f --overlay "$OV" "$MNT2" "${members[@]}"
