@@ -110,7 +110,7 @@ FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Iinclude $(shell pkg-config --cf
 FUZZ_LIB_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -DRF_VERSION=\"$(VERSION)\" -Iinclude $(PKG_CFLAGS) \
 	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
 FUZZ_LIB_OBJS := $(LIB_SRCS:src/%.c=build-fuzz/obj/%.o)
-FUZZ_LIB_HARNESSES := fuzz_bitmap fuzz_ctl fuzz_fault
+FUZZ_LIB_HARNESSES := fuzz_bitmap fuzz_overlay fuzz_ctl fuzz_fault
 FUZZERS := build-fuzz/fuzz_super build-fuzz/fuzz_config $(FUZZ_LIB_HARNESSES:%=build-fuzz/%)
 
 build-fuzz/fuzz_super: tests/fuzz/fuzz_super.c src/super.c src/examine.c src/fdio.c $(wildcard include/raidfuse/*.h)

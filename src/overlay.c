@@ -305,7 +305,7 @@ int rf_ioq_init_overlay(struct rf_ioq *q, const struct rf_ioq_member *members, i
 /* ---- open and close ---- */
 
 /* CRC32C (Castagnoli, reflected), bit by bit: the .base file is small. */
-static uint32_t crc32c(const void *buf, size_t len)
+uint32_t rf_ovl_crc32c(const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 	uint32_t c = 0xffffffffu;
@@ -420,7 +420,7 @@ size_t rf_ovl_base_build(const struct rf_ovl_base *b, void *buf, size_t size)
 
 		memcpy(p + sizeof(h) + i * sizeof(e), &e, sizeof(e));
 	}
-	c = htole32(crc32c(p, len - 4));
+	c = htole32(rf_ovl_crc32c(p, len - 4));
 	memcpy(p + len - 4, &c, 4);
 	return len;
 }
@@ -457,7 +457,7 @@ int rf_ovl_base_parse(const void *buf, size_t len, const char *path, struct rf_o
 		return -EINVAL;
 	}
 	memcpy(&c, p + len - 4, 4);
-	want = crc32c(p, len - 4);
+	want = rf_ovl_crc32c(p, len - 4);
 	if (le32toh(c) != want) {
 		snprintf(err, errlen, "%s: checksum 0x%08x, its content gives 0x%08x: torn or changed", path,
 			 le32toh(c), want);

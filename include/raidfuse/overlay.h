@@ -80,6 +80,8 @@ struct rf_ovl_base {
  * twice or out of range). */
 int rf_ovl_base_parse(const void *buf, size_t len, const char *path, struct rf_ovl_base *b, char *err,
 		      size_t errlen);
+/* The .base file's checksum: CRC32C of len bytes. */
+uint32_t rf_ovl_crc32c(const void *buf, size_t len);
 /* Encode b into buf (size bytes): its length, or 0 when it does not fit. */
 size_t rf_ovl_base_build(const struct rf_ovl_base *b, void *buf, size_t size);
 /* Decode and check len bytes of a .map file made for a member of
