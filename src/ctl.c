@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "raidfuse/ctl.h"
+#include "raidfuse/ctl_parse.h"
 #include "raidfuse/fault.h"
 #include "raidfuse/log.h"
 #include "raidfuse/super.h"
@@ -138,11 +139,11 @@ static void show_array_state(struct rf_array *a, const struct rf_array_info *i, 
 
 static int store_array_state(struct rf_array *a, int member, const char *val)
 {
-	if (!strcmp(val, "suspended"))
-		return rf_array_suspend(a);
-	if (!strcmp(val, "active"))
-		return rf_array_resume(a);
-	return -EINVAL;
+	enum rf_ctl_array_state st;
+
+	if (rf_ctl_parse_array_state(val, &st))
+		return -EINVAL;
+	return st == RF_CTL_STATE_SUSPENDED ? rf_array_suspend(a) : rf_array_resume(a);
 }
 
 static void show_metadata_version(struct rf_array *a, const struct rf_array_info *i, int member,
@@ -169,8 +170,6 @@ static bool has_redundancy(const struct rf_array *a)
 	return rf_array_geom(a)->level != 0;
 }
 
-static int parse_int(const char *s, int *out);
-
 static void show_sync_action(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
 {
 	struct rf_sync_status st;
@@ -181,7 +180,7 @@ static void show_sync_action(struct rf_array *a, const struct rf_array_info *i, 
 
 static int store_sync_action(struct rf_array *a, int member, const char *val)
 {
-	int act = rf_sync_action_parse(val);
+	int act = rf_ctl_parse_sync_action(val);
 
 	return act < 0 ? act : rf_sync_request(a, (enum rf_sync_action)act);
 }
@@ -207,11 +206,11 @@ static void show_speed_limit(struct rf_array *a, struct rf_ctl_buf *b, bool max)
 /* md takes "system" (back to the default) or KiB/s (0: the default). */
 static int store_speed_limit(struct rf_array *a, const char *val, bool max)
 {
-	int n = 0;
+	unsigned n;
 
-	if (strcmp(val, "system") && parse_int(val, &n))
+	if (rf_ctl_parse_speed(val, &n))
 		return -EINVAL;
-	return max ? rf_sync_set_speed_max(a, (unsigned)n) : rf_sync_set_speed_min(a, (unsigned)n);
+	return max ? rf_sync_set_speed_max(a, n) : rf_sync_set_speed_min(a, n);
 }
 
 static void show_sync_speed_min(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
@@ -274,18 +273,11 @@ static void show_resync_start(struct rf_array *a, const struct rf_array_info *i,
 
 static int store_resync_start(struct rf_array *a, int member, const char *val)
 {
-	unsigned long long n;
-	char *end;
+	uint64_t n;
 
-	if (!strcmp(val, "none"))
-		return rf_sync_set_resync_cp(a, RF_SYNC_NONE);
-	if (*val < '0' || *val > '9')
+	if (rf_ctl_parse_sectors(val, &n))
 		return -EINVAL;
-	errno = 0;
-	n = strtoull(val, &end, 10);
-	if (errno || *end)
-		return -EINVAL;
-	return rf_sync_set_resync_cp(a, n);
+	return rf_sync_set_resync_cp(a, n == UINT64_MAX ? RF_SYNC_NONE : n);
 }
 
 /* ---------------------------------------------------------------- devices */
@@ -295,7 +287,11 @@ static int store_resync_start(struct rf_array *a, int member, const char *val)
 static int store_new_dev(struct rf_array *a, int member, const char *val)
 {
 	char err[512] = "";
-	int ret = rf_array_add_spare(a, val, err, sizeof(err));
+	int ret = rf_ctl_parse_path(val);
+
+	if (ret)
+		return ret;
+	ret = rf_array_add_spare(a, val, err, sizeof(err));
 
 	if (ret && err[0])
 		rf_err("md/new_dev: %s", err);
@@ -332,15 +328,11 @@ static void show_dev_state(struct rf_array *a, const struct rf_dev_info *d, stru
  * refused here, before anything is asked of the engine. */
 static int store_dev_state(struct rf_array *a, const char *dev, const char *val)
 {
-	static const char *const words[] = {
-		"faulty", "remove", "re-add", "-faulty", "writemostly", "-writemostly", NULL
-	};
-	int i;
+	int word;
 
-	for (i = 0; words[i]; i++)
-		if (!strcmp(val, words[i]))
-			return rf_array_dev_set_state(a, dev, val);
-	return -EINVAL;
+	if (rf_ctl_parse_dev_state(val, &word))
+		return -EINVAL;
+	return rf_array_dev_set_state(a, dev, rf_ctl_dev_state_words[word]);
 }
 
 static void show_dev_errors(struct rf_array *a, const struct rf_dev_info *d, struct rf_ctl_buf *b)
@@ -463,11 +455,7 @@ int rf_ctl_dev_entry(struct rf_array *a, const char *entry)
 /* "rdN" with N a plain decimal (no sign, no leading zero), or -1. */
 static int rd_slot(const char *entry)
 {
-	int n;
-
-	if (strncmp(entry, "rd", 2) || entry[2] < '0' || entry[2] > '9' || (entry[2] == '0' && entry[3]))
-		return -1;
-	return parse_int(entry + 2, &n) || n >= RF_MAX_DEVS ? -1 : n;
+	return rf_ctl_parse_rd_slot(entry, RF_MAX_DEVS);
 }
 
 int rf_ctl_rd_target(struct rf_array *a, int slot, char *buf, size_t size)
@@ -682,26 +670,6 @@ int rf_ctl_dev_show(const struct rf_ctl_attr *at, struct rf_array *a, const char
 	return b.overflow ? -EOVERFLOW : (int)b.len;
 }
 
-/* md's kstrto*: decimal digits, an optional leading '+', nothing else. */
-static int parse_int(const char *s, int *out)
-{
-	long long v = 0;
-
-	if (*s == '+')
-		s++;
-	if (!*s)
-		return -EINVAL;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return -EINVAL;
-		v = v * 10 + (*s - '0');
-		if (v > INT_MAX)
-			return -EINVAL;
-	}
-	*out = (int)v;
-	return 0;
-}
-
 /* A value fit for a log line: printable, cut short. */
 static void log_value(char *dst, size_t size, const char *val, size_t len)
 {
@@ -720,6 +688,7 @@ static int store_value(const struct rf_ctl_attr *at, struct rf_array *a, int mem
 		       const char *buf, size_t len)
 {
 	char val[RF_CTL_VALUE_MAX + 1], shown[48], where[300];
+	size_t vlen;
 	int ret, n = 0;
 
 	if (!at->set_int && !at->store && !at->store_dev)
@@ -728,19 +697,16 @@ static int store_value(const struct rf_ctl_attr *at, struct rf_array *a, int mem
 		snprintf(where, sizeof(where), "md/dev-%s/%s", dev, at->name);
 	else
 		snprintf(where, sizeof(where), "md/%s", at->name);
-	if (len && buf[len - 1] == '\n')
-		len--;
-	log_value(shown, sizeof(shown), buf, len);
-	if (len > RF_CTL_VALUE_MAX) {
-		rf_warn("%s: refused a value of %zu bytes ('%s'): takes %s", where, len, shown, at->takes);
+	ret = rf_ctl_parse_value(buf, len, val, sizeof(val), &vlen);
+	log_value(shown, sizeof(shown), buf, vlen);
+	if (ret == -E2BIG) {
+		rf_warn("%s: refused a value of %zu bytes ('%s'): takes %s", where, vlen, shown, at->takes);
 		return -EINVAL;
 	}
-	memcpy(val, buf, len);
-	val[len] = '\0';
-	if (memchr(buf, '\0', len))
-		ret = -EINVAL;
+	if (ret)
+		ret = -EINVAL;          /* a NUL in the value */
 	else if (at->set_int)
-		ret = parse_int(val, &n) ?: at->set_int(a, n);
+		ret = rf_ctl_parse_int(val, &n) ?: at->set_int(a, n);
 	else if (dev)
 		ret = at->store_dev(a, dev, val);
 	else

@@ -6,6 +6,15 @@
  * model; the member itself must never change.  Reopened, the overlay
  * reads back the same; the files refuse a second user and a member of
  * another size; superblock updates through it land in the overlay.
+ *
+ * What it was made over (the .base record): a member whose own
+ * superblock changed since the overlay was made is refused, naming the
+ * member and its events then and now (regression: it was accepted, and
+ * the image became a mix of both), while the overlay's own superblock
+ * updates (test_superblock) do not count as a change; an overlay with
+ * files but no record (an older raidfuse's) is refused; the record's
+ * parser refuses a torn file, another version, a bad checksum.  And the
+ * .map parser refuses a torn map rather than reading its end as zeros.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +29,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <endian.h>
 
 #include "raidfuse/ioq.h"
 #include "raidfuse/overlay.h"
@@ -167,7 +177,7 @@ static void test_refusals(void **state)
 	snprintf(other, sizeof(other), "%s/other.img", dir);
 	make_member(other, BYTES + 4096);
 	fd = open(other, O_RDONLY);
-	assert_int_equal(rf_ovl_open(ovdir, fd, other, &o, err, sizeof(err)), -EINVAL);
+	assert_int_equal(rf_ovl_open(ovdir, fd, other, &o, err, sizeof(err)), -ESTALE);
 	assert_non_null(strstr(err, "was made for a member of"));
 	close(fd);
 	/* No superblock, no name for the files. */
@@ -209,6 +219,196 @@ static void test_superblock(void **state)
 	}
 	rf_ovl_close(o);
 	close(fd);
+}
+
+/* A member of its own with an overlay of its own: dir/name.img, dir/name. */
+static void fresh(const char *name, char *mpath, char *odir, size_t size)
+{
+	snprintf(mpath, size, "%s/%s.img", dir, name);
+	snprintf(odir, size, "%s/%s", dir, name);
+	make_member(mpath, 1 << 20);
+	assert_int_equal(mkdir(odir, 0755), 0);
+}
+
+static int try_open(const char *odir, const char *mpath, char *err, size_t errlen)
+{
+	struct rf_ovl *o;
+	char buf[4096];
+	struct iovec v = { buf, sizeof(buf) };
+	int fd = open(mpath, O_RDONLY), r;
+
+	assert_true(fd >= 0);
+	memset(buf, 0x5a, sizeof(buf));
+	r = rf_ovl_open(odir, fd, mpath, &o, err, errlen);
+	if (!r) {
+		/* a write through it, and a superblock update through it */
+		struct rf_sb sb;
+		struct rf_sb_io io;
+		struct rf_sb_change c = { .clean = false, .faulty_slot = -1 };
+
+		assert_int_equal(rf_ovl_pwritev(o, &v, 1, 65536), 0);
+		rf_ovl_sb_io(o, &io);
+		assert_int_equal(rf_sb_read_io(&io, mpath, &sb, err, errlen), 0);
+		assert_int_equal(rf_sb_update_io(&io, mpath, &sb, &c, err, errlen), 0);
+		rf_ovl_close(o);
+	}
+	close(fd);
+	return r;
+}
+
+/* The members changed under the overlay: refused, saying how. */
+static void test_stale_base(void **state)
+{
+	char mpath[320], odir[320], err[1024], want[1024];
+	struct rf_sb sb;
+	int fd;
+
+	fresh("stale", mpath, odir, sizeof(mpath));
+	assert_int_equal(try_open(odir, mpath, err, sizeof(err)), 0);
+	/* Negative control: the member as it was (the overlay's own
+	 * superblock update went into the overlay), accepted again. */
+	assert_int_equal(try_open(odir, mpath, err, sizeof(err)), 0);
+	/* Written without the overlay: events + 1 on the member itself. */
+	fd = open(mpath, O_RDWR);
+	assert_int_equal(rf_sb_read(fd, mpath, &sb, err, sizeof(err)), 0);
+	assert_int_equal(rf_sb_update(fd, mpath, &sb, true, UINT64_MAX, err, sizeof(err)), 0);
+	close(fd);
+	assert_int_equal(try_open(odir, mpath, err, sizeof(err)), -ESTALE);
+	snprintf(want, sizeof(want), "overlay %s was made over member 1 (%s) at events %llu; it is now at events "
+		 "%llu: the members changed since; use a new DIR or remove it", odir, mpath,
+		 (unsigned long long)sb.events - 1, (unsigned long long)sb.events);
+	assert_string_equal(err, want);
+	/* A fresh directory works. */
+	strcat(odir, "-new");
+	assert_int_equal(mkdir(odir, 0755), 0);
+	assert_int_equal(try_open(odir, mpath, err, sizeof(err)), 0);
+}
+
+/* The same events, another superblock (mdadm --update, say): refused. */
+static void test_stale_csum(void **state)
+{
+	char mpath[320], odir[320], err[1024];
+	uint8_t b;
+	int fd;
+
+	fresh("csum", mpath, odir, sizeof(mpath));
+	assert_int_equal(try_open(odir, mpath, err, sizeof(err)), 0);
+	/* a byte of the name field (offset 32 of the superblock), checksum repaired */
+	fd = open(mpath, O_RDWR);
+	{
+		uint8_t sbb[RF_SB_BYTES];
+		uint32_t c;
+
+		assert_int_equal(pread(fd, sbb, sizeof(sbb), 4096), (ssize_t)sizeof(sbb));
+		b = sbb[32];
+		sbb[32] = (uint8_t)(b ^ 'x');
+		c = htole32(rf_sb_csum(sbb, RF_SB_12));
+		memcpy(sbb + 216, &c, 4);
+		assert_int_equal(pwrite(fd, sbb, sizeof(sbb), 4096), (ssize_t)sizeof(sbb));
+	}
+	close(fd);
+	assert_int_equal(try_open(odir, mpath, err, sizeof(err)), -ESTALE);
+	assert_non_null(strstr(err, "with superblock checksum 0x"));
+}
+
+/* An older raidfuse's overlay: files, no record. */
+static void test_legacy(void **state)
+{
+	char mpath[320], odir[320], err[1024], rec[400], cmd[800];
+
+	fresh("legacy", mpath, odir, sizeof(mpath));
+	assert_int_equal(try_open(odir, mpath, err, sizeof(err)), 0);
+	snprintf(rec, sizeof(rec), "%s/010e1b2835424f5c697683909daab7c4.base", odir);
+	assert_int_equal(access(rec, F_OK), 0);
+	assert_int_equal(unlink(rec), 0);
+	assert_int_equal(try_open(odir, mpath, err, sizeof(err)), -ESTALE);
+	assert_non_null(strstr(err, "no record of the member it was made over"));
+	assert_non_null(strstr(err, "use a new DIR"));
+	/* ... and a torn record is refused, not trusted or rewritten. */
+	snprintf(cmd, sizeof(cmd), "rm -f '%s'/*; :", odir);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(try_open(odir, mpath, err, sizeof(err)), 0);
+	assert_int_equal(truncate(rec, 60), 0);
+	assert_int_equal(try_open(odir, mpath, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "torn"));
+}
+
+/* The record's parser. */
+static void test_base_parse(void **state)
+{
+	static struct rf_ovl_base b, back;
+	uint8_t buf[4096], bad[4096];
+	char err[512];
+	size_t len;
+	uint32_t v;
+
+	memset(&b, 0, sizeof(b));
+	for (int i = 0; i < 16; i++)
+		b.uuid[i] = (uint8_t)i;
+	b.n = 3;
+	for (uint32_t i = 0; i < 3; i++)
+		b.dev[i] = (struct rf_ovl_base_dev){ .dev_number = 2 - i, .role = i, .sb_csum = 0xabc0 + i,
+						      .events = 40 + i, .member_bytes = 1 << 20 };
+	len = rf_ovl_base_build(&b, buf, sizeof(buf));
+	assert_int_equal(len, 40 + 3 * 32 + 4);
+	assert_int_equal(rf_ovl_base_build(&b, buf, len - 1), 0);
+	assert_int_equal(rf_ovl_base_parse(buf, len, "r.base", &back, err, sizeof(err)), 0);
+	assert_int_equal(back.n, 3);
+	assert_memory_equal(back.uuid, b.uuid, 16);
+	assert_memory_equal(back.dev, b.dev, 3 * sizeof(b.dev[0]));
+	/* torn: any shorter length */
+	for (size_t cut = 0; cut < len; cut++) {
+		err[0] = '\0';
+		assert_int_equal(rf_ovl_base_parse(buf, cut, "r.base", &back, err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, cut >= 8 && cut < 44 ? "torn" : "r.base: "));
+	}
+	assert_int_equal(rf_ovl_base_parse(buf, len - 1, "r.base", &back, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "r.base: torn: 139 bytes, its header says 140");
+	/* another version, checksum made right */
+	memcpy(bad, buf, len);
+	v = htole32(2);
+	memcpy(bad + 8, &v, 4);
+	assert_int_equal(rf_ovl_base_parse(bad, len, "r.base", &back, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "r.base: an overlay record of version 2; this raidfuse reads version 1");
+	/* a bit flipped anywhere */
+	for (size_t i = 0; i < len; i++) {
+		memcpy(bad, buf, len);
+		bad[i] ^= 0x10;
+		assert_int_equal(rf_ovl_base_parse(bad, len, "r.base", &back, err, sizeof(err)), -EINVAL);
+	}
+	memcpy(bad, buf, len);
+	bad[60] ^= 1;           /* an entry's events */
+	assert_int_equal(rf_ovl_base_parse(bad, len, "r.base", &back, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "r.base: checksum 0x"));
+	/* foreign */
+	memcpy(bad, buf, len);
+	memcpy(bad, "RFOVL1\n\0", 8);
+	assert_int_equal(rf_ovl_base_parse(bad, len, "r.base", &back, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "r.base: not a raidfuse overlay record");
+	/* one device twice, checksum right */
+	b.dev[2].dev_number = b.dev[0].dev_number;
+	len = rf_ovl_base_build(&b, buf, sizeof(buf));
+	assert_int_equal(rf_ovl_base_parse(buf, len, "r.base", &back, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "recorded twice"));
+}
+
+/* The map's parser: a torn map is refused, never read as zeros. */
+static void test_map_parse(void **state)
+{
+	char mpath[320], odir[320], err[1024], map[400], cmd[800];
+	int r;
+
+	fresh("map", mpath, odir, sizeof(mpath));
+	assert_int_equal(try_open(odir, mpath, err, sizeof(err)), 0);
+	snprintf(map, sizeof(map), "%s/010e1b2835424f5c697683909daab7c4-1.map", odir);
+	assert_int_equal(truncate(map, 4096 + 10), 0);        /* a 1 MiB member needs 4096 + 32 */
+	r = try_open(odir, mpath, err, sizeof(err));
+	assert_int_equal(r, -EINVAL);
+	assert_non_null(strstr(err, "torn: 4106 bytes, a member of 1048576 bytes needs 4128"));
+	snprintf(cmd, sizeof(cmd), "printf 'RFOVL2' | dd of='%s' conv=notrunc status=none", map);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(try_open(odir, mpath, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "not a raidfuse overlay map"));
 }
 
 static int ended;
@@ -308,6 +508,11 @@ int main(void)
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_superblock),
 		cmocka_unit_test(test_ioq_backend),
+		cmocka_unit_test(test_stale_base),
+		cmocka_unit_test(test_stale_csum),
+		cmocka_unit_test(test_legacy),
+		cmocka_unit_test(test_base_parse),
+		cmocka_unit_test(test_map_parse),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
