@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "raidfuse/assemble.h"
+#include "raidfuse/devopen.h"
 #include "raidfuse/layout.h"
 #include "raidfuse/log.h"
 #include "raidfuse/overlay.h"
@@ -210,7 +211,7 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 		}
 		for (j = 0; j < i; j++)
 			if (st[i].st_dev == st[j].st_dev && st[i].st_ino == st[j].st_ino) {
-				snprintf(err, errlen, "%s and %s are the same member", paths[j], paths[i]);
+				rf_dev_same_msg(err, errlen, paths[j], paths[i], st[i].st_dev, st[i].st_ino);
 				goto out;
 			}
 		if (memcmp(sbs[i].uuid, sbs[0].uuid, 16)) {

@@ -135,6 +135,7 @@ static void dev_close(struct rf_member *m)
 		close(m->fd_direct);
 	rf_fault_free(m->fault);
 	free(m->path);
+	rf_dev_id_free(&m->id);
 }
 
 
@@ -634,28 +635,27 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 	struct add_job j = { .a = a, .err = err, .errlen = errlen };
 	struct rf_member *m = &j.m;
 	uint64_t need = a->members[0].data_offset + a->geom.dev_sectors * 512;
-	struct stat st;
-	int ret, mode = O_RDWR, other;
+	struct rf_dev_fd d;
+	int ret, other;
 
+	m->fd = m->fd_direct = -1;
 	if (a->readonly || a->overlay) {
 		snprintf(err, errlen, "%s: the array is %s: no spares", path, a->readonly ? "read-only" : "an overlay");
 		return -EROFS;
 	}
-	if (!stat(path, &st) && S_ISBLK(st.st_mode))
-		mode |= O_EXCL;
-	m->fd = open(path, mode | O_CLOEXEC);
-	if (m->fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
+	ret = rf_dev_open(path, path, RF_DEV_DIRECT | RF_DEV_NOLOCK, &d, err, errlen);
+	if (ret)
 		return ret;
-	}
-	m->fd_direct = -1;
+	m->fd = d.fd;
+	m->fd_direct = d.fd_direct;
+	m->id = d.id;
+	m->size = d.id.size;
 	m->prev_slot = -1;
 	m->flags = RF_DEV_SPARE;
 	m->data_offset = a->members[0].data_offset;
 	m->align = 4096;
 	pthread_mutex_lock(&a->reconf_lock);
-	other = rf_same_file(a, a->ndevs, m->fd);
+	other = rf_same_file(a, a->ndevs, &m->id);
 	if (other >= 0)
 		snprintf(err, errlen, "%s: already in the array (as %s)", path, a->members[other].path);
 	pthread_mutex_unlock(&a->reconf_lock);
@@ -663,24 +663,14 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 		ret = -EEXIST;
 		goto fail;
 	}
-	if (fstat(m->fd, &st) || (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))) {
-		snprintf(err, errlen, "%s: not a regular file or block device", path);
-		ret = -EINVAL;
+	ret = rf_dev_lock(&d, false, path, err, errlen);
+	if (ret)
 		goto fail;
-	}
-	m->size = (uint64_t)st.st_size;
-	if (S_ISBLK(st.st_mode) && (m->size = (uint64_t)lseek(m->fd, 0, SEEK_END)) == (uint64_t)-1)
-		m->size = 0;
 	if (m->size < need) {
 		snprintf(err, errlen, "%s: %llu bytes is too small: this array needs %llu (data offset %llu + %llu)",
 			 path, (unsigned long long)m->size, (unsigned long long)need,
 			 (unsigned long long)m->data_offset, (unsigned long long)(need - m->data_offset));
 		ret = -ENOSPC;
-		goto fail;
-	}
-	if (flock(m->fd, LOCK_EX | LOCK_NB)) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: in use by another raidfuse or process (it holds a lock on it)", path);
 		goto fail;
 	}
 	if (a->sbstate) {
@@ -695,7 +685,6 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 		ret = -ENOMEM;
 		goto fail;
 	}
-	m->fd_direct = open(path, (mode & ~O_EXCL) | O_DIRECT | O_CLOEXEC);
 	m->fault = rf_fault_new();
 	if (!m->fault) {
 		ret = -ENOMEM;
