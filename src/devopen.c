@@ -245,10 +245,14 @@ again:
 		snprintf(err, errlen, "%s: %s%s", who, strerror(-ret), ret == -ENOENT ? " (its directory)" : "");
 		return ret;
 	}
-	if (root && !atomic_load(&allow_unsafe) && dir_unsafe(dir, why, sizeof(why))) {
-		snprintf(err, errlen, "%s: refused as root: %s, who could replace the member with a link to "
-			 "any file (--allow-unsafe-dirs allows it)", who, why);
-		return -EPERM;
+	if (root && dir_unsafe(dir, why, sizeof(why))) {
+		if (!atomic_load(&allow_unsafe)) {
+			snprintf(err, errlen, "%s: refused as root: %s, who could replace the member with a link "
+				 "to any file (--allow-unsafe-dirs allows it)", who, why);
+			return -EPERM;
+		}
+		rf_warn("%s: %s, who could replace the member with a link to any file (allowed by "
+			"--allow-unsafe-dirs)", who, why);
 	}
 	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0) {

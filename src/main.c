@@ -45,6 +45,7 @@
 #include "raidfuse/bitmap.h"
 #include "raidfuse/config.h"
 #include "raidfuse/create.h"
+#include "raidfuse/devopen.h"
 #include "raidfuse/fuse.h"
 #include "raidfuse/log.h"
 #include "raidfuse/super.h"
@@ -67,6 +68,9 @@ static const char usage_text[] =
 	"            recreates non-empty ones; --assume-clean: no resync due;\n"
 	"            --bitmap=internal: md's write-intent bitmap (chunk SIZE, KiB\n"
 	"            unless suffixed; default mdadm's)\n"
+	"    --allow-unsafe-dirs  (create, mount, assemble) as root, accept members\n"
+	"            in directories other users may write (refused by default:\n"
+	"            they could swap a member for a link to any file)\n"
 	"  mount     assemble the array and serve it as MOUNTPOINT/<name>;\n"
 	"            stop with: fusermount3 -u MOUNTPOINT\n"
 	"  assemble  serve the array the members' md superblocks describe (0.90,\n"
@@ -124,6 +128,8 @@ static int cmd_create(int argc, char **argv)
 			o.force = true;
 		else if (!strcmp(argv[i], "--assume-clean"))
 			o.assume_clean = true;
+		else if (!strcmp(argv[i], "--allow-unsafe-dirs"))
+			rf_dev_allow_unsafe_dirs(true);
 		else if (!strncmp(argv[i], "--bitmap=", 9))
 			bitmap = argv[i] + 9;
 		else if (!strcmp(argv[i], "--bitmap") && i + 1 < argc)
@@ -217,6 +223,8 @@ static int serve_option(int argc, char **argv, int *i, struct rf_fuse_opts *o, c
 		rf_log_verbose = 1;
 	} else if (!strcmp(argv[*i], "--freeze")) {
 		o->freeze = true;
+	} else if (!strcmp(argv[*i], "--allow-unsafe-dirs")) {
+		rf_dev_allow_unsafe_dirs(true);
 	} else if (!strcmp(argv[*i], "-o")) {
 		if (++*i >= argc) {
 			usage_error("%s: -o expects mount options", cmd);
