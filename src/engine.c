@@ -448,9 +448,16 @@ void rf_member_fail(struct rf_array *a, int member, int err, const char *what, u
 
 	atomic_fetch_add_explicit(&a->members[member].nr_errors, 1, memory_order_relaxed);
 	if (!(old & bit)) {
+		const struct rf_member *m = &a->members[member];
+		char why[512];
+
 		rf_err("member %d (%s): %s at %llu: %s; member marked faulty%s", member,
-		       a->members[member].path, what, (unsigned long long)off, strerror(-err),
+		       m->path, what, (unsigned long long)off, strerror(-err),
 		       a->ops->failed(a, old | bit) ? "; array FAILED" : ", array degraded");
+		/* A short transfer or an error may be the file changed under us:
+		 * say so (the fds and id are stable while IO is in flight). */
+		if (err != -ENODEV && rf_dev_check(m->fd, &m->id, false, why, sizeof(why)))
+			rf_err("member %d (%s): %s", member, m->path, why);
 		rf_sbstate_kick(a->sbstate);
 		rf_mgmt_kick(a);
 	}

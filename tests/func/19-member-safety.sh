@@ -86,3 +86,93 @@ mk_conf "$C/good.conf" level=5 members="d0.img d1.img n2.img" member_size=4M met
 create_array --force "$C/good.conf"
 check '[ "$(sums)" != "$before" ]' "control: a create --force that succeeded left d0/d1 unchanged"
 log "   control: a good create --force rewrites d0/d1"
+
+log "2. as root, no member in a directory another user may write"
+if command -v setpriv >/dev/null; then
+	AS_1000=(setpriv --reuid=1000 --regid=1000 --clear-groups)
+	V=$WORK/v
+	mkdir -p "$V"
+	chown 1000:1000 "$V"
+	mk_conf "$V/r.conf" level=1 members="d0.img d1.img" member_size=1M
+	"${AS_1000[@]}" "$RAIDFUSE" create "$V/r.conf" >/dev/null
+	SECRET=$WORK/secret
+	head -c 1M /dev/urandom >"$SECRET"
+	chmod 600 "$SECRET"
+	before=$(sha256sum <"$SECRET")
+	"${AS_1000[@]}" sh -c "rm '$V/d1.img' && ln -s '$SECRET' '$V/d1.img'"
+	expect_fail "$RAIDFUSE" mount "$V/r.conf" "$WORK/mnt-v" -f
+	grep -q "member 0 (.*d0.img): refused as root: directory $V belongs to uid 1000" <<<"$OUT" ||
+		fail "a member in uid 1000's directory, mounted as root: '$OUT'"
+	expect_fail "$RAIDFUSE" create --force "$V/r.conf"
+	grep -q "refused as root: directory $V belongs to uid 1000" <<<"$OUT" || fail "create as root in uid 1000's directory: '$OUT'"
+	check '[ "$(sha256sum <"$SECRET")" = "$before" ]' "the root-only file behind uid 1000's symlink changed"
+	# Control: allowed, the symlink is followed and the root-only file
+	# written: what the refusal prevents.
+	start_array "$V/r.conf" "$WORK/mnt-v" --allow-unsafe-dirs
+	grep -q "directory $V belongs to uid 1000.*allowed by --allow-unsafe-dirs" "$(daemon_log_file "$WORK/mnt-v")" ||
+		fail "--allow-unsafe-dirs did not warn: $(cat "$(daemon_log_file "$WORK/mnt-v")")"
+	head -c 64K /dev/urandom | dd of="$WORK/mnt-v/array.img" bs=64K conv=fsync status=none
+	stop_array "$WORK/mnt-v"
+	check '[ "$(sha256sum <"$SECRET")" != "$before" ]' "control: --allow-unsafe-dirs did not write through the symlink"
+	log "   refused (uid 1000's directory); control: allowed, it writes through the link"
+fi
+
+log "3. a member truncated while mounted fails before a read returns what was not written"
+T=$WORK/t
+mkdir -p "$T"
+MNT=$WORK/mnt
+# trunc_round NAME LEVEL N TAIL keys...: write the whole image (fsync),
+# truncate member 1 to 1M, write the last TAIL bytes (raid5: a full
+# stripe) with no read in between; every byte must read back as written
+# (before: the reads that went to member 1 past 1M returned zeros).
+trunc_round() {
+	local name=$1 level=$2 n=$3 tail=$4 size mdstat
+	shift 4
+	mk_conf "$T/$name.conf" level="$level" members="$(members "$n" "$name-")" member_size=8M metadata=1.2 "$@"
+	create_array --assume-clean "$T/$name.conf"
+	start_array "$T/$name.conf" "$MNT"
+	size=$(fsize "$MNT/array.img")
+	head -c "$size" /dev/urandom >"$T/want"
+	head -c "$tail" /dev/urandom >"$T/tail"
+	dd if="$T/want" of="$MNT/array.img" bs=1M oflag=direct conv=fsync,notrunc status=none
+	dd if="$T/tail" of="$T/want" bs="$tail" seek=$((size / tail - 1)) conv=notrunc status=none
+	truncate -s 1M "$T/$name-1.img"
+	dd if="$T/tail" of="$MNT/array.img" bs="$tail" seek=$((size / tail - 1)) oflag=direct conv=fsync,notrunc status=none
+	dd if="$MNT/array.img" bs=1M iflag=direct status=none of="$T/got"
+	cmp "$T/got" "$T/want" ||
+		fail "$name: the image does not read back what was written after member 1 was truncated"
+	mdstat=$(cat "$MNT/mdstat")
+	grep -q "$name-1.img\[1\](F)" <<<"$mdstat" || fail "$name: mdstat does not show member 1 faulty: $mdstat"
+	grep -q "member 1 (.*$name-1.img): truncated to 1048576 bytes" "$(daemon_log_file "$MNT")" ||
+		fail "$name: the log does not say member 1 was truncated: $(cat "$(daemon_log_file "$MNT")")"
+	if [ "$level" = 5 ]; then
+		echo check >"$MNT/md/sync_action" 2>/dev/null || true
+		wait_sync_idle "$MNT" check 20
+		check '[ "$(cat "$MNT/md/mismatch_cnt")" = 0 ]' "$name: a check counted mismatches with member 1 truncated"
+	fi
+	stop_array "$MNT"
+	log "   $name: member 1 truncated to 1M: marked faulty, every byte reads back"
+}
+trunc_round r1 1 2 65536
+trunc_round r5 5 4 196608 chunk_size=64K
+
+log "4. a member unlinked under IO is failed"
+mk_conf "$T/u.conf" level=5 members="$(members 3 u-)" member_size=8M metadata=1.2 chunk_size=64K
+create_array --assume-clean "$T/u.conf"
+start_array "$T/u.conf" "$MNT"
+(for i in $(seq 200); do
+	dd if=/dev/urandom of="$MNT/array.img" bs=64K count=4 seek=$((i % 32 * 4)) oflag=direct conv=notrunc status=none || exit 1
+done) &
+IO=$!
+sleep 0.2
+rm "$T/u-2.img"
+for i in $(seq 50); do
+	grep -q 'u-2.img\[2\](F)' "$MNT/mdstat" && break
+	sleep 0.1
+done
+wait $IO || fail "writes failed while member 2 was unlinked (the array is only degraded)"
+grep -q 'u-2.img\[2\](F)' "$MNT/mdstat" || fail "mdstat does not show the unlinked member faulty: $(cat "$MNT/mdstat")"
+grep -q "member 2 (.*u-2.img): unlinked" "$(daemon_log_file "$MNT")" ||
+	fail "the log does not say member 2 was unlinked: $(cat "$(daemon_log_file "$MNT")")"
+stop_array "$MNT"
+log "   rm of member 2 under IO: marked faulty, mdstat and the log say so"
