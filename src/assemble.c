@@ -22,6 +22,7 @@
  * writing is super.c's.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,6 +161,41 @@ static int data_bytes(const struct rf_sb *const *sbs, const char *const *paths, 
 		first = i;
 	}
 	*out = chunks * sbs[0]->chunk_sectors * 512;
+	return 0;
+}
+
+static atomic_bool force_dirty;
+
+void rf_assemble_set_force(bool force)
+{
+	atomic_store(&force_dirty, force);
+}
+
+/* md's start_dirty_degraded: a degraded raid4/5/6 that was not shut down
+ * cleanly is refused (-EINVAL, why in err) unless forced, since its parity
+ * may be stale in the stripes that were being written at the crash, and
+ * what is rebuilt from it there would be wrong.  missing: the roles
+ * missing, for the message; where: "CONFIG: " or "". */
+static int dirty_degraded(const struct rf_sb *fresh, const char *missing, const char *where, char *err,
+			  size_t errlen)
+{
+	char u[40];
+
+	if (fresh->clean || fresh->level < 4 || fresh->level > 6)
+		return 0;
+	rf_sb_uuid_str(fresh, u);
+	if (!atomic_load(&force_dirty)) {
+		snprintf(err, errlen,
+			 "%sarray %s: degraded (role(s) %s missing) and not clean (resync due at sector %llu): "
+			 "parity may be stale where writes were in flight, so rebuilt data could be wrong; "
+			 "not served (--force serves it anyway)", where, u, missing,
+			 (unsigned long long)fresh->resync_offset);
+		return -EINVAL;
+	}
+	rf_warn("%sarray %s: degraded (role(s) %s missing) and not clean, served because of --force: data in "
+		"the stripes that were being written at the crash may be wrong (parity there may be stale, so "
+		"what the missing member held is rebuilt from it); check the file system or data on it",
+		where, u, missing);
 	return 0;
 }
 
@@ -313,13 +349,8 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 			 "survives at most %d", u0, missing, fresh->level, fresh->raid_disks, survives(fresh));
 		goto out;
 	}
-	if (nmissing && !fresh->clean && fresh->level >= 4 && fresh->level <= 6) {
-		snprintf(err, errlen,
-			 "array %s: degraded (role(s) %s missing) and not clean (resync due at sector %llu): "
-			 "parity may be stale where writes were in flight, so rebuilt data could be wrong; "
-			 "not served", u0, missing, (unsigned long long)fresh->resync_offset);
+	if (nmissing && dirty_degraded(fresh, missing, "", err, errlen))
 		goto out;
-	}
 	r = data_bytes(use, use_path, nuse, &size, err, errlen);
 	if (r)
 		goto out;
@@ -475,6 +506,18 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 		}
 		use[nuse] = s;
 		use_path[nuse++] = m;
+	}
+	if (nuse < cfg->nmembers) {
+		char missing[256], where[300];
+		size_t ml = 0;
+
+		missing[0] = '\0';
+		for (i = 0; i < cfg->nmembers && ml < sizeof(missing); i++)
+			if (!cfg->members[i])
+				ml += (size_t)snprintf(missing + ml, sizeof(missing) - ml, "%s%d", ml ? ", " : "", i);
+		snprintf(where, sizeof(where), "%s: ", cfg->path);
+		if (dirty_degraded(&sbs[fi], missing, where, err, errlen))
+			goto out;
 	}
 	r = data_bytes(use, use_path, nuse, &size, err, errlen);
 	if (r)

@@ -85,6 +85,9 @@ static const char usage_text[] =
 	"    -d      FUSE debug output (implies -f)\n"
 	"    -v      verbose log\n"
 	"    -o OPTS FUSE mount options (e.g. allow_other)\n"
+	"    --force (mount, assemble) serve a degraded raid4/5/6 that was not shut\n"
+	"            down cleanly (md's --run --force; refused without it: data in\n"
+	"            the stripes written at the crash may be wrong)\n"
 	"    --freeze  start with md/sync_action frozen: a resync that is due\n"
 	"            (unclean shutdown, create without --assume-clean) waits until\n"
 	"            `resync` is written there; otherwise it starts at once\n"
@@ -225,6 +228,8 @@ static int serve_option(int argc, char **argv, int *i, struct rf_fuse_opts *o, c
 		o->freeze = true;
 	} else if (!strcmp(argv[*i], "--allow-unsafe-dirs")) {
 		rf_dev_allow_unsafe_dirs(true);
+	} else if (!strcmp(argv[*i], "--force")) {
+		rf_assemble_set_force(true);
 	} else if (!strcmp(argv[*i], "-o")) {
 		if (++*i >= argc) {
 			usage_error("%s: -o expects mount options", cmd);

@@ -176,3 +176,20 @@ grep -q "member 2 (.*u-2.img): unlinked" "$(daemon_log_file "$MNT")" ||
 	fail "the log does not say member 2 was unlinked: $(cat "$(daemon_log_file "$MNT")")"
 stop_array "$MNT"
 log "   rm of member 2 under IO: marked faulty, mdstat and the log say so"
+
+log "5. mount with \"missing\" refuses a dirty degraded raid5, as assemble does"
+mk_conf "$T/dd.conf" level=5 members="$(members 3 dd-)" member_size=8M metadata=1.2 chunk_size=64K
+create_array "$T/dd.conf"      # no --assume-clean: a resync is due, not clean
+mk_conf "$T/ddm.conf" level=5 members="dd-0.img dd-1.img missing" metadata=1.2 chunk_size=64K
+expect_fail "$RAIDFUSE" mount "$T/ddm.conf" "$MNT" -f
+grep -q "degraded (role(s) 2 missing) and not clean" <<<"$OUT" || fail "mount of a dirty degraded raid5: '$OUT'"
+MOUNT_MSG=$(sed 's/^raidfuse: [^:]*: //' <<<"$OUT")
+expect_fail "$RAIDFUSE" assemble -f "$MNT" "$T/dd-0.img" "$T/dd-1.img"
+check '[ "$(sed "s/^raidfuse: //" <<<"$OUT")" = "$MOUNT_MSG" ]' "mount and assemble refuse a dirty degraded raid5 differently: '$OUT' / '$MOUNT_MSG'"
+start_array "$T/ddm.conf" "$MNT" --force --freeze
+grep -q "served because of --force: data in the stripes that were being written at the crash may be wrong" \
+	"$(daemon_log_file "$MNT")" || fail "mount --force did not say what may be wrong: $(cat "$(daemon_log_file "$MNT")")"
+stop_array "$MNT"
+start_assemble array.img "$MNT" --force --freeze "$T/dd-0.img" "$T/dd-1.img"
+stop_array "$MNT"
+log "   refused by mount and assemble alike; --force serves it with a warning"
