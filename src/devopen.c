@@ -56,6 +56,8 @@
 #define LOOP_MAJOR 7
 #endif
 
+static int split(const char *path, char *dir, char *base, size_t len);
+
 static atomic_ulong served_dev;         /* 0: this process serves no file system */
 static atomic_bool allow_unsafe;
 static char served_mnt[256];            /* written before served_dev is set */
@@ -64,6 +66,59 @@ void rf_dev_set_served(dev_t dev, const char *mountpoint)
 {
 	snprintf(served_mnt, sizeof(served_mnt), "%s", mountpoint ? mountpoint : "");
 	atomic_store(&served_dev, (unsigned long)dev);
+}
+
+/* mountinfo escapes space, tab, newline and backslash as \ooo. */
+static void unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '7' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' &&
+		    s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+int rf_dev_set_served_mount(const char *mountpoint)
+{
+	char dir[PATH_MAX], base[NAME_MAX + 1], want[PATH_MAX + NAME_MAX + 2], *line = NULL;
+	unsigned maj, min;
+	dev_t dev = 0;
+	size_t cap = 0;
+	FILE *f;
+	int ret;
+
+	/* Not stat(mountpoint): that would ask this very daemon, which does
+	 * not serve yet.  The mount table says which st_dev it has. */
+	ret = split(mountpoint, dir, base, sizeof(base));
+	if (ret)
+		return ret;
+	snprintf(want, sizeof(want), "%s%s%s", dir, strcmp(dir, "/") ? "/" : "", base);
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		char mnt[PATH_MAX], *sep = strstr(line, " - ");
+
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min, mnt) != 3 || !sep ||
+		    strncmp(sep + 3, "fuse", 4))
+			continue;
+		unescape(mnt);
+		if (!strcmp(mnt, want))
+			dev = makedev(maj, min);        /* the last one is on top */
+	}
+	free(line);
+	fclose(f);
+	if (!dev)
+		return -ENOENT;
+	rf_dev_set_served(dev, mountpoint);
+	return 0;
 }
 
 void rf_dev_allow_unsafe_dirs(bool allow)

@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "raidfuse/ctl.h"
+#include "raidfuse/devopen.h"
 #include "raidfuse/fuse.h"
 #include "raidfuse/log.h"
 
@@ -851,6 +852,9 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 		fuse_session_destroy(fs->se);
 		return 1;
 	}
+	/* No member or spare may come from the file system served here. */
+	if (rf_dev_set_served_mount(o->mountpoint))
+		rf_warn("%s: not found in the mount table: a spare on it is not refused", o->mountpoint);
 	if (!o->foreground)
 		rf_log_to_syslog(true);
 	fuse_daemonize(o->foreground);

@@ -72,6 +72,10 @@ bool rf_dev_same(const struct rf_dev_id *a, const struct rf_dev_id *b);
 /* The file system this process serves through FUSE (its st_dev), set once
  * mounted: a device on it would wait on the daemon's own IO. */
 void rf_dev_set_served(dev_t dev, const char *mountpoint);
+/* The same for the FUSE mount on mountpoint, found in the mount table
+ * (the mount point itself is not looked at: this daemon would be asked).
+ * 0, -ENOENT if no FUSE mount is there, or -errno. */
+int rf_dev_set_served_mount(const char *mountpoint);
 /* Allow, as root, members in directories other users may write
  * (--allow-unsafe-dirs): warned about instead of refused. */
 void rf_dev_allow_unsafe_dirs(bool allow);

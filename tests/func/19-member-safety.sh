@@ -193,3 +193,28 @@ stop_array "$MNT"
 start_assemble array.img "$MNT" --force --freeze "$T/dd-0.img" "$T/dd-1.img"
 stop_array "$MNT"
 log "   refused by mount and assemble alike; --force serves it with a warning"
+
+log "6. the array's own image as a spare is refused at once"
+# raid5: the image (16M) is big enough to be a spare of its own members
+# (8M), so only the served-file-system check stands in the way.
+mk_conf "$T/own.conf" level=5 members="$(members 3 own-)" member_size=8M metadata=1.2 chunk_size=64K
+create_array --assume-clean "$T/own.conf"
+start_array "$T/own.conf" "$MNT"
+t0=${EPOCHREALTIME/./}
+RC=0
+OUT=$(timeout 10 sh -c "echo '$MNT/array.img' > '$MNT/md/new_dev'" 2>&1) || RC=$?
+ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
+[ "$RC" != 124 ] || fail "writing the array's own image to md/new_dev hung (10 s)"
+[ "$RC" != 0 ] || fail "the array's own image was accepted as a spare"
+check '[ $ms -lt 3000 ]' "refusing the array's own image took $ms ms"
+grep -q "array.img: refused: it is on the file system this raidfuse serves" "$(daemon_log_file "$MNT")" ||
+	fail "the log does not say why the image was refused: $(cat "$(daemon_log_file "$MNT")")"
+timeout 5 cat "$MNT/mdstat" >/dev/null || fail "mdstat does not answer after the refusal"
+timeout 5 dd if="$MNT/array.img" of=/dev/null bs=1M count=1 iflag=direct status=none ||
+	fail "the image does not answer after the refusal"
+# Control: a good spare through the same file is taken.
+truncate -s 8M "$T/own-s.img"
+timeout 10 sh -c "echo '$T/own-s.img' > '$MNT/md/new_dev'" || fail "a good spare was refused"
+grep -q 'own-s.img\[3\](S)' "$MNT/mdstat" || fail "the good spare is not listed: $(cat "$MNT/mdstat")"
+stop_array "$MNT"
+log "   refused in $ms ms, the daemon goes on serving; control: a good spare is added"
