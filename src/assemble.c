@@ -610,12 +610,15 @@ int rf_assemble_plan_create(const struct rf_config *cfg, const uint64_t *member_
 	}
 	/* Whole chunks, and for raid1 whole 64K (mdadm's rounding, in case
 	 * it is ever reshaped to a striped level). */
-	comp -= comp % (chunk ? chunk : 128);
-	if (!comp) {
-		snprintf(err, errlen, "%s: members too small for one %s after data_offset", cfg->path,
-			 chunk ? "chunk" : "64K");
+	if (comp < (chunk ? chunk : 128)) {
+		snprintf(err, errlen, "%s: members too small for one %s (%llu bytes) after data_offset %llu bytes%s: "
+			 "%llu bytes left on the smallest", cfg->path, chunk ? "chunk" : "64K",
+			 (unsigned long long)(chunk ? chunk : 128) * 512, (unsigned long long)(off * 512),
+			 cfg->data_offset_given ? "" : " (md's default for this size; set array.data_offset)",
+			 (unsigned long long)(comp * 512));
 		return -EINVAL;
 	}
+	comp -= comp % (chunk ? chunk : 128);
 	r = rf_sb_random_uuid(n->uuid);
 	if (r) {
 		snprintf(err, errlen, "%s: no random bytes for the array uuid: %s", cfg->path, strerror(-r));

@@ -17,8 +17,10 @@
  *    major:minor to /dev names; nothing to map for image files), and the
  *    reshape block.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -354,4 +356,23 @@ void rf_sb_examine(FILE *out, const char *path, const struct rf_sb *sb)
 		examine090(out, sb);
 	else
 		examine1(out, sb);
+}
+
+int rf_examine_refuse(int fd, const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (fstat(fd, &st)) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "%s: is a directory, not a member (examine the member files in it)", path);
+		return -EISDIR;
+	}
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file or block device, so not a member", path);
+		return -EINVAL;
+	}
+	return 0;
 }

@@ -201,6 +201,12 @@ static int cmd_examine(int argc, char **argv)
 			ret = 1;
 			continue;
 		}
+		if (rf_examine_refuse(fd, argv[i], err, sizeof(err))) {
+			fprintf(stderr, "raidfuse: %s\n", err);
+			close(fd);
+			ret = 1;
+			continue;
+		}
 		if (rf_sb_read(fd, argv[i], sb, err, sizeof(err))) {
 			fprintf(stderr, "raidfuse: %s\n", err);
 			ret = 1;

@@ -218,3 +218,34 @@ timeout 10 sh -c "echo '$T/own-s.img' > '$MNT/md/new_dev'" || fail "a good spare
 grep -q 'own-s.img\[3\](S)' "$MNT/mdstat" || fail "the good spare is not listed: $(cat "$MNT/mdstat")"
 stop_array "$MNT"
 log "   refused in $ms ms, the daemon goes on serving; control: a good spare is added"
+
+log "7. clearer errors"
+mkdir -p "$T/adir"
+expect_fail "$RAIDFUSE" examine "$T/adir"
+grep -q "adir: is a directory, not a member" <<<"$OUT" || fail "examine of a directory: '$OUT'"
+mk_conf "$T/small.conf" level=5 members="$(members 3 sm-)" member_size=6M chunk_size=2M metadata=1.2
+expect_fail "$RAIDFUSE" create "$T/small.conf"
+grep -q "members too small for one chunk (2097152 bytes) after data_offset [0-9]* bytes" <<<"$OUT" ||
+	fail "member_size too small for one chunk: '$OUT' does not name the data offset"
+check '[ ! -e "$T/sm-0.img" ]' "a refused create left sm-0.img"
+mk_conf "$T/huge.conf" level=1 members="$(members 2 hg-)" member_size=64T metadata=none
+OUT=$("$RAIDFUSE" create "$T/huge.conf" 2>&1) || fail "create of sparse 64T members failed: $OUT"
+grep -q "warning: member 0 (.*hg-0.img): its file system has [0-9]* bytes free, the members made there take up to" <<<"$OUT" ||
+	fail "member_size over the free space: no warning: '$OUT'"
+rm -f "$T"/hg-*.img
+# A daemon that died with the image open leaves a dead mount behind.
+mk_conf "$T/dead.conf" level=1 members="$(members 2 dead-)" member_size=8M
+create_array "$T/dead.conf"
+start_array "$T/dead.conf" "$MNT"
+exec 9<"$MNT/array.img"
+kill -9 "$DAEMON_PID"
+wait_daemon_exit "$MNT" --any-status
+for i in $(seq 50); do # the kernel ends the connection once the daemon's files are released
+	timeout 2 stat "$MNT" 2>&1 | grep -q "not connected" && break
+	sleep 0.1
+done
+expect_fail timeout 10 "$RAIDFUSE" mount "$T/dead.conf" "$MNT" -f
+grep -q "fusermount3 -uz $MNT" <<<"$OUT" || fail "a remount over a dead mount: '$OUT' does not say fusermount3 -uz"
+exec 9<&-
+fusermount3 -uz "$MNT"
+log "   examine DIR, too small for one chunk, over the free space, a dead mount: each says what and why"
