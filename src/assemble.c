@@ -71,15 +71,17 @@ static int survives(const struct rf_sb *sb)
  * (the overlay may hold newer superblocks than the member). */
 static int read_one(const char *path, const char *overlay_dir, struct rf_sb *sb, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
+	struct rf_dev_fd d;
 	struct rf_ovl *o;
 	struct rf_sb_io io;
+	int fd, r;
 
-	if (fd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(-r));
+	/* Checked as every member is (no FIFO to block on, no procfs file),
+	 * read-only, not locked: the engine locks what it serves. */
+	r = rf_dev_open(path, path, RF_DEV_RDONLY | RF_DEV_NOLOCK, &d, err, errlen);
+	if (r)
 		return r;
-	}
+	fd = d.fd;
 	if (!overlay_dir) {
 		r = rf_sb_read(fd, path, sb, err, errlen);
 	} else {
@@ -90,7 +92,7 @@ static int read_one(const char *path, const char *overlay_dir, struct rf_sb *sb,
 			rf_ovl_close(o);
 		}
 	}
-	close(fd);
+	rf_dev_close(&d);
 	return r;
 }
 

@@ -101,7 +101,7 @@ if command -v setpriv >/dev/null; then
 	before=$(sha256sum <"$SECRET")
 	"${AS_1000[@]}" sh -c "rm '$V/d1.img' && ln -s '$SECRET' '$V/d1.img'"
 	expect_fail "$RAIDFUSE" mount "$V/r.conf" "$WORK/mnt-v" -f
-	grep -q "member 0 (.*d0.img): refused as root: directory $V belongs to uid 1000" <<<"$OUT" ||
+	grep -q "member 0 .*d0.img: refused as root: directory $V belongs to uid 1000" <<<"$OUT" ||
 		fail "a member in uid 1000's directory, mounted as root: '$OUT'"
 	expect_fail "$RAIDFUSE" create --force "$V/r.conf"
 	grep -q "refused as root: directory $V belongs to uid 1000" <<<"$OUT" || fail "create as root in uid 1000's directory: '$OUT'"
