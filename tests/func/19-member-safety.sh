@@ -100,7 +100,8 @@ if command -v setpriv >/dev/null; then
 	chmod 600 "$SECRET"
 	before=$(sha256sum <"$SECRET")
 	"${AS_1000[@]}" sh -c "rm '$V/d1.img' && ln -s '$SECRET' '$V/d1.img'"
-	expect_fail "$RAIDFUSE" mount "$V/r.conf" "$WORK/mnt-v" -f
+	mkdir -p "$WORK/mnt-v"
+	expect_fail timeout 10 "$RAIDFUSE" mount "$V/r.conf" "$WORK/mnt-v" -f
 	grep -q "member 0 .*d0.img: refused as root: directory $V belongs to uid 1000" <<<"$OUT" ||
 		fail "a member in uid 1000's directory, mounted as root: '$OUT'"
 	expect_fail "$RAIDFUSE" create --force "$V/r.conf"
