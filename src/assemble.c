@@ -22,6 +22,7 @@
  * writing is super.c's.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@
 #include <unistd.h>
 
 #include "raidfuse/assemble.h"
+#include "raidfuse/devopen.h"
 #include "raidfuse/layout.h"
 #include "raidfuse/log.h"
 #include "raidfuse/overlay.h"
@@ -69,15 +71,17 @@ static int survives(const struct rf_sb *sb)
  * (the overlay may hold newer superblocks than the member). */
 static int read_one(const char *path, const char *overlay_dir, struct rf_sb *sb, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
+	struct rf_dev_fd d;
 	struct rf_ovl *o;
 	struct rf_sb_io io;
+	int fd, r;
 
-	if (fd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(-r));
+	/* Checked as every member is (no FIFO to block on, no procfs file),
+	 * read-only, not locked: the engine locks what it serves. */
+	r = rf_dev_open(path, path, RF_DEV_RDONLY | RF_DEV_NOLOCK, &d, err, errlen);
+	if (r)
 		return r;
-	}
+	fd = d.fd;
 	if (!overlay_dir) {
 		r = rf_sb_read(fd, path, sb, err, errlen);
 	} else {
@@ -88,7 +92,7 @@ static int read_one(const char *path, const char *overlay_dir, struct rf_sb *sb,
 			rf_ovl_close(o);
 		}
 	}
-	close(fd);
+	rf_dev_close(&d);
 	return r;
 }
 
@@ -162,6 +166,41 @@ static int data_bytes(const struct rf_sb *const *sbs, const char *const *paths, 
 	return 0;
 }
 
+static atomic_bool force_dirty;
+
+void rf_assemble_set_force(bool force)
+{
+	atomic_store(&force_dirty, force);
+}
+
+/* md's start_dirty_degraded: a degraded raid4/5/6 that was not shut down
+ * cleanly is refused (-EINVAL, why in err) unless forced, since its parity
+ * may be stale in the stripes that were being written at the crash, and
+ * what is rebuilt from it there would be wrong.  missing: the roles
+ * missing, for the message; where: "CONFIG: " or "". */
+static int dirty_degraded(const struct rf_sb *fresh, const char *missing, const char *where, char *err,
+			  size_t errlen)
+{
+	char u[40];
+
+	if (fresh->clean || fresh->level < 4 || fresh->level > 6)
+		return 0;
+	rf_sb_uuid_str(fresh, u);
+	if (!atomic_load(&force_dirty)) {
+		snprintf(err, errlen,
+			 "%sarray %s: degraded (role(s) %s missing) and not clean (resync due at sector %llu): "
+			 "parity may be stale where writes were in flight, so rebuilt data could be wrong; "
+			 "not served (--force serves it anyway)", where, u, missing,
+			 (unsigned long long)fresh->resync_offset);
+		return -EINVAL;
+	}
+	rf_warn("%sarray %s: degraded (role(s) %s missing) and not clean, served because of --force: data in "
+		"the stripes that were being written at the crash may be wrong (parity there may be stale, so "
+		"what the missing member held is rebuilt from it); check the file system or data on it",
+		where, u, missing);
+	return 0;
+}
+
 static int assemble(const char *const *paths, int n, const char *image_name, bool readonly,
 		    const char *overlay_dir, struct rf_config *cfg, char *err, size_t errlen);
 
@@ -210,7 +249,7 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 		}
 		for (j = 0; j < i; j++)
 			if (st[i].st_dev == st[j].st_dev && st[i].st_ino == st[j].st_ino) {
-				snprintf(err, errlen, "%s and %s are the same member", paths[j], paths[i]);
+				rf_dev_same_msg(err, errlen, paths[j], paths[i], st[i].st_dev, st[i].st_ino);
 				goto out;
 			}
 		if (memcmp(sbs[i].uuid, sbs[0].uuid, 16)) {
@@ -312,13 +351,8 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 			 "survives at most %d", u0, missing, fresh->level, fresh->raid_disks, survives(fresh));
 		goto out;
 	}
-	if (nmissing && !fresh->clean && fresh->level >= 4 && fresh->level <= 6) {
-		snprintf(err, errlen,
-			 "array %s: degraded (role(s) %s missing) and not clean (resync due at sector %llu): "
-			 "parity may be stale where writes were in flight, so rebuilt data could be wrong; "
-			 "not served", u0, missing, (unsigned long long)fresh->resync_offset);
+	if (nmissing && dirty_degraded(fresh, missing, "", err, errlen))
 		goto out;
-	}
 	r = data_bytes(use, use_path, nuse, &size, err, errlen);
 	if (r)
 		goto out;
@@ -475,6 +509,18 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 		use[nuse] = s;
 		use_path[nuse++] = m;
 	}
+	if (nuse < cfg->nmembers) {
+		char missing[256], where[300];
+		size_t ml = 0;
+
+		missing[0] = '\0';
+		for (i = 0; i < cfg->nmembers && ml < sizeof(missing); i++)
+			if (!cfg->members[i])
+				ml += (size_t)snprintf(missing + ml, sizeof(missing) - ml, "%s%d", ml ? ", " : "", i);
+		snprintf(where, sizeof(where), "%s: ", cfg->path);
+		if (dirty_degraded(&sbs[fi], missing, where, err, errlen))
+			goto out;
+	}
 	r = data_bytes(use, use_path, nuse, &size, err, errlen);
 	if (r)
 		goto out;
@@ -566,12 +612,15 @@ int rf_assemble_plan_create(const struct rf_config *cfg, const uint64_t *member_
 	}
 	/* Whole chunks, and for raid1 whole 64K (mdadm's rounding, in case
 	 * it is ever reshaped to a striped level). */
-	comp -= comp % (chunk ? chunk : 128);
-	if (!comp) {
-		snprintf(err, errlen, "%s: members too small for one %s after data_offset", cfg->path,
-			 chunk ? "chunk" : "64K");
+	if (comp < (chunk ? chunk : 128)) {
+		snprintf(err, errlen, "%s: members too small for one %s (%llu bytes) after data_offset %llu bytes%s: "
+			 "%llu bytes left on the smallest", cfg->path, chunk ? "chunk" : "64K",
+			 (unsigned long long)(chunk ? chunk : 128) * 512, (unsigned long long)(off * 512),
+			 cfg->data_offset_given ? "" : " (md's default for this size; set array.data_offset)",
+			 (unsigned long long)(comp * 512));
 		return -EINVAL;
 	}
+	comp -= comp % (chunk ? chunk : 128);
 	r = rf_sb_random_uuid(n->uuid);
 	if (r) {
 		snprintf(err, errlen, "%s: no random bytes for the array uuid: %s", cfg->path, strerror(-r));

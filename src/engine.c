@@ -449,9 +449,16 @@ void rf_member_fail(struct rf_array *a, int member, int err, const char *what, u
 
 	atomic_fetch_add_explicit(&a->members[member].nr_errors, 1, memory_order_relaxed);
 	if (!(old & bit)) {
+		const struct rf_member *m = &a->members[member];
+		char why[512];
+
 		rf_err("member %d (%s): %s at %llu: %s; member marked faulty%s", member,
-		       a->members[member].path, what, (unsigned long long)off, strerror(-err),
+		       m->path, what, (unsigned long long)off, strerror(-err),
 		       a->ops->failed(a, old | bit) ? "; array FAILED" : ", array degraded");
+		/* A short transfer or an error may be the file changed under us:
+		 * say so (the fds and id are stable while IO is in flight). */
+		if (err != -ENODEV && rf_dev_check(m->fd, &m->id, false, why, sizeof(why)))
+			rf_err("member %d (%s): %s", member, m->path, why);
 		rf_sbstate_kick(a->sbstate);
 		rf_mgmt_kick(a);
 	}
@@ -913,93 +920,50 @@ static const struct rf_level_ops *level_ops(int level)
 	return NULL;
 }
 
-static int member_size(int fd, uint64_t *size)
+int rf_same_file(struct rf_array *a, int i, const struct rf_dev_id *id)
 {
-	struct stat st;
-
-	if (fstat(fd, &st))
-		return -errno;
-	if (S_ISREG(st.st_mode)) {
-		*size = st.st_size;
-		return 0;
-	}
-	if (S_ISBLK(st.st_mode)) {
-		uint64_t sz;
-
-		if (ioctl(fd, BLKGETSIZE64, &sz))
-			return -errno;
-		*size = sz;
-		return 0;
-	}
-	return -EINVAL;
-}
-
-int rf_same_file(struct rf_array *a, int i, int fd)
-{
-	struct stat st, o;
 	int j;
 
-	if (fstat(fd, &st))
-		return -1;
-	for (j = 0; j < i; j++) {
-		if (a->members[j].fd < 0 || fstat(a->members[j].fd, &o))
-			continue;
-		if ((st.st_dev == o.st_dev && st.st_ino == o.st_ino) ||
-		    (S_ISBLK(st.st_mode) && S_ISBLK(o.st_mode) && st.st_rdev == o.st_rdev))
+	for (j = 0; j < i; j++)
+		if (a->members[j].fd >= 0 && rf_dev_same(&a->members[j].id, id))
 			return j;
-	}
 	return -1;
 }
 
+/* Open device i of the table (a member slot or a spare) through
+ * rf_dev_open(), so every device is checked the same way. */
 static int open_member(struct rf_array *a, int i, const char *path, char *err, size_t errlen)
 {
 	struct rf_member *m = &a->members[i];
-	/* Read-only (--ro) opens nothing for writing and takes a shared lock:
-	 * other read-only servers may share the member, a writer may not.  A
-	 * writer also claims a block device (O_EXCL): the kernel then refuses
-	 * it to mounts, kernel md and other exclusive openers. */
+	/* Read-only (--ro, overlays) opens nothing for writing and takes a
+	 * shared lock: other read-only servers may share the member, a writer
+	 * may not. */
 	bool ro = a->readonly || a->overlay;
-	int mode = ro ? O_RDONLY : O_RDWR;
-	struct stat st;
+	struct rf_dev_fd d;
+	char who[PATH_MAX + 32], w2[PATH_MAX + 32];
 	int ret, j;
 
-	if (!ro && !stat(path, &st) && S_ISBLK(st.st_mode))
-		mode |= O_EXCL;
-	m->fd = open(path, mode | O_CLOEXEC);
-	if (m->fd < 0) {
-		ret = -errno;
-		if (ret == -EBUSY && (mode & O_EXCL))
-			snprintf(err, errlen, "member %d (%s) is in use by another raidfuse or process "
-				 "(the block device is mounted, in an array, or opened exclusively)", i, path);
-		else
-			snprintf(err, errlen, "member %d (%s): %s%s", i, path, strerror(-ret),
-				 ret == -ENOENT ? " (`raidfuse create CONFIG` makes missing member files)" : "");
+	snprintf(who, sizeof(who), "member %d (%s)", i, path);
+	ret = rf_dev_open(path, who, RF_DEV_DIRECT | RF_DEV_NOLOCK | (ro ? RF_DEV_RDONLY : 0), &d, err, errlen);
+	if (ret)
 		return ret;
-	}
-	ret = member_size(m->fd, &m->size);
-	if (ret) {
-		snprintf(err, errlen, "member %d (%s): not a regular file or block device", i, path);
-		return ret;
-	}
-	j = rf_same_file(a, i, m->fd);
+	j = rf_same_file(a, i, &d.id);
 	if (j >= 0) {
-		snprintf(err, errlen, "member %d (%s) and member %d (%s) are the same file: "
-			 "each member must be given once", j, a->members[j].path, i, path);
+		snprintf(w2, sizeof(w2), "member %d (%s)", j, a->members[j].path);
+		rf_dev_same_msg(err, errlen, w2, who, d.id.dev, d.id.ino);
+		rf_dev_close(&d);
 		return -EINVAL;
 	}
-	if (flock(m->fd, (ro ? LOCK_SH : LOCK_EX) | LOCK_NB)) {
-		ret = -errno;
-		if (ret == -EWOULDBLOCK)
-			snprintf(err, errlen, "member %d (%s) is in use by another raidfuse or process (it holds "
-				 "a lock on it)", i, path);
-		else
-			snprintf(err, errlen, "member %d (%s): cannot lock it: %s", i, path, strerror(-ret));
+	ret = rf_dev_lock(&d, ro, who, err, errlen);
+	if (ret) {
+		rf_dev_close(&d);
 		return ret;
 	}
-	m->fd_direct = open(path, (mode & ~O_EXCL) | O_DIRECT | O_CLOEXEC);
+	m->fd = d.fd;
+	m->fd_direct = d.fd_direct;
+	m->size = d.id.size;
+	m->id = d.id;
 	m->align = 4096;
-	if (m->fd_direct < 0)
-		rf_info("member %d (%s): O_DIRECT refused (%s), using buffered IO", i, path, strerror(errno));
 	return 0;
 }
 
@@ -1019,6 +983,7 @@ static void array_free(struct rf_array *a)
 			close(a->members[i].fd_direct);
 		rf_fault_free(a->members[i].fault);
 		free(a->members[i].path);
+		rf_dev_id_free(&a->members[i].id);
 	}
 	free(a->name);
 	free(a);

@@ -256,9 +256,9 @@ int rf_array_quiesced(struct rf_array *a, int (*fn)(void *arg), void *arg);
  * changes of the device table. */
 int rf_array_quiesced_all(struct rf_array *a, int (*fn)(void *arg), void *arg);
 
-/* The device before i (a->members[0..i)) that is the same file as fd
+/* The device before i (a->members[0..i)) that is the same file as id
  * (hard link, symlink, the same block device), or -1. */
-int rf_same_file(struct rf_array *a, int i, int fd);
+int rf_same_file(struct rf_array *a, int i, const struct rf_dev_id *id);
 
 /* The device called name (md/dev-NAME: its file's base name); its
  * number, or -ENOENT.  reconf_lock held. */

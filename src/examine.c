@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -456,4 +457,23 @@ int rf_sb_examine_json(FILE *out, const char *path, const struct rf_sb *sb)
 	rf_json_kuint(&j, "sb_csum", sb->csum);
 	rf_json_obj_end(&j);
 	return rf_json_end(&j) ? -EIO : 0;
+}
+
+int rf_examine_refuse(int fd, const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (fstat(fd, &st)) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "%s: is a directory, not a member (examine the member files in it)", path);
+		return -EISDIR;
+	}
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file or block device, so not a member", path);
+		return -EINVAL;
+	}
+	return 0;
 }

@@ -52,10 +52,12 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "raidfuse/ctl.h"
+#include "raidfuse/devopen.h"
 #include "raidfuse/fuse.h"
 #include "raidfuse/log.h"
 
@@ -889,11 +891,22 @@ static bool has_opt(const char *opts, const char *name)
 /* Mount, serve until unmounted or signalled, unmount. */
 static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs)
 {
+	struct statfs sfs;
 	char *argv[10];
 	int argc = 0, ret;
 	struct fuse_args args;
 	struct fuse_loop_config *lc;
 
+	/* A daemon that died with the image open leaves its mount behind;
+	 * statfs always asks the daemon (stat may answer from the cache),
+	 * so only a dead mount says ENOTCONN. */
+	if (statfs(o->mountpoint, &sfs) && errno == ENOTCONN) {
+		rf_err("cannot mount on %s: a FUSE daemon that served there died and left its mount behind "
+		       "(%s); unmount it with `fusermount3 -uz %s` (lazy: it goes once the programs that still "
+		       "hold the old image open let go), then mount again", o->mountpoint, strerror(ENOTCONN),
+		       o->mountpoint);
+		return 1;
+	}
 	argv[argc++] = "raidfuse";
 	argv[argc++] = "-o";
 	argv[argc++] = "max_read=1048576";
@@ -927,6 +940,9 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 		fuse_session_destroy(fs->se);
 		return 1;
 	}
+	/* No member or spare may come from the file system served here. */
+	if (rf_dev_set_served_mount(o->mountpoint))
+		rf_warn("%s: not found in the mount table: a spare on it is not refused", o->mountpoint);
 	if (!o->foreground)
 		rf_log_to_syslog(true);
 	fuse_daemonize(o->foreground);

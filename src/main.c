@@ -1,8 +1,9 @@
 /* main.c - the raidfuse command line.
  *
  *   raidfuse create CONFIG [-f] [--assume-clean] [-b internal|none] [--bitmap-chunk SIZE]
- *   raidfuse mount CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS] [--freeze]
+ *   raidfuse mount CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS] [--freeze] [--force]
  *   raidfuse assemble [--ro | --overlay DIR] [--name FILE] [-f] [-d] [-v] [-o OPTS] [--freeze]
+ *                     [--force]   (create, mount, assemble: [--allow-unsafe-dirs])
  *                     MOUNTPOINT MEMBER...
  *   raidfuse examine [--json] MEMBER...
  *   raidfuse status [--json] [--watch [SECONDS]] MOUNTPOINT
@@ -58,6 +59,8 @@
 #include "raidfuse/assemble.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/config.h"
+#include "raidfuse/create.h"
+#include "raidfuse/devopen.h"
 #include "raidfuse/fuse.h"
 #include "raidfuse/json.h"
 #include "raidfuse/log.h"
@@ -202,44 +205,16 @@ static int load(const char *path, struct rf_config *cfg)
 	return ret;
 }
 
-/* The size in bytes of an existing member (file or block device). */
-static int existing_size(const char *path, uint64_t *out)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	off_t end;
-
-	if (fd < 0)
-		return -errno;
-	end = lseek(fd, 0, SEEK_END);
-	close(fd);
-	if (end < 0)
-		return -errno;
-	*out = (uint64_t)end;
-	return 0;
-}
-
-/* The new bitmap 8 sectors after the 1.2 superblock (at sector 8). */
-static int write_bitmap(int fd, const char *path, const struct rf_bitmap_sb *bsb, char *err, size_t errlen)
-{
-	struct rf_sb_io io;
-	int r = rf_sb_io_fd(&io, fd);
-
-	if (r) {
-		snprintf(err, errlen, "%s: %s", path, strerror(-r));
-		return r;
-	}
-	return rf_bitmap_write_new(&io, path, (8 + 8) * 512, bsb, err, errlen);
-}
-
 /* create's options into the variables of cmd_create.  Returns -1 to go
  * on, else the exit status (0 after --help, EXIT_USAGE). */
 static int create_options(int argc, char **argv, bool *force, bool *clean, const char **path,
 			  const char **bitmap, const char **bitmap_chunk)
 {
-	enum { O_ASSUME_CLEAN = 256, O_BITMAP_CHUNK };
+	enum { O_ASSUME_CLEAN = 256, O_BITMAP_CHUNK, O_UNSAFE_DIRS };
 	static const struct option lo[] = {
 		{ "force", no_argument, NULL, 'f' },
 		{ "assume-clean", no_argument, NULL, O_ASSUME_CLEAN },
+		{ "allow-unsafe-dirs", no_argument, NULL, O_UNSAFE_DIRS },
 		{ "bitmap", required_argument, NULL, 'b' },
 		{ "bitmap-chunk", required_argument, NULL, O_BITMAP_CHUNK },
 		OPT_HELP,
@@ -254,6 +229,9 @@ static int create_options(int argc, char **argv, bool *force, bool *clean, const
 			break;
 		case O_ASSUME_CLEAN:
 			*clean = true;
+			break;
+		case O_UNSAFE_DIRS:
+			rf_dev_allow_unsafe_dirs(true);
 			break;
 		case 'b':
 			*bitmap = optarg;
@@ -273,156 +251,24 @@ static int create_options(int argc, char **argv, bool *force, bool *clean, const
 
 static int cmd_create(int argc, char **argv)
 {
-	struct rf_config cfg;
-	struct rf_sb_new sbn;
-	bool force = false, clean = false;
+	struct rf_create_opts o = { .bitmap = -1 };
 	const char *path = NULL, *bitmap = NULL, *bitmap_chunk = NULL;
-	struct rf_bitmap_sb bsb;
-	int i, bad = 0, ret;
-	uint8_t action[2 * RF_MAX_MEMBERS];     /* 0 keep, 1 create/resize; members, then spares */
-	uint64_t bytes[2 * RF_MAX_MEMBERS];     /* each file's size once made */
-	const char *files[2 * RF_MAX_MEMBERS];
-	char err[1024];
+	int ret;
 
-	ret = create_options(argc, argv, &force, &clean, &path, &bitmap, &bitmap_chunk);
+	ret = create_options(argc, argv, &o.force, &o.assume_clean, &path, &bitmap, &bitmap_chunk);
 	if (ret >= 0)
 		return ret;
 	if (!path)
-		return usage_error("create: expected CONFIG%s", "");
+		return usage_error("create: expected CONFIG");
 	if (bitmap && strcmp(bitmap, "internal") && strcmp(bitmap, "none"))
 		return usage_error("create: --bitmap takes internal or none, not '%s'", bitmap);
-	if (load(path, &cfg))
-		return 1;
 	if (bitmap)
-		cfg.bitmap = !strcmp(bitmap, "internal");
-	if (bitmap_chunk && (rf_parse_size(bitmap_chunk, 1024, &cfg.bitmap_chunk) ||
-			     cfg.bitmap_chunk < 4096 || (cfg.bitmap_chunk & (cfg.bitmap_chunk - 1)))) {
-		rf_config_free(&cfg);
+		o.bitmap = !strcmp(bitmap, "internal");
+	if (bitmap_chunk && (rf_parse_size(bitmap_chunk, 1024, &o.bitmap_chunk) ||
+			     o.bitmap_chunk < 4096 || (o.bitmap_chunk & (o.bitmap_chunk - 1))))
 		return usage_error("create: --bitmap-chunk takes a power of two of at least 4K, not '%s'",
 				   bitmap_chunk);
-	}
-	if (cfg.bitmap && (cfg.level == 0 || cfg.metadata != RF_SB_12)) {
-		fprintf(stderr, "raidfuse: %s: an internal bitmap needs md metadata 1.2 and a level with "
-			"redundancy (md keeps none for raid0)\n", path);
-		rf_config_free(&cfg);
-		return 1;
-	}
-	/* Look at every member and spare first; touch none until all are
-	 * fine. */
-	for (i = 0; i < cfg.nmembers + cfg.nspares; i++)
-		files[i] = i < cfg.nmembers ? cfg.members[i] : cfg.spares[i - cfg.nmembers];
-	for (i = 0; i < cfg.nmembers + cfg.nspares; i++) {
-		const char *m = files[i], *what = i < cfg.nmembers ? "member" : "spare";
-		int n = i < cfg.nmembers ? i : i - cfg.nmembers;
-		struct stat st;
-
-		action[i] = 0;
-		bytes[i] = cfg.member_size;
-		if (!m) {
-			bytes[i] = 0;
-			continue;
-		}
-		if (stat(m, &st)) {
-			if (errno != ENOENT) {
-				fprintf(stderr, "raidfuse: %s %d (%s): %s\n", what, n, m, strerror(errno));
-				bad++;
-				continue;
-			}
-			action[i] = 1;
-		} else if (S_ISBLK(st.st_mode)) {
-			/* a device is used as it is */
-			ret = existing_size(m, &bytes[i]);
-			if (ret) {
-				fprintf(stderr, "raidfuse: %s %d (%s): %s\n", what, n, m, strerror(-ret));
-				bad++;
-			}
-			continue;
-		} else if (!S_ISREG(st.st_mode)) {
-			fprintf(stderr, "raidfuse: %s %d (%s): not a regular file or block device\n", what, n, m);
-			bad++;
-			continue;
-		} else if (st.st_size && !force) {
-			fprintf(stderr, "raidfuse: %s %d (%s): exists with data (%lld bytes); not touched "
-				"(--force recreates it)\n", what, n, m, (long long)st.st_size);
-			bad++;
-			continue;
-		} else {
-			action[i] = 1;
-		}
-		if (action[i] && !cfg.member_size) {
-			fprintf(stderr, "raidfuse: %s: key 'array.member_size' is needed to create %s %d (%s)\n",
-				path, what, n, m);
-			bad++;
-		}
-	}
-	/* The superblocks, worked out before anything is written. */
-	if (!bad && cfg.metadata == RF_SB_12 &&
-	    (rf_assemble_plan_create(&cfg, bytes, clean, &sbn, err, sizeof(err)) ||
-	     (cfg.bitmap && rf_bitmap_plan(&sbn, cfg.bitmap_chunk, &bsb, err, sizeof(err))))) {
-		fprintf(stderr, "raidfuse: %s\n", err);
-		bad++;
-	}
-	if (cfg.nspares && cfg.level == 0) {
-		fprintf(stderr, "raidfuse: %s: raid0 takes no spares (nothing to rebuild onto them)\n", path);
-		bad++;
-	}
-	for (i = cfg.nmembers; !bad && cfg.metadata == RF_SB_12 && i < cfg.nmembers + cfg.nspares; i++) {
-		if (bytes[i] / 512 < sbn.data_offset + sbn.size) {
-			fprintf(stderr, "raidfuse: spare %d (%s): %llu bytes cannot hold the %llu each member uses\n",
-				i - cfg.nmembers, files[i], (unsigned long long)bytes[i],
-				(unsigned long long)((sbn.data_offset + sbn.size) * 512));
-			bad++;
-		}
-	}
-	if (bad) {
-		rf_config_free(&cfg);
-		return 1;
-	}
-	ret = 0;
-	for (i = 0; i < cfg.nmembers + cfg.nspares; i++) {
-		const char *what = i < cfg.nmembers ? "member" : "spare";
-		int fd, n = i < cfg.nmembers ? i : i - cfg.nmembers;
-
-		if (!files[i])
-			continue;
-		if (action[i])
-			fd = open(files[i], O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-		else if (cfg.metadata == RF_SB_12)
-			fd = open(files[i], O_WRONLY | O_CLOEXEC);
-		else
-			continue;
-		/* A spare's superblock: device number after the members', its
-		 * role "spare" (as mdadm --create with spares writes them). */
-		if (fd < 0 || (action[i] && (ftruncate(fd, 0) || ftruncate(fd, (off_t)cfg.member_size)))) {
-			fprintf(stderr, "raidfuse: %s %d (%s): %s\n", what, n, files[i], strerror(errno));
-			ret = 1;
-		} else if (cfg.metadata == RF_SB_12 &&
-			   (rf_sb_write12(fd, files[i], &sbn, i, bytes[i] / 512, err, sizeof(err)) ||
-			    (cfg.bitmap && write_bitmap(fd, files[i], &bsb, err, sizeof(err))))) {
-			fprintf(stderr, "raidfuse: %s %d: %s\n", what, n, err);
-			ret = 1;
-		} else if (action[i]) {
-			printf("%s %d: %s (%llu bytes)\n", what, n, files[i], (unsigned long long)cfg.member_size);
-		}
-		if (fd >= 0)
-			close(fd);
-	}
-	if (!ret && cfg.metadata == RF_SB_12) {
-		struct rf_sb sb = { .kind = RF_SB_12 };
-		char u[40];
-
-		memcpy(sb.uuid, sbn.uuid, 16);
-		printf("md 1.2 superblocks: array %s, data offset %llu sectors, %llu sectors per member, %s\n",
-		       rf_sb_uuid_str(&sb, u), (unsigned long long)sbn.data_offset,
-		       (unsigned long long)(sbn.size ? sbn.size : (bytes[0] / 512 - sbn.data_offset)),
-		       clean ? "clean (--assume-clean)" : "resync due");
-		if (cfg.bitmap)
-			printf("internal bitmap: %llu chunks of %u KiB, %u sectors from the superblock\n",
-			       (unsigned long long)rf_bitmap_bits(bsb.sync_size, bsb.chunk_bytes),
-			       bsb.chunk_bytes >> 10, 8);
-	}
-	rf_config_free(&cfg);
-	return ret;
+	return rf_create(path, &o);
 }
 
 /* ---------------------------------------------------------------- examine */
@@ -483,6 +329,12 @@ static int cmd_examine(int argc, char **argv)
 			ret = 1;
 			continue;
 		}
+		if (rf_examine_refuse(fd, members[i], err, sizeof(err))) {
+			fprintf(stderr, "raidfuse: %s\n", err);
+			close(fd);
+			ret = 1;
+			continue;
+		}
 		if (rf_sb_read(fd, members[i], sb, err, sizeof(err))) {
 			fprintf(stderr, "raidfuse: %s\n", err);
 			ret = 1;
@@ -505,13 +357,15 @@ static int cmd_examine(int argc, char **argv)
 /* ---------------------------------------------------------------- mount, assemble */
 
 /* Options both mount and assemble take: -f -d -v -o OPTS --freeze. */
-enum { O_FREEZE = 300, O_RO, O_OVERLAY, O_NAME };
+enum { O_FREEZE = 300, O_RO, O_OVERLAY, O_NAME, O_FORCE, O_ALLOW_UNSAFE };
 #define SERVE_LONGOPTS                                          \
 	{ "foreground", no_argument, NULL, 'f' },               \
 	{ "debug", no_argument, NULL, 'd' },                    \
 	{ "verbose", no_argument, NULL, 'v' },                  \
 	{ "options", required_argument, NULL, 'o' },            \
 	{ "freeze", no_argument, NULL, O_FREEZE },              \
+	{ "force", no_argument, NULL, O_FORCE },                \
+	{ "allow-unsafe-dirs", no_argument, NULL, O_ALLOW_UNSAFE }, \
 	OPT_HELP
 #define SERVE_SHORTOPTS "fdvo:h"
 
@@ -533,6 +387,12 @@ static bool serve_option(int ch, struct rf_fuse_opts *o)
 		return true;
 	case O_FREEZE:
 		o->freeze = true;
+		return true;
+	case O_ALLOW_UNSAFE:
+		rf_dev_allow_unsafe_dirs(true);
+		return true;
+	case O_FORCE:
+		rf_assemble_set_force(true);
 		return true;
 	}
 	return false;
@@ -1166,7 +1026,8 @@ static int cmd_help(int argc, char **argv);
 
 static const struct cmd cmds[] = {
 	{ "create", cmd_create,
-	  "raidfuse create CONFIG [-f] [--assume-clean] [-b internal|none] [--bitmap-chunk SIZE]",
+	  "raidfuse create CONFIG [-f] [--assume-clean] [-b internal|none] [--bitmap-chunk SIZE]\n"
+	  "                [--allow-unsafe-dirs]",
 	  "Make the member and spare files CONFIG names that do not exist yet (array.member_size\n"
 	  "bytes each) and write md 1.2 superblocks on every one (metadata = \"none\" in CONFIG:\n"
 	  "none).  Nothing is written before the whole config and every member are checked.\n"
@@ -1178,10 +1039,15 @@ static const struct cmd cmds[] = {
 	  "      --bitmap-chunk=SIZE\n"
 	  "                         the bitmap's chunk: a power of two of at least 4K, KiB\n"
 	  "                         unless suffixed (K, M, G); default mdadm's (64M at least)\n"
+	  "      --allow-unsafe-dirs\n"
+	  "                         as root, accept members in directories other users may\n"
+	  "                         write (refused by default: they could swap a member for\n"
+	  "                         a link to any file)\n"
 	  "  -h, --help             this help\n",
 	  "make the members CONFIG names, write md 1.2 superblocks" },
 	{ "mount", cmd_mount,
-	  "raidfuse mount CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS] [--freeze]",
+	  "raidfuse mount CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS] [--freeze] [--force]\n"
+	  "               [--allow-unsafe-dirs]",
 	  "Check the members against CONFIG (and their superblocks, if any) and serve the\n"
 	  "array as MOUNTPOINT/<name>, with md's control files beside it.  Stop it with\n"
 	  "fusermount3 -u MOUNTPOINT.\n"
@@ -1192,11 +1058,18 @@ static const struct cmd cmds[] = {
 	  "  -o, --options=OPTS     FUSE mount options (e.g. allow_other)\n"
 	  "      --freeze           start with md/sync_action frozen: a resync that is due\n"
 	  "                         waits until `resync` is written there\n"
+	  "      --force            serve a degraded raid4/5/6 that was not shut down cleanly\n"
+	  "                         (md's --run --force; data in the stripes being written at\n"
+	  "                         the crash may be wrong)\n"
+	  "      --allow-unsafe-dirs\n"
+	  "                         as root, accept members in directories other users may\n"
+	  "                         write (refused by default: they could swap a member for\n"
+	  "                         a link to any file)\n"
 	  "  -h, --help             this help\n",
 	  "serve the array CONFIG describes as MOUNTPOINT/<name>" },
 	{ "assemble", cmd_assemble,
 	  "raidfuse assemble [--ro | --overlay DIR] [--name FILE] [-f] [-d] [-v] [-o OPTS]\n"
-	  "                  [--freeze] MOUNTPOINT MEMBER...",
+	  "                  [--freeze] [--force] [--allow-unsafe-dirs] MOUNTPOINT MEMBER...",
 	  "Serve the array the members' md superblocks describe (0.90, 1.0, 1.1, 1.2) as\n"
 	  "MOUNTPOINT/array.img, no config needed: members in any order, stale ones left out.\n"
 	  "\n"
@@ -1210,6 +1083,13 @@ static const struct cmd cmds[] = {
 	  "  -v, --verbose          verbose log\n"
 	  "  -o, --options=OPTS     FUSE mount options (e.g. allow_other)\n"
 	  "      --freeze           start with md/sync_action frozen\n"
+	  "      --force            serve a degraded raid4/5/6 that was not shut down cleanly\n"
+	  "                         (md's --run --force; data in the stripes being written at\n"
+	  "                         the crash may be wrong)\n"
+	  "      --allow-unsafe-dirs\n"
+	  "                         as root, accept members in directories other users may\n"
+	  "                         write (refused by default: they could swap a member for\n"
+	  "                         a link to any file)\n"
 	  "  -h, --help             this help\n",
 	  "serve the array the members' md superblocks describe" },
 	{ "examine", cmd_examine,

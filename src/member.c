@@ -28,8 +28,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -45,8 +49,20 @@ struct rf_mgmt {
 	pthread_cond_t cond;
 	bool stop, kicked;
 	pthread_t thread;
+	bool started;                   /* thread runs */
 	bool resync_waits;              /* the thread's: a resync stopped for a rebuild */
+	/* The member watch: an inotify descriptor on every device's inode
+	 * (watches added by rf_dev_watch_all() under reconf_lock), read by
+	 * its own thread; stop_fd (an eventfd) ends it. */
+	int ino_fd, stop_fd;
+	pthread_t watch_thread;
+	bool watching;
 };
+
+/* How often the management thread looks at every device even when
+ * nothing woke it (ms): the backstop for what inotify does not report
+ * (truncate(2) by path, a member replaced by rename). */
+#define RF_MGMT_TICK_MS 1000
 
 static const char *base_name(const char *path)
 {
@@ -135,6 +151,7 @@ static void dev_close(struct rf_member *m)
 		close(m->fd_direct);
 	rf_fault_free(m->fault);
 	free(m->path);
+	rf_dev_id_free(&m->id);
 }
 
 
@@ -397,6 +414,83 @@ static void check_recovery(struct rf_array *a)
 		rf_err("%s: rebuild not started: %s", a->name, strerror(-ret));
 }
 
+/* ---- the member watch ---- */
+
+/* What inotify reports of a member changed by another process: a writer
+ * closed it (truncate -s, cp over it), its links changed (rm, mv over
+ * it), it moved.  Our own writes report none of these. */
+#define RF_WATCH_MASK (IN_CLOSE_WRITE | IN_ATTRIB | IN_MOVE_SELF | IN_DELETE_SELF)
+
+/* Watch every open regular-file device's inode (not its path: the inode
+ * we hold).  reconf_lock held. */
+static void watch_all(struct rf_array *a)
+{
+	char proc[64];
+	int i;
+
+	if (!a->mgmt || a->mgmt->ino_fd < 0)
+		return;
+	for (i = 0; i < a->ndevs; i++) {
+		const struct rf_member *m = &a->members[i];
+
+		if (m->fd < 0 || m->id.blk)
+			continue;
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", m->fd);
+		inotify_add_watch(a->mgmt->ino_fd, proc, RF_WATCH_MASK);       /* the same wd if watched */
+	}
+}
+
+/* Every device that is no longer what was opened (shrunk, unlinked,
+ * replaced at its path) fails as if the disk had gone: a slot's member
+ * is marked faulty before anything else is read from it, a spare is
+ * marked faulty.  with_path: also look at the paths (the tick). */
+static void check_devices(struct rf_array *a, bool with_path)
+{
+	char why[512], name[RF_MAX_DEVS][256];
+	int i, n = 0;
+
+	pthread_mutex_lock(&a->reconf_lock);
+	watch_all(a);
+	for (i = 0; i < a->ndevs; i++) {
+		struct rf_member *m = &a->members[i];
+		bool slot = i < a->nmembers;
+
+		if (m->fd < 0 || (slot && (rf_faulty(a) & (1ull << i))) || (!slot && (m->flags & RF_DEV_FAULTY)))
+			continue;
+		if (!rf_dev_check(m->fd, &m->id, with_path, why, sizeof(why)))
+			continue;
+		if (slot) {
+			rf_err("member %d (%s): %s: it no longer holds the array's data", i, m->path, why);
+			rf_member_fail(a, i, -ENODEV, "member check", m->id.size);
+		} else {
+			rf_err("spare %s: %s: marking it faulty", m->path, why);
+			snprintf(name[n++], sizeof(name[0]), "%s", base_name(m->path));
+		}
+	}
+	pthread_mutex_unlock(&a->reconf_lock);
+	/* A spare's flags change with everything drained. */
+	for (i = 0; i < n; i++)
+		rf_array_dev_set_state(a, name[i], "faulty");
+}
+
+static void *watch_main(void *arg)
+{
+	struct rf_array *a = arg;
+	struct rf_mgmt *m = a->mgmt;
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+	for (;;) {
+		struct pollfd p[2] = { { .fd = m->ino_fd, .events = POLLIN }, { .fd = m->stop_fd, .events = POLLIN } };
+
+		if (poll(p, 2, -1) < 0)
+			continue;
+		if (p[1].revents)
+			return NULL;
+		if (p[0].revents && read(m->ino_fd, buf, sizeof(buf)) > 0)
+			check_devices(a, true);
+	}
+}
+
 static void *mgmt_main(void *arg)
 {
 	struct rf_array *a = arg;
@@ -405,7 +499,20 @@ static void *mgmt_main(void *arg)
 	pthread_mutex_lock(&m->lock);
 	while (!m->stop) {
 		if (!m->kicked) {
-			pthread_cond_wait(&m->cond, &m->lock);
+			struct timespec t;
+
+			clock_gettime(CLOCK_REALTIME, &t);
+			t.tv_sec += RF_MGMT_TICK_MS / 1000;
+			t.tv_nsec += (RF_MGMT_TICK_MS % 1000) * 1000000L;
+			if (t.tv_nsec >= 1000000000L) {
+				t.tv_sec++;
+				t.tv_nsec -= 1000000000L;
+			}
+			if (pthread_cond_timedwait(&m->cond, &m->lock, &t) == ETIMEDOUT) {
+				pthread_mutex_unlock(&m->lock);
+				check_devices(a, true);
+				pthread_mutex_lock(&m->lock);
+			}
 			continue;
 		}
 		m->kicked = false;
@@ -427,13 +534,25 @@ int rf_mgmt_start(struct rf_array *a)
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->cond, NULL);
 	m->kicked = true;       /* an assembled array may have a failed slot and a spare */
+	m->ino_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	m->stop_fd = eventfd(0, EFD_CLOEXEC);
 	a->mgmt = m;
+	if (m->ino_fd >= 0 && m->stop_fd >= 0) {
+		pthread_mutex_lock(&a->reconf_lock);
+		watch_all(a);
+		pthread_mutex_unlock(&a->reconf_lock);
+		m->watching = !pthread_create(&m->watch_thread, NULL, watch_main, a);
+	}
+	if (!m->watching)
+		rf_warn("%s: no inotify watch on the members (%s): changes to them are seen once a second",
+			a->name, strerror(errno));
 	ret = -pthread_create(&m->thread, NULL, mgmt_main, a);
 	if (ret) {
-		a->mgmt = NULL;
-		free(m);
+		rf_mgmt_free(a);
+		return ret;
 	}
-	return ret;
+	m->started = true;
+	return 0;
 }
 
 /* The thread ends; the struct stays until rf_mgmt_free() (the sync
@@ -441,18 +560,24 @@ int rf_mgmt_start(struct rf_array *a)
 void rf_mgmt_stop(struct rf_array *a)
 {
 	struct rf_mgmt *m = a->mgmt;
+	bool joined;
 
 	if (!m)
 		return;
-	pthread_mutex_lock(&m->lock);
-	if (m->stop) {
-		pthread_mutex_unlock(&m->lock);
-		return;
+	if (m->watching) {
+		uint64_t one = 1;
+
+		if (write(m->stop_fd, &one, sizeof(one)) == sizeof(one))
+			pthread_join(m->watch_thread, NULL);
+		m->watching = false;
 	}
+	pthread_mutex_lock(&m->lock);
+	joined = m->stop;
 	m->stop = true;
 	pthread_cond_signal(&m->cond);
 	pthread_mutex_unlock(&m->lock);
-	pthread_join(m->thread, NULL);
+	if (!joined && m->started)
+		pthread_join(m->thread, NULL);
 }
 
 void rf_mgmt_free(struct rf_array *a)
@@ -463,6 +588,10 @@ void rf_mgmt_free(struct rf_array *a)
 		return;
 	rf_mgmt_stop(a);
 	a->mgmt = NULL;
+	if (m->ino_fd >= 0)
+		close(m->ino_fd);
+	if (m->stop_fd >= 0)
+		close(m->stop_fd);
 	pthread_cond_destroy(&m->cond);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
@@ -634,28 +763,27 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 	struct add_job j = { .a = a, .err = err, .errlen = errlen };
 	struct rf_member *m = &j.m;
 	uint64_t need = a->members[0].data_offset + a->geom.dev_sectors * 512;
-	struct stat st;
-	int ret, mode = O_RDWR, other;
+	struct rf_dev_fd d;
+	int ret, other;
 
+	m->fd = m->fd_direct = -1;
 	if (a->readonly || a->overlay) {
 		snprintf(err, errlen, "%s: the array is %s: no spares", path, a->readonly ? "read-only" : "an overlay");
 		return -EROFS;
 	}
-	if (!stat(path, &st) && S_ISBLK(st.st_mode))
-		mode |= O_EXCL;
-	m->fd = open(path, mode | O_CLOEXEC);
-	if (m->fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
+	ret = rf_dev_open(path, path, RF_DEV_DIRECT | RF_DEV_NOLOCK, &d, err, errlen);
+	if (ret)
 		return ret;
-	}
-	m->fd_direct = -1;
+	m->fd = d.fd;
+	m->fd_direct = d.fd_direct;
+	m->id = d.id;
+	m->size = d.id.size;
 	m->prev_slot = -1;
 	m->flags = RF_DEV_SPARE;
 	m->data_offset = a->members[0].data_offset;
 	m->align = 4096;
 	pthread_mutex_lock(&a->reconf_lock);
-	other = rf_same_file(a, a->ndevs, m->fd);
+	other = rf_same_file(a, a->ndevs, &m->id);
 	if (other >= 0)
 		snprintf(err, errlen, "%s: already in the array (as %s)", path, a->members[other].path);
 	pthread_mutex_unlock(&a->reconf_lock);
@@ -663,24 +791,14 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 		ret = -EEXIST;
 		goto fail;
 	}
-	if (fstat(m->fd, &st) || (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))) {
-		snprintf(err, errlen, "%s: not a regular file or block device", path);
-		ret = -EINVAL;
+	ret = rf_dev_lock(&d, false, path, err, errlen);
+	if (ret)
 		goto fail;
-	}
-	m->size = (uint64_t)st.st_size;
-	if (S_ISBLK(st.st_mode) && (m->size = (uint64_t)lseek(m->fd, 0, SEEK_END)) == (uint64_t)-1)
-		m->size = 0;
 	if (m->size < need) {
 		snprintf(err, errlen, "%s: %llu bytes is too small: this array needs %llu (data offset %llu + %llu)",
 			 path, (unsigned long long)m->size, (unsigned long long)need,
 			 (unsigned long long)m->data_offset, (unsigned long long)(need - m->data_offset));
 		ret = -ENOSPC;
-		goto fail;
-	}
-	if (flock(m->fd, LOCK_EX | LOCK_NB)) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: in use by another raidfuse or process (it holds a lock on it)", path);
 		goto fail;
 	}
 	if (a->sbstate) {
@@ -695,7 +813,6 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 		ret = -ENOMEM;
 		goto fail;
 	}
-	m->fd_direct = open(path, (mode & ~O_EXCL) | O_DIRECT | O_CLOEXEC);
 	m->fault = rf_fault_new();
 	if (!m->fault) {
 		ret = -ENOMEM;

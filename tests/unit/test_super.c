@@ -904,7 +904,7 @@ static void test_assemble(void **state)
 	/* the same member twice */
 	order[3] = paths[0];
 	assert_int_equal(rf_assemble(order, 4, NULL, false, &cfg, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "same member"));
+	assert_non_null(strstr(err, "same file twice"));
 
 	/* two members claiming one role: a copy of member 0 */
 	{
