@@ -64,6 +64,12 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libraidfuse.a $(wildcard tests/unit/*.
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CFLAGS) -Itests/unit -Isrc -o $@ $< $(BUILD)/libraidfuse.a $(LDFLAGS) $(LDLIBS) $(CMOCKA_LIBS)
 
+# Crash states (tools/crash-states.sh): the recorder, replayer and checker.
+$(BUILD)/crash-states: tools/crash/crashstates.c $(BUILD)/libraidfuse.a $(wildcard tests/unit/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS) -Itests/unit -Isrc -o $@ $< $(BUILD)/libraidfuse.a $(LDFLAGS) $(LDLIBS)
+
 unit-build: $(UNIT_BINS)
 
 unit: $(UNIT_BINS)
@@ -102,7 +108,7 @@ FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Iinclude $(shell pkg-config --cf
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZERS := build-fuzz/fuzz_super build-fuzz/fuzz_config
 
-build-fuzz/fuzz_super: tests/fuzz/fuzz_super.c src/super.c src/examine.c src/fdio.c $(wildcard include/raidfuse/*.h)
+build-fuzz/fuzz_super: tests/fuzz/fuzz_super.c src/super.c src/examine.c src/fdio.c src/iolog.c $(wildcard include/raidfuse/*.h)
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^)
 
