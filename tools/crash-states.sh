@@ -115,8 +115,9 @@ args=(--log "$dir/io.log" --base "$dir/base" --work "$dir/work" --seed "$seed"
 	--save "$dir/violations" --replay "$replay")
 [ -n "$states" ] && args+=(--states "$states")
 rc=0
-"$CRASH" check "${args[@]}" "${names[@]}" 2>"$dir/check.log" | tee "$dir/check.out" | grep -v '^crash states:' || true
-rc=${PIPESTATUS[0]}
+"$CRASH" check "${args[@]}" "${names[@]}" >"$dir/check.out" 2>"$dir/check.log" || rc=$?
+# what it found (the first violations; all of them in check.out)
+grep -v '^crash states:' "$dir/check.out" | head -n 40 || true
 t1=$(date +%s.%N)
 line=$(grep '^crash states:' "$dir/check.out" || true)
 if [ -z "$line" ]; then
