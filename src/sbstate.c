@@ -16,7 +16,9 @@
  *    failure is on disk), sets
  *    the failed member's slot to faulty (0xfffe) in the others.
  * Each change raises the array's events by one and writes the same count
- * to every member, as md does.  A member whose superblock cannot be
+ * to every member, as md does; every change but dirty first flushes every
+ * member (md's preflush), so that what it says of the data is true on
+ * disk.  A member whose superblock cannot be
  * written is failed like one that lost a data write.
  *
  * What a clean superblock records as resync_offset is where a resync
@@ -71,6 +73,32 @@ static void dev_fail(struct rf_array *a, int i, int err, uint64_t off)
 	a->members[i].flags |= RF_DEV_FAULTY;
 }
 
+/* s->lock held: fsync every device that is not faulty before a change
+ * that vouches for data already written: clean (no resync needed), a
+ * resync checkpoint, a rebuilt device's recovery offset.  md writes its
+ * superblocks with a preflush; without it, one member's clean superblock
+ * could survive a power cut that loses another member's last data write,
+ * and the stripe would never be resynced.  A device that fails it is
+ * failed. */
+static void flush_devices(struct rf_sbstate *s)
+{
+	struct rf_array *a = s->a;
+	int i, r;
+
+	for (i = 0; i < a->ndevs && i < RF_MAX_DEVS; i++) {
+		struct rf_sbs_member *m = &s->m[i];
+
+		if (!m->has || dev_faulty(a, i))
+			continue;
+		r = m->io.fsync(m->io.ctx);
+		if (r) {
+			rf_err("device %d (%s): flush before a superblock update: %s", i, a->members[i].path,
+			       strerror(-r));
+			dev_fail(a, i, r, 0);
+		}
+	}
+}
+
 /* s->lock held.  Write one change to every device that is not faulty
  * (slots and spares, as md); a device that fails it is failed.  own, when
  * not NULL, is device own_dev's part of the change (its recovery state).
@@ -83,6 +111,9 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 	int i, r, nwritten = 0;
 
 	c->clean = what == CH_CLEAN || (what != CH_DIRTY && atomic_load(&s->mode) == RF_SBS_CLEAN);
+	/* Dirty vouches for nothing: the first write waits for it. */
+	if (what != CH_DIRTY)
+		flush_devices(s);
 	c->resync_offset = s->resync_offset;
 	c->events = s->events + 1;
 	/* md writes the bitmap's events first: one older than its
