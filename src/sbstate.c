@@ -410,12 +410,39 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 	return 0;
 }
 
+/* Whether a member's superblock is not the freshest one's events or
+ * clean state (before anything was written). */
+static bool members_behind(const struct rf_sbstate *s)
+{
+	int i, fresh = -1;
+
+	for (i = 0; i < s->n; i++)
+		if (s->m[i].has && (fresh < 0 || s->m[i].sb.events > s->m[fresh].sb.events))
+			fresh = i;
+	for (i = 0; fresh >= 0 && i < s->n; i++)
+		if (s->m[i].has && (s->m[i].sb.events != s->m[fresh].sb.events ||
+				    s->m[i].sb.clean != s->m[fresh].sb.clean))
+			return true;
+	return false;
+}
+
 int rf_sbstate_start(struct rf_sbstate *s)
 {
 	int r;
 
 	if (!s || s->running)
 		return 0;
+	/* A crash in the middle of a superblock update leaves some members
+	 * one event behind (assembly takes them, as md does).  A clean array
+	 * writes nothing until its next change, and a crash in the middle of
+	 * that one would leave them two behind: stale, left out.  So bring
+	 * every member to the freshest state now.  (A dirty array gets the
+	 * same from its resync's first checkpoint or its end.) */
+	if (s->resync_offset == RF_SB_MAX_SECTOR && members_behind(s)) {
+		pthread_mutex_lock(&s->lock);
+		write_all(s, CH_CLEAN, -1);
+		pthread_mutex_unlock(&s->lock);
+	}
 	/* The sync thread starts a resync where the superblocks say, and
 	 * tells us where it got. */
 	if (s->a->sync) {
