@@ -14,14 +14,15 @@
 #    acknowledgements are logged, idle pauses that let the superblocks go
 #    clean and the bitmap clear;
 # 3. build/crash-states check replays the log into member images as a
-#    power cut at each flush boundary (all, then none, of the writes a
+#    power cut at each flush boundary (all or none of the writes a
 #    flush did not cover) and at random points (random subsets, torn at
 #    512 bytes) could leave them, and checks each: assembles it, lets the
 #    resync finish, runs a check (mismatch_cnt 0), reads every sector
 #    (written there or never, acknowledged writes present), closes it
 #    (superblocks clean, one events count).
-# The default number of states covers every flush boundary twice, plus
-# random states, 1000 at least.  The last line says
+# The default number of states covers every flush boundary once (twice
+# when --states leaves room), plus half as many random states, 1000 at
+# least.  The last line says
 # "crash states: N checked, V violations"; exit 1 when V > 0.  Each
 # violation's members (as the crash left them) and the command that
 # replays it are kept under DIR/violations/state-K; DIR (a fresh directory
@@ -41,7 +42,7 @@ usage() {
 	exit 2
 }
 
-level="" bitmap=0 states="" seed=1 rounds=60 brk=0 dir=""
+level="" bitmap=0 states="" seed=1 rounds=40 brk=0 dir=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--level) level=${2:-}; shift ;;

@@ -12,7 +12,9 @@
  * (iolog.h), and runs a workload: rounds of concurrent writes whose every
  * 512-byte sector carries its own array offset and a generation number
  * (one per write, rising), some rounds followed by a flush of the array
- * (what fsync of the image does), some by an idle pause.  Each write's
+ * (what fsync of the image does), some by an idle pause: short ones in
+ * which the bitmap clears its bits, long ones in which the superblocks
+ * go clean.  Each write's
  * submission and end and each flush's submission and acknowledgement go
  * into the log as notes, in the same order as the member IO.
  *
@@ -24,8 +26,8 @@
  * torn (any subset of its 512-byte sectors): a volatile write cache.
  * The points are every flush boundary (just before a flush is issued,
  * just after one ends) with all or none of the volatile writes, then
- * random points with random subsets.  State K of seed S is always the
- * same state: --only K replays it.
+ * random points with random subsets.  State K of seed S and N states is
+ * always the same state: --states N --only K replays it.
  *
  * For each state the members are written to --work and then, as after a
  * real crash: rf_assemble() (what `raidfuse assemble` does), the array
@@ -249,9 +251,9 @@ static int cmd_record(int argc, char **argv)
 	/* Short idle timers: a pause of the workload lets the superblocks
 	 * go clean and the bitmap clear its bits, many times over. */
 	if (a->sbstate)
-		atomic_store(&a->sbstate->delay_ms, 8);
+		atomic_store(&a->sbstate->delay_ms, 10);
 	if (a->bitmap)
-		rf_bitmap_set_period_ms(a->bitmap, 4);
+		rf_bitmap_set_period_ms(a->bitmap, 2);
 	rf_array_start_resync(a, false);
 	rf_sync_wait(a);
 	size = rf_array_size(a);
@@ -304,7 +306,7 @@ static int cmd_record(int argc, char **argv)
 		wait_all(&in);
 		if (in.err)
 			die("record: a write failed: %s", strerror(-in.err));
-		if (rng_below(&seed, 2)) {
+		if (!rng_below(&seed, 3)) {
 			fl.gen = ++nflush;
 			fl.r->op = RF_REQ_FLUSH;
 			fl.r->off = 0;
@@ -319,8 +321,14 @@ static int cmd_record(int argc, char **argv)
 			if (in.err)
 				die("record: a flush failed: %s", strerror(-in.err));
 		}
-		if (!rng_below(&seed, 6))
-			sleep_ms(15 + (unsigned)rng_below(&seed, 20));
+		/* Short pauses let the bitmap clear bits (2 passes of 2 ms)
+		 * while the superblocks stay dirty; long ones let them go
+		 * clean (2 periods of 10 ms). */
+		r = (int)rng_below(&seed, 10);
+		if (r < 2)
+			sleep_ms(8);
+		else if (r == 2)
+			sleep_ms(40);
 	}
 	for (i = 0; i < MAX_PER_ROUND; i++) {
 		free(w[i].r->buf);
@@ -518,20 +526,28 @@ static uint64_t *boundaries(const struct log *L, size_t *nb)
 	return b;
 }
 
-/* State k of n: the first ndet go over the flush boundaries (each twice,
- * spread evenly when there are fewer states than that), the rest are
- * random. */
+/* State k of n.  The first ones go over the flush boundaries: each twice
+ * (every volatile write kept, then lost) when n leaves a quarter for
+ * random states after that; else each once (kept or lost at random),
+ * spread evenly when there are fewer than two thirds of n.  The rest are
+ * random points with random subsets. */
 static void pick_state(struct state *s, uint64_t k, uint64_t n, uint64_t seed, const uint64_t *b, size_t nb,
 		       uint64_t nseq)
 {
-	uint64_t ndet = 2 * nb < n * 3 / 4 ? 2 * nb : n * 3 / 4 / 2 * 2;
+	bool twice = 2 * nb <= n * 3 / 4;
+	uint64_t ndet = twice ? 2 * nb : nb < n * 2 / 3 ? nb : n * 2 / 3;
 
 	s->k = k;
 	s->rng = seed * 0x2545f4914f6cdd1dull + k + 1;
 	rng_next(&s->rng);
-	if (k < ndet) {
-		s->point = b[(k / 2) * nb / (ndet / 2)];
+	if (twice && k < ndet) {
+		s->point = b[k / 2];
 		s->mode = k % 2 ? MODE_NONE : MODE_ALL;
+		return;
+	}
+	if (k < ndet) {
+		s->point = b[k * nb / ndet];
+		s->mode = rng_below(&s->rng, 2) ? MODE_NONE : MODE_ALL;
 		return;
 	}
 	s->point = rng_below(&s->rng, 2) && nb ? b[rng_below(&s->rng, nb)] : 1 + rng_below(&s->rng, nseq + 1);
@@ -809,7 +825,7 @@ static void check_state(const struct log *L, struct member *m, int n, const stru
 }
 
 static void save_state(const char *save, const struct member *m, char *const *names, int n,
-		       const struct state *s, const struct verdict *v, const char *replay)
+		       const struct state *s, uint64_t nstates, const struct verdict *v, const char *replay)
 {
 	char dir[PATH_MAX], p[PATH_MAX + 300];
 	FILE *f;
@@ -826,10 +842,10 @@ static void save_state(const char *save, const struct member *m, char *const *na
 	f = fopen(p, "w");
 	if (!f)
 		return;
-	fprintf(f, "state %llu: crash before log record %llu, %s\n%s\nreplay: %s --only %llu\n"
+	fprintf(f, "state %llu: crash before log record %llu, %s\n%s\nreplay: %s --states %llu --only %llu\n"
 		"(the members as the crash left them are beside this file, before assembly)\n",
 		(unsigned long long)s->k, (unsigned long long)s->point, mode_name(s->mode), v->msg, replay,
-		(unsigned long long)s->k);
+		(unsigned long long)nstates, (unsigned long long)s->k);
 	fclose(f);
 }
 
@@ -887,10 +903,10 @@ static int cmd_check(int argc, char **argv)
 	if (save && mkdir(save, 0755) && errno != EEXIST)
 		die("cannot make the directory for violations: %s", save);
 	b = boundaries(&L, &nb);
-	/* By default every flush boundary twice, a third as many random
-	 * states again, 1000 at least. */
+	/* By default every flush boundary once, half as many random states
+	 * again, 1000 at least. */
 	if (!nstates)
-		nstates = 2 * nb + 2 * nb / 3 > 1000 ? 2 * nb + 2 * nb / 3 : 1000;
+		nstates = nb + nb / 2 > 1000 ? nb + nb / 2 : 1000;
 	printf("log: %llu records, %zu member writes and flushes, %llu workload writes, %llu flushes acknowledged "
 	       "or not, %zu flush boundaries\n", (unsigned long long)L.nseq, L.nops, (unsigned long long)L.ngens,
 	       (unsigned long long)L.nflushes, nb);
@@ -910,7 +926,7 @@ static int cmd_check(int argc, char **argv)
 			/* the images again, as the crash left them */
 			build_state(&L, m, n, &s);
 			if (save)
-				save_state(save, m, names, n, &s, &v, replay);
+				save_state(save, m, names, n, &s, nstates, &v, replay);
 			fflush(stdout);
 		}
 	}
