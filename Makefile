@@ -7,6 +7,8 @@
 #   make bench      fio beside fuse-ceiling (tools/bench.sh; BENCH_ARGS="-t 5 -D" passes options),
 #                   then resync speed and its cost to foreground reads (tools/bench-resync.sh;
 #                   BENCH_RESYNC_ARGS)
+#   make crash      power cuts replayed from the member IO log, levels 1 5 6 10 with and without
+#                   a bitmap (tools/crash-states.sh; CRASH_ARGS, CRASH_LEVELS)
 #   make judge      kernel md checks raidfuse's writes (tools/md-crosscheck.sh)
 #   make judge-bitmap  kernel md resyncs by raidfuse's write-intent bitmap (tools/md-bitmap-crosscheck.sh)
 #   make fuzz       libFuzzer on superblock and config parsing, FUZZ_SECONDS each (clang)
@@ -75,8 +77,8 @@ unit-build: $(UNIT_BINS)
 unit: $(UNIT_BINS)
 	$(Q)set -e; for t in $(UNIT_BINS); do echo "== $$t"; $(RUN_PREFIX) $$t; done
 
-func: $(BUILD)/raidfuse
-	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tests/func/run.sh
+func: $(BUILD)/raidfuse $(BUILD)/crash-states
+	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) CRASH_STATES=$(abspath $(BUILD)/crash-states) tests/func/run.sh
 
 test: unit func
 
@@ -92,6 +94,18 @@ tsan-unit:
 bench: $(BUILD)/raidfuse
 	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/bench.sh $(BENCH_ARGS)
 	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/bench-resync.sh $(BENCH_RESYNC_ARGS)
+
+# Crash states, the whole matrix: levels 1, 5, 6, 10, with and without a
+# bitmap, each with the tool's default number of states (CRASH_ARGS adds
+# options, e.g. --seed 7), then one --break run that must find violations.
+CRASH_LEVELS ?= 1 5 6 10
+crash: $(BUILD)/raidfuse $(BUILD)/crash-states
+	$(Q)set -e; export RAIDFUSE=$(abspath $(BUILD)/raidfuse) CRASH_STATES=$(abspath $(BUILD)/crash-states); \
+	for l in $(CRASH_LEVELS); do for b in "" --bitmap; do \
+		tools/crash-states.sh --level $$l $$b $(CRASH_ARGS); done; done; \
+	if tools/crash-states.sh --level 5 --break $(CRASH_ARGS); then \
+		echo "crash: --break found no violation: the tool cannot fail" >&2; exit 1; fi; \
+	echo "crash: every level clean, and --break caught"
 
 judge: $(BUILD)/raidfuse
 	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/md-crosscheck.sh
@@ -130,4 +144,4 @@ install: $(BUILD)/raidfuse
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
 
-.PHONY: all unit unit-build func test asan tsan tsan-unit bench judge judge-bitmap fuzz install clean
+.PHONY: all unit unit-build func test asan tsan tsan-unit bench crash judge judge-bitmap fuzz install clean
