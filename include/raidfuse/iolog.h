@@ -15,7 +15,8 @@
  * member are one file).  Host byte order: the log is read where it was
  * written.
  *
- * It does NOT log reads, and does not replay anything.
+ * It does NOT log reads, replay anything, or make sense of overlays
+ * (their members' ops and the overlay's own file writes are both logged).
  */
 #ifndef RAIDFUSE_IOLOG_H
 #define RAIDFUSE_IOLOG_H
@@ -50,7 +51,9 @@ struct rf_iolog_rec {
 };
 _Static_assert(sizeof(struct rf_iolog_rec) == 48, "iolog record layout");
 
-/* Set once, before any IO, by rf_iolog_open(); read by the hooks. */
+/* Read by the hooks without a lock: set by rf_iolog_open() and cleared
+ * by rf_iolog_close(), both called while no member IO runs (at start, at
+ * the end), and cleared when writing the log fails. */
 extern bool rf_iolog_on;
 
 /* Log to path (created, truncated).  0 or -errno. */
