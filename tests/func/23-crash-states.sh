@@ -30,7 +30,7 @@ states() {
 }
 
 # first NAME: its first violations (for a failure's message).
-first() { { grep -A3 '^violation' "$WORK/$1.out" | head -n 8; } || true; }
+first() { { grep -A3 '^violation' "$WORK/$1.out" 2>/dev/null | head -n 8; } || true; }
 
 # A short workload: each flush boundary is reached by a few hundred states.
 states raid5 --level 5 --states 200 --rounds 15

@@ -933,6 +933,16 @@ static int cmd_check(int argc, char **argv)
 	printf("time: %.1f s\n", now_s() - t0);
 	printf("crash states: %llu checked, %llu violations\n", (unsigned long long)checked,
 	       (unsigned long long)nviol);
+	fflush(stdout);
+	for (j = 0; j < n; j++) {
+		free(m[j].base);
+		free(m[j].img);
+	}
+	free(b);
+	free(L.ops);
+	free(L.gens);
+	free(L.flushes);
+	free(L.buf);
 	return nviol ? 1 : 0;
 }
 
