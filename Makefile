@@ -7,6 +7,8 @@
 #   make bench      fio beside fuse-ceiling (tools/bench.sh; BENCH_ARGS="-t 5 -D" passes options),
 #                   then resync speed and its cost to foreground reads (tools/bench-resync.sh;
 #                   BENCH_RESYNC_ARGS)
+#   make crash      power cuts replayed from the member IO log, levels 1 5 6 10 with and without
+#                   a bitmap (tools/crash-states.sh; CRASH_ARGS, CRASH_LEVELS)
 #   make judge      kernel md checks raidfuse's writes (tools/md-crosscheck.sh)
 #   make judge-bitmap  kernel md resyncs by raidfuse's write-intent bitmap (tools/md-bitmap-crosscheck.sh)
 #   make fuzz       libFuzzer on every parser of outside input (superblock, config, bitmap,
@@ -69,13 +71,19 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libraidfuse.a $(wildcard tests/unit/*.
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CFLAGS) -Itests/unit -Isrc -o $@ $< $(BUILD)/libraidfuse.a $(LDFLAGS) $(LDLIBS) $(CMOCKA_LIBS)
 
+# Crash states (tools/crash-states.sh): the recorder, replayer and checker.
+$(BUILD)/crash-states: tools/crash/crashstates.c $(BUILD)/libraidfuse.a $(wildcard tests/unit/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS) -Itests/unit -Isrc -o $@ $< $(BUILD)/libraidfuse.a $(LDFLAGS) $(LDLIBS)
+
 unit-build: $(UNIT_BINS)
 
 unit: $(UNIT_BINS)
 	$(Q)set -e; for t in $(UNIT_BINS); do echo "== $$t"; $(RUN_PREFIX) $$t; done
 
-func: $(BUILD)/raidfuse
-	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tests/func/run.sh
+func: $(BUILD)/raidfuse $(BUILD)/crash-states
+	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) CRASH_STATES=$(abspath $(BUILD)/crash-states) tests/func/run.sh
 
 test: unit func
 
@@ -91,6 +99,19 @@ tsan-unit:
 bench: $(BUILD)/raidfuse
 	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/bench.sh $(BENCH_ARGS)
 	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/bench-resync.sh $(BENCH_RESYNC_ARGS)
+
+# Crash states, the whole matrix: levels 1, 5, 6, 10, with and without a
+# bitmap, each with the tool's default number of states (CRASH_ARGS adds
+# options, e.g. --seed 7), then --break with and without a bitmap: both
+# must find violations.
+CRASH_LEVELS ?= 1 5 6 10
+crash: $(BUILD)/raidfuse $(BUILD)/crash-states
+	$(Q)set -e; export RAIDFUSE=$(abspath $(BUILD)/raidfuse) CRASH_STATES=$(abspath $(BUILD)/crash-states); \
+	for l in $(CRASH_LEVELS); do for b in "" --bitmap; do \
+		tools/crash-states.sh --level $$l $$b $(CRASH_ARGS); done; done; \
+	for b in "" --bitmap; do if tools/crash-states.sh --level 5 --break $$b $(CRASH_ARGS); then \
+		echo "crash: --break $$b found no violation: the tool cannot fail" >&2; exit 1; fi; done; \
+	echo "crash: every level clean, and both --break faults caught"
 
 judge: $(BUILD)/raidfuse
 	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/md-crosscheck.sh
@@ -116,7 +137,7 @@ FUZZ_LIB_OBJS := $(LIB_SRCS:src/%.c=build-fuzz/obj/%.o)
 FUZZ_LIB_HARNESSES := fuzz_bitmap fuzz_overlay fuzz_ctl fuzz_fault
 FUZZERS := build-fuzz/fuzz_super build-fuzz/fuzz_config $(FUZZ_LIB_HARNESSES:%=build-fuzz/%)
 
-build-fuzz/fuzz_super: tests/fuzz/fuzz_super.c src/super.c src/examine.c src/json.c src/fdio.c $(wildcard include/raidfuse/*.h)
+build-fuzz/fuzz_super: tests/fuzz/fuzz_super.c src/super.c src/examine.c src/json.c src/fdio.c src/iolog.c $(wildcard include/raidfuse/*.h)
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^) $(shell pkg-config --libs uuid)
 
@@ -178,4 +199,4 @@ man-check:
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
 
-.PHONY: all unit unit-build func test asan tsan tsan-unit bench judge judge-bitmap fuzz fuzz-build fuzz-long install uninstall man-check clean
+.PHONY: all unit unit-build func test asan tsan tsan-unit bench crash judge judge-bitmap fuzz fuzz-build fuzz-long install uninstall man-check clean

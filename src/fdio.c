@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "raidfuse/fdio.h"
+#include "raidfuse/iolog.h"
 
 int rf_pread_full(int fd, void *buf, size_t len, uint64_t off)
 {
@@ -27,10 +28,8 @@ int rf_pread_full(int fd, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
-int rf_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
+static int pwrite_all(int fd, const char *p, size_t len, uint64_t off)
 {
-	const char *p = buf;
-
 	while (len) {
 		ssize_t n = pwrite(fd, p, len, (off_t)off);
 
@@ -43,4 +42,28 @@ int rf_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
 		off += (uint64_t)n;
 	}
 	return 0;
+}
+
+int rf_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
+{
+	struct iovec v = { (void *)buf, len };
+	uint64_t id;
+	int r;
+
+	/* The io log (iolog.h), one flag load while it is off. */
+	if (!rf_iolog_on)
+		return pwrite_all(fd, buf, len, off);
+	id = rf_iolog_submit(fd, RF_IOLOG_WRITE, &v, 1, off);
+	r = pwrite_all(fd, buf, len, off);
+	rf_iolog_complete(id, r ? r : (int64_t)len);
+	return r;
+}
+
+int rf_fsync_full(int fd)
+{
+	uint64_t id = rf_iolog_on ? rf_iolog_submit(fd, RF_IOLOG_FLUSH, NULL, 0, 0) : 0;
+	int r = fsync(fd) ? -errno : 0;
+
+	rf_iolog_complete(id, r);
+	return r;
 }

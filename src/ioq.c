@@ -31,6 +31,7 @@
 #include <liburing.h>
 
 #include "raidfuse/fault.h"
+#include "raidfuse/iolog.h"
 #include "raidfuse/ioq.h"
 
 static bool mio_aligned(const struct rf_ioq_member *mm, const char *buf, uint32_t len, uint64_t off)
@@ -73,6 +74,9 @@ static int mio_issue(struct rf_ioq *q, struct rf_mio *m)
 	}
 	if (m->op == RF_MIO_FSYNC) {
 		ret = q->be->prep(q, m, mm->fd, NULL, 0, 0);
+		/* The io log (iolog.h), one flag load while it is off. */
+		if (!ret && rf_iolog_on)
+			m->iolog_id = rf_iolog_submit(mm->fd, RF_IOLOG_FLUSH, NULL, 0, 0);
 	} else if (m->nchain > 1) {
 		struct iovec *iov;
 		struct rf_mio *x;
@@ -89,8 +93,15 @@ static int mio_issue(struct rf_ioq *q, struct rf_mio *m)
 		ret = q->be->prepv(q, m, fd, iov, n, off);
 		if (ret)
 			q->iov_free[q->niov_free++] = m->iov_slot;
+		else if (rf_iolog_on && m->op == RF_MIO_WRITE)
+			m->iolog_id = rf_iolog_submit(fd, RF_IOLOG_WRITE, iov, n, off);
 	} else {
 		ret = q->be->prep(q, m, fd, buf, len, off);
+		if (!ret && rf_iolog_on && m->op == RF_MIO_WRITE) {
+			struct iovec v = { buf, len };
+
+			m->iolog_id = rf_iolog_submit(fd, RF_IOLOG_WRITE, &v, 1, off);
+		}
 	}
 	if (!ret)
 		q->inflight++;
@@ -124,6 +135,7 @@ void rf_ioq_queue(struct rf_ioq *q, struct rf_mio *m)
 	m->ctail = m;
 	m->nchain = 1;
 	m->iov_slot = -1;
+	m->iolog_id = 0;
 	if (h && can_merge(q, h, m)) {
 		h->ctail->chain = m;
 		h->ctail = m;
@@ -211,6 +223,10 @@ static int complete_chain(struct rf_ioq *q, struct rf_mio *h, int res)
 int rf_ioq_complete(struct rf_ioq *q, struct rf_mio *m, int res)
 {
 	q->inflight--;
+	if (m->iolog_id) {
+		rf_iolog_complete(m->iolog_id, res);
+		m->iolog_id = 0;
+	}
 	if (m->iov_slot >= 0) {
 		q->iov_free[q->niov_free++] = m->iov_slot;
 		m->iov_slot = -1;

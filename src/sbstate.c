@@ -16,7 +16,9 @@
  *    failure is on disk), sets
  *    the failed member's slot to faulty (0xfffe) in the others.
  * Each change raises the array's events by one and writes the same count
- * to every member, as md does.  A member whose superblock cannot be
+ * to every member, as md does; every change but dirty first flushes every
+ * member (md's preflush), so that what it says of the data is true on
+ * disk.  A member whose superblock cannot be
  * written is failed like one that lost a data write.
  *
  * What a clean superblock records as resync_offset is where a resync
@@ -71,6 +73,44 @@ static void dev_fail(struct rf_array *a, int i, int err, uint64_t off)
 	a->members[i].flags |= RF_DEV_FAULTY;
 }
 
+/* TEST-ONLY FAULT: RAIDFUSE_TEST_BREAK=clean (read once, at start) skips
+ * flush_devices(): the ordering bug tools/crash-states.sh --break must
+ * catch.  Never set it on an array that holds data. */
+static bool test_break;
+
+__attribute__((constructor)) static void test_break_from_env(void)
+{
+	const char *e = getenv("RAIDFUSE_TEST_BREAK");
+
+	test_break = e && !strcmp(e, "clean");
+}
+
+/* s->lock held: fsync every device that is not faulty before a change
+ * that vouches for data already written: clean (no resync needed), a
+ * resync checkpoint, a rebuilt device's recovery offset.  md writes its
+ * superblocks with a preflush; without it, one member's clean superblock
+ * could survive a power cut that loses another member's last data write,
+ * and the stripe would never be resynced.  A device that fails it is
+ * failed. */
+static void flush_devices(struct rf_sbstate *s)
+{
+	struct rf_array *a = s->a;
+	int i, r;
+
+	for (i = 0; i < a->ndevs && i < RF_MAX_DEVS; i++) {
+		struct rf_sbs_member *m = &s->m[i];
+
+		if (!m->has || dev_faulty(a, i))
+			continue;
+		r = m->io.fsync(m->io.ctx);
+		if (r) {
+			rf_err("device %d (%s): flush before a superblock update: %s", i, a->members[i].path,
+			       strerror(-r));
+			dev_fail(a, i, r, 0);
+		}
+	}
+}
+
 /* s->lock held.  Write one change to every device that is not faulty
  * (slots and spares, as md); a device that fails it is failed.  own, when
  * not NULL, is device own_dev's part of the change (its recovery state).
@@ -83,6 +123,9 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 	int i, r, nwritten = 0;
 
 	c->clean = what == CH_CLEAN || (what != CH_DIRTY && atomic_load(&s->mode) == RF_SBS_CLEAN);
+	/* Dirty vouches for nothing: the first write waits for it. */
+	if (what != CH_DIRTY && !test_break)
+		flush_devices(s);
 	c->resync_offset = s->resync_offset;
 	c->events = s->events + 1;
 	/* md writes the bitmap's events first: one older than its
@@ -379,12 +422,39 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 	return 0;
 }
 
+/* Whether a member's superblock is not the freshest one's events or
+ * clean state (before anything was written). */
+static bool members_behind(const struct rf_sbstate *s)
+{
+	int i, fresh = -1;
+
+	for (i = 0; i < s->n; i++)
+		if (s->m[i].has && (fresh < 0 || s->m[i].sb.events > s->m[fresh].sb.events))
+			fresh = i;
+	for (i = 0; fresh >= 0 && i < s->n; i++)
+		if (s->m[i].has && (s->m[i].sb.events != s->m[fresh].sb.events ||
+				    s->m[i].sb.clean != s->m[fresh].sb.clean))
+			return true;
+	return false;
+}
+
 int rf_sbstate_start(struct rf_sbstate *s)
 {
 	int r;
 
 	if (!s || s->running)
 		return 0;
+	/* A crash in the middle of a superblock update leaves some members
+	 * one event behind (assembly takes them, as md does).  A clean array
+	 * writes nothing until its next change, and a crash in the middle of
+	 * that one would leave them two behind: stale, left out.  So bring
+	 * every member to the freshest state now.  (A dirty array gets the
+	 * same from its resync's first checkpoint or its end.) */
+	if (s->resync_offset == RF_SB_MAX_SECTOR && members_behind(s)) {
+		pthread_mutex_lock(&s->lock);
+		write_all(s, CH_CLEAN, -1);
+		pthread_mutex_unlock(&s->lock);
+	}
 	/* The sync thread starts a resync where the superblocks say, and
 	 * tells us where it got. */
 	if (s->a->sync) {

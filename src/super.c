@@ -598,7 +598,7 @@ static int fd_pwrite(void *ctx, const void *buf, size_t len, uint64_t off)
 
 static int fd_fsync(void *ctx)
 {
-	return fsync((int)(intptr_t)ctx) ? -errno : 0;
+	return rf_fsync_full((int)(intptr_t)ctx);
 }
 
 int rf_sb_io_fd(struct rf_sb_io *io, int fd)
