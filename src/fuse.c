@@ -34,7 +34,12 @@
  *
  * Who may: every file belongs to the daemon's user; the image is 0600
  * (0400 with --ro), control files 0444, 0644 when they take values, and
- * md/new_dev 0200.  With allow_other (or allow_root) the mount also gets
+ * md/new_dev 0200.  The image's mode, owner and group change like a
+ * device node's (chmod by its owner or root, chown by root, chgrp by its
+ * owner to one of the owner's groups), for as long as the array is
+ * served: `chgrp kvm mnt/array.img; chmod 660 mnt/array.img` lets a qemu
+ * of group kvm at it under allow_other.  With --ro no write bit is
+ * taken.  With allow_other (or allow_root) the mount also gets
  * default_permissions, so the kernel checks the modes against each
  * caller; the daemon checks them again itself at open and truncation
  * (may_open), and only the owner or root may store into a control file
@@ -86,6 +91,11 @@ struct fs {
 	time_t start;
 	uid_t uid;
 	gid_t gid;
+	/* The image's attributes (chmod, chown); img_lock. */
+	pthread_mutex_t img_lock;
+	mode_t img_mode;
+	uid_t img_uid;
+	gid_t img_gid;
 	/* request pool, protected by lock */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -314,8 +324,13 @@ static void fill_attr(struct fs *fs, fuse_ino_t ino, const struct ref *r, struct
 		return;
 	}
 	if (r->kind == REF_NODE && n->kind == RF_CTL_IMAGE) {
-		/* The array's data is its owner's alone (root may, as ever). */
-		st->st_mode = S_IFREG | (rf_array_readonly(fs->a) ? 0400 : 0600);
+		/* The array's data is its owner's alone unless chmod says
+		 * otherwise (root may, as ever). */
+		pthread_mutex_lock(&fs->img_lock);
+		st->st_mode = S_IFREG | fs->img_mode;
+		st->st_uid = fs->img_uid;
+		st->st_gid = fs->img_gid;
+		pthread_mutex_unlock(&fs->img_lock);
 		st->st_size = (off_t)rf_array_size(fs->a);
 		st->st_blocks = st->st_size / 512;
 		return;
@@ -454,6 +469,43 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_readlink(req, target);
 }
 
+/* chmod, chown and chgrp of the image, with the rules of a device node:
+ * the mode by its owner or root, the owner by root, the group by root or
+ * by its owner to a group of the owner's.  Other files keep theirs
+ * (EPERM).  0 or -errno. */
+static int image_chown(fuse_req_t req, struct fs *fs, const struct ref *r, const struct stat *attr, int to_set)
+{
+	gid_t groups[RF_FUSE_GROUPS];
+	struct rf_ctl_cred who;
+	int ret = 0, i;
+	bool in_group;
+
+	if (r->kind != REF_NODE || r->n->kind != RF_CTL_IMAGE)
+		return -EPERM;
+	cred_of(req, &who, groups, RF_FUSE_GROUPS);
+	pthread_mutex_lock(&fs->img_lock);
+	in_group = who.gid == attr->st_gid;
+	for (i = 0; i < who.ngroups && !in_group; i++)
+		in_group = who.groups[i] == attr->st_gid;
+	if ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != fs->img_uid && who.uid != 0)
+		ret = -EPERM;
+	else if ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != fs->img_gid && who.uid != 0 &&
+		 (who.uid != fs->img_uid || !in_group))
+		ret = -EPERM;
+	else if ((to_set & FUSE_SET_ATTR_MODE) && who.uid != 0 && who.uid != fs->img_uid)
+		ret = -EPERM;
+	if (!ret) {
+		if (to_set & FUSE_SET_ATTR_UID)
+			fs->img_uid = attr->st_uid;
+		if (to_set & FUSE_SET_ATTR_GID)
+			fs->img_gid = attr->st_gid;
+		if (to_set & FUSE_SET_ATTR_MODE)
+			fs->img_mode = attr->st_mode & (rf_array_readonly(fs->a) ? 0555 : 0777);
+	}
+	pthread_mutex_unlock(&fs->img_lock);
+	return ret;
+}
+
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
@@ -466,6 +518,14 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		return;
 	}
 	fill_attr(fs, ino, &r, &st);
+	if (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+		ret = image_chown(req, fs, &r, attr, to_set);
+		if (ret) {
+			fuse_reply_err(req, -ret);
+			return;
+		}
+		fill_attr(fs, ino, &r, &st);
+	}
 	if ((to_set & FUSE_SET_ATTR_SIZE) && !ref_is_dir(&r) && may_open(req, &st, false, true)) {
 		fuse_reply_err(req, EACCES);
 		return;
@@ -1012,6 +1072,10 @@ int rf_fuse_run(struct rf_array *a, const struct rf_fuse_opts *o)
 	fs.start = time(NULL);
 	fs.uid = getuid();
 	fs.gid = getgid();
+	fs.img_uid = fs.uid;
+	fs.img_gid = fs.gid;
+	fs.img_mode = rf_array_readonly(a) ? 0400 : 0600;
+	pthread_mutex_init(&fs.img_lock, NULL);
 	pthread_mutex_init(&fs.lock, NULL);
 	pthread_cond_init(&fs.cond, NULL);
 	pthread_mutex_init(&fs.names_lock, NULL);

@@ -14,7 +14,11 @@
 #    md/dev-d1.img/state (the member stays in_sync), md/sync_action (no
 #    frozen sync), md/stripe_cache... nor md/new_dev: a root-owned 0600 file
 #    it names is not added as a spare and its content is unchanged (sha256).
-# 4. The owner still does all of it: writes the image, freezes and resumes
+# 4. The image's mode and group change as a device node's: uid 1000
+#    cannot chmod it; the owner's chmod 644 lets it read, not write;
+#    root's chgrp 1000 and chmod 660 let it write; control files keep
+#    their modes.
+# 5. The owner still does all of it: writes the image, freezes and resumes
 #    sync, adds a spare through md/new_dev, fails a member; the spare is
 #    rebuilt in its place and the data reads back.
 # Before default_permissions and the daemon's own checks, each of 3 was
@@ -77,7 +81,28 @@ expect_fail "${AS_USER[@]}" sh -c "echo '$SECRET' > '$MNT/md/new_dev'"
 check '[ "$(sha256sum <"$SECRET")" = "$secret_sum" ]' "root's 0600 file is unchanged"
 check '! grep -q secret.img "$MNT/mdstat"' "root's 0600 file is not in the array: $(cat "$MNT/mdstat")"
 
-# 4. the owner still may
+# 4. the image's modes change like a device node's: by its owner (and
+#    root), for as long as it is served
+expect_fail "${AS_USER[@]}" chmod 666 "$IMG"
+check '[ "$(mode_of "$IMG")" = "0 600" ]' "uid 1000 cannot chmod the image (got $(mode_of "$IMG"))"
+chmod 644 "$IMG"
+check '[ "$(mode_of "$IMG")" = "0 644" ]' "the owner's chmod 644 holds (got $(mode_of "$IMG"))"
+"${AS_USER[@]}" dd if="$IMG" of=/dev/null bs=64k count=1 status=none || fail "uid 1000 cannot read a 0644 image"
+expect_fail "${AS_USER[@]}" dd if=/dev/zero of="$IMG" bs=64k count=1 conv=notrunc status=none
+chgrp 1000 "$IMG"
+chmod 660 "$IMG"
+check '[ "$(stat -c %g:%a "$IMG")" = "1000:660" ]' "root's chgrp 1000, chmod 660 (got $(stat -c %g:%a "$IMG"))"
+"${AS_USER[@]}" dd if="$WORK/pattern" of="$IMG" bs=64k count=1 conv=notrunc,fsync status=none ||
+	fail "uid 1000 of group 1000 cannot write a 0660 image of group 1000"
+expect_fail "${AS_USER[@]}" chown 1000 "$IMG"
+check '[ "$(stat -c %u "$IMG")" = 0 ]' "uid 1000 cannot take the image (owner $(stat -c %u "$IMG"))"
+expect_fail chmod 644 "$MNT/md/sync_action"
+check '[ "$(mode_of "$MNT/md/sync_action")" = "0 644" ]' "control files keep their modes"
+chgrp 0 "$IMG"
+chmod 600 "$IMG"
+expect_fail "${AS_USER[@]}" dd if="$IMG" of=/dev/null bs=64k count=1 status=none
+
+# 5. the owner still may
 echo frozen >"$MNT/md/sync_action"
 check '[ "$(cat "$MNT/md/sync_action")" = frozen ]' "root freezes sync"
 echo idle >"$MNT/md/sync_action"
