@@ -18,23 +18,15 @@
 
 #include "engine.h"
 #include "fake_ioq.h"
-#include "testdir.h"
+#include "fixture.h"
 #include "raidfuse/parity.h"
 
 #define MEMBER_BYTES (2u << 20)
 #define DATA_OFFSET (64u << 10)
 
-static unsigned seed;
-static char dir[256];
 /* group_thread_cnt of the arrays opened: each level test runs with worker
  * threads (2) and inline, the submitter doing the work (0). */
 static int gtc = 2;
-
-static uint64_t rnd(void)
-{
-	seed = seed * 1103515245u + 12345u;
-	return (seed >> 8) ^ ((uint64_t)(seed * 2654435761u) << 20);
-}
 
 struct spec {
 	const char *what;
@@ -99,45 +91,15 @@ static void sync_init(struct sync_req *s, struct rf_array *a, char *buf)
 	s->r->done = sync_done;
 }
 
-static void member_path(char *buf, size_t len, const char *what, int i)
-{
-	snprintf(buf, len, "%s/%s-%d.img", dir, what, i);
-}
-
 static struct rf_array *open_array(const struct spec *sp, uint64_t missing, bool fresh, bool fake)
 {
-	struct rf_config cfg;
-	struct rf_array *a;
-	char err[512];
-	int i;
+	const struct fx_array fa = { .what = sp->what, .level = sp->level, .layout = sp->layout, .n = sp->n,
+				     .chunk = sp->chunk, .stripe_size = sp->stripe_size,
+				     .data_offset = DATA_OFFSET, .missing = missing };
 
-	testcfg_init(&cfg, sp->level, sp->layout, sp->n, sp->chunk);
-	cfg.data_offset = DATA_OFFSET;
-	cfg.group_thread_cnt = gtc;
-	if (sp->stripe_size)
-		cfg.stripe_size = sp->stripe_size;
-	for (i = 0; i < sp->n; i++) {
-		char p[512];
-
-		member_path(p, sizeof(p), sp->what, i);
-		if (fresh) {
-			int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
-
-			assert_true(fd >= 0);
-			assert_int_equal(ftruncate(fd, MEMBER_BYTES), 0);
-			close(fd);
-		}
-		cfg.members[i] = (missing & (1ull << i)) ? NULL : strdup(p);
-	}
-	i = rf_array_open(&cfg, &a, err, sizeof(err));
-	if (i)
-		fail_msg("%s: %s", sp->what, err);
-	for (i = 0; i < sp->n; i++)
-		free(cfg.members[i]);
-	if (fake)
-		rf_array_set_ioq_init(a, fake_ioq_init);
-	assert_int_equal(rf_array_start(a), 0);
-	return a;
+	if (fresh)
+		fx_make_members(sp->what, sp->n, MEMBER_BYTES, false);
+	return fx_open_spec(&fa, gtc, fake ? fake_ioq_init : NULL);
 }
 
 /* Run a batch of requests at once and wait for all. */
@@ -171,17 +133,17 @@ static void random_io(struct rf_array *a, char *model, int rounds, bool check_re
 	for (round = 0; round < rounds; round++) {
 		for (i = 0; i < BATCH; i++) {
 			struct rf_req *r = s[i].r;
-			uint64_t len = 1 + rnd() % MAXLEN;
+			uint64_t len = 1 + fx_rand() % MAXLEN;
 			bool overlap;
 
-			switch (rnd() % 4) {
-			case 0: len = 4096 * (1 + rnd() % 48); break;     /* aligned */
-			case 1: len = 512 * (1 + rnd() % 300); break;     /* sectors */
+			switch (fx_rand() % 4) {
+			case 0: len = 4096 * (1 + fx_rand() % 48); break;     /* aligned */
+			case 1: len = 512 * (1 + fx_rand() % 300); break;     /* sectors */
 			default: break;                                   /* bytes */
 			}
 			do {
-				r->off = rnd() % size;
-				if (rnd() % 2)
+				r->off = fx_rand() % size;
+				if (fx_rand() % 2)
 					r->off &= ~4095ull;
 				if (r->off + len > size)
 					r->off = size - len;
@@ -191,10 +153,10 @@ static void random_io(struct rf_array *a, char *model, int rounds, bool check_re
 						overlap = true;
 			} while (overlap);
 			r->len = (uint32_t)len;
-			r->op = rnd() % 2 ? RF_REQ_WRITE : RF_REQ_READ;
+			r->op = fx_rand() % 2 ? RF_REQ_WRITE : RF_REQ_READ;
 			if (r->op == RF_REQ_WRITE)
 				for (j = 0; j < (int)len; j++)
-					r->buf[j] = (char)rnd();
+					r->buf[j] = (char)fx_rand();
 		}
 		run_batch(a, s, BATCH);
 		for (i = 0; i < BATCH; i++) {
@@ -249,7 +211,7 @@ static void check_members(const struct spec *sp, const struct rf_geom *g, const 
 	for (i = 0; i < sp->n; i++) {
 		char p[512];
 
-		member_path(p, sizeof(p), sp->what, i);
+		fx_member_path(p, sizeof(p), sp->what, i);
 		fds[i] = open(p, O_RDONLY);
 		assert_true(fds[i] >= 0);
 	}
@@ -540,7 +502,6 @@ static void test_open_errors(void **state)
 	struct rf_config cfg;
 	struct rf_array *a;
 	char err[512], p[512];
-	int fd;
 
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.path = "test.conf";
@@ -551,16 +512,14 @@ static void test_open_errors(void **state)
 	cfg.nmembers = 3;
 	cfg.stripe_cache_size = 64;
 	cfg.stripe_size = 4096;
-	snprintf(p, sizeof(p), "%s/nonexistent.img", dir);
+	snprintf(p, sizeof(p), "%s/nonexistent.img", fx_dir);
 	cfg.members[0] = p;
 	assert_int_equal(rf_array_open(&cfg, &a, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "member 0"));
 	assert_non_null(strstr(err, "nonexistent.img"));
 
-	snprintf(p, sizeof(p), "%s/small.img", dir);
-	fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	assert_int_equal(ftruncate(fd, 4096), 0);
-	close(fd);
+	snprintf(p, sizeof(p), "%s/small.img", fx_dir);
+	fx_file_make(p, 4096);
 	assert_int_equal(rf_array_open(&cfg, &a, err, sizeof(err)), -ENOSPC);
 	assert_non_null(strstr(err, "small.img"));
 	/* Two missing of a raid5. */
@@ -577,12 +536,7 @@ static void test_open_errors(void **state)
 
 static int setup(void **state)
 {
-	const char *env = getenv("RF_TEST_SEED");
-
-	seed = env ? (unsigned)strtoul(env, NULL, 0) : 20261130u;
-	printf("# seed %u (RF_TEST_SEED overrides)\n", seed);
-	assert_int_equal(testdir_make(dir, sizeof(dir), "engine"), 0);
-	return 0;
+	return fx_dir_make("engine");
 }
 
 static int threads2(void **state)
@@ -595,11 +549,6 @@ static int inline0(void **state)
 {
 	gtc = 0;
 	return 0;
-}
-
-static int teardown(void **state)
-{
-	return testdir_remove(dir);
 }
 
 int main(void)
@@ -618,5 +567,5 @@ int main(void)
 		cmocka_unit_test_setup(test_raid6_double, inline0),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return fx_run_tests_with(tests, setup, fx_group_teardown);
 }
