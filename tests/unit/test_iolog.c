@@ -15,9 +15,9 @@
 #include "raidfuse/fdio.h"
 #include "raidfuse/iolog.h"
 #include "raidfuse/ioq.h"
-#include "testdir.h"
+#include "fixture.h"
 
-static char dir[256], logpath[300], member[300];
+static char logpath[300], member[300];
 
 struct rec {
 	struct rf_iolog_rec r;
@@ -44,16 +44,16 @@ static int read_log(struct rec *out, int max)
 
 static int setup(void **state)
 {
-	assert_int_equal(testdir_make(dir, sizeof(dir), "iolog"), 0);
-	snprintf(logpath, sizeof(logpath), "%s/io.log", dir);
-	snprintf(member, sizeof(member), "%s/m0.img", dir);
+	assert_int_equal(fx_dir_make("iolog"), 0);
+	snprintf(logpath, sizeof(logpath), "%s/io.log", fx_dir);
+	snprintf(member, sizeof(member), "%s/m0.img", fx_dir);
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	rf_iolog_close();
-	return testdir_remove(dir);
+	return fx_dir_remove();
 }
 
 /* A superblock-style write and fsync: the file named once, the write
