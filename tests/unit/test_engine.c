@@ -326,6 +326,41 @@ static void test_levels_short_again(void **state)
 	fake_reset();
 }
 
+/* Short transfers and back-pressure on one member only (the slow or
+ * congested disk): every level retries that member's IO and nothing else
+ * sees a fault; the data on every member is still right. */
+static void test_one_member_short_again(void **state)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+		const struct spec *sp = &specs[i];
+		struct rf_array *a;
+		struct rf_geom g;
+		char *model;
+		int m;
+
+		fake_reset();
+		fake_inject_members = 1ull << 1;
+		fake_short_every = 3;
+		fake_again_every = 5;
+		a = open_array(sp, 0, true, true);
+		g = *rf_array_geom(a);
+		model = calloc(1, rf_array_size(a));
+		random_io(a, model, 20, true);
+		rf_array_close(a);
+		if (!fake_nr_short_m[1] || !fake_nr_again_m[1])
+			fail_msg("%s: member 1: %d short, %d -EAGAIN injected", sp->what, fake_nr_short_m[1],
+				 fake_nr_again_m[1]);
+		for (m = 0; m < sp->n; m++)
+			if (m != 1 && (fake_nr_short_m[m] || fake_nr_again_m[m]))
+				fail_msg("%s: member %d got faults meant for member 1", sp->what, m);
+		check_members(sp, &g, model, 0);
+		free(model);
+	}
+	fake_reset();
+}
+
 /* A member fails in the middle of the run (every IO to it returns EIO
  * after a while): redundant levels go on serving right data, and the
  * surviving members still hold it (the failed one reconstructs from them
@@ -559,10 +594,12 @@ int main(void)
 		cmocka_unit_test(test_rmw_rcw_plan),
 		cmocka_unit_test_setup(test_levels_uring, threads2),
 		cmocka_unit_test_setup(test_levels_short_again, threads2),
+		cmocka_unit_test_setup(test_one_member_short_again, threads2),
 		cmocka_unit_test_setup(test_member_fails, threads2),
 		cmocka_unit_test_setup(test_raid6_double, threads2),
 		cmocka_unit_test_setup(test_levels_uring, inline0),
 		cmocka_unit_test_setup(test_levels_short_again, inline0),
+		cmocka_unit_test_setup(test_one_member_short_again, inline0),
 		cmocka_unit_test_setup(test_member_fails, inline0),
 		cmocka_unit_test_setup(test_raid6_double, inline0),
 	};
