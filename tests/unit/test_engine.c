@@ -300,28 +300,31 @@ static void test_levels_uring(void **state)
 }
 
 /* Short transfers and EAGAIN everywhere: same results. */
+/* Random IO on fresh members of sp through the fake backend, faults as
+ * set; then every member checked against what was written. */
+static void faulted_run(const struct spec *sp)
+{
+	struct rf_array *a = open_array(sp, 0, true, true);
+	struct rf_geom g = *rf_array_geom(a);
+	char *model = calloc(1, rf_array_size(a));
+
+	random_io(a, model, 20, true);
+	rf_array_close(a);
+	check_members(sp, &g, model, 0);
+	free(model);
+}
+
 static void test_levels_short_again(void **state)
 {
 	size_t i;
 
 	for (i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
-		const struct spec *sp = &specs[i];
-		struct rf_array *a;
-		struct rf_geom g;
-		char *model;
-
 		fake_reset();
 		fake_short_every = 7;
 		fake_again_every = 11;
 		fake_busy_depth = 5;
-		a = open_array(sp, 0, true, true);
-		g = *rf_array_geom(a);
-		model = calloc(1, rf_array_size(a));
-		random_io(a, model, 20, true);
-		rf_array_close(a);
+		faulted_run(&specs[i]);
 		assert_true(fake_nr_short > 0 && fake_nr_again > 0);
-		check_members(sp, &g, model, 0);
-		free(model);
 	}
 	fake_reset();
 }
@@ -335,28 +338,19 @@ static void test_one_member_short_again(void **state)
 
 	for (i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
 		const struct spec *sp = &specs[i];
-		struct rf_array *a;
-		struct rf_geom g;
-		char *model;
 		int m;
 
 		fake_reset();
 		fake_inject_members = 1ull << 1;
 		fake_short_every = 3;
 		fake_again_every = 5;
-		a = open_array(sp, 0, true, true);
-		g = *rf_array_geom(a);
-		model = calloc(1, rf_array_size(a));
-		random_io(a, model, 20, true);
-		rf_array_close(a);
+		faulted_run(sp);
 		if (!fake_nr_short_m[1] || !fake_nr_again_m[1])
 			fail_msg("%s: member 1: %d short, %d -EAGAIN injected", sp->what, fake_nr_short_m[1],
 				 fake_nr_again_m[1]);
 		for (m = 0; m < sp->n; m++)
 			if (m != 1 && (fake_nr_short_m[m] || fake_nr_again_m[m]))
 				fail_msg("%s: member %d got faults meant for member 1", sp->what, m);
-		check_members(sp, &g, model, 0);
-		free(model);
 	}
 	fake_reset();
 }
