@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 char fx_dir[256];
 uint64_t fx_seed = FX_DEFAULT_SEED;
 const char *fx_what = "test";
+int fx_gtc = 2;
 static struct fx_rng fx_main;
 
 /* ---- random ---- */
@@ -112,6 +114,36 @@ int fx_run_group_(const char *name, const struct CMUnitTest *tests, size_t n, CM
 		printf("# %d failed with seed %llu: RF_TEST_SEED=%llu replays this run\n", r,
 		       (unsigned long long)fx_seed, (unsigned long long)fx_seed);
 	return r;
+}
+
+int fx_threads2(void **state)
+{
+	fx_gtc = 2;
+	return 0;
+}
+
+int fx_inline0(void **state)
+{
+	fx_gtc = 0;
+	return 0;
+}
+
+/* ---- concurrent writers ---- */
+
+void fx_writers(struct rf_array *a, int nthreads, int n, uint64_t tag, void *(*fn)(void *))
+{
+	struct fx_writer w[FX_MAX_WRITERS];
+	pthread_t t[FX_MAX_WRITERS];
+	int i;
+
+	assert_true(nthreads > 0 && nthreads <= FX_MAX_WRITERS);
+	for (i = 0; i < nthreads; i++) {
+		w[i] = (struct fx_writer){ .a = a, .n = n, .id = i };
+		fx_rng_init(&w[i].rng, tag + (uint64_t)i);
+		assert_int_equal(pthread_create(&t[i], NULL, fn, &w[i]), 0);
+	}
+	for (i = 0; i < nthreads; i++)
+		pthread_join(t[i], NULL);
 }
 
 /* ---- member files ---- */

@@ -61,6 +61,13 @@ int fx_run_group_(const char *name, const struct CMUnitTest *tests, size_t n, CM
 #define fx_run_tests(what, tests) \
 	(fx_what = (what), fx_run_tests_with(tests, fx_group_setup, fx_group_teardown))
 
+/* group_thread_cnt for the arrays a test opens, set per test by these
+ * cmocka setups: fx_threads2, 2 worker threads a group (the default);
+ * fx_inline0, none (the submitter does the work). */
+extern int fx_gtc;
+int fx_threads2(void **state);
+int fx_inline0(void **state);
+
 /* ---- random ---- */
 
 struct fx_rng {
@@ -80,6 +87,20 @@ void fx_rng_fill(struct fx_rng *r, void *buf, size_t len);
 uint64_t fx_rand(void);
 void fx_rand_fill(void *buf, size_t len);
 void fx_rand_restart(uint64_t tag);
+
+/* ---- concurrent writers ---- */
+
+struct fx_writer {
+	struct rf_array *a;
+	struct fx_rng rng;              /* its own stream */
+	int n;                          /* requests to make */
+	int id;                         /* 0..nthreads-1 */
+};
+
+#define FX_MAX_WRITERS 16
+/* nthreads (at most FX_MAX_WRITERS) threads running fn on a struct
+ * fx_writer each (n requests, stream tag + id); returns once all ended. */
+void fx_writers(struct rf_array *a, int nthreads, int n, uint64_t tag, void *(*fn)(void *));
 
 /* ---- member files ---- */
 

@@ -390,15 +390,9 @@ static void test_mark_clear(void **state)
 	free(buf);
 }
 
-struct writer {
-	struct rf_array *a;
-	struct fx_rng rng;
-	int n;
-};
-
 static void *writer_main(void *arg)
 {
-	struct writer *w = arg;
+	struct fx_writer *w = arg;
 	char *buf = aligned_alloc(4096, 16384);
 	int i;
 
@@ -418,10 +412,8 @@ static void *writer_main(void *arg)
  * ever finds its bit clear on disk, and every count returns to zero. */
 static void test_race_daemon(void **state)
 {
-	struct writer w[4];
-	pthread_t t[4];
 	struct rf_array *a;
-	int i, gtc;
+	int gtc;
 
 	for (gtc = 0; gtc <= 2; gtc += 2) {
 		make_members(true);
@@ -431,13 +423,7 @@ static void test_race_daemon(void **state)
 		atomic_store(&checking, true);
 		atomic_store(&nr_writes, 0);
 		atomic_store(&nr_unmarked, 0);
-		for (i = 0; i < 4; i++) {
-			w[i] = (struct writer){ .a = a, .n = 300 };
-			fx_rng_init(&w[i].rng, (uint64_t)i);
-			assert_int_equal(pthread_create(&t[i], NULL, writer_main, &w[i]), 0);
-		}
-		for (i = 0; i < 4; i++)
-			pthread_join(t[i], NULL);
+		fx_writers(a, 4, 300, 0, writer_main);
 		assert_true(atomic_load(&nr_writes) > 1000);
 		assert_int_equal(atomic_load(&nr_unmarked), 0);
 		/* Stopped, nothing in flight: two passes clear everything,

@@ -24,9 +24,8 @@
 #define MEMBER_BYTES (2u << 20)
 #define DATA_OFFSET (64u << 10)
 
-/* group_thread_cnt of the arrays opened: each level test runs with worker
- * threads (2) and inline, the submitter doing the work (0). */
-static int gtc = 2;
+/* Each level test runs with worker threads (fx_threads2) and inline, the
+ * submitter doing the work (fx_inline0). */
 
 struct spec {
 	const char *what;
@@ -99,7 +98,7 @@ static struct rf_array *open_array(const struct spec *sp, uint64_t missing, bool
 
 	if (fresh)
 		fx_make_members(sp->what, sp->n, MEMBER_BYTES, false);
-	return fx_open_spec(&fa, gtc, fake ? fake_ioq_init : NULL);
+	return fx_open_spec(&fa, fx_gtc, fake ? fake_ioq_init : NULL);
 }
 
 /* Run a batch of requests at once and wait for all. */
@@ -568,34 +567,22 @@ static int setup(void **state)
 	return fx_dir_make("engine");
 }
 
-static int threads2(void **state)
-{
-	gtc = 2;
-	return 0;
-}
-
-static int inline0(void **state)
-{
-	gtc = 0;
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_split_raid0),
 		cmocka_unit_test(test_rmw_rcw_plan),
-		cmocka_unit_test_setup(test_levels_uring, threads2),
-		cmocka_unit_test_setup(test_levels_short_again, threads2),
-		cmocka_unit_test_setup(test_one_member_short_again, threads2),
-		cmocka_unit_test_setup(test_member_fails, threads2),
-		cmocka_unit_test_setup(test_raid6_double, threads2),
-		cmocka_unit_test_setup(test_levels_uring, inline0),
-		cmocka_unit_test_setup(test_levels_short_again, inline0),
-		cmocka_unit_test_setup(test_one_member_short_again, inline0),
-		cmocka_unit_test_setup(test_member_fails, inline0),
-		cmocka_unit_test_setup(test_raid6_double, inline0),
+		cmocka_unit_test_setup(test_levels_uring, fx_threads2),
+		cmocka_unit_test_setup(test_levels_short_again, fx_threads2),
+		cmocka_unit_test_setup(test_one_member_short_again, fx_threads2),
+		cmocka_unit_test_setup(test_member_fails, fx_threads2),
+		cmocka_unit_test_setup(test_raid6_double, fx_threads2),
+		cmocka_unit_test_setup(test_levels_uring, fx_inline0),
+		cmocka_unit_test_setup(test_levels_short_again, fx_inline0),
+		cmocka_unit_test_setup(test_one_member_short_again, fx_inline0),
+		cmocka_unit_test_setup(test_member_fails, fx_inline0),
+		cmocka_unit_test_setup(test_raid6_double, fx_inline0),
 	};
 
 	return fx_run_tests_with(tests, setup, fx_group_teardown);

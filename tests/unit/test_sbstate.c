@@ -37,7 +37,6 @@
 #define DATA_OFFSET 2048ULL
 
 static char paths[N][FX_PATH];
-static int gtc;
 
 /* ---- the checking member backend ---- */
 
@@ -78,7 +77,7 @@ static void make_members(int level, bool clean)
 static struct rf_array *open_array(bool readonly, unsigned delay_ms)
 {
 	const char *p[N] = { paths[0], paths[1], paths[2], paths[3] };
-	struct rf_array *a = fx_open_assembled(p, N, readonly, gtc);
+	struct rf_array *a = fx_open_assembled(p, N, readonly, fx_gtc);
 
 	if (a->sbstate)
 		atomic_store(&a->sbstate->delay_ms, delay_ms);
@@ -188,15 +187,9 @@ static void test_cycle(void **state)
 	free(buf);
 }
 
-struct writer {
-	struct rf_array *a;
-	struct fx_rng rng;
-	int n;
-};
-
 static void *writer_main(void *arg)
 {
-	struct writer *w = arg;
+	struct fx_writer *w = arg;
 	char *buf = aligned_alloc(4096, 16384);
 	int i;
 
@@ -219,8 +212,6 @@ static void *writer_main(void *arg)
  * member's superblock clean. */
 static void test_race_timer(void **state)
 {
-	struct writer w[4];
-	pthread_t t[4];
 	struct rf_sb sb, first;
 	struct rf_array *a;
 	unsigned dirty, clean;
@@ -236,13 +227,7 @@ static void test_race_timer(void **state)
 	for (round = 0; round < 5; round++) {
 		unsigned before = atomic_load(&a->sbstate->nr_clean);
 
-		for (i = 0; i < 4; i++) {
-			w[i] = (struct writer){ .a = a, .n = 40 };
-			fx_rng_init(&w[i].rng, (uint64_t)(round * 4 + i));
-			assert_int_equal(pthread_create(&t[i], NULL, writer_main, &w[i]), 0);
-		}
-		for (i = 0; i < 4; i++)
-			pthread_join(t[i], NULL);
+		fx_writers(a, 4, 40, (uint64_t)(round * 4), writer_main);
 		wait_for(&a->sbstate->nr_clean, before + 1);
 	}
 	dirty = atomic_load(&a->sbstate->nr_dirty);
@@ -454,30 +439,18 @@ static void test_no_state(void **state)
 	rf_config_free(&cfg);
 }
 
-static int inline0(void **state)
-{
-	gtc = 0;
-	return 0;
-}
-
-static int threads2(void **state)
-{
-	gtc = 2;
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_cycle, inline0),
-		cmocka_unit_test_setup(test_race_timer, inline0),
-		cmocka_unit_test_setup(test_cycle, threads2),
-		cmocka_unit_test_setup(test_race_timer, threads2),
-		cmocka_unit_test_setup(test_dirty_stays_due, inline0),
-		cmocka_unit_test_setup(test_resync_recorded, inline0),
-		cmocka_unit_test_setup(test_faulty_recorded, inline0),
-		cmocka_unit_test_setup(test_write_waits_for_record, inline0),
-		cmocka_unit_test_setup(test_no_state, inline0),
+		cmocka_unit_test_setup(test_cycle, fx_inline0),
+		cmocka_unit_test_setup(test_race_timer, fx_inline0),
+		cmocka_unit_test_setup(test_cycle, fx_threads2),
+		cmocka_unit_test_setup(test_race_timer, fx_threads2),
+		cmocka_unit_test_setup(test_dirty_stays_due, fx_inline0),
+		cmocka_unit_test_setup(test_resync_recorded, fx_inline0),
+		cmocka_unit_test_setup(test_faulty_recorded, fx_inline0),
+		cmocka_unit_test_setup(test_write_waits_for_record, fx_inline0),
+		cmocka_unit_test_setup(test_no_state, fx_inline0),
 	};
 
 	return fx_run_tests("sbstate", tests);
