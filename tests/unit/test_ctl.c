@@ -430,8 +430,7 @@ static void log_capture(struct logcap *lc)
 	char path[300];
 
 	snprintf(path, sizeof(path), "%s/log", fx_dir);
-	lc->fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	assert_true(lc->fd >= 0);
+	lc->fd = fx_file_open(path, 0);
 	fflush(stderr);
 	lc->saved = dup(2);
 	dup2(lc->fd, 2);
@@ -829,15 +828,11 @@ static void test_as_writer(void **state)
 	assert_int_equal(chmod(fx_dir, 0755), 0);
 	snprintf(secret, sizeof(secret), "%s/aw-secret.img", fx_dir);
 	snprintf(mine, sizeof(mine), "%s/aw-mine.img", fx_dir);
-	fd = open(secret, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	assert_true(fd >= 0);
+	fd = fx_file_open(secret, MEMBER_BYTES);
 	memset(before, 0x5a, sizeof(before));
 	assert_int_equal(pwrite(fd, before, sizeof(before), 0), sizeof(before));
-	assert_int_equal(ftruncate(fd, MEMBER_BYTES), 0);
 	close(fd);
-	fd = open(mine, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	assert_true(fd >= 0);
-	assert_int_equal(ftruncate(fd, MEMBER_BYTES), 0);
+	fd = fx_file_open(mine, MEMBER_BYTES);
 	assert_int_equal(fchown(fd, 1000, 1000), 0);
 	close(fd);
 

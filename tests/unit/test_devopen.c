@@ -29,13 +29,9 @@ static void path_of(char *p, size_t len, const char *name)
 static void make_file(const char *name, off_t size)
 {
 	char p[512];
-	int fd;
 
 	path_of(p, sizeof(p), name);
-	fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	assert_true(fd >= 0);
-	assert_int_equal(ftruncate(fd, size), 0);
-	close(fd);
+	fx_file_make(p, (uint64_t)size);
 }
 
 static int setup(void **state)

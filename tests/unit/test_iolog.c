@@ -65,8 +65,7 @@ static void test_fdio(void **state)
 	int fd, n;
 
 	memset(data, 0xa5, sizeof(data));
-	fd = open(member, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	assert_true(fd >= 0);
+	fd = fx_file_open(member, 0);
 	assert_int_equal(rf_iolog_open(logpath), 0);
 	assert_int_equal(rf_pwrite_full(fd, data, sizeof(data), 4096), 0);
 	rf_iolog_note(7, 1, 2, -3);
@@ -120,9 +119,7 @@ static void test_ioq(void **state)
 
 	memset(a, 1, sizeof(a));
 	memset(b, 2, sizeof(b));
-	mm.fd = open(member, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	assert_true(mm.fd >= 0);
-	assert_int_equal(ftruncate(mm.fd, 65536), 0);
+	mm.fd = fx_file_open(member, 65536);
 	assert_int_equal(rf_iolog_open(logpath), 0);
 	assert_int_equal(rf_ioq_init_sync(&q, &mm, 1, 8), 0);
 	memset(m, 0, sizeof(m));

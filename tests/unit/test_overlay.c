@@ -46,10 +46,8 @@ static void make_member(const char *path, uint64_t bytes)
 {
 	struct rf_sb_new n;
 	char err[512];
-	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	int fd = fx_file_open(path, bytes);
 
-	assert_true(fd >= 0);
-	assert_int_equal(ftruncate(fd, (off_t)bytes), 0);
 	memset(&n, 0, sizeof(n));
 	for (int i = 0; i < 16; i++)
 		n.uuid[i] = (uint8_t)(i * 13 + 1);
@@ -181,8 +179,7 @@ static void test_refusals(void **state)
 	close(fd);
 	/* No superblock, no name for the files. */
 	snprintf(plain, sizeof(plain), "%s/plain.img", fx_dir);
-	fd = open(plain, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	assert_int_equal(ftruncate(fd, 1 << 20), 0);
+	fd = fx_file_open(plain, 1 << 20);
 	assert_int_equal(rf_ovl_open(ovdir, fd, plain, &o, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "needs md superblocks"));
 	close(fd);

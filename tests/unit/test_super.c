@@ -32,7 +32,7 @@
 
 #include "raidfuse/assemble.h"
 #include "raidfuse/super.h"
-#include "testdir.h"
+#include "fixture.h"
 
 #define HEAD (64 * 1024)
 #define TAIL (192 * 1024)
@@ -207,20 +207,15 @@ static int load_images(void)
 
 static int group_setup(void **state)
 {
-	char templ[] = "/tmp/rf-test-super-XXXXXX", real[PATH_MAX];
+	char real[PATH_MAX];
 
-	if (!mkdtemp(templ) || !realpath(templ, real) || strlen(real) >= sizeof(tmpdir))
+	if (fx_dir_make("super") || !realpath(fx_dir, real) || strlen(real) >= sizeof(tmpdir))
 		return -1;
 	memcpy(tmpdir, real, strlen(real) + 1);     /* length checked above */
 	/* mdadm's texts were printed in UTC. */
 	setenv("TZ", "UTC", 1);
 	tzset();
 	return load_images();
-}
-
-static int group_teardown(void **state)
-{
-	return testdir_remove(tmpdir);
 }
 
 static int open_read(const char *path, struct rf_sb *sb, char *err, size_t errlen)
@@ -415,9 +410,7 @@ static const char *write_member(const char *name, uint64_t bytes, const void *sb
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	assert_true(fd >= 0);
-	assert_int_equal(ftruncate(fd, (off_t)bytes), 0);
+	fd = fx_file_open(path, bytes);
 	if (sb)
 		assert_int_equal(pwrite(fd, sb, 4096, (off_t)at), 4096);
 	close(fd);
@@ -1071,5 +1064,5 @@ int main(void)
 		cmocka_unit_test(test_plan_create),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return fx_run_tests_with(tests, group_setup, fx_group_teardown);
 }
