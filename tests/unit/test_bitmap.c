@@ -305,6 +305,17 @@ static struct rf_array *open_array(int nmembers, int gtc)
 }
 
 
+/* A check of the whole array finds every copy and parity in agreement. */
+static void check_clean(struct rf_array *a)
+{
+	struct rf_sync_status ss;
+
+	assert_int_equal(rf_sync_request(a, RF_SYNC_CHECK), 0);
+	rf_sync_wait(a);
+	rf_sync_get(a, &ss);
+	assert_int_equal(ss.mismatch_cnt, 0);
+}
+
 /* The array byte offset of the start of member chunk row `row`. */
 static uint64_t row_off(uint64_t row)
 {
@@ -516,7 +527,6 @@ static void test_resync_dirty_only(void **state)
 {
 	uint64_t bm_sectors = BM_CHUNK / 512, cs;
 	struct rf_bitmap_status st;
-	struct rf_sync_status ss;
 	struct rf_array *a;
 	struct rf_sb sb;
 	uint8_t bits[64];
@@ -557,10 +567,7 @@ static void test_resync_dirty_only(void **state)
 	rf_bitmap_daemon_pass(a->bitmap);
 	assert_int_equal(rf_bitmap_daemon_pass(a->bitmap), 2);
 	/* A check still reads everything, and finds nothing wrong. */
-	assert_int_equal(rf_sync_request(a, RF_SYNC_CHECK), 0);
-	rf_sync_wait(a);
-	rf_sync_get(a, &ss);
-	assert_int_equal(ss.mismatch_cnt, 0);
+	check_clean(a);
 	rf_array_close(a);
 
 	/* Stale: older events than the superblocks: every chunk set, and
@@ -702,10 +709,7 @@ static void test_readd(void **state)
 			 (unsigned long long)ss.skipped, CHUNK_SECTORS);
 	assert_int_equal(testreq_io(a, RF_REQ_READ, row_off(200), 65536, back), 0);
 	assert_memory_equal(back, buf, 65536);
-	assert_int_equal(rf_sync_request(a, RF_SYNC_CHECK), 0);
-	rf_sync_wait(a);
-	rf_sync_get(a, &ss);
-	assert_int_equal(ss.mismatch_cnt, 0);
+	check_clean(a);
 	rf_array_close(a);
 	free(buf);
 	free(back);
@@ -718,7 +722,6 @@ static void test_spare_rebuild(void **state)
 	uint64_t c = 200 * CHUNK_SECTORS / 8;
 	struct rf_dev_info info;
 	struct rf_bitmap_sb bsb;
-	struct rf_sync_status ss;
 	struct rf_sb_io sio;
 	struct rf_array *a;
 	struct rf_sb sb;
@@ -763,10 +766,7 @@ static void test_spare_rebuild(void **state)
 	assert_int_equal(rf_bitmap_daemon_pass(a->bitmap), 1);
 	assert_false(file_bit(spare, c));
 	assert_false(disk_bit(0, c));
-	assert_int_equal(rf_sync_request(a, RF_SYNC_CHECK), 0);
-	rf_sync_wait(a);
-	rf_sync_get(a, &ss);
-	assert_int_equal(ss.mismatch_cnt, 0);
+	check_clean(a);
 	rf_array_close(a);
 	free(buf);
 }
