@@ -66,10 +66,18 @@ $(BUILD)/raidfuse: $(BUILD)/obj/main.o $(BUILD)/libraidfuse.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libraidfuse.a $(wildcard tests/unit/*.h)
+# Every unit test links the shared fixtures (tests/unit/fixture.c).
+UNIT_FIXTURE := $(BUILD)/obj/tests/fixture.o
+
+$(UNIT_FIXTURE): tests/unit/fixture.c $(wildcard tests/unit/*.h include/raidfuse/*.h) Makefile
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -Itests/unit -Isrc -c -o $@ $<
+
+$(BUILD)/tests/%: tests/unit/%.c $(UNIT_FIXTURE) $(BUILD)/libraidfuse.a $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(CFLAGS) -Itests/unit -Isrc -o $@ $< $(BUILD)/libraidfuse.a $(LDFLAGS) $(LDLIBS) $(CMOCKA_LIBS)
+	$(Q)$(CC) $(CFLAGS) -Itests/unit -Isrc -o $@ $< $(UNIT_FIXTURE) $(BUILD)/libraidfuse.a $(LDFLAGS) $(LDLIBS) $(CMOCKA_LIBS)
 
 # Crash states (tools/crash-states.sh): the recorder, replayer and checker.
 $(BUILD)/crash-states: tools/crash/crashstates.c $(BUILD)/libraidfuse.a $(wildcard tests/unit/*.h)

@@ -22,23 +22,16 @@
 
 #include "raidfuse/config.h"
 #include "raidfuse/super.h"
-#include "testdir.h"
+#include "fixture.h"
 
-static char tmpdir[PATH_MAX];   /* realpath of the mkdtemp() directory */
+static char tmpdir[PATH_MAX];   /* realpath of fx_dir */
 #define PBUF (PATH_MAX + 256)   /* a path under tmpdir */
 
 static int group_setup(void **state)
 {
-	char templ[] = "/tmp/rf-test-config-XXXXXX";
-
-	if (!mkdtemp(templ) || !realpath(templ, tmpdir))
+	if (fx_dir_make("config") || !realpath(fx_dir, tmpdir))
 		return -1;
 	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	return testdir_remove(tmpdir);
 }
 
 /* Write text to tmpdir/name (creating one level of subdirectory) and
@@ -968,5 +961,5 @@ int main(void)
 		cmocka_unit_test(test_parse_size),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return fx_run_tests_with(tests, group_setup, fx_group_teardown);
 }

@@ -25,11 +25,9 @@
 #include "raidfuse/ctl.h"
 #include "raidfuse/super.h"
 #include "raidfuse/sync.h"
-#include "testdir.h"
+#include "fixture.h"
 
 #define MEMBER_BYTES (2u << 20)
-
-static char dir[256];
 
 /* The image name of the arrays opened next (NULL: testcfg's). */
 static const char *open_name;
@@ -44,29 +42,28 @@ enum {
 static struct rf_array *open_array_flags(const char *what, int level, int layout, int n, uint32_t chunk,
 					 uint64_t missing, int flags)
 {
+	const struct fx_array fa = { .what = what, .level = level, .layout = layout, .n = n, .chunk = chunk,
+				     .data_offset = flags & OPEN_SB12 ? 64 << 10 : 0,   /* after the superblock */
+				     .missing = missing };
 	struct rf_config cfg;
-	struct rf_array *a;
 	char err[512];
 	int i;
 
-	testcfg_init(&cfg, level, layout, n, chunk);
+	fx_config(&cfg, &fa);
 	if (open_name)
 		cfg.name = (char *)open_name;
 	cfg.readonly = flags & OPEN_RO;
-	cfg.data_offset = flags & OPEN_SB12 ? 64 << 10 : 0;     /* after the superblock */
 	if (flags & OPEN_SB12) {
 		/* what mount and assemble find in the superblocks */
 		cfg.metadata = RF_SB_12;
 		cfg.has_uuid = true;
 	}
 	for (i = 0; i < n; i++) {
-		char p[512];
+		char p[FX_PATH];
 		int fd;
 
-		snprintf(p, sizeof(p), "%s/%s-%d.img", dir, what, i);
-		fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
-		assert_true(fd >= 0);
-		assert_int_equal(ftruncate(fd, MEMBER_BYTES), 0);
+		fx_member_path(p, sizeof(p), what, i);
+		fd = fx_file_open(p, MEMBER_BYTES);
 		if (flags & OPEN_SB12) {
 			struct rf_sb_new sn = { .level = level, .layout = layout, .raid_disks = n,
 						.chunk_sectors = chunk / 512, .data_offset = 128,
@@ -76,16 +73,9 @@ static struct rf_array *open_array_flags(const char *what, int level, int layout
 				fail_msg("%s", err);
 		}
 		close(fd);
-		cfg.members[i] = (missing >> i) & 1 ? NULL : strdup(p);
 	}
-	if (rf_array_open(&cfg, &a, err, sizeof(err)))
-		fail_msg("%s: %s", what, err);
-	for (i = 0; i < n; i++)
-		free(cfg.members[i]);
 	fake_reset();   /* no injected faults */
-	rf_array_set_ioq_init(a, fake_ioq_init);
-	assert_int_equal(rf_array_start(a), 0);
-	return a;
+	return fx_open(&cfg, what, fake_ioq_init);
 }
 
 static struct rf_array *open_array(const char *what, int level, int layout, int n, uint32_t chunk,
@@ -439,9 +429,8 @@ static void log_capture(struct logcap *lc)
 {
 	char path[300];
 
-	snprintf(path, sizeof(path), "%s/log", dir);
-	lc->fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	assert_true(lc->fd >= 0);
+	snprintf(path, sizeof(path), "%s/log", fx_dir);
+	lc->fd = fx_file_open(path, 0);
 	fflush(stderr);
 	lc->saved = dup(2);
 	dup2(lc->fd, 2);
@@ -702,7 +691,7 @@ static void test_new_dev(void **state)
 	assert_non_null(at);
 	assert_int_equal(at->mode, 0200);
 	assert_int_equal(rf_ctl_show(at, a, -1, buf, sizeof(buf)), -EACCES);
-	snprintf(path, sizeof(path), "%s/nd-nosuch.img", dir);
+	snprintf(path, sizeof(path), "%s/nd-nosuch.img", fx_dir);
 	ret = rf_ctl_store(at, a, -1, path, strlen(path));
 	/* whatever the engine says, the array is unchanged by a refusal */
 	assert_true(ret < 0);
@@ -836,18 +825,14 @@ static void test_as_writer(void **state)
 	if (geteuid() != 0)
 		skip();
 	/* uid 1000 may look into the directory: only the files' modes stop it */
-	assert_int_equal(chmod(dir, 0755), 0);
-	snprintf(secret, sizeof(secret), "%s/aw-secret.img", dir);
-	snprintf(mine, sizeof(mine), "%s/aw-mine.img", dir);
-	fd = open(secret, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	assert_true(fd >= 0);
+	assert_int_equal(chmod(fx_dir, 0755), 0);
+	snprintf(secret, sizeof(secret), "%s/aw-secret.img", fx_dir);
+	snprintf(mine, sizeof(mine), "%s/aw-mine.img", fx_dir);
+	fd = fx_file_open(secret, MEMBER_BYTES);
 	memset(before, 0x5a, sizeof(before));
 	assert_int_equal(pwrite(fd, before, sizeof(before), 0), sizeof(before));
-	assert_int_equal(ftruncate(fd, MEMBER_BYTES), 0);
 	close(fd);
-	fd = open(mine, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	assert_true(fd >= 0);
-	assert_int_equal(ftruncate(fd, MEMBER_BYTES), 0);
+	fd = fx_file_open(mine, MEMBER_BYTES);
 	assert_int_equal(fchown(fd, 1000, 1000), 0);
 	close(fd);
 
@@ -886,16 +871,6 @@ static void test_as_writer(void **state)
 	assert_int_equal(rf_array_ndevs(a), 5);
 	assert_int_equal(thread_fsuid(), 0);
 	rf_array_close(a);
-}
-
-static int setup(void **state)
-{
-	return testdir_make(dir, sizeof(dir), "ctl");
-}
-
-static int teardown(void **state)
-{
-	return testdir_remove(dir);
 }
 
 /* ---------------------------------------------------------------- sync */
@@ -997,5 +972,5 @@ int main(void)
 		cmocka_unit_test(test_as_writer),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return fx_run_tests("ctl", tests);
 }

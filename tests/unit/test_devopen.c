@@ -19,38 +19,32 @@
 #include <unistd.h>
 
 #include "raidfuse/devopen.h"
-#include "testdir.h"
-
-static char dir[256];
+#include "fixture.h"
 
 static void path_of(char *p, size_t len, const char *name)
 {
-	snprintf(p, len, "%s/%s", dir, name);
+	snprintf(p, len, "%s/%s", fx_dir, name);
 }
 
 static void make_file(const char *name, off_t size)
 {
 	char p[512];
-	int fd;
 
 	path_of(p, sizeof(p), name);
-	fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	assert_true(fd >= 0);
-	assert_int_equal(ftruncate(fd, size), 0);
-	close(fd);
+	fx_file_make(p, (uint64_t)size);
 }
 
 static int setup(void **state)
 {
 	(void)state;
 	rf_dev_allow_unsafe_dirs(true);        /* the scratch dir may sit in a sticky /tmp */
-	return testdir_make(dir, sizeof(dir), "devopen");
+	return fx_dir_make("devopen");
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	return testdir_remove(dir);
+	return fx_dir_remove();
 }
 
 static void test_refused(void **state)
@@ -66,7 +60,7 @@ static void test_refused(void **state)
 	assert_non_null(strstr(err, "member 2 (x): a symbolic link to nothing (dangling)"));
 	assert_int_equal(access(q, F_OK), -1);  /* not created through the link */
 
-	assert_int_equal(rf_dev_open(dir, "m", 0, &d, err, sizeof(err)), -EISDIR);
+	assert_int_equal(rf_dev_open(fx_dir, "m", 0, &d, err, sizeof(err)), -EISDIR);
 	assert_non_null(strstr(err, "a directory"));
 
 	path_of(p, sizeof(p), "fifo");

@@ -15,9 +15,9 @@
 #include "raidfuse/fdio.h"
 #include "raidfuse/iolog.h"
 #include "raidfuse/ioq.h"
-#include "testdir.h"
+#include "fixture.h"
 
-static char dir[256], logpath[300], member[300];
+static char logpath[300], member[300];
 
 struct rec {
 	struct rf_iolog_rec r;
@@ -44,16 +44,16 @@ static int read_log(struct rec *out, int max)
 
 static int setup(void **state)
 {
-	assert_int_equal(testdir_make(dir, sizeof(dir), "iolog"), 0);
-	snprintf(logpath, sizeof(logpath), "%s/io.log", dir);
-	snprintf(member, sizeof(member), "%s/m0.img", dir);
+	assert_int_equal(fx_dir_make("iolog"), 0);
+	snprintf(logpath, sizeof(logpath), "%s/io.log", fx_dir);
+	snprintf(member, sizeof(member), "%s/m0.img", fx_dir);
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	rf_iolog_close();
-	return testdir_remove(dir);
+	return fx_dir_remove();
 }
 
 /* A superblock-style write and fsync: the file named once, the write
@@ -65,8 +65,7 @@ static void test_fdio(void **state)
 	int fd, n;
 
 	memset(data, 0xa5, sizeof(data));
-	fd = open(member, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	assert_true(fd >= 0);
+	fd = fx_file_open(member, 0);
 	assert_int_equal(rf_iolog_open(logpath), 0);
 	assert_int_equal(rf_pwrite_full(fd, data, sizeof(data), 4096), 0);
 	rf_iolog_note(7, 1, 2, -3);
@@ -120,9 +119,7 @@ static void test_ioq(void **state)
 
 	memset(a, 1, sizeof(a));
 	memset(b, 2, sizeof(b));
-	mm.fd = open(member, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	assert_true(mm.fd >= 0);
-	assert_int_equal(ftruncate(mm.fd, 65536), 0);
+	mm.fd = fx_file_open(member, 65536);
 	assert_int_equal(rf_iolog_open(logpath), 0);
 	assert_int_equal(rf_ioq_init_sync(&q, &mm, 1, 8), 0);
 	memset(m, 0, sizeof(m));

@@ -31,32 +31,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fixture.h"
 #include "raidfuse/layout.h"
 
 static const int r5_layouts[] = { 0, 1, 2, 3, 4, 5 };
 static const int r6_layouts[] = { 0, 1, 2, 3, 4, 5, 8, 9, 10, 16, 17, 18, 19, 20 };
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-
-static uint64_t rng_state;
-
-static void rng_seed(void)
-{
-	const char *s = getenv("RF_TEST_SEED");
-
-	rng_state = s ? strtoull(s, NULL, 0) : 0x5eed1a7011ULL;
-	if (!rng_state)
-		rng_state = 1;
-}
-
-static uint64_t rng_next(void)
-{
-	/* xorshift64 */
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
 
 static void geom_set(struct rf_geom *g, int level, int layout, int n, uint32_t chunk,
 		     uint64_t dev)
@@ -1102,7 +1083,7 @@ static void check_md_image(const char *dir, const struct md_image *a)
 		check_array_sector(&g, a, g.array_sectors - 1 - s);
 	}
 	for (i = 0; i < SAMPLES; i++)
-		check_array_sector(&g, a, rng_next() % g.array_sectors);
+		check_array_sector(&g, a, fx_rand() % g.array_sectors);
 	/* both sides of a few chunk edges */
 	if (g.chunk_sectors)
 		for (i = 1; i < 64; i++) {
@@ -1124,7 +1105,7 @@ static void check_md_image(const char *dir, const struct md_image *a)
 			check_parity_row(&g, a, i, col);
 		check_parity_row(&g, a, rows - 1, col);
 		for (i = 0; i < PARITY_ROWS; i++)
-			check_parity_row(&g, a, rng_next() % rows, col);
+			check_parity_row(&g, a, fx_rand() % rows, col);
 		for (m = 0; m < g.raid_disks; m++)
 			free(col[m]);
 	}
@@ -1154,7 +1135,7 @@ static void test_md_images(void **state)
 		img.tmpdir[0] = '\0';
 		fail();
 	}
-	rng_seed();
+	fx_rand_restart(0);
 	for (i = 0; i < ARRAY_LEN(md_images); i++)
 		check_md_image(dir, &md_images[i]);
 }
@@ -1173,5 +1154,6 @@ int main(void)
 		cmocka_unit_test_teardown(test_md_images, md_images_teardown),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	fx_seed_init();
+	return fx_run_tests_with(tests, NULL, NULL);
 }

@@ -34,23 +34,20 @@
 #include "raidfuse/ioq.h"
 #include "raidfuse/overlay.h"
 #include "raidfuse/super.h"
-#include "testdir.h"
+#include "fixture.h"
 
 #define SECTORS 2049ULL                 /* 1 MiB and a half block */
 #define BYTES (SECTORS * 512)
 
-static char dir[256], ovdir[300], member[300];
-static unsigned seed = 20261130u;
+static char ovdir[300], member[300];
 static char *orig, *model;
 
 static void make_member(const char *path, uint64_t bytes)
 {
 	struct rf_sb_new n;
 	char err[512];
-	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	int fd = fx_file_open(path, bytes);
 
-	assert_true(fd >= 0);
-	assert_int_equal(ftruncate(fd, (off_t)bytes), 0);
 	memset(&n, 0, sizeof(n));
 	for (int i = 0; i < 16; i++)
 		n.uuid[i] = (uint8_t)(i * 13 + 1);
@@ -108,25 +105,25 @@ static void test_model(void **state)
 	check_all(o);
 	for (i = 0; i < 3000; i++) {
 		/* Past the superblock, which test_superblock needs intact. */
-		uint64_t off = 8192 + (uint64_t)rand_r(&seed) % (BYTES - 8192);
-		uint32_t len = 1 + (uint32_t)rand_r(&seed) % (i % 7 ? 9000 : 65536);
+		uint64_t off = 8192 + (uint64_t)fx_rand() % (BYTES - 8192);
+		uint32_t len = 1 + (uint32_t)fx_rand() % (i % 7 ? 9000 : 65536);
 		struct iovec v[3];
-		int niov = 1 + rand_r(&seed) % 3;
+		int niov = 1 + fx_rand() % 3;
 		uint32_t used = 0;
 
 		if (off + len > BYTES)
 			len = (uint32_t)(BYTES - off);
 		/* Cut [0, len) into niov pieces. */
 		for (k = 0; k < niov; k++) {
-			uint32_t piece = k == niov - 1 ? len - used : (uint32_t)rand_r(&seed) % (len - used + 1);
+			uint32_t piece = k == niov - 1 ? len - used : (uint32_t)fx_rand() % (len - used + 1);
 
 			v[k].iov_base = buf + used;
 			v[k].iov_len = piece;
 			used += piece;
 		}
-		if (rand_r(&seed) % 3) {
+		if (fx_rand() % 3) {
 			for (k = 0; k < (int)len; k++)
-				buf[k] = (char)rand_r(&seed);
+				buf[k] = (char)fx_rand();
 			assert_int_equal(rf_ovl_pwritev(o, v, niov, off), 0);
 			memcpy(model + off, buf, len);
 		} else {
@@ -174,16 +171,15 @@ static void test_refusals(void **state)
 	rf_ovl_close(o);
 	close(fd);
 	/* The same superblock on a member of another size. */
-	snprintf(other, sizeof(other), "%s/other.img", dir);
+	snprintf(other, sizeof(other), "%s/other.img", fx_dir);
 	make_member(other, BYTES + 4096);
 	fd = open(other, O_RDONLY);
 	assert_int_equal(rf_ovl_open(ovdir, fd, other, &o, err, sizeof(err)), -ESTALE);
 	assert_non_null(strstr(err, "was made for a member of"));
 	close(fd);
 	/* No superblock, no name for the files. */
-	snprintf(plain, sizeof(plain), "%s/plain.img", dir);
-	fd = open(plain, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	assert_int_equal(ftruncate(fd, 1 << 20), 0);
+	snprintf(plain, sizeof(plain), "%s/plain.img", fx_dir);
+	fd = fx_file_open(plain, 1 << 20);
 	assert_int_equal(rf_ovl_open(ovdir, fd, plain, &o, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "needs md superblocks"));
 	close(fd);
@@ -224,8 +220,8 @@ static void test_superblock(void **state)
 /* A member of its own with an overlay of its own: dir/name.img, dir/name. */
 static void fresh(const char *name, char *mpath, char *odir, size_t size)
 {
-	snprintf(mpath, size, "%s/%s.img", dir, name);
-	snprintf(odir, size, "%s/%s", dir, name);
+	snprintf(mpath, size, "%s/%s.img", fx_dir, name);
+	snprintf(odir, size, "%s/%s", fx_dir, name);
 	make_member(mpath, 1 << 20);
 	assert_int_equal(mkdir(odir, 0755), 0);
 }
@@ -467,16 +463,12 @@ static void test_ioq_backend(void **state)
 
 static int setup(void **state)
 {
-	const char *env = getenv("RF_TEST_SEED");
 	int fd;
 
-	if (env)
-		seed = (unsigned)strtoul(env, NULL, 0);
-	printf("# seed %u (RF_TEST_SEED overrides)\n", seed);
-	if (testdir_make(dir, sizeof(dir), "overlay"))
+	if (fx_dir_make("overlay"))
 		return -1;
-	snprintf(ovdir, sizeof(ovdir), "%s/ov", dir);
-	snprintf(member, sizeof(member), "%s/m.img", dir);
+	snprintf(ovdir, sizeof(ovdir), "%s/ov", fx_dir);
+	snprintf(member, sizeof(member), "%s/m.img", fx_dir);
 	if (mkdir(ovdir, 0755))
 		return -1;
 	make_member(member, BYTES);
@@ -484,7 +476,7 @@ static int setup(void **state)
 	model = malloc(BYTES);
 	/* Random data after the superblock area. */
 	for (uint64_t i = 0; i < BYTES; i++)
-		orig[i] = (char)rand_r(&seed);
+		orig[i] = (char)fx_rand();
 	fd = open(member, O_RDWR);
 	if (pwrite(fd, orig + 16 * 512, BYTES - 16 * 512, 16 * 512) != (ssize_t)(BYTES - 16 * 512))
 		return -1;
@@ -498,7 +490,7 @@ static int teardown(void **state)
 {
 	free(orig);
 	free(model);
-	return testdir_remove(dir);
+	return fx_dir_remove();
 }
 
 int main(void)
