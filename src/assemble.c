@@ -96,11 +96,19 @@ static int read_one(const char *path, const char *overlay_dir, struct rf_sb *sb,
 	return r;
 }
 
-/* Features the engine cannot serve; NULL if none. */
-static const char *unservable(const struct rf_sb *sb)
+/* Features the engine cannot serve (writes: with writes reaching the
+ * members); NULL if none. */
+static const char *unservable(const struct rf_sb *sb, bool writes)
 {
 	if (sb->feature_map & (RF_SB_FEAT_RESHAPE | RF_SB_FEAT_NEW_OFFSET | RF_SB_FEAT_RESHAPE_BACK))
 		return "a reshape is under way (finish it with mdadm first)";
+	/* md replays the log of a dirty PPL array at its next assembly: a
+	 * log that writes did not keep up to date would be replayed over
+	 * newer data. */
+	if (writes && (sb->feature_map & (RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL)))
+		return "it keeps md's partial parity log (consistency policy ppl), which raidfuse does not "
+		       "write: writes would leave the log stale for md to replay over them; serve it with --ro, "
+		       "or --overlay DIR to keep writes off the members";
 	if (sb->feature_map & RF_SB_FEAT_JOURNAL)
 		return "the array has a write journal";
 	if (sb->feature_map & RF_SB_FEAT_CLUSTERED)
@@ -262,7 +270,7 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 	}
 	fresh = &sbs[fi];
 	rf_sb_uuid_str(fresh, u0);
-	why = unservable(fresh);
+	why = unservable(fresh, !readonly && !overlay_dir);
 	if (why) {
 		snprintf(err, errlen, "array %s (%s): %s; raidfuse cannot serve it", u0, paths[fi], why);
 		goto out;
@@ -447,6 +455,15 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 	if (with < 0)
 		goto out;       /* an array without superblocks */
 	r = -EINVAL;
+	{
+		const char *why = unservable(&sbs[fi], !cfg->readonly);
+
+		if (why) {
+			snprintf(err, errlen, "%s: array %s (member %d, %s): %s; raidfuse cannot serve it", cfg->path,
+				 rf_sb_uuid_str(&sbs[fi], u0), fi, cfg->members[fi], why);
+			goto out;
+		}
+	}
 	if (without >= 0) {
 		snprintf(err, errlen, "%s: member %d (%s) has no md superblock but member %d (%s) has one",
 			 cfg->path, without, cfg->members[without], with, cfg->members[with]);

@@ -10,7 +10,9 @@
 #  - raidfuse assemble --ro either refuses with a one-line message, or
 #    serves an image of the array's size holding the pattern (for the
 #    array reset mid-write: the pattern in every sector before its
-#    planned writes), and the members stay byte for byte the same.
+#    planned writes), and the members stay byte for byte the same;
+#  - a PPL array is refused read-write (its log would go stale for md to
+#    replay over newer data), the members unchanged.
 # So a shape raidfuse does not know is never served as wrong data.
 # Negative control: one flipped sector in a served member is found.
 #
@@ -32,6 +34,7 @@ MNT=$WORK/mnt
 mkdir -p "$MNT"
 narrays=0
 nserved=0
+nppl=0
 served_name=""
 while IFS= read -r line; do
 	[ -n "$line" ] || continue
@@ -78,10 +81,25 @@ while IFS= read -r line; do
 		[ "$kind" = plain ] && served_name=$name
 	fi
 	check "[ \"$before\" = \"\$(cat ${members[*]} | sha256sum)\" ]" "$name: --ro changed the members"
+	# md replays a dirty PPL array's log at its next assembly: writes that
+	# leave the log stale are refused, before anything is written.
+	if grep -q '"ppl' <<<"$line"; then
+		RC=0
+		OUT=$(timeout 60 "$RAIDFUSE" assemble "$MNT" "${members[@]}" 2>&1) || RC=$?
+		if [ $RC = 0 ]; then
+			timeout 30 fusermount3 -u "$MNT" || true
+			fail "$name: a PPL array was assembled read-write"
+		fi
+		[[ $OUT == *"partial parity log"* ]] || fail "$name: read-write refused, but not for its log: '$OUT'"
+		check "[ \"$before\" = \"\$(cat ${members[*]} | sha256sum)\" ]" "$name: a refused assemble changed the members"
+		log "$name: read-write refused: the log"
+		nppl=$((nppl + 1))
+	fi
 	[ "$name" = "$served_name" ] || rm -rf "$D"
 	narrays=$((narrays + 1))
 done <"$PENDING"
 [ $narrays -gt 0 ] || fail "no arrays in $PENDING"
+[ $nppl -gt 0 ] || fail "no PPL array in $PENDING"
 
 # Negative control: the pattern check above finds one wrong sector.
 if [ -n "$served_name" ]; then
