@@ -11,6 +11,7 @@
 #    serves an image of the array's size holding the pattern (for the
 #    array reset mid-write: the pattern in every sector before its
 #    planned writes), and the members stay byte for byte the same;
+#  - a mount by config refuses an array mid-reshape as assemble does;
 #  - a PPL array is refused read-write (its log would go stale for md to
 #    replay over newer data), the members unchanged.
 # So a shape raidfuse does not know is never served as wrong data.
@@ -35,6 +36,7 @@ mkdir -p "$MNT"
 narrays=0
 nserved=0
 nppl=0
+nreshape=0
 served_name=""
 while IFS= read -r line; do
 	[ -n "$line" ] || continue
@@ -81,6 +83,30 @@ while IFS= read -r line; do
 		[ "$kind" = plain ] && served_name=$name
 	fi
 	check "[ \"$before\" = \"\$(cat ${members[*]} | sha256sum)\" ]" "$name: --ro changed the members"
+	# A mount by config checks the superblocks' features as assemble
+	# does: a reshape under way is refused there too.
+	if [ "$kind" = reshape ]; then
+		mlist=$(printf '"%s", ' "${members[@]}")
+		cat >"$WORK/$name.conf" <<-EOF
+		array: {
+		  name = "array.img";
+		  level = $(jval "$line" level);
+		  layout = "$(jval "$line" layout)";
+		  chunk_size = "$(jval "$line" chunk_kib)K";
+		  members = ( ${mlist%, } );
+		};
+		EOF
+		RC=0
+		OUT=$(timeout 60 "$RAIDFUSE" mount "$WORK/$name.conf" "$MNT" 2>&1) || RC=$?
+		if [ $RC = 0 ]; then
+			timeout 30 fusermount3 -u "$MNT" || true
+			fail "$name: a mount by config served an array mid-reshape"
+		fi
+		[[ $OUT == *"reshape is under way"* ]] || fail "$name: mount refused, but not for the reshape: '$OUT'"
+		check "[ \"$before\" = \"\$(cat ${members[*]} | sha256sum)\" ]" "$name: a refused mount changed the members"
+		log "$name: mount by config refused: the reshape"
+		nreshape=$((nreshape + 1))
+	fi
 	# md replays a dirty PPL array's log at its next assembly: writes that
 	# leave the log stale are refused, before anything is written.
 	if grep -q '"ppl' <<<"$line"; then
@@ -100,6 +126,7 @@ while IFS= read -r line; do
 done <"$PENDING"
 [ $narrays -gt 0 ] || fail "no arrays in $PENDING"
 [ $nppl -gt 0 ] || fail "no PPL array in $PENDING"
+[ $nreshape -gt 0 ] || fail "no array mid-reshape in $PENDING"
 
 # Negative control: the pattern check above finds one wrong sector.
 if [ -n "$served_name" ]; then
