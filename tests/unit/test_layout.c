@@ -392,6 +392,164 @@ static void test_r0(void **state)
 	}
 }
 
+/* hand-worked zones: member sizes 1, 3, 3, 3 chunks of 8 sectors make zone
+ * 0 (all four, one row) and zone 1 (members 1-3 from sector 8, two rows);
+ * the layouts differ in zone 1 (chunk 4 is zone 1's chunk 0). */
+static void test_r0_zones_known(void **state)
+{
+	static const struct { int layout; uint64_t s; int member; uint64_t dev; } want[] = {
+		{ 1, 0, 0, 0 }, { 1, 31, 3, 7 }, { 1, 32, 2, 8 }, { 1, 40, 3, 8 }, { 1, 48, 1, 8 },
+		{ 1, 56, 2, 16 }, { 1, 79, 1, 23 },
+		{ 2, 0, 0, 0 }, { 2, 32, 1, 8 }, { 2, 40, 2, 8 }, { 2, 48, 3, 8 }, { 2, 56, 1, 16 },
+		{ 2, 79, 3, 23 },
+	};
+	struct rf_geom g;
+	char err[512];
+	size_t i;
+	int member;
+	uint64_t dev;
+
+	(void)state;
+	for (i = 0; i < ARRAY_LEN(want); i++) {
+		geom_set(&g, 0, want[i].layout, 4, 8, 0);
+		g.r0_sectors[0] = 8 + 5;        /* rounded down to one chunk */
+		g.r0_sectors[1] = g.r0_sectors[2] = g.r0_sectors[3] = 24;
+		assert_int_equal(rf_geom_init(&g, err, sizeof(err)), 0);
+		assert_int_equal(g.nzones, 2);
+		assert_int_equal(g.zone[0].end, 32);
+		assert_int_equal(g.zone[1].end, 80);
+		assert_int_equal(g.zone[1].dev_start, 8);
+		assert_int_equal(g.zone[1].nb_dev, 3);
+		assert_int_equal(g.array_sectors, 80);
+		assert_int_equal(g.dev_sectors, 8);
+		rf_r0_map(&g, want[i].s, &member, &dev);
+		if (member != want[i].member || dev != want[i].dev)
+			print_error("layout %d sector %" PRIu64 ": member %d sector %" PRIu64 ", want %d %" PRIu64 "\n",
+				    want[i].layout, want[i].s, member, dev, want[i].member, want[i].dev);
+		assert_int_equal(member, want[i].member);
+		assert_int_equal(dev, want[i].dev);
+	}
+	/* More than one zone of 2+ members and no layout: refused, as md does. */
+	geom_set(&g, 0, 0, 4, 8, 0);
+	g.r0_sectors[0] = 8;
+	g.r0_sectors[1] = g.r0_sectors[2] = g.r0_sectors[3] = 24;
+	assert_int_equal(rf_geom_init(&g, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "no raid0 layout recorded"));
+	/* ... but a second zone of one member maps alike in both: md takes it. */
+	geom_set(&g, 0, 0, 3, 8, 0);
+	g.r0_sectors[0] = 16;
+	g.r0_sectors[1] = 16;
+	g.r0_sectors[2] = 40;
+	assert_int_equal(rf_geom_init(&g, err, sizeof(err)), 0);
+	assert_int_equal(g.nzones, 2);
+	assert_int_equal(g.array_sectors, 72);
+	rf_r0_map(&g, 71, &member, &dev);
+	assert_int_equal(member, 2);
+	assert_int_equal(dev, 39);
+	/* Equal members: one zone, the layout does not matter. */
+	geom_set(&g, 0, 0, 3, 8, 0);
+	g.r0_sectors[0] = g.r0_sectors[1] = g.r0_sectors[2] = 80;
+	assert_int_equal(rf_geom_init(&g, err, sizeof(err)), 0);
+	assert_int_equal(g.nzones, 1);
+	assert_int_equal(g.array_sectors, 240);
+}
+
+/*
+ * The reference for unequal raid0, worked another way: lay the array out
+ * chunk by chunk as md fills it.  The zone boundaries are the distinct
+ * member sizes; inside a zone each array chunk goes to the next member in
+ * turn (counted from the zone's first chunk for the alternate layout, from
+ * array chunk 0 for the original one), at that member's next free chunk.
+ * Fills map[chunk] = member << 32 | member chunk.
+ */
+static uint64_t r0_ref_layout(int n, const uint64_t *chunks, bool alt, uint64_t *map)
+{
+	uint64_t fill[RF_MAX_MEMBERS] = { 0 }, cut = 0, c = 0, zone_first;
+	int zm[RF_MAX_MEMBERS], nb, i;
+
+	for (;;) {
+		uint64_t next = UINT64_MAX, k;
+
+		nb = 0;
+		for (i = 0; i < n; i++)
+			if (chunks[i] > cut) {
+				zm[nb++] = i;
+				if (chunks[i] < next)
+					next = chunks[i];
+			}
+		if (!nb)
+			return c;
+		zone_first = c;
+		for (k = 0; k < (next - cut) * (uint64_t)nb; k++, c++) {
+			int m = zm[(alt ? c - zone_first : c) % (uint64_t)nb];
+
+			map[c] = (uint64_t)m << 32 | fill[m]++;
+		}
+		cut = next;
+	}
+}
+
+/* rf_r0_map() against the reference over a matrix of member counts, chunk
+ * sizes, member sizes (random in whole and part chunks, with repeats) and
+ * both layouts; every chunk's first, last and one random sector. */
+static void test_r0_zones_ref(void **state)
+{
+	static const uint32_t chunks_k[] = { 8, 16, 128 };
+	uint64_t csz[RF_MAX_MEMBERS], *map = NULL;
+	int n, round, member, lay;
+	size_t ci;
+
+	(void)state;
+	for (n = 2; n <= 12; n++)
+		for (ci = 0; ci < ARRAY_LEN(chunks_k); ci++)
+			for (round = 0; round < 12; round++)
+				for (lay = 1; lay <= 2; lay++) {
+					uint32_t chunk = chunks_k[ci];
+					uint64_t total = 0, c, sum = 0, dev;
+					struct rf_geom g;
+					char err[512];
+					int i;
+
+					geom_set(&g, 0, lay, n, chunk, 0);
+					for (i = 0; i < n; i++) {
+						/* a few sizes only, so zones share members */
+						csz[i] = 1 + rng_next() % (round % 3 == 0 ? 3 : 9);
+						g.r0_sectors[i] = csz[i] * chunk + rng_next() % chunk;
+						total += csz[i];
+					}
+					map = realloc(map, total * sizeof(*map));
+					assert_non_null(map);
+					assert_int_equal(r0_ref_layout(n, csz, lay == 2, map), total);
+					if (rf_geom_init(&g, err, sizeof(err)))
+						print_error("n=%d chunk=%u: %s\n", n, chunk, err);
+					assert_int_equal(rf_geom_init(&g, err, sizeof(err)), 0);
+					for (i = 0; i < n; i++)
+						sum += g.r0_sectors[i];
+					assert_int_equal(sum, total * chunk);
+					assert_int_equal(g.array_sectors, total * chunk);
+					for (c = 0; c < total; c++) {
+						uint64_t in[3] = { 0, chunk - 1, rng_next() % chunk };
+						int t;
+
+						for (t = 0; t < 3; t++) {
+							uint64_t s = c * chunk + in[t];
+
+							rf_r0_map(&g, s, &member, &dev);
+							if ((uint64_t)member != map[c] >> 32 ||
+							    dev != (map[c] & 0xffffffffu) * chunk + in[t]) {
+								print_error("n=%d chunk=%u layout %d sector %" PRIu64
+									    ": member %d sector %" PRIu64 ", reference %d %" PRIu64
+									    " (seed: RF_TEST_SEED)\n", n, chunk, lay, s, member,
+									    dev, (int)(map[c] >> 32),
+									    (map[c] & 0xffffffffu) * chunk + in[t]);
+								fail();
+							}
+						}
+					}
+				}
+	free(map);
+}
+
 /* ---- raid10 ---- */
 
 /* md's raid10_find_virt, redone here: the array sector behind a copy. */
@@ -1165,6 +1323,8 @@ int main(void)
 		cmocka_unit_test(test_r5_known_rows),
 		cmocka_unit_test(test_r5_exhaustive),
 		cmocka_unit_test(test_r0),
+		cmocka_unit_test(test_r0_zones_known),
+		cmocka_unit_test(test_r0_zones_ref),
 		cmocka_unit_test(test_r10_known),
 		cmocka_unit_test(test_r10_exhaustive),
 		cmocka_unit_test(test_geom_values),
