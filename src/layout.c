@@ -790,6 +790,11 @@ int rf_layout_parse(int level, const char *name)
 	}
 
 	switch (level) {
+	case 0:
+		/* mdadm's names of the multi-zone layouts */
+		if (!strcasecmp(name, "original"))
+			return RF_R0_LAYOUT_ORIG;
+		return !strcasecmp(name, "alternate") ? RF_R0_LAYOUT_ALT : -EINVAL;
 	case 4:
 		return !strcasecmp(name, "parity-last") ? RF_ALGO_PARITY_N : -EINVAL;
 	case 5:
@@ -815,6 +820,11 @@ const char *rf_layout_name(int level, int layout, char *buf, size_t len)
 		return buf;
 	switch (level) {
 	case 0:
+		if (layout == RF_R0_LAYOUT_ORIG || layout == RF_R0_LAYOUT_ALT) {
+			snprintf(buf, len, layout == RF_R0_LAYOUT_ORIG ? "original" : "alternate");
+			return buf;
+		}
+		/* fall through */
 	case 1:
 		if (layout == 0) {
 			snprintf(buf, len, "default");
