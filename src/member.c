@@ -128,7 +128,8 @@ int rf_array_dev_info(struct rf_array *a, int dev, struct rf_dev_info *out)
 	out->slot = dev < a->nmembers && !(out->flags & RF_DEV_MISSING) ? dev : -1;
 	out->errors = atomic_load_explicit(&m->nr_errors, memory_order_relaxed);
 	out->offset = m->data_offset / 512;
-	out->size = a->geom.dev_sectors / 2;
+	/* raid0 members may differ (md's zones): each its own */
+	out->size = (a->geom.level == 0 && dev < a->nmembers ? a->geom.r0_sectors[dev] : a->geom.dev_sectors) / 2;
 	out->recovery_start = UINT64_MAX;
 	if (out->slot >= 0 && (atomic_load(&a->recovering) & (1ull << dev)))
 		out->recovery_start = a->geom.level == 10 ? 0 : atomic_load(&a->recovery_cp);

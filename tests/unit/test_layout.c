@@ -997,20 +997,35 @@ struct md_image {
 	int level, layout, raid_disks;
 	uint32_t chunk_sectors;
 	uint64_t dev_sectors, array_sectors, data_offset;
+	/* Optional: members whose data offsets (sectors) differ, and member
+	 * sizes (MiB) other than 64; raid0 members of different sizes make
+	 * md's zones (data size: all after the offset). */
+	uint64_t doff[8];
+	uint64_t mib[8];
 };
 
 static const struct md_image md_images[] = {
-	{ "r0-3d-64k", 0, 0, 3, 128, 129024, 387072, 2048 },
-	{ "r1-2d", 1, 0, 2, 0, 129024, 129024, 2048 },
-	{ "r10-n2-4d-64k", 10, 258, 4, 128, 129024, 258048, 2048 },
-	{ "r4-4d-64k", 4, 0, 4, 128, 129024, 387072, 2048 },
-	{ "r5-la-4d-64k", 5, 0, 4, 128, 129024, 387072, 2048 },
-	{ "r5-ls-4d-64k-meta1.0", 5, 2, 4, 128, 130944, 392832, 0 },
-	{ "r5-ls-4d-64k", 5, 2, 4, 128, 129024, 387072, 2048 },
-	{ "r6-ls-5d-64k", 6, 2, 5, 128, 129024, 387072, 2048 },
+	{ "r0-3d-64k", 0, 0, 3, 128, 129024, 387072, 2048, { 0 }, { 0 } },
+	{ "r1-2d", 1, 0, 2, 0, 129024, 129024, 2048, { 0 }, { 0 } },
+	{ "r10-n2-4d-64k", 10, 258, 4, 128, 129024, 258048, 2048, { 0 }, { 0 } },
+	{ "r4-4d-64k", 4, 0, 4, 128, 129024, 387072, 2048, { 0 }, { 0 } },
+	{ "r5-la-4d-64k", 5, 0, 4, 128, 129024, 387072, 2048, { 0 }, { 0 } },
+	{ "r5-ls-4d-64k-meta1.0", 5, 2, 4, 128, 130944, 392832, 0, { 0 }, { 0 } },
+	{ "r5-ls-4d-64k", 5, 2, 4, 128, 129024, 387072, 2048, { 0 }, { 0 } },
+	{ "r6-ls-5d-64k", 6, 2, 5, 128, 129024, 387072, 2048, { 0 }, { 0 } },
 };
 
 #define MD_MEMBER_BYTES (64ULL << 20)
+
+static uint64_t img_doff(const struct md_image *a, int member)
+{
+	return a->doff[0] ? a->doff[member] : a->data_offset;
+}
+
+static uint64_t img_bytes(const struct md_image *a, int member)
+{
+	return a->mib[0] ? a->mib[member] << 20 : MD_MEMBER_BYTES;
+}
 #define SAMPLES 4000
 #define EDGE 256
 #define PARITY_ROWS 32
@@ -1093,8 +1108,9 @@ static void img_open(const char *dir, const struct md_image *a)
 	for (i = 0; i < a->raid_disks; i++) {
 		snprintf(path, sizeof(path), "%s/role%d.img", img.tmpdir, i);
 		img.fds[i] = open(path, O_RDONLY);
-		if (img.fds[i] < 0 || fstat(img.fds[i], &st) || (uint64_t)st.st_size != MD_MEMBER_BYTES) {
-			print_error("%s: member %d (%s): missing or not 64 MiB\n", a->name, i, path);
+		if (img.fds[i] < 0 || fstat(img.fds[i], &st) || (uint64_t)st.st_size != img_bytes(a, i)) {
+			print_error("%s: member %d (%s): missing or not %" PRIu64 " MiB\n", a->name, i, path,
+				    img_bytes(a, i) >> 20);
 			fail();
 		}
 	}
@@ -1115,7 +1131,7 @@ static void check_sector(const struct md_image *a, int member, uint64_t dev_sect
 			 uint64_t want)
 {
 	uint8_t buf[512];
-	off_t off = (off_t)((a->data_offset + dev_sector) * 512);
+	off_t off = (off_t)((img_doff(a, member) + dev_sector) * 512);
 	ssize_t got = pread(img.fds[member], buf, sizeof(buf), off);
 	int i;
 
@@ -1181,14 +1197,14 @@ static void check_parity_row(const struct rf_geom *g, const struct md_image *a, 
 			     uint8_t **col)
 {
 	size_t len = (size_t)g->chunk_sectors * 512, b;
-	uint64_t off = (a->data_offset + stripe * g->chunk_sectors) * 512;
+	uint64_t off = stripe * g->chunk_sectors * 512;
 	struct rf_r5_row row;
 	uint8_t *p, *q;
 	int i, k;
 
 	rf_r5_row(g, stripe, &row);
 	for (i = 0; i < g->raid_disks; i++)
-		if (pread(img.fds[i], col[i], len, (off_t)off) != (ssize_t)len) {
+		if (pread(img.fds[i], col[i], len, (off_t)(off + img_doff(a, i) * 512)) != (ssize_t)len) {
 			print_error("%s: member %d: row %" PRIu64 ": short read\n", a->name, i, stripe);
 			fail();
 		}
@@ -1251,7 +1267,18 @@ static void check_md_image(const char *dir, const struct md_image *a)
 	uint8_t *col[RF_MAX_MEMBERS];
 	int m;
 
-	geom_ok(&g, a->level, a->layout, a->raid_disks, a->chunk_sectors, a->dev_sectors);
+	if (a->level == 0 && a->mib[0]) {
+		char err[256];
+
+		geom_set(&g, a->level, a->layout, a->raid_disks, a->chunk_sectors, 0);
+		for (m = 0; m < a->raid_disks; m++)
+			g.r0_sectors[m] = img_bytes(a, m) / 512 - img_doff(a, m);
+		if (rf_geom_init(&g, err, sizeof(err)))
+			print_error("%s: %s\n", a->name, err);
+		assert_int_equal(rf_geom_init(&g, err, sizeof(err)), 0);
+	} else {
+		geom_ok(&g, a->level, a->layout, a->raid_disks, a->chunk_sectors, a->dev_sectors);
+	}
 	assert_int_equal(g.array_sectors, a->array_sectors);
 	img_open(dir, a);
 
