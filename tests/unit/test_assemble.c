@@ -321,6 +321,51 @@ static void test_offsets_differ(void **state)
 	md_check_members(&m);
 }
 
+/* A spare added at run time (md/new_dev) gets the data offset mdadm --add
+ * gives it, an in-sync member's (slot 0 failed here: slot 1's), and its
+ * superblock records the same offset the engine uses (slot 0's, what the
+ * engine used to take, would put the rebuilt data 2048 sectors off). */
+static void test_spare_offset(void **state)
+{
+	struct md_array m = { .level = 5, .layout = 2, .n = 3 };
+	struct rf_dev_info info;
+	struct rf_config cfg;
+	struct rf_array *a;
+	struct rf_sb sb;
+	char path[300], err[1024];
+	int fd, dev, r;
+
+	(void)state;
+	m.member_sectors[0] = m.member_sectors[2] = 8192;
+	m.member_sectors[1] = 12288;
+	m.data_offset[0] = m.data_offset[2] = 2048;
+	m.data_offset[1] = 4096;
+	md_make(&m);
+	a = serve_rw(&m, -1, false, false, &cfg);
+	assert_int_equal(rf_array_dev_set_state(a, "m0.img", "faulty"), 0);
+	snprintf(path, sizeof(path), "%s/spare.img", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 12288 * SECT), 0);
+	close(fd);
+	r = rf_array_add_spare(a, path, err, sizeof(err));
+	if (r)
+		print_error("add spare: %s\n", err);
+	assert_int_equal(r, 0);
+	dev = rf_array_dev_find(a, "spare.img");
+	assert_true(dev >= 0);
+	assert_int_equal(rf_array_dev_info(a, dev, &info), 0);
+	assert_int_equal(info.offset, 4096);
+	rf_array_close(a);
+	rf_config_free(&cfg);
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(rf_sb_read(fd, path, &sb, err, sizeof(err)), 0);
+	close(fd);
+	assert_int_equal(sb.data_offset, 4096);
+	unlink(path);
+}
+
 static void test_raid5_two(void **state)
 {
 	int layout;
@@ -415,6 +460,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_offsets_differ),
+		cmocka_unit_test(test_spare_offset),
 		cmocka_unit_test(test_raid5_two),
 		cmocka_unit_test(test_raid0_zones),
 		cmocka_unit_test(test_raid0_no_layout),
