@@ -276,6 +276,20 @@ static void write_pattern(struct rf_array *a)
 	free(buf);
 }
 
+/* A raid5 of 3 whose role `replaced` is a replacement with a larger data
+ * offset (and a larger device), as mdadm --replace leaves it; the others
+ * as created. */
+static void make_replaced(struct md_array *m, int replaced)
+{
+	int i;
+
+	for (i = 0; i < m->n; i++) {
+		m->member_sectors[i] = i == replaced ? 12288 : 8192;
+		m->data_offset[i] = i == replaced ? 4096 : 2048;
+	}
+	md_make(m);
+}
+
 static void test_offsets_differ(void **state)
 {
 	struct md_array m = { .level = 5, .layout = 2, .n = 3 };
@@ -284,13 +298,7 @@ static void test_offsets_differ(void **state)
 	int i, without;
 
 	(void)state;
-	/* roles 0 and 1 as created, role 2 a replacement with a larger data
-	 * offset (and a larger device), as mdadm --replace leaves it */
-	m.member_sectors[0] = m.member_sectors[1] = 8192;
-	m.member_sectors[2] = 12288;
-	m.data_offset[0] = m.data_offset[1] = 2048;
-	m.data_offset[2] = 4096;
-	md_make(&m);
+	make_replaced(&m, 2);
 	for (without = -1; without < m.n; without++) {
 		a = serve(&m, without, false, &cfg);
 		assert_true(cfg.member_offsets);
@@ -336,11 +344,7 @@ static void test_spare_offset(void **state)
 	int fd, dev, r;
 
 	(void)state;
-	m.member_sectors[0] = m.member_sectors[2] = 8192;
-	m.member_sectors[1] = 12288;
-	m.data_offset[0] = m.data_offset[2] = 2048;
-	m.data_offset[1] = 4096;
-	md_make(&m);
+	make_replaced(&m, 1);
 	a = serve_rw(&m, -1, false, false, &cfg);
 	assert_int_equal(rf_array_dev_set_state(a, "m0.img", "faulty"), 0);
 	snprintf(path, sizeof(path), "%s/spare.img", dir);
