@@ -64,7 +64,6 @@ case "$JOB_KIND" in *-verify) ;; *) : > $O/job.log ;; esac
 disks=""
 for d in /dev/vd?; do disks="$disks $d"; done
 set -- $disks
-ndisks=$#
 
 # wait_idle: until md has no resync, recovery or reshape running
 wait_idle() {
@@ -129,8 +128,8 @@ offsets() { # offsets WHEN: each member's data offset (sectors) into job.log
 	say "data offsets $1:$l"
 }
 
-examine_all() { # examine_all [PREFIX]
-	for d in $disks; do mdadm --examine $d > $O/${1:-examine}-${d##*/}.txt 2>&1; done
+examine_all() { # examine_all: examine-vdX.txt of every member
+	for d in $disks; do mdadm --examine $d > $O/examine-${d##*/}.txt 2>&1; done
 }
 
 create() { # create DEVICES...
@@ -182,7 +181,7 @@ grow)
 	examine_all
 	;;
 replace)
-	eval "old=\${$ndisks}"
+	old=$(echo $disks | awk '{print $NF}')
 	# roles 0 .. JOB_NDEV-1 are the first disks; role 1 starts on the old (last) disk
 	cdevs=""; adevs=""; i=0
 	for d in $disks; do
@@ -248,6 +247,7 @@ reshape)
 	pct=0; n=0; idle=0
 	while [ $pct -lt "$JOB_STOP_PCT" ]; do
 		sleep 0.2
+		# shellcheck disable=SC2046 # "done / total": two words wanted
 		set -- $(cat $MD/sync_completed 2>/dev/null | tr -d '/')
 		[ $# = 2 ] && [ "$2" -gt 0 ] && pct=$(($1 * 100 / $2))
 		n=$((n + 1))

@@ -1,5 +1,5 @@
 #!/bin/bash
-# 25-md-found: the md arrays md itself allows that a single data offset and
+# 26-md-found: the md arrays md itself allows that a single data offset and
 # a single raid0 zone cannot describe, made by raidfuse create.
 #
 # 1. raid5 over 2 members (md's mirror in parity layout), every layout in a
