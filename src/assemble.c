@@ -37,14 +37,21 @@
 #include "raidfuse/log.h"
 #include "raidfuse/overlay.h"
 
+/* raid0's layout as md reads it: recorded only with the feature bit. */
+static int r0_layout(const struct rf_sb *sb)
+{
+	return (sb->feature_map & RF_SB_FEAT_RAID0_LAYOUT) ? sb->layout : 0;
+}
+
 int rf_assemble_cfg_layout(const struct rf_sb *sb)
 {
 	char buf[16];
 
-	/* raid0's zone layout and raid4's stored 0 are md bookkeeping, not
-	 * a different data layout for equal members. */
+	/* raid0: the zone layout md recorded (0: none); raid4's stored 0 is
+	 * md bookkeeping, not a different data layout. */
 	switch (sb->level) {
 	case 0:
+		return r0_layout(sb);
 	case 1:
 	case 4:
 		return rf_layout_parse(sb->level, NULL);
@@ -135,43 +142,32 @@ static const char *geometry_differs(const struct rf_sb *a, const struct rf_sb *b
 	return NULL;
 }
 
-/* The data area the members share: one data_offset for all (the engine
- * has one), and the bytes each serves: the used size, or for raid0 (whose
- * superblock may not record one) the data area in whole chunks, every
- * member's the same (md would make zones of unequal ones). */
-static int data_bytes(const struct rf_sb *const *sbs, const char *const *paths, int n,
-		      uint64_t *out, char *err, size_t errlen)
+/* The bytes each member serves, and where: every member's own data offset
+ * (md keeps one per device: members added later or replaced may differ),
+ * into cfg; for raid0 each member's data size (md makes zones of unequal
+ * ones; *out = 0), else the used size.  role_sb[i]: role i's superblock,
+ * NULL for a missing one; spare_sb[j] spare j's, NULL for one without. */
+static void member_areas(struct rf_config *cfg, const struct rf_sb *const *role_sb, int nroles,
+			 const struct rf_sb *const *spare_sb, int nspare, uint64_t *out)
 {
-	uint64_t chunks = UINT64_MAX;
-	int i, first = -1;
+	const struct rf_sb *first = NULL;
+	int i;
 
-	for (i = 1; i < n; i++)
-		if (sbs[i]->data_offset != sbs[0]->data_offset) {
-			snprintf(err, errlen, "%s and %s have data offsets %llu and %llu sectors: members with "
-				 "different data offsets are not supported", paths[0], paths[i],
-				 (unsigned long long)sbs[0]->data_offset,
-				 (unsigned long long)sbs[i]->data_offset);
-			return -EINVAL;
-		}
-	if (sbs[0]->level != 0) {
-		*out = sbs[0]->size * 512;
-		return 0;
-	}
-	for (i = 0; i < n; i++) {
-		uint64_t c = sbs[i]->data_size / sbs[i]->chunk_sectors;
+	for (i = 0; i < nroles && !first; i++)
+		first = role_sb[i];
+	cfg->member_offsets = true;
+	for (i = 0; i < nroles; i++) {
+		const struct rf_sb *s = role_sb[i] ? role_sb[i] : first;
 
-		if (first >= 0 && c != chunks) {
-			snprintf(err, errlen,
-				 "%s and %s hold %llu and %llu chunks: a raid0 of unequal members "
-				 "(md's zones) is not supported", paths[first], paths[i],
-				 (unsigned long long)chunks, (unsigned long long)c);
-			return -EINVAL;
-		}
-		chunks = c;
-		first = i;
+		cfg->member_offset[i] = s->data_offset * 512;
+		cfg->member_data[i] = s->data_size * 512;
 	}
-	*out = chunks * sbs[0]->chunk_sectors * 512;
-	return 0;
+	/* A spare without a superblock gets one modelled on an in-sync
+	 * member's, data offset included (as mdadm --add does). */
+	for (i = 0; i < nspare; i++)
+		cfg->spare_offset[i] = (spare_sb[i] ? spare_sb[i] : first)->data_offset * 512;
+	cfg->data_offset = first->data_offset * 512;
+	*out = first->level == 0 ? 0 : first->size * 512;
 }
 
 static atomic_bool force_dirty;
@@ -228,13 +224,12 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 		    const char *overlay_dir, struct rf_config *cfg, char *err, size_t errlen)
 {
 	struct rf_sb *sbs = calloc((size_t)(n > 0 ? n : 1), sizeof(*sbs));
-	const struct rf_sb *use[RF_MAX_MEMBERS];
-	const char *use_path[RF_MAX_MEMBERS];
 	int by_role[RF_MAX_MEMBERS];
 	struct stat st[RF_MAX_MEMBERS];
 	const struct rf_sb *fresh;
 	char u0[40], u1[40], missing[256];
 	int i, j, r = -EINVAL, nuse = 0, nmissing = 0, fi = 0, spare[RF_MAX_MEMBERS], nspare = 0;
+	const struct rf_sb *role_sb[RF_MAX_MEMBERS], *spare_sb[RF_MAX_MEMBERS];
 	size_t ml = 0;
 	const char *why;
 	uint64_t size;
@@ -324,8 +319,7 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 	missing[0] = '\0';
 	for (i = 0; i < fresh->raid_disks; i++) {
 		if (by_role[i] >= 0) {
-			use[nuse] = &sbs[by_role[i]];
-			use_path[nuse++] = paths[by_role[i]];
+			nuse++;
 			continue;
 		}
 		nmissing++;
@@ -360,9 +354,6 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 		goto out;
 	}
 	if (nmissing && dirty_degraded(fresh, missing, "", err, errlen))
-		goto out;
-	r = data_bytes(use, use_path, nuse, &size, err, errlen);
-	if (r)
 		goto out;
 	r = -EINVAL;
 	if (!fresh->clean && fresh->resync_offset)
@@ -400,7 +391,11 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 		cfg->nspares = i + 1;
 		rf_info("%s: a spare", paths[spare[i]]);
 	}
-	cfg->data_offset = use[0]->data_offset * 512;
+	for (i = 0; i < fresh->raid_disks; i++)
+		role_sb[i] = by_role[i] >= 0 ? &sbs[by_role[i]] : NULL;
+	for (i = 0; i < nspare; i++)
+		spare_sb[i] = &sbs[spare[i]];
+	member_areas(cfg, role_sb, fresh->raid_disks, spare_sb, nspare, &size);
 	cfg->data_offset_given = true;
 	cfg->size = size;
 	cfg->metadata = fresh->kind;
@@ -422,8 +417,7 @@ out:
 int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 {
 	struct rf_sb *sbs = calloc(RF_MAX_MEMBERS, sizeof(*sbs));
-	const struct rf_sb *use[RF_MAX_MEMBERS];
-	const char *use_path[RF_MAX_MEMBERS];
+	const struct rf_sb *use[RF_MAX_MEMBERS], *role_sb[RF_MAX_MEMBERS], *spare_sb[RF_MAX_MEMBERS];
 	int i, r = 0, with = -1, without = -1, nuse = 0, fi = -1;
 	char u0[40], u1[40];
 	uint64_t size;
@@ -494,7 +488,11 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 			field = "level";
 			snprintf(want, sizeof(want), "%d", cfg->level);
 			snprintf(got, sizeof(got), "%d", s->level);
-		} else if (rf_assemble_cfg_layout(s) != cfg->layout) {
+		} else if (rf_assemble_cfg_layout(s) != cfg->layout &&
+			   !(cfg->level == 0 && (!cfg->layout || !rf_assemble_cfg_layout(s)))) {
+			/* raid0: a config without a layout takes the recorded
+			 * one; one with a layout tells an array that records
+			 * none (md's raid0.default_layout) */
 			field = "layout";
 			snprintf(want, sizeof(want), "%d", cfg->layout);
 			snprintf(got, sizeof(got), "%d", s->layout);
@@ -523,8 +521,7 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 				 cfg->path, i, m, field, want, rf_sb_kind_name(s->kind), got);
 			goto out;
 		}
-		use[nuse] = s;
-		use_path[nuse++] = m;
+		use[nuse++] = s;
 	}
 	if (nuse < cfg->nmembers) {
 		char missing[256], where[300];
@@ -538,11 +535,28 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 		if (dirty_degraded(&sbs[fi], missing, where, err, errlen))
 			goto out;
 	}
-	r = data_bytes(use, use_path, nuse, &size, err, errlen);
-	if (r)
-		goto out;
+	for (i = 0; i < cfg->nmembers; i++)
+		role_sb[i] = cfg->members[i] ? &sbs[i] : NULL;
+	for (i = 0; i < cfg->nspares; i++)
+		spare_sb[i] = NULL;
+	member_areas(cfg, role_sb, cfg->nmembers, spare_sb, cfg->nspares, &size);
 	r = -EINVAL;
-	if (cfg->size) {
+	if (cfg->size && cfg->level == 0) {
+		/* raid0 records no used size: a config's must be what every
+		 * member holds (one zone; unequal members make md's zones). */
+		for (i = 0; i < nuse; i++) {
+			uint64_t have = use[i]->data_size / use[i]->chunk_sectors * use[i]->chunk_sectors * 512;
+
+			if (have != cfg->size / cfg->chunk_bytes * cfg->chunk_bytes) {
+				snprintf(err, errlen, "%s: key 'array.size' says %llu sectors, a member's superblock "
+					 "%llu of data (raid0: leave size out, members of different sizes make "
+					 "md's zones)", cfg->path, (unsigned long long)(cfg->size / 512),
+					 (unsigned long long)(have / 512));
+				goto out;
+			}
+		}
+		size = cfg->size / cfg->chunk_bytes * cfg->chunk_bytes;
+	} else if (cfg->size) {
 		/* create rounds the size down as mdadm does: whole chunks, or
 		 * 64K for raid1 */
 		uint64_t unit = cfg->chunk_bytes ? cfg->chunk_bytes : 65536;
@@ -555,7 +569,8 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 		}
 	}
 	cfg->size = size;
-	cfg->data_offset = use[0]->data_offset * 512;
+	if (cfg->level == 0 && !cfg->layout)
+		cfg->layout = rf_assemble_cfg_layout(use[0]);
 	cfg->metadata = use[0]->kind;
 	memcpy(cfg->uuid, use[0]->uuid, 16);
 	cfg->has_uuid = true;
@@ -615,6 +630,10 @@ int rf_assemble_plan_create(const struct rf_config *cfg, const uint64_t *member_
 				 cfg->data_offset_given ? "" : " (md's default for this size; set array.data_offset)");
 			return -EINVAL;
 		}
+		/* mdadm 4.2 records raid0's layout when the members hold
+		 * different numbers of chunks (more than one zone). */
+		if (chunk && comp != UINT64_MAX && (s - off) / chunk != comp / chunk)
+			n->raid0_layout = cfg->level == 0;
 		if (s - off < comp)
 			comp = s - off;
 	}

@@ -299,7 +299,7 @@ static int min_members(int level, int layout)
 
 	switch (level) {
 	case 4:
-	case 5:  return 3;
+	case 5:  return 2;      /* md: two members are a mirror in parity layout */
 	case 6:  return 4;
 	case 10:
 		copies = (layout & 255) * ((layout >> 8) & 255);

@@ -1051,7 +1051,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	for (i = 0; i < a->nmembers; i++) {
 		struct rf_member *m = &a->members[i];
 
-		m->data_offset = cfg->data_offset;
+		m->data_offset = cfg->member_offsets ? cfg->member_offset[i] : cfg->data_offset;
 		if (!cfg->members[i]) {
 			m->path = strdup("missing");
 			m->flags = RF_DEV_MISSING | RF_DEV_FAULTY;
@@ -1075,6 +1075,11 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 			usable = m->size - m->data_offset;
 			smallest = i;
 		}
+		/* raid0 with md superblocks: each member's own data size (md's
+		 * zones when they differ). */
+		if (cfg->level == 0 && cfg->member_offsets && !cfg->size)
+			a->geom.r0_sectors[i] = (cfg->member_data[i] && cfg->member_data[i] < m->size - m->data_offset ?
+						 cfg->member_data[i] : m->size - m->data_offset) / 512;
 	}
 	if (cfg->size) {
 		for (i = 0; i < a->nmembers; i++) {
@@ -1108,7 +1113,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		else
 			snprintf(err, errlen, "%s: %s (the smallest, member %d (%s), holds %llu bytes after data_offset %llu)",
 				 cfg->path, why, smallest, a->members[smallest].path, (unsigned long long)usable,
-				 (unsigned long long)cfg->data_offset);
+				 (unsigned long long)a->members[smallest].data_offset);
 		goto fail;
 	}
 	if (nmissing > a->geom.max_degraded || a->ops->failed(a, a->faulty)) {
@@ -1119,11 +1124,12 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	}
 	for (i = 0; i < cfg->nspares; i++) {
 		struct rf_member *m = &a->members[a->ndevs];
-		uint64_t need = cfg->data_offset + a->geom.dev_sectors * 512;
+		uint64_t doff = cfg->member_offsets ? cfg->spare_offset[i] : cfg->data_offset;
+		uint64_t need = doff + a->geom.dev_sectors * 512;
 
 		m->fd = m->fd_direct = -1;
 		m->prev_slot = -1;
-		m->data_offset = cfg->data_offset;
+		m->data_offset = doff;
 		m->flags = RF_DEV_SPARE;
 		m->path = strdup(cfg->spares[i]);
 		m->fault = rf_fault_new();

@@ -1,7 +1,7 @@
 /* layout.c - md's sector arithmetic: which member sector holds an array sector.
  *
  * Everything md does to place data, redone as pure functions of struct
- * rf_geom: raid0 (one zone), raid4/5/6 with every algorithm md knows
+ * rf_geom: raid0 (md's strip zones), raid4/5/6 with every algorithm md knows
  * (raid5.h numbers), and raid10 with near, far, offset and far-set layouts
  * (raid10.c).  The same numbers must come out as in the kernel, or an array
  * written here is garbage to kernel md and the other way round; the unit test
@@ -18,8 +18,15 @@
  *    array sectors share a (member, sector) place.
  *
  * It does NOT: do IO, allocate, look at member state (degraded or not is the
- * caller's business), handle reshape (no "previous" geometry), or map
- * multi-zone raid0 (members of unequal size): raidfuse uses equal members.
+ * caller's business), or handle reshape (no "previous" geometry).
+ *
+ * raid0 of unequal members, as md's create_strip_zones(): sort the distinct
+ * member sizes (whole chunks); zone k holds every member at least as large
+ * as the k-th smallest, from where zone k-1 stopped on them, so the array is
+ * the sum of the members.  Which member of a zone holds a chunk depends on
+ * md's recorded raid0 layout (1: array chunk number, the pre-3.14 kernels'
+ * way; 2: chunk number inside the zone): rf_geom_init() refuses an array
+ * whose zones make them differ and that records neither, as md does.
  * The mapping functions trust a geometry that rf_geom_init() accepted and
  * do no checks of their own on the hot path.
  */
@@ -168,6 +175,68 @@ static int r10_init(struct rf_geom *g, char *err, size_t errlen)
 	return 0;
 }
 
+/* raid0: member sizes in whole chunks, md's zones, the array size (the sum
+ * of the members) and which layout maps it. */
+static int r0_init(struct rf_geom *g, char *err, size_t errlen)
+{
+	uint64_t chunk = g->chunk_sectors, start = 0, end = 0, min = UINT64_MAX;
+	int n = g->raid_disks, i, z;
+	bool given = false;
+
+	for (i = 0; i < n; i++)
+		given |= g->r0_sectors[i] != 0;
+	for (i = 0; i < n; i++) {
+		uint64_t s = given ? g->r0_sectors[i] : g->dev_sectors;
+
+		s -= s % chunk;
+		if (!s)
+			return geom_fail(err, errlen, "raid0: member %d holds no whole chunk", i);
+		g->r0_sectors[i] = s;
+		if (s < min)
+			min = s;
+	}
+	g->dev_sectors = min;
+	/* Zone z starts on each member where zone z-1 ended (start) and
+	 * takes the members larger than that, up to the smallest of them. */
+	for (z = 0; z < n; z++) {
+		struct rf_r0_zone *zn = &g->zone[z];
+		uint64_t next = UINT64_MAX;
+
+		zn->dev_start = start;
+		zn->nb_dev = 0;
+		for (i = 0; i < n; i++) {
+			if (g->r0_sectors[i] <= start)
+				continue;
+			zn->dev[zn->nb_dev++] = (uint8_t)i;
+			if (g->r0_sectors[i] < next)
+				next = g->r0_sectors[i];
+		}
+		if (!zn->nb_dev)
+			break;
+		end += (next - start) * (uint64_t)zn->nb_dev;
+		zn->end = end;
+		start = next;
+	}
+	g->nzones = z;
+	g->data_disks = n;
+	g->array_sectors = end;
+	/* One zone, or a second zone of one member, map alike in both
+	 * layouts (md ignores the layout then). */
+	if (g->nzones == 1 || g->zone[1].nb_dev == 1) {
+		g->r0_alt = false;
+		return 0;
+	}
+	if (g->layout == RF_R0_LAYOUT_ORIG || g->layout == RF_R0_LAYOUT_ALT) {
+		g->r0_alt = g->layout == RF_R0_LAYOUT_ALT;
+		return 0;
+	}
+	return geom_fail(err, errlen,
+			 "raid0: %d zones (members of different sizes) and no raid0 layout recorded: md refuses to "
+			 "guess whether the original (1) or alternate (2) layout wrote it; record the right one "
+			 "(mdadm --update=layout-original or layout-alternate, or layout = 1 or 2 in a config)",
+			 g->nzones);
+}
+
 /* Fill the derived fields; see layout.h.  Returns 0 or -EINVAL, with a
  * message in err (when err is not NULL). */
 int rf_geom_init(struct rf_geom *g, char *err, size_t errlen)
@@ -181,6 +250,8 @@ int rf_geom_init(struct rf_geom *g, char *err, size_t errlen)
 	g->max_degraded = 0;
 	g->near_copies = g->far_copies = g->far_offset = g->far_set_size = 0;
 	g->stride = 0;
+	g->nzones = 0;
+	g->r0_alt = false;
 	if (err && errlen)
 		err[0] = '\0';
 
@@ -200,6 +271,14 @@ int rf_geom_init(struct rf_geom *g, char *err, size_t errlen)
 	if (!layout_valid(g->level, g->layout))
 		return geom_fail(err, errlen, "raid%d: layout %d is not one md accepts",
 				 g->level, g->layout);
+	if (g->level == 0) {
+		/* Members of their own sizes: r0_init() sets dev_sectors. */
+		int i;
+
+		for (i = 0; i < n; i++)
+			if (g->r0_sectors[i] > g->dev_sectors)
+				g->dev_sectors = g->r0_sectors[i];
+	}
 	if (chunked) {
 		if (g->chunk_sectors < 8 || !is_pow2(g->chunk_sectors))
 			return geom_fail(err, errlen,
@@ -211,10 +290,13 @@ int rf_geom_init(struct rf_geom *g, char *err, size_t errlen)
 		return geom_fail(err, errlen, "raid%d: members hold no whole chunk", g->level);
 
 	switch (g->level) {
-	case 0:
-		g->data_disks = n;
-		g->array_sectors = g->dev_sectors * n;
+	case 0: {
+		int rc = r0_init(g, err, errlen);
+
+		if (rc)
+			return rc;
 		break;
+	}
 	case 1:
 		g->data_disks = 1;
 		g->max_degraded = n - 1;
@@ -506,15 +588,24 @@ int64_t rf_r5_array_sector(const struct rf_geom *g, int member, uint64_t dev_sec
 	return (int64_t)((stripe * (uint64_t)g->data_disks + (uint64_t)k) * chunk + off);
 }
 
-/* raid0, one zone: chunks dealt round-robin over the members. */
+/* raid0 (md's find_zone + map_sector): chunks dealt round-robin over the
+ * members of the sector's zone, from the zone's dev_start on each. */
 void rf_r0_map(const struct rf_geom *g, uint64_t array_sector, int *member, uint64_t *dev_sector)
 {
-	uint64_t chunk = g->chunk_sectors;
-	uint64_t chunk_nr = array_sector / chunk;
-	uint64_t n = (uint64_t)g->raid_disks;
+	uint64_t chunk = g->chunk_sectors, zstart = 0, off, pick;
+	const struct rf_r0_zone *zn = &g->zone[0];
+	int z = 0;
 
-	*member = (int)(chunk_nr % n);
-	*dev_sector = chunk_nr / n * chunk + array_sector % chunk;
+	while (z + 1 < g->nzones && array_sector >= zn->end) {
+		zstart = zn->end;
+		zn = &g->zone[++z];
+	}
+	off = array_sector - zstart;
+	/* The original layout picks the member by the array's chunk number,
+	 * the alternate one by the zone's. */
+	pick = (g->r0_alt ? off : array_sector) / chunk;
+	*member = zn->dev[pick % (uint64_t)zn->nb_dev];
+	*dev_sector = zn->dev_start + off / chunk / (uint64_t)zn->nb_dev * chunk + array_sector % chunk;
 }
 
 int rf_mirror_map(const struct rf_geom *g, uint64_t array_sector, int *devs, uint64_t *addrs)
@@ -699,6 +790,11 @@ int rf_layout_parse(int level, const char *name)
 	}
 
 	switch (level) {
+	case 0:
+		/* mdadm's names of the multi-zone layouts */
+		if (!strcasecmp(name, "original"))
+			return RF_R0_LAYOUT_ORIG;
+		return !strcasecmp(name, "alternate") ? RF_R0_LAYOUT_ALT : -EINVAL;
 	case 4:
 		return !strcasecmp(name, "parity-last") ? RF_ALGO_PARITY_N : -EINVAL;
 	case 5:
@@ -724,6 +820,11 @@ const char *rf_layout_name(int level, int layout, char *buf, size_t len)
 		return buf;
 	switch (level) {
 	case 0:
+		if (layout == RF_R0_LAYOUT_ORIG || layout == RF_R0_LAYOUT_ALT) {
+			snprintf(buf, len, layout == RF_R0_LAYOUT_ORIG ? "original" : "alternate");
+			return buf;
+		}
+		/* fall through */
 	case 1:
 		if (layout == 0) {
 			snprintf(buf, len, "default");

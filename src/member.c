@@ -84,6 +84,22 @@ static unsigned dev_flags(struct rf_array *a, int dev)
 	return f;
 }
 
+/* The data offset (bytes) a new spare's superblock gets: mdadm --add and
+ * the superblock module model it on an in-sync member's, the first by slot
+ * (their events agree while the array runs), skipping slot skip.  Members
+ * may differ (added later, replaced); with none in sync, slot 0's.
+ * reconf_lock held, or the array drained. */
+static uint64_t spare_data_offset(struct rf_array *a, int skip)
+{
+	uint64_t bad = rf_faulty(a) | atomic_load(&a->recovering);
+	int i;
+
+	for (i = 0; i < a->nmembers; i++)
+		if (i != skip && (a->present & (1ull << i)) && !(bad & (1ull << i)))
+			return a->members[i].data_offset;
+	return a->members[0].data_offset;
+}
+
 int rf_array_ndevs(struct rf_array *a)
 {
 	int n;
@@ -112,7 +128,8 @@ int rf_array_dev_info(struct rf_array *a, int dev, struct rf_dev_info *out)
 	out->slot = dev < a->nmembers && !(out->flags & RF_DEV_MISSING) ? dev : -1;
 	out->errors = atomic_load_explicit(&m->nr_errors, memory_order_relaxed);
 	out->offset = m->data_offset / 512;
-	out->size = a->geom.dev_sectors / 2;
+	/* raid0 members may differ (md's zones): each its own */
+	out->size = (a->geom.level == 0 && dev < a->nmembers ? a->geom.r0_sectors[dev] : a->geom.dev_sectors) / 2;
 	out->recovery_start = UINT64_MAX;
 	if (out->slot >= 0 && (atomic_load(&a->recovering) & (1ull << dev)))
 		out->recovery_start = a->geom.level == 10 ? 0 : atomic_load(&a->recovery_cp);
@@ -280,10 +297,12 @@ static int take_slot(void *arg)
 	atomic_fetch_or(&a->recovering, 1ull << k);
 	atomic_fetch_and(&a->faulty, ~(1ull << k));
 	update_write_mostly(a);
-	/* A spare named in the config gets its superblock now. */
+	/* A spare named in the config gets its superblock now, and the data
+	 * offset that superblock records. */
 	if (a->sbstate && !rf_sbstate_has(a->sbstate, k)) {
 		char err[1024];
 
+		a->members[k].data_offset = spare_data_offset(a, k);
 		ret = rf_sbstate_add_spare(a->sbstate, k, err, sizeof(err));
 		if (ret)
 			rf_err("%s: %s", a->name, err);
@@ -762,7 +781,7 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 {
 	struct add_job j = { .a = a, .err = err, .errlen = errlen };
 	struct rf_member *m = &j.m;
-	uint64_t need = a->members[0].data_offset + a->geom.dev_sectors * 512;
+	uint64_t need;
 	struct rf_dev_fd d;
 	int ret, other;
 
@@ -780,9 +799,10 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 	m->size = d.id.size;
 	m->prev_slot = -1;
 	m->flags = RF_DEV_SPARE;
-	m->data_offset = a->members[0].data_offset;
 	m->align = 4096;
 	pthread_mutex_lock(&a->reconf_lock);
+	m->data_offset = spare_data_offset(a, -1);
+	need = m->data_offset + a->geom.dev_sectors * 512;
 	other = rf_same_file(a, a->ndevs, &m->id);
 	if (other >= 0)
 		snprintf(err, errlen, "%s: already in the array (as %s)", path, a->members[other].path);

@@ -1,9 +1,12 @@
-/* raid0.c - striping without redundancy (md's raid0, one zone: every member
- * the same size).
+/* raid0.c - striping without redundancy (md's raid0).
  *
- * A request becomes one DIRECT piece per chunk it touches.  Any member error
- * ends the request with that error: there is nothing to rebuild from.  It
- * does NOT handle md's multi-zone arrays of unequal members.
+ * A request becomes one DIRECT piece per chunk it touches; layout.c's
+ * rf_r0_map() says where each chunk lives, over md's strip zones when the
+ * members differ in size (each member's data size comes from its
+ * superblock; a config without superblocks uses the smallest for all, one
+ * zone, as before).  Any member error ends the request with that error:
+ * there is nothing to rebuild from.  It does NOT resync, rebuild or take
+ * spares.
  */
 #include <errno.h>
 

@@ -817,6 +817,8 @@ int rf_sb_build12(const struct rf_sb_new *n, int role, uint64_t member_sectors, 
 		s->bblog_size = rf_to_le16(8);
 		s->bblog_offset = rf_to_le32((uint32_t)(n->data_offset - 8 - 8));
 	}
+	if (n->level == 0 && n->raid0_layout)
+		s->feature_map = rf_to_le32(rf_le32(s->feature_map) | RF_SB_FEAT_RAID0_LAYOUT);
 	s->events = rf_to_le64(0);
 	s->resync_offset = rf_to_le64(n->clean ? RF_SB_MAX_SECTOR : 0);
 	/* Role slots in whole 512-byte blocks, as mdadm sizes them. */

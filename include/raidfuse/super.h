@@ -143,6 +143,8 @@ struct rf_sb_new {
 	uint64_t data_offset;           /* sectors, >= 16 */
 	bool clean;                     /* --assume-clean: no resync due */
 	uint64_t ctime;
+	bool raid0_layout;              /* raid0 of members of different sizes: record the
+					 * layout (md's RAID0_LAYOUT feature), as mdadm 4.2 */
 	uint32_t bitmap_sectors;        /* an internal bitmap of this many sectors 8 sectors
 					 * after the superblock (bitmap.h writes it); 0: none */
 };

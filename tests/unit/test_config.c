@@ -562,8 +562,8 @@ static void test_err_too_few(void **state)
 {
 	member_err(0, NULL, "\"a\"", "raid0 needs at least 2 members (got 1)");
 	member_err(1, NULL, "\"a\"", "raid1 needs at least 2 members (got 1)");
-	member_err(4, NULL, "\"a\", \"b\"", "raid4 needs at least 3 members (got 2)");
-	member_err(5, NULL, "\"a\", \"b\"", "raid5 needs at least 3 members (got 2)");
+	member_err(4, NULL, "\"a\"", "raid4 needs at least 2 members (got 1)");
+	member_err(5, NULL, "\"a\"", "raid5 needs at least 2 members (got 1)");
 	member_err(6, NULL, "\"a\", \"b\", \"c\"", "raid6 needs at least 4 members (got 3)");
 	member_err(10, NULL, "\"a\"", "at least 2 members (got 1)");
 	member_err(10, "n3", "\"a\", \"b\"", "at least 3 members (got 2)");
