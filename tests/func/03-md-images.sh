@@ -77,18 +77,6 @@ while IFS= read -r line; do
 	[ "$component" = 0 ] || BASE+=(size="$component")
 	D=$WORK/$name
 	mkdir -p "$D"
-	# An array md left in the middle of a reshape (two geometries at
-	# once) is refused, saying so; nothing else is tried on it.
-	if [ "$(jval "$line" kind)" = reshape ]; then
-		for ((i = 0; i < NDISKS; i++)); do
-			xz -dc "$IMAGES/${files[i]}" >"$D/role$i.img"
-		done
-		expect_fail "$RAIDFUSE" assemble --ro -f "$MNT" "$D"/role*.img
-		grep -q "a reshape is under way" <<<"$OUT" || fail "$name (mid-reshape): '$OUT'"
-		log "$name: mid-reshape, refused as expected"
-		rm -rf "$D"
-		continue
-	fi
 	# shellcheck disable=SC2207
 	BASE+=($(layout_key "$layout"))
 	[ "$chunk_kib" = null ] || BASE+=(chunk_size="${chunk_kib}K")
