@@ -61,6 +61,7 @@
 
 #include "engine.h"
 #include "raidfuse/bitmap.h"
+#include "raidfuse/iolog.h"
 #include "raidfuse/le.h"
 #include "raidfuse/log.h"
 #include "sbstate.h"
@@ -503,18 +504,6 @@ static void write_dev(struct rf_bitmap *bm, int i, uint64_t lo, uint64_t hi, boo
 	}
 }
 
-/* TEST-ONLY FAULT: RAIDFUSE_TEST_BREAK=bitmap (read once, at start) skips
- * flush_members(): the ordering bug tools/crash-states.sh --break must
- * catch.  Never set it on an array that holds data. */
-static bool test_break;
-
-__attribute__((constructor)) static void test_break_from_env(void)
-{
-	const char *e = getenv("RAIDFUSE_TEST_BREAK");
-
-	test_break = e && !strcmp(e, "bitmap");
-}
-
 /* bm->lock held: fsync every in-sync member, so that the data of the
  * chunks about to be cleared is on every disk before any bit says it
  * need not be resynced (md writes its bitmap pages with a preflush).
@@ -825,7 +814,7 @@ int rf_bitmap_daemon_pass(struct rf_bitmap *bm)
 		cleared++;
 	}
 	if (cleared) {
-		if (!test_break)
+		if (!rf_test_break("bitmap"))
 			flush_members(bm);
 		bm->sb.events_cleared = bm->sb.events;
 		put_header(bm);

@@ -190,3 +190,15 @@ __attribute__((constructor)) static void iolog_from_env(void)
 	if (r)
 		fprintf(stderr, "raidfuse: RAIDFUSE_IOLOG=%s: %s\n", p, strerror(-r));
 }
+
+static const char *test_break_word;     /* set before main(), read only */
+
+__attribute__((constructor)) static void test_break_from_env(void)
+{
+	test_break_word = getenv("RAIDFUSE_TEST_BREAK");
+}
+
+bool rf_test_break(const char *what)
+{
+	return test_break_word && !strcmp(test_break_word, what);
+}

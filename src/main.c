@@ -1022,6 +1022,17 @@ static int cmd_ctl(int argc, char **argv)
 
 /* ---------------------------------------------------------------- commands */
 
+/* Option help that several commands share. */
+#define HELP_FORCE                                                                      \
+	"      --force            serve a degraded raid4/5/6 that was not shut down cleanly\n" \
+	"                         (md's --run --force; data in the stripes being written at\n" \
+	"                         the crash may be wrong)\n"
+#define HELP_UNSAFE_DIRS                                                                \
+	"      --allow-unsafe-dirs\n"                                                     \
+	"                         as root, accept members in directories other users may\n" \
+	"                         write (refused by default: they could swap a member for\n" \
+	"                         a link to any file)\n"
+
 static int cmd_help(int argc, char **argv);
 
 static const struct cmd cmds[] = {
@@ -1039,10 +1050,7 @@ static const struct cmd cmds[] = {
 	  "      --bitmap-chunk=SIZE\n"
 	  "                         the bitmap's chunk: a power of two of at least 4K, KiB\n"
 	  "                         unless suffixed (K, M, G); default mdadm's (64M at least)\n"
-	  "      --allow-unsafe-dirs\n"
-	  "                         as root, accept members in directories other users may\n"
-	  "                         write (refused by default: they could swap a member for\n"
-	  "                         a link to any file)\n"
+	  HELP_UNSAFE_DIRS
 	  "  -h, --help             this help\n",
 	  "make the members CONFIG names, write md 1.2 superblocks" },
 	{ "mount", cmd_mount,
@@ -1058,13 +1066,8 @@ static const struct cmd cmds[] = {
 	  "  -o, --options=OPTS     FUSE mount options (e.g. allow_other)\n"
 	  "      --freeze           start with md/sync_action frozen: a resync that is due\n"
 	  "                         waits until `resync` is written there\n"
-	  "      --force            serve a degraded raid4/5/6 that was not shut down cleanly\n"
-	  "                         (md's --run --force; data in the stripes being written at\n"
-	  "                         the crash may be wrong)\n"
-	  "      --allow-unsafe-dirs\n"
-	  "                         as root, accept members in directories other users may\n"
-	  "                         write (refused by default: they could swap a member for\n"
-	  "                         a link to any file)\n"
+	  HELP_FORCE
+	  HELP_UNSAFE_DIRS
 	  "  -h, --help             this help\n",
 	  "serve the array CONFIG describes as MOUNTPOINT/<name>" },
 	{ "assemble", cmd_assemble,
@@ -1083,13 +1086,8 @@ static const struct cmd cmds[] = {
 	  "  -v, --verbose          verbose log\n"
 	  "  -o, --options=OPTS     FUSE mount options (e.g. allow_other)\n"
 	  "      --freeze           start with md/sync_action frozen\n"
-	  "      --force            serve a degraded raid4/5/6 that was not shut down cleanly\n"
-	  "                         (md's --run --force; data in the stripes being written at\n"
-	  "                         the crash may be wrong)\n"
-	  "      --allow-unsafe-dirs\n"
-	  "                         as root, accept members in directories other users may\n"
-	  "                         write (refused by default: they could swap a member for\n"
-	  "                         a link to any file)\n"
+	  HELP_FORCE
+	  HELP_UNSAFE_DIRS
 	  "  -h, --help             this help\n",
 	  "serve the array the members' md superblocks describe" },
 	{ "examine", cmd_examine,

@@ -47,6 +47,7 @@
 
 #include "engine.h"
 #include "raidfuse/bitmap.h"
+#include "raidfuse/iolog.h"
 #include "raidfuse/overlay.h"
 #include "raidfuse/sync.h"
 #include "sbstate.h"
@@ -71,18 +72,6 @@ static void dev_fail(struct rf_array *a, int i, int err, uint64_t off)
 	rf_err("%s: %s: superblock write failed: %s; the device is faulty", a->name, a->members[i].path,
 	       strerror(-err));
 	a->members[i].flags |= RF_DEV_FAULTY;
-}
-
-/* TEST-ONLY FAULT: RAIDFUSE_TEST_BREAK=clean (read once, at start) skips
- * flush_devices(): the ordering bug tools/crash-states.sh --break must
- * catch.  Never set it on an array that holds data. */
-static bool test_break;
-
-__attribute__((constructor)) static void test_break_from_env(void)
-{
-	const char *e = getenv("RAIDFUSE_TEST_BREAK");
-
-	test_break = e && !strcmp(e, "clean");
 }
 
 /* s->lock held: fsync every device that is not faulty before a change
@@ -124,7 +113,7 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 
 	c->clean = what == CH_CLEAN || (what != CH_DIRTY && atomic_load(&s->mode) == RF_SBS_CLEAN);
 	/* Dirty vouches for nothing: the first write waits for it. */
-	if (what != CH_DIRTY && !test_break)
+	if (what != CH_DIRTY && !rf_test_break("clean"))
 		flush_devices(s);
 	c->resync_offset = s->resync_offset;
 	c->events = s->events + 1;

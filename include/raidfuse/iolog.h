@@ -68,4 +68,11 @@ void rf_iolog_complete(uint64_t id, int64_t res);
 /* The program's own event, in the same order as the IO. */
 void rf_iolog_note(uint16_t kind, uint64_t a, uint64_t b, int64_t c);
 
+/* TEST-ONLY FAULT: whether RAIDFUSE_TEST_BREAK (read once, at start)
+ * names this deliberate ordering bug ("bitmap": cleared bits written
+ * without flushing the data they cover; "clean": a clean superblock
+ * written without flushing the data), which tools/crash-states.sh
+ * --break must catch.  Never set it on an array that holds data. */
+bool rf_test_break(const char *what);
+
 #endif

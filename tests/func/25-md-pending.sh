@@ -31,6 +31,21 @@ field() {
 	sed -n "s/^ *$2 : //p" "$1" | head -n 1
 }
 
+# refused WHY WHAT RAIDFUSE-ARGS...: raidfuse must refuse WHAT, saying WHY,
+# and leave the members ($members, $before) as they were.
+refused() {
+	local why=$1 what=$2 rc=0 out
+	shift 2
+	out=$(timeout 60 "$RAIDFUSE" "$@" 2>&1) || rc=$?
+	if [ $rc = 0 ]; then
+		timeout 30 fusermount3 -u "$MNT" || true
+		fail "$name: $what was served"
+	fi
+	[[ $out == *"$why"* ]] || fail "$name: $what was refused, but not for '$why': '$out'"
+	check "[ \"$before\" = \"\$(cat ${members[*]} | sha256sum)\" ]" "$name: refusing $what changed the members"
+	log "$name: $what refused: $why"
+}
+
 MNT=$WORK/mnt
 mkdir -p "$MNT"
 narrays=0
@@ -96,29 +111,14 @@ while IFS= read -r line; do
 		  members = ( ${mlist%, } );
 		};
 		EOF
-		RC=0
-		OUT=$(timeout 60 "$RAIDFUSE" mount "$WORK/$name.conf" "$MNT" 2>&1) || RC=$?
-		if [ $RC = 0 ]; then
-			timeout 30 fusermount3 -u "$MNT" || true
-			fail "$name: a mount by config served an array mid-reshape"
-		fi
-		[[ $OUT == *"reshape is under way"* ]] || fail "$name: mount refused, but not for the reshape: '$OUT'"
-		check "[ \"$before\" = \"\$(cat ${members[*]} | sha256sum)\" ]" "$name: a refused mount changed the members"
-		log "$name: mount by config refused: the reshape"
+		refused "reshape is under way" "a mount by config of an array mid-reshape" \
+			mount "$WORK/$name.conf" "$MNT"
 		nreshape=$((nreshape + 1))
 	fi
 	# md replays a dirty PPL array's log at its next assembly: writes that
 	# leave the log stale are refused, before anything is written.
 	if grep -q '"ppl' <<<"$line"; then
-		RC=0
-		OUT=$(timeout 60 "$RAIDFUSE" assemble "$MNT" "${members[@]}" 2>&1) || RC=$?
-		if [ $RC = 0 ]; then
-			timeout 30 fusermount3 -u "$MNT" || true
-			fail "$name: a PPL array was assembled read-write"
-		fi
-		[[ $OUT == *"partial parity log"* ]] || fail "$name: read-write refused, but not for its log: '$OUT'"
-		check "[ \"$before\" = \"\$(cat ${members[*]} | sha256sum)\" ]" "$name: a refused assemble changed the members"
-		log "$name: read-write refused: the log"
+		refused "partial parity log" "a read-write assemble of a PPL array" assemble "$MNT" "${members[@]}"
 		nppl=$((nppl + 1))
 	fi
 	[ "$name" = "$served_name" ] || rm -rf "$D"
