@@ -35,7 +35,7 @@ OPT ?= -O2 -g
 WERROR ?= -Werror
 SAN ?=
 CFLAGS += $(OPT) -std=gnu11 -Wall -Wextra $(WERROR) -Wshadow -Wno-unused-parameter \
-	-D_GNU_SOURCE -DRF_VERSION=\"$(VERSION)\" -Iinclude $(PKG_CFLAGS) $(SAN)
+	-D_GNU_SOURCE -DRF_VERSION=\"$(VERSION)\" -Iinclude -Isrc $(PKG_CFLAGS) $(SAN)
 LDFLAGS += $(SAN)
 LDLIBS += $(PKG_LIBS) -lpthread
 
@@ -45,15 +45,15 @@ else
 Q := @
 endif
 
-SRCS := $(wildcard src/*.c)
-LIB_SRCS := $(filter-out src/main.c,$(SRCS))
+SRCS := $(wildcard src/*/*.c)
+LIB_SRCS := $(filter-out src/front/main.c,$(SRCS))
 LIB_OBJS := $(LIB_SRCS:src/%.c=$(BUILD)/obj/%.o)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 all: $(BUILD)/raidfuse
 
-$(BUILD)/obj/%.o: src/%.c $(wildcard include/raidfuse/*.h src/*.h) Makefile
+$(BUILD)/obj/%.o: src/%.c $(wildcard include/raidfuse/*.h src/*/*.h) Makefile
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
@@ -62,7 +62,7 @@ $(BUILD)/libraidfuse.a: $(LIB_OBJS)
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/raidfuse: $(BUILD)/obj/main.o $(BUILD)/libraidfuse.a
+$(BUILD)/raidfuse: $(BUILD)/obj/front/main.o $(BUILD)/libraidfuse.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -139,21 +139,21 @@ judge-bitmap: $(BUILD)/raidfuse
 FUZZ_CC ?= clang
 FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Iinclude $(shell pkg-config --cflags libconfig) \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_LIB_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -DRF_VERSION=\"$(VERSION)\" -Iinclude $(PKG_CFLAGS) \
+FUZZ_LIB_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -DRF_VERSION=\"$(VERSION)\" -Iinclude -Isrc $(PKG_CFLAGS) \
 	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
 FUZZ_LIB_OBJS := $(LIB_SRCS:src/%.c=build-fuzz/obj/%.o)
 FUZZ_LIB_HARNESSES := fuzz_bitmap fuzz_overlay fuzz_ctl fuzz_fault
 FUZZERS := build-fuzz/fuzz_super build-fuzz/fuzz_config $(FUZZ_LIB_HARNESSES:%=build-fuzz/%)
 
-build-fuzz/fuzz_super: tests/fuzz/fuzz_super.c src/super.c src/examine.c src/json.c src/fdio.c src/iolog.c $(wildcard include/raidfuse/*.h)
+build-fuzz/fuzz_super: tests/fuzz/fuzz_super.c src/md/super.c src/md/examine.c src/front/json.c src/io/fdio.c src/io/iolog.c $(wildcard include/raidfuse/*.h)
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^) $(shell pkg-config --libs uuid)
 
-build-fuzz/fuzz_config: tests/fuzz/fuzz_config.c src/config.c src/layout.c src/fault.c $(wildcard include/raidfuse/*.h)
+build-fuzz/fuzz_config: tests/fuzz/fuzz_config.c src/front/config.c src/md/layout.c src/io/fault.c $(wildcard include/raidfuse/*.h)
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^) $(shell pkg-config --libs libconfig)
 
-build-fuzz/obj/%.o: src/%.c $(wildcard include/raidfuse/*.h src/*.h) Makefile
+build-fuzz/obj/%.o: src/%.c $(wildcard include/raidfuse/*.h src/*/*.h) Makefile
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(FUZZ_CC) $(FUZZ_LIB_CFLAGS) -c -o $@ $<

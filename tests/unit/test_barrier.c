@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine.h"
+#include "core/engine.h"
 #include "fake_ioq.h"
 #include "fixture.h"
 

@@ -24,12 +24,12 @@
 
 #include <cmocka.h>
 
-#include "engine.h"
+#include "core/engine.h"
 #include "raidfuse/assemble.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/super.h"
 #include "raidfuse/sync.h"
-#include "sbstate.h"
+#include "services/sbstate.h"
 #include "fixture.h"
 #include "testreq.h"
 

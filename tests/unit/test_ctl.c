@@ -20,7 +20,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "core/engine.h"
 #include "fake_ioq.h"
 #include "raidfuse/ctl.h"
 #include "raidfuse/super.h"

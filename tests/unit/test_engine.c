@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "engine.h"
+#include "core/engine.h"
 #include "fake_ioq.h"
 #include "fixture.h"
 #include "raidfuse/parity.h"

@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "engine.h"
+#include "core/engine.h"
 #include "fake_ioq.h"
 #include "fixture.h"
 #include "testreq.h"

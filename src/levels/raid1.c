@@ -11,7 +11,7 @@
  */
 #include <errno.h>
 
-#include "engine.h"
+#include "core/engine.h"
 
 /* Writes go to every copy whose member is not faulty (a device being
  * rebuilt included); reads only to copies that hold the data. */

@@ -32,7 +32,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "engine.h"
+#include "core/engine.h"
 #include "raidfuse/parity.h"
 
 static inline uint64_t all_members(const struct rf_array *a)

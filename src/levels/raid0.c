@@ -10,7 +10,7 @@
  */
 #include <errno.h>
 
-#include "engine.h"
+#include "core/engine.h"
 
 static int r0_max_pieces(const struct rf_array *a, uint32_t max_len)
 {

@@ -59,12 +59,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine.h"
+#include "core/engine.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/iolog.h"
 #include "raidfuse/le.h"
 #include "raidfuse/log.h"
-#include "sbstate.h"
+#include "services/sbstate.h"
 
 #define CNT_MASK        0x00ffffffu
 #define F_DISK          (1u << 24)

@@ -45,12 +45,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine.h"
+#include "core/engine.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/iolog.h"
 #include "raidfuse/overlay.h"
 #include "raidfuse/sync.h"
-#include "sbstate.h"
+#include "services/sbstate.h"
 
 enum change { CH_DIRTY, CH_CLEAN, CH_FAULTY, CH_DEVICES };
 

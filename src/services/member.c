@@ -36,13 +36,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "core/engine.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/fault.h"
 #include "raidfuse/log.h"
 #include "raidfuse/super.h"
 #include "raidfuse/sync.h"
-#include "sbstate.h"
+#include "services/sbstate.h"
 
 struct rf_mgmt {
 	pthread_mutex_t lock;

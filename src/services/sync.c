@@ -65,7 +65,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "core/engine.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/parity.h"
 #include "raidfuse/sync.h"

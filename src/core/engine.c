@@ -38,11 +38,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "core/engine.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/overlay.h"
 #include "raidfuse/sync.h"
-#include "sbstate.h"
+#include "services/sbstate.h"
 
 __thread struct rf_worker *rf_current_worker;
 
