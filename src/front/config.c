@@ -44,6 +44,7 @@
 #include "raidfuse/config.h"
 #include "raidfuse/ctl.h"
 #include "raidfuse/super.h"
+#include "raidfuse/util.h"
 
 #define SECTOR 512ULL
 
@@ -211,11 +212,6 @@ static int get_size(struct ld *ld, const config_setting_t *s, const char *key,
 	return fail(ld, s, key,
 		    "must be a size, a string like \"512K\" or an integer (got %s)",
 		    type_name(s));
-}
-
-static bool is_pow2(uint64_t v)
-{
-	return v && !(v & (v - 1));
 }
 
 /* "/a/./b//../c" -> "/a/c", in place.  Only for comparing members whose
@@ -548,7 +544,7 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 		r = get_size(ld, s, "array.chunk_size", 1024, &v);
 		if (r)
 			return r;
-		if (!is_pow2(v) || v < MIN_CHUNK || v > MAX_CHUNK)
+		if (!rf_is_pow2(v) || v < MIN_CHUNK || v > MAX_CHUNK)
 			return fail(ld, s, "array.chunk_size",
 				    "must be a power of two from 4K to 2G (got %s)",
 				    val_text(s, buf, sizeof(buf)));
@@ -725,7 +721,7 @@ static int load_tuning(struct ld *ld, const config_setting_t *t,
 		r = get_size(ld, s, "tuning.stripe_size", 1, &v);
 		if (r)
 			return r;
-		if (!is_pow2(v) || v < 4096 || v > 65536)
+		if (!rf_is_pow2(v) || v < 4096 || v > 65536)
 			return fail(ld, s, "tuning.stripe_size",
 				    "must be a power of two from 4096 to 65536 bytes (got %s)",
 				    val_text(s, buf, sizeof(buf)));

@@ -40,6 +40,7 @@
 #include <strings.h>
 
 #include "raidfuse/layout.h"
+#include "raidfuse/util.h"
 
 /* raid10 layout word: near copies, far copies, offset flag, far-set style. */
 #define R10_NEAR(l)	((l) & 0xff)
@@ -60,11 +61,6 @@ static int geom_fail(char *err, size_t errlen, const char *fmt, ...)
 		va_end(ap);
 	}
 	return -EINVAL;
-}
-
-static bool is_pow2(uint64_t x)
-{
-	return x && !(x & (x - 1));
 }
 
 /* DDF layouts count P and Q positions in the Q syndrome (as zero blocks). */
@@ -280,7 +276,7 @@ int rf_geom_init(struct rf_geom *g, char *err, size_t errlen)
 				g->dev_sectors = g->r0_sectors[i];
 	}
 	if (chunked) {
-		if (g->chunk_sectors < 8 || !is_pow2(g->chunk_sectors))
+		if (g->chunk_sectors < 8 || !rf_is_pow2(g->chunk_sectors))
 			return geom_fail(err, errlen,
 					 "raid%d: chunk of %" PRIu32 " sectors, needs a power of two >= 8 (4 KiB)",
 					 g->level, g->chunk_sectors);

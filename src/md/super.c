@@ -46,6 +46,7 @@
 #include "raidfuse/fdio.h"
 #include "raidfuse/le.h"
 #include "raidfuse/super.h"
+#include "raidfuse/util.h"
 
 #define MD_MAGIC                0xa92b4efcu
 #define SB1_ROLES_OFF           256     /* dev_roles[] follow the fixed part */
@@ -246,11 +247,6 @@ static int bad(char *err, size_t errlen, const char *path, enum rf_sb_kind k, co
 	return -EINVAL;
 }
 
-static bool is_pow2(uint64_t v)
-{
-	return v && !(v & (v - 1));
-}
-
 /* Level, layout and chunk as md accepts them for the levels raidfuse
  * serves.  Layout numbers are md's (raid5.h ALGORITHM_*, raid10's
  * near | far << 8 | offset << 16). */
@@ -299,7 +295,7 @@ static const char *check_geometry(int level, int layout, uint32_t chunk_sectors,
 			goto bad_disks;
 		return NULL;
 	}
-	if (!is_pow2(chunk_sectors) || chunk_sectors < 8) {
+	if (!rf_is_pow2(chunk_sectors) || chunk_sectors < 8) {
 		snprintf(why, len, "chunk size %u sectors is not a power of two of at least 4 KiB",
 			 chunk_sectors);
 		return why;
