@@ -230,6 +230,17 @@ int rf_examine_refuse(int fd, const char *path, char *err, size_t errlen);
  * 0, or -EIO if writing failed. */
 int rf_sb_examine_json(FILE *out, const char *path, const struct rf_sb *sb);
 
+/* What mdadm --examine-bitmap (-X) prints for a member whose superblock is
+ * sb and whose bitmap header is bsb, nbits bits of which dirty are set;
+ * and the same as one JSON object.  rf_bitmap_count_dirty() counts the
+ * set bits among the first nbits (bit i in byte i / 8). */
+struct rf_bitmap_sb;
+void rf_bitmap_examine(FILE *out, const char *path, const struct rf_sb *sb, const struct rf_bitmap_sb *bsb,
+		       uint64_t nbits, uint64_t dirty);
+int rf_bitmap_examine_json(FILE *out, const char *path, const struct rf_sb *sb, const struct rf_bitmap_sb *bsb,
+			   uint64_t nbits, uint64_t dirty);
+uint64_t rf_bitmap_count_dirty(const uint8_t *bits, uint64_t nbits);
+
 /* The array uuid as mdadm prints it: 1.x "xxxxxxxx:xxxxxxxx:..." over the
  * bytes; 0.90 as four host-order words.  buf holds at least 36 bytes. */
 const char *rf_sb_uuid_str(const struct rf_sb *sb, char *buf);

@@ -5,7 +5,8 @@
  *   raidfuse assemble [--ro | --overlay DIR] [--name FILE] [-f] [-d] [-v] [-o OPTS] [--freeze]
  *                     [--force]   (create, mount, assemble: [--allow-unsafe-dirs])
  *                     MOUNTPOINT MEMBER...
- *   raidfuse examine [--json] MEMBER...
+ *   raidfuse examine [--json] [-X] MEMBER...
+ *   raidfuse examine-bitmap [--json] MEMBER...
  *   raidfuse status [--json] [--watch [SECONDS]] MOUNTPOINT
  *   raidfuse ctl [--json] MOUNTPOINT ATTR [VALUE]
  *   raidfuse ctl MOUNTPOINT add FILE | fail NAME | remove NAME
@@ -289,13 +290,49 @@ static void examine_bitmap_size(int fd, const char *path, struct rf_sb *sb)
 	free(bits);
 }
 
-/* examine [--json] MEMBER...: each member's superblock as mdadm --examine
- * prints it, or one JSON object per member (a line each); exit 1 if any
- * member has none or a damaged one (the rest still print). */
-static int cmd_examine(int argc, char **argv)
+/* examine -X: the member's internal bitmap as mdadm --examine-bitmap
+ * prints it; 0, or 1 (the message names the member). */
+static int examine_bitmap(int fd, const char *path, const struct rf_sb *sb, bool json)
+{
+	struct rf_bitmap_sb bsb;
+	struct rf_sb_io io;
+	uint8_t *bits = NULL;
+	uint64_t nbits;
+	char err[512];
+	int r;
+
+	if (!sb->bitmap) {
+		fprintf(stderr, "raidfuse: %s: the superblock records no internal bitmap\n", path);
+		return 1;
+	}
+	r = rf_sb_io_fd(&io, fd);
+	if (!r)
+		r = rf_bitmap_read(&io, path, sb, &bsb, &bits, err, sizeof(err));
+	if (r) {
+		fprintf(stderr, "raidfuse: %s\n", r == -ENOENT || !err[0] ? strerror(-r) : err);
+		return 1;
+	}
+	nbits = rf_bitmap_bits(bsb.sync_size, bsb.chunk_bytes);
+	if (json)
+		r = rf_bitmap_examine_json(stdout, path, sb, &bsb, nbits,
+					   rf_bitmap_count_dirty(bits + RF_BITMAP_SB_BYTES, nbits));
+	else
+		rf_bitmap_examine(stdout, path, sb, &bsb, nbits, rf_bitmap_count_dirty(bits + RF_BITMAP_SB_BYTES, nbits));
+	free(bits);
+	if (r)
+		fprintf(stderr, "raidfuse: %s: writing JSON: %s\n", path, strerror(EIO));
+	return r ? 1 : 0;
+}
+
+/* examine [--json] [-X] MEMBER...: each member's superblock as mdadm
+ * --examine prints it (-X: its bitmap, as mdadm --examine-bitmap), or one
+ * JSON object per member (a line each); exit 1 if any member has none or
+ * a damaged one (the rest still print). */
+static int examine_cmd(int argc, char **argv, bool bitmap)
 {
 	static const struct option lo[] = {
 		OPT_JSON,
+		{ "examine-bitmap", no_argument, NULL, 'X' },
 		OPT_HELP,
 		OPT_END
 	};
@@ -308,9 +345,11 @@ static int cmd_examine(int argc, char **argv)
 	members = calloc((size_t)argc, sizeof(*members));
 	if (!members)
 		return 1;
-	while ((ch = opt_next(argc, argv, "-:Jh", lo, &rc)) != -1) {
+	while ((ch = opt_next(argc, argv, "-:JXh", lo, &rc)) != -1) {
 		if (ch == 'J')
 			json = true;
+		else if (ch == 'X')
+			bitmap = true;
 		else if (ch == 1)
 			members[n++] = optarg;
 	}
@@ -338,6 +377,8 @@ static int cmd_examine(int argc, char **argv)
 		if (rf_sb_read(fd, members[i], sb, err, sizeof(err))) {
 			fprintf(stderr, "raidfuse: %s\n", err);
 			ret = 1;
+		} else if (bitmap) {
+			ret |= examine_bitmap(fd, members[i], sb, json);
 		} else {
 			examine_bitmap_size(fd, members[i], sb);
 			if (!json)
@@ -352,6 +393,16 @@ static int cmd_examine(int argc, char **argv)
 	free(sb);
 	free(members);
 	return ret;
+}
+
+static int cmd_examine(int argc, char **argv)
+{
+	return examine_cmd(argc, argv, false);
+}
+
+static int cmd_examine_bitmap(int argc, char **argv)
+{
+	return examine_cmd(argc, argv, true);
 }
 
 /* ---------------------------------------------------------------- mount, assemble */
@@ -1091,14 +1142,24 @@ static const struct cmd cmds[] = {
 	  "  -h, --help             this help\n",
 	  "serve the array the members' md superblocks describe" },
 	{ "examine", cmd_examine,
-	  "raidfuse examine [--json] MEMBER...",
+	  "raidfuse examine [--json] [-X] MEMBER...",
 	  "Print each member's md superblock as mdadm --examine does.\n"
 	  "\n"
 	  "  -J, --json             one JSON object per member, one a line, md's field names\n"
 	  "                         (uuid, level, raid_disks, chunk_size, layout, events,\n"
 	  "                         dev_role, data_offset, ...; sizes in sectors)\n"
+	  "  -X, --examine-bitmap   the member's internal bitmap instead (examine-bitmap)\n"
 	  "  -h, --help             this help\n",
 	  "print each member's superblock as mdadm --examine does" },
+	{ "examine-bitmap", cmd_examine_bitmap,
+	  "raidfuse examine-bitmap [--json] MEMBER...",
+	  "Print each member's internal write-intent bitmap as mdadm --examine-bitmap (-X)\n"
+	  "does: its header (uuid, events, events cleared, state, chunk size, daemon\n"
+	  "sleep, write mode, sync size) and how many of its bits are set.\n"
+	  "\n"
+	  "  -J, --json             one JSON object per member, one a line\n"
+	  "  -h, --help             this help\n",
+	  "print each member's bitmap as mdadm --examine-bitmap does" },
 	{ "status", cmd_status,
 	  "raidfuse status [--json] [--watch [SECONDS]] MOUNTPOINT",
 	  "Print MOUNTPOINT/mdstat and every attribute under MOUNTPOINT/md.\n"

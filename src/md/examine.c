@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "raidfuse/bitmap.h"
 #include "raidfuse/json.h"
 #include "raidfuse/super.h"
 
@@ -476,4 +477,92 @@ int rf_examine_refuse(int fd, const char *path, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* ---- mdadm --examine-bitmap (-X) ---- */
+
+/* Set bits among the first nbits of bits (bit i in byte i / 8, mask
+ * 1 << (i % 8)). */
+uint64_t rf_bitmap_count_dirty(const uint8_t *bits, uint64_t nbits)
+{
+	uint64_t n = 0, i;
+
+	for (i = 0; i < nbits / 8; i++)
+		n += (uint64_t)__builtin_popcount(bits[i]);
+	if (nbits % 8)
+		n += (uint64_t)__builtin_popcount(bits[i] & ((1u << (nbits % 8)) - 1));
+	return n;
+}
+
+/* mdadm's chunk size text: the largest whole binary unit ("64 MB"). */
+static const char *bitmap_chunk_text(uint32_t bytes, char *buf, size_t len)
+{
+	static const char *const unit[] = { "B", "KB", "MB", "GB" };
+	int i = 0;
+
+	while (bytes >> 10 && i < 3) {
+		bytes >>= 10;
+		i++;
+	}
+	snprintf(buf, len, "%u %s", bytes, unit[i]);
+	return buf;
+}
+
+/* The uuid as mdadm prints it for the member's metadata: 1.x in byte
+ * order, 0.90 as four host-order words (rf_sb_uuid_str()). */
+static const char *bitmap_uuid_text(const struct rf_sb *sb, const struct rf_bitmap_sb *bsb, char *buf)
+{
+	struct rf_sb t = { .kind = sb->kind };
+
+	memcpy(t.uuid, bsb->uuid, sizeof(t.uuid));
+	return rf_sb_uuid_str(&t, buf);
+}
+
+void rf_bitmap_examine(FILE *out, const char *path, const struct rf_sb *sb, const struct rf_bitmap_sb *bsb,
+		       uint64_t nbits, uint64_t dirty)
+{
+	char u[40], c[32], h[64];
+
+	fprintf(out, "        Filename : %s\n", path);
+	fprintf(out, "           Magic : %08x\n", RF_BITMAP_MAGIC);
+	fprintf(out, "         Version : %u\n", bsb->version);
+	fprintf(out, "            UUID : %s\n", bitmap_uuid_text(sb, bsb, u));
+	fprintf(out, "          Events : %llu\n", (unsigned long long)bsb->events);
+	fprintf(out, "  Events Cleared : %llu\n", (unsigned long long)bsb->events_cleared);
+	fprintf(out, "           State : %s\n", !bsb->state ? "OK" : bsb->state == RF_BITMAP_STALE ? "Out of date" : "Unknown");
+	fprintf(out, "       Chunksize : %s\n", bitmap_chunk_text(bsb->chunk_bytes, c, sizeof(c)));
+	fprintf(out, "          Daemon : %us flush period\n", bsb->daemon_sleep);
+	if (bsb->write_behind)
+		fprintf(out, "      Write Mode : Allow write behind, max %u\n", bsb->write_behind);
+	else
+		fprintf(out, "      Write Mode : Normal\n");
+	fprintf(out, "       Sync Size : %llu%s\n", (unsigned long long)(bsb->sync_size / 2),
+		human((long long)(bsb->sync_size * 512), h, sizeof(h)));
+	fprintf(out, "          Bitmap : %llu bits (chunks), %llu dirty (%2.1f%%)\n", (unsigned long long)nbits,
+		(unsigned long long)dirty, 100.0 * (double)dirty / (double)(nbits ? nbits : 1));
+}
+
+int rf_bitmap_examine_json(FILE *out, const char *path, const struct rf_sb *sb, const struct rf_bitmap_sb *bsb,
+			   uint64_t nbits, uint64_t dirty)
+{
+	struct rf_json j;
+	char u[40];
+
+	rf_json_init(&j, out);
+	rf_json_obj(&j);
+	rf_json_kstr(&j, "device", path);
+	rf_json_kuint(&j, "version", bsb->version);
+	rf_json_kstr(&j, "uuid", bitmap_uuid_text(sb, bsb, u));
+	rf_json_kuint(&j, "events", bsb->events);
+	rf_json_kuint(&j, "events_cleared", bsb->events_cleared);
+	rf_json_kbool(&j, "stale", bsb->state & RF_BITMAP_STALE);
+	rf_json_kuint(&j, "state", bsb->state);
+	rf_json_kuint(&j, "chunk_bytes", bsb->chunk_bytes);
+	rf_json_kuint(&j, "daemon_sleep_s", bsb->daemon_sleep);
+	rf_json_kuint(&j, "write_behind", bsb->write_behind);
+	rf_json_kuint(&j, "sync_size_sectors", bsb->sync_size);
+	rf_json_kuint(&j, "bits", nbits);
+	rf_json_kuint(&j, "dirty", dirty);
+	rf_json_obj_end(&j);
+	return rf_json_end(&j);
 }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "fixture.h"
+#include "raidfuse/bitmap.h"
 #include "raidfuse/super.h"
 
 #define N 3
@@ -134,12 +135,55 @@ static void test_json(void **state)
 	expect_all(printed(false, 2, true), active2);
 }
 
+/* examine -X: set bits counted within nbits only (a tail byte's high bits
+ * are not bits of the bitmap), and mdadm's text for chunk sizes, state,
+ * write-behind and a 0.90 uuid (host-order words). */
+static void test_bitmap_text(void **state)
+{
+	uint8_t bits[4] = { 0xff, 0x01, 0x80, 0xff };
+	struct rf_bitmap_sb bsb = { .version = 4, .events = 7, .events_cleared = 3, .sync_size = 131072,
+				    .chunk_bytes = 4096, .daemon_sleep = 5 };
+	struct rf_sb sb = { .kind = RF_SB_12 };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	assert_int_equal(rf_bitmap_count_dirty(bits, 0), 0);
+	assert_int_equal(rf_bitmap_count_dirty(bits, 8), 8);
+	assert_int_equal(rf_bitmap_count_dirty(bits, 9), 9);
+	assert_int_equal(rf_bitmap_count_dirty(bits, 23), 9);          /* bit 23 is the 0x80 */
+	assert_int_equal(rf_bitmap_count_dirty(bits, 24), 10);
+	assert_int_equal(rf_bitmap_count_dirty(bits, 28), 14);
+	for (int i = 0; i < 16; i++)
+		bsb.uuid[i] = (uint8_t)(0x10 + i);
+	f = open_memstream(&buf, &len);
+	rf_bitmap_examine(f, "m.img", &sb, &bsb, 32, 3);
+	bsb.chunk_bytes = 64u << 20;
+	bsb.state = RF_BITMAP_STALE;
+	bsb.write_behind = 256;
+	sb.kind = RF_SB_090;
+	rf_bitmap_examine(f, "n.img", &sb, &bsb, 1, 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "        Filename : m.img\n           Magic : 6d746962\n         Version : 4\n"
+				    "            UUID : 10111213:14151617:18191a1b:1c1d1e1f\n          Events : 7\n"
+				    "  Events Cleared : 3\n           State : OK\n       Chunksize : 4 KB\n"
+				    "          Daemon : 5s flush period\n      Write Mode : Normal\n"
+				    "       Sync Size : 65536 (64.00 MiB 67.11 MB)\n"
+				    "          Bitmap : 32 bits (chunks), 3 dirty (9.4%)\n"));
+	assert_non_null(strstr(buf, "            UUID : 13121110:17161514:1b1a1918:1f1e1d1c\n"));
+	assert_non_null(strstr(buf, "           State : Out of date\n       Chunksize : 64 MB\n"));
+	assert_non_null(strstr(buf, "      Write Mode : Allow write behind, max 256\n"));
+	assert_non_null(strstr(buf, "          Bitmap : 1 bits (chunks), 0 dirty (0.0%)\n"));
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_refuse),
 		cmocka_unit_test(test_text),
 		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_bitmap_text),
 	};
 
 	return fx_run_tests("examine", tests);
