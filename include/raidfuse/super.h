@@ -81,6 +81,18 @@ struct rf_sb {
 	uint8_t devflags;               /* 1.x: 1 write-mostly, 2 failfast */
 	uint16_t bblog_size;            /* 1.x bad block log, sectors */
 	int32_t bblog_offset;           /* sectors from the superblock */
+	/* A reshape under way (1.x: RF_SB_FEAT_RESHAPE; 0.90: minor version 91),
+	 * as md records it; meaningful only then. */
+	bool reshape;
+	uint64_t reshape_position;      /* array sectors (from the end when backwards) */
+	int new_level, new_layout;
+	uint32_t new_chunk;             /* sectors */
+	int32_t delta_disks;
+	int32_t new_offset;             /* RF_SB_FEAT_NEW_OFFSET: sectors, from data_offset */
+	/* RF_SB_FEAT_PPL or _MULTI_PPL (1.x): the partial parity log, in the
+	 * bitmap's place. */
+	int16_t ppl_offset;             /* sectors from the superblock */
+	uint16_t ppl_size;              /* sectors */
 	/* 0.90 only */
 	struct {
 		uint32_t minor, patch;

@@ -187,6 +187,33 @@ static void print_layout_chunk(FILE *out, const struct rf_sb *sb)
 	fprintf(out, "\n");
 }
 
+/* mdadm's reshape block of a 1.x examine: where the reshape is and what
+ * changes (only what differs from the current shape), then a blank line. */
+static void print_reshape1(FILE *out, const struct rf_sb *sb)
+{
+	char h[64];
+
+	fprintf(out, "  Reshape pos'n : %llu%s\n", (unsigned long long)(sb->reshape_position / 2),
+		human((long long)(sb->reshape_position << 9), h, sizeof(h)));
+	if (sb->delta_disks)
+		fprintf(out, "  Delta Devices : %d (%d->%d)\n", sb->delta_disks, sb->raid_disks - sb->delta_disks,
+			sb->raid_disks);
+	if (sb->new_level != sb->level)
+		fprintf(out, "      New Level : %s\n", level_name(sb->new_level));
+	if (sb->new_layout != sb->layout) {
+		if (sb->level == 5 || sb->level == 6)
+			fprintf(out, "     New Layout : %s\n", r56_layout_name(sb->level, sb->new_layout));
+		if (sb->level == 10) {
+			fprintf(out, "     New Layout :");
+			print_r10_layout(out, sb->new_layout);
+			fprintf(out, "\n");
+		}
+	}
+	if (sb->new_chunk != sb->chunk_sectors)
+		fprintf(out, "  New Chunksize : %uK\n", sb->new_chunk / 2);
+	fprintf(out, "\n");
+}
+
 static void examine1(FILE *out, const struct rf_sb *sb)
 {
 	char host[256] = "", h[64], u[40];
@@ -222,6 +249,8 @@ static void examine1(FILE *out, const struct rf_sb *sb)
 	}
 	if (sb->data_offset)
 		fprintf(out, "    Data Offset : %llu sectors\n", (unsigned long long)sb->data_offset);
+	if (sb->feature_map & RF_SB_FEAT_NEW_OFFSET)
+		fprintf(out, "     New Offset : %llu sectors\n", (unsigned long long)(sb->data_offset + (int64_t)sb->new_offset));
 	fprintf(out, "   Super Offset : %llu sectors\n", (unsigned long long)sb->sb_offset);
 	if (sb->feature_map & RF_SB_FEAT_RECOVERY)
 		fprintf(out, "Recovery Offset : %llu sectors\n", (unsigned long long)sb->recovery_offset);
@@ -260,6 +289,11 @@ static void examine1(FILE *out, const struct rf_sb *sb)
 	fprintf(out, "    Device UUID : %s\n\n", uuid_text(sb->device_uuid, u));
 	if (sb->bitmap)
 		fprintf(out, "Internal Bitmap : %ld sectors from superblock\n", (long)sb->bitmap_offset);
+	else if (sb->feature_map & (RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL))
+		fprintf(out, "            PPL : %u sectors at offset %d sectors from superblock\n", sb->ppl_size,
+			sb->ppl_offset);
+	if (sb->reshape)
+		print_reshape1(out, sb);
 	if (sb->devflags) {
 		fprintf(out, "          Flags :");
 		if (sb->devflags & 1)
@@ -454,6 +488,23 @@ int rf_sb_examine_json(FILE *out, const char *path, const struct rf_sb *sb)
 		rf_json_kuint(&j, "working_devices", sb->v090.working);
 		rf_json_kuint(&j, "failed_devices", sb->v090.failed);
 		rf_json_kuint(&j, "spare_devices", sb->v090.spare);
+	}
+	if (sb->reshape) {
+		rf_json_key(&j, "reshape");
+		rf_json_obj(&j);
+		rf_json_kuint(&j, "position", sb->reshape_position);
+		rf_json_kbool(&j, "backwards", (sb->feature_map & RF_SB_FEAT_RESHAPE_BACK) != 0);
+		rf_json_kint(&j, "delta_disks", sb->delta_disks);
+		rf_json_kint(&j, "new_level", sb->new_level);
+		rf_json_kint(&j, "new_layout", sb->new_layout);
+		rf_json_kuint(&j, "new_chunk_size", (uint64_t)sb->new_chunk * 512);
+		if (sb->feature_map & RF_SB_FEAT_NEW_OFFSET)
+			rf_json_kuint(&j, "new_offset", sb->data_offset + (int64_t)sb->new_offset);
+		rf_json_obj_end(&j);
+	}
+	if (is1 && (sb->feature_map & (RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL))) {
+		rf_json_kint(&j, "ppl_offset", sb->ppl_offset);
+		rf_json_kuint(&j, "ppl_size", sb->ppl_size);
 	}
 	rf_json_kuint(&j, "sb_csum", sb->csum);
 	rf_json_obj_end(&j);

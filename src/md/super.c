@@ -391,6 +391,20 @@ static int parse1(const uint8_t *buf, enum rf_sb_kind k, uint64_t member_sectors
 	sb->devflags = s->devflags;
 	sb->bblog_size = rf_le16(s->bblog_size);
 	sb->bblog_offset = (int32_t)rf_le32(s->bblog_offset);
+	sb->reshape = sb->feature_map & RF_SB_FEAT_RESHAPE;
+	sb->reshape_position = rf_le64(s->reshape_position);
+	sb->new_level = (int)rf_le32(s->new_level);
+	sb->new_layout = (int)rf_le32(s->new_layout);
+	sb->new_chunk = rf_le32(s->new_chunk);
+	sb->delta_disks = (int32_t)rf_le32(s->delta_disks);
+	sb->new_offset = (int32_t)rf_le32(s->new_offset);
+	if (sb->feature_map & (RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL)) {
+		/* md's ppl { le16 offset (signed); le16 size } in bitmap_offset's place */
+		const uint8_t *ppl = (const uint8_t *)&s->bitmap_offset;
+
+		sb->ppl_offset = (int16_t)(ppl[0] | ppl[1] << 8);
+		sb->ppl_size = (uint16_t)(ppl[2] | ppl[3] << 8);
+	}
 
 	if (sb->feature_map & ~RF_SB_FEAT_ALL)
 		return bad(err, errlen, path, k, "unknown feature bits 0x%x (feature map 0x%x)",
@@ -481,6 +495,12 @@ static int parse090(const uint8_t *buf, uint64_t member_sectors, const char *pat
 	sb->clean = s.state & (1u << S090_CLEAN);
 	sb->bitmap = s.state & (1u << S090_BITMAP);
 	sb->feature_map = sb->bitmap ? RF_SB_FEAT_BITMAP : 0;
+	sb->reshape = s.minor_version >= 91;
+	sb->reshape_position = s.reshape_position;
+	sb->new_level = (int)s.new_level;
+	sb->new_layout = (int)s.new_layout;
+	sb->new_chunk = s.new_chunk / 512;
+	sb->delta_disks = (int32_t)s.delta_disks;
 	sb->ctime = s.ctime;
 	sb->utime = s.utime;
 	sb->v090.minor = s.minor_version;

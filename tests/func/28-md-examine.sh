@@ -1,6 +1,12 @@
 #!/bin/bash
-# 28-examine-bitmap: raidfuse examine-bitmap prints what mdadm -X prints.
+# 28-md-examine: raidfuse examine and examine-bitmap print what mdadm
+# --examine and mdadm -X printed for the same members.
 #
+# 0. Every set in tests/data/md-images that keeps mdadm-E-roleK.txt (what
+#    mdadm --examine printed for each member in the guest: arrays stopped
+#    mid-reshape, forwards and backwards, and one with a partial parity
+#    log): `raidfuse examine` prints the same, line for line, but for
+#    mdadm's "(local to host NAME)", which depends on the host.
 # 1. tests/data/md-images/r5-ls-3d-64k-bitmap-degraded: a raid5 with an
 #    internal bitmap that kernel md made, degraded and written to, so that
 #    the in-sync members have 2 of 31 bits set and the failed one (older
@@ -16,8 +22,33 @@ requires xz
 command -v jq >/dev/null || skip "jq not installed"
 
 md_images
-SET=$IMAGES/r5-ls-3d-64k-bitmap-degraded
 cd "$WORK"
+log "examine matches mdadm --examine"
+n=0
+for e in "$IMAGES"/*/mdadm-E-role0.txt; do
+	dir=$(dirname "$e")
+	set=$(basename "$dir")
+	mkdir -p "$set"
+	for want in "$dir"/mdadm-E-role*.txt; do
+		r=${want##*/mdadm-E-}
+		r=${r%.txt}
+		xz -dc "$dir/$r.img.xz" >"$set/$r.img"
+		(cd "$set" && "$RAIDFUSE" examine "$r.img") | sed 's/  (local to host [^)]*)$//' >"$set/$r.E"
+		sed 's/  (local to host [^)]*)$//' "$want" | diff -u - "$set/$r.E" ||
+			fail "$set/$r.img: examine differs from mdadm --examine"
+		n=$((n + 1))
+	done
+	if grep -q "Reshape pos'n" "$want"; then
+		pos=$(sed -n "s/^ *Reshape pos'n : \([0-9]*\).*/\1/p" "$want")
+		xz -dc "$dir/role0.img.xz" >"$set/role0.img"
+		J=$("$RAIDFUSE" examine --json "$set/role0.img")
+		check "[ \"\$(jq -r '.reshape.position' <<<\"\$J\")\" = $((pos * 2)) ]" "$set: --json reshape.position is not $((pos * 2)) sectors: $J"
+	fi
+	rm -f "$set"/*.img
+done
+check "[ $n -ge 12 ]" "only $n members had mdadm --examine text to compare"
+
+SET=$IMAGES/r5-ls-3d-64k-bitmap-degraded
 for i in 0 1 2; do xz -dc "$SET/role$i.img.xz" >role$i.img; done
 
 log "examine-bitmap matches mdadm -X on every member"
