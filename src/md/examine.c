@@ -166,19 +166,25 @@ static void print_array_size(FILE *out, const struct rf_sb *sb, uint64_t dev_sec
 		kib_unit ? " KiB" : "", human(asize, h, sizeof(h)));
 }
 
+/* "LABEL : NAME" for a raid5/6 or raid10 layout (nothing for other levels). */
+static void print_layout_line(FILE *out, const char *label, int level, int layout)
+{
+	if (level == 5 || level == 6)
+		fprintf(out, "%s : %s\n", label, r56_layout_name(level, layout));
+	if (level == 10) {
+		fprintf(out, "%s :", label);
+		print_r10_layout(out, layout);
+		fprintf(out, "\n");
+	}
+}
+
 static void print_layout_chunk(FILE *out, const struct rf_sb *sb)
 {
 	if (sb->level == 0 && (sb->feature_map & RF_SB_FEAT_RAID0_LAYOUT))
 		fprintf(out, "         Layout : %s\n",
 			sb->layout == 1 ? "original" : sb->layout == 2 ? "alternate" :
 			sb->layout == 0 ? "dangerous" : "-unknown-");
-	if (sb->level == 5 || sb->level == 6)
-		fprintf(out, "         Layout : %s\n", r56_layout_name(sb->level, sb->layout));
-	if (sb->level == 10) {
-		fprintf(out, "         Layout :");
-		print_r10_layout(out, sb->layout);
-		fprintf(out, "\n");
-	}
+	print_layout_line(out, "         Layout", sb->level, sb->layout);
 	switch (sb->level) {
 	case 0: case 4: case 5: case 6: case 10:
 		fprintf(out, "     Chunk Size : %uK\n", sb->chunk_sectors / 2);
@@ -200,15 +206,8 @@ static void print_reshape1(FILE *out, const struct rf_sb *sb)
 			sb->raid_disks);
 	if (sb->new_level != sb->level)
 		fprintf(out, "      New Level : %s\n", level_name(sb->new_level));
-	if (sb->new_layout != sb->layout) {
-		if (sb->level == 5 || sb->level == 6)
-			fprintf(out, "     New Layout : %s\n", r56_layout_name(sb->level, sb->new_layout));
-		if (sb->level == 10) {
-			fprintf(out, "     New Layout :");
-			print_r10_layout(out, sb->new_layout);
-			fprintf(out, "\n");
-		}
-	}
+	if (sb->new_layout != sb->layout)
+		print_layout_line(out, "     New Layout", sb->level, sb->new_layout);
 	if (sb->new_chunk != sb->chunk_sectors)
 		fprintf(out, "  New Chunksize : %uK\n", sb->new_chunk / 2);
 	fprintf(out, "\n");
