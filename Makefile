@@ -25,7 +25,7 @@ MANDIR ?= $(PREFIX)/share/man
 BUILD ?= build
 VERSION := 0.1.0
 
-PKGS := fuse3 liburing libisal libconfig uuid
+PKGS := fuse3 liburing libisal libconfig uuid libnbd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS := $(shell pkg-config --libs $(PKGS))
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka)

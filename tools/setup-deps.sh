@@ -6,8 +6,8 @@
 #   tools/setup-deps.sh           (as root, or through sudo otherwise)
 #
 # build:      build-essential pkg-config libfuse3-dev liburing-dev
-#             libisal-dev libconfig-dev uuid-dev
-# unit tests: libcmocka-dev
+#             libisal-dev libconfig-dev uuid-dev libnbd-dev
+# unit tests: libcmocka-dev, nbdkit (NBD members' servers)
 # functional: fuse3 (fusermount3), fio, xz-utils (md-images), mdadm
 #             (reads the superblocks raidfuse create writes), e2fsprogs
 #             (mkfs.ext4, fsck.ext4), mount (losetup, mount), util-linux
@@ -21,8 +21,8 @@ set -euo pipefail
 
 PKGS=(
 	build-essential pkg-config
-	libfuse3-dev liburing-dev libisal-dev libconfig-dev uuid-dev
-	libcmocka-dev
+	libfuse3-dev liburing-dev libisal-dev libconfig-dev uuid-dev libnbd-dev
+	libcmocka-dev nbdkit
 	fuse3 fio xz-utils mdadm e2fsprogs mount util-linux coreutils diffutils
 	jq clang groff-base
 )

@@ -65,6 +65,7 @@
 #include "raidfuse/fuse.h"
 #include "raidfuse/json.h"
 #include "raidfuse/log.h"
+#include "raidfuse/nbd.h"
 #include "raidfuse/progress.h"
 #include "raidfuse/super.h"
 
@@ -277,14 +278,13 @@ static int cmd_create(int argc, char **argv)
 /* The size of the member's bitmap, which mdadm --examine counts in the
  * unused space; a bitmap that cannot be read is left for assembly to
  * report. */
-static void examine_bitmap_size(int fd, const char *path, struct rf_sb *sb)
+static void examine_bitmap_size(const struct rf_sb_io *io, const char *path, struct rf_sb *sb)
 {
 	struct rf_bitmap_sb bsb;
-	struct rf_sb_io io;
 	uint8_t *bits;
 	char err[512];
 
-	if (!sb->bitmap || rf_sb_io_fd(&io, fd) || rf_bitmap_read(&io, path, sb, &bsb, &bits, err, sizeof(err)))
+	if (!sb->bitmap || rf_bitmap_read(io, path, sb, &bsb, &bits, err, sizeof(err)))
 		return;
 	sb->bitmap_sectors = rf_bitmap_disk_sectors(bsb.sync_size, bsb.chunk_bytes);
 	free(bits);
@@ -292,22 +292,19 @@ static void examine_bitmap_size(int fd, const char *path, struct rf_sb *sb)
 
 /* examine -X: the member's internal bitmap as mdadm --examine-bitmap
  * prints it; 0, or 1 (the message names the member). */
-static int examine_bitmap(int fd, const char *path, const struct rf_sb *sb, bool json)
+static int examine_bitmap(const struct rf_sb_io *io, const char *path, const struct rf_sb *sb, bool json)
 {
 	struct rf_bitmap_sb bsb;
-	struct rf_sb_io io;
 	uint8_t *bits = NULL;
 	uint64_t nbits;
-	char err[512];
+	char err[512] = "";
 	int r;
 
 	if (!sb->bitmap) {
 		fprintf(stderr, "raidfuse: %s: the superblock records no internal bitmap\n", path);
 		return 1;
 	}
-	r = rf_sb_io_fd(&io, fd);
-	if (!r)
-		r = rf_bitmap_read(&io, path, sb, &bsb, &bits, err, sizeof(err));
+	r = rf_bitmap_read(io, path, sb, &bsb, &bits, err, sizeof(err));
 	if (r) {
 		fprintf(stderr, "raidfuse: %s\n", r == -ENOENT || !err[0] ? strerror(-r) : err);
 		return 1;
@@ -322,6 +319,39 @@ static int examine_bitmap(int fd, const char *path, const struct rf_sb *sb, bool
 	if (r)
 		fprintf(stderr, "raidfuse: %s: writing JSON: %s\n", path, strerror(EIO));
 	return r ? 1 : 0;
+}
+
+/* A member to examine, read-only: a file or block device (*fd), or an NBD
+ * export (*nbd), and the superblock code's view of it.  0, or -errno with
+ * a message naming path. */
+static int examine_open(const char *path, int *fd, struct rf_nbd **nbd, struct rf_sb_io *io, char *err,
+			size_t errlen)
+{
+	int r;
+
+	if (rf_nbd_is_uri(path)) {
+		r = rf_nbd_open(path, true, RF_NBD_TIMEOUT_MS_DEFAULT, nbd, err, errlen);
+		if (!r)
+			rf_nbd_sb_io(*nbd, io);
+		return r;
+	}
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(-r));
+		return r;
+	}
+	r = rf_examine_refuse(*fd, path, err, errlen);
+	if (!r) {
+		r = rf_sb_io_fd(io, *fd);
+		if (r)
+			snprintf(err, errlen, "%s: %s", path, strerror(-r));
+	}
+	if (r) {
+		close(*fd);
+		*fd = -1;
+	}
+	return r;
 }
 
 /* examine [--json] [-X] MEMBER...: each member's superblock as mdadm
@@ -361,26 +391,22 @@ static int examine_cmd(int argc, char **argv, bool bitmap)
 		return rc < 0 ? 1 : rc;
 	}
 	for (i = 0; i < n; i++) {
-		int fd = open(members[i], O_RDONLY | O_CLOEXEC);
+		struct rf_nbd *nbd = NULL;
+		struct rf_sb_io io;
+		int fd = -1;
 
-		if (fd < 0) {
-			fprintf(stderr, "raidfuse: %s: %s\n", members[i], strerror(errno));
-			ret = 1;
-			continue;
-		}
-		if (rf_examine_refuse(fd, members[i], err, sizeof(err))) {
+		if (examine_open(members[i], &fd, &nbd, &io, err, sizeof(err))) {
 			fprintf(stderr, "raidfuse: %s\n", err);
-			close(fd);
 			ret = 1;
 			continue;
 		}
-		if (rf_sb_read(fd, members[i], sb, err, sizeof(err))) {
+		if (rf_sb_read_io(&io, members[i], sb, err, sizeof(err))) {
 			fprintf(stderr, "raidfuse: %s\n", err);
 			ret = 1;
 		} else if (bitmap) {
-			ret |= examine_bitmap(fd, members[i], sb, json);
+			ret |= examine_bitmap(&io, members[i], sb, json);
 		} else {
-			examine_bitmap_size(fd, members[i], sb);
+			examine_bitmap_size(&io, members[i], sb);
 			if (!json)
 				rf_sb_examine(stdout, members[i], sb);
 			else if (rf_sb_examine_json(stdout, members[i], sb)) {
@@ -388,7 +414,9 @@ static int examine_cmd(int argc, char **argv, bool bitmap)
 				ret = 1;
 			}
 		}
-		close(fd);
+		if (fd >= 0)
+			close(fd);
+		rf_nbd_close(nbd);
 	}
 	free(sb);
 	free(members);

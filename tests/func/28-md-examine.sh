@@ -17,6 +17,9 @@
 #    dirty count, and the output no longer matches.
 # 3. Bad input: a member without a bitmap, or without a superblock, is
 #    named in one line and the command exits 1.
+# 4. A member served over NBD (nbdkit's file plugin, read-only, on a unix
+#    socket) examines as the file does, bitmap included; an export that is
+#    not there is named in one line, exit 1.
 . "$(dirname "$0")/lib.sh"
 requires xz
 command -v jq >/dev/null || skip "jq not installed"
@@ -82,4 +85,22 @@ check "grep -q 'nb0.img.*no internal bitmap' <<<\"\$OUT\"" "no bitmap: $OUT"
 truncate -s 4M zero.img
 expect_fail "$RAIDFUSE" examine-bitmap zero.img
 check "grep -q 'zero.img' <<<\"\$OUT\"" "no superblock: the member is not named: $OUT"
+
+log "examine over NBD"
+if ! command -v nbdkit >/dev/null; then
+	fail "nbdkit not installed (tools/setup-deps.sh installs it)"
+fi
+nbdkit --exit-with-parent -f -r -U "$WORK/r0.sock" file role0.img &
+NBDKIT=$!
+for ((i = 0; i < 200; i++)); do [ -S "$WORK/r0.sock" ] && break; sleep 0.05; done
+URI="nbd+unix:///?socket=$WORK/r0.sock"
+"$RAIDFUSE" examine role0.img >f.E
+"$RAIDFUSE" examine "$URI" | sed "s|$URI|role0.img|" >n.E
+diff -u f.E n.E || fail "examine over NBD differs from the file's"
+"$RAIDFUSE" examine-bitmap "$URI" | sed "s|$URI|role0.img|" | diff -u "$SET/mdadm-X-role0.txt" - ||
+	fail "examine-bitmap over NBD differs from mdadm -X"
+kill $NBDKIT
+wait $NBDKIT 2>/dev/null || true
+expect_fail "$RAIDFUSE" examine "nbd+unix:///?socket=$WORK/none.sock"
+check "grep -q 'none.sock' <<<\"\$OUT\"" "an unreachable export is not named: $OUT"
 log "ok"

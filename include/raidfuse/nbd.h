@@ -1,0 +1,56 @@
+/* nbd.h - a member served over NBD (libnbd), by URI.
+ *
+ * A member may be an NBD export instead of a file: nbd://host[:port]/export,
+ * nbds://... (TLS), nbd+unix:///export?socket=PATH (and nbds+unix).  This
+ * is the client of one export: connect with a deadline, its size, and
+ * reads, writes and flushes that each end within the member's timeout, or
+ * fail with -ETIMEDOUT (the caller fails the member, as md fails a disk
+ * that errors; a server that stops answering never hangs the array).
+ *
+ * Threads: every call may come from any thread at once.  Commands are
+ * issued concurrently (libnbd's handle is thread-safe); one thread at a
+ * time drives the socket (nbd_poll) while the others wait on a condition
+ * variable for their command to complete.  Locks: c->lock is a leaf.
+ *
+ * It does NOT reconnect: a connection that failed or timed out stays dead
+ * (every later call fails at once) until the member is re-added.
+ */
+#ifndef RAIDFUSE_NBD_H
+#define RAIDFUSE_NBD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RF_NBD_TIMEOUT_MS_DEFAULT 30000       /* nbd-client's default */
+
+struct rf_nbd;
+struct rf_sb_io;
+
+/* Whether s names an NBD export (nbd://, nbds://, nbd+unix://, nbds+unix://). */
+bool rf_nbd_is_uri(const char *s);
+
+/* Connect to uri within timeout_ms; readonly asks for nothing but reads.
+ * 0, or -errno with a one-line message naming uri in err (unreachable,
+ * refused, no such export, TLS wanted but not offered, a read-only export
+ * opened for writing, ...). */
+int rf_nbd_open(const char *uri, bool readonly, unsigned timeout_ms, struct rf_nbd **out, char *err,
+		size_t errlen);
+void rf_nbd_close(struct rf_nbd *c);
+
+uint64_t rf_nbd_size(const struct rf_nbd *c);          /* the export's size, bytes */
+const char *rf_nbd_uri(const struct rf_nbd *c);
+void rf_nbd_set_timeout(struct rf_nbd *c, unsigned timeout_ms);
+
+/* All of len bytes at off, or -errno (-EIO for a server error, -ETIMEDOUT
+ * when the command did not end within the timeout, -ENOTCONN once the
+ * connection is dead).  Reads past the end fail (-EINVAL). */
+int rf_nbd_pread(struct rf_nbd *c, void *buf, size_t len, uint64_t off);
+int rf_nbd_pwrite(struct rf_nbd *c, const void *buf, size_t len, uint64_t off);
+/* The server's write cache to stable storage (0 when it has none to flush). */
+int rf_nbd_flush(struct rf_nbd *c);
+
+/* The superblock code's view of the export (super.h's rf_sb_io). */
+void rf_nbd_sb_io(struct rf_nbd *c, struct rf_sb_io *io);
+
+#endif

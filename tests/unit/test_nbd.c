@@ -1,0 +1,276 @@
+/* test_nbd.c - an NBD export as a member, against nbdkit on unix sockets.
+ *
+ * Reads and writes land and read back, flush works, past-the-end is
+ * refused; a server error is -EIO and the connection lives on; a server
+ * slower than the timeout fails the command with -ETIMEDOUT within the
+ * timeout plus a margin and the connection is dead afterwards (the same
+ * delay with a long timeout succeeds: the negative control); bad URIs,
+ * refused connections and read-only exports are one-line errors naming
+ * the URI; four threads at once each read back what they wrote.
+ *
+ * nbdkit (Debian's nbdkit package) is started by the test; without it the
+ * tests skip with a message.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "raidfuse/nbd.h"
+#include "raidfuse/super.h"
+
+#define MIB (1024 * 1024)
+
+struct server {
+	pid_t pid;
+	char sock[FX_PATH];
+	char uri[FX_PATH + 64];
+};
+
+static bool have_nbdkit(void)
+{
+	return system("nbdkit --version >/dev/null 2>&1") == 0;
+}
+
+/* Start nbdkit with args (NULL-terminated, after the socket options) on a
+ * fresh socket in fx_dir; wait for the socket. */
+static void server_start(struct server *s, const char *name, const char *const *args)
+{
+	const char *argv[32];
+	int n = 0, i;
+
+	snprintf(s->sock, sizeof(s->sock), "%s/%s.sock", fx_dir, name);
+	snprintf(s->uri, sizeof(s->uri), "nbd+unix:///?socket=%s", s->sock);
+	unlink(s->sock);
+	argv[n++] = "nbdkit";
+	argv[n++] = "--exit-with-parent";
+	argv[n++] = "-f";
+	argv[n++] = "-U";
+	argv[n++] = s->sock;
+	for (i = 0; args[i] && n < 30; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	s->pid = fork();
+	assert_true(s->pid >= 0);
+	if (!s->pid) {
+		execvp("nbdkit", (char *const *)argv);
+		_exit(127);
+	}
+	for (i = 0; i < 500 && access(s->sock, F_OK); i++)
+		usleep(10000);
+	assert_int_equal(access(s->sock, F_OK), 0);
+}
+
+static void server_stop(struct server *s)
+{
+	kill(s->pid, SIGTERM);
+	waitpid(s->pid, NULL, 0);
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void test_rw(void **state)
+{
+	static const char *const args[] = { "memory", "64M", NULL };
+	struct server s;
+	struct rf_nbd *c;
+	struct rf_sb_io io;
+	char err[512], *w = malloc(MIB), *r = malloc(MIB);
+
+	if (!have_nbdkit())
+		skip();
+	server_start(&s, "rw", args);
+	assert_int_equal(rf_nbd_open(s.uri, false, 5000, &c, err, sizeof(err)), 0);
+	assert_int_equal(rf_nbd_size(c), 64 * MIB);
+	assert_string_equal(rf_nbd_uri(c), s.uri);
+	fx_rand_fill(w, MIB);
+	assert_int_equal(rf_nbd_pwrite(c, w, MIB, 3 * MIB + 512), 0);
+	assert_int_equal(rf_nbd_flush(c), 0);
+	assert_int_equal(rf_nbd_pread(c, r, MIB, 3 * MIB + 512), 0);
+	assert_memory_equal(w, r, MIB);
+	/* The last byte is the export's; one past is not. */
+	assert_int_equal(rf_nbd_pread(c, r, 1, 64 * MIB - 1), 0);
+	assert_int_equal(rf_nbd_pread(c, r, 2, 64 * MIB - 1), -EINVAL);
+	assert_int_equal(rf_nbd_pwrite(c, w, 1, 64 * MIB), -EINVAL);
+	/* The superblock view reads zeros past the end. */
+	rf_nbd_sb_io(c, &io);
+	assert_int_equal(io.bytes, 64 * MIB);
+	memset(r, 0x5a, 4096);
+	assert_int_equal(io.pread(io.ctx, r, 4096, 64 * MIB - 1024), 0);
+	for (int i = 1024; i < 4096; i++)
+		assert_int_equal(r[i], 0);
+	rf_nbd_close(c);
+	server_stop(&s);
+	free(w);
+	free(r);
+}
+
+static void test_server_error(void **state)
+{
+	static const char *const args[] = { "--filter=error", "memory", "16M", "error-pread=EIO",
+					    "error-pread-rate=100%", NULL };
+	struct server s;
+	struct rf_nbd *c;
+	char err[512], buf[4096] = { 1 };
+
+	if (!have_nbdkit())
+		skip();
+	server_start(&s, "err", args);
+	assert_int_equal(rf_nbd_open(s.uri, false, 5000, &c, err, sizeof(err)), 0);
+	assert_int_equal(rf_nbd_pread(c, buf, sizeof(buf), 0), -EIO);
+	/* An error answer is not a dead connection: writes still work. */
+	assert_int_equal(rf_nbd_pwrite(c, buf, sizeof(buf), 0), 0);
+	assert_int_equal(rf_nbd_pread(c, buf, sizeof(buf), 0), -EIO);
+	rf_nbd_close(c);
+	server_stop(&s);
+}
+
+static void test_timeout(void **state)
+{
+	static const char *const args[] = { "--filter=delay", "memory", "16M", "rdelay=2", NULL };
+	struct server s;
+	struct rf_nbd *c;
+	char err[512], buf[4096];
+	double t0, t;
+
+	if (!have_nbdkit())
+		skip();
+	server_start(&s, "slow", args);
+	/* Negative control: a timeout longer than the delay lets it through. */
+	assert_int_equal(rf_nbd_open(s.uri, false, 10000, &c, err, sizeof(err)), 0);
+	t0 = now_s();
+	assert_int_equal(rf_nbd_pread(c, buf, sizeof(buf), 0), 0);
+	assert_true(now_s() - t0 >= 1.5);
+	/* 300 ms: the read fails at the timeout, not at the server's 2 s. */
+	rf_nbd_set_timeout(c, 300);
+	t0 = now_s();
+	assert_int_equal(rf_nbd_pread(c, buf, sizeof(buf), 0), -ETIMEDOUT);
+	t = now_s() - t0;
+	print_message("timed out after %.3f s (timeout 0.300 s, server delay 2 s)\n", t);
+	assert_true(t >= 0.25 && t < 1.0);
+	/* Dead from then on, at once; writes included. */
+	t0 = now_s();
+	assert_int_equal(rf_nbd_pwrite(c, buf, sizeof(buf), 0), -ENOTCONN);
+	assert_int_equal(rf_nbd_flush(c), -ENOTCONN);
+	assert_true(now_s() - t0 < 0.1);
+	rf_nbd_close(c);
+	server_stop(&s);
+}
+
+static void test_bad(void **state)
+{
+	static const char *const ro[] = { "-r", "memory", "16M", NULL };
+	struct server s;
+	struct rf_nbd *c = (struct rf_nbd *)1;
+	char err[512], uri[FX_PATH + 64];
+
+	if (!have_nbdkit())
+		skip();
+	assert_true(rf_nbd_is_uri("nbd://h/e") && rf_nbd_is_uri("nbds://h:10809/e") &&
+		    rf_nbd_is_uri("nbd+unix:///e?socket=/s") && rf_nbd_is_uri("nbds+unix:///?socket=x"));
+	assert_false(rf_nbd_is_uri("d0.img") || rf_nbd_is_uri("/dev/nbd0") || rf_nbd_is_uri("nbd:/x") ||
+		     rf_nbd_is_uri("http://x"));
+	/* No server at the socket. */
+	snprintf(uri, sizeof(uri), "nbd+unix:///?socket=%s/none.sock", fx_dir);
+	assert_true(rf_nbd_open(uri, false, 2000, &c, err, sizeof(err)) < 0);
+	assert_null(c);
+	assert_non_null(strstr(err, uri));
+	print_message("%s\n", err);
+	/* A port nobody listens on. */
+	assert_true(rf_nbd_open("nbd://127.0.0.1:1/", false, 2000, &c, err, sizeof(err)) < 0);
+	assert_non_null(strstr(err, "nbd://127.0.0.1:1/"));
+	/* Not a URI libnbd takes. */
+	assert_true(rf_nbd_open("nbd://[::1", false, 2000, &c, err, sizeof(err)) < 0);
+	assert_non_null(strstr(err, "nbd://[::1"));
+	/* A URI may not name local files for the daemon to read. */
+	snprintf(uri, sizeof(uri), "nbds+unix:///?socket=%s/x.sock&tls-psk-file=/etc/shadow", fx_dir);
+	assert_true(rf_nbd_open(uri, false, 2000, &c, err, sizeof(err)) < 0);
+	assert_non_null(strstr(err, "tls-psk-file"));
+	print_message("%s\n", err);
+	/* A read-only export, opened for writing, and for reading. */
+	server_start(&s, "ro", ro);
+	assert_int_equal(rf_nbd_open(s.uri, false, 2000, &c, err, sizeof(err)), -EROFS);
+	assert_non_null(strstr(err, "read-only"));
+	assert_int_equal(rf_nbd_open(s.uri, true, 2000, &c, err, sizeof(err)), 0);
+	rf_nbd_close(c);
+	server_stop(&s);
+}
+
+struct worker {
+	struct rf_nbd *c;
+	int id, bad;
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	char *a = malloc(65536), *b = malloc(65536);
+
+	for (int i = 0; i < 64; i++) {
+		uint64_t off = ((uint64_t)w->id * 64 + (uint64_t)i) * 65536;
+
+		memset(a, w->id * 64 + i, 65536);
+		if (rf_nbd_pwrite(w->c, a, 65536, off) || rf_nbd_pread(w->c, b, 65536, off) || memcmp(a, b, 65536))
+			w->bad++;
+	}
+	free(a);
+	free(b);
+	return NULL;
+}
+
+static void test_threads(void **state)
+{
+	static const char *const args[] = { "memory", "32M", NULL };
+	struct worker w[4];
+	pthread_t t[4];
+	struct server s;
+	struct rf_nbd *c;
+	char err[512];
+
+	if (!have_nbdkit())
+		skip();
+	server_start(&s, "mt", args);
+	assert_int_equal(rf_nbd_open(s.uri, false, 5000, &c, err, sizeof(err)), 0);
+	for (int i = 0; i < 4; i++) {
+		w[i] = (struct worker){ .c = c, .id = i };
+		assert_int_equal(pthread_create(&t[i], NULL, worker_main, &w[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(w[i].bad, 0);
+	}
+	rf_nbd_close(c);
+	server_stop(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rw),
+		cmocka_unit_test(test_server_error),
+		cmocka_unit_test(test_timeout),
+		cmocka_unit_test(test_bad),
+		cmocka_unit_test(test_threads),
+	};
+
+	if (!have_nbdkit())
+		fprintf(stderr, "test_nbd: nbdkit is not installed (Debian: apt-get install nbdkit): every test skips\n");
+	return fx_run_tests("nbd", tests);
+}
