@@ -346,6 +346,33 @@ if [ $drain = 1 ]; then
 	[ ${#no_ctl[@]} = 0 ] || echo "no drain runs (no md/stripe_cache_size): ${no_ctl[*]}"
 	cat "$work"/fio/*.drains.err 2>/dev/null | sort | uniq -c | sed 's/^/drain loop: /' || true
 fi
+# The plot: per job, each target's IOPS ratio to null (gnuplot, if there).
+png=${csv%.csv}.png
+if command -v gnuplot >/dev/null; then
+	awk -F, 'NR > 1 && $1 != "null" { if (!($1 in ti)) { ti[$1] = ++nt; tn[nt] = $1 }
+			if (!($2 in ji)) { ji[$2] = ++nj; jn[nj] = $2 } v[ji[$2], ti[$1]] = $14 }
+		END { printf "job"; for (t = 1; t <= nt; t++) printf " %s", tn[t]; printf "\n"
+			for (j = 1; j <= nj; j++) { printf "%s", jn[j]
+				for (t = 1; t <= nt; t++) printf " %s", ((j, t) in v && v[j, t] != "-") ? v[j, t] : "NaN"
+				printf "\n" } }' "$csv" >"$work/plot.dat"
+	ncol=$(head -1 "$work/plot.dat" | wc -w)
+	gnuplot <<PLOT || echo "bench.sh: gnuplot failed; no plot" >&2
+set terminal pngcairo size 1200,600 noenhanced
+set output "$png"
+set title "raidfuse: IOPS / fuse-ceiling -n (null: the FUSE transport alone), median of $rounds rounds of ${runtime}s"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set yrange [0:*]
+set ylabel "ratio to null"
+set grid ytics
+set key outside right top
+set xtics rotate by -20
+plot for [c=2:$ncol] "$work/plot.dat" using c:xtic(1) title columnheader(c), 1 with lines lw 2 dt 2 title "null"
+PLOT
+fi
+
 echo
 echo "CSV: $csv"
+[ -f "$png" ] && echo "plot: $png"
 echo "fio JSON and daemon logs: $work"

@@ -12,7 +12,8 @@
 #             (reads the superblocks raidfuse create writes), e2fsprogs
 #             (mkfs.ext4, fsck.ext4), mount (losetup, mount), util-linux
 #             (mountpoint, setpriv, unshare), coreutils, diffutils
-# bench:      jq (reads fio's JSON output; tools/bench.sh, drain test)
+# bench:      jq (reads fio's JSON output; tools/bench.sh, drain test),
+#             gnuplot-nox (its plot)
 # fuzzing:    clang (libFuzzer)
 # man pages:  groff-base (make man-check)
 # The Debian package (dpkg-buildpackage) needs debhelper besides: README,
@@ -24,7 +25,7 @@ PKGS=(
 	libfuse3-dev liburing-dev libisal-dev libconfig-dev uuid-dev libnbd-dev
 	libcmocka-dev nbdkit
 	fuse3 fio xz-utils mdadm e2fsprogs mount util-linux coreutils diffutils
-	jq clang groff-base
+	jq gnuplot-nox clang groff-base
 )
 
 SUDO=()
