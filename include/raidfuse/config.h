@@ -32,6 +32,8 @@ struct rf_config {
 	int nspares;
 	char *spares[RF_MAX_MEMBERS];   /* spare member files, resolved as members are */
 	uint64_t member_size;           /* bytes, for `create`; 0 if not given */
+	unsigned member_timeout_ms;     /* NBD members: a command not done within it fails the
+					 * member (array.member_timeout; default 30 s) */
 	uint64_t data_offset;           /* bytes */
 	bool data_offset_given;         /* the config names it (else md's superblock may) */
 	uint64_t size;                  /* bytes used per member, 0 = as much as fits */

@@ -21,14 +21,21 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define RF_NBD_TIMEOUT_MS_DEFAULT 30000       /* nbd-client's default */
 
 struct rf_nbd;
 struct rf_sb_io;
 
-/* Whether s names an NBD export (nbd://, nbds://, nbd+unix://, nbds+unix://). */
-bool rf_nbd_is_uri(const char *s);
+/* Whether s names an NBD export (nbd://, nbds://, nbd+unix://, nbds+unix://):
+ * what the config, the command line and md/new_dev take as a URI rather
+ * than a path. */
+static inline bool rf_nbd_is_uri(const char *s)
+{
+	return !strncmp(s, "nbd://", 6) || !strncmp(s, "nbds://", 7) || !strncmp(s, "nbd+unix://", 11) ||
+	       !strncmp(s, "nbds+unix://", 12);
+}
 
 /* Connect to uri within timeout_ms; readonly asks for nothing but reads.
  * 0, or -errno with a one-line message naming uri in err (unreachable,

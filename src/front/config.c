@@ -43,6 +43,7 @@
 
 #include "raidfuse/config.h"
 #include "raidfuse/ctl.h"
+#include "raidfuse/nbd.h"
 #include "raidfuse/super.h"
 #include "raidfuse/util.h"
 
@@ -253,6 +254,8 @@ static char *canonical(const char *path)
 {
 	char *r, *dir, *slash, *rd;
 
+	if (rf_nbd_is_uri(path))
+		return strdup(path);    /* an NBD export: its URI, as written */
 	r = realpath(path, NULL);
 	if (r)
 		return r;
@@ -274,6 +277,19 @@ static char *canonical(const char *path)
 		*slash = '/';
 	}
 	return dir;
+}
+
+/* A member or spare as the config names it: an NBD URI as it is, a path
+ * relative to the config's directory made absolute.  NULL: no memory. */
+static char *resolve(const struct ld *ld, const char *p)
+{
+	char *r;
+
+	if (p[0] == '/' || rf_nbd_is_uri(p))
+		return strdup(p);
+	if (asprintf(&r, "%s/%s", strcmp(ld->dir, "/") ? ld->dir : "", p) < 0)
+		return NULL;
+	return r;
 }
 
 /* Members that may be missing, the level's redundancy. */
@@ -356,11 +372,7 @@ static int load_members(struct ld *ld, const config_setting_t *s,
 			nmissing++;
 			continue;
 		}
-		if (p[0] == '/')
-			cfg->members[i] = strdup(p);
-		else if (asprintf(&cfg->members[i], "%s/%s",
-				  strcmp(ld->dir, "/") ? ld->dir : "", p) < 0)
-			cfg->members[i] = NULL;
+		cfg->members[i] = resolve(ld, p);
 		if (!cfg->members[i])
 			return -ENOMEM;
 	}
@@ -415,10 +427,7 @@ static int load_spares(struct ld *ld, const config_setting_t *s, struct rf_confi
 		if (config_setting_type(e) != CONFIG_TYPE_STRING || !*config_setting_get_string(e))
 			return fail(ld, e, key, "must be a path (got %s)", type_name(e));
 		p = config_setting_get_string(e);
-		if (p[0] == '/')
-			cfg->spares[i] = strdup(p);
-		else if (asprintf(&cfg->spares[i], "%s/%s", strcmp(ld->dir, "/") ? ld->dir : "", p) < 0)
-			cfg->spares[i] = NULL;
+		cfg->spares[i] = resolve(ld, p);
 		if (!cfg->spares[i] || !(canon = canonical(cfg->spares[i])))
 			return -ENOMEM;
 		cfg->nspares = i + 1;
@@ -445,7 +454,7 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 {
 	static const char *const keys[] = {
 		"name", "level", "layout", "chunk_size", "members", "spares",
-		"member_size", "data_offset", "size", "metadata", "bitmap", "bitmap_chunk", NULL
+		"member_size", "data_offset", "size", "metadata", "bitmap", "bitmap_chunk", "member_timeout", NULL
 	};
 	const config_setting_t *s;
 	uint64_t v, unit;
@@ -618,6 +627,29 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 		    (cfg->bitmap_chunk & (cfg->bitmap_chunk - 1)))
 			return fail(ld, s, "array.bitmap_chunk", "must be a power of two from 4K to 2G (got %s)",
 				    val_text(s, buf, sizeof(buf)));
+	}
+
+	/* member_timeout: seconds (an integer), or "500ms" / "30s" */
+	s = config_setting_get_member(arr, "member_timeout");
+	if (s) {
+		const char *t = config_setting_type(s) == CONFIG_TYPE_STRING ? config_setting_get_string(s) : NULL;
+		unsigned long long ms = 0;
+		char *end = NULL;
+
+		if (is_int(s) && config_setting_get_int64(s) > 0 && config_setting_get_int64(s) <= 3600)
+			ms = (unsigned long long)config_setting_get_int64(s) * 1000;
+		else if (t && *t >= '0' && *t <= '9') {
+			ms = strtoull(t, &end, 10);
+			if (!strcmp(end, "s"))
+				ms *= 1000;
+			else if (strcmp(end, "ms"))
+				ms = 0;
+		}
+		if (ms < 10 || ms > 3600000)
+			return fail(ld, s, "array.member_timeout",
+				    "must be 10ms..3600s: seconds, or a string like \"500ms\" or \"30s\" (got %s)",
+				    val_text(s, buf, sizeof(buf)));
+		cfg->member_timeout_ms = (unsigned)ms;
 	}
 
 	/* member_size: only what `create` makes; must hold offset + size */
@@ -938,6 +970,7 @@ void rf_config_defaults(struct rf_config *cfg)
 	cfg->worker_groups = DEF_WORKER_GROUPS;
 	cfg->stripe_size = DEF_STRIPE_SIZE;
 	cfg->rmw_level = DEF_RMW_LEVEL;
+	cfg->member_timeout_ms = RF_NBD_TIMEOUT_MS_DEFAULT;
 	cfg->metadata = RF_SB_12;
 }
 

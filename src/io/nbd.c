@@ -40,16 +40,6 @@ struct rf_nbd {
 	bool driving, dead;             /* lock */
 };
 
-bool rf_nbd_is_uri(const char *s)
-{
-	static const char *const schemes[] = { "nbd://", "nbds://", "nbd+unix://", "nbds+unix://" };
-
-	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
-		if (!strncmp(s, schemes[i], strlen(schemes[i])))
-			return true;
-	return false;
-}
-
 static int64_t now_ms(void)
 {
 	struct timespec t;

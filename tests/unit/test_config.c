@@ -925,6 +925,44 @@ static void test_parse_size(void **state)
 	assert_int_equal(rf_parse_size(NULL, 1, &v), -EINVAL);
 }
 
+/* NBD members: a URI is kept as written (not made relative to the config's
+ * directory), one URI twice is a duplicate, spares may be URIs too;
+ * member_timeout in seconds or with a unit, 30 s by default, bad values
+ * named with their line. */
+static void test_nbd_members(void **state)
+{
+	struct rf_config cfg;
+	char p[PBUF];
+
+	load_ok("array: { name = \"a.img\"; level = 1;\n"
+		"  members = ( \"nbd://10.0.0.2/disk\", \"nbd+unix:///e?socket=/run/s.sock\", \"d.img\" );\n"
+		"  spares = ( \"nbds://h:10810/x\" ); };\n", &cfg);
+	assert_string_equal(cfg.members[0], "nbd://10.0.0.2/disk");
+	assert_string_equal(cfg.members[1], "nbd+unix:///e?socket=/run/s.sock");
+	in_tmp(p, "d.img");
+	assert_string_equal(cfg.members[2], p);
+	assert_string_equal(cfg.spares[0], "nbds://h:10810/x");
+	assert_int_equal(cfg.member_timeout_ms, 30000);
+	rf_config_free(&cfg);
+	load_ok("array: { name = \"a.img\"; level = 1; member_timeout = 5;\n"
+		"  members = ( \"a.img\", \"b.img\" ); };\n", &cfg);
+	assert_int_equal(cfg.member_timeout_ms, 5000);
+	rf_config_free(&cfg);
+	load_ok("array: { name = \"a.img\"; level = 1; member_timeout = \"250ms\";\n"
+		"  members = ( \"a.img\", \"b.img\" ); };\n", &cfg);
+	assert_int_equal(cfg.member_timeout_ms, 250);
+	rf_config_free(&cfg);
+	check_err("array: {\n  name = \"a.img\"; level = 1;\n"
+		  "  members = ( \"nbd://h/e\",\n    \"nbd://h/e\" );\n};\n",
+		  -EINVAL, 4, "array.members[1]", "is already member 0");
+	check_err("array: {\n  name = \"a.img\"; level = 1;\n  member_timeout = 0;\n"
+		  "  members = ( \"a.img\", \"b.img\" );\n};\n",
+		  -EINVAL, 3, "array.member_timeout", "must be 10ms..3600s");
+	check_err("array: {\n  name = \"a.img\"; level = 1;\n  member_timeout = \"5m\";\n"
+		  "  members = ( \"a.img\", \"b.img\" );\n};\n",
+		  -EINVAL, 3, "array.member_timeout", "\"5m\"");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -932,6 +970,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_integer_sizes),
 		cmocka_unit_test(test_relative_paths),
+		cmocka_unit_test(test_nbd_members),
 		cmocka_unit_test(test_include),
 		cmocka_unit_test(test_free_zeroed),
 		cmocka_unit_test(test_err_file),
