@@ -1,4 +1,14 @@
-/* fdio.c - whole transfers on a file descriptor (see fdio.h). */
+/* fdio.c - whole transfers on a file descriptor (see fdio.h).
+ *
+ * For the paths outside the member IO queues: superblocks, bitmaps, the
+ * overlay's files.  A transfer either moves every byte or fails with
+ * -errno: short transfers and EINTR are retried here, so callers never see
+ * a partial one; a read past the end of the file returns zeros, as md
+ * reads a member's unwritten tail.  Every call is reported to the IO log
+ * (iolog.h) when that is on, so the crash-state tool sees superblock and
+ * bitmap writes in order with the data.  No locks, no buffering: the
+ * caller's buffer goes to the kernel as it is.
+ */
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>

@@ -1,5 +1,11 @@
 /* log.c - one line per message, "raidfuse: " prefixed on stderr, or syslog
- * once the daemon has detached.  Thread-safe: one write per line. */
+ * once the daemon has detached.
+ *
+ * Thread-safe without a lock: each message is formatted into one buffer
+ * and written with one call, so lines from different threads never mix.
+ * Debug messages cost one branch unless -v.  Messages say what, where and
+ * why (the member, the offset, the errno); nothing here decides what is
+ * worth logging.  Lines longer than 1 KiB are cut. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <syslog.h>
