@@ -232,6 +232,31 @@ static void release(struct rf_array *a, unsigned keep)
 		inline_end(a, w, saved);
 }
 
+/* The services' write hooks (core/hooks.h), in registration order. */
+static int hooks_write_start(struct rf_array *a, struct rf_req *r)
+{
+	int k, ret = 0, e;
+
+	r->hooks_started = a->nhooks > 0;
+	for (k = 0; k < a->nhooks; k++) {
+		if (!a->hooks[k].h->write_start)
+			continue;
+		e = a->hooks[k].h->write_start(a->hooks[k].priv, r->off, r->len);
+		if (e && !ret)
+			ret = e;
+	}
+	return ret;
+}
+
+static void hooks_write_end(struct rf_array *a, struct rf_req *r)
+{
+	int k, err = atomic_load(&r->err);
+
+	for (k = 0; k < a->nhooks; k++)
+		if (a->hooks[k].h->write_end)
+			a->hooks[k].h->write_end(a->hooks[k].priv, r->off, r->len, err);
+}
+
 static void req_put(struct rf_req *r)
 {
 	if (atomic_fetch_sub_explicit(&r->pending, 1, memory_order_acq_rel) == 1) {
@@ -239,8 +264,8 @@ static void req_put(struct rf_req *r)
 		struct rf_array *a = r->a;
 		int cls = req_class(r);
 
-		if (r->bitmap_counted)
-			rf_bitmap_write_end(a->bitmap, r->off, r->len, atomic_load(&r->err));
+		if (r->hooks_started)
+			hooks_write_end(a, r);
 		r->done(r, atomic_load_explicit(&r->err, memory_order_relaxed));
 		barrier_exit(a, cls);
 	}
@@ -320,7 +345,7 @@ static void inline_drive(struct rf_worker *w);
 void rf_array_submit(struct rf_array *a, struct rf_req *r)
 {
 	r->a = a;
-	r->bitmap_counted = false;
+	r->hooks_started = false;
 	if (barrier_enter(a, r))
 		submit_now(a, r);
 }
@@ -342,14 +367,9 @@ static void queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w)
 	atomic_store_explicit(&r->err, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->npieces, 0, memory_order_relaxed);
 
-	/* No write starts while the superblocks say clean. */
-	ret = r->op == RF_REQ_WRITE ? rf_sbstate_write_start(a->sbstate) : 0;
-	/* Nor before the bits of its chunks are on disk; counted until it ends. */
-	if (r->op == RF_REQ_WRITE && a->bitmap) {
-		r->bitmap_counted = true;
-		if (rf_bitmap_write_start(a->bitmap, r->off, r->len) && !ret)
-			ret = -EIO;
-	}
+	/* No write starts before the services let it (the superblocks say
+	 * dirty, the bits of its chunks are on disk); they hear of its end. */
+	ret = r->op == RF_REQ_WRITE ? hooks_write_start(a, r) : 0;
 	/* Past what the level tolerates nothing is written; reads go on
 	 * where the data is still whole (the level fails the others). */
 	if (!ret && r->op != RF_REQ_READ && rf_failed_now(a))
@@ -447,9 +467,10 @@ void rf_member_fail(struct rf_array *a, int member, int err, const char *what, u
 	uint64_t bit = 1ull << member;
 	uint64_t old = atomic_fetch_or_explicit(&a->faulty, bit, memory_order_acq_rel);
 
-	atomic_fetch_add_explicit(&a->members[member].nr_errors, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&a->devs[member].nr_errors, 1, memory_order_relaxed);
 	if (!(old & bit)) {
-		const struct rf_member *m = &a->members[member];
+		const struct rf_dev *m = &a->devs[member];
+		int k;
 		char why[512];
 
 		rf_err("member %d (%s): %s at %llu: %s; member marked faulty%s", member,
@@ -457,9 +478,11 @@ void rf_member_fail(struct rf_array *a, int member, int err, const char *what, u
 		       a->ops->failed(a, old | bit) ? "; array FAILED" : ", array degraded");
 		/* A short transfer or an error may be the file changed under us:
 		 * say so (the fds and id are stable while IO is in flight). */
-		if (err != -ENODEV && rf_dev_check(m->fd, &m->id, false, why, sizeof(why)))
+		if (err != -ENODEV && rf_dev_check(m->io.fd, &m->id, false, why, sizeof(why)))
 			rf_err("member %d (%s): %s", member, m->path, why);
-		rf_sbstate_kick(a->sbstate);
+		for (k = 0; k < a->nhooks; k++)
+			if (a->hooks[k].h->member_failed)
+				a->hooks[k].h->member_failed(a->hooks[k].priv, member);
 		rf_mgmt_kick(a);
 	}
 }
@@ -491,7 +514,7 @@ void rf_piece_set_mio(struct rf_array *a, struct rf_piece *p, int member, uint64
 	p->mio.end = direct_end;
 	p->mio.buf = p->buf;
 	p->mio.len = p->len;
-	p->mio.off = a->members[member].data_offset + moff;
+	p->mio.off = a->devs[member].data_offset + moff;
 	p->mio.member = member;
 	p->mio.op = p->write ? RF_MIO_WRITE : RF_MIO_READ;
 }
@@ -746,7 +769,7 @@ static void *worker_main(void *arg)
 	struct rf_array *a = g->a;
 
 	rf_current_worker = w;
-	w->ioq_ret = a->ioq_init(&w->ioq, a->iom, a->nmembers, RF_RING_DEPTH);
+	w->ioq_ret = a->ioq_init(&w->ioq, rf_devs_ioq(a), RF_RING_DEPTH);
 	if (w->ioq_ret)
 		rf_err("group %d: io_uring setup failed: %s", g->id, strerror(-w->ioq_ret));
 	pthread_mutex_lock(&a->start_lock);
@@ -837,7 +860,7 @@ static struct rf_worker *inline_get(struct rf_array *a)
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return NULL;
-	if (worker_buffers(a, w) || a->inline_ioq_init(&w->ioq, a->iom, a->nmembers, RF_RING_DEPTH)) {
+	if (worker_buffers(a, w) || a->inline_ioq_init(&w->ioq, rf_devs_ioq(a), RF_RING_DEPTH)) {
 		rf_err("inline worker: out of memory for its IO queue");
 		free(w->scratch);
 		free(w);
@@ -920,71 +943,17 @@ static const struct rf_level_ops *level_ops(int level)
 	return NULL;
 }
 
-int rf_same_file(struct rf_array *a, int i, const struct rf_dev_id *id)
-{
-	int j;
-
-	for (j = 0; j < i; j++)
-		if (a->members[j].fd >= 0 && rf_dev_same(&a->members[j].id, id))
-			return j;
-	return -1;
-}
-
-/* Open device i of the table (a member slot or a spare) through
- * rf_dev_open(), so every device is checked the same way. */
-static int open_member(struct rf_array *a, int i, const char *path, char *err, size_t errlen)
-{
-	struct rf_member *m = &a->members[i];
-	/* Read-only (--ro, overlays) opens nothing for writing and takes a
-	 * shared lock: other read-only servers may share the member, a writer
-	 * may not. */
-	bool ro = a->readonly || a->overlay;
-	struct rf_dev_fd d;
-	char who[PATH_MAX + 32], w2[PATH_MAX + 32];
-	int ret, j;
-
-	snprintf(who, sizeof(who), "member %d (%s)", i, path);
-	ret = rf_dev_open(path, who, RF_DEV_DIRECT | RF_DEV_NOLOCK | (ro ? RF_DEV_RDONLY : 0), &d, err, errlen);
-	if (ret)
-		return ret;
-	j = rf_same_file(a, i, &d.id);
-	if (j >= 0) {
-		snprintf(w2, sizeof(w2), "member %d (%s)", j, a->members[j].path);
-		rf_dev_same_msg(err, errlen, w2, who, d.id.dev, d.id.ino);
-		rf_dev_close(&d);
-		return -EINVAL;
-	}
-	ret = rf_dev_lock(&d, ro, who, err, errlen);
-	if (ret) {
-		rf_dev_close(&d);
-		return ret;
-	}
-	m->fd = d.fd;
-	m->fd_direct = d.fd_direct;
-	m->size = d.id.size;
-	m->id = d.id;
-	m->align = 4096;
-	return 0;
-}
-
 static void array_free(struct rf_array *a)
 {
 	int i;
 
-	rf_sbstate_close(a->sbstate);
-	rf_bitmap_close(a->bitmap);
+	for (i = 0; i < a->nhooks; i++)
+		if (a->hooks[i].h->close)
+			a->hooks[i].h->close(a->hooks[i].priv);
 	rf_mgmt_free(a);
-	for (i = 0; i < a->nmembers; i++)
-		rf_ovl_close(a->iom[i].layer);
-	for (i = 0; i < a->ndevs; i++) {
-		if (a->members[i].fd >= 0)
-			close(a->members[i].fd);
-		if (a->members[i].fd_direct >= 0)
-			close(a->members[i].fd_direct);
-		rf_fault_free(a->members[i].fault);
-		free(a->members[i].path);
-		rf_dev_id_free(&a->members[i].id);
-	}
+	for (i = 0; i < a->ndevs; i++)
+		rf_dev_release(&a->devs[i]);
+	pthread_mutex_destroy(&a->dev_lock);
 	free(a->name);
 	free(a);
 }
@@ -1000,11 +969,14 @@ static int overlay_open(struct rf_array *a, const char *dir, char *err, size_t e
 
 		if (!(a->present & (1ull << i)))
 			continue;
-		ret = rf_ovl_open(dir, a->members[i].fd, a->members[i].path, &o, err, errlen);
+		ret = rf_ovl_open(dir, a->devs[i].io.fd, a->devs[i].path, &o, err, errlen);
 		if (ret)
 			return ret;
-		a->iom[i].layer = o;
-		a->iom[i].fd_direct = -1;
+		a->devs[i].io.layer = o;
+		/* The layer does all of the IO, buffered. */
+		if (a->devs[i].io.fd_direct >= 0)
+			close(a->devs[i].io.fd_direct);
+		a->devs[i].io.fd_direct = -1;
 	}
 	a->ioq_init = a->inline_ioq_init = rf_ioq_init_overlay;
 	return 0;
@@ -1019,10 +991,9 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	if (!a)
 		return -ENOMEM;
 	a->nmembers = a->ndevs = cfg->nmembers;
-	for (i = 0; i < a->nmembers; i++) {
-		a->members[i].fd = a->members[i].fd_direct = -1;
-		a->members[i].prev_slot = -1;
-	}
+	for (i = 0; i < RF_MAX_DEVS; i++)
+		rf_dev_init(&a->devs[i]);
+	pthread_mutex_init(&a->dev_lock, NULL);
 	a->name = strdup(cfg->name);
 	a->readonly = cfg->readonly;
 	a->overlay = cfg->overlay_dir != NULL;
@@ -1049,7 +1020,8 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		goto fail;
 	}
 	for (i = 0; i < a->nmembers; i++) {
-		struct rf_member *m = &a->members[i];
+		struct rf_dev *m = &a->devs[i];
+		char who[PATH_MAX + 32];
 
 		m->data_offset = cfg->member_offsets ? cfg->member_offset[i] : cfg->data_offset;
 		if (!cfg->members[i]) {
@@ -1060,7 +1032,11 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 			continue;
 		}
 		m->path = strdup(cfg->members[i]);
-		ret = open_member(a, i, cfg->members[i], err, errlen);
+		snprintf(who, sizeof(who), "member %d (%s)", i, cfg->members[i]);
+		/* Read-only (--ro, overlays) opens nothing for writing and takes
+		 * a shared lock: other read-only servers may share the member, a
+		 * writer may not. */
+		ret = rf_dev_open_into(a, m, cfg->members[i], who, a->readonly || a->overlay, err, errlen);
 		if (ret)
 			goto fail;
 		a->present |= 1ull << i;
@@ -1083,7 +1059,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	}
 	if (cfg->size) {
 		for (i = 0; i < a->nmembers; i++) {
-			struct rf_member *m = &a->members[i];
+			struct rf_dev *m = &a->devs[i];
 
 			if ((a->present & (1ull << i)) && m->size - m->data_offset < cfg->size) {
 				snprintf(err, errlen, "member %d (%s): %llu bytes after data_offset, size needs %llu",
@@ -1112,8 +1088,8 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 				 (unsigned long long)usable);
 		else
 			snprintf(err, errlen, "%s: %s (the smallest, member %d (%s), holds %llu bytes after data_offset %llu)",
-				 cfg->path, why, smallest, a->members[smallest].path, (unsigned long long)usable,
-				 (unsigned long long)a->members[smallest].data_offset);
+				 cfg->path, why, smallest, a->devs[smallest].path, (unsigned long long)usable,
+				 (unsigned long long)a->devs[smallest].data_offset);
 		goto fail;
 	}
 	if (nmissing > a->geom.max_degraded || a->ops->failed(a, a->faulty)) {
@@ -1123,22 +1099,23 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		goto fail;
 	}
 	for (i = 0; i < cfg->nspares; i++) {
-		struct rf_member *m = &a->members[a->ndevs];
+		struct rf_dev *m = &a->devs[a->ndevs];
 		uint64_t doff = cfg->member_offsets ? cfg->spare_offset[i] : cfg->data_offset;
 		uint64_t need = doff + a->geom.dev_sectors * 512;
+		char who[PATH_MAX + 32];
 
-		m->fd = m->fd_direct = -1;
-		m->prev_slot = -1;
 		m->data_offset = doff;
 		m->flags = RF_DEV_SPARE;
 		m->path = strdup(cfg->spares[i]);
-		m->fault = rf_fault_new();
+		m->io.fault = rf_fault_new();
 		a->ndevs++;
-		if (!m->fault) {
+		if (!m->io.fault) {
 			ret = -ENOMEM;
 			goto fail;
 		}
-		ret = m->path ? open_member(a, a->ndevs - 1, cfg->spares[i], err, errlen) : -ENOMEM;
+		snprintf(who, sizeof(who), "member %d (%s)", a->ndevs - 1, cfg->spares[i]);
+		ret = m->path ? rf_dev_open_into(a, m, cfg->spares[i], who, a->readonly || a->overlay, err, errlen) :
+				-ENOMEM;
 		if (ret)
 			goto fail;
 		if (m->size < need) {
@@ -1152,13 +1129,9 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		a->stripe_size = a->chunk_bytes;
 	a->size = a->geom.array_sectors * 512;
 	for (i = 0; i < a->nmembers; i++) {
-		a->iom[i].fd = a->members[i].fd;
-		a->iom[i].fd_direct = a->members[i].fd_direct;
-		a->iom[i].align = a->members[i].align;
-		ret = rf_fault_from_config(cfg, i, &a->members[i].fault);
+		ret = rf_fault_from_config(cfg, i, &a->devs[i].io.fault);
 		if (ret)
 			goto fail;
-		a->iom[i].fault = a->members[i].fault;
 	}
 	if (cfg->overlay_dir) {
 		ret = overlay_open(a, cfg->overlay_dir, err, errlen);
@@ -1356,7 +1329,7 @@ static void groups_stop(struct rf_group *groups, int n)
 
 int rf_array_start(struct rf_array *a)
 {
-	int ret;
+	int i, ret;
 
 	a->ngroups = ngroups_for(a->worker_groups);
 	ret = rf_sync_init(a);
@@ -1367,10 +1340,9 @@ int rf_array_start(struct rf_array *a)
 		return ret;
 	a->started = true;
 	ret = groups_start(a, a->groups, a->ngroups);
-	if (!ret)
-		ret = rf_sbstate_start(a->sbstate);
-	if (!ret)
-		ret = rf_bitmap_start(a->bitmap);
+	for (i = 0; !ret && i < a->nhooks; i++)
+		if (a->hooks[i].h->start)
+			ret = a->hooks[i].h->start(a->hooks[i].priv);
 	return ret ? ret : rf_mgmt_start(a);
 }
 
@@ -1386,8 +1358,9 @@ void rf_array_close(struct rf_array *a)
 	rf_sync_free(a);
 	/* The idle timer drains too: stop it first.  The state is marked
 	 * clean once nothing is in flight (array_free()). */
-	rf_sbstate_stop(a->sbstate);
-	rf_bitmap_stop(a->bitmap);
+	for (i = 0; i < a->nhooks; i++)
+		if (a->hooks[i].h->stop)
+			a->hooks[i].h->stop(a->hooks[i].priv);
 	if (a->started) {
 		/* Whatever waits at the barrier still runs, then nothing may
 		 * start: every request has ended when the groups go. */
@@ -1402,8 +1375,8 @@ void rf_array_close(struct rf_array *a)
 	a->groups = NULL;
 	inline_free_all(a);
 	for (i = 0; i < a->nmembers; i++)
-		if (a->members[i].fd >= 0)
-			fsync(a->members[i].fd);
+		if (a->devs[i].io.fd >= 0)
+			fsync(a->devs[i].io.fd);
 	array_free(a);
 }
 
@@ -1613,8 +1586,9 @@ void rf_array_get_info(struct rf_array *a, struct rf_array_info *out)
 	out->metadata = a->metadata;
 	out->failed = f && a->ops->failed(a, f);
 	out->writes_in_flight = atomic_load(&a->inflight[1]) > 0;
-	out->sb_dirty = a->sbstate && atomic_load(&a->sbstate->mode) != RF_SBS_CLEAN;
-	rf_bitmap_pages(a->bitmap, &out->bitmap_chunk, &out->bitmap_pages, &out->bitmap_pages_used);
+	for (i = 0; i < a->nhooks; i++)
+		if (a->hooks[i].h->info)
+			a->hooks[i].h->info(a->hooks[i].priv, out);
 	/* The shape is stable while reconf_lock is held. */
 	pthread_mutex_lock(&a->reconf_lock);
 	out->stripe_cache_size = a->stripe_cache_size;
@@ -1635,13 +1609,43 @@ void rf_array_get_info(struct rf_array *a, struct rf_array_info *out)
 
 const char *rf_array_member_path(const struct rf_array *a, int i)
 {
-	return i >= 0 && i < a->nmembers ? a->members[i].path : NULL;
+	return i >= 0 && i < a->nmembers ? a->devs[i].path : NULL;
 }
 
 void rf_array_set_ioq_init(struct rf_array *a, rf_ioq_init_fn fn)
 {
 	a->ioq_init = fn;
 	a->inline_ioq_init = fn;
+}
+
+int rf_array_nslots(const struct rf_array *a)
+{
+	return a->nmembers;
+}
+
+uint64_t rf_array_present(const struct rf_array *a)
+{
+	return a->present;
+}
+
+uint64_t rf_array_faulty_read(const struct rf_array *a)
+{
+	return rf_faulty_read(a);
+}
+
+struct rf_bitmap *rf_array_bitmap(const struct rf_array *a)
+{
+	return a->bitmap;
+}
+
+bool rf_array_has_sync(const struct rf_array *a)
+{
+	return a->sync != NULL;
+}
+
+struct rf_sbstate *rf_array_sbstate(const struct rf_array *a)
+{
+	return a->sbstate;
 }
 
 uint64_t rf_array_size(const struct rf_array *a) { return a->size; }

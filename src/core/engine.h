@@ -1,4 +1,5 @@
-/* engine.h - what the core and the level modules share (not installed).
+/* engine.h - what the core and the level modules share (not installed):
+ * the array's struct, private to them.  Services see core/core.h only.
  *
  * Objects and who protects what:
  *  - struct rf_array: immutable after rf_array_open() except `faulty`
@@ -13,6 +14,26 @@
  *    inline worker from the array's pool and does the work itself.
  *  - The groups and their workers are rebuilt only while the drain barrier
  *    holds every request and none is in flight (rf_array_set_*()).
+ *  - The device table a->devs[] (core/dev.h): changed under reconf_lock
+ *    with every request drained, and dev_lock.
+ *
+ * Lock order, every lock of the program (outer first; a thread holding
+ * one never waits for one above it):
+ *    reconf_lock          one reconfiguration at a time (drains happen under it)
+ *    -> dev_lock          the device table, outside a drain (core/dev.h)
+ *       -> s->lock        superblock state (sbstate.h)
+ *          -> bm->lock    bitmap image and writes (bitmap.c)
+ *    bar_lock             the drain barrier's queue: taken alone, or
+ *                         under reconf_lock; never waits for another
+ *    pool_lock            inline workers: alone (reconf_lock may be held)
+ *    g->lock              a group's lists: innermost; never two at once
+ *    start_lock           worker start-up reports: alone
+ *    s->tlock, bm->tlock  the services' timer threads: alone
+ *    the sync thread's and the management thread's own locks: alone
+ *                         (each drops it before it drains or takes
+ *                         reconf_lock)
+ * The sync thread's row lock is rf_writes_hold() (the drain barrier), not
+ * a mutex.
  *
  * Pieces: a request is split into pieces; each piece ends once through
  * rf_piece_end().  A DIRECT piece is one member IO the worker issues as it
@@ -28,6 +49,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/core.h"
 #include "raidfuse/array.h"
 #include "raidfuse/ioq.h"
 #include "raidfuse/log.h"
@@ -148,19 +170,23 @@ struct rf_array {
 	const struct rf_level_ops *ops;
 	char *name;
 	bool readonly;                  /* members opened read-only (--ro) */
-	bool overlay;                   /* members read-only, written through iom[].layer */
+	bool overlay;                   /* members read-only, written through devs[].io.layer */
 	int metadata;                   /* enum rf_sb_kind the members carry (RF_SB_NONE: none) */
 	uint64_t size;                  /* bytes */
 	uint32_t stripe_size;           /* bytes per column per head */
 	uint32_t chunk_bytes;
 	int rmw_level;
 	int nmembers;                   /* slots: raid_disks */
-	/* Devices: [0, nmembers) serve the slots, [nmembers, ndevs) are
-	 * spares and faulty devices without a slot (member.c).  The table
-	 * changes only under reconf_lock with every request drained. */
+	/* Devices (core/dev.h): [0, nmembers) serve the slots, [nmembers,
+	 * ndevs) are spares and faulty devices without a slot.  The table
+	 * changes only under reconf_lock with every request drained, and
+	 * dev_lock (lock order above). */
 	int ndevs;
-	struct rf_member members[RF_MAX_DEVS];
-	struct rf_ioq_member iom[RF_MAX_MEMBERS];
+	struct rf_dev devs[RF_MAX_DEVS];
+	pthread_mutex_t dev_lock;
+	/* Services (core/hooks.h), registered while the array opens. */
+	int nhooks;
+	struct { const struct rf_hooks *h; void *priv; } hooks[RF_MAX_HOOKS];
 	uint64_t present;               /* members opened */
 	atomic_uint_fast64_t faulty;    /* missing or failed members */
 	atomic_uint rr;                 /* read balancing counter */
@@ -178,8 +204,8 @@ struct rf_array {
 	struct rf_worker *pool;         /* free ones */
 	struct rf_worker *pool_all;     /* every one, through all_next */
 	/* The drain barrier. */
-	pthread_mutex_t reconf_lock;    /* one reconfiguration at a time */
-	pthread_mutex_t bar_lock;
+	pthread_mutex_t reconf_lock;    /* one reconfiguration at a time; outermost */
+	pthread_mutex_t bar_lock;       /* never held while waiting for another lock */
 	pthread_cond_t bar_cond;
 	atomic_uint hold;               /* RF_HOLD_* */
 	atomic_long inflight[2];        /* requests past the barrier: reads, writes+flushes */
@@ -211,8 +237,6 @@ void rf_direct_issue(struct rf_worker *w, struct rf_piece *p);
 /* Set up p->mio for member m at member byte offset moff. */
 void rf_piece_set_mio(struct rf_array *a, struct rf_piece *p, int member, uint64_t moff);
 
-/* Member failure: mark faulty (idempotent) and log once. */
-void rf_member_fail(struct rf_array *a, int member, int err, const char *what, uint64_t off);
 static inline uint64_t rf_faulty(const struct rf_array *a)
 {
 	return atomic_load_explicit(&((struct rf_array *)a)->faulty, memory_order_acquire);
@@ -247,18 +271,10 @@ static inline bool rf_failed_now(const struct rf_array *a)
 	return f && a->ops->failed(a, f);
 }
 
-/* Run fn(arg) with writes drained (none in flight, new ones held at the
- * barrier), then let the held ones go; fn's result.  Blocks the caller:
- * never from a worker or a req->done() callback. */
-int rf_array_quiesced(struct rf_array *a, int (*fn)(void *arg), void *arg);
 
-/* The same with reads drained too (member IO stops entirely): for
- * changes of the device table. */
-int rf_array_quiesced_all(struct rf_array *a, int (*fn)(void *arg), void *arg);
-
-/* The device before i (a->members[0..i)) that is the same file as id
- * (hard link, symlink, the same block device), or -1. */
-int rf_same_file(struct rf_array *a, int i, const struct rf_dev_id *id);
+/* The device of a->devs[0..n) that is the same file as id (hard link,
+ * symlink, the same block device), or -1. */
+int rf_same_file(struct rf_array *a, int n, const struct rf_dev_id *id);
 
 /* The device called name (md/dev-NAME: its file's base name); its
  * number, or -ENOENT.  reconf_lock held. */

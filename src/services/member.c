@@ -1,12 +1,13 @@
 /* member.c - the array's devices: spares, failed members, rebuild.
  *
- * The device table is a->members[]: [0, nmembers) serve the slots,
- * [nmembers, ndevs) are spares and faulty devices that lost their slot.
- * It changes only under reconf_lock with every request drained
+ * The device table is the core's (core/dev.h): [0, nmembers) serve the
+ * slots, [nmembers, ndevs) are spares and faulty devices that lost their
+ * slot.  It changes only under reconf_lock with every request drained
  * (rf_array_quiesced_all: no member IO is in flight, so a slot's file
- * descriptors can be swapped under the IO queues), and with the superblock
- * state's lock held (its timer thread walks the same table).  Readers of
- * md/dev-* take reconf_lock.  Whether a slot's device is faulty is
+ * descriptors can change under the IO queues), and with the device lock
+ * held (the services' threads walk the same table).  A device moves only
+ * through rf_dev_swap(), which tells the services.  Readers of md/dev-*
+ * take reconf_lock.  Whether a slot's device is faulty is
  * a->faulty (atomic, set by the IO path); a device without a slot keeps it
  * in its flags.
  *
@@ -74,7 +75,7 @@ static const char *base_name(const char *path)
 /* reconf_lock held. */
 static unsigned dev_flags(struct rf_array *a, int dev)
 {
-	const struct rf_member *m = &a->members[dev];
+	const struct rf_dev *m = &a->devs[dev];
 	unsigned f = m->flags;
 
 	if (dev < a->nmembers) {
@@ -96,8 +97,8 @@ static uint64_t spare_data_offset(struct rf_array *a, int skip)
 
 	for (i = 0; i < a->nmembers; i++)
 		if (i != skip && (a->present & (1ull << i)) && !(bad & (1ull << i)))
-			return a->members[i].data_offset;
-	return a->members[0].data_offset;
+			return a->devs[i].data_offset;
+	return a->devs[0].data_offset;
 }
 
 int rf_array_ndevs(struct rf_array *a)
@@ -112,7 +113,7 @@ int rf_array_ndevs(struct rf_array *a)
 
 int rf_array_dev_info(struct rf_array *a, int dev, struct rf_dev_info *out)
 {
-	const struct rf_member *m;
+	const struct rf_dev *m;
 	int ret = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -121,7 +122,7 @@ int rf_array_dev_info(struct rf_array *a, int dev, struct rf_dev_info *out)
 		ret = -ENOENT;
 		goto out;
 	}
-	m = &a->members[dev];
+	m = &a->devs[dev];
 	snprintf(out->name, sizeof(out->name), "%s", base_name(m->path));
 	snprintf(out->path, sizeof(out->path), "%s", m->path);
 	out->flags = dev_flags(a, dev);
@@ -143,7 +144,7 @@ int rf_dev_lookup(struct rf_array *a, const char *name)
 	int i;
 
 	for (i = 0; i < a->ndevs; i++)
-		if (!(a->members[i].flags & RF_DEV_MISSING) && !strcmp(base_name(a->members[i].path), name))
+		if (!(a->devs[i].flags & RF_DEV_MISSING) && !strcmp(base_name(a->devs[i].path), name))
 			return i;
 	return -ENOENT;
 }
@@ -158,50 +159,16 @@ int rf_array_dev_find(struct rf_array *a, const char *name)
 	return ret;
 }
 
-/* ---- table edits: reconf_lock, everything drained, sbstate locked ---- */
-/* Close what device m holds. */
-static void dev_close(struct rf_member *m)
-{
-	if (m->fd >= 0)
-		close(m->fd);
-	if (m->fd_direct >= 0)
-		close(m->fd_direct);
-	rf_fault_free(m->fault);
-	free(m->path);
-	rf_dev_id_free(&m->id);
-}
-
-
-static void dev_swap(struct rf_array *a, int i, int j)
-{
-	struct rf_member t = a->members[i];
-
-	a->members[i] = a->members[j];
-	a->members[j] = t;
-	if (a->sbstate)
-		rf_sbstate_swap(a->sbstate, i, j);
-}
+/* ---- table edits: reconf_lock, everything drained, the device lock ---- */
 
 /* Close device i (not a slot) and close the gap with the last one. */
 static void dev_drop(struct rf_array *a, int i)
 {
-	dev_close(&a->members[i]);
-	if (a->sbstate)
-		rf_sbstate_forget(a->sbstate, i);
-	if (i != a->ndevs - 1)
-		dev_swap(a, i, a->ndevs - 1);
-	memset(&a->members[a->ndevs - 1], 0, sizeof(a->members[0]));
+	rf_dev_release(&a->devs[i]);
+	rf_dev_changed(a, i);
+	rf_dev_swap(a, i, a->ndevs - 1);
 	a->ndevs--;
 }
-
-static void slot_io(struct rf_array *a, int k)
-{
-	a->iom[k].fd = a->members[k].fd;
-	a->iom[k].fd_direct = a->members[k].fd_direct;
-	a->iom[k].align = a->members[k].align;
-	a->iom[k].fault = a->members[k].fault;
-}
-
 
 static void update_write_mostly(struct rf_array *a)
 {
@@ -209,7 +176,7 @@ static void update_write_mostly(struct rf_array *a)
 	int i;
 
 	for (i = 0; i < a->nmembers; i++)
-		if (a->members[i].flags & RF_DEV_WRITE_MOSTLY)
+		if (a->devs[i].flags & RF_DEV_WRITE_MOSTLY)
 			wm |= 1ull << i;
 	atomic_store(&a->write_mostly, wm);
 }
@@ -218,7 +185,7 @@ static void update_write_mostly(struct rf_array *a)
  * closed), a "missing" placeholder takes its place. */
 static int slot_vacate(struct rf_array *a, int k, bool keep)
 {
-	struct rf_member *m = &a->members[k];
+	struct rf_dev *m = &a->devs[k];
 	char *missing = strdup("missing");
 	uint64_t doff = m->data_offset;
 
@@ -226,28 +193,20 @@ static int slot_vacate(struct rf_array *a, int k, bool keep)
 		free(missing);
 		return -ENOSPC;
 	}
-	if (a->sbstate)
-		rf_sbstate_mark_faulty(a->sbstate, k);
+	rf_sbstate_mark_faulty(a->sbstate, k);
 	if (keep) {
 		int e = a->ndevs++;
 
-		a->members[e] = *m;
-		a->members[e].flags = RF_DEV_FAULTY;
-		a->members[e].prev_slot = k;
-		if (a->sbstate)
-			rf_sbstate_swap(a->sbstate, k, e);
+		rf_dev_swap(a, k, e);   /* e was an empty entry */
+		a->devs[e].flags = RF_DEV_FAULTY;
+		a->devs[e].prev_slot = k;
 	} else {
-		dev_close(m);
+		rf_dev_release(m);
 	}
-	if (a->sbstate)
-		rf_sbstate_forget(a->sbstate, k);
-	memset(m, 0, sizeof(*m));
 	m->path = missing;
-	m->fd = m->fd_direct = -1;
-	m->prev_slot = -1;
 	m->flags = RF_DEV_MISSING | RF_DEV_FAULTY;
 	m->data_offset = doff;
-	slot_io(a, k);
+	rf_dev_changed(a, k);
 	a->present &= ~(1ull << k);
 	atomic_fetch_or(&a->faulty, 1ull << k);
 	atomic_fetch_and(&a->recovering, ~(1ull << k));
@@ -266,29 +225,28 @@ static int take_slot(void *arg)
 	struct swap_job *j = arg;
 	struct rf_array *a = j->a;
 	int k = j->slot, sp = j->spare, ret = 0;
-	bool missing = a->members[k].flags & RF_DEV_MISSING, readd = false;
+	bool missing = a->devs[k].flags & RF_DEV_MISSING, readd = false;
 
-	rf_sbstate_lock(a->sbstate);
+	rf_devs_lock(a);
 	/* md's re-add with a bitmap: a device that left slot k after the
 	 * bits were last cleared missed only the writes they mark. */
-	if (a->bitmap && a->members[sp].prev_slot == k && rf_sbstate_has(a->sbstate, sp)) {
+	if (a->bitmap && a->devs[sp].prev_slot == k && a->devs[sp].sb_has) {
 		struct rf_bitmap_status st;
 
 		rf_bitmap_get(a->bitmap, &st);
-		readd = rf_sbstate_dev_events(a->sbstate, sp) >= st.events_cleared;
+		readd = a->devs[sp].sb.events >= st.events_cleared;
 	}
-	if (!missing && a->sbstate)
+	if (!missing)
 		rf_sbstate_mark_faulty(a->sbstate, k);
-	dev_swap(a, k, sp);
+	rf_dev_swap(a, k, sp);
 	if (missing) {
 		dev_drop(a, sp);
 	} else {
-		a->members[sp].flags = RF_DEV_FAULTY;
-		a->members[sp].prev_slot = k;
+		a->devs[sp].flags = RF_DEV_FAULTY;
+		a->devs[sp].prev_slot = k;
 	}
-	a->members[k].flags = RF_DEV_SPARE;
-	a->members[k].prev_slot = -1;
-	slot_io(a, k);
+	a->devs[k].flags = RF_DEV_SPARE;
+	a->devs[k].prev_slot = -1;
 	a->present |= 1ull << k;
 	/* What stripe heads cached of slot k was the failed device's. */
 	rf_stripe_cache_forget(a, 0, UINT64_MAX);
@@ -299,18 +257,18 @@ static int take_slot(void *arg)
 	update_write_mostly(a);
 	/* A spare named in the config gets its superblock now, and the data
 	 * offset that superblock records. */
-	if (a->sbstate && !rf_sbstate_has(a->sbstate, k)) {
+	if (a->sbstate && !a->devs[k].sb_has) {
 		char err[1024];
 
-		a->members[k].data_offset = spare_data_offset(a, k);
+		a->devs[k].data_offset = spare_data_offset(a, k);
 		ret = rf_sbstate_add_spare(a->sbstate, k, err, sizeof(err));
 		if (ret)
 			rf_err("%s: %s", a->name, err);
 	}
-	if (a->sbstate && !ret)
+	if (!ret)
 		ret = rf_sbstate_set_slot(a->sbstate, k, k, 0);
-	rf_sbstate_unlock(a->sbstate);
-	rf_info("%s: %s takes slot %d; rebuilding %s", a->name, a->members[k].path, k,
+	rf_devs_unlock(a);
+	rf_info("%s: %s takes slot %d; rebuilding %s", a->name, a->devs[k].path, k,
 		readd ? "what the bitmap marks" : "all of it");
 	return ret;
 }
@@ -327,25 +285,24 @@ static int end_rebuild(void *arg)
 	struct rf_array *a = j->a;
 	uint64_t r = atomic_load(&a->recovering) & ~rf_faulty(a);
 
-	rf_sbstate_lock(a->sbstate);
+	rf_devs_lock(a);
 	while (r) {
 		int k = __builtin_ctzll(r);
 
 		r &= r - 1;
 		if (j->completed) {
-			a->members[k].flags = (a->members[k].flags & RF_DEV_WRITE_MOSTLY) | RF_DEV_IN_SYNC;
+			a->devs[k].flags = (a->devs[k].flags & RF_DEV_WRITE_MOSTLY) | RF_DEV_IN_SYNC;
 			atomic_fetch_and(&a->recovering, ~(1ull << k));
-			rf_info("%s: %s in slot %d is rebuilt", a->name, a->members[k].path, k);
+			rf_info("%s: %s in slot %d is rebuilt", a->name, a->devs[k].path, k);
 		}
-		if (a->sbstate)
-			rf_sbstate_set_recovery(a->sbstate, k, j->completed ? RF_SB_MAX_SECTOR :
+		rf_sbstate_set_recovery(a->sbstate, k, j->completed ? RF_SB_MAX_SECTOR :
 						a->geom.level == 10 ? 0 : j->pos);
 	}
 	if (j->completed) {
 		atomic_store(&a->recovery_cp, 0);
 		atomic_store(&a->recover_dirty_only, false);
 	}
-	rf_sbstate_unlock(a->sbstate);
+	rf_devs_unlock(a);
 	return 0;
 }
 
@@ -365,11 +322,11 @@ static int pick_spare(struct rf_array *a, int k)
 	int i, any = -1;
 
 	for (i = a->nmembers; i < a->ndevs; i++) {
-		unsigned f = a->members[i].flags;
+		unsigned f = a->devs[i].flags;
 
 		if (!(f & RF_DEV_SPARE) || (f & RF_DEV_FAULTY))
 			continue;
-		if (a->members[i].prev_slot == k)
+		if (a->devs[i].prev_slot == k)
 			return i;
 		if (any < 0)
 			any = i;
@@ -450,11 +407,11 @@ static void watch_all(struct rf_array *a)
 	if (!a->mgmt || a->mgmt->ino_fd < 0)
 		return;
 	for (i = 0; i < a->ndevs; i++) {
-		const struct rf_member *m = &a->members[i];
+		const struct rf_dev *m = &a->devs[i];
 
-		if (m->fd < 0 || m->id.blk)
+		if (m->io.fd < 0 || m->id.blk)
 			continue;
-		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", m->fd);
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", m->io.fd);
 		inotify_add_watch(a->mgmt->ino_fd, proc, RF_WATCH_MASK);       /* the same wd if watched */
 	}
 }
@@ -471,12 +428,12 @@ static void check_devices(struct rf_array *a, bool with_path)
 	pthread_mutex_lock(&a->reconf_lock);
 	watch_all(a);
 	for (i = 0; i < a->ndevs; i++) {
-		struct rf_member *m = &a->members[i];
+		struct rf_dev *m = &a->devs[i];
 		bool slot = i < a->nmembers;
 
-		if (m->fd < 0 || (slot && (rf_faulty(a) & (1ull << i))) || (!slot && (m->flags & RF_DEV_FAULTY)))
+		if (m->io.fd < 0 || (slot && (rf_faulty(a) & (1ull << i))) || (!slot && (m->flags & RF_DEV_FAULTY)))
 			continue;
-		if (!rf_dev_check(m->fd, &m->id, with_path, why, sizeof(why)))
+		if (!rf_dev_check(m->io.fd, &m->id, with_path, why, sizeof(why)))
 			continue;
 		if (slot) {
 			rf_err("member %d (%s): %s: it no longer holds the array's data", i, m->path, why);
@@ -640,16 +597,16 @@ static int set_state(void *arg)
 {
 	struct state_job *j = arg;
 	struct rf_array *a = j->a;
-	struct rf_member *m;
+	struct rf_dev *m;
 	bool slot;
 	int dev, ret = 0;
 
 	dev = rf_dev_lookup(a, j->name);
 	if (dev < 0)
 		return dev;
-	m = &a->members[dev];
+	m = &a->devs[dev];
 	slot = dev < a->nmembers;
-	rf_sbstate_lock(a->sbstate);
+	rf_devs_lock(a);
 	if (!strcmp(j->word, "faulty")) {
 		if (slot) {
 			rf_member_fail(a, dev, -EIO, "md/dev-*/state \"faulty\"", 0);
@@ -667,8 +624,7 @@ static int set_state(void *arg)
 			ret = slot_vacate(a, dev, false);
 		} else {
 			rf_info("%s: %s removed", a->name, m->path);
-			if (a->sbstate)
-				rf_sbstate_mark_faulty(a->sbstate, dev);
+			rf_sbstate_mark_faulty(a->sbstate, dev);
 			dev_drop(a, dev);
 		}
 	} else if (!strcmp(j->word, "re-add") || !strcmp(j->word, "-faulty")) {
@@ -676,8 +632,8 @@ static int set_state(void *arg)
 			/* Out of the slot, then back in through a rebuild. */
 			ret = slot_vacate(a, dev, true);
 			if (!ret) {
-				a->members[a->ndevs - 1].flags = RF_DEV_SPARE;
-				rf_info("%s: %s re-added to slot %d", a->name, a->members[a->ndevs - 1].path, dev);
+				a->devs[a->ndevs - 1].flags = RF_DEV_SPARE;
+				rf_info("%s: %s re-added to slot %d", a->name, a->devs[a->ndevs - 1].path, dev);
 			}
 		} else if (!slot && (m->flags & RF_DEV_FAULTY)) {
 			m->flags = RF_DEV_SPARE;
@@ -697,7 +653,7 @@ static int set_state(void *arg)
 		       "-writemostly", a->name, j->name, j->word);
 		ret = -EINVAL;
 	}
-	rf_sbstate_unlock(a->sbstate);
+	rf_devs_unlock(a);
 	return ret;
 }
 
@@ -720,7 +676,7 @@ int rf_array_dev_set_state(struct rf_array *a, const char *name, const char *wor
 
 struct add_job {
 	struct rf_array *a;
-	struct rf_member m;
+	struct rf_dev m;                /* not in the table until add_dev() */
 	char *err;
 	size_t errlen;
 };
@@ -735,17 +691,17 @@ static int add_dev(void *arg)
 		snprintf(j->err, j->errlen, "%s: the array holds %d devices already", j->m.path, dev);
 		return -ENOSPC;
 	}
-	rf_sbstate_lock(a->sbstate);
-	a->members[dev] = j->m;
+	rf_devs_lock(a);
+	memcpy(&a->devs[dev], &j->m, sizeof(j->m));
 	a->ndevs++;
-	if (a->sbstate)
-		ret = rf_sbstate_add_spare(a->sbstate, dev, j->err, j->errlen);
+	ret = rf_sbstate_add_spare(a->sbstate, dev, j->err, j->errlen);
 	if (ret) {
-		rf_sbstate_forget(a->sbstate, dev);
-		memset(&a->members[dev], 0, sizeof(a->members[0]));
+		/* What it holds is still j->m's, which the caller closes. */
+		rf_dev_init(&a->devs[dev]);
 		a->ndevs--;
+		rf_dev_changed(a, dev);
 	}
-	rf_sbstate_unlock(a->sbstate);
+	rf_devs_unlock(a);
 	return ret;
 }
 
@@ -765,7 +721,7 @@ static int check_foreign_sb(struct rf_array *a, int fd, const char *path, char *
 		return -EINVAL;
 	}
 	for (i = 0; i < a->nmembers; i++) {
-		if (a->members[i].fd < 0 || rf_sb_read(a->members[i].fd, a->members[i].path, &mine, why, sizeof(why)))
+		if (a->devs[i].io.fd < 0 || rf_sb_read(a->devs[i].io.fd, a->devs[i].path, &mine, why, sizeof(why)))
 			continue;
 		if (!memcmp(mine.uuid, sb.uuid, 16))
 			return 0;       /* one of ours: it becomes a spare again */
@@ -780,40 +736,25 @@ static int check_foreign_sb(struct rf_array *a, int fd, const char *path, char *
 int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t errlen)
 {
 	struct add_job j = { .a = a, .err = err, .errlen = errlen };
-	struct rf_member *m = &j.m;
+	struct rf_dev *m = &j.m;
 	uint64_t need;
-	struct rf_dev_fd d;
-	int ret, other;
+	int ret;
 
-	m->fd = m->fd_direct = -1;
+	rf_dev_init(m);
 	if (a->readonly || a->overlay) {
 		snprintf(err, errlen, "%s: the array is %s: no spares", path, a->readonly ? "read-only" : "an overlay");
 		return -EROFS;
 	}
-	ret = rf_dev_open(path, path, RF_DEV_DIRECT | RF_DEV_NOLOCK, &d, err, errlen);
+	/* Opened, sized, compared with every device and locked as a
+	 * member is at array open. */
+	ret = rf_dev_open_into(a, m, path, path, false, err, errlen);
 	if (ret)
 		return ret;
-	m->fd = d.fd;
-	m->fd_direct = d.fd_direct;
-	m->id = d.id;
-	m->size = d.id.size;
-	m->prev_slot = -1;
 	m->flags = RF_DEV_SPARE;
-	m->align = 4096;
 	pthread_mutex_lock(&a->reconf_lock);
 	m->data_offset = spare_data_offset(a, -1);
 	need = m->data_offset + a->geom.dev_sectors * 512;
-	other = rf_same_file(a, a->ndevs, &m->id);
-	if (other >= 0)
-		snprintf(err, errlen, "%s: already in the array (as %s)", path, a->members[other].path);
 	pthread_mutex_unlock(&a->reconf_lock);
-	if (other >= 0) {
-		ret = -EEXIST;
-		goto fail;
-	}
-	ret = rf_dev_lock(&d, false, path, err, errlen);
-	if (ret)
-		goto fail;
 	if (m->size < need) {
 		snprintf(err, errlen, "%s: %llu bytes is too small: this array needs %llu (data offset %llu + %llu)",
 			 path, (unsigned long long)m->size, (unsigned long long)need,
@@ -823,7 +764,7 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 	}
 	if (a->sbstate) {
 		pthread_mutex_lock(&a->reconf_lock);
-		ret = check_foreign_sb(a, m->fd, path, err, errlen);
+		ret = check_foreign_sb(a, m->io.fd, path, err, errlen);
 		pthread_mutex_unlock(&a->reconf_lock);
 		if (ret)
 			goto fail;
@@ -833,8 +774,8 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 		ret = -ENOMEM;
 		goto fail;
 	}
-	m->fault = rf_fault_new();
-	if (!m->fault) {
+	m->io.fault = rf_fault_new();
+	if (!m->io.fault) {
 		ret = -ENOMEM;
 		goto fail;
 	}
@@ -845,7 +786,7 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 	rf_mgmt_kick(a);
 	return 0;
 fail:
-	dev_close(m);
+	rf_dev_release(m);
 	return ret;
 }
 
@@ -857,7 +798,7 @@ static struct rf_fault *dev_fault(struct rf_array *a, const char *name)
 {
 	int dev = rf_dev_lookup(a, name);
 
-	return dev < 0 ? NULL : a->members[dev].fault;
+	return dev < 0 ? NULL : a->devs[dev].io.fault;
 }
 
 int rf_array_dev_fault_get(struct rf_array *a, const char *name, struct rf_fault_spec *s,
