@@ -77,7 +77,7 @@ struct rf_piece {
 struct rf_stripe;
 struct rf_worker;
 
-/* One per RAID level; a static table in engine.c picks it. */
+/* One per RAID level; a static table in array.c picks it. */
 struct rf_level_ops {
 	const char *name;
 	/* Pieces a request of max_len bytes can need, worst case. */
@@ -308,5 +308,45 @@ void rf_writes_release(struct rf_array *a);
 void rf_stripe_cache_forget(struct rf_array *a, uint64_t lo, uint64_t hi);
 
 extern const struct rf_level_ops rf_raid0_ops, rf_raid1_ops, rf_raid10_ops, rf_raid5_ops;
+
+/* ---- between the core's files (not for the level modules) ---- */
+
+/* The drain barrier's hold bits (barrier.c). */
+enum {
+	RF_HOLD_WRITES = 1,
+	RF_HOLD_READS = 2,
+	RF_HOLD_ALL = RF_HOLD_WRITES | RF_HOLD_READS,
+	RF_HOLD_RELEASING = 4,
+};
+/* barrier.c */
+int rf_req_class(const struct rf_req *r);
+bool rf_barrier_enter(struct rf_array *a, struct rf_req *r);
+void rf_barrier_exit(struct rf_array *a, int cls);
+void rf_drain(struct rf_array *a, unsigned bits);
+void rf_release(struct rf_array *a, unsigned keep);
+/* request.c */
+void rf_submit_now(struct rf_array *a, struct rf_req *r);
+void rf_queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w);
+struct rf_worker *rf_inline_begin(struct rf_array *a, struct rf_worker **saved, int *err);
+void rf_inline_end(struct rf_array *a, struct rf_worker *w, struct rf_worker *saved);
+struct rf_group *rf_group_of(struct rf_array *a, uint64_t key);
+void rf_note_group(struct rf_group *g);
+void rf_group_push(struct rf_group *g, struct rf_piece *head, struct rf_piece **tail);
+/* stripe_cache.c (g->lock held) */
+struct rf_stripe *rf_stripe_get(struct rf_group *g, uint64_t sector);
+struct rf_stripe *rf_stripe_attach(struct rf_group *g, struct rf_stripe *sh, struct rf_piece *p);
+void rf_handle_add(struct rf_group *g, struct rf_stripe *sh);
+void rf_lru_add_tail(struct rf_group *g, struct rf_stripe *sh);
+/* workers.c */
+void rf_run_pieces(struct rf_worker *w, struct rf_group *g, struct rf_piece *list);
+struct rf_worker *rf_inline_get(struct rf_array *a);
+void rf_inline_put(struct rf_array *a, struct rf_worker *w);
+void rf_inline_drive(struct rf_worker *w);
+void rf_inline_free_all(struct rf_array *a);
+int rf_ngroups_for(int worker_groups);
+int rf_groups_alloc(struct rf_array *a, int ngroups, int nthreads, int cache, struct rf_group **out);
+int rf_groups_start(struct rf_array *a, struct rf_group *groups, int n);
+void rf_groups_stop(struct rf_group *groups, int n);
+void rf_groups_free(struct rf_array *a, struct rf_group *groups, int n);
 
 #endif
