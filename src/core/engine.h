@@ -18,22 +18,24 @@
  *    with every request drained, and dev_lock.
  *
  * Lock order, every lock of the program (outer first; a thread holding
- * one never waits for one above it):
- *    reconf_lock          one reconfiguration at a time (drains happen under it)
- *    -> dev_lock          the device table, outside a drain (core/dev.h)
+ * one takes only locks below it):
+ *    reconf_lock          one reconfiguration at a time; every drain (and so
+ *                         every device table edit) happens under it
+ *    -> dev_lock          the device table, for walks outside a drain (dev.h)
  *       -> s->lock        superblock state (sbstate.h)
  *          -> bm->lock    bitmap image and writes (bitmap.c)
- *    bar_lock             the drain barrier's queue: taken alone, or
- *                         under reconf_lock; never waits for another
- *    pool_lock            inline workers: alone (reconf_lock may be held)
- *    g->lock              a group's lists: innermost; never two at once
- *    start_lock           worker start-up reports: alone
- *    s->tlock, bm->tlock  the services' timer threads: alone
- *    the sync thread's and the management thread's own locks: alone
- *                         (each drops it before it drains or takes
- *                         reconf_lock)
- * The sync thread's row lock is rf_writes_hold() (the drain barrier), not
- * a mutex.
+ * Leaf locks: nothing else is taken while one is held, and each may be
+ * taken under any of the above:
+ *    bar_lock             the drain barrier's queue (barrier.c)
+ *    pool_lock            the inline workers' pool (workers.c)
+ *    g->lock              a group's lists and stripe heads; never two at once
+ *    start_lock           worker start-up reports
+ *    s->tlock, bm->tlock  the superblock and bitmap timer threads' wake-ups
+ *    mgmt->lock           the management thread's wake-ups (member.c)
+ *    the sync thread's lock (sync.c)
+ * No lock is held across a drain that waits for requests, except
+ * reconf_lock.  The sync thread's row lock is rf_writes_hold() (the drain
+ * barrier's write hold), not a mutex.
  *
  * Pieces: a request is split into pieces; each piece ends once through
  * rf_piece_end().  A DIRECT piece is one member IO the worker issues as it
@@ -127,7 +129,7 @@ struct rf_stripe {
 };
 
 struct rf_group {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;           /* innermost (lock order above); never two at once */
 	struct rf_array *a;
 	int id;
 	/* g->lock: */
@@ -183,7 +185,7 @@ struct rf_array {
 	 * dev_lock (lock order above). */
 	int ndevs;
 	struct rf_dev devs[RF_MAX_DEVS];
-	pthread_mutex_t dev_lock;
+	pthread_mutex_t dev_lock;       /* after reconf_lock, before s->lock and bm->lock */
 	/* Services (core/hooks.h), registered while the array opens. */
 	int nhooks;
 	struct { const struct rf_hooks *h; void *priv; } hooks[RF_MAX_HOOKS];
@@ -196,11 +198,11 @@ struct rf_array {
 	int stripe_cache_size, group_thread_cnt, worker_groups;
 	rf_ioq_init_fn ioq_init;        /* group workers' queues */
 	rf_ioq_init_fn inline_ioq_init; /* inline workers' queues */
-	pthread_mutex_t start_lock;     /* workers report their setup */
+	pthread_mutex_t start_lock;     /* workers report their setup; taken alone */
 	pthread_cond_t start_cond;
 	int nready, nstart_err;         /* start_lock */
 	/* Inline workers (group_thread_cnt 0), reused across requests. */
-	pthread_mutex_t pool_lock;
+	pthread_mutex_t pool_lock;      /* taken alone (reconf_lock may be held) */
 	struct rf_worker *pool;         /* free ones */
 	struct rf_worker *pool_all;     /* every one, through all_next */
 	/* The drain barrier. */

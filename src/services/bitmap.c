@@ -419,14 +419,15 @@ struct rf_bitmap {
 	_Atomic uint32_t *ctr;          /* [nchunks] */
 	struct rf_sbstate *s;
 	int n;                          /* slots: devices [0, n) carry the bitmap */
-	pthread_mutex_t lock;           /* the image, the header, bitmap writes */
+	pthread_mutex_t lock;           /* the image, the header, bitmap writes; the last of
+					 * device lock -> s->lock -> bm->lock (engine.h) */
 	uint8_t *img;                   /* lock: header + bits as on disk */
 	struct rf_bitmap_sb sb;         /* lock */
 	/* the resync walk's (sync thread only) */
 	uint64_t run_lo, run_hi, walk_pos;
 	atomic_uint_fast64_t covered, skipped, nr_set, nr_clear;
 	/* the background pass */
-	pthread_mutex_t tlock;
+	pthread_mutex_t tlock;          /* taken alone */
 	pthread_cond_t tcond;           /* tlock, CLOCK_MONOTONIC */
 	bool stop, running;             /* tlock */
 	atomic_uint period_ms;

@@ -46,7 +46,7 @@
 #include "services/sbstate.h"
 
 struct rf_mgmt {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;           /* alone: dropped before reconf_lock or a drain (engine.h) */
 	pthread_cond_t cond;
 	bool stop, kicked;
 	pthread_t thread;

@@ -47,13 +47,14 @@ struct rf_sbstate {
 	struct rf_array *a;
 	atomic_uint delay_ms;           /* the timer period: idle time before clean (tests
 					 * change it, then kick) */
-	pthread_mutex_t lock;           /* superblock writes and the fields below */
+	pthread_mutex_t lock;           /* superblock writes and the fields below; after the
+					 * device lock, before bm->lock (engine.h) */
 	uint64_t events;                /* the array's count, as last written */
 	uint64_t resync_offset;         /* where a resync is due; RF_SB_MAX_SECTOR: none */
 	uint64_t recorded;              /* slots recorded as faulty */
 	int n;                          /* slots */
 	/* the timer thread */
-	pthread_mutex_t tlock;
+	pthread_mutex_t tlock;          /* taken alone */
 	pthread_cond_t tcond;           /* tlock, CLOCK_MONOTONIC */
 	bool stop, kicked, running;     /* tlock */
 	pthread_t thread;
