@@ -500,6 +500,41 @@ struct rf_sbstate *rf_array_sbstate(const struct rf_array *a)
 	return a->sbstate;
 }
 
+uint64_t rf_array_recovering(const struct rf_array *a)
+{
+	return atomic_load(&((struct rf_array *)a)->recovering);
+}
+
+uint64_t rf_array_recovery_cp(const struct rf_array *a)
+{
+	return atomic_load(&((struct rf_array *)a)->recovery_cp);
+}
+
+bool rf_array_overlay(const struct rf_array *a)
+{
+	return a->overlay;
+}
+
+void rf_array_reconf_lock(struct rf_array *a)
+{
+	pthread_mutex_lock(&a->reconf_lock);
+}
+
+void rf_array_reconf_unlock(struct rf_array *a)
+{
+	pthread_mutex_unlock(&a->reconf_lock);
+}
+
+struct rf_mgmt *rf_array_mgmt(const struct rf_array *a)
+{
+	return a->mgmt;
+}
+
+void rf_array_set_mgmt(struct rf_array *a, struct rf_mgmt *m)
+{
+	a->mgmt = m;
+}
+
 uint64_t rf_array_size(const struct rf_array *a) { return a->size; }
 const struct rf_geom *rf_array_geom(const struct rf_array *a) { return &a->geom; }
 const char *rf_array_name(const struct rf_array *a) { return a->name; }

@@ -37,6 +37,37 @@ struct rf_sbstate *rf_array_sbstate(const struct rf_array *a);
 /* Whether the sync thread exists (from rf_array_start()). */
 bool rf_array_has_sync(const struct rf_array *a);
 
+/* Slots whose device is being rebuilt, and (raid4/5/6) the member sector
+ * below which they are. */
+uint64_t rf_array_recovering(const struct rf_array *a);
+uint64_t rf_array_recovery_cp(const struct rf_array *a);
+/* Whether the members are read-only under a copy-on-write overlay. */
+bool rf_array_overlay(const struct rf_array *a);
+
+/* The array's reconfiguration lock (outermost, engine.h): held to read the
+ * device table from outside a drain, and around every drain. */
+void rf_array_reconf_lock(struct rf_array *a);
+void rf_array_reconf_unlock(struct rf_array *a);
+
+/* The management thread's state (member.c), kept by the array. */
+struct rf_mgmt;
+struct rf_mgmt *rf_array_mgmt(const struct rf_array *a);
+void rf_array_set_mgmt(struct rf_array *a, struct rf_mgmt *m);
+
+/* The device called name (md/dev-NAME: its file's base name); its
+ * number, or -ENOENT.  reconf_lock held. */
+int rf_dev_lookup(struct rf_array *a, const char *name);
+
+/* member.c: the management thread (spares taking failed slots, rebuild
+ * start and end), and what the sync thread tells it.  The core starts,
+ * stops and kicks it. */
+int rf_mgmt_start(struct rf_array *a);
+void rf_mgmt_stop(struct rf_array *a);
+void rf_mgmt_free(struct rf_array *a);
+void rf_mgmt_kick(struct rf_array *a);
+/* The RECOVER walk ended: completed, or stopped at pos (member sectors). */
+void rf_recovery_ended(struct rf_array *a, bool completed, uint64_t pos);
+
 /* Slot member failed (idempotent, logs once). */
 void rf_member_fail(struct rf_array *a, int member, int err, const char *what, uint64_t off);
 

@@ -150,6 +150,71 @@ void rf_dev_swap(struct rf_array *a, int i, int j)
 	rf_dev_changed(a, j);
 }
 
+int rf_dev_append(struct rf_array *a)
+{
+	if (a->ndevs >= RF_MAX_DEVS)
+		return -ENOSPC;
+	return a->ndevs++;
+}
+
+void rf_dev_drop(struct rf_array *a, int i)
+{
+	rf_dev_release(&a->devs[i]);
+	rf_dev_changed(a, i);
+	rf_dev_swap(a, i, a->ndevs - 1);
+	a->ndevs--;
+}
+
+void rf_devs_write_mostly_changed(struct rf_array *a)
+{
+	uint64_t wm = 0;
+	int i;
+
+	for (i = 0; i < a->nmembers; i++)
+		if (a->devs[i].flags & RF_DEV_WRITE_MOSTLY)
+			wm |= 1ull << i;
+	atomic_store(&a->write_mostly, wm);
+}
+
+void rf_slot_vacated(struct rf_array *a, int k)
+{
+	a->present &= ~(1ull << k);
+	atomic_fetch_or(&a->faulty, 1ull << k);
+	atomic_fetch_and(&a->recovering, ~(1ull << k));
+	rf_devs_write_mostly_changed(a);
+}
+
+void rf_slot_rebuild_start(struct rf_array *a, int k, bool dirty_only)
+{
+	a->present |= 1ull << k;
+	/* What stripe heads cached of slot k was the failed device's. */
+	rf_stripe_cache_forget(a, 0, UINT64_MAX);
+	atomic_store(&a->recovery_cp, 0);
+	atomic_store(&a->recover_dirty_only, dirty_only);
+	atomic_fetch_or(&a->recovering, 1ull << k);
+	atomic_fetch_and(&a->faulty, ~(1ull << k));
+	rf_devs_write_mostly_changed(a);
+}
+
+void rf_slot_rebuilt(struct rf_array *a, int k)
+{
+	atomic_fetch_and(&a->recovering, ~(1ull << k));
+}
+
+void rf_recovery_reset(struct rf_array *a)
+{
+	atomic_store(&a->recovery_cp, 0);
+	atomic_store(&a->recover_dirty_only, false);
+}
+
+void rf_recovery_drop_faulty(struct rf_array *a)
+{
+	uint64_t r = atomic_load(&a->recovering);
+
+	if (r & rf_faulty(a))
+		atomic_fetch_and(&a->recovering, ~(r & rf_faulty(a)));
+}
+
 void rf_dev_resume_recovery(struct rf_array *a, int i, uint64_t offset)
 {
 	if (!atomic_load(&a->recovering) || offset < atomic_load(&a->recovery_cp))

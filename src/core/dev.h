@@ -101,6 +101,28 @@ void rf_dev_changed(struct rf_array *a, int i);
  * from the lowest such offset. */
 void rf_dev_resume_recovery(struct rf_array *a, int i, uint64_t offset);
 
+/* ---- table edits (reconf_lock, everything drained, the device lock) ---- */
+
+/* A new empty entry at the end of the table: its index, or -ENOSPC. */
+int rf_dev_append(struct rf_array *a);
+/* Close device i (not a slot's) and close the gap with the last one. */
+void rf_dev_drop(struct rf_array *a, int i);
+/* Slot k lost its device (a "missing" placeholder is there now): faulty,
+ * not present, not being rebuilt. */
+void rf_slot_vacated(struct rf_array *a, int k);
+/* Slot k's new device starts being rebuilt (from 0; dirty_only: only
+ * what the bitmap marks): present, no longer faulty, and nothing the
+ * stripe cache held of the old device survives. */
+void rf_slot_rebuild_start(struct rf_array *a, int k, bool dirty_only);
+/* Slot k's device is rebuilt. */
+void rf_slot_rebuilt(struct rf_array *a, int k);
+/* The rebuild walk is over: the next starts from 0, everything. */
+void rf_recovery_reset(struct rf_array *a);
+/* Slots being rebuilt whose device failed meanwhile are just faulty. */
+void rf_recovery_drop_faulty(struct rf_array *a);
+/* The devices' write-mostly flags changed (raid1 reads). */
+void rf_devs_write_mostly_changed(struct rf_array *a);
+
 /* Whether device i is faulty: a slot's by the array's mask, the others by
  * their flags. */
 bool rf_dev_faulty(struct rf_array *a, int i);

@@ -278,18 +278,6 @@ static inline bool rf_failed_now(const struct rf_array *a)
  * symlink, the same block device), or -1. */
 int rf_same_file(struct rf_array *a, int n, const struct rf_dev_id *id);
 
-/* The device called name (md/dev-NAME: its file's base name); its
- * number, or -ENOENT.  reconf_lock held. */
-int rf_dev_lookup(struct rf_array *a, const char *name);
-
-/* member.c: the management thread (spares taking failed slots, rebuild
- * start and end), and what the sync thread tells it. */
-int rf_mgmt_start(struct rf_array *a);
-void rf_mgmt_stop(struct rf_array *a);
-void rf_mgmt_free(struct rf_array *a);
-void rf_mgmt_kick(struct rf_array *a);
-/* The RECOVER walk ended: completed, or stopped at pos (member sectors). */
-void rf_recovery_ended(struct rf_array *a, bool completed, uint64_t pos);
 
 /* The worker running on this thread (NULL elsewhere). */
 extern __thread struct rf_worker *rf_current_worker;
