@@ -1,7 +1,9 @@
 /* sbstate.c - clean/dirty, events and failed members in the superblocks.
  *
- * Three writers of superblocks, all under s->lock, all through
- * rf_sb_update_io() on every present, in-sync member:
+ * Three writers of superblocks, all under the device lock and s->lock
+ * (sb_lock(): they walk the array's device table, where each device's
+ * superblock is kept), all through rf_sb_update_io() on every present,
+ * in-sync member:
  *  - mark dirty: the first write request after the array was clean, on
  *    the submitting thread, before that request is split.  Every other
  *    writer that arrives meanwhile waits on s->lock and then finds DIRTY.
