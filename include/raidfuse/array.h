@@ -39,30 +39,16 @@ struct rf_req {
 	struct rf_piece *pieces;        /* rf_req_alloc()'s array */
 	atomic_int npieces;             /* used entries of pieces[] */
 	int maxpieces;
-	bool bitmap_counted;            /* a write counted in the bitmap until it ends */
+	bool hooks_started;             /* a write the services' write_start saw: write_end follows */
 };
 
-struct rf_member {
-	char *path;
-	int fd;                         /* buffered, -1 when missing */
-	int fd_direct;                  /* O_DIRECT, -1 when the file refuses it */
-	uint32_t align;
-	uint64_t size;                  /* bytes */
-	uint64_t data_offset;           /* bytes */
-	atomic_uint_fast64_t nr_errors;
-	unsigned flags;                 /* enum rf_dev_flags; changed only while drained */
-	int prev_slot;                  /* the slot a faulty device lost; -1: none */
-	struct rf_fault *fault;         /* fault injection (fault.h), owned; the device's
-					 * iom[] entry points to it while it has a slot */
-	struct rf_dev_id id;            /* what was opened (devopen.h), to tell it is still that */
-};
 
 /* Open and check every member named by cfg (nothing is written).  Returns 0
  * or -errno with a message naming the member in err. */
 int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err, size_t errlen);
 /* Replace the liburing backend of the workers' IO queues (tests, fault
  * injection); call before rf_array_start(). */
-typedef int (*rf_ioq_init_fn)(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers,
+typedef int (*rf_ioq_init_fn)(struct rf_ioq *q, struct rf_ioq_devs devs,
 			      unsigned depth);
 void rf_array_set_ioq_init(struct rf_array *a, rf_ioq_init_fn fn);
 /* Start the worker threads (after any fork). */

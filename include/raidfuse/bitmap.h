@@ -139,25 +139,28 @@ void rf_bitmap_stop(struct rf_bitmap *bm);
  * array stops), write, free. */
 void rf_bitmap_close(struct rf_bitmap *bm);
 
-/* Before a write request of len bytes at array byte off is split: returns
- * once the bits of its chunks are set on every in-sync member's disk, and
- * counts the write in each chunk.  Cheap while the bits are set already:
- * one atomic add per chunk, no lock.  0, or -EIO when setting them failed
- * the array.  Counted even then: rf_bitmap_write_end() follows always. */
-int rf_bitmap_write_start(struct rf_bitmap *bm, uint64_t off, uint64_t len);
-/* The write ended with err (0 or -errno).  A failed write, or any write
- * while the array is degraded, leaves its chunks needing a resync. */
-void rf_bitmap_write_end(struct rf_bitmap *bm, uint64_t off, uint64_t len, int err);
-
-/* Device dev's entry in the superblock keeper's table changed (a spare
- * took a slot, a device left): follow it, and give a device that now
- * serves a slot the whole bitmap.  Called with the table locked
- * (rf_sbstate_lock()), as sbstate.c's swap and forget are. */
-void rf_bitmap_dev_changed(struct rf_bitmap *bm, int dev);
+/* The array calls the bitmap only through its hooks (core/hooks.h),
+ * which rf_bitmap_open() registers:
+ *  - write_start, before a write request of len bytes at array byte off
+ *    is split: returns once the bits of its chunks are set on every
+ *    in-sync member's disk, and counts the write in each chunk.  Cheap
+ *    while the bits are set already: one atomic add per chunk, no lock.
+ *    0, or -EIO when setting them failed the array (counted even then:
+ *    write_end follows always);
+ *  - write_end: the write ended with err.  A failed write, or any write
+ *    while the array is degraded, leaves its chunks needing a resync;
+ *  - dev_changed: device dev's entry of the table changed (a spare took
+ *    a slot, a device left, its superblock was written): the bitmap's
+ *    place on it is taken from its superblock, and a device that now
+ *    serves a slot gets the whole bitmap at the next bitmap write;
+ *  - info: md's mdstat figures (chunk, pages of 2048 counters, and those
+ *    holding a chunk whose bit is set);
+ *  - start, stop, close: as rf_bitmap_start/stop/close below. */
 
 /* The superblocks are about to record events: the header on every
  * in-sync member says so first (md's order: a bitmap older than its
- * superblocks is stale).  No fsync: the superblock write's follows. */
+ * superblocks is stale).  No fsync: the superblock write's follows.
+ * The device lock held (the superblock writer's). */
 void rf_bitmap_set_events(struct rf_bitmap *bm, uint64_t events);
 
 /* The resync walk's hooks (sync.c, act RESYNC only).  skip: where the
@@ -193,11 +196,6 @@ void rf_bitmap_range_synced(struct rf_bitmap *bm, uint64_t lo, uint64_t hi);
 int rf_bitmap_daemon_pass(struct rf_bitmap *bm);
 /* Period of the background pass in milliseconds (tests shorten it). */
 void rf_bitmap_set_period_ms(struct rf_bitmap *bm, unsigned ms);
-
-/* What md's mdstat line says: the chunk in bytes (0 for NULL: no
- * bitmap), md's pages of 2048 in-memory counters, and those holding a
- * chunk whose bit is set (md frees the others). */
-void rf_bitmap_pages(struct rf_bitmap *bm, uint32_t *chunk_bytes, uint64_t *pages, uint64_t *used);
 
 struct rf_bitmap_status {
 	uint32_t chunk_bytes;

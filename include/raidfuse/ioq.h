@@ -22,6 +22,7 @@
 #define RAIDFUSE_IOQ_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
@@ -62,6 +63,18 @@ struct rf_ioq_member {
 					 * each operation is issued */
 };
 
+/* The members a queue serves: n entries of struct rf_ioq_member, stride
+ * bytes apart.  The array's entries sit inside its device objects (one
+ * per device, no copy); a test passes a plain array (RF_IOQ_ARRAY).  The
+ * entries are read at each issue, so the owner may change them while the
+ * queue is idle. */
+struct rf_ioq_devs {
+	const struct rf_ioq_member *first;
+	size_t stride;
+	int n;
+};
+#define RF_IOQ_ARRAY(arr, cnt) ((struct rf_ioq_devs){ .first = (arr), .stride = sizeof(*(arr)), .n = (cnt) })
+
 struct rf_ioq;
 struct rf_fault;
 
@@ -82,8 +95,7 @@ struct rf_ioq_backend {
 struct rf_ioq {
 	const struct rf_ioq_backend *be;
 	void *priv;                     /* backend state */
-	const struct rf_ioq_member *members;
-	int nmembers;
+	struct rf_ioq_devs devs;
 	struct rf_mio *retry, **retry_tail;   /* queued, not yet with the backend */
 	struct rf_mio *injected;        /* ended by fault injection, not issued: completed
 					 * by the next rf_ioq_reap() (counted in inflight) */
@@ -96,18 +108,18 @@ struct rf_ioq {
 };
 
 /* Common setup for backends: members, retry list, iovec slots.  0 or -ENOMEM. */
-int rf_ioq_init_common(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned slots);
+int rf_ioq_init_common(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned slots);
 /* liburing backend with `depth` entries.  Returns 0 or -errno. */
-int rf_ioq_init_uring(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned depth);
+int rf_ioq_init_uring(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned depth);
 /* Synchronous backend: queued operations run in rf_ioq_submit() on the
  * calling thread (pread/pwrite), completions come from rf_ioq_reap(). */
-int rf_ioq_init_sync(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned depth);
+int rf_ioq_init_sync(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned depth);
 /* The synchronous backend with each operation run by fn instead of
  * pread/pwrite/fsync (a member layer): fn returns the bytes moved or
  * -errno. */
 typedef int (*rf_ioq_run_fn)(const struct rf_ioq_member *mm, int op, const struct iovec *iov, int niov,
 			     uint64_t off);
-int rf_ioq_init_sync_run(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers,
+int rf_ioq_init_sync_run(struct rf_ioq *q, struct rf_ioq_devs devs,
 			 unsigned depth, rf_ioq_run_fn fn);
 void rf_ioq_destroy(struct rf_ioq *q);
 
@@ -120,6 +132,11 @@ int rf_ioq_submit(struct rf_ioq *q);
  * arrives or rf_ioq_kick().  Returns the number of end() calls or -errno. */
 int rf_ioq_reap(struct rf_ioq *q, bool wait);
 static inline void rf_ioq_kick(struct rf_ioq *q) { q->be->kick(q); }
+/* Member i's entry. */
+static inline const struct rf_ioq_member *rf_ioq_dev(const struct rf_ioq *q, int i)
+{
+	return (const struct rf_ioq_member *)((const char *)q->devs.first + (size_t)i * q->devs.stride);
+}
 static inline bool rf_ioq_busy(const struct rf_ioq *q) { return q->inflight || q->retry; }
 
 /* For backends: one operation finished with res (bytes or -errno).

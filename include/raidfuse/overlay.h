@@ -96,6 +96,6 @@ void rf_ovl_sb_io(struct rf_ovl *o, struct rf_sb_io *io);
 
 /* Member IO queue backend for overlaid members (members[i].layer is the
  * member's struct rf_ovl): synchronous, on the calling thread. */
-int rf_ioq_init_overlay(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned depth);
+int rf_ioq_init_overlay(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned depth);
 
 #endif

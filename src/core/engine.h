@@ -1,4 +1,5 @@
-/* engine.h - what the core and the level modules share (not installed).
+/* engine.h - what the core and the level modules share (not installed):
+ * the array's struct, private to them.  Services see core/core.h only.
  *
  * Objects and who protects what:
  *  - struct rf_array: immutable after rf_array_open() except `faulty`
@@ -13,6 +14,28 @@
  *    inline worker from the array's pool and does the work itself.
  *  - The groups and their workers are rebuilt only while the drain barrier
  *    holds every request and none is in flight (rf_array_set_*()).
+ *  - The device table a->devs[] (core/dev.h): changed under reconf_lock
+ *    with every request drained, and dev_lock.
+ *
+ * Lock order, every lock of the program (outer first; a thread holding
+ * one takes only locks below it):
+ *    reconf_lock          one reconfiguration at a time; every drain (and so
+ *                         every device table edit) happens under it
+ *    -> dev_lock          the device table, for walks outside a drain (dev.h)
+ *       -> s->lock        superblock state (sbstate.h)
+ *          -> bm->lock    bitmap image and writes (bitmap.c)
+ * Leaf locks: nothing else is taken while one is held, and each may be
+ * taken under any of the above:
+ *    bar_lock             the drain barrier's queue (barrier.c)
+ *    pool_lock            the inline workers' pool (workers.c)
+ *    g->lock              a group's lists and stripe heads; never two at once
+ *    start_lock           worker start-up reports
+ *    s->tlock, bm->tlock  the superblock and bitmap timer threads' wake-ups
+ *    mgmt->lock           the management thread's wake-ups (member.c)
+ *    the sync thread's lock (sync.c)
+ * No lock is held across a drain that waits for requests, except
+ * reconf_lock.  The sync thread's row lock is rf_writes_hold() (the drain
+ * barrier's write hold), not a mutex.
  *
  * Pieces: a request is split into pieces; each piece ends once through
  * rf_piece_end().  A DIRECT piece is one member IO the worker issues as it
@@ -28,6 +51,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/core.h"
 #include "raidfuse/array.h"
 #include "raidfuse/ioq.h"
 #include "raidfuse/log.h"
@@ -55,7 +79,7 @@ struct rf_piece {
 struct rf_stripe;
 struct rf_worker;
 
-/* One per RAID level; a static table in engine.c picks it. */
+/* One per RAID level; a static table in array.c picks it. */
 struct rf_level_ops {
 	const char *name;
 	/* Pieces a request of max_len bytes can need, worst case. */
@@ -105,7 +129,7 @@ struct rf_stripe {
 };
 
 struct rf_group {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;           /* innermost (lock order above); never two at once */
 	struct rf_array *a;
 	int id;
 	/* g->lock: */
@@ -148,19 +172,23 @@ struct rf_array {
 	const struct rf_level_ops *ops;
 	char *name;
 	bool readonly;                  /* members opened read-only (--ro) */
-	bool overlay;                   /* members read-only, written through iom[].layer */
+	bool overlay;                   /* members read-only, written through devs[].io.layer */
 	int metadata;                   /* enum rf_sb_kind the members carry (RF_SB_NONE: none) */
 	uint64_t size;                  /* bytes */
 	uint32_t stripe_size;           /* bytes per column per head */
 	uint32_t chunk_bytes;
 	int rmw_level;
 	int nmembers;                   /* slots: raid_disks */
-	/* Devices: [0, nmembers) serve the slots, [nmembers, ndevs) are
-	 * spares and faulty devices without a slot (member.c).  The table
-	 * changes only under reconf_lock with every request drained. */
+	/* Devices (core/dev.h): [0, nmembers) serve the slots, [nmembers,
+	 * ndevs) are spares and faulty devices without a slot.  The table
+	 * changes only under reconf_lock with every request drained, and
+	 * dev_lock (lock order above). */
 	int ndevs;
-	struct rf_member members[RF_MAX_DEVS];
-	struct rf_ioq_member iom[RF_MAX_MEMBERS];
+	struct rf_dev devs[RF_MAX_DEVS];
+	pthread_mutex_t dev_lock;       /* after reconf_lock, before s->lock and bm->lock */
+	/* Services (core/hooks.h), registered while the array opens. */
+	int nhooks;
+	struct { const struct rf_hooks *h; void *priv; } hooks[RF_MAX_HOOKS];
 	uint64_t present;               /* members opened */
 	atomic_uint_fast64_t faulty;    /* missing or failed members */
 	atomic_uint rr;                 /* read balancing counter */
@@ -170,16 +198,16 @@ struct rf_array {
 	int stripe_cache_size, group_thread_cnt, worker_groups;
 	rf_ioq_init_fn ioq_init;        /* group workers' queues */
 	rf_ioq_init_fn inline_ioq_init; /* inline workers' queues */
-	pthread_mutex_t start_lock;     /* workers report their setup */
+	pthread_mutex_t start_lock;     /* workers report their setup; taken alone */
 	pthread_cond_t start_cond;
 	int nready, nstart_err;         /* start_lock */
 	/* Inline workers (group_thread_cnt 0), reused across requests. */
-	pthread_mutex_t pool_lock;
+	pthread_mutex_t pool_lock;      /* taken alone (reconf_lock may be held) */
 	struct rf_worker *pool;         /* free ones */
 	struct rf_worker *pool_all;     /* every one, through all_next */
 	/* The drain barrier. */
-	pthread_mutex_t reconf_lock;    /* one reconfiguration at a time */
-	pthread_mutex_t bar_lock;
+	pthread_mutex_t reconf_lock;    /* one reconfiguration at a time; outermost */
+	pthread_mutex_t bar_lock;       /* never held while waiting for another lock */
 	pthread_cond_t bar_cond;
 	atomic_uint hold;               /* RF_HOLD_* */
 	atomic_long inflight[2];        /* requests past the barrier: reads, writes+flushes */
@@ -211,8 +239,6 @@ void rf_direct_issue(struct rf_worker *w, struct rf_piece *p);
 /* Set up p->mio for member m at member byte offset moff. */
 void rf_piece_set_mio(struct rf_array *a, struct rf_piece *p, int member, uint64_t moff);
 
-/* Member failure: mark faulty (idempotent) and log once. */
-void rf_member_fail(struct rf_array *a, int member, int err, const char *what, uint64_t off);
 static inline uint64_t rf_faulty(const struct rf_array *a)
 {
 	return atomic_load_explicit(&((struct rf_array *)a)->faulty, memory_order_acquire);
@@ -247,31 +273,11 @@ static inline bool rf_failed_now(const struct rf_array *a)
 	return f && a->ops->failed(a, f);
 }
 
-/* Run fn(arg) with writes drained (none in flight, new ones held at the
- * barrier), then let the held ones go; fn's result.  Blocks the caller:
- * never from a worker or a req->done() callback. */
-int rf_array_quiesced(struct rf_array *a, int (*fn)(void *arg), void *arg);
 
-/* The same with reads drained too (member IO stops entirely): for
- * changes of the device table. */
-int rf_array_quiesced_all(struct rf_array *a, int (*fn)(void *arg), void *arg);
+/* The device of a->devs[0..n) that is the same file as id (hard link,
+ * symlink, the same block device), or -1. */
+int rf_same_file(struct rf_array *a, int n, const struct rf_dev_id *id);
 
-/* The device before i (a->members[0..i)) that is the same file as id
- * (hard link, symlink, the same block device), or -1. */
-int rf_same_file(struct rf_array *a, int i, const struct rf_dev_id *id);
-
-/* The device called name (md/dev-NAME: its file's base name); its
- * number, or -ENOENT.  reconf_lock held. */
-int rf_dev_lookup(struct rf_array *a, const char *name);
-
-/* member.c: the management thread (spares taking failed slots, rebuild
- * start and end), and what the sync thread tells it. */
-int rf_mgmt_start(struct rf_array *a);
-void rf_mgmt_stop(struct rf_array *a);
-void rf_mgmt_free(struct rf_array *a);
-void rf_mgmt_kick(struct rf_array *a);
-/* The RECOVER walk ended: completed, or stopped at pos (member sectors). */
-void rf_recovery_ended(struct rf_array *a, bool completed, uint64_t pos);
 
 /* The worker running on this thread (NULL elsewhere). */
 extern __thread struct rf_worker *rf_current_worker;
@@ -292,5 +298,45 @@ void rf_writes_release(struct rf_array *a);
 void rf_stripe_cache_forget(struct rf_array *a, uint64_t lo, uint64_t hi);
 
 extern const struct rf_level_ops rf_raid0_ops, rf_raid1_ops, rf_raid10_ops, rf_raid5_ops;
+
+/* ---- between the core's files (not for the level modules) ---- */
+
+/* The drain barrier's hold bits (barrier.c). */
+enum {
+	RF_HOLD_WRITES = 1,
+	RF_HOLD_READS = 2,
+	RF_HOLD_ALL = RF_HOLD_WRITES | RF_HOLD_READS,
+	RF_HOLD_RELEASING = 4,
+};
+/* barrier.c */
+int rf_req_class(const struct rf_req *r);
+bool rf_barrier_enter(struct rf_array *a, struct rf_req *r);
+void rf_barrier_exit(struct rf_array *a, int cls);
+void rf_drain(struct rf_array *a, unsigned bits);
+void rf_release(struct rf_array *a, unsigned keep);
+/* request.c */
+void rf_submit_now(struct rf_array *a, struct rf_req *r);
+void rf_queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w);
+struct rf_worker *rf_inline_begin(struct rf_array *a, struct rf_worker **saved, int *err);
+void rf_inline_end(struct rf_array *a, struct rf_worker *w, struct rf_worker *saved);
+struct rf_group *rf_group_of(struct rf_array *a, uint64_t key);
+void rf_note_group(struct rf_group *g);
+void rf_group_push(struct rf_group *g, struct rf_piece *head, struct rf_piece **tail);
+/* stripe_cache.c (g->lock held) */
+struct rf_stripe *rf_stripe_get(struct rf_group *g, uint64_t sector);
+struct rf_stripe *rf_stripe_attach(struct rf_group *g, struct rf_stripe *sh, struct rf_piece *p);
+void rf_handle_add(struct rf_group *g, struct rf_stripe *sh);
+void rf_lru_add_tail(struct rf_group *g, struct rf_stripe *sh);
+/* workers.c */
+void rf_run_pieces(struct rf_worker *w, struct rf_group *g, struct rf_piece *list);
+struct rf_worker *rf_inline_get(struct rf_array *a);
+void rf_inline_put(struct rf_array *a, struct rf_worker *w);
+void rf_inline_drive(struct rf_worker *w);
+void rf_inline_free_all(struct rf_array *a);
+int rf_ngroups_for(int worker_groups);
+int rf_groups_alloc(struct rf_array *a, int ngroups, int nthreads, int cache, struct rf_group **out);
+int rf_groups_start(struct rf_array *a, struct rf_group *groups, int n);
+void rf_groups_stop(struct rf_group *groups, int n);
+void rf_groups_free(struct rf_array *a, struct rf_group *groups, int n);
 
 #endif

@@ -10,8 +10,8 @@
  * seen one operation late.
  *
  * Which device owns which fault state is the array's business: each
- * struct rf_member holds its own, and the member IO queues reach it
- * through struct rf_ioq_member (a copy of the pointer).  md/dev-NAME/fault
+ * device's backend (struct rf_ioq_member, inside the array's device
+ * object) holds its own, which the member IO queues read there.  md/dev-NAME/fault
  * finds a device's state by name in member.c, under the array's
  * reconfiguration lock, so a device being removed is never touched
  * half-way.

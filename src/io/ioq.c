@@ -53,7 +53,7 @@ static void retry_push(struct rf_ioq *q, struct rf_mio *m)
  * q->injected once m is off the retry list. */
 static int mio_issue(struct rf_ioq *q, struct rf_mio *m)
 {
-	const struct rf_ioq_member *mm = &q->members[m->member];
+	const struct rf_ioq_member *mm = rf_ioq_dev(q, m->member);
 	char *buf = m->buf + m->done;
 	uint32_t len = m->len - m->done;
 	uint64_t off = m->off + m->done;
@@ -111,7 +111,7 @@ static int mio_issue(struct rf_ioq *q, struct rf_mio *m)
 /* Whether m can go behind the queued mio h as one vectored operation. */
 static bool can_merge(struct rf_ioq *q, struct rf_mio *h, struct rf_mio *m)
 {
-	const struct rf_ioq_member *mm = &q->members[m->member];
+	const struct rf_ioq_member *mm = rf_ioq_dev(q, m->member);
 	struct rf_mio *t = h->ctail;
 
 	return h->op == m->op && m->op != RF_MIO_FSYNC && !h->nomerge && !h->done &&
@@ -124,7 +124,7 @@ void rf_ioq_queue(struct rf_ioq *q, struct rf_mio *m)
 {
 	struct rf_mio *h;
 
-	assert(m->member >= 0 && m->member < q->nmembers);
+	assert(m->member >= 0 && m->member < q->devs.n);
 	h = q->mtail[m->member];
 
 	m->done = 0;
@@ -262,13 +262,12 @@ int rf_ioq_complete(struct rf_ioq *q, struct rf_mio *m, int res)
 	return 1;
 }
 
-int rf_ioq_init_common(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned slots)
+int rf_ioq_init_common(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned slots)
 {
 	int i;
 
 	memset(q, 0, sizeof(*q));
-	q->members = members;
-	q->nmembers = nmembers;
+	q->devs = devs;
 	q->retry_tail = &q->retry;
 	q->iov = calloc((size_t)slots * RF_IOQ_MAX_MERGE, sizeof(*q->iov));
 	q->iov_free = calloc(slots, sizeof(*q->iov_free));
@@ -470,7 +469,7 @@ static const struct rf_ioq_backend uring_backend = {
 	.destroy = uring_destroy,
 };
 
-int rf_ioq_init_uring(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned depth)
+int rf_ioq_init_uring(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned depth)
 {
 	struct uring_priv *u = calloc(1, sizeof(*u));
 	struct io_uring_params p;
@@ -498,7 +497,7 @@ int rf_ioq_init_uring(struct rf_ioq *q, const struct rf_ioq_member *members, int
 		free(u);
 		return ret;
 	}
-	ret = rf_ioq_init_common(q, members, nmembers, depth);
+	ret = rf_ioq_init_common(q, devs, depth);
 	if (ret) {
 		io_uring_queue_exit(&u->ring);
 		close(u->efd);
@@ -592,7 +591,7 @@ static int sync_submit(struct rf_ioq *q)
 		struct iovec one = { o->buf, o->len };
 
 		if (s->run)
-			o->res = s->run(&q->members[o->m->member], o->m->op, o->iov ? o->iov : &one,
+			o->res = s->run(rf_ioq_dev(q, o->m->member), o->m->op, o->iov ? o->iov : &one,
 					o->iov ? o->niov : 1, o->off);
 		else
 			o->res = sync_run(o);
@@ -642,12 +641,12 @@ static const struct rf_ioq_backend sync_backend = {
 	.destroy = sync_destroy,
 };
 
-int rf_ioq_init_sync(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned depth)
+int rf_ioq_init_sync(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned depth)
 {
-	return rf_ioq_init_sync_run(q, members, nmembers, depth, NULL);
+	return rf_ioq_init_sync_run(q, devs, depth, NULL);
 }
 
-int rf_ioq_init_sync_run(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers,
+int rf_ioq_init_sync_run(struct rf_ioq *q, struct rf_ioq_devs devs,
 			 unsigned depth, rf_ioq_run_fn fn)
 {
 	struct sync_priv *s = calloc(1, sizeof(*s) + depth * sizeof(s->ops[0]));
@@ -657,7 +656,7 @@ int rf_ioq_init_sync_run(struct rf_ioq *q, const struct rf_ioq_member *members, 
 		return -ENOMEM;
 	s->depth = depth;
 	s->run = fn;
-	ret = rf_ioq_init_common(q, members, nmembers, depth);
+	ret = rf_ioq_init_common(q, devs, depth);
 	if (ret) {
 		free(s);
 		return ret;

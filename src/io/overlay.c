@@ -297,9 +297,9 @@ static int ovl_run(const struct rf_ioq_member *mm, int op, const struct iovec *i
 	return r ? r : (int)total;
 }
 
-int rf_ioq_init_overlay(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned depth)
+int rf_ioq_init_overlay(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned depth)
 {
-	return rf_ioq_init_sync_run(q, members, nmembers, depth, ovl_run);
+	return rf_ioq_init_sync_run(q, devs, depth, ovl_run);
 }
 
 /* ---- open and close ---- */

@@ -117,7 +117,7 @@ static int r5_split(struct rf_array *a, struct rf_req *r)
 static void r5_direct_failed(struct rf_worker *w, struct rf_piece *p, int err)
 {
 	struct rf_array *a = w->a;
-	uint64_t moff = p->mio.off - a->members[p->mio.member].data_offset;
+	uint64_t moff = p->mio.off - a->devs[p->mio.member].data_offset;
 
 	if (rf_failed_now(a) || queue_stripe_pieces(a, p->req, false, p->mio.member, moff, p->aoff, p->buf,
 						    p->len, true)) {
@@ -208,7 +208,7 @@ static void issue(struct rf_worker *w, struct rf_stripe *sh, int col, bool write
 	m->end = write ? r5_write_end : r5_read_end;
 	m->buf = sh->buf[col];
 	m->len = a->stripe_size;
-	m->off = a->members[col].data_offset + (sh->sector << 9);
+	m->off = a->devs[col].data_offset + (sh->sector << 9);
 	m->member = (int16_t)col;
 	m->op = write ? RF_MIO_WRITE : RF_MIO_READ;
 	sh->pending++;

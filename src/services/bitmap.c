@@ -35,16 +35,20 @@
  * cleared while the array is degraded.
  *
  * Which devices: every device in a slot that is not faulty carries a copy
- * (md writes to every active rdev, one being rebuilt included).  The list
- * follows the superblock keeper's device table (its swap and forget call
- * rf_bitmap_dev_changed()); a device new in a slot gets the whole bitmap
- * at the next bitmap write, which the superblock update that puts it
- * there makes at once.  "Degraded", for keeping bits, is md's: a member
- * missing, failed, or being rebuilt.
+ * (md writes to every active rdev, one being rebuilt included).  Where it
+ * sits on each is that device's own field of the array's device table
+ * (core/dev.h: bm_has, bm_at, bm_fresh), taken from its superblock by
+ * the dev_changed hook whenever the table changes; a device new in a
+ * slot gets the whole bitmap at the next bitmap write, which the
+ * superblock update that puts it there makes at once.  "Degraded", for
+ * keeping bits, is md's: a member missing, failed, or being rebuilt.
+ * The array's IO path reaches this module only through its hooks
+ * (core/hooks.h), registered by rf_bitmap_open().
  *
- * Lock order: sbstate's s->lock, then bm->lock (the superblock keeper
- * calls rf_bitmap_set_events() and rf_bitmap_dev_changed() holding its
- * lock); bm->tlock alone.
+ * Lock order (engine.h): the device lock, then sbstate's s->lock, then
+ * bm->lock (the superblock keeper calls rf_bitmap_set_events() holding
+ * the first two; every other bitmap write takes the device lock first:
+ * it walks the device table); bm->tlock alone.
  *
  * What it does NOT do: choose what to resync or rebuild (sync.c asks it,
  * and the engine's recovery can), write-behind, or clustered bitmaps
@@ -59,7 +63,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/engine.h"
+#include "core/core.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/iolog.h"
 #include "raidfuse/le.h"
@@ -407,14 +411,6 @@ int rf_bitmap_read(const struct rf_sb_io *io, const char *path, const struct rf_
 
 /* ------------------------------------------------------------ running */
 
-/* A device's copy of the bitmap, from the superblock keeper's table. */
-struct bm_member {
-	bool has;
-	bool fresh;                     /* new in its slot: gets all of the bitmap first */
-	struct rf_sb_io io;
-	uint64_t at;                    /* byte offset of the bitmap */
-};
-
 struct rf_bitmap {
 	struct rf_array *a;
 	uint32_t shift;                 /* chunk = 1 << shift sectors */
@@ -423,15 +419,15 @@ struct rf_bitmap {
 	_Atomic uint32_t *ctr;          /* [nchunks] */
 	struct rf_sbstate *s;
 	int n;                          /* slots: devices [0, n) carry the bitmap */
-	struct bm_member *m;            /* [RF_MAX_DEVS], by device, as s->m; lock */
-	pthread_mutex_t lock;           /* the image, the header, bitmap writes */
+	pthread_mutex_t lock;           /* the image, the header, bitmap writes; the last of
+					 * device lock -> s->lock -> bm->lock (engine.h) */
 	uint8_t *img;                   /* lock: header + bits as on disk */
 	struct rf_bitmap_sb sb;         /* lock */
 	/* the resync walk's (sync thread only) */
 	uint64_t run_lo, run_hi, walk_pos;
 	atomic_uint_fast64_t covered, skipped, nr_set, nr_clear;
 	/* the background pass */
-	pthread_mutex_t tlock;
+	pthread_mutex_t tlock;          /* taken alone */
 	pthread_cond_t tcond;           /* tlock, CLOCK_MONOTONIC */
 	bool stop, running;             /* tlock */
 	atomic_uint period_ms;
@@ -441,7 +437,7 @@ struct rf_bitmap {
 /* md's "degraded": a member missing or failed, or one being rebuilt. */
 static bool degraded(const struct rf_bitmap *bm)
 {
-	return rf_faulty_read(bm->a) != 0;
+	return rf_array_faulty_read(bm->a) != 0;
 }
 
 static void img_bit(struct rf_bitmap *bm, uint64_t c, bool set)
@@ -461,9 +457,9 @@ static bool img_test(const uint8_t *bits, uint64_t c)
 
 static void write_dev(struct rf_bitmap *bm, int i, uint64_t lo, uint64_t hi, bool sync);
 
-/* bm->lock held: write bytes [lo, hi) of the image (widened to whole
- * sectors) to every in-sync member; a member that fails it is failed.
- * 0, or -EIO when the array failed. */
+/* The device lock and bm->lock held: write bytes [lo, hi) of the image
+ * (widened to whole sectors) to every in-sync member; a member that fails
+ * it is failed.  0, or -EIO when the array failed. */
 static int bm_write(struct rf_bitmap *bm, uint64_t lo, uint64_t hi, bool sync)
 {
 	struct rf_array *a = bm->a;
@@ -474,70 +470,53 @@ static int bm_write(struct rf_bitmap *bm, uint64_t lo, uint64_t hi, bool sync)
 	if (hi > bm->area)
 		hi = bm->area;
 	for (i = 0; i < bm->n && lo < hi; i++) {
-		if (!bm->m[i].has || (rf_faulty(a) & (1ull << i)))
+		struct rf_dev *d = rf_dev_get(a, i);
+
+		if (!d->bm_has || (rf_array_faulty(a) & (1ull << i)))
 			continue;
-		if (bm->m[i].fresh) {
+		if (d->bm_fresh) {
 			/* md writes its bitmap to every device in a slot:
 			 * a new one gets all of it. */
 			write_dev(bm, i, 0, bm->area, true);
-			bm->m[i].fresh = false;
+			d->bm_fresh = false;
 		} else {
 			write_dev(bm, i, lo, hi, sync);
 		}
 	}
-	return rf_failed_now(a) ? -EIO : 0;
+	return rf_array_failed(a) ? -EIO : 0;
 }
 
 /* bm->lock held: bytes [lo, hi) of the image to slot device i; a failure
  * fails it (rf_member_fail() names it). */
 static void write_dev(struct rf_bitmap *bm, int i, uint64_t lo, uint64_t hi, bool sync)
 {
-	struct bm_member *m = &bm->m[i];
-	int r = m->io.pwrite(m->io.ctx, bm->img + lo, hi - lo, m->at + lo);
+	struct rf_dev *m = rf_dev_get(bm->a, i);
+	int r = m->sb_io.pwrite(m->sb_io.ctx, bm->img + lo, hi - lo, m->bm_at + lo);
 
 	if (!r && sync)
-		r = m->io.fsync(m->io.ctx);
+		r = m->sb_io.fsync(m->sb_io.ctx);
 	if (r) {
-		rf_err("%s: slot %d: bitmap write at byte %llu: %s", bm->a->name, i,
-		       (unsigned long long)(m->at + lo), strerror(-r));
-		rf_member_fail(bm->a, i, r, "bitmap write", m->at + lo);
+		rf_err("%s: slot %d: bitmap write at byte %llu: %s", rf_array_name(bm->a), i,
+		       (unsigned long long)(m->bm_at + lo), strerror(-r));
+		rf_dev_fail(bm->a, i, r, "bitmap write", m->bm_at + lo);
 	}
 }
 
-/* bm->lock held: fsync every in-sync member, so that the data of the
- * chunks about to be cleared is on every disk before any bit says it
- * need not be resynced (md writes its bitmap pages with a preflush).
- * Without it a power cut could keep one member's cleared bit and lose
- * another member's last data write: the resync would skip a stripe
- * whose parity no longer matches.  A member that fails it is failed. */
-static void flush_members(struct rf_bitmap *bm)
-{
-	struct rf_array *a = bm->a;
-	int i, r;
-
-	for (i = 0; i < bm->n; i++) {
-		if (!bm->m[i].has || (rf_faulty(a) & (1ull << i)))
-			continue;
-		r = bm->m[i].io.fsync(bm->m[i].io.ctx);
-		if (r) {
-			rf_err("%s: slot %d: flush before clearing bitmap bits: %s", a->name, i, strerror(-r));
-			rf_member_fail(a, i, r, "flush", 0);
-		}
-	}
-}
-
-/* bm->lock held: take device dev's entry from the superblock keeper. */
+/* Device dev's place of the bitmap, from its superblock (device lock
+ * and bm->lock held). */
 static void snap_dev(struct rf_bitmap *bm, int dev)
 {
-	struct rf_sbs_member *sm = &bm->s->m[dev];
+	struct rf_dev *d = rf_dev_get(bm->a, dev);
 
-	bm->m[dev].has = sm->has && sm->sb.bitmap;
-	bm->m[dev].io = sm->io;
-	bm->m[dev].at = bm->m[dev].has ? rf_bitmap_offset_bytes(&sm->sb) : 0;
+	d->bm_has = d->sb_has && d->sb.bitmap;
+	d->bm_at = d->bm_has ? rf_bitmap_offset_bytes(&d->sb) : 0;
 }
 
-void rf_bitmap_dev_changed(struct rf_bitmap *bm, int dev)
+/* The dev_changed hook: see bitmap.h. */
+static void hook_dev_changed(void *priv, int dev)
 {
+	struct rf_bitmap *bm = priv;
+
 	if (!bm || dev < 0 || dev >= RF_MAX_DEVS)
 		return;
 	pthread_mutex_lock(&bm->lock);
@@ -545,7 +524,7 @@ void rf_bitmap_dev_changed(struct rf_bitmap *bm, int dev)
 	/* The slot's faulty bit may still be the old device's: the next
 	 * bitmap write (the superblocks' events follow at once) gives the
 	 * new one everything. */
-	bm->m[dev].fresh = dev < bm->n && bm->m[dev].has;
+	rf_dev_get(bm->a, dev)->bm_fresh = dev < bm->n && rf_dev_get(bm->a, dev)->bm_has;
 	pthread_mutex_unlock(&bm->lock);
 }
 
@@ -558,7 +537,6 @@ static void bm_free(struct rf_bitmap *bm)
 	pthread_mutex_destroy(&bm->lock);
 	free(bm->ctr);
 	free(bm->img);
-	free(bm->m);
 	free(bm);
 }
 
@@ -567,30 +545,34 @@ static void put_header(struct rf_bitmap *bm)
 	rf_bitmap_sb_build(&bm->sb, bm->img);
 }
 
+static const struct rf_hooks bitmap_hooks;
+static void hook_dev_changed(void *priv, int dev);
+
 int rf_bitmap_open(struct rf_array *a, struct rf_sbstate *s, struct rf_bitmap **out, char *err, size_t errlen)
 {
 	struct rf_bitmap *bm;
 	struct rf_bitmap_sb bsb;
 	struct rf_bitmap_status st;
-	struct rf_sbs_member *fm = NULL;
+	struct rf_dev *fm = NULL;
 	uint8_t *bits = NULL;
 	uint64_t c, start, have_bits, disk_bytes;
 	pthread_condattr_t ca;
 	bool stale, rewrite = false;
-	int i, r, fi = -1;
+	int i, r;
 
 	*out = NULL;
 	if (!s)
 		return 0;
 	/* md reads it from an in-sync member: the freshest one. */
-	for (i = 0; i < a->nmembers; i++)
-		if (s->m[i].has && !(rf_faulty(a) & (1ull << i)) && (!fm || s->m[i].sb.events > fm->sb.events)) {
-			fm = &s->m[i];
-			fi = i;
-		}
+	for (i = 0; i < rf_array_nslots(a); i++) {
+		struct rf_dev *d = rf_dev_get(a, i);
+
+		if (d->sb_has && !(rf_array_faulty(a) & (1ull << i)) && (!fm || d->sb.events > fm->sb.events))
+			fm = d;
+	}
 	if (!fm || !fm->sb.bitmap)
 		return 0;
-	r = rf_bitmap_read(&fm->io, a->members[fi].path, &fm->sb, &bsb, &bits, err, errlen);
+	r = rf_bitmap_read(&fm->sb_io, fm->path, &fm->sb, &bsb, &bits, err, errlen);
 	if (r)
 		return r;
 	bm = calloc(1, sizeof(*bm));
@@ -603,36 +585,37 @@ int rf_bitmap_open(struct rf_array *a, struct rf_sbstate *s, struct rf_bitmap **
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&bm->tcond, &ca);
 	pthread_condattr_destroy(&ca);
-	bm->sync_size = rf_bitmap_sync_size(&a->geom);
+	bm->sync_size = rf_bitmap_sync_size(rf_array_geom(a));
 	if (!bm->sync_size) {
-		r = bad(err, errlen, a->members[fi].path, "raid%d has nothing to resync: md keeps no bitmap for it",
-			a->geom.level);
+		r = bad(err, errlen, fm->path, "raid%d has nothing to resync: md keeps no bitmap for it",
+			rf_array_geom(a)->level);
 		goto fail;
 	}
 	if (bsb.sync_size != bm->sync_size) {
 		/* md too takes its own size and records it. */
 		rf_warn("%s: bitmap: sync_size %llu sectors, the array resyncs %llu: using the array's",
-			a->members[fi].path, (unsigned long long)bsb.sync_size, (unsigned long long)bm->sync_size);
+			fm->path, (unsigned long long)bsb.sync_size, (unsigned long long)bm->sync_size);
 		rewrite = true;
 	}
 	bm->shift = (uint32_t)__builtin_ctz(bsb.chunk_bytes / 512);
 	bm->nchunks = rf_bitmap_bits(bm->sync_size, bsb.chunk_bytes);
 	bm->area = (uint32_t)ROUND_UP(rf_bitmap_bytes(bm->sync_size, bsb.chunk_bytes), 512);
-	for (i = 0; i < a->nmembers; i++) {
-		if (!s->m[i].has)
+	for (i = 0; i < rf_array_nslots(a); i++) {
+		const struct rf_dev *d = rf_dev_get(a, i);
+
+		if (!d->sb_has)
 			continue;
-		r = check_place(&s->m[i].sb, a->members[i].path, bm->area, err, errlen);
+		r = check_place(&d->sb, d->path, bm->area, err, errlen);
 		if (r)
 			goto fail;
 	}
 	bm->ctr = calloc(bm->nchunks, sizeof(*bm->ctr));
 	bm->img = calloc(1, ROUND_UP(bm->area, BM_BLOCK));
-	bm->m = calloc(RF_MAX_DEVS, sizeof(*bm->m));
-	if (!bm->ctr || !bm->img || !bm->m)
+	if (!bm->ctr || !bm->img)
 		goto nomem;
 	bm->s = s;
-	bm->n = a->nmembers;
-	for (i = 0; i < RF_MAX_DEVS; i++)
+	bm->n = rf_array_nslots(a);
+	for (i = 0; i < rf_devs_count(a); i++)
 		snap_dev(bm, i);
 	disk_bytes = rf_bitmap_bytes(bsb.sync_size, bsb.chunk_bytes);
 	memcpy(bm->img, bits, disk_bytes < bm->area ? disk_bytes : bm->area);
@@ -647,7 +630,7 @@ int rf_bitmap_open(struct rf_array *a, struct rf_sbstate *s, struct rf_bitmap **
 	stale = bsb.events < s->events || (bsb.state & RF_BITMAP_STALE);
 	if (stale) {
 		rf_warn("%s: bitmap is out of date (events %llu, superblocks %llu%s): every chunk counts as written",
-			a->members[fi].path, (unsigned long long)bsb.events, (unsigned long long)s->events,
+			fm->path, (unsigned long long)bsb.events, (unsigned long long)s->events,
 			bsb.state & RF_BITMAP_STALE ? ", marked stale" : "");
 		bm->sb.state &= ~RF_BITMAP_STALE;
 		bm->sb.events = s->events;
@@ -669,19 +652,24 @@ int rf_bitmap_open(struct rf_array *a, struct rf_sbstate *s, struct rf_bitmap **
 	put_header(bm);
 	atomic_init(&bm->period_ms, bm->sb.daemon_sleep * 1000u);
 	if (rewrite && bm_write(bm, 0, bm->area, true)) {
-		snprintf(err, errlen, "%s: bitmap: the array failed while rewriting it", a->name);
+		snprintf(err, errlen, "%s: bitmap: the array failed while rewriting it", rf_array_name(a));
 		r = -EIO;
 		goto fail;
 	}
 	free(bits);
+	r = rf_array_add_hooks(a, &bitmap_hooks, bm);
+	if (r) {
+		snprintf(err, errlen, "%s: no room for the bitmap's hooks", rf_array_name(a));
+		goto fail;
+	}
 	rf_bitmap_get(bm, &st);
-	rf_info("%s: internal bitmap: %llu chunks of %u KiB, %llu set, %llu need a resync", a->name,
+	rf_info("%s: internal bitmap: %llu chunks of %u KiB, %llu set, %llu need a resync", rf_array_name(a),
 		(unsigned long long)st.chunks, st.chunk_bytes >> 10, (unsigned long long)st.dirty,
 		(unsigned long long)st.needed);
 	*out = bm;
 	return 0;
 nomem:
-	snprintf(err, errlen, "%s: out of memory for the bitmap", a->name);
+	snprintf(err, errlen, "%s: out of memory for the bitmap", rf_array_name(a));
 	r = -ENOMEM;
 fail:
 	bm_free(bm);
@@ -694,7 +682,7 @@ static bool chunks_of(const struct rf_bitmap *bm, uint64_t off, uint64_t len, ui
 {
 	uint64_t lo, hi;
 
-	rf_bitmap_range(&bm->a->geom, off, len, &lo, &hi);
+	rf_bitmap_range(rf_array_geom(bm->a), off, len, &lo, &hi);
 	if (lo >= hi)
 		return false;
 	*c0 = lo >> bm->shift;
@@ -710,6 +698,7 @@ static int set_bits(struct rf_bitmap *bm, uint64_t c0, uint64_t c1)
 	uint64_t c, lo = UINT64_MAX, hi = 0;
 	int r = 0;
 
+	rf_devs_lock(bm->a);
 	pthread_mutex_lock(&bm->lock);
 	for (c = c0; c <= c1; c++) {
 		if (atomic_load_explicit(&bm->ctr[c], memory_order_acquire) & F_DISK)
@@ -726,15 +715,18 @@ static int set_bits(struct rf_bitmap *bm, uint64_t c0, uint64_t c1)
 	if (!r)
 		for (c = c0; c <= c1; c++)
 			/* Pairs with the writers' acquire in
-			 * rf_bitmap_write_start(): who sees DISK sees the
+			 * the write_start hook: who sees DISK sees the
 			 * bit on disk. */
 			atomic_fetch_or_explicit(&bm->ctr[c], F_DISK, memory_order_release);
 	pthread_mutex_unlock(&bm->lock);
+	rf_devs_unlock(bm->a);
 	return r;
 }
 
-int rf_bitmap_write_start(struct rf_bitmap *bm, uint64_t off, uint64_t len)
+/* The write_start hook: see bitmap.h. */
+static int hook_write_start(void *priv, uint64_t off, uint64_t len)
 {
+	struct rf_bitmap *bm = priv;
 	uint64_t c, c0, c1;
 	bool slow = false;
 
@@ -749,11 +741,13 @@ int rf_bitmap_write_start(struct rf_bitmap *bm, uint64_t off, uint64_t len)
 		if (!(old & F_DISK))
 			slow = true;
 	}
-	return slow ? set_bits(bm, c0, c1) : 0;
+	return slow && set_bits(bm, c0, c1) ? -EIO : 0;
 }
 
-void rf_bitmap_write_end(struct rf_bitmap *bm, uint64_t off, uint64_t len, int err)
+/* The write_end hook. */
+static void hook_write_end(void *priv, uint64_t off, uint64_t len, int err)
 {
+	struct rf_bitmap *bm = priv;
 	uint64_t c, c0, c1;
 	bool need;
 
@@ -789,11 +783,13 @@ int rf_bitmap_daemon_pass(struct rf_bitmap *bm)
 
 	if (!bm)
 		return 0;
+	rf_devs_lock(bm->a);
 	pthread_mutex_lock(&bm->lock);
 	/* md keeps every bit while degraded: a member added back needs only
 	 * the chunks written meanwhile. */
 	if (degraded(bm)) {
 		pthread_mutex_unlock(&bm->lock);
+		rf_devs_unlock(bm->a);
 		return 0;
 	}
 	for (c = 0; c < bm->nchunks; c++) {
@@ -814,16 +810,23 @@ int rf_bitmap_daemon_pass(struct rf_bitmap *bm)
 		cleared++;
 	}
 	if (cleared) {
+		/* The data of the chunks about to be cleared goes to every
+		 * disk before any bit says it need not be resynced (md writes
+		 * its bitmap pages with a preflush): else a power cut could
+		 * keep one member's cleared bit and lose another member's last
+		 * data write, and the resync would skip a stripe whose parity
+		 * no longer matches. */
 		if (!rf_test_break("bitmap"))
-			flush_members(bm);
+			rf_devs_flush(bm->a, true, "before clearing bitmap bits");
 		bm->sb.events_cleared = bm->sb.events;
 		put_header(bm);
 		bm_write(bm, 0, hi, true);
 		atomic_fetch_add(&bm->nr_clear, 1);
 	}
 	pthread_mutex_unlock(&bm->lock);
+	rf_devs_unlock(bm->a);
 	if (cleared)
-		rf_dbg("%s: bitmap: cleared %d idle chunks", bm->a->name, cleared);
+		rf_dbg("%s: bitmap: cleared %d idle chunks", rf_array_name(bm->a), cleared);
 	return cleared;
 }
 
@@ -892,7 +895,7 @@ void rf_bitmap_close(struct rf_bitmap *bm)
 		return;
 	rf_bitmap_stop(bm);
 	/* md_bitmap_flush(): passes enough to clear every idle bit. */
-	if (!rf_failed_now(bm->a)) {
+	if (!rf_array_failed(bm->a)) {
 		rf_bitmap_daemon_pass(bm);
 		rf_bitmap_daemon_pass(bm);
 	}
@@ -910,7 +913,7 @@ static uint64_t chunk_end(const struct rf_bitmap *bm, uint64_t c)
 
 static void walk_summary(struct rf_bitmap *bm)
 {
-	rf_info("%s: bitmap: resync went over %llu of %llu sectors (%llu skipped as clean)", bm->a->name,
+	rf_info("%s: bitmap: resync went over %llu of %llu sectors (%llu skipped as clean)", rf_array_name(bm->a),
 		(unsigned long long)atomic_load(&bm->covered), (unsigned long long)bm->sync_size,
 		(unsigned long long)atomic_load(&bm->skipped));
 }
@@ -971,7 +974,7 @@ void rf_bitmap_range_synced(struct rf_bitmap *bm, uint64_t lo, uint64_t hi)
 	uint64_t c;
 
 	/* A device being rebuilt does not count: what was rebuilt is on it. */
-	if (!bm || rf_faulty(bm->a))
+	if (!bm || rf_array_faulty(bm->a))
 		return;
 	/* Whole chunks only: the first at or after lo, up to the last
 	 * that ends by hi. */
@@ -1029,19 +1032,17 @@ int rf_bitmap_next_dirty(struct rf_bitmap *bm, uint64_t from, uint64_t *lo, uint
 	return 0;
 }
 
-void rf_bitmap_pages(struct rf_bitmap *bm, uint32_t *chunk_bytes, uint64_t *pages, uint64_t *used)
+/* The info hook: what md's mdstat line says of the bitmap. */
+static void hook_info(void *priv, struct rf_array_info *out)
 {
+	struct rf_bitmap *bm = priv;
 	uint64_t c;
 
-	*chunk_bytes = 0;
-	*pages = *used = 0;
-	if (!bm)
-		return;
-	*chunk_bytes = bm->sb.chunk_bytes;      /* fixed once loaded */
-	*pages = (bm->nchunks + 2047) / 2048;
+	out->bitmap_chunk = bm->sb.chunk_bytes;         /* fixed once loaded */
+	out->bitmap_pages = (bm->nchunks + 2047) / 2048;
 	for (c = 0; c < bm->nchunks; c++)
 		if (atomic_load_explicit(&bm->ctr[c], memory_order_relaxed) & (F_DISK | F_NEED)) {
-			++*used;
+			out->bitmap_pages_used++;
 			c |= 2047;      /* on to the next page */
 		}
 }
@@ -1071,3 +1072,31 @@ void rf_bitmap_get(struct rf_bitmap *bm, struct rf_bitmap_status *st)
 	st->nr_set_writes = atomic_load(&bm->nr_set);
 	st->nr_clear_writes = atomic_load(&bm->nr_clear);
 }
+
+/* ---- hooks (core/hooks.h): what the array calls ---- */
+
+static int hook_start(void *priv)
+{
+	return rf_bitmap_start(priv);
+}
+
+static void hook_stop(void *priv)
+{
+	rf_bitmap_stop(priv);
+}
+
+static void hook_close(void *priv)
+{
+	rf_bitmap_close(priv);
+}
+
+static const struct rf_hooks bitmap_hooks = {
+	.name = "bitmap",
+	.write_start = hook_write_start,
+	.write_end = hook_write_end,
+	.dev_changed = hook_dev_changed,
+	.info = hook_info,
+	.start = hook_start,
+	.stop = hook_stop,
+	.close = hook_close,
+};

@@ -1,14 +1,15 @@
 /* member.c - the array's devices: spares, failed members, rebuild.
  *
- * The device table is a->members[]: [0, nmembers) serve the slots,
- * [nmembers, ndevs) are spares and faulty devices that lost their slot.
- * It changes only under reconf_lock with every request drained
+ * The device table is the core's (core/dev.h): [0, nmembers) serve the
+ * slots, [nmembers, ndevs) are spares and faulty devices that lost their
+ * slot.  It changes only under reconf_lock with every request drained
  * (rf_array_quiesced_all: no member IO is in flight, so a slot's file
- * descriptors can be swapped under the IO queues), and with the superblock
- * state's lock held (its timer thread walks the same table).  Readers of
- * md/dev-* take reconf_lock.  Whether a slot's device is faulty is
- * a->faulty (atomic, set by the IO path); a device without a slot keeps it
- * in its flags.
+ * descriptors can change under the IO queues), and with the device lock
+ * held (the services' threads walk the same table).  A device moves only
+ * through rf_dev_swap(), which tells the services.  Readers of md/dev-*
+ * take reconf_lock.  Whether a slot's device is faulty is the array's
+ * faulty mask (atomic, set by the IO path); a device without a slot keeps
+ * it in its flags.  This file sees the array only through core/core.h.
  *
  * What md does and this file does the same way:
  *  - a spare takes the lowest failed slot as soon as there is one (the
@@ -36,7 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/engine.h"
+#include "core/core.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/fault.h"
 #include "raidfuse/log.h"
@@ -45,7 +46,7 @@
 #include "services/sbstate.h"
 
 struct rf_mgmt {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;           /* alone: dropped before reconf_lock or a drain (engine.h) */
 	pthread_cond_t cond;
 	bool stop, kicked;
 	pthread_t thread;
@@ -74,11 +75,11 @@ static const char *base_name(const char *path)
 /* reconf_lock held. */
 static unsigned dev_flags(struct rf_array *a, int dev)
 {
-	const struct rf_member *m = &a->members[dev];
+	const struct rf_dev *m = rf_dev_get(a, dev);
 	unsigned f = m->flags;
 
-	if (dev < a->nmembers) {
-		if (rf_faulty(a) & (1ull << dev))
+	if (dev < rf_array_nslots(a)) {
+		if (rf_array_faulty(a) & (1ull << dev))
 			f = (f | RF_DEV_FAULTY) & ~RF_DEV_IN_SYNC;
 	}
 	return f;
@@ -91,50 +92,52 @@ static unsigned dev_flags(struct rf_array *a, int dev)
  * reconf_lock held, or the array drained. */
 static uint64_t spare_data_offset(struct rf_array *a, int skip)
 {
-	uint64_t bad = rf_faulty(a) | atomic_load(&a->recovering);
+	uint64_t bad = rf_array_faulty(a) | rf_array_recovering(a);
 	int i;
 
-	for (i = 0; i < a->nmembers; i++)
-		if (i != skip && (a->present & (1ull << i)) && !(bad & (1ull << i)))
-			return a->members[i].data_offset;
-	return a->members[0].data_offset;
+	for (i = 0; i < rf_array_nslots(a); i++)
+		if (i != skip && (rf_array_present(a) & (1ull << i)) && !(bad & (1ull << i)))
+			return rf_dev_get(a, i)->data_offset;
+	return rf_dev_get(a, 0)->data_offset;
 }
 
 int rf_array_ndevs(struct rf_array *a)
 {
 	int n;
 
-	pthread_mutex_lock(&a->reconf_lock);
-	n = a->ndevs;
-	pthread_mutex_unlock(&a->reconf_lock);
+	rf_array_reconf_lock(a);
+	n = rf_devs_count(a);
+	rf_array_reconf_unlock(a);
 	return n;
 }
 
 int rf_array_dev_info(struct rf_array *a, int dev, struct rf_dev_info *out)
 {
-	const struct rf_member *m;
+	const struct rf_geom *g;
+	const struct rf_dev *m;
 	int ret = 0;
 
 	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&a->reconf_lock);
-	if (dev < 0 || dev >= a->ndevs) {
+	rf_array_reconf_lock(a);
+	if (dev < 0 || dev >= rf_devs_count(a)) {
 		ret = -ENOENT;
 		goto out;
 	}
-	m = &a->members[dev];
+	m = rf_dev_get(a, dev);
 	snprintf(out->name, sizeof(out->name), "%s", base_name(m->path));
 	snprintf(out->path, sizeof(out->path), "%s", m->path);
 	out->flags = dev_flags(a, dev);
-	out->slot = dev < a->nmembers && !(out->flags & RF_DEV_MISSING) ? dev : -1;
+	out->slot = dev < rf_array_nslots(a) && !(out->flags & RF_DEV_MISSING) ? dev : -1;
 	out->errors = atomic_load_explicit(&m->nr_errors, memory_order_relaxed);
 	out->offset = m->data_offset / 512;
 	/* raid0 members may differ (md's zones): each its own */
-	out->size = (a->geom.level == 0 && dev < a->nmembers ? a->geom.r0_sectors[dev] : a->geom.dev_sectors) / 2;
+	g = rf_array_geom(a);
+	out->size = (g->level == 0 && dev < rf_array_nslots(a) ? g->r0_sectors[dev] : g->dev_sectors) / 2;
 	out->recovery_start = UINT64_MAX;
-	if (out->slot >= 0 && (atomic_load(&a->recovering) & (1ull << dev)))
-		out->recovery_start = a->geom.level == 10 ? 0 : atomic_load(&a->recovery_cp);
+	if (out->slot >= 0 && (rf_array_recovering(a) & (1ull << dev)))
+		out->recovery_start = rf_array_geom(a)->level == 10 ? 0 : rf_array_recovery_cp(a);
 out:
-	pthread_mutex_unlock(&a->reconf_lock);
+	rf_array_reconf_unlock(a);
 	return ret;
 }
 
@@ -142,8 +145,8 @@ int rf_dev_lookup(struct rf_array *a, const char *name)
 {
 	int i;
 
-	for (i = 0; i < a->ndevs; i++)
-		if (!(a->members[i].flags & RF_DEV_MISSING) && !strcmp(base_name(a->members[i].path), name))
+	for (i = 0; i < rf_devs_count(a); i++)
+		if (!(rf_dev_get(a, i)->flags & RF_DEV_MISSING) && !strcmp(base_name(rf_dev_get(a, i)->path), name))
 			return i;
 	return -ENOENT;
 }
@@ -152,106 +155,41 @@ int rf_array_dev_find(struct rf_array *a, const char *name)
 {
 	int ret;
 
-	pthread_mutex_lock(&a->reconf_lock);
+	rf_array_reconf_lock(a);
 	ret = rf_dev_lookup(a, name);
-	pthread_mutex_unlock(&a->reconf_lock);
+	rf_array_reconf_unlock(a);
 	return ret;
 }
 
-/* ---- table edits: reconf_lock, everything drained, sbstate locked ---- */
-/* Close what device m holds. */
-static void dev_close(struct rf_member *m)
-{
-	if (m->fd >= 0)
-		close(m->fd);
-	if (m->fd_direct >= 0)
-		close(m->fd_direct);
-	rf_fault_free(m->fault);
-	free(m->path);
-	rf_dev_id_free(&m->id);
-}
-
-
-static void dev_swap(struct rf_array *a, int i, int j)
-{
-	struct rf_member t = a->members[i];
-
-	a->members[i] = a->members[j];
-	a->members[j] = t;
-	if (a->sbstate)
-		rf_sbstate_swap(a->sbstate, i, j);
-}
-
-/* Close device i (not a slot) and close the gap with the last one. */
-static void dev_drop(struct rf_array *a, int i)
-{
-	dev_close(&a->members[i]);
-	if (a->sbstate)
-		rf_sbstate_forget(a->sbstate, i);
-	if (i != a->ndevs - 1)
-		dev_swap(a, i, a->ndevs - 1);
-	memset(&a->members[a->ndevs - 1], 0, sizeof(a->members[0]));
-	a->ndevs--;
-}
-
-static void slot_io(struct rf_array *a, int k)
-{
-	a->iom[k].fd = a->members[k].fd;
-	a->iom[k].fd_direct = a->members[k].fd_direct;
-	a->iom[k].align = a->members[k].align;
-	a->iom[k].fault = a->members[k].fault;
-}
-
-
-static void update_write_mostly(struct rf_array *a)
-{
-	uint64_t wm = 0;
-	int i;
-
-	for (i = 0; i < a->nmembers; i++)
-		if (a->members[i].flags & RF_DEV_WRITE_MOSTLY)
-			wm |= 1ull << i;
-	atomic_store(&a->write_mostly, wm);
-}
+/* ---- table edits: reconf_lock, everything drained, the device lock ---- */
 
 /* Empty slot k: its device moves out (as a spare-to-be when keep, else
  * closed), a "missing" placeholder takes its place. */
 static int slot_vacate(struct rf_array *a, int k, bool keep)
 {
-	struct rf_member *m = &a->members[k];
+	struct rf_dev *m = rf_dev_get(a, k);
 	char *missing = strdup("missing");
 	uint64_t doff = m->data_offset;
 
-	if (!missing || (keep && a->ndevs >= RF_MAX_DEVS)) {
+	int e = keep ? rf_dev_append(a) : 0;
+
+	if (!missing || e < 0) {
 		free(missing);
 		return -ENOSPC;
 	}
-	if (a->sbstate)
-		rf_sbstate_mark_faulty(a->sbstate, k);
+	rf_sbstate_mark_faulty(rf_array_sbstate(a), k);
 	if (keep) {
-		int e = a->ndevs++;
-
-		a->members[e] = *m;
-		a->members[e].flags = RF_DEV_FAULTY;
-		a->members[e].prev_slot = k;
-		if (a->sbstate)
-			rf_sbstate_swap(a->sbstate, k, e);
+		rf_dev_swap(a, k, e);   /* e was an empty entry */
+		rf_dev_get(a, e)->flags = RF_DEV_FAULTY;
+		rf_dev_get(a, e)->prev_slot = k;
 	} else {
-		dev_close(m);
+		rf_dev_release(m);
 	}
-	if (a->sbstate)
-		rf_sbstate_forget(a->sbstate, k);
-	memset(m, 0, sizeof(*m));
 	m->path = missing;
-	m->fd = m->fd_direct = -1;
-	m->prev_slot = -1;
 	m->flags = RF_DEV_MISSING | RF_DEV_FAULTY;
 	m->data_offset = doff;
-	slot_io(a, k);
-	a->present &= ~(1ull << k);
-	atomic_fetch_or(&a->faulty, 1ull << k);
-	atomic_fetch_and(&a->recovering, ~(1ull << k));
-	update_write_mostly(a);
+	rf_dev_changed(a, k);
+	rf_slot_vacated(a, k);
 	return 0;
 }
 
@@ -266,51 +204,43 @@ static int take_slot(void *arg)
 	struct swap_job *j = arg;
 	struct rf_array *a = j->a;
 	int k = j->slot, sp = j->spare, ret = 0;
-	bool missing = a->members[k].flags & RF_DEV_MISSING, readd = false;
+	bool missing = rf_dev_get(a, k)->flags & RF_DEV_MISSING, readd = false;
 
-	rf_sbstate_lock(a->sbstate);
+	rf_devs_lock(a);
 	/* md's re-add with a bitmap: a device that left slot k after the
 	 * bits were last cleared missed only the writes they mark. */
-	if (a->bitmap && a->members[sp].prev_slot == k && rf_sbstate_has(a->sbstate, sp)) {
+	if (rf_array_bitmap(a) && rf_dev_get(a, sp)->prev_slot == k && rf_dev_get(a, sp)->sb_has) {
 		struct rf_bitmap_status st;
 
-		rf_bitmap_get(a->bitmap, &st);
-		readd = rf_sbstate_dev_events(a->sbstate, sp) >= st.events_cleared;
+		rf_bitmap_get(rf_array_bitmap(a), &st);
+		readd = rf_dev_get(a, sp)->sb.events >= st.events_cleared;
 	}
-	if (!missing && a->sbstate)
-		rf_sbstate_mark_faulty(a->sbstate, k);
-	dev_swap(a, k, sp);
+	if (!missing)
+		rf_sbstate_mark_faulty(rf_array_sbstate(a), k);
+	rf_dev_swap(a, k, sp);
 	if (missing) {
-		dev_drop(a, sp);
+		rf_dev_drop(a, sp);
 	} else {
-		a->members[sp].flags = RF_DEV_FAULTY;
-		a->members[sp].prev_slot = k;
+		rf_dev_get(a, sp)->flags = RF_DEV_FAULTY;
+		rf_dev_get(a, sp)->prev_slot = k;
 	}
-	a->members[k].flags = RF_DEV_SPARE;
-	a->members[k].prev_slot = -1;
-	slot_io(a, k);
-	a->present |= 1ull << k;
-	/* What stripe heads cached of slot k was the failed device's. */
-	rf_stripe_cache_forget(a, 0, UINT64_MAX);
-	atomic_store(&a->recovery_cp, 0);
-	atomic_store(&a->recover_dirty_only, readd);
-	atomic_fetch_or(&a->recovering, 1ull << k);
-	atomic_fetch_and(&a->faulty, ~(1ull << k));
-	update_write_mostly(a);
+	rf_dev_get(a, k)->flags = RF_DEV_SPARE;
+	rf_dev_get(a, k)->prev_slot = -1;
+	rf_slot_rebuild_start(a, k, readd);
 	/* A spare named in the config gets its superblock now, and the data
 	 * offset that superblock records. */
-	if (a->sbstate && !rf_sbstate_has(a->sbstate, k)) {
+	if (rf_array_sbstate(a) && !rf_dev_get(a, k)->sb_has) {
 		char err[1024];
 
-		a->members[k].data_offset = spare_data_offset(a, k);
-		ret = rf_sbstate_add_spare(a->sbstate, k, err, sizeof(err));
+		rf_dev_get(a, k)->data_offset = spare_data_offset(a, k);
+		ret = rf_sbstate_add_spare(rf_array_sbstate(a), k, err, sizeof(err));
 		if (ret)
-			rf_err("%s: %s", a->name, err);
+			rf_err("%s: %s", rf_array_name(a), err);
 	}
-	if (a->sbstate && !ret)
-		ret = rf_sbstate_set_slot(a->sbstate, k, k, 0);
-	rf_sbstate_unlock(a->sbstate);
-	rf_info("%s: %s takes slot %d; rebuilding %s", a->name, a->members[k].path, k,
+	if (!ret)
+		ret = rf_sbstate_set_slot(rf_array_sbstate(a), k, k, 0);
+	rf_devs_unlock(a);
+	rf_info("%s: %s takes slot %d; rebuilding %s", rf_array_name(a), rf_dev_get(a, k)->path, k,
 		readd ? "what the bitmap marks" : "all of it");
 	return ret;
 }
@@ -325,27 +255,24 @@ static int end_rebuild(void *arg)
 {
 	struct end_job *j = arg;
 	struct rf_array *a = j->a;
-	uint64_t r = atomic_load(&a->recovering) & ~rf_faulty(a);
+	uint64_t r = rf_array_recovering(a) & ~rf_array_faulty(a);
 
-	rf_sbstate_lock(a->sbstate);
+	rf_devs_lock(a);
 	while (r) {
 		int k = __builtin_ctzll(r);
 
 		r &= r - 1;
 		if (j->completed) {
-			a->members[k].flags = (a->members[k].flags & RF_DEV_WRITE_MOSTLY) | RF_DEV_IN_SYNC;
-			atomic_fetch_and(&a->recovering, ~(1ull << k));
-			rf_info("%s: %s in slot %d is rebuilt", a->name, a->members[k].path, k);
+			rf_dev_get(a, k)->flags = (rf_dev_get(a, k)->flags & RF_DEV_WRITE_MOSTLY) | RF_DEV_IN_SYNC;
+			rf_slot_rebuilt(a, k);
+			rf_info("%s: %s in slot %d is rebuilt", rf_array_name(a), rf_dev_get(a, k)->path, k);
 		}
-		if (a->sbstate)
-			rf_sbstate_set_recovery(a->sbstate, k, j->completed ? RF_SB_MAX_SECTOR :
-						a->geom.level == 10 ? 0 : j->pos);
+		rf_sbstate_set_recovery(rf_array_sbstate(a), k, j->completed ? RF_SB_MAX_SECTOR :
+						rf_array_geom(a)->level == 10 ? 0 : j->pos);
 	}
-	if (j->completed) {
-		atomic_store(&a->recovery_cp, 0);
-		atomic_store(&a->recover_dirty_only, false);
-	}
-	rf_sbstate_unlock(a->sbstate);
+	if (j->completed)
+		rf_recovery_reset(a);
+	rf_devs_unlock(a);
 	return 0;
 }
 
@@ -364,12 +291,12 @@ static int pick_spare(struct rf_array *a, int k)
 {
 	int i, any = -1;
 
-	for (i = a->nmembers; i < a->ndevs; i++) {
-		unsigned f = a->members[i].flags;
+	for (i = rf_array_nslots(a); i < rf_devs_count(a); i++) {
+		unsigned f = rf_dev_get(a, i)->flags;
 
 		if (!(f & RF_DEV_SPARE) || (f & RF_DEV_FAULTY))
 			continue;
-		if (a->members[i].prev_slot == k)
+		if (rf_dev_get(a, i)->prev_slot == k)
 			return i;
 		if (any < 0)
 			any = i;
@@ -386,19 +313,17 @@ static void check_recovery(struct rf_array *a)
 	uint64_t bad, r;
 	int k, ret;
 
-	if (a->readonly || a->overlay || rf_failed_now(a))
+	if (rf_array_readonly(a) || rf_array_overlay(a) || rf_array_failed(a))
 		return;
 	rf_sync_get(a, &st);
 	if (st.action == RF_SYNC_FROZEN || st.action == RF_SYNC_RECOVER)
 		return;
-	pthread_mutex_lock(&a->reconf_lock);
+	rf_array_reconf_lock(a);
 	/* A device that failed while being rebuilt is just faulty. */
-	r = atomic_load(&a->recovering);
-	if (r & rf_faulty(a))
-		atomic_fetch_and(&a->recovering, ~(r & rf_faulty(a)));
-	r = atomic_load(&a->recovering);
-	bad = rf_faulty(a) & ~r;
-	for (k = 0; bad && k < a->nmembers; k++) {
+	rf_recovery_drop_faulty(a);
+	r = rf_array_recovering(a);
+	bad = rf_array_faulty(a) & ~r;
+	for (k = 0; bad && k < rf_array_nslots(a); k++) {
 		if (!(bad & (1ull << k)))
 			continue;
 		j.spare = pick_spare(a, k);
@@ -407,11 +332,11 @@ static void check_recovery(struct rf_array *a)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&a->reconf_lock);
+	rf_array_reconf_unlock(a);
 	if (j.slot < 0 && !r) {
 		/* Rebuilt: a resync it interrupted goes on from where it stopped. */
-		if (a->mgmt->resync_waits && st.action == RF_SYNC_IDLE) {
-			a->mgmt->resync_waits = false;
+		if (rf_array_mgmt(a)->resync_waits && st.action == RF_SYNC_IDLE) {
+			rf_array_mgmt(a)->resync_waits = false;
 			rf_array_start_resync(a, false);
 		}
 		return;
@@ -419,18 +344,18 @@ static void check_recovery(struct rf_array *a)
 	/* md interrupts a resync or check for a rebuild. */
 	if (st.action != RF_SYNC_IDLE) {
 		if (st.action == RF_SYNC_RESYNC)
-			a->mgmt->resync_waits = true;
+			rf_array_mgmt(a)->resync_waits = true;
 		rf_sync_stop(a, false);
 	}
 	if (j.slot >= 0) {
 		ret = rf_array_quiesced_all(a, take_slot, &j);
 		if (ret)
-			rf_err("%s: recording slot %d's new device in the superblocks: %s", a->name, j.slot,
+			rf_err("%s: recording slot %d's new device in the superblocks: %s", rf_array_name(a), j.slot,
 			       strerror(-ret));
 	}
 	ret = rf_sync_request(a, RF_SYNC_RECOVER);
 	if (ret && ret != -EBUSY)
-		rf_err("%s: rebuild not started: %s", a->name, strerror(-ret));
+		rf_err("%s: rebuild not started: %s", rf_array_name(a), strerror(-ret));
 }
 
 /* ---- the member watch ---- */
@@ -447,15 +372,15 @@ static void watch_all(struct rf_array *a)
 	char proc[64];
 	int i;
 
-	if (!a->mgmt || a->mgmt->ino_fd < 0)
+	if (!rf_array_mgmt(a) || rf_array_mgmt(a)->ino_fd < 0)
 		return;
-	for (i = 0; i < a->ndevs; i++) {
-		const struct rf_member *m = &a->members[i];
+	for (i = 0; i < rf_devs_count(a); i++) {
+		const struct rf_dev *m = rf_dev_get(a, i);
 
-		if (m->fd < 0 || m->id.blk)
+		if (m->io.fd < 0 || m->id.blk)
 			continue;
-		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", m->fd);
-		inotify_add_watch(a->mgmt->ino_fd, proc, RF_WATCH_MASK);       /* the same wd if watched */
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", m->io.fd);
+		inotify_add_watch(rf_array_mgmt(a)->ino_fd, proc, RF_WATCH_MASK);       /* the same wd if watched */
 	}
 }
 
@@ -468,15 +393,15 @@ static void check_devices(struct rf_array *a, bool with_path)
 	char why[512], name[RF_MAX_DEVS][256];
 	int i, n = 0;
 
-	pthread_mutex_lock(&a->reconf_lock);
+	rf_array_reconf_lock(a);
 	watch_all(a);
-	for (i = 0; i < a->ndevs; i++) {
-		struct rf_member *m = &a->members[i];
-		bool slot = i < a->nmembers;
+	for (i = 0; i < rf_devs_count(a); i++) {
+		struct rf_dev *m = rf_dev_get(a, i);
+		bool slot = i < rf_array_nslots(a);
 
-		if (m->fd < 0 || (slot && (rf_faulty(a) & (1ull << i))) || (!slot && (m->flags & RF_DEV_FAULTY)))
+		if (m->io.fd < 0 || (slot && (rf_array_faulty(a) & (1ull << i))) || (!slot && (m->flags & RF_DEV_FAULTY)))
 			continue;
-		if (!rf_dev_check(m->fd, &m->id, with_path, why, sizeof(why)))
+		if (!rf_dev_check(m->io.fd, &m->id, with_path, why, sizeof(why)))
 			continue;
 		if (slot) {
 			rf_err("member %d (%s): %s: it no longer holds the array's data", i, m->path, why);
@@ -486,7 +411,7 @@ static void check_devices(struct rf_array *a, bool with_path)
 			snprintf(name[n++], sizeof(name[0]), "%s", base_name(m->path));
 		}
 	}
-	pthread_mutex_unlock(&a->reconf_lock);
+	rf_array_reconf_unlock(a);
 	/* A spare's flags change with everything drained. */
 	for (i = 0; i < n; i++)
 		rf_array_dev_set_state(a, name[i], "faulty");
@@ -495,7 +420,7 @@ static void check_devices(struct rf_array *a, bool with_path)
 static void *watch_main(void *arg)
 {
 	struct rf_array *a = arg;
-	struct rf_mgmt *m = a->mgmt;
+	struct rf_mgmt *m = rf_array_mgmt(a);
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 
 	for (;;) {
@@ -513,7 +438,7 @@ static void *watch_main(void *arg)
 static void *mgmt_main(void *arg)
 {
 	struct rf_array *a = arg;
-	struct rf_mgmt *m = a->mgmt;
+	struct rf_mgmt *m = rf_array_mgmt(a);
 
 	pthread_mutex_lock(&m->lock);
 	while (!m->stop) {
@@ -555,16 +480,16 @@ int rf_mgmt_start(struct rf_array *a)
 	m->kicked = true;       /* an assembled array may have a failed slot and a spare */
 	m->ino_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	m->stop_fd = eventfd(0, EFD_CLOEXEC);
-	a->mgmt = m;
+	rf_array_set_mgmt(a, m);
 	if (m->ino_fd >= 0 && m->stop_fd >= 0) {
-		pthread_mutex_lock(&a->reconf_lock);
+		rf_array_reconf_lock(a);
 		watch_all(a);
-		pthread_mutex_unlock(&a->reconf_lock);
+		rf_array_reconf_unlock(a);
 		m->watching = !pthread_create(&m->watch_thread, NULL, watch_main, a);
 	}
 	if (!m->watching)
 		rf_warn("%s: no inotify watch on the members (%s): changes to them are seen once a second",
-			a->name, strerror(errno));
+			rf_array_name(a), strerror(errno));
 	ret = -pthread_create(&m->thread, NULL, mgmt_main, a);
 	if (ret) {
 		rf_mgmt_free(a);
@@ -578,7 +503,7 @@ int rf_mgmt_start(struct rf_array *a)
  * thread may still kick it while it stops). */
 void rf_mgmt_stop(struct rf_array *a)
 {
-	struct rf_mgmt *m = a->mgmt;
+	struct rf_mgmt *m = rf_array_mgmt(a);
 	bool joined;
 
 	if (!m)
@@ -601,12 +526,12 @@ void rf_mgmt_stop(struct rf_array *a)
 
 void rf_mgmt_free(struct rf_array *a)
 {
-	struct rf_mgmt *m = a->mgmt;
+	struct rf_mgmt *m = rf_array_mgmt(a);
 
 	if (!m)
 		return;
 	rf_mgmt_stop(a);
-	a->mgmt = NULL;
+	rf_array_set_mgmt(a, NULL);
 	if (m->ino_fd >= 0)
 		close(m->ino_fd);
 	if (m->stop_fd >= 0)
@@ -618,7 +543,7 @@ void rf_mgmt_free(struct rf_array *a)
 
 void rf_mgmt_kick(struct rf_array *a)
 {
-	struct rf_mgmt *m = a->mgmt;
+	struct rf_mgmt *m = rf_array_mgmt(a);
 
 	if (!m)
 		return;
@@ -640,50 +565,51 @@ static int set_state(void *arg)
 {
 	struct state_job *j = arg;
 	struct rf_array *a = j->a;
-	struct rf_member *m;
+	struct rf_dev *m;
 	bool slot;
 	int dev, ret = 0;
 
 	dev = rf_dev_lookup(a, j->name);
 	if (dev < 0)
 		return dev;
-	m = &a->members[dev];
-	slot = dev < a->nmembers;
-	rf_sbstate_lock(a->sbstate);
+	m = rf_dev_get(a, dev);
+	slot = dev < rf_array_nslots(a);
+	rf_devs_lock(a);
 	if (!strcmp(j->word, "faulty")) {
 		if (slot) {
 			rf_member_fail(a, dev, -EIO, "md/dev-*/state \"faulty\"", 0);
 		} else if (!(m->flags & RF_DEV_FAULTY)) {
 			m->flags = (m->flags & ~RF_DEV_SPARE) | RF_DEV_FAULTY;
-			rf_info("%s: spare %s marked faulty", a->name, m->path);
+			rf_info("%s: spare %s marked faulty", rf_array_name(a), m->path);
 		}
 	} else if (!strcmp(j->word, "remove")) {
-		if (slot && !(rf_faulty(a) & (1ull << dev))) {
-			rf_err("%s: dev-%s/state: remove: %s is active in slot %d (mark it faulty first)", a->name,
+		if (slot && !(rf_array_faulty(a) & (1ull << dev))) {
+			rf_err("%s: dev-%s/state: remove: %s is active in slot %d (mark it faulty first)", rf_array_name(a),
 			       j->name, m->path, dev);
 			ret = -EBUSY;
 		} else if (slot) {
-			rf_info("%s: %s removed from slot %d", a->name, m->path, dev);
+			rf_info("%s: %s removed from slot %d", rf_array_name(a), m->path, dev);
 			ret = slot_vacate(a, dev, false);
 		} else {
-			rf_info("%s: %s removed", a->name, m->path);
-			if (a->sbstate)
-				rf_sbstate_mark_faulty(a->sbstate, dev);
-			dev_drop(a, dev);
+			rf_info("%s: %s removed", rf_array_name(a), m->path);
+			rf_sbstate_mark_faulty(rf_array_sbstate(a), dev);
+			rf_dev_drop(a, dev);
 		}
 	} else if (!strcmp(j->word, "re-add") || !strcmp(j->word, "-faulty")) {
-		if (slot && (rf_faulty(a) & (1ull << dev)) && !(atomic_load(&a->recovering) & (1ull << dev))) {
+		if (slot && (rf_array_faulty(a) & (1ull << dev)) && !(rf_array_recovering(a) & (1ull << dev))) {
 			/* Out of the slot, then back in through a rebuild. */
 			ret = slot_vacate(a, dev, true);
 			if (!ret) {
-				a->members[a->ndevs - 1].flags = RF_DEV_SPARE;
-				rf_info("%s: %s re-added to slot %d", a->name, a->members[a->ndevs - 1].path, dev);
+				struct rf_dev *out = rf_dev_get(a, rf_devs_count(a) - 1);
+
+				out->flags = RF_DEV_SPARE;
+				rf_info("%s: %s re-added to slot %d", rf_array_name(a), out->path, dev);
 			}
 		} else if (!slot && (m->flags & RF_DEV_FAULTY)) {
 			m->flags = RF_DEV_SPARE;
-			rf_info("%s: %s re-added%s", a->name, m->path, m->prev_slot >= 0 ? " for its old slot" : "");
+			rf_info("%s: %s re-added%s", rf_array_name(a), m->path, m->prev_slot >= 0 ? " for its old slot" : "");
 		} else {
-			rf_err("%s: dev-%s/state: %s: %s is not faulty", a->name, j->name, j->word, m->path);
+			rf_err("%s: dev-%s/state: %s: %s is not faulty", rf_array_name(a), j->name, j->word, m->path);
 			ret = -EINVAL;
 		}
 	} else if (!strcmp(j->word, "writemostly") || !strcmp(j->word, "-writemostly")) {
@@ -691,13 +617,13 @@ static int set_state(void *arg)
 			m->flags &= ~RF_DEV_WRITE_MOSTLY;
 		else
 			m->flags |= RF_DEV_WRITE_MOSTLY;
-		update_write_mostly(a);
+		rf_devs_write_mostly_changed(a);
 	} else {
 		rf_err("%s: dev-%s/state: refused '%s': takes faulty, remove, re-add, -faulty, writemostly or "
-		       "-writemostly", a->name, j->name, j->word);
+		       "-writemostly", rf_array_name(a), j->name, j->word);
 		ret = -EINVAL;
 	}
-	rf_sbstate_unlock(a->sbstate);
+	rf_devs_unlock(a);
 	return ret;
 }
 
@@ -706,8 +632,8 @@ int rf_array_dev_set_state(struct rf_array *a, const char *name, const char *wor
 	struct state_job j = { a, name, word, 0 };
 	int ret;
 
-	if (a->readonly || a->overlay) {
-		rf_err("%s: dev-%s/state: the array is read-only", a->name, name);
+	if (rf_array_readonly(a) || rf_array_overlay(a)) {
+		rf_err("%s: dev-%s/state: the array is read-only", rf_array_name(a), name);
 		return -EROFS;
 	}
 	ret = rf_array_quiesced_all(a, set_state, &j);
@@ -720,7 +646,7 @@ int rf_array_dev_set_state(struct rf_array *a, const char *name, const char *wor
 
 struct add_job {
 	struct rf_array *a;
-	struct rf_member m;
+	struct rf_dev m;                /* not in the table until add_dev() */
 	char *err;
 	size_t errlen;
 };
@@ -729,23 +655,24 @@ static int add_dev(void *arg)
 {
 	struct add_job *j = arg;
 	struct rf_array *a = j->a;
-	int dev = a->ndevs, ret = 0;
+	int dev, ret = 0;
 
-	if (dev >= RF_MAX_DEVS) {
-		snprintf(j->err, j->errlen, "%s: the array holds %d devices already", j->m.path, dev);
+	rf_devs_lock(a);
+	dev = rf_dev_append(a);
+	if (dev < 0) {
+		rf_devs_unlock(a);
+		snprintf(j->err, j->errlen, "%s: the array holds %d devices already", j->m.path, rf_devs_count(a));
 		return -ENOSPC;
 	}
-	rf_sbstate_lock(a->sbstate);
-	a->members[dev] = j->m;
-	a->ndevs++;
-	if (a->sbstate)
-		ret = rf_sbstate_add_spare(a->sbstate, dev, j->err, j->errlen);
+	memcpy(rf_dev_get(a, dev), &j->m, sizeof(j->m));
+	ret = rf_sbstate_add_spare(rf_array_sbstate(a), dev, j->err, j->errlen);
 	if (ret) {
-		rf_sbstate_forget(a->sbstate, dev);
-		memset(&a->members[dev], 0, sizeof(a->members[0]));
-		a->ndevs--;
+		/* What it holds is still j->m's, which the caller closes:
+		 * the entry goes empty. */
+		rf_dev_init(rf_dev_get(a, dev));
+		rf_dev_drop(a, dev);
 	}
-	rf_sbstate_unlock(a->sbstate);
+	rf_devs_unlock(a);
 	return ret;
 }
 
@@ -764,8 +691,10 @@ static int check_foreign_sb(struct rf_array *a, int fd, const char *path, char *
 			 "first if it is not needed", path, why);
 		return -EINVAL;
 	}
-	for (i = 0; i < a->nmembers; i++) {
-		if (a->members[i].fd < 0 || rf_sb_read(a->members[i].fd, a->members[i].path, &mine, why, sizeof(why)))
+	for (i = 0; i < rf_array_nslots(a); i++) {
+		const struct rf_dev *d = rf_dev_get(a, i);
+
+		if (d->io.fd < 0 || rf_sb_read(d->io.fd, d->path, &mine, why, sizeof(why)))
 			continue;
 		if (!memcmp(mine.uuid, sb.uuid, 16))
 			return 0;       /* one of ours: it becomes a spare again */
@@ -780,40 +709,25 @@ static int check_foreign_sb(struct rf_array *a, int fd, const char *path, char *
 int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t errlen)
 {
 	struct add_job j = { .a = a, .err = err, .errlen = errlen };
-	struct rf_member *m = &j.m;
+	struct rf_dev *m = &j.m;
 	uint64_t need;
-	struct rf_dev_fd d;
-	int ret, other;
+	int ret;
 
-	m->fd = m->fd_direct = -1;
-	if (a->readonly || a->overlay) {
-		snprintf(err, errlen, "%s: the array is %s: no spares", path, a->readonly ? "read-only" : "an overlay");
+	rf_dev_init(m);
+	if (rf_array_readonly(a) || rf_array_overlay(a)) {
+		snprintf(err, errlen, "%s: the array is %s: no spares", path, rf_array_readonly(a) ? "read-only" : "an overlay");
 		return -EROFS;
 	}
-	ret = rf_dev_open(path, path, RF_DEV_DIRECT | RF_DEV_NOLOCK, &d, err, errlen);
+	/* Opened, sized, compared with every device and locked as a
+	 * member is at array open. */
+	ret = rf_dev_open_into(a, m, path, path, false, err, errlen);
 	if (ret)
 		return ret;
-	m->fd = d.fd;
-	m->fd_direct = d.fd_direct;
-	m->id = d.id;
-	m->size = d.id.size;
-	m->prev_slot = -1;
 	m->flags = RF_DEV_SPARE;
-	m->align = 4096;
-	pthread_mutex_lock(&a->reconf_lock);
+	rf_array_reconf_lock(a);
 	m->data_offset = spare_data_offset(a, -1);
-	need = m->data_offset + a->geom.dev_sectors * 512;
-	other = rf_same_file(a, a->ndevs, &m->id);
-	if (other >= 0)
-		snprintf(err, errlen, "%s: already in the array (as %s)", path, a->members[other].path);
-	pthread_mutex_unlock(&a->reconf_lock);
-	if (other >= 0) {
-		ret = -EEXIST;
-		goto fail;
-	}
-	ret = rf_dev_lock(&d, false, path, err, errlen);
-	if (ret)
-		goto fail;
+	need = m->data_offset + rf_array_geom(a)->dev_sectors * 512;
+	rf_array_reconf_unlock(a);
 	if (m->size < need) {
 		snprintf(err, errlen, "%s: %llu bytes is too small: this array needs %llu (data offset %llu + %llu)",
 			 path, (unsigned long long)m->size, (unsigned long long)need,
@@ -821,10 +735,10 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 		ret = -ENOSPC;
 		goto fail;
 	}
-	if (a->sbstate) {
-		pthread_mutex_lock(&a->reconf_lock);
-		ret = check_foreign_sb(a, m->fd, path, err, errlen);
-		pthread_mutex_unlock(&a->reconf_lock);
+	if (rf_array_sbstate(a)) {
+		rf_array_reconf_lock(a);
+		ret = check_foreign_sb(a, m->io.fd, path, err, errlen);
+		rf_array_reconf_unlock(a);
 		if (ret)
 			goto fail;
 	}
@@ -833,19 +747,19 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 		ret = -ENOMEM;
 		goto fail;
 	}
-	m->fault = rf_fault_new();
-	if (!m->fault) {
+	m->io.fault = rf_fault_new();
+	if (!m->io.fault) {
 		ret = -ENOMEM;
 		goto fail;
 	}
 	ret = rf_array_quiesced_all(a, add_dev, &j);
 	if (ret)
 		goto fail;
-	rf_info("%s: %s added as a spare", a->name, path);
+	rf_info("%s: %s added as a spare", rf_array_name(a), path);
 	rf_mgmt_kick(a);
 	return 0;
 fail:
-	dev_close(m);
+	rf_dev_release(m);
 	return ret;
 }
 
@@ -857,7 +771,7 @@ static struct rf_fault *dev_fault(struct rf_array *a, const char *name)
 {
 	int dev = rf_dev_lookup(a, name);
 
-	return dev < 0 ? NULL : a->members[dev].fault;
+	return dev < 0 ? NULL : rf_dev_get(a, dev)->io.fault;
 }
 
 int rf_array_dev_fault_get(struct rf_array *a, const char *name, struct rf_fault_spec *s,
@@ -865,11 +779,11 @@ int rf_array_dev_fault_get(struct rf_array *a, const char *name, struct rf_fault
 {
 	struct rf_fault *f;
 
-	pthread_mutex_lock(&a->reconf_lock);
+	rf_array_reconf_lock(a);
 	f = dev_fault(a, name);
 	if (f)
 		rf_fault_get(f, s, st);
-	pthread_mutex_unlock(&a->reconf_lock);
+	rf_array_reconf_unlock(a);
 	return f ? 0 : -ENOENT;
 }
 
@@ -877,10 +791,10 @@ int rf_array_dev_fault_set(struct rf_array *a, const char *name, const struct rf
 {
 	struct rf_fault *f;
 
-	pthread_mutex_lock(&a->reconf_lock);
+	rf_array_reconf_lock(a);
 	f = dev_fault(a, name);
 	if (f)
 		rf_fault_set(f, s);
-	pthread_mutex_unlock(&a->reconf_lock);
+	rf_array_reconf_unlock(a);
 	return f ? 0 : -ENOENT;
 }

@@ -1,7 +1,9 @@
 /* sbstate.c - clean/dirty, events and failed members in the superblocks.
  *
- * Three writers of superblocks, all under s->lock, all through
- * rf_sb_update_io() on every present, in-sync member:
+ * Three writers of superblocks, all under the device lock and s->lock
+ * (sb_lock(): they walk the array's device table, where each device's
+ * superblock is kept), all through rf_sb_update_io() on every present,
+ * in-sync member:
  *  - mark dirty: the first write request after the array was clean, on
  *    the submitting thread, before that request is split.  Every other
  *    writer that arrives meanwhile waits on s->lock and then finds DIRTY.
@@ -45,59 +47,28 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/engine.h"
+#include "core/core.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/iolog.h"
+#include "raidfuse/log.h"
 #include "raidfuse/overlay.h"
 #include "raidfuse/sync.h"
 #include "services/sbstate.h"
 
 enum change { CH_DIRTY, CH_CLEAN, CH_FAULTY, CH_DEVICES };
 
-/* Whether device i is faulty: a slot's device by the array's mask, the
- * others by their flags. */
-static bool dev_faulty(const struct rf_array *a, int i)
+/* Every writer of superblocks: the device lock (it walks the table),
+ * then s->lock. */
+static void sb_lock(struct rf_sbstate *s)
 {
-	if (i < a->nmembers)
-		return rf_faulty(a) & (1ull << i);
-	return a->members[i].flags & RF_DEV_FAULTY;
+	rf_devs_lock(s->a);
+	pthread_mutex_lock(&s->lock);
 }
 
-static void dev_fail(struct rf_array *a, int i, int err, uint64_t off)
+static void sb_unlock(struct rf_sbstate *s)
 {
-	if (i < a->nmembers) {
-		rf_member_fail(a, i, err, "superblock write", off);
-		return;
-	}
-	rf_err("%s: %s: superblock write failed: %s; the device is faulty", a->name, a->members[i].path,
-	       strerror(-err));
-	a->members[i].flags |= RF_DEV_FAULTY;
-}
-
-/* s->lock held: fsync every device that is not faulty before a change
- * that vouches for data already written: clean (no resync needed), a
- * resync checkpoint, a rebuilt device's recovery offset.  md writes its
- * superblocks with a preflush; without it, one member's clean superblock
- * could survive a power cut that loses another member's last data write,
- * and the stripe would never be resynced.  A device that fails it is
- * failed. */
-static void flush_devices(struct rf_sbstate *s)
-{
-	struct rf_array *a = s->a;
-	int i, r;
-
-	for (i = 0; i < a->ndevs && i < RF_MAX_DEVS; i++) {
-		struct rf_sbs_member *m = &s->m[i];
-
-		if (!m->has || dev_faulty(a, i))
-			continue;
-		r = m->io.fsync(m->io.ctx);
-		if (r) {
-			rf_err("device %d (%s): flush before a superblock update: %s", i, a->members[i].path,
-			       strerror(-r));
-			dev_fail(a, i, r, 0);
-		}
-	}
+	pthread_mutex_unlock(&s->lock);
+	rf_devs_unlock(s->a);
 }
 
 /* s->lock held.  Write one change to every device that is not faulty
@@ -114,27 +85,27 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 	c->clean = what == CH_CLEAN || (what != CH_DIRTY && atomic_load(&s->mode) == RF_SBS_CLEAN);
 	/* Dirty vouches for nothing: the first write waits for it. */
 	if (what != CH_DIRTY && !rf_test_break("clean"))
-		flush_devices(s);
+		rf_devs_flush(a, false, "before a superblock update");
 	c->resync_offset = s->resync_offset;
 	c->events = s->events + 1;
 	/* md writes the bitmap's events first: one older than its
 	 * superblocks is stale. */
-	rf_bitmap_set_events(a->bitmap, c->events);
-	for (i = 0; i < a->ndevs && i < RF_MAX_DEVS; i++) {
-		struct rf_sbs_member *m = &s->m[i];
+	rf_bitmap_set_events(rf_array_bitmap(a), c->events);
+	for (i = 0; i < rf_devs_count(a); i++) {
+		struct rf_dev *m = rf_dev_get(a, i);
 		struct rf_sb_change mine;
 
-		if (!m->has || dev_faulty(a, i))
+		if (!m->sb_has || rf_dev_faulty(a, i))
 			continue;
 		mine = *c;
 		if (i == own_dev) {
 			mine.set_recovery = true;
 			mine.recovery_offset = own_recovery;
 		}
-		r = rf_sb_update_io(&m->io, a->members[i].path, &m->sb, &mine, err, sizeof(err));
+		r = rf_sb_update_io(&m->sb_io, m->path, &m->sb, &mine, err, sizeof(err));
 		if (r) {
 			rf_err("device %d: %s", i, err);
-			dev_fail(a, i, r, m->sb.sb_offset * 512);
+			rf_dev_fail(a, i, r, "superblock write", m->sb.sb_offset * 512);
 			continue;
 		}
 		nwritten++;
@@ -146,11 +117,11 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 		atomic_fetch_add(&s->nr_clean, 1);
 	else if (what == CH_FAULTY)
 		atomic_fetch_add(&s->nr_faulty, 1);
-	rf_dbg("%s: superblocks %s, events %llu (%d devices)", a->name,
+	rf_dbg("%s: superblocks %s, events %llu (%d devices)", rf_array_name(a),
 	       what == CH_DIRTY ? "dirty" : what == CH_CLEAN ? "clean" :
 	       what == CH_FAULTY ? "record a failed member" : "record a device change",
 	       (unsigned long long)s->events, nwritten);
-	return rf_failed_now(a) ? -EIO : 0;
+	return rf_array_failed(a) ? -EIO : 0;
 }
 
 static int write_all(struct rf_sbstate *s, enum change what, int faulty_slot)
@@ -170,9 +141,9 @@ int rf_sbstate_write_start_slow(struct rf_sbstate *s)
 	 * faulty (else after a crash the next assemble could take its stale
 	 * data for the array's). */
 	if (atomic_load(&s->unrecorded)) {
-		pthread_mutex_lock(&s->lock);
+		sb_lock(s);
 		record_failed_locked(s);
-		pthread_mutex_unlock(&s->lock);
+		sb_unlock(s);
 	}
 	for (;;) {
 		v = atomic_load(&s->mode);
@@ -184,14 +155,14 @@ int rf_sbstate_write_start_slow(struct rf_sbstate *s)
 		if (atomic_compare_exchange_strong(&s->mode, &v, RF_SBS_DIRTY))
 			return 0;
 	}
-	pthread_mutex_lock(&s->lock);
+	sb_lock(s);
 	if (atomic_load(&s->mode) == RF_SBS_CLEAN) {
 		r = write_all(s, CH_DIRTY, -1);
 		/* Pairs with the acquire load in rf_sbstate_write_start(). */
 		if (!r)
 			atomic_store_explicit(&s->mode, RF_SBS_DIRTY, memory_order_release);
 	}
-	pthread_mutex_unlock(&s->lock);
+	sb_unlock(s);
 	return r;
 }
 
@@ -200,14 +171,14 @@ static int clean_drained(void *arg)
 {
 	struct rf_sbstate *s = arg;
 
-	pthread_mutex_lock(&s->lock);
+	sb_lock(s);
 	/* A write that came before the drain turned it DIRTY again: it has
 	 * ended, but the array was not idle; the next period decides. */
 	if (atomic_load(&s->mode) == RF_SBS_DIRTY_IDLE) {
 		write_all(s, CH_CLEAN, -1);
 		atomic_store(&s->mode, RF_SBS_CLEAN);
 	}
-	pthread_mutex_unlock(&s->lock);
+	sb_unlock(s);
 	return 0;
 }
 
@@ -217,22 +188,22 @@ static void record_failed_locked(struct rf_sbstate *s)
 	uint64_t f;
 
 	atomic_store(&s->unrecorded, false);
-	f = rf_faulty(s->a) & s->a->present & ~s->recorded;
+	f = rf_array_faulty(s->a) & rf_array_present(s->a) & ~s->recorded;
 	while (f) {
 		int i = __builtin_ctzll(f);
 
 		f &= f - 1;
 		s->recorded |= 1ull << i;
-		if (s->m[i].has)
-			write_all(s, CH_FAULTY, (int)s->m[i].sb.dev_number);
+		if (rf_dev_get(s->a, i)->sb_has)
+			write_all(s, CH_FAULTY, (int)rf_dev_get(s->a, i)->sb.dev_number);
 	}
 }
 
 static void record_failed(struct rf_sbstate *s)
 {
-	pthread_mutex_lock(&s->lock);
+	sb_lock(s);
 	record_failed_locked(s);
-	pthread_mutex_unlock(&s->lock);
+	sb_unlock(s);
 }
 
 static void tick(struct rf_sbstate *s)
@@ -280,7 +251,7 @@ static void on_sync(struct rf_array *a, enum rf_sync_action act, bool completed,
 
 	if (act != RF_SYNC_RESYNC && act != RF_SYNC_REPAIR && act != RF_SYNC_IDLE)
 		return;         /* check changes nothing; a recovery rebuilds slots (recovery_offset) */
-	pthread_mutex_lock(&s->lock);
+	sb_lock(s);
 	cp = s->resync_offset;
 	if (act == RF_SYNC_IDLE)
 		cp = pos == RF_SYNC_NONE ? RF_SB_MAX_SECTOR : pos;     /* resync_start set */
@@ -294,16 +265,16 @@ static void on_sync(struct rf_array *a, enum rf_sync_action act, bool completed,
 		if (atomic_load(&s->mode) == RF_SBS_CLEAN)
 			write_all(s, CH_CLEAN, -1);
 	}
-	pthread_mutex_unlock(&s->lock);
+	sb_unlock(s);
 }
 
 int rf_array_start_resync(struct rf_array *a, bool frozen)
 {
-	struct rf_sbstate *s = a->sbstate;
+	struct rf_sbstate *s = rf_array_sbstate(a);
 	uint64_t cp;
 	int r;
 
-	if (frozen && a->sync)
+	if (frozen && rf_array_has_sync(a))
 		rf_sync_request(a, RF_SYNC_FROZEN);
 	if (!s)
 		return 0;
@@ -313,73 +284,155 @@ int rf_array_start_resync(struct rf_array *a, bool frozen)
 	if (cp == RF_SB_MAX_SECTOR)
 		return 0;
 	if (frozen) {
-		rf_info("%s: resync due from sector %llu: sync_action frozen, not started", a->name,
+		rf_info("%s: resync due from sector %llu: sync_action frozen, not started", rf_array_name(a),
 			(unsigned long long)cp);
 		return 0;
 	}
-	rf_info("%s: resync due from sector %llu: starting it", a->name, (unsigned long long)cp);
+	rf_info("%s: resync due from sector %llu: starting it", rf_array_name(a), (unsigned long long)cp);
 	r = rf_sync_request(a, RF_SYNC_RESYNC);
 	if (r)
-		rf_warn("%s: the resync due from sector %llu did not start: %s", a->name, (unsigned long long)cp,
+		rf_warn("%s: the resync due from sector %llu did not start: %s", rf_array_name(a), (unsigned long long)cp,
 			strerror(-r));
 	return r;
+}
+
+/* The freshest device with a superblock among [0, n); -1 if none. */
+static int freshest(struct rf_array *a, int n)
+{
+	int i, fresh = -1;
+
+	for (i = 0; i < n; i++)
+		if (rf_dev_get(a, i)->sb_has &&
+		    (fresh < 0 || rf_dev_get(a, i)->sb.events > rf_dev_get(a, fresh)->sb.events))
+			fresh = i;
+	return fresh;
+}
+
+/* Hooks (core/hooks.h): the array calls these, nothing else of ours. */
+static int hook_write_start(void *priv, uint64_t off, uint64_t len)
+{
+	(void)off;
+	(void)len;
+	return rf_sbstate_write_start(priv);
+}
+
+static void hook_member_failed(void *priv, int dev)
+{
+	(void)dev;
+	rf_sbstate_kick(priv);
+}
+
+/* A slot that changed device has recorded nothing of the new one. */
+static void hook_dev_changed(void *priv, int dev)
+{
+	struct rf_sbstate *s = priv;
+
+	pthread_mutex_lock(&s->lock);
+	if (dev < s->n)
+		s->recorded &= ~(1ull << dev);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void hook_info(void *priv, struct rf_array_info *out)
+{
+	struct rf_sbstate *s = priv;
+
+	out->sb_dirty = atomic_load(&s->mode) != RF_SBS_CLEAN;
+}
+
+static int hook_start(void *priv)
+{
+	return rf_sbstate_start(priv);
+}
+
+static void hook_stop(void *priv)
+{
+	rf_sbstate_stop(priv);
+}
+
+static void hook_close(void *priv)
+{
+	rf_sbstate_close(priv);
+}
+
+static const struct rf_hooks sbstate_hooks = {
+	.name = "superblocks",
+	.write_start = hook_write_start,
+	.member_failed = hook_member_failed,
+	.dev_changed = hook_dev_changed,
+	.info = hook_info,
+	.start = hook_start,
+	.stop = hook_stop,
+	.close = hook_close,
+};
+
+/* Forget what was read: the devices' superblock fields. */
+static void forget_all(struct rf_array *a)
+{
+	int i;
+
+	for (i = 0; i < rf_devs_count(a); i++) {
+		struct rf_dev *d = rf_dev_get(a, i);
+
+		d->sb_has = false;
+		memset(&d->sb_io, 0, sizeof(d->sb_io));
+	}
 }
 
 int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size_t errlen)
 {
 	struct rf_sbstate *s;
 	pthread_condattr_t ca;
-	int i, r, fresh = -1;
+	int i, r, fresh, n = rf_devs_count(a);
 
 	*out = NULL;
 	s = calloc(1, sizeof(*s));
-	if (!s || !(s->m = calloc(RF_MAX_DEVS, sizeof(*s->m)))) {
-		free(s);
-		snprintf(err, errlen, "%s: out of memory for the superblock state", a->name);
+	if (!s) {
+		snprintf(err, errlen, "%s: out of memory for the superblock state", rf_array_name(a));
 		return -ENOMEM;
 	}
 	s->a = a;
-	s->n = a->nmembers;
+	s->n = rf_array_nslots(a);
 	atomic_init(&s->delay_ms, RF_SAFE_MODE_MS);
-	for (i = 0; i < a->ndevs; i++) {
-		struct rf_sbs_member *m = &s->m[i];
+	for (i = 0; i < n; i++) {
+		struct rf_dev *m = rf_dev_get(a, i);
 
-		if (i < s->n && !(a->present & (1ull << i)))
+		if (i < s->n && !(rf_array_present(a) & (1ull << i)))
 			continue;
-		if (i < s->n && a->iom[i].layer) {
-			rf_ovl_sb_io(a->iom[i].layer, &m->io);
+		if (i < s->n && m->io.layer) {
+			rf_ovl_sb_io(m->io.layer, &m->sb_io);
 			r = 0;
 		} else {
-			r = rf_sb_io_fd(&m->io, a->members[i].fd);
+			r = rf_sb_io_fd(&m->sb_io, m->io.fd);
 			if (r)
-				snprintf(err, errlen, "member %d (%s): %s", i, a->members[i].path, strerror(-r));
+				snprintf(err, errlen, "member %d (%s): %s", i, m->path, strerror(-r));
 		}
 		if (!r)
-			r = rf_sb_read_io(&m->io, a->members[i].path, &m->sb, err, errlen);
+			r = rf_sb_read_io(&m->sb_io, m->path, &m->sb, err, errlen);
 		if (r == -ENOENT)
 			continue;
 		if (r) {
-			free(s->m);
+			forget_all(a);
 			free(s);
 			return r;
 		}
-		m->has = true;
-		if (i < s->n && (fresh < 0 || m->sb.events > s->m[fresh].sb.events))
-			fresh = i;
+		m->sb_has = true;
 	}
+	fresh = freshest(a, s->n);
 	if (fresh < 0) {
-		free(s->m);
+		forget_all(a);
 		free(s);
 		return 0;
 	}
-	for (i = s->n; i < a->ndevs; i++) {
+	for (i = s->n; i < n; i++) {
+		const struct rf_dev *m = rf_dev_get(a, i), *f = rf_dev_get(a, fresh);
 		char u1[40], u2[40];
 
-		if (s->m[i].has && memcmp(s->m[i].sb.uuid, s->m[fresh].sb.uuid, 16)) {
+		if (m->sb_has && memcmp(m->sb.uuid, f->sb.uuid, 16)) {
 			snprintf(err, errlen, "spare %s belongs to another md array (uuid %s, this one %s); clear its "
-				 "superblock first if that array is not needed", a->members[i].path,
-				 rf_sb_uuid_str(&s->m[i].sb, u1), rf_sb_uuid_str(&s->m[fresh].sb, u2));
-			free(s->m);
+				 "superblock first if that array is not needed", m->path,
+				 rf_sb_uuid_str(&m->sb, u1), rf_sb_uuid_str(&f->sb, u2));
+			forget_all(a);
 			free(s);
 			return -EEXIST;
 		}
@@ -387,19 +440,14 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 	/* A rebuild that was under way resumes: below recovery_offset the
 	 * device holds its slot's data. */
 	for (i = 0; i < s->n; i++) {
-		struct rf_sb *sb = &s->m[i].sb;
+		struct rf_dev *m = rf_dev_get(a, i);
 
-		if (!s->m[i].has || !(sb->feature_map & RF_SB_FEAT_RECOVERY))
+		if (!m->sb_has || !(m->sb.feature_map & RF_SB_FEAT_RECOVERY))
 			continue;
-		if (!atomic_load(&a->recovering) || sb->recovery_offset < atomic_load(&a->recovery_cp))
-			atomic_store(&a->recovery_cp, a->geom.level == 10 ? 0 : sb->recovery_offset);
-		atomic_fetch_or(&a->recovering, 1ull << i);
-		a->members[i].flags = RF_DEV_SPARE;
-		rf_info("%s: %s in slot %d was being rebuilt: resuming at sector %llu", a->name, a->members[i].path,
-			i, (unsigned long long)atomic_load(&a->recovery_cp));
+		rf_dev_resume_recovery(a, i, m->sb.recovery_offset);
 	}
-	s->events = s->m[fresh].sb.events;
-	s->resync_offset = s->m[fresh].sb.resync_offset;
+	s->events = rf_dev_get(a, fresh)->sb.events;
+	s->resync_offset = rf_dev_get(a, fresh)->sb.resync_offset;
 	atomic_init(&s->mode, RF_SBS_CLEAN);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->tlock, NULL);
@@ -407,6 +455,12 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->tcond, &ca);
 	pthread_condattr_destroy(&ca);
+	r = rf_array_add_hooks(a, &sbstate_hooks, s);
+	if (r) {
+		snprintf(err, errlen, "%s: no room for the superblock state's hooks", rf_array_name(a));
+		rf_sbstate_close(s);
+		return r;
+	}
 	*out = s;
 	return 0;
 }
@@ -415,15 +469,14 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
  * clean state (before anything was written). */
 static bool members_behind(const struct rf_sbstate *s)
 {
-	int i, fresh = -1;
+	int i, fresh = freshest(s->a, s->n);
 
-	for (i = 0; i < s->n; i++)
-		if (s->m[i].has && (fresh < 0 || s->m[i].sb.events > s->m[fresh].sb.events))
-			fresh = i;
-	for (i = 0; fresh >= 0 && i < s->n; i++)
-		if (s->m[i].has && (s->m[i].sb.events != s->m[fresh].sb.events ||
-				    s->m[i].sb.clean != s->m[fresh].sb.clean))
+	for (i = 0; fresh >= 0 && i < s->n; i++) {
+		const struct rf_dev *m = rf_dev_get(s->a, i), *f = rf_dev_get(s->a, fresh);
+
+		if (m->sb_has && (m->sb.events != f->sb.events || m->sb.clean != f->sb.clean))
 			return true;
+	}
 	return false;
 }
 
@@ -440,13 +493,13 @@ int rf_sbstate_start(struct rf_sbstate *s)
 	 * every member to the freshest state now.  (A dirty array gets the
 	 * same from its resync's first checkpoint or its end.) */
 	if (s->resync_offset == RF_SB_MAX_SECTOR && members_behind(s)) {
-		pthread_mutex_lock(&s->lock);
+		sb_lock(s);
 		write_all(s, CH_CLEAN, -1);
-		pthread_mutex_unlock(&s->lock);
+		sb_unlock(s);
 	}
 	/* The sync thread starts a resync where the superblocks say, and
 	 * tells us where it got. */
-	if (s->a->sync) {
+	if (rf_array_has_sync(s->a)) {
 		rf_sync_set_resync_cp(s->a, s->resync_offset);
 		rf_sync_set_notify(s->a, on_sync, s);
 	}
@@ -480,95 +533,67 @@ void rf_sbstate_kick(struct rf_sbstate *s)
 	pthread_mutex_unlock(&s->tlock);
 }
 
-/* ---- device changes (member.c), s->lock held through rf_sbstate_lock() ---- */
-
-void rf_sbstate_lock(struct rf_sbstate *s)
-{
-	if (s)
-		pthread_mutex_lock(&s->lock);
-}
-
-void rf_sbstate_unlock(struct rf_sbstate *s)
-{
-	if (s)
-		pthread_mutex_unlock(&s->lock);
-}
+/* ---- device changes (member.c): the device lock held, every request
+ * drained; each takes s->lock ---- */
 
 /* A device number no device of the array holds in dev_roles. */
 static uint32_t free_dev_number(struct rf_sbstate *s)
 {
-	uint32_t n;
-	int i;
+	int i, n = rf_devs_count(s->a);
+	uint32_t k;
 
-	for (n = 0; n < RF_SB_MAX_DEV; n++) {
-		for (i = 0; i < s->a->ndevs; i++)
-			if (s->m[i].has && s->m[i].sb.dev_number == n)
+	for (k = 0; k < RF_SB_MAX_DEV; k++) {
+		for (i = 0; i < n; i++)
+			if (rf_dev_get(s->a, i)->sb_has && rf_dev_get(s->a, i)->sb.dev_number == k)
 				break;
-		if (i == s->a->ndevs)
-			return n;
+		if (i == n)
+			return k;
 	}
 	return RF_SB_MAX_DEV;
 }
 
 int rf_sbstate_add_spare(struct rf_sbstate *s, int dev, char *err, size_t errlen)
 {
-	struct rf_array *a = s->a;
-	struct rf_sbs_member *m = &s->m[dev], *model = NULL;
+	struct rf_array *a;
+	struct rf_dev *m, *model = NULL;
 	struct rf_sb_change c = { .faulty_slot = -1, .set_role = true, .role_value = RF_SB_ROLE_SPARE };
 	int i, r;
 
-	for (i = 0; i < a->nmembers; i++)
-		if (s->m[i].has && !dev_faulty(a, i) && (!model || s->m[i].sb.events > model->sb.events))
-			model = &s->m[i];
-	if (!model) {
-		snprintf(err, errlen, "%s: no member with a superblock to copy the array's from",
-			 a->members[dev].path);
-		return -EIO;
+	if (!s)
+		return 0;
+	a = s->a;
+	m = rf_dev_get(a, dev);
+	pthread_mutex_lock(&s->lock);
+	for (i = 0; i < rf_array_nslots(a); i++) {
+		struct rf_dev *d = rf_dev_get(a, i);
+
+		if (d->sb_has && !rf_dev_faulty(a, i) && (!model || d->sb.events > model->sb.events))
+			model = d;
 	}
-	memset(m, 0, sizeof(*m));
-	r = rf_sb_io_fd(&m->io, a->members[dev].fd);
+	if (!model) {
+		snprintf(err, errlen, "%s: no member with a superblock to copy the array's from", m->path);
+		r = -EIO;
+		goto out;
+	}
+	m->sb_has = false;
+	memset(&m->sb, 0, sizeof(m->sb));
+	r = rf_sb_io_fd(&m->sb_io, m->io.fd);
 	if (r) {
-		snprintf(err, errlen, "%s: %s", a->members[dev].path, strerror(-r));
-		return r;
+		snprintf(err, errlen, "%s: %s", m->path, strerror(-r));
+		goto out;
 	}
 	c.role_slot = free_dev_number(s);
-	r = rf_sb_write_spare(&model->io, &model->sb, &m->io, a->members[dev].path, c.role_slot, &m->sb, err,
-			      errlen);
+	r = rf_sb_write_spare(&model->sb_io, &model->sb, &m->sb_io, m->path, c.role_slot, &m->sb, err, errlen);
 	if (r)
-		return r;
+		goto out;
 	/* The others learn of it; the spare takes the events they get. */
-	m->has = true;
-	return write_change(s, CH_DEVICES, &c, -1, 0);
-}
-
-bool rf_sbstate_has(struct rf_sbstate *s, int dev)
-{
-	return s && s->m[dev].has;
-}
-
-uint64_t rf_sbstate_dev_events(struct rf_sbstate *s, int dev)
-{
-	return s && s->m[dev].has ? s->m[dev].sb.events : 0;
-}
-
-void rf_sbstate_forget(struct rf_sbstate *s, int dev)
-{
-	memset(&s->m[dev], 0, sizeof(s->m[dev]));
-	rf_bitmap_dev_changed(s->a->bitmap, dev);
-}
-
-void rf_sbstate_swap(struct rf_sbstate *s, int i, int j)
-{
-	struct rf_sbs_member t = s->m[i];
-
-	s->m[i] = s->m[j];
-	s->m[j] = t;
-	if (i < s->n)
-		s->recorded &= ~(1ull << i);
-	if (j < s->n)
-		s->recorded &= ~(1ull << j);
-	rf_bitmap_dev_changed(s->a->bitmap, i);
-	rf_bitmap_dev_changed(s->a->bitmap, j);
+	m->sb_has = true;
+	r = write_change(s, CH_DEVICES, &c, -1, 0);
+out:
+	pthread_mutex_unlock(&s->lock);
+	if (m->sb_has)
+		rf_dev_changed(a, dev);
+	return r;
 }
 
 /* Device dev's role in everyone's superblocks (role < 0: unchanged),
@@ -576,15 +601,23 @@ void rf_sbstate_swap(struct rf_sbstate *s, int i, int j)
 static int dev_change(struct rf_sbstate *s, enum change what, int dev, int role, bool recovery, uint64_t off)
 {
 	struct rf_sb_change c = { .faulty_slot = -1 };
+	const struct rf_dev *d;
+	int r;
 
-	if (!s->m[dev].has)
+	if (!s)
+		return 0;
+	d = rf_dev_get(s->a, dev);
+	if (!d->sb_has)
 		return 0;
 	if (role >= 0) {
 		c.set_role = true;
-		c.role_slot = s->m[dev].sb.dev_number;
+		c.role_slot = d->sb.dev_number;
 		c.role_value = (uint16_t)role;
 	}
-	return write_change(s, what, &c, recovery ? dev : -1, off);
+	pthread_mutex_lock(&s->lock);
+	r = write_change(s, what, &c, recovery ? dev : -1, off);
+	pthread_mutex_unlock(&s->lock);
+	return r;
 }
 
 int rf_sbstate_set_slot(struct rf_sbstate *s, int dev, int slot, uint64_t recovery_offset)
@@ -608,15 +641,14 @@ void rf_sbstate_close(struct rf_sbstate *s)
 		return;
 	rf_sbstate_stop(s);
 	record_failed(s);
-	pthread_mutex_lock(&s->lock);
+	sb_lock(s);
 	if (atomic_load(&s->mode) != RF_SBS_CLEAN) {
 		write_all(s, CH_CLEAN, -1);
 		atomic_store(&s->mode, RF_SBS_CLEAN);
 	}
-	pthread_mutex_unlock(&s->lock);
+	sb_unlock(s);
 	pthread_cond_destroy(&s->tcond);
 	pthread_mutex_destroy(&s->tlock);
 	pthread_mutex_destroy(&s->lock);
-	free(s->m);
 	free(s);
 }

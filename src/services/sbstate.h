@@ -14,8 +14,14 @@
  * (which md never marks dirty: there is nothing to resync) have no state:
  * a->sbstate is NULL and every call below is a no-op for NULL.
  *
- * Lock order: the engine's reconf_lock, then s->lock; s->tlock is only
- * ever held alone.
+ * Each device's superblock, as last written, and how it is written are
+ * its own fields of the device table (core/dev.h: sb_has, sb_io, sb);
+ * the array's IO path reaches this module only through its hooks
+ * (core/hooks.h), registered by rf_sbstate_open().
+ *
+ * Lock order (engine.h): reconf_lock, then the device lock, then s->lock
+ * (every writer of superblocks holds the device lock first: it walks the
+ * device table); s->tlock is only ever held alone.
  */
 #ifndef RAIDFUSE_SBSTATE_H
 #define RAIDFUSE_SBSTATE_H
@@ -35,35 +41,30 @@ enum rf_sbs_mode { RF_SBS_CLEAN, RF_SBS_DIRTY_IDLE, RF_SBS_DIRTY };
 
 #define RF_SAFE_MODE_MS 200
 
-struct rf_sbs_member {
-	bool has;                       /* present with a superblock */
-	struct rf_sb_io io;
-	struct rf_sb sb;                /* s->lock: as last written */
-};
-
 struct rf_sbstate {
 	atomic_int mode;                /* enum rf_sbs_mode; CLEAN/DIRTY change under lock */
 	atomic_bool unrecorded;         /* a member failed and is not recorded yet */
 	struct rf_array *a;
 	atomic_uint delay_ms;           /* the timer period: idle time before clean (tests
 					 * change it, then kick) */
-	pthread_mutex_t lock;           /* superblock writes and the fields below */
+	pthread_mutex_t lock;           /* superblock writes and the fields below; after the
+					 * device lock, before bm->lock (engine.h) */
 	uint64_t events;                /* the array's count, as last written */
 	uint64_t resync_offset;         /* where a resync is due; RF_SB_MAX_SECTOR: none */
-	uint64_t recorded;              /* members recorded as faulty */
-	int n;
-	struct rf_sbs_member *m;        /* [RF_MAX_DEVS], by device number (a->members[]) */
+	uint64_t recorded;              /* slots recorded as faulty */
+	int n;                          /* slots */
 	/* the timer thread */
-	pthread_mutex_t tlock;
+	pthread_mutex_t tlock;          /* taken alone */
 	pthread_cond_t tcond;           /* tlock, CLOCK_MONOTONIC */
 	bool stop, kicked, running;     /* tlock */
 	pthread_t thread;
 	atomic_uint nr_dirty, nr_clean, nr_faulty;   /* updates written (stats, tests) */
 };
 
-/* Read the superblocks of a's present members (through their overlays,
- * a->iom[i].layer, if any) and set up the state; *out stays NULL when no
- * member has one.  0, or -errno with a message naming the member. */
+/* Read the superblocks of a's present devices (through their overlays,
+ * if any) into the device table and set up the state; *out stays NULL
+ * when no member has one.  0, or -errno with a message naming the
+ * member. */
 int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size_t errlen);
 /* Start the idle timer (after any fork).  0 or -errno. */
 int rf_sbstate_start(struct rf_sbstate *s);
@@ -76,23 +77,14 @@ void rf_sbstate_kick(struct rf_sbstate *s);
 
 int rf_sbstate_write_start_slow(struct rf_sbstate *s);
 
-/* Device changes (member.c), each with the table locked by
- * rf_sbstate_lock() (a no-op for NULL) under the engine's reconf_lock,
- * every request drained.  The writers return 0, or -errno (with a message
- * in err where there is one); a device whose superblock cannot be written
- * is failed. */
-void rf_sbstate_lock(struct rf_sbstate *s);
-void rf_sbstate_unlock(struct rf_sbstate *s);
-/* Device dev (a->members[dev], just added) becomes a spare: its own
+/* Device changes (member.c), each under the engine's reconf_lock with
+ * every request drained and the device lock held (rf_devs_lock()).  The
+ * writers return 0, or -errno (with a message in err where there is
+ * one); a device whose superblock cannot be written is failed.  Each is
+ * a no-op for NULL. */
+/* Device dev (just added to the table) becomes a spare: its own
  * superblock, and a spare role for it in everyone's. */
 int rf_sbstate_add_spare(struct rf_sbstate *s, int dev, char *err, size_t errlen);
-/* Devices i and j traded places in the table (a spare took a slot). */
-void rf_sbstate_swap(struct rf_sbstate *s, int i, int j);
-/* Whether device dev has a superblock here; the events it last took. */
-bool rf_sbstate_has(struct rf_sbstate *s, int dev);
-uint64_t rf_sbstate_dev_events(struct rf_sbstate *s, int dev);
-/* Device dev left the table. */
-void rf_sbstate_forget(struct rf_sbstate *s, int dev);
 /* Device dev serves slot (-1: a spare again), rebuilt up to
  * recovery_offset sectors (RF_SB_MAX_SECTOR: in sync). */
 int rf_sbstate_set_slot(struct rf_sbstate *s, int dev, int slot, uint64_t recovery_offset);

@@ -237,7 +237,7 @@ static void sio_queue(struct rf_sync *s, int m, bool write, char *buf, uint32_t 
 	mio->priv = s;
 	mio->buf = buf;
 	mio->len = len;
-	mio->off = s->a->members[m].data_offset + (sec << 9);
+	mio->off = s->a->devs[m].data_offset + (sec << 9);
 	mio->member = (int16_t)m;
 	mio->op = write ? RF_MIO_WRITE : RF_MIO_READ;
 	s->io_pending++;
@@ -474,11 +474,11 @@ static void name_bad(struct rf_sync *s, enum rf_sync_action act, int member, uin
 		return;
 	if (as >= 0)
 		rf_warn("%s: %s: member %d (%s) holds the wrong data block at array sector %llu (member sector %llu)",
-			a->name, rf_sync_action_name(act), member, a->members[member].path, (unsigned long long)as,
+			a->name, rf_sync_action_name(act), member, a->devs[member].path, (unsigned long long)as,
 			(unsigned long long)dev_sector);
 	else
 		rf_warn("%s: %s: member %d (%s) holds the wrong %s block at member sector %llu", a->name,
-			rf_sync_action_name(act), member, a->members[member].path, what,
+			rf_sync_action_name(act), member, a->devs[member].path, what,
 			(unsigned long long)dev_sector);
 }
 
@@ -751,7 +751,7 @@ static void *sync_main(void *arg)
 	total = s->total;
 	progress(s, pos);
 	pthread_mutex_unlock(&s->lock);
-	ret = a->ioq_init(&s->ioq, a->iom, a->nmembers, SYNC_DEPTH);
+	ret = a->ioq_init(&s->ioq, rf_devs_ioq(a), SYNC_DEPTH);
 	if (ret) {
 		rf_err("%s: %s: no member IO queue: %s", a->name, rf_sync_action_name(act), strerror(-ret));
 		why = "not started";

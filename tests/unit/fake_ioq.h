@@ -264,11 +264,11 @@ static const struct rf_ioq_backend fake_backend = {
 	.destroy = fake_destroy,
 };
 
-static int fake_ioq_init(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned depth)
+static int fake_ioq_init(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned depth)
 {
 	struct fake_priv *f = calloc(1, sizeof(*f));
 
-	if (!f || rf_ioq_init_common(q, members, nmembers, depth)) {
+	if (!f || rf_ioq_init_common(q, devs, depth)) {
 		free(f);
 		return -ENOMEM;
 	}

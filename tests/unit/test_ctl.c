@@ -599,8 +599,8 @@ static void test_dev_show(void **state)
 		char *saved, other[] = "/x/other.img";
 
 		pthread_mutex_lock(&a->reconf_lock);
-		saved = a->members[3].path;
-		a->members[3].path = other;
+		saved = a->devs[3].path;
+		a->devs[3].path = other;
 		pthread_mutex_unlock(&a->reconf_lock);
 		assert_int_equal(rf_ctl_dev_show(rf_ctl_dev_find("slot"), a, "dv-3.img", buf, sizeof(buf)), -ENOENT);
 		assert_int_equal(rf_ctl_dev_store(rf_ctl_dev_find("state"), a, "dv-3.img", "faulty", 6), -ENOENT);
@@ -609,7 +609,7 @@ static void test_dev_show(void **state)
 		assert_true(rf_ctl_rd_target(a, 3, buf, sizeof(buf)) > 0);
 		assert_string_equal(buf, "dev-other.img");
 		pthread_mutex_lock(&a->reconf_lock);
-		a->members[3].path = saved;
+		a->devs[3].path = saved;
 		pthread_mutex_unlock(&a->reconf_lock);
 	}
 	rf_array_close(a);

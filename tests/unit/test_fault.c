@@ -262,7 +262,7 @@ static void ioq_injection(rf_ioq_init_fn init)
 		mm[i].align = 4096;
 	}
 	mm[1].fault = f;
-	assert_int_equal(init(&q, mm, 2, 16), 0);
+	assert_int_equal(init(&q, RF_IOQ_ARRAY(mm, 2), 16), 0);
 	for (int round = 0; round < 2; round++) {
 		memset(recs, 0, sizeof(recs));
 		for (i = 0; i < 8; i++) {
@@ -336,7 +336,7 @@ static void test_ioq_busy_asked_once(void **state)
 	mm.fault = f;
 	fake_reset();
 	fake_busy_depth = 2;
-	assert_int_equal(fake_ioq_init(&q, &mm, 1, 16), 0);
+	assert_int_equal(fake_ioq_init(&q, RF_IOQ_ARRAY(&mm, 1), 16), 0);
 	memset(recs, 0, sizeof(recs));
 	for (i = 0; i < 16; i++) {
 		recs[i].m.buf = data;

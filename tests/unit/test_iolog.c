@@ -121,7 +121,7 @@ static void test_ioq(void **state)
 	memset(b, 2, sizeof(b));
 	mm.fd = fx_file_open(member, 65536);
 	assert_int_equal(rf_iolog_open(logpath), 0);
-	assert_int_equal(rf_ioq_init_sync(&q, &mm, 1, 8), 0);
+	assert_int_equal(rf_ioq_init_sync(&q, RF_IOQ_ARRAY(&mm, 1), 8), 0);
 	memset(m, 0, sizeof(m));
 	for (i = 0; i < 4; i++) {
 		m[i].member = 0;

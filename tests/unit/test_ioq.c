@@ -39,7 +39,7 @@ static void test_short_again_busy(void **state)
 	fake_short_every = 3;
 	fake_again_every = 5;
 	fake_busy_depth = 4;
-	assert_int_equal(fake_ioq_init(&q, &mm, 1, 8), 0);
+	assert_int_equal(fake_ioq_init(&q, RF_IOQ_ARRAY(&mm, 1), 8), 0);
 	for (i = 0; i < 64; i++) {
 		memset(data[i], 'a' + i % 26, sizeof(data[i]));
 		recs[i] = (struct rec){ .m = { .end = rec_end, .buf = data[i], .off = (uint64_t)i * 8192,
@@ -82,7 +82,7 @@ static void test_errors(void **state)
 	mm[0].fd = tmpfile_fd(8192);
 	mm[1].fd = tmpfile_fd(8192);
 	fake_fail_member = 1;
-	assert_int_equal(fake_ioq_init(&q, mm, 2, 8), 0);
+	assert_int_equal(fake_ioq_init(&q, RF_IOQ_ARRAY(mm, 2), 8), 0);
 	a = (struct rec){ .m = { .end = rec_end, .buf = buf, .off = 0, .len = 4096, .member = 1, .op = RF_MIO_WRITE } };
 	b = (struct rec){ .m = { .end = rec_end, .buf = buf, .off = 8192, .len = 4096, .member = 0, .op = RF_MIO_READ } };
 	rf_ioq_queue(&q, &a.m);
@@ -112,7 +112,7 @@ static void test_merge(void **state)
 	fake_reset();
 	mm[0].fd = tmpfile_fd(64 * 4096);
 	mm[1].fd = tmpfile_fd(64 * 4096);
-	assert_int_equal(fake_ioq_init(&q, mm, 2, 8), 0);
+	assert_int_equal(fake_ioq_init(&q, RF_IOQ_ARRAY(mm, 2), 8), 0);
 	fake_log_on = true;
 	/* 8 adjacent blocks on member 0 interleaved with 8 on member 1,
 	 * buffers scattered (reverse order in memory). */
@@ -168,7 +168,7 @@ static void test_merge_short(void **state)
 
 	fake_reset();
 	mm.fd = tmpfile_fd(64 * 4096);
-	assert_int_equal(fake_ioq_init(&q, &mm, 1, 8), 0);
+	assert_int_equal(fake_ioq_init(&q, RF_IOQ_ARRAY(&mm, 1), 8), 0);
 	fake_short_every = 1;           /* every transfer moves half */
 	for (i = 0; i < 6; i++) {
 		memset(data[i], '0' + i, 4096);
@@ -200,7 +200,7 @@ static void test_uring(void **state)
 	int ret;
 
 	mm.fd = tmpfile_fd(16384);
-	ret = rf_ioq_init_uring(&q, &mm, 1, 8);
+	ret = rf_ioq_init_uring(&q, RF_IOQ_ARRAY(&mm, 1), 8);
 	if (ret == -ENOSYS || ret == -EPERM) {
 		skip();
 		return;

@@ -426,7 +426,7 @@ static void test_ioq_backend(void **state)
 
 	mm.layer = open_ovl(&fd);
 	mm.fd = fd;
-	assert_int_equal(rf_ioq_init_overlay(&q, &mm, 1, 16), 0);
+	assert_int_equal(rf_ioq_init_overlay(&q, RF_IOQ_ARRAY(&mm, 1), 16), 0);
 	for (i = 0; i < 16384; i++)
 		w[i] = (char)(i * 7);
 	memset(m, 0, sizeof(m));

@@ -78,10 +78,10 @@ static inline int testreq_prepv(struct rf_ioq *q, struct rf_mio *m, int fd, cons
 	return testreq_inner->prepv(q, m, fd, iov, niov, off);
 }
 
-static inline int testreq_watch_init(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers,
+static inline int testreq_watch_init(struct rf_ioq *q, struct rf_ioq_devs devs,
 				     unsigned depth)
 {
-	int r = rf_ioq_init_sync(q, members, nmembers, depth);
+	int r = rf_ioq_init_sync(q, devs, depth);
 
 	if (r)
 		return r;

@@ -1,0 +1,543 @@
+/* array.c - the array: open, start, close, tunables, what md shows.
+ *
+ * rf_array_open() opens every device (core/dev.c), sets the geometry up
+ * and opens the services the superblocks call for (which register their
+ * hooks); rf_array_start() makes the worker groups and starts threads;
+ * rf_array_close() stops the services, drains, stops the workers and
+ * frees everything.  The tunables (stripe_cache_size, group_thread_cnt,
+ * worker_groups, rmw_level) are changed by building new groups first and
+ * swapping them in with every request drained.
+ *
+ * The core's files: array.c (this), dev.c (the device table), request.c
+ * (submit, pieces, member failure), barrier.c (the drain barrier),
+ * stripe_cache.c (stripe heads), workers.c (groups, threads, inline
+ * workers).  The lock order of every lock is in engine.h.
+ *
+ * What it does NOT do: know level geometry (the level modules do), FUSE,
+ * or the services' internals (they plug in through core/hooks.h).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/engine.h"
+#include "raidfuse/bitmap.h"
+#include "raidfuse/fault.h"
+#include "raidfuse/overlay.h"
+#include "raidfuse/sync.h"
+#include "services/sbstate.h"
+
+/* ---- array setup ---- */
+
+static const struct rf_level_ops *level_ops(int level)
+{
+	switch (level) {
+	case 0:
+		return &rf_raid0_ops;
+	case 1:
+		return &rf_raid1_ops;
+	case 10:
+		return &rf_raid10_ops;
+	case 4:
+	case 5:
+	case 6:
+		return &rf_raid5_ops;
+	}
+	return NULL;
+}
+
+static void array_free(struct rf_array *a)
+{
+	int i;
+
+	for (i = 0; i < a->nhooks; i++)
+		if (a->hooks[i].h->close)
+			a->hooks[i].h->close(a->hooks[i].priv);
+	rf_mgmt_free(a);
+	for (i = 0; i < a->ndevs; i++)
+		rf_dev_release(&a->devs[i]);
+	pthread_mutex_destroy(&a->dev_lock);
+	free(a->name);
+	free(a);
+}
+
+/* Every write to the members goes to copy-on-write files in dir; the
+ * overlay runs on the synchronous queue (its own locking, no O_DIRECT). */
+static int overlay_open(struct rf_array *a, const char *dir, char *err, size_t errlen)
+{
+	int i, ret;
+
+	for (i = 0; i < a->nmembers; i++) {
+		struct rf_ovl *o;
+
+		if (!(a->present & (1ull << i)))
+			continue;
+		ret = rf_ovl_open(dir, a->devs[i].io.fd, a->devs[i].path, &o, err, errlen);
+		if (ret)
+			return ret;
+		a->devs[i].io.layer = o;
+		/* The layer does all of the IO, buffered. */
+		if (a->devs[i].io.fd_direct >= 0)
+			close(a->devs[i].io.fd_direct);
+		a->devs[i].io.fd_direct = -1;
+	}
+	a->ioq_init = a->inline_ioq_init = rf_ioq_init_overlay;
+	return 0;
+}
+
+int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err, size_t errlen)
+{
+	struct rf_array *a = calloc(1, sizeof(*a));
+	uint64_t usable = UINT64_MAX;
+	int i, ret, nmissing = 0, smallest = -1;
+
+	if (!a)
+		return -ENOMEM;
+	a->nmembers = a->ndevs = cfg->nmembers;
+	for (i = 0; i < RF_MAX_DEVS; i++)
+		rf_dev_init(&a->devs[i]);
+	pthread_mutex_init(&a->dev_lock, NULL);
+	a->name = strdup(cfg->name);
+	a->readonly = cfg->readonly;
+	a->overlay = cfg->overlay_dir != NULL;
+	a->metadata = cfg->has_uuid ? cfg->metadata : 0;
+	a->chunk_bytes = cfg->chunk_bytes;
+	a->stripe_size = cfg->stripe_size ? cfg->stripe_size : 4096;
+	a->rmw_level = cfg->rmw_level;
+	a->stripe_cache_size = cfg->stripe_cache_size;
+	a->group_thread_cnt = cfg->group_thread_cnt;
+	a->worker_groups = cfg->worker_groups;
+	a->ops = level_ops(cfg->level);
+	a->ioq_init = rf_ioq_init_uring;
+	a->inline_ioq_init = rf_ioq_init_sync;
+	pthread_mutex_init(&a->start_lock, NULL);
+	pthread_cond_init(&a->start_cond, NULL);
+	pthread_mutex_init(&a->pool_lock, NULL);
+	pthread_mutex_init(&a->reconf_lock, NULL);
+	pthread_mutex_init(&a->bar_lock, NULL);
+	pthread_cond_init(&a->bar_cond, NULL);
+	a->held_tail = &a->held;
+	if (!a->ops) {
+		snprintf(err, errlen, "%s: level %d is not supported", cfg->path, cfg->level);
+		ret = -EINVAL;
+		goto fail;
+	}
+	for (i = 0; i < a->nmembers; i++) {
+		struct rf_dev *m = &a->devs[i];
+		char who[PATH_MAX + 32];
+
+		m->data_offset = cfg->member_offsets ? cfg->member_offset[i] : cfg->data_offset;
+		if (!cfg->members[i]) {
+			m->path = strdup("missing");
+			m->flags = RF_DEV_MISSING | RF_DEV_FAULTY;
+			a->faulty |= 1ull << i;
+			nmissing++;
+			continue;
+		}
+		m->path = strdup(cfg->members[i]);
+		snprintf(who, sizeof(who), "member %d (%s)", i, cfg->members[i]);
+		/* Read-only (--ro, overlays) opens nothing for writing and takes
+		 * a shared lock: other read-only servers may share the member, a
+		 * writer may not. */
+		ret = rf_dev_open_into(a, m, cfg->members[i], who, a->readonly || a->overlay, err, errlen);
+		if (ret)
+			goto fail;
+		a->present |= 1ull << i;
+		m->flags = RF_DEV_IN_SYNC;
+		if (m->size < m->data_offset + 2 * a->stripe_size) {
+			snprintf(err, errlen, "member %d (%s): %llu bytes is too small for data_offset %llu",
+				 i, m->path, (unsigned long long)m->size, (unsigned long long)m->data_offset);
+			ret = -ENOSPC;
+			goto fail;
+		}
+		if (m->size - m->data_offset < usable) {
+			usable = m->size - m->data_offset;
+			smallest = i;
+		}
+		/* raid0 with md superblocks: each member's own data size (md's
+		 * zones when they differ). */
+		if (cfg->level == 0 && cfg->member_offsets && !cfg->size)
+			a->geom.r0_sectors[i] = (cfg->member_data[i] && cfg->member_data[i] < m->size - m->data_offset ?
+						 cfg->member_data[i] : m->size - m->data_offset) / 512;
+	}
+	if (cfg->size) {
+		for (i = 0; i < a->nmembers; i++) {
+			struct rf_dev *m = &a->devs[i];
+
+			if ((a->present & (1ull << i)) && m->size - m->data_offset < cfg->size) {
+				snprintf(err, errlen, "member %d (%s): %llu bytes after data_offset, size needs %llu",
+					 i, m->path, (unsigned long long)(m->size - m->data_offset),
+					 (unsigned long long)cfg->size);
+				ret = -ENOSPC;
+				goto fail;
+			}
+		}
+		usable = cfg->size;
+	}
+	a->geom.level = cfg->level;
+	a->geom.layout = cfg->layout;
+	a->geom.raid_disks = cfg->nmembers;
+	a->geom.chunk_sectors = cfg->level == 1 ? 0 : cfg->chunk_bytes / 512;
+	/* md keeps whole 4 KiB blocks (and whole chunks, which geom rounds to) */
+	a->geom.dev_sectors = (usable & ~(uint64_t)(a->stripe_size - 1)) / 512;
+	ret = rf_geom_init(&a->geom, err, errlen);
+	if (ret) {
+		char why[256];
+
+		/* Say which member and sizes led there. */
+		snprintf(why, sizeof(why), "%s", err);
+		if (cfg->size || smallest < 0)
+			snprintf(err, errlen, "%s: %s (size gives each member %llu bytes)", cfg->path, why,
+				 (unsigned long long)usable);
+		else
+			snprintf(err, errlen, "%s: %s (the smallest, member %d (%s), holds %llu bytes after data_offset %llu)",
+				 cfg->path, why, smallest, a->devs[smallest].path, (unsigned long long)usable,
+				 (unsigned long long)a->devs[smallest].data_offset);
+		goto fail;
+	}
+	if (nmissing > a->geom.max_degraded || a->ops->failed(a, a->faulty)) {
+		snprintf(err, errlen, "%s: %d member(s) missing, level %d tolerates %d", cfg->path, nmissing,
+			 cfg->level, a->geom.max_degraded);
+		ret = -EINVAL;
+		goto fail;
+	}
+	for (i = 0; i < cfg->nspares; i++) {
+		struct rf_dev *m = &a->devs[a->ndevs];
+		uint64_t doff = cfg->member_offsets ? cfg->spare_offset[i] : cfg->data_offset;
+		uint64_t need = doff + a->geom.dev_sectors * 512;
+		char who[PATH_MAX + 32];
+
+		m->data_offset = doff;
+		m->flags = RF_DEV_SPARE;
+		m->path = strdup(cfg->spares[i]);
+		m->io.fault = rf_fault_new();
+		a->ndevs++;
+		if (!m->io.fault) {
+			ret = -ENOMEM;
+			goto fail;
+		}
+		snprintf(who, sizeof(who), "member %d (%s)", a->ndevs - 1, cfg->spares[i]);
+		ret = m->path ? rf_dev_open_into(a, m, cfg->spares[i], who, a->readonly || a->overlay, err, errlen) :
+				-ENOMEM;
+		if (ret)
+			goto fail;
+		if (m->size < need) {
+			snprintf(err, errlen, "%s: spare %d (%s): %llu bytes is too small: the members use %llu",
+				 cfg->path, i, m->path, (unsigned long long)m->size, (unsigned long long)need);
+			ret = -ENOSPC;
+			goto fail;
+		}
+	}
+	if (a->chunk_bytes && a->chunk_bytes < a->stripe_size)
+		a->stripe_size = a->chunk_bytes;
+	a->size = a->geom.array_sectors * 512;
+	for (i = 0; i < a->nmembers; i++) {
+		ret = rf_fault_from_config(cfg, i, &a->devs[i].io.fault);
+		if (ret)
+			goto fail;
+	}
+	if (cfg->overlay_dir) {
+		ret = overlay_open(a, cfg->overlay_dir, err, errlen);
+		if (ret)
+			goto fail;
+	}
+	/* md keeps clean/dirty for arrays that can need a resync. */
+	if (cfg->has_uuid && !a->readonly && cfg->level != 0) {
+		ret = rf_sbstate_open(a, &a->sbstate, err, errlen);
+		if (!ret)
+			ret = rf_bitmap_open(a, a->sbstate, &a->bitmap, err, errlen);
+		if (ret)
+			goto fail;
+	}
+	*out = a;
+	return 0;
+fail:
+	array_free(a);
+	return ret;
+}
+
+bool rf_array_readonly(const struct rf_array *a)
+{
+	return a->readonly;
+}
+
+int rf_array_start(struct rf_array *a)
+{
+	int i, ret;
+
+	a->ngroups = rf_ngroups_for(a->worker_groups);
+	ret = rf_sync_init(a);
+	if (ret)
+		return ret;
+	ret = rf_groups_alloc(a, a->ngroups, a->group_thread_cnt, a->stripe_cache_size, &a->groups);
+	if (ret)
+		return ret;
+	a->started = true;
+	ret = rf_groups_start(a, a->groups, a->ngroups);
+	for (i = 0; !ret && i < a->nhooks; i++)
+		if (a->hooks[i].h->start)
+			ret = a->hooks[i].h->start(a->hooks[i].priv);
+	return ret ? ret : rf_mgmt_start(a);
+}
+
+void rf_array_close(struct rf_array *a)
+{
+	int i;
+
+	if (!a)
+		return;
+	/* No spare takes a slot from now on; the sync thread finishes its
+	 * region and leaves. */
+	rf_mgmt_stop(a);
+	rf_sync_free(a);
+	/* The idle timer drains too: stop it first.  The state is marked
+	 * clean once nothing is in flight (array_free()). */
+	for (i = 0; i < a->nhooks; i++)
+		if (a->hooks[i].h->stop)
+			a->hooks[i].h->stop(a->hooks[i].priv);
+	if (a->started) {
+		/* Whatever waits at the barrier still runs, then nothing may
+		 * start: every request has ended when the groups go. */
+		pthread_mutex_lock(&a->reconf_lock);
+		a->suspended = false;
+		rf_release(a, 0);
+		rf_drain(a, RF_HOLD_ALL);
+		pthread_mutex_unlock(&a->reconf_lock);
+	}
+	rf_groups_stop(a->groups, a->ngroups);
+	rf_groups_free(a, a->groups, a->ngroups);
+	a->groups = NULL;
+	rf_inline_free_all(a);
+	for (i = 0; i < a->nmembers; i++)
+		if (a->devs[i].io.fd >= 0)
+			fsync(a->devs[i].io.fd);
+	array_free(a);
+}
+
+/* ---- runtime control ---- */
+
+enum reshape_what { RESHAPE_CACHE, RESHAPE_THREADS, RESHAPE_GROUPS };
+
+/* Rebuild the groups with one tunable changed.  The new groups are made
+ * and their threads started first; the drain covers only the swap, so
+ * held requests wait for in-flight ones to end and nothing else.  On
+ * failure nothing changes. */
+static int reshape(struct rf_array *a, enum reshape_what what, int value)
+{
+	struct rf_group *groups, *old;
+	int ngroups, oldn, ret, wg, nthreads, cache;
+	bool shrink;
+
+	pthread_mutex_lock(&a->reconf_lock);
+	wg = what == RESHAPE_GROUPS ? value : a->worker_groups;
+	nthreads = what == RESHAPE_THREADS ? value : a->group_thread_cnt;
+	cache = what == RESHAPE_CACHE ? value : a->stripe_cache_size;
+	ngroups = rf_ngroups_for(wg);
+	if (ngroups * nthreads > rf_max_worker_threads()) {
+		rf_warn("%s: %d group(s) of %d thread(s) would be %d worker threads: the bound is %d (4 per CPU, at "
+			"least 8, at most 256; more threads than cores only add context switches)",
+			a->name, ngroups, nthreads, ngroups * nthreads, rf_max_worker_threads());
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = rf_groups_alloc(a, ngroups, nthreads, cache, &groups);
+	if (ret) {
+		rf_err("%s: no memory for %d group(s) with %d stripe heads: %s", a->name, ngroups, cache,
+		       strerror(-ret));
+		goto out;
+	}
+	ret = rf_groups_start(a, groups, ngroups);
+	if (ret) {
+		rf_err("%s: starting %d group thread(s) failed: %s", a->name, nthreads, strerror(-ret));
+		rf_groups_stop(groups, ngroups);
+		rf_groups_free(a, groups, ngroups);
+		goto out;
+	}
+	/* Fewer threads or stripe heads (groups_alloc: at least 16 a group)
+	 * than the old groups had: memory to give back below. */
+	shrink = ngroups * nthreads < a->ngroups * a->group_thread_cnt ||
+		 ngroups * (cache / ngroups < 16 ? 16 : cache / ngroups) <
+			 a->ngroups * (a->stripe_cache_size / a->ngroups < 16 ? 16 : a->stripe_cache_size / a->ngroups);
+	rf_drain(a, RF_HOLD_ALL);
+	old = a->groups;
+	oldn = a->ngroups;
+	a->groups = groups;
+	a->ngroups = ngroups;
+	a->worker_groups = wg;
+	a->group_thread_cnt = nthreads;
+	a->stripe_cache_size = cache;
+	rf_release(a, a->suspended ? RF_HOLD_WRITES : 0);
+	/* Drained: nothing was left on the old groups, nothing reaches them. */
+	rf_groups_stop(old, oldn);
+	rf_groups_free(a, old, oldn);
+	/* The old groups' stripe memory went back with munmap; after a
+	 * shrink, what their threads and heads took from the heap (every
+	 * thread's arena) goes back too, or the peak would stay resident.
+	 * (About 0.2 ms; a grow has nothing to give back.) */
+	if (shrink)
+		malloc_trim(0);
+out:
+	pthread_mutex_unlock(&a->reconf_lock);
+	return ret;
+}
+
+int rf_array_set_stripe_cache_size(struct rf_array *a, int n)
+{
+	if (n < 17 || n > 32768)
+		return -EINVAL;
+	return reshape(a, RESHAPE_CACHE, n);
+}
+
+int rf_array_set_group_thread_cnt(struct rf_array *a, int n)
+{
+	if (n < 0 || n > RF_MAX_GROUP_THREADS)
+		return -EINVAL;
+	return reshape(a, RESHAPE_THREADS, n);
+}
+
+int rf_array_set_worker_groups(struct rf_array *a, int n)
+{
+	if (n < 1 || n > RF_MAX_GROUPS)
+		return -EINVAL;
+	return reshape(a, RESHAPE_GROUPS, n);
+}
+
+int rf_array_set_rmw_level(struct rf_array *a, int n)
+{
+	if (n < 0 || n > 2)
+		return -EINVAL;
+	/* Stripe rounds read it while they plan: change it between rounds. */
+	pthread_mutex_lock(&a->reconf_lock);
+	rf_drain(a, RF_HOLD_WRITES);
+	a->rmw_level = n;
+	rf_release(a, a->suspended ? RF_HOLD_WRITES : 0);
+	pthread_mutex_unlock(&a->reconf_lock);
+	return 0;
+}
+
+void rf_array_get_info(struct rf_array *a, struct rf_array_info *out)
+{
+	uint64_t f = rf_faulty(a);
+	int i;
+
+	memset(out, 0, sizeof(*out));
+	out->level = a->geom.level;
+	out->layout = a->geom.layout;
+	out->raid_disks = a->geom.raid_disks;
+	out->chunk_bytes = a->geom.chunk_sectors * 512;
+	out->component_size = a->geom.dev_sectors * 512;
+	out->array_size = a->size;
+	out->faulty = f;
+	out->recovering = atomic_load(&a->recovering) & ~f;
+	out->degraded = __builtin_popcountll(f | out->recovering);
+	out->metadata = a->metadata;
+	out->failed = f && a->ops->failed(a, f);
+	out->writes_in_flight = atomic_load(&a->inflight[1]) > 0;
+	for (i = 0; i < a->nhooks; i++)
+		if (a->hooks[i].h->info)
+			a->hooks[i].h->info(a->hooks[i].priv, out);
+	/* The shape is stable while reconf_lock is held. */
+	pthread_mutex_lock(&a->reconf_lock);
+	out->stripe_cache_size = a->stripe_cache_size;
+	out->group_thread_cnt = a->group_thread_cnt;
+	out->worker_groups = a->ngroups;
+	out->rmw_level = a->rmw_level;
+	out->suspended = a->suspended;
+	for (i = 0; a->ops->handle_stripe && a->groups && i < a->ngroups; i++) {
+		struct rf_group *g = &a->groups[i];
+
+		pthread_mutex_lock(&g->lock);
+		out->stripe_cache_active += g->nstripes - g->nlru;
+		pthread_mutex_unlock(&g->lock);
+		out->stripe_cache_bytes += (uint64_t)g->nstripes * a->nmembers * a->stripe_size;
+	}
+	pthread_mutex_unlock(&a->reconf_lock);
+}
+
+const char *rf_array_member_path(const struct rf_array *a, int i)
+{
+	return i >= 0 && i < a->nmembers ? a->devs[i].path : NULL;
+}
+
+void rf_array_set_ioq_init(struct rf_array *a, rf_ioq_init_fn fn)
+{
+	a->ioq_init = fn;
+	a->inline_ioq_init = fn;
+}
+
+int rf_array_nslots(const struct rf_array *a)
+{
+	return a->nmembers;
+}
+
+uint64_t rf_array_present(const struct rf_array *a)
+{
+	return a->present;
+}
+
+uint64_t rf_array_faulty_read(const struct rf_array *a)
+{
+	return rf_faulty_read(a);
+}
+
+struct rf_bitmap *rf_array_bitmap(const struct rf_array *a)
+{
+	return a->bitmap;
+}
+
+bool rf_array_has_sync(const struct rf_array *a)
+{
+	return a->sync != NULL;
+}
+
+struct rf_sbstate *rf_array_sbstate(const struct rf_array *a)
+{
+	return a->sbstate;
+}
+
+uint64_t rf_array_recovering(const struct rf_array *a)
+{
+	return atomic_load(&((struct rf_array *)a)->recovering);
+}
+
+uint64_t rf_array_recovery_cp(const struct rf_array *a)
+{
+	return atomic_load(&((struct rf_array *)a)->recovery_cp);
+}
+
+bool rf_array_overlay(const struct rf_array *a)
+{
+	return a->overlay;
+}
+
+void rf_array_reconf_lock(struct rf_array *a)
+{
+	pthread_mutex_lock(&a->reconf_lock);
+}
+
+void rf_array_reconf_unlock(struct rf_array *a)
+{
+	pthread_mutex_unlock(&a->reconf_lock);
+}
+
+struct rf_mgmt *rf_array_mgmt(const struct rf_array *a)
+{
+	return a->mgmt;
+}
+
+void rf_array_set_mgmt(struct rf_array *a, struct rf_mgmt *m)
+{
+	a->mgmt = m;
+}
+
+uint64_t rf_array_size(const struct rf_array *a) { return a->size; }
+const struct rf_geom *rf_array_geom(const struct rf_array *a) { return &a->geom; }
+const char *rf_array_name(const struct rf_array *a) { return a->name; }
+uint64_t rf_array_faulty(const struct rf_array *a) { return rf_faulty(a); }
+bool rf_array_failed(const struct rf_array *a) { return rf_failed_now(a); }
+

@@ -1,0 +1,270 @@
+/* dev.c - the array's device table: open, move, fail, flush, close.
+ *
+ * Purpose: one place for what is done to a device as a whole.  Every
+ * device, a member at array open or a spare written to md/new_dev, is
+ * opened by rf_dev_open_into() (checked by rf_dev_open(), sized, compared
+ * with the devices already there, locked) and closed by
+ * rf_dev_release().  A device changes place only through rf_dev_swap(),
+ * which tells every service through its dev_changed hook.  Services that
+ * write to every device (superblocks, the bitmap) flush them through
+ * rf_devs_flush() and fail one through rf_dev_fail().
+ *
+ * Invariants: index i < nmembers is slot i; a->devs[i].io is what the
+ * member IO queues use for slot i (no copy of it anywhere); a device's fd
+ * is -1 only for an empty ("missing") slot or an unused entry.
+ *
+ * What it does NOT do: decide which spare takes which slot, or when a
+ * device fails (member.c and the IO path do), nor read superblocks.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/dev.h"
+#include "core/engine.h"
+#include "raidfuse/fault.h"
+#include "raidfuse/log.h"
+#include "raidfuse/overlay.h"
+
+struct rf_dev *rf_dev_get(struct rf_array *a, int i)
+{
+	return &a->devs[i];
+}
+
+int rf_devs_count(const struct rf_array *a)
+{
+	return a->ndevs;
+}
+
+struct rf_ioq_devs rf_devs_ioq(struct rf_array *a)
+{
+	return (struct rf_ioq_devs){ .first = &a->devs[0].io, .stride = sizeof(a->devs[0]), .n = a->nmembers };
+}
+
+/* Lock order: reconf_lock, then dev_lock, then sbstate's lock, then the
+ * bitmap's (engine.h). */
+void rf_devs_lock(struct rf_array *a)
+{
+	pthread_mutex_lock(&a->dev_lock);
+}
+
+void rf_devs_unlock(struct rf_array *a)
+{
+	pthread_mutex_unlock(&a->dev_lock);
+}
+
+void rf_dev_init(struct rf_dev *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->io.fd = d->io.fd_direct = -1;
+	d->prev_slot = -1;
+}
+
+int rf_same_file(struct rf_array *a, int n, const struct rf_dev_id *id)
+{
+	int j;
+
+	for (j = 0; j < n; j++)
+		if (a->devs[j].io.fd >= 0 && rf_dev_same(&a->devs[j].id, id))
+			return j;
+	return -1;
+}
+
+int rf_dev_open_into(struct rf_array *a, struct rf_dev *d, const char *path, const char *who, bool ro,
+		     char *err, size_t errlen)
+{
+	/* A member at array open is compared with the ones before it; a
+	 * spare written to md/new_dev (not in the table yet) with all. */
+	bool in_table = d >= a->devs && d < a->devs + RF_MAX_DEVS;
+	struct rf_dev_fd f;
+	char w2[PATH_MAX + 32];
+	int ret, j;
+
+	ret = rf_dev_open(path, who, RF_DEV_DIRECT | RF_DEV_NOLOCK | (ro ? RF_DEV_RDONLY : 0), &f, err, errlen);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&a->reconf_lock);
+	j = rf_same_file(a, in_table ? (int)(d - a->devs) : a->ndevs, &f.id);
+	if (j >= 0 && in_table) {
+		snprintf(w2, sizeof(w2), "member %d (%s)", j, a->devs[j].path);
+		rf_dev_same_msg(err, errlen, w2, who, f.id.dev, f.id.ino);
+	} else if (j >= 0) {
+		snprintf(err, errlen, "%s: already in the array (as %s)", path, a->devs[j].path);
+	}
+	pthread_mutex_unlock(&a->reconf_lock);
+	if (j >= 0) {
+		rf_dev_close(&f);
+		return in_table ? -EINVAL : -EEXIST;
+	}
+	/* Locked only now: the lock would refuse our own second name. */
+	ret = rf_dev_lock(&f, ro, who, err, errlen);
+	if (ret) {
+		rf_dev_close(&f);
+		return ret;
+	}
+	d->io.fd = f.fd;
+	d->io.fd_direct = f.fd_direct;
+	d->io.align = 4096;
+	d->size = f.id.size;
+	d->id = f.id;
+	return 0;
+}
+
+void rf_dev_release(struct rf_dev *d)
+{
+	rf_ovl_close(d->io.layer);
+	if (d->io.fd >= 0)
+		close(d->io.fd);
+	if (d->io.fd_direct >= 0)
+		close(d->io.fd_direct);
+	rf_fault_free(d->io.fault);
+	free(d->path);
+	rf_dev_id_free(&d->id);
+	rf_dev_init(d);
+}
+
+void rf_dev_changed(struct rf_array *a, int i)
+{
+	int k;
+
+	for (k = 0; k < a->nhooks; k++)
+		if (a->hooks[k].h->dev_changed)
+			a->hooks[k].h->dev_changed(a->hooks[k].priv, i);
+}
+
+void rf_dev_swap(struct rf_array *a, int i, int j)
+{
+	struct rf_dev t;
+
+	if (i == j)
+		return;
+	/* nr_errors is atomic: moved by value, as everything else, while
+	 * nothing can count (every request drained). */
+	memcpy(&t, &a->devs[i], sizeof(t));
+	memcpy(&a->devs[i], &a->devs[j], sizeof(t));
+	memcpy(&a->devs[j], &t, sizeof(t));
+	rf_dev_changed(a, i);
+	rf_dev_changed(a, j);
+}
+
+int rf_dev_append(struct rf_array *a)
+{
+	if (a->ndevs >= RF_MAX_DEVS)
+		return -ENOSPC;
+	return a->ndevs++;
+}
+
+void rf_dev_drop(struct rf_array *a, int i)
+{
+	rf_dev_release(&a->devs[i]);
+	rf_dev_changed(a, i);
+	rf_dev_swap(a, i, a->ndevs - 1);
+	a->ndevs--;
+}
+
+void rf_devs_write_mostly_changed(struct rf_array *a)
+{
+	uint64_t wm = 0;
+	int i;
+
+	for (i = 0; i < a->nmembers; i++)
+		if (a->devs[i].flags & RF_DEV_WRITE_MOSTLY)
+			wm |= 1ull << i;
+	atomic_store(&a->write_mostly, wm);
+}
+
+void rf_slot_vacated(struct rf_array *a, int k)
+{
+	a->present &= ~(1ull << k);
+	atomic_fetch_or(&a->faulty, 1ull << k);
+	atomic_fetch_and(&a->recovering, ~(1ull << k));
+	rf_devs_write_mostly_changed(a);
+}
+
+void rf_slot_rebuild_start(struct rf_array *a, int k, bool dirty_only)
+{
+	a->present |= 1ull << k;
+	/* What stripe heads cached of slot k was the failed device's. */
+	rf_stripe_cache_forget(a, 0, UINT64_MAX);
+	atomic_store(&a->recovery_cp, 0);
+	atomic_store(&a->recover_dirty_only, dirty_only);
+	atomic_fetch_or(&a->recovering, 1ull << k);
+	atomic_fetch_and(&a->faulty, ~(1ull << k));
+	rf_devs_write_mostly_changed(a);
+}
+
+void rf_slot_rebuilt(struct rf_array *a, int k)
+{
+	atomic_fetch_and(&a->recovering, ~(1ull << k));
+}
+
+void rf_recovery_reset(struct rf_array *a)
+{
+	atomic_store(&a->recovery_cp, 0);
+	atomic_store(&a->recover_dirty_only, false);
+}
+
+void rf_recovery_drop_faulty(struct rf_array *a)
+{
+	uint64_t r = atomic_load(&a->recovering);
+
+	if (r & rf_faulty(a))
+		atomic_fetch_and(&a->recovering, ~(r & rf_faulty(a)));
+}
+
+void rf_dev_resume_recovery(struct rf_array *a, int i, uint64_t offset)
+{
+	if (!atomic_load(&a->recovering) || offset < atomic_load(&a->recovery_cp))
+		atomic_store(&a->recovery_cp, a->geom.level == 10 ? 0 : offset);
+	atomic_fetch_or(&a->recovering, 1ull << i);
+	a->devs[i].flags = RF_DEV_SPARE;
+	rf_info("%s: %s in slot %d was being rebuilt: resuming at sector %llu", a->name, a->devs[i].path, i,
+		(unsigned long long)atomic_load(&a->recovery_cp));
+}
+
+bool rf_dev_faulty(struct rf_array *a, int i)
+{
+	if (i < a->nmembers)
+		return rf_faulty(a) & (1ull << i);
+	return a->devs[i].flags & RF_DEV_FAULTY;
+}
+
+void rf_dev_fail(struct rf_array *a, int i, int err, const char *what, uint64_t off)
+{
+	if (i < a->nmembers) {
+		rf_member_fail(a, i, err, what, off);
+		return;
+	}
+	rf_err("%s: %s: %s failed: %s; the device is faulty", a->name, a->devs[i].path, what, strerror(-err));
+	a->devs[i].flags |= RF_DEV_FAULTY;
+}
+
+void rf_devs_flush(struct rf_array *a, bool slots_only, const char *why)
+{
+	int i, r, n = slots_only ? a->nmembers : a->ndevs;
+
+	for (i = 0; i < n; i++) {
+		struct rf_dev *d = &a->devs[i];
+
+		if (!d->sb_has || rf_dev_faulty(a, i))
+			continue;
+		r = d->sb_io.fsync(d->sb_io.ctx);
+		if (r) {
+			rf_err("device %d (%s): flush %s: %s", i, d->path, why, strerror(-r));
+			rf_dev_fail(a, i, r, "flush", 0);
+		}
+	}
+}
+
+int rf_array_add_hooks(struct rf_array *a, const struct rf_hooks *h, void *priv)
+{
+	if (a->nhooks >= RF_MAX_HOOKS)
+		return -ENOSPC;
+	a->hooks[a->nhooks].h = h;
+	a->hooks[a->nhooks].priv = priv;
+	a->nhooks++;
+	return 0;
+}

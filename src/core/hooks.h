@@ -1,0 +1,58 @@
+/* hooks.h - how services plug into the array (not installed).
+ *
+ * The IO path calls a service only through these hooks, never its
+ * internals (md's bitmap_operations and raid5-log.h are the model).  A
+ * service (the superblock state, the write-intent bitmap) registers one
+ * table with rf_array_add_hooks() when it is opened; the core calls each
+ * registered table in registration order.  Every hook is optional.
+ *
+ * Life: a service is opened by rf_array_open() (which registers it), and
+ * then started, stopped and closed through its start/stop/close hooks,
+ * in registration order (the superblock state before the bitmap it
+ * records events for).
+ *
+ * What it does NOT do: let a service see the array's struct: services
+ * reach the array through core/dev.h and the accessors of engine.h.
+ */
+#ifndef RAIDFUSE_CORE_HOOKS_H
+#define RAIDFUSE_CORE_HOOKS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct rf_array;
+struct rf_array_info;
+
+#define RF_MAX_HOOKS 4
+
+struct rf_hooks {
+	const char *name;
+	/* Before a write request of len bytes at array byte off is split
+	 * (it counts as in flight at the drain barrier): return once the
+	 * write may reach the members.  0, or -errno to fail the request.
+	 * Once any write_start ran, every write_end runs when it ends. */
+	int (*write_start)(void *priv, uint64_t off, uint64_t len);
+	/* The write ended with err (0 or -errno). */
+	void (*write_end)(void *priv, uint64_t off, uint64_t len, int err);
+	/* Slot dev's member was just marked faulty (any thread, any lock:
+	 * only note it and wake a thread). */
+	void (*member_failed)(void *priv, int dev);
+	/* Device dev's entry of the table changed (another device moved
+	 * there, it left, its superblock changed).  Device lock held, every
+	 * request drained. */
+	void (*dev_changed)(void *priv, int dev);
+	/* Fill the service's fields of md's attributes. */
+	void (*info)(void *priv, struct rf_array_info *out);
+	/* Start its threads (after any fork, once the workers run): 0 or
+	 * -errno. */
+	int (*start)(void *priv);
+	/* Stop its threads (state kept); before the array drains for good. */
+	void (*stop)(void *priv);
+	/* Nothing in flight any more: write the final state, free. */
+	void (*close)(void *priv);
+};
+
+/* Register h (static storage) with priv.  0, or -ENOSPC. */
+int rf_array_add_hooks(struct rf_array *a, const struct rf_hooks *h, void *priv);
+
+#endif

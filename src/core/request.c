@@ -1,0 +1,368 @@
+/* request.c - a request's way from rf_array_submit() to its pieces.
+ *
+ * A submitter (a FUSE thread) calls rf_array_submit(), which passes the
+ * drain barrier (barrier.c); the services' write hooks run for a write
+ * (core/hooks.h); the level's split() cuts the request into pieces and
+ * rf_queue_piece() buckets them by group (hash of the piece's key: a
+ * stripe head's sector, so one head's pieces always meet in one group).
+ * Then one of two things happens:
+ *  - group threads (group_thread_cnt > 0): each group's bucket is appended
+ *    to g->incoming under g->lock, once per request, a sleeping worker of
+ *    the group is kicked only if none is awake, and the submitter returns;
+ *  - inline (group_thread_cnt 0): the submitter borrows an inline worker
+ *    and serves its pieces itself (workers.c).
+ * Each piece ends once through rf_piece_end(); the last one ends the
+ * request: write_end hooks, done(), then the barrier's count.  A member
+ * IO error marks the member faulty here (rf_member_fail()).
+ *
+ * Invariants: r->pending counts pieces not ended plus one while the
+ * request is being split; done() runs exactly once.
+ *
+ * What it does NOT do: know level geometry (the level modules do), run
+ * stripe heads (stripe_cache.c, workers.c) or hold requests (barrier.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/engine.h"
+
+/* ---- pieces and requests ---- */
+
+struct rf_req *rf_req_alloc(struct rf_array *a, uint32_t max_len)
+{
+	struct rf_req *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->maxpieces = a->ops->max_pieces(a, max_len);
+	r->pieces = calloc(r->maxpieces, sizeof(*r->pieces));
+	if (!r->pieces) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+void rf_req_free(struct rf_req *r)
+{
+	if (!r)
+		return;
+	free(r->pieces);
+	free(r);
+}
+
+struct rf_piece *rf_piece_new(struct rf_req *r, enum rf_piece_kind kind, bool write,
+			      uint64_t aoff, char *buf, uint32_t len, uint64_t key)
+{
+	struct rf_piece *p;
+
+	int i = atomic_fetch_add_explicit(&r->npieces, 1, memory_order_relaxed);
+
+	if (i >= r->maxpieces)
+		return NULL;
+	p = &r->pieces[i];
+	memset(p, 0, sizeof(*p));
+	p->req = r;
+	p->kind = kind;
+	p->write = write;
+	p->aoff = aoff;
+	p->buf = buf;
+	p->len = len;
+	p->key = key;
+	atomic_fetch_add_explicit(&r->pending, 1, memory_order_relaxed);
+	return p;
+}
+
+/* The services' write hooks (core/hooks.h), in registration order. */
+static int hooks_write_start(struct rf_array *a, struct rf_req *r)
+{
+	int k, ret = 0, e;
+
+	r->hooks_started = a->nhooks > 0;
+	for (k = 0; k < a->nhooks; k++) {
+		if (!a->hooks[k].h->write_start)
+			continue;
+		e = a->hooks[k].h->write_start(a->hooks[k].priv, r->off, r->len);
+		if (e && !ret)
+			ret = e;
+	}
+	return ret;
+}
+
+static void hooks_write_end(struct rf_array *a, struct rf_req *r)
+{
+	int k, err = atomic_load(&r->err);
+
+	for (k = 0; k < a->nhooks; k++)
+		if (a->hooks[k].h->write_end)
+			a->hooks[k].h->write_end(a->hooks[k].priv, r->off, r->len, err);
+}
+
+static void req_put(struct rf_req *r)
+{
+	if (atomic_fetch_sub_explicit(&r->pending, 1, memory_order_acq_rel) == 1) {
+		/* done() may recycle r: read what the barrier needs first. */
+		struct rf_array *a = r->a;
+		int cls = rf_req_class(r);
+
+		if (r->hooks_started)
+			hooks_write_end(a, r);
+		r->done(r, atomic_load_explicit(&r->err, memory_order_relaxed));
+		rf_barrier_exit(a, cls);
+	}
+}
+
+void rf_piece_end(struct rf_piece *p, int err)
+{
+	struct rf_req *r = p->req;
+
+	if (err) {
+		int zero = 0;
+
+		atomic_compare_exchange_strong(&r->err, &zero, err);
+	}
+	req_put(r);
+}
+
+struct rf_group *rf_group_of(struct rf_array *a, uint64_t key)
+{
+	/* Fibonacci hashing spreads neighbouring heads over the groups. */
+	return &a->groups[((key * 0x9E3779B97F4A7C15ull) >> 32) % (uint64_t)a->ngroups];
+}
+
+/* Per-request buckets, one per group, filled by rf_queue_piece() and
+ * flushed once at the end of rf_array_submit(); they live on the
+ * submitter's stack. */
+struct bucket {
+	struct rf_piece *head, **tail;
+};
+static __thread struct bucket *tl_buckets;
+
+void rf_queue_piece(struct rf_array *a, struct rf_piece *p)
+{
+	struct bucket *b = &tl_buckets[rf_group_of(a, p->key) - a->groups];
+
+	p->next = NULL;
+	*b->tail = p;
+	b->tail = &p->next;
+}
+
+/* An inline worker remembers the groups it queued work to: it serves them
+ * before it returns, so that work never waits for a thread that does not
+ * exist. */
+void rf_note_group(struct rf_group *g)
+{
+	struct rf_worker *w = rf_current_worker;
+
+	if (w && !w->g)
+		w->touched |= 1ull << g->id;
+}
+
+void rf_group_push(struct rf_group *g, struct rf_piece *head, struct rf_piece **tail)
+{
+	struct rf_worker *w;
+
+	pthread_mutex_lock(&g->lock);
+	*g->incoming_tail = head;
+	g->incoming_tail = tail;
+	w = g->idle;
+	if (w) {
+		g->idle = w->idle_next;
+		w->idle = false;
+	}
+	pthread_mutex_unlock(&g->lock);
+	rf_note_group(g);
+	/* Wake only a sleeper: a running worker sees g->incoming on its next
+	 * pass (it re-checks under g->lock before sleeping). */
+	if (w)
+		rf_ioq_kick(&w->ioq);
+}
+
+void rf_array_submit(struct rf_array *a, struct rf_req *r)
+{
+	r->a = a;
+	r->hooks_started = false;
+	if (rf_barrier_enter(a, r))
+		rf_submit_now(a, r);
+}
+
+/* Split r and queue its pieces: to the groups' workers, or, when w is an
+ * inline worker (the caller's rf_current_worker), on w: DIRECT pieces on
+ * its queue, STRIPE pieces on their heads, nothing run yet. */
+void rf_queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w)
+{
+	struct bucket buckets[RF_MAX_GROUPS];
+	int i, ret;
+
+	tl_buckets = buckets;
+	for (i = 0; i < a->ngroups; i++) {
+		tl_buckets[i].head = NULL;
+		tl_buckets[i].tail = &tl_buckets[i].head;
+	}
+	atomic_store_explicit(&r->pending, 1, memory_order_relaxed);
+	atomic_store_explicit(&r->err, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->npieces, 0, memory_order_relaxed);
+
+	/* No write starts before the services let it (the superblocks say
+	 * dirty, the bits of its chunks are on disk); they hear of its end. */
+	ret = r->op == RF_REQ_WRITE ? hooks_write_start(a, r) : 0;
+	/* Past what the level tolerates nothing is written; reads go on
+	 * where the data is still whole (the level fails the others). */
+	if (!ret && r->op != RF_REQ_READ && rf_failed_now(a))
+		ret = -EIO;
+	else if (!ret && r->op == RF_REQ_FLUSH) {
+		ret = 0;
+		for (i = 0; i < a->nmembers; i++) {
+			struct rf_piece *p;
+
+			if (!(a->present & (1ull << i)) || (rf_faulty(a) & (1ull << i)))
+				continue;
+			p = rf_piece_new(r, RF_PIECE_FLUSH, false, 0, NULL, 0, i);
+			rf_piece_set_mio(a, p, i, 0);
+			p->mio.op = RF_MIO_FSYNC;
+			rf_queue_piece(a, p);
+		}
+	} else if (!ret) {
+		ret = a->ops->split(a, r);
+	}
+	tl_buckets = NULL;
+	if (ret) {
+		/* Nothing was queued: end the request here. */
+		atomic_store_explicit(&r->pending, 1, memory_order_relaxed);
+		atomic_store_explicit(&r->err, ret, memory_order_relaxed);
+		req_put(r);
+		return;
+	}
+	for (i = 0; i < a->ngroups; i++) {
+		if (!buckets[i].head)
+			continue;
+		if (w)
+			rf_run_pieces(w, &a->groups[i], buckets[i].head);
+		else
+			rf_group_push(&a->groups[i], buckets[i].head, buckets[i].tail);
+	}
+	req_put(r);
+}
+
+/* With no group threads, borrow an inline worker and make it this
+ * thread's; NULL with group threads.  *err: -ENOMEM when none is left. */
+struct rf_worker *rf_inline_begin(struct rf_array *a, struct rf_worker **saved, int *err)
+{
+	struct rf_worker *w;
+
+	*err = 0;
+	if (a->group_thread_cnt)
+		return NULL;
+	w = rf_inline_get(a);
+	if (!w) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	*saved = rf_current_worker;
+	rf_current_worker = w;
+	return w;
+}
+
+/* Serve what was queued on w, then give it back. */
+void rf_inline_end(struct rf_array *a, struct rf_worker *w, struct rf_worker *saved)
+{
+	rf_inline_drive(w);
+	rf_current_worker = saved;
+	rf_inline_put(a, w);
+}
+
+void rf_submit_now(struct rf_array *a, struct rf_req *r)
+{
+	struct rf_worker *w, *saved = NULL;
+	int cls = rf_req_class(r), err;
+
+	w = rf_inline_begin(a, &saved, &err);
+	if (err) {
+		atomic_store_explicit(&r->pending, 1, memory_order_relaxed);
+		atomic_store_explicit(&r->err, err, memory_order_relaxed);
+		req_put(r);
+		return;
+	}
+	if (!w) {
+		rf_queue_req(a, r, NULL);
+		return;
+	}
+	/* The request may end before this thread is done with the stripe
+	 * heads it serves: count the thread itself until it leaves them, so
+	 * no drain reshapes the groups under it. */
+	atomic_fetch_add(&a->inflight[cls], 1);
+	rf_queue_req(a, r, w);
+	rf_inline_end(a, w, saved);
+	rf_barrier_exit(a, cls);
+}
+
+/* ---- member failure ---- */
+
+void rf_member_fail(struct rf_array *a, int member, int err, const char *what, uint64_t off)
+{
+	uint64_t bit = 1ull << member;
+	uint64_t old = atomic_fetch_or_explicit(&a->faulty, bit, memory_order_acq_rel);
+
+	atomic_fetch_add_explicit(&a->devs[member].nr_errors, 1, memory_order_relaxed);
+	if (!(old & bit)) {
+		const struct rf_dev *m = &a->devs[member];
+		int k;
+		char why[512];
+
+		rf_err("member %d (%s): %s at %llu: %s; member marked faulty%s", member,
+		       m->path, what, (unsigned long long)off, strerror(-err),
+		       a->ops->failed(a, old | bit) ? "; array FAILED" : ", array degraded");
+		/* A short transfer or an error may be the file changed under us:
+		 * say so (the fds and id are stable while IO is in flight). */
+		if (err != -ENODEV && rf_dev_check(m->io.fd, &m->id, false, why, sizeof(why)))
+			rf_err("member %d (%s): %s", member, m->path, why);
+		for (k = 0; k < a->nhooks; k++)
+			if (a->hooks[k].h->member_failed)
+				a->hooks[k].h->member_failed(a->hooks[k].priv, member);
+		rf_mgmt_kick(a);
+	}
+}
+
+/* ---- direct member IO ---- */
+
+static void direct_end(struct rf_mio *m)
+{
+	struct rf_piece *p = (struct rf_piece *)((char *)m - offsetof(struct rf_piece, mio));
+	struct rf_array *a = rf_current_worker->a;
+
+	if (!m->res) {
+		rf_piece_end(p, 0);
+		return;
+	}
+	if (p->kind == RF_PIECE_FLUSH) {
+		rf_member_fail(a, m->member, m->res, "fsync", 0);
+		rf_piece_end(p, rf_failed_now(a) ? -EIO : 0);
+		return;
+	}
+	/* Whatever the errno, a member that lost an IO no longer holds the
+	 * array's data there: it is faulty from now on. */
+	rf_member_fail(a, m->member, m->res, m->op == RF_MIO_WRITE ? "write" : "read", m->off + m->done);
+	a->ops->direct_failed(rf_current_worker, p, m->res);
+}
+
+void rf_piece_set_mio(struct rf_array *a, struct rf_piece *p, int member, uint64_t moff)
+{
+	p->mio.end = direct_end;
+	p->mio.buf = p->buf;
+	p->mio.len = p->len;
+	p->mio.off = a->devs[member].data_offset + moff;
+	p->mio.member = member;
+	p->mio.op = p->write ? RF_MIO_WRITE : RF_MIO_READ;
+}
+
+void rf_direct_issue(struct rf_worker *w, struct rf_piece *p)
+{
+	rf_ioq_queue(&w->ioq, &p->mio);
+}
+
