@@ -176,6 +176,58 @@ static void drain(struct rf_array *a, unsigned bits)
 
 static void submit_now(struct rf_array *a, struct rf_req *r);
 static void queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w);
+
+/* ---- the sync regions' range lock (rangelock.c) ----
+ *
+ * Past the barrier, while a sync walk runs (a->rl armed), a write is
+ * admitted at the range lock over the rows it touches (sync.c maps them):
+ * one that overlaps a region being synced is queued there and stops
+ * counting at the barrier, so no drain ever waits for a region (a region
+ * may take reconf_lock to drop cached heads); the region's unlock hands
+ * it back through range_resubmit(), which submits it afresh (barrier
+ * first).  A write admitted is tracked until it ends (req_put()), so a
+ * region waits for the writes in flight in its rows.  Unarmed, a write
+ * pays one atomic load.  The walk arms with writes drained
+ * (rf_sync_rows_begin()), so no write in flight then goes untracked.
+ * Flushes and reads are not admitted: flushes change no rows, and reads
+ * go on during a region (sync.c says why that is right). */
+
+/* Whether the write r (counted at the barrier) may go on now; false: it
+ * waits on a region's queue and no longer counts at the barrier. */
+static bool range_enter(struct rf_array *a, struct rf_req *r)
+{
+	uint64_t lo, hi;
+	int cls = req_class(r);
+
+	if (r->op != RF_REQ_WRITE || !rf_rangelock_armed(&a->rl))
+		return true;
+	rf_sync_write_rows(a, r->off, r->len, &lo, &hi);
+	if (!rf_rangelock_admit(&a->rl, &r->rl, lo, hi))
+		return true;
+	/* r may be handed back and end at any time from here. */
+	barrier_exit(a, cls);
+	return false;
+}
+
+/* A region unlocked: submit a write it held, as if it had just arrived. */
+static void range_resubmit(struct rf_rl_ent *e, void *priv)
+{
+	struct rf_req *r = (struct rf_req *)((char *)e - offsetof(struct rf_req, rl));
+
+	rf_array_submit(priv, r);
+}
+
+void rf_sync_rows_begin(struct rf_array *a)
+{
+	rf_writes_hold(a);
+	rf_rangelock_arm(&a->rl);
+	rf_writes_release(a);
+}
+
+void rf_sync_rows_end(struct rf_array *a)
+{
+	rf_rangelock_disarm(&a->rl);
+}
 static struct rf_worker *inline_begin(struct rf_array *a, struct rf_worker **saved, int *err);
 static void inline_end(struct rf_array *a, struct rf_worker *w, struct rf_worker *saved);
 
@@ -214,6 +266,8 @@ static void release(struct rf_array *a, unsigned keep)
 				continue;
 			}
 			atomic_fetch_add(&a->inflight[cls], 1);
+			if (!range_enter(a, r))
+				continue;               /* a sync region holds it now */
 			if (err)
 				submit_now(a, r);       /* ends it: no inline worker */
 			else
@@ -238,6 +292,7 @@ static void req_put(struct rf_req *r)
 		struct rf_array *a = r->a;
 		int cls = req_class(r);
 
+		rf_rangelock_end(&a->rl, &r->rl);
 		if (r->bitmap_counted)
 			rf_bitmap_write_end(a->bitmap, r->off, r->len, atomic_load(&r->err));
 		r->done(r, atomic_load_explicit(&r->err, memory_order_relaxed));
@@ -320,7 +375,8 @@ void rf_array_submit(struct rf_array *a, struct rf_req *r)
 {
 	r->a = a;
 	r->bitmap_counted = false;
-	if (barrier_enter(a, r))
+	r->rl.state = RF_RL_NONE;
+	if (barrier_enter(a, r) && range_enter(a, r))
 		submit_now(a, r);
 }
 
@@ -1077,6 +1133,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	pthread_mutex_init(&a->bar_lock, NULL);
 	pthread_cond_init(&a->bar_cond, NULL);
 	a->held_tail = &a->held;
+	rf_rangelock_init(&a->rl, range_resubmit, a);   /* default attributes: cannot fail */
 	if (!a->ops) {
 		snprintf(err, errlen, "%s: level %d is not supported", cfg->path, cfg->level);
 		ret = -EINVAL;
@@ -1575,6 +1632,15 @@ void rf_writes_release(struct rf_array *a)
 	pthread_mutex_unlock(&a->reconf_lock);
 }
 
+void rf_sync_rows_forget(struct rf_array *a, uint64_t lo, uint64_t hi)
+{
+	/* The groups stay while reconf_lock is held; no drain waits for a
+	 * region (range_enter()), so taking it here cannot deadlock. */
+	pthread_mutex_lock(&a->reconf_lock);
+	rf_stripe_cache_forget(a, lo, hi);
+	pthread_mutex_unlock(&a->reconf_lock);
+}
+
 void rf_stripe_cache_forget(struct rf_array *a, uint64_t lo, uint64_t hi)
 {
 	int i, j;
@@ -1588,8 +1654,9 @@ void rf_stripe_cache_forget(struct rf_array *a, uint64_t lo, uint64_t hi)
 
 			if (!sh->hashed || sh->sector < lo || sh->sector >= hi)
 				continue;
-			/* With writes drained, a busy head is only finishing
-			 * the round that ended its last write. */
+			/* With writes drained, or the rows locked against
+			 * them, a busy head is only finishing the round that
+			 * ended its last write, or serving a read. */
 			while (sh->busy) {
 				pthread_mutex_unlock(&g->lock);
 				sched_yield();

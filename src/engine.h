@@ -13,6 +13,24 @@
  *    inline worker from the array's pool and does the work itself.
  *  - The groups and their workers are rebuilt only while the drain barrier
  *    holds every request and none is in flight (rf_array_set_*()).
+ *  - a->rl, the sync regions' range lock (rangelock.h): a write past the
+ *    barrier whose rows a region has locked waits on that region's queue,
+ *    not at the barrier; see "the sync regions' range lock" in engine.c.
+ *
+ * Lock order, outermost first (a lock is taken only under those above it;
+ * each lock's comment repeats its place):
+ *   1. a->reconf_lock: one reconfiguration at a time (drains, reshapes,
+ *      device changes), and a sync region dropping the cached heads of
+ *      its rows (rf_sync_rows_forget())
+ *   2. a->bar_lock (the barrier's queue), a->rl.lock (the range lock),
+ *      a->pool_lock (inline workers), a->start_lock (worker start), any
+ *      one g->lock (a group), sync.c's s->lock (the walk's state): each a
+ *      leaf, never held with another of this line
+ * The services' own locks (sbstate.c, bitmap.c, member.c) are described
+ * in their files.
+ * A drain (under reconf_lock) waits only for requests counted at the
+ * barrier; a write waiting for a sync region is not counted there, so no
+ * drain waits for a region, and a region may take reconf_lock.
  *
  * Pieces: a request is split into pieces; each piece ends once through
  * rf_piece_end().  A DIRECT piece is one member IO the worker issues as it
@@ -178,13 +196,16 @@ struct rf_array {
 	struct rf_worker *pool;         /* free ones */
 	struct rf_worker *pool_all;     /* every one, through all_next */
 	/* The drain barrier. */
-	pthread_mutex_t reconf_lock;    /* one reconfiguration at a time */
-	pthread_mutex_t bar_lock;
+	pthread_mutex_t reconf_lock;    /* one reconfiguration at a time (lock order 1) */
+	pthread_mutex_t bar_lock;       /* lock order 2: a leaf */
 	pthread_cond_t bar_cond;
 	atomic_uint hold;               /* RF_HOLD_* */
 	atomic_long inflight[2];        /* requests past the barrier: reads, writes+flushes */
 	struct rf_req *held, **held_tail; /* bar_lock: waiting, in arrival order */
 	bool suspended;                 /* reconf_lock */
+	/* Sync regions' locks on rows, and the writes tracked while a walk
+	 * runs (rangelock.h; its lock: order 2, a leaf). */
+	struct rf_rangelock rl;
 	bool started;
 	struct rf_sbstate *sbstate;     /* clean/dirty in the superblocks; NULL: none kept */
 	struct rf_bitmap *bitmap;       /* internal write-intent bitmap; NULL: none */
@@ -282,14 +303,28 @@ bool rf_stripe_finish(struct rf_stripe *sh);
 /* Queue p to its group from a worker (outside rf_array_submit()). */
 void rf_requeue_piece(struct rf_array *a, struct rf_piece *p);
 
-/* The sync thread's lock on the rows it works on (sync.c): hold every new
- * foreground write at the barrier and wait for those in flight to end;
- * then resubmit the held ones.  Reads go on.  Blocks the caller. */
+/* Hold every new foreground write at the barrier and wait for those in
+ * flight to end; then resubmit the held ones.  Reads go on.  Blocks the
+ * caller; takes reconf_lock until the release. */
 void rf_writes_hold(struct rf_array *a);
 void rf_writes_release(struct rf_array *a);
 /* Writes held: drop the cached blocks of stripe heads at member sectors
  * [lo, hi), which the caller rewrote behind them. */
 void rf_stripe_cache_forget(struct rf_array *a, uint64_t lo, uint64_t hi);
+
+/* The sync walk's rows.  begin: arm a->rl with writes drained (from now
+ * on every write is admitted there and tracked); end: disarm, with no
+ * range locked.  A region locks its rows with rf_rangelock_lock(&a->rl)
+ * and unlocks them with rf_rangelock_unlock().  Blocks the caller. */
+void rf_sync_rows_begin(struct rf_array *a);
+void rf_sync_rows_end(struct rf_array *a);
+/* Rows [lo, hi) locked: drop their cached stripe heads (takes
+ * reconf_lock). */
+void rf_sync_rows_forget(struct rf_array *a, uint64_t lo, uint64_t hi);
+/* sync.c: the rows [*lo, *hi) in the walk's units (member sectors;
+ * array sectors for raid10) that a write of len bytes at array byte off
+ * may touch, its parity included, rounded out to whole stripe heads. */
+void rf_sync_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi);
 
 extern const struct rf_level_ops rf_raid0_ops, rf_raid1_ops, rf_raid10_ops, rf_raid5_ops;
 

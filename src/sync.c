@@ -1,14 +1,14 @@
-/* sync.c - the sync thread: md's resync, check and repair for raid1, raid10
- * and raid4/5/6.
+/* sync.c - the sync walk: md's resync, check, repair and rebuild for
+ * raid1, raid10 and raid4/5/6.
  *
- * One thread per array walks it region by region (md's sync window) from
- * the start (or, for a resync, from where an interrupted one stopped) to
- * the end.  A region is a run of member sectors, the same on every member
- * (raid1, raid4/5/6: every block row in it, whatever chunk rows it
- * crosses), or a run of array sectors inside one chunk for raid10 (whose
- * far and offset copies sit at different member sectors).  For each
- * region it reads every member's part (every copy of the data), compares
- * in 4 KiB blocks (md's STRIPE_SIZE) and:
+ * A walk goes over the array region by region (md's sync window) from the
+ * start (or, for a resync or rebuild, from where an interrupted one
+ * stopped) to the end.  A region is a run of member sectors, the same on
+ * every member (raid1, raid4/5/6: every block row in it, whatever chunk
+ * rows it crosses), or a run of array sectors inside one chunk for raid10
+ * (whose far and offset copies sit at different member sectors).  For
+ * each region a worker reads every member's part (every copy of the
+ * data), compares in 4 KiB blocks (md's STRIPE_SIZE) and:
  *   check   adds 8 sectors to mismatch_cnt per block whose parity does not
  *           match its data, and per mirror copy that differs from the
  *           first in-sync copy (md counts per copy); writes nothing.
@@ -22,40 +22,81 @@
  *   resync  as repair, counting nothing; mirrors read only the first copy
  *           and write it to every other copy, parity levels read the row
  *           (as md) and write the parity that differs.
+ *   recover rebuilds the devices taking failed slots: mirrors copy from a
+ *           copy in sync, parity levels compute the missing blocks.
  *
- * Racing foreground writes.  The thread locks the region against writes:
- * rf_writes_hold() drains the array's writes at the drain barrier (new
- * ones wait there, none blocks a FUSE thread; reads go on), the region is
- * read, compared and rewritten (on an IO queue of the thread's own, on
- * the array's backend, so overlays and fault injection apply), the
- * stripe cache drops the heads of the rewritten rows (their cached blocks
- * would be older than the members), and rf_writes_release() resubmits the
- * held writes in arrival order.  This was chosen over a sync piece that stripe
- * rounds understand because it covers every level with one mechanism, it
- * needs no change to the stripe state machine, and a region is small
- * (64 KiB per member while foreground IO is active): the writes held
- * wait for at most one region's IO.  The cost is that writes to other
- * rows wait too; a range-limited hold would remove that.
+ * Several regions at once.  One thread (sync_main) walks: it hands regions
+ * out in order to SYNC_WINDOW workers, each with its own buffers and its
+ * own IO queue on the array's backend (so overlays and fault injection
+ * apply), and retires them in the same order.  While the array is idle
+ * every worker has a region, so the walk is bound by the members, not by
+ * one thread's read-compute-write turns; while foreground IO is active,
+ * one region at a time.  On 2 cores and members on /dev/shm, 3 workers
+ * beat 2 and 4 (tools/bench-resync.sh).
  *
- * Foreground first.  Between regions the thread looks at the barrier's
- * in-flight counters: while foreground requests are in flight it paces
- * itself to sync_speed_min and uses small regions (its own IO in flight is
- * at most one region: 64 KiB per member); while idle it takes 1 MiB
- * regions and paces to sync_speed_max.  Pacing is per region (a region of
- * n KiB takes at least n / speed seconds), so it reacts at once when the
+ * Racing foreground writes: a lock on the region's rows.  A worker locks
+ * its region's rows at the array's range lock (rangelock.c; engine.c
+ * admits every write there while a walk runs): a write into them waits
+ * on the region's queue (no FUSE thread waits with it), a write in flight
+ * in them ends first, and writes to every other row never wait.  With the
+ * rows locked, the region is read, compared and rewritten, the stripe
+ * cache drops the heads of the rewritten rows (their cached blocks would
+ * be older than the members), and the unlock resubmits the writes that
+ * waited, in arrival order.  A write is mapped to rows with its whole
+ * stripe heads (its parity's read-modify-write), so a region's rows are
+ * exactly what no write may touch meanwhile.  The walk arms the range
+ * lock once, with writes drained at the barrier, so that no write in
+ * flight then escapes the tracking; a write pays nothing but one atomic
+ * load while no walk runs.
+ *
+ * Reads go on during a region, as before the range lock: a non-degraded
+ * read touches data blocks only, which a check never writes and a repair
+ * or resync writes only where they were wrong (a read sees the old or the
+ * new block, never a mix within 4 KiB); parity arrays are not checked
+ * while degraded (nothing to compare against), and a rebuild writes only
+ * the device being rebuilt, which reads of rows past recovery_cp do not
+ * use.  Heads a read brings into the cache meanwhile are dropped with the
+ * region's (rf_sync_rows_forget() waits for busy ones).
+ *
+ * Rebuild order.  On raid4/5/6 a write to rows at or past recovery_cp
+ * skips the device being rebuilt, so a rebuilt region keeps its rows
+ * locked until every region below it is done too: then recovery_cp moves
+ * past it (with its cached heads dropped) and its rows unlock.  Mirrors
+ * write to the device being rebuilt always and unlock at once.
+ *
+ * Foreground first.  Before each region the walk looks at the barrier's
+ * in-flight counters (and the writes waiting for regions): while
+ * foreground requests are in flight it paces itself to sync_speed_min,
+ * with one region of 64 KiB per member in flight; while idle it takes
+ * 1 MiB regions, every worker busy, and paces to sync_speed_max.  Pacing
+ * is per region handed out (the next comes at least n / speed seconds
+ * after a region of n KiB), so the walk reacts at once when the
  * foreground starts.  speed reports KiB/s over the last few seconds.
  *
- * Checkpoints.  A resync reports where it stands (every row below it in
- * sync) through the notify function every 1/16 of the walk or CP_SECONDS,
- * and where it ended: the superblock keeper records it as resync_offset,
- * so a resync interrupted by a crash or a stop resumes there.
+ * Checkpoints.  The walk's position is the end of the last region retired
+ * in order: every region below it is done, whatever regions above it are
+ * in flight.  A resync reports it (every row below it in sync) through
+ * the notify function every 1/16 of the walk or CP_SECONDS, and where it
+ * ended: the superblock keeper records it as resync_offset, so a resync
+ * interrupted by a crash or a stop resumes there.  recovery_cp and the
+ * bitmap's walk (rf_bitmap_resync_done(), rf_bitmap_rebuilt()) move the
+ * same way, in order.
  *
  * Stopping ("idle", "frozen", array close) takes effect between regions:
- * the region in flight is finished and written, so the rows are
- * consistent.  A member IO error marks the member faulty and ends the
- * action.  It does NOT rebuild a spare (recovery) or resync degraded parity
- * arrays.  With a write-intent bitmap, a resync skips the chunks the
- * bitmap says need none (bitmap.c keeps them; check and repair read all).
+ * no new region is handed out, those in flight finish and are written,
+ * so the rows are consistent.  A member IO error marks the member faulty
+ * and ends the action at the failed region.  With a write-intent bitmap,
+ * a resync (and a re-added device's rebuild) skips the chunks the bitmap
+ * says need none (bitmap.c keeps them; check and repair read all); a jump
+ * is made only with no region in flight, so the bitmap's walk stays in
+ * order.
+ *
+ * It does NOT resync degraded parity arrays, and it does not order the
+ * regions' writes against each other (they are disjoint).
+ *
+ * Locks: s->lock (the walk's state, the workers' hand-over, the status)
+ * is a leaf in engine.h's lock order: no other lock is taken while it is
+ * held.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -74,10 +115,13 @@
 #define BLK_SECTORS (BLK / 512)
 #define REGION_IDLE (1u << 20)          /* bytes per member per region when idle */
 #define REGION_BUSY (64u << 10)         /* while foreground IO is active */
-#define REGION_MEM (16u << 20)          /* every member's region buffer together */
 #define NMARKS 4                        /* speed marks, about a second apart */
 #define MAX_NAMED_LOGS 64               /* raid6 naming lines per run */
-#define SYNC_DEPTH 64                   /* the sync thread's IO queue */
+#define SYNC_DEPTH 64                   /* each worker's IO queue */
+#ifndef SYNC_WINDOW
+#define SYNC_WINDOW 3                   /* regions in flight while idle: one per worker */
+#endif
+#define REGION_MEM_ALL (48u << 20)      /* every worker's region buffers together */
 #define BUSY_HOLD 0.5                   /* seconds a foreground request keeps the array busy */
 #define BUSY_RECENT 5.0                 /* seconds after which an idle array is looked at once */
 #define IDLE_LOOKS 4                    /* looks at the counters before calling the array idle */
@@ -92,13 +136,43 @@ struct mark {
 	uint64_t done;
 };
 
+/* One walker thread: runs one region at a time on buffers and an IO queue
+ * of its own.  The fields above the line are s->lock's (the walk hands it
+ * a region and takes back the result); the rest its thread's. */
+struct sync_worker {
+	struct rf_sync *s;
+	struct rf_array *a;
+	pthread_t thread;
+	bool started;
+	/* s->lock: */
+	bool ready;                     /* the thread set up its IO queue: init_ret */
+	int init_ret;
+	bool assigned;                  /* a region to run: lo, n */
+	bool done;                      /* ran it: ret */
+	uint64_t lo, n;
+	int ret;
+	/* the thread (and the walk once done is set): */
+	bool keep_locked;               /* the region's rows stay locked until retired */
+	struct rf_range range;
+	char *mem;                      /* region buffers, then the scratch blocks */
+	char *buf[RF_MAX_MEMBERS];      /* region_max each */
+	char *p, *q, *delta, *qq, *zero; /* BLK each */
+	uint8_t dirty[RF_MAX_MEMBERS][REGION_IDLE / BLK];
+	struct rf_ioq ioq;              /* the worker's member IO queue, made on its thread */
+	bool ioq_ok;                    /* s->lock until ready */
+	struct rf_mio *mios;            /* a region's member IO */
+	int nmios, io_pending, io_err;
+};
+
 struct rf_sync {
 	struct rf_array *a;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;            /* the thread ended; a stop was asked (wakes pacing) */
+	pthread_mutex_t lock;           /* a leaf (engine.h's lock order) */
+	pthread_cond_t cond;            /* the thread ended; a stop was asked; a region ended */
+	pthread_cond_t wcond;           /* workers: a region was handed out, or quit */
 	/* lock: */
 	enum rf_sync_action action;     /* the running action, IDLE when none */
 	bool frozen, stop, running, joinable;
+	bool quit;                      /* workers leave */
 	pthread_t thread;
 	uint64_t done, total, resync_cp;
 	unsigned speed_min, speed_max;
@@ -109,19 +183,17 @@ struct rf_sync {
 	uint64_t bad_sector, bad_found;
 	uint64_t skipped;               /* sectors a walk jumped over (bitmap) */
 	uint64_t mismatches;
-	/* the thread only: */
-	uint32_t region_max;            /* bytes per member */
-	char *mem;                      /* region buffers, then the scratch blocks */
-	char *buf[RF_MAX_MEMBERS];      /* region_max each */
-	char *p, *q, *delta, *qq, *zero; /* BLK each */
-	uint8_t dirty[RF_MAX_MEMBERS][REGION_IDLE / BLK];
 	int nlogged;
+	/* the walk (sync_main's thread) only: */
+	uint32_t region_max;            /* bytes per member */
+	int nworkers;                   /* workers the walk hands regions to */
+	int nalloc;                     /* workers[] entries to free */
+	struct sync_worker *workers;
+	struct sync_worker *win[SYNC_WINDOW]; /* regions handed out, oldest first */
+	int win_head, win_count;
 	double last_busy;               /* when foreground IO was last seen */
 	double last_idle;               /* when several looks last found the array idle */
 	double started;                 /* when this walk started */
-	struct rf_ioq ioq;              /* the thread's member IO queue */
-	struct rf_mio *mios;            /* a region's member IO */
-	int nmios, io_pending, io_err;
 	rf_sync_notify_fn notify;       /* lock (set), called by the thread */
 	void *notify_priv;
 };
@@ -182,7 +254,8 @@ static bool fg_active(struct rf_sync *s)
 	for (i = 0; i < looks; i++) {
 		if (i)
 			usleep(IDLE_LOOK_US);
-		if (atomic_load(&a->inflight[0]) + atomic_load(&a->inflight[1]) > 0) {
+		/* Writes waiting for a region count: they left the barrier. */
+		if (atomic_load(&a->inflight[0]) + atomic_load(&a->inflight[1]) + atomic_load(&a->rl.nwaiting) > 0) {
 			s->last_busy = now();
 			return true;
 		}
@@ -206,6 +279,56 @@ static uint64_t walk_total(const struct rf_array *a)
 	return a->geom.level == 10 ? a->geom.array_sectors : a->geom.dev_sectors;
 }
 
+/* ---- the rows a region locks ----
+ *
+ * In the walk's units: member sectors (raid1, raid4/5/6: a region is the
+ * same run on every member), array sectors for raid10.  A write is mapped
+ * to the same units, rounded out to whole stripe heads (a read-modify-write
+ * of one block reads and writes its whole head's column blocks and
+ * parity). */
+
+void rf_sync_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi)
+{
+	const struct rf_geom *g = &a->geom;
+	uint64_t s0 = off >> 9, s1 = (off + len + 511) >> 9, cs = g->chunk_sectors, head;
+
+	if (is_mirror(a) || !cs) {
+		*lo = s0;
+		*hi = s1 > s0 ? s1 : s0 + 1;
+		return;
+	}
+	/* Chunk c of the array lies in row c / data_disks, at the same
+	 * offset in the row's chunk on every member. */
+	if (s0 / cs == (s1 - 1) / cs) {
+		uint64_t row = s0 / cs / (uint64_t)g->data_disks;
+
+		*lo = row * cs + s0 % cs;
+		*hi = row * cs + (s1 - 1) % cs + 1;
+	} else {
+		*lo = s0 / cs / (uint64_t)g->data_disks * cs;
+		*hi = ((s1 - 1) / cs / (uint64_t)g->data_disks + 1) * cs;
+	}
+	head = a->stripe_size >> 9;
+	if (head > 1) {
+		*lo -= *lo % head;
+		*hi += (head - *hi % head) % head;
+	}
+}
+
+/* Lock the region's rows: writes into them wait, those in flight end. */
+static void rows_lock(struct sync_worker *w, uint64_t lo, uint64_t hi)
+{
+	w->keep_locked = false;
+	rf_rangelock_lock(&w->a->rl, &w->range, lo, hi);
+}
+
+/* Unlock them (unless the region keeps them locked until it is retired):
+ * the writes that waited go on, oldest first. */
+static void rows_unlock(struct sync_worker *w)
+{
+	rf_rangelock_unlock(&w->a->rl, &w->range);
+}
+
 /* ---- member IO ----
  *
  * Through an IO queue of the array's own backend (liburing, or whatever
@@ -216,63 +339,63 @@ static uint64_t walk_total(const struct rf_array *a)
 
 static void sio_end(struct rf_mio *m)
 {
-	struct rf_sync *s = m->priv;
+	struct sync_worker *w = m->priv;
 
 	if (m->res) {
-		rf_member_fail(s->a, m->member, m->res, m->op == RF_MIO_WRITE ? "sync write" : "sync read",
+		rf_member_fail(w->a, m->member, m->res, m->op == RF_MIO_WRITE ? "sync write" : "sync read",
 			       m->off + m->done);
-		if (!s->io_err)
-			s->io_err = m->res;
+		if (!w->io_err)
+			w->io_err = m->res;
 	}
-	s->io_pending--;
+	w->io_pending--;
 }
 
 /* Queue a read or write of len bytes of member m at member sector sec. */
-static void sio_queue(struct rf_sync *s, int m, bool write, char *buf, uint32_t len, uint64_t sec)
+static void sio_queue(struct sync_worker *w, int m, bool write, char *buf, uint32_t len, uint64_t sec)
 {
-	struct rf_mio *mio = &s->mios[s->nmios++];
+	struct rf_mio *mio = &w->mios[w->nmios++];
 
 	memset(mio, 0, sizeof(*mio));
 	mio->end = sio_end;
-	mio->priv = s;
+	mio->priv = w;
 	mio->buf = buf;
 	mio->len = len;
-	mio->off = s->a->members[m].data_offset + (sec << 9);
+	mio->off = w->a->members[m].data_offset + (sec << 9);
 	mio->member = (int16_t)m;
 	mio->op = write ? RF_MIO_WRITE : RF_MIO_READ;
-	s->io_pending++;
-	rf_ioq_queue(&s->ioq, mio);
+	w->io_pending++;
+	rf_ioq_queue(&w->ioq, mio);
 }
 
 /* Submit what was queued and wait for all of it.  Returns 0 or the first
  * error (its member is marked faulty). */
-static int sio_wait(struct rf_sync *s)
+static int sio_wait(struct sync_worker *w)
 {
 	int ret;
 
 	for (;;) {
-		ret = rf_ioq_submit(&s->ioq);
-		if (ret < 0 || !s->io_pending)
+		ret = rf_ioq_submit(&w->ioq);
+		if (ret < 0 || !w->io_pending)
 			break;
 		/* Something waits for room and nothing is in flight: submit
 		 * again rather than sleep. */
-		ret = rf_ioq_reap(&s->ioq, !(s->ioq.retry && !s->ioq.inflight));
+		ret = rf_ioq_reap(&w->ioq, !(w->ioq.retry && !w->ioq.inflight));
 		if (ret < 0)
 			break;
 	}
-	if (ret < 0 && !s->io_err) {
-		rf_err("%s: sync: member IO queue: %s", s->a->name, strerror(-ret));
-		s->io_err = ret;
+	if (ret < 0 && !w->io_err) {
+		rf_err("%s: sync: member IO queue: %s", w->a->name, strerror(-ret));
+		w->io_err = ret;
 	}
-	ret = s->io_err;
-	s->io_err = 0;
-	s->nmios = 0;
+	ret = w->io_err;
+	w->io_err = 0;
+	w->nmios = 0;
 	return ret;
 }
 
 /* Queue the dirty blocks of buf (nblk blocks, bytes long) for member m at
  * member sector sec, one write per contiguous run, and clear them. */
-static void queue_dirty(struct rf_sync *s, int m, char *buf, uint8_t *dirty, int nblk, uint32_t bytes,
+static void queue_dirty(struct sync_worker *w, int m, char *buf, uint8_t *dirty, int nblk, uint32_t bytes,
 			uint64_t sec)
 {
 	int b = 0, e;
@@ -288,7 +411,7 @@ static void queue_dirty(struct rf_sync *s, int m, char *buf, uint8_t *dirty, int
 			dirty[e] = 0;
 		off = (uint32_t)b * BLK;
 		len = (uint32_t)e * BLK < bytes ? (uint32_t)(e - b) * BLK : bytes - off;
-		sio_queue(s, m, true, buf + off, len, sec + off / 512);
+		sio_queue(w, m, true, buf + off, len, sec + off / 512);
 		b = e;
 	}
 }
@@ -311,9 +434,9 @@ static int mirror_copies(struct rf_array *a, uint64_t pos, uint64_t *n, int *dev
 	return rf_mirror_map(&a->geom, pos, devs, secs);
 }
 
-static int mirror_region(struct rf_sync *s, enum rf_sync_action act, uint64_t pos, uint64_t *nsec)
+static int mirror_region(struct sync_worker *w, enum rf_sync_action act, uint64_t pos, uint64_t *nsec)
 {
-	struct rf_array *a = s->a;
+	struct rf_array *a = w->a;
 	int devs[RF_MAX_MEMBERS], live[RF_MAX_MEMBERS], n, m = 0, i, b, nblk, ret = 0;
 	uint64_t secs[RF_MAX_MEMBERS], faulty = rf_faulty(a);
 	uint32_t bytes;
@@ -326,50 +449,50 @@ static int mirror_region(struct rf_sync *s, enum rf_sync_action act, uint64_t po
 		return 0;       /* one copy left: nothing to compare or copy to */
 	bytes = (uint32_t)(*nsec << 9);
 	nblk = (int)((bytes + BLK - 1) / BLK);
-	rf_writes_hold(a);
+	rows_lock(w, pos, pos + *nsec);
 	for (i = 0; i < m; i++)
 		if (i == 0 || act != RF_SYNC_RESYNC)
-			sio_queue(s, devs[live[i]], false, s->buf[i], bytes, secs[live[i]]);
-	ret = sio_wait(s);
+			sio_queue(w, devs[live[i]], false, w->buf[i], bytes, secs[live[i]]);
+	ret = sio_wait(w);
 	for (b = 0; b < nblk && !ret; b++) {
 		uint32_t off = (uint32_t)b * BLK, len = bytes - off < BLK ? bytes - off : BLK;
 
 		for (i = 1; i < m; i++) {
 			if (act != RF_SYNC_RESYNC) {
-				if (!memcmp(s->buf[0] + off, s->buf[i] + off, len))
+				if (!memcmp(w->buf[0] + off, w->buf[i] + off, len))
 					continue;
-				count_mismatch(s, len);
+				count_mismatch(w->s, len);
 				if (act == RF_SYNC_CHECK)
 					continue;
 			}
-			memcpy(s->buf[i] + off, s->buf[0] + off, len);
-			s->dirty[i][b] = 1;
+			memcpy(w->buf[i] + off, w->buf[0] + off, len);
+			w->dirty[i][b] = 1;
 		}
 	}
 	/* Buffers are indexed by live copy, not by member. */
 	for (i = 1; i < m; i++)
 		if (ret)
-			memset(s->dirty[i], 0, (size_t)nblk);
+			memset(w->dirty[i], 0, (size_t)nblk);
 		else
-			queue_dirty(s, devs[live[i]], s->buf[i], s->dirty[i], nblk, bytes, secs[live[i]]);
+			queue_dirty(w, devs[live[i]], w->buf[i], w->dirty[i], nblk, bytes, secs[live[i]]);
 	if (!ret)
-		ret = sio_wait(s);
-	rf_writes_release(a);
+		ret = sio_wait(w);
+	rows_unlock(w);
 	return ret;
 }
 
 /* Rebuild: copy the region from a copy that holds it to every copy on a
  * device being rebuilt. */
-static int mirror_recover(struct rf_sync *s, uint64_t pos, uint64_t *nsec)
+static int mirror_recover(struct sync_worker *w, uint64_t pos, uint64_t *nsec)
 {
-	struct rf_array *a = s->a;
+	struct rf_array *a = w->a;
 	int devs[RF_MAX_MEMBERS], n, i, src = -1, ntarget = 0, ret;
 	uint64_t secs[RF_MAX_MEMBERS], rec;
 	uint32_t bytes;
 
 	n = mirror_copies(a, pos, nsec, devs, secs);
 	bytes = (uint32_t)(*nsec << 9);
-	rf_writes_hold(a);
+	rows_lock(w, pos, pos + *nsec);
 	rec = atomic_load(&a->recovering) & ~rf_faulty(a);
 	for (i = 0; i < n; i++) {
 		if (rec & (1ull << devs[i]))
@@ -379,15 +502,15 @@ static int mirror_recover(struct rf_sync *s, uint64_t pos, uint64_t *nsec)
 	}
 	ret = ntarget && src < 0 ? -EIO : 0;
 	if (ntarget && src >= 0) {
-		sio_queue(s, devs[src], false, s->buf[0], bytes, secs[src]);
-		ret = sio_wait(s);
+		sio_queue(w, devs[src], false, w->buf[0], bytes, secs[src]);
+		ret = sio_wait(w);
 		for (i = 0; i < n && !ret; i++)
 			if (rec & (1ull << devs[i]))
-				sio_queue(s, devs[i], true, s->buf[0], bytes, secs[i]);
+				sio_queue(w, devs[i], true, w->buf[0], bytes, secs[i]);
 		if (!ret)
-			ret = sio_wait(s);
+			ret = sio_wait(w);
 	}
-	rf_writes_release(a);
+	rows_unlock(w);
 	return ret;
 }
 
@@ -395,10 +518,12 @@ static int mirror_recover(struct rf_sync *s, uint64_t pos, uint64_t *nsec)
 
 /* Rebuild: every missing block of the region's rows from the others
  * (xor, or raid6 recovery of any two), written to the devices being
- * rebuilt; then they serve these rows (recovery_cp). */
-static int parity_recover(struct rf_sync *s, uint64_t pos, uint64_t *nsec)
+ * rebuilt.  The rows stay locked: writes to them skip those devices
+ * until recovery_cp passes them, which waits for every region below
+ * (retire()). */
+static int parity_recover(struct sync_worker *w, uint64_t pos, uint64_t *nsec)
 {
-	struct rf_array *a = s->a;
+	struct rf_array *a = w->a;
 	const struct rf_geom *g = &a->geom;
 	uint32_t bytes = (uint32_t)(*nsec << 9);
 	int i, b, nblk = (int)(bytes / BLK), ret = 0;
@@ -406,7 +531,7 @@ static int parity_recover(struct rf_sync *s, uint64_t pos, uint64_t *nsec)
 	struct rf_r5_row r;
 	void *blocks[RF_MAX_MEMBERS + 2];
 
-	rf_writes_hold(a);
+	rows_lock(w, pos, pos + *nsec);
 	rec = atomic_load(&a->recovering) & ~rf_faulty(a);
 	missing = rf_faulty(a) | rec;
 	if (!rec || a->ops->failed(a, missing)) {
@@ -415,8 +540,8 @@ static int parity_recover(struct rf_sync *s, uint64_t pos, uint64_t *nsec)
 	}
 	for (i = 0; i < a->nmembers; i++)
 		if (!(missing & (1ull << i)))
-			sio_queue(s, i, false, s->buf[i], bytes, pos);
-	ret = sio_wait(s);
+			sio_queue(w, i, false, w->buf[i], bytes, pos);
+	ret = sio_wait(w);
 	for (b = 0; b < nblk && !ret; b++) {
 		uint64_t ds = pos + (uint64_t)b * BLK_SECTORS;
 		int off = b * (int)BLK, f[2] = { -1, -1 }, nf = 0, n;
@@ -430,11 +555,11 @@ static int parity_recover(struct rf_sync *s, uint64_t pos, uint64_t *nsec)
 
 			for (i = 0, n = 0; i < a->nmembers; i++)
 				if (i != x)
-					blocks[n++] = s->buf[i] + off;
-			rf_xor_gen(n, BLK, blocks, s->buf[x] + off);
+					blocks[n++] = w->buf[i] + off;
+			rf_xor_gen(n, BLK, blocks, w->buf[x] + off);
 			continue;
 		}
-		n = rf_r6_blocks(&r, g->data_disks, s->buf, (size_t)off, s->zero, blocks);
+		n = rf_r6_blocks(&r, g->data_disks, w->buf, (size_t)off, w->zero, blocks);
 		for (i = 0; i < a->nmembers && nf < 2; i++)
 			if (missing & (1ull << i))
 				f[nf++] = rf_r6_index(&r, i);
@@ -442,24 +567,20 @@ static int parity_recover(struct rf_sync *s, uint64_t pos, uint64_t *nsec)
 	}
 	for (i = 0; i < a->nmembers && !ret; i++)
 		if (rec & (1ull << i))
-			sio_queue(s, i, true, s->buf[i], bytes, pos);
+			sio_queue(w, i, true, w->buf[i], bytes, pos);
 	if (!ret)
-		ret = sio_wait(s);
-	if (!ret) {
-		/* Cached heads of these rows were planned without the new
-		 * devices; from here on they serve these rows. */
-		rf_stripe_cache_forget(a, pos, pos + *nsec);
-		atomic_store_explicit(&a->recovery_cp, pos + *nsec, memory_order_release);
-	}
+		ret = sio_wait(w);
 out:
-	rf_writes_release(a);
+	w->keep_locked = true;
 	return ret;
 }
 
-static void name_bad(struct rf_sync *s, enum rf_sync_action act, int member, uint64_t dev_sector,
+static void name_bad(struct sync_worker *w, enum rf_sync_action act, int member, uint64_t dev_sector,
 		     const char *what)
 {
-	struct rf_array *a = s->a;
+	struct rf_sync *s = w->s;
+	struct rf_array *a = w->a;
+	int nlogged;
 	int64_t as = rf_r5_array_sector(&a->geom, member, dev_sector);
 	uint64_t where = as >= 0 ? (uint64_t)as : dev_sector;
 
@@ -467,10 +588,11 @@ static void name_bad(struct rf_sync *s, enum rf_sync_action act, int member, uin
 	s->bad_member = member;
 	s->bad_sector = where;
 	s->bad_found++;
+	nlogged = ++s->nlogged;
 	pthread_mutex_unlock(&s->lock);
-	if (s->nlogged++ == MAX_NAMED_LOGS)
+	if (nlogged == MAX_NAMED_LOGS + 1)
 		rf_warn("%s: more wrong blocks named; not logging them", a->name);
-	if (s->nlogged > MAX_NAMED_LOGS)
+	if (nlogged > MAX_NAMED_LOGS)
 		return;
 	if (as >= 0)
 		rf_warn("%s: %s: member %d (%s) holds the wrong data block at array sector %llu (member sector %llu)",
@@ -483,28 +605,28 @@ static void name_bad(struct rf_sync *s, enum rf_sync_action act, int member, uin
 }
 
 /* raid6, P and Q both wrong: the data member whose error explains both
- * (Q ^ Q' == g^slot (P ^ P')), or -1.  s->delta = P ^ P' on return. */
-static int raid6_bad_data(struct rf_sync *s, const struct rf_r5_row *r, int off)
+ * (Q ^ Q' == g^slot (P ^ P')), or -1.  w->delta = P ^ P' on return. */
+static int raid6_bad_data(struct sync_worker *w, const struct rf_r5_row *r, int off)
 {
-	struct rf_array *a = s->a;
+	struct rf_array *a = w->a;
 	int k;
 
-	memcpy(s->delta, s->buf[r->pd_idx] + off, BLK);
-	rf_xor_into(BLK, s->p, s->delta);
+	memcpy(w->delta, w->buf[r->pd_idx] + off, BLK);
+	rf_xor_into(BLK, w->p, w->delta);
 	for (k = 0; k < a->geom.data_disks; k++) {
 		int z = r->data_member[k];
 
-		memcpy(s->qq, s->q, BLK);
-		rf_q_update(BLK, r->qslot[z], s->delta, s->qq);
-		if (!memcmp(s->qq, s->buf[r->qd_idx] + off, BLK))
+		memcpy(w->qq, w->q, BLK);
+		rf_q_update(BLK, r->qslot[z], w->delta, w->qq);
+		if (!memcmp(w->qq, w->buf[r->qd_idx] + off, BLK))
 			return z;
 	}
 	return -1;
 }
 
-static int parity_region(struct rf_sync *s, enum rf_sync_action act, uint64_t pos, uint64_t *nsec)
+static int parity_region(struct sync_worker *w, enum rf_sync_action act, uint64_t pos, uint64_t *nsec)
 {
-	struct rf_array *a = s->a;
+	struct rf_array *a = w->a;
 	const struct rf_geom *g = &a->geom;
 	uint32_t bytes = (uint32_t)(*nsec << 9);
 	int i, k, b, nblk = (int)(bytes / BLK), ret = 0;
@@ -513,15 +635,15 @@ static int parity_region(struct rf_sync *s, enum rf_sync_action act, uint64_t po
 	struct rf_r5_row r;
 	void *blocks[RF_MAX_MEMBERS + 2];
 
-	rf_writes_hold(a);
+	rows_lock(w, pos, pos + *nsec);
 	if (rf_faulty(a)) {
 		ret = -EIO;     /* a member failed since the start: nothing to compare */
 		goto out;
 	}
 	/* Every column: P and Q move from row to row inside the region. */
 	for (i = 0; i < a->nmembers; i++)
-		sio_queue(s, i, false, s->buf[i], bytes, pos);
-	ret = sio_wait(s);
+		sio_queue(w, i, false, w->buf[i], bytes, pos);
+	ret = sio_wait(w);
 	for (b = 0; b < nblk && !ret; b++) {
 		uint64_t ds = pos + (uint64_t)b * BLK_SECTORS;
 		int off = b * (int)BLK, bad = -1;
@@ -532,27 +654,27 @@ static int parity_region(struct rf_sync *s, enum rf_sync_action act, uint64_t po
 			rf_r5_row(g, row, &r);
 		}
 		if (raid6) {
-			rf_pq_gen(rf_r6_blocks(&r, g->data_disks, s->buf, (size_t)off, s->zero, blocks), BLK, blocks,
-				  s->p, s->q);
+			rf_pq_gen(rf_r6_blocks(&r, g->data_disks, w->buf, (size_t)off, w->zero, blocks), BLK, blocks,
+				  w->p, w->q);
 		} else {
 			for (k = 0; k < g->data_disks; k++)
-				blocks[k] = s->buf[r.data_member[k]] + off;
-			rf_xor_gen(g->data_disks, BLK, blocks, s->p);
+				blocks[k] = w->buf[r.data_member[k]] + off;
+			rf_xor_gen(g->data_disks, BLK, blocks, w->p);
 		}
-		badp = memcmp(s->p, s->buf[r.pd_idx] + off, BLK) != 0;
-		badq = raid6 && memcmp(s->q, s->buf[r.qd_idx] + off, BLK) != 0;
+		badp = memcmp(w->p, w->buf[r.pd_idx] + off, BLK) != 0;
+		badq = raid6 && memcmp(w->q, w->buf[r.qd_idx] + off, BLK) != 0;
 		if (!badp && !badq)
 			continue;
 		if (act != RF_SYNC_RESYNC) {
-			count_mismatch(s, BLK);
+			count_mismatch(w->s, BLK);
 			if (!raid6)
 				bad = -1;       /* P alone cannot say which block is wrong */
 			else if (!badq)
-				name_bad(s, act, bad = r.pd_idx, ds, "P");
+				name_bad(w, act, bad = r.pd_idx, ds, "P");
 			else if (!badp)
-				name_bad(s, act, bad = r.qd_idx, ds, "Q");
-			else if ((bad = raid6_bad_data(s, &r, off)) >= 0)
-				name_bad(s, act, bad, ds, "data");
+				name_bad(w, act, bad = r.qd_idx, ds, "Q");
+			else if ((bad = raid6_bad_data(w, &r, off)) >= 0)
+				name_bad(w, act, bad, ds, "data");
 			else
 				rf_dbg("%s: %s: member sector %llu: P and Q wrong, no single member explains it",
 				       a->name, rf_sync_action_name(act), (unsigned long long)ds);
@@ -561,60 +683,105 @@ static int parity_region(struct rf_sync *s, enum rf_sync_action act, uint64_t po
 		}
 		if (bad >= 0 && bad != r.pd_idx && bad != r.qd_idx) {
 			/* P and Q are right: the data block is what they say. */
-			rf_xor_into(BLK, s->delta, s->buf[bad] + off);
-			s->dirty[bad][b] = 1;
+			rf_xor_into(BLK, w->delta, w->buf[bad] + off);
+			w->dirty[bad][b] = 1;
 			continue;
 		}
 		if (badp) {
-			memcpy(s->buf[r.pd_idx] + off, s->p, BLK);
-			s->dirty[r.pd_idx][b] = 1;
+			memcpy(w->buf[r.pd_idx] + off, w->p, BLK);
+			w->dirty[r.pd_idx][b] = 1;
 		}
 		if (badq) {
-			memcpy(s->buf[r.qd_idx] + off, s->q, BLK);
-			s->dirty[r.qd_idx][b] = 1;
+			memcpy(w->buf[r.qd_idx] + off, w->q, BLK);
+			w->dirty[r.qd_idx][b] = 1;
 		}
 	}
 	for (i = 0; i < a->nmembers; i++) {
 		for (b = 0; b < nblk && !wrote; b++)
-			wrote = s->dirty[i][b];
+			wrote = w->dirty[i][b];
 		if (!ret)
-			queue_dirty(s, i, s->buf[i], s->dirty[i], nblk, bytes, pos);
+			queue_dirty(w, i, w->buf[i], w->dirty[i], nblk, bytes, pos);
 		else
-			memset(s->dirty[i], 0, (size_t)nblk);
+			memset(w->dirty[i], 0, (size_t)nblk);
 	}
 	if (!ret)
-		ret = sio_wait(s);
+		ret = sio_wait(w);
 	/* Cached heads of these rows hold what the members held before. */
 	if (wrote)
-		rf_stripe_cache_forget(a, pos, pos + *nsec);
+		rf_sync_rows_forget(a, pos, pos + *nsec);
 out:
-	rf_writes_release(a);
+	rows_unlock(w);
 	return ret;
 }
 
-/* ---- the thread ---- */
+/* ---- the walk ----
+ *
+ * sync_main() hands regions out in order to SYNC_WINDOW workers and
+ * retires them in the same order (retire()): the walk's position, its
+ * checkpoints, recovery_cp and the bitmap's walk move only past regions
+ * that are done, all of whose lower neighbours are done too.
+ */
 
-/* Sleep until the region just done (sectors since t0) kept to the speed
- * the array's load allows, a stop was asked, or the load changed. */
-static void pace(struct rf_sync *s, double t0, uint64_t sectors)
+/* Run the region handed to w. */
+static int region_run(struct sync_worker *w, enum rf_sync_action act)
 {
-	pthread_mutex_lock(&s->lock);
-	for (;;) {
-		unsigned want = fg_active(s) ? s->speed_min : s->speed_max;
-		double left = (double)sectors / 2 / want - (now() - t0);
-		struct timespec ts;
+	struct rf_array *a = w->a;
+	uint64_t n = w->n;
 
-		if (s->stop || left <= 0)
+	if (act == RF_SYNC_RECOVER)
+		return is_mirror(a) ? mirror_recover(w, w->lo, &n) : parity_recover(w, w->lo, &n);
+	return is_mirror(a) ? mirror_region(w, act, w->lo, &n) : parity_region(w, act, w->lo, &n);
+}
+
+static void *worker_main(void *arg)
+{
+	struct sync_worker *w = arg;
+	struct rf_sync *s = w->s;
+	struct rf_array *a = w->a;
+	/* On this thread: an io_uring may take submissions from its
+	 * creator only. */
+	int ret = a->ioq_init(&w->ioq, a->iom, a->nmembers, SYNC_DEPTH);
+
+	pthread_mutex_lock(&s->lock);
+	w->ioq_ok = !ret;
+	w->init_ret = ret;
+	w->ready = true;
+	pthread_cond_broadcast(&s->cond);
+	if (ret) {
+		pthread_mutex_unlock(&s->lock);
+		return NULL;
+	}
+	for (;;) {
+		enum rf_sync_action act;
+
+		while (!w->assigned && !s->quit)
+			pthread_cond_wait(&s->wcond, &s->lock);
+		if (!w->assigned)
 			break;
-		if (left > PACE_POLL)
-			left = PACE_POLL;       /* look at the load again soon */
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += (long)(left * 1e9);
-		ts.tv_sec += ts.tv_nsec / 1000000000;
-		ts.tv_nsec %= 1000000000;
-		pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+		act = s->action;
+		pthread_mutex_unlock(&s->lock);
+		w->keep_locked = false;
+		ret = region_run(w, act);
+		pthread_mutex_lock(&s->lock);
+		w->ret = ret;
+		w->assigned = false;
+		w->done = true;
+		pthread_cond_broadcast(&s->cond);
 	}
 	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* s->lock held: wait for news (a region ended, a stop) at most secs. */
+static void wait_news(struct rf_sync *s, double secs)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += (long)(secs * 1e9);
+	ts.tv_sec += ts.tv_nsec / 1000000000;
+	ts.tv_nsec %= 1000000000;
+	pthread_cond_timedwait(&s->cond, &s->lock, &ts);
 }
 
 /* s->lock held: record progress, and a speed mark about once a second. */
@@ -650,90 +817,288 @@ static void checkpoint(struct rf_sync *s, uint64_t pos)
 		notify(s->a, RF_SYNC_RESYNC, false, pos, priv);
 }
 
-/* Region by region from *pos to total, until done, stopped or failed. */
+struct walk {
+	enum rf_sync_action act;
+	uint64_t pos;           /* every region below is done */
+	uint64_t next;          /* where the next region starts */
+	uint64_t run_end;       /* the bitmap's run being walked ends here */
+	uint64_t total;
+	uint64_t cp_pos;        /* the last checkpoint */
+	double cp_t;
+	uint64_t last_n;        /* the last region handed out: sectors, when */
+	double last_t;
+	bool first;
+	int ret;                /* the first error, in walk order */
+};
+
+/* The oldest region handed out, w, is done: move the walk past it. */
+static void retire(struct rf_sync *s, struct walk *k, struct sync_worker *w)
+{
+	struct rf_array *a = s->a;
+	uint64_t lo = w->lo, hi = w->lo + w->n;
+
+	if (w->ret && !k->ret)
+		k->ret = w->ret;
+	if (!k->ret) {
+		if (w->keep_locked) {
+			/* A rebuilt region, every one below it rebuilt too:
+			 * from here on the new devices serve its rows.  Cached
+			 * heads of them were planned without those devices. */
+			rf_sync_rows_forget(a, lo, hi);
+			atomic_store_explicit(&a->recovery_cp, hi, memory_order_release);
+		}
+		k->pos = hi;
+		if (k->act == RF_SYNC_RESYNC)
+			rf_bitmap_resync_done(a->bitmap, lo, hi);
+		else if (k->act == RF_SYNC_RECOVER)
+			rf_bitmap_rebuilt(a->bitmap, lo, hi);
+		pthread_mutex_lock(&s->lock);
+		/* The first region runs at once, unpaced: the speed counts
+		 * from its end, or it would read above sync_speed_max for
+		 * seconds. */
+		if (k->first)
+			s->nmarks = 0;
+		progress(s, hi);
+		pthread_mutex_unlock(&s->lock);
+		k->first = false;
+		if (k->act == RF_SYNC_RESYNC && k->pos < k->total &&
+		    (k->pos - k->cp_pos >= k->total / CP_PARTS || now() - k->cp_t >= CP_SECONDS)) {
+			checkpoint(s, k->pos);
+			k->cp_pos = k->pos;
+			k->cp_t = now();
+		}
+	}
+	if (w->keep_locked) {
+		w->keep_locked = false;
+		rows_unlock(w);
+	}
+}
+
+/* The window is empty and the walk reached the end of a bitmap run: jump
+ * to the next run that needs the action. */
+static void skip_clean(struct rf_sync *s, struct walk *k)
+{
+	struct rf_array *a = s->a;
+	uint64_t n = k->total - k->next, np;
+
+	if (k->act == RF_SYNC_RESYNC) {
+		/* A resync goes only where writes may have been in flight,
+		 * and what it covered is in sync after. */
+		np = rf_bitmap_resync_skip(a->bitmap, k->next, k->total, &n);
+	} else {
+		/* A re-added device missed only what the bitmap marks.  The
+		 * jump is made with writes held: none may be planned on the
+		 * far side of the old position meanwhile. */
+		rf_writes_hold(a);
+		np = rf_bitmap_dirty_skip(a->bitmap, k->next, k->total, &n);
+		if (np != k->next && !is_mirror(a)) {
+			rf_stripe_cache_forget(a, k->next, np);
+			atomic_store_explicit(&a->recovery_cp, np, memory_order_release);
+		}
+		rf_writes_release(a);
+		pthread_mutex_lock(&s->lock);
+		s->skipped += np - k->next;
+		pthread_mutex_unlock(&s->lock);
+	}
+	k->next = k->pos = np;
+	k->run_end = np < k->total ? np + n : k->total;
+}
+
+/* Sectors of the region at pos: raid10's stay inside one chunk. */
+static uint64_t region_clip(const struct rf_array *a, uint64_t pos, uint64_t n)
+{
+	if (a->geom.level == 10 && n > rf_geom_chunk_left(&a->geom, pos))
+		n = rf_geom_chunk_left(&a->geom, pos);
+	return n;
+}
+
+/* Regions from *pos to total, several at once, until done, stopped or
+ * failed; *pos: below it every region is done. */
 static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint64_t total, const char **why)
 {
 	struct rf_array *a = s->a;
-	uint64_t cp_pos = *pos;
-	double cp_t = now();
-	bool first = true;
-	int ret = 0;
+	bool skips = a->bitmap && (act == RF_SYNC_RESYNC ||
+				   (act == RF_SYNC_RECOVER && atomic_load(&a->recover_dirty_only)));
+	struct walk k = {
+		.act = act, .pos = *pos, .next = *pos, .total = total, .cp_pos = *pos, .cp_t = now(),
+		.first = true, .run_end = skips ? *pos : total,
+	};
+	bool stopped = false;
 
-	while (*pos < total) {
-		double t0 = now();
-		uint64_t n = (fg_active(s) ? REGION_BUSY : s->region_max) / 512;
-		bool stop;
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		struct sync_worker *w = NULL;
+		unsigned want;
+		double left;
+		bool busy;
+		int i;
 
-		pthread_mutex_lock(&s->lock);
-		stop = s->stop;
-		pthread_mutex_unlock(&s->lock);
-		if (stop) {
-			*why = "interrupted";
-			return 0;
-		}
-		/* With a bitmap a resync goes only where writes may have been
-		 * in flight, and what it covered is in sync after. */
-		if (act == RF_SYNC_RESYNC && a->bitmap) {
-			*pos = rf_bitmap_resync_skip(a->bitmap, *pos, total, &n);
-			if (*pos >= total)
-				break;
-		}
-		/* A re-added device missed only what the bitmap marks.  The
-		 * jump over clean chunks is made with writes held: none may
-		 * be planned on the far side of the old position meanwhile. */
-		if (act == RF_SYNC_RECOVER && a->bitmap && atomic_load(&a->recover_dirty_only)) {
-			uint64_t np;
-
-			rf_writes_hold(a);
-			np = rf_bitmap_dirty_skip(a->bitmap, *pos, total, &n);
-			if (np != *pos && !is_mirror(a)) {
-				rf_stripe_cache_forget(a, *pos, np);
-				atomic_store_explicit(&a->recovery_cp, np, memory_order_release);
-			}
-			rf_writes_release(a);
-			pthread_mutex_lock(&s->lock);
-			s->skipped += np - *pos;
+		if (s->win_count && s->win[s->win_head]->done) {
+			w = s->win[s->win_head];
+			s->win_head = (s->win_head + 1) % SYNC_WINDOW;
+			s->win_count--;
+			w->done = false;
 			pthread_mutex_unlock(&s->lock);
-			*pos = np;
-			if (*pos >= total)
+			retire(s, &k, w);
+			pthread_mutex_lock(&s->lock);
+			continue;
+		}
+		if (s->stop)
+			stopped = true;
+		if (!k.ret && !stopped && k.next < k.total && rf_failed_now(a))
+			k.ret = -EIO;
+		if (k.ret || stopped || k.next >= k.total) {
+			/* Regions in flight finish; then the walk ends. */
+			if (!s->win_count)
 				break;
+			pthread_cond_wait(&s->cond, &s->lock);
+			continue;
 		}
-		if (n > total - *pos)
-			n = total - *pos;
-		if (rf_failed_now(a))
-			ret = -EIO;
-		else if (act == RF_SYNC_RECOVER)
-			ret = is_mirror(a) ? mirror_recover(s, *pos, &n) : parity_recover(s, *pos, &n);
-		else
-			ret = is_mirror(a) ? mirror_region(s, act, *pos, &n) : parity_region(s, act, *pos, &n);
-		if (ret) {
-			*why = "stopped by an IO error";
-			return ret;
-		}
-		*pos += n;
-		if (act == RF_SYNC_RESYNC)
-			rf_bitmap_resync_done(a->bitmap, *pos - n, *pos);
-		else if (act == RF_SYNC_RECOVER)
-			rf_bitmap_rebuilt(a->bitmap, *pos - n, *pos);
-		pthread_mutex_lock(&s->lock);
-		/* The first region runs at once, unpaced: the speed counts from
-		 * its end, or it would read above sync_speed_max for seconds. */
-		if (first)
-			s->nmarks = 0;
-		progress(s, *pos);
 		pthread_mutex_unlock(&s->lock);
-		first = false;
-		if (act == RF_SYNC_RESYNC && *pos < total &&
-		    (*pos - cp_pos >= total / CP_PARTS || now() - cp_t >= CP_SECONDS)) {
-			checkpoint(s, *pos);
-			cp_pos = *pos;
-			cp_t = now();
+		busy = fg_active(s);
+		pthread_mutex_lock(&s->lock);
+		/* Foreground first: while it is active, one region at a time
+		 * (its own IO in flight is at most REGION_BUSY per member). */
+		if (s->win_count >= (busy ? 1 : s->nworkers)) {
+			wait_news(s, PACE_POLL);
+			continue;
 		}
-		pace(s, t0, n);
+		/* The last region handed out keeps to the speed the load
+		 * allows (a region of n KiB: at least n / speed seconds
+		 * before the next), looked at again soon. */
+		want = busy ? s->speed_min : s->speed_max;
+		left = (double)k.last_n / 2 / want - (now() - k.last_t);
+		if (left > 0) {
+			wait_news(s, left < PACE_POLL ? left : PACE_POLL);
+			continue;
+		}
+		if (k.next >= k.run_end) {
+			/* The bitmap's walk and recovery_cp jump only from
+			 * where every region is done. */
+			if (s->win_count) {
+				pthread_cond_wait(&s->cond, &s->lock);
+				continue;
+			}
+			pthread_mutex_unlock(&s->lock);
+			skip_clean(s, &k);
+			pthread_mutex_lock(&s->lock);
+			continue;
+		}
+		for (i = 0; i < s->nworkers; i++)
+			if (!s->workers[i].assigned && !s->workers[i].done)
+				break;
+		w = &s->workers[i];     /* one is free: fewer in the window than workers */
+		w->lo = k.next;
+		w->n = (busy ? REGION_BUSY : s->region_max) / 512;
+		if (w->n > k.run_end - k.next)
+			w->n = k.run_end - k.next;
+		w->n = region_clip(a, k.next, w->n);
+		w->assigned = true;
+		s->win[(s->win_head + s->win_count) % SYNC_WINDOW] = w;
+		s->win_count++;
+		pthread_cond_broadcast(&s->wcond);
+		k.next += w->n;
+		k.last_n = w->n;
+		k.last_t = now();
 	}
-	return 0;
+	pthread_mutex_unlock(&s->lock);
+	*pos = k.pos;
+	if (k.ret)
+		*why = "stopped by an IO error";
+	else if (stopped && k.pos < total)
+		*why = "interrupted";
+	return k.ret;
 }
 
+static void workers_stop(struct rf_sync *s)
+{
+	int i;
+
+	pthread_mutex_lock(&s->lock);
+	s->quit = true;
+	pthread_cond_broadcast(&s->wcond);
+	pthread_mutex_unlock(&s->lock);
+	for (i = 0; i < s->nalloc; i++) {
+		struct sync_worker *w = &s->workers[i];
+
+		if (w->started)
+			pthread_join(w->thread, NULL);
+		if (w->ioq_ok)
+			rf_ioq_destroy(&w->ioq);
+		free(w->mem);
+		free(w->mios);
+	}
+	free(s->workers);
+	s->workers = NULL;
+	s->nworkers = s->nalloc = 0;
+}
+
+/* One worker's buffers, IO queue and thread; 0 or -errno. */
+static int worker_start(struct rf_sync *s, struct sync_worker *w)
+{
+	struct rf_array *a = s->a;
+	size_t per = s->region_max, i;
+	int ret;
+
+	w->s = s;
+	w->a = a;
+	/* Reads: one per member; writes: at most a run per two blocks. */
+	w->mios = calloc((size_t)a->nmembers * (REGION_IDLE / BLK / 2 + 1), sizeof(*w->mios));
+	if (!w->mios || posix_memalign((void **)&w->mem, 4096, per * (size_t)a->nmembers + 5 * BLK))
+		return -ENOMEM;
+	for (i = 0; i < (size_t)a->nmembers; i++)
+		w->buf[i] = w->mem + i * per;
+	w->p = w->mem + per * (size_t)a->nmembers;
+	w->q = w->p + BLK;
+	w->delta = w->q + BLK;
+	w->qq = w->delta + BLK;
+	w->zero = w->qq + BLK;
+	memset(w->zero, 0, BLK);
+	ret = -pthread_create(&w->thread, NULL, worker_main, w);
+	if (ret)
+		return ret;
+	w->started = true;
+	pthread_mutex_lock(&s->lock);
+	while (!w->ready)
+		pthread_cond_wait(&s->cond, &s->lock);
+	ret = w->init_ret;
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+/* The walk's workers: SYNC_WINDOW of them, or as many as could start;
+ * 0 or -errno when none could. */
+static int workers_start(struct rf_sync *s)
+{
+	struct rf_array *a = s->a;
+	uint32_t per = REGION_MEM_ALL / SYNC_WINDOW / (uint32_t)a->nmembers;
+	int i, ret = 0;
+
+	if (per > REGION_IDLE)
+		per = REGION_IDLE;
+	per &= ~(BLK - 1);
+	if (per < REGION_BUSY)
+		per = REGION_BUSY;
+	s->region_max = per;
+	s->quit = false;
+	s->win_head = s->win_count = 0;
+	s->workers = calloc(SYNC_WINDOW, sizeof(*s->workers));
+	if (!s->workers)
+		return -ENOMEM;
+	for (i = 0; i < SYNC_WINDOW; i++) {
+		ret = worker_start(s, &s->workers[i]);
+		s->nalloc = i + 1;      /* workers_stop() frees what it got */
+		if (ret)
+			break;
+		s->nworkers = i + 1;
+	}
+	if (ret && i > 0) {
+		/* The others go on: fewer regions at once. */
+		rf_warn("%s: sync: %d of %d workers: %s", a->name, i, SYNC_WINDOW, strerror(-ret));
+		ret = 0;
+	}
+	return ret;
+}
 static void *sync_main(void *arg)
 {
 	struct rf_sync *s = arg;
@@ -751,16 +1116,20 @@ static void *sync_main(void *arg)
 	total = s->total;
 	progress(s, pos);
 	pthread_mutex_unlock(&s->lock);
-	ret = a->ioq_init(&s->ioq, a->iom, a->nmembers, SYNC_DEPTH);
+	ret = workers_start(s);
 	if (ret) {
-		rf_err("%s: %s: no member IO queue: %s", a->name, rf_sync_action_name(act), strerror(-ret));
+		rf_err("%s: %s: no sync worker (buffers, member IO queue, thread): %s", a->name,
+		       rf_sync_action_name(act), strerror(-ret));
 		why = "not started";
 	} else {
 		rf_info("%s: %s started at sector %llu of %llu", a->name, rf_sync_action_name(act),
 			(unsigned long long)pos, (unsigned long long)total);
+		/* Writes are tracked at the range lock from here on. */
+		rf_sync_rows_begin(a);
 		ret = walk(s, act, &pos, total, &why);
-		rf_ioq_destroy(&s->ioq);
+		rf_sync_rows_end(a);
 	}
+	workers_stop(s);
 	pthread_mutex_lock(&s->lock);
 	if (act == RF_SYNC_RESYNC)
 		s->resync_cp = pos < total ? pos : RF_SYNC_NONE;
@@ -1027,44 +1396,17 @@ int rf_sync_set_resync_cp(struct rf_array *a, uint64_t sector)
 int rf_sync_init(struct rf_array *a)
 {
 	struct rf_sync *s = calloc(1, sizeof(*s));
-	uint32_t per;
-	size_t i;
 
 	if (!s)
 		return -ENOMEM;
 	s->a = a;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
+	pthread_cond_init(&s->wcond, NULL);
 	s->speed_min = RF_SYNC_SPEED_MIN_DEFAULT;
 	s->speed_max = RF_SYNC_SPEED_MAX_DEFAULT;
 	s->bad_member = -1;
 	s->resync_cp = RF_SYNC_NONE;
-	/* Reads: one per member; writes: at most a run per two blocks. */
-	s->mios = calloc((size_t)a->nmembers * (REGION_IDLE / BLK / 2 + 1), sizeof(*s->mios));
-	if (!s->mios) {
-		free(s);
-		return -ENOMEM;
-	}
-	per = REGION_MEM / (uint32_t)a->nmembers;
-	if (per > REGION_IDLE)
-		per = REGION_IDLE;
-	per &= ~(BLK - 1);
-	if (per < REGION_BUSY)
-		per = REGION_BUSY;
-	s->region_max = per;
-	if (posix_memalign((void **)&s->mem, 4096, (size_t)per * a->nmembers + 5 * BLK)) {
-		free(s->mios);
-		free(s);
-		return -ENOMEM;
-	}
-	for (i = 0; i < (size_t)a->nmembers; i++)
-		s->buf[i] = s->mem + i * per;
-	s->p = s->mem + (size_t)per * a->nmembers;
-	s->q = s->p + BLK;
-	s->delta = s->q + BLK;
-	s->qq = s->delta + BLK;
-	s->zero = s->qq + BLK;
-	memset(s->zero, 0, BLK);
 	a->sync = s;
 	return 0;
 }
@@ -1078,8 +1420,7 @@ void rf_sync_free(struct rf_array *a)
 	rf_sync_stop(a, false);
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->cond);
-	free(s->mem);
-	free(s->mios);
+	pthread_cond_destroy(&s->wcond);
 	free(s);
 	a->sync = NULL;
 }

@@ -17,6 +17,7 @@
 #include "raidfuse/config.h"
 #include "raidfuse/ioq.h"
 #include "raidfuse/layout.h"
+#include "raidfuse/rangelock.h"
 
 enum rf_req_op { RF_REQ_READ, RF_REQ_WRITE, RF_REQ_FLUSH };
 
@@ -39,6 +40,7 @@ struct rf_req {
 	atomic_int npieces;             /* used entries of pieces[] */
 	int maxpieces;
 	bool bitmap_counted;            /* a write counted in the bitmap until it ends */
+	struct rf_rl_ent rl;            /* a write's place at the sync regions' range lock */
 };
 
 struct rf_member {

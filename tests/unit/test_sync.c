@@ -609,6 +609,116 @@ static void test_foreground_race(void **state)
 	}
 }
 
+/* ---- the region's lock on its rows ---- */
+
+static struct rf_req *submit_async(struct rf_array *a, int op, uint64_t off, uint32_t len, char *buf,
+				   struct waiter *w)
+{
+	struct rf_req *r = rf_req_alloc(a, len);
+
+	assert_non_null(r);
+	sem_init(&w->sem, 0, 0);
+	w->err = 0;
+	r->off = off;
+	r->len = len;
+	r->op = (uint8_t)op;
+	r->buf = buf;
+	r->priv = w;
+	r->done = waiter_done;
+	rf_array_submit(a, r);
+	return r;
+}
+
+static void wait_async(struct rf_req *r, struct waiter *w)
+{
+	while (sem_wait(&w->sem))
+		;
+	sem_destroy(&w->sem);
+	assert_int_equal(w->err, 0);
+	rf_req_free(r);
+}
+
+/* A region holds rows [lo, hi) of sp's array (what sync regions lock)
+ * while one write goes to the array's first block (rows 0..) and one to
+ * its last block (the last rows): whether each was held.  Deterministic:
+ * the admission is made in rf_array_submit() itself, so once it returns a
+ * held write is on the region's queue, and one not held is on its way
+ * (and ends while the rows stay locked).  Either way both end once the
+ * region unlocks, and read back what was written. */
+static void window_writes(const struct spec *sp, uint64_t lo, uint64_t hi, bool *near_held, bool *far_held)
+{
+	struct rf_array *a;
+	struct rf_range range;
+	struct waiter wn, wf;
+	struct rf_req *rn, *rf;
+	char *near = malloc(4096), *far = malloc(4096), *back = malloc(4096);
+	uint64_t size, nlo, nhi, flo, fhi;
+	unsigned q;
+
+	make_members(sp, false);
+	a = open_array(sp, 2);
+	size = rf_array_size(a);
+	fill_rnd(near, 4096);
+	fill_rnd(far, 4096);
+	/* Where the two writes land, in the walk's rows. */
+	rf_sync_write_rows(a, 0, 4096, &nlo, &nhi);
+	rf_sync_write_rows(a, size - 4096, 4096, &flo, &fhi);
+	assert_true(nlo < hi && lo < nhi);
+	assert_true(flo >= 256);
+
+	rf_sync_rows_begin(a);
+	rf_rangelock_lock(&a->rl, &range, lo, hi);
+	rf = submit_async(a, RF_REQ_WRITE, size - 4096, 4096, far, &wf);
+	q = rf_rangelock_queued(&a->rl, &range);
+	*far_held = q == 1;
+	if (!*far_held)
+		wait_async(rf, &wf);    /* ends with the region's rows locked */
+	rn = submit_async(a, RF_REQ_WRITE, 0, 4096, near, &wn);
+	*near_held = rf_rangelock_queued(&a->rl, &range) == q + 1;
+	if (*near_held)
+		assert_int_equal(sem_trywait(&wn.sem), -1);     /* not ended: waits for the region */
+	rf_rangelock_unlock(&a->rl, &range);
+	wait_async(rn, &wn);
+	if (*far_held)
+		wait_async(rf, &wf);
+	rf_sync_rows_end(a);
+	assert_int_equal(atomic_load(&a->rl.nwaiting), 0);
+	assert_null(a->rl.inflight);
+
+	assert_int_equal(do_io(a, RF_REQ_READ, 0, 4096, back), 0);
+	assert_memory_equal(back, near, 4096);
+	assert_int_equal(do_io(a, RF_REQ_READ, size - 4096, 4096, back), 0);
+	assert_memory_equal(back, far, 4096);
+	rf_array_close(a);
+	free(near);
+	free(far);
+	free(back);
+}
+
+static void test_window_writes(void **state)
+{
+	static const int pick[] = { 0, 2, 6, 8 };      /* raid1, raid10-n2, raid5, raid6 */
+	unsigned i;
+	bool near, far;
+
+	for (i = 0; i < sizeof(pick) / sizeof(pick[0]); i++) {
+		const struct spec *sp = &specs[pick[i]];
+
+		/* A region over rows [0, 256): the first block's write waits,
+		 * the last block's never does. */
+		window_writes(sp, 0, 256, &near, &far);
+		if (!near || far)
+			fail_msg("%s: region [0, 256): first block %s, last block %s", sp->what,
+				 near ? "held" : "NOT held", far ? "HELD" : "not held");
+		/* Negative control: a lock over every row (what a drain of
+		 * every write amounts to) holds the far write too. */
+		window_writes(sp, 0, UINT64_MAX, &near, &far);
+		if (!near || !far)
+			fail_msg("%s: control over every row: first block %s, last block %s", sp->what,
+				 near ? "held" : "NOT held", far ? "held" : "NOT held");
+	}
+}
+
 /* ---- foreground first ---- */
 
 struct reader {
@@ -1016,6 +1126,7 @@ int main(void)
 		cmocka_unit_test(test_throttle),
 		cmocka_unit_test(test_faults),
 		cmocka_unit_test(test_foreground_race),
+		cmocka_unit_test(test_window_writes),
 		cmocka_unit_test(test_rebuild),
 	};
 
