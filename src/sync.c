@@ -121,6 +121,7 @@
 #ifndef SYNC_WINDOW
 #define SYNC_WINDOW 3                   /* regions in flight while idle: one per worker */
 #endif
+#define WIN_MAX (2 * SYNC_WINDOW)       /* regions handed out: each worker's, and its next */
 #define REGION_MEM_ALL (48u << 20)      /* every worker's region buffers together */
 #define BUSY_HOLD 0.5                   /* seconds a foreground request keeps the array busy */
 #define BUSY_RECENT 5.0                 /* seconds after which an idle array is looked at once */
@@ -136,9 +137,21 @@ struct mark {
 	uint64_t done;
 };
 
+/* A region handed out: READY (waiting for a worker), RUNNING, DONE.  The
+ * walk writes lo and n before READY; the worker that took it owns ret,
+ * keep_locked and range until DONE; then the walk does.  state: s->lock. */
+enum { REG_READY, REG_RUNNING, REG_DONE };
+
+struct region {
+	uint64_t lo, n;
+	int state;
+	int ret;
+	bool keep_locked;               /* its rows stay locked until it is retired */
+	struct rf_range range;
+};
+
 /* One walker thread: runs one region at a time on buffers and an IO queue
- * of its own.  The fields above the line are s->lock's (the walk hands it
- * a region and takes back the result); the rest its thread's. */
+ * of its own. */
 struct sync_worker {
 	struct rf_sync *s;
 	struct rf_array *a;
@@ -147,13 +160,8 @@ struct sync_worker {
 	/* s->lock: */
 	bool ready;                     /* the thread set up its IO queue: init_ret */
 	int init_ret;
-	bool assigned;                  /* a region to run: lo, n */
-	bool done;                      /* ran it: ret */
-	uint64_t lo, n;
-	int ret;
-	/* the thread (and the walk once done is set): */
-	bool keep_locked;               /* the region's rows stay locked until retired */
-	struct rf_range range;
+	/* the thread: */
+	struct region *cur;             /* the region it runs */
 	char *mem;                      /* region buffers, then the scratch blocks */
 	char *buf[RF_MAX_MEMBERS];      /* region_max each */
 	char *p, *q, *delta, *qq, *zero; /* BLK each */
@@ -189,8 +197,10 @@ struct rf_sync {
 	int nworkers;                   /* workers the walk hands regions to */
 	int nalloc;                     /* workers[] entries to free */
 	struct sync_worker *workers;
-	struct sync_worker *win[SYNC_WINDOW]; /* regions handed out, oldest first */
-	int win_head, win_count;
+	/* lock: regions handed out, oldest first; the first `taken` are
+	 * RUNNING or DONE, the rest READY. */
+	struct region win[WIN_MAX];
+	int win_head, win_count, taken;
 	double last_busy;               /* when foreground IO was last seen */
 	double last_idle;               /* when several looks last found the array idle */
 	double started;                 /* when this walk started */
@@ -292,9 +302,11 @@ void rf_sync_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, ui
 	const struct rf_geom *g = &a->geom;
 	uint64_t s0 = off >> 9, s1 = (off + len + 511) >> 9, cs = g->chunk_sectors, head;
 
+	if (s1 <= s0)
+		s1 = s0 + 1;    /* an empty write still names its row */
 	if (is_mirror(a) || !cs) {
 		*lo = s0;
-		*hi = s1 > s0 ? s1 : s0 + 1;
+		*hi = s1;
 		return;
 	}
 	/* Chunk c of the array lies in row c / data_disks, at the same
@@ -318,15 +330,15 @@ void rf_sync_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, ui
 /* Lock the region's rows: writes into them wait, those in flight end. */
 static void rows_lock(struct sync_worker *w, uint64_t lo, uint64_t hi)
 {
-	w->keep_locked = false;
-	rf_rangelock_lock(&w->a->rl, &w->range, lo, hi);
+	w->cur->keep_locked = false;
+	rf_rangelock_lock(&w->a->rl, &w->cur->range, lo, hi);
 }
 
 /* Unlock them (unless the region keeps them locked until it is retired):
  * the writes that waited go on, oldest first. */
 static void rows_unlock(struct sync_worker *w)
 {
-	rf_rangelock_unlock(&w->a->rl, &w->range);
+	rf_rangelock_unlock(&w->a->rl, &w->cur->range);
 }
 
 /* ---- member IO ----
@@ -571,7 +583,7 @@ static int parity_recover(struct sync_worker *w, uint64_t pos, uint64_t *nsec)
 	if (!ret)
 		ret = sio_wait(w);
 out:
-	w->keep_locked = true;
+	w->cur->keep_locked = true;
 	return ret;
 }
 
@@ -726,11 +738,11 @@ out:
 static int region_run(struct sync_worker *w, enum rf_sync_action act)
 {
 	struct rf_array *a = w->a;
-	uint64_t n = w->n;
+	uint64_t lo = w->cur->lo, n = w->cur->n;
 
 	if (act == RF_SYNC_RECOVER)
-		return is_mirror(a) ? mirror_recover(w, w->lo, &n) : parity_recover(w, w->lo, &n);
-	return is_mirror(a) ? mirror_region(w, act, w->lo, &n) : parity_region(w, act, w->lo, &n);
+		return is_mirror(a) ? mirror_recover(w, lo, &n) : parity_recover(w, lo, &n);
+	return is_mirror(a) ? mirror_region(w, act, lo, &n) : parity_region(w, act, lo, &n);
 }
 
 static void *worker_main(void *arg)
@@ -754,18 +766,21 @@ static void *worker_main(void *arg)
 	for (;;) {
 		enum rf_sync_action act;
 
-		while (!w->assigned && !s->quit)
+		/* The oldest READY region: the next one is there already
+		 * when this one ends, without a round trip to the walk. */
+		while (s->taken == s->win_count && !s->quit)
 			pthread_cond_wait(&s->wcond, &s->lock);
-		if (!w->assigned)
+		if (s->taken == s->win_count)
 			break;
+		w->cur = &s->win[(s->win_head + s->taken++) % WIN_MAX];
+		w->cur->state = REG_RUNNING;
 		act = s->action;
 		pthread_mutex_unlock(&s->lock);
-		w->keep_locked = false;
+		w->cur->keep_locked = false;
 		ret = region_run(w, act);
 		pthread_mutex_lock(&s->lock);
-		w->ret = ret;
-		w->assigned = false;
-		w->done = true;
+		w->cur->ret = ret;
+		w->cur->state = REG_DONE;
 		pthread_cond_broadcast(&s->cond);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -831,16 +846,16 @@ struct walk {
 	int ret;                /* the first error, in walk order */
 };
 
-/* The oldest region handed out, w, is done: move the walk past it. */
-static void retire(struct rf_sync *s, struct walk *k, struct sync_worker *w)
+/* The oldest region handed out, g, is done: move the walk past it. */
+static void retire(struct rf_sync *s, struct walk *k, struct region *g)
 {
 	struct rf_array *a = s->a;
-	uint64_t lo = w->lo, hi = w->lo + w->n;
+	uint64_t lo = g->lo, hi = g->lo + g->n;
 
-	if (w->ret && !k->ret)
-		k->ret = w->ret;
+	if (g->ret && !k->ret)
+		k->ret = g->ret;
 	if (!k->ret) {
-		if (w->keep_locked) {
+		if (g->keep_locked) {
 			/* A rebuilt region, every one below it rebuilt too:
 			 * from here on the new devices serve its rows.  Cached
 			 * heads of them were planned without those devices. */
@@ -868,9 +883,9 @@ static void retire(struct rf_sync *s, struct walk *k, struct sync_worker *w)
 			k->cp_t = now();
 		}
 	}
-	if (w->keep_locked) {
-		w->keep_locked = false;
-		rows_unlock(w);
+	if (g->keep_locked) {
+		g->keep_locked = false;
+		rf_rangelock_unlock(&a->rl, &g->range);
 	}
 }
 
@@ -927,20 +942,20 @@ static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint6
 
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
-		struct sync_worker *w = NULL;
+		struct region *g;
 		unsigned want;
 		double left;
 		bool busy;
-		int i;
 
-		if (s->win_count && s->win[s->win_head]->done) {
-			w = s->win[s->win_head];
-			s->win_head = (s->win_head + 1) % SYNC_WINDOW;
-			s->win_count--;
-			w->done = false;
+		if (s->win_count && s->win[s->win_head].state == REG_DONE) {
+			/* Its slot is not reused before retire() is done. */
+			g = &s->win[s->win_head];
 			pthread_mutex_unlock(&s->lock);
-			retire(s, &k, w);
+			retire(s, &k, g);
 			pthread_mutex_lock(&s->lock);
+			s->win_head = (s->win_head + 1) % WIN_MAX;
+			s->win_count--;
+			s->taken--;
 			continue;
 		}
 		if (s->stop)
@@ -958,8 +973,9 @@ static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint6
 		busy = fg_active(s);
 		pthread_mutex_lock(&s->lock);
 		/* Foreground first: while it is active, one region at a time
-		 * (its own IO in flight is at most REGION_BUSY per member). */
-		if (s->win_count >= (busy ? 1 : s->nworkers)) {
+		 * (its own IO in flight is at most REGION_BUSY per member);
+		 * while idle, one running on each worker and one waiting. */
+		if (s->win_count >= (busy ? 1 : 2 * s->nworkers)) {
 			wait_news(s, PACE_POLL);
 			continue;
 		}
@@ -984,21 +1000,19 @@ static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint6
 			pthread_mutex_lock(&s->lock);
 			continue;
 		}
-		for (i = 0; i < s->nworkers; i++)
-			if (!s->workers[i].assigned && !s->workers[i].done)
-				break;
-		w = &s->workers[i];     /* one is free: fewer in the window than workers */
-		w->lo = k.next;
-		w->n = (busy ? REGION_BUSY : s->region_max) / 512;
-		if (w->n > k.run_end - k.next)
-			w->n = k.run_end - k.next;
-		w->n = region_clip(a, k.next, w->n);
-		w->assigned = true;
-		s->win[(s->win_head + s->win_count) % SYNC_WINDOW] = w;
+		g = &s->win[(s->win_head + s->win_count) % WIN_MAX];
+		g->lo = k.next;
+		g->n = (busy ? REGION_BUSY : s->region_max) / 512;
+		if (g->n > k.run_end - k.next)
+			g->n = k.run_end - k.next;
+		g->n = region_clip(a, k.next, g->n);
+		g->state = REG_READY;
+		g->ret = 0;
+		g->keep_locked = false;
 		s->win_count++;
-		pthread_cond_broadcast(&s->wcond);
-		k.next += w->n;
-		k.last_n = w->n;
+		pthread_cond_signal(&s->wcond);
+		k.next += g->n;
+		k.last_n = g->n;
 		k.last_t = now();
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -1081,7 +1095,7 @@ static int workers_start(struct rf_sync *s)
 		per = REGION_BUSY;
 	s->region_max = per;
 	s->quit = false;
-	s->win_head = s->win_count = 0;
+	s->win_head = s->win_count = s->taken = 0;
 	s->workers = calloc(SYNC_WINDOW, sizeof(*s->workers));
 	if (!s->workers)
 		return -ENOMEM;
