@@ -228,6 +228,7 @@ void rf_sync_rows_end(struct rf_array *a)
 {
 	rf_rangelock_disarm(&a->rl);
 }
+
 static struct rf_worker *inline_begin(struct rf_array *a, struct rf_worker **saved, int *err);
 static void inline_end(struct rf_array *a, struct rf_worker *w, struct rf_worker *saved);
 

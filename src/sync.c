@@ -26,13 +26,17 @@
  *           copy in sync, parity levels compute the missing blocks.
  *
  * Several regions at once.  One thread (sync_main) walks: it hands regions
- * out in order to SYNC_WINDOW workers, each with its own buffers and its
- * own IO queue on the array's backend (so overlays and fault injection
- * apply), and retires them in the same order.  While the array is idle
- * every worker has a region, so the walk is bound by the members, not by
- * one thread's read-compute-write turns; while foreground IO is active,
- * one region at a time.  On 2 cores and members on /dev/shm, 3 workers
- * beat 2 and 4 (tools/bench-resync.sh).
+ * out in order, up to two per worker, to SYNC_WINDOW workers, each with
+ * its own buffers and its own IO queue on the array's backend (so
+ * overlays and fault injection apply), and retires them in the same
+ * order.  A worker that ends a region takes the oldest one waiting
+ * itself, without a round trip to the walk thread (on a loaded machine
+ * that wake-up costs as much as a region).  While the array is idle every
+ * worker has a region, so the walk is bound by the members, not by one
+ * thread's read-compute-write turns; while foreground IO is active, one
+ * region at a time.  On 2 cores and members on /dev/shm, 2, 3 and 4
+ * workers measured alike within the noise of a shared machine, each
+ * about twice one walker's rate (tools/bench-resync.sh); 3 is kept.
  *
  * Racing foreground writes: a lock on the region's rows.  A worker locks
  * its region's rows at the array's range lock (rangelock.c; engine.c
@@ -119,7 +123,7 @@
 #define MAX_NAMED_LOGS 64               /* raid6 naming lines per run */
 #define SYNC_DEPTH 64                   /* each worker's IO queue */
 #ifndef SYNC_WINDOW
-#define SYNC_WINDOW 3                   /* regions in flight while idle: one per worker */
+#define SYNC_WINDOW 3                   /* workers: regions running at once while idle */
 #endif
 #define WIN_MAX (2 * SYNC_WINDOW)       /* regions handed out: each worker's, and its next */
 #define REGION_MEM_ALL (48u << 20)      /* every worker's region buffers together */
