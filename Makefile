@@ -7,9 +7,13 @@
 #   make bench      fio beside fuse-ceiling (tools/bench.sh; BENCH_ARGS="-t 5 -D" passes options),
 #                   then resync speed and its cost to foreground reads (tools/bench-resync.sh;
 #                   BENCH_RESYNC_ARGS)
+#   make crash      power cuts replayed from the member IO log, levels 1 5 6 10 with and without
+#                   a bitmap (tools/crash-states.sh; CRASH_ARGS, CRASH_LEVELS)
 #   make judge      kernel md checks raidfuse's writes (tools/md-crosscheck.sh)
 #   make judge-bitmap  kernel md resyncs by raidfuse's write-intent bitmap (tools/md-bitmap-crosscheck.sh)
-#   make fuzz       libFuzzer on superblock and config parsing, FUZZ_SECONDS each (clang)
+#   make fuzz       libFuzzer on every parser of outside input (superblock, config, bitmap,
+#                   overlay files, control files, fault specs), FUZZ_SECONDS each (clang)
+#   make fuzz-long  the same for FUZZ_SECONDS=600 each, or FUZZ_RUNS=N executions each
 #   make install    the binary and the man pages: PREFIX=/usr/local DESTDIR=
 #                   (BINDIR=PREFIX/bin, MANDIR=PREFIX/share/man); make uninstall
 #   make man-check  groff -man -ww -z on each man page: any warning fails
@@ -31,7 +35,7 @@ OPT ?= -O2 -g
 WERROR ?= -Werror
 SAN ?=
 CFLAGS += $(OPT) -std=gnu11 -Wall -Wextra $(WERROR) -Wshadow -Wno-unused-parameter \
-	-D_GNU_SOURCE -DRF_VERSION=\"$(VERSION)\" -Iinclude $(PKG_CFLAGS) $(SAN)
+	-D_GNU_SOURCE -DRF_VERSION=\"$(VERSION)\" -Iinclude -Isrc $(PKG_CFLAGS) $(SAN)
 LDFLAGS += $(SAN)
 LDLIBS += $(PKG_LIBS) -lpthread
 
@@ -41,15 +45,15 @@ else
 Q := @
 endif
 
-SRCS := $(wildcard src/*.c)
-LIB_SRCS := $(filter-out src/main.c,$(SRCS))
+SRCS := $(wildcard src/*/*.c)
+LIB_SRCS := $(filter-out src/front/main.c,$(SRCS))
 LIB_OBJS := $(LIB_SRCS:src/%.c=$(BUILD)/obj/%.o)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 all: $(BUILD)/raidfuse
 
-$(BUILD)/obj/%.o: src/%.c $(wildcard include/raidfuse/*.h src/*.h) Makefile
+$(BUILD)/obj/%.o: src/%.c $(wildcard include/raidfuse/*.h src/*/*.h) Makefile
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
@@ -58,22 +62,36 @@ $(BUILD)/libraidfuse.a: $(LIB_OBJS)
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/raidfuse: $(BUILD)/obj/main.o $(BUILD)/libraidfuse.a
+$(BUILD)/raidfuse: $(BUILD)/obj/front/main.o $(BUILD)/libraidfuse.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libraidfuse.a $(wildcard tests/unit/*.h)
+# Every unit test links the shared fixtures (tests/unit/fixture.c).
+UNIT_FIXTURE := $(BUILD)/obj/tests/fixture.o
+
+$(UNIT_FIXTURE): tests/unit/fixture.c $(wildcard tests/unit/*.h include/raidfuse/*.h) Makefile
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -Itests/unit -Isrc -c -o $@ $<
+
+$(BUILD)/tests/%: tests/unit/%.c $(UNIT_FIXTURE) $(BUILD)/libraidfuse.a $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(CFLAGS) -Itests/unit -Isrc -o $@ $< $(BUILD)/libraidfuse.a $(LDFLAGS) $(LDLIBS) $(CMOCKA_LIBS)
+	$(Q)$(CC) $(CFLAGS) -Itests/unit -Isrc -o $@ $< $(UNIT_FIXTURE) $(BUILD)/libraidfuse.a $(LDFLAGS) $(LDLIBS) $(CMOCKA_LIBS)
+
+# Crash states (tools/crash-states.sh): the recorder, replayer and checker.
+$(BUILD)/crash-states: tools/crash/crashstates.c $(BUILD)/libraidfuse.a $(wildcard tests/unit/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS) -Itests/unit -Isrc -o $@ $< $(BUILD)/libraidfuse.a $(LDFLAGS) $(LDLIBS)
 
 unit-build: $(UNIT_BINS)
 
 unit: $(UNIT_BINS)
 	$(Q)set -e; for t in $(UNIT_BINS); do echo "== $$t"; $(RUN_PREFIX) $$t; done
 
-func: $(BUILD)/raidfuse
-	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tests/func/run.sh
+func: $(BUILD)/raidfuse $(BUILD)/crash-states
+	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) CRASH_STATES=$(abspath $(BUILD)/crash-states) tests/func/run.sh
 
 test: unit func
 
@@ -90,6 +108,19 @@ bench: $(BUILD)/raidfuse
 	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/bench.sh $(BENCH_ARGS)
 	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/bench-resync.sh $(BENCH_RESYNC_ARGS)
 
+# Crash states, the whole matrix: levels 1, 5, 6, 10, with and without a
+# bitmap, each with the tool's default number of states (CRASH_ARGS adds
+# options, e.g. --seed 7), then --break with and without a bitmap: both
+# must find violations.
+CRASH_LEVELS ?= 1 5 6 10
+crash: $(BUILD)/raidfuse $(BUILD)/crash-states
+	$(Q)set -e; export RAIDFUSE=$(abspath $(BUILD)/raidfuse) CRASH_STATES=$(abspath $(BUILD)/crash-states); \
+	for l in $(CRASH_LEVELS); do for b in "" --bitmap; do \
+		tools/crash-states.sh --level $$l $$b $(CRASH_ARGS); done; done; \
+	for b in "" --bitmap; do if tools/crash-states.sh --level 5 --break $$b $(CRASH_ARGS); then \
+		echo "crash: --break $$b found no violation: the tool cannot fail" >&2; exit 1; fi; done; \
+	echo "crash: every level clean, and both --break faults caught"
+
 judge: $(BUILD)/raidfuse
 	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/md-crosscheck.sh
 
@@ -98,27 +129,59 @@ judge-bitmap: $(BUILD)/raidfuse
 
 # Fuzzing: each harness built with clang's libFuzzer and ASan+UBSan, run
 # for FUZZ_SECONDS from its seed corpus (new inputs go to build-fuzz/;
-# findings to crash-*/leak-* files in the current directory).
+# findings to crash-*/leak-* files in the current directory).  `make fuzz`
+# is CI's short pass; `make fuzz-long` runs each harness for FUZZ_SECONDS
+# (default 600), or until FUZZ_RUNS executions when that is set (-runs=;
+# then no time limit unless FUZZ_SECONDS is given too), under nice -n
+# FUZZ_NICE (default 19 there, 0 for make fuzz) so it starves nothing.  The harnesses
+# past fuzz_super and fuzz_config link the whole library, built once more
+# with the fuzzer's instrumentation in build-fuzz/obj/.
 FUZZ_CC ?= clang
-FUZZ_SECONDS ?= 30
 FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Iinclude $(shell pkg-config --cflags libconfig) \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZERS := build-fuzz/fuzz_super build-fuzz/fuzz_config
+FUZZ_LIB_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -DRF_VERSION=\"$(VERSION)\" -Iinclude -Isrc $(PKG_CFLAGS) \
+	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+FUZZ_LIB_OBJS := $(LIB_SRCS:src/%.c=build-fuzz/obj/%.o)
+FUZZ_LIB_HARNESSES := fuzz_bitmap fuzz_overlay fuzz_ctl fuzz_fault
+FUZZERS := build-fuzz/fuzz_super build-fuzz/fuzz_config $(FUZZ_LIB_HARNESSES:%=build-fuzz/%)
 
-build-fuzz/fuzz_super: tests/fuzz/fuzz_super.c src/super.c src/examine.c src/json.c src/fdio.c $(wildcard include/raidfuse/*.h)
+build-fuzz/fuzz_super: tests/fuzz/fuzz_super.c src/md/super.c src/md/examine.c src/front/json.c src/io/fdio.c src/io/iolog.c $(wildcard include/raidfuse/*.h)
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^) $(shell pkg-config --libs uuid)
 
-build-fuzz/fuzz_config: tests/fuzz/fuzz_config.c src/config.c src/layout.c src/fault.c $(wildcard include/raidfuse/*.h)
+build-fuzz/fuzz_config: tests/fuzz/fuzz_config.c src/front/config.c src/md/layout.c src/io/fault.c $(wildcard include/raidfuse/*.h)
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^) $(shell pkg-config --libs libconfig)
 
-fuzz: $(FUZZERS)
+build-fuzz/obj/%.o: src/%.c $(wildcard include/raidfuse/*.h src/*/*.h) Makefile
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(FUZZ_CC) $(FUZZ_LIB_CFLAGS) -c -o $@ $<
+
+build-fuzz/libraidfuse.a: $(FUZZ_LIB_OBJS)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(FUZZ_LIB_HARNESSES:%=build-fuzz/%): build-fuzz/%: tests/fuzz/%.c build-fuzz/libraidfuse.a
+	@$(if $(Q),echo "  FUZZ    $@")
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -Isrc -o $@ $< build-fuzz/libraidfuse.a $(PKG_LIBS) -lpthread
+
+fuzz-build: $(FUZZERS)
+
+# run-fuzz SECONDS RUNS NICE: every harness in turn (FUZZERS=... picks some),
+# each ending with libFuzzer's final stats.
+define run-fuzz
 	$(Q)set -e; for f in $(FUZZERS); do n=$${f#build-fuzz/fuzz_}; mkdir -p build-fuzz/corpus-$$n; \
-		echo "== $$f ($(FUZZ_SECONDS) s)"; \
+		echo "== $$f ($(strip $(if $(1),$(1) s) $(if $(2),$(2) runs)))"; \
 		LSAN_OPTIONS=suppressions=$(abspath tests/fuzz/lsan.supp) \
-		$$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 \
-			build-fuzz/corpus-$$n tests/fuzz/corpus/$$n; done
+		nice -n $(3) $$f $(if $(1),-max_total_time=$(1)) $(if $(2),-runs=$(2)) -timeout=10 \
+			-print_final_stats=1 build-fuzz/corpus-$$n tests/fuzz/corpus/$$n; done
+endef
+
+fuzz: $(FUZZERS)
+	$(call run-fuzz,$(or $(FUZZ_SECONDS),30),,$(or $(FUZZ_NICE),0))
+
+fuzz-long: $(FUZZERS)
+	$(call run-fuzz,$(or $(FUZZ_SECONDS),$(if $(FUZZ_RUNS),,600)),$(FUZZ_RUNS),$(or $(FUZZ_NICE),19))
 
 # The man pages by section: raidfuse.conf.5 always, raidfuse.8 once the
 # tree has it.
@@ -144,4 +207,4 @@ man-check:
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
 
-.PHONY: all unit unit-build func test asan tsan tsan-unit bench judge judge-bitmap fuzz install uninstall man-check clean
+.PHONY: all unit unit-build func test asan tsan tsan-unit bench crash judge judge-bitmap fuzz fuzz-build fuzz-long install uninstall man-check clean

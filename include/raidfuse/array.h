@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "raidfuse/config.h"
+#include "raidfuse/devopen.h"
 #include "raidfuse/ioq.h"
 #include "raidfuse/layout.h"
 #include "raidfuse/rangelock.h"
@@ -55,6 +56,7 @@ struct rf_member {
 	int prev_slot;                  /* the slot a faulty device lost; -1: none */
 	struct rf_fault *fault;         /* fault injection (fault.h), owned; the device's
 					 * iom[] entry points to it while it has a slot */
+	struct rf_dev_id id;            /* what was opened (devopen.h), to tell it is still that */
 };
 
 /* Open and check every member named by cfg (nothing is written).  Returns 0

@@ -52,4 +52,10 @@ int rf_assemble_plan_create(const struct rf_config *cfg, const uint64_t *member_
  * if the level has no such layout. */
 int rf_assemble_cfg_layout(const struct rf_sb *sb);
 
+/* md's --run --force: rf_assemble() and rf_assemble_check_config() serve a
+ * degraded raid4/5/6 that was not shut down cleanly (refused otherwise),
+ * warning that data in the stripes written at the crash may be wrong.
+ * Process-wide, set from the command line before assembling. */
+void rf_assemble_set_force(bool force);
+
 #endif

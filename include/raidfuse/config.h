@@ -35,6 +35,15 @@ struct rf_config {
 	uint64_t data_offset;           /* bytes */
 	bool data_offset_given;         /* the config names it (else md's superblock may) */
 	uint64_t size;                  /* bytes used per member, 0 = as much as fits */
+	/* Per device, from md superblocks (assemble fills them; a config file
+	 * has one data_offset for all): with member_offsets, member i's data
+	 * starts at member_offset[i] and spare j's at spare_offset[j], bytes,
+	 * and a raid0 member holds member_data[i] bytes of data (md's
+	 * data_size; 0: all after the offset), which make md's zones. */
+	bool member_offsets;
+	uint64_t member_offset[RF_MAX_MEMBERS];
+	uint64_t spare_offset[RF_MAX_MEMBERS];
+	uint64_t member_data[RF_MAX_MEMBERS];
 	/* md metadata */
 	int metadata;                   /* enum rf_sb_kind: what `create` writes (1.2, or
 					 * RF_SB_NONE for "none"); what assemble found */
@@ -62,6 +71,13 @@ void rf_config_free(struct rf_config *cfg);
 /* A config with every default set and nothing else (no members, no
  * name): for arrays described by superblocks instead of a file. */
 void rf_config_defaults(struct rf_config *cfg);
+
+/* The most worker threads an array may have in all (groups x
+ * group_thread_cnt): 4 per online CPU, at least 8, at most 256.  More
+ * threads than cores only add context switches (and each has its ring,
+ * buffers and stack); the bound leaves room for threads that wait on
+ * member IO.  The config and the runtime setters refuse more. */
+int rf_max_worker_threads(void);
 
 /* "512K", "1G", "2048" (plain number in default_unit bytes), "8s" (sectors).
  * Returns 0 or -EINVAL. */

@@ -30,8 +30,24 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
+#include <sys/types.h>
 
 #include "raidfuse/array.h"
+
+/* The names the tree holds at the mount's root beside the image. */
+#define RF_CTL_ROOT_MDSTAT "mdstat"
+#define RF_CTL_ROOT_MD "md"
+
+/* Whether name is one the control tree takes at the mount's root (the
+ * image may not be called so: it would hide the control files, or they
+ * it).  Names that are no plain file name ("", ".", "..", with '/') are
+ * refused by the config before they get here; rf_ctl_tree_build() asks
+ * this of every image name. */
+static inline bool rf_ctl_root_name_taken(const char *name)
+{
+	return !strcmp(name, RF_CTL_ROOT_MDSTAT) || !strcmp(name, RF_CTL_ROOT_MD);
+}
 
 /* Longest value a write may carry (sysfs takes one page). */
 #define RF_CTL_VALUE_MAX 4095
@@ -64,6 +80,10 @@ struct rf_ctl_attr {
 	 * device's state taken once for this read; dev is its name. */
 	void (*show_dev)(struct rf_array *a, const struct rf_dev_info *d, struct rf_ctl_buf *b);
 	int (*store_dev)(struct rf_array *a, const char *dev, const char *val);
+	/* The store opens a file the value names (md/new_dev): through
+	 * rf_ctl_store_as() it runs with the writer's file system
+	 * credentials, so it opens only what the writer could. */
+	bool as_writer;
 };
 
 /* md/ attributes, in the order a listing shows them (some are absent on
@@ -95,6 +115,43 @@ int rf_ctl_store(const struct rf_ctl_attr *at, struct rf_array *a, int member, c
 int rf_ctl_dev_show(const struct rf_ctl_attr *at, struct rf_array *a, const char *dev, char *buf, size_t size);
 int rf_ctl_dev_store(const struct rf_ctl_attr *at, struct rf_array *a, const char *dev, const char *buf,
 		     size_t len);
+
+/* Who is asking: the credentials of the process behind a request, as
+ * the kernel gave them to the FUSE module. */
+struct rf_ctl_cred {
+	uid_t uid;
+	gid_t gid;
+	const gid_t *groups;            /* supplementary groups; NULL: none known */
+	int ngroups;
+};
+
+/* The control files and the image belong to the daemon's user: every
+ * file of the tree has uid owner, gid group and the permission bits in
+ * mode (read-only files 0444, writable ones 0644, md/new_dev 0200, the
+ * image 0600).  With allow_other the kernel checks them
+ * (default_permissions); the daemon checks them again itself, so the
+ * modes hold whatever the mount options are.
+ *
+ * rf_ctl_may_open(): 0 when who may open such a file for reading (rd)
+ * and/or writing (wr), as the kernel decides it: root may, the owner by
+ * the owner bits, a member of group by the group bits, others by the
+ * rest; else -EACCES. */
+int rf_ctl_may_open(const struct rf_ctl_cred *who, uid_t owner, gid_t group, unsigned mode, bool rd, bool wr);
+/* A store, or a truncation, of a control file: only the owner (the
+ * daemon's user) and root may.  0 or -EACCES. */
+int rf_ctl_may_store(const struct rf_ctl_cred *who, uid_t owner);
+/* One write of a control file by who: rf_ctl_may_store(), then
+ * rf_ctl_store() (dev NULL) or rf_ctl_dev_store(); an attribute marked
+ * as_writer stores with who's file system credentials
+ * (rf_ctl_as_writer).  Returns 0 or -errno. */
+int rf_ctl_store_as(const struct rf_ctl_cred *who, uid_t owner, const struct rf_ctl_attr *at, struct rf_array *a,
+		    int member, const char *dev, const char *buf, size_t len);
+/* fn(arg) in the calling thread with who's file system credentials
+ * (fsuid, fsgid and supplementary groups; no other thread's change), then
+ * the thread's own back.  A daemon that is not root runs fn as itself: it
+ * holds no right the owner or root lacks, and only they may store.
+ * Returns fn's value, or -EPERM when the credentials cannot be taken. */
+int rf_ctl_as_writer(const struct rf_ctl_cred *who, int (*fn)(void *arg), void *arg);
 
 /* md/ per-device entries.  An entry of md/ named "dev-NAME": 0 when the
  * array holds a device NAME now, else -ENOENT.  "rdN": N when slot N has
@@ -138,7 +195,9 @@ struct rf_ctl_tree {
 };
 
 /* Build the tree for a: the image, mdstat, md/ with the attributes present
- * for a's level.  Returns 0 or -ENOMEM. */
+ * for a's level.  Returns 0, -EINVAL when the image's name is no plain
+ * file name or one the tree takes itself (rf_ctl_root_name_taken), or
+ * -ENOMEM. */
 int rf_ctl_tree_build(struct rf_array *a, struct rf_ctl_tree *t);
 void rf_ctl_tree_free(struct rf_ctl_tree *t);
 /* The child of directory node dir called name: its index, or -ENOENT

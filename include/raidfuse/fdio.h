@@ -10,5 +10,7 @@
 int rf_pread_full(int fd, void *buf, size_t len, uint64_t off);
 /* Write len bytes at off, retrying short writes and EINTR.  0 or -errno. */
 int rf_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
+/* fsync(fd), seen by the io log (iolog.h).  0 or -errno. */
+int rf_fsync_full(int fd);
 
 #endif

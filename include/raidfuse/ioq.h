@@ -48,6 +48,7 @@ struct rf_mio {
 	struct rf_mio *chain, *ctail;
 	uint16_t nchain;
 	int16_t iov_slot;
+	uint64_t iolog_id;              /* ioq: the io log's id of the op in flight, or 0 */
 };
 
 /* One member as the queue sees it: fd for aligned IO (O_DIRECT when the file

@@ -35,9 +35,27 @@ enum rf_r5_algo {
 	RF_ALGO_PARITY_0_6 = 20,
 };
 
+/* raid0 layouts md records for arrays of more than one zone (raid0.h). */
+enum rf_r0_layout {
+	RF_R0_LAYOUT_NONE = 0,          /* none recorded: md refuses a multi-zone array */
+	RF_R0_LAYOUT_ORIG = 1,          /* the member of a chunk from its array chunk number */
+	RF_R0_LAYOUT_ALT = 2,           /* ... from its chunk number inside the zone */
+};
+
+/* One raid0 strip zone (md's create_strip_zones): the members at least as
+ * large as the zone's smallest, each giving [dev_start, dev_start + the
+ * zone's rows * chunk) of its data area. */
+struct rf_r0_zone {
+	uint64_t end;                   /* array sector just past the zone */
+	uint64_t dev_start;             /* member sector where the zone starts */
+	int nb_dev;                     /* members in the zone */
+	uint8_t dev[RF_MAX_MEMBERS];    /* those members, in role order */
+};
+
 struct rf_geom {
 	int level;              /* 0, 1, 4, 5, 6, 10 */
-	int layout;             /* md's layout number (raid10: nc | fc << 8 | offset << 16 | sets << 17) */
+	int layout;             /* md's layout number (raid10: nc | fc << 8 | offset << 16 | sets << 17;
+				 * raid0: enum rf_r0_layout) */
 	int raid_disks;
 	uint32_t chunk_sectors; /* 0 for raid1 */
 	uint64_t dev_sectors;   /* usable sectors per member (multiple of chunk_sectors) */
@@ -48,6 +66,15 @@ struct rf_geom {
 	/* raid10 only */
 	int near_copies, far_copies, far_offset, far_set_size;
 	uint64_t stride;        /* sectors between far copies on a member */
+	/* raid0 only.  Input: r0_sectors[i] the data sectors of member i (md's
+	 * rdev->sectors), all 0 for raid_disks members of dev_sectors each.
+	 * rf_geom_init() rounds each down to whole chunks and sets dev_sectors
+	 * to the smallest.  Derived: the zones, and r0_alt (the alternate
+	 * layout maps the array; only matters with 2+ zones). */
+	uint64_t r0_sectors[RF_MAX_MEMBERS];
+	int nzones;
+	bool r0_alt;
+	struct rf_r0_zone zone[RF_MAX_MEMBERS];
 };
 
 /* Fill the derived fields.  Returns 0 or -EINVAL (message in err) when the
@@ -110,7 +137,7 @@ void rf_r5_row(const struct rf_geom *g, uint64_t stripe, struct rf_r5_row *r);
  * member holds parity there. */
 int64_t rf_r5_array_sector(const struct rf_geom *g, int member, uint64_t dev_sector);
 
-/* raid0 (single zone, equal members). */
+/* raid0: md's map_sector() over the zones. */
 void rf_r0_map(const struct rf_geom *g, uint64_t array_sector, int *member, uint64_t *dev_sector);
 
 /* raid10: every copy of one array sector.  Fills devs/addrs (up to

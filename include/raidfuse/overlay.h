@@ -14,8 +14,23 @@
  *   DIR/<uuid>-<slot>.cow   the written blocks, at the member's offsets
  *   DIR/<uuid>-<slot>.map   a 4 KiB header, then one bit per block:
  *                           set once the block lives in the .cow file
+ *   DIR/<uuid>.base         what the overlay was made over: for each
+ *                           member, its on-disk superblock's events,
+ *                           checksum and role, and its size, when its
+ *                           overlay files were made (below)
  * A block's data reaches the .cow file before its bit reaches the .map
  * file.  The .cow file is locked (flock) while in use.
+ *
+ * An overlay only makes sense over the members it was made over: opened
+ * over a member whose own superblock differs from the record (written
+ * since without the overlay), it is refused, saying which member changed
+ * and how; so is one with .cow/.map files but no record (an older
+ * raidfuse's: it cannot be checked; use a new DIR, or remove the files).
+ * The .base file (all little-endian): "RFOVBAS\n", version (u32, 1),
+ * length of the file (u32), the array uuid (16 bytes), the count of
+ * entries (u32), 4 reserved bytes; then per member 32 bytes:
+ * dev_number, role, superblock checksum, reserved (u32 each), events,
+ * member bytes (u64 each); then a CRC32C of everything before it.
  */
 #ifndef RAIDFUSE_OVERLAY_H
 #define RAIDFUSE_OVERLAY_H
@@ -33,7 +48,9 @@ struct rf_ovl;
 
 /* Open (creating them if needed) the overlay files in dir for the member
  * open read-only as fd at path; the member must carry an md superblock.
- * 0 or -errno with a message naming the member or the overlay file. */
+ * 0 or -errno with a message naming the member or the overlay file:
+ * -ESTALE when the member is not what the overlay was made over (or there
+ * is no record to tell), -EINVAL for a file that is torn or not one. */
 int rf_ovl_open(const char *dir, int fd, const char *path, struct rf_ovl **out, char *err, size_t errlen);
 /* fsync and close (NULL: nothing). */
 void rf_ovl_close(struct rf_ovl *o);
@@ -46,6 +63,33 @@ int rf_ovl_fsync(struct rf_ovl *o);
 uint64_t rf_ovl_size(const struct rf_ovl *o);
 /* Blocks that live in the overlay. */
 uint64_t rf_ovl_blocks(const struct rf_ovl *o);
+
+/* The .base record, decoded. */
+#define RF_OVL_BASE_VERSION 1
+struct rf_ovl_base_dev {
+	uint32_t dev_number, role, sb_csum;
+	uint64_t events, member_bytes;
+};
+struct rf_ovl_base {
+	uint8_t uuid[16];
+	uint32_t n;
+	struct rf_ovl_base_dev dev[RF_SB_MAX_DEV];
+};
+/* Decode and check len bytes of a .base file (path for messages): 0, or
+ * -EINVAL with a message (torn, another version, bad checksum, a device
+ * twice or out of range). */
+int rf_ovl_base_parse(const void *buf, size_t len, const char *path, struct rf_ovl_base *b, char *err,
+		      size_t errlen);
+/* The .base file's checksum: CRC32C of len bytes. */
+uint32_t rf_ovl_crc32c(const void *buf, size_t len);
+/* Encode b into buf (size bytes): its length, or 0 when it does not fit. */
+size_t rf_ovl_base_build(const struct rf_ovl_base *b, void *buf, size_t size);
+/* Decode and check len bytes of a .map file made for a member of
+ * member_bytes: its bits into map ((blocks + 7) / 8 bytes), *ncopied the
+ * blocks in the overlay.  0, or -EINVAL with a message naming mpath
+ * (not a map, another member size, torn). */
+int rf_ovl_map_parse(const void *file, size_t len, uint64_t member_bytes, uint8_t *map, uint64_t *ncopied,
+		     const char *mpath, const char *member, char *err, size_t errlen);
 
 /* io for the superblock code. */
 void rf_ovl_sb_io(struct rf_ovl *o, struct rf_sb_io *io);

@@ -143,6 +143,8 @@ struct rf_sb_new {
 	uint64_t data_offset;           /* sectors, >= 16 */
 	bool clean;                     /* --assume-clean: no resync due */
 	uint64_t ctime;
+	bool raid0_layout;              /* raid0 of members of different sizes: record the
+					 * layout (md's RAID0_LAYOUT feature), as mdadm 4.2 */
 	uint32_t bitmap_sectors;        /* an internal bitmap of this many sectors 8 sectors
 					 * after the superblock (bitmap.h writes it); 0: none */
 };
@@ -217,6 +219,10 @@ int rf_sb_write_spare(const struct rf_sb_io *model_io, const struct rf_sb *model
 
 /* Print what mdadm --examine prints for this member. */
 void rf_sb_examine(FILE *out, const char *path, const struct rf_sb *sb);
+/* Whether fd (opened from path) cannot hold a superblock at all: a
+ * directory, a character device, a FIFO...  -EISDIR/-EINVAL with why in
+ * err, or 0. */
+int rf_examine_refuse(int fd, const char *path, char *err, size_t errlen);
 
 /* The same as one JSON object on one line, with md's field names (sysfs
  * and md_p.h: uuid, level, raid_disks, chunk_size in bytes, layout,

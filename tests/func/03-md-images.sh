@@ -5,8 +5,8 @@
 # mdadm, each sector s of the array holding u64le(s) 64 times (README.md
 # there).  For every array in its manifest.jsonl: copy the members out
 # (xz -dc; the originals are never touched), describe the array in a config
-# (level, layout, chunk, members in role order, data_offset, size from the
-# manifest), mount, and the image must be array_sectors long and hold the
+# (level, layout, chunk, members in role order, data_offset and size from the
+# manifest when all members share them, else from the superblocks), mount, and the image must be array_sectors long and hold the
 # pattern in every sector.  Then the same with each member left out, and
 # for raid6 each pair (neighbours only in a quick run, RF_QUICK=1): parity
 # and mirrors are where md put them.
@@ -63,21 +63,20 @@ while IFS= read -r line; do
 	read -r -a files <<<"$(jlist "$line" member_files)"
 	[ "${#files[@]}" = "$NDISKS" ] || fail "$name: manifest lists ${#files[@]} member files for $NDISKS disks"
 
-	# One data_offset for all members (the config has one).
+	# Members may start their data at different offsets (one added by a
+	# grow, a replacement): the config then names none and each member's
+	# superblock gives its own.  raid0 records no used size (component 0):
+	# the superblocks give each member's, and members of different sizes
+	# make md's zones.
 	doff=${offsets[0]}
 	for o in "${offsets[@]}"; do
-		[ "$o" = "$doff" ] || fail "$name: members have different data offsets (${offsets[*]})"
+		[ "$o" = "$doff" ] || doff=
 	done
-	# raid0's component size is 0 in the manifest: all of each member
-	# after data_offset, in whole chunks.
-	if [ "$component" = 0 ]; then
-		chunk_sectors=$((chunk_kib * 2))
-		component=$(((member_bytes / 512 - doff) / chunk_sectors * chunk_sectors))
-	fi
-
+	BASE=(level="$level")
+	[ -z "$doff" ] || BASE+=(data_offset="$doff")
+	[ "$component" = 0 ] || BASE+=(size="$component")
 	D=$WORK/$name
 	mkdir -p "$D"
-	BASE=(level="$level" data_offset="$doff" size="$component")
 	# shellcheck disable=SC2207
 	BASE+=($(layout_key "$layout"))
 	[ "$chunk_kib" = null ] || BASE+=(chunk_size="${chunk_kib}K")
@@ -87,7 +86,7 @@ while IFS= read -r line; do
 		xz -dc "$IMAGES/${files[i]}" >"$D/role$i.img"
 	done
 
-	log "$name: raid$level ${layout/#null/-} chunk ${chunk_kib}K, $NDISKS members, data_offset $doff, size $component, $sectors sectors"
+	log "$name: raid$level ${layout/#null/-} chunk ${chunk_kib}K, $NDISKS members, data_offset ${offsets[*]}, size $component, $sectors sectors"
 	check_without "$name" "$sectors"
 	case $level in
 	1 | 4 | 5 | 10)

@@ -172,8 +172,8 @@ EOF
 refused too-few 'too-few\.conf:4: .*members' <<'EOF'
 array: {
 	name = "array.img";
-	level = 5;
-	members = ( "d0.img", "d1.img" );
+	level = 6;
+	members = ( "d0.img", "d1.img", "d2.img" );
 };
 EOF
 

@@ -102,7 +102,7 @@ while IFS= read -r line; do
 		log "2. --ro: no writes reach the members"
 		before=$(cat "${members[@]}" | sha256sum)
 		start_assemble ro.img "$MNT" --ro --name ro.img "${members[@]}"
-		check "[ \"\$(stat -c %a '$MNT/ro.img')\" = 444 ]" "--ro image mode"
+		check "[ \"\$(stat -c %a '$MNT/ro.img')\" = 400 ]" "--ro image mode"
 		out=$(dd if=/dev/zero of="$MNT/ro.img" bs=4096 count=1 conv=notrunc,fsync 2>&1) &&
 			fail "--ro: a write went through"
 		grep -q "Read-only file system" <<<"$out" || fail "--ro: write failed with '$out', expected EROFS"

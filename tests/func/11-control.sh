@@ -137,7 +137,7 @@ set_ok stripe_cache_size 17
 set_ok stripe_cache_size 32768
 set_ok stripe_cache_size 1024
 set_ok group_thread_cnt 0
-set_ok group_thread_cnt 3
+set_ok group_thread_cnt 2
 set_ok rmw_level 2
 set_ok rmw_level 0
 set_ok worker_groups 3
@@ -149,7 +149,7 @@ check '[ "$(val stripe_cache_size)" = 300 ]' "printf without newline"
 
 log "fio verify while the knobs turn and the array suspends/resumes"
 changer() {
-	local i=0 sizes=(17 64 256 1024 4096 100) threads=(0 1 2 4 1 3)
+	local i=0 sizes=(17 64 256 1024 4096 100) threads=(0 1 2 1 0 2)
 	while :; do
 		echo "${sizes[i % 6]}" >"$MNT/md/stripe_cache_size"
 		echo "${threads[i % 6]}" >"$MNT/md/group_thread_cnt"

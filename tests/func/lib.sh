@@ -35,6 +35,7 @@
 #   known_bug WHAT CMD...  a check that fails today: XFAIL, not FAIL
 #   md_images              IMAGES = the kernel md arrays' directory
 #                          (tests/data/md-images), or fail
+#   md_unpack LINE DIR     a manifest row's members into DIR (MEMBERS)
 #   md_judge               RF_MD_JUDGE=1: MDJUDGE = mdpeer's md-judge.sh
 #                          (kernel md in QEMU), or fail; else return 1
 #   jval LINE KEY / jlist LINE KEY
@@ -437,6 +438,20 @@ md_images() {
 	IMAGES=${RF_MD_IMAGES:-$TOP_DIR/tests/data/md-images}
 	[ -f "$IMAGES/manifest.jsonl" ] ||
 		fail "no md-images manifest at $IMAGES/manifest.jsonl (RF_MD_IMAGES=${RF_MD_IMAGES:-unset})"
+}
+
+# md_unpack LINE DIR: the members of the manifest row LINE, in role order,
+# decompressed into DIR/roleN.img (the originals are never touched); sets
+# MEMBERS to their paths.
+md_unpack() {
+	local n i
+	n=$(jval "$1" raid_disks)
+	mkdir -p "$2"
+	MEMBERS=()
+	for ((i = 0; i < n; i++)); do
+		xz -dc "$IMAGES/$(jval "$1" name)/role$i.img.xz" >"$2/role$i.img"
+		MEMBERS+=("$2/role$i.img")
+	done
 }
 
 # md_judge: with RF_MD_JUDGE=1, set MDJUDGE to mdpeer's md-judge.sh, which

@@ -5,6 +5,9 @@
  *       the 64-bit little-endian integer s repeated 64 times (the pattern
  *       of tests/data/md-images and mdpeer's pattern.c); a read at the
  *       end returns 0 bytes.  Reads 1 MiB at a time with O_DIRECT.
+ *   rfhelper fill FILE SECTORS
+ *       writes that pattern over the first SECTORS sectors of FILE
+ *       (1 MiB at a time, O_DIRECT), then fsync.
  *   rfhelper same FILE REF LEN
  *       the first LEN bytes of FILE (read with O_DIRECT, 1 MiB at a time)
  *       equal those of REF; says where they first differ.
@@ -77,6 +80,40 @@ static uint64_t le64(const unsigned char *p)
 	for (int i = 7; i >= 0; i--)
 		v = v << 8 | p[i];
 	return v;
+}
+
+static int cmd_fill(const char *path, uint64_t sectors)
+{
+	unsigned char *buf = abuf(BUF);
+	int fd = open(path, O_WRONLY | O_DIRECT);
+	uint64_t s = 0;
+
+	if (fd < 0) {
+		fprintf(stderr, "rfhelper: %s: %s\n", path, strerror(errno));
+		return 2;
+	}
+	while (s < sectors) {
+		size_t n = (sectors - s) * SECT < BUF ? (size_t)((sectors - s) * SECT) : BUF;
+
+		for (size_t i = 0; i < n; i += 8) {
+			uint64_t v = s + i / SECT;
+
+			for (int b = 0; b < 8; b++)
+				buf[i + b] = (unsigned char)(v >> (8 * b));
+		}
+		if (pwrite(fd, buf, n, (off_t)(s * SECT)) != (ssize_t)n) {
+			printf("fill: %s: write at sector %" PRIu64 ": %s\n", path, s, strerror(errno));
+			return 1;
+		}
+		s += n / SECT;
+	}
+	if (fsync(fd)) {
+		printf("fill: %s: fsync: %s\n", path, strerror(errno));
+		return 1;
+	}
+	close(fd);
+	free(buf);
+	return 0;
 }
 
 static int cmd_pattern(const char *path, uint64_t sectors)
@@ -257,6 +294,8 @@ int main(int argc, char **argv)
 
 	if (!strcmp(cmd, "pattern") && argc == 4)
 		return cmd_pattern(argv[2], num(argv[3]));
+	if (!strcmp(cmd, "fill") && argc == 4)
+		return cmd_fill(argv[2], num(argv[3]));
 	if (!strcmp(cmd, "same") && argc == 5)
 		return cmd_same(argv[2], argv[3], num(argv[4]));
 	if (!strcmp(cmd, "xor-zero") && argc >= 6)
@@ -279,7 +318,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "open-trunc") && argc == 3)
 		return result(open_or_die(argv[2], O_WRONLY | O_TRUNC) >= 0 ? 0 : -1);
 	fprintf(stderr,
-		"usage: rfhelper pattern FILE SECTORS\n"
+		"usage: rfhelper pattern|fill FILE SECTORS\n"
 		"       rfhelper same FILE REF LEN\n"
 		"       rfhelper xor-zero OFFSET LEN FILE...\n"
 		"       rfhelper pwrite|pread FILE OFFSET LEN [direct]\n"

@@ -7,6 +7,9 @@
  *                        IOs through first
  *   fake_short_every     every Nth transfer moves only half its bytes (0: off)
  *   fake_again_every     every Nth operation completes with -EAGAIN (0: off)
+ *   fake_inject_members  members (bit i: member i) short transfers and
+ *                        -EAGAIN go to (default: all); per member counts in
+ *                        fake_nr_short_m[] and fake_nr_again_m[]
  *   fake_busy_depth      prep refuses (-EBUSY) beyond this many queued ops
  *   fake_gate_close()    operations queued from now on wait in reap until
  *                        fake_gate_open(); fake_gate_waiting() counts the
@@ -31,6 +34,8 @@ static atomic_int fake_short_every;
 static atomic_int fake_again_every;
 static int fake_busy_depth = 1 << 30;
 static atomic_int fake_nr_short, fake_nr_again, fake_nr_failed, fake_nr_ops;
+static _Atomic uint64_t fake_inject_members = ~0ull;
+static atomic_int fake_nr_short_m[64], fake_nr_again_m[64];
 
 /* Log of operations issued (when fake_log_on): member, op, offset, length. */
 struct fake_logent {
@@ -116,15 +121,19 @@ static int fake_do(struct fake_priv *f, struct fake_op *o)
 		atomic_fetch_add(&fake_nr_failed, 1);
 		return atomic_load(&fake_fail_errno);
 	}
-	if (fake_again_every && n % fake_again_every == 0) {
+	if (!((atomic_load(&fake_inject_members) >> (o->m->member & 63)) & 1))
+		n = -1;                 /* not a member faults go to */
+	if (fake_again_every && n > 0 && n % fake_again_every == 0) {
 		atomic_fetch_add(&fake_nr_again, 1);
+		atomic_fetch_add(&fake_nr_again_m[o->m->member & 63], 1);
 		return -EAGAIN;
 	}
 	if (o->m->op == RF_MIO_FSYNC)
 		return fsync(o->fd) ? -errno : 0;
-	if (fake_short_every && n % fake_short_every == 0 && len >= 2) {
+	if (fake_short_every && n > 0 && n % fake_short_every == 0 && len >= 2) {
 		len /= 2;
 		atomic_fetch_add(&fake_nr_short, 1);
+		atomic_fetch_add(&fake_nr_short_m[o->m->member & 63], 1);
 	}
 	if (o->iov) {
 		/* Vectored: move up to len bytes over the iovecs. */
@@ -279,6 +288,9 @@ static void fake_reset(void)
 	fake_again_every = 0;
 	fake_busy_depth = 1 << 30;
 	fake_nr_short = fake_nr_again = fake_nr_failed = fake_nr_ops = 0;
+	fake_inject_members = ~0ull;
+	for (int i = 0; i < 64; i++)
+		fake_nr_short_m[i] = fake_nr_again_m[i] = 0;
 	fake_nlog = 0;
 	fake_log_on = false;
 }

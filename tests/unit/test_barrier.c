@@ -18,14 +18,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine.h"
+#include "core/engine.h"
 #include "fake_ioq.h"
-#include "testdir.h"
+#include "fixture.h"
 
 #define MEMBER_BYTES (4u << 20)
 #define BLK 4096u
 
-static char dir[256];
 static atomic_int done_seq;
 
 struct treq {
@@ -125,34 +124,15 @@ static void expect_fill(struct rf_array *a, uint64_t off, uint32_t len, int fill
 /* A raid5 of 4 members, 64 KiB chunks, on the gated fake backend. */
 static struct rf_array *mk(int gtc, int groups, int cache)
 {
+	const struct fx_array fa = { .what = "m", .level = 5, .layout = 2, .n = 4, .chunk = 65536 };
 	struct rf_config cfg;
-	struct rf_array *a;
-	char err[512];
-	int i;
 
-	testcfg_init(&cfg, 5, 2, 4, 65536);
+	fx_config(&cfg, &fa);
 	cfg.stripe_cache_size = cache;
 	cfg.group_thread_cnt = gtc;
 	cfg.worker_groups = groups;
-	for (i = 0; i < 4; i++) {
-		char p[512];
-		int fd;
-
-		snprintf(p, sizeof(p), "%s/m%d.img", dir, i);
-		fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
-		assert_true(fd >= 0);
-		assert_int_equal(ftruncate(fd, MEMBER_BYTES), 0);
-		close(fd);
-		cfg.members[i] = strdup(p);
-	}
-	i = rf_array_open(&cfg, &a, err, sizeof(err));
-	if (i)
-		fail_msg("%s", err);
-	for (i = 0; i < 4; i++)
-		free(cfg.members[i]);
-	rf_array_set_ioq_init(a, fake_ioq_init);
-	assert_int_equal(rf_array_start(a), 0);
-	return a;
+	fx_make_members("m", 4, MEMBER_BYTES, false);
+	return fx_open(&cfg, "barrier", fake_ioq_init);
 }
 
 enum { SET_CACHE, SET_THREADS, SET_GROUPS, SET_RMW };
@@ -534,13 +514,7 @@ static int setup(void **state)
 {
 
 	fake_reset();
-	assert_int_equal(testdir_make(dir, sizeof(dir), "barrier"), 0);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	return testdir_remove(dir);
+	return fx_dir_make("barrier");
 }
 
 int main(void)
@@ -556,5 +530,5 @@ int main(void)
 		cmocka_unit_test(test_setters_einval),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return fx_run_tests_with(tests, setup, fx_group_teardown);
 }

@@ -24,13 +24,13 @@
 
 #include <cmocka.h>
 
-#include "engine.h"
+#include "core/engine.h"
 #include "raidfuse/assemble.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/super.h"
 #include "raidfuse/sync.h"
-#include "sbstate.h"
-#include "testdir.h"
+#include "services/sbstate.h"
+#include "fixture.h"
 #include "testreq.h"
 
 #define N 4
@@ -40,9 +40,7 @@
 #define BM_CHUNK (256u << 10)           /* bitmap chunk: 512 member sectors */
 #define BM_AT ((8 + 8) * 512)           /* the bitmap's byte offset on a member */
 
-static char dir[256];
-static char paths[N][512];
-static unsigned seed = 20261130u;
+static char paths[N][FX_PATH];
 
 /* ---- format ---- */
 
@@ -186,7 +184,7 @@ static void test_range(void **state)
 	assert_int_equal(rf_geom_init(&g, err, sizeof(err)), 0);
 	assert_int_equal(rf_bitmap_sync_size(&g), 16000);
 	for (i = 0; i < 20000; i++) {
-		uint64_t s0 = (uint64_t)rand_r(&seed) % (g.array_sectors - 1), n = 1 + (uint64_t)rand_r(&seed) % 200;
+		uint64_t s0 = (uint64_t)fx_rand() % (g.array_sectors - 1), n = 1 + (uint64_t)fx_rand() % 200;
 		uint64_t lo, hi, s;
 
 		if (s0 + n > g.array_sectors)
@@ -262,36 +260,26 @@ static void note_write(struct rf_mio *m, uint64_t off, uint64_t len)
  * makes them: every bit set. */
 static void make_members_chunk(bool clean, uint32_t bm_chunk)
 {
-	struct rf_sb_new n;
+	struct rf_sb_new n = { .level = 5, .layout = 2, .chunk_sectors = CHUNK_SECTORS, .raid_disks = N,
+			       .data_offset = DATA_OFFSET,
+			       .size = (MEMBER_SECTORS - DATA_OFFSET) / CHUNK_SECTORS * CHUNK_SECTORS,
+			       .clean = clean };
 	struct rf_bitmap_sb bsb;
 	struct rf_sb_io io;
 	char err[512];
 	int i;
 
-	memset(&n, 0, sizeof(n));
 	for (i = 0; i < 16; i++)
-		n.uuid[i] = (uint8_t)(0x30 + i * 5);
+		n.uuid[i] = (uint8_t)(0x30 + i * 5);    /* before rf_bitmap_plan copies it */
 	snprintf(n.name, sizeof(n.name), "bitmap");
-	n.level = 5;
-	n.layout = 2;
-	n.chunk_sectors = CHUNK_SECTORS;
-	n.raid_disks = N;
-	n.data_offset = DATA_OFFSET;
-	n.size = (MEMBER_SECTORS - DATA_OFFSET) / CHUNK_SECTORS * CHUNK_SECTORS;
-	n.clean = clean;
-	n.ctime = 1700000000;
 	if (rf_bitmap_plan(&n, bm_chunk, &bsb, err, sizeof(err)))
 		fail_msg("%s", err);
 	assert_int_equal(n.bitmap_sectors, 8);
+	fx_md_members(&n, "m", MEMBER_SECTORS, paths);
 	for (i = 0; i < N; i++) {
-		int fd;
+		int fd = open(paths[i], O_RDWR);
 
-		snprintf(paths[i], sizeof(paths[i]), "%s/m%d.img", dir, i);
-		fd = open(paths[i], O_RDWR | O_CREAT | O_TRUNC, 0600);
 		assert_true(fd >= 0);
-		assert_int_equal(ftruncate(fd, (off_t)(MEMBER_SECTORS * 512)), 0);
-		if (rf_sb_write12(fd, paths[i], &n, i, MEMBER_SECTORS, err, sizeof(err)))
-			fail_msg("%s", err);
 		assert_int_equal(rf_sb_io_fd(&io, fd), 0);
 		if (rf_bitmap_write_new(&io, paths[i], BM_AT, &bsb, err, sizeof(err)))
 			fail_msg("%s", err);
@@ -307,25 +295,26 @@ static void make_members(bool clean)
 static struct rf_array *open_array(int nmembers, int gtc)
 {
 	const char *p[N] = { paths[0], paths[1], paths[2], paths[3] };
-	struct rf_config cfg;
-	struct rf_array *a;
-	char err[1024];
+	struct rf_array *a = fx_open_assembled(p, nmembers, false, gtc);
 
-	if (rf_assemble(p, nmembers, NULL, false, &cfg, err, sizeof(err)))
-		fail_msg("assemble: %s", err);
-	cfg.group_thread_cnt = gtc;
-	cfg.worker_groups = 2;
-	if (rf_array_open(&cfg, &a, err, sizeof(err)))
-		fail_msg("open: %s", err);
-	rf_config_free(&cfg);
 	testreq_on_io = note_write;
-	rf_array_set_ioq_init(a, testreq_watch_init);
-	assert_int_equal(rf_array_start(a), 0);
+	fx_start(a, testreq_watch_init);
 	/* The tests run the passes themselves. */
 	rf_bitmap_stop(a->bitmap);
 	return a;
 }
 
+
+/* A check of the whole array finds every copy and parity in agreement. */
+static void check_clean(struct rf_array *a)
+{
+	struct rf_sync_status ss;
+
+	assert_int_equal(rf_sync_request(a, RF_SYNC_CHECK), 0);
+	rf_sync_wait(a);
+	rf_sync_get(a, &ss);
+	assert_int_equal(ss.mismatch_cnt, 0);
+}
 
 /* The array byte offset of the start of member chunk row `row`. */
 static uint64_t row_off(uint64_t row)
@@ -412,24 +401,18 @@ static void test_mark_clear(void **state)
 	free(buf);
 }
 
-struct writer {
-	struct rf_array *a;
-	unsigned seed;
-	int n;
-};
-
 static void *writer_main(void *arg)
 {
-	struct writer *w = arg;
+	struct fx_writer *w = arg;
 	char *buf = aligned_alloc(4096, 16384);
 	int i;
 
 	memset(buf, 0x3c, 16384);
 	for (i = 0; i < w->n; i++) {
-		uint64_t row = (uint64_t)rand_r(&w->seed) % 200;
-		uint32_t len = 4096u * (1 + (unsigned)rand_r(&w->seed) % 4);
+		uint64_t row = (uint64_t)fx_rng_next(&w->rng) % 200;
+		uint32_t len = 4096u * (1 + (unsigned)fx_rng_next(&w->rng) % 4);
 
-		if (testreq_io(w->a, RF_REQ_WRITE, row_off(row) + 4096u * (unsigned)(rand_r(&w->seed) % 8), len, buf))
+		if (testreq_io(w->a, RF_REQ_WRITE, row_off(row) + 4096u * (unsigned)(fx_rng_next(&w->rng) % 8), len, buf))
 			break;
 	}
 	free(buf);
@@ -440,10 +423,8 @@ static void *writer_main(void *arg)
  * ever finds its bit clear on disk, and every count returns to zero. */
 static void test_race_daemon(void **state)
 {
-	struct writer w[4];
-	pthread_t t[4];
 	struct rf_array *a;
-	int i, gtc;
+	int gtc;
 
 	for (gtc = 0; gtc <= 2; gtc += 2) {
 		make_members(true);
@@ -453,12 +434,7 @@ static void test_race_daemon(void **state)
 		atomic_store(&checking, true);
 		atomic_store(&nr_writes, 0);
 		atomic_store(&nr_unmarked, 0);
-		for (i = 0; i < 4; i++) {
-			w[i] = (struct writer){ .a = a, .seed = seed + (unsigned)i * 7919u, .n = 300 };
-			assert_int_equal(pthread_create(&t[i], NULL, writer_main, &w[i]), 0);
-		}
-		for (i = 0; i < 4; i++)
-			pthread_join(t[i], NULL);
+		fx_writers(a, 4, 300, 0, writer_main);
 		assert_true(atomic_load(&nr_writes) > 1000);
 		assert_int_equal(atomic_load(&nr_unmarked), 0);
 		/* Stopped, nothing in flight: two passes clear everything,
@@ -551,7 +527,6 @@ static void test_resync_dirty_only(void **state)
 {
 	uint64_t bm_sectors = BM_CHUNK / 512, cs;
 	struct rf_bitmap_status st;
-	struct rf_sync_status ss;
 	struct rf_array *a;
 	struct rf_sb sb;
 	uint8_t bits[64];
@@ -592,10 +567,7 @@ static void test_resync_dirty_only(void **state)
 	rf_bitmap_daemon_pass(a->bitmap);
 	assert_int_equal(rf_bitmap_daemon_pass(a->bitmap), 2);
 	/* A check still reads everything, and finds nothing wrong. */
-	assert_int_equal(rf_sync_request(a, RF_SYNC_CHECK), 0);
-	rf_sync_wait(a);
-	rf_sync_get(a, &ss);
-	assert_int_equal(ss.mismatch_cnt, 0);
+	check_clean(a);
 	rf_array_close(a);
 
 	/* Stale: older events than the superblocks: every chunk set, and
@@ -698,7 +670,7 @@ static struct rf_array *open_clean_fail_m2(void)
 	rf_bitmap_daemon_pass(a->bitmap);
 	rf_bitmap_daemon_pass(a->bitmap);
 	assert_int_equal(status(a).dirty, 0);
-	assert_int_equal(rf_array_dev_set_state(a, "m2.img", "faulty"), 0);
+	assert_int_equal(rf_array_dev_set_state(a, "m-2.img", "faulty"), 0);
 	return a;
 }
 
@@ -718,7 +690,7 @@ static void test_readd(void **state)
 	total = rf_array_geom(a)->dev_sectors;
 	memset(buf, 0x5a, 65536);
 	assert_int_equal(testreq_io(a, RF_REQ_WRITE, row_off(200), 65536, buf), 0);
-	assert_int_equal(rf_array_dev_set_state(a, "m2.img", "re-add"), 0);
+	assert_int_equal(rf_array_dev_set_state(a, "m-2.img", "re-add"), 0);
 	for (i = 0; i < 1000; i++) {
 		rf_sync_get(a, &ss);
 		assert_int_equal(rf_array_dev_info(a, 2, &info), 0);
@@ -727,7 +699,7 @@ static void test_readd(void **state)
 		usleep(10000);
 	}
 	assert_true(info.flags & RF_DEV_IN_SYNC);
-	assert_string_equal(info.name, "m2.img");
+	assert_string_equal(info.name, "m-2.img");
 	rf_sync_get(a, &ss);
 	/* One 64 KiB write: the 4 KiB bitmap chunks of its row (a raid5
 	 * chunk of member sectors) rebuilt, the rest jumped over. */
@@ -737,10 +709,7 @@ static void test_readd(void **state)
 			 (unsigned long long)ss.skipped, CHUNK_SECTORS);
 	assert_int_equal(testreq_io(a, RF_REQ_READ, row_off(200), 65536, back), 0);
 	assert_memory_equal(back, buf, 65536);
-	assert_int_equal(rf_sync_request(a, RF_SYNC_CHECK), 0);
-	rf_sync_wait(a);
-	rf_sync_get(a, &ss);
-	assert_int_equal(ss.mismatch_cnt, 0);
+	check_clean(a);
 	rf_array_close(a);
 	free(buf);
 	free(back);
@@ -753,7 +722,6 @@ static void test_spare_rebuild(void **state)
 	uint64_t c = 200 * CHUNK_SECTORS / 8;
 	struct rf_dev_info info;
 	struct rf_bitmap_sb bsb;
-	struct rf_sync_status ss;
 	struct rf_sb_io sio;
 	struct rf_array *a;
 	struct rf_sb sb;
@@ -768,11 +736,8 @@ static void test_spare_rebuild(void **state)
 	assert_int_equal(status(a).needed, 1);
 	assert_true(disk_bit(0, c));
 
-	snprintf(spare, sizeof(spare), "%s/m4.img", dir);
-	fd = open(spare, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	assert_true(fd >= 0);
-	assert_int_equal(ftruncate(fd, (off_t)(MEMBER_SECTORS * 512)), 0);
-	close(fd);
+	fx_member_path(spare, sizeof(spare), "m", 4);
+	fx_file_make(spare, MEMBER_SECTORS * 512);
 	if (rf_array_add_spare(a, spare, err, sizeof(err)))
 		fail_msg("add spare: %s", err);
 	for (i = 0; i < 1000; i++) {
@@ -801,22 +766,9 @@ static void test_spare_rebuild(void **state)
 	assert_int_equal(rf_bitmap_daemon_pass(a->bitmap), 1);
 	assert_false(file_bit(spare, c));
 	assert_false(disk_bit(0, c));
-	assert_int_equal(rf_sync_request(a, RF_SYNC_CHECK), 0);
-	rf_sync_wait(a);
-	rf_sync_get(a, &ss);
-	assert_int_equal(ss.mismatch_cnt, 0);
+	check_clean(a);
 	rf_array_close(a);
 	free(buf);
-}
-
-static int setup(void **state)
-{
-	return testdir_make(dir, sizeof(dir), "bitmap");
-}
-
-static int teardown(void **state)
-{
-	return testdir_remove(dir);
 }
 
 int main(void)
@@ -836,5 +788,5 @@ int main(void)
 		cmocka_unit_test(test_readd),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return fx_run_tests("bitmap", tests);
 }

@@ -22,23 +22,16 @@
 
 #include "raidfuse/config.h"
 #include "raidfuse/super.h"
-#include "testdir.h"
+#include "fixture.h"
 
-static char tmpdir[PATH_MAX];   /* realpath of the mkdtemp() directory */
+static char tmpdir[PATH_MAX];   /* realpath of fx_dir */
 #define PBUF (PATH_MAX + 256)   /* a path under tmpdir */
 
 static int group_setup(void **state)
 {
-	char templ[] = "/tmp/rf-test-config-XXXXXX";
-
-	if (!mkdtemp(templ) || !realpath(templ, tmpdir))
+	if (fx_dir_make("config") || !realpath(fx_dir, tmpdir))
 		return -1;
 	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	return testdir_remove(tmpdir);
 }
 
 /* Write text to tmpdir/name (creating one level of subdirectory) and
@@ -463,17 +456,42 @@ static void test_bitmap_keys(void **state)
 		  -EINVAL, 3, "array.bitmap_chunk", "from 4K");
 }
 
+/* A raid0 config whose name (line 3) is name, in a static buffer. */
+static const char *named_conf(const char *name)
+{
+	static char text[512];
+
+	snprintf(text, sizeof(text),
+		 "array: {\n  level = 0;\n  name = \"%s\";\n"
+		 "  members = ( \"a\", \"b\" );\n};\n", name);
+	return text;
+}
+
 static void test_err_name(void **state)
 {
 	static const char *const bad[] = { "dir/a.img", "", ".", "..", "/a.img" };
-	char text[512];
 	size_t i;
 
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		snprintf(text, sizeof(text),
-			 "array: {\n  level = 0;\n  name = \"%s\";\n"
-			 "  members = ( \"a\", \"b\" );\n};\n", bad[i]);
-		check_err(text, -EINVAL, 3, "array.name", "must be a plain file name");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		check_err(named_conf(bad[i]), -EINVAL, 3, "array.name", "must be a plain file name");
+}
+
+/* The image sits at the mount's root beside mdstat and md/: a config
+ * naming it after one of them would hide the control files (or they it).
+ * Names that differ from them only in case or by a suffix are fine. */
+static void test_err_name_reserved(void **state)
+{
+	static const char *const bad[] = { "md", "mdstat" };
+	static const char *const good[] = { "MD", "mdstat.img", "md0", "md.img" };
+	struct rf_config cfg;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		check_err(named_conf(bad[i]), -EINVAL, 3, "array.name", "a name the control files take");
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		load_ok(named_conf(good[i]), &cfg);
+		assert_string_equal(cfg.name, good[i]);
+		rf_config_free(&cfg);
 	}
 }
 
@@ -544,8 +562,8 @@ static void test_err_too_few(void **state)
 {
 	member_err(0, NULL, "\"a\"", "raid0 needs at least 2 members (got 1)");
 	member_err(1, NULL, "\"a\"", "raid1 needs at least 2 members (got 1)");
-	member_err(4, NULL, "\"a\", \"b\"", "raid4 needs at least 3 members (got 2)");
-	member_err(5, NULL, "\"a\", \"b\"", "raid5 needs at least 3 members (got 2)");
+	member_err(4, NULL, "\"a\"", "raid4 needs at least 2 members (got 1)");
+	member_err(5, NULL, "\"a\"", "raid5 needs at least 2 members (got 1)");
 	member_err(6, NULL, "\"a\", \"b\", \"c\"", "raid6 needs at least 4 members (got 3)");
 	member_err(10, NULL, "\"a\"", "at least 2 members (got 1)");
 	member_err(10, "n3", "\"a\", \"b\"", "at least 3 members (got 2)");
@@ -798,9 +816,40 @@ static void test_tuning_limits(void **state)
 	assert_int_equal(cfg.rmw_level, 0);
 	rf_config_free(&cfg);
 	load_ok("array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" ); };\n"
-		"tuning: { stripe_cache_size = 32768; group_thread_cnt = 64; };\n", &cfg);
+		"tuning: { stripe_cache_size = 32768; worker_groups = 1; group_thread_cnt = 8; };\n", &cfg);
 	assert_int_equal(cfg.stripe_cache_size, 32768);
+	assert_int_equal(cfg.group_thread_cnt, 8);
 	rf_config_free(&cfg);
+}
+
+/* Worker threads in all stay within rf_max_worker_threads(): 4 per CPU,
+ * at least 8, at most 256.  64 groups of 64 threads (4096 threads) are
+ * refused at the thread count's line; the bound itself is taken. */
+static void test_err_worker_threads(void **state)
+{
+	int max = rf_max_worker_threads(), per = max / 8;
+	struct rf_config cfg;
+	char text[512];
+
+	assert_true(max >= 8 && max <= 256);
+	check_err("array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" ); };\n"
+		  "tuning: {\n  worker_groups = 64;\n  group_thread_cnt = 64;\n};\n",
+		  -EINVAL, 4, "tuning.group_thread_cnt", "make 4096 worker threads: more than the");
+	snprintf(text, sizeof(text),
+		 "array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" ); };\n"
+		 "tuning: {\n  worker_groups = 8;\n  group_thread_cnt = %d;\n};\n", per);
+	load_ok(text, &cfg);
+	assert_int_equal(cfg.worker_groups * cfg.group_thread_cnt, 8 * per);
+	rf_config_free(&cfg);
+	snprintf(text, sizeof(text),
+		 "array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" ); };\n"
+		 "tuning: {\n  worker_groups = 8;\n  group_thread_cnt = %d;\n};\n", per + 1);
+	check_err(text, -EINVAL, 4, "tuning.group_thread_cnt", "at least 8, at most 256");
+	/* worker_groups 0 is one group per CPU: the same bound counts them */
+	snprintf(text, sizeof(text),
+		 "array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" ); };\n"
+		 "tuning: {\n  worker_groups = 0;\n  group_thread_cnt = %d;\n};\n", max / (int)sysconf(_SC_NPROCESSORS_ONLN) + 1);
+	check_err(text, -EINVAL, 4, "tuning.group_thread_cnt", "worker threads: more than the");
 }
 
 /* A message longer than the buffer is cut, still terminated. */
@@ -893,6 +942,7 @@ int main(void)
 		cmocka_unit_test(test_name_and_metadata),
 		cmocka_unit_test(test_bitmap_keys),
 		cmocka_unit_test(test_err_name),
+		cmocka_unit_test(test_err_name_reserved),
 		cmocka_unit_test(test_err_level),
 		cmocka_unit_test(test_err_layout),
 		cmocka_unit_test(test_err_chunk),
@@ -904,11 +954,12 @@ int main(void)
 		cmocka_unit_test(test_err_offsets),
 		cmocka_unit_test(test_err_tuning),
 		cmocka_unit_test(test_tuning_limits),
+		cmocka_unit_test(test_err_worker_threads),
 		cmocka_unit_test(test_faults),
 		cmocka_unit_test(test_spares),
 		cmocka_unit_test(test_short_err_buffer),
 		cmocka_unit_test(test_parse_size),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return fx_run_tests_with(tests, group_setup, fx_group_teardown);
 }

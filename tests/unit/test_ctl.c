@@ -10,23 +10,27 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "core/engine.h"
 #include "fake_ioq.h"
 #include "raidfuse/ctl.h"
 #include "raidfuse/super.h"
 #include "raidfuse/sync.h"
-#include "testdir.h"
+#include "fixture.h"
 
 #define MEMBER_BYTES (2u << 20)
 
-static char dir[256];
+/* The image name of the arrays opened next (NULL: testcfg's). */
+static const char *open_name;
 
 enum {
 	OPEN_RO = 1,            /* as `assemble --ro` */
@@ -38,27 +42,28 @@ enum {
 static struct rf_array *open_array_flags(const char *what, int level, int layout, int n, uint32_t chunk,
 					 uint64_t missing, int flags)
 {
+	const struct fx_array fa = { .what = what, .level = level, .layout = layout, .n = n, .chunk = chunk,
+				     .data_offset = flags & OPEN_SB12 ? 64 << 10 : 0,   /* after the superblock */
+				     .missing = missing };
 	struct rf_config cfg;
-	struct rf_array *a;
 	char err[512];
 	int i;
 
-	testcfg_init(&cfg, level, layout, n, chunk);
+	fx_config(&cfg, &fa);
+	if (open_name)
+		cfg.name = (char *)open_name;
 	cfg.readonly = flags & OPEN_RO;
-	cfg.data_offset = flags & OPEN_SB12 ? 64 << 10 : 0;     /* after the superblock */
 	if (flags & OPEN_SB12) {
 		/* what mount and assemble find in the superblocks */
 		cfg.metadata = RF_SB_12;
 		cfg.has_uuid = true;
 	}
 	for (i = 0; i < n; i++) {
-		char p[512];
+		char p[FX_PATH];
 		int fd;
 
-		snprintf(p, sizeof(p), "%s/%s-%d.img", dir, what, i);
-		fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
-		assert_true(fd >= 0);
-		assert_int_equal(ftruncate(fd, MEMBER_BYTES), 0);
+		fx_member_path(p, sizeof(p), what, i);
+		fd = fx_file_open(p, MEMBER_BYTES);
 		if (flags & OPEN_SB12) {
 			struct rf_sb_new sn = { .level = level, .layout = layout, .raid_disks = n,
 						.chunk_sectors = chunk / 512, .data_offset = 128,
@@ -68,16 +73,9 @@ static struct rf_array *open_array_flags(const char *what, int level, int layout
 				fail_msg("%s", err);
 		}
 		close(fd);
-		cfg.members[i] = (missing >> i) & 1 ? NULL : strdup(p);
 	}
-	if (rf_array_open(&cfg, &a, err, sizeof(err)))
-		fail_msg("%s: %s", what, err);
-	for (i = 0; i < n; i++)
-		free(cfg.members[i]);
 	fake_reset();   /* no injected faults */
-	rf_array_set_ioq_init(a, fake_ioq_init);
-	assert_int_equal(rf_array_start(a), 0);
-	return a;
+	return fx_open(&cfg, what, fake_ioq_init);
 }
 
 static struct rf_array *open_array(const char *what, int level, int layout, int n, uint32_t chunk,
@@ -309,15 +307,42 @@ static void test_store_ranges(void **state)
 	struct rf_array *a = open_array("st", 5, 2, 4, 65536, 0);
 
 	check_int_store(a, "stripe_cache_size", 17, 32768);
-	check_int_store(a, "group_thread_cnt", 0, 64);
-	/* 64 groups of 64 threads is 4096 threads: more than a sanitizer
-	 * build's memory allows.  Groups are tried with 1 thread each. */
-	assert_int_equal(store(a, "group_thread_cnt", "1"), 0);
+	/* 2 groups: as many threads each as the bound on all of them takes */
+	check_int_store(a, "group_thread_cnt", 0, rf_max_worker_threads() / 2);
+	assert_int_equal(store(a, "group_thread_cnt", "0"), 0);
 	check_int_store(a, "worker_groups", 1, 64);
 	check_int_store(a, "rmw_level", 0, 2);
 	/* back to something small, and IO still works through the engine */
 	assert_int_equal(store(a, "stripe_cache_size", "64\n"), 0);
 	assert_string_equal(show(a, "stripe_cache_size"), "64\n");
+	rf_array_close(a);
+}
+
+/* Worker threads in all stay within rf_max_worker_threads(), whichever
+ * of the two attributes would pass it: 64 groups of 64 threads (4096)
+ * are refused and change nothing. */
+static void test_store_thread_bound(void **state)
+{
+	struct rf_array *a = open_array("tb", 5, 2, 4, 65536, 0);
+	int max = rf_max_worker_threads();
+	char v[16];
+
+	/* opened with 2 groups of 2 threads: 64 of them would be 128 */
+	assert_int_equal(store(a, "worker_groups", "64"), max >= 128 ? 0 : -EINVAL);
+	assert_int_equal(store(a, "group_thread_cnt", "0"), 0);
+	assert_int_equal(store(a, "worker_groups", "64"), 0);
+	assert_int_equal(store(a, "group_thread_cnt", "64"), -EINVAL);
+	assert_string_equal(show(a, "group_thread_cnt"), "0\n");
+	assert_string_equal(show(a, "worker_groups"), "64\n");
+	/* 8 groups at the bound; one more thread each, or more groups, no */
+	assert_int_equal(store(a, "worker_groups", "8"), 0);
+	snprintf(v, sizeof(v), "%d", max / 8);
+	assert_int_equal(store(a, "group_thread_cnt", v), 0);
+	snprintf(v, sizeof(v), "%d", max / 8 + 1);
+	assert_int_equal(store(a, "group_thread_cnt", v), -EINVAL);
+	assert_int_equal(store(a, "worker_groups", "64"), max >= 64 * (max / 8) ? 0 : -EINVAL);
+	assert_int_equal(store(a, "group_thread_cnt", "0"), 0);
+	assert_int_equal(store(a, "worker_groups", "2"), 0);
 	rf_array_close(a);
 }
 
@@ -404,9 +429,8 @@ static void log_capture(struct logcap *lc)
 {
 	char path[300];
 
-	snprintf(path, sizeof(path), "%s/log", dir);
-	lc->fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	assert_true(lc->fd >= 0);
+	snprintf(path, sizeof(path), "%s/log", fx_dir);
+	lc->fd = fx_file_open(path, 0);
 	fflush(stderr);
 	lc->saved = dup(2);
 	dup2(lc->fd, 2);
@@ -490,6 +514,35 @@ static void test_tree(void **state)
 	assert_int_equal(rf_ctl_lookup(&t, md, "rmw_level"), -ENOENT);
 	assert_true(rf_ctl_lookup(&t, md, "group_thread_cnt") > 0);
 	assert_true(rf_ctl_lookup(&t, md, "array_state") > 0);
+	rf_ctl_tree_free(&t);
+	rf_array_close(a);
+}
+
+/* An array whose image would be called like one of the tree's own root
+ * entries gets no tree: it would hide mdstat or md/ (or they it). */
+static void test_tree_name_taken(void **state)
+{
+	static const char *const names[] = { "md", "mdstat" };
+	struct rf_ctl_tree t;
+	struct rf_array *a;
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		open_name = names[i];
+		a = open_array("trn", 1, 0, 2, 0, 0);
+		open_name = NULL;
+		assert_true(rf_ctl_root_name_taken(names[i]));
+		assert_int_equal(rf_ctl_tree_build(a, &t), -EINVAL);
+		assert_null(t.nodes);
+		rf_array_close(a);
+	}
+	/* a name beside them is served */
+	open_name = "md0";
+	a = open_array("trn", 1, 0, 2, 0, 0);
+	open_name = NULL;
+	assert_false(rf_ctl_root_name_taken("md0"));
+	assert_int_equal(rf_ctl_tree_build(a, &t), 0);
+	assert_true(rf_ctl_lookup(&t, 0, "md0") > 0);
 	rf_ctl_tree_free(&t);
 	rf_array_close(a);
 }
@@ -638,7 +691,7 @@ static void test_new_dev(void **state)
 	assert_non_null(at);
 	assert_int_equal(at->mode, 0200);
 	assert_int_equal(rf_ctl_show(at, a, -1, buf, sizeof(buf)), -EACCES);
-	snprintf(path, sizeof(path), "%s/nd-nosuch.img", dir);
+	snprintf(path, sizeof(path), "%s/nd-nosuch.img", fx_dir);
 	ret = rf_ctl_store(at, a, -1, path, strlen(path));
 	/* whatever the engine says, the array is unchanged by a refusal */
 	assert_true(ret < 0);
@@ -646,14 +699,178 @@ static void test_new_dev(void **state)
 	rf_array_close(a);
 }
 
-static int setup(void **state)
+/* ---------------------------------------------------------------- who may */
+
+/* The daemon's own check of the modes, as the kernel's
+ * default_permissions makes it: owner bits for the owner, group bits for
+ * its group (primary or supplementary), the rest for others; root opens
+ * anything. */
+static void test_may_open(void **state)
 {
-	return testdir_make(dir, sizeof(dir), "ctl");
+	static const gid_t g7[] = { 5, 7 };
+	const struct rf_ctl_cred owner = { .uid = 1000, .gid = 1000 }, other = { .uid = 1001, .gid = 1001 },
+				 root = { .uid = 0, .gid = 0 }, member = { .uid = 1002, .gid = 1002, .groups = g7, .ngroups = 2 },
+				 primary = { .uid = 1003, .gid = 7 };
+
+	/* a writable control file, 0644 */
+	assert_int_equal(rf_ctl_may_open(&owner, 1000, 7, 0644, true, true), 0);
+	assert_int_equal(rf_ctl_may_open(&other, 1000, 7, 0644, true, false), 0);
+	assert_int_equal(rf_ctl_may_open(&other, 1000, 7, 0644, false, true), -EACCES);
+	assert_int_equal(rf_ctl_may_open(&other, 1000, 7, 0644, true, true), -EACCES);
+	assert_int_equal(rf_ctl_may_open(&root, 1000, 7, 0644, true, true), 0);
+	/* read-only, 0444: the owner may not write either (root's write is
+	 * refused by the file itself, not by its mode) */
+	assert_int_equal(rf_ctl_may_open(&owner, 1000, 7, 0444, false, true), -EACCES);
+	assert_int_equal(rf_ctl_may_open(&other, 1000, 7, 0444, true, false), 0);
+	/* md/new_dev, 0200 */
+	assert_int_equal(rf_ctl_may_open(&owner, 1000, 7, 0200, false, true), 0);
+	assert_int_equal(rf_ctl_may_open(&owner, 1000, 7, 0200, true, false), -EACCES);
+	assert_int_equal(rf_ctl_may_open(&other, 1000, 7, 0200, false, true), -EACCES);
+	/* the image, 0600: others may not even read it */
+	assert_int_equal(rf_ctl_may_open(&other, 1000, 7, 0600, true, false), -EACCES);
+	assert_int_equal(rf_ctl_may_open(&owner, 1000, 7, 0600, true, true), 0);
+	/* group bits, by supplementary or primary group */
+	assert_int_equal(rf_ctl_may_open(&member, 1000, 7, 0640, true, false), 0);
+	assert_int_equal(rf_ctl_may_open(&primary, 1000, 7, 0640, true, false), 0);
+	assert_int_equal(rf_ctl_may_open(&other, 1000, 7, 0640, true, false), -EACCES);
+	assert_int_equal(rf_ctl_may_open(&member, 1000, 7, 0604, true, false), -EACCES);
 }
 
-static int teardown(void **state)
+/* Only the owner and root store, into any control file, whatever its
+ * mode; a refusal changes nothing. */
+static void test_may_store(void **state)
 {
-	return testdir_remove(dir);
+	struct rf_array *a = open_array("ms", 5, 2, 4, 65536, 0);
+	const struct rf_ctl_cred owner = { .uid = 1000, .gid = 1000 }, other = { .uid = 1001, .gid = 1000 },
+				 root = { 0 };
+	const struct rf_ctl_attr *at = rf_ctl_find("stripe_cache_size"), *st = rf_ctl_dev_find("state");
+
+	assert_int_equal(rf_ctl_may_store(&owner, 1000), 0);
+	assert_int_equal(rf_ctl_may_store(&root, 1000), 0);
+	assert_int_equal(rf_ctl_may_store(&other, 1000), -EACCES);
+	assert_int_equal(rf_ctl_store_as(&other, 1000, at, a, -1, NULL, "64", 2), -EACCES);
+	assert_string_equal(show(a, "stripe_cache_size"), "40\n");
+	assert_int_equal(rf_ctl_store_as(&other, 1000, st, a, -1, "ms-1.img", "faulty", 6), -EACCES);
+	assert_int_equal(rf_array_failed(a), false);
+	assert_int_equal(rf_array_faulty(a), 0);
+	assert_int_equal(rf_ctl_store_as(&owner, 1000, at, a, -1, NULL, "64", 2), 0);
+	assert_string_equal(show(a, "stripe_cache_size"), "64\n");
+	assert_int_equal(rf_ctl_store_as(&root, 1000, at, a, -1, NULL, "80", 2), 0);
+	assert_string_equal(show(a, "stripe_cache_size"), "80\n");
+	rf_array_close(a);
+}
+
+static long thread_fsuid(void)
+{
+	return syscall(SYS_setfsuid, -1);
+}
+
+/* A thread started before a switch, asked for its fsuid during it. */
+struct peer {
+	pthread_t th;
+	int ask[2], answer[2];
+};
+
+static void *peer_main(void *arg)
+{
+	struct peer *p = arg;
+	char c;
+	long uid;
+
+	while (read(p->ask[0], &c, 1) == 1) {
+		uid = thread_fsuid();
+		if (write(p->answer[1], &uid, sizeof(uid)) != sizeof(uid))
+			break;
+	}
+	return NULL;
+}
+
+struct as_job {
+	const char *path;
+	struct peer *peer;
+	long fsuid, peer_fsuid;
+	int ngroups;
+};
+
+static int open_as(void *arg)
+{
+	struct as_job *j = arg;
+	int fd;
+
+	j->fsuid = thread_fsuid();
+	j->ngroups = getgroups(0, NULL);
+	if (write(j->peer->ask[1], "?", 1) != 1 || read(j->peer->answer[0], &j->peer_fsuid, sizeof(long)) != sizeof(long))
+		return -EIO;
+	fd = open(j->path, O_RDWR);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+/* A file written to md/new_dev is opened with the writer's credentials,
+ * in the storing thread alone: a root-owned 0600 file is out of reach of
+ * uid 1000 through the (root) daemon, a file of its own is not, and
+ * root's own is root's.  Needs root (to switch). */
+static void test_as_writer(void **state)
+{
+	const struct rf_ctl_cred user = { .uid = 1000, .gid = 1000 }, root = { 0 };
+	const struct rf_ctl_attr *at = rf_ctl_find("new_dev");
+	char secret[300], mine[300], before[4096], after[4096];
+	struct rf_array *a;
+	struct as_job j;
+	struct peer p;
+	int fd, ngroups = getgroups(0, NULL);
+
+	if (geteuid() != 0)
+		skip();
+	/* uid 1000 may look into the directory: only the files' modes stop it */
+	assert_int_equal(chmod(fx_dir, 0755), 0);
+	snprintf(secret, sizeof(secret), "%s/aw-secret.img", fx_dir);
+	snprintf(mine, sizeof(mine), "%s/aw-mine.img", fx_dir);
+	fd = fx_file_open(secret, MEMBER_BYTES);
+	memset(before, 0x5a, sizeof(before));
+	assert_int_equal(pwrite(fd, before, sizeof(before), 0), sizeof(before));
+	close(fd);
+	fd = fx_file_open(mine, MEMBER_BYTES);
+	assert_int_equal(fchown(fd, 1000, 1000), 0);
+	close(fd);
+
+	/* the switch itself: this thread only, and back after */
+	assert_int_equal(pipe(p.ask), 0);
+	assert_int_equal(pipe(p.answer), 0);
+	assert_int_equal(pthread_create(&p.th, NULL, peer_main, &p), 0);
+	j = (struct as_job){ .path = secret, .peer = &p };
+	assert_int_equal(rf_ctl_as_writer(&user, open_as, &j), -EACCES);
+	assert_int_equal(j.fsuid, 1000);
+	assert_int_equal(j.ngroups, 0);
+	assert_int_equal(j.peer_fsuid, 0);
+	j.path = mine;
+	assert_int_equal(rf_ctl_as_writer(&user, open_as, &j), 0);
+	j.path = secret;
+	assert_int_equal(rf_ctl_as_writer(&root, open_as, &j), 0);
+	assert_int_equal(thread_fsuid(), 0);
+	assert_int_equal(getgroups(0, NULL), ngroups);
+	close(p.ask[1]);
+	pthread_join(p.th, NULL);
+	close(p.ask[0]);
+	close(p.answer[0]);
+	close(p.answer[1]);
+
+	/* through md/new_dev: the files' owner given as uid 1000 lets it
+	 * store; what opens is then up to its credentials */
+	a = open_array("aw", 5, 2, 4, 65536, 0);
+	assert_int_equal(rf_ctl_store_as(&user, 1000, at, a, -1, NULL, secret, strlen(secret)), -EACCES);
+	assert_int_equal(rf_array_ndevs(a), 4);
+	fd = open(secret, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, after, sizeof(after), 0), sizeof(after));
+	close(fd);
+	assert_memory_equal(before, after, sizeof(before));
+	assert_int_equal(rf_ctl_store_as(&user, 1000, at, a, -1, NULL, mine, strlen(mine)), 0);
+	assert_int_equal(rf_array_ndevs(a), 5);
+	assert_int_equal(thread_fsuid(), 0);
+	rf_array_close(a);
 }
 
 /* ---------------------------------------------------------------- sync */
@@ -738,17 +955,22 @@ int main(void)
 		cmocka_unit_test(test_mdstat_levels),
 		cmocka_unit_test(test_metadata_readonly),
 		cmocka_unit_test(test_store_ranges),
+		cmocka_unit_test(test_store_thread_bound),
 		cmocka_unit_test(test_store_limits),
 		cmocka_unit_test(test_array_state),
 		cmocka_unit_test(test_read_only),
 		cmocka_unit_test(test_refusal_logged),
 		cmocka_unit_test(test_tree),
+		cmocka_unit_test(test_tree_name_taken),
 		cmocka_unit_test(test_sync_attrs),
 		cmocka_unit_test(test_dev_show),
 		cmocka_unit_test(test_dev_links),
 		cmocka_unit_test(test_dev_state_store),
 		cmocka_unit_test(test_new_dev),
+		cmocka_unit_test(test_may_open),
+		cmocka_unit_test(test_may_store),
+		cmocka_unit_test(test_as_writer),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return fx_run_tests("ctl", tests);
 }

@@ -16,25 +16,16 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "engine.h"
+#include "core/engine.h"
 #include "fake_ioq.h"
-#include "testdir.h"
+#include "fixture.h"
 #include "raidfuse/parity.h"
 
 #define MEMBER_BYTES (2u << 20)
 #define DATA_OFFSET (64u << 10)
 
-static unsigned seed;
-static char dir[256];
-/* group_thread_cnt of the arrays opened: each level test runs with worker
- * threads (2) and inline, the submitter doing the work (0). */
-static int gtc = 2;
-
-static uint64_t rnd(void)
-{
-	seed = seed * 1103515245u + 12345u;
-	return (seed >> 8) ^ ((uint64_t)(seed * 2654435761u) << 20);
-}
+/* Each level test runs with worker threads (fx_threads2) and inline, the
+ * submitter doing the work (fx_inline0). */
 
 struct spec {
 	const char *what;
@@ -99,45 +90,15 @@ static void sync_init(struct sync_req *s, struct rf_array *a, char *buf)
 	s->r->done = sync_done;
 }
 
-static void member_path(char *buf, size_t len, const char *what, int i)
-{
-	snprintf(buf, len, "%s/%s-%d.img", dir, what, i);
-}
-
 static struct rf_array *open_array(const struct spec *sp, uint64_t missing, bool fresh, bool fake)
 {
-	struct rf_config cfg;
-	struct rf_array *a;
-	char err[512];
-	int i;
+	const struct fx_array fa = { .what = sp->what, .level = sp->level, .layout = sp->layout, .n = sp->n,
+				     .chunk = sp->chunk, .stripe_size = sp->stripe_size,
+				     .data_offset = DATA_OFFSET, .missing = missing };
 
-	testcfg_init(&cfg, sp->level, sp->layout, sp->n, sp->chunk);
-	cfg.data_offset = DATA_OFFSET;
-	cfg.group_thread_cnt = gtc;
-	if (sp->stripe_size)
-		cfg.stripe_size = sp->stripe_size;
-	for (i = 0; i < sp->n; i++) {
-		char p[512];
-
-		member_path(p, sizeof(p), sp->what, i);
-		if (fresh) {
-			int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
-
-			assert_true(fd >= 0);
-			assert_int_equal(ftruncate(fd, MEMBER_BYTES), 0);
-			close(fd);
-		}
-		cfg.members[i] = (missing & (1ull << i)) ? NULL : strdup(p);
-	}
-	i = rf_array_open(&cfg, &a, err, sizeof(err));
-	if (i)
-		fail_msg("%s: %s", sp->what, err);
-	for (i = 0; i < sp->n; i++)
-		free(cfg.members[i]);
-	if (fake)
-		rf_array_set_ioq_init(a, fake_ioq_init);
-	assert_int_equal(rf_array_start(a), 0);
-	return a;
+	if (fresh)
+		fx_make_members(sp->what, sp->n, MEMBER_BYTES, false);
+	return fx_open_spec(&fa, fx_gtc, fake ? fake_ioq_init : NULL);
 }
 
 /* Run a batch of requests at once and wait for all. */
@@ -171,17 +132,17 @@ static void random_io(struct rf_array *a, char *model, int rounds, bool check_re
 	for (round = 0; round < rounds; round++) {
 		for (i = 0; i < BATCH; i++) {
 			struct rf_req *r = s[i].r;
-			uint64_t len = 1 + rnd() % MAXLEN;
+			uint64_t len = 1 + fx_rand() % MAXLEN;
 			bool overlap;
 
-			switch (rnd() % 4) {
-			case 0: len = 4096 * (1 + rnd() % 48); break;     /* aligned */
-			case 1: len = 512 * (1 + rnd() % 300); break;     /* sectors */
+			switch (fx_rand() % 4) {
+			case 0: len = 4096 * (1 + fx_rand() % 48); break;     /* aligned */
+			case 1: len = 512 * (1 + fx_rand() % 300); break;     /* sectors */
 			default: break;                                   /* bytes */
 			}
 			do {
-				r->off = rnd() % size;
-				if (rnd() % 2)
+				r->off = fx_rand() % size;
+				if (fx_rand() % 2)
 					r->off &= ~4095ull;
 				if (r->off + len > size)
 					r->off = size - len;
@@ -191,10 +152,10 @@ static void random_io(struct rf_array *a, char *model, int rounds, bool check_re
 						overlap = true;
 			} while (overlap);
 			r->len = (uint32_t)len;
-			r->op = rnd() % 2 ? RF_REQ_WRITE : RF_REQ_READ;
+			r->op = fx_rand() % 2 ? RF_REQ_WRITE : RF_REQ_READ;
 			if (r->op == RF_REQ_WRITE)
 				for (j = 0; j < (int)len; j++)
-					r->buf[j] = (char)rnd();
+					r->buf[j] = (char)fx_rand();
 		}
 		run_batch(a, s, BATCH);
 		for (i = 0; i < BATCH; i++) {
@@ -249,7 +210,7 @@ static void check_members(const struct spec *sp, const struct rf_geom *g, const 
 	for (i = 0; i < sp->n; i++) {
 		char p[512];
 
-		member_path(p, sizeof(p), sp->what, i);
+		fx_member_path(p, sizeof(p), sp->what, i);
 		fds[i] = open(p, O_RDONLY);
 		assert_true(fds[i] >= 0);
 	}
@@ -338,28 +299,57 @@ static void test_levels_uring(void **state)
 }
 
 /* Short transfers and EAGAIN everywhere: same results. */
+/* Random IO on fresh members of sp through the fake backend, faults as
+ * set; then every member checked against what was written. */
+static void faulted_run(const struct spec *sp)
+{
+	struct rf_array *a = open_array(sp, 0, true, true);
+	struct rf_geom g = *rf_array_geom(a);
+	char *model = calloc(1, rf_array_size(a));
+
+	random_io(a, model, 20, true);
+	rf_array_close(a);
+	check_members(sp, &g, model, 0);
+	free(model);
+}
+
 static void test_levels_short_again(void **state)
 {
 	size_t i;
 
 	for (i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
-		const struct spec *sp = &specs[i];
-		struct rf_array *a;
-		struct rf_geom g;
-		char *model;
-
 		fake_reset();
 		fake_short_every = 7;
 		fake_again_every = 11;
 		fake_busy_depth = 5;
-		a = open_array(sp, 0, true, true);
-		g = *rf_array_geom(a);
-		model = calloc(1, rf_array_size(a));
-		random_io(a, model, 20, true);
-		rf_array_close(a);
+		faulted_run(&specs[i]);
 		assert_true(fake_nr_short > 0 && fake_nr_again > 0);
-		check_members(sp, &g, model, 0);
-		free(model);
+	}
+	fake_reset();
+}
+
+/* Short transfers and back-pressure on one member only (the slow or
+ * congested disk): every level retries that member's IO and nothing else
+ * sees a fault; the data on every member is still right. */
+static void test_one_member_short_again(void **state)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+		const struct spec *sp = &specs[i];
+		int m;
+
+		fake_reset();
+		fake_inject_members = 1ull << 1;
+		fake_short_every = 3;
+		fake_again_every = 5;
+		faulted_run(sp);
+		if (!fake_nr_short_m[1] || !fake_nr_again_m[1])
+			fail_msg("%s: member 1: %d short, %d -EAGAIN injected", sp->what, fake_nr_short_m[1],
+				 fake_nr_again_m[1]);
+		for (m = 0; m < sp->n; m++)
+			if (m != 1 && (fake_nr_short_m[m] || fake_nr_again_m[m]))
+				fail_msg("%s: member %d got faults meant for member 1", sp->what, m);
 	}
 	fake_reset();
 }
@@ -540,7 +530,6 @@ static void test_open_errors(void **state)
 	struct rf_config cfg;
 	struct rf_array *a;
 	char err[512], p[512];
-	int fd;
 
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.path = "test.conf";
@@ -551,16 +540,14 @@ static void test_open_errors(void **state)
 	cfg.nmembers = 3;
 	cfg.stripe_cache_size = 64;
 	cfg.stripe_size = 4096;
-	snprintf(p, sizeof(p), "%s/nonexistent.img", dir);
+	snprintf(p, sizeof(p), "%s/nonexistent.img", fx_dir);
 	cfg.members[0] = p;
 	assert_int_equal(rf_array_open(&cfg, &a, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "member 0"));
 	assert_non_null(strstr(err, "nonexistent.img"));
 
-	snprintf(p, sizeof(p), "%s/small.img", dir);
-	fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	assert_int_equal(ftruncate(fd, 4096), 0);
-	close(fd);
+	snprintf(p, sizeof(p), "%s/small.img", fx_dir);
+	fx_file_make(p, 4096);
 	assert_int_equal(rf_array_open(&cfg, &a, err, sizeof(err)), -ENOSPC);
 	assert_non_null(strstr(err, "small.img"));
 	/* Two missing of a raid5. */
@@ -577,29 +564,7 @@ static void test_open_errors(void **state)
 
 static int setup(void **state)
 {
-	const char *env = getenv("RF_TEST_SEED");
-
-	seed = env ? (unsigned)strtoul(env, NULL, 0) : 20261130u;
-	printf("# seed %u (RF_TEST_SEED overrides)\n", seed);
-	assert_int_equal(testdir_make(dir, sizeof(dir), "engine"), 0);
-	return 0;
-}
-
-static int threads2(void **state)
-{
-	gtc = 2;
-	return 0;
-}
-
-static int inline0(void **state)
-{
-	gtc = 0;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	return testdir_remove(dir);
+	return fx_dir_make("engine");
 }
 
 int main(void)
@@ -608,15 +573,17 @@ int main(void)
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_split_raid0),
 		cmocka_unit_test(test_rmw_rcw_plan),
-		cmocka_unit_test_setup(test_levels_uring, threads2),
-		cmocka_unit_test_setup(test_levels_short_again, threads2),
-		cmocka_unit_test_setup(test_member_fails, threads2),
-		cmocka_unit_test_setup(test_raid6_double, threads2),
-		cmocka_unit_test_setup(test_levels_uring, inline0),
-		cmocka_unit_test_setup(test_levels_short_again, inline0),
-		cmocka_unit_test_setup(test_member_fails, inline0),
-		cmocka_unit_test_setup(test_raid6_double, inline0),
+		cmocka_unit_test_setup(test_levels_uring, fx_threads2),
+		cmocka_unit_test_setup(test_levels_short_again, fx_threads2),
+		cmocka_unit_test_setup(test_one_member_short_again, fx_threads2),
+		cmocka_unit_test_setup(test_member_fails, fx_threads2),
+		cmocka_unit_test_setup(test_raid6_double, fx_threads2),
+		cmocka_unit_test_setup(test_levels_uring, fx_inline0),
+		cmocka_unit_test_setup(test_levels_short_again, fx_inline0),
+		cmocka_unit_test_setup(test_one_member_short_again, fx_inline0),
+		cmocka_unit_test_setup(test_member_fails, fx_inline0),
+		cmocka_unit_test_setup(test_raid6_double, fx_inline0),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return fx_run_tests_with(tests, setup, fx_group_teardown);
 }

@@ -18,15 +18,14 @@
 #include <unistd.h>
 
 #include "testreq.h"
-#include "engine.h"
+#include "core/engine.h"
 #include "fake_ioq.h"
 #include "miorec.h"
 #include "raidfuse/ctl.h"
 #include "raidfuse/fault.h"
 #include "raidfuse/ioq.h"
-#include "testdir.h"
+#include "fixture.h"
 
-static char dir[256];
 
 static struct rf_fault *armed(const char *text)
 {
@@ -377,33 +376,23 @@ static void test_ioq_busy_asked_once(void **state)
 static void test_array_config(void **state)
 {
 	const uint32_t len = 256 << 10;
+	const struct fx_array fa = { .what = "cf", .level = 5, .layout = 2, .n = 4, .chunk = 65536 };
 	struct rf_config cfg;
 	struct rf_config_fault cf = { .member = 1 };
 	struct rf_array *a;
 	const struct rf_ctl_attr *fat = rf_ctl_dev_find("fault");
-	char err[512], path[300], show[512], *buf = malloc(len), *back = malloc(len);
-	int i, fd;
+	char err[512], show[512], *buf = malloc(len), *back = malloc(len);
+	int i;
 
-	testcfg_init(&cfg, 5, 2, 4, 65536);
-	for (i = 0; i < 4; i++) {
-		snprintf(path, sizeof(path), "%s/cf-%d.img", dir, i);
-		fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-		assert_true(fd >= 0);
-		assert_int_equal(ftruncate(fd, 4 << 20), 0);
-		close(fd);
-		cfg.members[i] = strdup(path);
-	}
+	fx_config(&cfg, &fa);
+	fx_make_members("cf", 4, 4 << 20, false);
 	rf_fault_spec_init(&cf.spec);
 	assert_int_equal(rf_fault_spec_set(&cf.spec, "error", "EIO", err, sizeof(err)), 0);
 	assert_int_equal(rf_fault_spec_set(&cf.spec, "ops", "write", err, sizeof(err)), 0);
 	assert_int_equal(rf_fault_spec_set(&cf.spec, "after", "2", err, sizeof(err)), 0);
 	cfg.faults = &cf;
 	cfg.nfaults = 1;
-	if (rf_array_open(&cfg, &a, err, sizeof(err)))
-		fail_msg("%s", err);
-	for (i = 0; i < 4; i++)
-		free(cfg.members[i]);
-	assert_int_equal(rf_array_start(a), 0);
+	a = fx_open(&cfg, "cf", NULL);
 	assert_non_null(fat);
 	assert_true(rf_ctl_dev_show(fat, a, "cf-1.img", show, sizeof(show)) > 0);
 	assert_string_equal(show, "error=EIO ops=write after=2\nmatched=0 errors=0 delays=0\n");
@@ -448,16 +437,6 @@ static void test_array_config(void **state)
 	free(back);
 }
 
-static int setup(void **state)
-{
-	return testdir_make(dir, sizeof(dir), "fault");
-}
-
-static int teardown(void **state)
-{
-	return testdir_remove(dir);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -472,5 +451,5 @@ int main(void)
 		cmocka_unit_test(test_array_config),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return fx_run_tests("fault", tests);
 }

@@ -31,32 +31,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fixture.h"
 #include "raidfuse/layout.h"
 
 static const int r5_layouts[] = { 0, 1, 2, 3, 4, 5 };
 static const int r6_layouts[] = { 0, 1, 2, 3, 4, 5, 8, 9, 10, 16, 17, 18, 19, 20 };
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-
-static uint64_t rng_state;
-
-static void rng_seed(void)
-{
-	const char *s = getenv("RF_TEST_SEED");
-
-	rng_state = s ? strtoull(s, NULL, 0) : 0x5eed1a7011ULL;
-	if (!rng_state)
-		rng_state = 1;
-}
-
-static uint64_t rng_next(void)
-{
-	/* xorshift64 */
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
 
 static void geom_set(struct rf_geom *g, int level, int layout, int n, uint32_t chunk,
 		     uint64_t dev)
@@ -390,6 +371,164 @@ static void test_r0(void **state)
 			assert_int_equal(used[i], 1);
 		free(used);
 	}
+}
+
+/* hand-worked zones: member sizes 1, 3, 3, 3 chunks of 8 sectors make zone
+ * 0 (all four, one row) and zone 1 (members 1-3 from sector 8, two rows);
+ * the layouts differ in zone 1 (chunk 4 is zone 1's chunk 0). */
+static void test_r0_zones_known(void **state)
+{
+	static const struct { int layout; uint64_t s; int member; uint64_t dev; } want[] = {
+		{ 1, 0, 0, 0 }, { 1, 31, 3, 7 }, { 1, 32, 2, 8 }, { 1, 40, 3, 8 }, { 1, 48, 1, 8 },
+		{ 1, 56, 2, 16 }, { 1, 79, 1, 23 },
+		{ 2, 0, 0, 0 }, { 2, 32, 1, 8 }, { 2, 40, 2, 8 }, { 2, 48, 3, 8 }, { 2, 56, 1, 16 },
+		{ 2, 79, 3, 23 },
+	};
+	struct rf_geom g;
+	char err[512];
+	size_t i;
+	int member;
+	uint64_t dev;
+
+	(void)state;
+	for (i = 0; i < ARRAY_LEN(want); i++) {
+		geom_set(&g, 0, want[i].layout, 4, 8, 0);
+		g.r0_sectors[0] = 8 + 5;        /* rounded down to one chunk */
+		g.r0_sectors[1] = g.r0_sectors[2] = g.r0_sectors[3] = 24;
+		assert_int_equal(rf_geom_init(&g, err, sizeof(err)), 0);
+		assert_int_equal(g.nzones, 2);
+		assert_int_equal(g.zone[0].end, 32);
+		assert_int_equal(g.zone[1].end, 80);
+		assert_int_equal(g.zone[1].dev_start, 8);
+		assert_int_equal(g.zone[1].nb_dev, 3);
+		assert_int_equal(g.array_sectors, 80);
+		assert_int_equal(g.dev_sectors, 8);
+		rf_r0_map(&g, want[i].s, &member, &dev);
+		if (member != want[i].member || dev != want[i].dev)
+			print_error("layout %d sector %" PRIu64 ": member %d sector %" PRIu64 ", want %d %" PRIu64 "\n",
+				    want[i].layout, want[i].s, member, dev, want[i].member, want[i].dev);
+		assert_int_equal(member, want[i].member);
+		assert_int_equal(dev, want[i].dev);
+	}
+	/* More than one zone of 2+ members and no layout: refused, as md does. */
+	geom_set(&g, 0, 0, 4, 8, 0);
+	g.r0_sectors[0] = 8;
+	g.r0_sectors[1] = g.r0_sectors[2] = g.r0_sectors[3] = 24;
+	assert_int_equal(rf_geom_init(&g, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "no raid0 layout recorded"));
+	/* ... but a second zone of one member maps alike in both: md takes it. */
+	geom_set(&g, 0, 0, 3, 8, 0);
+	g.r0_sectors[0] = 16;
+	g.r0_sectors[1] = 16;
+	g.r0_sectors[2] = 40;
+	assert_int_equal(rf_geom_init(&g, err, sizeof(err)), 0);
+	assert_int_equal(g.nzones, 2);
+	assert_int_equal(g.array_sectors, 72);
+	rf_r0_map(&g, 71, &member, &dev);
+	assert_int_equal(member, 2);
+	assert_int_equal(dev, 39);
+	/* Equal members: one zone, the layout does not matter. */
+	geom_set(&g, 0, 0, 3, 8, 0);
+	g.r0_sectors[0] = g.r0_sectors[1] = g.r0_sectors[2] = 80;
+	assert_int_equal(rf_geom_init(&g, err, sizeof(err)), 0);
+	assert_int_equal(g.nzones, 1);
+	assert_int_equal(g.array_sectors, 240);
+}
+
+/*
+ * The reference for unequal raid0, worked another way: lay the array out
+ * chunk by chunk as md fills it.  The zone boundaries are the distinct
+ * member sizes; inside a zone each array chunk goes to the next member in
+ * turn (counted from the zone's first chunk for the alternate layout, from
+ * array chunk 0 for the original one), at that member's next free chunk.
+ * Fills map[chunk] = member << 32 | member chunk.
+ */
+static uint64_t r0_ref_layout(int n, const uint64_t *chunks, bool alt, uint64_t *map)
+{
+	uint64_t fill[RF_MAX_MEMBERS] = { 0 }, cut = 0, c = 0, zone_first;
+	int zm[RF_MAX_MEMBERS], nb, i;
+
+	for (;;) {
+		uint64_t next = UINT64_MAX, k;
+
+		nb = 0;
+		for (i = 0; i < n; i++)
+			if (chunks[i] > cut) {
+				zm[nb++] = i;
+				if (chunks[i] < next)
+					next = chunks[i];
+			}
+		if (!nb)
+			return c;
+		zone_first = c;
+		for (k = 0; k < (next - cut) * (uint64_t)nb; k++, c++) {
+			int m = zm[(alt ? c - zone_first : c) % (uint64_t)nb];
+
+			map[c] = (uint64_t)m << 32 | fill[m]++;
+		}
+		cut = next;
+	}
+}
+
+/* rf_r0_map() against the reference over a matrix of member counts, chunk
+ * sizes, member sizes (random in whole and part chunks, with repeats) and
+ * both layouts; every chunk's first, last and one random sector. */
+static void test_r0_zones_ref(void **state)
+{
+	static const uint32_t chunks_k[] = { 8, 16, 128 };
+	uint64_t csz[RF_MAX_MEMBERS], *map = NULL;
+	int n, round, member, lay;
+	size_t ci;
+
+	(void)state;
+	for (n = 2; n <= 12; n++)
+		for (ci = 0; ci < ARRAY_LEN(chunks_k); ci++)
+			for (round = 0; round < 12; round++)
+				for (lay = 1; lay <= 2; lay++) {
+					uint32_t chunk = chunks_k[ci];
+					uint64_t total = 0, c, sum = 0, dev;
+					struct rf_geom g;
+					char err[512];
+					int i;
+
+					geom_set(&g, 0, lay, n, chunk, 0);
+					for (i = 0; i < n; i++) {
+						/* a few sizes only, so zones share members */
+						csz[i] = 1 + fx_rand() % (round % 3 == 0 ? 3 : 9);
+						g.r0_sectors[i] = csz[i] * chunk + fx_rand() % chunk;
+						total += csz[i];
+					}
+					map = realloc(map, total * sizeof(*map));
+					assert_non_null(map);
+					assert_int_equal(r0_ref_layout(n, csz, lay == 2, map), total);
+					if (rf_geom_init(&g, err, sizeof(err)))
+						print_error("n=%d chunk=%u: %s\n", n, chunk, err);
+					assert_int_equal(rf_geom_init(&g, err, sizeof(err)), 0);
+					for (i = 0; i < n; i++)
+						sum += g.r0_sectors[i];
+					assert_int_equal(sum, total * chunk);
+					assert_int_equal(g.array_sectors, total * chunk);
+					for (c = 0; c < total; c++) {
+						uint64_t in[3] = { 0, chunk - 1, fx_rand() % chunk };
+						int t;
+
+						for (t = 0; t < 3; t++) {
+							uint64_t s = c * chunk + in[t];
+
+							rf_r0_map(&g, s, &member, &dev);
+							if ((uint64_t)member != map[c] >> 32 ||
+							    dev != (map[c] & 0xffffffffu) * chunk + in[t]) {
+								print_error("n=%d chunk=%u layout %d sector %" PRIu64
+									    ": member %d sector %" PRIu64 ", reference %d %" PRIu64
+									    " (seed: RF_TEST_SEED)\n", n, chunk, lay, s, member,
+									    dev, (int)(map[c] >> 32),
+									    (map[c] & 0xffffffffu) * chunk + in[t]);
+								fail();
+							}
+						}
+					}
+				}
+	free(map);
 }
 
 /* ---- raid10 ---- */
@@ -839,20 +978,46 @@ struct md_image {
 	int level, layout, raid_disks;
 	uint32_t chunk_sectors;
 	uint64_t dev_sectors, array_sectors, data_offset;
+	/* Optional: members whose data offsets (sectors) differ, and member
+	 * sizes (MiB) other than 64; raid0 members of different sizes make
+	 * md's zones (data size: all after the offset). */
+	uint64_t doff[8];
+	uint64_t mib[8];
 };
 
 static const struct md_image md_images[] = {
-	{ "r0-3d-64k", 0, 0, 3, 128, 129024, 387072, 2048 },
-	{ "r1-2d", 1, 0, 2, 0, 129024, 129024, 2048 },
-	{ "r10-n2-4d-64k", 10, 258, 4, 128, 129024, 258048, 2048 },
-	{ "r4-4d-64k", 4, 0, 4, 128, 129024, 387072, 2048 },
-	{ "r5-la-4d-64k", 5, 0, 4, 128, 129024, 387072, 2048 },
-	{ "r5-ls-4d-64k-meta1.0", 5, 2, 4, 128, 130944, 392832, 0 },
-	{ "r5-ls-4d-64k", 5, 2, 4, 128, 129024, 387072, 2048 },
-	{ "r6-ls-5d-64k", 6, 2, 5, 128, 129024, 387072, 2048 },
+	{ "r0-3d-64k", 0, 0, 3, 128, 129024, 387072, 2048, { 0 }, { 0 } },
+	{ "r1-2d", 1, 0, 2, 0, 129024, 129024, 2048, { 0 }, { 0 } },
+	{ "r10-n2-4d-64k", 10, 258, 4, 128, 129024, 258048, 2048, { 0 }, { 0 } },
+	{ "r4-4d-64k", 4, 0, 4, 128, 129024, 387072, 2048, { 0 }, { 0 } },
+	{ "r5-la-4d-64k", 5, 0, 4, 128, 129024, 387072, 2048, { 0 }, { 0 } },
+	{ "r5-ls-4d-64k-meta1.0", 5, 2, 4, 128, 130944, 392832, 0, { 0 }, { 0 } },
+	{ "r5-ls-4d-64k", 5, 2, 4, 128, 129024, 387072, 2048, { 0 }, { 0 } },
+	{ "r6-ls-5d-64k", 6, 2, 5, 128, 129024, 387072, 2048, { 0 }, { 0 } },
+	/* md arrays as they are found: grown, a replaced member with another
+	 * data offset, raid0 zones in both layouts, raid10 over an odd count,
+	 * raid5 over 2 members */
+	{ "r5-ls-3to4d-64k-grown", 5, 2, 4, 128, 63488, 190464, 1664, { 0 }, { 32, 32, 32, 32 } },
+	{ "r5-ls-4d-64k-replaced", 5, 2, 4, 128, 63488, 190464, 2048, { 2048, 4096, 2048, 2048 },
+	  { 32, 40, 32, 32 } },
+	{ "r0-3d-64k-zones-original", 0, 1, 3, 128, 0, 419840, 2048, { 0 }, { 48, 64, 96 } },
+	{ "r0-3d-64k-zones-alternate", 0, 2, 3, 128, 0, 419840, 2048, { 0 }, { 48, 64, 96 } },
+	{ "r10-n2-3d-64k", 10, 258, 3, 128, 63488, 95232, 2048, { 0 }, { 32, 32, 32 } },
+	{ "r10-f2-5d-64k", 10, 513, 5, 128, 63488, 158720, 2048, { 0 }, { 32, 32, 32, 32, 32 } },
+	{ "r5-ls-2d-64k", 5, 2, 2, 128, 63488, 63488, 2048, { 0 }, { 32, 32 } },
 };
 
 #define MD_MEMBER_BYTES (64ULL << 20)
+
+static uint64_t img_doff(const struct md_image *a, int member)
+{
+	return a->doff[0] ? a->doff[member] : a->data_offset;
+}
+
+static uint64_t img_bytes(const struct md_image *a, int member)
+{
+	return a->mib[0] ? a->mib[member] << 20 : MD_MEMBER_BYTES;
+}
 #define SAMPLES 4000
 #define EDGE 256
 #define PARITY_ROWS 32
@@ -935,8 +1100,9 @@ static void img_open(const char *dir, const struct md_image *a)
 	for (i = 0; i < a->raid_disks; i++) {
 		snprintf(path, sizeof(path), "%s/role%d.img", img.tmpdir, i);
 		img.fds[i] = open(path, O_RDONLY);
-		if (img.fds[i] < 0 || fstat(img.fds[i], &st) || (uint64_t)st.st_size != MD_MEMBER_BYTES) {
-			print_error("%s: member %d (%s): missing or not 64 MiB\n", a->name, i, path);
+		if (img.fds[i] < 0 || fstat(img.fds[i], &st) || (uint64_t)st.st_size != img_bytes(a, i)) {
+			print_error("%s: member %d (%s): missing or not %" PRIu64 " MiB\n", a->name, i, path,
+				    img_bytes(a, i) >> 20);
 			fail();
 		}
 	}
@@ -957,7 +1123,7 @@ static void check_sector(const struct md_image *a, int member, uint64_t dev_sect
 			 uint64_t want)
 {
 	uint8_t buf[512];
-	off_t off = (off_t)((a->data_offset + dev_sector) * 512);
+	off_t off = (off_t)((img_doff(a, member) + dev_sector) * 512);
 	ssize_t got = pread(img.fds[member], buf, sizeof(buf), off);
 	int i;
 
@@ -1023,14 +1189,14 @@ static void check_parity_row(const struct rf_geom *g, const struct md_image *a, 
 			     uint8_t **col)
 {
 	size_t len = (size_t)g->chunk_sectors * 512, b;
-	uint64_t off = (a->data_offset + stripe * g->chunk_sectors) * 512;
+	uint64_t off = stripe * g->chunk_sectors * 512;
 	struct rf_r5_row row;
 	uint8_t *p, *q;
 	int i, k;
 
 	rf_r5_row(g, stripe, &row);
 	for (i = 0; i < g->raid_disks; i++)
-		if (pread(img.fds[i], col[i], len, (off_t)off) != (ssize_t)len) {
+		if (pread(img.fds[i], col[i], len, (off_t)(off + img_doff(a, i) * 512)) != (ssize_t)len) {
 			print_error("%s: member %d: row %" PRIu64 ": short read\n", a->name, i, stripe);
 			fail();
 		}
@@ -1093,7 +1259,18 @@ static void check_md_image(const char *dir, const struct md_image *a)
 	uint8_t *col[RF_MAX_MEMBERS];
 	int m;
 
-	geom_ok(&g, a->level, a->layout, a->raid_disks, a->chunk_sectors, a->dev_sectors);
+	if (a->level == 0 && a->mib[0]) {
+		char err[256];
+
+		geom_set(&g, a->level, a->layout, a->raid_disks, a->chunk_sectors, 0);
+		for (m = 0; m < a->raid_disks; m++)
+			g.r0_sectors[m] = img_bytes(a, m) / 512 - img_doff(a, m);
+		if (rf_geom_init(&g, err, sizeof(err)))
+			print_error("%s: %s\n", a->name, err);
+		assert_int_equal(rf_geom_init(&g, err, sizeof(err)), 0);
+	} else {
+		geom_ok(&g, a->level, a->layout, a->raid_disks, a->chunk_sectors, a->dev_sectors);
+	}
 	assert_int_equal(g.array_sectors, a->array_sectors);
 	img_open(dir, a);
 
@@ -1102,7 +1279,7 @@ static void check_md_image(const char *dir, const struct md_image *a)
 		check_array_sector(&g, a, g.array_sectors - 1 - s);
 	}
 	for (i = 0; i < SAMPLES; i++)
-		check_array_sector(&g, a, rng_next() % g.array_sectors);
+		check_array_sector(&g, a, fx_rand() % g.array_sectors);
 	/* both sides of a few chunk edges */
 	if (g.chunk_sectors)
 		for (i = 1; i < 64; i++) {
@@ -1124,7 +1301,7 @@ static void check_md_image(const char *dir, const struct md_image *a)
 			check_parity_row(&g, a, i, col);
 		check_parity_row(&g, a, rows - 1, col);
 		for (i = 0; i < PARITY_ROWS; i++)
-			check_parity_row(&g, a, rng_next() % rows, col);
+			check_parity_row(&g, a, fx_rand() % rows, col);
 		for (m = 0; m < g.raid_disks; m++)
 			free(col[m]);
 	}
@@ -1154,7 +1331,7 @@ static void test_md_images(void **state)
 		img.tmpdir[0] = '\0';
 		fail();
 	}
-	rng_seed();
+	fx_rand_restart(0);
 	for (i = 0; i < ARRAY_LEN(md_images); i++)
 		check_md_image(dir, &md_images[i]);
 }
@@ -1165,6 +1342,8 @@ int main(void)
 		cmocka_unit_test(test_r5_known_rows),
 		cmocka_unit_test(test_r5_exhaustive),
 		cmocka_unit_test(test_r0),
+		cmocka_unit_test(test_r0_zones_known),
+		cmocka_unit_test(test_r0_zones_ref),
 		cmocka_unit_test(test_r10_known),
 		cmocka_unit_test(test_r10_exhaustive),
 		cmocka_unit_test(test_geom_values),
@@ -1173,5 +1352,6 @@ int main(void)
 		cmocka_unit_test_teardown(test_md_images, md_images_teardown),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	fx_seed_init();
+	return fx_run_tests_with(tests, NULL, NULL);
 }

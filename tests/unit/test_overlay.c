@@ -6,6 +6,15 @@
  * model; the member itself must never change.  Reopened, the overlay
  * reads back the same; the files refuse a second user and a member of
  * another size; superblock updates through it land in the overlay.
+ *
+ * What it was made over (the .base record): a member whose own
+ * superblock changed since the overlay was made is refused, naming the
+ * member and its events then and now (regression: it was accepted, and
+ * the image became a mix of both), while the overlay's own superblock
+ * updates (test_superblock) do not count as a change; an overlay with
+ * files but no record (an older raidfuse's) is refused; the record's
+ * parser refuses a torn file, another version, a bad checksum.  And the
+ * .map parser refuses a torn map rather than reading its end as zeros.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,27 +29,25 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <endian.h>
 
 #include "raidfuse/ioq.h"
 #include "raidfuse/overlay.h"
 #include "raidfuse/super.h"
-#include "testdir.h"
+#include "fixture.h"
 
 #define SECTORS 2049ULL                 /* 1 MiB and a half block */
 #define BYTES (SECTORS * 512)
 
-static char dir[256], ovdir[300], member[300];
-static unsigned seed = 20261130u;
+static char ovdir[300], member[300];
 static char *orig, *model;
 
 static void make_member(const char *path, uint64_t bytes)
 {
 	struct rf_sb_new n;
 	char err[512];
-	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	int fd = fx_file_open(path, bytes);
 
-	assert_true(fd >= 0);
-	assert_int_equal(ftruncate(fd, (off_t)bytes), 0);
 	memset(&n, 0, sizeof(n));
 	for (int i = 0; i < 16; i++)
 		n.uuid[i] = (uint8_t)(i * 13 + 1);
@@ -98,25 +105,25 @@ static void test_model(void **state)
 	check_all(o);
 	for (i = 0; i < 3000; i++) {
 		/* Past the superblock, which test_superblock needs intact. */
-		uint64_t off = 8192 + (uint64_t)rand_r(&seed) % (BYTES - 8192);
-		uint32_t len = 1 + (uint32_t)rand_r(&seed) % (i % 7 ? 9000 : 65536);
+		uint64_t off = 8192 + (uint64_t)fx_rand() % (BYTES - 8192);
+		uint32_t len = 1 + (uint32_t)fx_rand() % (i % 7 ? 9000 : 65536);
 		struct iovec v[3];
-		int niov = 1 + rand_r(&seed) % 3;
+		int niov = 1 + fx_rand() % 3;
 		uint32_t used = 0;
 
 		if (off + len > BYTES)
 			len = (uint32_t)(BYTES - off);
 		/* Cut [0, len) into niov pieces. */
 		for (k = 0; k < niov; k++) {
-			uint32_t piece = k == niov - 1 ? len - used : (uint32_t)rand_r(&seed) % (len - used + 1);
+			uint32_t piece = k == niov - 1 ? len - used : (uint32_t)fx_rand() % (len - used + 1);
 
 			v[k].iov_base = buf + used;
 			v[k].iov_len = piece;
 			used += piece;
 		}
-		if (rand_r(&seed) % 3) {
+		if (fx_rand() % 3) {
 			for (k = 0; k < (int)len; k++)
-				buf[k] = (char)rand_r(&seed);
+				buf[k] = (char)fx_rand();
 			assert_int_equal(rf_ovl_pwritev(o, v, niov, off), 0);
 			memcpy(model + off, buf, len);
 		} else {
@@ -164,16 +171,15 @@ static void test_refusals(void **state)
 	rf_ovl_close(o);
 	close(fd);
 	/* The same superblock on a member of another size. */
-	snprintf(other, sizeof(other), "%s/other.img", dir);
+	snprintf(other, sizeof(other), "%s/other.img", fx_dir);
 	make_member(other, BYTES + 4096);
 	fd = open(other, O_RDONLY);
-	assert_int_equal(rf_ovl_open(ovdir, fd, other, &o, err, sizeof(err)), -EINVAL);
+	assert_int_equal(rf_ovl_open(ovdir, fd, other, &o, err, sizeof(err)), -ESTALE);
 	assert_non_null(strstr(err, "was made for a member of"));
 	close(fd);
 	/* No superblock, no name for the files. */
-	snprintf(plain, sizeof(plain), "%s/plain.img", dir);
-	fd = open(plain, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	assert_int_equal(ftruncate(fd, 1 << 20), 0);
+	snprintf(plain, sizeof(plain), "%s/plain.img", fx_dir);
+	fd = fx_file_open(plain, 1 << 20);
 	assert_int_equal(rf_ovl_open(ovdir, fd, plain, &o, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "needs md superblocks"));
 	close(fd);
@@ -209,6 +215,196 @@ static void test_superblock(void **state)
 	}
 	rf_ovl_close(o);
 	close(fd);
+}
+
+/* A member of its own with an overlay of its own: dir/name.img, dir/name. */
+static void fresh(const char *name, char *mpath, char *odir, size_t size)
+{
+	snprintf(mpath, size, "%s/%s.img", fx_dir, name);
+	snprintf(odir, size, "%s/%s", fx_dir, name);
+	make_member(mpath, 1 << 20);
+	assert_int_equal(mkdir(odir, 0755), 0);
+}
+
+static int try_open(const char *odir, const char *mpath, char *err, size_t errlen)
+{
+	struct rf_ovl *o;
+	char buf[4096];
+	struct iovec v = { buf, sizeof(buf) };
+	int fd = open(mpath, O_RDONLY), r;
+
+	assert_true(fd >= 0);
+	memset(buf, 0x5a, sizeof(buf));
+	r = rf_ovl_open(odir, fd, mpath, &o, err, errlen);
+	if (!r) {
+		/* a write through it, and a superblock update through it */
+		struct rf_sb sb;
+		struct rf_sb_io io;
+		struct rf_sb_change c = { .clean = false, .faulty_slot = -1 };
+
+		assert_int_equal(rf_ovl_pwritev(o, &v, 1, 65536), 0);
+		rf_ovl_sb_io(o, &io);
+		assert_int_equal(rf_sb_read_io(&io, mpath, &sb, err, errlen), 0);
+		assert_int_equal(rf_sb_update_io(&io, mpath, &sb, &c, err, errlen), 0);
+		rf_ovl_close(o);
+	}
+	close(fd);
+	return r;
+}
+
+/* The members changed under the overlay: refused, saying how. */
+static void test_stale_base(void **state)
+{
+	char mpath[320], odir[320], err[1024], want[1024];
+	struct rf_sb sb;
+	int fd;
+
+	fresh("stale", mpath, odir, sizeof(mpath));
+	assert_int_equal(try_open(odir, mpath, err, sizeof(err)), 0);
+	/* Negative control: the member as it was (the overlay's own
+	 * superblock update went into the overlay), accepted again. */
+	assert_int_equal(try_open(odir, mpath, err, sizeof(err)), 0);
+	/* Written without the overlay: events + 1 on the member itself. */
+	fd = open(mpath, O_RDWR);
+	assert_int_equal(rf_sb_read(fd, mpath, &sb, err, sizeof(err)), 0);
+	assert_int_equal(rf_sb_update(fd, mpath, &sb, true, UINT64_MAX, err, sizeof(err)), 0);
+	close(fd);
+	assert_int_equal(try_open(odir, mpath, err, sizeof(err)), -ESTALE);
+	snprintf(want, sizeof(want), "overlay %s was made over member 1 (%s) at events %llu; it is now at events "
+		 "%llu: the members changed since; use a new DIR or remove it", odir, mpath,
+		 (unsigned long long)sb.events - 1, (unsigned long long)sb.events);
+	assert_string_equal(err, want);
+	/* A fresh directory works. */
+	strcat(odir, "-new");
+	assert_int_equal(mkdir(odir, 0755), 0);
+	assert_int_equal(try_open(odir, mpath, err, sizeof(err)), 0);
+}
+
+/* The same events, another superblock (mdadm --update, say): refused. */
+static void test_stale_csum(void **state)
+{
+	char mpath[320], odir[320], err[1024];
+	uint8_t b;
+	int fd;
+
+	fresh("csum", mpath, odir, sizeof(mpath));
+	assert_int_equal(try_open(odir, mpath, err, sizeof(err)), 0);
+	/* a byte of the name field (offset 32 of the superblock), checksum repaired */
+	fd = open(mpath, O_RDWR);
+	{
+		uint8_t sbb[RF_SB_BYTES];
+		uint32_t c;
+
+		assert_int_equal(pread(fd, sbb, sizeof(sbb), 4096), (ssize_t)sizeof(sbb));
+		b = sbb[32];
+		sbb[32] = (uint8_t)(b ^ 'x');
+		c = htole32(rf_sb_csum(sbb, RF_SB_12));
+		memcpy(sbb + 216, &c, 4);
+		assert_int_equal(pwrite(fd, sbb, sizeof(sbb), 4096), (ssize_t)sizeof(sbb));
+	}
+	close(fd);
+	assert_int_equal(try_open(odir, mpath, err, sizeof(err)), -ESTALE);
+	assert_non_null(strstr(err, "with superblock checksum 0x"));
+}
+
+/* An older raidfuse's overlay: files, no record. */
+static void test_legacy(void **state)
+{
+	char mpath[320], odir[320], err[1024], rec[400], cmd[800];
+
+	fresh("legacy", mpath, odir, sizeof(mpath));
+	assert_int_equal(try_open(odir, mpath, err, sizeof(err)), 0);
+	snprintf(rec, sizeof(rec), "%s/010e1b2835424f5c697683909daab7c4.base", odir);
+	assert_int_equal(access(rec, F_OK), 0);
+	assert_int_equal(unlink(rec), 0);
+	assert_int_equal(try_open(odir, mpath, err, sizeof(err)), -ESTALE);
+	assert_non_null(strstr(err, "no record of the member it was made over"));
+	assert_non_null(strstr(err, "use a new DIR"));
+	/* ... and a torn record is refused, not trusted or rewritten. */
+	snprintf(cmd, sizeof(cmd), "rm -f '%s'/*; :", odir);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(try_open(odir, mpath, err, sizeof(err)), 0);
+	assert_int_equal(truncate(rec, 60), 0);
+	assert_int_equal(try_open(odir, mpath, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "torn"));
+}
+
+/* The record's parser. */
+static void test_base_parse(void **state)
+{
+	static struct rf_ovl_base b, back;
+	uint8_t buf[4096], bad[4096];
+	char err[512];
+	size_t len;
+	uint32_t v;
+
+	memset(&b, 0, sizeof(b));
+	for (int i = 0; i < 16; i++)
+		b.uuid[i] = (uint8_t)i;
+	b.n = 3;
+	for (uint32_t i = 0; i < 3; i++)
+		b.dev[i] = (struct rf_ovl_base_dev){ .dev_number = 2 - i, .role = i, .sb_csum = 0xabc0 + i,
+						      .events = 40 + i, .member_bytes = 1 << 20 };
+	len = rf_ovl_base_build(&b, buf, sizeof(buf));
+	assert_int_equal(len, 40 + 3 * 32 + 4);
+	assert_int_equal(rf_ovl_base_build(&b, buf, len - 1), 0);
+	assert_int_equal(rf_ovl_base_parse(buf, len, "r.base", &back, err, sizeof(err)), 0);
+	assert_int_equal(back.n, 3);
+	assert_memory_equal(back.uuid, b.uuid, 16);
+	assert_memory_equal(back.dev, b.dev, 3 * sizeof(b.dev[0]));
+	/* torn: any shorter length */
+	for (size_t cut = 0; cut < len; cut++) {
+		err[0] = '\0';
+		assert_int_equal(rf_ovl_base_parse(buf, cut, "r.base", &back, err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, cut >= 8 && cut < 44 ? "torn" : "r.base: "));
+	}
+	assert_int_equal(rf_ovl_base_parse(buf, len - 1, "r.base", &back, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "r.base: torn: 139 bytes, its header says 140");
+	/* another version, checksum made right */
+	memcpy(bad, buf, len);
+	v = htole32(2);
+	memcpy(bad + 8, &v, 4);
+	assert_int_equal(rf_ovl_base_parse(bad, len, "r.base", &back, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "r.base: an overlay record of version 2; this raidfuse reads version 1");
+	/* a bit flipped anywhere */
+	for (size_t i = 0; i < len; i++) {
+		memcpy(bad, buf, len);
+		bad[i] ^= 0x10;
+		assert_int_equal(rf_ovl_base_parse(bad, len, "r.base", &back, err, sizeof(err)), -EINVAL);
+	}
+	memcpy(bad, buf, len);
+	bad[60] ^= 1;           /* an entry's events */
+	assert_int_equal(rf_ovl_base_parse(bad, len, "r.base", &back, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "r.base: checksum 0x"));
+	/* foreign */
+	memcpy(bad, buf, len);
+	memcpy(bad, "RFOVL1\n\0", 8);
+	assert_int_equal(rf_ovl_base_parse(bad, len, "r.base", &back, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "r.base: not a raidfuse overlay record");
+	/* one device twice, checksum right */
+	b.dev[2].dev_number = b.dev[0].dev_number;
+	len = rf_ovl_base_build(&b, buf, sizeof(buf));
+	assert_int_equal(rf_ovl_base_parse(buf, len, "r.base", &back, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "recorded twice"));
+}
+
+/* The map's parser: a torn map is refused, never read as zeros. */
+static void test_map_parse(void **state)
+{
+	char mpath[320], odir[320], err[1024], map[400], cmd[800];
+	int r;
+
+	fresh("map", mpath, odir, sizeof(mpath));
+	assert_int_equal(try_open(odir, mpath, err, sizeof(err)), 0);
+	snprintf(map, sizeof(map), "%s/010e1b2835424f5c697683909daab7c4-1.map", odir);
+	assert_int_equal(truncate(map, 4096 + 10), 0);        /* a 1 MiB member needs 4096 + 32 */
+	r = try_open(odir, mpath, err, sizeof(err));
+	assert_int_equal(r, -EINVAL);
+	assert_non_null(strstr(err, "torn: 4106 bytes, a member of 1048576 bytes needs 4128"));
+	snprintf(cmd, sizeof(cmd), "printf 'RFOVL2' | dd of='%s' conv=notrunc status=none", map);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(try_open(odir, mpath, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "not a raidfuse overlay map"));
 }
 
 static int ended;
@@ -267,16 +463,12 @@ static void test_ioq_backend(void **state)
 
 static int setup(void **state)
 {
-	const char *env = getenv("RF_TEST_SEED");
 	int fd;
 
-	if (env)
-		seed = (unsigned)strtoul(env, NULL, 0);
-	printf("# seed %u (RF_TEST_SEED overrides)\n", seed);
-	if (testdir_make(dir, sizeof(dir), "overlay"))
+	if (fx_dir_make("overlay"))
 		return -1;
-	snprintf(ovdir, sizeof(ovdir), "%s/ov", dir);
-	snprintf(member, sizeof(member), "%s/m.img", dir);
+	snprintf(ovdir, sizeof(ovdir), "%s/ov", fx_dir);
+	snprintf(member, sizeof(member), "%s/m.img", fx_dir);
 	if (mkdir(ovdir, 0755))
 		return -1;
 	make_member(member, BYTES);
@@ -284,7 +476,7 @@ static int setup(void **state)
 	model = malloc(BYTES);
 	/* Random data after the superblock area. */
 	for (uint64_t i = 0; i < BYTES; i++)
-		orig[i] = (char)rand_r(&seed);
+		orig[i] = (char)fx_rand();
 	fd = open(member, O_RDWR);
 	if (pwrite(fd, orig + 16 * 512, BYTES - 16 * 512, 16 * 512) != (ssize_t)(BYTES - 16 * 512))
 		return -1;
@@ -298,7 +490,7 @@ static int teardown(void **state)
 {
 	free(orig);
 	free(model);
-	return testdir_remove(dir);
+	return fx_dir_remove();
 }
 
 int main(void)
@@ -308,6 +500,11 @@ int main(void)
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_superblock),
 		cmocka_unit_test(test_ioq_backend),
+		cmocka_unit_test(test_stale_base),
+		cmocka_unit_test(test_stale_csum),
+		cmocka_unit_test(test_legacy),
+		cmocka_unit_test(test_base_parse),
+		cmocka_unit_test(test_map_parse),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

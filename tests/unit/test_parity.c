@@ -24,45 +24,13 @@
 
 #include <cmocka.h>
 
+#include "fixture.h"
 #include "raidfuse/parity.h"
 
 #define GUARD           64
 #define GUARD_BYTE      0xa5
 #define MAX_BLK         (257 + 2)
 #define NMODES          5
-
-static uint64_t test_seed = 0x5eed0f9a71c0ffeeULL;
-static uint64_t rng;
-
-static void rng_start(uint64_t tag)
-{
-	rng = test_seed ^ (tag * 0x9e3779b97f4a7c15ULL);
-	if (!rng)
-		rng = 1;
-}
-
-static uint64_t rnd(void)
-{
-	/* xorshift64* */
-	rng ^= rng >> 12;
-	rng ^= rng << 25;
-	rng ^= rng >> 27;
-	return rng * 0x2545f4914f6cdd1dULL;
-}
-
-static void fill(void *p, size_t len)
-{
-	uint8_t *b = p;
-	size_t i;
-
-	for (i = 0; i + 8 <= len; i += 8) {
-		uint64_t v = rnd();
-
-		memcpy(b + i, &v, 8);
-	}
-	for (; i < len; i++)
-		b[i] = (uint8_t)rnd();
-}
 
 /* One block at a chosen offset from a 64-byte boundary, guarded both sides. */
 struct blk {
@@ -169,7 +137,7 @@ static void expect_same(const void *got, const void *want, size_t len, const cha
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
 	fail_msg("%s: byte %zu of %zu is 0x%02x, expected 0x%02x (seed 0x%llx)", what, i, len,
-		 g[i], w[i], (unsigned long long)test_seed);
+		 g[i], w[i], (unsigned long long)fx_seed);
 }
 
 static const size_t gen_lens[] = { 32, 64, 4096, 4096 + 32, 65536 };
@@ -237,7 +205,7 @@ static void test_threads_first_use(void **state)
 	int i;
 
 	for (i = 0; i < NTHREADS; i++) {
-		job[i].seed = test_seed + (uint64_t)i * 2 + 1;
+		job[i].seed = fx_seed + (uint64_t)i * 2 + 1;
 		job[i].n = 4 + 3 * i;
 		assert_int_equal(pthread_create(&tid[i], NULL, thread_recover, &job[i]), 0);
 	}
@@ -327,7 +295,7 @@ static void test_xor_gen_matrix(void **state)
 	int n, mode;
 	size_t li;
 
-	rng_start(1);
+	fx_rand_restart(1);
 	for (n = 1; n <= 16; n++) {
 		for (li = 0; li < NLENS; li++) {
 			size_t len = gen_lens[li];
@@ -340,7 +308,7 @@ static void test_xor_gen_matrix(void **state)
 				assert_non_null(copy);
 				row_alloc(&r, n + 1, len, mode);
 				for (i = 0; i <= n; i++)
-					fill(r.v[i], len);
+					fx_rand_fill(r.v[i], len);
 				memcpy(copy, r.v[0], len);
 				rf_ref_xor_gen(n, len, r.v, want);
 				rf_xor_gen(n, len, r.v, r.v[n]);
@@ -363,7 +331,7 @@ static void test_pq_gen_matrix(void **state)
 	int n, mode;
 	size_t li;
 
-	rng_start(2);
+	fx_rand_restart(2);
 	for (n = 1; n <= 16; n++) {
 		for (li = 0; li < NLENS; li++) {
 			size_t len = gen_lens[li];
@@ -377,7 +345,7 @@ static void test_pq_gen_matrix(void **state)
 				assert_non_null(copy);
 				row_alloc(&r, n + 2, len, mode);
 				for (i = 0; i < n + 2; i++)
-					fill(r.v[i], len);
+					fx_rand_fill(r.v[i], len);
 				memcpy(copy, r.v[n - 1], len);
 				rf_ref_pq_gen(n, len, r.v, wp, wq);
 				rf_pq_gen(n, len, r.v, r.v[n], r.v[n + 1]);
@@ -406,7 +374,7 @@ static void test_gen_odd_lengths(void **state)
 	unsigned li, ni;
 	int mode, i;
 
-	rng_start(8);
+	fx_rand_restart(8);
 	for (ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++) {
 		for (li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
 			for (mode = 0; mode < NMODES; mode++) {
@@ -419,7 +387,7 @@ static void test_gen_odd_lengths(void **state)
 				assert_non_null(wq);
 				row_alloc(&r, n + 2, len, mode);
 				for (i = 0; i < n; i++)
-					fill(r.v[i], len);
+					fx_rand_fill(r.v[i], len);
 				rf_ref_pq_gen(n, len, r.v, wp, wq);
 				rf_pq_gen(n, len, r.v, r.v[n], r.v[n + 1]);
 				expect_same(r.v[n], wp, len, "odd P n=%d len=%zu %s", n, len, mode_name[mode]);
@@ -445,7 +413,7 @@ static void test_pq_gen_wide(void **state)
 	struct row r;
 	unsigned k;
 
-	rng_start(3);
+	fx_rand_restart(3);
 	for (k = 0; k < sizeof(ns) / sizeof(ns[0]); k++) {
 		int n = ns[k], mode, i;
 
@@ -456,7 +424,7 @@ static void test_pq_gen_wide(void **state)
 			assert_non_null(wq);
 			row_alloc(&r, n + 2, len, mode);
 			for (i = 0; i < n; i++)
-				fill(r.v[i], len);
+				fx_rand_fill(r.v[i], len);
 			rf_ref_pq_gen(n, len, r.v, wp, wq);
 			rf_pq_gen(n, len, r.v, r.v[n], r.v[n + 1]);
 			expect_same(r.v[n], wp, len, "wide P n=%d %s", n, mode_name[mode]);
@@ -477,7 +445,7 @@ static void test_xor_into(void **state)
 	static const size_t offs[][2] = { { 0, 0 }, { 32, 0 }, { 1, 0 }, { 0, 3 }, { 5, 9 } };
 	unsigned li, oi;
 
-	rng_start(4);
+	fx_rand_restart(4);
 	for (li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
 		for (oi = 0; oi < sizeof(offs) / sizeof(offs[0]); oi++) {
 			size_t len = lens[li], i;
@@ -487,8 +455,8 @@ static void test_xor_into(void **state)
 			assert_non_null(want);
 			blk_alloc(&s, len, offs[oi][0]);
 			blk_alloc(&d, len, offs[oi][1]);
-			fill(s.p, len);
-			fill(d.p, len);
+			fx_rand_fill(s.p, len);
+			fx_rand_fill(d.p, len);
 			for (i = 0; i < len; i++)
 				want[i] = s.p[i] ^ d.p[i];
 			rf_xor_into(len, s.p, d.p);
@@ -511,7 +479,7 @@ static void test_q_update(void **state)
 	unsigned ni, li;
 	int mode, slot, n;
 
-	rng_start(5);
+	fx_rand_restart(5);
 	for (ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++) {
 		n = ns[ni];
 		for (li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
@@ -528,12 +496,12 @@ static void test_q_update(void **state)
 				assert_non_null(wq);
 				row_alloc(&r, n + 2, len, mode);
 				for (i = 0; i < (size_t)n; i++)
-					fill(r.v[i], len);
+					fx_rand_fill(r.v[i], len);
 				rf_pq_gen(n, len, r.v, r.v[n], r.v[n + 1]);
 				for (slot = 0; slot < n; slot++) {
 					uint8_t *d = r.v[slot];
 
-					fill(delta, len);
+					fx_rand_fill(delta, len);
 					for (i = 0; i < len; i++)
 						d[i] ^= delta[i];
 					memcpy(q2, r.v[n + 1], len);
@@ -593,7 +561,7 @@ static void recover_row(int n, size_t len, int mode, bool with_ref)
 	row_alloc(&r, n + 2, len, mode);
 	row_alloc(&w, n + 2, len, mode);
 	for (i = 0; i < n; i++)
-		fill(r.v[i], len);
+		fx_rand_fill(r.v[i], len);
 	rf_pq_gen(n, len, r.v, r.v[n], r.v[n + 1]);
 	for (i = 0; i < n + 2; i++) {
 		orig[i] = malloc(len);
@@ -610,9 +578,9 @@ static void recover_row(int n, size_t len, int mode, bool with_ref)
 
 				for (i = 0; i < n + 2; i++)
 					memcpy(w.v[i], orig[i], len);
-				fill(w.v[fa], len);
+				fx_rand_fill(w.v[fa], len);
 				if (fb >= 0)
-					fill(w.v[fb], len);
+					fx_rand_fill(w.v[fb], len);
 				/* the reference also sees the pair reversed */
 				if (ref && b >= 0) {
 					a = fb;
@@ -644,7 +612,7 @@ static void test_recover_all_pairs(void **state)
 	unsigned ni;
 	int mode;
 
-	rng_start(6);
+	fx_rand_restart(6);
 	for (ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++) {
 		for (mode = 0; mode < NMODES; mode++) {
 			recover_row(ns[ni], 32, mode, true);
@@ -665,7 +633,7 @@ static void test_recover_wide(void **state)
 	const size_t len = 4096 + 32;
 	unsigned ni, pi;
 
-	rng_start(7);
+	fx_rand_restart(7);
 	for (ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++) {
 		int n = ns[ni], i;
 		struct row r, w;
@@ -673,7 +641,7 @@ static void test_recover_wide(void **state)
 		row_alloc(&r, n + 2, len, 0);
 		row_alloc(&w, n + 2, len, 4);
 		for (i = 0; i < n; i++)
-			fill(r.v[i], len);
+			fx_rand_fill(r.v[i], len);
 		rf_pq_gen(n, len, r.v, r.v[n], r.v[n + 1]);
 		for (pi = 0; pi < sizeof(pairs) / sizeof(pairs[0]); pi++) {
 			/* negative: counted from the end, -1 = Q, -2 = P, -3 = last data */
@@ -749,11 +717,6 @@ int main(void)
 		cmocka_unit_test(test_recover_wide),
 		cmocka_unit_test(test_recover_einval),
 	};
-	const char *env = getenv("RF_TEST_SEED");
-
-	if (env && *env)
-		test_seed = strtoull(env, NULL, 0);
-	printf("test_parity: seed 0x%llx (set RF_TEST_SEED to replay)\n",
-	       (unsigned long long)test_seed);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	fx_seed_init();
+	return fx_run_tests_with(tests, NULL, NULL);
 }

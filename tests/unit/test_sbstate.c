@@ -24,22 +24,19 @@
 
 #include <cmocka.h>
 
-#include "engine.h"
+#include "core/engine.h"
 #include "raidfuse/assemble.h"
 #include "raidfuse/super.h"
 #include "raidfuse/sync.h"
-#include "sbstate.h"
-#include "testdir.h"
+#include "services/sbstate.h"
+#include "fixture.h"
 #include "testreq.h"
 
 #define N 4
 #define MEMBER_SECTORS 32768ULL         /* 16 MiB */
 #define DATA_OFFSET 2048ULL
 
-static char dir[256];
-static char paths[N][512];
-static int gtc;
-static unsigned seed = 20261130u;
+static char paths[N][FX_PATH];
 
 /* ---- the checking member backend ---- */
 
@@ -68,54 +65,24 @@ static void note_write(struct rf_mio *m, uint64_t off, uint64_t len)
 
 static void make_members(int level, bool clean)
 {
-	struct rf_sb_new n;
-	char err[512];
-	int i;
+	struct rf_sb_new n = { .level = level, .layout = level == 5 ? 2 : level == 0 ? 1 : 0,
+			       .chunk_sectors = 128, .raid_disks = N, .data_offset = DATA_OFFSET,
+			       .size = level == 0 ? 0 : (MEMBER_SECTORS - DATA_OFFSET) / 128 * 128,
+			       .clean = clean };
 
-	memset(&n, 0, sizeof(n));
-	for (i = 0; i < 16; i++)
-		n.uuid[i] = (uint8_t)(0x40 + i * 7);
 	snprintf(n.name, sizeof(n.name), "state");
-	n.level = level;
-	n.layout = level == 5 ? 2 : level == 0 ? 1 : 0;
-	n.chunk_sectors = 128;
-	n.raid_disks = N;
-	n.data_offset = DATA_OFFSET;
-	n.size = level == 0 ? 0 : (MEMBER_SECTORS - DATA_OFFSET) / 128 * 128;
-	n.clean = clean;
-	n.ctime = 1700000000;
-	for (i = 0; i < N; i++) {
-		int fd;
-
-		snprintf(paths[i], sizeof(paths[i]), "%s/m%d.img", dir, i);
-		fd = open(paths[i], O_RDWR | O_CREAT | O_TRUNC, 0600);
-		assert_true(fd >= 0);
-		assert_int_equal(ftruncate(fd, (off_t)(MEMBER_SECTORS * 512)), 0);
-		if (rf_sb_write12(fd, paths[i], &n, i, MEMBER_SECTORS, err, sizeof(err)))
-			fail_msg("%s", err);
-		close(fd);
-	}
+	fx_md_members(&n, "m", MEMBER_SECTORS, paths);
 }
 
 static struct rf_array *open_array(bool readonly, unsigned delay_ms)
 {
 	const char *p[N] = { paths[0], paths[1], paths[2], paths[3] };
-	struct rf_config cfg;
-	struct rf_array *a;
-	char err[1024];
+	struct rf_array *a = fx_open_assembled(p, N, readonly, fx_gtc);
 
-	if (rf_assemble(p, N, NULL, readonly, &cfg, err, sizeof(err)))
-		fail_msg("assemble: %s", err);
-	cfg.group_thread_cnt = gtc;
-	cfg.worker_groups = 2;
-	if (rf_array_open(&cfg, &a, err, sizeof(err)))
-		fail_msg("open: %s", err);
-	rf_config_free(&cfg);
 	if (a->sbstate)
 		atomic_store(&a->sbstate->delay_ms, delay_ms);
 	testreq_on_io = note_write;
-	rf_array_set_ioq_init(a, testreq_watch_init);
-	assert_int_equal(rf_array_start(a), 0);
+	fx_start(a, testreq_watch_init);
 	return a;
 }
 
@@ -220,27 +187,21 @@ static void test_cycle(void **state)
 	free(buf);
 }
 
-struct writer {
-	struct rf_array *a;
-	unsigned seed;
-	int n;
-};
-
 static void *writer_main(void *arg)
 {
-	struct writer *w = arg;
+	struct fx_writer *w = arg;
 	char *buf = aligned_alloc(4096, 16384);
 	int i;
 
 	for (i = 0; i < w->n; i++) {
-		uint32_t len = 4096u << (rand_r(&w->seed) % 3);
-		uint64_t off = (uint64_t)(rand_r(&w->seed) % 2048) * 4096;
+		uint32_t len = 4096u << (fx_rng_next(&w->rng) % 3);
+		uint64_t off = (uint64_t)(fx_rng_next(&w->rng) % 2048) * 4096;
 
 		memset(buf, i, len);
 		if (testreq_io(w->a, RF_REQ_WRITE, off, len, buf))
 			break;
-		if (rand_r(&w->seed) % 4 == 0)
-			sleep_ms(rand_r(&w->seed) % 6);
+		if (fx_rng_next(&w->rng) % 4 == 0)
+			sleep_ms(fx_rng_next(&w->rng) % 6);
 	}
 	free(buf);
 	return NULL;
@@ -251,8 +212,6 @@ static void *writer_main(void *arg)
  * member's superblock clean. */
 static void test_race_timer(void **state)
 {
-	struct writer w[4];
-	pthread_t t[4];
 	struct rf_sb sb, first;
 	struct rf_array *a;
 	unsigned dirty, clean;
@@ -268,12 +227,7 @@ static void test_race_timer(void **state)
 	for (round = 0; round < 5; round++) {
 		unsigned before = atomic_load(&a->sbstate->nr_clean);
 
-		for (i = 0; i < 4; i++) {
-			w[i] = (struct writer){ a, seed + (unsigned)(round * 4 + i), 40 };
-			assert_int_equal(pthread_create(&t[i], NULL, writer_main, &w[i]), 0);
-		}
-		for (i = 0; i < 4; i++)
-			pthread_join(t[i], NULL);
+		fx_writers(a, 4, 40, (uint64_t)(round * 4), writer_main);
 		wait_for(&a->sbstate->nr_clean, before + 1);
 	}
 	dirty = atomic_load(&a->sbstate->nr_dirty);
@@ -485,46 +439,19 @@ static void test_no_state(void **state)
 	rf_config_free(&cfg);
 }
 
-static int setup(void **state)
-{
-	const char *env = getenv("RF_TEST_SEED");
-
-	if (env)
-		seed = (unsigned)strtoul(env, NULL, 0);
-	printf("# seed %u (RF_TEST_SEED overrides)\n", seed);
-	return testdir_make(dir, sizeof(dir), "sbstate");
-}
-
-static int teardown(void **state)
-{
-	return testdir_remove(dir);
-}
-
-static int inline0(void **state)
-{
-	gtc = 0;
-	return 0;
-}
-
-static int threads2(void **state)
-{
-	gtc = 2;
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_cycle, inline0),
-		cmocka_unit_test_setup(test_race_timer, inline0),
-		cmocka_unit_test_setup(test_cycle, threads2),
-		cmocka_unit_test_setup(test_race_timer, threads2),
-		cmocka_unit_test_setup(test_dirty_stays_due, inline0),
-		cmocka_unit_test_setup(test_resync_recorded, inline0),
-		cmocka_unit_test_setup(test_faulty_recorded, inline0),
-		cmocka_unit_test_setup(test_write_waits_for_record, inline0),
-		cmocka_unit_test_setup(test_no_state, inline0),
+		cmocka_unit_test_setup(test_cycle, fx_inline0),
+		cmocka_unit_test_setup(test_race_timer, fx_inline0),
+		cmocka_unit_test_setup(test_cycle, fx_threads2),
+		cmocka_unit_test_setup(test_race_timer, fx_threads2),
+		cmocka_unit_test_setup(test_dirty_stays_due, fx_inline0),
+		cmocka_unit_test_setup(test_resync_recorded, fx_inline0),
+		cmocka_unit_test_setup(test_faulty_recorded, fx_inline0),
+		cmocka_unit_test_setup(test_write_waits_for_record, fx_inline0),
+		cmocka_unit_test_setup(test_no_state, fx_inline0),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return fx_run_tests("sbstate", tests);
 }

@@ -32,7 +32,7 @@
 
 #include "raidfuse/assemble.h"
 #include "raidfuse/super.h"
-#include "testdir.h"
+#include "fixture.h"
 
 #define HEAD (64 * 1024)
 #define TAIL (192 * 1024)
@@ -207,20 +207,15 @@ static int load_images(void)
 
 static int group_setup(void **state)
 {
-	char templ[] = "/tmp/rf-test-super-XXXXXX", real[PATH_MAX];
+	char real[PATH_MAX];
 
-	if (!mkdtemp(templ) || !realpath(templ, real) || strlen(real) >= sizeof(tmpdir))
+	if (fx_dir_make("super") || !realpath(fx_dir, real) || strlen(real) >= sizeof(tmpdir))
 		return -1;
 	memcpy(tmpdir, real, strlen(real) + 1);     /* length checked above */
 	/* mdadm's texts were printed in UTC. */
 	setenv("TZ", "UTC", 1);
 	tzset();
 	return load_images();
-}
-
-static int group_teardown(void **state)
-{
-	return testdir_remove(tmpdir);
 }
 
 static int open_read(const char *path, struct rf_sb *sb, char *err, size_t errlen)
@@ -415,9 +410,7 @@ static const char *write_member(const char *name, uint64_t bytes, const void *sb
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	assert_true(fd >= 0);
-	assert_int_equal(ftruncate(fd, (off_t)bytes), 0);
+	fd = fx_file_open(path, bytes);
 	if (sb)
 		assert_int_equal(pwrite(fd, sb, 4096, (off_t)at), 4096);
 	close(fd);
@@ -818,21 +811,6 @@ static void test_update_io_change(void **state)
 
 /* ----------------------------------------------------------- assemble */
 
-static void make_array(const char *prefix, struct rf_sb_new *n, uint64_t sectors, char paths[][PATH_MAX + 64])
-{
-	char err[1024];
-
-	for (int i = 0; i < n->raid_disks; i++) {
-		char name[64];
-		int fd;
-
-		snprintf(name, sizeof(name), "%s%d.img", prefix, i);
-		snprintf(paths[i], PATH_MAX + 64, "%s", write_member(name, sectors * 512, NULL, 0));
-		fd = open(paths[i], O_RDWR);
-		assert_int_equal(rf_sb_write12(fd, paths[i], n, i, sectors, err, sizeof(err)), 0);
-		close(fd);
-	}
-}
 
 static void bump_events(const char *path, int times)
 {
@@ -850,13 +828,13 @@ static void test_assemble(void **state)
 {
 	const uint64_t sectors = 32768;
 	struct rf_sb_new n = new_array(5, 2, 128, 4, sectors), other;
-	char paths[4][PATH_MAX + 64], opaths[4][PATH_MAX + 64];
+	char paths[4][FX_PATH], opaths[4][FX_PATH];
 	const char *order[4];
 	struct rf_config cfg;
 	char err[1024];
 
 	n.clean = true;
-	make_array("as", &n, sectors, paths);
+	fx_md_members(&n, "as", sectors, paths);
 	/* given in any order, assembled by role */
 	order[0] = paths[2], order[1] = paths[0], order[2] = paths[3], order[3] = paths[1];
 	assert_int_equal(rf_assemble(order, 4, NULL, true, &cfg, err, sizeof(err)), 0);
@@ -895,7 +873,7 @@ static void test_assemble(void **state)
 
 	/* another array's member */
 	other = new_array(5, 2, 128, 4, sectors);
-	make_array("other", &other, sectors, opaths);
+	fx_md_members(&other, "other", sectors, opaths);
 	order[3] = opaths[1];
 	assert_int_equal(rf_assemble(order, 4, NULL, false, &cfg, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "not one array"));
@@ -904,7 +882,7 @@ static void test_assemble(void **state)
 	/* the same member twice */
 	order[3] = paths[0];
 	assert_int_equal(rf_assemble(order, 4, NULL, false, &cfg, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "same member"));
+	assert_non_null(strstr(err, "same file twice"));
 
 	/* two members claiming one role: a copy of member 0 */
 	{
@@ -929,13 +907,13 @@ static void test_assemble_dirty_degraded(void **state)
 {
 	const uint64_t sectors = 32768;
 	struct rf_sb_new n = new_array(5, 2, 128, 3, sectors);
-	char paths[3][PATH_MAX + 64];
+	char paths[3][FX_PATH];
 	const char *order[2];
 	struct rf_config cfg;
 	char err[1024];
 
 	n.clean = false;
-	make_array("dd", &n, sectors, paths);
+	fx_md_members(&n, "dd", sectors, paths);
 	order[0] = paths[0], order[1] = paths[1];
 	assert_int_equal(rf_assemble(order, 2, NULL, false, &cfg, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "not clean"));
@@ -961,14 +939,14 @@ static void test_check_config(void **state)
 {
 	const uint64_t sectors = 32768;
 	struct rf_sb_new n = new_array(5, 2, 128, 3, sectors);
-	char paths[3][PATH_MAX + 64], err[1024];
+	char paths[3][FX_PATH], err[1024];
 	struct rf_config cfg;
 	const char *c;
 
 	n.clean = true;
-	make_array("cc", &n, sectors, paths);
+	fx_md_members(&n, "cc", sectors, paths);
 	c = conf_file("cc.conf", "array: { level = 5; chunk_size = \"64K\";\n"
-		      "  members = ( \"cc0.img\", \"cc1.img\", \"cc2.img\" ); };\n");
+		      "  members = ( \"cc-0.img\", \"cc-1.img\", \"cc-2.img\" ); };\n");
 	assert_int_equal(rf_config_load(c, &cfg, err, sizeof(err)), 0);
 	assert_int_equal(rf_assemble_check_config(&cfg, err, sizeof(err)), 0);
 	assert_int_equal(cfg.data_offset, n.data_offset * 512);
@@ -977,7 +955,7 @@ static void test_check_config(void **state)
 	rf_config_free(&cfg);
 
 	c = conf_file("cc.conf", "array: { level = 5; chunk_size = \"128K\";\n"
-		      "  members = ( \"cc0.img\", \"cc1.img\", \"cc2.img\" ); };\n");
+		      "  members = ( \"cc-0.img\", \"cc-1.img\", \"cc-2.img\" ); };\n");
 	assert_int_equal(rf_config_load(c, &cfg, err, sizeof(err)), 0);
 	assert_int_equal(rf_assemble_check_config(&cfg, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "member 0"));
@@ -985,7 +963,7 @@ static void test_check_config(void **state)
 	rf_config_free(&cfg);
 
 	c = conf_file("cc.conf", "array: { level = 5; chunk_size = \"64K\";\n"
-		      "  members = ( \"cc0.img\", \"cc2.img\", \"cc1.img\" ); };\n");
+		      "  members = ( \"cc-0.img\", \"cc-2.img\", \"cc-1.img\" ); };\n");
 	assert_int_equal(rf_config_load(c, &cfg, err, sizeof(err)), 0);
 	assert_int_equal(rf_assemble_check_config(&cfg, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "member 1"));
@@ -994,7 +972,7 @@ static void test_check_config(void **state)
 
 	write_member("ccnone.img", sectors * 512, NULL, 0);
 	c = conf_file("cc.conf", "array: { level = 5; chunk_size = \"64K\";\n"
-		      "  members = ( \"cc0.img\", \"cc1.img\", \"ccnone.img\" ); };\n");
+		      "  members = ( \"cc-0.img\", \"cc-1.img\", \"ccnone.img\" ); };\n");
 	assert_int_equal(rf_config_load(c, &cfg, err, sizeof(err)), 0);
 	assert_int_equal(rf_assemble_check_config(&cfg, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "ccnone.img) has no md superblock"));
@@ -1071,5 +1049,5 @@ int main(void)
 		cmocka_unit_test(test_plan_create),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return fx_run_tests_with(tests, group_setup, fx_group_teardown);
 }

@@ -24,17 +24,15 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "engine.h"
+#include "core/engine.h"
 #include "fake_ioq.h"
-#include "testdir.h"
+#include "fixture.h"
+#include "testreq.h"
 #include "raidfuse/sync.h"
 
 #define MEMBER_BYTES (2u << 20)
 #define DATA_OFFSET (64u << 10)
 #define IOMAX (256u << 10)
-
-static unsigned seed;
-static char dir[256];
 
 struct spec {
 	const char *what;
@@ -57,56 +55,15 @@ static const struct spec specs[] = {
 };
 #define NSPECS (sizeof(specs) / sizeof(specs[0]))
 
-static uint64_t rstate;
-
-/* xorshift64*: no short cycles in the low bits (an LCG's would repeat the
- * same bytes every few KiB and hide mapping mistakes). */
-static uint32_t rnd(void)
-{
-	rstate ^= rstate >> 12;
-	rstate ^= rstate << 25;
-	rstate ^= rstate >> 27;
-	return (uint32_t)((rstate * 2685821657736338717ull) >> 32);
-}
-
-static void fill_rnd(char *buf, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i + 4 <= len; i += 4) {
-		uint32_t v = rnd();
-
-		memcpy(buf + i, &v, 4);
-	}
-	for (; i < len; i++)
-		buf[i] = (char)rnd();
-}
-
 static void member_path(char *buf, size_t len, const struct spec *sp, int i)
 {
-	snprintf(buf, len, "%s/%s-%d.img", dir, sp->what, i);
+	fx_member_path(buf, len, sp->what, i);
 }
 
 /* Member files: zeros, or garbage when garbage is set. */
 static void make_members(const struct spec *sp, bool garbage)
 {
-	static char junk[MEMBER_BYTES];
-	int i;
-
-	for (i = 0; i < sp->n; i++) {
-		char p[512];
-		int fd;
-
-		member_path(p, sizeof(p), sp, i);
-		fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
-		assert_true(fd >= 0);
-		assert_int_equal(ftruncate(fd, MEMBER_BYTES), 0);
-		if (garbage) {
-			fill_rnd(junk, sizeof(junk));
-			assert_int_equal(pwrite(fd, junk, sizeof(junk), 0), (ssize_t)sizeof(junk));
-		}
-		close(fd);
-	}
+	fx_make_members(sp->what, sp->n, MEMBER_BYTES, garbage);
 }
 
 static struct rf_array *open_array_on(const struct spec *sp, int gtc, rf_ioq_init_fn ioq);
@@ -119,65 +76,17 @@ static struct rf_array *open_array(const struct spec *sp, int gtc)
 /* ioq: the members' IO backend (NULL: liburing, as the daemon). */
 static struct rf_array *open_array_on(const struct spec *sp, int gtc, rf_ioq_init_fn ioq)
 {
-	struct rf_config cfg;
-	struct rf_array *a;
-	char err[512];
-	int i;
+	const struct fx_array fa = { .what = sp->what, .level = sp->level, .layout = sp->layout, .n = sp->n,
+				     .chunk = sp->chunk, .data_offset = DATA_OFFSET };
 
-	testcfg_init(&cfg, sp->level, sp->layout, sp->n, sp->chunk);
-	cfg.data_offset = DATA_OFFSET;
-	cfg.group_thread_cnt = gtc;
-	for (i = 0; i < sp->n; i++) {
-		char p[512];
-
-		member_path(p, sizeof(p), sp, i);
-		cfg.members[i] = strdup(p);
-	}
-	i = rf_array_open(&cfg, &a, err, sizeof(err));
-	if (i)
-		fail_msg("%s: %s", sp->what, err);
-	for (i = 0; i < sp->n; i++)
-		free(cfg.members[i]);
-	if (ioq)
-		rf_array_set_ioq_init(a, ioq);
-	assert_int_equal(rf_array_start(a), 0);
-	return a;
+	return fx_open_spec(&fa, gtc, ioq);
 }
 
 /* ---- synchronous requests ---- */
 
-struct waiter {
-	sem_t sem;
-	int err;
-};
-
-static void waiter_done(struct rf_req *r, int err)
-{
-	struct waiter *w = r->priv;
-
-	w->err = err;
-	sem_post(&w->sem);
-}
-
 static int do_io(struct rf_array *a, int op, uint64_t off, uint32_t len, char *buf)
 {
-	struct rf_req *r = rf_req_alloc(a, len);
-	struct waiter w = { .err = 0 };
-
-	assert_non_null(r);
-	sem_init(&w.sem, 0, 0);
-	r->off = off;
-	r->len = len;
-	r->op = (uint8_t)op;
-	r->buf = buf;
-	r->priv = &w;
-	r->done = waiter_done;
-	rf_array_submit(a, r);
-	while (sem_wait(&w.sem))
-		;
-	sem_destroy(&w.sem);
-	rf_req_free(r);
-	return w.err;
+	return testreq_io(a, op, off, len, buf);
 }
 
 /* Write model over the whole array. */
@@ -319,7 +228,7 @@ static void data_block(const struct rf_array *a, uint64_t as, int *m, uint64_t *
 /* A 4 KiB-aligned array sector somewhere in the array. */
 static uint64_t pick_sector(const struct rf_array *a)
 {
-	return (rnd() % (rf_array_size(a) / 4096)) * 8;
+	return (fx_rand() % (rf_array_size(a) / 4096)) * 8;
 }
 
 static uint64_t walk_sectors(const struct rf_array *a)
@@ -347,7 +256,7 @@ static char *fresh_array(const struct spec *sp, struct rf_array **out)
 	make_members(sp, false);
 	a = open_array(sp, 2);
 	model = malloc(rf_array_size(a));
-	fill_rnd(model, rf_array_size(a));
+	fx_rand_fill(model, rf_array_size(a));
 	write_all(a, model);
 	*out = a;
 	return model;
@@ -409,7 +318,7 @@ static void parity_block_one(const struct spec *sp)
 	uint64_t as = pick_sector(a), sec, digest, mm, want = 8;
 	struct rf_sync_status st;
 	char first[4096];
-	int m, which = rnd() % 2;
+	int m, which = fx_rand() % 2;
 
 	if (g->level >= 4 && g->level <= 6) {
 		struct rf_r5_map map;
@@ -484,7 +393,7 @@ static void resync_garbage_one(const struct spec *sp)
 	assert_true(st.resync_cp == RF_SYNC_NONE);
 	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
 	model = malloc(rf_array_size(a));
-	fill_rnd(model, rf_array_size(a));
+	fx_rand_fill(model, rf_array_size(a));
 	write_all(a, model);
 	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
 	close_verified(a, model, sp->what);
@@ -503,7 +412,7 @@ struct writer {
 	struct rf_array *a;
 	char *model;
 	uint64_t lo, hi;        /* this writer's bytes of the array */
-	unsigned seed;
+	struct fx_rng rng;
 	volatile int *stop;
 	int nwrites;
 	double slowest;         /* seconds, the slowest write */
@@ -518,15 +427,14 @@ static void *writer_main(void *arg)
 
 	while (!__atomic_load_n(w->stop, __ATOMIC_ACQUIRE) || w->nwrites < 20) {
 		uint32_t len, i;
-		uint64_t off;
+		uint64_t off, v;
 		double t;
 
-		w->seed = w->seed * 1103515245u + 12345u;
-		len = 512 * (1 + (w->seed >> 8) % 128);
-		w->seed = w->seed * 1103515245u + 12345u;
-		off = w->lo + ((w->seed >> 4) % ((w->hi - w->lo - len) / 512)) * 512;
+		len = 512 * (1 + fx_rng_next(&w->rng) % 128);
+		v = fx_rng_next(&w->rng);
+		off = w->lo + (v % ((w->hi - w->lo - len) / 512)) * 512;
 		for (i = 0; i < len; i++)
-			buf[i] = (char)(w->seed + i * 131 + w->nwrites);
+			buf[i] = (char)(v + i * 131 + w->nwrites);
 		t = seconds();
 		assert_int_equal(do_io(w->a, RF_REQ_WRITE, off, len, buf), 0);
 		t = seconds() - t;
@@ -554,7 +462,7 @@ static void race_one(const struct spec *sp, int gtc)
 	a = open_array(sp, gtc);
 	size = rf_array_size(a);
 	model = malloc(size);
-	fill_rnd(model, size);
+	fx_rand_fill(model, size);
 	write_all(a, model);
 	/* A corrupt parity block or second copy for the repair to fix. */
 	as = pick_sector(a);
@@ -573,7 +481,7 @@ static void race_one(const struct spec *sp, int gtc)
 		w[i].model = model;
 		w[i].lo = size / NWRITERS * i;
 		w[i].hi = size / NWRITERS * (i + 1);
-		w[i].seed = seed + i;
+		fx_rng_init(&w[i].rng, (uint64_t)i + 1);
 		w[i].stop = &stop;
 		w[i].nwrites = 0;
 		w[i].slowest = 0;
@@ -610,6 +518,20 @@ static void test_foreground_race(void **state)
 }
 
 /* ---- the region's lock on its rows ---- */
+
+/* One request in flight: its end is posted on sem. */
+struct waiter {
+	sem_t sem;
+	int err;
+};
+
+static void waiter_done(struct rf_req *r, int err)
+{
+	struct waiter *w = r->priv;
+
+	w->err = err;
+	sem_post(&w->sem);
+}
 
 static struct rf_req *submit_async(struct rf_array *a, int op, uint64_t off, uint32_t len, char *buf,
 				   struct waiter *w)
@@ -658,8 +580,8 @@ static void window_writes(const struct spec *sp, uint64_t lo, uint64_t hi, bool 
 	make_members(sp, false);
 	a = open_array(sp, 2);
 	size = rf_array_size(a);
-	fill_rnd(near, 4096);
-	fill_rnd(far, 4096);
+	fx_rand_fill(near, 4096);
+	fx_rand_fill(far, 4096);
 	/* Where the two writes land, in the walk's rows. */
 	rf_sync_write_rows(a, 0, 4096, &nlo, &nhi);
 	rf_sync_write_rows(a, size - 4096, 4096, &flo, &fhi);
@@ -948,7 +870,7 @@ static void test_faults(void **state)
 
 static void spare_path(char *buf, size_t len, const struct spec *sp, int i)
 {
-	snprintf(buf, len, "%s/%s-spare%d.img", dir, sp->what, i);
+	snprintf(buf, len, "%s/%s-spare%d.img", fx_dir, sp->what, i);
 }
 
 /* Wait until no device is being rebuilt and no action runs. */
@@ -990,12 +912,13 @@ static void rebuild_one(const struct spec *sp, int gtc, int nfail)
 	a = open_array(sp, gtc);
 	size = rf_array_size(a);
 	model = malloc(size);
-	fill_rnd(model, size);
+	fx_rand_fill(model, size);
 	write_all(a, model);
 	assert_int_equal(rf_sync_set_speed_min(a, 100000), 0);
 	for (i = 0; i < NWRITERS; i++) {
 		w[i] = (struct writer){ .a = a, .model = model, .lo = size / NWRITERS * i,
-					.hi = size / NWRITERS * (i + 1), .seed = seed + i, .stop = &stop };
+					.hi = size / NWRITERS * (i + 1), .stop = &stop };
+		fx_rng_init(&w[i].rng, (uint64_t)i + 1);
 		assert_int_equal(pthread_create(&t[i], NULL, writer_main, &w[i]), 0);
 	}
 	for (f = 0; f < nfail; f++) {
@@ -1010,7 +933,7 @@ static void rebuild_one(const struct spec *sp, int gtc, int nfail)
 		spare_path(p, sizeof(p), sp, f);
 		fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
 		assert_true(fd >= 0);
-		fill_rnd(junk, sizeof(junk));
+		fx_rand_fill(junk, sizeof(junk));
 		assert_int_equal(pwrite(fd, junk, sizeof(junk), 0), (ssize_t)sizeof(junk));
 		close(fd);
 		if (rf_array_add_spare(a, p, err, sizeof(err)))
@@ -1099,21 +1022,6 @@ static void test_raid0_refuses(void **state)
 	rf_array_close(a);
 }
 
-static int setup(void **state)
-{
-	const char *s = getenv("RF_TEST_SEED");
-
-	seed = s ? (unsigned)strtoul(s, NULL, 0) : (unsigned)time(NULL);
-	printf("RF_TEST_SEED=%u\n", seed);
-	rstate = seed * 0x9E3779B97F4A7C15ull + 1;
-	return testdir_make(dir, sizeof(dir), "sync");
-}
-
-static int teardown(void **state)
-{
-	return testdir_remove(dir);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1130,5 +1038,5 @@ int main(void)
 		cmocka_unit_test(test_rebuild),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return fx_run_tests("sync", tests);
 }

@@ -1,0 +1,83 @@
+/* devopen.h - open one member or spare, checked, in one place.
+ *
+ * Every path that becomes a device of an array (create's members, a
+ * mount's or assemble's members and spares, a spare written to md/new_dev)
+ * goes through rf_dev_open(): what it returns is a regular file or a block
+ * device that is what the path named when it was checked (st_dev/st_ino),
+ * not on procfs/sysfs, not on the file system this daemon serves, locked
+ * against a second server, with its size.  rf_dev_check() tells later
+ * whether it still is (shrunk, unlinked, replaced at its path).
+ */
+#ifndef RAIDFUSE_DEVOPEN_H
+#define RAIDFUSE_DEVOPEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum rf_dev_open_flags {
+	RF_DEV_RDONLY = 1 << 0,         /* read-only; a shared lock */
+	RF_DEV_CREATE = 1 << 1,         /* create it if missing (O_EXCL; d->created says so) */
+	RF_DEV_DIRECT = 1 << 2,         /* a second descriptor with O_DIRECT (fd_direct, -1 if refused) */
+	RF_DEV_NOLOCK = 1 << 3,         /* no flock yet: rf_dev_lock() later (after a same-file
+					 * check: the lock would refuse our own second name) */
+};
+
+struct rf_dev_id {
+	dev_t dev;                      /* st_dev of the open file */
+	ino_t ino;
+	dev_t rdev;                     /* block devices: the device number */
+	bool blk;                       /* a block device (else a regular file) */
+	uint64_t size;                  /* bytes: st_size, or BLKGETSIZE64 */
+	char *real;                     /* the path it was opened by, its directory resolved (malloc'ed) */
+};
+
+struct rf_dev_fd {
+	int fd;                         /* O_RDWR (O_RDONLY with RF_DEV_RDONLY), O_CLOEXEC */
+	int fd_direct;                  /* -1: none */
+	bool created;                   /* RF_DEV_CREATE made it (unlink d->id.real to undo) */
+	struct rf_dev_id id;
+};
+
+/* Open path for an array's device; who names it in messages ("member 2
+ * (d2.img)").  Refuses with a one-line reason in err ("who: why"): a
+ * dangling or (as root) any symbolic link as the last component, a path
+ * whose directory another user may write (as root, unless
+ * rf_dev_allow_unsafe_dirs()), anything but a regular file or block device,
+ * files on procfs/sysfs-like file systems, a file on the file system this
+ * daemon serves (rf_dev_set_served()) or a loop device backed by one, a
+ * device another raidfuse or process has locked or claimed.  Returns 0 or
+ * -errno; on error nothing stays open and a file it created is unlinked. */
+int rf_dev_open(const char *path, const char *who, unsigned flags, struct rf_dev_fd *d, char *err,
+		size_t errlen);
+/* flock(2) d: exclusive, or shared when ro.  0, or -errno with
+ * "who is in use by another raidfuse or process" in err. */
+int rf_dev_lock(const struct rf_dev_fd *d, bool ro, const char *who, char *err, size_t errlen);
+/* Close what rf_dev_open() opened (d may be partly filled: fds -1). */
+void rf_dev_close(struct rf_dev_fd *d);
+void rf_dev_id_free(struct rf_dev_id *id);
+
+/* Whether the open file fd still is the device id describes, with at least
+ * id->size bytes: 0, or -ENODEV with why in err ("truncated to 1048576
+ * bytes (expected 33554432)", "unlinked", "replaced at its path").
+ * with_path: also stat id->real (a slower check, for the timer tick). */
+int rf_dev_check(int fd, const struct rf_dev_id *id, bool with_path, char *err, size_t errlen);
+
+/* The same file twice: "a and b are the same file twice (...)". */
+void rf_dev_same_msg(char *err, size_t errlen, const char *a, const char *b, dev_t dev, ino_t ino);
+/* Whether two opened devices are one file (one inode, or one block device). */
+bool rf_dev_same(const struct rf_dev_id *a, const struct rf_dev_id *b);
+
+/* The file system this process serves through FUSE (its st_dev), set once
+ * mounted: a device on it would wait on the daemon's own IO. */
+void rf_dev_set_served(dev_t dev, const char *mountpoint);
+/* The same for the FUSE mount on mountpoint, found in the mount table
+ * (the mount point itself is not looked at: this daemon would be asked).
+ * 0, -ENOENT if no FUSE mount is there, or -errno. */
+int rf_dev_set_served_mount(const char *mountpoint);
+/* Allow, as root, members in directories other users may write
+ * (--allow-unsafe-dirs): warned about instead of refused. */
+void rf_dev_allow_unsafe_dirs(bool allow);
+
+#endif

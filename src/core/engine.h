@@ -1,0 +1,331 @@
+/* engine.h - what the core and the level modules share (not installed).
+ *
+ * Objects and who protects what:
+ *  - struct rf_array: immutable after rf_array_open() except `faulty`
+ *    (atomic, bits only ever set while the array runs).
+ *  - struct rf_group: one partition of the stripe cache and a queue of
+ *    pieces; every list in it is protected by g->lock.  Lock order: a group
+ *    lock is the innermost lock; no two group locks are ever held together.
+ *  - struct rf_worker: one thread, its own rf_ioq; only that thread touches
+ *    its ioq.  A stripe head is owned by one worker while `busy` is set;
+ *    the owner alone touches its buffers, uptodate mask and IO.  With
+ *    group_thread_cnt 0 the groups have no threads: a submitter borrows an
+ *    inline worker from the array's pool and does the work itself.
+ *  - The groups and their workers are rebuilt only while the drain barrier
+ *    holds every request and none is in flight (rf_array_set_*()).
+ *  - a->rl, the sync regions' range lock (rangelock.h): a write past the
+ *    barrier whose rows a region has locked waits on that region's queue,
+ *    not at the barrier; see "the sync regions' range lock" in engine.c.
+ *
+ * Lock order, outermost first (a lock is taken only under those above it;
+ * each lock's comment repeats its place):
+ *   1. a->reconf_lock: one reconfiguration at a time (drains, reshapes,
+ *      device changes), and a sync region dropping the cached heads of
+ *      its rows (rf_sync_rows_forget())
+ *   2. a->bar_lock (the barrier's queue), a->rl.lock (the range lock),
+ *      a->pool_lock (inline workers), a->start_lock (worker start), any
+ *      one g->lock (a group), sync.c's s->lock (the walk's state): each a
+ *      leaf, never held with another of this line
+ * The services' own locks (sbstate.c, bitmap.c, member.c) are described
+ * in their files.
+ * A drain (under reconf_lock) waits only for requests counted at the
+ * barrier; a write waiting for a sync region is not counted there, so no
+ * drain waits for a region, and a region may take reconf_lock.
+ *
+ * Pieces: a request is split into pieces; each piece ends once through
+ * rf_piece_end().  A DIRECT piece is one member IO the worker issues as it
+ * is; a STRIPE piece is a part of one column block of one stripe head
+ * (raid4/5/6 writes, and reads that need reconstruction); a FLUSH piece is
+ * an fsync of one member.
+ */
+#ifndef RAIDFUSE_ENGINE_H
+#define RAIDFUSE_ENGINE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "raidfuse/array.h"
+#include "raidfuse/ioq.h"
+#include "raidfuse/log.h"
+
+#define RF_MAX_GROUPS 64
+#define RF_MAX_GROUP_THREADS 64
+
+enum rf_piece_kind { RF_PIECE_DIRECT, RF_PIECE_STRIPE, RF_PIECE_FLUSH };
+
+struct rf_piece {
+	struct rf_piece *next;          /* group queue / stripe lists */
+	struct rf_req *req;
+	struct rf_mio mio;              /* DIRECT and FLUSH: the member IO */
+	uint64_t aoff;                  /* array byte offset of the piece's data */
+	uint64_t key;                   /* group hash key; STRIPE: the stripe head's member sector */
+	char *buf;                      /* the piece's data in req->buf */
+	uint32_t len;
+	uint32_t boff;                  /* STRIPE: byte offset in the column block */
+	int16_t member;                 /* STRIPE: column */
+	uint8_t kind;                   /* enum rf_piece_kind */
+	uint8_t write;
+	uint8_t tries;                  /* DIRECT reads: copies tried (raid1/10) */
+};
+
+struct rf_stripe;
+struct rf_worker;
+
+/* One per RAID level; a static table in engine.c picks it. */
+struct rf_level_ops {
+	const char *name;
+	/* Pieces a request of max_len bytes can need, worst case. */
+	int (*max_pieces)(const struct rf_array *a, uint32_t max_len);
+	/* Split r into pieces with rf_piece_new() and queue them with
+	 * rf_queue_piece(); returns 0 or -errno (nothing queued then). */
+	int (*split)(struct rf_array *a, struct rf_req *r);
+	/* A DIRECT piece's member IO ended with err < 0 (the member is already
+	 * marked faulty when the error says so).  Retry elsewhere, or end it. */
+	void (*direct_failed)(struct rf_worker *w, struct rf_piece *p, int err);
+	/* Whether the faulty mask leaves the array unable to serve IO. */
+	bool (*failed)(const struct rf_array *a, uint64_t faulty);
+	/* Run the stripe state machine for sh (the worker owns it).  Optional:
+	 * only levels with stripe pieces. */
+	void (*handle_stripe)(struct rf_worker *w, struct rf_stripe *sh);
+};
+
+/* A stripe head: one stripe_size block of every member at `sector`.
+ * States (owner-only `phase`): IDLE -> READ (member reads in flight) ->
+ * WRITE (member writes in flight) -> IDLE; READ and WRITE are each
+ * skipped when nothing needs reading or writing, and a failed read goes
+ * READ -> READ (planned again, degraded).  A head with busy clear has no
+ * IO in flight and sits either on the handle list (pieces queued) or the
+ * LRU list (nothing queued; its uptodate blocks stay cached).
+ */
+enum rf_sh_phase { RF_SH_IDLE, RF_SH_READ, RF_SH_WRITE };
+
+struct rf_stripe {
+	struct rf_stripe *hnext;                /* hash chain, g->lock */
+	struct rf_stripe *lru_prev, *lru_next;  /* LRU of idle heads, g->lock */
+	struct rf_stripe *handle_next;          /* g->handle list, g->lock */
+	uint64_t sector;                        /* member sector, g->lock */
+	struct rf_piece *toread, **toread_tail; /* queued, g->lock */
+	struct rf_piece *towrite, **towrite_tail;
+	bool busy, hashed, on_lru, on_handle;   /* g->lock */
+	/* owner only: */
+	struct rf_piece *reading, *writing;     /* the batch being served */
+	uint64_t uptodate;                      /* member blocks that hold the member's data */
+	uint64_t faulty;                        /* faulty members when the round was planned */
+	int pending;                            /* member IOs in flight */
+	int phase;                              /* enum rf_sh_phase */
+	bool rmw;
+	int io_error;                           /* a member IO of this round failed */
+	struct rf_group *g;
+	struct rf_mio *mio;                     /* [raid_disks] */
+	char **buf;                             /* [raid_disks] blocks */
+};
+
+struct rf_group {
+	pthread_mutex_t lock;
+	struct rf_array *a;
+	int id;
+	/* g->lock: */
+	struct rf_piece *incoming, **incoming_tail;     /* from submitters */
+	struct rf_piece *deferred, **deferred_tail;     /* waiting for a free stripe head */
+	struct rf_stripe *handle_head, *handle_tail;    /* heads with queued pieces */
+	struct rf_stripe *lru_head, *lru_tail;          /* idle heads, oldest first */
+	int nlru;
+	struct rf_stripe **hash;
+	uint32_t hash_mask;
+	struct rf_worker *idle;                         /* sleeping workers */
+	bool stop;
+	/* immutable: */
+	int nworkers;
+	struct rf_worker *workers;
+	int nstripes;
+	struct rf_stripe *stripes;
+	char *stripe_mem;               /* mmap()ed */
+	size_t stripe_mem_len;
+};
+
+struct rf_worker {
+	struct rf_array *a;
+	struct rf_group *g;             /* the group served; NULL for an inline worker */
+	struct rf_worker *idle_next;    /* g->lock */
+	bool idle;                      /* g->lock */
+	pthread_t thread;
+	bool started;
+	struct rf_worker *pool_next;    /* inline: a->pool_lock */
+	struct rf_worker *all_next;     /* inline: a->pool_lock */
+	uint64_t touched;               /* inline: groups this submitter queued work to */
+	struct rf_ioq ioq;              /* this thread only */
+	char *scratch;                  /* stripe_size bytes, this thread only */
+	char *zero;                     /* stripe_size zero bytes */
+	int ioq_ret;
+};
+
+struct rf_array {
+	struct rf_geom geom;
+	const struct rf_level_ops *ops;
+	char *name;
+	bool readonly;                  /* members opened read-only (--ro) */
+	bool overlay;                   /* members read-only, written through iom[].layer */
+	int metadata;                   /* enum rf_sb_kind the members carry (RF_SB_NONE: none) */
+	uint64_t size;                  /* bytes */
+	uint32_t stripe_size;           /* bytes per column per head */
+	uint32_t chunk_bytes;
+	int rmw_level;
+	int nmembers;                   /* slots: raid_disks */
+	/* Devices: [0, nmembers) serve the slots, [nmembers, ndevs) are
+	 * spares and faulty devices without a slot (member.c).  The table
+	 * changes only under reconf_lock with every request drained. */
+	int ndevs;
+	struct rf_member members[RF_MAX_DEVS];
+	struct rf_ioq_member iom[RF_MAX_MEMBERS];
+	uint64_t present;               /* members opened */
+	atomic_uint_fast64_t faulty;    /* missing or failed members */
+	atomic_uint rr;                 /* read balancing counter */
+	/* Engine shape; changed only under reconf_lock while drained. */
+	int ngroups;
+	struct rf_group *groups;
+	int stripe_cache_size, group_thread_cnt, worker_groups;
+	rf_ioq_init_fn ioq_init;        /* group workers' queues */
+	rf_ioq_init_fn inline_ioq_init; /* inline workers' queues */
+	pthread_mutex_t start_lock;     /* workers report their setup */
+	pthread_cond_t start_cond;
+	int nready, nstart_err;         /* start_lock */
+	/* Inline workers (group_thread_cnt 0), reused across requests. */
+	pthread_mutex_t pool_lock;
+	struct rf_worker *pool;         /* free ones */
+	struct rf_worker *pool_all;     /* every one, through all_next */
+	/* The drain barrier. */
+	pthread_mutex_t reconf_lock;    /* one reconfiguration at a time (lock order 1) */
+	pthread_mutex_t bar_lock;       /* lock order 2: a leaf */
+	pthread_cond_t bar_cond;
+	atomic_uint hold;               /* RF_HOLD_* */
+	atomic_long inflight[2];        /* requests past the barrier: reads, writes+flushes */
+	struct rf_req *held, **held_tail; /* bar_lock: waiting, in arrival order */
+	bool suspended;                 /* reconf_lock */
+	/* Sync regions' locks on rows, and the writes tracked while a walk
+	 * runs (rangelock.h; its lock: order 2, a leaf). */
+	struct rf_rangelock rl;
+	bool started;
+	struct rf_sbstate *sbstate;     /* clean/dirty in the superblocks; NULL: none kept */
+	struct rf_bitmap *bitmap;       /* internal write-intent bitmap; NULL: none */
+	struct rf_sync *sync;           /* sync.c's, from rf_array_start() to close */
+	/* Rebuild (member.c, sync.c): slots whose device is being rebuilt,
+	 * and for raid4/5/6 the member sector below which they are (set with
+	 * writes drained; read by the IO path). */
+	atomic_uint_fast64_t recovering;
+	atomic_uint_fast64_t recovery_cp;
+	atomic_bool recover_dirty_only;  /* a re-added device: rebuild what the bitmap marks */
+	struct rf_mgmt *mgmt;           /* member.c's thread */
+	atomic_uint_fast64_t write_mostly; /* slots whose device is write-mostly (raid1 reads) */
+};
+
+/* Pieces */
+struct rf_piece *rf_piece_new(struct rf_req *r, enum rf_piece_kind kind, bool write,
+			      uint64_t aoff, char *buf, uint32_t len, uint64_t key);
+/* Queue p to the group its key hashes to (batched by the split). */
+void rf_queue_piece(struct rf_array *a, struct rf_piece *p);
+/* End p with err (0 or -errno); the last piece ends the request. */
+void rf_piece_end(struct rf_piece *p, int err);
+/* Issue a DIRECT piece's member IO on w (p->mio prepared by the caller). */
+void rf_direct_issue(struct rf_worker *w, struct rf_piece *p);
+/* Set up p->mio for member m at member byte offset moff. */
+void rf_piece_set_mio(struct rf_array *a, struct rf_piece *p, int member, uint64_t moff);
+
+/* Member failure: mark faulty (idempotent) and log once. */
+void rf_member_fail(struct rf_array *a, int member, int err, const char *what, uint64_t off);
+static inline uint64_t rf_faulty(const struct rf_array *a)
+{
+	return atomic_load_explicit(&((struct rf_array *)a)->faulty, memory_order_acquire);
+}
+/* The members a stripe round at member sector msec must leave alone:
+ * the faulty ones, and those being rebuilt that the rebuild has not
+ * reached yet (raid4/5/6).  Writes stop at them too: the rebuild writes
+ * those rows later, with writes drained. */
+static inline uint64_t rf_faulty_at(const struct rf_array *a, uint64_t msec)
+{
+	struct rf_array *w = (struct rf_array *)a;
+	uint64_t f = rf_faulty(a), r = atomic_load_explicit(&w->recovering, memory_order_acquire);
+
+	if (r && msec >= atomic_load_explicit(&w->recovery_cp, memory_order_acquire))
+		f |= r;
+	return f;
+}
+/* Mirrors: reads avoid a device being rebuilt, writes go to it (the
+ * rebuild copies each region with writes drained, so what it copies and
+ * what was written since agree). */
+static inline uint64_t rf_faulty_read(const struct rf_array *a)
+{
+	return rf_faulty(a) | atomic_load_explicit(&((struct rf_array *)a)->recovering, memory_order_acquire);
+}
+
+static inline bool rf_failed_now(const struct rf_array *a)
+{
+	/* A device being rebuilt does not hold the array's data yet. */
+	uint64_t f = rf_faulty_read(a);
+
+	/* Healthy arrays (the common case) skip the level's check. */
+	return f && a->ops->failed(a, f);
+}
+
+/* Run fn(arg) with writes drained (none in flight, new ones held at the
+ * barrier), then let the held ones go; fn's result.  Blocks the caller:
+ * never from a worker or a req->done() callback. */
+int rf_array_quiesced(struct rf_array *a, int (*fn)(void *arg), void *arg);
+
+/* The same with reads drained too (member IO stops entirely): for
+ * changes of the device table. */
+int rf_array_quiesced_all(struct rf_array *a, int (*fn)(void *arg), void *arg);
+
+/* The device before i (a->members[0..i)) that is the same file as id
+ * (hard link, symlink, the same block device), or -1. */
+int rf_same_file(struct rf_array *a, int i, const struct rf_dev_id *id);
+
+/* The device called name (md/dev-NAME: its file's base name); its
+ * number, or -ENOENT.  reconf_lock held. */
+int rf_dev_lookup(struct rf_array *a, const char *name);
+
+/* member.c: the management thread (spares taking failed slots, rebuild
+ * start and end), and what the sync thread tells it. */
+int rf_mgmt_start(struct rf_array *a);
+void rf_mgmt_stop(struct rf_array *a);
+void rf_mgmt_free(struct rf_array *a);
+void rf_mgmt_kick(struct rf_array *a);
+/* The RECOVER walk ended: completed, or stopped at pos (member sectors). */
+void rf_recovery_ended(struct rf_array *a, bool completed, uint64_t pos);
+
+/* The worker running on this thread (NULL elsewhere). */
+extern __thread struct rf_worker *rf_current_worker;
+
+/* The owner ends a round of sh.  Returns true when pieces arrived meanwhile
+ * (sh stays owned: run another round), false when sh went idle. */
+bool rf_stripe_finish(struct rf_stripe *sh);
+/* Queue p to its group from a worker (outside rf_array_submit()). */
+void rf_requeue_piece(struct rf_array *a, struct rf_piece *p);
+
+/* Hold every new foreground write at the barrier and wait for those in
+ * flight to end; then resubmit the held ones.  Reads go on.  Blocks the
+ * caller; takes reconf_lock until the release. */
+void rf_writes_hold(struct rf_array *a);
+void rf_writes_release(struct rf_array *a);
+/* Writes held: drop the cached blocks of stripe heads at member sectors
+ * [lo, hi), which the caller rewrote behind them. */
+void rf_stripe_cache_forget(struct rf_array *a, uint64_t lo, uint64_t hi);
+
+/* The sync walk's rows.  begin: arm a->rl with writes drained (from now
+ * on every write is admitted there and tracked); end: disarm, with no
+ * range locked.  A region locks its rows with rf_rangelock_lock(&a->rl)
+ * and unlocks them with rf_rangelock_unlock().  Blocks the caller. */
+void rf_sync_rows_begin(struct rf_array *a);
+void rf_sync_rows_end(struct rf_array *a);
+/* Rows [lo, hi) locked: drop their cached stripe heads (takes
+ * reconf_lock). */
+void rf_sync_rows_forget(struct rf_array *a, uint64_t lo, uint64_t hi);
+/* sync.c: the rows [*lo, *hi) in the walk's units (member sectors;
+ * array sectors for raid10) that a write of len bytes at array byte off
+ * may touch, its parity included, rounded out to whole stripe heads. */
+void rf_sync_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi);
+
+extern const struct rf_level_ops rf_raid0_ops, rf_raid1_ops, rf_raid10_ops, rf_raid5_ops;
+
+#endif

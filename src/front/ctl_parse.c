@@ -1,0 +1,138 @@
+/* ctl_parse.c - parsing of control-file values, apart from the array.
+ *
+ * md's stores parse with kstrto*() and sysfs_streq(): one trailing newline
+ * is part of every echo, a second one or a blank is not.  These functions
+ * keep to that, so scripts written for /sys/block/mdX/md work unchanged,
+ * and refuse everything else before the engine is asked to change
+ * anything (ctl.c logs the refusal with the attribute's name).
+ *
+ * Invariants: pure functions of their input (no allocation, no global
+ * state, no errno left behind); a refusal leaves the out-parameter as it
+ * was.  What it does NOT do: range checks that depend on the array (the
+ * engine's setters do those), or look at files (new_dev's path is only
+ * checked to be a path; opening it is the engine's).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+#include "raidfuse/ctl_parse.h"
+#include "raidfuse/sync.h"
+
+int rf_ctl_parse_value(const char *buf, size_t len, char *val, size_t size, size_t *vlen)
+{
+	if (len && buf[len - 1] == '\n')
+		len--;
+	*vlen = len;
+	if (!size || len > size - 1)
+		return -E2BIG;
+	if (memchr(buf, '\0', len))
+		return -EINVAL;
+	memcpy(val, buf, len);
+	val[len] = '\0';
+	return 0;
+}
+
+int rf_ctl_parse_int(const char *s, int *out)
+{
+	long long v = 0;
+
+	if (*s == '+')
+		s++;
+	if (!*s)
+		return -EINVAL;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		v = v * 10 + (*s - '0');
+		if (v > INT_MAX)
+			return -EINVAL;
+	}
+	*out = (int)v;
+	return 0;
+}
+
+int rf_ctl_parse_array_state(const char *s, enum rf_ctl_array_state *out)
+{
+	if (!strcmp(s, "suspended"))
+		*out = RF_CTL_STATE_SUSPENDED;
+	else if (!strcmp(s, "active"))
+		*out = RF_CTL_STATE_ACTIVE;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+int rf_ctl_parse_sync_action(const char *s)
+{
+	/* rf_sync_action_parse() drops a newline of its own */
+	if (strchr(s, '\n'))
+		return -EINVAL;
+	return rf_sync_action_parse(s);
+}
+
+int rf_ctl_parse_speed(const char *s, unsigned *kibs)
+{
+	int n = 0;
+
+	if (strcmp(s, "system") && rf_ctl_parse_int(s, &n))
+		return -EINVAL;
+	*kibs = (unsigned)n;
+	return 0;
+}
+
+int rf_ctl_parse_sectors(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!strcmp(s, "none")) {
+		*out = UINT64_MAX;
+		return 0;
+	}
+	if (!*s)
+		return -EINVAL;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		if (v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+			return -EINVAL;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+const char *const rf_ctl_dev_state_words[] = {
+	"faulty", "remove", "re-add", "-faulty", "writemostly", "-writemostly", NULL
+};
+
+int rf_ctl_parse_dev_state(const char *s, int *word)
+{
+	int i;
+
+	for (i = 0; rf_ctl_dev_state_words[i]; i++) {
+		if (!strcmp(s, rf_ctl_dev_state_words[i])) {
+			*word = i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int rf_ctl_parse_path(const char *s)
+{
+	if (!*s)
+		return -EINVAL;
+	if (strnlen(s, PATH_MAX) >= PATH_MAX)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int rf_ctl_parse_rd_slot(const char *entry, int max)
+{
+	int n;
+
+	if (strncmp(entry, "rd", 2) || entry[2] < '0' || entry[2] > '9' || (entry[2] == '0' && entry[3]))
+		return -1;
+	return rf_ctl_parse_int(entry + 2, &n) || n >= max ? -1 : n;
+}

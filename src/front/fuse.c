@@ -1,0 +1,1099 @@
+/* fuse.c - the FUSE front end: the array image and the control files.
+ *
+ * The tree is ctl.c's (struct rf_ctl_tree): the root holds the image,
+ * mdstat and md/ with one file per md attribute.  Inode numbers are node
+ * indexes plus one (the root is FUSE_ROOT_ID).
+ *
+ * md/ also holds an entry per device, which come and go while mounted:
+ * dev-NAME/ (ctl.c's rf_ctl_dev_attrs) and the symbolic links rdN.  Their
+ * inode numbers come from the device's name, not its number (numbers
+ * move when a spare takes a slot): each name seen gets an id here, kept
+ * until unmount, and dev-NAME/ and its files are INO_DEV_BASE + id *
+ * DEV_STRIDE (+ 1 + attribute index); rdN is INO_RD_BASE + N.  Every use
+ * asks the array again, so a removed device's files answer ENOENT, and
+ * the kernel is told to cache none of these entries or attributes
+ * (timeouts 0) while the static ones keep an hour.
+ *
+ * libfuse low-level API, fuse_session_loop_mt with clone_fd.  A read or
+ * write of the image takes a request from the pool, copies the write data
+ * in (libfuse reuses its buffer once the callback returns) and submits it;
+ * the FUSE thread goes back to /dev/fuse at once.  The worker that ends the
+ * request replies and returns it to the pool.
+ *
+ * The image behaves like a block device: its size is fixed, a write that
+ * starts at or past the end fails with ENOSPC and one that crosses it is
+ * cut short, a read past the end is short, O_TRUNC is ignored and any
+ * other size change refused.  fsync, and the flush of a close by an
+ * opener that could write, reach every member with fsync.
+ *
+ * A control file reads like a sysfs attribute: every read from its start
+ * formats it afresh (direct_io, no page cache), a write is one value for the table's
+ * store (a refused one fails with its errno, EINVAL for a bad value), and
+ * truncating it to 0 (echo VALUE > file) is accepted.  A read-only one
+ * refuses to be opened for writing (EACCES).
+ *
+ * Who may: every file belongs to the daemon's user; the image is 0600
+ * (0400 with --ro), control files 0444, 0644 when they take values, and
+ * md/new_dev 0200.  The image's mode, owner and group change like a
+ * device node's (chmod by its owner or root, chown by root, chgrp by its
+ * owner to one of the owner's groups), for as long as the array is
+ * served: `chgrp kvm mnt/array.img; chmod 660 mnt/array.img` lets a qemu
+ * of group kvm at it under allow_other.  With --ro no write bit is
+ * taken.  With allow_other (or allow_root) the mount also gets
+ * default_permissions, so the kernel checks the modes against each
+ * caller; the daemon checks them again itself at open and truncation
+ * (may_open), and only the owner or root may store into a control file
+ * whoever opened it (ctl.c: rf_ctl_store_as, which opens md/new_dev's path
+ * with the writer's credentials).
+ *
+ * The only file that includes fuse_lowlevel.h.
+ */
+#define FUSE_USE_VERSION 312
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "raidfuse/ctl.h"
+#include "raidfuse/devopen.h"
+#include "raidfuse/fuse.h"
+#include "raidfuse/log.h"
+
+#define RF_MAX_IO (1u << 20)
+#define RF_POOL_MAX 256
+/* Supplementary groups taken from a writer of md/new_dev (more: none). */
+#define RF_FUSE_GROUPS 1024
+
+enum { INO_ROOT = FUSE_ROOT_ID };
+#define INO_RD_BASE ((fuse_ino_t)1 << 32)
+#define INO_DEV_BASE ((fuse_ino_t)1 << 33)
+#define DEV_STRIDE 32
+#define STATIC_TIMEOUT 3600.0
+#define DYN_TIMEOUT 0.0
+
+struct fs {
+	struct rf_array *a;
+	struct fuse_session *se;
+	struct rf_ctl_tree tree;        /* immutable while mounted */
+	int md;                         /* tree node of md/ */
+	/* Device names given an inode id, protected by names_lock; an id
+	 * stays until unmount, a name's string never moves. */
+	pthread_mutex_t names_lock;
+	char **names;
+	int nnames, cap_names;
+	time_t start;
+	uid_t uid;
+	gid_t gid;
+	/* The image's attributes (chmod, chown); img_lock. */
+	pthread_mutex_t img_lock;
+	mode_t img_mode;
+	uid_t img_uid;
+	gid_t img_gid;
+	/* request pool, protected by lock */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct rf_req *free;
+	int nalloc, nwait;
+};
+
+struct io_ctx {
+	struct fs *fs;
+	fuse_req_t req;
+	struct rf_req *next_free;
+};
+
+static struct rf_req *pool_get(struct fs *fs)
+{
+	struct rf_req *r = NULL;
+
+	pthread_mutex_lock(&fs->lock);
+	for (;;) {
+		if (fs->free) {
+			r = fs->free;
+			fs->free = ((struct io_ctx *)r->priv)->next_free;
+			break;
+		}
+		if (fs->nalloc < RF_POOL_MAX) {
+			fs->nalloc++;
+			pthread_mutex_unlock(&fs->lock);
+			r = rf_req_alloc(fs->a, RF_MAX_IO);
+			struct io_ctx *c = calloc(1, sizeof(*c));
+			if (r && c && !posix_memalign((void **)&r->buf, 4096, RF_MAX_IO)) {
+				c->fs = fs;
+				r->priv = c;
+				return r;
+			}
+			free(c);
+			rf_req_free(r);
+			pthread_mutex_lock(&fs->lock);
+			fs->nalloc--;
+			r = NULL;
+			if (!fs->nalloc)
+				break;
+		}
+		/* Back-pressure: every request is in flight; one ends soon. */
+		fs->nwait++;
+		pthread_cond_wait(&fs->cond, &fs->lock);
+		fs->nwait--;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return r;
+}
+
+static void pool_put(struct fs *fs, struct rf_req *r)
+{
+	struct io_ctx *c = r->priv;
+
+	pthread_mutex_lock(&fs->lock);
+	c->next_free = fs->free;
+	fs->free = r;
+	if (fs->nwait)
+		pthread_cond_signal(&fs->cond);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static void pool_destroy(struct fs *fs)
+{
+	struct rf_req *r, *next;
+
+	for (r = fs->free; r; r = next) {
+		next = ((struct io_ctx *)r->priv)->next_free;
+		free(r->buf);
+		free(r->priv);
+		rf_req_free(r);
+	}
+}
+
+/* An open control file: the text its last read at offset 0 formatted.
+ * Every read from the start formats afresh; a read further on continues
+ * the same text (as sysfs does), so a reader taking it in pieces never
+ * sees two versions stitched together. */
+struct ctl_open {
+	pthread_mutex_t lock;
+	char *text;             /* lock */
+	int len;                /* lock */
+};
+
+/* What an inode number stands for.  Only its shape: whether a device
+ * named there still exists is checked by ref_live(). */
+enum ref_kind { REF_NODE, REF_DEVDIR, REF_DEVFILE, REF_RD };
+
+struct ref {
+	enum ref_kind kind;
+	const struct rf_ctl_node *n;    /* REF_NODE */
+	const char *dev;                /* REF_DEVDIR, REF_DEVFILE: the device's name */
+	int id;                         /* its name id */
+	const struct rf_ctl_attr *attr; /* REF_DEVFILE; REF_NODE files: n->attr */
+	int slot;                       /* REF_RD */
+};
+
+/* The name id of dev, given one if it has none.  -ENOMEM. */
+static int name_id(struct fs *fs, const char *dev)
+{
+	int i, ret = -ENOMEM;
+
+	pthread_mutex_lock(&fs->names_lock);
+	for (i = 0; i < fs->nnames; i++)
+		if (!strcmp(fs->names[i], dev))
+			break;
+	if (i < fs->nnames) {
+		ret = i;
+	} else if ((fuse_ino_t)i < (INO_RD_BASE - 1) / DEV_STRIDE) {
+		if (fs->nnames == fs->cap_names) {
+			int cap = fs->cap_names ? 2 * fs->cap_names : 16;
+			char **n = realloc(fs->names, (size_t)cap * sizeof(*n));
+
+			if (n) {
+				fs->names = n;
+				fs->cap_names = cap;
+			}
+		}
+		if (fs->nnames < fs->cap_names && (fs->names[i] = strdup(dev)))
+			ret = fs->nnames++;
+	}
+	pthread_mutex_unlock(&fs->names_lock);
+	return ret;
+}
+
+static int ref_of(struct fs *fs, fuse_ino_t ino, struct ref *r)
+{
+	memset(r, 0, sizeof(*r));
+	if (ino >= INO_DEV_BASE) {
+		fuse_ino_t id = (ino - INO_DEV_BASE) / DEV_STRIDE, k = (ino - INO_DEV_BASE) % DEV_STRIDE;
+
+		pthread_mutex_lock(&fs->names_lock);
+		r->dev = id < (fuse_ino_t)fs->nnames ? fs->names[id] : NULL;
+		pthread_mutex_unlock(&fs->names_lock);
+		if (!r->dev || k > rf_ctl_dev_nattrs)
+			return -ENOENT;
+		r->id = (int)id;
+		r->kind = k ? REF_DEVFILE : REF_DEVDIR;
+		r->attr = k ? &rf_ctl_dev_attrs[k - 1] : NULL;
+		return 0;
+	}
+	if (ino >= INO_RD_BASE) {
+		if (ino - INO_RD_BASE >= RF_MAX_DEVS)
+			return -ENOENT;
+		r->kind = REF_RD;
+		r->slot = (int)(ino - INO_RD_BASE);
+		return 0;
+	}
+	if (ino < INO_ROOT || ino - INO_ROOT >= (fuse_ino_t)fs->tree.n)
+		return -ENOENT;
+	r->kind = REF_NODE;
+	r->n = &fs->tree.nodes[ino - INO_ROOT];
+	r->attr = r->n->attr;
+	return 0;
+}
+
+/* ref_of() and the check that what it names exists now. */
+static int ref_live(struct fs *fs, fuse_ino_t ino, struct ref *r)
+{
+	char target[300];
+	int ret = ref_of(fs, ino, r);
+
+	if (ret || r->kind == REF_NODE)
+		return ret;
+	if (r->kind == REF_RD)
+		return rf_ctl_rd_target(fs->a, r->slot, target, sizeof(target)) < 0 ? -ENOENT : 0;
+	return rf_array_dev_find(fs->a, r->dev) < 0 ? -ENOENT : 0;
+}
+
+static fuse_ino_t ino_of(struct fs *fs, const struct rf_ctl_node *n)
+{
+	return INO_ROOT + (fuse_ino_t)(n - fs->tree.nodes);
+}
+
+static fuse_ino_t ino_dev(int id, int k)
+{
+	return INO_DEV_BASE + (fuse_ino_t)id * DEV_STRIDE + (fuse_ino_t)k;
+}
+
+static bool ref_is_dir(const struct ref *r)
+{
+	return r->kind == REF_DEVDIR || (r->kind == REF_NODE && r->n->kind == RF_CTL_DIR);
+}
+
+/* A control file: md's attributes, mdstat, dev-NAME/'s files. */
+static bool ref_is_ctl(const struct ref *r)
+{
+	return r->kind == REF_DEVFILE || (r->kind == REF_NODE && r->n->kind == RF_CTL_FILE);
+}
+
+static bool attr_writable(const struct rf_ctl_attr *at)
+{
+	return at->set_int || at->store || at->store_dev;
+}
+
+static void fill_attr(struct fs *fs, fuse_ino_t ino, const struct ref *r, struct stat *st)
+{
+	const struct rf_ctl_node *n = r->n;
+	int i;
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_atime = st->st_mtime = st->st_ctime = fs->start;
+	st->st_blksize = 4096;
+	st->st_nlink = 1;
+	if (ref_is_dir(r)) {
+		st->st_mode = S_IFDIR | 0755;
+		st->st_nlink = 2;       /* and one per subdirectory's ".." */
+		if (r->kind == REF_DEVDIR)
+			return;
+		for (i = 1; i < fs->tree.n; i++)
+			if (fs->tree.nodes[i].parent == n - fs->tree.nodes && fs->tree.nodes[i].kind == RF_CTL_DIR)
+				st->st_nlink++;
+		if (n - fs->tree.nodes == fs->md)
+			st->st_nlink += rf_array_ndevs(fs->a);
+		return;
+	}
+	if (r->kind == REF_RD) {
+		st->st_mode = S_IFLNK | 0777;
+		st->st_size = rf_ctl_rd_target(fs->a, r->slot, (char[300]){ 0 }, 300);
+		if (st->st_size < 0)
+			st->st_size = 0;
+		return;
+	}
+	if (r->kind == REF_NODE && n->kind == RF_CTL_IMAGE) {
+		/* The array's data is its owner's alone unless chmod says
+		 * otherwise (root may, as ever). */
+		pthread_mutex_lock(&fs->img_lock);
+		st->st_mode = S_IFREG | fs->img_mode;
+		st->st_uid = fs->img_uid;
+		st->st_gid = fs->img_gid;
+		pthread_mutex_unlock(&fs->img_lock);
+		st->st_size = (off_t)rf_array_size(fs->a);
+		st->st_blocks = st->st_size / 512;
+		return;
+	}
+	/* As sysfs: a page, whatever the content (reads end at EOF). */
+	st->st_mode = S_IFREG | r->attr->mode;
+	st->st_size = 4096;
+}
+
+/* Who sent req.  The supplementary groups are read only when asked for
+ * (libfuse reads them from /proc): into groups (max entries); none are
+ * known when that fails, which only takes rights away. */
+static void cred_of(fuse_req_t req, struct rf_ctl_cred *who, gid_t *groups, int max)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	int n = groups ? fuse_req_getgroups(req, max, groups) : -1;
+
+	who->uid = ctx->uid;
+	who->gid = ctx->gid;
+	who->groups = n >= 0 && n <= max ? groups : NULL;
+	who->ngroups = who->groups ? n : 0;
+}
+
+/* The daemon's own check of what the kernel checks with
+ * default_permissions: may req's sender open a file of these attributes
+ * for reading and/or writing?  0 or -EACCES. */
+static int may_open(fuse_req_t req, const struct stat *st, bool rd, bool wr)
+{
+	gid_t groups[RF_FUSE_GROUPS];
+	struct rf_ctl_cred who;
+	unsigned mode = st->st_mode & 0777;
+
+	/* The groups matter only where the group bits differ from the others'. */
+	cred_of(req, &who, ((mode >> 3) ^ mode) & 7 ? groups : NULL, RF_FUSE_GROUPS);
+	return rf_ctl_may_open(&who, st->st_uid, st->st_gid, mode, rd, wr);
+}
+
+static void op_init(void *ud, struct fuse_conn_info *conn)
+{
+	conn->max_write = RF_MAX_IO;
+	conn->max_read = RF_MAX_IO;
+	conn->max_readahead = RF_MAX_IO;
+	/* Async direct IO: let many requests be in flight at once. */
+	conn->max_background = 128;
+	conn->congestion_threshold = 96;
+	if (conn->capable & FUSE_CAP_ASYNC_DIO)
+		conn->want |= FUSE_CAP_ASYNC_DIO;
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+}
+
+/* md/'s per-device entries: dev-NAME and rdN.  The entry's inode or 0. */
+static fuse_ino_t lookup_dev_entry(struct fs *fs, const char *name)
+{
+	int id, slot;
+
+	if (!rf_ctl_dev_entry(fs->a, name)) {
+		id = name_id(fs, name + 4);
+		return id < 0 ? 0 : ino_dev(id, 0);
+	}
+	slot = rf_ctl_rd_entry(fs->a, name);
+	return slot < 0 ? 0 : INO_RD_BASE + (fuse_ino_t)slot;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct fuse_entry_param e;
+	struct ref dir, r;
+	double timeout = DYN_TIMEOUT;
+	int i, ret;
+
+	memset(&e, 0, sizeof(e));
+	ret = ref_live(fs, parent, &dir);
+	if (!ret && !ref_is_dir(&dir))
+		ret = -ENOTDIR;
+	if (!ret && dir.kind == REF_DEVDIR) {
+		const struct rf_ctl_attr *at = rf_ctl_dev_find(name);
+
+		ret = at ? 0 : -ENOENT;
+		if (at)
+			e.ino = ino_dev(dir.id, 1 + (int)(at - rf_ctl_dev_attrs));
+	} else if (!ret) {
+		i = rf_ctl_lookup(&fs->tree, (int)(parent - INO_ROOT), name);
+		if (i >= 0) {
+			e.ino = INO_ROOT + (fuse_ino_t)i;
+			timeout = STATIC_TIMEOUT;
+		} else if (i == -ENOENT && (int)(parent - INO_ROOT) == fs->md) {
+			e.ino = lookup_dev_entry(fs, name);
+		}
+		ret = e.ino ? 0 : i;
+	}
+	if (ret || (ret = ref_of(fs, e.ino, &r))) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	e.attr_timeout = e.entry_timeout = timeout;
+	fill_attr(fs, e.ino, &r, &e.attr);
+	fuse_reply_entry(req, &e);
+}
+
+static double attr_timeout(const struct ref *r)
+{
+	return r->kind == REF_NODE ? STATIC_TIMEOUT : DYN_TIMEOUT;
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct ref r;
+	struct stat st;
+	int ret = ref_live(fs, ino, &r);
+
+	if (ret) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	fill_attr(fs, ino, &r, &st);
+	fuse_reply_attr(req, &st, attr_timeout(&r));
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	char target[300];
+	struct ref r;
+	int ret = ref_of(fs, ino, &r);
+
+	if (!ret && r.kind != REF_RD)
+		ret = -EINVAL;
+	if (!ret)
+		ret = rf_ctl_rd_target(fs->a, r.slot, target, sizeof(target));
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_readlink(req, target);
+}
+
+/* chmod, chown and chgrp of the image, with the rules of a device node:
+ * the mode by its owner or root, the owner by root, the group by root or
+ * by its owner to a group of the owner's.  Other files keep theirs
+ * (EPERM).  0 or -errno. */
+static int image_chown(fuse_req_t req, struct fs *fs, const struct ref *r, const struct stat *attr, int to_set)
+{
+	gid_t groups[RF_FUSE_GROUPS];
+	struct rf_ctl_cred who;
+	int ret = 0, i;
+	bool in_group;
+
+	if (r->kind != REF_NODE || r->n->kind != RF_CTL_IMAGE)
+		return -EPERM;
+	cred_of(req, &who, groups, RF_FUSE_GROUPS);
+	pthread_mutex_lock(&fs->img_lock);
+	in_group = who.gid == attr->st_gid;
+	for (i = 0; i < who.ngroups && !in_group; i++)
+		in_group = who.groups[i] == attr->st_gid;
+	if ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != fs->img_uid && who.uid != 0)
+		ret = -EPERM;
+	else if ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != fs->img_gid && who.uid != 0 &&
+		 (who.uid != fs->img_uid || !in_group))
+		ret = -EPERM;
+	else if ((to_set & FUSE_SET_ATTR_MODE) && who.uid != 0 && who.uid != fs->img_uid)
+		ret = -EPERM;
+	if (!ret) {
+		if (to_set & FUSE_SET_ATTR_UID)
+			fs->img_uid = attr->st_uid;
+		if (to_set & FUSE_SET_ATTR_GID)
+			fs->img_gid = attr->st_gid;
+		if (to_set & FUSE_SET_ATTR_MODE)
+			fs->img_mode = attr->st_mode & (rf_array_readonly(fs->a) ? 0555 : 0777);
+	}
+	pthread_mutex_unlock(&fs->img_lock);
+	return ret;
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct ref r;
+	struct stat st;
+	int ret = ref_live(fs, ino, &r);
+
+	if (ret) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	fill_attr(fs, ino, &r, &st);
+	if (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+		ret = image_chown(req, fs, &r, attr, to_set);
+		if (ret) {
+			fuse_reply_err(req, -ret);
+			return;
+		}
+		fill_attr(fs, ino, &r, &st);
+	}
+	if ((to_set & FUSE_SET_ATTR_SIZE) && !ref_is_dir(&r) && may_open(req, &st, false, true)) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		/* The image's size is the array's: truncating to it is a
+		 * no-op, anything else is refused like on a block device.  A
+		 * control file takes "truncate to 0" (echo VALUE > file) as
+		 * sysfs does: the write that follows is the value. */
+		if (ref_is_ctl(&r) && !attr_writable(r.attr)) {
+			fuse_reply_err(req, EACCES);
+			return;
+		}
+		if (ref_is_dir(&r) || r.kind == REF_RD ||
+		    attr->st_size != (ref_is_ctl(&r) ? 0 : st.st_size)) {
+			fuse_reply_err(req, ref_is_dir(&r) ? EISDIR : EPERM);
+			return;
+		}
+	}
+	fuse_reply_attr(req, &st, attr_timeout(&r));
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	const struct rf_ctl_node *n;
+	struct stat st;
+	struct ref r;
+	int ret = ref_live(fs, ino, &r);
+	bool ctl;
+
+	if (ret) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	ctl = ref_is_ctl(&r);
+	n = r.n;
+	if (ref_is_dir(&r) || r.kind == REF_RD) {
+		fuse_reply_err(req, ref_is_dir(&r) ? EISDIR : ELOOP);
+		return;
+	}
+	/* The modes hold even where the kernel does not check them. */
+	fill_attr(fs, ino, &r, &st);
+	if (may_open(req, &st, (fi->flags & O_ACCMODE) != O_WRONLY, (fi->flags & O_ACCMODE) != O_RDONLY)) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	/* A read-only attribute cannot be opened for writing, a write-only
+	 * one (md/new_dev) for reading (sysfs: EACCES). */
+	if (ctl && (((fi->flags & O_ACCMODE) != O_RDONLY && !attr_writable(r.attr)) ||
+		    ((fi->flags & O_ACCMODE) != O_WRONLY && !(r.attr->mode & 0444)))) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	/* A read-only array (--ro) refuses to be opened for writing, as a
+	 * read-only block device does; its control files still take values. */
+	if (!ctl && n->kind == RF_CTL_IMAGE && (fi->flags & O_ACCMODE) != O_RDONLY && rf_array_readonly(fs->a)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	/* O_TRUNC is ignored, as a block device ignores it (the kernel passes
+	 * it here instead of a size change: FUSE_CAP_ATOMIC_O_TRUNC); a
+	 * control file is rewritten by the value that follows. */
+	/* The image: fh says whether this opener may write (its close then
+	 * flushes).  A control file: its struct ctl_open. */
+	fi->fh = (fi->flags & O_ACCMODE) != O_RDONLY;
+	if (ctl) {
+		struct ctl_open *c = calloc(1, sizeof(*c));
+
+		if (!c) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		pthread_mutex_init(&c->lock, NULL);
+		fi->fh = (uintptr_t)c;
+	}
+	fi->direct_io = 1;
+	fi->keep_cache = 0;
+	if (fuse_reply_open(req, fi) && ctl) {
+		/* the opener is gone: no release will come */
+		free((void *)(uintptr_t)fi->fh);
+	}
+}
+
+static void io_done(struct rf_req *r, int err)
+{
+	struct io_ctx *c = r->priv;
+
+	if (err)
+		fuse_reply_err(c->req, -err);
+	else if (r->op == RF_REQ_READ)
+		fuse_reply_buf(c->req, r->buf, r->len);
+	else if (r->op == RF_REQ_WRITE)
+		fuse_reply_write(c->req, r->len);
+	else
+		fuse_reply_err(c->req, 0);
+	pool_put(c->fs, r);
+}
+
+static void submit(struct fs *fs, fuse_req_t req, int op, uint64_t off, size_t len, const char *data)
+{
+	struct rf_req *r = pool_get(fs);
+	struct io_ctx *c;
+
+	if (!r) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	c = r->priv;
+	c->req = req;
+	r->op = (uint8_t)op;
+	r->off = off;
+	r->len = (uint32_t)len;
+	r->done = io_done;
+	if (data)
+		memcpy(r->buf, data, len);
+	rf_array_submit(fs->a, r);
+}
+
+static void ctl_read(struct fs *fs, fuse_req_t req, const struct ref *r, struct ctl_open *c,
+		     size_t size, off_t off)
+{
+	char *out = NULL;
+	size_t len = 0;
+	int ret = 0;
+
+	pthread_mutex_lock(&c->lock);
+	if (off == 0 || !c->text) {
+		char *buf = malloc(RF_CTL_SHOW_MAX);
+
+		if (!buf)
+			ret = -ENOMEM;
+		else if (r->kind == REF_DEVFILE)
+			ret = rf_ctl_dev_show(r->attr, fs->a, r->dev, buf, RF_CTL_SHOW_MAX);
+		else
+			ret = rf_ctl_show(r->attr, fs->a, r->n->member, buf, RF_CTL_SHOW_MAX);
+		if (ret >= 0) {
+			char *fit = realloc(buf, (size_t)ret + 1);
+
+			free(c->text);
+			c->text = fit ? fit : buf;
+			c->len = ret;
+		} else {
+			free(buf);
+		}
+	}
+	/* Copy the piece out: once the reply is sent, the opener may close and
+	 * the release (another thread) frees c. */
+	if (ret >= 0 && off >= 0 && off < c->len) {
+		len = (size_t)(c->len - off) < size ? (size_t)(c->len - off) : size;
+		out = malloc(len);
+		if (out)
+			memcpy(out, c->text + off, len);
+		else
+			ret = -ENOMEM;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_buf(req, out, len);
+	free(out);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	uint64_t end = rf_array_size(fs->a);
+	struct ref r;
+	int ret = ref_of(fs, ino, &r);
+
+	if (ret || ref_is_dir(&r) || r.kind == REF_RD) {
+		fuse_reply_err(req, ret ? -ret : ref_is_dir(&r) ? EISDIR : EINVAL);
+		return;
+	}
+	if (ref_is_ctl(&r)) {
+		ctl_read(fs, req, &r, (struct ctl_open *)(uintptr_t)fi->fh, size, off);
+		return;
+	}
+	if (off < 0 || (uint64_t)off >= end || !size) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	if (size > RF_MAX_IO)
+		size = RF_MAX_IO;
+	if (size > end - (uint64_t)off)
+		size = end - (uint64_t)off;
+	submit(fs, req, RF_REQ_READ, (uint64_t)off, size, NULL);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	uint64_t end = rf_array_size(fs->a);
+	struct ref r;
+	int ret = ref_of(fs, ino, &r);
+
+	if (ret || ref_is_dir(&r) || r.kind == REF_RD) {
+		fuse_reply_err(req, ret ? -ret : ref_is_dir(&r) ? EISDIR : EINVAL);
+		return;
+	}
+	if (ref_is_ctl(&r)) {
+		gid_t groups[RF_FUSE_GROUPS];
+		struct rf_ctl_cred who;
+
+		/* One write, one value, wherever it lands (sysfs ignores the
+		 * offset too).  A setter that drains blocks this thread only.
+		 * Only the owner and root store, whoever opened the file; a
+		 * path is opened as the writer (md/new_dev). */
+		cred_of(req, &who, r.attr->as_writer ? groups : NULL, RF_FUSE_GROUPS);
+		ret = rf_ctl_store_as(&who, fs->uid, r.attr, fs->a, r.kind == REF_DEVFILE ? -1 : r.n->member,
+				      r.kind == REF_DEVFILE ? r.dev : NULL, buf, size);
+		if (ret)
+			fuse_reply_err(req, -ret);
+		else
+			fuse_reply_write(req, size);
+		return;
+	}
+	if (rf_array_readonly(fs->a)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if ((uint64_t)off >= end) {
+		fuse_reply_err(req, ENOSPC);
+		return;
+	}
+	if (!size) {
+		fuse_reply_write(req, 0);
+		return;
+	}
+	if (size > RF_MAX_IO)
+		size = RF_MAX_IO;
+	if (size > end - (uint64_t)off)
+		size = end - (uint64_t)off;
+	submit(fs, req, RF_REQ_WRITE, (uint64_t)off, size, buf);
+}
+
+/* Only the image has data to flush.  A control file's close must not wait
+ * for the members (nor behind writes a suspended array holds back). */
+static bool is_image(struct fs *fs, fuse_ino_t ino)
+{
+	struct ref r;
+
+	return !ref_of(fs, ino, &r) && r.kind == REF_NODE && r.n->kind == RF_CTL_IMAGE;
+}
+
+/* close(): the members are flushed for an opener that could write.  One
+ * that only read has nothing to flush, and its close must not wait while
+ * a suspended array holds writes (and flushes) back: reads go on. */
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	if (!is_image(fuse_req_userdata(req), ino) || !fi->fh) {
+		fuse_reply_err(req, 0);
+		return;
+	}
+	submit(fuse_req_userdata(req), req, RF_REQ_FLUSH, 0, 0, NULL);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	if (!is_image(fuse_req_userdata(req), ino)) {
+		fuse_reply_err(req, 0);
+		return;
+	}
+	submit(fuse_req_userdata(req), req, RF_REQ_FLUSH, 0, 0, NULL);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct ctl_open *c = (struct ctl_open *)(uintptr_t)fi->fh;
+	struct ref r;
+
+	/* By the inode's shape alone: the device may be gone by now. */
+	if (!ref_of(fuse_req_userdata(req), ino, &r) && ref_is_ctl(&r) && c) {
+		pthread_mutex_destroy(&c->lock);
+		free(c->text);
+		free(c);
+	}
+	fuse_reply_err(req, 0);
+}
+
+/* A directory listing being built: entry k (".", "..", then the
+ * children) has offset k + 1, the offset of the entry after it. */
+struct listing {
+	fuse_req_t req;
+	char *buf;
+	size_t size, n;
+	off_t pos, off;
+	bool full;
+};
+
+static void list_add(struct listing *l, const char *name, fuse_ino_t ino, mode_t mode)
+{
+	struct stat st;
+	size_t len;
+
+	if (l->full || l->pos++ < l->off)
+		return;
+	memset(&st, 0, sizeof(st));
+	st.st_ino = ino;
+	st.st_mode = mode;
+	len = fuse_add_direntry(l->req, l->buf + l->n, l->size - l->n, name, &st, l->pos);
+	if (len > l->size - l->n)
+		l->full = true;
+	else
+		l->n += len;
+}
+
+/* md/'s per-device entries, as they are now. */
+static void list_devs(struct fs *fs, struct listing *l)
+{
+	struct rf_ctl_dev_ent *ents = malloc(2 * RF_MAX_DEVS * sizeof(*ents));
+	int i, n, id;
+
+	n = ents ? rf_ctl_dev_list(fs->a, ents, 2 * RF_MAX_DEVS) : 0;
+	for (i = 0; i < n; i++) {
+		if (ents[i].link) {
+			list_add(l, ents[i].name, INO_RD_BASE + (fuse_ino_t)ents[i].slot, S_IFLNK);
+			continue;
+		}
+		id = name_id(fs, ents[i].name + 4);
+		if (id >= 0)
+			list_add(l, ents[i].name, ino_dev(id, 0), S_IFDIR);
+	}
+	free(ents);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	char buf[4096];
+	struct listing l = { .req = req, .buf = buf, .off = off };
+	struct ref dir;
+	size_t k;
+	int i, ret = ref_live(fs, ino, &dir);
+
+	if (!ret && !ref_is_dir(&dir))
+		ret = -ENOTDIR;
+	if (ret) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	l.size = size < sizeof(buf) ? size : sizeof(buf);
+	list_add(&l, ".", ino, S_IFDIR);
+	if (dir.kind == REF_DEVDIR) {
+		list_add(&l, "..", INO_ROOT + (fuse_ino_t)fs->md, S_IFDIR);
+		for (k = 0; k < rf_ctl_dev_nattrs; k++)
+			list_add(&l, rf_ctl_dev_attrs[k].name, ino_dev(dir.id, 1 + (int)k), S_IFREG);
+	} else {
+		list_add(&l, "..", ino_of(fs, &fs->tree.nodes[dir.n->parent]), S_IFDIR);
+		for (i = 1; i < fs->tree.n; i++) {
+			const struct rf_ctl_node *c = &fs->tree.nodes[i];
+
+			if (c->parent == dir.n - fs->tree.nodes)
+				list_add(&l, c->name, ino_of(fs, c), c->kind == RF_CTL_DIR ? S_IFDIR : S_IFREG);
+		}
+		if (dir.n - fs->tree.nodes == fs->md)
+			list_devs(fs, &l);
+	}
+	fuse_reply_buf(req, buf, l.n);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct statvfs sv;
+
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = sv.f_frsize = 4096;
+	sv.f_blocks = rf_array_size(fs->a) / 4096;
+	sv.f_files = (fsfilcnt_t)fs->tree.n + (fsfilcnt_t)rf_array_ndevs(fs->a) * (2 + rf_ctl_dev_nattrs);
+	sv.f_namemax = 255;
+	fuse_reply_statfs(req, &sv);
+}
+
+static const struct fuse_lowlevel_ops ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.getattr = op_getattr,
+	.readlink = op_readlink,
+	.setattr = op_setattr,
+	.open = op_open,
+	.read = op_read,
+	.write = op_write,
+	.flush = op_flush,
+	.fsync = op_fsync,
+	.release = op_release,
+	.readdir = op_readdir,
+	.statfs = op_statfs,
+};
+
+/* Serving a loop device: writes must not wait on memory reclaim that waits
+ * on them.  Best effort: needs CAP_SYS_RESOURCE. */
+static void mark_io_flusher(void)
+{
+#ifdef PR_SET_IO_FLUSHER
+	if (prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0))
+		rf_dbg("PR_SET_IO_FLUSHER not set: %s (fine unless the image backs a loop device under memory pressure)",
+		       strerror(errno));
+#endif
+}
+
+/* Whether the comma-separated mount options opts hold name (alone, or
+ * as name=...). */
+static bool has_opt(const char *opts, const char *name)
+{
+	size_t len = strlen(name);
+	const char *p;
+
+	for (p = opts; *p; p += strcspn(p, ",")) {
+		p += *p == ',';
+		if (!strncmp(p, name, len) && (p[len] == ',' || p[len] == '=' || !p[len]))
+			return true;
+	}
+	return false;
+}
+
+/* Mount, serve until unmounted or signalled, unmount. */
+static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs)
+{
+	struct statfs sfs;
+	char *argv[10];
+	int argc = 0, ret;
+	struct fuse_args args;
+	struct fuse_loop_config *lc;
+
+	/* A daemon that died with the image open leaves its mount behind;
+	 * statfs always asks the daemon (stat may answer from the cache),
+	 * so only a dead mount says ENOTCONN. */
+	if (statfs(o->mountpoint, &sfs) && errno == ENOTCONN) {
+		rf_err("cannot mount on %s: a FUSE daemon that served there died and left its mount behind "
+		       "(%s); unmount it with `fusermount3 -uz %s` (lazy: it goes once the programs that still "
+		       "hold the old image open let go), then mount again", o->mountpoint, strerror(ENOTCONN),
+		       o->mountpoint);
+		return 1;
+	}
+	argv[argc++] = "raidfuse";
+	argv[argc++] = "-o";
+	argv[argc++] = "max_read=1048576";
+	if (o->fuse_opts) {
+		argv[argc++] = "-o";
+		argv[argc++] = (char *)o->fuse_opts;
+		/* Other users on the mount: the kernel checks the modes
+		 * against them (and the daemon again: may_open). */
+		if (has_opt(o->fuse_opts, "allow_other") || has_opt(o->fuse_opts, "allow_root")) {
+			argv[argc++] = "-o";
+			argv[argc++] = "default_permissions";
+		}
+	}
+	if (o->debug)
+		argv[argc++] = "-d";
+	argv[argc] = NULL;
+	args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
+	fs->se = fuse_session_new(&args, &ops, sizeof(ops), fs);
+	fuse_opt_free_args(&args);
+	if (!fs->se) {
+		rf_err("cannot start a FUSE session (bad -o options?)");
+		return 1;
+	}
+	if (fuse_set_signal_handlers(fs->se)) {
+		fuse_session_destroy(fs->se);
+		return 1;
+	}
+	if (fuse_session_mount(fs->se, o->mountpoint)) {
+		rf_err("cannot mount on %s", o->mountpoint);
+		fuse_remove_signal_handlers(fs->se);
+		fuse_session_destroy(fs->se);
+		return 1;
+	}
+	/* No member or spare may come from the file system served here. */
+	if (rf_dev_set_served_mount(o->mountpoint))
+		rf_warn("%s: not found in the mount table: a spare on it is not refused", o->mountpoint);
+	if (!o->foreground)
+		rf_log_to_syslog(true);
+	fuse_daemonize(o->foreground);
+	mark_io_flusher();
+	ret = rf_array_start(a);
+	if (ret) {
+		rf_err("cannot start the workers: %s", strerror(-ret));
+		fuse_session_unmount(fs->se);
+		fuse_remove_signal_handlers(fs->se);
+		fuse_session_destroy(fs->se);
+		return 1;
+	}
+	rf_info("serving %s (%llu bytes) on %s", rf_array_name(a), (unsigned long long)rf_array_size(a),
+		o->mountpoint);
+	/* As md runs an array: a resync that is due starts now (it goes on
+	 * beside the FUSE threads; a failure to start it is logged). */
+	rf_array_start_resync(a, o->freeze);
+	lc = fuse_loop_cfg_create();
+	fuse_loop_cfg_set_clone_fd(lc, 1);
+	fuse_loop_cfg_set_max_threads(lc, o->max_threads > 0 ? (unsigned)o->max_threads : 16);
+	/* FUSE threads never block on IO: keep them rather than churn. */
+	fuse_loop_cfg_set_idle_threads(lc, o->max_threads > 0 ? (unsigned)o->max_threads : 16);
+	ret = fuse_session_loop_mt(fs->se, lc);
+	/* A positive value is the signal that ended the loop: a clean stop.
+	 * ECONNABORTED: the kernel tore the connection down (a lazy unmount
+	 * racing the last requests); nothing is left to answer, and every
+	 * acknowledged write is on the members. */
+	if (ret == -ECONNABORTED) {
+		rf_info("FUSE connection aborted by the kernel; stopping");
+		ret = 0;
+	}
+	if (ret > 0)
+		ret = 0;
+	fuse_loop_cfg_destroy(lc);
+	fuse_session_unmount(fs->se);
+	fuse_remove_signal_handlers(fs->se);
+	/* Writes held by a suspended array run now: the pool must come home. */
+	rf_array_resume(a);
+	/* Every request was answered before the loop ended (replies come from
+	 * workers; wait for the pool to come home). */
+	pthread_mutex_lock(&fs->lock);
+	for (;;) {
+		int n = 0;
+		struct rf_req *r;
+
+		for (r = fs->free; r; r = ((struct io_ctx *)r->priv)->next_free)
+			n++;
+		if (n == fs->nalloc)
+			break;
+		fs->nwait++;
+		pthread_cond_wait(&fs->cond, &fs->lock);
+		fs->nwait--;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	fuse_session_destroy(fs->se);
+	pool_destroy(fs);
+	return ret ? 1 : 0;
+}
+
+int rf_fuse_run(struct rf_array *a, const struct rf_fuse_opts *o)
+{
+	struct fs fs;
+	int ret;
+
+	memset(&fs, 0, sizeof(fs));
+	fs.a = a;
+	fs.start = time(NULL);
+	fs.uid = getuid();
+	fs.gid = getgid();
+	fs.img_uid = fs.uid;
+	fs.img_gid = fs.gid;
+	fs.img_mode = rf_array_readonly(a) ? 0400 : 0600;
+	pthread_mutex_init(&fs.img_lock, NULL);
+	pthread_mutex_init(&fs.lock, NULL);
+	pthread_cond_init(&fs.cond, NULL);
+	pthread_mutex_init(&fs.names_lock, NULL);
+	ret = rf_ctl_tree_build(a, &fs.tree);
+	if (ret == -EINVAL) {
+		rf_err("cannot serve the image as '%s': not a plain file name, or one the control files use "
+		       "(%s, %s)", rf_array_name(a), RF_CTL_ROOT_MD, RF_CTL_ROOT_MDSTAT);
+		return 1;
+	}
+	if (ret) {
+		rf_err("cannot build the file tree: %s", strerror(-ret));
+		return 1;
+	}
+	fs.md = rf_ctl_lookup(&fs.tree, 0, RF_CTL_ROOT_MD);
+	ret = serve(a, o, &fs);
+	rf_ctl_tree_free(&fs.tree);
+	while (fs.nnames)
+		free(fs.names[--fs.nnames]);
+	free(fs.names);
+	return ret;
+}

@@ -1,0 +1,1226 @@
+/* main.c - the raidfuse command line.
+ *
+ *   raidfuse create CONFIG [-f] [--assume-clean] [-b internal|none] [--bitmap-chunk SIZE]
+ *   raidfuse mount CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS] [--freeze] [--force]
+ *   raidfuse assemble [--ro | --overlay DIR] [--name FILE] [-f] [-d] [-v] [-o OPTS] [--freeze]
+ *                     [--force]   (create, mount, assemble: [--allow-unsafe-dirs])
+ *                     MOUNTPOINT MEMBER...
+ *   raidfuse examine [--json] MEMBER...
+ *   raidfuse status [--json] [--watch [SECONDS]] MOUNTPOINT
+ *   raidfuse ctl [--json] MOUNTPOINT ATTR [VALUE]
+ *   raidfuse ctl MOUNTPOINT add FILE | fail NAME | remove NAME
+ *   raidfuse ctl [--wait] [--json] MOUNTPOINT check | repair
+ *   raidfuse help [COMMAND] | --help | --version
+ *
+ * Every command parses its options with getopt_long, long and short forms,
+ * before, between or after the positional arguments (the option string
+ * starts with '-', so positionals come back in order whatever
+ * POSIXLY_CORRECT says; "--" ends the options).  A usage error names the
+ * option or argument in one line, prints the command's usage and exits 2;
+ * COMMAND --help prints the command's help and exits 0.  Exit status: 0
+ * done, 1 failed (the message says what and where), 2 usage error.
+ *
+ * create makes the member files the config names (member_size bytes of
+ * zeros: an array of zeros has zero parity, so it starts in sync) and
+ * writes md 1.2 superblocks on them (unless metadata = "none"): without
+ * --assume-clean they record that a resync is due, as mdadm --create's do.
+ * It checks the whole config and every member, and works out every
+ * superblock, before it creates, truncates or writes anything, and leaves
+ * existing non-empty members alone unless --force.  --bitmap=internal (or
+ * array.bitmap = "internal") adds md's internal write-intent bitmap beside
+ * each superblock, as mdadm --create --bitmap=internal does.
+ *
+ * mount serves the array a config describes, after checking it against the
+ * members' superblocks, if they have any; assemble serves the array the
+ * members' superblocks describe, no config needed.  Both start the resync
+ * the superblocks say is due (not cleanly shut down, or created without
+ * --assume-clean) once the array serves, as md does, unless --freeze.
+ *
+ * status and ctl only read and write the control files under a mount
+ * (MOUNTPOINT/mdstat, MOUNTPOINT/md/ATTR): whatever the daemon serves there
+ * is what they show, and what it refuses they report.  Their --json prints
+ * the same files as JSON: md's attribute names as keys, a value that is a
+ * decimal integer as a number, any other as md's text.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "raidfuse/array.h"
+#include "raidfuse/assemble.h"
+#include "raidfuse/bitmap.h"
+#include "raidfuse/config.h"
+#include "raidfuse/create.h"
+#include "raidfuse/devopen.h"
+#include "raidfuse/fuse.h"
+#include "raidfuse/json.h"
+#include "raidfuse/log.h"
+#include "raidfuse/progress.h"
+#include "raidfuse/super.h"
+
+#define EXIT_USAGE 2
+
+static const char exit_text[] =
+	"Exit status: 0 done, 1 failed (the message says what and where), 2 usage error.\n";
+
+/* Each command: its synopsis (one or more lines, for the usage) and its
+ * help (what it does, its options). */
+struct cmd {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *synopsis;
+	const char *help;
+	const char *summary;            /* one line in raidfuse --help */
+};
+
+static const struct cmd cmds[];
+static const struct cmd *cur_cmd;       /* the command running: its usage goes with errors */
+
+static void print_synopsis(FILE *out, const struct cmd *c, bool *first)
+{
+	const char *s = c->synopsis, *nl;
+
+	while (*s) {
+		nl = strchrnul(s, '\n');
+		fprintf(out, "%s%.*s\n", *first ? "usage: " : "       ", (int)(nl - s), s);
+		*first = false;
+		s = *nl ? nl + 1 : nl;
+	}
+}
+
+static void print_usage(FILE *out, const struct cmd *c);
+
+static void print_help(FILE *out, const struct cmd *c)
+{
+	bool first = true;
+
+	print_synopsis(out, c, &first);
+	fprintf(out, "\n%s\n%s", c->help, exit_text);
+}
+
+/* A usage error: one line naming what is wrong, then the usage of the
+ * command running (all of it when none is).  Returns EXIT_USAGE. */
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "raidfuse: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	print_usage(stderr, cur_cmd);
+	return EXIT_USAGE;
+}
+
+/* Every command's getopt_long has these; the read commands --json. */
+#define OPT_HELP { "help", no_argument, NULL, 'h' }
+#define OPT_END { NULL, 0, NULL, 0 }
+#define OPT_JSON { "json", no_argument, NULL, 'J' }
+
+/* The long name of the option whose val is v, for messages. */
+static const char *long_name(const struct option *lo, int v)
+{
+	for (; lo->name; lo++)
+		if (lo->val == v)
+			return lo->name;
+	return NULL;
+}
+
+/* The next option of argv (argv[0] the command), as getopt_long returns
+ * it: 1 for a positional argument (in optarg; those after "--" too), -1
+ * at the end.  shortopts must start with "-:".  -h/--help prints the
+ * command's help, a mistake the error and the usage; both end the loop
+ * (-1) with *rc set to the exit status (0 or EXIT_USAGE), which is
+ * otherwise left alone.  One command runs per process: once getopt_long
+ * has ended, the rest of argv are positionals. */
+static int opt_next(int argc, char **argv, const char *shortopts, const struct option *lo, int *rc)
+{
+	static bool ended;
+	const char *cmd = cur_cmd ? cur_cmd->name : "raidfuse";
+	const char *name;
+	int ch;
+
+	if (ended) {
+		if (optind >= argc)
+			return -1;
+		optarg = argv[optind++];
+		return 1;
+	}
+	opterr = 0;
+	ch = getopt_long(argc, argv, shortopts, lo, NULL);
+	if (ch == -1 && optind < argc) {
+		ended = true;
+		optarg = argv[optind++];
+		return 1;
+	}
+	if (ch == 'h') {
+		print_help(stdout, cur_cmd);
+		*rc = 0;
+		return -1;
+	}
+	if (ch == ':') {
+		/* the option was the last argument: argv[optind - 1] */
+		name = argv[optind - 1];
+		if (!strncmp(name, "--", 2))
+			*rc = usage_error("%s: option '%s' needs a value", cmd, name);
+		else
+			*rc = usage_error("%s: option '-%c' needs a value", cmd, optopt);
+		return -1;
+	}
+	if (ch == '?') {
+		/* A known val means the long form was given a value it does
+		 * not take (--force=1); glibc leaves optopt 0 for an unknown
+		 * or ambiguous long option, which optind has passed. */
+		name = optopt ? long_name(lo, optopt) : NULL;
+		if (name)
+			*rc = usage_error("%s: option '--%s' takes no value", cmd, name);
+		else if (optopt)
+			*rc = usage_error("%s: unknown option '-%c'", cmd, optopt);
+		else
+			*rc = usage_error("%s: unknown option '%s'", cmd, argv[optind - 1]);
+		return -1;
+	}
+	return ch;
+}
+
+/* ---------------------------------------------------------------- create */
+
+static int load(const char *path, struct rf_config *cfg)
+{
+	char err[1024];
+	int ret = rf_config_load(path, cfg, err, sizeof(err));
+
+	if (ret)
+		fprintf(stderr, "raidfuse: %s\n", err);
+	return ret;
+}
+
+/* create's options into the variables of cmd_create.  Returns -1 to go
+ * on, else the exit status (0 after --help, EXIT_USAGE). */
+static int create_options(int argc, char **argv, bool *force, bool *clean, const char **path,
+			  const char **bitmap, const char **bitmap_chunk)
+{
+	enum { O_ASSUME_CLEAN = 256, O_BITMAP_CHUNK, O_UNSAFE_DIRS };
+	static const struct option lo[] = {
+		{ "force", no_argument, NULL, 'f' },
+		{ "assume-clean", no_argument, NULL, O_ASSUME_CLEAN },
+		{ "allow-unsafe-dirs", no_argument, NULL, O_UNSAFE_DIRS },
+		{ "bitmap", required_argument, NULL, 'b' },
+		{ "bitmap-chunk", required_argument, NULL, O_BITMAP_CHUNK },
+		OPT_HELP,
+		OPT_END
+	};
+	int ch, rc = -1;
+
+	while ((ch = opt_next(argc, argv, "-:fb:h", lo, &rc)) != -1) {
+		switch (ch) {
+		case 'f':
+			*force = true;
+			break;
+		case O_ASSUME_CLEAN:
+			*clean = true;
+			break;
+		case O_UNSAFE_DIRS:
+			rf_dev_allow_unsafe_dirs(true);
+			break;
+		case 'b':
+			*bitmap = optarg;
+			break;
+		case O_BITMAP_CHUNK:
+			*bitmap_chunk = optarg;
+			break;
+		case 1:
+			if (*path)
+				return usage_error("create: expected one CONFIG, got also '%s'", optarg);
+			*path = optarg;
+			break;
+		}
+	}
+	return rc;
+}
+
+static int cmd_create(int argc, char **argv)
+{
+	struct rf_create_opts o = { .bitmap = -1 };
+	const char *path = NULL, *bitmap = NULL, *bitmap_chunk = NULL;
+	int ret;
+
+	ret = create_options(argc, argv, &o.force, &o.assume_clean, &path, &bitmap, &bitmap_chunk);
+	if (ret >= 0)
+		return ret;
+	if (!path)
+		return usage_error("create: expected CONFIG");
+	if (bitmap && strcmp(bitmap, "internal") && strcmp(bitmap, "none"))
+		return usage_error("create: --bitmap takes internal or none, not '%s'", bitmap);
+	if (bitmap)
+		o.bitmap = !strcmp(bitmap, "internal");
+	if (bitmap_chunk && (rf_parse_size(bitmap_chunk, 1024, &o.bitmap_chunk) ||
+			     o.bitmap_chunk < 4096 || (o.bitmap_chunk & (o.bitmap_chunk - 1))))
+		return usage_error("create: --bitmap-chunk takes a power of two of at least 4K, not '%s'",
+				   bitmap_chunk);
+	return rf_create(path, &o);
+}
+
+/* ---------------------------------------------------------------- examine */
+
+/* The size of the member's bitmap, which mdadm --examine counts in the
+ * unused space; a bitmap that cannot be read is left for assembly to
+ * report. */
+static void examine_bitmap_size(int fd, const char *path, struct rf_sb *sb)
+{
+	struct rf_bitmap_sb bsb;
+	struct rf_sb_io io;
+	uint8_t *bits;
+	char err[512];
+
+	if (!sb->bitmap || rf_sb_io_fd(&io, fd) || rf_bitmap_read(&io, path, sb, &bsb, &bits, err, sizeof(err)))
+		return;
+	sb->bitmap_sectors = rf_bitmap_disk_sectors(bsb.sync_size, bsb.chunk_bytes);
+	free(bits);
+}
+
+/* examine [--json] MEMBER...: each member's superblock as mdadm --examine
+ * prints it, or one JSON object per member (a line each); exit 1 if any
+ * member has none or a damaged one (the rest still print). */
+static int cmd_examine(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		OPT_JSON,
+		OPT_HELP,
+		OPT_END
+	};
+	const char **members;
+	struct rf_sb *sb;
+	char err[1024];
+	int i, n = 0, ret = 0, ch, rc = -1;
+	bool json = false;
+
+	members = calloc((size_t)argc, sizeof(*members));
+	if (!members)
+		return 1;
+	while ((ch = opt_next(argc, argv, "-:Jh", lo, &rc)) != -1) {
+		if (ch == 'J')
+			json = true;
+		else if (ch == 1)
+			members[n++] = optarg;
+	}
+	if (rc < 0 && !n)
+		rc = usage_error("examine: expected MEMBER...");
+	sb = rc < 0 ? malloc(sizeof(*sb)) : NULL;
+	if (!sb) {
+		free(members);
+		return rc < 0 ? 1 : rc;
+	}
+	for (i = 0; i < n; i++) {
+		int fd = open(members[i], O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0) {
+			fprintf(stderr, "raidfuse: %s: %s\n", members[i], strerror(errno));
+			ret = 1;
+			continue;
+		}
+		if (rf_examine_refuse(fd, members[i], err, sizeof(err))) {
+			fprintf(stderr, "raidfuse: %s\n", err);
+			close(fd);
+			ret = 1;
+			continue;
+		}
+		if (rf_sb_read(fd, members[i], sb, err, sizeof(err))) {
+			fprintf(stderr, "raidfuse: %s\n", err);
+			ret = 1;
+		} else {
+			examine_bitmap_size(fd, members[i], sb);
+			if (!json)
+				rf_sb_examine(stdout, members[i], sb);
+			else if (rf_sb_examine_json(stdout, members[i], sb)) {
+				fprintf(stderr, "raidfuse: %s: writing JSON: %s\n", members[i], strerror(EIO));
+				ret = 1;
+			}
+		}
+		close(fd);
+	}
+	free(sb);
+	free(members);
+	return ret;
+}
+
+/* ---------------------------------------------------------------- mount, assemble */
+
+/* Options both mount and assemble take: -f -d -v -o OPTS --freeze. */
+enum { O_FREEZE = 300, O_RO, O_OVERLAY, O_NAME, O_FORCE, O_ALLOW_UNSAFE };
+#define SERVE_LONGOPTS                                          \
+	{ "foreground", no_argument, NULL, 'f' },               \
+	{ "debug", no_argument, NULL, 'd' },                    \
+	{ "verbose", no_argument, NULL, 'v' },                  \
+	{ "options", required_argument, NULL, 'o' },            \
+	{ "freeze", no_argument, NULL, O_FREEZE },              \
+	{ "force", no_argument, NULL, O_FORCE },                \
+	{ "allow-unsafe-dirs", no_argument, NULL, O_ALLOW_UNSAFE }, \
+	OPT_HELP
+#define SERVE_SHORTOPTS "fdvo:h"
+
+/* Returns true if ch was one of them. */
+static bool serve_option(int ch, struct rf_fuse_opts *o)
+{
+	switch (ch) {
+	case 'f':
+		o->foreground = true;
+		return true;
+	case 'd':
+		o->debug = o->foreground = true;
+		return true;
+	case 'v':
+		rf_log_verbose = 1;
+		return true;
+	case 'o':
+		o->fuse_opts = optarg;
+		return true;
+	case O_FREEZE:
+		o->freeze = true;
+		return true;
+	case O_ALLOW_UNSAFE:
+		rf_dev_allow_unsafe_dirs(true);
+		return true;
+	case O_FORCE:
+		rf_assemble_set_force(true);
+		return true;
+	}
+	return false;
+}
+
+/* Open the array cfg describes and serve it; cfg is freed. */
+static int serve(struct rf_config *cfg, const struct rf_fuse_opts *o)
+{
+	struct rf_array *a;
+	char err[1024];
+	int ret;
+
+	ret = rf_array_open(cfg, &a, err, sizeof(err));
+	rf_config_free(cfg);
+	if (ret) {
+		fprintf(stderr, "raidfuse: %s\n", err);
+		return 1;
+	}
+	ret = rf_fuse_run(a, o);
+	rf_array_close(a);
+	return ret ? 1 : 0;
+}
+
+static int cmd_mount(int argc, char **argv)
+{
+	static const struct option lo[] = { SERVE_LONGOPTS, OPT_END };
+	struct rf_fuse_opts o = { 0 };
+	struct rf_config cfg;
+	const char *pos[2] = { NULL, NULL };
+	char err[1024];
+	int npos = 0, ch, rc = -1;
+
+	while ((ch = opt_next(argc, argv, "-:" SERVE_SHORTOPTS, lo, &rc)) != -1) {
+		if (serve_option(ch, &o))
+			continue;
+		if (npos >= 2)
+			return usage_error("mount: expected CONFIG MOUNTPOINT, got also '%s'", optarg);
+		pos[npos++] = optarg;
+	}
+	if (rc >= 0)
+		return rc;
+	if (npos < 2)
+		return usage_error("mount: expected CONFIG MOUNTPOINT");
+	o.mountpoint = pos[1];
+	if (load(pos[0], &cfg))
+		return 1;
+	if (rf_assemble_check_config(&cfg, err, sizeof(err))) {
+		fprintf(stderr, "raidfuse: %s\n", err);
+		rf_config_free(&cfg);
+		return 1;
+	}
+	return serve(&cfg, &o);
+}
+
+/* assemble's positional arguments: MOUNTPOINT, then members.  0 or
+ * EXIT_USAGE. */
+static int assemble_arg(struct rf_fuse_opts *o, const char **members, int *n, const char *arg)
+{
+	if (!o->mountpoint)
+		o->mountpoint = arg;
+	else if (*n < RF_MAX_MEMBERS)
+		members[(*n)++] = arg;
+	else
+		return usage_error("assemble: more than %d members ('%s')", RF_MAX_MEMBERS, arg);
+	return 0;
+}
+
+static int cmd_assemble(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		SERVE_LONGOPTS,
+		{ "ro", no_argument, NULL, 'r' },
+		{ "readonly", no_argument, NULL, 'r' },
+		{ "overlay", required_argument, NULL, 'O' },
+		{ "name", required_argument, NULL, 'N' },
+		OPT_END
+	};
+	struct rf_fuse_opts o = { 0 };
+	struct rf_config cfg;
+	const char *name = NULL, *members[RF_MAX_MEMBERS], *overlay = NULL;
+	bool ro = false;
+	char err[1024];
+	int n = 0, ch, rc = -1;
+
+	while ((ch = opt_next(argc, argv, "-:" SERVE_SHORTOPTS "rO:N:", lo, &rc)) != -1) {
+		if (serve_option(ch, &o))
+			continue;
+		switch (ch) {
+		case 'r':
+			ro = true;
+			break;
+		case 'O':
+			overlay = optarg;
+			break;
+		case 'N':
+			name = optarg;
+			if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+				return usage_error("assemble: --name '%s' is not a plain file name", name);
+			break;
+		case 1:
+			if (assemble_arg(&o, members, &n, optarg))
+				return EXIT_USAGE;
+			break;
+		}
+	}
+	if (rc >= 0)
+		return rc;
+	if (!o.mountpoint || !n)
+		return usage_error("assemble: expected MOUNTPOINT MEMBER...");
+	if (ro && overlay)
+		return usage_error("assemble: --ro and --overlay exclude each other (--overlay already keeps "
+				   "the members as they are)");
+	if (overlay && mkdir(overlay, 0755) && errno != EEXIST) {
+		fprintf(stderr, "raidfuse: overlay directory %s: %s\n", overlay, strerror(errno));
+		return 1;
+	}
+	if (overlay ? rf_assemble_overlay(members, n, name, overlay, &cfg, err, sizeof(err))
+		    : rf_assemble(members, n, name, ro, &cfg, err, sizeof(err))) {
+		fprintf(stderr, "raidfuse: %s\n", err);
+		return 1;
+	}
+	return serve(&cfg, &o);
+}
+
+/* ---------------------------------------------------------------- control files */
+
+/* The whole content of a control file (small), NUL-terminated, into buf.
+ * Returns its length or -errno. */
+static int read_ctl_file(const char *path, char *buf, size_t size)
+{
+	size_t len = 0;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -errno;
+	while (len + 1 < size && (n = read(fd, buf + len, size - 1 - len)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = errno;
+			close(fd);
+			return -err;
+		}
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	return (int)len;
+}
+
+/* Why MOUNTPOINT has no control files, for an error about one of them. */
+static void not_served(const char *mnt, const char *what, int err)
+{
+	char path[4096];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/mdstat", mnt);
+	if (stat(path, &st))
+		fprintf(stderr, "raidfuse: %s is not a raidfuse mount (no %s: %s)\n", mnt, path, strerror(errno));
+	else if (err == ENOENT)
+		fprintf(stderr, "raidfuse: %s: no such attribute on this array\n", what);
+	else
+		fprintf(stderr, "raidfuse: %s: %s\n", what, strerror(err));
+}
+
+/* MOUNTPOINT/md/ATTR's first line into buf (size bytes), the newline
+ * cut.  Returns its length or -errno (reported, when report). */
+static int read_attr(const char *mnt, const char *attr, char *buf, size_t size, bool report)
+{
+	char path[4096], what[300];
+	int n;
+
+	snprintf(path, sizeof(path), "%s/md/%s", mnt, attr);
+	n = read_ctl_file(path, buf, size);
+	if (n < 0) {
+		if (report) {
+			snprintf(what, sizeof(what), "md/%s", attr);
+			not_served(mnt, what, -n);
+		}
+		return n;
+	}
+	buf[strcspn(buf, "\n")] = '\0';
+	return (int)strlen(buf);
+}
+
+/* A control file's text as a JSON value: a decimal integer as a number,
+ * anything else as a string without its last newline ("0.90" stays a
+ * string: md's words, not a number). */
+static void json_ctl_value(struct rf_json *j, char *text)
+{
+	size_t len = strlen(text);
+	const char *p = text;
+
+	if (len && text[len - 1] == '\n')
+		text[--len] = '\0';
+	if (*p == '-')
+		p++;
+	if (*p && strspn(p, "0123456789") == strlen(p) && (p[0] != '0' || !p[1]))
+		rf_json_num_text(j, text);
+	else
+		rf_json_str(j, text);
+}
+
+/* fn(ctx, name, text) for every readable regular file of dir (md/ or
+ * md/dev-NAME/), in the daemon's order (a meaningful one: keep it).
+ * 0, or 1 when dir or a file cannot be read (reported). */
+static int each_ctl_file(const char *dir, void (*fn)(void *ctx, const char *name, char *text), void *ctx)
+{
+	static char buf[65536];
+	char path[4096];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int n;
+
+	if (!d) {
+		fprintf(stderr, "raidfuse: %s: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	while ((de = readdir(d))) {
+		if (de->d_type != DT_REG)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		n = read_ctl_file(path, buf, sizeof(buf));
+		if (n == -EACCES)
+			continue;       /* write-only (md/new_dev) */
+		if (n < 0) {
+			fprintf(stderr, "raidfuse: %s: %s\n", path, strerror(-n));
+			closedir(d);
+			return 1;
+		}
+		fn(ctx, de->d_name, buf);
+	}
+	closedir(d);
+	return 0;
+}
+
+static void json_ctl_member(void *j, const char *name, char *text)
+{
+	rf_json_key(j, name);
+	json_ctl_value(j, text);
+}
+
+/* ---------------------------------------------------------------- status */
+
+/* status --json: one object, md's attribute names as keys (level,
+ * raid_disks, chunk_size, layout, array_state, degraded, sync_action,
+ * mismatch_cnt, ...), then "devices" (the files of each md/dev-NAME, with "name") and
+ * "mdstat" (the text).  0 or 1 (reported). */
+static int status_json(const char *mnt, const char *mdstat)
+{
+	char path[4096];
+	struct dirent *de;
+	struct rf_json j;
+	DIR *d;
+	int ret = 0;
+
+	rf_json_init(&j, stdout);
+	rf_json_obj(&j);
+	rf_json_kstr(&j, "mountpoint", mnt);
+	/* the image: the one regular file beside mdstat */
+	d = opendir(mnt);
+	while (d && (de = readdir(d)))
+		if (de->d_type == DT_REG && strcmp(de->d_name, "mdstat"))
+			rf_json_kstr(&j, "image", de->d_name);
+	if (d)
+		closedir(d);
+	snprintf(path, sizeof(path), "%s/md", mnt);
+	ret = each_ctl_file(path, json_ctl_member, &j);
+	rf_json_key(&j, "devices");
+	rf_json_arr(&j);
+	d = ret ? NULL : opendir(path);
+	while (d && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || strncmp(de->d_name, "dev-", 4))
+			continue;
+		rf_json_obj(&j);
+		rf_json_kstr(&j, "name", de->d_name + 4);
+		snprintf(path, sizeof(path), "%s/md/%s", mnt, de->d_name);
+		ret |= each_ctl_file(path, json_ctl_member, &j);
+		rf_json_obj_end(&j);
+	}
+	if (d)
+		closedir(d);
+	rf_json_arr_end(&j);
+	rf_json_kstr(&j, "mdstat", mdstat);
+	rf_json_obj_end(&j);
+	if (rf_json_end(&j)) {
+		fprintf(stderr, "raidfuse: status: writing JSON: %s\n", strerror(-j.err));
+		ret = 1;
+	}
+	return ret;
+}
+
+/* The text status: mdstat, then each attribute's first line. */
+static void print_ctl_line(void *ctx, const char *name, char *text)
+{
+	text[strcspn(text, "\n")] = '\0';
+	printf("%-20s %s\n", name, text);
+}
+
+static int status_text(const char *mnt, const char *mdstat)
+{
+	char path[4096];
+	struct stat st;
+
+	fputs(mdstat, stdout);
+	snprintf(path, sizeof(path), "%s/md", mnt);
+	if (stat(path, &st)) {
+		not_served(mnt, path, errno);
+		return 1;
+	}
+	printf("\n");
+	return each_ctl_file(path, print_ctl_line, NULL);
+}
+
+/* Whether a resync, recovery, check or repair runs: md/sync_action is
+ * neither idle nor frozen (an array without one, raid0, runs none). */
+static bool sync_running(const char *mnt)
+{
+	char act[64];
+
+	if (read_attr(mnt, "sync_action", act, sizeof(act), false) < 0)
+		return false;
+	return strcmp(act, "idle") && strcmp(act, "frozen");
+}
+
+static void sleep_secs(double s)
+{
+	struct timespec ts = { .tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9) };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* A --watch interval: seconds, 0.1 to 86400 (watch(1) takes fractions). */
+static bool parse_secs(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	if (!*s || !strchr("0123456789.", *s))
+		return false;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || *end || v < 0.1 || v > 86400)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* One status, or with watch one every secs until no sync action runs
+ * (at once if none does): on a terminal each redraws the screen under a
+ * header, as watch(1) does; otherwise they follow each other, a blank
+ * line between. */
+static int status_show(const char *mnt, bool json, bool watch, double secs)
+{
+	static char mdstat[65536];
+	char path[4096], when[64];
+	bool tty = isatty(STDOUT_FILENO), first = true;
+	time_t now;
+	int n, ret;
+
+	snprintf(path, sizeof(path), "%s/mdstat", mnt);
+	for (;;) {
+		n = read_ctl_file(path, mdstat, sizeof(mdstat));
+		if (n < 0) {
+			not_served(mnt, path, -n);
+			return 1;
+		}
+		if (watch && !json) {
+			now = time(NULL);
+			strftime(when, sizeof(when), "%a %b %e %H:%M:%S %Y", localtime(&now));
+			printf("%sEvery %.1fs: raidfuse status %s  %s\n\n", tty ? "\033[H\033[2J" : first ? "" : "\n",
+			       secs, mnt, when);
+		}
+		if (watch && !json) {
+			fputs(mdstat, stdout);  /* what watch cat /proc/mdstat shows */
+			ret = 0;
+		} else {
+			ret = json ? status_json(mnt, mdstat) : status_text(mnt, mdstat);
+		}
+		fflush(stdout);
+		if (ret || !watch || !sync_running(mnt))
+			return ret;
+		first = false;
+		sleep_secs(secs);
+	}
+}
+
+/* status [--json] [--watch [SECONDS]] MOUNTPOINT */
+static int cmd_status(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		OPT_JSON,
+		{ "watch", optional_argument, NULL, 'w' },
+		OPT_HELP,
+		OPT_END
+	};
+	const char *mnt = NULL;
+	bool json = false, watch = false, secs_due = false;
+	double secs = 2;
+	int ch, rc = -1;
+
+	while ((ch = opt_next(argc, argv, "-:Jw::h", lo, &rc)) != -1) {
+		switch (ch) {
+		case 'J':
+			json = true;
+			secs_due = false;
+			break;
+		case 'w':
+			watch = true;
+			secs_due = !optarg;     /* "--watch 5": the number may follow */
+			if (optarg && !parse_secs(optarg, &secs))
+				return usage_error("status: --watch takes SECONDS (0.1 to 86400), not '%s'", optarg);
+			break;
+		case 1:
+			if (secs_due && parse_secs(optarg, &secs)) {
+				secs_due = false;
+				break;
+			}
+			secs_due = false;
+			if (mnt)
+				return usage_error("status: expected one MOUNTPOINT, got also '%s'", optarg);
+			mnt = optarg;
+			break;
+		}
+	}
+	if (rc >= 0)
+		return rc;
+	if (!mnt)
+		return usage_error("status: expected MOUNTPOINT");
+	return status_show(mnt, json, watch, secs);
+}
+
+/* ---------------------------------------------------------------- ctl */
+
+/* Wait for the sync action just started on mnt to end, a progress line on
+ * stderr meanwhile (md/sync_completed), then print md/mismatch_cnt.  The
+ * action has ended when md/sync_action reads idle; frozen means someone
+ * stopped it (exit 1).  An idle written by someone else looks the same as
+ * the end.  0 or 1. */
+static int sync_wait(const char *mnt, const char *action, bool json)
+{
+	char act[64], done[128], cnt[64];
+	unsigned long long d, t;
+	struct rf_progress p;
+	struct rf_json j;
+
+	rf_progress_start(&p, stderr, action, 0);
+	for (;;) {
+		if (read_attr(mnt, "sync_action", act, sizeof(act), true) < 0)
+			return 1;
+		if (!strcmp(act, "idle") || !strcmp(act, "frozen"))
+			break;
+		if (read_attr(mnt, "sync_completed", done, sizeof(done), true) < 0)
+			return 1;
+		if (sscanf(done, "%llu / %llu", &d, &t) == 2 && t)
+			rf_progress_update(&p, d * 512, t * 512);
+		sleep_secs(0.2);
+	}
+	if (!strcmp(act, "frozen")) {
+		rf_progress_end(&p, "stopped");
+		fprintf(stderr, "raidfuse: %s: md/sync_action is frozen: the %s was stopped\n", mnt, action);
+		return 1;
+	}
+	if (read_attr(mnt, "mismatch_cnt", cnt, sizeof(cnt), true) < 0)
+		return 1;
+	if (p.total)
+		p.done = p.total;
+	rf_progress_end(&p, "done");
+	if (json) {
+		rf_json_init(&j, stdout);
+		rf_json_obj(&j);
+		rf_json_kstr(&j, "sync_action", action);
+		rf_json_key(&j, "mismatch_cnt");
+		json_ctl_value(&j, cnt);
+		rf_json_obj_end(&j);
+		return rf_json_end(&j) ? 1 : 0;
+	}
+	printf("mismatch_cnt: %s\n", cnt);
+	return 0;
+}
+
+/* A VALUE may start with '-' (md's "-faulty", "-writemostly"): after ATTR
+ * an argument is an option only if it is one of ctl's, spelled out. */
+static bool ctl_is_option(const char *arg)
+{
+	static const char *const opts[] = { "--", "-J", "-W", "-h", "-JW", "-WJ", NULL };
+	int i;
+
+	if (!strncmp(arg, "--", 2))
+		return true;
+	for (i = 0; opts[i]; i++)
+		if (!strcmp(arg, opts[i]))
+			return true;
+	return false;
+}
+
+/* ctl [--json] MOUNTPOINT ATTR [VALUE], the device verbs, check/repair. */
+static int cmd_ctl(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		OPT_JSON,
+		{ "wait", no_argument, NULL, 'W' },
+		OPT_HELP,
+		OPT_END
+	};
+	static char buf[65536];
+	char path[4096], what[4200], abs[PATH_MAX], devattr[300];
+	const char *mnt, *attr, *val, *pos[3], *wait_for = NULL;
+	bool json = false, wait = false;
+	int fd, n, err, npos = 0, ch, rc = -1;
+	struct rf_json j;
+	size_t len;
+
+	while ((ch = opt_next(argc, argv, "-:JWh", lo, &rc)) != -1) {
+		if (ch == 'J') {
+			json = true;
+		} else if (ch == 'W') {
+			wait = true;
+		} else if (ch == 1) {
+			if (npos >= 3)
+				return usage_error("ctl: expected MOUNTPOINT ATTR [VALUE], got also '%s'", optarg);
+			pos[npos++] = optarg;
+			if (npos == 2 && optind < argc && argv[optind][0] == '-' && !ctl_is_option(argv[optind]))
+				pos[npos++] = argv[optind++];
+		}
+	}
+	if (rc >= 0)
+		return rc;
+	if (npos < 2)
+		return usage_error("ctl: expected MOUNTPOINT ATTR [VALUE]");
+	mnt = pos[0];
+	attr = pos[1];
+	val = npos == 3 ? pos[2] : NULL;
+	/* The device verbs: md's files with md's words, as mdadm --add,
+	 * --fail and --remove write them; check and repair as md's
+	 * sync_action takes them. */
+	if (val && !strcmp(attr, "add")) {
+		if (!realpath(val, abs)) {
+			fprintf(stderr, "raidfuse: ctl add: %s: %s\n", val, strerror(errno));
+			return 1;
+		}
+		attr = "new_dev";
+		val = abs;
+	} else if (val && (!strcmp(attr, "fail") || !strcmp(attr, "remove"))) {
+		if (!*val || strchr(val, '/'))
+			return usage_error("ctl: '%s' is not a device name (a member file's base name)", val);
+		snprintf(devattr, sizeof(devattr), "dev-%s/state", val);
+		val = !strcmp(attr, "fail") ? "faulty" : "remove";
+		attr = devattr;
+	} else if (!strcmp(attr, "check") || !strcmp(attr, "repair")) {
+		if (val)
+			return usage_error("ctl: %s takes no VALUE, got '%s'", attr, val);
+		val = attr;
+		attr = "sync_action";
+	} else if (!val && (!strcmp(attr, "add") || !strcmp(attr, "fail") || !strcmp(attr, "remove"))) {
+		return usage_error("ctl: %s expects a %s", attr, !strcmp(attr, "add") ? "FILE" : "device NAME");
+	}
+	if (wait) {
+		static const char *const actions[] = { "check", "repair", "resync", "recover", NULL };
+
+		for (n = 0; val && !strcmp(attr, "sync_action") && actions[n]; n++)
+			if (!strcmp(val, actions[n]))
+				wait_for = actions[n];
+		if (!wait_for)
+			return usage_error("ctl: --wait goes with check, repair, or sync_action "
+					   "check|repair|resync|recover");
+	}
+	if (!*attr || attr[0] == '/' || strstr(attr, ".."))
+		return usage_error("ctl: '%s' is not an attribute name (e.g. stripe_cache_size)", attr);
+	snprintf(path, sizeof(path), "%s/md/%s", mnt, attr);
+	snprintf(what, sizeof(what), "md/%s", attr);
+	if (!val) {
+		n = read_ctl_file(path, buf, sizeof(buf));
+		if (n < 0) {
+			not_served(mnt, what, -n);
+			return 1;
+		}
+		if (!json) {
+			fputs(buf, stdout);
+			return 0;
+		}
+		rf_json_init(&j, stdout);
+		rf_json_obj(&j);
+		rf_json_key(&j, attr);
+		json_ctl_value(&j, buf);
+		rf_json_obj_end(&j);
+		return rf_json_end(&j) ? 1 : 0;
+	}
+	/* What `echo VALUE > file` does: one write of the value and a newline. */
+	len = strlen(val);
+	if (len + 2 > sizeof(buf)) {
+		fprintf(stderr, "raidfuse: %s: a value of %zu bytes is too long\n", what, len);
+		return 1;
+	}
+	snprintf(buf, sizeof(buf), "%s\n", val);
+	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	if (fd < 0) {
+		err = errno;
+		if (err == EACCES || err == EPERM)
+			fprintf(stderr, "raidfuse: %s is read-only\n", what);
+		else
+			not_served(mnt, what, err);
+		return 1;
+	}
+	n = (int)write(fd, buf, len + 1);
+	err = errno;
+	if (close(fd) && n >= 0) {
+		n = -1;
+		err = errno;
+	}
+	if (n < 0) {
+		if (err == EINVAL)
+			fprintf(stderr, "raidfuse: %s: '%s' refused: not a value it takes (the daemon's log says which)\n",
+				what, val);
+		else
+			fprintf(stderr, "raidfuse: %s: cannot set '%s': %s\n", what, val, strerror(err));
+		return 1;
+	}
+	if ((size_t)n != len + 1) {
+		fprintf(stderr, "raidfuse: %s: short write (%d of %zu bytes)\n", what, n, len + 1);
+		return 1;
+	}
+	return wait_for ? sync_wait(mnt, wait_for, json) : 0;
+}
+
+/* ---------------------------------------------------------------- commands */
+
+/* Option help that several commands share. */
+#define HELP_FORCE                                                                      \
+	"      --force            serve a degraded raid4/5/6 that was not shut down cleanly\n" \
+	"                         (md's --run --force; data in the stripes being written at\n" \
+	"                         the crash may be wrong)\n"
+#define HELP_UNSAFE_DIRS                                                                \
+	"      --allow-unsafe-dirs\n"                                                     \
+	"                         as root, accept members in directories other users may\n" \
+	"                         write (refused by default: they could swap a member for\n" \
+	"                         a link to any file)\n"
+
+static int cmd_help(int argc, char **argv);
+
+static const struct cmd cmds[] = {
+	{ "create", cmd_create,
+	  "raidfuse create CONFIG [-f] [--assume-clean] [-b internal|none] [--bitmap-chunk SIZE]\n"
+	  "                [--allow-unsafe-dirs]",
+	  "Make the member and spare files CONFIG names that do not exist yet (array.member_size\n"
+	  "bytes each) and write md 1.2 superblocks on every one (metadata = \"none\" in CONFIG:\n"
+	  "none).  Nothing is written before the whole config and every member are checked.\n"
+	  "\n"
+	  "  -f, --force            also recreate members that hold data\n"
+	  "      --assume-clean     record the array in sync: no resync due\n"
+	  "  -b, --bitmap=internal|none\n"
+	  "                         md's internal write-intent bitmap, or none (over CONFIG's)\n"
+	  "      --bitmap-chunk=SIZE\n"
+	  "                         the bitmap's chunk: a power of two of at least 4K, KiB\n"
+	  "                         unless suffixed (K, M, G); default mdadm's (64M at least)\n"
+	  HELP_UNSAFE_DIRS
+	  "  -h, --help             this help\n",
+	  "make the members CONFIG names, write md 1.2 superblocks" },
+	{ "mount", cmd_mount,
+	  "raidfuse mount CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS] [--freeze] [--force]\n"
+	  "               [--allow-unsafe-dirs]",
+	  "Check the members against CONFIG (and their superblocks, if any) and serve the\n"
+	  "array as MOUNTPOINT/<name>, with md's control files beside it.  Stop it with\n"
+	  "fusermount3 -u MOUNTPOINT.\n"
+	  "\n"
+	  "  -f, --foreground       stay in the foreground\n"
+	  "  -d, --debug            FUSE debug output (implies -f)\n"
+	  "  -v, --verbose          verbose log\n"
+	  "  -o, --options=OPTS     FUSE mount options (e.g. allow_other)\n"
+	  "      --freeze           start with md/sync_action frozen: a resync that is due\n"
+	  "                         waits until `resync` is written there\n"
+	  HELP_FORCE
+	  HELP_UNSAFE_DIRS
+	  "  -h, --help             this help\n",
+	  "serve the array CONFIG describes as MOUNTPOINT/<name>" },
+	{ "assemble", cmd_assemble,
+	  "raidfuse assemble [--ro | --overlay DIR] [--name FILE] [-f] [-d] [-v] [-o OPTS]\n"
+	  "                  [--freeze] [--force] [--allow-unsafe-dirs] MOUNTPOINT MEMBER...",
+	  "Serve the array the members' md superblocks describe (0.90, 1.0, 1.1, 1.2) as\n"
+	  "MOUNTPOINT/array.img, no config needed: members in any order, stale ones left out.\n"
+	  "\n"
+	  "  -r, --ro, --readonly   open the members read-only; writes fail (EROFS)\n"
+	  "  -O, --overlay=DIR      open the members read-only; every write goes to\n"
+	  "                         copy-on-write files in DIR (made if needed; the same DIR\n"
+	  "                         again continues from there; delete it to throw it away)\n"
+	  "  -N, --name=FILE        serve the image as MOUNTPOINT/FILE\n"
+	  "  -f, --foreground       stay in the foreground\n"
+	  "  -d, --debug            FUSE debug output (implies -f)\n"
+	  "  -v, --verbose          verbose log\n"
+	  "  -o, --options=OPTS     FUSE mount options (e.g. allow_other)\n"
+	  "      --freeze           start with md/sync_action frozen\n"
+	  HELP_FORCE
+	  HELP_UNSAFE_DIRS
+	  "  -h, --help             this help\n",
+	  "serve the array the members' md superblocks describe" },
+	{ "examine", cmd_examine,
+	  "raidfuse examine [--json] MEMBER...",
+	  "Print each member's md superblock as mdadm --examine does.\n"
+	  "\n"
+	  "  -J, --json             one JSON object per member, one a line, md's field names\n"
+	  "                         (uuid, level, raid_disks, chunk_size, layout, events,\n"
+	  "                         dev_role, data_offset, ...; sizes in sectors)\n"
+	  "  -h, --help             this help\n",
+	  "print each member's superblock as mdadm --examine does" },
+	{ "status", cmd_status,
+	  "raidfuse status [--json] [--watch [SECONDS]] MOUNTPOINT",
+	  "Print MOUNTPOINT/mdstat and every attribute under MOUNTPOINT/md.\n"
+	  "\n"
+	  "  -J, --json             one JSON object: md's attribute names and values (integers\n"
+	  "                         as numbers), \"devices\" (md/dev-NAME/*), \"mdstat\"\n"
+	  "  -w, --watch[=SECONDS]  print mdstat every SECONDS (default 2; also as the next\n"
+	  "                         argument) until no resync, recovery, check or repair\n"
+	  "                         runs (at once if none does); on a terminal each redraws\n"
+	  "                         the screen, as watch cat /proc/mdstat does\n"
+	  "  -h, --help             this help\n",
+	  "print mdstat and every md attribute; --watch a resync" },
+	{ "ctl", cmd_ctl,
+	  "raidfuse ctl [--json] MOUNTPOINT ATTR [VALUE]\n"
+	  "raidfuse ctl MOUNTPOINT add FILE | fail NAME | remove NAME\n"
+	  "raidfuse ctl [--wait] [--json] MOUNTPOINT check | repair",
+	  "Print md attribute ATTR of the array on MOUNTPOINT, or set it to VALUE, as `cat` and\n"
+	  "`echo VALUE >` on MOUNTPOINT/md/ATTR do (VALUE may start with '-', as md's\n"
+	  "-faulty).  md's names and units: stripe_cache_size (entries), group_thread_cnt,\n"
+	  "worker_groups, rmw_level (0-2), array_state (suspended/active), sync_action,\n"
+	  "sync_speed_min/max (KiB/s), dev-NAME/state, dev-NAME/fault (fault injection, e.g.\n"
+	  "\"error=EIO rate=0.5 ops=write\" or \"off\"), ...  (man raidfuse lists them all)\n"
+	  "\n"
+	  "  add FILE               add FILE as a spare (writes its path to md/new_dev)\n"
+	  "  fail NAME              mark device NAME (a member file's base name) faulty\n"
+	  "  remove NAME            take faulty or spare device NAME out of the array\n"
+	  "  check, repair          start md's check or repair (md/sync_action)\n"
+	  "  -W, --wait             with check, repair or sync_action check|repair|resync|\n"
+	  "                         recover: wait until it ends, a progress line on stderr,\n"
+	  "                         then print mismatch_cnt (exit 0 whatever it is; 1 if the\n"
+	  "                         action was frozen meanwhile)\n"
+	  "  -J, --json             print what is read as a JSON object\n"
+	  "  -h, --help             this help\n",
+	  "read or set an md attribute; add, fail, remove; check, repair" },
+	{ "help", cmd_help, "raidfuse help [COMMAND]", "Print the help of COMMAND, or of raidfuse.\n",
+	  NULL },
+	{ NULL, NULL, NULL, NULL, NULL }
+};
+
+static void print_usage(FILE *out, const struct cmd *c)
+{
+	bool first = true;
+
+	if (c) {
+		print_synopsis(out, c, &first);
+		fprintf(out, "(raidfuse %s --help says what each option does)\n", c->name);
+		return;
+	}
+	for (c = cmds; c->name; c++)
+		if (c->summary)
+			print_synopsis(out, c, &first);
+	fprintf(out, "       raidfuse help [COMMAND] | --help | --version\n");
+}
+
+static void print_main_help(void)
+{
+	const struct cmd *c;
+
+	print_usage(stdout, NULL);
+	printf("\nraidfuse is Linux md in user space: it serves a RAID array of member files\n"
+	       "(or block devices) through FUSE as one regular file.\n\nCommands:\n");
+	for (c = cmds; c->name; c++)
+		if (c->summary)
+			printf("  %-10s%s\n", c->name, c->summary);
+	printf("\nOptions go before, between or after the arguments; -- ends them.\n"
+	       "`raidfuse COMMAND --help` lists the command's options; man raidfuse(8) says more.\n"
+	       "Stop a mounted array with: fusermount3 -u MOUNTPOINT\n\n%s", exit_text);
+}
+
+static const struct cmd *find_cmd(const char *name)
+{
+	const struct cmd *c;
+
+	for (c = cmds; c->name; c++)
+		if (!strcmp(c->name, name))
+			return c;
+	return NULL;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	static const struct option lo[] = { OPT_HELP, OPT_END };
+	const struct cmd *c = NULL;
+	int ch, rc = -1;
+
+	while ((ch = opt_next(argc, argv, "-:h", lo, &rc)) != -1) {
+		if (c)
+			return usage_error("help: expected one COMMAND, got also '%s'", optarg);
+		c = find_cmd(optarg);
+		if (!c)
+			return usage_error("help: no command '%s'", optarg);
+	}
+	if (rc >= 0)
+		return rc;
+	if (c)
+		print_help(stdout, c);
+	else
+		print_main_help();
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const struct cmd *c;
+
+	if (argc < 2)
+		return usage_error("expected a command");
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		print_main_help();
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("raidfuse %s\n", RF_VERSION);
+		return 0;
+	}
+	c = find_cmd(argv[1]);
+	if (c) {
+		cur_cmd = c;
+		return c->run(argc - 1, argv + 1);
+	}
+	if (argv[1][0] == '-')
+		return usage_error("unknown option '%s' (options follow the command)", argv[1]);
+	return usage_error("unknown command '%s' (expected create, mount, assemble, examine, status or ctl)",
+			   argv[1]);
+}

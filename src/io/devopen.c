@@ -1,0 +1,486 @@
+/* devopen.c - open one member or spare, checked, in one place.
+ *
+ * raidfuse is often run as root on files it did not make, so a path is
+ * not trusted between the moment it is checked and the moment it is
+ * opened.  rf_dev_open():
+ *  - resolves the directory once (realpath) and opens the last component
+ *    relative to it with O_NOFOLLOW; a symbolic link there is resolved
+ *    once and its target opened the same way (a dangling one is refused,
+ *    never created through);
+ *  - as root, refuses a directory another user may write (owned by
+ *    another user, or group/other-writable, sticky or not) and ancestors
+ *    another user could rename entries of (owned by another user, or
+ *    writable and not sticky), as ssh's StrictModes does, unless
+ *    rf_dev_allow_unsafe_dirs();
+ *  - checks that what it opened is what it looked at (st_dev/st_ino), a
+ *    regular file or a block device, not on procfs, sysfs or another
+ *    kernel file system whose files have no size to honour, not on the
+ *    file system this daemon serves (nor a loop device over a file there):
+ *    IO to it would wait on the daemon's own IO;
+ *  - claims it: O_EXCL for a writable block device, flock (exclusive, or
+ *    shared read-only), and opens the O_DIRECT twin through
+ *    /proc/self/fd, so both descriptors are the one inode.
+ * rf_dev_check() tells later whether the device still is what was opened:
+ * not shrunk, not unlinked, not replaced at its path.
+ *
+ * Invariants: on error nothing stays open, and a file it created is
+ * unlinked again.  The two process-wide settings (served st_dev, unsafe
+ * directories allowed) are set before any array is opened or from the
+ * FUSE mount on, read atomically.
+ *
+ * It does NOT read or write superblocks, nor decide what a failed check
+ * means for an array (member.c fails the member).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <linux/fs.h>
+#include <linux/loop.h>
+#include <linux/magic.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "raidfuse/devopen.h"
+#include "raidfuse/log.h"
+
+#ifndef LOOP_MAJOR
+#define LOOP_MAJOR 7
+#endif
+
+static int split(const char *path, char *dir, char *base, size_t len);
+
+static atomic_ulong served_dev;         /* 0: this process serves no file system */
+static atomic_bool allow_unsafe;
+static char served_mnt[256];            /* written before served_dev is set */
+
+void rf_dev_set_served(dev_t dev, const char *mountpoint)
+{
+	snprintf(served_mnt, sizeof(served_mnt), "%s", mountpoint ? mountpoint : "");
+	atomic_store(&served_dev, (unsigned long)dev);
+}
+
+/* mountinfo escapes space, tab, newline and backslash as \ooo. */
+static void unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '7' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' &&
+		    s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+int rf_dev_set_served_mount(const char *mountpoint)
+{
+	char dir[PATH_MAX], base[NAME_MAX + 1], want[PATH_MAX + NAME_MAX + 2], *line = NULL;
+	unsigned maj, min;
+	dev_t dev = 0;
+	size_t cap = 0;
+	FILE *f;
+	int ret;
+
+	/* Not stat(mountpoint): that would ask this very daemon, which does
+	 * not serve yet.  The mount table says which st_dev it has. */
+	ret = split(mountpoint, dir, base, sizeof(base));
+	if (ret)
+		return ret;
+	snprintf(want, sizeof(want), "%s%s%s", dir, strcmp(dir, "/") ? "/" : "", base);
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		char mnt[PATH_MAX], *sep = strstr(line, " - ");
+
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min, mnt) != 3 || !sep ||
+		    strncmp(sep + 3, "fuse", 4))
+			continue;
+		unescape(mnt);
+		if (!strcmp(mnt, want))
+			dev = makedev(maj, min);        /* the last one is on top */
+	}
+	free(line);
+	fclose(f);
+	if (!dev)
+		return -ENOENT;
+	rf_dev_set_served(dev, mountpoint);
+	return 0;
+}
+
+void rf_dev_allow_unsafe_dirs(bool allow)
+{
+	atomic_store(&allow_unsafe, allow);
+}
+
+void rf_dev_same_msg(char *err, size_t errlen, const char *a, const char *b, dev_t dev, ino_t ino)
+{
+	snprintf(err, errlen, "%s and %s are the same file twice (device %u:%u, inode %llu): each member "
+		 "must be given once", a, b, major(dev), minor(dev), (unsigned long long)ino);
+}
+
+bool rf_dev_same(const struct rf_dev_id *a, const struct rf_dev_id *b)
+{
+	if (a->blk && b->blk)
+		return a->rdev == b->rdev;
+	return a->dev == b->dev && a->ino == b->ino;
+}
+
+void rf_dev_id_free(struct rf_dev_id *id)
+{
+	free(id->real);
+	id->real = NULL;
+}
+
+void rf_dev_close(struct rf_dev_fd *d)
+{
+	if (d->fd >= 0)
+		close(d->fd);
+	if (d->fd_direct >= 0)
+		close(d->fd_direct);
+	d->fd = d->fd_direct = -1;
+	rf_dev_id_free(&d->id);
+}
+
+/* Kernel file systems whose files are not storage: their sizes are 0 or
+ * made up, and what reads and writes do is not keeping data. */
+static const char *pseudo_fs(long type)
+{
+	switch (type) {
+	case PROC_SUPER_MAGIC:  return "procfs";
+	case SYSFS_MAGIC:       return "sysfs";
+	case DEBUGFS_MAGIC:     return "debugfs";
+	case TRACEFS_MAGIC:     return "tracefs";
+	case SECURITYFS_MAGIC:  return "securityfs";
+	case CGROUP_SUPER_MAGIC:
+	case CGROUP2_SUPER_MAGIC: return "cgroupfs";
+	case BPF_FS_MAGIC:      return "bpffs";
+	case EFIVARFS_MAGIC:    return "efivarfs";
+	case 0x62656570:        return "configfs";
+	}
+	return NULL;
+}
+
+/* Whether another user than root and us may change which file a name in
+ * dir is (as root only).  why: what makes it unsafe. */
+static bool dir_unsafe(const char *dir, char *why, size_t len)
+{
+	char p[PATH_MAX];
+	uid_t me = geteuid();
+	bool first = true;
+
+	snprintf(p, sizeof(p), "%s", dir);
+	for (;;) {
+		struct stat st;
+		char *s;
+
+		if (stat(p, &st)) {
+			snprintf(why, len, "directory %s: %s", p, strerror(errno));
+			return true;
+		}
+		if (st.st_uid != 0 && st.st_uid != me) {
+			snprintf(why, len, "directory %s belongs to uid %u", p, (unsigned)st.st_uid);
+			return true;
+		}
+		/* The member's own directory: any other writer may swap the
+		 * name (a sticky bit does not keep it from making one). */
+		if (first && ((st.st_mode & S_IWOTH) || ((st.st_mode & S_IWGRP) && st.st_gid != 0))) {
+			snprintf(why, len, "directory %s is writable by %s", p,
+				 (st.st_mode & S_IWOTH) ? "every user" : "its group");
+			return true;
+		}
+		if (!first && !(st.st_mode & S_ISVTX) &&
+		    ((st.st_mode & S_IWOTH) || ((st.st_mode & S_IWGRP) && st.st_gid != 0))) {
+			snprintf(why, len, "directory %s is writable by %s and not sticky", p,
+				 (st.st_mode & S_IWOTH) ? "every user" : "its group");
+			return true;
+		}
+		first = false;
+		if (!strcmp(p, "/"))
+			return false;
+		s = strrchr(p, '/');
+		if (s == p)
+			p[1] = '\0';
+		else if (s)
+			*s = '\0';
+		else
+			return false;
+	}
+}
+
+/* Split path into its resolved directory and last component. */
+static int split(const char *path, char *dir, char *base, size_t len)
+{
+	char tmp[PATH_MAX], *b;
+
+	if (!*path || strlen(path) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	b = basename(tmp);
+	if (!*b || !strcmp(b, ".") || !strcmp(b, "..") || !strcmp(b, "/")) {
+		/* "dir/", "..": a directory, named as one */
+		if (!realpath(path, dir))
+			return -errno;
+		snprintf(base, len, ".");
+		return 0;
+	}
+	snprintf(base, len, "%s", b);
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	if (!realpath(dirname(tmp), dir))
+		return -errno;
+	return 0;
+}
+
+static const char *kind(mode_t m)
+{
+	if (S_ISDIR(m))
+		return "a directory";
+	if (S_ISCHR(m))
+		return "a character device";
+	if (S_ISFIFO(m))
+		return "a FIFO";
+	if (S_ISSOCK(m))
+		return "a socket";
+	return "not a regular file or block device";
+}
+
+/* The backing file of loop device fd is on the served file system. */
+static bool loop_on_served(int fd, const struct stat *st, dev_t served)
+{
+	struct loop_info64 li;
+
+	if (major(st->st_rdev) != LOOP_MAJOR || ioctl(fd, LOOP_GET_STATUS64, &li))
+		return false;
+	return (dev_t)li.lo_device == served;
+}
+
+int rf_dev_lock(const struct rf_dev_fd *d, bool ro, const char *who, char *err, size_t errlen)
+{
+	int ret;
+
+	if (!flock(d->fd, (ro ? LOCK_SH : LOCK_EX) | LOCK_NB))
+		return 0;
+	ret = -errno;
+	if (ret == -EWOULDBLOCK)
+		snprintf(err, errlen, "%s is in use by another raidfuse or process (it holds a lock on it)", who);
+	else
+		snprintf(err, errlen, "%s: cannot lock it: %s", who, strerror(-ret));
+	return ret;
+}
+
+int rf_dev_open(const char *path, const char *who, unsigned flags, struct rf_dev_fd *d, char *err,
+		size_t errlen)
+{
+	char dir[PATH_MAX], base[NAME_MAX + 1], target[PATH_MAX], why[PATH_MAX + 64], proc[64];
+	bool root = geteuid() == 0, ro = flags & RF_DEV_RDONLY, followed = false;
+	int dfd = -1, ret, mode = ro ? O_RDONLY : O_RDWR;
+	struct stat lst, st;
+	struct statfs sfs;
+	dev_t served = (dev_t)atomic_load(&served_dev);
+	const char *fs;
+
+	memset(d, 0, sizeof(*d));
+	d->fd = d->fd_direct = -1;
+again:
+	ret = split(path, dir, base, sizeof(base));
+	if (ret) {
+		snprintf(err, errlen, "%s: %s%s", who, strerror(-ret), ret == -ENOENT ? " (its directory)" : "");
+		return ret;
+	}
+	if (root && dir_unsafe(dir, why, sizeof(why))) {
+		if (!atomic_load(&allow_unsafe)) {
+			snprintf(err, errlen, "%s: refused as root: %s, who could replace the member with a link "
+				 "to any file (--allow-unsafe-dirs allows it)", who, why);
+			return -EPERM;
+		}
+		rf_warn("%s: %s, who could replace the member with a link to any file (allowed by "
+			"--allow-unsafe-dirs)", who, why);
+	}
+	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: directory %s: %s", who, dir, strerror(-ret));
+		return ret;
+	}
+	if (fstatat(dfd, base, &lst, AT_SYMLINK_NOFOLLOW)) {
+		ret = -errno;
+		if (ret != -ENOENT || !(flags & RF_DEV_CREATE)) {
+			snprintf(err, errlen, "%s: %s%s", who, strerror(-ret),
+				 ret == -ENOENT ? " (`raidfuse create CONFIG` makes missing member files)" : "");
+			goto fail;
+		}
+		/* Made here, so nobody else's. */
+		d->fd = openat(dfd, base, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (d->fd < 0) {
+			ret = -errno;
+			snprintf(err, errlen, "%s: cannot create it in %s: %s", who, dir, strerror(-ret));
+			goto fail;
+		}
+		d->created = true;
+		if (fstat(d->fd, &lst)) {
+			ret = -errno;
+			goto fail;
+		}
+	} else if (S_ISLNK(lst.st_mode)) {
+		if (followed || !realpath(path, target)) {
+			ret = followed ? -ELOOP : -errno;
+			snprintf(err, errlen, "%s: a symbolic link%s: %s", who,
+				 ret == -ENOENT ? " to nothing (dangling)" : "", strerror(-ret));
+			goto fail;
+		}
+		/* Once: the target, its own directory checked the same way. */
+		close(dfd);
+		dfd = -1;
+		followed = true;
+		path = target;
+		goto again;
+	} else if (!S_ISREG(lst.st_mode) && !S_ISBLK(lst.st_mode)) {
+		snprintf(err, errlen, "%s: %s, not a regular file or block device", who, kind(lst.st_mode));
+		ret = S_ISDIR(lst.st_mode) ? -EISDIR : -EINVAL;
+		goto fail;
+	}
+	if (served && lst.st_dev == served) {
+		snprintf(err, errlen, "%s: refused: it is on the file system this raidfuse serves (%s); its IO "
+			 "would wait on the array's own", who, served_mnt);
+		ret = -EDEADLK;
+		goto fail;
+	}
+	if (d->fd < 0) {
+		/* A writer claims a block device: the kernel then refuses it to
+		 * mounts, kernel md and other exclusive openers. */
+		int m = mode | (S_ISBLK(lst.st_mode) && !ro ? O_EXCL : 0);
+
+		d->fd = openat(dfd, base, m | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+		if (d->fd < 0) {
+			ret = -errno;
+			if (ret == -EBUSY && (m & O_EXCL))
+				snprintf(err, errlen, "%s is in use by another raidfuse or process (the block device "
+					 "is mounted, in an array, or opened exclusively)", who);
+			else
+				snprintf(err, errlen, "%s: %s", who, strerror(-ret));
+			goto fail;
+		}
+	}
+	if (fstat(d->fd, &st) || fstatfs(d->fd, &sfs)) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", who, strerror(-ret));
+		goto fail;
+	}
+	if (st.st_dev != lst.st_dev || st.st_ino != lst.st_ino) {
+		snprintf(err, errlen, "%s: changed while it was opened (another file is at its path now)", who);
+		ret = -ESTALE;
+		goto fail;
+	}
+	fs = pseudo_fs((long)sfs.f_type);
+	if (fs) {
+		snprintf(err, errlen, "%s: a file on %s, which keeps no data: not a member", who, fs);
+		ret = -EINVAL;
+		goto fail;
+	}
+	d->id.dev = st.st_dev;
+	d->id.ino = st.st_ino;
+	d->id.blk = S_ISBLK(st.st_mode);
+	d->id.rdev = d->id.blk ? st.st_rdev : 0;
+	if (d->id.blk) {
+		uint64_t sz;
+
+		if (served && loop_on_served(d->fd, &st, served)) {
+			snprintf(err, errlen, "%s: refused: a loop device over a file this raidfuse serves (%s); "
+				 "its IO would wait on the array's own", who, served_mnt);
+			ret = -EDEADLK;
+			goto fail;
+		}
+		if (ioctl(d->fd, BLKGETSIZE64, &sz)) {
+			ret = -errno;
+			snprintf(err, errlen, "%s: cannot find its size: %s", who, strerror(-ret));
+			goto fail;
+		}
+		d->id.size = sz;
+	} else {
+		d->id.size = (uint64_t)st.st_size;
+	}
+	if (!(flags & RF_DEV_NOLOCK)) {
+		ret = rf_dev_lock(d, ro, who, err, errlen);
+		if (ret)
+			goto fail;
+	}
+	if (asprintf(&d->id.real, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "", base) < 0) {
+		d->id.real = NULL;
+		ret = -ENOMEM;
+		goto fail;
+	}
+	if (flags & RF_DEV_DIRECT) {
+		/* The same inode again, not the path again. */
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", d->fd);
+		d->fd_direct = open(proc, mode | O_DIRECT | O_CLOEXEC);
+		if (d->fd_direct < 0 && errno != EINVAL)
+			d->fd_direct = openat(dfd, base, mode | O_DIRECT | O_NOFOLLOW | O_CLOEXEC);
+		if (d->fd_direct < 0) {
+			rf_info("%s: O_DIRECT refused (%s), using buffered IO", who, strerror(errno));
+		} else if (fstat(d->fd_direct, &lst) || lst.st_ino != st.st_ino || lst.st_dev != st.st_dev) {
+			close(d->fd_direct);
+			d->fd_direct = -1;
+		}
+	}
+	close(dfd);
+	return 0;
+fail:
+	if (d->created)
+		unlinkat(dfd, base, 0);
+	d->created = false;
+	if (dfd >= 0)
+		close(dfd);
+	rf_dev_close(d);
+	return ret;
+}
+
+int rf_dev_check(int fd, const struct rf_dev_id *id, bool with_path, char *err, size_t errlen)
+{
+	struct stat st, pst;
+
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st)) {
+		snprintf(err, errlen, "cannot stat it: %s", strerror(errno));
+		return -ENODEV;
+	}
+	if (id->blk) {
+		uint64_t sz;
+
+		if (!ioctl(fd, BLKGETSIZE64, &sz) && sz < id->size) {
+			snprintf(err, errlen, "the block device shrank to %llu bytes (it had %llu)",
+				 (unsigned long long)sz, (unsigned long long)id->size);
+			return -ENODEV;
+		}
+	} else {
+		if (st.st_nlink == 0) {
+			snprintf(err, errlen, "unlinked: no path names it any more, what is written there is lost "
+				 "at close");
+			return -ENODEV;
+		}
+		if ((uint64_t)st.st_size < id->size) {
+			snprintf(err, errlen, "truncated to %llu bytes (it had %llu) by another process",
+				 (unsigned long long)st.st_size, (unsigned long long)id->size);
+			return -ENODEV;
+		}
+	}
+	if (with_path && id->real && !stat(id->real, &pst) &&
+	    (id->blk ? pst.st_rdev != id->rdev : (pst.st_dev != st.st_dev || pst.st_ino != st.st_ino))) {
+		snprintf(err, errlen, "replaced: its path %s names another file now", id->real);
+		return -ENODEV;
+	}
+	return 0;
+}

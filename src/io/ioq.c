@@ -1,0 +1,668 @@
+/* ioq.c - member IO queue: the retry and short-IO logic, and the liburing
+ * backend.
+ *
+ * Invariants:
+ *  - every queued rf_mio ends exactly once, through rf_ioq_complete(), with
+ *    m->done == m->len and res 0, or with res < 0;
+ *  - a transfer that was cut short is resubmitted for the remainder, from
+ *    the retry list, in the order it was cut;
+ *  - an operation that fault injection (fault.h) ends is not issued: it
+ *    waits on q->injected, counted in flight, and the next rf_ioq_reap()
+ *    completes it with the injected -errno, before (and then without)
+ *    waiting on the backend; a merged one is retried piece by piece, as
+ *    after a real error, each piece asking again;
+ *  - the uring backend keeps one read armed on its eventfd so that a kick
+ *    from another thread ends a blocking wait; that read's completion carries
+ *    user_data 0, which no rf_mio has.
+ *
+ * It does NOT decide what an error means for the array: a failed member is
+ * the caller's business (end() sees -EIO and acts).
+ *
+ * This is the only file that includes liburing.h.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <liburing.h>
+
+#include "raidfuse/fault.h"
+#include "raidfuse/iolog.h"
+#include "raidfuse/ioq.h"
+
+static bool mio_aligned(const struct rf_ioq_member *mm, const char *buf, uint32_t len, uint64_t off)
+{
+	uintptr_t mask = mm->align - 1;
+
+	return mm->fd_direct >= 0 && !((uintptr_t)buf & mask) && !(len & mask) && !(off & mask);
+}
+
+static void retry_push(struct rf_ioq *q, struct rf_mio *m)
+{
+	m->next = NULL;
+	*q->retry_tail = m;
+	q->retry_tail = &m->next;
+}
+
+/* Hand m (and what is merged behind it) to the backend.  0, -EBUSY, or
+ * 1: fault injection ended it (m->res), for the caller to put on
+ * q->injected once m is off the retry list. */
+static int mio_issue(struct rf_ioq *q, struct rf_mio *m)
+{
+	const struct rf_ioq_member *mm = &q->members[m->member];
+	char *buf = m->buf + m->done;
+	uint32_t len = m->len - m->done;
+	uint64_t off = m->off + m->done;
+	int fd = mio_aligned(mm, buf, len, off) ? mm->fd_direct : mm->fd;
+	int ret;
+
+	if (q->mtail[m->member] == m)
+		q->mtail[m->member] = NULL;
+	/* One flag load while the member's fault is off.  Asked once: an
+	 * operation the backend has no room for yet comes back here. */
+	ret = m->fault_asked ? 0 : rf_fault_check(mm->fault, m->op, off, m->ctail->off + m->ctail->len - off);
+	m->fault_asked = 1;
+	if (ret) {
+		m->res = ret;
+		q->inflight++;
+		q->nr_injected++;
+		return 1;
+	}
+	if (m->op == RF_MIO_FSYNC) {
+		ret = q->be->prep(q, m, mm->fd, NULL, 0, 0);
+		/* The io log (iolog.h), one flag load while it is off. */
+		if (!ret && rf_iolog_on)
+			m->iolog_id = rf_iolog_submit(mm->fd, RF_IOLOG_FLUSH, NULL, 0, 0);
+	} else if (m->nchain > 1) {
+		struct iovec *iov;
+		struct rf_mio *x;
+		int n = 0;
+
+		if (!q->niov_free)
+			return -EBUSY;  /* every slot is in flight: wait for one */
+		m->iov_slot = q->iov_free[--q->niov_free];
+		iov = q->iov + (size_t)m->iov_slot * RF_IOQ_MAX_MERGE;
+		for (x = m; x; x = x->chain) {
+			iov[n].iov_base = x->buf;
+			iov[n++].iov_len = x->len;
+		}
+		ret = q->be->prepv(q, m, fd, iov, n, off);
+		if (ret)
+			q->iov_free[q->niov_free++] = m->iov_slot;
+		else if (rf_iolog_on && m->op == RF_MIO_WRITE)
+			m->iolog_id = rf_iolog_submit(fd, RF_IOLOG_WRITE, iov, n, off);
+	} else {
+		ret = q->be->prep(q, m, fd, buf, len, off);
+		if (!ret && rf_iolog_on && m->op == RF_MIO_WRITE) {
+			struct iovec v = { buf, len };
+
+			m->iolog_id = rf_iolog_submit(fd, RF_IOLOG_WRITE, &v, 1, off);
+		}
+	}
+	if (!ret)
+		q->inflight++;
+	return ret;
+}
+
+/* Whether m can go behind the queued mio h as one vectored operation. */
+static bool can_merge(struct rf_ioq *q, struct rf_mio *h, struct rf_mio *m)
+{
+	const struct rf_ioq_member *mm = &q->members[m->member];
+	struct rf_mio *t = h->ctail;
+
+	return h->op == m->op && m->op != RF_MIO_FSYNC && !h->nomerge && !h->done &&
+	       t->off + t->len == m->off && h->nchain < RF_IOQ_MAX_MERGE &&
+	       m->off + m->len - h->off <= RF_IOQ_MAX_MERGE_BYTES &&
+	       mio_aligned(mm, h->buf, h->len, h->off) == mio_aligned(mm, m->buf, m->len, m->off);
+}
+
+void rf_ioq_queue(struct rf_ioq *q, struct rf_mio *m)
+{
+	struct rf_mio *h;
+
+	assert(m->member >= 0 && m->member < q->nmembers);
+	h = q->mtail[m->member];
+
+	m->done = 0;
+	m->res = 0;
+	m->nomerge = 0;
+	m->fault_asked = 0;
+	m->chain = NULL;
+	m->ctail = m;
+	m->nchain = 1;
+	m->iov_slot = -1;
+	m->iolog_id = 0;
+	if (h && can_merge(q, h, m)) {
+		h->ctail->chain = m;
+		h->ctail = m;
+		h->nchain++;
+		q->nr_merged++;
+		return;
+	}
+	retry_push(q, m);
+	q->mtail[m->member] = m;
+}
+
+int rf_ioq_submit(struct rf_ioq *q)
+{
+	for (;;) {
+		struct rf_mio *m;
+		int ret;
+
+		while ((m = q->retry)) {
+			ret = mio_issue(q, m);
+			if (ret < 0)
+				break;
+			q->retry = m->next;
+			if (!q->retry)
+				q->retry_tail = &q->retry;
+			if (ret) {
+				m->next = q->injected;
+				q->injected = m;
+			}
+		}
+		ret = q->be->submit(q);
+		if (ret == -EBUSY || ret == -EAGAIN)
+			return 0;       /* the kernel is full: completions make room */
+		if (ret < 0)
+			return ret;
+		/* Submitting made room in the ring: issue what still waits. */
+		if (!q->retry || ret == 0)
+			return 0;
+	}
+}
+
+/* Requeue m alone for its remaining bytes. */
+static void requeue_alone(struct rf_ioq *q, struct rf_mio *m)
+{
+	m->chain = NULL;
+	m->ctail = m;
+	m->nchain = 1;
+	m->nomerge = 1;
+	m->fault_asked = 0;     /* a piece on its own asks again */
+	retry_push(q, m);
+}
+
+/* A merged operation ended with res.  Pieces fully moved end; the rest
+ * go back alone (an error is retried piece by piece to find its piece). */
+static int complete_chain(struct rf_ioq *q, struct rf_mio *h, int res)
+{
+	struct rf_mio *x, *next, *ended = NULL, **etail = &ended;
+	int n = 0;
+
+	for (x = h; x; x = next) {
+		uint32_t take = res > 0 ? ((uint32_t)res < x->len ? (uint32_t)res : x->len) : 0;
+
+		next = x->chain;
+		if (res > 0)
+			res -= (int)take;
+		x->done = take;
+		if (take == x->len) {
+			x->res = 0;
+			x->next = NULL;
+			*etail = x;
+			etail = &x->next;
+		} else {
+			if (take)
+				q->nr_short++;
+			requeue_alone(q, x);
+		}
+	}
+	for (x = ended; x; x = next) {
+		next = x->next;
+		x->end(x);
+		n++;
+	}
+	return n;
+}
+
+int rf_ioq_complete(struct rf_ioq *q, struct rf_mio *m, int res)
+{
+	q->inflight--;
+	if (m->iolog_id) {
+		rf_iolog_complete(m->iolog_id, res);
+		m->iolog_id = 0;
+	}
+	if (m->iov_slot >= 0) {
+		q->iov_free[q->niov_free++] = m->iov_slot;
+		m->iov_slot = -1;
+	}
+	if (res == -EAGAIN || res == -EINTR) {
+		q->nr_retry++;
+		retry_push(q, m);
+		return 0;
+	}
+	if (m->nchain > 1)
+		return complete_chain(q, m, res);
+	if (res < 0) {
+		m->res = res;
+		m->end(m);
+		return 1;
+	}
+	if (m->op != RF_MIO_FSYNC) {
+		if (res == 0) {
+			/* No progress: the member ended before the transfer. */
+			m->res = -EIO;
+			m->end(m);
+			return 1;
+		}
+		m->done += (uint32_t)res;
+		if (m->done < m->len) {
+			q->nr_short++;
+			retry_push(q, m);
+			return 0;
+		}
+	}
+	m->res = 0;
+	m->end(m);
+	return 1;
+}
+
+int rf_ioq_init_common(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned slots)
+{
+	int i;
+
+	memset(q, 0, sizeof(*q));
+	q->members = members;
+	q->nmembers = nmembers;
+	q->retry_tail = &q->retry;
+	q->iov = calloc((size_t)slots * RF_IOQ_MAX_MERGE, sizeof(*q->iov));
+	q->iov_free = calloc(slots, sizeof(*q->iov_free));
+	if (!q->iov || !q->iov_free) {
+		free(q->iov);
+		free(q->iov_free);
+		return -ENOMEM;
+	}
+	for (i = 0; i < (int)slots; i++)
+		q->iov_free[i] = (int16_t)i;
+	q->niov_free = (int)slots;
+	return 0;
+}
+
+/* Complete the operations fault injection ended.  Returns end() calls. */
+static int reap_injected(struct rf_ioq *q)
+{
+	struct rf_mio *m, *next, *list = q->injected;
+	int n = 0;
+
+	/* Detach first: an end() may queue, submit and be injected again. */
+	q->injected = NULL;
+	for (m = list; m; m = next) {
+		next = m->next;
+		n += rf_ioq_complete(q, m, m->res);
+	}
+	return n;
+}
+
+int rf_ioq_reap(struct rf_ioq *q, bool wait)
+{
+	int n = 0, ret;
+
+	if (q->injected) {
+		n = reap_injected(q);
+		wait = false;   /* there was something to reap */
+	}
+	ret = q->be->reap(q, wait);
+	return ret < 0 ? ret : n + ret;
+}
+
+void rf_ioq_destroy(struct rf_ioq *q)
+{
+	if (q->be)
+		q->be->destroy(q);
+	q->be = NULL;
+	free(q->iov);
+	free(q->iov_free);
+	q->iov = NULL;
+	q->iov_free = NULL;
+}
+
+/* ---- liburing backend ---- */
+
+struct uring_priv {
+	struct io_uring ring;
+	int efd;
+	uint64_t ebuf;          /* target of the armed eventfd read */
+	bool armed;
+	unsigned queued;        /* SQEs not yet submitted */
+};
+
+static int uring_prep(struct rf_ioq *q, struct rf_mio *m, int fd, char *buf, uint32_t len, uint64_t off)
+{
+	struct uring_priv *u = q->priv;
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+
+	if (!sqe)
+		return -EBUSY;
+	switch (m->op) {
+	case RF_MIO_READ:
+		io_uring_prep_read(sqe, fd, buf, len, off);
+		break;
+	case RF_MIO_WRITE:
+		io_uring_prep_write(sqe, fd, buf, len, off);
+		break;
+	default:
+		io_uring_prep_fsync(sqe, fd, 0);
+		break;
+	}
+	io_uring_sqe_set_data(sqe, m);
+	u->queued++;
+	return 0;
+}
+
+static int uring_prepv(struct rf_ioq *q, struct rf_mio *m, int fd, const struct iovec *iov, int niov,
+		       uint64_t off)
+{
+	struct uring_priv *u = q->priv;
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+
+	if (!sqe)
+		return -EBUSY;
+	if (m->op == RF_MIO_READ)
+		io_uring_prep_readv(sqe, fd, iov, niov, off);
+	else
+		io_uring_prep_writev(sqe, fd, iov, niov, off);
+	io_uring_sqe_set_data(sqe, m);
+	u->queued++;
+	return 0;
+}
+
+static void uring_arm(struct uring_priv *u)
+{
+	struct io_uring_sqe *sqe;
+
+	if (u->armed)
+		return;
+	sqe = io_uring_get_sqe(&u->ring);
+	if (!sqe)
+		return;         /* next submit makes room; armed again then */
+	io_uring_prep_read(sqe, u->efd, &u->ebuf, sizeof(u->ebuf), 0);
+	io_uring_sqe_set_data(sqe, NULL);
+	u->armed = true;
+	u->queued++;
+}
+
+static int uring_submit(struct rf_ioq *q)
+{
+	struct uring_priv *u = q->priv;
+	int ret;
+
+	if (!u->queued)
+		return 0;
+	ret = io_uring_submit(&u->ring);
+	if (ret >= 0)
+		u->queued = 0;
+	return ret;
+}
+
+static int uring_reap(struct rf_ioq *q, bool wait)
+{
+	struct uring_priv *u = q->priv;
+	struct io_uring_cqe *cqes[64];
+	int ended = 0, ret;
+	unsigned n, i;
+
+	uring_arm(u);
+	if (wait) {
+		ret = io_uring_submit_and_wait(&u->ring, 1);
+		if (ret < 0 && ret != -EINTR && ret != -ETIME)
+			return ret;
+		u->queued = 0;
+	} else if (u->queued) {
+		uring_submit(q);
+	}
+	do {
+		struct { struct rf_mio *m; int res; } done[64];
+		unsigned nd = 0;
+
+		n = io_uring_peek_batch_cqe(&u->ring, cqes, 64);
+		for (i = 0; i < n; i++) {
+			struct rf_mio *m = io_uring_cqe_get_data(cqes[i]);
+
+			if (!m) {
+				u->armed = false;
+				continue;
+			}
+			done[nd].m = m;
+			done[nd++].res = cqes[i]->res;
+		}
+		/* Consume the CQEs before end() runs: end() may queue more IO. */
+		io_uring_cq_advance(&u->ring, n);
+		for (i = 0; i < nd; i++)
+			ended += rf_ioq_complete(q, done[i].m, done[i].res);
+	} while (n == 64);
+	return ended;
+}
+
+static void uring_kick(struct rf_ioq *q)
+{
+	struct uring_priv *u = q->priv;
+	uint64_t one = 1;
+	ssize_t n;
+
+	do
+		n = write(u->efd, &one, sizeof(one));
+	while (n < 0 && errno == EINTR);
+}
+
+static void uring_destroy(struct rf_ioq *q)
+{
+	struct uring_priv *u = q->priv;
+
+	if (!u)
+		return;
+	io_uring_queue_exit(&u->ring);
+	close(u->efd);
+	free(u);
+	q->priv = NULL;
+}
+
+static const struct rf_ioq_backend uring_backend = {
+	.prep = uring_prep,
+	.prepv = uring_prepv,
+	.submit = uring_submit,
+	.reap = uring_reap,
+	.kick = uring_kick,
+	.destroy = uring_destroy,
+};
+
+int rf_ioq_init_uring(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned depth)
+{
+	struct uring_priv *u = calloc(1, sizeof(*u));
+	struct io_uring_params p;
+	int ret;
+
+	if (!u)
+		return -ENOMEM;
+	u->efd = eventfd(0, EFD_CLOEXEC);
+	if (u->efd < 0) {
+		ret = -errno;
+		free(u);
+		return ret;
+	}
+	memset(&p, 0, sizeof(p));
+#ifdef IORING_SETUP_SINGLE_ISSUER
+	p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN;
+#endif
+	ret = io_uring_queue_init_params(depth, &u->ring, &p);
+	if (ret < 0) {
+		memset(&p, 0, sizeof(p));
+		ret = io_uring_queue_init_params(depth, &u->ring, &p);
+	}
+	if (ret < 0) {
+		close(u->efd);
+		free(u);
+		return ret;
+	}
+	ret = rf_ioq_init_common(q, members, nmembers, depth);
+	if (ret) {
+		io_uring_queue_exit(&u->ring);
+		close(u->efd);
+		free(u);
+		return ret;
+	}
+	q->be = &uring_backend;
+	q->priv = u;
+	return 0;
+}
+
+/* ---- synchronous backend ----
+ *
+ * For a submitter that does its own stripe work (group_thread_cnt 0): the
+ * operations queued by prep run in submit(), one system call each, on the
+ * calling thread; reap() hands their results to rf_ioq_complete().  On
+ * members where the kernel would punt an io_uring request to a helper
+ * thread anyway (tmpfs, buffered files), this saves two context switches
+ * per IO.  kick() has nothing to wake: nothing here ever blocks in reap().
+ */
+
+struct sync_op {
+	struct rf_mio *m;
+	const struct iovec *iov;        /* NULL: buf/len */
+	char *buf;
+	uint32_t len;
+	int niov;
+	int fd;
+	uint64_t off;
+	int res;
+};
+
+struct sync_priv {
+	rf_ioq_run_fn run;              /* NULL: the system calls */
+	unsigned depth;
+	unsigned nq, ndone;             /* ops[0, ndone) ran, [ndone, nq) wait for submit */
+	struct sync_op ops[];
+};
+
+static int sync_push(struct rf_ioq *q, struct rf_mio *m, int fd, char *buf, uint32_t len,
+		     const struct iovec *iov, int niov, uint64_t off)
+{
+	struct sync_priv *s = q->priv;
+	struct sync_op *o;
+
+	if (s->nq == s->depth)
+		return -EBUSY;
+	o = &s->ops[s->nq++];
+	o->m = m;
+	o->fd = fd;
+	o->buf = buf;
+	o->len = len;
+	o->iov = iov;
+	o->niov = niov;
+	o->off = off;
+	return 0;
+}
+
+static int sync_prep(struct rf_ioq *q, struct rf_mio *m, int fd, char *buf, uint32_t len, uint64_t off)
+{
+	return sync_push(q, m, fd, buf, len, NULL, 0, off);
+}
+
+static int sync_prepv(struct rf_ioq *q, struct rf_mio *m, int fd, const struct iovec *iov, int niov, uint64_t off)
+{
+	return sync_push(q, m, fd, NULL, 0, iov, niov, off);
+}
+
+static int sync_run(const struct sync_op *o)
+{
+	ssize_t n;
+
+	if (o->m->op == RF_MIO_FSYNC)
+		n = fsync(o->fd);
+	else if (o->iov)
+		n = o->m->op == RF_MIO_READ ? preadv(o->fd, o->iov, o->niov, (off_t)o->off)
+					    : pwritev(o->fd, o->iov, o->niov, (off_t)o->off);
+	else
+		n = o->m->op == RF_MIO_READ ? pread(o->fd, o->buf, o->len, (off_t)o->off)
+					    : pwrite(o->fd, o->buf, o->len, (off_t)o->off);
+	return n < 0 ? -errno : (int)n;
+}
+
+static int sync_submit(struct rf_ioq *q)
+{
+	struct sync_priv *s = q->priv;
+	int n = 0;
+
+	for (; s->ndone < s->nq; s->ndone++, n++) {
+		struct sync_op *o = &s->ops[s->ndone];
+		struct iovec one = { o->buf, o->len };
+
+		if (s->run)
+			o->res = s->run(&q->members[o->m->member], o->m->op, o->iov ? o->iov : &one,
+					o->iov ? o->niov : 1, o->off);
+		else
+			o->res = sync_run(o);
+	}
+	return n;
+}
+
+static int sync_reap(struct rf_ioq *q, bool wait)
+{
+	struct sync_priv *s = q->priv;
+	int ended = 0;
+
+	(void)wait;
+	while (s->ndone) {
+		/* Take the finished ops out first: a completion may queue more
+		 * (short transfer, the next stripe round). */
+		struct sync_op done[64];
+		unsigned n = s->ndone < 64 ? s->ndone : 64, i;
+
+		memcpy(done, s->ops, n * sizeof(*done));
+		memmove(s->ops, s->ops + n, (s->nq - n) * sizeof(*s->ops));
+		s->nq -= n;
+		s->ndone -= n;
+		for (i = 0; i < n; i++)
+			ended += rf_ioq_complete(q, done[i].m, done[i].res);
+	}
+	return ended;
+}
+
+static void sync_kick(struct rf_ioq *q)
+{
+	(void)q;
+}
+
+static void sync_destroy(struct rf_ioq *q)
+{
+	free(q->priv);
+	q->priv = NULL;
+}
+
+static const struct rf_ioq_backend sync_backend = {
+	.prep = sync_prep,
+	.prepv = sync_prepv,
+	.submit = sync_submit,
+	.reap = sync_reap,
+	.kick = sync_kick,
+	.destroy = sync_destroy,
+};
+
+int rf_ioq_init_sync(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers, unsigned depth)
+{
+	return rf_ioq_init_sync_run(q, members, nmembers, depth, NULL);
+}
+
+int rf_ioq_init_sync_run(struct rf_ioq *q, const struct rf_ioq_member *members, int nmembers,
+			 unsigned depth, rf_ioq_run_fn fn)
+{
+	struct sync_priv *s = calloc(1, sizeof(*s) + depth * sizeof(s->ops[0]));
+	int ret;
+
+	if (!s)
+		return -ENOMEM;
+	s->depth = depth;
+	s->run = fn;
+	ret = rf_ioq_init_common(q, members, nmembers, depth);
+	if (ret) {
+		free(s);
+		return ret;
+	}
+	q->be = &sync_backend;
+	q->priv = s;
+	return 0;
+}

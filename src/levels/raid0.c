@@ -1,0 +1,61 @@
+/* raid0.c - striping without redundancy (md's raid0).
+ *
+ * A request becomes one DIRECT piece per chunk it touches; layout.c's
+ * rf_r0_map() says where each chunk lives, over md's strip zones when the
+ * members differ in size (each member's data size comes from its
+ * superblock; a config without superblocks uses the smallest for all, one
+ * zone, as before).  Any member error ends the request with that error:
+ * there is nothing to rebuild from.  It does NOT resync, rebuild or take
+ * spares.
+ */
+#include <errno.h>
+
+#include "core/engine.h"
+
+static int r0_max_pieces(const struct rf_array *a, uint32_t max_len)
+{
+	return max_len / a->chunk_bytes + 2;
+}
+
+static int r0_split(struct rf_array *a, struct rf_req *r)
+{
+	uint64_t off = r->off, end = r->off + r->len;
+
+	while (off < end) {
+		uint64_t sector = off >> 9, dev_sector;
+		uint32_t in_chunk = (uint32_t)(off & (a->chunk_bytes - 1));
+		uint64_t len = a->chunk_bytes - in_chunk;
+		struct rf_piece *p;
+		int member;
+
+		if (len > end - off)
+			len = end - off;
+		rf_r0_map(&a->geom, sector, &member, &dev_sector);
+		p = rf_piece_new(r, RF_PIECE_DIRECT, r->op == RF_REQ_WRITE, off, r->buf + (off - r->off),
+				 (uint32_t)len, off / a->chunk_bytes);
+		if (!p)
+			return -EINVAL;
+		rf_piece_set_mio(a, p, member, (dev_sector << 9) + (off & 511));
+		rf_queue_piece(a, p);
+		off += len;
+	}
+	return 0;
+}
+
+static void r0_direct_failed(struct rf_worker *w, struct rf_piece *p, int err)
+{
+	rf_piece_end(p, err);
+}
+
+static bool r0_failed(const struct rf_array *a, uint64_t faulty)
+{
+	return faulty != 0;
+}
+
+const struct rf_level_ops rf_raid0_ops = {
+	.name = "raid0",
+	.max_pieces = r0_max_pieces,
+	.split = r0_split,
+	.direct_failed = r0_direct_failed,
+	.failed = r0_failed,
+};

@@ -1,0 +1,470 @@
+/* raid5.c - parity levels: md's raid4, raid5 and raid6.
+ *
+ * Reads of in-sync members are DIRECT pieces, one per chunk (md's
+ * chunk_aligned_read).  Writes, and reads of a faulty member's data, are
+ * STRIPE pieces: parts of one stripe_size block of one column, served by
+ * the stripe head for that block row.  A head runs rounds; each round takes
+ * the pieces queued so far and:
+ *
+ *   plan     which blocks must be uptodate: for a write, the cheaper of
+ *            read-modify-write (old data of written columns + P [+ Q]) and
+ *            reconstruct-write (every data column not fully overwritten),
+ *            as rmw_level says; a degraded row always reads every in-sync
+ *            column.  Blocks still uptodate from an earlier round are not
+ *            read again.
+ *   read     member reads of the missing blocks; a failed read marks the
+ *            member faulty and plans the round again, degraded.
+ *   compute  rebuild faulty columns (xor, or raid6 recovery of any two),
+ *            serve the reads, merge the new data and compute P [and Q]:
+ *            rmw as P ^= old ^ new, Q ^= g^slot (old ^ new); rcw from all
+ *            data.
+ *   write    the written data columns and parity, on in-sync members.
+ *
+ * Rounds of one head never overlap, so concurrent writes to a row cannot
+ * tear its parity, and a degraded read never rebuilds from a half-written
+ * row.  A write ends successfully when the array has not failed: data on a
+ * member that failed during the write is still held by parity.
+ *
+ * It does NOT resync or rebuild members (a later sync thread does), and it
+ * does not batch member IO across heads.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <string.h>
+
+#include "core/engine.h"
+#include "raidfuse/parity.h"
+
+static inline uint64_t all_members(const struct rf_array *a)
+{
+	return a->nmembers == 64 ? ~0ull : (1ull << a->nmembers) - 1;
+}
+
+static int r5_max_pieces(const struct rf_array *a, uint32_t max_len)
+{
+	int chunks = max_len / a->chunk_bytes + 2;
+
+	/* Direct pieces per chunk, plus a stripe piece per block should they
+	 * fall back to reconstruction (each chunk boundary adds a block). */
+	return chunks + max_len / a->stripe_size + 2 * chunks;
+}
+
+/* Queue STRIPE pieces for [moff, moff + len) of member col (bytes from the
+ * member's data start), data at buf. */
+static int queue_stripe_pieces(struct rf_array *a, struct rf_req *r, bool write, int col,
+			       uint64_t moff, uint64_t aoff, char *buf, uint32_t len, bool requeue)
+{
+	uint32_t ss = a->stripe_size;
+
+	while (len) {
+		uint64_t blk = moff & ~(uint64_t)(ss - 1);
+		uint32_t boff = (uint32_t)(moff - blk);
+		uint32_t l = ss - boff < len ? ss - boff : len;
+		struct rf_piece *p = rf_piece_new(r, RF_PIECE_STRIPE, write, aoff, buf, l, blk >> 9);
+
+		if (!p)
+			return -EINVAL;
+		p->member = (int16_t)col;
+		p->boff = boff;
+		if (requeue)
+			rf_requeue_piece(a, p);
+		else
+			rf_queue_piece(a, p);
+		moff += l;
+		aoff += l;
+		buf += l;
+		len -= l;
+	}
+	return 0;
+}
+
+static int r5_split(struct rf_array *a, struct rf_req *r)
+{
+	uint64_t off = r->off, end = r->off + r->len;
+	bool write = r->op == RF_REQ_WRITE;
+
+	while (off < end) {
+		struct rf_r5_map m;
+		uint64_t len = a->chunk_bytes - (off & (a->chunk_bytes - 1)), moff;
+		char *buf = r->buf + (off - r->off);
+		int ret;
+
+		if (len > end - off)
+			len = end - off;
+		rf_r5_map_sector(&a->geom, off >> 9, &m);
+		moff = (m.dev_sector << 9) + (off & 511);
+		if (!write && !(rf_faulty_at(a, m.dev_sector) & (1ull << m.dd_idx))) {
+			struct rf_piece *p = rf_piece_new(r, RF_PIECE_DIRECT, false, off, buf, (uint32_t)len,
+							  moff >> 9 & ~(uint64_t)(a->stripe_size / 512 - 1));
+
+			if (!p)
+				return -EINVAL;
+			p->member = (int16_t)m.dd_idx;
+			rf_piece_set_mio(a, p, m.dd_idx, moff);
+			rf_queue_piece(a, p);
+		} else {
+			ret = queue_stripe_pieces(a, r, write, m.dd_idx, moff, off, buf, (uint32_t)len, false);
+			if (ret)
+				return ret;
+		}
+		off += len;
+	}
+	return 0;
+}
+
+/* A direct read failed (its member is faulty now): read the same bytes
+ * through the stripe heads, rebuilt from the other members. */
+static void r5_direct_failed(struct rf_worker *w, struct rf_piece *p, int err)
+{
+	struct rf_array *a = w->a;
+	uint64_t moff = p->mio.off - a->members[p->mio.member].data_offset;
+
+	if (rf_failed_now(a) || queue_stripe_pieces(a, p->req, false, p->mio.member, moff, p->aoff, p->buf,
+						    p->len, true)) {
+		rf_piece_end(p, err);
+		return;
+	}
+	/* The new pieces hold the request now. */
+	rf_piece_end(p, 0);
+}
+
+static bool r5_failed(const struct rf_array *a, uint64_t faulty)
+{
+	return __builtin_popcountll(faulty & all_members(a)) > a->geom.max_degraded;
+}
+
+/* ---- stripe rounds ---- */
+
+struct row_ctx {
+	struct rf_r5_row row;
+	uint64_t faulty;        /* snapshot for this round */
+	uint64_t data_mask;     /* data columns */
+	uint64_t par_mask;      /* P and Q columns */
+};
+
+static void row_setup(struct rf_array *a, struct rf_stripe *sh, struct row_ctx *c)
+{
+	int k;
+
+	rf_r5_row(&a->geom, sh->sector / a->geom.chunk_sectors, &c->row);
+	c->data_mask = 0;
+	for (k = 0; k < a->geom.data_disks; k++)
+		c->data_mask |= 1ull << c->row.data_member[k];
+	c->par_mask = 1ull << c->row.pd_idx;
+	if (c->row.qd_idx >= 0)
+		c->par_mask |= 1ull << c->row.qd_idx;
+	c->faulty = rf_faulty_at(a, sh->sector) & all_members(a);
+}
+
+static void end_list(struct rf_piece *list, int err)
+{
+	struct rf_piece *p, *next;
+
+	for (p = list; p; p = next) {
+		next = p->next;
+		rf_piece_end(p, err);
+	}
+}
+
+/* Whether the write pieces cover every sector of column col's block. */
+static bool col_full(const struct rf_array *a, struct rf_piece *list, int col)
+{
+	uint64_t cov[2] = { 0, 0 };
+	uint32_t nsec = a->stripe_size / 512, s;
+	struct rf_piece *p;
+
+	for (p = list; p; p = p->next) {
+		uint32_t first = (p->boff + 511) / 512, last = (p->boff + p->len) / 512;
+
+		if (p->member != col)
+			continue;
+		for (s = first; s < last; s++)
+			cov[s / 64] |= 1ull << (s % 64);
+	}
+	for (s = 0; s < nsec; s++)
+		if (!(cov[s / 64] & (1ull << (s % 64))))
+			return false;
+	return true;
+}
+
+static void merge_col(struct rf_stripe *sh, int col)
+{
+	struct rf_piece *p;
+
+	for (p = sh->writing; p; p = p->next)
+		if (p->member == col)
+			memcpy(sh->buf[col] + p->boff, p->buf, p->len);
+}
+
+static void r5_read_end(struct rf_mio *m);
+static void r5_write_end(struct rf_mio *m);
+
+static void issue(struct rf_worker *w, struct rf_stripe *sh, int col, bool write)
+{
+	struct rf_array *a = w->a;
+	struct rf_mio *m = &sh->mio[col];
+
+	m->priv = sh;
+	m->end = write ? r5_write_end : r5_read_end;
+	m->buf = sh->buf[col];
+	m->len = a->stripe_size;
+	m->off = a->members[col].data_offset + (sh->sector << 9);
+	m->member = (int16_t)col;
+	m->op = write ? RF_MIO_WRITE : RF_MIO_READ;
+	sh->pending++;
+	rf_ioq_queue(&w->ioq, m);
+}
+
+static void compute_parity(struct rf_worker *w, struct rf_stripe *sh, const struct row_ctx *c)
+{
+	struct rf_array *a = w->a;
+	void *blocks[RF_MAX_MEMBERS + 2];
+	int k, n;
+
+	if (c->row.qd_idx < 0) {
+		for (k = 0; k < a->geom.data_disks; k++)
+			blocks[k] = sh->buf[c->row.data_member[k]];
+		rf_xor_gen(a->geom.data_disks, a->stripe_size, blocks, sh->buf[c->row.pd_idx]);
+		return;
+	}
+	n = rf_r6_blocks(&c->row, a->geom.data_disks, sh->buf, 0, w->zero, blocks);
+	rf_pq_gen(n, a->stripe_size, blocks, blocks[n], blocks[n + 1]);
+}
+
+/* Rebuild the faulty columns of the row from the rest (all in-sync blocks
+ * are uptodate). */
+static void reconstruct(struct rf_worker *w, struct rf_stripe *sh, const struct row_ctx *c)
+{
+	struct rf_array *a = w->a;
+	uint64_t bad = c->faulty & (c->data_mask | c->par_mask);
+	void *blocks[RF_MAX_MEMBERS + 2];
+	int i, n, f[2] = { -1, -1 }, nf = 0;
+
+	if (!bad)
+		return;
+	if (c->row.qd_idx < 0) {
+		int x = __builtin_ctzll(bad);
+
+		if (x == c->row.pd_idx)
+			return;         /* data is all there; P is recomputed on write */
+		for (i = 0, n = 0; i < a->nmembers; i++)
+			if (i != x && ((c->data_mask | c->par_mask) & (1ull << i)))
+				blocks[n++] = sh->buf[i];
+		rf_xor_gen(n, a->stripe_size, blocks, sh->buf[x]);
+		sh->uptodate |= 1ull << x;
+		return;
+	}
+	n = rf_r6_blocks(&c->row, a->geom.data_disks, sh->buf, 0, w->zero, blocks);
+	for (i = 0; i < a->nmembers && nf < 2; i++)
+		if (bad & (1ull << i))
+			f[nf++] = rf_r6_index(&c->row, i);
+	if (nf == 2 && f[0] > f[1]) {
+		int t = f[0];
+
+		f[0] = f[1];
+		f[1] = t;
+	}
+	rf_raid6_recover(n, a->stripe_size, blocks, f[0], f[1]);
+	sh->uptodate |= bad;
+}
+
+static bool r5_compute(struct rf_worker *w, struct rf_stripe *sh);
+
+/* Plan the round and issue reads.  Returns true when IO is in flight. */
+static bool r5_plan(struct rf_worker *w, struct rf_stripe *sh)
+{
+	struct rf_array *a = w->a;
+	struct row_ctx c;
+	uint64_t need = 0, alive, toread;
+	struct rf_piece *p;
+	int i;
+
+	row_setup(a, sh, &c);
+	sh->faulty = c.faulty;
+	sh->uptodate &= ~c.faulty;
+	if (a->ops->failed(a, c.faulty)) {
+		end_list(sh->reading, -EIO);
+		end_list(sh->writing, -EIO);
+		sh->reading = sh->writing = NULL;
+		return false;
+	}
+	alive = (c.data_mask | c.par_mask) & ~c.faulty;
+	for (p = sh->reading; p; p = p->next)
+		need |= (c.faulty & (1ull << p->member)) ? alive : 1ull << p->member;
+	sh->rmw = false;
+	if (sh->writing) {
+		if (c.faulty & (c.data_mask | c.par_mask)) {
+			need |= alive;
+		} else {
+			uint64_t wmask = 0, full = 0, rmw_need, rcw_need;
+			int rmw_reads, rcw_reads;
+
+			for (p = sh->writing; p; p = p->next)
+				wmask |= 1ull << p->member;
+			for (i = 0; i < a->nmembers; i++)
+				if ((wmask & (1ull << i)) && col_full(a, sh->writing, i))
+					full |= 1ull << i;
+			rmw_need = wmask | c.par_mask;
+			rcw_need = c.data_mask & ~full;
+			rmw_reads = __builtin_popcountll(rmw_need & ~sh->uptodate);
+			rcw_reads = __builtin_popcountll(rcw_need & ~sh->uptodate);
+			if (a->rmw_level == 2 ? rmw_reads <= rcw_reads : a->rmw_level == 1 && rmw_reads < rcw_reads) {
+				sh->rmw = true;
+				need |= rmw_need;
+			} else {
+				need |= rcw_need;
+			}
+		}
+	}
+	toread = need & ~sh->uptodate & ~c.faulty;
+	sh->io_error = 0;
+	if (toread) {
+		sh->phase = RF_SH_READ;
+		for (i = 0; i < a->nmembers; i++)
+			if (toread & (1ull << i))
+				issue(w, sh, i, false);
+		return true;
+	}
+	return r5_compute(w, sh);
+}
+
+/* Everything needed is uptodate: serve reads, compute, issue writes.
+ * Returns true when writes are in flight. */
+static bool r5_compute(struct rf_worker *w, struct rf_stripe *sh)
+{
+	struct rf_array *a = w->a;
+	uint32_t ss = a->stripe_size;
+	struct row_ctx c;
+	struct rf_piece *p, *next;
+	uint64_t wmask = 0, towrite;
+	int i;
+
+	row_setup(a, sh, &c);
+	/* Rebuild what was faulty when the round was planned; a column that
+	 * failed since then holds what was read, or was not needed. */
+	c.faulty = sh->faulty;
+	if (sh->writing || sh->reading)
+		reconstruct(w, sh, &c);
+	for (p = sh->reading; p; p = next) {
+		next = p->next;
+		memcpy(p->buf, sh->buf[p->member] + p->boff, p->len);
+		rf_piece_end(p, 0);
+	}
+	sh->reading = NULL;
+	if (!sh->writing)
+		return false;
+
+	for (p = sh->writing; p; p = p->next)
+		wmask |= 1ull << p->member;
+	if (sh->rmw) {
+		int slot;
+
+		for (i = 0; i < a->nmembers; i++) {
+			if (!(wmask & (1ull << i)))
+				continue;
+			memcpy(w->scratch, sh->buf[i], ss);
+			merge_col(sh, i);
+			rf_xor_into(ss, sh->buf[i], w->scratch);        /* scratch = old ^ new */
+			rf_xor_into(ss, w->scratch, sh->buf[c.row.pd_idx]);
+			if (c.row.qd_idx >= 0) {
+				slot = c.row.qslot[i];
+				rf_q_update(ss, slot, w->scratch, sh->buf[c.row.qd_idx]);
+			}
+		}
+	} else {
+		for (i = 0; i < a->nmembers; i++)
+			if (wmask & (1ull << i))
+				merge_col(sh, i);
+		compute_parity(w, sh, &c);
+	}
+	sh->uptodate |= wmask | c.par_mask;
+	towrite = (wmask | c.par_mask) & ~rf_faulty_at(a, sh->sector);
+	sh->phase = RF_SH_WRITE;
+	for (i = 0; i < a->nmembers; i++)
+		if (towrite & (1ull << i))
+			issue(w, sh, i, true);
+	if (sh->pending)
+		return true;
+	end_list(sh->writing, rf_failed_now(a) ? -EIO : 0);
+	sh->writing = NULL;
+	return false;
+}
+
+/* Take the queued pieces as this round's batch and run it.  Returns true
+ * when IO is in flight. */
+static bool r5_round(struct rf_worker *w, struct rf_stripe *sh)
+{
+	struct rf_group *g = sh->g;
+
+	pthread_mutex_lock(&g->lock);
+	sh->reading = sh->toread;
+	sh->toread = NULL;
+	sh->toread_tail = &sh->toread;
+	sh->writing = sh->towrite;
+	sh->towrite = NULL;
+	sh->towrite_tail = &sh->towrite;
+	pthread_mutex_unlock(&g->lock);
+	return r5_plan(w, sh);
+}
+
+/* The round ended without IO in flight: go idle or run the next one. */
+static void r5_round_done(struct rf_worker *w, struct rf_stripe *sh)
+{
+	assert(!sh->pending);
+	sh->phase = RF_SH_IDLE;
+	while (rf_stripe_finish(sh))
+		if (r5_round(w, sh))
+			return;
+}
+
+static void r5_read_end(struct rf_mio *m)
+{
+	struct rf_stripe *sh = m->priv;
+	struct rf_worker *w = rf_current_worker;
+	struct rf_array *a = w->a;
+
+	assert(sh->phase == RF_SH_READ && sh->pending > 0);
+	if (m->res) {
+		rf_member_fail(a, m->member, m->res, "read", m->off);
+		sh->io_error = 1;
+	} else {
+		sh->uptodate |= 1ull << m->member;
+	}
+	if (--sh->pending)
+		return;
+	/* A failed read re-plans the round, degraded now. */
+	if (sh->io_error ? r5_plan(w, sh) : r5_compute(w, sh))
+		return;
+	r5_round_done(w, sh);
+}
+
+static void r5_write_end(struct rf_mio *m)
+{
+	struct rf_stripe *sh = m->priv;
+	struct rf_worker *w = rf_current_worker;
+	struct rf_array *a = w->a;
+
+	assert(sh->phase == RF_SH_WRITE && sh->pending > 0);
+	if (m->res)
+		rf_member_fail(a, m->member, m->res, "write", m->off);
+	if (--sh->pending)
+		return;
+	end_list(sh->writing, rf_failed_now(a) ? -EIO : 0);
+	sh->writing = NULL;
+	r5_round_done(w, sh);
+}
+
+static void r5_handle_stripe(struct rf_worker *w, struct rf_stripe *sh)
+{
+	if (!r5_round(w, sh))
+		r5_round_done(w, sh);
+}
+
+const struct rf_level_ops rf_raid5_ops = {
+	.name = "raid5",
+	.max_pieces = r5_max_pieces,
+	.split = r5_split,
+	.direct_failed = r5_direct_failed,
+	.failed = r5_failed,
+	.handle_stripe = r5_handle_stripe,
+};

@@ -1,0 +1,678 @@
+/* assemble.c - from md superblocks to a struct rf_config.
+ *
+ * rf_assemble() is what mdadm --assemble does for raidfuse, without a
+ * config: read every member's superblock, keep the members that belong,
+ * order them by role, and describe the array.  The freshest superblock
+ * (highest events) speaks for the array: its dev_roles say which slot holds
+ * which role, and a member whose own events are older by more than one is
+ * stale (md tolerates one: a clean/dirty flip may not have reached every
+ * member before a crash) and is left out, as md leaves it out.  What cannot
+ * be served safely is refused with the reason, never guessed at:
+ *  - members of different arrays, or the same role claimed twice;
+ *  - fewer members than the level survives without;
+ *  - a degraded raid4/5/6 that was not clean (its parity may be stale
+ *    where writes were in flight, so rebuilt data could be wrong: md
+ *    refuses to start it too);
+ *  - a reshape under way, a write journal, clustering, or members with
+ *    different data offsets or raid0 zones, which the engine does not do.
+ *
+ * rf_assemble_check_config() holds a config file to the superblocks its
+ * members carry, and rf_assemble_plan_create() works out the superblocks
+ * `raidfuse create` writes.  Only reading superblocks happens here; the
+ * writing is super.c's.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "raidfuse/assemble.h"
+#include "raidfuse/devopen.h"
+#include "raidfuse/layout.h"
+#include "raidfuse/log.h"
+#include "raidfuse/overlay.h"
+
+/* raid0's layout as md reads it: recorded only with the feature bit. */
+static int r0_layout(const struct rf_sb *sb)
+{
+	return (sb->feature_map & RF_SB_FEAT_RAID0_LAYOUT) ? sb->layout : 0;
+}
+
+int rf_assemble_cfg_layout(const struct rf_sb *sb)
+{
+	char buf[16];
+
+	/* raid0: the zone layout md recorded (0: none); raid4's stored 0 is
+	 * md bookkeeping, not a different data layout. */
+	switch (sb->level) {
+	case 0:
+		return r0_layout(sb);
+	case 1:
+	case 4:
+		return rf_layout_parse(sb->level, NULL);
+	}
+	snprintf(buf, sizeof(buf), "%d", sb->layout);
+	return rf_layout_parse(sb->level, buf);
+}
+
+/* Members a level survives without (raid10: copies - 1; the engine checks
+ * which ones exactly). */
+static int survives(const struct rf_sb *sb)
+{
+	switch (sb->level) {
+	case 1:  return sb->raid_disks - 1;
+	case 4:
+	case 5:  return 1;
+	case 6:  return 2;
+	case 10: return (sb->layout & 255) * ((sb->layout >> 8) & 255) - 1;
+	}
+	return 0;
+}
+
+/* A member's superblock, through its overlay in overlay_dir when given
+ * (the overlay may hold newer superblocks than the member). */
+static int read_one(const char *path, const char *overlay_dir, struct rf_sb *sb, char *err, size_t errlen)
+{
+	struct rf_dev_fd d;
+	struct rf_ovl *o;
+	struct rf_sb_io io;
+	int fd, r;
+
+	/* Checked as every member is (no FIFO to block on, no procfs file),
+	 * read-only, not locked: the engine locks what it serves. */
+	r = rf_dev_open(path, path, RF_DEV_RDONLY | RF_DEV_NOLOCK, &d, err, errlen);
+	if (r)
+		return r;
+	fd = d.fd;
+	if (!overlay_dir) {
+		r = rf_sb_read(fd, path, sb, err, errlen);
+	} else {
+		r = rf_ovl_open(overlay_dir, fd, path, &o, err, errlen);
+		if (!r) {
+			rf_ovl_sb_io(o, &io);
+			r = rf_sb_read_io(&io, path, sb, err, errlen);
+			rf_ovl_close(o);
+		}
+	}
+	rf_dev_close(&d);
+	return r;
+}
+
+/* Features the engine cannot serve (writes: with writes reaching the
+ * members); NULL if none. */
+static const char *unservable(const struct rf_sb *sb, bool writes)
+{
+	if (sb->feature_map & (RF_SB_FEAT_RESHAPE | RF_SB_FEAT_NEW_OFFSET | RF_SB_FEAT_RESHAPE_BACK))
+		return "a reshape is under way (finish it with mdadm first)";
+	/* md replays the log of a dirty PPL array at its next assembly: a
+	 * log that writes did not keep up to date would be replayed over
+	 * newer data. */
+	if (writes && (sb->feature_map & (RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL)))
+		return "it keeps md's partial parity log (consistency policy ppl), which raidfuse does not "
+		       "write: writes would leave the log stale for md to replay over them; serve it with --ro, "
+		       "or --overlay DIR to keep writes off the members";
+	if (sb->feature_map & RF_SB_FEAT_JOURNAL)
+		return "the array has a write journal";
+	if (sb->feature_map & RF_SB_FEAT_CLUSTERED)
+		return "the array is clustered";
+	return NULL;
+}
+
+/* The geometry two superblocks of one array must share; the first field
+ * that differs, or NULL. */
+static const char *geometry_differs(const struct rf_sb *a, const struct rf_sb *b)
+{
+	if (a->kind != b->kind)
+		return "metadata version";
+	if (a->level != b->level)
+		return "level";
+	if (a->layout != b->layout)
+		return "layout";
+	if (a->chunk_sectors != b->chunk_sectors)
+		return "chunk size";
+	if (a->raid_disks != b->raid_disks)
+		return "raid devices";
+	if (a->level != 0 && a->size != b->size)
+		return "used device size";
+	return NULL;
+}
+
+/* The bytes each member serves, and where: every member's own data offset
+ * (md keeps one per device: members added later or replaced may differ),
+ * into cfg; for raid0 each member's data size (md makes zones of unequal
+ * ones; *out = 0), else the used size.  role_sb[i]: role i's superblock,
+ * NULL for a missing one; spare_sb[j] spare j's, NULL for one without. */
+static void member_areas(struct rf_config *cfg, const struct rf_sb *const *role_sb, int nroles,
+			 const struct rf_sb *const *spare_sb, int nspare, uint64_t *out)
+{
+	const struct rf_sb *first = NULL;
+	int i;
+
+	for (i = 0; i < nroles && !first; i++)
+		first = role_sb[i];
+	cfg->member_offsets = true;
+	for (i = 0; i < nroles; i++) {
+		const struct rf_sb *s = role_sb[i] ? role_sb[i] : first;
+
+		cfg->member_offset[i] = s->data_offset * 512;
+		cfg->member_data[i] = s->data_size * 512;
+	}
+	/* A spare without a superblock gets one modelled on an in-sync
+	 * member's, data offset included (as mdadm --add does). */
+	for (i = 0; i < nspare; i++)
+		cfg->spare_offset[i] = (spare_sb[i] ? spare_sb[i] : first)->data_offset * 512;
+	cfg->data_offset = first->data_offset * 512;
+	*out = first->level == 0 ? 0 : first->size * 512;
+}
+
+static atomic_bool force_dirty;
+
+void rf_assemble_set_force(bool force)
+{
+	atomic_store(&force_dirty, force);
+}
+
+/* md's start_dirty_degraded: a degraded raid4/5/6 that was not shut down
+ * cleanly is refused (-EINVAL, why in err) unless forced, since its parity
+ * may be stale in the stripes that were being written at the crash, and
+ * what is rebuilt from it there would be wrong.  missing: the roles
+ * missing, for the message; where: "CONFIG: " or "". */
+static int dirty_degraded(const struct rf_sb *fresh, const char *missing, const char *where, char *err,
+			  size_t errlen)
+{
+	char u[40];
+
+	if (fresh->clean || fresh->level < 4 || fresh->level > 6)
+		return 0;
+	rf_sb_uuid_str(fresh, u);
+	if (!atomic_load(&force_dirty)) {
+		snprintf(err, errlen,
+			 "%sarray %s: degraded (role(s) %s missing) and not clean (resync due at sector %llu): "
+			 "parity may be stale where writes were in flight, so rebuilt data could be wrong; "
+			 "not served (--force serves it anyway)", where, u, missing,
+			 (unsigned long long)fresh->resync_offset);
+		return -EINVAL;
+	}
+	rf_warn("%sarray %s: degraded (role(s) %s missing) and not clean, served because of --force: data in "
+		"the stripes that were being written at the crash may be wrong (parity there may be stale, so "
+		"what the missing member held is rebuilt from it); check the file system or data on it",
+		where, u, missing);
+	return 0;
+}
+
+static int assemble(const char *const *paths, int n, const char *image_name, bool readonly,
+		    const char *overlay_dir, struct rf_config *cfg, char *err, size_t errlen);
+
+int rf_assemble(const char *const *paths, int n, const char *image_name, bool readonly,
+		struct rf_config *cfg, char *err, size_t errlen)
+{
+	return assemble(paths, n, image_name, readonly, NULL, cfg, err, errlen);
+}
+
+int rf_assemble_overlay(const char *const *paths, int n, const char *image_name, const char *overlay_dir,
+			struct rf_config *cfg, char *err, size_t errlen)
+{
+	return assemble(paths, n, image_name, false, overlay_dir, cfg, err, errlen);
+}
+
+static int assemble(const char *const *paths, int n, const char *image_name, bool readonly,
+		    const char *overlay_dir, struct rf_config *cfg, char *err, size_t errlen)
+{
+	struct rf_sb *sbs = calloc((size_t)(n > 0 ? n : 1), sizeof(*sbs));
+	int by_role[RF_MAX_MEMBERS];
+	struct stat st[RF_MAX_MEMBERS];
+	const struct rf_sb *fresh;
+	char u0[40], u1[40], missing[256];
+	int i, j, r = -EINVAL, nuse = 0, nmissing = 0, fi = 0, spare[RF_MAX_MEMBERS], nspare = 0;
+	const struct rf_sb *role_sb[RF_MAX_MEMBERS], *spare_sb[RF_MAX_MEMBERS];
+	size_t ml = 0;
+	const char *why;
+	uint64_t size;
+
+	rf_config_defaults(cfg);
+	if (!sbs)
+		return -ENOMEM;
+	if (n < 1 || n > RF_MAX_MEMBERS) {
+		snprintf(err, errlen, "expected 1 to %d members, got %d", RF_MAX_MEMBERS, n);
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		r = read_one(paths[i], overlay_dir, &sbs[i], err, errlen);
+		if (r)
+			goto out;
+		r = -EINVAL;
+		if (stat(paths[i], &st[i])) {
+			snprintf(err, errlen, "%s: %s", paths[i], strerror(errno));
+			goto out;
+		}
+		for (j = 0; j < i; j++)
+			if (st[i].st_dev == st[j].st_dev && st[i].st_ino == st[j].st_ino) {
+				rf_dev_same_msg(err, errlen, paths[j], paths[i], st[i].st_dev, st[i].st_ino);
+				goto out;
+			}
+		if (memcmp(sbs[i].uuid, sbs[0].uuid, 16)) {
+			snprintf(err, errlen, "%s belongs to array %s, but %s to array %s: not one array",
+				 paths[i], rf_sb_uuid_str(&sbs[i], u1), paths[0], rf_sb_uuid_str(&sbs[0], u0));
+			goto out;
+		}
+		if (sbs[i].events > sbs[fi].events)
+			fi = i;
+	}
+	fresh = &sbs[fi];
+	rf_sb_uuid_str(fresh, u0);
+	why = unservable(fresh, !readonly && !overlay_dir);
+	if (why) {
+		snprintf(err, errlen, "array %s (%s): %s; raidfuse cannot serve it", u0, paths[fi], why);
+		goto out;
+	}
+	if (fresh->raid_disks > RF_MAX_MEMBERS) {
+		snprintf(err, errlen, "array %s: %d raid devices, raidfuse serves at most %d", u0,
+			 fresh->raid_disks, RF_MAX_MEMBERS);
+		goto out;
+	}
+	for (i = 0; i < fresh->raid_disks; i++)
+		by_role[i] = -1;
+
+	for (i = 0; i < n; i++) {
+		const struct rf_sb *s = &sbs[i];
+		int role;
+
+		why = geometry_differs(s, fresh);
+		if (why) {
+			snprintf(err, errlen, "%s and %s disagree on the %s of array %s", paths[i],
+				 paths[fi], why, u0);
+			goto out;
+		}
+		if (s->events + 1 < fresh->events) {
+			rf_warn("%s: events %llu, the array (%s) is at %llu: stale, left out",
+				paths[i], (unsigned long long)s->events, paths[fi],
+				(unsigned long long)fresh->events);
+			continue;
+		}
+		/* The freshest superblock knows this member's slot best. */
+		role = s->dev_number < fresh->max_dev ? fresh->dev_roles[s->dev_number] : s->role;
+		if (role == RF_SB_ROLE_FAULTY) {
+			rf_warn("%s: the array records it as faulty: left out", paths[i]);
+			continue;
+		}
+		if (role >= RF_SB_ROLE_MAX) {
+			if (nspare >= RF_MAX_MEMBERS) {
+				rf_warn("%s: a spare past the first %d: left out", paths[i], RF_MAX_MEMBERS);
+				continue;
+			}
+			spare[nspare++] = i;
+			continue;
+		}
+		if (by_role[role] >= 0) {
+			snprintf(err, errlen, "%s and %s both claim role %d of array %s",
+				 paths[by_role[role]], paths[i], role, u0);
+			goto out;
+		}
+		by_role[role] = i;
+	}
+
+	missing[0] = '\0';
+	for (i = 0; i < fresh->raid_disks; i++) {
+		if (by_role[i] >= 0) {
+			nuse++;
+			continue;
+		}
+		nmissing++;
+		ml += (size_t)snprintf(missing + ml, ml < sizeof(missing) ? sizeof(missing) - ml : 0,
+				       "%s%d", nmissing > 1 ? ", " : "", i);
+		if (ml >= sizeof(missing))
+			ml = sizeof(missing) - 1;
+	}
+	if (nmissing > survives(fresh)) {
+		snprintf(err, errlen,
+			 "array %s: too few members: raid%d with %d devices has %d, role(s) %s missing; "
+			 "it survives at most %d missing", u0, fresh->level, fresh->raid_disks, nuse,
+			 missing, survives(fresh));
+		goto out;
+	}
+	/* A device that was being rebuilt holds its slot's data only below
+	 * its recovery_offset. */
+	for (i = 0; i < fresh->raid_disks; i++) {
+		if (by_role[i] < 0 || !(sbs[by_role[i]].feature_map & RF_SB_FEAT_RECOVERY))
+			continue;
+		rf_info("%s: being rebuilt into role %d (done to sector %llu): the rebuild resumes", paths[by_role[i]],
+			i, (unsigned long long)sbs[by_role[i]].recovery_offset);
+		nmissing++;
+		ml += (size_t)snprintf(missing + ml, ml < sizeof(missing) ? sizeof(missing) - ml : 0,
+				       "%s%d (rebuilding)", nmissing > 1 ? ", " : "", i);
+		if (ml >= sizeof(missing))
+			ml = sizeof(missing) - 1;
+	}
+	if (nmissing > survives(fresh)) {
+		snprintf(err, errlen, "array %s: too few in-sync members: role(s) %s missing; raid%d with %d devices "
+			 "survives at most %d", u0, missing, fresh->level, fresh->raid_disks, survives(fresh));
+		goto out;
+	}
+	if (nmissing && dirty_degraded(fresh, missing, "", err, errlen))
+		goto out;
+	r = -EINVAL;
+	if (!fresh->clean && fresh->resync_offset)
+		rf_info("array %s: a resync was stopped at sector %llu: it resumes there", u0,
+			(unsigned long long)fresh->resync_offset);
+	else if (!fresh->clean)
+		rf_warn("array %s was not cleanly shut down: resync needed (due from sector %llu%s): "
+			"copies or parity may disagree where writes were in flight", u0,
+			(unsigned long long)fresh->resync_offset, fresh->bitmap ? ", internal bitmap" : "");
+
+	/* The config rf_array_open() serves. */
+	r = -ENOMEM;
+	if (asprintf(&cfg->path, "array %s", u0) < 0) {
+		cfg->path = NULL;
+		goto out;
+	}
+	cfg->name = strdup(image_name ? image_name : "array.img");
+	if (!cfg->name)
+		goto out;
+	cfg->level = fresh->level;
+	cfg->layout = rf_assemble_cfg_layout(fresh);
+	cfg->chunk_bytes = fresh->level == 1 ? 0 : fresh->chunk_sectors * 512;
+	cfg->nmembers = fresh->raid_disks;
+	for (i = 0; i < fresh->raid_disks; i++) {
+		if (by_role[i] < 0)
+			continue;
+		cfg->members[i] = strdup(paths[by_role[i]]);
+		if (!cfg->members[i])
+			goto out;
+	}
+	for (i = 0; i < nspare; i++) {
+		cfg->spares[i] = strdup(paths[spare[i]]);
+		if (!cfg->spares[i])
+			goto out;
+		cfg->nspares = i + 1;
+		rf_info("%s: a spare", paths[spare[i]]);
+	}
+	for (i = 0; i < fresh->raid_disks; i++)
+		role_sb[i] = by_role[i] >= 0 ? &sbs[by_role[i]] : NULL;
+	for (i = 0; i < nspare; i++)
+		spare_sb[i] = &sbs[spare[i]];
+	member_areas(cfg, role_sb, fresh->raid_disks, spare_sb, nspare, &size);
+	cfg->data_offset_given = true;
+	cfg->size = size;
+	cfg->metadata = fresh->kind;
+	memcpy(cfg->uuid, fresh->uuid, 16);
+	cfg->has_uuid = true;
+	cfg->readonly = readonly;
+	if (overlay_dir && !(cfg->overlay_dir = strdup(overlay_dir)))
+		goto out;
+	r = 0;
+	rf_info("array %s: raid%d, %d of %d members, %s metadata", u0, cfg->level, nuse,
+		fresh->raid_disks, rf_sb_kind_name(fresh->kind));
+out:
+	if (r)
+		rf_config_free(cfg);
+	free(sbs);
+	return r;
+}
+
+int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
+{
+	struct rf_sb *sbs = calloc(RF_MAX_MEMBERS, sizeof(*sbs));
+	const struct rf_sb *use[RF_MAX_MEMBERS], *role_sb[RF_MAX_MEMBERS], *spare_sb[RF_MAX_MEMBERS];
+	int i, r = 0, with = -1, without = -1, nuse = 0, fi = -1;
+	char u0[40], u1[40];
+	uint64_t size;
+
+	if (!sbs)
+		return -ENOMEM;
+	for (i = 0; i < cfg->nmembers; i++) {
+		const char *m = cfg->members[i];
+
+		if (!m)
+			continue;
+		r = read_one(m, NULL, &sbs[i], err, errlen);
+		if (r == -ENOENT) {
+			without = i;
+			r = 0;
+			continue;
+		}
+		if (r) {
+			char why[768];
+
+			snprintf(why, sizeof(why), "%s", err);
+			snprintf(err, errlen, "%s: member %d (line %d): %s", cfg->path, i, cfg->member_line[i], why);
+			goto out;
+		}
+		with = i;
+		if (fi < 0 || sbs[i].events > sbs[fi].events)
+			fi = i;
+	}
+	if (with < 0)
+		goto out;       /* an array without superblocks */
+	r = -EINVAL;
+	{
+		const char *why = unservable(&sbs[fi], !cfg->readonly);
+
+		if (why) {
+			snprintf(err, errlen, "%s: array %s (member %d, %s): %s; raidfuse cannot serve it", cfg->path,
+				 rf_sb_uuid_str(&sbs[fi], u0), fi, cfg->members[fi], why);
+			goto out;
+		}
+	}
+	if (without >= 0) {
+		snprintf(err, errlen, "%s: member %d (%s) has no md superblock but member %d (%s) has one",
+			 cfg->path, without, cfg->members[without], with, cfg->members[with]);
+		goto out;
+	}
+	for (i = 0; i < cfg->nmembers; i++) {
+		const struct rf_sb *s = &sbs[i];
+		const char *m = cfg->members[i];
+		const char *field = NULL;
+		char want[64] = "", got[64] = "";
+
+		if (!m)
+			continue;
+		if (memcmp(s->uuid, sbs[fi].uuid, 16)) {
+			snprintf(err, errlen, "%s: member %d (%s) belongs to array %s, member %d (%s) to %s",
+				 cfg->path, i, m, rf_sb_uuid_str(s, u0), fi, cfg->members[fi],
+				 rf_sb_uuid_str(&sbs[fi], u1));
+			goto out;
+		}
+		if (s->events + 1 < sbs[fi].events) {
+			snprintf(err, errlen, "%s: member %d (%s) is stale: events %llu, member %d is at %llu "
+				 "(write \"missing\" in its place to serve the array without it)",
+				 cfg->path, i, m, (unsigned long long)s->events, fi,
+				 (unsigned long long)sbs[fi].events);
+			goto out;
+		}
+		if (s->level != cfg->level) {
+			field = "level";
+			snprintf(want, sizeof(want), "%d", cfg->level);
+			snprintf(got, sizeof(got), "%d", s->level);
+		} else if (rf_assemble_cfg_layout(s) != cfg->layout &&
+			   !(cfg->level == 0 && (!cfg->layout || !rf_assemble_cfg_layout(s)))) {
+			/* raid0: a config without a layout takes the recorded
+			 * one; one with a layout tells an array that records
+			 * none (md's raid0.default_layout) */
+			field = "layout";
+			snprintf(want, sizeof(want), "%d", cfg->layout);
+			snprintf(got, sizeof(got), "%d", s->layout);
+		} else if (cfg->level != 1 && (uint64_t)s->chunk_sectors * 512 != cfg->chunk_bytes) {
+			field = "chunk_size";
+			snprintf(want, sizeof(want), "%uK", cfg->chunk_bytes / 1024);
+			snprintf(got, sizeof(got), "%uK", s->chunk_sectors / 2);
+		} else if (s->raid_disks != cfg->nmembers) {
+			field = "members";
+			snprintf(want, sizeof(want), "%d devices", cfg->nmembers);
+			snprintf(got, sizeof(got), "%d raid devices", s->raid_disks);
+		} else if (s->role != i) {
+			field = "members";
+			snprintf(want, sizeof(want), "role %d", i);
+			if (s->role < RF_SB_ROLE_MAX)
+				snprintf(got, sizeof(got), "role %d", s->role);
+			else
+				snprintf(got, sizeof(got), "%s", s->role == RF_SB_ROLE_FAULTY ? "faulty" : "spare");
+		} else if (cfg->data_offset_given && s->data_offset * 512 != cfg->data_offset) {
+			field = "data_offset";
+			snprintf(want, sizeof(want), "%llu sectors", (unsigned long long)(cfg->data_offset / 512));
+			snprintf(got, sizeof(got), "%llu sectors", (unsigned long long)s->data_offset);
+		}
+		if (field) {
+			snprintf(err, errlen, "%s: member %d (%s): key 'array.%s' says %s, its %s superblock %s",
+				 cfg->path, i, m, field, want, rf_sb_kind_name(s->kind), got);
+			goto out;
+		}
+		use[nuse++] = s;
+	}
+	if (nuse < cfg->nmembers) {
+		char missing[256], where[300];
+		size_t ml = 0;
+
+		missing[0] = '\0';
+		for (i = 0; i < cfg->nmembers && ml < sizeof(missing); i++)
+			if (!cfg->members[i])
+				ml += (size_t)snprintf(missing + ml, sizeof(missing) - ml, "%s%d", ml ? ", " : "", i);
+		snprintf(where, sizeof(where), "%s: ", cfg->path);
+		if (dirty_degraded(&sbs[fi], missing, where, err, errlen))
+			goto out;
+	}
+	for (i = 0; i < cfg->nmembers; i++)
+		role_sb[i] = cfg->members[i] ? &sbs[i] : NULL;
+	for (i = 0; i < cfg->nspares; i++)
+		spare_sb[i] = NULL;
+	member_areas(cfg, role_sb, cfg->nmembers, spare_sb, cfg->nspares, &size);
+	r = -EINVAL;
+	if (cfg->size && cfg->level == 0) {
+		/* raid0 records no used size: a config's must be what every
+		 * member holds (one zone; unequal members make md's zones). */
+		for (i = 0; i < nuse; i++) {
+			uint64_t have = use[i]->data_size / use[i]->chunk_sectors * use[i]->chunk_sectors * 512;
+
+			if (have != cfg->size / cfg->chunk_bytes * cfg->chunk_bytes) {
+				snprintf(err, errlen, "%s: key 'array.size' says %llu sectors, a member's superblock "
+					 "%llu of data (raid0: leave size out, members of different sizes make "
+					 "md's zones)", cfg->path, (unsigned long long)(cfg->size / 512),
+					 (unsigned long long)(have / 512));
+				goto out;
+			}
+		}
+		size = cfg->size / cfg->chunk_bytes * cfg->chunk_bytes;
+	} else if (cfg->size) {
+		/* create rounds the size down as mdadm does: whole chunks, or
+		 * 64K for raid1 */
+		uint64_t unit = cfg->chunk_bytes ? cfg->chunk_bytes : 65536;
+
+		if (cfg->size / unit * unit != size) {
+			snprintf(err, errlen, "%s: key 'array.size' says %llu sectors, the superblocks %llu",
+				 cfg->path, (unsigned long long)(cfg->size / 512),
+				 (unsigned long long)(size / 512));
+			goto out;
+		}
+	}
+	cfg->size = size;
+	if (cfg->level == 0 && !cfg->layout)
+		cfg->layout = rf_assemble_cfg_layout(use[0]);
+	cfg->metadata = use[0]->kind;
+	memcpy(cfg->uuid, use[0]->uuid, 16);
+	cfg->has_uuid = true;
+	if (!sbs[fi].clean && sbs[fi].resync_offset)
+		rf_info("%s: array %s: a resync was stopped at sector %llu: it resumes there", cfg->path,
+			rf_sb_uuid_str(&sbs[fi], u0), (unsigned long long)sbs[fi].resync_offset);
+	else if (!sbs[fi].clean)
+		rf_warn("%s: array %s was not cleanly shut down: resync needed (due from sector %llu)", cfg->path,
+			rf_sb_uuid_str(&sbs[fi], u0), (unsigned long long)sbs[fi].resync_offset);
+	r = 0;
+out:
+	free(sbs);
+	return r;
+}
+
+int rf_assemble_plan_create(const struct rf_config *cfg, const uint64_t *member_bytes, bool clean,
+			    struct rf_sb_new *n, char *err, size_t errlen)
+{
+	uint32_t chunk = cfg->level == 1 ? 0 : cfg->chunk_bytes / 512;
+	uint64_t off, comp = UINT64_MAX;
+	int i, first = -1, r;
+
+	memset(n, 0, sizeof(*n));
+	for (i = 0; i < cfg->nmembers; i++)
+		if (cfg->members[i] && first < 0)
+			first = i;
+	if (first < 0) {
+		snprintf(err, errlen, "%s: no member to write a superblock on", cfg->path);
+		return -EINVAL;
+	}
+	if (cfg->data_offset_given) {
+		off = cfg->data_offset / 512;
+		if (off < 16) {
+			snprintf(err, errlen, "%s: key 'array.data_offset': %llu bytes leaves no room for the 1.2 "
+				 "superblock (at 4K; give at least 8K, or metadata = \"none\")", cfg->path,
+				 (unsigned long long)cfg->data_offset);
+			return -EINVAL;
+		}
+	} else {
+		/* mdadm picks it from the first member and uses it for all. */
+		off = rf_sb_default_data_offset(member_bytes[first] / 512, chunk);
+	}
+	if (cfg->level == 0 && cfg->size) {
+		snprintf(err, errlen, "%s: key 'array.size': raid0 with md metadata uses all of each member "
+			 "(kernel md ignores a smaller size); leave it out, or metadata = \"none\"", cfg->path);
+		return -EINVAL;
+	}
+	for (i = 0; i < cfg->nmembers; i++) {
+		uint64_t s = member_bytes[i] / 512;
+
+		if (!cfg->members[i])
+			continue;
+		if (s <= off) {
+			snprintf(err, errlen, "%s: member %d (%s): %llu bytes leave no room for data after "
+				 "data_offset %llu bytes%s", cfg->path, i, cfg->members[i],
+				 (unsigned long long)member_bytes[i], (unsigned long long)(off * 512),
+				 cfg->data_offset_given ? "" : " (md's default for this size; set array.data_offset)");
+			return -EINVAL;
+		}
+		/* mdadm 4.2 records raid0's layout when the members hold
+		 * different numbers of chunks (more than one zone). */
+		if (chunk && comp != UINT64_MAX && (s - off) / chunk != comp / chunk)
+			n->raid0_layout = cfg->level == 0;
+		if (s - off < comp)
+			comp = s - off;
+	}
+	if (cfg->size) {
+		if (cfg->size / 512 > comp) {
+			snprintf(err, errlen, "%s: key 'array.size': %llu bytes do not fit after data_offset "
+				 "(%llu bytes there)", cfg->path, (unsigned long long)cfg->size,
+				 (unsigned long long)(comp * 512));
+			return -EINVAL;
+		}
+		comp = cfg->size / 512;
+	}
+	/* Whole chunks, and for raid1 whole 64K (mdadm's rounding, in case
+	 * it is ever reshaped to a striped level). */
+	if (comp < (chunk ? chunk : 128)) {
+		snprintf(err, errlen, "%s: members too small for one %s (%llu bytes) after data_offset %llu bytes%s: "
+			 "%llu bytes left on the smallest", cfg->path, chunk ? "chunk" : "64K",
+			 (unsigned long long)(chunk ? chunk : 128) * 512, (unsigned long long)(off * 512),
+			 cfg->data_offset_given ? "" : " (md's default for this size; set array.data_offset)",
+			 (unsigned long long)(comp * 512));
+		return -EINVAL;
+	}
+	comp -= comp % (chunk ? chunk : 128);
+	r = rf_sb_random_uuid(n->uuid);
+	if (r) {
+		snprintf(err, errlen, "%s: no random bytes for the array uuid: %s", cfg->path, strerror(-r));
+		return r;
+	}
+	snprintf(n->name, sizeof(n->name), "%.31s", cfg->name ? cfg->name : "");
+	n->level = cfg->level;
+	/* raid0: the "original" zone layout, as mdadm 4.2 records it (it only
+	 * matters for members of unequal size); raid1 and raid4: 0. */
+	n->layout = cfg->level == 5 || cfg->level == 6 || cfg->level == 10 ? cfg->layout :
+		    cfg->level == 0 ? 1 : 0;
+	n->chunk_sectors = chunk;
+	n->raid_disks = cfg->nmembers;
+	n->size = cfg->level == 0 ? 0 : comp;
+	n->data_offset = off;
+	n->clean = clean;
+	n->ctime = (uint64_t)time(NULL);
+	return 0;
+}

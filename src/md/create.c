@@ -1,0 +1,256 @@
+/* create.c - `raidfuse create`: make the members a config names and write
+ * their md superblocks.
+ *
+ * It checks the whole config and every member, and works out every
+ * superblock, before it creates, truncates or writes anything, and leaves
+ * existing non-empty members alone unless forced.  The command line
+ * (main.c) only parses options and calls rf_create().
+ *
+ * It does NOT serve the array, nor read superblocks already on the
+ * members (mount and assemble do).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "raidfuse/assemble.h"
+#include "raidfuse/bitmap.h"
+#include "raidfuse/config.h"
+#include "raidfuse/create.h"
+#include "raidfuse/devopen.h"
+#include "raidfuse/super.h"
+
+/* The new bitmap 8 sectors after the 1.2 superblock (at sector 8). */
+static int write_bitmap(int fd, const char *path, const struct rf_bitmap_sb *bsb, char *err, size_t errlen)
+{
+	struct rf_sb_io io;
+	int r = rf_sb_io_fd(&io, fd);
+
+	if (r) {
+		snprintf(err, errlen, "%s: %s", path, strerror(-r));
+		return r;
+	}
+	return rf_bitmap_write_new(&io, path, (8 + 8) * 512, bsb, err, errlen);
+}
+
+/* What create holds of one member or spare between checking and writing. */
+struct cfile {
+	const char *path;               /* NULL: "missing" */
+	char who[PATH_MAX + 32];        /* "member 2 (d2.img)" */
+	struct rf_dev_fd d;
+	const char *what;               /* "member" or "spare" */
+	int num;                        /* its number among them */
+	bool resize;                    /* made, or recreated: truncated to member_size */
+	uint64_t bytes;                 /* its size once made */
+};
+
+/* Undo what checking did: close every file, unlink the ones it made. */
+static void release_all(struct cfile *f, int n, bool undo)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (undo && f[i].d.created && f[i].d.id.real)
+			unlink(f[i].d.id.real);
+		rf_dev_close(&f[i].d);
+	}
+}
+
+/* Open and check file i; the same file as an earlier one, data without
+ * force, a size that cannot be made are refused.  0 or 1 (bad, said). */
+static int check_one(const struct rf_config *cfg, struct cfile *f, int i, bool force)
+{
+	struct cfile *c = &f[i];
+	char err[PATH_MAX + 256], w2[PATH_MAX + 32];
+	int j, ret;
+
+	ret = rf_dev_open(c->path, c->who, RF_DEV_CREATE | RF_DEV_NOLOCK, &c->d, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "raidfuse: %s\n", err);
+		return 1;
+	}
+	for (j = 0; j < i; j++) {
+		if (f[j].path && f[j].d.fd >= 0 && rf_dev_same(&f[j].d.id, &c->d.id)) {
+			snprintf(w2, sizeof(w2), "%s", f[j].who);
+			rf_dev_same_msg(err, sizeof(err), w2, c->who, c->d.id.dev, c->d.id.ino);
+			fprintf(stderr, "raidfuse: %s\n", err);
+			return 1;
+		}
+	}
+	if (rf_dev_lock(&c->d, false, c->who, err, sizeof(err))) {
+		fprintf(stderr, "raidfuse: %s\n", err);
+		return 1;
+	}
+	c->bytes = c->d.id.size;
+	if (c->d.id.blk)
+		return 0;       /* a device is used as it is */
+	if (c->d.id.size && !force && !c->d.created) {
+		fprintf(stderr, "raidfuse: %s: exists with data (%llu bytes); not touched (--force recreates it)\n",
+			c->who, (unsigned long long)c->d.id.size);
+		return 1;
+	}
+	c->resize = true;
+	c->bytes = cfg->member_size;
+	if (!cfg->member_size) {
+		fprintf(stderr, "raidfuse: %s: key 'array.member_size' is needed to create %s\n", cfg->path, c->who);
+		return 1;
+	}
+	if (cfg->member_size > (uint64_t)INT64_MAX) {
+		fprintf(stderr, "raidfuse: %s: a file of %llu bytes cannot be made\n", c->who,
+			(unsigned long long)cfg->member_size);
+		return 1;
+	}
+	return 0;
+}
+
+/* Sparse members take their space as the array fills: say so when the
+ * file system cannot hold them all (not an error). */
+static void warn_space(const struct rf_config *cfg, const struct cfile *f, int n)
+{
+	int i, j;
+
+	for (i = 0; i < n; i++) {
+		struct statvfs vfs;
+		uint64_t need = 0, avail;
+
+		if (!f[i].resize || fstatvfs(f[i].d.fd, &vfs))
+			continue;
+		for (j = 0; j < n; j++)
+			if (j < i && f[j].resize && f[j].d.id.dev == f[i].d.id.dev)
+				break;
+		if (j < i)
+			continue;       /* this file system was counted already */
+		for (j = 0; j < n; j++)
+			if (f[j].resize && f[j].d.id.dev == f[i].d.id.dev)
+				need += cfg->member_size;
+		avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+		if (need > avail)
+			fprintf(stderr, "raidfuse: warning: %s: its file system has %llu bytes free, the members made "
+				"there take up to %llu as the array fills (they are sparse until written)\n",
+				f[i].who, (unsigned long long)avail, (unsigned long long)need);
+	}
+}
+
+int rf_create(const char *path, const struct rf_create_opts *o)
+{
+	struct rf_config cfg;
+	struct rf_sb_new sbn;
+	bool force = o->force, clean = o->assume_clean;
+	struct rf_bitmap_sb bsb;
+	int i, n, bad = 0, ret;
+	uint64_t bytes[2 * RF_MAX_MEMBERS];     /* each file's size once made */
+	const char *files[2 * RF_MAX_MEMBERS];
+	struct cfile *f;
+	char err[1024];
+
+	ret = rf_config_load(path, &cfg, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "raidfuse: %s\n", err);
+		return 1;
+	}
+	if (o->bitmap >= 0)
+		cfg.bitmap = o->bitmap;
+	if (o->bitmap_chunk)
+		cfg.bitmap_chunk = o->bitmap_chunk;
+	if (cfg.bitmap && (cfg.level == 0 || cfg.metadata != RF_SB_12)) {
+		fprintf(stderr, "raidfuse: %s: an internal bitmap needs md metadata 1.2 and a level with "
+			"redundancy (md keeps none for raid0)\n", path);
+		rf_config_free(&cfg);
+		return 1;
+	}
+	if (cfg.nspares && cfg.level == 0) {
+		fprintf(stderr, "raidfuse: %s: raid0 takes no spares (nothing to rebuild onto them)\n", path);
+		rf_config_free(&cfg);
+		return 1;
+	}
+	n = cfg.nmembers + cfg.nspares;
+	f = calloc((size_t)n, sizeof(*f));
+	if (!f) {
+		rf_config_free(&cfg);
+		return 1;
+	}
+	/* Open every member and spare first (making the missing ones) and
+	 * check them all; write none until all are fine.  A failure closes
+	 * them again and unlinks what was made: every file stays as it was. */
+	for (i = 0; i < n; i++) {
+		struct cfile *c = &f[i];
+		bool member = i < cfg.nmembers;
+
+		c->d.fd = c->d.fd_direct = -1;
+		c->path = files[i] = member ? cfg.members[i] : cfg.spares[i - cfg.nmembers];
+		c->what = member ? "member" : "spare";
+		c->num = member ? i : i - cfg.nmembers;
+		snprintf(c->who, sizeof(c->who), "%s %d (%s)", c->what, c->num, c->path ? c->path : "missing");
+		if (c->path)
+			bad += check_one(&cfg, f, i, force);
+		bytes[i] = c->path ? c->bytes : 0;
+	}
+	/* The superblocks, worked out before anything is written. */
+	if (!bad && cfg.metadata == RF_SB_12 &&
+	    (rf_assemble_plan_create(&cfg, bytes, clean, &sbn, err, sizeof(err)) ||
+	     (cfg.bitmap && rf_bitmap_plan(&sbn, cfg.bitmap_chunk, &bsb, err, sizeof(err))))) {
+		fprintf(stderr, "raidfuse: %s\n", err);
+		bad++;
+	}
+	for (i = cfg.nmembers; !bad && cfg.metadata == RF_SB_12 && i < n; i++) {
+		if (bytes[i] / 512 < sbn.data_offset + sbn.size) {
+			fprintf(stderr, "raidfuse: %s: %llu bytes cannot hold the %llu each member uses\n",
+				f[i].who, (unsigned long long)bytes[i],
+				(unsigned long long)((sbn.data_offset + sbn.size) * 512));
+			bad++;
+		}
+	}
+	if (bad) {
+		release_all(f, n, true);
+		free(f);
+		rf_config_free(&cfg);
+		return 1;
+	}
+	warn_space(&cfg, f, n);
+	ret = 0;
+	for (i = 0; i < n; i++) {
+		struct cfile *c = &f[i];
+		int fd = c->d.fd;
+
+		if (!c->path || (!c->resize && cfg.metadata != RF_SB_12))
+			continue;
+		/* A spare's superblock: device number after the members', its
+		 * role "spare" (as mdadm --create with spares writes them). */
+		if (c->resize && (ftruncate(fd, 0) || ftruncate(fd, (off_t)cfg.member_size))) {
+			fprintf(stderr, "raidfuse: %s: %s\n", c->who, strerror(errno));
+			ret = 1;
+		} else if (cfg.metadata == RF_SB_12 &&
+			   (rf_sb_write12(fd, files[i], &sbn, i, bytes[i] / 512, err, sizeof(err)) ||
+			    (cfg.bitmap && write_bitmap(fd, files[i], &bsb, err, sizeof(err))))) {
+			fprintf(stderr, "raidfuse: %s: %s\n", c->who, err);
+			ret = 1;
+		} else if (c->resize) {
+			printf("%s %d: %s (%llu bytes)\n", c->what, c->num, files[i], (unsigned long long)cfg.member_size);
+		}
+	}
+	release_all(f, n, false);
+	free(f);
+	if (!ret && cfg.metadata == RF_SB_12) {
+		struct rf_sb sb = { .kind = RF_SB_12 };
+		char u[40];
+
+		memcpy(sb.uuid, sbn.uuid, 16);
+		printf("md 1.2 superblocks: array %s, data offset %llu sectors, %llu sectors per member, %s\n",
+		       rf_sb_uuid_str(&sb, u), (unsigned long long)sbn.data_offset,
+		       (unsigned long long)(sbn.size ? sbn.size : (bytes[0] / 512 - sbn.data_offset)),
+		       clean ? "clean (--assume-clean)" : "resync due");
+		if (cfg.bitmap)
+			printf("internal bitmap: %llu chunks of %u KiB, %u sectors from the superblock\n",
+			       (unsigned long long)rf_bitmap_bits(bsb.sync_size, bsb.chunk_bytes),
+			       bsb.chunk_bytes >> 10, 8);
+	}
+	rf_config_free(&cfg);
+	return ret;
+}
+

@@ -1,0 +1,1073 @@
+/* bitmap.c - md's internal write-intent bitmap: format, creation, and the
+ * running array's bits.
+ *
+ * Format.  The 256-byte header is md's bitmap_super_t (little-endian; its
+ * offsets asserted below), the bits follow it at byte 256, bit i of the
+ * bitmap in byte i / 8 under 1 << (i % 8) (version 4; version 3 stored
+ * host-order longs, which on a little-endian host is the same thing).
+ * mdadm sizes a new one (super1.c add_internal_bitmap1): for 1.x members
+ * it goes 8 sectors after the superblock, in the room mdadm keeps there
+ * (choose_bm_space: 4 KiB, 64 KiB past 8 GiB, 128 KiB past 200 GiB); the
+ * chunk is the smallest power of two from 4 KiB whose bits fit that room,
+ * and at least 64 MiB unless one is asked for.  It writes the header and
+ * sets every bit; what md does at the first assembly with them depends on
+ * the superblock (resync due: those chunks are resynced; clean: the bits
+ * are simply cleared once idle).
+ *
+ * The running bitmap.  Each chunk has one 32-bit word:
+ *   bits 0-23  writes in flight in the chunk
+ *   DISK       its bit is set on the members' disks
+ *   PEND       a background pass saw it idle (no writes, nothing needed)
+ *   NEED       it needs a resync (set at load from a crash's bits, by a
+ *              failed write, by any write while degraded)
+ * A writer adds one to each of its chunks' words (acquire) and is done
+ * when DISK was set: no lock on the common path.  Otherwise it takes
+ * bm->lock, sets the bits in the image, writes and fsyncs the changed
+ * sectors on every in-sync member, then sets DISK (release, pairing with
+ * the writers' acquire).  The background pass (every daemon_sleep,
+ * under bm->lock) turns an idle DISK word into DISK|PEND, and a word
+ * still exactly DISK|PEND a pass later into 0 with a compare-and-swap
+ * (the members are flushed before the cleared bits are written, so the
+ * data those bits covered is on disk first):
+ * a writer that came in between changed the word, so the swap fails; a
+ * writer that comes after it finds DISK clear and waits on bm->lock until
+ * the cleared bits are written before it sets its bit again.  Nothing is
+ * cleared while the array is degraded.
+ *
+ * Which devices: every device in a slot that is not faulty carries a copy
+ * (md writes to every active rdev, one being rebuilt included).  The list
+ * follows the superblock keeper's device table (its swap and forget call
+ * rf_bitmap_dev_changed()); a device new in a slot gets the whole bitmap
+ * at the next bitmap write, which the superblock update that puts it
+ * there makes at once.  "Degraded", for keeping bits, is md's: a member
+ * missing, failed, or being rebuilt.
+ *
+ * Lock order: sbstate's s->lock, then bm->lock (the superblock keeper
+ * calls rf_bitmap_set_events() and rf_bitmap_dev_changed() holding its
+ * lock); bm->tlock alone.
+ *
+ * What it does NOT do: choose what to resync or rebuild (sync.c asks it,
+ * and the engine's recovery can), write-behind, or clustered bitmaps
+ * (version 5 is refused).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/engine.h"
+#include "raidfuse/bitmap.h"
+#include "raidfuse/iolog.h"
+#include "raidfuse/le.h"
+#include "raidfuse/log.h"
+#include "services/sbstate.h"
+
+#define CNT_MASK        0x00ffffffu
+#define F_DISK          (1u << 24)
+#define F_PEND          (1u << 25)
+#define F_NEED          (1u << 26)
+
+#define BM_BLOCK        4096u
+#define ROUND_UP(x, a)  (((x) + (a) - 1) / (a) * (a))
+
+/* ------------------------------------------------------------- format */
+
+/* md's bitmap_super_t, its little-endian fields in le.h's types, so
+ * nothing is read in host order. */
+struct bm_disk_sb {
+	rf_le32_t magic;
+	rf_le32_t version;
+	uint8_t uuid[16];
+	rf_le64_t events;
+	rf_le64_t events_cleared;
+	rf_le64_t sync_size;
+	rf_le32_t state;
+	rf_le32_t chunksize;
+	rf_le32_t daemon_sleep;
+	rf_le32_t write_behind;
+	rf_le32_t sectors_reserved;
+	rf_le32_t nodes;
+	uint8_t cluster_name[64];
+	uint8_t pad[120];
+};
+_Static_assert(sizeof(struct bm_disk_sb) == RF_BITMAP_SB_BYTES, "bitmap header is 256 bytes");
+_Static_assert(offsetof(struct bm_disk_sb, events) == 24, "events");
+_Static_assert(offsetof(struct bm_disk_sb, sync_size) == 40, "sync_size");
+_Static_assert(offsetof(struct bm_disk_sb, chunksize) == 52, "chunksize");
+_Static_assert(offsetof(struct bm_disk_sb, sectors_reserved) == 64, "sectors_reserved");
+_Static_assert(offsetof(struct bm_disk_sb, cluster_name) == 72, "cluster_name");
+
+static bool pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+uint64_t rf_bitmap_bits(uint64_t sync_size, uint32_t chunk_bytes)
+{
+	uint64_t cs = chunk_bytes / 512;
+
+	return cs ? (sync_size + cs - 1) / cs : 0;
+}
+
+uint64_t rf_bitmap_bytes(uint64_t sync_size, uint32_t chunk_bytes)
+{
+	return RF_BITMAP_SB_BYTES + (rf_bitmap_bits(sync_size, chunk_bytes) + 7) / 8;
+}
+
+uint32_t rf_bitmap_disk_sectors(uint64_t sync_size, uint32_t chunk_bytes)
+{
+	return (uint32_t)(ROUND_UP(rf_bitmap_bytes(sync_size, chunk_bytes), BM_BLOCK) / 512);
+}
+
+uint64_t rf_bitmap_sync_size(const struct rf_geom *g)
+{
+	switch (g->level) {
+	case 1: case 4: case 5: case 6:
+		return g->dev_sectors;
+	case 10:
+		return g->array_sectors;
+	}
+	return 0;
+}
+
+void rf_bitmap_range(const struct rf_geom *g, uint64_t off, uint64_t len, uint64_t *lo, uint64_t *hi)
+{
+	uint64_t s0 = off >> 9, s1 = (off + len + 511) >> 9, cs, row;
+
+	*lo = *hi = 0;
+	if (!len)
+		return;
+	switch (g->level) {
+	case 1:
+	case 10:
+		/* raid1: member sector = array sector; raid10's bits count
+		 * array sectors. */
+		*lo = s0;
+		*hi = s1;
+		break;
+	case 4: case 5: case 6:
+		cs = g->chunk_sectors;
+		row = cs * (uint64_t)g->data_disks;
+		if (s0 / cs == (s1 - 1) / cs) {
+			/* One chunk: its data and its parity sit at the same
+			 * offsets of one chunk of the member row. */
+			*lo = s0 / row * cs + s0 % cs;
+			*hi = (s1 - 1) / row * cs + (s1 - 1) % cs + 1;
+		} else {
+			*lo = s0 / row * cs;
+			*hi = ((s1 - 1) / row + 1) * cs;
+		}
+		break;
+	default:
+		return;
+	}
+	if (*hi > rf_bitmap_sync_size(g))
+		*hi = rf_bitmap_sync_size(g);
+	if (*lo > *hi)
+		*lo = *hi;
+}
+
+__attribute__((format(printf, 4, 5)))
+static int bad(char *err, size_t errlen, const char *path, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (!err || !errlen)
+		return -EINVAL;
+	n = snprintf(err, errlen, "%s: bitmap: ", path);
+	if (n >= 0 && (size_t)n < errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+int rf_bitmap_sb_parse(const void *buf, const char *path, struct rf_bitmap_sb *bsb, char *err, size_t errlen)
+{
+	const struct bm_disk_sb *d = buf;
+	uint32_t magic = rf_le32(d->magic);
+
+	memset(bsb, 0, sizeof(*bsb));
+	if (magic != RF_BITMAP_MAGIC)
+		return bad(err, errlen, path, "bad magic 0x%08x, expected 0x%08x (\"bitm\")", magic,
+			   RF_BITMAP_MAGIC);
+	bsb->version = rf_le32(d->version);
+	memcpy(bsb->uuid, d->uuid, 16);
+	bsb->events = rf_le64(d->events);
+	bsb->events_cleared = rf_le64(d->events_cleared);
+	bsb->sync_size = rf_le64(d->sync_size);
+	bsb->state = rf_le32(d->state);
+	bsb->chunk_bytes = rf_le32(d->chunksize);
+	bsb->daemon_sleep = rf_le32(d->daemon_sleep);
+	bsb->write_behind = rf_le32(d->write_behind);
+	bsb->sectors_reserved = rf_le32(d->sectors_reserved);
+	bsb->nodes = rf_le32(d->nodes);
+	if (bsb->version == RF_BITMAP_VERSION_CLUSTER)
+		return bad(err, errlen, path, "version 5 (a clustered bitmap) is not served");
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	if (bsb->version == RF_BITMAP_VERSION_HOST)
+		return bad(err, errlen, path, "version 3 (host-endian bits) from another host is not served");
+#endif
+	if (bsb->version != RF_BITMAP_VERSION && bsb->version != RF_BITMAP_VERSION_HOST)
+		return bad(err, errlen, path, "unknown version %u (md writes 4)", bsb->version);
+	if (bsb->chunk_bytes < 512 || !pow2(bsb->chunk_bytes))
+		return bad(err, errlen, path, "chunk size %u bytes is not a power of two of at least 512",
+			   bsb->chunk_bytes);
+	if (bsb->daemon_sleep < 1)
+		return bad(err, errlen, path, "daemon_sleep %u s is out of range (at least 1)", bsb->daemon_sleep);
+	if (bsb->write_behind > RF_BITMAP_COUNTER_MAX)
+		return bad(err, errlen, path, "write_behind %u is out of range (0 - %d)", bsb->write_behind,
+			   RF_BITMAP_COUNTER_MAX);
+	return 0;
+}
+
+void rf_bitmap_sb_build(const struct rf_bitmap_sb *bsb, void *buf)
+{
+	struct bm_disk_sb *d = buf;
+
+	memset(d, 0, sizeof(*d));
+	d->magic = rf_to_le32(RF_BITMAP_MAGIC);
+	d->version = rf_to_le32(bsb->version);
+	memcpy(d->uuid, bsb->uuid, 16);
+	d->events = rf_to_le64(bsb->events);
+	d->events_cleared = rf_to_le64(bsb->events_cleared);
+	d->sync_size = rf_to_le64(bsb->sync_size);
+	d->state = rf_to_le32(bsb->state);
+	d->chunksize = rf_to_le32(bsb->chunk_bytes);
+	d->daemon_sleep = rf_to_le32(bsb->daemon_sleep);
+	d->write_behind = rf_to_le32(bsb->write_behind);
+	d->sectors_reserved = rf_to_le32(bsb->sectors_reserved);
+	d->nodes = rf_to_le32(bsb->nodes);
+}
+
+int rf_bitmap_choose_chunk(uint64_t sync_size, uint64_t room_sectors, uint64_t want, uint32_t *chunk,
+			   char *err, size_t errlen)
+{
+	uint64_t max_bits, min_chunk = RF_BITMAP_CHUNK_MIN, bits;
+
+	if (!want && room_sectors > 256)
+		room_sectors = 256;     /* mdadm: at most 128 KiB unless a chunk is asked for */
+	if (room_sectors <= 1)
+		return bad(err, errlen, "new array", "no room for a bitmap (%llu sectors kept for it)",
+			   (unsigned long long)room_sectors);
+	max_bits = (room_sectors * 512 - RF_BITMAP_SB_BYTES) * 8;
+	bits = sync_size * 512 / min_chunk + 1;
+	while (bits > max_bits) {
+		min_chunk *= 2;
+		bits = (bits + 1) / 2;
+	}
+	if (!want) {
+		*chunk = (uint32_t)(min_chunk > RF_BITMAP_CHUNK_DEFAULT ? min_chunk : RF_BITMAP_CHUNK_DEFAULT);
+		return 0;
+	}
+	if (!pow2(want) || want > (1u << 31))
+		return bad(err, errlen, "new array", "chunk %llu bytes is not a power of two up to 2G",
+			   (unsigned long long)want);
+	if (want < min_chunk)
+		return bad(err, errlen, "new array",
+			   "chunk %llu bytes is too small: %llu sectors need %llu bytes or more to fit the "
+			   "%llu sectors kept for the bitmap", (unsigned long long)want,
+			   (unsigned long long)sync_size, (unsigned long long)min_chunk,
+			   (unsigned long long)room_sectors);
+	*chunk = (uint32_t)want;
+	return 0;
+}
+
+int rf_bitmap_write_new(const struct rf_sb_io *io, const char *path, uint64_t at, const struct rf_bitmap_sb *bsb,
+			char *err, size_t errlen)
+{
+	uint64_t len = (uint64_t)rf_bitmap_disk_sectors(bsb->sync_size, bsb->chunk_bytes) * 512;
+	uint8_t *buf = malloc(len);
+	int r;
+
+	if (!buf) {
+		snprintf(err, errlen, "%s: bitmap: %s", path, strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	memset(buf, 0xff, len);
+	rf_bitmap_sb_build(bsb, buf);
+	r = io->pwrite(io->ctx, buf, len, at);
+	if (!r)
+		r = io->fsync(io->ctx);
+	if (r)
+		snprintf(err, errlen, "%s: writing the bitmap at byte %llu: %s", path, (unsigned long long)at,
+			 strerror(-r));
+	free(buf);
+	return r;
+}
+
+int rf_bitmap_plan(struct rf_sb_new *n, uint64_t want, struct rf_bitmap_sb *bsb, char *err, size_t errlen)
+{
+	struct rf_geom g = {
+		.level = n->level, .layout = n->layout, .raid_disks = n->raid_disks,
+		.chunk_sectors = n->chunk_sectors, .dev_sectors = n->size,
+	};
+	uint32_t chunk;
+	int r;
+
+	if (n->level == 0)
+		return bad(err, errlen, "new array", "raid0 has nothing to resync: md keeps no bitmap for it");
+	r = rf_geom_init(&g, err, errlen);
+	if (r)
+		return r;
+	r = rf_bitmap_choose_chunk(rf_bitmap_sync_size(&g), rf_sb_bitmap_room(n->size), want, &chunk, err,
+				   errlen);
+	if (r)
+		return r;
+	memset(bsb, 0, sizeof(*bsb));
+	bsb->version = RF_BITMAP_VERSION;
+	memcpy(bsb->uuid, n->uuid, 16);
+	bsb->sync_size = rf_bitmap_sync_size(&g);
+	bsb->chunk_bytes = chunk;
+	bsb->daemon_sleep = RF_BITMAP_DAEMON_SLEEP;
+	n->bitmap_sectors = rf_bitmap_disk_sectors(bsb->sync_size, chunk);
+	return 0;
+}
+
+uint64_t rf_bitmap_offset_bytes(const struct rf_sb *sb)
+{
+	/* 0.90 keeps it in the 60 KiB after its 4 KiB superblock. */
+	int64_t off = sb->kind == RF_SB_090 ? 8 : sb->bitmap_offset;
+
+	return (uint64_t)((int64_t)sb->sb_offset + off) * 512;
+}
+
+/* The bitmap of `bytes` must lie on the member, clear of the superblock
+ * and the data. */
+static int check_place(const struct rf_sb *sb, const char *path, uint64_t bytes, char *err, size_t errlen)
+{
+	int64_t start = (int64_t)sb->sb_offset + (sb->kind == RF_SB_090 ? 8 : sb->bitmap_offset);
+	uint64_t end = (uint64_t)start + (bytes + 511) / 512;
+	uint64_t data_end = sb->data_offset + (sb->size ? sb->size : sb->data_size);
+
+	if (start < 0 || end > sb->member_sectors)
+		return bad(err, errlen, path, "%llu sectors at offset %ld from the superblock lie outside the member",
+			   (unsigned long long)(end - (uint64_t)start), (long)(start - (int64_t)sb->sb_offset));
+	if ((uint64_t)start < sb->sb_offset + 2 && end > sb->sb_offset)
+		return bad(err, errlen, path, "at sector %lld it overlaps the superblock at %llu", (long long)start,
+			   (unsigned long long)sb->sb_offset);
+	if ((uint64_t)start < data_end && end > sb->data_offset)
+		return bad(err, errlen, path, "%llu sectors at sector %lld run into the data (sectors %llu-%llu)",
+			   (unsigned long long)(end - (uint64_t)start), (long long)start,
+			   (unsigned long long)sb->data_offset, (unsigned long long)data_end);
+	return 0;
+}
+
+int rf_bitmap_read(const struct rf_sb_io *io, const char *path, const struct rf_sb *sb, struct rf_bitmap_sb *bsb,
+		   uint8_t **bits, char *err, size_t errlen)
+{
+	uint64_t at, bytes, len;
+	uint8_t head[RF_BITMAP_SB_BYTES];
+	int r;
+
+	*bits = NULL;
+	if (!sb->bitmap)
+		return -ENOENT;
+	at = rf_bitmap_offset_bytes(sb);
+	r = io->pread(io->ctx, head, sizeof(head), at);
+	if (r) {
+		snprintf(err, errlen, "%s: bitmap: read at byte %llu: %s", path, (unsigned long long)at, strerror(-r));
+		return r;
+	}
+	r = rf_bitmap_sb_parse(head, path, bsb, err, errlen);
+	if (r)
+		return r;
+	if (memcmp(bsb->uuid, sb->uuid, 16))
+		return bad(err, errlen, path, "uuid differs from the superblock's: another array's bitmap");
+	/* raid10's array sectors are the most a bitmap covers: at most
+	 * RF_MAX_MEMBERS members' worth. */
+	if (bsb->sync_size / RF_MAX_MEMBERS > sb->member_sectors)
+		return bad(err, errlen, path, "sync_size %llu sectors is more than the array can have",
+			   (unsigned long long)bsb->sync_size);
+	bytes = rf_bitmap_bytes(bsb->sync_size, bsb->chunk_bytes);
+	r = check_place(sb, path, bytes, err, errlen);
+	if (r)
+		return r;
+	len = ROUND_UP(bytes, 512);
+	*bits = malloc(len);
+	if (!*bits) {
+		snprintf(err, errlen, "%s: bitmap: %s", path, strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	r = io->pread(io->ctx, *bits, len, at);
+	if (r) {
+		snprintf(err, errlen, "%s: bitmap: read of %llu bytes at byte %llu: %s", path,
+			 (unsigned long long)len, (unsigned long long)at, strerror(-r));
+		free(*bits);
+		*bits = NULL;
+	}
+	return r;
+}
+
+/* ------------------------------------------------------------ running */
+
+/* A device's copy of the bitmap, from the superblock keeper's table. */
+struct bm_member {
+	bool has;
+	bool fresh;                     /* new in its slot: gets all of the bitmap first */
+	struct rf_sb_io io;
+	uint64_t at;                    /* byte offset of the bitmap */
+};
+
+struct rf_bitmap {
+	struct rf_array *a;
+	uint32_t shift;                 /* chunk = 1 << shift sectors */
+	uint64_t sync_size, nchunks;
+	uint32_t area;                  /* bytes written at most: header + bits, whole sectors */
+	_Atomic uint32_t *ctr;          /* [nchunks] */
+	struct rf_sbstate *s;
+	int n;                          /* slots: devices [0, n) carry the bitmap */
+	struct bm_member *m;            /* [RF_MAX_DEVS], by device, as s->m; lock */
+	pthread_mutex_t lock;           /* the image, the header, bitmap writes */
+	uint8_t *img;                   /* lock: header + bits as on disk */
+	struct rf_bitmap_sb sb;         /* lock */
+	/* the resync walk's (sync thread only) */
+	uint64_t run_lo, run_hi, walk_pos;
+	atomic_uint_fast64_t covered, skipped, nr_set, nr_clear;
+	/* the background pass */
+	pthread_mutex_t tlock;
+	pthread_cond_t tcond;           /* tlock, CLOCK_MONOTONIC */
+	bool stop, running;             /* tlock */
+	atomic_uint period_ms;
+	pthread_t thread;
+};
+
+/* md's "degraded": a member missing or failed, or one being rebuilt. */
+static bool degraded(const struct rf_bitmap *bm)
+{
+	return rf_faulty_read(bm->a) != 0;
+}
+
+static void img_bit(struct rf_bitmap *bm, uint64_t c, bool set)
+{
+	uint8_t *p = bm->img + RF_BITMAP_SB_BYTES + c / 8;
+
+	if (set)
+		*p |= (uint8_t)(1u << (c % 8));
+	else
+		*p &= (uint8_t)~(1u << (c % 8));
+}
+
+static bool img_test(const uint8_t *bits, uint64_t c)
+{
+	return bits[RF_BITMAP_SB_BYTES + c / 8] & (1u << (c % 8));
+}
+
+static void write_dev(struct rf_bitmap *bm, int i, uint64_t lo, uint64_t hi, bool sync);
+
+/* bm->lock held: write bytes [lo, hi) of the image (widened to whole
+ * sectors) to every in-sync member; a member that fails it is failed.
+ * 0, or -EIO when the array failed. */
+static int bm_write(struct rf_bitmap *bm, uint64_t lo, uint64_t hi, bool sync)
+{
+	struct rf_array *a = bm->a;
+	int i;
+
+	lo &= ~(uint64_t)511;
+	hi = ROUND_UP(hi, 512);
+	if (hi > bm->area)
+		hi = bm->area;
+	for (i = 0; i < bm->n && lo < hi; i++) {
+		if (!bm->m[i].has || (rf_faulty(a) & (1ull << i)))
+			continue;
+		if (bm->m[i].fresh) {
+			/* md writes its bitmap to every device in a slot:
+			 * a new one gets all of it. */
+			write_dev(bm, i, 0, bm->area, true);
+			bm->m[i].fresh = false;
+		} else {
+			write_dev(bm, i, lo, hi, sync);
+		}
+	}
+	return rf_failed_now(a) ? -EIO : 0;
+}
+
+/* bm->lock held: bytes [lo, hi) of the image to slot device i; a failure
+ * fails it (rf_member_fail() names it). */
+static void write_dev(struct rf_bitmap *bm, int i, uint64_t lo, uint64_t hi, bool sync)
+{
+	struct bm_member *m = &bm->m[i];
+	int r = m->io.pwrite(m->io.ctx, bm->img + lo, hi - lo, m->at + lo);
+
+	if (!r && sync)
+		r = m->io.fsync(m->io.ctx);
+	if (r) {
+		rf_err("%s: slot %d: bitmap write at byte %llu: %s", bm->a->name, i,
+		       (unsigned long long)(m->at + lo), strerror(-r));
+		rf_member_fail(bm->a, i, r, "bitmap write", m->at + lo);
+	}
+}
+
+/* bm->lock held: fsync every in-sync member, so that the data of the
+ * chunks about to be cleared is on every disk before any bit says it
+ * need not be resynced (md writes its bitmap pages with a preflush).
+ * Without it a power cut could keep one member's cleared bit and lose
+ * another member's last data write: the resync would skip a stripe
+ * whose parity no longer matches.  A member that fails it is failed. */
+static void flush_members(struct rf_bitmap *bm)
+{
+	struct rf_array *a = bm->a;
+	int i, r;
+
+	for (i = 0; i < bm->n; i++) {
+		if (!bm->m[i].has || (rf_faulty(a) & (1ull << i)))
+			continue;
+		r = bm->m[i].io.fsync(bm->m[i].io.ctx);
+		if (r) {
+			rf_err("%s: slot %d: flush before clearing bitmap bits: %s", a->name, i, strerror(-r));
+			rf_member_fail(a, i, r, "flush", 0);
+		}
+	}
+}
+
+/* bm->lock held: take device dev's entry from the superblock keeper. */
+static void snap_dev(struct rf_bitmap *bm, int dev)
+{
+	struct rf_sbs_member *sm = &bm->s->m[dev];
+
+	bm->m[dev].has = sm->has && sm->sb.bitmap;
+	bm->m[dev].io = sm->io;
+	bm->m[dev].at = bm->m[dev].has ? rf_bitmap_offset_bytes(&sm->sb) : 0;
+}
+
+void rf_bitmap_dev_changed(struct rf_bitmap *bm, int dev)
+{
+	if (!bm || dev < 0 || dev >= RF_MAX_DEVS)
+		return;
+	pthread_mutex_lock(&bm->lock);
+	snap_dev(bm, dev);
+	/* The slot's faulty bit may still be the old device's: the next
+	 * bitmap write (the superblocks' events follow at once) gives the
+	 * new one everything. */
+	bm->m[dev].fresh = dev < bm->n && bm->m[dev].has;
+	pthread_mutex_unlock(&bm->lock);
+}
+
+static void bm_free(struct rf_bitmap *bm)
+{
+	if (!bm)
+		return;
+	pthread_cond_destroy(&bm->tcond);
+	pthread_mutex_destroy(&bm->tlock);
+	pthread_mutex_destroy(&bm->lock);
+	free(bm->ctr);
+	free(bm->img);
+	free(bm->m);
+	free(bm);
+}
+
+static void put_header(struct rf_bitmap *bm)
+{
+	rf_bitmap_sb_build(&bm->sb, bm->img);
+}
+
+int rf_bitmap_open(struct rf_array *a, struct rf_sbstate *s, struct rf_bitmap **out, char *err, size_t errlen)
+{
+	struct rf_bitmap *bm;
+	struct rf_bitmap_sb bsb;
+	struct rf_bitmap_status st;
+	struct rf_sbs_member *fm = NULL;
+	uint8_t *bits = NULL;
+	uint64_t c, start, have_bits, disk_bytes;
+	pthread_condattr_t ca;
+	bool stale, rewrite = false;
+	int i, r, fi = -1;
+
+	*out = NULL;
+	if (!s)
+		return 0;
+	/* md reads it from an in-sync member: the freshest one. */
+	for (i = 0; i < a->nmembers; i++)
+		if (s->m[i].has && !(rf_faulty(a) & (1ull << i)) && (!fm || s->m[i].sb.events > fm->sb.events)) {
+			fm = &s->m[i];
+			fi = i;
+		}
+	if (!fm || !fm->sb.bitmap)
+		return 0;
+	r = rf_bitmap_read(&fm->io, a->members[fi].path, &fm->sb, &bsb, &bits, err, errlen);
+	if (r)
+		return r;
+	bm = calloc(1, sizeof(*bm));
+	if (!bm)
+		goto nomem;
+	bm->a = a;
+	pthread_mutex_init(&bm->lock, NULL);
+	pthread_mutex_init(&bm->tlock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&bm->tcond, &ca);
+	pthread_condattr_destroy(&ca);
+	bm->sync_size = rf_bitmap_sync_size(&a->geom);
+	if (!bm->sync_size) {
+		r = bad(err, errlen, a->members[fi].path, "raid%d has nothing to resync: md keeps no bitmap for it",
+			a->geom.level);
+		goto fail;
+	}
+	if (bsb.sync_size != bm->sync_size) {
+		/* md too takes its own size and records it. */
+		rf_warn("%s: bitmap: sync_size %llu sectors, the array resyncs %llu: using the array's",
+			a->members[fi].path, (unsigned long long)bsb.sync_size, (unsigned long long)bm->sync_size);
+		rewrite = true;
+	}
+	bm->shift = (uint32_t)__builtin_ctz(bsb.chunk_bytes / 512);
+	bm->nchunks = rf_bitmap_bits(bm->sync_size, bsb.chunk_bytes);
+	bm->area = (uint32_t)ROUND_UP(rf_bitmap_bytes(bm->sync_size, bsb.chunk_bytes), 512);
+	for (i = 0; i < a->nmembers; i++) {
+		if (!s->m[i].has)
+			continue;
+		r = check_place(&s->m[i].sb, a->members[i].path, bm->area, err, errlen);
+		if (r)
+			goto fail;
+	}
+	bm->ctr = calloc(bm->nchunks, sizeof(*bm->ctr));
+	bm->img = calloc(1, ROUND_UP(bm->area, BM_BLOCK));
+	bm->m = calloc(RF_MAX_DEVS, sizeof(*bm->m));
+	if (!bm->ctr || !bm->img || !bm->m)
+		goto nomem;
+	bm->s = s;
+	bm->n = a->nmembers;
+	for (i = 0; i < RF_MAX_DEVS; i++)
+		snap_dev(bm, i);
+	disk_bytes = rf_bitmap_bytes(bsb.sync_size, bsb.chunk_bytes);
+	memcpy(bm->img, bits, disk_bytes < bm->area ? disk_bytes : bm->area);
+	have_bits = (disk_bytes - RF_BITMAP_SB_BYTES) * 8;      /* what was read */
+	bm->sb = bsb;
+	bm->sb.sync_size = bm->sync_size;
+	if (bm->sb.events_cleared > bm->sb.events)
+		bm->sb.events_cleared = bm->sb.events;  /* as md: never past events */
+
+	/* md_bitmap_read_sb(): older than the superblocks, or marked so,
+	 * and the bits mean nothing: all of them count as set. */
+	stale = bsb.events < s->events || (bsb.state & RF_BITMAP_STALE);
+	if (stale) {
+		rf_warn("%s: bitmap is out of date (events %llu, superblocks %llu%s): every chunk counts as written",
+			a->members[fi].path, (unsigned long long)bsb.events, (unsigned long long)s->events,
+			bsb.state & RF_BITMAP_STALE ? ", marked stale" : "");
+		bm->sb.state &= ~RF_BITMAP_STALE;
+		bm->sb.events = s->events;
+		bm->sb.events_cleared = s->events;
+		rewrite = true;
+	}
+	/* md_bitmap_load(): set bits need a resync from where one is due;
+	 * while degraded all of them, unless they were cleared with every
+	 * member present at this very events count. */
+	start = !degraded(bm) || bm->sb.events_cleared == s->events ? s->resync_offset : 0;
+	for (c = 0; c < bm->nchunks; c++) {
+		bool set = stale || (c < have_bits && img_test(bits, c));
+		uint64_t end = (c + 1) << bm->shift;
+
+		img_bit(bm, c, set);
+		if (set)
+			atomic_init(&bm->ctr[c], F_DISK | (end >= start ? F_NEED : 0));
+	}
+	put_header(bm);
+	atomic_init(&bm->period_ms, bm->sb.daemon_sleep * 1000u);
+	if (rewrite && bm_write(bm, 0, bm->area, true)) {
+		snprintf(err, errlen, "%s: bitmap: the array failed while rewriting it", a->name);
+		r = -EIO;
+		goto fail;
+	}
+	free(bits);
+	rf_bitmap_get(bm, &st);
+	rf_info("%s: internal bitmap: %llu chunks of %u KiB, %llu set, %llu need a resync", a->name,
+		(unsigned long long)st.chunks, st.chunk_bytes >> 10, (unsigned long long)st.dirty,
+		(unsigned long long)st.needed);
+	*out = bm;
+	return 0;
+nomem:
+	snprintf(err, errlen, "%s: out of memory for the bitmap", a->name);
+	r = -ENOMEM;
+fail:
+	bm_free(bm);
+	free(bits);
+	return r;
+}
+
+/* The chunks a write touches; false when none. */
+static bool chunks_of(const struct rf_bitmap *bm, uint64_t off, uint64_t len, uint64_t *c0, uint64_t *c1)
+{
+	uint64_t lo, hi;
+
+	rf_bitmap_range(&bm->a->geom, off, len, &lo, &hi);
+	if (lo >= hi)
+		return false;
+	*c0 = lo >> bm->shift;
+	*c1 = (hi - 1) >> bm->shift;
+	if (*c1 >= bm->nchunks)
+		*c1 = bm->nchunks - 1;
+	return *c0 <= *c1;
+}
+
+/* Set the on-disk bits of chunks c0..c1 that are not yet. */
+static int set_bits(struct rf_bitmap *bm, uint64_t c0, uint64_t c1)
+{
+	uint64_t c, lo = UINT64_MAX, hi = 0;
+	int r = 0;
+
+	pthread_mutex_lock(&bm->lock);
+	for (c = c0; c <= c1; c++) {
+		if (atomic_load_explicit(&bm->ctr[c], memory_order_acquire) & F_DISK)
+			continue;
+		img_bit(bm, c, true);
+		if (lo == UINT64_MAX)
+			lo = RF_BITMAP_SB_BYTES + c / 8;
+		hi = RF_BITMAP_SB_BYTES + c / 8 + 1;
+	}
+	if (hi) {
+		r = bm_write(bm, lo, hi, true);
+		atomic_fetch_add(&bm->nr_set, 1);
+	}
+	if (!r)
+		for (c = c0; c <= c1; c++)
+			/* Pairs with the writers' acquire in
+			 * rf_bitmap_write_start(): who sees DISK sees the
+			 * bit on disk. */
+			atomic_fetch_or_explicit(&bm->ctr[c], F_DISK, memory_order_release);
+	pthread_mutex_unlock(&bm->lock);
+	return r;
+}
+
+int rf_bitmap_write_start(struct rf_bitmap *bm, uint64_t off, uint64_t len)
+{
+	uint64_t c, c0, c1;
+	bool slow = false;
+
+	if (!bm || !chunks_of(bm, off, len, &c0, &c1))
+		return 0;
+	for (c = c0; c <= c1; c++) {
+		uint32_t old = atomic_fetch_add_explicit(&bm->ctr[c], 1, memory_order_acquire);
+
+		/* A write came: the chunk is not idle any more. */
+		if (old & F_PEND)
+			atomic_fetch_and(&bm->ctr[c], ~F_PEND);
+		if (!(old & F_DISK))
+			slow = true;
+	}
+	return slow ? set_bits(bm, c0, c1) : 0;
+}
+
+void rf_bitmap_write_end(struct rf_bitmap *bm, uint64_t off, uint64_t len, int err)
+{
+	uint64_t c, c0, c1;
+	bool need;
+
+	if (!bm || !chunks_of(bm, off, len, &c0, &c1))
+		return;
+	/* md_bitmap_endwrite(): what failed, or went to a degraded array,
+	 * is not the same on every member. */
+	need = err || degraded(bm);
+	for (c = c0; c <= c1; c++) {
+		if (need)
+			atomic_fetch_or(&bm->ctr[c], F_NEED);
+		atomic_fetch_sub_explicit(&bm->ctr[c], 1, memory_order_release);
+	}
+}
+
+void rf_bitmap_set_events(struct rf_bitmap *bm, uint64_t events)
+{
+	if (!bm)
+		return;
+	pthread_mutex_lock(&bm->lock);
+	bm->sb.events = events;
+	if (bm->sb.events_cleared > events)
+		bm->sb.events_cleared = events;
+	put_header(bm);
+	bm_write(bm, 0, RF_BITMAP_SB_BYTES, false);
+	pthread_mutex_unlock(&bm->lock);
+}
+
+int rf_bitmap_daemon_pass(struct rf_bitmap *bm)
+{
+	uint64_t c, lo = UINT64_MAX, hi = 0;
+	int cleared = 0;
+
+	if (!bm)
+		return 0;
+	pthread_mutex_lock(&bm->lock);
+	/* md keeps every bit while degraded: a member added back needs only
+	 * the chunks written meanwhile. */
+	if (degraded(bm)) {
+		pthread_mutex_unlock(&bm->lock);
+		return 0;
+	}
+	for (c = 0; c < bm->nchunks; c++) {
+		uint32_t v = atomic_load_explicit(&bm->ctr[c], memory_order_acquire);
+
+		if (!(v & F_DISK) || (v & (CNT_MASK | F_NEED)))
+			continue;
+		if (!(v & F_PEND)) {
+			atomic_compare_exchange_strong(&bm->ctr[c], &v, v | F_PEND);
+			continue;
+		}
+		if (!atomic_compare_exchange_strong(&bm->ctr[c], &v, 0))
+			continue;
+		img_bit(bm, c, false);
+		if (lo == UINT64_MAX)
+			lo = RF_BITMAP_SB_BYTES + c / 8;
+		hi = RF_BITMAP_SB_BYTES + c / 8 + 1;
+		cleared++;
+	}
+	if (cleared) {
+		if (!rf_test_break("bitmap"))
+			flush_members(bm);
+		bm->sb.events_cleared = bm->sb.events;
+		put_header(bm);
+		bm_write(bm, 0, hi, true);
+		atomic_fetch_add(&bm->nr_clear, 1);
+	}
+	pthread_mutex_unlock(&bm->lock);
+	if (cleared)
+		rf_dbg("%s: bitmap: cleared %d idle chunks", bm->a->name, cleared);
+	return cleared;
+}
+
+static void *daemon_main(void *arg)
+{
+	struct rf_bitmap *bm = arg;
+	struct timespec t;
+
+	pthread_mutex_lock(&bm->tlock);
+	while (!bm->stop) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		t.tv_nsec += (long)(atomic_load(&bm->period_ms) % 1000) * 1000000L;
+		t.tv_sec += atomic_load(&bm->period_ms) / 1000 + t.tv_nsec / 1000000000L;
+		t.tv_nsec %= 1000000000L;
+		while (!bm->stop)
+			if (pthread_cond_timedwait(&bm->tcond, &bm->tlock, &t) == ETIMEDOUT)
+				break;
+		if (bm->stop)
+			break;
+		pthread_mutex_unlock(&bm->tlock);
+		rf_bitmap_daemon_pass(bm);
+		pthread_mutex_lock(&bm->tlock);
+	}
+	pthread_mutex_unlock(&bm->tlock);
+	return NULL;
+}
+
+int rf_bitmap_start(struct rf_bitmap *bm)
+{
+	int r;
+
+	if (!bm || bm->running)
+		return 0;
+	bm->stop = false;
+	r = -pthread_create(&bm->thread, NULL, daemon_main, bm);
+	if (!r)
+		bm->running = true;
+	return r;
+}
+
+void rf_bitmap_stop(struct rf_bitmap *bm)
+{
+	if (!bm || !bm->running)
+		return;
+	pthread_mutex_lock(&bm->tlock);
+	bm->stop = true;
+	pthread_cond_signal(&bm->tcond);
+	pthread_mutex_unlock(&bm->tlock);
+	pthread_join(bm->thread, NULL);
+	bm->running = false;
+}
+
+void rf_bitmap_set_period_ms(struct rf_bitmap *bm, unsigned ms)
+{
+	if (!bm)
+		return;
+	atomic_store(&bm->period_ms, ms ? ms : 1);
+	pthread_mutex_lock(&bm->tlock);
+	pthread_cond_signal(&bm->tcond);
+	pthread_mutex_unlock(&bm->tlock);
+}
+
+void rf_bitmap_close(struct rf_bitmap *bm)
+{
+	if (!bm)
+		return;
+	rf_bitmap_stop(bm);
+	/* md_bitmap_flush(): passes enough to clear every idle bit. */
+	if (!rf_failed_now(bm->a)) {
+		rf_bitmap_daemon_pass(bm);
+		rf_bitmap_daemon_pass(bm);
+	}
+	bm_free(bm);
+}
+
+/* ---- resync and recovery ---- */
+
+static uint64_t chunk_end(const struct rf_bitmap *bm, uint64_t c)
+{
+	uint64_t e = (c + 1) << bm->shift;
+
+	return e < bm->sync_size ? e : bm->sync_size;
+}
+
+static void walk_summary(struct rf_bitmap *bm)
+{
+	rf_info("%s: bitmap: resync went over %llu of %llu sectors (%llu skipped as clean)", bm->a->name,
+		(unsigned long long)atomic_load(&bm->covered), (unsigned long long)bm->sync_size,
+		(unsigned long long)atomic_load(&bm->skipped));
+}
+
+/* A call that goes back starts a new walk: count afresh. */
+static void walk_at(struct rf_bitmap *bm, uint64_t pos)
+{
+	if (pos < bm->walk_pos || (pos == 0 && bm->walk_pos == 0)) {
+		atomic_store(&bm->covered, 0);
+		atomic_store(&bm->skipped, 0);
+		bm->run_lo = bm->run_hi = UINT64_MAX;
+	}
+	bm->walk_pos = pos;
+}
+
+/* Where a walk at pos goes on: the first chunk at or after pos with a bit
+ * of mask, or total; *n cut to the end of that run. */
+static uint64_t skip_to(struct rf_bitmap *bm, uint64_t pos, uint64_t total, uint64_t *n, uint32_t mask)
+{
+	uint64_t c, e, to;
+
+	for (c = pos >> bm->shift; c < bm->nchunks; c++)
+		if (atomic_load(&bm->ctr[c]) & mask)
+			break;
+	to = c >= bm->nchunks ? total : c << bm->shift > pos ? c << bm->shift : pos;
+	if (to >= total)
+		return total;
+	for (e = c + 1; e < bm->nchunks; e++)
+		if (!(atomic_load(&bm->ctr[e]) & mask))
+			break;
+	if (*n > chunk_end(bm, e - 1) - to)
+		*n = chunk_end(bm, e - 1) - to;
+	return to;
+}
+
+uint64_t rf_bitmap_resync_skip(struct rf_bitmap *bm, uint64_t pos, uint64_t total, uint64_t *n)
+{
+	uint64_t to;
+
+	if (!bm)
+		return pos;
+	walk_at(bm, pos);
+	to = skip_to(bm, pos, total, n, F_NEED);
+	atomic_fetch_add(&bm->skipped, to - pos);
+	bm->walk_pos = to;
+	if (to >= total && pos < total)
+		walk_summary(bm);
+	return to;
+}
+
+uint64_t rf_bitmap_dirty_skip(struct rf_bitmap *bm, uint64_t pos, uint64_t total, uint64_t *n)
+{
+	return bm ? skip_to(bm, pos, total, n, F_DISK | F_NEED) : pos;
+}
+
+void rf_bitmap_range_synced(struct rf_bitmap *bm, uint64_t lo, uint64_t hi)
+{
+	uint64_t c;
+
+	/* A device being rebuilt does not count: what was rebuilt is on it. */
+	if (!bm || rf_faulty(bm->a))
+		return;
+	/* Whole chunks only: the first at or after lo, up to the last
+	 * that ends by hi. */
+	for (c = (lo + ((1ull << bm->shift) - 1)) >> bm->shift; c < bm->nchunks && chunk_end(bm, c) <= hi; c++)
+		atomic_fetch_and(&bm->ctr[c], ~F_NEED);
+}
+
+/* The walk did [lo, hi): extend its run (or start one after a jump) and
+ * mark the whole chunks in it synced. */
+static void run_synced(struct rf_bitmap *bm, uint64_t lo, uint64_t hi)
+{
+	if (lo != bm->run_hi)
+		bm->run_lo = lo;
+	bm->run_hi = hi;
+	bm->walk_pos = hi;
+	rf_bitmap_range_synced(bm, bm->run_lo, hi);
+}
+
+void rf_bitmap_resync_done(struct rf_bitmap *bm, uint64_t lo, uint64_t hi)
+{
+	if (!bm)
+		return;
+	walk_at(bm, lo);
+	atomic_fetch_add(&bm->covered, hi - lo);
+	run_synced(bm, lo, hi);
+	if (hi >= bm->sync_size)
+		walk_summary(bm);
+}
+
+void rf_bitmap_rebuilt(struct rf_bitmap *bm, uint64_t lo, uint64_t hi)
+{
+	if (!bm)
+		return;
+	if (lo < bm->walk_pos)
+		bm->run_lo = bm->run_hi = UINT64_MAX;   /* a new walk */
+	run_synced(bm, lo, hi);
+}
+
+int rf_bitmap_next_dirty(struct rf_bitmap *bm, uint64_t from, uint64_t *lo, uint64_t *hi)
+{
+	uint64_t c, e;
+
+	if (!bm)
+		return -ENOENT;
+	for (c = from >> bm->shift; c < bm->nchunks; c++)
+		if (atomic_load(&bm->ctr[c]) & (F_DISK | F_NEED))
+			break;
+	if (c >= bm->nchunks)
+		return -ENOENT;
+	for (e = c + 1; e < bm->nchunks; e++)
+		if (!(atomic_load(&bm->ctr[e]) & (F_DISK | F_NEED)))
+			break;
+	*lo = c << bm->shift > from ? c << bm->shift : from;
+	*hi = chunk_end(bm, e - 1);
+	return 0;
+}
+
+void rf_bitmap_pages(struct rf_bitmap *bm, uint32_t *chunk_bytes, uint64_t *pages, uint64_t *used)
+{
+	uint64_t c;
+
+	*chunk_bytes = 0;
+	*pages = *used = 0;
+	if (!bm)
+		return;
+	*chunk_bytes = bm->sb.chunk_bytes;      /* fixed once loaded */
+	*pages = (bm->nchunks + 2047) / 2048;
+	for (c = 0; c < bm->nchunks; c++)
+		if (atomic_load_explicit(&bm->ctr[c], memory_order_relaxed) & (F_DISK | F_NEED)) {
+			++*used;
+			c |= 2047;      /* on to the next page */
+		}
+}
+
+void rf_bitmap_get(struct rf_bitmap *bm, struct rf_bitmap_status *st)
+{
+	uint64_t c;
+
+	memset(st, 0, sizeof(*st));
+	if (!bm)
+		return;
+	pthread_mutex_lock(&bm->lock);
+	st->chunk_bytes = bm->sb.chunk_bytes;
+	st->events = bm->sb.events;
+	st->events_cleared = bm->sb.events_cleared;
+	pthread_mutex_unlock(&bm->lock);
+	st->chunks = bm->nchunks;
+	st->sync_size = bm->sync_size;
+	for (c = 0; c < bm->nchunks; c++) {
+		uint32_t v = atomic_load(&bm->ctr[c]);
+
+		st->dirty += !!(v & F_DISK);
+		st->needed += !!(v & F_NEED);
+	}
+	st->resync_covered = atomic_load(&bm->covered);
+	st->resync_skipped = atomic_load(&bm->skipped);
+	st->nr_set_writes = atomic_load(&bm->nr_set);
+	st->nr_clear_writes = atomic_load(&bm->nr_clear);
+}

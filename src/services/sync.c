@@ -1,0 +1,1444 @@
+/* sync.c - the sync walk: md's resync, check, repair and rebuild for
+ * raid1, raid10 and raid4/5/6.
+ *
+ * A walk goes over the array region by region (md's sync window) from the
+ * start (or, for a resync or rebuild, from where an interrupted one
+ * stopped) to the end.  A region is a run of member sectors, the same on
+ * every member (raid1, raid4/5/6: every block row in it, whatever chunk
+ * rows it crosses), or a run of array sectors inside one chunk for raid10
+ * (whose far and offset copies sit at different member sectors).  For
+ * each region a worker reads every member's part (every copy of the
+ * data), compares in 4 KiB blocks (md's STRIPE_SIZE) and:
+ *   check   adds 8 sectors to mismatch_cnt per block whose parity does not
+ *           match its data, and per mirror copy that differs from the
+ *           first in-sync copy (md counts per copy); writes nothing.
+ *           raid6: when P and Q agree that exactly one block is wrong (only
+ *           P, only Q, or one data block D_z with P ^ P' = e and
+ *           Q ^ Q' = g^z e), the member is named in the log and in
+ *           rf_sync_status.bad_member.
+ *   repair  as check, then rewrites P [and Q] from the data, or the one
+ *           raid6 data block P and Q identified, or the differing copies
+ *           from the first in-sync copy.
+ *   resync  as repair, counting nothing; mirrors read only the first copy
+ *           and write it to every other copy, parity levels read the row
+ *           (as md) and write the parity that differs.
+ *   recover rebuilds the devices taking failed slots: mirrors copy from a
+ *           copy in sync, parity levels compute the missing blocks.
+ *
+ * Several regions at once.  One thread (sync_main) walks: it hands regions
+ * out in order, up to two per worker, to SYNC_WINDOW workers, each with
+ * its own buffers and its own IO queue on the array's backend (so
+ * overlays and fault injection apply), and retires them in the same
+ * order.  A worker that ends a region takes the oldest one waiting
+ * itself, without a round trip to the walk thread (on a loaded machine
+ * that wake-up costs as much as a region).  While the array is idle every
+ * worker has a region, so the walk is bound by the members, not by one
+ * thread's read-compute-write turns; while foreground IO is active, one
+ * region at a time.  On 2 cores and members on /dev/shm, 2, 3 and 4
+ * workers measured alike within the noise of a shared machine, each
+ * about twice one walker's rate (tools/bench-resync.sh); 3 is kept.
+ *
+ * Racing foreground writes: a lock on the region's rows.  A worker locks
+ * its region's rows at the array's range lock (rangelock.c; engine.c
+ * admits every write there while a walk runs): a write into them waits
+ * on the region's queue (no FUSE thread waits with it), a write in flight
+ * in them ends first, and writes to every other row never wait.  With the
+ * rows locked, the region is read, compared and rewritten, the stripe
+ * cache drops the heads of the rewritten rows (their cached blocks would
+ * be older than the members), and the unlock resubmits the writes that
+ * waited, in arrival order.  A write is mapped to rows with its whole
+ * stripe heads (its parity's read-modify-write), so a region's rows are
+ * exactly what no write may touch meanwhile.  The walk arms the range
+ * lock once, with writes drained at the barrier, so that no write in
+ * flight then escapes the tracking; a write pays nothing but one atomic
+ * load while no walk runs.
+ *
+ * Reads go on during a region, as before the range lock: a non-degraded
+ * read touches data blocks only, which a check never writes and a repair
+ * or resync writes only where they were wrong (a read sees the old or the
+ * new block, never a mix within 4 KiB); parity arrays are not checked
+ * while degraded (nothing to compare against), and a rebuild writes only
+ * the device being rebuilt, which reads of rows past recovery_cp do not
+ * use.  Heads a read brings into the cache meanwhile are dropped with the
+ * region's (rf_sync_rows_forget() waits for busy ones).
+ *
+ * Rebuild order.  On raid4/5/6 a write to rows at or past recovery_cp
+ * skips the device being rebuilt, so a rebuilt region keeps its rows
+ * locked until every region below it is done too: then recovery_cp moves
+ * past it (with its cached heads dropped) and its rows unlock.  Mirrors
+ * write to the device being rebuilt always and unlock at once.
+ *
+ * Foreground first.  Before each region the walk looks at the barrier's
+ * in-flight counters (and the writes waiting for regions): while
+ * foreground requests are in flight it paces itself to sync_speed_min,
+ * with one region of 64 KiB per member in flight; while idle it takes
+ * 1 MiB regions, every worker busy, and paces to sync_speed_max.  Pacing
+ * is per region handed out (the next comes at least n / speed seconds
+ * after a region of n KiB), so the walk reacts at once when the
+ * foreground starts.  speed reports KiB/s over the last few seconds.
+ *
+ * Checkpoints.  The walk's position is the end of the last region retired
+ * in order: every region below it is done, whatever regions above it are
+ * in flight.  A resync reports it (every row below it in sync) through
+ * the notify function every 1/16 of the walk or CP_SECONDS, and where it
+ * ended: the superblock keeper records it as resync_offset, so a resync
+ * interrupted by a crash or a stop resumes there.  recovery_cp and the
+ * bitmap's walk (rf_bitmap_resync_done(), rf_bitmap_rebuilt()) move the
+ * same way, in order.
+ *
+ * Stopping ("idle", "frozen", array close) takes effect between regions:
+ * no new region is handed out, those in flight finish and are written,
+ * so the rows are consistent.  A member IO error marks the member faulty
+ * and ends the action at the failed region.  With a write-intent bitmap,
+ * a resync (and a re-added device's rebuild) skips the chunks the bitmap
+ * says need none (bitmap.c keeps them; check and repair read all); a jump
+ * is made only with no region in flight, so the bitmap's walk stays in
+ * order.
+ *
+ * It does NOT resync degraded parity arrays, and it does not order the
+ * regions' writes against each other (they are disjoint).
+ *
+ * Locks: s->lock (the walk's state, the workers' hand-over, the status)
+ * is a leaf in engine.h's lock order: no other lock is taken while it is
+ * held.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/engine.h"
+#include "raidfuse/bitmap.h"
+#include "raidfuse/parity.h"
+#include "raidfuse/sync.h"
+
+#define BLK 4096u                       /* compare unit, md's STRIPE_SIZE */
+#define BLK_SECTORS (BLK / 512)
+#define REGION_IDLE (1u << 20)          /* bytes per member per region when idle */
+#define REGION_BUSY (64u << 10)         /* while foreground IO is active */
+#define NMARKS 4                        /* speed marks, about a second apart */
+#define MAX_NAMED_LOGS 64               /* raid6 naming lines per run */
+#define SYNC_DEPTH 64                   /* each worker's IO queue */
+#ifndef SYNC_WINDOW
+#define SYNC_WINDOW 3                   /* workers: regions running at once while idle */
+#endif
+#define WIN_MAX (2 * SYNC_WINDOW)       /* regions handed out: each worker's, and its next */
+#define REGION_MEM_ALL (48u << 20)      /* every worker's region buffers together */
+#define BUSY_HOLD 0.5                   /* seconds a foreground request keeps the array busy */
+#define BUSY_RECENT 5.0                 /* seconds after which an idle array is looked at once */
+#define IDLE_LOOKS 4                    /* looks at the counters before calling the array idle */
+#define IDLE_LOOK_US 100
+#define IDLE_TRUST 0.02                 /* seconds an idle verdict from several looks holds */
+#define PACE_POLL 0.005                 /* seconds between looks at the load while pacing */
+#define CP_PARTS 16                     /* a resync checkpoint every 1/16 of the walk, */
+#define CP_SECONDS 5.0                  /* or this often */
+
+struct mark {
+	double t;
+	uint64_t done;
+};
+
+/* A region handed out: READY (waiting for a worker), RUNNING, DONE.  The
+ * walk writes lo and n before READY; the worker that took it owns ret,
+ * keep_locked and range until DONE; then the walk does.  state: s->lock. */
+enum { REG_READY, REG_RUNNING, REG_DONE };
+
+struct region {
+	uint64_t lo, n;
+	int state;
+	int ret;
+	bool keep_locked;               /* its rows stay locked until it is retired */
+	struct rf_range range;
+};
+
+/* One walker thread: runs one region at a time on buffers and an IO queue
+ * of its own. */
+struct sync_worker {
+	struct rf_sync *s;
+	struct rf_array *a;
+	pthread_t thread;
+	bool started;
+	/* s->lock: */
+	bool ready;                     /* the thread set up its IO queue: init_ret */
+	int init_ret;
+	/* the thread: */
+	struct region *cur;             /* the region it runs */
+	char *mem;                      /* region buffers, then the scratch blocks */
+	char *buf[RF_MAX_MEMBERS];      /* region_max each */
+	char *p, *q, *delta, *qq, *zero; /* BLK each */
+	uint8_t dirty[RF_MAX_MEMBERS][REGION_IDLE / BLK];
+	struct rf_ioq ioq;              /* the worker's member IO queue, made on its thread */
+	bool ioq_ok;                    /* s->lock until ready */
+	struct rf_mio *mios;            /* a region's member IO */
+	int nmios, io_pending, io_err;
+};
+
+struct rf_sync {
+	struct rf_array *a;
+	pthread_mutex_t lock;           /* a leaf (engine.h's lock order) */
+	pthread_cond_t cond;            /* the thread ended; a stop was asked; a region ended */
+	pthread_cond_t wcond;           /* workers: a region was handed out, or quit */
+	/* lock: */
+	enum rf_sync_action action;     /* the running action, IDLE when none */
+	bool frozen, stop, running, joinable;
+	bool quit;                      /* workers leave */
+	pthread_t thread;
+	uint64_t done, total, resync_cp;
+	unsigned speed_min, speed_max;
+	bool speed_min_local, speed_max_local; /* set, not the defaults */
+	struct mark marks[NMARKS];
+	int nmarks;
+	int bad_member;
+	uint64_t bad_sector, bad_found;
+	uint64_t skipped;               /* sectors a walk jumped over (bitmap) */
+	uint64_t mismatches;
+	int nlogged;
+	/* the walk (sync_main's thread) only: */
+	uint32_t region_max;            /* bytes per member */
+	int nworkers;                   /* workers the walk hands regions to */
+	int nalloc;                     /* workers[] entries to free */
+	struct sync_worker *workers;
+	/* lock: regions handed out, oldest first; the first `taken` are
+	 * RUNNING or DONE, the rest READY. */
+	struct region win[WIN_MAX];
+	int win_head, win_count, taken;
+	double last_busy;               /* when foreground IO was last seen */
+	double last_idle;               /* when several looks last found the array idle */
+	double started;                 /* when this walk started */
+	rf_sync_notify_fn notify;       /* lock (set), called by the thread */
+	void *notify_priv;
+};
+
+static const char *const action_names[] = {
+	[RF_SYNC_IDLE] = "idle",
+	[RF_SYNC_FROZEN] = "frozen",
+	[RF_SYNC_RESYNC] = "resync",
+	[RF_SYNC_CHECK] = "check",
+	[RF_SYNC_REPAIR] = "repair",
+	[RF_SYNC_RECOVER] = "recover",
+};
+
+const char *rf_sync_action_name(enum rf_sync_action act)
+{
+	return (unsigned)act < sizeof(action_names) / sizeof(action_names[0]) ? action_names[act] : "?";
+}
+
+int rf_sync_action_parse(const char *word)
+{
+	size_t n = strlen(word);
+	unsigned i;
+
+	if (n && word[n - 1] == '\n')
+		n--;
+	for (i = 0; i < sizeof(action_names) / sizeof(action_names[0]); i++)
+		if (strlen(action_names[i]) == n && !strncmp(word, action_names[i], n))
+			return (int)i;
+	return -EINVAL;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Whether foreground IO ran lately.  The barrier's in-flight counters are
+ * a snapshot, and a queue-depth-1 user leaves gaps between requests: a
+ * request seen in flight keeps the array busy for BUSY_HOLD seconds, and
+ * an array that was busy lately (or a walk that just started) is looked at
+ * a few more times before it counts as idle; one idle for long is looked
+ * at once.  Those extra looks sleep: done every region, they cost an idle
+ * walk most of its speed (3 x 100 us beside a 1 MiB region that takes
+ * 1-2 ms here; a raid5 resync ran at a third of its speed), so an idle
+ * verdict from them holds for IDLE_TRUST seconds, during which one look
+ * (no sleep) per call still catches any request in flight. */
+static bool fg_active(struct rf_sync *s)
+{
+	struct rf_array *a = s->a;
+	double t = now();
+	int i, looks = t - s->last_busy < BUSY_RECENT || t < s->started + BUSY_RECENT ? IDLE_LOOKS : 1;
+
+	if (t - s->last_idle < IDLE_TRUST)
+		looks = 1;
+	for (i = 0; i < looks; i++) {
+		if (i)
+			usleep(IDLE_LOOK_US);
+		/* Writes waiting for a region count: they left the barrier. */
+		if (atomic_load(&a->inflight[0]) + atomic_load(&a->inflight[1]) + atomic_load(&a->rl.nwaiting) > 0) {
+			s->last_busy = now();
+			return true;
+		}
+	}
+	t = now();
+	if (t - s->last_busy < BUSY_HOLD)
+		return true;
+	if (looks > 1)
+		s->last_idle = t;
+	return false;
+}
+
+static bool is_mirror(const struct rf_array *a)
+{
+	return a->geom.level == 1 || a->geom.level == 10;
+}
+
+/* Sectors the walk covers: member sectors, array sectors for raid10. */
+static uint64_t walk_total(const struct rf_array *a)
+{
+	return a->geom.level == 10 ? a->geom.array_sectors : a->geom.dev_sectors;
+}
+
+/* ---- the rows a region locks ----
+ *
+ * In the walk's units: member sectors (raid1, raid4/5/6: a region is the
+ * same run on every member), array sectors for raid10.  A write is mapped
+ * to the same units, rounded out to whole stripe heads (a read-modify-write
+ * of one block reads and writes its whole head's column blocks and
+ * parity). */
+
+void rf_sync_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi)
+{
+	const struct rf_geom *g = &a->geom;
+	uint64_t s0 = off >> 9, s1 = (off + len + 511) >> 9, cs = g->chunk_sectors, head;
+
+	if (s1 <= s0)
+		s1 = s0 + 1;    /* an empty write still names its row */
+	if (is_mirror(a) || !cs) {
+		*lo = s0;
+		*hi = s1;
+		return;
+	}
+	/* Chunk c of the array lies in row c / data_disks, at the same
+	 * offset in the row's chunk on every member. */
+	if (s0 / cs == (s1 - 1) / cs) {
+		uint64_t row = s0 / cs / (uint64_t)g->data_disks;
+
+		*lo = row * cs + s0 % cs;
+		*hi = row * cs + (s1 - 1) % cs + 1;
+	} else {
+		*lo = s0 / cs / (uint64_t)g->data_disks * cs;
+		*hi = ((s1 - 1) / cs / (uint64_t)g->data_disks + 1) * cs;
+	}
+	head = a->stripe_size >> 9;
+	if (head > 1) {
+		*lo -= *lo % head;
+		*hi += (head - *hi % head) % head;
+	}
+}
+
+/* Lock the region's rows: writes into them wait, those in flight end. */
+static void rows_lock(struct sync_worker *w, uint64_t lo, uint64_t hi)
+{
+	w->cur->keep_locked = false;
+	rf_rangelock_lock(&w->a->rl, &w->cur->range, lo, hi);
+}
+
+/* Unlock them (unless the region keeps them locked until it is retired):
+ * the writes that waited go on, oldest first. */
+static void rows_unlock(struct sync_worker *w)
+{
+	rf_rangelock_unlock(&w->a->rl, &w->cur->range);
+}
+
+/* ---- member IO ----
+ *
+ * Through an IO queue of the array's own backend (liburing, or whatever
+ * the array was given: fault injection, overlays), so the members see the
+ * same IO path as the workers'.  A region queues its reads (or writes) of
+ * every member at once and waits for them all.
+ */
+
+static void sio_end(struct rf_mio *m)
+{
+	struct sync_worker *w = m->priv;
+
+	if (m->res) {
+		rf_member_fail(w->a, m->member, m->res, m->op == RF_MIO_WRITE ? "sync write" : "sync read",
+			       m->off + m->done);
+		if (!w->io_err)
+			w->io_err = m->res;
+	}
+	w->io_pending--;
+}
+
+/* Queue a read or write of len bytes of member m at member sector sec. */
+static void sio_queue(struct sync_worker *w, int m, bool write, char *buf, uint32_t len, uint64_t sec)
+{
+	struct rf_mio *mio = &w->mios[w->nmios++];
+
+	memset(mio, 0, sizeof(*mio));
+	mio->end = sio_end;
+	mio->priv = w;
+	mio->buf = buf;
+	mio->len = len;
+	mio->off = w->a->members[m].data_offset + (sec << 9);
+	mio->member = (int16_t)m;
+	mio->op = write ? RF_MIO_WRITE : RF_MIO_READ;
+	w->io_pending++;
+	rf_ioq_queue(&w->ioq, mio);
+}
+
+/* Submit what was queued and wait for all of it.  Returns 0 or the first
+ * error (its member is marked faulty). */
+static int sio_wait(struct sync_worker *w)
+{
+	int ret;
+
+	for (;;) {
+		ret = rf_ioq_submit(&w->ioq);
+		if (ret < 0 || !w->io_pending)
+			break;
+		/* Something waits for room and nothing is in flight: submit
+		 * again rather than sleep. */
+		ret = rf_ioq_reap(&w->ioq, !(w->ioq.retry && !w->ioq.inflight));
+		if (ret < 0)
+			break;
+	}
+	if (ret < 0 && !w->io_err) {
+		rf_err("%s: sync: member IO queue: %s", w->a->name, strerror(-ret));
+		w->io_err = ret;
+	}
+	ret = w->io_err;
+	w->io_err = 0;
+	w->nmios = 0;
+	return ret;
+}
+
+/* Queue the dirty blocks of buf (nblk blocks, bytes long) for member m at
+ * member sector sec, one write per contiguous run, and clear them. */
+static void queue_dirty(struct sync_worker *w, int m, char *buf, uint8_t *dirty, int nblk, uint32_t bytes,
+			uint64_t sec)
+{
+	int b = 0, e;
+
+	while (b < nblk) {
+		uint32_t off, len;
+
+		if (!dirty[b]) {
+			b++;
+			continue;
+		}
+		for (e = b; e < nblk && dirty[e]; e++)
+			dirty[e] = 0;
+		off = (uint32_t)b * BLK;
+		len = (uint32_t)e * BLK < bytes ? (uint32_t)(e - b) * BLK : bytes - off;
+		sio_queue(w, m, true, buf + off, len, sec + off / 512);
+		b = e;
+	}
+}
+
+static void count_mismatch(struct rf_sync *s, uint32_t len)
+{
+	pthread_mutex_lock(&s->lock);
+	s->mismatches += len / 512;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- raid1 and raid10 ---- */
+
+/* Every copy of the region at pos (at most *n sectors; *n is set to what
+ * the region covers): member and member sector. */
+static int mirror_copies(struct rf_array *a, uint64_t pos, uint64_t *n, int *devs, uint64_t *secs)
+{
+	if (a->geom.level != 1 && *n > rf_geom_chunk_left(&a->geom, pos))
+		*n = rf_geom_chunk_left(&a->geom, pos);
+	return rf_mirror_map(&a->geom, pos, devs, secs);
+}
+
+static int mirror_region(struct sync_worker *w, enum rf_sync_action act, uint64_t pos, uint64_t *nsec)
+{
+	struct rf_array *a = w->a;
+	int devs[RF_MAX_MEMBERS], live[RF_MAX_MEMBERS], n, m = 0, i, b, nblk, ret = 0;
+	uint64_t secs[RF_MAX_MEMBERS], faulty = rf_faulty(a);
+	uint32_t bytes;
+
+	n = mirror_copies(a, pos, nsec, devs, secs);
+	for (i = 0; i < n; i++)
+		if (!(faulty & (1ull << devs[i])))
+			live[m++] = i;
+	if (m < 2)
+		return 0;       /* one copy left: nothing to compare or copy to */
+	bytes = (uint32_t)(*nsec << 9);
+	nblk = (int)((bytes + BLK - 1) / BLK);
+	rows_lock(w, pos, pos + *nsec);
+	for (i = 0; i < m; i++)
+		if (i == 0 || act != RF_SYNC_RESYNC)
+			sio_queue(w, devs[live[i]], false, w->buf[i], bytes, secs[live[i]]);
+	ret = sio_wait(w);
+	for (b = 0; b < nblk && !ret; b++) {
+		uint32_t off = (uint32_t)b * BLK, len = bytes - off < BLK ? bytes - off : BLK;
+
+		for (i = 1; i < m; i++) {
+			if (act != RF_SYNC_RESYNC) {
+				if (!memcmp(w->buf[0] + off, w->buf[i] + off, len))
+					continue;
+				count_mismatch(w->s, len);
+				if (act == RF_SYNC_CHECK)
+					continue;
+			}
+			memcpy(w->buf[i] + off, w->buf[0] + off, len);
+			w->dirty[i][b] = 1;
+		}
+	}
+	/* Buffers are indexed by live copy, not by member. */
+	for (i = 1; i < m; i++)
+		if (ret)
+			memset(w->dirty[i], 0, (size_t)nblk);
+		else
+			queue_dirty(w, devs[live[i]], w->buf[i], w->dirty[i], nblk, bytes, secs[live[i]]);
+	if (!ret)
+		ret = sio_wait(w);
+	rows_unlock(w);
+	return ret;
+}
+
+/* Rebuild: copy the region from a copy that holds it to every copy on a
+ * device being rebuilt. */
+static int mirror_recover(struct sync_worker *w, uint64_t pos, uint64_t *nsec)
+{
+	struct rf_array *a = w->a;
+	int devs[RF_MAX_MEMBERS], n, i, src = -1, ntarget = 0, ret;
+	uint64_t secs[RF_MAX_MEMBERS], rec;
+	uint32_t bytes;
+
+	n = mirror_copies(a, pos, nsec, devs, secs);
+	bytes = (uint32_t)(*nsec << 9);
+	rows_lock(w, pos, pos + *nsec);
+	rec = atomic_load(&a->recovering) & ~rf_faulty(a);
+	for (i = 0; i < n; i++) {
+		if (rec & (1ull << devs[i]))
+			ntarget++;
+		else if (src < 0 && !(rf_faulty_read(a) & (1ull << devs[i])))
+			src = i;
+	}
+	ret = ntarget && src < 0 ? -EIO : 0;
+	if (ntarget && src >= 0) {
+		sio_queue(w, devs[src], false, w->buf[0], bytes, secs[src]);
+		ret = sio_wait(w);
+		for (i = 0; i < n && !ret; i++)
+			if (rec & (1ull << devs[i]))
+				sio_queue(w, devs[i], true, w->buf[0], bytes, secs[i]);
+		if (!ret)
+			ret = sio_wait(w);
+	}
+	rows_unlock(w);
+	return ret;
+}
+
+/* ---- raid4/5/6 ---- */
+
+/* Rebuild: every missing block of the region's rows from the others
+ * (xor, or raid6 recovery of any two), written to the devices being
+ * rebuilt.  The rows stay locked: writes to them skip those devices
+ * until recovery_cp passes them, which waits for every region below
+ * (retire()). */
+static int parity_recover(struct sync_worker *w, uint64_t pos, uint64_t *nsec)
+{
+	struct rf_array *a = w->a;
+	const struct rf_geom *g = &a->geom;
+	uint32_t bytes = (uint32_t)(*nsec << 9);
+	int i, b, nblk = (int)(bytes / BLK), ret = 0;
+	uint64_t row = UINT64_MAX, rec, missing;
+	struct rf_r5_row r;
+	void *blocks[RF_MAX_MEMBERS + 2];
+
+	rows_lock(w, pos, pos + *nsec);
+	rec = atomic_load(&a->recovering) & ~rf_faulty(a);
+	missing = rf_faulty(a) | rec;
+	if (!rec || a->ops->failed(a, missing)) {
+		ret = rec ? -EIO : 0;
+		goto out;
+	}
+	for (i = 0; i < a->nmembers; i++)
+		if (!(missing & (1ull << i)))
+			sio_queue(w, i, false, w->buf[i], bytes, pos);
+	ret = sio_wait(w);
+	for (b = 0; b < nblk && !ret; b++) {
+		uint64_t ds = pos + (uint64_t)b * BLK_SECTORS;
+		int off = b * (int)BLK, f[2] = { -1, -1 }, nf = 0, n;
+
+		if (ds / g->chunk_sectors != row) {
+			row = ds / g->chunk_sectors;
+			rf_r5_row(g, row, &r);
+		}
+		if (g->level != 6) {
+			int x = __builtin_ctzll(missing);
+
+			for (i = 0, n = 0; i < a->nmembers; i++)
+				if (i != x)
+					blocks[n++] = w->buf[i] + off;
+			rf_xor_gen(n, BLK, blocks, w->buf[x] + off);
+			continue;
+		}
+		n = rf_r6_blocks(&r, g->data_disks, w->buf, (size_t)off, w->zero, blocks);
+		for (i = 0; i < a->nmembers && nf < 2; i++)
+			if (missing & (1ull << i))
+				f[nf++] = rf_r6_index(&r, i);
+		rf_raid6_recover(n, BLK, blocks, f[0], f[1]);
+	}
+	for (i = 0; i < a->nmembers && !ret; i++)
+		if (rec & (1ull << i))
+			sio_queue(w, i, true, w->buf[i], bytes, pos);
+	if (!ret)
+		ret = sio_wait(w);
+out:
+	w->cur->keep_locked = true;
+	return ret;
+}
+
+static void name_bad(struct sync_worker *w, enum rf_sync_action act, int member, uint64_t dev_sector,
+		     const char *what)
+{
+	struct rf_sync *s = w->s;
+	struct rf_array *a = w->a;
+	int nlogged;
+	int64_t as = rf_r5_array_sector(&a->geom, member, dev_sector);
+	uint64_t where = as >= 0 ? (uint64_t)as : dev_sector;
+
+	pthread_mutex_lock(&s->lock);
+	s->bad_member = member;
+	s->bad_sector = where;
+	s->bad_found++;
+	nlogged = ++s->nlogged;
+	pthread_mutex_unlock(&s->lock);
+	if (nlogged == MAX_NAMED_LOGS + 1)
+		rf_warn("%s: more wrong blocks named; not logging them", a->name);
+	if (nlogged > MAX_NAMED_LOGS)
+		return;
+	if (as >= 0)
+		rf_warn("%s: %s: member %d (%s) holds the wrong data block at array sector %llu (member sector %llu)",
+			a->name, rf_sync_action_name(act), member, a->members[member].path, (unsigned long long)as,
+			(unsigned long long)dev_sector);
+	else
+		rf_warn("%s: %s: member %d (%s) holds the wrong %s block at member sector %llu", a->name,
+			rf_sync_action_name(act), member, a->members[member].path, what,
+			(unsigned long long)dev_sector);
+}
+
+/* raid6, P and Q both wrong: the data member whose error explains both
+ * (Q ^ Q' == g^slot (P ^ P')), or -1.  w->delta = P ^ P' on return. */
+static int raid6_bad_data(struct sync_worker *w, const struct rf_r5_row *r, int off)
+{
+	struct rf_array *a = w->a;
+	int k;
+
+	memcpy(w->delta, w->buf[r->pd_idx] + off, BLK);
+	rf_xor_into(BLK, w->p, w->delta);
+	for (k = 0; k < a->geom.data_disks; k++) {
+		int z = r->data_member[k];
+
+		memcpy(w->qq, w->q, BLK);
+		rf_q_update(BLK, r->qslot[z], w->delta, w->qq);
+		if (!memcmp(w->qq, w->buf[r->qd_idx] + off, BLK))
+			return z;
+	}
+	return -1;
+}
+
+static int parity_region(struct sync_worker *w, enum rf_sync_action act, uint64_t pos, uint64_t *nsec)
+{
+	struct rf_array *a = w->a;
+	const struct rf_geom *g = &a->geom;
+	uint32_t bytes = (uint32_t)(*nsec << 9);
+	int i, k, b, nblk = (int)(bytes / BLK), ret = 0;
+	uint64_t row = UINT64_MAX;
+	bool raid6 = g->level == 6, wrote = false;
+	struct rf_r5_row r;
+	void *blocks[RF_MAX_MEMBERS + 2];
+
+	rows_lock(w, pos, pos + *nsec);
+	if (rf_faulty(a)) {
+		ret = -EIO;     /* a member failed since the start: nothing to compare */
+		goto out;
+	}
+	/* Every column: P and Q move from row to row inside the region. */
+	for (i = 0; i < a->nmembers; i++)
+		sio_queue(w, i, false, w->buf[i], bytes, pos);
+	ret = sio_wait(w);
+	for (b = 0; b < nblk && !ret; b++) {
+		uint64_t ds = pos + (uint64_t)b * BLK_SECTORS;
+		int off = b * (int)BLK, bad = -1;
+		bool badp, badq;
+
+		if (ds / g->chunk_sectors != row) {
+			row = ds / g->chunk_sectors;
+			rf_r5_row(g, row, &r);
+		}
+		if (raid6) {
+			rf_pq_gen(rf_r6_blocks(&r, g->data_disks, w->buf, (size_t)off, w->zero, blocks), BLK, blocks,
+				  w->p, w->q);
+		} else {
+			for (k = 0; k < g->data_disks; k++)
+				blocks[k] = w->buf[r.data_member[k]] + off;
+			rf_xor_gen(g->data_disks, BLK, blocks, w->p);
+		}
+		badp = memcmp(w->p, w->buf[r.pd_idx] + off, BLK) != 0;
+		badq = raid6 && memcmp(w->q, w->buf[r.qd_idx] + off, BLK) != 0;
+		if (!badp && !badq)
+			continue;
+		if (act != RF_SYNC_RESYNC) {
+			count_mismatch(w->s, BLK);
+			if (!raid6)
+				bad = -1;       /* P alone cannot say which block is wrong */
+			else if (!badq)
+				name_bad(w, act, bad = r.pd_idx, ds, "P");
+			else if (!badp)
+				name_bad(w, act, bad = r.qd_idx, ds, "Q");
+			else if ((bad = raid6_bad_data(w, &r, off)) >= 0)
+				name_bad(w, act, bad, ds, "data");
+			else
+				rf_dbg("%s: %s: member sector %llu: P and Q wrong, no single member explains it",
+				       a->name, rf_sync_action_name(act), (unsigned long long)ds);
+			if (act == RF_SYNC_CHECK)
+				continue;
+		}
+		if (bad >= 0 && bad != r.pd_idx && bad != r.qd_idx) {
+			/* P and Q are right: the data block is what they say. */
+			rf_xor_into(BLK, w->delta, w->buf[bad] + off);
+			w->dirty[bad][b] = 1;
+			continue;
+		}
+		if (badp) {
+			memcpy(w->buf[r.pd_idx] + off, w->p, BLK);
+			w->dirty[r.pd_idx][b] = 1;
+		}
+		if (badq) {
+			memcpy(w->buf[r.qd_idx] + off, w->q, BLK);
+			w->dirty[r.qd_idx][b] = 1;
+		}
+	}
+	for (i = 0; i < a->nmembers; i++) {
+		for (b = 0; b < nblk && !wrote; b++)
+			wrote = w->dirty[i][b];
+		if (!ret)
+			queue_dirty(w, i, w->buf[i], w->dirty[i], nblk, bytes, pos);
+		else
+			memset(w->dirty[i], 0, (size_t)nblk);
+	}
+	if (!ret)
+		ret = sio_wait(w);
+	/* Cached heads of these rows hold what the members held before. */
+	if (wrote)
+		rf_sync_rows_forget(a, pos, pos + *nsec);
+out:
+	rows_unlock(w);
+	return ret;
+}
+
+/* ---- the walk ----
+ *
+ * sync_main() hands regions out in order to SYNC_WINDOW workers and
+ * retires them in the same order (retire()): the walk's position, its
+ * checkpoints, recovery_cp and the bitmap's walk move only past regions
+ * that are done, all of whose lower neighbours are done too.
+ */
+
+/* Run the region handed to w. */
+static int region_run(struct sync_worker *w, enum rf_sync_action act)
+{
+	struct rf_array *a = w->a;
+	uint64_t lo = w->cur->lo, n = w->cur->n;
+
+	if (act == RF_SYNC_RECOVER)
+		return is_mirror(a) ? mirror_recover(w, lo, &n) : parity_recover(w, lo, &n);
+	return is_mirror(a) ? mirror_region(w, act, lo, &n) : parity_region(w, act, lo, &n);
+}
+
+static void *worker_main(void *arg)
+{
+	struct sync_worker *w = arg;
+	struct rf_sync *s = w->s;
+	struct rf_array *a = w->a;
+	/* On this thread: an io_uring may take submissions from its
+	 * creator only. */
+	int ret = a->ioq_init(&w->ioq, a->iom, a->nmembers, SYNC_DEPTH);
+
+	pthread_mutex_lock(&s->lock);
+	w->ioq_ok = !ret;
+	w->init_ret = ret;
+	w->ready = true;
+	pthread_cond_broadcast(&s->cond);
+	if (ret) {
+		pthread_mutex_unlock(&s->lock);
+		return NULL;
+	}
+	for (;;) {
+		enum rf_sync_action act;
+
+		/* The oldest READY region: the next one is there already
+		 * when this one ends, without a round trip to the walk. */
+		while (s->taken == s->win_count && !s->quit)
+			pthread_cond_wait(&s->wcond, &s->lock);
+		if (s->taken == s->win_count)
+			break;
+		w->cur = &s->win[(s->win_head + s->taken++) % WIN_MAX];
+		w->cur->state = REG_RUNNING;
+		act = s->action;
+		pthread_mutex_unlock(&s->lock);
+		w->cur->keep_locked = false;
+		ret = region_run(w, act);
+		pthread_mutex_lock(&s->lock);
+		w->cur->ret = ret;
+		w->cur->state = REG_DONE;
+		pthread_cond_broadcast(&s->cond);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* s->lock held: wait for news (a region ended, a stop) at most secs. */
+static void wait_news(struct rf_sync *s, double secs)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += (long)(secs * 1e9);
+	ts.tv_sec += ts.tv_nsec / 1000000000;
+	ts.tv_nsec %= 1000000000;
+	pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+}
+
+/* s->lock held: record progress, and a speed mark about once a second. */
+static void progress(struct rf_sync *s, uint64_t pos)
+{
+	double t = now();
+
+	s->done = pos;
+	if (s->nmarks && t - s->marks[s->nmarks - 1].t < 1.0)
+		return;
+	if (s->nmarks == NMARKS) {
+		memmove(s->marks, s->marks + 1, (NMARKS - 1) * sizeof(s->marks[0]));
+		s->nmarks--;
+	}
+	s->marks[s->nmarks].t = t;
+	s->marks[s->nmarks].done = pos;
+	s->nmarks++;
+}
+
+/* A resync reached pos: every row below it is in sync.  A later resync
+ * may start there; the notify function records it in the superblocks. */
+static void checkpoint(struct rf_sync *s, uint64_t pos)
+{
+	rf_sync_notify_fn notify;
+	void *priv;
+
+	pthread_mutex_lock(&s->lock);
+	s->resync_cp = pos;
+	notify = s->notify;
+	priv = s->notify_priv;
+	pthread_mutex_unlock(&s->lock);
+	if (notify)
+		notify(s->a, RF_SYNC_RESYNC, false, pos, priv);
+}
+
+struct walk {
+	enum rf_sync_action act;
+	uint64_t pos;           /* every region below is done */
+	uint64_t next;          /* where the next region starts */
+	uint64_t run_end;       /* the bitmap's run being walked ends here */
+	uint64_t total;
+	uint64_t cp_pos;        /* the last checkpoint */
+	double cp_t;
+	uint64_t last_n;        /* the last region handed out: sectors, when */
+	double last_t;
+	bool first;
+	int ret;                /* the first error, in walk order */
+};
+
+/* The oldest region handed out, g, is done: move the walk past it. */
+static void retire(struct rf_sync *s, struct walk *k, struct region *g)
+{
+	struct rf_array *a = s->a;
+	uint64_t lo = g->lo, hi = g->lo + g->n;
+
+	if (g->ret && !k->ret)
+		k->ret = g->ret;
+	if (!k->ret) {
+		if (g->keep_locked) {
+			/* A rebuilt region, every one below it rebuilt too:
+			 * from here on the new devices serve its rows.  Cached
+			 * heads of them were planned without those devices. */
+			rf_sync_rows_forget(a, lo, hi);
+			atomic_store_explicit(&a->recovery_cp, hi, memory_order_release);
+		}
+		k->pos = hi;
+		if (k->act == RF_SYNC_RESYNC)
+			rf_bitmap_resync_done(a->bitmap, lo, hi);
+		else if (k->act == RF_SYNC_RECOVER)
+			rf_bitmap_rebuilt(a->bitmap, lo, hi);
+		pthread_mutex_lock(&s->lock);
+		/* The first region runs at once, unpaced: the speed counts
+		 * from its end, or it would read above sync_speed_max for
+		 * seconds. */
+		if (k->first)
+			s->nmarks = 0;
+		progress(s, hi);
+		pthread_mutex_unlock(&s->lock);
+		k->first = false;
+		if (k->act == RF_SYNC_RESYNC && k->pos < k->total &&
+		    (k->pos - k->cp_pos >= k->total / CP_PARTS || now() - k->cp_t >= CP_SECONDS)) {
+			checkpoint(s, k->pos);
+			k->cp_pos = k->pos;
+			k->cp_t = now();
+		}
+	}
+	if (g->keep_locked) {
+		g->keep_locked = false;
+		rf_rangelock_unlock(&a->rl, &g->range);
+	}
+}
+
+/* The window is empty and the walk reached the end of a bitmap run: jump
+ * to the next run that needs the action. */
+static void skip_clean(struct rf_sync *s, struct walk *k)
+{
+	struct rf_array *a = s->a;
+	uint64_t n = k->total - k->next, np;
+
+	if (k->act == RF_SYNC_RESYNC) {
+		/* A resync goes only where writes may have been in flight,
+		 * and what it covered is in sync after. */
+		np = rf_bitmap_resync_skip(a->bitmap, k->next, k->total, &n);
+	} else {
+		/* A re-added device missed only what the bitmap marks.  The
+		 * jump is made with writes held: none may be planned on the
+		 * far side of the old position meanwhile. */
+		rf_writes_hold(a);
+		np = rf_bitmap_dirty_skip(a->bitmap, k->next, k->total, &n);
+		if (np != k->next && !is_mirror(a)) {
+			rf_stripe_cache_forget(a, k->next, np);
+			atomic_store_explicit(&a->recovery_cp, np, memory_order_release);
+		}
+		rf_writes_release(a);
+		pthread_mutex_lock(&s->lock);
+		s->skipped += np - k->next;
+		pthread_mutex_unlock(&s->lock);
+	}
+	k->next = k->pos = np;
+	k->run_end = np < k->total ? np + n : k->total;
+}
+
+/* Sectors of the region at pos: raid10's stay inside one chunk. */
+static uint64_t region_clip(const struct rf_array *a, uint64_t pos, uint64_t n)
+{
+	if (a->geom.level == 10 && n > rf_geom_chunk_left(&a->geom, pos))
+		n = rf_geom_chunk_left(&a->geom, pos);
+	return n;
+}
+
+/* Regions from *pos to total, several at once, until done, stopped or
+ * failed; *pos: below it every region is done. */
+static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint64_t total, const char **why)
+{
+	struct rf_array *a = s->a;
+	bool skips = a->bitmap && (act == RF_SYNC_RESYNC ||
+				   (act == RF_SYNC_RECOVER && atomic_load(&a->recover_dirty_only)));
+	struct walk k = {
+		.act = act, .pos = *pos, .next = *pos, .total = total, .cp_pos = *pos, .cp_t = now(),
+		.first = true, .run_end = skips ? *pos : total,
+	};
+	bool stopped = false;
+
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		struct region *g;
+		unsigned want;
+		double left;
+		bool busy;
+
+		if (s->win_count && s->win[s->win_head].state == REG_DONE) {
+			/* Its slot is not reused before retire() is done. */
+			g = &s->win[s->win_head];
+			pthread_mutex_unlock(&s->lock);
+			retire(s, &k, g);
+			pthread_mutex_lock(&s->lock);
+			s->win_head = (s->win_head + 1) % WIN_MAX;
+			s->win_count--;
+			s->taken--;
+			continue;
+		}
+		if (s->stop)
+			stopped = true;
+		if (!k.ret && !stopped && k.next < k.total && rf_failed_now(a))
+			k.ret = -EIO;
+		if (k.ret || stopped || k.next >= k.total) {
+			/* Regions in flight finish; then the walk ends. */
+			if (!s->win_count)
+				break;
+			pthread_cond_wait(&s->cond, &s->lock);
+			continue;
+		}
+		pthread_mutex_unlock(&s->lock);
+		busy = fg_active(s);
+		pthread_mutex_lock(&s->lock);
+		/* Foreground first: while it is active, one region at a time
+		 * (its own IO in flight is at most REGION_BUSY per member);
+		 * while idle, one running on each worker and one waiting. */
+		if (s->win_count >= (busy ? 1 : 2 * s->nworkers)) {
+			wait_news(s, PACE_POLL);
+			continue;
+		}
+		/* The last region handed out keeps to the speed the load
+		 * allows (a region of n KiB: at least n / speed seconds
+		 * before the next), looked at again soon. */
+		want = busy ? s->speed_min : s->speed_max;
+		left = (double)k.last_n / 2 / want - (now() - k.last_t);
+		if (left > 0) {
+			wait_news(s, left < PACE_POLL ? left : PACE_POLL);
+			continue;
+		}
+		if (k.next >= k.run_end) {
+			/* The bitmap's walk and recovery_cp jump only from
+			 * where every region is done. */
+			if (s->win_count) {
+				pthread_cond_wait(&s->cond, &s->lock);
+				continue;
+			}
+			pthread_mutex_unlock(&s->lock);
+			skip_clean(s, &k);
+			pthread_mutex_lock(&s->lock);
+			continue;
+		}
+		g = &s->win[(s->win_head + s->win_count) % WIN_MAX];
+		g->lo = k.next;
+		g->n = (busy ? REGION_BUSY : s->region_max) / 512;
+		if (g->n > k.run_end - k.next)
+			g->n = k.run_end - k.next;
+		g->n = region_clip(a, k.next, g->n);
+		g->state = REG_READY;
+		g->ret = 0;
+		g->keep_locked = false;
+		s->win_count++;
+		pthread_cond_signal(&s->wcond);
+		k.next += g->n;
+		k.last_n = g->n;
+		k.last_t = now();
+	}
+	pthread_mutex_unlock(&s->lock);
+	*pos = k.pos;
+	if (k.ret)
+		*why = "stopped by an IO error";
+	else if (stopped && k.pos < total)
+		*why = "interrupted";
+	return k.ret;
+}
+
+static void workers_stop(struct rf_sync *s)
+{
+	int i;
+
+	pthread_mutex_lock(&s->lock);
+	s->quit = true;
+	pthread_cond_broadcast(&s->wcond);
+	pthread_mutex_unlock(&s->lock);
+	for (i = 0; i < s->nalloc; i++) {
+		struct sync_worker *w = &s->workers[i];
+
+		if (w->started)
+			pthread_join(w->thread, NULL);
+		if (w->ioq_ok)
+			rf_ioq_destroy(&w->ioq);
+		free(w->mem);
+		free(w->mios);
+	}
+	free(s->workers);
+	s->workers = NULL;
+	s->nworkers = s->nalloc = 0;
+}
+
+/* One worker's buffers, IO queue and thread; 0 or -errno. */
+static int worker_start(struct rf_sync *s, struct sync_worker *w)
+{
+	struct rf_array *a = s->a;
+	size_t per = s->region_max, i;
+	int ret;
+
+	w->s = s;
+	w->a = a;
+	/* Reads: one per member; writes: at most a run per two blocks. */
+	w->mios = calloc((size_t)a->nmembers * (REGION_IDLE / BLK / 2 + 1), sizeof(*w->mios));
+	if (!w->mios || posix_memalign((void **)&w->mem, 4096, per * (size_t)a->nmembers + 5 * BLK))
+		return -ENOMEM;
+	for (i = 0; i < (size_t)a->nmembers; i++)
+		w->buf[i] = w->mem + i * per;
+	w->p = w->mem + per * (size_t)a->nmembers;
+	w->q = w->p + BLK;
+	w->delta = w->q + BLK;
+	w->qq = w->delta + BLK;
+	w->zero = w->qq + BLK;
+	memset(w->zero, 0, BLK);
+	ret = -pthread_create(&w->thread, NULL, worker_main, w);
+	if (ret)
+		return ret;
+	w->started = true;
+	pthread_mutex_lock(&s->lock);
+	while (!w->ready)
+		pthread_cond_wait(&s->cond, &s->lock);
+	ret = w->init_ret;
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+/* The walk's workers: SYNC_WINDOW of them, or as many as could start;
+ * 0 or -errno when none could. */
+static int workers_start(struct rf_sync *s)
+{
+	struct rf_array *a = s->a;
+	uint32_t per = REGION_MEM_ALL / SYNC_WINDOW / (uint32_t)a->nmembers;
+	int i, ret = 0;
+
+	if (per > REGION_IDLE)
+		per = REGION_IDLE;
+	per &= ~(BLK - 1);
+	if (per < REGION_BUSY)
+		per = REGION_BUSY;
+	s->region_max = per;
+	s->quit = false;
+	s->win_head = s->win_count = s->taken = 0;
+	s->workers = calloc(SYNC_WINDOW, sizeof(*s->workers));
+	if (!s->workers)
+		return -ENOMEM;
+	for (i = 0; i < SYNC_WINDOW; i++) {
+		ret = worker_start(s, &s->workers[i]);
+		s->nalloc = i + 1;      /* workers_stop() frees what it got */
+		if (ret)
+			break;
+		s->nworkers = i + 1;
+	}
+	if (ret && i > 0) {
+		/* The others go on: fewer regions at once. */
+		rf_warn("%s: sync: %d of %d workers: %s", a->name, i, SYNC_WINDOW, strerror(-ret));
+		ret = 0;
+	}
+	return ret;
+}
+static void *sync_main(void *arg)
+{
+	struct rf_sync *s = arg;
+	struct rf_array *a = s->a;
+	enum rf_sync_action act;
+	uint64_t pos, total;
+	rf_sync_notify_fn notify;
+	void *notify_priv;
+	const char *why = "done";
+	int ret = 0;
+
+	pthread_mutex_lock(&s->lock);
+	act = s->action;
+	pos = s->done;
+	total = s->total;
+	progress(s, pos);
+	pthread_mutex_unlock(&s->lock);
+	ret = workers_start(s);
+	if (ret) {
+		rf_err("%s: %s: no sync worker (buffers, member IO queue, thread): %s", a->name,
+		       rf_sync_action_name(act), strerror(-ret));
+		why = "not started";
+	} else {
+		rf_info("%s: %s started at sector %llu of %llu", a->name, rf_sync_action_name(act),
+			(unsigned long long)pos, (unsigned long long)total);
+		/* Writes are tracked at the range lock from here on. */
+		rf_sync_rows_begin(a);
+		ret = walk(s, act, &pos, total, &why);
+		rf_sync_rows_end(a);
+	}
+	workers_stop(s);
+	pthread_mutex_lock(&s->lock);
+	if (act == RF_SYNC_RESYNC)
+		s->resync_cp = pos < total ? pos : RF_SYNC_NONE;
+	if (act == RF_SYNC_RESYNC || act == RF_SYNC_RECOVER)
+		rf_info("%s: %s %s at sector %llu of %llu%s", a->name, rf_sync_action_name(act), why,
+			(unsigned long long)pos, (unsigned long long)total,
+			act == RF_SYNC_RECOVER && s->skipped ? " (only what the bitmap marks)" : "");
+	else
+		rf_info("%s: %s %s at sector %llu of %llu: mismatch_cnt %llu", a->name, rf_sync_action_name(act),
+			why, (unsigned long long)pos, (unsigned long long)total, (unsigned long long)s->mismatches);
+	notify = s->notify;
+	notify_priv = s->notify_priv;
+	pthread_mutex_unlock(&s->lock);
+	/* Outside the lock: the callback may read the status. */
+	if (notify)
+		notify(a, act, !ret && pos >= total, pos, notify_priv);
+	if (act == RF_SYNC_RECOVER)
+		rf_recovery_ended(a, !ret && pos >= total, pos);
+	pthread_mutex_lock(&s->lock);
+	s->action = RF_SYNC_IDLE;
+	s->running = false;
+	s->joinable = true;
+	s->done = 0;
+	s->nmarks = 0;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	/* A spare may wait for a failed slot (or a rebuild for its turn). */
+	rf_mgmt_kick(a);
+	return NULL;
+}
+
+/* s->lock held: reap a thread that has ended. */
+static void reap(struct rf_sync *s)
+{
+	if (s->joinable) {
+		pthread_join(s->thread, NULL);
+		s->joinable = false;
+	}
+}
+
+static int start(struct rf_array *a, enum rf_sync_action act)
+{
+	struct rf_sync *s = a->sync;
+	int ret;
+
+	if (!is_mirror(a) && a->geom.level < 4)
+		return -EINVAL;
+	if (act != RF_SYNC_CHECK && a->readonly)
+		return -EROFS;
+	if (act == RF_SYNC_RECOVER ? rf_failed_now(a) : rf_failed_now(a) || (!is_mirror(a) && rf_faulty(a))) {
+		rf_err("%s: %s: the array is degraded: no redundancy to compare", a->name,
+		       rf_sync_action_name(act));
+		return -EIO;
+	}
+	pthread_mutex_lock(&s->lock);
+	if (s->running) {
+		pthread_mutex_unlock(&s->lock);
+		return -EBUSY;
+	}
+	reap(s);
+	s->action = act;
+	s->frozen = false;
+	s->stop = false;
+	s->total = walk_total(a);
+	s->done = act == RF_SYNC_RESYNC && s->resync_cp < s->total ? s->resync_cp : 0;
+	/* A rebuild resumes where its superblock says (raid10 walks array
+	 * sectors: from the start). */
+	if (act == RF_SYNC_RECOVER && a->geom.level != 10 && atomic_load(&a->recovery_cp) < s->total)
+		s->done = atomic_load(&a->recovery_cp);
+	s->nmarks = 0;
+	s->nlogged = 0;
+	s->skipped = 0;
+	s->last_busy = -BUSY_RECENT;
+	s->last_idle = -IDLE_TRUST;
+	s->started = now();
+	if (act != RF_SYNC_RESYNC) {
+		s->mismatches = 0;
+		s->bad_member = -1;
+		s->bad_sector = s->bad_found = 0;
+	}
+	s->running = true;
+	ret = -pthread_create(&s->thread, NULL, sync_main, s);
+	if (ret) {
+		s->running = false;
+		s->action = RF_SYNC_IDLE;
+		rf_err("%s: %s: no thread: %s", a->name, rf_sync_action_name(act), strerror(-ret));
+	}
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+void rf_sync_stop(struct rf_array *a, bool freeze)
+{
+	struct rf_sync *s = a->sync;
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->stop = true;
+	pthread_cond_broadcast(&s->cond);
+	while (s->running)
+		pthread_cond_wait(&s->cond, &s->lock);
+	reap(s);
+	s->frozen = freeze;
+	pthread_mutex_unlock(&s->lock);
+}
+
+int rf_sync_request(struct rf_array *a, enum rf_sync_action act)
+{
+	switch (act) {
+	case RF_SYNC_IDLE:
+	case RF_SYNC_FROZEN:
+		rf_sync_stop(a, act == RF_SYNC_FROZEN);
+		return 0;
+	case RF_SYNC_RESYNC:
+	case RF_SYNC_CHECK:
+	case RF_SYNC_REPAIR:
+		return start(a, act);
+	case RF_SYNC_RECOVER:
+		/* md: nothing to rebuild is not an error; a failed slot and a
+		 * spare that have not met yet are looked at again. */
+		if (!atomic_load(&a->recovering)) {
+			rf_mgmt_kick(a);
+			return 0;
+		}
+		return start(a, act);
+	}
+	return -EINVAL;
+}
+
+void rf_sync_wait(struct rf_array *a)
+{
+	struct rf_sync *s = a->sync;
+
+	pthread_mutex_lock(&s->lock);
+	while (s->running)
+		pthread_cond_wait(&s->cond, &s->lock);
+	reap(s);
+	pthread_mutex_unlock(&s->lock);
+}
+
+void rf_sync_get(struct rf_array *a, struct rf_sync_status *st)
+{
+	struct rf_sync *s = a->sync;
+
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_lock(&s->lock);
+	st->action = s->running ? s->action : s->frozen ? RF_SYNC_FROZEN : RF_SYNC_IDLE;
+	st->done = s->running ? s->done : 0;
+	st->total = s->running ? s->total : walk_total(a);
+	st->mismatch_cnt = s->mismatches;
+	st->speed_min = s->speed_min;
+	st->speed_max = s->speed_max;
+	st->speed_min_local = s->speed_min_local;
+	st->speed_max_local = s->speed_max_local;
+	st->resync_cp = s->resync_cp;
+	st->bad_member = s->bad_member;
+	st->bad_sector = s->bad_sector;
+	st->bad_found = s->bad_found;
+	st->skipped = s->skipped;
+	if (s->running && s->nmarks) {
+		/* At least a second, as md: a young run's first region says
+		 * nothing about its pace. */
+		double dt = now() - s->marks[0].t;
+
+		st->speed = (unsigned)((s->done - s->marks[0].done) / 2 / (dt > 1.0 ? dt : 1.0));
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+int rf_sync_progress_line(struct rf_array *a, char *buf, size_t len)
+{
+	struct rf_sync_status st;
+	unsigned permille, i, x;
+	char bar[22];
+	uint64_t rt;
+	int n;
+
+	rf_sync_get(a, &st);
+	if (!len)
+		return -EOVERFLOW;
+	buf[0] = '\0';
+	if (st.action == RF_SYNC_IDLE || st.action == RF_SYNC_FROZEN)
+		return 0;
+	permille = st.total ? (unsigned)(st.done * 1000 / st.total) : 0;
+	/* 21 characters: one '=' per 5 % done, the head '>', '.' to go. */
+	x = permille / 50;
+	for (i = 0; i < 21; i++)
+		bar[i] = i < x ? '=' : i == x ? '>' : '.';
+	bar[21] = '\0';
+	/* md says "resync" for a repair: it is a resync that also counts. */
+	rt = st.speed ? (st.total - st.done) / 2 / st.speed : 0;
+	n = snprintf(buf, len, "[%s]  %s =%3u.%u%% (%llu/%llu) finish=%llu.%llumin speed=%uK/sec", bar,
+		     st.action == RF_SYNC_CHECK ? "check" : st.action == RF_SYNC_RECOVER ? "recovery" : "resync",
+		     permille / 10, permille % 10,
+		     (unsigned long long)st.done / 2, (unsigned long long)st.total / 2,
+		     (unsigned long long)rt / 60, (unsigned long long)rt % 60 / 6, st.speed);
+	return n < 0 || (size_t)n >= len ? -EOVERFLOW : n;
+}
+
+static int set_speed(struct rf_array *a, unsigned kib, bool max)
+{
+	struct rf_sync *s = a->sync;
+	unsigned def = max ? RF_SYNC_SPEED_MAX_DEFAULT : RF_SYNC_SPEED_MIN_DEFAULT;
+
+	if (kib > INT32_MAX)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	/* 0: back to the default (md's "system" value). */
+	if (max) {
+		s->speed_max = kib ? kib : def;
+		s->speed_max_local = kib != 0;
+	} else {
+		s->speed_min = kib ? kib : def;
+		s->speed_min_local = kib != 0;
+	}
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+int rf_sync_set_speed_min(struct rf_array *a, unsigned kib)
+{
+	return set_speed(a, kib, false);
+}
+
+int rf_sync_set_speed_max(struct rf_array *a, unsigned kib)
+{
+	return set_speed(a, kib, true);
+}
+
+void rf_sync_set_notify(struct rf_array *a, rf_sync_notify_fn fn, void *priv)
+{
+	struct rf_sync *s = a->sync;
+
+	pthread_mutex_lock(&s->lock);
+	s->notify = fn;
+	s->notify_priv = priv;
+	pthread_mutex_unlock(&s->lock);
+}
+
+int rf_sync_set_resync_cp(struct rf_array *a, uint64_t sector)
+{
+	struct rf_sync *s = a->sync;
+	rf_sync_notify_fn notify = NULL;
+	void *priv = NULL;
+	int ret = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->running && s->action == RF_SYNC_RESYNC) {
+		ret = -EBUSY;
+	} else {
+		s->resync_cp = sector < walk_total(a) ? sector : RF_SYNC_NONE;
+		sector = s->resync_cp;
+		notify = s->notify;
+		priv = s->notify_priv;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (notify)
+		notify(a, RF_SYNC_IDLE, false, sector, priv);
+	return ret;
+}
+
+int rf_sync_init(struct rf_array *a)
+{
+	struct rf_sync *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	s->a = a;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	pthread_cond_init(&s->wcond, NULL);
+	s->speed_min = RF_SYNC_SPEED_MIN_DEFAULT;
+	s->speed_max = RF_SYNC_SPEED_MAX_DEFAULT;
+	s->bad_member = -1;
+	s->resync_cp = RF_SYNC_NONE;
+	a->sync = s;
+	return 0;
+}
+
+void rf_sync_free(struct rf_array *a)
+{
+	struct rf_sync *s = a->sync;
+
+	if (!s)
+		return;
+	rf_sync_stop(a, false);
+	pthread_mutex_destroy(&s->lock);
+	pthread_cond_destroy(&s->cond);
+	pthread_cond_destroy(&s->wcond);
+	free(s);
+	a->sync = NULL;
+}

@@ -1,0 +1,293 @@
+/* fixture.c - the unit tests' shared fixtures: see fixture.h. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "raidfuse/assemble.h"
+#include "raidfuse/super.h"
+
+char fx_dir[256];
+uint64_t fx_seed = FX_DEFAULT_SEED;
+const char *fx_what = "test";
+int fx_gtc = 2;
+static struct fx_rng fx_main;
+
+/* ---- random ---- */
+
+void fx_rng_init(struct fx_rng *r, uint64_t tag)
+{
+	r->s = fx_seed ^ (tag * 0x9e3779b97f4a7c15ull);
+	if (!r->s)
+		r->s = 1;
+}
+
+uint64_t fx_rng_next(struct fx_rng *r)
+{
+	r->s ^= r->s >> 12;
+	r->s ^= r->s << 25;
+	r->s ^= r->s >> 27;
+	return r->s * 0x2545f4914f6cdd1dull;
+}
+
+void fx_rng_fill(struct fx_rng *r, void *buf, size_t len)
+{
+	uint8_t *b = buf;
+	size_t i;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		uint64_t v = fx_rng_next(r);
+
+		memcpy(b + i, &v, 8);
+	}
+	for (; i < len; i++)
+		b[i] = (uint8_t)(fx_rng_next(r) >> 56);
+}
+
+uint64_t fx_rand(void)
+{
+	if (!fx_main.s)
+		fx_rng_init(&fx_main, 0);
+	return fx_rng_next(&fx_main);
+}
+
+void fx_rand_fill(void *buf, size_t len)
+{
+	if (!fx_main.s)
+		fx_rng_init(&fx_main, 0);
+	fx_rng_fill(&fx_main, buf, len);
+}
+
+void fx_rand_restart(uint64_t tag)
+{
+	fx_rng_init(&fx_main, tag);
+}
+
+/* ---- the group ---- */
+
+void fx_seed_init(void)
+{
+	const char *env = getenv("RF_TEST_SEED");
+
+	if (env && *env)
+		fx_seed = strtoull(env, NULL, 0);
+	fx_rand_restart(0);
+	printf("# seed %llu (RF_TEST_SEED overrides)\n", (unsigned long long)fx_seed);
+}
+
+int fx_dir_make(const char *what)
+{
+	fx_seed_init();
+	return testdir_make(fx_dir, sizeof(fx_dir), what);
+}
+
+int fx_dir_remove(void)
+{
+	return testdir_remove(fx_dir);
+}
+
+int fx_group_setup(void **state)
+{
+	return fx_dir_make(fx_what);
+}
+
+int fx_group_teardown(void **state)
+{
+	return fx_dir_remove();
+}
+
+int fx_run_group_(const char *name, const struct CMUnitTest *tests, size_t n, CMFixtureFunction setup,
+		  CMFixtureFunction teardown)
+{
+	int r = _cmocka_run_group_tests(name, tests, n, setup, teardown);
+
+	if (r)
+		printf("# %d failed with seed %llu: RF_TEST_SEED=%llu replays this run\n", r,
+		       (unsigned long long)fx_seed, (unsigned long long)fx_seed);
+	return r;
+}
+
+int fx_threads2(void **state)
+{
+	fx_gtc = 2;
+	return 0;
+}
+
+int fx_inline0(void **state)
+{
+	fx_gtc = 0;
+	return 0;
+}
+
+/* ---- concurrent writers ---- */
+
+void fx_writers(struct rf_array *a, int nthreads, int n, uint64_t tag, void *(*fn)(void *))
+{
+	struct fx_writer w[FX_MAX_WRITERS];
+	pthread_t t[FX_MAX_WRITERS];
+	int i;
+
+	assert_true(nthreads > 0 && nthreads <= FX_MAX_WRITERS);
+	for (i = 0; i < nthreads; i++) {
+		w[i] = (struct fx_writer){ .a = a, .n = n, .id = i };
+		fx_rng_init(&w[i].rng, tag + (uint64_t)i);
+		assert_int_equal(pthread_create(&t[i], NULL, fn, &w[i]), 0);
+	}
+	for (i = 0; i < nthreads; i++)
+		pthread_join(t[i], NULL);
+}
+
+/* ---- member files ---- */
+
+void fx_member_path(char *buf, size_t len, const char *what, int i)
+{
+	snprintf(buf, len, "%s/%s-%d.img", fx_dir, what, i);
+}
+
+int fx_file_open(const char *path, uint64_t bytes)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+	if (fd < 0)
+		fail_msg("%s: cannot create", path);
+	if (ftruncate(fd, (off_t)bytes))
+		fail_msg("%s: cannot size to %llu bytes", path, (unsigned long long)bytes);
+	return fd;
+}
+
+void fx_file_make(const char *path, uint64_t bytes)
+{
+	close(fx_file_open(path, bytes));
+}
+
+void fx_make_members(const char *what, int n, uint64_t bytes, bool garbage)
+{
+	char *junk = garbage ? malloc(bytes) : NULL;
+	int i;
+
+	assert_true(!garbage || junk);
+	for (i = 0; i < n; i++) {
+		char p[FX_PATH];
+		int fd;
+
+		fx_member_path(p, sizeof(p), what, i);
+		fd = fx_file_open(p, bytes);
+		if (garbage) {
+			fx_rand_fill(junk, bytes);
+			assert_int_equal(pwrite(fd, junk, bytes, 0), (ssize_t)bytes);
+		}
+		close(fd);
+	}
+	free(junk);
+}
+
+/* ---- arrays ---- */
+
+void fx_config(struct rf_config *cfg, const struct fx_array *sp)
+{
+	int i;
+
+	testcfg_init(cfg, sp->level, sp->layout, sp->n, sp->chunk);
+	cfg->data_offset = sp->data_offset;
+	if (sp->stripe_size)
+		cfg->stripe_size = sp->stripe_size;
+	for (i = 0; i < sp->n; i++) {
+		char p[FX_PATH];
+
+		fx_member_path(p, sizeof(p), sp->what, i);
+		cfg->members[i] = (sp->missing >> i) & 1 ? NULL : strdup(p);
+	}
+}
+
+struct rf_array *fx_open_only(struct rf_config *cfg, const char *what)
+{
+	struct rf_array *a;
+	char err[1024];
+	int i;
+
+	if (rf_array_open(cfg, &a, err, sizeof(err)))
+		fail_msg("%s: %s", what, err);
+	for (i = 0; i < cfg->nmembers; i++) {
+		free(cfg->members[i]);
+		cfg->members[i] = NULL;
+	}
+	return a;
+}
+
+void fx_start(struct rf_array *a, rf_ioq_init_fn ioq)
+{
+	if (ioq)
+		rf_array_set_ioq_init(a, ioq);
+	assert_int_equal(rf_array_start(a), 0);
+}
+
+struct rf_array *fx_open(struct rf_config *cfg, const char *what, rf_ioq_init_fn ioq)
+{
+	struct rf_array *a = fx_open_only(cfg, what);
+
+	fx_start(a, ioq);
+	return a;
+}
+
+struct rf_array *fx_open_spec(const struct fx_array *sp, int gtc, rf_ioq_init_fn ioq)
+{
+	struct rf_config cfg;
+
+	fx_config(&cfg, sp);
+	cfg.group_thread_cnt = gtc;
+	return fx_open(&cfg, sp->what, ioq);
+}
+
+void fx_assemble(struct rf_config *cfg, const char *const *paths, int n, bool readonly)
+{
+	char err[1024];
+
+	if (rf_assemble(paths, n, NULL, readonly, cfg, err, sizeof(err)))
+		fail_msg("assemble: %s", err);
+}
+
+struct rf_array *fx_open_assembled(const char *const *paths, int n, bool readonly, int gtc)
+{
+	struct rf_config cfg;
+	struct rf_array *a;
+
+	fx_assemble(&cfg, paths, n, readonly);
+	cfg.group_thread_cnt = gtc;
+	cfg.worker_groups = 2;
+	a = fx_open_only(&cfg, "assembled");
+	rf_config_free(&cfg);
+	return a;
+}
+
+/* ---- members with md superblocks ---- */
+
+void fx_md_members(struct rf_sb_new *n, const char *what, uint64_t member_sectors, char (*paths)[FX_PATH])
+{
+	static const uint8_t zero[16];
+	char err[512];
+	int i;
+
+	if (!memcmp(n->uuid, zero, sizeof(zero)))
+		for (i = 0; i < 16; i++)
+			n->uuid[i] = (uint8_t)(0x40 + i * 7);
+	if (!n->ctime)
+		n->ctime = 1700000000;
+	for (i = 0; i < n->raid_disks; i++) {
+		int fd;
+
+		fx_member_path(paths[i], FX_PATH, what, i);
+		fd = fx_file_open(paths[i], member_sectors * 512);
+		if (rf_sb_write12(fd, paths[i], n, i, member_sectors, err, sizeof(err)))
+			fail_msg("%s", err);
+		close(fd);
+	}
+}

@@ -1,0 +1,128 @@
+/* test_fdio.c - whole transfers on a file descriptor (fdio.c).
+ *
+ * rf_pread_full reads what the file holds and zeros past its end (a read
+ * the kernel cuts short at the end is finished with zeros, not retried
+ * forever), rf_pwrite_full writes all of it, errors come back as -errno,
+ * and the io log sees writes and flushes only while it is on.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "raidfuse/fdio.h"
+#include "raidfuse/iolog.h"
+
+static int scratch(const char *name, uint64_t bytes)
+{
+	char p[FX_PATH];
+
+	snprintf(p, sizeof(p), "%s/%s", fx_dir, name);
+	return fx_file_open(p, bytes);
+}
+
+/* A write of random bytes reads back as written, at an offset that is
+ * no multiple of anything. */
+static void test_roundtrip(void **state)
+{
+	const size_t len = 300001;
+	char *w = malloc(len), *r = malloc(len);
+	int fd = scratch("rt.img", 0);
+
+	fx_rand_fill(w, len);
+	assert_int_equal(rf_pwrite_full(fd, w, len, 12345), 0);
+	memset(r, 0x5a, len);
+	assert_int_equal(rf_pread_full(fd, r, len, 12345), 0);
+	assert_memory_equal(r, w, len);
+	assert_int_equal(rf_fsync_full(fd), 0);
+	close(fd);
+	free(w);
+	free(r);
+}
+
+/* Past the end: the bytes there read as zeros, the ones before the end
+ * as they are; a read wholly past the end is all zeros. */
+static void test_past_end(void **state)
+{
+	char w[1000], r[4096], zero[4096] = { 0 };
+	int fd = scratch("short.img", 0);
+
+	fx_rand_fill(w, sizeof(w));
+	assert_int_equal(rf_pwrite_full(fd, w, sizeof(w), 0), 0);
+	memset(r, 0x77, sizeof(r));
+	assert_int_equal(rf_pread_full(fd, r, sizeof(r), 0), 0);
+	assert_memory_equal(r, w, sizeof(w));
+	assert_memory_equal(r + sizeof(w), zero, sizeof(r) - sizeof(w));
+	memset(r, 0x77, sizeof(r));
+	assert_int_equal(rf_pread_full(fd, r, sizeof(r), 1 << 20), 0);
+	assert_memory_equal(r, zero, sizeof(r));
+	close(fd);
+}
+
+/* Errors are -errno: a closed fd, a read-only fd written, a directory. */
+static void test_errors(void **state)
+{
+	char buf[512] = { 0 }, p[FX_PATH];
+	int fd = scratch("ro.img", 4096), ro, d;
+
+	close(fd);
+	assert_int_equal(rf_pread_full(fd, buf, sizeof(buf), 0), -EBADF);
+	assert_int_equal(rf_pwrite_full(fd, buf, sizeof(buf), 0), -EBADF);
+	assert_int_equal(rf_fsync_full(fd), -EBADF);
+	snprintf(p, sizeof(p), "%s/ro.img", fx_dir);
+	ro = open(p, O_RDONLY);
+	assert_true(ro >= 0);
+	assert_int_equal(rf_pwrite_full(ro, buf, sizeof(buf), 0), -EBADF);
+	close(ro);
+	d = open(fx_dir, O_RDONLY | O_DIRECTORY);
+	assert_true(d >= 0);
+	assert_int_equal(rf_pread_full(d, buf, sizeof(buf), 0), -EISDIR);
+	close(d);
+}
+
+/* The io log records a write and a flush while it is on, nothing once it
+ * is closed: its file grows by the records, then stays. */
+static void test_iolog_sees(void **state)
+{
+	char buf[4096], p[FX_PATH];
+	struct stat st;
+	off_t on_size;
+	int fd = scratch("logged.img", 8192);
+
+	snprintf(p, sizeof(p), "%s/io.log", fx_dir);
+	assert_int_equal(rf_iolog_open(p), 0);
+	fx_rand_fill(buf, sizeof(buf));
+	assert_int_equal(rf_pwrite_full(fd, buf, sizeof(buf), 4096), 0);
+	assert_int_equal(rf_fsync_full(fd), 0);
+	rf_iolog_close();
+	assert_int_equal(stat(p, &st), 0);
+	on_size = st.st_size;
+	assert_true(on_size >= (off_t)sizeof(buf));     /* the write's data is in the log */
+	assert_int_equal(rf_pwrite_full(fd, buf, sizeof(buf), 0), 0);
+	assert_int_equal(rf_fsync_full(fd), 0);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_size, on_size);
+	close(fd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_past_end),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_iolog_sees),
+	};
+
+	return fx_run_tests("fdio", tests);
+}

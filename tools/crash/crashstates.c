@@ -1,0 +1,959 @@
+/* crashstates.c - record a workload's member IO, replay the member images a
+ * power cut could leave, and check what raidfuse makes of each of them.
+ *
+ *   crash-states record --log LOG [--seed S] [--rounds R] MEMBER...
+ *   crash-states check --log LOG --base DIR --work DIR [--states N]
+ *                [--seed S] [--only K] [--save DIR] [--replay CMD] MEMBER...
+ *
+ * record assembles the members (raidfuse create made them) in this process
+ * through the library's own path (rf_assemble, rf_array_open, the io_uring
+ * workers, the superblock keeper, the bitmap, shortened idle timers so
+ * that clean marks and bitmap clears happen often) with the io log on
+ * (iolog.h), and runs a workload: rounds of concurrent writes whose every
+ * 512-byte sector carries its own array offset and a generation number
+ * (one per write, rising), some rounds followed by a flush of the array
+ * (what fsync of the image does), some by an idle pause: short ones in
+ * which the bitmap clears its bits, long ones in which the superblocks
+ * go clean.  Each write's
+ * submission and end and each flush's submission and acknowledgement go
+ * into the log as notes, in the same order as the member IO.
+ *
+ * check builds crash states from the log and the members as they were
+ * before the workload (--base): a crash point P is a place in the log;
+ * of the member writes submitted before P, those that ended before a
+ * flush of the same member was issued (and that flush ended before P) are
+ * on the member; every other one is there or not, each independently, or
+ * torn (any subset of its 512-byte sectors): a volatile write cache.
+ * The points are every flush boundary (just before a flush is issued,
+ * just after one ends) with all or none of the volatile writes, then
+ * random points with random subsets.  State K of seed S and N states is
+ * always the same state: --states N --only K replays it.
+ *
+ * For each state the members are written to --work and then, as after a
+ * real crash: rf_assemble() (what `raidfuse assemble` does), the array
+ * opened and started, the resync the superblocks demand run to its end
+ * (bounded by the bitmap where there is one), a check run, the whole
+ * array read, the array closed.  A violation is any of:
+ *  - the superblocks disagree by more than one event, or do not assemble;
+ *  - the check counts mismatches after the resync;
+ *  - a sector holds data never written there before P, or a written one
+ *    is damaged;
+ *  - a sector of a write that ended before an acknowledged flush (ack
+ *    before P) reads older than that write;
+ *  - after the clean close the superblocks are not all clean, in sync,
+ *    with one events count.
+ * Each violation is printed, and with --save the state's members are
+ * kept in DIR/state-K with what replays it.  The last line says
+ * "crash states: N checked, V violations"; exit 1 when V > 0.
+ *
+ * What it does NOT do: model a member that fails (no IO errors are
+ * injected), reads, or more than one array.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "raidfuse/assemble.h"
+#include "raidfuse/bitmap.h"
+#include "raidfuse/fdio.h"
+#include "raidfuse/iolog.h"
+#include "raidfuse/super.h"
+#include "raidfuse/sync.h"
+#include "sbstate.h"
+#include "testreq.h"
+
+#define SECTOR 512u
+#define BLOCK 4096u
+#define STAMP_MAGIC 0x5446524353484352ull   /* "RCHSCRFT" */
+#define MAX_MEMBERS 16
+
+/* The workload's notes in the io log. */
+enum note_kind {
+	NOTE_GEOM = 1,          /* a: array bytes */
+	NOTE_WSUB,              /* a: generation, b: array offset, c: length */
+	NOTE_WDONE,             /* a: generation, c: 0 or -errno */
+	NOTE_FSUB,              /* a: flush number */
+	NOTE_FACK,              /* a: flush number, c: 0 or -errno */
+};
+
+/* ---- small things ---- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+	/* splitmix64 */
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t rng_below(uint64_t *s, uint64_t n)
+{
+	return n ? rng_next(s) % n : 0;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&t, NULL);
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void die(const char *fmt, const char *what)
+{
+	fprintf(stderr, "crash-states: ");
+	fprintf(stderr, fmt, what);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+/* The sector at array byte offset off as generation gen writes it. */
+static void stamp(uint64_t *w, uint64_t off, uint64_t gen)
+{
+	unsigned i;
+
+	w[0] = STAMP_MAGIC;
+	w[1] = off;
+	w[2] = gen;
+	for (i = 3; i < SECTOR / 8; i++)
+		w[i] = (off * 0x100000001b3ull) ^ (gen << 20) ^ i;
+}
+
+/* The generation a sector read at off holds: 0 for never written (all
+ * zero), -1 for anything that is no stamp of this offset. */
+static int64_t unstamp(const uint64_t *w, uint64_t off)
+{
+	uint64_t want[SECTOR / 8];
+	unsigned i;
+
+	if (w[0] == 0) {
+		for (i = 1; i < SECTOR / 8; i++)
+			if (w[i])
+				return -1;
+		return 0;
+	}
+	if (w[0] != STAMP_MAGIC || w[1] != off || w[2] == 0 || w[2] > INT64_MAX)
+		return -1;
+	stamp(want, off, w[2]);
+	return memcmp(want, w, SECTOR) ? -1 : (int64_t)w[2];
+}
+
+/* ---- record ---- */
+
+struct inflight {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int pending, err;
+};
+
+struct wreq {
+	struct rf_req *r;
+	struct inflight *in;
+	uint64_t gen;
+};
+
+static void wdone(struct rf_req *r, int err)
+{
+	struct wreq *w = r->priv;
+	struct inflight *in = w->in;
+
+	if (r->op == RF_REQ_WRITE)
+		rf_iolog_note(NOTE_WDONE, w->gen, 0, err);
+	else
+		rf_iolog_note(NOTE_FACK, w->gen, 0, err);
+	pthread_mutex_lock(&in->lock);
+	if (err && !in->err)
+		in->err = err;
+	in->pending--;
+	pthread_cond_signal(&in->cond);
+	pthread_mutex_unlock(&in->lock);
+}
+
+static void wait_all(struct inflight *in)
+{
+	pthread_mutex_lock(&in->lock);
+	while (in->pending)
+		pthread_cond_wait(&in->cond, &in->lock);
+	pthread_mutex_unlock(&in->lock);
+}
+
+#define MAX_PER_ROUND 4
+#define MAX_BLOCKS 48
+
+static int cmd_record(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "log", required_argument, NULL, 'l' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "rounds", required_argument, NULL, 'r' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *logpath = NULL, *paths[MAX_MEMBERS];
+	struct inflight in = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 };
+	struct wreq w[MAX_PER_ROUND], fl;
+	uint64_t seed = 1, gen = 0, nflush = 0, size, nblocks, hot;
+	struct rf_config cfg;
+	struct rf_array *a;
+	char err[1024];
+	int c, n, i, rounds = 150, round, r;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c == 'l')
+			logpath = optarg;
+		else if (c == 's')
+			seed = strtoull(optarg, NULL, 0);
+		else if (c == 'r')
+			rounds = atoi(optarg);
+		else
+			return 2;
+	}
+	n = argc - optind;
+	if (!logpath || n < 2 || n > MAX_MEMBERS)
+		die("record: expected --log LOG and 2..16 members%s", "");
+	for (i = 0; i < n; i++)
+		paths[i] = argv[optind + i];
+	r = rf_iolog_open(logpath);
+	if (r)
+		die("record: cannot open the log: %s", strerror(-r));
+	if (rf_assemble(paths, n, NULL, false, &cfg, err, sizeof(err)))
+		die("record: %s", err);
+	cfg.group_thread_cnt = 2;
+	cfg.worker_groups = 2;
+	if (rf_array_open(&cfg, &a, err, sizeof(err)))
+		die("record: %s", err);
+	rf_config_free(&cfg);
+	if (rf_array_start(a))
+		die("record: the workers did not start%s", "");
+	/* Short idle timers: a pause of the workload lets the superblocks
+	 * go clean and the bitmap clear its bits, many times over. */
+	if (a->sbstate)
+		atomic_store(&a->sbstate->delay_ms, 10);
+	if (a->bitmap)
+		rf_bitmap_set_period_ms(a->bitmap, 2);
+	rf_array_start_resync(a, false);
+	rf_sync_wait(a);
+	size = rf_array_size(a);
+	nblocks = size / BLOCK;
+	hot = nblocks < 256 ? nblocks : 256;    /* 1 MiB where writes collide */
+	rf_iolog_note(NOTE_GEOM, size, 0, 0);
+	for (i = 0; i < MAX_PER_ROUND; i++) {
+		w[i].r = rf_req_alloc(a, MAX_BLOCKS * BLOCK);
+		w[i].r->buf = aligned_alloc(BLOCK, MAX_BLOCKS * BLOCK);
+		w[i].in = &in;
+	}
+	fl.r = rf_req_alloc(a, 0);
+	fl.in = &in;
+	for (round = 0; round < rounds; round++) {
+		uint64_t lo[MAX_PER_ROUND], hi[MAX_PER_ROUND];
+		int k = 1 + (int)rng_below(&seed, MAX_PER_ROUND), j, nw = 0;
+
+		for (i = 0; i < k; i++) {
+			uint64_t b, len, s;
+			bool clash = false;
+
+			len = rng_below(&seed, 8) ? 1 + rng_below(&seed, 16) : MAX_BLOCKS;
+			if (len > nblocks)
+				len = nblocks;
+			b = rng_below(&seed, 2) ? rng_below(&seed, hot) : rng_below(&seed, nblocks);
+			if (b + len > nblocks)
+				b = nblocks - len;
+			for (j = 0; j < nw; j++)
+				if (b < hi[j] && lo[j] < b + len)
+					clash = true;
+			if (clash)
+				continue;       /* concurrent writes never share a block */
+			lo[nw] = b;
+			hi[nw] = b + len;
+			w[nw].gen = ++gen;
+			for (s = 0; s < len * BLOCK / SECTOR; s++)
+				stamp((uint64_t *)(w[nw].r->buf + s * SECTOR), b * BLOCK + s * SECTOR, gen);
+			w[nw].r->op = RF_REQ_WRITE;
+			w[nw].r->off = b * BLOCK;
+			w[nw].r->len = (uint32_t)(len * BLOCK);
+			w[nw].r->priv = &w[nw];
+			w[nw].r->done = wdone;
+			nw++;
+		}
+		in.pending = nw;
+		for (i = 0; i < nw; i++) {
+			rf_iolog_note(NOTE_WSUB, w[i].gen, w[i].r->off, w[i].r->len);
+			rf_array_submit(a, w[i].r);
+		}
+		wait_all(&in);
+		if (in.err)
+			die("record: a write failed: %s", strerror(-in.err));
+		if (!rng_below(&seed, 3)) {
+			fl.gen = ++nflush;
+			fl.r->op = RF_REQ_FLUSH;
+			fl.r->off = 0;
+			fl.r->len = 0;
+			fl.r->buf = NULL;
+			fl.r->priv = &fl;
+			fl.r->done = wdone;
+			in.pending = 1;
+			rf_iolog_note(NOTE_FSUB, fl.gen, 0, 0);
+			rf_array_submit(a, fl.r);
+			wait_all(&in);
+			if (in.err)
+				die("record: a flush failed: %s", strerror(-in.err));
+		}
+		/* Short pauses let the bitmap clear bits (2 passes of 2 ms)
+		 * while the superblocks stay dirty; long ones let them go
+		 * clean (2 periods of 10 ms). */
+		r = (int)rng_below(&seed, 10);
+		if (r < 2)
+			sleep_ms(8);
+		else if (r == 2)
+			sleep_ms(40);
+	}
+	for (i = 0; i < MAX_PER_ROUND; i++) {
+		free(w[i].r->buf);
+		rf_req_free(w[i].r);
+	}
+	rf_req_free(fl.r);
+	rf_array_close(a);
+	rf_iolog_close();
+	printf("recorded %llu writes, %llu flushes\n", (unsigned long long)gen, (unsigned long long)nflush);
+	return 0;
+}
+
+/* ---- the log ---- */
+
+struct op {
+	uint64_t sub, comp;             /* seqs; comp UINT64_MAX: never ended */
+	uint64_t off;
+	uint32_t len;
+	int file;                       /* member index, -1: not a member */
+	uint16_t kind;                  /* RF_IOLOG_WRITE / FLUSH */
+	int64_t res;
+	const char *data;
+};
+
+struct gen {                            /* one workload write */
+	uint64_t off, len;
+	uint64_t sub, done;             /* seqs of its notes; done UINT64_MAX: never */
+};
+
+struct flushnote {
+	uint64_t sub, ack;
+	int64_t res;
+};
+
+struct log {
+	char *buf;
+	size_t size;
+	uint64_t nseq;                  /* the last seq */
+	struct op *ops;
+	size_t nops;
+	struct gen *gens;               /* by generation, [0] unused */
+	uint64_t ngens;
+	struct flushnote *flushes;      /* by flush number, [0] unused */
+	uint64_t nflushes;
+	uint64_t array_size;
+};
+
+static void *grow(void *p, size_t *cap, size_t want, size_t elem)
+{
+	if (want < *cap)
+		return p;
+	*cap = *cap ? *cap * 2 : 1024;
+	if (*cap <= want)
+		*cap = want + 1;
+	p = realloc(p, *cap * elem);
+	if (!p)
+		die("out of memory%s", "");
+	return p;
+}
+
+static void load_log(struct log *L, const char *path, char *const *names, int n)
+{
+	size_t cap_ops = 0, cap_gens = 0, cap_fl = 0, cap_map = 0, pos;
+	int fd = open(path, O_RDONLY), filemap[1024];
+	size_t *bysub = NULL;           /* seq -> op index + 1 */
+	struct stat st;
+	ssize_t got;
+	int i;
+
+	if (fd < 0 || fstat(fd, &st))
+		die("cannot read the log %s", path);
+	L->size = (size_t)st.st_size;
+	L->buf = malloc(L->size + 1);
+	if (!L->buf)
+		die("out of memory%s", "");
+	for (pos = 0; pos < L->size; pos += (size_t)got) {
+		got = pread(fd, L->buf + pos, L->size - pos, (off_t)pos);
+		if (got <= 0)
+			die("cannot read the log %s", path);
+	}
+	close(fd);
+	for (i = 0; i < 1024; i++)
+		filemap[i] = -1;
+	for (pos = 0; pos + sizeof(struct rf_iolog_rec) <= L->size;) {
+		struct rf_iolog_rec r;
+		const char *payload = L->buf + pos + sizeof(r);
+
+		memcpy(&r, L->buf + pos, sizeof(r));
+		if (r.magic != RF_IOLOG_MAGIC || pos + sizeof(r) + r.len > L->size)
+			die("the log %s is damaged", path);
+		pos += sizeof(r) + r.len;
+		L->nseq = r.seq;
+		if (r.type == RF_IOLOG_FILE && r.file < 1024) {
+			char p[PATH_MAX];
+			const char *base;
+			int j;
+
+			snprintf(p, sizeof(p), "%.*s", (int)r.len, payload);
+			base = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
+			for (j = 0; j < n; j++)
+				if (!strcmp(base, names[j]))
+					filemap[r.file] = j;
+		} else if (r.type == RF_IOLOG_SUBMIT) {
+			struct op *o;
+
+			L->ops = grow(L->ops, &cap_ops, L->nops, sizeof(*L->ops));
+			o = &L->ops[L->nops++];
+			o->sub = r.seq;
+			o->comp = UINT64_MAX;
+			o->off = r.off;
+			o->len = r.len;
+			o->file = r.file < 1024 ? filemap[r.file] : -1;
+			o->kind = r.op;
+			o->res = 0;
+			o->data = payload;
+			bysub = grow(bysub, &cap_map, r.seq, sizeof(*bysub));
+			bysub[r.seq] = L->nops;
+		} else if (r.type == RF_IOLOG_COMPLETE) {
+			if (r.id < cap_map && bysub[r.id]) {
+				L->ops[bysub[r.id] - 1].comp = r.seq;
+				L->ops[bysub[r.id] - 1].res = r.res;
+			}
+		} else if (r.type == RF_IOLOG_NOTE) {
+			switch (r.op) {
+			case NOTE_GEOM:
+				L->array_size = r.id;
+				break;
+			case NOTE_WSUB:
+				L->gens = grow(L->gens, &cap_gens, r.id, sizeof(*L->gens));
+				L->gens[r.id] = (struct gen){ r.off, (uint64_t)r.res, r.seq, UINT64_MAX };
+				if (r.id > L->ngens)
+					L->ngens = r.id;
+				break;
+			case NOTE_WDONE:
+				if (r.id <= L->ngens && !r.res)
+					L->gens[r.id].done = r.seq;
+				break;
+			case NOTE_FSUB:
+				L->flushes = grow(L->flushes, &cap_fl, r.id, sizeof(*L->flushes));
+				L->flushes[r.id] = (struct flushnote){ r.seq, UINT64_MAX, 0 };
+				if (r.id > L->nflushes)
+					L->nflushes = r.id;
+				break;
+			case NOTE_FACK:
+				if (r.id <= L->nflushes) {
+					L->flushes[r.id].ack = r.seq;
+					L->flushes[r.id].res = r.res;
+				}
+				break;
+			}
+		}
+	}
+	free(bysub);
+	if (!L->array_size)
+		die("the log %s has no workload in it", path);
+}
+
+/* ---- states ---- */
+
+struct member {
+	char path[PATH_MAX];            /* the state's file, in --work */
+	char *base, *img;               /* before the workload; the state */
+	size_t size;
+};
+
+enum mode { MODE_ALL, MODE_NONE, MODE_RANDOM };
+
+struct state {
+	uint64_t k, point;              /* crash before the record of seq point */
+	enum mode mode;
+	uint64_t rng;
+};
+
+static const char *mode_name(enum mode m)
+{
+	return m == MODE_ALL ? "every volatile write kept" : m == MODE_NONE ? "every volatile write lost"
+									   : "random volatile writes, torn";
+}
+
+/* The flush boundaries: just before each member flush is issued, just
+ * after each ends. */
+static uint64_t *boundaries(const struct log *L, size_t *nb)
+{
+	uint64_t *b = malloc((2 * L->nops + 1) * sizeof(*b));
+	size_t i, n = 0;
+
+	for (i = 0; i < L->nops; i++) {
+		if (L->ops[i].kind != RF_IOLOG_FLUSH || L->ops[i].file < 0)
+			continue;
+		b[n++] = L->ops[i].sub;
+		if (L->ops[i].comp != UINT64_MAX)
+			b[n++] = L->ops[i].comp + 1;
+	}
+	*nb = n;
+	return b;
+}
+
+/* State k of n.  The first ones go over the flush boundaries: each twice
+ * (every volatile write kept, then lost) when n leaves a quarter for
+ * random states after that; else each once (kept or lost at random),
+ * spread evenly when there are fewer than two thirds of n.  The rest are
+ * random points with random subsets. */
+static void pick_state(struct state *s, uint64_t k, uint64_t n, uint64_t seed, const uint64_t *b, size_t nb,
+		       uint64_t nseq)
+{
+	bool twice = 2 * nb <= n * 3 / 4;
+	uint64_t ndet = twice ? 2 * nb : nb < n * 2 / 3 ? nb : n * 2 / 3;
+
+	s->k = k;
+	s->rng = seed * 0x2545f4914f6cdd1dull + k + 1;
+	rng_next(&s->rng);
+	if (twice && k < ndet) {
+		s->point = b[k / 2];
+		s->mode = k % 2 ? MODE_NONE : MODE_ALL;
+		return;
+	}
+	if (k < ndet) {
+		s->point = b[k * nb / ndet];
+		s->mode = rng_below(&s->rng, 2) ? MODE_NONE : MODE_ALL;
+		return;
+	}
+	s->point = rng_below(&s->rng, 2) && nb ? b[rng_below(&s->rng, nb)] : 1 + rng_below(&s->rng, nseq + 1);
+	s->mode = rng_below(&s->rng, 4) == 0 ? MODE_ALL : rng_below(&s->rng, 3) == 0 ? MODE_NONE : MODE_RANDOM;
+}
+
+/* Build the members of state s in m[].img. */
+static void build_state(const struct log *L, struct member *m, int n, const struct state *s)
+{
+	uint64_t durable[MAX_MEMBERS] = { 0 };  /* writes ended before this seq are on disk */
+	uint64_t rng = s->rng;
+	size_t i;
+	int j;
+
+	for (j = 0; j < n; j++)
+		memcpy(m[j].img, m[j].base, m[j].size);
+	/* A member's flush that ended before the point covers the writes
+	 * that had ended when it was issued. */
+	for (i = 0; i < L->nops; i++) {
+		const struct op *o = &L->ops[i];
+
+		if (o->kind == RF_IOLOG_FLUSH && o->file >= 0 && o->comp < s->point && o->res == 0 &&
+		    o->sub > durable[o->file])
+			durable[o->file] = o->sub;
+	}
+	for (i = 0; i < L->nops && L->ops[i].sub < s->point; i++) {
+		const struct op *o = &L->ops[i];
+		struct member *mm;
+		uint64_t len = o->len, sec;
+		bool keep;
+
+		if (o->kind != RF_IOLOG_WRITE || o->file < 0)
+			continue;
+		mm = &m[o->file];
+		if (o->off >= mm->size)
+			continue;
+		if (len > mm->size - o->off)
+			len = mm->size - o->off;
+		if (o->comp < durable[o->file] && o->res == (int64_t)o->len) {
+			memcpy(mm->img + o->off, o->data, len);
+			continue;
+		}
+		if (s->mode != MODE_RANDOM) {
+			if (s->mode == MODE_ALL)
+				memcpy(mm->img + o->off, o->data, len);
+			continue;
+		}
+		switch (rng_below(&rng, 3)) {
+		case 0:
+			memcpy(mm->img + o->off, o->data, len);
+			break;
+		case 1:
+			break;
+		default:
+			/* torn: each sector (512 bytes from the write's start) or not */
+			for (sec = 0; sec < len; sec += SECTOR) {
+				uint64_t l = len - sec < SECTOR ? len - sec : SECTOR;
+
+				keep = rng_below(&rng, 2);
+				if (keep)
+					memcpy(mm->img + o->off + sec, o->data + sec, l);
+			}
+			break;
+		}
+	}
+}
+
+static int write_file(const char *path, const char *buf, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600), r;
+
+	if (fd < 0)
+		return -errno;
+	r = rf_pwrite_full(fd, buf, len, 0);
+	close(fd);
+	return r;
+}
+
+static int read_file(const char *path, char **buf, size_t *len)
+{
+	int fd = open(path, O_RDONLY), r;
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st)) {
+		r = -errno;
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
+	*len = (size_t)st.st_size;
+	*buf = malloc(*len + 1);
+	if (!*buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	r = rf_pread_full(fd, *buf, *len, 0);
+	close(fd);
+	return r;
+}
+
+/* ---- checking one state ---- */
+
+struct verdict {
+	int nviol;
+	char msg[4096];
+	size_t used;
+};
+
+static void viol(struct verdict *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void viol(struct verdict *v, const char *fmt, ...)
+{
+	va_list ap;
+	int w;
+
+	v->nviol++;
+	if (v->used + 2 >= sizeof(v->msg))
+		return;
+	va_start(ap, fmt);
+	w = vsnprintf(v->msg + v->used, sizeof(v->msg) - v->used - 1, fmt, ap);
+	va_end(ap);
+	if (w > 0)
+		v->used += (size_t)w < sizeof(v->msg) - v->used - 1 ? (size_t)w : sizeof(v->msg) - v->used - 1;
+	v->msg[v->used++] = '\n';
+	v->msg[v->used] = '\0';
+}
+
+static int read_sbs(struct member *m, int n, struct rf_sb *sb, bool *ok)
+{
+	char err[512];
+	int j, bad = 0;
+
+	for (j = 0; j < n; j++) {
+		int fd = open(m[j].path, O_RDONLY);
+
+		ok[j] = fd >= 0 && !rf_sb_read(fd, m[j].path, &sb[j], err, sizeof(err));
+		if (fd >= 0)
+			close(fd);
+		bad += !ok[j];
+	}
+	return bad;
+}
+
+/* The data: every sector written before the point or never; no older
+ * than the newest write an acknowledged flush covered. */
+static void check_data(const struct log *L, struct rf_array *a, const struct state *s, struct verdict *v)
+{
+	uint64_t size = L->array_size, nsec = size / SECTOR, off, f, g, acked_before = 0;
+	uint64_t *minimum = calloc(nsec, sizeof(*minimum));
+	uint32_t chunk = 1u << 20;
+	char *buf = aligned_alloc(BLOCK, chunk);
+	int reported = 0;
+
+	/* The last flush acknowledged before the point covers every write
+	 * that had ended when it was issued. */
+	for (f = 1; f <= L->nflushes; f++)
+		if (L->flushes[f].ack < s->point && L->flushes[f].res == 0)
+			acked_before = L->flushes[f].sub;
+	for (g = 1; g <= L->ngens; g++) {
+		const struct gen *w = &L->gens[g];
+		uint64_t x;
+
+		if (w->done >= acked_before)
+			continue;
+		for (x = w->off / SECTOR; x < (w->off + w->len) / SECTOR && x < nsec; x++)
+			if (g > minimum[x])
+				minimum[x] = g;
+	}
+	for (off = 0; off < size; off += chunk) {
+		uint32_t len = size - off < chunk ? (uint32_t)(size - off) : chunk, i;
+		int r = testreq_io(a, RF_REQ_READ, off, len, buf);
+
+		if (r) {
+			viol(v, "reading the array at %llu: %s", (unsigned long long)off, strerror(-r));
+			break;
+		}
+		for (i = 0; i < len && reported < 4; i += SECTOR) {
+			uint64_t at = off + i;
+			int64_t got = unstamp((const uint64_t *)(buf + i), at);
+			const struct gen *w = got > 0 && (uint64_t)got <= L->ngens ? &L->gens[got] : NULL;
+
+			if (got < 0) {
+				viol(v, "array byte %llu holds data never written there", (unsigned long long)at);
+				reported++;
+			} else if (got > 0 && (!w || w->sub >= s->point || at < w->off || at >= w->off + w->len)) {
+				viol(v, "array byte %llu holds generation %lld, not written there before the crash",
+				     (unsigned long long)at, (long long)got);
+				reported++;
+			} else if ((uint64_t)got < minimum[at / SECTOR]) {
+				viol(v, "array byte %llu holds generation %lld, but generation %llu was acknowledged "
+				     "by a flush before the crash", (unsigned long long)at, (long long)got,
+				     (unsigned long long)minimum[at / SECTOR]);
+				reported++;
+			}
+		}
+	}
+	free(buf);
+	free(minimum);
+}
+
+static void check_state(const struct log *L, struct member *m, int n, const struct state *s, struct verdict *v)
+{
+	const char *paths[MAX_MEMBERS];
+	struct rf_sb sb[MAX_MEMBERS];
+	bool ok[MAX_MEMBERS];
+	struct rf_sync_status st;
+	uint64_t fresh = 0;
+	struct rf_config cfg;
+	struct rf_array *a;
+	char err[1024];
+	int j, r;
+
+	for (j = 0; j < n; j++) {
+		r = write_file(m[j].path, m[j].img, m[j].size);
+		if (r)
+			die("cannot write a state member: %s", strerror(-r));
+		paths[j] = m[j].path;
+	}
+	/* What the crash left: every superblock readable, none stale. */
+	if (read_sbs(m, n, sb, ok))
+		viol(v, "a member's superblock is unreadable after the crash");
+	for (j = 0; j < n; j++)
+		if (ok[j] && sb[j].events > fresh)
+			fresh = sb[j].events;
+	for (j = 0; j < n; j++)
+		if (ok[j] && sb[j].events + 1 < fresh)
+			viol(v, "member %d: events %llu, another member has %llu: it would be left out as stale", j,
+			     (unsigned long long)sb[j].events, (unsigned long long)fresh);
+	if (rf_assemble(paths, n, NULL, false, &cfg, err, sizeof(err))) {
+		viol(v, "assemble refuses the members: %s", err);
+		return;
+	}
+	cfg.group_thread_cnt = 1;
+	cfg.worker_groups = 1;
+	r = rf_array_open(&cfg, &a, err, sizeof(err));
+	rf_config_free(&cfg);
+	if (r) {
+		viol(v, "the array does not open: %s", err);
+		return;
+	}
+	if (rf_array_start(a)) {
+		viol(v, "the array does not start");
+		rf_array_close(a);
+		return;
+	}
+	rf_sync_set_speed_min(a, INT32_MAX);
+	rf_sync_set_speed_max(a, INT32_MAX);
+	r = rf_array_start_resync(a, false);
+	if (r)
+		viol(v, "the resync due does not start: %s", strerror(-r));
+	rf_sync_wait(a);
+	r = rf_sync_request(a, RF_SYNC_CHECK);
+	if (r) {
+		viol(v, "check does not start: %s", strerror(-r));
+	} else {
+		rf_sync_wait(a);
+		rf_sync_get(a, &st);
+		if (st.mismatch_cnt)
+			viol(v, "mismatch_cnt %llu after the resync", (unsigned long long)st.mismatch_cnt);
+	}
+	check_data(L, a, s, v);
+	rf_array_close(a);
+	/* A clean close: one events count, clean, nothing due. */
+	if (read_sbs(m, n, sb, ok)) {
+		viol(v, "a superblock is unreadable after the clean close");
+		return;
+	}
+	for (j = 0; j < n; j++) {
+		if (!sb[j].clean || sb[j].resync_offset != RF_SB_MAX_SECTOR)
+			viol(v, "member %d not clean after the clean close (resync_offset %llu)", j,
+			     (unsigned long long)sb[j].resync_offset);
+		if (sb[j].events != sb[0].events)
+			viol(v, "member %d: events %llu after the clean close, member 0 has %llu", j,
+			     (unsigned long long)sb[j].events, (unsigned long long)sb[0].events);
+	}
+}
+
+static void save_state(const char *save, const struct member *m, char *const *names, int n,
+		       const struct state *s, uint64_t nstates, const struct verdict *v, const char *replay)
+{
+	char dir[PATH_MAX], p[PATH_MAX + 300];
+	FILE *f;
+	int j;
+
+	snprintf(dir, sizeof(dir), "%s/state-%llu", save, (unsigned long long)s->k);
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return;
+	for (j = 0; j < n; j++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, names[j]);
+		write_file(p, m[j].img, m[j].size);
+	}
+	snprintf(p, sizeof(p), "%s/why", dir);
+	f = fopen(p, "w");
+	if (!f)
+		return;
+	fprintf(f, "state %llu: crash before log record %llu, %s\n%s\nreplay: %s --states %llu --only %llu\n"
+		"(the members as the crash left them are beside this file, before assembly)\n",
+		(unsigned long long)s->k, (unsigned long long)s->point, mode_name(s->mode), v->msg, replay,
+		(unsigned long long)nstates, (unsigned long long)s->k);
+	fclose(f);
+}
+
+static int cmd_check(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "log", required_argument, NULL, 'l' },
+		{ "base", required_argument, NULL, 'b' },
+		{ "work", required_argument, NULL, 'w' },
+		{ "states", required_argument, NULL, 'n' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "only", required_argument, NULL, 'o' },
+		{ "save", required_argument, NULL, 'S' },
+		{ "replay", required_argument, NULL, 'R' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *logpath = NULL, *basedir = NULL, *workdir = NULL, *save = NULL, *replay = "crash-states check";
+	uint64_t nstates = 0, seed = 1, only = UINT64_MAX, k, nviol = 0, checked = 0, *b;
+	struct member m[MAX_MEMBERS];
+	char **names;
+	struct log L;
+	double t0 = now_s();
+	size_t nb;
+	int c, n, j, r;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'l': logpath = optarg; break;
+		case 'b': basedir = optarg; break;
+		case 'w': workdir = optarg; break;
+		case 'n': nstates = strtoull(optarg, NULL, 0); break;
+		case 's': seed = strtoull(optarg, NULL, 0); break;
+		case 'o': only = strtoull(optarg, NULL, 0); break;
+		case 'S': save = optarg; break;
+		case 'R': replay = optarg; break;
+		default: return 2;
+		}
+	}
+	n = argc - optind;
+	names = argv + optind;
+	if (!logpath || !basedir || !workdir || n < 2 || n > MAX_MEMBERS)
+		die("check: expected --log LOG --base DIR --work DIR and 2..16 member names%s", "");
+	memset(&L, 0, sizeof(L));
+	load_log(&L, logpath, names, n);
+	for (j = 0; j < n; j++) {
+		char p[PATH_MAX + 300];
+
+		snprintf(p, sizeof(p), "%s/%s", basedir, names[j]);
+		r = read_file(p, &m[j].base, &m[j].size);
+		if (r)
+			die("cannot read a base member: %s", p);
+		m[j].img = malloc(m[j].size);
+		snprintf(m[j].path, sizeof(m[j].path), "%s/%s", workdir, names[j]);
+	}
+	if (save && mkdir(save, 0755) && errno != EEXIST)
+		die("cannot make the directory for violations: %s", save);
+	b = boundaries(&L, &nb);
+	/* By default every flush boundary once, half as many random states
+	 * again, 1000 at least. */
+	if (!nstates)
+		nstates = nb + nb / 2 > 1000 ? nb + nb / 2 : 1000;
+	printf("log: %llu records, %zu member writes and flushes, %llu workload writes, %llu flushes acknowledged "
+	       "or not, %zu flush boundaries\n", (unsigned long long)L.nseq, L.nops, (unsigned long long)L.ngens,
+	       (unsigned long long)L.nflushes, nb);
+	fflush(stdout);
+	for (k = only == UINT64_MAX ? 0 : only; k < (only == UINT64_MAX ? nstates : only + 1); k++) {
+		struct verdict v = { 0 };
+		struct state s;
+
+		pick_state(&s, k, nstates, seed, b, nb, L.nseq);
+		build_state(&L, m, n, &s);
+		check_state(&L, m, n, &s, &v);
+		checked++;
+		if (v.nviol) {
+			nviol++;
+			printf("violation: state %llu (crash before log record %llu, %s):\n%s",
+			       (unsigned long long)k, (unsigned long long)s.point, mode_name(s.mode), v.msg);
+			/* the images again, as the crash left them */
+			build_state(&L, m, n, &s);
+			if (save)
+				save_state(save, m, names, n, &s, nstates, &v, replay);
+			fflush(stdout);
+		}
+	}
+	printf("time: %.1f s\n", now_s() - t0);
+	printf("crash states: %llu checked, %llu violations\n", (unsigned long long)checked,
+	       (unsigned long long)nviol);
+	fflush(stdout);
+	for (j = 0; j < n; j++) {
+		free(m[j].base);
+		free(m[j].img);
+	}
+	free(b);
+	free(L.ops);
+	free(L.gens);
+	free(L.flushes);
+	free(L.buf);
+	return nviol ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && !strcmp(argv[1], "record"))
+		return cmd_record(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "check"))
+		return cmd_check(argc - 1, argv + 1);
+	fprintf(stderr, "usage: crash-states record --log LOG [--seed S] [--rounds R] MEMBER...\n"
+			"       crash-states check --log LOG --base DIR --work DIR [--states N] [--seed S]\n"
+			"                          [--only K] [--save DIR] [--replay CMD] MEMBER-NAME...\n");
+	return 2;
+}
