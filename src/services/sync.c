@@ -212,6 +212,8 @@ struct rf_sync {
 	void *notify_priv;
 };
 
+void (*rf_sync_test_looked)(void);
+
 static const char *const action_names[] = {
 	[RF_SYNC_IDLE] = "idle",
 	[RF_SYNC_FROZEN] = "frozen",
@@ -966,6 +968,10 @@ static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint6
 			stopped = true;
 		if (!k.ret && !stopped && k.next < k.total && rf_failed_now(a))
 			k.ret = -EIO;
+		/* Every untimed wait below follows the look at the oldest
+		 * region above within one hold of s->lock: a region that
+		 * ended while the lock was let go (fg_active(), retire(),
+		 * skip_clean()) signalled no one, and is seen here. */
 		if (k.ret || stopped || k.next >= k.total) {
 			/* Regions in flight finish; then the walk ends. */
 			if (!s->win_count)
@@ -973,8 +979,22 @@ static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint6
 			pthread_cond_wait(&s->cond, &s->lock);
 			continue;
 		}
+		if (k.next >= k.run_end) {
+			/* The bitmap's walk and recovery_cp jump only from
+			 * where every region is done. */
+			if (s->win_count) {
+				pthread_cond_wait(&s->cond, &s->lock);
+				continue;
+			}
+			pthread_mutex_unlock(&s->lock);
+			skip_clean(s, &k);
+			pthread_mutex_lock(&s->lock);
+			continue;
+		}
 		pthread_mutex_unlock(&s->lock);
 		busy = fg_active(s);
+		if (rf_sync_test_looked)
+			rf_sync_test_looked();
 		pthread_mutex_lock(&s->lock);
 		/* Foreground first: while it is active, one region at a time
 		 * (its own IO in flight is at most REGION_BUSY per member);
@@ -990,18 +1010,6 @@ static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint6
 		left = (double)k.last_n / 2 / want - (now() - k.last_t);
 		if (left > 0) {
 			wait_news(s, left < PACE_POLL ? left : PACE_POLL);
-			continue;
-		}
-		if (k.next >= k.run_end) {
-			/* The bitmap's walk and recovery_cp jump only from
-			 * where every region is done. */
-			if (s->win_count) {
-				pthread_cond_wait(&s->cond, &s->lock);
-				continue;
-			}
-			pthread_mutex_unlock(&s->lock);
-			skip_clean(s, &k);
-			pthread_mutex_lock(&s->lock);
 			continue;
 		}
 		g = &s->win[(s->win_head + s->win_count) % WIN_MAX];
