@@ -67,14 +67,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "core/engine.h"
 #include "raidfuse/assemble.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/fdio.h"
 #include "raidfuse/iolog.h"
 #include "raidfuse/super.h"
 #include "raidfuse/sync.h"
-#include "sbstate.h"
+#include "services/sbstate.h"
 #include "testreq.h"
 
 #define SECTOR 512u
