@@ -72,6 +72,7 @@ struct rf_piece {
 
 struct rf_stripe;
 struct rf_worker;
+struct rf_sync_work;
 
 /* One per RAID level; a static table in engine.c picks it. */
 struct rf_level_ops {
@@ -89,6 +90,19 @@ struct rf_level_ops {
 	/* Run the stripe state machine for sh (the worker owns it).  Optional:
 	 * only levels with stripe pieces. */
 	void (*handle_stripe)(struct rf_worker *w, struct rf_stripe *sh);
+	/* The sync walk's (services/sync.c, md's sync_request).  Optional:
+	 * levels without redundancy leave them NULL and have no sync action.
+	 * sync_total: the sectors the walk covers, in its units (member
+	 * sectors, or array sectors); sync_clip: the sectors of a region at
+	 * pos, at most n; sync_write_rows: the rows [*lo, *hi) a write of len
+	 * bytes at array byte off may touch; sync_degraded: whether check,
+	 * repair and resync still compare with a member missing;
+	 * sync_region: the work of one region (syncwork.h), 0 or -errno. */
+	uint64_t (*sync_total)(const struct rf_array *a);
+	uint64_t (*sync_clip)(const struct rf_array *a, uint64_t pos, uint64_t n);
+	void (*sync_write_rows)(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi);
+	bool sync_degraded;
+	int (*sync_region)(struct rf_sync_work *w);
 };
 
 /* A stripe head: one stripe_size block of every member at `sector`.

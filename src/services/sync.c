@@ -1,29 +1,18 @@
-/* sync.c - the sync walk: md's resync, check, repair and rebuild for
- * raid1, raid10 and raid4/5/6.
+/* sync.c - the sync walk: md's md_do_sync for resync, check, repair and
+ * rebuild, generic over the levels.
  *
  * A walk goes over the array region by region (md's sync window) from the
  * start (or, for a resync or rebuild, from where an interrupted one
- * stopped) to the end.  A region is a run of member sectors, the same on
- * every member (raid1, raid4/5/6: every block row in it, whatever chunk
- * rows it crosses), or a run of array sectors inside one chunk for raid10
- * (whose far and offset copies sit at different member sectors).  For
- * each region a worker reads every member's part (every copy of the
- * data), compares in 4 KiB blocks (md's STRIPE_SIZE) and:
- *   check   adds 8 sectors to mismatch_cnt per block whose parity does not
- *           match its data, and per mirror copy that differs from the
- *           first in-sync copy (md counts per copy); writes nothing.
- *           raid6: when P and Q agree that exactly one block is wrong (only
- *           P, only Q, or one data block D_z with P ^ P' = e and
- *           Q ^ Q' = g^z e), the member is named in the log and in
- *           rf_sync_status.bad_member.
- *   repair  as check, then rewrites P [and Q] from the data, or the one
- *           raid6 data block P and Q identified, or the differing copies
- *           from the first in-sync copy.
- *   resync  as repair, counting nothing; mirrors read only the first copy
- *           and write it to every other copy, parity levels read the row
- *           (as md) and write the parity that differs.
- *   recover rebuilds the devices taking failed slots: mirrors copy from a
- *           copy in sync, parity levels compute the missing blocks.
+ * stopped) to the end.  The level says what a region is and does its work
+ * (rf_level_ops: sync_total, sync_clip, sync_region; md's sync_request):
+ * raid1 and raid4/5/6 walk member sectors, a region the same run on every
+ * member; raid10 walks array sectors inside one chunk.  The work of a
+ * region is check (count what disagrees: mismatch_cnt), repair (count and
+ * rewrite), resync (rewrite what disagrees) or recover (compute or copy
+ * the blocks of every device being rebuilt, one or two at once); see the
+ * level files for each.  This file cuts, paces, hands out, retires and
+ * checkpoints the regions, and gives the level its buffers, member IO and
+ * row locks (syncwork.h).  Nothing here depends on the level.
  *
  * Several regions at once.  One thread (sync_main) walks: it hands regions
  * out in order, up to two per worker, to SYNC_WINDOW workers, each with
@@ -104,6 +93,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,12 +102,11 @@
 
 #include "core/engine.h"
 #include "raidfuse/bitmap.h"
-#include "raidfuse/parity.h"
 #include "raidfuse/sync.h"
+#include "services/syncwork.h"
 
-#define BLK 4096u                       /* compare unit, md's STRIPE_SIZE */
-#define BLK_SECTORS (BLK / 512)
-#define REGION_IDLE (1u << 20)          /* bytes per member per region when idle */
+#define BLK RF_SYNC_BLK                 /* compare unit, md's STRIPE_SIZE */
+#define REGION_IDLE RF_SYNC_REGION_MAX  /* bytes per member per region when idle */
 #define REGION_BUSY (64u << 10)         /* while foreground IO is active */
 #define NMARKS 4                        /* speed marks, about a second apart */
 #define MAX_NAMED_LOGS 64               /* raid6 naming lines per run */
@@ -157,6 +146,7 @@ struct region {
 /* One walker thread: runs one region at a time on buffers and an IO queue
  * of its own. */
 struct sync_worker {
+	struct rf_sync_work work;       /* the region's, given to the level (first) */
 	struct rf_sync *s;
 	struct rf_array *a;
 	pthread_t thread;
@@ -167,14 +157,16 @@ struct sync_worker {
 	/* the thread: */
 	struct region *cur;             /* the region it runs */
 	char *mem;                      /* region buffers, then the scratch blocks */
-	char *buf[RF_MAX_MEMBERS];      /* region_max each */
-	char *p, *q, *delta, *qq, *zero; /* BLK each */
-	uint8_t dirty[RF_MAX_MEMBERS][REGION_IDLE / BLK];
 	struct rf_ioq ioq;              /* the worker's member IO queue, made on its thread */
 	bool ioq_ok;                    /* s->lock until ready */
 	struct rf_mio *mios;            /* a region's member IO */
 	int nmios, io_pending, io_err;
 };
+
+static struct sync_worker *worker_of(struct rf_sync_work *work)
+{
+	return (struct sync_worker *)((char *)work - offsetof(struct sync_worker, work));
+}
 
 struct rf_sync {
 	struct rf_array *a;
@@ -284,67 +276,16 @@ static bool fg_active(struct rf_sync *s)
 	return false;
 }
 
-static bool is_mirror(const struct rf_array *a)
-{
-	return a->geom.level == 1 || a->geom.level == 10;
-}
-
-/* Sectors the walk covers: member sectors, array sectors for raid10. */
+/* The walk's units: member sectors, or array sectors (the level's; a
+ * level without sync work has no walk, and reports its members' size). */
 static uint64_t walk_total(const struct rf_array *a)
 {
-	return a->geom.level == 10 ? a->geom.array_sectors : a->geom.dev_sectors;
+	return a->ops->sync_total ? a->ops->sync_total(a) : a->geom.dev_sectors;
 }
-
-/* ---- the rows a region locks ----
- *
- * In the walk's units: member sectors (raid1, raid4/5/6: a region is the
- * same run on every member), array sectors for raid10.  A write is mapped
- * to the same units, rounded out to whole stripe heads (a read-modify-write
- * of one block reads and writes its whole head's column blocks and
- * parity). */
 
 void rf_sync_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi)
 {
-	const struct rf_geom *g = &a->geom;
-	uint64_t s0 = off >> 9, s1 = (off + len + 511) >> 9, cs = g->chunk_sectors, head;
-
-	if (s1 <= s0)
-		s1 = s0 + 1;    /* an empty write still names its row */
-	if (is_mirror(a) || !cs) {
-		*lo = s0;
-		*hi = s1;
-		return;
-	}
-	/* Chunk c of the array lies in row c / data_disks, at the same
-	 * offset in the row's chunk on every member. */
-	if (s0 / cs == (s1 - 1) / cs) {
-		uint64_t row = s0 / cs / (uint64_t)g->data_disks;
-
-		*lo = row * cs + s0 % cs;
-		*hi = row * cs + (s1 - 1) % cs + 1;
-	} else {
-		*lo = s0 / cs / (uint64_t)g->data_disks * cs;
-		*hi = ((s1 - 1) / cs / (uint64_t)g->data_disks + 1) * cs;
-	}
-	head = a->stripe_size >> 9;
-	if (head > 1) {
-		*lo -= *lo % head;
-		*hi += (head - *hi % head) % head;
-	}
-}
-
-/* Lock the region's rows: writes into them wait, those in flight end. */
-static void rows_lock(struct sync_worker *w, uint64_t lo, uint64_t hi)
-{
-	w->cur->keep_locked = false;
-	rf_rangelock_lock(&w->a->rl, &w->cur->range, lo, hi);
-}
-
-/* Unlock them (unless the region keeps them locked until it is retired):
- * the writes that waited go on, oldest first. */
-static void rows_unlock(struct sync_worker *w)
-{
-	rf_rangelock_unlock(&w->a->rl, &w->cur->range);
+	a->ops->sync_write_rows(a, off, len, lo, hi);
 }
 
 /* ---- member IO ----
@@ -368,9 +309,9 @@ static void sio_end(struct rf_mio *m)
 	w->io_pending--;
 }
 
-/* Queue a read or write of len bytes of member m at member sector sec. */
-static void sio_queue(struct sync_worker *w, int m, bool write, char *buf, uint32_t len, uint64_t sec)
+void rf_sync_io(struct rf_sync_work *work, int m, bool write, char *buf, uint32_t len, uint64_t sec)
 {
+	struct sync_worker *w = worker_of(work);
 	struct rf_mio *mio = &w->mios[w->nmios++];
 
 	memset(mio, 0, sizeof(*mio));
@@ -385,10 +326,9 @@ static void sio_queue(struct sync_worker *w, int m, bool write, char *buf, uint3
 	rf_ioq_queue(&w->ioq, mio);
 }
 
-/* Submit what was queued and wait for all of it.  Returns 0 or the first
- * error (its member is marked faulty). */
-static int sio_wait(struct sync_worker *w)
+int rf_sync_io_wait(struct rf_sync_work *work)
 {
+	struct sync_worker *w = worker_of(work);
 	int ret;
 
 	for (;;) {
@@ -411,13 +351,15 @@ static int sio_wait(struct sync_worker *w)
 	return ret;
 }
 
-/* Queue the dirty blocks of buf (nblk blocks, bytes long) for member m at
- * member sector sec, one write per contiguous run, and clear them. */
-static void queue_dirty(struct sync_worker *w, int m, char *buf, uint8_t *dirty, int nblk, uint32_t bytes,
-			uint64_t sec)
+void rf_sync_write_dirty(struct rf_sync_work *w, int m, char *buf, uint8_t *dirty, int nblk, uint32_t bytes,
+			 uint64_t sec, int err)
 {
 	int b = 0, e;
 
+	if (err) {
+		memset(dirty, 0, (size_t)nblk);
+		return;
+	}
 	while (b < nblk) {
 		uint32_t off, len;
 
@@ -429,307 +371,48 @@ static void queue_dirty(struct sync_worker *w, int m, char *buf, uint8_t *dirty,
 			dirty[e] = 0;
 		off = (uint32_t)b * BLK;
 		len = (uint32_t)e * BLK < bytes ? (uint32_t)(e - b) * BLK : bytes - off;
-		sio_queue(w, m, true, buf + off, len, sec + off / 512);
+		rf_sync_io(w, m, true, buf + off, len, sec + off / 512);
 		b = e;
 	}
 }
 
-static void count_mismatch(struct rf_sync *s, uint32_t len)
+void rf_sync_rows_lock(struct rf_sync_work *work, uint64_t lo, uint64_t hi)
 {
+	struct sync_worker *w = worker_of(work);
+
+	rf_rangelock_lock(&w->a->rl, &w->cur->range, lo, hi);
+}
+
+void rf_sync_rows_unlock(struct rf_sync_work *work)
+{
+	struct sync_worker *w = worker_of(work);
+
+	rf_rangelock_unlock(&w->a->rl, &w->cur->range);
+}
+
+void rf_sync_mismatch(struct rf_sync_work *work, uint64_t sectors)
+{
+	struct rf_sync *s = worker_of(work)->s;
+
 	pthread_mutex_lock(&s->lock);
-	s->mismatches += len / 512;
+	s->mismatches += sectors;
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* ---- raid1 and raid10 ---- */
-
-/* Every copy of the region at pos (at most *n sectors; *n is set to what
- * the region covers): member and member sector. */
-static int mirror_copies(struct rf_array *a, uint64_t pos, uint64_t *n, int *devs, uint64_t *secs)
+bool rf_sync_found_bad(struct rf_sync_work *work, int m, uint64_t where)
 {
-	if (a->geom.level != 1 && *n > rf_geom_chunk_left(&a->geom, pos))
-		*n = rf_geom_chunk_left(&a->geom, pos);
-	return rf_mirror_map(&a->geom, pos, devs, secs);
-}
-
-static int mirror_region(struct sync_worker *w, enum rf_sync_action act, uint64_t pos, uint64_t *nsec)
-{
-	struct rf_array *a = w->a;
-	int devs[RF_MAX_MEMBERS], live[RF_MAX_MEMBERS], n, m = 0, i, b, nblk, ret = 0;
-	uint64_t secs[RF_MAX_MEMBERS], faulty = rf_faulty(a);
-	uint32_t bytes;
-
-	n = mirror_copies(a, pos, nsec, devs, secs);
-	for (i = 0; i < n; i++)
-		if (!(faulty & (1ull << devs[i])))
-			live[m++] = i;
-	if (m < 2)
-		return 0;       /* one copy left: nothing to compare or copy to */
-	bytes = (uint32_t)(*nsec << 9);
-	nblk = (int)((bytes + BLK - 1) / BLK);
-	rows_lock(w, pos, pos + *nsec);
-	for (i = 0; i < m; i++)
-		if (i == 0 || act != RF_SYNC_RESYNC)
-			sio_queue(w, devs[live[i]], false, w->buf[i], bytes, secs[live[i]]);
-	ret = sio_wait(w);
-	for (b = 0; b < nblk && !ret; b++) {
-		uint32_t off = (uint32_t)b * BLK, len = bytes - off < BLK ? bytes - off : BLK;
-
-		for (i = 1; i < m; i++) {
-			if (act != RF_SYNC_RESYNC) {
-				if (!memcmp(w->buf[0] + off, w->buf[i] + off, len))
-					continue;
-				count_mismatch(w->s, len);
-				if (act == RF_SYNC_CHECK)
-					continue;
-			}
-			memcpy(w->buf[i] + off, w->buf[0] + off, len);
-			w->dirty[i][b] = 1;
-		}
-	}
-	/* Buffers are indexed by live copy, not by member. */
-	for (i = 1; i < m; i++)
-		if (ret)
-			memset(w->dirty[i], 0, (size_t)nblk);
-		else
-			queue_dirty(w, devs[live[i]], w->buf[i], w->dirty[i], nblk, bytes, secs[live[i]]);
-	if (!ret)
-		ret = sio_wait(w);
-	rows_unlock(w);
-	return ret;
-}
-
-/* Rebuild: copy the region from a copy that holds it to every copy on a
- * device being rebuilt. */
-static int mirror_recover(struct sync_worker *w, uint64_t pos, uint64_t *nsec)
-{
-	struct rf_array *a = w->a;
-	int devs[RF_MAX_MEMBERS], n, i, src = -1, ntarget = 0, ret;
-	uint64_t secs[RF_MAX_MEMBERS], rec;
-	uint32_t bytes;
-
-	n = mirror_copies(a, pos, nsec, devs, secs);
-	bytes = (uint32_t)(*nsec << 9);
-	rows_lock(w, pos, pos + *nsec);
-	rec = atomic_load(&a->recovering) & ~rf_faulty(a);
-	for (i = 0; i < n; i++) {
-		if (rec & (1ull << devs[i]))
-			ntarget++;
-		else if (src < 0 && !(rf_faulty_read(a) & (1ull << devs[i])))
-			src = i;
-	}
-	ret = ntarget && src < 0 ? -EIO : 0;
-	if (ntarget && src >= 0) {
-		sio_queue(w, devs[src], false, w->buf[0], bytes, secs[src]);
-		ret = sio_wait(w);
-		for (i = 0; i < n && !ret; i++)
-			if (rec & (1ull << devs[i]))
-				sio_queue(w, devs[i], true, w->buf[0], bytes, secs[i]);
-		if (!ret)
-			ret = sio_wait(w);
-	}
-	rows_unlock(w);
-	return ret;
-}
-
-/* ---- raid4/5/6 ---- */
-
-/* Rebuild: every missing block of the region's rows from the others
- * (xor, or raid6 recovery of any two), written to the devices being
- * rebuilt.  The rows stay locked: writes to them skip those devices
- * until recovery_cp passes them, which waits for every region below
- * (retire()). */
-static int parity_recover(struct sync_worker *w, uint64_t pos, uint64_t *nsec)
-{
-	struct rf_array *a = w->a;
-	const struct rf_geom *g = &a->geom;
-	uint32_t bytes = (uint32_t)(*nsec << 9);
-	int i, b, nblk = (int)(bytes / BLK), ret = 0;
-	uint64_t row = UINT64_MAX, rec, missing;
-	struct rf_r5_row r;
-	void *blocks[RF_MAX_MEMBERS + 2];
-
-	rows_lock(w, pos, pos + *nsec);
-	rec = atomic_load(&a->recovering) & ~rf_faulty(a);
-	missing = rf_faulty(a) | rec;
-	if (!rec || a->ops->failed(a, missing)) {
-		ret = rec ? -EIO : 0;
-		goto out;
-	}
-	for (i = 0; i < a->nmembers; i++)
-		if (!(missing & (1ull << i)))
-			sio_queue(w, i, false, w->buf[i], bytes, pos);
-	ret = sio_wait(w);
-	for (b = 0; b < nblk && !ret; b++) {
-		uint64_t ds = pos + (uint64_t)b * BLK_SECTORS;
-		int off = b * (int)BLK, f[2] = { -1, -1 }, nf = 0, n;
-
-		if (ds / g->chunk_sectors != row) {
-			row = ds / g->chunk_sectors;
-			rf_r5_row(g, row, &r);
-		}
-		if (g->level != 6) {
-			int x = __builtin_ctzll(missing);
-
-			for (i = 0, n = 0; i < a->nmembers; i++)
-				if (i != x)
-					blocks[n++] = w->buf[i] + off;
-			rf_xor_gen(n, BLK, blocks, w->buf[x] + off);
-			continue;
-		}
-		n = rf_r6_blocks(&r, g->data_disks, w->buf, (size_t)off, w->zero, blocks);
-		for (i = 0; i < a->nmembers && nf < 2; i++)
-			if (missing & (1ull << i))
-				f[nf++] = rf_r6_index(&r, i);
-		rf_raid6_recover(n, BLK, blocks, f[0], f[1]);
-	}
-	for (i = 0; i < a->nmembers && !ret; i++)
-		if (rec & (1ull << i))
-			sio_queue(w, i, true, w->buf[i], bytes, pos);
-	if (!ret)
-		ret = sio_wait(w);
-out:
-	w->cur->keep_locked = true;
-	return ret;
-}
-
-static void name_bad(struct sync_worker *w, enum rf_sync_action act, int member, uint64_t dev_sector,
-		     const char *what)
-{
-	struct rf_sync *s = w->s;
-	struct rf_array *a = w->a;
+	struct rf_sync *s = worker_of(work)->s;
 	int nlogged;
-	int64_t as = rf_r5_array_sector(&a->geom, member, dev_sector);
-	uint64_t where = as >= 0 ? (uint64_t)as : dev_sector;
 
 	pthread_mutex_lock(&s->lock);
-	s->bad_member = member;
+	s->bad_member = m;
 	s->bad_sector = where;
 	s->bad_found++;
 	nlogged = ++s->nlogged;
 	pthread_mutex_unlock(&s->lock);
 	if (nlogged == MAX_NAMED_LOGS + 1)
-		rf_warn("%s: more wrong blocks named; not logging them", a->name);
-	if (nlogged > MAX_NAMED_LOGS)
-		return;
-	if (as >= 0)
-		rf_warn("%s: %s: member %d (%s) holds the wrong data block at array sector %llu (member sector %llu)",
-			a->name, rf_sync_action_name(act), member, a->members[member].path, (unsigned long long)as,
-			(unsigned long long)dev_sector);
-	else
-		rf_warn("%s: %s: member %d (%s) holds the wrong %s block at member sector %llu", a->name,
-			rf_sync_action_name(act), member, a->members[member].path, what,
-			(unsigned long long)dev_sector);
-}
-
-/* raid6, P and Q both wrong: the data member whose error explains both
- * (Q ^ Q' == g^slot (P ^ P')), or -1.  w->delta = P ^ P' on return. */
-static int raid6_bad_data(struct sync_worker *w, const struct rf_r5_row *r, int off)
-{
-	struct rf_array *a = w->a;
-	int k;
-
-	memcpy(w->delta, w->buf[r->pd_idx] + off, BLK);
-	rf_xor_into(BLK, w->p, w->delta);
-	for (k = 0; k < a->geom.data_disks; k++) {
-		int z = r->data_member[k];
-
-		memcpy(w->qq, w->q, BLK);
-		rf_q_update(BLK, r->qslot[z], w->delta, w->qq);
-		if (!memcmp(w->qq, w->buf[r->qd_idx] + off, BLK))
-			return z;
-	}
-	return -1;
-}
-
-static int parity_region(struct sync_worker *w, enum rf_sync_action act, uint64_t pos, uint64_t *nsec)
-{
-	struct rf_array *a = w->a;
-	const struct rf_geom *g = &a->geom;
-	uint32_t bytes = (uint32_t)(*nsec << 9);
-	int i, k, b, nblk = (int)(bytes / BLK), ret = 0;
-	uint64_t row = UINT64_MAX;
-	bool raid6 = g->level == 6, wrote = false;
-	struct rf_r5_row r;
-	void *blocks[RF_MAX_MEMBERS + 2];
-
-	rows_lock(w, pos, pos + *nsec);
-	if (rf_faulty(a)) {
-		ret = -EIO;     /* a member failed since the start: nothing to compare */
-		goto out;
-	}
-	/* Every column: P and Q move from row to row inside the region. */
-	for (i = 0; i < a->nmembers; i++)
-		sio_queue(w, i, false, w->buf[i], bytes, pos);
-	ret = sio_wait(w);
-	for (b = 0; b < nblk && !ret; b++) {
-		uint64_t ds = pos + (uint64_t)b * BLK_SECTORS;
-		int off = b * (int)BLK, bad = -1;
-		bool badp, badq;
-
-		if (ds / g->chunk_sectors != row) {
-			row = ds / g->chunk_sectors;
-			rf_r5_row(g, row, &r);
-		}
-		if (raid6) {
-			rf_pq_gen(rf_r6_blocks(&r, g->data_disks, w->buf, (size_t)off, w->zero, blocks), BLK, blocks,
-				  w->p, w->q);
-		} else {
-			for (k = 0; k < g->data_disks; k++)
-				blocks[k] = w->buf[r.data_member[k]] + off;
-			rf_xor_gen(g->data_disks, BLK, blocks, w->p);
-		}
-		badp = memcmp(w->p, w->buf[r.pd_idx] + off, BLK) != 0;
-		badq = raid6 && memcmp(w->q, w->buf[r.qd_idx] + off, BLK) != 0;
-		if (!badp && !badq)
-			continue;
-		if (act != RF_SYNC_RESYNC) {
-			count_mismatch(w->s, BLK);
-			if (!raid6)
-				bad = -1;       /* P alone cannot say which block is wrong */
-			else if (!badq)
-				name_bad(w, act, bad = r.pd_idx, ds, "P");
-			else if (!badp)
-				name_bad(w, act, bad = r.qd_idx, ds, "Q");
-			else if ((bad = raid6_bad_data(w, &r, off)) >= 0)
-				name_bad(w, act, bad, ds, "data");
-			else
-				rf_dbg("%s: %s: member sector %llu: P and Q wrong, no single member explains it",
-				       a->name, rf_sync_action_name(act), (unsigned long long)ds);
-			if (act == RF_SYNC_CHECK)
-				continue;
-		}
-		if (bad >= 0 && bad != r.pd_idx && bad != r.qd_idx) {
-			/* P and Q are right: the data block is what they say. */
-			rf_xor_into(BLK, w->delta, w->buf[bad] + off);
-			w->dirty[bad][b] = 1;
-			continue;
-		}
-		if (badp) {
-			memcpy(w->buf[r.pd_idx] + off, w->p, BLK);
-			w->dirty[r.pd_idx][b] = 1;
-		}
-		if (badq) {
-			memcpy(w->buf[r.qd_idx] + off, w->q, BLK);
-			w->dirty[r.qd_idx][b] = 1;
-		}
-	}
-	for (i = 0; i < a->nmembers; i++) {
-		for (b = 0; b < nblk && !wrote; b++)
-			wrote = w->dirty[i][b];
-		if (!ret)
-			queue_dirty(w, i, w->buf[i], w->dirty[i], nblk, bytes, pos);
-		else
-			memset(w->dirty[i], 0, (size_t)nblk);
-	}
-	if (!ret)
-		ret = sio_wait(w);
-	/* Cached heads of these rows hold what the members held before. */
-	if (wrote)
-		rf_sync_rows_forget(a, pos, pos + *nsec);
-out:
-	rows_unlock(w);
-	return ret;
+		rf_warn("%s: more wrong blocks named; not logging them", s->a->name);
+	return nlogged <= MAX_NAMED_LOGS;
 }
 
 /* ---- the walk ----
@@ -740,15 +423,19 @@ out:
  * that are done, all of whose lower neighbours are done too.
  */
 
-/* Run the region handed to w. */
+/* Run the region handed to w: the level's work. */
 static int region_run(struct sync_worker *w, enum rf_sync_action act)
 {
-	struct rf_array *a = w->a;
-	uint64_t lo = w->cur->lo, n = w->cur->n;
+	struct rf_sync_work *work = &w->work;
+	int ret;
 
-	if (act == RF_SYNC_RECOVER)
-		return is_mirror(a) ? mirror_recover(w, lo, &n) : parity_recover(w, lo, &n);
-	return is_mirror(a) ? mirror_region(w, act, lo, &n) : parity_region(w, act, lo, &n);
+	work->act = act;
+	work->pos = w->cur->lo;
+	work->n = w->cur->n;
+	work->keep_locked = false;
+	ret = w->a->ops->sync_region(work);
+	w->cur->keep_locked = work->keep_locked;
+	return ret;
 }
 
 static void *worker_main(void *arg)
@@ -782,7 +469,6 @@ static void *worker_main(void *arg)
 		w->cur->state = REG_RUNNING;
 		act = s->action;
 		pthread_mutex_unlock(&s->lock);
-		w->cur->keep_locked = false;
 		ret = region_run(w, act);
 		pthread_mutex_lock(&s->lock);
 		w->cur->ret = ret;
@@ -912,7 +598,9 @@ static void skip_clean(struct rf_sync *s, struct walk *k)
 		 * far side of the old position meanwhile. */
 		rf_writes_hold(a);
 		np = rf_bitmap_dirty_skip(a->bitmap, k->next, k->total, &n);
-		if (np != k->next && !is_mirror(a)) {
+		if (np != k->next) {
+			/* raid4/5/6 writes skip the devices being rebuilt at
+			 * and past recovery_cp (mirrors write them always). */
 			rf_stripe_cache_forget(a, k->next, np);
 			atomic_store_explicit(&a->recovery_cp, np, memory_order_release);
 		}
@@ -923,14 +611,6 @@ static void skip_clean(struct rf_sync *s, struct walk *k)
 	}
 	k->next = k->pos = np;
 	k->run_end = np < k->total ? np + n : k->total;
-}
-
-/* Sectors of the region at pos: raid10's stay inside one chunk. */
-static uint64_t region_clip(const struct rf_array *a, uint64_t pos, uint64_t n)
-{
-	if (a->geom.level == 10 && n > rf_geom_chunk_left(&a->geom, pos))
-		n = rf_geom_chunk_left(&a->geom, pos);
-	return n;
 }
 
 /* Regions from *pos to total, several at once, until done, stopped or
@@ -1017,7 +697,7 @@ static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint6
 		g->n = (busy ? REGION_BUSY : s->region_max) / 512;
 		if (g->n > k.run_end - k.next)
 			g->n = k.run_end - k.next;
-		g->n = region_clip(a, k.next, g->n);
+		g->n = a->ops->sync_clip(a, k.next, g->n);
 		g->state = REG_READY;
 		g->ret = 0;
 		g->keep_locked = false;
@@ -1068,18 +748,19 @@ static int worker_start(struct rf_sync *s, struct sync_worker *w)
 
 	w->s = s;
 	w->a = a;
+	w->work.a = a;
 	/* Reads: one per member; writes: at most a run per two blocks. */
 	w->mios = calloc((size_t)a->nmembers * (REGION_IDLE / BLK / 2 + 1), sizeof(*w->mios));
 	if (!w->mios || posix_memalign((void **)&w->mem, 4096, per * (size_t)a->nmembers + 5 * BLK))
 		return -ENOMEM;
 	for (i = 0; i < (size_t)a->nmembers; i++)
-		w->buf[i] = w->mem + i * per;
-	w->p = w->mem + per * (size_t)a->nmembers;
-	w->q = w->p + BLK;
-	w->delta = w->q + BLK;
-	w->qq = w->delta + BLK;
-	w->zero = w->qq + BLK;
-	memset(w->zero, 0, BLK);
+		w->work.buf[i] = w->mem + i * per;
+	w->work.p = w->mem + per * (size_t)a->nmembers;
+	w->work.q = w->work.p + BLK;
+	w->work.delta = w->work.q + BLK;
+	w->work.qq = w->work.delta + BLK;
+	w->work.zero = w->work.qq + BLK;
+	memset(w->work.zero, 0, BLK);
 	ret = -pthread_create(&w->thread, NULL, worker_main, w);
 	if (ret)
 		return ret;
@@ -1201,11 +882,11 @@ static int start(struct rf_array *a, enum rf_sync_action act)
 	struct rf_sync *s = a->sync;
 	int ret;
 
-	if (!is_mirror(a) && a->geom.level < 4)
-		return -EINVAL;
+	if (!a->ops->sync_region)
+		return -EINVAL;         /* no redundancy: nothing to sync */
 	if (act != RF_SYNC_CHECK && a->readonly)
 		return -EROFS;
-	if (act == RF_SYNC_RECOVER ? rf_failed_now(a) : rf_failed_now(a) || (!is_mirror(a) && rf_faulty(a))) {
+	if (act == RF_SYNC_RECOVER ? rf_failed_now(a) : rf_failed_now(a) || (!a->ops->sync_degraded && rf_faulty(a))) {
 		rf_err("%s: %s: the array is degraded: no redundancy to compare", a->name,
 		       rf_sync_action_name(act));
 		return -EIO;
@@ -1221,9 +902,8 @@ static int start(struct rf_array *a, enum rf_sync_action act)
 	s->stop = false;
 	s->total = walk_total(a);
 	s->done = act == RF_SYNC_RESYNC && s->resync_cp < s->total ? s->resync_cp : 0;
-	/* A rebuild resumes where its superblock says (raid10 walks array
-	 * sectors: from the start). */
-	if (act == RF_SYNC_RECOVER && a->geom.level != 10 && atomic_load(&a->recovery_cp) < s->total)
+	/* A rebuild resumes where its superblock says, in the walk's units. */
+	if (act == RF_SYNC_RECOVER && atomic_load(&a->recovery_cp) < s->total)
 		s->done = atomic_load(&a->recovery_cp);
 	s->nmarks = 0;
 	s->nlogged = 0;
