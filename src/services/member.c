@@ -292,6 +292,9 @@ static int take_slot(void *arg)
 	a->present |= 1ull << k;
 	/* What stripe heads cached of slot k was the failed device's. */
 	rf_stripe_cache_forget(a, 0, UINT64_MAX);
+	/* Beside another device being rebuilt: both from the start, and
+	 * only what the bitmap marks when both are re-added. */
+	readd = readd && (!atomic_load(&a->recovering) || atomic_load(&a->recover_dirty_only));
 	atomic_store(&a->recovery_cp, 0);
 	atomic_store(&a->recover_dirty_only, readd);
 	atomic_fetch_or(&a->recovering, 1ull << k);
@@ -377,14 +380,33 @@ static int pick_spare(struct rf_array *a, int k)
 	return any;
 }
 
+/* reconf_lock held: the first failed slot (not being rebuilt) that a
+ * spare can take, into j (slot -1: none). */
+static void pick_slot(struct rf_array *a, struct swap_job *j)
+{
+	uint64_t bad = rf_faulty(a) & ~atomic_load(&a->recovering);
+	int k;
+
+	j->slot = j->spare = -1;
+	for (k = 0; bad && k < a->nmembers; k++) {
+		if (!(bad & (1ull << k)))
+			continue;
+		j->spare = pick_spare(a, k);
+		if (j->spare >= 0) {
+			j->slot = k;
+			return;
+		}
+	}
+}
+
 /* What md's recovery check does: start or resume a rebuild if a failed
  * slot and a spare meet, unless sync_action is frozen. */
 static void check_recovery(struct rf_array *a)
 {
 	struct rf_sync_status st;
 	struct swap_job j = { .a = a, .slot = -1, .spare = -1 };
-	uint64_t bad, r;
-	int k, ret;
+	uint64_t r;
+	int ret;
 
 	if (a->readonly || a->overlay || rf_failed_now(a))
 		return;
@@ -397,16 +419,7 @@ static void check_recovery(struct rf_array *a)
 	if (r & rf_faulty(a))
 		atomic_fetch_and(&a->recovering, ~(r & rf_faulty(a)));
 	r = atomic_load(&a->recovering);
-	bad = rf_faulty(a) & ~r;
-	for (k = 0; bad && k < a->nmembers; k++) {
-		if (!(bad & (1ull << k)))
-			continue;
-		j.spare = pick_spare(a, k);
-		if (j.spare >= 0) {
-			j.slot = k;
-			break;
-		}
-	}
+	pick_slot(a, &j);
 	pthread_mutex_unlock(&a->reconf_lock);
 	if (j.slot < 0 && !r) {
 		/* Rebuilt: a resync it interrupted goes on from where it stopped. */
@@ -422,11 +435,16 @@ static void check_recovery(struct rf_array *a)
 			a->mgmt->resync_waits = true;
 		rf_sync_stop(a, false);
 	}
-	if (j.slot >= 0) {
+	/* Every failed slot a spare meets now is rebuilt in this one pass
+	 * (raid6: two at once). */
+	while (j.slot >= 0) {
 		ret = rf_array_quiesced_all(a, take_slot, &j);
 		if (ret)
 			rf_err("%s: recording slot %d's new device in the superblocks: %s", a->name, j.slot,
 			       strerror(-ret));
+		pthread_mutex_lock(&a->reconf_lock);
+		pick_slot(a, &j);
+		pthread_mutex_unlock(&a->reconf_lock);
 	}
 	ret = rf_sync_request(a, RF_SYNC_RECOVER);
 	if (ret && ret != -EBUSY)
