@@ -97,9 +97,15 @@ struct rf_level_ops {
 	 * pos, at most n; sync_write_rows: the rows [*lo, *hi) a write of len
 	 * bytes at array byte off may touch; sync_degraded: whether check,
 	 * repair and resync still compare with a member missing;
-	 * sync_region: the work of one region (syncwork.h), 0 or -errno. */
+	 * sync_region: the work of one region (syncwork.h), 0 or -errno.
+	 * sync_dev_offset: the member sector below which a rebuild that
+	 * walked [0, pos) wrote every device being rebuilt (md's
+	 * recovery_offset); sync_walk_start: where a rebuild resumes from such
+	 * an offset.  Optional: NULL when the walk goes in member sectors. */
 	uint64_t (*sync_total)(const struct rf_array *a);
 	uint64_t (*sync_clip)(const struct rf_array *a, uint64_t pos, uint64_t n);
+	uint64_t (*sync_dev_offset)(const struct rf_array *a, uint64_t pos);
+	uint64_t (*sync_walk_start)(const struct rf_array *a, uint64_t dev_offset);
 	void (*sync_write_rows)(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi);
 	bool sync_degraded;
 	int (*sync_region)(struct rf_sync_work *w);

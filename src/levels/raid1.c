@@ -280,6 +280,63 @@ static int mirror_recover(struct rf_sync_work *w, int n, const int *devs, const 
 	return ret;
 }
 
+/* raid10's rebuild checkpoint.  The walk goes in array sectors, md's
+ * recovery_offset in member sectors.  Each copy (an index into
+ * rf_r10_map()'s answer: near copy, then its far copies) lies at a member
+ * sector that never decreases as the array sector grows, in every layout
+ * (near rows, far sections at stride, offset rows of far_copies chunks).
+ * So a rebuild that walked [0, pos) has written every member sector below
+ * the chunk row start of each copy of pos, and one that resumes from
+ * member sector off need not walk the chunks all of whose copies lie
+ * below off. */
+
+/* The largest member sector that a copy of array chunk c's last sector
+ * lies at. */
+static uint64_t r10_chunk_top(const struct rf_geom *g, uint64_t c)
+{
+	int devs[RF_MAX_MEMBERS], n, i;
+	uint64_t secs[RF_MAX_MEMBERS], top = 0;
+
+	n = rf_r10_map(g, c * g->chunk_sectors + g->chunk_sectors - 1, devs, secs);
+	for (i = 0; i < n; i++)
+		if (secs[i] > top)
+			top = secs[i];
+	return top;
+}
+
+static uint64_t raid10_sync_dev_offset(const struct rf_array *a, uint64_t pos)
+{
+	const struct rf_geom *g = &a->geom;
+	int devs[RF_MAX_MEMBERS], n, i;
+	uint64_t secs[RF_MAX_MEMBERS], off = g->dev_sectors;
+
+	if (pos >= g->array_sectors)
+		return g->dev_sectors;
+	n = rf_r10_map(g, pos, devs, secs);
+	for (i = 0; i < n; i++)
+		if (secs[i] - secs[i] % g->chunk_sectors < off)
+			off = secs[i] - secs[i] % g->chunk_sectors;
+	return off;
+}
+
+static uint64_t raid10_sync_walk_start(const struct rf_array *a, uint64_t off)
+{
+	const struct rf_geom *g = &a->geom;
+	uint64_t lo = 0, hi = g->array_sectors / g->chunk_sectors;
+
+	/* The first chunk with a copy at or past off (r10_chunk_top never
+	 * decreases). */
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (r10_chunk_top(g, mid) >= off)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo * g->chunk_sectors;
+}
+
 static int mirror_sync_region(struct rf_sync_work *w)
 {
 	int devs[RF_MAX_MEMBERS], n;
@@ -313,6 +370,8 @@ const struct rf_level_ops rf_raid10_ops = {
 	.failed = raid10_failed,
 	.sync_total = raid10_sync_total,
 	.sync_clip = raid10_sync_clip,
+	.sync_dev_offset = raid10_sync_dev_offset,
+	.sync_walk_start = raid10_sync_walk_start,
 	.sync_write_rows = mirror_write_rows,
 	.sync_degraded = true,
 	.sync_region = mirror_sync_region,

@@ -132,7 +132,7 @@ int rf_array_dev_info(struct rf_array *a, int dev, struct rf_dev_info *out)
 	out->size = (a->geom.level == 0 && dev < a->nmembers ? a->geom.r0_sectors[dev] : a->geom.dev_sectors) / 2;
 	out->recovery_start = UINT64_MAX;
 	if (out->slot >= 0 && (atomic_load(&a->recovering) & (1ull << dev)))
-		out->recovery_start = a->geom.level == 10 ? 0 : atomic_load(&a->recovery_cp);
+		out->recovery_start = atomic_load(&a->recovery_cp);
 out:
 	pthread_mutex_unlock(&a->reconf_lock);
 	return ret;
@@ -342,7 +342,7 @@ static int end_rebuild(void *arg)
 		}
 		if (a->sbstate)
 			rf_sbstate_set_recovery(a->sbstate, k, j->completed ? RF_SB_MAX_SECTOR :
-						a->geom.level == 10 ? 0 : j->pos);
+						j->pos);
 	}
 	if (j->completed) {
 		atomic_store(&a->recovery_cp, 0);

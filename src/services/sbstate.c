@@ -392,7 +392,7 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 		if (!s->m[i].has || !(sb->feature_map & RF_SB_FEAT_RECOVERY))
 			continue;
 		if (!atomic_load(&a->recovering) || sb->recovery_offset < atomic_load(&a->recovery_cp))
-			atomic_store(&a->recovery_cp, a->geom.level == 10 ? 0 : sb->recovery_offset);
+			atomic_store(&a->recovery_cp, sb->recovery_offset);
 		atomic_fetch_or(&a->recovering, 1ull << i);
 		a->members[i].flags = RF_DEV_SPARE;
 		rf_info("%s: %s in slot %d was being rebuilt: resuming at sector %llu", a->name, a->members[i].path,

@@ -283,6 +283,18 @@ static uint64_t walk_total(const struct rf_array *a)
 	return a->ops->sync_total ? a->ops->sync_total(a) : a->geom.dev_sectors;
 }
 
+/* The walk's position pos and md's recovery_offset (member sectors):
+ * what a rebuild that walked [0, pos) wrote, and where one resumes. */
+static uint64_t dev_offset(const struct rf_array *a, uint64_t pos)
+{
+	return a->ops->sync_dev_offset ? a->ops->sync_dev_offset(a, pos) : pos;
+}
+
+static uint64_t walk_start(const struct rf_array *a, uint64_t dev_off)
+{
+	return a->ops->sync_walk_start ? a->ops->sync_walk_start(a, dev_off) : dev_off;
+}
+
 void rf_sync_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi)
 {
 	a->ops->sync_write_rows(a, off, len, lo, hi);
@@ -552,8 +564,9 @@ static void retire(struct rf_sync *s, struct walk *k, struct region *g)
 			 * from here on the new devices serve its rows.  Cached
 			 * heads of them were planned without those devices. */
 			rf_sync_rows_forget(a, lo, hi);
-			atomic_store_explicit(&a->recovery_cp, hi, memory_order_release);
 		}
+		if (k->act == RF_SYNC_RECOVER)
+			atomic_store_explicit(&a->recovery_cp, dev_offset(a, hi), memory_order_release);
 		k->pos = hi;
 		if (k->act == RF_SYNC_RESYNC)
 			rf_bitmap_resync_done(a->bitmap, lo, hi);
@@ -602,7 +615,7 @@ static void skip_clean(struct rf_sync *s, struct walk *k)
 			/* raid4/5/6 writes skip the devices being rebuilt at
 			 * and past recovery_cp (mirrors write them always). */
 			rf_stripe_cache_forget(a, k->next, np);
-			atomic_store_explicit(&a->recovery_cp, np, memory_order_release);
+			atomic_store_explicit(&a->recovery_cp, dev_offset(a, np), memory_order_release);
 		}
 		rf_writes_release(a);
 		pthread_mutex_lock(&s->lock);
@@ -854,7 +867,7 @@ static void *sync_main(void *arg)
 	if (notify)
 		notify(a, act, !ret && pos >= total, pos, notify_priv);
 	if (act == RF_SYNC_RECOVER)
-		rf_recovery_ended(a, !ret && pos >= total, pos);
+		rf_recovery_ended(a, !ret && pos >= total, dev_offset(a, pos));
 	pthread_mutex_lock(&s->lock);
 	s->action = RF_SYNC_IDLE;
 	s->running = false;
@@ -902,9 +915,10 @@ static int start(struct rf_array *a, enum rf_sync_action act)
 	s->stop = false;
 	s->total = walk_total(a);
 	s->done = act == RF_SYNC_RESYNC && s->resync_cp < s->total ? s->resync_cp : 0;
-	/* A rebuild resumes where its superblock says, in the walk's units. */
-	if (act == RF_SYNC_RECOVER && atomic_load(&a->recovery_cp) < s->total)
-		s->done = atomic_load(&a->recovery_cp);
+	/* A rebuild resumes where its superblock says (recovery_cp, member
+	 * sectors as md's recovery_offset), in the walk's units. */
+	if (act == RF_SYNC_RECOVER && walk_start(a, atomic_load(&a->recovery_cp)) < s->total)
+		s->done = walk_start(a, atomic_load(&a->recovery_cp));
 	s->nmarks = 0;
 	s->nlogged = 0;
 	s->skipped = 0;

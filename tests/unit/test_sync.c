@@ -986,6 +986,62 @@ static void rebuild_one(const struct spec *sp, int gtc, int nfail)
 	close_verified(a, model, sp->what);
 }
 
+/* raid10's rebuild checkpoint, for near, far and offset copies: md's
+ * recovery_offset X recorded after a walk of [0, P) never claims a member
+ * sector that a copy of an array sector at or past P lies at (every copy
+ * of A >= P is at X or above), and the walk resumed from X starts at or
+ * before P, past no array sector with a copy at X or above.  A checkpoint
+ * of 0 would pass those: half-way through, X and the resume point must be
+ * past 0. */
+static void test_raid10_checkpoint(void **state)
+{
+	static const int pick[] = { 2, 3, 4 };  /* raid10 n2, f2, o2 */
+	unsigned i;
+
+	for (i = 0; i < sizeof(pick) / sizeof(pick[0]); i++) {
+		const struct spec *sp = &specs[pick[i]];
+		struct rf_array *a;
+		const struct rf_geom *g;
+		uint64_t p, x, p0, as;
+		int devs[RF_MAX_MEMBERS], n, c;
+		uint64_t secs[RF_MAX_MEMBERS];
+
+		make_members(sp, false);
+		a = open_array(sp, 2);
+		g = rf_array_geom(a);
+		assert_non_null(a->ops->sync_dev_offset);
+		for (p = 0; p <= g->array_sectors; p += 8) {
+			x = a->ops->sync_dev_offset(a, p);
+			p0 = a->ops->sync_walk_start(a, x);
+			if (p0 > p)
+				fail_msg("%s: walked to %llu, checkpoint %llu resumes at %llu", sp->what,
+					 (unsigned long long)p, (unsigned long long)x, (unsigned long long)p0);
+			for (as = 0; as < g->array_sectors; as += 8) {
+				n = rf_r10_map(g, as, devs, secs);
+				for (c = 0; c < n; c++) {
+					if (as >= p && secs[c] < x)
+						fail_msg("%s: walked to %llu, checkpoint %llu claims member %d sector %llu of array sector %llu",
+							 sp->what, (unsigned long long)p, (unsigned long long)x, devs[c],
+							 (unsigned long long)secs[c], (unsigned long long)as);
+					if (as < p0 && secs[c] >= x)
+						fail_msg("%s: resumed from %llu at %llu skips member %d sector %llu of array sector %llu",
+							 sp->what, (unsigned long long)x, (unsigned long long)p0, devs[c],
+							 (unsigned long long)secs[c], (unsigned long long)as);
+				}
+			}
+		}
+		/* Far copies of the first chunks lie past every near copy: a
+		 * walk in array order writes them early, but md's one offset
+		 * can say so only once the near copies are all done, so a far
+		 * layout resumes from the start. */
+		x = a->ops->sync_dev_offset(a, g->array_sectors / 2);
+		if (!x || (g->far_copies == 1 || g->far_offset) != (a->ops->sync_walk_start(a, x) > 0))
+			fail_msg("%s: half-way checkpoint %llu resumes at %llu", sp->what, (unsigned long long)x,
+				 (unsigned long long)a->ops->sync_walk_start(a, x));
+		rf_array_close(a);
+	}
+}
+
 static void test_rebuild(void **state)
 {
 	static const int pick[] = { 0, 2, 3, 4, 5, 6, 7 };   /* raid1, raid10 x3, raid4, raid5 x2 */
@@ -1036,6 +1092,7 @@ int main(void)
 		cmocka_unit_test(test_foreground_race),
 		cmocka_unit_test(test_window_writes),
 		cmocka_unit_test(test_rebuild),
+		cmocka_unit_test(test_raid10_checkpoint),
 	};
 
 	return fx_run_tests("sync", tests);
