@@ -963,6 +963,9 @@ int rf_sync_request(struct rf_array *a, enum rf_sync_action act)
 	case RF_SYNC_IDLE:
 	case RF_SYNC_FROZEN:
 		rf_sync_stop(a, act == RF_SYNC_FROZEN);
+		/* md: idle (out of frozen too) looks for recovery to do. */
+		if (act == RF_SYNC_IDLE)
+			rf_mgmt_kick(a);
 		return 0;
 	case RF_SYNC_RESYNC:
 	case RF_SYNC_CHECK:
