@@ -566,12 +566,17 @@ static void wait_async(struct rf_req *r, struct waiter *w)
  * the admission is made in rf_array_submit() itself, so once it returns a
  * held write is on the region's queue, and one not held is on its way
  * (and ends while the rows stay locked).  Either way both end once the
- * region unlocks, and read back what was written. */
+ * region unlocks, and read back what was written.  Unless the region
+ * covers every row, a second region holds rows between the two writes
+ * meanwhile: the held write waits for its own region alone, ending while
+ * the second stays locked. */
 static void window_writes(const struct spec *sp, uint64_t lo, uint64_t hi, bool *near_held, bool *far_held)
 {
 	struct rf_array *a;
-	struct rf_range range;
+	struct rf_range range, other;
 	struct waiter wn, wf;
+	uint64_t other_lo = 0;
+	bool have_other = false;
 	struct rf_req *rn, *rf;
 	char *near = malloc(4096), *far = malloc(4096), *back = malloc(4096);
 	uint64_t size, nlo, nhi, flo, fhi;
@@ -590,6 +595,13 @@ static void window_writes(const struct spec *sp, uint64_t lo, uint64_t hi, bool 
 
 	rf_sync_rows_begin(a);
 	rf_rangelock_lock(&a->rl, &range, lo, hi);
+	/* Another region in flight, on rows neither write touches. */
+	if (hi != UINT64_MAX) {
+		other_lo = (hi > nhi ? hi : nhi) + 256;
+		assert_true(other_lo + 256 <= flo);
+		rf_rangelock_lock(&a->rl, &other, other_lo, other_lo + 256);
+		have_other = true;
+	}
 	rf = submit_async(a, RF_REQ_WRITE, size - 4096, 4096, far, &wf);
 	q = rf_rangelock_queued(&a->rl, &range);
 	*far_held = q == 1;
@@ -600,9 +612,26 @@ static void window_writes(const struct spec *sp, uint64_t lo, uint64_t hi, bool 
 	if (*near_held)
 		assert_int_equal(sem_trywait(&wn.sem), -1);     /* not ended: waits for the region */
 	rf_rangelock_unlock(&a->rl, &range);
+	/* It waited for its region alone: it ends with the other one still
+	 * locked. */
+	if (have_other) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 10;
+		while (sem_timedwait(&wn.sem, &ts))
+			if (errno == ETIMEDOUT)
+				fail_msg("%s: the write into [%llu, %llu) waits for the region at %llu too", sp->what,
+					 (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)other_lo);
+		sem_post(&wn.sem);      /* for wait_async */
+	}
 	wait_async(rn, &wn);
 	if (*far_held)
 		wait_async(rf, &wf);
+	if (have_other) {
+		assert_int_equal(rf_rangelock_queued(&a->rl, &other), 0);
+		rf_rangelock_unlock(&a->rl, &other);
+	}
 	rf_sync_rows_end(a);
 	assert_int_equal(atomic_load(&a->rl.nwaiting), 0);
 	assert_null(a->rl.inflight);
