@@ -25,6 +25,12 @@
 #      limits) against the idle array, rounds as in (b): the IOPS ratio
 #      (goal 0.90) and the slowest write of each (goal: during the check,
 #      at most 2x the slowest without one).
+#  (d) raid6 only: idle rebuild of one member, then of two at once, onto
+#      fresh spares (members failed and removed with sync_action frozen,
+#      spares added through md/new_dev, then idle: the time until degraded
+#      reads 0).  Each round streams the members first; ratio: member
+#      bytes the rebuild moved per second (every surviving member read,
+#      every spare written) over the parallel stream.  Goal 0.80.
 #
 # usage: tools/bench-resync.sh [-t SECONDS] [-l LEVELS] [-n MEMBERS] [-m MIB] [-r RUNS] [-o CSV]
 #   -t SECONDS  each randread and randwrite run's measured time (default 5; a 1 s ramp)
@@ -133,13 +139,37 @@ walk() {
 	echo "$dt"
 }
 
+# rebuild TAG SLOT...: fail and remove the members in SLOTs, add a fresh
+# spare of zeros for each (with sync_action frozen, so that they are
+# rebuilt together), then let the rebuild go; its seconds.  cur[] follows
+# the slots' files.
+rebuild() {
+	local tag=$1 s f nf t0
+	shift
+	echo frozen >"$mnt/md/sync_action"
+	for s; do
+		f=${cur[s]}
+		echo faulty >"$mnt/md/dev-$(basename "$f")/state"
+		echo remove >"$mnt/md/dev-$(basename "$f")/state"
+		rm -f "$f"
+		nf=$work/data/$t-$tag-$s.img
+		dd if=/dev/zero of="$nf" bs=1M count="$mib" status=none
+		echo "$nf" >"$mnt/md/new_dev"
+		cur[s]=$nf
+	done
+	t0=$(now)
+	echo idle >"$mnt/md/sync_action"
+	until [ "$(val degraded)" = 0 ] && [ "$(val sync_action)" = idle ]; do sleep 0.01; done
+	awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'
+}
+
 # median_row ROWS...: the row whose first field is the median.
 median_row() {
 	printf '%s\n' "$@" | sort -n | sed -n "$((($# + 1) / 2))p"
 }
 
 echo "bench-resync: members of $mib MiB on $(df --output=fstype "$work" | tail -1), levels: $levels; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "target,members,member_mib,stream_par_mib_s,stream_1t_mib_s,resync_s,resync_runs_s,resync_read_mib_s,resync_per_stream,resync_per_stream_1t,sync_speed_kib_s,randread_idle_iops,randread_resync_iops,iops_ratio,resync_fg_kib_s,sync_speed_min_kib_s,goal_resync_ratio,goal_iops_ratio,check_s,check_runs_s,check_read_mib_s,check_per_stream,randwrite_idle_iops,randwrite_check_iops,wiops_ratio,wslow_idle_ms,wslow_check_ms,wslow_ratio,goal_wiops_ratio,goal_wslow_ratio,loadavg" >"$csv"
+echo "target,members,member_mib,stream_par_mib_s,stream_1t_mib_s,resync_s,resync_runs_s,resync_read_mib_s,resync_per_stream,resync_per_stream_1t,sync_speed_kib_s,randread_idle_iops,randread_resync_iops,iops_ratio,resync_fg_kib_s,sync_speed_min_kib_s,goal_resync_ratio,goal_iops_ratio,check_s,check_runs_s,check_read_mib_s,check_per_stream,randwrite_idle_iops,randwrite_check_iops,wiops_ratio,wslow_idle_ms,wslow_check_ms,wslow_ratio,goal_wiops_ratio,goal_wslow_ratio,loadavg,rebuild1_s,rebuild1_per_stream,rebuild2_s,rebuild2_per_stream,rebuild_stream_par_mib_s" >"$csv"
 for l in $levels; do
 	t=raid$l
 	NMEMBERS=${nmembers:-$([ "$l" = 6 ] && echo 6 || echo 4)}
@@ -243,18 +273,39 @@ for l in $levels; do
 	done
 	read -r _ wbusy_iops widle_iops wslow_busy wslow_idle <<<"$(median_row "${rows[@]}")"
 
+	# (d) raid6: idle rebuild of one member, then of two at once.
+	rb1=- rb1r=- rb2=- rb2r=- rbpar=-
+	if [ "$l" = 6 ]; then
+		echo "$SPEED_HIGH" >"$mnt/md/sync_speed_max"
+		cur=("${members[@]}")
+		rows=() crows=()
+		for ((r = 0; r < runs; r++)); do
+			args=()
+			for ((i = 0; i < NMEMBERS; i++)); do args+=("--name=m$i" "--filename=${cur[i]}"); done
+			p=$(stream "rpar$r" "${args[@]}")
+			dt=$(rebuild "r${r}a" 1)
+			rows+=("$(fdiv "$(awk -v n=$NMEMBERS -v m="$mib" -v s="$dt" 'BEGIN { printf "%.0f", n * m / s }')" "$p") $dt $p")
+			dt=$(rebuild "r${r}b" 2 3)
+			crows+=("$(fdiv "$(awk -v n=$NMEMBERS -v m="$mib" -v s="$dt" 'BEGIN { printf "%.0f", n * m / s }')" "$p") $dt $p")
+		done
+		read -r rb1r rb1 rbpar <<<"$(median_row "${rows[@]}")"
+		read -r rb2r rb2 _ <<<"$(median_row "${crows[@]}")"
+		members=("${cur[@]}")
+	fi
+
 	fusermount3 -u "$mnt"
 	wait "$daemon" || echo "bench-resync.sh: the $t daemon exited with status $?" >&2
 	daemon=''
 	rm -f "${members[@]}"
 
-	printf '%s,%d,%d,%.0f,%.0f,%s,%s,%s,%s,%s,%s,%.0f,%.0f,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.0f,%.0f,%s,%s,%s,%s,%s,%s,%s\n' \
+	printf '%s,%d,%d,%.0f,%.0f,%s,%s,%s,%s,%s,%s,%.0f,%.0f,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.0f,%.0f,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' \
 		"$t" $NMEMBERS "$mib" "$par" "$one" \
 		"$dt_med" "$all" "$read_mib" "$(fdiv "$read_mib" "$par")" "$(fdiv "$read_mib" "$one")" "$speed" \
 		"$idle_iops" "$busy_iops" "$(fdiv "$busy_iops" "$idle_iops")" "$fg_kib" "$speed_min" \
 		"$GOAL_RESYNC" "$GOAL_IOPS" "$cdt_med" "$call" "$cread_mib" "$(fdiv "$cread_mib" "$cpar")" \
 		"$widle_iops" "$wbusy_iops" "$(fdiv "$wbusy_iops" "$widle_iops")" "$wslow_idle" "$wslow_busy" \
-		"$(fdiv "$wslow_busy" "$wslow_idle")" "$GOAL_WIOPS" "$GOAL_WSLOW" "$(cut -d' ' -f1 /proc/loadavg)" >>"$csv"
+		"$(fdiv "$wslow_busy" "$wslow_idle")" "$GOAL_WIOPS" "$GOAL_WSLOW" "$(cut -d' ' -f1 /proc/loadavg)" \
+		"$rb1" "$rb1r" "$rb2" "$rb2r" "$rbpar" >>"$csv"
 done
 
 echo
@@ -275,6 +326,12 @@ echo "(c) 4k random write QD32 (${runtime} s) idle and during a check (md's defa
 printf '%-7s %10s %11s %7s %14s %15s %7s\n' target "idle IOPS" "check IOPS" ratio "slowest idle" "slowest check" ratio
 awk -F, 'NR > 1 { printf "%-7s %10.0f %11.0f %6s%s %11s ms %12s ms %6s%s\n", $1, $23, $24, $25,
 	($25 != "-" && $25 + 0 < $29 + 0) ? "*" : " ", $26, $27, $28, ($28 != "-" && $28 + 0 > $30 + 0) ? "*" : " " }' "$csv"
+echo
+echo "(d) raid6 idle rebuild of one and of two members (sync_speed_max $SPEED_HIGH) against streaming the members:"
+echo "    MiB/s are member bytes moved per second: the survivors read, the spares written"
+printf '%-7s %10s %11s %8s %11s %8s\n' target "par MiB/s" "1 member s" "/par" "2 members s" "/par"
+awk -F, 'NR > 1 && $32 != "-" { printf "%-7s %10.0f %11.3f %7s%s %11.3f %7s%s\n", $1, $36, $32, $33,
+	($33 + 0 < $17 + 0) ? "*" : " ", $34, $35, ($35 + 0 < $17 + 0) ? "*" : " " }' "$csv"
 echo
 echo "load average at the end of each level: $(awk -F, 'NR > 1 { printf "%s %s  ", $1, $31 }' "$csv")"
 echo
