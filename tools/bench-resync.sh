@@ -141,8 +141,8 @@ walk() {
 
 # rebuild TAG SLOT...: fail and remove the members in SLOTs, add a fresh
 # spare of zeros for each (with sync_action frozen, so that they are
-# rebuilt together), then let the rebuild go; its seconds.  cur[] follows
-# the slots' files.
+# rebuilt together), then let the rebuild go; its seconds in rb_s.  cur[]
+# follows the slots' files (so: not in a subshell).
 rebuild() {
 	local tag=$1 s f nf t0
 	shift
@@ -151,7 +151,7 @@ rebuild() {
 		f=${cur[s]}
 		echo faulty >"$mnt/md/dev-$(basename "$f")/state"
 		echo remove >"$mnt/md/dev-$(basename "$f")/state"
-		rm -f "$f"
+		rm "$f"
 		nf=$work/data/$t-$tag-$s.img
 		dd if=/dev/zero of="$nf" bs=1M count="$mib" status=none
 		echo "$nf" >"$mnt/md/new_dev"
@@ -160,7 +160,7 @@ rebuild() {
 	t0=$(now)
 	echo idle >"$mnt/md/sync_action"
 	until [ "$(val degraded)" = 0 ] && [ "$(val sync_action)" = idle ]; do sleep 0.01; done
-	awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'
+	rb_s=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }')
 }
 
 # median_row ROWS...: the row whose first field is the median.
@@ -283,9 +283,11 @@ for l in $levels; do
 			args=()
 			for ((i = 0; i < NMEMBERS; i++)); do args+=("--name=m$i" "--filename=${cur[i]}"); done
 			p=$(stream "rpar$r" "${args[@]}")
-			dt=$(rebuild "r${r}a" 1)
+			rebuild "r${r}a" 1
+			dt=$rb_s
 			rows+=("$(fdiv "$(awk -v n=$NMEMBERS -v m="$mib" -v s="$dt" 'BEGIN { printf "%.0f", n * m / s }')" "$p") $dt $p")
-			dt=$(rebuild "r${r}b" 2 3)
+			rebuild "r${r}b" 2 3
+			dt=$rb_s
 			crows+=("$(fdiv "$(awk -v n=$NMEMBERS -v m="$mib" -v s="$dt" 'BEGIN { printf "%.0f", n * m / s }')" "$p") $dt $p")
 		done
 		read -r rb1r rb1 rbpar <<<"$(median_row "${rows[@]}")"
