@@ -439,9 +439,11 @@ static void check_recovery(struct rf_array *a)
 	 * (raid6: two at once). */
 	while (j.slot >= 0) {
 		ret = rf_array_quiesced_all(a, take_slot, &j);
-		if (ret)
+		if (ret) {
 			rf_err("%s: recording slot %d's new device in the superblocks: %s", a->name, j.slot,
 			       strerror(-ret));
+			break;
+		}
 		pthread_mutex_lock(&a->reconf_lock);
 		pick_slot(a, &j);
 		pthread_mutex_unlock(&a->reconf_lock);
