@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# bench-resync.sh - how fast a resync runs, and what it costs foreground IO.
+# bench-resync.sh - how fast a resync and a check run, and what they cost
+# foreground IO.
 #
-# For each level (raid5 and raid6 by default, 4 members each, members on
-# /dev/shm filled with zeros, so the parity agrees and nothing is written):
-#  (a) idle resync: with sync_speed_max as high as it goes, the time from
-#      `echo resync > md/sync_action` until it reads idle again.  Beside
-#      it, just before, what the members can stream: fio reading the
-#      member files, 1 MiB at a time, one thread per member (parallel) and
-#      one thread for all of them in turn (1 thread): the same bytes the
-#      resync reads.  Ratio: member bytes the resync read per second over
-#      the streaming rate.  Goal: 0.80 of the parallel rate.  RUNS pairs;
-#      the one with the median ratio counts (the machine is shared).
+# For each level (raid5 with 4 members and raid6 with 6 by default,
+# members on /dev/shm filled with zeros, so the parity agrees and nothing
+# is written):
+#  (a) idle resync and check: with sync_speed_max as high as it goes, the
+#      time from `echo resync > md/sync_action` (then check) until it
+#      reads idle again.  Beside them, just before, what the members can
+#      stream: fio reading the member files, 1 MiB at a time, one thread
+#      per member (parallel) and one thread for all of them in turn (1
+#      thread): the same bytes the walk reads.  Ratio: member bytes the
+#      walk read per second over the streaming rate.  Goal: 0.80 of the
+#      parallel rate.  RUNS rounds, each streaming then walking; the round
+#      with the median ratio counts, per action (the machine is shared).
 #  (b) tools/bench/randread-4k-qd32.fio while a resync runs (started just
 #      before; sync_speed_min and _max at md's defaults) against the idle
 #      array (the mean of the idle runs just before and after), RUNS
@@ -18,10 +21,21 @@
 #      lowest rate the resync kept
 #      meanwhile (sync_completed moved, over the time), which must stay at
 #      or above sync_speed_min.
+#  (c) tools/bench/randwrite-4k-qd32.fio while a check runs (md's default
+#      limits) against the idle array, rounds as in (b): the IOPS ratio
+#      (goal 0.90) and the slowest write of each (goal: during the check,
+#      at most 2x the slowest without one).
+#  (d) raid6 only: idle rebuild of one member, then of two at once, onto
+#      fresh spares (members failed and removed with sync_action frozen,
+#      spares added through md/new_dev, then idle: the time until degraded
+#      reads 0).  Each round streams the members first; ratio: member
+#      bytes the rebuild moved per second (every surviving member read,
+#      every spare written) over the parallel stream.  Goal 0.80.
 #
-# usage: tools/bench-resync.sh [-t SECONDS] [-l LEVELS] [-m MIB] [-r RUNS] [-o CSV]
-#   -t SECONDS  each randread run's measured time (default 5; a 1 s ramp)
-#   -l LEVELS   "5 6" by default (1, 4, 5, 6, 10 work; 4 members each)
+# usage: tools/bench-resync.sh [-t SECONDS] [-l LEVELS] [-n MEMBERS] [-m MIB] [-r RUNS] [-o CSV]
+#   -t SECONDS  each randread and randwrite run's measured time (default 5; a 1 s ramp)
+#   -l LEVELS   "5 6" by default (1, 4, 5, 6, 10 work)
+#   -n MEMBERS  members of every level (default: 6 for raid6, 4 for the others)
 #   -m MIB      each member's size (default 512)
 #   -r RUNS     rounds of each measure (default 3; the median counts)
 #   -o CSV      where the CSV goes (default WORK/resync.csv)
@@ -31,19 +45,19 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 jobdir=$here/tools/bench
 . "$jobdir/conf.sh"
 RAIDFUSE=${RAIDFUSE:-$here/build/raidfuse}
-runtime=5 levels="5 6" mib=512 runs=3 csv=''
-NMEMBERS=4
+runtime=5 levels="5 6" mib=512 runs=3 csv='' nmembers=''
 SPEED_HIGH=2000000000           # KiB/s: no limit in practice
-GOAL_RESYNC=0.80 GOAL_IOPS=0.80
+GOAL_RESYNC=0.80 GOAL_IOPS=0.80 GOAL_WIOPS=0.90 GOAL_WSLOW=2.0
 
 usage() {
 	sed -n 's/^# \{0,1\}//; /^usage:/,/^Environment/p' "$0" | sed '$d' >&2
 	exit 2
 }
-while getopts "t:l:m:r:o:" o; do
+while getopts "t:l:n:m:r:o:" o; do
 	case $o in
 	t) runtime=$OPTARG ;;
 	l) levels=${OPTARG//,/ } ;;
+	n) nmembers=$OPTARG ;;
 	m) mib=$OPTARG ;;
 	r) runs=$OPTARG ;;
 	o) csv=$OPTARG ;;
@@ -51,8 +65,8 @@ while getopts "t:l:m:r:o:" o; do
 	esac
 done
 [ $OPTIND -gt $# ] || usage
-for v in "$runtime" "$mib" "$runs"; do
-	[[ $v =~ ^[1-9][0-9]*$ ]] || { echo "bench-resync.sh: -t, -m and -r want whole numbers, got '$v'" >&2; exit 2; }
+for v in "$runtime" "$mib" "$runs" ${nmembers:+"$nmembers"}; do
+	[[ $v =~ ^[1-9][0-9]*$ ]] || { echo "bench-resync.sh: -t, -n, -m and -r want whole numbers, got '$v'" >&2; exit 2; }
 done
 for l in $levels; do
 	case $l in 1 | 4 | 5 | 6 | 10) ;; *) echo "bench-resync.sh: no resync on raid level '$l'" >&2; exit 2 ;; esac
@@ -105,10 +119,60 @@ randread() {
 	jq -r '.jobs[0].read.iops' <(sed -n '/^{/,$p' "$out")
 }
 
-echo "bench-resync: $NMEMBERS members of $mib MiB on $(df --output=fstype "$work" | tail -1), levels: $levels"
-echo "target,members,member_mib,stream_par_mib_s,stream_1t_mib_s,resync_s,resync_runs_s,resync_read_mib_s,resync_per_stream,resync_per_stream_1t,sync_speed_kib_s,randread_idle_iops,randread_resync_iops,iops_ratio,resync_fg_kib_s,sync_speed_min_kib_s,goal_resync_ratio,goal_iops_ratio" >"$csv"
+# randwrite TAG: the QD32 4k random write job on the array; its IOPS and
+# its slowest write in ms.
+randwrite() {
+	local out=$work/fio/randwrite-$1.json
+	RF_BENCH_FILE=$mnt/array.img RF_BENCH_SIZE=$((array_mib < 512 ? array_mib : 512))M \
+		RF_BENCH_RUNTIME=$runtime fio --output-format=json --output="$out" "$jobdir/randwrite-4k-qd32.fio" >/dev/null
+	jq -r '"\(.jobs[0].write.iops) \(.jobs[0].write.clat_ns.max / 1000000)"' <(sed -n '/^{/,$p' "$out")
+}
+
+# walk ACTION: start ACTION with speed_max out of the way, wait for idle;
+# its seconds.
+walk() {
+	local t0 dt
+	t0=$(now)
+	echo "$1" >"$mnt/md/sync_action"
+	wait_idle
+	dt=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }')
+	echo "$dt"
+}
+
+# rebuild TAG SLOT...: fail and remove the members in SLOTs, add a fresh
+# spare of zeros for each (with sync_action frozen, so that they are
+# rebuilt together), then let the rebuild go; its seconds in rb_s.  cur[]
+# follows the slots' files (so: not in a subshell).
+rebuild() {
+	local tag=$1 s f nf t0
+	shift
+	echo frozen >"$mnt/md/sync_action"
+	for s; do
+		f=${cur[s]}
+		echo faulty >"$mnt/md/dev-$(basename "$f")/state"
+		echo remove >"$mnt/md/dev-$(basename "$f")/state"
+		rm "$f"
+		nf=$work/data/$t-$tag-$s.img
+		dd if=/dev/zero of="$nf" bs=1M count="$mib" status=none
+		echo "$nf" >"$mnt/md/new_dev"
+		cur[s]=$nf
+	done
+	t0=$(now)
+	echo idle >"$mnt/md/sync_action"
+	until [ "$(val degraded)" = 0 ] && [ "$(val sync_action)" = idle ]; do sleep 0.01; done
+	rb_s=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }')
+}
+
+# median_row ROWS...: the row whose first field is the median.
+median_row() {
+	printf '%s\n' "$@" | sort -n | sed -n "$((($# + 1) / 2))p"
+}
+
+echo "bench-resync: members of $mib MiB on $(df --output=fstype "$work" | tail -1), levels: $levels; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "target,members,member_mib,stream_par_mib_s,stream_1t_mib_s,resync_s,resync_runs_s,resync_read_mib_s,resync_per_stream,resync_per_stream_1t,sync_speed_kib_s,randread_idle_iops,randread_resync_iops,iops_ratio,resync_fg_kib_s,sync_speed_min_kib_s,goal_resync_ratio,goal_iops_ratio,check_s,check_runs_s,check_read_mib_s,check_per_stream,randwrite_idle_iops,randwrite_check_iops,wiops_ratio,wslow_idle_ms,wslow_check_ms,wslow_ratio,goal_wiops_ratio,goal_wslow_ratio,loadavg,rebuild1_s,rebuild1_per_stream,rebuild2_s,rebuild2_per_stream,rebuild_stream_par_mib_s" >"$csv"
 for l in $levels; do
 	t=raid$l
+	NMEMBERS=${nmembers:-$([ "$l" = 6 ] && echo 6 || echo 4)}
 	members=()
 	for ((i = 0; i < NMEMBERS; i++)); do members+=("$work/data/$t-$i.img"); done
 	bench_array_conf "$work/$t.conf" "$l" 512K "${mib}M" "${members[@]}"
@@ -137,25 +201,28 @@ for l in $levels; do
 	array_mib=$(($(stat -c %s "$mnt/array.img") >> 20))
 	speed_min=$(val sync_speed_min | cut -d' ' -f1)
 
-	# (a) idle resync, speed_max out of the way.  Each run streams the
-	# members (in parallel, then on one thread), then resyncs: on this
-	# shared machine each pair is measured within seconds of each other.
-	# The run with the median ratio to the parallel stream counts.
+	# (a) idle resync and check, speed_max out of the way.  Each round
+	# streams the members (in parallel, then on one thread), then resyncs,
+	# then checks: on this shared machine each is measured within seconds
+	# of its stream.  The round with the median ratio to the parallel
+	# stream counts, per action.
 	echo "$SPEED_HIGH" >"$mnt/md/sync_speed_max"
-	rows=() all=''
+	rows=() crows=() all='' call=''
 	for ((r = 0; r < runs; r++)); do
 		p=$(stream "par$r" "${par_args[@]}")
 		o=$(stream "1t$r" --name=all --filename="$one_file" --file_service_type=roundrobin)
-		t0=$(now)
-		echo resync >"$mnt/md/sync_action"
-		wait_idle
-		dt=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }')
+		dt=$(walk resync)
 		all+="${all:+ }$dt"
 		# Member bytes read per second: every member, whole (its data area).
 		rate=$(awk -v n=$NMEMBERS -v m="$mib" -v s="$dt" 'BEGIN { printf "%.0f", n * m / s }')
 		rows+=("$(fdiv "$rate" "$p") $p $o $dt $rate")
+		dt=$(walk check)
+		call+="${call:+ }$dt"
+		rate=$(awk -v n=$NMEMBERS -v m="$mib" -v s="$dt" 'BEGIN { printf "%.0f", n * m / s }')
+		crows+=("$(fdiv "$rate" "$p") $p $dt $rate")
 	done
-	read -r _ par one dt_med read_mib <<<"$(printf '%s\n' "${rows[@]}" | sort -n | sed -n "$(((runs + 1) / 2))p")"
+	read -r _ par one dt_med read_mib <<<"$(median_row "${rows[@]}")"
+	read -r _ cpar cdt_med cread_mib <<<"$(median_row "${crows[@]}")"
 	# md's sync_speed unit: KiB/s of each member (the runs are too short
 	# for the daemon's own figure, an average over seconds).
 	speed=$(awk -v m="$mib" -v s="$dt_med" 'BEGIN { printf "%.0f", m * 1024 / s }')
@@ -188,30 +255,87 @@ for l in $levels; do
 		rows+=("$(fdiv "$busy" "$idle") $busy $idle")
 		prev=$next
 	done
-	read -r _ busy_iops idle_iops <<<"$(printf '%s\n' "${rows[@]}" | sort -n | sed -n "$(((runs + 1) / 2))p")"
+	read -r _ busy_iops idle_iops <<<"$(median_row "${rows[@]}")"
+
+	# (c) 4k random writes, idle and during a check, md's default limits,
+	# rounds as in (b); the slowest write of each run beside its IOPS.
+	read -r pw ps <<<"$(randwrite idle0)"
+	rows=()
+	for ((r = 0; r < runs; r++)); do
+		echo check >"$mnt/md/sync_action"
+		read -r bw bs <<<"$(randwrite "check$r")"
+		echo idle >"$mnt/md/sync_action"
+		read -r nw ns <<<"$(randwrite "idle$((r + 1))")"
+		iw=$(awk -v a="$pw" -v b="$nw" 'BEGIN { printf "%.0f", (a + b) / 2 }')
+		is=$(awk -v a="$ps" -v b="$ns" 'BEGIN { printf "%.1f", (a > b ? a : b) }')
+		rows+=("$(fdiv "$bw" "$iw") $bw $iw $bs $is")
+		pw=$nw ps=$ns
+	done
+	read -r _ wbusy_iops widle_iops wslow_busy wslow_idle <<<"$(median_row "${rows[@]}")"
+
+	# (d) raid6: idle rebuild of one member, then of two at once.
+	rb1=- rb1r=- rb2=- rb2r=- rbpar=-
+	if [ "$l" = 6 ]; then
+		echo "$SPEED_HIGH" >"$mnt/md/sync_speed_max"
+		cur=("${members[@]}")
+		rows=() crows=()
+		for ((r = 0; r < runs; r++)); do
+			args=()
+			for ((i = 0; i < NMEMBERS; i++)); do args+=("--name=m$i" "--filename=${cur[i]}"); done
+			p=$(stream "rpar$r" "${args[@]}")
+			rebuild "r${r}a" 1
+			dt=$rb_s
+			rows+=("$(fdiv "$(awk -v n=$NMEMBERS -v m="$mib" -v s="$dt" 'BEGIN { printf "%.0f", n * m / s }')" "$p") $dt $p")
+			rebuild "r${r}b" 2 3
+			dt=$rb_s
+			crows+=("$(fdiv "$(awk -v n=$NMEMBERS -v m="$mib" -v s="$dt" 'BEGIN { printf "%.0f", n * m / s }')" "$p") $dt $p")
+		done
+		read -r rb1r rb1 rbpar <<<"$(median_row "${rows[@]}")"
+		read -r rb2r rb2 _ <<<"$(median_row "${crows[@]}")"
+		members=("${cur[@]}")
+	fi
 
 	fusermount3 -u "$mnt"
 	wait "$daemon" || echo "bench-resync.sh: the $t daemon exited with status $?" >&2
 	daemon=''
 	rm -f "${members[@]}"
 
-	printf '%s,%d,%d,%.0f,%.0f,%s,%s,%s,%s,%s,%s,%.0f,%.0f,%s,%s,%s,%s,%s\n' "$t" $NMEMBERS "$mib" "$par" "$one" \
+	printf '%s,%d,%d,%.0f,%.0f,%s,%s,%s,%s,%s,%s,%.0f,%.0f,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.0f,%.0f,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' \
+		"$t" $NMEMBERS "$mib" "$par" "$one" \
 		"$dt_med" "$all" "$read_mib" "$(fdiv "$read_mib" "$par")" "$(fdiv "$read_mib" "$one")" "$speed" \
 		"$idle_iops" "$busy_iops" "$(fdiv "$busy_iops" "$idle_iops")" "$fg_kib" "$speed_min" \
-		"$GOAL_RESYNC" "$GOAL_IOPS" >>"$csv"
+		"$GOAL_RESYNC" "$GOAL_IOPS" "$cdt_med" "$call" "$cread_mib" "$(fdiv "$cread_mib" "$cpar")" \
+		"$widle_iops" "$wbusy_iops" "$(fdiv "$wbusy_iops" "$widle_iops")" "$wslow_idle" "$wslow_busy" \
+		"$(fdiv "$wslow_busy" "$wslow_idle")" "$GOAL_WIOPS" "$GOAL_WSLOW" "$(cut -d' ' -f1 /proc/loadavg)" \
+		"$rb1" "$rb1r" "$rb2" "$rb2r" "$rbpar" >>"$csv"
 done
 
 echo
-echo "(a) idle resync (sync_speed_max $SPEED_HIGH) against streaming the members (fio, 1 MiB reads):"
+echo "(a) idle resync and check (sync_speed_max $SPEED_HIGH) against streaming the members (fio, 1 MiB reads):"
 echo "    MiB/s are member bytes read per second, all members together; * marks a ratio below its goal"
-printf '%-7s %10s %10s %9s %10s %8s %8s %11s\n' target "par MiB/s" "1t MiB/s" "resync s" "res MiB/s" "/par" "/1t" "KiB/s/memb"
-awk -F, 'NR > 1 { printf "%-7s %10.0f %10.0f %9.3f %10.0f %7s%s %8s %11s\n", $1, $4, $5, $6, $8, $9,
-	($9 != "-" && $9 + 0 < $17 + 0) ? "*" : " ", $10, $11 }' "$csv"
+printf '%-7s %3s %10s %10s %9s %10s %8s %8s %11s %9s %10s %8s\n' target n "par MiB/s" "1t MiB/s" "resync s" "res MiB/s" \
+	"/par" "/1t" "KiB/s/memb" "check s" "chk MiB/s" "/par"
+awk -F, 'NR > 1 { printf "%-7s %3s %10.0f %10.0f %9.3f %10.0f %7s%s %8s %11s %9.3f %10.0f %7s%s\n", $1, $2, $4, $5, $6, $8, $9,
+	($9 != "-" && $9 + 0 < $17 + 0) ? "*" : " ", $10, $11, $19, $21, $22,
+	($22 != "-" && $22 + 0 < $17 + 0) ? "*" : " " }' "$csv"
 echo
 echo "(b) 4k random read QD32 (${runtime} s) idle and during a resync (md's default speed limits):"
 printf '%-7s %10s %12s %7s %14s %14s\n' target "idle IOPS" "resync IOPS" ratio "resync KiB/s" "speed_min"
 awk -F, 'NR > 1 { printf "%-7s %10.0f %12.0f %6s%s %14s %14s%s\n", $1, $12, $13, $14,
 	($14 != "-" && $14 + 0 < $18 + 0) ? "*" : " ", $15, $16, ($15 + 0 < $16 + 0) ? " *" : "" }' "$csv"
+echo
+echo "(c) 4k random write QD32 (${runtime} s) idle and during a check (md's default speed limits):"
+printf '%-7s %10s %11s %7s %14s %15s %7s\n' target "idle IOPS" "check IOPS" ratio "slowest idle" "slowest check" ratio
+awk -F, 'NR > 1 { printf "%-7s %10.0f %11.0f %6s%s %11s ms %12s ms %6s%s\n", $1, $23, $24, $25,
+	($25 != "-" && $25 + 0 < $29 + 0) ? "*" : " ", $26, $27, $28, ($28 != "-" && $28 + 0 > $30 + 0) ? "*" : " " }' "$csv"
+echo
+echo "(d) raid6 idle rebuild of one and of two members (sync_speed_max $SPEED_HIGH) against streaming the members:"
+echo "    MiB/s are member bytes moved per second: the survivors read, the spares written"
+printf '%-7s %10s %11s %8s %11s %8s\n' target "par MiB/s" "1 member s" "/par" "2 members s" "/par"
+awk -F, 'NR > 1 && $32 != "-" { printf "%-7s %10.0f %11.3f %7s%s %11.3f %7s%s\n", $1, $36, $32, $33,
+	($33 + 0 < $17 + 0) ? "*" : " ", $34, $35, ($35 + 0 < $17 + 0) ? "*" : " " }' "$csv"
+echo
+echo "load average at the end of each level: $(awk -F, 'NR > 1 { printf "%s %s  ", $1, $31 }' "$csv")"
 echo
 echo "CSV: $csv"
 echo "fio JSON and daemon logs: $work"

@@ -18,6 +18,7 @@
 #include "raidfuse/devopen.h"
 #include "raidfuse/ioq.h"
 #include "raidfuse/layout.h"
+#include "raidfuse/rangelock.h"
 
 enum rf_req_op { RF_REQ_READ, RF_REQ_WRITE, RF_REQ_FLUSH };
 
@@ -40,6 +41,7 @@ struct rf_req {
 	atomic_int npieces;             /* used entries of pieces[] */
 	int maxpieces;
 	bool hooks_started;             /* a write the services' write_start saw: write_end follows */
+	struct rf_rl_ent rl;            /* a write's place at the sync regions' range lock */
 };
 
 

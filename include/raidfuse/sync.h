@@ -100,4 +100,9 @@ void rf_sync_set_notify(struct rf_array *a, rf_sync_notify_fn fn, void *priv);
 int rf_sync_init(struct rf_array *a);
 void rf_sync_free(struct rf_array *a);
 
+/* Tests only (NULL otherwise): called by the walk each time it has let go
+ * of its lock to look at the foreground load, so that a test can make
+ * regions end right there. */
+extern void (*rf_sync_test_looked)(void);
+
 #endif

@@ -122,6 +122,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	pthread_mutex_init(&a->bar_lock, NULL);
 	pthread_cond_init(&a->bar_cond, NULL);
 	a->held_tail = &a->held;
+	rf_rangelock_init(&a->rl, rf_range_resubmit, a);   /* default attributes: cannot fail */
 	if (!a->ops) {
 		snprintf(err, errlen, "%s: level %d is not supported", cfg->path, cfg->level);
 		ret = -EINVAL;
@@ -498,6 +499,11 @@ bool rf_array_has_sync(const struct rf_array *a)
 struct rf_sbstate *rf_array_sbstate(const struct rf_array *a)
 {
 	return a->sbstate;
+}
+
+bool rf_array_recover_dirty_only(const struct rf_array *a)
+{
+	return atomic_load(&((struct rf_array *)a)->recover_dirty_only);
 }
 
 uint64_t rf_array_recovering(const struct rf_array *a)

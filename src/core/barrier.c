@@ -126,6 +126,8 @@ void rf_release(struct rf_array *a, unsigned keep)
 				continue;
 			}
 			atomic_fetch_add(&a->inflight[cls], 1);
+			if (!rf_range_enter(a, r))
+				continue;               /* a sync region holds it now */
 			if (err)
 				rf_submit_now(a, r);       /* ends it: no inline worker */
 			else
@@ -201,3 +203,51 @@ void rf_writes_release(struct rf_array *a)
 	pthread_mutex_unlock(&a->reconf_lock);
 }
 
+/* ---- the sync regions' range lock (rangelock.c) ----
+ *
+ * Past the barrier, while a sync walk runs (a->rl armed), a write is
+ * admitted at the range lock over the rows it touches (sync.c maps them):
+ * one that overlaps a region being synced is queued there and stops
+ * counting at the barrier, so no drain ever waits for a region (a region
+ * may take reconf_lock to drop cached heads); the region's unlock hands
+ * it back through rf_range_resubmit(), which submits it afresh (barrier
+ * first).  A write admitted is tracked until it ends (req_put()), so a
+ * region waits for the writes in flight in its rows.  Unarmed, a write
+ * pays one atomic load.  The walk arms with writes drained
+ * (rf_sync_rows_begin()), so no write in flight then goes untracked.
+ * Flushes and reads are not admitted: flushes change no rows, and reads
+ * go on during a region (sync.c says why that is right). */
+
+bool rf_range_enter(struct rf_array *a, struct rf_req *r)
+{
+	uint64_t lo, hi;
+	int cls = rf_req_class(r);
+
+	if (r->op != RF_REQ_WRITE || !rf_rangelock_armed(&a->rl))
+		return true;
+	rf_sync_write_rows(a, r->off, r->len, &lo, &hi);
+	if (!rf_rangelock_admit(&a->rl, &r->rl, lo, hi))
+		return true;
+	/* r may be handed back and end at any time from here. */
+	rf_barrier_exit(a, cls);
+	return false;
+}
+
+void rf_range_resubmit(struct rf_rl_ent *e, void *priv)
+{
+	struct rf_req *r = (struct rf_req *)((char *)e - offsetof(struct rf_req, rl));
+
+	rf_array_submit(priv, r);
+}
+
+void rf_sync_rows_begin(struct rf_array *a)
+{
+	rf_writes_hold(a);
+	rf_rangelock_arm(&a->rl);
+	rf_writes_release(a);
+}
+
+void rf_sync_rows_end(struct rf_array *a)
+{
+	rf_rangelock_disarm(&a->rl);
+}

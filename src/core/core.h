@@ -40,6 +40,8 @@ bool rf_array_has_sync(const struct rf_array *a);
 /* Slots whose device is being rebuilt, and (raid4/5/6) the member sector
  * below which they are. */
 uint64_t rf_array_recovering(const struct rf_array *a);
+/* Whether the rebuild under way covers only what the bitmap marks (re-adds). */
+bool rf_array_recover_dirty_only(const struct rf_array *a);
 uint64_t rf_array_recovery_cp(const struct rf_array *a);
 /* Whether the members are read-only under a copy-on-write overlay. */
 bool rf_array_overlay(const struct rf_array *a);

@@ -218,7 +218,7 @@ void rf_recovery_drop_faulty(struct rf_array *a)
 void rf_dev_resume_recovery(struct rf_array *a, int i, uint64_t offset)
 {
 	if (!atomic_load(&a->recovering) || offset < atomic_load(&a->recovery_cp))
-		atomic_store(&a->recovery_cp, a->geom.level == 10 ? 0 : offset);
+		atomic_store(&a->recovery_cp, offset);
 	atomic_fetch_or(&a->recovering, 1ull << i);
 	a->devs[i].flags = RF_DEV_SPARE;
 	rf_info("%s: %s in slot %d was being rebuilt: resuming at sector %llu", a->name, a->devs[i].path, i,

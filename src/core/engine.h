@@ -16,26 +16,33 @@
  *    holds every request and none is in flight (rf_array_set_*()).
  *  - The device table a->devs[] (core/dev.h): changed under reconf_lock
  *    with every request drained, and dev_lock.
+ *  - a->rl, the sync regions' range lock (rangelock.h): a write past the
+ *    barrier whose rows a region has locked waits on that region's queue,
+ *    not at the barrier; see "the sync regions' range lock" in barrier.c.
  *
  * Lock order, every lock of the program (outer first; a thread holding
  * one takes only locks below it):
  *    reconf_lock          one reconfiguration at a time; every drain (and so
- *                         every device table edit) happens under it
+ *                         every device table edit) happens under it; a sync
+ *                         region takes it to drop the cached heads of its
+ *                         rows (rf_sync_rows_forget())
  *    -> dev_lock          the device table, for walks outside a drain (dev.h)
  *       -> s->lock        superblock state (sbstate.h)
  *          -> bm->lock    bitmap image and writes (bitmap.c)
  * Leaf locks: nothing else is taken while one is held, and each may be
  * taken under any of the above:
  *    bar_lock             the drain barrier's queue (barrier.c)
+ *    rl.lock              the sync regions' range lock (rangelock.c)
  *    pool_lock            the inline workers' pool (workers.c)
  *    g->lock              a group's lists and stripe heads; never two at once
  *    start_lock           worker start-up reports
  *    s->tlock, bm->tlock  the superblock and bitmap timer threads' wake-ups
  *    mgmt->lock           the management thread's wake-ups (member.c)
- *    the sync thread's lock (sync.c)
+ *    the sync walk's lock (sync.c)
  * No lock is held across a drain that waits for requests, except
- * reconf_lock.  The sync thread's row lock is rf_writes_hold() (the drain
- * barrier's write hold), not a mutex.
+ * reconf_lock.  A drain waits only for requests counted at the barrier; a
+ * write waiting for a sync region is not counted there, so no drain waits
+ * for a region, and a region may take reconf_lock.
  *
  * Pieces: a request is split into pieces; each piece ends once through
  * rf_piece_end().  A DIRECT piece is one member IO the worker issues as it
@@ -78,6 +85,7 @@ struct rf_piece {
 
 struct rf_stripe;
 struct rf_worker;
+struct rf_sync_work;
 
 /* One per RAID level; a static table in array.c picks it. */
 struct rf_level_ops {
@@ -95,6 +103,25 @@ struct rf_level_ops {
 	/* Run the stripe state machine for sh (the worker owns it).  Optional:
 	 * only levels with stripe pieces. */
 	void (*handle_stripe)(struct rf_worker *w, struct rf_stripe *sh);
+	/* The sync walk's (services/sync.c, md's sync_request).  Optional:
+	 * levels without redundancy leave them NULL and have no sync action.
+	 * sync_total: the sectors the walk covers, in its units (member
+	 * sectors, or array sectors); sync_clip: the sectors of a region at
+	 * pos, at most n; sync_write_rows: the rows [*lo, *hi) a write of len
+	 * bytes at array byte off may touch; sync_degraded: whether check,
+	 * repair and resync still compare with a member missing;
+	 * sync_region: the work of one region (syncwork.h), 0 or -errno.
+	 * sync_dev_offset: the member sector below which a rebuild that
+	 * walked [0, pos) wrote every device being rebuilt (md's
+	 * recovery_offset); sync_walk_start: where a rebuild resumes from such
+	 * an offset.  Optional: NULL when the walk goes in member sectors. */
+	uint64_t (*sync_total)(const struct rf_array *a);
+	uint64_t (*sync_clip)(const struct rf_array *a, uint64_t pos, uint64_t n);
+	uint64_t (*sync_dev_offset)(const struct rf_array *a, uint64_t pos);
+	uint64_t (*sync_walk_start)(const struct rf_array *a, uint64_t dev_offset);
+	void (*sync_write_rows)(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi);
+	bool sync_degraded;
+	int (*sync_region)(struct rf_sync_work *w);
 };
 
 /* A stripe head: one stripe_size block of every member at `sector`.
@@ -207,12 +234,15 @@ struct rf_array {
 	struct rf_worker *pool_all;     /* every one, through all_next */
 	/* The drain barrier. */
 	pthread_mutex_t reconf_lock;    /* one reconfiguration at a time; outermost */
-	pthread_mutex_t bar_lock;       /* never held while waiting for another lock */
+	pthread_mutex_t bar_lock;       /* a leaf: never held while waiting for another lock */
 	pthread_cond_t bar_cond;
 	atomic_uint hold;               /* RF_HOLD_* */
 	atomic_long inflight[2];        /* requests past the barrier: reads, writes+flushes */
 	struct rf_req *held, **held_tail; /* bar_lock: waiting, in arrival order */
 	bool suspended;                 /* reconf_lock */
+	/* Sync regions' locks on rows, and the writes tracked while a walk
+	 * runs (rangelock.h; its lock: order 2, a leaf). */
+	struct rf_rangelock rl;
 	bool started;
 	struct rf_sbstate *sbstate;     /* clean/dirty in the superblocks; NULL: none kept */
 	struct rf_bitmap *bitmap;       /* internal write-intent bitmap; NULL: none */
@@ -288,14 +318,28 @@ bool rf_stripe_finish(struct rf_stripe *sh);
 /* Queue p to its group from a worker (outside rf_array_submit()). */
 void rf_requeue_piece(struct rf_array *a, struct rf_piece *p);
 
-/* The sync thread's lock on the rows it works on (sync.c): hold every new
- * foreground write at the barrier and wait for those in flight to end;
- * then resubmit the held ones.  Reads go on.  Blocks the caller. */
+/* Hold every new foreground write at the barrier and wait for those in
+ * flight to end; then resubmit the held ones.  Reads go on.  Blocks the
+ * caller; takes reconf_lock until the release. */
 void rf_writes_hold(struct rf_array *a);
 void rf_writes_release(struct rf_array *a);
 /* Writes held: drop the cached blocks of stripe heads at member sectors
  * [lo, hi), which the caller rewrote behind them. */
 void rf_stripe_cache_forget(struct rf_array *a, uint64_t lo, uint64_t hi);
+
+/* The sync walk's rows.  begin: arm a->rl with writes drained (from now
+ * on every write is admitted there and tracked); end: disarm, with no
+ * range locked.  A region locks its rows with rf_rangelock_lock(&a->rl)
+ * and unlocks them with rf_rangelock_unlock().  Blocks the caller. */
+void rf_sync_rows_begin(struct rf_array *a);
+void rf_sync_rows_end(struct rf_array *a);
+/* Rows [lo, hi) locked: drop their cached stripe heads (takes
+ * reconf_lock). */
+void rf_sync_rows_forget(struct rf_array *a, uint64_t lo, uint64_t hi);
+/* sync.c: the rows [*lo, *hi) in the walk's units (member sectors;
+ * array sectors for raid10) that a write of len bytes at array byte off
+ * may touch, its parity included, rounded out to whole stripe heads. */
+void rf_sync_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi);
 
 extern const struct rf_level_ops rf_raid0_ops, rf_raid1_ops, rf_raid10_ops, rf_raid5_ops;
 
@@ -310,6 +354,11 @@ enum {
 };
 /* barrier.c */
 int rf_req_class(const struct rf_req *r);
+/* Whether the write r (counted at the barrier) may go on now; false: it
+ * waits on a sync region's queue and no longer counts at the barrier. */
+bool rf_range_enter(struct rf_array *a, struct rf_req *r);
+/* A region unlocked: submit a write it held, as if it had just arrived. */
+void rf_range_resubmit(struct rf_rl_ent *e, void *priv);
 bool rf_barrier_enter(struct rf_array *a, struct rf_req *r);
 void rf_barrier_exit(struct rf_array *a, int cls);
 void rf_drain(struct rf_array *a, unsigned bits);

@@ -111,6 +111,7 @@ static void req_put(struct rf_req *r)
 		struct rf_array *a = r->a;
 		int cls = rf_req_class(r);
 
+		rf_rangelock_end(&a->rl, &r->rl);
 		if (r->hooks_started)
 			hooks_write_end(a, r);
 		r->done(r, atomic_load_explicit(&r->err, memory_order_relaxed));
@@ -188,7 +189,8 @@ void rf_array_submit(struct rf_array *a, struct rf_req *r)
 {
 	r->a = a;
 	r->hooks_started = false;
-	if (rf_barrier_enter(a, r))
+	r->rl.state = RF_RL_NONE;
+	if (rf_barrier_enter(a, r) && rf_range_enter(a, r))
 		rf_submit_now(a, r);
 }
 

@@ -165,6 +165,15 @@ void rf_requeue_piece(struct rf_array *a, struct rf_piece *p)
 	rf_group_push(rf_group_of(a, p->key), p, &p->next);
 }
 
+void rf_sync_rows_forget(struct rf_array *a, uint64_t lo, uint64_t hi)
+{
+	/* The groups stay while reconf_lock is held; no drain waits for a
+	 * region (rf_range_enter()), so taking it here cannot deadlock. */
+	pthread_mutex_lock(&a->reconf_lock);
+	rf_stripe_cache_forget(a, lo, hi);
+	pthread_mutex_unlock(&a->reconf_lock);
+}
+
 void rf_stripe_cache_forget(struct rf_array *a, uint64_t lo, uint64_t hi)
 {
 	int i, j;
@@ -178,8 +187,9 @@ void rf_stripe_cache_forget(struct rf_array *a, uint64_t lo, uint64_t hi)
 
 			if (!sh->hashed || sh->sector < lo || sh->sector >= hi)
 				continue;
-			/* With writes drained, a busy head is only finishing
-			 * the round that ended its last write. */
+			/* With writes drained, or the rows locked against
+			 * them, a busy head is only finishing the round that
+			 * ended its last write, or serving a read. */
 			while (sh->busy) {
 				pthread_mutex_unlock(&g->lock);
 				sched_yield();

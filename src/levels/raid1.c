@@ -7,11 +7,23 @@
  * another copy holds the data (md's semantics).  The request fails only
  * when the array as a whole has failed.
  *
- * It does NOT resync diverged mirrors (a later resync does).
+ * The sync work of one region (md's raid1/raid10 sync_request, run by the
+ * walk in services/sync.c): check and repair compare every in-sync copy
+ * with the first in 4 KiB blocks, md counting a mismatch per differing
+ * copy, repair rewriting the others from the first; resync reads the
+ * first copy and writes it over the others; rebuild copies from a copy in
+ * sync to every copy on a device being rebuilt.  The walk's units are
+ * member sectors for raid1 (the same on every copy) and array sectors
+ * inside one chunk for raid10 (whose far and offset copies sit at other
+ * member sectors).
+ *
+ * It does NOT resync diverged mirrors by itself (the walk asks it to).
  */
 #include <errno.h>
+#include <string.h>
 
 #include "core/engine.h"
+#include "services/syncwork.h"
 
 /* Writes go to every copy whose member is not faulty (a device being
  * rebuilt included); reads only to copies that hold the data. */
@@ -158,12 +170,196 @@ static bool raid10_failed(const struct rf_array *a, uint64_t faulty)
 	return false;
 }
 
+/* ---- the sync work of one region ---- */
+
+static uint64_t raid1_sync_total(const struct rf_array *a)
+{
+	return a->geom.dev_sectors;
+}
+
+static uint64_t raid10_sync_total(const struct rf_array *a)
+{
+	return a->geom.array_sectors;
+}
+
+static uint64_t raid1_sync_clip(const struct rf_array *a, uint64_t pos, uint64_t n)
+{
+	return n;
+}
+
+static uint64_t raid10_sync_clip(const struct rf_array *a, uint64_t pos, uint64_t n)
+{
+	uint64_t left = rf_geom_chunk_left(&a->geom, pos);
+
+	return n < left ? n : left;
+}
+
+/* A write's rows are its own sectors: raid1's member sectors are the
+ * array's, and raid10's walk goes in array sectors. */
+static void mirror_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi)
+{
+	*lo = off >> 9;
+	*hi = (off + len + 511) >> 9;
+	if (*hi <= *lo)
+		*hi = *lo + 1;  /* an empty write still names its row */
+}
+
+/* check, repair, resync: compare (or copy) every in-sync copy with the
+ * first. */
+static int mirror_compare(struct rf_sync_work *w, int n, const int *devs, const uint64_t *secs)
+{
+	struct rf_array *a = w->a;
+	int live[RF_MAX_MEMBERS], m = 0, i, b, nblk, ret;
+	uint64_t faulty = rf_faulty(a);
+	uint32_t bytes = (uint32_t)(w->n << 9);
+
+	for (i = 0; i < n; i++)
+		if (!(faulty & (1ull << devs[i])))
+			live[m++] = i;
+	if (m < 2)
+		return 0;       /* one copy left: nothing to compare or copy to */
+	nblk = (int)((bytes + RF_SYNC_BLK - 1) / RF_SYNC_BLK);
+	rf_sync_rows_lock(w, w->pos, w->pos + w->n);
+	for (i = 0; i < m; i++)
+		if (i == 0 || w->act != RF_SYNC_RESYNC)
+			rf_sync_io(w, devs[live[i]], false, w->buf[i], bytes, secs[live[i]]);
+	ret = rf_sync_io_wait(w);
+	for (b = 0; b < nblk && !ret; b++) {
+		uint32_t off = (uint32_t)b * RF_SYNC_BLK, len = bytes - off < RF_SYNC_BLK ? bytes - off : RF_SYNC_BLK;
+
+		for (i = 1; i < m; i++) {
+			if (w->act != RF_SYNC_RESYNC) {
+				if (!memcmp(w->buf[0] + off, w->buf[i] + off, len))
+					continue;
+				rf_sync_mismatch(w, len / 512);
+				if (w->act == RF_SYNC_CHECK)
+					continue;
+			}
+			memcpy(w->buf[i] + off, w->buf[0] + off, len);
+			w->dirty[i][b] = 1;
+		}
+	}
+	/* Buffers are indexed by live copy, not by member. */
+	for (i = 1; i < m; i++)
+		rf_sync_write_dirty(w, devs[live[i]], w->buf[i], w->dirty[i], nblk, bytes, secs[live[i]], ret);
+	if (!ret)
+		ret = rf_sync_io_wait(w);
+	rf_sync_rows_unlock(w);
+	return ret;
+}
+
+/* Rebuild: copy the region from a copy that holds it to every copy on a
+ * device being rebuilt (one or several: each takes the same data).
+ * Writes go to those devices meanwhile too, so the rows unlock at once. */
+static int mirror_recover(struct rf_sync_work *w, int n, const int *devs, const uint64_t *secs)
+{
+	struct rf_array *a = w->a;
+	int i, src = -1, ntarget = 0, ret;
+	uint64_t rec;
+	uint32_t bytes = (uint32_t)(w->n << 9);
+
+	rf_sync_rows_lock(w, w->pos, w->pos + w->n);
+	rec = atomic_load(&a->recovering) & ~rf_faulty(a);
+	for (i = 0; i < n; i++) {
+		if (rec & (1ull << devs[i]))
+			ntarget++;
+		else if (src < 0 && !(rf_faulty_read(a) & (1ull << devs[i])))
+			src = i;
+	}
+	ret = ntarget && src < 0 ? -EIO : 0;
+	if (ntarget && src >= 0) {
+		rf_sync_io(w, devs[src], false, w->buf[0], bytes, secs[src]);
+		ret = rf_sync_io_wait(w);
+		for (i = 0; i < n && !ret; i++)
+			if (rec & (1ull << devs[i]))
+				rf_sync_io(w, devs[i], true, w->buf[0], bytes, secs[i]);
+		if (!ret)
+			ret = rf_sync_io_wait(w);
+	}
+	rf_sync_rows_unlock(w);
+	return ret;
+}
+
+/* raid10's rebuild checkpoint.  The walk goes in array sectors, md's
+ * recovery_offset in member sectors.  Each copy (an index into
+ * rf_r10_map()'s answer: near copy, then its far copies) lies at a member
+ * sector that never decreases as the array sector grows, in every layout
+ * (near rows, far sections at stride, offset rows of far_copies chunks).
+ * So a rebuild that walked [0, pos) has written every member sector below
+ * the chunk row start of each copy of pos, and one that resumes from
+ * member sector off need not walk the chunks all of whose copies lie
+ * below off. */
+
+/* The largest member sector that a copy of array chunk c's last sector
+ * lies at. */
+static uint64_t r10_chunk_top(const struct rf_geom *g, uint64_t c)
+{
+	int devs[RF_MAX_MEMBERS], n, i;
+	uint64_t secs[RF_MAX_MEMBERS], top = 0;
+
+	n = rf_r10_map(g, c * g->chunk_sectors + g->chunk_sectors - 1, devs, secs);
+	for (i = 0; i < n; i++)
+		if (secs[i] > top)
+			top = secs[i];
+	return top;
+}
+
+static uint64_t raid10_sync_dev_offset(const struct rf_array *a, uint64_t pos)
+{
+	const struct rf_geom *g = &a->geom;
+	int devs[RF_MAX_MEMBERS], n, i;
+	uint64_t secs[RF_MAX_MEMBERS], off = g->dev_sectors;
+
+	if (pos >= g->array_sectors)
+		return g->dev_sectors;
+	n = rf_r10_map(g, pos, devs, secs);
+	for (i = 0; i < n; i++)
+		if (secs[i] - secs[i] % g->chunk_sectors < off)
+			off = secs[i] - secs[i] % g->chunk_sectors;
+	return off;
+}
+
+static uint64_t raid10_sync_walk_start(const struct rf_array *a, uint64_t off)
+{
+	const struct rf_geom *g = &a->geom;
+	uint64_t lo = 0, hi = g->array_sectors / g->chunk_sectors;
+
+	/* The first chunk with a copy at or past off (r10_chunk_top never
+	 * decreases). */
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (r10_chunk_top(g, mid) >= off)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo * g->chunk_sectors;
+}
+
+static int mirror_sync_region(struct rf_sync_work *w)
+{
+	int devs[RF_MAX_MEMBERS], n;
+	uint64_t secs[RF_MAX_MEMBERS];
+
+	/* Every copy of the region (the walk kept raid10's in one chunk). */
+	n = rf_mirror_map(&w->a->geom, w->pos, devs, secs);
+	if (w->act == RF_SYNC_RECOVER)
+		return mirror_recover(w, n, devs, secs);
+	return mirror_compare(w, n, devs, secs);
+}
+
 const struct rf_level_ops rf_raid1_ops = {
 	.name = "raid1",
 	.max_pieces = mirror_max_pieces,
 	.split = mirror_split,
 	.direct_failed = mirror_direct_failed,
 	.failed = raid1_failed,
+	.sync_total = raid1_sync_total,
+	.sync_clip = raid1_sync_clip,
+	.sync_write_rows = mirror_write_rows,
+	.sync_degraded = true,
+	.sync_region = mirror_sync_region,
 };
 
 const struct rf_level_ops rf_raid10_ops = {
@@ -172,4 +368,11 @@ const struct rf_level_ops rf_raid10_ops = {
 	.split = mirror_split,
 	.direct_failed = mirror_direct_failed,
 	.failed = raid10_failed,
+	.sync_total = raid10_sync_total,
+	.sync_clip = raid10_sync_clip,
+	.sync_dev_offset = raid10_sync_dev_offset,
+	.sync_walk_start = raid10_sync_walk_start,
+	.sync_write_rows = mirror_write_rows,
+	.sync_degraded = true,
+	.sync_region = mirror_sync_region,
 };

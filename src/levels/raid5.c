@@ -25,8 +25,24 @@
  * row.  A write ends successfully when the array has not failed: data on a
  * member that failed during the write is still held by parity.
  *
- * It does NOT resync or rebuild members (a later sync thread does), and it
- * does not batch member IO across heads.
+ * The sync work of one region (md's raid5 sync_request, run by the walk in
+ * services/sync.c; the walk's units are member sectors, a region the same
+ * run on every member):
+ *   check   adds 8 sectors to mismatch_cnt per 4 KiB block whose parity
+ *           does not match its data; writes nothing.  raid6: when P and Q
+ *           agree that exactly one block is wrong (only P, only Q, or one
+ *           data block D_z with P ^ P' = e and Q ^ Q' = g^z e), the member
+ *           is named in the log and in rf_sync_status.bad_member.
+ *   repair  as check, then rewrites P [and Q] from the data, or the one
+ *           raid6 data block P and Q identified.
+ *   resync  reads the row (as md) and writes the parity that differs.
+ *   recover computes the blocks of every device being rebuilt, one or
+ *           (raid6) two at once, from the others, and writes them; the
+ *           rows stay locked until recovery_cp passes them (writes to rows
+ *           at or past it skip those devices).
+ *
+ * It does NOT batch member IO across heads, and does not resync degraded
+ * arrays (nothing to compare against).
  */
 #include <assert.h>
 #include <errno.h>
@@ -34,6 +50,7 @@
 
 #include "core/engine.h"
 #include "raidfuse/parity.h"
+#include "services/syncwork.h"
 
 static inline uint64_t all_members(const struct rf_array *a)
 {
@@ -460,6 +477,237 @@ static void r5_handle_stripe(struct rf_worker *w, struct rf_stripe *sh)
 		r5_round_done(w, sh);
 }
 
+/* ---- the sync work of one region ---- */
+
+#define BLK RF_SYNC_BLK
+
+static uint64_t r5_sync_total(const struct rf_array *a)
+{
+	return a->geom.dev_sectors;
+}
+
+static uint64_t r5_sync_clip(const struct rf_array *a, uint64_t pos, uint64_t n)
+{
+	return n;
+}
+
+/* A write's rows in member sectors, rounded out to whole stripe heads (a
+ * read-modify-write of one block reads and writes its whole head's column
+ * blocks and parity). */
+static void r5_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi)
+{
+	const struct rf_geom *g = &a->geom;
+	uint64_t s0 = off >> 9, s1 = (off + len + 511) >> 9, cs = g->chunk_sectors, head;
+
+	if (s1 <= s0)
+		s1 = s0 + 1;    /* an empty write still names its row */
+	/* Chunk c of the array lies in row c / data_disks, at the same
+	 * offset in the row's chunk on every member. */
+	if (s0 / cs == (s1 - 1) / cs) {
+		uint64_t row = s0 / cs / (uint64_t)g->data_disks;
+
+		*lo = row * cs + s0 % cs;
+		*hi = row * cs + (s1 - 1) % cs + 1;
+	} else {
+		*lo = s0 / cs / (uint64_t)g->data_disks * cs;
+		*hi = ((s1 - 1) / cs / (uint64_t)g->data_disks + 1) * cs;
+	}
+	head = a->stripe_size >> 9;
+	if (head > 1) {
+		*lo -= *lo % head;
+		*hi += (head - *hi % head) % head;
+	}
+}
+
+/* Rebuild: every missing block of the region's rows from the others
+ * (xor, or raid6 recovery of any two), written to the devices being
+ * rebuilt (raid6: both in this one pass).  The rows stay locked: writes
+ * to them skip those devices until recovery_cp passes them, which waits
+ * for every region below (the walk's retire()). */
+static int r5_recover(struct rf_sync_work *w)
+{
+	struct rf_array *a = w->a;
+	const struct rf_geom *g = &a->geom;
+	uint32_t bytes = (uint32_t)(w->n << 9);
+	int i, b, nblk = (int)(bytes / BLK), ret = 0;
+	uint64_t row = UINT64_MAX, rec, missing, pos = w->pos;
+	struct rf_r5_row r;
+	void *blocks[RF_MAX_MEMBERS + 2];
+
+	rf_sync_rows_lock(w, pos, pos + w->n);
+	w->keep_locked = true;
+	rec = atomic_load(&a->recovering) & ~rf_faulty(a);
+	missing = rf_faulty(a) | rec;
+	if (!rec || a->ops->failed(a, missing))
+		return rec ? -EIO : 0;
+	for (i = 0; i < a->nmembers; i++)
+		if (!(missing & (1ull << i)))
+			rf_sync_io(w, i, false, w->buf[i], bytes, pos);
+	ret = rf_sync_io_wait(w);
+	for (b = 0; b < nblk && !ret; b++) {
+		uint64_t ds = pos + (uint64_t)b * RF_SYNC_BLK_SECTORS;
+		int off = b * (int)BLK, f[2] = { -1, -1 }, nf = 0, n;
+
+		if (ds / g->chunk_sectors != row) {
+			row = ds / g->chunk_sectors;
+			rf_r5_row(g, row, &r);
+		}
+		if (g->level != 6) {
+			int x = __builtin_ctzll(missing);
+
+			for (i = 0, n = 0; i < a->nmembers; i++)
+				if (i != x)
+					blocks[n++] = w->buf[i] + off;
+			rf_xor_gen(n, BLK, blocks, w->buf[x] + off);
+			continue;
+		}
+		n = rf_r6_blocks(&r, g->data_disks, w->buf, (size_t)off, w->zero, blocks);
+		for (i = 0; i < a->nmembers && nf < 2; i++)
+			if (missing & (1ull << i))
+				f[nf++] = rf_r6_index(&r, i);
+		rf_raid6_recover(n, BLK, blocks, f[0], f[1]);
+	}
+	for (i = 0; i < a->nmembers && !ret; i++)
+		if (rec & (1ull << i))
+			rf_sync_io(w, i, true, w->buf[i], bytes, pos);
+	if (!ret)
+		ret = rf_sync_io_wait(w);
+	return ret;
+}
+
+static void name_bad(struct rf_sync_work *w, int member, uint64_t dev_sector, const char *what)
+{
+	struct rf_array *a = w->a;
+	int64_t as = rf_r5_array_sector(&a->geom, member, dev_sector);
+
+	if (!rf_sync_found_bad(w, member, as >= 0 ? (uint64_t)as : dev_sector))
+		return;
+	if (as >= 0)
+		rf_warn("%s: %s: member %d (%s) holds the wrong data block at array sector %llu (member sector %llu)",
+			a->name, rf_sync_action_name(w->act), member, a->devs[member].path, (unsigned long long)as,
+			(unsigned long long)dev_sector);
+	else
+		rf_warn("%s: %s: member %d (%s) holds the wrong %s block at member sector %llu", a->name,
+			rf_sync_action_name(w->act), member, a->devs[member].path, what,
+			(unsigned long long)dev_sector);
+}
+
+/* raid6, P and Q both wrong: the data member whose error explains both
+ * (Q ^ Q' == g^slot (P ^ P')), or -1.  w->delta = P ^ P' on return. */
+static int raid6_bad_data(struct rf_sync_work *w, const struct rf_r5_row *r, int off)
+{
+	struct rf_array *a = w->a;
+	int k;
+
+	memcpy(w->delta, w->buf[r->pd_idx] + off, BLK);
+	rf_xor_into(BLK, w->p, w->delta);
+	for (k = 0; k < a->geom.data_disks; k++) {
+		int z = r->data_member[k];
+
+		memcpy(w->qq, w->q, BLK);
+		rf_q_update(BLK, r->qslot[z], w->delta, w->qq);
+		if (!memcmp(w->qq, w->buf[r->qd_idx] + off, BLK))
+			return z;
+	}
+	return -1;
+}
+
+/* check, repair, resync: recompute P [and Q] of every block row. */
+static int r5_compare(struct rf_sync_work *w)
+{
+	struct rf_array *a = w->a;
+	const struct rf_geom *g = &a->geom;
+	enum rf_sync_action act = w->act;
+	uint32_t bytes = (uint32_t)(w->n << 9);
+	int i, k, b, nblk = (int)(bytes / BLK), ret = 0;
+	uint64_t row = UINT64_MAX, pos = w->pos;
+	bool raid6 = g->level == 6, wrote = false;
+	struct rf_r5_row r;
+	void *blocks[RF_MAX_MEMBERS + 2];
+
+	rf_sync_rows_lock(w, pos, pos + w->n);
+	if (rf_faulty(a)) {
+		ret = -EIO;     /* a member failed since the start: nothing to compare */
+		goto out;
+	}
+	/* Every column: P and Q move from row to row inside the region. */
+	for (i = 0; i < a->nmembers; i++)
+		rf_sync_io(w, i, false, w->buf[i], bytes, pos);
+	ret = rf_sync_io_wait(w);
+	for (b = 0; b < nblk && !ret; b++) {
+		uint64_t ds = pos + (uint64_t)b * RF_SYNC_BLK_SECTORS;
+		int off = b * (int)BLK, bad = -1;
+		bool badp, badq;
+
+		if (ds / g->chunk_sectors != row) {
+			row = ds / g->chunk_sectors;
+			rf_r5_row(g, row, &r);
+		}
+		if (raid6) {
+			rf_pq_gen(rf_r6_blocks(&r, g->data_disks, w->buf, (size_t)off, w->zero, blocks), BLK, blocks,
+				  w->p, w->q);
+		} else {
+			for (k = 0; k < g->data_disks; k++)
+				blocks[k] = w->buf[r.data_member[k]] + off;
+			rf_xor_gen(g->data_disks, BLK, blocks, w->p);
+		}
+		badp = memcmp(w->p, w->buf[r.pd_idx] + off, BLK) != 0;
+		badq = raid6 && memcmp(w->q, w->buf[r.qd_idx] + off, BLK) != 0;
+		if (!badp && !badq)
+			continue;
+		if (act != RF_SYNC_RESYNC) {
+			rf_sync_mismatch(w, RF_SYNC_BLK_SECTORS);
+			if (!raid6)
+				bad = -1;       /* P alone cannot say which block is wrong */
+			else if (!badq)
+				name_bad(w, bad = r.pd_idx, ds, "P");
+			else if (!badp)
+				name_bad(w, bad = r.qd_idx, ds, "Q");
+			else if ((bad = raid6_bad_data(w, &r, off)) >= 0)
+				name_bad(w, bad, ds, "data");
+			else
+				rf_dbg("%s: %s: member sector %llu: P and Q wrong, no single member explains it",
+				       a->name, rf_sync_action_name(act), (unsigned long long)ds);
+			if (act == RF_SYNC_CHECK)
+				continue;
+		}
+		if (bad >= 0 && bad != r.pd_idx && bad != r.qd_idx) {
+			/* P and Q are right: the data block is what they say. */
+			rf_xor_into(BLK, w->delta, w->buf[bad] + off);
+			w->dirty[bad][b] = 1;
+			continue;
+		}
+		if (badp) {
+			memcpy(w->buf[r.pd_idx] + off, w->p, BLK);
+			w->dirty[r.pd_idx][b] = 1;
+		}
+		if (badq) {
+			memcpy(w->buf[r.qd_idx] + off, w->q, BLK);
+			w->dirty[r.qd_idx][b] = 1;
+		}
+	}
+	for (i = 0; i < a->nmembers; i++) {
+		for (b = 0; b < nblk && !wrote; b++)
+			wrote = w->dirty[i][b];
+		rf_sync_write_dirty(w, i, w->buf[i], w->dirty[i], nblk, bytes, pos, ret);
+	}
+	if (!ret)
+		ret = rf_sync_io_wait(w);
+	/* Cached heads of these rows hold what the members held before. */
+	if (wrote)
+		rf_sync_rows_forget(a, pos, pos + w->n);
+out:
+	rf_sync_rows_unlock(w);
+	return ret;
+}
+
+static int r5_sync_region(struct rf_sync_work *w)
+{
+	return w->act == RF_SYNC_RECOVER ? r5_recover(w) : r5_compare(w);
+}
+
+#undef BLK
+
 const struct rf_level_ops rf_raid5_ops = {
 	.name = "raid5",
 	.max_pieces = r5_max_pieces,
@@ -467,4 +715,9 @@ const struct rf_level_ops rf_raid5_ops = {
 	.direct_failed = r5_direct_failed,
 	.failed = r5_failed,
 	.handle_stripe = r5_handle_stripe,
+	.sync_total = r5_sync_total,
+	.sync_clip = r5_sync_clip,
+	.sync_write_rows = r5_write_rows,
+	.sync_degraded = false,
+	.sync_region = r5_sync_region,
 };

@@ -135,7 +135,7 @@ int rf_array_dev_info(struct rf_array *a, int dev, struct rf_dev_info *out)
 	out->size = (g->level == 0 && dev < rf_array_nslots(a) ? g->r0_sectors[dev] : g->dev_sectors) / 2;
 	out->recovery_start = UINT64_MAX;
 	if (out->slot >= 0 && (rf_array_recovering(a) & (1ull << dev)))
-		out->recovery_start = rf_array_geom(a)->level == 10 ? 0 : rf_array_recovery_cp(a);
+		out->recovery_start = rf_array_recovery_cp(a);
 out:
 	rf_array_reconf_unlock(a);
 	return ret;
@@ -226,6 +226,9 @@ static int take_slot(void *arg)
 	}
 	rf_dev_get(a, k)->flags = RF_DEV_SPARE;
 	rf_dev_get(a, k)->prev_slot = -1;
+	/* Beside another device being rebuilt: both from the start, and
+	 * only what the bitmap marks when both are re-added. */
+	readd = readd && (!rf_array_recovering(a) || rf_array_recover_dirty_only(a));
 	rf_slot_rebuild_start(a, k, readd);
 	/* A spare named in the config gets its superblock now, and the data
 	 * offset that superblock records. */
@@ -267,8 +270,7 @@ static int end_rebuild(void *arg)
 			rf_slot_rebuilt(a, k);
 			rf_info("%s: %s in slot %d is rebuilt", rf_array_name(a), rf_dev_get(a, k)->path, k);
 		}
-		rf_sbstate_set_recovery(rf_array_sbstate(a), k, j->completed ? RF_SB_MAX_SECTOR :
-						rf_array_geom(a)->level == 10 ? 0 : j->pos);
+		rf_sbstate_set_recovery(rf_array_sbstate(a), k, j->completed ? RF_SB_MAX_SECTOR : j->pos);
 	}
 	if (j->completed)
 		rf_recovery_reset(a);
@@ -304,14 +306,33 @@ static int pick_spare(struct rf_array *a, int k)
 	return any;
 }
 
+/* reconf_lock held: the first failed slot (not being rebuilt) that a
+ * spare can take, into j (slot -1: none). */
+static void pick_slot(struct rf_array *a, struct swap_job *j)
+{
+	uint64_t bad = rf_array_faulty(a) & ~rf_array_recovering(a);
+	int k;
+
+	j->slot = j->spare = -1;
+	for (k = 0; bad && k < rf_array_nslots(a); k++) {
+		if (!(bad & (1ull << k)))
+			continue;
+		j->spare = pick_spare(a, k);
+		if (j->spare >= 0) {
+			j->slot = k;
+			return;
+		}
+	}
+}
+
 /* What md's recovery check does: start or resume a rebuild if a failed
  * slot and a spare meet, unless sync_action is frozen. */
 static void check_recovery(struct rf_array *a)
 {
 	struct rf_sync_status st;
 	struct swap_job j = { .a = a, .slot = -1, .spare = -1 };
-	uint64_t bad, r;
-	int k, ret;
+	uint64_t r;
+	int ret;
 
 	if (rf_array_readonly(a) || rf_array_overlay(a) || rf_array_failed(a))
 		return;
@@ -322,16 +343,7 @@ static void check_recovery(struct rf_array *a)
 	/* A device that failed while being rebuilt is just faulty. */
 	rf_recovery_drop_faulty(a);
 	r = rf_array_recovering(a);
-	bad = rf_array_faulty(a) & ~r;
-	for (k = 0; bad && k < rf_array_nslots(a); k++) {
-		if (!(bad & (1ull << k)))
-			continue;
-		j.spare = pick_spare(a, k);
-		if (j.spare >= 0) {
-			j.slot = k;
-			break;
-		}
-	}
+	pick_slot(a, &j);
 	rf_array_reconf_unlock(a);
 	if (j.slot < 0 && !r) {
 		/* Rebuilt: a resync it interrupted goes on from where it stopped. */
@@ -347,11 +359,18 @@ static void check_recovery(struct rf_array *a)
 			rf_array_mgmt(a)->resync_waits = true;
 		rf_sync_stop(a, false);
 	}
-	if (j.slot >= 0) {
+	/* Every failed slot a spare meets now is rebuilt in this one pass
+	 * (raid6: two at once). */
+	while (j.slot >= 0) {
 		ret = rf_array_quiesced_all(a, take_slot, &j);
-		if (ret)
+		if (ret) {
 			rf_err("%s: recording slot %d's new device in the superblocks: %s", rf_array_name(a), j.slot,
 			       strerror(-ret));
+			break;
+		}
+		rf_array_reconf_lock(a);
+		pick_slot(a, &j);
+		rf_array_reconf_unlock(a);
 	}
 	ret = rf_sync_request(a, RF_SYNC_RECOVER);
 	if (ret && ret != -EBUSY)

@@ -1,64 +1,99 @@
-/* sync.c - the sync thread: md's resync, check and repair for raid1, raid10
- * and raid4/5/6.
+/* sync.c - the sync walk: md's md_do_sync for resync, check, repair and
+ * rebuild, generic over the levels.
  *
- * One thread per array walks it region by region (md's sync window) from
- * the start (or, for a resync, from where an interrupted one stopped) to
- * the end.  A region is a run of member sectors, the same on every member
- * (raid1, raid4/5/6: every block row in it, whatever chunk rows it
- * crosses), or a run of array sectors inside one chunk for raid10 (whose
- * far and offset copies sit at different member sectors).  For each
- * region it reads every member's part (every copy of the data), compares
- * in 4 KiB blocks (md's STRIPE_SIZE) and:
- *   check   adds 8 sectors to mismatch_cnt per block whose parity does not
- *           match its data, and per mirror copy that differs from the
- *           first in-sync copy (md counts per copy); writes nothing.
- *           raid6: when P and Q agree that exactly one block is wrong (only
- *           P, only Q, or one data block D_z with P ^ P' = e and
- *           Q ^ Q' = g^z e), the member is named in the log and in
- *           rf_sync_status.bad_member.
- *   repair  as check, then rewrites P [and Q] from the data, or the one
- *           raid6 data block P and Q identified, or the differing copies
- *           from the first in-sync copy.
- *   resync  as repair, counting nothing; mirrors read only the first copy
- *           and write it to every other copy, parity levels read the row
- *           (as md) and write the parity that differs.
+ * A walk goes over the array region by region (md's sync window) from the
+ * start (or, for a resync or rebuild, from where an interrupted one
+ * stopped) to the end.  The level says what a region is and does its work
+ * (rf_level_ops: sync_total, sync_clip, sync_region; md's sync_request):
+ * raid1 and raid4/5/6 walk member sectors, a region the same run on every
+ * member; raid10 walks array sectors inside one chunk.  The work of a
+ * region is check (count what disagrees: mismatch_cnt), repair (count and
+ * rewrite), resync (rewrite what disagrees) or recover (compute or copy
+ * the blocks of every device being rebuilt, one or two at once); see the
+ * level files for each.  This file cuts, paces, hands out, retires and
+ * checkpoints the regions, and gives the level its buffers, member IO and
+ * row locks (syncwork.h).  Nothing here depends on the level.
  *
- * Racing foreground writes.  The thread locks the region against writes:
- * rf_writes_hold() drains the array's writes at the drain barrier (new
- * ones wait there, none blocks a FUSE thread; reads go on), the region is
- * read, compared and rewritten (on an IO queue of the thread's own, on
- * the array's backend, so overlays and fault injection apply), the
- * stripe cache drops the heads of the rewritten rows (their cached blocks
- * would be older than the members), and rf_writes_release() resubmits the
- * held writes in arrival order.  This was chosen over a sync piece that stripe
- * rounds understand because it covers every level with one mechanism, it
- * needs no change to the stripe state machine, and a region is small
- * (64 KiB per member while foreground IO is active): the writes held
- * wait for at most one region's IO.  The cost is that writes to other
- * rows wait too; a range-limited hold would remove that.
+ * Several regions at once.  One thread (sync_main) walks: it hands regions
+ * out in order, up to two per worker, to SYNC_WINDOW workers, each with
+ * its own buffers and its own IO queue on the array's backend (so
+ * overlays and fault injection apply), and retires them in the same
+ * order.  A worker that ends a region takes the oldest one waiting
+ * itself, without a round trip to the walk thread (on a loaded machine
+ * that wake-up costs as much as a region).  While the array is idle every
+ * worker has a region, so the walk is bound by the members, not by one
+ * thread's read-compute-write turns; while foreground IO is active, one
+ * region at a time.  On 2 cores and members on /dev/shm, 2, 3 and 4
+ * workers measured alike within the noise of a shared machine, each
+ * about twice one walker's rate (tools/bench-resync.sh); 3 is kept.
  *
- * Foreground first.  Between regions the thread looks at the barrier's
- * in-flight counters: while foreground requests are in flight it paces
- * itself to sync_speed_min and uses small regions (its own IO in flight is
- * at most one region: 64 KiB per member); while idle it takes 1 MiB
- * regions and paces to sync_speed_max.  Pacing is per region (a region of
- * n KiB takes at least n / speed seconds), so it reacts at once when the
+ * Racing foreground writes: a lock on the region's rows.  A worker locks
+ * its region's rows at the array's range lock (rangelock.c; engine.c
+ * admits every write there while a walk runs): a write into them waits
+ * on the region's queue (no FUSE thread waits with it), a write in flight
+ * in them ends first, and writes to every other row never wait.  With the
+ * rows locked, the region is read, compared and rewritten, the stripe
+ * cache drops the heads of the rewritten rows (their cached blocks would
+ * be older than the members), and the unlock resubmits the writes that
+ * waited, in arrival order.  A write is mapped to rows with its whole
+ * stripe heads (its parity's read-modify-write), so a region's rows are
+ * exactly what no write may touch meanwhile.  The walk arms the range
+ * lock once, with writes drained at the barrier, so that no write in
+ * flight then escapes the tracking; a write pays nothing but one atomic
+ * load while no walk runs.
+ *
+ * Reads go on during a region, as before the range lock: a non-degraded
+ * read touches data blocks only, which a check never writes and a repair
+ * or resync writes only where they were wrong (a read sees the old or the
+ * new block, never a mix within 4 KiB); parity arrays are not checked
+ * while degraded (nothing to compare against), and a rebuild writes only
+ * the device being rebuilt, which reads of rows past recovery_cp do not
+ * use.  Heads a read brings into the cache meanwhile are dropped with the
+ * region's (rf_sync_rows_forget() waits for busy ones).
+ *
+ * Rebuild order.  On raid4/5/6 a write to rows at or past recovery_cp
+ * skips the device being rebuilt, so a rebuilt region keeps its rows
+ * locked until every region below it is done too: then recovery_cp moves
+ * past it (with its cached heads dropped) and its rows unlock.  Mirrors
+ * write to the device being rebuilt always and unlock at once.
+ *
+ * Foreground first.  Before each region the walk looks at the barrier's
+ * in-flight counters (and the writes waiting for regions): while
+ * foreground requests are in flight it paces itself to sync_speed_min,
+ * with one region of 64 KiB per member in flight; while idle it takes
+ * 1 MiB regions, every worker busy, and paces to sync_speed_max.  Pacing
+ * is per region handed out (the next comes at least n / speed seconds
+ * after a region of n KiB), so the walk reacts at once when the
  * foreground starts.  speed reports KiB/s over the last few seconds.
  *
- * Checkpoints.  A resync reports where it stands (every row below it in
- * sync) through the notify function every 1/16 of the walk or CP_SECONDS,
- * and where it ended: the superblock keeper records it as resync_offset,
- * so a resync interrupted by a crash or a stop resumes there.
+ * Checkpoints.  The walk's position is the end of the last region retired
+ * in order: every region below it is done, whatever regions above it are
+ * in flight.  A resync reports it (every row below it in sync) through
+ * the notify function every 1/16 of the walk or CP_SECONDS, and where it
+ * ended: the superblock keeper records it as resync_offset, so a resync
+ * interrupted by a crash or a stop resumes there.  recovery_cp and the
+ * bitmap's walk (rf_bitmap_resync_done(), rf_bitmap_rebuilt()) move the
+ * same way, in order.
  *
  * Stopping ("idle", "frozen", array close) takes effect between regions:
- * the region in flight is finished and written, so the rows are
- * consistent.  A member IO error marks the member faulty and ends the
- * action.  It does NOT rebuild a spare (recovery) or resync degraded parity
- * arrays.  With a write-intent bitmap, a resync skips the chunks the
- * bitmap says need none (bitmap.c keeps them; check and repair read all).
+ * no new region is handed out, those in flight finish and are written,
+ * so the rows are consistent.  A member IO error marks the member faulty
+ * and ends the action at the failed region.  With a write-intent bitmap,
+ * a resync (and a re-added device's rebuild) skips the chunks the bitmap
+ * says need none (bitmap.c keeps them; check and repair read all); a jump
+ * is made only with no region in flight, so the bitmap's walk stays in
+ * order.
+ *
+ * It does NOT resync degraded parity arrays, and it does not order the
+ * regions' writes against each other (they are disjoint).
+ *
+ * Locks: s->lock (the walk's state, the workers' hand-over, the status)
+ * is a leaf in engine.h's lock order: no other lock is taken while it is
+ * held.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,17 +102,20 @@
 
 #include "core/engine.h"
 #include "raidfuse/bitmap.h"
-#include "raidfuse/parity.h"
 #include "raidfuse/sync.h"
+#include "services/syncwork.h"
 
-#define BLK 4096u                       /* compare unit, md's STRIPE_SIZE */
-#define BLK_SECTORS (BLK / 512)
-#define REGION_IDLE (1u << 20)          /* bytes per member per region when idle */
+#define BLK RF_SYNC_BLK                 /* compare unit, md's STRIPE_SIZE */
+#define REGION_IDLE RF_SYNC_REGION_MAX  /* bytes per member per region when idle */
 #define REGION_BUSY (64u << 10)         /* while foreground IO is active */
-#define REGION_MEM (16u << 20)          /* every member's region buffer together */
 #define NMARKS 4                        /* speed marks, about a second apart */
 #define MAX_NAMED_LOGS 64               /* raid6 naming lines per run */
-#define SYNC_DEPTH 64                   /* the sync thread's IO queue */
+#define SYNC_DEPTH 64                   /* each worker's IO queue */
+#ifndef SYNC_WINDOW
+#define SYNC_WINDOW 3                   /* workers: regions running at once while idle */
+#endif
+#define WIN_MAX (2 * SYNC_WINDOW)       /* regions handed out: each worker's, and its next */
+#define REGION_MEM_ALL (48u << 20)      /* every worker's region buffers together */
 #define BUSY_HOLD 0.5                   /* seconds a foreground request keeps the array busy */
 #define BUSY_RECENT 5.0                 /* seconds after which an idle array is looked at once */
 #define IDLE_LOOKS 4                    /* looks at the counters before calling the array idle */
@@ -92,13 +130,53 @@ struct mark {
 	uint64_t done;
 };
 
+/* A region handed out: READY (waiting for a worker), RUNNING, DONE.  The
+ * walk writes lo and n before READY; the worker that took it owns ret,
+ * keep_locked and range until DONE; then the walk does.  state: s->lock. */
+enum { REG_READY, REG_RUNNING, REG_DONE };
+
+struct region {
+	uint64_t lo, n;
+	int state;
+	int ret;
+	bool keep_locked;               /* its rows stay locked until it is retired */
+	struct rf_range range;
+};
+
+/* One walker thread: runs one region at a time on buffers and an IO queue
+ * of its own. */
+struct sync_worker {
+	struct rf_sync_work work;       /* the region's, given to the level (first) */
+	struct rf_sync *s;
+	struct rf_array *a;
+	pthread_t thread;
+	bool started;
+	/* s->lock: */
+	bool ready;                     /* the thread set up its IO queue: init_ret */
+	int init_ret;
+	/* the thread: */
+	struct region *cur;             /* the region it runs */
+	char *mem;                      /* region buffers, then the scratch blocks */
+	struct rf_ioq ioq;              /* the worker's member IO queue, made on its thread */
+	bool ioq_ok;                    /* s->lock until ready */
+	struct rf_mio *mios;            /* a region's member IO */
+	int nmios, io_pending, io_err;
+};
+
+static struct sync_worker *worker_of(struct rf_sync_work *work)
+{
+	return (struct sync_worker *)((char *)work - offsetof(struct sync_worker, work));
+}
+
 struct rf_sync {
 	struct rf_array *a;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;            /* the thread ended; a stop was asked (wakes pacing) */
+	pthread_mutex_t lock;           /* a leaf (engine.h's lock order) */
+	pthread_cond_t cond;            /* the thread ended; a stop was asked; a region ended */
+	pthread_cond_t wcond;           /* workers: a region was handed out, or quit */
 	/* lock: */
 	enum rf_sync_action action;     /* the running action, IDLE when none */
 	bool frozen, stop, running, joinable;
+	bool quit;                      /* workers leave */
 	pthread_t thread;
 	uint64_t done, total, resync_cp;
 	unsigned speed_min, speed_max;
@@ -109,22 +187,24 @@ struct rf_sync {
 	uint64_t bad_sector, bad_found;
 	uint64_t skipped;               /* sectors a walk jumped over (bitmap) */
 	uint64_t mismatches;
-	/* the thread only: */
-	uint32_t region_max;            /* bytes per member */
-	char *mem;                      /* region buffers, then the scratch blocks */
-	char *buf[RF_MAX_MEMBERS];      /* region_max each */
-	char *p, *q, *delta, *qq, *zero; /* BLK each */
-	uint8_t dirty[RF_MAX_MEMBERS][REGION_IDLE / BLK];
 	int nlogged;
+	/* the walk (sync_main's thread) only: */
+	uint32_t region_max;            /* bytes per member */
+	int nworkers;                   /* workers the walk hands regions to */
+	int nalloc;                     /* workers[] entries to free */
+	struct sync_worker *workers;
+	/* lock: regions handed out, oldest first; the first `taken` are
+	 * RUNNING or DONE, the rest READY. */
+	struct region win[WIN_MAX];
+	int win_head, win_count, taken;
 	double last_busy;               /* when foreground IO was last seen */
 	double last_idle;               /* when several looks last found the array idle */
 	double started;                 /* when this walk started */
-	struct rf_ioq ioq;              /* the thread's member IO queue */
-	struct rf_mio *mios;            /* a region's member IO */
-	int nmios, io_pending, io_err;
 	rf_sync_notify_fn notify;       /* lock (set), called by the thread */
 	void *notify_priv;
 };
+
+void (*rf_sync_test_looked)(void);
 
 static const char *const action_names[] = {
 	[RF_SYNC_IDLE] = "idle",
@@ -182,7 +262,8 @@ static bool fg_active(struct rf_sync *s)
 	for (i = 0; i < looks; i++) {
 		if (i)
 			usleep(IDLE_LOOK_US);
-		if (atomic_load(&a->inflight[0]) + atomic_load(&a->inflight[1]) > 0) {
+		/* Writes waiting for a region count: they left the barrier. */
+		if (atomic_load(&a->inflight[0]) + atomic_load(&a->inflight[1]) + atomic_load(&a->rl.nwaiting) > 0) {
 			s->last_busy = now();
 			return true;
 		}
@@ -195,15 +276,28 @@ static bool fg_active(struct rf_sync *s)
 	return false;
 }
 
-static bool is_mirror(const struct rf_array *a)
-{
-	return a->geom.level == 1 || a->geom.level == 10;
-}
-
-/* Sectors the walk covers: member sectors, array sectors for raid10. */
+/* The walk's units: member sectors, or array sectors (the level's; a
+ * level without sync work has no walk, and reports its members' size). */
 static uint64_t walk_total(const struct rf_array *a)
 {
-	return a->geom.level == 10 ? a->geom.array_sectors : a->geom.dev_sectors;
+	return a->ops->sync_total ? a->ops->sync_total(a) : a->geom.dev_sectors;
+}
+
+/* The walk's position pos and md's recovery_offset (member sectors):
+ * what a rebuild that walked [0, pos) wrote, and where one resumes. */
+static uint64_t dev_offset(const struct rf_array *a, uint64_t pos)
+{
+	return a->ops->sync_dev_offset ? a->ops->sync_dev_offset(a, pos) : pos;
+}
+
+static uint64_t walk_start(const struct rf_array *a, uint64_t dev_off)
+{
+	return a->ops->sync_walk_start ? a->ops->sync_walk_start(a, dev_off) : dev_off;
+}
+
+void rf_sync_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi)
+{
+	a->ops->sync_write_rows(a, off, len, lo, hi);
 }
 
 /* ---- member IO ----
@@ -216,67 +310,68 @@ static uint64_t walk_total(const struct rf_array *a)
 
 static void sio_end(struct rf_mio *m)
 {
-	struct rf_sync *s = m->priv;
+	struct sync_worker *w = m->priv;
 
 	if (m->res) {
-		rf_member_fail(s->a, m->member, m->res, m->op == RF_MIO_WRITE ? "sync write" : "sync read",
+		rf_member_fail(w->a, m->member, m->res, m->op == RF_MIO_WRITE ? "sync write" : "sync read",
 			       m->off + m->done);
-		if (!s->io_err)
-			s->io_err = m->res;
+		if (!w->io_err)
+			w->io_err = m->res;
 	}
-	s->io_pending--;
+	w->io_pending--;
 }
 
-/* Queue a read or write of len bytes of member m at member sector sec. */
-static void sio_queue(struct rf_sync *s, int m, bool write, char *buf, uint32_t len, uint64_t sec)
+void rf_sync_io(struct rf_sync_work *work, int m, bool write, char *buf, uint32_t len, uint64_t sec)
 {
-	struct rf_mio *mio = &s->mios[s->nmios++];
+	struct sync_worker *w = worker_of(work);
+	struct rf_mio *mio = &w->mios[w->nmios++];
 
 	memset(mio, 0, sizeof(*mio));
 	mio->end = sio_end;
-	mio->priv = s;
+	mio->priv = w;
 	mio->buf = buf;
 	mio->len = len;
-	mio->off = s->a->devs[m].data_offset + (sec << 9);
+	mio->off = w->a->devs[m].data_offset + (sec << 9);
 	mio->member = (int16_t)m;
 	mio->op = write ? RF_MIO_WRITE : RF_MIO_READ;
-	s->io_pending++;
-	rf_ioq_queue(&s->ioq, mio);
+	w->io_pending++;
+	rf_ioq_queue(&w->ioq, mio);
 }
 
-/* Submit what was queued and wait for all of it.  Returns 0 or the first
- * error (its member is marked faulty). */
-static int sio_wait(struct rf_sync *s)
+int rf_sync_io_wait(struct rf_sync_work *work)
 {
+	struct sync_worker *w = worker_of(work);
 	int ret;
 
 	for (;;) {
-		ret = rf_ioq_submit(&s->ioq);
-		if (ret < 0 || !s->io_pending)
+		ret = rf_ioq_submit(&w->ioq);
+		if (ret < 0 || !w->io_pending)
 			break;
 		/* Something waits for room and nothing is in flight: submit
 		 * again rather than sleep. */
-		ret = rf_ioq_reap(&s->ioq, !(s->ioq.retry && !s->ioq.inflight));
+		ret = rf_ioq_reap(&w->ioq, !(w->ioq.retry && !w->ioq.inflight));
 		if (ret < 0)
 			break;
 	}
-	if (ret < 0 && !s->io_err) {
-		rf_err("%s: sync: member IO queue: %s", s->a->name, strerror(-ret));
-		s->io_err = ret;
+	if (ret < 0 && !w->io_err) {
+		rf_err("%s: sync: member IO queue: %s", w->a->name, strerror(-ret));
+		w->io_err = ret;
 	}
-	ret = s->io_err;
-	s->io_err = 0;
-	s->nmios = 0;
+	ret = w->io_err;
+	w->io_err = 0;
+	w->nmios = 0;
 	return ret;
 }
 
-/* Queue the dirty blocks of buf (nblk blocks, bytes long) for member m at
- * member sector sec, one write per contiguous run, and clear them. */
-static void queue_dirty(struct rf_sync *s, int m, char *buf, uint8_t *dirty, int nblk, uint32_t bytes,
-			uint64_t sec)
+void rf_sync_write_dirty(struct rf_sync_work *w, int m, char *buf, uint8_t *dirty, int nblk, uint32_t bytes,
+			 uint64_t sec, int err)
 {
 	int b = 0, e;
 
+	if (err) {
+		memset(dirty, 0, (size_t)nblk);
+		return;
+	}
 	while (b < nblk) {
 		uint32_t off, len;
 
@@ -288,333 +383,124 @@ static void queue_dirty(struct rf_sync *s, int m, char *buf, uint8_t *dirty, int
 			dirty[e] = 0;
 		off = (uint32_t)b * BLK;
 		len = (uint32_t)e * BLK < bytes ? (uint32_t)(e - b) * BLK : bytes - off;
-		sio_queue(s, m, true, buf + off, len, sec + off / 512);
+		rf_sync_io(w, m, true, buf + off, len, sec + off / 512);
 		b = e;
 	}
 }
 
-static void count_mismatch(struct rf_sync *s, uint32_t len)
+void rf_sync_rows_lock(struct rf_sync_work *work, uint64_t lo, uint64_t hi)
 {
+	struct sync_worker *w = worker_of(work);
+
+	rf_rangelock_lock(&w->a->rl, &w->cur->range, lo, hi);
+}
+
+void rf_sync_rows_unlock(struct rf_sync_work *work)
+{
+	struct sync_worker *w = worker_of(work);
+
+	rf_rangelock_unlock(&w->a->rl, &w->cur->range);
+}
+
+void rf_sync_mismatch(struct rf_sync_work *work, uint64_t sectors)
+{
+	struct rf_sync *s = worker_of(work)->s;
+
 	pthread_mutex_lock(&s->lock);
-	s->mismatches += len / 512;
+	s->mismatches += sectors;
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* ---- raid1 and raid10 ---- */
-
-/* Every copy of the region at pos (at most *n sectors; *n is set to what
- * the region covers): member and member sector. */
-static int mirror_copies(struct rf_array *a, uint64_t pos, uint64_t *n, int *devs, uint64_t *secs)
+bool rf_sync_found_bad(struct rf_sync_work *work, int m, uint64_t where)
 {
-	if (a->geom.level != 1 && *n > rf_geom_chunk_left(&a->geom, pos))
-		*n = rf_geom_chunk_left(&a->geom, pos);
-	return rf_mirror_map(&a->geom, pos, devs, secs);
-}
-
-static int mirror_region(struct rf_sync *s, enum rf_sync_action act, uint64_t pos, uint64_t *nsec)
-{
-	struct rf_array *a = s->a;
-	int devs[RF_MAX_MEMBERS], live[RF_MAX_MEMBERS], n, m = 0, i, b, nblk, ret = 0;
-	uint64_t secs[RF_MAX_MEMBERS], faulty = rf_faulty(a);
-	uint32_t bytes;
-
-	n = mirror_copies(a, pos, nsec, devs, secs);
-	for (i = 0; i < n; i++)
-		if (!(faulty & (1ull << devs[i])))
-			live[m++] = i;
-	if (m < 2)
-		return 0;       /* one copy left: nothing to compare or copy to */
-	bytes = (uint32_t)(*nsec << 9);
-	nblk = (int)((bytes + BLK - 1) / BLK);
-	rf_writes_hold(a);
-	for (i = 0; i < m; i++)
-		if (i == 0 || act != RF_SYNC_RESYNC)
-			sio_queue(s, devs[live[i]], false, s->buf[i], bytes, secs[live[i]]);
-	ret = sio_wait(s);
-	for (b = 0; b < nblk && !ret; b++) {
-		uint32_t off = (uint32_t)b * BLK, len = bytes - off < BLK ? bytes - off : BLK;
-
-		for (i = 1; i < m; i++) {
-			if (act != RF_SYNC_RESYNC) {
-				if (!memcmp(s->buf[0] + off, s->buf[i] + off, len))
-					continue;
-				count_mismatch(s, len);
-				if (act == RF_SYNC_CHECK)
-					continue;
-			}
-			memcpy(s->buf[i] + off, s->buf[0] + off, len);
-			s->dirty[i][b] = 1;
-		}
-	}
-	/* Buffers are indexed by live copy, not by member. */
-	for (i = 1; i < m; i++)
-		if (ret)
-			memset(s->dirty[i], 0, (size_t)nblk);
-		else
-			queue_dirty(s, devs[live[i]], s->buf[i], s->dirty[i], nblk, bytes, secs[live[i]]);
-	if (!ret)
-		ret = sio_wait(s);
-	rf_writes_release(a);
-	return ret;
-}
-
-/* Rebuild: copy the region from a copy that holds it to every copy on a
- * device being rebuilt. */
-static int mirror_recover(struct rf_sync *s, uint64_t pos, uint64_t *nsec)
-{
-	struct rf_array *a = s->a;
-	int devs[RF_MAX_MEMBERS], n, i, src = -1, ntarget = 0, ret;
-	uint64_t secs[RF_MAX_MEMBERS], rec;
-	uint32_t bytes;
-
-	n = mirror_copies(a, pos, nsec, devs, secs);
-	bytes = (uint32_t)(*nsec << 9);
-	rf_writes_hold(a);
-	rec = atomic_load(&a->recovering) & ~rf_faulty(a);
-	for (i = 0; i < n; i++) {
-		if (rec & (1ull << devs[i]))
-			ntarget++;
-		else if (src < 0 && !(rf_faulty_read(a) & (1ull << devs[i])))
-			src = i;
-	}
-	ret = ntarget && src < 0 ? -EIO : 0;
-	if (ntarget && src >= 0) {
-		sio_queue(s, devs[src], false, s->buf[0], bytes, secs[src]);
-		ret = sio_wait(s);
-		for (i = 0; i < n && !ret; i++)
-			if (rec & (1ull << devs[i]))
-				sio_queue(s, devs[i], true, s->buf[0], bytes, secs[i]);
-		if (!ret)
-			ret = sio_wait(s);
-	}
-	rf_writes_release(a);
-	return ret;
-}
-
-/* ---- raid4/5/6 ---- */
-
-/* Rebuild: every missing block of the region's rows from the others
- * (xor, or raid6 recovery of any two), written to the devices being
- * rebuilt; then they serve these rows (recovery_cp). */
-static int parity_recover(struct rf_sync *s, uint64_t pos, uint64_t *nsec)
-{
-	struct rf_array *a = s->a;
-	const struct rf_geom *g = &a->geom;
-	uint32_t bytes = (uint32_t)(*nsec << 9);
-	int i, b, nblk = (int)(bytes / BLK), ret = 0;
-	uint64_t row = UINT64_MAX, rec, missing;
-	struct rf_r5_row r;
-	void *blocks[RF_MAX_MEMBERS + 2];
-
-	rf_writes_hold(a);
-	rec = atomic_load(&a->recovering) & ~rf_faulty(a);
-	missing = rf_faulty(a) | rec;
-	if (!rec || a->ops->failed(a, missing)) {
-		ret = rec ? -EIO : 0;
-		goto out;
-	}
-	for (i = 0; i < a->nmembers; i++)
-		if (!(missing & (1ull << i)))
-			sio_queue(s, i, false, s->buf[i], bytes, pos);
-	ret = sio_wait(s);
-	for (b = 0; b < nblk && !ret; b++) {
-		uint64_t ds = pos + (uint64_t)b * BLK_SECTORS;
-		int off = b * (int)BLK, f[2] = { -1, -1 }, nf = 0, n;
-
-		if (ds / g->chunk_sectors != row) {
-			row = ds / g->chunk_sectors;
-			rf_r5_row(g, row, &r);
-		}
-		if (g->level != 6) {
-			int x = __builtin_ctzll(missing);
-
-			for (i = 0, n = 0; i < a->nmembers; i++)
-				if (i != x)
-					blocks[n++] = s->buf[i] + off;
-			rf_xor_gen(n, BLK, blocks, s->buf[x] + off);
-			continue;
-		}
-		n = rf_r6_blocks(&r, g->data_disks, s->buf, (size_t)off, s->zero, blocks);
-		for (i = 0; i < a->nmembers && nf < 2; i++)
-			if (missing & (1ull << i))
-				f[nf++] = rf_r6_index(&r, i);
-		rf_raid6_recover(n, BLK, blocks, f[0], f[1]);
-	}
-	for (i = 0; i < a->nmembers && !ret; i++)
-		if (rec & (1ull << i))
-			sio_queue(s, i, true, s->buf[i], bytes, pos);
-	if (!ret)
-		ret = sio_wait(s);
-	if (!ret) {
-		/* Cached heads of these rows were planned without the new
-		 * devices; from here on they serve these rows. */
-		rf_stripe_cache_forget(a, pos, pos + *nsec);
-		atomic_store_explicit(&a->recovery_cp, pos + *nsec, memory_order_release);
-	}
-out:
-	rf_writes_release(a);
-	return ret;
-}
-
-static void name_bad(struct rf_sync *s, enum rf_sync_action act, int member, uint64_t dev_sector,
-		     const char *what)
-{
-	struct rf_array *a = s->a;
-	int64_t as = rf_r5_array_sector(&a->geom, member, dev_sector);
-	uint64_t where = as >= 0 ? (uint64_t)as : dev_sector;
+	struct rf_sync *s = worker_of(work)->s;
+	int nlogged;
 
 	pthread_mutex_lock(&s->lock);
-	s->bad_member = member;
+	s->bad_member = m;
 	s->bad_sector = where;
 	s->bad_found++;
+	nlogged = ++s->nlogged;
 	pthread_mutex_unlock(&s->lock);
-	if (s->nlogged++ == MAX_NAMED_LOGS)
-		rf_warn("%s: more wrong blocks named; not logging them", a->name);
-	if (s->nlogged > MAX_NAMED_LOGS)
-		return;
-	if (as >= 0)
-		rf_warn("%s: %s: member %d (%s) holds the wrong data block at array sector %llu (member sector %llu)",
-			a->name, rf_sync_action_name(act), member, a->devs[member].path, (unsigned long long)as,
-			(unsigned long long)dev_sector);
-	else
-		rf_warn("%s: %s: member %d (%s) holds the wrong %s block at member sector %llu", a->name,
-			rf_sync_action_name(act), member, a->devs[member].path, what,
-			(unsigned long long)dev_sector);
+	if (nlogged == MAX_NAMED_LOGS + 1)
+		rf_warn("%s: more wrong blocks named; not logging them", s->a->name);
+	return nlogged <= MAX_NAMED_LOGS;
 }
 
-/* raid6, P and Q both wrong: the data member whose error explains both
- * (Q ^ Q' == g^slot (P ^ P')), or -1.  s->delta = P ^ P' on return. */
-static int raid6_bad_data(struct rf_sync *s, const struct rf_r5_row *r, int off)
+/* ---- the walk ----
+ *
+ * sync_main() hands regions out in order to SYNC_WINDOW workers and
+ * retires them in the same order (retire()): the walk's position, its
+ * checkpoints, recovery_cp and the bitmap's walk move only past regions
+ * that are done, all of whose lower neighbours are done too.
+ */
+
+/* Run the region handed to w: the level's work. */
+static int region_run(struct sync_worker *w, enum rf_sync_action act)
 {
-	struct rf_array *a = s->a;
-	int k;
+	struct rf_sync_work *work = &w->work;
+	int ret;
 
-	memcpy(s->delta, s->buf[r->pd_idx] + off, BLK);
-	rf_xor_into(BLK, s->p, s->delta);
-	for (k = 0; k < a->geom.data_disks; k++) {
-		int z = r->data_member[k];
-
-		memcpy(s->qq, s->q, BLK);
-		rf_q_update(BLK, r->qslot[z], s->delta, s->qq);
-		if (!memcmp(s->qq, s->buf[r->qd_idx] + off, BLK))
-			return z;
-	}
-	return -1;
-}
-
-static int parity_region(struct rf_sync *s, enum rf_sync_action act, uint64_t pos, uint64_t *nsec)
-{
-	struct rf_array *a = s->a;
-	const struct rf_geom *g = &a->geom;
-	uint32_t bytes = (uint32_t)(*nsec << 9);
-	int i, k, b, nblk = (int)(bytes / BLK), ret = 0;
-	uint64_t row = UINT64_MAX;
-	bool raid6 = g->level == 6, wrote = false;
-	struct rf_r5_row r;
-	void *blocks[RF_MAX_MEMBERS + 2];
-
-	rf_writes_hold(a);
-	if (rf_faulty(a)) {
-		ret = -EIO;     /* a member failed since the start: nothing to compare */
-		goto out;
-	}
-	/* Every column: P and Q move from row to row inside the region. */
-	for (i = 0; i < a->nmembers; i++)
-		sio_queue(s, i, false, s->buf[i], bytes, pos);
-	ret = sio_wait(s);
-	for (b = 0; b < nblk && !ret; b++) {
-		uint64_t ds = pos + (uint64_t)b * BLK_SECTORS;
-		int off = b * (int)BLK, bad = -1;
-		bool badp, badq;
-
-		if (ds / g->chunk_sectors != row) {
-			row = ds / g->chunk_sectors;
-			rf_r5_row(g, row, &r);
-		}
-		if (raid6) {
-			rf_pq_gen(rf_r6_blocks(&r, g->data_disks, s->buf, (size_t)off, s->zero, blocks), BLK, blocks,
-				  s->p, s->q);
-		} else {
-			for (k = 0; k < g->data_disks; k++)
-				blocks[k] = s->buf[r.data_member[k]] + off;
-			rf_xor_gen(g->data_disks, BLK, blocks, s->p);
-		}
-		badp = memcmp(s->p, s->buf[r.pd_idx] + off, BLK) != 0;
-		badq = raid6 && memcmp(s->q, s->buf[r.qd_idx] + off, BLK) != 0;
-		if (!badp && !badq)
-			continue;
-		if (act != RF_SYNC_RESYNC) {
-			count_mismatch(s, BLK);
-			if (!raid6)
-				bad = -1;       /* P alone cannot say which block is wrong */
-			else if (!badq)
-				name_bad(s, act, bad = r.pd_idx, ds, "P");
-			else if (!badp)
-				name_bad(s, act, bad = r.qd_idx, ds, "Q");
-			else if ((bad = raid6_bad_data(s, &r, off)) >= 0)
-				name_bad(s, act, bad, ds, "data");
-			else
-				rf_dbg("%s: %s: member sector %llu: P and Q wrong, no single member explains it",
-				       a->name, rf_sync_action_name(act), (unsigned long long)ds);
-			if (act == RF_SYNC_CHECK)
-				continue;
-		}
-		if (bad >= 0 && bad != r.pd_idx && bad != r.qd_idx) {
-			/* P and Q are right: the data block is what they say. */
-			rf_xor_into(BLK, s->delta, s->buf[bad] + off);
-			s->dirty[bad][b] = 1;
-			continue;
-		}
-		if (badp) {
-			memcpy(s->buf[r.pd_idx] + off, s->p, BLK);
-			s->dirty[r.pd_idx][b] = 1;
-		}
-		if (badq) {
-			memcpy(s->buf[r.qd_idx] + off, s->q, BLK);
-			s->dirty[r.qd_idx][b] = 1;
-		}
-	}
-	for (i = 0; i < a->nmembers; i++) {
-		for (b = 0; b < nblk && !wrote; b++)
-			wrote = s->dirty[i][b];
-		if (!ret)
-			queue_dirty(s, i, s->buf[i], s->dirty[i], nblk, bytes, pos);
-		else
-			memset(s->dirty[i], 0, (size_t)nblk);
-	}
-	if (!ret)
-		ret = sio_wait(s);
-	/* Cached heads of these rows hold what the members held before. */
-	if (wrote)
-		rf_stripe_cache_forget(a, pos, pos + *nsec);
-out:
-	rf_writes_release(a);
+	work->act = act;
+	work->pos = w->cur->lo;
+	work->n = w->cur->n;
+	work->keep_locked = false;
+	ret = w->a->ops->sync_region(work);
+	w->cur->keep_locked = work->keep_locked;
 	return ret;
 }
 
-/* ---- the thread ---- */
-
-/* Sleep until the region just done (sectors since t0) kept to the speed
- * the array's load allows, a stop was asked, or the load changed. */
-static void pace(struct rf_sync *s, double t0, uint64_t sectors)
+static void *worker_main(void *arg)
 {
-	pthread_mutex_lock(&s->lock);
-	for (;;) {
-		unsigned want = fg_active(s) ? s->speed_min : s->speed_max;
-		double left = (double)sectors / 2 / want - (now() - t0);
-		struct timespec ts;
+	struct sync_worker *w = arg;
+	struct rf_sync *s = w->s;
+	struct rf_array *a = w->a;
+	/* On this thread: an io_uring may take submissions from its
+	 * creator only. */
+	int ret = a->ioq_init(&w->ioq, rf_devs_ioq(a), SYNC_DEPTH);
 
-		if (s->stop || left <= 0)
+	pthread_mutex_lock(&s->lock);
+	w->ioq_ok = !ret;
+	w->init_ret = ret;
+	w->ready = true;
+	pthread_cond_broadcast(&s->cond);
+	if (ret) {
+		pthread_mutex_unlock(&s->lock);
+		return NULL;
+	}
+	for (;;) {
+		enum rf_sync_action act;
+
+		/* The oldest READY region: the next one is there already
+		 * when this one ends, without a round trip to the walk. */
+		while (s->taken == s->win_count && !s->quit)
+			pthread_cond_wait(&s->wcond, &s->lock);
+		if (s->taken == s->win_count)
 			break;
-		if (left > PACE_POLL)
-			left = PACE_POLL;       /* look at the load again soon */
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += (long)(left * 1e9);
-		ts.tv_sec += ts.tv_nsec / 1000000000;
-		ts.tv_nsec %= 1000000000;
-		pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+		w->cur = &s->win[(s->win_head + s->taken++) % WIN_MAX];
+		w->cur->state = REG_RUNNING;
+		act = s->action;
+		pthread_mutex_unlock(&s->lock);
+		ret = region_run(w, act);
+		pthread_mutex_lock(&s->lock);
+		w->cur->ret = ret;
+		w->cur->state = REG_DONE;
+		pthread_cond_broadcast(&s->cond);
 	}
 	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* s->lock held: wait for news (a region ended, a stop) at most secs. */
+static void wait_news(struct rf_sync *s, double secs)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += (long)(secs * 1e9);
+	ts.tv_sec += ts.tv_nsec / 1000000000;
+	ts.tv_nsec %= 1000000000;
+	pthread_cond_timedwait(&s->cond, &s->lock, &ts);
 }
 
 /* s->lock held: record progress, and a speed mark about once a second. */
@@ -650,90 +536,289 @@ static void checkpoint(struct rf_sync *s, uint64_t pos)
 		notify(s->a, RF_SYNC_RESYNC, false, pos, priv);
 }
 
-/* Region by region from *pos to total, until done, stopped or failed. */
+struct walk {
+	enum rf_sync_action act;
+	uint64_t pos;           /* every region below is done */
+	uint64_t next;          /* where the next region starts */
+	uint64_t run_end;       /* the bitmap's run being walked ends here */
+	uint64_t total;
+	uint64_t cp_pos;        /* the last checkpoint */
+	double cp_t;
+	uint64_t last_n;        /* the last region handed out: sectors, when */
+	double last_t;
+	bool first;
+	int ret;                /* the first error, in walk order */
+};
+
+/* The oldest region handed out, g, is done: move the walk past it. */
+static void retire(struct rf_sync *s, struct walk *k, struct region *g)
+{
+	struct rf_array *a = s->a;
+	uint64_t lo = g->lo, hi = g->lo + g->n;
+
+	if (g->ret && !k->ret)
+		k->ret = g->ret;
+	if (!k->ret) {
+		if (g->keep_locked) {
+			/* A rebuilt region, every one below it rebuilt too:
+			 * from here on the new devices serve its rows.  Cached
+			 * heads of them were planned without those devices. */
+			rf_sync_rows_forget(a, lo, hi);
+		}
+		if (k->act == RF_SYNC_RECOVER)
+			atomic_store_explicit(&a->recovery_cp, dev_offset(a, hi), memory_order_release);
+		k->pos = hi;
+		if (k->act == RF_SYNC_RESYNC)
+			rf_bitmap_resync_done(a->bitmap, lo, hi);
+		else if (k->act == RF_SYNC_RECOVER)
+			rf_bitmap_rebuilt(a->bitmap, lo, hi);
+		pthread_mutex_lock(&s->lock);
+		/* The first region runs at once, unpaced: the speed counts
+		 * from its end, or it would read above sync_speed_max for
+		 * seconds. */
+		if (k->first)
+			s->nmarks = 0;
+		progress(s, hi);
+		pthread_mutex_unlock(&s->lock);
+		k->first = false;
+		if (k->act == RF_SYNC_RESYNC && k->pos < k->total &&
+		    (k->pos - k->cp_pos >= k->total / CP_PARTS || now() - k->cp_t >= CP_SECONDS)) {
+			checkpoint(s, k->pos);
+			k->cp_pos = k->pos;
+			k->cp_t = now();
+		}
+	}
+	if (g->keep_locked) {
+		g->keep_locked = false;
+		rf_rangelock_unlock(&a->rl, &g->range);
+	}
+}
+
+/* The window is empty and the walk reached the end of a bitmap run: jump
+ * to the next run that needs the action. */
+static void skip_clean(struct rf_sync *s, struct walk *k)
+{
+	struct rf_array *a = s->a;
+	uint64_t n = k->total - k->next, np;
+
+	if (k->act == RF_SYNC_RESYNC) {
+		/* A resync goes only where writes may have been in flight,
+		 * and what it covered is in sync after. */
+		np = rf_bitmap_resync_skip(a->bitmap, k->next, k->total, &n);
+	} else {
+		/* A re-added device missed only what the bitmap marks.  The
+		 * jump is made with writes held: none may be planned on the
+		 * far side of the old position meanwhile. */
+		rf_writes_hold(a);
+		np = rf_bitmap_dirty_skip(a->bitmap, k->next, k->total, &n);
+		if (np != k->next) {
+			/* raid4/5/6 writes skip the devices being rebuilt at
+			 * and past recovery_cp (mirrors write them always). */
+			rf_stripe_cache_forget(a, k->next, np);
+			atomic_store_explicit(&a->recovery_cp, dev_offset(a, np), memory_order_release);
+		}
+		rf_writes_release(a);
+		pthread_mutex_lock(&s->lock);
+		s->skipped += np - k->next;
+		pthread_mutex_unlock(&s->lock);
+	}
+	k->next = k->pos = np;
+	k->run_end = np < k->total ? np + n : k->total;
+}
+
+/* Regions from *pos to total, several at once, until done, stopped or
+ * failed; *pos: below it every region is done. */
 static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint64_t total, const char **why)
 {
 	struct rf_array *a = s->a;
-	uint64_t cp_pos = *pos;
-	double cp_t = now();
-	bool first = true;
-	int ret = 0;
+	bool skips = a->bitmap && (act == RF_SYNC_RESYNC ||
+				   (act == RF_SYNC_RECOVER && atomic_load(&a->recover_dirty_only)));
+	struct walk k = {
+		.act = act, .pos = *pos, .next = *pos, .total = total, .cp_pos = *pos, .cp_t = now(),
+		.first = true, .run_end = skips ? *pos : total,
+	};
+	bool stopped = false;
 
-	while (*pos < total) {
-		double t0 = now();
-		uint64_t n = (fg_active(s) ? REGION_BUSY : s->region_max) / 512;
-		bool stop;
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		struct region *g;
+		unsigned want;
+		double left;
+		bool busy;
 
-		pthread_mutex_lock(&s->lock);
-		stop = s->stop;
-		pthread_mutex_unlock(&s->lock);
-		if (stop) {
-			*why = "interrupted";
-			return 0;
-		}
-		/* With a bitmap a resync goes only where writes may have been
-		 * in flight, and what it covered is in sync after. */
-		if (act == RF_SYNC_RESYNC && a->bitmap) {
-			*pos = rf_bitmap_resync_skip(a->bitmap, *pos, total, &n);
-			if (*pos >= total)
-				break;
-		}
-		/* A re-added device missed only what the bitmap marks.  The
-		 * jump over clean chunks is made with writes held: none may
-		 * be planned on the far side of the old position meanwhile. */
-		if (act == RF_SYNC_RECOVER && a->bitmap && atomic_load(&a->recover_dirty_only)) {
-			uint64_t np;
-
-			rf_writes_hold(a);
-			np = rf_bitmap_dirty_skip(a->bitmap, *pos, total, &n);
-			if (np != *pos && !is_mirror(a)) {
-				rf_stripe_cache_forget(a, *pos, np);
-				atomic_store_explicit(&a->recovery_cp, np, memory_order_release);
-			}
-			rf_writes_release(a);
-			pthread_mutex_lock(&s->lock);
-			s->skipped += np - *pos;
+		if (s->win_count && s->win[s->win_head].state == REG_DONE) {
+			/* Its slot is not reused before retire() is done. */
+			g = &s->win[s->win_head];
 			pthread_mutex_unlock(&s->lock);
-			*pos = np;
-			if (*pos >= total)
+			retire(s, &k, g);
+			pthread_mutex_lock(&s->lock);
+			s->win_head = (s->win_head + 1) % WIN_MAX;
+			s->win_count--;
+			s->taken--;
+			continue;
+		}
+		if (s->stop)
+			stopped = true;
+		if (!k.ret && !stopped && k.next < k.total && rf_failed_now(a))
+			k.ret = -EIO;
+		/* Every untimed wait below follows the look at the oldest
+		 * region above within one hold of s->lock: a region that
+		 * ended while the lock was let go (fg_active(), retire(),
+		 * skip_clean()) signalled no one, and is seen here. */
+		if (k.ret || stopped || k.next >= k.total) {
+			/* Regions in flight finish; then the walk ends. */
+			if (!s->win_count)
 				break;
+			pthread_cond_wait(&s->cond, &s->lock);
+			continue;
 		}
-		if (n > total - *pos)
-			n = total - *pos;
-		if (rf_failed_now(a))
-			ret = -EIO;
-		else if (act == RF_SYNC_RECOVER)
-			ret = is_mirror(a) ? mirror_recover(s, *pos, &n) : parity_recover(s, *pos, &n);
-		else
-			ret = is_mirror(a) ? mirror_region(s, act, *pos, &n) : parity_region(s, act, *pos, &n);
-		if (ret) {
-			*why = "stopped by an IO error";
-			return ret;
+		if (k.next >= k.run_end) {
+			/* The bitmap's walk and recovery_cp jump only from
+			 * where every region is done. */
+			if (s->win_count) {
+				pthread_cond_wait(&s->cond, &s->lock);
+				continue;
+			}
+			pthread_mutex_unlock(&s->lock);
+			skip_clean(s, &k);
+			pthread_mutex_lock(&s->lock);
+			continue;
 		}
-		*pos += n;
-		if (act == RF_SYNC_RESYNC)
-			rf_bitmap_resync_done(a->bitmap, *pos - n, *pos);
-		else if (act == RF_SYNC_RECOVER)
-			rf_bitmap_rebuilt(a->bitmap, *pos - n, *pos);
-		pthread_mutex_lock(&s->lock);
-		/* The first region runs at once, unpaced: the speed counts from
-		 * its end, or it would read above sync_speed_max for seconds. */
-		if (first)
-			s->nmarks = 0;
-		progress(s, *pos);
 		pthread_mutex_unlock(&s->lock);
-		first = false;
-		if (act == RF_SYNC_RESYNC && *pos < total &&
-		    (*pos - cp_pos >= total / CP_PARTS || now() - cp_t >= CP_SECONDS)) {
-			checkpoint(s, *pos);
-			cp_pos = *pos;
-			cp_t = now();
+		busy = fg_active(s);
+		if (rf_sync_test_looked)
+			rf_sync_test_looked();
+		pthread_mutex_lock(&s->lock);
+		/* Foreground first: while it is active, one region at a time
+		 * (its own IO in flight is at most REGION_BUSY per member);
+		 * while idle, one running on each worker and one waiting. */
+		if (s->win_count >= (busy ? 1 : 2 * s->nworkers)) {
+			wait_news(s, PACE_POLL);
+			continue;
 		}
-		pace(s, t0, n);
+		/* The last region handed out keeps to the speed the load
+		 * allows (a region of n KiB: at least n / speed seconds
+		 * before the next), looked at again soon. */
+		want = busy ? s->speed_min : s->speed_max;
+		left = (double)k.last_n / 2 / want - (now() - k.last_t);
+		if (left > 0) {
+			wait_news(s, left < PACE_POLL ? left : PACE_POLL);
+			continue;
+		}
+		g = &s->win[(s->win_head + s->win_count) % WIN_MAX];
+		g->lo = k.next;
+		g->n = (busy ? REGION_BUSY : s->region_max) / 512;
+		if (g->n > k.run_end - k.next)
+			g->n = k.run_end - k.next;
+		g->n = a->ops->sync_clip(a, k.next, g->n);
+		g->state = REG_READY;
+		g->ret = 0;
+		g->keep_locked = false;
+		s->win_count++;
+		pthread_cond_signal(&s->wcond);
+		k.next += g->n;
+		k.last_n = g->n;
+		k.last_t = now();
 	}
-	return 0;
+	pthread_mutex_unlock(&s->lock);
+	*pos = k.pos;
+	if (k.ret)
+		*why = "stopped by an IO error";
+	else if (stopped && k.pos < total)
+		*why = "interrupted";
+	return k.ret;
 }
 
+static void workers_stop(struct rf_sync *s)
+{
+	int i;
+
+	pthread_mutex_lock(&s->lock);
+	s->quit = true;
+	pthread_cond_broadcast(&s->wcond);
+	pthread_mutex_unlock(&s->lock);
+	for (i = 0; i < s->nalloc; i++) {
+		struct sync_worker *w = &s->workers[i];
+
+		if (w->started)
+			pthread_join(w->thread, NULL);
+		if (w->ioq_ok)
+			rf_ioq_destroy(&w->ioq);
+		free(w->mem);
+		free(w->mios);
+	}
+	free(s->workers);
+	s->workers = NULL;
+	s->nworkers = s->nalloc = 0;
+}
+
+/* One worker's buffers, IO queue and thread; 0 or -errno. */
+static int worker_start(struct rf_sync *s, struct sync_worker *w)
+{
+	struct rf_array *a = s->a;
+	size_t per = s->region_max, i;
+	int ret;
+
+	w->s = s;
+	w->a = a;
+	w->work.a = a;
+	/* Reads: one per member; writes: at most a run per two blocks. */
+	w->mios = calloc((size_t)a->nmembers * (REGION_IDLE / BLK / 2 + 1), sizeof(*w->mios));
+	if (!w->mios || posix_memalign((void **)&w->mem, 4096, per * (size_t)a->nmembers + 5 * BLK))
+		return -ENOMEM;
+	for (i = 0; i < (size_t)a->nmembers; i++)
+		w->work.buf[i] = w->mem + i * per;
+	w->work.p = w->mem + per * (size_t)a->nmembers;
+	w->work.q = w->work.p + BLK;
+	w->work.delta = w->work.q + BLK;
+	w->work.qq = w->work.delta + BLK;
+	w->work.zero = w->work.qq + BLK;
+	memset(w->work.zero, 0, BLK);
+	ret = -pthread_create(&w->thread, NULL, worker_main, w);
+	if (ret)
+		return ret;
+	w->started = true;
+	pthread_mutex_lock(&s->lock);
+	while (!w->ready)
+		pthread_cond_wait(&s->cond, &s->lock);
+	ret = w->init_ret;
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+/* The walk's workers: SYNC_WINDOW of them, or as many as could start;
+ * 0 or -errno when none could. */
+static int workers_start(struct rf_sync *s)
+{
+	struct rf_array *a = s->a;
+	uint32_t per = REGION_MEM_ALL / SYNC_WINDOW / (uint32_t)a->nmembers;
+	int i, ret = 0;
+
+	if (per > REGION_IDLE)
+		per = REGION_IDLE;
+	per &= ~(BLK - 1);
+	if (per < REGION_BUSY)
+		per = REGION_BUSY;
+	s->region_max = per;
+	s->quit = false;
+	s->win_head = s->win_count = s->taken = 0;
+	s->workers = calloc(SYNC_WINDOW, sizeof(*s->workers));
+	if (!s->workers)
+		return -ENOMEM;
+	for (i = 0; i < SYNC_WINDOW; i++) {
+		ret = worker_start(s, &s->workers[i]);
+		s->nalloc = i + 1;      /* workers_stop() frees what it got */
+		if (ret)
+			break;
+		s->nworkers = i + 1;
+	}
+	if (ret && i > 0) {
+		/* The others go on: fewer regions at once. */
+		rf_warn("%s: sync: %d of %d workers: %s", a->name, i, SYNC_WINDOW, strerror(-ret));
+		ret = 0;
+	}
+	return ret;
+}
 static void *sync_main(void *arg)
 {
 	struct rf_sync *s = arg;
@@ -751,16 +836,20 @@ static void *sync_main(void *arg)
 	total = s->total;
 	progress(s, pos);
 	pthread_mutex_unlock(&s->lock);
-	ret = a->ioq_init(&s->ioq, rf_devs_ioq(a), SYNC_DEPTH);
+	ret = workers_start(s);
 	if (ret) {
-		rf_err("%s: %s: no member IO queue: %s", a->name, rf_sync_action_name(act), strerror(-ret));
+		rf_err("%s: %s: no sync worker (buffers, member IO queue, thread): %s", a->name,
+		       rf_sync_action_name(act), strerror(-ret));
 		why = "not started";
 	} else {
 		rf_info("%s: %s started at sector %llu of %llu", a->name, rf_sync_action_name(act),
 			(unsigned long long)pos, (unsigned long long)total);
+		/* Writes are tracked at the range lock from here on. */
+		rf_sync_rows_begin(a);
 		ret = walk(s, act, &pos, total, &why);
-		rf_ioq_destroy(&s->ioq);
+		rf_sync_rows_end(a);
 	}
+	workers_stop(s);
 	pthread_mutex_lock(&s->lock);
 	if (act == RF_SYNC_RESYNC)
 		s->resync_cp = pos < total ? pos : RF_SYNC_NONE;
@@ -778,7 +867,7 @@ static void *sync_main(void *arg)
 	if (notify)
 		notify(a, act, !ret && pos >= total, pos, notify_priv);
 	if (act == RF_SYNC_RECOVER)
-		rf_recovery_ended(a, !ret && pos >= total, pos);
+		rf_recovery_ended(a, !ret && pos >= total, dev_offset(a, pos));
 	pthread_mutex_lock(&s->lock);
 	s->action = RF_SYNC_IDLE;
 	s->running = false;
@@ -806,11 +895,11 @@ static int start(struct rf_array *a, enum rf_sync_action act)
 	struct rf_sync *s = a->sync;
 	int ret;
 
-	if (!is_mirror(a) && a->geom.level < 4)
-		return -EINVAL;
+	if (!a->ops->sync_region)
+		return -EINVAL;         /* no redundancy: nothing to sync */
 	if (act != RF_SYNC_CHECK && a->readonly)
 		return -EROFS;
-	if (act == RF_SYNC_RECOVER ? rf_failed_now(a) : rf_failed_now(a) || (!is_mirror(a) && rf_faulty(a))) {
+	if (act == RF_SYNC_RECOVER ? rf_failed_now(a) : rf_failed_now(a) || (!a->ops->sync_degraded && rf_faulty(a))) {
 		rf_err("%s: %s: the array is degraded: no redundancy to compare", a->name,
 		       rf_sync_action_name(act));
 		return -EIO;
@@ -826,10 +915,10 @@ static int start(struct rf_array *a, enum rf_sync_action act)
 	s->stop = false;
 	s->total = walk_total(a);
 	s->done = act == RF_SYNC_RESYNC && s->resync_cp < s->total ? s->resync_cp : 0;
-	/* A rebuild resumes where its superblock says (raid10 walks array
-	 * sectors: from the start). */
-	if (act == RF_SYNC_RECOVER && a->geom.level != 10 && atomic_load(&a->recovery_cp) < s->total)
-		s->done = atomic_load(&a->recovery_cp);
+	/* A rebuild resumes where its superblock says (recovery_cp, member
+	 * sectors as md's recovery_offset), in the walk's units. */
+	if (act == RF_SYNC_RECOVER && walk_start(a, atomic_load(&a->recovery_cp)) < s->total)
+		s->done = walk_start(a, atomic_load(&a->recovery_cp));
 	s->nmarks = 0;
 	s->nlogged = 0;
 	s->skipped = 0;
@@ -874,6 +963,9 @@ int rf_sync_request(struct rf_array *a, enum rf_sync_action act)
 	case RF_SYNC_IDLE:
 	case RF_SYNC_FROZEN:
 		rf_sync_stop(a, act == RF_SYNC_FROZEN);
+		/* md: idle (out of frozen too) looks for recovery to do. */
+		if (act == RF_SYNC_IDLE)
+			rf_mgmt_kick(a);
 		return 0;
 	case RF_SYNC_RESYNC:
 	case RF_SYNC_CHECK:
@@ -1027,44 +1119,17 @@ int rf_sync_set_resync_cp(struct rf_array *a, uint64_t sector)
 int rf_sync_init(struct rf_array *a)
 {
 	struct rf_sync *s = calloc(1, sizeof(*s));
-	uint32_t per;
-	size_t i;
 
 	if (!s)
 		return -ENOMEM;
 	s->a = a;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
+	pthread_cond_init(&s->wcond, NULL);
 	s->speed_min = RF_SYNC_SPEED_MIN_DEFAULT;
 	s->speed_max = RF_SYNC_SPEED_MAX_DEFAULT;
 	s->bad_member = -1;
 	s->resync_cp = RF_SYNC_NONE;
-	/* Reads: one per member; writes: at most a run per two blocks. */
-	s->mios = calloc((size_t)a->nmembers * (REGION_IDLE / BLK / 2 + 1), sizeof(*s->mios));
-	if (!s->mios) {
-		free(s);
-		return -ENOMEM;
-	}
-	per = REGION_MEM / (uint32_t)a->nmembers;
-	if (per > REGION_IDLE)
-		per = REGION_IDLE;
-	per &= ~(BLK - 1);
-	if (per < REGION_BUSY)
-		per = REGION_BUSY;
-	s->region_max = per;
-	if (posix_memalign((void **)&s->mem, 4096, (size_t)per * a->nmembers + 5 * BLK)) {
-		free(s->mios);
-		free(s);
-		return -ENOMEM;
-	}
-	for (i = 0; i < (size_t)a->nmembers; i++)
-		s->buf[i] = s->mem + i * per;
-	s->p = s->mem + (size_t)per * a->nmembers;
-	s->q = s->p + BLK;
-	s->delta = s->q + BLK;
-	s->qq = s->delta + BLK;
-	s->zero = s->qq + BLK;
-	memset(s->zero, 0, BLK);
 	a->sync = s;
 	return 0;
 }
@@ -1078,8 +1143,7 @@ void rf_sync_free(struct rf_array *a)
 	rf_sync_stop(a, false);
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->cond);
-	free(s->mem);
-	free(s->mios);
+	pthread_cond_destroy(&s->wcond);
 	free(s);
 	a->sync = NULL;
 }

@@ -16,6 +16,14 @@
 # 5. After unmount, mdadm --examine (mdadm 4.2) shows the spare in the
 #    failed member's role; assembled again from the files with the spare
 #    in place of the failed member, the data verifies.
+# Then two rounds without fio running:
+# - raid6 (5 + 2) with sync_action frozen while two members fail: on idle
+#   both spares take their slots and are rebuilt in one pass (one
+#   "recover started" in the log), the data verifies and a check counts 0.
+# - raid10 (near 2, 4 + 1): a rebuild stopped by an unmount half-way
+#   resumes at its checkpoint on the next mount (md's recovery_offset,
+#   "recover started at sector N" with N > 0), not at 0, and completes
+#   with the data right.
 # Then the refusals: a spare too small, a member twice, remove of an
 # active member, a word md does not take.
 . "$(dirname "$0")/lib.sh"
@@ -122,6 +130,61 @@ round() {
 round r1 1 2 1 1
 round r5 5 4 1 1
 full round r6 6 5 2 1 3
+
+# fill NAME N NSPARES LEVEL: a fresh array of N members and NSPARES
+# spares, served on MNT, its first 8 MiB written (crc32c verify headers).
+fill() {
+	mk_conf "$D/$1.conf" level="$4" members="$(members "$2" "$1-")" spares="$(members "$3" "$1-s")" \
+		member_size=16M chunk_size=64K metadata=1.2
+	create_array --assume-clean "$D/$1.conf"
+	start_array "$D/$1.conf" "$MNT"
+	fio_verify "$IMG" --rw=write --bs=64k --size=8M --name=fill
+}
+
+log "r6two: two members fail while frozen; both spares are rebuilt in one pass"
+fill r6two 5 2 6
+echo frozen >"$MNT/md/sync_action"
+echo faulty >"$MNT/md/dev-r6two-1.img/state"
+echo faulty >"$MNT/md/dev-r6two-3.img/state"
+check '[ "$(val degraded)" = 2 ]' "r6two: degraded 2 while frozen"
+echo idle >"$MNT/md/sync_action"
+wait_for "r6two: rebuild" '[ "$(val degraded)" = 0 ] && [ "$(val sync_action)" = idle ]'
+logf=$(daemon_log_file "$MNT")
+vlog "r6two: $(grep -E 'recover|takes slot' "$logf")"
+check '[ "$(grep -c "recover started" "$logf")" = 1 ]' "r6two: one rebuild pass: $(grep recover "$logf")"
+check '[ "$(cat "$MNT/md/dev-r6two-s0.img/slot")" = 1 ] && [ "$(cat "$MNT/md/dev-r6two-s1.img/slot")" = 3 ]' \
+	"r6two: the spares in slots 1 and 3"
+echo check >"$MNT/md/sync_action"
+wait_sync_idle "$MNT" "r6two: check"
+check '[ "$(val mismatch_cnt)" = 0 ]' "r6two: check after the rebuild counts 0"
+fio_verify --verify_only "$IMG" --rw=write --bs=64k --size=8M --name=fill
+stop_array "$MNT"
+
+log "r10resume: a raid10 rebuild stopped half-way resumes at its checkpoint"
+fill r10resume 4 1 10
+echo 2000 >"$MNT/md/sync_speed_min"
+echo 2000 >"$MNT/md/sync_speed_max"
+echo faulty >"$MNT/md/dev-r10resume-2.img/state"
+wait_for "r10resume: rebuild under way" \
+	'done=$(cut -d/ -f1 <"$MNT/md/sync_completed" 2>/dev/null); [ "${done:-0}" -gt 4096 ] 2>/dev/null'
+stop_array "$MNT"
+if [ -n "$(command -v mdadm)" ]; then
+	mdadm --examine "$D/r10resume-s0.img" >"$WORK/examine" 2>&1
+	grep -q "Recovery Offset" "$WORK/examine" ||
+		fail "r10resume: mdadm sees no recovery offset on the spare: $(cat "$WORK/examine")"
+fi
+start_assemble array.img "$MNT" "$D/r10resume-0.img" "$D/r10resume-1.img" "$D/r10resume-s0.img" \
+	"$D/r10resume-3.img"
+wait_for "r10resume: resumed rebuild" '[ "$(val degraded)" = 0 ] && [ "$(val sync_action)" = idle ]'
+logf=$(daemon_log_file "$MNT")
+vlog "r10resume: $(grep -E 'recover|rebuil' "$logf")"
+grep -q "recover started at sector [1-9][0-9]* of" "$logf" ||
+	fail "r10resume: the rebuild did not resume at its checkpoint: $(grep -i recover "$logf")"
+echo check >"$MNT/md/sync_action"
+wait_sync_idle "$MNT" "r10resume: check"
+check '[ "$(val mismatch_cnt)" = 0 ]' "r10resume: check after the resumed rebuild counts 0"
+fio_verify --verify_only "$IMG" --rw=write --bs=64k --size=8M --name=fill
+stop_array "$MNT"
 
 log "refusals"
 mk_conf "$D/bad.conf" level=5 members="$(members 4 bad-)" spares="bad-s0.img" member_size=16M chunk_size=64K metadata=1.2

@@ -521,6 +521,34 @@ static void put_events(int fd, uint64_t ev)
 	assert_int_equal(pwrite(fd, b, 8, BM_AT + 24), 8);
 }
 
+/* Members as a kill -9 leaves them with the bitmap's first nbytes bytes
+ * set to bits (bit c: chunk c) and every other chunk clean: superblocks
+ * dirty, the bitmap's events those of the superblocks. */
+static void crashed_with(const uint8_t *bits, size_t nbytes)
+{
+	struct rf_array *a;
+	struct rf_sb sb;
+	char err[512];
+	int i, fd;
+
+	make_members(true);
+	a = open_array(N, 0);
+	rf_bitmap_daemon_pass(a->bitmap);
+	rf_bitmap_daemon_pass(a->bitmap);
+	rf_array_close(a);
+	for (i = 0; i < N; i++) {
+		fd = open(paths[i], O_RDWR);
+		assert_true(fd >= 0);
+		assert_int_equal(pwrite(fd, bits, nbytes, BM_AT + 256), (ssize_t)nbytes);
+		if (rf_sb_read(fd, paths[i], &sb, err, sizeof(err)) ||
+		    rf_sb_update(fd, paths[i], &sb, false, 0, err, sizeof(err)))
+			fail_msg("%s", err);
+		/* md writes the bitmap's events with the superblocks'. */
+		put_events(fd, sb.events);
+		close(fd);
+	}
+}
+
 /* After a crash (superblocks dirty, a few bits set) a resync covers only
  * those chunks and clears them; a stale bitmap counts as all set. */
 static void test_resync_dirty_only(void **state)
@@ -533,26 +561,11 @@ static void test_resync_dirty_only(void **state)
 	char err[512];
 	int i, fd;
 
-	make_members(true);
-	a = open_array(N, 0);
-	rf_bitmap_daemon_pass(a->bitmap);
-	rf_bitmap_daemon_pass(a->bitmap);
-	rf_array_close(a);
 	/* What a kill -9 during writes to chunks 3 and 17 leaves. */
-	for (i = 0; i < N; i++) {
-		fd = open(paths[i], O_RDWR);
-		assert_true(fd >= 0);
-		assert_int_equal(pread(fd, bits, sizeof(bits), BM_AT + 256), (ssize_t)sizeof(bits));
-		bits[0] |= 1u << 3;
-		bits[2] |= 1u << 1;
-		assert_int_equal(pwrite(fd, bits, sizeof(bits), BM_AT + 256), (ssize_t)sizeof(bits));
-		if (rf_sb_read(fd, paths[i], &sb, err, sizeof(err)) ||
-		    rf_sb_update(fd, paths[i], &sb, false, 0, err, sizeof(err)))
-			fail_msg("%s", err);
-		/* md writes the bitmap's events with the superblocks'. */
-		put_events(fd, sb.events);
-		close(fd);
-	}
+	memset(bits, 0, sizeof(bits));
+	bits[0] = 1u << 3;
+	bits[2] = 1u << 1;
+	crashed_with(bits, sizeof(bits));
 	a = open_array(N, 0);
 	st = status(a);
 	assert_int_equal(st.dirty, 2);
@@ -587,6 +600,56 @@ static void test_resync_dirty_only(void **state)
 	assert_int_equal(st.needed, st.chunks);
 	assert_true(st.events >= sb.events);
 	rf_array_close(a);
+}
+
+/* The walk pauses here, its lock let go, long enough for a short region
+ * on /dev/shm to end (see test_resync_short_runs). */
+static void pause_walk(void)
+{
+	usleep(5000);
+}
+
+/* Regression: a resync over many short bitmap runs (every other chunk
+ * dirty) must end.  The walk hands out a run's last region, lets go of its
+ * lock to look at the load, and must then see that region ended before it
+ * waits for the window to drain; the buggy walk waited on its condition
+ * for an end that had already been signalled, forever (while its workers
+ * waited for work).  pause_walk makes every region end during that look.
+ * Expected: each resync ends within seconds and clears every bit; buggy:
+ * the first run's wait never returns. */
+static void test_resync_short_runs(void **state)
+{
+	struct rf_bitmap_status st;
+	struct rf_sync_status ss;
+	struct rf_array *a;
+	uint8_t bits[8];
+	int round;
+
+	memset(bits, 0x55, sizeof(bits));       /* chunks 0, 2, 4, ...: 30 runs of one chunk */
+	for (round = 0; round < 2; round++) {
+		time_t t0;
+
+		crashed_with(bits, sizeof(bits));
+		a = open_array(N, 0);
+		assert_int_equal(status(a).needed, 30);
+		rf_sync_test_looked = pause_walk;
+		assert_int_equal(rf_sync_request(a, RF_SYNC_RESYNC), 0);
+		t0 = time(NULL);
+		do {
+			usleep(10000);
+			rf_sync_get(a, &ss);
+			if (time(NULL) - t0 > 20)
+				fail_msg("round %d: the resync hangs at sector %llu of %llu", round,
+					 (unsigned long long)ss.done, (unsigned long long)ss.total);
+		} while (ss.action == RF_SYNC_RESYNC);
+		rf_sync_test_looked = NULL;
+		rf_sync_wait(a);
+		st = status(a);
+		assert_int_equal(st.needed, 0);
+		assert_int_equal(st.resync_covered, 30 * (BM_CHUNK / 512));
+		check_clean(a);
+		rf_array_close(a);
+	}
 }
 
 /* The header follows the superblocks' events; a damaged one fails the
@@ -783,6 +846,7 @@ int main(void)
 		cmocka_unit_test(test_race_daemon),
 		cmocka_unit_test(test_degraded_keeps),
 		cmocka_unit_test(test_resync_dirty_only),
+		cmocka_unit_test(test_resync_short_runs),
 		cmocka_unit_test(test_events_and_damage),
 		cmocka_unit_test(test_spare_rebuild),
 		cmocka_unit_test(test_readd),

@@ -517,6 +517,159 @@ static void test_foreground_race(void **state)
 	}
 }
 
+/* ---- the region's lock on its rows ---- */
+
+/* One request in flight: its end is posted on sem. */
+struct waiter {
+	sem_t sem;
+	int err;
+};
+
+static void waiter_done(struct rf_req *r, int err)
+{
+	struct waiter *w = r->priv;
+
+	w->err = err;
+	sem_post(&w->sem);
+}
+
+static struct rf_req *submit_async(struct rf_array *a, int op, uint64_t off, uint32_t len, char *buf,
+				   struct waiter *w)
+{
+	struct rf_req *r = rf_req_alloc(a, len);
+
+	assert_non_null(r);
+	sem_init(&w->sem, 0, 0);
+	w->err = 0;
+	r->off = off;
+	r->len = len;
+	r->op = (uint8_t)op;
+	r->buf = buf;
+	r->priv = w;
+	r->done = waiter_done;
+	rf_array_submit(a, r);
+	return r;
+}
+
+static void wait_async(struct rf_req *r, struct waiter *w)
+{
+	while (sem_wait(&w->sem))
+		;
+	sem_destroy(&w->sem);
+	assert_int_equal(w->err, 0);
+	rf_req_free(r);
+}
+
+/* A region holds rows [lo, hi) of sp's array (what sync regions lock)
+ * while one write goes to the array's first block (rows 0..) and one to
+ * its last block (the last rows): whether each was held.  Deterministic:
+ * the admission is made in rf_array_submit() itself, so once it returns a
+ * held write is on the region's queue, and one not held is on its way
+ * (and ends while the rows stay locked).  Either way both end once the
+ * region unlocks, and read back what was written.  Unless the region
+ * covers every row, a second region holds rows between the two writes
+ * meanwhile: the held write waits for its own region alone, ending while
+ * the second stays locked. */
+static void window_writes(const struct spec *sp, uint64_t lo, uint64_t hi, bool *near_held, bool *far_held)
+{
+	struct rf_array *a;
+	struct rf_range range, other;
+	struct waiter wn, wf;
+	uint64_t other_lo = 0;
+	bool have_other = false;
+	struct rf_req *rn, *rf;
+	char *near = malloc(4096), *far = malloc(4096), *back = malloc(4096);
+	uint64_t size, nlo, nhi, flo, fhi;
+	unsigned q;
+
+	make_members(sp, false);
+	a = open_array(sp, 2);
+	size = rf_array_size(a);
+	fx_rand_fill(near, 4096);
+	fx_rand_fill(far, 4096);
+	/* Where the two writes land, in the walk's rows. */
+	rf_sync_write_rows(a, 0, 4096, &nlo, &nhi);
+	rf_sync_write_rows(a, size - 4096, 4096, &flo, &fhi);
+	assert_true(nlo < hi && lo < nhi);
+	assert_true(flo >= 256);
+
+	rf_sync_rows_begin(a);
+	rf_rangelock_lock(&a->rl, &range, lo, hi);
+	/* Another region in flight, on rows neither write touches. */
+	if (hi != UINT64_MAX) {
+		other_lo = (hi > nhi ? hi : nhi) + 256;
+		assert_true(other_lo + 256 <= flo);
+		rf_rangelock_lock(&a->rl, &other, other_lo, other_lo + 256);
+		have_other = true;
+	}
+	rf = submit_async(a, RF_REQ_WRITE, size - 4096, 4096, far, &wf);
+	q = rf_rangelock_queued(&a->rl, &range);
+	*far_held = q == 1;
+	if (!*far_held)
+		wait_async(rf, &wf);    /* ends with the region's rows locked */
+	rn = submit_async(a, RF_REQ_WRITE, 0, 4096, near, &wn);
+	*near_held = rf_rangelock_queued(&a->rl, &range) == q + 1;
+	if (*near_held)
+		assert_int_equal(sem_trywait(&wn.sem), -1);     /* not ended: waits for the region */
+	rf_rangelock_unlock(&a->rl, &range);
+	/* It waited for its region alone: it ends with the other one still
+	 * locked. */
+	if (have_other) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 10;
+		while (sem_timedwait(&wn.sem, &ts))
+			if (errno == ETIMEDOUT)
+				fail_msg("%s: the write into [%llu, %llu) waits for the region at %llu too", sp->what,
+					 (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)other_lo);
+		sem_post(&wn.sem);      /* for wait_async */
+	}
+	wait_async(rn, &wn);
+	if (*far_held)
+		wait_async(rf, &wf);
+	if (have_other) {
+		assert_int_equal(rf_rangelock_queued(&a->rl, &other), 0);
+		rf_rangelock_unlock(&a->rl, &other);
+	}
+	rf_sync_rows_end(a);
+	assert_int_equal(atomic_load(&a->rl.nwaiting), 0);
+	assert_null(a->rl.inflight);
+
+	assert_int_equal(do_io(a, RF_REQ_READ, 0, 4096, back), 0);
+	assert_memory_equal(back, near, 4096);
+	assert_int_equal(do_io(a, RF_REQ_READ, size - 4096, 4096, back), 0);
+	assert_memory_equal(back, far, 4096);
+	rf_array_close(a);
+	free(near);
+	free(far);
+	free(back);
+}
+
+static void test_window_writes(void **state)
+{
+	static const int pick[] = { 0, 2, 6, 8 };      /* raid1, raid10-n2, raid5, raid6 */
+	unsigned i;
+	bool near, far;
+
+	for (i = 0; i < sizeof(pick) / sizeof(pick[0]); i++) {
+		const struct spec *sp = &specs[pick[i]];
+
+		/* A region over rows [0, 256): the first block's write waits,
+		 * the last block's never does. */
+		window_writes(sp, 0, 256, &near, &far);
+		if (!near || far)
+			fail_msg("%s: region [0, 256): first block %s, last block %s", sp->what,
+				 near ? "held" : "NOT held", far ? "HELD" : "not held");
+		/* Negative control: a lock over every row (what a drain of
+		 * every write amounts to) holds the far write too. */
+		window_writes(sp, 0, UINT64_MAX, &near, &far);
+		if (!near || !far)
+			fail_msg("%s: control over every row: first block %s, last block %s", sp->what,
+				 near ? "held" : "NOT held", far ? "held" : "NOT held");
+	}
+}
+
 /* ---- foreground first ---- */
 
 struct reader {
@@ -862,6 +1015,62 @@ static void rebuild_one(const struct spec *sp, int gtc, int nfail)
 	close_verified(a, model, sp->what);
 }
 
+/* raid10's rebuild checkpoint, for near, far and offset copies: md's
+ * recovery_offset X recorded after a walk of [0, P) never claims a member
+ * sector that a copy of an array sector at or past P lies at (every copy
+ * of A >= P is at X or above), and the walk resumed from X starts at or
+ * before P, past no array sector with a copy at X or above.  A checkpoint
+ * of 0 would pass those: half-way through, X and the resume point must be
+ * past 0. */
+static void test_raid10_checkpoint(void **state)
+{
+	static const int pick[] = { 2, 3, 4 };  /* raid10 n2, f2, o2 */
+	unsigned i;
+
+	for (i = 0; i < sizeof(pick) / sizeof(pick[0]); i++) {
+		const struct spec *sp = &specs[pick[i]];
+		struct rf_array *a;
+		const struct rf_geom *g;
+		uint64_t p, x, p0, as;
+		int devs[RF_MAX_MEMBERS], n, c;
+		uint64_t secs[RF_MAX_MEMBERS];
+
+		make_members(sp, false);
+		a = open_array(sp, 2);
+		g = rf_array_geom(a);
+		assert_non_null(a->ops->sync_dev_offset);
+		for (p = 0; p <= g->array_sectors; p += 8) {
+			x = a->ops->sync_dev_offset(a, p);
+			p0 = a->ops->sync_walk_start(a, x);
+			if (p0 > p)
+				fail_msg("%s: walked to %llu, checkpoint %llu resumes at %llu", sp->what,
+					 (unsigned long long)p, (unsigned long long)x, (unsigned long long)p0);
+			for (as = 0; as < g->array_sectors; as += 8) {
+				n = rf_r10_map(g, as, devs, secs);
+				for (c = 0; c < n; c++) {
+					if (as >= p && secs[c] < x)
+						fail_msg("%s: walked to %llu, checkpoint %llu claims member %d sector %llu of array sector %llu",
+							 sp->what, (unsigned long long)p, (unsigned long long)x, devs[c],
+							 (unsigned long long)secs[c], (unsigned long long)as);
+					if (as < p0 && secs[c] >= x)
+						fail_msg("%s: resumed from %llu at %llu skips member %d sector %llu of array sector %llu",
+							 sp->what, (unsigned long long)x, (unsigned long long)p0, devs[c],
+							 (unsigned long long)secs[c], (unsigned long long)as);
+				}
+			}
+		}
+		/* Far copies of the first chunks lie past every near copy: a
+		 * walk in array order writes them early, but md's one offset
+		 * can say so only once the near copies are all done, so a far
+		 * layout resumes from the start. */
+		x = a->ops->sync_dev_offset(a, g->array_sectors / 2);
+		if (!x || (g->far_copies == 1 || g->far_offset) != (a->ops->sync_walk_start(a, x) > 0))
+			fail_msg("%s: half-way checkpoint %llu resumes at %llu", sp->what, (unsigned long long)x,
+				 (unsigned long long)a->ops->sync_walk_start(a, x));
+		rf_array_close(a);
+	}
+}
+
 static void test_rebuild(void **state)
 {
 	static const int pick[] = { 0, 2, 3, 4, 5, 6, 7 };   /* raid1, raid10 x3, raid4, raid5 x2 */
@@ -910,7 +1119,9 @@ int main(void)
 		cmocka_unit_test(test_throttle),
 		cmocka_unit_test(test_faults),
 		cmocka_unit_test(test_foreground_race),
+		cmocka_unit_test(test_window_writes),
 		cmocka_unit_test(test_rebuild),
+		cmocka_unit_test(test_raid10_checkpoint),
 	};
 
 	return fx_run_tests("sync", tests);

@@ -1,0 +1,74 @@
+/* syncwork.h - what a level's sync work of one region gets from the walk
+ * (not installed).
+ *
+ * The sync walk (sync.c, md's md_do_sync) is generic: it cuts the array
+ * into regions, hands them to its workers, paces them, retires them in
+ * order and keeps checkpoints and progress.  What one region needs done
+ * (md's sync_request) is the level's: rf_level_ops.sync_region, given a
+ * struct rf_sync_work.  The level reads and writes the members through
+ * the worker's own IO queue (rf_sync_io(), rf_sync_io_wait()), locks the
+ * region's rows at the array's range lock while it reads and rewrites them
+ * (rf_sync_rows_lock(), rf_sync_rows_unlock()), and reports what it found
+ * (rf_sync_mismatch(), rf_sync_found_bad()).  Every function here is
+ * called on the worker's thread only, and takes no lock but sync.c's leaf
+ * s->lock (engine.h's lock order) for the counters.
+ *
+ * Invariant a level keeps: the rows it writes are locked while it reads
+ * and writes them; it returns with them unlocked, or with keep_locked set
+ * (raid4/5/6 rebuild: the walk unlocks them when recovery_cp passes them).
+ *
+ * It does NOT pace, order or checkpoint regions (the walk does), and the
+ * level never waits for another region.
+ */
+#ifndef RAIDFUSE_SYNCWORK_H
+#define RAIDFUSE_SYNCWORK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/engine.h"
+#include "raidfuse/sync.h"
+
+#define RF_SYNC_BLK 4096u                       /* compare unit, md's STRIPE_SIZE */
+#define RF_SYNC_BLK_SECTORS (RF_SYNC_BLK / 512)
+#define RF_SYNC_REGION_MAX (1u << 20)           /* bytes per member per region, at most */
+#define RF_SYNC_REGION_BLKS (RF_SYNC_REGION_MAX / RF_SYNC_BLK)
+
+/* One region's work, owned by the worker running it. */
+struct rf_sync_work {
+	struct rf_array *a;
+	enum rf_sync_action act;
+	uint64_t pos;                   /* where the region starts, in the walk's units */
+	uint64_t n;                     /* its sectors (the walk clipped it with sync_clip) */
+	bool keep_locked;               /* set by the level: the rows stay locked until retired */
+	/* Buffers: RF_SYNC_REGION_MAX bytes per member, and scratch blocks
+	 * of RF_SYNC_BLK bytes (zero holds zeros). */
+	char *buf[RF_MAX_MEMBERS];
+	char *p, *q, *delta, *qq, *zero;
+	/* Blocks of buf[m] to write back (rf_sync_write_dirty clears them). */
+	uint8_t dirty[RF_MAX_MEMBERS][RF_SYNC_REGION_BLKS];
+};
+
+/* Queue a read (or write) of len bytes of member m at member sector sec,
+ * into (from) buf. */
+void rf_sync_io(struct rf_sync_work *w, int m, bool write, char *buf, uint32_t len, uint64_t sec);
+/* Submit what was queued and wait for all of it: 0, or the first error
+ * (its member is marked faulty). */
+int rf_sync_io_wait(struct rf_sync_work *w);
+/* Queue writes of the dirty blocks of buf (nblk blocks, bytes long) to
+ * member m at member sector sec, one per run, and clear them; with err
+ * set only clear them. */
+void rf_sync_write_dirty(struct rf_sync_work *w, int m, char *buf, uint8_t *dirty, int nblk, uint32_t bytes,
+			 uint64_t sec, int err);
+/* Lock rows [lo, hi) (the walk's units): writes into them wait, those in
+ * flight end first.  Unlock: the writes that waited go on, oldest first. */
+void rf_sync_rows_lock(struct rf_sync_work *w, uint64_t lo, uint64_t hi);
+void rf_sync_rows_unlock(struct rf_sync_work *w);
+/* A check or repair found sectors sectors that disagree (mismatch_cnt). */
+void rf_sync_mismatch(struct rf_sync_work *w, uint64_t sectors);
+/* A check or repair found the one wrong block of a row on member m, at
+ * where (array sector, or member sector): recorded in the status; true
+ * when the level should log it (the first few of a run). */
+bool rf_sync_found_bad(struct rf_sync_work *w, int m, uint64_t where);
+
+#endif
