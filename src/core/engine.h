@@ -36,7 +36,8 @@
  *    pool_lock            the inline workers' pool (workers.c)
  *    g->lock              a group's lists and stripe heads; never two at once
  *    start_lock           worker start-up reports
- *    s->tlock, bm->tlock  the superblock and bitmap timer threads' wake-ups
+ *    b->lock              a background thread's wake-ups (bgthread.c): the
+ *                         superblock timer, the bitmap daemon
  *    mgmt->lock           the management thread's wake-ups (member.c)
  *    the sync walk's lock (sync.c)
  * No lock is held across a drain that waits for requests, except

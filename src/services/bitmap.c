@@ -48,7 +48,7 @@
  * Lock order (engine.h): the device lock, then sbstate's s->lock, then
  * bm->lock (the superblock keeper calls rf_bitmap_set_events() holding
  * the first two; every other bitmap write takes the device lock first:
- * it walks the device table); bm->tlock alone.
+ * it walks the device table); its background thread's lock (bgthread.h) alone.
  *
  * What it does NOT do: choose what to resync or rebuild (sync.c asks it,
  * and the engine's recovery can), write-behind, or clustered bitmaps
@@ -64,6 +64,7 @@
 #include <time.h>
 
 #include "core/core.h"
+#include "raidfuse/bgthread.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/iolog.h"
 #include "raidfuse/le.h"
@@ -426,12 +427,8 @@ struct rf_bitmap {
 	/* the resync walk's (sync thread only) */
 	uint64_t run_lo, run_hi, walk_pos;
 	atomic_uint_fast64_t covered, skipped, nr_set, nr_clear;
-	/* the background pass */
-	pthread_mutex_t tlock;          /* taken alone */
-	pthread_cond_t tcond;           /* tlock, CLOCK_MONOTONIC */
-	bool stop, running;             /* tlock */
-	atomic_uint period_ms;
-	pthread_t thread;
+	/* the background pass, every daemon_sleep (md's bitmap daemon) */
+	struct rf_bgthread daemon;
 };
 
 /* md's "degraded": a member missing or failed, or one being rebuilt. */
@@ -512,6 +509,12 @@ static void snap_dev(struct rf_bitmap *bm, int dev)
 	d->bm_at = d->bm_has ? rf_bitmap_offset_bytes(&d->sb) : 0;
 }
 
+/* The background thread's run, every daemon_sleep. */
+static void daemon_run(void *arg)
+{
+	rf_bitmap_daemon_pass(arg);
+}
+
 /* The dev_changed hook: see bitmap.h. */
 static void hook_dev_changed(void *priv, int dev)
 {
@@ -532,8 +535,7 @@ static void bm_free(struct rf_bitmap *bm)
 {
 	if (!bm)
 		return;
-	pthread_cond_destroy(&bm->tcond);
-	pthread_mutex_destroy(&bm->tlock);
+	rf_bg_destroy(&bm->daemon);
 	pthread_mutex_destroy(&bm->lock);
 	free(bm->ctr);
 	free(bm->img);
@@ -556,7 +558,6 @@ int rf_bitmap_open(struct rf_array *a, struct rf_sbstate *s, struct rf_bitmap **
 	struct rf_dev *fm = NULL;
 	uint8_t *bits = NULL;
 	uint64_t c, start, have_bits, disk_bytes;
-	pthread_condattr_t ca;
 	bool stale, rewrite = false;
 	int i, r;
 
@@ -580,11 +581,13 @@ int rf_bitmap_open(struct rf_array *a, struct rf_sbstate *s, struct rf_bitmap **
 		goto nomem;
 	bm->a = a;
 	pthread_mutex_init(&bm->lock, NULL);
-	pthread_mutex_init(&bm->tlock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&bm->tcond, &ca);
-	pthread_condattr_destroy(&ca);
+	r = rf_bg_init(&bm->daemon, 0, daemon_run, bm);
+	if (r) {
+		pthread_mutex_destroy(&bm->lock);
+		free(bm);
+		snprintf(err, errlen, "%s: bitmap: its background thread: %s", rf_array_name(a), strerror(-r));
+		return r;
+	}
 	bm->sync_size = rf_bitmap_sync_size(rf_array_geom(a));
 	if (!bm->sync_size) {
 		r = bad(err, errlen, fm->path, "raid%d has nothing to resync: md keeps no bitmap for it",
@@ -650,7 +653,7 @@ int rf_bitmap_open(struct rf_array *a, struct rf_sbstate *s, struct rf_bitmap **
 			atomic_init(&bm->ctr[c], F_DISK | (end >= start ? F_NEED : 0));
 	}
 	put_header(bm);
-	atomic_init(&bm->period_ms, bm->sb.daemon_sleep * 1000u);
+	atomic_store(&bm->daemon.period_ms, bm->sb.daemon_sleep * 1000u);
 	if (rewrite && bm_write(bm, 0, bm->area, true)) {
 		snprintf(err, errlen, "%s: bitmap: the array failed while rewriting it", rf_array_name(a));
 		r = -EIO;
@@ -830,63 +833,21 @@ int rf_bitmap_daemon_pass(struct rf_bitmap *bm)
 	return cleared;
 }
 
-static void *daemon_main(void *arg)
-{
-	struct rf_bitmap *bm = arg;
-	struct timespec t;
-
-	pthread_mutex_lock(&bm->tlock);
-	while (!bm->stop) {
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		t.tv_nsec += (long)(atomic_load(&bm->period_ms) % 1000) * 1000000L;
-		t.tv_sec += atomic_load(&bm->period_ms) / 1000 + t.tv_nsec / 1000000000L;
-		t.tv_nsec %= 1000000000L;
-		while (!bm->stop)
-			if (pthread_cond_timedwait(&bm->tcond, &bm->tlock, &t) == ETIMEDOUT)
-				break;
-		if (bm->stop)
-			break;
-		pthread_mutex_unlock(&bm->tlock);
-		rf_bitmap_daemon_pass(bm);
-		pthread_mutex_lock(&bm->tlock);
-	}
-	pthread_mutex_unlock(&bm->tlock);
-	return NULL;
-}
-
 int rf_bitmap_start(struct rf_bitmap *bm)
 {
-	int r;
-
-	if (!bm || bm->running)
-		return 0;
-	bm->stop = false;
-	r = -pthread_create(&bm->thread, NULL, daemon_main, bm);
-	if (!r)
-		bm->running = true;
-	return r;
+	return bm ? rf_bg_start(&bm->daemon) : 0;
 }
 
 void rf_bitmap_stop(struct rf_bitmap *bm)
 {
-	if (!bm || !bm->running)
-		return;
-	pthread_mutex_lock(&bm->tlock);
-	bm->stop = true;
-	pthread_cond_signal(&bm->tcond);
-	pthread_mutex_unlock(&bm->tlock);
-	pthread_join(bm->thread, NULL);
-	bm->running = false;
+	if (bm)
+		rf_bg_stop(&bm->daemon);
 }
 
 void rf_bitmap_set_period_ms(struct rf_bitmap *bm, unsigned ms)
 {
-	if (!bm)
-		return;
-	atomic_store(&bm->period_ms, ms ? ms : 1);
-	pthread_mutex_lock(&bm->tlock);
-	pthread_cond_signal(&bm->tcond);
-	pthread_mutex_unlock(&bm->tlock);
+	if (bm)
+		rf_bg_set_period(&bm->daemon, ms ? ms : 1);
 }
 
 void rf_bitmap_close(struct rf_bitmap *bm)

@@ -216,30 +216,13 @@ static void tick(struct rf_sbstate *s)
 		rf_array_quiesced(s->a, clean_drained, s);
 }
 
-static void *timer_main(void *arg)
+/* The timer's run: a kick (a member failed) or an idle period passed. */
+static void timer_run(void *arg)
 {
 	struct rf_sbstate *s = arg;
-	struct timespec t;
 
-	pthread_mutex_lock(&s->tlock);
-	while (!s->stop) {
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		t.tv_nsec += (long)atomic_load(&s->delay_ms) * 1000000L;
-		t.tv_sec += t.tv_nsec / 1000000000L;
-		t.tv_nsec %= 1000000000L;
-		while (!s->stop && !s->kicked)
-			if (pthread_cond_timedwait(&s->tcond, &s->tlock, &t) == ETIMEDOUT)
-				break;
-		if (s->stop)
-			break;
-		s->kicked = false;
-		pthread_mutex_unlock(&s->tlock);
-		record_failed(s);
-		tick(s);
-		pthread_mutex_lock(&s->tlock);
-	}
-	pthread_mutex_unlock(&s->tlock);
-	return NULL;
+	record_failed(s);
+	tick(s);
 }
 
 /* The sync thread's news (see rf_sync_notify_fn), on its thread or on
@@ -382,7 +365,6 @@ static void forget_all(struct rf_array *a)
 int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size_t errlen)
 {
 	struct rf_sbstate *s;
-	pthread_condattr_t ca;
 	int i, r, fresh, n = rf_devs_count(a);
 
 	*out = NULL;
@@ -393,7 +375,6 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 	}
 	s->a = a;
 	s->n = rf_array_nslots(a);
-	atomic_init(&s->delay_ms, RF_SAFE_MODE_MS);
 	for (i = 0; i < n; i++) {
 		struct rf_dev *m = rf_dev_get(a, i);
 
@@ -450,11 +431,13 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 	s->resync_offset = rf_dev_get(a, fresh)->sb.resync_offset;
 	atomic_init(&s->mode, RF_SBS_CLEAN);
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_mutex_init(&s->tlock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->tcond, &ca);
-	pthread_condattr_destroy(&ca);
+	r = rf_bg_init(&s->timer, RF_SAFE_MODE_MS, timer_run, s);
+	if (r) {
+		snprintf(err, errlen, "%s: the superblock timer: %s", rf_array_name(a), strerror(-r));
+		pthread_mutex_destroy(&s->lock);
+		free(s);
+		return r;
+	}
 	r = rf_array_add_hooks(a, &sbstate_hooks, s);
 	if (r) {
 		snprintf(err, errlen, "%s: no room for the superblock state's hooks", rf_array_name(a));
@@ -482,9 +465,7 @@ static bool members_behind(const struct rf_sbstate *s)
 
 int rf_sbstate_start(struct rf_sbstate *s)
 {
-	int r;
-
-	if (!s || s->running)
+	if (!s || s->timer.running)
 		return 0;
 	/* A crash in the middle of a superblock update leaves some members
 	 * one event behind (assembly takes them, as md does).  A clean array
@@ -503,23 +484,13 @@ int rf_sbstate_start(struct rf_sbstate *s)
 		rf_sync_set_resync_cp(s->a, s->resync_offset);
 		rf_sync_set_notify(s->a, on_sync, s);
 	}
-	s->stop = false;
-	r = -pthread_create(&s->thread, NULL, timer_main, s);
-	if (!r)
-		s->running = true;
-	return r;
+	return rf_bg_start(&s->timer);
 }
 
 void rf_sbstate_stop(struct rf_sbstate *s)
 {
-	if (!s || !s->running)
-		return;
-	pthread_mutex_lock(&s->tlock);
-	s->stop = true;
-	pthread_cond_signal(&s->tcond);
-	pthread_mutex_unlock(&s->tlock);
-	pthread_join(s->thread, NULL);
-	s->running = false;
+	if (s)
+		rf_bg_stop(&s->timer);
 }
 
 void rf_sbstate_kick(struct rf_sbstate *s)
@@ -527,10 +498,7 @@ void rf_sbstate_kick(struct rf_sbstate *s)
 	if (!s)
 		return;
 	atomic_store(&s->unrecorded, true);
-	pthread_mutex_lock(&s->tlock);
-	s->kicked = true;
-	pthread_cond_signal(&s->tcond);
-	pthread_mutex_unlock(&s->tlock);
+	rf_bg_kick(&s->timer);
 }
 
 /* ---- device changes (member.c): the device lock held, every request
@@ -647,8 +615,7 @@ void rf_sbstate_close(struct rf_sbstate *s)
 		atomic_store(&s->mode, RF_SBS_CLEAN);
 	}
 	sb_unlock(s);
-	pthread_cond_destroy(&s->tcond);
-	pthread_mutex_destroy(&s->tlock);
+	rf_bg_destroy(&s->timer);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }

@@ -21,7 +21,7 @@
  *
  * Lock order (engine.h): reconf_lock, then the device lock, then s->lock
  * (every writer of superblocks holds the device lock first: it walks the
- * device table); s->tlock is only ever held alone.
+ * device table); the timer's lock (bgthread.h) is only ever held alone.
  */
 #ifndef RAIDFUSE_SBSTATE_H
 #define RAIDFUSE_SBSTATE_H
@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "raidfuse/bgthread.h"
 #include "raidfuse/super.h"
 
 struct rf_array;
@@ -45,19 +46,16 @@ struct rf_sbstate {
 	atomic_int mode;                /* enum rf_sbs_mode; CLEAN/DIRTY change under lock */
 	atomic_bool unrecorded;         /* a member failed and is not recorded yet */
 	struct rf_array *a;
-	atomic_uint delay_ms;           /* the timer period: idle time before clean (tests
-					 * change it, then kick) */
 	pthread_mutex_t lock;           /* superblock writes and the fields below; after the
 					 * device lock, before bm->lock (engine.h) */
 	uint64_t events;                /* the array's count, as last written */
 	uint64_t resync_offset;         /* where a resync is due; RF_SB_MAX_SECTOR: none */
 	uint64_t recorded;              /* slots recorded as faulty */
 	int n;                          /* slots */
-	/* the timer thread */
-	pthread_mutex_t tlock;          /* taken alone */
-	pthread_cond_t tcond;           /* tlock, CLOCK_MONOTONIC */
-	bool stop, kicked, running;     /* tlock */
-	pthread_t thread;
+	/* the timer thread: records failed members when kicked, and after
+	 * each idle period (RF_SAFE_MODE_MS; tests change it with
+	 * rf_bg_set_period(&s->timer, ms)) marks the array clean */
+	struct rf_bgthread timer;
 	atomic_uint nr_dirty, nr_clean, nr_faulty;   /* updates written (stats, tests) */
 };
 

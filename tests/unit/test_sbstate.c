@@ -80,7 +80,7 @@ static struct rf_array *open_array(bool readonly, unsigned delay_ms)
 	struct rf_array *a = fx_open_assembled(p, N, readonly, fx_gtc);
 
 	if (a->sbstate)
-		atomic_store(&a->sbstate->delay_ms, delay_ms);
+		rf_bg_set_period(&a->sbstate->timer, delay_ms);
 	testreq_on_io = note_write;
 	fx_start(a, testreq_watch_init);
 	return a;
@@ -157,7 +157,7 @@ static void test_cycle(void **state)
 		assert_int_equal(sb.events, 1);
 	}
 	/* Idle: clean again, one event later. */
-	atomic_store(&a->sbstate->delay_ms, 10);
+	rf_bg_set_period(&a->sbstate->timer, 10);
 	rf_sbstate_kick(a->sbstate);
 	wait_for(&a->sbstate->nr_clean, 1);
 	for (i = 0; i < N; i++) {
