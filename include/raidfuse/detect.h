@@ -75,7 +75,7 @@ int rf_detect_write_config(const char *file, const struct rf_detect_result *r, i
 /* Internal, exported for the unit tests: how well sector b continues
  * sectors a0, a (512 bytes each): the number of 8-byte words (of 64) that
  * repeat a's or extend the step from a0 to a (as one 64-bit or two 32-bit
- * little-endian numbers). */
+ * little-endian numbers); all 64 when the three are text. */
 int rf_detect_continues(const void *a0, const void *a, const void *b);
 
 /* Signatures (detect_fs.c).  buf holds the first 68 KiB of a volume (the

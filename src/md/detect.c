@@ -71,6 +71,7 @@
 #define MAX_PERM_MEMBERS 6
 #define NCHUNKS 9                       /* 4K .. 1M */
 #define MAX_OFFSETS 8
+#define HOT_MAX 64
 #define RUNS_ON 56                      /* of 64 words: the data runs on */
 
 struct dt_member {
@@ -84,6 +85,12 @@ struct dt {
 	struct dt_member m[RF_MAX_MEMBERS];
 	uint64_t msize;                 /* smallest present member, bytes */
 	uint64_t bytes_read;
+	/* member byte offsets where some member holds data that runs on:
+	 * where chunk boundaries say most about order and layout */
+	uint64_t hot[HOT_MAX];
+	int nhot;
+	uint64_t clean_off;             /* before_clean()'s last answer */
+	bool clean_known, clean;
 	int err;                        /* first read error (-errno) */
 	char errmsg[256];
 	/* the cache: slot i holds block tag[i] of member who[i] (who -1: empty) */
@@ -154,10 +161,65 @@ static bool is_zero(const void *p, size_t len)
 	return true;
 }
 
+/* A sector of text: tabs, newlines and printable ASCII only. */
+static bool is_text(const uint8_t *p)
+{
+	const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+	int i, j;
+
+	for (i = 0; i < SEC; i += 8) {
+		uint64_t w = rf_get_le64(p + i), del = w ^ (0x7f * ones);
+
+		/* a byte >= 0x80 or one that is 0x7f: not text */
+		if ((w & high) || ((del - ones) & ~del & high))
+			return false;
+		/* a byte below 0x20: only tab, newline, return */
+		if (((w - 0x20 * ones) & ~w & high))
+			for (j = 0; j < 8; j++)
+				if (p[i + j] < 0x20 && p[i + j] != '\t' && p[i + j] != '\n' && p[i + j] != '\r')
+					return false;
+	}
+	return true;
+}
+
+/* Text runs on into y: where the lines of x0 and x have one length (a
+ * table, a listing, base64), y's line ends must keep that step; other
+ * text runs on into any text. */
+static bool text_runs_on(const uint8_t *x0, const uint8_t *x, const uint8_t *y)
+{
+	const uint8_t *half[2] = { x0, x }, *p, *q;
+	int h, i, last = -1, step = 0, lines = 0;
+
+	for (h = 0; h < 2; h++)
+		for (p = half[h]; (q = memchr(p, '\n', (size_t)(half[h] + SEC - p))); p = q + 1) {
+			i = (int)(q - half[h]) + h * SEC;
+			if (last >= 0) {
+				if (step && i - last != step)
+					return true;    /* lines of different lengths */
+				step = i - last;
+			}
+			last = i;
+			lines++;
+		}
+	if (lines < 3)
+		return true;
+	/* y's line ends: exactly where the step puts them */
+	i = last + step - 2 * SEC;
+	for (p = y; (q = memchr(p, '\n', (size_t)(y + SEC - p))); p = q + 1) {
+		if (q - y != i)
+			return false;
+		i += step;
+	}
+	return i >= SEC;
+}
+
 int rf_detect_continues(const void *a0, const void *a, const void *b)
 {
 	const uint8_t *x0 = a0, *x = a, *y = b;
 	int i, n = 0;
+
+	if (is_text(x0) && is_text(x) && is_text(y))
+		return text_runs_on(x0, x, y) ? SEC / 8 : 0;
 
 	for (i = 0; i < SEC; i += 8) {
 		uint64_t p = rf_get_le64(x0 + i), q = rf_get_le64(x + i), r = rf_get_le64(y + i);
@@ -364,31 +426,68 @@ static void score_redundancy(struct cand *k, int rows, bool screen)
 	}
 }
 
-/* Does the data run on across the array's chunk boundaries? */
+/* Does the data run on across the array's chunk boundary at sector s?
+ * Counted only where it runs on just before it. */
+static void boundary(struct cand *k, uint64_t s)
+{
+	uint8_t x[4][SEC];
+
+	if (s < 3 || cand_sector(k, s - 3, x[0]) || cand_sector(k, s - 2, x[1]) || cand_sector(k, s - 1, x[2]) ||
+	    cand_sector(k, s, x[3]))
+		return;
+	if (is_zero(x[2], SEC) || rf_detect_continues(x[0], x[1], x[2]) < RUNS_ON)
+		return;
+	k->c.cont_n++;
+	if (rf_detect_continues(x[1], x[2], x[3]) >= RUNS_ON)
+		k->c.cont_ok++;
+}
+
+/* The array sector where the chunk holding member sector ds of role
+ * starts, or -1 (parity, or a level without the inverse here). */
+static int64_t chunk_start(const struct rf_geom *g, int role, uint64_t ds)
+{
+	uint64_t cs = g->chunk_sectors;
+
+	ds -= ds % cs;
+	if (ds >= g->dev_sectors)
+		return -1;
+	if (g->level == 0)
+		return g->nzones > 1 ? -1 : (int64_t)(((ds / cs) * (uint64_t)g->raid_disks + (uint64_t)role) * cs);
+	if (g->level == 4 || g->level == 5 || g->level == 6)
+		return rf_r5_array_sector(g, role, ds);
+	return -1;
+}
+
+/* Data running on across the array's chunk boundaries: the first ones,
+ * those at and after the chunks where the members hold such data, and
+ * some spread over the array. */
 static void score_continuity(struct cand *k, int bounds)
 {
 	const struct rf_geom *g = &k->c.g;
-	uint64_t cs = g->chunk_sectors, nch, j, s;
-	uint8_t x[4][SEC];
-	int i;
+	uint64_t cs = g->chunk_sectors, nch, j, ds;
+	int64_t s;
+	int i, role;
 
 	k->c.cont_ok = k->c.cont_n = 0;
 	if (!cs)
 		return;
 	nch = g->array_sectors / cs;
-	for (i = 0; i < bounds; i++) {
-		j = i < bounds / 2 ? (uint64_t)i + 1 : 1 + (uint64_t)i * 2654435761u % (nch ? nch - 1 : 1);
-		if (j >= nch)
+	for (i = 0; i < bounds / 2; i++) {
+		j = i < bounds / 4 ? (uint64_t)i + 1 : 1 + (uint64_t)i * 2654435761u % (nch ? nch - 1 : 1);
+		if (j < nch)
+			boundary(k, j * cs);
+	}
+	for (i = 0; i < k->d->nhot && i < bounds / 4; i++) {
+		if (k->d->hot[i] < k->c.data_offset)
 			continue;
-		s = j * cs;
-		if (cand_sector(k, s - 3, x[0]) || cand_sector(k, s - 2, x[1]) || cand_sector(k, s - 1, x[2]) ||
-		    cand_sector(k, s, x[3]))
-			continue;
-		if (is_zero(x[2], SEC) || rf_detect_continues(x[0], x[1], x[2]) < RUNS_ON)
-			continue;
-		k->c.cont_n++;
-		if (rf_detect_continues(x[1], x[2], x[3]) >= RUNS_ON)
-			k->c.cont_ok++;
+		ds = (k->d->hot[i] - k->c.data_offset) / SEC;
+		for (role = 0; role < g->raid_disks; role++) {
+			s = chunk_start(g, role, ds);
+			if (s > 0) {
+				boundary(k, (uint64_t)s);
+				boundary(k, (uint64_t)s + cs);
+			}
+		}
 	}
 }
 
@@ -399,20 +498,26 @@ static bool md_block(const uint8_t *b)
 }
 
 /* Nothing but zeros or md's metadata in the 64 KiB before off on any
- * member: md leaves the space before the data offset so. */
+ * member: md leaves the space before the data offset so.  The last
+ * answer is kept (candidates come offset by offset). */
 static bool before_clean(struct dt *d, uint64_t off)
 {
-	uint64_t pos = off > 64 * 1024 ? off - 64 * 1024 : 0;
+	uint64_t pos;
 	const uint8_t *b;
 	int i;
 
+	if (d->clean_known && d->clean_off == off)
+		return d->clean;
+	d->clean_known = true;
+	d->clean_off = off;
+	d->clean = false;
 	for (i = 0; i < d->n; i++)
 		for (pos = off > 64 * 1024 ? off - 64 * 1024 : 0; d->m[i].path && pos < off; pos += BLK) {
 			b = blk_get(d, i, pos / BLK);
 			if (b && !is_zero(b, BLK) && !md_block(b))
 				return false;
 		}
-	return true;
+	return d->clean = true;
 }
 
 static void score_start(struct cand *k, bool full)
@@ -422,13 +527,9 @@ static void score_start(struct cand *k, bool full)
 
 	k->c.start_data = !rf_detect_read_span(&rd, 0, b, BLK) && !is_zero(b, BLK);
 	k->c.before_clean = before_clean(k->d, k->c.data_offset);
-	if (full) {
+	/* screening looks further only where something starts the array */
+	if (full || (k->c.start_data && rf_detect_signature(b, BLK)))
 		rf_detect_volume(&rd, k->c.g.array_sectors, k->c.fs, sizeof(k->c.fs), &k->c.fs_ok, &k->c.fs_n);
-	} else {
-		const char *fs = rf_detect_signature(b, BLK);
-
-		snprintf(k->c.fs, sizeof(k->c.fs), "%s", fs ? fs : "");
-	}
 }
 
 /* The score, 0..100: the evidence there is, weighted.  fs_any: some
@@ -491,6 +592,8 @@ static double screen_score(const struct rf_detect_cand *c)
 	if (c->cont_n)
 		s += 3.0 * c->cont_ok / c->cont_n;
 	s += c->fs[0] ? 2 : 0;
+	if (c->fs_n)
+		s += 4.0 * c->fs_ok / c->fs_n;
 	s += (c->start_data ? 0.5 : 0) + (c->before_clean ? 0.5 : 0);
 	return s;
 }
@@ -647,6 +750,14 @@ static int level_stats(struct dt *d, struct level_stats *ls)
 		}
 		if (!nz || np < 2)
 			continue;
+		for (i = 0; i < d->n && d->nhot < HOT_MAX; i++) {
+			const uint8_t *q = b + (size_t)i * BLK;
+
+			if (d->m[i].path && !is_zero(q + SEC, SEC) && rf_detect_continues(q, q + SEC, q + 2 * SEC) >= RUNS_ON) {
+				d->hot[d->nhot++] = pos;
+				break;
+			}
+		}
 		ls->informative++;
 		ls->eq_all += eq;
 		ls->xor0 += is_zero(x, BLK);
@@ -688,8 +799,13 @@ static void pick_levels(struct search *S, const struct level_stats *ls, int want
 	}
 	if (!d->missing) {
 		if (n >= 3 && fx >= 0.95) {
+			/* rows that XOR to zero do not happen by chance */
 			add_level(S, 5);
 			add_level(S, 4);
+			/* ... but mirrored pairs XOR to zero too */
+			if (fp >= 0.5)
+				add_level(S, 10);
+			return;
 		}
 		if (n >= 4 && fq >= 0.95)
 			add_level(S, 6);
@@ -856,14 +972,14 @@ static int chunk_candidates(const struct breaks *B, uint64_t off, int *out)
 			order[c] = order[c - 1];
 			order[c - 1] = t;
 		}
-	if (score[order[0]] < 0.5) {
-		for (c = 0; c < NCHUNKS; c++)
-			out[c] = c + 12;
-		return NCHUNKS;
+	/* a clear answer (the data runs on inside chunks and breaks at
+	 * their boundaries) is the one candidate; else all, best first */
+	if (score[order[0]] >= 0.8 && score[order[1]] < score[order[0]] - 0.3) {
+		out[0] = order[0] + 12;
+		return 1;
 	}
-	for (c = 0; c < NCHUNKS && n < 3; c++)
-		if (score[order[c]] >= 0.3)
-			out[n++] = order[c] + 12;
+	for (c = 0; c < NCHUNKS; c++)
+		out[n++] = order[c] + 12;
 	return n;
 }
 

@@ -84,6 +84,77 @@ const char *rf_detect_signature(const uint8_t *b, size_t len)
 	return NULL;
 }
 
+/* The 512-byte sector holding byte off of the volume at base into s;
+ * returns off's place in it, or -1. */
+static int vol_byte(const struct rf_detect_reader *rd, uint64_t base, uint64_t vsec, uint64_t off, uint8_t *s)
+{
+	if (off / 512 >= vsec || rd->read(rd->ctx, base + off / 512, s))
+		return -1;
+	return (int)(off % 512);
+}
+
+/* The first block an ext4 inode's extent tree maps (depth 0), or 0. */
+static uint64_t ext_first_block(const uint8_t *ino)
+{
+	if (!(rd32(ino + 32) & 0x80000) || rd16(ino + 40) != 0xf30a || !rd16(ino + 42) || rd16(ino + 46))
+		return 0;
+	return (uint64_t)rd16(ino + 58) << 32 | rd32(ino + 60);
+}
+
+/* ext2/3/4 inside group 0 and beyond: the block and inode bitmaps of
+ * group 0 (their first blocks and inodes are in use), the root inode (a
+ * directory) and its first block ("." is inode 2), the journal's
+ * superblock.  They lie blocks to megabytes apart from the superblock:
+ * across chunks and members. */
+static void ext_group0(const uint8_t *sb, const uint8_t *gd0, unsigned desc, uint64_t bs, uint64_t base,
+		       uint64_t vsec, const struct rf_detect_reader *rd, int *ok, int *n)
+{
+	uint64_t bb = rd32(gd0), ib = rd32(gd0 + 4), it = rd32(gd0 + 8), blk;
+	unsigned isz = rd32(sb + 76) ? rd16(sb + 88) : 128;
+	uint8_t s[512], ino[512];
+	int o;
+
+	if (desc >= 64) {
+		bb |= (uint64_t)rd32(gd0 + 0x20) << 32;
+		ib |= (uint64_t)rd32(gd0 + 0x24) << 32;
+		it |= (uint64_t)rd32(gd0 + 0x28) << 32;
+	}
+	if (isz < 128 || isz > 512 || (isz & (isz - 1)))
+		return;
+	(*n) += 2;
+	o = vol_byte(rd, base, vsec, bb * bs, s);
+	*ok += o >= 0 && s[o] == 0xff;
+	o = vol_byte(rd, base, vsec, ib * bs, s);
+	*ok += o >= 0 && s[o] == 0xff;
+	/* inode 2, the root directory */
+	(*n) += 2;
+	o = vol_byte(rd, base, vsec, it * bs + isz, s);
+	if (o < 0 || o + isz > 512)
+		return;
+	memcpy(ino, s + o, isz);
+	if ((rd16(ino) & 0xf000) != 0x4000)
+		return;
+	(*ok)++;
+	blk = ext_first_block(ino);
+	if (!blk)
+		blk = rd32(ino + 40);   /* ext2/3: i_block[0] */
+	o = vol_byte(rd, base, vsec, blk * bs, s);
+	*ok += o >= 0 && rd32(s + o) == 2 && s[o + 6] == 1 && s[o + 8] == '.';
+	/* inode 8, the journal */
+	if (!(rd32(sb + 92) & 0x4) || rd32(sb + 0xe0) != 8)
+		return;
+	(*n)++;
+	o = vol_byte(rd, base, vsec, it * bs + 7 * isz, s);
+	if (o < 0 || o + isz > 512)
+		return;
+	memcpy(ino, s + o, isz);
+	blk = ext_first_block(ino);
+	if (!blk)
+		blk = rd32(ino + 40);
+	o = vol_byte(rd, base, vsec, blk * bs, s);
+	*ok += o >= 0 && be32(s + o) == 0xc03b3998;
+}
+
 /* ext2/3/4: the backup superblocks (magic and uuid) and the block, inode
  * bitmap and inode table addresses of the backup group descriptors. */
 static void ext_check(const uint8_t *vol, uint64_t base, uint64_t vsec, const struct rf_detect_reader *rd,
@@ -112,6 +183,7 @@ static void ext_check(const uint8_t *vol, uint64_t base, uint64_t vsec, const st
 	sec = (first + 1) * bs / 512;
 	if (sec >= vsec || rd->read(rd->ctx, base + sec, gd0))
 		return;
+	ext_group0(sb, gd0, desc, bs, base, vsec, rd, ok, n);
 	for (i = 0; i < 64 && checked < 8; i++) {
 		g = rocompat & 1 ? (i < sizeof(sparse_groups) / sizeof(sparse_groups[0]) ? sparse_groups[i] : 0)
 				 : i + 1;
@@ -187,9 +259,12 @@ void rf_detect_volume(const struct rf_detect_reader *rd, uint64_t vsec, char *na
 	*ok = *n = 0;
 	name[0] = 0;
 	for (depth = 0; depth < 2; depth++) {
-		if (rf_detect_read_span(rd, base, vol, sizeof(vol)))
+		/* the first 4 KiB hold every signature but btrfs's */
+		if (rf_detect_read_span(rd, base, vol, 4096))
 			return;
-		fs = rf_detect_signature(vol, sizeof(vol));
+		fs = rf_detect_signature(vol, 4096);
+		if (!fs && !rf_detect_read_span(rd, base + 8, vol + 4096, sizeof(vol) - 4096))
+			fs = rf_detect_signature(vol, sizeof(vol));
 		if (!fs)
 			return;
 		snprintf(name + strlen(name), namelen - strlen(name), "%s%s", depth ? "+" : "", fs);
