@@ -70,7 +70,7 @@
 #define KEEP 256                        /* candidates scored fully */
 #define MAX_PERM_MEMBERS 6
 #define NCHUNKS 9                       /* 4K .. 1M */
-#define MAX_OFFSETS 8
+#define MAX_OFFSETS 12
 #define HOT_MAX 64
 #define RUNS_ON 56                      /* of 64 words: the data runs on */
 
@@ -491,10 +491,17 @@ static void score_continuity(struct cand *k, int bounds)
 	}
 }
 
-/* md's own metadata blocks, which are not array data. */
+/* md's own metadata blocks, which are not array data: a superblock, a
+ * bitmap, a bad block log (empty entries are all ones). */
 static bool md_block(const uint8_t *b)
 {
-	return rf_get_le32(b) == 0xa92b4efc || !memcmp(b, "bitm", 4);
+	size_t i;
+
+	if (rf_get_le32(b) == 0xa92b4efc || !memcmp(b, "bitm", 4))
+		return true;
+	for (i = 0; i < BLK && b[i] == 0xff; i++)
+		;
+	return i == BLK;
 }
 
 /* Nothing but zeros or md's metadata in the 64 KiB before off on any
@@ -532,41 +539,26 @@ static void score_start(struct cand *k, bool full)
 		rf_detect_volume(&rd, k->c.g.array_sectors, k->c.fs, sizeof(k->c.fs), &k->c.fs_ok, &k->c.fs_n);
 }
 
-/* The score, 0..100: the evidence there is, weighted.  fs_any: some
- * candidate has a signature at its start (else that part weighs nothing
- * for any). */
+/* The score, 0..100: a product of factors, one per kind of evidence,
+ * each the share of its checks that passed; a kind with nothing to check
+ * gives NONE.  Data running on counts cubed: parity alone cannot tell
+ * member orders apart (any order XORs to zero), and counters in the data
+ * can make a wrong level's rows XOR to zero, but a wrong order or chunk
+ * breaks the data at its boundaries.  fs_any: some candidate has a
+ * signature at its start (else that factor is 1 for all). */
+#define NONE 0.7
 static void score_total(struct rf_detect_cand *c, bool fs_any)
 {
-	double w = 0, s = 0;
-	bool missing = false;
-	int i;
+	double r = c->red_n ? (double)c->red_ok / c->red_n : NONE;
+	double k = c->g.level == 1 ? 1 : c->cont_n >= 4 ? (double)c->cont_ok / c->cont_n : NONE;
+	double f = 1;
 
-	for (i = 0; i < c->g.raid_disks; i++)
-		missing |= c->role[i] < 0;
-	if (c->red_n) {
-		s += 40.0 * c->red_ok / c->red_n;
-		w += 40;
-	} else if (c->g.level != 0 && !missing) {
-		w += 40;                /* redundancy there, and none of it could be checked */
-	}
-	if (c->cont_n >= 4) {
-		s += 35.0 * c->cont_ok / c->cont_n;
-		w += 35;
-	}
 	if (fs_any) {
-		s += c->fs[0] ? 10 : 0;
-		w += 10;
-		if (c->fs_n) {
-			s += 15.0 * c->fs_ok / c->fs_n;
-			w += 15;
-		}
+		f = c->fs[0] ? 1 : 0.5;
+		if (c->fs_n)
+			f *= (double)c->fs_ok / c->fs_n * c->fs_ok / c->fs_n;
 	}
-	s += (c->start_data ? 5 : 0) + (c->before_clean ? 5 : 0);
-	w += 10;
-	c->score = w > 10 ? 100.0 * s / w : 0;
-	/* evidence of one kind only counts for less */
-	if ((c->red_n ? 1 : 0) + (c->cont_n >= 4 ? 1 : 0) + (c->fs_n ? 1 : 0) < 2 && c->g.level != 1)
-		c->score *= 0.8;
+	c->score = 100.0 * r * k * k * k * f * (c->start_data ? 1 : 0.95) * (c->before_clean ? 1 : 0.95);
 }
 
 /* ---------------------------------------------------------------- search */
@@ -576,26 +568,19 @@ struct search {
 	struct rf_detect_result *r;
 	struct cand keep[KEEP];
 	int nkeep;
-	double screen_min;              /* smallest screening score in keep once full */
 	int levels[8], nlevels;
 	uint64_t offsets[MAX_OFFSETS];
 	int noffsets;
 	long evaluated;
 };
 
+/* Screening ranks by the same product, on fewer samples. */
 static double screen_score(const struct rf_detect_cand *c)
 {
-	double s = 0;
+	struct rf_detect_cand t = *c;
 
-	if (c->red_n)
-		s += 4.0 * c->red_ok / c->red_n - (c->red_ok < c->red_n ? 2 : 0);
-	if (c->cont_n)
-		s += 3.0 * c->cont_ok / c->cont_n;
-	s += c->fs[0] ? 2 : 0;
-	if (c->fs_n)
-		s += 4.0 * c->fs_ok / c->fs_n;
-	s += (c->start_data ? 0.5 : 0) + (c->before_clean ? 0.5 : 0);
-	return s;
+	score_total(&t, c->fs[0] != 0);
+	return t.score;
 }
 
 static void keep_cand(struct search *S, struct cand *k)
@@ -603,14 +588,15 @@ static void keep_cand(struct search *S, struct cand *k)
 	double sc = screen_score(&k->c);
 	int i, worst = 0;
 
+	k->c.score = sc;
 	if (S->nkeep < KEEP) {
 		S->keep[S->nkeep++] = *k;
 		return;
 	}
 	for (i = 1; i < KEEP; i++)
-		if (screen_score(&S->keep[i].c) < screen_score(&S->keep[worst].c))
+		if (S->keep[i].c.score < S->keep[worst].c.score)
 			worst = i;
-	if (sc > screen_score(&S->keep[worst].c))
+	if (sc > S->keep[worst].c.score)
 		S->keep[worst] = *k;
 }
 
@@ -799,18 +785,15 @@ static void pick_levels(struct search *S, const struct level_stats *ls, int want
 	}
 	if (!d->missing) {
 		if (n >= 3 && fx >= 0.95) {
-			/* rows that XOR to zero do not happen by chance */
 			add_level(S, 5);
 			add_level(S, 4);
-			/* ... but mirrored pairs XOR to zero too */
-			if (fp >= 0.5)
-				add_level(S, 10);
-			return;
 		}
 		if (n >= 4 && fq >= 0.95)
 			add_level(S, 6);
 		/* raid0, and raid10 whose copies lie apart (far, offset),
-		 * show nothing here: always candidates */
+		 * show nothing here, and counters in the data can make their
+		 * rows XOR to zero (and mirrored pairs always do): always
+		 * candidates */
 		add_level(S, 10);
 		add_level(S, 0);
 		return;
@@ -843,7 +826,7 @@ static void find_offsets(struct search *S, uint64_t max_offset)
 {
 	struct dt *d = S->d;
 	struct rf_sb *sb = malloc(sizeof(*sb));
-	uint64_t first = UINT64_MAX, pos;
+	uint64_t pos;
 	char err[512], roles[64];
 	size_t hl = 0;
 	int i;
@@ -863,24 +846,30 @@ static void find_offsets(struct search *S, uint64_t max_offset)
 		add_offset(S, sb->data_offset * SEC);
 	}
 	free(sb);
+	/* where data starts after nothing (or md's metadata), up to three
+	 * times per member: the first is the data offset unless the array
+	 * starts with zeros */
 	for (i = 0; i < d->n; i++) {
-		if (!d->m[i].path)
-			continue;
-		for (pos = 0; pos <= max_offset && pos < first && pos + BLK <= d->m[i].size; pos += BLK) {
+		uint64_t edge = UINT64_MAX;
+		bool empty = true;
+		int edges = 0;
+
+		for (pos = 0; d->m[i].path && pos <= max_offset && pos + BLK <= d->m[i].size; pos += BLK) {
 			const uint8_t *b = blk_get(d, i, pos / BLK);
+			bool data;
 
 			if (!b)
 				return;
-			if (!is_zero(b, BLK) && !md_block(b)) {
-				first = pos;
+			if (edges && pos >= edge + (1u << 20))
 				break;
+			data = !is_zero(b, BLK) && !md_block(b);
+			if (data && empty && edges++ < 3) {
+				edge = pos;
+				add_offset(S, pos);
+				add_offset(S, pos & ~(uint64_t)0xfffff);
 			}
+			empty = !data;
 		}
-	}
-	if (first != UINT64_MAX) {
-		add_offset(S, first);
-		add_offset(S, first & ~(uint64_t)0xffff);
-		add_offset(S, first & ~(uint64_t)0xfffff);
 	}
 	add_offset(S, 0);
 	add_offset(S, 1 << 20);
