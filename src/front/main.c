@@ -1036,6 +1036,7 @@ static int cmd_detect(int argc, char **argv)
 		{ "members", required_argument, NULL, 'n' },
 		{ "max-offset", required_argument, NULL, 'm' },
 		{ "write-config", required_argument, NULL, 'w' },
+		{ "allow-unsafe-dirs", no_argument, NULL, O_ALLOW_UNSAFE },
 		OPT_JSON,
 		OPT_HELP,
 		OPT_END
@@ -1070,6 +1071,9 @@ static int cmd_detect(int argc, char **argv)
 			break;
 		case 'w':
 			conf = optarg;
+			break;
+		case O_ALLOW_UNSAFE:
+			rf_dev_allow_unsafe_dirs(true);
 			break;
 		case 'J':
 			json = true;
@@ -1220,7 +1224,7 @@ static const struct cmd cmds[] = {
 	  "read or set an md attribute; add, fail, remove; check, repair" },
 	{ "detect", cmd_detect,
 	  "raidfuse detect [--level L] [--members N] [--max-offset SIZE] [--json]\n"
-	  "                [--write-config FILE] MEMBER... [missing]",
+	  "                [--write-config FILE] [--allow-unsafe-dirs] MEMBER... [missing]",
 	  "Find the array the members are, from their contents alone (no superblock needed):\n"
 	  "level, member order, chunk, layout, data offset and size, ranked by evidence (parity\n"
 	  "or copies, data running on across chunk boundaries, a partition table or file\n"
@@ -1235,6 +1239,7 @@ static const struct cmd cmds[] = {
 	  "                         write a config for the best candidate (mount CONFIG); an\n"
 	  "                         existing FILE is not overwritten\n"
 	  "  -J, --json             one JSON object: verdict, bytes_read, candidates\n"
+	  HELP_UNSAFE_DIRS
 	  "  -h, --help             this help\n",
 	  "find an array's geometry from its members' contents" },
 	{ "help", cmd_help, "raidfuse help [COMMAND]", "Print the help of COMMAND, or of raidfuse.\n",

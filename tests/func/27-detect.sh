@@ -141,7 +141,7 @@ sweep() {
 	serves_pattern "$name" "$sectors"
 }
 sweep 5 left-symmetric 16K 3
-sweep 6 right-asymmetric 128K 6
+full sweep 6 right-asymmetric 128K 6
 sweep 10 o2 32K 4
 full sweep 5 right-symmetric 4K 5
 full sweep 4 - 256K 4
