@@ -4,42 +4,54 @@
  * geometries they could be an array of, by evidence, in four steps, each
  * cheap enough to run on samples:
  *
- *  1. Level, from sampled rows of 4 KiB at the same place on every
+ *  1. Levels, from 256 sampled rows of 4 KiB at the same place on every
  *     member (independent of order, chunk and layout): copies identical
- *     (raid1), rows XOR to zero (raid4/5), rows where all but one member
- *     XOR to zero (raid6: that one is Q), some pair identical (raid10
- *     near).  None of these: raid0 or a raid10 whose copies lie apart.
- *  2. Data offset candidates: superblock hints, the first block holding
- *     data on any member (scanned in 4 KiB steps up to --max-offset), and
- *     the common 0, 1 MiB and 2 MiB.  Chunk candidates per offset, from
- *     where the data on each member stops running on ("breaks"): chunk
- *     boundaries break at every multiple of the chunk, inside a chunk the
- *     data runs on.
- *  3. Every order (n <= 6; above, orders get no search and this says so),
- *     layout and chunk candidate is assembled and screened on a few rows
- *     and boundaries; the best are scored fully: parity or copies at
- *     sampled rows (ISA-L's P and Q for raid6), data running on across the
- *     array's chunk boundaries, a signature at the array's start and its
- *     file system's metadata found where it says (detect_fs.c).
- *  4. The ranked list, and whether the best one stands out enough to be an
- *     answer: too little data (zeros), no structure (random or encrypted
- *     data), members of different arrays (no parity, nothing runs on)
- *     give no confident answer.
+ *     (raid1: nothing else is tried), rows XOR to zero (raid4/5), rows
+ *     where all but one member XOR to zero (raid6: that one is Q).  raid0
+ *     and raid10 are always tried too: far and offset copies lie apart,
+ *     mirrored pairs XOR to zero, and data made of counters can make any
+ *     row XOR to zero.
+ *  2. Data offsets: superblock hints, each place (in 4 KiB steps up to
+ *     --max-offset) where a member's data starts after nothing or md's own
+ *     metadata (superblock, bitmap, bad block log), rounded down to 1 MiB
+ *     too, and the common 0, 1 MiB and 2 MiB.  Chunk sizes per offset,
+ *     from where the data on each member stops running on ("breaks"):
+ *     chunk boundaries break at every multiple of the chunk, inside a
+ *     chunk the data runs on.  A clear answer is the one chunk tried; else
+ *     all nine, best first.
+ *  3. Every order (up to 6 members; above, only the order given is scored
+ *     and the verdict says so), layout, chunk and offset is assembled and
+ *     screened on a few rows and boundaries; the best KEEP are scored on
+ *     more: parity or copies at sampled rows (ISA-L's P and Q for raid6),
+ *     data running on across the array's chunk boundaries (the first
+ *     ones, some spread over the array, and those next to the rows where
+ *     step 1 saw such data), a signature at the array's start and its file
+ *     system's metadata found where it says (detect_fs.c), data at the
+ *     start and none just before the offset.  The score is the product of
+ *     those shares (score_total()).
+ *  4. The ranked list, equivalent candidates once (same_array()), and
+ *     whether the best one stands out enough to be an answer: too little
+ *     data (zeros), no structure (random or encrypted data), members of
+ *     different arrays (no parity, nothing runs on), or a tie give no
+ *     confident answer.
  *
  * "Runs on" is rf_detect_continues(): the next sector repeats the last or
- * carries on its step, 8 bytes at a time (counters, tables, fill, text
- * repeats).  It says nothing about random data; there the file system's
- * metadata has to decide.
+ * carries on its step, 8 bytes at a time (counters, tables, fill), or is
+ * text keeping the line length of the text before it.  It says nothing
+ * about random data; there the file system's metadata has to decide.
  *
  * Invariants: members are opened read-only through rf_dev_open() and
  * only pread; every read goes through one small cache that counts the
  * bytes it read (reported).  A missing member is rebuilt from parity
- * where the candidate allows it (one for raid4/5, two for raid6).
+ * where the candidate allows it (one for raid4/5, two for raid6).  All
+ * state is in struct dt and struct search, one detection at a time (no
+ * threads).
  *
  * It does NOT: search member orders above 6 members, data offsets that
- * differ between members, arrays mid-reshape, raid0 zones over unequal
- * members, 0.90/1.0 superblock space at the end (the array size is what
- * fits), or offsets that are not multiples of 4 KiB.
+ * differ between members or are not multiples of 4 KiB, arrays
+ * mid-reshape, raid0 zones over unequal members (the first zone is what
+ * it finds), or know the space md keeps at a member's end (the array size
+ * is what fits on the smallest member).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -282,8 +294,10 @@ static int cand_sector(struct cand *k, uint64_t s, void *buf)
 			if (k->c.role[i] < 0) {
 				if (fa < 0)
 					fa = i;
-				else
+				else if (fb < 0)
 					fb = i;
+				else
+					return -ENODEV;         /* more missing than parity rebuilds */
 				continue;
 			}
 			ret = mread(d, k->c.role[i], off + m.dev_sector * SEC, col[i], SEC);

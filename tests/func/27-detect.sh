@@ -175,7 +175,9 @@ if command -v mkfs.ext4 >/dev/null && [ "$(id -u)" = 0 ] && losetup -f >/dev/nul
 	done
 	(cd "$E" && sha256sum d*.img) >"$E/sums"
 	mapfile -t args < <(shuffled "$E"/d*.img)
-	for variant in all missing; do
+	variants=all
+	full eval 'variants="all missing"'
+	for variant in $variants; do
 		[ $variant = missing ] && args[2]=missing
 		detect_ok "ext4-$variant" "${args[@]}"
 		jq -e '.candidates[0].fs == "ext4"' "$D/ext4-$variant.json" >/dev/null ||

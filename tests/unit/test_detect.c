@@ -128,7 +128,7 @@ static void make_array(struct arr *A, struct rf_geom *g, uint64_t off, int kind,
 	int n = g->raid_disks, k, i, fd;
 	uint8_t **m = calloc((size_t)n, sizeof(*m));
 	uint64_t s, cs = g->chunk_sectors ? g->chunk_sectors : 8;
-	char err[128];
+	char err[128], dir[sizeof(A->dir)];
 
 	assert_non_null(m);
 	g->dev_sectors = (MEMBER - off) / 512 / cs * cs;
@@ -192,8 +192,9 @@ static void make_array(struct arr *A, struct rf_geom *g, uint64_t off, int kind,
 			}
 		}
 	}
+	memcpy(dir, A->dir, sizeof(dir));
 	for (k = 0; k < n; k++) {
-		snprintf(A->path[k], sizeof(A->path[k]), "%s/m%d", A->dir, k);
+		snprintf(A->path[k], sizeof(A->path[k]), "%s/m%d", dir, k);
 		fd = open(A->path[k], O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		assert_true(fd >= 0);
 		assert_int_equal(write(fd, m[A->perm[k]], MEMBER), (ssize_t)MEMBER);
