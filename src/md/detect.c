@@ -19,8 +19,11 @@
  *     chunk boundaries break at every multiple of the chunk, inside a
  *     chunk the data runs on.  A clear answer is the one chunk tried; else
  *     all nine, best first.
- *  3. Every order (up to 6 members; above, only the order given is scored
- *     and the verdict says so), layout, chunk and offset is assembled and
+ *  3. Every order (up to 6 members; up to 10, those along the best member
+ *     cycles of successors(): the data runs on from one role's chunk into
+ *     the next role's in the same row; raid10 and more members: the order
+ *     given only, and the verdict says so), layout, chunk and offset is
+ *     assembled and
  *     screened on a few rows and boundaries; the best KEEP are scored on
  *     more: parity or copies at sampled rows (ISA-L's P and Q for raid6),
  *     data running on across the array's chunk boundaries (the first
@@ -47,8 +50,8 @@
  * state is in struct dt and struct search, one detection at a time (no
  * threads).
  *
- * It does NOT: search member orders above 6 members, data offsets that
- * differ between members or are not multiples of 4 KiB, arrays
+ * It does NOT: search member orders above 10 members (raid10: 6), data
+ * offsets that differ between members or are not multiples of 4 KiB, arrays
  * mid-reshape, raid0 zones over unequal members (the first zone is what
  * it finds), or know the space md keeps at a member's end (the array size
  * is what fits on the smallest member).
@@ -81,6 +84,9 @@
 #define FULL_BOUNDS 96
 #define KEEP 256                        /* candidates scored fully */
 #define MAX_PERM_MEMBERS 6
+#define MAX_CYCLE_MEMBERS 10            /* above: the order given only */
+#define CYCLES 6                        /* member cycles tried per chunk and offset */
+#define SUCC_ROWS 256
 #define NCHUNKS 9                       /* 4K .. 1M */
 #define MAX_OFFSETS 12
 #define HOT_MAX 64
@@ -561,9 +567,10 @@ static void score_start(struct cand *k, bool full)
  * breaks the data at its boundaries.  fs_any: some candidate has a
  * signature at its start (else that factor is 1 for all). */
 #define NONE 0.7
+#define RAID0 0.85      /* raid0 has no redundancy to check: that is no evidence against it */
 static void score_total(struct rf_detect_cand *c, bool fs_any)
 {
-	double r = c->red_n ? (double)c->red_ok / c->red_n : NONE;
+	double r = c->red_n ? (double)c->red_ok / c->red_n : c->g.level == 0 ? RAID0 : NONE;
 	double k = c->g.level == 1 ? 1 : c->cont_n >= 4 ? (double)c->cont_ok / c->cont_n : NONE;
 	double f = 1;
 
@@ -583,6 +590,11 @@ struct search {
 	struct cand keep[KEEP];
 	int nkeep;
 	int levels[8], nlevels;
+	/* the best member cycles for (cyc_off, cyc_chunk) (arrays of more
+	 * than MAX_PERM_MEMBERS members) */
+	uint64_t cyc_off, cyc_chunk;
+	int ncyc;
+	int cyc[CYCLES][RF_MAX_MEMBERS];
 	uint64_t offsets[MAX_OFFSETS];
 	int noffsets;
 	long evaluated;
@@ -671,6 +683,84 @@ static bool r10_canonical(const struct rf_geom *g, const int *perm)
 	return true;
 }
 
+/* succ[a][b]: of sampled rows of chunk cs (sectors) at off, those where
+ * the data runs on from the end of member a's chunk into the start of
+ * member b's.  Inside a row of every raid0/4/5/6 layout the data goes from
+ * one role to the next, so the members' order is a cycle along which the
+ * data runs on. */
+static void successors(struct dt *d, uint64_t off, uint64_t cs, int succ[RF_MAX_MEMBERS][RF_MAX_MEMBERS])
+{
+	uint64_t rows = (d->msize - off) / SEC / cs, r, x, y;
+	static uint8_t e[RF_MAX_MEMBERS][3][SEC], first[RF_MAX_MEMBERS][SEC];
+	bool ok[RF_MAX_MEMBERS];
+	int k, a, c;
+
+	memset(succ, 0, sizeof(int) * RF_MAX_MEMBERS * RF_MAX_MEMBERS);
+	for (k = 0; k < SUCC_ROWS && rows > 1; k++) {
+		/* row r: its chunks start at x and end at y */
+		r = (uint64_t)k * (rows - 1) / SUCC_ROWS;
+		x = off + r * cs * SEC;
+		y = x + cs * SEC;
+		for (a = 0; a < d->n; a++)
+			ok[a] = d->m[a].path && !mread(d, a, y - 3 * SEC, e[a][0], SEC) &&
+				!mread(d, a, y - 2 * SEC, e[a][1], SEC) && !mread(d, a, y - SEC, e[a][2], SEC) &&
+				!is_zero(e[a][2], SEC) && rf_detect_continues(e[a][0], e[a][1], e[a][2]) >= RUNS_ON;
+		/* a chunk another member repeats (a mirror, or parity that
+		 * equals a data chunk, as counters can make it) tells nothing */
+		for (a = 0; a < d->n; a++)
+			for (c = a + 1; c < d->n; c++)
+				if (ok[a] && ok[c] && !memcmp(e[a][2], e[c][2], SEC))
+					ok[a] = ok[c] = false;
+		for (c = 0; c < d->n; c++)
+			if (!d->m[c].path || mread(d, c, x, first[c], SEC))
+				memset(first[c], 0, SEC);
+		for (c = 0; c < d->n; c++) {
+			if (!d->m[c].path || is_zero(first[c], SEC))
+				continue;
+			for (a = 0; a < d->n; a++)
+				if (a != c && d->m[a].path && !memcmp(first[a], first[c], SEC))
+					break;
+			if (a < d->n)
+				continue;
+			for (a = 0; a < d->n; a++)
+				if (a != c && ok[a] && rf_detect_continues(e[a][1], e[a][2], first[c]) >= RUNS_ON)
+					succ[a][c]++;
+		}
+	}
+}
+
+/* The CYCLES member cycles (member 0 first) along which the most data runs
+ * on, into S->cyc. */
+static void best_cycles(struct search *S, uint64_t off, uint64_t cs)
+{
+	static int succ[RF_MAX_MEMBERS][RF_MAX_MEMBERS];
+	int n = S->d->n, perm[RF_MAX_MEMBERS], best[CYCLES], i, j, w, sum;
+
+	if (S->ncyc && S->cyc_off == off && S->cyc_chunk == cs)
+		return;
+	S->cyc_off = off;
+	S->cyc_chunk = cs;
+	S->ncyc = 0;
+	successors(S->d, off, cs, succ);
+	for (i = 0; i < n; i++)
+		perm[i] = i;
+	do {
+		for (sum = 0, i = 0; i < n; i++)
+			sum += succ[perm[i]][perm[(i + 1) % n]];
+		if (S->ncyc < CYCLES) {
+			w = S->ncyc++;
+		} else {
+			for (w = 0, j = 1; j < CYCLES; j++)
+				if (best[j] < best[w])
+					w = j;
+			if (sum <= best[w])
+				continue;
+		}
+		best[w] = sum;
+		memcpy(S->cyc[w], perm, sizeof(perm));
+	} while (next_perm(perm + 1, n - 1));
+}
+
 static void search_geom(struct search *S, struct rf_geom *g, uint64_t off)
 {
 	int perm[RF_MAX_MEMBERS], i, n = S->d->n;
@@ -681,6 +771,21 @@ static void search_geom(struct search *S, struct rf_geom *g, uint64_t off)
 	 * permutation is over argument indexes and role[] keeps them) */
 	for (i = 0; i < n; i++)
 		perm[i] = i;
+	if (g->level != 1 && g->level != 10 && n > MAX_PERM_MEMBERS && n <= MAX_CYCLE_MEMBERS) {
+		int roles[RF_MAX_MEMBERS], c, rot;
+
+		best_cycles(S, off, g->chunk_sectors);
+		for (c = 0; c < S->ncyc; c++)
+			for (rot = 0; rot < n; rot++) {
+				for (i = 0; i < n; i++) {
+					int m = S->cyc[c][(i + rot) % n];
+
+					roles[i] = S->d->m[m].path ? m : -1;
+				}
+				try_cand(S, g, off, roles);
+			}
+		return;
+	}
 	if (g->level == 1 || n > MAX_PERM_MEMBERS) {
 		int roles[RF_MAX_MEMBERS];
 
@@ -1056,7 +1161,7 @@ static void verdict(struct search *S, int nperm_skipped)
 	char *v = r->verdict;
 	size_t vl = sizeof(r->verdict);
 	bool red = b->red_n >= 8 && b->red_ok * 100 >= b->red_n * 95;
-	bool cont = b->cont_n >= 8 && b->cont_ok * 100 >= b->cont_n * 90;
+	bool cont = b->cont_n >= 8 && b->cont_ok * 100 >= b->cont_n * 95;
 	bool fs = b->fs_n >= 2 && b->fs_ok * 100 >= b->fs_n * 90;
 
 	r->confident = false;
@@ -1066,6 +1171,11 @@ static void verdict(struct search *S, int nperm_skipped)
 	}
 	if (nperm_skipped) {
 		snprintf(v, vl, "not confident: more than %d members, member orders were not searched",
+			 MAX_CYCLE_MEMBERS);
+		return;
+	}
+	if (b->g.level == 10 && r->nmembers > MAX_PERM_MEMBERS) {
+		snprintf(v, vl, "not confident: raid10 member orders of more than %d members were not searched",
 			 MAX_PERM_MEMBERS);
 		return;
 	}
@@ -1206,7 +1316,7 @@ int rf_detect(const char *const *paths, int n, const struct rf_detect_opts *o, s
 		ret = d->err;
 		goto out;
 	}
-	if (d->n > MAX_PERM_MEMBERS)
+	if (d->n > MAX_CYCLE_MEMBERS)
 		skipped = 1;
 	for (li = 0; li < S->nlevels; li++) {
 		int level = S->levels[li];

@@ -149,6 +149,8 @@ full sweep 5 left-asymmetric 1M 4
 full sweep 0 - 512K 4
 full sweep 6 left-symmetric-6 64K 5
 full sweep 10 n2 8K 5
+full sweep 6 right-symmetric 32K 7
+full sweep 5 right-asymmetric 4K 8
 
 # ---------------------------------------------------------------- 3. ext4
 if command -v mkfs.ext4 >/dev/null && [ "$(id -u)" = 0 ] && losetup -f >/dev/null 2>&1; then

@@ -278,6 +278,7 @@ static void test_raid5(void **state)
 	one(state, 5, RF_ALGO_LEFT_SYMMETRIC, 4, 64, 1 << 20, 1);
 	one(state, 5, RF_ALGO_RIGHT_ASYMMETRIC, 3, 16, 0, 2);
 	one(state, 5, RF_ALGO_LEFT_ASYMMETRIC, 5, 128, 2 << 20, 3);
+	one(state, 5, RF_ALGO_RIGHT_SYMMETRIC, 7, 32, 1 << 20, 14);   /* orders along member cycles */
 	/* (parity-first is raid4 with the parity member first: found as raid4) */
 }
 
