@@ -119,14 +119,14 @@ while read -r line; do
 done <"$IMAGES/manifest.jsonl"
 
 # ---------------------------------------------------------------- 2. raidfuse's arrays
-# sweep LEVEL LAYOUT CHUNK N: create, fill the image with the pattern, zero
-# the superblocks, detect, serve.
+# sweep LEVEL LAYOUT CHUNK N [SIZE]: create (members of SIZE, default 8M),
+# fill the image with the pattern, zero the superblocks, detect, serve.
 sweep() {
-	local level=$1 layout=$2 chunk=$3 n=$4 name=c$1-$2-$3-$4 sectors
+	local level=$1 layout=$2 chunk=$3 n=$4 size=${5:-8M} name=c$1-$2-$3-$4 sectors
 	rm -rf "$D/c"
 	mkdir -p "$D/c"
 	mk_conf "$D/c/raid.conf" level="$level" layout="$layout" chunk_size="$chunk" \
-		members="$(members "$n")" member_size=16M metadata=1.2
+		members="$(members "$n")" member_size="$size" metadata=1.2
 	[ "$layout" = - ] && sed -i '/layout/d' "$D/c/raid.conf"
 	create_array "$D/c/raid.conf"
 	start_array "$D/c/raid.conf" "$MNT" --freeze
@@ -143,9 +143,8 @@ sweep() {
 sweep 5 left-symmetric 16K 3
 full sweep 6 right-asymmetric 128K 6
 sweep 10 o2 32K 4
-full sweep 5 right-symmetric 4K 5
 full sweep 4 - 256K 4
-full sweep 5 left-asymmetric 1M 4
+full sweep 5 left-asymmetric 1M 4 16M
 full sweep 0 - 512K 4
 full sweep 6 left-symmetric-6 64K 5
 full sweep 10 n2 8K 5
