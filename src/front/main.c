@@ -7,6 +7,8 @@
  *                     MOUNTPOINT MEMBER...
  *   raidfuse examine [--json] [-X] MEMBER...
  *   raidfuse examine-bitmap [--json] MEMBER...
+ *   raidfuse detect [--level L] [--members N] [--max-offset SIZE] [--json] [--write-config FILE]
+ *                   MEMBER... [missing]
  *   raidfuse status [--json] [--watch [SECONDS]] MOUNTPOINT
  *   raidfuse ctl [--json] MOUNTPOINT ATTR [VALUE]
  *   raidfuse ctl MOUNTPOINT add FILE | fail NAME | remove NAME
@@ -61,6 +63,7 @@
 #include "raidfuse/bitmap.h"
 #include "raidfuse/config.h"
 #include "raidfuse/create.h"
+#include "raidfuse/detect.h"
 #include "raidfuse/devopen.h"
 #include "raidfuse/fuse.h"
 #include "raidfuse/json.h"
@@ -1099,6 +1102,92 @@ static int cmd_ctl(int argc, char **argv)
 	return wait_for ? sync_wait(mnt, wait_for, json) : 0;
 }
 
+/* ---------------------------------------------------------------- detect */
+
+/* detect [--level L] [--members N] [--max-offset SIZE] [--json]
+ * [--write-config FILE] MEMBER... [missing]: the ranked geometries the
+ * members may be an array of (src/md/detect.c); exit 1 without a
+ * confident answer. */
+static int cmd_detect(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "level", required_argument, NULL, 'l' },
+		{ "members", required_argument, NULL, 'n' },
+		{ "max-offset", required_argument, NULL, 'm' },
+		{ "write-config", required_argument, NULL, 'w' },
+		{ "allow-unsafe-dirs", no_argument, NULL, O_ALLOW_UNSAFE },
+		OPT_JSON,
+		OPT_HELP,
+		OPT_END
+	};
+	struct rf_detect_opts o = { .level = -1, .max_offset = 64ull << 20 };
+	struct rf_detect_result *r;
+	const char *members[RF_MAX_MEMBERS], *conf = NULL;
+	char err[1024], *end;
+	int n = 0, ch, rc = -1, ret;
+	bool json = false;
+	long v;
+
+	while ((ch = opt_next(argc, argv, "-:l:n:m:w:Jh", lo, &rc)) != -1) {
+		switch (ch) {
+		case 'l':
+			v = strtol(optarg, &end, 10);
+			if (!strncmp(optarg, "raid", 4))
+				v = strtol(optarg + 4, &end, 10);
+			if (*end || (v != 0 && v != 1 && v != 4 && v != 5 && v != 6 && v != 10))
+				return usage_error("detect: --level '%s' is not 0, 1, 4, 5, 6 or 10", optarg);
+			o.level = (int)v;
+			break;
+		case 'n':
+			v = strtol(optarg, &end, 10);
+			if (*end || v < 2 || v > RF_MAX_MEMBERS)
+				return usage_error("detect: --members '%s' is not 2 to %d", optarg, RF_MAX_MEMBERS);
+			o.members = (int)v;
+			break;
+		case 'm':
+			if (rf_parse_size(optarg, 1, &o.max_offset))
+				return usage_error("detect: --max-offset '%s' is not a size", optarg);
+			break;
+		case 'w':
+			conf = optarg;
+			break;
+		case O_ALLOW_UNSAFE:
+			rf_dev_allow_unsafe_dirs(true);
+			break;
+		case 'J':
+			json = true;
+			break;
+		case 1:
+			if (n >= RF_MAX_MEMBERS)
+				return usage_error("detect: more than %d members ('%s')", RF_MAX_MEMBERS, optarg);
+			members[n++] = optarg;
+			break;
+		}
+	}
+	if (rc >= 0)
+		return rc;
+	if (n < 2)
+		return usage_error("detect: expected two or more MEMBER... (\"missing\" for one that is not there)");
+	r = malloc(sizeof(*r));
+	if (!r)
+		return 1;
+	ret = rf_detect(members, n, &o, r, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "raidfuse: %s\n", err);
+		free(r);
+		return 1;
+	}
+	if (json ? rf_detect_print_json(stdout, r) : (rf_detect_print(stdout, r), 0))
+		ret = 1;
+	if (conf && r->ncand && rf_detect_write_config(conf, r, 0, err, sizeof(err))) {
+		fprintf(stderr, "raidfuse: %s\n", err);
+		ret = 1;
+	}
+	ret = ret || !r->confident;
+	free(r);
+	return ret;
+}
+
 /* ---------------------------------------------------------------- commands */
 
 /* Option help that several commands share. */
@@ -1222,6 +1311,26 @@ static const struct cmd cmds[] = {
 	  "  -J, --json             print what is read as a JSON object\n"
 	  "  -h, --help             this help\n",
 	  "read or set an md attribute; add, fail, remove; check, repair" },
+	{ "detect", cmd_detect,
+	  "raidfuse detect [--level L] [--members N] [--max-offset SIZE] [--json]\n"
+	  "                [--write-config FILE] [--allow-unsafe-dirs] MEMBER... [missing]",
+	  "Find the array the members are, from their contents alone (no superblock needed):\n"
+	  "level, member order, chunk, layout, data offset and size, ranked by evidence (parity\n"
+	  "or copies, data running on across chunk boundaries, a partition table or file\n"
+	  "system whose metadata lands where it says).  Members are only read, and only\n"
+	  "samples of them.  Superblocks found are shown as hints.  Exit 1 when no candidate\n"
+	  "is a confident answer (the list is still printed).\n"
+	  "\n"
+	  "  -l, --level=L          only this level (0, 1, 4, 5, 6, 10)\n"
+	  "  -n, --members=N        the array has N members (those not given are missing)\n"
+	  "  -m, --max-offset=SIZE  largest data offset to look for (default 64M)\n"
+	  "  -w, --write-config=FILE\n"
+	  "                         write a config for the best candidate (mount CONFIG); an\n"
+	  "                         existing FILE is not overwritten\n"
+	  "  -J, --json             one JSON object: verdict, bytes_read, candidates\n"
+	  HELP_UNSAFE_DIRS
+	  "  -h, --help             this help\n",
+	  "find an array's geometry from its members' contents" },
 	{ "help", cmd_help, "raidfuse help [COMMAND]", "Print the help of COMMAND, or of raidfuse.\n",
 	  NULL },
 	{ NULL, NULL, NULL, NULL, NULL }
@@ -1310,6 +1419,6 @@ int main(int argc, char **argv)
 	}
 	if (argv[1][0] == '-')
 		return usage_error("unknown option '%s' (options follow the command)", argv[1]);
-	return usage_error("unknown command '%s' (expected create, mount, assemble, examine, status or ctl)",
+	return usage_error("unknown command '%s' (expected create, mount, assemble, examine, detect, status or ctl)",
 			   argv[1]);
 }
