@@ -448,6 +448,26 @@ static void one_req(struct rf_array *a, int op, uint64_t off, uint32_t len, char
 	rf_req_free(s.r);
 }
 
+/* A flush is one fsync per member, whatever the level counts per byte: a
+ * raid0 of 6 members whose chunk is larger than the largest request once
+ * had room for 2 pieces, and its flush ran off the end (a NULL piece, a
+ * daemon crash on fsync).  Here: requests of at most 192 KiB, chunk 1 MiB. */
+static void test_flush_every_member(void **state)
+{
+	const struct spec sp = { "flush0", 0, 0, 6, 1u << 20, 0 };
+	struct rf_array *a;
+
+	fake_reset();
+	a = open_array(&sp, 0, true, true);
+	fake_log_on = true;
+	one_req(a, RF_REQ_FLUSH, 0, 0, NULL);
+	assert_int_equal(fake_nlog, 6);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(fake_count(i, RF_MIO_FSYNC), 1);
+	rf_array_close(a);
+	fake_reset();
+}
+
 /* Request splitting, seen from the member IO it causes. */
 static void test_split_raid0(void **state)
 {
@@ -572,6 +592,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_split_raid0),
+		cmocka_unit_test(test_flush_every_member),
 		cmocka_unit_test(test_rmw_rcw_plan),
 		cmocka_unit_test_setup(test_levels_uring, fx_threads2),
 		cmocka_unit_test_setup(test_levels_short_again, fx_threads2),
