@@ -547,3 +547,58 @@ const char *rf_array_name(const struct rf_array *a) { return a->name; }
 uint64_t rf_array_faulty(const struct rf_array *a) { return rf_faulty(a); }
 bool rf_array_failed(const struct rf_array *a) { return rf_failed_now(a); }
 
+
+/* ---- the sync walk's ---- */
+
+const struct rf_sync_ops *rf_array_sync_ops(const struct rf_array *a)
+{
+	return a->ops->sync;
+}
+
+struct rf_sync *rf_array_sync(const struct rf_array *a)
+{
+	return a->sync;
+}
+
+void rf_array_set_sync(struct rf_array *a, struct rf_sync *s)
+{
+	a->sync = s;
+}
+
+bool rf_array_fg_busy(const struct rf_array *a)
+{
+	struct rf_array *w = (struct rf_array *)a;
+
+	return atomic_load(&w->inflight[0]) + atomic_load(&w->inflight[1]) + atomic_load(&w->rl.nwaiting) > 0;
+}
+
+uint64_t rf_dev_sector_off(const struct rf_array *a, int m, uint64_t sec)
+{
+	return a->devs[m].data_offset + (sec << 9);
+}
+
+int rf_array_ioq_open(struct rf_array *a, struct rf_ioq *q, int depth)
+{
+	return a->ioq_init(q, rf_devs_ioq(a), depth);
+}
+
+void rf_array_set_recovery_cp(struct rf_array *a, uint64_t cp)
+{
+	/* Pairs with the acquire loads of rf_faulty_at() (engine.h). */
+	atomic_store_explicit(&a->recovery_cp, cp, memory_order_release);
+}
+
+void rf_array_rows_lock(struct rf_array *a, struct rf_range *r, uint64_t lo, uint64_t hi)
+{
+	rf_rangelock_lock(&a->rl, r, lo, hi);
+}
+
+void rf_array_rows_unlock(struct rf_array *a, struct rf_range *r)
+{
+	rf_rangelock_unlock(&a->rl, r);
+}
+
+void rf_sync_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi)
+{
+	a->ops->sync->write_rows(a, off, len, lo, hi);
+}
