@@ -41,6 +41,9 @@ uint64_t rf_array_faulty_read(const struct rf_array *a);
 struct rf_bitmap *rf_array_bitmap(const struct rf_array *a);
 /* The array's superblock state, NULL: none. */
 struct rf_sbstate *rf_array_sbstate(const struct rf_array *a);
+/* Their services record them as they open (rf_services[]). */
+void rf_array_set_sbstate(struct rf_array *a, struct rf_sbstate *s);
+void rf_array_set_bitmap(struct rf_array *a, struct rf_bitmap *bm);
 /* Whether the sync thread exists (from rf_array_start()). */
 bool rf_array_has_sync(const struct rf_array *a);
 
@@ -68,8 +71,9 @@ void rf_array_set_mgmt(struct rf_array *a, struct rf_mgmt *m);
 int rf_dev_lookup(struct rf_array *a, const char *name);
 
 /* member.c: the management thread (spares taking failed slots, rebuild
- * start and end), and what the sync thread tells it.  The core starts,
- * stops and kicks it. */
+ * start and end), and what the sync thread tells it.  The core starts it
+ * after every registered service and stops it before them (hooks.h says
+ * why it is called by name). */
 int rf_mgmt_start(struct rf_array *a);
 void rf_mgmt_stop(struct rf_array *a);
 void rf_mgmt_free(struct rf_array *a);

@@ -1121,6 +1121,38 @@ int rf_sync_set_resync_cp(struct rf_array *a, uint64_t sector)
 	return ret;
 }
 
+/* The walk's state exists from the array's start (before the
+ * superblock state's start hands it its checkpoint) to its stop. */
+static int hook_start(void *priv)
+{
+	return rf_sync_init(priv);
+}
+
+static void hook_stop(void *priv)
+{
+	rf_sync_free(priv);
+}
+
+static const struct rf_hooks sync_hooks = {
+	.name = "sync",
+	.start = hook_start,
+	.stop = hook_stop,
+	.close = hook_stop,     /* started but never stopped (a start that failed) */
+};
+
+/* Every array has one (a level without sync work reports "idle"). */
+static int service_open(struct rf_array *a, const struct rf_config *cfg, char *err, size_t errlen)
+{
+	int r = rf_array_add_hooks(a, &sync_hooks, a);
+
+	(void)cfg;
+	if (r)
+		snprintf(err, errlen, "%s: no room for the sync walk's hooks", rf_array_name(a));
+	return r;
+}
+
+const struct rf_service rf_sync_service = { .name = "sync", .open = service_open };
+
 int rf_sync_init(struct rf_array *a)
 {
 	struct rf_sync *s = calloc(1, sizeof(*s));
