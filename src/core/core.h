@@ -1,14 +1,15 @@
 /* core.h - what services see of the array core (not installed).
  *
  * The array's struct is private to src/core/ and the level modules
- * (core/engine.h).  A service (the superblock state, the bitmap) includes
- * this header instead: the device table (core/dev.h), the hooks it
- * registers (core/hooks.h), the array's public accessors (array.h), and
- * the few calls below.  The sync walk (services/sync.c) gets the level's
- * sync work (struct rf_sync_ops), the members through an IO queue of its
- * own, the rows' range lock and the recovery checkpoint, all named
- * below; the level modules fill its ops table.  None of them is on the IO fast path of the core
- * itself, which uses engine.h's inline versions.
+ * (core/engine.h).  A service (the superblock state, the bitmap, the sync
+ * walk, the management thread) includes this header instead: the device
+ * table (core/dev.h), the hooks it registers (core/hooks.h), the array's
+ * public accessors (array.h), and the few calls below.  The sync walk
+ * (services/sync.c) gets the level's sync work (struct rf_sync_ops, which
+ * the level modules fill), the members through an IO queue of its own,
+ * the rows' range lock and the recovery checkpoint, all named below.
+ * None of them is on the IO fast path of the core itself, which uses
+ * engine.h's inline versions.
  *
  * What it does NOT give: the array's fields, the groups, the barrier's
  * state.

@@ -23,7 +23,7 @@
  * name (core.h: rf_mgmt_start(), rf_mgmt_stop(), rf_mgmt_free()).
  *
  * What it does NOT do: let a service see the array's struct: services
- * reach the array through core/dev.h and the accessors of engine.h.
+ * reach the array through core/dev.h and the accessors of core.h.
  */
 #ifndef RAIDFUSE_CORE_HOOKS_H
 #define RAIDFUSE_CORE_HOOKS_H
