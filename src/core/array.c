@@ -26,11 +26,8 @@
 #include <unistd.h>
 
 #include "core/engine.h"
-#include "raidfuse/bitmap.h"
 #include "raidfuse/fault.h"
 #include "raidfuse/overlay.h"
-#include "raidfuse/sync.h"
-#include "services/sbstate.h"
 
 /* ---- array setup ---- */
 
@@ -247,11 +244,9 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		if (ret)
 			goto fail;
 	}
-	/* md keeps clean/dirty for arrays that can need a resync. */
-	if (cfg->has_uuid && !a->readonly && cfg->level != 0) {
-		ret = rf_sbstate_open(a, &a->sbstate, err, errlen);
-		if (!ret)
-			ret = rf_bitmap_open(a, a->sbstate, &a->bitmap, err, errlen);
+	/* The services (hooks.h), each deciding whether it applies. */
+	for (i = 0; rf_services[i]; i++) {
+		ret = rf_services[i]->open(a, cfg, err, errlen);
 		if (ret)
 			goto fail;
 	}
@@ -272,9 +267,6 @@ int rf_array_start(struct rf_array *a)
 	int i, ret;
 
 	a->ngroups = rf_ngroups_for(a->worker_groups);
-	ret = rf_sync_init(a);
-	if (ret)
-		return ret;
 	ret = rf_groups_alloc(a, a->ngroups, a->group_thread_cnt, a->stripe_cache_size, &a->groups);
 	if (ret)
 		return ret;
@@ -283,6 +275,7 @@ int rf_array_start(struct rf_array *a)
 	for (i = 0; !ret && i < a->nhooks; i++)
 		if (a->hooks[i].h->start)
 			ret = a->hooks[i].h->start(a->hooks[i].priv);
+	/* Last: it may start a rebuild at once (hooks.h). */
 	return ret ? ret : rf_mgmt_start(a);
 }
 
@@ -292,11 +285,11 @@ void rf_array_close(struct rf_array *a)
 
 	if (!a)
 		return;
-	/* No spare takes a slot from now on; the sync thread finishes its
-	 * region and leaves. */
+	/* No spare takes a slot from now on (first: hooks.h). */
 	rf_mgmt_stop(a);
-	rf_sync_free(a);
-	/* The idle timer drains too: stop it first.  The state is marked
+	/* The services in registration order: the sync thread finishes its
+	 * regions and leaves; the superblock state's idle timer drains too:
+	 * stop it before the barrier drains for good.  The state is marked
 	 * clean once nothing is in flight (array_free()). */
 	for (i = 0; i < a->nhooks; i++)
 		if (a->hooks[i].h->stop)
@@ -501,6 +494,16 @@ struct rf_sbstate *rf_array_sbstate(const struct rf_array *a)
 	return a->sbstate;
 }
 
+void rf_array_set_sbstate(struct rf_array *a, struct rf_sbstate *s)
+{
+	a->sbstate = s;
+}
+
+void rf_array_set_bitmap(struct rf_array *a, struct rf_bitmap *bm)
+{
+	a->bitmap = bm;
+}
+
 bool rf_array_recover_dirty_only(const struct rf_array *a)
 {
 	return atomic_load(&((struct rf_array *)a)->recover_dirty_only);
@@ -547,3 +550,58 @@ const char *rf_array_name(const struct rf_array *a) { return a->name; }
 uint64_t rf_array_faulty(const struct rf_array *a) { return rf_faulty(a); }
 bool rf_array_failed(const struct rf_array *a) { return rf_failed_now(a); }
 
+
+/* ---- the sync walk's ---- */
+
+const struct rf_sync_ops *rf_array_sync_ops(const struct rf_array *a)
+{
+	return a->ops->sync;
+}
+
+struct rf_sync *rf_array_sync(const struct rf_array *a)
+{
+	return a->sync;
+}
+
+void rf_array_set_sync(struct rf_array *a, struct rf_sync *s)
+{
+	a->sync = s;
+}
+
+bool rf_array_fg_busy(const struct rf_array *a)
+{
+	struct rf_array *w = (struct rf_array *)a;
+
+	return atomic_load(&w->inflight[0]) + atomic_load(&w->inflight[1]) + atomic_load(&w->rl.nwaiting) > 0;
+}
+
+uint64_t rf_dev_sector_off(const struct rf_array *a, int m, uint64_t sec)
+{
+	return a->devs[m].data_offset + (sec << 9);
+}
+
+int rf_array_ioq_open(struct rf_array *a, struct rf_ioq *q, int depth)
+{
+	return a->ioq_init(q, rf_devs_ioq(a), depth);
+}
+
+void rf_array_set_recovery_cp(struct rf_array *a, uint64_t cp)
+{
+	/* Pairs with the acquire loads of rf_faulty_at() (engine.h). */
+	atomic_store_explicit(&a->recovery_cp, cp, memory_order_release);
+}
+
+void rf_array_rows_lock(struct rf_array *a, struct rf_range *r, uint64_t lo, uint64_t hi)
+{
+	rf_rangelock_lock(&a->rl, r, lo, hi);
+}
+
+void rf_array_rows_unlock(struct rf_array *a, struct rf_range *r)
+{
+	rf_rangelock_unlock(&a->rl, r);
+}
+
+void rf_sync_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi)
+{
+	a->ops->sync->write_rows(a, off, len, lo, hi);
+}

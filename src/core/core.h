@@ -1,11 +1,15 @@
 /* core.h - what services see of the array core (not installed).
  *
  * The array's struct is private to src/core/ and the level modules
- * (core/engine.h).  A service (the superblock state, the bitmap) includes
- * this header instead: the device table (core/dev.h), the hooks it
- * registers (core/hooks.h), the array's public accessors (array.h), and
- * the few calls below.  None of them is on the IO fast path of the core
- * itself, which uses engine.h's inline versions.
+ * (core/engine.h).  A service (the superblock state, the bitmap, the sync
+ * walk, the management thread) includes this header instead: the device
+ * table (core/dev.h), the hooks it registers (core/hooks.h), the array's
+ * public accessors (array.h), and the few calls below.  The sync walk
+ * (services/sync.c) gets the level's sync work (struct rf_sync_ops, which
+ * the level modules fill), the members through an IO queue of its own,
+ * the rows' range lock and the recovery checkpoint, all named below.
+ * None of them is on the IO fast path of the core itself, which uses
+ * engine.h's inline versions.
  *
  * What it does NOT give: the array's fields, the groups, the barrier's
  * state.
@@ -21,7 +25,11 @@
 #include "raidfuse/array.h"
 
 struct rf_bitmap;
+struct rf_ioq;
+struct rf_range;
 struct rf_sbstate;
+struct rf_sync;
+struct rf_sync_work;
 
 /* Slots (raid_disks): devices [0, n) of the table serve them. */
 int rf_array_nslots(const struct rf_array *a);
@@ -34,6 +42,9 @@ uint64_t rf_array_faulty_read(const struct rf_array *a);
 struct rf_bitmap *rf_array_bitmap(const struct rf_array *a);
 /* The array's superblock state, NULL: none. */
 struct rf_sbstate *rf_array_sbstate(const struct rf_array *a);
+/* Their services record them as they open (rf_services[]). */
+void rf_array_set_sbstate(struct rf_array *a, struct rf_sbstate *s);
+void rf_array_set_bitmap(struct rf_array *a, struct rf_bitmap *bm);
 /* Whether the sync thread exists (from rf_array_start()). */
 bool rf_array_has_sync(const struct rf_array *a);
 
@@ -61,8 +72,9 @@ void rf_array_set_mgmt(struct rf_array *a, struct rf_mgmt *m);
 int rf_dev_lookup(struct rf_array *a, const char *name);
 
 /* member.c: the management thread (spares taking failed slots, rebuild
- * start and end), and what the sync thread tells it.  The core starts,
- * stops and kicks it. */
+ * start and end), and what the sync thread tells it.  The core starts it
+ * after every registered service and stops it before them (hooks.h says
+ * why it is called by name). */
 int rf_mgmt_start(struct rf_array *a);
 void rf_mgmt_stop(struct rf_array *a);
 void rf_mgmt_free(struct rf_array *a);
@@ -80,5 +92,75 @@ int rf_array_quiesced(struct rf_array *a, int (*fn)(void *arg), void *arg);
 /* The same with reads drained too (member IO stops entirely): for
  * changes of the device table. */
 int rf_array_quiesced_all(struct rf_array *a, int (*fn)(void *arg), void *arg);
+
+/* ---- the sync walk (services/sync.c) ---- */
+
+/* A level's sync work (md's sync_request), the level's table.
+ * total: the sectors the walk covers, in its units (member sectors, or
+ * array sectors); clip: the sectors of a region at pos, at most n;
+ * write_rows: the rows [*lo, *hi) a write of len bytes at array byte off
+ * may touch, its parity included, rounded out to whole stripe heads;
+ * degraded: whether check, repair and resync still compare with a member
+ * missing; region: the work of one region (services/syncwork.h), 0 or
+ * -errno.  dev_offset: the member sector below which a rebuild that
+ * walked [0, pos) wrote every device being rebuilt (md's
+ * recovery_offset); walk_start: where a rebuild resumes from such an
+ * offset.  Optional, both: NULL when the walk goes in member sectors. */
+struct rf_sync_ops {
+	uint64_t (*total)(const struct rf_array *a);
+	uint64_t (*clip)(const struct rf_array *a, uint64_t pos, uint64_t n);
+	uint64_t (*dev_offset)(const struct rf_array *a, uint64_t pos);
+	uint64_t (*walk_start)(const struct rf_array *a, uint64_t dev_offset);
+	void (*write_rows)(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi);
+	bool degraded;
+	int (*region)(struct rf_sync_work *w);
+};
+
+/* The level's sync work; NULL: the level has none (no redundancy). */
+const struct rf_sync_ops *rf_array_sync_ops(const struct rf_array *a);
+/* The walk's state (sync.c's), kept by the array: from rf_sync_init()
+ * to rf_sync_free(). */
+struct rf_sync *rf_array_sync(const struct rf_array *a);
+void rf_array_set_sync(struct rf_array *a, struct rf_sync *s);
+/* Whether foreground IO is in flight now: requests past the drain
+ * barrier, and writes waiting for a sync region (they left it). */
+bool rf_array_fg_busy(const struct rf_array *a);
+/* The byte offset on device m's backend of its data sector sec (its own
+ * data_offset added). */
+uint64_t rf_dev_sector_off(const struct rf_array *a, int m, uint64_t sec);
+/* Open q over the slots' devices on the array's member backend (the
+ * workers' own: liburing, an overlay, what a test gave), depth entries;
+ * on the thread that will use it.  0 or -errno. */
+int rf_array_ioq_open(struct rf_array *a, struct rf_ioq *q, int depth);
+/* A rebuild's checkpoint: raid4/5/6 writes at and past it skip the
+ * devices being rebuilt.  Set it only with the rows it passes written
+ * (a region retired, or writes held). */
+void rf_array_set_recovery_cp(struct rf_array *a, uint64_t cp);
+
+/* Hold every new foreground write at the barrier and wait for those in
+ * flight to end; then resubmit the held ones.  Reads go on.  Blocks the
+ * caller; takes reconf_lock until the release. */
+void rf_writes_hold(struct rf_array *a);
+void rf_writes_release(struct rf_array *a);
+/* Writes held: drop the cached blocks of stripe heads at member sectors
+ * [lo, hi), which the caller rewrote behind them. */
+void rf_stripe_cache_forget(struct rf_array *a, uint64_t lo, uint64_t hi);
+
+/* The sync walk's rows (rangelock.h).  begin: arm the array's range lock
+ * with writes drained (from now on every write is admitted there and
+ * tracked); end: disarm, with no range locked.  Blocks the caller.  A
+ * region locks its rows [lo, hi) with rf_array_rows_lock() (writes into
+ * them wait, those in flight end first) and unlocks them with
+ * rf_array_rows_unlock() (the writes that waited go on, oldest first). */
+void rf_sync_rows_begin(struct rf_array *a);
+void rf_sync_rows_end(struct rf_array *a);
+void rf_array_rows_lock(struct rf_array *a, struct rf_range *r, uint64_t lo, uint64_t hi);
+void rf_array_rows_unlock(struct rf_array *a, struct rf_range *r);
+/* Rows [lo, hi) locked: drop their cached stripe heads (takes
+ * reconf_lock). */
+void rf_sync_rows_forget(struct rf_array *a, uint64_t lo, uint64_t hi);
+/* The rows [*lo, *hi) of a write of len bytes at array byte off: the
+ * level's write_rows (a level with sync work only). */
+void rf_sync_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi);
 
 #endif

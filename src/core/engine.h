@@ -104,25 +104,9 @@ struct rf_level_ops {
 	/* Run the stripe state machine for sh (the worker owns it).  Optional:
 	 * only levels with stripe pieces. */
 	void (*handle_stripe)(struct rf_worker *w, struct rf_stripe *sh);
-	/* The sync walk's (services/sync.c, md's sync_request).  Optional:
-	 * levels without redundancy leave them NULL and have no sync action.
-	 * sync_total: the sectors the walk covers, in its units (member
-	 * sectors, or array sectors); sync_clip: the sectors of a region at
-	 * pos, at most n; sync_write_rows: the rows [*lo, *hi) a write of len
-	 * bytes at array byte off may touch; sync_degraded: whether check,
-	 * repair and resync still compare with a member missing;
-	 * sync_region: the work of one region (syncwork.h), 0 or -errno.
-	 * sync_dev_offset: the member sector below which a rebuild that
-	 * walked [0, pos) wrote every device being rebuilt (md's
-	 * recovery_offset); sync_walk_start: where a rebuild resumes from such
-	 * an offset.  Optional: NULL when the walk goes in member sectors. */
-	uint64_t (*sync_total)(const struct rf_array *a);
-	uint64_t (*sync_clip)(const struct rf_array *a, uint64_t pos, uint64_t n);
-	uint64_t (*sync_dev_offset)(const struct rf_array *a, uint64_t pos);
-	uint64_t (*sync_walk_start)(const struct rf_array *a, uint64_t dev_offset);
-	void (*sync_write_rows)(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi);
-	bool sync_degraded;
-	int (*sync_region)(struct rf_sync_work *w);
+	/* The sync walk's work (core.h, md's sync_request).  Optional:
+	 * levels without redundancy leave it NULL and have no sync action. */
+	const struct rf_sync_ops *sync;
 };
 
 /* A stripe head: one stripe_size block of every member at `sector`.
@@ -318,29 +302,6 @@ extern __thread struct rf_worker *rf_current_worker;
 bool rf_stripe_finish(struct rf_stripe *sh);
 /* Queue p to its group from a worker (outside rf_array_submit()). */
 void rf_requeue_piece(struct rf_array *a, struct rf_piece *p);
-
-/* Hold every new foreground write at the barrier and wait for those in
- * flight to end; then resubmit the held ones.  Reads go on.  Blocks the
- * caller; takes reconf_lock until the release. */
-void rf_writes_hold(struct rf_array *a);
-void rf_writes_release(struct rf_array *a);
-/* Writes held: drop the cached blocks of stripe heads at member sectors
- * [lo, hi), which the caller rewrote behind them. */
-void rf_stripe_cache_forget(struct rf_array *a, uint64_t lo, uint64_t hi);
-
-/* The sync walk's rows.  begin: arm a->rl with writes drained (from now
- * on every write is admitted there and tracked); end: disarm, with no
- * range locked.  A region locks its rows with rf_rangelock_lock(&a->rl)
- * and unlocks them with rf_rangelock_unlock().  Blocks the caller. */
-void rf_sync_rows_begin(struct rf_array *a);
-void rf_sync_rows_end(struct rf_array *a);
-/* Rows [lo, hi) locked: drop their cached stripe heads (takes
- * reconf_lock). */
-void rf_sync_rows_forget(struct rf_array *a, uint64_t lo, uint64_t hi);
-/* sync.c: the rows [*lo, *hi) in the walk's units (member sectors;
- * array sectors for raid10) that a write of len bytes at array byte off
- * may touch, its parity included, rounded out to whole stripe heads. */
-void rf_sync_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi);
 
 extern const struct rf_level_ops rf_raid0_ops, rf_raid1_ops, rf_raid10_ops, rf_raid5_ops;
 

@@ -6,24 +6,37 @@
  * table with rf_array_add_hooks() when it is opened; the core calls each
  * registered table in registration order.  Every hook is optional.
  *
- * Life: a service is opened by rf_array_open() (which registers it), and
- * then started, stopped and closed through its start/stop/close hooks,
- * in registration order (the superblock state before the bitmap it
- * records events for).
+ * Life: every service of rf_services[] (services/services.c, in that
+ * order) is offered the array by rf_array_open(); one that applies
+ * registers its table.  The core then starts, stops and closes them
+ * through their start/stop/close hooks, in registration order: the sync
+ * walk first (it stops before the superblock state it reports
+ * checkpoints to, and its state exists before that one starts), then the
+ * superblock state, then the bitmap it records events for.
+ *
+ * One service is not in that list: the management thread (member.c).
+ * Its place is outside every other on both ends: it starts after all of
+ * them (it may start a rebuild at once, which needs the walk and the
+ * superblock state running) and stops before any (no rebuild starts, and
+ * no spare takes a slot, while they stop).  Registration order cannot
+ * say "last in, first out" for one service only, so the core calls it by
+ * name (core.h: rf_mgmt_start(), rf_mgmt_stop(), rf_mgmt_free()).
  *
  * What it does NOT do: let a service see the array's struct: services
- * reach the array through core/dev.h and the accessors of engine.h.
+ * reach the array through core/dev.h and the accessors of core.h.
  */
 #ifndef RAIDFUSE_CORE_HOOKS_H
 #define RAIDFUSE_CORE_HOOKS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct rf_array;
 struct rf_array_info;
+struct rf_config;
 
-#define RF_MAX_HOOKS 4
+#define RF_MAX_HOOKS 8
 
 struct rf_hooks {
 	const char *name;
@@ -54,5 +67,18 @@ struct rf_hooks {
 
 /* Register h (static storage) with priv.  0, or -ENOSPC. */
 int rf_array_add_hooks(struct rf_array *a, const struct rf_hooks *h, void *priv);
+
+/* A service as the core opens it.  open: look at the array (its devices
+ * are open, nothing else runs yet) and cfg; a service that applies sets
+ * itself up and registers its hooks, one that does not returns 0 with
+ * nothing done.  0, or -errno with err filled (the array is not opened). */
+struct rf_service {
+	const char *name;
+	int (*open)(struct rf_array *a, const struct rf_config *cfg, char *err, size_t errlen);
+};
+
+/* The services, in the order they are opened (and so started and
+ * stopped, see above); NULL ends the list.  services/services.c. */
+extern const struct rf_service *const rf_services[];
 
 #endif

@@ -349,17 +349,31 @@ static int mirror_sync_region(struct rf_sync_work *w)
 	return mirror_compare(w, n, devs, secs);
 }
 
+static const struct rf_sync_ops raid1_sync_ops = {
+	.total = raid1_sync_total,
+	.clip = raid1_sync_clip,
+	.write_rows = mirror_write_rows,
+	.degraded = true,
+	.region = mirror_sync_region,
+};
+
 const struct rf_level_ops rf_raid1_ops = {
 	.name = "raid1",
 	.max_pieces = mirror_max_pieces,
 	.split = mirror_split,
 	.direct_failed = mirror_direct_failed,
 	.failed = raid1_failed,
-	.sync_total = raid1_sync_total,
-	.sync_clip = raid1_sync_clip,
-	.sync_write_rows = mirror_write_rows,
-	.sync_degraded = true,
-	.sync_region = mirror_sync_region,
+	.sync = &raid1_sync_ops,
+};
+
+static const struct rf_sync_ops raid10_sync_ops = {
+	.total = raid10_sync_total,
+	.clip = raid10_sync_clip,
+	.dev_offset = raid10_sync_dev_offset,
+	.walk_start = raid10_sync_walk_start,
+	.write_rows = mirror_write_rows,
+	.degraded = true,
+	.region = mirror_sync_region,
 };
 
 const struct rf_level_ops rf_raid10_ops = {
@@ -368,11 +382,5 @@ const struct rf_level_ops rf_raid10_ops = {
 	.split = mirror_split,
 	.direct_failed = mirror_direct_failed,
 	.failed = raid10_failed,
-	.sync_total = raid10_sync_total,
-	.sync_clip = raid10_sync_clip,
-	.sync_dev_offset = raid10_sync_dev_offset,
-	.sync_walk_start = raid10_sync_walk_start,
-	.sync_write_rows = mirror_write_rows,
-	.sync_degraded = true,
-	.sync_region = mirror_sync_region,
+	.sync = &raid10_sync_ops,
 };

@@ -708,6 +708,14 @@ static int r5_sync_region(struct rf_sync_work *w)
 
 #undef BLK
 
+static const struct rf_sync_ops raid5_sync_ops = {
+	.total = r5_sync_total,
+	.clip = r5_sync_clip,
+	.write_rows = r5_write_rows,
+	.degraded = false,
+	.region = r5_sync_region,
+};
+
 const struct rf_level_ops rf_raid5_ops = {
 	.name = "raid5",
 	.max_pieces = r5_max_pieces,
@@ -715,9 +723,5 @@ const struct rf_level_ops rf_raid5_ops = {
 	.direct_failed = r5_direct_failed,
 	.failed = r5_failed,
 	.handle_stripe = r5_handle_stripe,
-	.sync_total = r5_sync_total,
-	.sync_clip = r5_sync_clip,
-	.sync_write_rows = r5_write_rows,
-	.sync_degraded = false,
-	.sync_region = r5_sync_region,
+	.sync = &raid5_sync_ops,
 };

@@ -1061,3 +1061,18 @@ static const struct rf_hooks bitmap_hooks = {
 	.stop = hook_stop,
 	.close = hook_close,
 };
+
+/* An internal bitmap, where the superblock state found one. */
+static int service_open(struct rf_array *a, const struct rf_config *cfg, char *err, size_t errlen)
+{
+	struct rf_bitmap *bm;
+	int r;
+
+	(void)cfg;
+	r = rf_bitmap_open(a, rf_array_sbstate(a), &bm, err, errlen);
+	if (!r)
+		rf_array_set_bitmap(a, bm);
+	return r;
+}
+
+const struct rf_service rf_bitmap_service = { .name = "bitmap", .open = service_open };

@@ -448,6 +448,23 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 	return 0;
 }
 
+/* md keeps clean/dirty for arrays that can need a resync, and that carry
+ * superblocks and are written. */
+static int service_open(struct rf_array *a, const struct rf_config *cfg, char *err, size_t errlen)
+{
+	struct rf_sbstate *s;
+	int r;
+
+	if (!cfg->has_uuid || cfg->readonly || cfg->level == 0)
+		return 0;
+	r = rf_sbstate_open(a, &s, err, errlen);
+	if (!r)
+		rf_array_set_sbstate(a, s);
+	return r;
+}
+
+const struct rf_service rf_sbstate_service = { .name = "superblocks", .open = service_open };
+
 /* Whether a member's superblock is not the freshest one's events or
  * clean state (before anything was written). */
 static bool members_behind(const struct rf_sbstate *s)

@@ -4,7 +4,7 @@
  * A walk goes over the array region by region (md's sync window) from the
  * start (or, for a resync or rebuild, from where an interrupted one
  * stopped) to the end.  The level says what a region is and does its work
- * (rf_level_ops: sync_total, sync_clip, sync_region; md's sync_request):
+ * (its struct rf_sync_ops, core.h: total, clip, region; md's sync_request):
  * raid1 and raid4/5/6 walk member sectors, a region the same run on every
  * member; raid10 walks array sectors inside one chunk.  The work of a
  * region is check (count what disagrees: mismatch_cnt), repair (count and
@@ -28,7 +28,7 @@
  * about twice one walker's rate (tools/bench-resync.sh); 3 is kept.
  *
  * Racing foreground writes: a lock on the region's rows.  A worker locks
- * its region's rows at the array's range lock (rangelock.c; engine.c
+ * its region's rows at the array's range lock (rangelock.c; the barrier
  * admits every write there while a walk runs): a write into them waits
  * on the region's queue (no FUSE thread waits with it), a write in flight
  * in them ends first, and writes to every other row never wait.  With the
@@ -100,8 +100,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/engine.h"
+#include "core/core.h"
 #include "raidfuse/bitmap.h"
+#include "raidfuse/ioq.h"
+#include "raidfuse/log.h"
+#include "raidfuse/rangelock.h"
 #include "raidfuse/sync.h"
 #include "services/syncwork.h"
 
@@ -263,7 +266,7 @@ static bool fg_active(struct rf_sync *s)
 		if (i)
 			usleep(IDLE_LOOK_US);
 		/* Writes waiting for a region count: they left the barrier. */
-		if (atomic_load(&a->inflight[0]) + atomic_load(&a->inflight[1]) + atomic_load(&a->rl.nwaiting) > 0) {
+		if (rf_array_fg_busy(a)) {
 			s->last_busy = now();
 			return true;
 		}
@@ -280,24 +283,25 @@ static bool fg_active(struct rf_sync *s)
  * level without sync work has no walk, and reports its members' size). */
 static uint64_t walk_total(const struct rf_array *a)
 {
-	return a->ops->sync_total ? a->ops->sync_total(a) : a->geom.dev_sectors;
+	const struct rf_sync_ops *ops = rf_array_sync_ops(a);
+
+	return ops ? ops->total(a) : rf_array_geom(a)->dev_sectors;
 }
 
 /* The walk's position pos and md's recovery_offset (member sectors):
  * what a rebuild that walked [0, pos) wrote, and where one resumes. */
 static uint64_t dev_offset(const struct rf_array *a, uint64_t pos)
 {
-	return a->ops->sync_dev_offset ? a->ops->sync_dev_offset(a, pos) : pos;
+	const struct rf_sync_ops *ops = rf_array_sync_ops(a);
+
+	return ops && ops->dev_offset ? ops->dev_offset(a, pos) : pos;
 }
 
 static uint64_t walk_start(const struct rf_array *a, uint64_t dev_off)
 {
-	return a->ops->sync_walk_start ? a->ops->sync_walk_start(a, dev_off) : dev_off;
-}
+	const struct rf_sync_ops *ops = rf_array_sync_ops(a);
 
-void rf_sync_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi)
-{
-	a->ops->sync_write_rows(a, off, len, lo, hi);
+	return ops && ops->walk_start ? ops->walk_start(a, dev_off) : dev_off;
 }
 
 /* ---- member IO ----
@@ -331,7 +335,7 @@ void rf_sync_io(struct rf_sync_work *work, int m, bool write, char *buf, uint32_
 	mio->priv = w;
 	mio->buf = buf;
 	mio->len = len;
-	mio->off = w->a->devs[m].data_offset + (sec << 9);
+	mio->off = rf_dev_sector_off(w->a, m, sec);
 	mio->member = (int16_t)m;
 	mio->op = write ? RF_MIO_WRITE : RF_MIO_READ;
 	w->io_pending++;
@@ -354,7 +358,7 @@ int rf_sync_io_wait(struct rf_sync_work *work)
 			break;
 	}
 	if (ret < 0 && !w->io_err) {
-		rf_err("%s: sync: member IO queue: %s", w->a->name, strerror(-ret));
+		rf_err("%s: sync: member IO queue: %s", rf_array_name(w->a), strerror(-ret));
 		w->io_err = ret;
 	}
 	ret = w->io_err;
@@ -392,14 +396,14 @@ void rf_sync_rows_lock(struct rf_sync_work *work, uint64_t lo, uint64_t hi)
 {
 	struct sync_worker *w = worker_of(work);
 
-	rf_rangelock_lock(&w->a->rl, &w->cur->range, lo, hi);
+	rf_array_rows_lock(w->a, &w->cur->range, lo, hi);
 }
 
 void rf_sync_rows_unlock(struct rf_sync_work *work)
 {
 	struct sync_worker *w = worker_of(work);
 
-	rf_rangelock_unlock(&w->a->rl, &w->cur->range);
+	rf_array_rows_unlock(w->a, &w->cur->range);
 }
 
 void rf_sync_mismatch(struct rf_sync_work *work, uint64_t sectors)
@@ -423,7 +427,7 @@ bool rf_sync_found_bad(struct rf_sync_work *work, int m, uint64_t where)
 	nlogged = ++s->nlogged;
 	pthread_mutex_unlock(&s->lock);
 	if (nlogged == MAX_NAMED_LOGS + 1)
-		rf_warn("%s: more wrong blocks named; not logging them", s->a->name);
+		rf_warn("%s: more wrong blocks named; not logging them", rf_array_name(s->a));
 	return nlogged <= MAX_NAMED_LOGS;
 }
 
@@ -445,7 +449,7 @@ static int region_run(struct sync_worker *w, enum rf_sync_action act)
 	work->pos = w->cur->lo;
 	work->n = w->cur->n;
 	work->keep_locked = false;
-	ret = w->a->ops->sync_region(work);
+	ret = rf_array_sync_ops(w->a)->region(work);
 	w->cur->keep_locked = work->keep_locked;
 	return ret;
 }
@@ -457,7 +461,7 @@ static void *worker_main(void *arg)
 	struct rf_array *a = w->a;
 	/* On this thread: an io_uring may take submissions from its
 	 * creator only. */
-	int ret = a->ioq_init(&w->ioq, rf_devs_ioq(a), SYNC_DEPTH);
+	int ret = rf_array_ioq_open(a, &w->ioq, SYNC_DEPTH);
 
 	pthread_mutex_lock(&s->lock);
 	w->ioq_ok = !ret;
@@ -566,12 +570,12 @@ static void retire(struct rf_sync *s, struct walk *k, struct region *g)
 			rf_sync_rows_forget(a, lo, hi);
 		}
 		if (k->act == RF_SYNC_RECOVER)
-			atomic_store_explicit(&a->recovery_cp, dev_offset(a, hi), memory_order_release);
+			rf_array_set_recovery_cp(a, dev_offset(a, hi));
 		k->pos = hi;
 		if (k->act == RF_SYNC_RESYNC)
-			rf_bitmap_resync_done(a->bitmap, lo, hi);
+			rf_bitmap_resync_done(rf_array_bitmap(a), lo, hi);
 		else if (k->act == RF_SYNC_RECOVER)
-			rf_bitmap_rebuilt(a->bitmap, lo, hi);
+			rf_bitmap_rebuilt(rf_array_bitmap(a), lo, hi);
 		pthread_mutex_lock(&s->lock);
 		/* The first region runs at once, unpaced: the speed counts
 		 * from its end, or it would read above sync_speed_max for
@@ -590,7 +594,7 @@ static void retire(struct rf_sync *s, struct walk *k, struct region *g)
 	}
 	if (g->keep_locked) {
 		g->keep_locked = false;
-		rf_rangelock_unlock(&a->rl, &g->range);
+		rf_array_rows_unlock(a, &g->range);
 	}
 }
 
@@ -604,18 +608,18 @@ static void skip_clean(struct rf_sync *s, struct walk *k)
 	if (k->act == RF_SYNC_RESYNC) {
 		/* A resync goes only where writes may have been in flight,
 		 * and what it covered is in sync after. */
-		np = rf_bitmap_resync_skip(a->bitmap, k->next, k->total, &n);
+		np = rf_bitmap_resync_skip(rf_array_bitmap(a), k->next, k->total, &n);
 	} else {
 		/* A re-added device missed only what the bitmap marks.  The
 		 * jump is made with writes held: none may be planned on the
 		 * far side of the old position meanwhile. */
 		rf_writes_hold(a);
-		np = rf_bitmap_dirty_skip(a->bitmap, k->next, k->total, &n);
+		np = rf_bitmap_dirty_skip(rf_array_bitmap(a), k->next, k->total, &n);
 		if (np != k->next) {
 			/* raid4/5/6 writes skip the devices being rebuilt at
 			 * and past recovery_cp (mirrors write them always). */
 			rf_stripe_cache_forget(a, k->next, np);
-			atomic_store_explicit(&a->recovery_cp, dev_offset(a, np), memory_order_release);
+			rf_array_set_recovery_cp(a, dev_offset(a, np));
 		}
 		rf_writes_release(a);
 		pthread_mutex_lock(&s->lock);
@@ -631,8 +635,8 @@ static void skip_clean(struct rf_sync *s, struct walk *k)
 static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint64_t total, const char **why)
 {
 	struct rf_array *a = s->a;
-	bool skips = a->bitmap && (act == RF_SYNC_RESYNC ||
-				   (act == RF_SYNC_RECOVER && atomic_load(&a->recover_dirty_only)));
+	bool skips = rf_array_bitmap(a) && (act == RF_SYNC_RESYNC ||
+					    (act == RF_SYNC_RECOVER && rf_array_recover_dirty_only(a)));
 	struct walk k = {
 		.act = act, .pos = *pos, .next = *pos, .total = total, .cp_pos = *pos, .cp_t = now(),
 		.first = true, .run_end = skips ? *pos : total,
@@ -659,7 +663,7 @@ static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint6
 		}
 		if (s->stop)
 			stopped = true;
-		if (!k.ret && !stopped && k.next < k.total && rf_failed_now(a))
+		if (!k.ret && !stopped && k.next < k.total && rf_array_failed(a))
 			k.ret = -EIO;
 		/* Every untimed wait below follows the look at the oldest
 		 * region above within one hold of s->lock: a region that
@@ -710,7 +714,7 @@ static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint6
 		g->n = (busy ? REGION_BUSY : s->region_max) / 512;
 		if (g->n > k.run_end - k.next)
 			g->n = k.run_end - k.next;
-		g->n = a->ops->sync_clip(a, k.next, g->n);
+		g->n = rf_array_sync_ops(a)->clip(a, k.next, g->n);
 		g->state = REG_READY;
 		g->ret = 0;
 		g->keep_locked = false;
@@ -763,12 +767,12 @@ static int worker_start(struct rf_sync *s, struct sync_worker *w)
 	w->a = a;
 	w->work.a = a;
 	/* Reads: one per member; writes: at most a run per two blocks. */
-	w->mios = calloc((size_t)a->nmembers * (REGION_IDLE / BLK / 2 + 1), sizeof(*w->mios));
-	if (!w->mios || posix_memalign((void **)&w->mem, 4096, per * (size_t)a->nmembers + 5 * BLK))
+	w->mios = calloc((size_t)rf_array_nslots(a) * (REGION_IDLE / BLK / 2 + 1), sizeof(*w->mios));
+	if (!w->mios || posix_memalign((void **)&w->mem, 4096, per * (size_t)rf_array_nslots(a) + 5 * BLK))
 		return -ENOMEM;
-	for (i = 0; i < (size_t)a->nmembers; i++)
+	for (i = 0; i < (size_t)rf_array_nslots(a); i++)
 		w->work.buf[i] = w->mem + i * per;
-	w->work.p = w->mem + per * (size_t)a->nmembers;
+	w->work.p = w->mem + per * (size_t)rf_array_nslots(a);
 	w->work.q = w->work.p + BLK;
 	w->work.delta = w->work.q + BLK;
 	w->work.qq = w->work.delta + BLK;
@@ -791,7 +795,7 @@ static int worker_start(struct rf_sync *s, struct sync_worker *w)
 static int workers_start(struct rf_sync *s)
 {
 	struct rf_array *a = s->a;
-	uint32_t per = REGION_MEM_ALL / SYNC_WINDOW / (uint32_t)a->nmembers;
+	uint32_t per = REGION_MEM_ALL / SYNC_WINDOW / (uint32_t)rf_array_nslots(a);
 	int i, ret = 0;
 
 	if (per > REGION_IDLE)
@@ -814,7 +818,7 @@ static int workers_start(struct rf_sync *s)
 	}
 	if (ret && i > 0) {
 		/* The others go on: fewer regions at once. */
-		rf_warn("%s: sync: %d of %d workers: %s", a->name, i, SYNC_WINDOW, strerror(-ret));
+		rf_warn("%s: sync: %d of %d workers: %s", rf_array_name(a), i, SYNC_WINDOW, strerror(-ret));
 		ret = 0;
 	}
 	return ret;
@@ -838,11 +842,11 @@ static void *sync_main(void *arg)
 	pthread_mutex_unlock(&s->lock);
 	ret = workers_start(s);
 	if (ret) {
-		rf_err("%s: %s: no sync worker (buffers, member IO queue, thread): %s", a->name,
+		rf_err("%s: %s: no sync worker (buffers, member IO queue, thread): %s", rf_array_name(a),
 		       rf_sync_action_name(act), strerror(-ret));
 		why = "not started";
 	} else {
-		rf_info("%s: %s started at sector %llu of %llu", a->name, rf_sync_action_name(act),
+		rf_info("%s: %s started at sector %llu of %llu", rf_array_name(a), rf_sync_action_name(act),
 			(unsigned long long)pos, (unsigned long long)total);
 		/* Writes are tracked at the range lock from here on. */
 		rf_sync_rows_begin(a);
@@ -854,11 +858,11 @@ static void *sync_main(void *arg)
 	if (act == RF_SYNC_RESYNC)
 		s->resync_cp = pos < total ? pos : RF_SYNC_NONE;
 	if (act == RF_SYNC_RESYNC || act == RF_SYNC_RECOVER)
-		rf_info("%s: %s %s at sector %llu of %llu%s", a->name, rf_sync_action_name(act), why,
+		rf_info("%s: %s %s at sector %llu of %llu%s", rf_array_name(a), rf_sync_action_name(act), why,
 			(unsigned long long)pos, (unsigned long long)total,
 			act == RF_SYNC_RECOVER && s->skipped ? " (only what the bitmap marks)" : "");
 	else
-		rf_info("%s: %s %s at sector %llu of %llu: mismatch_cnt %llu", a->name, rf_sync_action_name(act),
+		rf_info("%s: %s %s at sector %llu of %llu: mismatch_cnt %llu", rf_array_name(a), rf_sync_action_name(act),
 			why, (unsigned long long)pos, (unsigned long long)total, (unsigned long long)s->mismatches);
 	notify = s->notify;
 	notify_priv = s->notify_priv;
@@ -892,15 +896,16 @@ static void reap(struct rf_sync *s)
 
 static int start(struct rf_array *a, enum rf_sync_action act)
 {
-	struct rf_sync *s = a->sync;
+	struct rf_sync *s = rf_array_sync(a);
+	const struct rf_sync_ops *ops = rf_array_sync_ops(a);
 	int ret;
 
-	if (!a->ops->sync_region)
+	if (!ops)
 		return -EINVAL;         /* no redundancy: nothing to sync */
-	if (act != RF_SYNC_CHECK && a->readonly)
+	if (act != RF_SYNC_CHECK && rf_array_readonly(a))
 		return -EROFS;
-	if (act == RF_SYNC_RECOVER ? rf_failed_now(a) : rf_failed_now(a) || (!a->ops->sync_degraded && rf_faulty(a))) {
-		rf_err("%s: %s: the array is degraded: no redundancy to compare", a->name,
+	if (act == RF_SYNC_RECOVER ? rf_array_failed(a) : rf_array_failed(a) || (!ops->degraded && rf_array_faulty(a))) {
+		rf_err("%s: %s: the array is degraded: no redundancy to compare", rf_array_name(a),
 		       rf_sync_action_name(act));
 		return -EIO;
 	}
@@ -917,8 +922,8 @@ static int start(struct rf_array *a, enum rf_sync_action act)
 	s->done = act == RF_SYNC_RESYNC && s->resync_cp < s->total ? s->resync_cp : 0;
 	/* A rebuild resumes where its superblock says (recovery_cp, member
 	 * sectors as md's recovery_offset), in the walk's units. */
-	if (act == RF_SYNC_RECOVER && walk_start(a, atomic_load(&a->recovery_cp)) < s->total)
-		s->done = walk_start(a, atomic_load(&a->recovery_cp));
+	if (act == RF_SYNC_RECOVER && walk_start(a, rf_array_recovery_cp(a)) < s->total)
+		s->done = walk_start(a, rf_array_recovery_cp(a));
 	s->nmarks = 0;
 	s->nlogged = 0;
 	s->skipped = 0;
@@ -935,7 +940,7 @@ static int start(struct rf_array *a, enum rf_sync_action act)
 	if (ret) {
 		s->running = false;
 		s->action = RF_SYNC_IDLE;
-		rf_err("%s: %s: no thread: %s", a->name, rf_sync_action_name(act), strerror(-ret));
+		rf_err("%s: %s: no thread: %s", rf_array_name(a), rf_sync_action_name(act), strerror(-ret));
 	}
 	pthread_mutex_unlock(&s->lock);
 	return ret;
@@ -943,7 +948,7 @@ static int start(struct rf_array *a, enum rf_sync_action act)
 
 void rf_sync_stop(struct rf_array *a, bool freeze)
 {
-	struct rf_sync *s = a->sync;
+	struct rf_sync *s = rf_array_sync(a);
 
 	if (!s)
 		return;
@@ -974,7 +979,7 @@ int rf_sync_request(struct rf_array *a, enum rf_sync_action act)
 	case RF_SYNC_RECOVER:
 		/* md: nothing to rebuild is not an error; a failed slot and a
 		 * spare that have not met yet are looked at again. */
-		if (!atomic_load(&a->recovering)) {
+		if (!rf_array_recovering(a)) {
 			rf_mgmt_kick(a);
 			return 0;
 		}
@@ -985,7 +990,7 @@ int rf_sync_request(struct rf_array *a, enum rf_sync_action act)
 
 void rf_sync_wait(struct rf_array *a)
 {
-	struct rf_sync *s = a->sync;
+	struct rf_sync *s = rf_array_sync(a);
 
 	pthread_mutex_lock(&s->lock);
 	while (s->running)
@@ -996,7 +1001,7 @@ void rf_sync_wait(struct rf_array *a)
 
 void rf_sync_get(struct rf_array *a, struct rf_sync_status *st)
 {
-	struct rf_sync *s = a->sync;
+	struct rf_sync *s = rf_array_sync(a);
 
 	memset(st, 0, sizeof(*st));
 	pthread_mutex_lock(&s->lock);
@@ -1055,7 +1060,7 @@ int rf_sync_progress_line(struct rf_array *a, char *buf, size_t len)
 
 static int set_speed(struct rf_array *a, unsigned kib, bool max)
 {
-	struct rf_sync *s = a->sync;
+	struct rf_sync *s = rf_array_sync(a);
 	unsigned def = max ? RF_SYNC_SPEED_MAX_DEFAULT : RF_SYNC_SPEED_MIN_DEFAULT;
 
 	if (kib > INT32_MAX)
@@ -1086,7 +1091,7 @@ int rf_sync_set_speed_max(struct rf_array *a, unsigned kib)
 
 void rf_sync_set_notify(struct rf_array *a, rf_sync_notify_fn fn, void *priv)
 {
-	struct rf_sync *s = a->sync;
+	struct rf_sync *s = rf_array_sync(a);
 
 	pthread_mutex_lock(&s->lock);
 	s->notify = fn;
@@ -1096,7 +1101,7 @@ void rf_sync_set_notify(struct rf_array *a, rf_sync_notify_fn fn, void *priv)
 
 int rf_sync_set_resync_cp(struct rf_array *a, uint64_t sector)
 {
-	struct rf_sync *s = a->sync;
+	struct rf_sync *s = rf_array_sync(a);
 	rf_sync_notify_fn notify = NULL;
 	void *priv = NULL;
 	int ret = 0;
@@ -1116,6 +1121,38 @@ int rf_sync_set_resync_cp(struct rf_array *a, uint64_t sector)
 	return ret;
 }
 
+/* The walk's state exists from the array's start (before the
+ * superblock state's start hands it its checkpoint) to its stop. */
+static int hook_start(void *priv)
+{
+	return rf_sync_init(priv);
+}
+
+static void hook_stop(void *priv)
+{
+	rf_sync_free(priv);
+}
+
+static const struct rf_hooks sync_hooks = {
+	.name = "sync",
+	.start = hook_start,
+	.stop = hook_stop,
+	.close = hook_stop,     /* started but never stopped (a start that failed) */
+};
+
+/* Every array has one (a level without sync work reports "idle"). */
+static int service_open(struct rf_array *a, const struct rf_config *cfg, char *err, size_t errlen)
+{
+	int r = rf_array_add_hooks(a, &sync_hooks, a);
+
+	(void)cfg;
+	if (r)
+		snprintf(err, errlen, "%s: no room for the sync walk's hooks", rf_array_name(a));
+	return r;
+}
+
+const struct rf_service rf_sync_service = { .name = "sync", .open = service_open };
+
 int rf_sync_init(struct rf_array *a)
 {
 	struct rf_sync *s = calloc(1, sizeof(*s));
@@ -1130,13 +1167,13 @@ int rf_sync_init(struct rf_array *a)
 	s->speed_max = RF_SYNC_SPEED_MAX_DEFAULT;
 	s->bad_member = -1;
 	s->resync_cp = RF_SYNC_NONE;
-	a->sync = s;
+	rf_array_set_sync(a, s);
 	return 0;
 }
 
 void rf_sync_free(struct rf_array *a)
 {
-	struct rf_sync *s = a->sync;
+	struct rf_sync *s = rf_array_sync(a);
 
 	if (!s)
 		return;
@@ -1145,5 +1182,5 @@ void rf_sync_free(struct rf_array *a)
 	pthread_cond_destroy(&s->cond);
 	pthread_cond_destroy(&s->wcond);
 	free(s);
-	a->sync = NULL;
+	rf_array_set_sync(a, NULL);
 }

@@ -4,7 +4,7 @@
  * The sync walk (sync.c, md's md_do_sync) is generic: it cuts the array
  * into regions, hands them to its workers, paces them, retires them in
  * order and keeps checkpoints and progress.  What one region needs done
- * (md's sync_request) is the level's: rf_level_ops.sync_region, given a
+ * (md's sync_request) is the level's: rf_sync_ops.region (core.h), given a
  * struct rf_sync_work.  The level reads and writes the members through
  * the worker's own IO queue (rf_sync_io(), rf_sync_io_wait()), locks the
  * region's rows at the array's range lock while it reads and rewrites them
@@ -26,7 +26,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/engine.h"
+#include "core/core.h"
 #include "raidfuse/sync.h"
 
 #define RF_SYNC_BLK 4096u                       /* compare unit, md's STRIPE_SIZE */

@@ -1038,10 +1038,10 @@ static void test_raid10_checkpoint(void **state)
 		make_members(sp, false);
 		a = open_array(sp, 2);
 		g = rf_array_geom(a);
-		assert_non_null(a->ops->sync_dev_offset);
+		assert_non_null(a->ops->sync->dev_offset);
 		for (p = 0; p <= g->array_sectors; p += 8) {
-			x = a->ops->sync_dev_offset(a, p);
-			p0 = a->ops->sync_walk_start(a, x);
+			x = a->ops->sync->dev_offset(a, p);
+			p0 = a->ops->sync->walk_start(a, x);
 			if (p0 > p)
 				fail_msg("%s: walked to %llu, checkpoint %llu resumes at %llu", sp->what,
 					 (unsigned long long)p, (unsigned long long)x, (unsigned long long)p0);
@@ -1063,10 +1063,10 @@ static void test_raid10_checkpoint(void **state)
 		 * walk in array order writes them early, but md's one offset
 		 * can say so only once the near copies are all done, so a far
 		 * layout resumes from the start. */
-		x = a->ops->sync_dev_offset(a, g->array_sectors / 2);
-		if (!x || (g->far_copies == 1 || g->far_offset) != (a->ops->sync_walk_start(a, x) > 0))
+		x = a->ops->sync->dev_offset(a, g->array_sectors / 2);
+		if (!x || (g->far_copies == 1 || g->far_offset) != (a->ops->sync->walk_start(a, x) > 0))
 			fail_msg("%s: half-way checkpoint %llu resumes at %llu", sp->what, (unsigned long long)x,
-				 (unsigned long long)a->ops->sync_walk_start(a, x));
+				 (unsigned long long)a->ops->sync->walk_start(a, x));
 		rf_array_close(a);
 	}
 }

@@ -1,0 +1,30 @@
+/* services.c - the services the core offers every array to, in order.
+ *
+ * rf_array_open() walks this list (core/hooks.h): each service looks at
+ * the array and its configuration and, where it applies, sets itself up
+ * and registers its hooks.  The order is the order of their start, stop
+ * and close hooks too:
+ *  - the sync walk first: its state exists before the superblock state
+ *    starts (which hands it the resync checkpoint and asks for its news),
+ *    and its thread stops before the superblock state's timer does (its
+ *    last checkpoint goes to the superblocks);
+ *  - the superblock state before the bitmap, which it records events in
+ *    and which opens from the superblock it read.
+ * The management thread is not listed: it starts after all of these and
+ * stops before them, which the core does by name (hooks.h says why).
+ *
+ * It does NOT decide what a service does: each one's open says whether it
+ * applies.
+ */
+#include <stddef.h>
+
+#include "core/hooks.h"
+
+extern const struct rf_service rf_sync_service, rf_sbstate_service, rf_bitmap_service;
+
+const struct rf_service *const rf_services[] = {
+	&rf_sync_service,
+	&rf_sbstate_service,
+	&rf_bitmap_service,
+	NULL,
+};
