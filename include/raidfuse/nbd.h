@@ -47,6 +47,9 @@ void rf_nbd_close(struct rf_nbd *c);
 
 uint64_t rf_nbd_size(const struct rf_nbd *c);          /* the export's size, bytes */
 const char *rf_nbd_uri(const struct rf_nbd *c);
+/* The timeout every command gets from its issue, ms; 0 sets the default.
+ * Any thread, any time: commands issued afterwards get the new one. */
+unsigned rf_nbd_timeout(const struct rf_nbd *c);
 void rf_nbd_set_timeout(struct rf_nbd *c, unsigned timeout_ms);
 
 /* All of len bytes at off, or -errno (-EIO for a server error, -ETIMEDOUT

@@ -82,6 +82,18 @@ void rf_devs_unlock(struct rf_array *a);
  * a one-line message in err; on error nothing stays open. */
 int rf_dev_open_into(struct rf_array *a, struct rf_dev *d, const char *path, const char *who, bool ro,
 		     char *err, size_t errlen);
+/* The same for an NBD URI (nbd.h) as path, which rf_dev_open_into() does
+ * itself: connected within the array's member_timeout, sized by the
+ * export, io.nbd set and no fds; the same URI as a device in the table is
+ * refused. */
+
+/* How d's superblock is read and written: through its NBD connection, or
+ * its descriptor.  0 or -errno. */
+int rf_dev_sb_io(struct rf_dev *d, struct rf_sb_io *io);
+/* An NBD device's command timeout, ms; -EOPNOTSUPP for a file. */
+int rf_dev_timeout(struct rf_dev *d, unsigned *ms);
+int rf_dev_set_timeout(struct rf_dev *d, unsigned ms);
+
 /* Close what d holds (descriptors, layer, fault injector, path) and zero
  * it; fd fields become -1. */
 void rf_dev_release(struct rf_dev *d);

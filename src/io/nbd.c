@@ -221,6 +221,11 @@ const char *rf_nbd_uri(const struct rf_nbd *c)
 	return c->uri;
 }
 
+unsigned rf_nbd_timeout(const struct rf_nbd *c)
+{
+	return atomic_load(&((struct rf_nbd *)c)->timeout_ms);
+}
+
 void rf_nbd_set_timeout(struct rf_nbd *c, unsigned timeout_ms)
 {
 	atomic_store(&c->timeout_ms, timeout_ms ? timeout_ms : RF_NBD_TIMEOUT_MS_DEFAULT);

@@ -678,11 +678,17 @@ static int add_dev(void *arg)
 
 /* Refuse a file that holds another md array's superblock (or a damaged
  * one): writing a spare superblock would destroy it. */
-static int check_foreign_sb(struct rf_array *a, int fd, const char *path, char *err, size_t errlen)
+static int check_foreign_sb(struct rf_array *a, struct rf_dev *m, const char *path, char *err, size_t errlen)
 {
 	char why[1024], u1[40], u2[40];
 	struct rf_sb sb, mine;
-	int i, r = rf_sb_read(fd, path, &sb, why, sizeof(why));
+	struct rf_sb_io io;
+	int i, r = rf_dev_sb_io(m, &io);
+
+	if (!r)
+		r = rf_sb_read_io(&io, path, &sb, why, sizeof(why));
+	else
+		snprintf(why, sizeof(why), "%s", strerror(-r));
 
 	if (r == -ENOENT)
 		return 0;
@@ -692,9 +698,10 @@ static int check_foreign_sb(struct rf_array *a, int fd, const char *path, char *
 		return -EINVAL;
 	}
 	for (i = 0; i < rf_array_nslots(a); i++) {
-		const struct rf_dev *d = rf_dev_get(a, i);
+		struct rf_dev *d = rf_dev_get(a, i);
 
-		if (d->io.fd < 0 || rf_sb_read(d->io.fd, d->path, &mine, why, sizeof(why)))
+		if ((d->io.fd < 0 && !d->io.nbd) || rf_dev_sb_io(d, &io) ||
+		    rf_sb_read_io(&io, d->path, &mine, why, sizeof(why)))
 			continue;
 		if (!memcmp(mine.uuid, sb.uuid, 16))
 			return 0;       /* one of ours: it becomes a spare again */
@@ -737,7 +744,7 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 	}
 	if (rf_array_sbstate(a)) {
 		rf_array_reconf_lock(a);
-		ret = check_foreign_sb(a, m->io.fd, path, err, errlen);
+		ret = check_foreign_sb(a, m, path, err, errlen);
 		rf_array_reconf_unlock(a);
 		if (ret)
 			goto fail;
@@ -760,6 +767,32 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 	return 0;
 fail:
 	rf_dev_release(m);
+	return ret;
+}
+
+/* ---- md/dev-NAME/timeout ---- */
+
+int rf_array_dev_timeout_get(struct rf_array *a, const char *name, unsigned *ms)
+{
+	int dev, ret;
+
+	rf_array_reconf_lock(a);
+	dev = rf_dev_lookup(a, name);
+	ret = dev < 0 ? dev : rf_dev_timeout(rf_dev_get(a, dev), ms);
+	rf_array_reconf_unlock(a);
+	return ret;
+}
+
+int rf_array_dev_timeout_set(struct rf_array *a, const char *name, unsigned ms)
+{
+	int dev, ret;
+
+	rf_array_reconf_lock(a);
+	dev = rf_dev_lookup(a, name);
+	ret = dev < 0 ? dev : rf_dev_set_timeout(rf_dev_get(a, dev), ms);
+	rf_array_reconf_unlock(a);
+	if (!ret)
+		rf_info("%s: %s: member timeout %u ms", rf_array_name(a), name, ms);
 	return ret;
 }
 
