@@ -1011,12 +1011,15 @@ static int cmd_ctl(int argc, char **argv)
 	 * --fail and --remove write them; check and repair as md's
 	 * sync_action takes them. */
 	if (val && !strcmp(attr, "add")) {
-		if (!realpath(val, abs)) {
+		if (rf_nbd_is_uri(val)) {
+			attr = "new_dev";       /* an NBD export, as written */
+		} else if (!realpath(val, abs)) {
 			fprintf(stderr, "raidfuse: ctl add: %s: %s\n", val, strerror(errno));
 			return 1;
+		} else {
+			attr = "new_dev";
+			val = abs;
 		}
-		attr = "new_dev";
-		val = abs;
 	} else if (val && (!strcmp(attr, "fail") || !strcmp(attr, "remove"))) {
 		if (!*val || strchr(val, '/'))
 			return usage_error("ctl: '%s' is not a device name (a member file's base name)", val);
