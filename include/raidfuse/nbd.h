@@ -44,6 +44,14 @@ static inline bool rf_nbd_is_uri(const char *s)
 int rf_nbd_open(const char *uri, bool readonly, unsigned timeout_ms, struct rf_nbd **out, char *err,
 		size_t errlen);
 void rf_nbd_close(struct rf_nbd *c);
+/* rf_nbd_open()'s message without its leading "uri: ", for a caller
+ * whose own prefix names the member ("member 2 (URI): ..."). */
+static inline const char *rf_nbd_why(const char *err, const char *uri)
+{
+	size_t n = strlen(uri);
+
+	return !strncmp(err, uri, n) && err[n] == ':' && err[n + 1] == ' ' ? err + n + 2 : err;
+}
 
 uint64_t rf_nbd_size(const struct rf_nbd *c);          /* the export's size, bytes */
 const char *rf_nbd_uri(const struct rf_nbd *c);

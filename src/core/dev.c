@@ -109,7 +109,7 @@ static int open_nbd(struct rf_array *a, struct rf_dev *d, const char *uri, const
 		return in_table ? -EINVAL : -EEXIST;
 	ret = rf_nbd_open(uri, ro, a->member_timeout_ms, &c, why, sizeof(why));
 	if (ret) {
-		snprintf(err, errlen, "%s: %s", who, why);
+		snprintf(err, errlen, "%s: %s", who, rf_nbd_why(why, uri));
 		return ret;
 	}
 	d->io.nbd = c;

@@ -74,7 +74,7 @@ static int check_nbd(const struct rf_config *cfg, struct cfile *f, int i)
 		}
 	}
 	if (rf_nbd_open(c->path, false, cfg->member_timeout_ms, &c->nbd, err, sizeof(err))) {
-		fprintf(stderr, "raidfuse: %s: %s\n", c->who, err);
+		fprintf(stderr, "raidfuse: %s: %s\n", c->who, rf_nbd_why(err, c->path));
 		return 1;
 	}
 	c->bytes = rf_nbd_size(c->nbd);
