@@ -17,7 +17,9 @@
  * with the array's member_timeout, sized by the export, and its IO, data
  * and superblock alike, goes through the connection (io.nbd; its fds stay
  * -1).  Two devices are the same export when their URIs are equal as
- * written.  File checks (inotify, links, inode) do not apply to it.
+ * written.  File checks (inotify, links, inode) do not apply to it.  A
+ * failed connection stays dead; re-add makes a new one
+ * (rf_dev_nbd_reconnect) and puts it in place (rf_dev_nbd_replace).
  *
  * What it does NOT do: decide which spare takes which slot, or when a
  * device fails (member.c and the IO path do), nor read superblocks.
@@ -182,6 +184,69 @@ int rf_dev_sb_io(struct rf_dev *d, struct rf_sb_io *io)
 		return 0;
 	}
 	return rf_sb_io_fd(io, d->io.fd);
+}
+
+int rf_dev_nbd_reconnect(const struct rf_dev_nbd_was *was, struct rf_nbd **out, char *err, size_t errlen)
+{
+	struct rf_sb_io io;
+	struct rf_sb sb;
+	char why[1024];
+	int ret;
+
+	ret = rf_nbd_open(was->uri, false, was->timeout_ms, out, why, sizeof(why));
+	if (ret) {
+		snprintf(err, errlen, "%s: reconnecting: %s", was->uri, rf_nbd_why(why, was->uri));
+		return ret;
+	}
+	/* Still the device that left: the same array's superblock, the same
+	 * device (md's re-add looks at the superblock too). */
+	if (was->sb_has) {
+		rf_nbd_sb_io(*out, &io);
+		ret = rf_sb_read_io(&io, was->uri, &sb, why, sizeof(why));
+		if (ret) {
+			snprintf(err, errlen, "%s: reconnected, but its superblock: %s", was->uri, why);
+		} else if (memcmp(sb.uuid, was->uuid, 16) || memcmp(sb.device_uuid, was->device_uuid, 16) ||
+			   sb.dev_number != was->dev_number) {
+			snprintf(err, errlen, "%s: reconnected, but the export is no longer the device that left "
+				 "(another array's or another device's superblock)", was->uri);
+			ret = -EINVAL;
+		}
+	}
+	if (!ret && rf_nbd_size(*out) < was->size) {
+		snprintf(err, errlen, "%s: reconnected, but the export shrank to %llu bytes (it had %llu)", was->uri,
+			 (unsigned long long)rf_nbd_size(*out), (unsigned long long)was->size);
+		ret = -ENOSPC;
+	}
+	if (ret) {
+		rf_nbd_close(*out);
+		*out = NULL;
+	}
+	return ret;
+}
+
+int rf_dev_nbd_was(const struct rf_dev *d, struct rf_dev_nbd_was *was)
+{
+	if (!d->io.nbd)
+		return -EOPNOTSUPP;
+	memset(was, 0, sizeof(*was));
+	was->uri = strdup(d->path);
+	if (!was->uri)
+		return -ENOMEM;
+	was->timeout_ms = rf_nbd_timeout(d->io.nbd);
+	was->size = d->size;
+	was->sb_has = d->sb_has;
+	memcpy(was->uuid, d->sb.uuid, 16);
+	memcpy(was->device_uuid, d->sb.device_uuid, 16);
+	was->dev_number = d->sb.dev_number;
+	return 0;
+}
+
+void rf_dev_nbd_replace(struct rf_dev *d, struct rf_nbd *c)
+{
+	rf_nbd_close(d->io.nbd);
+	d->io.nbd = c;
+	if (d->sb_has)
+		rf_nbd_sb_io(c, &d->sb_io);
 }
 
 int rf_dev_timeout(struct rf_dev *d, unsigned *ms)

@@ -41,6 +41,7 @@
 #include "raidfuse/bitmap.h"
 #include "raidfuse/fault.h"
 #include "raidfuse/log.h"
+#include "raidfuse/nbd.h"
 #include "raidfuse/super.h"
 #include "raidfuse/sync.h"
 #include "services/sbstate.h"
@@ -558,6 +559,7 @@ void rf_mgmt_kick(struct rf_array *a)
 struct state_job {
 	struct rf_array *a;
 	const char *name, *word;
+	struct rf_nbd *nbd;             /* re-add of an NBD device: its new connection */
 	int ret;
 };
 
@@ -596,6 +598,14 @@ static int set_state(void *arg)
 			rf_dev_drop(a, dev);
 		}
 	} else if (!strcmp(j->word, "re-add") || !strcmp(j->word, "-faulty")) {
+		bool back = (slot && (rf_array_faulty(a) & (1ull << dev)) && !(rf_array_recovering(a) & (1ull << dev))) ||
+			    (!slot && (m->flags & RF_DEV_FAULTY));
+
+		/* An NBD device comes back on its new connection. */
+		if (back && j->nbd && m->io.nbd && !strcmp(rf_nbd_uri(j->nbd), m->path)) {
+			rf_dev_nbd_replace(m, j->nbd);
+			j->nbd = NULL;
+		}
 		if (slot && (rf_array_faulty(a) & (1ull << dev)) && !(rf_array_recovering(a) & (1ull << dev))) {
 			/* Out of the slot, then back in through a rebuild. */
 			ret = slot_vacate(a, dev, true);
@@ -627,16 +637,51 @@ static int set_state(void *arg)
 	return ret;
 }
 
+/* re-add of device name: when it is an NBD export, a new connection to
+ * it (its old one died with the failure), made before the drain and
+ * without a lock: a server that does not answer holds nothing up.
+ * set_state() puts it in place if the device is still that export.  0
+ * with *out NULL for a file. */
+static int reconnect(struct rf_array *a, const char *name, struct rf_nbd **out)
+{
+	struct rf_dev_nbd_was was = { 0 };
+	char err[1024];
+	int dev, ret = -EOPNOTSUPP;
+
+	*out = NULL;
+	rf_array_reconf_lock(a);
+	dev = rf_dev_lookup(a, name);
+	if (dev >= 0 && rf_dev_faulty(a, dev))
+		ret = rf_dev_nbd_was(rf_dev_get(a, dev), &was);
+	rf_array_reconf_unlock(a);
+	if (ret == -EOPNOTSUPP)
+		return 0;
+	if (!ret)
+		ret = rf_dev_nbd_reconnect(&was, out, err, sizeof(err));
+	else
+		snprintf(err, sizeof(err), "%s", strerror(-ret));
+	if (ret)
+		rf_err("%s: dev-%s/state: re-add: %s", rf_array_name(a), name, err);
+	free(was.uri);
+	return ret;
+}
+
 int rf_array_dev_set_state(struct rf_array *a, const char *name, const char *word)
 {
-	struct state_job j = { a, name, word, 0 };
+	struct state_job j = { .a = a, .name = name, .word = word };
 	int ret;
 
 	if (rf_array_readonly(a) || rf_array_overlay(a)) {
 		rf_err("%s: dev-%s/state: the array is read-only", rf_array_name(a), name);
 		return -EROFS;
 	}
+	if (!strcmp(word, "re-add") || !strcmp(word, "-faulty")) {
+		ret = reconnect(a, name, &j.nbd);
+		if (ret)
+			return ret;
+	}
 	ret = rf_array_quiesced_all(a, set_state, &j);
+	rf_nbd_close(j.nbd);    /* not taken: the device was not faulty */
 	if (!ret)
 		rf_mgmt_kick(a);
 	return ret;

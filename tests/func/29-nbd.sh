@@ -14,7 +14,11 @@
 #    member_timeout 400ms: it fails within its bound, fio sees no error
 #    and no write waited longer than the timeout plus a margin.
 #    dev-NAME/timeout reads and sets the timeout; a file member has none.
-# 4. One nbdkit killed under fio: fio sees no error, its member is faulty.
+# 4. One nbdkit killed under fio (raid1, bitmap): fio sees no error, its
+#    member is faulty; `ctl re-add` fails while the server is down, and
+#    once it is back reconnects and rebuilds only the bitmap's dirty
+#    chunks; with the file member then failed, the NBD member alone
+#    serves every block fio wrote (before and while degraded).
 # 5. Bad input, each a one-line error naming the member, and no member
 #    written (the file members' sha256 unchanged): a socket nobody
 #    listens on, a port nobody listens on (127.0.0.1), an export smaller
@@ -61,7 +65,7 @@ _nbd_stop_all() {
 	done
 	return 0
 }
-trap '_rc=$?; _nbd_stop_all; (exit $_rc); _cleanup' EXIT
+trap '_rc=$?; set +e; _nbd_stop_all; (exit $_rc); _cleanup' EXIT
 
 uri() { echo "nbd+unix:///?socket=$D/$1.sock"; }
 dev() { cat "$MNT/md/dev-$1/$2"; }
@@ -73,6 +77,16 @@ member_failed() {
 	check '[ "$(cat $MNT/md/degraded)" -ge 1 ]' "md/degraded counts the failed member"
 }
 
+# wait_mdstat TEXT WHAT: mdstat shows TEXT within 60 s (a rebuild's end).
+wait_mdstat() {
+	local i
+	for ((i = 0; i < 600; i++)); do
+		grep -qF "$1" "$MNT/mdstat" && return 0
+		sleep 0.1
+	done
+	fail "$2: mdstat never showed '$1': $(cat "$MNT/mdstat")"
+}
+
 check_clean() {
 	echo check >"$MNT/md/sync_action"
 	wait_sync_idle "$MNT" "check"
@@ -81,15 +95,16 @@ check_clean() {
 
 FIO=(--rw=randwrite --bs=4k --size=12M --name=nv)
 
-# serve_and_fail CONF WHAT CMD...: serve CONF, let its first resync end,
-# then under fio verify (about 3 s of writes) run CMD one second in; fio
-# must see no error.
+# serve_and_fail CONF WHAT CMD...: serve CONF, let its first resync end
+# (and run $BEFORE_FIO), then under fio verify (about 3 s of writes) run
+# CMD one second in; fio must see no error.
 serve_and_fail() {
 	local conf=$1 what=$2 pid
 	shift 2
 	create_array "$conf"
 	start_array "$conf" "$MNT"
 	wait_sync_idle "$MNT" "initial resync"
+	${BEFORE_FIO:-}
 	(fio_verify "$IMG" "${FIO[@]}" --rate_iops=1500) &
 	pid=$!
 	sleep 1
@@ -153,8 +168,7 @@ member_failed e1.sock
 log "raid5 degraded: a spare over NBD (ctl add URI) is rebuilt onto"
 nbd_start e3 memory 40M
 "$RAIDFUSE" ctl "$MNT" add "$NBD_URI" || fail "ctl add $NBD_URI"
-wait_sync_idle "$MNT" "recovery onto the NBD spare"
-grep -q "\[3/3\]" "$MNT/mdstat" || fail "after the rebuild: $(cat "$MNT/mdstat")"
+wait_mdstat "[3/3] [UUU]" "recovery onto the NBD spare"
 fio_verify --verify_only "$IMG" "${FIO[@]}"
 check_clean
 stop_array "$MNT"
@@ -195,11 +209,48 @@ nbd_stop t2
 
 # --- 4. one nbdkit killed under fio -----------------------------------------------
 
-log "raid1: one nbdkit killed under fio"
-nbd_start k1 memory 40M
-mk_conf "$D/k.conf" level=1 members="k0.img $(uri k1)" member_size=32M metadata=1.2
-serve_and_fail "$D/k.conf" "its NBD server killed" kill -KILL "$(pgrep -P "${NBD_PID[k1]}" nbdkit)"
+log "raid1 with a bitmap: one nbdkit killed under fio"
+truncate -s 40M "$D/k1.back"
+nbd_start k1 file "$D/k1.back"
+mk_conf "$D/k.conf" level=1 members="k0.img $(uri k1)" member_size=32M metadata=1.2 bitmap=internal \
+	bitmap_chunk=1M
+# The initial resync's bits cleared first (a pass every 5 s), so that
+# what the re-add rebuilds is what was written while it was away.
+bits_clear() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		[[ $("$RAIDFUSE" examine-bitmap "$D/k0.img") == *" 0 dirty"* ]] && return 0
+		sleep 0.1
+	done
+	fail "the bitmap never came clean: $("$RAIDFUSE" examine-bitmap "$D/k0.img" | grep dirty)"
+}
+BEFORE_FIO=bits_clear serve_and_fail "$D/k.conf" "its NBD server killed" kill -KILL "$(pgrep -P "${NBD_PID[k1]}" nbdkit)"
 member_failed k1.sock
+nbd_stop k1
+expect_fail "$RAIDFUSE" ctl "$MNT" re-add k1.sock
+check '[ "$(dev k1.sock state)" = faulty ]' "re-add with its server still down: still faulty"
+grep -qF "re-add: $(uri k1): reconnecting" "$(daemon_log_file "$MNT")" ||
+	fail "re-add with the server down: the log says nothing: $(tail -n 3 "$(daemon_log_file "$MNT")")"
+log "its server back: ctl re-add reconnects and rebuilds only what the bitmap marks"
+fio_verify "$IMG" --rw=write --bs=64k --size=2M --offset=20M --name=degraded
+dirty=$("$RAIDFUSE" examine-bitmap "$D/k0.img" | sed -n 's/.*, \([0-9]*\) dirty.*/\1/p')
+log "  the bitmap marks $dirty of 31 chunks"
+nbd_start k1 --filter=log file "$D/k1.back" logfile="$WORK/k1.writes"
+"$RAIDFUSE" ctl "$MNT" re-add k1.sock || fail "ctl re-add k1.sock"
+wait_mdstat "[2/2] [UU]" "recovery after re-add"
+wait_sync_idle "$MNT" "recovery after re-add"
+# What the rebuild wrote on it: the bitmap's dirty chunks (1 MiB each),
+# not the 31 MiB of data.
+written=0
+while read -r hex; do
+	written=$((written + 16#${hex#0x}))
+done < <(sed -n 's/.* Write id=[0-9]* offset=0x[0-9a-f]* count=\(0x[0-9a-f]*\) .*/\1/p' "$WORK/k1.writes")
+log "  the re-added member was written $((written >> 10)) KiB"
+check "[ $written -gt 0 ] && [ $written -le $(((dirty + 1) << 20)) ] && [ $dirty -lt 28 ]" \
+	"re-add rebuilds only what the bitmap marks ($written bytes written, $dirty chunks of 1 MiB dirty)"
+echo faulty >"$MNT/md/dev-k0.img/state"
+fio_verify --verify_only "$IMG" "${FIO[@]}"
+fio_verify --verify_only "$IMG" --rw=write --bs=64k --size=2M --offset=20M --name=degraded
 stop_array "$MNT"
 nbd_stop k1
 
