@@ -164,6 +164,11 @@ int rf_array_dev_find(struct rf_array *a, const char *name);
  * the write-intent bitmap marks, when there is one); "writemostly" and
  * "-writemostly" (raid1).  -EINVAL for another word, with a message. */
 int rf_array_dev_set_state(struct rf_array *a, const char *name, const char *word);
+/* md/dev-NAME/timeout: an NBD device's command timeout, ms (nbd.h): a
+ * command not done within it fails the device.  -ENOENT: no such device;
+ * -EOPNOTSUPP: not an NBD export; set: -EINVAL for 0. */
+int rf_array_dev_timeout_get(struct rf_array *a, const char *name, unsigned *ms);
+int rf_array_dev_timeout_set(struct rf_array *a, const char *name, unsigned ms);
 /* md/new_dev: open path, check it (size, not already in the array, not
  * in use), write a spare superblock if the array keeps superblocks, and
  * add it as a spare; a degraded array starts rebuilding onto it at once.

@@ -85,4 +85,9 @@ int rf_max_worker_threads(void);
  * Returns 0 or -EINVAL. */
 int rf_parse_size(const char *s, uint64_t default_unit, uint64_t *out);
 
+/* A timeout as array.member_timeout and md/dev-NAME/timeout take it:
+ * seconds ("30", "30s") or milliseconds ("500ms"), 10ms..3600s.  0 with
+ * *ms set, or -EINVAL. */
+int rf_parse_timeout_ms(const char *s, unsigned *ms);
+
 #endif

@@ -52,6 +52,8 @@ struct rf_mio {
 	uint64_t iolog_id;              /* ioq: the io log's id of the op in flight, or 0 */
 };
 
+struct rf_nbd;
+
 /* One member as the queue sees it: fd for aligned IO (O_DIRECT when the file
  * allows it) and buffered fd for the rest. */
 struct rf_ioq_member {
@@ -59,6 +61,8 @@ struct rf_ioq_member {
 	int fd;                         /* buffered */
 	uint32_t align;                 /* O_DIRECT alignment (offset, length, address) */
 	void *layer;                    /* a member layer's state (the overlay), or NULL */
+	struct rf_nbd *nbd;             /* an NBD export (nbd.h): every operation goes to it,
+					 * run on the issuing thread; fds are -1 then */
 	struct rf_fault *fault;         /* fault injection (fault.h), or NULL: asked before
 					 * each operation is issued */
 };

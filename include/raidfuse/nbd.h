@@ -44,9 +44,20 @@ static inline bool rf_nbd_is_uri(const char *s)
 int rf_nbd_open(const char *uri, bool readonly, unsigned timeout_ms, struct rf_nbd **out, char *err,
 		size_t errlen);
 void rf_nbd_close(struct rf_nbd *c);
+/* rf_nbd_open()'s message without its leading "uri: ", for a caller
+ * whose own prefix names the member ("member 2 (URI): ..."). */
+static inline const char *rf_nbd_why(const char *err, const char *uri)
+{
+	size_t n = strlen(uri);
+
+	return !strncmp(err, uri, n) && err[n] == ':' && err[n + 1] == ' ' ? err + n + 2 : err;
+}
 
 uint64_t rf_nbd_size(const struct rf_nbd *c);          /* the export's size, bytes */
 const char *rf_nbd_uri(const struct rf_nbd *c);
+/* The timeout every command gets from its issue, ms; 0 sets the default.
+ * Any thread, any time: commands issued afterwards get the new one. */
+unsigned rf_nbd_timeout(const struct rf_nbd *c);
 void rf_nbd_set_timeout(struct rf_nbd *c, unsigned timeout_ms);
 
 /* All of len bytes at off, or -errno (-EIO for a server error, -ETIMEDOUT

@@ -183,6 +183,9 @@ int rf_sb_build12(const struct rf_sb_new *n, int role, uint64_t member_sectors, 
  * a message naming path. */
 int rf_sb_write12(int fd, const char *path, const struct rf_sb_new *n, int role,
 		  uint64_t member_sectors, char *err, size_t errlen);
+/* The same through io (an NBD export). */
+int rf_sb_write12_io(const struct rf_sb_io *io, const char *path, const struct rf_sb_new *n, int role,
+		     uint64_t member_sectors, char *err, size_t errlen);
 
 /* Rewrite one member's superblock in place: events + 1, the clean/dirty
  * state and resync_offset (RF_SB_MAX_SECTOR when clean), utime now, then

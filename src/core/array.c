@@ -27,6 +27,7 @@
 
 #include "core/engine.h"
 #include "raidfuse/fault.h"
+#include "raidfuse/nbd.h"
 #include "raidfuse/overlay.h"
 
 /* ---- array setup ---- */
@@ -74,6 +75,11 @@ static int overlay_open(struct rf_array *a, const char *dir, char *err, size_t e
 
 		if (!(a->present & (1ull << i)))
 			continue;
+		if (a->devs[i].io.nbd) {
+			snprintf(err, errlen, "member %d (%s): an overlay takes files and block devices, not NBD "
+				 "exports", i, a->devs[i].path);
+			return -EINVAL;
+		}
 		ret = rf_ovl_open(dir, a->devs[i].io.fd, a->devs[i].path, &o, err, errlen);
 		if (ret)
 			return ret;
@@ -101,6 +107,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	pthread_mutex_init(&a->dev_lock, NULL);
 	a->name = strdup(cfg->name);
 	a->readonly = cfg->readonly;
+	a->member_timeout_ms = cfg->member_timeout_ms ? cfg->member_timeout_ms : RF_NBD_TIMEOUT_MS_DEFAULT;
 	a->overlay = cfg->overlay_dir != NULL;
 	a->metadata = cfg->has_uuid ? cfg->metadata : 0;
 	a->chunk_bytes = cfg->chunk_bytes;

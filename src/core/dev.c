@@ -13,6 +13,14 @@
  * member IO queues use for slot i (no copy of it anywhere); a device's fd
  * is -1 only for an empty ("missing") slot or an unused entry.
  *
+ * A device may be an NBD export (path is a URI, nbd.h): it is connected
+ * with the array's member_timeout, sized by the export, and its IO, data
+ * and superblock alike, goes through the connection (io.nbd; its fds stay
+ * -1).  Two devices are the same export when their URIs are equal as
+ * written.  File checks (inotify, links, inode) do not apply to it.  A
+ * failed connection stays dead; re-add makes a new one
+ * (rf_dev_nbd_reconnect) and puts it in place (rf_dev_nbd_replace).
+ *
  * What it does NOT do: decide which spare takes which slot, or when a
  * device fails (member.c and the IO path do), nor read superblocks.
  */
@@ -27,6 +35,7 @@
 #include "core/engine.h"
 #include "raidfuse/fault.h"
 #include "raidfuse/log.h"
+#include "raidfuse/nbd.h"
 #include "raidfuse/overlay.h"
 
 struct rf_dev *rf_dev_get(struct rf_array *a, int i)
@@ -73,6 +82,45 @@ int rf_same_file(struct rf_array *a, int n, const struct rf_dev_id *id)
 	return -1;
 }
 
+/* The device of the first n in the table that is the export uri, or -1. */
+static int same_uri(struct rf_array *a, int n, const char *uri)
+{
+	int j;
+
+	for (j = 0; j < n; j++)
+		if (a->devs[j].io.nbd && !strcmp(rf_nbd_uri(a->devs[j].io.nbd), uri))
+			return j;
+	return -1;
+}
+
+/* rf_dev_open_into() for an NBD URI. */
+static int open_nbd(struct rf_array *a, struct rf_dev *d, const char *uri, const char *who, bool ro, char *err,
+		    size_t errlen)
+{
+	bool in_table = d >= a->devs && d < a->devs + RF_MAX_DEVS;
+	struct rf_nbd *c;
+	char why[1024];
+	int ret, j;
+
+	pthread_mutex_lock(&a->reconf_lock);
+	j = same_uri(a, in_table ? (int)(d - a->devs) : a->ndevs, uri);
+	if (j >= 0)
+		snprintf(err, errlen, "%s: the same NBD export as device %d (%s)", who, j, a->devs[j].path);
+	pthread_mutex_unlock(&a->reconf_lock);
+	if (j >= 0)
+		return in_table ? -EINVAL : -EEXIST;
+	ret = rf_nbd_open(uri, ro, a->member_timeout_ms, &c, why, sizeof(why));
+	if (ret) {
+		snprintf(err, errlen, "%s: %s", who, rf_nbd_why(why, uri));
+		return ret;
+	}
+	d->io.nbd = c;
+	d->io.align = 512;
+	d->size = rf_nbd_size(c);
+	d->id.size = d->size;
+	return 0;
+}
+
 int rf_dev_open_into(struct rf_array *a, struct rf_dev *d, const char *path, const char *who, bool ro,
 		     char *err, size_t errlen)
 {
@@ -83,6 +131,8 @@ int rf_dev_open_into(struct rf_array *a, struct rf_dev *d, const char *path, con
 	char w2[PATH_MAX + 32];
 	int ret, j;
 
+	if (rf_nbd_is_uri(path))
+		return open_nbd(a, d, path, who, ro, err, errlen);
 	ret = rf_dev_open(path, who, RF_DEV_DIRECT | RF_DEV_NOLOCK | (ro ? RF_DEV_RDONLY : 0), &f, err, errlen);
 	if (ret)
 		return ret;
@@ -116,6 +166,7 @@ int rf_dev_open_into(struct rf_array *a, struct rf_dev *d, const char *path, con
 void rf_dev_release(struct rf_dev *d)
 {
 	rf_ovl_close(d->io.layer);
+	rf_nbd_close(d->io.nbd);
 	if (d->io.fd >= 0)
 		close(d->io.fd);
 	if (d->io.fd_direct >= 0)
@@ -124,6 +175,96 @@ void rf_dev_release(struct rf_dev *d)
 	free(d->path);
 	rf_dev_id_free(&d->id);
 	rf_dev_init(d);
+}
+
+int rf_dev_sb_io(struct rf_dev *d, struct rf_sb_io *io)
+{
+	if (d->io.nbd) {
+		rf_nbd_sb_io(d->io.nbd, io);
+		return 0;
+	}
+	return rf_sb_io_fd(io, d->io.fd);
+}
+
+int rf_dev_nbd_reconnect(const struct rf_dev_nbd_was *was, struct rf_nbd **out, char *err, size_t errlen)
+{
+	struct rf_sb_io io;
+	struct rf_sb sb;
+	char why[1024];
+	int ret;
+
+	ret = rf_nbd_open(was->uri, false, was->timeout_ms, out, why, sizeof(why));
+	if (ret) {
+		snprintf(err, errlen, "%s: reconnecting: %s", was->uri, rf_nbd_why(why, was->uri));
+		return ret;
+	}
+	/* Still the device that left: the same array's superblock, the same
+	 * device (md's re-add looks at the superblock too). */
+	if (was->sb_has) {
+		rf_nbd_sb_io(*out, &io);
+		ret = rf_sb_read_io(&io, was->uri, &sb, why, sizeof(why));
+		if (ret) {
+			snprintf(err, errlen, "%s: reconnected, but its superblock: %s", was->uri, why);
+		} else if (memcmp(sb.uuid, was->uuid, 16) || memcmp(sb.device_uuid, was->device_uuid, 16) ||
+			   sb.dev_number != was->dev_number) {
+			snprintf(err, errlen, "%s: reconnected, but the export is no longer the device that left "
+				 "(another array's or another device's superblock)", was->uri);
+			ret = -EINVAL;
+		}
+	}
+	if (!ret && rf_nbd_size(*out) < was->size) {
+		snprintf(err, errlen, "%s: reconnected, but the export shrank to %llu bytes (it had %llu)", was->uri,
+			 (unsigned long long)rf_nbd_size(*out), (unsigned long long)was->size);
+		ret = -ENOSPC;
+	}
+	if (ret) {
+		rf_nbd_close(*out);
+		*out = NULL;
+	}
+	return ret;
+}
+
+int rf_dev_nbd_was(const struct rf_dev *d, struct rf_dev_nbd_was *was)
+{
+	if (!d->io.nbd)
+		return -EOPNOTSUPP;
+	memset(was, 0, sizeof(*was));
+	was->uri = strdup(d->path);
+	if (!was->uri)
+		return -ENOMEM;
+	was->timeout_ms = rf_nbd_timeout(d->io.nbd);
+	was->size = d->size;
+	was->sb_has = d->sb_has;
+	memcpy(was->uuid, d->sb.uuid, 16);
+	memcpy(was->device_uuid, d->sb.device_uuid, 16);
+	was->dev_number = d->sb.dev_number;
+	return 0;
+}
+
+void rf_dev_nbd_replace(struct rf_dev *d, struct rf_nbd *c)
+{
+	rf_nbd_close(d->io.nbd);
+	d->io.nbd = c;
+	if (d->sb_has)
+		rf_nbd_sb_io(c, &d->sb_io);
+}
+
+int rf_dev_timeout(struct rf_dev *d, unsigned *ms)
+{
+	if (!d->io.nbd)
+		return -EOPNOTSUPP;
+	*ms = rf_nbd_timeout(d->io.nbd);
+	return 0;
+}
+
+int rf_dev_set_timeout(struct rf_dev *d, unsigned ms)
+{
+	if (!d->io.nbd)
+		return -EOPNOTSUPP;
+	if (!ms)
+		return -EINVAL;
+	rf_nbd_set_timeout(d->io.nbd, ms);
+	return 0;
 }
 
 void rf_dev_changed(struct rf_array *a, int i)

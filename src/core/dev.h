@@ -41,6 +41,7 @@
 #include "raidfuse/super.h"
 
 struct rf_array;
+struct rf_nbd;
 
 struct rf_dev {
 	/* The backend: what the member IO queues read at each issue (the
@@ -82,6 +83,39 @@ void rf_devs_unlock(struct rf_array *a);
  * a one-line message in err; on error nothing stays open. */
 int rf_dev_open_into(struct rf_array *a, struct rf_dev *d, const char *path, const char *who, bool ro,
 		     char *err, size_t errlen);
+/* The same for an NBD URI (nbd.h) as path, which rf_dev_open_into() does
+ * itself: connected within the array's member_timeout, sized by the
+ * export, io.nbd set and no fds; the same URI as a device in the table is
+ * refused. */
+
+/* How d's superblock is read and written: through its NBD connection, or
+ * its descriptor.  0 or -errno. */
+int rf_dev_sb_io(struct rf_dev *d, struct rf_sb_io *io);
+/* What an NBD device's new connection must still be (its old one died
+ * with a failure): taken under reconf_lock by rf_dev_nbd_was() (uri
+ * malloc'ed, the caller frees it), then connected and checked without
+ * any lock by rf_dev_nbd_reconnect(), which may take the timeout. */
+struct rf_dev_nbd_was {
+	char *uri;
+	unsigned timeout_ms;
+	uint64_t size;
+	bool sb_has;
+	uint8_t uuid[16], device_uuid[16];
+	uint32_t dev_number;
+};
+/* 0, -EOPNOTSUPP for a file, -ENOMEM. */
+int rf_dev_nbd_was(const struct rf_dev *d, struct rf_dev_nbd_was *was);
+/* Connect to was->uri, checked to be the same device: the same
+ * superblock (array, device) when it had one, at least its size.  0, or
+ * -errno with a message naming the URI in err. */
+int rf_dev_nbd_reconnect(const struct rf_dev_nbd_was *was, struct rf_nbd **out, char *err, size_t errlen);
+/* d's connection is c from now on (the old one closed).  Table edit
+ * rules: drained, device lock held. */
+void rf_dev_nbd_replace(struct rf_dev *d, struct rf_nbd *c);
+/* An NBD device's command timeout, ms; -EOPNOTSUPP for a file. */
+int rf_dev_timeout(struct rf_dev *d, unsigned *ms);
+int rf_dev_set_timeout(struct rf_dev *d, unsigned ms);
+
 /* Close what d holds (descriptors, layer, fault injector, path) and zero
  * it; fd fields become -1. */
 void rf_dev_release(struct rf_dev *d);

@@ -185,6 +185,8 @@ struct rf_array {
 	char *name;
 	bool readonly;                  /* members opened read-only (--ro) */
 	bool overlay;                   /* members read-only, written through devs[].io.layer */
+	unsigned member_timeout_ms;     /* NBD devices opened from now on (array.member_timeout);
+					 * set at open */
 	int metadata;                   /* enum rf_sb_kind the members carry (RF_SB_NONE: none) */
 	uint64_t size;                  /* bytes */
 	uint32_t stripe_size;           /* bytes per column per head */

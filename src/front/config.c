@@ -634,17 +634,12 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 	if (s) {
 		const char *t = config_setting_type(s) == CONFIG_TYPE_STRING ? config_setting_get_string(s) : NULL;
 		unsigned long long ms = 0;
-		char *end = NULL;
+		unsigned tms = 0;
 
 		if (is_int(s) && config_setting_get_int64(s) > 0 && config_setting_get_int64(s) <= 3600)
 			ms = (unsigned long long)config_setting_get_int64(s) * 1000;
-		else if (t && *t >= '0' && *t <= '9') {
-			ms = strtoull(t, &end, 10);
-			if (!strcmp(end, "s"))
-				ms *= 1000;
-			else if (strcmp(end, "ms"))
-				ms = 0;
-		}
+		else if (t && !rf_parse_timeout_ms(t, &tms))
+			ms = tms;
 		if (ms < 10 || ms > 3600000)
 			return fail(ld, s, "array.member_timeout",
 				    "must be 10ms..3600s: seconds, or a string like \"500ms\" or \"30s\" (got %s)",
@@ -987,6 +982,27 @@ void rf_config_free(struct rf_config *cfg)
 	}
 	free(cfg->faults);
 	memset(cfg, 0, sizeof(*cfg));
+}
+
+int rf_parse_timeout_ms(const char *s, unsigned *ms)
+{
+	unsigned long long v;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	if (!*end || !strcmp(end, "s"))
+		v = v > 3600 ? 0 : v * 1000;
+	else if (strcmp(end, "ms"))
+		return -EINVAL;
+	if (v < 10 || v > 3600000)
+		return -EINVAL;
+	*ms = (unsigned)v;
+	return 0;
 }
 
 /* Digits, then at most one suffix letter; no sign, no spaces.  A

@@ -32,6 +32,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "raidfuse/config.h"
 #include "raidfuse/ctl.h"
 #include "raidfuse/ctl_parse.h"
 #include "raidfuse/fault.h"
@@ -395,6 +396,32 @@ static int store_dev_fault(struct rf_array *a, const char *dev, const char *val)
 	return rf_array_dev_fault_set(a, dev, &s);
 }
 
+/* raidfuse's own: an NBD member's command timeout, as the config's
+ * array.member_timeout is written (whole seconds, else "Nms"); "none" for
+ * a file. */
+static void show_dev_timeout(struct rf_array *a, const struct rf_dev_info *d, struct rf_ctl_buf *b)
+{
+	unsigned ms;
+
+	if (rf_array_dev_timeout_get(a, d->name, &ms))
+		rf_ctl_printf(b, "none\n");
+	else if (ms % 1000)
+		rf_ctl_printf(b, "%ums\n", ms);
+	else
+		rf_ctl_printf(b, "%u\n", ms / 1000);
+}
+
+static int store_dev_timeout(struct rf_array *a, const char *dev, const char *val)
+{
+	unsigned ms;
+
+	if (rf_parse_timeout_ms(val, &ms)) {
+		rf_warn("md/dev-%s/timeout: '%s' is not a timeout (seconds, or \"500ms\"; 10ms..3600s)", dev, val);
+		return -EINVAL;
+	}
+	return rf_array_dev_timeout_set(a, dev, ms);
+}
+
 #define DEV_RO(n) { .name = #n, .mode = 0444, .show_dev = show_dev_##n }
 
 const struct rf_ctl_attr rf_ctl_dev_attrs[] = {
@@ -408,6 +435,8 @@ const struct rf_ctl_attr rf_ctl_dev_attrs[] = {
 	{ .name = "fault", .mode = 0644, .show_dev = show_dev_fault, .store_dev = store_dev_fault,
 	  .takes = "off, or key=value words: error=EIO rate=P every=N ops=read,write,fsync after=N count=N "
 		   "delay_us=N offset=SIZE length=SIZE seed=N" },
+	{ .name = "timeout", .mode = 0644, .show_dev = show_dev_timeout, .store_dev = store_dev_timeout,
+	  .takes = "seconds, or milliseconds as \"500ms\" (10ms..3600s); NBD members only" },
 };
 
 const size_t rf_ctl_dev_nattrs = sizeof(rf_ctl_dev_attrs) / sizeof(rf_ctl_dev_attrs[0]);

@@ -1014,17 +1014,20 @@ static int cmd_ctl(int argc, char **argv)
 	 * --fail and --remove write them; check and repair as md's
 	 * sync_action takes them. */
 	if (val && !strcmp(attr, "add")) {
-		if (!realpath(val, abs)) {
+		if (rf_nbd_is_uri(val)) {
+			attr = "new_dev";       /* an NBD export, as written */
+		} else if (!realpath(val, abs)) {
 			fprintf(stderr, "raidfuse: ctl add: %s: %s\n", val, strerror(errno));
 			return 1;
+		} else {
+			attr = "new_dev";
+			val = abs;
 		}
-		attr = "new_dev";
-		val = abs;
-	} else if (val && (!strcmp(attr, "fail") || !strcmp(attr, "remove"))) {
+	} else if (val && (!strcmp(attr, "fail") || !strcmp(attr, "remove") || !strcmp(attr, "re-add"))) {
 		if (!*val || strchr(val, '/'))
 			return usage_error("ctl: '%s' is not a device name (a member file's base name)", val);
 		snprintf(devattr, sizeof(devattr), "dev-%s/state", val);
-		val = !strcmp(attr, "fail") ? "faulty" : "remove";
+		val = !strcmp(attr, "fail") ? "faulty" : attr;
 		attr = devattr;
 	} else if (!strcmp(attr, "check") || !strcmp(attr, "repair")) {
 		if (val)
@@ -1300,9 +1303,11 @@ static const struct cmd cmds[] = {
 	  "sync_speed_min/max (KiB/s), dev-NAME/state, dev-NAME/fault (fault injection, e.g.\n"
 	  "\"error=EIO rate=0.5 ops=write\" or \"off\"), ...  (man raidfuse lists them all)\n"
 	  "\n"
-	  "  add FILE               add FILE as a spare (writes its path to md/new_dev)\n"
+	  "  add FILE|URI           add FILE (or an NBD export) as a spare (md/new_dev)\n"
 	  "  fail NAME              mark device NAME (a member file's base name) faulty\n"
 	  "  remove NAME            take faulty or spare device NAME out of the array\n"
+	  "  re-add NAME            put failed device NAME back (md's --re-add: with a bitmap\n"
+	  "                         only what it missed is rebuilt; an NBD member reconnects)\n"
 	  "  check, repair          start md's check or repair (md/sync_action)\n"
 	  "  -W, --wait             with check, repair or sync_action check|repair|resync|\n"
 	  "                         recover: wait until it ends, a progress line on stderr,\n"

@@ -11,6 +11,10 @@
  *    completes it with the injected -errno, before (and then without)
  *    waiting on the backend; a merged one is retried piece by piece, as
  *    after a real error, each piece asking again;
+ *  - an NBD member's operation (mm->nbd) is run at issue, on the issuing
+ *    thread, bounded by the member's timeout (nbd.c), and completes like an
+ *    injected one: on q->injected, by the next rf_ioq_reap(), with the
+ *    bytes moved or -errno (-ETIMEDOUT, -ENOTCONN: the caller fails it);
  *  - the uring backend keeps one read armed on its eventfd so that a kick
  *    from another thread ends a blocking wait; that read's completion carries
  *    user_data 0, which no rf_mio has.
@@ -33,6 +37,7 @@
 #include "raidfuse/fault.h"
 #include "raidfuse/iolog.h"
 #include "raidfuse/ioq.h"
+#include "raidfuse/nbd.h"
 
 static bool mio_aligned(const struct rf_ioq_member *mm, const char *buf, uint32_t len, uint64_t off)
 {
@@ -46,6 +51,29 @@ static void retry_push(struct rf_ioq *q, struct rf_mio *m)
 	m->next = NULL;
 	*q->retry_tail = m;
 	q->retry_tail = &m->next;
+}
+
+/* Run m (and what is merged behind it) on NBD export c now: the bytes
+ * moved, or -errno from the first piece that failed. */
+static int nbd_run(struct rf_nbd *c, struct rf_mio *m)
+{
+	struct rf_mio *x;
+	int total = 0, r;
+
+	if (m->op == RF_MIO_FSYNC)
+		return rf_nbd_flush(c);
+	for (x = m; x; x = x->chain) {
+		uint32_t skip = x == m ? m->done : 0;
+
+		if (x->op == RF_MIO_READ)
+			r = rf_nbd_pread(c, x->buf + skip, x->len - skip, x->off + skip);
+		else
+			r = rf_nbd_pwrite(c, x->buf + skip, x->len - skip, x->off + skip);
+		if (r < 0)
+			return r;
+		total += (int)(x->len - skip);
+	}
+	return total;
 }
 
 /* Hand m (and what is merged behind it) to the backend.  0, -EBUSY, or
@@ -70,6 +98,11 @@ static int mio_issue(struct rf_ioq *q, struct rf_mio *m)
 		m->res = ret;
 		q->inflight++;
 		q->nr_injected++;
+		return 1;
+	}
+	if (mm->nbd) {
+		m->res = nbd_run(mm->nbd, m);
+		q->inflight++;
 		return 1;
 	}
 	if (m->op == RF_MIO_FSYNC) {

@@ -72,8 +72,18 @@ static int wait_cookie(struct rf_nbd *c, int64_t cookie)
 	int64_t deadline = now_ms() + atomic_load(&c->timeout_ms);
 	int r = 0;
 
-	if (cookie < 0)
-		return nbd_err();
+	if (cookie < 0) {
+		r = nbd_err();
+		/* A handle whose server went away refuses new commands (as
+		 * EINVAL): say what it is, and keep it dead. */
+		if (nbd_aio_is_dead(c->h) > 0 || nbd_aio_is_closed(c->h) > 0) {
+			pthread_mutex_lock(&c->lock);
+			kill_locked(c);
+			pthread_mutex_unlock(&c->lock);
+			r = -ENOTCONN;
+		}
+		return r;
+	}
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
 		int done = nbd_aio_command_completed(c->h, (uint64_t)cookie);
@@ -219,6 +229,11 @@ uint64_t rf_nbd_size(const struct rf_nbd *c)
 const char *rf_nbd_uri(const struct rf_nbd *c)
 {
 	return c->uri;
+}
+
+unsigned rf_nbd_timeout(const struct rf_nbd *c)
+{
+	return atomic_load(&((struct rf_nbd *)c)->timeout_ms);
 }
 
 void rf_nbd_set_timeout(struct rf_nbd *c, unsigned timeout_ms)

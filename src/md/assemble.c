@@ -35,6 +35,7 @@
 #include "raidfuse/devopen.h"
 #include "raidfuse/layout.h"
 #include "raidfuse/log.h"
+#include "raidfuse/nbd.h"
 #include "raidfuse/overlay.h"
 
 /* raid0's layout as md reads it: recorded only with the feature bit. */
@@ -83,6 +84,21 @@ static int read_one(const char *path, const char *overlay_dir, struct rf_sb *sb,
 	struct rf_sb_io io;
 	int fd, r;
 
+	if (rf_nbd_is_uri(path)) {
+		struct rf_nbd *c;
+
+		if (overlay_dir) {
+			snprintf(err, errlen, "%s: an overlay takes files and block devices, not NBD exports", path);
+			return -EINVAL;
+		}
+		r = rf_nbd_open(path, true, RF_NBD_TIMEOUT_MS_DEFAULT, &c, err, errlen);
+		if (r)
+			return r;
+		rf_nbd_sb_io(c, &io);
+		r = rf_sb_read_io(&io, path, sb, err, errlen);
+		rf_nbd_close(c);
+		return r;
+	}
 	/* Checked as every member is (no FIFO to block on, no procfs file),
 	 * read-only, not locked: the engine locks what it serves. */
 	r = rf_dev_open(path, path, RF_DEV_RDONLY | RF_DEV_NOLOCK, &d, err, errlen);
@@ -246,12 +262,18 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 		if (r)
 			goto out;
 		r = -EINVAL;
-		if (stat(paths[i], &st[i])) {
+		/* An NBD export is the same as another when its URI is. */
+		memset(&st[i], 0, sizeof(st[i]));
+		if (!rf_nbd_is_uri(paths[i]) && stat(paths[i], &st[i])) {
 			snprintf(err, errlen, "%s: %s", paths[i], strerror(errno));
 			goto out;
 		}
 		for (j = 0; j < i; j++)
-			if (st[i].st_dev == st[j].st_dev && st[i].st_ino == st[j].st_ino) {
+			if (rf_nbd_is_uri(paths[i]) && !strcmp(paths[i], paths[j])) {
+				snprintf(err, errlen, "%s is named twice", paths[i]);
+				goto out;
+			} else if (!rf_nbd_is_uri(paths[i]) && !rf_nbd_is_uri(paths[j]) &&
+				   st[i].st_dev == st[j].st_dev && st[i].st_ino == st[j].st_ino) {
 				rf_dev_same_msg(err, errlen, paths[j], paths[i], st[i].st_dev, st[i].st_ino);
 				goto out;
 			}

@@ -6,6 +6,11 @@
  * existing non-empty members alone unless forced.  The command line
  * (main.c) only parses options and calls rf_create().
  *
+ * A member or spare may be an NBD export (a URI, nbd.h): it is connected
+ * within array.member_timeout, used at the export's size (which must hold
+ * member_size when the config gives one) and written through the
+ * connection; it is never made or truncated.
+ *
  * It does NOT serve the array, nor read superblocks already on the
  * members (mount and assemble do).
  */
@@ -24,26 +29,16 @@
 #include "raidfuse/config.h"
 #include "raidfuse/create.h"
 #include "raidfuse/devopen.h"
+#include "raidfuse/nbd.h"
 #include "raidfuse/super.h"
 
-/* The new bitmap 8 sectors after the 1.2 superblock (at sector 8). */
-static int write_bitmap(int fd, const char *path, const struct rf_bitmap_sb *bsb, char *err, size_t errlen)
-{
-	struct rf_sb_io io;
-	int r = rf_sb_io_fd(&io, fd);
-
-	if (r) {
-		snprintf(err, errlen, "%s: %s", path, strerror(-r));
-		return r;
-	}
-	return rf_bitmap_write_new(&io, path, (8 + 8) * 512, bsb, err, errlen);
-}
 
 /* What create holds of one member or spare between checking and writing. */
 struct cfile {
 	const char *path;               /* NULL: "missing" */
 	char who[PATH_MAX + 32];        /* "member 2 (d2.img)" */
 	struct rf_dev_fd d;
+	struct rf_nbd *nbd;             /* an NBD export (d unused), or NULL */
 	const char *what;               /* "member" or "spare" */
 	int num;                        /* its number among them */
 	bool resize;                    /* made, or recreated: truncated to member_size */
@@ -59,7 +54,36 @@ static void release_all(struct cfile *f, int n, bool undo)
 		if (undo && f[i].d.created && f[i].d.id.real)
 			unlink(f[i].d.id.real);
 		rf_dev_close(&f[i].d);
+		rf_nbd_close(f[i].nbd);
+		f[i].nbd = NULL;
 	}
+}
+
+/* check_one() for an NBD export: connected, not named twice, big enough
+ * for member_size.  0 or 1 (bad, said). */
+static int check_nbd(const struct rf_config *cfg, struct cfile *f, int i)
+{
+	struct cfile *c = &f[i];
+	char err[PATH_MAX + 256];
+	int j;
+
+	for (j = 0; j < i; j++) {
+		if (f[j].nbd && !strcmp(f[j].path, c->path)) {
+			fprintf(stderr, "raidfuse: %s: the same NBD export as %s\n", c->who, f[j].who);
+			return 1;
+		}
+	}
+	if (rf_nbd_open(c->path, false, cfg->member_timeout_ms, &c->nbd, err, sizeof(err))) {
+		fprintf(stderr, "raidfuse: %s: %s\n", c->who, rf_nbd_why(err, c->path));
+		return 1;
+	}
+	c->bytes = rf_nbd_size(c->nbd);
+	if (cfg->member_size && c->bytes < cfg->member_size) {
+		fprintf(stderr, "raidfuse: %s: the export holds %llu bytes, less than array.member_size %llu\n",
+			c->who, (unsigned long long)c->bytes, (unsigned long long)cfg->member_size);
+		return 1;
+	}
+	return 0;
 }
 
 /* Open and check file i; the same file as an earlier one, data without
@@ -70,6 +94,8 @@ static int check_one(const struct rf_config *cfg, struct cfile *f, int i, bool f
 	char err[PATH_MAX + 256], w2[PATH_MAX + 32];
 	int j, ret;
 
+	if (rf_nbd_is_uri(c->path))
+		return check_nbd(cfg, f, i);
 	ret = rf_dev_open(c->path, c->who, RF_DEV_CREATE | RF_DEV_NOLOCK, &c->d, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "raidfuse: %s\n", err);
@@ -217,6 +243,7 @@ int rf_create(const char *path, const struct rf_create_opts *o)
 	for (i = 0; i < n; i++) {
 		struct cfile *c = &f[i];
 		int fd = c->d.fd;
+		struct rf_sb_io io;
 
 		if (!c->path || (!c->resize && cfg.metadata != RF_SB_12))
 			continue;
@@ -225,14 +252,24 @@ int rf_create(const char *path, const struct rf_create_opts *o)
 		if (c->resize && (ftruncate(fd, 0) || ftruncate(fd, (off_t)cfg.member_size))) {
 			fprintf(stderr, "raidfuse: %s: %s\n", c->who, strerror(errno));
 			ret = 1;
-		} else if (cfg.metadata == RF_SB_12 &&
-			   (rf_sb_write12(fd, files[i], &sbn, i, bytes[i] / 512, err, sizeof(err)) ||
-			    (cfg.bitmap && write_bitmap(fd, files[i], &bsb, err, sizeof(err))))) {
-			fprintf(stderr, "raidfuse: %s: %s\n", c->who, err);
-			ret = 1;
-		} else if (c->resize) {
-			printf("%s %d: %s (%llu bytes)\n", c->what, c->num, files[i], (unsigned long long)cfg.member_size);
+			continue;
 		}
+		if (cfg.metadata == RF_SB_12) {
+			int r = 0;
+
+			if (c->nbd)
+				rf_nbd_sb_io(c->nbd, &io);
+			else if ((r = rf_sb_io_fd(&io, fd)))
+				snprintf(err, sizeof(err), "%s", strerror(-r));
+			if (r || rf_sb_write12_io(&io, files[i], &sbn, i, bytes[i] / 512, err, sizeof(err)) ||
+			    (cfg.bitmap && rf_bitmap_write_new(&io, files[i], (8 + 8) * 512, &bsb, err, sizeof(err)))) {
+				fprintf(stderr, "raidfuse: %s: %s\n", c->who, err);
+				ret = 1;
+				continue;
+			}
+		}
+		if (c->resize)
+			printf("%s %d: %s (%llu bytes)\n", c->what, c->num, files[i], (unsigned long long)cfg.member_size);
 	}
 	release_all(f, n, false);
 	free(f);

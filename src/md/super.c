@@ -845,7 +845,7 @@ int rf_sb_build12(const struct rf_sb_new *n, int role, uint64_t member_sectors, 
 	return 0;
 }
 
-int rf_sb_write12(int fd, const char *path, const struct rf_sb_new *n, int role,
+int rf_sb_write12_io(const struct rf_sb_io *io, const char *path, const struct rf_sb_new *n, int role,
 		  uint64_t member_sectors, char *err, size_t errlen)
 {
 	uint8_t *buf = malloc(RF_SB_BYTES);
@@ -863,7 +863,7 @@ int rf_sb_write12(int fd, const char *path, const struct rf_sb_new *n, int role,
 		snprintf(err, errlen, "%s: %s", path, why);
 		goto out;
 	}
-	r = fd_pwrite((void *)(intptr_t)fd, buf, RF_SB_BYTES, rf_sb_offset(RF_SB_12, member_sectors) * 512);
+	r = io->pwrite(io->ctx, buf, RF_SB_BYTES, rf_sb_offset(RF_SB_12, member_sectors) * 512);
 	if (!r && rf_le16(s->bblog_size)) {
 		/* An empty bad block log reads as all ones (md's end marker). */
 		uint64_t at = (8 + (uint64_t)(int32_t)rf_le32(s->bblog_offset)) * 512;
@@ -873,17 +873,30 @@ int rf_sb_write12(int fd, const char *path, const struct rf_sb_new *n, int role,
 			r = -ENOMEM;
 		} else {
 			memset(log, 0xff, rf_le16(s->bblog_size) * 512);
-			r = fd_pwrite((void *)(intptr_t)fd, log, rf_le16(s->bblog_size) * 512, at);
+			r = io->pwrite(io->ctx, log, rf_le16(s->bblog_size) * 512, at);
 			free(log);
 		}
 	}
-	if (!r && fsync(fd))
-		r = -errno;
+	if (!r)
+		r = io->fsync(io->ctx);
 	if (r)
 		snprintf(err, errlen, "%s: writing the 1.2 superblock: %s", path, strerror(-r));
 out:
 	free(buf);
 	return r;
+}
+
+int rf_sb_write12(int fd, const char *path, const struct rf_sb_new *n, int role,
+		  uint64_t member_sectors, char *err, size_t errlen)
+{
+	struct rf_sb_io io;
+	int r = rf_sb_io_fd(&io, fd);
+
+	if (r) {
+		snprintf(err, errlen, "%s: %s", path, strerror(-r));
+		return r;
+	}
+	return rf_sb_write12_io(&io, path, n, role, member_sectors, err, errlen);
 }
 
 /* 0.90: slot's descriptor says faulty, and the counts follow. */

@@ -41,6 +41,7 @@
 #include "raidfuse/bitmap.h"
 #include "raidfuse/fault.h"
 #include "raidfuse/log.h"
+#include "raidfuse/nbd.h"
 #include "raidfuse/super.h"
 #include "raidfuse/sync.h"
 #include "services/sbstate.h"
@@ -577,6 +578,7 @@ void rf_mgmt_kick(struct rf_array *a)
 struct state_job {
 	struct rf_array *a;
 	const char *name, *word;
+	struct rf_nbd *nbd;             /* re-add of an NBD device: its new connection */
 	int ret;
 };
 
@@ -615,6 +617,14 @@ static int set_state(void *arg)
 			rf_dev_drop(a, dev);
 		}
 	} else if (!strcmp(j->word, "re-add") || !strcmp(j->word, "-faulty")) {
+		bool back = (slot && (rf_array_faulty(a) & (1ull << dev)) && !(rf_array_recovering(a) & (1ull << dev))) ||
+			    (!slot && (m->flags & RF_DEV_FAULTY));
+
+		/* An NBD device comes back on its new connection. */
+		if (back && j->nbd && m->io.nbd && !strcmp(rf_nbd_uri(j->nbd), m->path)) {
+			rf_dev_nbd_replace(m, j->nbd);
+			j->nbd = NULL;
+		}
 		if (slot && (rf_array_faulty(a) & (1ull << dev)) && !(rf_array_recovering(a) & (1ull << dev))) {
 			/* Out of the slot, then back in through a rebuild. */
 			ret = slot_vacate(a, dev, true);
@@ -646,16 +656,51 @@ static int set_state(void *arg)
 	return ret;
 }
 
+/* re-add of device name: when it is an NBD export, a new connection to
+ * it (its old one died with the failure), made before the drain and
+ * without a lock: a server that does not answer holds nothing up.
+ * set_state() puts it in place if the device is still that export.  0
+ * with *out NULL for a file. */
+static int reconnect(struct rf_array *a, const char *name, struct rf_nbd **out)
+{
+	struct rf_dev_nbd_was was = { 0 };
+	char err[1024];
+	int dev, ret = -EOPNOTSUPP;
+
+	*out = NULL;
+	rf_array_reconf_lock(a);
+	dev = rf_dev_lookup(a, name);
+	if (dev >= 0 && rf_dev_faulty(a, dev))
+		ret = rf_dev_nbd_was(rf_dev_get(a, dev), &was);
+	rf_array_reconf_unlock(a);
+	if (ret == -EOPNOTSUPP)
+		return 0;
+	if (!ret)
+		ret = rf_dev_nbd_reconnect(&was, out, err, sizeof(err));
+	else
+		snprintf(err, sizeof(err), "%s", strerror(-ret));
+	if (ret)
+		rf_err("%s: dev-%s/state: re-add: %s", rf_array_name(a), name, err);
+	free(was.uri);
+	return ret;
+}
+
 int rf_array_dev_set_state(struct rf_array *a, const char *name, const char *word)
 {
-	struct state_job j = { a, name, word, 0 };
+	struct state_job j = { .a = a, .name = name, .word = word };
 	int ret;
 
 	if (rf_array_readonly(a) || rf_array_overlay(a)) {
 		rf_err("%s: dev-%s/state: the array is read-only", rf_array_name(a), name);
 		return -EROFS;
 	}
+	if (!strcmp(word, "re-add") || !strcmp(word, "-faulty")) {
+		ret = reconnect(a, name, &j.nbd);
+		if (ret)
+			return ret;
+	}
 	ret = rf_array_quiesced_all(a, set_state, &j);
+	rf_nbd_close(j.nbd);    /* not taken: the device was not faulty */
 	if (!ret)
 		rf_mgmt_kick(a);
 	return ret;
@@ -697,11 +742,17 @@ static int add_dev(void *arg)
 
 /* Refuse a file that holds another md array's superblock (or a damaged
  * one): writing a spare superblock would destroy it. */
-static int check_foreign_sb(struct rf_array *a, int fd, const char *path, char *err, size_t errlen)
+static int check_foreign_sb(struct rf_array *a, struct rf_dev *m, const char *path, char *err, size_t errlen)
 {
 	char why[1024], u1[40], u2[40];
 	struct rf_sb sb, mine;
-	int i, r = rf_sb_read(fd, path, &sb, why, sizeof(why));
+	struct rf_sb_io io;
+	int i, r = rf_dev_sb_io(m, &io);
+
+	if (!r)
+		r = rf_sb_read_io(&io, path, &sb, why, sizeof(why));
+	else
+		snprintf(why, sizeof(why), "%s", strerror(-r));
 
 	if (r == -ENOENT)
 		return 0;
@@ -711,9 +762,10 @@ static int check_foreign_sb(struct rf_array *a, int fd, const char *path, char *
 		return -EINVAL;
 	}
 	for (i = 0; i < rf_array_nslots(a); i++) {
-		const struct rf_dev *d = rf_dev_get(a, i);
+		struct rf_dev *d = rf_dev_get(a, i);
 
-		if (d->io.fd < 0 || rf_sb_read(d->io.fd, d->path, &mine, why, sizeof(why)))
+		if ((d->io.fd < 0 && !d->io.nbd) || rf_dev_sb_io(d, &io) ||
+		    rf_sb_read_io(&io, d->path, &mine, why, sizeof(why)))
 			continue;
 		if (!memcmp(mine.uuid, sb.uuid, 16))
 			return 0;       /* one of ours: it becomes a spare again */
@@ -756,7 +808,7 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 	}
 	if (rf_array_sbstate(a)) {
 		rf_array_reconf_lock(a);
-		ret = check_foreign_sb(a, m->io.fd, path, err, errlen);
+		ret = check_foreign_sb(a, m, path, err, errlen);
 		rf_array_reconf_unlock(a);
 		if (ret)
 			goto fail;
@@ -779,6 +831,32 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 	return 0;
 fail:
 	rf_dev_release(m);
+	return ret;
+}
+
+/* ---- md/dev-NAME/timeout ---- */
+
+int rf_array_dev_timeout_get(struct rf_array *a, const char *name, unsigned *ms)
+{
+	int dev, ret;
+
+	rf_array_reconf_lock(a);
+	dev = rf_dev_lookup(a, name);
+	ret = dev < 0 ? dev : rf_dev_timeout(rf_dev_get(a, dev), ms);
+	rf_array_reconf_unlock(a);
+	return ret;
+}
+
+int rf_array_dev_timeout_set(struct rf_array *a, const char *name, unsigned ms)
+{
+	int dev, ret;
+
+	rf_array_reconf_lock(a);
+	dev = rf_dev_lookup(a, name);
+	ret = dev < 0 ? dev : rf_dev_set_timeout(rf_dev_get(a, dev), ms);
+	rf_array_reconf_unlock(a);
+	if (!ret)
+		rf_info("%s: %s: member timeout %u ms", rf_array_name(a), name, ms);
 	return ret;
 }
 

@@ -384,7 +384,7 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 			rf_ovl_sb_io(m->io.layer, &m->sb_io);
 			r = 0;
 		} else {
-			r = rf_sb_io_fd(&m->sb_io, m->io.fd);
+			r = rf_dev_sb_io(m, &m->sb_io);
 			if (r)
 				snprintf(err, errlen, "member %d (%s): %s", i, m->path, strerror(-r));
 		}
@@ -562,7 +562,7 @@ int rf_sbstate_add_spare(struct rf_sbstate *s, int dev, char *err, size_t errlen
 	}
 	m->sb_has = false;
 	memset(&m->sb, 0, sizeof(m->sb));
-	r = rf_sb_io_fd(&m->sb_io, m->io.fd);
+	r = rf_dev_sb_io(m, &m->sb_io);
 	if (r) {
 		snprintf(err, errlen, "%s: %s", m->path, strerror(-r));
 		goto out;

@@ -6,7 +6,10 @@
  * timeout plus a margin and the connection is dead afterwards (the same
  * delay with a long timeout succeeds: the negative control); bad URIs,
  * refused connections and read-only exports are one-line errors naming
- * the URI; four threads at once each read back what they wrote.
+ * the URI; four threads at once each read back what they wrote.  Through
+ * the member IO queue (both backends): adjacent writes merged into one
+ * operation land on the export, reads and a flush complete, and once the
+ * server is gone an operation ends with an error instead of hanging.
  *
  * nbdkit (Debian's nbdkit package) is started by the test; without it the
  * tests skip with a message.
@@ -27,6 +30,7 @@
 #include <unistd.h>
 
 #include "fixture.h"
+#include "raidfuse/ioq.h"
 #include "raidfuse/nbd.h"
 #include "raidfuse/super.h"
 
@@ -260,6 +264,85 @@ static void test_threads(void **state)
 	server_stop(&s);
 }
 
+static void mio_end(struct rf_mio *m)
+{
+	(*(int *)m->priv)++;
+}
+
+/* Queue n mios of len bytes from buf at off on member 0 (adjacent), then
+ * submit and reap until they have all ended. */
+static void run_mios(struct rf_ioq *q, struct rf_mio *m, int n, int op, char *buf, uint32_t len, uint64_t off)
+{
+	int ended = 0, spins;
+
+	for (int i = 0; i < n; i++) {
+		memset(&m[i], 0, sizeof(m[i]));
+		m[i] = (struct rf_mio){ .end = mio_end, .priv = &ended, .buf = buf + (size_t)i * len,
+					.off = off + (uint64_t)i * len, .len = len, .member = 0, .op = (uint8_t)op };
+		rf_ioq_queue(q, &m[i]);
+	}
+	assert_int_equal(rf_ioq_submit(q), 0);
+	for (spins = 0; ended < n && spins < 1000; spins++) {
+		assert_true(rf_ioq_reap(q, false) >= 0);
+		assert_int_equal(rf_ioq_submit(q), 0);
+	}
+	assert_int_equal(ended, n);
+}
+
+static void ioq_nbd(bool uring)
+{
+	static const char *const args[] = { "memory", "16M", NULL };
+	struct rf_ioq_member mm = { .fd = -1, .fd_direct = -1, .align = 512 };
+	char err[512], *w = malloc(MIB), *r = malloc(MIB);
+	struct rf_mio m[8];
+	struct server s;
+	struct rf_ioq q;
+
+	if (!have_nbdkit())
+		skip();
+	server_start(&s, uring ? "ioq-uring" : "ioq-sync", args);
+	assert_int_equal(rf_nbd_open(s.uri, false, 2000, &mm.nbd, err, sizeof(err)), 0);
+	assert_int_equal(uring ? rf_ioq_init_uring(&q, RF_IOQ_ARRAY(&mm, 1), 32) :
+				 rf_ioq_init_sync(&q, RF_IOQ_ARRAY(&mm, 1), 32), 0);
+	fx_rand_fill(w, MIB);
+	/* Eight adjacent 64 KiB writes: one merged operation. */
+	run_mios(&q, m, 8, RF_MIO_WRITE, w, 65536, MIB);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(m[i].res, 0);
+	assert_int_equal(q.nr_merged, 7);
+	assert_int_equal(rf_nbd_pread(mm.nbd, r, 8 * 65536, MIB), 0);
+	assert_memory_equal(w, r, 8 * 65536);
+	/* Reads back, unaligned pieces, and a flush. */
+	memset(r, 0, MIB);
+	run_mios(&q, m, 3, RF_MIO_READ, r, 1000, MIB + 7);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(m[i].res, 0);
+	assert_memory_equal(w + 7, r, 3000);
+	run_mios(&q, m, 1, RF_MIO_FSYNC, NULL, 0, 0);
+	assert_int_equal(m[0].res, 0);
+	/* The server gone (killed: a stopped one waits for its clients):
+	 * the operation ends, with an error. */
+	kill(s.pid, SIGKILL);
+	waitpid(s.pid, NULL, 0);
+	run_mios(&q, m, 2, RF_MIO_WRITE, w, 4096, 0);
+	assert_true(m[0].res < 0 && m[1].res < 0);
+	print_message("write with the server gone: %s\n", strerror(-m[0].res));
+	rf_ioq_destroy(&q);
+	rf_nbd_close(mm.nbd);
+	free(w);
+	free(r);
+}
+
+static void test_ioq_sync(void **state)
+{
+	ioq_nbd(false);
+}
+
+static void test_ioq_uring(void **state)
+{
+	ioq_nbd(true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -268,6 +351,8 @@ int main(void)
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_bad),
 		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_ioq_sync),
+		cmocka_unit_test(test_ioq_uring),
 	};
 
 	if (!have_nbdkit())
