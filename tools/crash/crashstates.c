@@ -251,7 +251,7 @@ static int cmd_record(int argc, char **argv)
 	/* Short idle timers: a pause of the workload lets the superblocks
 	 * go clean and the bitmap clear its bits, many times over. */
 	if (a->sbstate)
-		atomic_store(&a->sbstate->delay_ms, 10);
+		rf_bg_set_period(&a->sbstate->timer, 10);
 	if (a->bitmap)
 		rf_bitmap_set_period_ms(a->bitmap, 2);
 	rf_array_start_resync(a, false);
