@@ -45,6 +45,10 @@ struct rf_req {
 };
 
 
+/* What the level says of itself on mdstat's blocks line (md's personality
+ * status(): " level 5, 64k chunk, algorithm 2 [4/4] [UUUU]"), into buf. */
+void rf_array_status(const struct rf_array *a, char *buf, size_t len);
+
 /* Open and check every member named by cfg (nothing is written).  Returns 0
  * or -errno with a message naming the member in err. */
 int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err, size_t errlen);

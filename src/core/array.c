@@ -612,3 +612,25 @@ void rf_sync_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, ui
 {
 	a->ops->sync->write_rows(a, off, len, lo, hi);
 }
+
+void rf_status_map(const struct rf_array *a, char *buf, size_t len)
+{
+	uint64_t f = rf_faulty(a), gone = f | (atomic_load(&((struct rf_array *)a)->recovering) & ~f);
+	size_t n = strlen(buf);
+	int k;
+
+	n += (size_t)snprintf(buf + n, n < len ? len - n : 0, " [%d/%d] [", a->geom.raid_disks,
+			      a->geom.raid_disks - __builtin_popcountll(gone));
+	for (k = 0; k < a->geom.raid_disks && n + 1 < len; k++)
+		buf[n++] = (gone >> k) & 1 ? '_' : 'U';
+	if (n + 1 < len)
+		buf[n++] = ']';
+	buf[n < len ? n : len - 1] = '\0';
+}
+
+void rf_array_status(const struct rf_array *a, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	if (a->ops->status)
+		a->ops->status(a, buf, len);
+}

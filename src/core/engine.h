@@ -107,6 +107,10 @@ struct rf_level_ops {
 	/* The sync walk's work (core.h, md's sync_request).  Optional:
 	 * levels without redundancy leave it NULL and have no sync action. */
 	const struct rf_sync_ops *sync;
+	/* The level's words on mdstat's blocks line, as its md personality's
+	 * status() prints them (" level 5, 64k chunk, algorithm 2 [4/4]
+	 * [UUUU]"); at most len bytes with the NUL. */
+	void (*status)(const struct rf_array *a, char *buf, size_t len);
 };
 
 /* A stripe head: one stripe_size block of every member at `sector`.
@@ -243,6 +247,11 @@ struct rf_array {
 	struct rf_mgmt *mgmt;           /* member.c's thread */
 	atomic_uint_fast64_t write_mostly; /* slots whose device is write-mostly (raid1 reads) */
 };
+
+/* The member map md's redundant personalities end their status with:
+ * " [raid_disks/working] [UU_U]" ('_' for a failed slot or one being
+ * rebuilt), appended at buf + strlen(buf). */
+void rf_status_map(const struct rf_array *a, char *buf, size_t len);
 
 /* Pieces */
 struct rf_piece *rf_piece_new(struct rf_req *r, enum rf_piece_kind kind, bool write,

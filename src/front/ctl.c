@@ -587,40 +587,6 @@ const struct rf_ctl_attr *rf_ctl_find(const char *name)
 
 /* ---------------------------------------------------------------- mdstat */
 
-/* The level's part of the blocks line, as each md personality's status
- * function prints it. */
-static void mdstat_level(struct rf_array *a, const struct rf_array_info *i, struct rf_ctl_buf *b)
-{
-	const struct rf_geom *g = rf_array_geom(a);
-	int k;
-
-	switch (i->level) {
-	case 0:
-		rf_ctl_printf(b, " %uk chunks", i->chunk_bytes / 1024);
-		return;         /* no redundancy: no member map */
-	case 10:
-		if (g->near_copies < i->raid_disks)
-			rf_ctl_printf(b, " %uK chunks", i->chunk_bytes / 1024);
-		if (g->near_copies > 1)
-			rf_ctl_printf(b, " %d near-copies", g->near_copies);
-		if (g->far_copies > 1) {
-			rf_ctl_printf(b, " %d %s-copies", g->far_copies, g->far_offset ? "offset" : "far");
-			if (g->far_set_size && g->far_set_size != i->raid_disks)
-				rf_ctl_printf(b, " %d devices per set", g->far_set_size);
-		}
-		break;
-	case 4:
-	case 5:
-	case 6:
-		rf_ctl_printf(b, " level %d, %uk chunk, algorithm %d", i->level, i->chunk_bytes / 1024, i->layout);
-		break;
-	}
-	rf_ctl_printf(b, " [%d/%d] [", i->raid_disks, i->raid_disks - i->degraded);
-	for (k = 0; k < i->raid_disks; k++)
-		rf_ctl_printf(b, "%c", ((i->faulty | i->recovering) >> k) & 1 ? '_' : 'U');
-	rf_ctl_printf(b, "]");
-}
-
 /* /proc/mdstat with one array, md0.  md lists the members newest first,
  * which for an array assembled in role order is the highest role first;
  * the number in brackets is the role, (F) marks a failed member and a
@@ -649,7 +615,8 @@ static void show_mdstat(struct rf_array *a, const struct rf_array_info *i, int m
 		rf_ctl_printf(b, " super non-persistent");
 	else if (strcmp(meta, "0.90"))
 		rf_ctl_printf(b, " super %s", meta);
-	mdstat_level(a, i, b);
+	rf_array_status(a, line, sizeof(line));
+	rf_ctl_printf(b, "%s", line);
 	rf_ctl_printf(b, "\n      ");
 	/* md's progress line, while a resync, check or repair runs. */
 	if (i->level != 0 && rf_sync_progress_line(a, line, sizeof(line)) > 0)

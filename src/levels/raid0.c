@@ -9,6 +9,7 @@
  * spares.
  */
 #include <errno.h>
+#include <stdio.h>
 
 #include "core/engine.h"
 
@@ -52,7 +53,14 @@ static bool r0_failed(const struct rf_array *a, uint64_t faulty)
 	return faulty != 0;
 }
 
+/* md's raid0_status(): the chunk size, no member map. */
+static void r0_status(const struct rf_array *a, char *buf, size_t len)
+{
+	snprintf(buf, len, " %uk chunks", a->geom.chunk_sectors / 2);
+}
+
 const struct rf_level_ops rf_raid0_ops = {
+	.status = r0_status,
 	.name = "raid0",
 	.max_pieces = r0_max_pieces,
 	.split = r0_split,

@@ -20,6 +20,7 @@
  * It does NOT resync diverged mirrors by itself (the walk asks it to).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/engine.h"
@@ -357,7 +358,35 @@ static const struct rf_sync_ops raid1_sync_ops = {
 	.region = mirror_sync_region,
 };
 
+/* md's raid1_status(): the member map alone. */
+static void r1_status(const struct rf_array *a, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	rf_status_map(a, buf, len);
+}
+
+/* md's raid10_status(): the chunk (unless every member is a near copy),
+ * the copies, the far set size when it is not every member, the map. */
+static void r10_status(const struct rf_array *a, char *buf, size_t len)
+{
+	const struct rf_geom *g = &a->geom;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (g->near_copies < g->raid_disks)
+		n += (size_t)snprintf(buf + n, len - n, " %uK chunks", g->chunk_sectors / 2);
+	if (g->near_copies > 1 && n < len)
+		n += (size_t)snprintf(buf + n, len - n, " %d near-copies", g->near_copies);
+	if (g->far_copies > 1 && n < len) {
+		n += (size_t)snprintf(buf + n, len - n, " %d %s-copies", g->far_copies, g->far_offset ? "offset" : "far");
+		if (g->far_set_size && g->far_set_size != g->raid_disks && n < len)
+			snprintf(buf + n, len - n, " %d devices per set", g->far_set_size);
+	}
+	rf_status_map(a, buf, len);
+}
+
 const struct rf_level_ops rf_raid1_ops = {
+	.status = r1_status,
 	.name = "raid1",
 	.max_pieces = mirror_max_pieces,
 	.split = mirror_split,
@@ -377,6 +406,7 @@ static const struct rf_sync_ops raid10_sync_ops = {
 };
 
 const struct rf_level_ops rf_raid10_ops = {
+	.status = r10_status,
 	.name = "raid10",
 	.max_pieces = mirror_max_pieces,
 	.split = mirror_split,

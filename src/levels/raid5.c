@@ -46,6 +46,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/engine.h"
@@ -716,7 +717,17 @@ static const struct rf_sync_ops raid5_sync_ops = {
 	.region = r5_sync_region,
 };
 
+/* md's raid5_status() (raid4 and raid6 alike): level, chunk, algorithm,
+ * the member map. */
+static void r5_status(const struct rf_array *a, char *buf, size_t len)
+{
+	snprintf(buf, len, " level %d, %uk chunk, algorithm %d", a->geom.level, a->geom.chunk_sectors / 2,
+		 a->geom.layout);
+	rf_status_map(a, buf, len);
+}
+
 const struct rf_level_ops rf_raid5_ops = {
+	.status = r5_status,
 	.name = "raid5",
 	.max_pieces = r5_max_pieces,
 	.split = r5_split,
