@@ -220,6 +220,10 @@ struct rf_array *fx_open_only(struct rf_config *cfg, const char *what)
 		free(cfg->members[i]);
 		cfg->members[i] = NULL;
 	}
+	for (i = 0; i < cfg->nspares; i++) {
+		free(cfg->spares[i]);
+		cfg->spares[i] = NULL;
+	}
 	return a;
 }
 

@@ -128,7 +128,7 @@ struct fx_array {
 /* cfg for sp: testcfg_init's tuning (2 groups of 2 threads, no
  * superblocks), the members' paths strdup'd (freed by fx_open). */
 void fx_config(struct rf_config *cfg, const struct fx_array *sp);
-/* Open cfg (its members freed when fx_config's); not started.  what names
+/* Open cfg (its members and spares freed: fx_config's, or strdup'd); not started.  what names
  * the array in a failure. */
 struct rf_array *fx_open_only(struct rf_config *cfg, const char *what);
 /* Start a on the member backend ioq (NULL: liburing, as the daemon). */
