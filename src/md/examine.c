@@ -34,31 +34,40 @@
 #include "raidfuse/json.h"
 #include "raidfuse/super.h"
 
-/* mdadm's human_size(): " (X.YY MiB X.YY MB)" from 5000 KiB on. */
-static const char *human(long long bytes, char *buf, size_t len)
+/* mdadm's human_size(): " (X.YY MiB X.YY MB)" from 5000 KiB on (human():
+ * the same for a size in sectors).  Computed in 128 bits: a superblock's fields may hold
+ * anything (a reshape position of 2^63 sectors prints, it does not
+ * overflow). */
+static const char *human_bytes(unsigned __int128 bytes, char *buf, size_t len)
 {
-	long long ci, cd;
+	unsigned __int128 ci, cd;
 	const char *ui, *ud;
 
 	if (bytes < 5000 * 1024) {
 		buf[0] = '\0';
 		return buf;
 	}
-	if (bytes < 2 * 1024LL * 1024 * 1024) {
-		ci = (bytes * 200LL / (1LL << 20) + 1) / 2;
-		cd = (bytes / (1000000LL / 200) + 1) / 2;
+	if (bytes < ((unsigned __int128)2 << 30)) {
+		ci = (bytes * 200 / (1u << 20) + 1) / 2;
+		cd = (bytes / (1000000 / 200) + 1) / 2;
 		ui = "MiB", ud = "MB";
-	} else if (bytes < 2 * 1024LL * 1024 * 1024 * 1024) {
-		ci = (bytes * 200LL / (1LL << 30) + 1) / 2;
-		cd = (bytes / (1000000000LL / 200) + 1) / 2;
+	} else if (bytes < ((unsigned __int128)2 << 40)) {
+		ci = (bytes * 200 / (1u << 30) + 1) / 2;
+		cd = (bytes / (1000000000 / 200) + 1) / 2;
 		ui = "GiB", ud = "GB";
 	} else {
-		ci = (bytes * 200LL / (1LL << 40) + 1) / 2;
-		cd = (bytes / (1000000000000LL / 200) + 1) / 2;
+		ci = (bytes * 200 / ((uint64_t)1 << 40) + 1) / 2;
+		cd = (bytes / (1000000000000ULL / 200) + 1) / 2;
 		ui = "TiB", ud = "TB";
 	}
-	snprintf(buf, len, " (%lld.%02lld %s %lld.%02lld %s)", ci / 100, ci % 100, ui, cd / 100, cd % 100, ud);
+	snprintf(buf, len, " (%llu.%02u %s %llu.%02u %s)", (unsigned long long)(ci / 100), (unsigned)(ci % 100), ui,
+		 (unsigned long long)(cd / 100), (unsigned)(cd % 100), ud);
 	return buf;
+}
+
+static const char *human(uint64_t sectors, char *buf, size_t len)
+{
+	return human_bytes((unsigned __int128)sectors * 512, buf, len);
 }
 
 static const char *level_name(int level)
@@ -146,7 +155,8 @@ const char *rf_sb_uuid_str(const struct rf_sb *sb, char *buf)
 /* Data disks per member-sized unit, as mdadm's "Array Size" counts. */
 static void print_array_size(FILE *out, const struct rf_sb *sb, uint64_t dev_sectors, bool kib_unit)
 {
-	long long ddsks = 0, denom = 1, asize;
+	long long ddsks = 0, denom = 1;
+	unsigned __int128 asize;
 	char h[64];
 
 	switch (sb->level) {
@@ -161,9 +171,11 @@ static void print_array_size(FILE *out, const struct rf_sb *sb, uint64_t dev_sec
 	}
 	if (!ddsks || !denom)
 		return;
-	asize = (long long)(dev_sectors << 9) * ddsks / denom;
+	if (ddsks < 0 || denom < 0)
+		return;
+	asize = (unsigned __int128)dev_sectors * 512 * (uint64_t)ddsks / (uint64_t)denom;
 	fprintf(out, "     Array Size : %llu%s%s\n", (unsigned long long)(asize >> 10),
-		kib_unit ? " KiB" : "", human(asize, h, sizeof(h)));
+		kib_unit ? " KiB" : "", human_bytes(asize, h, sizeof(h)));
 }
 
 /* "LABEL : NAME" for a raid5/6 or raid10 layout (nothing for other levels). */
@@ -200,10 +212,10 @@ static void print_reshape1(FILE *out, const struct rf_sb *sb)
 	char h[64];
 
 	fprintf(out, "  Reshape pos'n : %llu%s\n", (unsigned long long)(sb->reshape_position / 2),
-		human((long long)(sb->reshape_position << 9), h, sizeof(h)));
+		human(sb->reshape_position, h, sizeof(h)));
 	if (sb->delta_disks)
-		fprintf(out, "  Delta Devices : %d (%d->%d)\n", sb->delta_disks, sb->raid_disks - sb->delta_disks,
-			sb->raid_disks);
+		fprintf(out, "  Delta Devices : %d (%lld->%d)\n", sb->delta_disks,
+			(long long)sb->raid_disks - sb->delta_disks, sb->raid_disks);
 	if (sb->new_level != sb->level)
 		fprintf(out, "      New Level : %s\n", level_name(sb->new_level));
 	if (sb->new_layout != sb->layout)
@@ -239,12 +251,12 @@ static void examine1(FILE *out, const struct rf_sb *sb)
 	fprintf(out, "   Raid Devices : %d\n", sb->raid_disks);
 	fprintf(out, "\n");
 	fprintf(out, " Avail Dev Size : %llu sectors%s\n", (unsigned long long)sb->data_size,
-		human((long long)(sb->data_size << 9), h, sizeof(h)));
+		human(sb->data_size, h, sizeof(h)));
 	if (sb->level > 0) {
 		print_array_size(out, sb, sb->size, true);
 		if (sb->size != sb->data_size)
 			fprintf(out, "  Used Dev Size : %llu sectors%s\n", (unsigned long long)sb->size,
-				human((long long)(sb->size << 9), h, sizeof(h)));
+				human(sb->size, h, sizeof(h)));
 	}
 	if (sb->data_offset)
 		fprintf(out, "    Data Offset : %llu sectors\n", (unsigned long long)sb->data_offset);
@@ -346,7 +358,7 @@ static void examine090(FILE *out, const struct rf_sb *sb)
 	fprintf(out, "     Raid Level : %s\n", level_name(sb->level));
 	if (sb->level > 0) {
 		fprintf(out, "  Used Dev Size : %llu%s\n", (unsigned long long)(sb->size / 2),
-			human((long long)(sb->size << 9), h, sizeof(h)));
+			human(sb->size, h, sizeof(h)));
 		print_array_size(out, sb, sb->size, false);
 	}
 	fprintf(out, "   Raid Devices : %d\n", sb->raid_disks);
@@ -587,7 +599,7 @@ void rf_bitmap_examine(FILE *out, const char *path, const struct rf_sb *sb, cons
 	else
 		fprintf(out, "      Write Mode : Normal\n");
 	fprintf(out, "       Sync Size : %llu%s\n", (unsigned long long)(bsb->sync_size / 2),
-		human((long long)(bsb->sync_size * 512), h, sizeof(h)));
+		human(bsb->sync_size, h, sizeof(h)));
 	fprintf(out, "          Bitmap : %llu bits (chunks), %llu dirty (%2.1f%%)\n", (unsigned long long)nbits,
 		(unsigned long long)dirty, 100.0 * (double)dirty / (double)(nbits ? nbits : 1));
 }
