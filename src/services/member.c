@@ -44,6 +44,7 @@
 #include "raidfuse/nbd.h"
 #include "raidfuse/super.h"
 #include "raidfuse/sync.h"
+#include "raidfuse/util.h"
 #include "services/sbstate.h"
 
 struct rf_mgmt {
@@ -466,12 +467,7 @@ static void *mgmt_main(void *arg)
 			struct timespec t;
 
 			clock_gettime(CLOCK_REALTIME, &t);
-			t.tv_sec += RF_MGMT_TICK_MS / 1000;
-			t.tv_nsec += (RF_MGMT_TICK_MS % 1000) * 1000000L;
-			if (t.tv_nsec >= 1000000000L) {
-				t.tv_sec++;
-				t.tv_nsec -= 1000000000L;
-			}
+			rf_timespec_add_ns(&t, (int64_t)RF_MGMT_TICK_MS * 1000000);
 			if (pthread_cond_timedwait(&m->cond, &m->lock, &t) == ETIMEDOUT) {
 				pthread_mutex_unlock(&m->lock);
 				check_devices(a, true);

@@ -106,6 +106,7 @@
 #include "raidfuse/log.h"
 #include "raidfuse/rangelock.h"
 #include "raidfuse/sync.h"
+#include "raidfuse/util.h"
 #include "services/syncwork.h"
 
 #define BLK RF_SYNC_BLK                 /* compare unit, md's STRIPE_SIZE */
@@ -501,9 +502,7 @@ static void wait_news(struct rf_sync *s, double secs)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += (long)(secs * 1e9);
-	ts.tv_sec += ts.tv_nsec / 1000000000;
-	ts.tv_nsec %= 1000000000;
+	rf_timespec_add_ns(&ts, (int64_t)(secs * 1e9));
 	pthread_cond_timedwait(&s->cond, &s->lock, &ts);
 }
 
