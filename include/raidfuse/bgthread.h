@@ -20,6 +20,7 @@
 struct rf_bgthread {
 	void (*fn)(void *arg);
 	void *arg;
+	char name[16];                  /* the thread's name (rf_thread_name) */
 	atomic_uint period_ms;          /* 0: only when kicked */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;            /* lock, CLOCK_MONOTONIC */
@@ -29,8 +30,9 @@ struct rf_bgthread {
 	atomic_uint nr_runs;            /* fn calls (tests) */
 };
 
-/* Prepare b (no thread yet); 0 or -errno. */
-int rf_bg_init(struct rf_bgthread *b, unsigned period_ms, void (*fn)(void *arg), void *arg);
+/* Prepare b (no thread yet), its thread to be called name; 0 or -errno. */
+int rf_bg_init(struct rf_bgthread *b, const char *name, unsigned period_ms,
+	       void (*fn)(void *arg), void *arg);
 /* Start the thread (idempotent); 0 or -errno. */
 int rf_bg_start(struct rf_bgthread *b);
 /* Run fn soon, once even if kicked several times meanwhile. */

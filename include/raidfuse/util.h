@@ -62,4 +62,10 @@ static inline struct timespec rf_deadline_ms(uint64_t ms)
  * wall-clock step neither shortens nor stretches them). */
 int rf_cond_init_mono(pthread_cond_t *c);
 
+/* Name the calling thread (printf-style, cut to the kernel's 15 bytes),
+ * so that ps, top and the tests tell the engine's threads apart:
+ * rf-gG.W group workers, rf-sync and rf-syncwN the sync walk, rf-mgmt,
+ * rf-watch, and the background threads by their service. */
+void rf_thread_name(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #endif

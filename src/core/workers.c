@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "core/engine.h"
+#include "raidfuse/util.h"
 
 __thread struct rf_worker *rf_current_worker;
 
@@ -136,6 +137,7 @@ static void *worker_main(void *arg)
 	struct rf_array *a = g->a;
 
 	rf_current_worker = w;
+	rf_thread_name("rf-g%d.%d", g->id, (int)(w - g->workers));
 	w->ioq_ret = a->ioq_init(&w->ioq, rf_devs_ioq(a), RF_RING_DEPTH);
 	if (w->ioq_ret)
 		rf_err("group %d: io_uring setup failed: %s", g->id, strerror(-w->ioq_ret));

@@ -533,7 +533,7 @@ int rf_bitmap_open(struct rf_array *a, struct rf_sbstate *s, struct rf_bitmap **
 		goto nomem;
 	bm->a = a;
 	pthread_mutex_init(&bm->lock, NULL);
-	r = rf_bg_init(&bm->daemon, 0, daemon_run, bm);
+	r = rf_bg_init(&bm->daemon, "rf-bitmap", 0, daemon_run, bm);
 	if (r) {
 		pthread_mutex_destroy(&bm->lock);
 		free(bm);

@@ -444,6 +444,7 @@ static void *watch_main(void *arg)
 	struct rf_mgmt *m = rf_array_mgmt(a);
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 
+	rf_thread_name("rf-watch");
 	for (;;) {
 		struct pollfd p[2] = { { .fd = m->ino_fd, .events = POLLIN }, { .fd = m->stop_fd, .events = POLLIN } };
 
@@ -461,6 +462,7 @@ static void *mgmt_main(void *arg)
 	struct rf_array *a = arg;
 	struct rf_mgmt *m = rf_array_mgmt(a);
 
+	rf_thread_name("rf-mgmt");
 	pthread_mutex_lock(&m->lock);
 	while (!m->stop) {
 		if (!m->kicked) {

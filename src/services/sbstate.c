@@ -431,7 +431,7 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 	s->resync_offset = rf_dev_get(a, fresh)->sb.resync_offset;
 	atomic_init(&s->mode, RF_SBS_CLEAN);
 	pthread_mutex_init(&s->lock, NULL);
-	r = rf_bg_init(&s->timer, RF_SAFE_MODE_MS, timer_run, s);
+	r = rf_bg_init(&s->timer, "rf-sbstate", RF_SAFE_MODE_MS, timer_run, s);
 	if (r) {
 		snprintf(err, errlen, "%s: the superblock timer: %s", rf_array_name(a), strerror(-r));
 		pthread_mutex_destroy(&s->lock);

@@ -460,9 +460,12 @@ static void *worker_main(void *arg)
 	struct sync_worker *w = arg;
 	struct rf_sync *s = w->s;
 	struct rf_array *a = w->a;
+	int ret;
+
+	rf_thread_name("rf-syncw%d", (int)(w - s->workers));
 	/* On this thread: an io_uring may take submissions from its
 	 * creator only. */
-	int ret = rf_array_ioq_open(a, &w->ioq, SYNC_DEPTH);
+	ret = rf_array_ioq_open(a, &w->ioq, SYNC_DEPTH);
 
 	pthread_mutex_lock(&s->lock);
 	w->ioq_ok = !ret;
@@ -832,6 +835,8 @@ static void *sync_main(void *arg)
 	void *notify_priv;
 	const char *why = "done";
 	int ret = 0;
+
+	rf_thread_name("rf-sync");
 
 	pthread_mutex_lock(&s->lock);
 	act = s->action;

@@ -6,6 +6,9 @@
  * before anything else, so a kick racing with stop may not run.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "raidfuse/bgthread.h"
 #include "raidfuse/util.h"
@@ -25,11 +28,24 @@ int rf_cond_init_mono(pthread_cond_t *c)
 	return -r;
 }
 
-int rf_bg_init(struct rf_bgthread *b, unsigned period_ms, void (*fn)(void *arg), void *arg)
+void rf_thread_name(const char *fmt, ...)
+{
+	char name[16];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	pthread_setname_np(pthread_self(), name);
+}
+
+int rf_bg_init(struct rf_bgthread *b, const char *name, unsigned period_ms,
+	       void (*fn)(void *arg), void *arg)
 {
 	int r;
 
 	*b = (struct rf_bgthread){ .fn = fn, .arg = arg };
+	snprintf(b->name, sizeof(b->name), "%s", name);
 	atomic_init(&b->period_ms, period_ms);
 	r = -pthread_mutex_init(&b->lock, NULL);
 	if (r)
@@ -44,6 +60,7 @@ static void *bg_main(void *arg)
 {
 	struct rf_bgthread *b = arg;
 
+	rf_thread_name("%s", b->name);
 	pthread_mutex_lock(&b->lock);
 	while (!b->stop) {
 		unsigned ms = atomic_load(&b->period_ms);

@@ -1,14 +1,16 @@
 /* test_bgthread.c - the background thread runs fn every period and on a
  * kick (kicks while it runs coalesce into one more run), a new period
  * takes effect from now without a run, period 0 runs only when kicked,
- * and stop ends it with no further run.  Also util.h's integer helpers
+ * and stop ends it with no further run; the thread carries its name.  Also util.h's integer helpers
  * and deadlines.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,12 +21,14 @@ struct probe {
 	atomic_int runs;
 	atomic_int hold;        /* fn spins while set */
 	atomic_int inside;
+	char name[16];          /* the thread's name, seen from fn */
 };
 
 static void fn(void *arg)
 {
 	struct probe *p = arg;
 
+	pthread_getname_np(pthread_self(), p->name, sizeof(p->name));
 	atomic_store(&p->inside, 1);
 	while (atomic_load(&p->hold))
 		usleep(1000);
@@ -45,13 +49,14 @@ static void test_kick_only(void **state)
 	struct rf_bgthread b;
 	struct probe p = { 0 };
 
-	assert_int_equal(rf_bg_init(&b, 0, fn, &p), 0);
+	assert_int_equal(rf_bg_init(&b, "rf-test", 0, fn, &p), 0);
 	assert_int_equal(rf_bg_start(&b), 0);
 	assert_int_equal(rf_bg_start(&b), 0);   /* idempotent */
 	usleep(50000);
 	assert_int_equal(atomic_load(&p.runs), 0);      /* period 0: never by itself */
 	rf_bg_kick(&b);
 	assert_int_equal(wait_runs(&p, 1, 2000), 1);
+	assert_string_equal(p.name, "rf-test");         /* named as asked */
 	/* Kicks while fn runs: one more run, not one per kick. */
 	atomic_store(&p.hold, 1);
 	rf_bg_kick(&b);
@@ -73,7 +78,7 @@ static void test_period(void **state)
 	struct probe p = { 0 };
 	int n;
 
-	assert_int_equal(rf_bg_init(&b, 10, fn, &p), 0);
+	assert_int_equal(rf_bg_init(&b, "rf-test", 10, fn, &p), 0);
 	assert_int_equal(rf_bg_start(&b), 0);
 	assert_true(wait_runs(&p, 3, 3000) >= 3);
 	/* A long period from now: at most the run already due, then none. */
