@@ -154,8 +154,7 @@ static void random_io(struct rf_array *a, char *model, int rounds, bool check_re
 			r->len = (uint32_t)len;
 			r->op = fx_rand() % 2 ? RF_REQ_WRITE : RF_REQ_READ;
 			if (r->op == RF_REQ_WRITE)
-				for (j = 0; j < (int)len; j++)
-					r->buf[j] = (char)fx_rand();
+				fx_rand_fill(r->buf, len);
 		}
 		run_batch(a, s, BATCH);
 		for (i = 0; i < BATCH; i++) {

@@ -122,8 +122,7 @@ static void test_model(void **state)
 			used += piece;
 		}
 		if (fx_rand() % 3) {
-			for (k = 0; k < (int)len; k++)
-				buf[k] = (char)fx_rand();
+			fx_rand_fill(buf, len);
 			assert_int_equal(rf_ovl_pwritev(o, v, niov, off), 0);
 			memcpy(model + off, buf, len);
 		} else {
@@ -475,8 +474,7 @@ static int setup(void **state)
 	orig = malloc(BYTES);
 	model = malloc(BYTES);
 	/* Random data after the superblock area. */
-	for (uint64_t i = 0; i < BYTES; i++)
-		orig[i] = (char)fx_rand();
+	fx_rand_fill(orig, BYTES);
 	fd = open(member, O_RDWR);
 	if (pwrite(fd, orig + 16 * 512, BYTES - 16 * 512, 16 * 512) != (ssize_t)(BYTES - 16 * 512))
 		return -1;
