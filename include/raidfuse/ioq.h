@@ -16,11 +16,13 @@
  * fails is retried piece by piece, so an error names the piece it hit.
  *
  * A queue is single-threaded except rf_ioq_kick(), which any thread may call
- * to end a blocking rf_ioq_reap().
+ * to end a blocking rf_ioq_reap(), and the ends of NBD commands (nbd.h),
+ * which the connections' pollers hand to the queue (q->nbd_done).
  */
 #ifndef RAIDFUSE_IOQ_H
 #define RAIDFUSE_IOQ_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -61,8 +63,8 @@ struct rf_ioq_member {
 	int fd;                         /* buffered */
 	uint32_t align;                 /* O_DIRECT alignment (offset, length, address) */
 	void *layer;                    /* a member layer's state (the overlay), or NULL */
-	struct rf_nbd *nbd;             /* an NBD export (nbd.h): every operation goes to it,
-					 * run on the issuing thread; fds are -1 then */
+	struct rf_nbd *nbd;             /* an NBD export (nbd.h): every operation is an
+					 * asynchronous command on it; fds are -1 then */
 	struct rf_fault *fault;         /* fault injection (fault.h), or NULL: asked before
 					 * each operation is issued */
 };
@@ -103,6 +105,9 @@ struct rf_ioq {
 	struct rf_mio *retry, **retry_tail;   /* queued, not yet with the backend */
 	struct rf_mio *injected;        /* ended by fault injection, not issued: completed
 					 * by the next rf_ioq_reap() (counted in inflight) */
+	_Atomic(struct rf_mio *) nbd_done;   /* NBD commands ended, pushed by their connections'
+					      * pollers (any thread); taken by rf_ioq_reap() */
+	unsigned nbd_inflight;          /* of inflight: NBD commands not yet reaped */
 	struct rf_mio *mtail[RF_IOQ_MAX_MEMBERS];   /* per member: queued mio open to merging */
 	unsigned inflight;
 	struct iovec *iov;              /* one array of RF_IOQ_MAX_MERGE per slot */

@@ -283,7 +283,7 @@ static void run_mios(struct rf_ioq *q, struct rf_mio *m, int n, int op, char *bu
 	}
 	assert_int_equal(rf_ioq_submit(q), 0);
 	for (spins = 0; ended < n && spins < 1000; spins++) {
-		assert_true(rf_ioq_reap(q, false) >= 0);
+		assert_true(rf_ioq_reap(q, rf_ioq_busy(q)) >= 0);
 		assert_int_equal(rf_ioq_submit(q), 0);
 	}
 	assert_int_equal(ended, n);
