@@ -43,8 +43,9 @@ cleanup() {
 trap cleanup EXIT
 
 conf() { # conf FILE MEMBERS...
-	local f=$1 list=""
+	local f=$1 list="" tun=""
 	shift
+	[ -n "$gtc" ] && tun="tuning: { group_thread_cnt = $gtc; };"
 	for m; do list+="${list:+, }\"$m\""; done
 	cat >"$f" <<EOF
 array: {
@@ -56,7 +57,7 @@ array: {
   metadata = "1.2";
   member_timeout = "30s";
 };
-${gtc:+tuning: { group_thread_cnt = $gtc; };}
+$tun
 EOF
 }
 

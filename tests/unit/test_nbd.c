@@ -9,7 +9,10 @@
  * the URI; four threads at once each read back what they wrote.  Through
  * the member IO queue (both backends): adjacent writes merged into one
  * operation land on the export, reads and a flush complete, and once the
- * server is gone an operation ends with an error instead of hanging.
+ * server is gone an operation ends with an error instead of hanging;
+ * several operations are in flight on one connection at once (eight
+ * 300 ms reads end in about 300 ms), and a reply that comes after the
+ * timeout never lands in the buffer.
  *
  * nbdkit (Debian's nbdkit package) is started by the test; without it the
  * tests skip with a message.
@@ -169,6 +172,13 @@ static void test_timeout(void **state)
 	t = now_s() - t0;
 	print_message("timed out after %.3f s (timeout 0.300 s, server delay 2 s)\n", t);
 	assert_true(t >= 0.25 && t < 1.0);
+	/* The reply the server sends at 2 s never lands in the buffer, which
+	 * is its owner's again from the timeout on. */
+	memset(buf, 0x55, sizeof(buf));
+	while (now_s() - t0 < 2.3)
+		usleep(50000);
+	for (size_t i = 0; i < sizeof(buf); i++)
+		assert_int_equal((unsigned char)buf[i], 0x55);
 	/* Dead from then on, at once; writes included. */
 	t0 = now_s();
 	assert_int_equal(rf_nbd_pwrite(c, buf, sizeof(buf), 0), -ENOTCONN);
@@ -333,6 +343,58 @@ static void ioq_nbd(bool uring)
 	free(r);
 }
 
+/* Several commands in flight on one connection from one queue: eight
+ * reads (not adjacent: eight commands) of a server that answers each after
+ * 300 ms end together, in about 300 ms, not one after the other (2.4 s). */
+static void ioq_parallel(bool uring)
+{
+	static const char *const args[] = { "--filter=delay", "memory", "16M", "rdelay=300ms", NULL };
+	struct rf_ioq_member mm = { .fd = -1, .fd_direct = -1, .align = 512 };
+	char err[512], *r = malloc(8 * 4096);
+	struct rf_mio m[8];
+	struct server s;
+	struct rf_ioq q;
+	int ended = 0;
+	double t0, t;
+
+	if (!have_nbdkit())
+		skip();
+	server_start(&s, uring ? "par-uring" : "par-sync", args);
+	assert_int_equal(rf_nbd_open(s.uri, false, 5000, &mm.nbd, err, sizeof(err)), 0);
+	assert_int_equal(uring ? rf_ioq_init_uring(&q, RF_IOQ_ARRAY(&mm, 1), 32) :
+				 rf_ioq_init_sync(&q, RF_IOQ_ARRAY(&mm, 1), 32), 0);
+	t0 = now_s();
+	for (int i = 0; i < 8; i++) {
+		m[i] = (struct rf_mio){ .end = mio_end, .priv = &ended, .buf = r + i * 4096,
+					.off = (uint64_t)i * 65536, .len = 4096, .member = 0, .op = RF_MIO_READ };
+		rf_ioq_queue(&q, &m[i]);
+	}
+	assert_int_equal(rf_ioq_submit(&q), 0);
+	assert_int_equal(q.nr_merged, 0);
+	while (ended < 8 && now_s() - t0 < 10)
+		assert_true(rf_ioq_reap(&q, rf_ioq_busy(&q)) >= 0);
+	t = now_s() - t0;
+	print_message("8 reads of 300 ms each on one connection: %.3f s\n", t);
+	assert_int_equal(ended, 8);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(m[i].res, 0);
+	assert_true(t >= 0.25 && t < 1.2);
+	rf_ioq_destroy(&q);
+	rf_nbd_close(mm.nbd);
+	server_stop(&s);
+	free(r);
+}
+
+static void test_ioq_parallel_sync(void **state)
+{
+	ioq_parallel(false);
+}
+
+static void test_ioq_parallel_uring(void **state)
+{
+	ioq_parallel(true);
+}
+
 static void test_ioq_sync(void **state)
 {
 	ioq_nbd(false);
@@ -353,6 +415,8 @@ int main(void)
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_ioq_sync),
 		cmocka_unit_test(test_ioq_uring),
+		cmocka_unit_test(test_ioq_parallel_sync),
+		cmocka_unit_test(test_ioq_parallel_uring),
 	};
 
 	if (!have_nbdkit())
