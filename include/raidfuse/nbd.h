@@ -56,6 +56,14 @@ static inline const char *rf_nbd_why(const char *err, const char *uri)
 	return !strncmp(err, uri, n) && err[n] == ':' && err[n + 1] == ' ' ? err + n + 2 : err;
 }
 
+/* The name of the device uri is (md/dev-NAME, ctl's NAME): unique per
+ * export and the same each time.  nbd[s]://HOST[:PORT]/EXPORT is
+ * "HOST:PORT:EXPORT" (":PORT" left out when it is NBD's 10809, ":EXPORT"
+ * when the export name is empty); nbd[s]+unix:///EXPORT?socket=PATH is
+ * PATH's last component, then ":EXPORT" likewise.  A '/' becomes '_'.
+ * Truncated to len - 1 bytes. */
+void rf_nbd_name(const char *uri, char *out, size_t len);
+
 uint64_t rf_nbd_size(const struct rf_nbd *c);          /* the export's size, bytes */
 const char *rf_nbd_uri(const struct rf_nbd *c);
 /* The timeout every command gets from its issue, ms; 0 sets the default.

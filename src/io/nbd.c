@@ -596,6 +596,62 @@ int rf_nbd_flush(struct rf_nbd *c)
 	return sync_run(c, RF_NBD_FLUSH, NULL, 0, 0);
 }
 
+/* ---- the device's name ---- */
+
+/* Append [s, s + n) to out (room bytes in all, *at used), a '/' as '_'. */
+static void name_put(char *out, size_t room, size_t *at, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n && *at + 1 < room; i++)
+		out[(*at)++] = s[i] == '/' ? '_' : s[i];
+	out[*at] = '\0';
+}
+
+void rf_nbd_name(const char *uri, char *out, size_t len)
+{
+	bool is_unix = strstr(uri, "+unix://") != NULL;
+	const char *p = strstr(uri, "://"), *host, *q, *exp;
+	size_t at = 0, hn, en;
+
+	if (!len)
+		return;
+	out[0] = '\0';
+	if (!p)
+		return;
+	host = p + 3;
+	hn = strcspn(host, "/?");
+	exp = host + hn;
+	if (*exp == '/')
+		exp++;
+	else
+		exp = host + hn;       /* no path: no export */
+	en = strcspn(exp, "?");
+	if (is_unix) {
+		/* The socket's file name: its path's last component. */
+		const char *sock = strstr(exp + en, "socket=");
+		size_t sn;
+
+		if (sock) {
+			sock += 7;
+			sn = strcspn(sock, "&");
+			for (q = sock + sn; q > sock && q[-1] != '/'; q--)
+				;
+			name_put(out, len, &at, q, (size_t)(sock + sn - q));
+		}
+	} else {
+		/* host[:port], the default port left out. */
+		size_t keep = hn;
+
+		if (hn > 6 && !strncmp(host + hn - 6, ":10809", 6))
+			keep = hn - 6;
+		name_put(out, len, &at, host, keep);
+	}
+	if (en) {
+		if (at)
+			name_put(out, len, &at, ":", 1);
+		name_put(out, len, &at, exp, en);
+	}
+}
+
 /* ---- rf_sb_io over the export ---- */
 
 static int sb_pread(void *ctx, void *buf, size_t len, uint64_t off)

@@ -343,6 +343,34 @@ static void ioq_nbd(bool uring)
 	free(r);
 }
 
+/* Device names: two hosts exporting one name differ, the default port is
+ * left out, a unix socket is its file name; the same URI, the same name. */
+static void test_name(void **state)
+{
+	static const char *const t[][2] = {
+		{ "nbd://hosta/d1", "hosta:d1" },
+		{ "nbd://hostb/d1", "hostb:d1" },
+		{ "nbd://hosta:10809/d1", "hosta:d1" },
+		{ "nbd://hosta:10810/d1", "hosta:10810:d1" },
+		{ "nbds://10.0.0.2/", "10.0.0.2" },
+		{ "nbd://[::1]:10900/a/b", "[::1]:10900:a_b" },
+		{ "nbd://hosta", "hosta" },
+		{ "nbd://hosta/d1?tls=off", "hosta:d1" },
+		{ "nbd+unix:///?socket=/run/raid/d2.sock", "d2.sock" },
+		{ "nbd+unix:///disk?socket=/run/raid/d2.sock&x=1", "d2.sock:disk" },
+		{ "nbds+unix://?socket=s", "s" },
+	};
+	char out[64], small[6];
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		rf_nbd_name(t[i][0], out, sizeof(out));
+		print_message("%-48s -> %s\n", t[i][0], out);
+		assert_string_equal(out, t[i][1]);
+	}
+	rf_nbd_name("nbd://hosta/d1", small, sizeof(small));
+	assert_string_equal(small, "hosta");
+}
+
 /* Several commands in flight on one connection from one queue: eight
  * reads (not adjacent: eight commands) of a server that answers each after
  * 300 ms end together, in about 300 ms, not one after the other (2.4 s). */
@@ -413,6 +441,7 @@ int main(void)
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_bad),
 		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_name),
 		cmocka_unit_test(test_ioq_sync),
 		cmocka_unit_test(test_ioq_uring),
 		cmocka_unit_test(test_ioq_parallel_sync),
