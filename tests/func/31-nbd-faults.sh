@@ -20,61 +20,7 @@
 # Every nbdkit is bounded by timeout(1) and stopped (continued first) at exit.
 . "$(dirname "$0")/lib.sh"
 requires fuse fio
-command -v nbdkit >/dev/null || skip "nbdkit not installed (Debian: nbdkit)"
-command -v jq >/dev/null || skip "jq not installed"
-
-D=$WORK/a
-MNT=$WORK/mnt
-IMG=$MNT/array.img
-mkdir -p "$D"
-
-declare -A NBD_PID=()
-# nbd_start NAME NBDKIT-ARGS...: nbdkit (foreground, at most 120 s) on
-# $D/NAME.sock (unless the args give -p); NBD_URI is its unix URI.
-nbd_start() {
-	local name=$1 i sock=(-U "$D/$1.sock")
-	shift
-	[ "$1" = -p ] && sock=()
-	rm -f "$D/$name.sock"
-	timeout -k 5 120 nbdkit -f "${sock[@]}" "$@" >"$WORK/nbdkit.$name.log" 2>&1 &
-	NBD_PID[$name]=$!
-	for ((i = 0; i < 100; i++)); do
-		if [ ${#sock[@]} = 0 ]; then
-			grep -q . "$WORK/nbdkit.$name.pid" 2>/dev/null && break
-		else
-			[ -S "$D/$name.sock" ] && break
-		fi
-		kill -0 "${NBD_PID[$name]}" 2>/dev/null || fail "nbdkit $name exited: $(cat "$WORK/nbdkit.$name.log")"
-		sleep 0.05
-	done
-	NBD_URI="nbd+unix:///?socket=$D/$name.sock"
-}
-# The nbdkit process itself (timeout(1) is its parent).
-nbd_proc() { pgrep -P "${NBD_PID[$1]}" nbdkit; }
-nbd_stop() {
-	local p
-	p=$(nbd_proc "$1" || true)
-	[ -n "$p" ] && kill -CONT "$p" 2>/dev/null
-	kill "${NBD_PID[$1]}" 2>/dev/null || true
-	{ wait "${NBD_PID[$1]}"; } 2>/dev/null || true
-	unset "NBD_PID[$1]"
-}
-_nbd_stop_all() {
-	local n
-	for n in "${!NBD_PID[@]}"; do
-		pkill -CONT -P "${NBD_PID[$n]}" 2>/dev/null
-		kill "${NBD_PID[$n]}" 2>/dev/null
-	done
-	return 0
-}
-trap '_rc=$?; set +e; _nbd_stop_all; (exit $_rc); _cleanup' EXIT
-
-uri() { echo "nbd+unix:///?socket=$D/$1.sock"; }
-dev() { cat "$MNT/md/dev-$1/$2"; }
-member_failed() {
-	check "[ \"\$(dev $1 state)\" = faulty ]" "dev-$1/state after its server failed"
-	grep -q " $1\[[0-9]*\](F)" "$MNT/mdstat" || fail "mdstat does not mark $1 (F): $(cat "$MNT/mdstat")"
-}
+. "$(dirname "$0")/nbdkit.sh"
 
 # --- 1. bad input ------------------------------------------------------------
 

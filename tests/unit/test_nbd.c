@@ -299,21 +299,30 @@ static void run_mios(struct rf_ioq *q, struct rf_mio *m, int n, int op, char *bu
 	assert_int_equal(ended, n);
 }
 
+/* nbdkit with args, connected (timeout 5 s) as member 0 of a new queue. */
+static void ioq_open(bool uring, const char *name, const char *const *args, struct server *s,
+		     struct rf_ioq_member *mm, struct rf_ioq *q)
+{
+	char err[512];
+
+	server_start(s, name, args);
+	assert_int_equal(rf_nbd_open(s->uri, false, 5000, &mm->nbd, err, sizeof(err)), 0);
+	assert_int_equal(uring ? rf_ioq_init_uring(q, RF_IOQ_ARRAY(mm, 1), 32) :
+				 rf_ioq_init_sync(q, RF_IOQ_ARRAY(mm, 1), 32), 0);
+}
+
 static void ioq_nbd(bool uring)
 {
 	static const char *const args[] = { "memory", "16M", NULL };
 	struct rf_ioq_member mm = { .fd = -1, .fd_direct = -1, .align = 512 };
-	char err[512], *w = malloc(MIB), *r = malloc(MIB);
+	char *w = malloc(MIB), *r = malloc(MIB);
 	struct rf_mio m[8];
 	struct server s;
 	struct rf_ioq q;
 
 	if (!have_nbdkit())
 		skip();
-	server_start(&s, uring ? "ioq-uring" : "ioq-sync", args);
-	assert_int_equal(rf_nbd_open(s.uri, false, 2000, &mm.nbd, err, sizeof(err)), 0);
-	assert_int_equal(uring ? rf_ioq_init_uring(&q, RF_IOQ_ARRAY(&mm, 1), 32) :
-				 rf_ioq_init_sync(&q, RF_IOQ_ARRAY(&mm, 1), 32), 0);
+	ioq_open(uring, uring ? "ioq-uring" : "ioq-sync", args, &s, &mm, &q);
 	fx_rand_fill(w, MIB);
 	/* Eight adjacent 64 KiB writes: one merged operation. */
 	run_mios(&q, m, 8, RF_MIO_WRITE, w, 65536, MIB);
@@ -378,7 +387,7 @@ static void ioq_parallel(bool uring)
 {
 	static const char *const args[] = { "--filter=delay", "memory", "16M", "rdelay=300ms", NULL };
 	struct rf_ioq_member mm = { .fd = -1, .fd_direct = -1, .align = 512 };
-	char err[512], *r = malloc(8 * 4096);
+	char *r = malloc(8 * 4096);
 	struct rf_mio m[8];
 	struct server s;
 	struct rf_ioq q;
@@ -387,10 +396,7 @@ static void ioq_parallel(bool uring)
 
 	if (!have_nbdkit())
 		skip();
-	server_start(&s, uring ? "par-uring" : "par-sync", args);
-	assert_int_equal(rf_nbd_open(s.uri, false, 5000, &mm.nbd, err, sizeof(err)), 0);
-	assert_int_equal(uring ? rf_ioq_init_uring(&q, RF_IOQ_ARRAY(&mm, 1), 32) :
-				 rf_ioq_init_sync(&q, RF_IOQ_ARRAY(&mm, 1), 32), 0);
+	ioq_open(uring, uring ? "par-uring" : "par-sync", args, &s, &mm, &q);
 	t0 = now_s();
 	for (int i = 0; i < 8; i++) {
 		m[i] = (struct rf_mio){ .end = mio_end, .priv = &ended, .buf = r + i * 4096,
