@@ -14,6 +14,9 @@
  * operation (up to RF_IOQ_MAX_MERGE of them, RF_IOQ_MAX_MERGE_BYTES): a row
  * of stripe heads becomes one writev per member.  A merged operation that
  * fails is retried piece by piece, so an error names the piece it hit.
+ * A read that fails is issued once more, alone, before its error is
+ * reported (md's read retry), unless its member is failfast: then the
+ * error ends it at once, merged pieces and all.
  *
  * A queue is single-threaded except rf_ioq_kick(), which any thread may call
  * to end a blocking rf_ioq_reap(), and the ends of NBD commands (nbd.h),
@@ -46,6 +49,7 @@ struct rf_mio {
 	uint8_t op;                     /* enum rf_mio_op */
 	uint8_t nomerge;                /* ioq: retried alone */
 	uint8_t fault_asked;            /* ioq: fault injection asked (once per issue) */
+	uint8_t read_retried;           /* ioq: a failed read issued once more */
 	int res;                        /* 0 or -errno, set before end() */
 	/* ioq-private: the mios merged behind this one */
 	struct rf_mio *chain, *ctail;
@@ -67,6 +71,8 @@ struct rf_ioq_member {
 					 * asynchronous command on it; fds are -1 then */
 	struct rf_fault *fault;         /* fault injection (fault.h), or NULL: asked before
 					 * each operation is issued */
+	uint8_t failfast;               /* md's failfast: a failed read ends with its error
+					 * at once (else it is issued once more first) */
 };
 
 /* The members a queue serves: n entries of struct rf_ioq_member, stride
@@ -113,7 +119,7 @@ struct rf_ioq {
 	struct iovec *iov;              /* one array of RF_IOQ_MAX_MERGE per slot */
 	int16_t *iov_free;
 	int niov_free;
-	uint64_t nr_short, nr_retry, nr_merged, nr_injected; /* stats */
+	uint64_t nr_short, nr_retry, nr_merged, nr_injected, nr_read_retry; /* stats */
 };
 
 /* Common setup for backends: members, retry list, iovec slots.  0 or -ENOMEM. */

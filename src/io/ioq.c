@@ -19,6 +19,9 @@
  *    fails it).  One refused at issue (a dead connection) completes like an
  *    injected one.  While it is in flight, nothing of the queue reads its
  *    m->next (rf_ioq_submit() takes it first);
+ *  - a read that failed (alone, or its merged operation) is issued once
+ *    more, alone, unless its member is failfast (rf_ioq_member.failfast):
+ *    then it ends with the error at once, every merged piece with it;
  *  - the uring backend keeps one read armed on its eventfd so that a kick
  *    from another thread ends a blocking wait; that read's completion carries
  *    user_data 0, which no rf_mio has.
@@ -191,6 +194,7 @@ void rf_ioq_queue(struct rf_ioq *q, struct rf_mio *m)
 	m->res = 0;
 	m->nomerge = 0;
 	m->fault_asked = 0;
+	m->read_retried = 0;
 	m->chain = NULL;
 	m->ctail = m;
 	m->nchain = 1;
@@ -256,7 +260,19 @@ static void requeue_alone(struct rf_ioq *q, struct rf_mio *m)
 static int complete_chain(struct rf_ioq *q, struct rf_mio *h, int res)
 {
 	struct rf_mio *x, *next, *ended = NULL, **etail = &ended;
+	bool failfast = res < 0 && h->op == RF_MIO_READ && rf_ioq_dev(q, h->member)->failfast;
 	int n = 0;
+
+	if (failfast) {
+		/* No retry of any piece: each ends with the error. */
+		for (x = h; x; x = next) {
+			next = x->chain;
+			x->res = res;
+			x->end(x);
+			n++;
+		}
+		return n;
+	}
 
 	for (x = h; x; x = next) {
 		uint32_t take = res > 0 ? ((uint32_t)res < x->len ? (uint32_t)res : x->len) : 0;
@@ -274,6 +290,9 @@ static int complete_chain(struct rf_ioq *q, struct rf_mio *h, int res)
 			if (take)
 				q->nr_short++;
 			requeue_alone(q, x);
+			/* Alone is its one more try after a failed read. */
+			if (res < 0 && x->op == RF_MIO_READ)
+				x->read_retried = 1;
 		}
 	}
 	for (x = ended; x; x = next) {
@@ -302,6 +321,12 @@ int rf_ioq_complete(struct rf_ioq *q, struct rf_mio *m, int res)
 	}
 	if (m->nchain > 1)
 		return complete_chain(q, m, res);
+	if (res < 0 && m->op == RF_MIO_READ && !m->read_retried && !rf_ioq_dev(q, m->member)->failfast) {
+		m->read_retried = 1;
+		q->nr_read_retry++;
+		requeue_alone(q, m);
+		return 0;
+	}
 	if (res < 0) {
 		m->res = res;
 		m->end(m);

@@ -85,7 +85,7 @@ static const char *dev_name(const char *path, char *buf)
 static unsigned dev_flags(struct rf_array *a, int dev)
 {
 	const struct rf_dev *m = rf_dev_get(a, dev);
-	unsigned f = m->flags;
+	unsigned f = m->flags | (m->io.failfast ? RF_DEV_FAILFAST : 0);
 
 	if (dev < rf_array_nslots(a)) {
 		if (rf_array_faulty(a) & (1ull << dev))
@@ -652,9 +652,12 @@ static int set_state(void *arg)
 		else
 			m->flags |= RF_DEV_WRITE_MOSTLY;
 		rf_devs_write_mostly_changed(a);
+	} else if (!strcmp(j->word, "failfast") || !strcmp(j->word, "-failfast")) {
+		/* Drained: no queue reads io.failfast now. */
+		m->io.failfast = j->word[0] != '-';
 	} else {
-		rf_err("%s: dev-%s/state: refused '%s': takes faulty, remove, re-add, -faulty, writemostly or "
-		       "-writemostly", rf_array_name(a), j->name, j->word);
+		rf_err("%s: dev-%s/state: refused '%s': takes faulty, remove, re-add, -faulty, writemostly, "
+		       "-writemostly, failfast or -failfast", rf_array_name(a), j->name, j->word);
 		ret = -EINVAL;
 	}
 	rf_devs_unlock(a);

@@ -17,6 +17,10 @@
 #    same run reads from it (the negative control).
 # 4. Two servers exporting one export name (127.0.0.1, two ports): their
 #    devices have different names (md/dev-127.0.0.1:PORT:disk).
+# 5. failfast: the config key (array.failfast, member indexes) and
+#    md/dev-NAME/state "failfast"/"-failfast"; one read error (fault
+#    injection, count=1) on a member without it is retried and the member
+#    stays in sync (the control), on a failfast member it fails the member.
 # Every nbdkit is bounded by timeout(1) and stopped (continued first) at exit.
 . "$(dirname "$0")/lib.sh"
 requires fuse fio
@@ -172,5 +176,36 @@ grep -qF "127.0.0.1:$p1:disk[0]" "$MNT/mdstat" && grep -qF "127.0.0.1:$p2:disk[1
 stop_array "$MNT"
 nbd_stop h1
 nbd_stop h2
+
+# --- 5. failfast ------------------------------------------------------------------
+
+log "failfast: a read that fails once is retried, unless the member is failfast"
+nbd_start f1 memory 40M
+mk_conf "$D/f.conf" level=1 members="f0.img $(uri f1)" member_size=32M metadata=1.2
+create_array --assume-clean "$D/f.conf"
+sed -i 's/^array: {$/array: {\n\tfailfast = ( 1 );/' "$D/f.conf"
+start_array "$D/f.conf" "$MNT"
+check '[ "$(dev f1.sock state)" = in_sync,failfast ]' "the config's failfast shows in dev-f1.sock/state"
+echo -failfast >"$MNT/md/dev-f1.sock/state"
+check '[ "$(dev f1.sock state)" = in_sync ]' "-failfast clears it"
+# one_bad_read: arm one read error on f1.sock, read until it has hit.
+one_bad_read() {
+	local i
+	echo "error=EIO ops=read count=1" >"$MNT/md/dev-f1.sock/fault"
+	for ((i = 0; i < 20; i++)); do
+		fio --filename="$IMG" --direct=1 --ioengine=io_uring --iodepth=4 --rw=randread --bs=4k --size=16M \
+			--io_size=1M --name=ff --output=/dev/null || fail "fio saw an error reading with one bad read"
+		grep -q "errors=1" "$MNT/md/dev-f1.sock/fault" && return 0
+	done
+	fail "the armed read error never hit: $(cat "$MNT/md/dev-f1.sock/fault")"
+}
+one_bad_read
+check '[ "$(dev f1.sock state)" = in_sync ]' "a read that failed once was retried: the member stays in sync"
+echo failfast >"$MNT/md/dev-f1.sock/state"
+one_bad_read
+check '[ "$(dev f1.sock state)" = faulty,failfast ]' "one failed read fails a failfast member at once"
+grep -q " f1.sock\[1\](F)" "$MNT/mdstat" || fail "mdstat does not mark f1.sock (F): $(cat "$MNT/mdstat")"
+stop_array "$MNT"
+nbd_stop f1
 
 exit 0
