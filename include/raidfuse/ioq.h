@@ -114,6 +114,8 @@ struct rf_ioq {
 	_Atomic(struct rf_mio *) nbd_done;   /* NBD commands ended, pushed by their connections'
 					      * pollers (any thread); taken by rf_ioq_reap() */
 	unsigned nbd_inflight;          /* of inflight: NBD commands not yet reaped */
+	atomic_uint nbd_ending;         /* NBD ends between their push on nbd_done and the
+					 * end of their kick: rf_ioq_destroy() waits for 0 */
 	struct rf_mio *mtail[RF_IOQ_MAX_MEMBERS];   /* per member: queued mio open to merging */
 	unsigned inflight;
 	struct iovec *iov;              /* one array of RF_IOQ_MAX_MERGE per slot */

@@ -34,6 +34,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -70,6 +71,9 @@ static void nbd_end(void *ctx, void *arg, int res)
 	struct rf_ioq *q = ctx;
 	struct rf_mio *m = arg, *old = atomic_load_explicit(&q->nbd_done, memory_order_relaxed);
 
+	/* Once m is on the list its queue may reap it and be destroyed:
+	 * counted until the kick is done with q (rf_ioq_destroy() waits). */
+	atomic_fetch_add_explicit(&q->nbd_ending, 1, memory_order_relaxed);
 	m->res = res;
 	/* Release: m->res (and the data read) before m is seen on the list;
 	 * pairs with the acquire exchange in reap_nbd(). */
@@ -79,6 +83,8 @@ static void nbd_end(void *ctx, void *arg, int res)
 						      memory_order_relaxed));
 	if (!old)
 		rf_ioq_kick(q);
+	/* Release: the kick's use of q before the destroyer sees 0. */
+	atomic_fetch_sub_explicit(&q->nbd_ending, 1, memory_order_release);
 }
 
 _Static_assert(RF_IOQ_MAX_MERGE <= RF_NBD_MAX_IOV, "a merged operation is one NBD command");
@@ -430,6 +436,9 @@ int rf_ioq_reap(struct rf_ioq *q, bool wait)
 
 void rf_ioq_destroy(struct rf_ioq *q)
 {
+	/* Acquire: pairs with the release at the end of nbd_end(). */
+	while (atomic_load_explicit(&q->nbd_ending, memory_order_acquire))
+		sched_yield();
 	if (q->be)
 		q->be->destroy(q);
 	q->be = NULL;
