@@ -33,7 +33,7 @@ pids=()
 cleanup() {
 	local m
 	for m in "$W"/mnt-*; do
-		[ -d "$m" ] && fusermount3 -u "$m" 2>/dev/null
+		[ -d "$m" ] && { fusermount3 -u "$m" 2>/dev/null || true; }
 	done
 	sleep 0.5
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
