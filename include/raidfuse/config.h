@@ -32,6 +32,8 @@ struct rf_config {
 	int nspares;
 	char *spares[RF_MAX_MEMBERS];   /* spare member files, resolved as members are */
 	uint64_t member_size;           /* bytes, for `create`; 0 if not given */
+	uint64_t failfast;              /* members (bit i: member i) that are md's failfast
+					 * (array.failfast) */
 	unsigned member_timeout_ms;     /* NBD members: a command not done within it fails the
 					 * member (array.member_timeout; default 30 s) */
 	uint64_t data_offset;           /* bytes */

@@ -14,13 +14,18 @@
  * operation (up to RF_IOQ_MAX_MERGE of them, RF_IOQ_MAX_MERGE_BYTES): a row
  * of stripe heads becomes one writev per member.  A merged operation that
  * fails is retried piece by piece, so an error names the piece it hit.
+ * A read that fails is issued once more, alone, before its error is
+ * reported (md's read retry), unless its member is failfast: then the
+ * error ends it at once, merged pieces and all.
  *
  * A queue is single-threaded except rf_ioq_kick(), which any thread may call
- * to end a blocking rf_ioq_reap().
+ * to end a blocking rf_ioq_reap(), and the ends of NBD commands (nbd.h),
+ * which the connections' pollers hand to the queue (q->nbd_done).
  */
 #ifndef RAIDFUSE_IOQ_H
 #define RAIDFUSE_IOQ_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -44,6 +49,7 @@ struct rf_mio {
 	uint8_t op;                     /* enum rf_mio_op */
 	uint8_t nomerge;                /* ioq: retried alone */
 	uint8_t fault_asked;            /* ioq: fault injection asked (once per issue) */
+	uint8_t read_retried;           /* ioq: a failed read issued once more */
 	int res;                        /* 0 or -errno, set before end() */
 	/* ioq-private: the mios merged behind this one */
 	struct rf_mio *chain, *ctail;
@@ -61,10 +67,12 @@ struct rf_ioq_member {
 	int fd;                         /* buffered */
 	uint32_t align;                 /* O_DIRECT alignment (offset, length, address) */
 	void *layer;                    /* a member layer's state (the overlay), or NULL */
-	struct rf_nbd *nbd;             /* an NBD export (nbd.h): every operation goes to it,
-					 * run on the issuing thread; fds are -1 then */
+	struct rf_nbd *nbd;             /* an NBD export (nbd.h): every operation is an
+					 * asynchronous command on it; fds are -1 then */
 	struct rf_fault *fault;         /* fault injection (fault.h), or NULL: asked before
 					 * each operation is issued */
+	uint8_t failfast;               /* md's failfast: a failed read ends with its error
+					 * at once (else it is issued once more first) */
 };
 
 /* The members a queue serves: n entries of struct rf_ioq_member, stride
@@ -103,12 +111,17 @@ struct rf_ioq {
 	struct rf_mio *retry, **retry_tail;   /* queued, not yet with the backend */
 	struct rf_mio *injected;        /* ended by fault injection, not issued: completed
 					 * by the next rf_ioq_reap() (counted in inflight) */
+	_Atomic(struct rf_mio *) nbd_done;   /* NBD commands ended, pushed by their connections'
+					      * pollers (any thread); taken by rf_ioq_reap() */
+	unsigned nbd_inflight;          /* of inflight: NBD commands not yet reaped */
+	atomic_uint nbd_ending;         /* NBD ends between their push on nbd_done and the
+					 * end of their kick: rf_ioq_destroy() waits for 0 */
 	struct rf_mio *mtail[RF_IOQ_MAX_MEMBERS];   /* per member: queued mio open to merging */
 	unsigned inflight;
 	struct iovec *iov;              /* one array of RF_IOQ_MAX_MERGE per slot */
 	int16_t *iov_free;
 	int niov_free;
-	uint64_t nr_short, nr_retry, nr_merged, nr_injected; /* stats */
+	uint64_t nr_short, nr_retry, nr_merged, nr_injected, nr_read_retry; /* stats */
 };
 
 /* Common setup for backends: members, retry list, iovec slots.  0 or -ENOMEM. */

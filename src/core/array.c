@@ -154,6 +154,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 			goto fail;
 		a->present |= 1ull << i;
 		m->flags = RF_DEV_IN_SYNC;
+		m->io.failfast = (cfg->failfast >> i) & 1;
 		if (m->size < m->data_offset + 2 * a->stripe_size) {
 			snprintf(err, errlen, "member %d (%s): %llu bytes is too small for data_offset %llu",
 				 i, m->path, (unsigned long long)m->size, (unsigned long long)m->data_offset);

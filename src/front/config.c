@@ -454,7 +454,8 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 {
 	static const char *const keys[] = {
 		"name", "level", "layout", "chunk_size", "members", "spares",
-		"member_size", "data_offset", "size", "metadata", "bitmap", "bitmap_chunk", "member_timeout", NULL
+		"member_size", "data_offset", "size", "metadata", "bitmap", "bitmap_chunk", "member_timeout",
+		"failfast", NULL
 	};
 	const config_setting_t *s;
 	uint64_t v, unit;
@@ -645,6 +646,25 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 				    "must be 10ms..3600s: seconds, or a string like \"500ms\" or \"30s\" (got %s)",
 				    val_text(s, buf, sizeof(buf)));
 		cfg->member_timeout_ms = (unsigned)ms;
+	}
+
+	/* failfast = ( 1, 2 ): the members (by index) that are md's failfast */
+	s = config_setting_get_member(arr, "failfast");
+	if (s) {
+		int n = config_setting_is_aggregate(s) ? config_setting_length(s) : -1;
+
+		if (n < 0)
+			return fail(ld, s, "array.failfast", "must be a list of member indexes, failfast = ( 1, 2 ); (got %s)",
+				    val_text(s, buf, sizeof(buf)));
+		for (int i = 0; i < n; i++) {
+			const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+			long long k = is_int(e) ? config_setting_get_int64(e) : -1;
+
+			if (k < 0 || k >= cfg->nmembers)
+				return fail(ld, e, "array.failfast", "must list member indexes from 0 to %d (got %s)",
+					    cfg->nmembers - 1, val_text(e, buf, sizeof(buf)));
+			cfg->failfast |= 1ull << k;
+		}
 	}
 
 	/* member_size: only what `create` makes; must hold offset + size */

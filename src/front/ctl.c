@@ -320,8 +320,12 @@ static void show_dev_state(struct rf_array *a, const struct rf_dev_info *d, stru
 			sep = ",";
 		}
 	}
-	if (!(d->flags & (RF_DEV_FAULTY | RF_DEV_IN_SYNC)))
+	if (!(d->flags & (RF_DEV_FAULTY | RF_DEV_IN_SYNC))) {
 		rf_ctl_printf(b, "%sspare", sep);
+		sep = ",";
+	}
+	if (d->flags & RF_DEV_FAILFAST)
+		rf_ctl_printf(b, "%sfailfast", sep);      /* md's place: after spare */
 	rf_ctl_printf(b, "\n");
 }
 
@@ -426,7 +430,7 @@ static int store_dev_timeout(struct rf_array *a, const char *dev, const char *va
 
 const struct rf_ctl_attr rf_ctl_dev_attrs[] = {
 	{ .name = "state", .mode = 0644, .show_dev = show_dev_state, .store_dev = store_dev_state,
-	  .takes = "faulty, remove, re-add, -faulty, writemostly or -writemostly" },
+	  .takes = "faulty, remove, re-add, -faulty, writemostly, -writemostly, failfast or -failfast" },
 	DEV_RO(errors),
 	DEV_RO(slot),
 	DEV_RO(offset),

@@ -103,7 +103,7 @@ int rf_ctl_parse_sectors(const char *s, uint64_t *out)
 }
 
 const char *const rf_ctl_dev_state_words[] = {
-	"faulty", "remove", "re-add", "-faulty", "writemostly", "-writemostly", NULL
+	"faulty", "remove", "re-add", "-faulty", "writemostly", "-writemostly", "failfast", "-failfast", NULL
 };
 
 int rf_ctl_parse_dev_state(const char *s, int *word)

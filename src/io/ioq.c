@@ -11,10 +11,17 @@
  *    completes it with the injected -errno, before (and then without)
  *    waiting on the backend; a merged one is retried piece by piece, as
  *    after a real error, each piece asking again;
- *  - an NBD member's operation (mm->nbd) is run at issue, on the issuing
- *    thread, bounded by the member's timeout (nbd.c), and completes like an
- *    injected one: on q->injected, by the next rf_ioq_reap(), with the
- *    bytes moved or -errno (-ETIMEDOUT, -ENOTCONN: the caller fails it);
+ *  - an NBD member's operation (mm->nbd) is one asynchronous command on
+ *    its connection (nbd.c; merged pieces go as one): its end comes on the
+ *    connection's poller thread, which pushes it on q->nbd_done and kicks
+ *    the queue when the list was empty; the next rf_ioq_reap() completes
+ *    it, with the bytes moved or -errno (-ETIMEDOUT, -ENOTCONN: the caller
+ *    fails it).  One refused at issue (a dead connection) completes like an
+ *    injected one.  While it is in flight, nothing of the queue reads its
+ *    m->next (rf_ioq_submit() takes it first);
+ *  - a read that failed (alone, or its merged operation) is issued once
+ *    more, alone, unless its member is failfast (rf_ioq_member.failfast):
+ *    then it ends with the error at once, every merged piece with it;
  *  - the uring backend keeps one read armed on its eventfd so that a kick
  *    from another thread ends a blocking wait; that read's completion carries
  *    user_data 0, which no rf_mio has.
@@ -26,6 +33,9 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +48,7 @@
 #include "raidfuse/iolog.h"
 #include "raidfuse/ioq.h"
 #include "raidfuse/nbd.h"
+#include "raidfuse/util.h"
 
 static bool mio_aligned(const struct rf_ioq_member *mm, const char *buf, uint32_t len, uint64_t off)
 {
@@ -53,27 +64,55 @@ static void retry_push(struct rf_ioq *q, struct rf_mio *m)
 	q->retry_tail = &m->next;
 }
 
-/* Run m (and what is merged behind it) on NBD export c now: the bytes
- * moved, or -errno from the first piece that failed. */
-static int nbd_run(struct rf_nbd *c, struct rf_mio *m)
+/* An NBD command ended (on its connection's poller, any thread): hand m
+ * to its queue. */
+static void nbd_end(void *ctx, void *arg, int res)
 {
-	struct rf_mio *x;
-	int total = 0, r;
+	struct rf_ioq *q = ctx;
+	struct rf_mio *m = arg, *old = atomic_load_explicit(&q->nbd_done, memory_order_relaxed);
 
-	if (m->op == RF_MIO_FSYNC)
-		return rf_nbd_flush(c);
-	for (x = m; x; x = x->chain) {
+	/* Once m is on the list its queue may reap it and be destroyed:
+	 * counted until the kick is done with q (rf_ioq_destroy() waits). */
+	atomic_fetch_add_explicit(&q->nbd_ending, 1, memory_order_relaxed);
+	m->res = res;
+	/* Release: m->res (and the data read) before m is seen on the list;
+	 * pairs with the acquire exchange in reap_nbd(). */
+	do
+		m->next = old;
+	while (!atomic_compare_exchange_weak_explicit(&q->nbd_done, &old, m, memory_order_release,
+						      memory_order_relaxed));
+	if (!old)
+		rf_ioq_kick(q);
+	/* Release: the kick's use of q before the destroyer sees 0. */
+	atomic_fetch_sub_explicit(&q->nbd_ending, 1, memory_order_release);
+}
+
+_Static_assert(RF_IOQ_MAX_MERGE <= RF_NBD_MAX_IOV, "a merged operation is one NBD command");
+
+/* Issue m (and what is merged behind it) as one command on NBD export c.
+ * 0: in flight; 1: ended at once (m->res), for q->injected. */
+static int nbd_issue(struct rf_ioq *q, struct rf_mio *m, struct rf_nbd *c)
+{
+	static const int ops[] = { [RF_MIO_READ] = RF_NBD_READ, [RF_MIO_WRITE] = RF_NBD_WRITE,
+				   [RF_MIO_FSYNC] = RF_NBD_FLUSH };
+	struct iovec iov[RF_IOQ_MAX_MERGE];
+	struct rf_mio *x;
+	int n = 0, r;
+
+	for (x = m; m->op != RF_MIO_FSYNC && x; x = x->chain) {
 		uint32_t skip = x == m ? m->done : 0;
 
-		if (x->op == RF_MIO_READ)
-			r = rf_nbd_pread(c, x->buf + skip, x->len - skip, x->off + skip);
-		else
-			r = rf_nbd_pwrite(c, x->buf + skip, x->len - skip, x->off + skip);
-		if (r < 0)
-			return r;
-		total += (int)(x->len - skip);
+		iov[n].iov_base = x->buf + skip;
+		iov[n++].iov_len = x->len - skip;
 	}
-	return total;
+	r = rf_nbd_aio(c, ops[m->op], iov, n, m->off + m->done, nbd_end, q, m);
+	q->inflight++;
+	if (!r) {
+		q->nbd_inflight++;
+		return 0;
+	}
+	m->res = r < 0 ? r : 0;         /* 1: a flush with nothing to flush */
+	return 1;
 }
 
 /* Hand m (and what is merged behind it) to the backend.  0, -EBUSY, or
@@ -100,11 +139,8 @@ static int mio_issue(struct rf_ioq *q, struct rf_mio *m)
 		q->nr_injected++;
 		return 1;
 	}
-	if (mm->nbd) {
-		m->res = nbd_run(mm->nbd, m);
-		q->inflight++;
-		return 1;
-	}
+	if (mm->nbd)
+		return nbd_issue(q, m, mm->nbd);
 	if (m->op == RF_MIO_FSYNC) {
 		ret = q->be->prep(q, m, mm->fd, NULL, 0, 0);
 		/* The io log (iolog.h), one flag load while it is off. */
@@ -164,6 +200,7 @@ void rf_ioq_queue(struct rf_ioq *q, struct rf_mio *m)
 	m->res = 0;
 	m->nomerge = 0;
 	m->fault_asked = 0;
+	m->read_retried = 0;
 	m->chain = NULL;
 	m->ctail = m;
 	m->nchain = 1;
@@ -187,10 +224,14 @@ int rf_ioq_submit(struct rf_ioq *q)
 		int ret;
 
 		while ((m = q->retry)) {
+			/* Taken before the issue: an NBD completion may reuse
+			 * m->next as soon as m is issued. */
+			struct rf_mio *next = m->next;
+
 			ret = mio_issue(q, m);
 			if (ret < 0)
 				break;
-			q->retry = m->next;
+			q->retry = next;
 			if (!q->retry)
 				q->retry_tail = &q->retry;
 			if (ret) {
@@ -225,7 +266,19 @@ static void requeue_alone(struct rf_ioq *q, struct rf_mio *m)
 static int complete_chain(struct rf_ioq *q, struct rf_mio *h, int res)
 {
 	struct rf_mio *x, *next, *ended = NULL, **etail = &ended;
+	bool failfast = res < 0 && h->op == RF_MIO_READ && rf_ioq_dev(q, h->member)->failfast;
 	int n = 0;
+
+	if (failfast) {
+		/* No retry of any piece: each ends with the error. */
+		for (x = h; x; x = next) {
+			next = x->chain;
+			x->res = res;
+			x->end(x);
+			n++;
+		}
+		return n;
+	}
 
 	for (x = h; x; x = next) {
 		uint32_t take = res > 0 ? ((uint32_t)res < x->len ? (uint32_t)res : x->len) : 0;
@@ -243,6 +296,9 @@ static int complete_chain(struct rf_ioq *q, struct rf_mio *h, int res)
 			if (take)
 				q->nr_short++;
 			requeue_alone(q, x);
+			/* Alone is its one more try after a failed read. */
+			if (res < 0 && x->op == RF_MIO_READ)
+				x->read_retried = 1;
 		}
 	}
 	for (x = ended; x; x = next) {
@@ -271,6 +327,12 @@ int rf_ioq_complete(struct rf_ioq *q, struct rf_mio *m, int res)
 	}
 	if (m->nchain > 1)
 		return complete_chain(q, m, res);
+	if (res < 0 && m->op == RF_MIO_READ && !m->read_retried && !rf_ioq_dev(q, m->member)->failfast) {
+		m->read_retried = 1;
+		q->nr_read_retry++;
+		requeue_alone(q, m);
+		return 0;
+	}
 	if (res < 0) {
 		m->res = res;
 		m->end(m);
@@ -330,6 +392,27 @@ static int reap_injected(struct rf_ioq *q)
 	return n;
 }
 
+/* Complete the NBD commands that ended.  Returns end() calls. */
+static int reap_nbd(struct rf_ioq *q)
+{
+	struct rf_mio *m, *next, *fifo = NULL;
+	int n = 0;
+
+	/* Acquire: pairs with the release in nbd_end(). */
+	m = atomic_exchange_explicit(&q->nbd_done, NULL, memory_order_acquire);
+	for (; m; m = next) {   /* pushed last first: in the order they ended */
+		next = m->next;
+		m->next = fifo;
+		fifo = m;
+	}
+	for (m = fifo; m; m = next) {
+		next = m->next;
+		q->nbd_inflight--;
+		n += rf_ioq_complete(q, m, m->res);
+	}
+	return n;
+}
+
 int rf_ioq_reap(struct rf_ioq *q, bool wait)
 {
 	int n = 0, ret;
@@ -338,12 +421,24 @@ int rf_ioq_reap(struct rf_ioq *q, bool wait)
 		n = reap_injected(q);
 		wait = false;   /* there was something to reap */
 	}
+	if (atomic_load_explicit(&q->nbd_done, memory_order_relaxed)) {
+		n += reap_nbd(q);
+		wait = false;
+	}
 	ret = q->be->reap(q, wait);
-	return ret < 0 ? ret : n + ret;
+	if (ret < 0)
+		return ret;
+	/* What woke a wait may have been an NBD command's end. */
+	if (wait && atomic_load_explicit(&q->nbd_done, memory_order_relaxed))
+		n += reap_nbd(q);
+	return n + ret;
 }
 
 void rf_ioq_destroy(struct rf_ioq *q)
 {
+	/* Acquire: pairs with the release at the end of nbd_end(). */
+	while (atomic_load_explicit(&q->nbd_ending, memory_order_acquire))
+		sched_yield();
 	if (q->be)
 		q->be->destroy(q);
 	q->be = NULL;
@@ -549,7 +644,8 @@ int rf_ioq_init_uring(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned depth)
  * calling thread; reap() hands their results to rf_ioq_complete().  On
  * members where the kernel would punt an io_uring request to a helper
  * thread anyway (tmpfs, buffered files), this saves two context switches
- * per IO.  kick() has nothing to wake: nothing here ever blocks in reap().
+ * per IO.  reap() blocks only while nothing but NBD commands is in flight
+ * (their ends come from another thread), until kick() or 100 ms.
  */
 
 struct sync_op {
@@ -565,6 +661,9 @@ struct sync_op {
 
 struct sync_priv {
 	rf_ioq_run_fn run;              /* NULL: the system calls */
+	pthread_mutex_t lock;           /* a leaf: kicked */
+	pthread_cond_t cond;            /* lock, CLOCK_MONOTONIC: kicked became true */
+	bool kicked;                    /* lock */
 	unsigned depth;
 	unsigned nq, ndone;             /* ops[0, ndone) ran, [ndone, nq) wait for submit */
 	struct sync_op ops[];
@@ -637,7 +736,15 @@ static int sync_reap(struct rf_ioq *q, bool wait)
 	struct sync_priv *s = q->priv;
 	int ended = 0;
 
-	(void)wait;
+	if (wait && !s->ndone && q->nbd_inflight) {
+		struct timespec t = rf_deadline_ms(100);
+
+		pthread_mutex_lock(&s->lock);
+		if (!s->kicked)
+			pthread_cond_timedwait(&s->cond, &s->lock, &t);
+		s->kicked = false;
+		pthread_mutex_unlock(&s->lock);
+	}
 	while (s->ndone) {
 		/* Take the finished ops out first: a completion may queue more
 		 * (short transfer, the next stripe round). */
@@ -656,12 +763,23 @@ static int sync_reap(struct rf_ioq *q, bool wait)
 
 static void sync_kick(struct rf_ioq *q)
 {
-	(void)q;
+	struct sync_priv *s = q->priv;
+
+	pthread_mutex_lock(&s->lock);
+	s->kicked = true;
+	pthread_cond_signal(&s->cond);
+	pthread_mutex_unlock(&s->lock);
 }
 
 static void sync_destroy(struct rf_ioq *q)
 {
-	free(q->priv);
+	struct sync_priv *s = q->priv;
+
+	if (!s)
+		return;
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
 	q->priv = NULL;
 }
 
@@ -689,8 +807,16 @@ int rf_ioq_init_sync_run(struct rf_ioq *q, struct rf_ioq_devs devs,
 		return -ENOMEM;
 	s->depth = depth;
 	s->run = fn;
+	ret = rf_cond_init_mono(&s->cond);
+	if (ret) {
+		free(s);
+		return ret;
+	}
+	pthread_mutex_init(&s->lock, NULL);
 	ret = rf_ioq_init_common(q, devs, depth);
 	if (ret) {
+		pthread_cond_destroy(&s->cond);
+		pthread_mutex_destroy(&s->lock);
 		free(s);
 		return ret;
 	}

@@ -67,10 +67,17 @@ struct rf_mgmt {
  * (truncate(2) by path, a member replaced by rename). */
 #define RF_MGMT_TICK_MS 1000
 
-static const char *base_name(const char *path)
+/* A device's name (md/dev-NAME): a file's base name, an NBD export's
+ * rf_nbd_name(); in buf (RF_DEV_NAME_MAX bytes). */
+#define RF_DEV_NAME_MAX 256
+static const char *dev_name(const char *path, char *buf)
 {
 	const char *s = strrchr(path, '/');
 
+	if (rf_nbd_is_uri(path)) {
+		rf_nbd_name(path, buf, RF_DEV_NAME_MAX);
+		return buf;
+	}
 	return s ? s + 1 : path;
 }
 
@@ -78,7 +85,7 @@ static const char *base_name(const char *path)
 static unsigned dev_flags(struct rf_array *a, int dev)
 {
 	const struct rf_dev *m = rf_dev_get(a, dev);
-	unsigned f = m->flags;
+	unsigned f = m->flags | (m->io.failfast ? RF_DEV_FAILFAST : 0);
 
 	if (dev < rf_array_nslots(a)) {
 		if (rf_array_faulty(a) & (1ull << dev))
@@ -115,6 +122,7 @@ int rf_array_ndevs(struct rf_array *a)
 
 int rf_array_dev_info(struct rf_array *a, int dev, struct rf_dev_info *out)
 {
+	char nb[RF_DEV_NAME_MAX];
 	const struct rf_geom *g;
 	const struct rf_dev *m;
 	int ret = 0;
@@ -126,7 +134,7 @@ int rf_array_dev_info(struct rf_array *a, int dev, struct rf_dev_info *out)
 		goto out;
 	}
 	m = rf_dev_get(a, dev);
-	snprintf(out->name, sizeof(out->name), "%s", base_name(m->path));
+	snprintf(out->name, sizeof(out->name), "%s", dev_name(m->path, nb));
 	snprintf(out->path, sizeof(out->path), "%s", m->path);
 	out->flags = dev_flags(a, dev);
 	out->slot = dev < rf_array_nslots(a) && !(out->flags & RF_DEV_MISSING) ? dev : -1;
@@ -145,10 +153,11 @@ out:
 
 int rf_dev_lookup(struct rf_array *a, const char *name)
 {
+	char nb[RF_DEV_NAME_MAX];
 	int i;
 
 	for (i = 0; i < rf_devs_count(a); i++)
-		if (!(rf_dev_get(a, i)->flags & RF_DEV_MISSING) && !strcmp(base_name(rf_dev_get(a, i)->path), name))
+		if (!(rf_dev_get(a, i)->flags & RF_DEV_MISSING) && !strcmp(dev_name(rf_dev_get(a, i)->path, nb), name))
 			return i;
 	return -ENOENT;
 }
@@ -411,7 +420,7 @@ static void watch_all(struct rf_array *a)
  * marked faulty.  with_path: also look at the paths (the tick). */
 static void check_devices(struct rf_array *a, bool with_path)
 {
-	char why[512], name[RF_MAX_DEVS][256];
+	char why[512], name[RF_MAX_DEVS][256], nb[RF_DEV_NAME_MAX];
 	int i, n = 0;
 
 	rf_array_reconf_lock(a);
@@ -429,7 +438,7 @@ static void check_devices(struct rf_array *a, bool with_path)
 			rf_member_fail(a, i, -ENODEV, "member check", m->id.size);
 		} else {
 			rf_err("spare %s: %s: marking it faulty", m->path, why);
-			snprintf(name[n++], sizeof(name[0]), "%s", base_name(m->path));
+			snprintf(name[n++], sizeof(name[0]), "%s", dev_name(m->path, nb));
 		}
 	}
 	rf_array_reconf_unlock(a);
@@ -645,9 +654,12 @@ static int set_state(void *arg)
 		else
 			m->flags |= RF_DEV_WRITE_MOSTLY;
 		rf_devs_write_mostly_changed(a);
+	} else if (!strcmp(j->word, "failfast") || !strcmp(j->word, "-failfast")) {
+		/* Drained: no queue reads io.failfast now. */
+		m->io.failfast = j->word[0] != '-';
 	} else {
-		rf_err("%s: dev-%s/state: refused '%s': takes faulty, remove, re-add, -faulty, writemostly or "
-		       "-writemostly", rf_array_name(a), j->name, j->word);
+		rf_err("%s: dev-%s/state: refused '%s': takes faulty, remove, re-add, -faulty, writemostly, "
+		       "-writemostly, failfast or -failfast", rf_array_name(a), j->name, j->word);
 		ret = -EINVAL;
 	}
 	rf_devs_unlock(a);

@@ -26,56 +26,7 @@
 # Every nbdkit is bounded by timeout(1) and stopped at exit.
 . "$(dirname "$0")/lib.sh"
 requires fuse fio
-command -v nbdkit >/dev/null || skip "nbdkit not installed (Debian: nbdkit)"
-command -v jq >/dev/null || skip "jq not installed"
-
-D=$WORK/a
-MNT=$WORK/mnt
-IMG=$MNT/array.img
-mkdir -p "$D"
-
-declare -A NBD_PID=()
-
-# nbd_start NAME NBDKIT-ARGS...: nbdkit (foreground, at most 120 s) on
-# $D/NAME.sock; NBD_URI is its URI.
-nbd_start() {
-	local name=$1 i
-	shift
-	rm -f "$D/$name.sock"
-	timeout 120 nbdkit -f -U "$D/$name.sock" "$@" >"$WORK/nbdkit.$name.log" 2>&1 &
-	NBD_PID[$name]=$!
-	for ((i = 0; i < 100; i++)); do
-		[ -S "$D/$name.sock" ] && break
-		kill -0 "${NBD_PID[$name]}" 2>/dev/null || fail "nbdkit $name exited: $(cat "$WORK/nbdkit.$name.log")"
-		sleep 0.05
-	done
-	[ -S "$D/$name.sock" ] || fail "nbdkit $name: no socket after 5 s"
-	NBD_URI="nbd+unix:///?socket=$D/$name.sock"
-}
-# nbd_stop NAME: stop it (SIGTERM through timeout(1)) and wait.
-nbd_stop() {
-	kill "${NBD_PID[$1]}" 2>/dev/null || true
-	{ wait "${NBD_PID[$1]}"; } 2>/dev/null || true
-	unset "NBD_PID[$1]"
-}
-_nbd_stop_all() {
-	local n
-	for n in "${!NBD_PID[@]}"; do
-		kill "${NBD_PID[$n]}" 2>/dev/null
-	done
-	return 0
-}
-trap '_rc=$?; set +e; _nbd_stop_all; (exit $_rc); _cleanup' EXIT
-
-uri() { echo "nbd+unix:///?socket=$D/$1.sock"; }
-dev() { cat "$MNT/md/dev-$1/$2"; }
-
-# member_failed NAME: what md shows of a member that failed.
-member_failed() {
-	check "[ \"\$(dev $1 state)\" = faulty ]" "dev-$1/state after its server failed"
-	grep -q " $1\[[0-9]*\](F)" "$MNT/mdstat" || fail "mdstat does not mark $1 (F): $(cat "$MNT/mdstat")"
-	check '[ "$(cat $MNT/md/degraded)" -ge 1 ]' "md/degraded counts the failed member"
-}
+. "$(dirname "$0")/nbdkit.sh"
 
 # wait_mdstat TEXT WHAT: mdstat shows TEXT within 60 s (a rebuild's end).
 wait_mdstat() {

@@ -963,6 +963,27 @@ static void test_nbd_members(void **state)
 		  -EINVAL, 3, "array.member_timeout", "\"5m\"");
 }
 
+/* failfast: member indexes, a mask; out of range or not a list is an
+ * error naming line and key. */
+static void test_failfast(void **state)
+{
+	struct rf_config cfg;
+
+	load_ok("array: { name = \"a.img\"; level = 1; members = ( \"a.img\", \"b.img\" ); };\n", &cfg);
+	assert_int_equal(cfg.failfast, 0);
+	rf_config_free(&cfg);
+	load_ok("array: { name = \"a.img\"; level = 1; failfast = ( 1 );\n"
+		"  members = ( \"a.img\", \"nbd://h/e\" ); };\n", &cfg);
+	assert_int_equal(cfg.failfast, 2);
+	rf_config_free(&cfg);
+	check_err("array: {\n  name = \"a.img\"; level = 1;\n  members = ( \"a.img\", \"b.img\" );\n"
+		  "  failfast = ( 0, 2 );\n};\n",
+		  -EINVAL, 4, "array.failfast", "from 0 to 1");
+	check_err("array: {\n  name = \"a.img\"; level = 1;\n  members = ( \"a.img\", \"b.img\" );\n"
+		  "  failfast = 1;\n};\n",
+		  -EINVAL, 4, "array.failfast", "must be a list");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -971,6 +992,7 @@ int main(void)
 		cmocka_unit_test(test_integer_sizes),
 		cmocka_unit_test(test_relative_paths),
 		cmocka_unit_test(test_nbd_members),
+		cmocka_unit_test(test_failfast),
 		cmocka_unit_test(test_include),
 		cmocka_unit_test(test_free_zeroed),
 		cmocka_unit_test(test_err_file),

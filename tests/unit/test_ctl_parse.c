@@ -85,6 +85,10 @@ static void test_words(void **state)
 	assert_int_equal(rf_ctl_parse_array_state("clean", &st), -EINVAL);
 	assert_int_equal(rf_ctl_parse_dev_state("-writemostly", &w), 0);
 	assert_string_equal(rf_ctl_dev_state_words[w], "-writemostly");
+	assert_int_equal(rf_ctl_parse_dev_state("failfast", &w), 0);
+	assert_string_equal(rf_ctl_dev_state_words[w], "failfast");
+	assert_int_equal(rf_ctl_parse_dev_state("-failfast", &w), 0);
+	assert_string_equal(rf_ctl_dev_state_words[w], "-failfast");
 	w = -1;
 	assert_int_equal(rf_ctl_parse_dev_state("faulty\n", &w), -EINVAL);
 	assert_int_equal(rf_ctl_parse_dev_state("in_sync", &w), -EINVAL);

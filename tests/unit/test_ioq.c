@@ -1,6 +1,7 @@
 /* test_ioq.c - the member IO queue: short transfers resubmitted, EAGAIN
- * retried, errors delivered once, back-pressure queued, on a fake backend;
- * and one real round trip through liburing. */
+ * retried, errors delivered once, back-pressure queued, a failed read
+ * retried once unless its member is failfast, on a fake backend; and one
+ * real round trip through liburing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "fake_ioq.h"
+#include "raidfuse/fault.h"
 #include "miorec.h"
 
 static void run_all(struct rf_ioq *q)
@@ -191,6 +193,70 @@ static void test_merge_short(void **state)
 }
 
 /* The liburing backend: a write and a read back, and a kick ends a wait. */
+/* md's read retry: a read that fails once (fault injection, count=1) is
+ * issued once more and ends well; a write that fails is not retried; on
+ * a failfast member the same read ends with the error at once, and a
+ * failed merged read ends every piece with it, none tried again. */
+static void test_read_retry(void **state)
+{
+	struct rf_ioq_member mm = { .fd_direct = -1, .align = 4096 };
+	struct rf_fault_spec spec;
+	static char buf[4][4096];
+	struct rec r[4];
+	struct rf_ioq q;
+	char err[128];
+
+	fake_reset();
+	mm.fd = tmpfile_fd(16 * 4096);
+	mm.fault = rf_fault_new();
+	assert_non_null(mm.fault);
+	assert_int_equal(fake_ioq_init(&q, RF_IOQ_ARRAY(&mm, 1), 8), 0);
+	for (int ff = 0; ff < 2; ff++) {
+		mm.failfast = (uint8_t)ff;
+		assert_int_equal(rf_fault_parse("error=EIO ops=read count=1", &spec, err, sizeof(err)), 0);
+		rf_fault_set(mm.fault, &spec);
+		q.nr_read_retry = 0;
+		r[0] = (struct rec){ .m = { .end = rec_end, .buf = buf[0], .off = 4096, .len = 4096, .op = RF_MIO_READ } };
+		rf_ioq_queue(&q, &r[0].m);
+		run_all(&q);
+		assert_int_equal(r[0].ends, 1);
+		print_message("failfast %d: a read failing once ends with %d after %llu retries\n", ff, r[0].m.res,
+			      (unsigned long long)q.nr_read_retry);
+		assert_int_equal(r[0].m.res, ff ? -EIO : 0);
+		assert_int_equal(q.nr_read_retry, ff ? 0 : 1);
+	}
+	/* A write is not retried, failfast or not. */
+	mm.failfast = 0;
+	assert_int_equal(rf_fault_parse("error=EIO ops=write count=1", &spec, err, sizeof(err)), 0);
+	rf_fault_set(mm.fault, &spec);
+	r[0] = (struct rec){ .m = { .end = rec_end, .buf = buf[0], .off = 4096, .len = 4096, .op = RF_MIO_WRITE } };
+	rf_ioq_queue(&q, &r[0].m);
+	run_all(&q);
+	assert_int_equal(r[0].m.res, -EIO);
+	/* failfast, four adjacent reads merged into one that fails once:
+	 * all four end with the error, nothing issued again. */
+	mm.failfast = 1;
+	assert_int_equal(rf_fault_parse("error=EIO ops=read count=1", &spec, err, sizeof(err)), 0);
+	rf_fault_set(mm.fault, &spec);
+	fake_log_on = true;
+	fake_nlog = 0;
+	for (int i = 0; i < 4; i++) {
+		r[i] = (struct rec){ .m = { .end = rec_end, .buf = buf[i], .off = (uint64_t)i * 4096, .len = 4096,
+					    .op = RF_MIO_READ } };
+		rf_ioq_queue(&q, &r[i].m);
+	}
+	run_all(&q);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(r[i].ends, 1);
+		assert_int_equal(r[i].m.res, -EIO);
+	}
+	assert_int_equal(fake_nlog, 0);         /* the injected error ended it before the backend */
+	rf_ioq_destroy(&q);
+	rf_fault_free(mm.fault);
+	close(mm.fd);
+	fake_reset();
+}
+
 static void test_uring(void **state)
 {
 	struct rf_ioq_member mm = { .fd_direct = -1, .align = 4096 };
@@ -236,6 +302,7 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_merge_short),
+		cmocka_unit_test(test_read_retry),
 		cmocka_unit_test(test_uring),
 	};
 

@@ -105,7 +105,7 @@ static void test_add_spare(void **state)
 }
 
 /* The words md refuses in these states, each leaving the device as it
- * was; writemostly sets and clears its flag. */
+ * was; writemostly and failfast set and clear their flags. */
 static void test_state_refusals(void **state)
 {
 	struct rf_array *a = open_named("st", 1, false);
@@ -122,6 +122,11 @@ static void test_state_refusals(void **state)
 	assert_true(info_of(a, "st-0.img").flags & RF_DEV_WRITE_MOSTLY);
 	assert_int_equal(rf_array_dev_set_state(a, "st-0.img", "-writemostly"), 0);
 	assert_false(info_of(a, "st-0.img").flags & RF_DEV_WRITE_MOSTLY);
+	assert_int_equal(rf_array_dev_set_state(a, "st-1.img", "failfast"), 0);
+	assert_true(info_of(a, "st-1.img").flags & RF_DEV_FAILFAST);
+	assert_true(info_of(a, "st-1.img").flags & RF_DEV_IN_SYNC);
+	assert_int_equal(rf_array_dev_set_state(a, "st-1.img", "-failfast"), 0);
+	assert_false(info_of(a, "st-1.img").flags & RF_DEV_FAILFAST);
 	rf_array_close(a);
 }
 

@@ -9,7 +9,10 @@
  * the URI; four threads at once each read back what they wrote.  Through
  * the member IO queue (both backends): adjacent writes merged into one
  * operation land on the export, reads and a flush complete, and once the
- * server is gone an operation ends with an error instead of hanging.
+ * server is gone an operation ends with an error instead of hanging;
+ * several operations are in flight on one connection at once (eight
+ * 300 ms reads end in about 300 ms), and a reply that comes after the
+ * timeout never lands in the buffer.
  *
  * nbdkit (Debian's nbdkit package) is started by the test; without it the
  * tests skip with a message.
@@ -169,6 +172,13 @@ static void test_timeout(void **state)
 	t = now_s() - t0;
 	print_message("timed out after %.3f s (timeout 0.300 s, server delay 2 s)\n", t);
 	assert_true(t >= 0.25 && t < 1.0);
+	/* The reply the server sends at 2 s never lands in the buffer, which
+	 * is its owner's again from the timeout on. */
+	memset(buf, 0x55, sizeof(buf));
+	while (now_s() - t0 < 2.3)
+		usleep(50000);
+	for (size_t i = 0; i < sizeof(buf); i++)
+		assert_int_equal((unsigned char)buf[i], 0x55);
 	/* Dead from then on, at once; writes included. */
 	t0 = now_s();
 	assert_int_equal(rf_nbd_pwrite(c, buf, sizeof(buf), 0), -ENOTCONN);
@@ -283,27 +293,36 @@ static void run_mios(struct rf_ioq *q, struct rf_mio *m, int n, int op, char *bu
 	}
 	assert_int_equal(rf_ioq_submit(q), 0);
 	for (spins = 0; ended < n && spins < 1000; spins++) {
-		assert_true(rf_ioq_reap(q, false) >= 0);
+		assert_true(rf_ioq_reap(q, rf_ioq_busy(q)) >= 0);
 		assert_int_equal(rf_ioq_submit(q), 0);
 	}
 	assert_int_equal(ended, n);
+}
+
+/* nbdkit with args, connected (timeout 5 s) as member 0 of a new queue. */
+static void ioq_open(bool uring, const char *name, const char *const *args, struct server *s,
+		     struct rf_ioq_member *mm, struct rf_ioq *q)
+{
+	char err[512];
+
+	server_start(s, name, args);
+	assert_int_equal(rf_nbd_open(s->uri, false, 5000, &mm->nbd, err, sizeof(err)), 0);
+	assert_int_equal(uring ? rf_ioq_init_uring(q, RF_IOQ_ARRAY(mm, 1), 32) :
+				 rf_ioq_init_sync(q, RF_IOQ_ARRAY(mm, 1), 32), 0);
 }
 
 static void ioq_nbd(bool uring)
 {
 	static const char *const args[] = { "memory", "16M", NULL };
 	struct rf_ioq_member mm = { .fd = -1, .fd_direct = -1, .align = 512 };
-	char err[512], *w = malloc(MIB), *r = malloc(MIB);
+	char *w = malloc(MIB), *r = malloc(MIB);
 	struct rf_mio m[8];
 	struct server s;
 	struct rf_ioq q;
 
 	if (!have_nbdkit())
 		skip();
-	server_start(&s, uring ? "ioq-uring" : "ioq-sync", args);
-	assert_int_equal(rf_nbd_open(s.uri, false, 2000, &mm.nbd, err, sizeof(err)), 0);
-	assert_int_equal(uring ? rf_ioq_init_uring(&q, RF_IOQ_ARRAY(&mm, 1), 32) :
-				 rf_ioq_init_sync(&q, RF_IOQ_ARRAY(&mm, 1), 32), 0);
+	ioq_open(uring, uring ? "ioq-uring" : "ioq-sync", args, &s, &mm, &q);
 	fx_rand_fill(w, MIB);
 	/* Eight adjacent 64 KiB writes: one merged operation. */
 	run_mios(&q, m, 8, RF_MIO_WRITE, w, 65536, MIB);
@@ -333,6 +352,83 @@ static void ioq_nbd(bool uring)
 	free(r);
 }
 
+/* Device names: two hosts exporting one name differ, the default port is
+ * left out, a unix socket is its file name; the same URI, the same name. */
+static void test_name(void **state)
+{
+	static const char *const t[][2] = {
+		{ "nbd://hosta/d1", "hosta:d1" },
+		{ "nbd://hostb/d1", "hostb:d1" },
+		{ "nbd://hosta:10809/d1", "hosta:d1" },
+		{ "nbd://hosta:10810/d1", "hosta:10810:d1" },
+		{ "nbds://10.0.0.2/", "10.0.0.2" },
+		{ "nbd://[::1]:10900/a/b", "[::1]:10900:a_b" },
+		{ "nbd://hosta", "hosta" },
+		{ "nbd://hosta/d1?tls=off", "hosta:d1" },
+		{ "nbd+unix:///?socket=/run/raid/d2.sock", "d2.sock" },
+		{ "nbd+unix:///disk?socket=/run/raid/d2.sock&x=1", "d2.sock:disk" },
+		{ "nbds+unix://?socket=s", "s" },
+	};
+	char out[64], small[6];
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		rf_nbd_name(t[i][0], out, sizeof(out));
+		print_message("%-48s -> %s\n", t[i][0], out);
+		assert_string_equal(out, t[i][1]);
+	}
+	rf_nbd_name("nbd://hosta/d1", small, sizeof(small));
+	assert_string_equal(small, "hosta");
+}
+
+/* Several commands in flight on one connection from one queue: eight
+ * reads (not adjacent: eight commands) of a server that answers each after
+ * 300 ms end together, in about 300 ms, not one after the other (2.4 s). */
+static void ioq_parallel(bool uring)
+{
+	static const char *const args[] = { "--filter=delay", "memory", "16M", "rdelay=300ms", NULL };
+	struct rf_ioq_member mm = { .fd = -1, .fd_direct = -1, .align = 512 };
+	char *r = malloc(8 * 4096);
+	struct rf_mio m[8];
+	struct server s;
+	struct rf_ioq q;
+	int ended = 0;
+	double t0, t;
+
+	if (!have_nbdkit())
+		skip();
+	ioq_open(uring, uring ? "par-uring" : "par-sync", args, &s, &mm, &q);
+	t0 = now_s();
+	for (int i = 0; i < 8; i++) {
+		m[i] = (struct rf_mio){ .end = mio_end, .priv = &ended, .buf = r + i * 4096,
+					.off = (uint64_t)i * 65536, .len = 4096, .member = 0, .op = RF_MIO_READ };
+		rf_ioq_queue(&q, &m[i]);
+	}
+	assert_int_equal(rf_ioq_submit(&q), 0);
+	assert_int_equal(q.nr_merged, 0);
+	while (ended < 8 && now_s() - t0 < 10)
+		assert_true(rf_ioq_reap(&q, rf_ioq_busy(&q)) >= 0);
+	t = now_s() - t0;
+	print_message("8 reads of 300 ms each on one connection: %.3f s\n", t);
+	assert_int_equal(ended, 8);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(m[i].res, 0);
+	assert_true(t >= 0.25 && t < 1.2);
+	rf_ioq_destroy(&q);
+	rf_nbd_close(mm.nbd);
+	server_stop(&s);
+	free(r);
+}
+
+static void test_ioq_parallel_sync(void **state)
+{
+	ioq_parallel(false);
+}
+
+static void test_ioq_parallel_uring(void **state)
+{
+	ioq_parallel(true);
+}
+
 static void test_ioq_sync(void **state)
 {
 	ioq_nbd(false);
@@ -351,8 +447,11 @@ int main(void)
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_bad),
 		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_name),
 		cmocka_unit_test(test_ioq_sync),
 		cmocka_unit_test(test_ioq_uring),
+		cmocka_unit_test(test_ioq_parallel_sync),
+		cmocka_unit_test(test_ioq_parallel_uring),
 	};
 
 	if (!have_nbdkit())
