@@ -84,7 +84,8 @@ struct rf_sb {
 	/* A reshape under way (1.x: RF_SB_FEAT_RESHAPE; 0.90: minor version 91),
 	 * as md records it; meaningful only then. */
 	bool reshape;
-	uint64_t reshape_position;      /* array sectors (from the end when backwards) */
+	uint64_t reshape_position;      /* array sectors, from the start in either direction (a
+					 * backward reshape starts at the end and counts down) */
 	int new_level, new_layout;
 	uint32_t new_chunk;             /* sectors */
 	int32_t delta_disks;

@@ -311,23 +311,27 @@ bad_disks:
 	return why;
 }
 
-/* Roles: each active role at most once, none past raid_disks. */
+/* Roles: each active role at most once, none past raid_disks (past the
+ * old count while a reshape removes devices: those still hold old rows). */
 static int check_roles(const struct rf_sb *sb, const char *path, char *err, size_t errlen)
 {
 	uint32_t seen[RF_SB_MAX_DEV];
+	int64_t lim = sb->raid_disks;
 	uint32_t i;
 
-	for (i = 0; i < (uint32_t)sb->raid_disks && i < RF_SB_MAX_DEV; i++)
+	if (sb->reshape && sb->delta_disks < 0 && (int64_t)sb->raid_disks - sb->delta_disks <= RF_SB_MAX_DEV)
+		lim = (int64_t)sb->raid_disks - sb->delta_disks;
+	for (i = 0; i < (uint32_t)lim && i < RF_SB_MAX_DEV; i++)
 		seen[i] = UINT32_MAX;
 	for (i = 0; i < sb->max_dev; i++) {
 		uint16_t r = sb->dev_roles[i];
 
 		if (r >= RF_SB_ROLE_MAX)
 			continue;
-		if (r >= sb->raid_disks)
+		if (r >= lim)
 			return bad(err, errlen, path, sb->kind,
-				   "device slot %u has role %u but the array has %d raid devices",
-				   i, r, sb->raid_disks);
+				   "device slot %u has role %u but the array has %lld raid devices",
+				   i, r, (long long)lim);
 		if (seen[r] != UINT32_MAX)
 			return bad(err, errlen, path, sb->kind,
 				   "role %u is taken by device slots %u and %u", r, seen[r], i);
