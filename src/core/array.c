@@ -64,12 +64,38 @@ static void array_free(struct rf_array *a)
 	free(a);
 }
 
+/* The name of an overlay over members without md superblocks (a config
+ * array): what the config says of the geometry, hashed (overlay.h
+ * rf_ovl_open_nosb()); the same config gives the same files. */
+static void overlay_key(const struct rf_array *a, uint8_t key[16])
+{
+	uint64_t words[4 + RF_MAX_MEMBERS];
+	int i, k;
+
+	memset(words, 0, sizeof(words));
+	words[0] = (uint64_t)a->geom.level << 32 | (uint32_t)a->geom.layout;
+	words[1] = (uint64_t)a->geom.chunk_sectors << 32 | (uint32_t)a->nmembers;
+	words[2] = a->geom.dev_sectors;
+	for (i = 0; i < a->nmembers; i++)
+		words[4 + i] = a->devs[i].data_offset;
+	for (k = 0; k < 4; k++) {
+		uint32_t c;
+
+		words[3] = 0x7266206e6f736230ull + (uint64_t)k;         /* "rf nosb0" + k */
+		c = rf_ovl_crc32c(words, sizeof(words));
+		memcpy(key + 4 * k, &c, 4);
+	}
+}
+
 /* Every write to the members goes to copy-on-write files in dir; the
- * overlay runs on the synchronous queue (its own locking, no O_DIRECT). */
+ * overlay runs on the synchronous queue (its own locking, no O_DIRECT).
+ * Members without superblocks (metadata none) are named by overlay_key(). */
 static int overlay_open(struct rf_array *a, const char *dir, char *err, size_t errlen)
 {
+	uint8_t key[16];
 	int i, ret;
 
+	overlay_key(a, key);
 	for (i = 0; i < a->nmembers; i++) {
 		struct rf_ovl *o;
 
@@ -80,7 +106,9 @@ static int overlay_open(struct rf_array *a, const char *dir, char *err, size_t e
 				 "exports", i, a->devs[i].path);
 			return -EINVAL;
 		}
-		ret = rf_ovl_open(dir, a->devs[i].io.fd, a->devs[i].path, &o, err, errlen);
+		ret = a->metadata ? rf_ovl_open(dir, a->devs[i].io.fd, a->devs[i].path, &o, err, errlen) :
+				    rf_ovl_open_nosb(dir, a->devs[i].io.fd, a->devs[i].path, key, (uint32_t)i, &o, err,
+						     errlen);
 		if (ret)
 			return ret;
 		a->devs[i].io.layer = o;

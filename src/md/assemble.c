@@ -571,7 +571,8 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 
 		if (!m)
 			continue;
-		r = read_one(m, NULL, &sbs[i], err, errlen);
+		/* Through the overlay, which may hold newer superblocks. */
+		r = read_one(m, cfg->overlay_dir, &sbs[i], err, errlen);
 		if (r == -ENOENT) {
 			without = i;
 			r = 0;
@@ -593,7 +594,8 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 	r = -EINVAL;
 	{
 		char whybuf[400];
-		const char *why = unservable(&sbs[fi], !cfg->readonly, true, whybuf, sizeof(whybuf));
+		const char *why = unservable(&sbs[fi], !cfg->readonly && !cfg->overlay_dir, true, whybuf,
+					     sizeof(whybuf));
 
 		if (why) {
 			snprintf(err, errlen, "%s: array %s (member %d, %s): %s; raidfuse cannot serve it", cfg->path,
