@@ -493,7 +493,11 @@ static void test_tree(void **state)
 	for (i = 1; i < t.n; i++) {
 		assert_true(t.nodes[i].parent < i);
 		assert_int_equal(t.nodes[i].member, -1);
-		if (t.nodes[i].parent == md) {
+		if (t.nodes[i].parent == md && t.nodes[i].kind == RF_CTL_DIR) {
+			/* md/bitmap/, md's bitmap group */
+			assert_string_equal(t.nodes[i].name, RF_CTL_MD_BITMAP);
+			assert_null(t.nodes[i].attr);
+		} else if (t.nodes[i].parent == md) {
 			nmd++;
 			assert_int_equal(t.nodes[i].kind, RF_CTL_FILE);
 			assert_string_equal(t.nodes[i].name, t.nodes[i].attr->name);
@@ -502,6 +506,32 @@ static void test_tree(void **state)
 	}
 	/* raid5 has every attribute */
 	assert_int_equal(nmd, (int)rf_ctl_md_nattrs);
+	/* and every md/bitmap/ one, even without a bitmap, as md */
+	{
+		int bmd = rf_ctl_lookup(&t, md, RF_CTL_MD_BITMAP), nbm = 0;
+		char buf[64];
+
+		assert_true(bmd > 0);
+		for (i = 1; i < t.n; i++)
+			if (t.nodes[i].parent == bmd) {
+				nbm++;
+				assert_int_equal(t.nodes[i].kind, RF_CTL_FILE);
+				assert_string_equal(t.nodes[i].name, t.nodes[i].attr->name);
+			}
+		assert_int_equal(nbm, (int)rf_ctl_bitmap_nattrs);
+		i = rf_ctl_lookup(&t, bmd, "location");
+		assert_true(rf_ctl_show(t.nodes[i].attr, a, -1, buf, sizeof(buf)) > 0);
+		assert_string_equal(buf, "none\n");
+		i = rf_ctl_lookup(&t, bmd, "time_base");
+		assert_true(rf_ctl_show(t.nodes[i].attr, a, -1, buf, sizeof(buf)) > 0);
+		assert_string_equal(buf, "5\n");
+		i = rf_ctl_lookup(&t, bmd, "can_clear");
+		assert_true(rf_ctl_show(t.nodes[i].attr, a, -1, buf, sizeof(buf)) > 0);
+		assert_string_equal(buf, "\n");
+		assert_int_equal(rf_ctl_store(t.nodes[i].attr, a, -1, "true", 4), -ENOENT);
+		i = rf_ctl_lookup(&t, bmd, "time_base");
+		assert_int_equal(rf_ctl_store(t.nodes[i].attr, a, -1, "1", 1), -ENOENT);
+	}
 	rf_ctl_tree_free(&t);
 	rf_array_close(a);
 
