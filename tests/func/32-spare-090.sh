@@ -44,6 +44,17 @@ counts() {
 		fail "$(basename "$1"): total/working/spare devices $(field "$1" "Total Devices")/$(field "$1" "Working Devices")/$(field "$1" "Spare Devices"), md writes $2/$3/$4"
 }
 
+# judged WHAT LINE MEMBER...: kernel md assembles the members whole (4
+# active), finds LINE among its verdicts, reads the pattern, mismatch_cnt 0.
+judged() {
+	local what=$1 want=$2 out=$WORK/judge.txt
+	shift 2
+	"$MDJUDGE" --check --check-pattern "$@" >"$out" 2>&1 || fail "md-judge $what: $(cat "$out")"
+	grep -q 'JUDGE assemble=ok .*active=4 degraded=0' "$out" && grep -q "$want" "$out" &&
+		grep -q 'JUDGE pattern=ok' "$out" && grep -q 'JUDGE mismatch_cnt=0 ' "$out" ||
+		fail "kernel md $what: $(grep JUDGE "$out")"
+}
+
 log "add a spare to the 0.90 array"
 start_assemble array.img "$MNT" "${MEMBERS[@]}"
 "$RFHELPER" pattern "$MNT/array.img" "$sectors" >"$WORK/p.out" || fail "served: $(cat "$WORK/p.out")"
@@ -59,12 +70,7 @@ for f in "$WORK/spare.ex" "$WORK/role1.ex"; do
 done
 cp "$D/spare.img" "$WORK/spare-before.img"
 if [ $judge = 1 ]; then
-	"$MDJUDGE" --check --check-pattern "${MEMBERS[@]}" "$D/spare.img" >"$WORK/judge1.txt" 2>&1 ||
-		fail "md-judge: $(cat "$WORK/judge1.txt")"
-	grep -q 'JUDGE assemble=ok .*active=4 degraded=0' "$WORK/judge1.txt" &&
-		grep -q 'JUDGE member=4 .*state=spare' "$WORK/judge1.txt" &&
-		grep -q 'JUDGE pattern=ok' "$WORK/judge1.txt" && grep -q 'JUDGE mismatch_cnt=0 ' "$WORK/judge1.txt" ||
-		fail "kernel md after the add: $(grep JUDGE "$WORK/judge1.txt")"
+	judged "after the add" 'JUDGE member=4 .*state=spare' "${MEMBERS[@]}" "$D/spare.img"
 	log "kernel md: 4 in sync and the spare, pattern ok, mismatch_cnt 0"
 fi
 
@@ -85,12 +91,8 @@ grep -q '\[4/4\] \[UUUU\]' "$MNT/mdstat" || fail "without role 2: $(cat "$MNT/md
 "$RFHELPER" pattern "$MNT/array.img" "$sectors" >"$WORK/p.out" || fail "rebuilt: $(cat "$WORK/p.out")"
 stop_array "$MNT"
 if [ $judge = 1 ]; then
-	"$MDJUDGE" --check --check-pattern "${keep[@]}" "$D/spare.img" >"$WORK/judge2.txt" 2>&1 ||
-		fail "md-judge: $(cat "$WORK/judge2.txt")"
-	grep -q 'JUDGE assemble=ok .*active=4 degraded=0' "$WORK/judge2.txt" &&
-		grep -q 'JUDGE member=3 dev=vdd role=2 state=in_sync' "$WORK/judge2.txt" &&
-		grep -q 'JUDGE pattern=ok' "$WORK/judge2.txt" && grep -q 'JUDGE mismatch_cnt=0 ' "$WORK/judge2.txt" ||
-		fail "kernel md after the rebuild: $(grep JUDGE "$WORK/judge2.txt")"
+	# the disks in the order given: the spare is the fourth, vdd
+	judged "after the rebuild" 'JUDGE member=3 dev=vdd role=2 state=in_sync' "${keep[@]}" "$D/spare.img"
 	log "kernel md: the rebuilt spare in role 2, pattern ok, mismatch_cnt 0"
 fi
 
