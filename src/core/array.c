@@ -367,6 +367,13 @@ bool rf_array_readonly(const struct rf_array *a)
 	return a->readonly;
 }
 
+bool rf_array_reshape(const struct rf_array *a, uint64_t *position, bool *backwards)
+{
+	*position = a->reshape.position;
+	*backwards = a->reshape.backwards;
+	return a->reshape.active;
+}
+
 int rf_array_start(struct rf_array *a)
 {
 	int i, ret;

@@ -175,7 +175,14 @@ static bool has_redundancy(const struct rf_array *a)
 static void show_sync_action(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
 {
 	struct rf_sync_status st;
+	uint64_t pos;
+	bool back;
 
+	/* md's word while a reshape is under way (here: stopped, read-only) */
+	if (rf_array_reshape(a, &pos, &back)) {
+		rf_ctl_printf(b, "reshape\n");
+		return;
+	}
 	rf_sync_get(a, &st);
 	rf_ctl_printf(b, "%s\n", rf_sync_action_name(st.action));
 }
@@ -183,8 +190,38 @@ static void show_sync_action(struct rf_array *a, const struct rf_array_info *i, 
 static int store_sync_action(struct rf_array *a, int member, const char *val)
 {
 	int act = rf_ctl_parse_sync_action(val);
+	uint64_t pos;
+	bool back;
 
+	if (act >= 0 && rf_array_reshape(a, &pos, &back)) {
+		rf_warn("md/sync_action: %s: the array is mid-reshape (at array sector %llu): no sync action runs "
+			"in either geometry; continuing the reshape is mdadm's", val, (unsigned long long)pos);
+		return -EBUSY;
+	}
 	return act < 0 ? act : rf_sync_request(a, (enum rf_sync_action)act);
+}
+
+/* md/reshape_position: array sectors, "none" without a reshape. */
+static void show_reshape_position(struct rf_array *a, const struct rf_array_info *i, int member,
+				  struct rf_ctl_buf *b)
+{
+	uint64_t pos;
+	bool back;
+
+	if (rf_array_reshape(a, &pos, &back))
+		rf_ctl_printf(b, "%llu\n", (unsigned long long)pos);
+	else
+		rf_ctl_printf(b, "none\n");
+}
+
+static void show_reshape_direction(struct rf_array *a, const struct rf_array_info *i, int member,
+				   struct rf_ctl_buf *b)
+{
+	uint64_t pos;
+	bool back = false;
+
+	rf_array_reshape(a, &pos, &back);
+	rf_ctl_printf(b, "%s\n", back ? "backwards" : "forwards");
 }
 
 static void show_mismatch_cnt(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
@@ -550,6 +587,8 @@ const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	ATTR_RO(component_size),
 	ATTR_RO(metadata_version),
 	ATTR_RO(consistency_policy),
+	ATTR_RO(reshape_position),
+	ATTR_RO(reshape_direction),
 	{ .name = "array_state", .mode = 0644, .show = show_array_state, .store = store_array_state,
 	  .takes = "suspended or active" },
 	ATTR_RO(degraded),

@@ -11,6 +11,8 @@
 # For each:
 #  - assemble --ro serves an image of md's array size holding the pattern
 #    in every sector; array_state says readonly, a write fails;
+#    md/reshape_position and reshape_direction say where and which way,
+#    sync_action says reshape and takes no action;
 #  - the same with each member left out (one in a quick run, RF_QUICK=1):
 #    degraded reads rebuild rows of either geometry;
 #  - assemble --overlay DIR serves the same, refuses writes too, and
@@ -61,6 +63,11 @@ while IFS= read -r line; do
 	pattern_ok "$name --ro" "$sectors"
 	no_writes "$name --ro"
 	grep -q "(read-only)" "$MNT/mdstat" || fail "$name: mdstat: $(cat "$MNT/mdstat")"
+	# md's words for it; no sync action runs in either geometry
+	[ "$(cat "$MNT/md/reshape_position")/$(cat "$MNT/md/reshape_direction")" = "$pos/$dir" ] ||
+		fail "$name: md/reshape_position, reshape_direction: $(cat "$MNT/md/reshape_position") $(cat "$MNT/md/reshape_direction")"
+	[ "$(cat "$MNT/md/sync_action")" = reshape ] || fail "$name: md/sync_action $(cat "$MNT/md/sync_action")"
+	expect_fail sh -c "echo check >'$MNT/md/sync_action'"
 	stop_array "$MNT"
 
 	gone_list=$(seq 0 $((ndisks - 1)))

@@ -627,6 +627,14 @@ static void test_midreshape(void **state)
 			assert_true(cfg.reshape.active);
 			assert_int_equal(cfg.reshape.backwards, c->back);
 			assert_true(rf_array_readonly(a));
+			{
+				uint64_t pos;
+				bool back;
+
+				assert_true(rf_array_reshape(a, &pos, &back));
+				assert_int_equal(pos, c->pos);
+				assert_int_equal(back, c->back);
+			}
 			assert_int_equal(rf_array_size(a), m.g.array_sectors * SECT);
 			if (bad_sectors(a))
 				print_error("%s without member %d: %" PRIu64 " wrong sectors\n", c->what, without,

@@ -128,6 +128,8 @@ static void test_show_raid5(void **state)
 	assert_string_equal(show(a, "rmw_level"), "1\n");
 	assert_string_equal(show(a, "metadata_version"), "none\n");
 	assert_string_equal(show(a, "consistency_policy"), "resync\n");
+	assert_string_equal(show(a, "reshape_position"), "none\n");
+	assert_string_equal(show(a, "reshape_direction"), "forwards\n");
 	/* Heads in use: a count no larger than the cache. */
 	active = show(a, "stripe_cache_active");
 	n = strtol(active, &end, 10);
@@ -397,7 +399,8 @@ static void test_read_only(void **state)
 {
 	struct rf_array *a = open_array("ro", 5, 2, 4, 65536, 0);
 	const char *ro[] = { "level", "layout", "chunk_size", "raid_disks", "component_size", "degraded",
-			     "stripe_cache_active", "metadata_version", "consistency_policy" };
+			     "stripe_cache_active", "metadata_version", "consistency_policy", "reshape_position",
+			     "reshape_direction" };
 	const char *rw[] = { "array_state", "stripe_cache_size", "group_thread_cnt", "rmw_level",
 			     "worker_groups" };
 	size_t i;
