@@ -1,5 +1,5 @@
 #!/bin/bash
-# 32-spare-090: a spare added at run time to a 0.90 array gets the
+# 33-spare-090: a spare added at run time to a 0.90 array gets the
 # superblock md's 0.90 writes, and becomes a member once rebuilt.
 #
 # tests/data/md-images/r5-ls-4d-64k-meta0.90 is a raid5 that kernel md made

@@ -1,5 +1,5 @@
 #!/bin/bash
-# 31-mount-overlay: raidfuse mount --overlay DIR serves a config's array with
+# 32-mount-overlay: raidfuse mount --overlay DIR serves a config's array with
 # every write in DIR's copy-on-write files, never on the members.
 #
 # 1. An array with md superblocks (create): mounted with --overlay, the
