@@ -211,4 +211,27 @@ struct rf_bitmap_status {
 };
 void rf_bitmap_get(struct rf_bitmap *bm, struct rf_bitmap_status *st);
 
+/* md/bitmap/ of a running array, with md's meanings (md-bitmap.c's
+ * sysfs attributes).  rf_bitmap_ctl_get() fills c (md's defaults for an
+ * array without a bitmap) and returns 0, or -ENOENT when there is none.
+ * The setters return 0, -ENOENT (no bitmap) or: */
+struct rf_bitmap_ctl {
+	int32_t location;               /* sectors from the superblock ("+8") */
+	uint32_t chunk_bytes;
+	unsigned time_base_ms;          /* the background pass's period (daemon_sleep) */
+	unsigned backlog;               /* write_behind, as recorded (no write-behind is done) */
+	bool can_clear;                 /* bits of in-sync chunks may be cleared */
+};
+int rf_bitmap_ctl_get(struct rf_array *a, struct rf_bitmap_ctl *c);
+/* time_base: any period (0 is one millisecond, as md's one tick); the
+ * header records whole seconds, at least 1, at its next write. */
+int rf_bitmap_ctl_time_base(struct rf_array *a, unsigned ms);
+/* backlog: -EINVAL past RF_BITMAP_COUNTER_MAX or without a write-mostly
+ * device (md's checks); recorded in the header at once (-EIO: the array
+ * failed writing it). */
+int rf_bitmap_ctl_backlog(struct rf_array *a, unsigned backlog);
+/* can_clear: false holds every bit; true lets the background pass clear
+ * again, -EBUSY while the array is degraded. */
+int rf_bitmap_ctl_can_clear(struct rf_array *a, bool can);
+
 #endif

@@ -48,6 +48,20 @@ struct rf_config {
 	uint64_t member_offset[RF_MAX_MEMBERS];
 	uint64_t spare_offset[RF_MAX_MEMBERS];
 	uint64_t member_data[RF_MAX_MEMBERS];
+	/* md's raid4/5/6 reshape under way (assemble fills it from the
+	 * superblocks; a config file cannot describe one).  level, layout and
+	 * chunk_bytes above are then the NEW geometry, nmembers the slots of
+	 * either (the larger count), data offsets the old geometry's; these
+	 * are the rest (layout.h struct rf_reshape). */
+	struct rf_config_reshape {
+		bool active;
+		bool backwards;         /* md's reshape_backwards */
+		uint64_t position;      /* array sectors (md's reshape_position) */
+		int raid_disks;         /* the new geometry's */
+		int prev_raid_disks, prev_layout;
+		uint32_t prev_chunk_bytes;
+		uint64_t new_offset[RF_MAX_MEMBERS];   /* bytes: slot i's data offset in the new geometry */
+	} reshape;
 	/* md metadata */
 	int metadata;                   /* enum rf_sb_kind: what `create` writes (1.2, or
 					 * RF_SB_NONE for "none"); what assemble found */

@@ -90,6 +90,11 @@ struct rf_ctl_attr {
  * some levels: see present). */
 extern const struct rf_ctl_attr rf_ctl_md_attrs[];
 extern const size_t rf_ctl_md_nattrs;
+/* md/bitmap/ attributes (md's bitmap group: location, time_base,
+ * backlog, chunksize, metadata, can_clear), on every array. */
+#define RF_CTL_MD_BITMAP "bitmap"
+extern const struct rf_ctl_attr rf_ctl_bitmap_attrs[];
+extern const size_t rf_ctl_bitmap_nattrs;
 /* MOUNTPOINT/mdstat. */
 extern const struct rf_ctl_attr rf_ctl_mdstat;
 

@@ -44,6 +44,11 @@ int rf_ctl_parse_speed(const char *s, unsigned *kibs);
  * (UINT64_MAX, md's MaxSector). */
 int rf_ctl_parse_sectors(const char *s, uint64_t *out);
 
+/* md/bitmap/time_base: seconds, with at most 4 decimals as md's
+ * strict_strtoul_scaled(…, 4) takes them ("5", "0.5", "2.0001"), into
+ * whole milliseconds (rounded down); at most a day. */
+int rf_ctl_parse_time_base(const char *s, unsigned *ms);
+
 /* md/dev-NAME/state: the words md's state_store takes that raidfuse acts
  * on, NULL-terminated; the parse gives the word's index. */
 extern const char *const rf_ctl_dev_state_words[];

@@ -148,6 +148,48 @@ int rf_r10_map(const struct rf_geom *g, uint64_t array_sector, int *devs, uint64
  * on every member, in member order; raid10: rf_r10_map()). */
 int rf_mirror_map(const struct rf_geom *g, uint64_t array_sector, int *devs, uint64_t *addrs);
 
+/* md's raid4/5/6 reshape under way, frozen where the superblocks say
+ * (md's reshape_position, conf->prev_* and reshape_backwards): two
+ * geometries over one set of members.  The array's own struct rf_geom is
+ * the NEW one (md's conf->raid_disks, algorithm, chunk_sectors); prev is
+ * the one the reshape leaves.  Rows the reshape has done are in the new
+ * geometry at each member's new data offset, the rest in the previous one
+ * at its old data offset: a forward reshape has done [0, position), a
+ * backward one (it starts at the end) [position, end).  An array sector
+ * decides, as md's make_request does; both geometries number array
+ * sectors alike. */
+struct rf_reshape {
+	bool active;
+	bool backwards;         /* md's reshape_backwards */
+	uint64_t position;      /* array sectors (md's reshape_progress) */
+	struct rf_geom prev;    /* level, layout, chunk_sectors, raid_disks given; dev_sectors as g's */
+};
+
+/* Check a reshape the way md's raid5 run() does and size both geometries:
+ * g (new) and rs->prev get dev_sectors rounded to whole chunks of both
+ * (md reshapes in units of the larger chunk), g->array_sectors becomes
+ * md's raid5_size() (the fewer data disks of the two), and the position
+ * must lie on a boundary of new stripes of that unit.  min_offset_diff is
+ * md's: over the members, new data offset minus old (sectors), the most
+ * positive for a forward reshape, the most negative for a backward one;
+ * a position where the new rows would land on old rows not yet read is
+ * refused (mdadm's critical section: only its backup file holds them).
+ * Returns 0, or -EINVAL with why in err. */
+int rf_reshape_init(struct rf_geom *g, struct rf_reshape *rs, int64_t min_offset_diff, char *err, size_t errlen);
+
+/* Whether array_sector lies in the previous geometry (not reshaped yet). */
+static inline bool rf_reshape_in_prev(const struct rf_reshape *rs, uint64_t array_sector)
+{
+	return rs->active && (rs->backwards ? array_sector < rs->position : array_sector >= rs->position);
+}
+
+/* Sectors from array_sector to where the geometry changes, or UINT64_MAX
+ * when it does not change after it. */
+static inline uint64_t rf_reshape_left(const struct rf_reshape *rs, uint64_t array_sector)
+{
+	return rs->active && array_sector < rs->position ? rs->position - array_sector : UINT64_MAX;
+}
+
 /* Sectors from array_sector to the end of its chunk (or to the array end). */
 uint64_t rf_geom_chunk_left(const struct rf_geom *g, uint64_t array_sector);
 

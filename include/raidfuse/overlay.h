@@ -10,7 +10,7 @@
  *
  * Files, named after the member's md identity (array uuid and device
  * slot, from its own superblock), so the order members are given in does
- * not matter:
+ * not matter (members without a superblock: rf_ovl_open_nosb()):
  *   DIR/<uuid>-<slot>.cow   the written blocks, at the member's offsets
  *   DIR/<uuid>-<slot>.map   a 4 KiB header, then one bit per block:
  *                           set once the block lives in the .cow file
@@ -52,6 +52,17 @@ struct rf_ovl;
  * -ESTALE when the member is not what the overlay was made over (or there
  * is no record to tell), -EINVAL for a file that is torn or not one. */
 int rf_ovl_open(const char *dir, int fd, const char *path, struct rf_ovl **out, char *err, size_t errlen);
+/* The same for a member without an md superblock (an array described by
+ * a config, as detect writes one): its files are named after key (16
+ * bytes the caller derives from the array, the same for every member)
+ * and slot, and its record keeps, in the superblock's place, the member's
+ * size and a CRC32C of RF_OVL_NOSB_SAMPLES blocks spread over it, so a
+ * member changed since is refused where a sampled block or the size
+ * changed (a change elsewhere is not seen: there is no events counter to
+ * tell). */
+#define RF_OVL_NOSB_SAMPLES 64
+int rf_ovl_open_nosb(const char *dir, int fd, const char *path, const uint8_t key[16], uint32_t slot,
+		     struct rf_ovl **out, char *err, size_t errlen);
 /* fsync and close (NULL: nothing). */
 void rf_ovl_close(struct rf_ovl *o);
 

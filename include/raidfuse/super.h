@@ -84,7 +84,8 @@ struct rf_sb {
 	/* A reshape under way (1.x: RF_SB_FEAT_RESHAPE; 0.90: minor version 91),
 	 * as md records it; meaningful only then. */
 	bool reshape;
-	uint64_t reshape_position;      /* array sectors (from the end when backwards) */
+	uint64_t reshape_position;      /* array sectors, from the start in either direction (a
+					 * backward reshape starts at the end and counts down) */
 	int new_level, new_layout;
 	uint32_t new_chunk;             /* sectors */
 	int32_t delta_disks;
@@ -204,10 +205,16 @@ struct rf_sb_change {
 	uint64_t events;                /* the new events count; 0: the superblock's + 1 */
 	int faulty_slot;                /* dev_roles slot to record as faulty; -1: none */
 	/* 1.x: dev_roles[role_slot] = role_value (a spare added, a spare
-	 * taking a slot); max_dev grows when role_slot needs it. */
+	 * taking a slot); max_dev grows when role_slot needs it.
+	 * 0.90 (its disk descriptors, as md's super_90_sync writes them):
+	 * RF_SB_ROLE_SPARE puts a spare's descriptor at role_slot; an active
+	 * role moves the device of descriptor role_slot into that role's
+	 * descriptor once role_in_sync (md lists a device being rebuilt as
+	 * a spare until it is in sync), else changes nothing. */
 	bool set_role;
 	uint32_t role_slot;
 	uint16_t role_value;
+	bool role_in_sync;
 	/* 1.x, this device: rebuilt up to recovery_offset (sectors), or in
 	 * sync (RF_SB_MAX_SECTOR: the recovery flag is cleared). */
 	bool set_recovery;
@@ -222,13 +229,15 @@ struct rf_sb_change {
 int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *sb,
 		    const struct rf_sb_change *c, char *err, size_t errlen);
 
-/* Make a new device of the array described by model (a member's 1.x
+/* Make a new device of the array described by model (a member's
  * superblock, as on disk through model_io) a spare: write a superblock of
- * the same array to io with a fresh device uuid, dev_number (its entry in
- * dev_roles says spare), no recovery, no bad block log, events as the
- * model's; then fsync.  out is what was written.  0, or -EINVAL for a 0.90
- * model (its spares are not written here) or another -errno, with a
- * message naming path. */
+ * the same array to io, then fsync.  1.x: a fresh device uuid,
+ * dev_number (its entry in dev_roles says spare), no recovery, no bad
+ * block log, events as the model's.  0.90: the model's with a spare's
+ * descriptor at dev_number (which must be past the raid devices, where
+ * md numbers spares), the counts md keeps, and this_disk that
+ * descriptor, as md's super_90_sync writes it.  out is what was written.
+ * 0 or -errno, with a message naming path. */
 int rf_sb_write_spare(const struct rf_sb_io *model_io, const struct rf_sb *model, const struct rf_sb_io *io,
 		      const char *path, uint32_t dev_number, struct rf_sb *out, char *err, size_t errlen);
 

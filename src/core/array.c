@@ -64,12 +64,38 @@ static void array_free(struct rf_array *a)
 	free(a);
 }
 
+/* The name of an overlay over members without md superblocks (a config
+ * array): what the config says of the geometry, hashed (overlay.h
+ * rf_ovl_open_nosb()); the same config gives the same files. */
+static void overlay_key(const struct rf_array *a, uint8_t key[16])
+{
+	uint64_t words[4 + RF_MAX_MEMBERS];
+	int i, k;
+
+	memset(words, 0, sizeof(words));
+	words[0] = (uint64_t)a->geom.level << 32 | (uint32_t)a->geom.layout;
+	words[1] = (uint64_t)a->geom.chunk_sectors << 32 | (uint32_t)a->nmembers;
+	words[2] = a->geom.dev_sectors;
+	for (i = 0; i < a->nmembers; i++)
+		words[4 + i] = a->devs[i].data_offset;
+	for (k = 0; k < 4; k++) {
+		uint32_t c;
+
+		words[3] = 0x7266206e6f736230ull + (uint64_t)k;         /* "rf nosb0" + k */
+		c = rf_ovl_crc32c(words, sizeof(words));
+		memcpy(key + 4 * k, &c, 4);
+	}
+}
+
 /* Every write to the members goes to copy-on-write files in dir; the
- * overlay runs on the synchronous queue (its own locking, no O_DIRECT). */
+ * overlay runs on the synchronous queue (its own locking, no O_DIRECT).
+ * Members without superblocks (metadata none) are named by overlay_key(). */
 static int overlay_open(struct rf_array *a, const char *dir, char *err, size_t errlen)
 {
+	uint8_t key[16];
 	int i, ret;
 
+	overlay_key(a, key);
 	for (i = 0; i < a->nmembers; i++) {
 		struct rf_ovl *o;
 
@@ -80,7 +106,9 @@ static int overlay_open(struct rf_array *a, const char *dir, char *err, size_t e
 				 "exports", i, a->devs[i].path);
 			return -EINVAL;
 		}
-		ret = rf_ovl_open(dir, a->devs[i].io.fd, a->devs[i].path, &o, err, errlen);
+		ret = a->metadata ? rf_ovl_open(dir, a->devs[i].io.fd, a->devs[i].path, &o, err, errlen) :
+				    rf_ovl_open_nosb(dir, a->devs[i].io.fd, a->devs[i].path, key, (uint32_t)i, &o, err,
+						     errlen);
 		if (ret)
 			return ret;
 		a->devs[i].io.layer = o;
@@ -90,6 +118,68 @@ static int overlay_open(struct rf_array *a, const char *dir, char *err, size_t e
 		a->devs[i].io.fd_direct = -1;
 	}
 	a->ioq_init = a->inline_ioq_init = rf_ioq_init_overlay;
+	return 0;
+}
+
+/* The previous geometry of a reshape under way, checked as md checks it,
+ * and every member's room for both (core/engine.h rf_geom_at()).  0 or
+ * -EINVAL/-ENOSPC with a message. */
+static int reshape_open(struct rf_array *a, const struct rf_config *cfg, char *err, size_t errlen)
+{
+	const struct rf_config_reshape *c = &cfg->reshape;
+	struct rf_reshape *rs = &a->reshape;
+	int64_t min_diff = 0;
+	bool first = true;
+	char why[256];
+	int i, ret;
+
+	rs->active = true;
+	rs->backwards = c->backwards;
+	rs->position = c->position;
+	rs->prev.level = cfg->level;
+	rs->prev.layout = c->prev_layout;
+	rs->prev.raid_disks = c->prev_raid_disks;
+	rs->prev.chunk_sectors = c->prev_chunk_bytes / 512;
+	rs->prev.dev_sectors = a->geom.dev_sectors;
+	if (a->nmembers != (c->raid_disks > c->prev_raid_disks ? c->raid_disks : c->prev_raid_disks)) {
+		snprintf(err, errlen, "%s: a reshape from %d to %d devices over %d slots", cfg->path,
+			 c->prev_raid_disks, c->raid_disks, a->nmembers);
+		return -EINVAL;
+	}
+	for (i = 0; i < a->nmembers; i++) {
+		const struct rf_dev *m = &a->devs[i];
+		int64_t diff;
+
+		if (m->new_data_offset == UINT64_MAX) {
+			snprintf(err, errlen, "member %d (%s): its superblock puts the reshape's new data offset "
+				 "before the member's start", i, m->path);
+			return -EINVAL;
+		}
+		if (!(a->present & (1ull << i)))
+			continue;
+		/* md's run(): the least room any member leaves between the
+		 * geometries, in the reshape's direction. */
+		diff = (int64_t)(m->new_data_offset / 512) - (int64_t)(m->data_offset / 512);
+		if (first || (rs->backwards ? diff < min_diff : diff > min_diff))
+			min_diff = diff;
+		first = false;
+	}
+	ret = rf_reshape_init(&a->geom, rs, min_diff, why, sizeof(why));
+	if (ret) {
+		snprintf(err, errlen, "%s: %s", cfg->path, why);
+		return ret;
+	}
+	for (i = 0; i < a->nmembers; i++) {
+		const struct rf_dev *m = &a->devs[i];
+		uint64_t need = m->new_data_offset + a->geom.dev_sectors * 512;
+
+		if ((a->present & (1ull << i)) && m->size < need) {
+			snprintf(err, errlen, "member %d (%s): %llu bytes, the reshape's new geometry needs %llu "
+				 "(new data offset %llu)", i, m->path, (unsigned long long)m->size,
+				 (unsigned long long)need, (unsigned long long)m->new_data_offset);
+			return -ENOSPC;
+		}
+	}
 	return 0;
 }
 
@@ -106,7 +196,9 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		rf_dev_init(&a->devs[i]);
 	pthread_mutex_init(&a->dev_lock, NULL);
 	a->name = strdup(cfg->name);
-	a->readonly = cfg->readonly;
+	/* Mid-reshape: read-only whatever was asked (nothing here moves rows
+	 * between the geometries, so no write may land in either). */
+	a->readonly = cfg->readonly || cfg->reshape.active;
 	a->member_timeout_ms = cfg->member_timeout_ms ? cfg->member_timeout_ms : RF_NBD_TIMEOUT_MS_DEFAULT;
 	a->overlay = cfg->overlay_dir != NULL;
 	a->metadata = cfg->has_uuid ? cfg->metadata : 0;
@@ -137,6 +229,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		char who[PATH_MAX + 32];
 
 		m->data_offset = cfg->member_offsets ? cfg->member_offset[i] : cfg->data_offset;
+		m->new_data_offset = cfg->reshape.active ? cfg->reshape.new_offset[i] : m->data_offset;
 		if (!cfg->members[i]) {
 			m->path = strdup("missing");
 			m->flags = RF_DEV_MISSING | RF_DEV_FAULTY;
@@ -187,7 +280,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	}
 	a->geom.level = cfg->level;
 	a->geom.layout = cfg->layout;
-	a->geom.raid_disks = cfg->nmembers;
+	a->geom.raid_disks = cfg->reshape.active ? cfg->reshape.raid_disks : cfg->nmembers;
 	a->geom.chunk_sectors = cfg->level == 1 ? 0 : cfg->chunk_bytes / 512;
 	/* md keeps whole 4 KiB blocks (and whole chunks, which geom rounds to) */
 	a->geom.dev_sectors = (usable & ~(uint64_t)(a->stripe_size - 1)) / 512;
@@ -205,6 +298,11 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 				 cfg->path, why, smallest, a->devs[smallest].path, (unsigned long long)usable,
 				 (unsigned long long)a->devs[smallest].data_offset);
 		goto fail;
+	}
+	if (cfg->reshape.active) {
+		ret = reshape_open(a, cfg, err, errlen);
+		if (ret)
+			goto fail;
 	}
 	if (nmissing > a->geom.max_degraded || a->ops->failed(a, a->faulty)) {
 		snprintf(err, errlen, "%s: %d member(s) missing, level %d tolerates %d", cfg->path, nmissing,
@@ -268,6 +366,13 @@ fail:
 bool rf_array_readonly(const struct rf_array *a)
 {
 	return a->readonly;
+}
+
+bool rf_array_reshape(const struct rf_array *a, uint64_t *position, bool *backwards)
+{
+	*position = a->reshape.position;
+	*backwards = a->reshape.backwards;
+	return a->reshape.active;
 }
 
 int rf_array_start(struct rf_array *a)
@@ -563,6 +668,10 @@ bool rf_array_failed(const struct rf_array *a) { return rf_failed_now(a); }
 
 const struct rf_sync_ops *rf_array_sync_ops(const struct rf_array *a)
 {
+	/* Mid-reshape: no walk of one geometry covers the array (md runs
+	 * nothing but the reshape then). */
+	if (a->reshape.active)
+		return NULL;
 	return a->ops->sync;
 }
 

@@ -51,6 +51,9 @@ struct rf_dev {
 	char *path;                     /* as given; "missing" for an empty slot */
 	uint64_t size;                  /* bytes */
 	uint64_t data_offset;           /* bytes: its own (md lets members differ) */
+	uint64_t new_data_offset;       /* bytes: where the new geometry of a reshape under way
+					 * starts on it (md's rdev->new_data_offset); = data_offset
+					 * otherwise */
 	unsigned flags;                 /* enum rf_dev_flags */
 	int prev_slot;                  /* the slot a faulty device lost; -1: none */
 	atomic_uint_fast64_t nr_errors; /* member IOs that failed */

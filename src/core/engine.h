@@ -185,6 +185,10 @@ struct rf_worker {
 
 struct rf_array {
 	struct rf_geom geom;
+	/* A raid4/5/6 reshape md left under way (layout.h): geom is the new
+	 * geometry, reshape.prev the old one; immutable.  Such an array is
+	 * served read-only. */
+	struct rf_reshape reshape;
 	const struct rf_level_ops *ops;
 	char *name;
 	bool readonly;                  /* members opened read-only (--ro) */
@@ -288,6 +292,21 @@ static inline uint64_t rf_faulty_at(const struct rf_array *a, uint64_t msec)
 static inline uint64_t rf_faulty_read(const struct rf_array *a)
 {
 	return rf_faulty(a) | atomic_load_explicit(&((struct rf_array *)a)->recovering, memory_order_acquire);
+}
+
+/* The geometry array_sector lies in, and each member's data offset
+ * there: a reshape under way puts rows it has not reached in the previous
+ * geometry at the old data offsets, the rest in the new one (md's
+ * raid5_compute_sector(previous) and use_new_offset()). */
+static inline const struct rf_geom *rf_geom_at(const struct rf_array *a, uint64_t array_sector, bool *prev)
+{
+	*prev = rf_reshape_in_prev(&a->reshape, array_sector);
+	return *prev ? &a->reshape.prev : &a->geom;
+}
+
+static inline uint64_t rf_dev_offset(const struct rf_array *a, int member, bool prev)
+{
+	return a->reshape.active && !prev ? a->devs[member].new_data_offset : a->devs[member].data_offset;
 }
 
 static inline bool rf_failed_now(const struct rf_array *a)

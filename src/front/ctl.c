@@ -36,6 +36,7 @@
 #include "raidfuse/ctl.h"
 #include "raidfuse/ctl_parse.h"
 #include "raidfuse/fault.h"
+#include "raidfuse/bitmap.h"
 #include "raidfuse/log.h"
 #include "raidfuse/super.h"
 #include "raidfuse/sync.h"
@@ -174,7 +175,14 @@ static bool has_redundancy(const struct rf_array *a)
 static void show_sync_action(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
 {
 	struct rf_sync_status st;
+	uint64_t pos;
+	bool back;
 
+	/* md's word while a reshape is under way (here: stopped, read-only) */
+	if (rf_array_reshape(a, &pos, &back)) {
+		rf_ctl_printf(b, "reshape\n");
+		return;
+	}
 	rf_sync_get(a, &st);
 	rf_ctl_printf(b, "%s\n", rf_sync_action_name(st.action));
 }
@@ -182,8 +190,38 @@ static void show_sync_action(struct rf_array *a, const struct rf_array_info *i, 
 static int store_sync_action(struct rf_array *a, int member, const char *val)
 {
 	int act = rf_ctl_parse_sync_action(val);
+	uint64_t pos;
+	bool back;
 
+	if (act >= 0 && rf_array_reshape(a, &pos, &back)) {
+		rf_warn("md/sync_action: %s: the array is mid-reshape (at array sector %llu): no sync action runs "
+			"in either geometry; continuing the reshape is mdadm's", val, (unsigned long long)pos);
+		return -EBUSY;
+	}
 	return act < 0 ? act : rf_sync_request(a, (enum rf_sync_action)act);
+}
+
+/* md/reshape_position: array sectors, "none" without a reshape. */
+static void show_reshape_position(struct rf_array *a, const struct rf_array_info *i, int member,
+				  struct rf_ctl_buf *b)
+{
+	uint64_t pos;
+	bool back;
+
+	if (rf_array_reshape(a, &pos, &back))
+		rf_ctl_printf(b, "%llu\n", (unsigned long long)pos);
+	else
+		rf_ctl_printf(b, "none\n");
+}
+
+static void show_reshape_direction(struct rf_array *a, const struct rf_array_info *i, int member,
+				   struct rf_ctl_buf *b)
+{
+	uint64_t pos;
+	bool back = false;
+
+	rf_array_reshape(a, &pos, &back);
+	rf_ctl_printf(b, "%s\n", back ? "backwards" : "forwards");
 }
 
 static void show_mismatch_cnt(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
@@ -553,6 +591,8 @@ const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	ATTR_RO(component_size),
 	ATTR_RO(metadata_version),
 	ATTR_RO(consistency_policy),
+	ATTR_RO(reshape_position),
+	ATTR_RO(reshape_direction),
 	{ .name = "array_state", .mode = 0644, .show = show_array_state, .store = store_array_state,
 	  .takes = "suspended or active" },
 	ATTR_RO(degraded),
@@ -587,6 +627,107 @@ const size_t rf_ctl_md_nattrs = sizeof(rf_ctl_md_attrs) / sizeof(rf_ctl_md_attrs
 const struct rf_ctl_attr *rf_ctl_find(const char *name)
 {
 	return find_attr(rf_ctl_md_attrs, NATTRS, name);
+}
+
+/* ---------------------------------------------------------------- md/bitmap/ */
+
+/* md's bitmap group (md-bitmap.c), on every array as md has it; without
+ * a bitmap: location "none", md's defaults, and can_clear empty. */
+static void show_location(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
+{
+	struct rf_bitmap_ctl c;
+
+	if (rf_bitmap_ctl_get(a, &c) || !c.location)
+		rf_ctl_printf(b, "none\n");
+	else
+		rf_ctl_printf(b, "%+d\n", c.location);
+}
+
+static void show_chunksize(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
+{
+	struct rf_bitmap_ctl c;
+
+	rf_bitmap_ctl_get(a, &c);
+	rf_ctl_printf(b, "%u\n", c.chunk_bytes);
+}
+
+static void show_time_base(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
+{
+	struct rf_bitmap_ctl c;
+
+	rf_bitmap_ctl_get(a, &c);
+	rf_ctl_printf(b, "%u", c.time_base_ms / 1000);
+	if (c.time_base_ms % 1000)
+		rf_ctl_printf(b, ".%03u", c.time_base_ms % 1000);
+	rf_ctl_printf(b, "\n");
+}
+
+static int store_time_base(struct rf_array *a, int member, const char *val)
+{
+	unsigned ms;
+
+	if (rf_ctl_parse_time_base(val, &ms))
+		return -EINVAL;
+	return rf_bitmap_ctl_time_base(a, ms);
+}
+
+static void show_backlog(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
+{
+	struct rf_bitmap_ctl c;
+
+	rf_bitmap_ctl_get(a, &c);
+	rf_ctl_printf(b, "%u\n", c.backlog);
+}
+
+static int store_backlog(struct rf_array *a, int member, const char *val)
+{
+	int n;
+
+	if (rf_ctl_parse_int(val, &n) || n < 0)
+		return -EINVAL;
+	return rf_bitmap_ctl_backlog(a, (unsigned)n);
+}
+
+static void show_metadata(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
+{
+	rf_ctl_printf(b, "internal\n");
+}
+
+static void show_can_clear(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
+{
+	struct rf_bitmap_ctl c;
+
+	if (rf_bitmap_ctl_get(a, &c))
+		rf_ctl_printf(b, "\n");
+	else
+		rf_ctl_printf(b, "%s\n", c.can_clear ? "true" : "false");
+}
+
+static int store_can_clear(struct rf_array *a, int member, const char *val)
+{
+	if (strcmp(val, "true") && strcmp(val, "false"))
+		return rf_bitmap_ctl_get(a, &(struct rf_bitmap_ctl){ 0 }) ? -ENOENT : -EINVAL;
+	return rf_bitmap_ctl_can_clear(a, !strcmp(val, "true"));
+}
+
+const struct rf_ctl_attr rf_ctl_bitmap_attrs[] = {
+	{ .name = "location", .mode = 0444, .show = show_location },
+	{ .name = "time_base", .mode = 0644, .show = show_time_base, .store = store_time_base,
+	  .takes = "seconds, up to 4 decimals (the bitmap's background pass period)" },
+	{ .name = "backlog", .mode = 0644, .show = show_backlog, .store = store_backlog,
+	  .takes = "0..16383, with a write-mostly device in the array" },
+	{ .name = "chunksize", .mode = 0444, .show = show_chunksize },
+	{ .name = "metadata", .mode = 0444, .show = show_metadata },
+	{ .name = "can_clear", .mode = 0644, .show = show_can_clear, .store = store_can_clear,
+	  .takes = "true (not while degraded) or false" },
+};
+
+const size_t rf_ctl_bitmap_nattrs = sizeof(rf_ctl_bitmap_attrs) / sizeof(rf_ctl_bitmap_attrs[0]);
+
+/* Whether at lives in md/bitmap/ (for messages). */
+static bool is_bitmap_attr(const struct rf_ctl_attr *at)
+{
+	return at >= rf_ctl_bitmap_attrs && at < rf_ctl_bitmap_attrs + rf_ctl_bitmap_nattrs;
 }
 
 /* ---------------------------------------------------------------- mdstat */
@@ -696,7 +837,7 @@ static int store_value(const struct rf_ctl_attr *at, struct rf_array *a, int mem
 	if (dev)
 		snprintf(where, sizeof(where), "md/dev-%s/%s", dev, at->name);
 	else
-		snprintf(where, sizeof(where), "md/%s", at->name);
+		snprintf(where, sizeof(where), "md/%s%s", is_bitmap_attr(at) ? RF_CTL_MD_BITMAP "/" : "", at->name);
 	ret = rf_ctl_parse_value(buf, len, val, sizeof(val), &vlen);
 	log_value(shown, sizeof(shown), buf, vlen);
 	if (ret == -E2BIG) {
@@ -856,8 +997,9 @@ int rf_ctl_store_as(const struct rf_ctl_cred *who, uid_t owner, const struct rf_
 			rf_warn("md/dev-%s/%s: uid %u may not write it (only its owner, uid %u, and root may)", dev,
 				at->name, (unsigned)who->uid, (unsigned)owner);
 		else
-			rf_warn("md/%s: uid %u may not write it (only its owner, uid %u, and root may)", at->name,
-				(unsigned)who->uid, (unsigned)owner);
+			rf_warn("md/%s%s: uid %u may not write it (only its owner, uid %u, and root may)",
+				is_bitmap_attr(at) ? RF_CTL_MD_BITMAP "/" : "", at->name, (unsigned)who->uid,
+				(unsigned)owner);
 		return ret;
 	}
 	return at->as_writer ? rf_ctl_as_writer(who, store_job_run, &j) : store_job_run(&j);
@@ -884,7 +1026,7 @@ static int add_node(struct rf_ctl_tree *t, int cap, const char *name, int parent
 int rf_ctl_tree_build(struct rf_array *a, struct rf_ctl_tree *t)
 {
 	const char *name = rf_array_name(a);
-	int cap = 3 + 1 + (int)NATTRS, md;
+	int cap = 3 + 1 + (int)NATTRS + 1 + (int)rf_ctl_bitmap_nattrs, md, bitmap;
 	size_t i;
 
 	t->n = 0;
@@ -902,6 +1044,9 @@ int rf_ctl_tree_build(struct rf_array *a, struct rf_ctl_tree *t)
 	for (i = 0; i < NATTRS; i++)
 		if (!rf_ctl_md_attrs[i].present || rf_ctl_md_attrs[i].present(a))
 			add_node(t, cap, rf_ctl_md_attrs[i].name, md, RF_CTL_FILE, &rf_ctl_md_attrs[i], -1);
+	bitmap = add_node(t, cap, RF_CTL_MD_BITMAP, md, RF_CTL_DIR, NULL, -1);
+	for (i = 0; i < rf_ctl_bitmap_nattrs; i++)
+		add_node(t, cap, rf_ctl_bitmap_attrs[i].name, bitmap, RF_CTL_FILE, &rf_ctl_bitmap_attrs[i], -1);
 	return 0;
 }
 

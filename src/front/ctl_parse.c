@@ -102,6 +102,31 @@ int rf_ctl_parse_sectors(const char *s, uint64_t *out)
 	return 0;
 }
 
+int rf_ctl_parse_time_base(const char *s, unsigned *ms)
+{
+	uint64_t v = 0;         /* 1/10000 s */
+	int digits = 0, decimals = 4;
+
+	for (; *s >= '0' && *s <= '9'; s++, digits++) {
+		v = v * 10 + (uint64_t)(*s - '0');
+		if (v > 86400)
+			return -EINVAL;
+	}
+	v *= 10000;
+	if (*s == '.') {
+		uint64_t scale = 1000;
+
+		for (s++; *s >= '0' && *s <= '9' && decimals > 0; s++, decimals--, digits++) {
+			v += (uint64_t)(*s - '0') * scale;
+			scale /= 10;
+		}
+	}
+	if (*s || !digits || v > 86400ull * 10000)
+		return -EINVAL;
+	*ms = (unsigned)(v / 10);
+	return 0;
+}
+
 const char *const rf_ctl_dev_state_words[] = {
 	"faulty", "remove", "re-add", "-faulty", "writemostly", "-writemostly", "failfast", "-failfast", NULL
 };

@@ -1,7 +1,7 @@
 /* main.c - the raidfuse command line.
  *
  *   raidfuse create CONFIG [-f] [--assume-clean] [-b internal|none] [--bitmap-chunk SIZE]
- *   raidfuse mount CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS] [--freeze] [--force]
+ *   raidfuse mount [--overlay DIR] CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS] [--freeze] [--force]
  *   raidfuse assemble [--ro | --overlay DIR] [--name FILE] [-f] [-d] [-v] [-o OPTS] [--freeze]
  *                     [--force]   (create, mount, assemble: [--allow-unsafe-dirs])
  *                     MOUNTPOINT MEMBER...
@@ -498,18 +498,36 @@ static int serve(struct rf_config *cfg, const struct rf_fuse_opts *o)
 	return ret ? 1 : 0;
 }
 
+/* --overlay DIR: made if needed.  0, or 1 with a message. */
+static int overlay_dir(const char *dir)
+{
+	if (dir && mkdir(dir, 0755) && errno != EEXIST) {
+		fprintf(stderr, "raidfuse: overlay directory %s: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
 static int cmd_mount(int argc, char **argv)
 {
-	static const struct option lo[] = { SERVE_LONGOPTS, OPT_END };
+	static const struct option lo[] = {
+		SERVE_LONGOPTS,
+		{ "overlay", required_argument, NULL, 'O' },
+		OPT_END
+	};
 	struct rf_fuse_opts o = { 0 };
 	struct rf_config cfg;
-	const char *pos[2] = { NULL, NULL };
+	const char *pos[2] = { NULL, NULL }, *overlay = NULL;
 	char err[1024];
 	int npos = 0, ch, rc = -1;
 
-	while ((ch = opt_next(argc, argv, "-:" SERVE_SHORTOPTS, lo, &rc)) != -1) {
+	while ((ch = opt_next(argc, argv, "-:" SERVE_SHORTOPTS "O:", lo, &rc)) != -1) {
 		if (serve_option(ch, &o))
 			continue;
+		if (ch == 'O') {
+			overlay = optarg;
+			continue;
+		}
 		if (npos >= 2)
 			return usage_error("mount: expected CONFIG MOUNTPOINT, got also '%s'", optarg);
 		pos[npos++] = optarg;
@@ -519,8 +537,14 @@ static int cmd_mount(int argc, char **argv)
 	if (npos < 2)
 		return usage_error("mount: expected CONFIG MOUNTPOINT");
 	o.mountpoint = pos[1];
-	if (load(pos[0], &cfg))
+	if (overlay_dir(overlay) || load(pos[0], &cfg))
 		return 1;
+	/* As assemble --overlay: the members are opened read-only and every
+	 * write goes to the overlay (the config's own readonly still holds). */
+	if (overlay && !(cfg.overlay_dir = strdup(overlay))) {
+		rf_config_free(&cfg);
+		return 1;
+	}
 	if (rf_assemble_check_config(&cfg, err, sizeof(err))) {
 		fprintf(stderr, "raidfuse: %s\n", err);
 		rf_config_free(&cfg);
@@ -587,10 +611,8 @@ static int cmd_assemble(int argc, char **argv)
 	if (ro && overlay)
 		return usage_error("assemble: --ro and --overlay exclude each other (--overlay already keeps "
 				   "the members as they are)");
-	if (overlay && mkdir(overlay, 0755) && errno != EEXIST) {
-		fprintf(stderr, "raidfuse: overlay directory %s: %s\n", overlay, strerror(errno));
+	if (overlay_dir(overlay))
 		return 1;
-	}
 	if (overlay ? rf_assemble_overlay(members, n, name, overlay, &cfg, err, sizeof(err))
 		    : rf_assemble(members, n, name, ro, &cfg, err, sizeof(err))) {
 		fprintf(stderr, "raidfuse: %s\n", err);
@@ -1225,12 +1247,15 @@ static const struct cmd cmds[] = {
 	  "  -h, --help             this help\n",
 	  "make the members CONFIG names, write md 1.2 superblocks" },
 	{ "mount", cmd_mount,
-	  "raidfuse mount CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS] [--freeze] [--force]\n"
-	  "               [--allow-unsafe-dirs]",
+	  "raidfuse mount [--overlay DIR] CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS] [--freeze]\n"
+	  "               [--force] [--allow-unsafe-dirs]",
 	  "Check the members against CONFIG (and their superblocks, if any) and serve the\n"
 	  "array as MOUNTPOINT/<name>, with md's control files beside it.  Stop it with\n"
 	  "fusermount3 -u MOUNTPOINT.\n"
 	  "\n"
+	  "  -O, --overlay=DIR      open the members read-only; every write goes to\n"
+	  "                         copy-on-write files in DIR, as assemble --overlay (for a\n"
+	  "                         config detect wrote: nothing is written to the members)\n"
 	  "  -f, --foreground       stay in the foreground\n"
 	  "  -d, --debug            FUSE debug output (implies -f)\n"
 	  "  -v, --verbose          verbose log\n"

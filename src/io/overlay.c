@@ -522,8 +522,9 @@ static int base_compare(const struct rf_ovl_base_dev *e, const char *dir, const 
 		snprintf(err, errlen, "overlay %s was made over %s in role %u; it now has role %u: %s", dir, w,
 			 e->role, (uint32_t)sb->role, tail);
 	else if (e->sb_csum != sb->csum)
-		snprintf(err, errlen, "overlay %s was made over %s with superblock checksum 0x%08x; it is now "
-			 "0x%08x: %s", dir, w, e->sb_csum, sb->csum, tail);
+		snprintf(err, errlen, "overlay %s was made over %s with %s checksum 0x%08x; it is now "
+			 "0x%08x: %s", dir, w, sb->kind == RF_SB_NONE ? "a sampled blocks'" : "superblock",
+			 e->sb_csum, sb->csum, tail);
 	else
 		return 0;
 	return -ESTALE;
@@ -639,36 +640,24 @@ out:
 	return r;
 }
 
-int rf_ovl_open(const char *dir, int fd, const char *path, struct rf_ovl **out, char *err, size_t errlen)
+/* Open the overlay of the member fd whose identity (files' names and
+ * record) is sb. */
+static int ovl_open(const char *dir, int fd, const char *path, struct rf_sb *sb, struct rf_ovl **out, char *err,
+		    size_t errlen)
 {
 	struct rf_ovl *o;
-	struct rf_sb *sb;
 	char base[480], mpath[512], bname[48];
 	off_t end;
 	int r, i, n;
 
-	*out = NULL;
-	sb = malloc(sizeof(*sb));
 	o = calloc(1, sizeof(*o));
-	if (!sb || !o) {
+	if (!o) {
 		free(sb);
-		free(o);
 		return -ENOMEM;
 	}
 	o->cow = o->mapfd = -1;
 	o->fd = fd;
 	pthread_mutex_init(&o->lock, NULL);
-	/* The member's own superblock names its files. */
-	r = rf_sb_read(fd, path, sb, err, errlen);
-	if (r) {
-		if (r == -ENOENT) {
-			char why[512];
-
-			snprintf(why, sizeof(why), "%s", err);
-			snprintf(err, errlen, "%s (an overlay needs md superblocks to name its files)", why);
-		}
-		goto fail;
-	}
 	end = lseek(fd, 0, SEEK_END);
 	if (end < 0) {
 		r = -errno;
@@ -729,6 +718,87 @@ fail:
 	o->fd = -1;             /* the caller's */
 	rf_ovl_close(o);
 	return r;
+}
+
+int rf_ovl_open(const char *dir, int fd, const char *path, struct rf_ovl **out, char *err, size_t errlen)
+{
+	struct rf_sb *sb = malloc(sizeof(*sb));
+	int r;
+
+	*out = NULL;
+	if (!sb)
+		return -ENOMEM;
+	/* The member's own superblock names its files. */
+	r = rf_sb_read(fd, path, sb, err, errlen);
+	if (r) {
+		if (r == -ENOENT) {
+			char why[512];
+
+			snprintf(why, sizeof(why), "%s", err);
+			snprintf(err, errlen, "%s (an overlay needs md superblocks to name its files)", why);
+		}
+		free(sb);
+		return r;
+	}
+	return ovl_open(dir, fd, path, sb, out, err, errlen);
+}
+
+/* The CRC32C of RF_OVL_NOSB_SAMPLES blocks spread evenly over the member
+ * (the first and the last included). */
+static int sampled_csum(int fd, const char *path, uint64_t size, uint32_t *out, char *err, size_t errlen)
+{
+	const size_t n = RF_OVL_NOSB_SAMPLES, len = n * RF_OVL_BLOCK;
+	unsigned char *buf = calloc(1, len);
+	uint64_t last = size > RF_OVL_BLOCK ? size - RF_OVL_BLOCK : 0;
+	size_t i;
+
+	if (!buf)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		uint64_t off = last / (n - 1) * i / RF_OVL_BLOCK * RF_OVL_BLOCK;
+		ssize_t got = pread(fd, buf + i * RF_OVL_BLOCK, RF_OVL_BLOCK, (off_t)(i == n - 1 ? last : off));
+
+		if (got < 0) {
+			int r = -errno;
+
+			snprintf(err, errlen, "%s: read at %llu: %s", path, (unsigned long long)off, strerror(-r));
+			free(buf);
+			return r;
+		}
+	}
+	*out = rf_ovl_crc32c(buf, len);
+	free(buf);
+	return 0;
+}
+
+int rf_ovl_open_nosb(const char *dir, int fd, const char *path, const uint8_t key[16], uint32_t slot,
+		     struct rf_ovl **out, char *err, size_t errlen)
+{
+	struct rf_sb *sb = calloc(1, sizeof(*sb));
+	off_t end = lseek(fd, 0, SEEK_END);
+	int r;
+
+	*out = NULL;
+	if (!sb)
+		return -ENOMEM;
+	if (end < 0) {
+		r = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(-r));
+		free(sb);
+		return r;
+	}
+	/* What names its files and what the record keeps, in a superblock's
+	 * place: the caller's key, its slot, a checksum of sampled blocks. */
+	sb->kind = RF_SB_NONE;
+	memcpy(sb->uuid, key, sizeof(sb->uuid));
+	sb->dev_number = slot;
+	sb->role = (int)slot;
+	r = sampled_csum(fd, path, (uint64_t)end, &sb->csum, err, errlen);
+	if (r) {
+		free(sb);
+		return r;
+	}
+	return ovl_open(dir, fd, path, sb, out, err, errlen);
 }
 
 void rf_ovl_close(struct rf_ovl *o)

@@ -41,8 +41,17 @@
  *           rows stay locked until recovery_cp passes them (writes to rows
  *           at or past it skip those devices).
  *
- * It does NOT batch member IO across heads, and does not resync degraded
- * arrays (nothing to compare against).
+ * A reshape md left under way (engine.h rf_geom_at()) is two geometries
+ * over the members: each array sector maps through the one its side of
+ * the reshape position uses, at that geometry's data offsets, and a
+ * piece never crosses the position.  A stripe head serves one geometry:
+ * its key (member sector) carries SH_PREV for the previous one, so rows
+ * of the two never share a head even where their member sectors are
+ * equal.  Such an array is read-only, so heads only read and rebuild.
+ *
+ * It does NOT batch member IO across heads, does not resync degraded
+ * arrays (nothing to compare against), and does not move rows from one
+ * geometry to the other (continue a reshape).
  */
 #include <assert.h>
 #include <errno.h>
@@ -58,9 +67,16 @@ static inline uint64_t all_members(const struct rf_array *a)
 	return a->nmembers == 64 ? ~0ull : (1ull << a->nmembers) - 1;
 }
 
+/* A stripe head key's mark: the head serves the previous geometry of a
+ * reshape under way (member sectors stay far below 2^63). */
+#define SH_PREV (1ull << 63)
+
 static int r5_max_pieces(const struct rf_array *a, uint32_t max_len)
 {
-	int chunks = max_len / a->chunk_bytes + 2;
+	uint32_t cb = a->reshape.active && a->reshape.prev.chunk_sectors * 512 < a->chunk_bytes ?
+		      a->reshape.prev.chunk_sectors * 512 : a->chunk_bytes;
+	/* One more where a request crosses a reshape's position. */
+	int chunks = max_len / cb + 2 + a->reshape.active;
 
 	/* Direct pieces per chunk, plus a stripe piece per block should they
 	 * fall back to reconstruction (each chunk boundary adds a block). */
@@ -68,8 +84,9 @@ static int r5_max_pieces(const struct rf_array *a, uint32_t max_len)
 }
 
 /* Queue STRIPE pieces for [moff, moff + len) of member col (bytes from the
- * member's data start), data at buf. */
-static int queue_stripe_pieces(struct rf_array *a, struct rf_req *r, bool write, int col,
+ * member's data start in its geometry: the previous one of a reshape when
+ * prev), data at buf. */
+static int queue_stripe_pieces(struct rf_array *a, struct rf_req *r, bool write, int col, bool prev,
 			       uint64_t moff, uint64_t aoff, char *buf, uint32_t len, bool requeue)
 {
 	uint32_t ss = a->stripe_size;
@@ -78,7 +95,8 @@ static int queue_stripe_pieces(struct rf_array *a, struct rf_req *r, bool write,
 		uint64_t blk = moff & ~(uint64_t)(ss - 1);
 		uint32_t boff = (uint32_t)(moff - blk);
 		uint32_t l = ss - boff < len ? ss - boff : len;
-		struct rf_piece *p = rf_piece_new(r, RF_PIECE_STRIPE, write, aoff, buf, l, blk >> 9);
+		struct rf_piece *p = rf_piece_new(r, RF_PIECE_STRIPE, write, aoff, buf, l,
+						  blk >> 9 | (prev ? SH_PREV : 0));
 
 		if (!p)
 			return -EINVAL;
@@ -103,13 +121,19 @@ static int r5_split(struct rf_array *a, struct rf_req *r)
 
 	while (off < end) {
 		struct rf_r5_map m;
-		uint64_t len = a->chunk_bytes - (off & (a->chunk_bytes - 1)), moff;
+		bool prev;
+		const struct rf_geom *g = rf_geom_at(a, off >> 9, &prev);
+		uint64_t cb = (uint64_t)g->chunk_sectors << 9;
+		uint64_t len = cb - (off & (cb - 1)), moff;
 		char *buf = r->buf + (off - r->off);
 		int ret;
 
 		if (len > end - off)
 			len = end - off;
-		rf_r5_map_sector(&a->geom, off >> 9, &m);
+		/* Not across a reshape's position (a whole sector). */
+		if (a->reshape.active && off < a->reshape.position << 9 && len > (a->reshape.position << 9) - off)
+			len = (a->reshape.position << 9) - off;
+		rf_r5_map_sector(g, off >> 9, &m);
 		moff = (m.dev_sector << 9) + (off & 511);
 		if (!write && !(rf_faulty_at(a, m.dev_sector) & (1ull << m.dd_idx))) {
 			struct rf_piece *p = rf_piece_new(r, RF_PIECE_DIRECT, false, off, buf, (uint32_t)len,
@@ -119,9 +143,10 @@ static int r5_split(struct rf_array *a, struct rf_req *r)
 				return -EINVAL;
 			p->member = (int16_t)m.dd_idx;
 			rf_piece_set_mio(a, p, m.dd_idx, moff);
+			p->mio.off = rf_dev_offset(a, m.dd_idx, prev) + moff;
 			rf_queue_piece(a, p);
 		} else {
-			ret = queue_stripe_pieces(a, r, write, m.dd_idx, moff, off, buf, (uint32_t)len, false);
+			ret = queue_stripe_pieces(a, r, write, m.dd_idx, prev, moff, off, buf, (uint32_t)len, false);
 			if (ret)
 				return ret;
 		}
@@ -135,9 +160,12 @@ static int r5_split(struct rf_array *a, struct rf_req *r)
 static void r5_direct_failed(struct rf_worker *w, struct rf_piece *p, int err)
 {
 	struct rf_array *a = w->a;
-	uint64_t moff = p->mio.off - a->devs[p->mio.member].data_offset;
+	bool prev;
+	uint64_t moff;
 
-	if (rf_failed_now(a) || queue_stripe_pieces(a, p->req, false, p->mio.member, moff, p->aoff, p->buf,
+	rf_geom_at(a, p->aoff >> 9, &prev);
+	moff = p->mio.off - rf_dev_offset(a, p->mio.member, prev);
+	if (rf_failed_now(a) || queue_stripe_pieces(a, p->req, false, p->mio.member, prev, moff, p->aoff, p->buf,
 						    p->len, true)) {
 		rf_piece_end(p, err);
 		return;
@@ -154,6 +182,8 @@ static bool r5_failed(const struct rf_array *a, uint64_t faulty)
 /* ---- stripe rounds ---- */
 
 struct row_ctx {
+	const struct rf_geom *g;        /* the head's geometry */
+	uint64_t sector;                /* its member sector (the key without SH_PREV) */
 	struct rf_r5_row row;
 	uint64_t faulty;        /* snapshot for this round */
 	uint64_t data_mask;     /* data columns */
@@ -164,14 +194,16 @@ static void row_setup(struct rf_array *a, struct rf_stripe *sh, struct row_ctx *
 {
 	int k;
 
-	rf_r5_row(&a->geom, sh->sector / a->geom.chunk_sectors, &c->row);
+	c->g = sh->sector & SH_PREV ? &a->reshape.prev : &a->geom;
+	c->sector = sh->sector & ~SH_PREV;
+	rf_r5_row(c->g, c->sector / c->g->chunk_sectors, &c->row);
 	c->data_mask = 0;
-	for (k = 0; k < a->geom.data_disks; k++)
+	for (k = 0; k < c->g->data_disks; k++)
 		c->data_mask |= 1ull << c->row.data_member[k];
 	c->par_mask = 1ull << c->row.pd_idx;
 	if (c->row.qd_idx >= 0)
 		c->par_mask |= 1ull << c->row.qd_idx;
-	c->faulty = rf_faulty_at(a, sh->sector) & all_members(a);
+	c->faulty = rf_faulty_at(a, c->sector) & all_members(a);
 }
 
 static void end_list(struct rf_piece *list, int err)
@@ -226,7 +258,7 @@ static void issue(struct rf_worker *w, struct rf_stripe *sh, int col, bool write
 	m->end = write ? r5_write_end : r5_read_end;
 	m->buf = sh->buf[col];
 	m->len = a->stripe_size;
-	m->off = a->devs[col].data_offset + (sh->sector << 9);
+	m->off = rf_dev_offset(a, col, sh->sector & SH_PREV) + ((sh->sector & ~SH_PREV) << 9);
 	m->member = (int16_t)col;
 	m->op = write ? RF_MIO_WRITE : RF_MIO_READ;
 	sh->pending++;
@@ -240,12 +272,12 @@ static void compute_parity(struct rf_worker *w, struct rf_stripe *sh, const stru
 	int k, n;
 
 	if (c->row.qd_idx < 0) {
-		for (k = 0; k < a->geom.data_disks; k++)
+		for (k = 0; k < c->g->data_disks; k++)
 			blocks[k] = sh->buf[c->row.data_member[k]];
-		rf_xor_gen(a->geom.data_disks, a->stripe_size, blocks, sh->buf[c->row.pd_idx]);
+		rf_xor_gen(c->g->data_disks, a->stripe_size, blocks, sh->buf[c->row.pd_idx]);
 		return;
 	}
-	n = rf_r6_blocks(&c->row, a->geom.data_disks, sh->buf, 0, w->zero, blocks);
+	n = rf_r6_blocks(&c->row, c->g->data_disks, sh->buf, 0, w->zero, blocks);
 	rf_pq_gen(n, a->stripe_size, blocks, blocks[n], blocks[n + 1]);
 }
 
@@ -272,7 +304,7 @@ static void reconstruct(struct rf_worker *w, struct rf_stripe *sh, const struct 
 		sh->uptodate |= 1ull << x;
 		return;
 	}
-	n = rf_r6_blocks(&c->row, a->geom.data_disks, sh->buf, 0, w->zero, blocks);
+	n = rf_r6_blocks(&c->row, c->g->data_disks, sh->buf, 0, w->zero, blocks);
 	for (i = 0; i < a->nmembers && nf < 2; i++)
 		if (bad & (1ull << i))
 			f[nf++] = rf_r6_index(&c->row, i);
@@ -396,7 +428,7 @@ static bool r5_compute(struct rf_worker *w, struct rf_stripe *sh)
 		compute_parity(w, sh, &c);
 	}
 	sh->uptodate |= wmask | c.par_mask;
-	towrite = (wmask | c.par_mask) & ~rf_faulty_at(a, sh->sector);
+	towrite = (wmask | c.par_mask) & ~rf_faulty_at(a, c.sector);
 	sh->phase = RF_SH_WRITE;
 	for (i = 0; i < a->nmembers; i++)
 		if (towrite & (1ull << i))

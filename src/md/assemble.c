@@ -13,8 +13,15 @@
  *  - a degraded raid4/5/6 that was not clean (its parity may be stale
  *    where writes were in flight, so rebuilt data could be wrong: md
  *    refuses to start it too);
- *  - a reshape under way, a write journal, clustering, or members with
- *    different data offsets or raid0 zones, which the engine does not do.
+ *  - a write journal, or clustering, which the engine does not do;
+ *  - a raid4/5/6 reshape under way, unless served read-only (--ro, or
+ *    --overlay: nothing reaches the members): the superblocks then give
+ *    the two geometries (layout.h struct rf_reshape) and each member's new
+ *    data offset, and reads go where md reads them.  Continuing the
+ *    reshape needs mdadm (its backup file covers the critical section of
+ *    a reshape in place); raidfuse does not, so it writes nothing there.
+ *    A config file cannot describe a reshape: a mount by config of such
+ *    an array is refused.
  *
  * rf_assemble_check_config() holds a config file to the superblocks its
  * members carry, and rf_assemble_plan_create() works out the superblocks
@@ -44,21 +51,77 @@ static int r0_layout(const struct rf_sb *sb)
 	return (sb->feature_map & RF_SB_FEAT_RAID0_LAYOUT) ? sb->layout : 0;
 }
 
-int rf_assemble_cfg_layout(const struct rf_sb *sb)
+/* A stored raid1/4/5/6/10 layout number as the config takes it: raid4's
+ * stored 0 is md bookkeeping, not a different data layout. */
+static int cfg_layout_of(int level, int layout)
 {
 	char buf[16];
 
-	/* raid0: the zone layout md recorded (0: none); raid4's stored 0 is
-	 * md bookkeeping, not a different data layout. */
-	switch (sb->level) {
-	case 0:
+	if (level == 1 || level == 4)
+		return rf_layout_parse(level, NULL);
+	snprintf(buf, sizeof(buf), "%d", layout);
+	return rf_layout_parse(level, buf);
+}
+
+int rf_assemble_cfg_layout(const struct rf_sb *sb)
+{
+	/* raid0: the zone layout md recorded (0: none). */
+	if (sb->level == 0)
 		return r0_layout(sb);
-	case 1:
-	case 4:
-		return rf_layout_parse(sb->level, NULL);
+	return cfg_layout_of(sb->level, sb->layout);
+}
+
+/* md's reshape_backwards (super_1_validate, super_90_validate). */
+static bool reshape_backwards(const struct rf_sb *sb)
+{
+	return sb->delta_disks < 0 ||
+	       (sb->delta_disks == 0 && sb->kind != RF_SB_090 && (sb->feature_map & RF_SB_FEAT_RESHAPE_BACK));
+}
+
+/* The member count before a reshape (raid_disks is the new one). */
+static int64_t prev_disks(const struct rf_sb *sb)
+{
+	return (int64_t)sb->raid_disks - sb->delta_disks;
+}
+
+/* The slots an array has: a reshape that removes members still reads the
+ * old ones above the position. */
+static int slots_of(const struct rf_sb *sb)
+{
+	int64_t p = prev_disks(sb);
+
+	return sb->reshape && p > sb->raid_disks && p <= RF_MAX_MEMBERS ? (int)p : sb->raid_disks;
+}
+
+/* Why a reshape under way cannot be served (NULL: it can, read-only);
+ * into buf. */
+static const char *reshape_unservable(const struct rf_sb *sb, bool writes, char *buf, size_t len)
+{
+	int64_t p = prev_disks(sb);
+
+	if (sb->level != 4 && sb->level != 5 && sb->level != 6) {
+		snprintf(buf, len, "a reshape of raid%d is under way; raidfuse serves reshapes of raid4/5/6 only "
+			 "(finish it with mdadm first)", sb->level);
+		return buf;
 	}
-	snprintf(buf, sizeof(buf), "%d", sb->layout);
-	return rf_layout_parse(sb->level, buf);
+	if (sb->new_level != sb->level) {
+		snprintf(buf, len, "a reshape from raid%d to raid%d is under way; md itself serves only reshapes "
+			 "that keep the level (finish it with mdadm first)", sb->level, sb->new_level);
+		return buf;
+	}
+	if (p < 1 || p > RF_MAX_MEMBERS) {
+		snprintf(buf, len, "a reshape from %lld to %d devices is under way: not a count raidfuse serves",
+			 (long long)p, sb->raid_disks);
+		return buf;
+	}
+	if (writes) {
+		snprintf(buf, len, "a reshape is under way (stopped at array sector %llu, %s); raidfuse serves it "
+			 "read-only only: assemble with --ro, or --overlay DIR; continuing the reshape is mdadm's "
+			 "(mdadm --assemble, with --backup-file if the reshape used one)",
+			 (unsigned long long)sb->reshape_position, reshape_backwards(sb) ? "backwards" : "forwards");
+		return buf;
+	}
+	return NULL;
 }
 
 /* Members a level survives without (raid10: copies - 1; the engine checks
@@ -120,11 +183,19 @@ static int read_one(const char *path, const char *overlay_dir, struct rf_sb *sb,
 }
 
 /* Features the engine cannot serve (writes: with writes reaching the
- * members); NULL if none. */
-static const char *unservable(const struct rf_sb *sb, bool writes)
+ * members; by_config: described by a config file, which cannot describe
+ * a reshape); NULL if none.  buf holds a message made here. */
+static const char *unservable(const struct rf_sb *sb, bool writes, bool by_config, char *buf, size_t len)
 {
-	if (sb->feature_map & (RF_SB_FEAT_RESHAPE | RF_SB_FEAT_NEW_OFFSET | RF_SB_FEAT_RESHAPE_BACK))
-		return "a reshape is under way (finish it with mdadm first)";
+	if (sb->reshape && by_config)
+		return "a reshape is under way, which a config file cannot describe (serve it with raidfuse "
+		       "assemble --ro or --overlay DIR, or finish it with mdadm first)";
+	if (sb->reshape) {
+		const char *why = reshape_unservable(sb, writes, buf, len);
+
+		if (why)
+			return why;
+	}
 	/* md replays the log of a dirty PPL array at its next assembly: a
 	 * log that writes did not keep up to date would be replayed over
 	 * newer data. */
@@ -155,6 +226,11 @@ static const char *geometry_differs(const struct rf_sb *a, const struct rf_sb *b
 		return "raid devices";
 	if (a->level != 0 && a->size != b->size)
 		return "used device size";
+	if (a->reshape != b->reshape || (a->reshape && (a->new_level != b->new_level ||
+							 a->new_layout != b->new_layout ||
+							 a->new_chunk != b->new_chunk ||
+							 a->delta_disks != b->delta_disks)))
+		return "reshape under way";
 	return NULL;
 }
 
@@ -221,6 +297,38 @@ static int dirty_degraded(const struct rf_sb *fresh, const char *missing, const 
 	return 0;
 }
 
+/* The rest of a reshape under way, from the freshest superblock and each
+ * slot's own (a missing slot's: the first present one's offsets). */
+static void reshape_cfg(struct rf_config *cfg, const struct rf_sb *fresh, const struct rf_sb *const *role_sb,
+			int slots)
+{
+	struct rf_config_reshape *rs = &cfg->reshape;
+	const struct rf_sb *first = NULL;
+	int i;
+
+	for (i = 0; i < slots && !first; i++)
+		first = role_sb[i];
+	rs->active = true;
+	rs->backwards = reshape_backwards(fresh);
+	rs->position = fresh->reshape_position;
+	rs->raid_disks = fresh->raid_disks;
+	rs->prev_raid_disks = (int)prev_disks(fresh);
+	rs->prev_layout = cfg->layout;
+	rs->prev_chunk_bytes = cfg->chunk_bytes;
+	cfg->layout = cfg_layout_of(fresh->new_level, fresh->new_layout);
+	cfg->chunk_bytes = fresh->new_chunk * 512;
+	for (i = 0; i < slots; i++) {
+		const struct rf_sb *s = role_sb[i] ? role_sb[i] : first;
+		int64_t off = (int64_t)s->data_offset;
+
+		/* md: new_data_offset = data_offset (+ new_offset with the
+		 * feature; 0.90 has no field). */
+		if (s->kind != RF_SB_090 && (s->feature_map & RF_SB_FEAT_NEW_OFFSET))
+			off += s->new_offset;
+		rs->new_offset[i] = off >= 0 ? (uint64_t)off * 512 : UINT64_MAX;     /* the engine refuses it */
+	}
+}
+
 static int assemble(const char *const *paths, int n, const char *image_name, bool readonly,
 		    const char *overlay_dir, struct rf_config *cfg, char *err, size_t errlen);
 
@@ -243,9 +351,9 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 	int by_role[RF_MAX_MEMBERS];
 	struct stat st[RF_MAX_MEMBERS];
 	const struct rf_sb *fresh;
-	char u0[40], u1[40], missing[256];
-	int i, j, r = -EINVAL, nuse = 0, nmissing = 0, fi = 0, spare[RF_MAX_MEMBERS], nspare = 0;
-	const struct rf_sb *role_sb[RF_MAX_MEMBERS], *spare_sb[RF_MAX_MEMBERS];
+	char u0[40], u1[40], missing[256], whybuf[400];
+	int i, j, r = -EINVAL, nuse = 0, nmissing = 0, fi = 0, spare[RF_MAX_MEMBERS], nspare = 0, slots;
+	const struct rf_sb *role_sb[RF_MAX_MEMBERS] = { NULL }, *spare_sb[RF_MAX_MEMBERS] = { NULL };
 	size_t ml = 0;
 	const char *why;
 	uint64_t size;
@@ -287,9 +395,10 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 	}
 	fresh = &sbs[fi];
 	rf_sb_uuid_str(fresh, u0);
-	why = unservable(fresh, !readonly && !overlay_dir);
+	why = unservable(fresh, !readonly && !overlay_dir, false, whybuf, sizeof(whybuf));
 	if (why) {
-		snprintf(err, errlen, "array %s (%s): %s; raidfuse cannot serve it", u0, paths[fi], why);
+		snprintf(err, errlen, "array %s (%s): %s%s", u0, paths[fi], why,
+			 why == whybuf ? "" : "; raidfuse cannot serve it");
 		goto out;
 	}
 	if (fresh->raid_disks > RF_MAX_MEMBERS) {
@@ -297,7 +406,8 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 			 fresh->raid_disks, RF_MAX_MEMBERS);
 		goto out;
 	}
-	for (i = 0; i < fresh->raid_disks; i++)
+	slots = slots_of(fresh);
+	for (i = 0; i < slots; i++)
 		by_role[i] = -1;
 
 	for (i = 0; i < n; i++) {
@@ -322,7 +432,7 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 			rf_warn("%s: the array records it as faulty: left out", paths[i]);
 			continue;
 		}
-		if (role >= RF_SB_ROLE_MAX) {
+		if (role >= RF_SB_ROLE_MAX || role >= slots) {
 			if (nspare >= RF_MAX_MEMBERS) {
 				rf_warn("%s: a spare past the first %d: left out", paths[i], RF_MAX_MEMBERS);
 				continue;
@@ -339,7 +449,7 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 	}
 
 	missing[0] = '\0';
-	for (i = 0; i < fresh->raid_disks; i++) {
+	for (i = 0; i < slots; i++) {
 		if (by_role[i] >= 0) {
 			nuse++;
 			continue;
@@ -359,7 +469,7 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 	}
 	/* A device that was being rebuilt holds its slot's data only below
 	 * its recovery_offset. */
-	for (i = 0; i < fresh->raid_disks; i++) {
+	for (i = 0; i < slots; i++) {
 		if (by_role[i] < 0 || !(sbs[by_role[i]].feature_map & RF_SB_FEAT_RECOVERY))
 			continue;
 		rf_info("%s: being rebuilt into role %d (done to sector %llu): the rebuild resumes", paths[by_role[i]],
@@ -398,8 +508,8 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 	cfg->level = fresh->level;
 	cfg->layout = rf_assemble_cfg_layout(fresh);
 	cfg->chunk_bytes = fresh->level == 1 ? 0 : fresh->chunk_sectors * 512;
-	cfg->nmembers = fresh->raid_disks;
-	for (i = 0; i < fresh->raid_disks; i++) {
+	cfg->nmembers = slots;
+	for (i = 0; i < slots; i++) {
 		if (by_role[i] < 0)
 			continue;
 		cfg->members[i] = strdup(paths[by_role[i]]);
@@ -413,11 +523,13 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 		cfg->nspares = i + 1;
 		rf_info("%s: a spare", paths[spare[i]]);
 	}
-	for (i = 0; i < fresh->raid_disks; i++)
+	for (i = 0; i < slots; i++)
 		role_sb[i] = by_role[i] >= 0 ? &sbs[by_role[i]] : NULL;
 	for (i = 0; i < nspare; i++)
 		spare_sb[i] = &sbs[spare[i]];
-	member_areas(cfg, role_sb, fresh->raid_disks, spare_sb, nspare, &size);
+	member_areas(cfg, role_sb, slots, spare_sb, nspare, &size);
+	if (fresh->reshape)
+		reshape_cfg(cfg, fresh, role_sb, slots);
 	cfg->data_offset_given = true;
 	cfg->size = size;
 	cfg->metadata = fresh->kind;
@@ -426,6 +538,14 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 	cfg->readonly = readonly;
 	if (overlay_dir && !(cfg->overlay_dir = strdup(overlay_dir)))
 		goto out;
+	/* Mid-reshape: read-only even over an overlay (nothing would move
+	 * rows from one geometry to the other). */
+	if (fresh->reshape) {
+		cfg->readonly = true;
+		rf_info("array %s: a reshape is under way (%s, at array sector %llu): served read-only, rows "
+			"below and above it in their own geometry", u0, cfg->reshape.backwards ? "backwards" : "forwards",
+			(unsigned long long)cfg->reshape.position);
+	}
 	r = 0;
 	rf_info("array %s: raid%d, %d of %d members, %s metadata", u0, cfg->level, nuse,
 		fresh->raid_disks, rf_sb_kind_name(fresh->kind));
@@ -451,7 +571,8 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 
 		if (!m)
 			continue;
-		r = read_one(m, NULL, &sbs[i], err, errlen);
+		/* Through the overlay, which may hold newer superblocks. */
+		r = read_one(m, cfg->overlay_dir, &sbs[i], err, errlen);
 		if (r == -ENOENT) {
 			without = i;
 			r = 0;
@@ -472,7 +593,9 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 		goto out;       /* an array without superblocks */
 	r = -EINVAL;
 	{
-		const char *why = unservable(&sbs[fi], !cfg->readonly);
+		char whybuf[400];
+		const char *why = unservable(&sbs[fi], !cfg->readonly && !cfg->overlay_dir, true, whybuf,
+					     sizeof(whybuf));
 
 		if (why) {
 			snprintf(err, errlen, "%s: array %s (member %d, %s): %s; raidfuse cannot serve it", cfg->path,

@@ -17,8 +17,14 @@
  *  - for raid10 the copies of one sector sit on distinct members, and no two
  *    array sectors share a (member, sector) place.
  *
- * It does NOT: do IO, allocate, look at member state (degraded or not is the
- * caller's business), or handle reshape (no "previous" geometry).
+ * A raid4/5/6 reshape md left under way is two geometries (struct
+ * rf_reshape): rf_reshape_init() checks it as md's raid5 run() does and
+ * sizes both; which one an array sector uses is the caller's question
+ * (rf_reshape_in_prev()).  Moving rows from one to the other is not done
+ * here, nor anywhere in raidfuse.
+ *
+ * It does NOT: do IO, allocate, or look at member state (degraded or not
+ * is the caller's business).
  *
  * raid0 of unequal members, as md's create_strip_zones(): sort the distinct
  * member sizes (whole chunks); zone k holds every member at least as large
@@ -319,6 +325,61 @@ int rf_geom_init(struct rf_geom *g, char *err, size_t errlen)
 	}
 	if (g->array_sectors == 0)
 		return geom_fail(err, errlen, "raid%d: members too small for one row", g->level);
+	return 0;
+}
+
+int rf_reshape_init(struct rf_geom *g, struct rf_reshape *rs, int64_t min_offset_diff, char *err, size_t errlen)
+{
+	struct rf_geom *p = &rs->prev;
+	uint64_t unit, dev, here_new, here_old;
+	int rc;
+
+	if (!rs->active)
+		return 0;
+	if ((g->level != 4 && g->level != 5 && g->level != 6) || p->level != g->level)
+		return geom_fail(err, errlen, "a reshape from raid%d to raid%d: raidfuse serves reshapes inside "
+				 "raid4/5/6 that keep the level (md's raid5 refuses the others too)", p->level,
+				 g->level);
+	if (g->chunk_sectors < 8 || !rf_is_pow2(g->chunk_sectors) || p->chunk_sectors < 8 ||
+	    !rf_is_pow2(p->chunk_sectors))
+		return geom_fail(err, errlen, "reshape: chunks of %" PRIu32 " and %" PRIu32
+				 " sectors, needs powers of two >= 8", p->chunk_sectors, g->chunk_sectors);
+	unit = g->chunk_sectors > p->chunk_sectors ? g->chunk_sectors : p->chunk_sectors;
+	dev = g->dev_sectors - g->dev_sectors % unit;
+	g->dev_sectors = p->dev_sectors = dev;
+	rc = rf_geom_init(p, err, errlen);
+	if (!rc)
+		rc = rf_geom_init(g, err, errlen);
+	if (rc)
+		return rc;
+	if (p->array_sectors < g->array_sectors)
+		g->array_sectors = p->array_sectors;
+	if (rs->position % (unit * (uint64_t)g->data_disks))
+		return geom_fail(err, errlen, "reshape position %" PRIu64 " is not on a stripe boundary of the new "
+				 "geometry (%" PRIu64 " sectors): not a position md leaves", rs->position,
+				 unit * (uint64_t)g->data_disks);
+	if (rs->position > dev * (uint64_t)(g->data_disks > p->data_disks ? g->data_disks : p->data_disks))
+		return geom_fail(err, errlen, "reshape position %" PRIu64 " is past the array's end (%" PRIu64
+				 " sectors of members)", rs->position, dev);
+	/* md's run(): the first new row to write and the first old row that
+	 * may still be read, in member sectors of the larger chunk. */
+	here_new = rs->position / (unit * (uint64_t)g->data_disks) * unit;
+	here_old = rs->position / (unit * (uint64_t)p->data_disks) * unit;
+	if (p->raid_disks == g->raid_disks) {
+		/* In place: safe only when the offsets moved by a chunk at least
+		 * (else mdadm's backup file holds the rows in flight). */
+		uint64_t d = (uint64_t)(min_offset_diff < 0 ? -min_offset_diff : min_offset_diff);
+
+		if (d < g->chunk_sectors || d < p->chunk_sectors)
+			return geom_fail(err, errlen, "an in-place reshape (data offsets moved by %" PRIu64 " sectors, "
+					 "less than a chunk): the rows at its position may be only in mdadm's backup "
+					 "file", d);
+	} else if (rs->backwards ? (int64_t)here_new + min_offset_diff <= (int64_t)here_old :
+				   (int64_t)here_new >= (int64_t)here_old - min_offset_diff) {
+		return geom_fail(err, errlen, "reshape position %" PRIu64 " is inside mdadm's critical section "
+				 "(new rows would overlap old ones not yet read): the rows there may be only in "
+				 "mdadm's backup file", rs->position);
+	}
 	return 0;
 }
 

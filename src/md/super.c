@@ -311,23 +311,27 @@ bad_disks:
 	return why;
 }
 
-/* Roles: each active role at most once, none past raid_disks. */
+/* Roles: each active role at most once, none past raid_disks (past the
+ * old count while a reshape removes devices: those still hold old rows). */
 static int check_roles(const struct rf_sb *sb, const char *path, char *err, size_t errlen)
 {
 	uint32_t seen[RF_SB_MAX_DEV];
+	int64_t lim = sb->raid_disks;
 	uint32_t i;
 
-	for (i = 0; i < (uint32_t)sb->raid_disks && i < RF_SB_MAX_DEV; i++)
+	if (sb->reshape && sb->delta_disks < 0 && (int64_t)sb->raid_disks - sb->delta_disks <= RF_SB_MAX_DEV)
+		lim = (int64_t)sb->raid_disks - sb->delta_disks;
+	for (i = 0; i < (uint32_t)lim && i < RF_SB_MAX_DEV; i++)
 		seen[i] = UINT32_MAX;
 	for (i = 0; i < sb->max_dev; i++) {
 		uint16_t r = sb->dev_roles[i];
 
 		if (r >= RF_SB_ROLE_MAX)
 			continue;
-		if (r >= sb->raid_disks)
+		if (r >= lim)
 			return bad(err, errlen, path, sb->kind,
-				   "device slot %u has role %u but the array has %d raid devices",
-				   i, r, sb->raid_disks);
+				   "device slot %u has role %u but the array has %lld raid devices",
+				   i, r, (long long)lim);
 		if (seen[r] != UINT32_MAX)
 			return bad(err, errlen, path, sb->kind,
 				   "role %u is taken by device slots %u and %u", r, seen[r], i);
@@ -917,6 +921,55 @@ static void mark_faulty090(struct sb090 *s, int slot)
 		s->this_disk.state = d->state;
 }
 
+/* 0.90: whether descriptor n lists no device (md zeroes the unused). */
+static bool empty090(const struct disk090 *d, uint32_t n)
+{
+	return !d->state && !d->number && !d->raid_disk && !d->major && !d->minor && n;
+}
+
+/* 0.90: descriptor n becomes a spare's ({n, n, state 0}, md's
+ * "compatibility" raid_disk), counted as md counts it; nothing when it
+ * is that already. */
+static void add_spare090(struct sb090 *s, uint32_t n)
+{
+	struct disk090 *d = &s->disks[n];
+
+	if (!d->state && d->number == n && d->raid_disk == n && n)
+		return;
+	/* Over a faulty device's old descriptor (md would have renumbered
+	 * it): that one was counted as a disk already. */
+	s->nr_disks += empty090(d, n) || (d->state & (1u << D090_REMOVED));
+	memset(d, 0, sizeof(*d));
+	d->number = n;
+	d->raid_disk = n;
+	s->working_disks++;
+	s->spare_disks++;
+}
+
+/* 0.90: the spare of descriptor n, rebuilt, takes role r: it is listed
+ * at descriptor r, active and in sync, as md lists an in-sync device. */
+static void spare_in_sync090(struct sb090 *s, uint32_t n, uint32_t r)
+{
+	struct disk090 *d = &s->disks[n], *to = &s->disks[r];
+	uint32_t major = d->major, minor = d->minor;
+
+	if (n == r || d->state || d->number != n)
+		return;         /* not a spare's descriptor (done already) */
+	if (to->state & ((1u << D090_FAULTY) | (1u << D090_REMOVED)))
+		s->failed_disks -= !!s->failed_disks;
+	memset(d, 0, sizeof(*d));
+	memset(to, 0, sizeof(*to));
+	to->number = r;
+	to->raid_disk = r;
+	to->major = major;
+	to->minor = minor;
+	to->state = 1u << D090_ACTIVE | 1u << D090_SYNC;
+	s->spare_disks -= !!s->spare_disks;
+	s->active_disks++;
+	if (s->this_disk.number == n)
+		s->this_disk = *to;
+}
+
 int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *sb,
 		    const struct rf_sb_change *c, char *err, size_t errlen)
 {
@@ -945,8 +998,12 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 		r = -ESTALE;
 		goto out;
 	}
-	if (sb->kind == RF_SB_090 && (c->set_role || c->set_recovery)) {
-		snprintf(err, errlen, "%s: 0.90 superblocks do not record spares or recovery here", path);
+	if (sb->kind == RF_SB_090 && c->set_role &&
+	    (c->role_slot >= 27 || (c->role_value < RF_SB_ROLE_MAX && c->role_value >= (unsigned)now->raid_disks) ||
+	     (c->role_value >= RF_SB_ROLE_MAX && c->role_value != RF_SB_ROLE_SPARE &&
+	      c->role_value != RF_SB_ROLE_FAULTY))) {
+		snprintf(err, errlen, "%s: a 0.90 superblock cannot record device %u in role %u", path, c->role_slot,
+			 c->role_value);
 		r = -EINVAL;
 		goto out;
 	}
@@ -980,6 +1037,13 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 		s->recovery_cp = resync >= MD090_MAX_SECTOR ? MD090_MAX_SECTOR : (uint32_t)resync;
 		if (c->faulty_slot >= 0)
 			mark_faulty090(s, c->faulty_slot);
+		/* 0.90 keeps no recovery offset: set_recovery has no field. */
+		if (c->set_role && c->role_value == RF_SB_ROLE_FAULTY)
+			mark_faulty090(s, (int)c->role_slot);
+		else if (c->set_role && c->role_value == RF_SB_ROLE_SPARE)
+			add_spare090(s, c->role_slot);
+		else if (c->set_role && c->role_in_sync)
+			spare_in_sync090(s, c->role_slot, c->role_value);
 		s->sb_csum = sb090_csum(s);
 	} else {
 		struct sb1 *s = (struct sb1 *)buf;
@@ -1028,6 +1092,51 @@ out:
 	return r;
 }
 
+/* 0.90's rf_sb_write_spare(): the model's superblock with the spare's
+ * descriptor added, as md's super_90_sync writes every device's (the
+ * others get the same descriptor through rf_sb_update_io()). */
+static int write_spare090(const struct rf_sb_io *model_io, const struct rf_sb *model, const struct rf_sb_io *io,
+			  const char *path, uint32_t n, struct rf_sb *out, char *err, size_t errlen)
+{
+	uint64_t sectors = io->bytes / 512, at = rf_sb_offset(RF_SB_090, sectors);
+	struct sb090 *s = NULL;
+	int r;
+
+	if (n < (uint32_t)model->raid_disks || n >= 27) {
+		snprintf(err, errlen, "%s: descriptor %u: 0.90 numbers spares from the %d raid devices up to 26",
+			 path, n, model->raid_disks);
+		return -EINVAL;
+	}
+	if (at == UINT64_MAX || at < model->size) {
+		snprintf(err, errlen, "%s: %llu sectors cannot hold this array's %llu data sectors and its 0.90 "
+			 "superblock after them", path, (unsigned long long)sectors, (unsigned long long)model->size);
+		return -ENOSPC;
+	}
+	s = malloc(sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	r = read_at(model_io, s, model->sb_offset);
+	if (r) {
+		snprintf(err, errlen, "%s: reading the model superblock: %s", path, strerror(-r));
+		goto out;
+	}
+	add_spare090(s, n);
+	s->this_disk = s->disks[n];
+	s->utime = (uint32_t)time(NULL);
+	s->sb_csum = sb090_csum(s);
+	r = io->pwrite(io->ctx, s, RF_SB_BYTES, at * 512);
+	if (!r)
+		r = io->fsync(io->ctx);
+	if (r) {
+		snprintf(err, errlen, "%s: writing the spare's 0.90 superblock: %s", path, strerror(-r));
+		goto out;
+	}
+	r = rf_sb_parse(s, RF_SB_090, sectors, path, out, err, errlen);
+out:
+	free(s);
+	return r;
+}
+
 int rf_sb_write_spare(const struct rf_sb_io *model_io, const struct rf_sb *model, const struct rf_sb_io *io,
 		      const char *path, uint32_t dev_number, struct rf_sb *out, char *err, size_t errlen)
 {
@@ -1037,11 +1146,12 @@ int rf_sb_write_spare(const struct rf_sb_io *model_io, const struct rf_sb *model
 	uint32_t i, max_dev;
 	int r;
 
-	if (model->kind == RF_SB_090 || model->kind == RF_SB_NONE) {
-		snprintf(err, errlen, "%s: spares of arrays with %s superblocks are not written here (1.x only)",
-			 path, rf_sb_kind_name(model->kind));
+	if (model->kind == RF_SB_NONE) {
+		snprintf(err, errlen, "%s: an array without superblocks has no spare superblock to write", path);
 		return -EINVAL;
 	}
+	if (model->kind == RF_SB_090)
+		return write_spare090(model_io, model, io, path, dev_number, out, err, errlen);
 	if (at == UINT64_MAX || sectors < model->data_offset + model->size || dev_number >= RF_SB_MAX_DEV) {
 		snprintf(err, errlen, "%s: %llu sectors cannot hold this array's superblock and %llu data sectors "
 			 "at offset %llu", path, (unsigned long long)sectors, (unsigned long long)model->size,

@@ -32,7 +32,8 @@
  * a writer that came in between changed the word, so the swap fails; a
  * writer that comes after it finds DISK clear and waits on bm->lock until
  * the cleared bits are written before it sets its bit again.  Nothing is
- * cleared while the array is degraded.
+ * cleared while the array is degraded, nor while md/bitmap/can_clear was
+ * set to false (hold).
  *
  * Which devices: every device in a slot that is not faulty carries a copy
  * (md writes to every active rdev, one being rebuilt included).  Where it
@@ -381,6 +382,8 @@ struct rf_bitmap {
 	atomic_uint_fast64_t covered, skipped, nr_set, nr_clear;
 	/* the background pass, every daemon_sleep (md's bitmap daemon) */
 	struct rf_bgthread daemon;
+	int32_t location;               /* sectors from the superblock (md/bitmap/location) */
+	atomic_bool hold;               /* md/bitmap/can_clear false: no bit is cleared */
 };
 
 /* md's "degraded": a member missing or failed, or one being rebuilt. */
@@ -532,6 +535,8 @@ int rf_bitmap_open(struct rf_array *a, struct rf_sbstate *s, struct rf_bitmap **
 	if (!bm)
 		goto nomem;
 	bm->a = a;
+	/* 0.90 keeps its bitmap 4 KiB after the superblock, recording no offset. */
+	bm->location = fm->sb.kind == RF_SB_090 ? 8 : fm->sb.bitmap_offset;
 	pthread_mutex_init(&bm->lock, NULL);
 	r = rf_bg_init(&bm->daemon, "rf-bitmap", 0, daemon_run, bm);
 	if (r) {
@@ -741,8 +746,8 @@ int rf_bitmap_daemon_pass(struct rf_bitmap *bm)
 	rf_devs_lock(bm->a);
 	pthread_mutex_lock(&bm->lock);
 	/* md keeps every bit while degraded: a member added back needs only
-	 * the chunks written meanwhile. */
-	if (degraded(bm)) {
+	 * the chunks written meanwhile; and while can_clear says false. */
+	if (degraded(bm) || atomic_load(&bm->hold)) {
 		pthread_mutex_unlock(&bm->lock);
 		rf_devs_unlock(bm->a);
 		return 0;
@@ -958,6 +963,85 @@ static void hook_info(void *priv, struct rf_array_info *out)
 			out->bitmap_pages_used++;
 			c |= 2047;      /* on to the next page */
 		}
+}
+
+/* ---- md/bitmap/ (md-bitmap.c's sysfs attributes) ---- */
+
+int rf_bitmap_ctl_get(struct rf_array *a, struct rf_bitmap_ctl *out)
+{
+	struct rf_bitmap *bm = rf_array_bitmap(a);
+
+	memset(out, 0, sizeof(*out));
+	out->time_base_ms = RF_BITMAP_DAEMON_SLEEP * 1000u;
+	if (!bm)
+		return -ENOENT;
+	pthread_mutex_lock(&bm->lock);
+	out->chunk_bytes = bm->sb.chunk_bytes;
+	out->backlog = bm->sb.write_behind;
+	pthread_mutex_unlock(&bm->lock);
+	out->location = bm->location;
+	out->time_base_ms = atomic_load(&bm->daemon.period_ms);
+	out->can_clear = !degraded(bm) && !atomic_load(&bm->hold);
+	return 0;
+}
+
+int rf_bitmap_ctl_time_base(struct rf_array *a, unsigned ms)
+{
+	struct rf_bitmap *bm = rf_array_bitmap(a);
+
+	if (!bm)
+		return -ENOENT;
+	if (!ms)
+		ms = 1;                 /* md: at least one tick */
+	rf_bitmap_set_period_ms(bm, ms);
+	/* The header keeps whole seconds, at least 1 (what md's own load
+	 * accepts); it reaches the disk with the next header write, as md's
+	 * daemon_sleep does. */
+	pthread_mutex_lock(&bm->lock);
+	bm->sb.daemon_sleep = ms < 1000 ? 1 : ms / 1000;
+	pthread_mutex_unlock(&bm->lock);
+	return 0;
+}
+
+int rf_bitmap_ctl_backlog(struct rf_array *a, unsigned backlog)
+{
+	struct rf_bitmap *bm = rf_array_bitmap(a);
+	bool wm = false;
+	int i, r = 0;
+
+	if (!bm)
+		return -ENOENT;
+	if (backlog > RF_BITMAP_COUNTER_MAX)
+		return -EINVAL;
+	rf_devs_lock(a);
+	for (i = 0; i < rf_devs_count(a) && !wm; i++)
+		wm = (rf_dev_get(a, i)->flags & RF_DEV_WRITE_MOSTLY) != 0;
+	if (!wm) {
+		rf_devs_unlock(a);
+		return -EINVAL;         /* md: no write-mostly device, nothing to write behind */
+	}
+	pthread_mutex_lock(&bm->lock);
+	if (bm->sb.write_behind != backlog) {
+		/* md_bitmap_update_sb(): recorded at once */
+		bm->sb.write_behind = backlog;
+		put_header(bm);
+		r = bm_write(bm, 0, RF_BITMAP_SB_BYTES, true);
+	}
+	pthread_mutex_unlock(&bm->lock);
+	rf_devs_unlock(a);
+	return r;
+}
+
+int rf_bitmap_ctl_can_clear(struct rf_array *a, bool can)
+{
+	struct rf_bitmap *bm = rf_array_bitmap(a);
+
+	if (!bm)
+		return -ENOENT;
+	if (can && degraded(bm))
+		return -EBUSY;
+	atomic_store(&bm->hold, !can);
+	return 0;
 }
 
 void rf_bitmap_get(struct rf_bitmap *bm, struct rf_bitmap_status *st)

@@ -521,13 +521,14 @@ void rf_sbstate_kick(struct rf_sbstate *s)
 /* ---- device changes (member.c): the device lock held, every request
  * drained; each takes s->lock ---- */
 
-/* A device number no device of the array holds in dev_roles. */
-static uint32_t free_dev_number(struct rf_sbstate *s)
+/* A device number no device of the array holds in dev_roles, from
+ * `from` (0.90 numbers spares after the raid devices). */
+static uint32_t free_dev_number(struct rf_sbstate *s, uint32_t from)
 {
 	int i, n = rf_devs_count(s->a);
 	uint32_t k;
 
-	for (k = 0; k < RF_SB_MAX_DEV; k++) {
+	for (k = from; k < RF_SB_MAX_DEV; k++) {
 		for (i = 0; i < n; i++)
 			if (rf_dev_get(s->a, i)->sb_has && rf_dev_get(s->a, i)->sb.dev_number == k)
 				break;
@@ -567,10 +568,11 @@ int rf_sbstate_add_spare(struct rf_sbstate *s, int dev, char *err, size_t errlen
 		snprintf(err, errlen, "%s: %s", m->path, strerror(-r));
 		goto out;
 	}
-	c.role_slot = free_dev_number(s);
+	c.role_slot = free_dev_number(s, model->sb.kind == RF_SB_090 ? (uint32_t)model->sb.raid_disks : 0);
 	r = rf_sb_write_spare(&model->sb_io, &model->sb, &m->sb_io, m->path, c.role_slot, &m->sb, err, errlen);
 	if (r)
 		goto out;
+	c.role_slot = m->sb.dev_number;
 	/* The others learn of it; the spare takes the events they get. */
 	m->sb_has = true;
 	r = write_change(s, CH_DEVICES, &c, -1, 0);
@@ -598,6 +600,14 @@ static int dev_change(struct rf_sbstate *s, enum change what, int dev, int role,
 		c.set_role = true;
 		c.role_slot = d->sb.dev_number;
 		c.role_value = (uint16_t)role;
+		c.role_in_sync = !recovery || off == RF_SB_MAX_SECTOR;
+	} else if (d->sb.kind == RF_SB_090 && recovery && off == RF_SB_MAX_SECTOR && dev < rf_array_nslots(s->a)) {
+		/* 0.90 lists a device being rebuilt as a spare: in sync now,
+		 * it moves into its slot's descriptor in every superblock. */
+		c.set_role = true;
+		c.role_slot = d->sb.dev_number;
+		c.role_value = (uint16_t)dev;
+		c.role_in_sync = true;
 	}
 	pthread_mutex_lock(&s->lock);
 	r = write_change(s, what, &c, recovery ? dev : -1, off);

@@ -61,7 +61,7 @@ start_array "$D/r5.conf" "$MNT"
 
 [ "$(ls "$MNT" | tr '\n' ' ')" = "array.img md mdstat " ] || fail "mount point holds: $(ls "$MNT")"
 want_rw="array_state group_thread_cnt rmw_level stripe_cache_size worker_groups sync_action sync_speed_min sync_speed_max resync_start"
-want_ro="chunk_size component_size consistency_policy degraded layout level metadata_version raid_disks stripe_cache_active mismatch_cnt sync_completed sync_speed"
+want_ro="chunk_size component_size consistency_policy degraded layout level metadata_version raid_disks reshape_position reshape_direction stripe_cache_active mismatch_cnt sync_completed sync_speed"
 for f in $want_rw; do
 	[ "$(stat -c %a "$MNT/md/$f")" = 644 ] || fail "md/$f: mode $(stat -c %a "$MNT/md/$f"), want 644"
 done
@@ -69,9 +69,13 @@ for f in $want_ro; do
 	[ "$(stat -c %a "$MNT/md/$f")" = 444 ] || fail "md/$f: mode $(stat -c %a "$MNT/md/$f"), want 444"
 done
 [ "$(stat -c %a "$MNT/mdstat")" = 444 ] || fail "mdstat: mode $(stat -c %a "$MNT/mdstat")"
-want_dev="dev-d0.img dev-d1.img dev-d2.img dev-d3.img new_dev rd0 rd1 rd2 rd3"
+want_dev="bitmap dev-d0.img dev-d1.img dev-d2.img dev-d3.img new_dev rd0 rd1 rd2 rd3"
 [ "$(ls "$MNT/md" | sort | tr '\n' ' ')" = "$(echo $want_rw $want_ro $want_dev | tr ' ' '\n' | sort | tr '\n' ' ')" ] ||
 	fail "md/ holds: $(ls "$MNT/md" | tr '\n' ' ')"
+# md's bitmap group, there without a bitmap too
+[ "$(ls "$MNT/md/bitmap" | tr '\n' ' ')" = "backlog can_clear chunksize location metadata time_base " ] ||
+	fail "md/bitmap/ holds: $(ls "$MNT/md/bitmap" | tr '\n' ' ')"
+[ "$(cat "$MNT/md/bitmap/location")" = none ] || fail "md/bitmap/location: $(cat "$MNT/md/bitmap/location")"
 
 check '[ "$(val level)" = raid5 ]' "level"
 check '[ "$(val layout)" = 2 ]' "layout (md's default, left-symmetric)"
@@ -106,7 +110,7 @@ unused devices: <none>"
 # Read in small pieces, one open: the same text (pieces of one version).
 [ "$(dd if="$MNT/mdstat" bs=7 status=none)" = "$(cat "$MNT/mdstat")" ] || fail "mdstat read in 7-byte pieces differs"
 check '[ "$(stat -c %h "$MNT")" = 3 ]' "the root's link count counts md/"
-check '[ "$(stat -c %h "$MNT/md")" = 6 ]' "md/'s link count counts the dev-NAME directories"
+check '[ "$(stat -c %h "$MNT/md")" = 7 ]' "md/'s link count counts bitmap/ and the dev-NAME directories"
 
 # --- 2. bad writes ----------------------------------------------------------
 

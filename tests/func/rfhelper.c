@@ -21,6 +21,10 @@
  *   rfhelper open-trunc FILE
  *       one system call each; prints "ret=N" or "err=ENAME" and exits 0,
  *       so the test compares the result with what it expects.
+ *   rfhelper sb12-set64 FILE OFFSET VALUE
+ *       in the md 1.2 superblock 4 KiB into FILE, set the 64-bit
+ *       little-endian field at byte OFFSET to VALUE and fix md's checksum
+ *       (a superblock that says something else, still valid).
  *
  * Exit status: 0 fine, 1 a check failed, 2 usage or setup error.
  * Built by lib.sh's build_helper with the system cc; it needs nothing but
@@ -80,6 +84,45 @@ static uint64_t le64(const unsigned char *p)
 	for (int i = 7; i >= 0; i--)
 		v = v << 8 | p[i];
 	return v;
+}
+
+static uint32_t le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* md's 1.x checksum (sb_csum at 216, max_dev at 220, roles from 256). */
+static int cmd_sb12_set64(const char *path, uint64_t off, uint64_t value)
+{
+	unsigned char sb[4096];
+	int fd = open(path, O_RDWR);
+	uint64_t sum = 0;
+	size_t len, i;
+
+	if (fd < 0 || pread(fd, sb, sizeof(sb), 4096) != (ssize_t)sizeof(sb) || le32(sb) != 0xa92b4efc ||
+	    off > 256 - 8 || (off < 224 && off + 8 > 216)) {
+		fprintf(stderr, "rfhelper: %s: no 1.2 superblock to change at byte %" PRIu64 "\n", path, off);
+		return 2;
+	}
+	for (int b = 0; b < 8; b++)
+		sb[off + b] = (unsigned char)(value >> (8 * b));
+	len = 256 + 2 * (size_t)le32(sb + 220);
+	if (len > sizeof(sb))
+		len = sizeof(sb);
+	for (i = 0; i + 4 <= len; i += 4)
+		if (i != 216)
+			sum += le32(sb + i);
+	if (len - i == 2)
+		sum += (uint32_t)sb[i] | (uint32_t)sb[i + 1] << 8;
+	sum = (sum & 0xffffffffu) + (sum >> 32);
+	for (int b = 0; b < 4; b++)
+		sb[216 + b] = (unsigned char)(sum >> (8 * b));
+	if (pwrite(fd, sb, sizeof(sb), 4096) != (ssize_t)sizeof(sb) || fsync(fd)) {
+		fprintf(stderr, "rfhelper: %s: %s\n", path, strerror(errno));
+		return 2;
+	}
+	close(fd);
+	return 0;
 }
 
 static int cmd_fill(const char *path, uint64_t sectors)
@@ -311,6 +354,8 @@ int main(int argc, char **argv)
 		return result(wr ? pwrite(fd, buf, len, (off_t)num(argv[3])) :
 			      pread(fd, buf, len, (off_t)num(argv[3])));
 	}
+	if (!strcmp(cmd, "sb12-set64") && argc == 5)
+		return cmd_sb12_set64(argv[2], num(argv[3]), num(argv[4]));
 	if (!strcmp(cmd, "truncate") && argc == 4)
 		return result(truncate(argv[2], (off_t)num(argv[3])));
 	if (!strcmp(cmd, "fsync") && argc == 3)
@@ -322,6 +367,7 @@ int main(int argc, char **argv)
 		"       rfhelper same FILE REF LEN\n"
 		"       rfhelper xor-zero OFFSET LEN FILE...\n"
 		"       rfhelper pwrite|pread FILE OFFSET LEN [direct]\n"
-		"       rfhelper truncate FILE LEN | fsync FILE | open-trunc FILE\n");
+		"       rfhelper truncate FILE LEN | fsync FILE | open-trunc FILE\n"
+		"       rfhelper sb12-set64 FILE OFFSET VALUE\n");
 	return 2;
 }

@@ -460,6 +460,212 @@ static int teardown(void **state)
 	return testdir_remove(dir);
 }
 
+/* ---- arrays md stopped mid-reshape ----
+ *
+ * Written here as md leaves them: superblocks of the old geometry with
+ * md's reshape fields (raid_disks the new count, delta_disks, new layout
+ * and chunk, new_offset, reshape_position), the rows the reshape did in
+ * the new geometry at the new data offset, the others in the old one at
+ * the old offset, each geometry's parity over the rows it holds (the two
+ * never share member sectors at a position md accepts). */
+struct reshape_case {
+	const char *what;
+	int prev_n, n, prev_layout, layout;
+	uint32_t prev_chunk, chunk;     /* sectors */
+	uint64_t member_sectors, off, new_off, pos;
+	bool back;
+};
+
+/* Change the 1.2 superblock on path to describe c, in place. */
+static void sb_make_reshape(const char *path, const struct reshape_case *c, int slots)
+{
+	uint8_t b[RF_SB_BYTES];
+	int fd = open(path, O_RDWR), i;
+	uint32_t fm;
+
+	assert_true(fd >= 0);
+	get(fd, 4096, b, sizeof(b));
+#define LE32(o, v) do { uint32_t v_ = (uint32_t)(v); for (int k_ = 0; k_ < 4; k_++) b[(o) + k_] = (uint8_t)(v_ >> (8 * k_)); } while (0)
+	fm = (uint32_t)b[8] | (uint32_t)b[9] << 8;
+	fm |= RF_SB_FEAT_RESHAPE | RF_SB_FEAT_NEW_OFFSET | (c->back && c->n == c->prev_n ? RF_SB_FEAT_RESHAPE_BACK : 0);
+	LE32(8, fm);
+	LE32(92, c->n);                                 /* raid_disks: the new count */
+	LE32(100, 5);                                   /* new_level */
+	LE32(104, c->pos);                              /* reshape_position (low half) */
+	LE32(108, c->pos >> 32);
+	LE32(112, c->n - c->prev_n);                    /* delta_disks */
+	LE32(116, c->layout);
+	LE32(120, c->chunk);
+	LE32(124, (int32_t)(c->new_off - c->off));      /* new_offset */
+	for (i = 0; i < slots; i++) {
+		b[256 + 2 * i] = (uint8_t)i;
+		b[257 + 2 * i] = 0;
+	}
+	LE32(216, rf_sb_csum(b, RF_SB_12));
+#undef LE32
+	put(fd, 4096, b, sizeof(b));
+	close(fd);
+}
+
+/* Parity of rows [lo, hi) (chunk rows) of g at data offset doff. */
+static void put_parity(int *fds, const struct rf_geom *g, uint64_t doff, uint64_t lo, uint64_t hi)
+{
+	uint64_t s;
+
+	for (s = lo * g->chunk_sectors; s < hi * g->chunk_sectors && s < g->dev_sectors; s++) {
+		struct rf_r5_row row;
+		uint8_t p[SECT] = { 0 }, d[SECT];
+		int k, b;
+
+		rf_r5_row(g, s / g->chunk_sectors, &row);
+		for (k = 0; k < g->data_disks; k++) {
+			get(fds[row.data_member[k]], (doff + s) * SECT, d, SECT);
+			for (b = 0; b < (int)SECT; b++)
+				p[b] ^= d[b];
+		}
+		put(fds[row.pd_idx], (doff + s) * SECT, p, SECT);
+	}
+}
+
+static void make_midreshape(const struct reshape_case *c, struct md_array *m)
+{
+	int slots = c->n > c->prev_n ? c->n : c->prev_n, fds[RF_MAX_MEMBERS], i;
+	uint64_t room = c->member_sectors - (c->off > c->new_off ? c->off : c->new_off), s, nrows, prow;
+	struct rf_geom g;
+	struct rf_reshape rs;
+	struct rf_sb_new n;
+	uint8_t sec[SECT];
+	char err[512];
+
+	memset(m, 0, sizeof(*m));
+	m->level = 5;
+	m->n = slots;
+	memset(&g, 0, sizeof(g));
+	memset(&rs, 0, sizeof(rs));
+	g.level = rs.prev.level = 5;
+	g.raid_disks = c->n;
+	rs.prev.raid_disks = c->prev_n;
+	g.layout = c->layout;
+	rs.prev.layout = c->prev_layout;
+	g.chunk_sectors = c->chunk;
+	rs.prev.chunk_sectors = c->prev_chunk;
+	g.dev_sectors = rs.prev.dev_sectors = room;
+	rs.active = true;
+	rs.position = c->pos;
+	rs.backwards = c->back;
+	assert_int_equal(rf_reshape_init(&g, &rs, (int64_t)c->new_off - (int64_t)c->off, err, sizeof(err)), 0);
+	m->g = g;
+
+	memset(&n, 0, sizeof(n));
+	assert_int_equal(rf_sb_random_uuid(n.uuid), 0);
+	n.level = 5;
+	n.layout = c->prev_layout;
+	n.chunk_sectors = c->prev_chunk;
+	n.raid_disks = slots;
+	n.size = g.dev_sectors;
+	n.data_offset = c->off;
+	n.clean = true;
+	for (i = 0; i < slots; i++) {
+		snprintf(m->paths[i], sizeof(m->paths[i]), "%s/r%d.img", dir, i);
+		m->pathv[i] = m->paths[i];
+		m->member_sectors[i] = c->member_sectors;
+		fds[i] = open(m->paths[i], O_RDWR | O_CREAT | O_TRUNC, 0600);
+		assert_true(fds[i] >= 0);
+		assert_int_equal(ftruncate(fds[i], (off_t)(c->member_sectors * SECT)), 0);
+		assert_int_equal(rf_sb_write12(fds[i], m->paths[i], &n, i, c->member_sectors, err, sizeof(err)), 0);
+	}
+	for (s = 0; s < g.array_sectors; s++) {
+		bool prev = rf_reshape_in_prev(&rs, s);
+		struct rf_r5_map map;
+
+		rf_r5_map_sector(prev ? &rs.prev : &g, s, &map);
+		fill_sector(sec, s);
+		put(fds[map.dd_idx], ((prev ? c->off : c->new_off) + map.dev_sector) * SECT, sec, SECT);
+	}
+	/* The rows each geometry holds: the new one's on the done side of the
+	 * position, the old one's every row with a sector on the other. */
+	nrows = c->pos / ((uint64_t)g.chunk_sectors * (uint64_t)g.data_disks);
+	prow = c->pos / ((uint64_t)rs.prev.chunk_sectors * (uint64_t)rs.prev.data_disks);
+	if (!c->back) {
+		put_parity(fds, &g, c->new_off, 0, nrows);
+		put_parity(fds, &rs.prev, c->off, prow, UINT64_MAX);
+	} else {
+		put_parity(fds, &g, c->new_off, nrows, UINT64_MAX);
+		put_parity(fds, &rs.prev, c->off, 0, prow + 1);
+	}
+	for (i = 0; i < slots; i++) {
+		close(fds[i]);
+		sb_make_reshape(m->paths[i], c, slots);
+	}
+}
+
+static void test_midreshape(void **state)
+{
+	static const struct reshape_case cases[] = {
+		{ "grow 3 -> 4, data offset down", 3, 4, 2, 2, 32, 32, 8192, 2048, 1664, 4800, false },
+		{ "shrink 5 -> 4, data offset up", 5, 4, 2, 2, 32, 32, 8192, 2048, 2304, 9600, true },
+		{ "relayout ls -> la and chunk 16K -> 32K in place, offset up", 4, 4, 2, 0, 32, 64, 8192, 2048,
+		  2560, 7680, true },
+		{ "grow 4 -> 5, ra -> ls, chunk 16K -> 8K", 4, 5, 1, 2, 32, 16, 8192, 2048, 1536, 7680, false },
+	};
+	size_t k;
+
+	(void)state;
+	for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		const struct reshape_case *c = &cases[k];
+		struct md_array m;
+		struct rf_config cfg;
+		struct rf_array *a;
+		const char *paths[RF_MAX_MEMBERS];
+		char err[1024];
+		int without, i;
+
+		make_midreshape(c, &m);
+		/* every member, then each left out */
+		for (without = -1; without < m.n; without++) {
+			a = serve(&m, without, false, &cfg);
+			assert_true(cfg.reshape.active);
+			assert_int_equal(cfg.reshape.backwards, c->back);
+			assert_true(rf_array_readonly(a));
+			{
+				uint64_t pos;
+				bool back;
+
+				assert_true(rf_array_reshape(a, &pos, &back));
+				assert_int_equal(pos, c->pos);
+				assert_int_equal(back, c->back);
+			}
+			assert_int_equal(rf_array_size(a), m.g.array_sectors * SECT);
+			if (bad_sectors(a))
+				print_error("%s without member %d: %" PRIu64 " wrong sectors\n", c->what, without,
+					    bad_sectors(a));
+			assert_int_equal(bad_sectors(a), 0);
+			rf_array_close(a);
+			rf_config_free(&cfg);
+		}
+		/* Negative control: the same members in one geometry, the
+		 * position ignored. */
+		for (i = 0; i < m.n; i++)
+			paths[i] = m.pathv[i];
+		assert_int_equal(rf_assemble(paths, m.n, NULL, true, &cfg, err, sizeof(err)), 0);
+		cfg.reshape.active = false;
+		cfg.nmembers = c->n;
+		cfg.stripe_cache_size = 40;
+		cfg.worker_groups = 1;
+		assert_int_equal(rf_array_open(&cfg, &a, err, sizeof(err)), 0);
+		assert_int_equal(rf_array_start(a), 0);
+		assert_true(bad_sectors(a) > 0);
+		rf_array_close(a);
+		rf_config_free(&cfg);
+		/* Read-write: refused, saying what to do. */
+		assert_int_equal(rf_assemble(paths, m.n, NULL, false, &cfg, err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "reshape is under way"));
+		assert_non_null(strstr(err, "--ro"));
+		for (i = 0; i < m.n; i++)
+			unlink(m.paths[i]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -468,6 +674,7 @@ int main(void)
 		cmocka_unit_test(test_raid5_two),
 		cmocka_unit_test(test_raid0_zones),
 		cmocka_unit_test(test_raid0_no_layout),
+		cmocka_unit_test(test_midreshape),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -27,6 +27,7 @@
 #include "core/engine.h"
 #include "raidfuse/assemble.h"
 #include "raidfuse/bitmap.h"
+#include "raidfuse/ctl.h"
 #include "raidfuse/super.h"
 #include "raidfuse/sync.h"
 #include "services/sbstate.h"
@@ -511,6 +512,108 @@ static void test_degraded_keeps(void **state)
 	free(buf);
 }
 
+/* md/bitmap/<name> */
+static const struct rf_ctl_attr *bm_attr(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < rf_ctl_bitmap_nattrs; i++)
+		if (!strcmp(rf_ctl_bitmap_attrs[i].name, name))
+			return &rf_ctl_bitmap_attrs[i];
+	fail_msg("no md/bitmap/%s", name);
+	return NULL;
+}
+
+static const char *bm_show(struct rf_array *a, const char *name)
+{
+	static char buf[256];
+
+	assert_true(rf_ctl_show(bm_attr(name), a, -1, buf, sizeof(buf)) >= 0);
+	return buf;
+}
+
+static int bm_store(struct rf_array *a, const char *name, const char *val)
+{
+	return rf_ctl_store(bm_attr(name), a, -1, val, strlen(val));
+}
+
+/* md/bitmap/ with md's meanings: location, chunksize, metadata as the
+ * bitmap is; time_base sets the pass period; backlog wants a
+ * write-mostly device and is recorded in the header at once; can_clear
+ * false keeps bits a pass would clear (negative control: true clears
+ * them), and true is refused while degraded. */
+static void test_ctl_files(void **state)
+{
+	char *buf = aligned_alloc(4096, 65536);
+	struct rf_bitmap_sb bsb;
+	struct rf_sb_io io;
+	struct rf_sb sb;
+	uint8_t *bits;
+	char err[512];
+	struct rf_array *a;
+	int fd;
+
+	(void)state;
+	make_members(true);
+	a = open_array(N, 0);
+	assert_string_equal(bm_show(a, "location"), "+8\n");
+	assert_string_equal(bm_show(a, "chunksize"), "262144\n");
+	assert_string_equal(bm_show(a, "metadata"), "internal\n");
+	assert_string_equal(bm_show(a, "time_base"), "5\n");
+	assert_string_equal(bm_show(a, "backlog"), "0\n");
+	assert_string_equal(bm_show(a, "can_clear"), "true\n");
+
+	assert_int_equal(bm_store(a, "time_base", "0.5\n"), 0);
+	assert_string_equal(bm_show(a, "time_base"), "0.500\n");
+	assert_int_equal(bm_store(a, "time_base", "2.0001"), 0);
+	assert_string_equal(bm_show(a, "time_base"), "2\n");       /* whole ms */
+	assert_int_equal(bm_store(a, "time_base", "2.00001"), -EINVAL);
+	assert_int_equal(bm_store(a, "time_base", "x"), -EINVAL);
+	assert_int_equal(bm_store(a, "time_base", "7"), 0);
+	assert_string_equal(bm_show(a, "time_base"), "7\n");
+
+	/* backlog: no write-mostly device yet */
+	assert_int_equal(bm_store(a, "backlog", "100"), -EINVAL);
+	a->devs[1].flags |= RF_DEV_WRITE_MOSTLY;
+	assert_int_equal(bm_store(a, "backlog", "16384"), -EINVAL);
+	assert_int_equal(bm_store(a, "backlog", "100"), 0);
+	assert_string_equal(bm_show(a, "backlog"), "100\n");
+	fd = open(paths[2], O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(rf_sb_io_fd(&io, fd), 0);
+	assert_int_equal(rf_sb_read_io(&io, paths[2], &sb, err, sizeof(err)), 0);
+	assert_int_equal(rf_bitmap_read(&io, paths[2], &sb, &bsb, &bits, err, sizeof(err)), 0);
+	assert_int_equal(bsb.write_behind, 100);
+	free(bits);
+	close(fd);
+	a->devs[1].flags &= ~(unsigned)RF_DEV_WRITE_MOSTLY;
+
+	/* can_clear false: a written chunk's bit stays through idle passes */
+	assert_int_equal(rf_bitmap_daemon_pass(a->bitmap), 0);
+	assert_true(rf_bitmap_daemon_pass(a->bitmap) > 0);     /* mdadm's bits go */
+	assert_int_equal(bm_store(a, "can_clear", "false"), 0);
+	assert_string_equal(bm_show(a, "can_clear"), "false\n");
+	memset(buf, 0x2c, 65536);
+	assert_int_equal(testreq_io(a, RF_REQ_WRITE, row_off(9), 4096, buf), 0);
+	for (int k = 0; k < 3; k++)
+		assert_int_equal(rf_bitmap_daemon_pass(a->bitmap), 0);
+	assert_int_equal(status(a).dirty, 1);
+	assert_int_equal(bm_store(a, "can_clear", "maybe"), -EINVAL);
+	assert_int_equal(bm_store(a, "can_clear", "true"), 0);
+	rf_bitmap_daemon_pass(a->bitmap);
+	assert_int_equal(rf_bitmap_daemon_pass(a->bitmap), 1);
+	assert_int_equal(status(a).dirty, 0);
+	rf_array_close(a);
+
+	/* degraded: can_clear reads false and true is refused */
+	a = open_array(N - 1, 0);
+	assert_string_equal(bm_show(a, "can_clear"), "false\n");
+	assert_int_equal(bm_store(a, "can_clear", "true"), -EBUSY);
+	assert_int_equal(bm_store(a, "can_clear", "false"), 0);
+	rf_array_close(a);
+	free(buf);
+}
+
 static void put_events(int fd, uint64_t ev)
 {
 	uint8_t b[8];
@@ -850,6 +953,7 @@ int main(void)
 		cmocka_unit_test(test_events_and_damage),
 		cmocka_unit_test(test_spare_rebuild),
 		cmocka_unit_test(test_readd),
+		cmocka_unit_test(test_ctl_files),
 	};
 
 	return fx_run_tests("bitmap", tests);

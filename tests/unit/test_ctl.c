@@ -128,6 +128,8 @@ static void test_show_raid5(void **state)
 	assert_string_equal(show(a, "rmw_level"), "1\n");
 	assert_string_equal(show(a, "metadata_version"), "none\n");
 	assert_string_equal(show(a, "consistency_policy"), "resync\n");
+	assert_string_equal(show(a, "reshape_position"), "none\n");
+	assert_string_equal(show(a, "reshape_direction"), "forwards\n");
 	/* Heads in use: a count no larger than the cache. */
 	active = show(a, "stripe_cache_active");
 	n = strtol(active, &end, 10);
@@ -397,7 +399,8 @@ static void test_read_only(void **state)
 {
 	struct rf_array *a = open_array("ro", 5, 2, 4, 65536, 0);
 	const char *ro[] = { "level", "layout", "chunk_size", "raid_disks", "component_size", "degraded",
-			     "stripe_cache_active", "metadata_version", "consistency_policy" };
+			     "stripe_cache_active", "metadata_version", "consistency_policy", "reshape_position",
+			     "reshape_direction" };
 	const char *rw[] = { "array_state", "stripe_cache_size", "group_thread_cnt", "rmw_level",
 			     "worker_groups" };
 	size_t i;
@@ -493,7 +496,11 @@ static void test_tree(void **state)
 	for (i = 1; i < t.n; i++) {
 		assert_true(t.nodes[i].parent < i);
 		assert_int_equal(t.nodes[i].member, -1);
-		if (t.nodes[i].parent == md) {
+		if (t.nodes[i].parent == md && t.nodes[i].kind == RF_CTL_DIR) {
+			/* md/bitmap/, md's bitmap group */
+			assert_string_equal(t.nodes[i].name, RF_CTL_MD_BITMAP);
+			assert_null(t.nodes[i].attr);
+		} else if (t.nodes[i].parent == md) {
 			nmd++;
 			assert_int_equal(t.nodes[i].kind, RF_CTL_FILE);
 			assert_string_equal(t.nodes[i].name, t.nodes[i].attr->name);
@@ -502,6 +509,32 @@ static void test_tree(void **state)
 	}
 	/* raid5 has every attribute */
 	assert_int_equal(nmd, (int)rf_ctl_md_nattrs);
+	/* and every md/bitmap/ one, even without a bitmap, as md */
+	{
+		int bmd = rf_ctl_lookup(&t, md, RF_CTL_MD_BITMAP), nbm = 0;
+		char buf[64];
+
+		assert_true(bmd > 0);
+		for (i = 1; i < t.n; i++)
+			if (t.nodes[i].parent == bmd) {
+				nbm++;
+				assert_int_equal(t.nodes[i].kind, RF_CTL_FILE);
+				assert_string_equal(t.nodes[i].name, t.nodes[i].attr->name);
+			}
+		assert_int_equal(nbm, (int)rf_ctl_bitmap_nattrs);
+		i = rf_ctl_lookup(&t, bmd, "location");
+		assert_true(rf_ctl_show(t.nodes[i].attr, a, -1, buf, sizeof(buf)) > 0);
+		assert_string_equal(buf, "none\n");
+		i = rf_ctl_lookup(&t, bmd, "time_base");
+		assert_true(rf_ctl_show(t.nodes[i].attr, a, -1, buf, sizeof(buf)) > 0);
+		assert_string_equal(buf, "5\n");
+		i = rf_ctl_lookup(&t, bmd, "can_clear");
+		assert_true(rf_ctl_show(t.nodes[i].attr, a, -1, buf, sizeof(buf)) > 0);
+		assert_string_equal(buf, "\n");
+		assert_int_equal(rf_ctl_store(t.nodes[i].attr, a, -1, "true", 4), -ENOENT);
+		i = rf_ctl_lookup(&t, bmd, "time_base");
+		assert_int_equal(rf_ctl_store(t.nodes[i].attr, a, -1, "1", 1), -ENOENT);
+	}
 	rf_ctl_tree_free(&t);
 	rf_array_close(a);
 

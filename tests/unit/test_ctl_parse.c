@@ -71,6 +71,27 @@ static void test_numbers(void **state)
 	assert_int_equal(rf_ctl_parse_sectors("+1", &s), -EINVAL);
 	assert_int_equal(rf_ctl_parse_sectors("", &s), -EINVAL);
 	assert_true(s == UINT64_MAX - 1);
+	/* md/bitmap/time_base: seconds with up to 4 decimals, into ms */
+	assert_int_equal(rf_ctl_parse_time_base("5", &k), 0);
+	assert_int_equal(k, 5000);
+	assert_int_equal(rf_ctl_parse_time_base("0.5", &k), 0);
+	assert_int_equal(k, 500);
+	assert_int_equal(rf_ctl_parse_time_base(".25", &k), 0);
+	assert_int_equal(k, 250);
+	assert_int_equal(rf_ctl_parse_time_base("1.", &k), 0);
+	assert_int_equal(k, 1000);
+	assert_int_equal(rf_ctl_parse_time_base("0.0009", &k), 0);
+	assert_int_equal(k, 0);
+	assert_int_equal(rf_ctl_parse_time_base("86400", &k), 0);
+	assert_int_equal(k, 86400000);
+	k = 7;
+	assert_int_equal(rf_ctl_parse_time_base("0.00001", &k), -EINVAL);
+	assert_int_equal(rf_ctl_parse_time_base("86400.1", &k), -EINVAL);
+	assert_int_equal(rf_ctl_parse_time_base("", &k), -EINVAL);
+	assert_int_equal(rf_ctl_parse_time_base(".", &k), -EINVAL);
+	assert_int_equal(rf_ctl_parse_time_base("-1", &k), -EINVAL);
+	assert_int_equal(rf_ctl_parse_time_base("1s", &k), -EINVAL);
+	assert_int_equal(k, 7);
 }
 
 static void test_words(void **state)

@@ -1336,6 +1336,106 @@ static void test_md_images(void **state)
 		check_md_image(dir, &md_images[i]);
 }
 
+/* A reshape under way: md's raid5 run() checks and raid5_size(), and which
+ * geometry a sector uses on each side of the position. */
+static void reshape_setup(struct rf_geom *g, struct rf_reshape *rs, int disks, int prev_disks, int layout,
+			  int prev_layout, uint32_t chunk, uint32_t prev_chunk, uint64_t dev, uint64_t pos, bool back)
+{
+	memset(g, 0, sizeof(*g));
+	memset(rs, 0, sizeof(*rs));
+	g->level = rs->prev.level = 5;
+	g->raid_disks = disks;
+	rs->prev.raid_disks = prev_disks;
+	g->layout = layout;
+	rs->prev.layout = prev_layout;
+	g->chunk_sectors = chunk;
+	rs->prev.chunk_sectors = prev_chunk;
+	g->dev_sectors = rs->prev.dev_sectors = dev;
+	rs->active = true;
+	rs->position = pos;
+	rs->backwards = back;
+}
+
+static void test_reshape(void **state)
+{
+	struct rf_geom g;
+	struct rf_reshape rs;
+	struct rf_r5_map m;
+	char err[256];
+
+	(void)state;
+	/* The kernel's mid-grow array: 3 -> 4, 64K, at 81792, offsets 2048 ->
+	 * 1664 (diff -384): md's old size, the new geometry below. */
+	reshape_setup(&g, &rs, 4, 3, 2, 2, 128, 128, 63488, 81792, false);
+	assert_int_equal(rf_reshape_init(&g, &rs, -384, err, sizeof(err)), 0);
+	assert_int_equal(g.array_sectors, 126976);
+	assert_int_equal(g.data_disks, 3);
+	assert_int_equal(rs.prev.data_disks, 2);
+	assert_false(rf_reshape_in_prev(&rs, 81791));
+	assert_true(rf_reshape_in_prev(&rs, 81792));
+	assert_int_equal(rf_reshape_left(&rs, 81790), 2);
+	assert_int_equal(rf_reshape_left(&rs, 81792), UINT64_MAX);
+	/* sector 81792 is old row 319 (2 data disks), 81791 new row 212 */
+	rf_r5_map_sector(&rs.prev, 81792, &m);
+	assert_int_equal(m.stripe, 319);
+	rf_r5_map_sector(&g, 81791, &m);
+	assert_int_equal(m.stripe, 212);
+	/* Negative control: not active, nothing is in the previous geometry. */
+	rs.active = false;
+	assert_false(rf_reshape_in_prev(&rs, 100000));
+	assert_int_equal(rf_reshape_left(&rs, 0), UINT64_MAX);
+
+	/* Backwards (the mid-relayout array): done above the position. */
+	reshape_setup(&g, &rs, 4, 4, 0, 2, 128, 128, 49152, 81408, true);
+	assert_int_equal(rf_reshape_init(&g, &rs, 6144, err, sizeof(err)), 0);
+	assert_int_equal(g.array_sectors, 147456);
+	assert_true(rf_reshape_in_prev(&rs, 81407));
+	assert_false(rf_reshape_in_prev(&rs, 81408));
+	assert_int_equal(rs.prev.layout, 2);
+	assert_int_equal(g.layout, 0);
+
+	/* A shrink 5 -> 4: md's size is the new one (fewer data disks). */
+	reshape_setup(&g, &rs, 4, 5, 2, 2, 128, 128, 4096, 3 * 128 * 4, true);
+	assert_int_equal(rf_reshape_init(&g, &rs, 512, err, sizeof(err)), 0);
+	assert_int_equal(g.array_sectors, 4096 * 3);
+
+	/* Chunk change 64K -> 128K: dev_sectors in whole 128K, positions in
+	 * new stripes of the larger chunk. */
+	reshape_setup(&g, &rs, 4, 3, 2, 2, 256, 128, 63488 + 128, 256 * 3 * 2, false);
+	assert_int_equal(rf_reshape_init(&g, &rs, -1024, err, sizeof(err)), 0);
+	assert_int_equal(g.dev_sectors, 63488);
+	assert_int_equal(rs.prev.dev_sectors, 63488);
+	reshape_setup(&g, &rs, 4, 3, 2, 2, 256, 128, 63488, 128 * 3, false);
+	assert_int_equal(rf_reshape_init(&g, &rs, -1024, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "stripe boundary"));
+
+	/* Refused as md refuses them. */
+	reshape_setup(&g, &rs, 4, 3, 2, 2, 128, 128, 63488, 81792 + 128, false);
+	assert_int_equal(rf_reshape_init(&g, &rs, -384, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "stripe boundary"));
+	/* a grow in place at its start: the first new row is the first old
+	 * one (mdadm's backup file holds it) */
+	reshape_setup(&g, &rs, 4, 3, 2, 2, 128, 128, 63488, 0, false);
+	assert_int_equal(rf_reshape_init(&g, &rs, 0, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "critical section"));
+	/* ... but with room between the offsets it is fine */
+	reshape_setup(&g, &rs, 4, 3, 2, 2, 128, 128, 63488, 0, false);
+	assert_int_equal(rf_reshape_init(&g, &rs, -384, err, sizeof(err)), 0);
+	/* a relayout in place without moving the data offsets */
+	reshape_setup(&g, &rs, 4, 4, 0, 2, 128, 128, 49152, 81408, true);
+	assert_int_equal(rf_reshape_init(&g, &rs, 0, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "backup file"));
+	/* a level change */
+	reshape_setup(&g, &rs, 5, 4, 18, 2, 128, 128, 49152, 0, false);
+	g.level = 6;
+	assert_int_equal(rf_reshape_init(&g, &rs, -384, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "raid5 to raid6"));
+	/* past the end */
+	reshape_setup(&g, &rs, 4, 3, 2, 2, 128, 128, 63488, 63488 * 3 + 384, false);
+	assert_int_equal(rf_reshape_init(&g, &rs, -384, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "past the array's end"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1349,6 +1449,7 @@ int main(void)
 		cmocka_unit_test(test_geom_values),
 		cmocka_unit_test(test_geom_errors),
 		cmocka_unit_test(test_layout_names),
+		cmocka_unit_test(test_reshape),
 		cmocka_unit_test_teardown(test_md_images, md_images_teardown),
 	};
 

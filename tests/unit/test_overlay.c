@@ -306,6 +306,51 @@ static void test_stale_csum(void **state)
 	assert_non_null(strstr(err, "with superblock checksum 0x"));
 }
 
+/* A member without a superblock (a config's array): named by the caller's
+ * key and slot; what was written is there again at the next open, and
+ * not on the member; another key is another overlay; a sampled block
+ * changed since is refused. */
+static void test_nosb(void **state)
+{
+	uint8_t key[16], key2[16], byte = 0x5a, got[512];
+	char plain[320], odir[320], err[1024];
+	struct iovec v = { got, sizeof(got) };
+	struct iovec w = { got, sizeof(got) };
+	struct rf_ovl *o;
+	int fd;
+
+	(void)state;
+	memset(key, 7, sizeof(key));
+	memset(key2, 8, sizeof(key2));
+	snprintf(plain, sizeof(plain), "%s/nosb.img", fx_dir);
+	snprintf(odir, sizeof(odir), "%s/ovl-nosb", fx_dir);
+	assert_int_equal(mkdir(odir, 0755), 0);
+	fd = fx_file_open(plain, 64 * 4096);
+	assert_int_equal(rf_ovl_open_nosb(odir, fd, plain, key, 2, &o, err, sizeof(err)), 0);
+	memset(got, 0xa5, sizeof(got));
+	assert_int_equal(rf_ovl_pwritev(o, &w, 1, 8192), 0);
+	rf_ovl_close(o);
+	/* the member itself is untouched */
+	assert_int_equal(pread(fd, got, sizeof(got), 8192), (ssize_t)sizeof(got));
+	assert_int_equal(got[0], 0);
+	assert_int_equal(rf_ovl_open_nosb(odir, fd, plain, key, 2, &o, err, sizeof(err)), 0);
+	assert_int_equal(rf_ovl_preadv(o, &v, 1, 8192), 0);
+	assert_int_equal(got[0], 0xa5);
+	rf_ovl_close(o);
+	/* another key: another overlay, without that write */
+	assert_int_equal(rf_ovl_open_nosb(odir, fd, plain, key2, 2, &o, err, sizeof(err)), 0);
+	assert_int_equal(rf_ovl_preadv(o, &v, 1, 8192), 0);
+	assert_int_equal(got[0], 0);
+	rf_ovl_close(o);
+	close(fd);
+	/* a sampled block (the first) changed: refused */
+	fd = open(plain, O_RDWR);
+	assert_int_equal(pwrite(fd, &byte, 1, 100), 1);
+	assert_int_equal(rf_ovl_open_nosb(odir, fd, plain, key, 2, &o, err, sizeof(err)), -ESTALE);
+	assert_non_null(strstr(err, "sampled blocks' checksum"));
+	close(fd);
+}
+
 /* An older raidfuse's overlay: files, no record. */
 static void test_legacy(void **state)
 {
@@ -501,6 +546,7 @@ int main(void)
 		cmocka_unit_test(test_stale_base),
 		cmocka_unit_test(test_stale_csum),
 		cmocka_unit_test(test_legacy),
+		cmocka_unit_test(test_nosb),
 		cmocka_unit_test(test_base_parse),
 		cmocka_unit_test(test_map_parse),
 	};

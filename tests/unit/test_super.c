@@ -767,6 +767,103 @@ static void test_update_090(void **state)
 	close(fd);
 }
 
+/* A spare added at run time to a 0.90 array, as md's super_90_sync
+ * writes it: its own superblock is the array's with a spare's descriptor
+ * at the first number past the raid devices (number and raid_disk 4,
+ * state 0), this_disk that descriptor, the counts md keeps (5 disks, 4
+ * active, 5 working, 1 spare); the members get the same descriptor (and
+ * again changes nothing); rebuilt into role 2 it is listed active and in
+ * sync at descriptor 2, this_disk with it, and descriptor 4 is empty.
+ * Refused: a descriptor number among the raid devices. */
+static void test_spare_090(void **state)
+{
+	const uint64_t sectors = 131072, at = ((sectors & ~127ULL) - 128) * 512;
+	struct rf_sb_change add = { .clean = true, .resync_offset = RF_SB_MAX_SECTOR, .faulty_slot = -1,
+				    .set_role = true, .role_slot = 4, .role_value = RF_SB_ROLE_SPARE };
+	struct rf_sb model, spare, m1;
+	struct rf_sb_io mio, sio, io1;
+	uint32_t w[1024];
+	char err[1024], mp[PATH_MAX + 64], p1[PATH_MAX + 64];
+	const char *sp;
+	int mfd, sfd, fd1;
+
+	(void)state;
+	make090(w, 0, sectors);
+	snprintf(mp, sizeof(mp), "%s", write_member("s090-0.img", sectors * 512, w, at));
+	make090(w, 1, sectors);
+	snprintf(p1, sizeof(p1), "%s", write_member("s090-1.img", sectors * 512, w, at));
+	sp = write_member("s090-spare.img", sectors * 512, NULL, 0);
+	mfd = open(mp, O_RDWR);
+	sfd = open(sp, O_RDWR);
+	fd1 = open(p1, O_RDWR);
+	assert_int_equal(rf_sb_io_fd(&mio, mfd), 0);
+	assert_int_equal(rf_sb_io_fd(&sio, sfd), 0);
+	assert_int_equal(rf_sb_io_fd(&io1, fd1), 0);
+	assert_int_equal(rf_sb_read_io(&mio, mp, &model, err, sizeof(err)), 0);
+
+	assert_int_equal(rf_sb_write_spare(&mio, &model, &sio, sp, 2, &spare, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "numbers spares from the 4 raid devices"));
+	assert_int_equal(rf_sb_write_spare(&mio, &model, &sio, sp, 4, &spare, err, sizeof(err)), 0);
+	assert_int_equal(rf_sb_read_io(&sio, sp, &spare, err, sizeof(err)), 0);
+	assert_int_equal(spare.kind, RF_SB_090);
+	assert_memory_equal(spare.uuid, model.uuid, 16);
+	assert_int_equal(spare.events, model.events);
+	assert_int_equal(spare.dev_number, 4);
+	assert_int_equal(spare.role, RF_SB_ROLE_SPARE);
+	assert_int_equal(spare.v090.this_disk.number, 4);
+	assert_int_equal(spare.v090.this_disk.raid_disk, 4);
+	assert_int_equal(spare.v090.this_disk.state, 0);
+	assert_int_equal(spare.v090.nr_disks, 5);
+	assert_int_equal(spare.v090.active, 4);
+	assert_int_equal(spare.v090.working, 5);
+	assert_int_equal(spare.v090.spare, 1);
+	assert_int_equal(spare.v090.failed, 0);
+	assert_int_equal(spare.dev_roles[2], 2);
+
+	/* the members learn of it; twice changes nothing */
+	assert_int_equal(rf_sb_read_io(&io1, p1, &m1, err, sizeof(err)), 0);
+	assert_int_equal(rf_sb_update_io(&io1, p1, &m1, &add, err, sizeof(err)), 0);
+	assert_int_equal(rf_sb_update_io(&io1, p1, &m1, &add, err, sizeof(err)), 0);
+	assert_int_equal(m1.v090.nr_disks, 5);
+	assert_int_equal(m1.v090.spare, 1);
+	assert_int_equal(m1.v090.working, 5);
+	assert_int_equal(m1.v090.disks[4].number, 4);
+	assert_int_equal(m1.v090.disks[4].raid_disk, 4);
+	assert_int_equal(m1.v090.disks[4].state, 0);
+	assert_int_equal(m1.dev_roles[4], RF_SB_ROLE_SPARE);
+	assert_int_equal(m1.dev_number, 1);
+	assert_int_equal(rf_sb_update_io(&sio, sp, &spare, &add, err, sizeof(err)), 0);
+	assert_int_equal(spare.v090.nr_disks, 5);
+
+	/* member 2 failed and the spare rebuilt into its role: while being
+	 * rebuilt it stays a spare, in sync it is role 2 */
+	add = (struct rf_sb_change){ .clean = true, .resync_offset = RF_SB_MAX_SECTOR, .faulty_slot = 2 };
+	assert_int_equal(rf_sb_update_io(&sio, sp, &spare, &add, err, sizeof(err)), 0);
+	assert_int_equal(spare.v090.failed, 1);
+	add = (struct rf_sb_change){ .clean = true, .resync_offset = RF_SB_MAX_SECTOR, .faulty_slot = -1,
+				     .set_role = true, .role_slot = 4, .role_value = 2 };
+	assert_int_equal(rf_sb_update_io(&sio, sp, &spare, &add, err, sizeof(err)), 0);
+	assert_int_equal(spare.role, RF_SB_ROLE_SPARE);
+	add.role_in_sync = true;
+	assert_int_equal(rf_sb_update_io(&sio, sp, &spare, &add, err, sizeof(err)), 0);
+	assert_int_equal(spare.dev_number, 2);
+	assert_int_equal(spare.role, 2);
+	assert_int_equal(spare.v090.this_disk.number, 2);
+	assert_int_equal(spare.v090.this_disk.state, 6);       /* active, sync */
+	assert_int_equal(spare.v090.disks[4].state, 0);
+	assert_int_equal(spare.v090.disks[4].number, 0);
+	assert_int_equal(spare.v090.active, 4);
+	assert_int_equal(spare.v090.spare, 0);
+	assert_int_equal(spare.v090.failed, 0);
+	assert_int_equal(spare.v090.nr_disks, 5);
+	/* an active role past the raid devices cannot be recorded */
+	add.role_value = 4;
+	assert_int_equal(rf_sb_update_io(&io1, p1, &m1, &add, err, sizeof(err)), -EINVAL);
+	close(mfd);
+	close(sfd);
+	close(fd1);
+}
+
 /* rf_sb_update_io: dirty, clean with a resync still due, a faulty slot;
  * 0.90 keeps its counts and clean bit as md does. */
 static void test_update_io_change(void **state)
@@ -1054,6 +1151,7 @@ int main(void)
 		cmocka_unit_test(test_default_data_offset),
 		cmocka_unit_test(test_write_read_update),
 		cmocka_unit_test(test_update_090),
+		cmocka_unit_test(test_spare_090),
 		cmocka_unit_test(test_update_io_change),
 		cmocka_unit_test(test_assemble),
 		cmocka_unit_test(test_assemble_dirty_degraded),
