@@ -124,4 +124,16 @@ int rf_ppl_recover(const struct rf_ppl_io *io, const struct rf_geom *g, const st
  * 0 or -errno. */
 int rf_ppl_write_empty(const struct rf_ppl_io *io, int m, const struct rf_ppl_area *a, uint32_t sig);
 
+/* Recovery IO over superblock IO objects (super.h's rf_sb_io: a file, an
+ * overlay, an NBD export), one per slot; dev[m] NULL: not present. */
+struct rf_sb_io;
+struct rf_sb;
+struct rf_ppl_sbio {
+	const struct rf_sb_io *dev[RF_MAX_MEMBERS];
+};
+void rf_ppl_io_sb(struct rf_ppl_io *io, struct rf_ppl_sbio *s);
+/* Member sb's PPL area (1.x with RF_SB_FEAT_PPL or _MULTI_PPL).  0, or
+ * -ENOENT when it keeps none. */
+int rf_ppl_area_of(const struct rf_sb *sb, struct rf_ppl_area *a);
+
 #endif

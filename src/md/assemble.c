@@ -633,7 +633,8 @@ int rf_assemble_plan_create(const struct rf_config *cfg, const uint64_t *member_
 		}
 	} else {
 		/* mdadm picks it from the first member and uses it for all. */
-		off = rf_sb_default_data_offset(member_bytes[first] / 512, chunk);
+		off = cfg->ppl ? rf_sb_data_offset_room(member_bytes[first] / 512, chunk, RF_SB_PPL_SECTORS) :
+				 rf_sb_default_data_offset(member_bytes[first] / 512, chunk);
 	}
 	if (cfg->level == 0 && cfg->size) {
 		snprintf(err, errlen, "%s: key 'array.size': raid0 with md metadata uses all of each member "
@@ -694,6 +695,7 @@ int rf_assemble_plan_create(const struct rf_config *cfg, const uint64_t *member_
 	n->raid_disks = cfg->nmembers;
 	n->size = cfg->level == 0 ? 0 : comp;
 	n->data_offset = off;
+	n->ppl = cfg->ppl;
 	n->clean = clean;
 	n->ctime = (uint64_t)time(NULL);
 	return 0;

@@ -23,6 +23,7 @@
 
 #include "raidfuse/le.h"
 #include "raidfuse/ppl.h"
+#include "raidfuse/super.h"
 
 #define OFF_SIG     512
 #define OFF_GEN     520
@@ -320,4 +321,45 @@ int rf_ppl_write_empty(const struct rf_ppl_io *io, int m, const struct rf_ppl_ar
 		ret = io->flush(io->ctx, m);
 	free(buf);
 	return ret;
+}
+
+static int sb_read(void *ctx, int m, void *buf, uint32_t len, uint64_t off)
+{
+	const struct rf_sb_io *io = ((struct rf_ppl_sbio *)ctx)->dev[m];
+
+	return io ? io->pread(io->ctx, buf, len, off) : -ENODEV;
+}
+
+static int sb_write(void *ctx, int m, const void *buf, uint32_t len, uint64_t off)
+{
+	const struct rf_sb_io *io = ((struct rf_ppl_sbio *)ctx)->dev[m];
+
+	return io ? io->pwrite(io->ctx, buf, len, off) : -ENODEV;
+}
+
+static int sb_flush(void *ctx, int m)
+{
+	const struct rf_sb_io *io = ((struct rf_ppl_sbio *)ctx)->dev[m];
+
+	return io ? io->fsync(io->ctx) : -ENODEV;
+}
+
+void rf_ppl_io_sb(struct rf_ppl_io *io, struct rf_ppl_sbio *s)
+{
+	io->read = sb_read;
+	io->write = sb_write;
+	io->flush = sb_flush;
+	io->ctx = s;
+}
+
+int rf_ppl_area_of(const struct rf_sb *sb, struct rf_ppl_area *a)
+{
+	if (sb->kind == RF_SB_090 || !(sb->feature_map & (RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL)) ||
+	    sb->ppl_size <= RF_PPL_HEADER_SIZE / 512)
+		return -ENOENT;
+	a->present = true;
+	a->start = (uint64_t)((int64_t)sb->sb_offset + sb->ppl_offset) * 512;
+	a->size = (uint64_t)sb->ppl_size * 512;
+	a->data_offset = sb->data_offset * 512;
+	return 0;
 }
