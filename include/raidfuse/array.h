@@ -115,6 +115,7 @@ struct rf_array_info {
 	uint32_t bitmap_chunk;          /* internal write-intent bitmap's chunk, bytes; 0: none */
 	uint64_t bitmap_pages;          /* md's counter pages (2048 chunks each) */
 	uint64_t bitmap_pages_used;     /* those with a chunk whose bit is set */
+	bool ppl;                       /* md's partial parity log is kept */
 };
 void rf_array_get_info(struct rf_array *a, struct rf_array_info *out);
 /* Member i's path as given ("missing" for a missing one). */

@@ -409,3 +409,12 @@ int rf_array_add_hooks(struct rf_array *a, const struct rf_hooks *h, void *priv)
 	a->nhooks++;
 	return 0;
 }
+
+int rf_array_set_log(struct rf_array *a, const struct rf_log_ops *ops, void *priv)
+{
+	if (a->log)
+		return -EBUSY;
+	a->log = ops;
+	a->log_priv = priv;
+	return 0;
+}

@@ -155,12 +155,13 @@ static void show_metadata_version(struct rf_array *a, const struct rf_array_info
 	rf_ctl_printf(b, "%s\n", v ? v : "none");
 }
 
-/* md: "bitmap" with an internal write-intent bitmap, else "resync" for
- * levels with redundancy (no journal or PPL here), "none" for raid0. */
+/* md: "bitmap" with an internal write-intent bitmap, "ppl" with the
+ * partial parity log, else "resync" for levels with redundancy (no
+ * journal here), "none" for raid0. */
 static void show_consistency_policy(struct rf_array *a, const struct rf_array_info *i, int member,
 				    struct rf_ctl_buf *b)
 {
-	rf_ctl_printf(b, "%s\n", i->level == 0 ? "none" : i->bitmap_chunk ? "bitmap" : "resync");
+	rf_ctl_printf(b, "%s\n", i->level == 0 ? "none" : i->bitmap_chunk ? "bitmap" : i->ppl ? "ppl" : "resync");
 }
 
 /* ---------------------------------------------------------------- sync */
