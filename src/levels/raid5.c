@@ -534,11 +534,13 @@ static bool r5_compute(struct rf_worker *w, struct rf_stripe *sh)
 	sh->phase = RF_SH_WRITE;
 	sh->logged = false;
 	if (logging) {
+		/* Set before the log has it: once taken, another worker may
+		 * resume the head and end its writes at once. */
 		sh->log->resume = r5_log_resume;
-		if (!a->log->write_stripe(a->log_priv, &w->ioq, sh->log)) {
-			sh->logged = true;
-			return true;    /* the log resumes it */
-		}
+		sh->logged = true;
+		if (!a->log->write_stripe(a->log_priv, &w->ioq, sh->log))
+			return true;    /* the log resumes it; the head is not ours now */
+		sh->logged = false;
 	}
 	return r5_issue_writes(w, sh, wmask | c.par_mask);
 }
