@@ -18,14 +18,16 @@
  * member takes it:
  *   - idle: the head alone becomes the log's unit at once;
  *   - busy (a unit in flight): the head waits on the log's list; when the
- *     unit's last stripe is written, everything waiting (up to md's
- *     limits: 148 entries, 128 KiB of partial parity) becomes the next
- *     unit, one header write for them all.
+ *     unit's last stripe is written, everything waiting (up to 148
+ *     entries, consecutive heads merged into one entry as md merges them,
+ *     and RF_PPL_UNIT_MAX of partial parity) becomes the next unit, one
+ *     header write for them all.
  * A unit is written as md writes one: its header at the log's next place
  * in the area (after the previous unit's partial parity, back at the
  * start when the rest is short), its partial parity behind it, then the
- * member is flushed; only then are its stripes' data and parity writes
- * issued (ls->resume).  One unit per member log is in flight at a time,
+ * member is flushed (where it has a cache to flush: not on tmpfs, as md
+ * flushes only members with a write-back cache); only then are its
+ * stripes' data and parity writes issued (ls->resume).  One unit per member log is in flight at a time,
  * so after a crash the newest header names every stripe whose writes may
  * be unfinished, which is all md's recovery replays.  Its member IO goes
  * on the queue of the worker that starts it (its completions come back
@@ -36,19 +38,20 @@
  * header buffer and mios, next) is its leader's, the one worker running
  * it.  The generation counter is atomic.
  *
- * What it does NOT do: merge consecutive heads into one entry (each head
- * is one entry; md merges them), flush the data members before a log's
+ * What it does NOT do: flush the data members before a log's
  * next unit (md does on members with a volatile write cache: after a
  * power failure a unit's data writes not yet on disk would not be named
  * by the newer header; a crash of the daemon alone is covered), raid6, or
  * switching the policy on a running array.
  */
 #include <errno.h>
+#include <linux/magic.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
 
 #include "core/core.h"
 #include "services/sbstate.h"
@@ -63,6 +66,7 @@ struct plog {
 	struct ppl *p;
 	int m;                          /* its member (slot) */
 	struct rf_ppl_area area;        /* immutable */
+	bool flush;                     /* immutable: the member has a cache to flush */
 	pthread_mutex_t lock;           /* a leaf: busy, wait, unit_left */
 	bool busy;                      /* lock: a unit in flight */
 	struct rf_log_stripe *wait, **wait_tail;        /* lock: waiting for the next unit */
@@ -79,11 +83,18 @@ struct plog {
 	struct rf_ppl_header h;
 };
 
+/* Partial parity one unit may carry.  md's own units carry up to 128 KiB
+ * (PPL_SPACE_SIZE) but its recovery reads any size; larger units mean
+ * fewer log round trips for long writes. */
+#define RF_PPL_UNIT_MAX (512 * 1024)
+
 struct ppl {
 	struct rf_array *a;
 	uint32_t sig;
+	uint64_t chunk_sectors;         /* immutable: the geometry's */
+	int data_disks;
 	atomic_uint_fast64_t seq;       /* generations, as md's ppl_conf->seq */
-	atomic_uint_fast64_t nr_units, nr_entries;      /* stats */
+	atomic_uint_fast64_t nr_units, nr_entries;      /* stats: headers, stripes */
 	int n;
 	struct plog log[RF_MAX_MEMBERS];
 };
@@ -115,7 +126,7 @@ static void unit_io_end(struct rf_mio *m)
 	}
 	if (--l->io_left)
 		return;
-	if (!l->io_err && !l->flushed) {
+	if (!l->io_err && !l->flushed && l->flush) {
 		/* md writes the unit with FUA: on the member before the data. */
 		l->flushed = true;
 		l->io_left = 1;
@@ -130,16 +141,62 @@ static void unit_io_end(struct rf_mio *m)
 	unit_resume(l, l->q);
 }
 
-/* Take what waits on l into the next unit, up to md's limits (lock held). */
+/* Whether ls extends entry e as md's ppl_log_stripe() merges them: the
+ * next head of the same chunk row writing the same run of columns (with
+ * partial parity), or the next full row (without), the entry's partial
+ * parity kept below a chunk (md's recovery reads a strip of pp_size). */
+static bool merges(const struct ppl *p, const struct rf_ppl_entry *e, const struct rf_log_stripe *ls)
+{
+	uint64_t cs = p->chunk_sectors, heads;
+
+	if (e->data_sector / cs != ls->data_sector / cs)
+		return false;
+	if (!e->pp_size) {
+		heads = e->data_size / ((uint64_t)p->data_disks * RF_PPL_BLOCK);
+		return !ls->pp_size && ls->data_sector == e->data_sector + heads * (RF_PPL_BLOCK / 512);
+	}
+	return ls->pp_size && ls->pp_size == RF_PPL_BLOCK && e->data_size / e->pp_size == ls->data_size / ls->pp_size &&
+	       ls->data_sector == e->data_sector + e->pp_size / 512 && (uint64_t)e->pp_size + ls->pp_size < cs * 512;
+}
+
+/* Add ls to the entries of h (merged into the last one where md would). */
+static void add_entry(const struct ppl *p, struct rf_ppl_header *h, int m, const struct rf_log_stripe *ls)
+{
+	struct rf_ppl_entry *e = h->entries_count ? &h->e[h->entries_count - 1] : NULL;
+
+	if (!e || !merges(p, e, ls)) {
+		e = &h->e[h->entries_count++];
+		e->data_sector = ls->data_sector;
+		e->pp_size = 0;
+		e->data_size = 0;
+		e->parity_disk = (uint32_t)m;
+		e->checksum = ~0u;      /* running crc32c, inverted once the unit is whole */
+	}
+	e->data_size += ls->data_size;
+	if (ls->pp_size) {
+		e->pp_size += ls->pp_size;
+		e->checksum = rf_crc32c(e->checksum, ls->pp, ls->pp_size);
+	}
+}
+
+/* Take what waits on l into the next unit, up to what one header holds
+ * (its entries, merged as md merges them, and the area's room for
+ * partial parity), and fill l->h with their entries (lock held). */
 static struct rf_log_stripe *take_waiting(struct plog *l, int *n)
 {
 	struct rf_log_stripe *head = l->wait, *ls, **tail = &head;
 	uint64_t pp = 0, room = l->area.size - RF_PPL_HEADER_SIZE;
 	int k = 0;
 
-	if (room > RF_PPL_SPACE_SIZE)
-		room = RF_PPL_SPACE_SIZE;
-	for (ls = l->wait; ls && k < (int)RF_PPL_MAX_ENTRIES && pp + ls->pp_size <= room; ls = ls->next) {
+	if (room > RF_PPL_UNIT_MAX)
+		room = RF_PPL_UNIT_MAX;
+	l->h.entries_count = 0;
+	for (ls = l->wait; ls && pp + ls->pp_size <= room; ls = ls->next) {
+		const struct rf_ppl_entry *e = l->h.entries_count ? &l->h.e[l->h.entries_count - 1] : NULL;
+
+		if (l->h.entries_count == RF_PPL_MAX_ENTRIES && !(e && merges(l->p, e, ls)))
+			break;
+		add_entry(l->p, &l->h, l->m, ls);
 		pp += ls->pp_size;
 		k++;
 		tail = &ls->next;
@@ -152,29 +209,23 @@ static struct rf_log_stripe *take_waiting(struct plog *l, int *n)
 	return head;
 }
 
-/* Write the header and partial parity of the stripes on list (l busy,
- * its lock not held), on q. */
+/* Write the header (l->h's entries, filled for list) and the partial
+ * parity of the stripes on list (l busy, its lock not held), on q. */
 static void unit_start(struct plog *l, struct rf_ioq *q, struct rf_log_stripe *list)
 {
 	struct ppl *p = l->p;
 	struct rf_log_stripe *ls;
-	uint64_t pp = 0, off;
-	uint32_t k = 0;
+	uint64_t pp = 0, off, nls = 0;
+	uint32_t k;
 
-	memset(&l->h, 0, offsetof(struct rf_ppl_header, e));
 	l->h.signature = p->sig;
 	l->h.generation = atomic_fetch_add(&p->seq, 1) + 1;
-	for (ls = list; ls; ls = ls->next, k++) {
+	for (k = 0; k < l->h.entries_count; k++) {
 		struct rf_ppl_entry *e = &l->h.e[k];
 
-		e->data_sector = ls->data_sector;
-		e->pp_size = ls->pp_size;
-		e->data_size = ls->data_size;
-		e->parity_disk = (uint32_t)l->m;
-		e->checksum = ls->pp_size ? ~rf_crc32c(~0u, ls->pp, ls->pp_size) : 0;
-		pp += ls->pp_size;
+		e->checksum = e->pp_size ? ~e->checksum : 0;
+		pp += e->pp_size;
 	}
-	l->h.entries_count = k;
 	rf_ppl_encode(&l->h, l->hdr);
 	/* The next place, or the start when the rest of the area is short
 	 * (md rewinds the same way). */
@@ -193,6 +244,7 @@ static void unit_start(struct plog *l, struct rf_ioq *q, struct rf_log_stripe *l
 	off += RF_PPL_HEADER_SIZE;
 	rf_ioq_queue(q, &l->hmio);
 	for (ls = list; ls; ls = ls->next) {
+		nls++;
 		if (!ls->pp_size)
 			continue;
 		ls->mio = (struct rf_mio){ .end = unit_io_end, .priv = l, .buf = ls->pp, .off = off,
@@ -202,7 +254,7 @@ static void unit_start(struct plog *l, struct rf_ioq *q, struct rf_log_stripe *l
 		rf_ioq_queue(q, &ls->mio);
 	}
 	atomic_fetch_add(&p->nr_units, 1);
-	atomic_fetch_add(&p->nr_entries, k);
+	atomic_fetch_add(&p->nr_entries, nls);
 }
 
 static int ppl_write_stripe(void *priv, struct rf_ioq *q, struct rf_log_stripe *ls)
@@ -225,6 +277,8 @@ static int ppl_write_stripe(void *priv, struct rf_ioq *q, struct rf_log_stripe *
 	}
 	l->busy = true;
 	l->unit_left = 1;
+	l->h.entries_count = 0;
+	add_entry(p, &l->h, l->m, ls);
 	pthread_mutex_unlock(&l->lock);
 	unit_start(l, q, ls);
 	return 0;
@@ -286,6 +340,20 @@ static const struct rf_hooks ppl_hooks = {
 	.close = ppl_close,
 };
 
+/* md flushes a log write (FUA) only on members with a volatile write
+ * cache (ppl_init_child_log: wb_cache_on).  A file on tmpfs or ramfs has
+ * none: the page cache is all there is, what is written is as durable as
+ * it gets; everything else (disk file systems, block devices, overlays,
+ * NBD exports) is flushed. */
+static bool needs_flush(const struct rf_dev *d)
+{
+	struct statfs fs;
+
+	if (d->io.nbd || d->io.layer || d->io.fd < 0 || fstatfs(d->io.fd, &fs))
+		return true;
+	return fs.f_type != TMPFS_MAGIC && fs.f_type != RAMFS_MAGIC;
+}
+
 static int service_open(struct rf_array *a, const struct rf_config *cfg, char *err, size_t errlen)
 {
 	const struct rf_geom *g = rf_array_geom(a);
@@ -329,6 +397,8 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 		return -ENOMEM;
 	p->a = a;
 	p->n = n;
+	p->chunk_sectors = g->chunk_sectors;
+	p->data_disks = g->data_disks;
 	p->sig = rf_ppl_signature(first->sb.uuid);
 	rf_ppl_io_sb(&io, &sio);
 	if (dirty) {
@@ -362,6 +432,7 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 		pthread_mutex_init(&l->lock, NULL);
 		if (!areas[i].present)
 			continue;
+		l->flush = needs_flush(rf_dev_get(a, i));
 		r = posix_memalign((void **)&l->hdr, 4096, RF_PPL_HEADER_SIZE);
 		if (r) {
 			l->hdr = NULL;

@@ -27,10 +27,14 @@
 # 3. The crash state of the PPL array with every member: the log is
 #    replayed, no resync runs, a check counts 0 mismatches, the blocks
 #    read as in 2.
-# 4. With RF_MD_JUDGE=1 (../shared/tools/mdpeer), kernel md assembles the
+# 4. The PPL array killed (kill -9) during fio's 1 MiB sequential writes:
+#    the next mount replays the log's entries (consecutive heads merged
+#    into one entry) and a check counts 0 mismatches: every replayed entry
+#    names the columns it wrote.
+# 5. With RF_MD_JUDGE=1 (../shared/tools/mdpeer), kernel md assembles the
 #    PPL array written by fio with consistency policy ppl and checks 0
-#    mismatches, and assembles the crash state (its own replay of the log
-#    raidfuse wrote) with a check of 0 mismatches.
+#    mismatches, and assembles both crash states (its own replay of the
+#    logs raidfuse wrote) with a check of 0 mismatches.
 . "$(dirname "$0")/lib.sh"
 requires fuse fio
 build_helper
@@ -204,11 +208,33 @@ stop_array "$MNT"
 "$RAIDFUSE" examine "$E/d2.img" >"$E/ex.txt"
 check '[ "$(field "$E/ex.txt" State)" = clean ]' "superblocks after the replay and a clean stop"
 
+log "4. kill -9 during fio's 1 MiB sequential writes: the replay keeps check at 0"
+start_array "$WORK/pplfio/raid.conf" "$MNT"
+fio --name=seq --filename="$IMG" --rw=write --bs=1M --size=16M --direct=1 --ioengine=libaio --iodepth=8 \
+	--time_based --runtime=30 >/dev/null 2>&1 &
+fiopid=$!
+sleep 1.5
+kill_daemon
+wait "$fiopid" 2>/dev/null || true
+mkdir -p "$WORK/pplfio/crash"
+cp "$WORK"/pplfio/d{0,1,2,3}.img "$WORK/pplfio/crash/"
+start_array "$WORK/pplfio/raid.conf" "$MNT"
+logf=$(daemon_log_file "$MNT")
+grep -q "partial parity log replayed: [1-9][0-9]* entries" "$logf" || fail "fio crash: no replay: $(cat "$logf")"
+echo check >"$MNT/md/sync_action"
+wait_sync_idle "$MNT" check 60
+check '[ "$(val mismatch_cnt)" = 0 ]' "check after the fio crash's replay: mismatch_cnt $(val mismatch_cnt)"
+stop_array "$MNT"
+log "$(grep -o "replayed: [0-9]* entries" "$logf"), check 0"
+
 if md_judge; then
-	log "4. kernel md replays the log raidfuse wrote"
+	log "5. kernel md replays the logs raidfuse wrote"
 	out=$("$MDJUDGE" --check "$WORK"/ppl/crash/d{0,1,2,3}.img 2>&1) || fail "md-judge: $out"
 	grep -q "JUDGE assemble=ok" <<<"$out" && grep -q "JUDGE mismatch_cnt=0 " <<<"$out" ||
 		fail "kernel md on raidfuse's crashed PPL array: $out"
-	log "kernel md assembles the crash state, check 0"
+	out=$("$MDJUDGE" --check "$WORK"/pplfio/crash/d{0,1,2,3}.img 2>&1) || fail "md-judge: $out"
+	grep -q "JUDGE assemble=ok" <<<"$out" && grep -q "JUDGE mismatch_cnt=0 " <<<"$out" ||
+		fail "kernel md on raidfuse's PPL array killed during fio: $out"
+	log "kernel md assembles both crash states, check 0"
 fi
 log "ok"
