@@ -220,6 +220,10 @@ struct rf_sb_change {
 	 * sync (RF_SB_MAX_SECTOR: the recovery flag is cleared). */
 	bool set_recovery;
 	uint64_t recovery_offset;
+	/* 1.x: md's partial parity log switched on (1: feature MULTI_PPL, its
+	 * area as recorded in the ppl fields) or off (-1: the feature bits
+	 * cleared, the fields kept, as md leaves them); 0: as it is. */
+	int set_ppl;
 };
 
 /* Apply c to the superblock on a member through io: read it again (it must

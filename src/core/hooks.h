@@ -103,6 +103,9 @@ struct rf_log_ops {
 	int (*write_stripe)(void *priv, struct rf_ioq *q, struct rf_log_stripe *ls);
 	/* The writes of a head the log took all ended. */
 	void (*stripe_done)(void *priv, struct rf_ioq *q, struct rf_log_stripe *ls);
+	/* md/consistency_policy written: keep the log (on) or stop (off);
+	 * drains writes itself.  0 or -errno.  Optional. */
+	int (*set_policy)(void *priv, bool on);
 };
 
 /* Register the array's log (static ops).  0, or -EBUSY: one is there. */

@@ -164,6 +164,11 @@ static void show_consistency_policy(struct rf_array *a, const struct rf_array_in
 	rf_ctl_printf(b, "%s\n", i->level == 0 ? "none" : i->bitmap_chunk ? "bitmap" : i->ppl ? "ppl" : "resync");
 }
 
+static int store_consistency_policy(struct rf_array *a, int member, const char *val)
+{
+	return rf_array_set_consistency_policy(a, val);
+}
+
 /* ---------------------------------------------------------------- sync */
 
 /* md shows the sync attributes on levels with redundancy. */
@@ -549,7 +554,8 @@ const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	ATTR_RO(raid_disks),
 	ATTR_RO(component_size),
 	ATTR_RO(metadata_version),
-	ATTR_RO(consistency_policy),
+	{ .name = "consistency_policy", .mode = 0644, .show = show_consistency_policy,
+	  .store = store_consistency_policy, .takes = "resync or ppl (raid5 with a partial parity log's area)" },
 	{ .name = "array_state", .mode = 0644, .show = show_array_state, .store = store_array_state,
 	  .takes = "suspended or active" },
 	ATTR_RO(degraded),

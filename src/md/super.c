@@ -964,7 +964,7 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 		r = -ESTALE;
 		goto out;
 	}
-	if (sb->kind == RF_SB_090 && (c->set_role || c->set_recovery)) {
+	if (sb->kind == RF_SB_090 && (c->set_role || c->set_recovery || c->set_ppl)) {
 		snprintf(err, errlen, "%s: 0.90 superblocks do not record spares or recovery here", path);
 		r = -EINVAL;
 		goto out;
@@ -1017,6 +1017,11 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 			if (c->role_slot >= rf_le32(s->max_dev))
 				s->max_dev = rf_to_le32(c->role_slot + 1);
 			s->dev_roles[c->role_slot] = rf_to_le16(c->role_value);
+		}
+		if (c->set_ppl) {
+			uint32_t f = rf_le32(s->feature_map) & ~(uint32_t)(RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL);
+
+			s->feature_map = rf_to_le32(c->set_ppl > 0 ? f | RF_SB_FEAT_MULTI_PPL : f);
 		}
 		if (c->set_recovery) {
 			uint32_t f = rf_le32(s->feature_map);

@@ -95,6 +95,8 @@ struct ppl {
 	int data_disks;
 	atomic_uint_fast64_t seq;       /* generations, as md's ppl_conf->seq */
 	atomic_uint_fast64_t nr_units, nr_entries;      /* stats: headers, stripes */
+	atomic_bool off;                /* md/consistency_policy "resync": no logging (changed
+					 * with writes drained) */
 	int n;
 	struct plog log[RF_MAX_MEMBERS];
 };
@@ -265,7 +267,8 @@ static int ppl_write_stripe(void *priv, struct rf_ioq *q, struct rf_log_stripe *
 	if (ls->parity < 0 || ls->parity >= p->n)
 		return -EAGAIN;
 	l = &p->log[ls->parity];
-	if (!l->area.present || (rf_array_faulty_read(p->a) & (1ull << l->m)))
+	if (atomic_load_explicit(&p->off, memory_order_relaxed) || !l->area.present ||
+	    (rf_array_faulty_read(p->a) & (1ull << l->m)))
 		return -EAGAIN;         /* md: no log on a missing parity member */
 	ls->next = NULL;
 	pthread_mutex_lock(&l->lock);
@@ -307,9 +310,79 @@ static void ppl_stripe_done(void *priv, struct rf_ioq *q, struct rf_log_stripe *
 		unit_start(l, q, list);
 }
 
+/* ---- md/consistency_policy: resync <-> ppl ---- */
+
+struct switch_job {
+	struct ppl *p;
+	bool on;
+};
+
+/* Writes drained: every log empty (a later crash replays nothing stale,
+ * here or in md), then the superblocks say whether a log is kept. */
+static int switch_drained(void *arg)
+{
+	struct switch_job *j = arg;
+	struct ppl *p = j->p;
+	struct rf_ppl_sbio sio;
+	struct rf_ppl_io io;
+	int i, r;
+
+	memset(&sio, 0, sizeof(sio));
+	for (i = 0; i < p->n; i++)
+		if (p->log[i].area.present && !(rf_array_faulty_read(p->a) & (1ull << i)))
+			sio.dev[i] = &rf_dev_get(p->a, i)->sb_io;
+	rf_ppl_io_sb(&io, &sio);
+	for (i = 0; i < p->n; i++) {
+		struct plog *l = &p->log[i];
+
+		if (!sio.dev[i])
+			continue;
+		r = rf_ppl_write_empty(&io, i, &l->area, p->sig);
+		if (r) {
+			rf_err("member %d (%s): emptying the partial parity log: %s", i, rf_dev_get(p->a, i)->path,
+			       strerror(-r));
+			return r;
+		}
+		l->next = 0;
+	}
+	r = rf_sbstate_set_ppl(rf_array_sbstate(p->a), j->on);
+	if (r)
+		return r;
+	atomic_store(&p->off, !j->on);
+	rf_info("%s: consistency policy %s", rf_array_name(p->a), j->on ? "ppl" : "resync");
+	return 0;
+}
+
+static int ppl_set_policy(void *priv, bool on)
+{
+	struct ppl *p = priv;
+	struct switch_job j = { p, on };
+
+	struct rf_sbstate *s = rf_array_sbstate(p->a);
+
+	if (atomic_load(&p->off) == !on)
+		return 0;
+	/* A resync still due would be lost to the next replay, which
+	 * marks the array in sync (md refuses it too: no resync with a log). */
+	if (on && s) {
+		uint64_t due;
+
+		pthread_mutex_lock(&s->lock);   /* alone: a leaf here */
+		due = s->resync_offset;
+		pthread_mutex_unlock(&s->lock);
+		if (due != RF_SB_MAX_SECTOR) {
+			rf_warn("%s: consistency policy ppl refused: a resync is due from sector %llu; let it finish",
+				rf_array_name(p->a), (unsigned long long)due);
+			return -EBUSY;
+		}
+	}
+	return rf_array_quiesced(p->a, switch_drained, &j);
+}
+
 static const struct rf_log_ops ppl_log_ops = {
 	.write_stripe = ppl_write_stripe,
 	.stripe_done = ppl_stripe_done,
+	.set_policy = ppl_set_policy,
 };
 
 /* ---- open: replay, empty headers ---- */
@@ -330,8 +403,9 @@ static void ppl_close(void *priv)
 
 static void ppl_info(void *priv, struct rf_array_info *out)
 {
-	(void)priv;
-	out->ppl = true;
+	struct ppl *p = priv;
+
+	out->ppl = !atomic_load(&p->off);
 }
 
 static const struct rf_hooks ppl_hooks = {

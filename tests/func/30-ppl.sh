@@ -31,7 +31,11 @@
 #    the next mount replays the log's entries (consecutive heads merged
 #    into one entry) and a check counts 0 mismatches: every replayed entry
 #    names the columns it wrote.
-# 5. With RF_MD_JUDGE=1 (../shared/tools/mdpeer), kernel md assembles the
+# 5. md/consistency_policy switches to resync (the superblocks' feature
+#    map loses the log's bit, writes are not logged) and back to ppl (bit
+#    0x800 again, empty logs), as md's sysfs attribute does; bitmap, and
+#    ppl on an array without a log's area, are refused.
+# 6. With RF_MD_JUDGE=1 (../shared/tools/mdpeer), kernel md assembles the
 #    PPL array written by fio with consistency policy ppl and checks 0
 #    mismatches, and assembles both crash states (its own replay of the
 #    logs raidfuse wrote) with a check of 0 mismatches.
@@ -227,8 +231,29 @@ check '[ "$(val mismatch_cnt)" = 0 ]' "check after the fio crash's replay: misma
 stop_array "$MNT"
 log "$(grep -o "replayed: [0-9]* entries" "$logf"), check 0"
 
+log "5. md/consistency_policy switches resync <-> ppl, as md's"
+start_array "$WORK/pplfio/raid.conf" "$MNT"
+echo resync >"$MNT/md/consistency_policy"
+check '[ "$(val consistency_policy)" = resync ]' "md/consistency_policy after writing resync"
+"$RAIDFUSE" examine "$WORK/pplfio/d0.img" >"$WORK/ex.txt"
+check '[ "$(field "$WORK/ex.txt" "Feature Map")" = 0x0 ]' "feature map with the log switched off"
+fio_verify "$IMG" --name=off --rw=randwrite --bs=4k --size=2M --offset=2M --iodepth=8
+echo ppl >"$MNT/md/consistency_policy"
+check '[ "$(val consistency_policy)" = ppl ]' "md/consistency_policy after writing ppl"
+"$RAIDFUSE" examine "$WORK/pplfio/d0.img" >"$WORK/ex.txt"
+check '[ "$(field "$WORK/ex.txt" "Feature Map")" = 0x800 ]' "feature map with the log switched on again"
+fio_verify "$IMG" --name=on --rw=randwrite --bs=4k --size=2M --offset=4M --iodepth=8
+! (echo bitmap >"$MNT/md/consistency_policy") 2>/dev/null || fail "md/consistency_policy took bitmap"
+stop_array "$MNT"
+grep -q "consistency policy resync" "$(daemon_log_file "$MNT")" &&
+	grep -q "consistency policy ppl" "$(daemon_log_file "$MNT")" || fail "no switch in the log"
+start_array "$WORK/plain/raid.conf" "$MNT" --force
+! (echo ppl >"$MNT/md/consistency_policy") 2>/dev/null || fail "an array without a log's area took ppl"
+check '[ "$(val consistency_policy)" = resync ]' "md/consistency_policy of the array without a log"
+stop_array "$MNT"
+
 if md_judge; then
-	log "5. kernel md replays the logs raidfuse wrote"
+	log "6. kernel md replays the logs raidfuse wrote"
 	out=$("$MDJUDGE" --check "$WORK"/ppl/crash/d{0,1,2,3}.img 2>&1) || fail "md-judge: $out"
 	grep -q "JUDGE assemble=ok" <<<"$out" && grep -q "JUDGE mismatch_cnt=0 " <<<"$out" ||
 		fail "kernel md on raidfuse's crashed PPL array: $out"
