@@ -27,22 +27,30 @@
  * start when the rest is short), its partial parity behind it, then the
  * member is flushed (where it has a cache to flush: not on tmpfs, as md
  * flushes only members with a write-back cache); only then are its
- * stripes' data and parity writes issued (ls->resume).  One unit per member log is in flight at a time,
- * so after a crash the newest header names every stripe whose writes may
- * be unfinished, which is all md's recovery replays.  Its member IO goes
+ * stripes' data and parity writes issued (ls->resume).  One unit per
+ * member log is in flight at a time, so after a crash the newest header
+ * names every stripe whose writes may be unfinished, which is all md's
+ * recovery replays.  Its member IO goes
  * on the queue of the worker that starts it (its completions come back
  * there); that worker then owns the unit's heads until they end.
  *
- * Locks: each log's lock (a leaf) guards busy, its waiting list and the
- * count of the unit's stripes not yet written; the unit's IO state (its
- * header buffer and mios, next) is its leader's, the one worker running
- * it.  The generation counter is atomic.
+ * md/consistency_policy switches it off ("resync") and on again ("ppl")
+ * with writes drained: every log emptied, the superblocks' feature bit
+ * cleared or set.
  *
- * What it does NOT do: flush the data members before a log's
- * next unit (md does on members with a volatile write cache: after a
- * power failure a unit's data writes not yet on disk would not be named
- * by the newer header; a crash of the daemon alone is covered), raid6, or
- * switching the policy on a running array.
+ * Locks: each log's lock (a leaf) guards busy, its waiting list, the
+ * next unit's header entries while they are taken, and the count of the
+ * unit's stripes not yet written; the unit's IO state (its header buffer
+ * and mios, next) is its leader's, the one worker running it.  The
+ * generation counter and the off switch are atomic.
+ *
+ * What it does NOT do: flush the data members before a log's next unit
+ * (md does on members with a volatile write cache: after a power failure
+ * a unit's data writes not yet on disk would not be named by the newer
+ * header; a crash of the daemon alone is covered); write a log's next
+ * header while the previous unit's data writes are in flight (md does not
+ * either: its recovery replays the newest header only); raid6; switch an
+ * array on whose superblocks keep no log's area.
  */
 #include <errno.h>
 #include <linux/magic.h>
