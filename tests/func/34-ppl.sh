@@ -1,5 +1,5 @@
 #!/bin/bash
-# 30-ppl: md's partial parity log closes the raid5 write hole.
+# 34-ppl: md's partial parity log closes the raid5 write hole.
 #
 # Two raid5 arrays (4 x 8 MiB, 64 KiB chunks, 1.2 superblocks), one created
 # with consistency_policy = "ppl", one without (resync, no bitmap):
