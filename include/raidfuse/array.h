@@ -118,6 +118,7 @@ struct rf_array_info {
 	uint32_t bitmap_chunk;          /* internal write-intent bitmap's chunk, bytes; 0: none */
 	uint64_t bitmap_pages;          /* md's counter pages (2048 chunks each) */
 	uint64_t bitmap_pages_used;     /* those with a chunk whose bit is set */
+	bool ppl;                       /* md's partial parity log is kept */
 };
 void rf_array_get_info(struct rf_array *a, struct rf_array_info *out);
 /* Member i's path as given ("missing" for a missing one). */
@@ -127,6 +128,10 @@ int rf_array_set_stripe_cache_size(struct rf_array *a, int n);   /* 17..32768, a
 int rf_array_set_group_thread_cnt(struct rf_array *a, int n);    /* 0..64 */
 int rf_array_set_worker_groups(struct rf_array *a, int n);       /* 1..64 */
 int rf_array_set_rmw_level(struct rf_array *a, int n);           /* 0..2 */
+/* md/consistency_policy: "resync" or "ppl" on a raid5 with a partial
+ * parity log's area (md's switch; writes are drained meanwhile); 0, or
+ * -EINVAL for anything else (and "resync" on a resync array is 0). */
+int rf_array_set_consistency_policy(struct rf_array *a, const char *policy);
 /* ---- devices: md/dev-NAME, md/rdN, md/new_dev ----
  *
  * A device is one member file the array holds: active in a slot (md's

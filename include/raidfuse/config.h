@@ -70,6 +70,8 @@ struct rf_config {
 	bool readonly;                  /* members opened read-only, writes fail (EROFS) */
 	bool bitmap;                    /* `create` writes an internal bitmap ("internal") */
 	uint64_t bitmap_chunk;          /* its chunk, bytes; 0: mdadm's choice */
+	bool ppl;                       /* `create` keeps md's partial parity log
+					 * (consistency_policy = "ppl") */
 	char *overlay_dir;              /* members opened read-only, writes go to overlays here */
 	/* tuning */
 	int stripe_cache_size;          /* stripe heads, md's unit (default 256) */

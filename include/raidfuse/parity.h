@@ -29,6 +29,10 @@ void rf_q_update(size_t len, int slot, const void *delta, void *q);
  * contents on entry are ignored.  Returns 0, or -EINVAL for bad indexes. */
 int rf_raid6_recover(int n, size_t len, void **blocks, int fa, int fb);
 
+/* The kernel's crc32c_le(crc, buf, len) (Castagnoli, reflected): no pre-
+ * or post-inversion, as md's PPL checksums take it.  ISA-L's crc32_iscsi. */
+uint32_t rf_crc32c(uint32_t crc, const void *buf, size_t len);
+
 /* Reference implementations, byte at a time. */
 void rf_ref_xor_gen(int n, size_t len, void **src, void *p);
 void rf_ref_pq_gen(int n, size_t len, void **data, void *p, void *q);

@@ -160,7 +160,12 @@ struct rf_sb_new {
 					 * layout (md's RAID0_LAYOUT feature), as mdadm 4.2 */
 	uint32_t bitmap_sectors;        /* an internal bitmap of this many sectors 8 sectors
 					 * after the superblock (bitmap.h writes it); 0: none */
+	bool ppl;                       /* md's partial parity log (raid5): RF_SB_PPL_SECTORS
+					 * 8 sectors after the superblock, feature MULTI_PPL */
 };
+
+/* The partial parity log area mdadm 4.2 makes (1 MiB). */
+#define RF_SB_PPL_SECTORS 2048u
 
 /* The room (sectors) mdadm 4.2 keeps after a 1.1/1.2 superblock for a
  * bitmap on members using `size` sectors (super1.c choose_bm_space). */
@@ -169,6 +174,9 @@ uint64_t rf_sb_bitmap_room(uint64_t size);
 /* The data_offset (sectors) mdadm 4.2 gives a 1.2 array whose first member
  * has member_sectors, for a chunk of chunk_sectors (0: raid1). */
 uint64_t rf_sb_default_data_offset(uint64_t member_sectors, uint32_t chunk_sectors);
+/* The same with room sectors after the superblock instead of the bitmap
+ * room (a partial parity log: RF_SB_PPL_SECTORS). */
+uint64_t rf_sb_data_offset_room(uint64_t member_sectors, uint32_t chunk_sectors, uint64_t room);
 
 /* A fresh random uuid (libuuid); 0 (libuuid cannot fail), as callers
  * expect of -errno functions. */
@@ -219,6 +227,10 @@ struct rf_sb_change {
 	 * sync (RF_SB_MAX_SECTOR: the recovery flag is cleared). */
 	bool set_recovery;
 	uint64_t recovery_offset;
+	/* 1.x: md's partial parity log switched on (1: feature MULTI_PPL, its
+	 * area as recorded in the ppl fields) or off (-1: the feature bits
+	 * cleared, the fields kept, as md leaves them); 0: as it is. */
+	int set_ppl;
 };
 
 /* Apply c to the superblock on a member through io: read it again (it must

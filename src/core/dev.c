@@ -409,3 +409,25 @@ int rf_array_add_hooks(struct rf_array *a, const struct rf_hooks *h, void *priv)
 	a->nhooks++;
 	return 0;
 }
+
+int rf_array_set_consistency_policy(struct rf_array *a, const char *policy)
+{
+	bool ppl = !strcmp(policy, "ppl");
+
+	if (!ppl && strcmp(policy, "resync"))
+		return -EINVAL;
+	/* md switches between resync and ppl on a raid5 that has a log's
+	 * area; anything else stays as it is. */
+	if (!a->log || !a->log->set_policy)
+		return ppl || a->bitmap || a->geom.level == 0 ? -EINVAL : 0;
+	return a->log->set_policy(a->log_priv, ppl);
+}
+
+int rf_array_set_log(struct rf_array *a, const struct rf_log_ops *ops, void *priv)
+{
+	if (a->log)
+		return -EBUSY;
+	a->log = ops;
+	a->log_priv = priv;
+	return 0;
+}

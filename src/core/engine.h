@@ -142,6 +142,9 @@ struct rf_stripe {
 	struct rf_group *g;
 	struct rf_mio *mio;                     /* [raid_disks] */
 	char **buf;                             /* [raid_disks] blocks */
+	struct rf_log_stripe *log;              /* owner: the stripe log's descriptor (raid5.c
+						 * makes it at the first logged round), or NULL */
+	bool logged;                            /* owner: this round's writes went through the log */
 };
 
 struct rf_group {
@@ -211,6 +214,8 @@ struct rf_array {
 	/* Services (core/hooks.h), registered while the array opens. */
 	int nhooks;
 	struct { const struct rf_hooks *h; void *priv; } hooks[RF_MAX_HOOKS];
+	const struct rf_log_ops *log;   /* the stripe log (hooks.h), NULL: none; set at open */
+	void *log_priv;
 	uint64_t present;               /* members opened */
 	atomic_uint_fast64_t faulty;    /* missing or failed members */
 	atomic_uint rr;                 /* read balancing counter */

@@ -32,6 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "raidfuse/ioq.h"
+
 struct rf_array;
 struct rf_array_info;
 struct rf_config;
@@ -67,6 +69,47 @@ struct rf_hooks {
 
 /* Register h (static storage) with priv.  0, or -ENOSPC. */
 int rf_array_add_hooks(struct rf_array *a, const struct rf_hooks *h, void *priv);
+
+/* The stripe log (md's raid5-log.h: log_write_stripe, log_stripe_write_finished):
+ * a raid4/5/6 stripe head whose round writes data and parity describes
+ * the update in one struct rf_log_stripe and offers it to the log before
+ * it issues those writes.  One log per array, registered with
+ * rf_array_set_log() while the array opens (services/ppl.c: md's partial
+ * parity log).
+ *
+ * The descriptor lives in the stripe head (raid5.c's) from write_stripe()
+ * to stripe_done(); the log links it on its own lists (next) meanwhile and
+ * touches nothing else of the head.  Every call runs on a worker thread
+ * and q is that worker's IO queue: the log queues its member IO there and
+ * its completions run on the same thread, where it may call resume(). */
+struct rf_log_stripe {
+	struct rf_log_stripe *next;     /* the log's lists */
+	/* Issue the head's data and parity writes now, on the worker whose
+	 * queue is q (the head is owned by that worker from then on). */
+	void (*resume)(struct rf_log_stripe *ls, struct rf_ioq *q);
+	void *head;                     /* the head (the level's) */
+	int parity;                     /* member holding the row's parity */
+	uint64_t data_sector;           /* first array sector the entry covers */
+	uint32_t data_size;             /* bytes of data it covers, all columns */
+	uint32_t pp_size;               /* bytes of partial parity at pp (0: full stripe) */
+	char *pp;                       /* the xor of the columns it leaves alone */
+	struct rf_mio mio;              /* the log's, for pp */
+};
+
+struct rf_log_ops {
+	/* Before the data and parity writes of ls's head: 0 when the log took
+	 * it (it calls ls->resume() once they may be issued, maybe at once,
+	 * maybe on another worker), -EAGAIN: issue them now. */
+	int (*write_stripe)(void *priv, struct rf_ioq *q, struct rf_log_stripe *ls);
+	/* The writes of a head the log took all ended. */
+	void (*stripe_done)(void *priv, struct rf_ioq *q, struct rf_log_stripe *ls);
+	/* md/consistency_policy written: keep the log (on) or stop (off);
+	 * drains writes itself.  0 or -errno.  Optional. */
+	int (*set_policy)(void *priv, bool on);
+};
+
+/* Register the array's log (static ops).  0, or -EBUSY: one is there. */
+int rf_array_set_log(struct rf_array *a, const struct rf_log_ops *ops, void *priv);
 
 /* A service as the core opens it.  open: look at the array (its devices
  * are open, nothing else runs yet) and cfg; a service that applies sets

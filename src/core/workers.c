@@ -365,6 +365,9 @@ void rf_groups_free(struct rf_array *a, struct rf_group *groups, int n)
 		for (j = 0; g->stripes && j < g->nstripes; j++) {
 			free(g->stripes[j].mio);
 			free(g->stripes[j].buf);
+			if (g->stripes[j].log)
+				free(g->stripes[j].log->pp);
+			free(g->stripes[j].log);
 		}
 		free(g->workers);
 		free(g->stripes);

@@ -455,7 +455,7 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 	static const char *const keys[] = {
 		"name", "level", "layout", "chunk_size", "members", "spares",
 		"member_size", "data_offset", "size", "metadata", "bitmap", "bitmap_chunk", "member_timeout",
-		"failfast", NULL
+		"failfast", "consistency_policy", NULL
 	};
 	const config_setting_t *s;
 	uint64_t v, unit;
@@ -628,6 +628,34 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 		    (cfg->bitmap_chunk & (cfg->bitmap_chunk - 1)))
 			return fail(ld, s, "array.bitmap_chunk", "must be a power of two from 4K to 2G (got %s)",
 				    val_text(s, buf, sizeof(buf)));
+	}
+
+	/* consistency_policy: md's --consistency-policy for `create`: "resync"
+	 * (the default), "bitmap" (as bitmap = "internal"), or "ppl" (md's
+	 * partial parity log: raid5, 1.2 metadata, no bitmap) */
+	s = config_setting_get_member(arr, "consistency_policy");
+	if (s) {
+		const char *m = config_setting_type(s) == CONFIG_TYPE_STRING ?
+				config_setting_get_string(s) : NULL;
+
+		if (!m || (strcmp(m, "resync") && strcmp(m, "bitmap") && strcmp(m, "ppl")))
+			return fail(ld, s, "array.consistency_policy", "must be \"resync\", \"bitmap\" or \"ppl\" (got %s)",
+				    m ? m : type_name(s));
+		if (!strcmp(m, "bitmap")) {
+			if (cfg->level == 0 || cfg->metadata == RF_SB_NONE)
+				return fail(ld, s, "array.consistency_policy", "md keeps no bitmap for %s",
+					    cfg->level == 0 ? "raid0" : "metadata \"none\"");
+			cfg->bitmap = true;
+		}
+		cfg->ppl = !strcmp(m, "ppl");
+		if (cfg->ppl && cfg->level != 5)
+			return fail(ld, s, "array.consistency_policy", "md keeps a partial parity log for raid5 only "
+				    "(level is %d)", cfg->level);
+		if (cfg->ppl && cfg->metadata != RF_SB_12)
+			return fail(ld, s, "array.consistency_policy", "a partial parity log needs md metadata 1.2");
+		if (cfg->ppl && cfg->bitmap)
+			return fail(ld, s, "array.consistency_policy", "md keeps no partial parity log beside "
+				    "an internal bitmap (array.bitmap)");
 	}
 
 	/* member_timeout: seconds (an integer), or "500ms" / "30s" */

@@ -156,12 +156,18 @@ static void show_metadata_version(struct rf_array *a, const struct rf_array_info
 	rf_ctl_printf(b, "%s\n", v ? v : "none");
 }
 
-/* md: "bitmap" with an internal write-intent bitmap, else "resync" for
- * levels with redundancy (no journal or PPL here), "none" for raid0. */
+/* md: "bitmap" with an internal write-intent bitmap, "ppl" with the
+ * partial parity log, else "resync" for levels with redundancy (no
+ * journal here), "none" for raid0. */
 static void show_consistency_policy(struct rf_array *a, const struct rf_array_info *i, int member,
 				    struct rf_ctl_buf *b)
 {
-	rf_ctl_printf(b, "%s\n", i->level == 0 ? "none" : i->bitmap_chunk ? "bitmap" : "resync");
+	rf_ctl_printf(b, "%s\n", i->level == 0 ? "none" : i->bitmap_chunk ? "bitmap" : i->ppl ? "ppl" : "resync");
+}
+
+static int store_consistency_policy(struct rf_array *a, int member, const char *val)
+{
+	return rf_array_set_consistency_policy(a, val);
 }
 
 /* ---------------------------------------------------------------- sync */
@@ -590,7 +596,8 @@ const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	ATTR_RO(raid_disks),
 	ATTR_RO(component_size),
 	ATTR_RO(metadata_version),
-	ATTR_RO(consistency_policy),
+	{ .name = "consistency_policy", .mode = 0644, .show = show_consistency_policy,
+	  .store = store_consistency_policy, .takes = "resync or ppl (raid5 with a partial parity log's area)" },
 	ATTR_RO(reshape_position),
 	ATTR_RO(reshape_direction),
 	{ .name = "array_state", .mode = 0644, .show = show_array_state, .store = store_array_state,

@@ -45,6 +45,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <isa-l/crc.h>
 #include <isa-l/erasure_code.h>
 #include <isa-l/raid.h>
 
@@ -571,4 +572,17 @@ int rf_ref_raid6_recover(int n, size_t len, void **blocks, int fa, int fb)
 			*qq = qs;
 	}
 	return 0;
+}
+
+uint32_t rf_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+
+	/* crc32_iscsi takes an int length. */
+	while (len > INT_MAX) {
+		crc = crc32_iscsi((unsigned char *)p, INT_MAX, crc);
+		p += INT_MAX;
+		len -= INT_MAX;
+	}
+	return crc32_iscsi((unsigned char *)p, (int)len, crc);
 }

@@ -56,6 +56,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/engine.h"
@@ -320,6 +321,138 @@ static void reconstruct(struct rf_worker *w, struct rf_stripe *sh, const struct 
 
 static bool r5_compute(struct rf_worker *w, struct rf_stripe *sh);
 
+/* ---- the stripe log (hooks.h; md's raid5-log.h) ----
+ *
+ * md's partial parity log names the columns an update writes as a run of
+ * data columns [kmin, kmax] of the row; its partial parity is the xor of
+ * the data columns outside the run.  Columns inside the run that are not
+ * written count as written (their data stays what it was), so a
+ * read-modify-write reads them too. */
+
+/* Whether this round's writes go through the log: raid5, the row's parity
+ * member in sync and written. */
+static bool r5_log_wanted(const struct rf_array *a, const struct row_ctx *c)
+{
+	return a->log && a->geom.level == 5 && !(c->faulty & (1ull << c->row.pd_idx));
+}
+
+/* The run of data columns [*kmin, *kmax] holding the written ones. */
+static void r5_log_run(const struct rf_array *a, const struct row_ctx *c, uint64_t wmask, int *kmin, int *kmax)
+{
+	int k;
+
+	*kmin = -1;
+	*kmax = -1;
+	for (k = 0; k < a->geom.data_disks; k++) {
+		if (!(wmask & (1ull << c->row.data_member[k])))
+			continue;
+		if (*kmin < 0)
+			*kmin = k;
+		*kmax = k;
+	}
+}
+
+/* Data columns inside the run that are not written. */
+static uint64_t r5_log_gap(const struct rf_array *a, const struct row_ctx *c, uint64_t wmask)
+{
+	uint64_t gap = 0;
+	int k, kmin, kmax;
+
+	if (!r5_log_wanted(a, c))
+		return 0;
+	r5_log_run(a, c, wmask, &kmin, &kmax);
+	for (k = kmin; k >= 0 && k <= kmax; k++)
+		gap |= 1ull << c->row.data_member[k];
+	return gap & ~wmask;
+}
+
+/* Before the new data is merged: describe the update in sh->log and
+ * compute its partial parity from the blocks as they are.  false: the
+ * round is not logged. */
+static bool r5_log_prepare(struct rf_worker *w, struct rf_stripe *sh, const struct row_ctx *c, uint64_t wmask)
+{
+	struct rf_array *a = w->a;
+	uint32_t ss = a->stripe_size;
+	struct rf_log_stripe *ls = sh->log;
+	int k, kmin, kmax;
+	int64_t first;
+
+	if (!r5_log_wanted(a, c) || !(wmask & c->data_mask))
+		return false;
+	if (!ls) {
+		ls = calloc(1, sizeof(*ls));
+		if (!ls || posix_memalign((void **)&ls->pp, 4096, ss)) {
+			free(ls);
+			return false;   /* unlogged, as md without memory for its log */
+		}
+		ls->head = sh;
+		sh->log = ls;
+	}
+	r5_log_run(a, c, wmask, &kmin, &kmax);
+	first = rf_r5_array_sector(&a->geom, c->row.data_member[kmin], sh->sector);
+	if (first < 0)
+		return false;
+	ls->parity = c->row.pd_idx;
+	ls->data_sector = (uint64_t)first;
+	ls->data_size = (uint32_t)(kmax - kmin + 1) * ss;
+	ls->pp_size = kmin == 0 && kmax == a->geom.data_disks - 1 ? 0 : ss;
+	if (!ls->pp_size)
+		return true;    /* a full row: recovery xors all its data */
+	if (sh->rmw) {
+		/* old parity ^ old data of the run = the xor outside it */
+		memcpy(ls->pp, sh->buf[c->row.pd_idx], ss);
+		for (k = kmin; k <= kmax; k++)
+			rf_xor_into(ss, sh->buf[c->row.data_member[k]], ls->pp);
+	} else {
+		memset(ls->pp, 0, ss);
+		for (k = 0; k < a->geom.data_disks; k++)
+			if (k < kmin || k > kmax)
+				rf_xor_into(ss, sh->buf[c->row.data_member[k]], ls->pp);
+	}
+	return true;
+}
+
+/* Issue the round's writes of the columns in mask (those in sync).
+ * Returns true when writes are in flight. */
+static bool r5_issue_writes(struct rf_worker *w, struct rf_stripe *sh, uint64_t mask)
+{
+	struct rf_array *a = w->a;
+	uint64_t towrite = mask & ~rf_faulty_at(a, sh->sector & ~SH_PREV);
+	int i;
+
+	for (i = 0; i < a->nmembers; i++)
+		if (towrite & (1ull << i))
+			issue(w, sh, i, true);
+	if (sh->pending)
+		return true;
+	if (sh->logged) {
+		sh->logged = false;
+		a->log->stripe_done(a->log_priv, &w->ioq, sh->log);
+	}
+	end_list(sh->writing, rf_failed_now(a) ? -EIO : 0);
+	sh->writing = NULL;
+	return false;
+}
+
+static void r5_round_done(struct rf_worker *w, struct rf_stripe *sh);
+
+/* The log let the round's writes go (on the worker owning q now). */
+static void r5_log_resume(struct rf_log_stripe *ls, struct rf_ioq *q)
+{
+	struct rf_stripe *sh = ls->head;
+	struct rf_worker *w = rf_current_worker;
+	struct row_ctx c;
+	uint64_t wmask = 0;
+	struct rf_piece *p;
+
+	assert(w && &w->ioq == q);
+	row_setup(w->a, sh, &c);
+	for (p = sh->writing; p; p = p->next)
+		wmask |= 1ull << p->member;
+	if (!r5_issue_writes(w, sh, wmask | c.par_mask))
+		r5_round_done(w, sh);
+}
+
 /* Plan the round and issue reads.  Returns true when IO is in flight. */
 static bool r5_plan(struct rf_worker *w, struct rf_stripe *sh)
 {
@@ -354,7 +487,7 @@ static bool r5_plan(struct rf_worker *w, struct rf_stripe *sh)
 			for (i = 0; i < a->nmembers; i++)
 				if ((wmask & (1ull << i)) && col_full(a, sh->writing, i))
 					full |= 1ull << i;
-			rmw_need = wmask | c.par_mask;
+			rmw_need = wmask | c.par_mask | r5_log_gap(a, &c, wmask);
 			rcw_need = c.data_mask & ~full;
 			rmw_reads = __builtin_popcountll(rmw_need & ~sh->uptodate);
 			rcw_reads = __builtin_popcountll(rcw_need & ~sh->uptodate);
@@ -386,7 +519,8 @@ static bool r5_compute(struct rf_worker *w, struct rf_stripe *sh)
 	uint32_t ss = a->stripe_size;
 	struct row_ctx c;
 	struct rf_piece *p, *next;
-	uint64_t wmask = 0, towrite;
+	uint64_t wmask = 0;
+	bool logging;
 	int i;
 
 	row_setup(a, sh, &c);
@@ -406,6 +540,7 @@ static bool r5_compute(struct rf_worker *w, struct rf_stripe *sh)
 
 	for (p = sh->writing; p; p = p->next)
 		wmask |= 1ull << p->member;
+	logging = r5_log_prepare(w, sh, &c, wmask);
 	if (sh->rmw) {
 		int slot;
 
@@ -428,16 +563,18 @@ static bool r5_compute(struct rf_worker *w, struct rf_stripe *sh)
 		compute_parity(w, sh, &c);
 	}
 	sh->uptodate |= wmask | c.par_mask;
-	towrite = (wmask | c.par_mask) & ~rf_faulty_at(a, c.sector);
 	sh->phase = RF_SH_WRITE;
-	for (i = 0; i < a->nmembers; i++)
-		if (towrite & (1ull << i))
-			issue(w, sh, i, true);
-	if (sh->pending)
-		return true;
-	end_list(sh->writing, rf_failed_now(a) ? -EIO : 0);
-	sh->writing = NULL;
-	return false;
+	sh->logged = false;
+	if (logging) {
+		/* Set before the log has it: once taken, another worker may
+		 * resume the head and end its writes at once. */
+		sh->log->resume = r5_log_resume;
+		sh->logged = true;
+		if (!a->log->write_stripe(a->log_priv, &w->ioq, sh->log))
+			return true;    /* the log resumes it; the head is not ours now */
+		sh->logged = false;
+	}
+	return r5_issue_writes(w, sh, wmask | c.par_mask);
 }
 
 /* Take the queued pieces as this round's batch and run it.  Returns true
@@ -499,6 +636,10 @@ static void r5_write_end(struct rf_mio *m)
 		rf_member_fail(a, m->member, m->res, "write", m->off);
 	if (--sh->pending)
 		return;
+	if (sh->logged) {
+		sh->logged = false;
+		a->log->stripe_done(a->log_priv, &w->ioq, sh->log);
+	}
 	end_list(sh->writing, rf_failed_now(a) ? -EIO : 0);
 	sh->writing = NULL;
 	r5_round_done(w, sh);

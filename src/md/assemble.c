@@ -196,13 +196,13 @@ static const char *unservable(const struct rf_sb *sb, bool writes, bool by_confi
 		if (why)
 			return why;
 	}
-	/* md replays the log of a dirty PPL array at its next assembly: a
-	 * log that writes did not keep up to date would be replayed over
-	 * newer data. */
-	if (writes && (sb->feature_map & (RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL)))
-		return "it keeps md's partial parity log (consistency policy ppl), which raidfuse does not "
-		       "write: writes would leave the log stale for md to replay over them; serve it with --ro, "
-		       "or --overlay DIR to keep writes off the members";
+	/* md keeps a partial parity log for raid5 only (services/ppl.c
+	 * writes and replays it); elsewhere a log writes would not keep up
+	 * to date would be replayed over newer data. */
+	if (writes && sb->level != 5 && (sb->feature_map & (RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL)))
+		return "it keeps md's partial parity log (consistency policy ppl) on a level other than raid5, "
+		       "which raidfuse does not write: serve it with --ro, or --overlay DIR to keep writes off "
+		       "the members";
 	if (sb->feature_map & RF_SB_FEAT_JOURNAL)
 		return "the array has a write journal";
 	if (sb->feature_map & RF_SB_FEAT_CLUSTERED)
@@ -269,6 +269,12 @@ void rf_assemble_set_force(bool force)
 	atomic_store(&force_dirty, force);
 }
 
+/* A raid5 keeping md's partial parity log (services/ppl.c replays it). */
+static bool has_ppl(const struct rf_sb *sb)
+{
+	return sb->level == 5 && (sb->feature_map & (RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL));
+}
+
 /* md's start_dirty_degraded: a degraded raid4/5/6 that was not shut down
  * cleanly is refused (-EINVAL, why in err) unless forced, since its parity
  * may be stale in the stripes that were being written at the crash, and
@@ -282,6 +288,13 @@ static int dirty_degraded(const struct rf_sb *fresh, const char *missing, const 
 	if (fresh->clean || fresh->level < 4 || fresh->level > 6)
 		return 0;
 	rf_sb_uuid_str(fresh, u);
+	if (has_ppl(fresh)) {
+		/* md starts it: the log's replay makes the stripes that were
+		 * being written consistent before anything is rebuilt. */
+		rf_warn("%sarray %s: degraded (role(s) %s missing) and not clean: its partial parity log is "
+			"replayed before it serves", where, u, missing);
+		return 0;
+	}
 	if (!atomic_load(&force_dirty)) {
 		snprintf(err, errlen,
 			 "%sarray %s: degraded (role(s) %s missing) and not clean (resync due at sector %llu): "
@@ -491,6 +504,8 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 	if (!fresh->clean && fresh->resync_offset)
 		rf_info("array %s: a resync was stopped at sector %llu: it resumes there", u0,
 			(unsigned long long)fresh->resync_offset);
+	else if (!fresh->clean && has_ppl(fresh))
+		rf_warn("array %s was not cleanly shut down: its partial parity log is replayed", u0);
 	else if (!fresh->clean)
 		rf_warn("array %s was not cleanly shut down: resync needed (due from sector %llu%s): "
 			"copies or parity may disagree where writes were in flight", u0,
@@ -722,6 +737,9 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 	if (!sbs[fi].clean && sbs[fi].resync_offset)
 		rf_info("%s: array %s: a resync was stopped at sector %llu: it resumes there", cfg->path,
 			rf_sb_uuid_str(&sbs[fi], u0), (unsigned long long)sbs[fi].resync_offset);
+	else if (!sbs[fi].clean && has_ppl(&sbs[fi]))
+		rf_warn("%s: array %s was not cleanly shut down: its partial parity log is replayed", cfg->path,
+			rf_sb_uuid_str(&sbs[fi], u0));
 	else if (!sbs[fi].clean)
 		rf_warn("%s: array %s was not cleanly shut down: resync needed (due from sector %llu)", cfg->path,
 			rf_sb_uuid_str(&sbs[fi], u0), (unsigned long long)sbs[fi].resync_offset);
@@ -756,7 +774,8 @@ int rf_assemble_plan_create(const struct rf_config *cfg, const uint64_t *member_
 		}
 	} else {
 		/* mdadm picks it from the first member and uses it for all. */
-		off = rf_sb_default_data_offset(member_bytes[first] / 512, chunk);
+		off = cfg->ppl ? rf_sb_data_offset_room(member_bytes[first] / 512, chunk, RF_SB_PPL_SECTORS) :
+				 rf_sb_default_data_offset(member_bytes[first] / 512, chunk);
 	}
 	if (cfg->level == 0 && cfg->size) {
 		snprintf(err, errlen, "%s: key 'array.size': raid0 with md metadata uses all of each member "
@@ -817,6 +836,7 @@ int rf_assemble_plan_create(const struct rf_config *cfg, const uint64_t *member_
 	n->raid_disks = cfg->nmembers;
 	n->size = cfg->level == 0 ? 0 : comp;
 	n->data_offset = off;
+	n->ppl = cfg->ppl;
 	n->clean = clean;
 	n->ctime = (uint64_t)time(NULL);
 	return 0;

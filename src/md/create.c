@@ -30,6 +30,7 @@
 #include "raidfuse/create.h"
 #include "raidfuse/devopen.h"
 #include "raidfuse/nbd.h"
+#include "raidfuse/ppl.h"
 #include "raidfuse/super.h"
 
 
@@ -163,6 +164,24 @@ static void warn_space(const struct rf_config *cfg, const struct cfile *f, int n
 	}
 }
 
+/* An empty partial parity log in the area 8 sectors after the 1.2
+ * superblock (md writes one at every start). */
+static int write_ppl(const struct rf_sb_io *sio, const char *path, const struct rf_sb_new *n, char *err,
+		     size_t errlen)
+{
+	struct rf_ppl_sbio s = { .dev = { sio } };
+	struct rf_ppl_area a = { .present = true, .start = (8 + 8) * 512, .size = RF_SB_PPL_SECTORS * 512ull,
+				 .data_offset = n->data_offset * 512 };
+	struct rf_ppl_io io;
+	int r;
+
+	rf_ppl_io_sb(&io, &s);
+	r = rf_ppl_write_empty(&io, 0, &a, rf_ppl_signature(n->uuid));
+	if (r)
+		snprintf(err, errlen, "%s: writing the partial parity log: %s", path, strerror(-r));
+	return r;
+}
+
 int rf_create(const char *path, const struct rf_create_opts *o)
 {
 	struct rf_config cfg;
@@ -187,6 +206,12 @@ int rf_create(const char *path, const struct rf_create_opts *o)
 	if (cfg.bitmap && (cfg.level == 0 || cfg.metadata != RF_SB_12)) {
 		fprintf(stderr, "raidfuse: %s: an internal bitmap needs md metadata 1.2 and a level with "
 			"redundancy (md keeps none for raid0)\n", path);
+		rf_config_free(&cfg);
+		return 1;
+	}
+	if (cfg.ppl && cfg.bitmap) {
+		fprintf(stderr, "raidfuse: %s: md keeps no partial parity log (consistency_policy \"ppl\") beside "
+			"an internal bitmap\n", path);
 		rf_config_free(&cfg);
 		return 1;
 	}
@@ -262,7 +287,8 @@ int rf_create(const char *path, const struct rf_create_opts *o)
 			else if ((r = rf_sb_io_fd(&io, fd)))
 				snprintf(err, sizeof(err), "%s", strerror(-r));
 			if (r || rf_sb_write12_io(&io, files[i], &sbn, i, bytes[i] / 512, err, sizeof(err)) ||
-			    (cfg.bitmap && rf_bitmap_write_new(&io, files[i], (8 + 8) * 512, &bsb, err, sizeof(err)))) {
+			    (cfg.bitmap && rf_bitmap_write_new(&io, files[i], (8 + 8) * 512, &bsb, err, sizeof(err))) ||
+			    (cfg.ppl && write_ppl(&io, files[i], &sbn, err, sizeof(err)))) {
 				fprintf(stderr, "raidfuse: %s: %s\n", c->who, err);
 				ret = 1;
 				continue;
@@ -282,6 +308,8 @@ int rf_create(const char *path, const struct rf_create_opts *o)
 		       rf_sb_uuid_str(&sb, u), (unsigned long long)sbn.data_offset,
 		       (unsigned long long)(sbn.size ? sbn.size : (bytes[0] / 512 - sbn.data_offset)),
 		       clean ? "clean (--assume-clean)" : "resync due");
+		if (cfg.ppl)
+			printf("partial parity log: %u sectors, 8 sectors from the superblock\n", RF_SB_PPL_SECTORS);
 		if (cfg.bitmap)
 			printf("internal bitmap: %llu chunks of %u KiB, %u sectors from the superblock\n",
 			       (unsigned long long)rf_bitmap_bits(bsb.sync_size, bsb.chunk_bytes),

@@ -746,17 +746,22 @@ uint64_t rf_sb_bitmap_room(uint64_t sectors)
 
 uint64_t rf_sb_default_data_offset(uint64_t member_sectors, uint32_t chunk_sectors)
 {
+	return rf_sb_data_offset_room(member_sectors, chunk_sectors, rf_sb_bitmap_room(member_sectors));
+}
+
+uint64_t rf_sb_data_offset_room(uint64_t member_sectors, uint32_t chunk_sectors, uint64_t room)
+{
 	/* mdadm 4.2 (super1.c, validate_geometry1): room for the superblock
-	 * and bad block log (12 KiB), the bitmap room, and headroom for a
-	 * later reshape: 128 MiB, halved while it is more than about 0.1% of
-	 * the member, but not below two chunks; the sum rounded up to a
-	 * whole MiB. */
+	 * and bad block log (12 KiB), the bitmap room (or, with a partial
+	 * parity log, its 1 MiB area), and headroom for a later reshape:
+	 * 128 MiB, halved while it is more than about 0.1% of the member,
+	 * but not below two chunks; the sum rounded up to a whole MiB. */
 	uint64_t headroom = 128 * 1024 * 2, off;
 
 	while ((headroom << 10) > member_sectors &&
 	       (chunk_sectors == 0 || headroom / 2 >= (uint64_t)chunk_sectors * 2))
 		headroom >>= 1;
-	off = 12 * 2 + rf_sb_bitmap_room(member_sectors) + headroom;
+	off = 12 * 2 + room + headroom;
 	return (off + 2047) / 2048 * 2048;
 }
 
@@ -821,7 +826,21 @@ int rf_sb_build12(const struct rf_sb_new *n, int role, uint64_t member_sectors, 
 			   strerror(errno));
 	/* The bad block log: after the bitmap room, as mdadm places it, or
 	 * just before the data when that room is short. */
-	bm = n->bitmap_sectors ? n->bitmap_sectors : rf_sb_bitmap_room(n->size);
+	bm = n->bitmap_sectors ? n->bitmap_sectors : n->ppl ? RF_SB_PPL_SECTORS : rf_sb_bitmap_room(n->size);
+	if (n->ppl) {
+		/* md's ppl { le16 offset; le16 size } in bitmap_offset's place,
+		 * 8 sectors after the superblock, several PPLs in a row (the
+		 * feature bit md leaves on an area of 1 MiB) */
+		uint8_t *ppl = (uint8_t *)&s->bitmap_offset;
+
+		if (n->bitmap_sectors || n->level != 5 || n->data_offset < 8 + 8 + RF_SB_PPL_SECTORS)
+			return bad(err, errlen, "new array", k,
+				   "a partial parity log needs raid5, no bitmap, and %u sectors after the superblock "
+				   "(data at %llu)", RF_SB_PPL_SECTORS, (unsigned long long)n->data_offset);
+		rf_put_le16(ppl, 8);
+		rf_put_le16(ppl + 2, RF_SB_PPL_SECTORS);
+		s->feature_map = rf_to_le32(RF_SB_FEAT_MULTI_PPL);
+	}
 	if (n->bitmap_sectors) {
 		if (n->data_offset < 8 + 8 + (uint64_t)n->bitmap_sectors)
 			return bad(err, errlen, "new array", k,
@@ -998,6 +1017,11 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 		r = -ESTALE;
 		goto out;
 	}
+	if (sb->kind == RF_SB_090 && c->set_ppl) {
+		snprintf(err, errlen, "%s: a 0.90 superblock cannot record a partial parity log", path);
+		r = -EINVAL;
+		goto out;
+	}
 	if (sb->kind == RF_SB_090 && c->set_role &&
 	    (c->role_slot >= 27 || (c->role_value < RF_SB_ROLE_MAX && c->role_value >= (unsigned)now->raid_disks) ||
 	     (c->role_value >= RF_SB_ROLE_MAX && c->role_value != RF_SB_ROLE_SPARE &&
@@ -1062,6 +1086,11 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 			if (c->role_slot >= rf_le32(s->max_dev))
 				s->max_dev = rf_to_le32(c->role_slot + 1);
 			s->dev_roles[c->role_slot] = rf_to_le16(c->role_value);
+		}
+		if (c->set_ppl) {
+			uint32_t f = rf_le32(s->feature_map) & ~(uint32_t)(RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL);
+
+			s->feature_map = rf_to_le32(c->set_ppl > 0 ? f | RF_SB_FEAT_MULTI_PPL : f);
 		}
 		if (c->set_recovery) {
 			uint32_t f = rf_le32(s->feature_map);

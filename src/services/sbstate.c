@@ -504,6 +504,32 @@ int rf_sbstate_start(struct rf_sbstate *s)
 	return rf_bg_start(&s->timer);
 }
 
+int rf_sbstate_set_ppl(struct rf_sbstate *s, bool on)
+{
+	struct rf_sb_change c = { .faulty_slot = -1, .set_ppl = on ? 1 : -1 };
+	int r;
+
+	if (!s)
+		return -EINVAL;
+	sb_lock(s);
+	r = write_change(s, CH_DEVICES, &c, -1, 0);
+	sb_unlock(s);
+	return r;
+}
+
+int rf_sbstate_in_sync(struct rf_sbstate *s)
+{
+	int r;
+
+	if (!s)
+		return 0;
+	sb_lock(s);
+	s->resync_offset = RF_SB_MAX_SECTOR;
+	r = write_all(s, CH_CLEAN, -1);
+	sb_unlock(s);
+	return r;
+}
+
 void rf_sbstate_stop(struct rf_sbstate *s)
 {
 	if (s)

@@ -66,6 +66,13 @@ struct rf_sbstate {
 int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size_t errlen);
 /* Start the idle timer (after any fork).  0 or -errno. */
 int rf_sbstate_start(struct rf_sbstate *s);
+/* Before the start: the array's parity is consistent again (a partial
+ * parity log was replayed): no resync is due; the superblocks say clean
+ * and in sync (events + 1).  0 or -errno. */
+int rf_sbstate_in_sync(struct rf_sbstate *s);
+/* Writes drained: record md's partial parity log switched on or off in
+ * every superblock (events + 1).  0 or -errno. */
+int rf_sbstate_set_ppl(struct rf_sbstate *s, bool on);
 /* Stop the timer thread (the state is kept). */
 void rf_sbstate_stop(struct rf_sbstate *s);
 /* Record what failed, mark clean if dirty (nothing may be in flight), free. */

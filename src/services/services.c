@@ -9,7 +9,10 @@
  *    and its thread stops before the superblock state's timer does (its
  *    last checkpoint goes to the superblocks);
  *  - the superblock state before the bitmap, which it records events in
- *    and which opens from the superblock it read.
+ *    and which opens from the superblock it read, and before the partial
+ *    parity log, which reads those superblocks and, after replaying a
+ *    crashed array's log, has it mark them in sync before it starts (so
+ *    no resync is due).
  * The management thread is not listed: it starts after all of these and
  * stops before them, which the core does by name (hooks.h says why).
  *
@@ -20,11 +23,12 @@
 
 #include "core/hooks.h"
 
-extern const struct rf_service rf_sync_service, rf_sbstate_service, rf_bitmap_service;
+extern const struct rf_service rf_ppl_service, rf_sync_service, rf_sbstate_service, rf_bitmap_service;
 
 const struct rf_service *const rf_services[] = {
 	&rf_sync_service,
 	&rf_sbstate_service,
+	&rf_ppl_service,
 	&rf_bitmap_service,
 	NULL,
 };

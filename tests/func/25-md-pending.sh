@@ -3,8 +3,8 @@
 #
 # tests/data/md-images/manifest-pending.jsonl lists arrays kernel md made
 # that raidfuse refuses today (members with different data offsets,
-# multi-zone raid0, a 2-member raid5, raid5 mid-reshape, raid5 with a
-# partial parity log; README.md there).  For each:
+# multi-zone raid0, a 2-member raid5, raid5 mid-reshape; raid5 with a
+# partial parity log, served now; README.md there).  For each:
 #  - raidfuse examine reads every member and prints the data offset and
 #    feature map mdadm --examine printed;
 #  - raidfuse assemble --ro either refuses with a one-line message, or
@@ -12,8 +12,8 @@
 #    array reset mid-write: the pattern in every sector before its
 #    planned writes), and the members stay byte for byte the same;
 #  - a mount by config refuses an array mid-reshape as assemble does;
-#  - a PPL array is refused read-write (its log would go stale for md to
-#    replay over newer data), the members unchanged.
+#  - a raid5 with md's partial parity log is served read-write, its log
+#    replayed first when it was reset mid-write.
 # So a shape raidfuse does not know is never served as wrong data.
 # Negative control: one flipped sector in a served member is found.
 #
@@ -115,10 +115,24 @@ while IFS= read -r line; do
 			mount "$WORK/$name.conf" "$MNT"
 		nreshape=$((nreshape + 1))
 	fi
-	# md replays a dirty PPL array's log at its next assembly: writes that
-	# leave the log stale are refused, before anything is written.
+	# A raid5 with md's partial parity log is served read-write: the log
+	# of the one reset mid-write is replayed first (as md does at its
+	# next assembly), and the pattern before its writes still reads.
 	if grep -q '"ppl' <<<"$line"; then
-		refused "partial parity log" "a read-write assemble of a PPL array" assemble "$MNT" "${members[@]}"
+		start_assemble array.img "$MNT" "${members[@]}"
+		check "[ \"\$(cat \"$MNT/md/consistency_policy\")\" = ppl ]" "$name: md/consistency_policy"
+		n=$sectors
+		[ "$kind" = crash ] && n=$(grep -o '"start_sector": [0-9]*' <<<"$line" | head -n 1 | grep -o '[0-9]*$')
+		head -c $((n * 512)) "$MNT/array.img" >"$WORK/ppl.img"
+		"$RFHELPER" pattern "$WORK/ppl.img" "$n" >"$WORK/pattern.out" ||
+			fail "$name: served read-write, but not md's data: $(cat "$WORK/pattern.out")"
+		rm -f "$WORK/ppl.img"
+		stop_array "$MNT"
+		if [ "$kind" = crash ]; then
+			grep -q "partial parity log replayed" "$WORK"/daemon.mnt.*.log ||
+				fail "$name: no replay of its partial parity log in the log"
+		fi
+		log "$name: served read-write, its partial parity log kept"
 		nppl=$((nppl + 1))
 	fi
 	[ "$name" = "$served_name" ] || rm -rf "$D"

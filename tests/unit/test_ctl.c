@@ -399,10 +399,10 @@ static void test_read_only(void **state)
 {
 	struct rf_array *a = open_array("ro", 5, 2, 4, 65536, 0);
 	const char *ro[] = { "level", "layout", "chunk_size", "raid_disks", "component_size", "degraded",
-			     "stripe_cache_active", "metadata_version", "consistency_policy", "reshape_position",
+			     "stripe_cache_active", "metadata_version", "reshape_position",
 			     "reshape_direction" };
 	const char *rw[] = { "array_state", "stripe_cache_size", "group_thread_cnt", "rmw_level",
-			     "worker_groups" };
+			     "worker_groups", "consistency_policy" };
 	size_t i;
 
 	for (i = 0; i < sizeof(ro) / sizeof(ro[0]); i++) {
@@ -414,6 +414,10 @@ static void test_read_only(void **state)
 	}
 	for (i = 0; i < sizeof(rw) / sizeof(rw[0]); i++)
 		assert_int_equal(rf_ctl_find(rw[i])->mode, 0644);
+	/* md switches resync <-> ppl only where a log's area is: none here */
+	assert_int_equal(rf_ctl_store(rf_ctl_find("consistency_policy"), a, -1, "ppl\n", 4), -EINVAL);
+	assert_int_equal(rf_ctl_store(rf_ctl_find("consistency_policy"), a, -1, "resync\n", 7), 0);
+	assert_string_equal(show(a, "consistency_policy"), "resync\n");
 	assert_int_equal(rf_ctl_mdstat.mode, 0444);
 	assert_int_equal(rf_ctl_store(&rf_ctl_mdstat, a, -1, "x", 1), -EACCES);
 	assert_string_equal(show(a, "level"), "raid5\n");

@@ -1,0 +1,543 @@
+/* ppl.c - the partial parity log of a running raid5 (md's raid5-ppl.c).
+ *
+ * At open (after the superblock state read the superblocks, before
+ * anything is served), for a writable raid5 whose superblocks keep md's
+ * partial parity log (md/ppl.h):
+ *   - a dirty array (not shut down cleanly) has every present member's
+ *     newest header replayed (rf_ppl_recover): each unfinished stripe gets
+ *     parity = partial parity ^ the data written, so its parity matches
+ *     every column again.  When nothing was refused the superblocks are
+ *     marked clean and in sync at once (md does the same; through the
+ *     superblock state, which then starts no resync);
+ *   - every present member's area gets an empty header (md writes one at
+ *     every start), so what is logged from now on starts at its beginning.
+ *
+ * While it runs, raid5.c offers each stripe head's update to the log
+ * (core/hooks.h, struct rf_log_ops) after computing its partial parity and
+ * before issuing its data and parity writes.  The log of the row's parity
+ * member takes it:
+ *   - idle: the head alone becomes the log's unit at once;
+ *   - busy (a unit in flight): the head waits on the log's list; when the
+ *     unit's last stripe is written, everything waiting (up to 148
+ *     entries, consecutive heads merged into one entry as md merges them,
+ *     and RF_PPL_UNIT_MAX of partial parity) becomes the next unit, one
+ *     header write for them all.
+ * A unit is written as md writes one: its header at the log's next place
+ * in the area (after the previous unit's partial parity, back at the
+ * start when the rest is short), its partial parity behind it, then the
+ * member is flushed (where it has a cache to flush: not on tmpfs, as md
+ * flushes only members with a write-back cache); only then are its
+ * stripes' data and parity writes issued (ls->resume).  One unit per
+ * member log is in flight at a time, so after a crash the newest header
+ * names every stripe whose writes may be unfinished, which is all md's
+ * recovery replays.  Its member IO goes
+ * on the queue of the worker that starts it (its completions come back
+ * there); that worker then owns the unit's heads until they end.
+ *
+ * md/consistency_policy switches it off ("resync") and on again ("ppl")
+ * with writes drained: every log emptied, the superblocks' feature bit
+ * cleared or set.
+ *
+ * Locks: each log's lock (a leaf) guards busy, its waiting list, the
+ * next unit's header entries while they are taken, and the count of the
+ * unit's stripes not yet written; the unit's IO state (its header buffer
+ * and mios, next) is its leader's, the one worker running it.  The
+ * generation counter and the off switch are atomic.
+ *
+ * What it does NOT do: flush the data members before a log's next unit
+ * (md does on members with a volatile write cache: after a power failure
+ * a unit's data writes not yet on disk would not be named by the newer
+ * header; a crash of the daemon alone is covered); write a log's next
+ * header while the previous unit's data writes are in flight (md does not
+ * either: its recovery replays the newest header only); raid6; switch an
+ * array on whose superblocks keep no log's area.
+ */
+#include <errno.h>
+#include <linux/magic.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/vfs.h>
+
+#include "core/core.h"
+#include "services/sbstate.h"
+#include "raidfuse/config.h"
+#include "raidfuse/log.h"
+#include "raidfuse/ppl.h"
+#include "raidfuse/super.h"
+
+struct ppl;
+
+struct plog {
+	struct ppl *p;
+	int m;                          /* its member (slot) */
+	struct rf_ppl_area area;        /* immutable */
+	bool flush;                     /* immutable: the member has a cache to flush */
+	pthread_mutex_t lock;           /* a leaf: busy, wait, unit_left */
+	bool busy;                      /* lock: a unit in flight */
+	struct rf_log_stripe *wait, **wait_tail;        /* lock: waiting for the next unit */
+	int unit_left;                  /* lock: the unit's stripes not yet written */
+	/* the unit in flight, its leader's: */
+	struct rf_log_stripe *unit;
+	struct rf_ioq *q;               /* the leader's queue: the unit's completions run there */
+	int io_left, io_err;
+	bool flushed;
+	uint64_t at;                    /* the unit's header, bytes into the area */
+	uint64_t next;                  /* the next unit's */
+	char *hdr;                      /* RF_PPL_HEADER_SIZE, aligned */
+	struct rf_mio hmio;
+	struct rf_ppl_header h;
+};
+
+/* Partial parity one unit may carry.  md's own units carry up to 128 KiB
+ * (PPL_SPACE_SIZE) but its recovery reads any size; larger units mean
+ * fewer log round trips for long writes. */
+#define RF_PPL_UNIT_MAX (512 * 1024)
+
+struct ppl {
+	struct rf_array *a;
+	uint32_t sig;
+	uint64_t chunk_sectors;         /* immutable: the geometry's */
+	int data_disks;
+	atomic_uint_fast64_t seq;       /* generations, as md's ppl_conf->seq */
+	atomic_uint_fast64_t nr_units, nr_entries;      /* stats: headers, stripes */
+	atomic_bool off;                /* md/consistency_policy "resync": no logging (changed
+					 * with writes drained) */
+	int n;
+	struct plog log[RF_MAX_MEMBERS];
+};
+
+/* ---- running ---- */
+
+static void unit_resume(struct plog *l, struct rf_ioq *q)
+{
+	struct rf_log_stripe *ls = l->unit, *next;
+
+	/* Resuming the last one may end the unit and start the next (which
+	 * takes over l->unit): read each link before. */
+	l->unit = NULL;
+	for (; ls; ls = next) {
+		next = ls->next;
+		ls->next = NULL;
+		ls->resume(ls, q);
+	}
+}
+
+static void unit_io_end(struct rf_mio *m)
+{
+	struct plog *l = m->priv;
+	struct rf_array *a = l->p->a;
+
+	if (m->res && !l->io_err) {
+		l->io_err = m->res;
+		rf_member_fail(a, l->m, m->res, "partial parity log write", m->off);
+	}
+	if (--l->io_left)
+		return;
+	if (!l->io_err && !l->flushed && l->flush) {
+		/* md writes the unit with FUA: on the member before the data. */
+		l->flushed = true;
+		l->io_left = 1;
+		l->hmio.op = RF_MIO_FSYNC;
+		l->hmio.buf = NULL;
+		l->hmio.len = 0;
+		l->hmio.off = 0;
+		rf_ioq_queue(l->q, &l->hmio);
+		return;
+	}
+	/* Written (or the member failed: its parity is not written either). */
+	unit_resume(l, l->q);
+}
+
+/* Whether ls extends entry e as md's ppl_log_stripe() merges them: the
+ * next head of the same chunk row writing the same run of columns (with
+ * partial parity), or the next full row (without), the entry's partial
+ * parity kept below a chunk (md's recovery reads a strip of pp_size). */
+static bool merges(const struct ppl *p, const struct rf_ppl_entry *e, const struct rf_log_stripe *ls)
+{
+	uint64_t cs = p->chunk_sectors, heads;
+
+	if (e->data_sector / cs != ls->data_sector / cs)
+		return false;
+	if (!e->pp_size) {
+		heads = e->data_size / ((uint64_t)p->data_disks * RF_PPL_BLOCK);
+		return !ls->pp_size && ls->data_sector == e->data_sector + heads * (RF_PPL_BLOCK / 512);
+	}
+	return ls->pp_size && ls->pp_size == RF_PPL_BLOCK && e->data_size / e->pp_size == ls->data_size / ls->pp_size &&
+	       ls->data_sector == e->data_sector + e->pp_size / 512 && (uint64_t)e->pp_size + ls->pp_size < cs * 512;
+}
+
+/* Add ls to the entries of h (merged into the last one where md would). */
+static void add_entry(const struct ppl *p, struct rf_ppl_header *h, int m, const struct rf_log_stripe *ls)
+{
+	struct rf_ppl_entry *e = h->entries_count ? &h->e[h->entries_count - 1] : NULL;
+
+	if (!e || !merges(p, e, ls)) {
+		e = &h->e[h->entries_count++];
+		e->data_sector = ls->data_sector;
+		e->pp_size = 0;
+		e->data_size = 0;
+		e->parity_disk = (uint32_t)m;
+		e->checksum = ~0u;      /* running crc32c, inverted once the unit is whole */
+	}
+	e->data_size += ls->data_size;
+	if (ls->pp_size) {
+		e->pp_size += ls->pp_size;
+		e->checksum = rf_crc32c(e->checksum, ls->pp, ls->pp_size);
+	}
+}
+
+/* Take what waits on l into the next unit, up to what one header holds
+ * (its entries, merged as md merges them, and the area's room for
+ * partial parity), and fill l->h with their entries (lock held). */
+static struct rf_log_stripe *take_waiting(struct plog *l, int *n)
+{
+	struct rf_log_stripe *head = l->wait, *ls, **tail = &head;
+	uint64_t pp = 0, room = l->area.size - RF_PPL_HEADER_SIZE;
+	int k = 0;
+
+	if (room > RF_PPL_UNIT_MAX)
+		room = RF_PPL_UNIT_MAX;
+	l->h.entries_count = 0;
+	for (ls = l->wait; ls && pp + ls->pp_size <= room; ls = ls->next) {
+		const struct rf_ppl_entry *e = l->h.entries_count ? &l->h.e[l->h.entries_count - 1] : NULL;
+
+		if (l->h.entries_count == RF_PPL_MAX_ENTRIES && !(e && merges(l->p, e, ls)))
+			break;
+		add_entry(l->p, &l->h, l->m, ls);
+		pp += ls->pp_size;
+		k++;
+		tail = &ls->next;
+	}
+	l->wait = *tail;
+	if (!l->wait)
+		l->wait_tail = &l->wait;
+	*tail = NULL;
+	*n = k;
+	return head;
+}
+
+/* Write the header (l->h's entries, filled for list) and the partial
+ * parity of the stripes on list (l busy, its lock not held), on q. */
+static void unit_start(struct plog *l, struct rf_ioq *q, struct rf_log_stripe *list)
+{
+	struct ppl *p = l->p;
+	struct rf_log_stripe *ls;
+	uint64_t pp = 0, off, nls = 0;
+	uint32_t k;
+
+	l->h.signature = p->sig;
+	l->h.generation = atomic_fetch_add(&p->seq, 1) + 1;
+	for (k = 0; k < l->h.entries_count; k++) {
+		struct rf_ppl_entry *e = &l->h.e[k];
+
+		e->checksum = e->pp_size ? ~e->checksum : 0;
+		pp += e->pp_size;
+	}
+	rf_ppl_encode(&l->h, l->hdr);
+	/* The next place, or the start when the rest of the area is short
+	 * (md rewinds the same way). */
+	if (l->next + RF_PPL_HEADER_SIZE + pp > l->area.size)
+		l->next = 0;
+	l->at = l->next;
+	l->next += RF_PPL_HEADER_SIZE + pp;
+	l->unit = list;
+	l->q = q;
+	l->io_err = 0;
+	l->flushed = false;
+	l->io_left = 1;
+	off = l->area.start + l->at;
+	l->hmio = (struct rf_mio){ .end = unit_io_end, .priv = l, .buf = l->hdr, .off = off,
+				   .len = RF_PPL_HEADER_SIZE, .member = (int16_t)l->m, .op = RF_MIO_WRITE };
+	off += RF_PPL_HEADER_SIZE;
+	rf_ioq_queue(q, &l->hmio);
+	for (ls = list; ls; ls = ls->next) {
+		nls++;
+		if (!ls->pp_size)
+			continue;
+		ls->mio = (struct rf_mio){ .end = unit_io_end, .priv = l, .buf = ls->pp, .off = off,
+					   .len = ls->pp_size, .member = (int16_t)l->m, .op = RF_MIO_WRITE };
+		off += ls->pp_size;
+		l->io_left++;
+		rf_ioq_queue(q, &ls->mio);
+	}
+	atomic_fetch_add(&p->nr_units, 1);
+	atomic_fetch_add(&p->nr_entries, nls);
+}
+
+static int ppl_write_stripe(void *priv, struct rf_ioq *q, struct rf_log_stripe *ls)
+{
+	struct ppl *p = priv;
+	struct plog *l;
+
+	if (ls->parity < 0 || ls->parity >= p->n)
+		return -EAGAIN;
+	l = &p->log[ls->parity];
+	if (atomic_load_explicit(&p->off, memory_order_relaxed) || !l->area.present ||
+	    (rf_array_faulty_read(p->a) & (1ull << l->m)))
+		return -EAGAIN;         /* md: no log on a missing parity member */
+	ls->next = NULL;
+	pthread_mutex_lock(&l->lock);
+	if (l->busy) {
+		*l->wait_tail = ls;
+		l->wait_tail = &ls->next;
+		pthread_mutex_unlock(&l->lock);
+		return 0;
+	}
+	l->busy = true;
+	l->unit_left = 1;
+	l->h.entries_count = 0;
+	add_entry(p, &l->h, l->m, ls);
+	pthread_mutex_unlock(&l->lock);
+	unit_start(l, q, ls);
+	return 0;
+}
+
+static void ppl_stripe_done(void *priv, struct rf_ioq *q, struct rf_log_stripe *ls)
+{
+	struct ppl *p = priv;
+	struct plog *l = &p->log[ls->parity];
+	struct rf_log_stripe *list = NULL;
+	int n = 0;
+
+	pthread_mutex_lock(&l->lock);
+	if (--l->unit_left > 0) {
+		pthread_mutex_unlock(&l->lock);
+		return;
+	}
+	if (l->wait) {
+		list = take_waiting(l, &n);
+		l->unit_left = n;
+	} else {
+		l->busy = false;
+	}
+	pthread_mutex_unlock(&l->lock);
+	if (list)
+		unit_start(l, q, list);
+}
+
+/* ---- md/consistency_policy: resync <-> ppl ---- */
+
+struct switch_job {
+	struct ppl *p;
+	bool on;
+};
+
+/* Writes drained: every log empty (a later crash replays nothing stale,
+ * here or in md), then the superblocks say whether a log is kept. */
+static int switch_drained(void *arg)
+{
+	struct switch_job *j = arg;
+	struct ppl *p = j->p;
+	struct rf_ppl_sbio sio;
+	struct rf_ppl_io io;
+	int i, r;
+
+	memset(&sio, 0, sizeof(sio));
+	for (i = 0; i < p->n; i++)
+		if (p->log[i].area.present && !(rf_array_faulty_read(p->a) & (1ull << i)))
+			sio.dev[i] = &rf_dev_get(p->a, i)->sb_io;
+	rf_ppl_io_sb(&io, &sio);
+	for (i = 0; i < p->n; i++) {
+		struct plog *l = &p->log[i];
+
+		if (!sio.dev[i])
+			continue;
+		r = rf_ppl_write_empty(&io, i, &l->area, p->sig);
+		if (r) {
+			rf_err("member %d (%s): emptying the partial parity log: %s", i, rf_dev_get(p->a, i)->path,
+			       strerror(-r));
+			return r;
+		}
+		l->next = 0;
+	}
+	r = rf_sbstate_set_ppl(rf_array_sbstate(p->a), j->on);
+	if (r)
+		return r;
+	atomic_store(&p->off, !j->on);
+	rf_info("%s: consistency policy %s", rf_array_name(p->a), j->on ? "ppl" : "resync");
+	return 0;
+}
+
+static int ppl_set_policy(void *priv, bool on)
+{
+	struct ppl *p = priv;
+	struct switch_job j = { p, on };
+
+	struct rf_sbstate *s = rf_array_sbstate(p->a);
+
+	if (atomic_load(&p->off) == !on)
+		return 0;
+	/* A resync still due would be lost to the next replay, which
+	 * marks the array in sync (md refuses it too: no resync with a log). */
+	if (on && s) {
+		uint64_t due;
+
+		pthread_mutex_lock(&s->lock);   /* alone: a leaf here */
+		due = s->resync_offset;
+		pthread_mutex_unlock(&s->lock);
+		if (due != RF_SB_MAX_SECTOR) {
+			rf_warn("%s: consistency policy ppl refused: a resync is due from sector %llu; let it finish",
+				rf_array_name(p->a), (unsigned long long)due);
+			return -EBUSY;
+		}
+	}
+	return rf_array_quiesced(p->a, switch_drained, &j);
+}
+
+static const struct rf_log_ops ppl_log_ops = {
+	.write_stripe = ppl_write_stripe,
+	.stripe_done = ppl_stripe_done,
+	.set_policy = ppl_set_policy,
+};
+
+/* ---- open: replay, empty headers ---- */
+
+static void ppl_close(void *priv)
+{
+	struct ppl *p = priv;
+	int i;
+
+	rf_info("%s: partial parity log: %llu header writes for %llu stripes", rf_array_name(p->a),
+		(unsigned long long)atomic_load(&p->nr_units), (unsigned long long)atomic_load(&p->nr_entries));
+	for (i = 0; i < p->n; i++) {
+		pthread_mutex_destroy(&p->log[i].lock);
+		free(p->log[i].hdr);
+	}
+	free(p);
+}
+
+static void ppl_info(void *priv, struct rf_array_info *out)
+{
+	struct ppl *p = priv;
+
+	out->ppl = !atomic_load(&p->off);
+}
+
+static const struct rf_hooks ppl_hooks = {
+	.name = "ppl",
+	.info = ppl_info,
+	.close = ppl_close,
+};
+
+/* md flushes a log write (FUA) only on members with a volatile write
+ * cache (ppl_init_child_log: wb_cache_on).  A file on tmpfs or ramfs has
+ * none: the page cache is all there is, what is written is as durable as
+ * it gets; everything else (disk file systems, block devices, overlays,
+ * NBD exports) is flushed. */
+static bool needs_flush(const struct rf_dev *d)
+{
+	struct statfs fs;
+
+	if (d->io.nbd || d->io.layer || d->io.fd < 0 || fstatfs(d->io.fd, &fs))
+		return true;
+	return fs.f_type != TMPFS_MAGIC && fs.f_type != RAMFS_MAGIC;
+}
+
+static int service_open(struct rf_array *a, const struct rf_config *cfg, char *err, size_t errlen)
+{
+	const struct rf_geom *g = rf_array_geom(a);
+	struct rf_ppl_area areas[RF_MAX_MEMBERS];
+	struct rf_ppl_sbio sio;
+	struct rf_ppl_io io;
+	struct rf_ppl_stats st;
+	struct ppl *p;
+	bool any = false, dirty = false;
+	const struct rf_dev *first = NULL;
+	int i, n = rf_array_nslots(a), r;
+
+	if (cfg->readonly || g->level != 5)
+		return 0;
+	memset(areas, 0, sizeof(areas));
+	memset(&sio, 0, sizeof(sio));
+	for (i = 0; i < n; i++) {
+		struct rf_dev *d = rf_dev_get(a, i);
+
+		if (!d->sb_has || !(rf_array_present(a) & (1ull << i)) || (rf_array_faulty_read(a) & (1ull << i)))
+			continue;
+		if (rf_ppl_area_of(&d->sb, &areas[i]))
+			continue;
+		if (areas[i].start + areas[i].size > areas[i].data_offset &&
+		    areas[i].start < areas[i].data_offset + d->sb.data_size * 512) {
+			snprintf(err, errlen, "member %d (%s): its partial parity log (%llu bytes at %llu) runs into "
+				 "its data", i, d->path, (unsigned long long)areas[i].size,
+				 (unsigned long long)areas[i].start);
+			return -EINVAL;
+		}
+		sio.dev[i] = &d->sb_io;
+		any = true;
+		dirty |= !d->sb.clean;
+		if (!first)
+			first = d;
+	}
+	if (!any)
+		return 0;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->a = a;
+	p->n = n;
+	p->chunk_sectors = g->chunk_sectors;
+	p->data_disks = g->data_disks;
+	p->sig = rf_ppl_signature(first->sb.uuid);
+	rf_ppl_io_sb(&io, &sio);
+	if (dirty) {
+		r = rf_ppl_recover(&io, g, areas, p->sig, &st);
+		if (r) {
+			snprintf(err, errlen, "%s: replaying the partial parity log: %s", rf_array_name(a), strerror(-r));
+			free(p);
+			return r;
+		}
+		rf_warn("%s: not cleanly shut down: partial parity log replayed: %d entries from %d members%s%s",
+			rf_array_name(a), st.entries, st.headers,
+			st.mismatches ? "; some headers or entries did not check out: resync needed" : "",
+			st.skipped ? "; some entries' data columns are missing" : "");
+		if (!st.mismatches) {
+			r = rf_sbstate_in_sync(rf_array_sbstate(a));
+			if (r) {
+				snprintf(err, errlen, "%s: marking the superblocks in sync after the replay: %s",
+					 rf_array_name(a), strerror(-r));
+				free(p);
+				return r;
+			}
+		}
+	}
+	for (i = 0; i < n; i++) {
+		struct plog *l = &p->log[i];
+
+		l->p = p;
+		l->m = i;
+		l->area = areas[i];
+		l->wait_tail = &l->wait;
+		pthread_mutex_init(&l->lock, NULL);
+		if (!areas[i].present)
+			continue;
+		l->flush = needs_flush(rf_dev_get(a, i));
+		r = posix_memalign((void **)&l->hdr, 4096, RF_PPL_HEADER_SIZE);
+		if (r) {
+			l->hdr = NULL;
+			r = -r;
+		} else {
+			r = rf_ppl_write_empty(&io, i, &areas[i], p->sig);
+		}
+		if (r) {
+			snprintf(err, errlen, "member %d (%s): writing an empty partial parity log: %s", i,
+				 rf_dev_get(a, i)->path, strerror(-r));
+			ppl_close(p);
+			return r;
+		}
+	}
+	r = rf_array_add_hooks(a, &ppl_hooks, p);
+	if (!r)
+		r = rf_array_set_log(a, &ppl_log_ops, p);
+	if (r) {
+		snprintf(err, errlen, "%s: no room for the partial parity log's hooks", rf_array_name(a));
+		ppl_close(p);
+		return r;
+	}
+	return 0;
+}
+
+const struct rf_service rf_ppl_service = { .name = "ppl", .open = service_open };

@@ -1,0 +1,497 @@
+/* test_ppl.c - md's partial parity log format and its replay (md/ppl.c).
+ *
+ *  - crc32c is the kernel's crc32c_le (check value of "123456789");
+ *  - the signature of a kernel-md array's uuid, and a header's checksum,
+ *    are the bytes md wrote (r5-ls-4d-64k-ppl role 3, its first header);
+ *  - on the members of a kernel-md PPL array that crashed mid-write
+ *    (tests/data/md-images/r5-ls-4d-64k-ppl-crash, unpacked with xz; the
+ *    test skips that part without them): every member's newest header is
+ *    found, its entries' partial parity checksums hold, and the replay
+ *    leaves every row's parity equal to the xor of its data;
+ *  - on a fake member set: a partial write whose data reached its member
+ *    but whose parity did not (the write hole) is closed by the replay;
+ *    without the replay (negative control) the parity disagrees, and a
+ *    rebuilt block not written by the update comes back wrong.  An entry
+ *    whose checksum fails, or whose column is missing, is not replayed.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "raidfuse/le.h"
+#include "raidfuse/ppl.h"
+
+/* ---- a fake member set in memory ---- */
+
+#define FM 4
+#define DEV_SECTORS 512ull              /* 256 KiB of data per member */
+#define CHUNK_SECTORS 128u              /* 64 KiB */
+#define SB_AT 4096ull
+#define AREA_AT (SB_AT + 8 * 512)
+#define AREA_SIZE (RF_PPL_AREA_SECTORS * 512ull)
+#define DATA_AT (4096 * 512ull)
+#define MEM_BYTES (DATA_AT + DEV_SECTORS * 512)
+
+struct fake {
+	uint8_t *m[FM];
+	int writes;
+};
+
+static int fk_read(void *ctx, int m, void *buf, uint32_t len, uint64_t off)
+{
+	struct fake *f = ctx;
+
+	if (off + len > MEM_BYTES)
+		return -EIO;
+	memcpy(buf, f->m[m] + off, len);
+	return 0;
+}
+
+static int fk_write(void *ctx, int m, const void *buf, uint32_t len, uint64_t off)
+{
+	struct fake *f = ctx;
+
+	if (off + len > MEM_BYTES)
+		return -EIO;
+	memcpy(f->m[m] + off, buf, len);
+	f->writes++;
+	return 0;
+}
+
+static void geom(struct rf_geom *g)
+{
+	char err[128];
+
+	memset(g, 0, sizeof(*g));
+	g->level = 5;
+	g->layout = 2;
+	g->raid_disks = FM;
+	g->chunk_sectors = CHUNK_SECTORS;
+	g->dev_sectors = DEV_SECTORS;
+	assert_int_equal(rf_geom_init(g, err, sizeof(err)), 0);
+}
+
+/* Member byte offset of array sector s (its data), and its member. */
+static uint64_t where(const struct rf_geom *g, uint64_t s, int *m, int *pd)
+{
+	struct rf_r5_map mp;
+
+	rf_r5_map_sector(g, s, &mp);
+	*m = mp.dd_idx;
+	if (pd)
+		*pd = mp.pd_idx;
+	return DATA_AT + mp.dev_sector * 512;
+}
+
+/* Whether every 4 KiB row's parity is the xor of its data. */
+static int bad_rows(struct fake *f)
+{
+	uint64_t off;
+	int bad = 0, i, j;
+
+	for (off = DATA_AT; off < MEM_BYTES; off += 4096) {
+		for (j = 0; j < 4096; j++) {
+			uint8_t x = 0;
+
+			for (i = 0; i < FM; i++)
+				x ^= f->m[i][off + j];
+			if (x) {
+				bad++;
+				break;
+			}
+		}
+	}
+	return bad;
+}
+
+static void fake_init(struct fake *f, const struct rf_geom *g)
+{
+	uint64_t s;
+	int i, m;
+
+	memset(f, 0, sizeof(*f));
+	for (i = 0; i < FM; i++) {
+		f->m[i] = calloc(1, MEM_BYTES);
+		assert_non_null(f->m[i]);
+	}
+	/* Data: each sector its number; parity: the xor of the row. */
+	for (s = 0; s < g->array_sectors; s++) {
+		uint64_t off = where(g, s, &m, NULL);
+		int k;
+
+		for (k = 0; k < 64; k++)
+			rf_put_le64(f->m[m] + off + 8 * k, s);
+	}
+	/* Parity per row: recompute into the parity member. */
+	for (s = 0; s < DEV_SECTORS; s += 8) {
+		struct rf_r5_row r;
+		int j;
+
+		rf_r5_row(g, s / CHUNK_SECTORS, &r);
+		memset(f->m[r.pd_idx] + DATA_AT + s * 512, 0, 4096);
+		for (j = 0; j < 4096; j++) {
+			uint8_t x = 0;
+
+			for (i = 0; i < FM; i++)
+				x ^= f->m[i][DATA_AT + s * 512 + j];
+			f->m[r.pd_idx][DATA_AT + s * 512 + j] = x;
+		}
+	}
+	assert_int_equal(bad_rows(f), 0);
+}
+
+static void fake_free(struct fake *f)
+{
+	int i;
+
+	for (i = 0; i < FM; i++)
+		free(f->m[i]);
+}
+
+static void areas_of(struct rf_ppl_area *a, uint64_t missing)
+{
+	int i;
+
+	for (i = 0; i < FM; i++) {
+		a[i].present = !(missing & (1ull << i));
+		a[i].start = AREA_AT;
+		a[i].size = AREA_SIZE;
+		a[i].data_offset = DATA_AT;
+	}
+}
+
+static const uint8_t uuid[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+
+/* Log a 4 KiB update of array sectors [s, s + 8) as md would: header at
+ * the start of the parity member's area, pp = the row's other data. */
+static int log_update(struct fake *f, const struct rf_geom *g, uint64_t s, uint64_t gen, bool corrupt_pp)
+{
+	struct rf_ppl_header h = { .signature = rf_ppl_signature(uuid), .generation = gen, .entries_count = 1 };
+	uint8_t hb[RF_PPL_HEADER_SIZE], pp[4096];
+	int m, pd, i;
+	uint64_t off = where(g, s, &m, &pd);
+
+	/* pp: xor of the data columns not written = parity ^ old data */
+	memcpy(pp, f->m[pd] + off, 4096);
+	for (i = 0; i < 4096; i++)
+		pp[i] ^= f->m[m][off + i];
+	h.e[0].data_sector = s;
+	h.e[0].pp_size = 4096;
+	h.e[0].data_size = 4096;
+	h.e[0].parity_disk = (uint32_t)pd;
+	h.e[0].checksum = ~rf_crc32c(~0u, pp, 4096);
+	if (corrupt_pp)
+		pp[17] ^= 1;
+	rf_ppl_encode(&h, hb);
+	memcpy(f->m[pd] + AREA_AT, hb, sizeof(hb));
+	memcpy(f->m[pd] + AREA_AT + RF_PPL_HEADER_SIZE, pp, 4096);
+	return m;
+}
+
+/* The update's data lands on its member, its parity does not (the crash). */
+static void torn_write(struct fake *f, const struct rf_geom *g, uint64_t s)
+{
+	int m, k, j;
+	uint64_t off = where(g, s, &m, NULL);
+
+	for (j = 0; j < 8; j++)
+		for (k = 0; k < 64; k++)
+			rf_put_le64(f->m[m] + off + 512 * j + 8 * k, (s + j) | 1ull << 40);
+}
+
+/* Rebuild member lost's block at member offset off from the others. */
+static void rebuild(struct fake *f, int lost, uint64_t off, uint8_t *out)
+{
+	int i, j;
+
+	memset(out, 0, 4096);
+	for (i = 0; i < FM; i++)
+		if (i != lost)
+			for (j = 0; j < 4096; j++)
+				out[j] ^= f->m[i][off + j];
+}
+
+static void test_crc32c(void **state)
+{
+	(void)state;
+	assert_int_equal(~rf_crc32c(~0u, "123456789", 9), 0xe3069283u);
+}
+
+/* r5-ls-4d-64k-ppl (kernel md 6.1, mdadm 4.2): array uuid
+ * 5db3ce2a:0e950036:f274ff16:f12df00f; role 3's first header: signature
+ * 0x02024711, generation 1, one full-stripe entry {0, 0, 98304, 3, 0},
+ * checksum 0xd6242d58 as md wrote it. */
+static void test_kernel_header(void **state)
+{
+	static const uint8_t u[16] = { 0x5d, 0xb3, 0xce, 0x2a, 0x0e, 0x95, 0x00, 0x36,
+				       0xf2, 0x74, 0xff, 0x16, 0xf1, 0x2d, 0xf0, 0x0f };
+	struct rf_ppl_header h = { .generation = 1, .entries_count = 1 }, d;
+	uint8_t b[RF_PPL_HEADER_SIZE];
+
+	(void)state;
+	h.signature = rf_ppl_signature(u);
+	assert_int_equal(h.signature, 0x02024711u);
+	h.e[0] = (struct rf_ppl_entry){ 0, 0, 98304, 3, 0 };
+	rf_ppl_encode(&h, b);
+	assert_int_equal(h.checksum, 0xd6242d58u);
+	assert_int_equal(rf_ppl_decode(b, 0x02024711u, &d), 0);
+	assert_int_equal(d.generation, 1);
+	assert_int_equal(d.entries_count, 1);
+	assert_int_equal(d.e[0].data_size, 98304);
+	assert_int_equal(d.e[0].parity_disk, 3);
+	/* another array's signature, a flipped bit */
+	assert_int_equal(rf_ppl_decode(b, 0x02024712u, &d), -ENOENT);
+	b[600] ^= 4;
+	assert_int_equal(rf_ppl_decode(b, 0x02024711u, &d), -EBADMSG);
+}
+
+static void test_replay_closes_hole(void **state)
+{
+	struct rf_geom g;
+	struct fake f;
+	struct rf_ppl_area a[FM];
+	struct rf_ppl_io io = { fk_read, fk_write, NULL, &f };
+	struct rf_ppl_stats st;
+	uint8_t blk[4096];
+	uint64_t s = 3 * CHUNK_SECTORS + 16, off;      /* row 1, its first data column */
+	int m, other, pd;
+
+	(void)state;
+	geom(&g);
+	fake_init(&f, &g);
+	m = log_update(&f, &g, s, 5, false);
+	torn_write(&f, &g, s);
+	assert_int_equal(bad_rows(&f), 1);      /* the hole */
+	/* negative control: rebuild another data column of that row from
+	 * the stale parity: it comes back wrong though it was not written */
+	off = where(&g, s + CHUNK_SECTORS, &other, &pd);
+	assert_int_not_equal(other, m);
+	rebuild(&f, other, off, blk);
+	assert_int_not_equal(rf_get_le64(blk), s + CHUNK_SECTORS);
+
+	areas_of(a, 0);
+	assert_int_equal(rf_ppl_recover(&io, &g, a, rf_ppl_signature(uuid), &st), 0);
+	assert_int_equal(st.entries, 1);
+	assert_int_equal(st.mismatches, FM - 1);        /* the others have no header */
+	assert_int_equal(bad_rows(&f), 0);
+	rebuild(&f, other, off, blk);
+	assert_int_equal(rf_get_le64(blk), s + CHUNK_SECTORS);
+	/* the replay is idempotent */
+	assert_int_equal(rf_ppl_recover(&io, &g, a, rf_ppl_signature(uuid), &st), 0);
+	assert_int_equal(bad_rows(&f), 0);
+	fake_free(&f);
+}
+
+static void test_replay_refuses(void **state)
+{
+	struct rf_geom g;
+	struct fake f;
+	struct rf_ppl_area a[FM];
+	struct rf_ppl_io io = { fk_read, fk_write, NULL, &f };
+	struct rf_ppl_stats st;
+	uint64_t s = 8;
+	int m;
+
+	(void)state;
+	geom(&g);
+	/* a partial parity whose checksum fails is not used */
+	fake_init(&f, &g);
+	log_update(&f, &g, s, 9, true);
+	torn_write(&f, &g, s);
+	areas_of(a, 0);
+	f.writes = 0;
+	assert_int_equal(rf_ppl_recover(&io, &g, a, rf_ppl_signature(uuid), &st), 0);
+	assert_int_equal(st.entries, 0);
+	assert_int_equal(f.writes, 0);
+	assert_int_equal(bad_rows(&f), 1);
+	fake_free(&f);
+	/* the written column missing: nothing to xor, nothing written */
+	fake_init(&f, &g);
+	m = log_update(&f, &g, s, 9, false);
+	torn_write(&f, &g, s);
+	areas_of(a, 1ull << m);
+	f.writes = 0;
+	assert_int_equal(rf_ppl_recover(&io, &g, a, rf_ppl_signature(uuid), &st), 0);
+	assert_int_equal(st.entries, 1);
+	assert_int_equal(st.skipped, 1);
+	assert_int_equal(f.writes, 0);
+	fake_free(&f);
+}
+
+/* Several headers in a row: the newest before the generation drops is the
+ * one found; an empty header then makes the area read as no entries. */
+static void test_find_latest(void **state)
+{
+	struct fake f;
+	struct rf_geom g;
+	struct rf_ppl_io io = { fk_read, fk_write, NULL, &f };
+	struct rf_ppl_area a[FM];
+	struct rf_ppl_header h, got;
+	uint8_t b[RF_PPL_HEADER_SIZE];
+	uint32_t sig = rf_ppl_signature(uuid);
+	uint64_t at = 0, gens[3] = { 40, 41, 7 };
+	int i;
+
+	(void)state;
+	geom(&g);
+	fake_init(&f, &g);
+	areas_of(a, 0);
+	for (i = 0; i < 3; i++) {
+		memset(&h, 0, sizeof(h));
+		h.signature = sig;
+		h.generation = gens[i];
+		h.entries_count = 1;
+		h.e[0] = (struct rf_ppl_entry){ 8u * (unsigned)i, i == 0 ? 4096u : 0u, 12288, 0, 0 };
+		rf_ppl_encode(&h, b);
+		memcpy(f.m[0] + AREA_AT + at, b, sizeof(b));
+		at += RF_PPL_HEADER_SIZE + h.e[0].pp_size;
+	}
+	assert_int_equal(rf_ppl_find_latest(&io, 0, &a[0], sig, &got, &at), 0);
+	assert_int_equal(got.generation, 41);
+	assert_int_equal(at, RF_PPL_HEADER_SIZE + 4096);
+	assert_int_equal(rf_ppl_find_latest(&io, 1, &a[1], sig, &got, &at), -ENOENT);
+	assert_int_equal(rf_ppl_write_empty(&io, 0, &a[0], sig), 0);
+	assert_int_equal(rf_ppl_find_latest(&io, 0, &a[0], sig, &got, &at), 0);
+	assert_int_equal(got.generation, 0);
+	assert_int_equal(got.entries_count, 0);
+	assert_int_equal(at, 0);
+	fake_free(&f);
+}
+
+/* ---- the kernel-md array that crashed mid-write ---- */
+
+struct files {
+	int fd[FM];
+};
+
+static int fl_read(void *ctx, int m, void *buf, uint32_t len, uint64_t off)
+{
+	struct files *f = ctx;
+
+	return pread(f->fd[m], buf, len, (off_t)off) == (ssize_t)len ? 0 : -EIO;
+}
+
+static int fl_write(void *ctx, int m, const void *buf, uint32_t len, uint64_t off)
+{
+	struct files *f = ctx;
+
+	return pwrite(f->fd[m], buf, len, (off_t)off) == (ssize_t)len ? 0 : -EIO;
+}
+
+static void test_kernel_crash(void **state)
+{
+	const char *src = getenv("RF_MD_IMAGES") ? getenv("RF_MD_IMAGES") : "tests/data/md-images";
+	char dir[FX_PATH], cmd[4 * FX_PATH], path[2 * FX_PATH];
+	struct files fl;
+	struct rf_ppl_io io = { fl_read, fl_write, NULL, &fl };
+	struct rf_ppl_area a[FM];
+	struct rf_ppl_stats st;
+	struct rf_ppl_header *h = malloc(sizeof(*h));
+	struct rf_geom g;
+	uint8_t sb[256], *row = malloc(FM * 4096), x;
+	uint64_t at, s;
+	uint32_t sig;
+	int i, j, m, with_pp = 0;
+	struct stat stt;
+
+	(void)state;
+	assert_non_null(h);
+	assert_non_null(row);
+	snprintf(path, sizeof(path), "%s/r5-ls-4d-64k-ppl-crash/role0.img.xz", src);
+	if (stat(path, &stt) || system("command -v xz >/dev/null 2>&1")) {
+		print_message("[  SKIP    ] no %s or no xz\n", path);
+		free(h);
+		free(row);
+		skip();
+	}
+	assert_int_equal(testdir_make(dir, sizeof(dir), "ppl"), 0);
+	for (i = 0; i < FM; i++) {
+		snprintf(cmd, sizeof(cmd), "xz -dc '%s/r5-ls-4d-64k-ppl-crash/role%d.img.xz' > '%s/role%d.img'", src,
+			 i, dir, i);
+		assert_int_equal(system(cmd), 0);
+		snprintf(path, sizeof(path), "%s/role%d.img", dir, i);
+		fl.fd[i] = open(path, O_RDWR);
+		assert_true(fl.fd[i] >= 0);
+	}
+	/* the superblock: uuid, ppl offset and size, data offset */
+	assert_int_equal(pread(fl.fd[0], sb, sizeof(sb), 4096), (ssize_t)sizeof(sb));
+	assert_int_equal(rf_get_le32(sb + 8), 0x800);   /* MULTIPLE_PPLS alone, as md leaves it */
+	sig = rf_ppl_signature(sb + 16);
+	assert_int_equal(sig, 0x6789f1ebu);
+	assert_int_equal((int16_t)rf_get_le16(sb + 96), 8);
+	assert_int_equal(rf_get_le16(sb + 98), RF_PPL_AREA_SECTORS);
+	for (i = 0; i < FM; i++) {
+		a[i].present = true;
+		a[i].start = 4096 + 8 * 512;
+		a[i].size = RF_PPL_AREA_SECTORS * 512;
+		a[i].data_offset = 4096 * 512;
+	}
+	/* role 1's newest header (the scan stops after generation 450) */
+	assert_int_equal(rf_ppl_find_latest(&io, 1, &a[1], sig, h, &at), 0);
+	assert_int_equal(h->generation, 450);
+	assert_int_equal(at, 216 * 512);
+	assert_int_equal(h->entries_count, 2);
+	assert_int_equal(h->e[0].data_sector, 34680);
+	assert_int_equal(h->e[1].pp_size, 28672);
+	assert_int_equal(h->e[1].parity_disk, 1);
+	/* role 0 wrapped: its newest is the last of the rising run */
+	assert_int_equal(rf_ppl_find_latest(&io, 0, &a[0], sig, h, &at), 0);
+	assert_int_equal(h->generation, 445);
+	for (i = 0; i < (int)h->entries_count; i++)
+		with_pp += h->e[i].pp_size > 0;
+	assert_true(with_pp > 0);
+
+	memset(&g, 0, sizeof(g));
+	g.level = 5;
+	g.layout = 2;
+	g.raid_disks = FM;
+	g.chunk_sectors = 128;
+	g.dev_sectors = 61440;
+	assert_int_equal(rf_geom_init(&g, (char *)cmd, sizeof(cmd)), 0);
+	assert_int_equal(rf_ppl_recover(&io, &g, a, sig, &st), 0);
+	assert_int_equal(st.headers, FM);
+	assert_int_equal(st.mismatches, 0);
+	assert_true(st.entries >= FM);
+	/* every row's parity agrees with its data after the replay */
+	for (s = 0; s < g.dev_sectors; s += 8) {
+		for (m = 0; m < FM; m++)
+			assert_int_equal(pread(fl.fd[m], row + m * 4096, 4096, (off_t)(a[m].data_offset + s * 512)),
+					 4096);
+		for (j = 0; j < 4096; j++) {
+			for (x = 0, m = 0; m < FM; m++)
+				x ^= row[m * 4096 + j];
+			if (x)
+				fail_msg("member sector %llu: parity disagrees", (unsigned long long)s);
+		}
+	}
+	for (i = 0; i < FM; i++)
+		close(fl.fd[i]);
+	testdir_remove(dir);
+	free(h);
+	free(row);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_crc32c),
+		cmocka_unit_test(test_kernel_header),
+		cmocka_unit_test(test_replay_closes_hole),
+		cmocka_unit_test(test_replay_refuses),
+		cmocka_unit_test(test_find_latest),
+		cmocka_unit_test(test_kernel_crash),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
