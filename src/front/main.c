@@ -11,7 +11,7 @@
  *                   MEMBER... [missing]
  *   raidfuse status [--json] [--watch [SECONDS]] MOUNTPOINT
  *   raidfuse ctl [--json] MOUNTPOINT ATTR [VALUE]
- *   raidfuse ctl MOUNTPOINT add FILE | fail NAME | remove NAME
+ *   raidfuse ctl MOUNTPOINT add FILE | fail NAME | remove NAME | re-add NAME
  *   raidfuse ctl [--wait] [--json] MOUNTPOINT check | repair
  *   raidfuse help [COMMAND] | --help | --version
  *
@@ -1319,7 +1319,7 @@ static const struct cmd cmds[] = {
 	  "print mdstat and every md attribute; --watch a resync" },
 	{ "ctl", cmd_ctl,
 	  "raidfuse ctl [--json] MOUNTPOINT ATTR [VALUE]\n"
-	  "raidfuse ctl MOUNTPOINT add FILE | fail NAME | remove NAME\n"
+	  "raidfuse ctl MOUNTPOINT add FILE | fail NAME | remove NAME | re-add NAME\n"
 	  "raidfuse ctl [--wait] [--json] MOUNTPOINT check | repair",
 	  "Print md attribute ATTR of the array on MOUNTPOINT, or set it to VALUE, as `cat` and\n"
 	  "`echo VALUE >` on MOUNTPOINT/md/ATTR do (VALUE may start with '-', as md's\n"
@@ -1390,7 +1390,7 @@ static void print_main_help(void)
 	       "(or block devices) through FUSE as one regular file.\n\nCommands:\n");
 	for (c = cmds; c->name; c++)
 		if (c->summary)
-			printf("  %-10s%s\n", c->name, c->summary);
+			printf("  %-16s%s\n", c->name, c->summary);
 	printf("\nOptions go before, between or after the arguments; -- ends them.\n"
 	       "`raidfuse COMMAND --help` lists the command's options; man raidfuse(8) says more.\n"
 	       "Stop a mounted array with: fusermount3 -u MOUNTPOINT\n\n%s", exit_text);
