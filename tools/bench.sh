@@ -10,12 +10,14 @@
 # ceilings' are seconds apart.  The table gives each target's median over
 # the rounds, and that divided by the median of null and of pass.
 #
-# usage: tools/bench.sh [-t SECONDS] [-r ROUNDS] [-l LEVELS] [-j JOBS] [-o CSV] [-c CHUNK] [-D]
+# usage: tools/bench.sh [-t SECONDS] [-r ROUNDS] [-l LEVELS] [-j JOBS | -a] [-o CSV] [-c CHUNK] [-D]
 #   -t SECONDS  each fio run's measured time (default 2; a 1 s ramp before it)
 #   -r ROUNDS   rounds (default 3; medians count)
 #   -l LEVELS   raid levels, "0 1 5 6 10" by default (raid6: 6 members, raid1: 2,
 #               raid10 near 2 and the others 4; 4 works too)
-#   -j JOBS     fio jobs by name (tools/bench/NAME.fio), default all
+#   -j JOBS     fio jobs by name (tools/bench/NAME.fio); default the five of the
+#               speed table: $default_jobs (about 5 minutes)
+#   -a          every job in tools/bench/ (the full matrix, about 12 minutes)
 #   -o CSV      where the CSV goes (default RESULTS/bench.csv)
 #   -c CHUNK    chunk size (default 512K, md's)
 #   -D          after the rounds, each job once more on each array with a
@@ -40,20 +42,24 @@ RAIDFUSE=${RAIDFUSE:-$here/build/raidfuse}
 CEILING_SRC=${CEILING_SRC:-$here/../shared/tools/fuse-ceiling/fuse-ceiling.c}
 size_mib=${BENCH_SIZE:-512}
 read -r -a drain_values <<<"${DRAIN_VALUES:-256 512}"
-runtime=2 rounds=3 levels="0 1 5 6 10" chunk=512K csv='' drain=0 jobs=()
+runtime=2 rounds=3 levels="0 1 5 6 10" chunk=512K csv='' drain=0 jobs=() every=0
 all_jobs=()
 for f in "$jobdir"/*.fio; do all_jobs+=("$(basename "$f" .fio)"); done
+# The default: the jobs the speed targets are stated in.
+default_jobs="randread-4k-qd32 randwrite-4k-qd32 randwrite-4k-qd1 write-1m-qd8 read-1m-qd8"
 
 usage() {
-	sed -n 's/^# \{0,1\}//; /^usage:/,/^Environment/p' "$0" | sed '$d' >&2
+	sed -n 's/^# \{0,1\}//; /^usage:/,/^Environment/p' "$0" | sed '$d' |
+		sed "s/\$default_jobs/$default_jobs/" >&2
 	exit 2
 }
-while getopts "t:r:l:j:o:c:D" o; do
+while getopts "t:r:l:j:ao:c:D" o; do
 	case $o in
 	t) runtime=$OPTARG ;;
 	r) rounds=$OPTARG ;;
 	l) levels=${OPTARG//,/ } ;;
 	j) read -r -a jobs <<<"${OPTARG//,/ }" ;;
+	a) every=1 ;;
 	o) csv=$OPTARG ;;
 	c) chunk=$OPTARG ;;
 	D) drain=1 ;;
@@ -63,7 +69,9 @@ done
 [ $OPTIND -gt $# ] || usage
 [[ $runtime =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: -t wants whole seconds, got '$runtime'" >&2; exit 2; }
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: -r wants a whole number of rounds, got '$rounds'" >&2; exit 2; }
-[ ${#jobs[@]} -gt 0 ] || jobs=("${all_jobs[@]}")
+[ $every = 0 ] || [ ${#jobs[@]} = 0 ] || { echo "bench.sh: -a and -j exclude each other" >&2; exit 2; }
+[ $every = 0 ] || jobs=("${all_jobs[@]}")
+[ ${#jobs[@]} -gt 0 ] || read -r -a jobs <<<"$default_jobs"
 for j in "${jobs[@]}"; do
 	[ -f "$jobdir/$j.fio" ] || { echo "bench.sh: no job '$j' (have: ${all_jobs[*]})" >&2; exit 2; }
 done

@@ -30,9 +30,16 @@ struct rf_req {
 	uint32_t len;                   /* bytes; off + len <= array size */
 	uint8_t op;                     /* enum rf_req_op */
 	char *buf;                      /* len bytes, owned by the caller */
+	/* A write's data, lent instead of copied into buf: the caller's bytes,
+	 * valid only until rf_array_submit() returns (NULL: buf holds the
+	 * data).  The core writes straight from them when the write surely
+	 * ends before that call returns, and copies them into buf first
+	 * otherwise; buf is the caller's again when done() runs. */
+	const char *lent;
 	void (*done)(struct rf_req *r, int err);
 	void *priv;                     /* the caller's */
 	/* engine-private below */
+	char *own;                      /* the caller's buf while buf points at lent data */
 	atomic_int pending;             /* pieces not ended, +1 while splitting */
 	atomic_int err;                 /* first error */
 	struct rf_array *a;

@@ -65,6 +65,8 @@ bool rf_barrier_enter(struct rf_array *a, struct rf_req *r)
 			return true;
 		rf_barrier_exit(a, cls);
 	}
+	/* r may wait here past its submitter's call. */
+	rf_req_unlend(r);
 	pthread_mutex_lock(&a->bar_lock);
 	if (!(atomic_load(&a->hold) & bits)) {
 		/* Released since: hold only changes under bar_lock. */
@@ -225,6 +227,8 @@ bool rf_range_enter(struct rf_array *a, struct rf_req *r)
 
 	if (r->op != RF_REQ_WRITE || !rf_rangelock_armed(&a->rl))
 		return true;
+	/* r may wait for a region past its submitter's call. */
+	rf_req_unlend(r);
 	rf_sync_write_rows(a, r->off, r->len, &lo, &hi);
 	if (!rf_rangelock_admit(&a->rl, &r->rl, lo, hi))
 		return true;

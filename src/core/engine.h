@@ -361,6 +361,9 @@ void rf_barrier_exit(struct rf_array *a, int cls);
 void rf_drain(struct rf_array *a, unsigned bits);
 void rf_release(struct rf_array *a, unsigned keep);
 /* request.c */
+/* Copy a write's lent data into its own buffer: from here on it may
+ * outlive rf_array_submit() (parked at the barrier or a sync region). */
+void rf_req_unlend(struct rf_req *r);
 void rf_submit_now(struct rf_array *a, struct rf_req *r);
 void rf_queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w);
 struct rf_worker *rf_inline_begin(struct rf_array *a, struct rf_worker **saved, int *err);

@@ -118,6 +118,10 @@ static void req_put(struct rf_req *r)
 		rf_rangelock_end(&a->rl, &r->rl);
 		if (r->hooks_started)
 			hooks_write_end(a, r);
+		if (r->own) {
+			r->buf = r->own;
+			r->own = NULL;
+		}
 		r->done(r, atomic_load_explicit(&r->err, memory_order_relaxed));
 		rf_barrier_exit(a, cls);
 	}
@@ -283,11 +287,36 @@ void rf_inline_end(struct rf_array *a, struct rf_worker *w, struct rf_worker *sa
 	rf_inline_put(a, w);
 }
 
+void rf_req_unlend(struct rf_req *r)
+{
+	if (!r->lent)
+		return;
+	memcpy(r->buf, r->lent, r->len);
+	r->lent = NULL;
+}
+
 void rf_submit_now(struct rf_array *a, struct rf_req *r)
 {
 	struct rf_worker *w, *saved = NULL;
 	int cls = rf_req_class(r), err;
 
+	/* A lent write's bytes go straight to the members when all of its
+	 * member IO runs on this thread's inline worker, which serves it to
+	 * the end before rf_inline_end() returns: inline (no group threads)
+	 * and no stripe heads (raid0, 1, 10: DIRECT pieces only; a failed
+	 * write or a retry is issued again on the same worker).  A stripe
+	 * head may be another submitter's, and group threads run later:
+	 * there the bytes are copied first.  This thread is counted at the
+	 * barrier, so group_thread_cnt cannot change under it. */
+	if (r->lent) {
+		if (!a->group_thread_cnt && !a->ops->handle_stripe) {
+			r->own = r->buf;
+			r->buf = (char *)r->lent;
+			r->lent = NULL;
+		} else {
+			rf_req_unlend(r);
+		}
+	}
 	w = rf_inline_begin(a, &saved, &err);
 	if (err) {
 		atomic_store_explicit(&r->pending, 1, memory_order_relaxed);

@@ -15,10 +15,12 @@
  * (timeouts 0) while the static ones keep an hour.
  *
  * libfuse low-level API, fuse_session_loop_mt with clone_fd.  A read or
- * write of the image takes a request from the pool, copies the write data
- * in (libfuse reuses its buffer once the callback returns) and submits it;
- * the FUSE thread goes back to /dev/fuse at once.  The worker that ends the
- * request replies and returns it to the pool.
+ * write of the image takes a request from the pool and submits it; a
+ * write's data is lent (rf_req.lent: libfuse reuses its buffer once the
+ * callback returns, and the core copies it into the request's buffer
+ * whenever the write may outlive the call).  Whoever ends the request (the
+ * FUSE thread itself when it serves the stripe work inline, or a worker)
+ * replies and returns it to the pool.
  *
  * The image behaves like a block device: its size is fixed, a write that
  * starts at or past the end fails with ENOSPC and one that crosses it is
@@ -640,8 +642,9 @@ static void submit(struct fs *fs, fuse_req_t req, int op, uint64_t off, size_t l
 	r->off = off;
 	r->len = (uint32_t)len;
 	r->done = io_done;
-	if (data)
-		memcpy(r->buf, data, len);
+	/* libfuse keeps data until this callback returns: lend it (the core
+	 * copies it when the write may outlive the call). */
+	r->lent = data;
 	rf_array_submit(fs->a, r);
 }
 

@@ -175,7 +175,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.group_thread_cnt, 0);
 	assert_int_equal(cfg.worker_groups, 0);
 	assert_int_equal(cfg.stripe_size, 4096);
-	assert_int_equal(cfg.rmw_level, 1);
+	assert_int_equal(cfg.rmw_level, 2);
 	rf_config_free(&cfg);
 
 	/* raid1 keeps no chunk, even a valid one given */
