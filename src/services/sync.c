@@ -797,6 +797,10 @@ static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint6
 			rf_sync_test_looked();
 			pthread_mutex_lock(&s->lock);
 		}
+		/* The lock was let go: workers may have cut up to the end
+		 * of the run meanwhile. */
+		if (k->next >= k->run_end)
+			continue;
 		/* Foreground first: while it is active, one region at a time
 		 * (its own IO in flight is at most REGION_BUSY per member);
 		 * while idle, a window of them, cut by the workers too. */

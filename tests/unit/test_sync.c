@@ -1071,6 +1071,40 @@ static void test_raid10_checkpoint(void **state)
 	}
 }
 
+/* The walk pauses here, its lock let go after a look at the load, long
+ * enough for the idle workers to cut every region left. */
+static void pause_walk(void)
+{
+	usleep(5000);
+}
+
+/* Regression: while the walk thread looks at the load (its lock let go),
+ * idle workers cut regions themselves, up to the end of the array; the
+ * walk must look at the cursor again before it cuts one.  The buggy walk
+ * cut a region of 0 sectors at the end: its read failed, every member was
+ * marked faulty and the check ended "stopped by an IO error".  Expected:
+ * each action ends with the array whole and nothing found. */
+static void test_cut_at_end(void **state)
+{
+	const struct spec *sp = &specs[6];     /* raid5, 2 MiB members: 2 idle regions */
+	struct rf_array *a;
+	int round;
+
+	make_members(sp, false);
+	a = open_array(sp, 2);
+	/* Unpaced: a worker cuts the next region as soon as it may. */
+	assert_int_equal(rf_sync_set_speed_max(a, INT32_MAX), 0);
+	rf_sync_test_looked = pause_walk;
+	for (round = 0; round < 4; round++) {
+		assert_int_equal(run_action(a, round % 2 ? RF_SYNC_RESYNC : RF_SYNC_CHECK), 0);
+		if (rf_faulty(a))
+			fail_msg("round %d: members faulty after the walk: 0x%llx", round,
+				 (unsigned long long)rf_faulty(a));
+	}
+	rf_sync_test_looked = NULL;
+	rf_array_close(a);
+}
+
 static void test_rebuild(void **state)
 {
 	static const int pick[] = { 0, 2, 3, 4, 5, 6, 7 };   /* raid1, raid10 x3, raid4, raid5 x2 */
@@ -1121,6 +1155,7 @@ int main(void)
 		cmocka_unit_test(test_foreground_race),
 		cmocka_unit_test(test_window_writes),
 		cmocka_unit_test(test_rebuild),
+		cmocka_unit_test(test_cut_at_end),
 		cmocka_unit_test(test_raid10_checkpoint),
 	};
 
