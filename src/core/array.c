@@ -610,7 +610,7 @@ void rf_array_rows_unlock(struct rf_array *a, struct rf_range *r)
 
 void rf_sync_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi)
 {
-	a->ops->sync->write_rows(a, off, len, lo, hi);
+	(a->rows_ops ? a->rows_ops : a->ops->sync)->write_rows(a, off, len, lo, hi);
 }
 
 void rf_status_map(const struct rf_array *a, char *buf, size_t len)

@@ -234,6 +234,9 @@ struct rf_array {
 	/* Sync regions' locks on rows, and the writes tracked while a walk
 	 * runs (rangelock.h; its lock: order 2, a leaf). */
 	struct rf_rangelock rl;
+	/* The walk's sync ops while rl is armed (NULL: the level's): set
+	 * with writes drained, read by the writes admitted at rl. */
+	const struct rf_sync_ops *rows_ops;
 	bool started;
 	struct rf_sbstate *sbstate;     /* clean/dirty in the superblocks; NULL: none kept */
 	struct rf_bitmap *bitmap;       /* internal write-intent bitmap; NULL: none */

@@ -204,6 +204,7 @@ struct rf_sync {
 	pthread_cond_t wcond;           /* workers: a region was handed out, or quit */
 	/* lock: */
 	enum rf_sync_action action;     /* the running action, IDLE when none */
+	const struct rf_sync_ops *ops;  /* the running walk's (walk_ops()); set before its thread */
 	bool frozen, stop, running, joinable;
 	bool quit;                      /* workers leave */
 	pthread_t thread;
@@ -313,28 +314,35 @@ static bool fg_active(struct rf_sync *s)
 	return false;
 }
 
-/* The walk's units: member sectors, or array sectors (the level's; a
- * level without sync work has no walk, and reports its members' size). */
-static uint64_t walk_total(const struct rf_array *a)
+/* The sync ops a walk of act goes by: the level's, or its rebuild's own
+ * (core.h: recover) unless the bitmap drives the rebuild (its chunks are
+ * in the level's units). */
+static const struct rf_sync_ops *walk_ops(const struct rf_array *a, enum rf_sync_action act)
 {
 	const struct rf_sync_ops *ops = rf_array_sync_ops(a);
 
+	if (ops && ops->recover && act == RF_SYNC_RECOVER &&
+	    !(rf_array_bitmap(a) && rf_array_recover_dirty_only(a)))
+		return ops->recover;
+	return ops;
+}
+
+/* The walk's units: member sectors, or array sectors (the ops'; a level
+ * without sync work has no walk, and reports its members' size). */
+static uint64_t walk_total(const struct rf_array *a, const struct rf_sync_ops *ops)
+{
 	return ops ? ops->total(a) : rf_array_geom(a)->dev_sectors;
 }
 
 /* The walk's position pos and md's recovery_offset (member sectors):
  * what a rebuild that walked [0, pos) wrote, and where one resumes. */
-static uint64_t dev_offset(const struct rf_array *a, uint64_t pos)
+static uint64_t dev_offset(const struct rf_array *a, const struct rf_sync_ops *ops, uint64_t pos)
 {
-	const struct rf_sync_ops *ops = rf_array_sync_ops(a);
-
 	return ops && ops->dev_offset ? ops->dev_offset(a, pos) : pos;
 }
 
-static uint64_t walk_start(const struct rf_array *a, uint64_t dev_off)
+static uint64_t walk_start(const struct rf_array *a, const struct rf_sync_ops *ops, uint64_t dev_off)
 {
-	const struct rf_sync_ops *ops = rf_array_sync_ops(a);
-
 	return ops && ops->walk_start ? ops->walk_start(a, dev_off) : dev_off;
 }
 
@@ -490,7 +498,7 @@ static int region_run(struct sync_worker *w, enum rf_sync_action act)
 	work->pos = w->cur->lo;
 	work->n = w->cur->n;
 	work->keep_locked = false;
-	ret = rf_array_sync_ops(w->a)->region(work);
+	ret = w->s->ops->region(work);
 	w->cur->keep_locked = work->keep_locked;
 	return ret;
 }
@@ -506,7 +514,7 @@ static struct region *cut(struct rf_sync *s, bool busy)
 	g->n = (busy ? REGION_BUSY : s->region_max) / 512;
 	if (g->n > k->run_end - k->next)
 		g->n = k->run_end - k->next;
-	g->n = rf_array_sync_ops(s->a)->clip(s->a, k->next, g->n);
+	g->n = s->ops->clip(s->a, k->next, g->n);
 	g->state = REG_READY;
 	g->ret = 0;
 	g->keep_locked = false;
@@ -676,10 +684,10 @@ static void retire(struct rf_sync *s, struct region *g)
 			rf_sync_rows_forget(a, lo, hi);
 		}
 		if (k->act == RF_SYNC_RECOVER)
-			rf_array_set_recovery_cp(a, dev_offset(a, hi));
+			rf_array_set_recovery_cp(a, dev_offset(a, s->ops, hi));
 		if (k->act == RF_SYNC_RESYNC)
 			rf_bitmap_resync_done(rf_array_bitmap(a), lo, hi);
-		else if (k->act == RF_SYNC_RECOVER)
+		else if (k->act == RF_SYNC_RECOVER && s->ops == rf_array_sync_ops(a))
 			rf_bitmap_rebuilt(rf_array_bitmap(a), lo, hi);
 		pthread_mutex_lock(&s->lock);
 		k->pos = hi;
@@ -728,7 +736,7 @@ static void skip_clean(struct rf_sync *s)
 			/* raid4/5/6 writes skip the devices being rebuilt at
 			 * and past recovery_cp (mirrors write them always). */
 			rf_stripe_cache_forget(a, next, np);
-			rf_array_set_recovery_cp(a, dev_offset(a, np));
+			rf_array_set_recovery_cp(a, dev_offset(a, s->ops, np));
 		}
 		rf_writes_release(a);
 	}
@@ -957,7 +965,7 @@ static void *sync_main(void *arg)
 		rf_info("%s: %s started at sector %llu of %llu", rf_array_name(a), rf_sync_action_name(act),
 			(unsigned long long)pos, (unsigned long long)total);
 		/* Writes are tracked at the range lock from here on. */
-		rf_sync_rows_begin(a);
+		rf_sync_rows_begin(a, s->ops);
 		ret = walk(s, act, &pos, total, &why);
 		rf_sync_rows_end(a);
 	}
@@ -978,8 +986,12 @@ static void *sync_main(void *arg)
 	/* Outside the lock: the callback may read the status. */
 	if (notify)
 		notify(a, act, !ret && pos >= total, pos, notify_priv);
+	if (act == RF_SYNC_RECOVER && !ret && pos >= total && s->ops != rf_array_sync_ops(a))
+		/* The bitmap's chunks are in the level's units: every one of
+		 * them is rebuilt. */
+		rf_bitmap_rebuilt(rf_array_bitmap(a), 0, walk_total(a, rf_array_sync_ops(a)));
 	if (act == RF_SYNC_RECOVER)
-		rf_recovery_ended(a, !ret && pos >= total, dev_offset(a, pos));
+		rf_recovery_ended(a, !ret && pos >= total, dev_offset(a, s->ops, pos));
 	pthread_mutex_lock(&s->lock);
 	s->action = RF_SYNC_IDLE;
 	s->running = false;
@@ -1026,12 +1038,13 @@ static int start(struct rf_array *a, enum rf_sync_action act)
 	s->action = act;
 	s->frozen = false;
 	s->stop = false;
-	s->total = walk_total(a);
+	s->ops = walk_ops(a, act);
+	s->total = walk_total(a, s->ops);
 	s->done = act == RF_SYNC_RESYNC && s->resync_cp < s->total ? s->resync_cp : 0;
 	/* A rebuild resumes where its superblock says (recovery_cp, member
 	 * sectors as md's recovery_offset), in the walk's units. */
-	if (act == RF_SYNC_RECOVER && walk_start(a, rf_array_recovery_cp(a)) < s->total)
-		s->done = walk_start(a, rf_array_recovery_cp(a));
+	if (act == RF_SYNC_RECOVER && walk_start(a, s->ops, rf_array_recovery_cp(a)) < s->total)
+		s->done = walk_start(a, s->ops, rf_array_recovery_cp(a));
 	s->nmarks = 0;
 	s->nlogged = 0;
 	s->skipped = 0;
@@ -1115,7 +1128,7 @@ void rf_sync_get(struct rf_array *a, struct rf_sync_status *st)
 	pthread_mutex_lock(&s->lock);
 	st->action = s->running ? s->action : s->frozen ? RF_SYNC_FROZEN : RF_SYNC_IDLE;
 	st->done = s->running ? s->done : 0;
-	st->total = s->running ? s->total : walk_total(a);
+	st->total = s->running ? s->total : walk_total(a, rf_array_sync_ops(a));
 	st->mismatch_cnt = s->mismatches;
 	st->speed_min = s->speed_min;
 	st->speed_max = s->speed_max;
@@ -1218,7 +1231,7 @@ int rf_sync_set_resync_cp(struct rf_array *a, uint64_t sector)
 	if (s->running && s->action == RF_SYNC_RESYNC) {
 		ret = -EBUSY;
 	} else {
-		s->resync_cp = sector < walk_total(a) ? sector : RF_SYNC_NONE;
+		s->resync_cp = sector < walk_total(a, rf_array_sync_ops(a)) ? sector : RF_SYNC_NONE;
 		sector = s->resync_cp;
 		notify = s->notify;
 		priv = s->notify_priv;

@@ -593,7 +593,7 @@ static void window_writes(const struct spec *sp, uint64_t lo, uint64_t hi, bool 
 	assert_true(nlo < hi && lo < nhi);
 	assert_true(flo >= 256);
 
-	rf_sync_rows_begin(a);
+	rf_sync_rows_begin(a, NULL);
 	rf_rangelock_lock(&a->rl, &range, lo, hi);
 	/* Another region in flight, on rows neither write touches. */
 	if (hi != UINT64_MAX) {
@@ -1062,7 +1062,9 @@ static void test_raid10_checkpoint(void **state)
 		/* Far copies of the first chunks lie past every near copy: a
 		 * walk in array order writes them early, but md's one offset
 		 * can say so only once the near copies are all done, so a far
-		 * layout resumes from the start. */
+		 * layout resumes from the start in array order (the bitmap's
+		 * rebuild; a whole one goes by member sector: the recover
+		 * table). */
 		x = a->ops->sync->dev_offset(a, g->array_sectors / 2);
 		if (!x || (g->far_copies == 1 || g->far_offset) != (a->ops->sync->walk_start(a, x) > 0))
 			fail_msg("%s: half-way checkpoint %llu resumes at %llu", sp->what, (unsigned long long)x,
@@ -1103,6 +1105,53 @@ static void test_cut_at_end(void **state)
 	}
 	rf_sync_test_looked = NULL;
 	rf_array_close(a);
+}
+
+/* raid10's rebuild goes by member sector (its recover table): a write's
+ * rows hold every member sector a copy of it lies at, so a region being
+ * rebuilt holds every write that touches what it copies.  Writes of 4 KiB
+ * and of 40 KiB (across chunks) everywhere, for near, far and offset
+ * copies; and the rows of a near layout's write stay tight (a chunk row
+ * or two), or every write would wait for every region. */
+static void test_raid10_recover_rows(void **state)
+{
+	static const int pick[] = { 2, 3, 4 };  /* raid10 n2, f2, o2 */
+	static const uint32_t lens[] = { 4096, 40960 };
+	unsigned i, l;
+
+	for (i = 0; i < sizeof(pick) / sizeof(pick[0]); i++) {
+		const struct spec *sp = &specs[pick[i]];
+		const struct rf_sync_ops *rec;
+		const struct rf_geom *g;
+		struct rf_array *a;
+		uint64_t off, lo, hi, as;
+		int devs[RF_MAX_MEMBERS], n, c;
+		uint64_t secs[RF_MAX_MEMBERS];
+
+		make_members(sp, false);
+		a = open_array(sp, 2);
+		g = rf_array_geom(a);
+		rec = a->ops->sync->recover;
+		assert_non_null(rec);
+		assert_int_equal(rec->total(a), g->dev_sectors);
+		for (l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+			for (off = 0; off + lens[l] <= g->array_sectors * 512; off += 4096) {
+				rec->write_rows(a, off, lens[l], &lo, &hi);
+				if (g->far_copies == 1 && hi - lo > 3 * g->chunk_sectors)
+					fail_msg("%s: a write of %u at %llu holds rows [%llu, %llu)", sp->what, lens[l],
+						 (unsigned long long)off, (unsigned long long)lo, (unsigned long long)hi);
+				for (as = off / 512; as < (off + lens[l]) / 512; as += 8) {
+					n = rf_r10_map(g, as, devs, secs);
+					for (c = 0; c < n; c++)
+						if (secs[c] < lo || secs[c] >= hi)
+							fail_msg("%s: a write of %u at %llu: rows [%llu, %llu) miss member %d sector %llu",
+								 sp->what, lens[l], (unsigned long long)off, (unsigned long long)lo,
+								 (unsigned long long)hi, devs[c], (unsigned long long)secs[c]);
+				}
+			}
+		}
+		rf_array_close(a);
+	}
 }
 
 static void test_rebuild(void **state)
@@ -1157,6 +1206,7 @@ int main(void)
 		cmocka_unit_test(test_rebuild),
 		cmocka_unit_test(test_cut_at_end),
 		cmocka_unit_test(test_raid10_checkpoint),
+		cmocka_unit_test(test_raid10_recover_rows),
 	};
 
 	return fx_run_tests("sync", tests);
