@@ -75,9 +75,12 @@
  * in flight.  A resync reports it (every row below it in sync) through
  * the notify function every 1/16 of the walk or CP_SECONDS, and where it
  * ended: the superblock keeper records it as resync_offset, so a resync
- * interrupted by a crash or a stop resumes there.  recovery_cp and the
- * bitmap's walk (rf_bitmap_resync_done(), rf_bitmap_rebuilt()) move the
- * same way, in order.
+ * interrupted by a crash or a stop resumes there.  recovery_cp (each
+ * device's recovery_offset: one resumed from further along keeps its own
+ * until the walk passes it) and the bitmap's walk (rf_bitmap_resync_done(),
+ * rf_bitmap_rebuilt()) move the same way, in order; a rebuild reports its
+ * checkpoints as a resync does, and the superblock keeper writes every
+ * device's own.
  *
  * Stopping ("idle", "frozen", array close) takes effect between regions:
  * no new region is handed out, those in flight finish and are written,
@@ -647,19 +650,22 @@ static void progress(struct rf_sync *s, uint64_t pos)
 }
 
 /* A resync reached pos: every row below it is in sync.  A later resync
- * may start there; the notify function records it in the superblocks. */
-static void checkpoint(struct rf_sync *s, uint64_t pos)
+ * may start there; the notify function records it in the superblocks.
+ * A rebuild reached pos: the devices being rebuilt hold their data below
+ * it, each its own recovery_offset; the notify function records them. */
+static void checkpoint(struct rf_sync *s, enum rf_sync_action act, uint64_t pos)
 {
 	rf_sync_notify_fn notify;
 	void *priv;
 
 	pthread_mutex_lock(&s->lock);
-	s->resync_cp = pos;
+	if (act == RF_SYNC_RESYNC)
+		s->resync_cp = pos;
 	notify = s->notify;
 	priv = s->notify_priv;
 	pthread_mutex_unlock(&s->lock);
 	if (notify)
-		notify(s->a, RF_SYNC_RESYNC, false, pos, priv);
+		notify(s->a, act, false, pos, priv);
 }
 
 /* The oldest region handed out, g, is done: move the walk past it.  Run
@@ -700,9 +706,9 @@ static void retire(struct rf_sync *s, struct region *g)
 		progress(s, hi);
 		k->first = false;
 		pthread_mutex_unlock(&s->lock);
-		if (k->act == RF_SYNC_RESYNC && hi < k->total &&
+		if ((k->act == RF_SYNC_RESYNC || k->act == RF_SYNC_RECOVER) && hi < k->total &&
 		    (hi - k->cp_pos >= k->total / CP_PARTS || now() - k->cp_t >= CP_SECONDS)) {
-			checkpoint(s, hi);
+			checkpoint(s, k->act, hi);
 			k->cp_pos = hi;
 			k->cp_t = now();
 		}

@@ -20,6 +20,10 @@
 # - raid6 (5 + 2) with sync_action frozen while two members fail: on idle
 #   both spares take their slots and are rebuilt in one pass (one
 #   "recover started" in the log), the data verifies and a check counts 0.
+# - raid6 (5 + 2): a rebuild of slot 1 stopped at P, then slots 1 and 3
+#   rebuilt in one pass stopped at Q < P: each spare keeps its own
+#   recovery_offset, and the next assembly resumes slot 1 at P, slot 3 at
+#   Q, in one pass from Q.
 # - raid10 (near 2, far 2 and, in full runs, offset 2; 4 + 1): a rebuild
 #   stopped by an unmount half-way resumes at its checkpoint on the next
 #   mount (md's recovery_offset, "recover started at sector N" with N > 0),
@@ -157,6 +161,44 @@ check '[ "$(cat "$MNT/md/dev-r6two-s0.img/slot")" = 1 ] && [ "$(cat "$MNT/md/dev
 echo check >"$MNT/md/sync_action"
 wait_sync_idle "$MNT" "r6two: check"
 check '[ "$(val mismatch_cnt)" = 0 ]' "r6two: check after the rebuild counts 0"
+fio_verify --verify_only "$IMG" --rw=write --bs=64k --size=8M --name=fill
+stop_array "$MNT"
+
+log "r6own: two spares rebuilt in one pass keep a checkpoint each"
+# Slot 1's rebuild stops (frozen) at P; slot 3 fails and both are rebuilt
+# in one pass from 0, stopped (unmount) at Q < P: each spare's superblock
+# keeps its own recovery_offset (P and Q), as md's rdev->recovery_offset,
+# and the next assembly resumes each from there.
+fill r6own 5 2 6
+echo 2000 >"$MNT/md/sync_speed_min"
+echo 2000 >"$MNT/md/sync_speed_max"
+echo faulty >"$MNT/md/dev-r6own-1.img/state"
+wait_for "r6own: first rebuild under way" \
+	'done=$(cut -d/ -f1 <"$MNT/md/sync_completed" 2>/dev/null); [ "${done:-0}" -gt 12288 ] 2>/dev/null'
+echo frozen >"$MNT/md/sync_action"
+echo faulty >"$MNT/md/dev-r6own-3.img/state"
+echo idle >"$MNT/md/sync_action"
+wait_for "r6own: second rebuild under way" \
+	'[ "$(val sync_action)" = recover ] && done=$(cut -d/ -f1 <"$MNT/md/sync_completed" 2>/dev/null) &&
+	[ "${done:-0}" -gt 2048 ] && [ "$done" -lt 8192 ] 2>/dev/null'
+stop_array "$MNT"
+logf=$(daemon_log_file "$MNT")
+vlog "r6own: $(grep -E 'recover|takes slot' "$logf")"
+# recovery_offset N: what the daemon logged when each resumed.
+start_assemble array.img "$MNT" "$D/r6own-0.img" "$D/r6own-s0.img" "$D/r6own-2.img" "$D/r6own-s1.img" \
+	"$D/r6own-4.img"
+wait_for "r6own: resumed rebuild" '[ "$(val degraded)" = 0 ] && [ "$(val sync_action)" = idle ]'
+logf=$(daemon_log_file "$MNT")
+vlog "r6own: $(grep -E 'recover|rebuil' "$logf")"
+p=$(sed -n 's/.*r6own-s0.img in slot 1 was being rebuilt: resuming at sector \([0-9]*\)$/\1/p' "$logf")
+q=$(sed -n 's/.*r6own-s1.img in slot 3 was being rebuilt: resuming at sector \([0-9]*\)$/\1/p' "$logf")
+check '[ -n "$p" ] && [ -n "$q" ] && [ "$q" -gt 0 ] && [ "$p" -gt "$q" ]' \
+	"r6own: slot 1 resumes past slot 3 (P '$p' > Q '$q' > 0): $(grep -E 'resuming|recover started' "$logf")"
+grep -q "recover started at sector $q of" "$logf" ||
+	fail "r6own: the pass did not start at the lower checkpoint $q: $(grep -i recover "$logf")"
+echo check >"$MNT/md/sync_action"
+wait_sync_idle "$MNT" "r6own: check"
+check '[ "$(val mismatch_cnt)" = 0 ]' "r6own: check after the resumed rebuild counts 0"
 fio_verify --verify_only "$IMG" --rw=write --bs=64k --size=8M --name=fill
 stop_array "$MNT"
 
