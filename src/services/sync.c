@@ -6,7 +6,9 @@
  * stopped) to the end.  The level says what a region is and does its work
  * (its struct rf_sync_ops, core.h: total, clip, region; md's sync_request):
  * raid1 and raid4/5/6 walk member sectors, a region the same run on every
- * member; raid10 walks array sectors inside one chunk.  The work of a
+ * member; raid10 walks array sectors inside one chunk, but for a rebuild,
+ * which has a table of its own (core.h: recover; walk_ops()) and goes by
+ * member sector as md's does, unless the bitmap drives it.  The work of a
  * region is check (count what disagrees: mismatch_cnt), repair (count and
  * rewrite), resync (rewrite what disagrees) or recover (compute or copy
  * the blocks of every device being rebuilt, one or two at once); see the
