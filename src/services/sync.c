@@ -211,6 +211,7 @@ struct rf_sync {
 	enum rf_sync_action action;     /* the running action, IDLE when none */
 	const struct rf_sync_ops *ops;  /* the running walk's (walk_ops()); set before its thread */
 	bool frozen, stop, running, joinable;
+	int stopping;                   /* rf_sync_stop() calls under way: no walk starts */
 	bool quit;                      /* workers leave */
 	pthread_t thread;
 	uint64_t done, total, resync_cp;
@@ -1038,7 +1039,7 @@ static int start(struct rf_array *a, enum rf_sync_action act)
 		return -EIO;
 	}
 	pthread_mutex_lock(&s->lock);
-	if (s->running) {
+	if (s->running || s->stopping) {
 		pthread_mutex_unlock(&s->lock);
 		return -EBUSY;
 	}
@@ -1082,12 +1083,19 @@ void rf_sync_stop(struct rf_array *a, bool freeze)
 	if (!s)
 		return;
 	pthread_mutex_lock(&s->lock);
+	/* No walk starts until this stop is done: the ending walk kicks the
+	 * management thread, which would otherwise start the rebuild again
+	 * (not frozen yet, not stopping) and this stop wait for all of it. */
+	s->stopping++;
+	if (freeze)
+		s->frozen = true;
 	s->stop = true;
 	pthread_cond_broadcast(&s->cond);
 	while (s->running)
 		pthread_cond_wait(&s->cond, &s->lock);
 	reap(s);
 	s->frozen = freeze;
+	s->stopping--;
 	pthread_mutex_unlock(&s->lock);
 }
 
