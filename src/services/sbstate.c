@@ -86,10 +86,14 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 			uint64_t own_recovery)
 {
 	struct rf_array *a = s->a;
-	uint64_t rec = rf_array_recovering(a);
+	uint64_t rec = rf_array_recovering(a), rec_off[RF_MAX_MEMBERS];
 	char err[1024];
 	int i, r, nwritten = 0;
 
+	/* The rebuild's checkpoints as they are before the flush: what the
+	 * rebuild wrote below them is on disk after it. */
+	for (i = 0; i < rf_array_nslots(a) && i < RF_MAX_MEMBERS; i++)
+		rec_off[i] = rec & (1ull << i) ? rf_dev_recovery_offset(a, i) : 0;
 	c->clean = what == CH_CLEAN || (what != CH_DIRTY && atomic_load(&s->mode) == RF_SBS_CLEAN);
 	/* Dirty vouches for nothing: the first write waits for it. */
 	if (what != CH_DIRTY && !rf_test_break("clean"))
@@ -112,10 +116,9 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 		} else if (what != CH_DIRTY && i < rf_array_nslots(a) && (rec & (1ull << i))) {
 			/* A device being rebuilt records its own checkpoint
 			 * with every flushed update, as md_update_sb writes
-			 * each rdev's recovery_offset: the rebuild's writes
-			 * below it are on disk. */
+			 * each rdev's recovery_offset. */
 			mine.set_recovery = true;
-			mine.recovery_offset = rf_dev_recovery_offset(a, i);
+			mine.recovery_offset = rec_off[i];
 		}
 		r = rf_sb_update_io(&m->sb_io, m->path, &m->sb, &mine, err, sizeof(err));
 		if (r) {
