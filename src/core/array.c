@@ -629,7 +629,19 @@ uint64_t rf_array_recovering(const struct rf_array *a)
 
 uint64_t rf_array_recovery_cp(const struct rf_array *a)
 {
-	return atomic_load(&((struct rf_array *)a)->recovery_cp);
+	struct rf_array *w = (struct rf_array *)a;
+	uint64_t r = atomic_load(&w->recovering), cp = UINT64_MAX;
+
+	/* The lowest of the devices being rebuilt: a rebuild resumes there. */
+	while (r) {
+		int k = __builtin_ctzll(r);
+		uint64_t off = atomic_load(&w->devs[k].recovery_offset);
+
+		r &= r - 1;
+		if (off < cp)
+			cp = off;
+	}
+	return cp == UINT64_MAX ? atomic_load(&w->recovery_cp) : cp;
 }
 
 bool rf_array_overlay(const struct rf_array *a)
@@ -704,7 +716,18 @@ int rf_array_ioq_open(struct rf_array *a, struct rf_ioq *q, int depth)
 
 void rf_array_set_recovery_cp(struct rf_array *a, uint64_t cp)
 {
-	/* Pairs with the acquire loads of rf_faulty_at() (engine.h). */
+	uint64_t r = atomic_load(&a->recovering);
+
+	/* Every device being rebuilt holds its data below cp now; one that
+	 * was further along (resumed from its own checkpoint) stays there.
+	 * Pairs with the acquire loads of rf_faulty_at() (engine.h). */
+	while (r) {
+		int k = __builtin_ctzll(r);
+
+		r &= r - 1;
+		if (atomic_load(&a->devs[k].recovery_offset) < cp)
+			atomic_store_explicit(&a->devs[k].recovery_offset, cp, memory_order_release);
+	}
 	atomic_store_explicit(&a->recovery_cp, cp, memory_order_release);
 }
 
@@ -720,7 +743,7 @@ void rf_array_rows_unlock(struct rf_array *a, struct rf_range *r)
 
 void rf_sync_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi)
 {
-	a->ops->sync->write_rows(a, off, len, lo, hi);
+	(a->rows_ops ? a->rows_ops : a->ops->sync)->write_rows(a, off, len, lo, hi);
 }
 
 void rf_status_map(const struct rf_array *a, char *buf, size_t len)

@@ -244,9 +244,10 @@ void rf_range_resubmit(struct rf_rl_ent *e, void *priv)
 	rf_array_submit(priv, r);
 }
 
-void rf_sync_rows_begin(struct rf_array *a)
+void rf_sync_rows_begin(struct rf_array *a, const struct rf_sync_ops *units)
 {
 	rf_writes_hold(a);
+	a->rows_ops = units;
 	rf_rangelock_arm(&a->rl);
 	rf_writes_release(a);
 }

@@ -105,7 +105,10 @@ int rf_array_quiesced_all(struct rf_array *a, int (*fn)(void *arg), void *arg);
  * -errno.  dev_offset: the member sector below which a rebuild that
  * walked [0, pos) wrote every device being rebuilt (md's
  * recovery_offset); walk_start: where a rebuild resumes from such an
- * offset.  Optional, both: NULL when the walk goes in member sectors. */
+ * offset.  Optional, both: NULL when the walk goes in member sectors.
+ * recover: optional, the table a rebuild walks by when its units differ
+ * (raid10: member sectors, md's recovery by device sector); a rebuild
+ * that the bitmap drives keeps this one (the bitmap's units). */
 struct rf_sync_ops {
 	uint64_t (*total)(const struct rf_array *a);
 	uint64_t (*clip)(const struct rf_array *a, uint64_t pos, uint64_t n);
@@ -114,6 +117,7 @@ struct rf_sync_ops {
 	void (*write_rows)(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi);
 	bool degraded;
 	int (*region)(struct rf_sync_work *w);
+	const struct rf_sync_ops *recover;
 };
 
 /* The level's sync work; NULL: the level has none (no redundancy). */
@@ -148,11 +152,12 @@ void rf_stripe_cache_forget(struct rf_array *a, uint64_t lo, uint64_t hi);
 
 /* The sync walk's rows (rangelock.h).  begin: arm the array's range lock
  * with writes drained (from now on every write is admitted there and
- * tracked); end: disarm, with no range locked.  Blocks the caller.  A
+ * tracked, its rows those of units, the walk's sync ops: NULL, the
+ * level's own); end: disarm, with no range locked.  Blocks the caller.  A
  * region locks its rows [lo, hi) with rf_array_rows_lock() (writes into
  * them wait, those in flight end first) and unlocks them with
  * rf_array_rows_unlock() (the writes that waited go on, oldest first). */
-void rf_sync_rows_begin(struct rf_array *a);
+void rf_sync_rows_begin(struct rf_array *a, const struct rf_sync_ops *units);
 void rf_sync_rows_end(struct rf_array *a);
 void rf_array_rows_lock(struct rf_array *a, struct rf_range *r, uint64_t lo, uint64_t hi);
 void rf_array_rows_unlock(struct rf_array *a, struct rf_range *r);
@@ -160,7 +165,8 @@ void rf_array_rows_unlock(struct rf_array *a, struct rf_range *r);
  * reconf_lock). */
 void rf_sync_rows_forget(struct rf_array *a, uint64_t lo, uint64_t hi);
 /* The rows [*lo, *hi) of a write of len bytes at array byte off: the
- * level's write_rows (a level with sync work only). */
+ * walk's units' write_rows, else the level's (a level with sync work
+ * only). */
 void rf_sync_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi);
 
 #endif

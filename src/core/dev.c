@@ -331,6 +331,7 @@ void rf_slot_rebuild_start(struct rf_array *a, int k, bool dirty_only)
 	/* What stripe heads cached of slot k was the failed device's. */
 	rf_stripe_cache_forget(a, 0, UINT64_MAX);
 	atomic_store(&a->recovery_cp, 0);
+	atomic_store(&a->devs[k].recovery_offset, 0);
 	atomic_store(&a->recover_dirty_only, dirty_only);
 	atomic_fetch_or(&a->recovering, 1ull << k);
 	atomic_fetch_and(&a->faulty, ~(1ull << k));
@@ -360,10 +361,16 @@ void rf_dev_resume_recovery(struct rf_array *a, int i, uint64_t offset)
 {
 	if (!atomic_load(&a->recovering) || offset < atomic_load(&a->recovery_cp))
 		atomic_store(&a->recovery_cp, offset);
+	atomic_store(&a->devs[i].recovery_offset, offset);
 	atomic_fetch_or(&a->recovering, 1ull << i);
 	a->devs[i].flags = RF_DEV_SPARE;
 	rf_info("%s: %s in slot %d was being rebuilt: resuming at sector %llu", a->name, a->devs[i].path, i,
-		(unsigned long long)atomic_load(&a->recovery_cp));
+		(unsigned long long)offset);
+}
+
+uint64_t rf_dev_recovery_offset(struct rf_array *a, int i)
+{
+	return atomic_load(&a->devs[i].recovery_offset);
 }
 
 bool rf_dev_faulty(struct rf_array *a, int i)

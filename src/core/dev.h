@@ -57,6 +57,11 @@ struct rf_dev {
 	unsigned flags;                 /* enum rf_dev_flags */
 	int prev_slot;                  /* the slot a faulty device lost; -1: none */
 	atomic_uint_fast64_t nr_errors; /* member IOs that failed */
+	/* Being rebuilt in its slot (a->recovering): member sectors below
+	 * it hold the slot's data (md's rdev->recovery_offset).  Set with
+	 * writes drained, or moved up by the rebuild past rows it holds
+	 * locked; read by the IO path (rf_faulty_at()). */
+	atomic_uint_fast64_t recovery_offset;
 	/* The superblock (sbstate.c): events are sb.events, as last written. */
 	bool sb_has;                    /* it has one here */
 	struct rf_sb_io sb_io;          /* how it is read and written (the overlay's, if any) */
@@ -137,6 +142,8 @@ void rf_dev_changed(struct rf_array *a, int i);
  * below offset (sectors): it resumes as a spare in its slot, rebuilt
  * from the lowest such offset. */
 void rf_dev_resume_recovery(struct rf_array *a, int i, uint64_t offset);
+/* Device i's own rebuild checkpoint (its recovery_offset). */
+uint64_t rf_dev_recovery_offset(struct rf_array *a, int i);
 
 /* ---- table edits (reconf_lock, everything drained, the device lock) ---- */
 

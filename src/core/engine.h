@@ -243,13 +243,17 @@ struct rf_array {
 	/* Sync regions' locks on rows, and the writes tracked while a walk
 	 * runs (rangelock.h; its lock: order 2, a leaf). */
 	struct rf_rangelock rl;
+	/* The walk's sync ops while rl is armed (NULL: the level's): set
+	 * with writes drained, read by the writes admitted at rl. */
+	const struct rf_sync_ops *rows_ops;
 	bool started;
 	struct rf_sbstate *sbstate;     /* clean/dirty in the superblocks; NULL: none kept */
 	struct rf_bitmap *bitmap;       /* internal write-intent bitmap; NULL: none */
 	struct rf_sync *sync;           /* sync.c's, from rf_array_start() to close */
-	/* Rebuild (member.c, sync.c): slots whose device is being rebuilt,
-	 * and for raid4/5/6 the member sector below which they are (set with
-	 * writes drained; read by the IO path). */
+	/* Rebuild (member.c, sync.c): slots whose device is being rebuilt
+	 * (each one's own recovery_offset, dev.h, says below which member
+	 * sector it is), and where the walk last was (set with writes
+	 * drained, or moved up by the walk). */
 	atomic_uint_fast64_t recovering;
 	atomic_uint_fast64_t recovery_cp;
 	atomic_bool recover_dirty_only;  /* a re-added device: rebuild what the bitmap marks */
@@ -280,15 +284,20 @@ static inline uint64_t rf_faulty(const struct rf_array *a)
 }
 /* The members a stripe round at member sector msec must leave alone:
  * the faulty ones, and those being rebuilt that the rebuild has not
- * reached yet (raid4/5/6).  Writes stop at them too: the rebuild writes
- * those rows later, with writes drained. */
+ * reached yet on that device (its recovery_offset; raid4/5/6).  Writes
+ * stop at them too: the rebuild writes those rows later, locked. */
 static inline uint64_t rf_faulty_at(const struct rf_array *a, uint64_t msec)
 {
 	struct rf_array *w = (struct rf_array *)a;
 	uint64_t f = rf_faulty(a), r = atomic_load_explicit(&w->recovering, memory_order_acquire);
 
-	if (r && msec >= atomic_load_explicit(&w->recovery_cp, memory_order_acquire))
-		f |= r;
+	while (r) {
+		int k = __builtin_ctzll(r);
+
+		r &= r - 1;
+		if (msec >= atomic_load_explicit(&w->devs[k].recovery_offset, memory_order_acquire))
+			f |= 1ull << k;
+	}
 	return f;
 }
 /* Mirrors: reads avoid a device being rebuilt, writes go to it (the

@@ -15,7 +15,8 @@
  * sync to every copy on a device being rebuilt.  The walk's units are
  * member sectors for raid1 (the same on every copy) and array sectors
  * inside one chunk for raid10 (whose far and offset copies sit at other
- * member sectors).
+ * member sectors), but for raid10's rebuild, which goes by member sector
+ * as md's does (below).
  *
  * It does NOT resync diverged mirrors by itself (the walk asks it to).
  */
@@ -338,6 +339,148 @@ static uint64_t raid10_sync_walk_start(const struct rf_array *a, uint64_t off)
 	return lo * g->chunk_sectors;
 }
 
+/* ---- raid10's rebuild by member sector ----
+ *
+ * md's raid10 sync_request recovers by device sector: the walk goes over
+ * member sectors [0, dev_sectors), a region the same run of one chunk row
+ * on every member, and recovery_offset is the walk's position itself.  In
+ * array order a far layout writes the far copies of the first chunks
+ * first, past every near copy, and one offset cannot say that (an
+ * interrupted far rebuild started over); in member order it can.
+ *
+ * A region finds, for each device being rebuilt, which array chunk it
+ * holds there (md's raid10_find_virt, here by asking rf_r10_map() of the
+ * few chunks whose near copies start in that row or the one before:
+ * every layout's copies of a chunk lie in those rows or stride below) and
+ * copies it from a copy in sync.  A write's rows are every member sector
+ * its copies lie at, from its first sector's lowest copy to its last
+ * sector's highest (each copy's member sector never decreases as the
+ * array sector grows): for near and offset copies a row or two, for far
+ * copies the span between a near copy and its far copy, so a write to a
+ * far array may wait for a region that lies between them (md holds every
+ * write during each of its recovery windows).
+ *
+ * A rebuild driven by the bitmap (a re-added device) keeps the array
+ * sector walk above: the bitmap's chunks are array sectors. */
+
+/* The array sector whose copy device t holds at member sector s (the
+ * start of a chunk row), or UINT64_MAX when t keeps nothing there. */
+static uint64_t r10_virt(const struct rf_geom *g, int t, uint64_t s)
+{
+	uint64_t chunk = g->chunk_sectors, nchunks = g->array_sectors / chunk;
+	int n = g->raid_disks, nc = g->near_copies;
+	int nsec = g->far_offset ? 1 : g->far_copies, f;
+
+	for (f = 0; f < nsec; f++) {
+		uint64_t near, row, c, c0, c1;
+		int devs[RF_MAX_MEMBERS], k, i;
+		uint64_t secs[RF_MAX_MEMBERS];
+
+		if (s < (uint64_t)f * g->stride)
+			break;
+		near = s - (uint64_t)f * g->stride;
+		row = near / chunk;
+		if (g->far_offset)
+			row /= (uint64_t)g->far_copies;
+		/* Chunks whose near copies start in rows row - 1 and row. */
+		c0 = row ? (row - 1) * (uint64_t)n / (uint64_t)nc : 0;
+		c1 = (row + 1) * (uint64_t)n / (uint64_t)nc + 1;
+		for (c = c0; c <= c1 && c < nchunks; c++) {
+			k = rf_r10_map(g, c * chunk, devs, secs);
+			for (i = 0; i < k; i++)
+				if (devs[i] == t && secs[i] == s)
+					return c * chunk;
+		}
+	}
+	return UINT64_MAX;
+}
+
+static uint64_t raid10_recover_total(const struct rf_array *a)
+{
+	return a->geom.dev_sectors;
+}
+
+static uint64_t raid10_recover_clip(const struct rf_array *a, uint64_t pos, uint64_t n)
+{
+	uint64_t left = a->geom.chunk_sectors - pos % a->geom.chunk_sectors;
+
+	return n < left ? n : left;
+}
+
+static void raid10_recover_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi)
+{
+	const struct rf_geom *g = &a->geom;
+	uint64_t chunk = g->chunk_sectors, first = off >> 9, last = (off + len + 511) >> 9;
+	int devs[RF_MAX_MEMBERS], n, i;
+	uint64_t secs[RF_MAX_MEMBERS];
+
+	if (last > first)
+		last--;         /* an empty write still names its row */
+	if (last >= g->array_sectors)
+		last = g->array_sectors - 1;
+	if (first > last)
+		first = last;
+	*lo = UINT64_MAX;
+	*hi = 0;
+	n = rf_r10_map(g, first, devs, secs);
+	for (i = 0; i < n; i++)
+		if (secs[i] < *lo)
+			*lo = secs[i];
+	n = rf_r10_map(g, last, devs, secs);
+	for (i = 0; i < n; i++)
+		if (secs[i] + 1 > *hi)
+			*hi = secs[i] + 1;
+	*lo -= *lo % chunk;
+	*hi += (chunk - *hi % chunk) % chunk;
+}
+
+/* The rebuild of member sectors [pos, pos + n) (inside one chunk row) on
+ * every device being rebuilt, from a copy in sync of what each holds
+ * there: each device has at most one such chunk in the region, so one
+ * buffer per slot does; every read at once, then every write. */
+static int raid10_recover(struct rf_sync_work *w)
+{
+	struct rf_array *a = w->a;
+	const struct rf_geom *g = &a->geom;
+	uint64_t row = w->pos - w->pos % g->chunk_sectors, in = w->pos % g->chunk_sectors, rec, bad;
+	uint32_t bytes = (uint32_t)(w->n << 9);
+	int dst[RF_MAX_MEMBERS], t, nj = 0, j, ret = 0;
+
+	rf_sync_rows_lock(w, w->pos, w->pos + w->n);
+	rec = atomic_load(&a->recovering) & ~rf_faulty(a);
+	bad = rf_faulty_read(a);
+	for (t = 0; t < g->raid_disks; t++) {
+		int devs[RF_MAX_MEMBERS], k, i;
+		uint64_t secs[RF_MAX_MEMBERS], v;
+
+		if (!(rec & (1ull << t)))
+			continue;
+		v = r10_virt(g, t, row);
+		if (v == UINT64_MAX)
+			continue;       /* nothing of the array's there */
+		k = rf_r10_map(g, v + in, devs, secs);
+		for (i = 0; i < k && (bad & (1ull << devs[i])); i++)
+			;
+		if (i == k) {
+			ret = -EIO;     /* no copy in sync left */
+			break;
+		}
+		rf_sync_io(w, devs[i], false, w->buf[nj], bytes, secs[i]);
+		dst[nj++] = t;
+	}
+	if (nj) {
+		int r = rf_sync_io_wait(w);
+
+		ret = ret ? ret : r;
+	}
+	for (j = 0; j < nj && !ret; j++)
+		rf_sync_io(w, dst[j], true, w->buf[j], bytes, w->pos);
+	if (nj && !ret)
+		ret = rf_sync_io_wait(w);
+	rf_sync_rows_unlock(w);
+	return ret;
+}
+
 static int mirror_sync_region(struct rf_sync_work *w)
 {
 	int devs[RF_MAX_MEMBERS], n;
@@ -395,6 +538,15 @@ const struct rf_level_ops rf_raid1_ops = {
 	.sync = &raid1_sync_ops,
 };
 
+/* A rebuild's walk, by member sector (not from the bitmap: sync.c). */
+static const struct rf_sync_ops raid10_recover_ops = {
+	.total = raid10_recover_total,
+	.clip = raid10_recover_clip,
+	.write_rows = raid10_recover_rows,
+	.degraded = true,
+	.region = raid10_recover,
+};
+
 static const struct rf_sync_ops raid10_sync_ops = {
 	.total = raid10_sync_total,
 	.clip = raid10_sync_clip,
@@ -403,6 +555,7 @@ static const struct rf_sync_ops raid10_sync_ops = {
 	.write_rows = mirror_write_rows,
 	.degraded = true,
 	.region = mirror_sync_region,
+	.recover = &raid10_recover_ops,
 };
 
 const struct rf_level_ops rf_raid10_ops = {

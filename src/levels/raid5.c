@@ -710,7 +710,10 @@ static int r5_recover(struct rf_sync_work *w)
 
 	rf_sync_rows_lock(w, pos, pos + w->n);
 	w->keep_locked = true;
-	rec = atomic_load(&a->recovering) & ~rf_faulty(a);
+	/* The devices being rebuilt that hold some row of the region not
+	 * yet (one resumed from further along serves the rows below its
+	 * own checkpoint, as any member in sync). */
+	rec = rf_faulty_at(a, pos + w->n - 1) & atomic_load(&a->recovering) & ~rf_faulty(a);
 	missing = rf_faulty(a) | rec;
 	if (!rec || a->ops->failed(a, missing))
 		return rec ? -EIO : 0;

@@ -281,7 +281,10 @@ static int end_rebuild(void *arg)
 			rf_slot_rebuilt(a, k);
 			rf_info("%s: %s in slot %d is rebuilt", rf_array_name(a), rf_dev_get(a, k)->path, k);
 		}
-		rf_sbstate_set_recovery(rf_array_sbstate(a), k, j->completed ? RF_SB_MAX_SECTOR : j->pos);
+		/* Each its own (at or past j->pos): one resumed from further
+		 * along keeps it. */
+		rf_sbstate_set_recovery(rf_array_sbstate(a), k,
+					j->completed ? RF_SB_MAX_SECTOR : rf_dev_recovery_offset(a, k));
 	}
 	if (j->completed)
 		rf_recovery_reset(a);

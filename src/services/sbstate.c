@@ -34,6 +34,13 @@
  * at or after the recorded checkpoint, which a later resync covers again.
  * So the array never says "clean, in sync" while a resync is incomplete.
  *
+ * A device being rebuilt keeps its own checkpoint (md's recovery_offset,
+ * feature bit MD_FEATURE_RECOVERY_OFFSET, in its own superblock): every
+ * flushed update writes each one's, and the rebuild's checkpoints (every
+ * 1/16 of the walk or few seconds, on_sync()) make such an update, so a
+ * crash resumes each device where it stood; two rebuilt in one pass may
+ * stand at different offsets (one resumed from further along).
+ *
  * rf_array_start_resync() starts the resync that is due once the array
  * serves, unless sync_action is frozen.
  *
@@ -79,9 +86,14 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 			uint64_t own_recovery)
 {
 	struct rf_array *a = s->a;
+	uint64_t rec = rf_array_recovering(a), rec_off[RF_MAX_MEMBERS];
 	char err[1024];
 	int i, r, nwritten = 0;
 
+	/* The rebuild's checkpoints as they are before the flush: what the
+	 * rebuild wrote below them is on disk after it. */
+	for (i = 0; i < rf_array_nslots(a) && i < RF_MAX_MEMBERS; i++)
+		rec_off[i] = rec & (1ull << i) ? rf_dev_recovery_offset(a, i) : 0;
 	c->clean = what == CH_CLEAN || (what != CH_DIRTY && atomic_load(&s->mode) == RF_SBS_CLEAN);
 	/* Dirty vouches for nothing: the first write waits for it. */
 	if (what != CH_DIRTY && !rf_test_break("clean"))
@@ -101,6 +113,12 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 		if (i == own_dev) {
 			mine.set_recovery = true;
 			mine.recovery_offset = own_recovery;
+		} else if (what != CH_DIRTY && i < rf_array_nslots(a) && (rec & (1ull << i))) {
+			/* A device being rebuilt records its own checkpoint
+			 * with every flushed update, as md_update_sb writes
+			 * each rdev's recovery_offset. */
+			mine.set_recovery = true;
+			mine.recovery_offset = rec_off[i];
 		}
 		r = rf_sb_update_io(&m->sb_io, m->path, &m->sb, &mine, err, sizeof(err));
 		if (r) {
@@ -232,8 +250,21 @@ static void on_sync(struct rf_array *a, enum rf_sync_action act, bool completed,
 	struct rf_sbstate *s = priv;
 	uint64_t cp;
 
+	if (act == RF_SYNC_RECOVER) {
+		/* A rebuild's checkpoint: every device being rebuilt writes
+		 * its own recovery_offset (write_change()); where it ends,
+		 * member.c's end of the rebuild writes them. */
+		struct rf_sb_change c = { .faulty_slot = -1 };
+
+		if (completed)
+			return;
+		sb_lock(s);
+		write_change(s, CH_DEVICES, &c, -1, 0);
+		sb_unlock(s);
+		return;
+	}
 	if (act != RF_SYNC_RESYNC && act != RF_SYNC_REPAIR && act != RF_SYNC_IDLE)
-		return;         /* check changes nothing; a recovery rebuilds slots (recovery_offset) */
+		return;         /* check changes nothing */
 	sb_lock(s);
 	cp = s->resync_offset;
 	if (act == RF_SYNC_IDLE)

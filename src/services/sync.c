@@ -6,7 +6,9 @@
  * stopped) to the end.  The level says what a region is and does its work
  * (its struct rf_sync_ops, core.h: total, clip, region; md's sync_request):
  * raid1 and raid4/5/6 walk member sectors, a region the same run on every
- * member; raid10 walks array sectors inside one chunk.  The work of a
+ * member; raid10 walks array sectors inside one chunk, but for a rebuild,
+ * which has a table of its own (core.h: recover; walk_ops()) and goes by
+ * member sector as md's does, unless the bitmap drives it.  The work of a
  * region is check (count what disagrees: mismatch_cnt), repair (count and
  * rewrite), resync (rewrite what disagrees) or recover (compute or copy
  * the blocks of every device being rebuilt, one or two at once); see the
@@ -14,18 +16,22 @@
  * checkpoints the regions, and gives the level its buffers, member IO and
  * row locks (syncwork.h).  Nothing here depends on the level.
  *
- * Several regions at once.  One thread (sync_main) walks: it hands regions
- * out in order, up to two per worker, to SYNC_WINDOW workers, each with
- * its own buffers and its own IO queue on the array's backend (so
- * overlays and fault injection apply), and retires them in the same
- * order.  A worker that ends a region takes the oldest one waiting
- * itself, without a round trip to the walk thread (on a loaded machine
- * that wake-up costs as much as a region).  While the array is idle every
- * worker has a region, so the walk is bound by the members, not by one
- * thread's read-compute-write turns; while foreground IO is active, one
- * region at a time.  On 2 cores and members on /dev/shm, 2, 3 and 4
- * workers measured alike within the noise of a shared machine, each
- * about twice one walker's rate (tools/bench-resync.sh); 3 is kept.
+ * Several regions at once.  SYNC_WINDOW workers, each with its own
+ * buffers and its own IO queue on the array's backend (so overlays and
+ * fault injection apply), run regions cut in order at the walk's cursor;
+ * they are retired in the same order.  While the array is idle a worker
+ * that ends a region retires what is done below it and cuts its next
+ * region itself (may_cut()), up to WIN_PER_WORKER regions per worker
+ * handed out, so the regions never wait for the walk thread: on a shared
+ * machine a thread that must be woken for every region runs the walk at
+ * the pace of its wake-ups (with the walk thread cutting every region,
+ * the workers of an idle check on /dev/shm waited a quarter to half of
+ * their time, and the daemon used about one of two cores).  The walk
+ * thread (sync_main) looks at the foreground load, renews the idle
+ * verdict the workers cut under, cuts the regions itself while the
+ * foreground is active (one at a time), makes the bitmap's jumps and
+ * ends the walk.  On 2 cores and members on /dev/shm, 2, 3 and 4 workers
+ * measured alike within the noise of a shared machine; 3 is kept.
  *
  * Racing foreground writes: a lock on the region's rows.  A worker locks
  * its region's rows at the array's range lock (rangelock.c; the barrier
@@ -71,9 +77,12 @@
  * in flight.  A resync reports it (every row below it in sync) through
  * the notify function every 1/16 of the walk or CP_SECONDS, and where it
  * ended: the superblock keeper records it as resync_offset, so a resync
- * interrupted by a crash or a stop resumes there.  recovery_cp and the
- * bitmap's walk (rf_bitmap_resync_done(), rf_bitmap_rebuilt()) move the
- * same way, in order.
+ * interrupted by a crash or a stop resumes there.  recovery_cp (each
+ * device's recovery_offset: one resumed from further along keeps its own
+ * until the walk passes it) and the bitmap's walk (rf_bitmap_resync_done(),
+ * rf_bitmap_rebuilt()) move the same way, in order; a rebuild reports its
+ * checkpoints as a resync does, and the superblock keeper writes every
+ * device's own.
  *
  * Stopping ("idle", "frozen", array close) takes effect between regions:
  * no new region is handed out, those in flight finish and are written,
@@ -87,9 +96,10 @@
  * It does NOT resync degraded parity arrays, and it does not order the
  * regions' writes against each other (they are disjoint).
  *
- * Locks: s->lock (the walk's state, the workers' hand-over, the status)
- * is a leaf in engine.h's lock order: no other lock is taken while it is
- * held.
+ * Locks: s->lock (the walk's state and cursor, the workers' hand-over,
+ * the status) is a leaf in engine.h's lock order: no other lock is taken
+ * while it is held; retire() and skip_clean(), which take others, run
+ * without it (one thread at a time: s->retiring, an empty window).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -118,7 +128,8 @@
 #ifndef SYNC_WINDOW
 #define SYNC_WINDOW 3                   /* workers: regions running at once while idle */
 #endif
-#define WIN_MAX (2 * SYNC_WINDOW)       /* regions handed out: each worker's, and its next */
+#define WIN_PER_WORKER 4                /* regions handed out per worker while idle */
+#define WIN_MAX (WIN_PER_WORKER * SYNC_WINDOW)
 #define REGION_MEM_ALL (48u << 20)      /* every worker's region buffers together */
 #define BUSY_HOLD 0.5                   /* seconds a foreground request keeps the array busy */
 #define BUSY_RECENT 5.0                 /* seconds after which an idle array is looked at once */
@@ -134,9 +145,28 @@ struct mark {
 	uint64_t done;
 };
 
+/* The walk's cursor and position.  act and total are set before any
+ * worker sees the walk; next, run_end, last_n, last_t, pos and ret are
+ * under s->lock; cp_pos, cp_t and first belong to the thread retiring
+ * (s->retiring). */
+struct walk {
+	enum rf_sync_action act;
+	uint64_t pos;           /* every region below is done */
+	uint64_t next;          /* where the next region starts */
+	uint64_t run_end;       /* the bitmap's run being walked ends here */
+	uint64_t total;
+	uint64_t cp_pos;        /* the last checkpoint */
+	double cp_t;
+	uint64_t last_n;        /* the last region cut: sectors, when */
+	double last_t;
+	bool first;
+	int ret;                /* the first error, in walk order */
+};
+
 /* A region handed out: READY (waiting for a worker), RUNNING, DONE.  The
  * walk writes lo and n before READY; the worker that took it owns ret,
- * keep_locked and range until DONE; then the walk does.  state: s->lock. */
+ * keep_locked and range until DONE; then the thread retiring it does.
+ * state: s->lock. */
 enum { REG_READY, REG_RUNNING, REG_DONE };
 
 struct region {
@@ -179,7 +209,9 @@ struct rf_sync {
 	pthread_cond_t wcond;           /* workers: a region was handed out, or quit */
 	/* lock: */
 	enum rf_sync_action action;     /* the running action, IDLE when none */
+	const struct rf_sync_ops *ops;  /* the running walk's (walk_ops()); set before its thread */
 	bool frozen, stop, running, joinable;
+	int stopping;                   /* rf_sync_stop() calls under way: no walk starts */
 	bool quit;                      /* workers leave */
 	pthread_t thread;
 	uint64_t done, total, resync_cp;
@@ -192,15 +224,18 @@ struct rf_sync {
 	uint64_t skipped;               /* sectors a walk jumped over (bitmap) */
 	uint64_t mismatches;
 	int nlogged;
-	/* the walk (sync_main's thread) only: */
+	/* set by sync_main's thread before the workers start: */
 	uint32_t region_max;            /* bytes per member */
 	int nworkers;                   /* workers the walk hands regions to */
 	int nalloc;                     /* workers[] entries to free */
+	int win_limit;                  /* regions handed out at most while idle */
 	struct sync_worker *workers;
 	/* lock: regions handed out, oldest first; the first `taken` are
 	 * RUNNING or DONE, the rest READY. */
 	struct region win[WIN_MAX];
 	int win_head, win_count, taken;
+	bool retiring;                  /* a thread retires the head (retire_done()) */
+	struct walk k;
 	double last_busy;               /* when foreground IO was last seen */
 	double last_idle;               /* when several looks last found the array idle */
 	double started;                 /* when this walk started */
@@ -261,11 +296,16 @@ static bool fg_active(struct rf_sync *s)
 	double t = now();
 	int i, looks = t - s->last_busy < BUSY_RECENT || t < s->started + BUSY_RECENT ? IDLE_LOOKS : 1;
 
-	if (t - s->last_idle < IDLE_TRUST)
+	/* Renewed before it runs out: the workers cut regions only under
+	 * an idle verdict (may_cut()). */
+	if (t - s->last_idle < IDLE_TRUST / 2)
 		looks = 1;
 	for (i = 0; i < looks; i++) {
-		if (i)
+		if (i) {
+			pthread_mutex_unlock(&s->lock);
 			usleep(IDLE_LOOK_US);
+			pthread_mutex_lock(&s->lock);
+		}
 		/* Writes waiting for a region count: they left the barrier. */
 		if (rf_array_fg_busy(a)) {
 			s->last_busy = now();
@@ -280,28 +320,35 @@ static bool fg_active(struct rf_sync *s)
 	return false;
 }
 
-/* The walk's units: member sectors, or array sectors (the level's; a
- * level without sync work has no walk, and reports its members' size). */
-static uint64_t walk_total(const struct rf_array *a)
+/* The sync ops a walk of act goes by: the level's, or its rebuild's own
+ * (core.h: recover) unless the bitmap drives the rebuild (its chunks are
+ * in the level's units). */
+static const struct rf_sync_ops *walk_ops(const struct rf_array *a, enum rf_sync_action act)
 {
 	const struct rf_sync_ops *ops = rf_array_sync_ops(a);
 
+	if (ops && ops->recover && act == RF_SYNC_RECOVER &&
+	    !(rf_array_bitmap(a) && rf_array_recover_dirty_only(a)))
+		return ops->recover;
+	return ops;
+}
+
+/* The walk's units: member sectors, or array sectors (the ops'; a level
+ * without sync work has no walk, and reports its members' size). */
+static uint64_t walk_total(const struct rf_array *a, const struct rf_sync_ops *ops)
+{
 	return ops ? ops->total(a) : rf_array_geom(a)->dev_sectors;
 }
 
 /* The walk's position pos and md's recovery_offset (member sectors):
  * what a rebuild that walked [0, pos) wrote, and where one resumes. */
-static uint64_t dev_offset(const struct rf_array *a, uint64_t pos)
+static uint64_t dev_offset(const struct rf_array *a, const struct rf_sync_ops *ops, uint64_t pos)
 {
-	const struct rf_sync_ops *ops = rf_array_sync_ops(a);
-
 	return ops && ops->dev_offset ? ops->dev_offset(a, pos) : pos;
 }
 
-static uint64_t walk_start(const struct rf_array *a, uint64_t dev_off)
+static uint64_t walk_start(const struct rf_array *a, const struct rf_sync_ops *ops, uint64_t dev_off)
 {
-	const struct rf_sync_ops *ops = rf_array_sync_ops(a);
-
 	return ops && ops->walk_start ? ops->walk_start(a, dev_off) : dev_off;
 }
 
@@ -434,10 +481,17 @@ bool rf_sync_found_bad(struct rf_sync_work *work, int m, uint64_t where)
 
 /* ---- the walk ----
  *
- * sync_main() hands regions out in order to SYNC_WINDOW workers and
- * retires them in the same order (retire()): the walk's position, its
- * checkpoints, recovery_cp and the bitmap's walk move only past regions
- * that are done, all of whose lower neighbours are done too.
+ * Regions are cut in order at the walk's cursor (s->k.next) and retired in
+ * the same order (retire()): the walk's position, its checkpoints,
+ * recovery_cp and the bitmap's walk move only past regions that are done,
+ * all of whose lower neighbours are done too.  While the array is idle a
+ * worker cuts its next region itself and retires what ended below it, so
+ * the regions go from worker to worker without waiting for the walk
+ * thread (on a shared machine that thread is scheduled when it is
+ * scheduled: with workers waiting for it, the walk ran at the pace of its
+ * wake-ups, its workers idle half the time).  The walk thread looks at
+ * the foreground load, cuts the regions while it is busy (one at a time,
+ * paced), makes the bitmap's jumps and ends the walk.
  */
 
 /* Run the region handed to w: the level's work. */
@@ -450,9 +504,80 @@ static int region_run(struct sync_worker *w, enum rf_sync_action act)
 	work->pos = w->cur->lo;
 	work->n = w->cur->n;
 	work->keep_locked = false;
-	ret = rf_array_sync_ops(w->a)->region(work);
+	ret = w->s->ops->region(work);
 	w->cur->keep_locked = work->keep_locked;
 	return ret;
+}
+
+/* s->lock held: cut the next region at the cursor, at the tail of the
+ * window, READY; the load says how large. */
+static struct region *cut(struct rf_sync *s, bool busy)
+{
+	struct walk *k = &s->k;
+	struct region *g = &s->win[(s->win_head + s->win_count) % WIN_MAX];
+
+	g->lo = k->next;
+	g->n = (busy ? REGION_BUSY : s->region_max) / 512;
+	if (g->n > k->run_end - k->next)
+		g->n = k->run_end - k->next;
+	g->n = s->ops->clip(s->a, k->next, g->n);
+	g->state = REG_READY;
+	g->ret = 0;
+	g->keep_locked = false;
+	s->win_count++;
+	k->next += g->n;
+	k->last_n = g->n;
+	k->last_t = now();
+	return g;
+}
+
+/* s->lock held: whether a worker may cut the next region itself now.
+ * Only while the walk thread's looks found the array idle lately (an idle
+ * verdict holds IDLE_TRUST seconds) and one look finds nothing in flight
+ * still, with room in the window, sync_speed_max not passed, and no
+ * bitmap jump, error or stop pending; otherwise the walk thread cuts. */
+static bool may_cut(struct rf_sync *s)
+{
+	struct walk *k = &s->k;
+	double t;
+
+	if (s->stop || k->ret || k->next >= k->run_end || s->win_count >= s->win_limit)
+		return false;
+	t = now();
+	if (t - s->last_idle >= IDLE_TRUST || t - s->last_busy < BUSY_HOLD)
+		return false;
+	if (rf_array_fg_busy(s->a)) {
+		/* The walk thread goes to one region at a time. */
+		s->last_busy = t;
+		pthread_cond_broadcast(&s->cond);
+		return false;
+	}
+	return (double)k->last_n / 2 / s->speed_max <= t - k->last_t;
+}
+
+static void retire(struct rf_sync *s, struct region *g);
+
+/* s->lock held: retire the regions done at the head of the window, in
+ * order, unless another thread is retiring (it retires them).  s->lock is
+ * let go meanwhile. */
+static void retire_done(struct rf_sync *s)
+{
+	bool any = false;
+
+	while (!s->retiring && s->win_count && s->win[s->win_head].state == REG_DONE) {
+		/* Its slot is not reused before retire() is done. */
+		s->retiring = true;
+		pthread_mutex_unlock(&s->lock);
+		retire(s, &s->win[s->win_head]);
+		pthread_mutex_lock(&s->lock);
+		s->retiring = false;
+		s->win_head = (s->win_head + 1) % WIN_MAX;
+		s->win_count--;
+		s->taken--;
+		any = true;
+	}
+	if (any)
+		pthread_cond_broadcast(&s->cond);
 }
 
 static void *worker_main(void *arg)
@@ -479,12 +604,15 @@ static void *worker_main(void *arg)
 	for (;;) {
 		enum rf_sync_action act;
 
-		/* The oldest READY region: the next one is there already
-		 * when this one ends, without a round trip to the walk. */
-		while (s->taken == s->win_count && !s->quit)
+		/* The oldest READY region, or (idle) the next one cut here:
+		 * the next one is there when this one ends, without a round
+		 * trip to the walk thread. */
+		while (s->taken == s->win_count && !s->quit && !may_cut(s))
 			pthread_cond_wait(&s->wcond, &s->lock);
-		if (s->taken == s->win_count)
+		if (s->taken == s->win_count && s->quit)
 			break;
+		if (s->taken == s->win_count)
+			cut(s, false);
 		w->cur = &s->win[(s->win_head + s->taken++) % WIN_MAX];
 		w->cur->state = REG_RUNNING;
 		act = s->action;
@@ -493,6 +621,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_lock(&s->lock);
 		w->cur->ret = ret;
 		w->cur->state = REG_DONE;
+		retire_done(s);
 		pthread_cond_broadcast(&s->cond);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -527,44 +656,39 @@ static void progress(struct rf_sync *s, uint64_t pos)
 }
 
 /* A resync reached pos: every row below it is in sync.  A later resync
- * may start there; the notify function records it in the superblocks. */
-static void checkpoint(struct rf_sync *s, uint64_t pos)
+ * may start there; the notify function records it in the superblocks.
+ * A rebuild reached pos: the devices being rebuilt hold their data below
+ * it, each its own recovery_offset; the notify function records them. */
+static void checkpoint(struct rf_sync *s, enum rf_sync_action act, uint64_t pos)
 {
 	rf_sync_notify_fn notify;
 	void *priv;
 
 	pthread_mutex_lock(&s->lock);
-	s->resync_cp = pos;
+	if (act == RF_SYNC_RESYNC)
+		s->resync_cp = pos;
 	notify = s->notify;
 	priv = s->notify_priv;
 	pthread_mutex_unlock(&s->lock);
 	if (notify)
-		notify(s->a, RF_SYNC_RESYNC, false, pos, priv);
+		notify(s->a, act, false, pos, priv);
 }
 
-struct walk {
-	enum rf_sync_action act;
-	uint64_t pos;           /* every region below is done */
-	uint64_t next;          /* where the next region starts */
-	uint64_t run_end;       /* the bitmap's run being walked ends here */
-	uint64_t total;
-	uint64_t cp_pos;        /* the last checkpoint */
-	double cp_t;
-	uint64_t last_n;        /* the last region handed out: sectors, when */
-	double last_t;
-	bool first;
-	int ret;                /* the first error, in walk order */
-};
-
-/* The oldest region handed out, g, is done: move the walk past it. */
-static void retire(struct rf_sync *s, struct walk *k, struct region *g)
+/* The oldest region handed out, g, is done: move the walk past it.  Run
+ * by one thread at a time (s->retiring), without s->lock. */
+static void retire(struct rf_sync *s, struct region *g)
 {
 	struct rf_array *a = s->a;
+	struct walk *k = &s->k;
 	uint64_t lo = g->lo, hi = g->lo + g->n;
+	bool ok, first;
 
+	pthread_mutex_lock(&s->lock);
 	if (g->ret && !k->ret)
 		k->ret = g->ret;
-	if (!k->ret) {
+	ok = !k->ret;
+	pthread_mutex_unlock(&s->lock);
+	if (ok) {
 		if (g->keep_locked) {
 			/* A rebuilt region, every one below it rebuilt too:
 			 * from here on the new devices serve its rows.  Cached
@@ -572,25 +696,26 @@ static void retire(struct rf_sync *s, struct walk *k, struct region *g)
 			rf_sync_rows_forget(a, lo, hi);
 		}
 		if (k->act == RF_SYNC_RECOVER)
-			rf_array_set_recovery_cp(a, dev_offset(a, hi));
-		k->pos = hi;
+			rf_array_set_recovery_cp(a, dev_offset(a, s->ops, hi));
 		if (k->act == RF_SYNC_RESYNC)
 			rf_bitmap_resync_done(rf_array_bitmap(a), lo, hi);
-		else if (k->act == RF_SYNC_RECOVER)
+		else if (k->act == RF_SYNC_RECOVER && s->ops == rf_array_sync_ops(a))
 			rf_bitmap_rebuilt(rf_array_bitmap(a), lo, hi);
 		pthread_mutex_lock(&s->lock);
+		k->pos = hi;
 		/* The first region runs at once, unpaced: the speed counts
 		 * from its end, or it would read above sync_speed_max for
 		 * seconds. */
-		if (k->first)
+		first = k->first;
+		if (first)
 			s->nmarks = 0;
 		progress(s, hi);
-		pthread_mutex_unlock(&s->lock);
 		k->first = false;
-		if (k->act == RF_SYNC_RESYNC && k->pos < k->total &&
-		    (k->pos - k->cp_pos >= k->total / CP_PARTS || now() - k->cp_t >= CP_SECONDS)) {
-			checkpoint(s, k->pos);
-			k->cp_pos = k->pos;
+		pthread_mutex_unlock(&s->lock);
+		if ((k->act == RF_SYNC_RESYNC || k->act == RF_SYNC_RECOVER) && hi < k->total &&
+		    (hi - k->cp_pos >= k->total / CP_PARTS || now() - k->cp_t >= CP_SECONDS)) {
+			checkpoint(s, k->act, hi);
+			k->cp_pos = hi;
 			k->cp_t = now();
 		}
 	}
@@ -601,35 +726,38 @@ static void retire(struct rf_sync *s, struct walk *k, struct region *g)
 }
 
 /* The window is empty and the walk reached the end of a bitmap run: jump
- * to the next run that needs the action. */
-static void skip_clean(struct rf_sync *s, struct walk *k)
+ * to the next run that needs the action.  No region is cut meanwhile (the
+ * cursor is at the run's end). */
+static void skip_clean(struct rf_sync *s)
 {
 	struct rf_array *a = s->a;
-	uint64_t n = k->total - k->next, np;
+	struct walk *k = &s->k;
+	uint64_t next = k->next, n = k->total - next, np;
 
 	if (k->act == RF_SYNC_RESYNC) {
 		/* A resync goes only where writes may have been in flight,
 		 * and what it covered is in sync after. */
-		np = rf_bitmap_resync_skip(rf_array_bitmap(a), k->next, k->total, &n);
+		np = rf_bitmap_resync_skip(rf_array_bitmap(a), next, k->total, &n);
 	} else {
 		/* A re-added device missed only what the bitmap marks.  The
 		 * jump is made with writes held: none may be planned on the
 		 * far side of the old position meanwhile. */
 		rf_writes_hold(a);
-		np = rf_bitmap_dirty_skip(rf_array_bitmap(a), k->next, k->total, &n);
-		if (np != k->next) {
+		np = rf_bitmap_dirty_skip(rf_array_bitmap(a), next, k->total, &n);
+		if (np != next) {
 			/* raid4/5/6 writes skip the devices being rebuilt at
 			 * and past recovery_cp (mirrors write them always). */
-			rf_stripe_cache_forget(a, k->next, np);
-			rf_array_set_recovery_cp(a, dev_offset(a, np));
+			rf_stripe_cache_forget(a, next, np);
+			rf_array_set_recovery_cp(a, dev_offset(a, s->ops, np));
 		}
 		rf_writes_release(a);
-		pthread_mutex_lock(&s->lock);
-		s->skipped += np - k->next;
-		pthread_mutex_unlock(&s->lock);
 	}
+	pthread_mutex_lock(&s->lock);
+	if (k->act != RF_SYNC_RESYNC)
+		s->skipped += np - next;
 	k->next = k->pos = np;
 	k->run_end = np < k->total ? np + n : k->total;
+	pthread_mutex_unlock(&s->lock);
 }
 
 /* Regions from *pos to total, several at once, until done, stopped or
@@ -639,46 +767,37 @@ static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint6
 	struct rf_array *a = s->a;
 	bool skips = rf_array_bitmap(a) && (act == RF_SYNC_RESYNC ||
 					    (act == RF_SYNC_RECOVER && rf_array_recover_dirty_only(a)));
-	struct walk k = {
+	struct walk *k = &s->k;
+	bool stopped = false;
+	int ret;
+
+	pthread_mutex_lock(&s->lock);
+	*k = (struct walk){
 		.act = act, .pos = *pos, .next = *pos, .total = total, .cp_pos = *pos, .cp_t = now(),
 		.first = true, .run_end = skips ? *pos : total,
 	};
-	bool stopped = false;
-
-	pthread_mutex_lock(&s->lock);
 	for (;;) {
-		struct region *g;
 		unsigned want;
 		double left;
 		bool busy;
 
-		if (s->win_count && s->win[s->win_head].state == REG_DONE) {
-			/* Its slot is not reused before retire() is done. */
-			g = &s->win[s->win_head];
-			pthread_mutex_unlock(&s->lock);
-			retire(s, &k, g);
-			pthread_mutex_lock(&s->lock);
-			s->win_head = (s->win_head + 1) % WIN_MAX;
-			s->win_count--;
-			s->taken--;
-			continue;
-		}
+		retire_done(s);
 		if (s->stop)
 			stopped = true;
-		if (!k.ret && !stopped && k.next < k.total && rf_array_failed(a))
-			k.ret = -EIO;
+		if (!k->ret && !stopped && k->next < k->total && rf_array_failed(a))
+			k->ret = -EIO;
 		/* Every untimed wait below follows the look at the oldest
 		 * region above within one hold of s->lock: a region that
 		 * ended while the lock was let go (fg_active(), retire(),
 		 * skip_clean()) signalled no one, and is seen here. */
-		if (k.ret || stopped || k.next >= k.total) {
+		if (k->ret || stopped || k->next >= k->total) {
 			/* Regions in flight finish; then the walk ends. */
 			if (!s->win_count)
 				break;
 			pthread_cond_wait(&s->cond, &s->lock);
 			continue;
 		}
-		if (k.next >= k.run_end) {
+		if (k->next >= k->run_end) {
 			/* The bitmap's walk and recovery_cp jump only from
 			 * where every region is done. */
 			if (s->win_count) {
@@ -686,53 +805,52 @@ static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint6
 				continue;
 			}
 			pthread_mutex_unlock(&s->lock);
-			skip_clean(s, &k);
+			skip_clean(s);
 			pthread_mutex_lock(&s->lock);
+			/* Workers may cut in the new run. */
+			pthread_cond_broadcast(&s->wcond);
 			continue;
 		}
-		pthread_mutex_unlock(&s->lock);
 		busy = fg_active(s);
-		if (rf_sync_test_looked)
+		if (rf_sync_test_looked) {
+			pthread_mutex_unlock(&s->lock);
 			rf_sync_test_looked();
-		pthread_mutex_lock(&s->lock);
+			pthread_mutex_lock(&s->lock);
+		}
+		/* The lock was let go: workers may have cut up to the end
+		 * of the run meanwhile. */
+		if (k->next >= k->run_end)
+			continue;
 		/* Foreground first: while it is active, one region at a time
 		 * (its own IO in flight is at most REGION_BUSY per member);
-		 * while idle, one running on each worker and one waiting. */
-		if (s->win_count >= (busy ? 1 : 2 * s->nworkers)) {
+		 * while idle, a window of them, cut by the workers too. */
+		if (s->win_count >= (busy ? 1 : s->win_limit) || s->taken < s->win_count) {
 			wait_news(s, PACE_POLL);
 			continue;
 		}
-		/* The last region handed out keeps to the speed the load
-		 * allows (a region of n KiB: at least n / speed seconds
-		 * before the next), looked at again soon. */
+		if (!busy)
+			/* An idle verdict: the workers may cut again. */
+			pthread_cond_broadcast(&s->wcond);
+		/* The last region cut keeps to the speed the load allows (a
+		 * region of n KiB: at least n / speed seconds before the
+		 * next), looked at again soon. */
 		want = busy ? s->speed_min : s->speed_max;
-		left = (double)k.last_n / 2 / want - (now() - k.last_t);
+		left = (double)k->last_n / 2 / want - (now() - k->last_t);
 		if (left > 0) {
 			wait_news(s, left < PACE_POLL ? left : PACE_POLL);
 			continue;
 		}
-		g = &s->win[(s->win_head + s->win_count) % WIN_MAX];
-		g->lo = k.next;
-		g->n = (busy ? REGION_BUSY : s->region_max) / 512;
-		if (g->n > k.run_end - k.next)
-			g->n = k.run_end - k.next;
-		g->n = rf_array_sync_ops(a)->clip(a, k.next, g->n);
-		g->state = REG_READY;
-		g->ret = 0;
-		g->keep_locked = false;
-		s->win_count++;
+		cut(s, busy);
 		pthread_cond_signal(&s->wcond);
-		k.next += g->n;
-		k.last_n = g->n;
-		k.last_t = now();
 	}
+	*pos = k->pos;
+	ret = k->ret;
 	pthread_mutex_unlock(&s->lock);
-	*pos = k.pos;
-	if (k.ret)
+	if (ret)
 		*why = "stopped by an IO error";
-	else if (stopped && k.pos < total)
+	else if (stopped && *pos < total)
 		*why = "interrupted";
-	return k.ret;
+	return ret;
 }
 
 static void workers_stop(struct rf_sync *s)
@@ -805,9 +923,14 @@ static int workers_start(struct rf_sync *s)
 	per &= ~(BLK - 1);
 	if (per < REGION_BUSY)
 		per = REGION_BUSY;
+	pthread_mutex_lock(&s->lock);
 	s->region_max = per;
 	s->quit = false;
+	s->retiring = false;
 	s->win_head = s->win_count = s->taken = 0;
+	s->win_limit = WIN_PER_WORKER;
+	s->k = (struct walk){ .next = 0, .run_end = 0 };  /* nothing to cut before walk() */
+	pthread_mutex_unlock(&s->lock);
 	s->workers = calloc(SYNC_WINDOW, sizeof(*s->workers));
 	if (!s->workers)
 		return -ENOMEM;
@@ -816,7 +939,10 @@ static int workers_start(struct rf_sync *s)
 		s->nalloc = i + 1;      /* workers_stop() frees what it got */
 		if (ret)
 			break;
+		pthread_mutex_lock(&s->lock);
 		s->nworkers = i + 1;
+		s->win_limit = WIN_PER_WORKER * s->nworkers;
+		pthread_mutex_unlock(&s->lock);
 	}
 	if (ret && i > 0) {
 		/* The others go on: fewer regions at once. */
@@ -853,7 +979,7 @@ static void *sync_main(void *arg)
 		rf_info("%s: %s started at sector %llu of %llu", rf_array_name(a), rf_sync_action_name(act),
 			(unsigned long long)pos, (unsigned long long)total);
 		/* Writes are tracked at the range lock from here on. */
-		rf_sync_rows_begin(a);
+		rf_sync_rows_begin(a, s->ops);
 		ret = walk(s, act, &pos, total, &why);
 		rf_sync_rows_end(a);
 	}
@@ -874,8 +1000,12 @@ static void *sync_main(void *arg)
 	/* Outside the lock: the callback may read the status. */
 	if (notify)
 		notify(a, act, !ret && pos >= total, pos, notify_priv);
+	if (act == RF_SYNC_RECOVER && !ret && pos >= total && s->ops != rf_array_sync_ops(a))
+		/* The bitmap's chunks are in the level's units: every one of
+		 * them is rebuilt. */
+		rf_bitmap_rebuilt(rf_array_bitmap(a), 0, walk_total(a, rf_array_sync_ops(a)));
 	if (act == RF_SYNC_RECOVER)
-		rf_recovery_ended(a, !ret && pos >= total, dev_offset(a, pos));
+		rf_recovery_ended(a, !ret && pos >= total, dev_offset(a, s->ops, pos));
 	pthread_mutex_lock(&s->lock);
 	s->action = RF_SYNC_IDLE;
 	s->running = false;
@@ -914,7 +1044,7 @@ static int start(struct rf_array *a, enum rf_sync_action act)
 		return -EIO;
 	}
 	pthread_mutex_lock(&s->lock);
-	if (s->running) {
+	if (s->running || s->stopping) {
 		pthread_mutex_unlock(&s->lock);
 		return -EBUSY;
 	}
@@ -922,12 +1052,13 @@ static int start(struct rf_array *a, enum rf_sync_action act)
 	s->action = act;
 	s->frozen = false;
 	s->stop = false;
-	s->total = walk_total(a);
+	s->ops = walk_ops(a, act);
+	s->total = walk_total(a, s->ops);
 	s->done = act == RF_SYNC_RESYNC && s->resync_cp < s->total ? s->resync_cp : 0;
 	/* A rebuild resumes where its superblock says (recovery_cp, member
 	 * sectors as md's recovery_offset), in the walk's units. */
-	if (act == RF_SYNC_RECOVER && walk_start(a, rf_array_recovery_cp(a)) < s->total)
-		s->done = walk_start(a, rf_array_recovery_cp(a));
+	if (act == RF_SYNC_RECOVER && walk_start(a, s->ops, rf_array_recovery_cp(a)) < s->total)
+		s->done = walk_start(a, s->ops, rf_array_recovery_cp(a));
 	s->nmarks = 0;
 	s->nlogged = 0;
 	s->skipped = 0;
@@ -957,12 +1088,19 @@ void rf_sync_stop(struct rf_array *a, bool freeze)
 	if (!s)
 		return;
 	pthread_mutex_lock(&s->lock);
+	/* No walk starts until this stop is done: the ending walk kicks the
+	 * management thread, which would otherwise start the rebuild again
+	 * (not frozen yet, not stopping) and this stop wait for all of it. */
+	s->stopping++;
+	if (freeze)
+		s->frozen = true;
 	s->stop = true;
 	pthread_cond_broadcast(&s->cond);
 	while (s->running)
 		pthread_cond_wait(&s->cond, &s->lock);
 	reap(s);
 	s->frozen = freeze;
+	s->stopping--;
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -1011,7 +1149,7 @@ void rf_sync_get(struct rf_array *a, struct rf_sync_status *st)
 	pthread_mutex_lock(&s->lock);
 	st->action = s->running ? s->action : s->frozen ? RF_SYNC_FROZEN : RF_SYNC_IDLE;
 	st->done = s->running ? s->done : 0;
-	st->total = s->running ? s->total : walk_total(a);
+	st->total = s->running ? s->total : walk_total(a, rf_array_sync_ops(a));
 	st->mismatch_cnt = s->mismatches;
 	st->speed_min = s->speed_min;
 	st->speed_max = s->speed_max;
@@ -1114,7 +1252,7 @@ int rf_sync_set_resync_cp(struct rf_array *a, uint64_t sector)
 	if (s->running && s->action == RF_SYNC_RESYNC) {
 		ret = -EBUSY;
 	} else {
-		s->resync_cp = sector < walk_total(a) ? sector : RF_SYNC_NONE;
+		s->resync_cp = sector < walk_total(a, rf_array_sync_ops(a)) ? sector : RF_SYNC_NONE;
 		sector = s->resync_cp;
 		notify = s->notify;
 		priv = s->notify_priv;

@@ -20,10 +20,16 @@
 # - raid6 (5 + 2) with sync_action frozen while two members fail: on idle
 #   both spares take their slots and are rebuilt in one pass (one
 #   "recover started" in the log), the data verifies and a check counts 0.
-# - raid10 (near 2, 4 + 1): a rebuild stopped by an unmount half-way
-#   resumes at its checkpoint on the next mount (md's recovery_offset,
-#   "recover started at sector N" with N > 0), not at 0, and completes
-#   with the data right.
+# - raid6 (5 + 2): a rebuild of slot 1 stopped at P, then slots 1 and 3
+#   rebuilt in one pass stopped at Q < P: each spare keeps its own
+#   recovery_offset, and the next assembly resumes slot 1 at P, slot 3 at
+#   Q, in one pass from Q.
+# - raid6 (5 + 1): a rebuild killed (kill -9) half-way resumes at the
+#   checkpoint the rebuild wrote into the spare's superblock on its way.
+# - raid10 (near 2, far 2 and, in full runs, offset 2; 4 + 1): a rebuild
+#   stopped by an unmount half-way resumes at its checkpoint on the next
+#   mount (md's recovery_offset, "recover started at sector N" with N > 0),
+#   not at 0, and completes with the data right.
 # Then the refusals: a spare too small, a member twice, remove of an
 # active member, a word md does not take.
 . "$(dirname "$0")/lib.sh"
@@ -160,31 +166,108 @@ check '[ "$(val mismatch_cnt)" = 0 ]' "r6two: check after the rebuild counts 0"
 fio_verify --verify_only "$IMG" --rw=write --bs=64k --size=8M --name=fill
 stop_array "$MNT"
 
-log "r10resume: a raid10 rebuild stopped half-way resumes at its checkpoint"
-fill r10resume 4 1 10
-echo 2000 >"$MNT/md/sync_speed_min"
-echo 2000 >"$MNT/md/sync_speed_max"
-echo faulty >"$MNT/md/dev-r10resume-2.img/state"
-wait_for "r10resume: rebuild under way" \
-	'done=$(cut -d/ -f1 <"$MNT/md/sync_completed" 2>/dev/null); [ "${done:-0}" -gt 4096 ] 2>/dev/null'
+log "r6own: two spares rebuilt in one pass keep a checkpoint each"
+# Slot 1's rebuild stops (frozen) at P; slot 3 fails and both are rebuilt
+# in one pass from 0, stopped (unmount) at Q < P: each spare's superblock
+# keeps its own recovery_offset (P and Q), as md's rdev->recovery_offset,
+# and the next assembly resumes each from there.
+fill r6own 5 2 6
+# 1000 KiB/s: the whole rebuild (15 MiB a member) takes 15 s.
+echo 1000 >"$MNT/md/sync_speed_min"
+echo 1000 >"$MNT/md/sync_speed_max"
+echo faulty >"$MNT/md/dev-r6own-1.img/state"
+wait_for "r6own: first rebuild under way" \
+	'done=$(cut -d/ -f1 <"$MNT/md/sync_completed" 2>/dev/null); [ "${done:-0}" -gt 6144 ] 2>/dev/null'
+echo frozen >"$MNT/md/sync_action"
+check '[ "$(val degraded)" = 1 ]' "r6own: slot 1 still being rebuilt when frozen (degraded $(val degraded))"
+echo faulty >"$MNT/md/dev-r6own-3.img/state"
+echo idle >"$MNT/md/sync_action"
+wait_for "r6own: second rebuild under way" \
+	'[ "$(val sync_action)" = recover ] && done=$(cut -d/ -f1 <"$MNT/md/sync_completed" 2>/dev/null) &&
+	[ "${done:-0}" -gt 1024 ] && [ "$done" -lt 4096 ] 2>/dev/null'
 stop_array "$MNT"
-if [ -n "$(command -v mdadm)" ]; then
-	mdadm --examine "$D/r10resume-s0.img" >"$WORK/examine" 2>&1
-	grep -q "Recovery Offset" "$WORK/examine" ||
-		fail "r10resume: mdadm sees no recovery offset on the spare: $(cat "$WORK/examine")"
-fi
-start_assemble array.img "$MNT" "$D/r10resume-0.img" "$D/r10resume-1.img" "$D/r10resume-s0.img" \
-	"$D/r10resume-3.img"
-wait_for "r10resume: resumed rebuild" '[ "$(val degraded)" = 0 ] && [ "$(val sync_action)" = idle ]'
 logf=$(daemon_log_file "$MNT")
-vlog "r10resume: $(grep -E 'recover|rebuil' "$logf")"
-grep -q "recover started at sector [1-9][0-9]* of" "$logf" ||
-	fail "r10resume: the rebuild did not resume at its checkpoint: $(grep -i recover "$logf")"
+vlog "r6own: $(grep -E 'recover|takes slot' "$logf")"
+# recovery_offset N: what the daemon logged when each resumed.
+start_assemble array.img "$MNT" "$D/r6own-0.img" "$D/r6own-s0.img" "$D/r6own-2.img" "$D/r6own-s1.img" \
+	"$D/r6own-4.img"
+wait_for "r6own: resumed rebuild" '[ "$(val degraded)" = 0 ] && [ "$(val sync_action)" = idle ]'
+logf=$(daemon_log_file "$MNT")
+vlog "r6own: $(grep -E 'recover|rebuil' "$logf")"
+p=$(sed -n 's/.*r6own-s0.img in slot 1 was being rebuilt: resuming at sector \([0-9]*\)$/\1/p' "$logf")
+q=$(sed -n 's/.*r6own-s1.img in slot 3 was being rebuilt: resuming at sector \([0-9]*\)$/\1/p' "$logf")
+check '[ -n "$p" ] && [ -n "$q" ] && [ "$q" -gt 0 ] && [ "$p" -gt "$q" ]' \
+	"r6own: slot 1 resumes past slot 3 (P '$p' > Q '$q' > 0): $(grep -E 'resuming|recover started' "$logf")"
+grep -q "recover started at sector $q of" "$logf" ||
+	fail "r6own: the pass did not start at the lower checkpoint $q: $(grep -i recover "$logf")"
 echo check >"$MNT/md/sync_action"
-wait_sync_idle "$MNT" "r10resume: check"
-check '[ "$(val mismatch_cnt)" = 0 ]' "r10resume: check after the resumed rebuild counts 0"
+wait_sync_idle "$MNT" "r6own: check"
+check '[ "$(val mismatch_cnt)" = 0 ]' "r6own: check after the resumed rebuild counts 0"
 fio_verify --verify_only "$IMG" --rw=write --bs=64k --size=8M --name=fill
 stop_array "$MNT"
+
+log "r6crash: a rebuild killed half-way resumes at the checkpoint its superblock holds"
+# The rebuild writes its checkpoint into the spare's superblock as it goes
+# (md's recovery_offset): after kill -9 the next assembly resumes there.
+fill r6crash 5 1 6
+echo 2000 >"$MNT/md/sync_speed_min"
+echo 2000 >"$MNT/md/sync_speed_max"
+echo faulty >"$MNT/md/dev-r6crash-2.img/state"
+wait_for "r6crash: rebuild under way" \
+	'done=$(cut -d/ -f1 <"$MNT/md/sync_completed" 2>/dev/null); [ "${done:-0}" -gt 12288 ] 2>/dev/null'
+kill -9 "$DAEMON_PID"
+wait_daemon_exit "$MNT" --any-status
+fusermount3 -u -z "$MNT" 2>/dev/null || true
+start_assemble array.img "$MNT" "$D/r6crash-0.img" "$D/r6crash-1.img" "$D/r6crash-s0.img" "$D/r6crash-3.img" \
+	"$D/r6crash-4.img"
+wait_for "r6crash: resumed rebuild" '[ "$(val degraded)" = 0 ] && [ "$(val sync_action)" = idle ]'
+logf=$(daemon_log_file "$MNT")
+vlog "r6crash: $(grep -E 'recover|rebuil|resum' "$logf")"
+grep -q "r6crash-s0.img in slot 2 was being rebuilt: resuming at sector [1-9][0-9]*$" "$logf" ||
+	fail "r6crash: the rebuild did not resume at a checkpoint: $(grep -iE 'recover|resum' "$logf")"
+echo check >"$MNT/md/sync_action"
+wait_sync_idle "$MNT" "r6crash: check"
+check '[ "$(val mismatch_cnt)" = 0 ]' "r6crash: check after the resumed rebuild counts 0"
+fio_verify --verify_only "$IMG" --rw=write --bs=64k --size=8M --name=fill
+stop_array "$MNT"
+
+# r10resume LAYOUT: a raid10 rebuild (4 + 1) stopped by an unmount half-way
+# resumes at its checkpoint on the next mount.  The rebuild goes by member
+# sector, as md's does, so far copies resume as near ones do.
+r10resume() {
+	local t=r10$1 logf
+	log "$t: a raid10 $1 rebuild stopped half-way resumes at its checkpoint"
+	mk_conf "$D/$t.conf" level=10 layout="$1" members="$(members 4 "$t-")" spares="$t-s0.img" \
+		member_size=16M chunk_size=64K metadata=1.2
+	create_array --assume-clean "$D/$t.conf"
+	start_array "$D/$t.conf" "$MNT"
+	fio_verify "$IMG" --rw=write --bs=64k --size=8M --name=fill
+	echo 2000 >"$MNT/md/sync_speed_min"
+	echo 2000 >"$MNT/md/sync_speed_max"
+	echo faulty >"$MNT/md/dev-$t-2.img/state"
+	wait_for "$t: rebuild under way" \
+		'done=$(cut -d/ -f1 <"$MNT/md/sync_completed" 2>/dev/null); [ "${done:-0}" -gt 4096 ] 2>/dev/null'
+	stop_array "$MNT"
+	if [ -n "$(command -v mdadm)" ]; then
+		mdadm --examine "$D/$t-s0.img" >"$WORK/examine" 2>&1
+		grep -q "Recovery Offset" "$WORK/examine" ||
+			fail "$t: mdadm sees no recovery offset on the spare: $(cat "$WORK/examine")"
+	fi
+	start_assemble array.img "$MNT" "$D/$t-0.img" "$D/$t-1.img" "$D/$t-s0.img" "$D/$t-3.img"
+	wait_for "$t: resumed rebuild" '[ "$(val degraded)" = 0 ] && [ "$(val sync_action)" = idle ]'
+	logf=$(daemon_log_file "$MNT")
+	vlog "$t: $(grep -E 'recover|rebuil' "$logf")"
+	grep -q "recover started at sector [1-9][0-9]* of" "$logf" ||
+		fail "$t: the rebuild did not resume at its checkpoint: $(grep -i recover "$logf")"
+	echo check >"$MNT/md/sync_action"
+	wait_sync_idle "$MNT" "$t: check"
+	check '[ "$(val mismatch_cnt)" = 0 ]' "$t: check after the resumed rebuild counts 0"
+	fio_verify --verify_only "$IMG" --rw=write --bs=64k --size=8M --name=fill
+	stop_array "$MNT"
+}
+r10resume n2
+r10resume f2
+full r10resume o2
 
 log "refusals"
 mk_conf "$D/bad.conf" level=5 members="$(members 4 bad-)" spares="bad-s0.img" member_size=16M chunk_size=64K metadata=1.2

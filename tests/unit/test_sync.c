@@ -593,7 +593,7 @@ static void window_writes(const struct spec *sp, uint64_t lo, uint64_t hi, bool 
 	assert_true(nlo < hi && lo < nhi);
 	assert_true(flo >= 256);
 
-	rf_sync_rows_begin(a);
+	rf_sync_rows_begin(a, NULL);
 	rf_rangelock_lock(&a->rl, &range, lo, hi);
 	/* Another region in flight, on rows neither write touches. */
 	if (hi != UINT64_MAX) {
@@ -1062,11 +1062,94 @@ static void test_raid10_checkpoint(void **state)
 		/* Far copies of the first chunks lie past every near copy: a
 		 * walk in array order writes them early, but md's one offset
 		 * can say so only once the near copies are all done, so a far
-		 * layout resumes from the start. */
+		 * layout resumes from the start in array order (the bitmap's
+		 * rebuild; a whole one goes by member sector: the recover
+		 * table). */
 		x = a->ops->sync->dev_offset(a, g->array_sectors / 2);
 		if (!x || (g->far_copies == 1 || g->far_offset) != (a->ops->sync->walk_start(a, x) > 0))
 			fail_msg("%s: half-way checkpoint %llu resumes at %llu", sp->what, (unsigned long long)x,
 				 (unsigned long long)a->ops->sync->walk_start(a, x));
+		rf_array_close(a);
+	}
+}
+
+/* The walk pauses here, its lock let go after a look at the load, long
+ * enough for the idle workers to cut every region left. */
+static void pause_walk(void)
+{
+	usleep(5000);
+}
+
+/* Regression: while the walk thread looks at the load (its lock let go),
+ * idle workers cut regions themselves, up to the end of the array; the
+ * walk must look at the cursor again before it cuts one.  The buggy walk
+ * cut a region of 0 sectors at the end: its read failed, every member was
+ * marked faulty and the check ended "stopped by an IO error".  Expected:
+ * each action ends with the array whole and nothing found. */
+static void test_cut_at_end(void **state)
+{
+	const struct spec *sp = &specs[6];     /* raid5, 2 MiB members: 2 idle regions */
+	struct rf_array *a;
+	int round;
+
+	make_members(sp, false);
+	a = open_array(sp, 2);
+	/* Unpaced: a worker cuts the next region as soon as it may. */
+	assert_int_equal(rf_sync_set_speed_max(a, INT32_MAX), 0);
+	rf_sync_test_looked = pause_walk;
+	for (round = 0; round < 4; round++) {
+		assert_int_equal(run_action(a, round % 2 ? RF_SYNC_RESYNC : RF_SYNC_CHECK), 0);
+		if (rf_faulty(a))
+			fail_msg("round %d: members faulty after the walk: 0x%llx", round,
+				 (unsigned long long)rf_faulty(a));
+	}
+	rf_sync_test_looked = NULL;
+	rf_array_close(a);
+}
+
+/* raid10's rebuild goes by member sector (its recover table): a write's
+ * rows hold every member sector a copy of it lies at, so a region being
+ * rebuilt holds every write that touches what it copies.  Writes of 4 KiB
+ * and of 40 KiB (across chunks) everywhere, for near, far and offset
+ * copies; and the rows of a near layout's write stay tight (a chunk row
+ * or two), or every write would wait for every region. */
+static void test_raid10_recover_rows(void **state)
+{
+	static const int pick[] = { 2, 3, 4 };  /* raid10 n2, f2, o2 */
+	static const uint32_t lens[] = { 4096, 40960 };
+	unsigned i, l;
+
+	for (i = 0; i < sizeof(pick) / sizeof(pick[0]); i++) {
+		const struct spec *sp = &specs[pick[i]];
+		const struct rf_sync_ops *rec;
+		const struct rf_geom *g;
+		struct rf_array *a;
+		uint64_t off, lo, hi, as;
+		int devs[RF_MAX_MEMBERS], n, c;
+		uint64_t secs[RF_MAX_MEMBERS];
+
+		make_members(sp, false);
+		a = open_array(sp, 2);
+		g = rf_array_geom(a);
+		rec = a->ops->sync->recover;
+		assert_non_null(rec);
+		assert_int_equal(rec->total(a), g->dev_sectors);
+		for (l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+			for (off = 0; off + lens[l] <= g->array_sectors * 512; off += 4096) {
+				rec->write_rows(a, off, lens[l], &lo, &hi);
+				if (g->far_copies == 1 && hi - lo > 3 * g->chunk_sectors)
+					fail_msg("%s: a write of %u at %llu holds rows [%llu, %llu)", sp->what, lens[l],
+						 (unsigned long long)off, (unsigned long long)lo, (unsigned long long)hi);
+				for (as = off / 512; as < (off + lens[l]) / 512; as += 8) {
+					n = rf_r10_map(g, as, devs, secs);
+					for (c = 0; c < n; c++)
+						if (secs[c] < lo || secs[c] >= hi)
+							fail_msg("%s: a write of %u at %llu: rows [%llu, %llu) miss member %d sector %llu",
+								 sp->what, lens[l], (unsigned long long)off, (unsigned long long)lo,
+								 (unsigned long long)hi, devs[c], (unsigned long long)secs[c]);
+				}
+			}
+		}
 		rf_array_close(a);
 	}
 }
@@ -1121,7 +1204,9 @@ int main(void)
 		cmocka_unit_test(test_foreground_race),
 		cmocka_unit_test(test_window_writes),
 		cmocka_unit_test(test_rebuild),
+		cmocka_unit_test(test_cut_at_end),
 		cmocka_unit_test(test_raid10_checkpoint),
+		cmocka_unit_test(test_raid10_recover_rows),
 	};
 
 	return fx_run_tests("sync", tests);
