@@ -61,7 +61,7 @@ full race 5 4 "$(members 4)" tuning.rmw_level=0
 full race 5 4 "$(members 4)" tuning.rmw_level=2 tuning.stripe_size=16384
 full race 5 5 "$(members 5)" tuning.worker_groups=3 tuning.group_thread_cnt=2
 full race 4 4 "$(members 4)" tuning.stripe_size=65536 tuning.stripe_cache_size=17
-race 6 5 "$(members 5)" tuning.rmw_level=2
+race 6 5 "$(members 5)" tuning.rmw_level=1
 full race 6 6 "$(members 6)" tuning.stripe_cache_size=17 tuning.group_thread_cnt=4
 full race 6 5 "$(members 5)" tuning.worker_groups=0 tuning.group_thread_cnt=0
 race 5 4 "d0.img missing d2.img d3.img" tuning.stripe_cache_size=17

@@ -89,7 +89,7 @@ check '[ "$(val stripe_cache_size)" = 256 ]' "md's default stripe cache"
 check '[[ "$(val stripe_cache_active)" =~ ^[0-9]+$ ]]' "stripe_cache_active is a count"
 check '[ "$(val group_thread_cnt)" = 0 ]' "group_thread_cnt default (md's 0: submitters do the work)"
 check '[ "$(val worker_groups)" -ge 1 ]' "worker_groups"
-check '[ "$(val rmw_level)" = 1 ]' "rmw_level default"
+check '[ "$(val rmw_level)" = 2 ]' "rmw_level default (2: on a tie, read-modify-write)"
 check '[ "$(val metadata_version)" = none ]' "metadata_version"
 # Each file is one line.
 for f in $want_rw $want_ro "$MNT"/md/dev-*/*; do
