@@ -2,7 +2,8 @@
  *
  * The ranked candidates of rf_detect() as a table with each one's
  * evidence, as one JSON object (the same fields), and as a raidfuse
- * config for one of them, ready for `raidfuse mount CONFIG`.  Nothing
+ * config for one of them, ready for `raidfuse mount --overlay DIR CONFIG`
+ * (or plain `mount` on copies of the members).  Nothing
  * here reads a member; the config names the members by absolute path
  * (a config's relative paths are relative to the config file), with
  * metadata "none" so that no superblock is written on them.
@@ -188,7 +189,8 @@ int rf_detect_write_config(const char *file, const struct rf_detect_result *r, i
 	fprintf(f, "# Written by raidfuse detect: candidate %d, score %.1f (%s).\n", idx + 1, c->score,
 		r->verdict);
 	fprintf(f, "# metadata = \"none\": no superblock is written on the members.  mount serves the\n"
-		   "# array read-write: to keep the members as they are, work on copies of them.\n");
+		   "# array read-write: to keep the members as they are, serve it with\n"
+		   "# raidfuse mount --overlay DIR (writes go to DIR) or work on copies.\n");
 	fprintf(f, "array: {\n\tname = \"array.img\";\n\tlevel = %d;\n", c->g.level);
 	if (c->g.level != 0 && c->g.level != 1)
 		fprintf(f, "\tlayout = \"%s\";\n", rf_layout_name(c->g.level, c->g.layout, lay, sizeof(lay)));

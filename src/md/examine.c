@@ -7,9 +7,7 @@
  * as mdadm prints them.
  *
  * Not printed, because struct rf_sb does not keep what they need:
- *  - 1.x: "Cluster Name" (clustered arrays are refused), the reshape block
- *    (Reshape pos'n, Delta Devices, New Level/Layout/Chunksize: arrays in
- *    reshape are refused), "New Offset", "PPL", and "Unused Space" when an
+ *  - 1.x: "Cluster Name" (clustered arrays are refused), and "Unused Space" when an
  *    internal bitmap sits after a 1.1/1.2 superblock and the caller did
  *    not read its size into sb->bitmap_sectors (mdadm sizes it from the
  *    bitmap's own header).

@@ -1,10 +1,12 @@
 #!/bin/bash
-# 25-md-pending: kernel md's arrays in shapes raidfuse does not serve yet.
+# 25-md-pending: kernel md's arrays that the tests of manifest.jsonl
+# cannot describe.
 #
 # tests/data/md-images/manifest-pending.jsonl lists arrays kernel md made
-# that raidfuse refuses today (members with different data offsets,
-# multi-zone raid0, a 2-member raid5, raid5 mid-reshape; raid5 with a
-# partial parity log, served now; README.md there).  For each:
+# in shapes raidfuse once refused and the config-driven tests cannot
+# describe (raid5 mid-reshape, served read-only now and read sector by
+# sector in 30-midreshape; raid5 with a partial parity log, served now;
+# README.md there).  For each:
 #  - raidfuse examine reads every member and prints the data offset and
 #    feature map mdadm --examine printed;
 #  - raidfuse assemble --ro either refuses with a one-line message, or
