@@ -47,11 +47,14 @@ pattern() {
 
 # writer ACKED: numbered blocks, one dd each; a number goes to ACKED only
 # once its dd (O_DIRECT, fsync) returned.  Ends at the first failed dd.
+# nocreat: a dd started after kill_daemon's lazy unmount would otherwise
+# create a plain file in the directory beneath the mount, succeed, and
+# count a block the array never saw as acknowledged.
 writer() {
 	local acked=$1 k
 	for ((k = 0; k < NBLK; k++)); do
 		pattern "$k" | dd of="$IMG" bs=4096 seek=$((k * STEP % NBLK)) count=1 iflag=fullblock oflag=direct \
-			conv=fsync,notrunc status=none 2>/dev/null || return 0
+			conv=fsync,notrunc,nocreat status=none 2>/dev/null || return 0
 		echo "$k" >>"$acked"
 	done
 }

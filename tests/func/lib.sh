@@ -342,6 +342,9 @@ _pre_start() {
 	[ -n "$(conf_name "$1")" ] || fail "start_array: no name in $1"
 	mkdir -p "$2"
 	mountpoint -q "$2" && fail "start_array: $2 is already a mount point"
+	# Files beneath a mount point are a write that missed the array (one
+	# made after a lazy unmount): the mount would hide them.
+	[ -z "$(ls -A "$2")" ] || fail "start_array: $2 is not empty: $(ls -A "$2" | head -n 3 | tr '\n' ' ')"
 	return 0
 }
 
