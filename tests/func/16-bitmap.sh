@@ -97,7 +97,13 @@ round() {
 	fio --name=crash --filename="$IMG" --rw=randwrite --bs=4k --offset=32M --size=4M --direct=1 \
 		--ioengine=psync --time_based --runtime=20 >/dev/null 2>&1 &
 	fiopid=$!
+	# Killed once the writes have marked the superblocks dirty (fio may
+	# take seconds to start on a loaded machine; 2 s at least of writes).
 	sleep 2
+	for ((i = 0; i < 150; i++)); do
+		[ "$(mdadm --examine "$C/d0.img" | sed -n 's/^ *State : //p')" = active ] && break
+		sleep 0.1
+	done
 	kill -9 "$pid"
 	wait_daemon_exit "$MNT" --any-status
 	fusermount3 -u -z "$MNT" 2>/dev/null || true
