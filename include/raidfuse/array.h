@@ -157,8 +157,8 @@ enum rf_dev_flags {
 	RF_DEV_SPARE = 1 << 2,          /* no slot, or a slot it is being rebuilt into */
 	RF_DEV_WRITE_MOSTLY = 1 << 3,   /* raid1: read only when no other copy can serve */
 	RF_DEV_MISSING = 1 << 4,        /* an empty slot: no file */
-	RF_DEV_FAILFAST = 1 << 5,       /* md's failfast: a failed read fails it, no retry
-					 * (shown from the device's io.failfast) */
+	RF_DEV_FAILFAST = 1 << 5,       /* md's failfast: a failed read fails it, no retry,
+					 * while the array could lose it (io.failfast) */
 };
 
 struct rf_dev_info {

@@ -33,7 +33,9 @@ struct rf_config {
 	char *spares[RF_MAX_MEMBERS];   /* spare member files, resolved as members are */
 	uint64_t member_size;           /* bytes, for `create`; 0 if not given */
 	uint64_t failfast;              /* members (bit i: member i) that are md's failfast
-					 * (array.failfast) */
+					 * (array.failfast, or found in their superblocks) */
+	uint64_t write_mostly;          /* members that are md's write-mostly (array.write_mostly,
+					 * or found in their superblocks) */
 	unsigned member_timeout_ms;     /* NBD members: a command not done within it fails the
 					 * member (array.member_timeout; default 30 s) */
 	uint64_t data_offset;           /* bytes */
@@ -65,6 +67,7 @@ struct rf_config {
 	/* md metadata */
 	int metadata;                   /* enum rf_sb_kind: what `create` writes (1.2, or
 					 * RF_SB_NONE for "none"); what assemble found */
+	int metadata_line;              /* config line of array.metadata; 0: the default */
 	uint8_t uuid[16];               /* array uuid, when superblocks named one */
 	bool has_uuid;
 	bool readonly;                  /* members opened read-only, writes fail (EROFS) */

@@ -72,7 +72,8 @@ struct rf_ioq_member {
 	struct rf_fault *fault;         /* fault injection (fault.h), or NULL: asked before
 					 * each operation is issued */
 	uint8_t failfast;               /* md's failfast: a failed read ends with its error
-					 * at once (else it is issued once more first) */
+					 * at once (else it is issued once more first); the
+					 * array changes it while IO runs: read atomically */
 };
 
 /* The members a queue serves: n entries of struct rf_ioq_member, stride

@@ -49,6 +49,10 @@ enum rf_sb_kind {
 #define RF_SB_MAX_DEV           1920            /* (4096 - 256) / 2 roles in 1.x */
 
 /* One member's superblock, checked and normalized. */
+/* md's per-device flags (1.x devflags; 0.90 disk state bits 9 and 10). */
+#define RF_SB_DEVFLAG_WRITE_MOSTLY 1    /* md's WriteMostly1 */
+#define RF_SB_DEVFLAG_FAILFAST     2    /* md's FailFast1 */
+
 struct rf_sb {
 	enum rf_sb_kind kind;
 	uint64_t member_sectors;        /* size of the member it was read from */
@@ -78,7 +82,8 @@ struct rf_sb {
 	bool clean;
 	uint64_t ctime, utime;          /* seconds since the epoch */
 	uint32_t csum;                  /* as stored (it matched) */
-	uint8_t devflags;               /* 1.x: 1 write-mostly, 2 failfast */
+	uint8_t devflags;               /* RF_SB_DEVFLAG_*: 1.x's devflags; 0.90's from this
+					 * disk's descriptor state */
 	uint16_t bblog_size;            /* 1.x bad block log, sectors */
 	int32_t bblog_offset;           /* sectors from the superblock */
 	/* A reshape under way (1.x: RF_SB_FEAT_RESHAPE; 0.90: minor version 91),
@@ -162,6 +167,7 @@ struct rf_sb_new {
 					 * after the superblock (bitmap.h writes it); 0: none */
 	bool ppl;                       /* md's partial parity log (raid5): RF_SB_PPL_SECTORS
 					 * 8 sectors after the superblock, feature MULTI_PPL */
+	uint64_t write_mostly, failfast;/* roles (bit i: role i) whose devflags say so */
 };
 
 /* The partial parity log area mdadm 4.2 makes (1 MiB). */
@@ -231,6 +237,10 @@ struct rf_sb_change {
 	 * area as recorded in the ppl fields) or off (-1: the feature bits
 	 * cleared, the fields kept, as md leaves them); 0: as it is. */
 	int set_ppl;
+	/* This device's md flags (RF_SB_DEVFLAG_*), as md's super_*_sync
+	 * writes them from the device's state. */
+	bool set_devflags;
+	uint8_t devflags;
 };
 
 /* Apply c to the superblock on a member through io: read it again (it must

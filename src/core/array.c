@@ -246,8 +246,8 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		if (ret)
 			goto fail;
 		a->present |= 1ull << i;
-		m->flags = RF_DEV_IN_SYNC;
-		m->io.failfast = (cfg->failfast >> i) & 1;
+		m->flags = RF_DEV_IN_SYNC | ((cfg->failfast >> i) & 1 ? RF_DEV_FAILFAST : 0) |
+			   ((cfg->write_mostly >> i) & 1 ? RF_DEV_WRITE_MOSTLY : 0);
 		if (m->size < m->data_offset + 2 * a->stripe_size) {
 			snprintf(err, errlen, "member %d (%s): %llu bytes is too small for data_offset %llu",
 				 i, m->path, (unsigned long long)m->size, (unsigned long long)m->data_offset);
@@ -310,6 +310,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		ret = -EINVAL;
 		goto fail;
 	}
+	rf_devs_flags_changed(a);
 	for (i = 0; i < cfg->nspares; i++) {
 		struct rf_dev *m = &a->devs[a->ndevs];
 		uint64_t doff = cfg->member_offsets ? cfg->spare_offset[i] : cfg->data_offset;

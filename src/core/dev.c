@@ -306,14 +306,22 @@ void rf_dev_drop(struct rf_array *a, int i)
 	a->ndevs--;
 }
 
-void rf_devs_write_mostly_changed(struct rf_array *a)
+void rf_devs_flags_changed(struct rf_array *a)
 {
-	uint64_t wm = 0;
+	uint64_t wm = 0, out = rf_faulty(a) | atomic_load(&a->recovering);
 	int i;
 
-	for (i = 0; i < a->nmembers; i++)
-		if (a->devs[i].flags & RF_DEV_WRITE_MOSTLY)
-			wm |= 1ull << i;
+	for (i = 0; i < a->nmembers; i++) {
+		struct rf_dev *d = &a->devs[i];
+		uint64_t bit = 1ull << i;
+		/* md sends failfast IO to a device only while another could
+		 * serve it: never to the last one that holds the data. */
+		bool ff = (d->flags & RF_DEV_FAILFAST) && !(out & bit) && !a->ops->failed(a, out | bit);
+
+		if (d->flags & RF_DEV_WRITE_MOSTLY)
+			wm |= bit;
+		__atomic_store_n(&d->io.failfast, (uint8_t)ff, __ATOMIC_RELAXED);
+	}
 	atomic_store(&a->write_mostly, wm);
 }
 
@@ -322,7 +330,7 @@ void rf_slot_vacated(struct rf_array *a, int k)
 	a->present &= ~(1ull << k);
 	atomic_fetch_or(&a->faulty, 1ull << k);
 	atomic_fetch_and(&a->recovering, ~(1ull << k));
-	rf_devs_write_mostly_changed(a);
+	rf_devs_flags_changed(a);
 }
 
 void rf_slot_rebuild_start(struct rf_array *a, int k, bool dirty_only)
@@ -335,12 +343,13 @@ void rf_slot_rebuild_start(struct rf_array *a, int k, bool dirty_only)
 	atomic_store(&a->recover_dirty_only, dirty_only);
 	atomic_fetch_or(&a->recovering, 1ull << k);
 	atomic_fetch_and(&a->faulty, ~(1ull << k));
-	rf_devs_write_mostly_changed(a);
+	rf_devs_flags_changed(a);
 }
 
 void rf_slot_rebuilt(struct rf_array *a, int k)
 {
 	atomic_fetch_and(&a->recovering, ~(1ull << k));
+	rf_devs_flags_changed(a);
 }
 
 void rf_recovery_reset(struct rf_array *a)

@@ -164,8 +164,10 @@ void rf_slot_rebuilt(struct rf_array *a, int k);
 void rf_recovery_reset(struct rf_array *a);
 /* Slots being rebuilt whose device failed meanwhile are just faulty. */
 void rf_recovery_drop_faulty(struct rf_array *a);
-/* The devices' write-mostly flags changed (raid1 reads). */
-void rf_devs_write_mostly_changed(struct rf_array *a);
+/* The devices' write-mostly or failfast flags, or which of them could be
+ * lost, changed: the raid1 read mask and each slot's io.failfast (set
+ * only while the array survives losing that device, as md) follow. */
+void rf_devs_flags_changed(struct rf_array *a);
 
 /* Whether device i is faulty: a slot's by the array's mask, the others by
  * their flags. */

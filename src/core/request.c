@@ -357,6 +357,8 @@ void rf_member_fail(struct rf_array *a, int member, int err, const char *what, u
 		 * say so (the fds and id are stable while IO is in flight). */
 		if (err != -ENODEV && rf_dev_check(m->io.fd, &m->id, false, why, sizeof(why)))
 			rf_err("member %d (%s): %s", member, m->path, why);
+		/* The last devices that hold the data are no longer failfast. */
+		rf_devs_flags_changed(a);
 		for (k = 0; k < a->nhooks; k++)
 			if (a->hooks[k].h->member_failed)
 				a->hooks[k].h->member_failed(a->hooks[k].priv, member);

@@ -177,6 +177,33 @@ static int check_keys(struct ld *ld, const config_setting_t *g,
 	return 0;
 }
 
+/* array.KEY = ( 1, 2 ): a set of member indexes (bit i: member i) into
+ * *out.  0, or the error of fail(). */
+static int member_set(struct ld *ld, const config_setting_t *arr, const char *key, int nmembers, uint64_t *out)
+{
+	const config_setting_t *s = config_setting_get_member(arr, key);
+	char name[64], buf[128];
+	int n;
+
+	if (!s)
+		return 0;
+	snprintf(name, sizeof(name), "array.%s", key);
+	n = config_setting_is_aggregate(s) ? config_setting_length(s) : -1;
+	if (n < 0)
+		return fail(ld, s, name, "must be a list of member indexes, %s = ( 1, 2 ); (got %s)", key,
+			    val_text(s, buf, sizeof(buf)));
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+		long long k = is_int(e) ? config_setting_get_int64(e) : -1;
+
+		if (k < 0 || k >= nmembers)
+			return fail(ld, e, name, "must list member indexes from 0 to %d (got %s)", nmembers - 1,
+				    val_text(e, buf, sizeof(buf)));
+		*out |= 1ull << k;
+	}
+	return 0;
+}
+
 static int get_int(struct ld *ld, const config_setting_t *s, const char *key,
 		   long long lo, long long hi, int *out)
 {
@@ -459,7 +486,7 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 	static const char *const keys[] = {
 		"name", "level", "layout", "chunk_size", "members", "spares",
 		"member_size", "data_offset", "size", "metadata", "bitmap", "bitmap_chunk", "member_timeout",
-		"failfast", "consistency_policy", NULL
+		"failfast", "write_mostly", "consistency_policy", NULL
 	};
 	const config_setting_t *s;
 	uint64_t v, unit;
@@ -502,6 +529,7 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 		const char *m = config_setting_type(s) == CONFIG_TYPE_STRING ?
 				config_setting_get_string(s) : NULL;
 
+		cfg->metadata_line = config_setting_source_line(s);
 		if (m && (!strcmp(m, "1.2") || !strcmp(m, "default")))
 			cfg->metadata = RF_SB_12;
 		else if (m && !strcmp(m, "none"))
@@ -680,24 +708,13 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 		cfg->member_timeout_ms = (unsigned)ms;
 	}
 
-	/* failfast = ( 1, 2 ): the members (by index) that are md's failfast */
-	s = config_setting_get_member(arr, "failfast");
-	if (s) {
-		int n = config_setting_is_aggregate(s) ? config_setting_length(s) : -1;
-
-		if (n < 0)
-			return fail(ld, s, "array.failfast", "must be a list of member indexes, failfast = ( 1, 2 ); (got %s)",
-				    val_text(s, buf, sizeof(buf)));
-		for (int i = 0; i < n; i++) {
-			const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
-			long long k = is_int(e) ? config_setting_get_int64(e) : -1;
-
-			if (k < 0 || k >= cfg->nmembers)
-				return fail(ld, e, "array.failfast", "must list member indexes from 0 to %d (got %s)",
-					    cfg->nmembers - 1, val_text(e, buf, sizeof(buf)));
-			cfg->failfast |= 1ull << k;
-		}
-	}
+	/* failfast = ( 1, 2 ) and write_mostly = ( 1 ): md's per-device
+	 * flags, by member index */
+	r = member_set(ld, arr, "failfast", cfg->nmembers, &cfg->failfast);
+	if (!r)
+		r = member_set(ld, arr, "write_mostly", cfg->nmembers, &cfg->write_mostly);
+	if (r)
+		return r;
 
 	/* member_size: only what `create` makes; must hold offset + size */
 	s = config_setting_get_member(arr, "member_size");

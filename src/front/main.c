@@ -1249,9 +1249,9 @@ static const struct cmd cmds[] = {
 	{ "mount", cmd_mount,
 	  "raidfuse mount [--overlay DIR] CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS] [--freeze]\n"
 	  "               [--force] [--allow-unsafe-dirs]",
-	  "Check the members against CONFIG (and their superblocks, if any) and serve the\n"
-	  "array as MOUNTPOINT/<name>, with md's control files beside it.  Stop it with\n"
-	  "fusermount3 -u MOUNTPOINT.\n"
+	  "Check the members and their superblocks (none with metadata \"none\") against\n"
+	  "CONFIG and serve the array as MOUNTPOINT/<name>, with md's control files beside\n"
+	  "it.  Stop it with fusermount3 -u MOUNTPOINT.\n"
 	  "\n"
 	  "  -O, --overlay=DIR      open the members read-only; every write goes to\n"
 	  "                         copy-on-write files in DIR, as assemble --overlay (for a\n"

@@ -261,12 +261,19 @@ static void requeue_alone(struct rf_ioq *q, struct rf_mio *m)
 	retry_push(q, m);
 }
 
+/* Whether member's reads are failfast now (the array changes it while
+ * IO runs: rf_devs_flags_changed()). */
+static bool ff(struct rf_ioq *q, int member)
+{
+	return __atomic_load_n(&rf_ioq_dev(q, member)->failfast, __ATOMIC_RELAXED);
+}
+
 /* A merged operation ended with res.  Pieces fully moved end; the rest
  * go back alone (an error is retried piece by piece to find its piece). */
 static int complete_chain(struct rf_ioq *q, struct rf_mio *h, int res)
 {
 	struct rf_mio *x, *next, *ended = NULL, **etail = &ended;
-	bool failfast = res < 0 && h->op == RF_MIO_READ && rf_ioq_dev(q, h->member)->failfast;
+	bool failfast = res < 0 && h->op == RF_MIO_READ && ff(q, h->member);
 	int n = 0;
 
 	if (failfast) {
@@ -327,7 +334,7 @@ int rf_ioq_complete(struct rf_ioq *q, struct rf_mio *m, int res)
 	}
 	if (m->nchain > 1)
 		return complete_chain(q, m, res);
-	if (res < 0 && m->op == RF_MIO_READ && !m->read_retried && !rf_ioq_dev(q, m->member)->failfast) {
+	if (res < 0 && m->op == RF_MIO_READ && !m->read_retried && !ff(q, m->member)) {
 		m->read_retried = 1;
 		q->nr_read_retry++;
 		requeue_alone(q, m);

@@ -357,6 +357,16 @@ int rf_assemble_overlay(const char *const *paths, int n, const char *image_name,
 	return assemble(paths, n, image_name, false, overlay_dir, cfg, err, errlen);
 }
 
+/* Member i's md flags, as its superblock records them (md's
+ * super_*_validate), into the config's sets. */
+static void devflags_cfg(struct rf_config *cfg, int i, const struct rf_sb *sb)
+{
+	if (sb->devflags & RF_SB_DEVFLAG_WRITE_MOSTLY)
+		cfg->write_mostly |= 1ull << i;
+	if (sb->devflags & RF_SB_DEVFLAG_FAILFAST)
+		cfg->failfast |= 1ull << i;
+}
+
 static int assemble(const char *const *paths, int n, const char *image_name, bool readonly,
 		    const char *overlay_dir, struct rf_config *cfg, char *err, size_t errlen)
 {
@@ -530,6 +540,7 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 		cfg->members[i] = strdup(paths[by_role[i]]);
 		if (!cfg->members[i])
 			goto out;
+		devflags_cfg(cfg, i, &sbs[by_role[i]]);
 	}
 	for (i = 0; i < nspare; i++) {
 		cfg->spares[i] = strdup(paths[spare[i]]);
@@ -588,6 +599,14 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 			continue;
 		/* Through the overlay, which may hold newer superblocks. */
 		r = read_one(m, cfg->overlay_dir, &sbs[i], err, errlen);
+		/* -ENOENT is "no superblock" unless the file itself is not
+		 * there. */
+		if (r == -ENOENT && !rf_nbd_is_uri(m) && access(m, F_OK)) {
+			r = -errno;
+			snprintf(err, errlen, "%s: member %d (line %d): %s: %s", cfg->path, i, cfg->member_line[i], m,
+				 strerror(-r));
+			goto out;
+		}
 		if (r == -ENOENT) {
 			without = i;
 			r = 0;
@@ -604,8 +623,23 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 		if (fi < 0 || sbs[i].events > sbs[fi].events)
 			fi = i;
 	}
-	if (with < 0)
-		goto out;       /* an array without superblocks */
+	if (with < 0) {
+		/* An array without superblocks is served only when the config
+		 * says so: members that lack the superblocks it names are not
+		 * yet made (or are not the files meant), and serving them from
+		 * sector 0 would put data where `create` puts its own. */
+		if (cfg->metadata != RF_SB_NONE) {
+			char where[32] = "the default";
+
+			if (cfg->metadata_line > 0)
+				snprintf(where, sizeof(where), "line %d", cfg->metadata_line);
+			snprintf(err, errlen, "%s: no member has an md superblock, and the config says metadata \"%s\" "
+				 "(%s): `raidfuse create %s` makes the array, or metadata = \"none\" serves "
+				 "members without one", cfg->path, rf_sb_kind_name(cfg->metadata), where, cfg->path);
+			r = -EINVAL;
+		}
+		goto out;
+	}
 	r = -EINVAL;
 	{
 		char whybuf[400];
@@ -695,8 +729,12 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 		if (dirty_degraded(&sbs[fi], missing, where, err, errlen))
 			goto out;
 	}
-	for (i = 0; i < cfg->nmembers; i++)
+	for (i = 0; i < cfg->nmembers; i++) {
 		role_sb[i] = cfg->members[i] ? &sbs[i] : NULL;
+		/* What the config names beside what md recorded. */
+		if (role_sb[i])
+			devflags_cfg(cfg, i, role_sb[i]);
+	}
 	for (i = 0; i < cfg->nspares; i++)
 		spare_sb[i] = NULL;
 	member_areas(cfg, role_sb, cfg->nmembers, spare_sb, cfg->nspares, &size);
@@ -837,6 +875,8 @@ int rf_assemble_plan_create(const struct rf_config *cfg, const uint64_t *member_
 	n->size = cfg->level == 0 ? 0 : comp;
 	n->data_offset = off;
 	n->ppl = cfg->ppl;
+	n->write_mostly = cfg->write_mostly;
+	n->failfast = cfg->failfast;
 	n->clean = clean;
 	n->ctime = (uint64_t)time(NULL);
 	return 0;

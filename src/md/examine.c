@@ -305,9 +305,9 @@ static void examine1(FILE *out, const struct rf_sb *sb)
 		print_reshape1(out, sb);
 	if (sb->devflags) {
 		fprintf(out, "          Flags :");
-		if (sb->devflags & 1)
+		if (sb->devflags & RF_SB_DEVFLAG_WRITE_MOSTLY)
 			fprintf(out, " write-mostly");
-		if (sb->devflags & 2)
+		if (sb->devflags & RF_SB_DEVFLAG_FAILFAST)
 			fprintf(out, " failfast");
 		fprintf(out, "\n");
 	}
@@ -487,7 +487,7 @@ int rf_sb_examine_json(FILE *out, const char *path, const struct rf_sb *sb)
 			    : "journal");
 	rf_json_kbool(&j, "replacement", (sb->feature_map & RF_SB_FEAT_REPLACEMENT) != 0);
 	if (is1) {
-		rf_json_kbool(&j, "write_mostly", sb->devflags & 1);
+		rf_json_kbool(&j, "write_mostly", sb->devflags & RF_SB_DEVFLAG_WRITE_MOSTLY);
 		device_map(sb, map, sizeof(map));
 		rf_json_kstr(&j, "device_map", map);
 	} else {

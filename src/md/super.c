@@ -178,6 +178,7 @@ _Static_assert(sizeof(struct sb090) == 4096, "0.90 superblock is 4 KiB");
 #define D090_SYNC               2
 #define D090_REMOVED            3
 #define D090_WRITEMOSTLY        9
+#define D090_FAILFAST           10
 #define S090_CLEAN              0
 #define S090_BITMAP             8
 
@@ -527,6 +528,8 @@ static int parse090(const uint8_t *buf, uint64_t member_sectors, const char *pat
 	sb->v090.this_disk.minor = s.this_disk.minor;
 	sb->v090.this_disk.raid_disk = s.this_disk.raid_disk;
 	sb->v090.this_disk.state = s.this_disk.state;
+	sb->devflags = (s.this_disk.state & (1u << D090_WRITEMOSTLY) ? RF_SB_DEVFLAG_WRITE_MOSTLY : 0) |
+		       (s.this_disk.state & (1u << D090_FAILFAST) ? RF_SB_DEVFLAG_FAILFAST : 0);
 
 	if (s.raid_disks < 1 || s.raid_disks > 27)
 		return bad(err, errlen, path, k, "raid_disks %u (0.90 holds 1 to 27)", s.raid_disks);
@@ -821,6 +824,9 @@ int rf_sb_build12(const struct rf_sb_new *n, int role, uint64_t member_sectors, 
 	s->data_size = rf_to_le64(member_sectors - n->data_offset);
 	s->super_offset = rf_to_le64(rf_sb_offset(k, member_sectors));
 	s->dev_number = rf_to_le32((uint32_t)role);
+	if (role < 64)
+		s->devflags = (uint8_t)((n->write_mostly >> role & 1 ? RF_SB_DEVFLAG_WRITE_MOSTLY : 0) |
+					(n->failfast >> role & 1 ? RF_SB_DEVFLAG_FAILFAST : 0));
 	if (rf_sb_random_uuid(s->device_uuid))
 		return bad(err, errlen, "new array", k, "no random bytes for the device uuid: %s",
 			   strerror(errno));
@@ -1061,6 +1067,17 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 		s->recovery_cp = resync >= MD090_MAX_SECTOR ? MD090_MAX_SECTOR : (uint32_t)resync;
 		if (c->faulty_slot >= 0)
 			mark_faulty090(s, c->faulty_slot);
+		if (c->set_devflags) {
+			/* md keeps them in the device's own descriptor. */
+			uint32_t bits = 1u << D090_WRITEMOSTLY | 1u << D090_FAILFAST;
+			uint32_t want = (c->devflags & RF_SB_DEVFLAG_WRITE_MOSTLY ? 1u << D090_WRITEMOSTLY : 0) |
+					(c->devflags & RF_SB_DEVFLAG_FAILFAST ? 1u << D090_FAILFAST : 0);
+
+			s->this_disk.state = (s->this_disk.state & ~bits) | want;
+			if (s->this_disk.number < 27)
+				s->disks[s->this_disk.number].state =
+					(s->disks[s->this_disk.number].state & ~bits) | want;
+		}
 		/* 0.90 keeps no recovery offset: set_recovery has no field. */
 		if (c->set_role && c->role_value == RF_SB_ROLE_FAULTY)
 			mark_faulty090(s, (int)c->role_slot);
@@ -1087,6 +1104,8 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 				s->max_dev = rf_to_le32(c->role_slot + 1);
 			s->dev_roles[c->role_slot] = rf_to_le16(c->role_value);
 		}
+		if (c->set_devflags)
+			s->devflags = c->devflags;
 		if (c->set_ppl) {
 			uint32_t f = rf_le32(s->feature_map) & ~(uint32_t)(RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL);
 

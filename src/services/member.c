@@ -85,7 +85,7 @@ static const char *dev_name(const char *path, char *buf)
 static unsigned dev_flags(struct rf_array *a, int dev)
 {
 	const struct rf_dev *m = rf_dev_get(a, dev);
-	unsigned f = m->flags | (m->io.failfast ? RF_DEV_FAILFAST : 0);
+	unsigned f = m->flags;
 
 	if (dev < rf_array_nslots(a)) {
 		if (rf_array_faulty(a) & (1ull << dev))
@@ -651,15 +651,17 @@ static int set_state(void *arg)
 			rf_err("%s: dev-%s/state: %s: %s is not faulty", rf_array_name(a), j->name, j->word, m->path);
 			ret = -EINVAL;
 		}
-	} else if (!strcmp(j->word, "writemostly") || !strcmp(j->word, "-writemostly")) {
+	} else if (!strcmp(j->word, "writemostly") || !strcmp(j->word, "-writemostly") ||
+		   !strcmp(j->word, "failfast") || !strcmp(j->word, "-failfast")) {
+		unsigned f = j->word[j->word[0] == '-'] == 'w' ? RF_DEV_WRITE_MOSTLY : RF_DEV_FAILFAST;
+
 		if (j->word[0] == '-')
-			m->flags &= ~RF_DEV_WRITE_MOSTLY;
+			m->flags &= ~f;
 		else
-			m->flags |= RF_DEV_WRITE_MOSTLY;
-		rf_devs_write_mostly_changed(a);
-	} else if (!strcmp(j->word, "failfast") || !strcmp(j->word, "-failfast")) {
-		/* Drained: no queue reads io.failfast now. */
-		m->io.failfast = j->word[0] != '-';
+			m->flags |= f;
+		rf_devs_flags_changed(a);
+		/* md records both in the device's superblock. */
+		rf_sbstate_set_flags(rf_array_sbstate(a), dev);
 	} else {
 		rf_err("%s: dev-%s/state: refused '%s': takes faulty, remove, re-add, -faulty, writemostly, "
 		       "-writemostly, failfast or -failfast", rf_array_name(a), j->name, j->word);

@@ -110,6 +110,10 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 		if (!m->sb_has || rf_dev_faulty(a, i))
 			continue;
 		mine = *c;
+		/* md's super_*_sync: each device's own flags, every time. */
+		mine.set_devflags = true;
+		mine.devflags = (uint8_t)((m->flags & RF_DEV_WRITE_MOSTLY ? RF_SB_DEVFLAG_WRITE_MOSTLY : 0) |
+					  (m->flags & RF_DEV_FAILFAST ? RF_SB_DEVFLAG_FAILFAST : 0));
 		if (i == own_dev) {
 			mine.set_recovery = true;
 			mine.recovery_offset = own_recovery;
@@ -685,6 +689,11 @@ int rf_sbstate_mark_faulty(struct rf_sbstate *s, int dev)
 int rf_sbstate_set_recovery(struct rf_sbstate *s, int dev, uint64_t recovery_offset)
 {
 	return dev_change(s, CH_DEVICES, dev, -1, true, recovery_offset);
+}
+
+int rf_sbstate_set_flags(struct rf_sbstate *s, int dev)
+{
+	return dev_change(s, CH_DEVICES, dev, -1, false, 0);
 }
 
 void rf_sbstate_close(struct rf_sbstate *s)

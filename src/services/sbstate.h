@@ -97,6 +97,9 @@ int rf_sbstate_set_slot(struct rf_sbstate *s, int dev, int slot, uint64_t recove
 int rf_sbstate_mark_faulty(struct rf_sbstate *s, int dev);
 /* Device dev's rebuild reached recovery_offset (RF_SB_MAX_SECTOR: done). */
 int rf_sbstate_set_recovery(struct rf_sbstate *s, int dev, uint64_t recovery_offset);
+/* Device dev's write-mostly or failfast flag changed: every superblock is
+ * written again, each with its device's flags (md's devflags). */
+int rf_sbstate_set_flags(struct rf_sbstate *s, int dev);
 
 /* Before a write request is split: returns once the superblocks say
  * dirty.  The request must already count as in flight at the drain

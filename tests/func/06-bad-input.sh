@@ -267,14 +267,26 @@ mount_refused() {
 mount_refused member-not-there 'member 3 .*d9\.img.*No such file' <<'EOF'
 array: {
 	name = "array.img";
+	metadata = "none";
 	level = 5;
 	members = ( "d0.img", "d1.img", "d2.img", "d9.img" );
+};
+EOF
+
+# Members without superblocks, and a config that says they have them
+# (metadata 1.2 by default): mount names create, and writes nothing.
+mount_refused no-superblock 'no member has an md superblock.*the default.*raidfuse create' <<'EOF'
+array: {
+	name = "array.img";
+	level = 5;
+	members = ( "d0.img", "d1.img", "d2.img" );
 };
 EOF
 
 mount_refused member-too-small-for-offset 'member 0 .*d0\.img' <<'EOF'
 array: {
 	name = "array.img";
+	metadata = "none";
 	level = 5;
 	data_offset = "1M";
 	members = ( "d0.img", "d1.img", "d2.img" );
@@ -284,6 +296,7 @@ EOF
 mount_refused member-too-small-for-size 'member 0 .*d0\.img' <<'EOF'
 array: {
 	name = "array.img";
+	metadata = "none";
 	level = 5;
 	size = "2M";
 	members = ( "d0.img", "d1.img", "d2.img" );
@@ -296,6 +309,7 @@ EOF
 cat >"$D/member-too-small-for-chunk.conf" <<'EOF'
 array: {
 	name = "array.img";
+	metadata = "none";
 	level = 5;
 	chunk_size = "2M";
 	members = ( "d0.img", "d1.img", "d2.img" );
@@ -314,6 +328,7 @@ log "a member already served by another daemon is refused"
 cat >"$D/ok.conf" <<'EOF'
 array: {
 	name = "array.img";
+	metadata = "none";
 	level = 5;
 	chunk_size = "64K";
 	members = ( "d0.img", "d1.img", "d2.img" );

@@ -24,6 +24,9 @@
 #    the slot (rd2 -> dev-spare.img) and is rebuilt; after remove, the
 #    failed device's files answer ENOENT, even through an open descriptor;
 #    raidfuse ctl fail reaches the same files.
+# 8. write_mostly and failfast (config, md/dev-NAME/state) are written in
+#    the superblocks as md's devflags, which mdadm --examine shows, and
+#    assemble reads them back.
 . "$(dirname "$0")/lib.sh"
 requires fuse fio
 
@@ -363,4 +366,26 @@ expect_fail "$RAIDFUSE" ctl "$MNT" fail a/b
 [ $RC = 2 ] || fail "ctl fail of a path: expected a usage error, got $RC"
 fio_verify "$MNT/array.img" --rw=randwrite --bs=16k --size=8M
 stop_array "$MNT"
+
+# --- 8. md's device flags in the superblocks ----------------------------------
+log "write_mostly and failfast are kept in the superblocks, as md's devflags"
+mk_conf "$D/wm.conf" level=1 members="$(members 3 w)" member_size=8M metadata=1.2
+sed -i 's/^array: {$/array: {\n\tfailfast = ( 2 );/' "$D/wm.conf"
+create_array "$D/wm.conf"
+flags() { "$RAIDFUSE" examine "$D/$1" | sed -n 's/^ *Flags : //p'; }
+check '[ "$(flags w2.img)" = failfast ] && [ -z "$(flags w1.img)" ]' "create writes the config's failfast"
+mdadm --examine "$D/w2.img" | grep -q "Flags : failfast" || fail "mdadm --examine: $(mdadm --examine "$D/w2.img")"
+start_array "$D/wm.conf" "$MNT"
+echo writemostly >"$MNT/md/dev-w1.img/state"
+stop_array "$MNT"
+check '[ "$(flags w1.img)" = write-mostly ] && [ "$(flags w2.img)" = failfast ]' "writemostly written to the state is kept"
+mdadm --examine "$D/w1.img" | grep -q "Flags : write-mostly" || fail "mdadm --examine: $(mdadm --examine "$D/w1.img")"
+# Found again from the superblocks alone, by assemble.
+start_assemble array.img "$MNT" "$D/w0.img" "$D/w1.img" "$D/w2.img"
+check '[ "$(cat "$MNT/md/dev-w1.img/state")" = in_sync,write_mostly ]' "assemble reads write-mostly back"
+check '[ "$(cat "$MNT/md/dev-w2.img/state")" = in_sync,failfast ]' "assemble reads failfast back"
+echo -failfast >"$MNT/md/dev-w2.img/state"
+stop_array "$MNT"
+check '[ -z "$(flags w2.img)" ] && [ "$(flags w1.img)" = write-mostly ]' "-failfast is kept too"
+
 log "ok"

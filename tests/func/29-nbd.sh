@@ -31,16 +31,6 @@
 requires fuse fio
 . "$(dirname "$0")/nbdkit.sh"
 
-# wait_mdstat TEXT WHAT: mdstat shows TEXT within 60 s (a rebuild's end).
-wait_mdstat() {
-	local i
-	for ((i = 0; i < 600; i++)); do
-		grep -qF "$1" "$MNT/mdstat" && return 0
-		sleep 0.1
-	done
-	fail "$2: mdstat never showed '$1': $(cat "$MNT/mdstat")"
-}
-
 check_clean() {
 	echo check >"$MNT/md/sync_action"
 	wait_sync_idle "$MNT" "check"
@@ -152,7 +142,7 @@ member_failed e1.sock
 log "raid5 degraded: a spare over NBD (ctl add URI) is rebuilt onto"
 nbd_start e3 memory 40M
 "$RAIDFUSE" ctl "$MNT" add "$NBD_URI" || fail "ctl add $NBD_URI"
-wait_mdstat "[3/3] [UUU]" "recovery onto the NBD spare"
+wait_mdstat "$MNT" "[3/3] [UUU]" "recovery onto the NBD spare"
 fio_verify --verify_only "$IMG" "${FIO[@]}"
 check_clean
 stop_array "$MNT"
@@ -221,7 +211,7 @@ dirty=$("$RAIDFUSE" examine-bitmap "$D/k0.img" | sed -n 's/.*, \([0-9]*\) dirty.
 log "  the bitmap marks $dirty of 31 chunks"
 nbd_start k1 --filter=log file "$D/k1.back" logfile="$WORK/k1.writes"
 "$RAIDFUSE" ctl "$MNT" re-add k1.sock || fail "ctl re-add k1.sock"
-wait_mdstat "[2/2] [UU]" "recovery after re-add"
+wait_mdstat "$MNT" "[2/2] [UU]" "recovery after re-add"
 wait_sync_idle "$MNT" "recovery after re-add"
 # What the rebuild wrote on it: the bitmap's dirty chunks (1 MiB each),
 # not the 31 MiB of data.

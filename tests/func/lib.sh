@@ -429,6 +429,17 @@ wait_sync_idle() {
 	fail "$what: md/sync_action still '$(cat "$mnt/md/sync_action")' after $secs s"
 }
 
+# wait_mdstat MNT TEXT WHAT [SECS]: MNT/mdstat shows TEXT (a fixed string,
+# e.g. "[3/3] [UUU]" or "d1.img[1](F)") within SECS (60) seconds.
+wait_mdstat() {
+	local mnt=$1 text=$2 what=$3 secs=${4:-60} i
+	for ((i = 0; i < secs * 10; i++)); do
+		grep -qF "$text" "$mnt/mdstat" && return 0
+		sleep 0.1
+	done
+	fail "$what: $mnt/mdstat did not show '$text' in $secs s: $(cat "$mnt/mdstat")"
+}
+
 # The daemon's log file for MNT (of its latest start).
 daemon_log_file() { echo "${_LOG_OF[$1]}"; }
 

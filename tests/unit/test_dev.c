@@ -168,12 +168,44 @@ static void test_flush_fails_the_device(void **state)
 	rf_array_close(a);
 }
 
+/* md's rule: failfast IO goes to a device only while the array could
+ * lose it.  raid1 of three, members 1 and 2 failfast. */
+static void test_failfast_spares_the_last_copy(void **state)
+{
+	struct fx_array sp = { .what = "ffast", .level = 1, .n = 3 };
+	struct rf_config cfg;
+	struct rf_array *a;
+
+	(void)state;
+	fx_make_members("ffast", 3, MEMBER_BYTES, false);
+	fx_config(&cfg, &sp);
+	cfg.failfast = 1u << 1 | 1u << 2;
+	a = fx_open_only(&cfg, "ffast");
+	assert_true(rf_dev_get(a, 1)->flags & RF_DEV_FAILFAST);
+	/* Negative control: with every copy there, both are failfast, the
+	 * member not named is not. */
+	assert_int_equal(rf_dev_get(a, 0)->io.failfast, 0);
+	assert_int_equal(rf_dev_get(a, 1)->io.failfast, 1);
+	assert_int_equal(rf_dev_get(a, 2)->io.failfast, 1);
+	/* One copy gone: two are left, each could still be lost. */
+	rf_member_fail(a, 0, -EIO, "read", 0);
+	assert_int_equal(rf_dev_get(a, 1)->io.failfast, 1);
+	assert_int_equal(rf_dev_get(a, 2)->io.failfast, 1);
+	/* The last copy is not failfast, though it stays flagged (md shows
+	 * the flag and keeps it in the superblock). */
+	rf_member_fail(a, 1, -EIO, "read", 0);
+	assert_int_equal(rf_dev_get(a, 2)->io.failfast, 0);
+	assert_true(rf_dev_get(a, 2)->flags & RF_DEV_FAILFAST);
+	rf_array_close(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_swap_moves_everything),
 		cmocka_unit_test(test_open_refuses_one_file_twice),
 		cmocka_unit_test(test_flush_fails_the_device),
+		cmocka_unit_test(test_failfast_spares_the_last_copy),
 	};
 
 	return fx_run_tests("dev", tests);

@@ -1087,14 +1087,31 @@ static void test_check_config(void **state)
 	assert_non_null(strstr(err, "ccnone.img) has no md superblock"));
 	rf_config_free(&cfg);
 
-	/* members without any superblock: the config alone describes them */
+	/* members without any superblock: served only when the config says
+	 * metadata "none"; with 1.2 (the default, or given) they are members
+	 * `create` has not made yet, and the error says so */
 	write_member("cn0.img", sectors * 512, NULL, 0);
 	write_member("cn1.img", sectors * 512, NULL, 0);
-	c = conf_file("cc.conf", "array: { level = 1; members = ( \"cn0.img\", \"cn1.img\" ); };\n");
+	c = conf_file("cc.conf", "array: { level = 1; metadata = \"none\";\n"
+		      "  members = ( \"cn0.img\", \"cn1.img\" ); };\n");
 	assert_int_equal(rf_config_load(c, &cfg, err, sizeof(err)), 0);
 	assert_int_equal(rf_assemble_check_config(&cfg, err, sizeof(err)), 0);
 	assert_int_equal(cfg.data_offset, 0);
 	assert_false(cfg.has_uuid);
+	rf_config_free(&cfg);
+
+	c = conf_file("cc.conf", "array: { level = 1; members = ( \"cn0.img\", \"cn1.img\" ); };\n");
+	assert_int_equal(rf_config_load(c, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(rf_assemble_check_config(&cfg, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "no member has an md superblock"));
+	assert_non_null(strstr(err, "metadata \"1.2\" (the default)"));
+	rf_config_free(&cfg);
+
+	c = conf_file("cc.conf", "array: { level = 1;\n  metadata = \"1.2\";\n"
+		      "  members = ( \"cn0.img\", \"cn1.img\" ); };\n");
+	assert_int_equal(rf_config_load(c, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(rf_assemble_check_config(&cfg, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "(line 2)"));
 	rf_config_free(&cfg);
 }
 
