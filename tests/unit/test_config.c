@@ -963,7 +963,7 @@ static void test_nbd_members(void **state)
 		  -EINVAL, 3, "array.member_timeout", "\"5m\"");
 }
 
-/* failfast: member indexes, a mask; out of range or not a list is an
+/* failfast and write_mostly: member indexes, a mask; out of range or not a list is an
  * error naming line and key. */
 static void test_failfast(void **state)
 {
@@ -982,6 +982,15 @@ static void test_failfast(void **state)
 	check_err("array: {\n  name = \"a.img\"; level = 1;\n  members = ( \"a.img\", \"b.img\" );\n"
 		  "  failfast = 1;\n};\n",
 		  -EINVAL, 4, "array.failfast", "must be a list");
+	/* write_mostly: the same kind of set. */
+	load_ok("array: { name = \"a.img\"; level = 1; write_mostly = ( 0 ); failfast = ( 1 );\n"
+		"  members = ( \"a.img\", \"b.img\" ); };\n", &cfg);
+	assert_int_equal(cfg.write_mostly, 1);
+	assert_int_equal(cfg.failfast, 2);
+	rf_config_free(&cfg);
+	check_err("array: {\n  name = \"a.img\"; level = 1;\n  members = ( \"a.img\", \"b.img\" );\n"
+		  "  write_mostly = ( \"b\" );\n};\n",
+		  -EINVAL, 4, "array.write_mostly", "from 0 to 1");
 }
 
 int main(void)
