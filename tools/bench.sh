@@ -14,7 +14,9 @@
 #   -t SECONDS  each fio run's measured time (default 2; a 1 s ramp before it)
 #   -r ROUNDS   rounds (default 3; medians count)
 #   -l LEVELS   raid levels, "0 1 5 6 10" by default (raid6: 6 members, raid1: 2,
-#               raid10 near 2 and the others 4; 4 works too)
+#               raid10 near 2 and the others 4; 4 works too); LEVEL:N takes N
+#               members (target raidLEVELxN), e.g. -l "5:4 5:8 5:16 5:32"
+#               -c 64K with BENCH_SIZE=2048: how cost grows with the array
 #   -j JOBS     fio jobs by name (tools/bench/NAME.fio); default the five of the
 #               speed table: $default_jobs (about 5 minutes)
 #   -a          every job in tools/bench/ (the full matrix, about 12 minutes)
@@ -76,7 +78,8 @@ for j in "${jobs[@]}"; do
 	[ -f "$jobdir/$j.fio" ] || { echo "bench.sh: no job '$j' (have: ${all_jobs[*]})" >&2; exit 2; }
 done
 for l in $levels; do
-	case $l in 0 | 1 | 4 | 5 | 6 | 10) ;; *) echo "bench.sh: no raid level '$l'" >&2; exit 2 ;; esac
+	case $l in 0 | 1 | 4 | 5 | 6 | 10 | [0-9]:[0-9]* | 10:[0-9]*) ;;
+	*) echo "bench.sh: no raid level '$l' (LEVEL or LEVEL:MEMBERS)" >&2; exit 2 ;; esac
 done
 [ ${#drain_values[@]} = 2 ] || { echo "bench.sh: DRAIN_VALUES wants two values" >&2; exit 2; }
 for t in fio jq fusermount3 pkg-config cc; do
@@ -223,8 +226,19 @@ truncate -s "${size_mib}M" "$work/data/ceiling.img"
 serve null "$work/mnt-null/img" "$work/data/ceiling" "$work/data/ceiling.img" "$work/mnt-null" -n
 serve pass "$work/mnt-pass/img" "$work/data/ceiling" "$work/data/ceiling.img" "$work/mnt-pass"
 
-# level_members LEVEL: how many members, and how many carry data.
+# level_members LEVEL[:N]: how many members, and how many carry data.
 level_members() {
+	local n=${1#*:}
+	if [ "$n" != "$1" ]; then
+		case ${1%%:*} in
+		0) echo "$n $n" ;;
+		1) echo "$n 1" ;;
+		4 | 5) echo "$n $((n - 1))" ;;
+		6) echo "$n $((n - 2))" ;;
+		10) echo "$n $((n / 2))" ;;
+		esac
+		return
+	fi
 	case $1 in
 	0) echo "4 4" ;;
 	1) echo "2 1" ;;
@@ -239,15 +253,15 @@ builds=("$RAIDFUSE")
 [ -z "$RAIDFUSE_BASE" ] || builds+=("$RAIDFUSE_BASE")
 for l in $levels; do
 	for b in "${builds[@]}"; do
-		t=raid$l
-		[ "$b" = "$RAIDFUSE" ] || t=raid$l@base
+		t=raid${l/:/x}
+		[ "$b" = "$RAIDFUSE" ] || t=$t@base
 		read -r n data < <(level_members "$l")
 		# Members just big enough for the fio region, in whole chunks.
 		per=$(((size_mib * 1024 + data - 1) / data))
 		per=$(((per + chunk_kib - 1) / chunk_kib * chunk_kib))
 		mlist=()
 		for ((i = 0; i < n; i++)); do mlist+=("$work/data/$t-$i.img"); done
-		bench_array_conf "$work/$t.conf" "$l" "$chunk" "${per}K" "${mlist[@]}"
+		bench_array_conf "$work/$t.conf" "${l%%:*}" "$chunk" "${per}K" "${mlist[@]}"
 		"$b" create "$work/$t.conf" >"$work/$t.log" 2>&1
 		serve "$t" "$work/mnt-$t/array.img" "$b" mount "$work/$t.conf" "$work/mnt-$t" -f
 		echo "bench: $t: $n members of ${per} KiB, daemon pid ${pid_of[$t]}"
