@@ -222,10 +222,6 @@ serve() {
 	file_of[$t]=$file
 	targets+=("$t")
 }
-truncate -s "${size_mib}M" "$work/data/ceiling.img"
-serve null "$work/mnt-null/img" "$work/data/ceiling" "$work/data/ceiling.img" "$work/mnt-null" -n
-serve pass "$work/mnt-pass/img" "$work/data/ceiling" "$work/data/ceiling.img" "$work/mnt-pass"
-
 # level_members LEVEL[:N]: how many members, and how many carry data.
 level_members() {
 	local n=${1#*:}
@@ -249,6 +245,25 @@ level_members() {
 }
 chunk_kib=$(numfmt --from=iec "$chunk")
 chunk_kib=$((chunk_kib / 1024))
+# Every member is filled before the rounds: refuse to start without room
+# for them and the ceilings' file (a full tmpfs ends in OOM kills).
+need_kib=$((size_mib * 1024)) nbuilds=1
+[ -z "$RAIDFUSE_BASE" ] || nbuilds=2
+for l in $levels; do
+	read -r n data < <(level_members "$l")
+	per=$(((size_mib * 1024 + data - 1) / data))
+	need_kib=$((need_kib + nbuilds * n * ((per + chunk_kib - 1) / chunk_kib * chunk_kib)))
+done
+avail_kib=$(df --output=avail -k "$work" | tail -n 1)
+if [ "$need_kib" -gt "$avail_kib" ]; then
+	echo "bench.sh: the targets need $((need_kib / 1024)) MiB in $work, which has $((avail_kib / 1024)) MiB free" \
+		"(old rf-bench-* directories there? BENCH_SIZE smaller, fewer levels)" >&2
+	exit 1
+fi
+truncate -s "${size_mib}M" "$work/data/ceiling.img"
+serve null "$work/mnt-null/img" "$work/data/ceiling" "$work/data/ceiling.img" "$work/mnt-null" -n
+serve pass "$work/mnt-pass/img" "$work/data/ceiling" "$work/data/ceiling.img" "$work/mnt-pass"
+
 builds=("$RAIDFUSE")
 [ -z "$RAIDFUSE_BASE" ] || builds+=("$RAIDFUSE_BASE")
 for l in $levels; do
