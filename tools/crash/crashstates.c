@@ -67,7 +67,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/engine.h"
+#include "core/core.h"
 #include "raidfuse/assemble.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/fdio.h"
@@ -250,10 +250,10 @@ static int cmd_record(int argc, char **argv)
 		die("record: the workers did not start%s", "");
 	/* Short idle timers: a pause of the workload lets the superblocks
 	 * go clean and the bitmap clear its bits, many times over. */
-	if (a->sbstate)
-		rf_bg_set_period(&a->sbstate->timer, 10);
-	if (a->bitmap)
-		rf_bitmap_set_period_ms(a->bitmap, 2);
+	if (rf_array_sbstate(a))
+		rf_bg_set_period(&rf_array_sbstate(a)->timer, 10);
+	if (rf_array_bitmap(a))
+		rf_bitmap_set_period_ms(rf_array_bitmap(a), 2);
 	rf_array_start_resync(a, false);
 	rf_sync_wait(a);
 	size = rf_array_size(a);
