@@ -70,6 +70,7 @@
 #include "raidfuse/fuse.h"
 #include "raidfuse/log.h"
 #include "front/fuse_reply.h"
+#include "front/fuse_uring.h"
 
 #define RF_MAX_IO (1u << 20)
 #define RF_POOL_MAX 256
@@ -94,6 +95,7 @@ struct fs {
 	char **names;
 	int nnames, cap_names;
 	time_t start;
+	bool null;                      /* --null: reads are zeros, writes dropped */
 	uid_t uid;
 	gid_t gid;
 	/* The image's attributes (chmod, chown); img_lock. */
@@ -106,11 +108,13 @@ struct fs {
 	pthread_cond_t cond;
 	struct rf_req *free;
 	int nalloc, nwait;
+	struct rf_uring *uring;         /* the transport of our own, if serving by it */
 };
 
 struct io_ctx {
 	struct fs *fs;
 	struct rf_fq q;
+	char *own_buf;                  /* r->buf while a read fills the transport's */
 	struct rf_req *next_free;
 };
 
@@ -625,6 +629,10 @@ static void io_done(struct rf_req *r, int err)
 		q->ops->write(q, r->len);
 	else
 		q->ops->err(q, 0);
+	if (c->own_buf) {
+		r->buf = c->own_buf;
+		c->own_buf = NULL;
+	}
 	pool_put(c->fs, r);
 }
 
@@ -639,6 +647,14 @@ static void submit(struct fs *fs, struct rf_fq *q, int op, uint64_t off, size_t 
 	}
 	c = r->priv;
 	c->q = *q;
+	if (op == RF_REQ_READ && q->ops->read_buf) {
+		char *in_place = q->ops->read_buf(q, len);
+
+		if (in_place) {
+			c->own_buf = r->buf;
+			r->buf = in_place;
+		}
+	}
 	r->op = (uint8_t)op;
 	r->off = off;
 	r->len = (uint32_t)len;
@@ -717,6 +733,12 @@ static void do_read(struct rf_fq *q, uint64_t ino, size_t size, off_t off, uint6
 		size = RF_MAX_IO;
 	if (size > end - (uint64_t)off)
 		size = end - (uint64_t)off;
+	if (fs->null) {
+		static const char zeros[RF_MAX_IO];
+
+		q->ops->buf(q, zeros, size);
+		return;
+	}
 	submit(fs, q, RF_REQ_READ, (uint64_t)off, size, NULL);
 }
 
@@ -768,6 +790,10 @@ static void do_write(struct rf_fq *q, uint64_t ino, const char *buf, size_t size
 		size = RF_MAX_IO;
 	if (size > end - (uint64_t)off)
 		size = end - (uint64_t)off;
+	if (fs->null) {
+		q->ops->write(q, size);
+		return;
+	}
 	submit(fs, q, RF_REQ_WRITE, (uint64_t)off, size, buf);
 }
 
@@ -1096,6 +1122,22 @@ static const struct fuse_lowlevel_ops ops = {
 	.statfs = op_statfs,
 };
 
+/* The ops as the transport of our own calls them. */
+static const struct rf_fops fops = {
+	.lookup = do_lookup,
+	.getattr = do_getattr,
+	.readlink = do_readlink,
+	.setattr = do_setattr,
+	.open = do_open,
+	.read = do_read,
+	.write = do_write,
+	.flush = do_flush,
+	.fsync = do_fsync,
+	.release = do_release,
+	.readdir = do_readdir,
+	.statfs = do_statfs,
+};
+
 /* Serving a loop device: writes must not wait on memory reclaim that waits
  * on them.  Best effort: needs CAP_SYS_RESOURCE. */
 static void mark_io_flusher(void)
@@ -1122,12 +1164,91 @@ static bool has_opt(const char *opts, const char *name)
 	return false;
 }
 
+/* Take io_uring=MODE out of the comma-separated options opts: the rest
+ * into out (size bytes), the mode into *mode.  0, or -EINVAL (logged). */
+static int take_uring_opt(const char *opts, char *out, size_t size, int *mode)
+{
+	const char *p = opts;
+	size_t n = 0;
+
+	*mode = RF_URING_AUTO;
+	out[0] = 0;
+	while (*p) {
+		size_t len = strcspn(p, ",");
+
+		if (len > 9 && !strncmp(p, "io_uring=", 9)) {
+			char val[16];
+
+			snprintf(val, sizeof(val), "%.*s", (int)(len - 9), p + 9);
+			*mode = len - 9 < sizeof(val) ? rf_uring_mode_parse(val) : -EINVAL;
+			if (*mode < 0) {
+				rf_err("-o %.*s: io_uring wants auto, on or off", (int)len, p);
+				return -EINVAL;
+			}
+		} else if (len) {
+			/* The rest never outgrows opts (size: its length + 1). */
+			if (n + !!n + len + 1 > size)
+				return -EINVAL;
+			if (n)
+				out[n++] = ',';
+			memcpy(out + n, p, len);
+			n += len;
+			out[n] = 0;
+		}
+		p += len;
+		p += *p == ',';
+	}
+	return 0;
+}
+
+static bool session_exited(void *arg)
+{
+	return fuse_session_exited(arg);
+}
+
+/* The first request (INIT) for the transport of our own: read into
+ * *init (freed by the caller), its length, or -errno (logged). */
+static ssize_t read_init(struct fs *fs, char **init)
+{
+	size_t size = RF_MAX_IO + 4096;
+	ssize_t n;
+
+	*init = malloc(size);
+	if (!*init)
+		return -ENOMEM;
+	n = rf_uring_read_req(fuse_session_fd(fs->se), *init, size);
+	if (n < 0)
+		rf_err("cannot read the FUSE INIT request: %s", strerror((int)-n));
+	return n;
+}
+
+/* Serve through FUSE over io_uring; the kernel offered it in init.
+ * 0, or -errno. */
+static int serve_uring(struct fs *fs, const struct rf_fuse_opts *o, const char *init, size_t len)
+{
+	struct rf_uring_conf c = {
+		.fd = fuse_session_fd(fs->se),
+		.fs = fs,
+		.fops = &fops,
+		.max_write = RF_MAX_IO,
+		.max_background = 128,
+		.congestion_threshold = 96,
+		.stop = session_exited,
+		.stop_arg = fs->se,
+	};
+	int ret = rf_uring_start(&fs->uring, &c, init, len);
+
+	return ret ? ret : rf_uring_run(fs->uring);
+}
+
 /* Mount, serve until unmounted or signalled, unmount. */
 static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs)
 {
 	struct statfs sfs;
 	char *argv[10];
-	int argc = 0, ret;
+	char *opts = NULL, *init = NULL;
+	ssize_t init_len = 0;
+	int argc = 0, ret, mode = RF_URING_AUTO;
 	struct fuse_args args;
 	struct fuse_loop_config *lc;
 
@@ -1145,8 +1266,17 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	argv[argc++] = "-o";
 	argv[argc++] = "max_read=1048576";
 	if (o->fuse_opts) {
+		size_t size = strlen(o->fuse_opts) + 1;
+
+		opts = malloc(size);
+		if (!opts || take_uring_opt(o->fuse_opts, opts, size, &mode)) {
+			free(opts);
+			return 1;
+		}
+	}
+	if (opts && *opts) {
 		argv[argc++] = "-o";
-		argv[argc++] = (char *)o->fuse_opts;
+		argv[argc++] = opts;
 		/* Other users on the mount: the kernel checks the modes
 		 * against them (and the daemon again: may_open). */
 		if (has_opt(o->fuse_opts, "allow_other") || has_opt(o->fuse_opts, "allow_root")) {
@@ -1160,6 +1290,7 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
 	fs->se = fuse_session_new(&args, &ops, sizeof(ops), fs);
 	fuse_opt_free_args(&args);
+	free(opts);
 	if (!fs->se) {
 		rf_err("cannot start a FUSE session (bad -o options?)");
 		return 1;
@@ -1174,6 +1305,23 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 		fuse_session_destroy(fs->se);
 		return 1;
 	}
+	/* The transport: the kernel's INIT says whether it offers FUSE over
+	 * io_uring.  Read here, so that a refusal reaches the terminal. */
+	if (mode != RF_URING_OFF) {
+		init_len = read_init(fs, &init);
+		if (init_len >= 0 && mode == RF_URING_ON && !rf_uring_offered(init, (size_t)init_len)) {
+			rf_err("-o io_uring=on: the kernel does not offer FUSE over io_uring (Linux 6.14+ with "
+			       "CONFIG_FUSE_IO_URING; as root: echo 1 > /sys/module/fuse/parameters/enable_uring)");
+			init_len = -EOPNOTSUPP;
+		}
+		if (init_len < 0) {
+			free(init);
+			fuse_session_unmount(fs->se);
+			fuse_remove_signal_handlers(fs->se);
+			fuse_session_destroy(fs->se);
+			return 1;
+		}
+	}
 	/* No member or spare may come from the file system served here. */
 	if (rf_dev_set_served_mount(o->mountpoint))
 		rf_warn("%s: not found in the mount table: a spare on it is not refused", o->mountpoint);
@@ -1184,6 +1332,7 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	ret = rf_array_start(a);
 	if (ret) {
 		rf_err("cannot start the workers: %s", strerror(-ret));
+		free(init);
 		fuse_session_unmount(fs->se);
 		fuse_remove_signal_handlers(fs->se);
 		fuse_session_destroy(fs->se);
@@ -1199,7 +1348,18 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	fuse_loop_cfg_set_max_threads(lc, o->max_threads > 0 ? (unsigned)o->max_threads : 16);
 	/* FUSE threads never block on IO: keep them rather than churn. */
 	fuse_loop_cfg_set_idle_threads(lc, o->max_threads > 0 ? (unsigned)o->max_threads : 16);
-	ret = fuse_session_loop_mt(fs->se, lc);
+	if (init && rf_uring_offered(init, (size_t)init_len)) {
+		ret = serve_uring(fs, o, init, (size_t)init_len);
+	} else {
+		if (init) {
+			/* libfuse answers the INIT read above, then serves. */
+			struct fuse_buf fb = { .size = (size_t)init_len, .mem = init };
+
+			fuse_session_process_buf(fs->se, &fb);
+		}
+		ret = fuse_session_loop_mt(fs->se, lc);
+	}
+	free(init);
 	/* A positive value is the signal that ended the loop: a clean stop.
 	 * ECONNABORTED: the kernel tore the connection down (a lazy unmount
 	 * racing the last requests); nothing is left to answer, and every
@@ -1231,6 +1391,7 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 		fs->nwait--;
 	}
 	pthread_mutex_unlock(&fs->lock);
+	rf_uring_free(fs->uring);
 	fuse_session_destroy(fs->se);
 	pool_destroy(fs);
 	return ret ? 1 : 0;
@@ -1249,6 +1410,7 @@ int rf_fuse_run(struct rf_array *a, const struct rf_fuse_opts *o)
 	fs.img_uid = fs.uid;
 	fs.img_gid = fs.gid;
 	fs.img_mode = rf_array_readonly(a) ? 0400 : 0600;
+	fs.null = o->null;
 	pthread_mutex_init(&fs.img_lock, NULL);
 	pthread_mutex_init(&fs.lock, NULL);
 	pthread_cond_init(&fs.cond, NULL);

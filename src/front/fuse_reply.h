@@ -45,6 +45,10 @@ struct rf_fq_ops {
 			 off_t next);
 	/* The sender's supplementary groups into groups (max): how many, or -errno. */
 	int (*groups)(struct rf_fq *q, gid_t *groups, int max);
+	/* Optional.  Where a read of len bytes may put its data so that
+	 * buf() finds it in place (4 KiB aligned, valid until the reply), or
+	 * NULL. */
+	void *(*read_buf)(struct rf_fq *q, size_t len);
 };
 
 /* One FUSE request in flight. */
