@@ -24,18 +24,28 @@
  *     max_write bytes (a write's data, a lookup's name; a reply's data),
  *     registered once as an iovec pair;
  *   - whoever answers a request (the ring's thread, or a worker when the
- *     IO ends there) writes the reply into the entry and queues a
- *     COMMIT_AND_FETCH on the entry's ring under that ring's lock; the
- *     ring's thread, while it works through a batch of completions,
- *     defers its own commits and submits them once for the batch;
+ *     IO ends there) writes the reply into the entry; only the ring's own
+ *     thread submits the COMMIT_AND_FETCH: its own answers with the batch
+ *     of completions it works through (one io_uring_enter for all), the
+ *     others' from a completion list, woken by an eventfd whose read is
+ *     always in flight on its ring.  The kernel runs a command's later
+ *     work (copying the next request in) in the task that submitted it,
+ *     so a command submitted by a worker would die with that worker
+ *     (group_thread_cnt changes end workers);
+ *   - the kernel holds back at most max_background background requests
+ *     (async direct IO), and an entry is taken until its request is
+ *     answered: with max_background at 3/4 of a queue's entries, writes a
+ *     suspended array holds never take the entry the request that
+ *     resumes it needs;
+ *   - a read lands in the entry's payload (rf_fq_ops.read_buf): no copy;
  *   - /dev/fuse is still read by one small reader (rf_uring_run): the
  *     kernel sends FORGET and INTERRUPT there (no answer needed), and
  *     anything before the queues are ready; what it must answer, it
  *     answers with writev.
  *
- * Locks: each ring's lock guards its submission queue and its stopped
- * flag; it is a leaf (nothing is taken under it).  A ring's completion
- * queue is read by its own thread only.
+ * Locks: each ring's lock guards its completion list and its flags
+ * (woken, stop, stopped); it is a leaf (nothing is taken under it).  A
+ * ring's SQ and CQ are its own thread's alone.
  *
  * Invariants: an entry holds at most one request, answered exactly once;
  * its payload (lent to the core for a write) stays until rf_uring_free,
