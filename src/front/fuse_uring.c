@@ -131,6 +131,7 @@ struct ent {
 	struct rf_uring_hdr *hdr;
 	char *payload;
 	struct iovec iov[2];
+	int fails;                      /* commands refused in a row (own thread) */
 };
 
 struct devreq {
@@ -844,13 +845,21 @@ static void *ring_thread(void *arg)
 				continue;
 			}
 			if (cqe->res < 0) {
-				/* The connection ends (-ENOTCONN), or the entry was refused. */
-				if (cqe->res != -ENOTCONN && cqe->res != -ECANCELED && cqe->res != -ECONNABORTED)
-					rf_err("FUSE over io_uring: queue %d: entry refused: %s", t->qid,
-					       strerror(-cqe->res));
+				/* The connection ends (-ENOTCONN ...): the entry is
+				 * done.  Any other refusal (a commit whose request
+				 * the kernel no longer knows): register it afresh,
+				 * once. */
+				if (cqe->res != -ENOTCONN && cqe->res != -ECANCELED && cqe->res != -ECONNABORTED &&
+				    !e->fails++) {
+					rf_warn("FUSE over io_uring: queue %d: a command failed (%s): registering its "
+						"entry again", t->qid, strerror(-cqe->res));
+					if (!ring_register(t, e))
+						continue;
+				}
 				t->live--;
 				continue;
 			}
+			e->fails = 0;
 			ring_request(e);
 		}
 		io_uring_cq_advance(&t->ring, n);
@@ -964,13 +973,17 @@ int rf_uring_start(struct rf_uring **up, const struct rf_uring_conf *c, const vo
 		ret = -ENOMEM;
 	for (i = 0; !ret && i < u->nq * u->nt; i++)
 		ret = setup_thread(u, &u->thr[i], i / u->nt);
+	/* INIT said io_uring: the kernel holds every request back until all
+	 * queues have entries, so failing here must end the mount (a
+	 * refusal by the kernel, below, lets it fall back by itself). */
 	if (ret) {
-		rf_err("FUSE over io_uring: cannot set up the rings: %s; serving through /dev/fuse", strerror(-ret));
-		return 0;
+		rf_err("FUSE over io_uring: cannot set up the rings: %s", strerror(-ret));
+		return ret;
 	}
 	for (i = 0; i < u->nq * u->nt; i++) {
 		if (pthread_create(&u->thr[i].tid, NULL, ring_thread, &u->thr[i])) {
-			reg_done(u, -EAGAIN);
+			ret = -EAGAIN;
+			reg_done(u, 0);
 			continue;
 		}
 		u->thr[i].started = true;
@@ -978,11 +991,17 @@ int rf_uring_start(struct rf_uring **up, const struct rf_uring_conf *c, const vo
 	pthread_mutex_lock(&u->reg_lock);
 	while (u->registered < u->nq * u->nt)
 		pthread_cond_wait(&u->reg_cond, &u->reg_lock);
+	pthread_mutex_unlock(&u->reg_lock);
+	if (ret) {
+		rf_err("FUSE over io_uring: cannot start the ring threads: %s", strerror(-ret));
+		return ret;
+	}
+	pthread_mutex_lock(&u->reg_lock);
 	ret = u->reg_err;
 	pthread_mutex_unlock(&u->reg_lock);
 	if (ret)
-		rf_err("FUSE over io_uring: cannot register the entries: %s; serving through /dev/fuse",
-		       strerror(-ret));
+		rf_warn("FUSE over io_uring: the kernel refused the entries: %s; serving through /dev/fuse",
+			strerror(-ret));
 	else
 		rf_info("FUSE over io_uring: %d queues x %d entries (%d threads x %d), max_background %u", u->nq,
 			u->nt * u->c.entries, u->nt, u->c.entries, u->c.max_background);

@@ -47,9 +47,11 @@ bool rf_uring_offered(const void *buf, size_t len);
 struct rf_uring;
 
 /* Answer the INIT request in init (len bytes), start the ring threads
- * and register their entries.  0, or -errno (logged); on failure nothing
- * was answered only when INIT itself could not be (then the caller may
- * not fall back: the connection is unusable). */
+ * and register their entries.  0 (also when the kernel refused the
+ * entries: it then sends everything through /dev/fuse, which
+ * rf_uring_run serves), or -errno (logged): the connection cannot be
+ * served, and the caller unmounts (INIT said io_uring: there is no way
+ * back to libfuse).  *up is set either way: rf_uring_free() it. */
 int rf_uring_start(struct rf_uring **up, const struct rf_uring_conf *c, const void *init, size_t len);
 
 /* Serve: read /dev/fuse (FORGET, INTERRUPT, whatever comes before the
