@@ -10,7 +10,13 @@
 # ceilings' are seconds apart.  The table gives each target's median over
 # the rounds, and that divided by the median of null and of pass.
 #
-# usage: tools/bench.sh [-t SECONDS] [-r ROUNDS] [-l LEVELS] [-j JOBS | -a] [-o CSV] [-c CHUNK] [-D]
+# With -u the FUSE transport of raidfuse's own joins in: each array is also
+# served through FUSE over io_uring (raidN-uring beside raidN, which -u
+# pins to libfuse), and raidfuse --null (reads zeros, drops writes: the
+# transport alone, as fuse-ceiling -n) runs on both (rnull-fuse,
+# rnull-uring), so the transports' own ceilings sit beside null and pass.
+#
+# usage: tools/bench.sh [-t SECONDS] [-r ROUNDS] [-l LEVELS] [-j JOBS | -a] [-o CSV] [-c CHUNK] [-D] [-u]
 #   -t SECONDS  each fio run's measured time (default 2; a 1 s ramp before it)
 #   -r ROUNDS   rounds (default 3; medians count)
 #   -l LEVELS   raid levels, "0 1 5 6 10" by default (raid6: 6 members, raid1: 2,
@@ -26,6 +32,8 @@
 #               drain every second (MOUNTPOINT/md/stripe_cache_size written
 #               once a second, alternating DRAIN_VALUES, default "256 512"),
 #               p99.9 latency with and without
+#   -u          the io_uring targets too (root: the fuse module's enable_uring is
+#               turned on for the run and put back after)
 # Environment: RAIDFUSE (the binary), RAIDFUSE_BASE (another build: its arrays
 # run beside, as raidN@base, so a change is measured against what it
 # changed in the same run), CEILING_SRC, BENCH_DIR (where the work directory
@@ -44,7 +52,7 @@ RAIDFUSE=${RAIDFUSE:-$here/build/raidfuse}
 CEILING_SRC=${CEILING_SRC:-$here/../shared/tools/fuse-ceiling/fuse-ceiling.c}
 size_mib=${BENCH_SIZE:-512}
 read -r -a drain_values <<<"${DRAIN_VALUES:-256 512}"
-runtime=2 rounds=3 levels="0 1 5 6 10" chunk=512K csv='' drain=0 jobs=() every=0
+runtime=2 rounds=3 levels="0 1 5 6 10" chunk=512K csv='' drain=0 jobs=() every=0 uring=0
 all_jobs=()
 for f in "$jobdir"/*.fio; do all_jobs+=("$(basename "$f" .fio)"); done
 # The default: the jobs the speed targets are stated in.
@@ -55,7 +63,7 @@ usage() {
 		sed "s/\$default_jobs/$default_jobs/" >&2
 	exit 2
 }
-while getopts "t:r:l:j:ao:c:D" o; do
+while getopts "t:r:l:j:ao:c:Du" o; do
 	case $o in
 	t) runtime=$OPTARG ;;
 	r) rounds=$OPTARG ;;
@@ -65,6 +73,7 @@ while getopts "t:r:l:j:ao:c:D" o; do
 	o) csv=$OPTARG ;;
 	c) chunk=$OPTARG ;;
 	D) drain=1 ;;
+	u) uring=1 ;;
 	*) usage ;;
 	esac
 done
@@ -90,6 +99,16 @@ RAIDFUSE_BASE=${RAIDFUSE_BASE:-}
 [ -z "$RAIDFUSE_BASE" ] || [ -x "$RAIDFUSE_BASE" ] ||
 	{ echo "bench.sh: RAIDFUSE_BASE=$RAIDFUSE_BASE is not an executable" >&2; exit 1; }
 [ -f "$CEILING_SRC" ] || { echo "bench.sh: no fuse-ceiling source at $CEILING_SRC (set CEILING_SRC)" >&2; exit 1; }
+uring_param=/sys/module/fuse/parameters/enable_uring
+uring_old=''
+if [ $uring = 1 ]; then
+	[ -f $uring_param ] || { echo "bench.sh: -u: no $uring_param (FUSE over io_uring needs Linux 6.14+)" >&2; exit 1; }
+	uring_old=$(cat $uring_param)
+	if [ "$uring_old" != Y ]; then
+		echo 1 2>/dev/null >$uring_param ||
+			{ echo "bench.sh: -u: cannot turn on $uring_param (root does: echo 1 > $uring_param)" >&2; exit 1; }
+	fi
+fi
 
 work=$(mktemp -d "${BENCH_DIR:-/dev/shm}/rf-bench-XXXXXX")
 csv=${csv:-$work/bench.csv}
@@ -114,6 +133,7 @@ cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	rm -rf "$work/data"
+	[ "$uring_old" != N ] || echo 0 >$uring_param
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -266,20 +286,36 @@ serve pass "$work/mnt-pass/img" "$work/data/ceiling" "$work/data/ceiling.img" "$
 
 builds=("$RAIDFUSE")
 [ -z "$RAIDFUSE_BASE" ] || builds+=("$RAIDFUSE_BASE")
+# serve_array TARGET LEVEL BINARY [MOUNT OPTIONS...]: a fresh array served.
+serve_array() {
+	local t=$1 l=$2 b=$3 n data per mlist i
+	shift 3
+	read -r n data < <(level_members "$l")
+	# Members just big enough for the fio region, in whole chunks.
+	per=$(((size_mib * 1024 + data - 1) / data))
+	per=$(((per + chunk_kib - 1) / chunk_kib * chunk_kib))
+	mlist=()
+	for ((i = 0; i < n; i++)); do mlist+=("$work/data/$t-$i.img"); done
+	bench_array_conf "$work/$t.conf" "${l%%:*}" "$chunk" "${per}K" "${mlist[@]}"
+	"$b" create "$work/$t.conf" >"$work/$t.log" 2>&1
+	serve "$t" "$work/mnt-$t/array.img" "$b" mount "$work/$t.conf" "$work/mnt-$t" -f "$@"
+	echo "bench: $t: $n members of ${per} KiB, daemon pid ${pid_of[$t]}"
+}
+if [ $uring = 1 ]; then
+	# --null never touches its members: raid0 for the size alone.
+	serve_array rnull-fuse 0 "$RAIDFUSE" --null -o io_uring=off
+	serve_array rnull-uring 0 "$RAIDFUSE" --null -o io_uring=on
+fi
 for l in $levels; do
 	for b in "${builds[@]}"; do
 		t=raid${l/:/x}
 		[ "$b" = "$RAIDFUSE" ] || t=$t@base
-		read -r n data < <(level_members "$l")
-		# Members just big enough for the fio region, in whole chunks.
-		per=$(((size_mib * 1024 + data - 1) / data))
-		per=$(((per + chunk_kib - 1) / chunk_kib * chunk_kib))
-		mlist=()
-		for ((i = 0; i < n; i++)); do mlist+=("$work/data/$t-$i.img"); done
-		bench_array_conf "$work/$t.conf" "${l%%:*}" "$chunk" "${per}K" "${mlist[@]}"
-		"$b" create "$work/$t.conf" >"$work/$t.log" 2>&1
-		serve "$t" "$work/mnt-$t/array.img" "$b" mount "$work/$t.conf" "$work/mnt-$t" -f
-		echo "bench: $t: $n members of ${per} KiB, daemon pid ${pid_of[$t]}"
+		if [ $uring = 1 ] && [ "$b" = "$RAIDFUSE" ]; then
+			serve_array "$t" "$l" "$b" -o io_uring=off
+			serve_array "$t-uring" "$l" "$b" -o io_uring=on
+		else
+			serve_array "$t" "$l" "$b"
+		fi
 	done
 done
 

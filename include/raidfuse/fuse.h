@@ -10,9 +10,12 @@ struct rf_fuse_opts {
 	const char *mountpoint;
 	bool foreground;
 	bool debug;             /* libfuse's -d */
-	const char *fuse_opts;  /* -o ..., passed to libfuse; NULL for none */
+	const char *fuse_opts;  /* -o ...: io_uring=auto|on|off (the transport),
+				 * the rest passed to libfuse; NULL for none */
 	int max_threads;        /* FUSE threads; 0 = default */
 	bool freeze;            /* --freeze: start with sync_action frozen (no resync) */
+	bool null;              /* --null: the image reads zeros and drops writes (a
+				 * transport benchmark; the members are not touched) */
 };
 
 /* Mount, daemonize unless foreground, start the array's workers and the

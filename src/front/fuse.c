@@ -14,11 +14,13 @@
  * the kernel is told to cache none of these entries or attributes
  * (timeouts 0) while the static ones keep an hour.
  *
- * libfuse low-level API, fuse_session_loop_mt with clone_fd.  A read or
- * write of the image takes a request from the pool and submits it; a
- * write's data is lent (rf_req.lent: libfuse reuses its buffer once the
- * callback returns, and the core copies it into the request's buffer
- * whenever the write may outlive the call).  Whoever ends the request (the
+ * The ops (do_*) answer through fuse_reply.h's struct rf_fq, whichever
+ * transport brought the request: libfuse's low-level API here
+ * (fuse_session_loop_mt with clone_fd; the op_* callbacks and ll_*
+ * replies are its glue).  A read or write of the image takes a request
+ * from the pool and submits it; a write's data is lent (rf_req.lent: the
+ * transport reuses its buffer once the call returns, and the core copies
+ * it into the request's buffer whenever the write may outlive the call).  Whoever ends the request (the
  * FUSE thread itself when it serves the stripe work inline, or a worker)
  * replies and returns it to the pool.
  *
@@ -67,6 +69,8 @@
 #include "raidfuse/devopen.h"
 #include "raidfuse/fuse.h"
 #include "raidfuse/log.h"
+#include "front/fuse_reply.h"
+#include "front/fuse_uring.h"
 
 #define RF_MAX_IO (1u << 20)
 #define RF_POOL_MAX 256
@@ -91,6 +95,7 @@ struct fs {
 	char **names;
 	int nnames, cap_names;
 	time_t start;
+	bool null;                      /* --null: reads are zeros, writes dropped */
 	uid_t uid;
 	gid_t gid;
 	/* The image's attributes (chmod, chown); img_lock. */
@@ -103,11 +108,13 @@ struct fs {
 	pthread_cond_t cond;
 	struct rf_req *free;
 	int nalloc, nwait;
+	struct rf_uring *uring;         /* the transport of our own, if serving by it */
 };
 
 struct io_ctx {
 	struct fs *fs;
-	fuse_req_t req;
+	struct rf_fq q;
+	char *own_buf;                  /* r->buf while a read fills the transport's */
 	struct rf_req *next_free;
 };
 
@@ -342,31 +349,30 @@ static void fill_attr(struct fs *fs, fuse_ino_t ino, const struct ref *r, struct
 	st->st_size = 4096;
 }
 
-/* Who sent req.  The supplementary groups are read only when asked for
- * (libfuse reads them from /proc): into groups (max entries); none are
- * known when that fails, which only takes rights away. */
-static void cred_of(fuse_req_t req, struct rf_ctl_cred *who, gid_t *groups, int max)
+/* Who sent q.  The supplementary groups are read only when asked for
+ * (the transport reads them from /proc): into groups (max entries); none
+ * are known when that fails, which only takes rights away. */
+static void cred_of(struct rf_fq *q, struct rf_ctl_cred *who, gid_t *groups, int max)
 {
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	int n = groups ? fuse_req_getgroups(req, max, groups) : -1;
+	int n = groups ? q->ops->groups(q, groups, max) : -1;
 
-	who->uid = ctx->uid;
-	who->gid = ctx->gid;
+	who->uid = q->uid;
+	who->gid = q->gid;
 	who->groups = n >= 0 && n <= max ? groups : NULL;
 	who->ngroups = who->groups ? n : 0;
 }
 
 /* The daemon's own check of what the kernel checks with
- * default_permissions: may req's sender open a file of these attributes
+ * default_permissions: may q's sender open a file of these attributes
  * for reading and/or writing?  0 or -EACCES. */
-static int may_open(fuse_req_t req, const struct stat *st, bool rd, bool wr)
+static int may_open(struct rf_fq *q, const struct stat *st, bool rd, bool wr)
 {
 	gid_t groups[RF_FUSE_GROUPS];
 	struct rf_ctl_cred who;
 	unsigned mode = st->st_mode & 0777;
 
 	/* The groups matter only where the group bits differ from the others'. */
-	cred_of(req, &who, ((mode >> 3) ^ mode) & 7 ? groups : NULL, RF_FUSE_GROUPS);
+	cred_of(q, &who, ((mode >> 3) ^ mode) & 7 ? groups : NULL, RF_FUSE_GROUPS);
 	return rf_ctl_may_open(&who, st->st_uid, st->st_gid, mode, rd, wr);
 }
 
@@ -397,15 +403,15 @@ static fuse_ino_t lookup_dev_entry(struct fs *fs, const char *name)
 	return slot < 0 ? 0 : INO_RD_BASE + (fuse_ino_t)slot;
 }
 
-static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void do_lookup(struct rf_fq *q, uint64_t parent, const char *name)
 {
-	struct fs *fs = fuse_req_userdata(req);
-	struct fuse_entry_param e;
+	struct fs *fs = q->fs;
+	struct stat st;
 	struct ref dir, r;
 	double timeout = DYN_TIMEOUT;
+	fuse_ino_t ino = 0;
 	int i, ret;
 
-	memset(&e, 0, sizeof(e));
 	ret = ref_live(fs, parent, &dir);
 	if (!ret && !ref_is_dir(&dir))
 		ret = -ENOTDIR;
@@ -414,24 +420,23 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 		ret = at ? 0 : -ENOENT;
 		if (at)
-			e.ino = ino_dev(dir.id, 1 + (int)(at - rf_ctl_dev_attrs));
+			ino = ino_dev(dir.id, 1 + (int)(at - rf_ctl_dev_attrs));
 	} else if (!ret) {
 		i = rf_ctl_lookup(&fs->tree, (int)(parent - INO_ROOT), name);
 		if (i >= 0) {
-			e.ino = INO_ROOT + (fuse_ino_t)i;
+			ino = INO_ROOT + (fuse_ino_t)i;
 			timeout = STATIC_TIMEOUT;
 		} else if (i == -ENOENT && (int)(parent - INO_ROOT) == fs->md) {
-			e.ino = lookup_dev_entry(fs, name);
+			ino = lookup_dev_entry(fs, name);
 		}
-		ret = e.ino ? 0 : i;
+		ret = ino ? 0 : i;
 	}
-	if (ret || (ret = ref_of(fs, e.ino, &r))) {
-		fuse_reply_err(req, -ret);
+	if (ret || (ret = ref_of(fs, ino, &r))) {
+		q->ops->err(q, -ret);
 		return;
 	}
-	e.attr_timeout = e.entry_timeout = timeout;
-	fill_attr(fs, e.ino, &r, &e.attr);
-	fuse_reply_entry(req, &e);
+	fill_attr(fs, ino, &r, &st);
+	q->ops->entry(q, ino, &st, timeout);
 }
 
 static double attr_timeout(const struct ref *r)
@@ -439,24 +444,24 @@ static double attr_timeout(const struct ref *r)
 	return r->kind == REF_NODE ? STATIC_TIMEOUT : DYN_TIMEOUT;
 }
 
-static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void do_getattr(struct rf_fq *q, uint64_t ino)
 {
-	struct fs *fs = fuse_req_userdata(req);
+	struct fs *fs = q->fs;
 	struct ref r;
 	struct stat st;
 	int ret = ref_live(fs, ino, &r);
 
 	if (ret) {
-		fuse_reply_err(req, -ret);
+		q->ops->err(q, -ret);
 		return;
 	}
 	fill_attr(fs, ino, &r, &st);
-	fuse_reply_attr(req, &st, attr_timeout(&r));
+	q->ops->attr(q, &st, attr_timeout(&r));
 }
 
-static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+static void do_readlink(struct rf_fq *q, uint64_t ino)
 {
-	struct fs *fs = fuse_req_userdata(req);
+	struct fs *fs = q->fs;
 	char target[300];
 	struct ref r;
 	int ret = ref_of(fs, ino, &r);
@@ -466,16 +471,16 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	if (!ret)
 		ret = rf_ctl_rd_target(fs->a, r.slot, target, sizeof(target));
 	if (ret < 0)
-		fuse_reply_err(req, -ret);
+		q->ops->err(q, -ret);
 	else
-		fuse_reply_readlink(req, target);
+		q->ops->readlink(q, target);
 }
 
 /* chmod, chown and chgrp of the image, with the rules of a device node:
  * the mode by its owner or root, the owner by root, the group by root or
  * by its owner to a group of the owner's.  Other files keep theirs
  * (EPERM).  0 or -errno. */
-static int image_chown(fuse_req_t req, struct fs *fs, const struct ref *r, const struct stat *attr, int to_set)
+static int image_chown(struct rf_fq *q, struct fs *fs, const struct ref *r, const struct stat *attr, int to_set)
 {
 	gid_t groups[RF_FUSE_GROUPS];
 	struct rf_ctl_cred who;
@@ -484,7 +489,7 @@ static int image_chown(fuse_req_t req, struct fs *fs, const struct ref *r, const
 
 	if (r->kind != REF_NODE || r->n->kind != RF_CTL_IMAGE)
 		return -EPERM;
-	cred_of(req, &who, groups, RF_FUSE_GROUPS);
+	cred_of(q, &who, groups, RF_FUSE_GROUPS);
 	pthread_mutex_lock(&fs->img_lock);
 	in_group = who.gid == attr->st_gid;
 	for (i = 0; i < who.ngroups && !in_group; i++)
@@ -508,28 +513,28 @@ static int image_chown(fuse_req_t req, struct fs *fs, const struct ref *r, const
 	return ret;
 }
 
-static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
+static void do_setattr(struct rf_fq *q, uint64_t ino, const struct stat *attr, int to_set)
 {
-	struct fs *fs = fuse_req_userdata(req);
+	struct fs *fs = q->fs;
 	struct ref r;
 	struct stat st;
 	int ret = ref_live(fs, ino, &r);
 
 	if (ret) {
-		fuse_reply_err(req, -ret);
+		q->ops->err(q, -ret);
 		return;
 	}
 	fill_attr(fs, ino, &r, &st);
 	if (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
-		ret = image_chown(req, fs, &r, attr, to_set);
+		ret = image_chown(q, fs, &r, attr, to_set);
 		if (ret) {
-			fuse_reply_err(req, -ret);
+			q->ops->err(q, -ret);
 			return;
 		}
 		fill_attr(fs, ino, &r, &st);
 	}
-	if ((to_set & FUSE_SET_ATTR_SIZE) && !ref_is_dir(&r) && may_open(req, &st, false, true)) {
-		fuse_reply_err(req, EACCES);
+	if ((to_set & FUSE_SET_ATTR_SIZE) && !ref_is_dir(&r) && may_open(q, &st, false, true)) {
+		q->ops->err(q, EACCES);
 		return;
 	}
 	if (to_set & FUSE_SET_ATTR_SIZE) {
@@ -538,54 +543,55 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		 * control file takes "truncate to 0" (echo VALUE > file) as
 		 * sysfs does: the write that follows is the value. */
 		if (ref_is_ctl(&r) && !attr_writable(r.attr)) {
-			fuse_reply_err(req, EACCES);
+			q->ops->err(q, EACCES);
 			return;
 		}
 		if (ref_is_dir(&r) || r.kind == REF_RD ||
 		    attr->st_size != (ref_is_ctl(&r) ? 0 : st.st_size)) {
-			fuse_reply_err(req, ref_is_dir(&r) ? EISDIR : EPERM);
+			q->ops->err(q, ref_is_dir(&r) ? EISDIR : EPERM);
 			return;
 		}
 	}
-	fuse_reply_attr(req, &st, attr_timeout(&r));
+	q->ops->attr(q, &st, attr_timeout(&r));
 }
 
-static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void do_open(struct rf_fq *q, uint64_t ino, int flags)
 {
-	struct fs *fs = fuse_req_userdata(req);
+	struct fs *fs = q->fs;
 	const struct rf_ctl_node *n;
 	struct stat st;
 	struct ref r;
 	int ret = ref_live(fs, ino, &r);
+	uint64_t fh;
 	bool ctl;
 
 	if (ret) {
-		fuse_reply_err(req, -ret);
+		q->ops->err(q, -ret);
 		return;
 	}
 	ctl = ref_is_ctl(&r);
 	n = r.n;
 	if (ref_is_dir(&r) || r.kind == REF_RD) {
-		fuse_reply_err(req, ref_is_dir(&r) ? EISDIR : ELOOP);
+		q->ops->err(q, ref_is_dir(&r) ? EISDIR : ELOOP);
 		return;
 	}
 	/* The modes hold even where the kernel does not check them. */
 	fill_attr(fs, ino, &r, &st);
-	if (may_open(req, &st, (fi->flags & O_ACCMODE) != O_WRONLY, (fi->flags & O_ACCMODE) != O_RDONLY)) {
-		fuse_reply_err(req, EACCES);
+	if (may_open(q, &st, (flags & O_ACCMODE) != O_WRONLY, (flags & O_ACCMODE) != O_RDONLY)) {
+		q->ops->err(q, EACCES);
 		return;
 	}
 	/* A read-only attribute cannot be opened for writing, a write-only
 	 * one (md/new_dev) for reading (sysfs: EACCES). */
-	if (ctl && (((fi->flags & O_ACCMODE) != O_RDONLY && !attr_writable(r.attr)) ||
-		    ((fi->flags & O_ACCMODE) != O_WRONLY && !(r.attr->mode & 0444)))) {
-		fuse_reply_err(req, EACCES);
+	if (ctl && (((flags & O_ACCMODE) != O_RDONLY && !attr_writable(r.attr)) ||
+		    ((flags & O_ACCMODE) != O_WRONLY && !(r.attr->mode & 0444)))) {
+		q->ops->err(q, EACCES);
 		return;
 	}
 	/* A read-only array (--ro) refuses to be opened for writing, as a
 	 * read-only block device does; its control files still take values. */
-	if (!ctl && n->kind == RF_CTL_IMAGE && (fi->flags & O_ACCMODE) != O_RDONLY && rf_array_readonly(fs->a)) {
-		fuse_reply_err(req, EROFS);
+	if (!ctl && n->kind == RF_CTL_IMAGE && (flags & O_ACCMODE) != O_RDONLY && rf_array_readonly(fs->a)) {
+		q->ops->err(q, EROFS);
 		return;
 	}
 	/* O_TRUNC is ignored, as a block device ignores it (the kernel passes
@@ -593,62 +599,73 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * control file is rewritten by the value that follows. */
 	/* The image: fh says whether this opener may write (its close then
 	 * flushes).  A control file: its struct ctl_open. */
-	fi->fh = (fi->flags & O_ACCMODE) != O_RDONLY;
+	fh = (flags & O_ACCMODE) != O_RDONLY;
 	if (ctl) {
 		struct ctl_open *c = calloc(1, sizeof(*c));
 
 		if (!c) {
-			fuse_reply_err(req, ENOMEM);
+			q->ops->err(q, ENOMEM);
 			return;
 		}
 		pthread_mutex_init(&c->lock, NULL);
-		fi->fh = (uintptr_t)c;
+		fh = (uintptr_t)c;
 	}
-	fi->direct_io = 1;
-	fi->keep_cache = 0;
-	if (fuse_reply_open(req, fi) && ctl) {
+	if (q->ops->open(q, fh, true) && ctl) {
 		/* the opener is gone: no release will come */
-		free((void *)(uintptr_t)fi->fh);
+		free((void *)(uintptr_t)fh);
 	}
 }
 
 static void io_done(struct rf_req *r, int err)
 {
 	struct io_ctx *c = r->priv;
+	struct rf_fq *q = &c->q;
 
 	if (err)
-		fuse_reply_err(c->req, -err);
+		q->ops->err(q, -err);
 	else if (r->op == RF_REQ_READ)
-		fuse_reply_buf(c->req, r->buf, r->len);
+		q->ops->buf(q, r->buf, r->len);
 	else if (r->op == RF_REQ_WRITE)
-		fuse_reply_write(c->req, r->len);
+		q->ops->write(q, r->len);
 	else
-		fuse_reply_err(c->req, 0);
+		q->ops->err(q, 0);
+	if (c->own_buf) {
+		r->buf = c->own_buf;
+		c->own_buf = NULL;
+	}
 	pool_put(c->fs, r);
 }
 
-static void submit(struct fs *fs, fuse_req_t req, int op, uint64_t off, size_t len, const char *data)
+static void submit(struct fs *fs, struct rf_fq *q, int op, uint64_t off, size_t len, const char *data)
 {
 	struct rf_req *r = pool_get(fs);
 	struct io_ctx *c;
 
 	if (!r) {
-		fuse_reply_err(req, ENOMEM);
+		q->ops->err(q, ENOMEM);
 		return;
 	}
 	c = r->priv;
-	c->req = req;
+	c->q = *q;
+	if (op == RF_REQ_READ && q->ops->read_buf) {
+		char *in_place = q->ops->read_buf(q, len);
+
+		if (in_place) {
+			c->own_buf = r->buf;
+			r->buf = in_place;
+		}
+	}
 	r->op = (uint8_t)op;
 	r->off = off;
 	r->len = (uint32_t)len;
 	r->done = io_done;
-	/* libfuse keeps data until this callback returns: lend it (the core
+	/* The transport keeps data until this call returns: lend it (the core
 	 * copies it when the write may outlive the call). */
 	r->lent = data;
 	rf_array_submit(fs->a, r);
 }
 
-static void ctl_read(struct fs *fs, fuse_req_t req, const struct ref *r, struct ctl_open *c,
+static void ctl_read(struct fs *fs, struct rf_fq *q, const struct ref *r, struct ctl_open *c,
 		     size_t size, off_t off)
 {
 	char *out = NULL;
@@ -687,48 +704,53 @@ static void ctl_read(struct fs *fs, fuse_req_t req, const struct ref *r, struct 
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (ret < 0)
-		fuse_reply_err(req, -ret);
+		q->ops->err(q, -ret);
 	else
-		fuse_reply_buf(req, out, len);
+		q->ops->buf(q, out, len);
 	free(out);
 }
 
-static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+static void do_read(struct rf_fq *q, uint64_t ino, size_t size, off_t off, uint64_t fh)
 {
-	struct fs *fs = fuse_req_userdata(req);
+	struct fs *fs = q->fs;
 	uint64_t end = rf_array_size(fs->a);
 	struct ref r;
 	int ret = ref_of(fs, ino, &r);
 
 	if (ret || ref_is_dir(&r) || r.kind == REF_RD) {
-		fuse_reply_err(req, ret ? -ret : ref_is_dir(&r) ? EISDIR : EINVAL);
+		q->ops->err(q, ret ? -ret : ref_is_dir(&r) ? EISDIR : EINVAL);
 		return;
 	}
 	if (ref_is_ctl(&r)) {
-		ctl_read(fs, req, &r, (struct ctl_open *)(uintptr_t)fi->fh, size, off);
+		ctl_read(fs, q, &r, (struct ctl_open *)(uintptr_t)fh, size, off);
 		return;
 	}
 	if (off < 0 || (uint64_t)off >= end || !size) {
-		fuse_reply_buf(req, NULL, 0);
+		q->ops->buf(q, NULL, 0);
 		return;
 	}
 	if (size > RF_MAX_IO)
 		size = RF_MAX_IO;
 	if (size > end - (uint64_t)off)
 		size = end - (uint64_t)off;
-	submit(fs, req, RF_REQ_READ, (uint64_t)off, size, NULL);
+	if (fs->null) {
+		static const char zeros[RF_MAX_IO];
+
+		q->ops->buf(q, zeros, size);
+		return;
+	}
+	submit(fs, q, RF_REQ_READ, (uint64_t)off, size, NULL);
 }
 
-static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-		     struct fuse_file_info *fi)
+static void do_write(struct rf_fq *q, uint64_t ino, const char *buf, size_t size, off_t off, uint64_t fh)
 {
-	struct fs *fs = fuse_req_userdata(req);
+	struct fs *fs = q->fs;
 	uint64_t end = rf_array_size(fs->a);
 	struct ref r;
 	int ret = ref_of(fs, ino, &r);
 
 	if (ret || ref_is_dir(&r) || r.kind == REF_RD) {
-		fuse_reply_err(req, ret ? -ret : ref_is_dir(&r) ? EISDIR : EINVAL);
+		q->ops->err(q, ret ? -ret : ref_is_dir(&r) ? EISDIR : EINVAL);
 		return;
 	}
 	if (ref_is_ctl(&r)) {
@@ -739,36 +761,40 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		 * offset too).  A setter that drains blocks this thread only.
 		 * Only the owner and root store, whoever opened the file; a
 		 * path is opened as the writer (md/new_dev). */
-		cred_of(req, &who, r.attr->as_writer ? groups : NULL, RF_FUSE_GROUPS);
+		cred_of(q, &who, r.attr->as_writer ? groups : NULL, RF_FUSE_GROUPS);
 		ret = rf_ctl_store_as(&who, fs->uid, r.attr, fs->a, r.kind == REF_DEVFILE ? -1 : r.n->member,
 				      r.kind == REF_DEVFILE ? r.dev : NULL, buf, size);
 		if (ret)
-			fuse_reply_err(req, -ret);
+			q->ops->err(q, -ret);
 		else
-			fuse_reply_write(req, size);
+			q->ops->write(q, size);
 		return;
 	}
 	if (rf_array_readonly(fs->a)) {
-		fuse_reply_err(req, EROFS);
+		q->ops->err(q, EROFS);
 		return;
 	}
 	if (off < 0) {
-		fuse_reply_err(req, EINVAL);
+		q->ops->err(q, EINVAL);
 		return;
 	}
 	if ((uint64_t)off >= end) {
-		fuse_reply_err(req, ENOSPC);
+		q->ops->err(q, ENOSPC);
 		return;
 	}
 	if (!size) {
-		fuse_reply_write(req, 0);
+		q->ops->write(q, 0);
 		return;
 	}
 	if (size > RF_MAX_IO)
 		size = RF_MAX_IO;
 	if (size > end - (uint64_t)off)
 		size = end - (uint64_t)off;
-	submit(fs, req, RF_REQ_WRITE, (uint64_t)off, size, buf);
+	if (fs->null) {
+		q->ops->write(q, size);
+		return;
+	}
+	submit(fs, q, RF_REQ_WRITE, (uint64_t)off, size, buf);
 }
 
 /* Only the image has data to flush.  A control file's close must not wait
@@ -783,42 +809,42 @@ static bool is_image(struct fs *fs, fuse_ino_t ino)
 /* close(): the members are flushed for an opener that could write.  One
  * that only read has nothing to flush, and its close must not wait while
  * a suspended array holds writes (and flushes) back: reads go on. */
-static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void do_flush(struct rf_fq *q, uint64_t ino, uint64_t fh)
 {
-	if (!is_image(fuse_req_userdata(req), ino) || !fi->fh) {
-		fuse_reply_err(req, 0);
+	if (!is_image(q->fs, ino) || !fh) {
+		q->ops->err(q, 0);
 		return;
 	}
-	submit(fuse_req_userdata(req), req, RF_REQ_FLUSH, 0, 0, NULL);
+	submit(q->fs, q, RF_REQ_FLUSH, 0, 0, NULL);
 }
 
-static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+static void do_fsync(struct rf_fq *q, uint64_t ino, uint64_t fh)
 {
-	if (!is_image(fuse_req_userdata(req), ino)) {
-		fuse_reply_err(req, 0);
+	if (!is_image(q->fs, ino)) {
+		q->ops->err(q, 0);
 		return;
 	}
-	submit(fuse_req_userdata(req), req, RF_REQ_FLUSH, 0, 0, NULL);
+	submit(q->fs, q, RF_REQ_FLUSH, 0, 0, NULL);
 }
 
-static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void do_release(struct rf_fq *q, uint64_t ino, uint64_t fh)
 {
-	struct ctl_open *c = (struct ctl_open *)(uintptr_t)fi->fh;
+	struct ctl_open *c = (struct ctl_open *)(uintptr_t)fh;
 	struct ref r;
 
 	/* By the inode's shape alone: the device may be gone by now. */
-	if (!ref_of(fuse_req_userdata(req), ino, &r) && ref_is_ctl(&r) && c) {
+	if (!ref_of(q->fs, ino, &r) && ref_is_ctl(&r) && c) {
 		pthread_mutex_destroy(&c->lock);
 		free(c->text);
 		free(c);
 	}
-	fuse_reply_err(req, 0);
+	q->ops->err(q, 0);
 }
 
 /* A directory listing being built: entry k (".", "..", then the
  * children) has offset k + 1, the offset of the entry after it. */
 struct listing {
-	fuse_req_t req;
+	struct rf_fq *q;
 	char *buf;
 	size_t size, n;
 	off_t pos, off;
@@ -827,15 +853,11 @@ struct listing {
 
 static void list_add(struct listing *l, const char *name, fuse_ino_t ino, mode_t mode)
 {
-	struct stat st;
 	size_t len;
 
 	if (l->full || l->pos++ < l->off)
 		return;
-	memset(&st, 0, sizeof(st));
-	st.st_ino = ino;
-	st.st_mode = mode;
-	len = fuse_add_direntry(l->req, l->buf + l->n, l->size - l->n, name, &st, l->pos);
+	len = l->q->ops->dirent(l->q, l->buf + l->n, l->size - l->n, name, ino, mode, l->pos);
 	if (len > l->size - l->n)
 		l->full = true;
 	else
@@ -861,11 +883,11 @@ static void list_devs(struct fs *fs, struct listing *l)
 	free(ents);
 }
 
-static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+static void do_readdir(struct rf_fq *q, uint64_t ino, size_t size, off_t off)
 {
-	struct fs *fs = fuse_req_userdata(req);
+	struct fs *fs = q->fs;
 	char buf[4096];
-	struct listing l = { .req = req, .buf = buf, .off = off };
+	struct listing l = { .q = q, .buf = buf, .off = off };
 	struct ref dir;
 	size_t k;
 	int i, ret = ref_live(fs, ino, &dir);
@@ -873,7 +895,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
 	if (!ret && !ref_is_dir(&dir))
 		ret = -ENOTDIR;
 	if (ret) {
-		fuse_reply_err(req, -ret);
+		q->ops->err(q, -ret);
 		return;
 	}
 	l.size = size < sizeof(buf) ? size : sizeof(buf);
@@ -893,12 +915,12 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
 		if (dir.n - fs->tree.nodes == fs->md)
 			list_devs(fs, &l);
 	}
-	fuse_reply_buf(req, buf, l.n);
+	q->ops->buf(q, buf, l.n);
 }
 
-static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+static void do_statfs(struct rf_fq *q, uint64_t ino)
 {
-	struct fs *fs = fuse_req_userdata(req);
+	struct fs *fs = q->fs;
 	struct statvfs sv;
 
 	memset(&sv, 0, sizeof(sv));
@@ -906,7 +928,182 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	sv.f_blocks = rf_array_size(fs->a) / 4096;
 	sv.f_files = (fsfilcnt_t)fs->tree.n + (fsfilcnt_t)rf_array_ndevs(fs->a) * (2 + rf_ctl_dev_nattrs);
 	sv.f_namemax = 255;
-	fuse_reply_statfs(req, &sv);
+	q->ops->statfs(q, &sv);
+}
+
+/* The libfuse transport: each request is a fuse_req_t, answered with
+ * fuse_reply_*(). */
+static int ll_err(struct rf_fq *q, int err)
+{
+	return fuse_reply_err(q->h, err);
+}
+
+static int ll_entry(struct rf_fq *q, uint64_t ino, const struct stat *st, double timeout)
+{
+	struct fuse_entry_param e;
+
+	memset(&e, 0, sizeof(e));
+	e.ino = ino;
+	e.attr = *st;
+	e.attr_timeout = e.entry_timeout = timeout;
+	return fuse_reply_entry(q->h, &e);
+}
+
+static int ll_attr(struct rf_fq *q, const struct stat *st, double timeout)
+{
+	return fuse_reply_attr(q->h, st, timeout);
+}
+
+static int ll_buf(struct rf_fq *q, const void *buf, size_t len)
+{
+	return fuse_reply_buf(q->h, buf, len);
+}
+
+static int ll_write(struct rf_fq *q, size_t count)
+{
+	return fuse_reply_write(q->h, count);
+}
+
+static int ll_open(struct rf_fq *q, uint64_t fh, bool direct_io)
+{
+	struct fuse_file_info fi;
+
+	memset(&fi, 0, sizeof(fi));
+	fi.fh = fh;
+	fi.direct_io = direct_io;
+	return fuse_reply_open(q->h, &fi);
+}
+
+static int ll_statfs(struct rf_fq *q, const struct statvfs *sv)
+{
+	return fuse_reply_statfs(q->h, sv);
+}
+
+static int ll_readlink(struct rf_fq *q, const char *target)
+{
+	return fuse_reply_readlink(q->h, target);
+}
+
+static size_t ll_dirent(struct rf_fq *q, char *buf, size_t size, const char *name, uint64_t ino, mode_t mode,
+			off_t next)
+{
+	struct stat st;
+
+	memset(&st, 0, sizeof(st));
+	st.st_ino = ino;
+	st.st_mode = mode;
+	return fuse_add_direntry(q->h, buf, size, name, &st, next);
+}
+
+static int ll_groups(struct rf_fq *q, gid_t *groups, int max)
+{
+	return fuse_req_getgroups(q->h, max, groups);
+}
+
+static const struct rf_fq_ops ll_reply = {
+	.err = ll_err,
+	.entry = ll_entry,
+	.attr = ll_attr,
+	.buf = ll_buf,
+	.write = ll_write,
+	.open = ll_open,
+	.statfs = ll_statfs,
+	.readlink = ll_readlink,
+	.dirent = ll_dirent,
+	.groups = ll_groups,
+};
+
+static struct rf_fq ll_fq(fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	return (struct rf_fq){ .ops = &ll_reply, .fs = fuse_req_userdata(req), .h = req,
+			       .uid = ctx->uid, .gid = ctx->gid, .pid = ctx->pid };
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct rf_fq q = ll_fq(req);
+
+	do_lookup(&q, parent, name);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct rf_fq q = ll_fq(req);
+
+	do_getattr(&q, ino);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct rf_fq q = ll_fq(req);
+
+	do_readlink(&q, ino);
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
+{
+	struct rf_fq q = ll_fq(req);
+
+	do_setattr(&q, ino, attr, to_set);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct rf_fq q = ll_fq(req);
+
+	do_open(&q, ino, fi->flags);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct rf_fq q = ll_fq(req);
+
+	do_read(&q, ino, size, off, fi->fh);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	struct rf_fq q = ll_fq(req);
+
+	do_write(&q, ino, buf, size, off, fi->fh);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct rf_fq q = ll_fq(req);
+
+	do_flush(&q, ino, fi->fh);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct rf_fq q = ll_fq(req);
+
+	do_fsync(&q, ino, fi->fh);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct rf_fq q = ll_fq(req);
+
+	do_release(&q, ino, fi->fh);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct rf_fq q = ll_fq(req);
+
+	do_readdir(&q, ino, size, off);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct rf_fq q = ll_fq(req);
+
+	do_statfs(&q, ino);
 }
 
 static const struct fuse_lowlevel_ops ops = {
@@ -923,6 +1120,22 @@ static const struct fuse_lowlevel_ops ops = {
 	.release = op_release,
 	.readdir = op_readdir,
 	.statfs = op_statfs,
+};
+
+/* The ops as the transport of our own calls them. */
+static const struct rf_fops fops = {
+	.lookup = do_lookup,
+	.getattr = do_getattr,
+	.readlink = do_readlink,
+	.setattr = do_setattr,
+	.open = do_open,
+	.read = do_read,
+	.write = do_write,
+	.flush = do_flush,
+	.fsync = do_fsync,
+	.release = do_release,
+	.readdir = do_readdir,
+	.statfs = do_statfs,
 };
 
 /* Serving a loop device: writes must not wait on memory reclaim that waits
@@ -951,12 +1164,91 @@ static bool has_opt(const char *opts, const char *name)
 	return false;
 }
 
+/* Take io_uring=MODE out of the comma-separated options opts: the rest
+ * into out (size bytes), the mode into *mode.  0, or -EINVAL (logged). */
+static int take_uring_opt(const char *opts, char *out, size_t size, int *mode)
+{
+	const char *p = opts;
+	size_t n = 0;
+
+	*mode = RF_URING_AUTO;
+	out[0] = 0;
+	while (*p) {
+		size_t len = strcspn(p, ",");
+
+		if (len > 9 && !strncmp(p, "io_uring=", 9)) {
+			char val[16];
+
+			snprintf(val, sizeof(val), "%.*s", (int)(len - 9), p + 9);
+			*mode = len - 9 < sizeof(val) ? rf_uring_mode_parse(val) : -EINVAL;
+			if (*mode < 0) {
+				rf_err("-o %.*s: io_uring wants auto, on or off", (int)len, p);
+				return -EINVAL;
+			}
+		} else if (len) {
+			/* The rest never outgrows opts (size: its length + 1). */
+			if (n + !!n + len + 1 > size)
+				return -EINVAL;
+			if (n)
+				out[n++] = ',';
+			memcpy(out + n, p, len);
+			n += len;
+			out[n] = 0;
+		}
+		p += len;
+		p += *p == ',';
+	}
+	return 0;
+}
+
+static bool session_exited(void *arg)
+{
+	return fuse_session_exited(arg);
+}
+
+/* The first request (INIT) for the transport of our own: read into
+ * *init (freed by the caller), its length, or -errno (logged). */
+static ssize_t read_init(struct fs *fs, char **init)
+{
+	size_t size = RF_MAX_IO + 4096;
+	ssize_t n;
+
+	*init = malloc(size);
+	if (!*init)
+		return -ENOMEM;
+	n = rf_uring_read_req(fuse_session_fd(fs->se), *init, size);
+	if (n < 0)
+		rf_err("cannot read the FUSE INIT request: %s", strerror((int)-n));
+	return n;
+}
+
+/* Serve through FUSE over io_uring; the kernel offered it in init.
+ * 0, or -errno. */
+static int serve_uring(struct fs *fs, const struct rf_fuse_opts *o, const char *init, size_t len)
+{
+	struct rf_uring_conf c = {
+		.fd = fuse_session_fd(fs->se),
+		.fs = fs,
+		.fops = &fops,
+		.max_write = RF_MAX_IO,
+		.max_background = 128,
+		.congestion_threshold = 96,
+		.stop = session_exited,
+		.stop_arg = fs->se,
+	};
+	int ret = rf_uring_start(&fs->uring, &c, init, len);
+
+	return ret ? ret : rf_uring_run(fs->uring);
+}
+
 /* Mount, serve until unmounted or signalled, unmount. */
 static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs)
 {
 	struct statfs sfs;
 	char *argv[10];
-	int argc = 0, ret;
+	char *opts = NULL, *init = NULL;
+	ssize_t init_len = 0;
+	int argc = 0, ret, mode = RF_URING_AUTO;
 	struct fuse_args args;
 	struct fuse_loop_config *lc;
 
@@ -974,8 +1266,17 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	argv[argc++] = "-o";
 	argv[argc++] = "max_read=1048576";
 	if (o->fuse_opts) {
+		size_t size = strlen(o->fuse_opts) + 1;
+
+		opts = malloc(size);
+		if (!opts || take_uring_opt(o->fuse_opts, opts, size, &mode)) {
+			free(opts);
+			return 1;
+		}
+	}
+	if (opts && *opts) {
 		argv[argc++] = "-o";
-		argv[argc++] = (char *)o->fuse_opts;
+		argv[argc++] = opts;
 		/* Other users on the mount: the kernel checks the modes
 		 * against them (and the daemon again: may_open). */
 		if (has_opt(o->fuse_opts, "allow_other") || has_opt(o->fuse_opts, "allow_root")) {
@@ -989,6 +1290,7 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
 	fs->se = fuse_session_new(&args, &ops, sizeof(ops), fs);
 	fuse_opt_free_args(&args);
+	free(opts);
 	if (!fs->se) {
 		rf_err("cannot start a FUSE session (bad -o options?)");
 		return 1;
@@ -1003,6 +1305,23 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 		fuse_session_destroy(fs->se);
 		return 1;
 	}
+	/* The transport: the kernel's INIT says whether it offers FUSE over
+	 * io_uring.  Read here, so that a refusal reaches the terminal. */
+	if (mode != RF_URING_OFF) {
+		init_len = read_init(fs, &init);
+		if (init_len >= 0 && mode == RF_URING_ON && !rf_uring_offered(init, (size_t)init_len)) {
+			rf_err("-o io_uring=on: the kernel does not offer FUSE over io_uring (Linux 6.14+ with "
+			       "CONFIG_FUSE_IO_URING; as root: echo 1 > /sys/module/fuse/parameters/enable_uring)");
+			init_len = -EOPNOTSUPP;
+		}
+		if (init_len < 0) {
+			free(init);
+			fuse_session_unmount(fs->se);
+			fuse_remove_signal_handlers(fs->se);
+			fuse_session_destroy(fs->se);
+			return 1;
+		}
+	}
 	/* No member or spare may come from the file system served here. */
 	if (rf_dev_set_served_mount(o->mountpoint))
 		rf_warn("%s: not found in the mount table: a spare on it is not refused", o->mountpoint);
@@ -1013,6 +1332,7 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	ret = rf_array_start(a);
 	if (ret) {
 		rf_err("cannot start the workers: %s", strerror(-ret));
+		free(init);
 		fuse_session_unmount(fs->se);
 		fuse_remove_signal_handlers(fs->se);
 		fuse_session_destroy(fs->se);
@@ -1028,7 +1348,18 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	fuse_loop_cfg_set_max_threads(lc, o->max_threads > 0 ? (unsigned)o->max_threads : 16);
 	/* FUSE threads never block on IO: keep them rather than churn. */
 	fuse_loop_cfg_set_idle_threads(lc, o->max_threads > 0 ? (unsigned)o->max_threads : 16);
-	ret = fuse_session_loop_mt(fs->se, lc);
+	if (init && rf_uring_offered(init, (size_t)init_len)) {
+		ret = serve_uring(fs, o, init, (size_t)init_len);
+	} else {
+		if (init) {
+			/* libfuse answers the INIT read above, then serves. */
+			struct fuse_buf fb = { .size = (size_t)init_len, .mem = init };
+
+			fuse_session_process_buf(fs->se, &fb);
+		}
+		ret = fuse_session_loop_mt(fs->se, lc);
+	}
+	free(init);
 	/* A positive value is the signal that ended the loop: a clean stop.
 	 * ECONNABORTED: the kernel tore the connection down (a lazy unmount
 	 * racing the last requests); nothing is left to answer, and every
@@ -1060,6 +1391,7 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 		fs->nwait--;
 	}
 	pthread_mutex_unlock(&fs->lock);
+	rf_uring_free(fs->uring);
 	fuse_session_destroy(fs->se);
 	pool_destroy(fs);
 	return ret ? 1 : 0;
@@ -1078,6 +1410,7 @@ int rf_fuse_run(struct rf_array *a, const struct rf_fuse_opts *o)
 	fs.img_uid = fs.uid;
 	fs.img_gid = fs.gid;
 	fs.img_mode = rf_array_readonly(a) ? 0400 : 0600;
+	fs.null = o->null;
 	pthread_mutex_init(&fs.img_lock, NULL);
 	pthread_mutex_init(&fs.lock, NULL);
 	pthread_cond_init(&fs.cond, NULL);

@@ -439,7 +439,7 @@ static int cmd_examine_bitmap(int argc, char **argv)
 /* ---------------------------------------------------------------- mount, assemble */
 
 /* Options both mount and assemble take: -f -d -v -o OPTS --freeze. */
-enum { O_FREEZE = 300, O_RO, O_OVERLAY, O_NAME, O_FORCE, O_ALLOW_UNSAFE };
+enum { O_FREEZE = 300, O_RO, O_OVERLAY, O_NAME, O_FORCE, O_ALLOW_UNSAFE, O_NULL };
 #define SERVE_LONGOPTS                                          \
 	{ "foreground", no_argument, NULL, 'f' },               \
 	{ "debug", no_argument, NULL, 'd' },                    \
@@ -448,6 +448,7 @@ enum { O_FREEZE = 300, O_RO, O_OVERLAY, O_NAME, O_FORCE, O_ALLOW_UNSAFE };
 	{ "freeze", no_argument, NULL, O_FREEZE },              \
 	{ "force", no_argument, NULL, O_FORCE },                \
 	{ "allow-unsafe-dirs", no_argument, NULL, O_ALLOW_UNSAFE }, \
+	{ "null", no_argument, NULL, O_NULL },                  \
 	OPT_HELP
 #define SERVE_SHORTOPTS "fdvo:h"
 
@@ -469,6 +470,10 @@ static bool serve_option(int ch, struct rf_fuse_opts *o)
 		return true;
 	case O_FREEZE:
 		o->freeze = true;
+		return true;
+	case O_NULL:
+		/* Undocumented: the FUSE transport alone, for tools/bench.sh. */
+		o->null = true;
 		return true;
 	case O_ALLOW_UNSAFE:
 		rf_dev_allow_unsafe_dirs(true);
@@ -1259,7 +1264,8 @@ static const struct cmd cmds[] = {
 	  "  -f, --foreground       stay in the foreground\n"
 	  "  -d, --debug            FUSE debug output (implies -f)\n"
 	  "  -v, --verbose          verbose log\n"
-	  "  -o, --options=OPTS     FUSE mount options (e.g. allow_other)\n"
+	  "  -o, --options=OPTS     FUSE mount options (e.g. allow_other), and\n"
+	  "                         io_uring=auto|on|off: FUSE over io_uring (default auto)\n"
 	  "      --freeze           start with md/sync_action frozen: a resync that is due\n"
 	  "                         waits until `resync` is written there\n"
 	  HELP_FORCE
@@ -1280,7 +1286,8 @@ static const struct cmd cmds[] = {
 	  "  -f, --foreground       stay in the foreground\n"
 	  "  -d, --debug            FUSE debug output (implies -f)\n"
 	  "  -v, --verbose          verbose log\n"
-	  "  -o, --options=OPTS     FUSE mount options (e.g. allow_other)\n"
+	  "  -o, --options=OPTS     FUSE mount options (e.g. allow_other), and\n"
+	  "                         io_uring=auto|on|off: FUSE over io_uring (default auto)\n"
 	  "      --freeze           start with md/sync_action frozen\n"
 	  HELP_FORCE
 	  HELP_UNSAFE_DIRS

@@ -37,42 +37,6 @@ field() {
 	sed -n "s/^ *$2 : //p" "$1" | head -n 1
 }
 
-# pattern K: the 4 KiB block numbered K (its number, 8 bytes a line).
-pattern() {
-	local l
-	printf -v l '%07d' "$1"
-	# shellcheck disable=SC2046
-	printf "$l\n%.0s" $(seq 512)
-}
-
-# writer ACKED: numbered blocks, one dd each; a number goes to ACKED only
-# once its dd (O_DIRECT, fsync) returned.  Ends at the first failed dd.
-# nocreat: a dd started after kill_daemon's lazy unmount would otherwise
-# create a plain file in the directory beneath the mount, succeed, and
-# count a block the array never saw as acknowledged.
-writer() {
-	local acked=$1 k
-	for ((k = 0; k < NBLK; k++)); do
-		pattern "$k" | dd of="$IMG" bs=4096 seek=$((k * STEP % NBLK)) count=1 iflag=fullblock oflag=direct \
-			conv=fsync,notrunc,nocreat status=none 2>/dev/null || return 0
-		echo "$k" >>"$acked"
-	done
-}
-
-# verify_acked ACKED WHAT: every block whose number ACKED holds reads back.
-verify_acked() {
-	local acked=$1 what=$2 k n=0 copy=$WORK/copy.img
-	dd if="$IMG" of="$copy" bs=1M count=$((NBLK * 4096 >> 20)) iflag=direct status=none ||
-		fail "$what: reading the image back failed"
-	while read -r k; do
-		cmp -s <(pattern "$k") <(dd if="$copy" bs=4096 skip=$((k * STEP % NBLK)) count=1 status=none) ||
-			fail "$what: acknowledged block $k (image block $((k * STEP % NBLK))) reads back wrong"
-		n=$((n + 1))
-	done <"$acked"
-	rm -f "$copy"
-	log "$what: all $n acknowledged blocks read back"
-}
-
 wait_idle() { wait_sync_idle "$MNT" "$1" 120; }
 
 check_zero() {
@@ -100,7 +64,7 @@ states() {
 
 # round NAME N conf keys...: one level's crash, resync and resume.
 round() {
-	local name=$1 n=$2 D=$WORK/$1 logf acked fiopid wpid i cp st
+	local name=$1 n=$2 D=$WORK/$1 logf acked i cp st
 	shift 2
 	mkdir -p "$D"
 	acked=$D/acked
@@ -112,20 +76,10 @@ round() {
 	start_array "$D/raid.conf" "$MNT"
 	logf=$(daemon_log_file "$MNT")
 	check '[ "$(val resync_start)" = none ]' "$name: created --assume-clean: no resync due"
-	fio --name=bg --filename="$IMG" --rw=randwrite --bs=4k --offset=16M --size=8M --direct=1 \
-		--ioengine=libaio --iodepth=8 --time_based --runtime=60 >/dev/null 2>&1 &
-	fiopid=$!
-	writer "$acked" &
-	wpid=$!
-	for ((i = 0; i < 100; i++)); do
-		[ "$(wc -l <"$acked")" -ge 200 ] && break
-		sleep 0.05
-	done
+	ack_start "$acked" --iodepth=8
 	sleep 0.5
 	kill_daemon
-	wait "$wpid" || true
-	wait "$fiopid" 2>/dev/null || true
-	[ "$(wc -l <"$acked")" -ge 20 ] || fail "$name: only $(wc -l <"$acked") blocks written before the kill"
+	ack_wait "$acked" "$name"
 	! grep -q "resync due" "$logf" || fail "$name: a resync started on a clean array: $(cat "$logf")"
 	st=$(states "$D" "$n")
 	[[ $st == *active* ]] || fail "$name: superblocks after kill -9 during writes: $st, want active (dirty)"
@@ -143,7 +97,7 @@ round() {
 	st=$(states "$D" "$n")
 	[[ $st != *active* ]] || fail "$name: superblocks after the resync: $st, want clean"
 	check_zero "$name"
-	verify_acked "$acked" "$name"
+	ack_verify "$acked" "$name"
 	stop_array "$MNT"
 	log "$name: resynced by itself, check 0"
 
@@ -187,7 +141,7 @@ round() {
 		fail "$name: the resync did not resume at its checkpoint: $(cat "$logf")"
 	grep -q "resync done at sector" "$logf" || fail "$name: the resumed resync did not complete: $(cat "$logf")"
 	check_zero "$name (resumed)"
-	verify_acked "$acked" "$name (resumed)"
+	ack_verify "$acked" "$name (resumed)"
 	stop_array "$MNT"
 	st=$(states "$D" "$n")
 	[[ $st != *active* ]] || fail "$name: superblocks after the resumed resync: $st, want clean"

@@ -41,6 +41,13 @@
 #   jval LINE KEY / jlist LINE KEY
 #                          a manifest.jsonl field / list (as words)
 #   full CMD...            CMD, except in a quick run (RF_QUICK=1)
+#   ack_start ACKED [FIO ARGS...] / ack_wait ACKED WHAT / ack_verify ACKED WHAT
+#                          acknowledged writes across a crash: ack_writer's
+#                          numbered 4 KiB blocks go to $IMG (block k at
+#                          k * STEP % NBLK; the test sets IMG, NBLK, STEP), k
+#                          logged in ACKED once its write returned, beside fio
+#                          writing 16-24 MiB; ack_wait after the crash (20
+#                          blocks at least); ack_verify: each logged one reads back
 # Cleanup runs at exit whatever happened: every array this test mounted is
 # unmounted and its daemon waited for (killed, by pid, if it hangs), loop
 # devices detached, file systems unmounted, $WORK removed.
@@ -526,6 +533,68 @@ fio_verify() {
 	grep -q 'READ:' "$out" || { cat "$out" >&2; fail "fio read nothing back (no verify pass?): $*"; }
 	grep -q '^verify:' "$out" && { cat "$out" >&2; fail "fio verify complained: $*"; }
 	return 0
+}
+
+# ack_pattern K: the 4 KiB block numbered K (its number, 8 bytes a line).
+ack_pattern() {
+	local l
+	printf -v l '%07d' "$1"
+	# shellcheck disable=SC2046
+	printf "$l\n%.0s" $(seq 512)
+}
+
+# ack_writer ACKED: numbered blocks, one dd each; a number goes to ACKED
+# only once its dd (O_DIRECT, fsync) returned.  Ends at the first failed dd.
+# nocreat: a dd started after a kill's lazy unmount would otherwise create
+# a plain file in the directory beneath the mount, succeed, and count a
+# block the array never saw as acknowledged.
+ack_writer() {
+	local acked=$1 k
+	for ((k = 0; k < NBLK; k++)); do
+		ack_pattern "$k" | dd of="$IMG" bs=4096 seek=$((k * STEP % NBLK)) count=1 iflag=fullblock \
+			oflag=direct conv=fsync,notrunc,nocreat status=none 2>/dev/null || return 0
+		echo "$k" >>"$acked"
+	done
+}
+
+# ack_start ACKED [FIO ARGS...]: ACKED emptied; fio writing random data at
+# 16-24 MiB of $IMG and ack_writer ACKED, both in the background; returns
+# once 200 blocks are acknowledged (5 s at most).
+ack_start() {
+	local acked=$1 i
+	shift
+	: >"$acked"
+	fio --name=bg --filename="$IMG" --rw=randwrite --bs=4k --offset=16M --size=8M --direct=1 \
+		--ioengine=libaio --time_based --runtime=60 "$@" >/dev/null 2>&1 &
+	_ACK_PIDS=($!)
+	ack_writer "$acked" &
+	_ACK_PIDS+=($!)
+	for ((i = 0; i < 100; i++)); do
+		[ "$(wc -l <"$acked")" -ge 200 ] && break
+		sleep 0.05
+	done
+}
+
+# ack_wait ACKED WHAT: after the crash, the writers end; 20 blocks at
+# least were acknowledged before it.
+ack_wait() {
+	wait "${_ACK_PIDS[1]}" || true
+	wait "${_ACK_PIDS[0]}" 2>/dev/null || true
+	[ "$(wc -l <"$1")" -ge 20 ] || fail "$2: only $(wc -l <"$1") blocks written before the kill"
+}
+
+# ack_verify ACKED WHAT: every block whose number ACKED holds reads back.
+ack_verify() {
+	local acked=$1 what=$2 k n=0 copy=$WORK/copy.img
+	dd if="$IMG" of="$copy" bs=1M count=$((NBLK * 4096 >> 20)) iflag=direct status=none ||
+		fail "$what: reading the image back failed"
+	while read -r k; do
+		cmp -s <(ack_pattern "$k") <(dd if="$copy" bs=4096 skip=$((k * STEP % NBLK)) count=1 status=none) ||
+			fail "$what: acknowledged block $k (image block $((k * STEP % NBLK))) reads back wrong"
+		n=$((n + 1))
+	done <"$acked"
+	rm -f "$copy"
+	log "$what: all $n acknowledged blocks read back"
 }
 
 # expect_fail CMD...: CMD must fail; its output (stdout+stderr) in $OUT, its
