@@ -35,8 +35,15 @@
  * there); that worker then owns the unit's heads until they end.
  *
  * md/consistency_policy switches it off ("resync") and on again ("ppl")
- * with writes drained: every log emptied, the superblocks' feature bit
- * cleared or set.
+ * with every request drained: every log emptied, the superblocks' feature
+ * bit cleared or set, the log taken off or put on the IO path (off, raid5
+ * prepares no partial parity for it).  A raid5 whose superblocks keep no
+ * log (created or last run with resync) gets the service too, switched
+ * off: its first "ppl" puts each member's log where md puts it
+ * (md/ppl.h's rf_ppl_place, planned at open: the free space beside the
+ * superblock), or is refused with the reason (no room, a bitmap, 0.90).
+ * An area too small for two units holds one header at its start,
+ * rewritten for every unit, as md's single log.
  *
  * Locks: each log's lock (a leaf) guards busy, its waiting list, the
  * next unit's header entries while they are taken, and the count of the
@@ -49,8 +56,10 @@
  * a unit's data writes not yet on disk would not be named by the newer
  * header; a crash of the daemon alone is covered); write a log's next
  * header while the previous unit's data writes are in flight (md does not
- * either: its recovery replays the newest header only); raid6; switch an
- * array on whose superblocks keep no log's area.
+ * either: its recovery replays the newest header only); raid6; give a
+ * log to a member that joins later (a spare rebuilt into a slot); place
+ * logs on members whose free space differs (one place is recorded for
+ * all).
  */
 #include <errno.h>
 #include <linux/magic.h>
@@ -73,8 +82,11 @@ struct ppl;
 struct plog {
 	struct ppl *p;
 	int m;                          /* its member (slot) */
-	struct rf_ppl_area area;        /* immutable */
-	bool flush;                     /* immutable: the member has a cache to flush */
+	/* Set at open, or by the first switch to ppl of an array that kept
+	 * no log (every request drained), then immutable: */
+	struct rf_ppl_area area;
+	bool multi;                     /* headers one after another (rf_ppl_area_multi) */
+	bool flush;                     /* the member has a cache to flush */
 	pthread_mutex_t lock;           /* a leaf: busy, wait, unit_left */
 	bool busy;                      /* lock: a unit in flight */
 	struct rf_log_stripe *wait, **wait_tail;        /* lock: waiting for the next unit */
@@ -104,7 +116,16 @@ struct ppl {
 	atomic_uint_fast64_t seq;       /* generations, as md's ppl_conf->seq */
 	atomic_uint_fast64_t nr_units, nr_entries;      /* stats: headers, stripes */
 	atomic_bool off;                /* md/consistency_policy "resync": no logging (changed
-					 * with writes drained) */
+					 * with every request drained) */
+	/* Immutable after open: where the superblocks record the log (as
+	 * they did, or md's placement on an array that keeps none yet: the
+	 * same on every member), or why it cannot be kept (place_err, why). */
+	int16_t place_off;
+	uint16_t place_size;
+	int place_err;
+	char why[256];
+	struct rf_ppl_area plan[RF_MAX_MEMBERS];        /* present: a member to log on */
+	bool areas;                     /* every request drained: the logs' areas are set */
 	int n;
 	struct plog log[RF_MAX_MEMBERS];
 };
@@ -239,7 +260,7 @@ static void unit_start(struct plog *l, struct rf_ioq *q, struct rf_log_stripe *l
 	rf_ppl_encode(&l->h, l->hdr);
 	/* The next place, or the start when the rest of the area is short
 	 * (md rewinds the same way). */
-	if (l->next + RF_PPL_HEADER_SIZE + pp > l->area.size)
+	if (!l->multi || l->next + RF_PPL_HEADER_SIZE + pp > l->area.size)
 		l->next = 0;
 	l->at = l->next;
 	l->next += RF_PPL_HEADER_SIZE + pp;
@@ -325,8 +346,52 @@ struct switch_job {
 	bool on;
 };
 
-/* Writes drained: every log empty (a later crash replays nothing stale,
- * here or in md), then the superblocks say whether a log is kept. */
+/* md flushes a log write (FUA) only on members with a volatile write
+ * cache (ppl_init_child_log: wb_cache_on).  A file on tmpfs or ramfs has
+ * none: the page cache is all there is, what is written is as durable as
+ * it gets; everything else (disk file systems, block devices, overlays,
+ * NBD exports) is flushed. */
+static bool needs_flush(const struct rf_dev *d)
+{
+	struct statfs fs;
+
+	if (d->io.nbd || d->io.layer || d->io.fd < 0 || fstatfs(d->io.fd, &fs))
+		return true;
+	return fs.f_type != TMPFS_MAGIC && fs.f_type != RAMFS_MAGIC;
+}
+
+static void log_setup(struct plog *l, const struct rf_ppl_area *area)
+{
+	l->area = *area;
+	l->multi = rf_ppl_area_multi(area->size);
+	l->flush = needs_flush(rf_dev_get(l->p->a, l->m));
+}
+
+/* The first switch to ppl of an array that kept no log: each member's
+ * log goes where md puts it (p->plan).  Everything is checked before
+ * anything is written. */
+static int place_logs(struct ppl *p)
+{
+	int i, r;
+
+	for (i = 0; i < p->n; i++) {
+		if (!p->plan[i].present || (rf_array_faulty_read(p->a) & (1ull << i)) || p->log[i].hdr)
+			continue;
+		r = posix_memalign((void **)&p->log[i].hdr, 4096, RF_PPL_HEADER_SIZE);
+		if (r) {
+			p->log[i].hdr = NULL;
+			return -r;
+		}
+	}
+	for (i = 0; i < p->n; i++)
+		if (p->log[i].hdr)
+			log_setup(&p->log[i], &p->plan[i]);
+	return 0;
+}
+
+/* Every request drained: every log empty (a later crash replays nothing
+ * stale, here or in md), then the superblocks say whether a log is kept,
+ * then the level offers its stripes to the log or not. */
 static int switch_drained(void *arg)
 {
 	struct switch_job *j = arg;
@@ -335,6 +400,13 @@ static int switch_drained(void *arg)
 	struct rf_ppl_io io;
 	int i, r;
 
+	if (j->on && !p->areas) {
+		r = place_logs(p);
+		if (r) {
+			rf_err("%s: setting up the partial parity log: %s", rf_array_name(p->a), strerror(-r));
+			return r;
+		}
+	}
 	memset(&sio, 0, sizeof(sio));
 	for (i = 0; i < p->n; i++)
 		if (p->log[i].area.present && !(rf_array_faulty_read(p->a) & (1ull << i)))
@@ -353,9 +425,11 @@ static int switch_drained(void *arg)
 		}
 		l->next = 0;
 	}
-	r = rf_sbstate_set_ppl(rf_array_sbstate(p->a), j->on);
+	r = rf_sbstate_set_ppl(rf_array_sbstate(p->a), j->on, p->place_off, p->place_size);
 	if (r)
 		return r;
+	p->areas = true;
+	rf_array_log_active(p->a, j->on);
 	atomic_store(&p->off, !j->on);
 	rf_info("%s: consistency policy %s", rf_array_name(p->a), j->on ? "ppl" : "resync");
 	return 0;
@@ -370,6 +444,10 @@ static int ppl_set_policy(void *priv, bool on)
 
 	if (atomic_load(&p->off) == !on)
 		return 0;
+	if (on && p->place_err) {
+		rf_warn("%s: consistency policy ppl refused: %s", rf_array_name(p->a), p->why);
+		return p->place_err;
+	}
 	/* A resync still due would be lost to the next replay, which
 	 * marks the array in sync (md refuses it too: no resync with a log). */
 	if (on && s) {
@@ -384,7 +462,7 @@ static int ppl_set_policy(void *priv, bool on)
 			return -EBUSY;
 		}
 	}
-	return rf_array_quiesced(p->a, switch_drained, &j);
+	return rf_array_quiesced_all(p->a, switch_drained, &j);
 }
 
 static const struct rf_log_ops ppl_log_ops = {
@@ -400,8 +478,10 @@ static void ppl_close(void *priv)
 	struct ppl *p = priv;
 	int i;
 
-	rf_info("%s: partial parity log: %llu header writes for %llu stripes", rf_array_name(p->a),
-		(unsigned long long)atomic_load(&p->nr_units), (unsigned long long)atomic_load(&p->nr_entries));
+	if (p->areas)
+		rf_info("%s: partial parity log: %llu header writes for %llu stripes", rf_array_name(p->a),
+			(unsigned long long)atomic_load(&p->nr_units),
+			(unsigned long long)atomic_load(&p->nr_entries));
 	for (i = 0; i < p->n; i++) {
 		pthread_mutex_destroy(&p->log[i].lock);
 		free(p->log[i].hdr);
@@ -422,18 +502,47 @@ static const struct rf_hooks ppl_hooks = {
 	.close = ppl_close,
 };
 
-/* md flushes a log write (FUA) only on members with a volatile write
- * cache (ppl_init_child_log: wb_cache_on).  A file on tmpfs or ramfs has
- * none: the page cache is all there is, what is written is as durable as
- * it gets; everything else (disk file systems, block devices, overlays,
- * NBD exports) is flushed. */
-static bool needs_flush(const struct rf_dev *d)
+/* Where md would put the log on each present member of an array that
+ * keeps none (rf_ppl_place), kept in p for a later switch to ppl, or why
+ * it cannot go anywhere. */
+static void plan_logs(struct ppl *p)
 {
-	struct statfs fs;
+	char why[200];
+	bool first = true;
+	int i, r;
 
-	if (d->io.nbd || d->io.layer || d->io.fd < 0 || fstatfs(d->io.fd, &fs))
-		return true;
-	return fs.f_type != TMPFS_MAGIC && fs.f_type != RAMFS_MAGIC;
+	for (i = 0; i < p->n; i++) {
+		struct rf_dev *d = rf_dev_get(p->a, i);
+		int16_t off;
+		uint16_t size;
+
+		if (!d->sb_has || !(rf_array_present(p->a) & (1ull << i)) ||
+		    (rf_array_faulty_read(p->a) & (1ull << i)))
+			continue;
+		r = rf_ppl_place(&d->sb, &off, &size, why, sizeof(why));
+		if (!r && !first && (off != p->place_off || size != p->place_size)) {
+			snprintf(why, sizeof(why), "its free space differs from the other members' (%u sectors at "
+				 "%d, not %u at %d), and one log's place is recorded for all", size, off,
+				 p->place_size, p->place_off);
+			r = -ENOSPC;
+		}
+		if (r) {
+			p->place_err = r;
+			snprintf(p->why, sizeof(p->why), "member %d (%s): %s", i, d->path, why);
+			return;
+		}
+		first = false;
+		p->place_off = off;
+		p->place_size = size;
+		p->plan[i] = (struct rf_ppl_area){ .present = true,
+						   .start = (uint64_t)((int64_t)d->sb.sb_offset + off) * 512,
+						   .size = size * 512ull,
+						   .data_offset = d->sb.data_offset * 512 };
+	}
+	if (first) {
+		p->place_err = -ENODEV;
+		snprintf(p->why, sizeof(p->why), "no member with a superblock to record it");
+	}
 }
 
 static int service_open(struct rf_array *a, const struct rf_config *cfg, char *err, size_t errlen)
@@ -457,6 +566,8 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 
 		if (!d->sb_has || !(rf_array_present(a) & (1ull << i)) || (rf_array_faulty_read(a) & (1ull << i)))
 			continue;
+		if (!first)
+			first = d;
 		if (rf_ppl_area_of(&d->sb, &areas[i]))
 			continue;
 		if (areas[i].start + areas[i].size > areas[i].data_offset &&
@@ -469,10 +580,8 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 		sio.dev[i] = &d->sb_io;
 		any = true;
 		dirty |= !d->sb.clean;
-		if (!first)
-			first = d;
 	}
-	if (!any)
+	if (!first)
 		return 0;
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -482,12 +591,31 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 	p->chunk_sectors = g->chunk_sectors;
 	p->data_disks = g->data_disks;
 	p->sig = rf_ppl_signature(first->sb.uuid);
+	p->areas = any;
+	atomic_store(&p->off, !any);
+	for (i = 0; i < n; i++) {
+		struct plog *l = &p->log[i];
+
+		l->p = p;
+		l->m = i;
+		l->wait_tail = &l->wait;
+		pthread_mutex_init(&l->lock, NULL);
+	}
+	if (any) {
+		/* as recorded (the first logged member's) */
+		for (i = 0; i < n && !areas[i].present; i++)
+			;
+		p->place_off = rf_dev_get(a, i)->sb.ppl_offset;
+		p->place_size = rf_dev_get(a, i)->sb.ppl_size;
+	} else {
+		plan_logs(p);
+	}
 	rf_ppl_io_sb(&io, &sio);
 	if (dirty) {
 		r = rf_ppl_recover(&io, g, areas, p->sig, &st);
 		if (r) {
 			snprintf(err, errlen, "%s: replaying the partial parity log: %s", rf_array_name(a), strerror(-r));
-			free(p);
+			ppl_close(p);
 			return r;
 		}
 		rf_warn("%s: not cleanly shut down: partial parity log replayed: %d entries from %d members%s%s",
@@ -499,7 +627,7 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 			if (r) {
 				snprintf(err, errlen, "%s: marking the superblocks in sync after the replay: %s",
 					 rf_array_name(a), strerror(-r));
-				free(p);
+				ppl_close(p);
 				return r;
 			}
 		}
@@ -507,14 +635,9 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 	for (i = 0; i < n; i++) {
 		struct plog *l = &p->log[i];
 
-		l->p = p;
-		l->m = i;
-		l->area = areas[i];
-		l->wait_tail = &l->wait;
-		pthread_mutex_init(&l->lock, NULL);
 		if (!areas[i].present)
 			continue;
-		l->flush = needs_flush(rf_dev_get(a, i));
+		log_setup(l, &areas[i]);
 		r = posix_memalign((void **)&l->hdr, 4096, RF_PPL_HEADER_SIZE);
 		if (r) {
 			l->hdr = NULL;
@@ -537,6 +660,9 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 		ppl_close(p);
 		return r;
 	}
+	/* An array that keeps no log offers the log nothing until it is
+	 * switched on (md/consistency_policy). */
+	rf_array_log_active(a, any);
 	return 0;
 }
 

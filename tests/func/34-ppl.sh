@@ -254,10 +254,57 @@ fio_verify "$IMG" --name=on --rw=randwrite --bs=4k --size=2M --offset=4M --iodep
 stop_array "$MNT"
 grep -q "consistency policy resync" "$(daemon_log_file "$MNT")" &&
 	grep -q "consistency policy ppl" "$(daemon_log_file "$MNT")" || fail "no switch in the log"
-start_array "$WORK/plain/raid.conf" "$MNT" --force
-! (echo ppl >"$MNT/md/consistency_policy") 2>/dev/null || fail "an array without a log's area took ppl"
-check '[ "$(val consistency_policy)" = resync ]' "md/consistency_policy of the array without a log"
+
+log "5b. a resync array, remounted, switches to ppl where md puts the log"
+# 8 MiB members: the bad block log sits right behind the superblock (16
+# sectors), so the log goes behind it: 24 sectors from the superblock, a
+# header and a chunk of partial parity (264 sectors, one log: feature 0x400).
+make_array sw
+start_array "$WORK/sw/raid.conf" "$MNT"
+check '[ "$(val consistency_policy)" = resync ]' "md/consistency_policy of the resync array"
+echo ppl >"$MNT/md/consistency_policy"
+check '[ "$(val consistency_policy)" = ppl ]' "md/consistency_policy after the switch"
+"$RAIDFUSE" examine "$WORK/sw/d2.img" >"$WORK/ex.txt"
+check '[ "$(field "$WORK/ex.txt" "Feature Map")" = 0x400 ]' "feature map after the switch"
+check '[ "$(field "$WORK/ex.txt" PPL)" = "264 sectors at offset 24 sectors from superblock" ]' \
+	"examine's PPL line after the switch: $(field "$WORK/ex.txt" PPL)"
+fio_verify "$IMG" --name=r4k --rw=randwrite --bs=4k --size=4M --offset=8M --iodepth=16 \
+	--name=s1m --rw=write --bs=1M --size=4M --offset=12M --iodepth=4
 stop_array "$MNT"
+grep -q "partial parity log: [1-9][0-9]* header writes" "$(daemon_log_file "$MNT")" ||
+	fail "the switched array wrote no log: $(cat "$(daemon_log_file "$MNT")")"
+start_array "$WORK/sw/raid.conf" "$MNT"
+check '[ "$(val consistency_policy)" = ppl ]' "md/consistency_policy after a remount"
+fio_verify "$IMG" --name=again --rw=randwrite --bs=4k --size=2M --offset=2M --iodepth=8
+stop_array "$MNT"
+grep -q "partial parity log: [1-9][0-9]* header writes" "$(daemon_log_file "$MNT")" ||
+	fail "the remounted array wrote no log: $(cat "$(daemon_log_file "$MNT")")"
+log "switched on a remounted resync array: $(field "$WORK/ex.txt" PPL)"
+
+# Negative controls: no room beside the superblock, a bitmap.
+for kind in noroom bitmap; do
+	D=$WORK/$kind
+	mkdir -p "$D"
+	if [ $kind = noroom ]; then
+		mk_conf "$D/raid.conf" metadata=1.2 level=5 chunk_size=64K members="$(members 4)" member_size=8M \
+			data_offset=32
+		why="8 sectors free beside the superblock"
+	else
+		mk_conf "$D/raid.conf" metadata=1.2 level=5 chunk_size=64K members="$(members 4)" member_size=8M \
+			bitmap=internal
+		why="write-intent bitmap"
+	fi
+	create_array "$D/raid.conf" --assume-clean
+	start_array "$D/raid.conf" "$MNT"
+	! (echo ppl >"$MNT/md/consistency_policy") 2>/dev/null || fail "$kind: md/consistency_policy took ppl"
+	check '[ "$(val consistency_policy)" != ppl ]' "$kind: md/consistency_policy after the refusal"
+	stop_array "$MNT"
+	"$RAIDFUSE" examine "$D/d0.img" >"$D/ex.txt"
+	check '[ -z "$(field "$D/ex.txt" PPL)" ]' "$kind: the refused switch recorded a log"
+	[ $kind = bitmap ] && continue
+	grep -q "consistency policy ppl refused: member 0 .*$why" "$(daemon_log_file "$MNT")" ||
+		fail "$kind: no reason given: $(cat "$(daemon_log_file "$MNT")")"
+done
 
 if md_judge; then
 	log "6. kernel md replays the logs raidfuse wrote"
@@ -268,5 +315,11 @@ if md_judge; then
 	grep -q "JUDGE assemble=ok" <<<"$out" && grep -q "JUDGE mismatch_cnt=0 " <<<"$out" ||
 		fail "kernel md on raidfuse's PPL array killed during fio: $out"
 	log "kernel md assembles both crash states, check 0"
+	out=$("$MDJUDGE" --check --keep "$WORK/judge-sw" "$WORK"/sw/d{0,1,2,3}.img 2>&1) || fail "md-judge: $out"
+	grep -q "JUDGE assemble=ok" <<<"$out" && grep -q "JUDGE mismatch_cnt=0 " <<<"$out" ||
+		fail "kernel md on the array switched to ppl: $out"
+	grep -q "Consistency Policy : ppl" "$WORK/judge-sw/detail.txt" ||
+		fail "kernel md: the switched array is not ppl: $(cat "$WORK/judge-sw/detail.txt")"
+	log "kernel md assembles the array switched to ppl with consistency policy ppl, check 0"
 fi
 log "ok"

@@ -12,7 +12,11 @@
  *    but whose parity did not (the write hole) is closed by the replay;
  *    without the replay (negative control) the parity disagrees, and a
  *    rebuilt block not written by the update comes back wrong.  An entry
- *    whose checksum fails, or whose column is missing, is not replayed.
+ *    whose checksum fails, or whose column is missing, is not replayed;
+ *  - where a log goes on an array switched to ppl (rf_ppl_place): mdadm's
+ *    place before the bad block log, behind it when it sits right after
+ *    the superblock, 1 MiB at most, a chunk's worth below that; refused
+ *    without room, with a bitmap, on raid6 or 0.90.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,6 +35,7 @@
 #include "fixture.h"
 #include "raidfuse/le.h"
 #include "raidfuse/ppl.h"
+#include "raidfuse/super.h"
 
 /* ---- a fake member set in memory ---- */
 
@@ -482,6 +487,74 @@ static void test_kernel_crash(void **state)
 	free(row);
 }
 
+static struct rf_sb place_sb(enum rf_sb_kind kind, uint64_t data_offset, int32_t bblog)
+{
+	struct rf_sb sb;
+
+	memset(&sb, 0, sizeof(sb));
+	sb.kind = kind;
+	sb.level = 5;
+	sb.chunk_sectors = 128;
+	sb.sb_offset = kind == RF_SB_12 ? 8 : 0;
+	sb.data_offset = data_offset;
+	sb.data_size = 16384;
+	sb.bblog_offset = bblog;
+	sb.bblog_size = bblog ? 8 : 0;
+	return sb;
+}
+
+static void test_place(void **state)
+{
+	struct rf_sb sb;
+	char why[200];
+	int16_t off;
+	uint16_t size;
+
+	(void)state;
+	/* small members: bad block log right behind the superblock, so the
+	 * log goes behind it: a header and a 64 KiB chunk rounded up to md's
+	 * 128 KiB, one log */
+	sb = place_sb(RF_SB_12, 2048, 16);
+	assert_int_equal(rf_ppl_place(&sb, &off, &size, why, sizeof(why)), 0);
+	assert_int_equal(off, 24);
+	assert_int_equal(size, 264);
+	assert_false(rf_ppl_area_multi(size * 512ull));
+	/* mdadm's own place: the room before the bad block log */
+	sb = place_sb(RF_SB_12, 4096, 8 + 2048 + 100);
+	assert_int_equal(rf_ppl_place(&sb, &off, &size, why, sizeof(why)), 0);
+	assert_int_equal(off, 8);
+	assert_int_equal(size, RF_PPL_AREA_SECTORS);
+	assert_true(rf_ppl_area_multi(size * 512ull));
+	sb = place_sb(RF_SB_12, 4096, 8 + 100);
+	assert_int_equal(rf_ppl_place(&sb, &off, &size, why, sizeof(why)), 0);
+	assert_int_equal(off, 8);
+	assert_int_equal(size, 96);     /* 8 + whole pages */
+	/* no bad block log: up to the data */
+	sb = place_sb(RF_SB_12, 2048, 0);
+	assert_int_equal(rf_ppl_place(&sb, &off, &size, why, sizeof(why)), 0);
+	assert_int_equal(off, 8);
+	assert_int_equal(size, 264);
+	/* 1.0: the free space between the data and the superblock */
+	sb = place_sb(RF_SB_10, 0, -8);
+	sb.sb_offset = 16384 + 200;
+	assert_int_equal(rf_ppl_place(&sb, &off, &size, why, sizeof(why)), 0);
+	assert_int_equal(off, -200);
+	assert_int_equal(size, 192);
+	/* refused: no room, a bitmap, raid6, 0.90 */
+	sb = place_sb(RF_SB_12, 32, 16);
+	assert_int_equal(rf_ppl_place(&sb, &off, &size, why, sizeof(why)), -ENOSPC);
+	assert_non_null(strstr(why, "8 sectors free"));
+	sb = place_sb(RF_SB_12, 2048, 16);
+	sb.bitmap = true;
+	assert_int_equal(rf_ppl_place(&sb, &off, &size, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "bitmap"));
+	sb = place_sb(RF_SB_12, 2048, 16);
+	sb.level = 6;
+	assert_int_equal(rf_ppl_place(&sb, &off, &size, why, sizeof(why)), -EINVAL);
+	sb = place_sb(RF_SB_090, 2048, 16);
+	assert_int_equal(rf_ppl_place(&sb, &off, &size, why, sizeof(why)), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -491,6 +564,7 @@ int main(void)
 		cmocka_unit_test(test_replay_refuses),
 		cmocka_unit_test(test_find_latest),
 		cmocka_unit_test(test_kernel_crash),
+		cmocka_unit_test(test_place),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
