@@ -27,10 +27,14 @@
  * start when the rest is short), its partial parity behind it, then the
  * member is flushed (where it has a cache to flush: not on tmpfs, as md
  * flushes only members with a write-back cache); only then are its
- * stripes' data and parity writes issued (ls->resume).  One unit per
- * member log is in flight at a time, so after a crash the newest header
- * names every stripe whose writes may be unfinished, which is all md's
- * recovery replays.  Its member IO goes
+ * stripes' data and parity writes issued (ls->resume).  Once they all
+ * ended, the members they wrote are flushed (those with a cache to
+ * flush, as md's ppl_do_flush), and only then may the log's next unit
+ * be written: its header makes this unit's entries unreachable to a
+ * replay, so what they describe must not sit in a volatile cache a power
+ * cut loses.  One unit per member log is in flight at a time (flush
+ * included), so after a crash the newest header names every stripe whose
+ * writes may be unfinished, which is all md's recovery replays.  Its member IO goes
  * on the queue of the worker that starts it (its completions come back
  * there); that worker then owns the unit's heads until they end.
  *
@@ -46,15 +50,14 @@
  * rewritten for every unit, as md's single log.
  *
  * Locks: each log's lock (a leaf) guards busy, its waiting list, the
- * next unit's header entries while they are taken, and the count of the
- * unit's stripes not yet written; the unit's IO state (its header buffer
- * and mios, next) is its leader's, the one worker running it.  The
+ * next unit's header entries and member mask while they are taken, and
+ * the count of the unit's stripes not yet written; the unit's IO state
+ * (its header buffer and mios, next) is its leader's, the one worker
+ * running it; its flush state (fq, fl_left, fmio) the worker of its last
+ * stripe's end.  The
  * generation counter and the off switch are atomic.
  *
- * What it does NOT do: flush the data members before a log's next unit
- * (md does on members with a volatile write cache: after a power failure
- * a unit's data writes not yet on disk would not be named by the newer
- * header; a crash of the daemon alone is covered); write a log's next
+ * What it does NOT do: write a log's next
  * header while the previous unit's data writes are in flight (md does not
  * either: its recovery replays the newest header only); raid6; give a
  * log to a member that joins later (a spare rebuilt into a slot); place
@@ -98,6 +101,10 @@ struct plog {
 	bool flushed;
 	uint64_t at;                    /* the unit's header, bytes into the area */
 	uint64_t next;                  /* the next unit's */
+	uint64_t dmask;                 /* lock: the members the unit's stripes write */
+	struct rf_ioq *fq;              /* the queue of the flush before the next unit */
+	int fl_left;                    /* its flushes not yet ended (on fq's worker) */
+	struct rf_mio fmio[RF_MAX_MEMBERS];
 	char *hdr;                      /* RF_PPL_HEADER_SIZE, aligned */
 	struct rf_mio hmio;
 	struct rf_ppl_header h;
@@ -115,6 +122,8 @@ struct ppl {
 	int data_disks;
 	atomic_uint_fast64_t seq;       /* generations, as md's ppl_conf->seq */
 	atomic_uint_fast64_t nr_units, nr_entries;      /* stats: headers, stripes */
+	atomic_uint_fast64_t nr_flushes;                /* stats: data member flushes */
+	uint64_t vol_mask;              /* immutable: members with a cache to flush */
 	atomic_bool off;                /* md/consistency_policy "resync": no logging (changed
 					 * with every request drained) */
 	/* Immutable after open: where the superblocks record the log (as
@@ -190,6 +199,22 @@ static bool merges(const struct ppl *p, const struct rf_ppl_entry *e, const stru
 	       ls->data_sector == e->data_sector + e->pp_size / 512 && (uint64_t)e->pp_size + ls->pp_size < cs * 512;
 }
 
+/* The members ls's head writes: its data columns (as its entry names
+ * them, md/ppl.c's replay reads the same) and the parity. */
+static uint64_t stripe_members(const struct ppl *p, const struct rf_log_stripe *ls)
+{
+	const struct rf_geom *g = rf_array_geom(p->a);
+	uint64_t mask = 1ull << ls->parity;
+	uint32_t cols = ls->pp_size ? ls->data_size / ls->pp_size : (uint32_t)p->data_disks, dd;
+	struct rf_r5_map mp;
+
+	for (dd = 0; dd < cols && dd < (uint32_t)p->data_disks; dd++) {
+		rf_r5_map_sector(g, ls->data_sector + dd * p->chunk_sectors, &mp);
+		mask |= 1ull << mp.dd_idx;
+	}
+	return mask;
+}
+
 /* Add ls to the entries of h (merged into the last one where md would). */
 static void add_entry(const struct ppl *p, struct rf_ppl_header *h, int m, const struct rf_log_stripe *ls)
 {
@@ -222,12 +247,14 @@ static struct rf_log_stripe *take_waiting(struct plog *l, int *n)
 	if (room > RF_PPL_UNIT_MAX)
 		room = RF_PPL_UNIT_MAX;
 	l->h.entries_count = 0;
+	l->dmask = 0;
 	for (ls = l->wait; ls && pp + ls->pp_size <= room; ls = ls->next) {
 		const struct rf_ppl_entry *e = l->h.entries_count ? &l->h.e[l->h.entries_count - 1] : NULL;
 
 		if (l->h.entries_count == RF_PPL_MAX_ENTRIES && !(e && merges(l->p, e, ls)))
 			break;
 		add_entry(l->p, &l->h, l->m, ls);
+		l->dmask |= stripe_members(l->p, ls);
 		pp += ls->pp_size;
 		k++;
 		tail = &ls->next;
@@ -311,23 +338,20 @@ static int ppl_write_stripe(void *priv, struct rf_ioq *q, struct rf_log_stripe *
 	l->unit_left = 1;
 	l->h.entries_count = 0;
 	add_entry(p, &l->h, l->m, ls);
+	l->dmask = stripe_members(p, ls);
 	pthread_mutex_unlock(&l->lock);
 	unit_start(l, q, ls);
 	return 0;
 }
 
-static void ppl_stripe_done(void *priv, struct rf_ioq *q, struct rf_log_stripe *ls)
+/* The unit is over (its stripes written and, where they need it,
+ * flushed): what waits becomes the next unit, else the log is idle. */
+static void unit_next(struct plog *l, struct rf_ioq *q)
 {
-	struct ppl *p = priv;
-	struct plog *l = &p->log[ls->parity];
 	struct rf_log_stripe *list = NULL;
 	int n = 0;
 
 	pthread_mutex_lock(&l->lock);
-	if (--l->unit_left > 0) {
-		pthread_mutex_unlock(&l->lock);
-		return;
-	}
 	if (l->wait) {
 		list = take_waiting(l, &n);
 		l->unit_left = n;
@@ -337,6 +361,51 @@ static void ppl_stripe_done(void *priv, struct rf_ioq *q, struct rf_log_stripe *
 	pthread_mutex_unlock(&l->lock);
 	if (list)
 		unit_start(l, q, list);
+}
+
+static void flush_end(struct rf_mio *m)
+{
+	struct plog *l = m->priv;
+
+	if (m->res)
+		rf_member_fail(l->p->a, m->member, m->res, "flush before the partial parity log's next unit", 0);
+	if (--l->fl_left)
+		return;
+	unit_next(l, l->fq);
+}
+
+static void ppl_stripe_done(void *priv, struct rf_ioq *q, struct rf_log_stripe *ls)
+{
+	struct ppl *p = priv;
+	struct plog *l = &p->log[ls->parity];
+	uint64_t mask;
+	int i;
+
+	pthread_mutex_lock(&l->lock);
+	if (--l->unit_left > 0) {
+		pthread_mutex_unlock(&l->lock);
+		return;
+	}
+	mask = l->dmask & p->vol_mask & ~rf_array_faulty_read(p->a);
+	pthread_mutex_unlock(&l->lock);
+	/* md (ppl_do_flush): the next unit's header makes this one's
+	 * entries unreachable to a replay, so what its stripes wrote must
+	 * be on the members first, not in a volatile cache a power cut
+	 * loses.  The log stays busy meanwhile: stripes arriving now wait
+	 * for the next unit. */
+	if (!mask) {
+		unit_next(l, q);
+		return;
+	}
+	l->fq = q;
+	l->fl_left = __builtin_popcountll(mask);
+	atomic_fetch_add(&p->nr_flushes, (uint64_t)l->fl_left);
+	for (i = 0; i < p->n; i++) {
+		if (!(mask & (1ull << i)))
+			continue;
+		l->fmio[i] = (struct rf_mio){ .end = flush_end, .priv = l, .member = (int16_t)i, .op = RF_MIO_FSYNC };
+		rf_ioq_queue(q, &l->fmio[i]);
+	}
 }
 
 /* ---- md/consistency_policy: resync <-> ppl ---- */
@@ -354,7 +423,13 @@ struct switch_job {
 static bool needs_flush(const struct rf_dev *d)
 {
 	struct statfs fs;
+	const char *e = getenv("RAIDFUSE_PPL_FLUSH");
 
+	/* A test instrument: "1" flushes as if every member had a
+	 * write-back cache (tmpfs, where the tests run, has none), "0" as if
+	 * none had. */
+	if (e && (!strcmp(e, "1") || !strcmp(e, "0")))
+		return *e == '1';
 	if (d->io.nbd || d->io.layer || d->io.fd < 0 || fstatfs(d->io.fd, &fs))
 		return true;
 	return fs.f_type != TMPFS_MAGIC && fs.f_type != RAMFS_MAGIC;
@@ -479,9 +554,10 @@ static void ppl_close(void *priv)
 	int i;
 
 	if (p->areas)
-		rf_info("%s: partial parity log: %llu header writes for %llu stripes", rf_array_name(p->a),
-			(unsigned long long)atomic_load(&p->nr_units),
-			(unsigned long long)atomic_load(&p->nr_entries));
+		rf_info("%s: partial parity log: %llu header writes for %llu stripes, %llu data member flushes",
+			rf_array_name(p->a), (unsigned long long)atomic_load(&p->nr_units),
+			(unsigned long long)atomic_load(&p->nr_entries),
+			(unsigned long long)atomic_load(&p->nr_flushes));
 	for (i = 0; i < p->n; i++) {
 		pthread_mutex_destroy(&p->log[i].lock);
 		free(p->log[i].hdr);
@@ -596,6 +672,9 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 	for (i = 0; i < n; i++) {
 		struct plog *l = &p->log[i];
 
+		/* (a slot filled later by a spare: flushed, to be safe) */
+		if (!(rf_array_present(a) & (1ull << i)) || needs_flush(rf_dev_get(a, i)))
+			p->vol_mask |= 1ull << i;
 		l->p = p;
 		l->m = i;
 		l->wait_tail = &l->wait;
