@@ -135,6 +135,7 @@ struct ppl {
 	char why[256];
 	struct rf_ppl_area plan[RF_MAX_MEMBERS];        /* present: a member to log on */
 	bool areas;                     /* every request drained: the logs' areas are set */
+	bool bitmap;                    /* immutable: a write-intent bitmap is kept */
 	int n;
 	struct plog log[RF_MAX_MEMBERS];
 };
@@ -517,8 +518,10 @@ static int ppl_set_policy(void *priv, bool on)
 
 	struct rf_sbstate *s = rf_array_sbstate(p->a);
 
-	if (atomic_load(&p->off) == !on)
+	if (atomic_load(&p->off) == !on && !p->bitmap)
 		return 0;
+	if (p->bitmap && !on)
+		return -EINVAL;         /* md: "bitmap" it stays */
 	if (on && p->place_err) {
 		rf_warn("%s: consistency policy ppl refused: %s", rf_array_name(p->a), p->why);
 		return p->place_err;
@@ -668,6 +671,7 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 	p->data_disks = g->data_disks;
 	p->sig = rf_ppl_signature(first->sb.uuid);
 	p->areas = any;
+	p->bitmap = first->sb.bitmap;
 	atomic_store(&p->off, !any);
 	for (i = 0; i < n; i++) {
 		struct plog *l = &p->log[i];

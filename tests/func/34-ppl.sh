@@ -298,10 +298,11 @@ for kind in noroom bitmap; do
 	start_array "$D/raid.conf" "$MNT"
 	! (echo ppl >"$MNT/md/consistency_policy") 2>/dev/null || fail "$kind: md/consistency_policy took ppl"
 	check '[ "$(val consistency_policy)" != ppl ]' "$kind: md/consistency_policy after the refusal"
+	[ $kind = noroom ] || ! (echo resync >"$MNT/md/consistency_policy") 2>/dev/null ||
+		fail "bitmap: md/consistency_policy took resync"
 	stop_array "$MNT"
 	"$RAIDFUSE" examine "$D/d0.img" >"$D/ex.txt"
 	check '[ -z "$(field "$D/ex.txt" PPL)" ]' "$kind: the refused switch recorded a log"
-	[ $kind = bitmap ] && continue
 	grep -q "consistency policy ppl refused: member 0 .*$why" "$(daemon_log_file "$MNT")" ||
 		fail "$kind: no reason given: $(cat "$(daemon_log_file "$MNT")")"
 done
