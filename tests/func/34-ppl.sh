@@ -28,11 +28,12 @@
 #    replayed, no resync runs, a check counts 0 mismatches, the blocks
 #    read as in 2.
 # 4. The PPL array killed (kill -9) during fio's 1 MiB sequential writes,
-#    then during 64 KiB random writes: the next mount replays the log's
-#    entries (consecutive heads merged into one entry, with and without
-#    partial parity) and a check counts 0 mismatches: every replayed entry
-#    names the columns it wrote.  (The kernel judge below gets the second
-#    crash state.)
+#    then during 64 KiB and 4 KiB random writes: the next mount replays the
+#    log's entries (consecutive heads merged into one entry, with and
+#    without partial parity; entries of stripes named again by the next
+#    unit while their writes were in flight) and a check counts 0
+#    mismatches: every replayed entry names the columns it wrote.  (The
+#    kernel judge below gets the last crash state.)
 # 5. md/consistency_policy switches to resync (the superblocks' feature
 #    map loses the log's bit, writes are not logged) and back to ppl (bit
 #    0x800 again, empty logs), as md's sysfs attribute does; bitmap, and
@@ -214,23 +215,35 @@ stop_array "$MNT"
 "$RAIDFUSE" examine "$E/d2.img" >"$E/ex.txt"
 check '[ "$(field "$E/ex.txt" State)" = clean ]' "superblocks after the replay and a clean stop"
 
-log "4. kill -9 during fio's writes (1 MiB sequential, 64 KiB random): the replay keeps check at 0"
-for job in "--rw=write --bs=1M --iodepth=8" "--rw=randwrite --bs=64k --iodepth=16"; do
-	start_array "$WORK/pplfio/raid.conf" "$MNT"
-	# shellcheck disable=SC2086
-	fio --name=crash --filename="$IMG" $job --size=16M --direct=1 --ioengine=libaio --time_based --runtime=30 \
-		>/dev/null 2>&1 &
-	fiopid=$!
-	sleep 1.5
-	kill_daemon
-	wait "$fiopid" 2>/dev/null || true
-	rm -rf "$WORK/pplfio/crash"
-	mkdir -p "$WORK/pplfio/crash"
-	cp "$WORK"/pplfio/d{0,1,2,3}.img "$WORK/pplfio/crash/"
-	start_array "$WORK/pplfio/raid.conf" "$MNT"
-	logf=$(daemon_log_file "$MNT")
-	grep -q "partial parity log replayed: [1-9][0-9]* entries" "$logf" ||
-		fail "fio crash ($job): no replay: $(cat "$logf")"
+log "4. kill -9 during fio's writes (1 MiB sequential, 64 KiB and 4 KiB random): the replay keeps check at 0"
+for job in "--rw=write --bs=1M --iodepth=8" "--rw=randwrite --bs=64k --iodepth=16" \
+	"--rw=randwrite --bs=4k --iodepth=32"; do
+	for try in 1 2 3 4; do
+		start_array "$WORK/pplfio/raid.conf" "$MNT"
+		# shellcheck disable=SC2086
+		fio --name=crash --filename="$IMG" $job --size=16M --direct=1 --ioengine=libaio --time_based \
+			--runtime=30 >/dev/null 2>&1 &
+		fiopid=$!
+		sleep 1.5
+		kill_daemon
+		wait "$fiopid" 2>/dev/null || true
+		rm -rf "$WORK/pplfio/crash"
+		mkdir -p "$WORK/pplfio/crash"
+		cp "$WORK"/pplfio/d{0,1,2,3}.img "$WORK/pplfio/crash/"
+		start_array "$WORK/pplfio/raid.conf" "$MNT"
+		logf=$(daemon_log_file "$MNT")
+		grep -q "partial parity log replayed: [1-9][0-9]* entries" "$logf" ||
+			fail "fio crash ($job): no replay: $(cat "$logf")"
+		# The kill may cut a log write short (the kernel stops copying
+		# at a fatal signal): its header there, some partial parity
+		# not.  That entry fails its checksum and the array is resynced,
+		# as md does; safe, but not what this part checks: again.
+		grep -q "did not check out" "$logf" || break
+		log "fio $job: the kill cut a log write short (attempt $try): resync, again"
+		wait_sync_idle "$MNT" resync 60
+		stop_array "$MNT"
+	done
+	grep -q "did not check out" "$logf" && fail "fio crash ($job): every kill cut a log write short"
 	echo check >"$MNT/md/sync_action"
 	wait_sync_idle "$MNT" check 60
 	check '[ "$(val mismatch_cnt)" = 0 ]' "check after the replay ($job): mismatch_cnt $(val mismatch_cnt)"
