@@ -107,7 +107,7 @@ struct plog {
 	 * have not all ended, in the order they were taken (linked by next;
 	 * a stripe is on wait or here, never both); the next unit names them
 	 * again */
-	struct rf_log_stripe *live, *live_tail;
+	struct rf_log_stripe *live, **live_tail;
 	uint64_t live_pp;               /* lock: their partial parity bytes */
 	uint64_t done_mask;             /* lock: members written by stripes that ended since the
 					 * last unit was taken (flushed before the next) */
@@ -255,11 +255,8 @@ static int take_unit(struct plog *l)
 		ls = l->wait;
 		l->wait = ls->next;
 		ls->next = NULL;
-		if (l->live_tail)
-			l->live_tail->next = ls;
-		else
-			l->live = ls;
-		l->live_tail = ls;
+		*l->live_tail = ls;
+		l->live_tail = &ls->next;
 		l->live_pp += ls->pp_size;
 		l->unit[n++] = ls;
 	}
@@ -414,16 +411,16 @@ static void ppl_stripe_done(void *priv, struct rf_ioq *q, struct rf_log_stripe *
 {
 	struct ppl *p = priv;
 	struct plog *l = &p->log[ls->parity];
-	struct rf_log_stripe **pp, *prev = NULL;
+	struct rf_log_stripe **pp;
 	int n = 0;
 
 	pthread_mutex_lock(&l->lock);
 	for (pp = &l->live; *pp && *pp != ls; pp = &(*pp)->next)
-		prev = *pp;
+		;
 	if (*pp) {
 		*pp = ls->next;
-		if (l->live_tail == ls)
-			l->live_tail = prev;
+		if (l->live_tail == &ls->next)
+			l->live_tail = pp;
 		ls->next = NULL;
 		l->live_pp -= ls->pp_size;
 	}
@@ -730,6 +727,7 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 		l->p = p;
 		l->m = i;
 		l->wait_tail = &l->wait;
+		l->live_tail = &l->live;
 		pthread_mutex_init(&l->lock, NULL);
 	}
 	if (any) {
