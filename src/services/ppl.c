@@ -28,7 +28,9 @@
  * one's data and parity writes are in flight (replaying an entry of a
  * stripe that ended is harmless: parity = pp ^ data holds either way,
  * and a head's next round, with its new entry, starts only after its
- * round ended).
+ * round ended).  Their partial parity is written again, so a unit is
+ * taken early only for at least as much new partial parity (else the
+ * end of the live stripes' writes is waited for, as md does).
  *
  * A unit is written as md writes one: its header at the log's next place
  * in the area (after the previous unit's partial parity, back at the
@@ -109,6 +111,7 @@ struct plog {
 	 * again */
 	struct rf_log_stripe *live, **live_tail;
 	uint64_t live_pp;               /* lock: their partial parity bytes */
+	uint64_t wait_pp;               /* lock: the waiting stripes' */
 	uint64_t done_mask;             /* lock: members written by stripes that ended since the
 					 * last unit was taken (flushed before the next) */
 	/* the unit taken, its leader's (the worker that took it: its IO
@@ -142,6 +145,7 @@ struct ppl {
 	atomic_uint_fast64_t seq;       /* generations, as md's ppl_conf->seq */
 	atomic_uint_fast64_t nr_units, nr_entries;      /* stats: headers, stripes */
 	atomic_uint_fast64_t nr_flushes;                /* stats: data member flushes */
+	atomic_uint_fast64_t nr_carried;                /* stats: stripes named again */
 	uint64_t vol_mask;              /* immutable: members with a cache to flush */
 	atomic_bool off;                /* md/consistency_policy "resync": no logging (changed
 					 * with every request drained) */
@@ -242,18 +246,22 @@ static bool take_one(struct plog *l, const struct rf_log_stripe *ls, uint64_t *p
 static int take_unit(struct plog *l)
 {
 	struct rf_log_stripe *ls;
-	uint64_t pp = 0;
+	uint64_t pp = 0, carried = 0;
 	int n = 0;
 
-	if (!l->wait || l->live_pp + l->wait->pp_size > l->room)
+	/* Naming live stripes again costs their partial parity once more:
+	 * worth it only for as much new partial parity (else their writes'
+	 * end, which comes soon, is waited for). */
+	if (!l->wait || l->live_pp + l->wait->pp_size > l->room || l->live_pp > l->wait_pp)
 		return 0;
 	l->h.entries_count = 0;
-	for (ls = l->live; ls; ls = ls->next)
+	for (ls = l->live; ls; ls = ls->next, carried++)
 		if (!take_one(l, ls, &pp))
 			return 0;
 	while (l->wait && n < RF_PPL_UNIT_STRIPES && take_one(l, l->wait, &pp)) {
 		ls = l->wait;
 		l->wait = ls->next;
+		l->wait_pp -= ls->pp_size;
 		ls->next = NULL;
 		*l->live_tail = ls;
 		l->live_tail = &ls->next;
@@ -269,6 +277,7 @@ static int take_unit(struct plog *l)
 	l->len = (uint32_t)(RF_PPL_HEADER_SIZE + pp);
 	l->fmask = l->done_mask & l->p->vol_mask & ~rf_array_faulty_read(l->p->a);
 	l->done_mask = 0;
+	atomic_fetch_add_explicit(&l->p->nr_carried, carried, memory_order_relaxed);
 	return n;
 }
 
@@ -399,6 +408,7 @@ static int ppl_write_stripe(void *priv, struct rf_ioq *q, struct rf_log_stripe *
 	pthread_mutex_lock(&l->lock);
 	*l->wait_tail = ls;
 	l->wait_tail = &ls->next;
+	l->wait_pp += ls->pp_size;
 	if (!l->busy)
 		n = take_unit(l);
 	pthread_mutex_unlock(&l->lock);
@@ -602,9 +612,10 @@ static void ppl_close(void *priv)
 	int i;
 
 	if (p->areas)
-		rf_info("%s: partial parity log: %llu header writes for %llu stripes, %llu data member flushes",
-			rf_array_name(p->a), (unsigned long long)atomic_load(&p->nr_units),
+		rf_info("%s: partial parity log: %llu header writes for %llu stripes (%llu named again), %llu data "
+			"member flushes", rf_array_name(p->a), (unsigned long long)atomic_load(&p->nr_units),
 			(unsigned long long)atomic_load(&p->nr_entries),
+			(unsigned long long)atomic_load(&p->nr_carried),
 			(unsigned long long)atomic_load(&p->nr_flushes));
 	for (i = 0; i < p->n; i++) {
 		pthread_mutex_destroy(&p->log[i].lock);
