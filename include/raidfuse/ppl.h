@@ -136,4 +136,20 @@ void rf_ppl_io_sb(struct rf_ppl_io *io, struct rf_ppl_sbio *s);
  * -ENOENT when it keeps none. */
 int rf_ppl_area_of(const struct rf_sb *sb, struct rf_ppl_area *a);
 
+/* Whether an area of size bytes holds headers one after another (md's
+ * use_multippl: room for two units of RF_PPL_SPACE_SIZE) or one header
+ * at its start, rewritten for every unit. */
+static inline bool rf_ppl_area_multi(uint64_t size)
+{
+	return size >= 2ull * (RF_PPL_SPACE_SIZE + RF_PPL_HEADER_SIZE);
+}
+
+/* Where md would put a partial parity log on the member of sb, whose
+ * array has none yet (mdadm's update_super1 "ppl", md's
+ * ppl_validate_rdev): *offset sectors from the superblock, *size
+ * sectors.  0; -EINVAL: not a 1.x raid5 without a bitmap or journal;
+ * -ENOSPC: no room for a header and a page of partial parity.  why gets
+ * the reason. */
+int rf_ppl_place(const struct rf_sb *sb, int16_t *offset, uint16_t *size, char *why, size_t whylen);
+
 #endif

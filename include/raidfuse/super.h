@@ -233,10 +233,14 @@ struct rf_sb_change {
 	 * sync (RF_SB_MAX_SECTOR: the recovery flag is cleared). */
 	bool set_recovery;
 	uint64_t recovery_offset;
-	/* 1.x: md's partial parity log switched on (1: feature MULTI_PPL, its
-	 * area as recorded in the ppl fields) or off (-1: the feature bits
-	 * cleared, the fields kept, as md leaves them); 0: as it is. */
+	/* 1.x: md's partial parity log switched on (1: its area ppl_size
+	 * sectors at ppl_offset from the superblock, feature MULTI_PPL when
+	 * the area holds several logs (rf_ppl_area_multi), else PPL) or off
+	 * (-1: the feature bits cleared, the fields kept, as md leaves
+	 * them); 0: as it is. */
 	int set_ppl;
+	int16_t ppl_offset;
+	uint16_t ppl_size;
 	/* This device's md flags (RF_SB_DEVFLAG_*), as md's super_*_sync
 	 * writes them from the device's state. */
 	bool set_devflags;

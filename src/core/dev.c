@@ -434,16 +434,22 @@ int rf_array_set_consistency_policy(struct rf_array *a, const char *policy)
 		return -EINVAL;
 	/* md switches between resync and ppl on a raid5 that has a log's
 	 * area; anything else stays as it is. */
-	if (!a->log || !a->log->set_policy)
+	if (!a->log_ops || !a->log_ops->set_policy)
 		return ppl || a->bitmap || a->geom.level == 0 ? -EINVAL : 0;
-	return a->log->set_policy(a->log_priv, ppl);
+	return a->log_ops->set_policy(a->log_priv, ppl);
 }
 
 int rf_array_set_log(struct rf_array *a, const struct rf_log_ops *ops, void *priv)
 {
-	if (a->log)
+	if (a->log_ops)
 		return -EBUSY;
+	a->log_ops = ops;
 	a->log = ops;
 	a->log_priv = priv;
 	return 0;
+}
+
+void rf_array_log_active(struct rf_array *a, bool on)
+{
+	a->log = on ? a->log_ops : NULL;
 }

@@ -214,7 +214,9 @@ struct rf_array {
 	/* Services (core/hooks.h), registered while the array opens. */
 	int nhooks;
 	struct { const struct rf_hooks *h; void *priv; } hooks[RF_MAX_HOOKS];
-	const struct rf_log_ops *log;   /* the stripe log (hooks.h), NULL: none; set at open */
+	const struct rf_log_ops *log;   /* the stripe log on the IO path (hooks.h), NULL: none or
+					 * switched off; changed only with every request drained */
+	const struct rf_log_ops *log_ops;       /* the log registered at open (its set_policy) */
 	void *log_priv;
 	uint64_t present;               /* members opened */
 	atomic_uint_fast64_t faulty;    /* missing or failed members */

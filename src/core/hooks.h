@@ -108,8 +108,14 @@ struct rf_log_ops {
 	int (*set_policy)(void *priv, bool on);
 };
 
-/* Register the array's log (static ops).  0, or -EBUSY: one is there. */
+/* Register the array's log (static ops), on the IO path.  0, or -EBUSY:
+ * one is there. */
 int rf_array_set_log(struct rf_array *a, const struct rf_log_ops *ops, void *priv);
+/* Put the registered log on the IO path (on) or take it off: the level
+ * then offers it no stripe (and prepares none for it), while set_policy
+ * still reaches it.  Only with every request drained
+ * (rf_array_quiesced_all). */
+void rf_array_log_active(struct rf_array *a, bool on);
 
 /* A service as the core opens it.  open: look at the array (its devices
  * are open, nothing else runs yet) and cfg; a service that applies sets

@@ -597,7 +597,7 @@ const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	ATTR_RO(component_size),
 	ATTR_RO(metadata_version),
 	{ .name = "consistency_policy", .mode = 0644, .show = show_consistency_policy,
-	  .store = store_consistency_policy, .takes = "resync or ppl (raid5 with a partial parity log's area)" },
+	  .store = store_consistency_policy, .takes = "resync or ppl (raid5, 1.x metadata, no bitmap, room for the log)" },
 	ATTR_RO(reshape_position),
 	ATTR_RO(reshape_direction),
 	{ .name = "array_state", .mode = 0644, .show = show_array_state, .store = store_array_state,

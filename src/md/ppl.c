@@ -18,6 +18,7 @@
  * array at assembly), nor log running writes.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,6 +132,8 @@ int rf_ppl_find_latest(const struct rf_ppl_io *io, int m, const struct rf_ppl_ar
 		*h = *cur;
 		*at = off;
 		found = true;
+		if (!rf_ppl_area_multi(a->size))
+			break;          /* md: one header, at the start */
 		off += RF_PPL_HEADER_SIZE + pp_bytes(cur);
 	}
 	ret = found ? 0 : -ENOENT;
@@ -361,5 +364,76 @@ int rf_ppl_area_of(const struct rf_sb *sb, struct rf_ppl_area *a)
 	a->start = (uint64_t)((int64_t)sb->sb_offset + sb->ppl_offset) * 512;
 	a->size = (uint64_t)sb->ppl_size * 512;
 	a->data_offset = sb->data_offset * 512;
+	return 0;
+}
+
+/* The smallest area md takes: a header and one page of partial parity. */
+#define MIN_SECTORS ((RF_PPL_HEADER_SIZE + RF_PPL_BLOCK) / 512)
+
+int rf_ppl_place(const struct rf_sb *sb, int16_t *offset, uint16_t *size, char *why, size_t whylen)
+{
+	int64_t off, space, bb = sb->bblog_offset, optimal;
+
+	if (sb->kind == RF_SB_090) {
+		snprintf(why, whylen, "0.90 metadata records no partial parity log (md needs 1.x)");
+		return -EINVAL;
+	}
+	if (sb->level != 5) {
+		snprintf(why, whylen, "md keeps a partial parity log for raid5 only (this is raid%d)", sb->level);
+		return -EINVAL;
+	}
+	if (sb->bitmap) {
+		snprintf(why, whylen, "the array keeps a write-intent bitmap, and md keeps no partial parity log "
+			 "beside one");
+		return -EINVAL;
+	}
+	if (sb->feature_map & RF_SB_FEAT_JOURNAL) {
+		snprintf(why, whylen, "the array keeps a journal, and md keeps no partial parity log beside one");
+		return -EINVAL;
+	}
+	if (sb->sb_offset < sb->data_offset) {
+		/* 1.1, 1.2: behind the superblock's 4 KiB, up to the bad
+		 * block log or the data (mdadm). */
+		off = 8;
+		space = bb > 0 ? bb - off : (int64_t)(sb->data_offset - sb->sb_offset) - off;
+		/* Where the bad block log sits right behind the superblock
+		 * (mdadm and create do so on members of 8 GiB or less,
+		 * leaving no room before it), the free space behind it: md
+		 * takes any area clear of the superblock and the data. */
+		if (space < MIN_SECTORS && bb > 0 && sb->bblog_size &&
+		    bb + sb->bblog_size + MIN_SECTORS <= (int64_t)(sb->data_offset - sb->sb_offset)) {
+			off = bb + sb->bblog_size;
+			space = (int64_t)(sb->data_offset - sb->sb_offset) - off;
+		}
+		if (off > INT16_MAX) {
+			snprintf(why, whylen, "the free space starts %lld sectors from the superblock, past what "
+				 "the superblock records", (long long)off);
+			return -ENOSPC;
+		}
+	} else {
+		/* 1.0: between the data's end and the bad block log (or the
+		 * superblock), as mdadm places it. */
+		off = -(int64_t)(sb->sb_offset - sb->data_offset - sb->data_size);
+		if (off < INT16_MIN)
+			off = INT16_MIN;
+		space = (bb < 0 ? bb : 0) - off;
+	}
+	if (space < MIN_SECTORS) {
+		snprintf(why, whylen, "%lld sectors free beside the superblock; a partial parity log needs %d",
+			 (long long)(space > 0 ? space : 0), MIN_SECTORS);
+		return -ENOSPC;
+	}
+	/* mdadm: the whole 1 MiB of several logs where it fits, else one
+	 * log of a header and a chunk (at least 128 KiB) of partial parity;
+	 * md rounds the partial parity down to whole pages. */
+	optimal = RF_PPL_HEADER_SIZE / 512 + (sb->chunk_sectors > 256 ? sb->chunk_sectors : 256);
+	if (space >= RF_PPL_AREA_SECTORS)
+		space = RF_PPL_AREA_SECTORS;
+	else if (space > optimal)
+		space = optimal;
+	space = RF_PPL_HEADER_SIZE / 512 + (space - RF_PPL_HEADER_SIZE / 512) / (RF_PPL_BLOCK / 512) *
+		(RF_PPL_BLOCK / 512);
+	*offset = (int16_t)off;
+	*size = (uint16_t)space;
 	return 0;
 }

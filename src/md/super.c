@@ -45,6 +45,7 @@
 
 #include "raidfuse/fdio.h"
 #include "raidfuse/le.h"
+#include "raidfuse/ppl.h"
 #include "raidfuse/super.h"
 #include "raidfuse/util.h"
 
@@ -1108,8 +1109,15 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 			s->devflags = c->devflags;
 		if (c->set_ppl) {
 			uint32_t f = rf_le32(s->feature_map) & ~(uint32_t)(RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL);
+			uint8_t *ppl = (uint8_t *)&s->bitmap_offset;
 
-			s->feature_map = rf_to_le32(c->set_ppl > 0 ? f | RF_SB_FEAT_MULTI_PPL : f);
+			if (c->set_ppl > 0) {
+				/* md's ppl { le16 offset; le16 size } in bitmap_offset's place */
+				rf_put_le16(ppl, (uint16_t)c->ppl_offset);
+				rf_put_le16(ppl + 2, c->ppl_size);
+				f |= rf_ppl_area_multi(c->ppl_size * 512ull) ? RF_SB_FEAT_MULTI_PPL : RF_SB_FEAT_PPL;
+			}
+			s->feature_map = rf_to_le32(f);
 		}
 		if (c->set_recovery) {
 			uint32_t f = rf_le32(s->feature_map);

@@ -15,42 +15,61 @@
  * While it runs, raid5.c offers each stripe head's update to the log
  * (core/hooks.h, struct rf_log_ops) after computing its partial parity and
  * before issuing its data and parity writes.  The log of the row's parity
- * member takes it:
- *   - idle: the head alone becomes the log's unit at once;
- *   - busy (a unit in flight): the head waits on the log's list; when the
- *     unit's last stripe is written, everything waiting (up to 148
- *     entries, consecutive heads merged into one entry as md merges them,
- *     and RF_PPL_UNIT_MAX of partial parity) becomes the next unit, one
- *     header write for them all.
+ * member takes it onto its waiting list; whenever no unit is being
+ * written, the next one is taken: the log's live stripes (those of
+ * earlier units whose writes have not all ended) again, then what waits,
+ * as far as one header holds (148 entries, consecutive heads merged into
+ * one entry as md merges them, and RF_PPL_UNIT_MAX of partial parity,
+ * copied into the unit's buffer).  md's recovery replays the newest
+ * header only, so the newest header must name every stripe whose writes
+ * may not have ended; md gets that by writing a log's next unit only
+ * after the previous unit's stripes all ended.  Naming the live stripes
+ * again gets it without that wait: a unit is written while the previous
+ * one's data and parity writes are in flight (replaying an entry of a
+ * stripe that ended is harmless: parity = pp ^ data holds either way,
+ * and a head's next round, with its new entry, starts only after its
+ * round ended).  Their partial parity is written again, so a unit is
+ * taken early only for at least as much new partial parity (else the
+ * end of the live stripes' writes is waited for, as md does).
+ *
  * A unit is written as md writes one: its header at the log's next place
  * in the area (after the previous unit's partial parity, back at the
- * start when the rest is short), its partial parity behind it, then the
- * member is flushed (where it has a cache to flush: not on tmpfs, as md
- * flushes only members with a write-back cache); only then are its
- * stripes' data and parity writes issued (ls->resume).  One unit per
- * member log is in flight at a time, so after a crash the newest header
- * names every stripe whose writes may be unfinished, which is all md's
- * recovery replays.  Its member IO goes
- * on the queue of the worker that starts it (its completions come back
- * there); that worker then owns the unit's heads until they end.
- *
+ * start when the rest is short; always at the start of an area too small
+ * for two units, as md's single log), its partial parity behind it, in
+ * one write, then the member is flushed (where it has a cache to flush:
+ * not on tmpfs, as md flushes only members with a write-back cache); only
+ * then are its new stripes' data and parity writes issued (ls->resume).
+ * Before it is written, the members written by the stripes that ended
+ * since the last unit was taken (which this unit no longer names) are
+ * flushed, those with a cache to flush, as md's ppl_do_flush: what their
+ * entries described must not sit in a volatile cache a power cut loses
+ * once no header names it.  One unit per member log is being written at
+ * a time.  Its member IO goes on the queue of the worker that took it
+ * (its completions come back there); that worker then owns the unit's new
+ * heads until they end.
+
  * md/consistency_policy switches it off ("resync") and on again ("ppl")
- * with writes drained: every log emptied, the superblocks' feature bit
- * cleared or set.
+ * with every request drained: every log emptied, the superblocks' feature
+ * bit cleared or set, the log taken off or put on the IO path (off, raid5
+ * prepares no partial parity for it).  A raid5 whose superblocks keep no
+ * log (created or last run with resync) gets the service too, switched
+ * off: its first "ppl" puts each member's log where md puts it
+ * (md/ppl.h's rf_ppl_place, planned at open: the free space beside the
+ * superblock), or is refused with the reason (no room, a bitmap, 0.90).
+ * An area too small for two units holds one header at its start,
+ * rewritten for every unit, as md's single log.
  *
- * Locks: each log's lock (a leaf) guards busy, its waiting list, the
- * next unit's header entries while they are taken, and the count of the
- * unit's stripes not yet written; the unit's IO state (its header buffer
- * and mios, next) is its leader's, the one worker running it.  The
- * generation counter and the off switch are atomic.
+ * Locks: each log's lock (a leaf) guards busy, its waiting and live
+ * lists and what is counted of them, and the unit while it is taken; the
+ * unit's IO state (its buffer, mios, stage, place) is its leader's, the
+ * one worker running it until it is written.  The generation counter and
+ * the off switch are atomic.
  *
- * What it does NOT do: flush the data members before a log's next unit
- * (md does on members with a volatile write cache: after a power failure
- * a unit's data writes not yet on disk would not be named by the newer
- * header; a crash of the daemon alone is covered); write a log's next
- * header while the previous unit's data writes are in flight (md does not
- * either: its recovery replays the newest header only); raid6; switch an
- * array on whose superblocks keep no log's area.
+ * What it does NOT do: write a log's next unit while one is being
+ * written (each header is written after the one before it is on the
+ * member); raid6; give a log to a member that joins later (a spare rebuilt
+ * into a slot); place logs on members whose free space differs (one place
+ * is recorded for all).
  */
 #include <errno.h>
 #include <linux/magic.h>
@@ -70,26 +89,48 @@
 
 struct ppl;
 
+/* New stripes one unit takes at most (full-row entries carry no partial
+ * parity, so the room does not bound them). */
+#define RF_PPL_UNIT_STRIPES 512
+
 struct plog {
 	struct ppl *p;
 	int m;                          /* its member (slot) */
-	struct rf_ppl_area area;        /* immutable */
-	bool flush;                     /* immutable: the member has a cache to flush */
-	pthread_mutex_t lock;           /* a leaf: busy, wait, unit_left */
-	bool busy;                      /* lock: a unit in flight */
-	struct rf_log_stripe *wait, **wait_tail;        /* lock: waiting for the next unit */
-	int unit_left;                  /* lock: the unit's stripes not yet written */
-	/* the unit in flight, its leader's: */
-	struct rf_log_stripe *unit;
-	struct rf_ioq *q;               /* the leader's queue: the unit's completions run there */
+	/* Set at open, or by the first switch to ppl of an array that kept
+	 * no log (every request drained), then immutable: */
+	struct rf_ppl_area area;
+	bool multi;                     /* headers one after another (rf_ppl_area_multi) */
+	bool flush;                     /* the member has a cache to flush */
+	uint64_t room;                  /* partial parity one unit holds */
+	pthread_mutex_t lock;           /* a leaf: busy down to done_mask */
+	bool busy;                      /* lock: a unit taken, not yet on the member */
+	struct rf_log_stripe *wait, **wait_tail;        /* lock: waiting for a unit */
+	/* lock: the stripes of units written or being written whose writes
+	 * have not all ended, in the order they were taken (linked by next;
+	 * a stripe is on wait or here, never both); the next unit names them
+	 * again */
+	struct rf_log_stripe *live, **live_tail;
+	uint64_t live_pp;               /* lock: their partial parity bytes */
+	uint64_t wait_pp;               /* lock: the waiting stripes' */
+	uint64_t done_mask;             /* lock: members written by stripes that ended since the
+					 * last unit was taken (flushed before the next) */
+	/* the unit taken, its leader's (the worker that took it: its IO
+	 * completes there): */
+	struct rf_log_stripe *unit[RF_PPL_UNIT_STRIPES];        /* its new stripes */
+	int nunit;
+	struct rf_ioq *q;
 	int io_left, io_err;
-	bool flushed;
-	uint64_t at;                    /* the unit's header, bytes into the area */
-	uint64_t next;                  /* the next unit's */
-	char *hdr;                      /* RF_PPL_HEADER_SIZE, aligned */
-	struct rf_mio hmio;
+	int stage;                      /* STAGE_*: what its IO in flight is */
+	uint64_t fmask;                 /* members to flush before it */
+	uint64_t at, next;              /* its header, the next one's: bytes into the area */
+	uint32_t len;                   /* its header and partial parity */
+	char *buf;                      /* RF_PPL_HEADER_SIZE + room, aligned */
+	struct rf_mio mio;
+	struct rf_mio fmio[RF_MAX_MEMBERS];
 	struct rf_ppl_header h;
 };
+
+enum { STAGE_FLUSH_DATA, STAGE_WRITE, STAGE_FLUSH_LOG };
 
 /* Partial parity one unit may carry.  md's own units carry up to 128 KiB
  * (PPL_SPACE_SIZE) but its recovery reads any size; larger units mean
@@ -103,53 +144,26 @@ struct ppl {
 	int data_disks;
 	atomic_uint_fast64_t seq;       /* generations, as md's ppl_conf->seq */
 	atomic_uint_fast64_t nr_units, nr_entries;      /* stats: headers, stripes */
+	atomic_uint_fast64_t nr_flushes;                /* stats: data member flushes */
+	atomic_uint_fast64_t nr_carried;                /* stats: stripes named again */
+	uint64_t vol_mask;              /* immutable: members with a cache to flush */
 	atomic_bool off;                /* md/consistency_policy "resync": no logging (changed
-					 * with writes drained) */
+					 * with every request drained) */
+	/* Immutable after open: where the superblocks record the log (as
+	 * they did, or md's placement on an array that keeps none yet: the
+	 * same on every member), or why it cannot be kept (place_err, why). */
+	int16_t place_off;
+	uint16_t place_size;
+	int place_err;
+	char why[256];
+	struct rf_ppl_area plan[RF_MAX_MEMBERS];        /* present: a member to log on */
+	bool areas;                     /* every request drained: the logs' areas are set */
+	bool bitmap;                    /* immutable: a write-intent bitmap is kept */
 	int n;
 	struct plog log[RF_MAX_MEMBERS];
 };
 
 /* ---- running ---- */
-
-static void unit_resume(struct plog *l, struct rf_ioq *q)
-{
-	struct rf_log_stripe *ls = l->unit, *next;
-
-	/* Resuming the last one may end the unit and start the next (which
-	 * takes over l->unit): read each link before. */
-	l->unit = NULL;
-	for (; ls; ls = next) {
-		next = ls->next;
-		ls->next = NULL;
-		ls->resume(ls, q);
-	}
-}
-
-static void unit_io_end(struct rf_mio *m)
-{
-	struct plog *l = m->priv;
-	struct rf_array *a = l->p->a;
-
-	if (m->res && !l->io_err) {
-		l->io_err = m->res;
-		rf_member_fail(a, l->m, m->res, "partial parity log write", m->off);
-	}
-	if (--l->io_left)
-		return;
-	if (!l->io_err && !l->flushed && l->flush) {
-		/* md writes the unit with FUA: on the member before the data. */
-		l->flushed = true;
-		l->io_left = 1;
-		l->hmio.op = RF_MIO_FSYNC;
-		l->hmio.buf = NULL;
-		l->hmio.len = 0;
-		l->hmio.off = 0;
-		rf_ioq_queue(l->q, &l->hmio);
-		return;
-	}
-	/* Written (or the member failed: its parity is not written either). */
-	unit_resume(l, l->q);
-}
 
 /* Whether ls extends entry e as md's ppl_log_stripe() merges them: the
  * next head of the same chunk row writing the same run of columns (with
@@ -167,6 +181,22 @@ static bool merges(const struct ppl *p, const struct rf_ppl_entry *e, const stru
 	}
 	return ls->pp_size && ls->pp_size == RF_PPL_BLOCK && e->data_size / e->pp_size == ls->data_size / ls->pp_size &&
 	       ls->data_sector == e->data_sector + e->pp_size / 512 && (uint64_t)e->pp_size + ls->pp_size < cs * 512;
+}
+
+/* The members ls's head writes: its data columns (as its entry names
+ * them, md/ppl.c's replay reads the same) and the parity. */
+static uint64_t stripe_members(const struct ppl *p, const struct rf_log_stripe *ls)
+{
+	const struct rf_geom *g = rf_array_geom(p->a);
+	uint64_t mask = 1ull << ls->parity;
+	uint32_t cols = ls->pp_size ? ls->data_size / ls->pp_size : (uint32_t)p->data_disks, dd;
+	struct rf_r5_map mp;
+
+	for (dd = 0; dd < cols && dd < (uint32_t)p->data_disks; dd++) {
+		rf_r5_map_sector(g, ls->data_sector + dd * p->chunk_sectors, &mp);
+		mask |= 1ull << mp.dd_idx;
+	}
+	return mask;
 }
 
 /* Add ls to the entries of h (merged into the last one where md would). */
@@ -189,44 +219,78 @@ static void add_entry(const struct ppl *p, struct rf_ppl_header *h, int m, const
 	}
 }
 
-/* Take what waits on l into the next unit, up to what one header holds
- * (its entries, merged as md merges them, and the area's room for
- * partial parity), and fill l->h with their entries (lock held). */
-static struct rf_log_stripe *take_waiting(struct plog *l, int *n)
+/* Add ls to the unit being taken: its entry in l->h (false when the
+ * header is full), its partial parity copied behind the header at *pp.
+ * Lock held. */
+static bool take_one(struct plog *l, const struct rf_log_stripe *ls, uint64_t *pp)
 {
-	struct rf_log_stripe *head = l->wait, *ls, **tail = &head;
-	uint64_t pp = 0, room = l->area.size - RF_PPL_HEADER_SIZE;
-	int k = 0;
+	const struct rf_ppl_entry *e = l->h.entries_count ? &l->h.e[l->h.entries_count - 1] : NULL;
 
-	if (room > RF_PPL_UNIT_MAX)
-		room = RF_PPL_UNIT_MAX;
-	l->h.entries_count = 0;
-	for (ls = l->wait; ls && pp + ls->pp_size <= room; ls = ls->next) {
-		const struct rf_ppl_entry *e = l->h.entries_count ? &l->h.e[l->h.entries_count - 1] : NULL;
-
-		if (l->h.entries_count == RF_PPL_MAX_ENTRIES && !(e && merges(l->p, e, ls)))
-			break;
-		add_entry(l->p, &l->h, l->m, ls);
-		pp += ls->pp_size;
-		k++;
-		tail = &ls->next;
-	}
-	l->wait = *tail;
-	if (!l->wait)
-		l->wait_tail = &l->wait;
-	*tail = NULL;
-	*n = k;
-	return head;
+	if (*pp + ls->pp_size > l->room)
+		return false;
+	if (l->h.entries_count == RF_PPL_MAX_ENTRIES && !(e && merges(l->p, e, ls)))
+		return false;
+	add_entry(l->p, &l->h, l->m, ls);
+	if (ls->pp_size)
+		memcpy(l->buf + RF_PPL_HEADER_SIZE + *pp, ls->pp, ls->pp_size);
+	*pp += ls->pp_size;
+	return true;
 }
 
-/* Write the header (l->h's entries, filled for list) and the partial
- * parity of the stripes on list (l busy, its lock not held), on q. */
-static void unit_start(struct plog *l, struct rf_ioq *q, struct rf_log_stripe *list)
+/* Take the next unit (l not busy, lock held): the live stripes again (a
+ * replay reads the newest header only, so it must name every stripe
+ * whose writes may not have ended), then what waits, as far as one
+ * header holds.  Their partial parity is copied (a live stripe's may
+ * change once it ends, while the unit is written).  The number of new
+ * stripes taken; 0: none fits until live stripes end (nothing taken). */
+static int take_unit(struct plog *l)
+{
+	struct rf_log_stripe *ls;
+	uint64_t pp = 0, carried = 0;
+	int n = 0;
+
+	/* Naming live stripes again costs their partial parity once more:
+	 * worth it only for as much new partial parity (else their writes'
+	 * end, which comes soon, is waited for). */
+	if (!l->wait || l->live_pp + l->wait->pp_size > l->room || l->live_pp > l->wait_pp)
+		return 0;
+	l->h.entries_count = 0;
+	for (ls = l->live; ls; ls = ls->next, carried++)
+		if (!take_one(l, ls, &pp))
+			return 0;
+	while (l->wait && n < RF_PPL_UNIT_STRIPES && take_one(l, l->wait, &pp)) {
+		ls = l->wait;
+		l->wait = ls->next;
+		l->wait_pp -= ls->pp_size;
+		ls->next = NULL;
+		*l->live_tail = ls;
+		l->live_tail = &ls->next;
+		l->live_pp += ls->pp_size;
+		l->unit[n++] = ls;
+	}
+	if (!l->wait)
+		l->wait_tail = &l->wait;
+	if (!n)
+		return 0;
+	l->busy = true;
+	l->nunit = n;
+	l->len = (uint32_t)(RF_PPL_HEADER_SIZE + pp);
+	l->fmask = l->done_mask & l->p->vol_mask & ~rf_array_faulty_read(l->p->a);
+	l->done_mask = 0;
+	atomic_fetch_add_explicit(&l->p->nr_carried, carried, memory_order_relaxed);
+	return n;
+}
+
+static void unit_io_end(struct rf_mio *m);
+
+/* Write the unit taken (its entries in l->h, its partial parity behind
+ * them in l->buf), after flushing the members of the stripes it no
+ * longer names; on q, lock not held. */
+static void unit_start(struct plog *l, struct rf_ioq *q)
 {
 	struct ppl *p = l->p;
-	struct rf_log_stripe *ls;
-	uint64_t pp = 0, off, nls = 0;
 	uint32_t k;
+	int i;
 
 	l->h.signature = p->sig;
 	l->h.generation = atomic_fetch_add(&p->seq, 1) + 1;
@@ -234,43 +298,105 @@ static void unit_start(struct plog *l, struct rf_ioq *q, struct rf_log_stripe *l
 		struct rf_ppl_entry *e = &l->h.e[k];
 
 		e->checksum = e->pp_size ? ~e->checksum : 0;
-		pp += e->pp_size;
 	}
-	rf_ppl_encode(&l->h, l->hdr);
+	rf_ppl_encode(&l->h, l->buf);
 	/* The next place, or the start when the rest of the area is short
-	 * (md rewinds the same way). */
-	if (l->next + RF_PPL_HEADER_SIZE + pp > l->area.size)
+	 * (md rewinds the same way); one header at the start of a small
+	 * area. */
+	if (!l->multi || l->next + l->len > l->area.size)
 		l->next = 0;
 	l->at = l->next;
-	l->next += RF_PPL_HEADER_SIZE + pp;
-	l->unit = list;
+	l->next += l->len;
 	l->q = q;
 	l->io_err = 0;
-	l->flushed = false;
-	l->io_left = 1;
-	off = l->area.start + l->at;
-	l->hmio = (struct rf_mio){ .end = unit_io_end, .priv = l, .buf = l->hdr, .off = off,
-				   .len = RF_PPL_HEADER_SIZE, .member = (int16_t)l->m, .op = RF_MIO_WRITE };
-	off += RF_PPL_HEADER_SIZE;
-	rf_ioq_queue(q, &l->hmio);
-	for (ls = list; ls; ls = ls->next) {
-		nls++;
-		if (!ls->pp_size)
-			continue;
-		ls->mio = (struct rf_mio){ .end = unit_io_end, .priv = l, .buf = ls->pp, .off = off,
-					   .len = ls->pp_size, .member = (int16_t)l->m, .op = RF_MIO_WRITE };
-		off += ls->pp_size;
-		l->io_left++;
-		rf_ioq_queue(q, &ls->mio);
-	}
 	atomic_fetch_add(&p->nr_units, 1);
-	atomic_fetch_add(&p->nr_entries, nls);
+	atomic_fetch_add(&p->nr_entries, (uint64_t)l->nunit);
+	if (l->fmask) {
+		/* md (ppl_do_flush): this header makes the entries of the
+		 * stripes that ended unreachable to a replay, so what they
+		 * wrote must be on the members first, not in a volatile cache
+		 * a power cut loses. */
+		l->stage = STAGE_FLUSH_DATA;
+		l->io_left = __builtin_popcountll(l->fmask);
+		atomic_fetch_add(&p->nr_flushes, (uint64_t)l->io_left);
+		for (i = 0; i < p->n; i++) {
+			if (!(l->fmask & (1ull << i)))
+				continue;
+			l->fmio[i] = (struct rf_mio){ .end = unit_io_end, .priv = l, .member = (int16_t)i,
+						      .op = RF_MIO_FSYNC };
+			rf_ioq_queue(q, &l->fmio[i]);
+		}
+		return;
+	}
+	l->stage = STAGE_WRITE;
+	l->io_left = 1;
+	l->mio = (struct rf_mio){ .end = unit_io_end, .priv = l, .buf = l->buf, .off = l->area.start + l->at,
+				  .len = l->len, .member = (int16_t)l->m, .op = RF_MIO_WRITE };
+	rf_ioq_queue(q, &l->mio);
+}
+
+/* The unit is on the member: the next one may be taken (it names these
+ * stripes again while their writes are in flight), and the unit's
+ * stripes' data and parity writes go. */
+static void unit_written(struct plog *l)
+{
+	struct rf_log_stripe *list[RF_PPL_UNIT_STRIPES];
+	struct rf_ioq *q = l->q;
+	int i, n = l->nunit, next;
+
+	memcpy(list, l->unit, (size_t)n * sizeof(list[0]));
+	pthread_mutex_lock(&l->lock);
+	l->busy = false;
+	next = take_unit(l);
+	pthread_mutex_unlock(&l->lock);
+	if (next)
+		unit_start(l, q);
+	for (i = 0; i < n; i++)
+		list[i]->resume(list[i], q);
+}
+
+static void unit_io_end(struct rf_mio *m)
+{
+	struct plog *l = m->priv;
+	struct rf_array *a = l->p->a;
+
+	if (m->res && l->stage == STAGE_FLUSH_DATA) {
+		rf_member_fail(a, m->member, m->res, "flush before the partial parity log's next unit", 0);
+	} else if (m->res && !l->io_err) {
+		l->io_err = m->res;
+		rf_member_fail(a, l->m, m->res, "partial parity log write", m->off);
+	}
+	if (--l->io_left)
+		return;
+	if (l->stage == STAGE_FLUSH_DATA) {
+		l->stage = STAGE_WRITE;
+		l->io_left = 1;
+		l->mio = (struct rf_mio){ .end = unit_io_end, .priv = l, .buf = l->buf,
+					  .off = l->area.start + l->at, .len = l->len, .member = (int16_t)l->m,
+					  .op = RF_MIO_WRITE };
+		rf_ioq_queue(l->q, &l->mio);
+		return;
+	}
+	if (l->stage == STAGE_WRITE && !l->io_err && l->flush) {
+		/* md writes the unit with FUA: on the member before the data. */
+		l->stage = STAGE_FLUSH_LOG;
+		l->io_left = 1;
+		l->mio.op = RF_MIO_FSYNC;
+		l->mio.buf = NULL;
+		l->mio.len = 0;
+		l->mio.off = 0;
+		rf_ioq_queue(l->q, &l->mio);
+		return;
+	}
+	/* Written (or the member failed: its parity is not written either). */
+	unit_written(l);
 }
 
 static int ppl_write_stripe(void *priv, struct rf_ioq *q, struct rf_log_stripe *ls)
 {
 	struct ppl *p = priv;
 	struct plog *l;
+	int n = 0;
 
 	if (ls->parity < 0 || ls->parity >= p->n)
 		return -EAGAIN;
@@ -280,18 +406,14 @@ static int ppl_write_stripe(void *priv, struct rf_ioq *q, struct rf_log_stripe *
 		return -EAGAIN;         /* md: no log on a missing parity member */
 	ls->next = NULL;
 	pthread_mutex_lock(&l->lock);
-	if (l->busy) {
-		*l->wait_tail = ls;
-		l->wait_tail = &ls->next;
-		pthread_mutex_unlock(&l->lock);
-		return 0;
-	}
-	l->busy = true;
-	l->unit_left = 1;
-	l->h.entries_count = 0;
-	add_entry(p, &l->h, l->m, ls);
+	*l->wait_tail = ls;
+	l->wait_tail = &ls->next;
+	l->wait_pp += ls->pp_size;
+	if (!l->busy)
+		n = take_unit(l);
 	pthread_mutex_unlock(&l->lock);
-	unit_start(l, q, ls);
+	if (n)
+		unit_start(l, q);
 	return 0;
 }
 
@@ -299,23 +421,25 @@ static void ppl_stripe_done(void *priv, struct rf_ioq *q, struct rf_log_stripe *
 {
 	struct ppl *p = priv;
 	struct plog *l = &p->log[ls->parity];
-	struct rf_log_stripe *list = NULL;
+	struct rf_log_stripe **pp;
 	int n = 0;
 
 	pthread_mutex_lock(&l->lock);
-	if (--l->unit_left > 0) {
-		pthread_mutex_unlock(&l->lock);
-		return;
+	for (pp = &l->live; *pp && *pp != ls; pp = &(*pp)->next)
+		;
+	if (*pp) {
+		*pp = ls->next;
+		if (l->live_tail == &ls->next)
+			l->live_tail = pp;
+		ls->next = NULL;
+		l->live_pp -= ls->pp_size;
 	}
-	if (l->wait) {
-		list = take_waiting(l, &n);
-		l->unit_left = n;
-	} else {
-		l->busy = false;
-	}
+	l->done_mask |= stripe_members(p, ls);
+	if (!l->busy)
+		n = take_unit(l);
 	pthread_mutex_unlock(&l->lock);
-	if (list)
-		unit_start(l, q, list);
+	if (n)
+		unit_start(l, q);
 }
 
 /* ---- md/consistency_policy: resync <-> ppl ---- */
@@ -325,8 +449,80 @@ struct switch_job {
 	bool on;
 };
 
-/* Writes drained: every log empty (a later crash replays nothing stale,
- * here or in md), then the superblocks say whether a log is kept. */
+/* md flushes a log write (FUA) only on members with a volatile write
+ * cache (ppl_init_child_log: wb_cache_on).  A file on tmpfs or ramfs has
+ * none: the page cache is all there is, what is written is as durable as
+ * it gets; everything else (disk file systems, block devices, overlays,
+ * NBD exports) is flushed. */
+static bool needs_flush(const struct rf_dev *d)
+{
+	struct statfs fs;
+	const char *e = getenv("RAIDFUSE_PPL_FLUSH");
+
+	/* A test instrument: "1" flushes as if every member had a
+	 * write-back cache (tmpfs, where the tests run, has none), "0" as if
+	 * none had. */
+	if (e && (!strcmp(e, "1") || !strcmp(e, "0")))
+		return *e == '1';
+	if (d->io.nbd || d->io.layer || d->io.fd < 0 || fstatfs(d->io.fd, &fs))
+		return true;
+	return fs.f_type != TMPFS_MAGIC && fs.f_type != RAMFS_MAGIC;
+}
+
+/* Partial parity one unit of area holds. */
+static uint64_t room_of(const struct rf_ppl_area *area)
+{
+	uint64_t room = area->size - RF_PPL_HEADER_SIZE;
+
+	return room > RF_PPL_UNIT_MAX ? RF_PPL_UNIT_MAX : room;
+}
+
+/* The unit buffer of l's log in area (kept once there).  0 or -ENOMEM. */
+static int log_alloc(struct plog *l, const struct rf_ppl_area *area)
+{
+	int r;
+
+	if (l->buf)
+		return 0;
+	r = posix_memalign((void **)&l->buf, 4096, RF_PPL_HEADER_SIZE + room_of(area));
+	if (r) {
+		l->buf = NULL;
+		return -r;
+	}
+	return 0;
+}
+
+static void log_setup(struct plog *l, const struct rf_ppl_area *area)
+{
+	l->area = *area;
+	l->multi = rf_ppl_area_multi(area->size);
+	l->flush = needs_flush(rf_dev_get(l->p->a, l->m));
+	l->room = room_of(area);
+}
+
+/* The first switch to ppl of an array that kept no log: each member's
+ * log goes where md puts it (p->plan).  Everything is checked before
+ * anything is written. */
+static int place_logs(struct ppl *p)
+{
+	int i, r;
+
+	for (i = 0; i < p->n; i++) {
+		if (!p->plan[i].present || (rf_array_faulty_read(p->a) & (1ull << i)))
+			continue;
+		r = log_alloc(&p->log[i], &p->plan[i]);
+		if (r)
+			return r;
+	}
+	for (i = 0; i < p->n; i++)
+		if (p->plan[i].present && !(rf_array_faulty_read(p->a) & (1ull << i)))
+			log_setup(&p->log[i], &p->plan[i]);
+	return 0;
+}
+
+/* Every request drained: every log empty (a later crash replays nothing
+ * stale, here or in md), then the superblocks say whether a log is kept,
+ * then the level offers its stripes to the log or not. */
 static int switch_drained(void *arg)
 {
 	struct switch_job *j = arg;
@@ -335,6 +531,13 @@ static int switch_drained(void *arg)
 	struct rf_ppl_io io;
 	int i, r;
 
+	if (j->on && !p->areas) {
+		r = place_logs(p);
+		if (r) {
+			rf_err("%s: setting up the partial parity log: %s", rf_array_name(p->a), strerror(-r));
+			return r;
+		}
+	}
 	memset(&sio, 0, sizeof(sio));
 	for (i = 0; i < p->n; i++)
 		if (p->log[i].area.present && !(rf_array_faulty_read(p->a) & (1ull << i)))
@@ -353,9 +556,11 @@ static int switch_drained(void *arg)
 		}
 		l->next = 0;
 	}
-	r = rf_sbstate_set_ppl(rf_array_sbstate(p->a), j->on);
+	r = rf_sbstate_set_ppl(rf_array_sbstate(p->a), j->on, p->place_off, p->place_size);
 	if (r)
 		return r;
+	p->areas = true;
+	rf_array_log_active(p->a, j->on);
 	atomic_store(&p->off, !j->on);
 	rf_info("%s: consistency policy %s", rf_array_name(p->a), j->on ? "ppl" : "resync");
 	return 0;
@@ -368,8 +573,14 @@ static int ppl_set_policy(void *priv, bool on)
 
 	struct rf_sbstate *s = rf_array_sbstate(p->a);
 
-	if (atomic_load(&p->off) == !on)
+	if (atomic_load(&p->off) == !on && !p->bitmap)
 		return 0;
+	if (p->bitmap && !on)
+		return -EINVAL;         /* md: "bitmap" it stays */
+	if (on && p->place_err) {
+		rf_warn("%s: consistency policy ppl refused: %s", rf_array_name(p->a), p->why);
+		return p->place_err;
+	}
 	/* A resync still due would be lost to the next replay, which
 	 * marks the array in sync (md refuses it too: no resync with a log). */
 	if (on && s) {
@@ -384,7 +595,7 @@ static int ppl_set_policy(void *priv, bool on)
 			return -EBUSY;
 		}
 	}
-	return rf_array_quiesced(p->a, switch_drained, &j);
+	return rf_array_quiesced_all(p->a, switch_drained, &j);
 }
 
 static const struct rf_log_ops ppl_log_ops = {
@@ -400,11 +611,15 @@ static void ppl_close(void *priv)
 	struct ppl *p = priv;
 	int i;
 
-	rf_info("%s: partial parity log: %llu header writes for %llu stripes", rf_array_name(p->a),
-		(unsigned long long)atomic_load(&p->nr_units), (unsigned long long)atomic_load(&p->nr_entries));
+	if (p->areas)
+		rf_info("%s: partial parity log: %llu header writes for %llu stripes (%llu named again), %llu data "
+			"member flushes", rf_array_name(p->a), (unsigned long long)atomic_load(&p->nr_units),
+			(unsigned long long)atomic_load(&p->nr_entries),
+			(unsigned long long)atomic_load(&p->nr_carried),
+			(unsigned long long)atomic_load(&p->nr_flushes));
 	for (i = 0; i < p->n; i++) {
 		pthread_mutex_destroy(&p->log[i].lock);
-		free(p->log[i].hdr);
+		free(p->log[i].buf);
 	}
 	free(p);
 }
@@ -422,18 +637,47 @@ static const struct rf_hooks ppl_hooks = {
 	.close = ppl_close,
 };
 
-/* md flushes a log write (FUA) only on members with a volatile write
- * cache (ppl_init_child_log: wb_cache_on).  A file on tmpfs or ramfs has
- * none: the page cache is all there is, what is written is as durable as
- * it gets; everything else (disk file systems, block devices, overlays,
- * NBD exports) is flushed. */
-static bool needs_flush(const struct rf_dev *d)
+/* Where md would put the log on each present member of an array that
+ * keeps none (rf_ppl_place), kept in p for a later switch to ppl, or why
+ * it cannot go anywhere. */
+static void plan_logs(struct ppl *p)
 {
-	struct statfs fs;
+	char why[200];
+	bool first = true;
+	int i, r;
 
-	if (d->io.nbd || d->io.layer || d->io.fd < 0 || fstatfs(d->io.fd, &fs))
-		return true;
-	return fs.f_type != TMPFS_MAGIC && fs.f_type != RAMFS_MAGIC;
+	for (i = 0; i < p->n; i++) {
+		struct rf_dev *d = rf_dev_get(p->a, i);
+		int16_t off;
+		uint16_t size;
+
+		if (!d->sb_has || !(rf_array_present(p->a) & (1ull << i)) ||
+		    (rf_array_faulty_read(p->a) & (1ull << i)))
+			continue;
+		r = rf_ppl_place(&d->sb, &off, &size, why, sizeof(why));
+		if (!r && !first && (off != p->place_off || size != p->place_size)) {
+			snprintf(why, sizeof(why), "its free space differs from the other members' (%u sectors at "
+				 "%d, not %u at %d), and one log's place is recorded for all", size, off,
+				 p->place_size, p->place_off);
+			r = -ENOSPC;
+		}
+		if (r) {
+			p->place_err = r;
+			snprintf(p->why, sizeof(p->why), "member %d (%s): %s", i, d->path, why);
+			return;
+		}
+		first = false;
+		p->place_off = off;
+		p->place_size = size;
+		p->plan[i] = (struct rf_ppl_area){ .present = true,
+						   .start = (uint64_t)((int64_t)d->sb.sb_offset + off) * 512,
+						   .size = size * 512ull,
+						   .data_offset = d->sb.data_offset * 512 };
+	}
+	if (first) {
+		p->place_err = -ENODEV;
+		snprintf(p->why, sizeof(p->why), "no member with a superblock to record it");
+	}
 }
 
 static int service_open(struct rf_array *a, const struct rf_config *cfg, char *err, size_t errlen)
@@ -457,6 +701,8 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 
 		if (!d->sb_has || !(rf_array_present(a) & (1ull << i)) || (rf_array_faulty_read(a) & (1ull << i)))
 			continue;
+		if (!first)
+			first = d;
 		if (rf_ppl_area_of(&d->sb, &areas[i]))
 			continue;
 		if (areas[i].start + areas[i].size > areas[i].data_offset &&
@@ -469,10 +715,8 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 		sio.dev[i] = &d->sb_io;
 		any = true;
 		dirty |= !d->sb.clean;
-		if (!first)
-			first = d;
 	}
-	if (!any)
+	if (!first)
 		return 0;
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -482,12 +726,36 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 	p->chunk_sectors = g->chunk_sectors;
 	p->data_disks = g->data_disks;
 	p->sig = rf_ppl_signature(first->sb.uuid);
+	p->areas = any;
+	p->bitmap = first->sb.bitmap;
+	atomic_store(&p->off, !any);
+	for (i = 0; i < n; i++) {
+		struct plog *l = &p->log[i];
+
+		/* (a slot filled later by a spare: flushed, to be safe) */
+		if (!(rf_array_present(a) & (1ull << i)) || needs_flush(rf_dev_get(a, i)))
+			p->vol_mask |= 1ull << i;
+		l->p = p;
+		l->m = i;
+		l->wait_tail = &l->wait;
+		l->live_tail = &l->live;
+		pthread_mutex_init(&l->lock, NULL);
+	}
+	if (any) {
+		/* as recorded (the first logged member's) */
+		for (i = 0; i < n && !areas[i].present; i++)
+			;
+		p->place_off = rf_dev_get(a, i)->sb.ppl_offset;
+		p->place_size = rf_dev_get(a, i)->sb.ppl_size;
+	} else {
+		plan_logs(p);
+	}
 	rf_ppl_io_sb(&io, &sio);
 	if (dirty) {
 		r = rf_ppl_recover(&io, g, areas, p->sig, &st);
 		if (r) {
 			snprintf(err, errlen, "%s: replaying the partial parity log: %s", rf_array_name(a), strerror(-r));
-			free(p);
+			ppl_close(p);
 			return r;
 		}
 		rf_warn("%s: not cleanly shut down: partial parity log replayed: %d entries from %d members%s%s",
@@ -499,7 +767,7 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 			if (r) {
 				snprintf(err, errlen, "%s: marking the superblocks in sync after the replay: %s",
 					 rf_array_name(a), strerror(-r));
-				free(p);
+				ppl_close(p);
 				return r;
 			}
 		}
@@ -507,21 +775,12 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 	for (i = 0; i < n; i++) {
 		struct plog *l = &p->log[i];
 
-		l->p = p;
-		l->m = i;
-		l->area = areas[i];
-		l->wait_tail = &l->wait;
-		pthread_mutex_init(&l->lock, NULL);
 		if (!areas[i].present)
 			continue;
-		l->flush = needs_flush(rf_dev_get(a, i));
-		r = posix_memalign((void **)&l->hdr, 4096, RF_PPL_HEADER_SIZE);
-		if (r) {
-			l->hdr = NULL;
-			r = -r;
-		} else {
+		log_setup(l, &areas[i]);
+		r = log_alloc(l, &areas[i]);
+		if (!r)
 			r = rf_ppl_write_empty(&io, i, &areas[i], p->sig);
-		}
 		if (r) {
 			snprintf(err, errlen, "member %d (%s): writing an empty partial parity log: %s", i,
 				 rf_dev_get(a, i)->path, strerror(-r));
@@ -537,6 +796,9 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 		ppl_close(p);
 		return r;
 	}
+	/* An array that keeps no log offers the log nothing until it is
+	 * switched on (md/consistency_policy). */
+	rf_array_log_active(a, any);
 	return 0;
 }
 

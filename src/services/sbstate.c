@@ -539,9 +539,9 @@ int rf_sbstate_start(struct rf_sbstate *s)
 	return rf_bg_start(&s->timer);
 }
 
-int rf_sbstate_set_ppl(struct rf_sbstate *s, bool on)
+int rf_sbstate_set_ppl(struct rf_sbstate *s, bool on, int16_t offset, uint16_t size)
 {
-	struct rf_sb_change c = { .faulty_slot = -1, .set_ppl = on ? 1 : -1 };
+	struct rf_sb_change c = { .faulty_slot = -1, .set_ppl = on ? 1 : -1, .ppl_offset = offset, .ppl_size = size };
 	int r;
 
 	if (!s)

@@ -70,9 +70,10 @@ int rf_sbstate_start(struct rf_sbstate *s);
  * parity log was replayed): no resync is due; the superblocks say clean
  * and in sync (events + 1).  0 or -errno. */
 int rf_sbstate_in_sync(struct rf_sbstate *s);
-/* Writes drained: record md's partial parity log switched on or off in
- * every superblock (events + 1).  0 or -errno. */
-int rf_sbstate_set_ppl(struct rf_sbstate *s, bool on);
+/* Writes drained: record md's partial parity log switched on (its area
+ * size sectors at offset from each superblock) or off in every
+ * superblock (events + 1).  0 or -errno. */
+int rf_sbstate_set_ppl(struct rf_sbstate *s, bool on, int16_t offset, uint16_t size);
 /* Stop the timer thread (the state is kept). */
 void rf_sbstate_stop(struct rf_sbstate *s);
 /* Record what failed, mark clean if dirty (nothing may be in flight), free. */

@@ -12,7 +12,17 @@
  *    but whose parity did not (the write hole) is closed by the replay;
  *    without the replay (negative control) the parity disagrees, and a
  *    rebuilt block not written by the update comes back wrong.  An entry
- *    whose checksum fails, or whose column is missing, is not replayed.
+ *    whose checksum fails, or whose column is missing, is not replayed;
+ *  - the running log (services/ppl.c) on an array served from fake
+ *    members that record every operation: a unit's log write comes
+ *    before its data and parity writes, and the members those wrote are
+ *    flushed before the log's next unit is written (md's ppl_do_flush);
+ *    negative control: with members that need no flush the same checker
+ *    sees the log reused over unflushed data;
+ *  - where a log goes on an array switched to ppl (rf_ppl_place): mdadm's
+ *    place before the bad block log, behind it when it sits right after
+ *    the superblock, 1 MiB at most, a chunk's worth below that; refused
+ *    without room, with a bitmap, on raid6 or 0.90.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,9 +38,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fake_ioq.h"
 #include "fixture.h"
+#include "testreq.h"
 #include "raidfuse/le.h"
 #include "raidfuse/ppl.h"
+#include "raidfuse/super.h"
 
 /* ---- a fake member set in memory ---- */
 
@@ -482,6 +495,168 @@ static void test_kernel_crash(void **state)
 	free(row);
 }
 
+static struct rf_sb place_sb(enum rf_sb_kind kind, uint64_t data_offset, int32_t bblog)
+{
+	struct rf_sb sb;
+
+	memset(&sb, 0, sizeof(sb));
+	sb.kind = kind;
+	sb.level = 5;
+	sb.chunk_sectors = 128;
+	sb.sb_offset = kind == RF_SB_12 ? 8 : 0;
+	sb.data_offset = data_offset;
+	sb.data_size = 16384;
+	sb.bblog_offset = bblog;
+	sb.bblog_size = bblog ? 8 : 0;
+	return sb;
+}
+
+static void test_place(void **state)
+{
+	struct rf_sb sb;
+	char why[200];
+	int16_t off;
+	uint16_t size;
+
+	(void)state;
+	/* small members: bad block log right behind the superblock, so the
+	 * log goes behind it: a header and a 64 KiB chunk rounded up to md's
+	 * 128 KiB, one log */
+	sb = place_sb(RF_SB_12, 2048, 16);
+	assert_int_equal(rf_ppl_place(&sb, &off, &size, why, sizeof(why)), 0);
+	assert_int_equal(off, 24);
+	assert_int_equal(size, 264);
+	assert_false(rf_ppl_area_multi(size * 512ull));
+	/* mdadm's own place: the room before the bad block log */
+	sb = place_sb(RF_SB_12, 4096, 8 + 2048 + 100);
+	assert_int_equal(rf_ppl_place(&sb, &off, &size, why, sizeof(why)), 0);
+	assert_int_equal(off, 8);
+	assert_int_equal(size, RF_PPL_AREA_SECTORS);
+	assert_true(rf_ppl_area_multi(size * 512ull));
+	sb = place_sb(RF_SB_12, 4096, 8 + 100);
+	assert_int_equal(rf_ppl_place(&sb, &off, &size, why, sizeof(why)), 0);
+	assert_int_equal(off, 8);
+	assert_int_equal(size, 96);     /* 8 + whole pages */
+	/* no bad block log: up to the data */
+	sb = place_sb(RF_SB_12, 2048, 0);
+	assert_int_equal(rf_ppl_place(&sb, &off, &size, why, sizeof(why)), 0);
+	assert_int_equal(off, 8);
+	assert_int_equal(size, 264);
+	/* 1.0: the free space between the data and the superblock */
+	sb = place_sb(RF_SB_10, 0, -8);
+	sb.sb_offset = 16384 + 200;
+	assert_int_equal(rf_ppl_place(&sb, &off, &size, why, sizeof(why)), 0);
+	assert_int_equal(off, -200);
+	assert_int_equal(size, 192);
+	/* refused: no room, a bitmap, raid6, 0.90 */
+	sb = place_sb(RF_SB_12, 32, 16);
+	assert_int_equal(rf_ppl_place(&sb, &off, &size, why, sizeof(why)), -ENOSPC);
+	assert_non_null(strstr(why, "8 sectors free"));
+	sb = place_sb(RF_SB_12, 2048, 16);
+	sb.bitmap = true;
+	assert_int_equal(rf_ppl_place(&sb, &off, &size, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "bitmap"));
+	sb = place_sb(RF_SB_12, 2048, 16);
+	sb.level = 6;
+	assert_int_equal(rf_ppl_place(&sb, &off, &size, why, sizeof(why)), -EINVAL);
+	sb = place_sb(RF_SB_090, 2048, 16);
+	assert_int_equal(rf_ppl_place(&sb, &off, &size, why, sizeof(why)), -EINVAL);
+}
+
+/* ---- the running log's order, on fake members ---- */
+
+#define FL_DATA_OFFSET 4096ull          /* sectors: superblock, 1 MiB log, bad block log */
+#define FL_SECTORS (FL_DATA_OFFSET + 2048)
+#define FL_AREA ((8 + 8) * 512ull)      /* bytes: the log, 8 sectors after the superblock */
+
+/* Replay the recorded operations: a data write (below the log of member
+ * pm) must come after a log write with no flush round since, and no log
+ * write may come while a member written since the last one has not been
+ * flushed.  The violations, and the data member flushes seen. */
+static int order_violations(int pm, int *flushes)
+{
+	uint64_t dirty = 0;
+	bool logged = true;             /* the empty headers at open */
+	int i, bad = 0;
+
+	*flushes = 0;
+	for (i = 0; i < fake_nlog; i++) {
+		const struct fake_logent *e = &fake_log[i];
+		uint64_t bit = 1ull << e->member;
+
+		if (e->op == RF_MIO_FSYNC) {
+			if (!(dirty & bit))
+				continue;       /* the log's own flush, a superblock's */
+			(*flushes)++;
+			dirty &= ~bit;
+			if (!dirty)
+				logged = false; /* the unit is over */
+			continue;
+		}
+		if (e->op != RF_MIO_WRITE)
+			continue;
+		if (e->off >= FL_DATA_OFFSET * 512) {
+			if (!logged)
+				bad++;          /* data without its log write */
+			dirty |= bit;
+		} else if (e->member == pm && e->off >= FL_AREA && e->off < FL_AREA + RF_PPL_AREA_SECTORS * 512ull) {
+			if (dirty)
+				bad++;          /* the log reused over unflushed data */
+			logged = true;
+		}
+	}
+	return bad;
+}
+
+static int run_flush(const char *flush, int *flushes)
+{
+	struct rf_sb_new n = { .level = 5, .layout = 2, .chunk_sectors = CHUNK_SECTORS, .raid_disks = FM,
+			       .data_offset = FL_DATA_OFFSET, .size = FL_SECTORS - FL_DATA_OFFSET, .clean = true,
+			       .ppl = true };
+	char paths[FM][FX_PATH];
+	const char *p[FM];
+	char *buf = aligned_alloc(4096, 4096);
+	struct rf_array *a;
+	int i, r, bad;
+
+	assert_non_null(buf);
+	setenv("RAIDFUSE_PPL_FLUSH", flush, 1);
+	fx_md_members(&n, "fl", FL_SECTORS, paths);
+	for (i = 0; i < FM; i++)
+		p[i] = paths[i];
+	a = fx_open_assembled(p, FM, false, 2);
+	fake_reset();
+	fake_log_on = true;
+	fx_start(a, fake_ioq_init);
+	/* rows 0, 4, 8 and 12 all keep their parity on member 3: four units
+	 * of one log, one after another */
+	for (i = 0; i < 4; i++) {
+		fx_rand_fill(buf, 4096);
+		r = testreq_io(a, RF_REQ_WRITE, (uint64_t)i * 4 * 3 * CHUNK_SECTORS * 512, 4096, buf);
+		assert_int_equal(r, 0);
+	}
+	rf_array_close(a);
+	fake_log_on = false;
+	unsetenv("RAIDFUSE_PPL_FLUSH");
+	free(buf);
+	bad = order_violations(3, flushes);
+	return bad;
+}
+
+static void test_flush_before_reuse(void **state)
+{
+	int flushes, bad;
+
+	(void)state;
+	bad = run_flush("1", &flushes);
+	assert_int_equal(bad, 0);
+	assert_true(flushes >= 3 * 2);  /* each unit's data and parity member, before the next */
+	/* negative control: members that need no flush */
+	bad = run_flush("0", &flushes);
+	assert_int_equal(flushes, 0);
+	assert_true(bad >= 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -491,7 +666,9 @@ int main(void)
 		cmocka_unit_test(test_replay_refuses),
 		cmocka_unit_test(test_find_latest),
 		cmocka_unit_test(test_kernel_crash),
+		cmocka_unit_test(test_place),
+		cmocka_unit_test(test_flush_before_reuse),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return fx_run_tests("ppl", tests);
 }
