@@ -1206,6 +1206,14 @@ static bool session_exited(void *arg)
 	return fuse_session_exited(arg);
 }
 
+/* FUSE over io_uring: a store into a control file may drain the array
+ * (stripe_cache_size, array_state, dev-NAME/state ...): not on a ring's
+ * thread, whose other answers would wait for it. */
+static bool uring_slow(void *arg, uint64_t ino)
+{
+	return !is_image(arg, ino);
+}
+
 /* The first request (INIT) for the transport of our own: read into
  * *init (freed by the caller), its length, or -errno (logged). */
 static ssize_t read_init(struct fs *fs, char **init)
@@ -1230,6 +1238,7 @@ static int serve_uring(struct fs *fs, const struct rf_fuse_opts *o, const char *
 		.fd = fuse_session_fd(fs->se),
 		.fs = fs,
 		.fops = &fops,
+		.slow = uring_slow,
 		.max_write = RF_MAX_IO,
 		.max_background = 128,
 		.congestion_threshold = 96,

@@ -73,6 +73,7 @@
 
 #include "front/fuse_uring.h"
 #include "raidfuse/log.h"
+#include "raidfuse/util.h"
 
 /* ---------------------------------------------------------------- kernel ABI (7.42)
  * Debian 12's linux/fuse.h is 7.38: what FUSE over io_uring adds. */
@@ -166,6 +167,16 @@ struct rf_uring {
 	struct rf_uring_conf c;
 	int nq, nt;             /* queues, threads per queue */
 	struct uthr *thr;       /* nq * nt */
+	/* Requests that may wait long (c.slow: a control file store that
+	 * drains the array) are served on their own thread, so that a ring's
+	 * thread goes on answering: the answers it has made wait for its next
+	 * submit, and its entries for it.  slow_lock guards the list and
+	 * slow_stop (a leaf lock). */
+	pthread_mutex_t slow_lock;
+	pthread_cond_t slow_cond;
+	struct ent *slow_head, **slow_tail;
+	bool slow_stop, slow_started;
+	pthread_t slow_tid;
 	size_t payload_sz;
 	unsigned minor;
 	pthread_mutex_t reg_lock;       /* registered, reg_err, reg_cond */
@@ -594,7 +605,8 @@ static void dev_request(struct rf_uring *u, const char *buf, size_t n)
 }
 
 /* A request that arrived on entry e. */
-static void ring_request(struct ent *e)
+/* Serve the request entry e holds (its answer: commit()). */
+static void serve_ent(struct ent *e)
 {
 	struct rf_uring *u = e->t->u;
 	struct fuse_in_header ih;
@@ -612,6 +624,58 @@ static void ring_request(struct ent *e)
 		return;
 	}
 	dispatch(u->c.fops, &q, &ih, e->hdr->op_in, e->payload, plen);
+}
+
+/* A ring's thread has e's request: serve it, or hand it to the slow
+ * thread when it may wait long. */
+static void ring_request(struct ent *e)
+{
+	struct rf_uring *u = e->t->u;
+	struct fuse_in_header ih;
+
+	memcpy(&ih, e->hdr->in_out, sizeof(ih));
+	if (u->slow_started && (ih.opcode == FUSE_WRITE || ih.opcode == FUSE_SETATTR) &&
+	    u->c.slow(u->c.fs, ih.nodeid)) {
+		e->next_done = NULL;
+		pthread_mutex_lock(&u->slow_lock);
+		*u->slow_tail = e;
+		u->slow_tail = &e->next_done;
+		pthread_cond_signal(&u->slow_cond);
+		pthread_mutex_unlock(&u->slow_lock);
+		return;
+	}
+	serve_ent(e);
+}
+
+static void *slow_thread(void *arg)
+{
+	struct rf_uring *u = arg;
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	rf_thread_name("rf-uring-slow");
+	pthread_mutex_lock(&u->slow_lock);
+	for (;;) {
+		struct ent *e = u->slow_head;
+
+		if (!e) {
+			if (u->slow_stop)
+				break;
+			pthread_cond_wait(&u->slow_cond, &u->slow_lock);
+			continue;
+		}
+		u->slow_head = e->next_done;
+		if (!u->slow_head)
+			u->slow_tail = &u->slow_head;
+		pthread_mutex_unlock(&u->slow_lock);
+		/* The entry is off every list until commit() puts it on its
+		 * ring's done list: next_done is free for that. */
+		serve_ent(e);
+		pthread_mutex_lock(&u->slow_lock);
+	}
+	pthread_mutex_unlock(&u->slow_lock);
+	return NULL;
 }
 
 /* ---------------------------------------------------------------- INIT */
@@ -879,6 +943,17 @@ static void stop_threads(struct rf_uring *u)
 {
 	int i;
 
+	/* What it still has is served (its answers go nowhere once the
+	 * rings stop), then it ends. */
+	if (u->slow_started) {
+		pthread_mutex_lock(&u->slow_lock);
+		u->slow_stop = true;
+		pthread_cond_signal(&u->slow_cond);
+		pthread_mutex_unlock(&u->slow_lock);
+		pthread_join(u->slow_tid, NULL);
+		u->slow_started = false;
+	}
+
 	for (i = 0; i < u->nq * u->nt; i++) {
 		struct uthr *t = &u->thr[i];
 
@@ -964,6 +1039,9 @@ int rf_uring_start(struct rf_uring **up, const struct rf_uring_conf *c, const vo
 	}
 	pthread_mutex_init(&u->reg_lock, NULL);
 	pthread_cond_init(&u->reg_cond, NULL);
+	pthread_mutex_init(&u->slow_lock, NULL);
+	pthread_cond_init(&u->slow_cond, NULL);
+	u->slow_tail = &u->slow_head;
 	*up = u;
 	ret = reply_init(u, init, len);
 	if (ret)
@@ -979,6 +1057,14 @@ int rf_uring_start(struct rf_uring **up, const struct rf_uring_conf *c, const vo
 	if (ret) {
 		rf_err("FUSE over io_uring: cannot set up the rings: %s", strerror(-ret));
 		return ret;
+	}
+	/* Before the rings: their first requests may be slow ones. */
+	if (u->c.slow) {
+		if (pthread_create(&u->slow_tid, NULL, slow_thread, u)) {
+			rf_err("FUSE over io_uring: cannot start the thread for control file stores");
+			return -EAGAIN;
+		}
+		u->slow_started = true;
 	}
 	for (i = 0; i < u->nq * u->nt; i++) {
 		if (pthread_create(&u->thr[i].tid, NULL, ring_thread, &u->thr[i])) {

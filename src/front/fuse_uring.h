@@ -32,6 +32,10 @@ struct rf_uring_conf {
 	uint16_t congestion_threshold;
 	int threads;                    /* threads (rings) per queue; 0: default */
 	int entries;                    /* entries per thread; 0: default */
+	/* Whether a write or setattr of node id ino may wait long (a control
+	 * file store that drains the array): served on a thread of its own,
+	 * not a ring's.  NULL: none. */
+	bool (*slow)(void *fs, uint64_t ino);
 	/* Polled several times a second by rf_uring_run: true ends it. */
 	bool (*stop)(void *arg);
 	void *stop_arg;
