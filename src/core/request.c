@@ -274,6 +274,9 @@ struct rf_worker *rf_inline_begin(struct rf_array *a, struct rf_worker **saved, 
 		*err = -ENOMEM;
 		return NULL;
 	}
+	/* Counted before any of its pieces can be held (workers.c,
+	 * rf_inline_drive(): the last one out runs what is held). */
+	atomic_fetch_add(&a->drivers, 1);
 	*saved = rf_current_worker;
 	rf_current_worker = w;
 	return w;

@@ -67,6 +67,9 @@ static struct rf_piece *attach_locked(struct rf_group *g, struct rf_piece *list)
 		} else {
 			*g->deferred_tail = p;
 			g->deferred_tail = &p->next;
+			/* An inline submitter passes the group again (held
+			 * heads may have to go for it). */
+			rf_note_group(g);
 		}
 	}
 	return direct;
@@ -114,6 +117,7 @@ static int group_pass(struct rf_worker *w, struct rf_group *g, bool *stop)
 	issue_direct(w, direct);
 
 	pthread_mutex_lock(&g->lock);
+	rf_delayed_check_locked(g);
 	while (g->handle_head && nsh < HANDLE_BATCH) {
 		struct rf_stripe *sh = g->handle_head;
 
@@ -166,6 +170,12 @@ static void *worker_main(void *arg)
 		 * check above (the submitter takes us off g->idle under the lock
 		 * it queued with, then kicks). */
 		pthread_mutex_lock(&g->lock);
+		/* Nothing else to do here: what is held would wait for
+		 * nothing (stripe_cache.c, delayed heads). */
+		if (g->delayed_head && rf_delayed_release_locked(g, UINT64_MAX)) {
+			pthread_mutex_unlock(&g->lock);
+			continue;
+		}
 		if (g->incoming || g->handle_head || g->stop) {
 			pthread_mutex_unlock(&g->lock);
 			if (!g->stop)
@@ -274,9 +284,22 @@ void rf_inline_drive(struct rf_worker *w)
 		n = rf_ioq_reap(&w->ioq, false);
 		if (took || n > 0 || w->touched || (w->ioq.retry && !w->ioq.inflight))
 			continue;
-		if (!rf_ioq_busy(&w->ioq))
-			break;
-		rf_ioq_reap(&w->ioq, true);
+		if (rf_ioq_busy(&w->ioq)) {
+			rf_ioq_reap(&w->ioq, true);
+			continue;
+		}
+		/* Leaving.  Heads held while others were driving wait for the
+		 * ones still here; the last one out runs them itself (it takes
+		 * its place again to do so).  A hold happens only while its
+		 * holder is counted, and each holder's leave comes after its
+		 * hold, so some leave that reaches 0 sees every head held. */
+		if (atomic_fetch_sub(&a->drivers, 1) == 1 && a->ops->handle_stripe) {
+			atomic_fetch_add(&a->drivers, 1);
+			if (rf_delayed_release_all(a))
+				continue;
+			atomic_fetch_sub(&a->drivers, 1);
+		}
+		break;
 	}
 }
 

@@ -12,6 +12,10 @@
  *            as rmw_level says; a degraded row always reads every in-sync
  *            column.  Blocks still uptodate from an earlier round are not
  *            read again.
+ *   hold     a write round that would read, written only by large
+ *            requests while other writes are under way, is held back
+ *            instead (stripe_cache.c, delayed heads): the next request of
+ *            a stream may fill the row, which then reads nothing.
  *   read     member reads of the missing blocks; a failed read marks the
  *            member faulty and plans the round again, degraded.
  *   compute  rebuild faulty columns (xor, or raid6 recovery of any two),
@@ -282,6 +286,7 @@ static void compute_parity(struct rf_worker *w, struct rf_stripe *sh, const stru
 	rf_pq_gen(n, a->stripe_size, blocks, blocks[n], blocks[n + 1]);
 }
 
+
 /* Rebuild the faulty columns of the row from the rest (all in-sync blocks
  * are uptodate). */
 static void reconstruct(struct rf_worker *w, struct rf_stripe *sh, const struct row_ctx *c)
@@ -453,13 +458,39 @@ static void r5_log_resume(struct rf_log_stripe *ls, struct rf_ioq *q)
 		r5_round_done(w, sh);
 }
 
-/* Plan the round and issue reads.  Returns true when IO is in flight. */
-static bool r5_plan(struct rf_worker *w, struct rf_stripe *sh)
+/* Whether a write round that would pre-read is held back instead
+ * (stripe_cache.c, delayed heads): a healthy row, not released by a bound
+ * already, written only by large requests (at least a chunk: part of a
+ * stream whose next request may fill the row; a small random write is
+ * not held), while other writes are under way that may fill it: another
+ * write request past the barrier (group threads, whose worker releases
+ * what it holds before it sleeps), or another inline submitter driving
+ * (the last one out runs what is held). */
+static bool r5_hold_wanted(struct rf_worker *w, struct rf_stripe *sh, const struct row_ctx *c)
+{
+	struct rf_array *a = w->a;
+	struct rf_piece *p;
+
+	if (sh->no_delay || sh->reading || (c->faulty & (c->data_mask | c->par_mask)))
+		return false;
+	for (p = sh->writing; p; p = p->next)
+		if (p->req->len < a->chunk_bytes)
+			return false;
+	if (w->g)
+		return atomic_load_explicit(&a->inflight[1], memory_order_relaxed) > 1;
+	return atomic_load_explicit(&a->drivers, memory_order_relaxed) > 1;
+}
+
+/* Plan the round and issue reads.  Returns true when IO is in flight, or
+ * when the head was held (it is not the caller's then).  may_hold: a new
+ * round (not one planned again after a failed read). */
+static bool r5_plan(struct rf_worker *w, struct rf_stripe *sh, bool may_hold)
 {
 	struct rf_array *a = w->a;
 	struct row_ctx c;
 	uint64_t need = 0, alive, toread;
 	struct rf_piece *p;
+	bool whole;
 	int i;
 
 	row_setup(a, sh, &c);
@@ -475,6 +506,7 @@ static bool r5_plan(struct rf_worker *w, struct rf_stripe *sh)
 	for (p = sh->reading; p; p = p->next)
 		need |= (c.faulty & (1ull << p->member)) ? alive : 1ull << p->member;
 	sh->rmw = false;
+	whole = false;
 	if (sh->writing) {
 		if (c.faulty & (c.data_mask | c.par_mask)) {
 			need |= alive;
@@ -491,6 +523,7 @@ static bool r5_plan(struct rf_worker *w, struct rf_stripe *sh)
 			rcw_need = c.data_mask & ~full;
 			rmw_reads = __builtin_popcountll(rmw_need & ~sh->uptodate);
 			rcw_reads = __builtin_popcountll(rcw_need & ~sh->uptodate);
+			whole = full == c.data_mask;
 			if (a->rmw_level == 2 ? rmw_reads <= rcw_reads : a->rmw_level == 1 && rmw_reads < rcw_reads) {
 				sh->rmw = true;
 				need |= rmw_need;
@@ -500,6 +533,17 @@ static bool r5_plan(struct rf_worker *w, struct rf_stripe *sh)
 		}
 	}
 	toread = need & ~sh->uptodate & ~c.faulty;
+	if (toread && may_hold && sh->writing && r5_hold_wanted(w, sh, &c)) {
+		if (rf_stripe_delay(sh))
+			return true;
+		return r5_plan(w, sh, true);    /* more pieces came: plan with them */
+	}
+	if (sh->writing && !(c.faulty & (c.data_mask | c.par_mask))) {
+		if (whole)
+			atomic_fetch_add_explicit(&a->stats.full, 1, memory_order_relaxed);
+		else if (toread)
+			atomic_fetch_add_explicit(sh->rmw ? &a->stats.rmw : &a->stats.rcw, 1, memory_order_relaxed);
+	}
 	sh->io_error = 0;
 	if (toread) {
 		sh->phase = RF_SH_READ;
@@ -591,7 +635,7 @@ static bool r5_round(struct rf_worker *w, struct rf_stripe *sh)
 	sh->towrite = NULL;
 	sh->towrite_tail = &sh->towrite;
 	pthread_mutex_unlock(&g->lock);
-	return r5_plan(w, sh);
+	return r5_plan(w, sh, true);
 }
 
 /* The round ended without IO in flight: go idle or run the next one. */
@@ -620,7 +664,7 @@ static void r5_read_end(struct rf_mio *m)
 	if (--sh->pending)
 		return;
 	/* A failed read re-plans the round, degraded now. */
-	if (sh->io_error ? r5_plan(w, sh) : r5_compute(w, sh))
+	if (sh->io_error ? r5_plan(w, sh, false) : r5_compute(w, sh))
 		return;
 	r5_round_done(w, sh);
 }
