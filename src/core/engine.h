@@ -148,6 +148,8 @@ struct rf_stripe {
 	struct rf_group *g;
 	struct rf_mio *mio;                     /* [raid_disks] */
 	char **buf;                             /* [raid_disks] blocks */
+	char **wsrc;                            /* owner: [raid_disks] where this round's write of each
+						 * column comes from (buf[i], or a piece's own buffer) */
 	struct rf_log_stripe *log;              /* owner: the stripe log's descriptor (raid5.c
 						 * makes it at the first logged round), or NULL */
 	bool logged;                            /* owner: this round's writes went through the log */
@@ -162,6 +164,7 @@ struct rf_stripe_stats {
 	atomic_uint_fast64_t full;      /* write rounds that read nothing, every data column written */
 	atomic_uint_fast64_t rmw;       /* write rounds that read old data and parity */
 	atomic_uint_fast64_t rcw;       /* write rounds that read the columns not written */
+	atomic_uint_fast64_t direct;    /* column blocks written from the request's own buffer */
 };
 
 struct rf_group {

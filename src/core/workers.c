@@ -363,7 +363,8 @@ static int rf_group_init(struct rf_array *a, struct rf_group *g, int id, int nst
 		sh->towrite_tail = &sh->towrite;
 		sh->mio = calloc(nd, sizeof(*sh->mio));
 		sh->buf = calloc(nd, sizeof(*sh->buf));
-		if (!sh->mio || !sh->buf)
+		sh->wsrc = calloc(nd, sizeof(*sh->wsrc));
+		if (!sh->mio || !sh->buf || !sh->wsrc)
 			return -ENOMEM;
 		for (j = 0; j < (int)nd; j++)
 			sh->buf[j] = g->stripe_mem + (size_t)i * per + (size_t)j * blk;
@@ -388,6 +389,7 @@ void rf_groups_free(struct rf_array *a, struct rf_group *groups, int n)
 		for (j = 0; g->stripes && j < g->nstripes; j++) {
 			free(g->stripes[j].mio);
 			free(g->stripes[j].buf);
+			free(g->stripes[j].wsrc);
 			if (g->stripes[j].log)
 				free(g->stripes[j].log->pp);
 			free(g->stripes[j].log);

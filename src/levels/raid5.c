@@ -261,7 +261,7 @@ static void issue(struct rf_worker *w, struct rf_stripe *sh, int col, bool write
 
 	m->priv = sh;
 	m->end = write ? r5_write_end : r5_read_end;
-	m->buf = sh->buf[col];
+	m->buf = write ? sh->wsrc[col] : sh->buf[col];
 	m->len = a->stripe_size;
 	m->off = rf_dev_offset(a, col, sh->sector & SH_PREV) + ((sh->sector & ~SH_PREV) << 9);
 	m->member = (int16_t)col;
@@ -270,22 +270,41 @@ static void issue(struct rf_worker *w, struct rf_stripe *sh, int col, bool write
 	rf_ioq_queue(&w->ioq, m);
 }
 
+/* P [and Q] into the head's parity blocks, from the data columns as
+ * sh->wsrc has them (the head's blocks, or pieces' own buffers). */
 static void compute_parity(struct rf_worker *w, struct rf_stripe *sh, const struct row_ctx *c)
 {
 	struct rf_array *a = w->a;
 	void *blocks[RF_MAX_MEMBERS + 2];
 	int k, n;
 
+	sh->wsrc[c->row.pd_idx] = sh->buf[c->row.pd_idx];
 	if (c->row.qd_idx < 0) {
 		for (k = 0; k < c->g->data_disks; k++)
-			blocks[k] = sh->buf[c->row.data_member[k]];
+			blocks[k] = sh->wsrc[c->row.data_member[k]];
 		rf_xor_gen(c->g->data_disks, a->stripe_size, blocks, sh->buf[c->row.pd_idx]);
 		return;
 	}
-	n = rf_r6_blocks(&c->row, c->g->data_disks, sh->buf, 0, w->zero, blocks);
+	sh->wsrc[c->row.qd_idx] = sh->buf[c->row.qd_idx];
+	n = rf_r6_blocks(&c->row, c->g->data_disks, sh->wsrc, 0, w->zero, blocks);
 	rf_pq_gen(n, a->stripe_size, blocks, blocks[n], blocks[n + 1]);
 }
 
+/* The one write piece of column col when it covers the whole block, or
+ * NULL (none, part of it, or several: those are merged in order). */
+static struct rf_piece *lone_full_piece(const struct rf_stripe *sh, int col, uint32_t ss)
+{
+	struct rf_piece *p, *only = NULL;
+
+	for (p = sh->writing; p; p = p->next) {
+		if (p->member != col)
+			continue;
+		if (only)
+			return NULL;
+		only = p;
+	}
+	return only && only->boff == 0 && only->len == ss ? only : NULL;
+}
 
 /* Rebuild the faulty columns of the row from the rest (all in-sync blocks
  * are uptodate). */
@@ -523,8 +542,11 @@ static bool r5_plan(struct rf_worker *w, struct rf_stripe *sh, bool may_hold)
 			rcw_need = c.data_mask & ~full;
 			rmw_reads = __builtin_popcountll(rmw_need & ~sh->uptodate);
 			rcw_reads = __builtin_popcountll(rcw_need & ~sh->uptodate);
+			/* Every data column written whole: parity from the new
+			 * data alone, whatever is cached (no old data to xor). */
 			whole = full == c.data_mask;
-			if (a->rmw_level == 2 ? rmw_reads <= rcw_reads : a->rmw_level == 1 && rmw_reads < rcw_reads) {
+			if (!whole && (a->rmw_level == 2 ? rmw_reads <= rcw_reads :
+				       a->rmw_level == 1 && rmw_reads < rcw_reads)) {
 				sh->rmw = true;
 				need |= rmw_need;
 			} else {
@@ -563,11 +585,13 @@ static bool r5_compute(struct rf_worker *w, struct rf_stripe *sh)
 	uint32_t ss = a->stripe_size;
 	struct row_ctx c;
 	struct rf_piece *p, *next;
-	uint64_t wmask = 0;
+	uint64_t wmask = 0, direct = 0;
 	bool logging;
 	int i;
 
 	row_setup(a, sh, &c);
+	for (i = 0; i < a->nmembers; i++)
+		sh->wsrc[i] = sh->buf[i];
 	/* Rebuild what was faulty when the round was planned; a column that
 	 * failed since then holds what was read, or was not needed. */
 	c.faulty = sh->faulty;
@@ -601,12 +625,29 @@ static bool r5_compute(struct rf_worker *w, struct rf_stripe *sh)
 			}
 		}
 	} else {
-		for (i = 0; i < a->nmembers; i++)
-			if (wmask & (1ull << i))
+		/* A column one piece writes whole goes to its member from the
+		 * request's buffer, which lives until the piece ends after the
+		 * write: no copy into the cache, whose block is stale then. */
+		for (i = 0; i < a->nmembers; i++) {
+			struct rf_piece *only;
+
+			if (!(wmask & (1ull << i)))
+				continue;
+			only = lone_full_piece(sh, i, ss);
+			if (only) {
+				sh->wsrc[i] = only->buf;
+				direct |= 1ull << i;
+			} else {
 				merge_col(sh, i);
+			}
+		}
 		compute_parity(w, sh, &c);
+		if (direct)
+			atomic_fetch_add_explicit(&a->stats.direct, (uint64_t)__builtin_popcountll(direct),
+						  memory_order_relaxed);
 	}
 	sh->uptodate |= wmask | c.par_mask;
+	sh->uptodate &= ~direct;
 	sh->phase = RF_SH_WRITE;
 	sh->logged = false;
 	if (logging) {

@@ -601,6 +601,8 @@ static void test_delayed_full_stripe(void **state)
 		assert_int_equal(fake_bytes(m, RF_MIO_WRITE), 16384);
 	assert_int_equal(atomic_load(&a->stats.full), 4);
 	assert_int_equal(atomic_load(&a->stats.released), 0);
+	/* each data column went to its member from the request's buffer */
+	assert_int_equal(atomic_load(&a->stats.direct), 4 * 3);
 
 	/* Negative control: nobody else drives, so nothing is held; the
 	 * lone partial write of row 1 reads column 2 and ends. */
