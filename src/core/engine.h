@@ -197,6 +197,10 @@ struct rf_worker {
 	struct rf_group *g;             /* the group served; NULL for an inline worker */
 	struct rf_worker *idle_next;    /* g->lock */
 	bool idle;                      /* g->lock */
+	/* A group worker waiting for held heads' bound rather than in its
+	 * ring (workers.c): woken through cond, with g->lock. */
+	pthread_cond_t cond;
+	bool cond_ok;                   /* cond was initialised */
 	pthread_t thread;
 	bool started;
 	struct rf_worker *pool_next;    /* inline: a->pool_lock */
@@ -421,11 +425,13 @@ bool rf_stripe_delay(struct rf_stripe *sh);
 int rf_delayed_release_locked(struct rf_group *g, uint64_t before);
 int rf_delayed_release_all(struct rf_array *a);
 /* How long a head may be held (ns), and the clock it is measured with. */
-#define RF_DELAY_BOUND_NS 500000ull
+#define RF_DELAY_BOUND_NS 1000000ull
 uint64_t rf_now_ns(void);
 /* g->lock held: release what the bound or a want of free heads says to. */
 void rf_delayed_check_locked(struct rf_group *g);
 /* workers.c */
+/* Wake a group worker taken off g->idle (in its ring or on its cond). */
+void rf_worker_wake(struct rf_worker *w);
 void rf_run_pieces(struct rf_worker *w, struct rf_group *g, struct rf_piece *list);
 struct rf_worker *rf_inline_get(struct rf_array *a);
 void rf_inline_put(struct rf_array *a, struct rf_worker *w);

@@ -190,7 +190,7 @@ void rf_group_push(struct rf_group *g, struct rf_piece *head, struct rf_piece **
 	/* Wake only a sleeper: a running worker sees g->incoming on its next
 	 * pass (it re-checks under g->lock before sleeping). */
 	if (w)
-		rf_ioq_kick(&w->ioq);
+		rf_worker_wake(w);
 }
 
 void rf_array_submit(struct rf_array *a, struct rf_req *r)

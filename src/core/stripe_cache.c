@@ -25,7 +25,9 @@
  *     a worker over the group);
  *   - a piece waiting for a free head (g->deferred) while no head is
  *     busy or queued to run: the older half of the held ones;
- *   - a group worker with nothing else to do, before it sleeps;
+ *   - a group worker with nothing else to do and no other write in
+ *     flight, before it sleeps (with other writes in flight it waits for
+ *     the oldest one's bound instead, or a piece);
  *   - the last inline submitter leaving (a->drivers reaching 0): it
  *     serves what it released before it returns;
  *   - a flush (rf_delayed_release_all()).
@@ -249,7 +251,7 @@ int rf_delayed_release_all(struct rf_array *a)
 		}
 		pthread_mutex_unlock(&g->lock);
 		if (w)
-			rf_ioq_kick(&w->ioq);
+			rf_worker_wake(w);
 		n += k;
 	}
 	return n;
