@@ -479,9 +479,9 @@ static void r5_log_resume(struct rf_log_stripe *ls, struct rf_ioq *q)
 
 /* Whether a write round that would pre-read is held back instead
  * (stripe_cache.c, delayed heads): a healthy row, not released by a bound
- * already, written only by large requests (at least a chunk: part of a
- * stream whose next request may fill the row; a small random write is
- * not held), while other writes are under way that may fill it: another
+ * already, written only by large requests (at least a chunk, and more
+ * than a head's block: part of a stream whose next request may fill the
+ * row; a small random write is not held), while other writes are under way that may fill it: another
  * write request past the barrier (group threads, whose worker releases
  * what it holds before it sleeps), or another inline submitter driving
  * (the last one out runs what is held). */
@@ -493,7 +493,7 @@ static bool r5_hold_wanted(struct rf_worker *w, struct rf_stripe *sh, const stru
 	if (sh->no_delay || sh->reading || (c->faulty & (c->data_mask | c->par_mask)))
 		return false;
 	for (p = sh->writing; p; p = p->next)
-		if (p->req->len < a->chunk_bytes)
+		if (p->req->len < a->chunk_bytes || p->req->len <= a->stripe_size)
 			return false;
 	if (w->g)
 		return atomic_load_explicit(&a->inflight[1], memory_order_relaxed) > 1;
