@@ -227,6 +227,8 @@ void rf_queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w)
 	if (!ret && r->op != RF_REQ_READ && rf_failed_now(a))
 		ret = -EIO;
 	else if (!ret && r->op == RF_REQ_FLUSH) {
+		/* Held stripe heads run now (md unplugs on a flush). */
+		rf_delayed_release_all(a);
 		ret = 0;
 		for (i = 0; i < a->nmembers; i++) {
 			struct rf_piece *p;

@@ -560,7 +560,7 @@ static void wait_req(struct sync_req *s)
  * head written once (without the hold: 4 reads, parity written twice).
  * Negative controls: a lone partial write, with nobody else driving, is
  * not held and pre-reads; one held with nobody coming to fill it runs
- * when the last submitter leaves (no hang), pre-reading. */
+ * when the last submitter leaves (no hang), pre-reading, or at a flush. */
 static void test_delayed_full_stripe(void **state)
 {
 	const struct spec sp = { "delay5", 5, 2, 4, 16384, 0 };
@@ -636,6 +636,25 @@ static void test_delayed_full_stripe(void **state)
 	assert_int_equal(atomic_load(&a->stats.released), released + 4);
 	assert_int_equal(atomic_load(&a->stats.full), full);
 	assert_int_equal(fake_bytes(-1, RF_MIO_READ), 16384);
+
+	/* Held, another submitter still driving: a flush runs it. */
+	outer = rf_inline_begin(a, &saved, &err);
+	assert_non_null(outer);
+	s[0].r->off = 9 * 16384;
+	s[0].r->len = 2 * 16384;
+	s[0].done = 0;
+	rf_array_submit(a, s[0].r);
+	assert_int_equal(s[0].done, 0);
+	s[1].r->op = RF_REQ_FLUSH;
+	s[1].r->off = 0;
+	s[1].r->len = 0;
+	s[1].done = 0;
+	rf_array_submit(a, s[1].r);
+	wait_req(&s[1]);
+	assert_int_equal(s[1].err, 0);
+	assert_int_equal(s[0].done, 1);
+	assert_int_equal(s[0].err, 0);
+	rf_inline_end(a, outer, saved);
 
 	rf_array_close(a);
 	for (int i = 0; i < 2; i++)
