@@ -551,6 +551,14 @@ static void wait_req(struct sync_req *s)
 	pthread_mutex_unlock(&s->lock);
 }
 
+static void submit(struct rf_array *a, struct sync_req *s, uint64_t off, uint32_t len)
+{
+	s->r->off = off;
+	s->r->len = len;
+	s->done = 0;
+	rf_array_submit(a, s->r);
+}
+
 /* Delayed stripe heads, inline (group_thread_cnt 0).  A 4-member raid5,
  * chunk 16 KiB: a 32 KiB write at 0 fills columns 0 and 1 of row 0's four
  * heads, and the 16 KiB write after it fills column 2.  While another
@@ -583,14 +591,10 @@ static void test_delayed_full_stripe(void **state)
 	/* Two requests back to back while another submitter drives. */
 	outer = rf_inline_begin(a, &saved, &err);
 	assert_non_null(outer);
-	s[0].r->off = 0;
-	s[0].r->len = 2 * 16384;
-	rf_array_submit(a, s[0].r);
+	submit(a, &s[0], 0, 2 * 16384);
 	assert_int_equal(s[0].done, 0);         /* held: not acknowledged */
 	assert_int_equal(atomic_load(&a->stats.delayed), 4);
-	s[1].r->off = 2 * 16384;
-	s[1].r->len = 16384;
-	rf_array_submit(a, s[1].r);
+	submit(a, &s[1], 2 * 16384, 16384);
 	rf_inline_end(a, outer, saved);
 	wait_req(&s[0]);
 	wait_req(&s[1]);
@@ -608,10 +612,7 @@ static void test_delayed_full_stripe(void **state)
 	 * lone partial write of row 1 reads column 2 and ends. */
 	fake_nlog = 0;
 	held = atomic_load(&a->stats.delayed);
-	s[0].r->off = 3 * 16384;
-	s[0].r->len = 2 * 16384;
-	s[0].done = 0;
-	rf_array_submit(a, s[0].r);
+	submit(a, &s[0], 3 * 16384, 2 * 16384);
 	wait_req(&s[0]);
 	assert_int_equal(s[0].err, 0);
 	assert_int_equal(atomic_load(&a->stats.delayed), held);
@@ -623,10 +624,7 @@ static void test_delayed_full_stripe(void **state)
 	full = atomic_load(&a->stats.full);
 	outer = rf_inline_begin(a, &saved, &err);
 	assert_non_null(outer);
-	s[0].r->off = 6 * 16384;
-	s[0].r->len = 2 * 16384;
-	s[0].done = 0;
-	rf_array_submit(a, s[0].r);
+	submit(a, &s[0], 6 * 16384, 2 * 16384);
 	assert_int_equal(s[0].done, 0);
 	assert_int_equal(atomic_load(&a->stats.delayed), held + 4);
 	assert_int_equal(fake_count(-1, RF_MIO_READ), 0);
@@ -640,16 +638,10 @@ static void test_delayed_full_stripe(void **state)
 	/* Held, another submitter still driving: a flush runs it. */
 	outer = rf_inline_begin(a, &saved, &err);
 	assert_non_null(outer);
-	s[0].r->off = 9 * 16384;
-	s[0].r->len = 2 * 16384;
-	s[0].done = 0;
-	rf_array_submit(a, s[0].r);
+	submit(a, &s[0], 9 * 16384, 2 * 16384);
 	assert_int_equal(s[0].done, 0);
 	s[1].r->op = RF_REQ_FLUSH;
-	s[1].r->off = 0;
-	s[1].r->len = 0;
-	s[1].done = 0;
-	rf_array_submit(a, s[1].r);
+	submit(a, &s[1], 0, 0);
 	wait_req(&s[1]);
 	assert_int_equal(s[1].err, 0);
 	assert_int_equal(s[0].done, 1);
