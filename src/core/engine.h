@@ -118,7 +118,8 @@ struct rf_level_ops {
  * WRITE (member writes in flight) -> IDLE; READ and WRITE are each
  * skipped when nothing needs reading or writing, and a failed read goes
  * READ -> READ (planned again, degraded).  A head with busy clear has no
- * IO in flight and sits either on the handle list (pieces queued) or the
+ * IO in flight and sits on the handle list (pieces queued), the delayed
+ * list (write pieces queued, the round held back: stripe_cache.c) or the
  * LRU list (nothing queued; its uptodate blocks stay cached).
  */
 enum rf_sh_phase { RF_SH_IDLE, RF_SH_READ, RF_SH_WRITE };
@@ -257,6 +258,8 @@ struct rf_array {
 	/* Inline workers (group_thread_cnt 0), reused across requests. */
 	atomic_int drivers;             /* inline workers being driven now (rf_inline_begin()
 					 * to the end of rf_inline_drive()) */
+	atomic_int nheld;               /* heads on the groups' delayed lists (changed under
+					 * their g->lock): 0 lets the last one out skip them */
 	pthread_mutex_t pool_lock;      /* taken alone (reconf_lock may be held) */
 	struct rf_worker *pool;         /* free ones */
 	struct rf_worker *pool_all;     /* every one, through all_next */
@@ -287,7 +290,11 @@ struct rf_array {
 	atomic_bool recover_dirty_only;  /* a re-added device: rebuild what the bitmap marks */
 	struct rf_mgmt *mgmt;           /* member.c's thread */
 	atomic_uint_fast64_t write_mostly; /* slots whose device is write-mostly (raid1 reads) */
-	struct rf_stripe_stats stats;   /* atomic counters, relaxed */
+	/* Atomic counters, relaxed; padded to lines of their own, so that
+	 * counting does not evict what the IO path reads (recovering ...). */
+	char stats_pad0[64];
+	struct rf_stripe_stats stats;
+	char stats_pad1[64];
 };
 
 /* The member map md's redundant personalities end their status with:

@@ -132,6 +132,7 @@ static void delayed_del(struct rf_group *g, struct rf_stripe *sh)
 	sh->delay_prev = sh->delay_next = NULL;
 	sh->on_delayed = false;
 	g->ndelayed--;
+	atomic_fetch_sub(&g->a->nheld, 1);
 }
 
 /* Insert in delay_ns order: a head held again keeps its first time, and
@@ -154,6 +155,7 @@ static void delayed_add(struct rf_group *g, struct rf_stripe *sh)
 		g->delayed_head = sh;
 	sh->on_delayed = true;
 	g->ndelayed++;
+	atomic_fetch_add(&g->a->nheld, 1);
 }
 
 static struct rf_piece **list_tail(struct rf_piece **pp)
@@ -237,6 +239,10 @@ int rf_delayed_release_all(struct rf_array *a)
 {
 	int i, n = 0;
 
+	/* Seen after the hold that made it non-zero: a hold is under
+	 * g->lock, before its holder's leave (workers.c) or the flush. */
+	if (!atomic_load(&a->nheld))
+		return 0;
 	for (i = 0; a->ops->handle_stripe && i < a->ngroups; i++) {
 		struct rf_group *g = &a->groups[i];
 		struct rf_worker *w = NULL;
