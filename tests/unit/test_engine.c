@@ -654,6 +654,36 @@ static void test_delayed_full_stripe(void **state)
 	fake_reset();
 }
 
+/* Delayed stripe heads with group threads: while another write is in
+ * flight (here: counted at the barrier by the test), the worker holds a
+ * partial row of a large write and waits; with nothing coming to fill it,
+ * the bound releases it and it pre-reads and ends (no hang). */
+static void test_delayed_bound_threads(void **state)
+{
+	const struct spec sp = { "delay5t", 5, 2, 4, 16384, 0 };
+	struct sync_req s;
+	struct rf_array *a;
+	static char buf[MAXLEN];
+
+	fake_reset();
+	a = open_array(&sp, 0, true, true);
+	fx_rand_fill(buf, MAXLEN);
+	sync_init(&s, a, buf);
+	s.r->op = RF_REQ_WRITE;
+	fake_log_on = true;
+	atomic_fetch_add(&a->inflight[1], 1);
+	submit(a, &s, 0, 2 * 16384);
+	wait_req(&s);
+	atomic_fetch_sub(&a->inflight[1], 1);
+	assert_int_equal(s.err, 0);
+	assert_int_equal(atomic_load(&a->stats.delayed), 4);
+	assert_int_equal(atomic_load(&a->stats.released), 4);
+	assert_int_equal(fake_bytes(-1, RF_MIO_READ), 16384);
+	rf_array_close(a);
+	rf_req_free(s.r);
+	fake_reset();
+}
+
 /* Opening refuses what it cannot serve, naming the member. */
 static void test_open_errors(void **state)
 {
@@ -705,6 +735,7 @@ int main(void)
 		cmocka_unit_test(test_flush_every_member),
 		cmocka_unit_test(test_rmw_rcw_plan),
 		cmocka_unit_test_setup(test_delayed_full_stripe, fx_inline0),
+		cmocka_unit_test_setup(test_delayed_bound_threads, fx_threads2),
 		cmocka_unit_test_setup(test_levels_uring, fx_threads2),
 		cmocka_unit_test_setup(test_levels_short_again, fx_threads2),
 		cmocka_unit_test_setup(test_one_member_short_again, fx_threads2),
