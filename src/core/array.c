@@ -417,6 +417,12 @@ void rf_array_close(struct rf_array *a)
 		rf_drain(a, RF_HOLD_ALL);
 		pthread_mutex_unlock(&a->reconf_lock);
 	}
+	if (a->ops->handle_stripe)
+		rf_dbg("%s: stripe write rounds: %llu full, %llu rcw, %llu rmw; %llu held, %llu released by a bound; "
+		       "%llu column blocks written from the request", a->name,
+		       (unsigned long long)a->stats.full, (unsigned long long)a->stats.rcw,
+		       (unsigned long long)a->stats.rmw, (unsigned long long)a->stats.delayed,
+		       (unsigned long long)a->stats.released, (unsigned long long)a->stats.direct);
 	rf_groups_stop(a->groups, a->ngroups);
 	rf_groups_free(a, a->groups, a->ngroups);
 	a->groups = NULL;

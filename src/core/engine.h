@@ -118,7 +118,8 @@ struct rf_level_ops {
  * WRITE (member writes in flight) -> IDLE; READ and WRITE are each
  * skipped when nothing needs reading or writing, and a failed read goes
  * READ -> READ (planned again, degraded).  A head with busy clear has no
- * IO in flight and sits either on the handle list (pieces queued) or the
+ * IO in flight and sits on the handle list (pieces queued), the delayed
+ * list (write pieces queued, the round held back: stripe_cache.c) or the
  * LRU list (nothing queued; its uptodate blocks stay cached).
  */
 enum rf_sh_phase { RF_SH_IDLE, RF_SH_READ, RF_SH_WRITE };
@@ -131,6 +132,12 @@ struct rf_stripe {
 	struct rf_piece *toread, **toread_tail; /* queued, g->lock */
 	struct rf_piece *towrite, **towrite_tail;
 	bool busy, hashed, on_lru, on_handle;   /* g->lock */
+	/* Held back (stripe_cache.c "delayed heads"): on g->delayed, not
+	 * busy, its write pieces queued on towrite.  g->lock: */
+	struct rf_stripe *delay_prev, *delay_next;
+	bool on_delayed;
+	bool no_delay;                          /* released by a bound: its next round runs at once */
+	uint64_t delay_ns;                      /* when it was first held (CLOCK_MONOTONIC), 0: not held */
 	/* owner only: */
 	struct rf_piece *reading, *writing;     /* the batch being served */
 	uint64_t uptodate;                      /* member blocks that hold the member's data */
@@ -142,9 +149,23 @@ struct rf_stripe {
 	struct rf_group *g;
 	struct rf_mio *mio;                     /* [raid_disks] */
 	char **buf;                             /* [raid_disks] blocks */
+	char **wsrc;                            /* owner: [raid_disks] where this round's write of each
+						 * column comes from (buf[i], or a piece's own buffer) */
 	struct rf_log_stripe *log;              /* owner: the stripe log's descriptor (raid5.c
 						 * makes it at the first logged round), or NULL */
 	bool logged;                            /* owner: this round's writes went through the log */
+};
+
+/* What the stripe heads' write rounds did (md has no file for these; the
+ * unit tests and the debug log read them).  Relaxed atomics. */
+struct rf_stripe_stats {
+	atomic_uint_fast64_t delayed;   /* times a head was held back instead of pre-reading */
+	atomic_uint_fast64_t released;  /* of those, released by a bound (time, pressure, drain, last
+					 * submitter out) rather than filled */
+	atomic_uint_fast64_t full;      /* write rounds that read nothing, every data column written */
+	atomic_uint_fast64_t rmw;       /* write rounds that read old data and parity */
+	atomic_uint_fast64_t rcw;       /* write rounds that read the columns not written */
+	atomic_uint_fast64_t direct;    /* column blocks written from the request's own buffer */
 };
 
 struct rf_group {
@@ -156,6 +177,8 @@ struct rf_group {
 	struct rf_piece *deferred, **deferred_tail;     /* waiting for a free stripe head */
 	struct rf_stripe *handle_head, *handle_tail;    /* heads with queued pieces */
 	struct rf_stripe *lru_head, *lru_tail;          /* idle heads, oldest first */
+	struct rf_stripe *delayed_head, *delayed_tail;  /* held heads, oldest first */
+	int ndelayed;
 	int nlru;
 	struct rf_stripe **hash;
 	uint32_t hash_mask;
@@ -175,6 +198,10 @@ struct rf_worker {
 	struct rf_group *g;             /* the group served; NULL for an inline worker */
 	struct rf_worker *idle_next;    /* g->lock */
 	bool idle;                      /* g->lock */
+	/* A group worker waiting for held heads' bound rather than in its
+	 * ring (workers.c): woken through cond, with g->lock. */
+	pthread_cond_t cond;
+	bool cond_ok;                   /* cond was initialised */
 	pthread_t thread;
 	bool started;
 	struct rf_worker *pool_next;    /* inline: a->pool_lock */
@@ -231,6 +258,10 @@ struct rf_array {
 	pthread_cond_t start_cond;
 	int nready, nstart_err;         /* start_lock */
 	/* Inline workers (group_thread_cnt 0), reused across requests. */
+	atomic_int drivers;             /* inline workers being driven now (rf_inline_begin()
+					 * to the end of rf_inline_drive()) */
+	atomic_int nheld;               /* heads on the groups' delayed lists (changed under
+					 * their g->lock): 0 lets the last one out skip them */
 	pthread_mutex_t pool_lock;      /* taken alone (reconf_lock may be held) */
 	struct rf_worker *pool;         /* free ones */
 	struct rf_worker *pool_all;     /* every one, through all_next */
@@ -261,6 +292,11 @@ struct rf_array {
 	atomic_bool recover_dirty_only;  /* a re-added device: rebuild what the bitmap marks */
 	struct rf_mgmt *mgmt;           /* member.c's thread */
 	atomic_uint_fast64_t write_mostly; /* slots whose device is write-mostly (raid1 reads) */
+	/* Atomic counters, relaxed; padded to lines of their own, so that
+	 * counting does not evict what the IO path reads (recovering ...). */
+	char stats_pad0[64];
+	struct rf_stripe_stats stats;
+	char stats_pad1[64];
 };
 
 /* The member map md's redundant personalities end their status with:
@@ -387,7 +423,24 @@ struct rf_stripe *rf_stripe_get(struct rf_group *g, uint64_t sector);
 struct rf_stripe *rf_stripe_attach(struct rf_group *g, struct rf_stripe *sh, struct rf_piece *p);
 void rf_handle_add(struct rf_group *g, struct rf_stripe *sh);
 void rf_lru_add_tail(struct rf_group *g, struct rf_stripe *sh);
+/* Delayed heads (stripe_cache.c).  rf_stripe_delay(): the owner holds sh's
+ * write round back; false when pieces arrived meanwhile (they are added
+ * to sh->writing/reading and the owner plans again), true when sh is held
+ * and no longer the caller's.  rf_delayed_release_locked(): g->lock held;
+ * move the heads held before `before` ns (UINT64_MAX: all) to the handle
+ * list; returns how many.  rf_delayed_release_all(): every group's, the
+ * groups' workers woken (a flush, the last inline submitter out). */
+bool rf_stripe_delay(struct rf_stripe *sh);
+int rf_delayed_release_locked(struct rf_group *g, uint64_t before);
+int rf_delayed_release_all(struct rf_array *a);
+/* How long a head may be held (ns), and the clock it is measured with. */
+#define RF_DELAY_BOUND_NS 1000000ull
+uint64_t rf_now_ns(void);
+/* g->lock held: release what the bound or a want of free heads says to. */
+void rf_delayed_check_locked(struct rf_group *g);
 /* workers.c */
+/* Wake a group worker taken off g->idle (in its ring or on its cond). */
+void rf_worker_wake(struct rf_worker *w);
 void rf_run_pieces(struct rf_worker *w, struct rf_group *g, struct rf_piece *list);
 struct rf_worker *rf_inline_get(struct rf_array *a);
 void rf_inline_put(struct rf_array *a, struct rf_worker *w);

@@ -190,7 +190,7 @@ void rf_group_push(struct rf_group *g, struct rf_piece *head, struct rf_piece **
 	/* Wake only a sleeper: a running worker sees g->incoming on its next
 	 * pass (it re-checks under g->lock before sleeping). */
 	if (w)
-		rf_ioq_kick(&w->ioq);
+		rf_worker_wake(w);
 }
 
 void rf_array_submit(struct rf_array *a, struct rf_req *r)
@@ -227,6 +227,8 @@ void rf_queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w)
 	if (!ret && r->op != RF_REQ_READ && rf_failed_now(a))
 		ret = -EIO;
 	else if (!ret && r->op == RF_REQ_FLUSH) {
+		/* Held stripe heads run now (md unplugs on a flush). */
+		rf_delayed_release_all(a);
 		ret = 0;
 		for (i = 0; i < a->nmembers; i++) {
 			struct rf_piece *p;
@@ -274,6 +276,9 @@ struct rf_worker *rf_inline_begin(struct rf_array *a, struct rf_worker **saved, 
 		*err = -ENOMEM;
 		return NULL;
 	}
+	/* Counted before any of its pieces can be held (workers.c,
+	 * rf_inline_drive(): the last one out runs what is held). */
+	atomic_fetch_add(&a->drivers, 1);
 	*saved = rf_current_worker;
 	rf_current_worker = w;
 	return w;

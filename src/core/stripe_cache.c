@@ -11,8 +11,34 @@
  * program (engine.h); a head with busy set belongs to one worker, which
  * alone touches its buffers.
  *
+ * Delayed heads (md's STRIPE_DELAYED and delayed_list).  A write round
+ * that would pre-read (a reconstruct-write reading the columns not
+ * written, or a read-modify-write) because a large write filled only part
+ * of the row is held back instead, when other writes are under way that
+ * may fill the rest: a 1 MiB write fills two of a 4-member row's three
+ * 512 KiB columns, and the next one fills the third.  The head goes on
+ * g->delayed with its pieces put back on towrite, not busy; a piece that
+ * attaches to it moves it to the handle list (its next plan may find the
+ * row whole and read nothing).  Every hold ends, and each of these
+ * releases it with no_delay set (its next round runs at once):
+ *   - RF_DELAY_BOUND_NS after it was first held (checked on each pass of
+ *     a worker over the group);
+ *   - a piece waiting for a free head (g->deferred) while no head is
+ *     busy or queued to run: the older half of the held ones;
+ *   - a group worker with nothing else to do and no other write in
+ *     flight, before it sleeps (with other writes in flight it waits for
+ *     the oldest one's bound instead, or a piece);
+ *   - the last inline submitter leaving (a->drivers reaching 0): it
+ *     serves what it released before it returns;
+ *   - a flush (rf_delayed_release_all()).
+ * A drain, or a sync region waiting for the writes of its rows, waits
+ * for held writes like any other: the rules above end them.  Nothing is
+ * acknowledged while held: its request ends when the round's writes do.
+ * Invariant: on_delayed implies !busy, !on_handle, !on_lru, towrite set.
+ *
  * What it does NOT do: plan or issue member IO (the levels and workers
- * do), or size the cache (array.c reshapes the groups).
+ * do), decide which rounds to hold (the level does), or size the cache
+ * (array.c reshapes the groups).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/engine.h"
@@ -82,6 +109,160 @@ void rf_handle_add(struct rf_group *g, struct rf_stripe *sh)
 	sh->on_handle = true;
 }
 
+/* ---- delayed heads ---- */
+
+uint64_t rf_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void delayed_del(struct rf_group *g, struct rf_stripe *sh)
+{
+	if (sh->delay_prev)
+		sh->delay_prev->delay_next = sh->delay_next;
+	else
+		g->delayed_head = sh->delay_next;
+	if (sh->delay_next)
+		sh->delay_next->delay_prev = sh->delay_prev;
+	else
+		g->delayed_tail = sh->delay_prev;
+	sh->delay_prev = sh->delay_next = NULL;
+	sh->on_delayed = false;
+	g->ndelayed--;
+	atomic_fetch_sub(&g->a->nheld, 1);
+}
+
+/* Insert in delay_ns order: a head held again keeps its first time, and
+ * the bound is checked from the oldest. */
+static void delayed_add(struct rf_group *g, struct rf_stripe *sh)
+{
+	struct rf_stripe *after = g->delayed_tail;
+
+	while (after && after->delay_ns > sh->delay_ns)
+		after = after->delay_prev;
+	sh->delay_prev = after;
+	sh->delay_next = after ? after->delay_next : g->delayed_head;
+	if (sh->delay_next)
+		sh->delay_next->delay_prev = sh;
+	else
+		g->delayed_tail = sh;
+	if (after)
+		after->delay_next = sh;
+	else
+		g->delayed_head = sh;
+	sh->on_delayed = true;
+	g->ndelayed++;
+	atomic_fetch_add(&g->a->nheld, 1);
+}
+
+static struct rf_piece **list_tail(struct rf_piece **pp)
+{
+	while (*pp)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+bool rf_stripe_delay(struct rf_stripe *sh)
+{
+	struct rf_group *g = sh->g;
+
+	pthread_mutex_lock(&g->lock);
+	if (sh->towrite || sh->toread) {
+		/* Pieces arrived since the round took its batch: plan again
+		 * with them, after the ones taken (writes keep their order). */
+		*list_tail(&sh->writing) = sh->towrite;
+		*list_tail(&sh->reading) = sh->toread;
+		sh->towrite = sh->toread = NULL;
+		sh->towrite_tail = &sh->towrite;
+		sh->toread_tail = &sh->toread;
+		pthread_mutex_unlock(&g->lock);
+		return false;
+	}
+	sh->towrite = sh->writing;
+	sh->towrite_tail = list_tail(&sh->towrite);
+	sh->writing = NULL;
+	sh->busy = false;
+	if (!sh->delay_ns)
+		sh->delay_ns = rf_now_ns();
+	delayed_add(g, sh);
+	pthread_mutex_unlock(&g->lock);
+	atomic_fetch_add_explicit(&g->a->stats.delayed, 1, memory_order_relaxed);
+	return true;
+}
+
+int rf_delayed_release_locked(struct rf_group *g, uint64_t before)
+{
+	int n = 0;
+
+	while (g->delayed_head && g->delayed_head->delay_ns < before) {
+		struct rf_stripe *sh = g->delayed_head;
+
+		delayed_del(g, sh);
+		sh->no_delay = true;
+		rf_handle_add(g, sh);
+		n++;
+	}
+	if (n) {
+		rf_note_group(g);
+		atomic_fetch_add_explicit(&g->a->stats.released, (uint64_t)n, memory_order_relaxed);
+	}
+	return n;
+}
+
+void rf_delayed_check_locked(struct rf_group *g)
+{
+	uint64_t now;
+
+	if (!g->delayed_head)
+		return;
+	if (g->deferred && g->nstripes - g->nlru - g->ndelayed == 0) {
+		/* Pieces wait for a free head and none is busy or queued to
+		 * run (whose end would free one): the older half of the held
+		 * heads go (the newer ones are the likelier to be filled). */
+		struct rf_stripe *sh = g->delayed_head;
+		int k;
+
+		for (k = 1; k < g->ndelayed / 2; k++)
+			sh = sh->delay_next;
+		rf_delayed_release_locked(g, sh->delay_ns + 1);
+		return;
+	}
+	now = rf_now_ns();
+	if (now > RF_DELAY_BOUND_NS)
+		rf_delayed_release_locked(g, now - RF_DELAY_BOUND_NS);
+}
+
+int rf_delayed_release_all(struct rf_array *a)
+{
+	int i, n = 0;
+
+	/* Seen after the hold that made it non-zero: a hold is under
+	 * g->lock, before its holder's leave (workers.c) or the flush. */
+	if (!atomic_load(&a->nheld))
+		return 0;
+	for (i = 0; a->ops->handle_stripe && i < a->ngroups; i++) {
+		struct rf_group *g = &a->groups[i];
+		struct rf_worker *w = NULL;
+		int k;
+
+		pthread_mutex_lock(&g->lock);
+		k = rf_delayed_release_locked(g, UINT64_MAX);
+		if (k && g->idle) {
+			w = g->idle;
+			g->idle = w->idle_next;
+			w->idle = false;
+		}
+		pthread_mutex_unlock(&g->lock);
+		if (w)
+			rf_worker_wake(w);
+		n += k;
+	}
+	return n;
+}
+
 /* g->lock held.  The head for sector, found or recycled from the LRU; NULL
  * when every head is busy. */
 struct rf_stripe *rf_stripe_get(struct rf_group *g, uint64_t sector)
@@ -126,6 +307,8 @@ struct rf_stripe *rf_stripe_attach(struct rf_group *g, struct rf_stripe *sh, str
 		*sh->toread_tail = p;
 		sh->toread_tail = &p->next;
 	}
+	if (sh->on_delayed)
+		delayed_del(g, sh);     /* more of the row: plan it again */
 	if (!sh->busy && !sh->on_handle) {
 		rf_handle_add(g, sh);
 		rf_note_group(g);
@@ -141,6 +324,9 @@ bool rf_stripe_finish(struct rf_stripe *sh)
 	bool again = false;
 
 	pthread_mutex_lock(&g->lock);
+	/* The round ran: a later hold starts its own bound. */
+	sh->delay_ns = 0;
+	sh->no_delay = false;
 	if (sh->toread || sh->towrite) {
 		again = true;
 	} else {

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/engine.h"
@@ -67,6 +68,9 @@ static struct rf_piece *attach_locked(struct rf_group *g, struct rf_piece *list)
 		} else {
 			*g->deferred_tail = p;
 			g->deferred_tail = &p->next;
+			/* An inline submitter passes the group again (held
+			 * heads may have to go for it). */
+			rf_note_group(g);
 		}
 	}
 	return direct;
@@ -114,6 +118,7 @@ static int group_pass(struct rf_worker *w, struct rf_group *g, bool *stop)
 	issue_direct(w, direct);
 
 	pthread_mutex_lock(&g->lock);
+	rf_delayed_check_locked(g);
 	while (g->handle_head && nsh < HANDLE_BATCH) {
 		struct rf_stripe *sh = g->handle_head;
 
@@ -128,6 +133,67 @@ static int group_pass(struct rf_worker *w, struct rf_group *g, bool *stop)
 	for (i = 0; i < nsh; i++)
 		w->a->ops->handle_stripe(w, batch[i]);
 	return !!in + nsh;
+}
+
+/* g->lock held: w sleeps from now on / no longer (whether or not a
+ * waker took it off g->idle meanwhile). */
+static void idle_add(struct rf_group *g, struct rf_worker *w)
+{
+	w->idle = true;
+	w->idle_next = g->idle;
+	g->idle = w;
+}
+
+static void idle_del(struct rf_group *g, struct rf_worker *w)
+{
+	struct rf_worker **pp = &g->idle;
+
+	if (!w->idle)
+		return;
+	while (*pp != w)
+		pp = &(*pp)->idle_next;
+	*pp = w->idle_next;
+	w->idle = false;
+}
+
+void rf_worker_wake(struct rf_worker *w)
+{
+	/* Whichever way it sleeps; cond is waited on with g->lock and the
+	 * waker took w off g->idle under it first. */
+	if (w->cond_ok)
+		pthread_cond_signal(&w->cond);
+	rf_ioq_kick(&w->ioq);
+}
+
+/* g->lock held, heads held (stripe_cache.c, delayed heads) and nothing
+ * else to do.  With IO of w's own in flight, sleep in the ring as usual;
+ * else, with other writes in flight that may fill them, wait on w->cond
+ * until the oldest one's bound, a piece or a stop; else release them all.  Returns true (g->lock
+ * dropped) when w should go round again, false (g->lock held) when it may
+ * sleep in its ring. */
+static bool held_wait(struct rf_worker *w, struct rf_group *g)
+{
+	struct rf_array *a = g->a;
+
+	/* IO of w's own in flight: its end wakes w, which looks again. */
+	if (g->incoming || g->handle_head || (!g->stop && rf_ioq_busy(&w->ioq)))
+		return false;
+	if (w->cond_ok && !g->stop && atomic_load(&a->inflight[1]) > 1) {
+		uint64_t until = g->delayed_head->delay_ns + RF_DELAY_BOUND_NS;
+		struct timespec ts = { .tv_sec = (time_t)(until / 1000000000ull),
+				       .tv_nsec = (long)(until % 1000000000ull) };
+
+		idle_add(g, w);
+		while (w->idle && !g->stop && rf_now_ns() < until)
+			if (pthread_cond_timedwait(&w->cond, &g->lock, &ts))
+				break;
+		idle_del(g, w);
+		pthread_mutex_unlock(&g->lock);
+		return true;
+	}
+	rf_delayed_release_locked(g, UINT64_MAX);
+	pthread_mutex_unlock(&g->lock);
+	return true;
 }
 
 static void *worker_main(void *arg)
@@ -166,6 +232,8 @@ static void *worker_main(void *arg)
 		 * check above (the submitter takes us off g->idle under the lock
 		 * it queued with, then kicks). */
 		pthread_mutex_lock(&g->lock);
+		if (g->delayed_head && held_wait(w, g))
+			continue;       /* g->lock dropped */
 		if (g->incoming || g->handle_head || g->stop) {
 			pthread_mutex_unlock(&g->lock);
 			if (!g->stop)
@@ -173,21 +241,12 @@ static void *worker_main(void *arg)
 			if (!rf_ioq_busy(&w->ioq))
 				break;
 		} else {
-			w->idle = true;
-			w->idle_next = g->idle;
-			g->idle = w;
+			idle_add(g, w);
 			pthread_mutex_unlock(&g->lock);
 		}
 		rf_ioq_reap(&w->ioq, true);
 		pthread_mutex_lock(&g->lock);
-		if (w->idle) {
-			struct rf_worker **pp = &g->idle;
-
-			while (*pp != w)
-				pp = &(*pp)->idle_next;
-			*pp = w->idle_next;
-			w->idle = false;
-		}
+		idle_del(g, w);
 		pthread_mutex_unlock(&g->lock);
 	}
 	/* The ring outlives the thread: rf_array_close() may still kick it. */
@@ -274,9 +333,22 @@ void rf_inline_drive(struct rf_worker *w)
 		n = rf_ioq_reap(&w->ioq, false);
 		if (took || n > 0 || w->touched || (w->ioq.retry && !w->ioq.inflight))
 			continue;
-		if (!rf_ioq_busy(&w->ioq))
-			break;
-		rf_ioq_reap(&w->ioq, true);
+		if (rf_ioq_busy(&w->ioq)) {
+			rf_ioq_reap(&w->ioq, true);
+			continue;
+		}
+		/* Leaving.  Heads held while others were driving wait for the
+		 * ones still here; the last one out runs them itself (it takes
+		 * its place again to do so).  A hold happens only while its
+		 * holder is counted, and each holder's leave comes after its
+		 * hold, so some leave that reaches 0 sees every head held. */
+		if (atomic_fetch_sub(&a->drivers, 1) == 1 && a->ops->handle_stripe) {
+			atomic_fetch_add(&a->drivers, 1);
+			if (rf_delayed_release_all(a))
+				continue;
+			atomic_fetch_sub(&a->drivers, 1);
+		}
+		break;
 	}
 }
 
@@ -309,9 +381,16 @@ static int rf_group_init(struct rf_array *a, struct rf_group *g, int id, int nst
 	if (!g->workers)
 		return -ENOMEM;
 	for (i = 0; i < nworkers; i++) {
-		g->workers[i].g = g;
-		if (rf_worker_buffers(a, &g->workers[i]))
+		struct rf_worker *w = &g->workers[i];
+		pthread_condattr_t ca;
+
+		w->g = g;
+		if (rf_worker_buffers(a, w))
 			return -ENOMEM;
+		if (pthread_condattr_init(&ca))
+			return -ENOMEM;
+		w->cond_ok = !pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) && !pthread_cond_init(&w->cond, &ca);
+		pthread_condattr_destroy(&ca);
 	}
 	if (!a->ops->handle_stripe)
 		return 0;
@@ -340,7 +419,8 @@ static int rf_group_init(struct rf_array *a, struct rf_group *g, int id, int nst
 		sh->towrite_tail = &sh->towrite;
 		sh->mio = calloc(nd, sizeof(*sh->mio));
 		sh->buf = calloc(nd, sizeof(*sh->buf));
-		if (!sh->mio || !sh->buf)
+		sh->wsrc = calloc(nd, sizeof(*sh->wsrc));
+		if (!sh->mio || !sh->buf || !sh->wsrc)
 			return -ENOMEM;
 		for (j = 0; j < (int)nd; j++)
 			sh->buf[j] = g->stripe_mem + (size_t)i * per + (size_t)j * blk;
@@ -361,10 +441,13 @@ void rf_groups_free(struct rf_array *a, struct rf_group *groups, int n)
 			if (g->workers[j].started && !g->workers[j].ioq_ret)
 				rf_ioq_destroy(&g->workers[j].ioq);
 			free(g->workers[j].scratch);
+			if (g->workers[j].cond_ok)
+				pthread_cond_destroy(&g->workers[j].cond);
 		}
 		for (j = 0; g->stripes && j < g->nstripes; j++) {
 			free(g->stripes[j].mio);
 			free(g->stripes[j].buf);
+			free(g->stripes[j].wsrc);
 			if (g->stripes[j].log)
 				free(g->stripes[j].log->pp);
 			free(g->stripes[j].log);
@@ -457,7 +540,7 @@ void rf_groups_stop(struct rf_group *groups, int n)
 			w->idle = false;
 		pthread_mutex_unlock(&g->lock);
 		for (w = idle; w; w = w->idle_next)
-			rf_ioq_kick(&w->ioq);
+			rf_worker_wake(w);
 	}
 	for (i = 0; groups && i < n; i++)
 		for (j = 0; j < groups[i].nworkers; j++)

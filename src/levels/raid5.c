@@ -12,6 +12,10 @@
  *            as rmw_level says; a degraded row always reads every in-sync
  *            column.  Blocks still uptodate from an earlier round are not
  *            read again.
+ *   hold     a write round that would read, written only by large
+ *            requests while other writes are under way, is held back
+ *            instead (stripe_cache.c, delayed heads): the next request of
+ *            a stream may fill the row, which then reads nothing.
  *   read     member reads of the missing blocks; a failed read marks the
  *            member faulty and plans the round again, degraded.
  *   compute  rebuild faulty columns (xor, or raid6 recovery of any two),
@@ -257,7 +261,7 @@ static void issue(struct rf_worker *w, struct rf_stripe *sh, int col, bool write
 
 	m->priv = sh;
 	m->end = write ? r5_write_end : r5_read_end;
-	m->buf = sh->buf[col];
+	m->buf = write ? sh->wsrc[col] : sh->buf[col];
 	m->len = a->stripe_size;
 	m->off = rf_dev_offset(a, col, sh->sector & SH_PREV) + ((sh->sector & ~SH_PREV) << 9);
 	m->member = (int16_t)col;
@@ -266,20 +270,40 @@ static void issue(struct rf_worker *w, struct rf_stripe *sh, int col, bool write
 	rf_ioq_queue(&w->ioq, m);
 }
 
+/* P [and Q] into the head's parity blocks, from the data columns as
+ * sh->wsrc has them (the head's blocks, or pieces' own buffers). */
 static void compute_parity(struct rf_worker *w, struct rf_stripe *sh, const struct row_ctx *c)
 {
 	struct rf_array *a = w->a;
 	void *blocks[RF_MAX_MEMBERS + 2];
 	int k, n;
 
+	sh->wsrc[c->row.pd_idx] = sh->buf[c->row.pd_idx];
 	if (c->row.qd_idx < 0) {
 		for (k = 0; k < c->g->data_disks; k++)
-			blocks[k] = sh->buf[c->row.data_member[k]];
+			blocks[k] = sh->wsrc[c->row.data_member[k]];
 		rf_xor_gen(c->g->data_disks, a->stripe_size, blocks, sh->buf[c->row.pd_idx]);
 		return;
 	}
-	n = rf_r6_blocks(&c->row, c->g->data_disks, sh->buf, 0, w->zero, blocks);
+	sh->wsrc[c->row.qd_idx] = sh->buf[c->row.qd_idx];
+	n = rf_r6_blocks(&c->row, c->g->data_disks, sh->wsrc, 0, w->zero, blocks);
 	rf_pq_gen(n, a->stripe_size, blocks, blocks[n], blocks[n + 1]);
+}
+
+/* The one write piece of column col when it covers the whole block, or
+ * NULL (none, part of it, or several: those are merged in order). */
+static struct rf_piece *lone_full_piece(const struct rf_stripe *sh, int col, uint32_t ss)
+{
+	struct rf_piece *p, *only = NULL;
+
+	for (p = sh->writing; p; p = p->next) {
+		if (p->member != col)
+			continue;
+		if (only)
+			return NULL;
+		only = p;
+	}
+	return only && only->boff == 0 && only->len == ss ? only : NULL;
 }
 
 /* Rebuild the faulty columns of the row from the rest (all in-sync blocks
@@ -453,13 +477,39 @@ static void r5_log_resume(struct rf_log_stripe *ls, struct rf_ioq *q)
 		r5_round_done(w, sh);
 }
 
-/* Plan the round and issue reads.  Returns true when IO is in flight. */
-static bool r5_plan(struct rf_worker *w, struct rf_stripe *sh)
+/* Whether a write round that would pre-read is held back instead
+ * (stripe_cache.c, delayed heads): a healthy row, not released by a bound
+ * already, written only by large requests (at least a chunk, and more
+ * than a head's block: part of a stream whose next request may fill the
+ * row; a small random write is not held), while other writes are under way that may fill it: another
+ * write request past the barrier (group threads, whose worker releases
+ * what it holds before it sleeps), or another inline submitter driving
+ * (the last one out runs what is held). */
+static bool r5_hold_wanted(struct rf_worker *w, struct rf_stripe *sh, const struct row_ctx *c)
+{
+	struct rf_array *a = w->a;
+	struct rf_piece *p;
+
+	if (sh->no_delay || sh->reading || (c->faulty & (c->data_mask | c->par_mask)))
+		return false;
+	for (p = sh->writing; p; p = p->next)
+		if (p->req->len < a->chunk_bytes || p->req->len <= a->stripe_size)
+			return false;
+	if (w->g)
+		return atomic_load_explicit(&a->inflight[1], memory_order_relaxed) > 1;
+	return atomic_load_explicit(&a->drivers, memory_order_relaxed) > 1;
+}
+
+/* Plan the round and issue reads.  Returns true when IO is in flight, or
+ * when the head was held (it is not the caller's then).  may_hold: a new
+ * round (not one planned again after a failed read). */
+static bool r5_plan(struct rf_worker *w, struct rf_stripe *sh, bool may_hold)
 {
 	struct rf_array *a = w->a;
 	struct row_ctx c;
 	uint64_t need = 0, alive, toread;
 	struct rf_piece *p;
+	bool whole;
 	int i;
 
 	row_setup(a, sh, &c);
@@ -475,6 +525,7 @@ static bool r5_plan(struct rf_worker *w, struct rf_stripe *sh)
 	for (p = sh->reading; p; p = p->next)
 		need |= (c.faulty & (1ull << p->member)) ? alive : 1ull << p->member;
 	sh->rmw = false;
+	whole = false;
 	if (sh->writing) {
 		if (c.faulty & (c.data_mask | c.par_mask)) {
 			need |= alive;
@@ -491,7 +542,11 @@ static bool r5_plan(struct rf_worker *w, struct rf_stripe *sh)
 			rcw_need = c.data_mask & ~full;
 			rmw_reads = __builtin_popcountll(rmw_need & ~sh->uptodate);
 			rcw_reads = __builtin_popcountll(rcw_need & ~sh->uptodate);
-			if (a->rmw_level == 2 ? rmw_reads <= rcw_reads : a->rmw_level == 1 && rmw_reads < rcw_reads) {
+			/* Every data column written whole: parity from the new
+			 * data alone, whatever is cached (no old data to xor). */
+			whole = full == c.data_mask;
+			if (!whole && (a->rmw_level == 2 ? rmw_reads <= rcw_reads :
+				       a->rmw_level == 1 && rmw_reads < rcw_reads)) {
 				sh->rmw = true;
 				need |= rmw_need;
 			} else {
@@ -500,6 +555,17 @@ static bool r5_plan(struct rf_worker *w, struct rf_stripe *sh)
 		}
 	}
 	toread = need & ~sh->uptodate & ~c.faulty;
+	if (toread && may_hold && sh->writing && r5_hold_wanted(w, sh, &c)) {
+		if (rf_stripe_delay(sh))
+			return true;
+		return r5_plan(w, sh, true);    /* more pieces came: plan with them */
+	}
+	if (sh->writing && !(c.faulty & (c.data_mask | c.par_mask))) {
+		if (whole)
+			atomic_fetch_add_explicit(&a->stats.full, 1, memory_order_relaxed);
+		else if (toread)
+			atomic_fetch_add_explicit(sh->rmw ? &a->stats.rmw : &a->stats.rcw, 1, memory_order_relaxed);
+	}
 	sh->io_error = 0;
 	if (toread) {
 		sh->phase = RF_SH_READ;
@@ -519,11 +585,13 @@ static bool r5_compute(struct rf_worker *w, struct rf_stripe *sh)
 	uint32_t ss = a->stripe_size;
 	struct row_ctx c;
 	struct rf_piece *p, *next;
-	uint64_t wmask = 0;
+	uint64_t wmask = 0, direct = 0;
 	bool logging;
 	int i;
 
 	row_setup(a, sh, &c);
+	for (i = 0; i < a->nmembers; i++)
+		sh->wsrc[i] = sh->buf[i];
 	/* Rebuild what was faulty when the round was planned; a column that
 	 * failed since then holds what was read, or was not needed. */
 	c.faulty = sh->faulty;
@@ -557,12 +625,29 @@ static bool r5_compute(struct rf_worker *w, struct rf_stripe *sh)
 			}
 		}
 	} else {
-		for (i = 0; i < a->nmembers; i++)
-			if (wmask & (1ull << i))
+		/* A column one piece writes whole goes to its member from the
+		 * request's buffer, which lives until the piece ends after the
+		 * write: no copy into the cache, whose block is stale then. */
+		for (i = 0; i < a->nmembers; i++) {
+			struct rf_piece *only;
+
+			if (!(wmask & (1ull << i)))
+				continue;
+			only = lone_full_piece(sh, i, ss);
+			if (only) {
+				sh->wsrc[i] = only->buf;
+				direct |= 1ull << i;
+			} else {
 				merge_col(sh, i);
+			}
+		}
 		compute_parity(w, sh, &c);
+		if (direct)
+			atomic_fetch_add_explicit(&a->stats.direct, (uint64_t)__builtin_popcountll(direct),
+						  memory_order_relaxed);
 	}
 	sh->uptodate |= wmask | c.par_mask;
+	sh->uptodate &= ~direct;
 	sh->phase = RF_SH_WRITE;
 	sh->logged = false;
 	if (logging) {
@@ -591,7 +676,7 @@ static bool r5_round(struct rf_worker *w, struct rf_stripe *sh)
 	sh->towrite = NULL;
 	sh->towrite_tail = &sh->towrite;
 	pthread_mutex_unlock(&g->lock);
-	return r5_plan(w, sh);
+	return r5_plan(w, sh, true);
 }
 
 /* The round ended without IO in flight: go idle or run the next one. */
@@ -620,7 +705,7 @@ static void r5_read_end(struct rf_mio *m)
 	if (--sh->pending)
 		return;
 	/* A failed read re-plans the round, degraded now. */
-	if (sh->io_error ? r5_plan(w, sh) : r5_compute(w, sh))
+	if (sh->io_error ? r5_plan(w, sh, false) : r5_compute(w, sh))
 		return;
 	r5_round_done(w, sh);
 }

@@ -543,6 +543,147 @@ static void test_rmw_rcw_plan(void **state)
 	fake_reset();
 }
 
+static void wait_req(struct sync_req *s)
+{
+	pthread_mutex_lock(&s->lock);
+	while (!s->done)
+		pthread_cond_wait(&s->cond, &s->lock);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void submit(struct rf_array *a, struct sync_req *s, uint64_t off, uint32_t len)
+{
+	s->r->off = off;
+	s->r->len = len;
+	s->done = 0;
+	rf_array_submit(a, s->r);
+}
+
+/* Delayed stripe heads, inline (group_thread_cnt 0).  A 4-member raid5,
+ * chunk 16 KiB: a 32 KiB write at 0 fills columns 0 and 1 of row 0's four
+ * heads, and the 16 KiB write after it fills column 2.  While another
+ * submitter drives (here: this thread holds an inline worker of its own
+ * around the two), the first one's heads are held instead of reading
+ * column 2, and the second one fills them: no member read at all, each
+ * head written once (without the hold: 4 reads, parity written twice).
+ * Negative controls: a lone partial write, with nobody else driving, is
+ * not held and pre-reads; one held with nobody coming to fill it runs
+ * when the last submitter leaves (no hang), pre-reading, or at a flush. */
+static void test_delayed_full_stripe(void **state)
+{
+	const struct spec sp = { "delay5", 5, 2, 4, 16384, 0 };
+	struct rf_worker *outer, *saved;
+	struct sync_req s[2];
+	struct rf_array *a;
+	static char buf[2][MAXLEN];
+	uint64_t held, released, full;
+	int err;
+
+	fake_reset();
+	a = open_array(&sp, 0, true, true);
+	for (int i = 0; i < 2; i++) {
+		fx_rand_fill(buf[i], MAXLEN);
+		sync_init(&s[i], a, buf[i]);
+		s[i].r->op = RF_REQ_WRITE;
+	}
+	fake_log_on = true;
+
+	/* Two requests back to back while another submitter drives. */
+	outer = rf_inline_begin(a, &saved, &err);
+	assert_non_null(outer);
+	submit(a, &s[0], 0, 2 * 16384);
+	assert_int_equal(s[0].done, 0);         /* held: not acknowledged */
+	assert_int_equal(atomic_load(&a->stats.delayed), 4);
+	submit(a, &s[1], 2 * 16384, 16384);
+	rf_inline_end(a, outer, saved);
+	wait_req(&s[0]);
+	wait_req(&s[1]);
+	assert_int_equal(s[0].err, 0);
+	assert_int_equal(s[1].err, 0);
+	assert_int_equal(fake_count(-1, RF_MIO_READ), 0);
+	for (int m = 0; m < 4; m++)
+		assert_int_equal(fake_bytes(m, RF_MIO_WRITE), 16384);
+	assert_int_equal(atomic_load(&a->stats.full), 4);
+	assert_int_equal(atomic_load(&a->stats.released), 0);
+	/* each data column went to its member from the request's buffer */
+	assert_int_equal(atomic_load(&a->stats.direct), 4 * 3);
+
+	/* Negative control: nobody else drives, so nothing is held; the
+	 * lone partial write of row 1 reads column 2 and ends. */
+	fake_nlog = 0;
+	held = atomic_load(&a->stats.delayed);
+	submit(a, &s[0], 3 * 16384, 2 * 16384);
+	wait_req(&s[0]);
+	assert_int_equal(s[0].err, 0);
+	assert_int_equal(atomic_load(&a->stats.delayed), held);
+	assert_int_equal(fake_bytes(-1, RF_MIO_READ), 16384);
+
+	/* Held with nobody to fill it: the last submitter out runs it. */
+	fake_nlog = 0;
+	released = atomic_load(&a->stats.released);
+	full = atomic_load(&a->stats.full);
+	outer = rf_inline_begin(a, &saved, &err);
+	assert_non_null(outer);
+	submit(a, &s[0], 6 * 16384, 2 * 16384);
+	assert_int_equal(s[0].done, 0);
+	assert_int_equal(atomic_load(&a->stats.delayed), held + 4);
+	assert_int_equal(fake_count(-1, RF_MIO_READ), 0);
+	rf_inline_end(a, outer, saved);
+	assert_int_equal(s[0].done, 1);         /* served before the last one left */
+	assert_int_equal(s[0].err, 0);
+	assert_int_equal(atomic_load(&a->stats.released), released + 4);
+	assert_int_equal(atomic_load(&a->stats.full), full);
+	assert_int_equal(fake_bytes(-1, RF_MIO_READ), 16384);
+
+	/* Held, another submitter still driving: a flush runs it. */
+	outer = rf_inline_begin(a, &saved, &err);
+	assert_non_null(outer);
+	submit(a, &s[0], 9 * 16384, 2 * 16384);
+	assert_int_equal(s[0].done, 0);
+	s[1].r->op = RF_REQ_FLUSH;
+	submit(a, &s[1], 0, 0);
+	wait_req(&s[1]);
+	assert_int_equal(s[1].err, 0);
+	assert_int_equal(s[0].done, 1);
+	assert_int_equal(s[0].err, 0);
+	rf_inline_end(a, outer, saved);
+
+	rf_array_close(a);
+	for (int i = 0; i < 2; i++)
+		rf_req_free(s[i].r);
+	fake_reset();
+}
+
+/* Delayed stripe heads with group threads: while another write is in
+ * flight (here: counted at the barrier by the test), the worker holds a
+ * partial row of a large write and waits; with nothing coming to fill it,
+ * the bound releases it and it pre-reads and ends (no hang). */
+static void test_delayed_bound_threads(void **state)
+{
+	const struct spec sp = { "delay5t", 5, 2, 4, 16384, 0 };
+	struct sync_req s;
+	struct rf_array *a;
+	static char buf[MAXLEN];
+
+	fake_reset();
+	a = open_array(&sp, 0, true, true);
+	fx_rand_fill(buf, MAXLEN);
+	sync_init(&s, a, buf);
+	s.r->op = RF_REQ_WRITE;
+	fake_log_on = true;
+	atomic_fetch_add(&a->inflight[1], 1);
+	submit(a, &s, 0, 2 * 16384);
+	wait_req(&s);
+	atomic_fetch_sub(&a->inflight[1], 1);
+	assert_int_equal(s.err, 0);
+	assert_int_equal(atomic_load(&a->stats.delayed), 4);
+	assert_int_equal(atomic_load(&a->stats.released), 4);
+	assert_int_equal(fake_bytes(-1, RF_MIO_READ), 16384);
+	rf_array_close(a);
+	rf_req_free(s.r);
+	fake_reset();
+}
+
 /* Opening refuses what it cannot serve, naming the member. */
 static void test_open_errors(void **state)
 {
@@ -593,6 +734,8 @@ int main(void)
 		cmocka_unit_test(test_split_raid0),
 		cmocka_unit_test(test_flush_every_member),
 		cmocka_unit_test(test_rmw_rcw_plan),
+		cmocka_unit_test_setup(test_delayed_full_stripe, fx_inline0),
+		cmocka_unit_test_setup(test_delayed_bound_threads, fx_threads2),
 		cmocka_unit_test_setup(test_levels_uring, fx_threads2),
 		cmocka_unit_test_setup(test_levels_short_again, fx_threads2),
 		cmocka_unit_test_setup(test_one_member_short_again, fx_threads2),
