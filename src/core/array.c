@@ -25,6 +25,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "core/core_test.h"
 #include "core/engine.h"
 #include "raidfuse/fault.h"
 #include "raidfuse/nbd.h"
@@ -685,6 +686,12 @@ const struct rf_sync_ops *rf_array_sync_ops(const struct rf_array *a)
 	if (a->reshape.active)
 		return NULL;
 	return a->ops->sync;
+}
+
+/* core_test.h: tests only. */
+struct rf_rangelock *rf_array_rangelock(struct rf_array *a)
+{
+	return &a->rl;
 }
 
 struct rf_sync *rf_array_sync(const struct rf_array *a)

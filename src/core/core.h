@@ -11,6 +11,10 @@
  * None of them is on the IO fast path of the core itself, which uses
  * engine.h's inline versions.
  *
+ * The services' unit tests are clients of this header too (with
+ * core/core_test.h, the tests' few looks inside); only the core's own
+ * tests (test_engine, test_barrier, test_dev) include engine.h.
+ *
  * What it does NOT give: the array's fields, the groups, the barrier's
  * state.
  */
