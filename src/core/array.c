@@ -721,6 +721,11 @@ int rf_array_ioq_open(struct rf_array *a, struct rf_ioq *q, int depth)
 	return a->ioq_init(q, rf_devs_ioq(a), depth);
 }
 
+int rf_array_inline_ioq_open(struct rf_array *a, struct rf_ioq *q, int depth)
+{
+	return a->inline_ioq_init(q, rf_devs_ioq(a), depth);
+}
+
 void rf_array_set_recovery_cp(struct rf_array *a, uint64_t cp)
 {
 	uint64_t r = atomic_load(&a->recovering);

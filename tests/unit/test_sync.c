@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -1166,6 +1167,23 @@ static void test_rebuild(void **state)
 	rebuild_one(&specs[10], 0, 2);  /* raid6 DDF: P/Q slots hold zeros */
 }
 
+/* The workers read inline on tmpfs and through io_uring elsewhere
+ * (sync.c: inline_io()): each way, forced, finds a corrupt data block
+ * and rebuilds two raid6 members, whatever file system the test's
+ * members are on. */
+static void test_io_paths(void **state)
+{
+	static const char *const how[] = { "ring", "inline" };
+	unsigned i;
+
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(setenv("RAIDFUSE_SYNC_IO", how[i], 1), 0);
+		run_specs(data_block_one);
+		rebuild_one(&specs[8], 0, 2);
+	}
+	unsetenv("RAIDFUSE_SYNC_IO");
+}
+
 /* Levels without redundancy refuse; words parse as md's. */
 static void test_words(void **state)
 {
@@ -1207,6 +1225,7 @@ int main(void)
 		cmocka_unit_test(test_cut_at_end),
 		cmocka_unit_test(test_raid10_checkpoint),
 		cmocka_unit_test(test_raid10_recover_rows),
+		cmocka_unit_test(test_io_paths),
 	};
 
 	return fx_run_tests("sync", tests);
