@@ -14,6 +14,12 @@
 #      walk read per second over the streaming rate.  Goal: 0.80 of the
 #      parallel rate.  RUNS rounds, each streaming then walking; the round
 #      with the median ratio counts, per action (the machine is shared).
+#      Beside the rates, the CPU time per member GiB of that round: the
+#      daemon's (every thread, io_uring's io-wq ones too) during the walk
+#      and fio's during the parallel stream.  Their ratio moves less with
+#      the load of a shared machine than the rates do (a loaded machine
+#      gives each of them the share its runnable threads win): where it
+#      is below the goal, the walk cannot reach it with both cores its own.
 #  (b) tools/bench/randread-4k-qd32.fio while a resync runs (started just
 #      before; sync_speed_min and _max at md's defaults) against the idle
 #      array (the mean of the idle runs just before and after), RUNS
@@ -47,6 +53,7 @@ jobdir=$here/tools/bench
 RAIDFUSE=${RAIDFUSE:-$here/build/raidfuse}
 runtime=5 levels="5 6" mib=512 runs=3 csv='' nmembers=''
 SPEED_HIGH=2000000000           # KiB/s: no limit in practice
+clk_tck=$(getconf CLK_TCK)
 GOAL_RESYNC=0.80 GOAL_IOPS=0.80 GOAL_WIOPS=0.90 GOAL_WSLOW=2.0
 
 usage() {
@@ -102,13 +109,24 @@ wait_idle() {
 	while [ "$(val sync_action)" != idle ]; do sleep 0.01; done
 }
 
-# stream NAME FIO-ARGS...: fio reading the member files; its MiB/s.
+# stream NAME FIO-ARGS...: fio reading the member files; its MiB/s.  Its
+# CPU time (user and system, every fio process) per GiB read goes to
+# WORK/fio/stream-NAME.cpu, in ms.
 stream() {
-	local name=$1 out=$work/fio/stream-$1.json
+	local name=$1 out=$work/fio/stream-$1.json tf=$work/fio/stream-$1.time TIMEFORMAT='%3U %3S'
 	shift
-	fio --output-format=json --output="$out" --rw=read --bs=1M --ioengine=psync --direct=1 \
-		--time_based --runtime=2 --group_reporting "$@" >/dev/null
+	{ time fio --output-format=json --output="$out" --rw=read --bs=1M --ioengine=psync --direct=1 \
+		--time_based --runtime=2 --group_reporting "$@" >/dev/null 2>&1; } 2>"$tf"
+	jq -r '.jobs[0].read.io_bytes' <(sed -n '/^{/,$p' "$out") |
+		awk -v t="$(cat "$tf")" '{ split(t, c, " "); printf "%.0f\n", ($1 > 0 ? (c[1] + c[2]) * 1000 / ($1 / 1073741824) : 0) }' \
+		>"$work/fio/stream-$name.cpu"
 	jq -r '.jobs[0].read.bw / 1024' <(sed -n '/^{/,$p' "$out")
+}
+
+# daemon_cpu: the daemon's CPU time so far (user and system, every thread
+# it had), in clock ticks.
+daemon_cpu() {
+	sed 's/.*) //' "/proc/$daemon/stat" | awk '{ print $12 + $13 }'
 }
 
 # randread TAG: the QD32 4k random read job on the array; its IOPS.
@@ -129,13 +147,17 @@ randwrite() {
 }
 
 # walk ACTION: start ACTION with speed_max out of the way, wait for idle;
-# its seconds.
+# its seconds.  The daemon's CPU time meanwhile per member GiB goes to
+# WORK/fio/walk.cpu, in ms.
 walk() {
-	local t0 dt
+	local t0 dt c0
+	c0=$(daemon_cpu)
 	t0=$(now)
 	echo "$1" >"$mnt/md/sync_action"
 	wait_idle
 	dt=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }')
+	awk -v a="$c0" -v b="$(daemon_cpu)" -v hz="$clk_tck" -v g="$(awk -v n="$NMEMBERS" -v m="$mib" 'BEGIN { print n * m / 1024 }')" \
+		'BEGIN { printf "%.0f\n", (b - a) * 1000 / hz / g }' >"$work/fio/walk.cpu"
 	echo "$dt"
 }
 
@@ -169,7 +191,7 @@ median_row() {
 }
 
 echo "bench-resync: members of $mib MiB on $(df --output=fstype "$work" | tail -1), levels: $levels; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "target,members,member_mib,stream_par_mib_s,stream_1t_mib_s,resync_s,resync_runs_s,resync_read_mib_s,resync_per_stream,resync_per_stream_1t,sync_speed_kib_s,randread_idle_iops,randread_resync_iops,iops_ratio,resync_fg_kib_s,sync_speed_min_kib_s,goal_resync_ratio,goal_iops_ratio,check_s,check_runs_s,check_read_mib_s,check_per_stream,randwrite_idle_iops,randwrite_check_iops,wiops_ratio,wslow_idle_ms,wslow_check_ms,wslow_ratio,goal_wiops_ratio,goal_wslow_ratio,loadavg,rebuild1_s,rebuild1_per_stream,rebuild2_s,rebuild2_per_stream,rebuild_stream_par_mib_s" >"$csv"
+echo "target,members,member_mib,stream_par_mib_s,stream_1t_mib_s,resync_s,resync_runs_s,resync_read_mib_s,resync_per_stream,resync_per_stream_1t,sync_speed_kib_s,randread_idle_iops,randread_resync_iops,iops_ratio,resync_fg_kib_s,sync_speed_min_kib_s,goal_resync_ratio,goal_iops_ratio,check_s,check_runs_s,check_read_mib_s,check_per_stream,randwrite_idle_iops,randwrite_check_iops,wiops_ratio,wslow_idle_ms,wslow_check_ms,wslow_ratio,goal_wiops_ratio,goal_wslow_ratio,loadavg,rebuild1_s,rebuild1_per_stream,rebuild2_s,rebuild2_per_stream,rebuild_stream_par_mib_s,stream_par_cpu_ms_gib,resync_cpu_ms_gib,resync_cpu_per_stream,check_stream_par_cpu_ms_gib,check_cpu_ms_gib,check_cpu_per_stream" >"$csv"
 for l in $levels; do
 	t=raid$l
 	NMEMBERS=${nmembers:-$([ "$l" = 6 ] && echo 6 || echo 4)}
@@ -210,19 +232,22 @@ for l in $levels; do
 	rows=() crows=() all='' call=''
 	for ((r = 0; r < runs; r++)); do
 		p=$(stream "par$r" "${par_args[@]}")
+		pc=$(cat "$work/fio/stream-par$r.cpu")
 		o=$(stream "1t$r" --name=all --filename="$one_file" --file_service_type=roundrobin)
 		dt=$(walk resync)
+		wc=$(cat "$work/fio/walk.cpu")
 		all+="${all:+ }$dt"
 		# Member bytes read per second: every member, whole (its data area).
 		rate=$(awk -v n=$NMEMBERS -v m="$mib" -v s="$dt" 'BEGIN { printf "%.0f", n * m / s }')
-		rows+=("$(fdiv "$rate" "$p") $p $o $dt $rate")
+		rows+=("$(fdiv "$rate" "$p") $p $o $dt $rate $pc $wc")
 		dt=$(walk check)
+		wc=$(cat "$work/fio/walk.cpu")
 		call+="${call:+ }$dt"
 		rate=$(awk -v n=$NMEMBERS -v m="$mib" -v s="$dt" 'BEGIN { printf "%.0f", n * m / s }')
-		crows+=("$(fdiv "$rate" "$p") $p $dt $rate")
+		crows+=("$(fdiv "$rate" "$p") $p $dt $rate $pc $wc")
 	done
-	read -r _ par one dt_med read_mib <<<"$(median_row "${rows[@]}")"
-	read -r _ cpar cdt_med cread_mib <<<"$(median_row "${crows[@]}")"
+	read -r _ par one dt_med read_mib par_cpu res_cpu <<<"$(median_row "${rows[@]}")"
+	read -r _ cpar cdt_med cread_mib cpar_cpu chk_cpu <<<"$(median_row "${crows[@]}")"
 	# md's sync_speed unit: KiB/s of each member (the runs are too short
 	# for the daemon's own figure, an average over seconds).
 	speed=$(awk -v m="$mib" -v s="$dt_med" 'BEGIN { printf "%.0f", m * 1024 / s }')
@@ -300,14 +325,15 @@ for l in $levels; do
 	daemon=''
 	rm -f "${members[@]}"
 
-	printf '%s,%d,%d,%.0f,%.0f,%s,%s,%s,%s,%s,%s,%.0f,%.0f,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.0f,%.0f,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' \
+	printf '%s,%d,%d,%.0f,%.0f,%s,%s,%s,%s,%s,%s,%.0f,%.0f,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.0f,%.0f,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' \
 		"$t" $NMEMBERS "$mib" "$par" "$one" \
 		"$dt_med" "$all" "$read_mib" "$(fdiv "$read_mib" "$par")" "$(fdiv "$read_mib" "$one")" "$speed" \
 		"$idle_iops" "$busy_iops" "$(fdiv "$busy_iops" "$idle_iops")" "$fg_kib" "$speed_min" \
 		"$GOAL_RESYNC" "$GOAL_IOPS" "$cdt_med" "$call" "$cread_mib" "$(fdiv "$cread_mib" "$cpar")" \
 		"$widle_iops" "$wbusy_iops" "$(fdiv "$wbusy_iops" "$widle_iops")" "$wslow_idle" "$wslow_busy" \
 		"$(fdiv "$wslow_busy" "$wslow_idle")" "$GOAL_WIOPS" "$GOAL_WSLOW" "$(cut -d' ' -f1 /proc/loadavg)" \
-		"$rb1" "$rb1r" "$rb2" "$rb2r" "$rbpar" >>"$csv"
+		"$rb1" "$rb1r" "$rb2" "$rb2r" "$rbpar" \
+		"$par_cpu" "$res_cpu" "$(fdiv "$par_cpu" "$res_cpu")" "$cpar_cpu" "$chk_cpu" "$(fdiv "$cpar_cpu" "$chk_cpu")" >>"$csv"
 done
 
 echo
@@ -318,6 +344,10 @@ printf '%-7s %3s %10s %10s %9s %10s %8s %8s %11s %9s %10s %8s\n' target n "par M
 awk -F, 'NR > 1 { printf "%-7s %3s %10.0f %10.0f %9.3f %10.0f %7s%s %8s %11s %9.3f %10.0f %7s%s\n", $1, $2, $4, $5, $6, $8, $9,
 	($9 != "-" && $9 + 0 < $17 + 0) ? "*" : " ", $10, $11, $19, $21, $22,
 	($22 != "-" && $22 + 0 < $17 + 0) ? "*" : " " }' "$csv"
+echo "    CPU time per member GiB in the same rounds (the daemon's during the walk, fio's during the parallel stream):"
+printf '%-7s %10s %10s %8s %10s %10s %8s\n' target "fio ms" "resync ms" "fio/res" "fio ms" "check ms" "fio/chk"
+awk -F, 'NR > 1 { printf "%-7s %10s %10s %7s%s %10s %10s %7s%s\n", $1, $37, $38, $39,
+	($39 != "-" && $39 + 0 < $17 + 0) ? "*" : " ", $40, $41, $42, ($42 != "-" && $42 + 0 < $17 + 0) ? "*" : " " }' "$csv"
 echo
 echo "(b) 4k random read QD32 (${runtime} s) idle and during a resync (md's default speed limits):"
 printf '%-7s %10s %12s %7s %14s %14s\n' target "idle IOPS" "resync IOPS" ratio "resync KiB/s" "speed_min"

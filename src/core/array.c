@@ -25,6 +25,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "core/core_test.h"
 #include "core/engine.h"
 #include "raidfuse/fault.h"
 #include "raidfuse/nbd.h"
@@ -694,6 +695,12 @@ const struct rf_sync_ops *rf_array_sync_ops(const struct rf_array *a)
 	return a->ops->sync;
 }
 
+/* core_test.h: tests only. */
+struct rf_rangelock *rf_array_rangelock(struct rf_array *a)
+{
+	return &a->rl;
+}
+
 struct rf_sync *rf_array_sync(const struct rf_array *a)
 {
 	return a->sync;
@@ -719,6 +726,11 @@ uint64_t rf_dev_sector_off(const struct rf_array *a, int m, uint64_t sec)
 int rf_array_ioq_open(struct rf_array *a, struct rf_ioq *q, int depth)
 {
 	return a->ioq_init(q, rf_devs_ioq(a), depth);
+}
+
+int rf_array_inline_ioq_open(struct rf_array *a, struct rf_ioq *q, int depth)
+{
+	return a->inline_ioq_init(q, rf_devs_ioq(a), depth);
 }
 
 void rf_array_set_recovery_cp(struct rf_array *a, uint64_t cp)

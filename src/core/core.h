@@ -11,6 +11,10 @@
  * None of them is on the IO fast path of the core itself, which uses
  * engine.h's inline versions.
  *
+ * The services' unit tests are clients of this header too (with
+ * core/core_test.h, the tests' few looks inside); only the core's own
+ * tests (test_engine, test_barrier, test_dev) include engine.h.
+ *
  * What it does NOT give: the array's fields, the groups, the barrier's
  * state.
  */
@@ -136,6 +140,10 @@ uint64_t rf_dev_sector_off(const struct rf_array *a, int m, uint64_t sec);
  * workers' own: liburing, an overlay, what a test gave), depth entries;
  * on the thread that will use it.  0 or -errno. */
 int rf_array_ioq_open(struct rf_array *a, struct rf_ioq *q, int depth);
+/* The same with the inline workers' backend: every operation runs on the
+ * calling thread in rf_ioq_submit() (pread/pwrite, an overlay's layer,
+ * what a test gave), through the same fault injection and NBD paths. */
+int rf_array_inline_ioq_open(struct rf_array *a, struct rf_ioq *q, int depth);
 /* A rebuild's checkpoint: raid4/5/6 writes at and past it skip the
  * devices being rebuilt.  Set it only with the rows it passes written
  * (a region retired, or writes held). */

@@ -24,7 +24,7 @@
 
 #include <cmocka.h>
 
-#include "core/engine.h"
+#include "core/core.h"
 #include "raidfuse/assemble.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/ctl.h"
@@ -301,7 +301,7 @@ static struct rf_array *open_array(int nmembers, int gtc)
 	testreq_on_io = note_write;
 	fx_start(a, testreq_watch_init);
 	/* The tests run the passes themselves. */
-	rf_bitmap_stop(a->bitmap);
+	rf_bitmap_stop(rf_array_bitmap(a));
 	return a;
 }
 
@@ -327,7 +327,7 @@ static struct rf_bitmap_status status(struct rf_array *a)
 {
 	struct rf_bitmap_status st;
 
-	rf_bitmap_get(a->bitmap, &st);
+	rf_bitmap_get(rf_array_bitmap(a), &st);
 	return st;
 }
 
@@ -353,15 +353,15 @@ static void test_mark_clear(void **state)
 
 	make_members(true);
 	a = open_array(N, 0);
-	assert_non_null(a->bitmap);
+	assert_non_null(rf_array_bitmap(a));
 	st = status(a);
 	assert_int_equal(st.chunk_bytes, BM_CHUNK);
-	assert_int_equal(st.sync_size, a->geom.dev_sectors);
-	assert_int_equal(st.chunks, (a->geom.dev_sectors + bm_sectors - 1) / bm_sectors);
+	assert_int_equal(st.sync_size, rf_array_geom(a)->dev_sectors);
+	assert_int_equal(st.chunks, (rf_array_geom(a)->dev_sectors + bm_sectors - 1) / bm_sectors);
 	assert_int_equal(st.dirty, st.chunks);  /* mdadm's all-ones */
 	assert_int_equal(st.needed, 0);         /* clean: nothing to resync */
-	assert_int_equal(rf_bitmap_daemon_pass(a->bitmap), 0);  /* idle once ... */
-	assert_int_equal(rf_bitmap_daemon_pass(a->bitmap), (int)st.chunks);    /* ... then cleared */
+	assert_int_equal(rf_bitmap_daemon_pass(rf_array_bitmap(a)), 0);  /* idle once ... */
+	assert_int_equal(rf_bitmap_daemon_pass(rf_array_bitmap(a)), (int)st.chunks);    /* ... then cleared */
 	for (i = 0; i < N; i++)
 		assert_int_equal(count_disk_bits(i, st.chunks), 0);
 
@@ -380,7 +380,7 @@ static void test_mark_clear(void **state)
 	}
 	st = status(a);
 	assert_int_equal(st.dirty, 1);
-	assert_int_equal(rf_bitmap_next_dirty(a->bitmap, 0, &lo, &hi), 0);
+	assert_int_equal(rf_bitmap_next_dirty(rf_array_bitmap(a), 0, &lo, &hi), 0);
 	assert_int_equal(lo, c * bm_sectors);
 	assert_int_equal(hi, (c + 1) * bm_sectors);
 	/* A second write to the chunk writes no bitmap. */
@@ -388,15 +388,15 @@ static void test_mark_clear(void **state)
 	assert_int_equal(testreq_io(a, RF_REQ_WRITE, row_off(10), 4096, buf), 0);
 	assert_int_equal(status(a).nr_set_writes, st.nr_set_writes);
 	/* Idle for a pass, then cleared, on every member. */
-	assert_int_equal(rf_bitmap_daemon_pass(a->bitmap), 0);
+	assert_int_equal(rf_bitmap_daemon_pass(rf_array_bitmap(a)), 0);
 	assert_true(disk_bit(0, c));
 	/* A write between the passes keeps it. */
 	assert_int_equal(testreq_io(a, RF_REQ_WRITE, row_off(11), 4096, buf), 0);
-	assert_int_equal(rf_bitmap_daemon_pass(a->bitmap), 0);
-	assert_int_equal(rf_bitmap_daemon_pass(a->bitmap), 1);
+	assert_int_equal(rf_bitmap_daemon_pass(rf_array_bitmap(a)), 0);
+	assert_int_equal(rf_bitmap_daemon_pass(rf_array_bitmap(a)), 1);
 	for (i = 0; i < N; i++)
 		assert_false(disk_bit(i, c));
-	assert_int_equal(rf_bitmap_next_dirty(a->bitmap, 0, &lo, &hi), -ENOENT);
+	assert_int_equal(rf_bitmap_next_dirty(rf_array_bitmap(a), 0, &lo, &hi), -ENOENT);
 	atomic_store(&checking, false);
 	rf_array_close(a);
 	free(buf);
@@ -430,8 +430,8 @@ static void test_race_daemon(void **state)
 	for (gtc = 0; gtc <= 2; gtc += 2) {
 		make_members(true);
 		a = open_array(N, gtc);
-		rf_bitmap_set_period_ms(a->bitmap, 1);
-		assert_int_equal(rf_bitmap_start(a->bitmap), 0);
+		rf_bitmap_set_period_ms(rf_array_bitmap(a), 1);
+		assert_int_equal(rf_bitmap_start(rf_array_bitmap(a)), 0);
 		atomic_store(&checking, true);
 		atomic_store(&nr_writes, 0);
 		atomic_store(&nr_unmarked, 0);
@@ -440,9 +440,9 @@ static void test_race_daemon(void **state)
 		assert_int_equal(atomic_load(&nr_unmarked), 0);
 		/* Stopped, nothing in flight: two passes clear everything,
 		 * so every count is back at zero. */
-		rf_bitmap_stop(a->bitmap);
-		rf_bitmap_daemon_pass(a->bitmap);
-		rf_bitmap_daemon_pass(a->bitmap);
+		rf_bitmap_stop(rf_array_bitmap(a));
+		rf_bitmap_daemon_pass(rf_array_bitmap(a));
+		rf_bitmap_daemon_pass(rf_array_bitmap(a));
 		assert_int_equal(status(a).dirty, 0);
 		assert_true(status(a).nr_clear_writes > 1);
 		atomic_store(&checking, false);
@@ -461,9 +461,9 @@ static void test_degraded_keeps(void **state)
 
 	make_members(true);
 	a = open_array(N - 1, 0);               /* member 3 missing */
-	assert_non_null(a->bitmap);
-	assert_int_equal(rf_bitmap_daemon_pass(a->bitmap), 0);
-	assert_int_equal(rf_bitmap_daemon_pass(a->bitmap), 0);
+	assert_non_null(rf_array_bitmap(a));
+	assert_int_equal(rf_bitmap_daemon_pass(rf_array_bitmap(a)), 0);
+	assert_int_equal(rf_bitmap_daemon_pass(rf_array_bitmap(a)), 0);
 	/* Chunks mdadm set stay set; they were cleared (events_cleared)
 	 * at this very events count, so they need no resync. */
 	st = status(a);
@@ -472,8 +472,8 @@ static void test_degraded_keeps(void **state)
 	rf_array_close(a);
 	/* Clean and whole again: cleared; then degraded again. */
 	a = open_array(N, 0);
-	rf_bitmap_daemon_pass(a->bitmap);
-	rf_bitmap_daemon_pass(a->bitmap);
+	rf_bitmap_daemon_pass(rf_array_bitmap(a));
+	rf_bitmap_daemon_pass(rf_array_bitmap(a));
 	assert_int_equal(status(a).dirty, 0);
 	rf_array_close(a);
 	a = open_array(N - 1, 0);
@@ -481,28 +481,28 @@ static void test_degraded_keeps(void **state)
 	assert_int_equal(testreq_io(a, RF_REQ_WRITE, row_off(20), 65536, buf), 0);
 	assert_int_equal(testreq_io(a, RF_REQ_WRITE, row_off(100), 4096, buf), 0);
 	for (int k = 0; k < 4; k++)
-		assert_int_equal(rf_bitmap_daemon_pass(a->bitmap), 0);
+		assert_int_equal(rf_bitmap_daemon_pass(rf_array_bitmap(a)), 0);
 	st = status(a);
 	assert_int_equal(st.dirty, 2);
 	assert_int_equal(st.needed, 2);
-	assert_int_equal(rf_bitmap_next_dirty(a->bitmap, 0, &lo, &hi), 0);
+	assert_int_equal(rf_bitmap_next_dirty(rf_array_bitmap(a), 0, &lo, &hi), 0);
 	assert_int_equal(lo, 20 * CHUNK_SECTORS / bm_sectors * bm_sectors);
 	assert_int_equal(hi, lo + bm_sectors);
-	assert_int_equal(rf_bitmap_next_dirty(a->bitmap, hi, &lo, &hi), 0);
+	assert_int_equal(rf_bitmap_next_dirty(rf_array_bitmap(a), hi, &lo, &hi), 0);
 	assert_int_equal(lo, 100 * CHUNK_SECTORS / bm_sectors * bm_sectors);
-	assert_int_equal(rf_bitmap_next_dirty(a->bitmap, hi, &lo, &hi), -ENOENT);
+	assert_int_equal(rf_bitmap_next_dirty(rf_array_bitmap(a), hi, &lo, &hi), -ENOENT);
 	/* A re-add's rebuild walk would go to the same two chunks. */
 	{
 		uint64_t n = 4096, total = status(a).sync_size, pos;
 
-		pos = rf_bitmap_dirty_skip(a->bitmap, 0, total, &n);
+		pos = rf_bitmap_dirty_skip(rf_array_bitmap(a), 0, total, &n);
 		assert_int_equal(pos, 20 * CHUNK_SECTORS / bm_sectors * bm_sectors);
 		assert_int_equal(n, bm_sectors);
 		n = 4096;
-		pos = rf_bitmap_dirty_skip(a->bitmap, pos + bm_sectors, total, &n);
+		pos = rf_bitmap_dirty_skip(rf_array_bitmap(a), pos + bm_sectors, total, &n);
 		assert_int_equal(pos, 100 * CHUNK_SECTORS / bm_sectors * bm_sectors);
 		n = 4096;
-		assert_int_equal(rf_bitmap_dirty_skip(a->bitmap, pos + bm_sectors, total, &n), total);
+		assert_int_equal(rf_bitmap_dirty_skip(rf_array_bitmap(a), pos + bm_sectors, total, &n), total);
 	}
 	rf_array_close(a);
 	/* Reopened degraded, the bits still need a resync. */
@@ -574,7 +574,7 @@ static void test_ctl_files(void **state)
 
 	/* backlog: no write-mostly device yet */
 	assert_int_equal(bm_store(a, "backlog", "100"), -EINVAL);
-	a->devs[1].flags |= RF_DEV_WRITE_MOSTLY;
+	rf_dev_get(a, 1)->flags |= RF_DEV_WRITE_MOSTLY;
 	assert_int_equal(bm_store(a, "backlog", "16384"), -EINVAL);
 	assert_int_equal(bm_store(a, "backlog", "100"), 0);
 	assert_string_equal(bm_show(a, "backlog"), "100\n");
@@ -586,22 +586,22 @@ static void test_ctl_files(void **state)
 	assert_int_equal(bsb.write_behind, 100);
 	free(bits);
 	close(fd);
-	a->devs[1].flags &= ~(unsigned)RF_DEV_WRITE_MOSTLY;
+	rf_dev_get(a, 1)->flags &= ~(unsigned)RF_DEV_WRITE_MOSTLY;
 
 	/* can_clear false: a written chunk's bit stays through idle passes */
-	assert_int_equal(rf_bitmap_daemon_pass(a->bitmap), 0);
-	assert_true(rf_bitmap_daemon_pass(a->bitmap) > 0);     /* mdadm's bits go */
+	assert_int_equal(rf_bitmap_daemon_pass(rf_array_bitmap(a)), 0);
+	assert_true(rf_bitmap_daemon_pass(rf_array_bitmap(a)) > 0);     /* mdadm's bits go */
 	assert_int_equal(bm_store(a, "can_clear", "false"), 0);
 	assert_string_equal(bm_show(a, "can_clear"), "false\n");
 	memset(buf, 0x2c, 65536);
 	assert_int_equal(testreq_io(a, RF_REQ_WRITE, row_off(9), 4096, buf), 0);
 	for (int k = 0; k < 3; k++)
-		assert_int_equal(rf_bitmap_daemon_pass(a->bitmap), 0);
+		assert_int_equal(rf_bitmap_daemon_pass(rf_array_bitmap(a)), 0);
 	assert_int_equal(status(a).dirty, 1);
 	assert_int_equal(bm_store(a, "can_clear", "maybe"), -EINVAL);
 	assert_int_equal(bm_store(a, "can_clear", "true"), 0);
-	rf_bitmap_daemon_pass(a->bitmap);
-	assert_int_equal(rf_bitmap_daemon_pass(a->bitmap), 1);
+	rf_bitmap_daemon_pass(rf_array_bitmap(a));
+	assert_int_equal(rf_bitmap_daemon_pass(rf_array_bitmap(a)), 1);
 	assert_int_equal(status(a).dirty, 0);
 	rf_array_close(a);
 
@@ -636,8 +636,8 @@ static void crashed_with(const uint8_t *bits, size_t nbytes)
 
 	make_members(true);
 	a = open_array(N, 0);
-	rf_bitmap_daemon_pass(a->bitmap);
-	rf_bitmap_daemon_pass(a->bitmap);
+	rf_bitmap_daemon_pass(rf_array_bitmap(a));
+	rf_bitmap_daemon_pass(rf_array_bitmap(a));
 	rf_array_close(a);
 	for (i = 0; i < N; i++) {
 		fd = open(paths[i], O_RDWR);
@@ -680,8 +680,8 @@ static void test_resync_dirty_only(void **state)
 	assert_int_equal(st.needed, 0);
 	assert_int_equal(st.resync_covered, 2 * bm_sectors);
 	assert_int_equal(st.resync_skipped, cs - 2 * bm_sectors);
-	rf_bitmap_daemon_pass(a->bitmap);
-	assert_int_equal(rf_bitmap_daemon_pass(a->bitmap), 2);
+	rf_bitmap_daemon_pass(rf_array_bitmap(a));
+	assert_int_equal(rf_bitmap_daemon_pass(rf_array_bitmap(a)), 2);
 	/* A check still reads everything, and finds nothing wrong. */
 	check_clean(a);
 	rf_array_close(a);
@@ -833,8 +833,8 @@ static struct rf_array *open_clean_fail_m2(void)
 
 	make_members_chunk(true, 4096);
 	a = open_array(N, 0);
-	rf_bitmap_daemon_pass(a->bitmap);
-	rf_bitmap_daemon_pass(a->bitmap);
+	rf_bitmap_daemon_pass(rf_array_bitmap(a));
+	rf_bitmap_daemon_pass(rf_array_bitmap(a));
 	assert_int_equal(status(a).dirty, 0);
 	assert_int_equal(rf_array_dev_set_state(a, "m-2.img", "faulty"), 0);
 	return a;
@@ -898,7 +898,7 @@ static void test_spare_rebuild(void **state)
 	memset(buf, 0x77, 65536);
 	assert_int_equal(testreq_io(a, RF_REQ_WRITE, row_off(200), 4096, buf), 0);
 	for (i = 0; i < 3; i++)
-		assert_int_equal(rf_bitmap_daemon_pass(a->bitmap), 0);
+		assert_int_equal(rf_bitmap_daemon_pass(rf_array_bitmap(a)), 0);
 	assert_int_equal(status(a).needed, 1);
 	assert_true(disk_bit(0, c));
 
@@ -928,8 +928,8 @@ static void test_spare_rebuild(void **state)
 	close(fd);
 	/* Rebuilt: nothing needs a resync; two idle passes clear the bit. */
 	assert_int_equal(status(a).needed, 0);
-	rf_bitmap_daemon_pass(a->bitmap);
-	assert_int_equal(rf_bitmap_daemon_pass(a->bitmap), 1);
+	rf_bitmap_daemon_pass(rf_array_bitmap(a));
+	assert_int_equal(rf_bitmap_daemon_pass(rf_array_bitmap(a)), 1);
 	assert_false(file_bit(spare, c));
 	assert_false(disk_bit(0, c));
 	check_clean(a);

@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "testreq.h"
-#include "core/engine.h"
 #include "fake_ioq.h"
 #include "miorec.h"
 #include "raidfuse/ctl.h"

@@ -24,7 +24,7 @@
 
 #include <cmocka.h>
 
-#include "core/engine.h"
+#include "core/core.h"
 #include "raidfuse/assemble.h"
 #include "raidfuse/super.h"
 #include "raidfuse/sync.h"
@@ -79,8 +79,8 @@ static struct rf_array *open_array(bool readonly, unsigned delay_ms)
 	const char *p[N] = { paths[0], paths[1], paths[2], paths[3] };
 	struct rf_array *a = fx_open_assembled(p, N, readonly, fx_gtc);
 
-	if (a->sbstate)
-		rf_bg_set_period(&a->sbstate->timer, delay_ms);
+	if (rf_array_sbstate(a))
+		rf_bg_set_period(&rf_array_sbstate(a)->timer, delay_ms);
 	testreq_on_io = note_write;
 	fx_start(a, testreq_watch_init);
 	return a;
@@ -137,7 +137,7 @@ static void test_cycle(void **state)
 	make_members(5, true);
 	/* No clean marking while the dirty state is checked. */
 	a = open_array(false, 600000);
-	assert_non_null(a->sbstate);
+	assert_non_null(rf_array_sbstate(a));
 	reset_checks();
 	for (i = 0; i < N; i++) {
 		read_sb(i, &sb);
@@ -157,9 +157,9 @@ static void test_cycle(void **state)
 		assert_int_equal(sb.events, 1);
 	}
 	/* Idle: clean again, one event later. */
-	rf_bg_set_period(&a->sbstate->timer, 10);
-	rf_sbstate_kick(a->sbstate);
-	wait_for(&a->sbstate->nr_clean, 1);
+	rf_bg_set_period(&rf_array_sbstate(a)->timer, 10);
+	rf_sbstate_kick(rf_array_sbstate(a));
+	wait_for(&rf_array_sbstate(a)->nr_clean, 1);
 	for (i = 0; i < N; i++) {
 		read_sb(i, &sb);
 		assert_true(sb.clean);
@@ -173,7 +173,7 @@ static void test_cycle(void **state)
 	sleep_ms(100);
 	read_sb(0, &sb);
 	assert_int_equal(sb.events, 2);
-	assert_int_equal(atomic_load(&a->sbstate->nr_dirty), 1);
+	assert_int_equal(atomic_load(&rf_array_sbstate(a)->nr_dirty), 1);
 	/* A write, then close at once: close marks clean. */
 	assert_int_equal(testreq_io(a, RF_REQ_WRITE, 1 << 20, 4096, buf), 0);
 	rf_array_close(a);
@@ -225,13 +225,13 @@ static void test_race_timer(void **state)
 	/* Bursts, each ended by an idle period long enough to mark clean;
 	 * within a burst the writers' pauses race the timer. */
 	for (round = 0; round < 5; round++) {
-		unsigned before = atomic_load(&a->sbstate->nr_clean);
+		unsigned before = atomic_load(&rf_array_sbstate(a)->nr_clean);
 
 		fx_writers(a, 4, 40, (uint64_t)(round * 4), writer_main);
-		wait_for(&a->sbstate->nr_clean, before + 1);
+		wait_for(&rf_array_sbstate(a)->nr_clean, before + 1);
 	}
-	dirty = atomic_load(&a->sbstate->nr_dirty);
-	clean = atomic_load(&a->sbstate->nr_clean);
+	dirty = atomic_load(&rf_array_sbstate(a)->nr_dirty);
+	clean = atomic_load(&rf_array_sbstate(a)->nr_clean);
 	rf_array_close(a);
 	printf("# %d member writes, %u dirty and %u clean marks\n", atomic_load(&nr_writes), dirty, clean);
 	assert_true(dirty >= 5);
@@ -362,7 +362,7 @@ static void test_faulty_recorded(void **state)
 	make_members(5, true);
 	a = open_array(false, 10);
 	rf_member_fail(a, 2, -EIO, "test", 0);
-	wait_for(&a->sbstate->nr_faulty, 1);
+	wait_for(&rf_array_sbstate(a)->nr_faulty, 1);
 	rf_array_close(a);
 	for (i = 0; i < N; i++) {
 		read_sb(i, &sb);
@@ -392,12 +392,12 @@ static void test_write_waits_for_record(void **state)
 
 	make_members(5, true);
 	a = open_array(false, 10);
-	rf_sbstate_stop(a->sbstate);
+	rf_sbstate_stop(rf_array_sbstate(a));
 	rf_member_fail(a, 2, -EIO, "test", 0);
 	read_sb(0, &sb);
 	assert_int_equal(sb.dev_roles[2], 2);
 	assert_int_equal(testreq_io(a, RF_REQ_WRITE, 0, 4096, buf), 0);
-	assert_int_equal(atomic_load(&a->sbstate->nr_faulty), 1);
+	assert_int_equal(atomic_load(&rf_array_sbstate(a)->nr_faulty), 1);
 	read_sb(0, &sb);
 	assert_int_equal(sb.dev_roles[2], RF_SB_ROLE_FAULTY);
 	assert_false(sb.clean);
@@ -415,11 +415,11 @@ static void test_no_state(void **state)
 
 	make_members(0, true);
 	a = open_array(false, 10);
-	assert_null(a->sbstate);
+	assert_null(rf_array_sbstate(a));
 	rf_array_close(a);
 	make_members(5, true);
 	a = open_array(true, 10);
-	assert_null(a->sbstate);
+	assert_null(rf_array_sbstate(a));
 	rf_array_close(a);
 
 	memset(&cfg, 0, sizeof(cfg));
@@ -434,7 +434,7 @@ static void test_no_state(void **state)
 	for (i = 0; i < N; i++)
 		cfg.members[i] = strdup(paths[i]);
 	assert_int_equal(rf_array_open(&cfg, &a, err, sizeof(err)), 0);
-	assert_null(a->sbstate);        /* a config's array without superblocks (has_uuid unset) */
+	assert_null(rf_array_sbstate(a));        /* a config's array without superblocks (has_uuid unset) */
 	rf_array_close(a);
 	rf_config_free(&cfg);
 }

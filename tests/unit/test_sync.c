@@ -20,11 +20,12 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
-#include "core/engine.h"
+#include "core/core_test.h"
 #include "fake_ioq.h"
 #include "fixture.h"
 #include "testreq.h"
@@ -594,24 +595,24 @@ static void window_writes(const struct spec *sp, uint64_t lo, uint64_t hi, bool 
 	assert_true(flo >= 256);
 
 	rf_sync_rows_begin(a, NULL);
-	rf_rangelock_lock(&a->rl, &range, lo, hi);
+	rf_rangelock_lock(rf_array_rangelock(a), &range, lo, hi);
 	/* Another region in flight, on rows neither write touches. */
 	if (hi != UINT64_MAX) {
 		other_lo = (hi > nhi ? hi : nhi) + 256;
 		assert_true(other_lo + 256 <= flo);
-		rf_rangelock_lock(&a->rl, &other, other_lo, other_lo + 256);
+		rf_rangelock_lock(rf_array_rangelock(a), &other, other_lo, other_lo + 256);
 		have_other = true;
 	}
 	rf = submit_async(a, RF_REQ_WRITE, size - 4096, 4096, far, &wf);
-	q = rf_rangelock_queued(&a->rl, &range);
+	q = rf_rangelock_queued(rf_array_rangelock(a), &range);
 	*far_held = q == 1;
 	if (!*far_held)
 		wait_async(rf, &wf);    /* ends with the region's rows locked */
 	rn = submit_async(a, RF_REQ_WRITE, 0, 4096, near, &wn);
-	*near_held = rf_rangelock_queued(&a->rl, &range) == q + 1;
+	*near_held = rf_rangelock_queued(rf_array_rangelock(a), &range) == q + 1;
 	if (*near_held)
 		assert_int_equal(sem_trywait(&wn.sem), -1);     /* not ended: waits for the region */
-	rf_rangelock_unlock(&a->rl, &range);
+	rf_rangelock_unlock(rf_array_rangelock(a), &range);
 	/* It waited for its region alone: it ends with the other one still
 	 * locked. */
 	if (have_other) {
@@ -629,12 +630,12 @@ static void window_writes(const struct spec *sp, uint64_t lo, uint64_t hi, bool 
 	if (*far_held)
 		wait_async(rf, &wf);
 	if (have_other) {
-		assert_int_equal(rf_rangelock_queued(&a->rl, &other), 0);
-		rf_rangelock_unlock(&a->rl, &other);
+		assert_int_equal(rf_rangelock_queued(rf_array_rangelock(a), &other), 0);
+		rf_rangelock_unlock(rf_array_rangelock(a), &other);
 	}
 	rf_sync_rows_end(a);
-	assert_int_equal(atomic_load(&a->rl.nwaiting), 0);
-	assert_null(a->rl.inflight);
+	assert_int_equal(atomic_load(&rf_array_rangelock(a)->nwaiting), 0);
+	assert_null(rf_array_rangelock(a)->inflight);
 
 	assert_int_equal(do_io(a, RF_REQ_READ, 0, 4096, back), 0);
 	assert_memory_equal(back, near, 4096);
@@ -910,12 +911,12 @@ static void wait_rebuilt(struct rf_array *a, const char *what)
 
 	for (i = 0; i < 3000; i++) {
 		rf_sync_get(a, &st);
-		if (!atomic_load(&a->recovering) && st.action == RF_SYNC_IDLE && !rf_array_faulty(a))
+		if (!rf_array_recovering(a) && st.action == RF_SYNC_IDLE && !rf_array_faulty(a))
 			return;
 		usleep(10000);
 	}
 	fail_msg("%s: the rebuild did not end in 30 s (recovering %llx, faulty %llx, action %d)", what,
-		 (unsigned long long)atomic_load(&a->recovering), (unsigned long long)rf_array_faulty(a),
+		 (unsigned long long)rf_array_recovering(a), (unsigned long long)rf_array_faulty(a),
 		 (int)st.action);
 }
 
@@ -1038,10 +1039,10 @@ static void test_raid10_checkpoint(void **state)
 		make_members(sp, false);
 		a = open_array(sp, 2);
 		g = rf_array_geom(a);
-		assert_non_null(a->ops->sync->dev_offset);
+		assert_non_null(rf_array_sync_ops(a)->dev_offset);
 		for (p = 0; p <= g->array_sectors; p += 8) {
-			x = a->ops->sync->dev_offset(a, p);
-			p0 = a->ops->sync->walk_start(a, x);
+			x = rf_array_sync_ops(a)->dev_offset(a, p);
+			p0 = rf_array_sync_ops(a)->walk_start(a, x);
 			if (p0 > p)
 				fail_msg("%s: walked to %llu, checkpoint %llu resumes at %llu", sp->what,
 					 (unsigned long long)p, (unsigned long long)x, (unsigned long long)p0);
@@ -1065,10 +1066,10 @@ static void test_raid10_checkpoint(void **state)
 		 * layout resumes from the start in array order (the bitmap's
 		 * rebuild; a whole one goes by member sector: the recover
 		 * table). */
-		x = a->ops->sync->dev_offset(a, g->array_sectors / 2);
-		if (!x || (g->far_copies == 1 || g->far_offset) != (a->ops->sync->walk_start(a, x) > 0))
+		x = rf_array_sync_ops(a)->dev_offset(a, g->array_sectors / 2);
+		if (!x || (g->far_copies == 1 || g->far_offset) != (rf_array_sync_ops(a)->walk_start(a, x) > 0))
 			fail_msg("%s: half-way checkpoint %llu resumes at %llu", sp->what, (unsigned long long)x,
-				 (unsigned long long)a->ops->sync->walk_start(a, x));
+				 (unsigned long long)rf_array_sync_ops(a)->walk_start(a, x));
 		rf_array_close(a);
 	}
 }
@@ -1099,9 +1100,9 @@ static void test_cut_at_end(void **state)
 	rf_sync_test_looked = pause_walk;
 	for (round = 0; round < 4; round++) {
 		assert_int_equal(run_action(a, round % 2 ? RF_SYNC_RESYNC : RF_SYNC_CHECK), 0);
-		if (rf_faulty(a))
+		if (rf_array_faulty(a))
 			fail_msg("round %d: members faulty after the walk: 0x%llx", round,
-				 (unsigned long long)rf_faulty(a));
+				 (unsigned long long)rf_array_faulty(a));
 	}
 	rf_sync_test_looked = NULL;
 	rf_array_close(a);
@@ -1131,7 +1132,7 @@ static void test_raid10_recover_rows(void **state)
 		make_members(sp, false);
 		a = open_array(sp, 2);
 		g = rf_array_geom(a);
-		rec = a->ops->sync->recover;
+		rec = rf_array_sync_ops(a)->recover;
 		assert_non_null(rec);
 		assert_int_equal(rec->total(a), g->dev_sectors);
 		for (l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
@@ -1164,6 +1165,23 @@ static void test_rebuild(void **state)
 	rebuild_one(&specs[8], 0, 2);   /* raid6: two at once */
 	rebuild_one(&specs[9], 2, 1);
 	rebuild_one(&specs[10], 0, 2);  /* raid6 DDF: P/Q slots hold zeros */
+}
+
+/* The workers read inline on tmpfs and through io_uring elsewhere
+ * (sync.c: inline_io()): each way, forced, finds a corrupt data block
+ * and rebuilds two raid6 members, whatever file system the test's
+ * members are on. */
+static void test_io_paths(void **state)
+{
+	static const char *const how[] = { "ring", "inline" };
+	unsigned i;
+
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(setenv("RAIDFUSE_SYNC_IO", how[i], 1), 0);
+		run_specs(data_block_one);
+		rebuild_one(&specs[8], 0, 2);
+	}
+	unsetenv("RAIDFUSE_SYNC_IO");
 }
 
 /* Levels without redundancy refuse; words parse as md's. */
@@ -1207,6 +1225,7 @@ int main(void)
 		cmocka_unit_test(test_cut_at_end),
 		cmocka_unit_test(test_raid10_checkpoint),
 		cmocka_unit_test(test_raid10_recover_rows),
+		cmocka_unit_test(test_io_paths),
 	};
 
 	return fx_run_tests("sync", tests);
