@@ -15,39 +15,29 @@
  * While it runs, raid5.c offers each stripe head's update to the log
  * (core/hooks.h, struct rf_log_ops) after computing its partial parity and
  * before issuing its data and parity writes.  The log of the row's parity
- * member takes it onto its waiting list; whenever no unit is being
- * written, the next one is taken: the log's live stripes (those of
- * earlier units whose writes have not all ended) again, then what waits,
- * as far as one header holds (148 entries, consecutive heads merged into
- * one entry as md merges them, and RF_PPL_UNIT_MAX of partial parity,
- * copied into the unit's buffer).  md's recovery replays the newest
- * header only, so the newest header must name every stripe whose writes
- * may not have ended; md gets that by writing a log's next unit only
- * after the previous unit's stripes all ended.  Naming the live stripes
- * again gets it without that wait: a unit is written while the previous
- * one's data and parity writes are in flight (replaying an entry of a
- * stripe that ended is harmless: parity = pp ^ data holds either way,
- * and a head's next round, with its new entry, starts only after its
- * round ended).  Their partial parity is written again, so a unit is
- * taken early only for at least as much new partial parity (else the
- * end of the live stripes' writes is waited for, as md does).
- *
+ * member takes it:
+ *   - idle: the head alone becomes the log's unit at once;
+ *   - busy (a unit in flight): the head waits on the log's list; when the
+ *     unit's last stripe is written, everything waiting (up to 148
+ *     entries, consecutive heads merged into one entry as md merges them,
+ *     and RF_PPL_UNIT_MAX of partial parity) becomes the next unit, one
+ *     header write for them all.
  * A unit is written as md writes one: its header at the log's next place
  * in the area (after the previous unit's partial parity, back at the
- * start when the rest is short; always at the start of an area too small
- * for two units, as md's single log), its partial parity behind it, in
- * one write, then the member is flushed (where it has a cache to flush:
- * not on tmpfs, as md flushes only members with a write-back cache); only
- * then are its new stripes' data and parity writes issued (ls->resume).
- * Before it is written, the members written by the stripes that ended
- * since the last unit was taken (which this unit no longer names) are
- * flushed, those with a cache to flush, as md's ppl_do_flush: what their
- * entries described must not sit in a volatile cache a power cut loses
- * once no header names it.  One unit per member log is being written at
- * a time.  Its member IO goes on the queue of the worker that took it
- * (its completions come back there); that worker then owns the unit's new
- * heads until they end.
-
+ * start when the rest is short), its partial parity behind it, then the
+ * member is flushed (where it has a cache to flush: not on tmpfs, as md
+ * flushes only members with a write-back cache); only then are its
+ * stripes' data and parity writes issued (ls->resume).  Once they all
+ * ended, the members they wrote are flushed (those with a cache to
+ * flush, as md's ppl_do_flush), and only then may the log's next unit
+ * be written: its header makes this unit's entries unreachable to a
+ * replay, so what they describe must not sit in a volatile cache a power
+ * cut loses.  One unit per member log is in flight at a time (flush
+ * included), so after a crash the newest header names every stripe whose
+ * writes may be unfinished, which is all md's recovery replays.  Its member IO goes
+ * on the queue of the worker that starts it (its completions come back
+ * there); that worker then owns the unit's heads until they end.
+ *
  * md/consistency_policy switches it off ("resync") and on again ("ppl")
  * with every request drained: every log emptied, the superblocks' feature
  * bit cleared or set, the log taken off or put on the IO path (off, raid5
@@ -59,17 +49,20 @@
  * An area too small for two units holds one header at its start,
  * rewritten for every unit, as md's single log.
  *
- * Locks: each log's lock (a leaf) guards busy, its waiting and live
- * lists and what is counted of them, and the unit while it is taken; the
- * unit's IO state (its buffer, mios, stage, place) is its leader's, the
- * one worker running it until it is written.  The generation counter and
- * the off switch are atomic.
+ * Locks: each log's lock (a leaf) guards busy, its waiting list, the
+ * next unit's header entries and member mask while they are taken, and
+ * the count of the unit's stripes not yet written; the unit's IO state
+ * (its header buffer and mios, next) is its leader's, the one worker
+ * running it; its flush state (fq, fl_left, fmio) the worker of its last
+ * stripe's end.  The
+ * generation counter and the off switch are atomic.
  *
- * What it does NOT do: write a log's next unit while one is being
- * written (each header is written after the one before it is on the
- * member); raid6; give a log to a member that joins later (a spare rebuilt
- * into a slot); place logs on members whose free space differs (one place
- * is recorded for all).
+ * What it does NOT do: write a log's next
+ * header while the previous unit's data writes are in flight (md does not
+ * either: its recovery replays the newest header only); raid6; give a
+ * log to a member that joins later (a spare rebuilt into a slot); place
+ * logs on members whose free space differs (one place is recorded for
+ * all).
  */
 #include <errno.h>
 #include <linux/magic.h>
@@ -89,10 +82,6 @@
 
 struct ppl;
 
-/* New stripes one unit takes at most (full-row entries carry no partial
- * parity, so the room does not bound them). */
-#define RF_PPL_UNIT_STRIPES 512
-
 struct plog {
 	struct ppl *p;
 	int m;                          /* its member (slot) */
@@ -101,36 +90,25 @@ struct plog {
 	struct rf_ppl_area area;
 	bool multi;                     /* headers one after another (rf_ppl_area_multi) */
 	bool flush;                     /* the member has a cache to flush */
-	uint64_t room;                  /* partial parity one unit holds */
-	pthread_mutex_t lock;           /* a leaf: busy down to done_mask */
-	bool busy;                      /* lock: a unit taken, not yet on the member */
-	struct rf_log_stripe *wait, **wait_tail;        /* lock: waiting for a unit */
-	/* lock: the stripes of units written or being written whose writes
-	 * have not all ended, in the order they were taken (linked by next;
-	 * a stripe is on wait or here, never both); the next unit names them
-	 * again */
-	struct rf_log_stripe *live, **live_tail;
-	uint64_t live_pp;               /* lock: their partial parity bytes */
-	uint64_t wait_pp;               /* lock: the waiting stripes' */
-	uint64_t done_mask;             /* lock: members written by stripes that ended since the
-					 * last unit was taken (flushed before the next) */
-	/* the unit taken, its leader's (the worker that took it: its IO
-	 * completes there): */
-	struct rf_log_stripe *unit[RF_PPL_UNIT_STRIPES];        /* its new stripes */
-	int nunit;
-	struct rf_ioq *q;
+	pthread_mutex_t lock;           /* a leaf: busy, wait, unit_left */
+	bool busy;                      /* lock: a unit in flight */
+	struct rf_log_stripe *wait, **wait_tail;        /* lock: waiting for the next unit */
+	int unit_left;                  /* lock: the unit's stripes not yet written */
+	/* the unit in flight, its leader's: */
+	struct rf_log_stripe *unit;
+	struct rf_ioq *q;               /* the leader's queue: the unit's completions run there */
 	int io_left, io_err;
-	int stage;                      /* STAGE_*: what its IO in flight is */
-	uint64_t fmask;                 /* members to flush before it */
-	uint64_t at, next;              /* its header, the next one's: bytes into the area */
-	uint32_t len;                   /* its header and partial parity */
-	char *buf;                      /* RF_PPL_HEADER_SIZE + room, aligned */
-	struct rf_mio mio;
+	bool flushed;
+	uint64_t at;                    /* the unit's header, bytes into the area */
+	uint64_t next;                  /* the next unit's */
+	uint64_t dmask;                 /* lock: the members the unit's stripes write */
+	struct rf_ioq *fq;              /* the queue of the flush before the next unit */
+	int fl_left;                    /* its flushes not yet ended (on fq's worker) */
 	struct rf_mio fmio[RF_MAX_MEMBERS];
+	char *hdr;                      /* RF_PPL_HEADER_SIZE, aligned */
+	struct rf_mio hmio;
 	struct rf_ppl_header h;
 };
-
-enum { STAGE_FLUSH_DATA, STAGE_WRITE, STAGE_FLUSH_LOG };
 
 /* Partial parity one unit may carry.  md's own units carry up to 128 KiB
  * (PPL_SPACE_SIZE) but its recovery reads any size; larger units mean
@@ -145,7 +123,6 @@ struct ppl {
 	atomic_uint_fast64_t seq;       /* generations, as md's ppl_conf->seq */
 	atomic_uint_fast64_t nr_units, nr_entries;      /* stats: headers, stripes */
 	atomic_uint_fast64_t nr_flushes;                /* stats: data member flushes */
-	atomic_uint_fast64_t nr_carried;                /* stats: stripes named again */
 	uint64_t vol_mask;              /* immutable: members with a cache to flush */
 	atomic_bool off;                /* md/consistency_policy "resync": no logging (changed
 					 * with every request drained) */
@@ -164,6 +141,46 @@ struct ppl {
 };
 
 /* ---- running ---- */
+
+static void unit_resume(struct plog *l, struct rf_ioq *q)
+{
+	struct rf_log_stripe *ls = l->unit, *next;
+
+	/* Resuming the last one may end the unit and start the next (which
+	 * takes over l->unit): read each link before. */
+	l->unit = NULL;
+	for (; ls; ls = next) {
+		next = ls->next;
+		ls->next = NULL;
+		ls->resume(ls, q);
+	}
+}
+
+static void unit_io_end(struct rf_mio *m)
+{
+	struct plog *l = m->priv;
+	struct rf_array *a = l->p->a;
+
+	if (m->res && !l->io_err) {
+		l->io_err = m->res;
+		rf_member_fail(a, l->m, m->res, "partial parity log write", m->off);
+	}
+	if (--l->io_left)
+		return;
+	if (!l->io_err && !l->flushed && l->flush) {
+		/* md writes the unit with FUA: on the member before the data. */
+		l->flushed = true;
+		l->io_left = 1;
+		l->hmio.op = RF_MIO_FSYNC;
+		l->hmio.buf = NULL;
+		l->hmio.len = 0;
+		l->hmio.off = 0;
+		rf_ioq_queue(l->q, &l->hmio);
+		return;
+	}
+	/* Written (or the member failed: its parity is not written either). */
+	unit_resume(l, l->q);
+}
 
 /* Whether ls extends entry e as md's ppl_log_stripe() merges them: the
  * next head of the same chunk row writing the same run of columns (with
@@ -219,78 +236,46 @@ static void add_entry(const struct ppl *p, struct rf_ppl_header *h, int m, const
 	}
 }
 
-/* Add ls to the unit being taken: its entry in l->h (false when the
- * header is full), its partial parity copied behind the header at *pp.
- * Lock held. */
-static bool take_one(struct plog *l, const struct rf_log_stripe *ls, uint64_t *pp)
+/* Take what waits on l into the next unit, up to what one header holds
+ * (its entries, merged as md merges them, and the area's room for
+ * partial parity), and fill l->h with their entries (lock held). */
+static struct rf_log_stripe *take_waiting(struct plog *l, int *n)
 {
-	const struct rf_ppl_entry *e = l->h.entries_count ? &l->h.e[l->h.entries_count - 1] : NULL;
+	struct rf_log_stripe *head = l->wait, *ls, **tail = &head;
+	uint64_t pp = 0, room = l->area.size - RF_PPL_HEADER_SIZE;
+	int k = 0;
 
-	if (*pp + ls->pp_size > l->room)
-		return false;
-	if (l->h.entries_count == RF_PPL_MAX_ENTRIES && !(e && merges(l->p, e, ls)))
-		return false;
-	add_entry(l->p, &l->h, l->m, ls);
-	if (ls->pp_size)
-		memcpy(l->buf + RF_PPL_HEADER_SIZE + *pp, ls->pp, ls->pp_size);
-	*pp += ls->pp_size;
-	return true;
-}
-
-/* Take the next unit (l not busy, lock held): the live stripes again (a
- * replay reads the newest header only, so it must name every stripe
- * whose writes may not have ended), then what waits, as far as one
- * header holds.  Their partial parity is copied (a live stripe's may
- * change once it ends, while the unit is written).  The number of new
- * stripes taken; 0: none fits until live stripes end (nothing taken). */
-static int take_unit(struct plog *l)
-{
-	struct rf_log_stripe *ls;
-	uint64_t pp = 0, carried = 0;
-	int n = 0;
-
-	/* Naming live stripes again costs their partial parity once more:
-	 * worth it only for as much new partial parity (else their writes'
-	 * end, which comes soon, is waited for). */
-	if (!l->wait || l->live_pp + l->wait->pp_size > l->room || l->live_pp > l->wait_pp)
-		return 0;
+	if (room > RF_PPL_UNIT_MAX)
+		room = RF_PPL_UNIT_MAX;
 	l->h.entries_count = 0;
-	for (ls = l->live; ls; ls = ls->next, carried++)
-		if (!take_one(l, ls, &pp))
-			return 0;
-	while (l->wait && n < RF_PPL_UNIT_STRIPES && take_one(l, l->wait, &pp)) {
-		ls = l->wait;
-		l->wait = ls->next;
-		l->wait_pp -= ls->pp_size;
-		ls->next = NULL;
-		*l->live_tail = ls;
-		l->live_tail = &ls->next;
-		l->live_pp += ls->pp_size;
-		l->unit[n++] = ls;
+	l->dmask = 0;
+	for (ls = l->wait; ls && pp + ls->pp_size <= room; ls = ls->next) {
+		const struct rf_ppl_entry *e = l->h.entries_count ? &l->h.e[l->h.entries_count - 1] : NULL;
+
+		if (l->h.entries_count == RF_PPL_MAX_ENTRIES && !(e && merges(l->p, e, ls)))
+			break;
+		add_entry(l->p, &l->h, l->m, ls);
+		l->dmask |= stripe_members(l->p, ls);
+		pp += ls->pp_size;
+		k++;
+		tail = &ls->next;
 	}
+	l->wait = *tail;
 	if (!l->wait)
 		l->wait_tail = &l->wait;
-	if (!n)
-		return 0;
-	l->busy = true;
-	l->nunit = n;
-	l->len = (uint32_t)(RF_PPL_HEADER_SIZE + pp);
-	l->fmask = l->done_mask & l->p->vol_mask & ~rf_array_faulty_read(l->p->a);
-	l->done_mask = 0;
-	atomic_fetch_add_explicit(&l->p->nr_carried, carried, memory_order_relaxed);
-	return n;
+	*tail = NULL;
+	*n = k;
+	return head;
 }
 
-static void unit_io_end(struct rf_mio *m);
-
-/* Write the unit taken (its entries in l->h, its partial parity behind
- * them in l->buf), after flushing the members of the stripes it no
- * longer names; on q, lock not held. */
-static void unit_start(struct plog *l, struct rf_ioq *q)
+/* Write the header (l->h's entries, filled for list) and the partial
+ * parity of the stripes on list (l busy, its lock not held), on q. */
+static void unit_start(struct plog *l, struct rf_ioq *q, struct rf_log_stripe *list)
 {
 	struct ppl *p = l->p;
+	struct rf_log_stripe *ls;
+	uint64_t pp = 0, off, nls = 0;
 	uint32_t k;
-	int i;
 
 	l->h.signature = p->sig;
 	l->h.generation = atomic_fetch_add(&p->seq, 1) + 1;
@@ -298,105 +283,43 @@ static void unit_start(struct plog *l, struct rf_ioq *q)
 		struct rf_ppl_entry *e = &l->h.e[k];
 
 		e->checksum = e->pp_size ? ~e->checksum : 0;
+		pp += e->pp_size;
 	}
-	rf_ppl_encode(&l->h, l->buf);
+	rf_ppl_encode(&l->h, l->hdr);
 	/* The next place, or the start when the rest of the area is short
-	 * (md rewinds the same way); one header at the start of a small
-	 * area. */
-	if (!l->multi || l->next + l->len > l->area.size)
+	 * (md rewinds the same way). */
+	if (!l->multi || l->next + RF_PPL_HEADER_SIZE + pp > l->area.size)
 		l->next = 0;
 	l->at = l->next;
-	l->next += l->len;
+	l->next += RF_PPL_HEADER_SIZE + pp;
+	l->unit = list;
 	l->q = q;
 	l->io_err = 0;
-	atomic_fetch_add(&p->nr_units, 1);
-	atomic_fetch_add(&p->nr_entries, (uint64_t)l->nunit);
-	if (l->fmask) {
-		/* md (ppl_do_flush): this header makes the entries of the
-		 * stripes that ended unreachable to a replay, so what they
-		 * wrote must be on the members first, not in a volatile cache
-		 * a power cut loses. */
-		l->stage = STAGE_FLUSH_DATA;
-		l->io_left = __builtin_popcountll(l->fmask);
-		atomic_fetch_add(&p->nr_flushes, (uint64_t)l->io_left);
-		for (i = 0; i < p->n; i++) {
-			if (!(l->fmask & (1ull << i)))
-				continue;
-			l->fmio[i] = (struct rf_mio){ .end = unit_io_end, .priv = l, .member = (int16_t)i,
-						      .op = RF_MIO_FSYNC };
-			rf_ioq_queue(q, &l->fmio[i]);
-		}
-		return;
-	}
-	l->stage = STAGE_WRITE;
+	l->flushed = false;
 	l->io_left = 1;
-	l->mio = (struct rf_mio){ .end = unit_io_end, .priv = l, .buf = l->buf, .off = l->area.start + l->at,
-				  .len = l->len, .member = (int16_t)l->m, .op = RF_MIO_WRITE };
-	rf_ioq_queue(q, &l->mio);
-}
-
-/* The unit is on the member: the next one may be taken (it names these
- * stripes again while their writes are in flight), and the unit's
- * stripes' data and parity writes go. */
-static void unit_written(struct plog *l)
-{
-	struct rf_log_stripe *list[RF_PPL_UNIT_STRIPES];
-	struct rf_ioq *q = l->q;
-	int i, n = l->nunit, next;
-
-	memcpy(list, l->unit, (size_t)n * sizeof(list[0]));
-	pthread_mutex_lock(&l->lock);
-	l->busy = false;
-	next = take_unit(l);
-	pthread_mutex_unlock(&l->lock);
-	if (next)
-		unit_start(l, q);
-	for (i = 0; i < n; i++)
-		list[i]->resume(list[i], q);
-}
-
-static void unit_io_end(struct rf_mio *m)
-{
-	struct plog *l = m->priv;
-	struct rf_array *a = l->p->a;
-
-	if (m->res && l->stage == STAGE_FLUSH_DATA) {
-		rf_member_fail(a, m->member, m->res, "flush before the partial parity log's next unit", 0);
-	} else if (m->res && !l->io_err) {
-		l->io_err = m->res;
-		rf_member_fail(a, l->m, m->res, "partial parity log write", m->off);
+	off = l->area.start + l->at;
+	l->hmio = (struct rf_mio){ .end = unit_io_end, .priv = l, .buf = l->hdr, .off = off,
+				   .len = RF_PPL_HEADER_SIZE, .member = (int16_t)l->m, .op = RF_MIO_WRITE };
+	off += RF_PPL_HEADER_SIZE;
+	rf_ioq_queue(q, &l->hmio);
+	for (ls = list; ls; ls = ls->next) {
+		nls++;
+		if (!ls->pp_size)
+			continue;
+		ls->mio = (struct rf_mio){ .end = unit_io_end, .priv = l, .buf = ls->pp, .off = off,
+					   .len = ls->pp_size, .member = (int16_t)l->m, .op = RF_MIO_WRITE };
+		off += ls->pp_size;
+		l->io_left++;
+		rf_ioq_queue(q, &ls->mio);
 	}
-	if (--l->io_left)
-		return;
-	if (l->stage == STAGE_FLUSH_DATA) {
-		l->stage = STAGE_WRITE;
-		l->io_left = 1;
-		l->mio = (struct rf_mio){ .end = unit_io_end, .priv = l, .buf = l->buf,
-					  .off = l->area.start + l->at, .len = l->len, .member = (int16_t)l->m,
-					  .op = RF_MIO_WRITE };
-		rf_ioq_queue(l->q, &l->mio);
-		return;
-	}
-	if (l->stage == STAGE_WRITE && !l->io_err && l->flush) {
-		/* md writes the unit with FUA: on the member before the data. */
-		l->stage = STAGE_FLUSH_LOG;
-		l->io_left = 1;
-		l->mio.op = RF_MIO_FSYNC;
-		l->mio.buf = NULL;
-		l->mio.len = 0;
-		l->mio.off = 0;
-		rf_ioq_queue(l->q, &l->mio);
-		return;
-	}
-	/* Written (or the member failed: its parity is not written either). */
-	unit_written(l);
+	atomic_fetch_add(&p->nr_units, 1);
+	atomic_fetch_add(&p->nr_entries, nls);
 }
 
 static int ppl_write_stripe(void *priv, struct rf_ioq *q, struct rf_log_stripe *ls)
 {
 	struct ppl *p = priv;
 	struct plog *l;
-	int n = 0;
 
 	if (ls->parity < 0 || ls->parity >= p->n)
 		return -EAGAIN;
@@ -406,40 +329,84 @@ static int ppl_write_stripe(void *priv, struct rf_ioq *q, struct rf_log_stripe *
 		return -EAGAIN;         /* md: no log on a missing parity member */
 	ls->next = NULL;
 	pthread_mutex_lock(&l->lock);
-	*l->wait_tail = ls;
-	l->wait_tail = &ls->next;
-	l->wait_pp += ls->pp_size;
-	if (!l->busy)
-		n = take_unit(l);
+	if (l->busy) {
+		*l->wait_tail = ls;
+		l->wait_tail = &ls->next;
+		pthread_mutex_unlock(&l->lock);
+		return 0;
+	}
+	l->busy = true;
+	l->unit_left = 1;
+	l->h.entries_count = 0;
+	add_entry(p, &l->h, l->m, ls);
+	l->dmask = stripe_members(p, ls);
 	pthread_mutex_unlock(&l->lock);
-	if (n)
-		unit_start(l, q);
+	unit_start(l, q, ls);
 	return 0;
+}
+
+/* The unit is over (its stripes written and, where they need it,
+ * flushed): what waits becomes the next unit, else the log is idle. */
+static void unit_next(struct plog *l, struct rf_ioq *q)
+{
+	struct rf_log_stripe *list = NULL;
+	int n = 0;
+
+	pthread_mutex_lock(&l->lock);
+	if (l->wait) {
+		list = take_waiting(l, &n);
+		l->unit_left = n;
+	} else {
+		l->busy = false;
+	}
+	pthread_mutex_unlock(&l->lock);
+	if (list)
+		unit_start(l, q, list);
+}
+
+static void flush_end(struct rf_mio *m)
+{
+	struct plog *l = m->priv;
+
+	if (m->res)
+		rf_member_fail(l->p->a, m->member, m->res, "flush before the partial parity log's next unit", 0);
+	if (--l->fl_left)
+		return;
+	unit_next(l, l->fq);
 }
 
 static void ppl_stripe_done(void *priv, struct rf_ioq *q, struct rf_log_stripe *ls)
 {
 	struct ppl *p = priv;
 	struct plog *l = &p->log[ls->parity];
-	struct rf_log_stripe **pp;
-	int n = 0;
+	uint64_t mask;
+	int i;
 
 	pthread_mutex_lock(&l->lock);
-	for (pp = &l->live; *pp && *pp != ls; pp = &(*pp)->next)
-		;
-	if (*pp) {
-		*pp = ls->next;
-		if (l->live_tail == &ls->next)
-			l->live_tail = pp;
-		ls->next = NULL;
-		l->live_pp -= ls->pp_size;
+	if (--l->unit_left > 0) {
+		pthread_mutex_unlock(&l->lock);
+		return;
 	}
-	l->done_mask |= stripe_members(p, ls);
-	if (!l->busy)
-		n = take_unit(l);
+	mask = l->dmask & p->vol_mask & ~rf_array_faulty_read(p->a);
 	pthread_mutex_unlock(&l->lock);
-	if (n)
-		unit_start(l, q);
+	/* md (ppl_do_flush): the next unit's header makes this one's
+	 * entries unreachable to a replay, so what its stripes wrote must
+	 * be on the members first, not in a volatile cache a power cut
+	 * loses.  The log stays busy meanwhile: stripes arriving now wait
+	 * for the next unit. */
+	if (!mask) {
+		unit_next(l, q);
+		return;
+	}
+	l->fq = q;
+	l->fl_left = __builtin_popcountll(mask);
+	atomic_fetch_add(&p->nr_flushes, (uint64_t)l->fl_left);
+	for (i = 0; i < p->n; i++) {
+		if (!(mask & (1ull << i)))
+			continue;
+		l->fmio[i] = (struct rf_mio){ .end = flush_end, .priv = l, .member = (int16_t)i, .op = RF_MIO_FSYNC };
+		rf_ioq_queue(q, &l->fmio[i]);
+	}
 }
 
 /* ---- md/consistency_policy: resync <-> ppl ---- */
@@ -469,35 +436,11 @@ static bool needs_flush(const struct rf_dev *d)
 	return fs.f_type != TMPFS_MAGIC && fs.f_type != RAMFS_MAGIC;
 }
 
-/* Partial parity one unit of area holds. */
-static uint64_t room_of(const struct rf_ppl_area *area)
-{
-	uint64_t room = area->size - RF_PPL_HEADER_SIZE;
-
-	return room > RF_PPL_UNIT_MAX ? RF_PPL_UNIT_MAX : room;
-}
-
-/* The unit buffer of l's log in area (kept once there).  0 or -ENOMEM. */
-static int log_alloc(struct plog *l, const struct rf_ppl_area *area)
-{
-	int r;
-
-	if (l->buf)
-		return 0;
-	r = posix_memalign((void **)&l->buf, 4096, RF_PPL_HEADER_SIZE + room_of(area));
-	if (r) {
-		l->buf = NULL;
-		return -r;
-	}
-	return 0;
-}
-
 static void log_setup(struct plog *l, const struct rf_ppl_area *area)
 {
 	l->area = *area;
 	l->multi = rf_ppl_area_multi(area->size);
 	l->flush = needs_flush(rf_dev_get(l->p->a, l->m));
-	l->room = room_of(area);
 }
 
 /* The first switch to ppl of an array that kept no log: each member's
@@ -508,14 +451,16 @@ static int place_logs(struct ppl *p)
 	int i, r;
 
 	for (i = 0; i < p->n; i++) {
-		if (!p->plan[i].present || (rf_array_faulty_read(p->a) & (1ull << i)))
+		if (!p->plan[i].present || (rf_array_faulty_read(p->a) & (1ull << i)) || p->log[i].hdr)
 			continue;
-		r = log_alloc(&p->log[i], &p->plan[i]);
-		if (r)
-			return r;
+		r = posix_memalign((void **)&p->log[i].hdr, 4096, RF_PPL_HEADER_SIZE);
+		if (r) {
+			p->log[i].hdr = NULL;
+			return -r;
+		}
 	}
 	for (i = 0; i < p->n; i++)
-		if (p->plan[i].present && !(rf_array_faulty_read(p->a) & (1ull << i)))
+		if (p->log[i].hdr)
 			log_setup(&p->log[i], &p->plan[i]);
 	return 0;
 }
@@ -612,14 +557,13 @@ static void ppl_close(void *priv)
 	int i;
 
 	if (p->areas)
-		rf_info("%s: partial parity log: %llu header writes for %llu stripes (%llu named again), %llu data "
-			"member flushes", rf_array_name(p->a), (unsigned long long)atomic_load(&p->nr_units),
+		rf_info("%s: partial parity log: %llu header writes for %llu stripes, %llu data member flushes",
+			rf_array_name(p->a), (unsigned long long)atomic_load(&p->nr_units),
 			(unsigned long long)atomic_load(&p->nr_entries),
-			(unsigned long long)atomic_load(&p->nr_carried),
 			(unsigned long long)atomic_load(&p->nr_flushes));
 	for (i = 0; i < p->n; i++) {
 		pthread_mutex_destroy(&p->log[i].lock);
-		free(p->log[i].buf);
+		free(p->log[i].hdr);
 	}
 	free(p);
 }
@@ -738,7 +682,6 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 		l->p = p;
 		l->m = i;
 		l->wait_tail = &l->wait;
-		l->live_tail = &l->live;
 		pthread_mutex_init(&l->lock, NULL);
 	}
 	if (any) {
@@ -778,9 +721,13 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 		if (!areas[i].present)
 			continue;
 		log_setup(l, &areas[i]);
-		r = log_alloc(l, &areas[i]);
-		if (!r)
+		r = posix_memalign((void **)&l->hdr, 4096, RF_PPL_HEADER_SIZE);
+		if (r) {
+			l->hdr = NULL;
+			r = -r;
+		} else {
 			r = rf_ppl_write_empty(&io, i, &areas[i], p->sig);
+		}
 		if (r) {
 			snprintf(err, errlen, "member %d (%s): writing an empty partial parity log: %s", i,
 				 rf_dev_get(a, i)->path, strerror(-r));

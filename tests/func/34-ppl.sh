@@ -30,9 +30,8 @@
 # 4. The PPL array killed (kill -9) during fio's 1 MiB sequential writes,
 #    then during 64 KiB and 4 KiB random writes: the next mount replays the
 #    log's entries (consecutive heads merged into one entry, with and
-#    without partial parity; entries of stripes named again by the next
-#    unit while their writes were in flight) and a check counts 0
-#    mismatches: every replayed entry names the columns it wrote.  (The
+#    without partial parity) and a check counts 0 mismatches: every
+#    replayed entry names the columns it wrote.  (The
 #    kernel judge below gets the last crash state.)
 # 5. md/consistency_policy switches to resync (the superblocks' feature
 #    map loses the log's bit, writes are not logged) and back to ppl (bit
