@@ -40,6 +40,15 @@
  *                         superblock timer, the bitmap daemon
  *    mgmt->lock           the management thread's wake-ups (member.c)
  *    the sync walk's lock (sync.c)
+ *    the partial parity log's lock (services/ppl.c)
+ *    io/: a queue's kick lock (ioq.c), an NBD connection's (nbd.c), an
+ *    overlay's (overlay.c), a fault spec's (fault.h), the IO log's (iolog.c)
+ *    front/: the request pool's fs->lock, img_lock and names_lock (fuse.c);
+ *    a ring's lock, slow_lock and reg_lock (fuse_uring.c)
+ * One front lock sits above the core's: an open control file's
+ * ctl_open->lock (fuse.c) is held while its text is made, which may take
+ * dev_lock and the services' locks; it is never held across a store (and
+ * so never across a drain).
  * No lock is held across a drain that waits for requests, except
  * reconf_lock.  A drain waits only for requests counted at the barrier; a
  * write waiting for a sync region is not counted there, so no drain waits
