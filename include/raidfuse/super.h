@@ -68,7 +68,8 @@ struct rf_sb {
 	uint64_t data_offset;           /* sectors */
 	uint64_t data_size;             /* sectors available for data */
 	uint32_t dev_number;            /* index into dev_roles */
-	int role;                       /* 0..raid_disks-1, or RF_SB_ROLE_* */
+	int role;                       /* 0..raid_disks-1 (a shrinking reshape: up to the old
+					 * count, raid_disks - delta_disks), or RF_SB_ROLE_* */
 	uint32_t max_dev;               /* entries in dev_roles */
 	uint16_t dev_roles[RF_SB_MAX_DEV];
 	uint64_t events;
