@@ -68,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check(sb.data_offset + sb.data_size <= sb.member_sectors);
 	check(sb.dev_number < sb.max_dev && sb.max_dev <= RF_SB_MAX_DEV);
 	/* A shrinking reshape keeps the old geometry's roles until it ends. */
-	check(sb.role < sb.raid_disks || (sb.reshape && sb.delta_disks < 0 && sb.role < sb.raid_disks - sb.delta_disks) ||
+	check(sb.role < sb.raid_disks || (sb.reshape && sb.delta_disks < 0 && (int64_t)sb.role < (int64_t)sb.raid_disks - sb.delta_disks) ||
 	      sb.role >= RF_SB_ROLE_JOURNAL);
 	check(sb.level == 1 || (sb.chunk_sectors >= 8 && !(sb.chunk_sectors & (sb.chunk_sectors - 1))));
 	check(sb.level == 0 || (sb.size && sb.size <= sb.data_size));
