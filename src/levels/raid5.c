@@ -778,6 +778,44 @@ static void r5_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, 
 	}
 }
 
+/* The members a rebuild of the devices in missing reads in row r: every
+ * other one, but with one device missing on raid6 the syndrome that does
+ * not rebuild it (a data block or P come from the xor row, Q from the
+ * data: rf_raid6_recover() reads no other), a sixth fewer bytes on 6. */
+static uint64_t recover_needs(const struct rf_geom *g, const struct rf_r5_row *r, uint64_t missing)
+{
+	uint64_t need = ~missing;
+
+	if (g->level == 6 && __builtin_popcountll(missing) == 1)
+		need &= ~(1ull << (missing == 1ull << r->qd_idx ? r->pd_idx : r->qd_idx));
+	return need;
+}
+
+/* Queue the reads of member m for a rebuild of [pos, pos + bytes): one
+ * per run of rows that need it. */
+static void recover_reads(struct rf_sync_work *w, int m, uint64_t missing, uint64_t pos, uint32_t bytes)
+{
+	const struct rf_geom *g = &w->a->geom;
+	uint64_t end = pos + bytes / 512, s = pos, run = pos;
+	struct rf_r5_row r;
+
+	while (s < end) {
+		uint64_t next = (s / g->chunk_sectors + 1) * g->chunk_sectors;
+
+		if (next > end)
+			next = end;
+		rf_r5_row(g, s / g->chunk_sectors, &r);
+		if (!(recover_needs(g, &r, missing) & (1ull << m))) {
+			if (run < s)
+				rf_sync_io(w, m, false, w->buf[m] + (run - pos) * 512, (uint32_t)(s - run) * 512, run);
+			run = next;
+		}
+		s = next;
+	}
+	if (run < end)
+		rf_sync_io(w, m, false, w->buf[m] + (run - pos) * 512, (uint32_t)(end - run) * 512, run);
+}
+
 /* Rebuild: every missing block of the region's rows from the others
  * (xor, or raid6 recovery of any two), written to the devices being
  * rebuilt (raid6: both in this one pass).  The rows stay locked: writes
@@ -788,8 +826,8 @@ static int r5_recover(struct rf_sync_work *w)
 	struct rf_array *a = w->a;
 	const struct rf_geom *g = &a->geom;
 	uint32_t bytes = (uint32_t)(w->n << 9);
-	int i, b, nblk = (int)(bytes / BLK), ret = 0;
-	uint64_t row = UINT64_MAX, rec, missing, pos = w->pos;
+	int i, b, run, nblk = (int)(bytes / BLK), ret = 0;
+	uint64_t row, rec, missing, pos = w->pos;
 	struct rf_r5_row r;
 	void *blocks[RF_MAX_MEMBERS + 2];
 
@@ -804,30 +842,38 @@ static int r5_recover(struct rf_sync_work *w)
 		return rec ? -EIO : 0;
 	for (i = 0; i < a->nmembers; i++)
 		if (!(missing & (1ull << i)))
-			rf_sync_io(w, i, false, w->buf[i], bytes, pos);
+			recover_reads(w, i, missing, pos, bytes);
 	ret = rf_sync_io_wait(w);
-	for (b = 0; b < nblk && !ret; b++) {
+	/* A row's blocks in the region at once (one call per row, not per
+	 * block), but block by block where the row has zero positions (DDF
+	 * layouts: w->zero is one block). */
+	for (b = 0; b < nblk && !ret; b += run) {
 		uint64_t ds = pos + (uint64_t)b * RF_SYNC_BLK_SECTORS;
 		int off = b * (int)BLK, f[2] = { -1, -1 }, nf = 0, n;
+		size_t len;
 
-		if (ds / g->chunk_sectors != row) {
-			row = ds / g->chunk_sectors;
-			rf_r5_row(g, row, &r);
-		}
+		row = ds / g->chunk_sectors;
+		rf_r5_row(g, row, &r);
+		run = (int)(((row + 1) * g->chunk_sectors - ds) / RF_SYNC_BLK_SECTORS);
+		if (run > nblk - b)
+			run = nblk - b;
+		if (g->level == 6 && r.syndrome_disks != g->data_disks)
+			run = 1;
+		len = (size_t)run * BLK;
 		if (g->level != 6) {
 			int x = __builtin_ctzll(missing);
 
 			for (i = 0, n = 0; i < a->nmembers; i++)
 				if (i != x)
 					blocks[n++] = w->buf[i] + off;
-			rf_xor_gen(n, BLK, blocks, w->buf[x] + off);
+			rf_xor_gen(n, len, blocks, w->buf[x] + off);
 			continue;
 		}
 		n = rf_r6_blocks(&r, g->data_disks, w->buf, (size_t)off, w->zero, blocks);
 		for (i = 0; i < a->nmembers && nf < 2; i++)
 			if (missing & (1ull << i))
 				f[nf++] = rf_r6_index(&r, i);
-		rf_raid6_recover(n, BLK, blocks, f[0], f[1]);
+		rf_raid6_recover(n, len, blocks, f[0], f[1]);
 	}
 	for (i = 0; i < a->nmembers && !ret; i++)
 		if (rec & (1ull << i))
