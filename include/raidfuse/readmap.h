@@ -54,7 +54,7 @@ int rf_read_map(struct rf_array *a, uint64_t off, uint32_t len, struct rf_read_m
 /* Before extent i's bytes are moved: the member's fault injection is
  * asked as the IO path asks before each operation (a delay is slept
  * here).  0, or the -errno it injects. */
-int rf_read_map_fault(struct rf_read_map *m, int i);
+int rf_read_map_fault(const struct rf_read_map *m, int i);
 /* The read ended (its bytes moved, or it goes the usual way now): the
  * barrier lets go of it. */
 void rf_read_unmap(struct rf_read_map *m);

@@ -79,7 +79,7 @@ int rf_read_map(struct rf_array *a, uint64_t off, uint32_t len, struct rf_read_m
 	return ret;
 }
 
-int rf_read_map_fault(struct rf_read_map *m, int i)
+int rf_read_map_fault(const struct rf_read_map *m, int i)
 {
 	const struct rf_rextent *e = &m->ext[i];
 
