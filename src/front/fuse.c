@@ -132,7 +132,7 @@ struct fs {
 	int nalloc, nwait;
 	struct rf_uring *uring;         /* the transport of our own, if serving by it */
 	/* Large reads by splice (libfuse's transport); set before the
-	 * session starts, then read only.  splice_nofallback (tests only):
+	 * session starts (INIT may turn splice off), then read only.  splice_nofallback (tests only):
 	 * a failed splice answers its error instead of going the usual way. */
 	bool splice, splice_nofallback;
 	uint32_t splice_min, splice_max;        /* reads of [min, max] bytes are spliced */
@@ -471,7 +471,9 @@ static void splice_config(struct fs *fs, int mode)
 		return;
 	}
 	fs->splice_max = pmax - RF_SPLICE_HDR < (long)RF_MAX_IO ? (uint32_t)(pmax - RF_SPLICE_HDR) : RF_MAX_IO;
-	if (fs->splice_max < RF_MAX_IO && !uring_may_serve(mode)) {
+	/* Not below a quarter: more, smaller requests would cost more than
+	 * the copies saved. */
+	if (fs->splice_max < RF_MAX_IO && fs->splice_max >= RF_MAX_IO / 4 && !uring_may_serve(mode)) {
 		while (fs->max_read > fs->splice_max)
 			fs->max_read /= 2;
 		rf_dbg("splice: pipes hold %ld bytes: reads up to %u bytes", pmax, fs->max_read);
