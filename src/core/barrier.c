@@ -52,6 +52,23 @@ void rf_barrier_exit(struct rf_array *a, int cls)
 	}
 }
 
+/* The lock-free way in: counted in inflight[cls] unless cls is held. */
+static bool barrier_try(struct rf_array *a, int cls, unsigned bits)
+{
+	if (atomic_load(&a->hold) & bits)
+		return false;
+	atomic_fetch_add(&a->inflight[cls], 1);
+	if (!(atomic_load(&a->hold) & bits))
+		return true;
+	rf_barrier_exit(a, cls);
+	return false;
+}
+
+bool rf_barrier_try_read(struct rf_array *a)
+{
+	return barrier_try(a, 0, RF_HOLD_READS | RF_HOLD_RELEASING);
+}
+
 /* Whether r may go on now; false: it waits on a->held. */
 bool rf_barrier_enter(struct rf_array *a, struct rf_req *r)
 {
@@ -59,12 +76,8 @@ bool rf_barrier_enter(struct rf_array *a, struct rf_req *r)
 	unsigned bits = rf_class_hold(cls) | RF_HOLD_RELEASING;
 	bool go = false;
 
-	if (!(atomic_load(&a->hold) & bits)) {
-		atomic_fetch_add(&a->inflight[cls], 1);
-		if (!(atomic_load(&a->hold) & bits))
-			return true;
-		rf_barrier_exit(a, cls);
-	}
+	if (barrier_try(a, cls, bits))
+		return true;
 	/* r may wait here past its submitter's call. */
 	rf_req_unlend(r);
 	pthread_mutex_lock(&a->bar_lock);

@@ -96,6 +96,7 @@ struct rf_piece {
 struct rf_stripe;
 struct rf_worker;
 struct rf_sync_work;
+struct rf_read_map;
 
 /* One per RAID level; a static table in array.c picks it. */
 struct rf_level_ops {
@@ -120,7 +121,19 @@ struct rf_level_ops {
 	 * status() prints them (" level 5, 64k chunk, algorithm 2 [4/4]
 	 * [UUUU]"); at most len bytes with the NUL. */
 	void (*status)(const struct rf_array *a, char *buf, size_t len);
+	/* Where a read of [off, off + len) is when split() would make it
+	 * DIRECT pieces only (readmap.h): each piece's member and member
+	 * byte offset (data offset included) added with rf_read_map_add(),
+	 * in array order; 0, or -EAGAIN when split() would do more (a
+	 * STRIPE piece, no copy in sync), -E2BIG from rf_read_map_add().
+	 * The caller holds the read at the barrier.  Optional: NULL, no
+	 * read is mapped. */
+	int (*read_map)(const struct rf_array *a, uint64_t off, uint32_t len, struct rf_read_map *m);
 };
+
+/* readmap.c: append len bytes of member at member byte moff to m (joined
+ * to the last extent when they follow it); 0 or -E2BIG. */
+int rf_read_map_add(struct rf_read_map *m, int member, uint64_t moff, uint32_t len);
 
 /* A stripe head: one stripe_size block of every member at `sector`.
  * States (owner-only `phase`): IDLE -> READ (member reads in flight) ->
@@ -413,6 +426,9 @@ bool rf_range_enter(struct rf_array *a, struct rf_req *r);
 /* A region unlocked: submit a write it held, as if it had just arrived. */
 void rf_range_resubmit(struct rf_rl_ent *e, void *priv);
 bool rf_barrier_enter(struct rf_array *a, struct rf_req *r);
+/* Count one read past the barrier unless reads are held now (no queue):
+ * true, and rf_barrier_exit(a, 0) ends it. */
+bool rf_barrier_try_read(struct rf_array *a);
 void rf_barrier_exit(struct rf_array *a, int cls);
 void rf_drain(struct rf_array *a, unsigned bits);
 void rf_release(struct rf_array *a, unsigned keep);

@@ -24,6 +24,18 @@
  * FUSE thread itself when it serves the stripe work inline, or a worker)
  * replies and returns it to the pool.
  *
+ * Large reads on libfuse's transport go by splice when they can
+ * (RAIDFUSE_SPLICE, below): a read of at least splice_min bytes that the
+ * read map (readmap.h) finds to be a pure data read is spliced from the
+ * member files into the thread's pipe (splice.c) and answered with
+ * fuse_reply_data() from that pipe, on the FUSE thread, with the read
+ * held at the drain barrier until the reply is sent.  The member pages
+ * go to the kernel's reply by reference: two copies in all (member page
+ * to the reply, reply to the reader) instead of three.  A read the map
+ * refuses, or whose splice fails, is submitted the usual way, so a
+ * member error is handled there (the member fails, the level serves the
+ * bytes from the others).  The io_uring transport keeps its own path.
+ *
  * The image behaves like a block device: its size is fixed, a write that
  * starts at or past the end fails with ENOSPC and one that crosses it is
  * cut short, a read past the end is short, O_TRUNC is ignored and any
@@ -56,6 +68,7 @@
 #include <errno.h>
 #include <fuse_lowlevel.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,11 +82,20 @@
 #include "raidfuse/devopen.h"
 #include "raidfuse/fuse.h"
 #include "raidfuse/log.h"
+#include "raidfuse/readmap.h"
 #include "front/fuse_reply.h"
 #include "front/fuse_uring.h"
+#include "front/splice.h"
 
 #define RF_MAX_IO (1u << 20)
 #define RF_POOL_MAX 256
+/* Reads spliced from this size on (RAIDFUSE_SPLICE_MIN overrides). */
+#define RF_SPLICE_MIN (32u << 10)
+/* A thread's splice pipe: a whole read, each extent a page more. */
+#define RF_SPLICE_PIPE (2 * RF_MAX_IO)
+/* What libfuse's own pipe holds beside a spliced read's data: the reply
+ * header, and a page for each buffer and one more (fuse_reply_data()). */
+#define RF_SPLICE_HDR (4u * 4096)
 /* Supplementary groups taken from a writer of md/new_dev (more: none). */
 #define RF_FUSE_GROUPS 1024
 
@@ -109,6 +131,13 @@ struct fs {
 	struct rf_req *free;
 	int nalloc, nwait;
 	struct rf_uring *uring;         /* the transport of our own, if serving by it */
+	/* Large reads by splice (libfuse's transport); set before the
+	 * session starts (INIT may turn splice off), then read only.  splice_nofallback (tests only):
+	 * a failed splice answers its error instead of going the usual way. */
+	bool splice, splice_nofallback;
+	uint32_t splice_min, splice_max;        /* reads of [min, max] bytes are spliced */
+	uint32_t max_read;              /* the kernel's largest read request (mount and INIT) */
+	atomic_uint_fast64_t nr_spliced, nr_splice_fallback;    /* relaxed counters */
 };
 
 struct io_ctx {
@@ -376,10 +405,131 @@ static int may_open(struct rf_fq *q, const struct stat *st, bool rd, bool wr)
 	return rf_ctl_may_open(&who, st->st_uid, st->st_gid, mode, rd, wr);
 }
 
+/* ---- large reads by splice (libfuse's transport) ---- */
+
+static const struct rf_fq_ops ll_reply;
+
+/* Whether the kernel may offer FUSE over io_uring (which serves then,
+ * with no use for splice), as far as can be told before mounting. */
+static bool uring_may_serve(int mode)
+{
+	char c = 'N';
+	FILE *f;
+
+	if (mode == RF_URING_OFF)
+		return false;
+	f = fopen("/sys/module/fuse/parameters/enable_uring", "re");
+	if (f) {
+		if (fread(&c, 1, 1, f) != 1)
+			c = 'N';
+		fclose(f);
+	}
+	return c == 'Y' || c == '1';
+}
+
+/* RAIDFUSE_SPLICE: unset or 1, on; 0, off (A/B runs); nofallback (tests
+ * only), on, and a failed splice answers its error to the reader.
+ * RAIDFUSE_SPLICE_MIN: the smallest read spliced, bytes (from 32 KiB on,
+ * a splice measured faster than a copy here; SPLICE_F_MOVE measured no
+ * faster, so the kernel is not asked to move pages).
+ *
+ * A spliced reply goes through libfuse's pipe whole, its header beside
+ * it, and a pipe may not grow past /proc/sys/fs/pipe-max-size (1 MiB by
+ * default) without CAP_SYS_RESOURCE: then a 1 MiB read cannot be spliced,
+ * and libfuse would copy it twice over.  So the reads spliced stop at
+ * what the largest pipe holds, and the kernel is asked for reads no
+ * larger (max_read: the largest power of two that fits), so that a 1 MiB
+ * read comes as two that are spliced.  Not when FUSE over io_uring may
+ * serve (it keeps 1 MiB reads). */
+static void splice_config(struct fs *fs, int mode)
+{
+	const char *e = getenv("RAIDFUSE_SPLICE"), *min = getenv("RAIDFUSE_SPLICE_MIN");
+	long pmax;
+
+	fs->max_read = RF_MAX_IO;
+	fs->splice = !e || strcmp(e, "0");
+	fs->splice_nofallback = e && !strcmp(e, "nofallback");
+	fs->splice_min = RF_SPLICE_MIN;
+	if (fs->splice && e && strcmp(e, "1") && !fs->splice_nofallback)
+		rf_warn("RAIDFUSE_SPLICE=%s: not 0, 1 or nofallback; splice stays on", e);
+	if (min) {
+		char *end;
+		unsigned long v = strtoul(min, &end, 0);
+
+		if (*min && !*end && v <= RF_MAX_IO)
+			fs->splice_min = v < 8192 ? 8192 : (uint32_t)v;
+		else
+			rf_warn("RAIDFUSE_SPLICE_MIN=%s: not a byte count up to %u; %u kept", min, RF_MAX_IO,
+				fs->splice_min);
+	}
+	if (!fs->splice || fs->null)
+		return;
+	pmax = rf_splice_pipe_max(RF_SPLICE_PIPE);
+	if (pmax <= (long)RF_SPLICE_HDR + (long)fs->splice_min) {
+		rf_info("pipes of %ld bytes hold no read of %u: reads are copied", pmax, fs->splice_min);
+		fs->splice = false;
+		return;
+	}
+	fs->splice_max = pmax - RF_SPLICE_HDR < (long)RF_MAX_IO ? (uint32_t)(pmax - RF_SPLICE_HDR) : RF_MAX_IO;
+	/* Not below a quarter: more, smaller requests would cost more than
+	 * the copies saved. */
+	if (fs->splice_max < RF_MAX_IO && fs->splice_max >= RF_MAX_IO / 4 && !uring_may_serve(mode)) {
+		while (fs->max_read > fs->splice_max)
+			fs->max_read /= 2;
+		rf_dbg("splice: pipes hold %ld bytes: reads up to %u bytes", pmax, fs->max_read);
+	}
+}
+
+/* INIT: splice replies when the kernel takes them. */
+static void splice_init(struct fs *fs, struct fuse_conn_info *conn)
+{
+	if (fs->splice && !(conn->capable & FUSE_CAP_SPLICE_WRITE)) {
+		rf_info("the kernel takes no spliced replies: reads are copied");
+		fs->splice = false;
+	}
+	if (!fs->splice)
+		return;
+	conn->want |= FUSE_CAP_SPLICE_WRITE;
+}
+
+/* Answer the read [off, off + size) of the image by splice; false: not
+ * answered, the caller submits it. */
+static bool splice_read(struct fs *fs, struct rf_fq *q, uint64_t off, size_t size)
+{
+	struct rf_read_map m;
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(size);
+	int fd;
+
+	if (!fs->splice || size < fs->splice_min || size > fs->splice_max || q->ops != &ll_reply)
+		return false;
+	if (rf_read_map(fs->a, off, (uint32_t)size, &m))
+		return false;
+	fd = rf_splice_fill(&m, RF_SPLICE_PIPE);
+	if (fd < 0) {
+		rf_read_unmap(&m);
+		if (fd == -ENOSPC)
+			return false;   /* this thread's pipe is too small for it */
+		atomic_fetch_add_explicit(&fs->nr_splice_fallback, 1, memory_order_relaxed);
+		if (!fs->splice_nofallback)
+			return false;
+		q->ops->err(q, -fd);
+		return true;
+	}
+	bv.buf[0].flags = FUSE_BUF_IS_FD;
+	bv.buf[0].fd = fd;
+	/* One reply whatever happens: libfuse answers its own errors. */
+	fuse_reply_data(q->h, &bv, 0);
+	/* The pipe's pages left before the barrier lets the members go. */
+	rf_splice_after_reply();
+	rf_read_unmap(&m);
+	atomic_fetch_add_explicit(&fs->nr_spliced, 1, memory_order_relaxed);
+	return true;
+}
+
 static void op_init(void *ud, struct fuse_conn_info *conn)
 {
 	conn->max_write = RF_MAX_IO;
-	conn->max_read = RF_MAX_IO;
+	conn->max_read = ((struct fs *)ud)->max_read;
 	conn->max_readahead = RF_MAX_IO;
 	/* Async direct IO: let many requests be in flight at once. */
 	conn->max_background = 128;
@@ -388,6 +538,7 @@ static void op_init(void *ud, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_ASYNC_DIO;
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	splice_init(ud, conn);
 }
 
 /* md/'s per-device entries: dev-NAME and rdN.  The entry's inode or 0. */
@@ -739,6 +890,8 @@ static void do_read(struct rf_fq *q, uint64_t ino, size_t size, off_t off, uint6
 		q->ops->buf(q, zeros, size);
 		return;
 	}
+	if (splice_read(fs, q, (uint64_t)off, size))
+		return;
 	submit(fs, q, RF_REQ_READ, (uint64_t)off, size, NULL);
 }
 
@@ -1254,7 +1407,7 @@ static int serve_uring(struct fs *fs, const struct rf_fuse_opts *o, const char *
 static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs)
 {
 	struct statfs sfs;
-	char *argv[10];
+	char *argv[10], max_read[32];
 	char *opts = NULL, *init = NULL;
 	ssize_t init_len = 0;
 	int argc = 0, ret, mode = RF_URING_AUTO;
@@ -1271,9 +1424,6 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 		       o->mountpoint);
 		return 1;
 	}
-	argv[argc++] = "raidfuse";
-	argv[argc++] = "-o";
-	argv[argc++] = "max_read=1048576";
 	if (o->fuse_opts) {
 		size_t size = strlen(o->fuse_opts) + 1;
 
@@ -1283,6 +1433,11 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 			return 1;
 		}
 	}
+	splice_config(fs, mode);
+	snprintf(max_read, sizeof(max_read), "max_read=%u", fs->max_read);
+	argv[argc++] = "raidfuse";
+	argv[argc++] = "-o";
+	argv[argc++] = max_read;
 	if (opts && *opts) {
 		argv[argc++] = "-o";
 		argv[argc++] = opts;
@@ -1367,6 +1522,10 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 			fuse_session_process_buf(fs->se, &fb);
 		}
 		ret = fuse_session_loop_mt(fs->se, lc);
+		if (fs->splice)
+			rf_info("%llu reads spliced, %llu went the usual way after a failed splice",
+				(unsigned long long)atomic_load(&fs->nr_spliced),
+				(unsigned long long)atomic_load(&fs->nr_splice_fallback));
 	}
 	free(init);
 	/* A positive value is the signal that ended the loop: a clean stop.

@@ -18,27 +18,56 @@ static int r0_max_pieces(const struct rf_array *a, uint32_t max_len)
 	return max_len / a->chunk_bytes + 2;
 }
 
+/* The piece of [off, end) in off's chunk: its length, member and member
+ * byte offset (from the member's data start). */
+static uint32_t r0_chunk(const struct rf_array *a, uint64_t off, uint64_t end, int *member, uint64_t *moff)
+{
+	uint64_t len = a->chunk_bytes - (off & (a->chunk_bytes - 1)), dev_sector;
+
+	if (len > end - off)
+		len = end - off;
+	rf_r0_map(&a->geom, off >> 9, member, &dev_sector);
+	*moff = (dev_sector << 9) + (off & 511);
+	return (uint32_t)len;
+}
+
 static int r0_split(struct rf_array *a, struct rf_req *r)
 {
 	uint64_t off = r->off, end = r->off + r->len;
 
 	while (off < end) {
-		uint64_t sector = off >> 9, dev_sector;
-		uint32_t in_chunk = (uint32_t)(off & (a->chunk_bytes - 1));
-		uint64_t len = a->chunk_bytes - in_chunk;
-		struct rf_piece *p;
+		uint64_t moff;
 		int member;
+		uint32_t len = r0_chunk(a, off, end, &member, &moff);
+		struct rf_piece *p = rf_piece_new(r, RF_PIECE_DIRECT, r->op == RF_REQ_WRITE, off,
+						  r->buf + (off - r->off), len, off / a->chunk_bytes);
 
-		if (len > end - off)
-			len = end - off;
-		rf_r0_map(&a->geom, sector, &member, &dev_sector);
-		p = rf_piece_new(r, RF_PIECE_DIRECT, r->op == RF_REQ_WRITE, off, r->buf + (off - r->off),
-				 (uint32_t)len, off / a->chunk_bytes);
 		if (!p)
 			return -EINVAL;
-		rf_piece_set_mio(a, p, member, (dev_sector << 9) + (off & 511));
+		rf_piece_set_mio(a, p, member, moff);
 		rf_queue_piece(a, p);
 		off += len;
+	}
+	return 0;
+}
+
+/* Every chunk is read from its one member; a faulty member's reads are
+ * left to the IO path (which ends them with its error). */
+static int r0_read_map(const struct rf_array *a, uint64_t off, uint32_t len, struct rf_read_map *m)
+{
+	uint64_t end = off + len;
+
+	if (rf_faulty(a))
+		return -EAGAIN;
+	while (off < end) {
+		uint64_t moff;
+		int member, ret;
+		uint32_t l = r0_chunk(a, off, end, &member, &moff);
+
+		ret = rf_read_map_add(m, member, a->devs[member].data_offset + moff, l);
+		if (ret)
+			return ret;
+		off += l;
 	}
 	return 0;
 }
@@ -66,4 +95,5 @@ const struct rf_level_ops rf_raid0_ops = {
 	.split = r0_split,
 	.direct_failed = r0_direct_failed,
 	.failed = r0_failed,
+	.read_map = r0_read_map,
 };

@@ -56,10 +56,28 @@ static int mirror_max_pieces(const struct rf_array *a, uint32_t max_len)
 	return a->geom.near_copies * a->geom.far_copies * (max_len / a->chunk_bytes + 2);
 }
 
+/* The copy (index into devs[n]) a read goes to: start at a rotating
+ * copy, take the first in-sync one that is not write-mostly, else the
+ * first in-sync one; -1: none is in sync. */
+static int read_copy(const struct rf_array *a, const int *devs, int n)
+{
+	struct rf_array *w = (struct rf_array *)a;
+	int first = (int)(atomic_fetch_add_explicit(&w->rr, 1, memory_order_relaxed) % (unsigned)n), i;
+	uint64_t wm = atomic_load_explicit(&w->write_mostly, memory_order_relaxed);
+
+	for (i = 0; i < 2 * n; i++) {
+		int c = (first + i) % n;
+
+		if (readable(a, devs[c]) && (i >= n || !(wm & (1ull << devs[c]))))
+			return c;
+	}
+	return -1;
+}
+
 static int queue_segment(struct rf_array *a, struct rf_req *r, uint64_t off, uint32_t len)
 {
-	int devs[RF_MAX_MEMBERS], n, i, first;
-	uint64_t moffs[RF_MAX_MEMBERS], wm;
+	int devs[RF_MAX_MEMBERS], n, i, c;
+	uint64_t moffs[RF_MAX_MEMBERS];
 	char *buf = r->buf + (off - r->off);
 	uint64_t key = off >> 20;
 	struct rf_piece *p;
@@ -77,24 +95,16 @@ static int queue_segment(struct rf_array *a, struct rf_req *r, uint64_t off, uin
 		}
 		return 0;
 	}
-	/* Read: start at a rotating copy, take the first in-sync one that
-	 * is not write-mostly, else the first in-sync one. */
-	first = (int)(atomic_fetch_add_explicit(&a->rr, 1, memory_order_relaxed) % (unsigned)n);
-	wm = atomic_load_explicit(&a->write_mostly, memory_order_relaxed);
-	for (i = 0; i < 2 * n; i++) {
-		int c = (first + i) % n;
-
-		if (!readable(a, devs[c]) || (i < n && (wm & (1ull << devs[c]))))
-			continue;
-		p = rf_piece_new(r, RF_PIECE_DIRECT, false, off, buf, len, key);
-		if (!p)
-			return -EINVAL;
-		p->tries = (uint8_t)c;
-		rf_piece_set_mio(a, p, devs[c], moffs[c]);
-		rf_queue_piece(a, p);
-		return 0;
-	}
-	return -EIO;
+	c = read_copy(a, devs, n);
+	if (c < 0)
+		return -EIO;
+	p = rf_piece_new(r, RF_PIECE_DIRECT, false, off, buf, len, key);
+	if (!p)
+		return -EINVAL;
+	p->tries = (uint8_t)c;
+	rf_piece_set_mio(a, p, devs[c], moffs[c]);
+	rf_queue_piece(a, p);
+	return 0;
 }
 
 static int mirror_split(struct rf_array *a, struct rf_req *r)
@@ -113,6 +123,30 @@ static int mirror_split(struct rf_array *a, struct rf_req *r)
 		if (ret)
 			return ret;
 		off += len;
+	}
+	return 0;
+}
+
+/* One copy per segment (raid1: the whole read; raid10: per chunk), the
+ * one split() would pick; no copy in sync: the IO path's to answer. */
+static int mirror_read_map(const struct rf_array *a, uint64_t off, uint32_t len, struct rf_read_map *m)
+{
+	uint64_t end = off + len;
+
+	while (off < end) {
+		int devs[RF_MAX_MEMBERS], n, c, ret;
+		uint64_t moffs[RF_MAX_MEMBERS], l = end - off;
+
+		if (a->geom.level != 1 && l > a->chunk_bytes - (off & (a->chunk_bytes - 1)))
+			l = a->chunk_bytes - (off & (a->chunk_bytes - 1));
+		n = copies_of(a, off, devs, moffs);
+		c = read_copy(a, devs, n);
+		if (c < 0)
+			return -EAGAIN;
+		ret = rf_read_map_add(m, devs[c], a->devs[devs[c]].data_offset + moffs[c], (uint32_t)l);
+		if (ret)
+			return ret;
+		off += l;
 	}
 	return 0;
 }
@@ -536,6 +570,7 @@ const struct rf_level_ops rf_raid1_ops = {
 	.direct_failed = mirror_direct_failed,
 	.failed = raid1_failed,
 	.sync = &raid1_sync_ops,
+	.read_map = mirror_read_map,
 };
 
 /* A rebuild's walk, by member sector (not from the bitmap: sync.c). */
@@ -566,4 +601,5 @@ const struct rf_level_ops rf_raid10_ops = {
 	.direct_failed = mirror_direct_failed,
 	.failed = raid10_failed,
 	.sync = &raid10_sync_ops,
+	.read_map = mirror_read_map,
 };

@@ -119,6 +119,28 @@ static int queue_stripe_pieces(struct rf_array *a, struct rf_req *r, bool write,
 	return 0;
 }
 
+/* The piece of [off, end) in off's chunk (not across a reshape's
+ * position): its length, where it is (m), its member byte offset in its
+ * geometry (the previous one when *prev), and whether a read of it is
+ * DIRECT (md's chunk-aligned read: its member is in sync there). */
+static uint32_t r5_chunk(const struct rf_array *a, uint64_t off, uint64_t end, struct rf_r5_map *m, bool *prev,
+			 uint64_t *moff, bool *direct)
+{
+	const struct rf_geom *g = rf_geom_at(a, off >> 9, prev);
+	uint64_t cb = (uint64_t)g->chunk_sectors << 9;
+	uint64_t len = cb - (off & (cb - 1));
+
+	if (len > end - off)
+		len = end - off;
+	/* Not across a reshape's position (a whole sector). */
+	if (a->reshape.active && off < a->reshape.position << 9 && len > (a->reshape.position << 9) - off)
+		len = (a->reshape.position << 9) - off;
+	rf_r5_map_sector(g, off >> 9, m);
+	*moff = (m->dev_sector << 9) + (off & 511);
+	*direct = !(rf_faulty_at(a, m->dev_sector) & (1ull << m->dd_idx));
+	return (uint32_t)len;
+}
+
 static int r5_split(struct rf_array *a, struct rf_req *r)
 {
 	uint64_t off = r->off, end = r->off + r->len;
@@ -126,21 +148,13 @@ static int r5_split(struct rf_array *a, struct rf_req *r)
 
 	while (off < end) {
 		struct rf_r5_map m;
-		bool prev;
-		const struct rf_geom *g = rf_geom_at(a, off >> 9, &prev);
-		uint64_t cb = (uint64_t)g->chunk_sectors << 9;
-		uint64_t len = cb - (off & (cb - 1)), moff;
+		bool prev, direct;
+		uint64_t moff;
+		uint32_t len = r5_chunk(a, off, end, &m, &prev, &moff, &direct);
 		char *buf = r->buf + (off - r->off);
 		int ret;
 
-		if (len > end - off)
-			len = end - off;
-		/* Not across a reshape's position (a whole sector). */
-		if (a->reshape.active && off < a->reshape.position << 9 && len > (a->reshape.position << 9) - off)
-			len = (a->reshape.position << 9) - off;
-		rf_r5_map_sector(g, off >> 9, &m);
-		moff = (m.dev_sector << 9) + (off & 511);
-		if (!write && !(rf_faulty_at(a, m.dev_sector) & (1ull << m.dd_idx))) {
+		if (!write && direct) {
 			struct rf_piece *p = rf_piece_new(r, RF_PIECE_DIRECT, false, off, buf, (uint32_t)len,
 							  moff >> 9 & ~(uint64_t)(a->stripe_size / 512 - 1));
 
@@ -156,6 +170,29 @@ static int r5_split(struct rf_array *a, struct rf_req *r)
 				return ret;
 		}
 		off += len;
+	}
+	return 0;
+}
+
+/* Every chunk DIRECT, as r5_split() would read it; a chunk it would
+ * rebuild through a stripe head is not a pure data read. */
+static int r5_read_map(const struct rf_array *a, uint64_t off, uint32_t len, struct rf_read_map *m)
+{
+	uint64_t end = off + len;
+
+	while (off < end) {
+		struct rf_r5_map rm;
+		bool prev, direct;
+		uint64_t moff;
+		uint32_t l = r5_chunk(a, off, end, &rm, &prev, &moff, &direct);
+		int ret;
+
+		if (!direct)
+			return -EAGAIN;
+		ret = rf_read_map_add(m, rm.dd_idx, rf_dev_offset(a, rm.dd_idx, prev) + moff, l);
+		if (ret)
+			return ret;
+		off += l;
 	}
 	return 0;
 }
@@ -1042,4 +1079,5 @@ const struct rf_level_ops rf_raid5_ops = {
 	.failed = r5_failed,
 	.handle_stripe = r5_handle_stripe,
 	.sync = &raid5_sync_ops,
+	.read_map = r5_read_map,
 };
