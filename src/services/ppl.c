@@ -247,13 +247,10 @@ static void add_entry(const struct ppl *p, struct rf_ppl_header *h, int m, const
 		e->pp_size = 0;
 		e->data_size = 0;
 		e->parity_disk = (uint32_t)m;
-		e->checksum = ~0u;      /* running crc32c, inverted once the unit is whole */
+		e->checksum = 0;        /* set when the unit closes (unit_close) */
 	}
 	e->data_size += ls->data_size;
-	if (ls->pp_size) {
-		e->pp_size += ls->pp_size;
-		e->checksum = rf_crc32c(e->checksum, ls->pp, ls->pp_size);
-	}
+	e->pp_size += ls->pp_size;
 }
 
 /* Whether ls may join l's open unit (lock held): the area's room behind
@@ -330,6 +327,7 @@ static void unit_close(struct rf_ioq_plug *pl, struct rf_ioq *q)
 {
 	struct plog *l = (struct plog *)((char *)pl - offsetof(struct plog, plug));
 	struct ppl *p = l->p;
+	struct rf_log_stripe *ls = l->unit;
 	uint32_t k;
 
 	(void)q;
@@ -337,13 +335,23 @@ static void unit_close(struct rf_ioq_plug *pl, struct rf_ioq *q)
 	l->open = false;
 	pthread_mutex_unlock(&l->lock);
 	/* Only q's thread joins a unit, and only while it is open: its
-	 * entries are final now. */
+	 * entries and stripes are final now.  Each entry's checksum is md's
+	 * crc32c of its partial parity, its stripes' in order (those with
+	 * partial parity: an entry has it or not for all its stripes),
+	 * computed here, not while the log's lock is held. */
 	l->h.signature = p->sig;
 	l->h.generation = atomic_fetch_add(&p->seq, 1) + 1;
 	for (k = 0; k < l->h.entries_count; k++) {
 		struct rf_ppl_entry *e = &l->h.e[k];
+		uint32_t crc = ~0u, left = e->pp_size;
 
-		e->checksum = e->pp_size ? ~e->checksum : 0;
+		for (; left; ls = ls->next) {
+			if (!ls->pp_size)
+				continue;
+			crc = rf_crc32c(crc, ls->pp, ls->pp_size);
+			left -= ls->pp_size;
+		}
+		e->checksum = e->pp_size ? ~crc : 0;
 	}
 	rf_ppl_encode(&l->h, l->hdr);
 	l->next = l->at + RF_PPL_HEADER_SIZE + l->upp;

@@ -676,20 +676,22 @@ static void test_flush_before_reuse(void **state)
 
 /* A 64 KiB write to one column of row 0 (16 heads of 4 KiB, the row's
  * parity on member 3): one log write on member 3, the header and the
- * partial parity of all 16 heads, and a header naming them all.
+ * partial parity of all 16 heads, and a header naming them all, each
+ * entry with md's checksum of its partial parity.
  * (Each unit used to start at its first head: two log writes, the first
  * header naming one head.) */
 static void test_unit_gathers(void **state)
 {
 	char paths[FM][FX_PATH];
 	uint8_t id[16];
-	char *buf = aligned_alloc(4096, 65536);
+	char *buf = aligned_alloc(4096, 65536), *pp = malloc(65536);
 	struct rf_ppl_header h;
 	struct rf_array *a;
 	int i, fd, logw = 0;
 
 	(void)state;
 	assert_non_null(buf);
+	assert_non_null(pp);
 	a = fl_open("ug", 0, paths);
 	fx_rand_fill(buf, 65536);
 	assert_int_equal(testreq_io(a, RF_REQ_WRITE, 0, 65536, buf), 0);
@@ -708,6 +710,7 @@ static void test_unit_gathers(void **state)
 	assert_int_equal(logw, 1);
 	fd = open(paths[3], O_RDONLY);
 	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, pp, 65536, FL_AREA + RF_PPL_HEADER_SIZE), 65536);
 	assert_int_equal(pread(fd, buf, RF_PPL_HEADER_SIZE, FL_AREA), RF_PPL_HEADER_SIZE);
 	close(fd);
 	for (i = 0; i < 16; i++)
@@ -722,6 +725,10 @@ static void test_unit_gathers(void **state)
 	assert_int_equal(h.e[1].data_sector, 15 * 8);
 	assert_int_equal(h.e[1].pp_size, 4096);
 	assert_int_equal(h.e[0].parity_disk, 3);
+	/* each entry's checksum is md's, of its partial parity as written */
+	assert_int_equal(h.e[0].checksum, ~rf_crc32c(~0u, pp, 15 * 4096));
+	assert_int_equal(h.e[1].checksum, ~rf_crc32c(~0u, pp + 15 * 4096, 4096));
+	free(pp);
 	free(buf);
 }
 
