@@ -105,6 +105,16 @@ struct rf_ioq_backend {
 	void (*destroy)(struct rf_ioq *q);
 };
 
+/* A plug: a client that gathers work into mios already queued (the
+ * partial parity log fills a unit's header while heads join it) until
+ * they are issued.  rf_ioq_submit() takes every plug off the queue and
+ * runs its unplug() first, on the queue's thread, before it issues
+ * anything; unplug() may queue more. */
+struct rf_ioq_plug {
+	struct rf_ioq_plug *next;       /* the queue's, while plugged */
+	void (*unplug)(struct rf_ioq_plug *pl, struct rf_ioq *q);
+};
+
 struct rf_ioq {
 	const struct rf_ioq_backend *be;
 	void *priv;                     /* backend state */
@@ -118,6 +128,7 @@ struct rf_ioq {
 	atomic_uint nbd_ending;         /* NBD ends between their push on nbd_done and the
 					 * end of their kick: rf_ioq_destroy() waits for 0 */
 	struct rf_mio *mtail[RF_IOQ_MAX_MEMBERS];   /* per member: queued mio open to merging */
+	struct rf_ioq_plug *plugs;      /* run by the next rf_ioq_submit() */
 	unsigned inflight;
 	struct iovec *iov;              /* one array of RF_IOQ_MAX_MERGE per slot */
 	int16_t *iov_free;
@@ -144,7 +155,14 @@ void rf_ioq_destroy(struct rf_ioq *q);
 /* Queue m (its buf/off/len/op/member/end set).  Never fails: when the backend
  * is full, m waits on the retry list until rf_ioq_submit() finds room. */
 void rf_ioq_queue(struct rf_ioq *q, struct rf_mio *m);
-/* Submit everything queued.  Returns 0 or -errno from the backend. */
+/* Plug pl (not plugged yet) on q, from q's thread: the next
+ * rf_ioq_submit() runs pl->unplug() before it issues anything. */
+static inline void rf_ioq_plug(struct rf_ioq *q, struct rf_ioq_plug *pl)
+{
+	pl->next = q->plugs;
+	q->plugs = pl;
+}
+/* Submit everything queued (plugs first).  Returns 0 or -errno from the backend. */
 int rf_ioq_submit(struct rf_ioq *q);
 /* Reap completions (end() runs for each finished mio); wait: block until one
  * arrives or rf_ioq_kick().  Returns the number of end() calls or -errno. */

@@ -219,6 +219,13 @@ void rf_ioq_queue(struct rf_ioq *q, struct rf_mio *m)
 
 int rf_ioq_submit(struct rf_ioq *q)
 {
+	struct rf_ioq_plug *pl;
+
+	while ((pl = q->plugs)) {
+		q->plugs = pl->next;
+		pl->next = NULL;
+		pl->unplug(pl, q);
+	}
 	for (;;) {
 		struct rf_mio *m;
 		int ret;

@@ -435,7 +435,8 @@ static bool r5_log_prepare(struct rf_worker *w, struct rf_stripe *sh, const stru
 	struct rf_array *a = w->a;
 	uint32_t ss = a->stripe_size;
 	struct rf_log_stripe *ls = sh->log;
-	int k, kmin, kmax;
+	void *src[RF_MAX_MEMBERS];
+	int k, kmin, kmax, n = 0;
 	int64_t first;
 
 	if (!r5_log_wanted(a, c) || !(wmask & c->data_mask))
@@ -459,18 +460,43 @@ static bool r5_log_prepare(struct rf_worker *w, struct rf_stripe *sh, const stru
 	ls->pp_size = kmin == 0 && kmax == a->geom.data_disks - 1 ? 0 : ss;
 	if (!ls->pp_size)
 		return true;    /* a full row: recovery xors all its data */
+	/* One pass: old parity ^ old data of the run (read-modify-write),
+	 * else the data outside the run; both are the xor outside it. */
 	if (sh->rmw) {
-		/* old parity ^ old data of the run = the xor outside it */
-		memcpy(ls->pp, sh->buf[c->row.pd_idx], ss);
+		src[n++] = sh->buf[c->row.pd_idx];
 		for (k = kmin; k <= kmax; k++)
-			rf_xor_into(ss, sh->buf[c->row.data_member[k]], ls->pp);
+			src[n++] = sh->buf[c->row.data_member[k]];
 	} else {
-		memset(ls->pp, 0, ss);
 		for (k = 0; k < a->geom.data_disks; k++)
 			if (k < kmin || k > kmax)
-				rf_xor_into(ss, sh->buf[c->row.data_member[k]], ls->pp);
+				src[n++] = sh->buf[c->row.data_member[k]];
 	}
+	if (n == 1)
+		memcpy(ls->pp, src[0], ss);
+	else
+		rf_xor_gen(n, ss, src, ls->pp);
 	return true;
+}
+
+/* A logged read-modify-write with partial parity: merge the new data and
+ * make the new parity from the partial parity, in one pass: the xor
+ * outside the run ^ the run's new data (its unwritten columns were read,
+ * unchanged), instead of old ^ new of each column into the old parity. */
+static void r5_log_rmw(struct rf_worker *w, struct rf_stripe *sh, const struct row_ctx *c, uint64_t wmask)
+{
+	struct rf_array *a = w->a;
+	void *src[RF_MAX_MEMBERS];
+	int i, k, kmin, kmax, n = 0;
+
+	assert(c->row.qd_idx < 0);
+	for (i = 0; i < a->nmembers; i++)
+		if (wmask & (1ull << i))
+			merge_col(sh, i);
+	r5_log_run(a, c, wmask, &kmin, &kmax);
+	src[n++] = sh->log->pp;
+	for (k = kmin; k <= kmax; k++)
+		src[n++] = sh->buf[c->row.data_member[k]];
+	rf_xor_gen(n, a->stripe_size, src, sh->buf[c->row.pd_idx]);
 }
 
 /* Issue the round's writes of the columns in mask (those in sync).
@@ -646,7 +672,9 @@ static bool r5_compute(struct rf_worker *w, struct rf_stripe *sh)
 	for (p = sh->writing; p; p = p->next)
 		wmask |= 1ull << p->member;
 	logging = r5_log_prepare(w, sh, &c, wmask);
-	if (sh->rmw) {
+	if (sh->rmw && logging && sh->log->pp_size) {
+		r5_log_rmw(w, sh, &c, wmask);
+	} else if (sh->rmw) {
 		int slot;
 
 		for (i = 0; i < a->nmembers; i++) {

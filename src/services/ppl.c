@@ -16,12 +16,22 @@
  * (core/hooks.h, struct rf_log_ops) after computing its partial parity and
  * before issuing its data and parity writes.  The log of the row's parity
  * member takes it:
- *   - idle: the head alone becomes the log's unit at once;
- *   - busy (a unit in flight): the head waits on the log's list; when the
- *     unit's last stripe is written, everything waiting (up to 148
- *     entries, consecutive heads merged into one entry as md merges them,
- *     and RF_PPL_UNIT_MAX of partial parity) becomes the next unit, one
- *     header write for them all.
+ *   - idle: the head opens the log's next unit on its worker's queue: the
+ *     header's write is queued at once and filled only when that queue is
+ *     submitted (an ioq plug, unit_close), so every head the same worker
+ *     offers meanwhile (the other heads of its request, of its batch)
+ *     joins the unit, its partial parity queued right behind the header
+ *     (one write where nothing else came between);
+ *   - busy (a unit in flight, or open on another worker): the head waits
+ *     on the log's list; when the unit's last stripe is written,
+ *     everything waiting (up to 148 entries, consecutive heads merged into
+ *     one entry as md merges them, and RF_PPL_UNIT_MAX of partial parity)
+ *     becomes the next unit, one header write for them all, issued at
+ *     once.
+ * The unit's IO is submitted as soon as it is queued (its header when it
+ * opens from the waiting list, its stripes' writes when they resume), not
+ * after the worker's next pass over its groups: the log's round trip is
+ * what its waiting heads wait for.
  * A unit is written as md writes one: its header at the log's next place
  * in the area (after the previous unit's partial parity, back at the
  * start when the rest is short), its partial parity behind it, then the
@@ -49,13 +59,14 @@
  * An area too small for two units holds one header at its start,
  * rewritten for every unit, as md's single log.
  *
- * Locks: each log's lock (a leaf) guards busy, its waiting list, the
- * next unit's header entries and member mask while they are taken, and
- * the count of the unit's stripes not yet written; the unit's IO state
- * (its header buffer and mios, next) is its leader's, the one worker
- * running it; its flush state (fq, fl_left, fmio) the worker of its last
- * stripe's end.  The
- * generation counter and the off switch are atomic.
+ * Locks: each log's lock (a leaf) guards busy, open, its waiting list,
+ * the unit's header entries and member mask while heads join it, and the
+ * count of the unit's stripes not yet written; the unit's IO state (its
+ * header buffer and mios, its stripe list, next) is its leader's, the
+ * one worker whose queue it opened on (only that worker joins heads to
+ * it, only while open); its flush state (fq, fl_left, fmio) the worker of
+ * its last stripe's end.  The generation counter and the off switch are
+ * atomic.
  *
  * What it does NOT do: write a log's next
  * header while the previous unit's data writes are in flight (md does not
@@ -68,6 +79,7 @@
 #include <linux/magic.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,13 +102,18 @@ struct plog {
 	struct rf_ppl_area area;
 	bool multi;                     /* headers one after another (rf_ppl_area_multi) */
 	bool flush;                     /* the member has a cache to flush */
-	pthread_mutex_t lock;           /* a leaf: busy, wait, unit_left */
-	bool busy;                      /* lock: a unit in flight */
+	pthread_mutex_t lock;           /* a leaf: busy, open, wait, unit_left */
+	bool busy;                      /* lock: a unit open or in flight */
+	bool open;                      /* lock: the unit's header is not issued yet: heads
+					 * offered on q join it */
 	struct rf_log_stripe *wait, **wait_tail;        /* lock: waiting for the next unit */
 	int unit_left;                  /* lock: the unit's stripes not yet written */
-	/* the unit in flight, its leader's: */
-	struct rf_log_stripe *unit;
+	/* the unit in flight, its leader's (joined only on q's thread, open): */
+	struct rf_log_stripe *unit, **unit_tail;
 	struct rf_ioq *q;               /* the leader's queue: the unit's completions run there */
+	struct rf_ioq_plug plug;        /* on q while open: closes the unit before q's submit */
+	uint64_t upp;                   /* the unit's partial parity bytes */
+	uint64_t nls;                   /* its stripes */
 	int io_left, io_err;
 	bool flushed;
 	uint64_t at;                    /* the unit's header, bytes into the area */
@@ -154,6 +171,9 @@ static void unit_resume(struct plog *l, struct rf_ioq *q)
 		ls->next = NULL;
 		ls->resume(ls, q);
 	}
+	/* The stripes' writes go out now, not after the worker's next pass
+	 * over its groups: until they end, the log's next unit waits. */
+	rf_ioq_submit(q);
 }
 
 static void unit_io_end(struct rf_mio *m)
@@ -227,93 +247,116 @@ static void add_entry(const struct ppl *p, struct rf_ppl_header *h, int m, const
 		e->pp_size = 0;
 		e->data_size = 0;
 		e->parity_disk = (uint32_t)m;
-		e->checksum = ~0u;      /* running crc32c, inverted once the unit is whole */
+		e->checksum = 0;        /* set when the unit closes (unit_close) */
 	}
 	e->data_size += ls->data_size;
-	if (ls->pp_size) {
-		e->pp_size += ls->pp_size;
-		e->checksum = rf_crc32c(e->checksum, ls->pp, ls->pp_size);
-	}
+	e->pp_size += ls->pp_size;
 }
 
-/* Take what waits on l into the next unit, up to what one header holds
- * (its entries, merged as md merges them, and the area's room for
- * partial parity), and fill l->h with their entries (lock held). */
-static struct rf_log_stripe *take_waiting(struct plog *l, int *n)
+/* Whether ls may join l's open unit (lock held): the area's room behind
+ * the unit's header, RF_PPL_UNIT_MAX of partial parity, and the entries
+ * one header holds (ls merged into the last one where md would). */
+static bool fits(const struct plog *l, const struct rf_log_stripe *ls)
 {
-	struct rf_log_stripe *head = l->wait, *ls, **tail = &head;
-	uint64_t pp = 0, room = l->area.size - RF_PPL_HEADER_SIZE;
-	int k = 0;
+	const struct rf_ppl_entry *e = l->h.entries_count ? &l->h.e[l->h.entries_count - 1] : NULL;
+	uint64_t pp = l->upp + ls->pp_size;
 
-	if (room > RF_PPL_UNIT_MAX)
-		room = RF_PPL_UNIT_MAX;
+	if (pp > RF_PPL_UNIT_MAX || l->at + RF_PPL_HEADER_SIZE + pp > l->area.size)
+		return false;
+	return l->h.entries_count < RF_PPL_MAX_ENTRIES || (e && merges(l->p, e, ls));
+}
+
+/* ls joins l's open unit (lock held, on q's thread, fits()): its entry,
+ * the members it writes, its partial parity queued right behind the
+ * unit's (one write with the header where nothing else was queued for
+ * the member in between). */
+static void join(struct plog *l, struct rf_ioq *q, struct rf_log_stripe *ls)
+{
+	add_entry(l->p, &l->h, l->m, ls);
+	l->dmask |= stripe_members(l->p, ls);
+	l->unit_left++;
+	l->nls++;
+	ls->next = NULL;
+	*l->unit_tail = ls;
+	l->unit_tail = &ls->next;
+	if (!ls->pp_size)
+		return;
+	ls->mio = (struct rf_mio){ .end = unit_io_end, .priv = l, .buf = ls->pp,
+				   .off = l->area.start + l->at + RF_PPL_HEADER_SIZE + l->upp,
+				   .len = ls->pp_size, .member = (int16_t)l->m, .op = RF_MIO_WRITE };
+	l->upp += ls->pp_size;
+	l->io_left++;
+	rf_ioq_queue(q, &ls->mio);
+}
+
+static void unit_close(struct rf_ioq_plug *pl, struct rf_ioq *q);
+
+/* Open l's next unit on q with ls (l idle, lock held): its header goes
+ * at the log's next place (back at the start when the rest of the area
+ * is short for ls, as md rewinds; always there in a single log), queued
+ * on q now and filled when q is submitted (unit_close); until then,
+ * heads offered on q join it. */
+static void unit_open(struct plog *l, struct rf_ioq *q, struct rf_log_stripe *ls)
+{
+	l->busy = true;
+	l->open = true;
+	l->q = q;
 	l->h.entries_count = 0;
 	l->dmask = 0;
-	for (ls = l->wait; ls && pp + ls->pp_size <= room; ls = ls->next) {
-		const struct rf_ppl_entry *e = l->h.entries_count ? &l->h.e[l->h.entries_count - 1] : NULL;
-
-		if (l->h.entries_count == RF_PPL_MAX_ENTRIES && !(e && merges(l->p, e, ls)))
-			break;
-		add_entry(l->p, &l->h, l->m, ls);
-		l->dmask |= stripe_members(l->p, ls);
-		pp += ls->pp_size;
-		k++;
-		tail = &ls->next;
-	}
-	l->wait = *tail;
-	if (!l->wait)
-		l->wait_tail = &l->wait;
-	*tail = NULL;
-	*n = k;
-	return head;
+	l->unit_left = 0;
+	l->unit = NULL;
+	l->unit_tail = &l->unit;
+	l->upp = 0;
+	l->nls = 0;
+	l->io_err = 0;
+	l->flushed = false;
+	l->io_left = 1;
+	if (!l->multi || l->next + RF_PPL_HEADER_SIZE + ls->pp_size > l->area.size)
+		l->next = 0;
+	l->at = l->next;
+	l->hmio = (struct rf_mio){ .end = unit_io_end, .priv = l, .buf = l->hdr, .off = l->area.start + l->at,
+				   .len = RF_PPL_HEADER_SIZE, .member = (int16_t)l->m, .op = RF_MIO_WRITE };
+	rf_ioq_queue(q, &l->hmio);
+	join(l, q, ls);
+	rf_ioq_plug(q, &l->plug);
 }
 
-/* Write the header (l->h's entries, filled for list) and the partial
- * parity of the stripes on list (l busy, its lock not held), on q. */
-static void unit_start(struct plog *l, struct rf_ioq *q, struct rf_log_stripe *list)
+/* q is about to issue what it queued: close l's open unit and fill its
+ * header (on q's thread, before the header's write is issued). */
+static void unit_close(struct rf_ioq_plug *pl, struct rf_ioq *q)
 {
+	struct plog *l = (struct plog *)((char *)pl - offsetof(struct plog, plug));
 	struct ppl *p = l->p;
-	struct rf_log_stripe *ls;
-	uint64_t pp = 0, off, nls = 0;
+	struct rf_log_stripe *ls = l->unit;
 	uint32_t k;
 
+	(void)q;
+	pthread_mutex_lock(&l->lock);
+	l->open = false;
+	pthread_mutex_unlock(&l->lock);
+	/* Only q's thread joins a unit, and only while it is open: its
+	 * entries and stripes are final now.  Each entry's checksum is md's
+	 * crc32c of its partial parity, its stripes' in order (those with
+	 * partial parity: an entry has it or not for all its stripes),
+	 * computed here, not while the log's lock is held. */
 	l->h.signature = p->sig;
 	l->h.generation = atomic_fetch_add(&p->seq, 1) + 1;
 	for (k = 0; k < l->h.entries_count; k++) {
 		struct rf_ppl_entry *e = &l->h.e[k];
+		uint32_t crc = ~0u, left = e->pp_size;
 
-		e->checksum = e->pp_size ? ~e->checksum : 0;
-		pp += e->pp_size;
+		for (; left; ls = ls->next) {
+			if (!ls->pp_size)
+				continue;
+			crc = rf_crc32c(crc, ls->pp, ls->pp_size);
+			left -= ls->pp_size;
+		}
+		e->checksum = e->pp_size ? ~crc : 0;
 	}
 	rf_ppl_encode(&l->h, l->hdr);
-	/* The next place, or the start when the rest of the area is short
-	 * (md rewinds the same way). */
-	if (!l->multi || l->next + RF_PPL_HEADER_SIZE + pp > l->area.size)
-		l->next = 0;
-	l->at = l->next;
-	l->next += RF_PPL_HEADER_SIZE + pp;
-	l->unit = list;
-	l->q = q;
-	l->io_err = 0;
-	l->flushed = false;
-	l->io_left = 1;
-	off = l->area.start + l->at;
-	l->hmio = (struct rf_mio){ .end = unit_io_end, .priv = l, .buf = l->hdr, .off = off,
-				   .len = RF_PPL_HEADER_SIZE, .member = (int16_t)l->m, .op = RF_MIO_WRITE };
-	off += RF_PPL_HEADER_SIZE;
-	rf_ioq_queue(q, &l->hmio);
-	for (ls = list; ls; ls = ls->next) {
-		nls++;
-		if (!ls->pp_size)
-			continue;
-		ls->mio = (struct rf_mio){ .end = unit_io_end, .priv = l, .buf = ls->pp, .off = off,
-					   .len = ls->pp_size, .member = (int16_t)l->m, .op = RF_MIO_WRITE };
-		off += ls->pp_size;
-		l->io_left++;
-		rf_ioq_queue(q, &ls->mio);
-	}
+	l->next = l->at + RF_PPL_HEADER_SIZE + l->upp;
 	atomic_fetch_add(&p->nr_units, 1);
-	atomic_fetch_add(&p->nr_entries, nls);
+	atomic_fetch_add(&p->nr_entries, l->nls);
 }
 
 static int ppl_write_stripe(void *priv, struct rf_ioq *q, struct rf_log_stripe *ls)
@@ -329,19 +372,15 @@ static int ppl_write_stripe(void *priv, struct rf_ioq *q, struct rf_log_stripe *
 		return -EAGAIN;         /* md: no log on a missing parity member */
 	ls->next = NULL;
 	pthread_mutex_lock(&l->lock);
-	if (l->busy) {
+	if (!l->busy) {
+		unit_open(l, q, ls);
+	} else if (l->open && l->q == q && fits(l, ls)) {
+		join(l, q, ls);
+	} else {
 		*l->wait_tail = ls;
 		l->wait_tail = &ls->next;
-		pthread_mutex_unlock(&l->lock);
-		return 0;
 	}
-	l->busy = true;
-	l->unit_left = 1;
-	l->h.entries_count = 0;
-	add_entry(p, &l->h, l->m, ls);
-	l->dmask = stripe_members(p, ls);
 	pthread_mutex_unlock(&l->lock);
-	unit_start(l, q, ls);
 	return 0;
 }
 
@@ -349,19 +388,27 @@ static int ppl_write_stripe(void *priv, struct rf_ioq *q, struct rf_log_stripe *
  * flushed): what waits becomes the next unit, else the log is idle. */
 static void unit_next(struct plog *l, struct rf_ioq *q)
 {
-	struct rf_log_stripe *list = NULL;
-	int n = 0;
+	struct rf_log_stripe *ls;
+	bool opened = false;
 
 	pthread_mutex_lock(&l->lock);
-	if (l->wait) {
-		list = take_waiting(l, &n);
-		l->unit_left = n;
-	} else {
-		l->busy = false;
+	l->busy = false;
+	while ((ls = l->wait) && (!opened || fits(l, ls))) {
+		l->wait = ls->next;
+		if (!l->wait)
+			l->wait_tail = &l->wait;
+		if (opened) {
+			join(l, q, ls);
+		} else {
+			unit_open(l, q, ls);
+			opened = true;
+		}
 	}
 	pthread_mutex_unlock(&l->lock);
-	if (list)
-		unit_start(l, q, list);
+	/* The waiting heads waited a whole unit already: their header goes
+	 * out now. */
+	if (opened)
+		rf_ioq_submit(q);
 }
 
 static void flush_end(struct rf_mio *m)
@@ -682,6 +729,8 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 		l->p = p;
 		l->m = i;
 		l->wait_tail = &l->wait;
+		l->unit_tail = &l->unit;
+		l->plug.unplug = unit_close;
 		pthread_mutex_init(&l->lock, NULL);
 	}
 	if (any) {

@@ -1,7 +1,8 @@
 /* test_ioq.c - the member IO queue: short transfers resubmitted, EAGAIN
  * retried, errors delivered once, back-pressure queued, a failed read
- * retried once unless its member is failfast, on a fake backend; and one
- * real round trip through liburing. */
+ * retried once unless its member is failfast, on a fake backend; a
+ * plug runs before the queue issues anything, once; and one real round
+ * trip through liburing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -159,6 +160,60 @@ static void test_merge(void **state)
 	fake_reset();
 }
 
+/* A plug fills what was queued before it: its unplug() runs at the next
+ * rf_ioq_submit(), before the write it fills is issued (the synchronous
+ * backend writes in submit), and may queue more; a later submit does not
+ * run it again. */
+struct fill_plug {
+	struct rf_ioq_plug pl;
+	char *buf;
+	struct rec *more;
+	int runs;
+};
+
+static void fill_unplug(struct rf_ioq_plug *pl, struct rf_ioq *q)
+{
+	struct fill_plug *f = (struct fill_plug *)pl;
+
+	f->runs++;
+	memset(f->buf, 'P', 4096);
+	rf_ioq_queue(q, &f->more->m);
+}
+
+static void test_plug(void **state)
+{
+	struct rf_ioq_member mm = { .fd_direct = -1, .align = 4096 };
+	struct rf_ioq q;
+	struct rec w, more;
+	static char buf[4096], buf2[4096], back[8192];
+	struct fill_plug f = { .pl = { .unplug = fill_unplug }, .buf = buf, .more = &more };
+
+	(void)state;
+	mm.fd = tmpfile_fd(16384);
+	assert_int_equal(rf_ioq_init_sync(&q, RF_IOQ_ARRAY(&mm, 1), 8), 0);
+	memset(buf, 0, sizeof(buf));
+	memset(buf2, 'M', sizeof(buf2));
+	w = (struct rec){ .m = { .end = rec_end, .buf = buf, .off = 0, .len = 4096, .op = RF_MIO_WRITE } };
+	more = (struct rec){ .m = { .end = rec_end, .buf = buf2, .off = 4096, .len = 4096, .op = RF_MIO_WRITE } };
+	rf_ioq_queue(&q, &w.m);
+	rf_ioq_plug(&q, &f.pl);
+	run_all(&q);
+	assert_int_equal(f.runs, 1);
+	assert_int_equal(w.ends, 1);
+	assert_int_equal(more.ends, 1);
+	assert_int_equal(pread(mm.fd, back, sizeof(back), 0), (ssize_t)sizeof(back));
+	assert_int_equal(back[0], 'P');        /* filled before it was written */
+	assert_int_equal(back[4095], 'P');
+	assert_int_equal(back[4096], 'M');     /* what the plug queued went too */
+	w.ends = 0;
+	rf_ioq_queue(&q, &w.m);
+	run_all(&q);
+	assert_int_equal(f.runs, 1);
+	assert_int_equal(w.ends, 1);
+	rf_ioq_destroy(&q);
+	close(mm.fd);
+}
+
 /* A short merged transfer: the pieces it covered end, the rest go on. */
 static void test_merge_short(void **state)
 {
@@ -303,6 +358,7 @@ int main(void)
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_merge_short),
 		cmocka_unit_test(test_read_retry),
+		cmocka_unit_test(test_plug),
 		cmocka_unit_test(test_uring),
 	};
 

@@ -18,7 +18,12 @@
  *    before its data and parity writes, and the members those wrote are
  *    flushed before the log's next unit is written (md's ppl_do_flush);
  *    negative control: with members that need no flush the same checker
- *    sees the log reused over unflushed data;
+ *    sees the log reused over unflushed data; the heads of one request,
+ *    computed on one worker before its queue is submitted, go into one
+ *    unit (one write of the header and all their partial parity, merged
+ *    entries), not a unit of the first head alone and another of the
+ *    rest; logged read-modify-writes leave every row's parity right (the
+ *    new parity made from the partial parity);
  *  - where a log goes on an array switched to ppl (rf_ppl_place): mdadm's
  *    place before the bad block log, behind it when it sits right after
  *    the superblock, 1 MiB at most, a chunk's worth below that; refused
@@ -608,26 +613,38 @@ static int order_violations(int pm, int *flushes)
 	return bad;
 }
 
-static int run_flush(const char *flush, int *flushes)
+/* A raid5 with md's log on FM members named what (their paths in paths),
+ * gtc threads per group, started on the fake queue with every operation
+ * recorded from now on. */
+static struct rf_array *fl_open(const char *what, int gtc, char (*paths)[FX_PATH])
 {
 	struct rf_sb_new n = { .level = 5, .layout = 2, .chunk_sectors = CHUNK_SECTORS, .raid_disks = FM,
 			       .data_offset = FL_DATA_OFFSET, .size = FL_SECTORS - FL_DATA_OFFSET, .clean = true,
 			       .ppl = true };
-	char paths[FM][FX_PATH];
 	const char *p[FM];
+	struct rf_array *a;
+	int i;
+
+	fx_md_members(&n, what, FL_SECTORS, paths);
+	for (i = 0; i < FM; i++)
+		p[i] = paths[i];
+	a = fx_open_assembled(p, FM, false, gtc);
+	fake_reset();
+	fake_log_on = true;
+	fx_start(a, fake_ioq_init);
+	return a;
+}
+
+static int run_flush(const char *flush, int *flushes)
+{
+	char paths[FM][FX_PATH];
 	char *buf = aligned_alloc(4096, 4096);
 	struct rf_array *a;
 	int i, r, bad;
 
 	assert_non_null(buf);
 	setenv("RAIDFUSE_PPL_FLUSH", flush, 1);
-	fx_md_members(&n, "fl", FL_SECTORS, paths);
-	for (i = 0; i < FM; i++)
-		p[i] = paths[i];
-	a = fx_open_assembled(p, FM, false, 2);
-	fake_reset();
-	fake_log_on = true;
-	fx_start(a, fake_ioq_init);
+	a = fl_open("fl", 2, paths);
 	/* rows 0, 4, 8 and 12 all keep their parity on member 3: four units
 	 * of one log, one after another */
 	for (i = 0; i < 4; i++) {
@@ -657,6 +674,132 @@ static void test_flush_before_reuse(void **state)
 	assert_true(bad >= 3);
 }
 
+/* A 64 KiB write to one column of row 0 (16 heads of 4 KiB, the row's
+ * parity on member 3): one log write on member 3, the header and the
+ * partial parity of all 16 heads, and a header naming them all, each
+ * entry with md's checksum of its partial parity.
+ * (Each unit used to start at its first head: two log writes, the first
+ * header naming one head.) */
+static void test_unit_gathers(void **state)
+{
+	char paths[FM][FX_PATH];
+	uint8_t id[16];
+	char *buf = aligned_alloc(4096, 65536), *pp = malloc(65536);
+	struct rf_ppl_header h;
+	struct rf_array *a;
+	int i, fd, logw = 0;
+
+	(void)state;
+	assert_non_null(buf);
+	assert_non_null(pp);
+	a = fl_open("ug", 0, paths);
+	fx_rand_fill(buf, 65536);
+	assert_int_equal(testreq_io(a, RF_REQ_WRITE, 0, 65536, buf), 0);
+	rf_array_close(a);
+	fake_log_on = false;
+	for (i = 0; i < fake_nlog; i++) {
+		const struct fake_logent *e = &fake_log[i];
+
+		if (e->op != RF_MIO_WRITE || e->member != 3 || e->off < FL_AREA ||
+		    e->off >= FL_AREA + RF_PPL_AREA_SECTORS * 512ull)
+			continue;
+		logw++;
+		assert_int_equal(e->off, FL_AREA);
+		assert_int_equal(e->len, RF_PPL_HEADER_SIZE + 65536);
+	}
+	assert_int_equal(logw, 1);
+	fd = open(paths[3], O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, pp, 65536, FL_AREA + RF_PPL_HEADER_SIZE), 65536);
+	assert_int_equal(pread(fd, buf, RF_PPL_HEADER_SIZE, FL_AREA), RF_PPL_HEADER_SIZE);
+	close(fd);
+	for (i = 0; i < 16; i++)
+		id[i] = (uint8_t)(0x40 + i * 7);
+	assert_int_equal(rf_ppl_decode(buf, rf_ppl_signature(id), &h), 0);
+	/* 15 heads merged, the 16th apart: md keeps an entry's partial
+	 * parity below a chunk */
+	assert_int_equal(h.entries_count, 2);
+	assert_int_equal(h.e[0].data_sector, 0);
+	assert_int_equal(h.e[0].data_size, 15 * 4096);
+	assert_int_equal(h.e[0].pp_size, 15 * 4096);
+	assert_int_equal(h.e[1].data_sector, 15 * 8);
+	assert_int_equal(h.e[1].pp_size, 4096);
+	assert_int_equal(h.e[0].parity_disk, 3);
+	/* each entry's checksum is md's, of its partial parity as written */
+	assert_int_equal(h.e[0].checksum, ~rf_crc32c(~0u, pp, 15 * 4096));
+	assert_int_equal(h.e[1].checksum, ~rf_crc32c(~0u, pp + 15 * 4096, 4096));
+	free(pp);
+	free(buf);
+}
+
+/* Every row of members on paths holds parity: the xor of its blocks is
+ * 0.  The rows where it is not. */
+static int file_bad_rows(char (*paths)[FX_PATH])
+{
+	static uint8_t blk[FM][4096];
+	uint64_t off;
+	int fd[FM], i, j, bad = 0;
+
+	for (i = 0; i < FM; i++) {
+		fd[i] = open(paths[i], O_RDONLY);
+		assert_true(fd[i] >= 0);
+	}
+	for (off = FL_DATA_OFFSET * 512; off < FL_SECTORS * 512; off += 4096) {
+		uint8_t x = 0;
+
+		for (i = 0; i < FM; i++)
+			assert_int_equal(pread(fd[i], blk[i], 4096, (off_t)off), 4096);
+		for (j = 0; j < 4096; j++) {
+			uint8_t v = 0;
+
+			for (i = 0; i < FM; i++)
+				v ^= blk[i][j];
+			x |= v;
+		}
+		bad += !!x;
+	}
+	for (i = 0; i < FM; i++)
+		close(fd[i]);
+	return bad;
+}
+
+/* Logged read-modify-writes make their new parity from the partial
+ * parity (r5_log_rmw): after random 4 KiB writes (one column: rmw) and
+ * 8 KiB ones across a chunk's end (two columns), every row's parity
+ * holds on the members, and what was written reads back. */
+static void test_logged_parity(void **state)
+{
+	char paths[FM][FX_PATH];
+	char *buf = aligned_alloc(4096, 8192), *back = aligned_alloc(4096, 8192);
+	uint64_t size = (FL_SECTORS - FL_DATA_OFFSET) * 512 * (FM - 1), off;
+	struct rf_array *a;
+	uint32_t len;
+	int i;
+
+	(void)state;
+	assert_non_null(buf);
+	assert_non_null(back);
+	a = fl_open("lp", 0, paths);
+	for (i = 0; i < 200; i++) {
+		if (i % 4) {
+			len = 4096;
+			off = fx_rand() % (size / 4096) * 4096;
+		} else {
+			len = 8192;
+			off = (fx_rand() % (size / (CHUNK_SECTORS * 512) - 1) + 1) * CHUNK_SECTORS * 512 - 4096;
+		}
+		fx_rand_fill(buf, len);
+		assert_int_equal(testreq_io(a, RF_REQ_WRITE, off, len, buf), 0);
+		assert_int_equal(testreq_io(a, RF_REQ_READ, off, len, back), 0);
+		assert_memory_equal(buf, back, len);
+	}
+	rf_array_close(a);
+	fake_log_on = false;
+	assert_int_equal(file_bad_rows(paths), 0);
+	free(buf);
+	free(back);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -668,6 +811,8 @@ int main(void)
 		cmocka_unit_test(test_kernel_crash),
 		cmocka_unit_test(test_place),
 		cmocka_unit_test(test_flush_before_reuse),
+		cmocka_unit_test(test_unit_gathers),
+		cmocka_unit_test(test_logged_parity),
 	};
 
 	return fx_run_tests("ppl", tests);
