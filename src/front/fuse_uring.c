@@ -64,6 +64,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +164,21 @@ struct uthr {
 	int live;               /* entries the kernel still holds (own thread) */
 };
 
+#define BULK_THREADS_MAX 8
+#define BULK_MIN_DEFAULT (256u << 10)
+
+/* Entries served by threads of their own, in arrival order.  lock (a
+ * leaf) guards head, tail and stop. */
+struct handoff {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct ent *head, **tail;
+	bool stop;
+	int nthreads;                   /* started */
+	pthread_t tid[BULK_THREADS_MAX];
+	const char *name;               /* the threads' */
+};
+
 struct rf_uring {
 	struct rf_uring_conf c;
 	int nq, nt;             /* queues, threads per queue */
@@ -170,13 +186,17 @@ struct rf_uring {
 	/* Requests that may wait long (c.slow: a control file store that
 	 * drains the array) are served on their own thread, so that a ring's
 	 * thread goes on answering: the answers it has made wait for its next
-	 * submit, and its entries for it.  slow_lock guards the list and
-	 * slow_stop (a leaf lock). */
-	pthread_mutex_t slow_lock;
-	pthread_cond_t slow_cond;
-	struct ent *slow_head, **slow_tail;
-	bool slow_stop, slow_started;
-	pthread_t slow_tid;
+	 * submit, and its entries for it. */
+	struct handoff slow;
+	/* Large reads and writes are served off the rings' threads too, by
+	 * threads free to run on any CPU (bulk_min: from what size; 0: none
+	 * are).  The kernel queues a request on the CPU its sender runs on,
+	 * and a ring's thread is pinned there: a 1 MiB read served there
+	 * copies the members into the payload on the CPU where the kernel
+	 * then copies the payload to the reader, while the other CPU idles. */
+	struct handoff bulk;
+	size_t bulk_min;
+	atomic_ulong bulk_served;       /* requests handed to the bulk threads */
 	size_t payload_sz;
 	unsigned minor;
 	pthread_mutex_t reg_lock;       /* registered, reg_err, reg_cond */
@@ -626,59 +646,145 @@ static void serve_ent(struct ent *e)
 	dispatch(u->c.fops, &q, &ih, e->hdr->op_in, e->payload, plen);
 }
 
+static void handoff_put(struct handoff *h, struct ent *e)
+{
+	e->next_done = NULL;
+	pthread_mutex_lock(&h->lock);
+	*h->tail = e;
+	h->tail = &e->next_done;
+	pthread_cond_signal(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+}
+
+/* The bytes a READ or WRITE moves; 0 for other requests. */
+static size_t io_size(const struct ent *e, uint32_t opcode)
+{
+	const struct fuse_read_in *r = (const void *)e->hdr->op_in;
+	const struct fuse_write_in *w = (const void *)e->hdr->op_in;
+
+	if (opcode == FUSE_READ)
+		return r->size;
+	if (opcode == FUSE_WRITE)
+		return w->size;
+	return 0;
+}
+
 /* A ring's thread has e's request: serve it, or hand it to the slow
- * thread when it may wait long. */
+ * thread when it may wait long, or to the bulk threads when it is large. */
 static void ring_request(struct ent *e)
 {
 	struct rf_uring *u = e->t->u;
 	struct fuse_in_header ih;
 
 	memcpy(&ih, e->hdr->in_out, sizeof(ih));
-	if (u->slow_started && (ih.opcode == FUSE_WRITE || ih.opcode == FUSE_SETATTR) &&
+	if (u->slow.nthreads && (ih.opcode == FUSE_WRITE || ih.opcode == FUSE_SETATTR) &&
 	    u->c.slow(u->c.fs, ih.nodeid)) {
-		e->next_done = NULL;
-		pthread_mutex_lock(&u->slow_lock);
-		*u->slow_tail = e;
-		u->slow_tail = &e->next_done;
-		pthread_cond_signal(&u->slow_cond);
-		pthread_mutex_unlock(&u->slow_lock);
+		handoff_put(&u->slow, e);
+		return;
+	}
+	if (u->bulk.nthreads && io_size(e, ih.opcode) >= u->bulk_min) {
+		atomic_fetch_add_explicit(&u->bulk_served, 1, memory_order_relaxed);
+		handoff_put(&u->bulk, e);
 		return;
 	}
 	serve_ent(e);
 }
 
-static void *slow_thread(void *arg)
+struct handoff_arg {
+	struct handoff *h;
+	int i;
+};
+
+static void *handoff_thread(void *arg)
 {
-	struct rf_uring *u = arg;
+	struct handoff_arg a = *(struct handoff_arg *)arg;
+	struct handoff *h = a.h;
 	sigset_t all;
 
+	free(arg);
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	rf_thread_name("rf-uring-slow");
-	pthread_mutex_lock(&u->slow_lock);
+	rf_thread_name("%s%d", h->name, a.i);
+	pthread_mutex_lock(&h->lock);
 	for (;;) {
-		struct ent *e = u->slow_head;
+		struct ent *e = h->head;
 
 		if (!e) {
-			if (u->slow_stop)
+			if (h->stop)
 				break;
-			pthread_cond_wait(&u->slow_cond, &u->slow_lock);
+			pthread_cond_wait(&h->cond, &h->lock);
 			continue;
 		}
-		u->slow_head = e->next_done;
-		if (!u->slow_head)
-			u->slow_tail = &u->slow_head;
-		pthread_mutex_unlock(&u->slow_lock);
+		h->head = e->next_done;
+		if (!h->head)
+			h->tail = &h->head;
+		pthread_mutex_unlock(&h->lock);
 		/* The entry is off every list until commit() puts it on its
 		 * ring's done list: next_done is free for that. */
 		serve_ent(e);
-		pthread_mutex_lock(&u->slow_lock);
+		pthread_mutex_lock(&h->lock);
 	}
-	pthread_mutex_unlock(&u->slow_lock);
+	pthread_mutex_unlock(&h->lock);
 	return NULL;
 }
 
+static void handoff_init(struct handoff *h, const char *name)
+{
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_cond_init(&h->cond, NULL);
+	h->tail = &h->head;
+	h->name = name;
+}
+
+/* Start n threads for h (at most BULK_THREADS_MAX); how many started. */
+static int handoff_start(struct handoff *h, int n)
+{
+	while (h->nthreads < n && h->nthreads < BULK_THREADS_MAX) {
+		struct handoff_arg *a = malloc(sizeof(*a));
+
+		if (!a)
+			break;
+		*a = (struct handoff_arg){ h, h->nthreads };
+		if (pthread_create(&h->tid[h->nthreads], NULL, handoff_thread, a)) {
+			free(a);
+			break;
+		}
+		h->nthreads++;
+	}
+	return h->nthreads;
+}
+
+/* What h still has is served (its answers go nowhere once the rings
+ * stop), then its threads end. */
+static void handoff_stop(struct handoff *h)
+{
+	int i;
+
+	pthread_mutex_lock(&h->lock);
+	h->stop = true;
+	pthread_cond_broadcast(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+	for (i = 0; i < h->nthreads; i++)
+		pthread_join(h->tid[i], NULL);
+	h->nthreads = 0;
+}
+
 /* ---------------------------------------------------------------- INIT */
+
+static size_t bulk_min_of(const char *env)
+{
+	char *end;
+	unsigned long v;
+
+	if (!env || !*env)
+		return BULK_MIN_DEFAULT;
+	v = strtoul(env, &end, 0);
+	if (*end) {
+		rf_warn("RAIDFUSE_URING_BULK=%s: not a byte count; %u", env, BULK_MIN_DEFAULT);
+		return BULK_MIN_DEFAULT;
+	}
+	return v;
+}
 
 int rf_uring_mode_parse(const char *s)
 {
@@ -943,16 +1049,11 @@ static void stop_threads(struct rf_uring *u)
 {
 	int i;
 
-	/* What it still has is served (its answers go nowhere once the
-	 * rings stop), then it ends. */
-	if (u->slow_started) {
-		pthread_mutex_lock(&u->slow_lock);
-		u->slow_stop = true;
-		pthread_cond_signal(&u->slow_cond);
-		pthread_mutex_unlock(&u->slow_lock);
-		pthread_join(u->slow_tid, NULL);
-		u->slow_started = false;
-	}
+	handoff_stop(&u->slow);
+	if (u->bulk.nthreads)
+		rf_info("FUSE over io_uring: %lu reads and writes of %zu bytes or more served by %d bulk threads",
+			atomic_load(&u->bulk_served), u->bulk_min, u->bulk.nthreads);
+	handoff_stop(&u->bulk);
 
 	for (i = 0; i < u->nq * u->nt; i++) {
 		struct uthr *t = &u->thr[i];
@@ -1039,9 +1140,8 @@ int rf_uring_start(struct rf_uring **up, const struct rf_uring_conf *c, const vo
 	}
 	pthread_mutex_init(&u->reg_lock, NULL);
 	pthread_cond_init(&u->reg_cond, NULL);
-	pthread_mutex_init(&u->slow_lock, NULL);
-	pthread_cond_init(&u->slow_cond, NULL);
-	u->slow_tail = &u->slow_head;
+	handoff_init(&u->slow, "rf-uring-slow");
+	handoff_init(&u->bulk, "rf-uring-bulk");
 	*up = u;
 	ret = reply_init(u, init, len);
 	if (ret)
@@ -1059,13 +1159,17 @@ int rf_uring_start(struct rf_uring **up, const struct rf_uring_conf *c, const vo
 		return ret;
 	}
 	/* Before the rings: their first requests may be slow ones. */
-	if (u->c.slow) {
-		if (pthread_create(&u->slow_tid, NULL, slow_thread, u)) {
-			rf_err("FUSE over io_uring: cannot start the thread for control file stores");
-			return -EAGAIN;
-		}
-		u->slow_started = true;
+	if (u->c.slow && handoff_start(&u->slow, 1) != 1) {
+		rf_err("FUSE over io_uring: cannot start the thread for control file stores");
+		return -EAGAIN;
 	}
+	/* One bulk thread per queue (CPU), created here, off the rings'
+	 * threads, so not pinned; none started is no error (the rings serve
+	 * everything).  RAIDFUSE_URING_BULK: the size from which a read or
+	 * write goes to them, 0 for never (measurements). */
+	u->bulk_min = bulk_min_of(getenv("RAIDFUSE_URING_BULK"));
+	if (u->bulk_min && !handoff_start(&u->bulk, u->nq))
+		u->bulk_min = 0;
 	for (i = 0; i < u->nq * u->nt; i++) {
 		if (pthread_create(&u->thr[i].tid, NULL, ring_thread, &u->thr[i])) {
 			ret = -EAGAIN;

@@ -7,7 +7,9 @@
 #    verifies 4 KiB and 1 MiB random writes at QD32 and reads them back
 #    (randread); control files read and take values through it (md/level,
 #    md/stripe_cache_size, md/sync_action check -> idle, mismatch_cnt 0);
-#    ls, stat and mdstat work; the unmount is clean (the daemon exits 0).
+#    ls, stat and mdstat work; the unmount is clean (the daemon exits 0);
+#    the 1 MiB requests went to the bulk threads (their count at the end),
+#    and with RAIDFUSE_URING_BULK=0 none are started (the control).
 # 2. kill -9 of the daemon while dd (acknowledged, numbered blocks) and fio
 #    write: the next mount (io_uring=on again) reads back every
 #    acknowledged block.
@@ -60,12 +62,27 @@ serve() {
 		check '[ "$(cat "$MNT/md/mismatch_cnt")" = 0 ]' "$name: mismatch_cnt $(cat "$MNT/md/mismatch_cnt")"
 	fi
 	stop_array "$MNT"
+	# The 1 MiB writes and their verify reads went to the bulk threads.
+	bulk=$(sed -n 's/.*io_uring: \([0-9]*\) reads and writes of .* served by [0-9]* bulk threads.*/\1/p' \
+		"$(daemon_log_file "$MNT")")
+	check '[ "${bulk:-0}" -ge 32 ]' "$name: ${bulk:-no} large requests served by the bulk threads"
 	log "$name: served through io_uring, fio verified, control files work, clean unmount"
 }
 
 serve raid0 0 2
 serve raid5 5 3
 serve raid1 1 2
+
+log "RAIDFUSE_URING_BULK=0: no bulk threads, the rings serve 1 MiB requests themselves"
+D=$WORK/nobulk
+mkdir -p "$D"
+mk_conf "$D/raid.conf" level=0 chunk_size=64K members="$(members 2)" member_size=32M
+create_array "$D/raid.conf"
+RAIDFUSE_URING_BULK=0 start_array "$D/raid.conf" "$MNT" -o io_uring=on
+uring_in_use || fail "RAIDFUSE_URING_BULK=0: not served through io_uring"
+fio_verify "$IMG" --name=w1m --rw=randwrite --bs=1M --size=16M --iodepth=32
+stop_array "$MNT"
+grep -q "bulk threads" "$(daemon_log_file "$MNT")" && fail "RAIDFUSE_URING_BULK=0 still started bulk threads"
 
 log "kill -9 under writes, remount: every acknowledged write reads back"
 D=$WORK/crash
