@@ -36,7 +36,10 @@
 #      spares added through md/new_dev, then idle: the time until degraded
 #      reads 0).  Each round streams the members first; ratio: member
 #      bytes the rebuild moved per second (every surviving member read,
-#      every spare written) over the parallel stream.  Goal 0.80.
+#      every spare written) over the parallel stream.  Goal 0.80.  Beside
+#      it, what the same bytes cost fio just before (moved(): the
+#      survivors read and fresh files written at once): the floor the
+#      machine sets, writes to pages just made costing more than reads.
 #
 # usage: tools/bench-resync.sh [-t SECONDS] [-l LEVELS] [-n MEMBERS] [-m MIB] [-r RUNS] [-o CSV]
 #   -t SECONDS  each randread and randwrite run's measured time (default 5; a 1 s ramp)
@@ -170,6 +173,27 @@ walk() {
 	echo "$dt"
 }
 
+# moved SLOT...: what moving a rebuild's bytes costs the machine itself:
+# fio reading every other slot's file and writing a fresh file of zeros
+# (made as a spare is, just before) for each SLOT, all at once, 1 MiB at a
+# time; its seconds (the slower direction's runtime).  Writing pages just
+# made costs more than reading ones in use (the kernel activates them).
+moved() {
+	local s i args=() out=$work/fio/moved.json
+	for ((i = 0; i < NMEMBERS; i++)); do
+		[[ " $* " == *" $i "* ]] && continue
+		args+=("--name=r$i" "--rw=read" "--filename=${cur[i]}")
+	done
+	for s; do
+		dd if=/dev/zero of="$work/data/moved-$s.img" bs=1M count="$mib" status=none
+		args+=("--name=w$s" "--rw=write" "--filename=$work/data/moved-$s.img")
+	done
+	fio --output-format=json --output="$out" --bs=1M --ioengine=psync --direct=1 --size="${mib}M" \
+		--group_reporting "${args[@]}" >/dev/null 2>&1
+	for s; do rm -f "$work/data/moved-$s.img"; done
+	jq -r '.jobs[0] | [.read.runtime, .write.runtime] | max / 1000' <(sed -n '/^{/,$p' "$out")
+}
+
 # rebuild TAG SLOT...: fail and remove the members in SLOTs, add a fresh
 # spare of zeros for each (with sync_action frozen, so that they are
 # rebuilt together), then let the rebuild go; its seconds in rb_s.  cur[]
@@ -203,7 +227,7 @@ median_row() {
 }
 
 echo "bench-resync: members of $mib MiB on $(df --output=fstype "$work" | tail -1), levels: $levels; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "target,members,member_mib,stream_par_mib_s,stream_1t_mib_s,resync_s,resync_runs_s,resync_read_mib_s,resync_per_stream,resync_per_stream_1t,sync_speed_kib_s,randread_idle_iops,randread_resync_iops,iops_ratio,resync_fg_kib_s,sync_speed_min_kib_s,goal_resync_ratio,goal_iops_ratio,check_s,check_runs_s,check_read_mib_s,check_per_stream,randwrite_idle_iops,randwrite_check_iops,wiops_ratio,wslow_idle_ms,wslow_check_ms,wslow_ratio,goal_wiops_ratio,goal_wslow_ratio,loadavg,rebuild1_s,rebuild1_per_stream,rebuild2_s,rebuild2_per_stream,rebuild_stream_par_mib_s,stream_par_cpu_ms_gib,resync_cpu_ms_gib,resync_cpu_per_stream,check_stream_par_cpu_ms_gib,check_cpu_ms_gib,check_cpu_per_stream" >"$csv"
+echo "target,members,member_mib,stream_par_mib_s,stream_1t_mib_s,resync_s,resync_runs_s,resync_read_mib_s,resync_per_stream,resync_per_stream_1t,sync_speed_kib_s,randread_idle_iops,randread_resync_iops,iops_ratio,resync_fg_kib_s,sync_speed_min_kib_s,goal_resync_ratio,goal_iops_ratio,check_s,check_runs_s,check_read_mib_s,check_per_stream,randwrite_idle_iops,randwrite_check_iops,wiops_ratio,wslow_idle_ms,wslow_check_ms,wslow_ratio,goal_wiops_ratio,goal_wslow_ratio,loadavg,rebuild1_s,rebuild1_per_stream,rebuild2_s,rebuild2_per_stream,rebuild_stream_par_mib_s,stream_par_cpu_ms_gib,resync_cpu_ms_gib,resync_cpu_per_stream,check_stream_par_cpu_ms_gib,check_cpu_ms_gib,check_cpu_per_stream,rebuild1_moved_s,rebuild1_per_moved,rebuild2_moved_s,rebuild2_per_moved" >"$csv"
 for l in $levels; do
 	t=raid$l
 	NMEMBERS=${nmembers:-$([ "$l" = 6 ] && echo 6 || echo 4)}
@@ -311,7 +335,7 @@ for l in $levels; do
 	read -r _ wbusy_iops widle_iops wslow_busy wslow_idle <<<"$(median_row "${rows[@]}")"
 
 	# (d) raid6: idle rebuild of one member, then of two at once.
-	rb1=- rb1r=- rb2=- rb2r=- rbpar=-
+	rb1=- rb1r=- rb2=- rb2r=- rbpar=- rb1f=- rb2f=-
 	if [ "$l" = 6 ]; then
 		echo "$SPEED_HIGH" >"$mnt/md/sync_speed_max"
 		cur=("${members[@]}")
@@ -320,15 +344,17 @@ for l in $levels; do
 			args=()
 			for ((i = 0; i < NMEMBERS; i++)); do args+=("--name=m$i" "--filename=${cur[i]}"); done
 			p=$(stream "rpar$r" "${args[@]}")
+			fl=$(moved 1)
 			rebuild "r${r}a" 1
 			dt=$rb_s
-			rows+=("$(fdiv "$(awk -v n=$NMEMBERS -v m="$mib" -v s="$dt" 'BEGIN { printf "%.0f", n * m / s }')" "$p") $dt $p")
+			rows+=("$(fdiv "$(awk -v n=$NMEMBERS -v m="$mib" -v s="$dt" 'BEGIN { printf "%.0f", n * m / s }')" "$p") $dt $p $fl")
+			fl=$(moved 2 3)
 			rebuild "r${r}b" 2 3
 			dt=$rb_s
-			crows+=("$(fdiv "$(awk -v n=$NMEMBERS -v m="$mib" -v s="$dt" 'BEGIN { printf "%.0f", n * m / s }')" "$p") $dt $p")
+			crows+=("$(fdiv "$(awk -v n=$NMEMBERS -v m="$mib" -v s="$dt" 'BEGIN { printf "%.0f", n * m / s }')" "$p") $dt $p $fl")
 		done
-		read -r rb1r rb1 rbpar <<<"$(median_row "${rows[@]}")"
-		read -r rb2r rb2 _ <<<"$(median_row "${crows[@]}")"
+		read -r rb1r rb1 rbpar rb1f <<<"$(median_row "${rows[@]}")"
+		read -r rb2r rb2 _ rb2f <<<"$(median_row "${crows[@]}")"
 		members=("${cur[@]}")
 	fi
 
@@ -337,7 +363,7 @@ for l in $levels; do
 	daemon=''
 	rm -f "${members[@]}"
 
-	printf '%s,%d,%d,%.0f,%.0f,%s,%s,%s,%s,%s,%s,%.0f,%.0f,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.0f,%.0f,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' \
+	printf '%s,%d,%d,%.0f,%.0f,%s,%s,%s,%s,%s,%s,%.0f,%.0f,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.0f,%.0f,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' \
 		"$t" $NMEMBERS "$mib" "$par" "$one" \
 		"$dt_med" "$all" "$read_mib" "$(fdiv "$read_mib" "$par")" "$(fdiv "$read_mib" "$one")" "$speed" \
 		"$idle_iops" "$busy_iops" "$(fdiv "$busy_iops" "$idle_iops")" "$fg_kib" "$speed_min" \
@@ -345,7 +371,8 @@ for l in $levels; do
 		"$widle_iops" "$wbusy_iops" "$(fdiv "$wbusy_iops" "$widle_iops")" "$wslow_idle" "$wslow_busy" \
 		"$(fdiv "$wslow_busy" "$wslow_idle")" "$GOAL_WIOPS" "$GOAL_WSLOW" "$(cut -d' ' -f1 /proc/loadavg)" \
 		"$rb1" "$rb1r" "$rb2" "$rb2r" "$rbpar" \
-		"$par_cpu" "$res_cpu" "$(fdiv "$par_cpu" "$res_cpu")" "$cpar_cpu" "$chk_cpu" "$(fdiv "$cpar_cpu" "$chk_cpu")" >>"$csv"
+		"$par_cpu" "$res_cpu" "$(fdiv "$par_cpu" "$res_cpu")" "$cpar_cpu" "$chk_cpu" "$(fdiv "$cpar_cpu" "$chk_cpu")" \
+		"$rb1f" "$(fdiv "$rb1f" "$rb1")" "$rb2f" "$(fdiv "$rb2f" "$rb2")" >>"$csv"
 done
 
 echo
@@ -373,9 +400,12 @@ awk -F, 'NR > 1 { printf "%-7s %10.0f %11.0f %6s%s %11s ms %12s ms %6s%s\n", $1,
 echo
 echo "(d) raid6 idle rebuild of one and of two members (sync_speed_max $SPEED_HIGH) against streaming the members:"
 echo "    MiB/s are member bytes moved per second: the survivors read, the spares written"
-printf '%-7s %10s %11s %8s %11s %8s\n' target "par MiB/s" "1 member s" "/par" "2 members s" "/par"
-awk -F, 'NR > 1 && $32 != "-" { printf "%-7s %10.0f %11.3f %7s%s %11.3f %7s%s\n", $1, $36, $32, $33,
-	($33 + 0 < $17 + 0) ? "*" : " ", $34, $35, ($35 + 0 < $17 + 0) ? "*" : " " }' "$csv"
+echo "    moved s: fio reading the survivors and writing fresh files in their place, the same bytes at once;"
+echo "    /moved: that time over the rebuild's (1.00: the rebuild moves the bytes as fast as fio does)"
+printf '%-7s %10s %11s %8s %8s %7s %11s %8s %8s %7s\n' target "par MiB/s" "1 member s" "/par" "moved s" "/moved" \
+	"2 members s" "/par" "moved s" "/moved"
+awk -F, 'NR > 1 && $32 != "-" { printf "%-7s %10.0f %11.3f %7s%s %8.3f %7s %11.3f %7s%s %8.3f %7s\n", $1, $36, $32, $33,
+	($33 + 0 < $17 + 0) ? "*" : " ", $43, $44, $34, $35, ($35 + 0 < $17 + 0) ? "*" : " ", $45, $46 }' "$csv"
 echo
 echo "load average at the end of each level: $(awk -F, 'NR > 1 { printf "%s %s  ", $1, $31 }' "$csv")"
 echo
