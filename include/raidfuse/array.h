@@ -24,6 +24,7 @@ enum rf_req_op { RF_REQ_READ, RF_REQ_WRITE, RF_REQ_FLUSH };
 
 struct rf_piece;
 struct rf_array;
+struct rf_lend_wait;
 
 struct rf_req {
 	uint64_t off;                   /* array byte offset */
@@ -40,6 +41,7 @@ struct rf_req {
 	void *priv;                     /* the caller's */
 	/* engine-private below */
 	char *own;                      /* the caller's buf while buf points at lent data */
+	struct rf_lend_wait *lend_wait; /* the submitter waiting for the end of a lent write */
 	atomic_int pending;             /* pieces not ended, +1 while splitting */
 	atomic_int err;                 /* first error */
 	struct rf_array *a;

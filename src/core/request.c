@@ -108,12 +108,34 @@ static void hooks_write_end(struct rf_array *a, struct rf_req *r)
 			a->hooks[k].h->write_end(a->hooks[k].priv, r->off, r->len, err);
 }
 
+/* A submitter whose lent write may be served by other threads' stripe
+ * work waits here for its end before it returns (rf_submit_now()): the
+ * lent bytes stay valid until then.  On the submitter's stack; done is
+ * set under lock by whoever ends the request, after which the ender
+ * touches nothing of it but the unlock.  lock is a leaf: nothing is
+ * taken while it is held. */
+struct rf_lend_wait {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;              /* protected by lock */
+};
+
+static void lend_wait_end(struct rf_lend_wait *lw)
+{
+	pthread_mutex_lock(&lw->lock);
+	lw->done = true;
+	pthread_cond_signal(&lw->cond);
+	pthread_mutex_unlock(&lw->lock);
+}
+
 static void req_put(struct rf_req *r)
 {
 	if (atomic_fetch_sub_explicit(&r->pending, 1, memory_order_acq_rel) == 1) {
-		/* done() may recycle r: read what the barrier needs first. */
+		/* done() may recycle r: read what the barrier and the waiting
+		 * submitter need first. */
 		struct rf_array *a = r->a;
 		int cls = rf_req_class(r);
+		struct rf_lend_wait *lw = r->lend_wait;
 
 		rf_rangelock_end(&a->rl, &r->rl);
 		if (r->hooks_started)
@@ -122,7 +144,10 @@ static void req_put(struct rf_req *r)
 			r->buf = r->own;
 			r->own = NULL;
 		}
+		r->lend_wait = NULL;
 		r->done(r, atomic_load_explicit(&r->err, memory_order_relaxed));
+		if (lw)
+			lend_wait_end(lw);
 		rf_barrier_exit(a, cls);
 	}
 }
@@ -197,6 +222,7 @@ void rf_array_submit(struct rf_array *a, struct rf_req *r)
 {
 	r->a = a;
 	r->hooks_started = false;
+	r->lend_wait = NULL;
 	r->rl.state = RF_RL_NONE;
 	if (rf_barrier_enter(a, r) && rf_range_enter(a, r))
 		rf_submit_now(a, r);
@@ -300,24 +326,47 @@ void rf_req_unlend(struct rf_req *r)
 	r->lent = NULL;
 }
 
+/* Write from the lent bytes themselves: r->buf points at them until r
+ * ends (req_put() gives the caller's buffer back before done()). */
+static void lend_use(struct rf_req *r)
+{
+	r->own = r->buf;
+	r->buf = (char *)r->lent;
+	r->lent = NULL;
+}
+
 void rf_submit_now(struct rf_array *a, struct rf_req *r)
 {
 	struct rf_worker *w, *saved = NULL;
+	struct rf_lend_wait lw;
 	int cls = rf_req_class(r), err;
+	bool wait = false;
 
-	/* A lent write's bytes go straight to the members when all of its
-	 * member IO runs on this thread's inline worker, which serves it to
-	 * the end before rf_inline_end() returns: inline (no group threads)
-	 * and no stripe heads (raid0, 1, 10: DIRECT pieces only; a failed
-	 * write or a retry is issued again on the same worker).  A stripe
-	 * head may be another submitter's, and group threads run later:
-	 * there the bytes are copied first.  This thread is counted at the
-	 * barrier, so group_thread_cnt cannot change under it. */
+	/* A lent write's bytes go straight to the members (or into the
+	 * stripe heads' parity) when they stay valid until its last piece
+	 * ends: inline (no group threads) this thread serves its pieces
+	 * itself.  Without stripe heads (raid0, 1, 10: DIRECT pieces only; a
+	 * failed write or a retry is issued again on the same worker) the
+	 * request has ended when rf_inline_end() returns.  With stripe heads
+	 * a piece may sit on a head another submitter runs, or one held for
+	 * the rest of its row: this thread waits for the request's end after
+	 * it has left its worker (a held head is released by the last
+	 * submitter that leaves, so no submitter waits for one still
+	 * driving).  Copying 1 MiB costs more than that wait, which a
+	 * request whose pieces this thread ran itself never does.  Group
+	 * threads run later: there the bytes are copied first.  This thread
+	 * is counted at the barrier, so group_thread_cnt cannot change under
+	 * it. */
 	if (r->lent) {
 		if (!a->group_thread_cnt && !a->ops->handle_stripe) {
-			r->own = r->buf;
-			r->buf = (char *)r->lent;
-			r->lent = NULL;
+			lend_use(r);
+		} else if (!a->group_thread_cnt) {
+			lend_use(r);
+			pthread_mutex_init(&lw.lock, NULL);
+			pthread_cond_init(&lw.cond, NULL);
+			lw.done = false;
+			r->lend_wait = &lw;
+			wait = true;
 		} else {
 			rf_req_unlend(r);
 		}
@@ -327,19 +376,26 @@ void rf_submit_now(struct rf_array *a, struct rf_req *r)
 		atomic_store_explicit(&r->pending, 1, memory_order_relaxed);
 		atomic_store_explicit(&r->err, err, memory_order_relaxed);
 		req_put(r);
-		return;
-	}
-	if (!w) {
+	} else if (!w) {
 		rf_queue_req(a, r, NULL);
-		return;
+	} else {
+		/* The request may end before this thread is done with the
+		 * stripe heads it serves: count the thread itself until it
+		 * leaves them, so no drain reshapes the groups under it. */
+		atomic_fetch_add(&a->inflight[cls], 1);
+		rf_queue_req(a, r, w);
+		rf_inline_end(a, w, saved);
+		rf_barrier_exit(a, cls);
 	}
-	/* The request may end before this thread is done with the stripe
-	 * heads it serves: count the thread itself until it leaves them, so
-	 * no drain reshapes the groups under it. */
-	atomic_fetch_add(&a->inflight[cls], 1);
-	rf_queue_req(a, r, w);
-	rf_inline_end(a, w, saved);
-	rf_barrier_exit(a, cls);
+	if (!wait)
+		return;
+	/* r may be recycled already: only lw is ours. */
+	pthread_mutex_lock(&lw.lock);
+	while (!lw.done)
+		pthread_cond_wait(&lw.cond, &lw.lock);
+	pthread_mutex_unlock(&lw.lock);
+	pthread_cond_destroy(&lw.cond);
+	pthread_mutex_destroy(&lw.lock);
 }
 
 /* ---- member failure ---- */

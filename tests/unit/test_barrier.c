@@ -535,6 +535,91 @@ static void test_lent_write_outlives_call(void **state)
 	free(lent);
 }
 
+/* Inline raid5: a lent write is written from the lent bytes themselves,
+ * and rf_array_submit() returns only once it has ended, also when its
+ * piece waits on a stripe head another submitter runs.  Here submitter B
+ * owns the head (its member IO held at the gate) when A's write to the
+ * same block arrives.  Copied first (as before), A's request buffer holds
+ * its bytes afterwards; lent without waiting, A's call returns at once
+ * and the bytes scribbled over its buffer reach the members. */
+struct lent_sub {
+	struct rf_array *a;
+	struct treq *t;
+	char *lent;
+	atomic_int returned;
+};
+
+static void *lent_sub_main(void *arg)
+{
+	struct lent_sub *s = arg;
+
+	lent_submit(s->a, s->t, s->lent, 9 * BLK, 0x7c);
+	atomic_store(&s->returned, 1);
+	return NULL;
+}
+
+static void *plain_sub_main(void *arg)
+{
+	struct lent_sub *s = arg;
+
+	submit(s->a, s->t, RF_REQ_WRITE, 9 * BLK, BLK, 0x11);
+	atomic_store(&s->returned, 1);
+	return NULL;
+}
+
+static bool head_has_towrite(struct rf_array *a)
+{
+	struct rf_group *g = &a->groups[0];
+	bool any = false;
+	int i;
+
+	pthread_mutex_lock(&g->lock);
+	for (i = 0; i < g->nstripes; i++)
+		any |= g->stripes[i].towrite != NULL;
+	pthread_mutex_unlock(&g->lock);
+	return any;
+}
+
+static void test_lent_write_inline_stripe(void **state)
+{
+	struct rf_array *a = mk(0, 1, 64);
+	struct treq ta, tb;
+	struct lent_sub sa = { .a = a, .t = &ta }, sb = { .a = a, .t = &tb };
+	pthread_t tha, thb;
+	char *zero = calloc(1, BLK);
+	char *lent = NULL;
+
+	assert_non_null(zero);
+	assert_int_equal(posix_memalign((void **)&lent, 4096, BLK), 0);
+	sa.lent = lent;
+	treq_init(&ta, a);
+	treq_init(&tb, a);
+	fake_gate_close();
+	assert_int_equal(pthread_create(&thb, NULL, plain_sub_main, &sb), 0);
+	WAIT_FOR(fake_gate_waiting() > 0);
+	assert_int_equal(pthread_create(&tha, NULL, lent_sub_main, &sa), 0);
+	/* A's piece waits on B's head. */
+	WAIT_FOR(head_has_towrite(a));
+	assert_false(atomic_load(&sa.returned));
+	assert_false(atomic_load(&ta.done));
+	fake_gate_open();
+	pthread_join(thb, NULL);
+	pthread_join(tha, NULL);
+	/* A's call returned after its end, not before. */
+	assert_true(atomic_load(&ta.done));
+	assert_int_equal(ta.err, 0);
+	assert_int_equal(tb.err, 0);
+	assert_ptr_equal(ta.r->buf, ta.buf);
+	/* Not copied into the request's buffer: written from the lent one. */
+	assert_memory_equal(ta.buf, zero, BLK);
+	expect_fill(a, 9 * BLK, BLK, 0x7c);
+	treq_free(&ta);
+	treq_free(&tb);
+	rf_array_close(a);
+	free(lent);
+	free(zero);
+}
+
 /* From worker threads to inline submitters and back, under load. */
 static void test_inline_switch(void **state)
 {
@@ -597,6 +682,7 @@ int main(void)
 		cmocka_unit_test(test_inline_switch),
 		cmocka_unit_test(test_setters_einval),
 		cmocka_unit_test(test_lent_write_outlives_call),
+		cmocka_unit_test(test_lent_write_inline_stripe),
 	};
 
 	return fx_run_tests_with(tests, setup, fx_group_teardown);
