@@ -892,7 +892,7 @@ static int r5_recover(struct rf_sync_work *w)
 	const struct rf_geom *g = &a->geom;
 	uint32_t bytes = (uint32_t)(w->n << 9);
 	int i, b, run, nblk = (int)(bytes / BLK), ret = 0;
-	uint64_t row, rec, missing, pos = w->pos;
+	uint64_t row = UINT64_MAX, rec, missing, pos = w->pos;
 	struct rf_r5_row r;
 	void *blocks[RF_MAX_MEMBERS + 2];
 
@@ -917,8 +917,10 @@ static int r5_recover(struct rf_sync_work *w)
 		int off = b * (int)BLK, f[2] = { -1, -1 }, nf = 0, n;
 		size_t len;
 
-		row = ds / g->chunk_sectors;
-		rf_r5_row(g, row, &r);
+		if (ds / g->chunk_sectors != row) {
+			row = ds / g->chunk_sectors;
+			rf_r5_row(g, row, &r);
+		}
 		run = (int)(((row + 1) * g->chunk_sectors - ds) / RF_SYNC_BLK_SECTORS);
 		if (run > nblk - b)
 			run = nblk - b;
