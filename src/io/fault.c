@@ -247,8 +247,19 @@ int rf_fault_format(const struct rf_fault_spec *s, char *buf, size_t size)
 	}
 	rf_fault_spec_init(&d);
 	PUT("error=%s", errno_name(s->error));
-	if (s->rate != d.rate)
-		PUT(" rate=%.6g", s->rate);
+	if (s->rate != d.rate) {
+		/* The fewest digits (6 at least) that read back as the same
+		 * rate: "%.6g" of 0.99999999995 reads back as 1, the default. */
+		char rs[32];
+		int prec = 6;
+
+		do
+			snprintf(rs, sizeof(rs), "%.*g", prec, s->rate);
+		while (strtod(rs, NULL) != s->rate && ++prec < 17);
+		if (strtod(rs, NULL) != s->rate)
+			snprintf(rs, sizeof(rs), "%.17g", s->rate);
+		PUT(" rate=%s", rs);
+	}
 	if (s->every != d.every)
 		PUT(" every=%llu", (unsigned long long)s->every);
 	PUT(" ops=");
