@@ -41,7 +41,7 @@
 # default 512), DRAIN_VALUES.
 #
 # Targets are mounted and filled first, then the rounds run; the daemons'
-# VmRSS and VmHWM are read at the end.  Member and backing files are
+# VmRSS, VmHWM, RssAnon and RssShmem are read at the end.  Member and backing files are
 # removed; RESULTS (the work directory: the CSV, fio's JSON output, daemon
 # logs) is kept and printed.
 set -euo pipefail
@@ -347,7 +347,8 @@ if [ $drain = 1 ]; then
 fi
 
 for t in "${targets[@]}"; do
-	mem[$t]=$(awk '/^VmRSS:/ { r = $2 } /^VmHWM:/ { h = $2 } END { print r, h }' "/proc/${pid_of[$t]}/status")
+	mem[$t]=$(awk '/^VmRSS:/ { r = $2 } /^VmHWM:/ { h = $2 } /^RssAnon:/ { a = $2 } /^RssShmem:/ { m = $2 }
+		END { print r, h, a, m }' "/proc/${pid_of[$t]}/status")
 done
 for t in "${targets[@]}"; do
 	stop "$work/mnt-$t" "${pid_of[$t]}"
@@ -367,7 +368,7 @@ median() {
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'; }
 
 {
-	echo "target,job,rw,bs,iodepth,rounds,runtime_s,iops,iops_spread,bw_kib_s,clat_p99_us,clat_p999_us,clat_max_us,iops_per_null,iops_per_pass,p999_per_pass,vmrss_kib,vmhwm_kib,drained_p999_us,drains,drain_max_ms"
+	echo "target,job,rw,bs,iodepth,rounds,runtime_s,iops,iops_spread,bw_kib_s,clat_p99_us,clat_p999_us,clat_max_us,iops_per_null,iops_per_pass,p999_per_pass,vmrss_kib,vmhwm_kib,drained_p999_us,drains,drain_max_ms,rssanon_kib,rssshmem_kib"
 	for t in "${targets[@]}"; do
 		for j in "${jobs[@]}"; do
 			read -r _ _ _ _ _ rw bs qd <<<"${res["$t|$j|1"]}"
@@ -379,13 +380,13 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 			read -r ni _ < <(median null "$j" 1)
 			read -r pi _ < <(median pass "$j" 1)
 			read -r pp _ < <(median pass "$j" 4)
-			read -r rss hwm <<<"${mem[$t]:-}"
+			read -r rss hwm anon shmem <<<"${mem[$t]:-}"
 			dp='' dn='' dmax=''
 			if [ -n "${res["$t|$j|D"]:-}" ]; then
 				read -r _ _ _ dp _ <<<"${res["$t|$j|D"]}"
 				read -r dn dmax _ <<<"${drains["$t|$j"]}"
 			fi
-			echo "$t,$j,$rw,$bs,$qd,$rounds,$runtime,$i,$sp,$b,$p99,$p999,$mx,$(ratio "$i" "$ni"),$(ratio "$i" "$pi"),$(ratio "$p999" "$pp"),${rss:-},${hwm:-},$dp,$dn,$dmax"
+			echo "$t,$j,$rw,$bs,$qd,$rounds,$runtime,$i,$sp,$b,$p99,$p999,$mx,$(ratio "$i" "$ni"),$(ratio "$i" "$pi"),$(ratio "$p999" "$pp"),${rss:-},${hwm:-},$dp,$dn,$dmax,${anon:-},${shmem:-}"
 		done
 	done
 } >"$csv"
@@ -407,8 +408,11 @@ echo
 note=''
 [ $drain = 0 ] || note="; the -D runs alternate ${drain_values[*]}"
 echo "daemon memory after the runs (the stripe cache at its default$note):"
-printf '%-11s %10s %10s\n' target "VmRSS MiB" "VmHWM MiB"
-awk -F, 'NR > 1 && $17 != "" && !seen[$1]++ { printf "%-11s %10.1f %10.1f\n", $1, $17 / 1024, $18 / 1024 }' "$csv"
+echo "(RssAnon: the daemon's own memory at the end; RssShmem: tmpfs pages mapped, the members'"
+echo "page cache that reads are answered from, shared: counted in VmRSS and VmHWM, not added)"
+printf '%-11s %10s %10s %11s %12s\n' target "VmRSS MiB" "VmHWM MiB" "RssAnon MiB" "RssShmem MiB"
+awk -F, 'NR > 1 && $17 != "" && !seen[$1]++ { printf "%-11s %10.1f %10.1f %11.1f %12.1f\n", $1, $17 / 1024, $18 / 1024,
+	$22 / 1024, $23 / 1024 }' "$csv"
 
 if [ $drain = 1 ]; then
 	echo

@@ -18,6 +18,11 @@
  * does not pass the barrier while reads are held: it refuses (-EAGAIN)
  * and the request waits at the barrier the usual way.
  *
+ * An extent on a member that is mapped (fdmap.h: a file in memory) also
+ * carries the bytes' address in the mapping: a reply can be written from
+ * there, with no system call on the member.  The map's hold keeps the
+ * mapping too (it is unmapped only when the device is closed).
+ *
  * What it does NOT do: move bytes (the caller does), mark a member faulty
  * on an error (the caller drops the map and submits the read, whose member
  * IO meets the same error and takes the failure path), or map writes.
@@ -25,6 +30,7 @@
 #ifndef RAIDFUSE_READMAP_H
 #define RAIDFUSE_READMAP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct rf_array;
@@ -34,6 +40,8 @@ struct rf_array;
 
 struct rf_rextent {
 	int fd;                         /* the member's buffered descriptor */
+	const char *addr;               /* the bytes in the member's mapping (fdmap.h),
+					 * or NULL: not mapped */
 	int member;                     /* slot */
 	uint64_t off;                   /* byte offset on the member's file (data offset included) */
 	uint32_t len;
@@ -58,5 +66,8 @@ int rf_read_map_fault(const struct rf_read_map *m, int i);
 /* The read ended (its bytes moved, or it goes the usual way now): the
  * barrier lets go of it. */
 void rf_read_unmap(struct rf_read_map *m);
+/* Whether every device open now is mapped (extents will carry addresses
+ * wherever the map answers). */
+bool rf_read_map_all_mapped(struct rf_array *a);
 
 #endif

@@ -160,11 +160,17 @@ int rf_dev_open_into(struct rf_array *a, struct rf_dev *d, const char *path, con
 	d->io.align = 4096;
 	d->size = f.id.size;
 	d->id = f.id;
+	/* A member in memory is also mapped, for reads that need no system
+	 * call (readmap.h); without it reads take the IO path as usual. */
+	ret = rf_fdmap_open(&d->map, f.fd, f.id.size);
+	if (ret && ret != -ENOTSUP)
+		rf_dbg("%s: not mapped for reads: %s", who, strerror(-ret));
 	return 0;
 }
 
 void rf_dev_release(struct rf_dev *d)
 {
+	rf_fdmap_close(&d->map);
 	rf_ovl_close(d->io.layer);
 	rf_nbd_close(d->io.nbd);
 	if (d->io.fd >= 0)

@@ -134,6 +134,10 @@ struct rf_level_ops {
 /* readmap.c: append len bytes of member at member byte moff to m (joined
  * to the last extent when they follow it); 0 or -E2BIG. */
 int rf_read_map_add(struct rf_read_map *m, int member, uint64_t moff, uint32_t len);
+/* Whether slot k's backend is one the map answers for (the IO path reads
+ * it with a plain pread): a level that picks among copies asks before it
+ * commits to one. */
+bool rf_read_map_plain(const struct rf_array *a, int k);
 
 /* A stripe head: one stripe_size block of every member at `sector`.
  * States (owner-only `phase`): IDLE -> READ (member reads in flight) ->

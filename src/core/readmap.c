@@ -6,7 +6,7 @@
  * barrier (the map counts as a read in flight until rf_read_unmap()),
  * and the backend check (only a member that the IO path reads with a
  * plain pread of its buffered descriptor: no overlay layer, no NBD
- * export, no io log).  Fault injection is asked per extent by the
+ * export, no io log), with the mapping's address where there is one.  Fault injection is asked per extent by the
  * caller, as the IO path asks per operation (rf_read_map_fault()).
  *
  * Invariant: a map that returned 0 holds one read at the barrier, and
@@ -34,6 +34,7 @@ int rf_read_map_add(struct rf_read_map *m, int member, uint64_t moff, uint32_t l
 			return -E2BIG;
 		e = &m->ext[m->n++];
 		e->fd = -1;
+		e->addr = NULL;
 		e->member = member;
 		e->off = moff;
 		e->len = len;
@@ -42,12 +43,20 @@ int rf_read_map_add(struct rf_read_map *m, int member, uint64_t moff, uint32_t l
 	return 0;
 }
 
-/* Whether slot k's backend is one the IO path reads with a plain pread. */
-static bool plain_member(const struct rf_array *a, int k)
+bool rf_read_map_plain(const struct rf_array *a, int k)
 {
 	const struct rf_ioq_member *io = &a->devs[k].io;
 
 	return io->fd >= 0 && !io->layer && !io->nbd;
+}
+
+/* The extent's descriptor, and its address when the member is mapped
+ * over all of it. */
+static void extent_backend(const struct rf_dev *d, struct rf_rextent *e)
+{
+	e->fd = d->io.fd;
+	if (d->map.base && e->off <= d->map.len && e->len <= d->map.len - e->off)
+		e->addr = d->map.base + e->off;
 }
 
 int rf_read_map(struct rf_array *a, uint64_t off, uint32_t len, struct rf_read_map *m)
@@ -65,10 +74,10 @@ int rf_read_map(struct rf_array *a, uint64_t off, uint32_t len, struct rf_read_m
 		return -EAGAIN;
 	ret = a->ops->read_map(a, off, len, m);
 	for (i = 0; !ret && i < m->n; i++) {
-		if (!plain_member(a, m->ext[i].member))
+		if (!rf_read_map_plain(a, m->ext[i].member))
 			ret = -EAGAIN;
 		else
-			m->ext[i].fd = a->devs[m->ext[i].member].io.fd;
+			extent_backend(&a->devs[m->ext[i].member], &m->ext[i]);
 	}
 	if (!ret && m->len != len)
 		ret = -EAGAIN;  /* a level that mapped less than asked: not ours to serve */
@@ -90,4 +99,17 @@ void rf_read_unmap(struct rf_read_map *m)
 {
 	m->n = 0;
 	rf_barrier_exit(m->a, 0);
+}
+
+bool rf_read_map_all_mapped(struct rf_array *a)
+{
+	bool all = a->ndevs > 0;
+	int k;
+
+	rf_devs_lock(a);
+	for (k = 0; k < a->ndevs; k++)
+		if (a->devs[k].io.fd >= 0 && !a->devs[k].map.base)
+			all = false;
+	rf_devs_unlock(a);
+	return all;
 }

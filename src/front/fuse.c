@@ -24,6 +24,15 @@
  * FUSE thread itself when it serves the stripe work inline, or a worker)
  * replies and returns it to the pool.
  *
+ * A read whose member bytes are all mapped (fdmap.h: members on tmpfs or
+ * ramfs) is answered from the mappings: the read map (readmap.h) gives
+ * each extent's address.  On libfuse's transport the reply's iovec points
+ * there and the kernel copies the member pages straight into the reply;
+ * on FUSE over io_uring they are copied into the ring entry's payload
+ * (guarded against a member shrunk under its mapping).  No system call
+ * on the members either way.  The read is held at the drain barrier
+ * until the reply is written, as a spliced one is (below).
+ *
  * Large reads on libfuse's transport go by splice when they can
  * (RAIDFUSE_SPLICE, below): a read of at least splice_min bytes that the
  * read map (readmap.h) finds to be a pure data read is spliced from the
@@ -82,6 +91,7 @@
 #include "raidfuse/devopen.h"
 #include "raidfuse/fuse.h"
 #include "raidfuse/log.h"
+#include "raidfuse/fdmap.h"
 #include "raidfuse/readmap.h"
 #include "front/fuse_reply.h"
 #include "front/fuse_uring.h"
@@ -138,6 +148,7 @@ struct fs {
 	uint32_t splice_min, splice_max;        /* reads of [min, max] bytes are spliced */
 	uint32_t max_read;              /* the kernel's largest read request (mount and INIT) */
 	atomic_uint_fast64_t nr_spliced, nr_splice_fallback;    /* relaxed counters */
+	atomic_uint_fast64_t nr_mapped;                         /* reads answered from mappings */
 };
 
 struct io_ctx {
@@ -440,7 +451,8 @@ static bool uring_may_serve(int mode)
  * what the largest pipe holds, and the kernel is asked for reads no
  * larger (max_read: the largest power of two that fits), so that a 1 MiB
  * read comes as two that are spliced.  Not when FUSE over io_uring may
- * serve (it keeps 1 MiB reads). */
+ * serve (it keeps 1 MiB reads), nor when every member is mapped (its
+ * reads are answered from the mappings, whatever their size). */
 static void splice_config(struct fs *fs, int mode)
 {
 	const char *e = getenv("RAIDFUSE_SPLICE"), *min = getenv("RAIDFUSE_SPLICE_MIN");
@@ -473,7 +485,8 @@ static void splice_config(struct fs *fs, int mode)
 	fs->splice_max = pmax - RF_SPLICE_HDR < (long)RF_MAX_IO ? (uint32_t)(pmax - RF_SPLICE_HDR) : RF_MAX_IO;
 	/* Not below a quarter: more, smaller requests would cost more than
 	 * the copies saved. */
-	if (fs->splice_max < RF_MAX_IO && fs->splice_max >= RF_MAX_IO / 4 && !uring_may_serve(mode)) {
+	if (fs->splice_max < RF_MAX_IO && fs->splice_max >= RF_MAX_IO / 4 && !uring_may_serve(mode) &&
+	    !rf_read_map_all_mapped(fs->a)) {
 		while (fs->max_read > fs->splice_max)
 			fs->max_read /= 2;
 		rf_dbg("splice: pipes hold %ld bytes: reads up to %u bytes", pmax, fs->max_read);
@@ -490,6 +503,47 @@ static void splice_init(struct fs *fs, struct fuse_conn_info *conn)
 	if (!fs->splice)
 		return;
 	conn->want |= FUSE_CAP_SPLICE_WRITE;
+}
+
+/* Answer the read [off, off + size) of the image from the members'
+ * mappings; false: not answered (a member not mapped, a read that is not
+ * a pure data read, a fault injected, a member shrunk under its mapping),
+ * the caller goes on.  libfuse's transport replies with an iovec into the
+ * mappings (the kernel copies); a transport that gives the read a buffer
+ * (FUSE over io_uring: the ring entry's payload) gets the bytes copied
+ * there, guarded (fdmap.h). */
+static bool mapped_read(struct fs *fs, struct rf_fq *q, uint64_t off, size_t size)
+{
+	struct iovec iov[RF_READ_MAP_MAX];
+	struct rf_read_map m;
+	void *dst = NULL;
+	int i;
+
+	if (q->ops != &ll_reply && !(q->ops->read_buf && (dst = q->ops->read_buf(q, size))))
+		return false;
+	if (rf_read_map(fs->a, off, (uint32_t)size, &m))
+		return false;
+	for (i = 0; i < m.n; i++) {
+		if (!m.ext[i].addr || rf_read_map_fault(&m, i)) {
+			rf_read_unmap(&m);
+			return false;
+		}
+		iov[i].iov_base = (void *)m.ext[i].addr;
+		iov[i].iov_len = m.ext[i].len;
+	}
+	if (dst && rf_fdmap_copy(dst, iov, m.n)) {
+		rf_read_unmap(&m);
+		return false;   /* the IO path meets the short member and fails it */
+	}
+	/* One reply whatever happens: on libfuse's transport a member shrunk
+	 * under its mapping fails the kernel's copy, and the reader gets EIO. */
+	if (dst)
+		q->ops->buf(q, dst, size);
+	else
+		fuse_reply_iov(q->h, iov, m.n);
+	rf_read_unmap(&m);
+	atomic_fetch_add_explicit(&fs->nr_mapped, 1, memory_order_relaxed);
+	return true;
 }
 
 /* Answer the read [off, off + size) of the image by splice; false: not
@@ -890,7 +944,7 @@ static void do_read(struct rf_fq *q, uint64_t ino, size_t size, off_t off, uint6
 		q->ops->buf(q, zeros, size);
 		return;
 	}
-	if (splice_read(fs, q, (uint64_t)off, size))
+	if (mapped_read(fs, q, (uint64_t)off, size) || splice_read(fs, q, (uint64_t)off, size))
 		return;
 	submit(fs, q, RF_REQ_READ, (uint64_t)off, size, NULL);
 }
@@ -1527,6 +1581,9 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 				(unsigned long long)atomic_load(&fs->nr_spliced),
 				(unsigned long long)atomic_load(&fs->nr_splice_fallback));
 	}
+	if (rf_fdmap_on())
+		rf_info("%llu reads answered from the members' mappings",
+			(unsigned long long)atomic_load(&fs->nr_mapped));
 	free(init);
 	/* A positive value is the signal that ended the loop: a clean stop.
 	 * ECONNABORTED: the kernel tore the connection down (a lazy unmount

@@ -59,19 +59,27 @@ static int mirror_max_pieces(const struct rf_array *a, uint32_t max_len)
 /* The copy (index into devs[n]) a read goes to: start at a rotating
  * copy, take the first in-sync one that is not write-mostly, else the
  * first in-sync one; -1: none is in sync. */
-static int read_copy(const struct rf_array *a, const int *devs, int n)
+/* The copy to read among n, the round robin's next from first on (md's
+ * read_balance, simplified): in sync, and not write-mostly unless all are. */
+static int pick_copy(const struct rf_array *a, const int *devs, int n, unsigned first)
 {
-	struct rf_array *w = (struct rf_array *)a;
-	int first = (int)(atomic_fetch_add_explicit(&w->rr, 1, memory_order_relaxed) % (unsigned)n), i;
-	uint64_t wm = atomic_load_explicit(&w->write_mostly, memory_order_relaxed);
+	uint64_t wm = atomic_load_explicit(&a->write_mostly, memory_order_relaxed);
+	int i;
 
 	for (i = 0; i < 2 * n; i++) {
-		int c = (first + i) % n;
+		int c = (int)((first + (unsigned)i) % (unsigned)n);
 
 		if (readable(a, devs[c]) && (i >= n || !(wm & (1ull << devs[c]))))
 			return c;
 	}
 	return -1;
+}
+
+static int read_copy(const struct rf_array *a, const int *devs, int n)
+{
+	struct rf_array *w = (struct rf_array *)a;
+
+	return pick_copy(a, devs, n, (unsigned)atomic_fetch_add_explicit(&w->rr, 1, memory_order_relaxed));
 }
 
 static int queue_segment(struct rf_array *a, struct rf_req *r, uint64_t off, uint32_t len)
@@ -139,10 +147,15 @@ static int mirror_read_map(const struct rf_array *a, uint64_t off, uint32_t len,
 
 		if (a->geom.level != 1 && l > a->chunk_bytes - (off & (a->chunk_bytes - 1)))
 			l = a->chunk_bytes - (off & (a->chunk_bytes - 1));
+		/* The copy the IO path would pick next; the round robin moves
+		 * on only when it can be mapped, so that a read refused here
+		 * goes to the same copy there (a mirror of a file and an NBD
+		 * export keeps its balance). */
 		n = copies_of(a, off, devs, moffs);
-		c = read_copy(a, devs, n);
-		if (c < 0)
+		c = pick_copy(a, devs, n, (unsigned)atomic_load_explicit(&a->rr, memory_order_relaxed));
+		if (c < 0 || !rf_read_map_plain(a, devs[c]))
 			return -EAGAIN;
+		atomic_fetch_add_explicit(&((struct rf_array *)a)->rr, 1, memory_order_relaxed);
 		ret = rf_read_map_add(m, devs[c], a->devs[devs[c]].data_offset + moffs[c], (uint32_t)l);
 		if (ret)
 			return ret;

@@ -117,6 +117,30 @@ full() {
 	[ "${RF_QUICK:-0}" = 1 ] || "$@"
 }
 
+# each_level DIR MNT WHAT CHECK JOBS...: raid0 (3 members), raid5 (4) and
+# raid10 (4), raid1 (2) and raid6 (5) too outside quick runs, each with 64
+# KiB chunks on 24 MiB members in DIR (config DIR/rLEVEL.conf, members
+# rLEVEL-N.img): created, mounted on MNT, fio_verify with JOBS on
+# MNT/array.img, unmounted; then CHECK is evaluated ($level set, the
+# daemon stopped) and must hold.  WHAT says what the level shows.
+each_level() {
+	local dir=$1 mnt=$2 what=$3 cond=$4 spec level n
+	shift 4
+	local levels=("0 3" "5 4" "10 4")
+	[ "${RF_QUICK:-0}" = 1 ] || levels+=("1 2" "6 5")
+	for spec in "${levels[@]}"; do
+		read -r level n <<<"$spec"
+		log "raid$level, $n members: $what, fio verify"
+		mk_conf "$dir/r$level.conf" level="$level" chunk_size=64K members="$(members "$n" "r$level-")" \
+			member_size=24M
+		create_array "$dir/r$level.conf"
+		start_array "$dir/r$level.conf" "$mnt"
+		fio_verify "$mnt/array.img" "$@"
+		stop_array "$mnt"
+		check "$cond" "raid$level: $what"
+	done
+}
+
 # ---------------------------------------------------------------- requires
 
 requires() {

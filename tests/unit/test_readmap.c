@@ -13,7 +13,10 @@
  *    member; reads held at the barrier; more extents than a map holds;
  *  - the barrier: a map counts as a read in flight until it is ended, a
  *    refused one leaves nothing counted;
- *  - fault injection is asked per extent, on the extent's member only.
+ *  - fault injection is asked per extent, on the extent's member only;
+ *  - mappings (fdmap.h): with members on tmpfs every extent carries the
+ *    address of its bytes in the member's mapping, and those bytes are the
+ *    array's; with mapping off, none does and the map still answers.
  *
  * Seed: RF_TEST_SEED (printed).
  */
@@ -22,14 +25,17 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "core/engine.h"
 #include "fixture.h"
 #include "raidfuse/fault.h"
+#include "raidfuse/fdmap.h"
 #include "raidfuse/readmap.h"
 #include "testreq.h"
 
@@ -37,6 +43,17 @@
 #define MAXLEN (1u << 20)
 
 static char *abuf, *mbuf;
+/* 1: every extent carries its mapped address, -1: none does, 0: checked
+ * where there is one. */
+static int want_addr;
+
+/* Whether the scratch directory's files are mapped when opened. */
+static bool members_mapped(void)
+{
+	struct statfs sf;
+
+	return rf_fdmap_on() && !statfs(fx_dir, &sf) && sf.f_type == TMPFS_MAGIC;
+}
 
 /* Fill the whole array with random data through the array. */
 static void fill(struct rf_array *a)
@@ -73,6 +90,12 @@ static int map_check(struct rf_array *a, uint64_t off, uint32_t len)
 		assert_int_equal(e->fd, a->devs[e->member].io.fd);
 		assert_true(at + e->len <= len);
 		assert_int_equal(pread(e->fd, mbuf + at, e->len, (off_t)e->off), (ssize_t)e->len);
+		if (want_addr > 0)
+			assert_non_null(e->addr);
+		if (want_addr < 0)
+			assert_null(e->addr);
+		if (e->addr)
+			assert_memory_equal(e->addr, mbuf + at, e->len);
 		at += e->len;
 	}
 	rf_read_unmap(&m);
@@ -111,11 +134,15 @@ static void test_extents_right(void **state)
 {
 	size_t k;
 
+	want_addr = members_mapped() ? 1 : -1;
+	if (want_addr < 0)
+		print_message("members not on tmpfs: extents are checked without addresses\n");
 	for (k = 0; k < sizeof(arrays) / sizeof(arrays[0]); k++) {
 		struct rf_array *a = open_filled(&arrays[k]);
 		uint64_t size = rf_array_size(a);
 		int i;
 
+		assert_int_equal(rf_read_map_all_mapped(a), want_addr > 0);
 		for (i = 0; i < 60; i++) {
 			uint32_t len = (uint32_t)(fx_rand() % MAXLEN) + 1;
 			uint64_t off;
@@ -137,6 +164,33 @@ static void test_extents_right(void **state)
 		assert_int_equal(map_check(a, 3 * 65536 - 4096, 192 << 10), 0);
 		rf_array_close(a);
 	}
+	want_addr = 0;
+}
+
+/* Mapping off: the same reads map, with no addresses; on again, an array
+ * opened then has them. */
+static void test_mapping_off(void **state)
+{
+	const struct fx_array *sp = &arrays[7];        /* raid5, left-symmetric */
+	struct rf_array *a;
+
+	(void)state;
+	if (!members_mapped())
+		skip();                 /* nothing would be mapped anyway */
+	rf_fdmap_setup(false);
+	a = open_filled(sp);
+	assert_false(rf_read_map_all_mapped(a));
+	want_addr = -1;
+	assert_int_equal(map_check(a, 0, 65536), 0);
+	assert_int_equal(map_check(a, 3 * 65536 - 4096, 192 << 10), 0);
+	rf_array_close(a);
+	rf_fdmap_setup(true);
+	a = fx_open_spec(sp, 0, NULL);
+	assert_true(rf_read_map_all_mapped(a));
+	want_addr = 1;
+	assert_int_equal(map_check(a, 3 * 65536 - 4096, 192 << 10), 0);
+	want_addr = 0;
+	rf_array_close(a);
 }
 
 /* The first array byte offset at or after from whose chunk lies on
@@ -344,6 +398,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_extents_right),
+		cmocka_unit_test(test_mapping_off),
 		cmocka_unit_test(test_raid5_degraded),
 		cmocka_unit_test(test_raid5_rebuilding),
 		cmocka_unit_test(test_raid0_failed),

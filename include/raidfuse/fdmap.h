@@ -1,0 +1,72 @@
+/* fdmap.h - a member file's bytes mapped into the daemon, for reads.
+ *
+ * A member that lives in memory (a regular file on tmpfs or ramfs: its
+ * page cache is the member) can be read without a system call on it: the
+ * front end points its reply's iovec at the mapping and the kernel copies
+ * the bytes from there into the FUSE reply.  rf_fdmap_open() maps such a
+ * file read-only and shared, so the mapping is the page cache the IO path
+ * reads and writes with pread/pwrite, with no copy to keep coherent.
+ *
+ * Only memory-backed files are mapped: on a file system with a disk under
+ * it a read through the mapping would wait on the disk in the FUSE thread,
+ * and a media error would reach the reader as EIO instead of failing the
+ * member and rebuilding the read, as the IO path does.
+ *
+ * A mapped file that someone shrinks under the daemon has pages that
+ * fault: a copy the kernel makes from the mapping (libfuse's transport:
+ * the reply's iovec points there) fails with EFAULT, and the reader gets
+ * EIO; a copy the daemon makes itself (FUSE over io_uring: into the ring
+ * entry's payload) goes through rf_fdmap_copy(), which catches the
+ * SIGBUS and returns -EFAULT, so the caller takes the IO path instead,
+ * where the short member read fails the member.  A SIGBUS anywhere else
+ * is left to its default action, as without this module.
+ *
+ * The pages a read touches join the daemon's resident set (VmRSS, VmHWM:
+ * RssShmem for tmpfs) and stay there: they are the member's page cache,
+ * shared, no memory is added but the page table entries (8 bytes a page).
+ * Dropping them past a budget (MADV_DONTNEED over the mappings once 16
+ * MiB had been read through them) measured slower than no mapping at all
+ * on 4 KiB random reads, so there is none; RAIDFUSE_MAP=0 is the way to
+ * keep the resident set to the daemon's own memory.
+ *
+ * Setting, read once at the first open: RAIDFUSE_MAP=0 maps nothing
+ * (rf_fdmap_setup() instead, for tests).
+ *
+ * Locks: none; a mapping belongs to its device, opened and closed with it.
+ * The SIGBUS handler is process-wide, installed at the first mapping;
+ * what it needs is thread-local.
+ *
+ * What it does NOT do: decide which reads may use a mapping (readmap.c:
+ * pure data reads, held at the barrier), write through it, or map block
+ * devices.
+ */
+#ifndef RAIDFUSE_FDMAP_H
+#define RAIDFUSE_FDMAP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct rf_fdmap {
+	const char *base;               /* NULL: not mapped */
+	uint64_t len;                   /* bytes mapped from offset 0 */
+};
+
+/* Map fd (len bytes from 0) when mapping is on and fd is a regular file on
+ * a memory file system.  0: mapped; -ENOTSUP: not such a file or mapping
+ * off (m stays unmapped, not an error for the caller); other -errno. */
+int rf_fdmap_open(struct rf_fdmap *m, int fd, uint64_t len);
+/* Unmap (nothing if not mapped); no reader may use it any more. */
+void rf_fdmap_close(struct rf_fdmap *m);
+struct iovec;
+
+/* Copy n pieces (iov_base, iov_len: in mappings) one after the other to
+ * dst.  0, or -EFAULT when a page of them faulted (a file shrunk under
+ * its mapping): dst then holds part of it, the caller must not use it. */
+int rf_fdmap_copy(void *dst, const struct iovec *p, int n);
+
+/* The setting, before the first open; without a call the environment's
+ * is taken. */
+void rf_fdmap_setup(bool on);
+bool rf_fdmap_on(void);
+
+#endif

@@ -1,0 +1,159 @@
+/* fdmap.c - memory-backed member files mapped for reads (see fdmap.h).
+ *
+ * The guarded copy: rf_fdmap_copy() sets a thread-local jump buffer with
+ * sigsetjmp(env, 0) (no signal mask saved: no system call per copy) and
+ * copies.  A page that faults raises SIGBUS in that thread; the handler,
+ * installed with SA_NODEFER (so the signal is not left blocked after the
+ * jump), finds the thread's buffer and jumps back, and the copy returns
+ * -EFAULT.  A SIGBUS with no buffer set is not ours: the handler puts the
+ * action found at install back and returns, the faulting instruction runs
+ * again and the signal takes that action (by default, the process ends
+ * with a core, as without this module).
+ *
+ * Invariant: a struct rf_fdmap with a base owns one mapping of len bytes;
+ * it may be moved by value (a device changing slots), never copied.
+ */
+#include <errno.h>
+#include <linux/magic.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/vfs.h>
+
+#include "raidfuse/fdmap.h"
+#include "raidfuse/log.h"
+
+static atomic_bool set_up;
+static pthread_once_t bus_once = PTHREAD_ONCE_INIT;
+static struct sigaction bus_was;                /* the action before ours */
+static __thread sigjmp_buf *bus_guard;          /* a guarded copy runs */
+static __thread bool bus_unblocked;             /* SIGBUS unblocked in this thread */
+static atomic_bool map_on;
+
+void rf_fdmap_setup(bool on)
+{
+	atomic_store(&map_on, on);
+	atomic_store(&set_up, true);
+}
+
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+
+/* From the environment, once, unless rf_fdmap_setup() came first. */
+static void env_setup(void)
+{
+	const char *e = getenv("RAIDFUSE_MAP");
+
+	if (atomic_load(&set_up))
+		return;
+	if (e && strcmp(e, "0") && strcmp(e, "1"))
+		rf_warn("RAIDFUSE_MAP=%s: not 0 or 1; members in memory are mapped", e);
+	rf_fdmap_setup(!e || strcmp(e, "0"));
+}
+
+bool rf_fdmap_on(void)
+{
+	pthread_once(&env_once, env_setup);
+	return atomic_load(&map_on);
+}
+
+/* A regular file whose pages are memory. */
+static bool in_memory(int fd)
+{
+	struct statfs sf;
+	struct stat st;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || fstatfs(fd, &sf))
+		return false;
+	return sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC;
+}
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	sigjmp_buf *g = bus_guard;
+
+	(void)si;
+	(void)uc;
+	if (g) {
+		bus_guard = NULL;
+		siglongjmp(*g, 1);
+	}
+	sigaction(sig, &bus_was, NULL);
+}
+
+static void bus_install(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigbus;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGBUS, &sa, &bus_was))
+		rf_warn("SIGBUS handler: %s: a member shrunk under its mapping ends the daemon", strerror(errno));
+}
+
+/* The copy itself, out of line: nothing of rf_fdmap_copy()'s frame
+ * changes between its sigsetjmp() and a jump back. */
+static __attribute__((noinline)) void copy_pieces(char *to, const struct iovec *p, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		memcpy(to, p[i].iov_base, p[i].iov_len);
+		to += p[i].iov_len;
+	}
+}
+
+int rf_fdmap_copy(void *dst, const struct iovec *p, int n)
+{
+	sigjmp_buf env;
+
+	pthread_once(&bus_once, bus_install);
+	if (!bus_unblocked) {
+		sigset_t set;
+
+		/* A fault's SIGBUS that is blocked ends the process whatever
+		 * the handler: the daemon's threads start with signals
+		 * blocked, so this one lets SIGBUS through, once. */
+		sigemptyset(&set);
+		sigaddset(&set, SIGBUS);
+		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+		bus_unblocked = true;
+	}
+	if (sigsetjmp(env, 0))
+		return -EFAULT;
+	bus_guard = &env;
+	copy_pieces(dst, p, n);
+	bus_guard = NULL;
+	return 0;
+}
+
+int rf_fdmap_open(struct rf_fdmap *m, int fd, uint64_t len)
+{
+	void *p;
+
+	m->base = NULL;
+	m->len = 0;
+	if (!rf_fdmap_on() || !len || len > (uint64_t)SIZE_MAX || !in_memory(fd))
+		return -ENOTSUP;
+	p = mmap(NULL, (size_t)len, PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	m->base = p;
+	m->len = len;
+	return 0;
+}
+
+void rf_fdmap_close(struct rf_fdmap *m)
+{
+	if (m->base)
+		munmap((void *)m->base, (size_t)m->len);
+	m->base = NULL;
+	m->len = 0;
+}
