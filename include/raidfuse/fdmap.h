@@ -16,9 +16,10 @@
  * fault: a copy the kernel makes from the mapping (libfuse's transport:
  * the reply's iovec points there) fails with EFAULT, and the reader gets
  * EIO; a copy the daemon makes itself (FUSE over io_uring: into the ring
- * entry's payload) goes through rf_fdmap_copy(), which catches the
- * SIGBUS and returns -EFAULT, so the caller takes the IO path instead,
- * where the short member read fails the member.  A SIGBUS anywhere else
+ * entry's payload) goes through rf_fdmap_copy(), and code that computes
+ * from mappings (a sync region's parity) through rf_fdmap_guarded(): the
+ * SIGBUS is caught and -EFAULT returned, so the caller takes the IO path
+ * instead, where the short member read fails the member.  A SIGBUS anywhere else
  * is left to its default action, as without this module.
  *
  * The pages a read touches join the daemon's resident set (VmRSS, VmHWM:
@@ -63,6 +64,15 @@ struct iovec;
  * dst.  0, or -EFAULT when a page of them faulted (a file shrunk under
  * its mapping): dst then holds part of it, the caller must not use it. */
 int rf_fdmap_copy(void *dst, const struct iovec *p, int n);
+/* Run fn(arg), which reads mappings, guarded the same way: fn's value,
+ * or -EFAULT when a page it read faulted (fn was cut short there: what
+ * it wrote so far must not be used).  fn is left at the read that
+ * faulted: it may take locks and allocate, but not read a mapping while
+ * it holds a lock or has an allocation half made.  Not nested. */
+int rf_fdmap_guarded(int (*fn)(void *), void *arg);
+/* Install the SIGBUS handler the guards need (the first guarded call
+ * does); again after something else took SIGBUS (a test framework). */
+void rf_fdmap_catch_sigbus(void);
 
 /* The setting, before the first open; without a call the environment's
  * is taken. */

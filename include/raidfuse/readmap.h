@@ -66,6 +66,11 @@ int rf_read_map_fault(const struct rf_read_map *m, int i);
 /* The read ended (its bytes moved, or it goes the usual way now): the
  * barrier lets go of it. */
 void rf_read_unmap(struct rf_read_map *m);
+/* For a sync region (the caller holds its rows): the address of member
+ * k's bytes [off, off + len) (byte offset on the member's file) in its
+ * mapping, when it is mapped over them and read plainly (no overlay,
+ * layer, NBD export, fault injection or io log); else NULL. */
+const char *rf_read_map_addr(struct rf_array *a, int k, uint64_t off, uint32_t len);
 /* Whether every device open now is mapped (extents will carry addresses
  * wherever the map answers). */
 bool rf_read_map_all_mapped(struct rf_array *a);

@@ -47,6 +47,8 @@ struct rf_sync_status {
 	uint64_t bad_found;             /* how many blocks were pinned so far */
 	uint64_t skipped;               /* sectors the running or last walk jumped over as
 					 * clean (a re-added device's rebuild with a bitmap) */
+	uint64_t mapped;                /* member bytes the running or last walk took from
+					 * the members' mappings instead of reading them */
 };
 
 /* md's word for an action, and back (-EINVAL for an unknown word; a

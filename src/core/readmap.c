@@ -101,6 +101,17 @@ void rf_read_unmap(struct rf_read_map *m)
 	rf_barrier_exit(m->a, 0);
 }
 
+const char *rf_read_map_addr(struct rf_array *a, int k, uint64_t off, uint32_t len)
+{
+	const struct rf_dev *d = &a->devs[k];
+
+	if (a->overlay || rf_iolog_on || !rf_read_map_plain(a, k) || !d->map.base ||
+	    (d->io.fault && atomic_load_explicit(&d->io.fault->armed, memory_order_relaxed)) ||
+	    off > d->map.len || len > d->map.len - off)
+		return NULL;
+	return d->map.base + off;
+}
+
 bool rf_read_map_all_mapped(struct rf_array *a)
 {
 	bool all = a->ndevs > 0;

@@ -1,11 +1,11 @@
 /* fdmap.c - memory-backed member files mapped for reads (see fdmap.h).
  *
- * The guarded copy: rf_fdmap_copy() sets a thread-local jump buffer with
- * sigsetjmp(env, 0) (no signal mask saved: no system call per copy) and
- * copies.  A page that faults raises SIGBUS in that thread; the handler,
- * installed with SA_NODEFER (so the signal is not left blocked after the
- * jump), finds the thread's buffer and jumps back, and the copy returns
- * -EFAULT.  A SIGBUS with no buffer set is not ours: the handler puts the
+ * Guarded code: rf_fdmap_guarded() sets a thread-local jump buffer with
+ * sigsetjmp(env, 0) (no signal mask saved: no system call per call) and
+ * runs the function.  A page that faults raises SIGBUS in that thread;
+ * the handler, installed with SA_NODEFER (so the signal is not left
+ * blocked after the jump), finds the thread's buffer and jumps back, and
+ * the call returns -EFAULT.  A SIGBUS with no buffer set is not ours: the handler puts the
  * action found at install back and returns, the faulting instruction runs
  * again and the signal takes that action (by default, the process ends
  * with a core, as without this module).
@@ -86,52 +86,86 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 	sigaction(sig, &bus_was, NULL);
 }
 
-static void bus_install(void)
+void rf_fdmap_catch_sigbus(void)
 {
-	struct sigaction sa;
+	struct sigaction sa, was;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_sigbus;
 	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGBUS, &sa, &bus_was))
+	if (sigaction(SIGBUS, &sa, &was)) {
 		rf_warn("SIGBUS handler: %s: a member shrunk under its mapping ends the daemon", strerror(errno));
+		return;
+	}
+	if (!(was.sa_flags & SA_SIGINFO) || was.sa_sigaction != on_sigbus)
+		bus_was = was;
 }
 
-/* The copy itself, out of line: nothing of rf_fdmap_copy()'s frame
- * changes between its sigsetjmp() and a jump back. */
-static __attribute__((noinline)) void copy_pieces(char *to, const struct iovec *p, int n)
+static void bus_install(void)
 {
+	rf_fdmap_catch_sigbus();
+}
+
+struct copy_args {
+	char *to;
+	const struct iovec *p;
+	int n;
+};
+
+static int copy_pieces(void *arg)
+{
+	struct copy_args *c = arg;
+	char *to = c->to;
 	int i;
 
-	for (i = 0; i < n; i++) {
-		memcpy(to, p[i].iov_base, p[i].iov_len);
-		to += p[i].iov_len;
+	for (i = 0; i < c->n; i++) {
+		memcpy(to, c->p[i].iov_base, c->p[i].iov_len);
+		to += c->p[i].iov_len;
 	}
+	return 0;
+}
+
+static void bus_unblock(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGBUS);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	bus_unblocked = true;
+}
+
+int rf_fdmap_guarded(int (*fn)(void *), void *arg)
+{
+	sigjmp_buf env;
+	int ret;
+
+	pthread_once(&bus_once, bus_install);
+	/* A fault's SIGBUS that is blocked ends the process whatever the
+	 * handler: the daemon's threads start with signals blocked, so this
+	 * one lets SIGBUS through, once. */
+	if (!bus_unblocked)
+		bus_unblock();
+	/* fn runs in its own frame: nothing of this one changes between
+	 * sigsetjmp() and a jump back. */
+	if (sigsetjmp(env, 0)) {
+		/* Whoever ran the handler (a sanitizer's wrapper may ignore
+		 * SA_NODEFER) may have left SIGBUS blocked. */
+		bus_unblock();
+		return -EFAULT;
+	}
+	bus_guard = &env;
+	ret = fn(arg);
+	bus_guard = NULL;
+	return ret;
 }
 
 int rf_fdmap_copy(void *dst, const struct iovec *p, int n)
 {
-	sigjmp_buf env;
+	struct copy_args c = { dst, p, n };
 
-	pthread_once(&bus_once, bus_install);
-	if (!bus_unblocked) {
-		sigset_t set;
-
-		/* A fault's SIGBUS that is blocked ends the process whatever
-		 * the handler: the daemon's threads start with signals
-		 * blocked, so this one lets SIGBUS through, once. */
-		sigemptyset(&set);
-		sigaddset(&set, SIGBUS);
-		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-		bus_unblocked = true;
-	}
-	if (sigsetjmp(env, 0))
-		return -EFAULT;
-	bus_guard = &env;
-	copy_pieces(dst, p, n);
-	bus_guard = NULL;
-	return 0;
+	return rf_fdmap_guarded(copy_pieces, &c);
 }
 
 int rf_fdmap_open(struct rf_fdmap *m, int fd, uint64_t len)

@@ -64,6 +64,7 @@
 #include <string.h>
 
 #include "core/engine.h"
+#include "raidfuse/fdmap.h"
 #include "raidfuse/parity.h"
 #include "services/syncwork.h"
 
@@ -886,33 +887,48 @@ static void recover_reads(struct rf_sync_work *w, int m, uint64_t missing, uint6
  * rebuilt (raid6: both in this one pass).  The rows stay locked: writes
  * to them skip those devices until recovery_cp passes them, which waits
  * for every region below (the walk's retire()). */
-static int r5_recover(struct rf_sync_work *w)
+/* A region's rows, computed from its buffers: guarded when some of them
+ * are members' mappings.  A fault there (a member shrunk under its
+ * mapping) gives the buffers back to the worker, reads them the usual way
+ * (reread: the short read fails the member) and runs fn once more. */
+static int run_rows(struct rf_sync_work *w, int (*fn)(void *), void *arg,
+		    void (*reread)(struct rf_sync_work *w, void *arg))
 {
+	int ret;
+
+	if (!w->mapped)
+		return fn(arg);
+	ret = rf_fdmap_guarded(fn, arg);
+	if (ret != -EFAULT)
+		return ret;
+	rf_sync_unmap(w);
+	memset(w->dirty, 0, sizeof(w->dirty));
+	reread(w, arg);
+	ret = rf_sync_io_wait(w);
+	return ret ? ret : fn(arg);
+}
+
+struct recover_rows {
+	struct rf_sync_work *w;
+	uint64_t missing;
+};
+
+/* Every missing block of the region's rows, into the buffers of the
+ * devices being rebuilt.  A row's blocks in the region at once (one call
+ * per row, not per block), but block by block where the row has zero
+ * positions (DDF layouts: w->zero is one block). */
+static int recover_rows(void *arg)
+{
+	struct recover_rows *c = arg;
+	struct rf_sync_work *w = c->w;
 	struct rf_array *a = w->a;
 	const struct rf_geom *g = &a->geom;
-	uint32_t bytes = (uint32_t)(w->n << 9);
-	int i, b, run, nblk = (int)(bytes / BLK), ret = 0;
-	uint64_t row = UINT64_MAX, rec, missing, pos = w->pos;
-	struct rf_r5_row r;
+	uint64_t row = UINT64_MAX, pos = w->pos, missing = c->missing;
+	int i, b, run, nblk = (int)((w->n << 9) / BLK);
 	void *blocks[RF_MAX_MEMBERS + 2];
+	struct rf_r5_row r;
 
-	rf_sync_rows_lock(w, pos, pos + w->n);
-	w->keep_locked = true;
-	/* The devices being rebuilt that hold some row of the region not
-	 * yet (one resumed from further along serves the rows below its
-	 * own checkpoint, as any member in sync). */
-	rec = rf_faulty_at(a, pos + w->n - 1) & atomic_load(&a->recovering) & ~rf_faulty(a);
-	missing = rf_faulty(a) | rec;
-	if (!rec || a->ops->failed(a, missing))
-		return rec ? -EIO : 0;
-	for (i = 0; i < a->nmembers; i++)
-		if (!(missing & (1ull << i)))
-			recover_reads(w, i, missing, pos, bytes);
-	ret = rf_sync_io_wait(w);
-	/* A row's blocks in the region at once (one call per row, not per
-	 * block), but block by block where the row has zero positions (DDF
-	 * layouts: w->zero is one block). */
-	for (b = 0; b < nblk && !ret; b += run) {
+	for (b = 0; b < nblk; b += run) {
 		uint64_t ds = pos + (uint64_t)b * RF_SYNC_BLK_SECTORS;
 		int off = b * (int)BLK, f[2] = { -1, -1 }, nf = 0, n;
 		size_t len;
@@ -942,6 +958,48 @@ static int r5_recover(struct rf_sync_work *w)
 				f[nf++] = rf_r6_index(&r, i);
 		rf_raid6_recover(n, len, blocks, f[0], f[1]);
 	}
+	return 0;
+}
+
+static void recover_reread(struct rf_sync_work *w, void *arg)
+{
+	struct recover_rows *c = arg;
+	int i;
+
+	for (i = 0; i < w->a->nmembers; i++)
+		if (!(c->missing & (1ull << i)))
+			recover_reads(w, i, c->missing, w->pos, (uint32_t)(w->n << 9));
+}
+
+/* Rebuild: every missing block of the region's rows from the others
+ * (xor, or raid6 recovery of any two), written to the devices being
+ * rebuilt (raid6: both in this one pass).  A survivor in memory is not
+ * read: its mapping is the region's buffer (rf_sync_map()).  The rows
+ * stay locked: writes to them skip those devices until recovery_cp
+ * passes them, which waits for every region below (the walk's retire()). */
+static int r5_recover(struct rf_sync_work *w)
+{
+	struct rf_array *a = w->a;
+	uint32_t bytes = (uint32_t)(w->n << 9);
+	uint64_t rec, pos = w->pos;
+	struct recover_rows c = { w, 0 };
+	int i, ret;
+
+	rf_sync_rows_lock(w, pos, pos + w->n);
+	w->keep_locked = true;
+	/* The devices being rebuilt that hold some row of the region not
+	 * yet (one resumed from further along serves the rows below its
+	 * own checkpoint, as any member in sync). */
+	rec = rf_faulty_at(a, pos + w->n - 1) & atomic_load(&a->recovering) & ~rf_faulty(a);
+	c.missing = rf_faulty(a) | rec;
+	if (!rec || a->ops->failed(a, c.missing))
+		return rec ? -EIO : 0;
+	for (i = 0; i < a->nmembers; i++)
+		if (!(c.missing & (1ull << i)) && !rf_sync_map(w, i, bytes, pos))
+			recover_reads(w, i, c.missing, pos, bytes);
+	ret = rf_sync_io_wait(w);
+	if (!ret)
+		ret = run_rows(w, recover_rows, &c, recover_reread);
 	for (i = 0; i < a->nmembers && !ret; i++)
 		if (rec & (1ull << i))
 			rf_sync_io(w, i, true, w->buf[i], bytes, pos);
@@ -987,29 +1045,35 @@ static int raid6_bad_data(struct rf_sync_work *w, const struct rf_r5_row *r, int
 	return -1;
 }
 
-/* check, repair, resync: recompute P [and Q] of every block row. */
-static int r5_compare(struct rf_sync_work *w)
+struct compare_rows {
+	struct rf_sync_work *w;
+	bool wrote;
+};
+
+/* Block m of the region about to be rewritten: its buffer the worker's
+ * own, if it was the mapping. */
+static void rewrite(struct rf_sync_work *w, int m, int b)
 {
+	rf_sync_own(w, m, (uint32_t)(w->n << 9));
+	w->dirty[m][b] = 1;
+}
+
+/* Recompute P [and Q] of every block row of the region and compare; a
+ * repair or resync marks what it rewrites. */
+static int compare_rows(void *arg)
+{
+	struct compare_rows *c = arg;
+	struct rf_sync_work *w = c->w;
 	struct rf_array *a = w->a;
 	const struct rf_geom *g = &a->geom;
 	enum rf_sync_action act = w->act;
-	uint32_t bytes = (uint32_t)(w->n << 9);
-	int i, k, b, nblk = (int)(bytes / BLK), ret = 0;
+	int k, b, nblk = (int)((w->n << 9) / BLK);
 	uint64_t row = UINT64_MAX, pos = w->pos;
-	bool raid6 = g->level == 6, wrote = false;
-	struct rf_r5_row r;
+	bool raid6 = g->level == 6;
 	void *blocks[RF_MAX_MEMBERS + 2];
+	struct rf_r5_row r;
 
-	rf_sync_rows_lock(w, pos, pos + w->n);
-	if (rf_faulty(a)) {
-		ret = -EIO;     /* a member failed since the start: nothing to compare */
-		goto out;
-	}
-	/* Every column: P and Q move from row to row inside the region. */
-	for (i = 0; i < a->nmembers; i++)
-		rf_sync_io(w, i, false, w->buf[i], bytes, pos);
-	ret = rf_sync_io_wait(w);
-	for (b = 0; b < nblk && !ret; b++) {
+	for (b = 0; b < nblk; b++) {
 		uint64_t ds = pos + (uint64_t)b * RF_SYNC_BLK_SECTORS;
 		int off = b * (int)BLK, bad = -1;
 		bool badp, badq;
@@ -1046,30 +1110,63 @@ static int r5_compare(struct rf_sync_work *w)
 			if (act == RF_SYNC_CHECK)
 				continue;
 		}
+		c->wrote = true;
 		if (bad >= 0 && bad != r.pd_idx && bad != r.qd_idx) {
 			/* P and Q are right: the data block is what they say. */
+			rewrite(w, bad, b);
 			rf_xor_into(BLK, w->delta, w->buf[bad] + off);
-			w->dirty[bad][b] = 1;
 			continue;
 		}
 		if (badp) {
+			rewrite(w, r.pd_idx, b);
 			memcpy(w->buf[r.pd_idx] + off, w->p, BLK);
-			w->dirty[r.pd_idx][b] = 1;
 		}
 		if (badq) {
+			rewrite(w, r.qd_idx, b);
 			memcpy(w->buf[r.qd_idx] + off, w->q, BLK);
-			w->dirty[r.qd_idx][b] = 1;
 		}
 	}
-	for (i = 0; i < a->nmembers; i++) {
-		for (b = 0; b < nblk && !wrote; b++)
-			wrote = w->dirty[i][b];
-		rf_sync_write_dirty(w, i, w->buf[i], w->dirty[i], nblk, bytes, pos, ret);
+	return 0;
+}
+
+static void compare_reread(struct rf_sync_work *w, void *arg)
+{
+	int i;
+
+	((struct compare_rows *)arg)->wrote = false;
+	for (i = 0; i < w->a->nmembers; i++)
+		rf_sync_io(w, i, false, w->buf[i], (uint32_t)(w->n << 9), w->pos);
+}
+
+/* check, repair, resync: recompute P [and Q] of every block row.  A
+ * member in memory is not read: its mapping is the region's buffer
+ * (rf_sync_map()) until a block of it is rewritten. */
+static int r5_compare(struct rf_sync_work *w)
+{
+	struct rf_array *a = w->a;
+	uint32_t bytes = (uint32_t)(w->n << 9);
+	int i, nblk = (int)(bytes / BLK), ret = 0;
+	uint64_t pos = w->pos;
+	struct compare_rows c = { w, false };
+
+	rf_sync_rows_lock(w, pos, pos + w->n);
+	if (rf_faulty(a)) {
+		ret = -EIO;     /* a member failed since the start: nothing to compare */
+		goto out;
 	}
+	/* Every column: P and Q move from row to row inside the region. */
+	for (i = 0; i < a->nmembers; i++)
+		if (!rf_sync_map(w, i, bytes, pos))
+			rf_sync_io(w, i, false, w->buf[i], bytes, pos);
+	ret = rf_sync_io_wait(w);
+	if (!ret)
+		ret = run_rows(w, compare_rows, &c, compare_reread);
+	for (i = 0; i < a->nmembers; i++)
+		rf_sync_write_dirty(w, i, w->buf[i], w->dirty[i], nblk, bytes, pos, ret);
 	if (!ret)
 		ret = rf_sync_io_wait(w);
 	/* Cached heads of these rows hold what the members held before. */
-	if (wrote)
+	if (c.wrote)
 		rf_sync_rows_forget(a, pos, pos + w->n);
 out:
 	rf_sync_rows_unlock(w);

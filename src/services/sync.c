@@ -120,6 +120,7 @@
 #include "raidfuse/ioq.h"
 #include "raidfuse/log.h"
 #include "raidfuse/rangelock.h"
+#include "raidfuse/readmap.h"
 #include "raidfuse/sync.h"
 #include "raidfuse/util.h"
 #include "services/syncwork.h"
@@ -227,6 +228,7 @@ struct rf_sync {
 	int bad_member;
 	uint64_t bad_sector, bad_found;
 	uint64_t skipped;               /* sectors a walk jumped over (bitmap) */
+	atomic_uint_fast64_t mapped;    /* member bytes a walk read from mappings (relaxed) */
 	uint64_t mismatches;
 	int nlogged;
 	/* set by sync_main's thread before the workers start: */
@@ -398,6 +400,49 @@ void rf_sync_io(struct rf_sync_work *work, int m, bool write, char *buf, uint32_
 	rf_ioq_queue(&w->ioq, mio);
 }
 
+/* The worker's own buffer for member m's region bytes. */
+static char *own_buf(struct sync_worker *w, int m)
+{
+	return w->mem + (size_t)m * w->s->region_max;
+}
+
+bool rf_sync_map(struct rf_sync_work *work, int m, uint32_t len, uint64_t sec)
+{
+	struct sync_worker *w = worker_of(work);
+	const char *p = rf_read_map_addr(w->a, m, rf_dev_sector_off(w->a, m, sec), len);
+
+	if (!p)
+		return false;
+	work->buf[m] = (char *)p;
+	work->mapped |= 1ull << m;
+	atomic_fetch_add_explicit(&w->s->mapped, len, memory_order_relaxed);
+	return true;
+}
+
+void rf_sync_own(struct rf_sync_work *work, int m, uint32_t len)
+{
+	struct sync_worker *w = worker_of(work);
+
+	if (!(work->mapped & (1ull << m)))
+		return;
+	memcpy(own_buf(w, m), work->buf[m], len);
+	work->buf[m] = own_buf(w, m);
+	work->mapped &= ~(1ull << m);
+}
+
+void rf_sync_unmap(struct rf_sync_work *work)
+{
+	struct sync_worker *w = worker_of(work);
+	int m;
+
+	for (m = 0; work->mapped; m++) {
+		if (!(work->mapped & (1ull << m)))
+			continue;
+		work->buf[m] = own_buf(w, m);
+		work->mapped &= ~(1ull << m);
+	}
+}
+
 int rf_sync_io_wait(struct rf_sync_work *work)
 {
 	struct sync_worker *w = worker_of(work);
@@ -513,6 +558,7 @@ static int region_run(struct sync_worker *w, enum rf_sync_action act)
 	work->n = w->cur->n;
 	work->keep_locked = false;
 	ret = w->s->ops->region(work);
+	rf_sync_unmap(work);
 	w->cur->keep_locked = work->keep_locked;
 	return ret;
 }
@@ -1163,6 +1209,7 @@ static int start(struct rf_array *a, enum rf_sync_action act)
 	s->nmarks = 0;
 	s->nlogged = 0;
 	s->skipped = 0;
+	atomic_store_explicit(&s->mapped, 0, memory_order_relaxed);
 	s->last_busy = -BUSY_RECENT;
 	s->last_idle = -IDLE_TRUST;
 	s->started = now();
@@ -1261,6 +1308,7 @@ void rf_sync_get(struct rf_array *a, struct rf_sync_status *st)
 	st->bad_sector = s->bad_sector;
 	st->bad_found = s->bad_found;
 	st->skipped = s->skipped;
+	st->mapped = atomic_load_explicit(&s->mapped, memory_order_relaxed);
 	if (s->running && s->nmarks) {
 		/* At least a second, as md: a young run's first region says
 		 * nothing about its pace. */

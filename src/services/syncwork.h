@@ -47,11 +47,30 @@ struct rf_sync_work {
 	char *p, *q, *delta, *qq, *zero;
 	/* Blocks of buf[m] to write back (rf_sync_write_dirty clears them). */
 	uint8_t dirty[RF_MAX_MEMBERS][RF_SYNC_REGION_BLKS];
+	/* Members whose buf[m] points into their mapping (rf_sync_map()):
+	 * read-only, and read only under rf_fdmap_guarded(). */
+	uint64_t mapped;
 };
 
 /* Queue a read (or write) of len bytes of member m at member sector sec,
  * into (from) buf. */
 void rf_sync_io(struct rf_sync_work *w, int m, bool write, char *buf, uint32_t len, uint64_t sec);
+/* Instead of a read of the region's len bytes of member m from member
+ * sector sec (the region's start): buf[m] pointed at them in the
+ * member's mapping, when it is mapped (fdmap.h: a file in memory) and its
+ * reads are plain (no layer, NBD export, fault injection or io log).
+ * true: done, no read to queue; the level may not write into buf[m]
+ * (rf_sync_own() first) and reads it under rf_fdmap_guarded() only, where
+ * a fault (a member shrunk under its mapping) ends the computation with
+ * -EFAULT: the level then calls rf_sync_unmap() and reads the usual way,
+ * whose short read fails the member.  The walk gives every buf[m] back
+ * after the region. */
+bool rf_sync_map(struct rf_sync_work *w, int m, uint32_t len, uint64_t sec);
+/* buf[m] the worker's own buffer again, holding the first len bytes the
+ * mapping held (guarded: it reads the mapping); nothing if not mapped. */
+void rf_sync_own(struct rf_sync_work *w, int m, uint32_t len);
+/* Every buf[m] the worker's own again, with nothing copied. */
+void rf_sync_unmap(struct rf_sync_work *w);
 /* Submit what was queued and wait for all of it: 0, or the first error
  * (its member is marked faulty). */
 int rf_sync_io_wait(struct rf_sync_work *w);

@@ -121,18 +121,21 @@ static void test_not_mapped(void **state)
 }
 
 /* In a child with SIGBUS at its default action (cmocka catches it in
- * tests): the first guarded copy installs the handler over the default; a
- * guarded copy past the end of the shrunk file returns -EFAULT; the same
- * page touched outside a guarded copy must end the child with SIGBUS.
- * Exit 2: the guarded copy did not fail; 0: the touch survived. */
-static void child_touch(const char *past, char *out)
+ * tests), then the handler installed over it: a guarded copy past the end
+ * of the shrunk file returns -EFAULT (and the child says so on fd), then
+ * the same page touched outside a guarded copy must end the child with
+ * SIGBUS.  Exit 2: the guarded copy did not fail; 0: the touch survived. */
+static void child_touch(const char *past, char *out, int fd)
 {
 	struct iovec p = { (void *)past, 4096 };
 	volatile const char *c = past;
 
 	signal(SIGBUS, SIG_DFL);
+	rf_fdmap_catch_sigbus();
 	if (rf_fdmap_copy(out, &p, 1) != -EFAULT)
 		_exit(2);
+	if (write(fd, "g", 1) != 1)
+		_exit(3);
 	(void)*c;
 	_exit(0);
 }
@@ -158,7 +161,8 @@ static void test_copy_guarded(void **state)
 	char path[FX_PATH];
 	int fd = shm_file("guarded", path, sizeof(path));
 	struct iovec p[4];
-	int status;
+	int status, pfd[2];
+	char said;
 	pid_t pid;
 
 	(void)state;
@@ -171,11 +175,15 @@ static void test_copy_guarded(void **state)
 	}
 	/* Shrunk to 64 KiB under the mapping. */
 	assert_int_equal(ftruncate(fd, 65536), 0);
+	assert_int_equal(pipe(pfd), 0);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (!pid)
-		child_touch(m.base + 700000, out);
+		child_touch(m.base + 700000, out, pfd[1]);
+	close(pfd[1]);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(read(pfd[0], &said, 1), 1);    /* the guarded copy failed cleanly first */
+	close(pfd[0]);
 	if (WIFEXITED(status))
 		fail_msg("the child exited %d: %s", WEXITSTATUS(status),
 			 WEXITSTATUS(status) == 2 ? "the guarded copy did not fail" : "an unguarded fault was swallowed");

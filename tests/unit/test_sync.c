@@ -9,6 +9,13 @@
  * parity blocks are recomputed); resync of members full of garbage makes
  * check count 0; foreground writes racing a repair land intact.
  *
+ * Members in memory (the scratch directory is on /dev/shm) are mapped,
+ * and raid4/5/6 walks take their bytes from the mappings: every test
+ * above runs that way; test_io_paths runs some again with mapping off
+ * (the reads through the IO queue) and checks which way each went, and
+ * test_mapped_truncated shrinks a member under its mapping before a
+ * check: the member fails, the check stops, the process lives.
+ *
  * Seed: RF_TEST_SEED (printed).
  */
 #include <errno.h>
@@ -22,13 +29,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 
 #include "core/core_test.h"
 #include "fake_ioq.h"
 #include "fixture.h"
 #include "testreq.h"
+#include "raidfuse/fdmap.h"
 #include "raidfuse/sync.h"
 
 #define MEMBER_BYTES (2u << 20)
@@ -1171,17 +1181,74 @@ static void test_rebuild(void **state)
  * (sync.c: inline_io()): each way, forced, finds a corrupt data block
  * and rebuilds two raid6 members, whatever file system the test's
  * members are on. */
+/* A resync and a check of sp: from the mappings (want_mapped) or not. */
+static void walk_mapped(const struct spec *sp, bool want_mapped)
+{
+	struct rf_sync_status st;
+	struct rf_array *a;
+
+	make_members(sp, true);
+	a = open_array(sp, 0);
+	run_action(a, RF_SYNC_RESYNC);
+	rf_sync_get(a, &st);
+	if (want_mapped != (st.mapped > 0))
+		fail_msg("%s: resync took %llu bytes from mappings (want %s)", sp->what,
+			 (unsigned long long)st.mapped, want_mapped ? "some" : "none");
+	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
+	rf_sync_get(a, &st);
+	assert_int_equal(st.mapped > 0, want_mapped);
+	rf_array_close(a);
+}
+
 static void test_io_paths(void **state)
 {
 	static const char *const how[] = { "ring", "inline" };
-	unsigned i;
+	unsigned i, map;
+	struct statfs sf;
+	bool in_memory = !statfs(fx_dir, &sf) && sf.f_type == TMPFS_MAGIC;
 
-	for (i = 0; i < 2; i++) {
-		assert_int_equal(setenv("RAIDFUSE_SYNC_IO", how[i], 1), 0);
-		run_specs(data_block_one);
-		rebuild_one(&specs[8], 0, 2);
+	for (map = 0; map < 2; map++) {
+		rf_fdmap_setup(map == 1);
+		for (i = 0; i < 2; i++) {
+			assert_int_equal(setenv("RAIDFUSE_SYNC_IO", how[i], 1), 0);
+			run_specs(data_block_one);
+			rebuild_one(&specs[8], 0, 2);
+			walk_mapped(&specs[6], map == 1 && in_memory);
+			walk_mapped(&specs[9], map == 1 && in_memory);
+		}
 	}
+	rf_fdmap_setup(true);
 	unsetenv("RAIDFUSE_SYNC_IO");
+}
+
+/* A member shrunk under its mapping (no close: the member watch does not
+ * see it): the check's computation faults on its pages, reads the
+ * members the usual way, meets the short read and fails the member. */
+static void test_mapped_truncated(void **state)
+{
+	const struct spec *sp = &specs[6];      /* raid5, 4 members */
+	struct rf_sync_status st;
+	struct rf_array *a;
+	char p[512];
+	int fd;
+
+	if (!rf_fdmap_on())
+		skip();
+	rf_fdmap_catch_sigbus();        /* cmocka takes SIGBUS for each test */
+	make_members(sp, true);
+	a = open_array(sp, 0);
+	run_action(a, RF_SYNC_RESYNC);
+	member_path(p, sizeof(p), sp, 2);
+	fd = open(p, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, DATA_OFFSET + 65536), 0);
+	run_action(a, RF_SYNC_CHECK);
+	rf_sync_get(a, &st);
+	assert_true(st.mapped > 0);
+	assert_true(rf_array_faulty(a) & (1u << 2));
+	assert_false(rf_array_faulty(a) & ~(1u << 2));
+	close(fd);
+	rf_array_close(a);
 }
 
 /* Levels without redundancy refuse; words parse as md's. */
@@ -1226,6 +1293,7 @@ int main(void)
 		cmocka_unit_test(test_raid10_checkpoint),
 		cmocka_unit_test(test_raid10_recover_rows),
 		cmocka_unit_test(test_io_paths),
+		cmocka_unit_test(test_mapped_truncated),
 	};
 
 	return fx_run_tests("sync", tests);
