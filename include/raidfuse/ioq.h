@@ -71,6 +71,11 @@ struct rf_ioq_member {
 					 * asynchronous command on it; fds are -1 then */
 	struct rf_fault *fault;         /* fault injection (fault.h), or NULL: asked before
 					 * each operation is issued */
+	const char *map;                /* the file mapped for reads (fdmap.h: a file in
+					 * memory), map_len bytes from offset 0, or NULL:
+					 * a read inside it is a copy from there, no
+					 * system call (owned by the device, not the queue) */
+	uint64_t map_len;
 	uint8_t failfast;               /* md's failfast: a failed read ends with its error
 					 * at once (else it is issued once more first); the
 					 * array changes it while IO runs: read atomically */
@@ -103,6 +108,10 @@ struct rf_ioq_backend {
 	int (*reap)(struct rf_ioq *q, bool wait);
 	void (*kick)(struct rf_ioq *q);
 	void (*destroy)(struct rf_ioq *q);
+	/* Reads inside a member's mapping are copied from it, not handed to
+	 * prep: the backends that stand for the member files themselves (a
+	 * test's fake member, which injects or records, sees every read). */
+	bool map_reads;
 };
 
 /* A plug: a client that gathers work into mios already queued (the
@@ -134,6 +143,7 @@ struct rf_ioq {
 	int16_t *iov_free;
 	int niov_free;
 	uint64_t nr_short, nr_retry, nr_merged, nr_injected, nr_read_retry; /* stats */
+	uint64_t nr_mapped;             /* reads copied from mappings (stats) */
 };
 
 /* Common setup for backends: members, retry list, iovec slots.  0 or -ENOMEM. */

@@ -165,6 +165,8 @@ int rf_dev_open_into(struct rf_array *a, struct rf_dev *d, const char *path, con
 	ret = rf_fdmap_open(&d->map, f.fd, f.id.size);
 	if (ret && ret != -ENOTSUP)
 		rf_dbg("%s: not mapped for reads: %s", who, strerror(-ret));
+	d->io.map = d->map.base;
+	d->io.map_len = d->map.len;
 	return 0;
 }
 

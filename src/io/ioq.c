@@ -11,6 +11,10 @@
  *    completes it with the injected -errno, before (and then without)
  *    waiting on the backend; a merged one is retried piece by piece, as
  *    after a real error, each piece asking again;
+ *  - a read inside its member's mapping (rf_ioq_member.map: a file in
+ *    memory) is not issued either: it is copied from there at issue,
+ *    after fault injection was asked, and completes the same way, with
+ *    its bytes moved; a copy that faults (the file shrunk) is issued;
  *  - an NBD member's operation (mm->nbd) is one asynchronous command on
  *    its connection (nbd.c; merged pieces go as one): its end comes on the
  *    connection's poller thread, which pushes it on q->nbd_done and kicks
@@ -40,11 +44,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <liburing.h>
 
 #include "raidfuse/fault.h"
+#include "raidfuse/fdmap.h"
 #include "raidfuse/iolog.h"
 #include "raidfuse/ioq.h"
 #include "raidfuse/nbd.h"
@@ -115,6 +121,29 @@ static int nbd_issue(struct rf_ioq *q, struct rf_mio *m, struct rf_nbd *c)
 	return 1;
 }
 
+/* A read from the member's mapping: m's remaining bytes and every piece
+ * merged behind it copied from there, guarded (fdmap.h).  false: not
+ * inside the mapping, or a page faulted (the member shrunk under it):
+ * the read is issued, and its short transfer fails the member. */
+static bool mapped_read(const struct rf_ioq_member *mm, struct rf_mio *m, uint64_t off)
+{
+	uint64_t end = m->ctail->off + m->ctail->len;
+	const char *src = mm->map + off;
+	struct rf_mio *x;
+
+	if (end > mm->map_len || end - off > INT32_MAX)
+		return false;
+	for (x = m; x; x = x->chain) {
+		uint32_t skip = x == m ? m->done : 0;
+		struct iovec v = { (void *)src, x->len - skip };
+
+		if (rf_fdmap_copy(x->buf + skip, &v, 1))
+			return false;
+		src += v.iov_len;
+	}
+	return true;
+}
+
 /* Hand m (and what is merged behind it) to the backend.  0, -EBUSY, or
  * 1: fault injection ended it (m->res), for the caller to put on
  * q->injected once m is off the retry list. */
@@ -137,6 +166,12 @@ static int mio_issue(struct rf_ioq *q, struct rf_mio *m)
 		m->res = ret;
 		q->inflight++;
 		q->nr_injected++;
+		return 1;
+	}
+	if (m->op == RF_MIO_READ && mm->map && q->be->map_reads && !mm->layer && !mm->nbd && mapped_read(mm, m, off)) {
+		m->res = (int)(m->ctail->off + m->ctail->len - off);
+		q->inflight++;
+		q->nr_mapped++;
 		return 1;
 	}
 	if (mm->nbd)
@@ -609,6 +644,7 @@ static const struct rf_ioq_backend uring_backend = {
 	.reap = uring_reap,
 	.kick = uring_kick,
 	.destroy = uring_destroy,
+	.map_reads = true,
 };
 
 int rf_ioq_init_uring(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned depth)
@@ -804,6 +840,7 @@ static const struct rf_ioq_backend sync_backend = {
 	.reap = sync_reap,
 	.kick = sync_kick,
 	.destroy = sync_destroy,
+	.map_reads = true,
 };
 
 int rf_ioq_init_sync(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned depth)

@@ -1,18 +1,24 @@
 /* test_ioq.c - the member IO queue: short transfers resubmitted, EAGAIN
  * retried, errors delivered once, back-pressure queued, a failed read
  * retried once unless its member is failfast, on a fake backend; a
- * plug runs before the queue issues anything, once; and one real round
- * trip through liburing. */
+ * plug runs before the queue issues anything, once; one real round
+ * trip through liburing; and reads of a member in memory copied from its
+ * mapping (merged ones too), a read past the mapping and one of a file
+ * shrunk under it issued instead (the latter failing), and a backend that
+ * sees every read (a test's) given them all. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fake_ioq.h"
 #include "raidfuse/fault.h"
+#include "raidfuse/fdmap.h"
 #include "miorec.h"
 
 static void run_all(struct rf_ioq *q)
@@ -350,6 +356,82 @@ static void test_uring(void **state)
 	close(mm.fd);
 }
 
+/* Queue r (len bytes at off into buf) and run the queue. */
+static void read_one(struct rf_ioq *q, struct rec *r, char *buf, uint64_t off, uint32_t len)
+{
+	*r = (struct rec){ .m = { .end = rec_end, .buf = buf, .off = off, .len = len, .op = RF_MIO_READ } };
+	rf_ioq_queue(q, &r->m);
+	run_all(q);
+	assert_int_equal(r->ends, 1);
+}
+
+static void test_mapped_reads(void **state)
+{
+	struct rf_ioq_member mm = { .fd_direct = -1, .align = 4096 };
+	static char data[16384], in[16384];
+	char path[] = "/dev/shm/rf-ioq-map-XXXXXX";
+	struct rf_fdmap map;
+	struct rf_ioq q;
+	struct rec r[3];
+	int i;
+
+	(void)state;
+	mm.fd = mkstemp(path);
+	if (mm.fd < 0)
+		skip();                 /* no /dev/shm */
+	unlink(path);
+	for (i = 0; i < (int)sizeof(data); i++)
+		data[i] = (char)(i * 7 + 3);
+	assert_int_equal(pwrite(mm.fd, data, sizeof(data), 0), (ssize_t)sizeof(data));
+	rf_fdmap_setup(true);
+	rf_fdmap_catch_sigbus();        /* cmocka takes SIGBUS for each test */
+	assert_int_equal(rf_fdmap_open(&map, mm.fd, 12288), 0);
+	mm.map = map.base;
+	mm.map_len = map.len;
+	assert_int_equal(rf_ioq_init_sync(&q, RF_IOQ_ARRAY(&mm, 1), 8), 0);
+
+	/* Three adjacent reads: merged, one copy from the mapping. */
+	for (i = 0; i < 3; i++) {
+		r[i] = (struct rec){ .m = { .end = rec_end, .buf = in + 4096 * i, .off = 4096 * (uint64_t)i,
+					    .len = 4096, .op = RF_MIO_READ } };
+		rf_ioq_queue(&q, &r[i].m);
+	}
+	run_all(&q);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(r[i].ends, 1);
+		assert_int_equal(r[i].m.res, 0);
+	}
+	assert_memory_equal(in, data, 12288);
+	assert_int_equal(q.nr_mapped, 1);
+
+	/* Past the mapped 12 KiB: issued, read from the file. */
+	memset(in, 0, sizeof(in));
+	read_one(&q, &r[0], in, 8192, 8192);
+	assert_int_equal(r[0].m.res, 0);
+	assert_memory_equal(in, data + 8192, 8192);
+	assert_int_equal(q.nr_mapped, 1);
+
+	/* Shrunk to 4 KiB under the mapping: the copy faults, the read is
+	 * issued and finds nothing there. */
+	assert_int_equal(ftruncate(mm.fd, 4096), 0);
+	read_one(&q, &r[0], in, 4096, 4096);
+	assert_int_equal(r[0].m.res, -EIO);
+	assert_int_equal(q.nr_mapped, 1);
+	read_one(&q, &r[0], in, 0, 4096);
+	assert_int_equal(r[0].m.res, 0);
+	assert_int_equal(q.nr_mapped, 2);
+	rf_ioq_destroy(&q);
+
+	/* A backend that sees every read gets this one too. */
+	fake_reset();
+	assert_int_equal(fake_ioq_init(&q, RF_IOQ_ARRAY(&mm, 1), 8), 0);
+	read_one(&q, &r[0], in, 0, 4096);
+	assert_int_equal(q.nr_mapped, 0);
+	rf_ioq_destroy(&q);
+	rf_fdmap_close(&map);
+	close(mm.fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -360,6 +442,7 @@ int main(void)
 		cmocka_unit_test(test_read_retry),
 		cmocka_unit_test(test_plug),
 		cmocka_unit_test(test_uring),
+		cmocka_unit_test(test_mapped_reads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -92,6 +92,7 @@ static inline int testreq_watch_init(struct rf_ioq *q, struct rf_ioq_devs devs,
 		testreq_watched = *testreq_inner;
 		testreq_watched.prep = testreq_prep;
 		testreq_watched.prepv = testreq_prepv;
+		testreq_watched.map_reads = false;      /* every read is watched */
 	}
 	pthread_mutex_unlock(&testreq_lock);
 	q->be = &testreq_watched;
