@@ -4,8 +4,10 @@
  * page cache is the member) can be read without a system call on it: the
  * front end points its reply's iovec at the mapping and the kernel copies
  * the bytes from there into the FUSE reply.  rf_fdmap_open() maps such a
- * file read-only and shared, so the mapping is the page cache the IO path
- * reads and writes with pread/pwrite, with no copy to keep coherent.
+ * file shared, so the mapping is the page cache the IO path reads and
+ * writes with pread/pwrite, with no copy to keep coherent; writable, a
+ * store into it is a write of the file, seen by every reader at once,
+ * as a pwrite's bytes are (memory file systems have nothing to flush).
  *
  * Only memory-backed files are mapped: on a file system with a disk under
  * it a read through the mapping would wait on the disk in the FUSE thread,
@@ -50,12 +52,14 @@
 struct rf_fdmap {
 	const char *base;               /* NULL: not mapped */
 	uint64_t len;                   /* bytes mapped from offset 0 */
+	bool writable;                  /* mapped for writes too (PROT_WRITE) */
 };
 
 /* Map fd (len bytes from 0) when mapping is on and fd is a regular file on
- * a memory file system.  0: mapped; -ENOTSUP: not such a file or mapping
- * off (m stays unmapped, not an error for the caller); other -errno. */
-int rf_fdmap_open(struct rf_fdmap *m, int fd, uint64_t len);
+ * a memory file system; writable: for writes too (fd open for writing).
+ * 0: mapped; -ENOTSUP: not such a file or mapping off (m stays unmapped,
+ * not an error for the caller); other -errno. */
+int rf_fdmap_open(struct rf_fdmap *m, int fd, uint64_t len, bool writable);
 /* Unmap (nothing if not mapped); no reader may use it any more. */
 void rf_fdmap_close(struct rf_fdmap *m);
 struct iovec;

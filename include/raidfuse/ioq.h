@@ -71,11 +71,13 @@ struct rf_ioq_member {
 					 * asynchronous command on it; fds are -1 then */
 	struct rf_fault *fault;         /* fault injection (fault.h), or NULL: asked before
 					 * each operation is issued */
-	const char *map;                /* the file mapped for reads (fdmap.h: a file in
-					 * memory), map_len bytes from offset 0, or NULL:
-					 * a read inside it is a copy from there, no
-					 * system call (owned by the device, not the queue) */
+	const char *map;                /* the file mapped (fdmap.h: a file in memory),
+					 * map_len bytes from offset 0, or NULL: a read
+					 * inside it is a copy from there, and with
+					 * map_writable a write a copy to there, no system
+					 * call (owned by the device, not the queue) */
 	uint64_t map_len;
+	bool map_writable;
 	uint8_t failfast;               /* md's failfast: a failed read ends with its error
 					 * at once (else it is issued once more first); the
 					 * array changes it while IO runs: read atomically */
@@ -108,9 +110,10 @@ struct rf_ioq_backend {
 	int (*reap)(struct rf_ioq *q, bool wait);
 	void (*kick)(struct rf_ioq *q);
 	void (*destroy)(struct rf_ioq *q);
-	/* Reads inside a member's mapping are copied from it, not handed to
-	 * prep: the backends that stand for the member files themselves (a
-	 * test's fake member, which injects or records, sees every read). */
+	/* Reads and writes inside a member's mapping are copied from and to
+	 * it, not handed to prep: the backends that stand for the member
+	 * files themselves (a test's fake member, which injects or records,
+	 * sees every operation). */
 	bool map_reads;
 };
 

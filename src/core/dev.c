@@ -160,13 +160,15 @@ int rf_dev_open_into(struct rf_array *a, struct rf_dev *d, const char *path, con
 	d->io.align = 4096;
 	d->size = f.id.size;
 	d->id = f.id;
-	/* A member in memory is also mapped, for reads that need no system
-	 * call (readmap.h); without it reads take the IO path as usual. */
-	ret = rf_fdmap_open(&d->map, f.fd, f.id.size);
+	/* A member in memory is also mapped, for reads and writes that need
+	 * no system call (readmap.h, the IO queue); without it they take
+	 * the IO path as usual. */
+	ret = rf_fdmap_open(&d->map, f.fd, f.id.size, !ro);
 	if (ret && ret != -ENOTSUP)
 		rf_dbg("%s: not mapped for reads: %s", who, strerror(-ret));
 	d->io.map = d->map.base;
 	d->io.map_len = d->map.len;
+	d->io.map_writable = d->map.writable;
 	return 0;
 }
 

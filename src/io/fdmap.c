@@ -168,19 +168,21 @@ int rf_fdmap_copy(void *dst, const struct iovec *p, int n)
 	return rf_fdmap_guarded(copy_pieces, &c);
 }
 
-int rf_fdmap_open(struct rf_fdmap *m, int fd, uint64_t len)
+int rf_fdmap_open(struct rf_fdmap *m, int fd, uint64_t len, bool writable)
 {
 	void *p;
 
 	m->base = NULL;
 	m->len = 0;
+	m->writable = false;
 	if (!rf_fdmap_on() || !len || len > (uint64_t)SIZE_MAX || !in_memory(fd))
 		return -ENOTSUP;
-	p = mmap(NULL, (size_t)len, PROT_READ, MAP_SHARED, fd, 0);
+	p = mmap(NULL, (size_t)len, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
 	m->base = p;
 	m->len = len;
+	m->writable = writable;
 	return 0;
 }
 
@@ -190,4 +192,5 @@ void rf_fdmap_close(struct rf_fdmap *m)
 		munmap((void *)m->base, (size_t)m->len);
 	m->base = NULL;
 	m->len = 0;
+	m->writable = false;
 }

@@ -11,10 +11,11 @@
  *    completes it with the injected -errno, before (and then without)
  *    waiting on the backend; a merged one is retried piece by piece, as
  *    after a real error, each piece asking again;
- *  - a read inside its member's mapping (rf_ioq_member.map: a file in
- *    memory) is not issued either: it is copied from there at issue,
- *    after fault injection was asked, and completes the same way, with
- *    its bytes moved; a copy that faults (the file shrunk) is issued;
+ *  - a read or write inside its member's mapping (rf_ioq_member.map: a
+ *    file in memory) is not issued either: it is copied from or to there
+ *    at issue, after fault injection was asked, and completes the same
+ *    way, with its bytes moved; a copy that faults (the file shrunk, or
+ *    full) is issued, and a write copied in part is written again whole;
  *  - an NBD member's operation (mm->nbd) is one asynchronous command on
  *    its connection (nbd.c; merged pieces go as one): its end comes on the
  *    connection's poller thread, which pushes it on q->nbd_done and kicks
@@ -121,25 +122,29 @@ static int nbd_issue(struct rf_ioq *q, struct rf_mio *m, struct rf_nbd *c)
 	return 1;
 }
 
-/* A read from the member's mapping: m's remaining bytes and every piece
- * merged behind it copied from there, guarded (fdmap.h).  false: not
- * inside the mapping, or a page faulted (the member shrunk under it):
- * the read is issued, and its short transfer fails the member. */
-static bool mapped_read(const struct rf_ioq_member *mm, struct rf_mio *m, uint64_t off)
+/* A read or write done in the member's mapping: m's remaining bytes and
+ * every piece merged behind it copied from there (a read) or to there (a
+ * write, on a mapping for writes: not while the io log records writes),
+ * guarded (fdmap.h).  false: not for the mapping, or a page faulted (the
+ * member shrunk under it, or its file system is full): the operation is
+ * issued, and meets the error there. */
+static bool mapped_copy(const struct rf_ioq_member *mm, struct rf_mio *m, uint64_t off)
 {
 	uint64_t end = m->ctail->off + m->ctail->len;
-	const char *src = mm->map + off;
+	bool write = m->op == RF_MIO_WRITE;
+	char *at = (char *)mm->map + off;
 	struct rf_mio *x;
 
-	if (end > mm->map_len || end - off > INT32_MAX)
+	if ((m->op != RF_MIO_READ && !write) || (write && (!mm->map_writable || rf_iolog_on)) ||
+	    end > mm->map_len || end - off > INT32_MAX)
 		return false;
 	for (x = m; x; x = x->chain) {
 		uint32_t skip = x == m ? m->done : 0;
-		struct iovec v = { (void *)src, x->len - skip };
+		struct iovec v = { write ? x->buf + skip : at, x->len - skip };
 
-		if (rf_fdmap_copy(x->buf + skip, &v, 1))
+		if (rf_fdmap_copy(write ? at : x->buf + skip, &v, 1))
 			return false;
-		src += v.iov_len;
+		at += v.iov_len;
 	}
 	return true;
 }
@@ -168,7 +173,7 @@ static int mio_issue(struct rf_ioq *q, struct rf_mio *m)
 		q->nr_injected++;
 		return 1;
 	}
-	if (m->op == RF_MIO_READ && mm->map && q->be->map_reads && !mm->layer && !mm->nbd && mapped_read(mm, m, off)) {
+	if (mm->map && q->be->map_reads && !mm->layer && !mm->nbd && mapped_copy(mm, m, off)) {
 		m->res = (int)(m->ctail->off + m->ctail->len - off);
 		q->inflight++;
 		q->nr_mapped++;

@@ -1,6 +1,6 @@
 #!/bin/bash
-# 37-mapped-read: reads answered from the members' mappings (members on
-# tmpfs, libfuse's transport).
+# 37-mapped-read: reads answered from the members' mappings, and writes
+# made through them (members on tmpfs).
 #
 # 1. raid0, raid5 and raid10 (raid1 and raid6 too outside quick runs):
 #    fio writes and verifies with 4 KiB random reads, 1 MiB reads, 192 KiB
@@ -16,6 +16,8 @@
 # 4. A member truncated under its mapping (another process): the daemon
 #    survives, the member fails (the member watch), and the data verifies
 #    from the others.
+#    Writes through the mappings are in the member files (raid1: each
+#    member holds the bytes written, while mounted and after).
 # 5. The negative control: RAIDFUSE_MAP=0 answers no read from a mapping,
 #    and the same data verifies.
 # 6. FUSE over io_uring (as root, where the kernel has it; the fuse
@@ -96,6 +98,21 @@ cmp <(dd if="$IMG" bs=4k count=1024 iflag=direct status=none) "$WORK/data" ||
 	fail "after the truncation: the data read from the others differs"
 check 'kill -0 "$DAEMON_PID"' "the daemon is alive"
 stop_array "$MNT"
+
+# --- 4b. writes land in the member files ------------------------------------------
+
+log "raid1: writes through the mappings are in the member files, at once and after the unmount"
+mk_conf "$D/w1.conf" level=1 members="$(members 2 w1-)" member_size=16M
+create_array "$D/w1.conf"
+start_array "$D/w1.conf" "$MNT"
+dd if="$WORK/data" of="$IMG" bs=64k oflag=direct conv=notrunc status=none
+for m in 0 1; do
+	cmp -n 4194304 "$D/w1-$m.img" "$WORK/data" || fail "member $m does not hold what was written (mounted)"
+done
+stop_array "$MNT"
+for m in 0 1; do
+	cmp -n 4194304 "$D/w1-$m.img" "$WORK/data" || fail "member $m does not hold what was written (unmounted)"
+done
 
 # --- 5. switched off ------------------------------------------------------------------
 

@@ -63,7 +63,7 @@ static void test_tmpfs_mapped(void **state)
 	rf_fdmap_setup(true);
 	fx_rand_fill(buf, BYTES);
 	assert_int_equal(pwrite(fd, buf, BYTES, 0), BYTES);
-	assert_int_equal(rf_fdmap_open(&m, fd, BYTES), 0);
+	assert_int_equal(rf_fdmap_open(&m, fd, BYTES, false), 0);
 	assert_non_null(m.base);
 	assert_int_equal(m.len, BYTES);
 	assert_memory_equal(m.base, buf, BYTES);
@@ -88,17 +88,17 @@ static void test_not_mapped(void **state)
 
 	(void)state;
 	rf_fdmap_setup(true);
-	assert_int_equal(rf_fdmap_open(&m, fd, 0), -ENOTSUP);
+	assert_int_equal(rf_fdmap_open(&m, fd, 0, false), -ENOTSUP);
 	assert_null(m.base);
 	dfd = open(fx_dir, O_RDONLY | O_DIRECTORY);
 	assert_true(dfd >= 0);
-	assert_int_equal(rf_fdmap_open(&m, dfd, BYTES), -ENOTSUP);
+	assert_int_equal(rf_fdmap_open(&m, dfd, BYTES, false), -ENOTSUP);
 	close(dfd);
 
 	/* Off: not even a file on tmpfs. */
 	rf_fdmap_setup(false);
 	assert_false(rf_fdmap_on());
-	assert_int_equal(rf_fdmap_open(&m, fd, BYTES), -ENOTSUP);
+	assert_int_equal(rf_fdmap_open(&m, fd, BYTES, false), -ENOTSUP);
 	assert_null(m.base);
 	rf_fdmap_setup(true);
 	close(fd);
@@ -115,7 +115,7 @@ static void test_not_mapped(void **state)
 	assert_true(disk >= 0);
 	unlink(here);
 	assert_int_equal(ftruncate(disk, BYTES), 0);
-	assert_int_equal(rf_fdmap_open(&m, disk, BYTES), -ENOTSUP);
+	assert_int_equal(rf_fdmap_open(&m, disk, BYTES, true), -ENOTSUP);
 	assert_null(m.base);
 	close(disk);
 }
@@ -169,7 +169,7 @@ static void test_copy_guarded(void **state)
 	rf_fdmap_setup(true);
 	fx_rand_fill(buf, BYTES);
 	assert_int_equal(pwrite(fd, buf, BYTES, 0), BYTES);
-	if (rf_fdmap_open(&m, fd, BYTES)) {
+	if (rf_fdmap_open(&m, fd, BYTES, false)) {
 		close(fd);
 		skip();                 /* the scratch directory is not on tmpfs */
 	}

@@ -4,8 +4,10 @@
  * plug runs before the queue issues anything, once; one real round
  * trip through liburing; and reads of a member in memory copied from its
  * mapping (merged ones too), a read past the mapping and one of a file
- * shrunk under it issued instead (the latter failing), and a backend that
- * sees every read (a test's) given them all. */
+ * shrunk under it issued instead (the latter failing), writes copied to a
+ * mapping for writes (merged too) and in the file at once, past it or
+ * into a shrunk file issued, and a backend that sees every read (a
+ * test's) given them all. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -385,7 +387,7 @@ static void test_mapped_reads(void **state)
 	assert_int_equal(pwrite(mm.fd, data, sizeof(data), 0), (ssize_t)sizeof(data));
 	rf_fdmap_setup(true);
 	rf_fdmap_catch_sigbus();        /* cmocka takes SIGBUS for each test */
-	assert_int_equal(rf_fdmap_open(&map, mm.fd, 12288), 0);
+	assert_int_equal(rf_fdmap_open(&map, mm.fd, 12288, false), 0);
 	mm.map = map.base;
 	mm.map_len = map.len;
 	assert_int_equal(rf_ioq_init_sync(&q, RF_IOQ_ARRAY(&mm, 1), 8), 0);
@@ -420,6 +422,48 @@ static void test_mapped_reads(void **state)
 	read_one(&q, &r[0], in, 0, 4096);
 	assert_int_equal(r[0].m.res, 0);
 	assert_int_equal(q.nr_mapped, 2);
+	rf_ioq_destroy(&q);
+
+	rf_fdmap_close(&map);
+
+	/* Writable: adjacent writes merged, one copy to the mapping, in the
+	 * file at once; a write past the mapping is issued. */
+	assert_int_equal(ftruncate(mm.fd, 16384), 0);
+	assert_int_equal(rf_fdmap_open(&map, mm.fd, 12288, true), 0);
+	mm.map = map.base;
+	mm.map_len = map.len;
+	mm.map_writable = true;
+	assert_int_equal(rf_ioq_init_sync(&q, RF_IOQ_ARRAY(&mm, 1), 8), 0);
+	for (i = 0; i < (int)sizeof(data); i++)
+		data[i] = (char)(i * 13 + 5);
+	for (i = 0; i < 2; i++) {
+		r[i] = (struct rec){ .m = { .end = rec_end, .buf = data + 4096 * i, .off = 4096 + 4096 * (uint64_t)i,
+					    .len = 4096, .op = RF_MIO_WRITE } };
+		rf_ioq_queue(&q, &r[i].m);
+	}
+	run_all(&q);
+	assert_int_equal(r[0].m.res, 0);
+	assert_int_equal(r[1].m.res, 0);
+	assert_int_equal(q.nr_mapped, 1);
+	assert_int_equal(pread(mm.fd, in, 8192, 4096), 8192);
+	assert_memory_equal(in, data, 8192);
+	r[2] = (struct rec){ .m = { .end = rec_end, .buf = data + 8192, .off = 12288, .len = 4096, .op = RF_MIO_WRITE } };
+	rf_ioq_queue(&q, &r[2].m);
+	run_all(&q);
+	assert_int_equal(r[2].m.res, 0);
+	assert_int_equal(q.nr_mapped, 1);
+	assert_int_equal(pread(mm.fd, in, 4096, 12288), 4096);
+	assert_memory_equal(in, data + 8192, 4096);
+	/* Shrunk under the mapping: the copy faults, the write is issued
+	 * (a file write, which grows it again) and lands. */
+	assert_int_equal(ftruncate(mm.fd, 0), 0);
+	r[0] = (struct rec){ .m = { .end = rec_end, .buf = data, .off = 0, .len = 4096, .op = RF_MIO_WRITE } };
+	rf_ioq_queue(&q, &r[0].m);
+	run_all(&q);
+	assert_int_equal(r[0].m.res, 0);
+	assert_int_equal(q.nr_mapped, 1);
+	assert_int_equal(pread(mm.fd, in, 4096, 0), 4096);
+	assert_memory_equal(in, data, 4096);
 	rf_ioq_destroy(&q);
 
 	/* A backend that sees every read gets this one too. */
