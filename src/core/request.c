@@ -335,6 +335,15 @@ static void lend_use(struct rf_req *r)
 	r->lent = NULL;
 }
 
+/* A write of up to this many bytes is copied, not lent, while the array
+ * writes a stripe log (hooks.h: md's partial parity log).  A logged head
+ * waits whenever its member's log has a unit in flight, and is then run
+ * by the thread that ends that unit: the submitter of a lent write would
+ * sleep until then and be woken after, two context switches a 4 KiB copy
+ * is far cheaper than (4 KiB random writes with the log: 75k -> 86k IOPS
+ * here).  At 64 KiB the two were even. */
+#define RF_LOG_COPY_MAX (16u << 10)
+
 void rf_submit_now(struct rf_array *a, struct rf_req *r)
 {
 	struct rf_worker *w, *saved = NULL;
@@ -354,11 +363,14 @@ void rf_submit_now(struct rf_array *a, struct rf_req *r)
 	 * submitter that leaves, so no submitter waits for one still
 	 * driving).  Copying 1 MiB costs more than that wait, which a
 	 * request whose pieces this thread ran itself never does.  Group
-	 * threads run later: there the bytes are copied first.  This thread
+	 * threads run later: there the bytes are copied first, as are small
+	 * writes while a stripe log is on (RF_LOG_COPY_MAX).  This thread
 	 * is counted at the barrier, so group_thread_cnt cannot change under
 	 * it. */
 	if (r->lent) {
-		if (!a->group_thread_cnt && !a->ops->handle_stripe) {
+		if (a->log && r->len <= RF_LOG_COPY_MAX) {
+			rf_req_unlend(r);
+		} else if (!a->group_thread_cnt && !a->ops->handle_stripe) {
 			lend_use(r);
 		} else if (!a->group_thread_cnt) {
 			lend_use(r);

@@ -37,6 +37,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -800,6 +802,107 @@ static void test_logged_parity(void **state)
 	free(back);
 }
 
+/* A small write lent to an array with the log (rf_req.lent: the
+ * submitter's bytes, reused when rf_array_submit() returns) is copied
+ * first, and the call returns although its head waits for the log: B's
+ * unit holds member 3's log (its header write held at the gate) when A's
+ * write to another row with its parity there arrives.  A's call returns
+ * before its request ends, and what the submitter scribbles over its
+ * buffer afterwards never reaches the members.  Lent as writes without
+ * the log are, A's call would return only once the gate opened. */
+struct lent_w {
+	struct rf_array *a;
+	struct rf_req *r;
+	char *buf;
+	atomic_int returned;
+};
+
+static void *blocked_writer(void *arg)
+{
+	struct lent_w *w = arg;
+
+	assert_int_equal(testreq_io(w->a, RF_REQ_WRITE, 0, 4096, w->buf), 0);
+	return NULL;
+}
+
+static void *lent_writer(void *arg)
+{
+	struct lent_w *w = arg;
+
+	rf_array_submit(w->a, w->r);
+	atomic_store(&w->returned, 1);
+	return NULL;
+}
+
+static void test_small_write_copied(void **state)
+{
+	const uint64_t row4 = 4ull * 3 * CHUNK_SECTORS * 512;
+	struct testreq_done d = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+	char paths[FM][FX_PATH];
+	char *lent = aligned_alloc(4096, 4096), *want = malloc(4096), *back = aligned_alloc(4096, 4096);
+	char *own = aligned_alloc(4096, 4096);          /* the request's buffer */
+	struct lent_w b = { 0 }, w = { 0 };
+	pthread_t tb, tw;
+	int i;
+
+	(void)state;
+	assert_non_null(lent);
+	assert_non_null(want);
+	assert_non_null(back);
+	assert_non_null(own);
+	b.a = w.a = fl_open("sc", 0, paths);
+	b.buf = back;
+	fx_rand_fill(back, 4096);
+	fx_rand_fill(want, 4096);
+	memcpy(lent, want, 4096);
+	w.r = rf_req_alloc(w.a, 4096);
+	assert_non_null(w.r);
+	w.r->op = RF_REQ_WRITE;
+	w.r->off = row4;
+	w.r->len = 4096;
+	w.r->buf = own;
+	w.r->lent = lent;
+	w.r->priv = &d;
+	w.r->done = testreq_done_cb;
+	/* rows 0 and 4 in the cache, up to date: neither write reads, B's
+	 * first member IO is its unit's log write */
+	assert_int_equal(testreq_io(w.a, RF_REQ_WRITE, 0, 4096, back), 0);
+	assert_int_equal(testreq_io(w.a, RF_REQ_WRITE, row4, 4096, back), 0);
+	fx_rand_fill(back, 4096);
+	fake_gate_close();
+	assert_int_equal(pthread_create(&tb, NULL, blocked_writer, &b), 0);
+	for (i = 0; i < 100000 && !fake_gate_waiting(); i++)
+		usleep(100);
+	assert_true(fake_gate_waiting() > 0);
+	assert_int_equal(pthread_create(&tw, NULL, lent_writer, &w), 0);
+	for (i = 0; i < 20000 && !atomic_load(&w.returned); i++)
+		usleep(100);
+	/* returned, its request not ended: its bytes were copied */
+	assert_true(atomic_load(&w.returned));
+	pthread_mutex_lock(&d.lock);
+	assert_false(d.done);
+	pthread_mutex_unlock(&d.lock);
+	memset(lent, 0xee, 4096);
+	fake_gate_open();
+	pthread_join(tb, NULL);
+	pthread_join(tw, NULL);
+	pthread_mutex_lock(&d.lock);
+	while (!d.done)
+		pthread_cond_wait(&d.cond, &d.lock);
+	pthread_mutex_unlock(&d.lock);
+	assert_int_equal(d.err, 0);
+	rf_req_free(w.r);
+	assert_int_equal(testreq_io(w.a, RF_REQ_READ, row4, 4096, back), 0);
+	assert_memory_equal(back, want, 4096);
+	rf_array_close(w.a);
+	fake_log_on = false;
+	assert_int_equal(file_bad_rows(paths), 0);
+	free(own);
+	free(lent);
+	free(want);
+	free(back);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -813,6 +916,7 @@ int main(void)
 		cmocka_unit_test(test_flush_before_reuse),
 		cmocka_unit_test(test_unit_gathers),
 		cmocka_unit_test(test_logged_parity),
+		cmocka_unit_test(test_small_write_copied),
 	};
 
 	return fx_run_tests("ppl", tests);
