@@ -31,6 +31,8 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "raidfuse/fdmap.h"
+
 #define RF_IOQ_MAX_MEMBERS 64
 #define RF_IOQ_MAX_MERGE 64
 #define RF_IOQ_MAX_MERGE_BYTES (1u << 20)
@@ -71,13 +73,11 @@ struct rf_ioq_member {
 					 * asynchronous command on it; fds are -1 then */
 	struct rf_fault *fault;         /* fault injection (fault.h), or NULL: asked before
 					 * each operation is issued */
-	const char *map;                /* the file mapped (fdmap.h: a file in memory),
-					 * map_len bytes from offset 0, or NULL: a read
-					 * inside it is a copy from there, and with
-					 * map_writable a write a copy to there, no system
-					 * call (owned by the device, not the queue) */
-	uint64_t map_len;
-	bool map_writable;
+	struct rf_fdmap map;            /* the file mapped (fdmap.h: a file in memory), or
+					 * not (map.base NULL): a read inside it is a copy
+					 * from there, and with map.writable a write a copy
+					 * to there, no system call (owned by the device,
+					 * not the queue) */
 	uint8_t failfast;               /* md's failfast: a failed read ends with its error
 					 * at once (else it is issued once more first); the
 					 * array changes it while IO runs: read atomically */

@@ -163,18 +163,15 @@ int rf_dev_open_into(struct rf_array *a, struct rf_dev *d, const char *path, con
 	/* A member in memory is also mapped, for reads and writes that need
 	 * no system call (readmap.h, the IO queue); without it they take
 	 * the IO path as usual. */
-	ret = rf_fdmap_open(&d->map, f.fd, f.id.size, !ro);
+	ret = rf_fdmap_open(&d->io.map, f.fd, f.id.size, !ro);
 	if (ret && ret != -ENOTSUP)
 		rf_dbg("%s: not mapped for reads: %s", who, strerror(-ret));
-	d->io.map = d->map.base;
-	d->io.map_len = d->map.len;
-	d->io.map_writable = d->map.writable;
 	return 0;
 }
 
 void rf_dev_release(struct rf_dev *d)
 {
-	rf_fdmap_close(&d->map);
+	rf_fdmap_close(&d->io.map);
 	rf_ovl_close(d->io.layer);
 	rf_nbd_close(d->io.nbd);
 	if (d->io.fd >= 0)

@@ -37,7 +37,6 @@
 #include <stdint.h>
 
 #include "raidfuse/devopen.h"
-#include "raidfuse/fdmap.h"
 #include "raidfuse/ioq.h"
 #include "raidfuse/super.h"
 
@@ -47,10 +46,9 @@ struct rf_nbd;
 struct rf_dev {
 	/* The backend: what the member IO queues read at each issue (the
 	 * queues see a->devs[i].io for slot i, through their stride). */
-	struct rf_ioq_member io;        /* fd (-1: missing), fd_direct, align, layer, fault (owned) */
+	struct rf_ioq_member io;        /* fd (-1: missing), fd_direct, align, layer, fault,
+					 * map (owned) */
 	struct rf_dev_id id;            /* what was opened, to tell it still is that */
-	struct rf_fdmap map;            /* the file mapped for reads (fdmap.h: members in
-					 * memory), or not (map.base NULL) */
 	char *path;                     /* as given; "missing" for an empty slot */
 	uint64_t size;                  /* bytes */
 	uint64_t data_offset;           /* bytes: its own (md lets members differ) */

@@ -55,8 +55,8 @@ bool rf_read_map_plain(const struct rf_array *a, int k)
 static void extent_backend(const struct rf_dev *d, struct rf_rextent *e)
 {
 	e->fd = d->io.fd;
-	if (d->map.base && e->off <= d->map.len && e->len <= d->map.len - e->off)
-		e->addr = d->map.base + e->off;
+	if (d->io.map.base && e->off <= d->io.map.len && e->len <= d->io.map.len - e->off)
+		e->addr = d->io.map.base + e->off;
 }
 
 int rf_read_map(struct rf_array *a, uint64_t off, uint32_t len, struct rf_read_map *m)
@@ -105,11 +105,11 @@ const char *rf_read_map_addr(struct rf_array *a, int k, uint64_t off, uint32_t l
 {
 	const struct rf_dev *d = &a->devs[k];
 
-	if (a->overlay || rf_iolog_on || !rf_read_map_plain(a, k) || !d->map.base ||
+	if (a->overlay || rf_iolog_on || !rf_read_map_plain(a, k) || !d->io.map.base ||
 	    (d->io.fault && atomic_load_explicit(&d->io.fault->armed, memory_order_relaxed)) ||
-	    off > d->map.len || len > d->map.len - off)
+	    off > d->io.map.len || len > d->io.map.len - off)
 		return NULL;
-	return d->map.base + off;
+	return d->io.map.base + off;
 }
 
 bool rf_read_map_all_mapped(struct rf_array *a)
@@ -119,7 +119,7 @@ bool rf_read_map_all_mapped(struct rf_array *a)
 
 	rf_devs_lock(a);
 	for (k = 0; k < a->ndevs; k++)
-		if (a->devs[k].io.fd >= 0 && !a->devs[k].map.base)
+		if (a->devs[k].io.fd >= 0 && !a->devs[k].io.map.base)
 			all = false;
 	rf_devs_unlock(a);
 	return all;

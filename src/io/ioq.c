@@ -132,11 +132,11 @@ static bool mapped_copy(const struct rf_ioq_member *mm, struct rf_mio *m, uint64
 {
 	uint64_t end = m->ctail->off + m->ctail->len;
 	bool write = m->op == RF_MIO_WRITE;
-	char *at = (char *)mm->map + off;
+	char *at = (char *)mm->map.base + off;
 	struct rf_mio *x;
 
-	if ((m->op != RF_MIO_READ && !write) || (write && (!mm->map_writable || rf_iolog_on)) ||
-	    end > mm->map_len || end - off > INT32_MAX)
+	if ((m->op != RF_MIO_READ && !write) || (write && (!mm->map.writable || rf_iolog_on)) ||
+	    end > mm->map.len || end - off > INT32_MAX)
 		return false;
 	for (x = m; x; x = x->chain) {
 		uint32_t skip = x == m ? m->done : 0;
@@ -173,7 +173,7 @@ static int mio_issue(struct rf_ioq *q, struct rf_mio *m)
 		q->nr_injected++;
 		return 1;
 	}
-	if (mm->map && q->be->map_reads && !mm->layer && !mm->nbd && mapped_copy(mm, m, off)) {
+	if (mm->map.base && q->be->map_reads && !mm->layer && !mm->nbd && mapped_copy(mm, m, off)) {
 		m->res = (int)(m->ctail->off + m->ctail->len - off);
 		q->inflight++;
 		q->nr_mapped++;

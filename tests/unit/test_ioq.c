@@ -372,7 +372,6 @@ static void test_mapped_reads(void **state)
 	struct rf_ioq_member mm = { .fd_direct = -1, .align = 4096 };
 	static char data[16384], in[16384];
 	char path[] = "/dev/shm/rf-ioq-map-XXXXXX";
-	struct rf_fdmap map;
 	struct rf_ioq q;
 	struct rec r[3];
 	int i;
@@ -387,9 +386,7 @@ static void test_mapped_reads(void **state)
 	assert_int_equal(pwrite(mm.fd, data, sizeof(data), 0), (ssize_t)sizeof(data));
 	rf_fdmap_setup(true);
 	rf_fdmap_catch_sigbus();        /* cmocka takes SIGBUS for each test */
-	assert_int_equal(rf_fdmap_open(&map, mm.fd, 12288, false), 0);
-	mm.map = map.base;
-	mm.map_len = map.len;
+	assert_int_equal(rf_fdmap_open(&mm.map, mm.fd, 12288, false), 0);
 	assert_int_equal(rf_ioq_init_sync(&q, RF_IOQ_ARRAY(&mm, 1), 8), 0);
 
 	/* Three adjacent reads: merged, one copy from the mapping. */
@@ -424,15 +421,12 @@ static void test_mapped_reads(void **state)
 	assert_int_equal(q.nr_mapped, 2);
 	rf_ioq_destroy(&q);
 
-	rf_fdmap_close(&map);
+	rf_fdmap_close(&mm.map);
 
 	/* Writable: adjacent writes merged, one copy to the mapping, in the
 	 * file at once; a write past the mapping is issued. */
 	assert_int_equal(ftruncate(mm.fd, 16384), 0);
-	assert_int_equal(rf_fdmap_open(&map, mm.fd, 12288, true), 0);
-	mm.map = map.base;
-	mm.map_len = map.len;
-	mm.map_writable = true;
+	assert_int_equal(rf_fdmap_open(&mm.map, mm.fd, 12288, true), 0);
 	assert_int_equal(rf_ioq_init_sync(&q, RF_IOQ_ARRAY(&mm, 1), 8), 0);
 	for (i = 0; i < (int)sizeof(data); i++)
 		data[i] = (char)(i * 13 + 5);
@@ -472,7 +466,7 @@ static void test_mapped_reads(void **state)
 	read_one(&q, &r[0], in, 0, 4096);
 	assert_int_equal(q.nr_mapped, 0);
 	rf_ioq_destroy(&q);
-	rf_fdmap_close(&map);
+	rf_fdmap_close(&mm.map);
 	close(mm.fd);
 }
 
