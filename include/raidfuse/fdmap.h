@@ -62,6 +62,14 @@ struct rf_fdmap {
 int rf_fdmap_open(struct rf_fdmap *m, int fd, uint64_t len, bool writable);
 /* Unmap (nothing if not mapped); no reader may use it any more. */
 void rf_fdmap_close(struct rf_fdmap *m);
+/* The address of the file's bytes [off, off + len) in m, or NULL: not
+ * mapped, or not all of them inside the mapping. */
+static inline const char *rf_fdmap_at(const struct rf_fdmap *m, uint64_t off, uint64_t len)
+{
+	if (!m->base || off > m->len || len > m->len - off)
+		return NULL;
+	return m->base + off;
+}
 struct iovec;
 
 /* Copy n pieces (iov_base, iov_len: in mappings) one after the other to

@@ -32,6 +32,7 @@
 #include <sys/uio.h>
 
 #include "raidfuse/fdmap.h"
+#include "raidfuse/iolog.h"
 
 #define RF_IOQ_MAX_MEMBERS 64
 #define RF_IOQ_MAX_MERGE 64
@@ -82,6 +83,27 @@ struct rf_ioq_member {
 					 * at once (else it is issued once more first); the
 					 * array changes it while IO runs: read atomically */
 };
+
+/* Whether mm is read and written with plain system calls on its file
+ * (no layer over it, no NBD export). */
+static inline bool rf_ioq_member_plain(const struct rf_ioq_member *mm)
+{
+	return !mm->layer && !mm->nbd;
+}
+
+/* Where member mm's bytes [off, off + len) are in its mapping, to be read
+ * from there, or with write written there; NULL: not all of them mapped,
+ * a member not read and written plainly, or a write the mapping may not
+ * take (mapped for reads only, or the io log records writes: it sees
+ * only those issued).  The one rule for every use of a mapping (the IO
+ * queue's copies, the read map's extents, a sync region's reads). */
+static inline const char *rf_ioq_member_map(const struct rf_ioq_member *mm, uint64_t off, uint64_t len,
+					    bool write)
+{
+	if (!rf_ioq_member_plain(mm) || (write && (!mm->map.writable || rf_iolog_on)))
+		return NULL;
+	return rf_fdmap_at(&mm->map, off, len);
+}
 
 /* The members a queue serves: n entries of struct rf_ioq_member, stride
  * bytes apart.  The array's entries sit inside its device objects (one

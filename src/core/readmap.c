@@ -47,7 +47,7 @@ bool rf_read_map_plain(const struct rf_array *a, int k)
 {
 	const struct rf_ioq_member *io = &a->devs[k].io;
 
-	return io->fd >= 0 && !io->layer && !io->nbd;
+	return io->fd >= 0 && rf_ioq_member_plain(io);
 }
 
 /* The extent's descriptor, and its address when the member is mapped
@@ -55,8 +55,7 @@ bool rf_read_map_plain(const struct rf_array *a, int k)
 static void extent_backend(const struct rf_dev *d, struct rf_rextent *e)
 {
 	e->fd = d->io.fd;
-	if (d->io.map.base && e->off <= d->io.map.len && e->len <= d->io.map.len - e->off)
-		e->addr = d->io.map.base + e->off;
+	e->addr = rf_ioq_member_map(&d->io, e->off, e->len, false);
 }
 
 int rf_read_map(struct rf_array *a, uint64_t off, uint32_t len, struct rf_read_map *m)
@@ -103,13 +102,14 @@ void rf_read_unmap(struct rf_read_map *m)
 
 const char *rf_read_map_addr(struct rf_array *a, int k, uint64_t off, uint32_t len)
 {
-	const struct rf_dev *d = &a->devs[k];
+	const struct rf_ioq_member *io = &a->devs[k].io;
 
-	if (a->overlay || rf_iolog_on || !rf_read_map_plain(a, k) || !d->io.map.base ||
-	    (d->io.fault && atomic_load_explicit(&d->io.fault->armed, memory_order_relaxed)) ||
-	    off > d->io.map.len || len > d->io.map.len - off)
+	/* The map's own rules (rf_read_map()), and no fault injection: the
+	 * region's reads through the mapping cannot ask it per operation. */
+	if (a->overlay || rf_iolog_on || !rf_read_map_plain(a, k) ||
+	    (io->fault && atomic_load_explicit(&io->fault->armed, memory_order_relaxed)))
 		return NULL;
-	return d->io.map.base + off;
+	return rf_ioq_member_map(io, off, len, false);
 }
 
 bool rf_read_map_all_mapped(struct rf_array *a)

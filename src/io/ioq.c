@@ -124,19 +124,21 @@ static int nbd_issue(struct rf_ioq *q, struct rf_mio *m, struct rf_nbd *c)
 
 /* A read or write done in the member's mapping: m's remaining bytes and
  * every piece merged behind it copied from there (a read) or to there (a
- * write, on a mapping for writes: not while the io log records writes),
- * guarded (fdmap.h).  false: not for the mapping, or a page faulted (the
- * member shrunk under it, or its file system is full): the operation is
- * issued, and meets the error there. */
+ * write), guarded (fdmap.h).  false: not for the mapping (the rule is
+ * rf_ioq_member_map()'s), or a page faulted (the member shrunk under it,
+ * or its file system is full): the operation is issued, and meets the
+ * error there. */
 static bool mapped_copy(const struct rf_ioq_member *mm, struct rf_mio *m, uint64_t off)
 {
-	uint64_t end = m->ctail->off + m->ctail->len;
+	uint64_t len = m->ctail->off + m->ctail->len - off;
 	bool write = m->op == RF_MIO_WRITE;
-	char *at = (char *)mm->map.base + off;
 	struct rf_mio *x;
+	char *at;
 
-	if ((m->op != RF_MIO_READ && !write) || (write && (!mm->map.writable || rf_iolog_on)) ||
-	    end > mm->map.len || end - off > INT32_MAX)
+	if ((m->op != RF_MIO_READ && !write) || len > INT32_MAX)
+		return false;
+	at = (char *)rf_ioq_member_map(mm, off, len, write);
+	if (!at)
 		return false;
 	for (x = m; x; x = x->chain) {
 		uint32_t skip = x == m ? m->done : 0;
@@ -173,7 +175,7 @@ static int mio_issue(struct rf_ioq *q, struct rf_mio *m)
 		q->nr_injected++;
 		return 1;
 	}
-	if (mm->map.base && q->be->map_reads && !mm->layer && !mm->nbd && mapped_copy(mm, m, off)) {
+	if (q->be->map_reads && mapped_copy(mm, m, off)) {
 		m->res = (int)(m->ctail->off + m->ctail->len - off);
 		q->inflight++;
 		q->nr_mapped++;

@@ -7,6 +7,8 @@
  *    system with a disk under it (the working directory, when it is not
  *    tmpfs itself), a directory, a length of 0, and any file once mapping
  *    is switched off;
+ *  - rf_fdmap_at() gives an address only for a range wholly inside the
+ *    mapping (its last byte included, one past it not, no wrap-around);
  *  - close unmaps, and a second close does nothing;
  *  - the guarded copy: pieces from a mapping land one after the other;
  *    from a file shrunk under its mapping it returns -EFAULT (the SIGBUS
@@ -71,9 +73,16 @@ static void test_tmpfs_mapped(void **state)
 	fx_rand_fill(buf, 8192);
 	assert_int_equal(pwrite(fd, buf, 8192, 65536 + 100), 8192);
 	assert_memory_equal(m.base + 65536 + 100, buf, 8192);
+	assert_ptr_equal(rf_fdmap_at(&m, 0, BYTES), m.base);
+	assert_ptr_equal(rf_fdmap_at(&m, BYTES - 4096, 4096), m.base + BYTES - 4096);
+	assert_ptr_equal(rf_fdmap_at(&m, BYTES, 0), m.base + BYTES);
+	assert_null(rf_fdmap_at(&m, BYTES - 4096, 4097));
+	assert_null(rf_fdmap_at(&m, BYTES + 1, 0));
+	assert_null(rf_fdmap_at(&m, 4096, UINT64_MAX));
 	rf_fdmap_close(&m);
 	assert_null(m.base);
 	assert_int_equal(m.len, 0);
+	assert_null(rf_fdmap_at(&m, 0, 1));
 	rf_fdmap_close(&m);
 	close(fd);
 }

@@ -7,7 +7,8 @@
  * shrunk under it issued instead (the latter failing), writes copied to a
  * mapping for writes (merged too) and in the file at once, past it or
  * into a shrunk file issued, and a backend that sees every read (a
- * test's) given them all. */
+ * test's) given them all; the rule for a mapping's use
+ * (rf_ioq_member_map()) on its own. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -470,6 +471,35 @@ static void test_mapped_reads(void **state)
 	close(mm.fd);
 }
 
+/* The one rule for a mapping's use: inside it, a plain member, a write
+ * only on a mapping for writes and not while the io log records. */
+static void test_member_map(void **state)
+{
+	static char bytes[8192];
+	struct rf_ioq_member mm = { .fd = 3, .fd_direct = -1, .align = 4096,
+				    .map = { .base = bytes, .len = sizeof(bytes) } };
+	int layer;
+
+	(void)state;
+	assert_ptr_equal(rf_ioq_member_map(&mm, 4096, 4096, false), bytes + 4096);
+	assert_null(rf_ioq_member_map(&mm, 4096, 4097, false));
+	assert_null(rf_ioq_member_map(&mm, 0, 4096, true));
+	mm.map.writable = true;
+	assert_ptr_equal(rf_ioq_member_map(&mm, 0, 4096, true), bytes);
+	rf_iolog_on = true;             /* only read here: nothing is logged */
+	assert_null(rf_ioq_member_map(&mm, 0, 4096, true));
+	assert_ptr_equal(rf_ioq_member_map(&mm, 0, 4096, false), bytes);
+	rf_iolog_on = false;
+	mm.layer = &layer;
+	assert_null(rf_ioq_member_map(&mm, 0, 4096, false));
+	mm.layer = NULL;
+	mm.nbd = (struct rf_nbd *)&layer;
+	assert_null(rf_ioq_member_map(&mm, 0, 4096, false));
+	mm.nbd = NULL;
+	mm.map.base = NULL;
+	assert_null(rf_ioq_member_map(&mm, 0, 4096, false));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -481,6 +511,7 @@ int main(void)
 		cmocka_unit_test(test_plug),
 		cmocka_unit_test(test_uring),
 		cmocka_unit_test(test_mapped_reads),
+		cmocka_unit_test(test_member_map),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
