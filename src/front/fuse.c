@@ -505,62 +505,46 @@ static void splice_init(struct fs *fs, struct fuse_conn_info *conn)
 	conn->want |= FUSE_CAP_SPLICE_WRITE;
 }
 
-/* Answer the read [off, off + size) of the image from the members'
- * mappings; false: not answered (a member not mapped, a read that is not
- * a pure data read, a fault injected, a member shrunk under its mapping),
- * the caller goes on.  libfuse's transport replies with an iovec into the
- * mappings (the kernel copies); a transport that gives the read a buffer
- * (FUSE over io_uring: the ring entry's payload) gets the bytes copied
- * there, guarded (fdmap.h). */
-static bool mapped_read(struct fs *fs, struct rf_fq *q, uint64_t off, size_t size)
+/* Answer a read that m maps (held) from the members' mappings; false:
+ * not answered (a member not mapped, a fault injected, a member shrunk
+ * under its mapping), the caller goes on.  libfuse's transport replies
+ * with an iovec into the mappings (the kernel copies); a transport that
+ * gives the read a buffer, dst (FUSE over io_uring: the ring entry's
+ * payload), gets the bytes copied there, guarded (fdmap.h). */
+static bool mapped_reply(struct fs *fs, struct rf_fq *q, const struct rf_read_map *m, void *dst)
 {
 	struct iovec iov[RF_READ_MAP_MAX];
-	struct rf_read_map m;
-	void *dst = NULL;
 	int i;
 
-	if (q->ops != &ll_reply && !(q->ops->read_buf && (dst = q->ops->read_buf(q, size))))
-		return false;
-	if (rf_read_map(fs->a, off, (uint32_t)size, &m))
-		return false;
-	for (i = 0; i < m.n; i++) {
-		if (!m.ext[i].addr || rf_read_map_fault(&m, i)) {
-			rf_read_unmap(&m);
+	for (i = 0; i < m->n; i++) {
+		if (!m->ext[i].addr || rf_read_map_fault(m, i))
 			return false;
-		}
-		iov[i].iov_base = (void *)m.ext[i].addr;
-		iov[i].iov_len = m.ext[i].len;
+		iov[i].iov_base = (void *)m->ext[i].addr;
+		iov[i].iov_len = m->ext[i].len;
 	}
-	if (dst && rf_fdmap_copy(dst, iov, m.n)) {
-		rf_read_unmap(&m);
+	if (dst && rf_fdmap_copy(dst, iov, m->n))
 		return false;   /* the IO path meets the short member and fails it */
-	}
 	/* One reply whatever happens: on libfuse's transport a member shrunk
 	 * under its mapping fails the kernel's copy, and the reader gets EIO. */
 	if (dst)
-		q->ops->buf(q, dst, size);
+		q->ops->buf(q, dst, m->len);
 	else
-		fuse_reply_iov(q->h, iov, m.n);
-	rf_read_unmap(&m);
+		fuse_reply_iov(q->h, iov, m->n);
 	atomic_fetch_add_explicit(&fs->nr_mapped, 1, memory_order_relaxed);
 	return true;
 }
 
-/* Answer the read [off, off + size) of the image by splice; false: not
- * answered, the caller submits it. */
-static bool splice_read(struct fs *fs, struct rf_fq *q, uint64_t off, size_t size)
+/* Answer a read that m maps (held) by splice; false: not answered, the
+ * caller goes on. */
+static bool splice_reply(struct fs *fs, struct rf_fq *q, const struct rf_read_map *m)
 {
-	struct rf_read_map m;
-	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(size);
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(m->len);
 	int fd;
 
-	if (!fs->splice || size < fs->splice_min || size > fs->splice_max || q->ops != &ll_reply)
+	if (!fs->splice || m->len < fs->splice_min || m->len > fs->splice_max || q->ops != &ll_reply)
 		return false;
-	if (rf_read_map(fs->a, off, (uint32_t)size, &m))
-		return false;
-	fd = rf_splice_fill(&m, RF_SPLICE_PIPE);
+	fd = rf_splice_fill(m, RF_SPLICE_PIPE);
 	if (fd < 0) {
-		rf_read_unmap(&m);
 		if (fd == -ENOSPC)
 			return false;   /* this thread's pipe is too small for it */
 		atomic_fetch_add_explicit(&fs->nr_splice_fallback, 1, memory_order_relaxed);
@@ -573,11 +557,32 @@ static bool splice_read(struct fs *fs, struct rf_fq *q, uint64_t off, size_t siz
 	bv.buf[0].fd = fd;
 	/* One reply whatever happens: libfuse answers its own errors. */
 	fuse_reply_data(q->h, &bv, 0);
-	/* The pipe's pages left before the barrier lets the members go. */
+	/* The pipe's pages left before the barrier lets the members go
+	 * (the caller's unmap). */
 	rf_splice_after_reply();
-	rf_read_unmap(&m);
 	atomic_fetch_add_explicit(&fs->nr_spliced, 1, memory_order_relaxed);
 	return true;
+}
+
+/* Answer the read [off, off + size) of the image straight from the
+ * members, from their mappings or else by splice, under one read map;
+ * false: not answered (not a pure data read now, or neither way took it),
+ * the caller submits it. */
+static bool direct_read(struct fs *fs, struct rf_fq *q, uint64_t off, size_t size)
+{
+	struct rf_read_map m;
+	void *dst = NULL;
+	bool done;
+
+	/* Both ways reply on libfuse's transport; another one only takes
+	 * the mappings' bytes, into the buffer it gives. */
+	if (q->ops != &ll_reply && !(q->ops->read_buf && (dst = q->ops->read_buf(q, size))))
+		return false;
+	if (rf_read_map(fs->a, off, (uint32_t)size, &m))
+		return false;
+	done = mapped_reply(fs, q, &m, dst) || splice_reply(fs, q, &m);
+	rf_read_unmap(&m);
+	return done;
 }
 
 static void op_init(void *ud, struct fuse_conn_info *conn)
@@ -944,7 +949,7 @@ static void do_read(struct rf_fq *q, uint64_t ino, size_t size, off_t off, uint6
 		q->ops->buf(q, zeros, size);
 		return;
 	}
-	if (mapped_read(fs, q, (uint64_t)off, size) || splice_read(fs, q, (uint64_t)off, size))
+	if (direct_read(fs, q, (uint64_t)off, size))
 		return;
 	submit(fs, q, RF_REQ_READ, (uint64_t)off, size, NULL);
 }
