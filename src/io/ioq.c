@@ -122,33 +122,48 @@ static int nbd_issue(struct rf_ioq *q, struct rf_mio *m, struct rf_nbd *c)
 	return 1;
 }
 
+struct chain_copy {
+	struct rf_mio *m;
+	char *at;                       /* m's remaining bytes in the mapping */
+	bool write;
+};
+
+/* Copy a chain between its buffers and the mapping: m's remaining bytes,
+ * then every piece merged behind it, one after the other there. */
+static int chain_copy(void *arg)
+{
+	const struct chain_copy *c = arg;
+	char *at = c->at;
+	struct rf_mio *x;
+
+	for (x = c->m; x; x = x->chain) {
+		uint32_t skip = x == c->m ? c->m->done : 0;
+		uint32_t n = x->len - skip;
+
+		if (c->write)
+			memcpy(at, x->buf + skip, n);
+		else
+			memcpy(x->buf + skip, at, n);
+		at += n;
+	}
+	return 0;
+}
+
 /* A read or write done in the member's mapping: m's remaining bytes and
  * every piece merged behind it copied from there (a read) or to there (a
- * write), guarded (fdmap.h).  false: not for the mapping (the rule is
- * rf_ioq_member_map()'s), or a page faulted (the member shrunk under it,
- * or its file system is full): the operation is issued, and meets the
- * error there. */
+ * write), in one guarded call (fdmap.h).  false: not for the mapping (the
+ * rule is rf_ioq_member_map()'s), or a page faulted (the member shrunk
+ * under it, or its file system is full): the operation is issued, and
+ * meets the error there. */
 static bool mapped_copy(const struct rf_ioq_member *mm, struct rf_mio *m, uint64_t off)
 {
 	uint64_t len = m->ctail->off + m->ctail->len - off;
-	bool write = m->op == RF_MIO_WRITE;
-	struct rf_mio *x;
-	char *at;
+	struct chain_copy c = { m, NULL, m->op == RF_MIO_WRITE };
 
-	if ((m->op != RF_MIO_READ && !write) || len > INT32_MAX)
+	if ((m->op != RF_MIO_READ && !c.write) || len > INT32_MAX)
 		return false;
-	at = (char *)rf_ioq_member_map(mm, off, len, write);
-	if (!at)
-		return false;
-	for (x = m; x; x = x->chain) {
-		uint32_t skip = x == m ? m->done : 0;
-		struct iovec v = { write ? x->buf + skip : at, x->len - skip };
-
-		if (rf_fdmap_copy(write ? at : x->buf + skip, &v, 1))
-			return false;
-		at += v.iov_len;
-	}
-	return true;
+	c.at = (char *)rf_ioq_member_map(mm, off, len, c.write);
+	return c.at && !rf_fdmap_guarded(chain_copy, &c);
 }
 
 /* Hand m (and what is merged behind it) to the backend.  0, -EBUSY, or

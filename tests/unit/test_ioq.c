@@ -4,9 +4,10 @@
  * plug runs before the queue issues anything, once; one real round
  * trip through liburing; and reads of a member in memory copied from its
  * mapping (merged ones too), a read past the mapping and one of a file
- * shrunk under it issued instead (the latter failing), writes copied to a
- * mapping for writes (merged too) and in the file at once, past it or
- * into a shrunk file issued, and a backend that sees every read (a
+ * shrunk under it issued instead (the latter failing; merged, the
+ * pieces still in the file read), writes copied to a mapping for writes
+ * (merged too) and in the file at once, past it or into a shrunk file
+ * issued (merged: whole, after a copy cut short), and a backend that sees every read (a
  * test's) given them all; the rule for a mapping's use
  * (rf_ioq_member_map()) on its own. */
 #include <setjmp.h>
@@ -420,6 +421,21 @@ static void test_mapped_reads(void **state)
 	read_one(&q, &r[0], in, 0, 4096);
 	assert_int_equal(r[0].m.res, 0);
 	assert_int_equal(q.nr_mapped, 2);
+	/* Merged over the shrunk end: the one copy faults in its second
+	 * piece, the operation is issued, its first piece reads from the
+	 * file and the others, alone, fail. */
+	memset(in, 0, sizeof(in));
+	for (i = 0; i < 3; i++) {
+		r[i] = (struct rec){ .m = { .end = rec_end, .buf = in + 4096 * i, .off = 4096 * (uint64_t)i,
+					    .len = 4096, .op = RF_MIO_READ } };
+		rf_ioq_queue(&q, &r[i].m);
+	}
+	run_all(&q);
+	assert_int_equal(r[0].m.res, 0);
+	assert_memory_equal(in, data, 4096);
+	assert_int_equal(r[1].m.res, -EIO);
+	assert_int_equal(r[2].m.res, -EIO);
+	assert_int_equal(q.nr_mapped, 2);
 	rf_ioq_destroy(&q);
 
 	rf_fdmap_close(&mm.map);
@@ -459,6 +475,21 @@ static void test_mapped_reads(void **state)
 	assert_int_equal(q.nr_mapped, 1);
 	assert_int_equal(pread(mm.fd, in, 4096, 0), 4096);
 	assert_memory_equal(in, data, 4096);
+	/* Merged, over a file shrunk to its first 4 KiB: the copy lands its
+	 * first piece and faults in the second, and the write is issued
+	 * whole and lands. */
+	assert_int_equal(ftruncate(mm.fd, 4096), 0);
+	for (i = 0; i < 3; i++) {
+		r[i] = (struct rec){ .m = { .end = rec_end, .buf = data + 4096 * i, .off = 4096 * (uint64_t)i,
+					    .len = 4096, .op = RF_MIO_WRITE } };
+		rf_ioq_queue(&q, &r[i].m);
+	}
+	run_all(&q);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(r[i].m.res, 0);
+	assert_int_equal(q.nr_mapped, 1);
+	assert_int_equal(pread(mm.fd, in, 12288, 0), 12288);
+	assert_memory_equal(in, data, 12288);
 	rf_ioq_destroy(&q);
 
 	/* A backend that sees every read gets this one too. */
