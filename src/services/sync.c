@@ -966,8 +966,8 @@ static void workers_stop(struct rf_sync *s)
 static int worker_start(struct rf_sync *s, struct sync_worker *w)
 {
 	struct rf_array *a = s->a;
-	size_t per = s->region_max, i;
-	int ret;
+	size_t per = s->region_max;
+	int ret, i;
 
 	w->s = s;
 	w->a = a;
@@ -976,8 +976,8 @@ static int worker_start(struct rf_sync *s, struct sync_worker *w)
 	w->mios = calloc((size_t)rf_array_nslots(a) * (REGION_IDLE / BLK / 2 + 1), sizeof(*w->mios));
 	if (!w->mios || posix_memalign((void **)&w->mem, 4096, per * (size_t)rf_array_nslots(a) + 5 * BLK))
 		return -ENOMEM;
-	for (i = 0; i < (size_t)rf_array_nslots(a); i++)
-		w->work.buf[i] = w->mem + i * per;
+	for (i = 0; i < rf_array_nslots(a); i++)
+		w->work.buf[i] = own_buf(w, i);
 	w->work.p = w->mem + per * (size_t)rf_array_nslots(a);
 	w->work.q = w->work.p + BLK;
 	w->work.delta = w->work.q + BLK;
