@@ -1,4 +1,5 @@
-/* fdmap.h - a member file's bytes mapped into the daemon, for reads.
+/* fdmap.h - a member file's bytes mapped into the daemon, for reads and
+ * writes without a system call.
  *
  * A member that lives in memory (a regular file on tmpfs or ramfs: its
  * page cache is the member) can be read without a system call on it: the
@@ -18,11 +19,14 @@
  * fault: a copy the kernel makes from the mapping (libfuse's transport:
  * the reply's iovec points there) fails with EFAULT, and the reader gets
  * EIO; a copy the daemon makes itself (FUSE over io_uring: into the ring
- * entry's payload) goes through rf_fdmap_copy(), and code that computes
- * from mappings (a sync region's parity) through rf_fdmap_guarded(): the
- * SIGBUS is caught and -EFAULT returned, so the caller takes the IO path
- * instead, where the short member read fails the member.  A SIGBUS anywhere else
- * is left to its default action, as without this module.
+ * entry's payload) goes through rf_fdmap_copy(), and the IO queue's
+ * copies to and from a mapping and code that computes from mappings (a
+ * sync region's parity) through rf_fdmap_guarded(): the SIGBUS is caught
+ * and -EFAULT returned, so the caller takes the IO path instead, where
+ * the short member read fails the member.  A store into a page the file
+ * system has no room for faults the same way, and the write issued
+ * instead meets ENOSPC.  A SIGBUS anywhere else is left to its default
+ * action, as without this module.
  *
  * The pages a read touches join the daemon's resident set (VmRSS, VmHWM:
  * RssShmem for tmpfs) and stay there: they are the member's page cache,
@@ -39,9 +43,9 @@
  * The SIGBUS handler is process-wide, installed at the first mapping;
  * what it needs is thread-local.
  *
- * What it does NOT do: decide which reads may use a mapping (readmap.c:
- * pure data reads, held at the barrier), write through it, or map block
- * devices.
+ * What it does NOT do: decide which reads and writes may use a mapping
+ * (ioq.h: rf_ioq_member_map(); readmap.c: pure data reads, held at the
+ * barrier), or map block devices.
  */
 #ifndef RAIDFUSE_FDMAP_H
 #define RAIDFUSE_FDMAP_H

@@ -165,7 +165,7 @@ int rf_dev_open_into(struct rf_array *a, struct rf_dev *d, const char *path, con
 	 * the IO path as usual. */
 	ret = rf_fdmap_open(&d->io.map, f.fd, f.id.size, !ro);
 	if (ret && ret != -ENOTSUP)
-		rf_dbg("%s: not mapped for reads: %s", who, strerror(-ret));
+		rf_dbg("%s: not mapped: %s", who, strerror(-ret));
 	return 0;
 }
 

@@ -1,4 +1,4 @@
-/* fdmap.c - memory-backed member files mapped for reads (see fdmap.h).
+/* fdmap.c - memory-backed member files mapped (see fdmap.h).
  *
  * Guarded code: rf_fdmap_guarded() sets a thread-local jump buffer with
  * sigsetjmp(env, 0) (no signal mask saved: no system call per call) and
