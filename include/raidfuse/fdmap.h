@@ -51,6 +51,7 @@
 #define RAIDFUSE_FDMAP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct rf_fdmap {
@@ -86,6 +87,15 @@ int rf_fdmap_copy(void *dst, const struct iovec *p, int n);
  * faulted: it may take locks and allocate, but not read a mapping while
  * it holds a lock or has an allocation half made.  Not nested. */
 int rf_fdmap_guarded(int (*fn)(void *), void *arg);
+/* Store n bytes of src at dst, in a mapping (a member write), for a
+ * guarded caller: with non-temporal stores on x86-64, which write whole
+ * cache lines without reading them first and leave the cache to the
+ * bytes that are read again (a random 4 KiB store into a tmpfs mapping
+ * measured 2.1x as fast, streaming 1 MiB 1.5x); memcpy elsewhere.  The
+ * stores are member IO as a pwrite is, and as a pwrite's they are not
+ * seen by ThreadSanitizer: what orders them is the array's (range lock,
+ * stripe heads), not the memory model of the daemon's own data. */
+void rf_fdmap_store(void *dst, const void *src, size_t n);
 /* Install the SIGBUS handler the guards need (the first guarded call
  * does); again after something else took SIGBUS (a test framework). */
 void rf_fdmap_catch_sigbus(void);

@@ -141,7 +141,7 @@ static int chain_copy(void *arg)
 		uint32_t n = x->len - skip;
 
 		if (c->write)
-			memcpy(at, x->buf + skip, n);
+			rf_fdmap_store(at, x->buf + skip, n);
 		else
 			memcpy(x->buf + skip, at, n);
 		at += n;

@@ -224,12 +224,44 @@ static void test_copy_guarded(void **state)
 	close(fd);
 }
 
+/* rf_fdmap_store() puts exactly the bytes asked for at dst, whatever the
+ * alignment of either end and the length (the streamed body, its 16-byte
+ * rest and the unaligned ends), and nothing beside them. */
+static void test_store(void **state)
+{
+	enum { SPAN = 8192 + 256 };
+	unsigned char *src = malloc(SPAN), *dst = aligned_alloc(64, SPAN), *want = malloc(SPAN);
+	static const size_t lens[] = { 0, 1, 15, 16, 17, 63, 64, 65, 100, 511, 4096, 4097, 8192 };
+	size_t i, l, d, o;
+
+	(void)state;
+	assert_non_null(src);
+	assert_non_null(dst);
+	assert_non_null(want);
+	for (i = 0; i < SPAN; i++)
+		src[i] = (unsigned char)(i * 7 + 3);
+	for (l = 0; l < sizeof(lens) / sizeof(lens[0]); l++)
+		for (d = 0; d < 20; d++)
+			for (o = 0; o < 20; o += 3) {
+				memset(dst, 0xa5, SPAN);
+				memset(want, 0xa5, SPAN);
+				memcpy(want + d, src + o, lens[l]);
+				rf_fdmap_store(dst + d, src + o, lens[l]);
+				if (memcmp(dst, want, SPAN))
+					fail_msg("store of %zu bytes to +%zu from +%zu differs", lens[l], d, o);
+			}
+	free(src);
+	free(dst);
+	free(want);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tmpfs_mapped),
 		cmocka_unit_test(test_not_mapped),
 		cmocka_unit_test(test_copy_guarded),
+		cmocka_unit_test(test_store),
 	};
 
 	return fx_run_tests("fdmap", tests);
