@@ -134,11 +134,13 @@ if [ "$(id -u)" != 0 ] || [ ! -w $PARAM ]; then
 	exit 0
 fi
 OLD_PARAM=$(cat $PARAM)
-trap 'rc=$?; echo "$OLD_PARAM" >$PARAM; (exit $rc); _cleanup' EXIT
+# set +e: under set -e the (exit $rc) of a failed run would end the trap
+# before _cleanup.
+trap 'rc=$?; set +e; echo "$OLD_PARAM" >$PARAM; (exit $rc); _cleanup' EXIT
 echo 1 >$PARAM
 log "FUSE over io_uring: reads copied from the mappings into the ring entries, fio verify"
 start_array "$D/r5.conf" "$MNT" -o io_uring=on
-grep -Eq "FUSE over io_uring: [0-9]+ queues" "$(daemon_log_file "$MNT")" || fail "io_uring=on: not served through it"
+log_has "$MNT" "FUSE over io_uring: [0-9]+ queues" || fail "io_uring=on: not served through it"
 fio_verify "$IMG" "${JOBS[@]}"
 stop_array "$MNT"
 check '[ "$(mapped)" -gt 0 ]' "io_uring: reads were answered from the mappings ($(mapped))"

@@ -474,6 +474,19 @@ wait_mdstat() {
 # The daemon's log file for MNT (of its latest start).
 daemon_log_file() { echo "${_LOG_OF[$1]}"; }
 
+# log_has MNT REGEX [SECS]: the daemon's log of MNT holds a line matching
+# REGEX (grep -E) within SECS (10) seconds; false if not.  For lines the
+# daemon may write after the image appears (the rings' registration).
+log_has() {
+	local f i secs=${3:-10}
+	f=$(daemon_log_file "$1")
+	for ((i = 0; i < secs * 10; i++)); do
+		grep -Eq "$2" "$f" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # ---------------------------------------------------------------- md-images
 
 # md_images: set IMAGES to the arrays kernel md made: RF_MD_IMAGES, else
