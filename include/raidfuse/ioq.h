@@ -203,6 +203,15 @@ int rf_ioq_submit(struct rf_ioq *q);
  * arrives or rf_ioq_kick().  Returns the number of end() calls or -errno. */
 int rf_ioq_reap(struct rf_ioq *q, bool wait);
 static inline void rf_ioq_kick(struct rf_ioq *q) { q->be->kick(q); }
+/* Where a write of member `member`'s bytes [off, off + len) may be
+ * computed in place: the bytes in its mapping, when the queue would copy
+ * such a write there at issue (its backend takes mappings, the member's
+ * fault injection is off, rf_ioq_member_map() allows it); NULL
+ * otherwise.  Bytes stored there are the write (as the copy at issue is):
+ * queue its mio with buf at that address, and it completes without a
+ * second copy.  Computing there is a read of the mapping too: guarded
+ * (rf_fdmap_guarded()). */
+const char *rf_ioq_store_at(const struct rf_ioq *q, int member, uint64_t off, uint32_t len);
 /* Member i's entry. */
 static inline const struct rf_ioq_member *rf_ioq_dev(const struct rf_ioq *q, int i)
 {

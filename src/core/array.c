@@ -420,10 +420,11 @@ void rf_array_close(struct rf_array *a)
 	}
 	if (a->ops->handle_stripe)
 		rf_dbg("%s: stripe write rounds: %llu full, %llu rcw, %llu rmw; %llu held, %llu released by a bound; "
-		       "%llu column blocks written from the request", a->name,
+		       "%llu column blocks written from the request, %llu parity blocks computed in place", a->name,
 		       (unsigned long long)a->stats.full, (unsigned long long)a->stats.rcw,
 		       (unsigned long long)a->stats.rmw, (unsigned long long)a->stats.delayed,
-		       (unsigned long long)a->stats.released, (unsigned long long)a->stats.direct);
+		       (unsigned long long)a->stats.released, (unsigned long long)a->stats.direct,
+		       (unsigned long long)a->stats.parity_mapped);
 	rf_groups_stop(a->groups, a->ngroups);
 	rf_groups_free(a, a->groups, a->ngroups);
 	a->groups = NULL;

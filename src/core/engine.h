@@ -192,6 +192,7 @@ struct rf_stripe_stats {
 	atomic_uint_fast64_t rmw;       /* write rounds that read old data and parity */
 	atomic_uint_fast64_t rcw;       /* write rounds that read the columns not written */
 	atomic_uint_fast64_t direct;    /* column blocks written from the request's own buffer */
+	atomic_uint_fast64_t parity_mapped;     /* P or Q blocks computed in their member's mapping */
 };
 
 struct rf_group {

@@ -129,7 +129,9 @@ struct chain_copy {
 };
 
 /* Copy a chain between its buffers and the mapping: m's remaining bytes,
- * then every piece merged behind it, one after the other there. */
+ * then every piece merged behind it, one after the other there.  A piece
+ * written from the mapping itself (computed in place: rf_ioq_store_at())
+ * is there already. */
 static int chain_copy(void *arg)
 {
 	const struct chain_copy *c = arg;
@@ -140,7 +142,7 @@ static int chain_copy(void *arg)
 		uint32_t skip = x == c->m ? c->m->done : 0;
 		uint32_t n = x->len - skip;
 
-		if (c->write)
+		if (c->write && x->buf + skip != at)
 			rf_fdmap_store(at, x->buf + skip, n);
 		else
 			memcpy(x->buf + skip, at, n);
@@ -164,6 +166,15 @@ static bool mapped_copy(const struct rf_ioq_member *mm, struct rf_mio *m, uint64
 		return false;
 	c.at = (char *)rf_ioq_member_map(mm, off, len, c.write);
 	return c.at && !rf_fdmap_guarded(chain_copy, &c);
+}
+
+const char *rf_ioq_store_at(const struct rf_ioq *q, int member, uint64_t off, uint32_t len)
+{
+	const struct rf_ioq_member *mm = rf_ioq_dev(q, member);
+
+	if (!q->be->map_reads || (mm->fault && atomic_load_explicit(&mm->fault->armed, memory_order_relaxed)))
+		return NULL;
+	return rf_ioq_member_map(mm, off, len, true);
 }
 
 /* Hand m (and what is merged behind it) to the backend.  0, -EBUSY, or

@@ -21,7 +21,10 @@
  *   compute  rebuild faulty columns (xor, or raid6 recovery of any two),
  *            serve the reads, merge the new data and compute P [and Q]:
  *            rmw as P ^= old ^ new, Q ^= g^slot (old ^ new); rcw from all
- *            data.
+ *            data.  A row written whole from the requests' own buffers,
+ *            with no log to write first, has its parity computed in the
+ *            parity members' mappings where they are in memory
+ *            (rf_ioq_store_at()): stored once, not copied after.
  *   write    the written data columns and parity, on in-sync members.
  *
  * Rounds of one head never overlap, so concurrent writes to a row cannot
@@ -308,24 +311,73 @@ static void issue(struct rf_worker *w, struct rf_stripe *sh, int col, bool write
 	rf_ioq_queue(&w->ioq, m);
 }
 
-/* P [and Q] into the head's parity blocks, from the data columns as
- * sh->wsrc has them (the head's blocks, or pieces' own buffers). */
-static void compute_parity(struct rf_worker *w, struct rf_stripe *sh, const struct row_ctx *c)
+struct parity_job {
+	struct rf_worker *w;
+	struct rf_stripe *sh;
+	const struct row_ctx *c;
+};
+
+/* P [and Q] into sh->wsrc's parity columns, from its data columns (the
+ * head's blocks, or pieces' own buffers). */
+static int parity_gen(void *arg)
 {
-	struct rf_array *a = w->a;
+	const struct parity_job *j = arg;
+	const struct row_ctx *c = j->c;
+	struct rf_stripe *sh = j->sh;
+	uint32_t ss = j->w->a->stripe_size;
 	void *blocks[RF_MAX_MEMBERS + 2];
 	int k, n;
 
-	sh->wsrc[c->row.pd_idx] = sh->buf[c->row.pd_idx];
 	if (c->row.qd_idx < 0) {
 		for (k = 0; k < c->g->data_disks; k++)
 			blocks[k] = sh->wsrc[c->row.data_member[k]];
-		rf_xor_gen(c->g->data_disks, a->stripe_size, blocks, sh->buf[c->row.pd_idx]);
-		return;
+		rf_xor_gen(c->g->data_disks, ss, blocks, sh->wsrc[c->row.pd_idx]);
+		return 0;
 	}
-	sh->wsrc[c->row.qd_idx] = sh->buf[c->row.qd_idx];
-	n = rf_r6_blocks(&c->row, c->g->data_disks, sh->wsrc, 0, w->zero, blocks);
-	rf_pq_gen(n, a->stripe_size, blocks, blocks[n], blocks[n + 1]);
+	n = rf_r6_blocks(&c->row, c->g->data_disks, sh->wsrc, 0, j->w->zero, blocks);
+	rf_pq_gen(n, ss, blocks, blocks[n], blocks[n + 1]);
+	return 0;
+}
+
+/* P [and Q] of the round, in the head's parity blocks; with in_place,
+ * straight into the parity members' mappings where the IO queue would
+ * copy their writes (rf_ioq_store_at()): the blocks are not copied again,
+ * and the head's own are stale then.  Returns the columns computed in
+ * place. */
+static uint64_t compute_parity(struct rf_worker *w, struct rf_stripe *sh, const struct row_ctx *c, bool in_place)
+{
+	struct rf_array *a = w->a;
+	struct parity_job j = { w, sh, c };
+	int par[2] = { c->row.pd_idx, c->row.qd_idx };
+	uint64_t mapped = 0, faulty = rf_faulty_at(a, sh->sector & ~SH_PREV);
+	int k;
+
+	for (k = 0; k < 2 && par[k] >= 0; k++) {
+		const char *at = NULL;
+
+		if (in_place && !(faulty & (1ull << par[k])))
+			at = rf_ioq_store_at(&w->ioq, par[k],
+					     rf_dev_offset(a, par[k], sh->sector & SH_PREV) +
+					     ((sh->sector & ~SH_PREV) << 9), a->stripe_size);
+		sh->wsrc[par[k]] = at ? (char *)at : sh->buf[par[k]];
+		if (at)
+			mapped |= 1ull << par[k];
+	}
+	if (!mapped) {
+		parity_gen(&j);
+		return 0;
+	}
+	if (!rf_fdmap_guarded(parity_gen, &j)) {
+		atomic_fetch_add_explicit(&a->stats.parity_mapped, (uint64_t)__builtin_popcountll(mapped),
+					  memory_order_relaxed);
+		return mapped;
+	}
+	/* A page of a mapping faulted (the member shrunk under it): into
+	 * the head's blocks, whose writes meet the error at issue. */
+	for (k = 0; k < 2 && par[k] >= 0; k++)
+		sh->wsrc[par[k]] = sh->buf[par[k]];
+	parity_gen(&j);
+	return 0;
 }
 
 /* The one write piece of column col when it covers the whole block, or
@@ -707,9 +759,12 @@ static bool r5_compute(struct rf_worker *w, struct rf_stripe *sh)
 				merge_col(sh, i);
 			}
 		}
-		compute_parity(w, sh, &c);
-		if (direct)
-			atomic_fetch_add_explicit(&a->stats.direct, (uint64_t)__builtin_popcountll(direct),
+		/* A row written whole from the requests' buffers, with no log
+		 * to write first: its parity straight where its members keep
+		 * it. */
+		direct |= compute_parity(w, sh, &c, !logging && direct == c.data_mask);
+		if (direct & c.data_mask)
+			atomic_fetch_add_explicit(&a->stats.direct, (uint64_t)__builtin_popcountll(direct & c.data_mask),
 						  memory_order_relaxed);
 	}
 	sh->uptodate |= wmask | c.par_mask;

@@ -6,10 +6,12 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "fixture.h"
@@ -188,6 +190,15 @@ void fx_make_members(const char *what, int n, uint64_t bytes, bool garbage)
 		close(fd);
 	}
 	free(junk);
+}
+
+bool fx_in_memory(const char *what)
+{
+	char p[FX_PATH];
+	struct statfs sf;
+
+	fx_member_path(p, sizeof(p), what, 0);
+	return !statfs(p, &sf) && (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
 }
 
 /* ---- arrays ---- */

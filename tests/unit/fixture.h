@@ -112,6 +112,8 @@ int fx_file_open(const char *path, uint64_t bytes);
 void fx_file_make(const char *path, uint64_t bytes);
 /* Members 0..n-1 of what, bytes each, zeros (random when garbage). */
 void fx_make_members(const char *what, int n, uint64_t bytes, bool garbage);
+/* Whether member 0 of `what` is a file in memory (tmpfs: the daemon maps it). */
+bool fx_in_memory(const char *what);
 
 /* ---- arrays ---- */
 

@@ -278,7 +278,7 @@ static void check_members(const struct spec *sp, const struct rf_geom *g, const 
 		close(fds[i]);
 }
 
-/* Every level, healthy, liburing backend. */
+/* Every level, healthy, liburing backend (members in memory: mapped). */
 static void test_levels_uring(void **state)
 {
 	size_t i;
@@ -291,6 +291,11 @@ static void test_levels_uring(void **state)
 
 		random_io(a, model, 40, true);
 		read_all(a, model);
+		/* Members in memory: rows written whole got their parity
+		 * computed in the parity members' mappings (checked below,
+		 * with the rows written in part after them). */
+		if (g.level >= 4 && g.level <= 6 && rf_fdmap_on() && fx_in_memory(sp->what))
+			assert_true(atomic_load(&a->stats.parity_mapped) > 0);
 		rf_array_close(a);
 		check_members(sp, &g, model, 0);
 		free(model);
