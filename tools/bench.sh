@@ -168,10 +168,18 @@ fill() {
 # Results: res[TARGET|JOB|RUN] = "iops bw_kib p99_us p999_us max_us rw bs qd",
 # RUN the round (1..) or D (with drains going).
 declare -A res mem drains
+# cpu_ticks: the machine's CPU time so far, "total steal" in clock ticks
+# (/proc/stat: steal is time the hypervisor gave this machine's CPUs to
+# others; every target stalls alike then, whatever it serves).
+cpu_ticks() {
+	awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t, $9; exit }' /proc/stat
+}
+steal_runs=0 steal_sum=0 steal_max=0
 # run TARGET FILE JOB RUN: one fio run, parsed into res.
 run() {
-	local target=$1 file=$2 job=$3 d=$4 out
+	local target=$1 file=$2 job=$3 d=$4 out t0 s0 t1 s1 steal
 	out=$work/fio/$target.$job.$d.json
+	read -r t0 s0 < <(cpu_ticks)
 	RF_BENCH_FILE=$file RF_BENCH_SIZE=${size_mib}M RF_BENCH_RUNTIME=$runtime \
 		fio --output-format=json --output="$out" "$jobdir/$job.fio" ||
 		{ echo "bench.sh: fio $job on $target failed; see $out" >&2; return 1; }
@@ -183,8 +191,13 @@ run() {
 		| [$d.iops, $d.bw, ($d.clat_ns.percentile["99.000000"] // 0) / 1000,
 		   ($d.clat_ns.percentile["99.900000"] // 0) / 1000, $d.clat_ns.max / 1000,
 		   $o.rw, $o.bs, $o.iodepth] | map(tostring) | join(" ")' <(sed -n '/^{/,$p' "$out"))
-	awk -v t="$target" -v j="$job" -v d="$d" '{ printf "  %-8s %-18s %-7s %9.0f IOPS %8.1f MiB/s  p99 %8.0f  p99.9 %8.0f  max %8.0f us\n",
-		t, j, d == "D" ? "drained" : "r" d, $1, $2 / 1024, $3, $4, $5 }' <<<"${res["$target|$job|$d"]}"
+	read -r t1 s1 < <(cpu_ticks)
+	# Steal in tenths of a percent of the run's CPU time.
+	steal=$(((s1 - s0) * 1000 / (t1 > t0 ? t1 - t0 : 1)))
+	steal_runs=$((steal_runs + 1)) steal_sum=$((steal_sum + steal))
+	[ "$steal" -le "$steal_max" ] || steal_max=$steal
+	awk -v t="$target" -v j="$job" -v d="$d" -v st="$steal" '{ printf "  %-8s %-18s %-7s %9.0f IOPS %8.1f MiB/s  p99 %8.0f  p99.9 %8.0f  max %8.0f us  steal %4.1f%%\n",
+		t, j, d == "D" ? "drained" : "r" d, $1, $2 / 1024, $3, $4, $5, st / 10 }' <<<"${res["$target|$job|$d"]}"
 }
 
 # drain_loop FILE LOG STOP: until STOP exists, write FILE once a second,
@@ -403,6 +416,14 @@ awk -F, 'NR > 1 {
 	rows[$2] = rows[$2] sprintf("%-18s %-11s %9.0f %8.1f %8.0f %8.0f %6.2f | %5s %5s | %6s\n",
 		$2, $1, $8, $10 / 1024, $11, $12, $9, $14, $15, $16) }
 	END { for (i = 1; i <= n; i++) printf "%s%s", (i > 1 ? "\n" : ""), rows[order[i]] }' "$csv"
+
+echo
+# Tails (p99.9, max) are the machine's as much as the targets': a stall
+# of the hypervisor holds every request in flight, and hits a larger share
+# of a slower target's requests.
+awk -v n="$steal_runs" -v s="$steal_sum" -v m="$steal_max" 'BEGIN {
+	printf "steal (CPU time the hypervisor gave to others) during the fio runs: %.1f%% on average, %.1f%% in the worst run\n",
+		n ? s / n / 10 : 0, m / 10 }'
 
 echo
 note=''
