@@ -94,9 +94,14 @@ void rf_fault_get(struct rf_fault *f, struct rf_fault_spec *s, struct rf_fault_s
  * byte off is about to be issued.  Sleeps the delay if one is due, and
  * returns 0 (issue it) or -error (end it with that instead). */
 int rf_fault_hit(struct rf_fault *f, int op, uint64_t off, uint64_t len);
+/* Whether f may pick operations at all: one flag load. */
+static inline bool rf_fault_armed(const struct rf_fault *f)
+{
+	return f && atomic_load_explicit(&f->armed, memory_order_relaxed);
+}
 static inline int rf_fault_check(struct rf_fault *f, int op, uint64_t off, uint64_t len)
 {
-	if (!f || !atomic_load_explicit(&f->armed, memory_order_relaxed))
+	if (!rf_fault_armed(f))
 		return 0;
 	return rf_fault_hit(f, op, off, len);
 }

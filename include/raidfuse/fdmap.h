@@ -60,6 +60,9 @@ struct rf_fdmap {
 	bool writable;                  /* mapped for writes too (PROT_WRITE) */
 };
 
+/* Whether fd is a regular file on a memory file system (tmpfs, ramfs):
+ * the files rf_fdmap_open() maps. */
+bool rf_fdmap_in_memory(int fd);
 /* Map fd (len bytes from 0) when mapping is on and fd is a regular file on
  * a memory file system; writable: for writes too (fd open for writing).
  * 0: mapped; -ENOTSUP: not such a file or mapping off (m stays unmapped,

@@ -64,7 +64,7 @@ bool rf_fdmap_on(void)
 }
 
 /* A regular file whose pages are memory. */
-static bool in_memory(int fd)
+bool rf_fdmap_in_memory(int fd)
 {
 	struct statfs sf;
 	struct stat st;
@@ -216,7 +216,7 @@ int rf_fdmap_open(struct rf_fdmap *m, int fd, uint64_t len, bool writable)
 	m->base = NULL;
 	m->len = 0;
 	m->writable = false;
-	if (!rf_fdmap_on() || !len || len > (uint64_t)SIZE_MAX || !in_memory(fd))
+	if (!rf_fdmap_on() || !len || len > (uint64_t)SIZE_MAX || !rf_fdmap_in_memory(fd))
 		return -ENOTSUP;
 	p = mmap(NULL, (size_t)len, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)

@@ -172,7 +172,7 @@ const char *rf_ioq_store_at(const struct rf_ioq *q, int member, uint64_t off, ui
 {
 	const struct rf_ioq_member *mm = rf_ioq_dev(q, member);
 
-	if (!q->be->map_reads || (mm->fault && atomic_load_explicit(&mm->fault->armed, memory_order_relaxed)))
+	if (!q->be->map_reads || rf_fault_armed(mm->fault))
 		return NULL;
 	return rf_ioq_member_map(mm, off, len, true);
 }

@@ -349,7 +349,7 @@ static uint64_t compute_parity(struct rf_worker *w, struct rf_stripe *sh, const 
 	struct rf_array *a = w->a;
 	struct parity_job j = { w, sh, c };
 	int par[2] = { c->row.pd_idx, c->row.qd_idx };
-	uint64_t mapped = 0, faulty = rf_faulty_at(a, sh->sector & ~SH_PREV);
+	uint64_t mapped = 0, faulty = in_place ? rf_faulty_at(a, sh->sector & ~SH_PREV) : 0;
 	int k;
 
 	for (k = 0; k < 2 && par[k] >= 0; k++) {
@@ -360,20 +360,16 @@ static uint64_t compute_parity(struct rf_worker *w, struct rf_stripe *sh, const 
 					     rf_dev_offset(a, par[k], sh->sector & SH_PREV) +
 					     ((sh->sector & ~SH_PREV) << 9), a->stripe_size);
 		sh->wsrc[par[k]] = at ? (char *)at : sh->buf[par[k]];
-		if (at)
-			mapped |= 1ull << par[k];
+		mapped |= at ? 1ull << par[k] : 0;
 	}
-	if (!mapped) {
-		parity_gen(&j);
-		return 0;
-	}
-	if (!rf_fdmap_guarded(parity_gen, &j)) {
+	if (mapped && !rf_fdmap_guarded(parity_gen, &j)) {
 		atomic_fetch_add_explicit(&a->stats.parity_mapped, (uint64_t)__builtin_popcountll(mapped),
 					  memory_order_relaxed);
 		return mapped;
 	}
-	/* A page of a mapping faulted (the member shrunk under it): into
-	 * the head's blocks, whose writes meet the error at issue. */
+	/* Not in place, or a page of a mapping faulted (the member shrunk
+	 * under it): into the head's blocks, whose writes meet the error at
+	 * issue. */
 	for (k = 0; k < 2 && par[k] >= 0; k++)
 		sh->wsrc[par[k]] = sh->buf[par[k]];
 	parity_gen(&j);

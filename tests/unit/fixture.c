@@ -6,16 +6,15 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "fixture.h"
 #include "raidfuse/assemble.h"
+#include "raidfuse/fdmap.h"
 #include "raidfuse/super.h"
 
 char fx_dir[256];
@@ -195,10 +194,15 @@ void fx_make_members(const char *what, int n, uint64_t bytes, bool garbage)
 bool fx_in_memory(const char *what)
 {
 	char p[FX_PATH];
-	struct statfs sf;
+	bool mem;
+	int fd;
 
 	fx_member_path(p, sizeof(p), what, 0);
-	return !statfs(p, &sf) && (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
+	fd = open(p, O_RDONLY);
+	mem = fd >= 0 && rf_fdmap_in_memory(fd);
+	if (fd >= 0)
+		close(fd);
+	return mem;
 }
 
 /* ---- arrays ---- */
