@@ -34,8 +34,11 @@ CC ?= cc
 OPT ?= -O2 -g
 WERROR ?= -Werror
 SAN ?=
+# BREAK: a build with an old bug put back, for a test's negative control
+# (build-break/: make lifecycle-break)
+BREAK ?=
 CFLAGS += $(OPT) -std=gnu11 -Wall -Wextra $(WERROR) -Wshadow -Wno-unused-parameter \
-	-D_GNU_SOURCE -DRF_VERSION=\"$(VERSION)\" -Iinclude -Isrc $(PKG_CFLAGS) $(SAN)
+	-D_GNU_SOURCE -DRF_VERSION=\"$(VERSION)\" -Iinclude -Isrc $(PKG_CFLAGS) $(SAN) $(BREAK)
 LDFLAGS += $(SAN)
 LDLIBS += $(PKG_LIBS) -lpthread
 

@@ -169,6 +169,10 @@ struct rf_sb_new {
 	bool ppl;                       /* md's partial parity log (raid5): RF_SB_PPL_SECTORS
 					 * 8 sectors after the superblock, feature MULTI_PPL */
 	uint64_t write_mostly, failfast;/* roles (bit i: role i) whose devflags say so */
+	uint64_t spare_slots;           /* device numbers (bit i: i < raid_disks) whose
+					 * dev_roles entry says spare, as mdadm leaves them: the
+					 * missing members', and a member written as a spare
+					 * (mdadm's raid6 created with one missing) */
 };
 
 /* The partial parity log area mdadm 4.2 makes (1 MiB). */

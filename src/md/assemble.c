@@ -342,6 +342,165 @@ static void reshape_cfg(struct rf_config *cfg, const struct rf_sb *fresh, const 
 	}
 }
 
+/* More than one event behind the freshest: stale.  md tolerates one (a
+ * clean/dirty flip may not have reached every member before a crash); the
+ * difference is taken, never events + 1, which wraps at 2^64 - 1. */
+static bool stale(const struct rf_sb *s, const struct rf_sb *fresh)
+{
+	return fresh->events > s->events && fresh->events - s->events > 1;
+}
+
+/* Member s's role as the array records it: the freshest superblock's
+ * dev_roles entry for s's device number, as md's super_1_validate takes
+ * it (s's own record may predate its failure or a spare taking over). */
+static int role_of(const struct rf_sb *s, const struct rf_sb *fresh)
+{
+#ifdef RF_BREAK_STALE_ROLE
+	/* A build for the lifecycle test's negative control (make
+	 * lifecycle-break): the member's own role, the rule that takes a
+	 * member back that failed one event before a crash. */
+	if (!stale(s, fresh))
+		return s->role;
+#endif
+	return s->dev_number < fresh->max_dev ? fresh->dev_roles[s->dev_number] : s->role;
+}
+
+/* The roles of the n members read (sbs[i] from paths[i]), by md's rules
+ * against the freshest superblock: by_role[slot] is the member in each of
+ * the slots (-1: none), spare[] the spares (*nspare of them).  A stale
+ * member, or one the array records as faulty, is left out with a warning
+ * naming it; a spare past RF_MAX_MEMBERS too.  -EINVAL (why in err) when
+ * two members claim one role or disagree with the freshest on the
+ * geometry.  where: "CONFIG: " or "" for messages. */
+static int place_members(const char *const *paths, const struct rf_sb *const *sbs, int n, int fi,
+			 int slots, int *by_role, int *spare, int *nspare, const char *where, char *err,
+			 size_t errlen)
+{
+	const struct rf_sb *fresh = sbs[fi];
+	const char *why;
+	char u[40];
+	int i, role;
+
+	rf_sb_uuid_str(fresh, u);
+	*nspare = 0;
+	for (i = 0; i < slots; i++)
+		by_role[i] = -1;
+	for (i = 0; i < n; i++) {
+		const struct rf_sb *s = sbs[i];
+
+		why = geometry_differs(s, fresh);
+		if (why) {
+			snprintf(err, errlen, "%s%s and %s disagree on the %s of array %s", where, paths[i],
+				 paths[fi], why, u);
+			return -EINVAL;
+		}
+		role = role_of(s, fresh);
+		if (role == RF_SB_ROLE_FAULTY) {
+			rf_warn("%s%s: the array (%s, events %llu) records it as faulty: left out", where, paths[i],
+				paths[fi], (unsigned long long)fresh->events);
+			continue;
+		}
+		/* A spare's events may lag (md writes spares' superblocks
+		 * only when more than the clean/dirty state changes): it is
+		 * a spare still.  A member that records itself active is
+		 * stale. */
+		if (stale(s, fresh) && s->role < RF_SB_ROLE_MAX && s->role < slots) {
+			rf_warn("%s%s: events %llu, the array (%s) is at %llu: stale, left out", where, paths[i],
+				(unsigned long long)s->events, paths[fi], (unsigned long long)fresh->events);
+			continue;
+		}
+		if (stale(s, fresh))
+			role = RF_SB_ROLE_SPARE;
+		if (role >= RF_SB_ROLE_MAX || role >= slots) {
+			if (*nspare >= RF_MAX_MEMBERS) {
+				rf_warn("%s%s: a spare past the first %d: left out", where, paths[i], RF_MAX_MEMBERS);
+				continue;
+			}
+			spare[(*nspare)++] = i;
+			continue;
+		}
+		if (by_role[role] >= 0) {
+			snprintf(err, errlen, "%s%s and %s both claim role %d of array %s", where,
+				 paths[by_role[role]], paths[i], role, u);
+			return -EINVAL;
+		}
+		by_role[role] = i;
+	}
+	return 0;
+}
+
+/* Appends ", N" (or "N" first) to the list of roles in buf. */
+static void list_role(char *buf, size_t size, size_t *len, int *count, int role, const char *what)
+{
+	if (*len < size)
+		*len += (size_t)snprintf(buf + *len, size - *len, "%s%d%s", *count ? ", " : "", role, what);
+	if (*len >= size)
+		*len = size - 1;
+	(*count)++;
+}
+
+/* Whether the members placed can serve the array: no more roles missing,
+ * or being rebuilt (a device holds its slot's data only below its
+ * recovery_offset), than the level survives, and a degraded raid4/5/6
+ * only when clean (dirty_degraded).  0, or -EINVAL with why in err. */
+static int enough_members(const char *const *paths, const struct rf_sb *const *sbs, const struct rf_sb *fresh,
+			  const int *by_role, int slots, const char *where, char *err, size_t errlen)
+{
+	char u[40], missing[256];
+	size_t ml = 0;
+	int i, nmissing = 0, nuse = 0;
+
+	rf_sb_uuid_str(fresh, u);
+	missing[0] = '\0';
+	for (i = 0; i < slots; i++)
+		if (by_role[i] >= 0)
+			nuse++;
+		else
+			list_role(missing, sizeof(missing), &ml, &nmissing, i, "");
+	if (nmissing > survives(fresh)) {
+		snprintf(err, errlen,
+			 "%sarray %s: too few members: raid%d with %d devices has %d, role(s) %s missing; "
+			 "it survives at most %d missing", where, u, fresh->level, fresh->raid_disks, nuse,
+			 missing, survives(fresh));
+		return -EINVAL;
+	}
+	for (i = 0; i < slots; i++) {
+		if (by_role[i] < 0 || !(sbs[by_role[i]]->feature_map & RF_SB_FEAT_RECOVERY))
+			continue;
+		rf_info("%s%s: being rebuilt into role %d (done to sector %llu): the rebuild resumes", where,
+			paths[by_role[i]], i, (unsigned long long)sbs[by_role[i]]->recovery_offset);
+		list_role(missing, sizeof(missing), &ml, &nmissing, i, " (rebuilding)");
+	}
+	if (nmissing > survives(fresh)) {
+		snprintf(err, errlen, "%sarray %s: too few in-sync members: role(s) %s missing; raid%d with %d devices "
+			 "survives at most %d", where, u, missing, fresh->level, fresh->raid_disks, survives(fresh));
+		return -EINVAL;
+	}
+	return nmissing ? dirty_degraded(fresh, missing, where, err, errlen) : 0;
+}
+
+/* What the log says of an array that was not shut down cleanly. */
+static void say_dirty(const struct rf_sb *fresh, const char *where)
+{
+	char u[40];
+
+	rf_sb_uuid_str(fresh, u);
+	if (fresh->clean)
+		return;
+	if (fresh->resync_offset)
+		rf_info("%sarray %s: a resync was stopped at sector %llu: it resumes there", where, u,
+			(unsigned long long)fresh->resync_offset);
+	else if (has_ppl(fresh))
+		rf_warn("%sarray %s was not cleanly shut down: its partial parity log is replayed", where, u);
+	else if (!fresh->events)
+		rf_info("%sarray %s: new, its initial resync runs%s", where, u,
+			fresh->bitmap ? " (internal bitmap)" : "");
+	else
+		rf_warn("%sarray %s was not cleanly shut down: resync needed (due from sector %llu%s): "
+			"copies or parity may disagree where writes were in flight", where, u,
+			(unsigned long long)fresh->resync_offset, fresh->bitmap ? ", internal bitmap" : "");
+}
+
 static int assemble(const char *const *paths, int n, const char *image_name, bool readonly,
 		    const char *overlay_dir, struct rf_config *cfg, char *err, size_t errlen);
 
@@ -371,13 +530,13 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 		    const char *overlay_dir, struct rf_config *cfg, char *err, size_t errlen)
 {
 	struct rf_sb *sbs = calloc((size_t)(n > 0 ? n : 1), sizeof(*sbs));
+	const struct rf_sb *sbp[RF_MAX_MEMBERS];
 	int by_role[RF_MAX_MEMBERS];
 	struct stat st[RF_MAX_MEMBERS];
 	const struct rf_sb *fresh;
-	char u0[40], u1[40], missing[256], whybuf[400];
-	int i, j, r = -EINVAL, nuse = 0, nmissing = 0, fi = 0, spare[RF_MAX_MEMBERS], nspare = 0, slots;
+	char u0[40], u1[40], whybuf[400];
+	int i, j, r = -EINVAL, nuse = 0, fi = 0, spare[RF_MAX_MEMBERS], nspare = 0, slots;
 	const struct rf_sb *role_sb[RF_MAX_MEMBERS] = { NULL }, *spare_sb[RF_MAX_MEMBERS] = { NULL };
-	size_t ml = 0;
 	const char *why;
 	uint64_t size;
 
@@ -393,6 +552,7 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 		if (r)
 			goto out;
 		r = -EINVAL;
+		sbp[i] = &sbs[i];
 		/* An NBD export is the same as another when its URI is. */
 		memset(&st[i], 0, sizeof(st[i]));
 		if (!rf_nbd_is_uri(paths[i]) && stat(paths[i], &st[i])) {
@@ -430,96 +590,10 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 		goto out;
 	}
 	slots = slots_of(fresh);
-	for (i = 0; i < slots; i++)
-		by_role[i] = -1;
-
-	for (i = 0; i < n; i++) {
-		const struct rf_sb *s = &sbs[i];
-		int role;
-
-		why = geometry_differs(s, fresh);
-		if (why) {
-			snprintf(err, errlen, "%s and %s disagree on the %s of array %s", paths[i],
-				 paths[fi], why, u0);
-			goto out;
-		}
-		if (s->events + 1 < fresh->events) {
-			rf_warn("%s: events %llu, the array (%s) is at %llu: stale, left out",
-				paths[i], (unsigned long long)s->events, paths[fi],
-				(unsigned long long)fresh->events);
-			continue;
-		}
-		/* The freshest superblock knows this member's slot best. */
-		role = s->dev_number < fresh->max_dev ? fresh->dev_roles[s->dev_number] : s->role;
-		if (role == RF_SB_ROLE_FAULTY) {
-			rf_warn("%s: the array records it as faulty: left out", paths[i]);
-			continue;
-		}
-		if (role >= RF_SB_ROLE_MAX || role >= slots) {
-			if (nspare >= RF_MAX_MEMBERS) {
-				rf_warn("%s: a spare past the first %d: left out", paths[i], RF_MAX_MEMBERS);
-				continue;
-			}
-			spare[nspare++] = i;
-			continue;
-		}
-		if (by_role[role] >= 0) {
-			snprintf(err, errlen, "%s and %s both claim role %d of array %s",
-				 paths[by_role[role]], paths[i], role, u0);
-			goto out;
-		}
-		by_role[role] = i;
-	}
-
-	missing[0] = '\0';
-	for (i = 0; i < slots; i++) {
-		if (by_role[i] >= 0) {
-			nuse++;
-			continue;
-		}
-		nmissing++;
-		ml += (size_t)snprintf(missing + ml, ml < sizeof(missing) ? sizeof(missing) - ml : 0,
-				       "%s%d", nmissing > 1 ? ", " : "", i);
-		if (ml >= sizeof(missing))
-			ml = sizeof(missing) - 1;
-	}
-	if (nmissing > survives(fresh)) {
-		snprintf(err, errlen,
-			 "array %s: too few members: raid%d with %d devices has %d, role(s) %s missing; "
-			 "it survives at most %d missing", u0, fresh->level, fresh->raid_disks, nuse,
-			 missing, survives(fresh));
+	if (place_members(paths, sbp, n, fi, slots, by_role, spare, &nspare, "", err, errlen) ||
+	    enough_members(paths, sbp, fresh, by_role, slots, "", err, errlen))
 		goto out;
-	}
-	/* A device that was being rebuilt holds its slot's data only below
-	 * its recovery_offset. */
-	for (i = 0; i < slots; i++) {
-		if (by_role[i] < 0 || !(sbs[by_role[i]].feature_map & RF_SB_FEAT_RECOVERY))
-			continue;
-		rf_info("%s: being rebuilt into role %d (done to sector %llu): the rebuild resumes", paths[by_role[i]],
-			i, (unsigned long long)sbs[by_role[i]].recovery_offset);
-		nmissing++;
-		ml += (size_t)snprintf(missing + ml, ml < sizeof(missing) ? sizeof(missing) - ml : 0,
-				       "%s%d (rebuilding)", nmissing > 1 ? ", " : "", i);
-		if (ml >= sizeof(missing))
-			ml = sizeof(missing) - 1;
-	}
-	if (nmissing > survives(fresh)) {
-		snprintf(err, errlen, "array %s: too few in-sync members: role(s) %s missing; raid%d with %d devices "
-			 "survives at most %d", u0, missing, fresh->level, fresh->raid_disks, survives(fresh));
-		goto out;
-	}
-	if (nmissing && dirty_degraded(fresh, missing, "", err, errlen))
-		goto out;
-	r = -EINVAL;
-	if (!fresh->clean && fresh->resync_offset)
-		rf_info("array %s: a resync was stopped at sector %llu: it resumes there", u0,
-			(unsigned long long)fresh->resync_offset);
-	else if (!fresh->clean && has_ppl(fresh))
-		rf_warn("array %s was not cleanly shut down: its partial parity log is replayed", u0);
-	else if (!fresh->clean)
-		rf_warn("array %s was not cleanly shut down: resync needed (due from sector %llu%s): "
-			"copies or parity may disagree where writes were in flight", u0,
-			(unsigned long long)fresh->resync_offset, fresh->bitmap ? ", internal bitmap" : "");
+	say_dirty(fresh, "");
 
 	/* The config rf_array_open() serves. */
 	r = -ENOMEM;
@@ -537,6 +611,7 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 	for (i = 0; i < slots; i++) {
 		if (by_role[i] < 0)
 			continue;
+		nuse++;
 		cfg->members[i] = strdup(paths[by_role[i]]);
 		if (!cfg->members[i])
 			goto out;
@@ -582,33 +657,167 @@ out:
 	return r;
 }
 
+/* The config's geometry beside the superblocks': the first key that
+ * disagrees (into field, want, got), or false.  The member count is the
+ * config's list, "missing" entries included. */
+static bool config_differs(const struct rf_config *cfg, const struct rf_sb *s, const char **field, char *want,
+			   char *got, size_t len)
+{
+	*field = NULL;
+	if (s->level != cfg->level) {
+		*field = "level";
+		snprintf(want, len, "%d", cfg->level);
+		snprintf(got, len, "%d", s->level);
+	} else if (rf_assemble_cfg_layout(s) != cfg->layout &&
+		   !(cfg->level == 0 && (!cfg->layout || !rf_assemble_cfg_layout(s)))) {
+		/* raid0: a config without a layout takes the recorded one;
+		 * one with a layout tells an array that records none (md's
+		 * raid0.default_layout) */
+		*field = "layout";
+		snprintf(want, len, "%d", cfg->layout);
+		snprintf(got, len, "%d", s->layout);
+	} else if (cfg->level != 1 && (uint64_t)s->chunk_sectors * 512 != cfg->chunk_bytes) {
+		*field = "chunk_size";
+		snprintf(want, len, "%uK", cfg->chunk_bytes / 1024);
+		snprintf(got, len, "%uK", s->chunk_sectors / 2);
+	} else if (s->raid_disks != cfg->nmembers) {
+		*field = "members";
+		snprintf(want, len, "%d devices", cfg->nmembers);
+		snprintf(got, len, "%d raid devices", s->raid_disks);
+	}
+	return *field != NULL;
+}
+
+/* A config member's or spare's place in the file list check_config
+ * builds: cfg slot (member) or spare index, and whether it is a spare. */
+struct cfile_ref {
+	const char *path;
+	int num;
+	bool spare;
+};
+
+/* Fills *out with the config's n members and spares.  Returns how many. */
+static int config_files(const struct rf_config *cfg, struct cfile_ref *out)
+{
+	int i, n = 0;
+
+	for (i = 0; i < cfg->nmembers; i++)
+		if (cfg->members[i])
+			out[n++] = (struct cfile_ref){ cfg->members[i], i, false };
+	for (i = 0; i < cfg->nspares; i++)
+		out[n++] = (struct cfile_ref){ cfg->spares[i], i, true };
+	return n;
+}
+
+/* "member 2 (d2.img, line 7)" or "spare 0 (s0.img)" into buf. */
+static const char *cfile_who(const struct rf_config *cfg, const struct cfile_ref *f, char *buf, size_t len)
+{
+	if (f->spare)
+		snprintf(buf, len, "spare %d (%s)", f->num, f->path);
+	else
+		snprintf(buf, len, "member %d (%s, line %d)", f->num, f->path, cfg->member_line[f->num]);
+	return buf;
+}
+
+/* cfg's members and spares as the superblocks place them: members[] by
+ * role, then the spares (recorded ones first, then those the config
+ * lists without a superblock).  What the config says of a file (its
+ * line, write-mostly, failfast, injected faults) follows the file. */
+static int config_reorder(struct rf_config *cfg, const struct cfile_ref *files, const int *with_sb, int nsb,
+			  const int *by_role, int slots, const int *spare, int nspare, const bool *blank, int nfiles)
+{
+	char *members[RF_MAX_MEMBERS] = { NULL }, *spares[RF_MAX_MEMBERS] = { NULL };
+	int line[RF_MAX_MEMBERS] = { 0 }, slot_of[RF_MAX_MEMBERS], i, ns = 0;
+	uint64_t wm = 0, ff = 0;
+
+	(void)nsb;
+	for (i = 0; i < RF_MAX_MEMBERS; i++)
+		slot_of[i] = -1;
+	for (i = 0; i < slots; i++) {
+		const struct cfile_ref *f;
+
+		if (by_role[i] < 0)
+			continue;
+		f = &files[with_sb[by_role[i]]];
+		members[i] = strdup(f->path);
+		if (!members[i])
+			goto nomem;
+		if (!f->spare) {
+			line[i] = cfg->member_line[f->num];
+			slot_of[f->num] = i;
+			wm |= (cfg->write_mostly >> f->num & 1) << i;
+			ff |= (cfg->failfast >> f->num & 1) << i;
+		}
+	}
+	for (i = 0; i < nspare; i++)
+		if (!(spares[ns++] = strdup(files[with_sb[spare[i]]].path)))
+			goto nomem;
+	for (i = 0; i < nfiles; i++)
+		if (blank[i] && ns < RF_MAX_MEMBERS && !(spares[ns++] = strdup(files[i].path)))
+			goto nomem;
+	for (i = 0; i < cfg->nfaults; i++) {
+		int m = cfg->faults[i].member;
+
+		if (m >= 0 && m < RF_MAX_MEMBERS && slot_of[m] >= 0 && slot_of[m] != m)
+			rf_info("%s: the faults entry for member %d follows %s into slot %d", cfg->path, m,
+				cfg->members[m], slot_of[m]);
+		cfg->faults[i].member = m >= 0 && m < RF_MAX_MEMBERS ? slot_of[m] : -1;
+	}
+	for (i = 0; i < RF_MAX_MEMBERS; i++) {
+		free(cfg->members[i]);
+		free(cfg->spares[i]);
+		cfg->members[i] = members[i];
+		cfg->spares[i] = spares[i];
+		cfg->member_line[i] = line[i];
+	}
+	cfg->nmembers = slots;
+	cfg->nspares = ns;
+	cfg->write_mostly = wm;
+	cfg->failfast = ff;
+	return 0;
+nomem:
+	for (i = 0; i < RF_MAX_MEMBERS; i++) {
+		free(members[i]);
+		free(spares[i]);
+	}
+	return -ENOMEM;
+}
+
 int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 {
-	struct rf_sb *sbs = calloc(RF_MAX_MEMBERS, sizeof(*sbs));
-	const struct rf_sb *use[RF_MAX_MEMBERS], *role_sb[RF_MAX_MEMBERS], *spare_sb[RF_MAX_MEMBERS];
-	int i, r = 0, with = -1, without = -1, nuse = 0, fi = -1;
-	char u0[40], u1[40];
+	struct rf_sb *sbs = calloc(2 * RF_MAX_MEMBERS, sizeof(*sbs));
+	struct cfile_ref files[2 * RF_MAX_MEMBERS];
+	const struct rf_sb *sbp[2 * RF_MAX_MEMBERS], *role_sb[RF_MAX_MEMBERS], *spare_sb[RF_MAX_MEMBERS];
+	const char *paths[2 * RF_MAX_MEMBERS];
+	int with_sb[2 * RF_MAX_MEMBERS], by_role[RF_MAX_MEMBERS], spare[RF_MAX_MEMBERS];
+	bool blank[2 * RF_MAX_MEMBERS] = { false };
+	int i, r = 0, nfiles, nsb = 0, without = -1, fi = -1, nspare = 0, nuse = 0, nblank = 0, slots;
+	char u0[40], u1[40], who[300], where[300];
 	uint64_t size;
 
 	if (!sbs)
 		return -ENOMEM;
-	for (i = 0; i < cfg->nmembers; i++) {
-		const char *m = cfg->members[i];
+	nfiles = config_files(cfg, files);
+	for (i = 0; i < nfiles; i++) {
+		const char *m = files[i].path;
 
-		if (!m)
-			continue;
 		/* Through the overlay, which may hold newer superblocks. */
-		r = read_one(m, cfg->overlay_dir, &sbs[i], err, errlen);
+		r = read_one(m, cfg->overlay_dir, &sbs[nsb], err, errlen);
 		/* -ENOENT is "no superblock" unless the file itself is not
 		 * there. */
 		if (r == -ENOENT && !rf_nbd_is_uri(m) && access(m, F_OK)) {
 			r = -errno;
-			snprintf(err, errlen, "%s: member %d (line %d): %s: %s", cfg->path, i, cfg->member_line[i], m,
+			snprintf(err, errlen, "%s: %s: %s", cfg->path, cfile_who(cfg, &files[i], who, sizeof(who)),
 				 strerror(-r));
 			goto out;
 		}
 		if (r == -ENOENT) {
-			without = i;
+			/* A spare without one is a new spare; a member
+			 * without one is refused below. */
+			if (files[i].spare)
+				blank[i] = true, nblank++;
+			else
+				without = i;
 			r = 0;
 			continue;
 		}
@@ -616,135 +825,127 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 			char why[768];
 
 			snprintf(why, sizeof(why), "%s", err);
-			snprintf(err, errlen, "%s: member %d (line %d): %s", cfg->path, i, cfg->member_line[i], why);
+			snprintf(err, errlen, "%s: %s: %s", cfg->path, cfile_who(cfg, &files[i], who, sizeof(who)), why);
 			goto out;
 		}
-		with = i;
-		if (fi < 0 || sbs[i].events > sbs[fi].events)
-			fi = i;
+		with_sb[nsb] = i;
+		paths[nsb] = m;
+		sbp[nsb] = &sbs[nsb];
+		/* The array is the members' (a spare is checked against it) */
+		if (fi < 0 || (files[with_sb[fi]].spare && !files[i].spare))
+			fi = nsb;
+		nsb++;
 	}
-	if (with < 0) {
+	if (nsb == 0) {
 		/* An array without superblocks is served only when the config
 		 * says so: members that lack the superblocks it names are not
 		 * yet made (or are not the files meant), and serving them from
 		 * sector 0 would put data where `create` puts its own. */
 		if (cfg->metadata != RF_SB_NONE) {
-			char where[32] = "the default";
+			char at[32] = "the default";
 
 			if (cfg->metadata_line > 0)
-				snprintf(where, sizeof(where), "line %d", cfg->metadata_line);
+				snprintf(at, sizeof(at), "line %d", cfg->metadata_line);
 			snprintf(err, errlen, "%s: no member has an md superblock, and the config says metadata \"%s\" "
 				 "(%s): `raidfuse create %s` makes the array, or metadata = \"none\" serves "
-				 "members without one", cfg->path, rf_sb_kind_name(cfg->metadata), where, cfg->path);
+				 "members without one", cfg->path, rf_sb_kind_name(cfg->metadata), at, cfg->path);
 			r = -EINVAL;
 		}
 		goto out;
 	}
 	r = -EINVAL;
+	if (without >= 0) {
+		snprintf(err, errlen, "%s: %s has no md superblock but %s has one", cfg->path,
+			 cfile_who(cfg, &files[without], who, sizeof(who)), nsb ? paths[fi] : "no other member");
+		goto out;
+	}
+	for (i = 0; i < nsb; i++)
+		if (memcmp(sbs[i].uuid, sbs[fi].uuid, 16)) {
+			snprintf(err, errlen, "%s: %s belongs to array %s, %s to %s", cfg->path,
+				 cfile_who(cfg, &files[with_sb[i]], who, sizeof(who)), rf_sb_uuid_str(&sbs[i], u1),
+				 paths[fi], rf_sb_uuid_str(&sbs[fi], u0));
+			goto out;
+		}
+	/* The freshest superblock speaks for the array. */
+	for (i = 0; i < nsb; i++)
+		if (sbs[i].events > sbs[fi].events)
+			fi = i;
+	rf_sb_uuid_str(&sbs[fi], u0);
 	{
 		char whybuf[400];
 		const char *why = unservable(&sbs[fi], !cfg->readonly && !cfg->overlay_dir, true, whybuf,
 					     sizeof(whybuf));
 
 		if (why) {
-			snprintf(err, errlen, "%s: array %s (member %d, %s): %s; raidfuse cannot serve it", cfg->path,
-				 rf_sb_uuid_str(&sbs[fi], u0), fi, cfg->members[fi], why);
+			snprintf(err, errlen, "%s: array %s (%s): %s; raidfuse cannot serve it", cfg->path, u0,
+				 paths[fi], why);
 			goto out;
 		}
 	}
-	if (without >= 0) {
-		snprintf(err, errlen, "%s: member %d (%s) has no md superblock but member %d (%s) has one",
-			 cfg->path, without, cfg->members[without], with, cfg->members[with]);
+	for (i = 0; i < nsb; i++) {
+		const char *field;
+		char want[64], got[64];
+
+		if (config_differs(cfg, &sbs[i], &field, want, got, sizeof(want))) {
+			snprintf(err, errlen, "%s: %s: key 'array.%s' says %s, its %s superblock %s", cfg->path,
+				 cfile_who(cfg, &files[with_sb[i]], who, sizeof(who)), field, want,
+				 rf_sb_kind_name(sbs[i].kind), got);
+			goto out;
+		}
+	}
+	slots = slots_of(&sbs[fi]);
+	snprintf(where, sizeof(where), "%s: ", cfg->path);
+	if (place_members(paths, sbp, nsb, fi, slots, by_role, spare, &nspare, where, err, errlen) ||
+	    enough_members(paths, sbp, &sbs[fi], by_role, slots, where, err, errlen))
 		goto out;
-	}
-	for (i = 0; i < cfg->nmembers; i++) {
-		const struct rf_sb *s = &sbs[i];
-		const char *m = cfg->members[i];
-		const char *field = NULL;
-		char want[64] = "", got[64] = "";
+	/* A config's one data_offset holds for the members it serves (a
+	 * spare that took over a slot may have been given its own). */
+	for (i = 0; i < slots; i++) {
+		const struct cfile_ref *f;
+		const struct rf_sb *s;
 
-		if (!m)
+		if (by_role[i] < 0)
 			continue;
-		if (memcmp(s->uuid, sbs[fi].uuid, 16)) {
-			snprintf(err, errlen, "%s: member %d (%s) belongs to array %s, member %d (%s) to %s",
-				 cfg->path, i, m, rf_sb_uuid_str(s, u0), fi, cfg->members[fi],
-				 rf_sb_uuid_str(&sbs[fi], u1));
+		nuse++;
+		f = &files[with_sb[by_role[i]]];
+		s = sbp[by_role[i]];
+		if (!f->spare && cfg->data_offset_given && s->data_offset * 512 != cfg->data_offset) {
+			snprintf(err, errlen, "%s: %s: key 'array.data_offset' says %llu sectors, its %s superblock "
+				 "%llu sectors", cfg->path, cfile_who(cfg, f, who, sizeof(who)),
+				 (unsigned long long)(cfg->data_offset / 512), rf_sb_kind_name(s->kind),
+				 (unsigned long long)s->data_offset);
 			goto out;
 		}
-		if (s->events + 1 < sbs[fi].events) {
-			snprintf(err, errlen, "%s: member %d (%s) is stale: events %llu, member %d is at %llu "
-				 "(write \"missing\" in its place to serve the array without it)",
-				 cfg->path, i, m, (unsigned long long)s->events, fi,
-				 (unsigned long long)sbs[fi].events);
-			goto out;
-		}
-		if (s->level != cfg->level) {
-			field = "level";
-			snprintf(want, sizeof(want), "%d", cfg->level);
-			snprintf(got, sizeof(got), "%d", s->level);
-		} else if (rf_assemble_cfg_layout(s) != cfg->layout &&
-			   !(cfg->level == 0 && (!cfg->layout || !rf_assemble_cfg_layout(s)))) {
-			/* raid0: a config without a layout takes the recorded
-			 * one; one with a layout tells an array that records
-			 * none (md's raid0.default_layout) */
-			field = "layout";
-			snprintf(want, sizeof(want), "%d", cfg->layout);
-			snprintf(got, sizeof(got), "%d", s->layout);
-		} else if (cfg->level != 1 && (uint64_t)s->chunk_sectors * 512 != cfg->chunk_bytes) {
-			field = "chunk_size";
-			snprintf(want, sizeof(want), "%uK", cfg->chunk_bytes / 1024);
-			snprintf(got, sizeof(got), "%uK", s->chunk_sectors / 2);
-		} else if (s->raid_disks != cfg->nmembers) {
-			field = "members";
-			snprintf(want, sizeof(want), "%d devices", cfg->nmembers);
-			snprintf(got, sizeof(got), "%d raid devices", s->raid_disks);
-		} else if (s->role != i) {
-			field = "members";
-			snprintf(want, sizeof(want), "role %d", i);
-			if (s->role < RF_SB_ROLE_MAX)
-				snprintf(got, sizeof(got), "role %d", s->role);
-			else
-				snprintf(got, sizeof(got), "%s", s->role == RF_SB_ROLE_FAULTY ? "faulty" : "spare");
-		} else if (cfg->data_offset_given && s->data_offset * 512 != cfg->data_offset) {
-			field = "data_offset";
-			snprintf(want, sizeof(want), "%llu sectors", (unsigned long long)(cfg->data_offset / 512));
-			snprintf(got, sizeof(got), "%llu sectors", (unsigned long long)s->data_offset);
-		}
-		if (field) {
-			snprintf(err, errlen, "%s: member %d (%s): key 'array.%s' says %s, its %s superblock %s",
-				 cfg->path, i, m, field, want, rf_sb_kind_name(s->kind), got);
-			goto out;
-		}
-		use[nuse++] = s;
+		if (!f->spare && f->num != i)
+			rf_info("%s: %s holds role %d, as its superblocks record", cfg->path,
+				cfile_who(cfg, f, who, sizeof(who)), i);
+		else if (f->spare)
+			rf_info("%s: %s holds role %d: it took over that slot", cfg->path,
+				cfile_who(cfg, f, who, sizeof(who)), i);
 	}
-	if (nuse < cfg->nmembers) {
-		char missing[256], where[300];
-		size_t ml = 0;
-
-		missing[0] = '\0';
-		for (i = 0; i < cfg->nmembers && ml < sizeof(missing); i++)
-			if (!cfg->members[i])
-				ml += (size_t)snprintf(missing + ml, sizeof(missing) - ml, "%s%d", ml ? ", " : "", i);
-		snprintf(where, sizeof(where), "%s: ", cfg->path);
-		if (dirty_degraded(&sbs[fi], missing, where, err, errlen))
-			goto out;
-	}
-	for (i = 0; i < cfg->nmembers; i++) {
-		role_sb[i] = cfg->members[i] ? &sbs[i] : NULL;
+	r = config_reorder(cfg, files, with_sb, nsb, by_role, slots, spare, nspare, blank, nfiles);
+	if (r)
+		goto out;
+	r = -EINVAL;
+	for (i = 0; i < slots; i++) {
+		role_sb[i] = by_role[i] >= 0 ? sbp[by_role[i]] : NULL;
 		/* What the config names beside what md recorded. */
 		if (role_sb[i])
 			devflags_cfg(cfg, i, role_sb[i]);
 	}
 	for (i = 0; i < cfg->nspares; i++)
-		spare_sb[i] = NULL;
-	member_areas(cfg, role_sb, cfg->nmembers, spare_sb, cfg->nspares, &size);
-	r = -EINVAL;
+		spare_sb[i] = i < nspare ? sbp[spare[i]] : NULL;
+	member_areas(cfg, role_sb, slots, spare_sb, cfg->nspares, &size);
 	if (cfg->size && cfg->level == 0) {
 		/* raid0 records no used size: a config's must be what every
 		 * member holds (one zone; unequal members make md's zones). */
-		for (i = 0; i < nuse; i++) {
-			uint64_t have = use[i]->data_size / use[i]->chunk_sectors * use[i]->chunk_sectors * 512;
+		for (i = 0; i < slots; i++) {
+			const struct rf_sb *s = role_sb[i];
+			uint64_t have;
 
+			if (!s)
+				continue;
+			have = s->data_size / s->chunk_sectors * s->chunk_sectors * 512;
 			if (have != cfg->size / cfg->chunk_bytes * cfg->chunk_bytes) {
 				snprintf(err, errlen, "%s: key 'array.size' says %llu sectors, a member's superblock "
 					 "%llu of data (raid0: leave size out, members of different sizes make "
@@ -768,19 +969,13 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 	}
 	cfg->size = size;
 	if (cfg->level == 0 && !cfg->layout)
-		cfg->layout = rf_assemble_cfg_layout(use[0]);
-	cfg->metadata = use[0]->kind;
-	memcpy(cfg->uuid, use[0]->uuid, 16);
+		cfg->layout = rf_assemble_cfg_layout(&sbs[fi]);
+	cfg->metadata = sbs[fi].kind;
+	memcpy(cfg->uuid, sbs[fi].uuid, 16);
 	cfg->has_uuid = true;
-	if (!sbs[fi].clean && sbs[fi].resync_offset)
-		rf_info("%s: array %s: a resync was stopped at sector %llu: it resumes there", cfg->path,
-			rf_sb_uuid_str(&sbs[fi], u0), (unsigned long long)sbs[fi].resync_offset);
-	else if (!sbs[fi].clean && has_ppl(&sbs[fi]))
-		rf_warn("%s: array %s was not cleanly shut down: its partial parity log is replayed", cfg->path,
-			rf_sb_uuid_str(&sbs[fi], u0));
-	else if (!sbs[fi].clean)
-		rf_warn("%s: array %s was not cleanly shut down: resync needed (due from sector %llu)", cfg->path,
-			rf_sb_uuid_str(&sbs[fi], u0), (unsigned long long)sbs[fi].resync_offset);
+	say_dirty(&sbs[fi], where);
+	rf_info("%sarray %s: raid%d, %d of %d members, %d spare(s)", where, u0, cfg->level, nuse,
+		sbs[fi].raid_disks, cfg->nspares);
 	r = 0;
 out:
 	free(sbs);

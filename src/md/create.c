@@ -182,13 +182,40 @@ static int write_ppl(const struct rf_sb_io *sio, const char *path, const struct 
 	return r;
 }
 
+/* A degraded array as mdadm creates it (Create.c): raid4/5 with one
+ * member missing, raid6 with two, a raid1 with one left, have no
+ * redundancy that could disagree, so they are created clean (no resync:
+ * a rebuild onto a spare computes what the missing member holds).  A
+ * raid6 with one missing would need a resync of Q alone, which md does
+ * not do: one present member, the last, is written as a spare instead,
+ * so that rebuilding it computes both.  Returns whether the array is
+ * created clean; *spare_slot is the member made a spare, or -1. */
+static bool degraded_create(const struct rf_config *cfg, bool assume_clean, int *spare_slot)
+{
+	int i, missing = 0;
+
+	*spare_slot = -1;
+	for (i = 0; i < cfg->nmembers; i++)
+		missing += !cfg->members[i];
+	if (assume_clean || !missing || cfg->metadata != RF_SB_12)
+		return assume_clean;
+	if (cfg->level == 6 && missing == 1) {
+		*spare_slot = cfg->nmembers - 1;
+		if (!cfg->members[*spare_slot])
+			(*spare_slot)--;
+		missing++;
+	}
+	return ((cfg->level == 4 || cfg->level == 5) && missing == 1) || (cfg->level == 6 && missing == 2) ||
+	       (cfg->level == 1 && cfg->nmembers - missing == 1);
+}
+
 int rf_create(const char *path, const struct rf_create_opts *o)
 {
 	struct rf_config cfg;
 	struct rf_sb_new sbn;
 	bool force = o->force, clean = o->assume_clean;
 	struct rf_bitmap_sb bsb;
-	int i, n, bad = 0, ret;
+	int i, n, bad = 0, ret, spare_slot;
 	uint64_t bytes[2 * RF_MAX_MEMBERS];     /* each file's size once made */
 	const char *files[2 * RF_MAX_MEMBERS];
 	struct cfile *f;
@@ -243,6 +270,7 @@ int rf_create(const char *path, const struct rf_create_opts *o)
 		bytes[i] = c->path ? c->bytes : 0;
 	}
 	/* The superblocks, worked out before anything is written. */
+	clean = degraded_create(&cfg, clean, &spare_slot);
 	if (!bad && cfg.metadata == RF_SB_12 &&
 	    (rf_assemble_plan_create(&cfg, bytes, clean, &sbn, err, sizeof(err)) ||
 	     (cfg.bitmap && rf_bitmap_plan(&sbn, cfg.bitmap_chunk, &bsb, err, sizeof(err))))) {
@@ -264,6 +292,14 @@ int rf_create(const char *path, const struct rf_create_opts *o)
 		return 1;
 	}
 	warn_space(&cfg, f, n);
+	for (i = 0; i < cfg.nmembers; i++)
+		if (!cfg.members[i])
+			sbn.spare_slots |= 1ull << i;
+	if (spare_slot >= 0) {
+		sbn.spare_slots |= 1ull << spare_slot;
+		printf("%s: raid6 with one member missing: written as a spare, so that rebuilding it computes "
+		       "the parity (as mdadm creates it)\n", f[spare_slot].who);
+	}
 	ret = 0;
 	for (i = 0; i < n; i++) {
 		struct cfile *c = &f[i];
@@ -307,7 +343,8 @@ int rf_create(const char *path, const struct rf_create_opts *o)
 		printf("md 1.2 superblocks: array %s, data offset %llu sectors, %llu sectors per member, %s\n",
 		       rf_sb_uuid_str(&sb, u), (unsigned long long)sbn.data_offset,
 		       (unsigned long long)(sbn.size ? sbn.size : (bytes[0] / 512 - sbn.data_offset)),
-		       clean ? "clean (--assume-clean)" : "resync due");
+		       o->assume_clean ? "clean (--assume-clean)" :
+		       clean ? "clean, degraded (no redundancy to resync; a spare added is rebuilt)" : "resync due");
 		if (cfg.ppl)
 			printf("partial parity log: %u sectors, 8 sectors from the superblock\n", RF_SB_PPL_SECTORS);
 		if (cfg.bitmap)

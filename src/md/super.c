@@ -870,7 +870,8 @@ int rf_sb_build12(const struct rf_sb_new *n, int role, uint64_t member_sectors, 
 	/* Role slots in whole 512-byte blocks, as mdadm sizes them. */
 	s->max_dev = rf_to_le32(max_dev);
 	for (i = 0; i < RF_SB_MAX_DEV; i++)
-		s->dev_roles[i] = rf_to_le16(i < (uint32_t)n->raid_disks ? (uint16_t)i : RF_SB_ROLE_SPARE);
+		s->dev_roles[i] = rf_to_le16(i < (uint32_t)n->raid_disks && !(i < 64 && (n->spare_slots >> i & 1)) ?
+					     (uint16_t)i : RF_SB_ROLE_SPARE);
 	s->sb_csum = rf_to_le32(sb1_csum(buf, max_dev));
 	return 0;
 }
@@ -1103,6 +1104,13 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 				s->dev_roles[i] = rf_to_le16(RF_SB_ROLE_FAULTY);
 			if (c->role_slot >= rf_le32(s->max_dev))
 				s->max_dev = rf_to_le32(c->role_slot + 1);
+			/* A device number that held the role before (a
+			 * missing member's, as older creates recorded it) no
+			 * longer does: md records devices that are not
+			 * there as faulty. */
+			for (i = 0; c->role_value < RF_SB_ROLE_MAX && i < rf_le32(s->max_dev); i++)
+				if (i != c->role_slot && rf_le16(s->dev_roles[i]) == c->role_value)
+					s->dev_roles[i] = rf_to_le16(RF_SB_ROLE_FAULTY);
 			s->dev_roles[c->role_slot] = rf_to_le16(c->role_value);
 		}
 		if (c->set_devflags)

@@ -286,6 +286,17 @@ static void on_sync(struct rf_array *a, enum rf_sync_action act, bool completed,
 	sb_unlock(s);
 }
 
+/* Whether as many members are missing as the level survives without, so
+ * that no row has redundancy left (raid10 excepted: which rows keep a
+ * copy depends on which members are missing). */
+static bool no_redundancy(const struct rf_array *a)
+{
+	const struct rf_geom *g = rf_array_geom(a);
+
+	return g->level != 0 && g->level != 10 && !rf_array_failed(a) &&
+	       __builtin_popcountll(rf_array_faulty(a)) >= g->max_degraded;
+}
+
 int rf_array_start_resync(struct rf_array *a, bool frozen)
 {
 	struct rf_sbstate *s = rf_array_sbstate(a);
@@ -301,6 +312,16 @@ int rf_array_start_resync(struct rf_array *a, bool frozen)
 	pthread_mutex_unlock(&s->lock);
 	if (cp == RF_SB_MAX_SECTOR)
 		return 0;
+	if (no_redundancy(a)) {
+		/* md's raid5/raid1 sync_request skips every row then: what
+		 * the missing members hold is what the rest say, so the rows
+		 * agree as they are.  Recorded done; a rebuild onto a spare
+		 * computes the missing members. */
+		rf_info("%s: resync due from sector %llu: none needed, raid%d is degraded to no redundancy "
+			"(%d member(s) missing): nothing can disagree", rf_array_name(a), (unsigned long long)cp,
+			rf_array_geom(a)->level, __builtin_popcountll(rf_array_faulty(a)));
+		return rf_sync_set_resync_cp(a, RF_SYNC_NONE);
+	}
 	if (frozen) {
 		rf_info("%s: resync due from sector %llu: sync_action frozen, not started", rf_array_name(a),
 			(unsigned long long)cp);

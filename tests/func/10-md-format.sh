@@ -157,6 +157,7 @@ for spec in "5 left-symmetric 64K 4" "6 right-asymmetric 128K 5" "10 n2 64K 4" "
 	start_assemble array.img "$MNT" $(printf "$D/d%d.img " $(seq $((n - 1)) -1 0))
 	fio_verify --verify_only "$MNT/array.img" --rw=randwrite --bs=4k --size=8M --iodepth=8
 	sum=$(dd if="$MNT/array.img" bs=1M iflag=direct status=none | sha256sum | cut -d' ' -f1)
+	[ "$level" != 5 ] || sum5=$sum
 	stop_array "$MNT"
 	# RF_MD_JUDGE=1: kernel md (in QEMU, 30-60 s per array) assembles the
 	# members raidfuse made and wrote, reads the same bytes and finds
@@ -176,9 +177,20 @@ D=$WORK/create-5
 mk_conf "$D/bad.conf" metadata=1.2 level=5 members="$(members 4)" chunk_size=128K
 expect_fail "$RAIDFUSE" mount "$D/bad.conf" "$MNT" -f
 grep -q "member 0 (.*d0.img).*'array.chunk_size' says 128K.*64K" <<<"$OUT" || fail "chunk mismatch: '$OUT'"
-mk_conf "$D/bad.conf" metadata=1.2 level=5 members="d1.img d0.img d2.img d3.img" chunk_size=64K
+mk_conf "$D/bad.conf" metadata=1.2 level=5 members="$(members 4)" chunk_size=64K layout=left-asymmetric
 expect_fail "$RAIDFUSE" mount "$D/bad.conf" "$MNT" -f
-grep -q "member 0 (.*d1.img).*'array.members' says role 0.*role 1" <<<"$OUT" || fail "role mismatch: '$OUT'"
+grep -q "member 0 (.*d0.img.*'array.layout' says 0.*2" <<<"$OUT" || fail "layout mismatch: '$OUT'"
+mk_conf "$D/bad.conf" metadata=1.2 level=5 members="$(members 3)" chunk_size=64K
+expect_fail "$RAIDFUSE" mount "$D/bad.conf" "$MNT" -f
+grep -q "'array.members' says 3 devices.*4 raid devices" <<<"$OUT" || fail "member count mismatch: '$OUT'"
+# The superblocks place the members, whatever order the config lists
+# them in (it matters to create only): as assemble, the same data.
+mk_conf "$D/swapped.conf" metadata=1.2 level=5 members="d1.img d0.img d3.img d2.img" chunk_size=64K
+start_array "$D/swapped.conf" "$MNT"
+check "[ \"$(dd if="$MNT/array.img" bs=1M iflag=direct status=none | sha256sum | cut -d' ' -f1)\" = $sum5 ]" \
+	"a config listing the members out of role order serves other data"
+grep -q '\[4/4\] \[UUUU\]' "$MNT/mdstat" || fail "swapped config: $(cat "$MNT/mdstat")"
+stop_array "$MNT"
 mk_conf "$D/bad.conf" metadata=1.2 level=5 members="$(members 4)" chunk_size=64K data_offset=4096
 expect_fail "$RAIDFUSE" mount "$D/bad.conf" "$MNT" -f
 grep -q "'array.data_offset' says 4096 sectors.*2048 sectors" <<<"$OUT" || fail "data_offset mismatch: '$OUT'"
