@@ -176,7 +176,7 @@ log "a config that disagrees with the superblocks is refused, naming member and 
 D=$WORK/create-5
 mk_conf "$D/bad.conf" metadata=1.2 level=5 members="$(members 4)" chunk_size=128K
 expect_fail "$RAIDFUSE" mount "$D/bad.conf" "$MNT" -f
-grep -q "member 0 (.*d0.img).*'array.chunk_size' says 128K.*64K" <<<"$OUT" || fail "chunk mismatch: '$OUT'"
+grep -q "member 0 (.*d0.img, line [0-9]*): key 'array.chunk_size' says 128K.*64K" <<<"$OUT" || fail "chunk mismatch: '$OUT'"
 mk_conf "$D/bad.conf" metadata=1.2 level=5 members="$(members 4)" chunk_size=64K layout=left-asymmetric
 expect_fail "$RAIDFUSE" mount "$D/bad.conf" "$MNT" -f
 grep -q "member 0 (.*d0.img.*'array.layout' says 0.*2" <<<"$OUT" || fail "layout mismatch: '$OUT'"
