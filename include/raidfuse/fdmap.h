@@ -16,9 +16,12 @@
  * member and rebuilding the read, as the IO path does.
  *
  * A mapped file that someone shrinks under the daemon has pages that
- * fault: a copy the kernel makes from the mapping (libfuse's transport:
- * the reply's iovec points there) fails with EFAULT, and the reader gets
- * EIO; a copy the daemon makes itself (FUSE over io_uring: into the ring
+ * fault, and so do the holes of a sparse file on a full tmpfs (a read
+ * fault on a shared mapping allocates the page; pread returns zeros): a
+ * copy the kernel makes from the mapping (libfuse's transport: the
+ * reply's iovec points there) would fail with EFAULT and give the reader
+ * EIO, so the reply's pages are touched first, guarded
+ * (rf_fdmap_probe()), and a fault sends the read the usual way; a copy the daemon makes itself (FUSE over io_uring: into the ring
  * entry's payload) goes through rf_fdmap_copy(), and the IO queue's
  * copies to and from a mapping and code that computes from mappings (a
  * sync region's parity) through rf_fdmap_guarded(): the SIGBUS is caught
@@ -84,6 +87,15 @@ struct iovec;
  * dst.  0, or -EFAULT when a page of them faulted (a file shrunk under
  * its mapping): dst then holds part of it, the caller must not use it. */
 int rf_fdmap_copy(void *dst, const struct iovec *p, int n);
+/* Touch every page of n pieces (in mappings), guarded, before the kernel
+ * copies from them (a reply's iovec): 0, each page was there or could be
+ * faulted in, or -EFAULT: one could not (the file shrunk under it, or a
+ * hole of a full tmpfs: a read fault on a shared mapping of tmpfs
+ * allocates a page, where pread of the hole returns zeros without one).
+ * A copy the kernel makes cannot be taken back: its fault ends the
+ * request with EIO, so the caller probes first and, on -EFAULT, reads
+ * the usual way. */
+int rf_fdmap_probe(const struct iovec *p, int n);
 /* Run fn(arg), which reads mappings, guarded the same way: fn's value,
  * or -EFAULT when a page it read faulted (fn was cut short there: what
  * it wrote so far must not be used).  fn is left at the read that

@@ -522,10 +522,16 @@ static bool mapped_reply(struct fs *fs, struct rf_fq *q, const struct rf_read_ma
 		iov[i].iov_base = (void *)m->ext[i].addr;
 		iov[i].iov_len = m->ext[i].len;
 	}
-	if (dst && rf_fdmap_copy(dst, iov, m->n))
-		return false;   /* the IO path meets the short member and fails it */
+	/* A page that faults (a member shrunk under its mapping, a hole of a
+	 * full tmpfs): the IO path reads it with pread, which fails a short
+	 * member and reads a hole as zeros.  The kernel's copy from the iovec
+	 * cannot fall back (its fault ends the request with EIO): its pages
+	 * are touched first. */
+	if (dst ? rf_fdmap_copy(dst, iov, m->n) : rf_fdmap_probe(iov, m->n))
+		return false;
 	/* One reply whatever happens: on libfuse's transport a member shrunk
-	 * under its mapping fails the kernel's copy, and the reader gets EIO. */
+	 * between the touch and the kernel's copy fails that copy, and the
+	 * reader gets EIO. */
 	if (dst)
 		q->ops->buf(q, dst, m->len);
 	else

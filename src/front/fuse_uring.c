@@ -32,11 +32,26 @@
  *     work (copying the next request in) in the task that submitted it,
  *     so a command submitted by a worker would die with that worker
  *     (group_thread_cnt changes end workers);
- *   - the kernel holds back at most max_background background requests
- *     (async direct IO), and an entry is taken until its request is
- *     answered: with max_background at 3/4 of a queue's entries, writes a
- *     suspended array holds never take the entry the request that
- *     resumes it needs;
+ *   - an entry is taken until its request is answered, and there is no
+ *     way to give it back without an answer (COMMIT_AND_FETCH names the
+ *     request), so a write that the array holds back (suspended, a
+ *     drain) keeps its entry.  The kernel sends at most max_background
+ *     background requests (async direct IO) at a time, kept at 3/4 of a
+ *     queue's entries; but synchronous writes (buffered, one per writer)
+ *     have no such bound, and more writers on one CPU than its queue has
+ *     entries took them all: the store that resumes the array (echo
+ *     active > md/array_state), sent from that CPU, waited for an entry
+ *     forever.  So a ring grows: when the kernel holds fewer than a
+ *     quarter of its entries, its thread registers half as many again
+ *     (grow(), up to ENT_GROW_MAX times the first count; a payload's
+ *     pages cost memory only once a request used them).  Reserving
+ *     entries for control files cannot be done (the kernel gives a
+ *     request the first free entry of its queue, whatever the op), and
+ *     entries must be there before the request comes: one the kernel
+ *     queued while none was free is fetched only by the next
+ *     COMMIT_AND_FETCH on its queue, not by a new registration.  Such a
+ *     request (a burst faster than the ring's thread) is therefore
+ *     served once any other request of that queue is answered;
  *   - a read lands in the entry's payload (rf_fq_ops.read_buf): no copy;
  *   - /dev/fuse is still read by one small reader (rf_uring_run): the
  *     kernel sends FORGET and INTERRUPT there (no answer needed), and
@@ -115,6 +130,8 @@ _Static_assert(sizeof(struct rf_uring_cmd) == 24, "fuse_uring_cmd_req");
 
 #define DEF_THREADS 2
 #define DEF_ENTRIES 32
+/* A ring grows to at most this many times its first entries. */
+#define ENT_GROW_MAX 16
 /* user_data of the eventfd read that wakes a ring's thread. */
 #define WAKE_TAG 1
 
@@ -159,9 +176,12 @@ struct uthr {
 	bool woken;             /* evfd written since the thread last looked */
 	bool stop;              /* told to stop */
 	bool stopped;           /* no longer commits: answers are dropped */
-	int nent;
+	int nent;               /* entries registered (own thread; read at free) */
+	int cap;                /* room in ents: nent grows up to it */
 	struct ent *ents;
-	int live;               /* entries the kernel still holds (own thread) */
+	int live;               /* entries registered and not ended (own thread) */
+	int out;                /* entries whose request is ours to answer (own thread) */
+	bool capped;            /* said that nent reached cap (own thread) */
 };
 
 #define BULK_THREADS_MAX 8
@@ -234,6 +254,7 @@ static void prep_commit(struct ent *e)
 	cmd = (struct rf_uring_cmd *)sqe->cmd;
 	cmd->commit_id = e->hdr->ent.commit_id;
 	cmd->qid = (uint16_t)t->qid;
+	t->out--;
 }
 
 static void wake(struct uthr *t)
@@ -908,6 +929,57 @@ static int ring_register(struct uthr *t, struct ent *e)
 	return 0;
 }
 
+/* e's header and payload, for its ring t: 0 or -ENOMEM. */
+static int ent_init(struct uthr *t, struct ent *e)
+{
+	e->uh.ring = true;
+	e->t = t;
+	if (posix_memalign((void **)&e->hdr, 64, sizeof(*e->hdr)) ||
+	    posix_memalign((void **)&e->payload, 4096, t->u->payload_sz))
+		return -ENOMEM;
+	memset(e->hdr, 0, sizeof(*e->hdr));
+	e->iov[0] = (struct iovec){ e->hdr, sizeof(*e->hdr) };
+	e->iov[1] = (struct iovec){ e->payload, t->u->payload_sz };
+	return 0;
+}
+
+/* After a batch of requests: if the kernel holds fewer than a quarter of
+ * t's entries (the others wait for answers: writes a suspended array
+ * holds back, a drain), register more, up to t->cap.  An entry cannot be
+ * given back without answering its request, and a request the kernel
+ * queues while none is free waits for the next COMMIT_AND_FETCH of its
+ * queue (registering does not fetch it): so entries must not run out,
+ * or the store that lets the held writes go would find none. */
+static void grow(struct uthr *t)
+{
+	int first = t->u->c.entries, n = 0;
+
+	if (t->nent - t->out >= (first + 3) / 4)
+		return;
+	while (n < (first + 1) / 2 && t->nent < t->cap) {
+		struct ent *e = &t->ents[t->nent];
+
+		if (!e->hdr && ent_init(t, e))
+			break;
+		if (ring_register(t, e)) {
+			io_uring_submit(&t->ring);
+			if (ring_register(t, e))
+				break;
+		}
+		t->nent++;
+		t->live++;
+		n++;
+	}
+	if (n)
+		rf_info("FUSE over io_uring: queue %d: %d of a ring's %d entries wait for answers: %d more registered",
+			t->qid, t->out, t->nent - n, n);
+	else if (t->nent >= t->cap && !t->capped && t->nent == t->out) {
+		t->capped = true;
+		rf_warn("FUSE over io_uring: queue %d: all %d entries of a ring wait for answers, and it has no room "
+			"for more: requests from this CPU wait until some are answered", t->qid, t->nent);
+	}
+}
+
 static void reg_done(struct rf_uring *u, int err)
 {
 	pthread_mutex_lock(&u->reg_lock);
@@ -1030,9 +1102,11 @@ static void *ring_thread(void *arg)
 				continue;
 			}
 			e->fails = 0;
+			t->out++;
 			ring_request(e);
 		}
 		io_uring_cq_advance(&t->ring, n);
+		grow(t);
 		/* Set by this thread (take_done): read without the lock. */
 		if (t->stopped)
 			break;
@@ -1086,25 +1160,19 @@ static int setup_thread(struct rf_uring *u, struct uthr *t, int qid)
 	if (t->evfd < 0)
 		return -errno;
 	t->nent = u->c.entries;
-	t->ents = calloc((size_t)t->nent, sizeof(*t->ents));
+	t->cap = u->c.entries * ENT_GROW_MAX;
+	t->ents = calloc((size_t)t->cap, sizeof(*t->ents));
 	if (!t->ents)
 		return -ENOMEM;
-	for (i = 0; i < t->nent; i++) {
-		struct ent *e = &t->ents[i];
-
-		e->uh.ring = true;
-		e->t = t;
-		if (posix_memalign((void **)&e->hdr, 64, sizeof(*e->hdr)) ||
-		    posix_memalign((void **)&e->payload, 4096, u->payload_sz))
+	for (i = 0; i < t->nent; i++)
+		if (ent_init(t, &t->ents[i]))
 			return -ENOMEM;
-		memset(e->hdr, 0, sizeof(*e->hdr));
-		e->iov[0] = (struct iovec){ e->hdr, sizeof(*e->hdr) };
-		e->iov[1] = (struct iovec){ e->payload, u->payload_sz };
-	}
 	memset(&p, 0, sizeof(p));
-	p.flags = IORING_SETUP_SQE128;
+	p.flags = IORING_SETUP_SQE128 | IORING_SETUP_CQSIZE;
+	/* Each entry has at most one completion pending, and the eventfd
+	 * one; entries registered later (grow) need room too. */
+	p.cq_entries = (unsigned)t->cap + 2;
 	ret = io_uring_queue_init_params((unsigned)t->nent + 2, &t->ring, &p);
-	/* Each entry has at most one completion pending, and the eventfd one. */
 	if (ret)
 		return ret;
 	t->ring_ok = true;
@@ -1249,7 +1317,7 @@ void rf_uring_free(struct rf_uring *u)
 
 		if (t->ring_ok)
 			io_uring_queue_exit(&t->ring);
-		for (k = 0; t->ents && k < t->nent; k++) {
+		for (k = 0; t->ents && k < t->cap; k++) {
 			free(t->ents[k].hdr);
 			free(t->ents[k].payload);
 		}

@@ -30,6 +30,9 @@
 #include "raidfuse/fdmap.h"
 #include "raidfuse/log.h"
 
+/* The smallest page: a load every PAGE bytes touches every page. */
+#define PAGE 4096u
+
 static atomic_bool set_up;
 static pthread_once_t bus_once = PTHREAD_ONCE_INIT;
 static struct sigaction bus_was;                /* the action before ours */
@@ -200,6 +203,32 @@ int rf_fdmap_guarded(int (*fn)(void *), void *arg)
 	ret = fn(arg);
 	bus_guard = NULL;
 	return ret;
+}
+
+/* One load from every page of the pieces: each page is there (or was
+ * faulted in) when this returns.  volatile: the loads are the point. */
+static int touch_pieces(void *arg)
+{
+	const struct copy_args *c = arg;
+	int i;
+
+	for (i = 0; i < c->n; i++) {
+		const volatile char *at = c->p[i].iov_base, *end = at + c->p[i].iov_len;
+
+		if (at == end)
+			continue;
+		(void)*at;
+		for (at = (const char *)(((uintptr_t)at | (PAGE - 1)) + 1); at < end; at += PAGE)
+			(void)*at;
+	}
+	return 0;
+}
+
+int rf_fdmap_probe(const struct iovec *p, int n)
+{
+	struct copy_args c = { NULL, p, n };
+
+	return rf_fdmap_guarded(touch_pieces, &c);
 }
 
 int rf_fdmap_copy(void *dst, const struct iovec *p, int n)

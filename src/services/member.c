@@ -34,6 +34,8 @@
 #include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,6 +62,14 @@ struct rf_mgmt {
 	int ino_fd, stop_fd;
 	pthread_t watch_thread;
 	bool watching;
+	/* The blocks each device had allocated when last looked at
+	 * (blocks_freed()), by device index; reconf_lock. */
+	struct blocks_seen {
+		dev_t dev;
+		ino_t ino;
+		bool on;                /* a file system where only a deallocation lowers st_blocks */
+		int64_t blocks;         /* st_blocks (512-byte units) */
+	} seen[RF_MAX_DEVS];
 };
 
 /* How often the management thread looks at every device even when
@@ -417,8 +427,76 @@ static void watch_all(struct rf_array *a)
 	}
 }
 
+/* Blocks freed in a member by another process.  A member truncated and
+ * grown back to its size between two looks (truncate -s 1M d1.img;
+ * truncate -s 32M d1.img) has its size and inode, and zeros where the
+ * array's data was: md, on a block device that shrank, would have met IO
+ * errors; nothing here would, and reads would serve the zeros.  What such
+ * a file keeps as evidence is its allocated blocks: the truncate freed
+ * them, and nothing the daemon does to a member frees any (it writes
+ * inside the member's size, never truncates nor punches holes: there is
+ * no fallocate or discard passthrough).  So each look (inotify's wake-up
+ * on another process's close of the file, and the once-a-second tick)
+ * compares st_blocks with the last look's, and a fall of RF_FREED_MIN or
+ * more fails the member.  The daemon's own writes only add blocks.
+ *
+ * Why not the others: inotify's IN_MODIFY and fanotify's FAN_MODIFY fire
+ * on every write of the daemon's own too (an event queued per write on
+ * the IO path, a thread woken for each, and still no way to tell a
+ * truncate from a write); a lease (F_SETLEASE) cannot be taken on a file
+ * the daemon holds open for writing twice (fd and its O_DIRECT twin).
+ * The look is one fstat per member, off the IO path.
+ *
+ * Only on file systems where st_blocks falls only when blocks are freed:
+ * ext2/3/4, XFS, tmpfs.  A compressing one (btrfs, ZFS) lowers it when
+ * the daemon overwrites data with data that compresses better, so there
+ * the check is off.  Below RF_FREED_MIN a fall is let pass (an extent
+ * tree's index block given back when extents merge).  What it misses: a
+ * truncate of a range that held no blocks (it held zeros and still does),
+ * and blocks freed and then taken again by the daemon's writes before
+ * the next look (a truncate by path, seen only by the tick). */
+#define RF_FREED_MIN (256 * 2)  /* 512-byte units: 256 KiB */
+
+static bool blocks_fs(int fd)
+{
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf))
+		return false;
+	return sf.f_type == EXT4_SUPER_MAGIC || sf.f_type == XFS_SUPER_MAGIC || sf.f_type == TMPFS_MAGIC;
+}
+
+/* Whether device i's file lost RF_FREED_MIN blocks or more since the last
+ * look (why says so); the first look at a file only records it.
+ * reconf_lock held. */
+static bool blocks_freed(struct rf_mgmt *mg, int i, const struct rf_dev *m, char *why, size_t len)
+{
+	struct blocks_seen *b = &mg->seen[i];
+	struct stat st;
+
+	if (m->id.blk || fstat(m->io.fd, &st) || !S_ISREG(st.st_mode))
+		return false;
+	if (b->dev != st.st_dev || b->ino != st.st_ino) {
+		b->dev = st.st_dev;
+		b->ino = st.st_ino;
+		b->on = blocks_fs(m->io.fd);
+		b->blocks = st.st_blocks;
+		return false;
+	}
+	if (b->on && st.st_blocks + RF_FREED_MIN <= b->blocks) {
+		snprintf(why, len, "%lld KiB of its blocks were freed since it was last looked at (%lld KiB "
+			 "allocated, %lld before): another process truncated it (and grew it back?) or punched "
+			 "holes in it", (long long)(b->blocks - st.st_blocks) / 2, (long long)st.st_blocks / 2,
+			 (long long)b->blocks / 2);
+		b->blocks = st.st_blocks;
+		return true;
+	}
+	b->blocks = st.st_blocks;
+	return false;
+}
+
 /* Every device that is no longer what was opened (shrunk, unlinked,
- * replaced at its path) fails as if the disk had gone: a slot's member
+ * replaced at its path, blocks freed) fails as if the disk had gone: a slot's member
  * is marked faulty before anything else is read from it, a spare is
  * marked faulty.  with_path: also look at the paths (the tick). */
 static void check_devices(struct rf_array *a, bool with_path)
@@ -432,9 +510,12 @@ static void check_devices(struct rf_array *a, bool with_path)
 		struct rf_dev *m = rf_dev_get(a, i);
 		bool slot = i < rf_array_nslots(a);
 
-		if (m->io.fd < 0 || (slot && (rf_array_faulty(a) & (1ull << i))) || (!slot && (m->flags & RF_DEV_FAULTY)))
+		if (m->io.fd < 0 || (slot && (rf_array_faulty(a) & (1ull << i))) || (!slot && (m->flags & RF_DEV_FAULTY))) {
+			rf_array_mgmt(a)->seen[i].ino = 0;      /* looked at afresh if it comes back */
 			continue;
-		if (!rf_dev_check(m->io.fd, &m->id, with_path, why, sizeof(why)))
+		}
+		if (!rf_dev_check(m->io.fd, &m->id, with_path, why, sizeof(why)) &&
+		    !blocks_freed(rf_array_mgmt(a), i, m, why, sizeof(why)))
 			continue;
 		if (slot) {
 			rf_err("member %d (%s): %s: it no longer holds the array's data", i, m->path, why);
@@ -501,7 +582,7 @@ static void *mgmt_main(void *arg)
 int rf_mgmt_start(struct rf_array *a)
 {
 	struct rf_mgmt *m = calloc(1, sizeof(*m));
-	int ret;
+	int i, ret;
 
 	if (!m)
 		return -ENOMEM;
@@ -511,6 +592,15 @@ int rf_mgmt_start(struct rf_array *a)
 	m->ino_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	m->stop_fd = eventfd(0, EFD_CLOEXEC);
 	rf_array_set_mgmt(a, m);
+	/* The first look at the members' blocks (blocks_freed() records). */
+	rf_array_reconf_lock(a);
+	for (i = 0; i < rf_devs_count(a); i++) {
+		char why[8];
+
+		if (rf_dev_get(a, i)->io.fd >= 0)
+			blocks_freed(m, i, rf_dev_get(a, i), why, sizeof(why));
+	}
+	rf_array_reconf_unlock(a);
 	if (m->ino_fd >= 0 && m->stop_fd >= 0) {
 		rf_array_reconf_lock(a);
 		watch_all(a);

@@ -15,7 +15,9 @@
  *    caught), again on a second try (the signal is not left blocked), on a
  *    thread that blocks every signal too, and the part still in the file
  *    copies; the negative control: a child
- *    that touches the same page outside a guarded copy dies of SIGBUS.
+ *    that touches the same page outside a guarded copy dies of SIGBUS;
+ *  - the probe touches every page of its pieces: one past the end of the
+ *    shrunk file faults even when the piece starts inside it.
  *
  * Seed: RF_TEST_SEED (printed).
  */
@@ -224,6 +226,42 @@ static void test_copy_guarded(void **state)
 	close(fd);
 }
 
+/* rf_fdmap_probe(): pieces wholly in the file touch fine; a piece whose
+ * first byte is in the file and whose next page is not faults (every
+ * page is touched, not only the first byte); an empty piece past the end
+ * touches nothing. */
+static void test_probe(void **state)
+{
+	static char buf[BYTES];
+	struct rf_fdmap m;
+	char path[FX_PATH];
+	int fd = shm_file("probe", path, sizeof(path));
+	struct iovec p[3];
+
+	(void)state;
+	rf_fdmap_setup(true);
+	fx_rand_fill(buf, BYTES);
+	assert_int_equal(pwrite(fd, buf, BYTES, 0), BYTES);
+	if (rf_fdmap_open(&m, fd, BYTES, false)) {
+		close(fd);
+		skip();                 /* the scratch directory is not on tmpfs */
+	}
+	assert_int_equal(ftruncate(fd, 65536), 0);
+	rf_fdmap_catch_sigbus();        /* cmocka set its own for this test */
+	p[0] = (struct iovec){ (void *)m.base, 65536 };
+	p[1] = (struct iovec){ (void *)m.base + 4000, 200 };
+	p[2] = (struct iovec){ (void *)m.base + 700000, 0 };
+	assert_int_equal(rf_fdmap_probe(p, 3), 0);
+	p[1] = (struct iovec){ (void *)m.base + 65536 - 100, 200 };
+	assert_int_equal(rf_fdmap_probe(p, 2), -EFAULT);
+	p[1] = (struct iovec){ (void *)m.base + 65536 - 100, 100 };
+	assert_int_equal(rf_fdmap_probe(p, 2), 0);
+	p[1] = (struct iovec){ (void *)m.base + 8192, 3 * 65536 };
+	assert_int_equal(rf_fdmap_probe(&p[1], 1), -EFAULT);
+	rf_fdmap_close(&m);
+	close(fd);
+}
+
 /* rf_fdmap_store() puts exactly the bytes asked for at dst, whatever the
  * alignment of either end and the length (the streamed body, its 16-byte
  * rest and the unaligned ends), and nothing beside them. */
@@ -261,6 +299,7 @@ int main(void)
 		cmocka_unit_test(test_tmpfs_mapped),
 		cmocka_unit_test(test_not_mapped),
 		cmocka_unit_test(test_copy_guarded),
+		cmocka_unit_test(test_probe),
 		cmocka_unit_test(test_store),
 	};
 
