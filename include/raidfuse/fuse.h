@@ -18,8 +18,10 @@ struct rf_fuse_opts {
 				 * transport benchmark; the members are not touched) */
 };
 
-/* Mount, daemonize unless foreground, start the array's workers and the
- * resync its superblocks say is due (unless o->freeze), serve
+/* Mount (o->mountpoint made absolute; the mount's source names this
+ * process, holder.h), start the array's workers and the resync its
+ * superblocks say is due (unless o->freeze), tell the command waiting for
+ * a daemon that it serves (rf_daemon_ready(): daemon.h), serve
  * until unmounted or signalled, then stop the workers (every request
  * answered) and return 0, or -errno / 1 on a mount error (logged). */
 int rf_fuse_run(struct rf_array *a, const struct rf_fuse_opts *o);

@@ -76,6 +76,7 @@
 #define FUSE_USE_VERSION 312
 #include <errno.h>
 #include <fuse_lowlevel.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -89,7 +90,9 @@
 
 #include "raidfuse/ctl.h"
 #include "raidfuse/devopen.h"
+#include "raidfuse/daemon.h"
 #include "raidfuse/fuse.h"
+#include "raidfuse/holder.h"
 #include "raidfuse/log.h"
 #include "raidfuse/fdmap.h"
 #include "raidfuse/readmap.h"
@@ -1487,8 +1490,9 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 {
 	unsigned nthreads;
 	struct statfs sfs;
-	char *argv[10], max_read[32];
+	char *argv[14], max_read[32], fsname[48], mnt[PATH_MAX];
 	char *opts = NULL, *init = NULL;
+	struct rf_fuse_opts abs_o;
 	ssize_t init_len = 0;
 	int argc = 0, ret, mode = RF_URING_AUTO;
 	struct fuse_args args;
@@ -1504,6 +1508,17 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 		       o->mountpoint);
 		return 1;
 	}
+	/* libfuse unmounts by the path it mounted on, at the end, from the
+	 * daemon's working directory: / (daemon.c).  A relative mount point
+	 * would name another directory then, and a SIGTERM would leave the
+	 * mount behind, dead. */
+	if (!realpath(o->mountpoint, mnt)) {
+		rf_err("cannot mount on %s: %s", o->mountpoint, strerror(errno));
+		return 1;
+	}
+	abs_o = *o;
+	abs_o.mountpoint = mnt;
+	o = &abs_o;
 	if (o->fuse_opts) {
 		size_t size = strlen(o->fuse_opts) + 1;
 
@@ -1528,6 +1543,13 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 			argv[argc++] = "default_permissions";
 		}
 	}
+	/* The mount's source names the daemon (RF_MOUNT_SOURCE, holder.h):
+	 * `raidfuse stop` and a mount waiting for a member find it in the
+	 * mount table, without asking the daemon.  After the user's options:
+	 * this one is not theirs to change. */
+	snprintf(fsname, sizeof(fsname), "fsname=" RF_MOUNT_SOURCE "%d", (int)getpid());
+	argv[argc++] = "-o";
+	argv[argc++] = fsname;
 	if (o->debug)
 		argv[argc++] = "-d";
 	argv[argc] = NULL;
@@ -1569,9 +1591,6 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	/* No member or spare may come from the file system served here. */
 	if (rf_dev_set_served_mount(o->mountpoint))
 		rf_warn("%s: not found in the mount table: a spare on it is not refused", o->mountpoint);
-	if (!o->foreground)
-		rf_log_to_syslog(true);
-	fuse_daemonize(o->foreground);
 	mark_io_flusher();
 	ret = rf_array_start(a);
 	if (ret) {
@@ -1582,6 +1601,11 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 		fuse_session_destroy(fs->se);
 		return 1;
 	}
+	/* Serving: the command that started a daemon may exit now (every
+	 * thread above is the daemon's own: daemon.h). */
+	if (rf_daemon_detached())
+		rf_log_to_syslog(true);
+	rf_daemon_ready();
 	rf_info("serving %s (%llu bytes) on %s", rf_array_name(a), (unsigned long long)rf_array_size(a),
 		o->mountpoint);
 	/* As md runs an array: a resync that is due starts now (it goes on

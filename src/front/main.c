@@ -5,6 +5,7 @@
  *   raidfuse assemble [--ro | --overlay DIR] [--name FILE] [-f] [-d] [-v] [-o OPTS] [--freeze]
  *                     [--force]   (create, mount, assemble: [--allow-unsafe-dirs])
  *                     MOUNTPOINT MEMBER...
+ *   raidfuse stop [--timeout SECONDS] MOUNTPOINT
  *   raidfuse examine [--json] [-X] MEMBER...
  *   raidfuse examine-bitmap [--json] MEMBER...
  *   raidfuse detect [--level L] [--members N] [--max-offset SIZE] [--json] [--write-config FILE]
@@ -54,7 +55,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,9 +69,11 @@
 #include "raidfuse/bitmap.h"
 #include "raidfuse/config.h"
 #include "raidfuse/create.h"
+#include "raidfuse/daemon.h"
 #include "raidfuse/detect.h"
 #include "raidfuse/devopen.h"
 #include "raidfuse/fuse.h"
+#include "raidfuse/holder.h"
 #include "raidfuse/json.h"
 #include "raidfuse/log.h"
 #include "raidfuse/nbd.h"
@@ -513,6 +521,30 @@ static int overlay_dir(const char *dir)
 	return 0;
 }
 
+/* Members held by a raidfuse that is stopping (unmounted, still writing
+ * its last superblocks) are waited for before their superblocks are read
+ * (holder.h); one held by a daemon that serves is refused here, naming
+ * it.  0, or 1 with the message. */
+static int wait_members(const char *const *paths, int n, bool ro, const char *kind)
+{
+	char err[PATH_MAX + 256], who[PATH_MAX + 32];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (!paths[i] || rf_nbd_is_uri(paths[i]))
+			continue;
+		if (kind)
+			snprintf(who, sizeof(who), "%s %d (%s)", kind, i, paths[i]);
+		else
+			snprintf(who, sizeof(who), "%s", paths[i]);
+		if (rf_holder_wait(paths[i], who, ro, RF_HOLDER_WAIT_MS, err, sizeof(err))) {
+			fprintf(stderr, "raidfuse: %s\n", err);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 static int cmd_mount(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -542,11 +574,20 @@ static int cmd_mount(int argc, char **argv)
 	if (npos < 2)
 		return usage_error("mount: expected CONFIG MOUNTPOINT");
 	o.mountpoint = pos[1];
+	/* From here on the daemon (daemon.h): it opens everything itself. */
+	rc = rf_daemon_fork(o.foreground);
+	if (rc >= 0)
+		return rc;
 	if (overlay_dir(overlay) || load(pos[0], &cfg))
 		return 1;
 	/* As assemble --overlay: the members are opened read-only and every
 	 * write goes to the overlay (the config's own readonly still holds). */
 	if (overlay && !(cfg.overlay_dir = strdup(overlay))) {
+		rf_config_free(&cfg);
+		return 1;
+	}
+	if (wait_members((const char *const *)cfg.members, cfg.nmembers, cfg.readonly || overlay, "member") ||
+	    wait_members((const char *const *)cfg.spares, cfg.nspares, cfg.readonly || overlay, "spare")) {
 		rf_config_free(&cfg);
 		return 1;
 	}
@@ -616,7 +657,11 @@ static int cmd_assemble(int argc, char **argv)
 	if (ro && overlay)
 		return usage_error("assemble: --ro and --overlay exclude each other (--overlay already keeps "
 				   "the members as they are)");
-	if (overlay_dir(overlay))
+	/* From here on the daemon (daemon.h): it opens everything itself. */
+	rc = rf_daemon_fork(o.foreground);
+	if (rc >= 0)
+		return rc;
+	if (overlay_dir(overlay) || wait_members(members, n, ro || overlay, NULL))
 		return 1;
 	if (overlay ? rf_assemble_overlay(members, n, name, overlay, &cfg, err, sizeof(err))
 		    : rf_assemble(members, n, name, ro, &cfg, err, sizeof(err))) {
@@ -1132,6 +1177,188 @@ static int cmd_ctl(int argc, char **argv)
 	return wait_for ? sync_wait(mnt, wait_for, json) : 0;
 }
 
+/* ---------------------------------------------------------------- stop */
+
+#define STOP_TIMEOUT_S 60
+/* How long fusermount3 -u may take (it does not wait for the daemon). */
+#define UMOUNT_TIMEOUT_MS 10000
+
+static int64_t mono_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* mnt as the mount table names it, without looking at mnt itself (that
+ * would ask its daemon, which may not answer): the directory resolved,
+ * the last component as given.  0, or -errno. */
+static int stop_abs_path(const char *mnt, char *out, size_t len)
+{
+	char tmp[PATH_MAX], dir[PATH_MAX], *b;
+	size_t n = strlen(mnt);
+
+	if (!n || n >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	memcpy(tmp, mnt, n + 1);
+	while (n > 1 && tmp[n - 1] == '/')
+		tmp[--n] = '\0';
+	b = strrchr(tmp, '/');
+	if (!strcmp(tmp, "/") || !strcmp(b ? b + 1 : tmp, ".") || !strcmp(b ? b + 1 : tmp, ".."))
+		return realpath(tmp, out) ? 0 : -errno;
+	if (!b) {
+		if (!getcwd(dir, sizeof(dir)))
+			return -errno;
+	} else {
+		*b = '\0';
+		if (!realpath(b == tmp ? "/" : tmp, dir))
+			return -errno;
+	}
+	if ((size_t)snprintf(out, len, "%s/%s", strcmp(dir, "/") ? dir : "", b ? b + 1 : tmp) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* Wait for the process behind pidfd (or pid, without one) to exit, until
+ * deadline (CLOCK_MONOTONIC ms).  True once it has. */
+static bool wait_exit(int pidfd, pid_t pid, int64_t deadline)
+{
+	for (;;) {
+		int64_t left = deadline - mono_ms();
+		struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+		if (pidfd < 0 ? kill(pid, 0) && errno == ESRCH : false)
+			return true;
+		if (left <= 0)
+			return false;
+		if (pidfd < 0) {
+			sleep_secs(0.05);
+			continue;
+		}
+		if (poll(&p, 1, (int)(left < 1000 ? left : 1000)) > 0)
+			return true;
+	}
+}
+
+/* Unmount abs: umount2 as root, else fusermount3 -u (which may take no
+ * longer than UMOUNT_TIMEOUT_MS).  0, or 1 with the message. */
+static int stop_unmount(const char *abs)
+{
+	int st, pidfd;
+	pid_t pid;
+
+	if (geteuid() == 0) {
+		if (!umount2(abs, UMOUNT_NOFOLLOW))
+			return 0;
+		fprintf(stderr, "raidfuse: stop: cannot unmount %s: %s%s\n", abs, strerror(errno),
+			errno == EBUSY ? " (a program holds the image or a file under it open: close it, "
+					 "losetup -d its loop device)" : "");
+		return 1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "raidfuse: stop: fork: %s\n", strerror(errno));
+		return 1;
+	}
+	if (pid == 0) {
+		execlp("fusermount3", "fusermount3", "-u", "--", abs, (char *)NULL);
+		fprintf(stderr, "raidfuse: stop: cannot run fusermount3: %s\n", strerror(errno));
+		_exit(127);
+	}
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (!wait_exit(pidfd, pid, mono_ms() + UMOUNT_TIMEOUT_MS)) {
+		fprintf(stderr, "raidfuse: stop: fusermount3 -u %s did not end within %d s: killed\n", abs,
+			UMOUNT_TIMEOUT_MS / 1000);
+		kill(pid, SIGKILL);
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(st) && !WEXITSTATUS(st))
+		return 0;
+	fprintf(stderr, "raidfuse: stop: fusermount3 -u %s failed (what it said is above)\n", abs);
+	return 1;
+}
+
+/* stop [--timeout SECONDS] MOUNTPOINT: unmount, then wait until the daemon
+ * has written its last superblocks and exited. */
+static int cmd_stop(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "timeout", required_argument, NULL, 't' },
+		OPT_HELP,
+		OPT_END
+	};
+	const char *mnt = NULL;
+	char abs[PATH_MAX];
+	struct rf_mount_ent m;
+	double secs = STOP_TIMEOUT_S;
+	int ch, rc = -1, r, pidfd;
+	int64_t t0;
+
+	while ((ch = opt_next(argc, argv, "-:t:h", lo, &rc)) != -1) {
+		if (ch == 't') {
+			if (!parse_secs(optarg, &secs))
+				return usage_error("stop: --timeout takes SECONDS (0.1 to 86400), not '%s'", optarg);
+		} else if (ch == 1) {
+			if (mnt)
+				return usage_error("stop: expected one MOUNTPOINT, got also '%s'", optarg);
+			mnt = optarg;
+		}
+	}
+	if (rc >= 0)
+		return rc;
+	if (!mnt)
+		return usage_error("stop: expected MOUNTPOINT");
+	r = stop_abs_path(mnt, abs, sizeof(abs));
+	if (r) {
+		fprintf(stderr, "raidfuse: stop: %s: %s\n", mnt, strerror(-r));
+		return 1;
+	}
+	r = rf_mount_find(abs, 0, &m);
+	if (r) {
+		fprintf(stderr, "raidfuse: stop: %s: %s\n", abs,
+			r == -ENOENT ? "nothing is mounted there" : strerror(-r));
+		return 1;
+	}
+	if (!m.pid) {
+		fprintf(stderr, "raidfuse: stop: %s is not a raidfuse mount (%s, type %s)\n", abs, m.source, m.type);
+		return 1;
+	}
+	/* Before the unmount: the pid cannot be another process's by the
+	 * time it is waited for. */
+	pidfd = (int)syscall(SYS_pidfd_open, m.pid, 0);
+	if (pidfd < 0 && errno == ESRCH) {
+		fprintf(stderr, "raidfuse: stop: the daemon (pid %d) that served %s has exited already (it "
+			"crashed or was killed: its array was not shut down cleanly); unmounting what it left\n", (int)m.pid, abs);
+		stop_unmount(abs);
+		return 1;
+	}
+	if (stop_unmount(abs)) {
+		if (pidfd >= 0)
+			close(pidfd);
+		return 1;
+	}
+	t0 = mono_ms();
+	if (!wait_exit(pidfd, m.pid, t0 + 1000)) {
+		fprintf(stderr, "raidfuse: stop: %s unmounted; waiting for its daemon (pid %d) to write its last "
+			"superblocks and exit (up to %g s)\n", abs, (int)m.pid, secs);
+		if (!wait_exit(pidfd, m.pid, t0 + (int64_t)(secs * 1000))) {
+			fprintf(stderr, "raidfuse: stop: the daemon (pid %d) that served %s has not exited %g s after "
+				"the unmount: it still holds its members (its log, in syslog, says what it waits "
+				"for)\n", (int)m.pid, abs, secs);
+			if (pidfd >= 0)
+				close(pidfd);
+			return 1;
+		}
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	return 0;
+}
+
 /* ---------------------------------------------------------------- detect */
 
 /* detect [--level L] [--members N] [--max-offset SIZE] [--json]
@@ -1256,7 +1483,7 @@ static const struct cmd cmds[] = {
 	  "               [--force] [--allow-unsafe-dirs]",
 	  "Check the members and their superblocks (none with metadata \"none\") against\n"
 	  "CONFIG and serve the array as MOUNTPOINT/<name>, with md's control files beside\n"
-	  "it.  Stop it with fusermount3 -u MOUNTPOINT.\n"
+	  "it.  Stop it with raidfuse stop MOUNTPOINT.\n"
 	  "\n"
 	  "  -O, --overlay=DIR      open the members read-only; every write goes to\n"
 	  "                         copy-on-write files in DIR, as assemble --overlay (for a\n"
@@ -1293,6 +1520,18 @@ static const struct cmd cmds[] = {
 	  HELP_UNSAFE_DIRS
 	  "  -h, --help             this help\n",
 	  "serve the array the members' md superblocks describe" },
+	{ "stop", cmd_stop,
+	  "raidfuse stop [--timeout SECONDS] MOUNTPOINT",
+	  "Stop the array served on MOUNTPOINT, as mdadm --stop does: unmount it, then wait\n"
+	  "until its daemon has written its last superblocks (clean) and exited, so that the\n"
+	  "members may be mounted, assembled or examined at once.  The daemon is the one the\n"
+	  "mount table names (its source is raidfuse:PID); it is not asked anything.  Exit 1,\n"
+	  "saying why, when MOUNTPOINT is no raidfuse mount, cannot be unmounted (a program\n"
+	  "holds the image open), or the daemon has not exited within the timeout.\n"
+	  "\n"
+	  "  -t, --timeout=SECONDS  how long to wait for the daemon (default 60)\n"
+	  "  -h, --help             this help\n",
+	  "unmount MOUNTPOINT and wait for its daemon to finish" },
 	{ "examine", cmd_examine,
 	  "raidfuse examine [--json] [-X] MEMBER...",
 	  "Print each member's md superblock as mdadm --examine does.\n"
@@ -1400,7 +1639,7 @@ static void print_main_help(void)
 			printf("  %-16s%s\n", c->name, c->summary);
 	printf("\nOptions go before, between or after the arguments; -- ends them.\n"
 	       "`raidfuse COMMAND --help` lists the command's options; man raidfuse(8) says more.\n"
-	       "Stop a mounted array with: fusermount3 -u MOUNTPOINT\n\n%s", exit_text);
+	       "Stop a mounted array with: raidfuse stop MOUNTPOINT\n\n%s", exit_text);
 }
 
 static const struct cmd *find_cmd(const char *name)
@@ -1456,6 +1695,6 @@ int main(int argc, char **argv)
 	}
 	if (argv[1][0] == '-')
 		return usage_error("unknown option '%s' (options follow the command)", argv[1]);
-	return usage_error("unknown command '%s' (expected create, mount, assemble, examine, detect, status or ctl)",
+	return usage_error("unknown command '%s' (expected create, mount, assemble, stop, examine, detect, status or ctl)",
 			   argv[1]);
 }

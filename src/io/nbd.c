@@ -558,11 +558,16 @@ static void sync_end(void *ctx, void *arg, int res)
 	pthread_cond_broadcast(&((struct rf_nbd *)ctx)->cond);
 }
 
-/* Run one command and wait for it: 0 or -errno. */
+/* Run one command and wait for it: 0 or -errno.  The poller ends the
+ * command at its deadline; the wait has its own a little later, so that
+ * a caller holding locks (the superblock writers hold the device lock)
+ * never waits longer than the member's timeout and that, whatever
+ * happened to the poller. */
 static int sync_run(struct rf_nbd *c, int op, void *buf, size_t len, uint64_t off)
 {
 	struct iovec v = { buf, len };
 	struct sync_wait w = { 0 };
+	struct timespec until;
 	int r;
 
 	if (op != RF_NBD_FLUSH && !len) {
@@ -571,12 +576,18 @@ static int sync_run(struct rf_nbd *c, int op, void *buf, size_t len, uint64_t of
 		pthread_mutex_unlock(&c->lock);
 		return r;
 	}
+	until = rf_deadline_ms(atomic_load(&c->timeout_ms) + 2 * POLL_SLICE_MS);
 	r = rf_nbd_aio(c, op, &v, op == RF_NBD_FLUSH ? 0 : 1, off, sync_end, c, &w);
 	if (r)
 		return r < 0 ? r : 0;
 	pthread_mutex_lock(&c->lock);
-	while (!w.done)
-		pthread_cond_wait(&c->cond, &c->lock);
+	while (!w.done) {
+		if (pthread_cond_timedwait(&c->cond, &c->lock, &until) == ETIMEDOUT && !w.done) {
+			rf_err("%s: no reply within %u ms, and the poller did not end the command: connection closed",
+			       c->uri, atomic_load(&c->timeout_ms));
+			kill_locked(c, -ETIMEDOUT);
+		}
+	}
 	pthread_mutex_unlock(&c->lock);
 	return w.res < 0 ? w.res : 0;
 }
