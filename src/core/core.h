@@ -83,6 +83,9 @@ int rf_mgmt_start(struct rf_array *a);
 void rf_mgmt_stop(struct rf_array *a);
 void rf_mgmt_free(struct rf_array *a);
 void rf_mgmt_kick(struct rf_array *a);
+/* A resync is due but a rebuild runs or is to run first: the management
+ * thread starts the resync once no rebuild is left (md's order). */
+void rf_mgmt_resync_after_rebuild(struct rf_array *a);
 /* The RECOVER walk ended: completed, or stopped at pos (member sectors). */
 void rf_recovery_ended(struct rf_array *a, bool completed, uint64_t pos);
 

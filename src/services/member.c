@@ -55,7 +55,7 @@ struct rf_mgmt {
 	bool stop, kicked;
 	pthread_t thread;
 	bool started;                   /* thread runs */
-	bool resync_waits;              /* the thread's: a resync stopped for a rebuild */
+	bool resync_waits;              /* a resync due once no rebuild is (protected by lock) */
 	/* The member watch: an inotify descriptor on every device's inode
 	 * (watches added by rf_dev_watch_all() under reconf_lock), read by
 	 * its own thread; stop_fd (an eventfd) ends it. */
@@ -349,8 +349,41 @@ static void pick_slot(struct rf_array *a, struct swap_job *j)
 	}
 }
 
+/* A resync is due once no rebuild is to be done. */
+static void resync_waits_set(struct rf_array *a)
+{
+	struct rf_mgmt *m = rf_array_mgmt(a);
+
+	pthread_mutex_lock(&m->lock);
+	m->resync_waits = true;
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* Whether a resync waited for the rebuild (it no longer waits). */
+static bool resync_waits_take(struct rf_array *a)
+{
+	struct rf_mgmt *m = rf_array_mgmt(a);
+	bool w;
+
+	pthread_mutex_lock(&m->lock);
+	w = m->resync_waits;
+	m->resync_waits = false;
+	pthread_mutex_unlock(&m->lock);
+	return w;
+}
+
+void rf_mgmt_resync_after_rebuild(struct rf_array *a)
+{
+	if (!rf_array_mgmt(a))
+		return;
+	resync_waits_set(a);
+	/* A rebuild that ended meanwhile kicked before the flag was set. */
+	rf_mgmt_kick(a);
+}
+
 /* What md's recovery check does: start or resume a rebuild if a failed
- * slot and a spare meet, unless sync_action is frozen. */
+ * slot and a spare meet, unless sync_action is frozen; once none is to be
+ * done, start a resync that waited for it. */
 static void check_recovery(struct rf_array *a)
 {
 	struct rf_sync_status st;
@@ -361,6 +394,19 @@ static void check_recovery(struct rf_array *a)
 	if (rf_array_readonly(a) || rf_array_overlay(a) || rf_array_failed(a))
 		return;
 	rf_sync_get(a, &st);
+	if (st.action == RF_SYNC_RECOVER) {
+		/* md interrupts a rebuild whose device failed: the others
+		 * go on in the next pass, a spare takes the failed slot. */
+		rf_array_reconf_lock(a);
+		r = rf_array_recovering(a) & rf_array_faulty(a);
+		rf_array_reconf_unlock(a);
+		if (!r)
+			return;
+		rf_info("%s: a device being rebuilt failed: the rebuild stops, and starts again without it",
+			rf_array_name(a));
+		rf_sync_stop(a, false);
+		rf_sync_get(a, &st);
+	}
 	if (st.action == RF_SYNC_FROZEN || st.action == RF_SYNC_RECOVER)
 		return;
 	rf_array_reconf_lock(a);
@@ -370,17 +416,17 @@ static void check_recovery(struct rf_array *a)
 	pick_slot(a, &j);
 	rf_array_reconf_unlock(a);
 	if (j.slot < 0 && !r) {
-		/* Rebuilt: a resync it interrupted goes on from where it stopped. */
-		if (rf_array_mgmt(a)->resync_waits && st.action == RF_SYNC_IDLE) {
-			rf_array_mgmt(a)->resync_waits = false;
+		/* Rebuilt: a resync it interrupted, or one that was due
+		 * while it ran, goes on from where it stands (md starts the
+		 * resync once recovery ends). */
+		if (st.action == RF_SYNC_IDLE && resync_waits_take(a))
 			rf_array_start_resync(a, false);
-		}
 		return;
 	}
 	/* md interrupts a resync or check for a rebuild. */
 	if (st.action != RF_SYNC_IDLE) {
 		if (st.action == RF_SYNC_RESYNC)
-			rf_array_mgmt(a)->resync_waits = true;
+			resync_waits_set(a);
 		rf_sync_stop(a, false);
 	}
 	/* Every failed slot a spare meets now is rebuilt in this one pass
@@ -682,6 +728,31 @@ struct state_job {
 	int ret;
 };
 
+/* What a re-add did to device m (a spare now), that served slot k (-1:
+ * none): md puts it back into k through the rebuild the management thread
+ * starts at once, unless a rebuild is under way (it waits for its end) or
+ * the array has failed (no rebuild can run).  The device lock held. */
+static void readd_said(struct rf_array *a, const struct rf_dev *m, int k)
+{
+	uint64_t r = rf_array_recovering(a);
+
+	if (rf_array_failed(a))
+		rf_warn("%s: %s re-added as a spare, not to slot %d: the array has failed (%d of %d slots hold "
+			"no data), so no rebuild can put it back", rf_array_name(a), m->path, k,
+			__builtin_popcountll(rf_array_faulty(a) | r), rf_array_nslots(a));
+	else if (k >= 0 && k < rf_array_nslots(a) && !(rf_array_faulty(a) & (1ull << k)))
+		rf_info("%s: %s re-added as a spare: slot %d %s another device now", rf_array_name(a), m->path, k,
+			r & (1ull << k) ? "is being rebuilt onto" : "holds");
+	else if (r)
+		rf_info("%s: %s re-added as a spare: the rebuild of slot %d under way goes on; %s is rebuilt "
+			"once it ends", rf_array_name(a), m->path, __builtin_ctzll(r), k >= 0 ? "its old slot" : "a failed slot");
+	else if (k >= 0)
+		rf_info("%s: %s re-added as a spare for its old slot %d: rebuilt into it now", rf_array_name(a),
+			m->path, k);
+	else
+		rf_info("%s: %s re-added as a spare", rf_array_name(a), m->path);
+}
+
 static int set_state(void *arg)
 {
 	struct state_job *j = arg;
@@ -717,8 +788,25 @@ static int set_state(void *arg)
 			rf_dev_drop(a, dev);
 		}
 	} else if (!strcmp(j->word, "re-add") || !strcmp(j->word, "-faulty")) {
-		bool back = (slot && (rf_array_faulty(a) & (1ull << dev)) && !(rf_array_recovering(a) & (1ull << dev))) ||
-			    (!slot && (m->flags & RF_DEV_FAULTY));
+		bool back;
+
+		/* Failed while being rebuilt: once the rebuild is stopped
+		 * (rf_array_dev_set_state()), it is just faulty. */
+		if (slot && (rf_array_faulty(a) & (1ull << dev)) && (rf_array_recovering(a) & (1ull << dev))) {
+			struct rf_sync_status st;
+
+			rf_sync_get(a, &st);
+			if (st.action == RF_SYNC_RECOVER) {
+				rf_err("%s: dev-%s/state: %s: %s failed while being rebuilt into slot %d, and that "
+				       "rebuild runs again: try once it stopped", rf_array_name(a), j->name, j->word,
+				       m->path, dev);
+				rf_devs_unlock(a);
+				return -EBUSY;
+			}
+			rf_recovery_drop_faulty(a);
+		}
+		back = (slot && (rf_array_faulty(a) & (1ull << dev)) && !(rf_array_recovering(a) & (1ull << dev))) ||
+		       (!slot && (m->flags & RF_DEV_FAULTY));
 
 		/* An NBD device comes back on its new connection. */
 		if (back && j->nbd && m->io.nbd && !strcmp(rf_nbd_uri(j->nbd), m->path)) {
@@ -732,14 +820,18 @@ static int set_state(void *arg)
 				struct rf_dev *out = rf_dev_get(a, rf_devs_count(a) - 1);
 
 				out->flags = RF_DEV_SPARE;
-				rf_info("%s: %s re-added to slot %d", rf_array_name(a), out->path, dev);
+				readd_said(a, out, dev);
 			}
 		} else if (!slot && (m->flags & RF_DEV_FAULTY)) {
 			m->flags = RF_DEV_SPARE;
-			rf_info("%s: %s re-added%s", rf_array_name(a), m->path, m->prev_slot >= 0 ? " for its old slot" : "");
+			readd_said(a, m, m->prev_slot);
 		} else {
-			rf_err("%s: dev-%s/state: %s: %s is not faulty", rf_array_name(a), j->name, j->word, m->path);
-			ret = -EINVAL;
+			/* md's -EINVAL, but not "a word it does not take". */
+			rf_err("%s: dev-%s/state: %s: %s is not faulty: %s", rf_array_name(a), j->name, j->word, m->path,
+			       !slot ? "it is a spare" :
+			       rf_array_recovering(a) & (1ull << dev) ? "it is being rebuilt in its slot" :
+			       "it is in sync in its slot");
+			ret = -EBUSY;
 		}
 	} else if (!strcmp(j->word, "writemostly") || !strcmp(j->word, "-writemostly") ||
 		   !strcmp(j->word, "failfast") || !strcmp(j->word, "-failfast")) {
@@ -800,6 +892,20 @@ int rf_array_dev_set_state(struct rf_array *a, const char *name, const char *wor
 		return -EROFS;
 	}
 	if (!strcmp(word, "re-add") || !strcmp(word, "-faulty")) {
+		struct rf_sync_status st;
+		int dev;
+		bool own;
+
+		/* A device that failed during its own rebuild: that rebuild
+		 * stops first (md's recovery is interrupted by the failure),
+		 * so that the device is just faulty. */
+		rf_array_reconf_lock(a);
+		dev = rf_dev_lookup(a, name);
+		own = dev >= 0 && dev < rf_array_nslots(a) && (rf_array_faulty(a) & rf_array_recovering(a) & (1ull << dev));
+		rf_array_reconf_unlock(a);
+		rf_sync_get(a, &st);
+		if (own && st.action == RF_SYNC_RECOVER)
+			rf_sync_stop(a, false);
 		ret = reconnect(a, name, &j.nbd);
 		if (ret)
 			return ret;

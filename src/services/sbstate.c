@@ -327,8 +327,22 @@ int rf_array_start_resync(struct rf_array *a, bool frozen)
 			(unsigned long long)cp);
 		return 0;
 	}
+	/* md rebuilds first and resyncs once recovery ends: a device being
+	 * rebuilt (resumed from its recovery_offset at assembly) goes first. */
+	if (rf_array_recovering(a)) {
+		rf_info("%s: resync due from sector %llu: a rebuild is due first; the resync starts when it ends",
+			rf_array_name(a), (unsigned long long)cp);
+		rf_mgmt_resync_after_rebuild(a);
+		return 0;
+	}
 	rf_info("%s: resync due from sector %llu: starting it", rf_array_name(a), (unsigned long long)cp);
 	r = rf_sync_request(a, RF_SYNC_RESYNC);
+	if (r == -EBUSY) {
+		rf_info("%s: the resync due from sector %llu waits for the sync action under way; it starts when "
+			"that ends", rf_array_name(a), (unsigned long long)cp);
+		rf_mgmt_resync_after_rebuild(a);
+		return 0;
+	}
 	if (r)
 		rf_warn("%s: the resync due from sector %llu did not start: %s", rf_array_name(a), (unsigned long long)cp,
 			strerror(-r));
