@@ -316,10 +316,15 @@ int rf_array_start_resync(struct rf_array *a, bool frozen)
 		/* md's raid5/raid1 sync_request skips every row then: what
 		 * the missing members hold is what the rest say, so the rows
 		 * agree as they are.  Recorded done; a rebuild onto a spare
-		 * computes the missing members. */
-		rf_info("%s: resync due from sector %llu: none needed, raid%d is degraded to no redundancy "
-			"(%d member(s) missing): nothing can disagree", rf_array_name(a), (unsigned long long)cp,
-			rf_array_geom(a)->level, __builtin_popcountll(rf_array_faulty(a)));
+		 * computes the missing members.  Rows written at a crash
+		 * keep md's write hole: their missing member reads as their
+		 * parity says, which assembly's --force (or an empty partial
+		 * parity log) accepted. */
+		rf_warn("%s: resync due from sector %llu: recorded done without one, as md does: raid%d is degraded "
+			"to no redundancy (%d member(s) missing), no row has copies or parity to compare; in rows "
+			"being written at a crash the missing member now reads as their parity says, which may "
+			"not be what was written", rf_array_name(a), (unsigned long long)cp, rf_array_geom(a)->level,
+			__builtin_popcountll(rf_array_faulty(a)));
 		return rf_sync_set_resync_cp(a, RF_SYNC_NONE);
 	}
 	if (frozen) {
