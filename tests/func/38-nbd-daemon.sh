@@ -13,14 +13,15 @@
 #    member_timeout (2 s) + 1 s, fio must see no error and its data must
 #    verify.  The failed member is removed, a fresh server added as a
 #    spare and rebuilt, and the next kill (another server, at random) comes:
-#    RF_NBD_KILLS times in a row in each mode (default 50).  The slowest
+#    RF_NBD_KILLS times in a row in each mode (default 50; 5 in a quick
+#    run, RF_QUICK=1, as under ASan).  The slowest
 #    failure of each mode is printed; each must be within the bound.
 # Every nbdkit is bounded by timeout(1) and stopped at exit.
 . "$(dirname "$0")/lib.sh"
 requires fuse fio
 . "$(dirname "$0")/nbdkit.sh"
 
-KILLS=${RF_NBD_KILLS:-50}
+KILLS=${RF_NBD_KILLS:-$([ "${RF_QUICK:-0}" = 1 ] && echo 5 || echo 50)}
 TIMEOUT_MS=2000
 BOUND_MS=$((TIMEOUT_MS + 1000))
 FIO=(--direct=1 --ioengine=io_uring --iodepth=8 --bs=4k --verify=crc32c --do_verify=1 --verify_fatal=1
