@@ -770,9 +770,19 @@ static void show_mdstat(struct rf_array *a, const struct rf_array_info *i, int m
 	rf_array_status(a, line, sizeof(line));
 	rf_ctl_printf(b, "%s", line);
 	rf_ctl_printf(b, "\n      ");
-	/* md's progress line, while a resync, check or repair runs. */
-	if (i->level != 0 && rf_sync_progress_line(a, line, sizeof(line)) > 0)
+	/* md's progress line, while a resync, check or repair runs; with
+	 * none running, a resync that is due (md's recovery_cp short of
+	 * the end: not started, frozen, waiting for a rebuild, or refused)
+	 * shows as md shows it. */
+	if (i->level != 0 && rf_sync_progress_line(a, line, sizeof(line)) > 0) {
 		rf_ctl_printf(b, "%s\n      ", line);
+	} else if (i->level != 0) {
+		struct rf_sync_status st;
+
+		rf_sync_get(a, &st);
+		if (st.resync_cp < st.total)
+			rf_ctl_printf(b, "resync=PENDING\n      ");
+	}
 	/* md_bitmap_status(): pages of in-memory counters (2048 chunks
 	 * each) in use, of all, and the chunk. */
 	if (i->bitmap_chunk)

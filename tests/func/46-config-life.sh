@@ -24,6 +24,8 @@
 #    raid6 with one missing has its last member written as a spare, which
 #    the first mount rebuilds (both syndromes computed: the data verifies
 #    with one more member failed).
+# 5. A resync that is due but not running (frozen here) reads
+#    "resync=PENDING" in mdstat, as md prints it, until it has run.
 . "$(dirname "$0")/lib.sh"
 requires fuse fio
 
@@ -153,4 +155,16 @@ for spec in "5 4 d0 missing d2 d3" "6 5 d0 missing d2 missing d4" "6 5 d0 d1 mis
 	log "raid$level ($list): $(sed -n 2p "$MNT/mdstat" | tr -s ' ')"
 	stop_array "$MNT"
 done
+log "5. a resync that is due and not running shows in mdstat as md shows it"
+E=$WORK/pending
+mkdir -p "$E"
+mk_conf "$E/p.conf" level=5 members="$(members 4)" member_size=32M chunk_size=64K metadata=1.2
+create_array "$E/p.conf"
+start_array_daemon "$E/p.conf" "$MNT" --freeze
+grep -q 'resync=PENDING' "$MNT/mdstat" || fail "a frozen due resync: $(cat "$MNT/mdstat")"
+echo resync >"$MNT/md/sync_action"
+wait_sync_idle "$MNT" "the resync"
+! grep -q 'resync=PENDING' "$MNT/mdstat" || fail "after the resync: $(cat "$MNT/mdstat")"
+check '[ "$(val resync_start)" = none ]' "resync_start after the resync"
+stop_array "$MNT"
 log "done"
