@@ -330,7 +330,7 @@ start_array() {
 # runs it: raidfuse detaches (and logs to syslog); the command must exit 0
 # once the image is served.  DAEMON_PID is found by its command line.
 start_array_daemon() {
-	local conf=$1 mnt=$2 logf out p
+	local conf=$1 mnt=$2 logf out p cmd
 	shift 2
 	_pre_start "$conf" "$mnt"
 	logf=$WORK/daemon.$(basename "$mnt").$((${#_LOG_OF[@]} + 1)).log
@@ -340,8 +340,9 @@ start_array_daemon() {
 	echo "$out" >"$logf"
 	DAEMON_PID=
 	for p in /proc/[0-9]*; do
-		if [ "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)" = "$RAIDFUSE mount $conf $mnt $* " ] ||
-			[ "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)" = "$RAIDFUSE mount $conf $mnt " ]; then
+		# (a process may end between the glob and the read)
+		cmd=$({ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null) || continue
+		if [ "$cmd" = "$RAIDFUSE mount $conf $mnt $* " ] || [ "$cmd" = "$RAIDFUSE mount $conf $mnt " ]; then
 			DAEMON_PID=${p#/proc/}
 			break
 		fi
