@@ -51,12 +51,14 @@ int rf_mount_find(const char *point, pid_t pid, struct rf_mount_ent *m);
 /* Before a member at path is read for assembly: while it is held, against
  * the lock this daemon will take (shared when ro), by a raidfuse whose
  * mount is gone (one that is stopping), wait for it to let go: at most
- * timeout_ms, saying once on stderr which member waits for which pid.
+ * timeout_ms, saying on stderr which member waits for which pid, once per
+ * pid: *said is the pid said last (0: none; kept across members).
  * Returns 0 when nothing is in the way any more, or when what is in the
  * way is no raidfuse (the lock then refuses it, saying so), or -EBUSY
  * with "who is in use by the raidfuse (pid N) serving MNT" or "still held
  * by ..." in err.  A path that is no file here (an NBD URI, missing) is
  * 0 at once. */
-int rf_holder_wait(const char *path, const char *who, bool ro, unsigned timeout_ms, char *err, size_t errlen);
+int rf_holder_wait(const char *path, const char *who, bool ro, unsigned timeout_ms, pid_t *said, char *err,
+		   size_t errlen);
 
 #endif

@@ -528,6 +528,7 @@ static int overlay_dir(const char *dir)
 static int wait_members(const char *const *paths, int n, bool ro, const char *kind)
 {
 	char err[PATH_MAX + 256], who[PATH_MAX + 32];
+	static pid_t said;      /* one line per daemon waited for, members and spares alike */
 	int i;
 
 	for (i = 0; i < n; i++) {
@@ -537,7 +538,7 @@ static int wait_members(const char *const *paths, int n, bool ro, const char *ki
 			snprintf(who, sizeof(who), "%s %d (%s)", kind, i, paths[i]);
 		else
 			snprintf(who, sizeof(who), "%s", paths[i]);
-		if (rf_holder_wait(paths[i], who, ro, RF_HOLDER_WAIT_MS, err, sizeof(err))) {
+		if (rf_holder_wait(paths[i], who, ro, RF_HOLDER_WAIT_MS, &said, err, sizeof(err))) {
 			fprintf(stderr, "raidfuse: %s\n", err);
 			return 1;
 		}

@@ -172,11 +172,11 @@ static int look(dev_t dev, ino_t ino, const char *who, bool ro, pid_t *pid, char
 	return stopping;
 }
 
-int rf_holder_wait(const char *path, const char *who, bool ro, unsigned timeout_ms, char *err, size_t errlen)
+int rf_holder_wait(const char *path, const char *who, bool ro, unsigned timeout_ms, pid_t *said, char *err,
+		   size_t errlen)
 {
 	int64_t start = now_ms();
 	struct timespec step = { 0, WAIT_STEP_MS * 1000000L };
-	bool said = false;
 	struct stat st;
 	pid_t pid = 0;
 	int r;
@@ -193,10 +193,10 @@ int rf_holder_wait(const char *path, const char *who, bool ro, unsigned timeout_
 			r = -EBUSY;
 			break;
 		}
-		if (!said) {
+		if (*said != pid) {
 			fprintf(stderr, "raidfuse: %s is held by raidfuse (pid %d), which is stopping: waiting for it "
 				"(up to %g s)\n", who, (int)pid, timeout_ms / 1000.0);
-			said = true;
+			*said = pid;
 		}
 		nanosleep(&step, NULL);
 	}

@@ -173,7 +173,7 @@ static void test_wait(void **state)
 {
 	char path[300], err[512];
 	int64_t t0;
-	pid_t pid;
+	pid_t pid, said = 0;
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/m.img", fx_dir);
@@ -182,21 +182,21 @@ static void test_wait(void **state)
 	close(fd);
 
 	/* nobody holds it */
-	assert_int_equal(rf_holder_wait(path, "member 0 (m.img)", false, 2000, err, sizeof(err)), 0);
+	assert_int_equal(rf_holder_wait(path, "member 0 (m.img)", false, 2000, &said, err, sizeof(err)), 0);
 	/* not a file here: nothing to wait for */
-	assert_int_equal(rf_holder_wait("nbd://host/x", "member 1", false, 2000, err, sizeof(err)), 0);
+	assert_int_equal(rf_holder_wait("nbd://host/x", "member 1", false, 2000, &said, err, sizeof(err)), 0);
 
 	/* another program's lock: not waited for */
 	pid = holder(path, "flock", LOCK_EX, 5000);
 	t0 = ms_now();
-	assert_int_equal(rf_holder_wait(path, "member 0 (m.img)", false, 2000, err, sizeof(err)), 0);
+	assert_int_equal(rf_holder_wait(path, "member 0 (m.img)", false, 2000, &said, err, sizeof(err)), 0);
 	assert_true(ms_now() - t0 < 500);
 	reap(pid);
 
 	/* a raidfuse with no mount (stopping): waited for until it lets go */
 	pid = holder(path, "raidfuse", LOCK_EX, 400);
 	t0 = ms_now();
-	assert_int_equal(rf_holder_wait(path, "member 0 (m.img)", false, 5000, err, sizeof(err)), 0);
+	assert_int_equal(rf_holder_wait(path, "member 0 (m.img)", false, 5000, &said, err, sizeof(err)), 0);
 	assert_true(ms_now() - t0 >= 250);
 	assert_true(ms_now() - t0 < 3000);
 	reap(pid);
@@ -204,7 +204,7 @@ static void test_wait(void **state)
 	/* ... but not past the deadline */
 	pid = holder(path, "raidfuse", LOCK_EX, 5000);
 	t0 = ms_now();
-	assert_int_equal(rf_holder_wait(path, "member 0 (m.img)", false, 300, err, sizeof(err)), -EBUSY);
+	assert_int_equal(rf_holder_wait(path, "member 0 (m.img)", false, 300, &said, err, sizeof(err)), -EBUSY);
 	assert_true(ms_now() - t0 >= 300);
 	assert_true(ms_now() - t0 < 2000);
 	assert_non_null(strstr(err, "member 0 (m.img) is still held by raidfuse (pid "));
@@ -213,7 +213,7 @@ static void test_wait(void **state)
 	/* a shared holder does not stand in a read-only mount's way */
 	pid = holder(path, "raidfuse", LOCK_SH, 5000);
 	t0 = ms_now();
-	assert_int_equal(rf_holder_wait(path, "member 0 (m.img)", true, 2000, err, sizeof(err)), 0);
+	assert_int_equal(rf_holder_wait(path, "member 0 (m.img)", true, 2000, &said, err, sizeof(err)), 0);
 	assert_true(ms_now() - t0 < 500);
 	reap(pid);
 }
