@@ -1686,7 +1686,12 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+#ifdef RF_BREAK_STALE_ROLE
+		printf("raidfuse %s (break: stale-role, a test build that takes back members md leaves out)\n",
+		       RF_VERSION);
+#else
 		printf("raidfuse %s\n", RF_VERSION);
+#endif
 		return 0;
 	}
 	c = find_cmd(argv[1]);
