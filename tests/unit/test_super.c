@@ -993,7 +993,7 @@ static void test_assemble(void **state)
 	assert_int_equal(rf_assemble(order, 4, NULL, false, &cfg, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "same file twice"));
 
-	/* two members claiming one role: a copy of member 0 */
+	/* a copy of member 0: its device UUID says it is member 0 again */
 	{
 		char cmd[3 * PATH_MAX];
 		char copy[PATH_MAX + 64];
@@ -1003,7 +1003,9 @@ static void test_assemble(void **state)
 		assert_int_equal(system(cmd), 0);
 		order[3] = copy;
 		assert_int_equal(rf_assemble(order, 4, NULL, false, &cfg, err, sizeof(err)), -EINVAL);
-		assert_non_null(strstr(err, "both claim role 0"));
+		assert_non_null(strstr(err, "carry the same md device UUID"));
+		assert_non_null(strstr(err, paths[0]));
+		assert_non_null(strstr(err, copy));
 	}
 	/* a member without a superblock */
 	order[3] = write_member("nosb.img", sectors * 512, NULL, 0);
