@@ -92,8 +92,9 @@ void rf_member_same_msg(char *err, size_t errlen, const char *na, const struct r
 			const struct rf_member_id *b, const char *tail);
 
 /* Open path (a file, block device or NBD URI, connected within
- * timeout_ms) read-only and unlocked, take its identity into m, close it.
- * 0, or -errno with a message naming who in err. */
+ * timeout_ms) read-only and unlocked, take its identity into m (with the
+ * device UUID of the md superblock on it, if one reads), close it.  0, or
+ * -errno with a message naming who in err. */
 int rf_member_id_of_path(const char *path, const char *who, unsigned timeout_ms, struct rf_member_id *m,
 			 char *err, size_t errlen);
 /* Whether the n paths name n different devices: 0, or -EINVAL with

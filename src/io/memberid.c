@@ -14,9 +14,10 @@
  * FNV-1a hash of all its bytes, with its first bytes kept for messages.
  *
  * Identities are filled from what devopen.c and nbd.c opened; only
- * rf_members_distinct() opens anything itself (through them, read-only,
- * unlocked, closed at once), to compare a list of names before a caller
- * reads superblocks or serves.
+ * rf_member_id_of_path() opens anything itself (through them, read-only,
+ * unlocked, closed at once, its superblock read for the device UUID), for
+ * rf_members_distinct(), which compares a list of names before a caller
+ * holds them to a config or serves them.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #include "raidfuse/devopen.h"
 #include "raidfuse/memberid.h"
 #include "raidfuse/nbd.h"
+#include "raidfuse/super.h"
 
 void rf_member_id_of_dev(struct rf_member_id *m, const struct rf_dev_id *id)
 {
@@ -134,27 +136,41 @@ int rf_member_id_of_path(const char *path, const char *who, unsigned timeout_ms,
 			 char *err, size_t errlen)
 {
 	struct rf_dev_fd d;
+	struct rf_sb *sb = malloc(sizeof(*sb));
+	char why[1024];
 	int r;
 
+	if (!sb)
+		return -ENOMEM;
 	if (rf_nbd_is_uri(path)) {
 		struct rf_nbd *c;
-		char why[1024];
+		struct rf_sb_io io;
 
 		r = rf_nbd_open(path, true, timeout_ms, &c, why, sizeof(why));
 		if (r) {
 			snprintf(err, errlen, "%s: %s", who, rf_nbd_why(why, path));
+			free(sb);
 			return r;
 		}
 		rf_nbd_member_id(c, m);
+		rf_nbd_sb_io(c, &io);
+		if (!rf_sb_read_io(&io, path, sb, why, sizeof(why)))
+			rf_member_id_set_uuid(m, sb->device_uuid);
 		rf_nbd_close(c);
+		free(sb);
 		return 0;
 	}
 	r = rf_dev_open(path, who, RF_DEV_RDONLY | RF_DEV_NOLOCK, &d, err, errlen);
-	if (r)
-		return r;
-	rf_member_id_of_dev(m, &d.id);
-	rf_dev_close(&d);
-	return 0;
+	if (!r) {
+		rf_member_id_of_dev(m, &d.id);
+		/* No superblock (or one that does not read): no UUID to
+		 * compare; whoever serves it reads it again and says why. */
+		if (!rf_sb_read(d.fd, path, sb, why, sizeof(why)))
+			rf_member_id_set_uuid(m, sb->device_uuid);
+		rf_dev_close(&d);
+	}
+	free(sb);
+	return r;
 }
 
 int rf_members_distinct(const char *const *paths, const char *const *names, int n, unsigned timeout_ms,
