@@ -449,7 +449,7 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 				 paths[fi], why, u0);
 			goto out;
 		}
-		if (s->events + 1 < fresh->events) {
+		if (rf_sb_events_stale(s->events, fresh->events)) {
 			rf_warn("%s: events %llu, the array (%s) is at %llu: stale, left out",
 				paths[i], (unsigned long long)s->events, paths[fi],
 				(unsigned long long)fresh->events);
@@ -677,7 +677,7 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 				 rf_sb_uuid_str(&sbs[fi], u1));
 			goto out;
 		}
-		if (s->events + 1 < sbs[fi].events) {
+		if (rf_sb_events_stale(s->events, sbs[fi].events)) {
 			snprintf(err, errlen, "%s: member %d (%s) is stale: events %llu, member %d is at %llu "
 				 "(write \"missing\" in its place to serve the array without it)",
 				 cfg->path, i, m, (unsigned long long)s->events, fi,

@@ -100,7 +100,7 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 	if (what != CH_DIRTY && !rf_test_break("clean"))
 		rf_devs_flush(a, false, "before a superblock update");
 	c->resync_offset = s->resync_offset;
-	c->events = s->events + 1;
+	c->events = rf_sb_events_next(s->events);
 	/* md writes the bitmap's events first: one older than its
 	 * superblocks is stale. */
 	rf_bitmap_set_events(rf_array_bitmap(a), c->events);
