@@ -17,8 +17,8 @@
  * with the array's member_timeout, sized by the export, and its IO, data
  * and superblock alike, goes through the connection (io.nbd; its fds stay
  * -1).  Two devices are the same export when they reach one export of
- * one server (nbd.h), whatever their URIs.  File checks (inotify, links, inode) do not apply to it.  A
- * failed connection stays dead; re-add makes a new one
+ * one server (nbd.h), whatever their URIs.  File checks (inotify, links,
+ * inode) do not apply to it.  A failed connection stays dead; re-add makes a new one
  * (rf_dev_nbd_reconnect) and puts it in place (rf_dev_nbd_replace).
  *
  * What it does NOT do: decide which spare takes which slot, or when a
@@ -101,17 +101,23 @@ int rf_same_member(struct rf_array *a, int n, const struct rf_member_id *m)
 /* Refuse device d (who; path as given), whose identity is m, when it is
  * one of the first n devices of the table: -EINVAL for a device of the
  * table at array open, -EEXIST for a spare being added; 0 if it is none
- * of them.  reconf_lock held. */
+ * of them.  reconf_lock held; takes the device lock (the superblocks'
+ * device UUIDs are read). */
 static int refuse_same(struct rf_array *a, int n, bool in_table, const char *who, const struct rf_member_id *m,
 		       char *err, size_t errlen)
 {
 	char w2[PATH_MAX + 32];
 	struct rf_member_id o;
-	int j = rf_same_member(a, n, m);
+	int j;
 
+	/* Lock order: reconf_lock, then dev_lock (engine.h). */
+	rf_devs_lock(a);
+	j = rf_same_member(a, n, m);
+	if (j >= 0)
+		rf_dev_member_id(&a->devs[j], &o);
+	rf_devs_unlock(a);
 	if (j < 0)
 		return 0;
-	rf_dev_member_id(&a->devs[j], &o);
 	snprintf(w2, sizeof(w2), "%s %d (%s)", j < a->nmembers ? "member" : "device", j, a->devs[j].path);
 	if (in_table)
 		rf_member_same_msg(err, errlen, w2, &o, who, m, "each member must be given once");

@@ -758,7 +758,8 @@ static int add_dev(void *arg)
 
 /* A device of this array written to new_dev (its superblock sb) that
  * carries the device UUID of one still in the array is that device again,
- * or a copy of it, under another name: refused, naming both. */
+ * or a copy of it, under another name: refused, naming both.  reconf_lock
+ * held. */
 static int check_device_uuid(struct rf_array *a, struct rf_dev *m, const char *path, const struct rf_sb *sb,
 			     char *err, size_t errlen)
 {
@@ -768,10 +769,14 @@ static int check_device_uuid(struct rf_array *a, struct rf_dev *m, const char *p
 
 	rf_dev_member_id(m, &id);
 	rf_member_id_set_uuid(&id, sb->device_uuid);
+	/* Lock order: reconf_lock (held), then dev_lock (engine.h). */
+	rf_devs_lock(a);
 	j = rf_same_member(a, rf_devs_count(a), &id);
+	if (j >= 0)
+		rf_dev_member_id(rf_dev_get(a, j), &o);
+	rf_devs_unlock(a);
 	if (j < 0)
 		return 0;
-	rf_dev_member_id(rf_dev_get(a, j), &o);
 	snprintf(w2, sizeof(w2), "device %d (%s)", j, rf_dev_get(a, j)->path);
 	rf_member_same_msg(err, errlen, path, &id, w2, &o, "already in the array");
 	return -EEXIST;
