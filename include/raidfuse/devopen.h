@@ -31,6 +31,14 @@ struct rf_dev_id {
 	bool blk;                       /* a block device (else a regular file) */
 	uint64_t size;                  /* bytes: st_size, or BLKGETSIZE64 */
 	char *real;                     /* the path it was opened by, its directory resolved (malloc'ed) */
+	/* A loop device: the file it reads and writes (LOOP_GET_STATUS64),
+	 * which is the member's data as much as the device is. */
+	bool over_file;
+	dev_t lo_dev;                   /* the backing file's st_dev */
+	ino_t lo_ino;
+	char *lo_path;                  /* its path as the loop driver gives it (malloc'ed), or NULL */
+	bool has_lo_fd;                 /* lo_fd is that file, opened to be locked with the device */
+	int lo_fd;
 };
 
 struct rf_dev_fd {
@@ -51,11 +59,14 @@ struct rf_dev_fd {
  * -errno; on error nothing stays open and a file it created is unlinked. */
 int rf_dev_open(const char *path, const char *who, unsigned flags, struct rf_dev_fd *d, char *err,
 		size_t errlen);
-/* flock(2) d: exclusive, or shared when ro.  0, or -errno with
- * "who is in use by another raidfuse or process" in err. */
+/* flock(2) d: exclusive, or shared when ro; a loop device's backing file
+ * too, so that a second server reaching the file by either name finds it
+ * locked.  0, or -errno with "who is in use by another raidfuse or
+ * process" in err. */
 int rf_dev_lock(const struct rf_dev_fd *d, bool ro, const char *who, char *err, size_t errlen);
 /* Close what rf_dev_open() opened (d may be partly filled: fds -1). */
 void rf_dev_close(struct rf_dev_fd *d);
+/* Free what id holds (its paths, the backing file's descriptor). */
 void rf_dev_id_free(struct rf_dev_id *id);
 
 /* Whether the open file fd still is the device id describes, with at least
@@ -63,11 +74,6 @@ void rf_dev_id_free(struct rf_dev_id *id);
  * bytes (expected 33554432)", "unlinked", "replaced at its path").
  * with_path: also stat id->real (a slower check, for the timer tick). */
 int rf_dev_check(int fd, const struct rf_dev_id *id, bool with_path, char *err, size_t errlen);
-
-/* The same file twice: "a and b are the same file twice (...)". */
-void rf_dev_same_msg(char *err, size_t errlen, const char *a, const char *b, dev_t dev, ino_t ino);
-/* Whether two opened devices are one file (one inode, or one block device). */
-bool rf_dev_same(const struct rf_dev_id *a, const struct rf_dev_id *b);
 
 /* The file system this process serves through FUSE (its st_dev), set once
  * mounted: a device on it would wait on the daemon's own IO. */

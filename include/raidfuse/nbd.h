@@ -28,6 +28,7 @@
 
 #define RF_NBD_TIMEOUT_MS_DEFAULT 30000       /* nbd-client's default */
 
+struct rf_member_id;
 struct rf_nbd;
 struct rf_sb_io;
 
@@ -65,6 +66,10 @@ static inline const char *rf_nbd_why(const char *err, const char *uri)
 void rf_nbd_name(const char *uri, char *out, size_t len);
 
 uint64_t rf_nbd_size(const struct rf_nbd *c);          /* the export's size, bytes */
+/* Which export of which server c is connected to, whatever URI named it
+ * (memberid.h): a unix socket's inode, or the address and port reached,
+ * and the export's name. */
+void rf_nbd_member_id(const struct rf_nbd *c, struct rf_member_id *m);
 const char *rf_nbd_uri(const struct rf_nbd *c);
 /* The timeout every command gets from its issue, ms; 0 sets the default.
  * Any thread, any time: commands issued afterwards get the new one. */

@@ -45,6 +45,8 @@ enum rf_sb_kind {
 #define RF_SB_FEAT_ALL          0x1fff
 
 #define RF_SB_MAX_SECTOR        UINT64_MAX      /* resync_offset of a clean array */
+#define RF_SB_MAX_CHUNK_SECTORS (1u << 22)      /* 2 GiB: the largest chunk raidfuse serves (its
+						 * chunk size in bytes is 32-bit, as a config's) */
 #define RF_SB_BYTES             4096            /* what is read at each spot */
 #define RF_SB_MAX_DEV           1920            /* (4096 - 256) / 2 roles in 1.x */
 
@@ -206,6 +208,21 @@ int rf_sb_write12(int fd, const char *path, const struct rf_sb_new *n, int role,
 /* The same through io (an NBD export). */
 int rf_sb_write12_io(const struct rf_sb_io *io, const char *path, const struct rf_sb_new *n, int role,
 		     uint64_t member_sectors, char *err, size_t errlen);
+
+/* Whether a member whose superblock has events ev is stale against the
+ * freshest, at fresh: more than one behind (md's margin: a clean/dirty
+ * flip may not have reached every member before a crash), compared
+ * without overflow (ev + 1 wraps at the top of the range). */
+static inline bool rf_sb_events_stale(uint64_t ev, uint64_t fresh)
+{
+	return ev < fresh && fresh - ev > 1;
+}
+/* The events count that follows ev: md never wraps it (at the top it
+ * stays there, as md_update_sb does). */
+static inline uint64_t rf_sb_events_next(uint64_t ev)
+{
+	return ev == UINT64_MAX ? ev : ev + 1;
+}
 
 /* Rewrite one member's superblock in place: events + 1, the clean/dirty
  * state and resync_offset (RF_SB_MAX_SECTOR when clean), utime now, then

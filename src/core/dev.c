@@ -16,9 +16,9 @@
  * A device may be an NBD export (path is a URI, nbd.h): it is connected
  * with the array's member_timeout, sized by the export, and its IO, data
  * and superblock alike, goes through the connection (io.nbd; its fds stay
- * -1).  Two devices are the same export when their URIs are equal as
- * written.  File checks (inotify, links, inode) do not apply to it.  A
- * failed connection stays dead; re-add makes a new one
+ * -1).  Two devices are the same export when they reach one export of
+ * one server (nbd.h), whatever their URIs.  File checks (inotify, links,
+ * inode) do not apply to it.  A failed connection stays dead; re-add makes a new one
  * (rf_dev_nbd_reconnect) and puts it in place (rf_dev_nbd_replace).
  *
  * What it does NOT do: decide which spare takes which slot, or when a
@@ -72,25 +72,58 @@ void rf_dev_init(struct rf_dev *d)
 	d->prev_slot = -1;
 }
 
-int rf_same_file(struct rf_array *a, int n, const struct rf_dev_id *id)
+void rf_dev_member_id(const struct rf_dev *d, struct rf_member_id *m)
 {
+	memset(m, 0, sizeof(*m));
+	if (d->io.nbd)
+		rf_nbd_member_id(d->io.nbd, m);
+	else if (d->io.fd >= 0)
+		rf_member_id_of_dev(m, &d->id);
+	else
+		return;
+	if (d->sb_has)
+		rf_member_id_set_uuid(m, d->sb.device_uuid);
+}
+
+int rf_same_member(struct rf_array *a, int n, const struct rf_member_id *m)
+{
+	struct rf_member_id o;
 	int j;
 
-	for (j = 0; j < n; j++)
-		if (a->devs[j].io.fd >= 0 && rf_dev_same(&a->devs[j].id, id))
+	for (j = 0; j < n; j++) {
+		rf_dev_member_id(&a->devs[j], &o);
+		if (rf_member_same(&o, m))
 			return j;
+	}
 	return -1;
 }
 
-/* The device of the first n in the table that is the export uri, or -1. */
-static int same_uri(struct rf_array *a, int n, const char *uri)
+/* Refuse device d (who; path as given), whose identity is m, when it is
+ * one of the first n devices of the table: -EINVAL for a device of the
+ * table at array open, -EEXIST for a spare being added; 0 if it is none
+ * of them.  reconf_lock held; takes the device lock (the superblocks'
+ * device UUIDs are read). */
+static int refuse_same(struct rf_array *a, int n, bool in_table, const char *who, const struct rf_member_id *m,
+		       char *err, size_t errlen)
 {
+	char w2[PATH_MAX + 32];
+	struct rf_member_id o;
 	int j;
 
-	for (j = 0; j < n; j++)
-		if (a->devs[j].io.nbd && !strcmp(rf_nbd_uri(a->devs[j].io.nbd), uri))
-			return j;
-	return -1;
+	/* Lock order: reconf_lock, then dev_lock (engine.h). */
+	rf_devs_lock(a);
+	j = rf_same_member(a, n, m);
+	if (j >= 0)
+		rf_dev_member_id(&a->devs[j], &o);
+	rf_devs_unlock(a);
+	if (j < 0)
+		return 0;
+	snprintf(w2, sizeof(w2), "%s %d (%s)", j < a->nmembers ? "member" : "device", j, a->devs[j].path);
+	if (in_table)
+		rf_member_same_msg(err, errlen, w2, &o, who, m, "each member must be given once");
+	else
+		rf_member_same_msg(err, errlen, who, m, w2, &o, "already in the array");
+	return in_table ? -EINVAL : -EEXIST;
 }
 
 /* rf_dev_open_into() for an NBD URI. */
@@ -98,20 +131,23 @@ static int open_nbd(struct rf_array *a, struct rf_dev *d, const char *uri, const
 		    size_t errlen)
 {
 	bool in_table = d >= a->devs && d < a->devs + RF_MAX_DEVS;
+	struct rf_member_id m;
 	struct rf_nbd *c;
 	char why[1024];
-	int ret, j;
+	int ret;
 
-	pthread_mutex_lock(&a->reconf_lock);
-	j = same_uri(a, in_table ? (int)(d - a->devs) : a->ndevs, uri);
-	if (j >= 0)
-		snprintf(err, errlen, "%s: the same NBD export as device %d (%s)", who, j, a->devs[j].path);
-	pthread_mutex_unlock(&a->reconf_lock);
-	if (j >= 0)
-		return in_table ? -EINVAL : -EEXIST;
+	/* Connected first: which export a URI reaches is known only then. */
 	ret = rf_nbd_open(uri, ro, a->member_timeout_ms, &c, why, sizeof(why));
 	if (ret) {
 		snprintf(err, errlen, "%s: %s", who, rf_nbd_why(why, uri));
+		return ret;
+	}
+	rf_nbd_member_id(c, &m);
+	pthread_mutex_lock(&a->reconf_lock);
+	ret = refuse_same(a, in_table ? (int)(d - a->devs) : a->ndevs, in_table, who, &m, err, errlen);
+	pthread_mutex_unlock(&a->reconf_lock);
+	if (ret) {
+		rf_nbd_close(c);
 		return ret;
 	}
 	d->io.nbd = c;
@@ -127,27 +163,33 @@ int rf_dev_open_into(struct rf_array *a, struct rf_dev *d, const char *path, con
 	/* A member at array open is compared with the ones before it; a
 	 * spare written to md/new_dev (not in the table yet) with all. */
 	bool in_table = d >= a->devs && d < a->devs + RF_MAX_DEVS;
+	struct rf_member_id m;
 	struct rf_dev_fd f;
-	char w2[PATH_MAX + 32];
-	int ret, j;
+	char f_err[256];
+	int ret;
 
 	if (rf_nbd_is_uri(path))
 		return open_nbd(a, d, path, who, ro, err, errlen);
 	ret = rf_dev_open(path, who, RF_DEV_DIRECT | RF_DEV_NOLOCK | (ro ? RF_DEV_RDONLY : 0), &f, err, errlen);
+	if (ret == -EBUSY && !rf_member_id_of_path(path, who, 0, &m, f_err, sizeof(f_err))) {
+		/* A block device claimed already (O_EXCL): by a device of
+		 * this array under another name?  Said as that. */
+		int r;
+
+		pthread_mutex_lock(&a->reconf_lock);
+		r = refuse_same(a, in_table ? (int)(d - a->devs) : a->ndevs, in_table, who, &m, err, errlen);
+		pthread_mutex_unlock(&a->reconf_lock);
+		return r ? r : ret;
+	}
 	if (ret)
 		return ret;
+	rf_member_id_of_dev(&m, &f.id);
 	pthread_mutex_lock(&a->reconf_lock);
-	j = rf_same_file(a, in_table ? (int)(d - a->devs) : a->ndevs, &f.id);
-	if (j >= 0 && in_table) {
-		snprintf(w2, sizeof(w2), "member %d (%s)", j, a->devs[j].path);
-		rf_dev_same_msg(err, errlen, w2, who, f.id.dev, f.id.ino);
-	} else if (j >= 0) {
-		snprintf(err, errlen, "%s: already in the array (as %s)", path, a->devs[j].path);
-	}
+	ret = refuse_same(a, in_table ? (int)(d - a->devs) : a->ndevs, in_table, who, &m, err, errlen);
 	pthread_mutex_unlock(&a->reconf_lock);
-	if (j >= 0) {
+	if (ret) {
 		rf_dev_close(&f);
-		return in_table ? -EINVAL : -EEXIST;
+		return ret;
 	}
 	/* Locked only now: the lock would refuse our own second name. */
 	ret = rf_dev_lock(&f, ro, who, err, errlen);

@@ -38,6 +38,7 @@
 
 #include "raidfuse/devopen.h"
 #include "raidfuse/ioq.h"
+#include "raidfuse/memberid.h"
 #include "raidfuse/super.h"
 
 struct rf_array;
@@ -84,18 +85,28 @@ struct rf_ioq_devs rf_devs_ioq(struct rf_array *a);
 void rf_devs_lock(struct rf_array *a);
 void rf_devs_unlock(struct rf_array *a);
 
+/* Which device d is (memberid.h): its file, block device or NBD export,
+ * and the device UUID of its superblock when it has one (sb_has).  A
+ * device with nothing open (a missing slot) is RF_MEMBER_NONE. */
+void rf_dev_member_id(const struct rf_dev *d, struct rf_member_id *m);
+/* The device of a->devs[0..n) that is the same device as m (memberid.h:
+ * one file by a link or a loop device over it, one block device, one NBD
+ * export, one md device UUID), or -1.  reconf_lock or the device lock
+ * held. */
+int rf_same_member(struct rf_array *a, int n, const struct rf_member_id *m);
+
 /* Open, size (BLKGETSIZE64 for a block device, st_size for a file),
  * check and lock the file at path as device d of a (filled: io, id, size;
  * path, flags and data_offset are the caller's), refusing one that is the
- * same file as a device already in the table.  who names it in messages
+ * same device as one already in the table (rf_same_member()).  who names it in messages
  * ("member 2 (d2.img)").  ro: read-only, a shared lock.  0, or -errno with
  * a one-line message in err; on error nothing stays open. */
 int rf_dev_open_into(struct rf_array *a, struct rf_dev *d, const char *path, const char *who, bool ro,
 		     char *err, size_t errlen);
 /* The same for an NBD URI (nbd.h) as path, which rf_dev_open_into() does
  * itself: connected within the array's member_timeout, sized by the
- * export, io.nbd set and no fds; the same URI as a device in the table is
- * refused. */
+ * export, io.nbd set and no fds; the same export as a device in the
+ * table, by whatever URI, is refused. */
 
 /* How d's superblock is read and written: through its NBD connection, or
  * its descriptor.  0 or -errno. */

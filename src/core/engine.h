@@ -398,9 +398,6 @@ static inline bool rf_failed_now(const struct rf_array *a)
 }
 
 
-/* The device of a->devs[0..n) that is the same file as id (hard link,
- * symlink, the same block device), or -1. */
-int rf_same_file(struct rf_array *a, int n, const struct rf_dev_id *id);
 
 
 /* The worker running on this thread (NULL elsewhere). */

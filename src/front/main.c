@@ -76,6 +76,7 @@
 #include "raidfuse/holder.h"
 #include "raidfuse/json.h"
 #include "raidfuse/log.h"
+#include "raidfuse/memberid.h"
 #include "raidfuse/nbd.h"
 #include "raidfuse/progress.h"
 #include "raidfuse/super.h"
@@ -494,6 +495,35 @@ static bool serve_option(int ch, struct rf_fuse_opts *o)
 }
 
 /* Open the array cfg describes and serve it; cfg is freed. */
+/* Every member and spare of cfg a device of its own, by whatever name
+ * (memberid.h): checked before any superblock is read, so that one
+ * device named twice is refused as that, naming both.  0, or 1 (said). */
+static int members_distinct(const struct rf_config *cfg)
+{
+	const char *paths[2 * RF_MAX_MEMBERS], *names[2 * RF_MAX_MEMBERS];
+	char (*who)[PATH_MAX + 32] = calloc(2 * RF_MAX_MEMBERS, sizeof(*who));
+	char err[2 * PATH_MAX + 256];
+	int i, n = 0, r;
+
+	if (!who)
+		return 1;
+	for (i = 0; i < cfg->nmembers && n < 2 * RF_MAX_MEMBERS; i++, n++) {
+		snprintf(who[n], sizeof(who[n]), "member %d (%s)", i, cfg->members[i] ? cfg->members[i] : "missing");
+		paths[n] = cfg->members[i];
+		names[n] = who[n];
+	}
+	for (i = 0; i < cfg->nspares && n < 2 * RF_MAX_MEMBERS; i++, n++) {
+		snprintf(who[n], sizeof(who[n]), "spare %d (%s)", i, cfg->spares[i]);
+		paths[n] = cfg->spares[i];
+		names[n] = who[n];
+	}
+	r = rf_members_distinct(paths, names, n, cfg->member_timeout_ms, err, sizeof(err));
+	if (r)
+		fprintf(stderr, "raidfuse: %s: %s\n", cfg->path, err);
+	free(who);
+	return r ? 1 : 0;
+}
+
 static int serve(struct rf_config *cfg, const struct rf_fuse_opts *o)
 {
 	struct rf_array *a;
@@ -587,7 +617,8 @@ static int cmd_mount(int argc, char **argv)
 		rf_config_free(&cfg);
 		return 1;
 	}
-	if (wait_members((const char *const *)cfg.members, cfg.nmembers, cfg.readonly || overlay, "member") ||
+	if (members_distinct(&cfg) ||
+	    wait_members((const char *const *)cfg.members, cfg.nmembers, cfg.readonly || overlay, "member") ||
 	    wait_members((const char *const *)cfg.spares, cfg.nspares, cfg.readonly || overlay, "spare")) {
 		rf_config_free(&cfg);
 		return 1;

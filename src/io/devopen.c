@@ -19,7 +19,13 @@
  *    IO to it would wait on the daemon's own IO;
  *  - claims it: O_EXCL for a writable block device, flock (exclusive, or
  *    shared read-only), and opens the O_DIRECT twin through
- *    /proc/self/fd, so both descriptors are the one inode.
+ *    /proc/self/fd, so both descriptors are the one inode;
+ *  - for a loop device, finds the file behind it (LOOP_GET_STATUS64:
+ *    its st_dev/st_ino, which say which member it is, memberid.h) and
+ *    locks that file too, opened by the path the loop driver gives
+ *    (/sys/dev/block/M:m/loop/backing_file) and checked to be that inode:
+ *    a server given the file and one given a loop device over it then
+ *    exclude each other as two given the same name do.
  * rf_dev_check() tells later whether the device still is what was opened:
  * not shrunk, not unlinked, not replaced at its path.
  *
@@ -126,23 +132,15 @@ void rf_dev_allow_unsafe_dirs(bool allow)
 	atomic_store(&allow_unsafe, allow);
 }
 
-void rf_dev_same_msg(char *err, size_t errlen, const char *a, const char *b, dev_t dev, ino_t ino)
-{
-	snprintf(err, errlen, "%s and %s are the same file twice (device %u:%u, inode %llu): each member "
-		 "must be given once", a, b, major(dev), minor(dev), (unsigned long long)ino);
-}
-
-bool rf_dev_same(const struct rf_dev_id *a, const struct rf_dev_id *b)
-{
-	if (a->blk && b->blk)
-		return a->rdev == b->rdev;
-	return a->dev == b->dev && a->ino == b->ino;
-}
-
 void rf_dev_id_free(struct rf_dev_id *id)
 {
 	free(id->real);
 	id->real = NULL;
+	free(id->lo_path);
+	id->lo_path = NULL;
+	if (id->has_lo_fd)
+		close(id->lo_fd);
+	id->has_lo_fd = false;
 }
 
 void rf_dev_close(struct rf_dev_fd *d)
@@ -267,12 +265,88 @@ static bool loop_on_served(int fd, const struct stat *st, dev_t served)
 	return (dev_t)li.lo_device == served;
 }
 
+/* A loop device's backing file, locked as the device is (rf_dev_lock). */
+static int lock_backing(const struct rf_dev_fd *d, bool ro, const char *who, char *err, size_t errlen)
+{
+	int ret;
+
+	if (!d->id.has_lo_fd || !flock(d->id.lo_fd, (ro ? LOCK_SH : LOCK_EX) | LOCK_NB))
+		return 0;
+	ret = -errno;
+	if (ret == -EWOULDBLOCK)
+		snprintf(err, errlen, "%s is in use by another raidfuse or process: it is a loop device over %s, "
+			 "which another holds a lock on", who, d->id.lo_path);
+	else
+		snprintf(err, errlen, "%s: cannot lock its backing file %s: %s", who, d->id.lo_path, strerror(-ret));
+	flock(d->fd, LOCK_UN);
+	return ret;
+}
+
+/* The file behind loop device fd (st: its fstat) into d->id: its inode
+ * (over_file), its path, and a descriptor of it to lock (has_lo_fd) when
+ * that path still names that inode.  A loop device with no file bound, or
+ * not a loop device: nothing.  0, or -errno with why in err. */
+static int loop_backing(struct rf_dev_fd *d, const struct stat *st, const char *who, char *err, size_t errlen)
+{
+	char sys[96], path[PATH_MAX + 16];
+	struct loop_info64 li;
+	struct stat bst;
+	size_t n;
+	FILE *f;
+	int fd;
+
+	if (major(st->st_rdev) != LOOP_MAJOR || ioctl(d->fd, LOOP_GET_STATUS64, &li))
+		return 0;
+	/* lo_device is the kernel's 32-bit encoding (new_encode_dev). */
+	d->id.over_file = true;
+	d->id.lo_dev = makedev((unsigned)((li.lo_device & 0xfff00) >> 8),
+			       (unsigned)((li.lo_device & 0xff) | ((li.lo_device >> 12) & 0xfff00)));
+	d->id.lo_ino = (ino_t)li.lo_inode;
+	snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u/loop/backing_file", major(st->st_rdev),
+		 minor(st->st_rdev));
+	f = fopen(sys, "re");
+	if (!f || !fgets(path, sizeof(path), f)) {
+		if (f)
+			fclose(f);
+		snprintf(path, sizeof(path), "inode %llu on device %u:%u", (unsigned long long)d->id.lo_ino,
+			 major(d->id.lo_dev), minor(d->id.lo_dev));
+		d->id.lo_path = strdup(path);
+		rf_warn("%s: a loop device whose backing file cannot be named (%s): it is not locked against a "
+			"server given that file", who, path);
+		return d->id.lo_path ? 0 : -ENOMEM;
+	}
+	fclose(f);
+	n = strcspn(path, "\n");
+	path[n] = '\0';
+	d->id.lo_path = strdup(path);
+	if (!d->id.lo_path) {
+		snprintf(err, errlen, "%s: %s", who, strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	/* Not a FIFO to block on, and checked to be the file the device
+	 * reads: a path swapped since is not locked in its place. */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &bst) || bst.st_dev != d->id.lo_dev || bst.st_ino != d->id.lo_ino)) {
+		close(fd);
+		fd = -1;
+		errno = ESTALE;
+	}
+	if (fd < 0) {
+		rf_warn("%s: a loop device over %s, which cannot be opened as that file (%s): it is not locked "
+			"against a server given that file", who, path, strerror(errno));
+		return 0;
+	}
+	d->id.lo_fd = fd;
+	d->id.has_lo_fd = true;
+	return 0;
+}
+
 int rf_dev_lock(const struct rf_dev_fd *d, bool ro, const char *who, char *err, size_t errlen)
 {
 	int ret;
 
 	if (!flock(d->fd, (ro ? LOCK_SH : LOCK_EX) | LOCK_NB))
-		return 0;
+		return lock_backing(d, ro, who, err, errlen);
 	ret = -errno;
 	if (ret == -EWOULDBLOCK)
 		snprintf(err, errlen, "%s is in use by another raidfuse or process (it holds a lock on it)", who);
@@ -403,6 +477,9 @@ again:
 			ret = -EDEADLK;
 			goto fail;
 		}
+		ret = loop_backing(d, &st, who, err, errlen);
+		if (ret)
+			goto fail;
 		if (ioctl(d->fd, BLKGETSIZE64, &sz)) {
 			ret = -errno;
 			snprintf(err, errlen, "%s: cannot find its size: %s", who, strerror(-ret));

@@ -36,6 +36,14 @@
  *    callback, called exactly once even when the issue fails) and the
  *    delivery are done with it (cmd->refs).
  *
+ * Identity: one export may be named by many URIs (a socket reached
+ * through a link, a host by name or by address, an export name
+ * percent-encoded).  At connect the server is named by what was reached:
+ * a unix socket by its inode (the URI's socket path, stat'ed), else by
+ * the address and port the connection is to (getpeername); with the
+ * export's name as libnbd sent it, that is the member's identity
+ * (memberid.h).
+ *
  * What it does NOT do: reconnect, retry, or decide what an error means
  * for the array (the caller fails the member).
  */
@@ -43,16 +51,23 @@
 #include <libnbd.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "raidfuse/log.h"
+#include "raidfuse/memberid.h"
 #include "raidfuse/nbd.h"
 #include "raidfuse/super.h"
 #include "raidfuse/util.h"
@@ -78,6 +93,7 @@ struct nbd_cmd {
 struct rf_nbd {
 	struct nbd_handle *h;           /* c->lock for every call */
 	char *uri;
+	struct rf_member_id id;         /* which export of which server (set at connect) */
 	uint64_t size;
 	atomic_uint timeout_ms;
 	bool can_flush;
@@ -282,6 +298,111 @@ static int wait_connected(struct rf_nbd *c, int64_t deadline)
 	return nbd_aio_is_ready(c->h) > 0 ? 0 : nbd_err();
 }
 
+/* A hex digit's value, or -1. */
+static int hexval(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* The socket= parameter of uri's query, percent-decoded, into out; false
+ * if it has none (or it does not fit). */
+static bool uri_socket(const char *uri, char *out, size_t len)
+{
+	const char *q = strchr(uri, '?'), *v;
+	size_t n, o = 0;
+
+	for (v = q; v; v = strpbrk(v + 1, "&;"))
+		if (!strncmp(v + 1, "socket=", 7))
+			break;
+	if (!v)
+		return false;
+	v += 8;
+	n = strcspn(v, "&;#");
+	for (size_t i = 0; i < n; i++) {
+		char ch = v[i];
+
+		if (ch == '%' && i + 2 < n && hexval(v[i + 1]) >= 0 && hexval(v[i + 2]) >= 0) {
+			ch = (char)(hexval(v[i + 1]) * 16 + hexval(v[i + 2]));
+			i += 2;
+		}
+		if (o + 1 >= len)
+			return false;
+		out[o++] = ch;
+	}
+	out[o] = '\0';
+	return o > 0;
+}
+
+/* The server c is connected to, as memberid.h compares it, into out. */
+static void server_name(struct rf_nbd *c, char *out, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char path[4096], addr[INET6_ADDRSTRLEN];
+	struct stat st;
+	int fd = nbd_aio_get_fd(c->h);
+
+	if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sl)) {
+		/* Nothing better than the URI as written. */
+		snprintf(out, len, "%s", c->uri);
+		return;
+	}
+	if (ss.ss_family == AF_UNIX) {
+		const struct sockaddr_un *un = (const struct sockaddr_un *)&ss;
+		size_t pl = sl > offsetof(struct sockaddr_un, sun_path) ? sl - offsetof(struct sockaddr_un, sun_path) : 0;
+
+		if (uri_socket(c->uri, path, sizeof(path)) && !stat(path, &st) && S_ISSOCK(st.st_mode))
+			snprintf(out, len, "unix socket %u:%u inode %llu", major(st.st_dev), minor(st.st_dev),
+				 (unsigned long long)st.st_ino);
+		else if (pl > 1 && un->sun_path[0] == '\0')
+			snprintf(out, len, "unix socket @%.*s", (int)(pl - 1), un->sun_path + 1);
+		else
+			snprintf(out, len, "unix socket %.*s", (int)strnlen(un->sun_path, pl), un->sun_path);
+	} else if (ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)&ss;
+
+		/* 127.0.0.1 reached through a dual-stack socket is still 127.0.0.1. */
+		if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr))
+			inet_ntop(AF_INET, &s6->sin6_addr.s6_addr[12], addr, sizeof(addr));
+		else
+			inet_ntop(AF_INET6, &s6->sin6_addr, addr, sizeof(addr));
+		snprintf(out, len, "%s%s%s port %u", strchr(addr, ':') ? "[" : "", addr, strchr(addr, ':') ? "]" : "",
+			 ntohs(s6->sin6_port));
+	} else if (ss.ss_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)&ss;
+
+		inet_ntop(AF_INET, &s4->sin_addr, addr, sizeof(addr));
+		snprintf(out, len, "%s port %u", addr, ntohs(s4->sin_port));
+	} else {
+		snprintf(out, len, "%s", c->uri);
+	}
+}
+
+/* c's identity (c->id): its server and the export's name as sent. */
+static int set_identity(struct rf_nbd *c)
+{
+	char server[RF_MEMBER_SERVER_MAX];
+	char *name = nbd_get_export_name(c->h);
+
+	if (!name)
+		return nbd_err();
+	server_name(c, server, sizeof(server));
+	rf_member_id_nbd(&c->id, server, name);
+	free(name);
+	return 0;
+}
+
+void rf_nbd_member_id(const struct rf_nbd *c, struct rf_member_id *m)
+{
+	*m = c->id;
+}
+
 int rf_nbd_open(const char *uri, bool readonly, unsigned timeout_ms, struct rf_nbd **out, char *err,
 		size_t errlen)
 {
@@ -336,6 +457,11 @@ int rf_nbd_open(const char *uri, bool readonly, unsigned timeout_ms, struct rf_n
 		goto fail;
 	}
 	c->size = (uint64_t)size;
+	r = set_identity(c);
+	if (r) {
+		snprintf(err, errlen, "%s: the export's name: %s", uri, nbd_get_error());
+		goto fail;
+	}
 	if (!readonly && nbd_is_read_only(c->h) == 1) {
 		r = -EROFS;
 		snprintf(err, errlen, "%s: the server exports it read-only", uri);

@@ -42,6 +42,7 @@
 #include "raidfuse/devopen.h"
 #include "raidfuse/layout.h"
 #include "raidfuse/log.h"
+#include "raidfuse/memberid.h"
 #include "raidfuse/nbd.h"
 #include "raidfuse/overlay.h"
 
@@ -139,8 +140,10 @@ static int survives(const struct rf_sb *sb)
 }
 
 /* A member's superblock, through its overlay in overlay_dir when given
- * (the overlay may hold newer superblocks than the member). */
-static int read_one(const char *path, const char *overlay_dir, struct rf_sb *sb, char *err, size_t errlen)
+ * (the overlay may hold newer superblocks than the member), and which
+ * device it is (memberid.h) into id unless NULL. */
+static int read_member(const char *path, const char *overlay_dir, struct rf_sb *sb, struct rf_member_id *id,
+		       char *err, size_t errlen)
 {
 	struct rf_dev_fd d;
 	struct rf_ovl *o;
@@ -157,6 +160,8 @@ static int read_one(const char *path, const char *overlay_dir, struct rf_sb *sb,
 		r = rf_nbd_open(path, true, RF_NBD_TIMEOUT_MS_DEFAULT, &c, err, errlen);
 		if (r)
 			return r;
+		if (id)
+			rf_nbd_member_id(c, id);
 		rf_nbd_sb_io(c, &io);
 		r = rf_sb_read_io(&io, path, sb, err, errlen);
 		rf_nbd_close(c);
@@ -167,6 +172,8 @@ static int read_one(const char *path, const char *overlay_dir, struct rf_sb *sb,
 	r = rf_dev_open(path, path, RF_DEV_RDONLY | RF_DEV_NOLOCK, &d, err, errlen);
 	if (r)
 		return r;
+	if (id)
+		rf_member_id_of_dev(id, &d.id);
 	fd = d.fd;
 	if (!overlay_dir) {
 		r = rf_sb_read(fd, path, sb, err, errlen);
@@ -180,6 +187,11 @@ static int read_one(const char *path, const char *overlay_dir, struct rf_sb *sb,
 	}
 	rf_dev_close(&d);
 	return r;
+}
+
+static int read_one(const char *path, const char *overlay_dir, struct rf_sb *sb, char *err, size_t errlen)
+{
+	return read_member(path, overlay_dir, sb, NULL, err, errlen);
 }
 
 /* Features the engine cannot serve (writes: with writes reaching the
@@ -347,7 +359,7 @@ static void reshape_cfg(struct rf_config *cfg, const struct rf_sb *fresh, const 
  * difference is taken, never events + 1, which wraps at 2^64 - 1. */
 static bool stale(const struct rf_sb *s, const struct rf_sb *fresh)
 {
-	return fresh->events > s->events && fresh->events - s->events > 1;
+	return rf_sb_events_stale(s->events, fresh->events);
 }
 
 /* Member s's role as the array records it: the freshest superblock's
@@ -532,7 +544,7 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 	struct rf_sb *sbs = calloc((size_t)(n > 0 ? n : 1), sizeof(*sbs));
 	const struct rf_sb *sbp[RF_MAX_MEMBERS];
 	int by_role[RF_MAX_MEMBERS];
-	struct stat st[RF_MAX_MEMBERS];
+	struct rf_member_id ids[RF_MAX_MEMBERS];
 	const struct rf_sb *fresh;
 	char u0[40], u1[40], whybuf[400];
 	int i, j, r = -EINVAL, nuse = 0, fi = 0, spare[RF_MAX_MEMBERS], nspare = 0, slots;
@@ -548,24 +560,18 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 		goto out;
 	}
 	for (i = 0; i < n; i++) {
-		r = read_one(paths[i], overlay_dir, &sbs[i], err, errlen);
+		r = read_member(paths[i], overlay_dir, &sbs[i], &ids[i], err, errlen);
 		if (r)
 			goto out;
 		r = -EINVAL;
 		sbp[i] = &sbs[i];
-		/* An NBD export is the same as another when its URI is. */
-		memset(&st[i], 0, sizeof(st[i]));
-		if (!rf_nbd_is_uri(paths[i]) && stat(paths[i], &st[i])) {
-			snprintf(err, errlen, "%s: %s", paths[i], strerror(errno));
-			goto out;
-		}
+		/* One device by two names: a link, a loop device over the
+		 * file, one NBD export, one device UUID (memberid.h). */
+		rf_member_id_set_uuid(&ids[i], sbs[i].device_uuid);
 		for (j = 0; j < i; j++)
-			if (rf_nbd_is_uri(paths[i]) && !strcmp(paths[i], paths[j])) {
-				snprintf(err, errlen, "%s is named twice", paths[i]);
-				goto out;
-			} else if (!rf_nbd_is_uri(paths[i]) && !rf_nbd_is_uri(paths[j]) &&
-				   st[i].st_dev == st[j].st_dev && st[i].st_ino == st[j].st_ino) {
-				rf_dev_same_msg(err, errlen, paths[j], paths[i], st[i].st_dev, st[i].st_ino);
+			if (rf_member_same(&ids[j], &ids[i])) {
+				rf_member_same_msg(err, errlen, paths[j], &ids[j], paths[i], &ids[i],
+						   "each member must be given once");
 				goto out;
 			}
 		if (memcmp(sbs[i].uuid, sbs[0].uuid, 16)) {

@@ -29,6 +29,7 @@
 #include "raidfuse/config.h"
 #include "raidfuse/create.h"
 #include "raidfuse/devopen.h"
+#include "raidfuse/memberid.h"
 #include "raidfuse/nbd.h"
 #include "raidfuse/ppl.h"
 #include "raidfuse/super.h"
@@ -40,6 +41,7 @@ struct cfile {
 	char who[PATH_MAX + 32];        /* "member 2 (d2.img)" */
 	struct rf_dev_fd d;
 	struct rf_nbd *nbd;             /* an NBD export (d unused), or NULL */
+	struct rf_member_id id;         /* which device it is, once opened */
 	const char *what;               /* "member" or "spare" */
 	int num;                        /* its number among them */
 	bool resize;                    /* made, or recreated: truncated to member_size */
@@ -60,24 +62,38 @@ static void release_all(struct cfile *f, int n, bool undo)
 	}
 }
 
+/* File i is one of the files before it, by whatever name (memberid.h):
+ * 1, said naming both; else 0. */
+static int same_as_earlier(const struct cfile *f, int i)
+{
+	char err[2 * PATH_MAX + 256];
+	int j;
+
+	for (j = 0; j < i; j++) {
+		if (!f[j].path || !rf_member_same(&f[j].id, &f[i].id))
+			continue;
+		rf_member_same_msg(err, sizeof(err), f[j].who, &f[j].id, f[i].who, &f[i].id,
+				   "each member must be given once");
+		fprintf(stderr, "raidfuse: %s\n", err);
+		return 1;
+	}
+	return 0;
+}
+
 /* check_one() for an NBD export: connected, not named twice, big enough
  * for member_size.  0 or 1 (bad, said). */
 static int check_nbd(const struct rf_config *cfg, struct cfile *f, int i)
 {
 	struct cfile *c = &f[i];
 	char err[PATH_MAX + 256];
-	int j;
 
-	for (j = 0; j < i; j++) {
-		if (f[j].nbd && !strcmp(f[j].path, c->path)) {
-			fprintf(stderr, "raidfuse: %s: the same NBD export as %s\n", c->who, f[j].who);
-			return 1;
-		}
-	}
 	if (rf_nbd_open(c->path, false, cfg->member_timeout_ms, &c->nbd, err, sizeof(err))) {
 		fprintf(stderr, "raidfuse: %s: %s\n", c->who, rf_nbd_why(err, c->path));
 		return 1;
 	}
+	rf_nbd_member_id(c->nbd, &c->id);
+	if (same_as_earlier(f, i))
+		return 1;
 	c->bytes = rf_nbd_size(c->nbd);
 	if (cfg->member_size && c->bytes < cfg->member_size) {
 		fprintf(stderr, "raidfuse: %s: the export holds %llu bytes, less than array.member_size %llu\n",
@@ -92,24 +108,24 @@ static int check_nbd(const struct rf_config *cfg, struct cfile *f, int i)
 static int check_one(const struct rf_config *cfg, struct cfile *f, int i, bool force)
 {
 	struct cfile *c = &f[i];
-	char err[PATH_MAX + 256], w2[PATH_MAX + 32];
-	int j, ret;
+	char err[PATH_MAX + 256];
+	int ret;
 
 	if (rf_nbd_is_uri(c->path))
 		return check_nbd(cfg, f, i);
 	ret = rf_dev_open(c->path, c->who, RF_DEV_CREATE | RF_DEV_NOLOCK, &c->d, err, sizeof(err));
+	/* A block device claimed already (O_EXCL): by an earlier member,
+	 * under another name?  Said as that. */
+	if (ret == -EBUSY && !rf_member_id_of_path(c->path, c->who, 0, &c->id, err, sizeof(err)) &&
+	    same_as_earlier(f, i))
+		return 1;
 	if (ret) {
 		fprintf(stderr, "raidfuse: %s\n", err);
 		return 1;
 	}
-	for (j = 0; j < i; j++) {
-		if (f[j].path && f[j].d.fd >= 0 && rf_dev_same(&f[j].d.id, &c->d.id)) {
-			snprintf(w2, sizeof(w2), "%s", f[j].who);
-			rf_dev_same_msg(err, sizeof(err), w2, c->who, c->d.id.dev, c->d.id.ino);
-			fprintf(stderr, "raidfuse: %s\n", err);
-			return 1;
-		}
-	}
+	rf_member_id_of_dev(&c->id, &c->d.id);
+	if (same_as_earlier(f, i))
+		return 1;
 	if (rf_dev_lock(&c->d, false, c->who, err, sizeof(err))) {
 		fprintf(stderr, "raidfuse: %s\n", err);
 		return 1;

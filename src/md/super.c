@@ -302,6 +302,11 @@ static const char *check_geometry(int level, int layout, uint32_t chunk_sectors,
 			 chunk_sectors);
 		return why;
 	}
+	if (chunk_sectors > RF_SB_MAX_CHUNK_SECTORS) {
+		snprintf(why, len, "chunk size %u sectors (%llu MiB) is larger than the %u MiB raidfuse serves",
+			 chunk_sectors, (unsigned long long)chunk_sectors / 2048, RF_SB_MAX_CHUNK_SECTORS / 2048);
+		return why;
+	}
 	if (raid_disks < (level == 6 ? 4 : level == 0 ? 1 : 2))
 		goto bad_disks;
 	return NULL;
@@ -423,6 +428,10 @@ static int parse1(const uint8_t *buf, enum rf_sb_kind k, uint64_t member_sectors
 		return bad(err, errlen, path, k, "%s", w);
 	if (sb->level == 1)
 		sb->chunk_sectors = 0;
+	if (sb->reshape && sb->new_chunk > RF_SB_MAX_CHUNK_SECTORS)
+		return bad(err, errlen, path, k, "new chunk size %u sectors (%llu MiB) is larger than the %u MiB "
+			   "raidfuse serves", sb->new_chunk, (unsigned long long)sb->new_chunk / 2048,
+			   RF_SB_MAX_CHUNK_SECTORS / 2048);
 
 	/* The data area must lie inside the member and clear of the
 	 * superblock: after it for 1.1/1.2, before it for 1.0. */
@@ -1051,7 +1060,7 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 		r = -EINVAL;
 		goto out;
 	}
-	ev = c->events ? c->events : now->events + 1;
+	ev = c->events ? c->events : rf_sb_events_next(now->events);
 	/* md: a dirty array records resync_offset 0 (all of it is suspect
 	 * after a crash); a clean one where its resync stands. */
 	resync = c->clean ? c->resync_offset : 0;

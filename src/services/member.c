@@ -25,6 +25,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -951,6 +952,32 @@ static int add_dev(void *arg)
 	return ret;
 }
 
+/* A device of this array written to new_dev (its superblock sb) that
+ * carries the device UUID of one still in the array is that device again,
+ * or a copy of it, under another name: refused, naming both.  reconf_lock
+ * held. */
+static int check_device_uuid(struct rf_array *a, struct rf_dev *m, const char *path, const struct rf_sb *sb,
+			     char *err, size_t errlen)
+{
+	struct rf_member_id id, o;
+	char w2[PATH_MAX + 32];
+	int j;
+
+	rf_dev_member_id(m, &id);
+	rf_member_id_set_uuid(&id, sb->device_uuid);
+	/* Lock order: reconf_lock (held), then dev_lock (engine.h). */
+	rf_devs_lock(a);
+	j = rf_same_member(a, rf_devs_count(a), &id);
+	if (j >= 0)
+		rf_dev_member_id(rf_dev_get(a, j), &o);
+	rf_devs_unlock(a);
+	if (j < 0)
+		return 0;
+	snprintf(w2, sizeof(w2), "device %d (%s)", j, rf_dev_get(a, j)->path);
+	rf_member_same_msg(err, errlen, path, &id, w2, &o, "already in the array");
+	return -EEXIST;
+}
+
 /* Refuse a file that holds another md array's superblock (or a damaged
  * one): writing a spare superblock would destroy it. */
 static int check_foreign_sb(struct rf_array *a, struct rf_dev *m, const char *path, char *err, size_t errlen)
@@ -979,7 +1006,7 @@ static int check_foreign_sb(struct rf_array *a, struct rf_dev *m, const char *pa
 		    rf_sb_read_io(&io, d->path, &mine, why, sizeof(why)))
 			continue;
 		if (!memcmp(mine.uuid, sb.uuid, 16))
-			return 0;       /* one of ours: it becomes a spare again */
+			return check_device_uuid(a, m, path, &sb, err, errlen);     /* one of ours: a spare again */
 		snprintf(err, errlen, "%s: refused: it belongs to another md array (uuid %s, this one %s); clear "
 			 "its superblock first if that array is not needed", path, rf_sb_uuid_str(&sb, u1),
 			 rf_sb_uuid_str(&mine, u2));

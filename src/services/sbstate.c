@@ -49,6 +49,7 @@
  * first writer after that pays a compare-and-swap to turn it back.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +100,7 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 	if (what != CH_DIRTY && !rf_test_break("clean"))
 		rf_devs_flush(a, false, "before a superblock update");
 	c->resync_offset = s->resync_offset;
-	c->events = s->events + 1;
+	c->events = rf_sb_events_next(s->events);
 	/* md writes the bitmap's events first: one older than its
 	 * superblocks is stale. */
 	rf_bitmap_set_events(rf_array_bitmap(a), c->events);
@@ -437,6 +438,34 @@ static void forget_all(struct rf_array *a)
 	}
 }
 
+/* Two of the first n devices whose superblocks carry one device UUID are
+ * one member named twice in ways no file check ties together (two
+ * servers of one file, a copy): -EINVAL, naming both. */
+static int same_device_uuid(struct rf_array *a, int n, char *err, size_t errlen)
+{
+	struct rf_member_id mi, mj;
+	char wi[PATH_MAX + 32], wj[PATH_MAX + 32];
+	int i, j;
+
+	for (i = 1; i < n; i++) {
+		if (!rf_dev_get(a, i)->sb_has)
+			continue;
+		rf_dev_member_id(rf_dev_get(a, i), &mi);
+		for (j = 0; j < i; j++) {
+			if (!rf_dev_get(a, j)->sb_has)
+				continue;
+			rf_dev_member_id(rf_dev_get(a, j), &mj);
+			if (!rf_member_same(&mj, &mi))
+				continue;
+			snprintf(wj, sizeof(wj), "member %d (%s)", j, rf_dev_get(a, j)->path);
+			snprintf(wi, sizeof(wi), "member %d (%s)", i, rf_dev_get(a, i)->path);
+			rf_member_same_msg(err, errlen, wj, &mj, wi, &mi, "each member must be given once");
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size_t errlen)
 {
 	struct rf_sbstate *s;
@@ -492,6 +521,12 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 			free(s);
 			return -EEXIST;
 		}
+	}
+	r = same_device_uuid(a, n, err, errlen);
+	if (r) {
+		forget_all(a);
+		free(s);
+		return r;
 	}
 	/* A rebuild that was under way resumes: below recovery_offset the
 	 * device holds its slot's data. */

@@ -3,6 +3,9 @@
  * file system), what it takes (files, a link followed once, a file it
  * creates and unlinks again on failure), the same file twice, and
  * rf_dev_check() after the file was truncated, unlinked or replaced.
+ * A loop device over a member file (as root, with a free loop device;
+ * else skipped): it says which file it reads, that file is locked with it,
+ * and a server holding either name keeps the other out.
  * The unsafe-directory rule (as root) is exercised by the functional test
  * 19-member-safety, which can switch users.
  */
@@ -12,6 +15,7 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +23,7 @@
 #include <unistd.h>
 
 #include "raidfuse/devopen.h"
+#include "raidfuse/memberid.h"
 #include "fixture.h"
 
 static void path_of(char *p, size_t len, const char *name)
@@ -101,9 +106,15 @@ static void test_opened(void **state)
 	path_of(l, sizeof(l), "link.img");
 	assert_int_equal(symlink(p, l), 0);
 	assert_int_equal(rf_dev_open(l, "m", RF_DEV_NOLOCK, &e, err, sizeof(err)), 0);
-	assert_true(rf_dev_same(&d.id, &e.id));
-	rf_dev_same_msg(err, sizeof(err), "member 0 (a)", "member 1 (b)", e.id.dev, e.id.ino);
-	assert_non_null(strstr(err, "member 0 (a) and member 1 (b) are the same file twice"));
+	{
+		struct rf_member_id a, b;
+
+		rf_member_id_of_dev(&a, &d.id);
+		rf_member_id_of_dev(&b, &e.id);
+		assert_int_equal(rf_member_same(&a, &b), RF_MEMBER_SAME_FILE);
+		rf_member_same_msg(err, sizeof(err), "member 0 (a)", &a, "member 1 (b)", &b, "given once");
+		assert_non_null(strstr(err, "member 0 (a) and member 1 (b) are the same file twice"));
+	}
 	rf_dev_close(&e);
 	rf_dev_close(&d);
 	assert_int_equal(d.fd, -1);
@@ -175,6 +186,90 @@ static void test_check(void **state)
 	rf_dev_close(&d);
 }
 
+/* losetup -f --show path: the loop device's path into dev, or false. */
+static bool loop_attach(const char *path, char *dev, size_t len)
+{
+	char cmd[600];
+	FILE *p;
+	bool ok;
+
+	if (geteuid() != 0)
+		return false;
+	snprintf(cmd, sizeof(cmd), "losetup -f --show '%s' 2>/dev/null", path);
+	p = popen(cmd, "r");
+	if (!p)
+		return false;
+	ok = fgets(dev, (int)len, p) != NULL;
+	if (pclose(p) != 0)
+		ok = false;
+	if (ok)
+		dev[strcspn(dev, "\n")] = '\0';
+	return ok && dev[0] == '/';
+}
+
+static void loop_detach(const char *dev)
+{
+	char cmd[300];
+
+	snprintf(cmd, sizeof(cmd), "losetup -d '%s'", dev);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void test_loop_backing(void **state)
+{
+	struct rf_dev_fd f, l;
+	struct rf_member_id a, b;
+	struct stat st;
+	char p[512], dev[128], err[1024];
+
+	(void)state;
+	make_file("lb.img", 4 << 20);
+	path_of(p, sizeof(p), "lb.img");
+	if (!loop_attach(p, dev, sizeof(dev)))
+		skip();
+	assert_int_equal(stat(p, &st), 0);
+	/* The device says which file it reads. */
+	assert_int_equal(rf_dev_open(dev, "spare (loop)", RF_DEV_NOLOCK, &l, err, sizeof(err)), 0);
+	assert_true(l.id.blk);
+	assert_true(l.id.over_file);
+	assert_true(l.id.lo_dev == st.st_dev);
+	assert_true(l.id.lo_ino == st.st_ino);
+	assert_true(l.id.has_lo_fd);
+	{
+		char rp[PATH_MAX];
+
+		assert_non_null(realpath(p, rp));
+		assert_string_equal(l.id.lo_path, rp);
+	}
+	rf_member_id_of_dev(&b, &l.id);
+	/* The file by its own name is the same member. */
+	assert_int_equal(rf_dev_open(p, "member 0 (lb.img)", 0, &f, err, sizeof(err)), 0);
+	rf_member_id_of_dev(&a, &f.id);
+	assert_int_equal(rf_member_same(&a, &b), RF_MEMBER_SAME_FILE);
+	rf_member_same_msg(err, sizeof(err), "member 0 (lb.img)", &a, dev, &b, "already in the array");
+	assert_non_null(strstr(err, "is a loop device over it"));
+	assert_non_null(strstr(err, dev));
+	/* The file locked by one server: the loop device is refused to
+	 * another, naming the file. */
+	assert_int_equal(rf_dev_lock(&l, false, "member 0 (loop)", err, sizeof(err)), -EWOULDBLOCK);
+	assert_non_null(strstr(err, "member 0 (loop) is in use by another raidfuse or process"));
+	assert_non_null(strstr(err, p));
+	/* ... not even shared (read-only) */
+	assert_int_equal(rf_dev_lock(&l, true, "m", err, sizeof(err)), -EWOULDBLOCK);
+	rf_dev_close(&f);
+	/* And the other way: the loop device held, the file is refused. */
+	assert_int_equal(rf_dev_lock(&l, false, "member 0 (loop)", err, sizeof(err)), 0);
+	assert_int_equal(rf_dev_open(p, "member 0 (lb.img)", 0, &f, err, sizeof(err)), -EWOULDBLOCK);
+	assert_non_null(strstr(err, "member 0 (lb.img) is in use by another raidfuse or process"));
+	rf_dev_close(&l);
+	/* Control: neither held, each opens and locks. */
+	assert_int_equal(rf_dev_open(p, "m", 0, &f, err, sizeof(err)), 0);
+	rf_dev_close(&f);
+	assert_int_equal(rf_dev_open(dev, "m", 0, &l, err, sizeof(err)), 0);
+	rf_dev_close(&l);
+	loop_detach(dev);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -182,6 +277,7 @@ int main(void)
 		cmocka_unit_test(test_opened),
 		cmocka_unit_test(test_create),
 		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_loop_backing),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

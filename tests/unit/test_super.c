@@ -993,7 +993,7 @@ static void test_assemble(void **state)
 	assert_int_equal(rf_assemble(order, 4, NULL, false, &cfg, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "same file twice"));
 
-	/* two members claiming one role: a copy of member 0 */
+	/* a copy of member 0: its device UUID says it is member 0 again */
 	{
 		char cmd[3 * PATH_MAX];
 		char copy[PATH_MAX + 64];
@@ -1003,12 +1003,108 @@ static void test_assemble(void **state)
 		assert_int_equal(system(cmd), 0);
 		order[3] = copy;
 		assert_int_equal(rf_assemble(order, 4, NULL, false, &cfg, err, sizeof(err)), -EINVAL);
-		assert_non_null(strstr(err, "both claim role 0"));
+		assert_non_null(strstr(err, "carry the same md device UUID"));
+		assert_non_null(strstr(err, paths[0]));
+		assert_non_null(strstr(err, copy));
 	}
 	/* a member without a superblock */
 	order[3] = write_member("nosb.img", sectors * 512, NULL, 0);
 	assert_int_equal(rf_assemble(order, 4, NULL, false, &cfg, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "no md superblock"));
+}
+
+/* Set a member's events count to ev (md's update: checksum and all). */
+static void set_events(const char *path, uint64_t ev)
+{
+	struct rf_sb_change c = { .clean = true, .resync_offset = RF_SB_MAX_SECTOR, .events = ev, .faulty_slot = -1 };
+	struct rf_sb_io io;
+	struct rf_sb sb;
+	char err[1024];
+	int fd = open(path, O_RDWR);
+
+	assert_true(fd >= 0);
+	assert_int_equal(rf_sb_io_fd(&io, fd), 0);
+	assert_int_equal(rf_sb_read(fd, path, &sb, err, sizeof(err)), 0);
+	assert_int_equal(rf_sb_update_io(&io, path, &sb, &c, err, sizeof(err)), 0);
+	assert_true(sb.events == ev);
+	close(fd);
+}
+
+/* Events at the top of their range: nothing is stale against itself or
+ * one behind it (the comparison once wrapped: events + 1 == 0), two behind
+ * is stale; a config mount holds the members to the same rule.  The next
+ * events count stays at the top (md never wraps it). */
+static void test_assemble_events_max(void **state)
+{
+	const uint64_t sectors = 32768;
+	struct rf_sb_new n = new_array(5, 2, 128, 4, sectors);
+	char paths[4][FX_PATH];
+	const char *order[4];
+	struct rf_config cfg;
+	char err[1024];
+
+	(void)state;
+	n.clean = true;
+	fx_md_members(&n, "evmax", sectors, paths);
+	for (int i = 0; i < 4; i++) {
+		set_events(paths[i], UINT64_MAX);
+		order[i] = paths[i];
+	}
+	assert_int_equal(rf_assemble(order, 4, NULL, true, &cfg, err, sizeof(err)), 0);
+	for (int i = 0; i < 4; i++)
+		assert_non_null(cfg.members[i]);
+	rf_config_free(&cfg);
+	/* one behind: in (md's margin) */
+	set_events(paths[3], UINT64_MAX - 1);
+	assert_int_equal(rf_assemble(order, 4, NULL, true, &cfg, err, sizeof(err)), 0);
+	assert_non_null(cfg.members[3]);
+	rf_config_free(&cfg);
+	/* two behind: stale, left out */
+	set_events(paths[3], UINT64_MAX - 2);
+	assert_int_equal(rf_assemble(order, 4, NULL, true, &cfg, err, sizeof(err)), 0);
+	assert_null(cfg.members[3]);
+	assert_non_null(cfg.members[0]);
+	rf_config_free(&cfg);
+	assert_true(rf_sb_events_stale(UINT64_MAX - 2, UINT64_MAX));
+	assert_false(rf_sb_events_stale(UINT64_MAX - 1, UINT64_MAX));
+	assert_false(rf_sb_events_stale(UINT64_MAX, UINT64_MAX));
+	assert_false(rf_sb_events_stale(UINT64_MAX, 5));
+	assert_false(rf_sb_events_stale(0, 1));
+	assert_true(rf_sb_events_stale(0, 2));
+	assert_true(rf_sb_events_next(UINT64_MAX) == UINT64_MAX);
+	assert_true(rf_sb_events_next(7) == 8);
+}
+
+/* A chunk of 2^31 sectors (1 TiB): refused with the value read, not as
+ * the "chunk of 0 sectors" its byte count wrapped to. */
+static void test_assemble_chunk_huge(void **state)
+{
+	const uint64_t sectors = 32768;
+	struct rf_sb_new n = new_array(5, 2, 128, 3, sectors);
+	char paths[3][FX_PATH];
+	const char *order[3];
+	struct rf_config cfg;
+	char err[1024];
+
+	(void)state;
+	n.clean = true;
+	fx_md_members(&n, "chunkbig", sectors, paths);
+	/* chunksize (le32 at byte 88 of the 1.2 superblock, 4 KiB in) */
+	for (int i = 0; i < 3; i++) {
+		uint8_t buf[4096];
+		int fd = open(paths[i], O_RDWR);
+
+		assert_true(fd >= 0);
+		assert_int_equal(pread(fd, buf, sizeof(buf), 4096), (ssize_t)sizeof(buf));
+		put32(buf, 88, 1u << 31);
+		fix_csum1(buf);
+		assert_int_equal(pwrite(fd, buf, sizeof(buf), 4096), (ssize_t)sizeof(buf));
+		close(fd);
+		order[i] = paths[i];
+	}
+	assert_int_not_equal(rf_assemble(order, 3, NULL, true, &cfg, err, sizeof(err)), 0);
+	assert_null(strstr(err, "chunk of 0 sectors"));
+	assert_non_null(strstr(err, "2147483648"));
 }
 
 /* A dirty array missing a member is refused for parity levels. */
@@ -1175,6 +1271,8 @@ int main(void)
 		cmocka_unit_test(test_update_io_change),
 		cmocka_unit_test(test_assemble),
 		cmocka_unit_test(test_assemble_dirty_degraded),
+		cmocka_unit_test(test_assemble_events_max),
+		cmocka_unit_test(test_assemble_chunk_huge),
 		cmocka_unit_test(test_check_config),
 		cmocka_unit_test(test_plan_create),
 	};
