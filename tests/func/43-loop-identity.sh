@@ -118,7 +118,10 @@ log "   files served, loops refused: $(tail -n 1 <<<"$OUT")"
 stop_array "$MNT"
 start_array_daemon "$C/l.conf" "$M2"
 refused_mount mount "$C/f.conf" "$MNT"
-grep -q "member 0 (.*/d0.img) is in use by another raidfuse or process" <<<"$OUT" ||
+# (the lock the loop's backing file holds, or first the daemon that holds
+# it, named with its mount)
+grep -Eq "member 0 \(.*/d0.img\) is in use by (another raidfuse or process|the raidfuse \(pid [0-9]+\) serving $M2)" \
+	<<<"$OUT" ||
 	fail "files served through loop devices: '$OUT'"
 log "   loops served, files refused: $(tail -n 1 <<<"$OUT")"
 MNT_SAVE=$MNT

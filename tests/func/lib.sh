@@ -406,7 +406,14 @@ _wait_served() {
 stop_array() {
 	local mnt=$1
 	[ -n "${_DAEMON_OF[$mnt]:-}" ] || fail "stop_array: nothing of ours is mounted on $mnt"
-	timeout 30 fusermount3 -u "$mnt" || fail "fusermount3 -u $mnt failed"
+	local i out
+	# A reader that just ended may hold the mount a moment longer (EBUSY).
+	for ((i = 0; i < 50; i++)); do
+		out=$(timeout 30 fusermount3 -u "$mnt" 2>&1) && break
+		[[ $out == *"Device or resource busy"* ]] || fail "fusermount3 -u $mnt failed: $out"
+		sleep 0.1
+	done
+	[ $i -lt 50 ] || fail "fusermount3 -u $mnt: still busy after 5 s: $out; holders: $(fuser -vm "$mnt" 2>&1 | tr '\n' ' ')"
 	wait_daemon_exit "$mnt"
 	mountpoint -q "$mnt" && fail "$mnt still mounted after stop_array"
 	vlog "stopped $mnt"
