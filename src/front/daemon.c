@@ -29,8 +29,8 @@
  * stderr, so that a caller reading the command's output ($(...)) sees
  * its end.
  *
- * What it does NOT do: write a pid file (the mount's source names the
- * daemon's pid: fuse.c), or handle signals (libfuse's handlers do).
+ * What it does NOT do: write a pid file (the daemon marks the mount it
+ * serves: holder.h, fuse.c), or handle signals (libfuse's handlers do).
  */
 #include <errno.h>
 #include <fcntl.h>

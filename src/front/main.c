@@ -1296,6 +1296,7 @@ static int cmd_stop(int argc, char **argv)
 	struct rf_mount_ent m;
 	double secs = STOP_TIMEOUT_S;
 	int ch, rc = -1, r, pidfd;
+	pid_t pid;
 	int64_t t0;
 
 	while ((ch = opt_next(argc, argv, "-:t:h", lo, &rc)) != -1) {
@@ -1323,16 +1324,19 @@ static int cmd_stop(int argc, char **argv)
 			r == -ENOENT ? "nothing is mounted there" : strerror(-r));
 		return 1;
 	}
-	if (!m.pid) {
+	/* The daemon: the process holding the mount's marker (holder.h). */
+	pid = rf_serve_pid_of(&m);
+	if (!pid && !rf_mount_is_raidfuse(&m)) {
 		fprintf(stderr, "raidfuse: stop: %s is not a raidfuse mount (%s, type %s)\n", abs, m.source, m.type);
 		return 1;
 	}
 	/* Before the unmount: the pid cannot be another process's by the
 	 * time it is waited for. */
-	pidfd = (int)syscall(SYS_pidfd_open, m.pid, 0);
-	if (pidfd < 0 && errno == ESRCH) {
-		fprintf(stderr, "raidfuse: stop: the daemon (pid %d) that served %s has exited already (it "
-			"crashed or was killed: its array was not shut down cleanly); unmounting what it left\n", (int)m.pid, abs);
+	pidfd = pid ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+	if (!pid || (pidfd < 0 && errno == ESRCH)) {
+		fprintf(stderr, "raidfuse: stop: no daemon serves %s (%s, type %s) any more (it crashed or was "
+			"killed: its array was not shut down cleanly); unmounting what it left\n", abs, m.source,
+			m.type);
 		stop_unmount(abs);
 		return 1;
 	}
@@ -1342,13 +1346,13 @@ static int cmd_stop(int argc, char **argv)
 		return 1;
 	}
 	t0 = mono_ms();
-	if (!wait_exit(pidfd, m.pid, t0 + 1000)) {
+	if (!wait_exit(pidfd, pid, t0 + 1000)) {
 		fprintf(stderr, "raidfuse: stop: %s unmounted; waiting for its daemon (pid %d) to write its last "
-			"superblocks and exit (up to %g s)\n", abs, (int)m.pid, secs);
-		if (!wait_exit(pidfd, m.pid, t0 + (int64_t)(secs * 1000))) {
+			"superblocks and exit (up to %g s)\n", abs, (int)pid, secs);
+		if (!wait_exit(pidfd, pid, t0 + (int64_t)(secs * 1000))) {
 			fprintf(stderr, "raidfuse: stop: the daemon (pid %d) that served %s has not exited %g s after "
 				"the unmount: it still holds its members (its log, in syslog, says what it waits "
-				"for)\n", (int)m.pid, abs, secs);
+				"for)\n", (int)pid, abs, secs);
 			if (pidfd >= 0)
 				close(pidfd);
 			return 1;
@@ -1524,10 +1528,11 @@ static const struct cmd cmds[] = {
 	  "raidfuse stop [--timeout SECONDS] MOUNTPOINT",
 	  "Stop the array served on MOUNTPOINT, as mdadm --stop does: unmount it, then wait\n"
 	  "until its daemon has written its last superblocks (clean) and exited, so that the\n"
-	  "members may be mounted, assembled or examined at once.  The daemon is the one the\n"
-	  "mount table names (its source is raidfuse:PID); it is not asked anything.  Exit 1,\n"
-	  "saying why, when MOUNTPOINT is no raidfuse mount, cannot be unmounted (a program\n"
-	  "holds the image open), or the daemon has not exited within the timeout.\n"
+	  "members may be mounted, assembled or examined at once.  The daemon is the process\n"
+	  "that holds the mount's marker (raidfuse list shows its pid); it is not asked\n"
+	  "anything.  Exit 1, saying why, when MOUNTPOINT is no raidfuse mount, cannot be\n"
+	  "unmounted (a program holds the image open), or the daemon has not exited within\n"
+	  "the timeout.\n"
 	  "\n"
 	  "  -t, --timeout=SECONDS  how long to wait for the daemon (default 60)\n"
 	  "  -h, --help             this help\n",
