@@ -48,6 +48,7 @@ struct rf_mount_ent {
 	char type[64];                  /* "fuse", "fuse.NAME", ... */
 	char source[256];
 	dev_t dev;                      /* the mount's device (FUSE: 0:connection) */
+	long uid;                       /* a FUSE mount's user_id= (who mounted it); -1: none */
 };
 
 /* The flock(2) holders of the file dev:ino in f (/proc/locks' format),

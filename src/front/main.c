@@ -57,6 +57,7 @@
 #include <string.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -70,6 +71,7 @@
 #include "raidfuse/config.h"
 #include "raidfuse/create.h"
 #include "raidfuse/daemon.h"
+#include "raidfuse/detail.h"
 #include "raidfuse/detect.h"
 #include "raidfuse/devopen.h"
 #include "raidfuse/fuse.h"
@@ -365,6 +367,28 @@ static int examine_open(const char *path, int *fd, struct rf_nbd **nbd, struct r
 	return r;
 }
 
+/* An array examine --scan has printed. */
+struct scan_seen {
+	uint8_t uuid[16];
+};
+
+/* examine --scan: one mdadm.conf ARRAY line per array among the members
+ * (the first member of each names it), as mdadm --examine --scan. */
+static void scan_member(const struct rf_sb *sb, struct scan_seen *seen, int *nseen)
+{
+	char uuid[40], name[16];
+	int i;
+
+	for (i = 0; i < *nseen; i++)
+		if (!memcmp(seen[i].uuid, sb->uuid, 16))
+			return;
+	memcpy(seen[(*nseen)++].uuid, sb->uuid, 16);
+	rf_sb_uuid_str(sb, uuid);
+	/* 0.90 has no name: the array is known by its uuid's first word */
+	snprintf(name, sizeof(name), "%.8s", uuid);
+	rf_detail_array_line(stdout, rf_sb_kind_name(sb->kind), uuid, sb->name, name);
+}
+
 /* examine [--json] [-X] MEMBER...: each member's superblock as mdadm
  * --examine prints it (-X: its bitmap, as mdadm --examine-bitmap), or one
  * JSON object per member (a line each); exit 1 if any member has none or
@@ -374,28 +398,36 @@ static int examine_cmd(int argc, char **argv, bool bitmap)
 	static const struct option lo[] = {
 		OPT_JSON,
 		{ "examine-bitmap", no_argument, NULL, 'X' },
+		{ "scan", no_argument, NULL, 's' },
 		OPT_HELP,
 		OPT_END
 	};
 	const char **members;
 	struct rf_sb *sb;
+	struct scan_seen *seen = NULL;
 	char err[1024];
-	int i, n = 0, ret = 0, ch, rc = -1;
-	bool json = false;
+	int i, n = 0, nseen = 0, ret = 0, ch, rc = -1;
+	bool json = false, scan = false;
 
 	members = calloc((size_t)argc, sizeof(*members));
 	if (!members)
 		return 1;
-	while ((ch = opt_next(argc, argv, "-:JXh", lo, &rc)) != -1) {
+	while ((ch = opt_next(argc, argv, "-:JXsh", lo, &rc)) != -1) {
 		if (ch == 'J')
 			json = true;
 		else if (ch == 'X')
 			bitmap = true;
+		else if (ch == 's')
+			scan = true;
 		else if (ch == 1)
 			members[n++] = optarg;
 	}
 	if (rc < 0 && !n)
 		rc = usage_error("examine: expected MEMBER...");
+	if (rc < 0 && scan && (bitmap || json))
+		rc = usage_error("examine: --scan goes without --json and -X");
+	if (rc < 0 && scan && !(seen = calloc((size_t)n, sizeof(*seen))))
+		rc = 1;
 	sb = rc < 0 ? malloc(sizeof(*sb)) : NULL;
 	if (!sb) {
 		free(members);
@@ -416,6 +448,8 @@ static int examine_cmd(int argc, char **argv, bool bitmap)
 			ret = 1;
 		} else if (bitmap) {
 			ret |= examine_bitmap(&io, members[i], sb, json);
+		} else if (scan) {
+			scan_member(sb, seen, &nseen);
 		} else {
 			examine_bitmap_size(&io, members[i], sb);
 			if (!json)
@@ -429,6 +463,7 @@ static int examine_cmd(int argc, char **argv, bool bitmap)
 			close(fd);
 		rf_nbd_close(nbd);
 	}
+	free(seen);
 	free(sb);
 	free(members);
 	return ret;
@@ -936,22 +971,274 @@ static int status_show(const char *mnt, bool json, bool watch, double secs)
 	}
 }
 
-/* status [--json] [--watch [SECONDS]] MOUNTPOINT */
+static int64_t mono_ms(void);
+static bool wait_exit(int pidfd, pid_t pid, int64_t deadline);
+
+/* status --detail MOUNTPOINT: what mdadm --detail prints, exit status
+ * as mdadm --detail --test's (RF_DETAIL_*). */
+static int status_detail(const char *mnt, bool json)
+{
+	struct rf_detail *d = malloc(sizeof(*d));
+	char err[PATH_MAX + 512];
+	int r;
+
+	if (!d)
+		return RF_DETAIL_UNREADABLE;
+	r = rf_detail_read(mnt, d, err, sizeof(err));
+	if (r) {
+		fprintf(stderr, "raidfuse: status: %s\n", err);
+		free(d);
+		return RF_DETAIL_UNREADABLE;
+	}
+	if (json ? rf_detail_print_json(stdout, d) : (rf_detail_print(stdout, d), 0)) {
+		fprintf(stderr, "raidfuse: status: writing JSON: %s\n", strerror(EIO));
+		free(d);
+		return RF_DETAIL_UNREADABLE;
+	}
+	r = rf_detail_status(d);
+	free(d);
+	return r;
+}
+
+/* Whether a mount is one `raidfuse list` shows: a raidfuse mount (by its
+ * name) of this user (every user's for root). */
+static bool listed_mount(const struct rf_mount_ent *m)
+{
+	return rf_mount_is_raidfuse(m) && (geteuid() == 0 || m->uid == (long)getuid());
+}
+
+/* How long list waits for one mount's files: a daemon that is stopped or
+ * stuck does not answer, and list goes on without it. */
+#define LIST_MOUNT_TIMEOUT_MS 5000
+
+/* What a child read of one mount, in memory shared with the parent. */
+struct mount_read {
+	int r;
+	char err[PATH_MAX + 512];
+	struct rf_detail d;
+};
+
+/* Read mnt's files into *mr in a child, which is killed (a read of a FUSE
+ * file that waits for its daemon ends on SIGKILL) when it has not ended
+ * within LIST_MOUNT_TIMEOUT_MS.  0, or -errno with mr->err. */
+static int read_mount(const char *mnt, struct mount_read *mr)
+{
+	int st, pidfd;
+	pid_t pid;
+
+	mr->r = -EIO;
+	snprintf(mr->err, sizeof(mr->err), "%s: its reader failed", mnt);
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		snprintf(mr->err, sizeof(mr->err), "%s: fork: %s", mnt, strerror(errno));
+		return -errno;
+	}
+	if (pid == 0) {
+		mr->r = rf_detail_read(mnt, &mr->d, mr->err, sizeof(mr->err));
+		_exit(0);
+	}
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (!wait_exit(pidfd, pid, mono_ms() + LIST_MOUNT_TIMEOUT_MS)) {
+		kill(pid, SIGKILL);
+		mr->r = -ETIMEDOUT;
+		snprintf(mr->err, sizeof(mr->err), "%s: its daemon has not answered within %d s (stopped or stuck)",
+			 mnt, LIST_MOUNT_TIMEOUT_MS / 1000);
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return mr->r;
+}
+
+/* fn(ctx, m, d, err) for every listed mount, d NULL when its files could
+ * not be read (err says why).  Returns how many there were, or -errno. */
+static int each_mount(void (*fn)(void *ctx, const struct rf_mount_ent *m, const struct rf_detail *d,
+				 const char *err),
+		      void *ctx)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	struct mount_read *mr = mmap(NULL, sizeof(*mr), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct rf_mount_ent m;
+	int n = 0;
+
+	if (!f || mr == MAP_FAILED) {
+		n = -errno;
+		if (f)
+			fclose(f);
+		if (mr != MAP_FAILED)
+			munmap(mr, sizeof(*mr));
+		return n;
+	}
+	while (!rf_mountinfo_next(f, &m)) {
+		if (!listed_mount(&m))
+			continue;
+		if (read_mount(m.point, mr)) {
+			fn(ctx, &m, NULL, mr->err);
+		} else {
+			if (!mr->d.pid)
+				mr->d.pid = rf_serve_pid_of(&m);
+			fn(ctx, &m, &mr->d, NULL);
+		}
+		n++;
+	}
+	fclose(f);
+	munmap(mr, sizeof(*mr));
+	return n;
+}
+
+/* The name list shows: the NAME of a raidfuse:NAME source, else the image. */
+static const char *mount_name(const struct rf_mount_ent *m, const struct rf_detail *d)
+{
+	size_t len = strlen(RF_MOUNT_SOURCE);
+
+	if (!strncmp(m->source, RF_MOUNT_SOURCE, len) && m->source[len])
+		return m->source + len;
+	return d && d->image[0] ? d->image : m->source;
+}
+
+/* A size in KiB as lsblk prints one: 1024-based, one decimal under 10. */
+static const char *short_size(uint64_t kib, char *buf, size_t len)
+{
+	static const char units[] = "KMGTPE";
+	double v = (double)kib;
+	int u = 0;
+
+	while (v >= 1024 && u < 5) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, v < 10 && u ? "%.1f%c" : "%.0f%c", v, units[u]);
+	return buf;
+}
+
+static void list_text(void *ctx, const struct rf_mount_ent *m, const struct rf_detail *d, const char *err)
+{
+	char sz[32], lv[16], pid[16];
+
+	if (!*(bool *)ctx) {
+		printf("%-16s %-28s %-35s %-6s %-10s %7s %s\n", "NAME", "MOUNTPOINT", "UUID", "LEVEL", "STATE", "SIZE",
+		       "PID");
+		*(bool *)ctx = true;
+	}
+	if (!d) {
+		printf("%-16s %-28s %-35s %-6s %-10s %7s %s\n", mount_name(m, d), m->point, "-", "-", "unreachable", "-",
+		       "-");
+		fprintf(stderr, "raidfuse: list: %s\n", err);
+		return;
+	}
+	snprintf(lv, sizeof(lv), "raid%d", d->level);
+	snprintf(pid, sizeof(pid), "%d", (int)d->pid);
+	printf("%-16s %-28s %-35s %-6s %-10s %7s %s\n", mount_name(m, d), m->point, d->uuid[0] ? d->uuid : "-", lv,
+	       rf_detail_state_word(d), short_size(d->array_kib, sz, sizeof(sz)), d->pid ? pid : "-");
+}
+
+static void list_json(void *ctx, const struct rf_mount_ent *m, const struct rf_detail *d, const char *err)
+{
+	struct rf_json *j = ctx;
+	char lv[16];
+
+	rf_json_obj(j);
+	rf_json_kstr(j, "name", mount_name(m, d));
+	rf_json_kstr(j, "mountpoint", m->point);
+	rf_json_kstr(j, "source", m->source);
+	rf_json_kstr(j, "fstype", m->type);
+	if (!d) {
+		rf_json_kstr(j, "state", "unreachable");
+		rf_json_kstr(j, "error", err);
+		rf_json_obj_end(j);
+		return;
+	}
+	rf_json_kstr(j, "image", d->image[0] ? d->image : NULL);
+	rf_json_kstr(j, "uuid", d->uuid[0] ? d->uuid : NULL);
+	snprintf(lv, sizeof(lv), "raid%d", d->level);
+	rf_json_kstr(j, "level", lv);
+	rf_json_kstr(j, "state", rf_detail_state_word(d));
+	rf_json_kint(j, "degraded", d->degraded);
+	rf_json_kuint(j, "size", d->array_kib * 1024);
+	rf_json_key(j, "pid");
+	if (d->pid)
+		rf_json_int(j, d->pid);
+	else
+		rf_json_null(j);
+	rf_json_obj_end(j);
+}
+
+/* status --scan: an mdadm.conf ARRAY line for each mount, after a
+ * comment naming the mount (mdadm.conf has no word for a mount point). */
+static void scan_line(void *ctx, const struct rf_mount_ent *m, const struct rf_detail *d, const char *err)
+{
+	if (!d) {
+		fprintf(stderr, "raidfuse: status --scan: %s\n", err);
+		return;
+	}
+	if (!d->uuid[0])
+		return;
+	printf("# %s on %s\n", m->source, m->point);
+	rf_detail_array_line(stdout, d->metadata, d->uuid, d->set_name, mount_name(m, d));
+}
+
+/* list [--json]: every raidfuse mount of this user. */
+static int cmd_list(int argc, char **argv)
+{
+	static const struct option lo[] = { OPT_JSON, OPT_HELP, OPT_END };
+	bool json = false, header = false;
+	struct rf_json j;
+	int ch, rc = -1, n;
+
+	while ((ch = opt_next(argc, argv, "-:Jh", lo, &rc)) != -1) {
+		if (ch == 'J')
+			json = true;
+		else if (ch == 1)
+			return usage_error("list: takes no argument, got '%s'", optarg);
+	}
+	if (rc >= 0)
+		return rc;
+	if (!json) {
+		n = each_mount(list_text, &header);
+	} else {
+		rf_json_init(&j, stdout);
+		rf_json_arr(&j);
+		n = each_mount(list_json, &j);
+		rf_json_arr_end(&j);
+		if (rf_json_end(&j) && n >= 0)
+			n = -EIO;
+	}
+	if (n < 0) {
+		fprintf(stderr, "raidfuse: list: %s\n", strerror(-n));
+		return 1;
+	}
+	return 0;
+}
+
+/* status [--json] [--watch [SECONDS]] MOUNTPOINT, status --detail
+ * [--json] MOUNTPOINT, status --scan */
 static int cmd_status(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		OPT_JSON,
 		{ "watch", optional_argument, NULL, 'w' },
+		{ "detail", no_argument, NULL, 'D' },
+		{ "scan", no_argument, NULL, 's' },
 		OPT_HELP,
 		OPT_END
 	};
 	const char *mnt = NULL;
-	bool json = false, watch = false, secs_due = false;
+	bool json = false, watch = false, secs_due = false, detail = false, scan = false;
 	double secs = 2;
-	int ch, rc = -1;
+	int ch, rc = -1, n;
 
-	while ((ch = opt_next(argc, argv, "-:Jw::h", lo, &rc)) != -1) {
+	while ((ch = opt_next(argc, argv, "-:Jw::Dsh", lo, &rc)) != -1) {
 		switch (ch) {
+		case 'D':
+			detail = true;
+			secs_due = false;
+			break;
+		case 's':
+			scan = true;
+			secs_due = false;
+			break;
 		case 'J':
 			json = true;
 			secs_due = false;
@@ -976,8 +1263,21 @@ static int cmd_status(int argc, char **argv)
 	}
 	if (rc >= 0)
 		return rc;
+	if ((detail || scan) && watch)
+		return usage_error("status: --watch goes without --detail and --scan");
+	if (scan) {
+		if (mnt || detail || json)
+			return usage_error("status: --scan takes no MOUNTPOINT, --detail or --json (raidfuse list "
+					   "--json lists the mounts)");
+		n = each_mount(scan_line, NULL);
+		if (n < 0)
+			fprintf(stderr, "raidfuse: status --scan: %s\n", strerror(-n));
+		return n < 0 ? 1 : 0;
+	}
 	if (!mnt)
 		return usage_error("status: expected MOUNTPOINT");
+	if (detail)
+		return status_detail(mnt, json);
 	return status_show(mnt, json, watch, secs);
 }
 
@@ -1538,9 +1838,11 @@ static const struct cmd cmds[] = {
 	  "  -h, --help             this help\n",
 	  "unmount MOUNTPOINT and wait for its daemon to finish" },
 	{ "examine", cmd_examine,
-	  "raidfuse examine [--json] [-X] MEMBER...",
+	  "raidfuse examine [--json] [-X] [--scan] MEMBER...",
 	  "Print each member's md superblock as mdadm --examine does.\n"
 	  "\n"
+	  "  -s, --scan             one mdadm.conf ARRAY line per array among the members\n"
+	  "                         (ARRAY /dev/md/NAME metadata=1.2 UUID=... name=...)\n"
 	  "  -J, --json             one JSON object per member, one a line, md's field names\n"
 	  "                         (uuid, level, raid_disks, chunk_size, layout, events,\n"
 	  "                         dev_role, data_offset, ...; sizes in sectors)\n"
@@ -1556,10 +1858,30 @@ static const struct cmd cmds[] = {
 	  "  -J, --json             one JSON object per member, one a line\n"
 	  "  -h, --help             this help\n",
 	  "print each member's bitmap as mdadm --examine-bitmap does" },
+	{ "list", cmd_list,
+	  "raidfuse list [--json]",
+	  "List every raidfuse mount of this user (every user's for root), from the mount\n"
+	  "table (type fuse.raidfuse, or a source raidfuse:NAME): name, mount point, array\n"
+	  "UUID, level, state (clean, active, degraded, resyncing, recovering, checking,\n"
+	  "repairing, failed, ...; unreachable when its daemon does not answer), size and the\n"
+	  "daemon's pid.\n"
+	  "\n"
+	  "  -J, --json             one JSON array, an object per mount (size in bytes)\n"
+	  "  -h, --help             this help\n",
+	  "list the raidfuse mounts: name, mount point, UUID, level, state" },
 	{ "status", cmd_status,
-	  "raidfuse status [--json] [--watch [SECONDS]] MOUNTPOINT",
+	  "raidfuse status [--json] [--watch [SECONDS]] MOUNTPOINT\n"
+	  "raidfuse status --detail [--json] MOUNTPOINT\n"
+	  "raidfuse status --scan",
 	  "Print MOUNTPOINT/mdstat and every attribute under MOUNTPOINT/md.\n"
 	  "\n"
+	  "  -D, --detail           what mdadm --detail prints (version, sizes, state, device\n"
+	  "                         counts, layout, UUID, events, the device table), and exit\n"
+	  "                         as mdadm --detail --test: 0 the array is whole, 1 degraded,\n"
+	  "                         2 failed (cannot serve), 4 MOUNTPOINT is no raidfuse mount\n"
+	  "                         or its files cannot be read\n"
+	  "  -s, --scan             an mdadm.conf ARRAY line for each raidfuse mount (after a\n"
+	  "                         comment line naming the mount and its mount point)\n"
 	  "  -J, --json             one JSON object: md's attribute names and values (integers\n"
 	  "                         as numbers), \"devices\" (md/dev-NAME/*), \"mdstat\"\n"
 	  "  -w, --watch[=SECONDS]  print mdstat every SECONDS (default 2; also as the next\n"
@@ -1700,6 +2022,6 @@ int main(int argc, char **argv)
 	}
 	if (argv[1][0] == '-')
 		return usage_error("unknown option '%s' (options follow the command)", argv[1]);
-	return usage_error("unknown command '%s' (expected create, mount, assemble, stop, examine, detect, status or ctl)",
+	return usage_error("unknown command '%s' (expected create, mount, assemble, stop, list, examine, detect, status or ctl)",
 			   argv[1]);
 }

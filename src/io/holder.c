@@ -74,7 +74,7 @@ static void unescape(char *s)
 
 int rf_mountinfo_next(FILE *f, struct rf_mount_ent *m)
 {
-	char *line = NULL, *sep;
+	char *line = NULL, *sep, *uid;
 	unsigned maj, min;
 	size_t cap = 0;
 	int r = -ENOENT;
@@ -85,6 +85,8 @@ int rf_mountinfo_next(FILE *f, struct rf_mount_ent *m)
 		if (!sep || sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min, m->point) != 3 ||
 		    sscanf(sep + 3, "%63s %255s", m->type, m->source) != 2)
 			continue;
+		uid = strstr(sep + 3, ",user_id=");
+		m->uid = uid ? strtol(uid + 9, NULL, 10) : -1;
 		unescape(m->point);
 		unescape(m->source);
 		m->dev = makedev(maj, min);

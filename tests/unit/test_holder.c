@@ -129,7 +129,7 @@ static void test_mountinfo(void **state)
 {
 	const char *mi =
 		"22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
-		"40 22 0:41 / /mnt/a\\040b rw,nosuid shared:9 - fuse.raidfuse raidfuse:a.img rw,user_id=0\n"
+		"40 22 0:41 / /mnt/a\\040b rw,nosuid shared:9 - fuse.raidfuse raidfuse:a.img rw,user_id=0,group_id=0\n"
 		"41 22 0:42 / /mnt/c rw,nosuid - fuse.sshfs me@host:/ rw\n"
 		"42 22 0:43 / /mnt/c rw,nosuid - fuse mine rw,user_id=0\n"
 		"garbage\n";
@@ -142,6 +142,7 @@ static void test_mountinfo(void **state)
 	assert_string_equal(m.type, "fuse.raidfuse");
 	assert_string_equal(m.source, "raidfuse:a.img");
 	assert_true(m.dev == makedev(0, 41));
+	assert_int_equal(m.uid, 0);
 	assert_true(rf_mount_is_raidfuse(&m));
 	/* two mounts on one point: the last is on top */
 	f = text(mi);
@@ -164,6 +165,7 @@ static void test_mountinfo(void **state)
 	assert_int_equal(rf_mountinfo_find(f, "/", 0, &m), 0);
 	fclose(f);
 	assert_true(m.dev == makedev(8, 1));
+	assert_int_equal(m.uid, -1);
 	assert_false(rf_mount_is_raidfuse(&m));
 }
 
