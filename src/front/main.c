@@ -43,8 +43,10 @@
  * status and ctl only read and write the control files under a mount
  * (MOUNTPOINT/mdstat, MOUNTPOINT/md/ATTR): whatever the daemon serves there
  * is what they show, and what it refuses they report.  Their --json prints
- * the same files as JSON: md's attribute names as keys, a value that is a
- * decimal integer as a number, any other as md's text.
+ * the same files as typed JSON (json_ctl_typed(), raidfuse(8) JSON
+ * OUTPUT): md's attribute names as keys, numbers as numbers, md's "none"
+ * as null, pairs as objects, other words as md's text.  list and status
+ * --detail read the same files (detail.h).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -786,6 +788,76 @@ static void json_ctl_value(struct rf_json *j, char *text)
 		rf_json_str(j, text);
 }
 
+/* The words of a fault spec ("error=EIO rate=0.5 ops=read,write") and its
+ * counters' line ("matched=3 errors=1 delays=0") as members of the
+ * object open in j: numbers as numbers, ops as an array of words. */
+static void json_fault_words(struct rf_json *j, char *text)
+{
+	char *save = NULL, *w, *eq, *op, *save2 = NULL;
+
+	for (w = strtok_r(text, " \n", &save); w; w = strtok_r(NULL, " \n", &save)) {
+		eq = strchr(w, '=');
+		if (!eq)
+			continue;
+		*eq = '\0';
+		rf_json_key(j, w);
+		if (!strcmp(w, "ops")) {
+			rf_json_arr(j);
+			for (op = strtok_r(eq + 1, ",", &save2); op; op = strtok_r(NULL, ",", &save2))
+				rf_json_str(j, op);
+			rf_json_arr_end(j);
+		} else {
+			rf_json_num_text(j, eq + 1);
+		}
+	}
+}
+
+/* name's control file text as typed JSON (typed by the file's base name),
+ * the key(s) included: md's "none" as null, a number as a number, "done /
+ * total" as {"done":N,"total":N}, "N (system)" as N with NAME_source
+ * beside it, the fault spec as an object (null when off, its counters
+ * then left out), a timeout ("5", "500ms") as seconds; any other text as
+ * a string. */
+static void json_ctl_typed(struct rf_json *j, const char *name, char *text)
+{
+	const char *kind = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+	unsigned long long a, b;
+	char src[16], key[300], num[32], *end;
+	size_t len = strlen(text);
+	double v;
+	int n = 0;
+
+	while (len && text[len - 1] == '\n')
+		text[--len] = '\0';
+	rf_json_key(j, name);
+	if (!strcmp(text, "none")) {
+		rf_json_null(j);
+	} else if (!strcmp(kind, "fault")) {
+		if (!strncmp(text, "off", 3) && (!text[3] || text[3] == '\n')) {
+			rf_json_null(j);
+		} else {
+			rf_json_obj(j);
+			json_fault_words(j, text);
+			rf_json_obj_end(j);
+		}
+	} else if (sscanf(text, "%llu / %llu%n", &a, &b, &n) == 2 && !text[n]) {
+		rf_json_obj(j);
+		rf_json_kuint(j, "done", a);
+		rf_json_kuint(j, "total", b);
+		rf_json_obj_end(j);
+	} else if (sscanf(text, "%llu (%15[a-z])%n", &a, src, &n) == 2 && !text[n]) {
+		rf_json_uint(j, a);
+		snprintf(key, sizeof(key), "%s_source", name);
+		rf_json_kstr(j, key, src);
+	} else if (!strcmp(kind, "timeout") && (v = strtod(text, &end)) >= 0 && end != text &&
+		   (!*end || !strcmp(end, "ms"))) {
+		snprintf(num, sizeof(num), "%g", *end ? v / 1000 : v);
+		rf_json_num_text(j, num);
+	} else {
+		json_ctl_value(j, text);
+	}
+}
+
 /* fn(ctx, name, text) for every readable regular file of dir (md/ or
  * md/dev-NAME/), in the daemon's order (a meaningful one: keep it).
  * 0, or 1 when dir or a file cannot be read (reported). */
@@ -821,8 +893,7 @@ static int each_ctl_file(const char *dir, void (*fn)(void *ctx, const char *name
 
 static void json_ctl_member(void *j, const char *name, char *text)
 {
-	rf_json_key(j, name);
-	json_ctl_value(j, text);
+	json_ctl_typed(j, name, text);
 }
 
 /* ---------------------------------------------------------------- status */
@@ -833,7 +904,7 @@ static void json_ctl_member(void *j, const char *name, char *text)
  * "mdstat" (the text).  0 or 1 (reported). */
 static int status_json(const char *mnt, const char *mdstat)
 {
-	char path[4096];
+	char path[4096], abs[PATH_MAX];
 	struct dirent *de;
 	struct rf_json j;
 	DIR *d;
@@ -841,7 +912,7 @@ static int status_json(const char *mnt, const char *mdstat)
 
 	rf_json_init(&j, stdout);
 	rf_json_obj(&j);
-	rf_json_kstr(&j, "mountpoint", mnt);
+	rf_json_kstr(&j, "mountpoint", realpath(mnt, abs) ? abs : mnt);
 	/* the image: the one regular file beside mdstat */
 	d = opendir(mnt);
 	while (d && (de = readdir(d)))
@@ -1435,8 +1506,7 @@ static int cmd_ctl(int argc, char **argv)
 		}
 		rf_json_init(&j, stdout);
 		rf_json_obj(&j);
-		rf_json_key(&j, attr);
-		json_ctl_value(&j, buf);
+		json_ctl_typed(&j, attr, buf);
 		rf_json_obj_end(&j);
 		return rf_json_end(&j) ? 1 : 0;
 	}
