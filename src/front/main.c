@@ -832,6 +832,8 @@ static void json_ctl_typed(struct rf_json *j, const char *name, char *text)
 	rf_json_key(j, name);
 	if (!strcmp(text, "none")) {
 		rf_json_null(j);
+	} else if (!strcmp(kind, "set_name") || !strcmp(kind, "path")) {
+		rf_json_str(j, text);   /* names, whatever they look like */
 	} else if (!strcmp(kind, "fault")) {
 		if (!strncmp(text, "off", 3) && (!text[3] || text[3] == '\n')) {
 			rf_json_null(j);
@@ -1045,29 +1047,45 @@ static int status_show(const char *mnt, bool json, bool watch, double secs)
 static int64_t mono_ms(void);
 static bool wait_exit(int pidfd, pid_t pid, int64_t deadline);
 
+/* How long list waits for one mount's files, and status --detail for its
+ * mount's: a daemon that is stopped or stuck does not answer, and list
+ * goes on without it. */
+#define LIST_MOUNT_TIMEOUT_MS 5000
+#define DETAIL_TIMEOUT_MS 30000
+
+/* What a child read of one mount, in memory shared with the parent. */
+struct mount_read {
+	int r;
+	char err[PATH_MAX + 512];
+	struct rf_detail d;
+};
+
+static int read_mount(const char *mnt, struct mount_read *mr, int timeout_ms);
+
 /* status --detail MOUNTPOINT: what mdadm --detail prints, exit status
- * as mdadm --detail --test's (RF_DETAIL_*). */
+ * as mdadm --detail --test's (RF_DETAIL_*); 4 also when the daemon does
+ * not answer within DETAIL_TIMEOUT_MS. */
 static int status_detail(const char *mnt, bool json)
 {
-	struct rf_detail *d = malloc(sizeof(*d));
-	char err[PATH_MAX + 512];
+	struct mount_read *mr = mmap(NULL, sizeof(*mr), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	int r;
 
-	if (!d)
-		return RF_DETAIL_UNREADABLE;
-	r = rf_detail_read(mnt, d, err, sizeof(err));
-	if (r) {
-		fprintf(stderr, "raidfuse: status: %s\n", err);
-		free(d);
+	if (mr == MAP_FAILED) {
+		fprintf(stderr, "raidfuse: status: %s\n", strerror(errno));
 		return RF_DETAIL_UNREADABLE;
 	}
-	if (json ? rf_detail_print_json(stdout, d) : (rf_detail_print(stdout, d), 0)) {
+	if (read_mount(mnt, mr, DETAIL_TIMEOUT_MS)) {
+		fprintf(stderr, "raidfuse: status: %s\n", mr->err);
+		munmap(mr, sizeof(*mr));
+		return RF_DETAIL_UNREADABLE;
+	}
+	if (json ? rf_detail_print_json(stdout, &mr->d) : (rf_detail_print(stdout, &mr->d), 0)) {
 		fprintf(stderr, "raidfuse: status: writing JSON: %s\n", strerror(EIO));
-		free(d);
+		munmap(mr, sizeof(*mr));
 		return RF_DETAIL_UNREADABLE;
 	}
-	r = rf_detail_status(d);
-	free(d);
+	r = rf_detail_status(&mr->d);
+	munmap(mr, sizeof(*mr));
 	return r;
 }
 
@@ -1078,21 +1096,10 @@ static bool listed_mount(const struct rf_mount_ent *m)
 	return rf_mount_is_raidfuse(m) && (geteuid() == 0 || m->uid == (long)getuid());
 }
 
-/* How long list waits for one mount's files: a daemon that is stopped or
- * stuck does not answer, and list goes on without it. */
-#define LIST_MOUNT_TIMEOUT_MS 5000
-
-/* What a child read of one mount, in memory shared with the parent. */
-struct mount_read {
-	int r;
-	char err[PATH_MAX + 512];
-	struct rf_detail d;
-};
-
 /* Read mnt's files into *mr in a child, which is killed (a read of a FUSE
  * file that waits for its daemon ends on SIGKILL) when it has not ended
- * within LIST_MOUNT_TIMEOUT_MS.  0, or -errno with mr->err. */
-static int read_mount(const char *mnt, struct mount_read *mr)
+ * within timeout_ms.  0, or -errno with mr->err. */
+static int read_mount(const char *mnt, struct mount_read *mr, int timeout_ms)
 {
 	int st, pidfd;
 	pid_t pid;
@@ -1110,11 +1117,11 @@ static int read_mount(const char *mnt, struct mount_read *mr)
 		_exit(0);
 	}
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (!wait_exit(pidfd, pid, mono_ms() + LIST_MOUNT_TIMEOUT_MS)) {
+	if (!wait_exit(pidfd, pid, mono_ms() + timeout_ms)) {
 		kill(pid, SIGKILL);
 		mr->r = -ETIMEDOUT;
 		snprintf(mr->err, sizeof(mr->err), "%s: its daemon has not answered within %d s (stopped or stuck)",
-			 mnt, LIST_MOUNT_TIMEOUT_MS / 1000);
+			 mnt, timeout_ms / 1000);
 	}
 	if (pidfd >= 0)
 		close(pidfd);
@@ -1145,7 +1152,7 @@ static int each_mount(void (*fn)(void *ctx, const struct rf_mount_ent *m, const 
 	while (!rf_mountinfo_next(f, &m)) {
 		if (!listed_mount(&m))
 			continue;
-		if (read_mount(m.point, mr)) {
+		if (read_mount(m.point, mr, LIST_MOUNT_TIMEOUT_MS)) {
 			fn(ctx, &m, NULL, mr->err);
 		} else {
 			if (!mr->d.pid)
