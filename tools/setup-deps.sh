@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # setup-deps.sh - install what building and testing raidfuse needs, from
 # Debian 12's packages.  Safe to run again: packages already installed are
 # left alone, and with nothing missing it does not touch apt at all.

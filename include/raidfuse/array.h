@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* array.h - an assembled array: members, geometry, failure state, and the
  * request interface the FUSE front end (or a test) drives.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* detail.h - an array's state as mdadm --detail shows it, read from the
  * control files of its mount; the raidfuse mounts of this user.
  *

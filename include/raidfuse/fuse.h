@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fuse.h - serve an array as one file under a FUSE mount. */
 #ifndef RAIDFUSE_FUSE_H
 #define RAIDFUSE_FUSE_H

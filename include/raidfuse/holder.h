@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* holder.h - who holds a member file, and whether it still serves.
  *
  * A raidfuse daemon holds a flock on each member file (devopen.h) from the

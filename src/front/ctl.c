@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* ctl.c - the control table: md's sysfs attributes and mdstat for one
  * array, as text in and text out.
  *

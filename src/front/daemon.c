@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* daemon.c - detach from the terminal the way a served array needs.
  *
  * A process that forks keeps only the thread that called fork(): every

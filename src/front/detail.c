@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* detail.c - an array's state as mdadm --detail shows it (detail.h).
  *
  * Reads the control files of a mount, as a script would with cat: each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fuse.c - the FUSE front end: the array image and the control files.
  *
  * The tree is ctl.c's (struct rf_ctl_tree): the root holds the image,

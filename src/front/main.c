@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* main.c - the raidfuse command line.
  *
  *   raidfuse create CONFIG [-f] [--assume-clean] [-b internal|none] [--bitmap-chunk SIZE]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* holder.c - who holds a member file, and whether it still serves
  * (holder.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* sbstate.c - clean/dirty, events and failed members in the superblocks.
  *
  * Three writers of superblocks, all under the device lock and s->lock

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 11-control: the control files beside the image, as md's sysfs.
 #
 # 1. Read: MOUNTPOINT/mdstat is /proc/mdstat for this array (md0), and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 24-cli: the command line as scripts and people use it.
 #
 # 1. Usage: every command names an unknown option or a missing value in one

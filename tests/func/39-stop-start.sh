@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 39-stop-start: an array stopped and started like a service, in the
 # daemonized default mode (no -f).
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 50-list-detail: a raidfuse array seen as a storage admin sees an md one,
 # in the daemonized default mode (no -f).
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 51-json-typed: status --json and ctl --json as a script reads them with
 # jq, in the daemonized default mode (no -f): numbers are numbers, md's
 # "none" is null, pairs are objects.

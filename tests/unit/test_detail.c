@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_detail.c - mdadm's judgement of an array's state from its control
  * files (detail.c): enough() by level, the State line and list's word,
  * the exit status, and the mdadm.conf ARRAY line.

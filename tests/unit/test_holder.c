@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_holder.c - who holds a member file, and whether it still serves.
  *
  * The two kernel tables as text: /proc/locks lines pick the flock holders
