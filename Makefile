@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # raidfuse - plain GNU Makefile, pkg-config for every library.
 #   make            build build/raidfuse
 #   make test       unit tests, then functional tests (mount real arrays, fio verify)

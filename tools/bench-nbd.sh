@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench-nbd.sh - raid5 over 4 nbdkit members beside the same raid5 on files,
 # same run.
 #

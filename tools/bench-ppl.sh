@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench-ppl.sh - what md's partial parity log costs raidfuse's raid5 writes.
 #
 # Two raid5 arrays with 1.2 superblocks (4 members of 256 MiB on

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench-resync.sh - how fast a resync and a check run, and what they cost
 # foreground IO.
 #

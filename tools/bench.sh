@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench.sh - raidfuse beside fuse-ceiling, interleaved in rounds, same run.
 #
 # fuse-ceiling (../shared/tools/fuse-ceiling) serves one file through FUSE

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # crash-states.sh - what a power cut can leave of an array, state by state.
 #
 #   tools/crash-states.sh --level L [--bitmap] [--states N] [--seed S]

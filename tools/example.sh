@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # example.sh - from a fresh Debian 12 machine to a mounted raid5 image:
 # install the packages, build, create the bundled example array's members
 # (conf/example-raid5.conf: 4 x 256 MiB under conf/example/) if they are

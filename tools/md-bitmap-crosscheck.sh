@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # md-bitmap-crosscheck.sh - kernel md resyncs by the bits raidfuse set.
 #
 # For raid5 and raid10 (f2: its bits count array sectors, its far copies

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # md-bitmap-golden-job.sh - kernel md makes tests/data/md-images/r5-ls-3d-64k-bitmap-degraded.
 #
 # A guest job for mdpeer's run-guest.sh (kernel md and mdadm 4.2 in QEMU), over three

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # md-crosscheck.sh - let the real kernel md judge what raidfuse wrote.
 #
 # For each kernel-md array in tests/data/md-images (or the names given), it

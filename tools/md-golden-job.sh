@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # md-golden-job.sh - the guest side of tools/md-golden.sh: kernel md makes one array.
 #
 # Runs as /job.sh in mdpeer's QEMU guest (busybox sh, root), with the member images

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """md-golden-row.py - what tools/md-golden.sh adds to an md-images row.
 
 mdpeer's golden_manifest.py writes NAME/manifest.json for an array made by one mdadm

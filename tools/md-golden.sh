@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # md-golden.sh - remake the md-images arrays of unusual shapes with kernel md itself.
 #
 # tests/data/md-images holds arrays that Linux md made (its README.md says how they

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # setup-deps.sh - install what building and testing raidfuse needs, from
 # Debian 12's packages.  Safe to run again: packages already installed are
 # left alone, and with nothing missing it does not touch apt at all.
@@ -11,7 +12,10 @@
 # functional: fuse3 (fusermount3), fio, xz-utils (md-images), mdadm
 #             (reads the superblocks raidfuse create writes), e2fsprogs
 #             (mkfs.ext4, fsck.ext4), mount (losetup, mount), util-linux
-#             (mountpoint, setpriv, unshare), coreutils, diffutils
+#             (mountpoint, findmnt, flock, setpriv, unshare, taskset,
+#             fincore), procps (pgrep, pkill, ps), jq (the --json tests),
+#             bsdutils (script), python3-minimal (test 31's pausing
+#             server), coreutils, diffutils, sed, mawk, file
 # bench:      jq (reads fio's JSON output; tools/bench.sh, drain test),
 #             gnuplot-nox (its plot)
 # fuzzing:    clang (libFuzzer)
@@ -25,6 +29,7 @@ PKGS=(
 	libfuse3-dev liburing-dev libisal-dev libconfig-dev uuid-dev libnbd-dev
 	libcmocka-dev nbdkit
 	fuse3 fio xz-utils mdadm e2fsprogs mount util-linux coreutils diffutils
+	procps bsdutils python3-minimal sed mawk file
 	jq gnuplot-nox clang groff-base
 )
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* array.h - an assembled array: members, geometry, failure state, and the
  * request interface the FUSE front end (or a test) drives.
  *
@@ -128,6 +129,11 @@ struct rf_array_info {
 	uint64_t bitmap_pages;          /* md's counter pages (2048 chunks each) */
 	uint64_t bitmap_pages_used;     /* those with a chunk whose bit is set */
 	bool ppl;                       /* md's partial parity log is kept */
+	/* From the freshest superblock (all empty/0 without superblocks). */
+	char uuid[40];                  /* as mdadm prints it; "" without superblocks */
+	char set_name[33];              /* 1.x set_name; "" for 0.90 */
+	uint64_t ctime;                 /* creation, seconds since the epoch; 0: not known */
+	uint64_t events;                /* the array's events count, as last written */
 };
 void rf_array_get_info(struct rf_array *a, struct rf_array_info *out);
 /* Member i's path as given ("missing" for a missing one). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* assemble.h - arrays described by md superblocks: assemble one from its
  * members alone, check a config against the superblocks its members carry,
  * and plan the 1.2 superblocks `raidfuse create` writes.

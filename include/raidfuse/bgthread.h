@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* bgthread.h - one background thread that runs a function every period
  * and whenever it is kicked, until it is stopped.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* bitmap.h - md's write-intent bitmap: the internal bitmap beside the
  * members' superblocks, on disk and while an array runs.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* config.h - the array definition read from a libconfig file.
  *
  * The only module that sees libconfig.  rf_config_load() validates the whole

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* create.h - `raidfuse create`: members and superblocks from a config. */
 #ifndef RAIDFUSE_CREATE_H
 #define RAIDFUSE_CREATE_H

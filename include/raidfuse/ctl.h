@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* ctl.h - the control files under the mount: md's sysfs attributes and
  * mdstat.
  *

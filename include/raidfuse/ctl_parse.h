@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* ctl_parse.h - the text a control file under md/ takes, parsed without
  * an array: what every store does before it asks the engine for anything.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* daemon.h - detach from the terminal the way a served array needs.
  *
  * `raidfuse mount` and `assemble` fork before they open anything, so that

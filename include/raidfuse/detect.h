@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* detect.h - an array's geometry from its members' contents alone.
  *
  * rf_detect() opens the members read-only, reads samples of them (not the

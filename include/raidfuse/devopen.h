@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* devopen.h - open one member or spare, checked, in one place.
  *
  * Every path that becomes a device of an array (create's members, a

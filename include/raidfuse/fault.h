@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fault.h - fault injection on member IO: failure behaviour testable
  * without broken disks.
  *

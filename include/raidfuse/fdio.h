@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fdio.h - whole transfers on a file descriptor at an offset. */
 #ifndef RAIDFUSE_FDIO_H
 #define RAIDFUSE_FDIO_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fdmap.h - a member file's bytes mapped into the daemon, for reads and
  * writes without a system call.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fuse.h - serve an array as one file under a FUSE mount. */
 #ifndef RAIDFUSE_FUSE_H
 #define RAIDFUSE_FUSE_H
@@ -18,8 +19,8 @@ struct rf_fuse_opts {
 				 * transport benchmark; the members are not touched) */
 };
 
-/* Mount (o->mountpoint made absolute; the mount's source names this
- * process, holder.h), start the array's workers and the resync its
+/* Mount (o->mountpoint made absolute; named raidfuse:NAME, type
+ * fuse.raidfuse, and marked as served by this process: holder.h), start the array's workers and the resync its
  * superblocks say is due (unless o->freeze), tell the command waiting for
  * a daemon that it serves (rf_daemon_ready(): daemon.h), serve
  * until unmounted or signalled, then stop the workers (every request

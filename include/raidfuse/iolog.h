@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* iolog.h - a record of every member write, flush and completion, in
  * order, with the data: what a crash-state replayer needs (tools/crash).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* ioq.h - member IO queue, one per worker thread.
  *
  * A worker queues struct rf_mio (one read, write or fsync of one member) and

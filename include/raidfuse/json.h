@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* json.h - a small streaming JSON writer for the command line's --json.
  *
  * Values are written as they come, depth first: begin an object, give a

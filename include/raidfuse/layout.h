@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* layout.h - md's mapping of array sectors to member sectors.
  *
  * Pure arithmetic, no IO and no allocation: everything here is a function of

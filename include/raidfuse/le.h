@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* le.h - little-endian fields of md's on-disk formats, one way for every
  * module (superblocks, bitmap).
  *

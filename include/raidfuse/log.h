@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* log.h - messages to stderr (foreground) or syslog (daemon). */
 #ifndef RAIDFUSE_LOG_H
 #define RAIDFUSE_LOG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* nbd.h - a member served over NBD (libnbd), by URI.
  *
  * A member may be an NBD export instead of a file: nbd://host[:port]/export,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* overlay.h - copy-on-write overlays: serve an array whose members stay
  * untouched.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* parity.h - P and Q parity for raid4/5/6, and recovery of missing columns.
  *
  * The only module that sees ISA-L.  Blocks are passed in syndrome order (md's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* ppl.h - md's Partial Parity Log for raid5: its on-disk format and its
  * recovery (md's drivers/md/raid5-ppl.c, include/uapi/linux/raid/md_p.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* progress.h - a progress line where a person waits for a long command.
  *
  *   struct rf_progress p;

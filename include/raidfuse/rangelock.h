@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* rangelock.h - locks on ranges of rows, for the sync walk's regions.
  *
  * A range is [lo, hi) in the walk's units (member sectors; array sectors

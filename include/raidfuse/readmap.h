@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* readmap.h - a read of the array as the member byte ranges that hold it.
  *
  * A front end that can move member data to its reader without copying it

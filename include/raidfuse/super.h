@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* super.h - md's on-disk superblocks: read and check 0.90, 1.0, 1.1 and 1.2,
  * write 1.2, update one in place, and print one the way mdadm --examine does.
  *

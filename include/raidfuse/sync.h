@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* sync.h - the sync thread: md's resync, check and repair of an array.
  *
  * One thread per array at most, started by rf_sync_start() and ended by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* util.h - the small helpers every layer needs, written once.
  *
  * Integer shapes (powers of two, rounding) and deadlines for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* array.c - the array: open, start, close, tunables, what md shows.
  *
  * rf_array_open() opens every device (core/dev.c), sets the geometry up

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* barrier.c - the drain barrier: how a reconfiguration holds requests.
  *
  * Every request passes the barrier in rf_array_submit() and counts in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* core.h - what services see of the array core (not installed).
  *
  * The array's struct is private to src/core/ and the level modules

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* core_test.h - what the services' unit tests may look at inside the
  * core (not installed; tests only).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* dev.c - the array's device table: open, move, fail, flush, close.
  *
  * Purpose: one place for what is done to a device as a whole.  Every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* dev.h - one object per device of an array (not installed).
  *
  * A struct rf_dev is everything the program knows of one device, as md's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* engine.h - what the core and the level modules share (not installed):
  * the array's struct, private to them.  Services see core/core.h only.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* hooks.h - how services plug into the array (not installed).
  *
  * The IO path calls a service only through these hooks, never its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* rangelock.c - locks on ranges of rows for the sync walk (rangelock.h).
  *
  * Purpose.  A sync region reads, compares and rewrites a run of rows

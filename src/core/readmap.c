@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* readmap.c - a read of the array as member extents (see readmap.h).
  *
  * The level says where the bytes are (its read_map op, which decides as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* request.c - a request's way from rf_array_submit() to its pieces.
  *
  * A submitter (a FUSE thread) calls rf_array_submit(), which passes the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* stripe_cache.c - stripe heads: lookup, LRU, ownership, forgetting.
  *
  * Each group owns stripe_cache_size / groups heads, hashed by member

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* workers.c - worker groups, their threads, and inline workers.
  *
  * A worker loops: take g->incoming and g->handle lists, issue DIRECT

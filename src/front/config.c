@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* config.c - read and validate the array definition (libconfig).
  *
  * The only file that includes libconfig.h.  rf_config_load() reads the whole

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* ctl.c - the control table: md's sysfs attributes and mdstat for one
  * array, as text in and text out.
  *
@@ -154,6 +155,44 @@ static void show_metadata_version(struct rf_array *a, const struct rf_array_info
 	const char *v = metadata_version(a, i);
 
 	rf_ctl_printf(b, "%s\n", v ? v : "none");
+}
+
+/* md: the array uuid as mdadm prints it, "none" without superblocks. */
+static void show_uuid(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
+{
+	rf_ctl_printf(b, "%s\n", i->uuid[0] ? i->uuid : "none");
+}
+
+/* md: KiB.  md shows "default" unless the size was set by hand, which
+ * raidfuse has no way to do: here it is always the size served. */
+static void show_array_size(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
+{
+	rf_ctl_printf(b, "%llu\n", (unsigned long long)(i->array_size / 1024));
+}
+
+/* raidfuse's own, what mdadm --detail reads from a superblock: the
+ * events count, the creation time (seconds since the epoch) and the
+ * set name (mdadm's "Name"); "none" without superblocks. */
+static void show_events(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
+{
+	if (i->uuid[0])
+		rf_ctl_printf(b, "%llu\n", (unsigned long long)i->events);
+	else
+		rf_ctl_printf(b, "none\n");
+}
+
+static void show_creation_time(struct rf_array *a, const struct rf_array_info *i, int member,
+			       struct rf_ctl_buf *b)
+{
+	if (i->uuid[0] && i->ctime)
+		rf_ctl_printf(b, "%llu\n", (unsigned long long)i->ctime);
+	else
+		rf_ctl_printf(b, "none\n");
+}
+
+static void show_set_name(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
+{
+	rf_ctl_printf(b, "%s\n", i->set_name[0] ? i->set_name : "none");
 }
 
 /* md: "bitmap" with an internal write-intent bitmap, "ppl" with the
@@ -402,6 +441,13 @@ static void show_dev_offset(struct rf_array *a, const struct rf_dev_info *d, str
 	rf_ctl_printf(b, "%llu\n", (unsigned long long)d->offset);
 }
 
+/* raidfuse's own: the member's path as the config or command line gave
+ * it (md's dev-NAME/block links to the block device). */
+static void show_dev_path(struct rf_array *a, const struct rf_dev_info *d, struct rf_ctl_buf *b)
+{
+	rf_ctl_printf(b, "%s\n", d->path);
+}
+
 static void show_dev_size(struct rf_array *a, const struct rf_dev_info *d, struct rf_ctl_buf *b)
 {
 	rf_ctl_printf(b, "%llu\n", (unsigned long long)d->size);
@@ -480,6 +526,7 @@ const struct rf_ctl_attr rf_ctl_dev_attrs[] = {
 	DEV_RO(offset),
 	DEV_RO(size),
 	DEV_RO(recovery_start),
+	DEV_RO(path),
 	{ .name = "fault", .mode = 0644, .show_dev = show_dev_fault, .store_dev = store_dev_fault,
 	  .takes = "off, or key=value words: error=EIO rate=P every=N ops=read,write,fsync after=N count=N "
 		   "delay_us=N offset=SIZE length=SIZE seed=N" },
@@ -595,7 +642,12 @@ const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	ATTR_RO(chunk_size),
 	ATTR_RO(raid_disks),
 	ATTR_RO(component_size),
+	ATTR_RO(array_size),
 	ATTR_RO(metadata_version),
+	ATTR_RO(uuid),
+	ATTR_RO(set_name),
+	ATTR_RO(creation_time),
+	ATTR_RO(events),
 	{ .name = "consistency_policy", .mode = 0644, .show = show_consistency_policy,
 	  .store = store_consistency_policy, .takes = "resync or ppl (raid5, 1.x metadata, no bitmap, room for the log)" },
 	ATTR_RO(reshape_position),

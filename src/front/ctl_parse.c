@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* ctl_parse.c - parsing of control-file values, apart from the array.
  *
  * md's stores parse with kstrto*() and sysfs_streq(): one trailing newline

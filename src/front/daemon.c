@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* daemon.c - detach from the terminal the way a served array needs.
  *
  * A process that forks keeps only the thread that called fork(): every
@@ -29,8 +30,8 @@
  * stderr, so that a caller reading the command's output ($(...)) sees
  * its end.
  *
- * What it does NOT do: write a pid file (the mount's source names the
- * daemon's pid: fuse.c), or handle signals (libfuse's handlers do).
+ * What it does NOT do: write a pid file (the daemon marks the mount it
+ * serves: holder.h, fuse.c), or handle signals (libfuse's handlers do).
  */
 #include <errno.h>
 #include <fcntl.h>

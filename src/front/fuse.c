@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fuse.c - the FUSE front end: the array image and the control files.
  *
  * The tree is ctl.c's (struct rf_ctl_tree): the root holds the image,
@@ -1385,6 +1386,22 @@ static bool has_opt(const char *opts, const char *name)
 	return false;
 }
 
+/* "fsname=raidfuse:NAME,subtype=raidfuse" into out: NAME with the
+ * characters the option parser splits at (',') or unescapes ('\\')
+ * escaped. */
+static void mount_names(const char *name, char *out, size_t size)
+{
+	size_t n;
+
+	n = (size_t)snprintf(out, size, "subtype=" RF_MOUNT_SUBTYPE ",fsname=" RF_MOUNT_SOURCE);
+	for (; *name && n + 3 < size; name++) {
+		if (*name == ',' || *name == '\\')
+			out[n++] = '\\';
+		out[n++] = *name;
+	}
+	out[n] = '\0';
+}
+
 /* FUSE threads by default: 4 per CPU, 8 to 16.  Enough for the large
  * writes a stripe head holds while the next request fills its row (each
  * lent write keeps its thread until it ends), few enough that busy threads
@@ -1490,11 +1507,12 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 {
 	unsigned nthreads;
 	struct statfs sfs;
-	char *argv[14], max_read[32], fsname[48], mnt[PATH_MAX];
+	char *argv[16], max_read[32], names[2 * 256 + 64], mnt[PATH_MAX];
 	char *opts = NULL, *init = NULL;
 	struct rf_fuse_opts abs_o;
+	struct rf_mount_ent me;
 	ssize_t init_len = 0;
-	int argc = 0, ret, mode = RF_URING_AUTO;
+	int argc = 0, ret, mode = RF_URING_AUTO, mark = -1;
 	struct fuse_args args;
 	struct fuse_loop_config *lc;
 
@@ -1533,6 +1551,12 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	argv[argc++] = "raidfuse";
 	argv[argc++] = "-o";
 	argv[argc++] = max_read;
+	/* The mount's name, as findmnt and df show it: raidfuse:NAME, type
+	 * fuse.raidfuse (holder.h).  Before the user's options: their
+	 * fsname= or subtype= wins. */
+	mount_names(rf_array_name(a), names, sizeof(names));
+	argv[argc++] = "-o";
+	argv[argc++] = names;
 	if (opts && *opts) {
 		argv[argc++] = "-o";
 		argv[argc++] = opts;
@@ -1543,13 +1567,6 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 			argv[argc++] = "default_permissions";
 		}
 	}
-	/* The mount's source names the daemon (RF_MOUNT_SOURCE, holder.h):
-	 * `raidfuse stop` and a mount waiting for a member find it in the
-	 * mount table, without asking the daemon.  After the user's options:
-	 * this one is not theirs to change. */
-	snprintf(fsname, sizeof(fsname), "fsname=" RF_MOUNT_SOURCE "%d", (int)getpid());
-	argv[argc++] = "-o";
-	argv[argc++] = fsname;
 	if (o->debug)
 		argv[argc++] = "-d";
 	argv[argc] = NULL;
@@ -1588,6 +1605,18 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 			return 1;
 		}
 	}
+	/* The marker (holder.h): `raidfuse stop`, `raidfuse list` and a mount
+	 * waiting for a member find this daemon by the mount's device and
+	 * point, which the mount table gives (the last mount on the point:
+	 * this one). */
+	ret = rf_mount_find(o->mountpoint, 0, &me);
+	if (!ret) {
+		mark = rf_serve_mark(&me);
+		ret = mark < 0 ? mark : 0;
+	}
+	if (ret)
+		rf_warn("%s: cannot mark the mount as served by this process (%s): raidfuse stop and list "
+			"will not find it", o->mountpoint, strerror(-ret));
 	/* No member or spare may come from the file system served here. */
 	if (rf_dev_set_served_mount(o->mountpoint))
 		rf_warn("%s: not found in the mount table: a spare on it is not refused", o->mountpoint);
@@ -1595,6 +1624,8 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	ret = rf_array_start(a);
 	if (ret) {
 		rf_err("cannot start the workers: %s", strerror(-ret));
+		if (mark >= 0)
+			close(mark);
 		free(init);
 		fuse_session_unmount(fs->se);
 		fuse_remove_signal_handlers(fs->se);
@@ -1632,6 +1663,11 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 				(unsigned long long)atomic_load(&fs->nr_spliced),
 				(unsigned long long)atomic_load(&fs->nr_splice_fallback));
 	}
+	/* The mount is gone (or going): from here on this daemon is one
+	 * that stops. */
+	if (mark >= 0)
+		close(mark);
+	mark = -1;
 	if (rf_fdmap_on())
 		rf_info("%llu reads answered from the members' mappings",
 			(unsigned long long)atomic_load(&fs->nr_mapped));

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fuse_reply.h - the seam between the FUSE ops and the transports.
  *
  * The op implementations in fuse.c (lookup, read, write, ...) do not know

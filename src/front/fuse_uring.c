@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fuse_uring.c - FUSE over io_uring: raidfuse serves the kernel's FUSE
  * requests through io_uring instead of read/write on /dev/fuse.
  *

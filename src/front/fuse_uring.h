@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fuse_uring.h - raidfuse's own FUSE transport: FUSE over io_uring.
  *
  * fuse.c mounts with libfuse, reads the first request (INIT) itself and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* json.c - the JSON writer behind --json (json.h).
  *
  * Purpose: let examine, status and ctl print what they know as JSON that

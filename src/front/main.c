@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* main.c - the raidfuse command line.
  *
  *   raidfuse create CONFIG [-f] [--assume-clean] [-b internal|none] [--bitmap-chunk SIZE]
@@ -43,8 +44,10 @@
  * status and ctl only read and write the control files under a mount
  * (MOUNTPOINT/mdstat, MOUNTPOINT/md/ATTR): whatever the daemon serves there
  * is what they show, and what it refuses they report.  Their --json prints
- * the same files as JSON: md's attribute names as keys, a value that is a
- * decimal integer as a number, any other as md's text.
+ * the same files as typed JSON (json_ctl_typed(), raidfuse(8) JSON
+ * OUTPUT): md's attribute names as keys, numbers as numbers, md's "none"
+ * as null, pairs as objects, other words as md's text.  list and status
+ * --detail read the same files (detail.h).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -57,6 +60,7 @@
 #include <string.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -70,6 +74,7 @@
 #include "raidfuse/config.h"
 #include "raidfuse/create.h"
 #include "raidfuse/daemon.h"
+#include "raidfuse/detail.h"
 #include "raidfuse/detect.h"
 #include "raidfuse/devopen.h"
 #include "raidfuse/fuse.h"
@@ -366,6 +371,28 @@ static int examine_open(const char *path, int *fd, struct rf_nbd **nbd, struct r
 	return r;
 }
 
+/* An array examine --scan has printed. */
+struct scan_seen {
+	uint8_t uuid[16];
+};
+
+/* examine --scan: one mdadm.conf ARRAY line per array among the members
+ * (the first member of each names it), as mdadm --examine --scan. */
+static void scan_member(const struct rf_sb *sb, struct scan_seen *seen, int *nseen)
+{
+	char uuid[40], name[16];
+	int i;
+
+	for (i = 0; i < *nseen; i++)
+		if (!memcmp(seen[i].uuid, sb->uuid, 16))
+			return;
+	memcpy(seen[(*nseen)++].uuid, sb->uuid, 16);
+	rf_sb_uuid_str(sb, uuid);
+	/* 0.90 has no name: the array is known by its uuid's first word */
+	snprintf(name, sizeof(name), "%.8s", uuid);
+	rf_detail_array_line(stdout, rf_sb_kind_name(sb->kind), uuid, sb->name, name);
+}
+
 /* examine [--json] [-X] MEMBER...: each member's superblock as mdadm
  * --examine prints it (-X: its bitmap, as mdadm --examine-bitmap), or one
  * JSON object per member (a line each); exit 1 if any member has none or
@@ -375,28 +402,36 @@ static int examine_cmd(int argc, char **argv, bool bitmap)
 	static const struct option lo[] = {
 		OPT_JSON,
 		{ "examine-bitmap", no_argument, NULL, 'X' },
+		{ "scan", no_argument, NULL, 's' },
 		OPT_HELP,
 		OPT_END
 	};
 	const char **members;
 	struct rf_sb *sb;
+	struct scan_seen *seen = NULL;
 	char err[1024];
-	int i, n = 0, ret = 0, ch, rc = -1;
-	bool json = false;
+	int i, n = 0, nseen = 0, ret = 0, ch, rc = -1;
+	bool json = false, scan = false;
 
 	members = calloc((size_t)argc, sizeof(*members));
 	if (!members)
 		return 1;
-	while ((ch = opt_next(argc, argv, "-:JXh", lo, &rc)) != -1) {
+	while ((ch = opt_next(argc, argv, "-:JXsh", lo, &rc)) != -1) {
 		if (ch == 'J')
 			json = true;
 		else if (ch == 'X')
 			bitmap = true;
+		else if (ch == 's')
+			scan = true;
 		else if (ch == 1)
 			members[n++] = optarg;
 	}
 	if (rc < 0 && !n)
 		rc = usage_error("examine: expected MEMBER...");
+	if (rc < 0 && scan && (bitmap || json))
+		rc = usage_error("examine: --scan goes without --json and -X");
+	if (rc < 0 && scan && !(seen = calloc((size_t)n, sizeof(*seen))))
+		rc = 1;
 	sb = rc < 0 ? malloc(sizeof(*sb)) : NULL;
 	if (!sb) {
 		free(members);
@@ -417,6 +452,8 @@ static int examine_cmd(int argc, char **argv, bool bitmap)
 			ret = 1;
 		} else if (bitmap) {
 			ret |= examine_bitmap(&io, members[i], sb, json);
+		} else if (scan) {
+			scan_member(sb, seen, &nseen);
 		} else {
 			examine_bitmap_size(&io, members[i], sb);
 			if (!json)
@@ -430,6 +467,7 @@ static int examine_cmd(int argc, char **argv, bool bitmap)
 			close(fd);
 		rf_nbd_close(nbd);
 	}
+	free(seen);
 	free(sb);
 	free(members);
 	return ret;
@@ -783,6 +821,78 @@ static void json_ctl_value(struct rf_json *j, char *text)
 		rf_json_str(j, text);
 }
 
+/* The words of a fault spec ("error=EIO rate=0.5 ops=read,write") and its
+ * counters' line ("matched=3 errors=1 delays=0") as members of the
+ * object open in j: numbers as numbers, ops as an array of words. */
+static void json_fault_words(struct rf_json *j, char *text)
+{
+	char *save = NULL, *w, *eq, *op, *save2 = NULL;
+
+	for (w = strtok_r(text, " \n", &save); w; w = strtok_r(NULL, " \n", &save)) {
+		eq = strchr(w, '=');
+		if (!eq)
+			continue;
+		*eq = '\0';
+		rf_json_key(j, w);
+		if (!strcmp(w, "ops")) {
+			rf_json_arr(j);
+			for (op = strtok_r(eq + 1, ",", &save2); op; op = strtok_r(NULL, ",", &save2))
+				rf_json_str(j, op);
+			rf_json_arr_end(j);
+		} else {
+			rf_json_num_text(j, eq + 1);
+		}
+	}
+}
+
+/* name's control file text as typed JSON (typed by the file's base name),
+ * the key(s) included: md's "none" as null, a number as a number, "done /
+ * total" as {"done":N,"total":N}, "N (system)" as N with NAME_source
+ * beside it, the fault spec as an object (null when off, its counters
+ * then left out), a timeout ("5", "500ms") as seconds; any other text as
+ * a string. */
+static void json_ctl_typed(struct rf_json *j, const char *name, char *text)
+{
+	const char *kind = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+	unsigned long long a, b;
+	char src[16], key[300], num[32], *end;
+	size_t len = strlen(text);
+	double v;
+	int n = 0;
+
+	while (len && text[len - 1] == '\n')
+		text[--len] = '\0';
+	rf_json_key(j, name);
+	if (!strcmp(text, "none")) {
+		rf_json_null(j);
+	} else if (!strcmp(kind, "set_name") || !strcmp(kind, "path")) {
+		rf_json_str(j, text);   /* names, whatever they look like */
+	} else if (!strcmp(kind, "fault")) {
+		if (!strncmp(text, "off", 3) && (!text[3] || text[3] == '\n')) {
+			rf_json_null(j);
+		} else {
+			rf_json_obj(j);
+			json_fault_words(j, text);
+			rf_json_obj_end(j);
+		}
+	} else if (sscanf(text, "%llu / %llu%n", &a, &b, &n) == 2 && !text[n]) {
+		rf_json_obj(j);
+		rf_json_kuint(j, "done", a);
+		rf_json_kuint(j, "total", b);
+		rf_json_obj_end(j);
+	} else if (sscanf(text, "%llu (%15[a-z])%n", &a, src, &n) == 2 && !text[n]) {
+		rf_json_uint(j, a);
+		snprintf(key, sizeof(key), "%s_source", name);
+		rf_json_kstr(j, key, src);
+	} else if (!strcmp(kind, "timeout") && (v = strtod(text, &end)) >= 0 && end != text &&
+		   (!*end || !strcmp(end, "ms"))) {
+		snprintf(num, sizeof(num), "%g", *end ? v / 1000 : v);
+		rf_json_num_text(j, num);
+	} else {
+		json_ctl_value(j, text);
+	}
+}
+
 /* fn(ctx, name, text) for every readable regular file of dir (md/ or
  * md/dev-NAME/), in the daemon's order (a meaningful one: keep it).
  * 0, or 1 when dir or a file cannot be read (reported). */
@@ -818,8 +928,7 @@ static int each_ctl_file(const char *dir, void (*fn)(void *ctx, const char *name
 
 static void json_ctl_member(void *j, const char *name, char *text)
 {
-	rf_json_key(j, name);
-	json_ctl_value(j, text);
+	json_ctl_typed(j, name, text);
 }
 
 /* ---------------------------------------------------------------- status */
@@ -830,7 +939,7 @@ static void json_ctl_member(void *j, const char *name, char *text)
  * "mdstat" (the text).  0 or 1 (reported). */
 static int status_json(const char *mnt, const char *mdstat)
 {
-	char path[4096];
+	char path[4096], abs[PATH_MAX];
 	struct dirent *de;
 	struct rf_json j;
 	DIR *d;
@@ -838,7 +947,7 @@ static int status_json(const char *mnt, const char *mdstat)
 
 	rf_json_init(&j, stdout);
 	rf_json_obj(&j);
-	rf_json_kstr(&j, "mountpoint", mnt);
+	rf_json_kstr(&j, "mountpoint", realpath(mnt, abs) ? abs : mnt);
 	/* the image: the one regular file beside mdstat */
 	d = opendir(mnt);
 	while (d && (de = readdir(d)))
@@ -968,22 +1077,279 @@ static int status_show(const char *mnt, bool json, bool watch, double secs)
 	}
 }
 
-/* status [--json] [--watch [SECONDS]] MOUNTPOINT */
+static int64_t mono_ms(void);
+static bool wait_exit(int pidfd, pid_t pid, int64_t deadline);
+
+/* How long list waits for one mount's files, and status --detail for its
+ * mount's: a daemon that is stopped or stuck does not answer, and list
+ * goes on without it. */
+#define LIST_MOUNT_TIMEOUT_MS 5000
+#define DETAIL_TIMEOUT_MS 30000
+
+/* What a child read of one mount, in memory shared with the parent. */
+struct mount_read {
+	int r;
+	char err[PATH_MAX + 512];
+	struct rf_detail d;
+};
+
+static int read_mount(const char *mnt, struct mount_read *mr, int timeout_ms);
+
+/* status --detail MOUNTPOINT: what mdadm --detail prints, exit status
+ * as mdadm --detail --test's (RF_DETAIL_*); 4 also when the daemon does
+ * not answer within DETAIL_TIMEOUT_MS. */
+static int status_detail(const char *mnt, bool json)
+{
+	struct mount_read *mr = mmap(NULL, sizeof(*mr), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int r;
+
+	if (mr == MAP_FAILED) {
+		fprintf(stderr, "raidfuse: status: %s\n", strerror(errno));
+		return RF_DETAIL_UNREADABLE;
+	}
+	if (read_mount(mnt, mr, DETAIL_TIMEOUT_MS)) {
+		fprintf(stderr, "raidfuse: status: %s\n", mr->err);
+		munmap(mr, sizeof(*mr));
+		return RF_DETAIL_UNREADABLE;
+	}
+	if (json ? rf_detail_print_json(stdout, &mr->d) : (rf_detail_print(stdout, &mr->d), 0)) {
+		fprintf(stderr, "raidfuse: status: writing JSON: %s\n", strerror(EIO));
+		munmap(mr, sizeof(*mr));
+		return RF_DETAIL_UNREADABLE;
+	}
+	r = rf_detail_status(&mr->d);
+	munmap(mr, sizeof(*mr));
+	return r;
+}
+
+/* Whether a mount is one `raidfuse list` shows: a raidfuse mount (by its
+ * name) of this user (every user's for root). */
+static bool listed_mount(const struct rf_mount_ent *m)
+{
+	return rf_mount_is_raidfuse(m) && (geteuid() == 0 || m->uid == (long)getuid());
+}
+
+/* Read mnt's files into *mr in a child, which is killed (a read of a FUSE
+ * file that waits for its daemon ends on SIGKILL) when it has not ended
+ * within timeout_ms.  0, or -errno with mr->err. */
+static int read_mount(const char *mnt, struct mount_read *mr, int timeout_ms)
+{
+	int st, pidfd;
+	pid_t pid;
+
+	mr->r = -EIO;
+	snprintf(mr->err, sizeof(mr->err), "%s: its reader failed", mnt);
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		snprintf(mr->err, sizeof(mr->err), "%s: fork: %s", mnt, strerror(errno));
+		return -errno;
+	}
+	if (pid == 0) {
+		mr->r = rf_detail_read(mnt, &mr->d, mr->err, sizeof(mr->err));
+		_exit(0);
+	}
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (!wait_exit(pidfd, pid, mono_ms() + timeout_ms)) {
+		kill(pid, SIGKILL);
+		mr->r = -ETIMEDOUT;
+		snprintf(mr->err, sizeof(mr->err), "%s: its daemon has not answered within %d s (stopped or stuck)",
+			 mnt, timeout_ms / 1000);
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return mr->r;
+}
+
+/* fn(ctx, m, d, err) for every listed mount, d NULL when its files could
+ * not be read (err says why).  Returns how many there were, or -errno. */
+static int each_mount(void (*fn)(void *ctx, const struct rf_mount_ent *m, const struct rf_detail *d,
+				 const char *err),
+		      void *ctx)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	struct mount_read *mr = mmap(NULL, sizeof(*mr), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct rf_mount_ent m;
+	int n = 0;
+
+	if (!f || mr == MAP_FAILED) {
+		n = -errno;
+		if (f)
+			fclose(f);
+		if (mr != MAP_FAILED)
+			munmap(mr, sizeof(*mr));
+		return n;
+	}
+	while (!rf_mountinfo_next(f, &m)) {
+		if (!listed_mount(&m))
+			continue;
+		if (read_mount(m.point, mr, LIST_MOUNT_TIMEOUT_MS)) {
+			fn(ctx, &m, NULL, mr->err);
+		} else {
+			if (!mr->d.pid)
+				mr->d.pid = rf_serve_pid_of(&m);
+			fn(ctx, &m, &mr->d, NULL);
+		}
+		n++;
+	}
+	fclose(f);
+	munmap(mr, sizeof(*mr));
+	return n;
+}
+
+/* The name list shows: the NAME of a raidfuse:NAME source, else the image. */
+static const char *mount_name(const struct rf_mount_ent *m, const struct rf_detail *d)
+{
+	size_t len = strlen(RF_MOUNT_SOURCE);
+
+	if (!strncmp(m->source, RF_MOUNT_SOURCE, len) && m->source[len])
+		return m->source + len;
+	return d && d->image[0] ? d->image : m->source;
+}
+
+/* A size in KiB as lsblk prints one: 1024-based, one decimal under 10. */
+static const char *short_size(uint64_t kib, char *buf, size_t len)
+{
+	static const char units[] = "KMGTPE";
+	double v = (double)kib;
+	int u = 0;
+
+	while (v >= 1024 && u < 5) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, v < 10 && u ? "%.1f%c" : "%.0f%c", v, units[u]);
+	return buf;
+}
+
+static void list_text(void *ctx, const struct rf_mount_ent *m, const struct rf_detail *d, const char *err)
+{
+	char sz[32], lv[16], pid[16];
+
+	if (!*(bool *)ctx) {
+		printf("%-16s %-28s %-35s %-6s %-10s %7s %s\n", "NAME", "MOUNTPOINT", "UUID", "LEVEL", "STATE", "SIZE",
+		       "PID");
+		*(bool *)ctx = true;
+	}
+	if (!d) {
+		printf("%-16s %-28s %-35s %-6s %-10s %7s %s\n", mount_name(m, d), m->point, "-", "-", "unreachable", "-",
+		       "-");
+		fprintf(stderr, "raidfuse: list: %s\n", err);
+		return;
+	}
+	snprintf(lv, sizeof(lv), "raid%d", d->level);
+	snprintf(pid, sizeof(pid), "%d", (int)d->pid);
+	printf("%-16s %-28s %-35s %-6s %-10s %7s %s\n", mount_name(m, d), m->point, d->uuid[0] ? d->uuid : "-", lv,
+	       rf_detail_state_word(d), short_size(d->array_kib, sz, sizeof(sz)), d->pid ? pid : "-");
+}
+
+static void list_json(void *ctx, const struct rf_mount_ent *m, const struct rf_detail *d, const char *err)
+{
+	struct rf_json *j = ctx;
+	char lv[16];
+
+	rf_json_obj(j);
+	rf_json_kstr(j, "name", mount_name(m, d));
+	rf_json_kstr(j, "mountpoint", m->point);
+	rf_json_kstr(j, "source", m->source);
+	rf_json_kstr(j, "fstype", m->type);
+	if (!d) {
+		rf_json_kstr(j, "state", "unreachable");
+		rf_json_kstr(j, "error", err);
+		rf_json_obj_end(j);
+		return;
+	}
+	rf_json_kstr(j, "image", d->image[0] ? d->image : NULL);
+	rf_json_kstr(j, "uuid", d->uuid[0] ? d->uuid : NULL);
+	snprintf(lv, sizeof(lv), "raid%d", d->level);
+	rf_json_kstr(j, "level", lv);
+	rf_json_kstr(j, "state", rf_detail_state_word(d));
+	rf_json_kint(j, "degraded", d->degraded);
+	rf_json_kuint(j, "size", d->array_kib * 1024);
+	rf_json_key(j, "pid");
+	if (d->pid)
+		rf_json_int(j, d->pid);
+	else
+		rf_json_null(j);
+	rf_json_obj_end(j);
+}
+
+/* status --scan: an mdadm.conf ARRAY line for each mount, after a
+ * comment naming the mount (mdadm.conf has no word for a mount point). */
+static void scan_line(void *ctx, const struct rf_mount_ent *m, const struct rf_detail *d, const char *err)
+{
+	if (!d) {
+		fprintf(stderr, "raidfuse: status --scan: %s\n", err);
+		return;
+	}
+	if (!d->uuid[0])
+		return;
+	printf("# %s on %s\n", m->source, m->point);
+	rf_detail_array_line(stdout, d->metadata, d->uuid, d->set_name, mount_name(m, d));
+}
+
+/* list [--json]: every raidfuse mount of this user. */
+static int cmd_list(int argc, char **argv)
+{
+	static const struct option lo[] = { OPT_JSON, OPT_HELP, OPT_END };
+	bool json = false, header = false;
+	struct rf_json j;
+	int ch, rc = -1, n;
+
+	while ((ch = opt_next(argc, argv, "-:Jh", lo, &rc)) != -1) {
+		if (ch == 'J')
+			json = true;
+		else if (ch == 1)
+			return usage_error("list: takes no argument, got '%s'", optarg);
+	}
+	if (rc >= 0)
+		return rc;
+	if (!json) {
+		n = each_mount(list_text, &header);
+	} else {
+		rf_json_init(&j, stdout);
+		rf_json_arr(&j);
+		n = each_mount(list_json, &j);
+		rf_json_arr_end(&j);
+		if (rf_json_end(&j) && n >= 0)
+			n = -EIO;
+	}
+	if (n < 0) {
+		fprintf(stderr, "raidfuse: list: %s\n", strerror(-n));
+		return 1;
+	}
+	return 0;
+}
+
+/* status [--json] [--watch [SECONDS]] MOUNTPOINT, status --detail
+ * [--json] MOUNTPOINT, status --scan */
 static int cmd_status(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		OPT_JSON,
 		{ "watch", optional_argument, NULL, 'w' },
+		{ "detail", no_argument, NULL, 'D' },
+		{ "scan", no_argument, NULL, 's' },
 		OPT_HELP,
 		OPT_END
 	};
 	const char *mnt = NULL;
-	bool json = false, watch = false, secs_due = false;
+	bool json = false, watch = false, secs_due = false, detail = false, scan = false;
 	double secs = 2;
-	int ch, rc = -1;
+	int ch, rc = -1, n;
 
-	while ((ch = opt_next(argc, argv, "-:Jw::h", lo, &rc)) != -1) {
+	while ((ch = opt_next(argc, argv, "-:Jw::Dsh", lo, &rc)) != -1) {
 		switch (ch) {
+		case 'D':
+			detail = true;
+			secs_due = false;
+			break;
+		case 's':
+			scan = true;
+			secs_due = false;
+			break;
 		case 'J':
 			json = true;
 			secs_due = false;
@@ -1008,8 +1374,21 @@ static int cmd_status(int argc, char **argv)
 	}
 	if (rc >= 0)
 		return rc;
+	if ((detail || scan) && watch)
+		return usage_error("status: --watch goes without --detail and --scan");
+	if (scan) {
+		if (mnt || detail || json)
+			return usage_error("status: --scan takes no MOUNTPOINT, --detail or --json (raidfuse list "
+					   "--json lists the mounts)");
+		n = each_mount(scan_line, NULL);
+		if (n < 0)
+			fprintf(stderr, "raidfuse: status --scan: %s\n", strerror(-n));
+		return n < 0 ? 1 : 0;
+	}
 	if (!mnt)
 		return usage_error("status: expected MOUNTPOINT");
+	if (detail)
+		return status_detail(mnt, json);
 	return status_show(mnt, json, watch, secs);
 }
 
@@ -1167,8 +1546,7 @@ static int cmd_ctl(int argc, char **argv)
 		}
 		rf_json_init(&j, stdout);
 		rf_json_obj(&j);
-		rf_json_key(&j, attr);
-		json_ctl_value(&j, buf);
+		json_ctl_typed(&j, attr, buf);
 		rf_json_obj_end(&j);
 		return rf_json_end(&j) ? 1 : 0;
 	}
@@ -1328,6 +1706,7 @@ static int cmd_stop(int argc, char **argv)
 	struct rf_mount_ent m;
 	double secs = STOP_TIMEOUT_S;
 	int ch, rc = -1, r, pidfd;
+	pid_t pid;
 	int64_t t0;
 
 	while ((ch = opt_next(argc, argv, "-:t:h", lo, &rc)) != -1) {
@@ -1355,16 +1734,19 @@ static int cmd_stop(int argc, char **argv)
 			r == -ENOENT ? "nothing is mounted there" : strerror(-r));
 		return 1;
 	}
-	if (!m.pid) {
+	/* The daemon: the process holding the mount's marker (holder.h). */
+	pid = rf_serve_pid_of(&m);
+	if (!pid && !rf_mount_is_raidfuse(&m)) {
 		fprintf(stderr, "raidfuse: stop: %s is not a raidfuse mount (%s, type %s)\n", abs, m.source, m.type);
 		return 1;
 	}
 	/* Before the unmount: the pid cannot be another process's by the
 	 * time it is waited for. */
-	pidfd = (int)syscall(SYS_pidfd_open, m.pid, 0);
-	if (pidfd < 0 && errno == ESRCH) {
-		fprintf(stderr, "raidfuse: stop: the daemon (pid %d) that served %s has exited already (it "
-			"crashed or was killed: its array was not shut down cleanly); unmounting what it left\n", (int)m.pid, abs);
+	pidfd = pid ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+	if (!pid || (pidfd < 0 && errno == ESRCH)) {
+		fprintf(stderr, "raidfuse: stop: no daemon serves %s (%s, type %s) any more (it crashed or was "
+			"killed: its array was not shut down cleanly); unmounting what it left\n", abs, m.source,
+			m.type);
 		stop_unmount(abs);
 		return 1;
 	}
@@ -1374,13 +1756,13 @@ static int cmd_stop(int argc, char **argv)
 		return 1;
 	}
 	t0 = mono_ms();
-	if (!wait_exit(pidfd, m.pid, t0 + 1000)) {
+	if (!wait_exit(pidfd, pid, t0 + 1000)) {
 		fprintf(stderr, "raidfuse: stop: %s unmounted; waiting for its daemon (pid %d) to write its last "
-			"superblocks and exit (up to %g s)\n", abs, (int)m.pid, secs);
-		if (!wait_exit(pidfd, m.pid, t0 + (int64_t)(secs * 1000))) {
+			"superblocks and exit (up to %g s)\n", abs, (int)pid, secs);
+		if (!wait_exit(pidfd, pid, t0 + (int64_t)(secs * 1000))) {
 			fprintf(stderr, "raidfuse: stop: the daemon (pid %d) that served %s has not exited %g s after "
 				"the unmount: it still holds its members (its log, in syslog, says what it waits "
-				"for)\n", (int)m.pid, abs, secs);
+				"for)\n", (int)pid, abs, secs);
 			if (pidfd >= 0)
 				close(pidfd);
 			return 1;
@@ -1556,18 +1938,21 @@ static const struct cmd cmds[] = {
 	  "raidfuse stop [--timeout SECONDS] MOUNTPOINT",
 	  "Stop the array served on MOUNTPOINT, as mdadm --stop does: unmount it, then wait\n"
 	  "until its daemon has written its last superblocks (clean) and exited, so that the\n"
-	  "members may be mounted, assembled or examined at once.  The daemon is the one the\n"
-	  "mount table names (its source is raidfuse:PID); it is not asked anything.  Exit 1,\n"
-	  "saying why, when MOUNTPOINT is no raidfuse mount, cannot be unmounted (a program\n"
-	  "holds the image open), or the daemon has not exited within the timeout.\n"
+	  "members may be mounted, assembled or examined at once.  The daemon is the process\n"
+	  "that holds the mount's marker (raidfuse list shows its pid); it is not asked\n"
+	  "anything.  Exit 1, saying why, when MOUNTPOINT is no raidfuse mount, cannot be\n"
+	  "unmounted (a program holds the image open), or the daemon has not exited within\n"
+	  "the timeout.\n"
 	  "\n"
 	  "  -t, --timeout=SECONDS  how long to wait for the daemon (default 60)\n"
 	  "  -h, --help             this help\n",
 	  "unmount MOUNTPOINT and wait for its daemon to finish" },
 	{ "examine", cmd_examine,
-	  "raidfuse examine [--json] [-X] MEMBER...",
+	  "raidfuse examine [--json] [-X] [--scan] MEMBER...",
 	  "Print each member's md superblock as mdadm --examine does.\n"
 	  "\n"
+	  "  -s, --scan             one mdadm.conf ARRAY line per array among the members\n"
+	  "                         (ARRAY /dev/md/NAME metadata=1.2 UUID=... name=...)\n"
 	  "  -J, --json             one JSON object per member, one a line, md's field names\n"
 	  "                         (uuid, level, raid_disks, chunk_size, layout, events,\n"
 	  "                         dev_role, data_offset, ...; sizes in sectors)\n"
@@ -1583,10 +1968,30 @@ static const struct cmd cmds[] = {
 	  "  -J, --json             one JSON object per member, one a line\n"
 	  "  -h, --help             this help\n",
 	  "print each member's bitmap as mdadm --examine-bitmap does" },
+	{ "list", cmd_list,
+	  "raidfuse list [--json]",
+	  "List every raidfuse mount of this user (every user's for root), from the mount\n"
+	  "table (type fuse.raidfuse, or a source raidfuse:NAME): name, mount point, array\n"
+	  "UUID, level, state (clean, active, degraded, resyncing, recovering, checking,\n"
+	  "repairing, failed, ...; unreachable when its daemon does not answer), size and the\n"
+	  "daemon's pid.\n"
+	  "\n"
+	  "  -J, --json             one JSON array, an object per mount (size in bytes)\n"
+	  "  -h, --help             this help\n",
+	  "list the raidfuse mounts: name, mount point, UUID, level, state" },
 	{ "status", cmd_status,
-	  "raidfuse status [--json] [--watch [SECONDS]] MOUNTPOINT",
+	  "raidfuse status [--json] [--watch [SECONDS]] MOUNTPOINT\n"
+	  "raidfuse status --detail [--json] MOUNTPOINT\n"
+	  "raidfuse status --scan",
 	  "Print MOUNTPOINT/mdstat and every attribute under MOUNTPOINT/md.\n"
 	  "\n"
+	  "  -D, --detail           what mdadm --detail prints (version, sizes, state, device\n"
+	  "                         counts, layout, UUID, events, the device table), and exit\n"
+	  "                         as mdadm --detail --test: 0 the array is whole, 1 degraded,\n"
+	  "                         2 failed (cannot serve), 4 MOUNTPOINT is no raidfuse mount\n"
+	  "                         or its files cannot be read\n"
+	  "  -s, --scan             an mdadm.conf ARRAY line for each raidfuse mount (after a\n"
+	  "                         comment line naming the mount and its mount point)\n"
 	  "  -J, --json             one JSON object: md's attribute names and values (integers\n"
 	  "                         as numbers), \"devices\" (md/dev-NAME/*), \"mdstat\"\n"
 	  "  -w, --watch[=SECONDS]  print mdstat every SECONDS (default 2; also as the next\n"
@@ -1732,6 +2137,6 @@ int main(int argc, char **argv)
 	}
 	if (argv[1][0] == '-')
 		return usage_error("unknown option '%s' (options follow the command)", argv[1]);
-	return usage_error("unknown command '%s' (expected create, mount, assemble, stop, examine, detect, status or ctl)",
+	return usage_error("unknown command '%s' (expected create, mount, assemble, stop, list, examine, detect, status or ctl)",
 			   argv[1]);
 }

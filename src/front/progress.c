@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* progress.c - the progress line of long commands (progress.h).
  *
  * Purpose: one place that decides how progress looks and how often it is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* splice.c - a mapped read's member bytes into this thread's pipe (see
  * splice.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* splice.h - a mapped read's member bytes into a pipe, by page reference.
  *
  * The FUSE front end answers a large read of the image without copying

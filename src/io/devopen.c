@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* devopen.c - open one member or spare, checked, in one place.
  *
  * raidfuse is often run as root on files it did not make, so a path is

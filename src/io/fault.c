@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fault.c - fault injection on member IO (see fault.h for the keys).
  *
  * The decision for one operation is made under the fault's own lock: the

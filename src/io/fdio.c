@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fdio.c - whole transfers on a file descriptor (see fdio.h).
  *
  * For the paths outside the member IO queues: superblocks, bitmaps, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fdmap.c - memory-backed member files mapped (see fdmap.h).
  *
  * Guarded code: rf_fdmap_guarded() sets a thread-local jump buffer with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* iolog.c - the member IO log (see iolog.h).
  *
  * One log per process (one array per daemon), one mutex: a record's

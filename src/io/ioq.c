@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* ioq.c - member IO queue: the retry and short-IO logic, and the liburing
  * backend.
  *

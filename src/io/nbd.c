@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* nbd.c - one NBD export as a member (nbd.h).
  *
  * Every command is libnbd's asynchronous form with a completion callback,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* overlay.c - copy-on-write member overlays (see overlay.h for the files).
  *
  * Invariants, per member, all under o->lock:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* parity.c - P and Q parity, Q updates and raid6 recovery, on ISA-L.
  *
  * The field is GF(2^8) with polynomial 0x11d and generator g = 2, the one

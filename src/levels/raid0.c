@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* raid0.c - striping without redundancy (md's raid0).
  *
  * A request becomes one DIRECT piece per chunk it touches; layout.c's

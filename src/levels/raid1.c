@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* raid1.c - mirrors: md's raid1 and raid10 (near, far and offset copies).
  *
  * Reads go to one copy whose member is in sync (rotating, so sequential

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* raid5.c - parity levels: md's raid4, raid5 and raid6.
  *
  * Reads of in-sync members are DIRECT pieces, one per chunk (md's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* assemble.c - from md superblocks to a struct rf_config.
  *
  * rf_assemble() is what mdadm --assemble does for raidfuse, without a

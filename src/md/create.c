@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* create.c - `raidfuse create`: make the members a config names and write
  * their md superblocks.
  *

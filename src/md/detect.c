@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* detect.c - find an array's geometry from what its members hold.
  *
  * For members whose superblocks are gone (or never were), this ranks the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* detect_fs.c - what lies at the start of a volume, and whether its own
  * metadata lands where it says.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* detect_int.h - what detect.c and detect_fs.c share: a reader of a
  * candidate's assembled sectors. */
 #ifndef RAIDFUSE_DETECT_INT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* detect_out.c - what `raidfuse detect` prints and writes.
  *
  * The ranked candidates of rf_detect() as a table with each one's

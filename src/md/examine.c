@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* examine.c - print a member's superblock in mdadm --examine's words and
  * layout, so people (and scripts) that know mdadm's output can read it.
  *

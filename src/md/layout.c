@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* layout.c - md's sector arithmetic: which member sector holds an array sector.
  *
  * Everything md does to place data, redone as pure functions of struct

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* super.c - md superblocks: 0.90, 1.0, 1.1 and 1.2 read and checked, 1.2
  * written and updated, and printed the way mdadm --examine prints them.
  *

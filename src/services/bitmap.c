@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* bitmap.c - md's internal write-intent bitmap: format, creation, and the
  * running array's bits.
  *

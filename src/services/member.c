@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* member.c - the array's devices: spares, failed members, rebuild.
  *
  * The device table is the core's (core/dev.h): [0, nmembers) serve the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* ppl.c - the partial parity log of a running raid5 (md's raid5-ppl.c).
  *
  * At open (after the superblock state read the superblocks, before

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* sbstate.c - clean/dirty, events and failed members in the superblocks.
  *
  * Three writers of superblocks, all under the device lock and s->lock
@@ -395,8 +396,22 @@ static void hook_dev_changed(void *priv, int dev)
 static void hook_info(void *priv, struct rf_array_info *out)
 {
 	struct rf_sbstate *s = priv;
+	const struct rf_sb *sb;
+	int fresh;
 
 	out->sb_dirty = atomic_load(&s->mode) != RF_SBS_CLEAN;
+	/* What mdadm --detail prints of the superblocks: the array's
+	 * identity from the freshest one, the events as last written. */
+	pthread_mutex_lock(&s->lock);
+	fresh = freshest(s->a, s->n);
+	if (fresh >= 0) {
+		sb = &rf_dev_get(s->a, fresh)->sb;
+		rf_sb_uuid_str(sb, out->uuid);
+		snprintf(out->set_name, sizeof(out->set_name), "%s", sb->name);
+		out->ctime = sb->ctime;
+	}
+	out->events = s->events;
+	pthread_mutex_unlock(&s->lock);
 }
 
 static int hook_start(void *priv)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* sbstate.h - the array's clean/dirty state and events, kept in the
  * members' md superblocks as md keeps them (not installed).
  *

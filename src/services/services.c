@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* services.c - the services the core offers every array to, in order.
  *
  * rf_array_open() walks this list (core/hooks.h): each service looks at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* sync.c - the sync walk: md's md_do_sync for resync, check, repair and
  * rebuild, generic over the levels.
  *

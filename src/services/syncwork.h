@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* syncwork.h - what a level's sync work of one region gets from the walk
  * (not installed).
  *

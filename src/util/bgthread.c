@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* bgthread.c - a periodic, kickable background thread (bgthread.h).
  *
  * The thread sleeps on b->cond until the period's deadline, a kick, a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* log.c - one line per message, "raidfuse: " prefixed on stderr, or syslog
  * once the daemon has detached.
  *

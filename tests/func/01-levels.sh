@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 01-levels: every level, and every family of layouts, keeps what is
 # written to it.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 02-degraded: arrays with members missing.
 #
 # 1. Born degraded: a config that names a member "missing" (two for raid6)

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 03-md-images: raidfuse reads arrays that the kernel's md wrote.
 #
 # tests/data/md-images holds member files of arrays made by kernel md and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 04-ext4-loop: a file system on the image, through a loop device.
 #
 # A raid5 image backs a loop device (direct IO: the image takes O_DIRECT),

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 05-unprivileged: an ordinary user runs an array, no root involved.
 #
 # As an unprivileged user: raidfuse create makes the members, raidfuse

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 06-bad-input: mistakes are refused, said clearly, and cost nothing.
 #
 # A bad config makes both `raidfuse create` and `raidfuse mount` exit 1

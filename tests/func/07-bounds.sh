@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 07-bounds: the image behaves like a block device of fixed size.
 #
 #   - its size is the array's, and nothing changes it: truncate to another

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 08-flush-restart: what was written is on the members once raidfuse stops,
 # however it is stopped, and a new daemon serves it back.
 #

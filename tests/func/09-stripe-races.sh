@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 09-stripe-races: writers that share stripes, under every engine knob.
 #
 # Eight fio jobs write interleaved blocks at once: job i writes block i of

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 10-md-format: md's on-disk format, both ways.
 #
 # 1. Every array kernel md made (tests/data/md-images) assembles from its

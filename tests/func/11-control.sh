@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 11-control: the control files beside the image, as md's sysfs.
 #
 # 1. Read: MOUNTPOINT/mdstat is /proc/mdstat for this array (md0), and
@@ -64,7 +65,7 @@ start_array "$D/r5.conf" "$MNT"
 
 [ "$(ls "$MNT" | tr '\n' ' ')" = "array.img md mdstat " ] || fail "mount point holds: $(ls "$MNT")"
 want_rw="array_state consistency_policy group_thread_cnt rmw_level stripe_cache_size worker_groups sync_action sync_speed_min sync_speed_max resync_start"
-want_ro="chunk_size component_size degraded layout level metadata_version raid_disks reshape_position reshape_direction stripe_cache_active mismatch_cnt sync_completed sync_speed"
+want_ro="array_size chunk_size component_size creation_time events set_name uuid degraded layout level metadata_version raid_disks reshape_position reshape_direction stripe_cache_active mismatch_cnt sync_completed sync_speed"
 for f in $want_rw; do
 	[ "$(stat -c %a "$MNT/md/$f")" = 644 ] || fail "md/$f: mode $(stat -c %a "$MNT/md/$f"), want 644"
 done
@@ -273,7 +274,7 @@ log "md/dev-NAME, md/rdN, md/new_dev"
 start_array "$D/r5.conf" "$MNT"
 dev() { cat "$MNT/md/dev-$1/$2"; }
 for i in 0 1 2 3; do
-	[ "$(ls "$MNT/md/dev-d$i.img" | tr '\n' ' ')" = "errors fault offset recovery_start size slot state timeout " ] ||
+	[ "$(ls "$MNT/md/dev-d$i.img" | tr '\n' ' ')" = "errors fault offset path recovery_start size slot state timeout " ] ||
 		fail "dev-d$i.img holds: $(ls "$MNT/md/dev-d$i.img" | tr '\n' ' ')"
 	check "[ \"\$(dev d$i.img state)\" = in_sync ]" "dev-d$i.img/state"
 	check "[ \"\$(dev d$i.img slot)\" = $i ]" "dev-d$i.img/slot"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 12-drain-stress: no write stalls, whether the array is reconfiguring
 # itself under load or nothing else is arriving at all.
 #

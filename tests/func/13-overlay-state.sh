@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 13-overlay-state: experiments that leave the members alone, the array's
 # clean/dirty state in md's superblocks, and members no two servers share.
 #

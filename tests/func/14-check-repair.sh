@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 14-check-repair: md's check and repair through md/sync_action, on a
 # mounted array whose member file is corrupted behind raidfuse's back.
 #

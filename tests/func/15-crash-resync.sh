@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 15-crash-resync: the daemon is killed (kill -9) while writes run; the next
 # mount finds the superblocks dirty and resyncs by itself, as md does.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 16-bitmap: md's internal write-intent bitmap on a raid5 made with
 # `raidfuse create --bitmap=internal`, judged by mdadm's own readers.
 #

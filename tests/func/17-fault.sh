@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 17-fault: built-in fault injection, and what the array does with the
 # failures it makes (md's semantics, without broken disks).
 #

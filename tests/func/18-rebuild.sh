@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 18-rebuild: members fail while fio writes with verify; spares take their
 # slots and are rebuilt while the writes go on; nothing is lost.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 19-member-safety: members are what they were checked to be, from create
 # to the last write.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 20-access: with -o allow_other, other users get what the modes say and
 # nothing more.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 21-resources: worker threads stay within their bound, and memory taken
 # for a large shape goes back when the array shrinks to the defaults.
 #

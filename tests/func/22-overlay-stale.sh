@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 22-overlay-stale: an overlay is only reused over the members it was
 # made over.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 23-crash-states: power cuts replayed from the member IO log
 # (tools/crash-states.sh, a sample of `make crash`).
 #

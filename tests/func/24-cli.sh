@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 24-cli: the command line as scripts and people use it.
 #
 # 1. Usage: every command names an unknown option or a missing value in one
@@ -132,8 +133,8 @@ jq -e --arg m "$MNT" '.mountpoint == $m and .image == "array.img" and .level == 
 	"$WORK/st.json" >/dev/null || fail "status --json: $(jq . "$WORK/st.json")"
 [ "$("$RAIDFUSE" ctl --json "$MNT" stripe_cache_size)" = '{"stripe_cache_size":256}' ] ||
 	fail "ctl --json stripe_cache_size: $("$RAIDFUSE" ctl --json "$MNT" stripe_cache_size)"
-[ "$("$RAIDFUSE" ctl "$MNT" sync_speed_min -J | jq -r .sync_speed_min)" = "1000 (system)" ] ||
-	fail "ctl MNT sync_speed_min -J"
+[ "$("$RAIDFUSE" ctl "$MNT" sync_speed_min -J)" = '{"sync_speed_min":1000,"sync_speed_min_source":"system"}' ] ||
+	fail "ctl MNT sync_speed_min -J: $("$RAIDFUSE" ctl "$MNT" sync_speed_min -J)"
 
 # --- 4. check --wait ----------------------------------------------------------
 

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 25-md-pending: kernel md's arrays that the tests of manifest.jsonl
 # cannot describe.
 #

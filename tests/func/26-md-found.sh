@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 26-md-found: the md arrays md itself allows that a single data offset and
 # a single raid0 zone cannot describe, made by raidfuse create.
 #

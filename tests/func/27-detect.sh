@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 27-detect: raidfuse detect finds arrays whose superblocks are gone.
 #
 # 1. Kernel md's arrays (tests/data/md-images): members copied out, their

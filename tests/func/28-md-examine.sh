@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 28-md-examine: raidfuse examine and examine-bitmap print what mdadm
 # --examine and mdadm -X printed for the same members.
 #

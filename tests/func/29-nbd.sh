@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 29-nbd: members served over NBD (nbdkit on unix sockets under $WORK),
 # beside file members in one array.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 30-midreshape: raid5 arrays that kernel md left in the middle of a
 # reshape, served read-only as md reads them.
 #

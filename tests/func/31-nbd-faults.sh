@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 31-nbd-faults: NBD members that refuse, stop answering, or should not be
 # read (nbdkit on unix sockets and 127.0.0.1 under $WORK).
 #

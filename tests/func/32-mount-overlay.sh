@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 32-mount-overlay: raidfuse mount --overlay DIR serves a config's array with
 # every write in DIR's copy-on-write files, never on the members.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 33-spare-090: a spare added at run time to a 0.90 array gets the
 # superblock md's 0.90 writes, and becomes a member once rebuilt.
 #

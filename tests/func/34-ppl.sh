@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 34-ppl: md's partial parity log closes the raid5 write hole.
 #
 # Two raid5 arrays (4 x 8 MiB, 64 KiB chunks, 1.2 superblocks), one created

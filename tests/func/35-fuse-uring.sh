@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 35-fuse-uring: the FUSE over io_uring transport (-o io_uring=auto|on|off).
 #
 # With the fuse module's enable_uring on (saved and restored):

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 36-splice-read: large reads answered by splice (libfuse's transport).
 #
 # 1. raid0, raid5 and raid10 (raid1 and raid6 too outside quick runs):

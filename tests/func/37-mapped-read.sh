@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 37-mapped-read: reads answered from the members' mappings, and writes
 # made through them (members on tmpfs).
 #

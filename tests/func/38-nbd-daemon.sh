@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 38-nbd-daemon: NBD members under a daemon started the way users start it
 # (raidfuse mount without -f), and NBD servers killed under writes.
 #

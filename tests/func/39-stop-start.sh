@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 39-stop-start: an array stopped and started like a service, in the
 # daemonized default mode (no -f).
 #
@@ -33,9 +34,21 @@ mk_conf "$D/a.conf" level=5 chunk_size=64K members="$(members 3)" member_size=32
 create_array --assume-clean "$D/a.conf"
 FIO=(--rw=randwrite --bs=4k --size=8M --iodepth=8)
 
-# The pid the mount table names as the daemon serving MNT (its source,
-# raidfuse:PID), or nothing.
-served_by() { sed -n "s|^[0-9]* [0-9]* [0-9:]* [^ ]* $1 .* - fuse[^ ]* raidfuse:\([0-9]*\) .*|\1|p" /proc/self/mountinfo; }
+# The pid of the daemon serving MNT, or nothing: the process holding the
+# marker of MNT's mount (/memfd:raidfuse-serves:MAJ:MIN:MNT).
+served_by() {
+	local dev f p
+	dev=$(awk -v p="$1" '$5 == p { d = $3 } END { print d }' /proc/self/mountinfo)
+	[ -n "$dev" ] || return 0
+	for p in $(pgrep -x raidfuse); do
+		for f in /proc/"$p"/fd/*; do
+			if [ "$(readlink "$f" 2>/dev/null)" = "/memfd:raidfuse-serves:$dev:$1 (deleted)" ]; then
+				echo "$p"
+				return 0
+			fi
+		done
+	done
+}
 
 # adopt MNT LOG: a daemon this test started by hand on MNT is cleaned up
 # as lib.sh's own are.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 40-uring-suspend: FUSE over io_uring, a suspended array and more writers
 # than a queue has entries.
 #

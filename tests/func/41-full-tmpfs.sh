@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 41-full-tmpfs: members on a tmpfs that is full.
 #
 # Members in memory are mapped into the daemon, and reading a hole through

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 42-member-regrown: a member truncated and grown back to its size while
 # the array is served.
 #

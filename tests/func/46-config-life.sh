@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 46-config-life: `raidfuse mount CONFIG` assembles as md does, from the
 # superblocks, through the array's life; the config names the files.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 47-readd-truth: re-add, interrupted rebuilds and a resync due beside a
 # rebuild do what md does and say what is true.
 #

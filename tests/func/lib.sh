@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # lib.sh - what every functional test sources.
 # shellcheck shell=bash
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # nbdkit.sh - nbdkit servers for the NBD tests (29, 31), sourced after lib.sh.
 # shellcheck shell=bash
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* rfhelper.c - small probes the functional tests need and the shell lacks.
  *
  *   rfhelper pattern FILE SECTORS

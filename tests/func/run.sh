@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # run.sh - run the functional tests: every tests/func/NN-*.sh, in order.
 #
 #   RAIDFUSE=/abs/path/raidfuse tests/func/run.sh [NN-name ...]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fuzz_bitmap.c - libFuzzer harness for md's write-intent bitmap as it is
  * read from a member: the superblock that points at it, the bitmap
  * superblock (rf_bitmap_sb_parse) and its pages of bits (rf_bitmap_read).

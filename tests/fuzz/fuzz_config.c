@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fuzz_config.c - libFuzzer harness for config parsing.
  *
  * Each input is written to a file in a private temporary directory and

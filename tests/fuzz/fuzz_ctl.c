@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fuzz_ctl.c - libFuzzer harness for what the control files under md/
  * take (ctl_parse.h).
  *

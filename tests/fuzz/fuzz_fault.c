@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fuzz_fault.c - libFuzzer harness for fault specs (md/dev-NAME/fault and
  * the config's faults list both go through rf_fault_parse()).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fuzz_overlay.c - libFuzzer harness for the overlay's own files, as
  * rf_ovl_open() reads them from DIR: the .base record of what the overlay
  * was made over, and a member's .map of copied blocks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fuzz_super.c - libFuzzer harness for md superblock parsing and printing.
  *
  * Input: byte 0 picks the kind (bits 0-1: 1.2, 1.1, 1.0, 0.90) and whether

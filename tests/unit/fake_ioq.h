@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fake_ioq.h - an rf_ioq backend for tests: synchronous pread/pwrite on the
  * member fds, with injected faults.
  *

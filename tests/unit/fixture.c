@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fixture.c - the unit tests' shared fixtures: see fixture.h. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fixture.h - what every unit test shares: its scratch directory, member
  * files, an array opened from a config written in code, one seeded random
  * generator, and the group setup that ties them together.

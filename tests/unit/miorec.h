@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* miorec.h - what the member IO queue tests share: an rf_mio that counts
  * its end() calls, and an unlinked scratch file for a member.  Include
  * after cmocka.h. */

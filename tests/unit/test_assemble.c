@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_assemble.c - md arrays as kernel md leaves them, assembled from their
  * superblocks and served: members whose data offsets differ (a member added
  * later or replaced), raid0 over members of different sizes (md's zones and

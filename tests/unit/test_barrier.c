@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_barrier.c - the drain barrier, with interleavings forced by the
  * fake IO backend's gate (member IO held "in flight" until the test opens
  * it), never by sleeping and hoping:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_bgthread.c - the background thread runs fn every period and on a
  * kick (kicks while it runs coalesce into one more run), a new period
  * takes effect from now without a run, period 0 runs only when kicked,

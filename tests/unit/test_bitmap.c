@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_bitmap.c - md's internal write-intent bitmap: the header format,
  * mdadm's sizing, the geometry mapping, and a running raid5 array's bits.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_config.c - rf_config_load() and rf_parse_size().
  *
  * Every config is a real file in a mkdtemp() directory, loaded the way the

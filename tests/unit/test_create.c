@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_create.c - `raidfuse create` (create.c): members and superblocks
  * from a config file.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_ctl.c - the control table without FUSE: every md attribute's text
  * for small arrays of each level, mdstat line by line against md's
  * format, what a store takes and refuses (and that a refusal changes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_ctl_parse.c - the control files' value parsers (ctl_parse.c)
  * without an array: what each takes, what each refuses, and that a
  * refusal leaves the result alone.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_detect.c - the detector on arrays laid out by layout.c in memory.
  *
  * What runs on (counters, fixed-length text lines) and what does not

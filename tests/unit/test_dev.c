@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_dev.c - the device table (core/dev.c).
  *
  * A device moves with everything it holds: rf_dev_swap() trades every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_devopen.c - the one checked open of members and spares: what it
  * refuses (dangling links, directories, FIFOs, procfs files, the served
  * file system), what it takes (files, a link followed once, a file it

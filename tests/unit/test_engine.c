@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_engine.c - the array core end to end, without FUSE: random requests
  * of every level against an in-memory model, on member files, through the
  * worker groups and the fake IO backend (injected short IO, EAGAIN and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_examine.c - `raidfuse examine` (examine.c): what it refuses to
  * read, and what it prints of a member raidfuse itself wrote, as text
  * (mdadm --examine's) and as JSON.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_fault.c - fault injection: the spec's text (parse, refuse with a
  * message, format back), which operations a spec picks (kinds, range,
  * after, every, count, rate over many draws with a fixed seed), the delay,

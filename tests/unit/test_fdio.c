@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_fdio.c - whole transfers on a file descriptor (fdio.c).
  *
  * rf_pread_full reads what the file holds and zeros past its end (a read

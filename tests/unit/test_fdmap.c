@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_fdmap.c - member files in memory mapped for reads (fdmap.h).
  *
  *  - a file on tmpfs is mapped over the length asked; the mapping holds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_fixture.c - the unit tests' own fixtures (fixture.c): a failing
  * run must replay from its printed seed, and member files must be what
  * the tests ask for.

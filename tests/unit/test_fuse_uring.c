@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_fuse_uring.c - what decides the transport: the -o io_uring= value,
  * and whether a kernel's INIT request offers FUSE over io_uring (bit 41
  * of the 64-bit flags: flags2 bit 9 with FUSE_INIT_EXT, ABI 7.42+).

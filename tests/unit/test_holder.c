@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_holder.c - who holds a member file, and whether it still serves.
  *
  * The two kernel tables as text: /proc/locks lines pick the flock holders
@@ -73,25 +74,65 @@ static void test_locks(void **state)
 	fclose(f);
 }
 
-static void test_source_pid(void **state)
+static void test_mark_parse(void **state)
 {
-	assert_int_equal(rf_mount_source_pid("raidfuse:1234"), 1234);
-	assert_int_equal(rf_mount_source_pid("raidfuse:0"), 0);
-	assert_int_equal(rf_mount_source_pid("raidfuse:12x"), 0);
-	assert_int_equal(rf_mount_source_pid("raidfuse:"), 0);
-	assert_int_equal(rf_mount_source_pid("raidfuse:-3"), 0);
-	assert_int_equal(rf_mount_source_pid("/dev/fuse"), 0);
-	assert_int_equal(rf_mount_source_pid("sshfs:1234"), 0);
-	assert_int_equal(rf_mount_source_pid("raidfuse:99999999999"), 0);
+	struct rf_mount_ent k, m = { .point = "/mnt/x y", .dev = makedev(0, 42) };
+	char longp[RF_SERVE_POINT_MAX + 40], link[RF_SERVE_POINT_MAX + 80];
+
+	assert_int_equal(rf_serve_mark_parse("/memfd:raidfuse-serves:0:42:/mnt/x y (deleted)", &k), 0);
+	assert_true(k.dev == makedev(0, 42));
+	assert_string_equal(k.point, "/mnt/x y");
+	assert_true(rf_serve_marks(&k, &m));
+	/* the same device on another point: a mount that came after */
+	strcpy(m.point, "/mnt/z");
+	assert_false(rf_serve_marks(&k, &m));
+	/* the same point on another device */
+	strcpy(m.point, "/mnt/x y");
+	m.dev = makedev(0, 43);
+	assert_false(rf_serve_marks(&k, &m));
+	assert_int_equal(rf_serve_mark_parse("/memfd:raidfuse-serves:0:1234:/m", &k), 0);
+	assert_true(k.dev == makedev(0, 1234));
+	assert_int_equal(rf_serve_mark_parse("/memfd:raidfuse-serves:0:42x:/m (deleted)", &k), -EINVAL);
+	assert_int_equal(rf_serve_mark_parse("/memfd:raidfuse-serves:0:42 (deleted)", &k), -EINVAL);
+	assert_int_equal(rf_serve_mark_parse("/memfd:raidfuse-serves:0:42:m (deleted)", &k), -EINVAL);
+	assert_int_equal(rf_serve_mark_parse("/memfd:other:0:42:/m (deleted)", &k), -EINVAL);
+	assert_int_equal(rf_serve_mark_parse("/tmp/raidfuse-serves:0:42:/m", &k), -EINVAL);
+	assert_int_equal(rf_serve_mark_parse("/dev/fuse", &k), -EINVAL);
+	/* a point longer than a marker keeps: its first bytes */
+	memset(longp, 'p', sizeof(longp) - 1);
+	longp[0] = '/';
+	longp[sizeof(longp) - 1] = '\0';
+	snprintf(link, sizeof(link), "/memfd:raidfuse-serves:0:7:%.*s (deleted)", RF_SERVE_POINT_MAX, longp);
+	assert_int_equal(rf_serve_mark_parse(link, &k), 0);
+	m.dev = makedev(0, 7);
+	strcpy(m.point, longp);
+	assert_true(rf_serve_marks(&k, &m));
+	m.point[RF_SERVE_POINT_MAX - 1] = 'q';
+	assert_false(rf_serve_marks(&k, &m));
+}
+
+/* A marker made here is found in this process's fds, and only while it
+ * is open. */
+static void test_mark_own(void **state)
+{
+	struct rf_mount_ent k, m = { .point = "/mnt/own", .dev = makedev(0, 4242) };
+	int fd = rf_serve_mark(&m);
+
+	assert_true(fd >= 0);
+	assert_int_equal(rf_serve_mark_of(getpid(), &k), 0);
+	assert_true(k.dev == makedev(0, 4242));
+	assert_string_equal(k.point, "/mnt/own");
+	close(fd);
+	assert_int_equal(rf_serve_mark_of(getpid(), &k), -ENOENT);
 }
 
 static void test_mountinfo(void **state)
 {
 	const char *mi =
 		"22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
-		"40 22 0:41 / /mnt/a\\040b rw,nosuid shared:9 - fuse raidfuse:300 rw,user_id=0\n"
+		"40 22 0:41 / /mnt/a\\040b rw,nosuid shared:9 - fuse.raidfuse raidfuse:a.img rw,user_id=0,group_id=0\n"
 		"41 22 0:42 / /mnt/c rw,nosuid - fuse.sshfs me@host:/ rw\n"
-		"42 22 0:43 / /mnt/c rw,nosuid - fuse raidfuse:301 rw,user_id=0\n"
+		"42 22 0:43 / /mnt/c rw,nosuid - fuse mine rw,user_id=0\n"
 		"garbage\n";
 	struct rf_mount_ent m;
 	FILE *f;
@@ -99,29 +140,34 @@ static void test_mountinfo(void **state)
 	f = text(mi);
 	assert_int_equal(rf_mountinfo_find(f, "/mnt/a b", 0, &m), 0);
 	fclose(f);
-	assert_string_equal(m.type, "fuse");
-	assert_string_equal(m.source, "raidfuse:300");
-	assert_int_equal(m.pid, 300);
+	assert_string_equal(m.type, "fuse.raidfuse");
+	assert_string_equal(m.source, "raidfuse:a.img");
+	assert_true(m.dev == makedev(0, 41));
+	assert_int_equal(m.uid, 0);
+	assert_true(rf_mount_is_raidfuse(&m));
 	/* two mounts on one point: the last is on top */
 	f = text(mi);
 	assert_int_equal(rf_mountinfo_find(f, "/mnt/c", 0, &m), 0);
 	fclose(f);
-	assert_int_equal(m.pid, 301);
+	assert_true(m.dev == makedev(0, 43));
+	assert_false(rf_mount_is_raidfuse(&m));
 	f = text(mi);
-	assert_int_equal(rf_mountinfo_find(f, NULL, 300, &m), 0);
+	assert_int_equal(rf_mountinfo_find(f, NULL, makedev(0, 42), &m), 0);
 	fclose(f);
-	assert_string_equal(m.point, "/mnt/a b");
+	assert_string_equal(m.point, "/mnt/c");
+	assert_string_equal(m.type, "fuse.sshfs");
 	f = text(mi);
-	assert_int_equal(rf_mountinfo_find(f, NULL, 302, &m), -ENOENT);
+	assert_int_equal(rf_mountinfo_find(f, NULL, makedev(0, 44), &m), -ENOENT);
 	fclose(f);
 	f = text(mi);
 	assert_int_equal(rf_mountinfo_find(f, "/mnt/a", 0, &m), -ENOENT);
 	fclose(f);
-	/* an ordinary mount: found, no pid */
 	f = text(mi);
 	assert_int_equal(rf_mountinfo_find(f, "/", 0, &m), 0);
 	fclose(f);
-	assert_int_equal(m.pid, 0);
+	assert_true(m.dev == makedev(8, 1));
+	assert_int_equal(m.uid, -1);
+	assert_false(rf_mount_is_raidfuse(&m));
 }
 
 static int64_t ms_now(void)
@@ -133,8 +179,10 @@ static int64_t ms_now(void)
 }
 
 /* A child named comm that holds path locked (op: LOCK_EX or LOCK_SH) for
- * hold_ms, then exits; returns once it holds it. */
-static pid_t holder(const char *path, const char *comm, int op, int hold_ms)
+ * hold_ms, then exits; returns once it holds it.  With mark, it holds a
+ * marker for that mount device too, as a daemon serving it does. */
+static pid_t holder_marked(const char *path, const char *comm, int op, int hold_ms,
+			   const struct rf_mount_ent *mark)
 {
 	int p[2];
 	char c;
@@ -148,6 +196,8 @@ static pid_t holder(const char *path, const char *comm, int op, int hold_ms)
 		struct timespec t = { hold_ms / 1000, (hold_ms % 1000) * 1000000L };
 
 		prctl(PR_SET_NAME, comm, 0, 0, 0);
+		if (mark && rf_serve_mark(mark) < 0)
+			_exit(1);
 		if (fd < 0 || flock(fd, op))
 			_exit(1);
 		if (write(p[1], "x", 1) != 1)
@@ -159,6 +209,11 @@ static pid_t holder(const char *path, const char *comm, int op, int hold_ms)
 	assert_int_equal(read(p[0], &c, 1), 1);
 	close(p[0]);
 	return pid;
+}
+
+static pid_t holder(const char *path, const char *comm, int op, int hold_ms)
+{
+	return holder_marked(path, comm, op, hold_ms, NULL);
 }
 
 static void reap(pid_t pid)
@@ -210,6 +265,31 @@ static void test_wait(void **state)
 	assert_non_null(strstr(err, "member 0 (m.img) is still held by raidfuse (pid "));
 	reap(pid);
 
+	/* a raidfuse whose marker names a mount that is there serves it:
+	 * refused at once, naming the mount; a marker of the same device
+	 * on another point (a mount that took the device number of one
+	 * gone) is a daemon stopping */
+	{
+		struct rf_mount_ent root, other;
+
+		assert_int_equal(rf_mount_find("/", 0, &root), 0);
+		pid = holder_marked(path, "raidfuse", LOCK_EX, 5000, &root);
+		t0 = ms_now();
+		assert_int_equal(rf_holder_wait(path, "member 0 (m.img)", false, 2000, err, sizeof(err)), -EBUSY);
+		assert_true(ms_now() - t0 < 500);
+		assert_non_null(strstr(err, "member 0 (m.img) is in use by the raidfuse (pid "));
+		assert_non_null(strstr(err, " serving /"));
+		assert_int_equal(rf_serve_pid_of(&root), pid);
+		reap(pid);
+		other = root;
+		strcpy(other.point, "/gone");
+		pid = holder_marked(path, "raidfuse", LOCK_EX, 5000, &other);
+		assert_int_equal(rf_holder_wait(path, "member 0 (m.img)", false, 300, err, sizeof(err)), -EBUSY);
+		assert_non_null(strstr(err, "is still held by raidfuse (pid "));
+		assert_int_equal(rf_serve_pid_of(&root), 0);
+		reap(pid);
+	}
+
 	/* a shared holder does not stand in a read-only mount's way */
 	pid = holder(path, "raidfuse", LOCK_SH, 5000);
 	t0 = ms_now();
@@ -222,7 +302,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_locks),
-		cmocka_unit_test(test_source_pid),
+		cmocka_unit_test(test_mark_parse),
+		cmocka_unit_test(test_mark_own),
 		cmocka_unit_test(test_mountinfo),
 		cmocka_unit_test(test_wait),
 	};

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_iolog.c - the member IO log: what rf_pwrite_full(), rf_fsync_full()
  * and the IO queue record, in which order, with which data; and nothing
  * once it is closed. */

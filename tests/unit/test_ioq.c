@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_ioq.c - the member IO queue: short transfers resubmitted, EAGAIN
  * retried, errors delivered once, back-pressure queued, a failed read
  * retried once unless its member is failfast, on a fake backend; a

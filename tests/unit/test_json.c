@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_json.c - the JSON writer: commas and colons at every depth, the
  * sticky misuse errors, numbers, and strings: every escape JSON needs,
  * UTF-8 kept as it is, and for every string of one and two bytes (all

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_layout.c - md's sector mapping: self-consistency, hand-worked rows,
  * and arrays that kernel md itself wrote.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_member.c - device control (member.c): md/new_dev and
  * md/dev-NAME/state on an array without superblocks.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_nbd.c - an NBD export as a member, against nbdkit on unix sockets.
  *
  * Reads and writes land and read back, flush works, past-the-end is

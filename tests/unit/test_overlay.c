@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_overlay.c - copy-on-write overlays against a model.
  *
  * A member with an md superblock and random contents, then random reads

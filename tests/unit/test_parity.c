@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_parity.c - the ISA-L paths of parity.c against its byte-at-a-time
  * references, and both against hand-computed values.
  *

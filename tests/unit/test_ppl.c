@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_ppl.c - md's partial parity log format and its replay (md/ppl.c).
  *
  *  - crc32c is the kernel's crc32c_le (check value of "123456789");

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_progress.c - the progress line: sizes in binary units, percent,
  * rate and time left; a line per update on a stream that is not a
  * terminal only every RF_PROGRESS_LINE_SECS; the last line with its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_rangelock.c - the sync regions' range lock on its own.
  *
  * What must hold: while a range is locked, a write whose rows lie outside

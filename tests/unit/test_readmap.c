@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_readmap.c - the read map (readmap.h): a read of the array as the
  * member extents that hold it, for every level.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_sbstate.c - clean/dirty, events and failed members in the md
  * superblocks of a served array.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_splice.c - a mapped read's bytes into this thread's pipe
  * (front/splice.h), without FUSE:
  *  - the pipe holds exactly the array's bytes of the read, in order,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_super.c - md superblocks from bytes: the arrays kernel md made,
  * hand-built 0.90/1.0/1.1 superblocks, damaged ones, write-then-read, and
  * assembling from superblocks.

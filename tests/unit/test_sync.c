@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_sync.c - check, repair and resync on raid1, raid10, raid4/5 and
  * raid6 arrays opened on member files, corrupted behind the array's back
  * by writing a member file directly.

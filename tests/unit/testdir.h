@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* testdir.h - a scratch directory for a unit test's member files (on
  * /dev/shm when it is writable: fast, no disk; else /tmp), and the config
  * of a test array. */

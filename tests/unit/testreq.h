@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* testreq.h - what the tests of served arrays share: one request run to
  * its end, and a member backend that shows the test every data write
  * before it is issued (to check md's ordering rules against the disk). */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # conf.sh - sourced by tools/bench.sh and tools/bench-resync.sh: the config
 # of the arrays they mount.
 # shellcheck shell=bash

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* crashstates.c - record a workload's member IO, replay the member images a
  * power cut could leave, and check what raidfuse makes of each of them.
  *
