@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* memberid.h - which device a member is, whatever name reaches it.
  *
  * One device may be named many ways: a file by a link, a hard link or

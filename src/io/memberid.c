@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* memberid.c - which device a member is, whatever name reaches it
  * (memberid.h).
  *

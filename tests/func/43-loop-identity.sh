@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 43-loop-identity: one member is one member, whatever name reaches it:
 # a loop device over a member file, a link to a member, a link to a
 # block device (as /dev/disk/by-* are).

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 44-nbd-identity: one NBD export is one member, however its URI spells
 # it: the server (a unix socket by its inode, or the address and port
 # reached) and the export's name, and, where superblocks are, the md

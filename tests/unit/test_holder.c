@@ -275,7 +275,7 @@ static void test_wait(void **state)
 		assert_int_equal(rf_mount_find("/", 0, &root), 0);
 		pid = holder_marked(path, "raidfuse", LOCK_EX, 5000, &root);
 		t0 = ms_now();
-		assert_int_equal(rf_holder_wait(path, "member 0 (m.img)", false, 2000, err, sizeof(err)), -EBUSY);
+		assert_int_equal(rf_holder_wait(path, "member 0 (m.img)", false, 2000, &said, err, sizeof(err)), -EBUSY);
 		assert_true(ms_now() - t0 < 500);
 		assert_non_null(strstr(err, "member 0 (m.img) is in use by the raidfuse (pid "));
 		assert_non_null(strstr(err, " serving /"));
@@ -284,7 +284,7 @@ static void test_wait(void **state)
 		other = root;
 		strcpy(other.point, "/gone");
 		pid = holder_marked(path, "raidfuse", LOCK_EX, 5000, &other);
-		assert_int_equal(rf_holder_wait(path, "member 0 (m.img)", false, 300, err, sizeof(err)), -EBUSY);
+		assert_int_equal(rf_holder_wait(path, "member 0 (m.img)", false, 300, &said, err, sizeof(err)), -EBUSY);
 		assert_non_null(strstr(err, "is still held by raidfuse (pid "));
 		assert_int_equal(rf_serve_pid_of(&root), 0);
 		reap(pid);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_memberid.c - one identity per member, whatever name reaches it.
  *
  * Files: a symbolic link and a hard link are the file; two files are
