@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "raidfuse/fdio.h"
@@ -136,11 +137,17 @@ int rf_pread_direct(int fd, uint32_t align, void *buf, size_t len, uint64_t off)
 int rf_pwrite_direct(int fd, uint32_t align, const void *buf, size_t len, uint64_t off)
 {
 	uint64_t lo = off & ~(uint64_t)(align - 1), hi = (off + len + align - 1) & ~(uint64_t)(align - 1);
+	uint64_t end = off + len;
+	struct stat st;
+	off_t size_was;
 	char *b;
 	int r = 0;
 
 	if (is_aligned(buf, len, off, align))
 		return rf_pwrite_full(fd, buf, len, off);
+	if (fstat(fd, &st))
+		return -errno;
+	size_was = st.st_size;
 	if (posix_memalign((void **)&b, align, hi - lo))
 		return -ENOMEM;
 	/* The partial first and last blocks keep their other bytes. */
@@ -152,6 +159,11 @@ int rf_pwrite_direct(int fd, uint32_t align, const void *buf, size_t len, uint64
 		memcpy(b + (off - lo), buf, len);
 		r = rf_pwrite_full(fd, b, hi - lo, lo);
 	}
+	/* A block written whole past the end of the file: the file ends
+	 * where it did, or where the bytes asked end. */
+	if (!r && !fstat(fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_size > end && st.st_size > size_was &&
+	    ftruncate(fd, (off_t)(end > (uint64_t)size_was ? end : (uint64_t)size_was)))
+		r = -errno;
 	free(b);
 	return r;
 }
