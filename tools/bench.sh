@@ -139,8 +139,8 @@ work=$(mktemp -d "${BENCH_DIR:-/dev/shm}/rf-bench-XXXXXX")
 csv=${csv:-$work/bench.csv}
 mkdir -p "$work/fio" "$work/data"
 # Where members and backing files go: the work directory, or the disk.
-data=$work/data
-[ -z "$diskdir" ] || data=$(mktemp -d "$diskdir/rf-bench-data-XXXXXX")
+datadir=$work/data
+[ -z "$diskdir" ] || datadir=$(mktemp -d "$diskdir/rf-bench-data-XXXXXX")
 pids=()      # fuse-ceiling and raidfuse daemons, the drain loop: ours to stop
 # forget PID: PID has been waited for; never signal it again (the number
 # may be someone else's by now).
@@ -160,7 +160,7 @@ cleanup() {
 	touch "$work/stop-drain"
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
-	rm -rf "$work/data" "$data"
+	rm -rf "$work/data" "$datadir"
 	[ "$uring_old" != N ] || echo 0 >$uring_param
 }
 trap cleanup EXIT
@@ -324,28 +324,28 @@ for l in $levels; do
 	need_kib=$((need_kib + nbuilds * n * ((per + chunk_kib - 1) / chunk_kib * chunk_kib)))
 done
 [ -z "$diskdir" ] || need_kib=$((need_kib + size_mib * 1024))
-avail_kib=$(df --output=avail -k "$data" | tail -n 1)
+avail_kib=$(df --output=avail -k "$datadir" | tail -n 1)
 if [ "$need_kib" -gt "$avail_kib" ]; then
 	echo "bench.sh: the targets need $((need_kib / 1024)) MiB in $data, which has $((avail_kib / 1024)) MiB free" \
 		"(old rf-bench-* directories there? BENCH_SIZE smaller, fewer levels)" >&2
 	exit 1
 fi
-truncate -s "${size_mib}M" "$data/ceiling.img"
+truncate -s "${size_mib}M" "$datadir/ceiling.img"
 if [ -z "$diskdir" ]; then
-	serve null "$work/mnt-null/img" "$work/ceiling" "$data/ceiling.img" "$work/mnt-null" -n
-	serve pass "$work/mnt-pass/img" "$work/ceiling" "$data/ceiling.img" "$work/mnt-pass"
+	serve null "$work/mnt-null/img" "$work/ceiling" "$datadir/ceiling.img" "$work/mnt-null" -n
+	serve pass "$work/mnt-pass/img" "$work/ceiling" "$datadir/ceiling.img" "$work/mnt-pass"
 else
 	# The storage's own limit: fio on four plain files beside the members.
 	disk_files=''
 	for i in 0 1 2 3; do
-		truncate -s $((size_mib / 4))M "$data/disk-$i.img"
-		disk_files+="${disk_files:+:}$data/disk-$i.img"
+		truncate -s $((size_mib / 4))M "$datadir/disk-$i.img"
+		disk_files+="${disk_files:+:}$datadir/disk-$i.img"
 	done
 	fill "$disk_files"
 	file_of[disk]=$disk_files
 	targets+=(disk)
 	[ $have_ceiling = 0 ] ||
-		serve pass-d "$work/mnt-pass-d/img" "$work/ceiling" "$data/ceiling.img" "$work/mnt-pass-d" -d
+		serve pass-d "$work/mnt-pass-d/img" "$work/ceiling" "$datadir/ceiling.img" "$work/mnt-pass-d" -d
 fi
 
 builds=("$RAIDFUSE")
@@ -359,7 +359,7 @@ serve_array() {
 	per=$(((size_mib * 1024 + data - 1) / data))
 	per=$(((per + chunk_kib - 1) / chunk_kib * chunk_kib))
 	mlist=()
-	for ((i = 0; i < n; i++)); do mlist+=("$data/$t-$i.img"); done
+	for ((i = 0; i < n; i++)); do mlist+=("$datadir/$t-$i.img"); done
 	bench_array_conf "$work/$t.conf" "${l%%:*}" "$chunk" "${per}K" "${mlist[@]}"
 	"$b" create "$work/$t.conf" >"$work/$t.log" 2>&1
 	serve "$t" "$work/mnt-$t/array.img" "$b" mount "$work/$t.conf" "$work/mnt-$t" -f "$@"
@@ -418,7 +418,7 @@ done
 for t in "${targets[@]}"; do
 	[ -z "${pid_of[$t]:-}" ] || stop "$work/mnt-$t" "${pid_of[$t]}"
 done
-rm -rf "$work/data" "$data"
+rm -rf "$work/data" "$datadir"
 
 # median TARGET JOB FIELD: the median over the rounds of one figure (field
 # 1 iops, 2 bw, 3 p99, 4 p99.9, 5 max), and the spread: (max - min) / median.
