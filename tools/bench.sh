@@ -17,7 +17,17 @@
 # transport alone, as fuse-ceiling -n) runs on both (rnull-fuse,
 # rnull-uring), so the transports' own ceilings sit beside null and pass.
 #
-# usage: tools/bench.sh [-t SECONDS] [-r ROUNDS] [-l LEVELS] [-j JOBS | -a] [-o CSV] [-c CHUNK] [-D] [-u]
+# With -d DIR the members are files on a disk: the table is the disk's.
+# The targets are then "disk" (fio straight on four plain files in DIR:
+# what the storage itself does), "pass-d" (fuse-ceiling -d: FUSE and one
+# O_DIRECT file in DIR) and the arrays, members in DIR in the mode
+# array.member_io picks there (auto: direct); each cell is also given as
+# a ratio to disk, and for writes as eff = ratio x the member IOs one
+# write needs (raid1/10: 2; 4 KiB: raid5 4, raid6 6; 1 MiB, full stripes:
+# raid5 4/3, raid6 6/4), and how much the page cache (/proc/meminfo
+# Cached) grew during the run (the whole machine's: noisy).
+#
+# usage: tools/bench.sh [-t SECONDS] [-r ROUNDS] [-l LEVELS] [-j JOBS | -a] [-o CSV] [-c CHUNK] [-D] [-u] [-d DIR]
 #   -t SECONDS  each fio run's measured time (default 2; a 1 s ramp before it)
 #   -r ROUNDS   rounds (default 3; medians count)
 #   -l LEVELS   raid levels, "0 1 5 6 10" by default (raid6: 6 members, raid1: 2,
@@ -35,6 +45,8 @@
 #               p99.9 latency with and without
 #   -u          the io_uring targets too (root: the fuse module's enable_uring is
 #               turned on for the run and put back after)
+#   -d DIR      members and backing files on the disk DIR is on (see above);
+#               fuse-ceiling's null and pass are left out
 # Environment: RAIDFUSE (the binary), RAIDFUSE_BASE (another build: its arrays
 # run beside, as raidN@base, so a change is measured against what it
 # changed in the same run), CEILING_SRC, BENCH_DIR (where the work directory
@@ -53,7 +65,7 @@ RAIDFUSE=${RAIDFUSE:-$here/build/raidfuse}
 CEILING_SRC=${CEILING_SRC:-$here/../shared/tools/fuse-ceiling/fuse-ceiling.c}
 size_mib=${BENCH_SIZE:-512}
 read -r -a drain_values <<<"${DRAIN_VALUES:-256 512}"
-runtime=2 rounds=3 levels="0 1 5 6 10" chunk=512K csv='' drain=0 jobs=() every=0 uring=0
+runtime=2 rounds=3 levels="0 1 5 6 10" chunk=512K csv='' drain=0 jobs=() every=0 uring=0 diskdir=''
 all_jobs=()
 for f in "$jobdir"/*.fio; do all_jobs+=("$(basename "$f" .fio)"); done
 # The default: the jobs the speed targets are stated in.
@@ -64,7 +76,7 @@ usage() {
 		sed "s/\$default_jobs/$default_jobs/" >&2
 	exit 2
 }
-while getopts "t:r:l:j:ao:c:Du" o; do
+while getopts "t:r:l:j:ao:c:Dud:" o; do
 	case $o in
 	t) runtime=$OPTARG ;;
 	r) rounds=$OPTARG ;;
@@ -75,6 +87,7 @@ while getopts "t:r:l:j:ao:c:Du" o; do
 	c) chunk=$OPTARG ;;
 	D) drain=1 ;;
 	u) uring=1 ;;
+	d) diskdir=$OPTARG ;;
 	*) usage ;;
 	esac
 done
@@ -99,7 +112,19 @@ done
 RAIDFUSE_BASE=${RAIDFUSE_BASE:-}
 [ -z "$RAIDFUSE_BASE" ] || [ -x "$RAIDFUSE_BASE" ] ||
 	{ echo "bench.sh: RAIDFUSE_BASE=$RAIDFUSE_BASE is not an executable" >&2; exit 1; }
-[ -f "$CEILING_SRC" ] || { echo "bench.sh: no fuse-ceiling source at $CEILING_SRC (set CEILING_SRC)" >&2; exit 1; }
+have_ceiling=1
+if [ ! -f "$CEILING_SRC" ] && [ -n "$diskdir" ]; then
+	echo "bench.sh: no fuse-ceiling source at $CEILING_SRC (set CEILING_SRC): pass-d left out" >&2
+	have_ceiling=0
+fi
+[ -f "$CEILING_SRC" ] || [ -n "$diskdir" ] || { echo "bench.sh: no fuse-ceiling source at $CEILING_SRC (set CEILING_SRC)" >&2; exit 1; }
+if [ -n "$diskdir" ]; then
+	[ -d "$diskdir" ] || { echo "bench.sh: -d: $diskdir is not a directory" >&2; exit 2; }
+	case $(stat -f -c %T "$diskdir") in
+	tmpfs | ramfs) echo "bench.sh: -d: $diskdir is in memory ($(stat -f -c %T "$diskdir")), not on a disk" >&2; exit 2 ;;
+	esac
+	[ $uring = 0 ] && [ $drain = 0 ] || { echo "bench.sh: -d takes neither -u nor -D" >&2; exit 2; }
+fi
 uring_param=/sys/module/fuse/parameters/enable_uring
 uring_old=''
 if [ $uring = 1 ]; then
@@ -114,6 +139,9 @@ fi
 work=$(mktemp -d "${BENCH_DIR:-/dev/shm}/rf-bench-XXXXXX")
 csv=${csv:-$work/bench.csv}
 mkdir -p "$work/fio" "$work/data"
+# Where members and backing files go: the work directory, or the disk.
+datadir=$work/data
+[ -z "$diskdir" ] || datadir=$(mktemp -d "$diskdir/rf-bench-data-XXXXXX")
 pids=()      # fuse-ceiling and raidfuse daemons, the drain loop: ours to stop
 # forget PID: PID has been waited for; never signal it again (the number
 # may be someone else's by now).
@@ -133,7 +161,7 @@ cleanup() {
 	touch "$work/stop-drain"
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
-	rm -rf "$work/data"
+	rm -rf "$work/data" "$datadir"
 	[ "$uring_old" != N ] || echo 0 >$uring_param
 }
 trap cleanup EXIT
@@ -160,11 +188,17 @@ stop() {
 	rmdir "$1"
 }
 
-# fill FILE: write the whole fio region once, so reads hit allocated pages
-# (and parity that matches).
+# fill FILE[:FILE...]: write the whole fio region once, so reads hit
+# allocated pages (and parity that matches); fio spreads it over the files.
 fill() {
-	dd if=/dev/zero of="$1" bs=1M count="$size_mib" oflag=direct conv=notrunc status=none
+	local f files
+	IFS=: read -r -a files <<<"$1"
+	for f in "${files[@]}"; do
+		dd if=/dev/zero of="$f" bs=1M count=$((size_mib / ${#files[@]})) oflag=direct conv=notrunc status=none
+	done
 }
+# cached_kib: the page cache now (/proc/meminfo Cached), KiB.
+cached_kib() { awk '/^Cached:/ { print $2 }' /proc/meminfo; }
 
 # Results: res[TARGET|JOB|RUN] = "iops bw_kib p99_us p999_us max_us rw bs qd",
 # RUN the round (1..) or D (with drains going).
@@ -178,8 +212,9 @@ cpu_ticks() {
 steal_runs=0 steal_sum=0 steal_max=0
 # run TARGET FILE JOB RUN: one fio run, parsed into res.
 run() {
-	local target=$1 file=$2 job=$3 d=$4 out t0 s0 t1 s1 steal
+	local target=$1 file=$2 job=$3 d=$4 out t0 s0 t1 s1 steal c0
 	out=$work/fio/$target.$job.$d.json
+	c0=$(cached_kib)
 	read -r t0 s0 < <(cpu_ticks)
 	RF_BENCH_FILE=$file RF_BENCH_SIZE=${size_mib}M RF_BENCH_RUNTIME=$runtime \
 		fio --output-format=json --output="$out" "$jobdir/$job.fio" ||
@@ -192,13 +227,14 @@ run() {
 		| [$d.iops, $d.bw, ($d.clat_ns.percentile["99.000000"] // 0) / 1000,
 		   ($d.clat_ns.percentile["99.900000"] // 0) / 1000, $d.clat_ns.max / 1000,
 		   $o.rw, $o.bs, $o.iodepth] | map(tostring) | join(" ")' <(sed -n '/^{/,$p' "$out"))
+	res["$target|$job|$d"]+=" $(($(cached_kib) - c0))"
 	read -r t1 s1 < <(cpu_ticks)
 	# Steal in tenths of a percent of the run's CPU time.
 	steal=$(((s1 - s0) * 1000 / (t1 > t0 ? t1 - t0 : 1)))
 	steal_runs=$((steal_runs + 1)) steal_sum=$((steal_sum + steal))
 	[ "$steal" -le "$steal_max" ] || steal_max=$steal
-	awk -v t="$target" -v j="$job" -v d="$d" -v st="$steal" '{ printf "  %-8s %-18s %-7s %9.0f IOPS %8.1f MiB/s  p99 %8.0f  p99.9 %8.0f  max %8.0f us  steal %4.1f%%\n",
-		t, j, d == "D" ? "drained" : "r" d, $1, $2 / 1024, $3, $4, $5, st / 10 }' <<<"${res["$target|$job|$d"]}"
+	awk -v t="$target" -v j="$job" -v d="$d" -v st="$steal" '{ printf "  %-8s %-18s %-7s %9.0f IOPS %8.1f MiB/s  p99 %8.0f  p99.9 %8.0f  max %8.0f us  steal %4.1f%%  cached %+7.1f MiB\n",
+		t, j, d == "D" ? "drained" : "r" d, $1, $2 / 1024, $3, $4, $5, st / 10, $9 / 1024 }' <<<"${res["$target|$job|$d"]}"
 }
 
 # drain_loop FILE LOG STOP: until STOP exists, write FILE once a second,
@@ -238,7 +274,7 @@ run_drained() {
 }
 
 echo "bench: ${rounds} rounds of ${runtime}s per run, ${size_mib} MiB of each target, jobs: ${jobs[*]}"
-cc -O2 -o "$work/data/ceiling" "$CEILING_SRC" $(pkg-config --cflags --libs fuse3)
+[ $have_ceiling = 0 ] || cc -O2 -o "$work/ceiling" "$CEILING_SRC" $(pkg-config --cflags --libs fuse3)
 
 targets=()
 declare -A file_of pid_of
@@ -288,15 +324,30 @@ for l in $levels; do
 	per=$(((size_mib * 1024 + data - 1) / data))
 	need_kib=$((need_kib + nbuilds * n * ((per + chunk_kib - 1) / chunk_kib * chunk_kib)))
 done
-avail_kib=$(df --output=avail -k "$work" | tail -n 1)
+[ -z "$diskdir" ] || need_kib=$((need_kib + size_mib * 1024))
+avail_kib=$(df --output=avail -k "$datadir" | tail -n 1)
 if [ "$need_kib" -gt "$avail_kib" ]; then
-	echo "bench.sh: the targets need $((need_kib / 1024)) MiB in $work, which has $((avail_kib / 1024)) MiB free" \
+	echo "bench.sh: the targets need $((need_kib / 1024)) MiB in $data, which has $((avail_kib / 1024)) MiB free" \
 		"(old rf-bench-* directories there? BENCH_SIZE smaller, fewer levels)" >&2
 	exit 1
 fi
-truncate -s "${size_mib}M" "$work/data/ceiling.img"
-serve null "$work/mnt-null/img" "$work/data/ceiling" "$work/data/ceiling.img" "$work/mnt-null" -n
-serve pass "$work/mnt-pass/img" "$work/data/ceiling" "$work/data/ceiling.img" "$work/mnt-pass"
+truncate -s "${size_mib}M" "$datadir/ceiling.img"
+if [ -z "$diskdir" ]; then
+	serve null "$work/mnt-null/img" "$work/ceiling" "$datadir/ceiling.img" "$work/mnt-null" -n
+	serve pass "$work/mnt-pass/img" "$work/ceiling" "$datadir/ceiling.img" "$work/mnt-pass"
+else
+	# The storage's own limit: fio on four plain files beside the members.
+	disk_files=''
+	for i in 0 1 2 3; do
+		truncate -s $((size_mib / 4))M "$datadir/disk-$i.img"
+		disk_files+="${disk_files:+:}$datadir/disk-$i.img"
+	done
+	fill "$disk_files"
+	file_of[disk]=$disk_files
+	targets+=(disk)
+	[ $have_ceiling = 0 ] ||
+		serve pass-d "$work/mnt-pass-d/img" "$work/ceiling" "$datadir/ceiling.img" "$work/mnt-pass-d" -d
+fi
 
 builds=("$RAIDFUSE")
 [ -z "$RAIDFUSE_BASE" ] || builds+=("$RAIDFUSE_BASE")
@@ -309,7 +360,7 @@ serve_array() {
 	per=$(((size_mib * 1024 + data - 1) / data))
 	per=$(((per + chunk_kib - 1) / chunk_kib * chunk_kib))
 	mlist=()
-	for ((i = 0; i < n; i++)); do mlist+=("$work/data/$t-$i.img"); done
+	for ((i = 0; i < n; i++)); do mlist+=("$datadir/$t-$i.img"); done
 	bench_array_conf "$work/$t.conf" "${l%%:*}" "$chunk" "${per}K" "${mlist[@]}"
 	"$b" create "$work/$t.conf" >"$work/$t.log" 2>&1
 	serve "$t" "$work/mnt-$t/array.img" "$b" mount "$work/$t.conf" "$work/mnt-$t" -f "$@"
@@ -361,13 +412,14 @@ if [ $drain = 1 ]; then
 fi
 
 for t in "${targets[@]}"; do
+	[ -n "${pid_of[$t]:-}" ] || continue
 	mem[$t]=$(awk '/^VmRSS:/ { r = $2 } /^VmHWM:/ { h = $2 } /^RssAnon:/ { a = $2 } /^RssShmem:/ { m = $2 }
 		END { print r, h, a, m }' "/proc/${pid_of[$t]}/status")
 done
 for t in "${targets[@]}"; do
-	stop "$work/mnt-$t" "${pid_of[$t]}"
+	[ -z "${pid_of[$t]:-}" ] || stop "$work/mnt-$t" "${pid_of[$t]}"
 done
-rm -rf "$work/data"
+rm -rf "$work/data" "$datadir"
 
 # median TARGET JOB FIELD: the median over the rounds of one figure (field
 # 1 iops, 2 bw, 3 p99, 4 p99.9, 5 max), and the spread: (max - min) / median.
@@ -380,9 +432,28 @@ median() {
 }
 # ratio A B: A / B with two decimals, "-" when B is 0.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'; }
+# writes_per TARGET RW BS: member IOs one write of the job needs (reads: 1).
+writes_per() {
+	local l=${1%%@*}
+	l=${l%%x*}
+	[[ $2 == *write* ]] || { echo 1; return; }
+	case $l in
+	raid1 | raid10) echo 2 ;;
+	raid4 | raid5) [ "$3" = 4k ] && echo 4 || echo 1.333 ;;
+	raid6) [ "$3" = 4k ] && echo 6 || echo 1.5 ;;
+	*) echo 1 ;;
+	esac
+}
+# median_cached TARGET JOB: the median over the rounds of the Cached growth, KiB.
+median_cached() {
+	local r
+	for ((r = 1; r <= rounds; r++)); do
+		awk '{ print $9 }' <<<"${res["$1|$2|$r"]}"
+	done | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
 
 {
-	echo "target,job,rw,bs,iodepth,rounds,runtime_s,iops,iops_spread,bw_kib_s,clat_p99_us,clat_p999_us,clat_max_us,iops_per_null,iops_per_pass,p999_per_pass,vmrss_kib,vmhwm_kib,drained_p999_us,drains,drain_max_ms,rssanon_kib,rssshmem_kib"
+	echo "target,job,rw,bs,iodepth,rounds,runtime_s,iops,iops_spread,bw_kib_s,clat_p99_us,clat_p999_us,clat_max_us,iops_per_null,iops_per_pass,p999_per_pass,vmrss_kib,vmhwm_kib,drained_p999_us,drains,drain_max_ms,rssanon_kib,rssshmem_kib,iops_per_disk,eff,cached_growth_kib"
 	for t in "${targets[@]}"; do
 		for j in "${jobs[@]}"; do
 			read -r _ _ _ _ _ rw bs qd <<<"${res["$t|$j|1"]}"
@@ -400,11 +471,31 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 				read -r _ _ _ dp _ <<<"${res["$t|$j|D"]}"
 				read -r dn dmax _ <<<"${drains["$t|$j"]}"
 			fi
-			echo "$t,$j,$rw,$bs,$qd,$rounds,$runtime,$i,$sp,$b,$p99,$p999,$mx,$(ratio "$i" "$ni"),$(ratio "$i" "$pi"),$(ratio "$p999" "$pp"),${rss:-},${hwm:-},$dp,$dn,$dmax,${anon:-},${shmem:-}"
+			di='' rd='' eff=''
+			if [ -n "$diskdir" ]; then
+				read -r di _ < <(median disk "$j" 1)
+				rd=$(ratio "$i" "$di")
+				[ "$rd" = - ] || eff=$(awk -v r="$rd" -v w="$(writes_per "$t" "$rw" "$bs")" 'BEGIN { printf "%.2f", r * w }')
+			fi
+			echo "$t,$j,$rw,$bs,$qd,$rounds,$runtime,$i,$sp,$b,$p99,$p999,$mx,$(ratio "$i" "$ni"),$(ratio "$i" "$pi"),$(ratio "$p999" "$pp"),${rss:-},${hwm:-},$dp,$dn,$dmax,${anon:-},${shmem:-},$rd,$eff,$(median_cached "$t" "$j")"
 		done
 	done
 } >"$csv"
 
+if [ -n "$diskdir" ]; then
+	echo
+	echo "Members on $(df --output=source "$diskdir" | tail -n 1) ($(stat -f -c %T "$diskdir")) in $diskdir."
+	echo "Medians of $rounds interleaved rounds.  /disk: IOPS divided by the same job's straight on four"
+	echo "plain files there (disk); eff: that x the member IOs one write needs (what the array asks of"
+	echo "the disk; 1.00 = the disk's rate); cached: /proc/meminfo Cached growth during the run"
+	echo "(the whole machine's, MiB)."
+	printf '%-18s %-11s %9s %8s %8s %8s %6s | %5s %5s | %8s\n' job target IOPS MiB/s p99 p99.9 spread /disk eff cached
+	awk -F, 'NR > 1 {
+		if (!($2 in rows)) order[++n] = $2
+		rows[$2] = rows[$2] sprintf("%-18s %-11s %9.0f %8.1f %8.0f %8.0f %6.2f | %5s %5s | %8.1f\n",
+			$2, $1, $8, $10 / 1024, $11, $12, $9, $24, ($25 == "" ? "-" : $25), $26 / 1024) }
+		END { for (i = 1; i <= n; i++) printf "%s%s", (i > 1 ? "\n" : ""), rows[order[i]] }' "$csv"
+fi
 echo
 echo "Medians of $rounds rounds.  IOPS, MiB/s: higher is better; p99, p99.9: completion latency"
 echo "(fio clat) in us.  /null, /pass: IOPS divided by the same job's on fuse-ceiling -n (the"
@@ -447,7 +538,7 @@ if [ $drain = 1 ]; then
 fi
 # The plot: per job, each target's IOPS ratio to null (gnuplot, if there).
 png=${csv%.csv}.png
-if command -v gnuplot >/dev/null; then
+if [ -z "$diskdir" ] && command -v gnuplot >/dev/null; then
 	awk -F, 'NR > 1 && $1 != "null" { if (!($1 in ti)) { ti[$1] = ++nt; tn[nt] = $1 }
 			if (!($2 in ji)) { ji[$2] = ++nj; jn[nj] = $2 } v[ji[$2], ti[$1]] = $14 }
 		END { printf "job"; for (t = 1; t <= nt; t++) printf " %s", tn[t]; printf "\n"

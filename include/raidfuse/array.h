@@ -198,6 +198,14 @@ int rf_array_dev_set_state(struct rf_array *a, const char *name, const char *wor
  * -EOPNOTSUPP: not an NBD export; set: -EINVAL for 0. */
 int rf_array_dev_timeout_get(struct rf_array *a, const char *name, unsigned *ms);
 int rf_array_dev_timeout_set(struct rf_array *a, const char *name, unsigned ms);
+/* md/dev-NAME/io_mode: how a device's data reaches it (devopen.h enum
+ * rf_member_io): get says RF_MEMBER_IO_DIRECT or _BUFFERED, -ENOENT (no
+ * such device), -EOPNOTSUPP (an NBD export); set (auto, direct,
+ * buffered) drains member IO as a device table edit does, then changes
+ * it: -EOPNOTSUPP with a message for an NBD export, an overlay's member
+ * or a file that refuses O_DIRECT. */
+int rf_array_dev_io_mode_get(struct rf_array *a, const char *name);
+int rf_array_dev_io_mode_set(struct rf_array *a, const char *name, int mode);
 /* md/new_dev: open path, check it (size, not already in the array, not
  * in use), write a spare superblock if the array keeps superblocks, and
  * add it as a spare; a degraded array starts rebuilding onto it at once.

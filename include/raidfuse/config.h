@@ -37,6 +37,8 @@ struct rf_config {
 					 * (array.failfast, or found in their superblocks) */
 	uint64_t write_mostly;          /* members that are md's write-mostly (array.write_mostly,
 					 * or found in their superblocks) */
+	int member_io;                  /* enum rf_member_io (devopen.h): array.member_io,
+					 * default auto */
 	unsigned member_timeout_ms;     /* NBD members: a command not done within it fails the
 					 * member (array.member_timeout; default 30 s) */
 	uint64_t data_offset;           /* bytes */

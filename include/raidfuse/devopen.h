@@ -25,6 +25,19 @@ enum rf_dev_open_flags {
 					 * check: the lock would refuse our own second name) */
 };
 
+/* How a member's data reaches its device (array.member_io,
+ * md/dev-NAME/io_mode; ioq.h struct rf_ioq_member): */
+enum rf_member_io {
+	RF_MEMBER_IO_AUTO,              /* direct, but buffered for a file in memory (tmpfs,
+					 * ramfs: mapped, fdmap.h) or one whose file system
+					 * refuses O_DIRECT */
+	RF_MEMBER_IO_DIRECT,            /* every read and write O_DIRECT */
+	RF_MEMBER_IO_BUFFERED,          /* the page cache; durable at the flush points */
+};
+/* "auto", "direct", "buffered": the mode, or -EINVAL. */
+int rf_member_io_parse(const char *s);
+const char *rf_member_io_name(int mode);
+
 struct rf_dev_id {
 	dev_t dev;                      /* st_dev of the open file */
 	ino_t ino;
@@ -45,6 +58,9 @@ struct rf_dev_id {
 struct rf_dev_fd {
 	int fd;                         /* O_RDWR (O_RDONLY with RF_DEV_RDONLY), O_CLOEXEC */
 	int fd_direct;                  /* -1: none */
+	int direct_err;                 /* RF_DEV_DIRECT refused: why (errno), else 0 */
+	uint32_t dio_align;             /* fd_direct's alignment of offsets, lengths and
+					 * buffers (rf_dev_dio_align()) */
 	bool created;                   /* RF_DEV_CREATE made it (unlink d->id.real to undo) */
 	struct rf_dev_id id;
 };
@@ -65,6 +81,10 @@ int rf_dev_open(const char *path, const char *who, unsigned flags, struct rf_dev
  * locked.  0, or -errno with "who is in use by another raidfuse or
  * process" in err. */
 int rf_dev_lock(const struct rf_dev_fd *d, bool ro, const char *who, char *err, size_t errlen);
+/* The alignment O_DIRECT IO on fd needs (offset, length and buffer
+ * address alike): what statx says (STATX_DIOALIGN), else a block
+ * device's logical block size, else 4096, never below 512. */
+uint32_t rf_dev_dio_align(int fd, bool blk);
 /* Close what rf_dev_open() opened (d may be partly filled: fds -1). */
 void rf_dev_close(struct rf_dev_fd *d);
 /* Free what id holds (its paths, the backing file's descriptor). */

@@ -3,6 +3,7 @@
 #ifndef RAIDFUSE_FDIO_H
 #define RAIDFUSE_FDIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -11,6 +12,13 @@
 int rf_pread_full(int fd, void *buf, size_t len, uint64_t off);
 /* Write len bytes at off, retrying short writes and EINTR.  0 or -errno. */
 int rf_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
+/* The same on a descriptor opened O_DIRECT that needs align (a power of
+ * two, 512..32768) for buffers, offsets and lengths: an unaligned
+ * transfer goes through an aligned copy, a write's partial blocks read
+ * first (see fdio.c for who may write one block at a time).  0 or
+ * -errno. */
+int rf_pread_direct(int fd, uint32_t align, void *buf, size_t len, uint64_t off);
+int rf_pwrite_direct(int fd, uint32_t align, const void *buf, size_t len, uint64_t off);
 /* fsync(fd), seen by the io log (iolog.h).  0 or -errno. */
 int rf_fsync_full(int fd);
 

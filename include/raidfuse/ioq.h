@@ -38,6 +38,9 @@
 #define RF_IOQ_MAX_MEMBERS 64
 #define RF_IOQ_MAX_MERGE 64
 #define RF_IOQ_MAX_MERGE_BYTES (1u << 20)
+#define RF_IOQ_BOUNCE_UNIT (64u << 10)
+#define RF_IOQ_BOUNCE_UNITS 64
+#define RF_IOQ_BOUNCE_BYTES (RF_IOQ_BOUNCE_UNIT * RF_IOQ_BOUNCE_UNITS)
 
 enum rf_mio_op { RF_MIO_READ, RF_MIO_WRITE, RF_MIO_FSYNC };
 
@@ -60,16 +63,36 @@ struct rf_mio {
 	uint16_t nchain;
 	int16_t iov_slot;
 	uint64_t iolog_id;              /* ioq: the io log's id of the op in flight, or 0 */
+	int8_t bounce_at;               /* ioq: first unit of the queue's bounce buffer it
+					 * moves through while in flight; -1: none */
+	uint8_t bounce_n;               /* ioq: units of it */
+	uint16_t bounce_head;           /* ioq: bytes read before the first one asked (a read
+					 * widened to the member's alignment) */
+	uint8_t dsync;                  /* ioq: a write through the buffered fd, written through
+					 * (RWF_DSYNC: direct mode, offset or length unaligned) */
 };
 
 struct rf_nbd;
 
-/* One member as the queue sees it: fd for aligned IO (O_DIRECT when the file
- * allows it) and buffered fd for the rest. */
+/* One member as the queue sees it.  Its IO mode (direct) says which of
+ * its two descriptors carries its reads and writes:
+ *  - direct: every read and write goes to fd_direct (O_DIRECT).  One
+ *    whose buffer, offset or length is not aligned moves through the
+ *    queue's bounce buffer (preallocated, aligned): a read is widened to
+ *    whole aligned blocks and the bytes asked copied out; a write whose
+ *    offset and length are aligned is copied in.  A write whose offset or
+ *    length is not (a few bytes written in place: it cannot be widened
+ *    without reading and racing the neighbours' writes) goes to fd with
+ *    RWF_DSYNC: written through, acknowledged once on the device, as an
+ *    O_DIRECT one;
+ *  - buffered (direct 0): every read and write goes to fd, the page
+ *    cache; what the array flushes (fsync) reaches the device.
+ * fsync goes to fd in both. */
 struct rf_ioq_member {
 	int fd_direct;                  /* -1: none */
 	int fd;                         /* buffered */
 	uint32_t align;                 /* O_DIRECT alignment (offset, length, address) */
+	uint8_t direct;                 /* the IO mode (above): set only with the queues idle */
 	void *layer;                    /* a member layer's state (the overlay), or NULL */
 	struct rf_nbd *nbd;             /* an NBD export (nbd.h): every operation is an
 					 * asynchronous command on it; fds are -1 then */
@@ -96,12 +119,13 @@ static inline bool rf_ioq_member_plain(const struct rf_ioq_member *mm)
  * from there, or with write written there; NULL: not all of them mapped,
  * a member not read and written plainly, or a write the mapping may not
  * take (mapped for reads only, or the io log records writes: it sees
- * only those issued).  The one rule for every use of a mapping (the IO
+ * only those issued), or a member in direct mode (its IO is O_DIRECT,
+ * whatever file system it is on).  The one rule for every use of a mapping (the IO
  * queue's copies, the read map's extents, a sync region's reads). */
 static inline const char *rf_ioq_member_map(const struct rf_ioq_member *mm, uint64_t off, uint64_t len,
 					    bool write)
 {
-	if (!rf_ioq_member_plain(mm) || (write && (!mm->map.writable || rf_iolog_on)))
+	if (!rf_ioq_member_plain(mm) || mm->direct || (write && (!mm->map.writable || rf_iolog_on)))
 		return NULL;
 	return rf_fdmap_at(&mm->map, off, len);
 }
@@ -170,6 +194,14 @@ struct rf_ioq {
 	int niov_free;
 	uint64_t nr_short, nr_retry, nr_merged, nr_injected, nr_read_retry; /* stats */
 	uint64_t nr_mapped;             /* reads copied from mappings (stats) */
+	/* Direct mode's bounce buffer (see struct rf_ioq_member): RF_IOQ_BOUNCE_UNITS
+	 * units of RF_IOQ_BOUNCE_UNIT bytes, mapped at init (its pages are
+	 * taken when first used); an operation takes a run of units while in
+	 * flight, or waits for one (a longer one moves its first
+	 * RF_IOQ_BOUNCE_BYTES and goes on as a short transfer). */
+	char *bounce;
+	uint64_t bounce_free;           /* bit i: unit i is free */
+	uint64_t nr_bounced;            /* operations moved through it (stats) */
 };
 
 /* Common setup for backends: members, retry list, iovec slots.  0 or -ENOMEM. */

@@ -144,6 +144,10 @@ struct rf_sb_io {
 /* io for a plain open file or block device (its size found now).  0 or
  * -errno. */
 int rf_sb_io_fd(struct rf_sb_io *io, int fd);
+/* io for a descriptor opened O_DIRECT (a member in direct mode) that
+ * needs align: every transfer O_DIRECT, unaligned ones through an aligned
+ * copy (fdio.h rf_pread_direct()).  0 or -errno. */
+int rf_sb_io_fd_direct(struct rf_sb_io *io, int fd, uint32_t align);
 
 /* Read the superblock of an open member: tries 1.2, 1.1, 1.0 and 0.90.
  * Returns 0 with sb filled; -ENOENT when none is there (err says where it

@@ -118,6 +118,7 @@ static int overlay_open(struct rf_array *a, const char *dir, char *err, size_t e
 		if (a->devs[i].io.fd_direct >= 0)
 			close(a->devs[i].io.fd_direct);
 		a->devs[i].io.fd_direct = -1;
+		a->devs[i].io.direct = 0;
 	}
 	a->ioq_init = a->inline_ioq_init = rf_ioq_init_overlay;
 	return 0;
@@ -202,6 +203,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	 * between the geometries, so no write may land in either). */
 	a->readonly = cfg->readonly || cfg->reshape.active;
 	a->member_timeout_ms = cfg->member_timeout_ms ? cfg->member_timeout_ms : RF_NBD_TIMEOUT_MS_DEFAULT;
+	a->member_io = cfg->member_io;
 	a->overlay = cfg->overlay_dir != NULL;
 	a->metadata = cfg->has_uuid ? cfg->metadata : 0;
 	a->chunk_bytes = cfg->chunk_bytes;

@@ -26,6 +26,7 @@
  * device fails (member.c and the IO path do), nor read superblocks.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,7 @@
 #include "core/dev.h"
 #include "core/engine.h"
 #include "raidfuse/fault.h"
+#include "raidfuse/fdio.h"
 #include "raidfuse/log.h"
 #include "raidfuse/nbd.h"
 #include "raidfuse/overlay.h"
@@ -198,9 +200,20 @@ int rf_dev_open_into(struct rf_array *a, struct rf_dev *d, const char *path, con
 		rf_dev_close(&f);
 		return ret;
 	}
+	if (a->member_io == RF_MEMBER_IO_DIRECT && f.fd_direct < 0) {
+		snprintf(err, errlen, "%s: member_io \"direct\": its file system refuses O_DIRECT (%s)", who,
+			 strerror(f.direct_err ? f.direct_err : EINVAL));
+		rf_dev_close(&f);
+		return -EINVAL;
+	}
 	d->io.fd = f.fd;
 	d->io.fd_direct = f.fd_direct;
-	d->io.align = 4096;
+	d->io.align = f.fd_direct >= 0 ? f.dio_align : 4096;
+	d->io.direct = f.fd_direct >= 0 && (a->member_io == RF_MEMBER_IO_DIRECT ||
+					    (a->member_io == RF_MEMBER_IO_AUTO && !rf_fdmap_in_memory(f.fd)));
+	if (a->member_io == RF_MEMBER_IO_AUTO && f.fd_direct < 0 && !rf_fdmap_in_memory(f.fd))
+		rf_info("%s: O_DIRECT refused (%s): its IO is buffered", who,
+			strerror(f.direct_err ? f.direct_err : EINVAL));
 	d->size = f.id.size;
 	d->id = f.id;
 	/* A member in memory is also mapped, for reads and writes that need
@@ -233,7 +246,66 @@ int rf_dev_sb_io(struct rf_dev *d, struct rf_sb_io *io)
 		rf_nbd_sb_io(d->io.nbd, io);
 		return 0;
 	}
+	/* A device in direct mode: its superblock, bitmap and log too. */
+	if (d->io.direct && d->io.fd_direct >= 0)
+		return rf_sb_io_fd_direct(io, d->io.fd_direct, d->io.align);
 	return rf_sb_io_fd(io, d->io.fd);
+}
+
+int rf_dev_io_mode(const struct rf_dev *d)
+{
+	if (d->io.nbd)
+		return -EOPNOTSUPP;
+	return d->io.direct ? RF_MEMBER_IO_DIRECT : RF_MEMBER_IO_BUFFERED;
+}
+
+int rf_dev_set_io_mode(struct rf_dev *d, int mode, char *err, size_t errlen)
+{
+	bool direct;
+	int r;
+
+	if (d->io.nbd) {
+		snprintf(err, errlen, "%s: an NBD export: its IO is commands on its connection, no page cache", d->path);
+		return -EOPNOTSUPP;
+	}
+	if (d->io.layer) {
+		snprintf(err, errlen, "%s: written through its overlay, which keeps its own (buffered) IO", d->path);
+		return -EOPNOTSUPP;
+	}
+	if (d->io.fd < 0) {
+		snprintf(err, errlen, "%s: not open", d->path);
+		return -ENODEV;
+	}
+	direct = mode == RF_MEMBER_IO_DIRECT || (mode == RF_MEMBER_IO_AUTO && !rf_fdmap_in_memory(d->io.fd));
+	if (mode == RF_MEMBER_IO_AUTO && d->io.fd_direct < 0)
+		direct = false;
+	if (direct && d->io.fd_direct < 0) {
+		snprintf(err, errlen, "%s: its file system refuses O_DIRECT", d->path);
+		return -EOPNOTSUPP;
+	}
+	if (direct == (bool)d->io.direct)
+		return 0;
+	if (direct) {
+		/* What buffered writes left in the page cache reaches the
+		 * device before IO goes around it, and the cache goes. */
+		r = rf_fsync_full(d->io.fd);
+		if (r) {
+			snprintf(err, errlen, "%s: fsync before direct IO: %s", d->path, strerror(-r));
+			return r;
+		}
+		posix_fadvise(d->io.fd, 0, 0, POSIX_FADV_DONTNEED);
+	}
+	d->io.direct = direct;
+	if (d->sb_has) {
+		r = rf_dev_sb_io(d, &d->sb_io);
+		if (r) {
+			d->io.direct = !direct;
+			rf_dev_sb_io(d, &d->sb_io);
+			snprintf(err, errlen, "%s: %s", d->path, strerror(-r));
+			return r;
+		}
+	}
+	return 0;
 }
 
 int rf_dev_nbd_reconnect(const struct rf_dev_nbd_was *was, struct rf_nbd **out, char *err, size_t errlen)

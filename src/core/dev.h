@@ -112,6 +112,16 @@ int rf_dev_open_into(struct rf_array *a, struct rf_dev *d, const char *path, con
 /* How d's superblock is read and written: through its NBD connection, or
  * its descriptor.  0 or -errno. */
 int rf_dev_sb_io(struct rf_dev *d, struct rf_sb_io *io);
+/* d's member IO mode in force (ioq.h struct rf_ioq_member): RF_MEMBER_IO_DIRECT
+ * or _BUFFERED; -EOPNOTSUPP for an NBD export (no page cache). */
+int rf_dev_io_mode(const struct rf_dev *d);
+/* Put d in mode (auto: direct unless its file is in memory or refuses
+ * O_DIRECT): going direct, what buffered writes left in the page cache is
+ * flushed and the cache dropped; its superblock IO follows.  Table edit
+ * rules (drained, device lock).  0, or -errno with why in err (an NBD
+ * export, an overlay's member, O_DIRECT refused). */
+int rf_dev_set_io_mode(struct rf_dev *d, int mode, char *err, size_t errlen);
+
 /* What an NBD device's new connection must still be (its old one died
  * with a failure): taken under reconf_lock by rf_dev_nbd_was() (uri
  * malloc'ed, the caller frees it), then connected and checked without

@@ -251,6 +251,8 @@ struct rf_array {
 	char *name;
 	bool readonly;                  /* members opened read-only (--ro) */
 	bool overlay;                   /* members read-only, written through devs[].io.layer */
+	int member_io;                  /* enum rf_member_io: the IO mode of the devices opened
+					 * from now on (array.member_io); set at open */
 	unsigned member_timeout_ms;     /* NBD devices opened from now on (array.member_timeout);
 					 * set at open */
 	int metadata;                   /* enum rf_sb_kind the members carry (RF_SB_NONE: none) */

@@ -48,7 +48,9 @@ bool rf_read_map_plain(const struct rf_array *a, int k)
 {
 	const struct rf_ioq_member *io = &a->devs[k].io;
 
-	return io->fd >= 0 && rf_ioq_member_plain(io);
+	/* direct: its reads are O_DIRECT, never a splice or copy out of
+	 * the page cache. */
+	return io->fd >= 0 && rf_ioq_member_plain(io) && !io->direct;
 }
 
 /* The extent's descriptor, and its address when the member is mapped

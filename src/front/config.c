@@ -44,6 +44,7 @@
 
 #include "raidfuse/config.h"
 #include "raidfuse/ctl.h"
+#include "raidfuse/devopen.h"
 #include "raidfuse/nbd.h"
 #include "raidfuse/super.h"
 #include "raidfuse/util.h"
@@ -487,7 +488,7 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 	static const char *const keys[] = {
 		"name", "level", "layout", "chunk_size", "members", "spares",
 		"member_size", "data_offset", "size", "metadata", "bitmap", "bitmap_chunk", "member_timeout",
-		"failfast", "write_mostly", "consistency_policy", NULL
+		"failfast", "write_mostly", "consistency_policy", "member_io", NULL
 	};
 	const config_setting_t *s;
 	uint64_t v, unit;
@@ -707,6 +708,18 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 				    "must be 10ms..3600s: seconds, or a string like \"500ms\" or \"30s\" (got %s)",
 				    val_text(s, buf, sizeof(buf)));
 		cfg->member_timeout_ms = (unsigned)ms;
+	}
+
+	/* member_io: "auto", "direct" or "buffered" (devopen.h) */
+	s = config_setting_get_member(arr, "member_io");
+	if (s) {
+		const char *t = config_setting_type(s) == CONFIG_TYPE_STRING ? config_setting_get_string(s) : NULL;
+		int mode = t ? rf_member_io_parse(t) : -EINVAL;
+
+		if (mode < 0)
+			return fail(ld, s, "array.member_io", "must be \"auto\", \"direct\" or \"buffered\" (got %s)",
+				    val_text(s, buf, sizeof(buf)));
+		cfg->member_io = mode;
 	}
 
 	/* failfast = ( 1, 2 ) and write_mostly = ( 1 ): md's per-device

@@ -516,6 +516,22 @@ static int store_dev_timeout(struct rf_array *a, const char *dev, const char *va
 	return rf_array_dev_timeout_set(a, dev, ms);
 }
 
+/* raidfuse's own: the member IO mode in force (direct, buffered; "none"
+ * for an NBD export); written: auto, direct or buffered, at once. */
+static void show_dev_io_mode(struct rf_array *a, const struct rf_dev_info *d, struct rf_ctl_buf *b)
+{
+	int mode = rf_array_dev_io_mode_get(a, d->name);
+
+	rf_ctl_printf(b, "%s\n", mode < 0 ? "none" : rf_member_io_name(mode));
+}
+
+static int store_dev_io_mode(struct rf_array *a, const char *dev, const char *val)
+{
+	int mode = rf_member_io_parse(val);
+
+	return mode < 0 ? -EINVAL : rf_array_dev_io_mode_set(a, dev, mode);
+}
+
 #define DEV_RO(n) { .name = #n, .mode = 0444, .show_dev = show_dev_##n }
 
 const struct rf_ctl_attr rf_ctl_dev_attrs[] = {
@@ -532,6 +548,8 @@ const struct rf_ctl_attr rf_ctl_dev_attrs[] = {
 		   "delay_us=N offset=SIZE length=SIZE seed=N" },
 	{ .name = "timeout", .mode = 0644, .show_dev = show_dev_timeout, .store_dev = store_dev_timeout,
 	  .takes = "seconds, or milliseconds as \"500ms\" (10ms..3600s); NBD members only" },
+	{ .name = "io_mode", .mode = 0644, .show_dev = show_dev_io_mode, .store_dev = store_dev_io_mode,
+	  .takes = "auto, direct or buffered; files and block devices only" },
 };
 
 const size_t rf_ctl_dev_nattrs = sizeof(rf_ctl_dev_attrs) / sizeof(rf_ctl_dev_attrs[0]);

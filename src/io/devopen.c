@@ -507,10 +507,14 @@ again:
 		if (d->fd_direct < 0 && errno != EINVAL)
 			d->fd_direct = openat(dfd, base, mode | O_DIRECT | O_NOFOLLOW | O_CLOEXEC);
 		if (d->fd_direct < 0) {
-			rf_info("%s: O_DIRECT refused (%s), using buffered IO", who, strerror(errno));
+			d->direct_err = errno;
+			rf_dbg("%s: O_DIRECT refused (%s)", who, strerror(errno));
 		} else if (fstat(d->fd_direct, &lst) || lst.st_ino != st.st_ino || lst.st_dev != st.st_dev) {
 			close(d->fd_direct);
 			d->fd_direct = -1;
+			d->direct_err = ESTALE;
+		} else {
+			d->dio_align = rf_dev_dio_align(d->fd_direct, d->id.blk);
 		}
 	}
 	close(dfd);
@@ -523,6 +527,47 @@ fail:
 		close(dfd);
 	rf_dev_close(d);
 	return ret;
+}
+
+static const char *const io_mode_names[] = {
+	[RF_MEMBER_IO_AUTO] = "auto",
+	[RF_MEMBER_IO_DIRECT] = "direct",
+	[RF_MEMBER_IO_BUFFERED] = "buffered",
+};
+
+int rf_member_io_parse(const char *s)
+{
+	int i;
+
+	for (i = 0; i < (int)(sizeof(io_mode_names) / sizeof(io_mode_names[0])); i++)
+		if (!strcmp(s, io_mode_names[i]))
+			return i;
+	return -EINVAL;
+}
+
+const char *rf_member_io_name(int mode)
+{
+	return mode >= 0 && mode <= RF_MEMBER_IO_BUFFERED ? io_mode_names[mode] : "?";
+}
+
+uint32_t rf_dev_dio_align(int fd, bool blk)
+{
+	struct statx sx;
+	uint32_t a = 0;
+	int ssz;
+
+	if (!statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) && (sx.stx_mask & STATX_DIOALIGN) &&
+	    sx.stx_dio_offset_align) {
+		a = sx.stx_dio_offset_align > sx.stx_dio_mem_align ? sx.stx_dio_offset_align : sx.stx_dio_mem_align;
+	} else if (blk && !ioctl(fd, BLKSSZGET, &ssz) && ssz > 0) {
+		a = (uint32_t)ssz;
+	} else {
+		a = 4096;
+	}
+	if (a < 512)
+		a = 512;
+	/* A power of two (the IO queue masks with it). */
+	return (a & (a - 1)) || a > 32768 ? 4096 : a;
 }
 
 int rf_dev_check(int fd, const struct rf_dev_id *id, bool with_path, char *err, size_t errlen)

@@ -9,9 +9,20 @@
  * (iolog.h) when that is on, so the crash-state tool sees superblock and
  * bitmap writes in order with the data.  No locks, no buffering: the
  * caller's buffer goes to the kernel as it is.
+ *
+ * The _direct variants are for a descriptor opened O_DIRECT (a member in
+ * direct mode, ioq.h): a transfer whose buffer, offset or length is not
+ * aligned goes through an aligned buffer allocated for the call (these
+ * paths are few and small: superblocks, bitmap pages, a log's header),
+ * widened to whole aligned blocks; a write's partial first and last
+ * blocks are read first.  The caller keeps writes to one block from
+ * running at once (the superblock and bitmap services write under their
+ * locks), or one of them would write back the other's old bytes.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "raidfuse/fdio.h"
@@ -76,5 +87,84 @@ int rf_fsync_full(int fd)
 	int r = fsync(fd) ? -errno : 0;
 
 	rf_iolog_complete(id, r);
+	return r;
+}
+
+/* One pread for the direct variant: whole blocks, what lies past the end
+ * of the file zeros (a short read ends at the end of the file: the next
+ * offset is not aligned and must not be asked). */
+static int pread_blocks(int fd, char *p, size_t len, uint64_t off, uint32_t align)
+{
+	while (len) {
+		ssize_t n = pread(fd, p, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0 || ((size_t)n < len && ((uint64_t)n & (align - 1)))) {
+			memset(p + n, 0, len - (size_t)n);
+			return 0;
+		}
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+static bool is_aligned(const void *buf, size_t len, uint64_t off, uint32_t align)
+{
+	return !(((uintptr_t)buf | len | off) & (align - 1));
+}
+
+int rf_pread_direct(int fd, uint32_t align, void *buf, size_t len, uint64_t off)
+{
+	uint64_t lo = off & ~(uint64_t)(align - 1), hi = (off + len + align - 1) & ~(uint64_t)(align - 1);
+	char *b;
+	int r;
+
+	if (is_aligned(buf, len, off, align))
+		return pread_blocks(fd, buf, len, off, align);
+	if (posix_memalign((void **)&b, align, hi - lo))
+		return -ENOMEM;
+	r = pread_blocks(fd, b, hi - lo, lo, align);
+	if (!r)
+		memcpy(buf, b + (off - lo), len);
+	free(b);
+	return r;
+}
+
+int rf_pwrite_direct(int fd, uint32_t align, const void *buf, size_t len, uint64_t off)
+{
+	uint64_t lo = off & ~(uint64_t)(align - 1), hi = (off + len + align - 1) & ~(uint64_t)(align - 1);
+	uint64_t end = off + len;
+	struct stat st;
+	off_t size_was;
+	char *b;
+	int r = 0;
+
+	if (is_aligned(buf, len, off, align))
+		return rf_pwrite_full(fd, buf, len, off);
+	if (fstat(fd, &st))
+		return -errno;
+	size_was = st.st_size;
+	if (posix_memalign((void **)&b, align, hi - lo))
+		return -ENOMEM;
+	/* The partial first and last blocks keep their other bytes. */
+	if (off != lo)
+		r = pread_blocks(fd, b, align, lo, align);
+	if (!r && off + len != hi && !(hi - align == lo && off != lo))
+		r = pread_blocks(fd, b + (hi - lo - align), align, hi - align, align);
+	if (!r) {
+		memcpy(b + (off - lo), buf, len);
+		r = rf_pwrite_full(fd, b, hi - lo, lo);
+	}
+	/* A block written whole past the end of the file: the file ends
+	 * where it did, or where the bytes asked end. */
+	if (!r && !fstat(fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_size > end && st.st_size > size_was &&
+	    ftruncate(fd, (off_t)(end > (uint64_t)size_was ? end : (uint64_t)size_was)))
+		r = -errno;
+	free(b);
 	return r;
 }

@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -58,11 +59,119 @@
 #include "raidfuse/nbd.h"
 #include "raidfuse/util.h"
 
+/* Whether mm's IO goes to its O_DIRECT descriptor (direct mode, a plain
+ * file or block device that has one). */
+static bool mio_direct(const struct rf_ioq_member *mm)
+{
+	return mm->direct && mm->fd_direct >= 0 && rf_ioq_member_plain(mm);
+}
+
+/* Whether a transfer can go to mm's O_DIRECT descriptor as it is. */
 static bool mio_aligned(const struct rf_ioq_member *mm, const char *buf, uint32_t len, uint64_t off)
 {
 	uintptr_t mask = mm->align - 1;
 
-	return mm->fd_direct >= 0 && !((uintptr_t)buf & mask) && !(len & mask) && !(off & mask);
+	return mio_direct(mm) && !((uintptr_t)buf & mask) && !(len & mask) && !(off & mask);
+}
+
+/* A run of n free bounce units taken: the first one's index, or -1. */
+static int bounce_take(struct rf_ioq *q, unsigned n)
+{
+	uint64_t run = n >= 64 ? ~0ull : (1ull << n) - 1;
+	unsigned i;
+
+	for (i = 0; i + n <= RF_IOQ_BOUNCE_UNITS; i++) {
+		if ((q->bounce_free & (run << i)) == run << i) {
+			q->bounce_free &= ~(run << i);
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+static void bounce_put(struct rf_ioq *q, struct rf_mio *m)
+{
+	uint64_t run = m->bounce_n >= 64 ? ~0ull : (1ull << m->bounce_n) - 1;
+
+	q->bounce_free |= run << m->bounce_at;
+	m->bounce_at = -1;
+	m->bounce_n = 0;
+}
+
+/* Move n bytes between b and the chain's remaining bytes (m's from
+ * m->done, then each piece merged behind it): into b, or out of it. */
+static void chain_move(struct rf_mio *m, char *b, uint64_t n, bool into)
+{
+	struct rf_mio *x;
+
+	for (x = m; x && n; x = x->chain) {
+		uint32_t skip = x == m ? m->done : 0;
+		uint32_t k = x->len - skip < n ? x->len - skip : (uint32_t)n;
+
+		if (into)
+			memcpy(b, x->buf + skip, k);
+		else
+			memcpy(x->buf + skip, b, k);
+		b += k;
+		n -= k;
+	}
+}
+
+/* Direct mode, a read or a write whose buffer is not aligned (a write's
+ * offset and length are): through the bounce buffer, on fd_direct.  A
+ * read is widened to whole aligned blocks; at most RF_IOQ_BOUNCE_BYTES
+ * go at once (the rest follows as after a short transfer).  0, or
+ * -EBUSY: no room in the bounce buffer or the backend yet. */
+static int bounce_issue(struct rf_ioq *q, const struct rf_ioq_member *mm, struct rf_mio *m, uint64_t off)
+{
+	uint64_t mask = mm->align - 1, total = m->ctail->off + m->ctail->len - off;
+	uint32_t head = (uint32_t)(off & mask);
+	uint64_t span = (head + total + mask) & ~mask;
+	uint32_t cap = span < RF_IOQ_BOUNCE_BYTES ? (uint32_t)span : RF_IOQ_BOUNCE_BYTES;
+	unsigned n = (cap + RF_IOQ_BOUNCE_UNIT - 1) / RF_IOQ_BOUNCE_UNIT;
+	int at = bounce_take(q, n), ret;
+	char *b;
+
+	if (at < 0)
+		return -EBUSY;  /* every unit is in flight: wait for one */
+	b = q->bounce + (size_t)at * RF_IOQ_BOUNCE_UNIT;
+	m->bounce_at = (int8_t)at;
+	m->bounce_n = (uint8_t)n;
+	m->bounce_head = (uint16_t)head;
+	if (m->op == RF_MIO_WRITE)
+		chain_move(m, b, cap, true);
+	ret = q->be->prep(q, m, mm->fd_direct, b, cap, off - head);
+	if (ret) {
+		bounce_put(q, m);
+		return ret;
+	}
+	if (rf_iolog_on && m->op == RF_MIO_WRITE) {
+		struct iovec v = { b, cap };
+
+		m->iolog_id = rf_iolog_submit(mm->fd_direct, RF_IOLOG_WRITE, &v, 1, off);
+	}
+	q->inflight++;
+	q->nr_bounced++;
+	return 0;
+}
+
+/* A bounced operation ended with res (bytes of the widened transfer, or
+ * -errno): a read's bytes asked are copied out; the bytes of the
+ * operation moved, or -errno. */
+static int bounce_end(struct rf_ioq *q, struct rf_mio *m, int res)
+{
+	uint64_t want = m->ctail->off + m->ctail->len - (m->off + m->done);
+	uint64_t got;
+
+	if (m->op == RF_MIO_READ && res > 0) {
+		got = (uint32_t)res > m->bounce_head ? (uint32_t)res - m->bounce_head : 0;
+		if (got > want)
+			got = want;     /* the widened tail */
+		chain_move(m, q->bounce + (size_t)m->bounce_at * RF_IOQ_BOUNCE_UNIT + m->bounce_head, got, false);
+		res = (int)got;
+	}
+	bounce_put(q, m);
+	return res;
 }
 
 static void retry_push(struct rf_ioq *q, struct rf_mio *m)
@@ -187,7 +296,7 @@ static int mio_issue(struct rf_ioq *q, struct rf_mio *m)
 	char *buf = m->buf + m->done;
 	uint32_t len = m->len - m->done;
 	uint64_t off = m->off + m->done;
-	int fd = mio_aligned(mm, buf, len, off) ? mm->fd_direct : mm->fd;
+	int fd = mm->fd;
 	int ret;
 
 	if (q->mtail[m->member] == m)
@@ -210,6 +319,17 @@ static int mio_issue(struct rf_ioq *q, struct rf_mio *m)
 	}
 	if (mm->nbd)
 		return nbd_issue(q, m, mm->nbd);
+	m->dsync = 0;
+	if (m->op != RF_MIO_FSYNC && mio_direct(mm)) {
+		uint64_t mask = mm->align - 1, end = m->ctail->off + m->ctail->len;
+
+		if (mio_aligned(mm, buf, len, off))
+			fd = mm->fd_direct;
+		else if (m->op == RF_MIO_READ || !((off | end) & mask))
+			return bounce_issue(q, mm, m, off);
+		else
+			m->dsync = 1;   /* see struct rf_ioq_member */
+	}
 	if (m->op == RF_MIO_FSYNC) {
 		ret = q->be->prep(q, m, mm->fd, NULL, 0, 0);
 		/* The io log (iolog.h), one flag load while it is off. */
@@ -275,6 +395,9 @@ void rf_ioq_queue(struct rf_ioq *q, struct rf_mio *m)
 	m->nchain = 1;
 	m->iov_slot = -1;
 	m->iolog_id = 0;
+	m->bounce_at = -1;
+	m->bounce_n = 0;
+	m->dsync = 0;
 	if (h && can_merge(q, h, m)) {
 		h->ctail->chain = m;
 		h->ctail = m;
@@ -403,6 +526,8 @@ int rf_ioq_complete(struct rf_ioq *q, struct rf_mio *m, int res)
 		q->iov_free[q->niov_free++] = m->iov_slot;
 		m->iov_slot = -1;
 	}
+	if (m->bounce_n)
+		res = bounce_end(q, m, res);
 	if (res == -EAGAIN || res == -EINTR) {
 		q->nr_retry++;
 		retry_push(q, m);
@@ -457,6 +582,17 @@ int rf_ioq_init_common(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned slots
 	for (i = 0; i < (int)slots; i++)
 		q->iov_free[i] = (int16_t)i;
 	q->niov_free = (int)slots;
+	/* Mapped, not allocated: a queue that bounces nothing takes no
+	 * memory for it. */
+	q->bounce = mmap(NULL, RF_IOQ_BOUNCE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			 -1, 0);
+	if (q->bounce == MAP_FAILED) {
+		q->bounce = NULL;
+		free(q->iov);
+		free(q->iov_free);
+		return -ENOMEM;
+	}
+	q->bounce_free = ~0ull;
 	return 0;
 }
 
@@ -527,8 +663,11 @@ void rf_ioq_destroy(struct rf_ioq *q)
 	q->be = NULL;
 	free(q->iov);
 	free(q->iov_free);
+	if (q->bounce)
+		munmap(q->bounce, RF_IOQ_BOUNCE_BYTES);
 	q->iov = NULL;
 	q->iov_free = NULL;
+	q->bounce = NULL;
 }
 
 /* ---- liburing backend ---- */
@@ -554,6 +693,8 @@ static int uring_prep(struct rf_ioq *q, struct rf_mio *m, int fd, char *buf, uin
 		break;
 	case RF_MIO_WRITE:
 		io_uring_prep_write(sqe, fd, buf, len, off);
+		if (m->dsync)
+			sqe->rw_flags = RWF_DSYNC;
 		break;
 	default:
 		io_uring_prep_fsync(sqe, fd, 0);
@@ -576,6 +717,8 @@ static int uring_prepv(struct rf_ioq *q, struct rf_mio *m, int fd, const struct 
 		io_uring_prep_readv(sqe, fd, iov, niov, off);
 	else
 		io_uring_prep_writev(sqe, fd, iov, niov, off);
+	if (m->op == RF_MIO_WRITE && m->dsync)
+		sqe->rw_flags = RWF_DSYNC;
 	io_uring_sqe_set_data(sqe, m);
 	u->queued++;
 	return 0;
@@ -784,10 +927,13 @@ static int sync_prepv(struct rf_ioq *q, struct rf_mio *m, int fd, const struct i
 
 static int sync_run(const struct sync_op *o)
 {
+	struct iovec one = { o->buf, o->len };
 	ssize_t n;
 
 	if (o->m->op == RF_MIO_FSYNC)
 		n = fsync(o->fd);
+	else if (o->m->op == RF_MIO_WRITE && o->m->dsync)
+		n = pwritev2(o->fd, o->iov ? o->iov : &one, o->iov ? o->niov : 1, (off_t)o->off, RWF_DSYNC);
 	else if (o->iov)
 		n = o->m->op == RF_MIO_READ ? preadv(o->fd, o->iov, o->niov, (off_t)o->off)
 					    : pwritev(o->fd, o->iov, o->niov, (off_t)o->off);

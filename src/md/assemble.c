@@ -41,6 +41,7 @@
 
 #include "raidfuse/assemble.h"
 #include "raidfuse/devopen.h"
+#include "raidfuse/fdmap.h"
 #include "raidfuse/layout.h"
 #include "raidfuse/log.h"
 #include "raidfuse/memberid.h"
@@ -170,13 +171,21 @@ static int read_member(const char *path, const char *overlay_dir, struct rf_sb *
 	}
 	/* Checked as every member is (no FIFO to block on, no procfs file),
 	 * read-only, not locked: the engine locks what it serves. */
-	r = rf_dev_open(path, path, RF_DEV_RDONLY | RF_DEV_NOLOCK, &d, err, errlen);
+	r = rf_dev_open(path, path, RF_DEV_RDONLY | RF_DEV_NOLOCK | RF_DEV_DIRECT, &d, err, errlen);
 	if (r)
 		return r;
 	if (id)
 		rf_member_id_of_dev(id, &d.id);
 	fd = d.fd;
-	if (!overlay_dir) {
+	if (!overlay_dir && d.fd_direct >= 0 && !rf_fdmap_in_memory(fd)) {
+		/* On a disk: read around the page cache, as the member's IO
+		 * will be (direct mode, ioq.h). */
+		r = rf_sb_io_fd_direct(&io, d.fd_direct, d.dio_align);
+		if (r)
+			snprintf(err, errlen, "%s: cannot find its size: %s", path, strerror(-r));
+		else
+			r = rf_sb_read_io(&io, path, sb, err, errlen);
+	} else if (!overlay_dir) {
 		r = rf_sb_read(fd, path, sb, err, errlen);
 	} else {
 		r = rf_ovl_open(overlay_dir, fd, path, &o, err, errlen);

@@ -649,6 +649,51 @@ int rf_sb_io_fd(struct rf_sb_io *io, int fd)
 	return 0;
 }
 
+/* The direct adapter's context: the descriptor in the low 32 bits, the
+ * alignment's log2 above (no allocation for an adapter with no close). */
+_Static_assert(sizeof(intptr_t) >= 8, "fd and alignment packed in one pointer");
+
+static int dfd(void *ctx)
+{
+	return (int)((uintptr_t)ctx & 0xffffffffu);
+}
+
+static uint32_t dalign(void *ctx)
+{
+	return 1u << ((uintptr_t)ctx >> 32);
+}
+
+static int direct_pread(void *ctx, void *buf, size_t len, uint64_t off)
+{
+	return rf_pread_direct(dfd(ctx), dalign(ctx), buf, len, off);
+}
+
+static int direct_pwrite(void *ctx, const void *buf, size_t len, uint64_t off)
+{
+	return rf_pwrite_direct(dfd(ctx), dalign(ctx), buf, len, off);
+}
+
+static int direct_fsync(void *ctx)
+{
+	return rf_fsync_full(dfd(ctx));
+}
+
+int rf_sb_io_fd_direct(struct rf_sb_io *io, int fd, uint32_t align)
+{
+	off_t end = lseek(fd, 0, SEEK_END);
+
+	if (end < 0)
+		return -errno;
+	if (fd < 0 || !align || (align & (align - 1)))
+		return -EINVAL;
+	io->pread = direct_pread;
+	io->pwrite = direct_pwrite;
+	io->fsync = direct_fsync;
+	io->ctx = (void *)(((uintptr_t)__builtin_ctz(align) << 32) | (uint32_t)fd);
+	io->bytes = (uint64_t)end;
+	return 0;
+}
+
 static int read_at(const struct rf_sb_io *io, void *buf, uint64_t sector)
 {
 	return io->pread(io->ctx, buf, RF_SB_BYTES, sector * 512);

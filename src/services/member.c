@@ -1134,3 +1134,51 @@ int rf_array_dev_fault_set(struct rf_array *a, const char *name, const struct rf
 	rf_array_reconf_unlock(a);
 	return f ? 0 : -ENOENT;
 }
+
+/* ---- md/dev-NAME/io_mode ---- */
+
+int rf_array_dev_io_mode_get(struct rf_array *a, const char *name)
+{
+	int dev, ret;
+
+	rf_array_reconf_lock(a);
+	dev = rf_dev_lookup(a, name);
+	ret = dev < 0 ? dev : rf_dev_io_mode(rf_dev_get(a, dev));
+	rf_array_reconf_unlock(a);
+	return ret;
+}
+
+struct io_mode_job {
+	struct rf_array *a;
+	const char *name;
+	int mode;
+	char err[512];
+};
+
+/* Drained (no member IO in flight, superblock and bitmap writers out
+ * behind the device lock): the queues read the mode at their next issue. */
+static int set_io_mode(void *arg)
+{
+	struct io_mode_job *j = arg;
+	int dev = rf_dev_lookup(j->a, j->name), ret;
+
+	if (dev < 0)
+		return dev;
+	rf_devs_lock(j->a);
+	ret = rf_dev_set_io_mode(rf_dev_get(j->a, dev), j->mode, j->err, sizeof(j->err));
+	rf_devs_unlock(j->a);
+	return ret;
+}
+
+int rf_array_dev_io_mode_set(struct rf_array *a, const char *name, int mode)
+{
+	struct io_mode_job j = { .a = a, .name = name, .mode = mode };
+	int ret = rf_array_quiesced_all(a, set_io_mode, &j);
+
+	if (ret && j.err[0])
+		rf_err("%s: dev-%s/io_mode: %s", rf_array_name(a), name, j.err);
+	else if (!ret)
+		rf_info("%s: %s: member IO %s", rf_array_name(a), name,
+			rf_member_io_name(rf_array_dev_io_mode_get(a, name)));
+	return ret;
+}

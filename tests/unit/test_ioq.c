@@ -10,18 +10,26 @@
  * (merged too) and in the file at once, past it or into a shrunk file
  * issued (merged: whole, after a copy cut short), and a backend that sees every read (a
  * test's) given them all; the rule for a mapping's use
- * (rf_ioq_member_map()) on its own. */
+ * (rf_ioq_member_map()) on its own; a member in direct mode, on a file
+ * on disk, on both real backends: aligned IO as it is, unaligned buffers,
+ * offsets and odd lengths at the member's end through the bounce buffer
+ * (merged pieces too, and one longer than the bounce buffer), a write
+ * whose offset is not aligned written through, and none of it in the page
+ * cache, where buffered mode (the control) leaves it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "fake_ioq.h"
+#include "raidfuse/devopen.h"
 #include "raidfuse/fault.h"
 #include "raidfuse/fdmap.h"
 #include "miorec.h"
@@ -532,6 +540,190 @@ static void test_member_map(void **state)
 	assert_null(rf_ioq_member_map(&mm, 0, 4096, false));
 }
 
+
+/* ---- direct mode (struct rf_ioq_member.direct) ---- */
+
+#define DSZ ((8u << 20) + 512)  /* past the bounce buffer, an odd tail */
+
+/* Queue one mio and run it on a real backend to its end. */
+static void run_one(struct rf_ioq *q, struct rec *r, int op, char *buf, uint64_t off, uint32_t len)
+{
+	*r = (struct rec){ .m = { .end = rec_end, .buf = buf, .off = off, .len = len, .op = (uint8_t)op } };
+	rf_ioq_queue(q, &r->m);
+	while (!r->ends) {
+		assert_int_equal(rf_ioq_submit(q), 0);
+		assert_true(rf_ioq_reap(q, true) >= 0);
+	}
+	assert_int_equal(r->ends, 1);
+}
+
+/* Pages of fd's file in the page cache. */
+static size_t cached_pages(int fd, size_t size)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t n = (size + (size_t)pg - 1) / (size_t)pg, i, in = 0;
+	unsigned char *vec = malloc(n);
+	void *p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+
+	assert_non_null(vec);
+	assert_true(p != MAP_FAILED);
+	assert_int_equal(mincore(p, size, vec), 0);
+	for (i = 0; i < n; i++)
+		in += vec[i] & 1;
+	munmap(p, size);
+	free(vec);
+	return in;
+}
+
+/* A member file on a disk file system (not tmpfs: /var/tmp), DSZ bytes of
+ * a known pattern, out of the page cache; fd and fd_direct in mm.  false:
+ * no such file system or no O_DIRECT there. */
+static bool direct_member(struct rf_ioq_member *mm, char *pat)
+{
+	char path[] = "/var/tmp/rf-ioq-direct-XXXXXX";
+	size_t i;
+
+	memset(mm, 0, sizeof(*mm));
+	mm->fd = mkstemp(path);
+	if (mm->fd < 0)
+		return false;
+	mm->fd_direct = open(path, O_RDWR | O_DIRECT);
+	unlink(path);
+	if (mm->fd_direct < 0 || rf_fdmap_in_memory(mm->fd)) {
+		close(mm->fd);
+		if (mm->fd_direct >= 0)
+			close(mm->fd_direct);
+		return false;
+	}
+	for (i = 0; i < DSZ; i++)
+		pat[i] = (char)(i * 131 + i / 4096);
+	assert_int_equal(pwrite(mm->fd, pat, DSZ, 0), (ssize_t)DSZ);
+	assert_int_equal(fsync(mm->fd), 0);
+	assert_int_equal(posix_fadvise(mm->fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	mm->align = rf_dev_dio_align(mm->fd_direct, false);
+	mm->direct = 1;
+	return true;
+}
+
+static void direct_round(bool uring)
+{
+	struct rf_ioq_member mm;
+	struct rf_ioq q;
+	struct rec r, m3[3];
+	char *pat = malloc(DSZ), *raw = malloc(DSZ + 8192), *buf, *w = malloc(64 << 10), *back = malloc(64 << 10);
+	uint32_t al;
+	int i, ret;
+
+	assert_non_null(pat);
+	assert_non_null(raw);
+	if (!direct_member(&mm, pat)) {
+		free(pat);
+		free(raw);
+		free(w);
+		free(back);
+		skip();
+		return;
+	}
+	al = mm.align;
+	ret = uring ? rf_ioq_init_uring(&q, RF_IOQ_ARRAY(&mm, 1), 16) : rf_ioq_init_sync(&q, RF_IOQ_ARRAY(&mm, 1), 16);
+	if (ret == -ENOSYS || ret == -EPERM) {
+		skip();
+		return;
+	}
+	assert_int_equal(ret, 0);
+	/* An address off any alignment. */
+	buf = (char *)(((uintptr_t)raw + 4095) & ~(uintptr_t)4095) + 1;
+
+	/* Aligned as it is: not bounced. */
+	run_one(&q, &r, RF_MIO_READ, buf - 1, 8192, 8192);
+	assert_int_equal(r.m.res, 0);
+	assert_memory_equal(buf - 1, pat + 8192, 8192);
+	assert_int_equal(q.nr_bounced, 0);
+	/* An unaligned buffer. */
+	run_one(&q, &r, RF_MIO_READ, buf, 4096, 3 * 4096);
+	assert_int_equal(r.m.res, 0);
+	assert_memory_equal(buf, pat + 4096, 3 * 4096);
+	assert_int_equal(q.nr_bounced, 1);
+	/* An unaligned offset and an odd length: widened. */
+	run_one(&q, &r, RF_MIO_READ, buf, al + 7, 5001);
+	assert_int_equal(r.m.res, 0);
+	assert_memory_equal(buf, pat + al + 7, 5001);
+	/* The member's last bytes, an odd count of them, then one past. */
+	run_one(&q, &r, RF_MIO_READ, buf, DSZ - 300, 300);
+	assert_int_equal(r.m.res, 0);
+	assert_memory_equal(buf, pat + DSZ - 300, 300);
+	run_one(&q, &r, RF_MIO_READ, buf, DSZ - 300, 600);
+	assert_int_equal(r.m.res, -EIO);
+	/* Longer than the bounce buffer: in turns, all of it. */
+	run_one(&q, &r, RF_MIO_READ, buf, 0, DSZ);
+	assert_int_equal(r.m.res, 0);
+	assert_memory_equal(buf, pat, DSZ);
+	assert_true(q.nr_short > 0);
+	/* Three reads into odd addresses, adjacent: merged, one bounce. */
+	for (i = 0; i < 3; i++) {
+		m3[i] = (struct rec){ .m = { .end = rec_end, .buf = buf + i * 5000, .off = 65536 + (uint64_t)i * 4096,
+					     .len = 4096, .op = RF_MIO_READ } };
+		rf_ioq_queue(&q, &m3[i].m);
+	}
+	assert_int_equal(q.nr_merged, 2);
+	while (!m3[0].ends || !m3[1].ends || !m3[2].ends) {
+		assert_int_equal(rf_ioq_submit(&q), 0);
+		assert_true(rf_ioq_reap(&q, true) >= 0);
+	}
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(m3[i].m.res, 0);
+		assert_memory_equal(buf + i * 5000, pat + 65536 + i * 4096, 4096);
+	}
+	/* Writes from an unaligned buffer, aligned offset and length. */
+	for (i = 0; i < (64 << 10); i++)
+		w[i] = (char)(i * 7 + 3);
+	memcpy(buf, w, 64 << 10);
+	run_one(&q, &r, RF_MIO_WRITE, buf, 1 << 20, 64 << 10);
+	assert_int_equal(r.m.res, 0);
+	memcpy(pat + (1 << 20), w, 64 << 10);
+	/* Nothing of it went through the page cache. */
+	assert_int_equal(cached_pages(mm.fd, DSZ), 0);
+	assert_int_equal(pread(mm.fd_direct, buf - 1, 64 << 10, 1 << 20), 64 << 10);
+	assert_memory_equal(buf - 1, w, 64 << 10);
+	/* A write at an unaligned offset: written through the buffered
+	 * descriptor (RWF_DSYNC), not bounced; its neighbours kept. */
+	i = (int)q.nr_bounced;
+	run_one(&q, &r, RF_MIO_WRITE, buf, 3, 10);
+	assert_int_equal(r.m.res, 0);
+	assert_int_equal((int)q.nr_bounced, i);
+	memcpy(pat + 3, buf, 10);
+	run_one(&q, &r, RF_MIO_READ, back, 0, 4096);
+	assert_memory_equal(back, pat, 4096);
+
+	/* The control: buffered mode, the same reads fill the page cache. */
+	assert_int_equal(posix_fadvise(mm.fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	mm.direct = 0;
+	i = (int)q.nr_bounced;
+	run_one(&q, &r, RF_MIO_READ, buf, 0, 1 << 20);
+	assert_int_equal(r.m.res, 0);
+	assert_memory_equal(buf, pat, 1 << 20);
+	assert_int_equal((int)q.nr_bounced, i);
+	assert_true(cached_pages(mm.fd, DSZ) >= 256);
+
+	rf_ioq_destroy(&q);
+	close(mm.fd);
+	close(mm.fd_direct);
+	free(pat);
+	free(raw);
+	free(w);
+	free(back);
+}
+
+static void test_direct_sync(void **state)
+{
+	direct_round(false);
+}
+
+static void test_direct_uring(void **state)
+{
+	direct_round(true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -544,6 +736,8 @@ int main(void)
 		cmocka_unit_test(test_uring),
 		cmocka_unit_test(test_mapped_reads),
 		cmocka_unit_test(test_member_map),
+		cmocka_unit_test(test_direct_sync),
+		cmocka_unit_test(test_direct_uring),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
