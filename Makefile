@@ -85,14 +85,20 @@ $(BUILD)/crash-states: tools/crash/crashstates.c $(BUILD)/libraidfuse.a $(wildca
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CFLAGS) -Itests/unit -Isrc -o $@ $< $(BUILD)/libraidfuse.a $(LDFLAGS) $(LDLIBS)
 
+# The lifecycle test's block writer and checker (tools/lifecycle.sh).
+$(BUILD)/lcblocks: tools/lifecycle/lcblocks.c Makefile
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(OPT) -std=gnu11 -Wall -Wextra $(WERROR) -D_GNU_SOURCE $(SAN) -o $@ $< $(LDFLAGS)
+
 unit-build: $(UNIT_BINS)
 
 unit: $(UNIT_BINS)
 	$(Q)set -e; for t in $(filter-out $(UNIT_SKIP:%=$(BUILD)/tests/%),$(UNIT_BINS)); do \
 		echo "== $$t"; $(RUN_PREFIX) $$t; done
 
-func: $(BUILD)/raidfuse $(BUILD)/crash-states
-	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) CRASH_STATES=$(abspath $(BUILD)/crash-states) tests/func/run.sh
+func: $(BUILD)/raidfuse $(BUILD)/crash-states $(BUILD)/lcblocks
+	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) CRASH_STATES=$(abspath $(BUILD)/crash-states) LCBLOCKS=$(abspath $(BUILD)/lcblocks) tests/func/run.sh
 
 test: unit func
 
