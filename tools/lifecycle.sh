@@ -94,7 +94,7 @@ usage() {
 }
 
 LEVEL="" NBD=0 URING=0 STEPS=200 SEED=1 BRK=0 KEEP=0 GOING=0 DIR="" SEQLEN=40 TRUNC=0
-REPLAY_IN="" SAVE="" VERB=0
+REPLAY_IN="" SAVE="" VERB=0 SELFTEST=0
 declare -A NOEV=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -112,6 +112,7 @@ while [ $# -gt 0 ]; do
 	--no) NOEV[${2:-}]=1; shift ;;
 	--replay) REPLAY_IN=${2:-}; shift ;;
 	--save) SAVE=${2:-}; shift ;;
+	--selftest) SELFTEST=1 ;;
 	-v) VERB=1 ;;
 	*) usage ;;
 	esac
@@ -292,6 +293,7 @@ NEXTGEN=1
 SERVED=0
 DIRTY=0                  # killed with writes in flight: resync on mount
 SLOW=0
+SBDIRTY=0                # an in-sync member's superblock says not clean
 STRIDE=1
 NADD=0
 BROKEN_SEEN=0            # refused once past its failures: new sequence
@@ -421,8 +423,8 @@ write_conf() {
 		echo "};"
 	} >"$CONF"
 	{
-		echo "cat >\"\$D/raid.conf\" <<'EOF'"
-		sed "s|$D|\$D|g" "$CONF" | sed "s|\\\$D|$D|g"
+		echo "cat >\"\$D/raid.conf\" <<EOF"
+		sed "s|$D/|\$D/|g" "$CONF"
 		echo "EOF"
 	} >>"$REPLAY"
 }
@@ -519,10 +521,17 @@ check_examine() {
 	done
 	out=$(timeout 20 "$RAIDFUSE" examine --json "${paths[@]}" 2>/dev/null) || out=$(
 		for f in "${paths[@]}"; do timeout 10 "$RAIDFUSE" examine --json "$f" 2>/dev/null; done)
-	local line re='"device":"([^"]*)".*"events":([0-9]+).*"dev_role":"?([^,"]*)"?'
+	local line re='"device":"([^"]*)".*"events":([0-9]+).*"dev_role":"?([^,"]*)"?' dirty=()
 	while read -r line; do
-		[[ $line =~ $re ]] && ex[${BASH_REMATCH[1]##*/}]="${BASH_REMATCH[3]} ${BASH_REMATCH[2]}"
+		[[ $line =~ $re ]] || continue
+		f=${BASH_REMATCH[1]##*/}
+		ex[$f]="${BASH_REMATCH[3]} ${BASH_REMATCH[2]}"
+		[[ $line =~ \"array_state\":\"clean\" ]] || dirty+=("$f")
 	done <<<"$out"
+	# SBDIRTY: an in-sync member's superblock says not clean (md then
+	# refuses to start a degraded raid4/5/6 unless forced)
+	SBDIRTY=0
+	for f in "${dirty[@]}"; do [[ ${ST[$f]:-} == in:* ]] && SBDIRTY=1; done
 	for f in "${FILES[@]}"; do
 		want=${ST[$f]}
 		[ "$want" = gone ] && continue
@@ -617,7 +626,10 @@ ev_create() { # SPARES
 		echo "#@ opts LEVEL=$LEVEL NBD=$NBD URING=$URING BRK=$BRK TRUNC=$TRUNC NOEVS=\"${!NOEV[*]}\""
 		echo "RAIDFUSE=\${RAIDFUSE:-$RAIDFUSE}"
 		echo "LCB=\${LCBLOCKS:-$LCB}"
-		echo "D=$D MNT=$MNT MNT2=$MNT2 IMG=$IMG STOPCMD=$STOPCMD"
+		echo "# As plain bash it works in LC_REPLAY_DIR (default: a new directory under /tmp)"
+		echo "# and leaves the array as the violation found it: fusermount3 -u \$MNT stops it."
+		echo "W=\${LC_REPLAY_DIR:-\$(mktemp -d /tmp/lifecycle-replay.XXXXXX)}"
+		echo "D=\$W/seq MNT=\$W/mnt MNT2=\$W/mnt2 IMG=\$W/mnt/array.img STOPCMD=$STOPCMD"
 		[ $BRK = 1 ] && echo "export RAIDFUSE_BREAK=stale-role"
 		declare -f $HELPERS
 		echo 'mkdir -p "$D" "$MNT" "$MNT2"; cd "$D" || exit 1'
@@ -647,6 +659,12 @@ ev_create() { # SPARES
 		STRIDE=$((sz / 4096 / NB))
 		[ $((STRIDE % 2)) = 0 ] && STRIDE=$((STRIDE - 1))
 	fi
+}
+
+# plant K GEN: write a block behind the model's back (--selftest: the
+# checks must catch it)
+ev_plant() {
+	x "timeout 30 \"\$LCB\" write \"\$IMG\" $STRIDE $2 $1"
 }
 
 ev_write() { # GEN K...
@@ -693,19 +711,29 @@ ev_fail() { # FILE [slow]
 	fi
 }
 
-ev_failw() { # FILE GEN K...
-	local f=$1 g=$2 k n=0
-	shift 2
-	rm -f "$D/ack"
+ev_failw() { # FILE GEN wait|kill K...: fail FILE while writes run; then
+	# wait for the writes, or kill -9 the daemon under them
+	local f=$1 g=$2 how=$3 k n=0 first=""
+	shift 3
 	xb ": >\"\$D/ack\"; \"\$LCB\" write \"\$IMG\" $STRIDE $g --ack \"\$D/ack\" $* >\"\$D/wout\" 2>&1 & WP=\$!"
 	x "sleep 0.05"
 	x "timeout 10 \"\$RAIDFUSE\" ctl \"\$MNT\" fail $(devname "$f")" && mark_failed "$f"
+	if [ "$how" = kill ]; then
+		x "sleep 0.03"
+		x "lc_kill" || viol "kill -9 of the daemon: $XOUT"
+	fi
 	x "timeout 30 tail --pid=\$WP -f /dev/null; wait \$WP"
 	local wrc=$XRC
 	for k; do
-		if grep -qx "$k $g" "$D/ack"; then GEN[k]=$g; n=$((n + 1)); else GEN[k]="${GEN[k]%% *} $g"; fi
+		if grep -qx "$k $g" "$D/ack"; then GEN[k]=$g; n=$((n + 1))
+		elif [ -z "$first" ]; then first=$k; GEN[k]="${GEN[k]%% *} $g"; fi
 	done
-	if [ $wrc != 0 ] && survives; then
+	vlog "$n of $# writes acknowledged"
+	if [ "$how" = kill ]; then
+		[ $n -lt $# ] && DIRTY=1
+		after_stop
+		check_examine crash
+	elif [ $wrc != 0 ] && survives; then
 		viol "writes running while $f failed stopped after $n of $#: $(cat "$D/wout")"
 	fi
 }
@@ -738,7 +766,7 @@ ev_inject() { # FILE GEN
 	x "echo 'error=EIO ops=write' > \"\$MNT/md/dev-$(devname "$f")/fault\"" ||
 		{ viol "writing md/dev-$f/fault failed: $XOUT"; return; }
 	local save=${ST[$f]}
-	ST[$f]=faulty      # the write meets the error: it must fail the member
+	ST[$f]=faulty # the write meets the error: it must fail the member
 	ev_write "$g" "${ks[@]}"
 	ST[$f]=$save
 	x "echo off > \"\$MNT/md/dev-$(devname "$f")/fault\""
@@ -826,7 +854,19 @@ mounted() {
 	fi
 }
 
-serve_outcome() { # WHAT: after a mount or assemble returned XRC
+serve_outcome() { # WHAT FORCED-COMMAND: after a mount or assemble returned XRC
+	local s missing=0 maybe=0
+	for ((s = 0; s < NMEM; s++)); do
+		insync $s && continue
+		holder_v $s
+		if [ -n "$HV" ]; then maybe=1; else missing=1; fi
+	done
+	if [ $XRC != 0 ] && survives && parity_level && [ $SBDIRTY = 1 ] && [ $((missing + maybe)) -gt 0 ]; then
+		# md's start_dirty_degraded: refused unless forced; the tracked
+		# blocks never share a row, so forcing loses none of them
+		vlog "refused as dirty and degraded, as md does: forced"
+		x "$2"
+	fi
 	if [ $XRC = 0 ]; then
 		if survives; then
 			mounted
@@ -845,14 +885,14 @@ serve_outcome() { # WHAT: after a mount or assemble returned XRC
 
 ev_mount() {
 	x "mkdir -p \"\$MNT\"; timeout 20 \"\$RAIDFUSE\" mount \"\$D/raid.conf\" \"\$MNT\" $MOUNTOPT"
-	serve_outcome "mount CONFIG"
+	serve_outcome "mount CONFIG" "timeout 20 \"\$RAIDFUSE\" mount --force \"\$D/raid.conf\" \"\$MNT\" $MOUNTOPT"
 }
 
 ev_assemble() { # FILE...
 	local f a=""
 	for f; do a+=" \"$(mpath "$f" | sed "s|$D|\$D|")\""; done
 	x "mkdir -p \"\$MNT\"; timeout 20 \"\$RAIDFUSE\" assemble $MOUNTOPT \"\$MNT\"$a"
-	serve_outcome assemble
+	serve_outcome assemble "timeout 20 \"\$RAIDFUSE\" assemble --force $MOUNTOPT \"\$MNT\"$a"
 }
 
 ev_add() {
@@ -1032,6 +1072,11 @@ newseq() {
 }
 draw() {
 	local cands=() e total=0 r ins fl sp f g
+	if [ $SELFTEST = 1 ] && [ $SERVED = 1 ]; then
+		SELFTEST=2
+		EV="plant 5 999999"
+		return
+	fi
 	if [ ${#PENDING[@]} -gt 0 ]; then
 		e=${PENDING[0]}
 		PENDING=("${PENDING[@]:1}")
@@ -1102,12 +1147,18 @@ draw() {
 		rnd 3
 		[ $RN = 0 ] && [ -n "$sp" ] && EV+=" slow" ;;
 	failw)
+		# fail a member while fsync'd writes run; then (always with
+		# --break) kill -9 the daemon under them and mount CONFIG: the
+		# failed member must stay out
 		pick $safe
-		rand_blocks 24
-		EV="failw $PK $((NEXTGEN++)) $RB"
+		f=$PK
+		rand_blocks 64
 		rnd 2
 		if [ $BRK = 1 ] || [ $RN = 0 ]; then
-			if [ -n "${NOEV[mount]:-}" ]; then PENDING=(crash assemble); else PENDING=(crash mount); fi
+			EV="failw $f $((NEXTGEN++)) kill $RB"
+			if [ -n "${NOEV[mount]:-}" ]; then PENDING=(assemble); else PENDING=(mount); fi
+		else
+			EV="failw $f $((NEXTGEN++)) wait $RB"
 		fi ;;
 	unlink) pick $safe $sp; EV="unlink $PK" ;;
 	inject) pick $safein; EV="inject $PK $((NEXTGEN++))" ;;
@@ -1118,7 +1169,7 @@ draw() {
 		EV="nbdkill $PK $((NEXTGEN++))" ;;
 	crash)
 		rnd 2
-		if [ $RN = 0 ] && { ! parity_level || [ "$(n_insync)" = $NMEM ]; } && survives; then
+		if [ $RN = 0 ] && survives; then
 			rand_blocks 32
 			rnd 9
 			EV="crash $((RN + 1)) $((NEXTGEN++)) $RB"
@@ -1211,6 +1262,13 @@ report() {
 	{
 		echo "# VIOLATION at step $SEQ_STEP ($1):"
 		for v in "${VIOLS[@]}"; do echo "#   $v"; done
+		if [ $SERVED = 1 ]; then
+			echo "# what the model expects of each block, and the check that read it:"
+			echo "cat >\"\$D/expect\" <<EOF"
+			cat "$D/expect"
+			echo "EOF"
+			echo "\"\$LCB\" verify \"\$IMG\" $STRIDE \"\$D/expect\"$(survives || echo ' --lenient'); cat \"\$MNT/mdstat\""
+		fi
 	} >>"$REPLAY"
 	echo "lifecycle: level $LEVEL seed $SEED sequence $NSEQ step $SEQ_STEP ($1): VIOLATION"
 	for v in "${VIOLS[@]}"; do echo "  - $v"; done
@@ -1257,7 +1315,6 @@ while [ "$NSTEP" -lt "$STEPS" ]; do
 		# shellcheck disable=SC2086
 		step $EV || true
 	fi
-	[ $((NSTEP % 50)) = 0 ] && [ $VERB = 0 ] && summary
 done
 summary
 [ $NVIOL = 0 ]
