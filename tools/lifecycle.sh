@@ -38,16 +38,21 @@
 #   write      fsync-acknowledged writes of 1..16 blocks, a new generation
 #   fail       `raidfuse ctl MNT fail NAME` (sometimes with the rebuild
 #              slowed down first, so later steps meet it half way)
-#   failw      fail NAME while fsync'd writes run; often followed by a
-#              kill -9 and `mount CONFIG` (--break: always)
+#   failw      fail NAME while fsync'd writes run; then wait for them, or
+#              (half the time; --break: always) kill -9 the daemon under
+#              them, and `mount CONFIG` next: the failed member must stay
+#              out and every write acknowledged after the failure be there
 #   unlink     rm of a member file while served (then the config names it
 #              "missing", as the refusal of a mount tells users to)
 #   inject     md/dev-NAME/fault error=EIO on writes, then a write
 #   truncate   truncate the member file to 0 and back (off unless
 #              --truncate)
 #   nbdkill    kill -9 of a member's nbdkit (--nbd only)
-#   crash      kill -9 of the daemon, idle or with writes in flight (not in
-#              flight while a parity array is degraded: md's write hole)
+#   crash      kill -9 of the daemon, idle or with writes in flight (also
+#              degraded: tracked blocks are further apart than a parity
+#              row, so md's write hole never reaches one; a degraded
+#              raid4/5/6 left dirty is refused by mount and assemble as md
+#              refuses it, and then served with --force)
 #   stop       `raidfuse stop MNT` where that exists, else fusermount3 -u;
 #              then the daemon must exit
 #   mount      `raidfuse mount CONFIG MNT`
@@ -658,6 +663,12 @@ ev_create() { # SPARES
 		sz=$(stat -c %s "$IMG")
 		STRIDE=$((sz / 4096 / NB))
 		[ $((STRIDE % 2)) = 0 ] && STRIDE=$((STRIDE - 1))
+		# no two tracked blocks in one parity row (64 KiB chunks: a
+		# row's data is 16 blocks per data member apart at most)
+		if parity_level && [ $STRIDE -le $(((NMEM - 1) * 16)) ]; then
+			echo "lifecycle: $STRIDE blocks between tracked blocks is within a parity row" >&2
+			exit 2
+		fi
 	fi
 }
 
@@ -680,9 +691,11 @@ ev_write() { # GEN K...
 }
 
 mark_failed() { # FILE: the model after FILE's failure
-	local f=$1 s
-	s=$(slot_of "$f")
-	[ -n "$s" ] && OLDSLOT[$f]=$s
+	local f=$1
+	# re-add brings back a member that was in sync (md's --re-add); a
+	# spare that failed half rebuilt comes back only as a new spare
+	OLDSLOT[$f]=""
+	[[ ${ST[$f]} == in:* ]] && OLDSLOT[$f]=${ST[$f]#in:}
 	ST[$f]=faulty
 	sync_rec
 	takeover
