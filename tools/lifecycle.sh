@@ -265,12 +265,55 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# watch_start SECONDS / watch_stop: a watchdog over what runs between
+# them.  A process waiting for a FUSE answer cannot be killed (not even
+# by timeout -k), so a hung daemon would hang the run: past SECONDS the
+# watchdog kills the daemon (which ends the wait), and watch_stop fails.
+WDOG=""
+watch_start() {
+	rm -f "$DIR/hung"
+	(
+		sleep "$1"
+		echo hung >"$DIR/hung"
+		for p in $(pgrep -f -- "^$RAIDFUSE (mount|assemble) .*($MNT|$MNT2)( |\$)"); do kill -9 "$p"; done
+		sleep 1
+		fusermount3 -uz "$MNT"
+		fusermount3 -uz "$MNT2"
+	) >/dev/null 2>&1 &
+	WDOG=$!
+}
+watch_stop() {
+	local c
+	c=$(pgrep -P "$WDOG")
+	kill $c "$WDOG" 2>/dev/null
+	wait "$WDOG" 2>/dev/null
+	[ ! -e "$DIR/hung" ] && return 0
+	wait_gone_all
+	return 1
+}
+wait_gone_all() { # after the watchdog fired: no daemon, nothing mounted
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ -z "$(lc_pid)" ] && ! mountpoint -q "$MNT" && break
+		sleep 0.1
+	done
+}
+# hung WHAT: the watchdog killed the daemon under WHAT
+hung() {
+	: >"$DIR/hang-seen"
+	viol "hang: $1 did not return within its deadline; the daemon was killed (kill -9) to end it"
+	after_stop
+}
+
 # x CMD: write CMD to the replay script and run it (eval); XOUT, XRC.
-# A command that timeout(1) ended (124, 137) is a hang.
+# A command that timeout(1) ended (124, 137) is a hang, and so is one the
+# watchdog (90 s) had to end.
 x() {
 	printf '%s\n' "$*" >>"$REPLAY"
+	watch_start 90
 	eval "$*" >"$DIR/xout" 2>&1
 	XRC=$?
+	watch_stop || { XRC=124; hung "$*"; }
 	XOUT=$(<"$DIR/xout")
 	vlog "\$ $* -> $XRC${XOUT:+: ${XOUT:0:300}}"
 	if [ $XRC = 124 ] || [ $XRC = 137 ]; then
@@ -302,7 +345,8 @@ SBDIRTY=0                # an in-sync member's superblock says not clean
 STRIDE=1
 NADD=0
 BROKEN_SEEN=0            # refused once past its failures: new sequence
-PENDING=()               # events that must come next (failw's crash, mount)
+PENDING=()               # events that must come next
+LASTCOPY=""              # raid1: the last in-sync member, failed (failw's crash, mount)
 
 devname() {
 	if [ $NBD = 1 ] && [ "${1#a}" = "$1" ]; then echo "$1.sock"; else echo "$1"; fi
@@ -437,7 +481,12 @@ write_conf() {
 # ------------------------------------------------------------ checks
 # json of the served array, or empty
 status_json() {
+	local c
+	watch_start 30
 	timeout 10 "$RAIDFUSE" status --json "$MNT" 2>/dev/null
+	c=$?
+	watch_stop || c=124
+	return $c
 }
 
 # devices_of JSON: "NAME STATE SLOT" per device, then "=degraded N" and
@@ -457,7 +506,11 @@ devices_of() {
 check_served() {
 	local js f want st slot got exp ms k lo hi s c lines
 	local -A dev=()
-	js=$(status_json) || { viol "raidfuse status --json $MNT failed: the array is not served"; return; }
+	watch_start 30
+	js=$(status_json)
+	c=$?
+	watch_stop || { hung "raidfuse status $MNT"; return; }
+	[ $c = 0 ] || { viol "raidfuse status --json $MNT failed: the array is not served"; return; }
 	lines=$(devices_of "$js")
 	while read -r n st slot; do
 		case $n in
@@ -510,8 +563,11 @@ check_served() {
 	expect_file
 	local mode="" out
 	survives || mode=--lenient
-	out=$(timeout 60 "$LCB" verify "$IMG" $STRIDE "$D/expect" $mode 2>&1)
-	case $? in
+	watch_start 60
+	out=$(timeout 50 "$LCB" verify "$IMG" $STRIDE "$D/expect" $mode 2>&1)
+	c=$?
+	watch_stop || { hung "reading the tracked blocks (lcblocks verify)"; return; }
+	case $c in
 	0) ;;
 	124) viol "reading the tracked blocks timed out (a hang)" ;;
 	*) viol "data: $(head -5 <<<"$out" | tr '\n' ';') ($(wc -l <<<"$out") blocks)" ;;
@@ -619,7 +675,7 @@ ev_create() { # SPARES
 	teardown
 	NSEQ=$((NSEQ + 1))
 	SEQ_STEP=0
-	BROKEN_SEEN=0 DIRTY=0 SLOW=0 NADD=0 SERVED=0
+	BROKEN_SEEN=0 DIRTY=0 SLOW=0 NADD=0 SERVED=0 LASTCOPY=""
 	PENDING=()
 	rm -rf "$D"
 	mkdir -p "$D"
@@ -697,6 +753,9 @@ mark_failed() { # FILE: the model after FILE's failure
 	OLDSLOT[$f]=""
 	[[ ${ST[$f]} == in:* ]] && OLDSLOT[$f]=${ST[$f]#in:}
 	ST[$f]=faulty
+	# raid1's last copy: as md, no member is left to record its failure,
+	# so the next assemble takes it back (with every write it took)
+	[ "$LEVEL" = 1 ] && [ -n "${OLDSLOT[$f]}" ] && [ "$(n_insync)" = 0 ] && LASTCOPY=$f
 	sync_rec
 	takeover
 }
@@ -825,6 +884,10 @@ after_stop() { # the model once no daemon serves
 	done
 	for f in "${GONE_PENDING[@]}"; do ST[$f]=gone; done
 	GONE_PENDING=()
+	if [ -n "$LASTCOPY" ] && [ "${ST[$LASTCOPY]}" = out ]; then
+		ST[$LASTCOPY]=in:${OLDSLOT[$LASTCOPY]}
+	fi
+	LASTCOPY=""
 }
 
 ev_crash() { # [DELAY GEN K...]: with writes in flight when given
@@ -953,15 +1016,30 @@ wait_rebuilt() {
 
 ev_rebuild() {
 	x "# wait for the rebuilds: every device in_sync, md/sync_action idle"
-	wait_rebuilt 80
+	wait_rebuilt 60
 }
 
-ev_readd() { # FILE
-	local f=$1
-	if x "timeout 10 \"\$RAIDFUSE\" ctl \"\$MNT\" re-add $(devname "$f")"; then
-		ST[$f]=rec:${OLDSLOT[$f]}
+ev_readd() { # FILE: back into an empty slot (its own, or as md's spare
+	# would, the first empty one): observed, within 5 s
+	local f=$1 i js got=""
+	if ! x "timeout 10 \"\$RAIDFUSE\" ctl \"\$MNT\" re-add $(devname "$f")"; then
+		viol "ctl re-add $f (failed in sync, its slot ${OLDSLOT[$f]} empty) refused: $XOUT"
+		return
+	fi
+	for ((i = 0; i < 50; i++)); do
+		js=$(devices_of "$(status_json)")
+		got=$(sed -n "s/^$(devname "$f") [^ ]* \([0-9][0-9]*\)\$/\1/p" <<<"$js")
+		[ -n "$got" ] && break
+		sleep 0.1
+	done
+	holder_v "${got:-x}"
+	if [ -z "$got" ]; then
+		viol "ctl re-add $f returned 0, but it took no slot within 5 s (status: $(grep "^$(devname "$f") " <<<"$js"))"
+		ST[$f]=spare
+	elif [ -n "$HV" ]; then
+		viol "ctl re-add $f put it in slot $got, which $HV holds"
 	else
-		viol "ctl re-add $f (failed, its slot ${OLDSLOT[$f]} empty) refused: $XOUT"
+		ST[$f]=rec:$got
 	fi
 }
 
@@ -977,8 +1055,8 @@ ev_remove() { # FILE
 ev_check() { # check|repair
 	local mm
 	x "# wait for the rebuilds"
-	wait_rebuilt 80 || return
-	x "timeout 80 \"\$RAIDFUSE\" ctl --wait \"\$MNT\" $1" || { viol "ctl --wait $1 failed: $XOUT"; return; }
+	wait_rebuilt 60 || return
+	x "timeout 60 \"\$RAIDFUSE\" ctl --wait \"\$MNT\" $1" || { viol "ctl --wait $1 failed: $XOUT"; return; }
 	x "cat \"\$MNT/md/mismatch_cnt\""
 	mm=$XOUT
 	if [ "$(n_insync)" = $NMEM ] && [ "$mm" != 0 ]; then
@@ -996,7 +1074,11 @@ ev_suspend() { # GEN K...
 	n=$(wc -l <"$D/ack")
 	[ "$n" = 0 ] || viol "$n fsync'd writes completed while the array was suspended"
 	x "timeout 10 sh -c 'echo active > \"\$1\"' sh \"\$MNT/md/array_state\"" || viol "resuming the array failed: $XOUT"
-	x "timeout 30 tail --pid=\$WP -f /dev/null; wait \$WP" || viol "writes queued while suspended failed: $(cat "$D/wout")"
+	if x "timeout 30 tail --pid=\$WP -f /dev/null; wait \$WP"; then
+		survives || viol "writes queued while suspended succeeded on an array past its failures"
+	else
+		survives && viol "writes queued while suspended failed: $(cat "$D/wout")"
+	fi
 	for k; do
 		if grep -qx "$k $g" "$D/ack"; then GEN[k]=$g; else GEN[k]="${GEN[k]%% *} $g"; fi
 	done
@@ -1250,14 +1332,19 @@ step() {
 	[ "$ev" != create ] && echo "#@ step $ev $*" >>"$REPLAY"
 	vlog "[$NSEQ.$SEQ_STEP] $ev $*"
 	t0=$(now_ms)
+	rm -f "$DIR/hung" "$DIR/hang-seen"
 	sync_rec
 	case $ev in rebuild | check | create) dl=90 ;; esac
 	"ev_$ev" "$@"
+	[ -e "$DIR/hung" ] && after_stop
 	if [ $SERVED = 1 ]; then
 		check_served
 		check_examine served
 	else
 		[ "$ev" = crash ] || [ "$ev" = stop ] || check_examine crash
+	fi
+	if [ -e "$DIR/hung" ] && [ ! -e "$DIR/hang-seen" ]; then
+		hung "raidfuse status (the control files)"
 	fi
 	ms=$(($(now_ms) - t0))
 	vlog "($ms ms)"
