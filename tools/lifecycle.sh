@@ -273,7 +273,7 @@ WDOG=""
 watch_start() {
 	rm -f "$DIR/hung"
 	(
-		sleep "$1"
+		sleep "$1" || exit 0 # killed by watch_stop: the command returned
 		echo hung >"$DIR/hung"
 		for p in $(pgrep -f -- "^$RAIDFUSE (mount|assemble) .*($MNT|$MNT2)( |\$)"); do kill -9 "$p"; done
 		sleep 1
@@ -285,7 +285,8 @@ watch_start() {
 watch_stop() {
 	local c
 	c=$(pgrep -P "$WDOG")
-	kill $c "$WDOG" 2>/dev/null
+	kill "$WDOG" 2>/dev/null
+	kill $c 2>/dev/null
 	wait "$WDOG" 2>/dev/null
 	[ ! -e "$DIR/hung" ] && return 0
 	wait_gone_all
