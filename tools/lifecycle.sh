@@ -685,7 +685,7 @@ ev_create() { # SPARES
 		echo "#!/usr/bin/env bash"
 		echo "# lifecycle replay: tools/lifecycle.sh --replay THIS-FILE repeats the events with"
 		echo "# the model's checks; run as plain bash it repeats the commands alone."
-		echo "#@ opts LEVEL=$LEVEL NBD=$NBD URING=$URING BRK=$BRK TRUNC=$TRUNC NOEVS=\"${!NOEV[*]}\""
+		echo "#@ opts LEVEL=$LEVEL NBD=$NBD URING=$URING BRK=$BRK TRUNC=$TRUNC SEED=$SEED NOEVS=\"${!NOEV[*]}\""
 		echo "RAIDFUSE=\${RAIDFUSE:-$RAIDFUSE}"
 		echo "LCB=\${LCBLOCKS:-$LCB}"
 		echo "# As plain bash it works in LC_REPLAY_DIR (default: a new directory under /tmp)"
@@ -1374,7 +1374,11 @@ report() {
 	echo "lifecycle: level $LEVEL seed $SEED sequence $NSEQ step $SEQ_STEP ($1): VIOLATION"
 	for v in "${VIOLS[@]}"; do echo "  - $v"; done
 	mkdir -p "$SAVE"
-	f=$SAVE/level$LEVEL$([ $NBD = 1 ] && echo -nbd)$([ $URING = 1 ] && echo -uring)-seed$SEED-seq$NSEQ.sh
+	f=$SAVE/level$LEVEL$([ $NBD = 1 ] && echo -nbd)$([ $URING = 1 ] && echo -uring)-seed$SEED-seq$NSEQ
+	[ -n "$REPLAY_IN" ] && f+=-replay
+	local i=1 g=$f
+	while [ -e "$g.sh" ]; do g=$f.$((i++)); done
+	f=$g.sh
 	cp "$REPLAY" "$f"
 	echo "  replay: $f  (tools/lifecycle.sh --replay $f, or bash $f)"
 	if [ $GOING = 0 ]; then
