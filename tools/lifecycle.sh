@@ -295,6 +295,7 @@ watch_stop() {
 wait_gone_all() { # after the watchdog fired: no daemon, nothing mounted
 	local i
 	for ((i = 0; i < 100; i++)); do
+		fusermount3 -uz "$MNT" 2>/dev/null
 		[ -z "$(lc_pid)" ] && ! mountpoint -q "$MNT" && break
 		sleep 0.1
 	done

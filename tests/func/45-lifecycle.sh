@@ -12,7 +12,7 @@
 # 1. The negative control: --selftest writes a block behind the model's
 #    back; the run must report that block (and exit 1), and its replay
 #    script must report it again when replayed (--replay).
-# 2. raid5 and raid1, three fixed seeds of 40 steps each (--keep-going: a
+# 2. raid5 and raid1, three fixed seeds of 30 steps each (--keep-going: a
 #    violation ends its sequence and a new one starts): every violation
 #    must be one of the known bugs below (XFAIL while they are there); any
 #    other fails the test, with its replay script.
@@ -59,7 +59,7 @@ declare -A KNOWN=(
 for level in 5 1; do
 	for seed in 1 2 3; do
 		rc=0
-		"$TOOL" --level $level --steps 40 --seed $seed --keep-going --dir "$LDIR/r$level-$seed" \
+		"$TOOL" --level $level --steps 30 --seed $seed --keep-going --dir "$LDIR/r$level-$seed" \
 			--save "$WORK/found" >"$WORK/run.out" 2>&1 || rc=$?
 		cat "$WORK/run.out" >>"$WORK/all.out"
 		sum=$(grep '^lifecycle: level' "$WORK/run.out" | tail -1)
