@@ -12,7 +12,7 @@
 # 1. The negative control: --selftest writes a block behind the model's
 #    back; the run must report that block (and exit 1), and its replay
 #    script must report it again when replayed (--replay).
-# 2. raid5 and raid1, three fixed seeds of 30 steps each (--keep-going: a
+# 2. raid5 (three fixed seeds of 25 steps) and raid1 (three of 20) (--keep-going: a
 #    violation ends its sequence and a new one starts): every violation
 #    must be one of the known bugs below (XFAIL while they are there); any
 #    other fails the test, with its replay script.
@@ -59,7 +59,7 @@ declare -A KNOWN=(
 for level in 5 1; do
 	for seed in 1 2 3; do
 		rc=0
-		"$TOOL" --level $level --steps 30 --seed $seed --keep-going --dir "$LDIR/r$level-$seed" \
+		"$TOOL" --level $level --steps $((level == 5 ? 25 : 20)) --seed $seed --keep-going --dir "$LDIR/r$level-$seed" \
 			--save "$WORK/found" >"$WORK/run.out" 2>&1 || rc=$?
 		cat "$WORK/run.out" >>"$WORK/all.out"
 		sum=$(grep '^lifecycle: level' "$WORK/run.out" | tail -1)
@@ -81,6 +81,10 @@ done)
 [ -z "$unknown" ] || fail "violations that are not known bugs:"$'\n'"$unknown"
 no_violation() { ! grep -E -q -- "$1" "$WORK/all.out" || { grep -E -- "$1" "$WORK/all.out" | head -3; return 1; }; }
 for what in "${!KNOWN[@]}"; do
-	known_bug "$what" no_violation "${KNOWN[$what]}"
+	if grep -E -q -- "${KNOWN[$what]}" "$WORK/all.out"; then
+		known_bug "$what" no_violation "${KNOWN[$what]}"
+	else
+		log "not met in these sequences (neither seen nor shown fixed): $what"
+	fi
 done
 log "every violation found is a known bug; the model's checks catch a planted one"
