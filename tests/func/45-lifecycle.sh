@@ -12,7 +12,8 @@
 # 1. The negative control: --selftest writes a block behind the model's
 #    back; the run must report that block (and exit 1), and its replay
 #    script must report it again when replayed (--replay).
-# 2. raid5 (three fixed seeds of 25 steps) and raid1 (three of 20) (--keep-going: a
+# 2. raid5 (three fixed seeds of 25 steps) and raid1 (three of 20; on a
+#    loaded machine the later seeds are left out past a time budget) (--keep-going: a
 #    violation ends its sequence and a new one starts): every violation
 #    must be one of the known bugs below (XFAIL while they are there); any
 #    other fails the test, with its replay script.
@@ -56,8 +57,15 @@ declare -A KNOWN=(
 	["ctl add of a loop device over a member: taken, or refused after writing a spare's superblock over the member"]="alias [^ ]+ loop\\): VIOLATION"
 )
 : >"$WORK/all.out"
+# A loaded machine (load 12 on 2 cores) takes 3 s a step, not 0.5: past
+# 150 s the later seeds of a level are left out (each level runs its first).
+T45=$SECONDS
 for level in 5 1; do
 	for seed in 1 2 3; do
+		if [ $seed -gt 1 ] && [ $((SECONDS - T45)) -gt $((level == 5 ? 100 : 150)) ]; then
+			log "raid$level seed $seed: left out, the run's time budget is used ($((SECONDS - T45)) s)"
+			continue
+		fi
 		rc=0
 		"$TOOL" --level $level --steps $((level == 5 ? 25 : 20)) --seed $seed --keep-going --dir "$LDIR/r$level-$seed" \
 			--save "$WORK/found" >"$WORK/run.out" 2>&1 || rc=$?
