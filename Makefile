@@ -10,6 +10,10 @@
 #                   BENCH_RESYNC_ARGS)
 #   make crash      power cuts replayed from the member IO log, levels 1 5 6 10 with and without
 #                   a bitmap (tools/crash-states.sh; CRASH_ARGS, CRASH_LEVELS)
+#   make lifecycle  random event sequences (failures, kill -9, spares, stop/mount/assemble...)
+#                   against a model, LIFECYCLE_STEPS (2000) steps per configuration: levels 0 1 5
+#                   6 10, raid5 over NBD, raid5 on FUSE-over-io_uring (tools/lifecycle.sh;
+#                   LIFECYCLE_ARGS, LIFECYCLE_CONFIGS, LIFECYCLE_SAVE), then a table
 #   make judge      kernel md checks raidfuse's writes (tools/md-crosscheck.sh)
 #   make judge-bitmap  kernel md resyncs by raidfuse's write-intent bitmap (tools/md-bitmap-crosscheck.sh)
 #   make fuzz       libFuzzer on every parser of outside input (superblock, config, bitmap,
@@ -89,14 +93,20 @@ $(BUILD)/crash-states: tools/crash/crashstates.c $(BUILD)/libraidfuse.a $(wildca
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CFLAGS) -Itests/unit -Isrc -o $@ $< $(BUILD)/libraidfuse.a $(LDFLAGS) $(LDLIBS)
 
+# The lifecycle test's block writer and checker (tools/lifecycle.sh).
+$(BUILD)/lcblocks: tools/lifecycle/lcblocks.c Makefile
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(OPT) -std=gnu11 -Wall -Wextra $(WERROR) -D_GNU_SOURCE $(SAN) -o $@ $< $(LDFLAGS)
+
 unit-build: $(UNIT_BINS)
 
 unit: $(UNIT_BINS)
 	$(Q)set -e; for t in $(filter-out $(UNIT_SKIP:%=$(BUILD)/tests/%),$(UNIT_BINS)); do \
 		echo "== $$t"; $(RUN_PREFIX) $$t; done
 
-func: $(BUILD)/raidfuse $(BUILD)/crash-states
-	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) CRASH_STATES=$(abspath $(BUILD)/crash-states) tests/func/run.sh
+func: $(BUILD)/raidfuse $(BUILD)/crash-states $(BUILD)/lcblocks
+	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) CRASH_STATES=$(abspath $(BUILD)/crash-states) LCBLOCKS=$(abspath $(BUILD)/lcblocks) tests/func/run.sh
 
 test: unit func
 
@@ -130,6 +140,27 @@ crash: $(BUILD)/raidfuse $(BUILD)/crash-states
 	for b in "" --bitmap; do if tools/crash-states.sh --level 5 --break $$b $(CRASH_ARGS); then \
 		echo "crash: --break $$b found no violation: the tool cannot fail" >&2; exit 1; fi; done; \
 	echo "crash: every level clean, and both --break faults caught"
+
+# The lifecycle model test: each configuration (LEVEL, LEVEL:nbd,
+# LEVEL:uring) runs LIFECYCLE_STEPS steps with --keep-going (each
+# violation's replay script kept under LIFECYCLE_SAVE), then one table.
+LIFECYCLE_STEPS ?= 2000
+LIFECYCLE_CONFIGS ?= 0 1 5 6 10 5:nbd 5:uring
+LIFECYCLE_SAVE ?= $(abspath $(BUILD))/lifecycle-found
+lifecycle: $(BUILD)/raidfuse $(BUILD)/lcblocks
+	$(Q)export RAIDFUSE=$(abspath $(BUILD)/raidfuse) LCBLOCKS=$(abspath $(BUILD)/lcblocks); \
+	tab=$$(mktemp); bad=0; \
+	for c in $(LIFECYCLE_CONFIGS); do \
+		l=$${c%%:*}; o=""; case $$c in *:nbd) o=--nbd ;; *:uring) o=--uring ;; esac; \
+		tools/lifecycle.sh --level $$l $$o --steps $(LIFECYCLE_STEPS) --keep-going \
+			--save $(LIFECYCLE_SAVE) $(LIFECYCLE_ARGS) | tee /dev/stderr | \
+			sed -n "s/^lifecycle: level \([^:]*\): \([0-9]*\) sequences, \([0-9]*\) steps, \([0-9]*\) violations, \([0-9]*\) s$$/\1|\2|\3|\4|\5/p" | \
+			tail -1 >>$$tab || true; \
+		n=$$(echo $$c | tr : ' '); grep -q "^$$n|" $$tab || { echo "$$n|-|-|-|- (did not run)" >>$$tab; bad=1; }; \
+	done 2>&1; \
+	printf '%-14s %10s %8s %11s %8s\n' configuration sequences steps violations time; \
+	awk -F'|' '{ printf "%-14s %10s %8s %11s %8s\n", "raid" $$1, $$2, $$3, $$4, $$5 ($$5 ~ /^[0-9]+$$/ ? "s" : ""); if ($$4 != 0) bad = 1 } END { exit bad }' $$tab || bad=1; \
+	rm -f $$tab; [ $$bad = 0 ] || { echo "lifecycle: violations (replays in $(LIFECYCLE_SAVE))" >&2; exit 1; }
 
 judge: $(BUILD)/raidfuse
 	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/md-crosscheck.sh
@@ -217,4 +248,4 @@ man-check:
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
 
-.PHONY: all unit unit-build func test asan tsan tsan-unit bench crash judge judge-bitmap fuzz fuzz-build fuzz-long install uninstall man-check clean
+.PHONY: all unit unit-build func test asan tsan tsan-unit bench crash lifecycle judge judge-bitmap fuzz fuzz-build fuzz-long install uninstall man-check clean
