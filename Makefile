@@ -14,6 +14,7 @@
 #                   against a model, LIFECYCLE_STEPS (2000) steps per configuration: levels 0 1 5
 #                   6 10, raid5 over NBD, raid5 on FUSE-over-io_uring (tools/lifecycle.sh;
 #                   LIFECYCLE_ARGS, LIFECYCLE_CONFIGS, LIFECYCLE_SAVE), then a table
+#   make lifecycle-break  the same tool on a build with an old bug put back must catch it
 #   make judge      kernel md checks raidfuse's writes (tools/md-crosscheck.sh)
 #   make judge-bitmap  kernel md resyncs by raidfuse's write-intent bitmap (tools/md-bitmap-crosscheck.sh)
 #   make fuzz       libFuzzer on every parser of outside input (superblock, config, bitmap,
@@ -162,6 +163,18 @@ lifecycle: $(BUILD)/raidfuse $(BUILD)/lcblocks
 	awk -F'|' '{ printf "%-14s %10s %8s %11s %8s\n", "raid" $$1, $$2, $$3, $$4, $$5 ($$5 ~ /^[0-9]+$$/ ? "s" : ""); if ($$4 != 0) bad = 1 } END { exit bad }' $$tab || bad=1; \
 	rm -f $$tab; [ $$bad = 0 ] || { echo "lifecycle: violations (replays in $(LIFECYCLE_SAVE))" >&2; exit 1; }
 
+# The negative control: raid5 on build-break/raidfuse (the old rule that
+# took back a member failed one event before a crash, put back) must be
+# caught; LIFECYCLE_BREAK_STEPS (100) steps.
+LIFECYCLE_BREAK_STEPS ?= 100
+lifecycle-break: $(BUILD)/lcblocks
+	$(Q)$(MAKE) -s BUILD=build-break BREAK=-DRF_BREAK_STALE_ROLE build-break/raidfuse
+	$(Q)if RAIDFUSE=$(abspath build-break/raidfuse) LCBLOCKS=$(abspath $(BUILD)/lcblocks) tools/lifecycle.sh \
+		--level 5 --break --steps $(LIFECYCLE_BREAK_STEPS) --keep-going --save $(abspath build-break)/found \
+		$(LIFECYCLE_ARGS); then \
+		echo "lifecycle-break: --break found no violation: the model cannot fail" >&2; exit 1; fi; \
+	echo "lifecycle-break: the old rule was caught (replays in $(abspath build-break)/found)"
+
 judge: $(BUILD)/raidfuse
 	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/md-crosscheck.sh
 
@@ -248,4 +261,5 @@ man-check:
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
 
+.PHONY: lifecycle lifecycle-break
 .PHONY: all unit unit-build func test asan tsan tsan-unit bench crash lifecycle judge judge-bitmap fuzz fuzz-build fuzz-long install uninstall man-check clean

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # lifecycle.sh - an array's life, event by event, against a model of it.
 #
 #   tools/lifecycle.sh --level 0|1|4|5|6|10 [--nbd] [--uring] [--steps N]
@@ -80,10 +81,11 @@
 # commands alone).  It exits 1 then; --keep-going saves the script
 # (--save DIR, default DIR/found) and goes on with a new sequence.
 #
-# --break sets RAIDFUSE_BREAK=stale-role for the daemon (a test-only hook
-# that reopens an old bug: mount CONFIG takes back a member recorded as
-# failed one event ago) and draws the sequence that meets it often: the run
-# must then find violations.
+# --break runs a build with an old bug put back (build-break/raidfuse,
+# made with BREAK=-DRF_BREAK_STALE_ROLE when RAIDFUSE is not one: mount
+# CONFIG takes back a member recorded as failed one event ago, trusting its
+# own superblock's role) and draws the sequence that meets it often: the
+# run must then find violations.
 # --nbd serves each member through nbdkit (file plugin, a unix socket);
 # --uring mounts with -o io_uring=on (enable_uring switched on, and back).
 # Environment: RAIDFUSE (default build/raidfuse), LCBLOCKS (build/lcblocks).
@@ -149,7 +151,14 @@ command -v jq >/dev/null || { echo "lifecycle: jq is needed (Debian: jq)" >&2; e
 if [ $NBD = 1 ]; then
 	command -v nbdkit >/dev/null || { echo "lifecycle: --nbd needs nbdkit (Debian: nbdkit)" >&2; exit 2; }
 fi
-[ $BRK = 1 ] && export RAIDFUSE_BREAK=stale-role
+# --break: the daemon of a build with the old rule put back (BREAK=
+# -DRF_BREAK_STALE_ROLE, in build-break/: its --version says so), made
+# here when RAIDFUSE is not one.
+if [ $BRK = 1 ] && ! "$RAIDFUSE" --version | grep -q "break: stale-role"; then
+	make -s -C "$here" BUILD=build-break BREAK=-DRF_BREAK_STALE_ROLE build-break/raidfuse >&2 ||
+		{ echo "lifecycle: --break: building build-break/raidfuse failed" >&2; exit 2; }
+	RAIDFUSE=$here/build-break/raidfuse
+fi
 
 if [ -z "$DIR" ]; then
 	DIR=$(mktemp -d "${TMPDIR:-/tmp}/lifecycle.XXXXXX")
@@ -693,7 +702,6 @@ ev_create() { # SPARES
 		echo "# and leaves the array as the violation found it: fusermount3 -u \$MNT stops it."
 		echo "W=\${LC_REPLAY_DIR:-\$(mktemp -d /tmp/lifecycle-replay.XXXXXX)}"
 		echo "D=\$W/seq MNT=\$W/mnt MNT2=\$W/mnt2 IMG=\$W/mnt/array.img STOPCMD=$STOPCMD"
-		[ $BRK = 1 ] && echo "export RAIDFUSE_BREAK=stale-role"
 		declare -f $HELPERS
 		echo 'mkdir -p "$D" "$MNT" "$MNT2"; cd "$D" || exit 1'
 		echo "# ---- the commands"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 48-member-io: the member IO mode (array.member_io, md/dev-NAME/io_mode)
 # with members as files on a disk file system (a directory under
 # /var/tmp, not $WORK: that is on /dev/shm, whose files are memory).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* lcblocks.c - the self-describing blocks tools/lifecycle.sh writes and checks.
  *
  * The lifecycle test keeps a model of what every tracked block of the array
