@@ -451,6 +451,54 @@ static int place_members(const char *const *paths, const struct rf_sb *const *sb
 	return 0;
 }
 
+/* raid10: whether some chunk has no copy left among the roles not in
+ * missing (bit i: role i), as md's raid10 enough() asks, copy set by
+ * copy set: two members of different mirror pairs may both be gone.  The
+ * copy pattern repeats every raid_disks chunks; twice that covers the far
+ * sets. */
+static bool r10_lost(const struct rf_sb *sb, uint64_t missing)
+{
+	struct rf_geom g = { .level = 10, .layout = sb->layout, .raid_disks = sb->raid_disks,
+			     .chunk_sectors = sb->chunk_sectors };
+	int devs[RF_MAX_MEMBERS], n, i, c;
+	uint64_t addrs[RF_MAX_MEMBERS];
+	char why[160];
+
+	g.dev_sectors = sb->chunk_sectors ? sb->size / sb->chunk_sectors * sb->chunk_sectors : 0;
+	if (!g.dev_sectors || rf_geom_init(&g, why, sizeof(why)))
+		return __builtin_popcountll(missing) > survives(sb);
+	for (c = 0; c < 2 * g.raid_disks; c++) {
+		bool any = false;
+
+		if ((uint64_t)c * g.chunk_sectors >= g.array_sectors)
+			break;
+		n = rf_r10_map(&g, (uint64_t)c * g.chunk_sectors, devs, addrs);
+		for (i = 0; i < n; i++)
+			any |= !(missing >> devs[i] & 1);
+		if (!any)
+			return true;
+	}
+	return false;
+}
+
+/* Whether the roles in missing are more than the array survives. */
+static bool too_few(const struct rf_sb *fresh, uint64_t missing)
+{
+	if (fresh->level == 10 && !fresh->reshape)
+		return r10_lost(fresh, missing);
+	return __builtin_popcountll(missing) > survives(fresh);
+}
+
+/* What a level survives, for a refusal; into buf. */
+static const char *survival_rule(const struct rf_sb *fresh, char *buf, size_t len)
+{
+	if (fresh->level == 10 && !fresh->reshape)
+		snprintf(buf, len, "some chunk has every copy among them");
+	else
+		snprintf(buf, len, "it survives at most %d missing", survives(fresh));
+	return buf;
+}
+
 /* Appends ", N" (or "N" first) to the list of roles in buf. */
 static void list_role(char *buf, size_t size, size_t *len, int *count, int role, const char *what)
 {
@@ -468,22 +516,24 @@ static void list_role(char *buf, size_t size, size_t *len, int *count, int role,
 static int enough_members(const char *const *paths, const struct rf_sb *const *sbs, const struct rf_sb *fresh,
 			  const int *by_role, int slots, const char *where, char *err, size_t errlen)
 {
-	char u[40], missing[256];
+	char u[40], missing[256], rule[96];
 	size_t ml = 0;
 	int i, nmissing = 0, nuse = 0;
+	uint64_t mask = 0;
 
 	rf_sb_uuid_str(fresh, u);
 	missing[0] = '\0';
 	for (i = 0; i < slots; i++)
-		if (by_role[i] >= 0)
+		if (by_role[i] >= 0) {
 			nuse++;
-		else
+		} else {
 			list_role(missing, sizeof(missing), &ml, &nmissing, i, "");
-	if (nmissing > survives(fresh)) {
+			mask |= 1ull << i;
+		}
+	if (too_few(fresh, mask)) {
 		snprintf(err, errlen,
-			 "%sarray %s: too few members: raid%d with %d devices has %d, role(s) %s missing; "
-			 "it survives at most %d missing", where, u, fresh->level, fresh->raid_disks, nuse,
-			 missing, survives(fresh));
+			 "%sarray %s: too few members: raid%d with %d devices has %d, role(s) %s missing; %s", where,
+			 u, fresh->level, fresh->raid_disks, nuse, missing, survival_rule(fresh, rule, sizeof(rule)));
 		return -EINVAL;
 	}
 	for (i = 0; i < slots; i++) {
@@ -492,10 +542,11 @@ static int enough_members(const char *const *paths, const struct rf_sb *const *s
 		rf_info("%s%s: being rebuilt into role %d (done to sector %llu): the rebuild resumes", where,
 			paths[by_role[i]], i, (unsigned long long)sbs[by_role[i]]->recovery_offset);
 		list_role(missing, sizeof(missing), &ml, &nmissing, i, " (rebuilding)");
+		mask |= 1ull << i;
 	}
-	if (nmissing > survives(fresh)) {
-		snprintf(err, errlen, "%sarray %s: too few in-sync members: role(s) %s missing; raid%d with %d devices "
-			 "survives at most %d", where, u, missing, fresh->level, fresh->raid_disks, survives(fresh));
+	if (too_few(fresh, mask)) {
+		snprintf(err, errlen, "%sarray %s: too few in-sync members: role(s) %s missing; raid%d with %d devices: %s",
+			 where, u, missing, fresh->level, fresh->raid_disks, survival_rule(fresh, rule, sizeof(rule)));
 		return -EINVAL;
 	}
 	return nmissing ? dirty_degraded(fresh, missing, where, err, errlen) : 0;

@@ -1076,6 +1076,35 @@ static void test_assemble_events_max(void **state)
 	assert_true(rf_sb_events_next(7) == 8);
 }
 
+/* raid10 n2 of 4: roles 0,1 and 2,3 hold the copies.  Without one
+ * member of each pair every chunk keeps a copy (md's enough() assembles
+ * it); without both of a pair, the chunks of that pair have none.  A count
+ * of "one missing at most" refused the first. */
+static void test_assemble_raid10_pairs(void **state)
+{
+	const uint64_t sectors = 32768;
+	struct rf_sb_new n = new_array(10, 0x102, 128, 4, sectors);
+	char paths[4][FX_PATH], err[1024];
+	const char *two[2];
+	struct rf_config cfg;
+
+	(void)state;
+	n.clean = true;
+	fx_md_members(&n, "r10pairs", sectors, paths);
+	two[0] = paths[0];
+	two[1] = paths[2];
+	assert_int_equal(rf_assemble(two, 2, NULL, true, &cfg, err, sizeof(err)), 0);
+	assert_non_null(cfg.members[0]);
+	assert_null(cfg.members[1]);
+	assert_non_null(cfg.members[2]);
+	assert_null(cfg.members[3]);
+	rf_config_free(&cfg);
+	two[1] = paths[1];      /* 2 and 3 gone: the second pair's chunks are lost */
+	assert_int_equal(rf_assemble(two, 2, NULL, true, &cfg, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "role(s) 2, 3 missing"));
+	assert_non_null(strstr(err, "some chunk has every copy among them"));
+}
+
 /* A chunk of 2^31 sectors (1 TiB): refused with the value read, not as
  * the "chunk of 0 sectors" its byte count wrapped to. */
 static void test_assemble_chunk_huge(void **state)
@@ -1273,6 +1302,7 @@ int main(void)
 		cmocka_unit_test(test_assemble),
 		cmocka_unit_test(test_assemble_dirty_degraded),
 		cmocka_unit_test(test_assemble_events_max),
+		cmocka_unit_test(test_assemble_raid10_pairs),
 		cmocka_unit_test(test_assemble_chunk_huge),
 		cmocka_unit_test(test_check_config),
 		cmocka_unit_test(test_plan_create),
