@@ -42,20 +42,30 @@
 #      survivors read and fresh files written at once): the floor the
 #      machine sets, writes to pages just made costing more than reads.
 #
-# usage: tools/bench-resync.sh [-t SECONDS] [-l LEVELS] [-n MEMBERS] [-m MIB] [-r RUNS] [-o CSV]
+# With -p SPEEDS (pace mode) only this instead: an idle check at each
+# sync_speed_max of SPEEDS (KiB/s per member, md's unit), RUNS rounds,
+# each round streaming the members (fio, in parallel, as in (a)) and then
+# checking at every speed in turn, so that each speed is measured beside
+# the same streams.  Per speed, the median over the rounds of: the
+# check's rate per member (MiB/s), its ratio to min(sync_speed_max, the
+# members' stream per member) (goal 0.80) and its ratio to
+# sync_speed_max (at most 1 and a small margin: md's cap).
+#
+# usage: tools/bench-resync.sh [-t SECONDS] [-l LEVELS] [-n MEMBERS] [-m MIB] [-r RUNS] [-o CSV] [-p SPEEDS]
 #   -t SECONDS  each randread and randwrite run's measured time (default 5; a 1 s ramp)
 #   -l LEVELS   "5 6" by default (1, 4, 5, 6, 10 work)
 #   -n MEMBERS  members of every level (default: 6 for raid6, 4 for the others)
 #   -m MIB      each member's size (default 512)
 #   -r RUNS     rounds of each measure (default 3; the median counts)
 #   -o CSV      where the CSV goes (default WORK/resync.csv)
+#   -p SPEEDS   pace mode: sync_speed_max values in KiB/s, e.g. 50000,200000,800000,4000000
 # Environment: RAIDFUSE (the binary), BENCH_DIR (default /dev/shm).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 jobdir=$here/tools/bench
 . "$jobdir/conf.sh"
 RAIDFUSE=${RAIDFUSE:-$here/build/raidfuse}
-runtime=5 levels="5 6" mib=512 runs=3 csv='' nmembers=''
+runtime=5 levels="5 6" mib=512 runs=3 csv='' nmembers='' speeds=''
 SPEED_HIGH=2000000000           # KiB/s: no limit in practice
 clk_tck=$(getconf CLK_TCK)
 GOAL_RESYNC=0.80 GOAL_IOPS=0.80 GOAL_WIOPS=0.90 GOAL_WSLOW=2.0
@@ -64,7 +74,7 @@ usage() {
 	sed -n 's/^# \{0,1\}//; /^usage:/,/^Environment/p' "$0" | sed '$d' >&2
 	exit 2
 }
-while getopts "t:l:n:m:r:o:" o; do
+while getopts "t:l:n:m:r:o:p:" o; do
 	case $o in
 	t) runtime=$OPTARG ;;
 	l) levels=${OPTARG//,/ } ;;
@@ -72,12 +82,13 @@ while getopts "t:l:n:m:r:o:" o; do
 	m) mib=$OPTARG ;;
 	r) runs=$OPTARG ;;
 	o) csv=$OPTARG ;;
+	p) speeds=${OPTARG//,/ } ;;
 	*) usage ;;
 	esac
 done
 [ $OPTIND -gt $# ] || usage
-for v in "$runtime" "$mib" "$runs" ${nmembers:+"$nmembers"}; do
-	[[ $v =~ ^[1-9][0-9]*$ ]] || { echo "bench-resync.sh: -t, -n, -m and -r want whole numbers, got '$v'" >&2; exit 2; }
+for v in "$runtime" "$mib" "$runs" ${nmembers:+"$nmembers"} $speeds; do
+	[[ $v =~ ^[1-9][0-9]*$ ]] || { echo "bench-resync.sh: -t, -n, -m, -r and -p want whole numbers, got '$v'" >&2; exit 2; }
 done
 for l in $levels; do
 	case $l in 1 | 4 | 5 | 6 | 10) ;; *) echo "bench-resync.sh: no resync on raid level '$l'" >&2; exit 2 ;; esac
@@ -227,8 +238,36 @@ median_row() {
 	printf '%s\n' "$@" | sort -n | sed -n "$((($# + 1) / 2))p"
 }
 
+# pace: pace mode (-p) on the mounted array; rows to WORK/pace.txt.
+pace() {
+	local r sp p dt rate cap
+	declare -A prow=()
+	for ((r = 0; r < runs; r++)); do
+		p=$(stream "pace$r" "${par_args[@]}")
+		for sp in $speeds; do
+			echo "$sp" >"$mnt/md/sync_speed_max"
+			dt=$(walk check)
+			# MiB/s per member: the check reads every member whole.
+			rate=$(awk -v m="$mib" -v s="$dt" 'BEGIN { printf "%.1f", m / s }')
+			cap=$(awk -v sp="$sp" -v p="$p" -v n="$NMEMBERS" 'BEGIN { c = sp / 1024; if (p / n < c) c = p / n; printf "%.1f", c }')
+			prow[$sp]+="$(fdiv "$rate" "$cap") $rate $(awk -v p="$p" -v n="$NMEMBERS" 'BEGIN { printf "%.1f", p / n }') $dt"$'\n'
+		done
+	done
+	for sp in $speeds; do
+		local rows=()
+		mapfile -t rows < <(printf '%s' "${prow[$sp]}")
+		read -r ratio rate pm dt <<<"$(median_row "${rows[@]}")"
+		echo "$t,$NMEMBERS,$mib,$sp,$pm,$rate,$dt,$ratio,$(fdiv "$rate" "$(awk -v sp="$sp" 'BEGIN { print sp / 1024 }')"),$GOAL_RESYNC" >>"$csv"
+		printf '%-7s %11s %10.1f %10.1f %9s %8.3f %8s%s %8s\n' "$t" "$sp" "$pm" "$rate" \
+			"$(awk -v sp="$sp" 'BEGIN { printf "%.1f", sp / 1024 }')" "$dt" "$ratio" \
+			"$(awk -v r="$ratio" -v g="$GOAL_RESYNC" 'BEGIN { if (r + 0 < g + 0) printf "*"; else printf " " }')" \
+			"$(fdiv "$rate" "$(awk -v sp="$sp" 'BEGIN { print sp / 1024 }')")" >>"$work/pace.txt"
+	done
+}
+
 echo "bench-resync: members of $mib MiB on $(df --output=fstype "$work" | tail -1), levels: $levels; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "target,members,member_mib,stream_par_mib_s,stream_1t_mib_s,resync_s,resync_runs_s,resync_read_mib_s,resync_per_stream,resync_per_stream_1t,sync_speed_kib_s,randread_idle_iops,randread_resync_iops,iops_ratio,resync_fg_kib_s,sync_speed_min_kib_s,goal_resync_ratio,goal_iops_ratio,check_s,check_runs_s,check_read_mib_s,check_per_stream,randwrite_idle_iops,randwrite_check_iops,wiops_ratio,wslow_idle_ms,wslow_check_ms,wslow_ratio,goal_wiops_ratio,goal_wslow_ratio,loadavg,rebuild1_s,rebuild1_per_stream,rebuild2_s,rebuild2_per_stream,rebuild_stream_par_mib_s,stream_par_cpu_ms_gib,resync_cpu_ms_gib,resync_cpu_per_stream,check_stream_par_cpu_ms_gib,check_cpu_ms_gib,check_cpu_per_stream,rebuild1_moved_s,rebuild1_per_moved,rebuild2_moved_s,rebuild2_per_moved" >"$csv"
+[ -z "$speeds" ] || echo "target,members,member_mib,speed_max_kib_s,stream_member_mib_s,check_member_mib_s,check_s,check_per_min,check_per_max,goal_ratio" >"$csv"
+[ -n "$speeds" ] || echo "target,members,member_mib,stream_par_mib_s,stream_1t_mib_s,resync_s,resync_runs_s,resync_read_mib_s,resync_per_stream,resync_per_stream_1t,sync_speed_kib_s,randread_idle_iops,randread_resync_iops,iops_ratio,resync_fg_kib_s,sync_speed_min_kib_s,goal_resync_ratio,goal_iops_ratio,check_s,check_runs_s,check_read_mib_s,check_per_stream,randwrite_idle_iops,randwrite_check_iops,wiops_ratio,wslow_idle_ms,wslow_check_ms,wslow_ratio,goal_wiops_ratio,goal_wslow_ratio,loadavg,rebuild1_s,rebuild1_per_stream,rebuild2_s,rebuild2_per_stream,rebuild_stream_par_mib_s,stream_par_cpu_ms_gib,resync_cpu_ms_gib,resync_cpu_per_stream,check_stream_par_cpu_ms_gib,check_cpu_ms_gib,check_cpu_per_stream,rebuild1_moved_s,rebuild1_per_moved,rebuild2_moved_s,rebuild2_per_moved" >"$csv"
 for l in $levels; do
 	t=raid$l
 	NMEMBERS=${nmembers:-$([ "$l" = 6 ] && echo 6 || echo 4)}
@@ -259,6 +298,14 @@ for l in $levels; do
 	done
 	array_mib=$(($(stat -c %s "$mnt/array.img") >> 20))
 	speed_min=$(val sync_speed_min | cut -d' ' -f1)
+	if [ -n "$speeds" ]; then
+		pace
+		fusermount3 -u "$mnt"
+		wait "$daemon" || echo "bench-resync.sh: the $t daemon exited with status $?" >&2
+		daemon=''
+		rm -f "${members[@]}"
+		continue
+	fi
 
 	# (a) idle resync and check, speed_max out of the way.  Each round
 	# streams the members (in parallel, then on one thread), then resyncs,
@@ -376,6 +423,16 @@ for l in $levels; do
 		"$rb1f" "$(fdiv "$rb1f" "$rb1")" "$rb2f" "$(fdiv "$rb2f" "$rb2")" >>"$csv"
 done
 
+if [ -n "$speeds" ]; then
+	echo
+	echo "idle check at each sync_speed_max against the members' stream (fio, 1 MiB reads, in parallel),"
+	echo "medians of $runs rounds; MiB/s per member; * marks a ratio below $GOAL_RESYNC"
+	printf '%-7s %11s %10s %10s %9s %8s %9s %8s\n' target "speed_max" "stream" "check" "max" "check s" "/min()" "/max"
+	cat "$work/pace.txt"
+	echo "CSV: $csv"
+	echo "fio JSON and daemon logs: $work"
+	exit 0
+fi
 echo
 echo "(a) idle resync and check (sync_speed_max $SPEED_HIGH) against streaming the members (fio, 1 MiB reads):"
 echo "    MiB/s are member bytes read per second, all members together; * marks a ratio below its goal"

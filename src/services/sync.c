@@ -70,10 +70,22 @@
  * foreground requests are in flight it paces itself to sync_speed_min,
  * with one region of 64 KiB per member in flight; while idle it takes
  * 1 MiB regions (128 KiB when the workers read inline, inline_io()),
- * every worker busy, and paces to sync_speed_max.  Pacing
- * is per region handed out (the next comes at least n / speed seconds
- * after a region of n KiB), so the walk reacts at once when the
- * foreground starts.  speed reports KiB/s over the last few seconds.
+ * every worker busy, and paces to sync_speed_max.  Pacing is per region
+ * handed out, so the walk reacts at once when the foreground starts, and
+ * goes by a schedule (pace()): a region of n KiB moves the time the next
+ * may be cut n / speed seconds on from where the schedule stood, not from
+ * when the region was cut.  Timed from each cut, every region's interval
+ * was n / speed plus however late its cut came (a worker held back by
+ * the pace waited for the walk thread's next wake-up, 5 ms or more on a
+ * loaded machine): a fixed cost per region, which held an idle check of
+ * raid5 on /dev/shm to about 22 MiB/s per member whether sync_speed_max
+ * was 50000 or 800000.  On the schedule a late cut is caught up, by at
+ * most PACE_CREDIT seconds' worth, so over any T seconds a walk cuts at
+ * most speed x (T + PACE_CREDIT) KiB and one region: sync_speed_max
+ * caps it, and below the cap it runs as fast as the members and the CPUs
+ * give.  A worker the pace holds back waits until the schedule lets it
+ * cut, not for the walk thread.  speed reports KiB/s over the last few
+ * seconds.
  *
  * Checkpoints.  The walk's position is the end of the last region retired
  * in order: every region below it is done, whatever regions above it are
@@ -144,6 +156,7 @@
 #define IDLE_LOOK_US 100
 #define IDLE_TRUST 0.02                 /* seconds an idle verdict from several looks holds */
 #define PACE_POLL 0.005                 /* seconds between looks at the load while pacing */
+#define PACE_CREDIT 0.1                 /* seconds of its speed a late walk may catch up at once */
 #define CP_PARTS 16                     /* a resync checkpoint every 1/16 of the walk, */
 #define CP_SECONDS 5.0                  /* or this often */
 
@@ -153,7 +166,7 @@ struct mark {
 };
 
 /* The walk's cursor and position.  act and total are set before any
- * worker sees the walk; next, run_end, last_n, last_t, pos and ret are
+ * worker sees the walk; next, run_end, pace_next, pos and ret are
  * under s->lock; cp_pos, cp_t and first belong to the thread retiring
  * (s->retiring). */
 struct walk {
@@ -164,8 +177,7 @@ struct walk {
 	uint64_t total;
 	uint64_t cp_pos;        /* the last checkpoint */
 	double cp_t;
-	uint64_t last_n;        /* the last region cut: sectors, when */
-	double last_t;
+	double pace_next;       /* the next region may be cut from then on (pace()) */
 	bool first;
 	int ret;                /* the first error, in walk order */
 };
@@ -305,11 +317,16 @@ static bool fg_active(struct rf_sync *s)
 {
 	struct rf_array *a = s->a;
 	double t = now();
-	int i, looks = t - s->last_busy < BUSY_RECENT || t < s->started + BUSY_RECENT ? IDLE_LOOKS : 1;
+	bool settled = t - s->last_busy >= BUSY_RECENT && t >= s->started + BUSY_RECENT;
+	int i, looks = settled ? 1 : IDLE_LOOKS;
 
 	/* Renewed before it runs out: the workers cut regions only under
-	 * an idle verdict (may_cut()). */
-	if (t - s->last_idle < IDLE_TRUST / 2)
+	 * an idle verdict (may_cut()).  One idle for long gets it from its
+	 * one look: without that renewal every walk longer than BUSY_RECENT
+	 * fell back to this thread cutting every region, one per PACE_POLL
+	 * (an idle check of raid5, 4 x 1 GiB on /dev/shm, at 18 MiB/s per
+	 * member with sync_speed_max 150000). */
+	if (t - s->last_idle < IDLE_TRUST / 2 && !settled)
 		looks = 1;
 	for (i = 0; i < looks; i++) {
 		if (i) {
@@ -326,7 +343,7 @@ static bool fg_active(struct rf_sync *s)
 	t = now();
 	if (t - s->last_busy < BUSY_HOLD)
 		return true;
-	if (looks > 1)
+	if (looks > 1 || settled)
 		s->last_idle = t;
 	return false;
 }
@@ -564,6 +581,20 @@ static int region_run(struct sync_worker *w, enum rf_sync_action act)
 	return ret;
 }
 
+/* s->lock held: a region of n sectors was cut at t, under a limit of
+ * speed KiB/s: the next may be cut n / speed seconds further on the
+ * schedule (a walk starts it at its start).  A schedule more than
+ * PACE_CREDIT seconds behind t (the walk was held up: cut late, busy at
+ * sync_speed_min, stopped for a bitmap jump) moves up to that first: a
+ * walk catches up late cuts, and never more than that many seconds of
+ * its speed at once. */
+static void pace(struct walk *k, uint64_t n, unsigned speed, double t)
+{
+	if (k->pace_next < t - PACE_CREDIT)
+		k->pace_next = t - PACE_CREDIT;
+	k->pace_next += (double)n / 2 / (speed ? speed : 1);
+}
+
 /* s->lock held: cut the next region at the cursor, at the tail of the
  * window, READY; the load says how large. */
 static struct region *cut(struct rf_sync *s, bool busy)
@@ -581,21 +612,23 @@ static struct region *cut(struct rf_sync *s, bool busy)
 	g->keep_locked = false;
 	s->win_count++;
 	k->next += g->n;
-	k->last_n = g->n;
-	k->last_t = now();
+	pace(k, g->n, busy ? s->speed_min : s->speed_max, now());
 	return g;
 }
 
 /* s->lock held: whether a worker may cut the next region itself now.
  * Only while the walk thread's looks found the array idle lately (an idle
  * verdict holds IDLE_TRUST seconds) and one look finds nothing in flight
- * still, with room in the window, sync_speed_max not passed, and no
- * bitmap jump, error or stop pending; otherwise the walk thread cuts. */
-static bool may_cut(struct rf_sync *s)
+ * still, with room in the window, the schedule of sync_speed_max there
+ * (pace()), and no bitmap jump, error or stop pending; otherwise the walk
+ * thread cuts.  *at: when only the schedule holds the worker back, when
+ * it lets it cut (now()'s clock); else 0. */
+static bool may_cut(struct rf_sync *s, double *at)
 {
 	struct walk *k = &s->k;
 	double t;
 
+	*at = 0;
 	if (s->stop || k->ret || k->next >= k->run_end || s->win_count >= s->win_limit)
 		return false;
 	t = now();
@@ -607,7 +640,23 @@ static bool may_cut(struct rf_sync *s)
 		pthread_cond_broadcast(&s->cond);
 		return false;
 	}
-	return (double)k->last_n / 2 / s->speed_max <= t - k->last_t;
+	if (k->pace_next > t) {
+		*at = k->pace_next;
+		return false;
+	}
+	return true;
+}
+
+/* s->lock held: wait on cond until at (now()'s clock) at the latest. */
+static void wait_until(struct rf_sync *s, pthread_cond_t *cond, double at)
+{
+	struct timespec ts;
+	double secs = at - now();
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (secs > 0)
+		rf_timespec_add_ns(&ts, (int64_t)(secs * 1e9));
+	pthread_cond_timedwait(cond, &s->lock, &ts);
 }
 
 static void retire(struct rf_sync *s, struct region *g);
@@ -674,13 +723,18 @@ static void *worker_main(void *arg)
 	}
 	for (;;) {
 		enum rf_sync_action act;
+		double at;
 
 		/* The oldest READY region, or (idle) the next one cut here:
 		 * the next one is there when this one ends, without a round
-		 * trip to the walk thread. */
-		while (s->taken == s->win_count && !s->quit && !may_cut(s)) {
+		 * trip to the walk thread; held back by the pace only, until
+		 * the schedule lets it cut. */
+		while (s->taken == s->win_count && !s->quit && !may_cut(s, &at)) {
 			s->waiting++;
-			pthread_cond_wait(&s->wcond, &s->lock);
+			if (at > 0)
+				wait_until(s, &s->wcond, at);
+			else
+				pthread_cond_wait(&s->wcond, &s->lock);
 			s->waiting--;
 		}
 		if (s->taken == s->win_count && s->quit)
@@ -859,10 +913,9 @@ static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint6
 	pthread_mutex_lock(&s->lock);
 	*k = (struct walk){
 		.act = act, .pos = *pos, .next = *pos, .total = total, .cp_pos = *pos, .cp_t = now(),
-		.first = true, .run_end = skips ? *pos : total,
+		.first = true, .run_end = skips ? *pos : total, .pace_next = now(),
 	};
 	for (;;) {
-		unsigned want;
 		double left;
 		bool busy;
 
@@ -918,11 +971,9 @@ static int walk(struct rf_sync *s, enum rf_sync_action act, uint64_t *pos, uint6
 		if (!busy)
 			/* An idle verdict: the workers may cut again. */
 			pthread_cond_broadcast(&s->wcond);
-		/* The last region cut keeps to the speed the load allows (a
-		 * region of n KiB: at least n / speed seconds before the
-		 * next), looked at again soon. */
-		want = busy ? s->speed_min : s->speed_max;
-		left = (double)k->last_n / 2 / want - (now() - k->last_t);
+		/* The schedule of the speed the load allows (pace()),
+		 * looked at again soon. */
+		left = k->pace_next - now();
 		if (left > 0) {
 			wait_news(s, left < PACE_POLL ? left : PACE_POLL, false);
 			continue;
@@ -1366,7 +1417,12 @@ static int set_speed(struct rf_array *a, unsigned kib, bool max)
 		s->speed_min = kib ? kib : def;
 		s->speed_min_local = kib != 0;
 	}
+	/* The schedule restarts at the new speed: a region cut under a
+	 * low one does not hold a higher one back. */
+	if (s->running)
+		s->k.pace_next = now();
 	pthread_cond_broadcast(&s->cond);
+	pthread_cond_broadcast(&s->wcond);
 	pthread_mutex_unlock(&s->lock);
 	return 0;
 }

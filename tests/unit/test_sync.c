@@ -1119,6 +1119,125 @@ static void test_cut_at_end(void **state)
 	rf_array_close(a);
 }
 
+/* The walk thread's look at the load, 6 ms late. */
+static void late_walk(void)
+{
+	usleep(6000);
+}
+
+/* Regression: the pace keeps its schedule on a loaded machine.  The walk
+ * thread comes back 6 ms late from every look at the load (late_walk), as
+ * a thread of a busy machine is scheduled late; an idle check of 64 MiB
+ * members, 128 KiB regions read inline (512 of them), with
+ * sync_speed_max set for 1.5 s.  The buggy walk timed each region from
+ * its cut and left a worker the pace held back waiting for the walk
+ * thread's next look: a region per look at best, 512 x 6 ms and more.
+ * Expected: about 1.5 s, not under it by more than a tenth of a second
+ * of the walk's speed and a region or two (sync_speed_max caps it), and
+ * not over 1.5x it and 0.25 s.  Skipped when the machine cannot run the
+ * check unpaced in 1 s (then it measures the CPUs, not the pace). */
+static void test_pace_late(void **state)
+{
+	const struct spec *sp = &specs[6];     /* raid5 */
+	const uint64_t bytes = 64u << 20;
+	struct rf_array *a;
+	double t0, free_s, took, want;
+	unsigned speed;
+
+	fx_make_members(sp->what, sp->n, bytes, false);
+	assert_int_equal(setenv("RAIDFUSE_SYNC_IO", "inline", 1), 0);
+	a = open_array(sp, 2);
+	rf_sync_test_looked = late_walk;
+	assert_int_equal(rf_sync_set_speed_max(a, INT32_MAX), 0);
+	/* The first walk brings the members' pages in: not timed. */
+	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
+	t0 = seconds();
+	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
+	free_s = seconds() - t0;
+	speed = (unsigned)(rf_array_geom(a)->dev_sectors / 2 / 1.5);
+	want = (double)rf_array_geom(a)->dev_sectors / 2 / speed;
+	assert_int_equal(rf_sync_set_speed_max(a, speed), 0);
+	t0 = seconds();
+	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
+	took = seconds() - t0;
+	rf_sync_test_looked = NULL;
+	rf_array_close(a);
+	assert_int_equal(unsetenv("RAIDFUSE_SYNC_IO"), 0);
+	make_members(sp, false);
+	printf("check unpaced: %.3f s; at sync_speed_max %u: %.3f s (its limit: %.3f s)\n", free_s, speed, took,
+	       want);
+	if (free_s > 1.0) {
+		skip();
+		return;
+	}
+	if (took < want - 0.15)
+		fail_msg("check took %.3f s at sync_speed_max %u: ran past it (%.3f s at that rate)", took, speed,
+			 want);
+	if (took > want * 1.5 + 0.25)
+		fail_msg("check took %.3f s at sync_speed_max %u: fell behind its pace (%.3f s at that rate)", took,
+			 speed, want);
+}
+
+/* Regression: a walk idle for longer than BUSY_RECENT keeps its workers
+ * cutting.  An idle check of 64 MiB members (inline, 128 KiB regions),
+ * its walk thread 6 ms late from every look (late_walk): paced to reach
+ * half way in about 5.5 s, then sync_speed_max raised for the rest to
+ * take 0.5 s.  The buggy walk stopped renewing the idle verdict once the
+ * array had been idle that long (one look, no renewal), so the workers
+ * stopped cutting and the walk thread cut every region itself, one per
+ * look: 256 x 6 ms and more for the second half.  Expected: the second
+ * half within 1.5x its time and 0.25 s. */
+static void test_pace_settled(void **state)
+{
+	const struct spec *sp = &specs[6];     /* raid5 */
+	const uint64_t bytes = 64u << 20;
+	struct rf_sync_status st;
+	struct rf_array *a;
+	uint64_t total, done = 0;
+	double t0, took, want;
+	unsigned speed;
+
+	fx_make_members(sp->what, sp->n, bytes, false);
+	assert_int_equal(setenv("RAIDFUSE_SYNC_IO", "inline", 1), 0);
+	a = open_array(sp, 2);
+	total = rf_array_geom(a)->dev_sectors;
+	/* The first walk brings the members' pages in. */
+	assert_int_equal(rf_sync_set_speed_max(a, INT32_MAX), 0);
+	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
+	rf_sync_test_looked = late_walk;
+	assert_int_equal(rf_sync_set_speed_max(a, (unsigned)(total / 2 / 2 / 5.5)), 0);
+	t0 = seconds();
+	assert_int_equal(rf_sync_request(a, RF_SYNC_CHECK), 0);
+	for (;;) {
+		rf_sync_get(a, &st);
+		if (st.action != RF_SYNC_CHECK)
+			fail_msg("the check ended before half way");
+		if (st.done >= total / 2 || seconds() - t0 > 8)
+			break;
+		usleep(20 * 1000);
+	}
+	done = st.done;
+	if (seconds() - t0 < 5.2)
+		fail_msg("the check was half way after %.3f s at a pace of 5.5 s", seconds() - t0);
+	speed = (unsigned)((total - done) / 2 / 0.5);
+	want = (double)(total - done) / 2 / speed;
+	assert_int_equal(rf_sync_set_speed_max(a, speed), 0);
+	t0 = seconds();
+	rf_sync_wait(a);
+	took = seconds() - t0;
+	rf_sync_test_looked = NULL;
+	rf_sync_get(a, &st);
+	assert_int_equal(st.mismatch_cnt, 0);
+	rf_array_close(a);
+	assert_int_equal(unsetenv("RAIDFUSE_SYNC_IO"), 0);
+	make_members(sp, false);
+	printf("check from sector %llu of %llu at sync_speed_max %u: %.3f s (its limit: %.3f s)\n",
+	       (unsigned long long)done, (unsigned long long)total, speed, took, want);
+	if (took > want * 1.5 + 0.25)
+		fail_msg("the rest of the check took %.3f s at sync_speed_max %u: fell behind its pace (%.3f s)", took,
+			 speed, want);
+}
+
 /* raid10's rebuild goes by member sector (its recover table): a write's
  * rows hold every member sector a copy of it lies at, so a region being
  * rebuilt holds every write that touches what it copies.  Writes of 4 KiB
@@ -1291,6 +1410,8 @@ int main(void)
 		cmocka_unit_test(test_window_writes),
 		cmocka_unit_test(test_rebuild),
 		cmocka_unit_test(test_cut_at_end),
+		cmocka_unit_test(test_pace_late),
+		cmocka_unit_test(test_pace_settled),
 		cmocka_unit_test(test_raid10_checkpoint),
 		cmocka_unit_test(test_raid10_recover_rows),
 		cmocka_unit_test(test_io_paths),
