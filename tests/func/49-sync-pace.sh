@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 49-sync-pace: an idle walk keeps to sync_speed_max, and comes near it.
 #
 # md's semantics: sync_speed_max caps a walk's rate (KiB/s of each member),
