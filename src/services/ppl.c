@@ -682,7 +682,7 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 	struct ppl *p;
 	bool any = false, dirty = false;
 	const struct rf_dev *first = NULL;
-	int i, n = rf_array_nslots(a), r;
+	int i, n = rf_array_nslots(a), r, nlogs;
 
 	if (cfg->readonly || g->level != 5)
 		return 0;
@@ -751,10 +751,25 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 			ppl_close(p);
 			return r;
 		}
-		rf_warn("%s: not cleanly shut down: partial parity log replayed: %d entries from %d members%s%s",
-			rf_array_name(a), st.entries, st.headers,
-			st.mismatches ? "; some headers or entries did not check out: resync needed" : "",
-			st.skipped ? "; some entries' data columns are missing" : "");
+		nlogs = 0;
+		for (i = 0; i < n; i++)
+			nlogs += areas[i].present;
+		if (st.headers < nlogs)
+			/* md's ppl_load: a member without a valid header has
+			 * nothing to replay, and the rows being written at the
+			 * crash stay as the crash left them. */
+			rf_warn("%s: not cleanly shut down, and the partial parity log is empty (no valid header) on "
+				"%d of %d members: %d entries replayed from the rest; the rows being written at the "
+				"crash are not made consistent from it, so a resync is due%s", rf_array_name(a),
+				nlogs - st.headers, nlogs, st.entries,
+				__builtin_popcountll(rf_array_faulty(a)) ?
+				"; degraded, there is no redundancy to resync with: in those rows the missing member "
+				"reads as their parity says, which may not be what was written" : "");
+		else
+			rf_warn("%s: not cleanly shut down: partial parity log replayed: %d entries from %d members%s%s",
+				rf_array_name(a), st.entries, st.headers,
+				st.mismatches ? "; some headers or entries did not check out: resync needed" : "",
+				st.skipped ? "; some entries' data columns are missing" : "");
 		if (!st.mismatches) {
 			r = rf_sbstate_in_sync(rf_array_sbstate(a));
 			if (r) {

@@ -22,6 +22,9 @@
 #    - PPL: the mount replays the log (the log says so), serves the dirty
 #      degraded array without --force, and every block that was not being
 #      written reads back as it was; each written block reads old or new.
+#    - PPL with every log zeroed: served all the same (as md), the log
+#      says the log is empty and what that means degraded; no resync is
+#      left due or reported as failed.
 #    - Negative control, no PPL: md refuses a dirty degraded array, so it
 #      is served with --force: d1's blocks in the rows whose parity went
 #      stale come back wrong (the hole this closes).
@@ -187,6 +190,26 @@ nbad=$(reads ppl)
 stop_array "$MNT"
 [ "$nbad" = 0 ] || fail "ppl: $nbad blocks that were not written read back wrong after the crash"
 log "ppl: the log replayed; with d1 lost, every block not written reads as before"
+
+# The same crash state with every log zeroed: md starts a dirty degraded
+# PPL array all the same, saying the log is empty.  The log says so and
+# what it means for the rows in flight (no resync can run degraded), the
+# resync is not left due, nor reported as failed.
+degraded ppl
+for m in d0 d2 d3; do
+	dd if=/dev/zero of="$WORK/ppl-deg/$m.img" bs=512 seek=16 count=2048 conv=notrunc status=none
+done
+start_array "$WORK/ppl-deg/raid.conf" "$MNT"
+logf=$(daemon_log_file "$MNT")
+grep -q "partial parity log is empty (no valid header) on 3 of 3 members: 0 entries replayed" "$logf" ||
+	fail "ppl, logs zeroed: the log does not say the log is empty: $(cat "$logf")"
+grep -q "degraded, there is no redundancy to resync with: in those rows the missing member" "$logf" ||
+	fail "ppl, logs zeroed: the log does not say what that means degraded: $(cat "$logf")"
+! grep -q "did not start" "$logf" || fail "ppl, logs zeroed: a resync was tried and failed: $(cat "$logf")"
+check '[ "$(val resync_start)" = none ]' "ppl, logs zeroed: resync_start (none can run degraded)"
+! grep -q "resync=PENDING" "$MNT/mdstat" || fail "ppl, logs zeroed: mdstat: $(cat "$MNT/mdstat")"
+stop_array "$MNT"
+log "ppl, logs zeroed: served degraded, the empty log and what it means said, no resync left due"
 
 degraded plain
 expect_fail "$RAIDFUSE" mount "$WORK/plain-deg/raid.conf" "$MNT"
