@@ -544,7 +544,7 @@ check_served() {
 			[[ $st != *faulty* && $slot = "${want#rec:}" ]] ||
 				viol "$f: the model says being rebuilt into slot ${want#rec:}; status says '${got:-not listed}'" ;;
 		spare)
-			[[ $st == *spare* && $slot = none ]] ||
+			[[ $st == *spare* && ($slot = none || $slot = null) ]] ||
 				viol "$f: the model says spare; status says '${got:-not listed}'" ;;
 		faulty)
 			[[ $st == *faulty* ]] || viol "$f: the model says failed; status says '${got:-not listed}'" ;;
