@@ -308,9 +308,16 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		if (ret)
 			goto fail;
 	}
-	if (nmissing > a->geom.max_degraded || a->ops->failed(a, a->faulty)) {
-		snprintf(err, errlen, "%s: %d member(s) missing, level %d tolerates %d", cfg->path, nmissing,
-			 cfg->level, a->geom.max_degraded);
+	/* raid10 by its copy sets (md's enough()): one member of each pair
+	 * may be missing, more than copies - 1 in all. */
+	if (cfg->level == 10 ? a->ops->failed(a, a->faulty) :
+	    nmissing > a->geom.max_degraded || a->ops->failed(a, a->faulty)) {
+		if (cfg->level == 10)
+			snprintf(err, errlen, "%s: %d member(s) missing, and some chunk has every copy among them",
+				 cfg->path, nmissing);
+		else
+			snprintf(err, errlen, "%s: %d member(s) missing, level %d tolerates %d", cfg->path, nmissing,
+				 cfg->level, a->geom.max_degraded);
 		ret = -EINVAL;
 		goto fail;
 	}

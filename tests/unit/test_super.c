@@ -31,6 +31,7 @@
 
 #include <cmocka.h>
 
+#include "raidfuse/array.h"
 #include "raidfuse/assemble.h"
 #include "raidfuse/super.h"
 #include "fixture.h"
@@ -1098,6 +1099,14 @@ static void test_assemble_raid10_pairs(void **state)
 	assert_null(cfg.members[1]);
 	assert_non_null(cfg.members[2]);
 	assert_null(cfg.members[3]);
+	/* and the engine serves it (it counted too) */
+	{
+		struct rf_array *a;
+
+		assert_int_equal(rf_array_open(&cfg, &a, err, sizeof(err)), 0);
+		assert_false(rf_array_failed(a));
+		rf_array_close(a);
+	}
 	rf_config_free(&cfg);
 	two[1] = paths[1];      /* 2 and 3 gone: the second pair's chunks are lost */
 	assert_int_equal(rf_assemble(two, 2, NULL, true, &cfg, err, sizeof(err)), -EINVAL);
