@@ -274,7 +274,7 @@ log "md/dev-NAME, md/rdN, md/new_dev"
 start_array "$D/r5.conf" "$MNT"
 dev() { cat "$MNT/md/dev-$1/$2"; }
 for i in 0 1 2 3; do
-	[ "$(ls "$MNT/md/dev-d$i.img" | tr '\n' ' ')" = "errors fault offset path recovery_start size slot state timeout " ] ||
+	[ "$(ls "$MNT/md/dev-d$i.img" | tr '\n' ' ')" = "errors fault io_mode offset path recovery_start size slot state timeout " ] ||
 		fail "dev-d$i.img holds: $(ls "$MNT/md/dev-d$i.img" | tr '\n' ' ')"
 	check "[ \"\$(dev d$i.img state)\" = in_sync ]" "dev-d$i.img/state"
 	check "[ \"\$(dev d$i.img slot)\" = $i ]" "dev-d$i.img/slot"
