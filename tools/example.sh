@@ -32,5 +32,5 @@ cat <<MSG
 $mnt/array.img is a raid5 of the four members in conf/example/.  Try:
   fio --name=t --filename=$mnt/array.img --rw=randwrite --bs=4k --size=64M --direct=1 --ioengine=io_uring --iodepth=16 --verify=crc32c
   sudo losetup -f --show --direct-io=on $mnt/array.img
-Stop it with: fusermount3 -u $mnt
+Stop it with: $here/build/raidfuse stop $mnt (or fusermount3 -u $mnt)
 MSG
