@@ -20,6 +20,8 @@
 #    past its cap from one that kept to it;
 # 5. sync_speed_max raised from 20000 to 4000000 during a check: it ends
 #    within 3 s (a walk paced under the old limit does not wait at it).
+# A quick run (RF_QUICK=1: the sanitizers' pass) checks the cap only, not
+# how near to it a slowed daemon comes.
 . "$(dirname "$0")/lib.sh"
 requires fuse
 
@@ -58,7 +60,9 @@ bounds() {
 	hi=$(awk -v w="$want" 'BEGIN { printf "%.3f", w * 1.5 + 2 }')
 	awk -v s="$SECS" -v lo="$lo" 'BEGIN { exit !(s >= lo) }' ||
 		fail "$1 at sync_speed_max $2 took $SECS s: ran past the cap ($want s at that rate, at least $lo s)"
-	awk -v s="$SECS" -v hi="$hi" 'BEGIN { exit !(s <= hi) }' ||
+	# (a quick run is the sanitizers' pass, whose daemon is 2-5x slower:
+	# the cap holds there too, the pace it reaches is not measured)
+	[ "${RF_QUICK:-0}" = 1 ] || awk -v s="$SECS" -v hi="$hi" 'BEGIN { exit !(s <= hi) }' ||
 		fail "$1 at sync_speed_max $2 took $SECS s: fell behind its pace ($want s at that rate, at most $hi s)"
 	LO=$lo
 }
@@ -84,7 +88,7 @@ echo check >"$MNT/md/sync_action"
 sleep 1
 echo 4000000 >"$MNT/md/sync_speed_max"
 t0=$EPOCHREALTIME
-wait_sync_idle "$MNT" "check after sync_speed_max was raised" 3
+wait_sync_idle "$MNT" "check after sync_speed_max was raised" $([ "${RF_QUICK:-0}" = 1 ] && echo 30 || echo 3)
 log "check raised to 4000000 after 1 s: idle $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }') s later"
 check '[ "$(val mismatch_cnt)" = 0 ]' "zeros check clean"
 
