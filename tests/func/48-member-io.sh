@@ -4,7 +4,8 @@
 # with members as files on a disk file system (a directory under
 # /var/tmp, not $WORK: that is on /dev/shm, whose files are memory).
 #
-# For raid5 (4 members) and raid1 (2), each in direct and buffered mode,
+# For raid5 (4 members) and raid1 (2; full runs only, not RF_QUICK=1), each
+# in direct and buffered mode,
 # served the way users run it (the daemon detaches; the remount after the
 # crash, which only reads, runs in the foreground):
 # 1. md/dev-*/io_mode says the mode asked.  The member files' pages are
@@ -106,8 +107,8 @@ round() {
 
 round raid5 4 direct level=5 chunk_size=64K
 round raid5 4 buffered level=5 chunk_size=64K
-round raid1 2 direct level=1
-round raid1 2 buffered level=1
+full round raid1 2 direct level=1
+full round raid1 2 buffered level=1
 
 log "run time: io_mode changed under a mounted raid5"
 D=$DISK/switch
