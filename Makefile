@@ -203,7 +203,7 @@ build-fuzz/fuzz_super: tests/fuzz/fuzz_super.c src/md/super.c src/md/examine.c s
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^) $(shell pkg-config --libs uuid)
 
-build-fuzz/fuzz_config: tests/fuzz/fuzz_config.c src/front/config.c src/md/layout.c src/io/fault.c $(wildcard include/raidfuse/*.h)
+build-fuzz/fuzz_config: tests/fuzz/fuzz_config.c src/front/config.c src/md/layout.c src/io/fault.c src/io/memberio.c $(wildcard include/raidfuse/*.h)
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^) $(shell pkg-config --libs libconfig)
 

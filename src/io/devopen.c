@@ -529,26 +529,6 @@ fail:
 	return ret;
 }
 
-static const char *const io_mode_names[] = {
-	[RF_MEMBER_IO_AUTO] = "auto",
-	[RF_MEMBER_IO_DIRECT] = "direct",
-	[RF_MEMBER_IO_BUFFERED] = "buffered",
-};
-
-int rf_member_io_parse(const char *s)
-{
-	int i;
-
-	for (i = 0; i < (int)(sizeof(io_mode_names) / sizeof(io_mode_names[0])); i++)
-		if (!strcmp(s, io_mode_names[i]))
-			return i;
-	return -EINVAL;
-}
-
-const char *rf_member_io_name(int mode)
-{
-	return mode >= 0 && mode <= RF_MEMBER_IO_BUFFERED ? io_mode_names[mode] : "?";
-}
 
 uint32_t rf_dev_dio_align(int fd, bool blk)
 {
