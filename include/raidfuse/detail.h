@@ -90,4 +90,8 @@ int rf_detail_print_json(FILE *out, const struct rf_detail *d);
 void rf_detail_array_line(FILE *out, const char *metadata, const char *uuid, const char *set_name,
 			  const char *name);
 
+/* The whole of path (a small control file) into buf, NUL-terminated.
+ * Its length or -errno. */
+int rf_read_text(const char *path, char *buf, size_t size);
+
 #endif

@@ -296,6 +296,8 @@ int rf_sb_write_spare(const struct rf_sb_io *model_io, const struct rf_sb *model
 
 /* Print what mdadm --examine prints for this member. */
 void rf_sb_examine(FILE *out, const char *path, const struct rf_sb *sb);
+/* " (1.23 GiB 1.32 GB)" as mdadm prints sizes, "" below 5000 KiB; into buf. */
+const char *rf_human_bytes(unsigned __int128 bytes, char *buf, size_t len);
 /* Whether fd (opened from path) cannot hold a superblock at all: a
  * directory, a character device, a FIFO...  -EISDIR/-EINVAL with why in
  * err, or 0. */

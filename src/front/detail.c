@@ -27,10 +27,9 @@
 #include "raidfuse/holder.h"
 #include "raidfuse/json.h"
 #include "raidfuse/layout.h"
+#include "raidfuse/super.h"
 
-/* The whole of path (small) into buf, NUL-terminated.  Its length or
- * -errno. */
-static int read_text(const char *path, char *buf, size_t size)
+int rf_read_text(const char *path, char *buf, size_t size)
 {
 	ssize_t n;
 	size_t len = 0;
@@ -56,7 +55,7 @@ static int read_text(const char *path, char *buf, size_t size)
 /* The first line of path into buf (its newline cut).  0 or -errno. */
 static int first_line(const char *path, char *buf, size_t size)
 {
-	int n = read_text(path, buf, size);
+	int n = rf_read_text(path, buf, size);
 
 	if (n < 0)
 		return n;
@@ -155,7 +154,7 @@ int rf_detail_read(const char *mnt, struct rf_detail *d, char *err, size_t errle
 		return r;
 	}
 	snprintf(path, sizeof(path), "%s/mdstat", d->mnt);
-	r = read_text(path, mdstat, sizeof(mdstat));
+	r = rf_read_text(path, mdstat, sizeof(mdstat));
 	if (r < 0) {
 		snprintf(err, errlen, "%s is not a raidfuse mount (no %s: %s)", mnt, path, strerror(-r));
 		return -r == ENOENT || -r == ENOTDIR ? -ENOENT : r;
@@ -339,29 +338,7 @@ static const char *level_text(int level, char *buf, size_t len)
 /* mdadm's " (X.YY MiB X.YY MB)" after a size in KiB, from 5000 KiB on. */
 static const char *human_kib(uint64_t kib, char *buf, size_t len)
 {
-	unsigned __int128 bytes = (unsigned __int128)kib * 1024, ci, cd;
-	const char *ui, *ud;
-
-	if (kib < 5000) {
-		buf[0] = '\0';
-		return buf;
-	}
-	if (bytes < ((unsigned __int128)2 << 30)) {
-		ci = (bytes * 200 / (1u << 20) + 1) / 2;
-		cd = (bytes / (1000000 / 200) + 1) / 2;
-		ui = "MiB", ud = "MB";
-	} else if (bytes < ((unsigned __int128)2 << 40)) {
-		ci = (bytes * 200 / (1u << 30) + 1) / 2;
-		cd = (bytes / (1000000000 / 200) + 1) / 2;
-		ui = "GiB", ud = "GB";
-	} else {
-		ci = (bytes * 200 / ((uint64_t)1 << 40) + 1) / 2;
-		cd = (bytes / (1000000000000ULL / 200) + 1) / 2;
-		ui = "TiB", ud = "TB";
-	}
-	snprintf(buf, len, " (%llu.%02u %s %llu.%02u %s)", (unsigned long long)(ci / 100), (unsigned)(ci % 100), ui,
-		 (unsigned long long)(cd / 100), (unsigned)(cd % 100), ud);
-	return buf;
+	return rf_human_bytes((unsigned __int128)kib * 1024, buf, len);
 }
 
 /* The device's State column, as mdadm words it. */

@@ -743,30 +743,6 @@ static int cmd_assemble(int argc, char **argv)
 
 /* ---------------------------------------------------------------- control files */
 
-/* The whole content of a control file (small), NUL-terminated, into buf.
- * Returns its length or -errno. */
-static int read_ctl_file(const char *path, char *buf, size_t size)
-{
-	size_t len = 0;
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
-
-	if (fd < 0)
-		return -errno;
-	while (len + 1 < size && (n = read(fd, buf + len, size - 1 - len)) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			err = errno;
-			close(fd);
-			return -err;
-		}
-		len += (size_t)n;
-	}
-	close(fd);
-	buf[len] = '\0';
-	return (int)len;
-}
 
 /* Why MOUNTPOINT has no control files, for an error about one of them. */
 static void not_served(const char *mnt, const char *what, int err)
@@ -791,7 +767,7 @@ static int read_attr(const char *mnt, const char *attr, char *buf, size_t size, 
 	int n;
 
 	snprintf(path, sizeof(path), "%s/md/%s", mnt, attr);
-	n = read_ctl_file(path, buf, size);
+	n = rf_read_text(path, buf, size);
 	if (n < 0) {
 		if (report) {
 			snprintf(what, sizeof(what), "md/%s", attr);
@@ -912,7 +888,7 @@ static int each_ctl_file(const char *dir, void (*fn)(void *ctx, const char *name
 		if (de->d_type != DT_REG)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		n = read_ctl_file(path, buf, sizeof(buf));
+		n = rf_read_text(path, buf, sizeof(buf));
 		if (n == -EACCES)
 			continue;       /* write-only (md/new_dev) */
 		if (n < 0) {
@@ -1052,7 +1028,7 @@ static int status_show(const char *mnt, bool json, bool watch, double secs)
 
 	snprintf(path, sizeof(path), "%s/mdstat", mnt);
 	for (;;) {
-		n = read_ctl_file(path, mdstat, sizeof(mdstat));
+		n = rf_read_text(path, mdstat, sizeof(mdstat));
 		if (n < 0) {
 			not_served(mnt, path, -n);
 			return 1;
@@ -1535,7 +1511,7 @@ static int cmd_ctl(int argc, char **argv)
 	snprintf(path, sizeof(path), "%s/md/%s", mnt, attr);
 	snprintf(what, sizeof(what), "md/%s", attr);
 	if (!val) {
-		n = read_ctl_file(path, buf, sizeof(buf));
+		n = rf_read_text(path, buf, sizeof(buf));
 		if (n < 0) {
 			not_served(mnt, what, -n);
 			return 1;

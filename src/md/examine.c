@@ -37,7 +37,7 @@
  * the same for a size in sectors).  Computed in 128 bits: a superblock's fields may hold
  * anything (a reshape position of 2^63 sectors prints, it does not
  * overflow). */
-static const char *human_bytes(unsigned __int128 bytes, char *buf, size_t len)
+const char *rf_human_bytes(unsigned __int128 bytes, char *buf, size_t len)
 {
 	unsigned __int128 ci, cd;
 	const char *ui, *ud;
@@ -66,7 +66,7 @@ static const char *human_bytes(unsigned __int128 bytes, char *buf, size_t len)
 
 static const char *human(uint64_t sectors, char *buf, size_t len)
 {
-	return human_bytes((unsigned __int128)sectors * 512, buf, len);
+	return rf_human_bytes((unsigned __int128)sectors * 512, buf, len);
 }
 
 static const char *level_name(int level)
@@ -174,7 +174,7 @@ static void print_array_size(FILE *out, const struct rf_sb *sb, uint64_t dev_sec
 		return;
 	asize = (unsigned __int128)dev_sectors * 512 * (uint64_t)ddsks / (uint64_t)denom;
 	fprintf(out, "     Array Size : %llu%s%s\n", (unsigned long long)(asize >> 10),
-		kib_unit ? " KiB" : "", human_bytes(asize, h, sizeof(h)));
+		kib_unit ? " KiB" : "", rf_human_bytes(asize, h, sizeof(h)));
 }
 
 /* "LABEL : NAME" for a raid5/6 or raid10 layout (nothing for other levels). */
