@@ -357,7 +357,9 @@ STRIDE=1
 NADD=0
 BROKEN_SEEN=0            # refused once past its failures: new sequence
 PENDING=()               # events that must come next
-LASTCOPY=""              # raid1: the last in-sync member, failed (failw's crash, mount)
+ABROKEN=0                # served, and md's MD_BROKEN: the last copy of some data
+			 # failed and was kept in sync (raid0, raid1, raid10): writes fail
+case $LEVEL in 0 | 1 | 10) KEEPS=1 ;; *) KEEPS=0 ;; esac
 
 devname() {
 	if [ $NBD = 1 ] && [ "${1#a}" = "$1" ]; then echo "$1.sock"; else echo "$1"; fi
@@ -403,9 +405,13 @@ n_insync() {
 	for ((s = 0; s < NMEM; s++)); do insync $s && n=$((n + 1)); done
 	echo $n
 }
-# survives: the level still has every block: raid0 all, raid1 one, raid4/5
-# all but one, raid6 all but two, raid10 (n2) one of each pair.
+# survives: the array takes writes: not broken, and complete: the level
+# still has every block: raid0 all, raid1 one, raid4/5 all but one, raid6
+# all but two, raid10 (n2) one of each pair.
 survives() {
+	[ $ABROKEN = 0 ] && complete
+}
+complete() {
 	local n=0 f
 	for f in "${FILES[@]}"; do [[ ${ST[$f]} == in:* ]] && n=$((n + 1)); done
 	case $LEVEL in
@@ -427,10 +433,10 @@ survives_without() {
 	local f r=0
 	holder_v "$1"
 	f=$HV
-	[ -z "$f" ] && { survives; return; }
+	[ -z "$f" ] && { complete; return; }
 	local save=${ST[$f]}
 	ST[$f]=faulty
-	survives || r=1
+	complete || r=1
 	ST[$f]=$save
 	return $r
 }
@@ -556,6 +562,9 @@ check_served() {
 	for n in "${!dev[@]}"; do
 		viol "status lists a device the model does not know: $n (${dev[$n]})"
 	done
+	if [ $ABROKEN = 1 ] && ! [[ $js =~ \"array_state\":\"broken\" ]]; then
+		viol "the array is broken (the last copy of some data failed and was kept), yet md/array_state is not broken"
+	fi
 	if [ "$LEVEL" != 0 ]; then
 		exp="" lo=0 hi=0
 		for ((s = 0; s < NMEM; s++)); do
@@ -686,7 +695,7 @@ ev_create() { # SPARES
 	teardown
 	NSEQ=$((NSEQ + 1))
 	SEQ_STEP=0
-	BROKEN_SEEN=0 DIRTY=0 SLOW=0 NADD=0 SERVED=0 LASTCOPY=""
+	BROKEN_SEEN=0 DIRTY=0 SLOW=0 NADD=0 SERVED=0 ABROKEN=0
 	PENDING=()
 	rm -rf "$D"
 	mkdir -p "$D"
@@ -756,18 +765,68 @@ ev_write() { # GEN K...
 	fi
 }
 
+# kept FILE: its failure leaves the array broken with FILE in sync (md's
+# raid1_error/raid10_error: the last copy of some data is never failed;
+# raid0 fails none), so the superblocks never record it faulty
+kept() {
+	[ $KEEPS = 1 ] && [[ ${ST[$1]} == in:* ]] && ! survives_without "${ST[$1]#in:}"
+}
+
 mark_failed() { # FILE: the model after FILE's failure
 	local f=$1
+	if kept "$f"; then
+		ABROKEN=1
+		return
+	fi
 	# re-add brings back a member that was in sync (md's --re-add); a
 	# spare that failed half rebuilt comes back only as a new spare
 	OLDSLOT[$f]=""
 	[[ ${ST[$f]} == in:* ]] && OLDSLOT[$f]=${ST[$f]#in:}
 	ST[$f]=faulty
-	# raid1's last copy: as md, no member is left to record its failure,
-	# so the next assemble takes it back (with every write it took)
-	[ "$LEVEL" = 1 ] && [ -n "${OLDSLOT[$f]}" ] && [ "$(n_insync)" = 0 ] && LASTCOPY=$f
 	sync_rec
 	takeover
+}
+
+# ctl_fail FILE: md/dev-*/state "faulty" through ctl fail; md refuses it
+# (EBUSY) for a device it keeps, and the array is broken from then on
+ctl_fail() {
+	local f=$1
+	if x "timeout 10 \"\$RAIDFUSE\" ctl \"\$MNT\" fail $(devname "$f")"; then
+		kept "$f" && viol "ctl fail $f, the last in-sync copy of some data, returned 0: md refuses it and keeps it in sync"
+		mark_failed "$f"
+		return 0
+	fi
+	if kept "$f"; then
+		ABROKEN=1
+	elif [[ ${ST[$f]} == in:* || ${ST[$f]} == rec:* ]]; then
+		viol "ctl fail $f refused, yet the array survives without it: $XOUT"
+	fi
+	return 1
+}
+
+# wait_broken FILE SECONDS: md/array_state says broken (FILE
+# kept in sync)
+wait_broken() {
+	local i
+	for ((i = 0; i < $2 * 10; i++)); do
+		[[ $(status_json) =~ \"array_state\":\"broken\" ]] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# lost FILE WHAT: FILE fails by WHAT (seen by the daemon, not commanded):
+# the model waits for the daemon to see it, then marks it failed (or kept;
+# draw() picks these events only for members the level survives without,
+# so a kept member's data is always whole: ctl fail is the way there)
+lost() {
+	local f=$1
+	if kept "$f"; then
+		wait_broken "$f" 5 || viol "$f $2: the last in-sync copy of some data; md/array_state is not broken 5 s later"
+	elif ! wait_faulty "$f" 5; then
+		viol "$f $2 but is not marked faulty 5 s later"
+	fi
+	mark_failed "$f"
 }
 
 wait_faulty() { # FILE SECONDS: status shows FILE faulty
@@ -784,13 +843,8 @@ ev_fail() { # FILE [slow]
 	if [ "${2:-}" = slow ]; then
 		x "echo 4000 > \"\$MNT/md/sync_speed_max\"" && SLOW=1
 	fi
-	if x "timeout 10 \"\$RAIDFUSE\" ctl \"\$MNT\" fail $(devname "$f")"; then
-		mark_failed "$f"
-	else
-		# md refuses to fail the last copy of the data (raid1's last mirror)
-		survives_without "$(slot_of "$f")" && viol "ctl fail $f refused, yet the array survives without it: $XOUT"
-		return 0
-	fi
+	ctl_fail "$f"
+	return 0
 }
 
 ev_failw() { # FILE GEN wait|kill K...: fail FILE while writes run; then
@@ -799,7 +853,7 @@ ev_failw() { # FILE GEN wait|kill K...: fail FILE while writes run; then
 	shift 3
 	xb ": >\"\$D/ack\"; \"\$LCB\" write \"\$IMG\" $STRIDE $g --ack \"\$D/ack\" $* >\"\$D/wout\" 2>&1 & WP=\$!"
 	x "sleep 0.05"
-	x "timeout 10 \"\$RAIDFUSE\" ctl \"\$MNT\" fail $(devname "$f")" && mark_failed "$f"
+	ctl_fail "$f"
 	if [ "$how" = kill ]; then
 		x "sleep 0.03"
 		x "lc_kill" || viol "kill -9 of the daemon: $XOUT"
@@ -823,12 +877,7 @@ ev_failw() { # FILE GEN wait|kill K...: fail FILE while writes run; then
 ev_unlink() { # FILE
 	local f=$1 i
 	x "rm -f \"\$D/$f\""
-	if wait_faulty "$f" 5; then
-		mark_failed "$f"
-	else
-		viol "$f was unlinked but is not marked faulty 5 s later"
-		mark_failed "$f"
-	fi
+	lost "$f" "was unlinked"
 	OLDSLOT[$f]=""
 	ST[$f]=faulty
 	for ((i = 0; i < ${#CONF_MEMBERS[@]}; i++)); do
@@ -852,22 +901,13 @@ ev_inject() { # FILE GEN
 	ev_write "$g" "${ks[@]}"
 	ST[$f]=$save
 	x "echo off > \"\$MNT/md/dev-$(devname "$f")/fault\""
-	if wait_faulty "$f" 5; then
-		mark_failed "$f"
-	else
-		viol "an injected write error on $f did not fail it"
-	fi
+	lost "$f" "met an injected write error"
 }
 
 ev_truncate() { # FILE
 	local f=$1
 	x "truncate -s 0 \"\$D/$f\" && truncate -s $MSIZE \"\$D/$f\""
-	if wait_faulty "$f" 5; then
-		mark_failed "$f"
-	else
-		viol "$f was truncated and regrown but is not marked faulty 5 s later"
-		mark_failed "$f"
-	fi
+	lost "$f" "was truncated and regrown"
 }
 
 ev_nbdkill() { # FILE GEN
@@ -877,12 +917,7 @@ ev_nbdkill() { # FILE GEN
 	ST[$f]=faulty
 	ev_write "$g" 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15
 	ST[$f]=$save
-	if wait_faulty "$f" 5; then
-		mark_failed "$f"
-	else
-		viol "$f's NBD server was killed but the member is not marked faulty 5 s later"
-		mark_failed "$f"
-	fi
+	lost "$f" "lost its NBD server (kill -9)"
 	x "lc_nbd \"\$D/$f\"" || viol "nbdkit for $f did not start again: $XOUT"
 }
 
@@ -894,10 +929,7 @@ after_stop() { # the model once no daemon serves
 	done
 	for f in "${GONE_PENDING[@]}"; do ST[$f]=gone; done
 	GONE_PENDING=()
-	if [ -n "$LASTCOPY" ] && [ "${ST[$LASTCOPY]}" = out ]; then
-		ST[$LASTCOPY]=in:${OLDSLOT[$LASTCOPY]}
-	fi
-	LASTCOPY=""
+	ABROKEN=0
 }
 
 ev_crash() { # [DELAY GEN K...]: with writes in flight when given
@@ -1126,12 +1158,12 @@ ev_overfail() { # FILE...: fail each in turn, then more while it survives
 	x "echo 1000 > \"\$MNT/md/sync_speed_max\"" && SLOW=1
 	for f; do
 		[[ ${ST[$f]} == in:* || ${ST[$f]} == rec:* ]] || continue
-		x "timeout 10 \"\$RAIDFUSE\" ctl \"\$MNT\" fail $(devname "$f")" && mark_failed "$f"
+		ctl_fail "$f"
 	done
 	# a rebuild that ended between two of them kept it alive
 	for f in $(files_in 'in:*' 'rec:*'); do
 		survives || break
-		x "timeout 10 \"\$RAIDFUSE\" ctl \"\$MNT\" fail $(devname "$f")" && mark_failed "$f"
+		ctl_fail "$f"
 	done
 }
 
@@ -1214,7 +1246,7 @@ draw() {
 		# waited for first)
 		if [ "$LEVEL" != 0 ]; then
 			for ((f = 0; f < NMEM; f++)); do holder_v $f; [ -n "$HV" ] || break; done
-			[ $f = $NMEM ] && cands+=(check)
+			[ $f = $NMEM ] && [ $ABROKEN = 0 ] && cands+=(check)
 		fi
 		if survives; then
 			cands+=(overfail)

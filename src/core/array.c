@@ -562,7 +562,7 @@ void rf_array_get_info(struct rf_array *a, struct rf_array_info *out)
 	out->recovering = atomic_load(&a->recovering) & ~f;
 	out->degraded = __builtin_popcountll(f | out->recovering);
 	out->metadata = a->metadata;
-	out->failed = f && a->ops->failed(a, f);
+	out->failed = atomic_load(&a->broken) || (f && a->ops->failed(a, f));
 	out->writes_in_flight = atomic_load(&a->inflight[1]) > 0;
 	for (i = 0; i < a->nhooks; i++)
 		if (a->hooks[i].h->info)

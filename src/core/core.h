@@ -90,8 +90,10 @@ void rf_mgmt_resync_after_rebuild(struct rf_array *a);
 /* The RECOVER walk ended: completed, or stopped at pos (member sectors). */
 void rf_recovery_ended(struct rf_array *a, bool completed, uint64_t pos);
 
-/* Slot member failed (idempotent, logs once). */
-void rf_member_fail(struct rf_array *a, int member, int err, const char *what, uint64_t off);
+/* Slot member failed (idempotent, logs once): true when it is faulty
+ * now; false when the level keeps it as the last copy of some data (the
+ * array is broken then: see rf_level_ops.keeps_last). */
+bool rf_member_fail(struct rf_array *a, int member, int err, const char *what, uint64_t off);
 
 /* Run fn(arg) with writes drained (none in flight, new ones held at the
  * barrier), then let the held ones go; fn's result.  Blocks the caller:

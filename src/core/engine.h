@@ -112,6 +112,10 @@ struct rf_level_ops {
 	void (*direct_failed)(struct rf_worker *w, struct rf_piece *p, int err);
 	/* Whether the faulty mask leaves the array unable to serve IO. */
 	bool (*failed)(const struct rf_array *a, uint64_t faulty);
+	/* A failure that would leave data without a copy marks the array
+	 * broken and the device stays in sync (md's raid0, raid1, raid10);
+	 * false: the device is failed (parity levels). */
+	bool keeps_last;
 	/* Run the stripe state machine for sh (the worker owns it).  Optional:
 	 * only levels with stripe pieces. */
 	void (*handle_stripe)(struct rf_worker *w, struct rf_stripe *sh);
@@ -277,6 +281,8 @@ struct rf_array {
 	void *log_priv;
 	uint64_t present;               /* members opened */
 	atomic_uint_fast64_t faulty;    /* missing or failed members */
+	atomic_bool broken;             /* md's MD_BROKEN: the last copy of some data failed
+					 * and was kept (rf_member_fail()): writes fail */
 	atomic_uint rr;                 /* read balancing counter */
 	/* Engine shape; changed only under reconf_lock while drained. */
 	int ngroups;
@@ -396,6 +402,8 @@ static inline bool rf_failed_now(const struct rf_array *a)
 	/* A device being rebuilt does not hold the array's data yet. */
 	uint64_t f = rf_faulty_read(a);
 
+	if (atomic_load_explicit(&((struct rf_array *)a)->broken, memory_order_relaxed))
+		return true;
 	/* Healthy arrays (the common case) skip the level's check. */
 	return f && a->ops->failed(a, f);
 }

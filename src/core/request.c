@@ -413,31 +413,53 @@ void rf_submit_now(struct rf_array *a, struct rf_req *r)
 
 /* ---- member failure ---- */
 
-void rf_member_fail(struct rf_array *a, int member, int err, const char *what, uint64_t off)
+/* Whether failing member (in sync) would leave some data without a copy
+ * on a level that keeps its last copies: md's raid1 and raid10 keep such
+ * a device In_sync and mark the array broken instead (raid1_error,
+ * raid10_error's enough()), and raid0 never fails a device at all; so
+ * the superblocks never record the data's last holder faulty and the
+ * array assembles with it again.  Parity levels fail the device. */
+static bool keeps_last_copy(const struct rf_array *a, uint64_t out, uint64_t bit)
+{
+	return a->ops->keeps_last && !(out & bit) && a->ops->failed(a, out | bit);
+}
+
+bool rf_member_fail(struct rf_array *a, int member, int err, const char *what, uint64_t off)
 {
 	uint64_t bit = 1ull << member;
-	uint64_t old = atomic_fetch_or_explicit(&a->faulty, bit, memory_order_acq_rel);
+	uint64_t old = atomic_load_explicit(&a->faulty, memory_order_acquire);
+	const struct rf_dev *m = &a->devs[member];
+	int k;
+	char why[512];
 
 	atomic_fetch_add_explicit(&a->devs[member].nr_errors, 1, memory_order_relaxed);
-	if (!(old & bit)) {
-		const struct rf_dev *m = &a->devs[member];
-		int k;
-		char why[512];
-
-		rf_err("member %d (%s): %s at %llu: %s; member marked faulty%s", member,
-		       m->path, what, (unsigned long long)off, strerror(-err),
-		       a->ops->failed(a, old | bit) ? "; array FAILED" : ", array degraded");
-		/* A short transfer or an error may be the file changed under us:
-		 * say so (the fds and id are stable while IO is in flight). */
-		if (err != -ENODEV && rf_dev_check(m->io.fd, &m->id, false, why, sizeof(why)))
-			rf_err("member %d (%s): %s", member, m->path, why);
-		/* The last devices that hold the data are no longer failfast. */
-		rf_devs_flags_changed(a);
-		for (k = 0; k < a->nhooks; k++)
-			if (a->hooks[k].h->member_failed)
-				a->hooks[k].h->member_failed(a->hooks[k].priv, member);
-		rf_mgmt_kick(a);
-	}
+	do {
+		if (old & bit)
+			return true;
+		if (keeps_last_copy(a, old | atomic_load(&a->recovering), bit)) {
+			if (!atomic_exchange(&a->broken, true))
+				rf_err("member %d (%s): %s at %llu: %s; the last in-sync copy of its data: "
+				       "kept in sync, array broken (writes fail, reads go on)",
+				       member, m->path, what, (unsigned long long)off, strerror(-err));
+			rf_mgmt_kick(a);
+			return false;
+		}
+	} while (!atomic_compare_exchange_weak_explicit(&a->faulty, &old, old | bit, memory_order_acq_rel,
+							memory_order_acquire));
+	rf_err("member %d (%s): %s at %llu: %s; member marked faulty%s", member, m->path, what,
+	       (unsigned long long)off, strerror(-err),
+	       a->ops->failed(a, old | bit) ? "; array FAILED" : ", array degraded");
+	/* A short transfer or an error may be the file changed under us:
+	 * say so (the fds and id are stable while IO is in flight). */
+	if (err != -ENODEV && rf_dev_check(m->io.fd, &m->id, false, why, sizeof(why)))
+		rf_err("member %d (%s): %s", member, m->path, why);
+	/* The last devices that hold the data are no longer failfast. */
+	rf_devs_flags_changed(a);
+	for (k = 0; k < a->nhooks; k++)
+		if (a->hooks[k].h->member_failed)
+			a->hooks[k].h->member_failed(a->hooks[k].priv, member);
+	rf_mgmt_kick(a);
+	return true;
 }
 
 /* ---- direct member IO ---- */

@@ -119,7 +119,8 @@ static void show_component_size(struct rf_array *a, const struct rf_array_info *
 }
 
 /* md's words: "clean" when no write is in flight, "active" otherwise,
- * "broken" for a clean array that lost too many members, "readonly" for
+ * "broken" for an idle array that lost too many members or the last copy
+ * of some data (md's MD_BROKEN), "readonly" for
  * one assembled with --ro; "suspended" while md/array_state holds writes
  * back. */
 static void show_array_state(struct rf_array *a, const struct rf_array_info *i, int member,
@@ -131,10 +132,12 @@ static void show_array_state(struct rf_array *a, const struct rf_array_info *i, 
 		st = "readonly";
 	else if (i->suspended)
 		st = "suspended";
-	else if (i->writes_in_flight || i->sb_dirty)
-		st = "active";          /* as md: also while the superblocks say dirty */
+	else if (i->writes_in_flight)
+		st = "active";
 	else if (i->failed)
-		st = "broken";
+		st = "broken";          /* its superblocks stay dirty: no write ends clean */
+	else if (i->sb_dirty)
+		st = "active";          /* as md: also while the superblocks say dirty */
 	else
 		st = "clean";
 	rf_ctl_printf(b, "%s\n", st);

@@ -274,7 +274,7 @@ bool rf_detail_usable(const struct rf_detail *d)
 	bool avail[RF_MAX_DEVS] = { false };
 	int i;
 
-	if (d->raid_disks < 1 || d->raid_disks > RF_MAX_DEVS)
+	if (d->raid_disks < 1 || d->raid_disks > RF_MAX_DEVS || !strcmp(d->array_state, "broken"))
 		return false;
 	for (i = 0; i < d->ndevs; i++)
 		if (d->devs[i].slot >= 0 && d->devs[i].slot < d->raid_disks && d->devs[i].in_sync &&

@@ -96,5 +96,6 @@ const struct rf_level_ops rf_raid0_ops = {
 	.split = r0_split,
 	.direct_failed = r0_direct_failed,
 	.failed = r0_failed,
+	.keeps_last = true,
 	.read_map = r0_read_map,
 };

@@ -583,6 +583,7 @@ const struct rf_level_ops rf_raid1_ops = {
 	.split = mirror_split,
 	.direct_failed = mirror_direct_failed,
 	.failed = raid1_failed,
+	.keeps_last = true,
 	.sync = &raid1_sync_ops,
 	.read_map = mirror_read_map,
 };
@@ -614,6 +615,7 @@ const struct rf_level_ops rf_raid10_ops = {
 	.split = mirror_split,
 	.direct_failed = mirror_direct_failed,
 	.failed = raid10_failed,
+	.keeps_last = true,
 	.sync = &raid10_sync_ops,
 	.read_map = mirror_read_map,
 };

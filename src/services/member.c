@@ -71,6 +71,8 @@ struct rf_mgmt {
 		ino_t ino;
 		bool on;                /* a file system where only a deallocation lowers st_blocks */
 		int64_t blocks;         /* st_blocks (512-byte units) */
+		bool kept;              /* found changed, kept as the last copy of its data
+					 * (rf_member_fail()): said once */
 	} seen[RF_MAX_DEVS];
 };
 
@@ -560,14 +562,17 @@ static void check_devices(struct rf_array *a, bool with_path)
 
 		if (m->io.fd < 0 || (slot && (rf_array_faulty(a) & (1ull << i))) || (!slot && (m->flags & RF_DEV_FAULTY))) {
 			rf_array_mgmt(a)->seen[i].ino = 0;      /* looked at afresh if it comes back */
+			rf_array_mgmt(a)->seen[i].kept = false;
 			continue;
 		}
-		if (!rf_dev_check(m->io.fd, &m->id, with_path, why, sizeof(why)) &&
-		    !blocks_freed(rf_array_mgmt(a), i, m, why, sizeof(why)))
+		if (rf_array_mgmt(a)->seen[i].kept ||
+		    (!rf_dev_check(m->io.fd, &m->id, with_path, why, sizeof(why)) &&
+		     !blocks_freed(rf_array_mgmt(a), i, m, why, sizeof(why))))
 			continue;
 		if (slot) {
 			rf_err("member %d (%s): %s: it no longer holds the array's data", i, m->path, why);
-			rf_member_fail(a, i, -ENODEV, "member check", m->id.size);
+			if (!rf_member_fail(a, i, -ENODEV, "member check", m->id.size))
+				rf_array_mgmt(a)->seen[i].kept = true;
 		} else {
 			rf_err("spare %s: %s: marking it faulty", m->path, why);
 			snprintf(name[n++], sizeof(name[0]), "%s", dev_name(m->path, nb));
@@ -771,7 +776,10 @@ static int set_state(void *arg)
 	rf_devs_lock(a);
 	if (!strcmp(j->word, "faulty")) {
 		if (slot) {
-			rf_member_fail(a, dev, -EIO, "md/dev-*/state \"faulty\"", 0);
+			/* md's state_store: -EBUSY when the level keeps the
+			 * device (the last copy of some data) */
+			if (!rf_member_fail(a, dev, -EIO, "md/dev-*/state \"faulty\"", 0))
+				ret = -EBUSY;
 		} else if (!(m->flags & RF_DEV_FAULTY)) {
 			m->flags = (m->flags & ~RF_DEV_SPARE) | RF_DEV_FAULTY;
 			rf_info("%s: spare %s marked faulty", rf_array_name(a), m->path);

@@ -17,11 +17,11 @@
 #    loaded machine the later seeds are left out past a time budget) (--keep-going: a
 #    violation ends its sequence and a new one starts): a violation fails
 #    the test, with its replay script, unless it is one of the known bugs
-#    listed in KNOWN (XFAIL while they are there: raid1's last copy, failed,
-#    is recorded faulty where md keeps it in sync; mount CONFIG refusing a
-#    config that names a failed member, taking back a member failed one
-#    event before a crash, and a loop device over a member taken as a
-#    spare were listed, and are fixed).  `make lifecycle-break` shows the
+#    listed in KNOWN (XFAIL while they are there; raid1's last copy,
+#    failed, recorded faulty where md keeps it in sync; mount CONFIG
+#    refusing a config that names a failed member, taking back a member
+#    failed one event before a crash, and a loop device over a member
+#    taken as a spare were listed, and are fixed).  `make lifecycle-break` shows the
 #    tool finds the second of them when a build puts it back.
 . "$(dirname "$0")/lib.sh"
 requires fuse cc root
@@ -57,9 +57,8 @@ check "[ $rc = 1 ] && grep -q 'block 5: holds generation 999999' '$WORK/replay.o
 
 # --- 2. raid5 and raid1, fixed seeds ---------------------------------------------------
 # Known bugs, by the violation they give (an extended regular expression).
-declare -A KNOWN=(
-	["raid1/raid10: the last in-sync copy, failed, is recorded faulty (md never fails it), so the array does not come back with it"]="mount CONFIG refused an array the model says survives \\(1 of [0-9]+ in sync\\).* (records it as faulty|is at [0-9]+: stale)"
-)
+# (none now; the last was raid1's last in-sync copy recorded faulty: 52)
+declare -A KNOWN=()
 : >"$WORK/all.out"
 # A loaded machine (load 12 on 2 cores) takes 3 s a step, not 0.5: past
 # 150 s the later seeds of a level are left out (each level runs its first).

@@ -249,25 +249,30 @@ static void test_raid5_rebuilding(void **state)
 	rf_array_close(a);
 }
 
+/* raid0 fails no member (md's raid0_error): an error leaves the array
+ * broken, and reads go on from every member, mapped as before. */
 static void test_raid0_failed(void **state)
 {
 	struct rf_array *a = open_filled(&arrays[0]);
 
 	assert_int_equal(map_check(a, 0, 4096), 0);
-	rf_member_fail(a, 2, -EIO, "read", 0);
-	assert_int_equal(map_check(a, 0, 4096), -EAGAIN);
+	assert_false(rf_member_fail(a, 2, -EIO, "read", 0));
+	assert_true(atomic_load(&a->broken));
+	assert_int_equal(rf_faulty(a), 0);
+	assert_int_equal(map_check(a, 0, 4096), 0);
 	rf_array_close(a);
 }
 
-/* raid1: a failed copy or one being rebuilt is never named; with none
- * left, nothing is mapped. */
+/* raid1: a failed copy or one being rebuilt is never named; the last
+ * copy is never failed (md's raid1_error): the array is broken and reads
+ * go on from it. */
 static void test_raid1_copies(void **state)
 {
 	struct rf_array *a = open_filled(&arrays[2]);
 	static struct rf_read_map m;
 	int i;
 
-	rf_member_fail(a, 0, -EIO, "read", 0);
+	assert_true(rf_member_fail(a, 0, -EIO, "read", 0));
 	for (i = 0; i < 4; i++) {
 		assert_int_equal(rf_read_map(a, 4096 * (uint64_t)i, 65536, &m), 0);
 		assert_int_equal(m.n, 1);
@@ -275,8 +280,12 @@ static void test_raid1_copies(void **state)
 		rf_read_unmap(&m);
 		assert_int_equal(map_check(a, 4096 * (uint64_t)i, 65536), 0);
 	}
-	rf_member_fail(a, 1, -EIO, "read", 0);
-	assert_int_equal(map_check(a, 0, 65536), -EAGAIN);
+	assert_false(rf_member_fail(a, 1, -EIO, "read", 0));
+	assert_true(atomic_load(&a->broken));
+	assert_int_equal(rf_faulty(a), 1);
+	assert_int_equal(rf_read_map(a, 0, 65536, &m), 0);
+	assert_int_equal(m.ext[0].member, 1);
+	rf_read_unmap(&m);
 	rf_array_close(a);
 
 	a = open_filled(&arrays[2]);
