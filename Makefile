@@ -111,8 +111,14 @@ func: $(BUILD)/raidfuse $(BUILD)/crash-states $(BUILD)/lcblocks
 
 test: unit func
 
+ASAN_VARS := BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" OPT="-O1 -g"
+
 asan:
-	$(MAKE) BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" OPT="-O1 -g" test
+	$(MAKE) $(ASAN_VARS) test
+
+# What make asan runs, built ahead (CI builds it beside make test).
+asan-build:
+	$(MAKE) $(ASAN_VARS) unit-build build-asan/raidfuse build-asan/crash-states build-asan/lcblocks
 
 tsan:
 	$(MAKE) BUILD=build-tsan SAN="-fsanitize=thread" OPT="-O1 -g" test
@@ -262,4 +268,4 @@ clean:
 	rm -rf build build-asan build-tsan build-fuzz
 
 .PHONY: lifecycle lifecycle-break
-.PHONY: all unit unit-build func test asan tsan tsan-unit bench crash lifecycle judge judge-bitmap fuzz fuzz-build fuzz-long install uninstall man-check clean
+.PHONY: all unit unit-build func test asan asan-build tsan tsan-unit bench crash lifecycle judge judge-bitmap fuzz fuzz-build fuzz-long install uninstall man-check clean
