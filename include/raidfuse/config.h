@@ -94,6 +94,9 @@ struct rf_config {
  * message naming the file, line and key into err. */
 int rf_config_load(const char *path, struct rf_config *cfg, char *err, size_t errlen);
 void rf_config_free(struct rf_config *cfg);
+/* How many of n members the level (and md's layout number) can be
+ * without: what a config may name "missing". */
+int rf_config_tolerated(int level, int layout, int n);
 /* A config with every default set and nothing else (no members, no
  * name): for arrays described by superblocks instead of a file. */
 void rf_config_defaults(struct rf_config *cfg);

@@ -326,7 +326,7 @@ static char *resolve(const struct ld *ld, const char *p)
 }
 
 /* Members that may be missing, the level's redundancy. */
-static int tolerated(int level, int layout, int n)
+int rf_config_tolerated(int level, int layout, int n)
 {
 	switch (level) {
 	case 1:  return n - 1;
@@ -410,8 +410,11 @@ static int load_members(struct ld *ld, const config_setting_t *s,
 			return -ENOMEM;
 	}
 
-	tol = tolerated(cfg->level, cfg->layout, n);
-	if (nmissing > tol)
+	/* With md superblocks their roles place the files, and a config
+	 * written once keeps working as spares take over slots: whether
+	 * enough are there is the assembly's question (and create's). */
+	tol = rf_config_tolerated(cfg->level, cfg->layout, n);
+	if (nmissing > tol && cfg->metadata == RF_SB_NONE)
 		return fail(ld, s, "array.members",
 			    "%d of %d members are \"missing\" but raid%d with %d members survives at most %d",
 			    nmissing, n, cfg->level, n, tol);

@@ -259,6 +259,16 @@ int rf_create(const char *path, const struct rf_create_opts *o)
 		rf_config_free(&cfg);
 		return 1;
 	}
+	for (i = n = 0; i < cfg.nmembers; i++)
+		n += !cfg.members[i];
+	if (n > rf_config_tolerated(cfg.level, cfg.layout, cfg.nmembers)) {
+		fprintf(stderr, "raidfuse: %s:%d: key 'array.members': %d of %d members are \"missing\" but raid%d "
+			"with %d members survives at most %d: the array could not be served\n", path,
+			cfg.member_line[0], n, cfg.nmembers, cfg.level, cfg.nmembers,
+			rf_config_tolerated(cfg.level, cfg.layout, cfg.nmembers));
+		rf_config_free(&cfg);
+		return 1;
+	}
 	if (cfg.nspares && cfg.level == 0) {
 		fprintf(stderr, "raidfuse: %s: raid0 takes no spares (nothing to rebuild onto them)\n", path);
 		rf_config_free(&cfg);

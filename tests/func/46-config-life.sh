@@ -19,7 +19,8 @@
 #    spare in the failed member's role, although the config still lists
 #    the failed member in that place; check counts 0 mismatches.
 # 3. A config listing the members out of role order serves the same data
-#    (the order matters to create only).
+#    (the order matters to create only); one that says "missing" for two
+#    roles, one of them the role the listed spare took, serves 3 of 4.
 # 4. create makes degraded arrays as mdadm does: raid5 with a member
 #    missing and raid6 with two are clean (served at once, no --force);
 #    raid6 with one missing has its last member written as a spare, which
@@ -121,6 +122,16 @@ mk_conf "$D/swap.conf" level=5 members="d4.img d3.img d0.img d2.img" member_size
 start_array_daemon "$D/swap.conf" "$MNT"
 grep -q '\[4/4\] \[UUUU\]' "$MNT/mdstat" || fail "out-of-order config: $(cat "$MNT/mdstat")"
 cmp <(pattern B 12) <(dd if="$IMG" bs=1M count=12 iflag=direct status=none) || fail "out-of-order config: data"
+stop_array "$MNT"
+# Two "missing" in a raid5 config, one of them the role the spare took:
+# the superblocks place the spare, three of four are there (before: the
+# config was refused as "2 of 4 members are missing", a count that knows
+# no superblock).
+mk_conf "$D/two.conf" level=5 members="d0.img missing d2.img missing" spares=d4.img member_size=32M \
+	chunk_size=64K metadata=1.2
+start_array_daemon "$D/two.conf" "$MNT"
+grep -q '\[4/3\] \[UUU_\]' "$MNT/mdstat" || fail "two missing, the spare in one's role: $(cat "$MNT/mdstat")"
+cmp <(pattern B 12) <(dd if="$IMG" bs=1M count=12 iflag=direct status=none) || fail "two missing: data"
 stop_array "$MNT"
 
 log "4. create makes degraded arrays as mdadm does"

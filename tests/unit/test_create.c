@@ -128,6 +128,27 @@ static void test_refuses_small(void **state)
 		assert_true(member_exists("small", i));
 }
 
+/* More members "missing" than the level survives: refused before any
+ * file is made (the config itself loads: with superblocks, assembly
+ * decides what a config's "missing" means). */
+static void test_refuses_too_many_missing(void **state)
+{
+	const struct rf_create_opts o = { .bitmap = -1 };
+	char conf[FX_PATH];
+	FILE *f;
+	int i;
+
+	snprintf(conf, sizeof(conf), "%s/miss.conf", fx_dir);
+	f = fopen(conf, "w");
+	assert_non_null(f);
+	fprintf(f, "array: {\n\tname = \"array.img\";\n\tlevel = 5;\n\tmember_size = \"16M\";\n"
+		"\tmembers = ( \"missing\", \"miss-1.img\", \"missing\", \"miss-3.img\" );\n};\n");
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(rf_create(conf, &o), 1);
+	for (i = 0; i < 4; i++)
+		assert_false(member_exists("miss", i));
+}
+
 /* A member that holds data is left alone unless forced, and the other
  * members are not made either; forced, it is recreated. */
 static void test_keeps_data_unless_forced(void **state)
@@ -163,6 +184,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_makes_members),
 		cmocka_unit_test(test_refuses_small),
+		cmocka_unit_test(test_refuses_too_many_missing),
 		cmocka_unit_test(test_keeps_data_unless_forced),
 	};
 
