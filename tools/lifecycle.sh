@@ -272,7 +272,8 @@ cleanup() {
 	fi
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+# stopped (kill, Ctrl-C): what was done so far, then the usual cleanup
+trap 'summary " (stopped)"; exit 130' INT TERM
 
 # watch_start SECONDS / watch_stop: a watchdog over what runs between
 # them.  A process waiting for a FUSE answer cannot be killed (not even
@@ -1432,7 +1433,7 @@ report() {
 summary() {
 	local t
 	t=$(( ($(now_ms) - ${T0/./} / 1000) / 1000 ))
-	echo "lifecycle: level $LEVEL$([ $NBD = 1 ] && echo ' nbd')$([ $URING = 1 ] && echo ' uring'): $NSEQ sequences, $NSTEP steps, $NVIOL violations, $t s"
+	echo "lifecycle: level $LEVEL$([ $NBD = 1 ] && echo ' nbd')$([ $URING = 1 ] && echo ' uring'): $NSEQ sequences, $NSTEP steps, $NVIOL violations, $t s${1:-}"
 }
 
 mkdir -p "$MNT" "$MNT2"
@@ -1453,6 +1454,7 @@ newseq
 # shellcheck disable=SC2086
 step $EV || [ $GOING = 1 ] || { summary; exit 1; }
 while [ "$NSTEP" -lt "$STEPS" ]; do
+	[ $((NSTEP % 200)) = 0 ] && echo "lifecycle: progress: $NSTEP of $STEPS steps, $NVIOL violations, $SECONDS s" >&2
 	draw
 	# shellcheck disable=SC2086
 	if ! step $EV; then
