@@ -1566,6 +1566,7 @@ static int cmd_ctl(int argc, char **argv)
 /* ---------------------------------------------------------------- stop */
 
 #define STOP_TIMEOUT_S 60
+#define STOP_BUSY_MS 2000       /* how long stop retries an unmount that says busy */
 /* How long fusermount3 -u may take (it does not wait for the daemon). */
 #define UMOUNT_TIMEOUT_MS 10000
 
@@ -1635,7 +1636,14 @@ static int stop_unmount(const char *abs)
 	pid_t pid;
 
 	if (geteuid() == 0) {
-		if (!umount2(abs, UMOUNT_NOFOLLOW))
+		int64_t until = mono_ms() + STOP_BUSY_MS;
+		int r;
+
+		/* A program that just closed the image may hold the mount a
+		 * moment longer (mdadm --stop retries EBUSY alike). */
+		while ((r = umount2(abs, UMOUNT_NOFOLLOW)) && errno == EBUSY && mono_ms() < until)
+			usleep(50 * 1000);
+		if (!r)
 			return 0;
 		fprintf(stderr, "raidfuse: stop: cannot unmount %s: %s%s\n", abs, strerror(errno),
 			errno == EBUSY ? " (a program holds the image or a file under it open: close it, "

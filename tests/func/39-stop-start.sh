@@ -7,9 +7,10 @@
 #    has exited, the members' superblocks then say clean (expected: daemon
 #    gone and "State : clean" the moment stop returns; before: no such
 #    command).  A daemon that does not exit (SIGSTOP) makes stop fail
-#    after its --timeout naming the pid; nothing mounted there, or an
-#    image held open (busy), fail at once with the reason and leave a
-#    serving array serving.
+#    after its --timeout naming the pid; nothing mounted there fails at
+#    once, an image held open (busy) after 2 s of retries (mdadm --stop
+#    retries alike), each with the reason, and leaves a serving array
+#    serving; a holder that closes within those 2 s lets the stop through.
 # 2. A mount that finds its members held by a daemon that is stopping (its
 #    mount gone, its last superblocks not yet written) waits for it,
 #    saying once which pid and member, instead of failing with "in use"
@@ -104,6 +105,14 @@ grep -q "busy" <<<"$OUT" || fail "stop of a busy image does not say so: $OUT"
 log "  busy: $OUT"
 mountpoint -q "$MNT" && kill -0 "$DAEMON_PID" || fail "a refused stop stopped the array"
 fio_verify --verify_only "$IMG" "${FIO[@]}"
+# held for 0.8 s more: stop retries until the holder is gone
+bash -c 'exec 3<"$1"; sleep 1' sh "$IMG" &
+holder=$!
+sleep 0.2
+"$RAIDFUSE" stop "$MNT" || fail "stop while the image's last holder closes it within the retries"
+wait "$holder"
+wait_daemon_exit "$MNT"
+start_array_daemon "$D/a.conf" "$MNT"
 
 log "raidfuse stop --timeout: a daemon that does not exit (SIGSTOP) fails it, naming the pid"
 pid=$DAEMON_PID
