@@ -14,7 +14,7 @@
 #    SpareActive MNT .../s0.img; no DegradedArray (the Fail said it).
 #    stdout has the same events.
 # 4. --oneshot on a degraded array (d2 failed too): DegradedArray MNT,
-#    exit 0.
+#    exit 0; with --mail and no /usr/sbin/sendmail, it says it cannot mail.
 # 5. A PROG that hangs (and its child): killed after --program-timeout,
 #    the monitor says so and goes on to tell the next events (a spare
 #    added with ctl add: RebuildStarted).
@@ -135,6 +135,14 @@ rc=0
 "$R" monitor --oneshot --program "$ALERT" "$MNT" >/dev/null || rc=$?
 check '[ $rc = 0 ]' "monitor --oneshot of a degraded array exits $rc"
 check '[ "$(cat "$EV")" = "DegradedArray $MNT" ]' "events: $(cat "$EV")"
+if [ ! -x /usr/sbin/sendmail ]; then
+	log "--mail without /usr/sbin/sendmail: says it cannot mail the DegradedArray event"
+	rc=0
+	out=$("$R" monitor --oneshot --mail root@localhost --syslog "$MNT" 2>&1 >/dev/null) || rc=$?
+	check '[ $rc = 0 ]' "monitor --oneshot --mail exits $rc: $out"
+	[[ $out == *"cannot mail the DegradedArray event on $MNT to root@localhost: /usr/sbin/sendmail"* ]] ||
+		fail "monitor --mail without sendmail: $out"
+fi
 
 # --- 5. a program that hangs -------------------------------------------------------------
 
