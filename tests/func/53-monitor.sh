@@ -63,7 +63,15 @@ mon_stop() {
 	check '[ $rc = 0 ]' "the monitor ended on SIGTERM with $rc: $(cat "$WORK/mon.err")"
 	MON_PID=
 }
-trap '_rc=$?; [ -z "$MON_PID" ] || kill -KILL "$MON_PID" 2>/dev/null; (exit $_rc); _cleanup' EXIT
+# (the monitor and what the hanging program started go first: _cleanup
+# removes $WORK)
+_mon_cleanup() {
+	local a b
+	[ -z "$MON_PID" ] || kill -KILL "$MON_PID" 2>/dev/null
+	[ -f "$WORK/hang.pids" ] && while read -r a b; do kill -KILL "$a" "$b" 2>/dev/null; done <"$WORK/hang.pids"
+	return 0
+}
+trap '_rc=$?; _mon_cleanup; (exit $_rc); _cleanup' EXIT
 # wait_event LINE-REGEX FILE SECS: a line of FILE matches within SECS.
 wait_event() {
 	local re=$1 f=$2 secs=$3 i
@@ -175,8 +183,20 @@ check '! kill -0 $sh_pid 2>/dev/null && ! kill -0 $sleep_pid 2>/dev/null' \
 grep -q "$HANG TestMessage $MNT did not end within 2 s: killed" "$WORK/mon.err" ||
 	fail "the monitor did not name the killed program: $(cat "$WORK/mon.err")"
 mon_stop
+# every instance (one per event told) ended with the monitor at the latest
+for ((i = 0; i < 50; i++)); do
+	left=
+	while read -r a b; do
+		for p in $a $b; do
+			if kill -0 "$p" 2>/dev/null; then left+=" $p"; fi
+		done
+	done <"$WORK/hang.pids"
+	[ -z "$left" ] && break
+	sleep 0.1
+done
+check '[ -z "$left" ]' "hung programs outlive the monitor: $left"
+: >"$WORK/hang.pids"
 echo 0 >"$MNT/md/sync_speed_max"
-while read -r a b; do kill -KILL "$a" "$b" 2>/dev/null || true; done <"$WORK/hang.pids"
 wait_sync_idle "$MNT" "the rebuild onto s1.img" 120
 
 # --- 6. --scan: NewArray, DeviceDisappeared -----------------------------------------
