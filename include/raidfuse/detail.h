@@ -48,8 +48,9 @@ struct rf_detail {
 	bool syncing;                   /* sync_completed gave done / total */
 	uint64_t sync_done, sync_total; /* sectors */
 	char uuid[40], set_name[40];    /* "" when there are none */
-	bool has_ctime, has_events;
+	bool has_ctime, has_events, has_mismatch;
 	uint64_t ctime, events;
+	uint64_t mismatch_cnt;          /* md/mismatch_cnt (sectors), when has_mismatch */
 	int ndevs;
 	struct rf_detail_dev devs[RF_MAX_DEVS];
 };

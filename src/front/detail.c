@@ -194,6 +194,9 @@ int rf_detail_read(const char *mnt, struct rf_detail *d, char *err, size_t errle
 	r = r ? r : attr(d, "events", v, sizeof(v), err, errlen);
 	d->has_events = v[0] >= '0' && v[0] <= '9';
 	d->events = num(v);
+	r = r ? r : attr(d, "mismatch_cnt", v, sizeof(v), err, errlen);
+	d->has_mismatch = v[0] >= '0' && v[0] <= '9';
+	d->mismatch_cnt = num(v);
 	if (r)
 		return r;
 	/* the image: the regular file beside mdstat */
