@@ -17,7 +17,11 @@ bool rf_fstab_form(int argc, char **argv);
  * options (--ro, --freeze, --log ..., -f ...), "-o" with the FUSE options
  * left, then "--" CONFIG MOUNTPOINT.  Generic mount options that mean
  * nothing to a FUSE mount are dropped.  0, or -EINVAL with a message
- * naming the option or argument in err (-ENOMEM: out of memory). */
+ * naming the option or argument in err (-ENOMEM: out of memory).
+ * Every string of *out is a copy of its own: rf_fstab_free(). */
 int rf_fstab_args(int argc, char **argv, int *outc, char ***out, char *err, size_t errlen);
+
+/* What rf_fstab_args() gave. */
+void rf_fstab_free(char **v);
 
 #endif

@@ -98,7 +98,7 @@ struct parse {
 	const char *pos[2];             /* CONFIG, MOUNTPOINT */
 	int npos;
 	char *fuse_opts;                /* for -o, escaped (fuse_opt_add_opt_escaped) */
-	const char *args[2 * 16];       /* raidfuse mount's options */
+	char *args[2 * 16];             /* raidfuse mount's options, malloc'd */
 	int nargs;
 	bool ro;
 	char *err;
@@ -106,19 +106,31 @@ struct parse {
 	int ret;
 };
 
+/* A copy of a into p->args (a may lie in fuse_opt_parse's copy of -o's
+ * words).  0, or -1 with p->ret set. */
 static int add_arg(struct parse *p, const char *a)
 {
-	if (!a) {
-		p->ret = -ENOMEM;
-		return -1;
-	}
+	char *c;
+
 	if (p->nargs >= (int)(sizeof(p->args) / sizeof(p->args[0]))) {
 		snprintf(p->err, p->errlen, "too many options");
 		p->ret = -EINVAL;
 		return -1;
 	}
-	p->args[p->nargs++] = a;
+	c = strdup(a);
+	if (!c) {
+		p->ret = -ENOMEM;
+		return -1;
+	}
+	p->args[p->nargs++] = c;
 	return 0;
+}
+
+static void parse_free(struct parse *p)
+{
+	while (p->nargs)
+		free(p->args[--p->nargs]);
+	free(p->fuse_opts);
 }
 
 static const char *own_arg(const char *arg, const char **value)
@@ -178,8 +190,7 @@ static int proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 			p->ret = -EINVAL;
 			return -1;
 		}
-		/* value lies in fuse_opt_parse's copy of -o's words */
-		if (add_arg(p, a) || (key == K_ARG_VALUE && add_arg(p, strdup(value))))
+		if (add_arg(p, a) || (key == K_ARG_VALUE && add_arg(p, value)))
 			return -1;
 		return 0;
 	}
@@ -209,7 +220,7 @@ int rf_fstab_args(int argc, char **argv, int *outc, char ***out, char *err, size
 	err[0] = '\0';
 	if (fuse_opt_parse(&args, &p, opts, proc)) {
 		fuse_opt_free_args(&args);
-		free(p.fuse_opts);
+		parse_free(&p);
 		if (!p.ret || p.ret == -ENOMEM) {
 			if (!err[0])
 				snprintf(err, errlen, "cannot parse the options: %s", strerror(ENOMEM));
@@ -220,31 +231,54 @@ int rf_fstab_args(int argc, char **argv, int *outc, char ***out, char *err, size
 	fuse_opt_free_args(&args);
 	if (p.npos < 2) {
 		snprintf(err, errlen, "expected CONFIG MOUNTPOINT -o OPTIONS");
-		free(p.fuse_opts);
+		parse_free(&p);
 		return -EINVAL;
 	}
 	if (!strncmp(p.pos[0], SOURCE_PREFIX, strlen(SOURCE_PREFIX)))
 		p.pos[0] += strlen(SOURCE_PREFIX);
-	/* "mount" [--ro] ARGS... [-o OPTS] -- CONFIG MOUNTPOINT NULL */
+	/* "mount" [--ro] ARGS... [-o OPTS] -- CONFIG MOUNTPOINT NULL, each a
+	 * copy of its own */
 	v = calloc((size_t)p.nargs + 8, sizeof(*v));
 	if (!v) {
-		free(p.fuse_opts);
+		parse_free(&p);
 		return -ENOMEM;
 	}
-	v[n++] = "mount";
+	v[n++] = strdup("mount");
 	if (p.ro)
-		v[n++] = "--ro";
+		v[n++] = strdup("--ro");
 	for (i = 0; i < p.nargs; i++)
-		v[n++] = (char *)p.args[i];
+		v[n++] = p.args[i];
+	p.nargs = 0;
 	if (p.fuse_opts) {
-		v[n++] = "-o";
+		v[n++] = strdup("-o");
 		v[n++] = p.fuse_opts;
+		p.fuse_opts = NULL;
 	}
-	v[n++] = "--";
-	v[n++] = (char *)p.pos[0];
-	v[n++] = (char *)p.pos[1];
+	v[n++] = strdup("--");
+	v[n++] = strdup(p.pos[0]);
+	v[n++] = strdup(p.pos[1]);
 	v[n] = NULL;
+	for (i = 0; i < n && v[i]; i++)
+		;
+	if (i < n) {
+		for (i = 0; i < n; i++)
+			free(v[i]);
+		free(v);
+		snprintf(err, errlen, "%s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
 	*outc = n;
 	*out = v;
 	return 0;
+}
+
+void rf_fstab_free(char **v)
+{
+	int i;
+
+	if (!v)
+		return;
+	for (i = 0; v[i]; i++)
+		free(v[i]);
+	free(v);
 }

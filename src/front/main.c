@@ -2,10 +2,11 @@
 /* main.c - the raidfuse command line.
  *
  *   raidfuse create CONFIG [-f] [--assume-clean] [-b internal|none] [--bitmap-chunk SIZE]
- *   raidfuse mount [--overlay DIR] CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS] [--freeze] [--force]
+ *   raidfuse mount [--ro | --overlay DIR] CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS] [--freeze] [--force]
+ *   raidfuse CONFIG MOUNTPOINT -o OPTS   (mount.fuse3's form of mount: fstab.h)
  *   raidfuse assemble [--ro | --overlay DIR] [--name FILE] [-f] [-d] [-v] [-o OPTS] [--freeze]
  *                     [--force]   (create, mount, assemble: [--allow-unsafe-dirs])
- *                     MOUNTPOINT MEMBER...
+ *                     MOUNTPOINT MEMBER...   (mount, assemble: [--log FILE|stderr|syslog|journal])
  *   raidfuse stop [--timeout SECONDS] MOUNTPOINT
  *   raidfuse examine [--json] [-X] MEMBER...
  *   raidfuse examine-bitmap [--json] MEMBER...
@@ -2132,12 +2133,14 @@ static int cmd_help(int argc, char **argv)
 static int fstab_mount(int argc, char **argv)
 {
 	char err[512], **av;
-	int ac;
+	int ac, rc;
 
 	cur_cmd = find_cmd("mount");
 	if (rf_fstab_args(argc, argv, &ac, &av, err, sizeof(err)))
 		return usage_error("%s: %s", argv[1], err);
-	return cur_cmd->run(ac, av);
+	rc = cur_cmd->run(ac, av);
+	rf_fstab_free(av);
+	return rc;
 }
 
 int main(int argc, char **argv)

@@ -33,6 +33,7 @@ static int translate(char **argv, char *out, size_t size, char *err, size_t errl
 	assert_null(v[n]);
 	for (i = 0; i < n; i++)
 		len += (size_t)snprintf(out + len, size - len, "%s%s", i ? " " : "", v[i]);
+	rf_fstab_free(v);
 	return 0;
 }
 
