@@ -20,18 +20,21 @@
 #   make fuzz       libFuzzer on every parser of outside input (superblock, config, bitmap,
 #                   overlay files, control files, fault specs), FUZZ_SECONDS each (clang)
 #   make fuzz-long  the same for FUZZ_SECONDS=600 each, or FUZZ_RUNS=N executions each
-#   make install    the binary and the man pages: PREFIX=/usr/local DESTDIR=
-#                   (BINDIR=PREFIX/bin, MANDIR=PREFIX/share/man); make uninstall
+#   make install    the binary, the man pages and raidfuse@.service: PREFIX=/usr/local
+#                   DESTDIR= (BINDIR=PREFIX/bin, MANDIR=PREFIX/share/man,
+#                   UNITDIR=PREFIX/lib/systemd/system); make uninstall
 #   make man-check  groff -man -ww -z on each man page: any warning fails
 #   V=1             full command lines
 
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
+# systemd's unit directory (raidfuse@.service)
+UNITDIR ?= $(PREFIX)/lib/systemd/system
 BUILD ?= build
 VERSION := 0.1.0
 
-PKGS := fuse3 liburing libisal libconfig uuid libnbd
+PKGS := fuse3 liburing libisal libconfig uuid libnbd libsystemd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS := $(shell pkg-config --libs $(PKGS))
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka)
@@ -60,7 +63,12 @@ LIB_OBJS := $(LIB_SRCS:src/%.c=$(BUILD)/obj/%.o)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-all: $(BUILD)/raidfuse
+all: $(BUILD)/raidfuse $(BUILD)/raidfuse@.service
+
+# The unit names the binary where make install puts it.
+$(BUILD)/raidfuse@.service: systemd/raidfuse@.service.in Makefile
+	@mkdir -p $(dir $@)
+	$(Q)sed 's|@BINDIR@|$(BINDIR)|g' $< >$@
 
 $(BUILD)/obj/%.o: src/%.c $(wildcard include/raidfuse/*.h src/*/*.h) Makefile
 	@mkdir -p $(dir $@)
@@ -248,15 +256,17 @@ fuzz-long: $(FUZZERS)
 MAN5 := man/raidfuse.conf.5
 MAN8 := $(wildcard man/raidfuse.8)
 
-install: $(BUILD)/raidfuse
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man5
+install: $(BUILD)/raidfuse $(BUILD)/raidfuse@.service
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(UNITDIR)
 	install -m 0755 $(BUILD)/raidfuse $(DESTDIR)$(BINDIR)/raidfuse
+	install -m 0644 $(BUILD)/raidfuse@.service $(DESTDIR)$(UNITDIR)/raidfuse@.service
 	install -m 0644 $(MAN5) $(DESTDIR)$(MANDIR)/man5/
 	$(if $(MAN8),install -d $(DESTDIR)$(MANDIR)/man8)
 	$(if $(MAN8),install -m 0644 $(MAN8) $(DESTDIR)$(MANDIR)/man8/)
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/raidfuse $(DESTDIR)$(MANDIR)/man5/raidfuse.conf.5 \
+		$(DESTDIR)$(UNITDIR)/raidfuse@.service \
 		$(DESTDIR)$(MANDIR)/man8/raidfuse.8
 
 # groff exits 0 on warnings: any output at all is a failure.

@@ -7,7 +7,7 @@
 #   tools/setup-deps.sh           (as root, or through sudo otherwise)
 #
 # build:      build-essential pkg-config libfuse3-dev liburing-dev
-#             libisal-dev libconfig-dev uuid-dev libnbd-dev
+#             libisal-dev libconfig-dev uuid-dev libnbd-dev libsystemd-dev
 # unit tests: libcmocka-dev, nbdkit (NBD members' servers)
 # functional: fuse3 (fusermount3), fio, xz-utils (md-images), mdadm
 #             (reads the superblocks raidfuse create writes), e2fsprogs
@@ -26,7 +26,7 @@ set -euo pipefail
 
 PKGS=(
 	build-essential pkg-config
-	libfuse3-dev liburing-dev libisal-dev libconfig-dev uuid-dev libnbd-dev
+	libfuse3-dev liburing-dev libisal-dev libconfig-dev uuid-dev libnbd-dev libsystemd-dev
 	libcmocka-dev nbdkit
 	fuse3 fio xz-utils mdadm e2fsprogs mount util-linux coreutils diffutils
 	procps bsdutils python3-minimal sed mawk file

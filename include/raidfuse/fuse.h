@@ -17,6 +17,7 @@ struct rf_fuse_opts {
 	bool freeze;            /* --freeze: start with sync_action frozen (no resync) */
 	bool null;              /* --null: the image reads zeros and drops writes (a
 				 * transport benchmark; the members are not touched) */
+	const char *log;        /* --log FILE|stderr|syslog|journal (log.h); NULL: the default */
 };
 
 /* Mount (o->mountpoint made absolute; named raidfuse:NAME, type

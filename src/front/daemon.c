@@ -30,6 +30,9 @@
  * stderr, so that a caller reading the command's output ($(...)) sees
  * its end.
  *
+ * In the foreground the log goes where --log said from the start; a
+ * daemon switches to it (syslog by default) when it detaches (log.h).
+ *
  * What it does NOT do: write a pid file (the daemon marks the mount it
  * serves: holder.h, fuse.c), or handle signals (libfuse's handlers do).
  */
@@ -78,8 +81,10 @@ int rf_daemon_fork(bool foreground)
 	int sv[2];
 	pid_t pid;
 
-	if (foreground)
+	if (foreground) {
+		rf_log_foreground();
 		return -1;
+	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
 		fprintf(stderr, "raidfuse: cannot detach: socketpair: %s\n", strerror(errno));
 		return 1;
@@ -110,6 +115,8 @@ void rf_daemon_ready(void)
 
 	if (ready_fd < 0)
 		return;
+	/* From here on the log goes where --log says, syslog by default. */
+	rf_log_detached();
 	if (setsid() < 0)
 		rf_warn("setsid: %s (the daemon stays in the command's session)", strerror(errno));
 	if (chdir("/"))

@@ -95,6 +95,7 @@
 #include "raidfuse/fuse.h"
 #include "raidfuse/holder.h"
 #include "raidfuse/log.h"
+#include "raidfuse/notify.h"
 #include "raidfuse/fdmap.h"
 #include "raidfuse/readmap.h"
 #include "front/fuse_reply.h"
@@ -1582,6 +1583,8 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 		fuse_session_destroy(fs->se);
 		return 1;
 	}
+	/* With --log FILE, SIGHUP reopens the file instead (logrotate). */
+	rf_log_reopen_on_hup();
 	if (fuse_session_mount(fs->se, o->mountpoint)) {
 		rf_err("cannot mount on %s", o->mountpoint);
 		fuse_remove_signal_handlers(fs->se);
@@ -1634,8 +1637,9 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	}
 	/* Serving: the command that started a daemon may exit now (every
 	 * thread above is the daemon's own: daemon.h). */
-	if (rf_daemon_detached())
-		rf_log_to_syslog(true);
+	/* The service manager first (notify.h): MAINPID= must reach it
+	 * before the command it started exits. */
+	rf_notify_serving(a);
 	rf_daemon_ready();
 	rf_info("serving %s (%llu bytes) on %s", rf_array_name(a), (unsigned long long)rf_array_size(a),
 		o->mountpoint);
@@ -1665,6 +1669,7 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	}
 	/* The mount is gone (or going): from here on this daemon is one
 	 * that stops. */
+	rf_notify_stopping();
 	if (mark >= 0)
 		close(mark);
 	mark = -1;

@@ -2,10 +2,11 @@
 /* main.c - the raidfuse command line.
  *
  *   raidfuse create CONFIG [-f] [--assume-clean] [-b internal|none] [--bitmap-chunk SIZE]
- *   raidfuse mount [--overlay DIR] CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS] [--freeze] [--force]
+ *   raidfuse mount [--ro | --overlay DIR] CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS] [--freeze] [--force]
+ *   raidfuse CONFIG MOUNTPOINT -o OPTS   (mount.fuse3's form of mount: fstab.h)
  *   raidfuse assemble [--ro | --overlay DIR] [--name FILE] [-f] [-d] [-v] [-o OPTS] [--freeze]
  *                     [--force]   (create, mount, assemble: [--allow-unsafe-dirs])
- *                     MOUNTPOINT MEMBER...
+ *                     MOUNTPOINT MEMBER...   (mount, assemble: [--log FILE|stderr|syslog|journal])
  *   raidfuse stop [--timeout SECONDS] MOUNTPOINT
  *   raidfuse examine [--json] [-X] MEMBER...
  *   raidfuse examine-bitmap [--json] MEMBER...
@@ -81,6 +82,7 @@
 #include "raidfuse/detail.h"
 #include "raidfuse/detect.h"
 #include "raidfuse/devopen.h"
+#include "raidfuse/fstab.h"
 #include "raidfuse/fuse.h"
 #include "raidfuse/holder.h"
 #include "raidfuse/json.h"
@@ -491,7 +493,7 @@ static int cmd_examine_bitmap(int argc, char **argv)
 /* ---------------------------------------------------------------- mount, assemble */
 
 /* Options both mount and assemble take: -f -d -v -o OPTS --freeze. */
-enum { O_FREEZE = 300, O_RO, O_OVERLAY, O_NAME, O_FORCE, O_ALLOW_UNSAFE, O_NULL };
+enum { O_FREEZE = 300, O_RO, O_OVERLAY, O_NAME, O_FORCE, O_ALLOW_UNSAFE, O_NULL, O_LOG };
 #define SERVE_LONGOPTS                                          \
 	{ "foreground", no_argument, NULL, 'f' },               \
 	{ "debug", no_argument, NULL, 'd' },                    \
@@ -501,6 +503,7 @@ enum { O_FREEZE = 300, O_RO, O_OVERLAY, O_NAME, O_FORCE, O_ALLOW_UNSAFE, O_NULL 
 	{ "force", no_argument, NULL, O_FORCE },                \
 	{ "allow-unsafe-dirs", no_argument, NULL, O_ALLOW_UNSAFE }, \
 	{ "null", no_argument, NULL, O_NULL },                  \
+	{ "log", required_argument, NULL, O_LOG },              \
 	OPT_HELP
 #define SERVE_SHORTOPTS "fdvo:h"
 
@@ -533,8 +536,24 @@ static bool serve_option(int ch, struct rf_fuse_opts *o)
 	case O_FORCE:
 		rf_assemble_set_force(true);
 		return true;
+	case O_LOG:
+		o->log = optarg;
+		return true;
 	}
 	return false;
+}
+
+/* --log: opened before the daemon forks, so that a path that cannot be
+ * opened is said here.  0, or 1 (said). */
+static int log_option(const struct rf_fuse_opts *o)
+{
+	char err[PATH_MAX + 128];
+
+	if (o->log && rf_log_choose(o->log, err, sizeof(err))) {
+		fprintf(stderr, "raidfuse: %s\n", err);
+		return 1;
+	}
+	return 0;
 }
 
 /* Open the array cfg describes and serve it; cfg is freed. */
@@ -623,18 +642,25 @@ static int cmd_mount(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		SERVE_LONGOPTS,
+		{ "ro", no_argument, NULL, 'r' },
+		{ "readonly", no_argument, NULL, 'r' },
 		{ "overlay", required_argument, NULL, 'O' },
 		OPT_END
 	};
 	struct rf_fuse_opts o = { 0 };
 	struct rf_config cfg;
 	const char *pos[2] = { NULL, NULL }, *overlay = NULL;
+	bool ro = false;
 	char err[1024];
 	int npos = 0, ch, rc = -1;
 
-	while ((ch = opt_next(argc, argv, "-:" SERVE_SHORTOPTS "O:", lo, &rc)) != -1) {
+	while ((ch = opt_next(argc, argv, "-:" SERVE_SHORTOPTS "rO:", lo, &rc)) != -1) {
 		if (serve_option(ch, &o))
 			continue;
+		if (ch == 'r') {
+			ro = true;
+			continue;
+		}
 		if (ch == 'O') {
 			overlay = optarg;
 			continue;
@@ -647,6 +673,8 @@ static int cmd_mount(int argc, char **argv)
 		return rc;
 	if (npos < 2)
 		return usage_error("mount: expected CONFIG MOUNTPOINT");
+	if (log_option(&o))
+		return 1;
 	o.mountpoint = pos[1];
 	/* From here on the daemon (daemon.h): it opens everything itself. */
 	rc = rf_daemon_fork(o.foreground);
@@ -654,6 +682,7 @@ static int cmd_mount(int argc, char **argv)
 		return rc;
 	if (overlay_dir(overlay) || load(pos[0], &cfg))
 		return 1;
+	cfg.readonly |= ro;
 	/* As assemble --overlay: the members are opened read-only and every
 	 * write goes to the overlay (the config's own readonly still holds). */
 	if (overlay && !(cfg.overlay_dir = strdup(overlay))) {
@@ -732,6 +761,8 @@ static int cmd_assemble(int argc, char **argv)
 	if (ro && overlay)
 		return usage_error("assemble: --ro and --overlay exclude each other (--overlay already keeps "
 				   "the members as they are)");
+	if (log_option(&o))
+		return 1;
 	/* From here on the daemon (daemon.h): it opens everything itself. */
 	rc = rf_daemon_fork(o.foreground);
 	if (rc >= 0)
@@ -2176,6 +2207,11 @@ static int cmd_detect(int argc, char **argv)
 	"      --force            serve a degraded raid4/5/6 that was not shut down cleanly\n" \
 	"                         (md's --run --force; data in the stripes being written at\n" \
 	"                         the crash may be wrong)\n"
+#define HELP_LOG                                                                        \
+	"      --log=FILE|stderr|syslog|journal\n"                                    \
+	"                         where messages go (default: stderr in the foreground,\n" \
+	"                         syslog once detached); FILE is appended to and reopened\n" \
+	"                         on SIGHUP (logrotate)\n"
 #define HELP_UNSAFE_DIRS                                                                \
 	"      --allow-unsafe-dirs\n"                                                     \
 	"                         as root, accept members in directories other users may\n" \
@@ -2203,12 +2239,14 @@ static const struct cmd cmds[] = {
 	  "  -h, --help             this help\n",
 	  "make the members CONFIG names, write md 1.2 superblocks" },
 	{ "mount", cmd_mount,
-	  "raidfuse mount [--overlay DIR] CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS] [--freeze]\n"
-	  "               [--force] [--allow-unsafe-dirs]",
+	  "raidfuse mount [--ro | --overlay DIR] CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS]\n"
+	  "               [--freeze] [--force] [--allow-unsafe-dirs] [--log FILE|stderr|syslog|journal]\n"
+	  "raidfuse CONFIG MOUNTPOINT -o OPTS   (mount.fuse3, /etc/fstab: type fuse.raidfuse)",
 	  "Check the members and their superblocks (none with metadata \"none\") against\n"
 	  "CONFIG and serve the array as MOUNTPOINT/<name>, with md's control files beside\n"
 	  "it.  Stop it with raidfuse stop MOUNTPOINT.\n"
 	  "\n"
+	  "  -r, --ro, --readonly   serve the array read-only (as the config's readonly)\n"
 	  "  -O, --overlay=DIR      open the members read-only; every write goes to\n"
 	  "                         copy-on-write files in DIR, as assemble --overlay (for a\n"
 	  "                         config detect wrote: nothing is written to the members)\n"
@@ -2221,11 +2259,13 @@ static const struct cmd cmds[] = {
 	  "                         waits until `resync` is written there\n"
 	  HELP_FORCE
 	  HELP_UNSAFE_DIRS
+	  HELP_LOG
 	  "  -h, --help             this help\n",
 	  "serve the array CONFIG describes as MOUNTPOINT/<name>" },
 	{ "assemble", cmd_assemble,
 	  "raidfuse assemble [--ro | --overlay DIR] [--name FILE] [-f] [-d] [-v] [-o OPTS]\n"
-	  "                  [--freeze] [--force] [--allow-unsafe-dirs] MOUNTPOINT MEMBER...",
+	  "                  [--freeze] [--force] [--allow-unsafe-dirs] [--log FILE|stderr|syslog|journal]\n"
+	  "                  MOUNTPOINT MEMBER...",
 	  "Serve the array the members' md superblocks describe (0.90, 1.0, 1.1, 1.2) as\n"
 	  "MOUNTPOINT/array.img, no config needed: members in any order, stale ones left out.\n"
 	  "\n"
@@ -2242,6 +2282,7 @@ static const struct cmd cmds[] = {
 	  "      --freeze           start with md/sync_action frozen\n"
 	  HELP_FORCE
 	  HELP_UNSAFE_DIRS
+	  HELP_LOG
 	  "  -h, --help             this help\n",
 	  "serve the array the members' md superblocks describe" },
 	{ "stop", cmd_stop,
@@ -2450,6 +2491,21 @@ static int cmd_help(int argc, char **argv)
 	return 0;
 }
 
+/* `raidfuse CONFIG MOUNTPOINT -o OPTS` (mount.fuse3, /etc/fstab: fstab.h) is
+ * `raidfuse mount` with those options. */
+static int fstab_mount(int argc, char **argv)
+{
+	char err[512], **av;
+	int ac, rc;
+
+	cur_cmd = find_cmd("mount");
+	if (rf_fstab_args(argc, argv, &ac, &av, err, sizeof(err)))
+		return usage_error("%s: %s", argv[1], err);
+	rc = cur_cmd->run(ac, av);
+	rf_fstab_free(av);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	const struct cmd *c;
@@ -2474,6 +2530,8 @@ int main(int argc, char **argv)
 		cur_cmd = c;
 		return c->run(argc - 1, argv + 1);
 	}
+	if (rf_fstab_form(argc, argv))
+		return fstab_mount(argc, argv);
 	if (argv[1][0] == '-')
 		return usage_error("unknown option '%s' (options follow the command)", argv[1]);
 	return usage_error("unknown command '%s' (expected create, mount, assemble, stop, list, examine, detect, status, ctl or monitor)",

@@ -26,6 +26,13 @@
  *       in the md 1.2 superblock 4 KiB into FILE, set the 64-bit
  *       little-endian field at byte OFFSET to VALUE and fix md's checksum
  *       (a superblock that says something else, still valid).
+ *   rfhelper notify-recv SOCKET OUT SECONDS [FILE]
+ *       a service manager's end of sd_notify(3): binds a unix datagram
+ *       socket at SOCKET (for $NOTIFY_SOCKET) and writes each line of
+ *       each datagram to OUT as "pid=SENDER LINE" (the sender's pid from
+ *       SCM_CREDENTIALS); on READY=1, stats FILE at once and writes
+ *       "stat=ok" or "stat=ENAME".  Ends 0 after STOPPING=1, 1 when
+ *       SECONDS pass without it.
  *
  * Exit status: 0 fine, 1 a check failed, 2 usage or setup error.
  * Built by lib.sh's build_helper with the system cc; it needs nothing but
@@ -38,7 +45,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SECT 512u
@@ -332,6 +343,83 @@ static int open_or_die(const char *path, int flags)
 	return fd;
 }
 
+static int cmd_notify_recv(const char *sock, const char *out, uint64_t secs, const char *file)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(struct ucred))];
+	} cm;
+	char msg[4096], *line, *save;
+	struct timespec t0, t;
+	int fd, one = 1, stopping = 0;
+	FILE *o;
+
+	if (strlen(sock) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "rfhelper: socket path too long: %s\n", sock);
+		return 2;
+	}
+	strcpy(sa.sun_path, sock);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		fprintf(stderr, "rfhelper: %s: %s\n", sock, strerror(errno));
+		return 2;
+	}
+	o = fopen(out, "a");
+	if (!o) {
+		fprintf(stderr, "rfhelper: %s: %s\n", out, strerror(errno));
+		return 2;
+	}
+	setvbuf(o, NULL, _IOLBF, 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!stopping) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		struct iovec iov = { .iov_base = msg, .iov_len = sizeof(msg) - 1 };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &cm,
+				     .msg_controllen = sizeof(cm) };
+		struct cmsghdr *c;
+		pid_t pid = 0;
+		long left;
+		ssize_t n;
+
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		left = (long)secs * 1000 - ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+		if (left <= 0)
+			break;
+		if (poll(&pfd, 1, (int)left) <= 0)
+			continue;
+		n = recvmsg(fd, &mh, 0);
+		if (n < 0)
+			continue;
+		msg[n] = '\0';
+		for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
+				struct ucred u;
+
+				memcpy(&u, CMSG_DATA(c), sizeof(u));
+				pid = u.pid;
+			}
+		for (line = strtok_r(msg, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+			fprintf(o, "pid=%d %s\n", (int)pid, line);
+			if (!strcmp(line, "READY=1") && file) {
+				struct stat st;
+
+				if (stat(file, &st))
+					fprintf(o, "stat=%s\n", strerrorname_np(errno));
+				else
+					fprintf(o, "stat=ok\n");
+			}
+			if (!strcmp(line, "STOPPING=1"))
+				stopping = 1;
+		}
+	}
+	fclose(o);
+	close(fd);
+	unlink(sock);
+	return stopping ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : "";
@@ -363,12 +451,15 @@ int main(int argc, char **argv)
 		return result(fsync(open_or_die(argv[2], O_RDWR)));
 	if (!strcmp(cmd, "open-trunc") && argc == 3)
 		return result(open_or_die(argv[2], O_WRONLY | O_TRUNC) >= 0 ? 0 : -1);
+	if (!strcmp(cmd, "notify-recv") && (argc == 5 || argc == 6))
+		return cmd_notify_recv(argv[2], argv[3], num(argv[4]), argc == 6 ? argv[5] : NULL);
 	fprintf(stderr,
 		"usage: rfhelper pattern|fill FILE SECTORS\n"
 		"       rfhelper same FILE REF LEN\n"
 		"       rfhelper xor-zero OFFSET LEN FILE...\n"
 		"       rfhelper pwrite|pread FILE OFFSET LEN [direct]\n"
 		"       rfhelper truncate FILE LEN | fsync FILE | open-trunc FILE\n"
-		"       rfhelper sb12-set64 FILE OFFSET VALUE\n");
+		"       rfhelper sb12-set64 FILE OFFSET VALUE\n"
+		"       rfhelper notify-recv SOCKET OUT SECONDS [FILE]\n");
 	return 2;
 }

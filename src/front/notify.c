@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* notify.c - the service manager's readiness protocol (sd_notify(3)).
+ *
+ * Under systemd with Type=notify the daemon says when it serves
+ * (READY=1), what state the array is in (STATUS=, as `systemctl status`
+ * shows it: mdstat's "raid5 [4/3] [UUU_]"), and when it begins to stop
+ * (STOPPING=1).  A detached daemon (daemon.h) is not the process the
+ * manager started: it names itself with MAINPID= in the same datagram as
+ * READY=1, before the command that started it exits, so that the manager
+ * follows the right process (the unit needs NotifyAccess=all for that
+ * form; raidfuse@.service runs the daemon in the foreground instead).
+ *
+ * STATUS is kept up to date by a thread of its own that looks at the
+ * array every RF_NOTIFY_PERIOD_MS and sends the line when it differs
+ * from the last one sent: a member that fails, a rebuild that starts or
+ * ends, whatever did it (an IO error, ctl, a spare taking over), shows
+ * within that period, and the array's code knows nothing of this module.
+ * Reading the state takes only what mdstat takes (rf_array_status(),
+ * rf_sync_get()).
+ *
+ * Only this file sees libsystemd's sd-daemon.h.  With $NOTIFY_SOCKET
+ * unset nothing is sent and no thread starts.  A datagram that cannot be
+ * sent is logged once at debug level: the manager may be gone, the array
+ * still serves.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "raidfuse/daemon.h"
+#include "raidfuse/log.h"
+#include "raidfuse/notify.h"
+#include "raidfuse/sync.h"
+
+static struct {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;            /* signalled by rf_notify_stopping() */
+	bool running;                   /* the thread was started */
+	bool stop;                      /* protected by lock */
+	struct rf_array *a;
+	char last[256];                 /* the STATUS last sent: the thread's own */
+} nt = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+void rf_notify_status_line(struct rf_array *a, char *buf, size_t len)
+{
+	struct rf_array_info i;
+	struct rf_sync_status st;
+	char line[256];
+	const char *map;
+	size_t n;
+
+	if (!len)
+		return;
+	rf_array_get_info(a, &i);
+	rf_array_status(a, line, sizeof(line));
+	/* mdstat's status: " level 5, 64k chunk, algorithm 2 [4/3] [UUU_]";
+	 * the device counts and map from the first " [" on. */
+	map = strstr(line, " [");
+	n = (size_t)snprintf(buf, len, "raid%d%s", i.level, map ? map : "");
+	if (n < len && i.level != 0) {
+		rf_sync_get(a, &st);
+		if (st.action != RF_SYNC_IDLE && st.action != RF_SYNC_FROZEN)
+			n += (size_t)snprintf(buf + n, len - n, " %s", rf_sync_action_name(st.action));
+	}
+	if (n < len && rf_array_readonly(a))
+		snprintf(buf + n, len - n, " (read-only)");
+}
+
+/* One datagram; a failure logged (at debug level) once. */
+static void send_state(const char *state)
+{
+	static bool said;
+	int r = sd_notify(0, state);
+
+	if (r < 0 && !said) {
+		said = true;
+		rf_dbg("cannot tell the service manager '%s' ($NOTIFY_SOCKET %s): %s", state,
+		       getenv("NOTIFY_SOCKET"), strerror(-r));
+	}
+}
+
+static void send_status(const char *line)
+{
+	char msg[sizeof(nt.last) + 16];
+
+	snprintf(msg, sizeof(msg), "STATUS=%s", line);
+	send_state(msg);
+}
+
+static void *status_thread(void *arg)
+{
+	char line[sizeof(nt.last)];
+	struct timespec ts;
+
+	(void)arg;
+	pthread_mutex_lock(&nt.lock);
+	while (!nt.stop) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += RF_NOTIFY_PERIOD_MS * 1000000L;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		while (!nt.stop && pthread_cond_timedwait(&nt.cond, &nt.lock, &ts) != ETIMEDOUT)
+			;
+		if (nt.stop)
+			break;
+		pthread_mutex_unlock(&nt.lock);
+		rf_notify_status_line(nt.a, line, sizeof(line));
+		if (strcmp(line, nt.last)) {
+			snprintf(nt.last, sizeof(nt.last), "%s", line);
+			send_status(line);
+		}
+		pthread_mutex_lock(&nt.lock);
+	}
+	pthread_mutex_unlock(&nt.lock);
+	return NULL;
+}
+
+void rf_notify_serving(struct rf_array *a)
+{
+	char msg[sizeof(nt.last) + 64];
+	pthread_condattr_t ca;
+	int n = 0, r;
+
+	if (!getenv("NOTIFY_SOCKET") || nt.running)
+		return;
+	nt.a = a;
+	rf_notify_status_line(a, nt.last, sizeof(nt.last));
+	if (rf_daemon_detached())
+		n = snprintf(msg, sizeof(msg), "MAINPID=%d\n", (int)getpid());
+	snprintf(msg + n, sizeof(msg) - (size_t)n, "READY=1\nSTATUS=%s", nt.last);
+	send_state(msg);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&nt.cond, &ca);
+	pthread_condattr_destroy(&ca);
+	nt.stop = false;
+	r = pthread_create(&nt.thread, NULL, status_thread, NULL);
+	if (r)
+		rf_warn("cannot start the thread that tells the service manager the array's state: %s "
+			"(STATUS stays '%s')", strerror(r), nt.last);
+	nt.running = !r;
+}
+
+void rf_notify_stopping(void)
+{
+	if (!getenv("NOTIFY_SOCKET") || !nt.a)
+		return;
+	if (nt.running) {
+		pthread_mutex_lock(&nt.lock);
+		nt.stop = true;
+		pthread_cond_signal(&nt.cond);
+		pthread_mutex_unlock(&nt.lock);
+		pthread_join(nt.thread, NULL);
+		nt.running = false;
+	}
+	send_state("STOPPING=1\nSTATUS=stopping: writing the last superblocks");
+	nt.a = NULL;
+}
