@@ -14,7 +14,7 @@
  *                   MEMBER... [missing]
  *   raidfuse status [--json] [--watch [SECONDS]] MOUNTPOINT
  *   raidfuse ctl [--json] MOUNTPOINT ATTR [VALUE]
- *   raidfuse ctl MOUNTPOINT add FILE | fail NAME | remove NAME | re-add NAME
+ *   raidfuse ctl MOUNTPOINT add FILE | fail NAME|PATH | remove NAME | re-add NAME
  *   raidfuse ctl [--wait] [--json] MOUNTPOINT check | repair
  *   raidfuse monitor [--scan | MOUNTPOINT...] [--program PROG] [--mail ADDR] [--syslog]
  *                    [--oneshot] [--test] [--delay N] [--increment N] [--daemonise]
@@ -707,11 +707,22 @@ static int cmd_mount(int argc, char **argv)
  * EXIT_USAGE. */
 static int assemble_arg(struct rf_fuse_opts *o, const char **members, int *n, const char *arg)
 {
-	if (!o->mountpoint)
+	/* A member's path as typed, made absolute: the daemon, its control
+	 * files (md/dev-NAME/path) and ctl fail PATH name it the same from
+	 * anywhere. */
+	static char abs[RF_MAX_MEMBERS][PATH_MAX];
+	char cwd[PATH_MAX];
+
+	if (!o->mountpoint) {
 		o->mountpoint = arg;
-	else if (*n < RF_MAX_MEMBERS)
-		members[(*n)++] = arg;
-	else
+	} else if (*n < RF_MAX_MEMBERS) {
+		members[*n] = arg;
+		if (arg[0] != '/' && !rf_nbd_is_uri(arg) && getcwd(cwd, sizeof(cwd)) &&
+		    snprintf(abs[*n], sizeof(abs[*n]), "%s/%s", strcmp(cwd, "/") ? cwd : "",
+			     strncmp(arg, "./", 2) ? arg : arg + 2) < (int)sizeof(abs[*n]))
+			members[*n] = abs[*n];
+		(*n)++;
+	} else
 		return usage_error("assemble: more than %d members ('%s')", RF_MAX_MEMBERS, arg);
 	return 0;
 }
@@ -1790,6 +1801,48 @@ static bool ctl_is_option(const char *arg)
 }
 
 /* ctl [--json] MOUNTPOINT ATTR [VALUE], the device verbs, check/repair. */
+/* The device name (md/dev-NAME) of the device whose path is path, as
+ * md/dev-NAME/path lists it: the path as given, or the file it names
+ * (symlinks, ./ and ../ resolved).  0, or the exit status after saying
+ * why. */
+static int ctl_dev_by_path(const char *mnt, const char *path, char *name, size_t size)
+{
+	char md[PATH_MAX], p[PATH_MAX + 300], got[PATH_MAX], real[PATH_MAX];
+	struct dirent *e;
+	bool have_real = realpath(path, real) != NULL;
+	int found = 0;
+	DIR *d;
+
+	snprintf(md, sizeof(md), "%s/md", mnt);
+	d = opendir(md);
+	if (!d) {
+		not_served(mnt, "md/", errno);
+		return 1;
+	}
+	while ((e = readdir(d))) {
+		int n;
+
+		if (strncmp(e->d_name, "dev-", 4))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s/path", md, e->d_name);
+		n = rf_read_text(p, got, sizeof(got));
+		if (n <= 0)
+			continue;
+		got[strcspn(got, "\n")] = '\0';
+		if (strcmp(got, path) && !(have_real && !strcmp(got, real)))
+			continue;
+		snprintf(name, size, "%s", e->d_name + 4);
+		found = 1;
+		break;
+	}
+	closedir(d);
+	if (found)
+		return 0;
+	fprintf(stderr, "raidfuse: ctl: %s is not a device of the array at %s (each md/dev-NAME/path names "
+		"one)\n", path, mnt);
+	return 1;
+}
+
 static int cmd_ctl(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -1799,7 +1852,7 @@ static int cmd_ctl(int argc, char **argv)
 		OPT_END
 	};
 	static char buf[65536];
-	char path[4096], what[4200], abs[PATH_MAX], devattr[300];
+	char path[4096], what[4200], abs[PATH_MAX], devattr[300], devname[256];
 	const char *mnt, *attr, *val, *pos[3], *wait_for = NULL;
 	bool json = false, wait = false;
 	int fd, n, err, npos = 0, ch, rc = -1;
@@ -1840,8 +1893,15 @@ static int cmd_ctl(int argc, char **argv)
 			val = abs;
 		}
 	} else if (val && (!strcmp(attr, "fail") || !strcmp(attr, "remove") || !strcmp(attr, "re-add"))) {
-		if (!*val || strchr(val, '/'))
-			return usage_error("ctl: '%s' is not a device name (a member file's base name)", val);
+		if (!*val)
+			return usage_error("ctl: %s expects a device NAME or path", attr);
+		if (strchr(val, '/')) {
+			/* the path the admin typed, as mdadm takes it */
+			n = ctl_dev_by_path(mnt, val, devname, sizeof(devname));
+			if (n)
+				return n;
+			val = devname;
+		}
 		snprintf(devattr, sizeof(devattr), "dev-%s/state", val);
 		val = !strcmp(attr, "fail") ? "faulty" : attr;
 		attr = devattr;
@@ -2353,7 +2413,7 @@ static const struct cmd cmds[] = {
 	  "print mdstat and every md attribute; --watch a resync" },
 	{ "ctl", cmd_ctl,
 	  "raidfuse ctl [--json] MOUNTPOINT ATTR [VALUE]\n"
-	  "raidfuse ctl MOUNTPOINT add FILE | fail NAME | remove NAME | re-add NAME\n"
+	  "raidfuse ctl MOUNTPOINT add FILE | fail NAME|PATH | remove NAME | re-add NAME\n"
 	  "raidfuse ctl [--wait] [--json] MOUNTPOINT check | repair",
 	  "Print md attribute ATTR of the array on MOUNTPOINT, or set it to VALUE, as `cat` and\n"
 	  "`echo VALUE >` on MOUNTPOINT/md/ATTR do (VALUE may start with '-', as md's\n"
@@ -2363,7 +2423,8 @@ static const struct cmd cmds[] = {
 	  "\"error=EIO rate=0.5 ops=write\" or \"off\"), ...  (man raidfuse lists them all)\n"
 	  "\n"
 	  "  add FILE|URI           add FILE (or an NBD export) as a spare (md/new_dev)\n"
-	  "  fail NAME              mark device NAME (a member file's base name) faulty\n"
+	  "  fail NAME|PATH         mark device NAME (a member file's base name), or the one at\n"
+	  "                         PATH, faulty (the last copy of some data: refused, busy)\n"
 	  "  remove NAME            take faulty or spare device NAME out of the array\n"
 	  "  re-add NAME            put failed device NAME back (md's --re-add: with a bitmap\n"
 	  "                         only what it missed is rebuilt; an NBD member reconnects)\n"

@@ -12,7 +12,8 @@
 #    makes valid JSON; a member without a superblock prints nothing on
 #    stdout and exits 1.
 # 3. status --json and ctl --json: md's attribute names and values, the
-#    devices and their states (a failed one shows as faulty, degraded 1).
+#    devices and their states (a failed one shows as faulty, degraded 1;
+#    ctl fail takes the member's path as typed, or its name).
 # 4. ctl check --wait: a check of a member whose data was changed behind
 #    the array's back reports mismatch_cnt > 0 and exits 0; after repair
 #    --wait, check --wait reports 0 (the negative control); the progress
@@ -189,7 +190,11 @@ jq -s -e 'length >= 1 and (.[-1].sync_action == "idle")' "$WORK/watch.json" >/de
 # --- 3 again: a failed device -------------------------------------------------
 
 log "a failed device in status --json; a VALUE starting with '-' (md's -faulty)"
-"$RAIDFUSE" ctl "$MNT" fail d3.img
+# fail takes the path as typed (relative here, as mdadm --fail takes it)
+# or the device's name; a path that is no device of the array is refused
+expect_fail "$RAIDFUSE" ctl "$MNT" fail ./d9.img
+grep -q "d9.img is not a device of the array" <<<"$OUT" || fail "ctl fail of no device's path: $OUT"
+"$RAIDFUSE" ctl "$MNT" fail ./d3.img || fail "ctl MNT fail ./d3.img (a path) exited $?"
 "$RAIDFUSE" status --json "$MNT" |
 	jq -e '.degraded == 1 and (.devices[] | select(.name == "d3.img") | .state) == "faulty"' >/dev/null ||
 	fail "after fail d3.img: $("$RAIDFUSE" status --json "$MNT")"
