@@ -697,7 +697,7 @@ ev_create() { # SPARES
 	NSEQ=$((NSEQ + 1))
 	SEQ_STEP=0
 	BROKEN_SEEN=0 DIRTY=0 SLOW=0 NADD=0 SERVED=0 ABROKEN=0
-	PENDING=()
+	PENDING=() GONE_PENDING=()
 	rm -rf "$D"
 	mkdir -p "$D"
 	REPLAY=$D/replay.sh
