@@ -1658,6 +1658,9 @@ static int cmd_monitor(int argc, char **argv)
 	mr = mmap(NULL, sizeof(*mr), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (mr == MAP_FAILED) {
 		fprintf(stderr, "raidfuse: monitor: %s\n", strerror(errno));
+		for (i = 0; i < n; i++)
+			mon_free(v[i]);
+		free(v);
 		return 1;
 	}
 	/* a named mount must be a raidfuse one: its files say so */
@@ -1681,9 +1684,8 @@ static int cmd_monitor(int argc, char **argv)
 		    (size_t)snprintf(pidf, sizeof(pidf), "%s/%s", abs, pidfile) < sizeof(pidf))
 			pidfile = pidf;
 		rc = rf_daemon_fork(false);
-		if (rc >= 0)
-			return rc;      /* the parent: the daemon's start went so */
-		rc = -1;
+		if (rc < 0)
+			rc = -1;        /* the daemon goes on; the parent returns how its start went */
 	}
 	if (rc < 0 && pidfile && rf_monitor_pidfile_claim(pidfile, err, sizeof(err))) {
 		fprintf(stderr, "raidfuse: monitor: %s\n", err);

@@ -7,7 +7,8 @@
 #    orders the members by role (they are given shuffled), and the image
 #    holds the pattern in every sector; raidfuse examine prints what mdadm
 #    --examine printed for each member.  Left out: one member (parity and
-#    mirrors serve), and too many members (refused).
+#    mirrors serve; RF_QUICK=1: one array of each redundant family), and
+#    too many members (refused).
 # 2. --ro: the image cannot be opened for writing (EROFS) and the members
 #    stay byte for byte the same.
 # 3. raidfuse create writes 1.2 superblocks that mdadm --examine accepts,
@@ -92,7 +93,14 @@ while IFS= read -r line; do
 		grep -q "too few members" <<<"$OUT" || fail "$name without a member: '$OUT'"
 		;;
 	*)
-		# Without its first member (role disks-1, given first above).
+		# Without its first member (role disks-1, given first above);
+		# a quick run (RF_QUICK=1, the sanitizers' pass) one array of
+		# each redundant family (03-md-images leaves out every member
+		# of every array through a config).
+		if [ "${RF_QUICK:-0}" = 1 ] && [[ " r1-2d r5-ls-4d-64k r6-ls-5d-64k r10-f2-5d-64k " != *" $name "* ]]; then
+			narrays=$((narrays + 1))
+			continue
+		fi
 		start_assemble array.img "$MNT" "${members[@]:1}"
 		"$RFHELPER" pattern "$MNT/array.img" "$sectors" >"$WORK/pattern.out" ||
 			fail "$name degraded: $(cat "$WORK/pattern.out")"
