@@ -10,7 +10,7 @@
  * follows the right process (the unit needs NotifyAccess=all for that
  * form; raidfuse@.service runs the daemon in the foreground instead).
  *
- * STATUS is kept up to date by a thread of its own that looks at the
+ * STATUS is kept up to date by a background thread (bgthread.h) that looks at the
  * array every RF_NOTIFY_PERIOD_MS and sends the line when it differs
  * from the last one sent: a member that fails, a rebuild that starts or
  * ends, whatever did it (an IO error, ctl, a spare taking over), shows
@@ -34,20 +34,18 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "raidfuse/bgthread.h"
 #include "raidfuse/daemon.h"
 #include "raidfuse/log.h"
 #include "raidfuse/notify.h"
 #include "raidfuse/sync.h"
 
 static struct {
-	pthread_t thread;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;            /* signalled by rf_notify_stopping() */
-	bool running;                   /* the thread was started */
-	bool stop;                      /* protected by lock */
+	struct rf_bgthread bg;          /* looks every RF_NOTIFY_PERIOD_MS (bgthread.h) */
+	bool running;                   /* bg was started */
 	struct rf_array *a;
-	char last[256];                 /* the STATUS last sent: the thread's own */
-} nt = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	char last[256];                 /* the STATUS last sent: bg's own */
+} nt;
 
 void rf_notify_status_line(struct rf_array *a, char *buf, size_t len)
 {
@@ -95,38 +93,21 @@ static void send_status(const char *line)
 	send_state(msg);
 }
 
-static void *status_thread(void *arg)
+static void status_look(void *arg)
 {
 	char line[sizeof(nt.last)];
-	struct timespec ts;
 
 	(void)arg;
-	pthread_mutex_lock(&nt.lock);
-	while (!nt.stop) {
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += RF_NOTIFY_PERIOD_MS * 1000000L;
-		ts.tv_sec += ts.tv_nsec / 1000000000L;
-		ts.tv_nsec %= 1000000000L;
-		while (!nt.stop && pthread_cond_timedwait(&nt.cond, &nt.lock, &ts) != ETIMEDOUT)
-			;
-		if (nt.stop)
-			break;
-		pthread_mutex_unlock(&nt.lock);
-		rf_notify_status_line(nt.a, line, sizeof(line));
-		if (strcmp(line, nt.last)) {
-			snprintf(nt.last, sizeof(nt.last), "%s", line);
-			send_status(line);
-		}
-		pthread_mutex_lock(&nt.lock);
+	rf_notify_status_line(nt.a, line, sizeof(line));
+	if (strcmp(line, nt.last)) {
+		snprintf(nt.last, sizeof(nt.last), "%s", line);
+		send_status(line);
 	}
-	pthread_mutex_unlock(&nt.lock);
-	return NULL;
 }
 
 void rf_notify_serving(struct rf_array *a)
 {
 	char msg[sizeof(nt.last) + 64];
-	pthread_condattr_t ca;
 	int n = 0, r;
 
 	if (!getenv("NOTIFY_SOCKET") || nt.running)
@@ -137,15 +118,15 @@ void rf_notify_serving(struct rf_array *a)
 		n = snprintf(msg, sizeof(msg), "MAINPID=%d\n", (int)getpid());
 	snprintf(msg + n, sizeof(msg) - (size_t)n, "READY=1\nSTATUS=%s", nt.last);
 	send_state(msg);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&nt.cond, &ca);
-	pthread_condattr_destroy(&ca);
-	nt.stop = false;
-	r = pthread_create(&nt.thread, NULL, status_thread, NULL);
+	r = rf_bg_init(&nt.bg, "rf-notify", RF_NOTIFY_PERIOD_MS, status_look, NULL);
+	if (!r) {
+		r = rf_bg_start(&nt.bg);
+		if (r)
+			rf_bg_destroy(&nt.bg);
+	}
 	if (r)
 		rf_warn("cannot start the thread that tells the service manager the array's state: %s "
-			"(STATUS stays '%s')", strerror(r), nt.last);
+			"(STATUS stays '%s')", strerror(-r), nt.last);
 	nt.running = !r;
 }
 
@@ -154,11 +135,7 @@ void rf_notify_stopping(void)
 	if (!getenv("NOTIFY_SOCKET") || !nt.a)
 		return;
 	if (nt.running) {
-		pthread_mutex_lock(&nt.lock);
-		nt.stop = true;
-		pthread_cond_signal(&nt.cond);
-		pthread_mutex_unlock(&nt.lock);
-		pthread_join(nt.thread, NULL);
+		rf_bg_destroy(&nt.bg);
 		nt.running = false;
 	}
 	send_state("STOPPING=1\nSTATUS=stopping: writing the last superblocks");
