@@ -32,6 +32,8 @@ command -v nbdkit >/dev/null || { echo "bench-nbd: nbdkit is not installed" >&2;
 W=$(mktemp -d /dev/shm/rf-bench-nbd.XXXXXX)
 pids=()
 cleanup() {
+	# a subshell killed early runs the EXIT trap it inherited: not ours to clean
+	[ "$BASHPID" = "$$" ] || return 0
 	local m
 	for m in "$W"/mnt-*; do
 		[ -d "$m" ] && { fusermount3 -u "$m" 2>/dev/null || true; }

@@ -29,6 +29,8 @@ while getopts "t:r:c:j:" o; do
 done
 dir=$(mktemp -d "${BENCH_DIR:-/dev/shm}/bench-ppl.XXXXXX")
 cleanup() {
+	# a subshell killed early runs the EXIT trap it inherited: not ours to clean
+	[ "$BASHPID" = "$$" ] || return 0
 	for t in resync ppl; do
 		fusermount3 -u "$dir/$t/mnt" 2>/dev/null || true
 	done

@@ -107,6 +107,8 @@ mkfifo "$work/tick"
 exec {tick}<>"$work/tick"
 daemon=''
 cleanup() {
+	# a subshell killed early runs the EXIT trap it inherited: not ours to clean
+	[ "$BASHPID" = "$$" ] || return 0
 	set +e
 	if mountpoint -q "$mnt" 2>/dev/null; then
 		fusermount3 -uz "$mnt"

@@ -151,6 +151,8 @@ forget() {
 	pids=("${keep[@]}")
 }
 cleanup() {
+	# a subshell killed early runs the EXIT trap it inherited: not ours to clean
+	[ "$BASHPID" = "$$" ] || return 0
 	local m p
 	set +e
 	for m in "$work"/mnt-*; do

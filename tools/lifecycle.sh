@@ -263,6 +263,8 @@ vlog() { [ $VERB = 1 ] && echo "  $*"; return 0; }
 viol() { VIOLS+=("$*"); }
 
 cleanup() {
+	# a subshell killed early runs the EXIT trap it inherited: not ours to clean
+	[ "$BASHPID" = "$$" ] || return 0
 	teardown
 	[ -n "$URING_SAVED" ] && echo "$URING_SAVED" >$UPARAM
 	if [ $KEEP = 0 ] && [ $NVIOL = 0 ]; then
@@ -273,7 +275,7 @@ cleanup() {
 }
 trap cleanup EXIT
 # stopped (kill, Ctrl-C): what was done so far, then the usual cleanup
-trap 'summary " (stopped)"; exit 130' INT TERM
+trap '[ "$BASHPID" = "$$" ] || { trap - EXIT; exit 143; }; summary " (stopped)"; exit 130' INT TERM
 
 # watch_start SECONDS / watch_stop: a watchdog over what runs between
 # them.  A process waiting for a FUSE answer cannot be killed (not even

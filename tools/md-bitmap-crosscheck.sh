@@ -33,6 +33,8 @@ fi
 work=$(mktemp -d /dev/shm/rf-bmcross-XXXXXX)
 pids=()
 cleanup() {
+	# a subshell killed early runs the EXIT trap it inherited: not ours to clean
+	[ "$BASHPID" = "$$" ] || return 0
 	fusermount3 -uz "$work/mnt" 2>/dev/null || true
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	rm -rf "$work"

@@ -26,7 +26,7 @@ fi
 [ -f "$MD_IMAGES/manifest.jsonl" ] ||
 	{ echo "md-crosscheck.sh: no $MD_IMAGES/manifest.jsonl (set MD_IMAGES=DIR)" >&2; exit 2; }
 work=$(mktemp -d /dev/shm/rf-crosscheck-XXXXXX)
-trap 'fusermount3 -uz "$work/mnt" 2>/dev/null || true; rm -rf "$work"' EXIT
+trap '[ "$BASHPID" = "$$" ] || exit; fusermount3 -uz "$work/mnt" 2>/dev/null || true; rm -rf "$work"' EXIT
 mkdir -p "$work/mnt"
 
 names=("$@")

@@ -173,6 +173,9 @@ struct rf_dev_info {
 	char name[256];                 /* md/dev-NAME: the file's base name */
 	char path[4096];                /* as given */
 	int slot;                       /* role served (md's "slot"); -1: none */
+	int number;                     /* md's device number (1.x: the superblock's
+					 * dev_number; else the device's index): what
+					 * mdstat shows in brackets */
 	unsigned flags;                 /* enum rf_dev_flags */
 	uint64_t errors;                /* member IOs that failed (md's "errors") */
 	uint64_t offset;                /* data offset, sectors (md's "offset") */

@@ -107,6 +107,11 @@ extern const size_t rf_ctl_dev_nattrs;
 const struct rf_ctl_attr *rf_ctl_find(const char *name);
 /* An md/dev-NAME/ attribute by name, or NULL. */
 const struct rf_ctl_attr *rf_ctl_dev_find(const char *name);
+/* What a write of the attribute at rel (a path under md/: "NAME",
+ * "bitmap/NAME" or "dev-DEV/NAME") takes, as the daemon's refusal says
+ * it: for the command line, which only sees EINVAL.  NULL when rel names
+ * no writable attribute. */
+const char *rf_ctl_takes(const char *rel);
 
 /* Format at's content into buf (size bytes, NUL-terminated).  Returns its
  * length, or -EOVERFLOW if it does not fit. */

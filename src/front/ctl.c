@@ -804,6 +804,20 @@ const struct rf_ctl_attr rf_ctl_bitmap_attrs[] = {
 
 const size_t rf_ctl_bitmap_nattrs = sizeof(rf_ctl_bitmap_attrs) / sizeof(rf_ctl_bitmap_attrs[0]);
 
+const char *rf_ctl_takes(const char *rel)
+{
+	const struct rf_ctl_attr *at = NULL;
+	const char *slash = strchr(rel, '/');
+
+	if (!slash)
+		at = rf_ctl_find(rel);
+	else if (!strncmp(rel, RF_CTL_MD_BITMAP "/", slash - rel + 1) && !strchr(slash + 1, '/'))
+		at = find_attr(rf_ctl_bitmap_attrs, rf_ctl_bitmap_nattrs, slash + 1);
+	else if (!strncmp(rel, "dev-", 4) && !strchr(slash + 1, '/'))
+		at = rf_ctl_dev_find(slash + 1);
+	return at ? at->takes : NULL;
+}
+
 /* Whether at lives in md/bitmap/ (for messages). */
 static bool is_bitmap_attr(const struct rf_ctl_attr *at)
 {
@@ -814,8 +828,10 @@ static bool is_bitmap_attr(const struct rf_ctl_attr *at)
 
 /* /proc/mdstat with one array, md0.  md lists the members newest first,
  * which for an array assembled in role order is the highest role first;
- * the number in brackets is the role, (F) marks a failed member and a
- * missing one is not listed (md has no device to name). */
+ * the number in brackets is md's device number (a 1.x superblock's
+ * dev_number: a spare that took over a slot keeps its own), (F) marks a
+ * failed member and a missing one is not listed (md has no device to
+ * name). */
 static void show_mdstat(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
 {
 	const char *meta = metadata_version(a, i);
@@ -831,7 +847,7 @@ static void show_mdstat(struct rf_array *a, const struct rf_array_info *i, int m
 
 		if (rf_array_dev_info(a, k, &d) || (d.flags & RF_DEV_MISSING))
 			continue;
-		rf_ctl_printf(b, " %s[%d]%s%s", d.name, k, d.flags & RF_DEV_WRITE_MOSTLY ? "(W)" : "",
+		rf_ctl_printf(b, " %s[%d]%s%s", d.name, d.number, d.flags & RF_DEV_WRITE_MOSTLY ? "(W)" : "",
 			      d.flags & RF_DEV_FAULTY ? "(F)" : d.slot < 0 ? "(S)" : "");
 	}
 	rf_ctl_printf(b, "\n      %llu blocks", (unsigned long long)(i->array_size / 1024));

@@ -78,6 +78,7 @@
 #include "raidfuse/bitmap.h"
 #include "raidfuse/config.h"
 #include "raidfuse/create.h"
+#include "raidfuse/ctl.h"
 #include "raidfuse/daemon.h"
 #include "raidfuse/detail.h"
 #include "raidfuse/detect.h"
@@ -1968,9 +1969,10 @@ static int cmd_ctl(int argc, char **argv)
 		err = errno;
 	}
 	if (n < 0) {
-		if (err == EINVAL)
-			fprintf(stderr, "raidfuse: %s: '%s' refused: not a value it takes (the daemon's log says which)\n",
-				what, val);
+		if (err == EINVAL && rf_ctl_takes(attr))
+			fprintf(stderr, "raidfuse: %s: '%s' refused: it takes %s\n", what, val, rf_ctl_takes(attr));
+		else if (err == EINVAL)
+			fprintf(stderr, "raidfuse: %s: '%s' refused: not a value it takes\n", what, val);
 		else
 			fprintf(stderr, "raidfuse: %s: cannot set '%s': %s\n", what, val, strerror(err));
 		return 1;

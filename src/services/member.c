@@ -152,6 +152,9 @@ int rf_array_dev_info(struct rf_array *a, int dev, struct rf_dev_info *out)
 	snprintf(out->path, sizeof(out->path), "%s", m->path);
 	out->flags = dev_flags(a, dev);
 	out->slot = dev < rf_array_nslots(a) && !(out->flags & RF_DEV_MISSING) ? dev : -1;
+	rf_devs_lock(a);
+	out->number = m->sb_has ? (int)m->sb.dev_number : dev;
+	rf_devs_unlock(a);
 	out->errors = atomic_load_explicit(&m->nr_errors, memory_order_relaxed);
 	out->offset = m->data_offset / 512;
 	/* raid0 members may differ (md's zones): each its own */

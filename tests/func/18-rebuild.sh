@@ -12,7 +12,8 @@
 #    sync_speed_max while fio runs: mdstat shows md's recovery line and
 #    [n/n-1] on the way (captured to the log), sync_action reads recover.
 # 3. When the rebuild ends: degraded 0, the failed device is listed faulty
-#    without a slot, the spare in_sync in its slot; a check counts 0.
+#    without a slot, the spare in_sync in its slot (mdstat gives it its own
+#    device number, as md does, not the slot's); a check counts 0.
 # 4. Another member fails: the data still verifies, degraded is 1.
 # 5. After unmount, mdadm --examine (mdadm 4.2) shows the spare in the
 #    failed member's role; assembled again from the files with the spare
@@ -103,6 +104,9 @@ round() {
 	for ((i = 0; i < nsp; i++)); do
 		check '[ "$(dev_state "$name-s$i.img")" = in_sync ]' "$name: spare $i in sync"
 		check '[ "$(cat "$MNT/md/dev-$name-s$i.img/slot")" = "${victims[$i]}" ]' "$name: spare $i in slot ${victims[$i]}"
+		# md's mdstat numbers a device by its superblock's dev_number,
+		# which a spare keeps when it takes a slot (here n + i)
+		check 'grep -q " $name-s$i.img\[$((n + i))\]" "$MNT/mdstat"' "$name: mdstat numbers spare $i as device $((n + i)): $(cat "$MNT/mdstat")"
 	done
 	echo check >"$MNT/md/sync_action"
 	wait_for "$name: check" '[ "$(val sync_action)" = idle ]'

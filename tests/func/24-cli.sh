@@ -13,7 +13,8 @@
 #    stdout and exits 1.
 # 3. status --json and ctl --json: md's attribute names and values, the
 #    devices and their states (a failed one shows as faulty, degraded 1;
-#    ctl fail takes the member's path as typed, or its name).
+#    ctl fail takes the member's path as typed, or its name); a value a
+#    file refuses is answered with what it takes.
 # 4. ctl check --wait: a check of a member whose data was changed behind
 #    the array's back reports mismatch_cnt > 0 and exits 0; after repair
 #    --wait, check --wait reports 0 (the negative control); the progress
@@ -136,6 +137,14 @@ jq -e --arg m "$MNT" '.mountpoint == $m and .image == "array.img" and .level == 
 	fail "ctl --json stripe_cache_size: $("$RAIDFUSE" ctl --json "$MNT" stripe_cache_size)"
 [ "$("$RAIDFUSE" ctl "$MNT" sync_speed_min -J)" = '{"sync_speed_min":1000,"sync_speed_min_source":"system"}' ] ||
 	fail "ctl MNT sync_speed_min -J: $("$RAIDFUSE" ctl "$MNT" sync_speed_min -J)"
+# A refused value: the command says what the file takes (the daemon's
+# words), for md/, md/bitmap/ and md/dev-NAME/ files alike.
+for t in "stripe_cache_size 5|takes 17..32768" "bitmap/backlog 99999|takes 0..16383" \
+	"dev-d1.img/state sideways|takes faulty, remove" "array_state sleepy|takes suspended or active"; do
+	expect_fail "$RAIDFUSE" ctl "$MNT" ${t%|*}
+	grep -q "refused: it ${t#*|}" <<<"$OUT" || fail "ctl MNT ${t%|*}: does not say what it takes: $OUT"
+done
+[ "$("$RAIDFUSE" ctl "$MNT" stripe_cache_size)" = 256 ] || fail "a refused stripe_cache_size changed it"
 
 # --- 4. check --wait ----------------------------------------------------------
 

@@ -26,7 +26,7 @@ PARAM=/sys/module/fuse/parameters/enable_uring
 
 OLD_PARAM=$(cat $PARAM)
 # Restore the parameter, then lib.sh's cleanup (with the test's status).
-trap 'rc=$?; set +e; echo "$OLD_PARAM" >$PARAM; (exit $rc); _cleanup' EXIT
+trap 'rc=$?; _main_shell || exit $rc; set +e; echo "$OLD_PARAM" >$PARAM; (exit $rc); _cleanup' EXIT
 
 MNT=$WORK/mnt
 IMG=$MNT/array.img

@@ -137,7 +137,7 @@ fi
 OLD_PARAM=$(cat $PARAM)
 # set +e: under set -e the (exit $rc) of a failed run would end the trap
 # before _cleanup.
-trap 'rc=$?; set +e; echo "$OLD_PARAM" >$PARAM; (exit $rc); _cleanup' EXIT
+trap 'rc=$?; _main_shell || exit $rc; set +e; echo "$OLD_PARAM" >$PARAM; (exit $rc); _cleanup' EXIT
 echo 1 >$PARAM
 log "FUSE over io_uring: reads copied from the mappings into the ring entries, fio verify"
 start_array "$D/r5.conf" "$MNT" -o io_uring=on

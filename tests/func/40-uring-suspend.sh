@@ -29,7 +29,7 @@ OLD_PARAM=$(cat $PARAM)
 case $OLD_PARAM in Y | 1) OLD_PARAM=1 ;; *) OLD_PARAM=0 ;; esac
 # Restore the parameter, then lib.sh's cleanup (with the test's status).
 # Writers left hanging (a failed run) end with their timeout's children.
-trap 'rc=$?; set +e; for p in "${WPIDS[@]}"; do pkill -P "$p"; done; echo "$OLD_PARAM" >$PARAM; (exit $rc); _cleanup' EXIT
+trap 'rc=$?; _main_shell || exit $rc; set +e; for p in "${WPIDS[@]}"; do pkill -P "$p"; done; echo "$OLD_PARAM" >$PARAM; (exit $rc); _cleanup' EXIT
 WPIDS=()
 echo 1 >$PARAM
 

@@ -41,7 +41,7 @@ _end_disk() {
 	done
 	rm -rf "$D"
 }
-trap 'rc=$?; set +e; _end_disk; (exit $rc); _cleanup' EXIT
+trap 'rc=$?; _main_shell || exit $rc; set +e; _end_disk; (exit $rc); _cleanup' EXIT
 
 MNT=$WORK/mnt IMG=$WORK/mnt/array.img
 awk 'BEGIN { for (k = 0; k < 4096; k++) for (i = 0; i < 512; i++) printf "%07d\n", k }' >"$WORK/pat"

@@ -38,7 +38,7 @@ fi
 export LCBLOCKS=$LCB RAIDFUSE
 # the members on disk, as users keep them (not /dev/shm)
 LDIR=$(mktemp -d "${TMPDIR:-/tmp}/raidfuse-45.XXXXXX")
-trap 'rc=$?; set +e; rm -rf "$LDIR"; (exit $rc); _cleanup' EXIT
+trap 'rc=$?; _main_shell || exit $rc; set +e; rm -rf "$LDIR"; (exit $rc); _cleanup' EXIT
 
 # --- 1. the negative control ----------------------------------------------------------
 log "--selftest: a block written behind the model's back is reported"

@@ -27,7 +27,7 @@ requires fuse fio
 command -v fincore >/dev/null || skip "fincore (util-linux) not installed"
 DISK=$(mktemp -d /var/tmp/rf48.XXXXXX)
 # Removed at exit too, before lib.sh's cleanup (which keeps the status).
-trap '_rc=$?; rm -rf "$DISK"; (exit $_rc); _cleanup' EXIT
+trap '_rc=$?; _main_shell || exit $_rc; rm -rf "$DISK"; (exit $_rc); _cleanup' EXIT
 case $(stat -f -c %T "$DISK") in
 tmpfs | ramfs) skip "/var/tmp is in memory: no disk file system to test on" ;;
 esac

@@ -71,7 +71,7 @@ _mon_cleanup() {
 	[ -f "$WORK/hang.pids" ] && while read -r a b; do kill -KILL "$a" "$b" 2>/dev/null; done <"$WORK/hang.pids"
 	return 0
 }
-trap '_rc=$?; _mon_cleanup; (exit $_rc); _cleanup' EXIT
+trap '_rc=$?; _main_shell || exit $_rc; _mon_cleanup; (exit $_rc); _cleanup' EXIT
 # wait_event LINE-REGEX FILE SECS: a line of FILE matches within SECS.
 wait_event() {
 	local re=$1 f=$2 secs=$3 i

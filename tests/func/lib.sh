@@ -204,8 +204,15 @@ declare -A _CHILD_OF=()     # mount point -> 1 if the daemon is our child
 _LOOPS=()                   # loop devices this test attached (and holds)
 _FSMOUNTS=()                # file systems this test mounted (mount points)
 
+# Whether this is the test's own shell, not a subshell of it.  A subshell
+# that a signal reaches before it has dropped the traps it inherited runs
+# them (bash), and the EXIT trap would unmount the test's arrays and
+# remove its work directory under it: every EXIT trap starts with this.
+_main_shell() { [ "$BASHPID" = "$$" ]; }
+
 _cleanup() {
 	local rc=$? c mnt pid i
+	_main_shell || return 0
 	trap - EXIT ERR
 	set +e
 	for mnt in "${_FSMOUNTS[@]}"; do

@@ -60,7 +60,7 @@ _nbd_stop_all() {
 	done
 	return 0
 }
-trap '_rc=$?; set +e; _nbd_stop_all; (exit $_rc); _cleanup' EXIT
+trap '_rc=$?; _main_shell || exit $_rc; set +e; _nbd_stop_all; (exit $_rc); _cleanup' EXIT
 
 uri() { echo "nbd+unix:///?socket=$D/$1.sock"; }
 dev() { cat "$MNT/md/dev-$1/$2"; }
