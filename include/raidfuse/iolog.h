@@ -72,8 +72,10 @@ void rf_iolog_note(uint16_t kind, uint64_t a, uint64_t b, int64_t c);
 /* TEST-ONLY FAULT: whether RAIDFUSE_TEST_BREAK (read once, at start)
  * names this deliberate ordering bug ("bitmap": cleared bits written
  * without flushing the data they cover; "clean": a clean superblock
- * written without flushing the data), which tools/crash-states.sh
- * --break must catch.  Never set it on an array that holds data. */
+ * written without flushing the data; "stale-roles": a superblock update
+ * keeps each device's own role table, so one re-added after missing
+ * changes records them wrong), which tools/crash-states.sh --break and
+ * the functional tests must catch.  Never set it on an array that holds data. */
 bool rf_test_break(const char *what);
 
 #endif

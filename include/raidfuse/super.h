@@ -256,6 +256,12 @@ struct rf_sb_change {
 	uint32_t role_slot;
 	uint16_t role_value;
 	bool role_in_sync;
+	/* 1.x: before the role changes above, dev_roles and max_dev become
+	 * roles_from's (the array's freshest superblock), as md's
+	 * super_1_sync writes every device the whole table: a device that
+	 * was out while roles changed (failed, then re-added) must not keep
+	 * what it last saw.  NULL: its own are kept. */
+	const struct rf_sb *roles_from;
 	/* 1.x, this device: rebuilt up to recovery_offset (sectors), or in
 	 * sync (RF_SB_MAX_SECTOR: the recovery flag is cleared). */
 	bool set_recovery;

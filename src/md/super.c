@@ -1100,7 +1100,8 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 		r = -EINVAL;
 		goto out;
 	}
-	if (c->faulty_slot >= 0 && (uint32_t)c->faulty_slot >= now->max_dev) {
+	if (c->faulty_slot >= 0 &&
+	    (uint32_t)c->faulty_slot >= (c->roles_from && sb->kind != RF_SB_090 ? c->roles_from->max_dev : now->max_dev)) {
 		snprintf(err, errlen, "%s: device slot %d is outside the superblock's %u", path,
 			 c->faulty_slot, now->max_dev);
 		r = -EINVAL;
@@ -1149,6 +1150,13 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 		s->events = rf_to_le64(ev);
 		s->utime = rf_to_le64(t);
 		s->resync_offset = rf_to_le64(resync);
+		if (c->roles_from && c->roles_from->kind != RF_SB_090 && c->roles_from->max_dev <= RF_SB_MAX_DEV) {
+			uint32_t i;
+
+			for (i = 0; i < c->roles_from->max_dev; i++)
+				s->dev_roles[i] = rf_to_le16(c->roles_from->dev_roles[i]);
+			s->max_dev = rf_to_le32(c->roles_from->max_dev);
+		}
 		if (c->faulty_slot >= 0)
 			s->dev_roles[c->faulty_slot] = rf_to_le16(RF_SB_ROLE_FAULTY);
 		if (c->set_role) {

@@ -89,6 +89,7 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 {
 	struct rf_array *a = s->a;
 	uint64_t rec = rf_array_recovering(a), rec_off[RF_MAX_MEMBERS];
+	const struct rf_dev *model = NULL;
 	char err[1024];
 	int i, r, nwritten = 0;
 
@@ -105,6 +106,18 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 	/* md writes the bitmap's events first: one older than its
 	 * superblocks is stale. */
 	rf_bitmap_set_events(rf_array_bitmap(a), c->events);
+	/* Every device gets the whole role table of the freshest superblock
+	 * (each written one got every change): one that missed changes while
+	 * it was out, then came back (re-add), says what the others say, or an
+	 * assembly that takes its superblock as the array's would leave out
+	 * members that are in sync. */
+	for (i = 0; i < rf_devs_count(a); i++) {
+		const struct rf_dev *m = rf_dev_get(a, i);
+
+		if (m->sb_has && !rf_dev_faulty(a, i) && (!model || m->sb.events > model->sb.events))
+			model = m;
+	}
+	c->roles_from = model && !rf_test_break("stale-roles") ? &model->sb : NULL;
 	for (i = 0; i < rf_devs_count(a); i++) {
 		struct rf_dev *m = rf_dev_get(a, i);
 		struct rf_sb_change mine;

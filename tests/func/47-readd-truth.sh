@@ -21,6 +21,11 @@
 #    none, and is then rebuilt into its slot: the array becomes whole.
 #    On raid5 the same failure fails the array: re-add says so, and that
 #    no rebuild can put the device back.
+# 4. raid1 (3): member 1 fails, then member 0; 1 is re-added and rebuilt,
+#    then 0: after a clean stop every superblock says AAA (member 0's
+#    said A.A: it kept the role table it had when it failed), and an
+#    assembly with member 0 first serves [UUU] (it left member 1 out).
+#    Negative control: RAIDFUSE_TEST_BREAK=stale-roles brings it back.
 . "$(dirname "$0")/lib.sh"
 requires fuse fio
 
@@ -157,4 +162,41 @@ grep -q "r5other-2.img re-added as a spare, not to slot 2: the array has failed"
 check '[ "$(dev_state r5other-2.img)" = spare ] && [ "$(dev_slot r5other-2.img)" = none ]' \
 	"r5other: member 2 is a spare without a slot"
 stop_array "$MNT"
+
+# ---- 4
+# roles NAME [BREAK]: raid1 of 3; member 1 fails, then member 0; member 1
+# is re-added and rebuilt while member 0 is out, then member 0.  After a
+# clean stop the superblocks must agree; assembled with member 0 first
+# (the events tie, so its superblock is taken as the array's, as md takes
+# the first of the freshest), all three serve.  BREAK: the daemon runs
+# with RAIDFUSE_TEST_BREAK=stale-roles (each device keeps its own role
+# table), and the check must fail.
+roles() {
+	local t=$1 brk=${2:-} f st=""
+	mk_conf "$D/$t.conf" level=1 members="$(members 3 "$t-")" member_size=16M metadata=1.2
+	create_array --assume-clean "$D/$t.conf"
+	RAIDFUSE_TEST_BREAK=$brk start_array_daemon "$D/$t.conf" "$MNT"
+	fio_verify "$IMG" "${FILL[@]}"
+	echo faulty >"$MNT/md/dev-$t-1.img/state"
+	echo faulty >"$MNT/md/dev-$t-0.img/state"
+	"$RAIDFUSE" ctl "$MNT" re-add "$t-1.img" || fail "$t: re-add of member 1 refused"
+	wait_for "$t: member 1 rebuilt" '[ "$(dev_state $t-1.img)" = in_sync ] && [ "$(val sync_action)" = idle ]'
+	"$RAIDFUSE" ctl "$MNT" re-add "$t-0.img" || fail "$t: re-add of member 0 refused"
+	wait_for "$t: member 0 rebuilt" '[ "$(val degraded)" = 0 ] && [ "$(val sync_action)" = idle ]'
+	stop_array "$MNT"
+	for f in 0 1 2; do
+		st+=" $("$RAIDFUSE" examine "$D/$t-$f.img" | sed -n 's/^ *Array State : \([^ ]*\).*/\1/p')"
+	done
+	start_assemble array.img "$MNT" "$D/$t-0.img" "$D/$t-1.img" "$D/$t-2.img"
+	ROLES_SEEN="$st; $(grep -o '\[3/[0-9]\] \[[U_]*\]' "$MNT/mdstat")"
+	vlog "$t: array states$ROLES_SEEN"
+	fio_verify --verify_only "$IMG" "${FILL[@]}"
+	stop_array "$MNT"
+}
+log "roles: a member re-added after missing another's re-add records it in sync"
+roles roles
+[ "$ROLES_SEEN" = " AAA AAA AAA; [3/3] [UUU]" ] || fail "roles: superblocks and assembly: $ROLES_SEEN"
+log "roles (negative control, RAIDFUSE_TEST_BREAK=stale-roles): the same check fails"
+roles rolesbrk stale-roles
+[ "$ROLES_SEEN" != " AAA AAA AAA; [3/3] [UUU]" ] || fail "roles with stale-roles: the check did not see it: $ROLES_SEEN"
 exit 0

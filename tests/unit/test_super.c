@@ -899,6 +899,31 @@ static void test_update_io_change(void **state)
 	assert_int_equal(sb.role, 0);
 	fail1.faulty_slot = 4000;
 	assert_int_equal(rf_sb_update_io(&io, p, &sb, &fail1, err, sizeof(err)), -EINVAL);
+
+	/* roles_from: a device that missed changes takes the freshest table
+	 * whole (slot 1 back in sync, a spare numbered 6), then this change
+	 * on top (slot 3 faulty); without it, its own table stays */
+	{
+		struct rf_sb model = sb;
+		struct rf_sb_change back = { .clean = true, .resync_offset = RF_SB_MAX_SECTOR, .faulty_slot = 3 };
+
+		model.dev_roles[1] = 1;
+		model.max_dev = 7;
+		model.dev_roles[5] = RF_SB_ROLE_FAULTY;
+		model.dev_roles[6] = RF_SB_ROLE_SPARE;
+		assert_int_equal(rf_sb_update_io(&io, p, &sb, &back, err, sizeof(err)), 0);
+		assert_int_equal(sb.dev_roles[1], RF_SB_ROLE_FAULTY);
+		back.roles_from = &model;
+		assert_int_equal(rf_sb_update_io(&io, p, &sb, &back, err, sizeof(err)), 0);
+		assert_int_equal(rf_sb_read(fd, p, &sb, err, sizeof(err)), 0);
+		assert_int_equal(sb.max_dev, 7);
+		assert_int_equal(sb.dev_roles[0], 0);
+		assert_int_equal(sb.dev_roles[1], 1);
+		assert_int_equal(sb.dev_roles[2], 2);
+		assert_int_equal(sb.dev_roles[3], RF_SB_ROLE_FAULTY);
+		assert_int_equal(sb.dev_roles[6], RF_SB_ROLE_SPARE);
+		assert_int_equal(sb.role, 0);
+	}
 	close(fd);
 
 	make090(w, 0, sectors);
