@@ -538,30 +538,46 @@ if [ $drain = 1 ]; then
 	[ ${#no_ctl[@]} = 0 ] || echo "no drain runs (no md/stripe_cache_size): ${no_ctl[*]}"
 	cat "$work"/fio/*.drains.err 2>/dev/null | sort | uniq -c | sed 's/^/drain loop: /' || true
 fi
-# The plot: per job, each target's IOPS ratio to null (gnuplot, if there).
+# The plot (gnuplot, if there): one panel per job, a bar per target, its
+# IOPS ratio to null (with -d: to disk), each target in a colour of its
+# own throughout (32 distinct ones), and the ratio 1 drawn.
 png=${csv%.csv}.png
-if [ -z "$diskdir" ] && command -v gnuplot >/dev/null; then
-	awk -F, 'NR > 1 && $1 != "null" { if (!($1 in ti)) { ti[$1] = ++nt; tn[nt] = $1 }
-			if (!($2 in ji)) { ji[$2] = ++nj; jn[nj] = $2 } v[ji[$2], ti[$1]] = $14 }
-		END { printf "job"; for (t = 1; t <= nt; t++) printf " %s", tn[t]; printf "\n"
-			for (j = 1; j <= nj; j++) { printf "%s", jn[j]
-				for (t = 1; t <= nt; t++) printf " %s", ((j, t) in v && v[j, t] != "-") ? v[j, t] : "NaN"
-				printf "\n" } }' "$csv" >"$work/plot.dat"
-	ncol=$(head -1 "$work/plot.dat" | wc -w)
-	gnuplot <<PLOT || echo "bench.sh: gnuplot failed; no plot" >&2
-set terminal pngcairo size 1200,600 noenhanced
-set output "$png"
-set title "raidfuse: IOPS / fuse-ceiling -n (null: the FUSE transport alone), median of $rounds rounds of ${runtime}s"
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.8 border -1
-set yrange [0:*]
-set ylabel "ratio to null"
-set grid ytics
-set key outside right top
-set xtics rotate by -20
-plot for [c=2:$ncol] "$work/plot.dat" using c:xtic(1) title columnheader(c), 1 with lines lw 2 dt 2 title "null"
-PLOT
+if command -v gnuplot >/dev/null; then
+	if [ -n "$diskdir" ]; then col=24 base=disk; else col=14 base=null; fi
+	awk -F, -v col=$col -v base=$base 'NR > 1 && $1 != base { if (!($1 in ti)) { ti[$1] = ++nt; tn[nt] = $1 }
+			if (!($2 in ji)) { ji[$2] = ++nj; jn[nj] = $2 } v[ji[$2], ti[$1]] = $col }
+		END { for (j = 1; j <= nj; j++) for (t = 1; t <= nt; t++)
+			printf "%s %d %s %s\n", jn[j], t, tn[t], ((j, t) in v && v[j, t] != "-" && v[j, t] != "") ? v[j, t] : "NaN" }' \
+		"$csv" >"$work/plot.dat"
+	njob=$(awk '{ print $1 }' "$work/plot.dat" | sort -u | wc -l)
+	ntgt=$(awk '{ print $2 }' "$work/plot.dat" | sort -un | tail -n 1)
+	{
+		echo "set terminal pngcairo size $((360 * (njob < 3 ? njob : 3))),$((320 * ((njob + 2) / 3) + 40)) noenhanced font ',9'"
+		echo "set output '$png'"
+		# 32 colours, no two alike
+		i=0
+		for c in '#1f77b4' '#ff7f0e' '#2ca02c' '#d62728' '#9467bd' '#8c564b' '#e377c2' '#7f7f7f' \
+			'#bcbd22' '#17becf' '#393b79' '#ad494a' '#637939' '#843c39' '#7b4173' '#3182bd' \
+			'#e6550d' '#31a354' '#756bb1' '#636363' '#fdae6b' '#9edae5' '#c49c94' '#000000' \
+			'#ffd700' '#00ff7f' '#ff1493' '#00bfff' '#8b0000' '#556b2f' '#ff00ff' '#a0522d'; do
+			i=$((i + 1))
+			echo "set linetype $i lc rgb '$c'"
+		done
+		echo "set multiplot layout $(((njob + 2) / 3)),$((njob < 3 ? njob : 3)) title 'raidfuse: IOPS / $base (median of $rounds rounds of ${runtime}s)'"
+		echo "set style fill solid 0.85 border -1"
+		echo "set boxwidth 0.8"
+		echo "set yrange [0:*]"
+		echo "set grid ytics"
+		echo "set xtics rotate by -45 font ',8'"
+		echo "set xrange [0:$((ntgt + 1))]"
+		echo "unset key"
+		for j in $(awk '{ print $1 }' "$work/plot.dat" | awk '!s[$0]++'); do
+			echo "set title '$j'"
+			echo "plot '$work/plot.dat' using (\$2):(strcol(1) eq '$j' ? \$4 : NaN):(0.8):(1 + (int(\$2) - 1) % 32):xtic(3) with boxes lc variable, 1 with lines lw 2 dt 2 lc rgb '#000000'"
+		done
+		echo "unset multiplot"
+	} >"$work/plot.gp"
+	gnuplot "$work/plot.gp" || echo "bench.sh: gnuplot failed; no plot" >&2
 fi
 
 echo
