@@ -24,6 +24,8 @@
 #                   DESTDIR= (BINDIR=PREFIX/bin, MANDIR=PREFIX/share/man,
 #                   UNITDIR=PREFIX/lib/systemd/system); make uninstall
 #   make man-check  groff -man -ww -z on each man page: any warning fails
+#   make layers     the layer order (README.md) checked on the objects' symbols, against
+#                   tools/layers.allow; its selftest plants an upward call first
 #   V=1             full command lines
 
 PREFIX ?= /usr/local
@@ -202,7 +204,7 @@ judge-bitmap: $(BUILD)/raidfuse
 # (default 600), or until FUZZ_RUNS executions when that is set (-runs=;
 # then no time limit unless FUZZ_SECONDS is given too), under nice -n
 # FUZZ_NICE (default 19 there, 0 for make fuzz) so it starves nothing.  The harnesses
-# past fuzz_super and fuzz_config link the whole library, built once more
+# past fuzz_super link the whole library, built once more
 # with the fuzzer's instrumentation in build-fuzz/obj/.
 FUZZ_CC ?= clang
 FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Iinclude $(shell pkg-config --cflags libconfig) \
@@ -210,16 +212,12 @@ FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Iinclude $(shell pkg-config --cf
 FUZZ_LIB_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -DRF_VERSION=\"$(VERSION)\" -Iinclude -Isrc $(PKG_CFLAGS) \
 	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
 FUZZ_LIB_OBJS := $(LIB_SRCS:src/%.c=build-fuzz/obj/%.o)
-FUZZ_LIB_HARNESSES := fuzz_bitmap fuzz_overlay fuzz_ctl fuzz_fault
-FUZZERS := build-fuzz/fuzz_super build-fuzz/fuzz_config $(FUZZ_LIB_HARNESSES:%=build-fuzz/%)
+FUZZ_LIB_HARNESSES := fuzz_config fuzz_bitmap fuzz_overlay fuzz_ctl fuzz_fault
+FUZZERS := build-fuzz/fuzz_super $(FUZZ_LIB_HARNESSES:%=build-fuzz/%)
 
-build-fuzz/fuzz_super: tests/fuzz/fuzz_super.c src/md/super.c src/md/examine.c src/front/json.c src/io/fdio.c src/io/iolog.c $(wildcard include/raidfuse/*.h)
+build-fuzz/fuzz_super: tests/fuzz/fuzz_super.c src/md/super.c src/md/examine.c src/util/json.c src/io/fdio.c src/io/iolog.c $(wildcard include/raidfuse/*.h)
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^) $(shell pkg-config --libs uuid)
-
-build-fuzz/fuzz_config: tests/fuzz/fuzz_config.c src/front/config.c src/md/layout.c src/io/fault.c src/io/memberio.c $(wildcard include/raidfuse/*.h)
-	@mkdir -p $(dir $@)
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^) $(shell pkg-config --libs libconfig)
 
 build-fuzz/obj/%.o: src/%.c $(wildcard include/raidfuse/*.h src/*/*.h) Makefile
 	@mkdir -p $(dir $@)
@@ -270,6 +268,11 @@ uninstall:
 		$(DESTDIR)$(MANDIR)/man8/raidfuse.8
 
 # groff exits 0 on warnings: any output at all is a failure.
+# The layer order, from the objects (tools/layers.sh).
+layers: $(LIB_OBJS) $(BUILD)/obj/front/main.o
+	$(Q)tools/layers.sh --selftest
+	$(Q)tools/layers.sh $(BUILD)
+
 man-check:
 	$(Q)set -e; for p in $(MAN5) $(MAN8); do echo "== groff -man -ww -z $$p"; \
 		out=$$(groff -man -ww -z $$p 2>&1); [ -z "$$out" ] || { echo "$$out"; exit 1; }; done
@@ -278,4 +281,4 @@ clean:
 	rm -rf build build-asan build-tsan build-fuzz
 
 .PHONY: lifecycle lifecycle-break
-.PHONY: all unit unit-build func test asan asan-build tsan tsan-unit bench crash lifecycle judge judge-bitmap fuzz fuzz-build fuzz-long install uninstall man-check clean
+.PHONY: all unit unit-build func test asan asan-build tsan tsan-unit bench crash lifecycle judge judge-bitmap fuzz fuzz-build fuzz-long install uninstall man-check layers clean

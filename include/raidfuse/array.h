@@ -139,6 +139,16 @@ void rf_array_get_info(struct rf_array *a, struct rf_array_info *out);
 /* Member i's path as given ("missing" for a missing one). */
 const char *rf_array_member_path(const struct rf_array *a, int i);
 
+/* Worker threads in all (worker_groups x group_thread_cnt), 4 per online
+ * CPU within these: the config and the runtime setters refuse more. */
+#define RF_MIN_WORKER_THREADS 8
+#define RF_MAX_WORKER_THREADS 256
+/* The most worker threads an array may have in all (groups x
+ * group_thread_cnt): 4 per online CPU, at least 8, at most 256.  More
+ * threads than cores only add context switches (and each has its ring,
+ * buffers and stack); the bound leaves room for threads that wait on
+ * member IO.  The config and the runtime setters refuse more. */
+int rf_max_worker_threads(void);
 int rf_array_set_stripe_cache_size(struct rf_array *a, int n);   /* 17..32768, as md */
 int rf_array_set_group_thread_cnt(struct rf_array *a, int n);    /* 0..64 */
 int rf_array_set_worker_groups(struct rf_array *a, int n);       /* 1..64 */

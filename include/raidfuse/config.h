@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "raidfuse/util.h"
+
 #include "raidfuse/fault.h"
 #include "raidfuse/layout.h"
 
@@ -101,16 +103,7 @@ int rf_config_tolerated(int level, int layout, int n);
  * name): for arrays described by superblocks instead of a file. */
 void rf_config_defaults(struct rf_config *cfg);
 
-/* The most worker threads an array may have in all (groups x
- * group_thread_cnt): 4 per online CPU, at least 8, at most 256.  More
- * threads than cores only add context switches (and each has its ring,
- * buffers and stack); the bound leaves room for threads that wait on
- * member IO.  The config and the runtime setters refuse more. */
-int rf_max_worker_threads(void);
 
-/* "512K", "1G", "2048" (plain number in default_unit bytes), "8s" (sectors).
- * Returns 0 or -EINVAL. */
-int rf_parse_size(const char *s, uint64_t default_unit, uint64_t *out);
 
 /* A timeout as array.member_timeout and md/dev-NAME/timeout take it:
  * seconds ("30", "30s") or milliseconds ("500ms"), 10ms..3600s.  0 with

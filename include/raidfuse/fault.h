@@ -107,12 +107,7 @@ static inline int rf_fault_check(struct rf_fault *f, int op, uint64_t off, uint6
 	return rf_fault_hit(f, op, off, len);
 }
 
-struct rf_config;
 struct rf_array;
-/* The fault state of member slot `member` at open: off, then armed with
- * the config's faults entry for that member, if it has one.  0 or
- * -ENOMEM. */
-int rf_fault_from_config(const struct rf_config *cfg, int member, struct rf_fault **out);
 
 /* md/dev-NAME/fault: the spec and counts of device name, or set its spec.
  * -ENOENT when the array holds no such device. */

@@ -69,4 +69,10 @@ int rf_cond_init_mono(pthread_cond_t *c);
  * rf-watch, and the background threads by their service. */
 void rf_thread_name(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* "512K", "1G", "2048" (plain number in default_unit bytes; a
+ * default_unit of 0 makes the suffix mandatory), "8s" (sectors).  Digits,
+ * then at most one suffix letter (s, K, M, G, T); no sign, no spaces.
+ * Returns 0 or -EINVAL (*out untouched). */
+int rf_parse_size(const char *s, uint64_t default_unit, uint64_t *out);
+
 #endif

@@ -185,6 +185,23 @@ static int reshape_open(struct rf_array *a, const struct rf_config *cfg, char *e
 	}
 	return 0;
 }
+/* The fault state of member slot `member` at open: off, then armed with
+ * the config's faults entry for that member, if it has one.  0 or
+ * -ENOMEM. */
+static int fault_from_config(const struct rf_config *cfg, int member, struct rf_fault **out)
+{
+	struct rf_fault *f = rf_fault_new();
+	int i;
+
+	if (!f)
+		return -ENOMEM;
+	for (i = 0; i < cfg->nfaults; i++)
+		if (cfg->faults[i].member == member)
+			rf_fault_set(f, &cfg->faults[i].spec);
+	*out = f;
+	return 0;
+}
+
 
 int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err, size_t errlen)
 {
@@ -353,7 +370,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		a->stripe_size = a->chunk_bytes;
 	a->size = a->geom.array_sectors * 512;
 	for (i = 0; i < a->nmembers; i++) {
-		ret = rf_fault_from_config(cfg, i, &a->devs[i].io.fault);
+		ret = fault_from_config(cfg, i, &a->devs[i].io.fault);
 		if (ret)
 			goto fail;
 	}

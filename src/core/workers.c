@@ -34,6 +34,17 @@ __thread struct rf_worker *rf_current_worker;
 #define RF_RING_DEPTH 256
 #define HANDLE_BATCH 64          /* stripe heads a worker takes per pass */
 
+/* ---- limits ---- */
+
+int rf_max_worker_threads(void)
+{
+	long n = 4 * sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (n < RF_MIN_WORKER_THREADS)
+		return RF_MIN_WORKER_THREADS;
+	return n > RF_MAX_WORKER_THREADS ? RF_MAX_WORKER_THREADS : (int)n;
+}
+
 /* ---- workers ---- */
 
 #define SEEN_SLOTS 32

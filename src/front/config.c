@@ -42,6 +42,7 @@
 
 #include <libconfig.h>
 
+#include "raidfuse/array.h"
 #include "raidfuse/config.h"
 #include "raidfuse/ctl.h"
 #include "raidfuse/devopen.h"
@@ -71,9 +72,6 @@
 #define MIN_STRIPE_CACHE_SIZE   17
 #define MAX_STRIPE_CACHE_SIZE   32768
 #define MAX_THREADS             64
-/* Worker threads in all (rf_max_worker_threads): 4 per CPU, within these. */
-#define MIN_WORKER_THREADS      8
-#define MAX_WORKER_THREADS      256
 
 /* What one load needs to report an error. */
 struct ld {
@@ -760,12 +758,6 @@ static long online_cpus(void)
 	return n > 0 ? n : 1;
 }
 
-int rf_max_worker_threads(void)
-{
-	long n = 4 * online_cpus();
-
-	return n < MIN_WORKER_THREADS ? MIN_WORKER_THREADS : n > MAX_WORKER_THREADS ? MAX_WORKER_THREADS : (int)n;
-}
 
 /* group_thread_cnt threads in each of worker_groups groups (0: one per
  * CPU, as the engine makes them) stay within rf_max_worker_threads(). */
@@ -782,8 +774,8 @@ static int check_worker_threads(struct ld *ld, const config_setting_t *t, const 
 	return fail(ld, s, "tuning.group_thread_cnt",
 		    "%d thread(s) in each of %ld worker group(s) make %ld worker threads: more than the %d this machine "
 		    "takes (4 per CPU, at least %d, at most %d: more threads than cores only add context switches)",
-		    cfg->group_thread_cnt, groups, groups * cfg->group_thread_cnt, max, MIN_WORKER_THREADS,
-		    MAX_WORKER_THREADS);
+		    cfg->group_thread_cnt, groups, groups * cfg->group_thread_cnt, max, RF_MIN_WORKER_THREADS,
+		    RF_MAX_WORKER_THREADS);
 }
 
 static int load_tuning(struct ld *ld, const config_setting_t *t,
@@ -1088,35 +1080,5 @@ int rf_parse_timeout_ms(const char *s, unsigned *ms)
 	if (v < 10 || v > 3600000)
 		return -EINVAL;
 	*ms = (unsigned)v;
-	return 0;
-}
-
-/* Digits, then at most one suffix letter; no sign, no spaces.  A
- * default_unit of 0 makes the suffix mandatory.  *out is untouched on error. */
-int rf_parse_size(const char *s, uint64_t default_unit, uint64_t *out)
-{
-	uint64_t v = 0, unit;
-	const char *p = s;
-
-	if (!s || *p < '0' || *p > '9')
-		return -EINVAL;
-	for (; *p >= '0' && *p <= '9'; p++)
-		if (__builtin_mul_overflow(v, 10, &v) ||
-		    __builtin_add_overflow(v, (uint64_t)(*p - '0'), &v))
-			return -EINVAL;
-	switch (*p) {
-	case '\0':           unit = default_unit; break;
-	case 's': case 'S':  unit = SECTOR; break;
-	case 'k': case 'K':  unit = 1ULL << 10; break;
-	case 'm': case 'M':  unit = 1ULL << 20; break;
-	case 'g': case 'G':  unit = 1ULL << 30; break;
-	case 't': case 'T':  unit = 1ULL << 40; break;
-	default:             return -EINVAL;
-	}
-	if (*p && p[1])
-		return -EINVAL;
-	if (!unit || __builtin_mul_overflow(v, unit, &v))
-		return -EINVAL;
-	*out = v;
 	return 0;
 }

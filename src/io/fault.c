@@ -26,8 +26,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "raidfuse/config.h"
 #include "raidfuse/fault.h"
+#include "raidfuse/util.h"
 #include "raidfuse/ioq.h"
 
 #define OPS_DEFAULT ((1u << RF_MIO_READ) | (1u << RF_MIO_WRITE))
@@ -375,18 +375,4 @@ out:
 			;
 	}
 	return ret;
-}
-
-int rf_fault_from_config(const struct rf_config *cfg, int member, struct rf_fault **out)
-{
-	struct rf_fault *f = rf_fault_new();
-	int i;
-
-	if (!f)
-		return -ENOMEM;
-	for (i = 0; i < cfg->nfaults; i++)
-		if (cfg->faults[i].member == member)
-			rf_fault_set(f, &cfg->faults[i].spec);
-	*out = f;
-	return 0;
 }

@@ -49,6 +49,7 @@
 
 #include "raidfuse/fdio.h"
 #include "raidfuse/overlay.h"
+#include "raidfuse/parity.h"
 
 #define MAP_MAGIC "RFOVL1\n"
 #define MAP_HDR 4096
@@ -305,18 +306,9 @@ int rf_ioq_init_overlay(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned dept
 
 /* ---- open and close ---- */
 
-/* CRC32C (Castagnoli, reflected), bit by bit: the .base file is small. */
 uint32_t rf_ovl_crc32c(const void *buf, size_t len)
 {
-	const uint8_t *p = buf;
-	uint32_t c = 0xffffffffu;
-
-	while (len--) {
-		c ^= *p++;
-		for (int k = 0; k < 8; k++)
-			c = c >> 1 ^ (0x82f63b78u & -(c & 1));
-	}
-	return ~c;
+	return ~rf_crc32c(~0u, buf, len);
 }
 
 int rf_ovl_map_parse(const void *file, size_t len, uint64_t member_bytes, uint8_t *map, uint64_t *ncopied,
