@@ -1381,6 +1381,12 @@ step() {
 	sync_rec
 	case $ev in rebuild | check | create) dl=90 ;; esac
 	"ev_$ev" "$@"
+	if [ $VERB = 1 ]; then
+		local mf ms=""
+		for mf in "${FILES[@]}"; do ms+=" $mf=${ST[$mf]}"; done
+		[ $ABROKEN = 1 ] && ms+=" (broken)"
+		vlog "model:$ms"
+	fi
 	[ -e "$DIR/hung" ] && after_stop
 	if [ $SERVED = 1 ]; then
 		check_served

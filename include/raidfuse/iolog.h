@@ -74,7 +74,9 @@ void rf_iolog_note(uint16_t kind, uint64_t a, uint64_t b, int64_t c);
  * without flushing the data they cover; "clean": a clean superblock
  * written without flushing the data; "stale-roles": a superblock update
  * keeps each device's own role table, so one re-added after missing
- * changes records them wrong), which tools/crash-states.sh --break and
+ * changes records them wrong; "no-intr": a failure during a rebuild
+ * does not interrupt it, so a spare waits for it to end), which
+ * tools/crash-states.sh --break and
  * the functional tests must catch.  Never set it on an array that holds data. */
 bool rf_test_break(const char *what);
 

@@ -58,6 +58,8 @@ struct rf_mgmt {
 	pthread_t thread;
 	bool started;                   /* thread runs */
 	bool resync_waits;              /* a resync due once no rebuild is (protected by lock) */
+	uint64_t faulty_seen;           /* the faulty slots at the last recovery check
+					 * (the management thread's own) */
 	/* The member watch: an inotify descriptor on every device's inode
 	 * (watches added by rf_dev_watch_all() under reconf_lock), read by
 	 * its own thread; stop_fd (an eventfd) ends it. */
@@ -395,22 +397,39 @@ static void check_recovery(struct rf_array *a)
 {
 	struct rf_sync_status st;
 	struct swap_job j = { .a = a, .slot = -1, .spare = -1 };
-	uint64_t r;
+	uint64_t r, fresh;
 	int ret;
 
 	if (rf_array_readonly(a) || rf_array_overlay(a) || rf_array_failed(a))
 		return;
 	rf_sync_get(a, &st);
+	rf_array_reconf_lock(a);
+	fresh = rf_array_faulty(a) & ~rf_array_mgmt(a)->faulty_seen;
+	rf_array_mgmt(a)->faulty_seen = rf_array_faulty(a);
+	rf_array_reconf_unlock(a);
 	if (st.action == RF_SYNC_RECOVER) {
-		/* md interrupts a rebuild whose device failed: the others
-		 * go on in the next pass, a spare takes the failed slot. */
+		/* md interrupts the rebuild at every failure (md_error sets
+		 * MD_RECOVERY_INTR): a device being rebuilt that failed is
+		 * dropped, and a slot that failed meanwhile is taken by a
+		 * spare at once; the next pass rebuilds each device from its
+		 * own checkpoint.  A device added (a re-add) waits for the
+		 * pass to end. */
+		int k, spare_for = -1;
+
 		rf_array_reconf_lock(a);
 		r = rf_array_recovering(a) & rf_array_faulty(a);
+		for (k = 0; !r && k < rf_array_nslots(a) && spare_for < 0; k++)
+			if ((fresh & ~rf_array_recovering(a) & (1ull << k)) && pick_spare(a, k) >= 0)
+				spare_for = k;
 		rf_array_reconf_unlock(a);
-		if (!r)
+		if (!r && (spare_for < 0 || rf_test_break("no-intr")))
 			return;
-		rf_info("%s: a device being rebuilt failed: the rebuild stops, and starts again without it",
-			rf_array_name(a));
+		if (r)
+			rf_info("%s: a device being rebuilt failed: the rebuild stops, and starts again without it",
+				rf_array_name(a));
+		else
+			rf_info("%s: slot %d failed during a rebuild: the rebuild stops, and starts again with a "
+				"spare in slot %d", rf_array_name(a), spare_for, spare_for);
 		rf_sync_stop(a, false);
 		rf_sync_get(a, &st);
 	}

@@ -26,6 +26,11 @@
 #    said A.A: it kept the role table it had when it failed), and an
 #    assembly with member 0 first serves [UUU] (it left member 1 out).
 #    Negative control: RAIDFUSE_TEST_BREAK=stale-roles brings it back.
+# 5. raid6 (5 + 2): a member fails during another slot's rebuild: the
+#    rebuild is interrupted (md_error's MD_RECOVERY_INTR) and the second
+#    spare takes the new slot within 3 s (it waited for the whole rebuild);
+#    both are rebuilt, check counts 0, the data verifies.  Negative
+#    control: RAIDFUSE_TEST_BREAK=no-intr.
 . "$(dirname "$0")/lib.sh"
 requires fuse fio
 
@@ -193,6 +198,42 @@ roles() {
 	fio_verify --verify_only "$IMG" "${FILL[@]}"
 	stop_array "$MNT"
 }
+# ---- 5
+# intr NAME [BREAK]: raid6 (5 + 2 spares); slot 1 is rebuilt onto spare 0
+# at 1000 KiB/s (16 s), and member 3 fails on the way: md interrupts the
+# rebuild at a failure, so spare 1 takes slot 3 at once (within 3 s) and
+# one pass rebuilds both; INTR_SLOT is spare 1's slot 3 s after.  BREAK:
+# RAIDFUSE_TEST_BREAK=no-intr (the rebuild goes on; the spare waits).
+intr() {
+	local t=$1 brk=${2:-} i
+	mk_conf "$D/$t.conf" level=6 members="$(members 5 "$t-")" spares="$t-s0.img $t-s1.img" \
+		member_size=16M chunk_size=64K metadata=1.2
+	create_array --assume-clean "$D/$t.conf"
+	RAIDFUSE_TEST_BREAK=$brk start_array_daemon "$D/$t.conf" "$MNT"
+	fio_verify "$IMG" "${FILL[@]}"
+	rebuilding "$t" 1
+	echo faulty >"$MNT/md/dev-$t-3.img/state"
+	for ((i = 0; i < 30; i++)); do
+		INTR_SLOT=$(dev_slot "$t-s1.img")
+		[ "$INTR_SLOT" = 3 ] && break
+		sleep 0.1
+	done
+	vlog "$t: spare 1 in slot $INTR_SLOT after $((i / 10)).$((i % 10)) s"
+	echo 0 >"$MNT/md/sync_speed_max"
+	wait_for "$t: both rebuilt" '[ "$(val degraded)" = 0 ] && [ "$(val sync_action)" = idle ]'
+	echo check >"$MNT/md/sync_action"
+	wait_sync_idle "$MNT" "$t: check"
+	check '[ "$(val mismatch_cnt)" = 0 ]' "$t: check after the rebuild counts 0"
+	fio_verify --verify_only "$IMG" "${FILL[@]}"
+	stop_array "$MNT"
+}
+log "intr: a member fails during another's rebuild: a spare takes its slot at once"
+intr intr
+[ "$INTR_SLOT" = 3 ] || fail "intr: spare 1 not in slot 3 within 3 s of the failure (slot $INTR_SLOT)"
+log "intr (negative control, RAIDFUSE_TEST_BREAK=no-intr): the spare waits"
+intr intrbrk no-intr
+[ "$INTR_SLOT" != 3 ] || fail "intr with no-intr: the spare took the slot anyway"
+
 log "roles: a member re-added after missing another's re-add records it in sync"
 roles roles
 [ "$ROLES_SEEN" = " AAA AAA AAA; [3/3] [UUU]" ] || fail "roles: superblocks and assembly: $ROLES_SEEN"
