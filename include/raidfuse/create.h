@@ -13,10 +13,13 @@ struct rf_create_opts {
 	uint64_t bitmap_chunk;          /* bytes; 0: as the config says */
 };
 
-/* Check the config at path and every member and spare it names, then make
- * the missing member files and write their superblocks; nothing is written
- * unless everything checks out.  Messages go to stderr, what was made to
- * stdout.  Returns the exit status: 0, or 1. */
-int rf_create(const char *path, const struct rf_create_opts *o);
+struct rf_config;
+
+/* Check cfg (loaded from the config at path, which messages name) and
+ * every member and spare it names, then make the missing member files and
+ * write their superblocks; nothing is written unless everything checks
+ * out.  It takes over what cfg holds (cfg is left empty).  Messages go to
+ * stderr, what was made to stdout.  Returns the exit status: 0, or 1. */
+int rf_create(const char *path, struct rf_config *cfg, const struct rf_create_opts *o);
 
 #endif

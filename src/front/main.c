@@ -280,6 +280,8 @@ static int cmd_create(int argc, char **argv)
 {
 	struct rf_create_opts o = { .bitmap = -1 };
 	const char *path = NULL, *bitmap = NULL, *bitmap_chunk = NULL;
+	struct rf_config cfg;
+	char err[1024];
 	int ret;
 
 	ret = create_options(argc, argv, &o.force, &o.assume_clean, &path, &bitmap, &bitmap_chunk);
@@ -295,7 +297,13 @@ static int cmd_create(int argc, char **argv)
 			     o.bitmap_chunk < 4096 || (o.bitmap_chunk & (o.bitmap_chunk - 1))))
 		return usage_error("create: --bitmap-chunk takes a power of two of at least 4K, not '%s'",
 				   bitmap_chunk);
-	return rf_create(path, &o);
+	if (rf_config_load(path, &cfg, err, sizeof(err))) {
+		fprintf(stderr, "raidfuse: %s\n", err);
+		return 1;
+	}
+	ret = rf_create(path, &cfg, &o);
+	rf_config_free(&cfg);
+	return ret;
 }
 
 /* ---------------------------------------------------------------- examine */

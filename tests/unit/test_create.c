@@ -25,6 +25,22 @@
 #include "raidfuse/create.h"
 #include "raidfuse/super.h"
 
+/* rf_create() of the config at path, loaded as `raidfuse create` loads it. */
+static int create(const char *path, const struct rf_create_opts *o)
+{
+	struct rf_config cfg;
+	char err[1024];
+	int ret;
+
+	if (rf_config_load(path, &cfg, err, sizeof(err))) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	ret = rf_create(path, &cfg, o);
+	rf_config_free(&cfg);
+	return ret;
+}
+
 #define MEMBER_BYTES (16u << 20)
 
 /* fx_dir/<what>.conf: a 1.2 array of n members <what>-<i>.img (relative
@@ -81,7 +97,7 @@ static void test_makes_members(void **state)
 	int i;
 
 	write_conf(conf, sizeof(conf), "r5", 5, 3, "16M", "chunk_size = \"64K\";");
-	assert_int_equal(rf_create(conf, &clean), 0);
+	assert_int_equal(create(conf, &clean), 0);
 	for (i = 0; i < 3; i++) {
 		char p[FX_PATH];
 
@@ -100,7 +116,7 @@ static void test_makes_members(void **state)
 	}
 
 	write_conf(conf, sizeof(conf), "r6", 6, 4, "16M", "chunk_size = \"64K\";");
-	assert_int_equal(rf_create(conf, &dirty_bm), 0);
+	assert_int_equal(create(conf, &dirty_bm), 0);
 	for (i = 0; i < 4; i++) {
 		read_member_sb("r6", i, &sb);
 		assert_int_equal(sb.level, 6);
@@ -119,11 +135,11 @@ static void test_refuses_small(void **state)
 	int i;
 
 	write_conf(conf, sizeof(conf), "small", 5, 3, "1M", "");
-	assert_int_equal(rf_create(conf, &o), 1);
+	assert_int_equal(create(conf, &o), 1);
 	for (i = 0; i < 3; i++)
 		assert_false(member_exists("small", i));
 	write_conf(conf, sizeof(conf), "small", 5, 3, "16M", "");
-	assert_int_equal(rf_create(conf, &o), 0);
+	assert_int_equal(create(conf, &o), 0);
 	for (i = 0; i < 3; i++)
 		assert_true(member_exists("small", i));
 }
@@ -144,7 +160,7 @@ static void test_refuses_too_many_missing(void **state)
 	fprintf(f, "array: {\n\tname = \"array.img\";\n\tlevel = 5;\n\tmember_size = \"16M\";\n"
 		"\tmembers = ( \"missing\", \"miss-1.img\", \"missing\", \"miss-3.img\" );\n};\n");
 	assert_int_equal(fclose(f), 0);
-	assert_int_equal(rf_create(conf, &o), 1);
+	assert_int_equal(create(conf, &o), 1);
 	for (i = 0; i < 4; i++)
 		assert_false(member_exists("miss", i));
 }
@@ -164,7 +180,7 @@ static void test_keeps_data_unless_forced(void **state)
 	assert_int_equal(pwrite(fd, data, sizeof(data), 0), (ssize_t)sizeof(data));
 	close(fd);
 	write_conf(conf, sizeof(conf), "held", 1, 2, "16M", "");
-	assert_int_equal(rf_create(conf, &plain), 1);
+	assert_int_equal(create(conf, &plain), 1);
 	assert_false(member_exists("held", 0));
 	fd = open(p, O_RDONLY);
 	assert_true(fd >= 0);
@@ -172,7 +188,7 @@ static void test_keeps_data_unless_forced(void **state)
 	close(fd);
 	assert_memory_equal(back, data, sizeof(data));
 
-	assert_int_equal(rf_create(conf, &force), 0);
+	assert_int_equal(create(conf, &force), 0);
 	read_member_sb("held", 1, &sb);
 	assert_int_equal(sb.level, 1);
 	assert_int_equal(sb.role, 1);

@@ -226,9 +226,9 @@ static bool degraded_create(const struct rf_config *cfg, bool assume_clean, int 
 	       (cfg->level == 1 && cfg->nmembers - missing == 1);
 }
 
-int rf_create(const char *path, const struct rf_create_opts *o)
+int rf_create(const char *path, struct rf_config *loaded, const struct rf_create_opts *o)
 {
-	struct rf_config cfg;
+	struct rf_config cfg = *loaded;
 	struct rf_sb_new sbn;
 	bool force = o->force, clean = o->assume_clean;
 	struct rf_bitmap_sb bsb;
@@ -238,11 +238,7 @@ int rf_create(const char *path, const struct rf_create_opts *o)
 	struct cfile *f;
 	char err[1024];
 
-	ret = rf_config_load(path, &cfg, err, sizeof(err));
-	if (ret) {
-		fprintf(stderr, "raidfuse: %s\n", err);
-		return 1;
-	}
+	memset(loaded, 0, sizeof(*loaded));
 	if (o->bitmap >= 0)
 		cfg.bitmap = o->bitmap;
 	if (o->bitmap_chunk)
