@@ -756,6 +756,18 @@ ev_plant() {
 	x "timeout 30 \"\$LCB\" write \"\$IMG\" $STRIDE $2 $1"
 }
 
+# maybe_gen K G: block K may now hold generation G as well as whatever it
+# could hold before (a write that failed or was cut by a kill may have
+# landed or not; one that is itself uncertain keeps every earlier
+# possibility); the last 15 (lcblocks reads 16)
+maybe_gen() {
+	local l=" ${GEN[$1]} " w
+	[[ $l == *" $2 "* ]] || l+="$2 "
+	read -r -a w <<<"$l"
+	[ ${#w[@]} -le 15 ] || w=("${w[@]: -15}")
+	GEN[$1]="${w[*]}"
+}
+
 ev_write() { # GEN K...
 	local g=$1 k
 	shift
@@ -764,7 +776,7 @@ ev_write() { # GEN K...
 		for k; do GEN[k]=$g; done
 	else
 		survives && viol "a write of blocks $* (generation $g) failed on an array that survives: $XOUT"
-		for k; do GEN[k]="${GEN[k]%% *} $g"; done
+		for k; do maybe_gen $k $g; done
 	fi
 }
 
@@ -865,7 +877,7 @@ ev_failw() { # FILE GEN wait|kill K...: fail FILE while writes run; then
 	local wrc=$XRC
 	for k; do
 		if grep -qx "$k $g" "$D/ack"; then GEN[k]=$g; n=$((n + 1))
-		elif [ -z "$first" ]; then first=$k; GEN[k]="${GEN[k]%% *} $g"; fi
+		elif [ -z "$first" ]; then first=$k; maybe_gen $k $g; fi
 	done
 	vlog "$n of $# writes acknowledged"
 	if [ "$how" = kill ]; then
@@ -947,7 +959,7 @@ ev_crash() { # [DELAY GEN K...]: with writes in flight when given
 		x "timeout 30 tail --pid=\$WP -f /dev/null; wait \$WP"
 		for k; do
 			if grep -qx "$k $g" "$D/ack"; then GEN[k]=$g; n=$((n + 1))
-			elif [ -z "$first" ]; then first=$k; GEN[k]="${GEN[k]%% *} $g"; fi
+			elif [ -z "$first" ]; then first=$k; maybe_gen $k $g; fi
 		done
 		[ $n -lt $# ] && DIRTY=1
 		vlog "killed with $n of $# writes acknowledged"
@@ -1125,7 +1137,7 @@ ev_suspend() { # GEN K...
 		survives && viol "writes queued while suspended failed: $(cat "$D/wout")"
 	fi
 	for k; do
-		if grep -qx "$k $g" "$D/ack"; then GEN[k]=$g; else GEN[k]="${GEN[k]%% *} $g"; fi
+		if grep -qx "$k $g" "$D/ack"; then GEN[k]=$g; else maybe_gen $k $g; fi
 	done
 }
 

@@ -32,6 +32,9 @@
  *
  * Exit status: 0 fine, 1 an error or a wrong block, 2 usage.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE             /* O_DIRECT, strerrorname_np */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
