@@ -53,6 +53,11 @@ struct rf_ovl;
  * -ESTALE when the member is not what the overlay was made over (or there
  * is no record to tell), -EINVAL for a file that is torn or not one. */
 int rf_ovl_open(const char *dir, int fd, const char *path, struct rf_ovl **out, char *err, size_t errlen);
+/* The same with the member's identity given: sb (malloc'd, freed before
+ * it returns) names the files and the record
+ * (md/overlay_sb.c reads it from the member for rf_ovl_open()). */
+int rf_ovl_open_sb(const char *dir, int fd, const char *path, struct rf_sb *sb, struct rf_ovl **out, char *err,
+		   size_t errlen);
 /* The same for a member without an md superblock (an array described by
  * a config, as detect writes one): its files are named after key (16
  * bytes the caller derives from the array, the same for every member)

@@ -14,11 +14,9 @@
  * dropped); an export name is compared whole, by length and a 64-bit
  * FNV-1a hash of all its bytes, with its first bytes kept for messages.
  *
- * Identities are filled from what devopen.c and nbd.c opened; only
- * rf_member_id_of_path() opens anything itself (through them, read-only,
- * unlocked, closed at once, its superblock read for the device UUID), for
- * rf_members_distinct(), which compares a list of names before a caller
- * holds them to a config or serves them.
+ * Identities are filled from what devopen.c and nbd.c opened; this file
+ * opens nothing.  md/identify.c opens a path to take its identity with
+ * the superblock's device UUID (md's format is above io).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -29,7 +27,6 @@
 #include "raidfuse/devopen.h"
 #include "raidfuse/memberid.h"
 #include "raidfuse/nbd.h"
-#include "raidfuse/super.h"
 
 void rf_member_id_of_dev(struct rf_member_id *m, const struct rf_dev_id *id)
 {
@@ -131,70 +128,4 @@ void rf_member_same_msg(char *err, size_t errlen, const char *na, const struct r
 		break;
 	}
 	snprintf(err, errlen, "%s and %s: %s", na, nb, tail);
-}
-
-int rf_member_id_of_path(const char *path, const char *who, unsigned timeout_ms, struct rf_member_id *m,
-			 char *err, size_t errlen)
-{
-	struct rf_dev_fd d;
-	struct rf_sb *sb = malloc(sizeof(*sb));
-	char why[1024];
-	int r;
-
-	if (!sb)
-		return -ENOMEM;
-	if (rf_nbd_is_uri(path)) {
-		struct rf_nbd *c;
-		struct rf_sb_io io;
-
-		r = rf_nbd_open(path, true, timeout_ms, &c, why, sizeof(why));
-		if (r) {
-			snprintf(err, errlen, "%s: %s", who, rf_nbd_why(why, path));
-			free(sb);
-			return r;
-		}
-		rf_nbd_member_id(c, m);
-		rf_nbd_sb_io(c, &io);
-		if (!rf_sb_read_io(&io, path, sb, why, sizeof(why)))
-			rf_member_id_set_uuid(m, sb->device_uuid);
-		rf_nbd_close(c);
-		free(sb);
-		return 0;
-	}
-	r = rf_dev_open(path, who, RF_DEV_RDONLY | RF_DEV_NOLOCK, &d, err, errlen);
-	if (!r) {
-		rf_member_id_of_dev(m, &d.id);
-		/* No superblock (or one that does not read): no UUID to
-		 * compare; whoever serves it reads it again and says why. */
-		if (!rf_sb_read(d.fd, path, sb, why, sizeof(why)))
-			rf_member_id_set_uuid(m, sb->device_uuid);
-		rf_dev_close(&d);
-	}
-	free(sb);
-	return r;
-}
-
-int rf_members_distinct(const char *const *paths, const char *const *names, int n, unsigned timeout_ms,
-			char *err, size_t errlen)
-{
-	struct rf_member_id *ids = calloc((size_t)(n > 0 ? n : 1), sizeof(*ids));
-	int i, j, r = 0;
-
-	if (!ids)
-		return -ENOMEM;
-	for (i = 0; i < n && !r; i++) {
-		/* One that does not open is no second name of another: the
-		 * caller opens it again and says why it does not. */
-		if (!paths[i] || rf_member_id_of_path(paths[i], names[i], timeout_ms, &ids[i], err, errlen))
-			continue;
-		for (j = 0; j < i && !r; j++) {
-			if (!rf_member_same(&ids[j], &ids[i]))
-				continue;
-			rf_member_same_msg(err, errlen, names[j], &ids[j], names[i], &ids[i],
-					   "each member must be given once");
-			r = -EINVAL;
-		}
-	}
-	free(ids);
-	return r;
 }

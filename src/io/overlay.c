@@ -633,9 +633,7 @@ out:
 	return r;
 }
 
-/* Open the overlay of the member fd whose identity (files' names and
- * record) is sb. */
-static int ovl_open(const char *dir, int fd, const char *path, struct rf_sb *sb, struct rf_ovl **out, char *err,
+int rf_ovl_open_sb(const char *dir, int fd, const char *path, struct rf_sb *sb, struct rf_ovl **out, char *err,
 		    size_t errlen)
 {
 	struct rf_ovl *o;
@@ -713,29 +711,6 @@ fail:
 	return r;
 }
 
-int rf_ovl_open(const char *dir, int fd, const char *path, struct rf_ovl **out, char *err, size_t errlen)
-{
-	struct rf_sb *sb = malloc(sizeof(*sb));
-	int r;
-
-	*out = NULL;
-	if (!sb)
-		return -ENOMEM;
-	/* The member's own superblock names its files. */
-	r = rf_sb_read(fd, path, sb, err, errlen);
-	if (r) {
-		if (r == -ENOENT) {
-			char why[512];
-
-			snprintf(why, sizeof(why), "%s", err);
-			snprintf(err, errlen, "%s (an overlay needs md superblocks to name its files)", why);
-		}
-		free(sb);
-		return r;
-	}
-	return ovl_open(dir, fd, path, sb, out, err, errlen);
-}
-
 /* The CRC32C of RF_OVL_NOSB_SAMPLES blocks spread evenly over the member
  * (the first and the last included). */
 static int sampled_csum(int fd, const char *path, uint64_t size, uint32_t *out, char *err, size_t errlen)
@@ -791,7 +766,7 @@ int rf_ovl_open_nosb(const char *dir, int fd, const char *path, const uint8_t ke
 		free(sb);
 		return r;
 	}
-	return ovl_open(dir, fd, path, sb, out, err, errlen);
+	return rf_ovl_open_sb(dir, fd, path, sb, out, err, errlen);
 }
 
 void rf_ovl_close(struct rf_ovl *o)
