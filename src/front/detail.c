@@ -138,9 +138,11 @@ static int cmp_dev(const void *a, const void *b)
 	return x->number != y->number ? (x->number > y->number) - (x->number < y->number) : strcmp(x->name, y->name);
 }
 
-int rf_detail_read(const char *mnt, struct rf_detail *d, char *err, size_t errlen)
+#define MDSTAT_MAX 65536
+
+/* rf_detail_read() with mdstat a buffer of MDSTAT_MAX bytes. */
+static int detail_read(const char *mnt, struct rf_detail *d, char *mdstat, char *err, size_t errlen)
 {
-	static char mdstat[65536];
 	char path[PATH_MAX + 300], v[256];
 	struct rf_mount_ent m;
 	struct dirent *de;
@@ -154,7 +156,7 @@ int rf_detail_read(const char *mnt, struct rf_detail *d, char *err, size_t errle
 		return r;
 	}
 	snprintf(path, sizeof(path), "%s/mdstat", d->mnt);
-	r = rf_read_text(path, mdstat, sizeof(mdstat));
+	r = rf_read_text(path, mdstat, MDSTAT_MAX);
 	if (r < 0) {
 		snprintf(err, errlen, "%s is not a raidfuse mount (no %s: %s)", mnt, path, strerror(-r));
 		return -r == ENOENT || -r == ENOTDIR ? -ENOENT : r;
@@ -231,6 +233,20 @@ int rf_detail_read(const char *mnt, struct rf_detail *d, char *err, size_t errle
 	closedir(dir);
 	qsort(d->devs, (size_t)d->ndevs, sizeof(d->devs[0]), cmp_dev);
 	return 0;
+}
+
+int rf_detail_read(const char *mnt, struct rf_detail *d, char *err, size_t errlen)
+{
+	char *mdstat = malloc(MDSTAT_MAX);
+	int r;
+
+	if (!mdstat) {
+		snprintf(err, errlen, "%s: %s", mnt, strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	r = detail_read(mnt, d, mdstat, err, errlen);
+	free(mdstat);
+	return r;
 }
 
 bool rf_detail_enough(int level, int layout, int raid_disks, const bool *avail)
