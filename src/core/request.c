@@ -448,7 +448,7 @@ bool rf_member_fail(struct rf_array *a, int member, int err, const char *what, u
 							memory_order_acquire));
 	rf_err("member %d (%s): %s at %llu: %s; member marked faulty%s", member, m->path, what,
 	       (unsigned long long)off, strerror(-err),
-	       a->ops->failed(a, old | bit) ? "; array FAILED" : ", array degraded");
+	       a->ops->failed(a, old | bit | atomic_load(&a->recovering)) ? "; array FAILED" : ", array degraded");
 	/* A short transfer or an error may be the file changed under us:
 	 * say so (the fds and id are stable while IO is in flight). */
 	if (err != -ENODEV && rf_dev_check(m->io.fd, &m->id, false, why, sizeof(why)))

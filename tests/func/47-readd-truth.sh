@@ -164,6 +164,9 @@ log "r5other: the same on raid5 fails the array; re-add says so"
 other r5other 5 4
 grep -q "r5other-2.img re-added as a spare, not to slot 2: the array has failed" "$LOGF" ||
 	fail "r5other: re-add does not say the array failed: $(grep 're-added' "$LOGF")"
+# the failure itself says so: the device being rebuilt holds no data yet
+grep -q "r5other-2.img): md/dev-\*/state \"faulty\" at 0: Input/output error; member marked faulty; array FAILED" "$LOGF" ||
+	fail "r5other: member 2's failure does not say the array failed: $(grep 'r5other-2.img).*faulty' "$LOGF")"
 check '[ "$(dev_state r5other-2.img)" = spare ] && [ "$(dev_slot r5other-2.img)" = none ]' \
 	"r5other: member 2 is a spare without a slot"
 stop_array "$MNT"
