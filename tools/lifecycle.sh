@@ -996,7 +996,8 @@ serve_outcome() { # WHAT FORCED-COMMAND: after a mount or assemble returned XRC
 	done
 	if [ $XRC != 0 ] && survives && parity_level && [ $SBDIRTY = 1 ] && [ $((missing + maybe)) -gt 0 ]; then
 		# md's start_dirty_degraded: refused unless forced; the tracked
-		# blocks never share a row, so forcing loses none of them
+		# blocks never share a row, so forcing loses none of them (raid6
+		# with one member missing resyncs first: mounted() waits for it)
 		vlog "refused as dirty and degraded, as md does: forced"
 		x "$2"
 	fi

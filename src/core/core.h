@@ -110,8 +110,8 @@ int rf_array_quiesced_all(struct rf_array *a, int (*fn)(void *arg), void *arg);
  * array sectors); clip: the sectors of a region at pos, at most n;
  * write_rows: the rows [*lo, *hi) a write of len bytes at array byte off
  * may touch, its parity included, rounded out to whole stripe heads;
- * degraded: whether check, repair and resync still compare with a member
- * missing; region: the work of one region (services/syncwork.h), 0 or
+ * degraded: whether check, repair and resync still compare with the
+ * members in missing (faulty or being rebuilt) gone, NULL: never; region: the work of one region (services/syncwork.h), 0 or
  * -errno.  dev_offset: the member sector below which a rebuild that
  * walked [0, pos) wrote every device being rebuilt (md's
  * recovery_offset); walk_start: where a rebuild resumes from such an
@@ -125,7 +125,7 @@ struct rf_sync_ops {
 	uint64_t (*dev_offset)(const struct rf_array *a, uint64_t pos);
 	uint64_t (*walk_start)(const struct rf_array *a, uint64_t dev_offset);
 	void (*write_rows)(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi);
-	bool degraded;
+	bool (*degraded)(const struct rf_array *a, uint64_t missing);
 	int (*region)(struct rf_sync_work *w);
 	const struct rf_sync_ops *recover;
 };

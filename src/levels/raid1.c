@@ -541,11 +541,17 @@ static int mirror_sync_region(struct rf_sync_work *w)
 	return mirror_compare(w, n, devs, secs);
 }
 
+/* Mirrors compare the copies a row still has, however many are gone. */
+static bool mirror_sync_degraded(const struct rf_array *a, uint64_t missing)
+{
+	return true;
+}
+
 static const struct rf_sync_ops raid1_sync_ops = {
 	.total = raid1_sync_total,
 	.clip = raid1_sync_clip,
 	.write_rows = mirror_write_rows,
-	.degraded = true,
+	.degraded = mirror_sync_degraded,
 	.region = mirror_sync_region,
 };
 
@@ -593,7 +599,7 @@ static const struct rf_sync_ops raid10_recover_ops = {
 	.total = raid10_recover_total,
 	.clip = raid10_recover_clip,
 	.write_rows = raid10_recover_rows,
-	.degraded = true,
+	.degraded = mirror_sync_degraded,
 	.region = raid10_recover,
 };
 
@@ -603,7 +609,7 @@ static const struct rf_sync_ops raid10_sync_ops = {
 	.dev_offset = raid10_sync_dev_offset,
 	.walk_start = raid10_sync_walk_start,
 	.write_rows = mirror_write_rows,
-	.degraded = true,
+	.degraded = mirror_sync_degraded,
 	.region = mirror_sync_region,
 	.recover = &raid10_recover_ops,
 };

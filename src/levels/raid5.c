@@ -57,8 +57,13 @@
  * of the two never share a head even where their member sectors are
  * equal.  Such an array is read-only, so heads only read and rebuild.
  *
- * It does NOT batch member IO across heads, does not resync degraded
- * arrays (nothing to compare against), and does not move rows from one
+ * raid6 with one member missing is checked, repaired and resynced as md
+ * does: the missing member's blocks from P, Q compared (P alone where Q
+ * is the one missing).
+ *
+ * It does NOT batch member IO across heads, does not resync raid4/5
+ * while degraded, nor raid6 with two members missing (nothing to compare
+ * against), and does not move rows from one
  * geometry to the other (continue a reshape).
  */
 #include <assert.h>
@@ -1099,6 +1104,7 @@ static int raid6_bad_data(struct rf_sync_work *w, const struct rf_r5_row *r, int
 
 struct compare_rows {
 	struct rf_sync_work *w;
+	int missing;            /* raid6: the member missing, or -1 */
 	bool wrote;
 };
 
@@ -1110,8 +1116,34 @@ static void rewrite(struct rf_sync_work *w, int m, int b)
 	w->dirty[m][b] = 1;
 }
 
+/* raid6 with member x missing, one block row at off: what x held comes
+ * from the data and P, as md's handle_parity_checks6 has it (P rebuilds a
+ * missing data block, so only Q can be checked; with P missing only Q is,
+ * with Q missing only P).  x's block is computed into its buffer (never
+ * written); w->p and w->q are P and Q of the row as it then stands.
+ * Which parity to compare: *checkp, or else Q. */
+static void compare_missing(struct rf_sync_work *w, const struct rf_r5_row *r, int x, int off, void **blocks,
+			    bool *checkp)
+{
+	const struct rf_geom *g = &w->a->geom;
+	int k, n;
+
+	*checkp = x == r->qd_idx;
+	if (x != r->pd_idx && x != r->qd_idx) {
+		blocks[0] = w->buf[r->pd_idx] + off;
+		for (k = 0, n = 1; k < g->data_disks; k++)
+			if (r->data_member[k] != x)
+				blocks[n++] = w->buf[r->data_member[k]] + off;
+		rf_xor_gen(n, BLK, blocks, w->buf[x] + off);
+	}
+	rf_pq_gen(rf_r6_blocks(r, g->data_disks, w->buf, (size_t)off, w->zero, blocks), BLK, blocks, w->p, w->q);
+}
+
 /* Recompute P [and Q] of every block row of the region and compare; a
- * repair or resync marks what it rewrites. */
+ * repair or resync marks what it rewrites.  raid6 with one member missing
+ * compares the one parity left to compare (compare_missing()); a mismatch
+ * there names no member: P and Q disagree, and nothing says which one is
+ * right. */
 static int compare_rows(void *arg)
 {
 	struct compare_rows *c = arg;
@@ -1133,6 +1165,27 @@ static int compare_rows(void *arg)
 		if (ds / g->chunk_sectors != row) {
 			row = ds / g->chunk_sectors;
 			rf_r5_row(g, row, &r);
+		}
+		if (c->missing >= 0) {
+			bool checkp;
+
+			compare_missing(w, &r, c->missing, off, blocks, &checkp);
+			badp = checkp && memcmp(w->p, w->buf[r.pd_idx] + off, BLK) != 0;
+			badq = !checkp && memcmp(w->q, w->buf[r.qd_idx] + off, BLK) != 0;
+			if (!badp && !badq)
+				continue;
+			rf_sync_mismatch(w, RF_SYNC_BLK_SECTORS);
+			if (act == RF_SYNC_CHECK)
+				continue;
+			c->wrote = true;
+			if (badp) {
+				rewrite(w, r.pd_idx, b);
+				memcpy(w->buf[r.pd_idx] + off, w->p, BLK);
+			} else {
+				rewrite(w, r.qd_idx, b);
+				memcpy(w->buf[r.qd_idx] + off, w->q, BLK);
+			}
+			continue;
 		}
 		if (raid6) {
 			rf_pq_gen(rf_r6_blocks(&r, g->data_disks, w->buf, (size_t)off, w->zero, blocks), BLK, blocks,
@@ -1183,11 +1236,20 @@ static int compare_rows(void *arg)
 
 static void compare_reread(struct rf_sync_work *w, void *arg)
 {
+	struct compare_rows *c = arg;
 	int i;
 
-	((struct compare_rows *)arg)->wrote = false;
+	c->wrote = false;
 	for (i = 0; i < w->a->nmembers; i++)
-		rf_sync_io(w, i, false, w->buf[i], (uint32_t)(w->n << 9), w->pos);
+		if (i != c->missing)
+			rf_sync_io(w, i, false, w->buf[i], (uint32_t)(w->n << 9), w->pos);
+}
+
+/* Whether check, repair and resync compare with the members in missing
+ * gone: raid6 with one (md resyncs while fewer than max_degraded are). */
+static bool r5_sync_degraded(const struct rf_array *a, uint64_t missing)
+{
+	return a->geom.level == 6 && __builtin_popcountll(missing) == 1;
 }
 
 /* check, repair, resync: recompute P [and Q] of every block row.  A
@@ -1199,16 +1261,20 @@ static int r5_compare(struct rf_sync_work *w)
 	uint32_t bytes = (uint32_t)(w->n << 9);
 	int i, nblk = (int)(bytes / BLK), ret = 0;
 	uint64_t pos = w->pos;
-	struct compare_rows c = { w, false };
+	struct compare_rows c = { w, -1, false };
+	uint64_t missing;
 
 	rf_sync_rows_lock(w, pos, pos + w->n);
-	if (rf_faulty(a)) {
-		ret = -EIO;     /* a member failed since the start: nothing to compare */
+	missing = rf_faulty_read(a);
+	if (missing && !r5_sync_degraded(a, missing)) {
+		ret = -EIO;     /* too many members failed since the start: nothing to compare */
 		goto out;
 	}
+	if (missing)
+		c.missing = __builtin_ctzll(missing);
 	/* Every column: P and Q move from row to row inside the region. */
 	for (i = 0; i < a->nmembers; i++)
-		if (!rf_sync_map(w, i, bytes, pos))
+		if (i != c.missing && !rf_sync_map(w, i, bytes, pos))
 			rf_sync_io(w, i, false, w->buf[i], bytes, pos);
 	ret = rf_sync_io_wait(w);
 	if (!ret)
@@ -1236,7 +1302,7 @@ static const struct rf_sync_ops raid5_sync_ops = {
 	.total = r5_sync_total,
 	.clip = r5_sync_clip,
 	.write_rows = r5_write_rows,
-	.degraded = false,
+	.degraded = r5_sync_degraded,
 	.region = r5_sync_region,
 };
 

@@ -108,7 +108,9 @@
  * is made only with no region in flight, so the bitmap's walk stays in
  * order.
  *
- * It does NOT resync degraded parity arrays, and it does not order the
+ * It does NOT resync parity arrays degraded to no redundancy (the level's
+ * degraded() says which are; raid6 with one member missing is not), and
+ * it does not order the
  * regions' writes against each other (they are disjoint).
  *
  * Locks: s->lock (the walk's state and cursor, the workers' hand-over,
@@ -1237,7 +1239,9 @@ static int start(struct rf_array *a, enum rf_sync_action act)
 		return -EINVAL;         /* no redundancy: nothing to sync */
 	if (act != RF_SYNC_CHECK && rf_array_readonly(a))
 		return -EROFS;
-	if (act == RF_SYNC_RECOVER ? rf_array_failed(a) : rf_array_failed(a) || (!ops->degraded && rf_array_faulty(a))) {
+	if (act == RF_SYNC_RECOVER ? rf_array_failed(a)
+				   : rf_array_failed(a) || (rf_array_faulty(a) &&
+							    !(ops->degraded && ops->degraded(a, rf_array_faulty(a))))) {
 		rf_err("%s: %s: the array is degraded: no redundancy to compare", rf_array_name(a),
 		       rf_sync_action_name(act));
 		return -EIO;

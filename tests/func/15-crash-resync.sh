@@ -20,6 +20,8 @@
 #    there; the daemon is killed once a later checkpoint is recorded: the
 #    next mount says where it stopped and resumes there, not at 0; check
 #    0, blocks still right.
+# 4. raid6 with one member failed and the daemon killed: mount --force
+#    resyncs with that member missing (r6_one_missing, below).
 # Then: create without --assume-clean makes the first mount resync; with
 # --freeze it stays due (frozen) across a clean unmount.
 . "$(dirname "$0")/lib.sh"
@@ -153,6 +155,78 @@ round() {
 full round raid1 2 level=1
 round raid5 4 level=5 chunk_size=64K
 full round raid6 5 level=6 chunk_size=64K
+
+# r6_one_missing: raid6 (5 members, left-symmetric, chunk 64K), member
+# d0 failed, the daemon (detached, as a user starts it) killed mid-writes.
+# Tears of that crash are made behind the array: in 24 rows of the
+# pattern's first 8 MiB, the parity the resync compares (Q where d0 holds
+# data or P, P where d0 holds Q) is overwritten, in rows where d2 (the
+# second to fail) holds neither.  mount --force: the resync runs with d0
+# missing, as md's does while fewer members than max_degraded are gone
+# (d0's blocks from P, Q rewritten), check counts 0; then d2 fails and
+# every byte of the pattern reads back.  The control, first, on copies
+# of the same members: --freeze keeps the resync due, d2 fails, and the
+# pattern reads wrong: the tears are there to find.
+r6_one_missing() {
+	local D=$WORK/r6miss off row m k=0 dsec fio_pid
+	mkdir -p "$D"
+	mk_conf "$D/raid.conf" metadata=1.2 level=6 layout=left-symmetric chunk_size=64K members="$(members 5)" \
+		member_size=$MEMBER
+	create_array "$D/raid.conf" --assume-clean
+	truncate -s 8M "$D/ref"
+	"$RFHELPER" fill "$D/ref" $((8 << 11)) >/dev/null || fail "r6miss: writing the reference failed"
+	start_array_daemon "$D/raid.conf" "$MNT" --log "$D/log1"
+	"$RFHELPER" fill "$IMG" $((8 << 11)) >/dev/null || fail "r6miss: writing the pattern failed"
+	"$RAIDFUSE" ctl "$MNT" fail d0.img || fail "r6miss: ctl fail d0.img refused"
+	fio --name=bg --filename="$IMG" --rw=randwrite --bs=4k --offset=16M --size=8M --direct=1 \
+		--ioengine=libaio --iodepth=8 --time_based --runtime=30 >/dev/null 2>&1 &
+	fio_pid=$!
+	sleep 0.5
+	kill_daemon
+	kill "$fio_pid" 2>/dev/null || true
+	wait "$fio_pid" 2>/dev/null || true
+	[[ $(states "$D" 5) == *active* ]] || fail "r6miss: superblocks after kill -9 during writes: $(states "$D" 5)"
+	dsec=$("$RAIDFUSE" examine "$D/d1.img" | sed -n 's/^ *Data Offset : \([0-9]*\) sectors.*/\1/p')
+	[[ $dsec =~ ^[0-9]+$ ]] || fail "r6miss: no Data Offset in examine d1.img"
+	# Row r: P on member 4 - r % 5, Q on the next (md's left-symmetric
+	# raid6); d0 is Q where r % 5 = 0, P where r % 5 = 4.
+	for ((row = 0; row < 40; row++)); do
+		case $((row % 5)) in
+		0) m=4 ;;                       # d0 holds Q: P is compared
+		3) continue ;;                  # Q on d2
+		*) m=$(((5 - row % 5) % 5)) ;;  # Q, on member (4 - r % 5 + 1) % 5
+		esac
+		off=$(((dsec + row * 128 + 8 * (row % 16)) * 512))
+		dd if=/dev/urandom of="$D/d$m.img" bs=4096 count=1 seek=$((off / 4096)) conv=notrunc status=none ||
+			fail "r6miss: tearing row $row on d$m failed"
+		k=$((k + 1))
+	done
+	for m in 0 1 2 3 4; do cp --sparse=always "$D/d$m.img" "$D/c$m.img"; done
+
+	log "r6miss: control: --freeze leaves the resync due; d2 fails; the pattern reads the tears"
+	start_array_daemon "$D/raid.conf" "$MNT" --force --freeze --log "$D/log2"
+	check '[ "$(val sync_action)" = frozen ] && [ "$(val resync_start)" != none ]' \
+		"r6miss: --freeze: the resync is due and waits"
+	"$RAIDFUSE" ctl "$MNT" fail d2.img || fail "r6miss: ctl fail d2.img refused"
+	"$RFHELPER" same "$IMG" "$D/ref" $((8 << 20)) >"$D/same" 2>&1 &&
+		fail "r6miss: control: with $k rows torn and no resync, the pattern read back whole"
+	stop_array "$MNT"
+	for m in 0 1 2 3 4; do mv "$D/c$m.img" "$D/d$m.img"; done
+
+	log "r6miss: mount --force resyncs with d0 missing; then d2 fails"
+	start_array_daemon "$D/raid.conf" "$MNT" --force --log "$D/log3"
+	wait_idle "r6miss: the resync with d0 missing"
+	grep -q "resync done at sector" "$D/log3" || fail "r6miss: the resync did not run to the end: $(cat "$D/log3")"
+	check '[ "$(val resync_start)" = none ]' "r6miss: resync_start after the resync"
+	check_zero "r6miss (d0 missing)"
+	"$RAIDFUSE" ctl "$MNT" fail d2.img || fail "r6miss: ctl fail d2.img refused"
+	"$RFHELPER" same "$IMG" "$D/ref" $((8 << 20)) >"$D/same" 2>&1 ||
+		fail "r6miss: after the resync and d2's failure the pattern reads wrong: $(cat "$D/same")"
+	stop_array "$MNT"
+	log "r6miss: $k torn rows resynced with one member missing; a second failure reads them right"
+}
+build_helper
+r6_one_missing
 
 log "create without --assume-clean: the first mount resyncs; --freeze keeps it due"
 D=$WORK/fresh

@@ -8,7 +8,9 @@
  * check count 0 and leaves the data right where the level can know it
  * (mirrors: the first copy wins; raid6: P and Q name the bad data block;
  * parity blocks are recomputed); resync of members full of garbage makes
- * check count 0; foreground writes racing a repair land intact.
+ * check count 0; foreground writes racing a repair land intact; raid6
+ * with one member missing is checked and resynced on the parity left to
+ * compare, so that a second failure reads what was written.
  *
  * Members in memory (the scratch directory is on /dev/shm) are mapped,
  * and raid4/5/6 walks take their bytes from the mappings: every test
@@ -907,6 +909,81 @@ static void test_faults(void **state)
 	rf_array_close(a);
 }
 
+/* ---- raid6 with one member missing ---- */
+
+/* raid6, member x failed, then the parity that the compare of each row
+ * checks corrupted in a few rows (Q where x holds data or P, P where x
+ * holds Q), in rows where the second member to fail, y, is not the one
+ * corrupted.  With resync: check counts them, resync rewrites them from
+ * the data and P, check counts 0, and once y fails too every byte reads
+ * as written.  Without (the control): a read after y fails comes from the
+ * corrupt parity.  Returns whether every byte read as written. */
+static bool one_missing_case(const struct spec *sp, bool resync)
+{
+	const int x = 0, y = 2;
+	struct rf_array *a;
+	char *model = fresh_array(sp, &a);
+	const struct rf_geom *g = rf_array_geom(a);
+	uint64_t c, nchunks = rf_array_size(a) / 512 / g->chunk_sectors, size = rf_array_size(a), off;
+	int roles[3] = { 0 }, ncorrupt = 0;
+	char *buf = malloc(IOMAX);
+	bool same = true;
+
+	assert_true(rf_member_fail(a, x, EIO, "test", 0));
+	for (c = 0; c < nchunks && ncorrupt < 9; c += (uint64_t)g->data_disks) {
+		struct rf_r5_map map;
+		int role, bad;
+
+		rf_r5_map_sector(g, c * g->chunk_sectors + 8 * (c % 5), &map);
+		role = map.pd_idx == x ? 1 : map.qd_idx == x ? 2 : 0;
+		bad = role == 2 ? map.pd_idx : map.qd_idx;
+		if (bad == y || roles[role] >= 3)
+			continue;
+		roles[role]++;
+		ncorrupt++;
+		corrupt(sp, bad, map.dev_sector);
+	}
+	if (!roles[0] || !roles[1] || !roles[2])
+		fail_msg("%s: rows with member %d as data, P and Q: %d %d %d", sp->what, x, roles[0], roles[1],
+			 roles[2]);
+	if (resync) {
+		uint64_t mm = run_action(a, RF_SYNC_CHECK);
+
+		if (mm != (uint64_t)ncorrupt * 8)
+			fail_msg("%s, member %d missing: check counted %llu sectors for %d bad blocks", sp->what, x,
+				 (unsigned long long)mm, ncorrupt);
+		run_action(a, RF_SYNC_RESYNC);
+		assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
+	}
+	assert_true(rf_member_fail(a, y, EIO, "test", 0));
+	for (off = 0; off < size && same; off += IOMAX) {
+		uint32_t len = (uint32_t)(size - off < IOMAX ? size - off : IOMAX);
+
+		assert_int_equal(do_io(a, RF_REQ_READ, off, len, buf), 0);
+		same = !memcmp(buf, model + off, len);
+	}
+	free(buf);
+	rf_array_close(a);
+	free(model);
+	return same;
+}
+
+static void test_raid6_one_missing(void **state)
+{
+	unsigned si;
+
+	for (si = 0; si < NSPECS; si++) {
+		if (specs[si].level != 6)
+			continue;
+		if (!one_missing_case(&specs[si], true))
+			fail_msg("%s: after the resync with one member missing, a second failure reads what was "
+				 "not written", specs[si].what);
+		if (one_missing_case(&specs[si], false))
+			fail_msg("%s: the control read every byte right with the corrupt parity left in place",
+				 specs[si].what);
+	}
+}
+
 /* ---- rebuild onto spares ---- */
 
 static void spare_path(char *buf, size_t len, const struct spec *sp, int i)
@@ -1406,6 +1483,7 @@ int main(void)
 		cmocka_unit_test(test_stop_resume),
 		cmocka_unit_test(test_throttle),
 		cmocka_unit_test(test_faults),
+		cmocka_unit_test(test_raid6_one_missing),
 		cmocka_unit_test(test_foreground_race),
 		cmocka_unit_test(test_window_writes),
 		cmocka_unit_test(test_rebuild),
