@@ -1196,6 +1196,9 @@ static void test_cut_at_end(void **state)
 	rf_array_close(a);
 }
 
+/* How often a paced walk may fall behind before the test says so. */
+#define PACE_TRIES 3
+
 /* The walk thread's look at the load, 6 ms late. */
 static void late_walk(void)
 {
@@ -1220,6 +1223,7 @@ static void test_pace_late(void **state)
 	struct rf_array *a;
 	double t0, free_s, took, want;
 	unsigned speed;
+	int try;
 
 	fx_make_members(sp->what, sp->n, bytes, false);
 	assert_int_equal(setenv("RAIDFUSE_SYNC_IO", "inline", 1), 0);
@@ -1234,15 +1238,22 @@ static void test_pace_late(void **state)
 	speed = (unsigned)(rf_array_geom(a)->dev_sectors / 2 / 1.5);
 	want = (double)rf_array_geom(a)->dev_sectors / 2 / speed;
 	assert_int_equal(rf_sync_set_speed_max(a, speed), 0);
-	t0 = seconds();
-	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
-	took = seconds() - t0;
+	/* Running past the cap fails at once; falling behind is tried
+	 * PACE_TRIES times (the bug fell behind every time; a machine busy
+	 * with other work, now and then). */
+	for (try = 1;; try++) {
+		t0 = seconds();
+		assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
+		took = seconds() - t0;
+		printf("check unpaced: %.3f s; at sync_speed_max %u: %.3f s (its limit: %.3f s)\n", free_s, speed,
+		       took, want);
+		if (free_s > 1.0 || took < want - 0.15 || took <= want * 1.5 + 0.25 || try == PACE_TRIES)
+			break;
+	}
 	rf_sync_test_looked = NULL;
 	rf_array_close(a);
 	assert_int_equal(unsetenv("RAIDFUSE_SYNC_IO"), 0);
 	make_members(sp, false);
-	printf("check unpaced: %.3f s; at sync_speed_max %u: %.3f s (its limit: %.3f s)\n", free_s, speed, took,
-	       want);
 	if (free_s > 1.0) {
 		skip();
 		return;
@@ -1251,8 +1262,8 @@ static void test_pace_late(void **state)
 		fail_msg("check took %.3f s at sync_speed_max %u: ran past it (%.3f s at that rate)", took, speed,
 			 want);
 	if (took > want * 1.5 + 0.25)
-		fail_msg("check took %.3f s at sync_speed_max %u: fell behind its pace (%.3f s at that rate)", took,
-			 speed, want);
+		fail_msg("check took %.3f s at sync_speed_max %u, %d times: fell behind its pace (%.3f s at that rate)",
+			 took, speed, PACE_TRIES, want);
 }
 
 /* Regression: a walk idle for longer than BUSY_RECENT keeps its workers
@@ -1273,6 +1284,7 @@ static void test_pace_settled(void **state)
 	uint64_t total, done = 0;
 	double t0, took, want;
 	unsigned speed;
+	int try;
 
 	fx_make_members(sp->what, sp->n, bytes, false);
 	assert_int_equal(setenv("RAIDFUSE_SYNC_IO", "inline", 1), 0);
@@ -1282,37 +1294,42 @@ static void test_pace_settled(void **state)
 	assert_int_equal(rf_sync_set_speed_max(a, INT32_MAX), 0);
 	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
 	rf_sync_test_looked = late_walk;
-	assert_int_equal(rf_sync_set_speed_max(a, (unsigned)(total / 2 / 2 / 5.5)), 0);
-	t0 = seconds();
-	assert_int_equal(rf_sync_request(a, RF_SYNC_CHECK), 0);
-	for (;;) {
+	/* As test_pace_late: falling behind is tried PACE_TRIES times. */
+	for (try = 1;; try++) {
+		assert_int_equal(rf_sync_set_speed_max(a, (unsigned)(total / 2 / 2 / 5.5)), 0);
+		t0 = seconds();
+		assert_int_equal(rf_sync_request(a, RF_SYNC_CHECK), 0);
+		for (;;) {
+			rf_sync_get(a, &st);
+			if (st.action != RF_SYNC_CHECK)
+				fail_msg("the check ended before half way");
+			if (st.done >= total / 2 || seconds() - t0 > 8)
+				break;
+			usleep(20 * 1000);
+		}
+		done = st.done;
+		if (seconds() - t0 < 5.2)
+			fail_msg("the check was half way after %.3f s at a pace of 5.5 s", seconds() - t0);
+		speed = (unsigned)((total - done) / 2 / 0.5);
+		want = (double)(total - done) / 2 / speed;
+		assert_int_equal(rf_sync_set_speed_max(a, speed), 0);
+		t0 = seconds();
+		rf_sync_wait(a);
+		took = seconds() - t0;
 		rf_sync_get(a, &st);
-		if (st.action != RF_SYNC_CHECK)
-			fail_msg("the check ended before half way");
-		if (st.done >= total / 2 || seconds() - t0 > 8)
+		assert_int_equal(st.mismatch_cnt, 0);
+		printf("check from sector %llu of %llu at sync_speed_max %u: %.3f s (its limit: %.3f s)\n",
+		       (unsigned long long)done, (unsigned long long)total, speed, took, want);
+		if (took <= want * 1.5 + 0.25 || try == PACE_TRIES)
 			break;
-		usleep(20 * 1000);
 	}
-	done = st.done;
-	if (seconds() - t0 < 5.2)
-		fail_msg("the check was half way after %.3f s at a pace of 5.5 s", seconds() - t0);
-	speed = (unsigned)((total - done) / 2 / 0.5);
-	want = (double)(total - done) / 2 / speed;
-	assert_int_equal(rf_sync_set_speed_max(a, speed), 0);
-	t0 = seconds();
-	rf_sync_wait(a);
-	took = seconds() - t0;
 	rf_sync_test_looked = NULL;
-	rf_sync_get(a, &st);
-	assert_int_equal(st.mismatch_cnt, 0);
 	rf_array_close(a);
 	assert_int_equal(unsetenv("RAIDFUSE_SYNC_IO"), 0);
 	make_members(sp, false);
-	printf("check from sector %llu of %llu at sync_speed_max %u: %.3f s (its limit: %.3f s)\n",
-	       (unsigned long long)done, (unsigned long long)total, speed, took, want);
 	if (took > want * 1.5 + 0.25)
-		fail_msg("the rest of the check took %.3f s at sync_speed_max %u: fell behind its pace (%.3f s)", took,
-			 speed, want);
+		fail_msg("the rest of the check took %.3f s at sync_speed_max %u, %d times: fell behind its pace (%.3f s)",
+			 took, speed, PACE_TRIES, want);
 }
 
 /* raid10's rebuild goes by member sector (its recover table): a write's
