@@ -5,6 +5,7 @@
 #   make unit       unit tests only
 #   make asan       the tests under ASan+UBSan (build-asan/)
 #   make tsan       the tests under TSan (build-tsan/); tsan-unit: unit tests only
+#                   (both sanitizer builds check the lock order as they run: LOCKCHECK=1)
 #   make bench      fio beside fuse-ceiling (tools/bench.sh; BENCH_ARGS="-t 5 -D" passes options),
 #                   then resync speed and its cost to foreground reads (tools/bench-resync.sh;
 #                   BENCH_RESYNC_ARGS)
@@ -52,6 +53,13 @@ CFLAGS += $(OPT) -std=gnu11 -Wall -Wextra $(WERROR) -Wshadow -Wno-unused-paramet
 	-D_GNU_SOURCE -DRF_VERSION=\"$(VERSION)\" -Iinclude -Isrc $(PKG_CFLAGS) $(SAN) $(BREAK)
 LDFLAGS += $(SAN)
 LDLIBS += $(PKG_LIBS) -lpthread
+# LOCKCHECK=1 (the sanitizer builds): the lock order checked as it runs
+# (include/raidfuse/lockcheck.h), pthread's mutex calls wrapped at link.
+ifeq ($(LOCKCHECK),1)
+CFLAGS += -DRF_LOCKCHECK
+LDFLAGS += -Wl,--wrap=pthread_mutex_lock,--wrap=pthread_mutex_trylock,--wrap=pthread_mutex_unlock \
+	-Wl,--wrap=pthread_mutex_destroy
+endif
 
 ifeq ($(V),1)
 Q :=
@@ -121,7 +129,8 @@ func: $(BUILD)/raidfuse $(BUILD)/crash-states $(BUILD)/lcblocks
 
 test: unit func
 
-ASAN_VARS := BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" OPT="-O1 -g"
+ASAN_VARS := BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" OPT="-O1 -g" \
+	LOCKCHECK=1
 
 asan:
 	$(MAKE) $(ASAN_VARS) test
@@ -131,7 +140,7 @@ asan-build:
 	$(MAKE) $(ASAN_VARS) unit-build build-asan/raidfuse build-asan/crash-states build-asan/lcblocks
 
 tsan:
-	$(MAKE) BUILD=build-tsan SAN="-fsanitize=thread" OPT="-O1 -g" test
+	$(MAKE) BUILD=build-tsan SAN="-fsanitize=thread" OPT="-O1 -g" LOCKCHECK=1 test
 
 # test_layout and test_detect check pure functions on one thread: TSan has
 # no race to find there and slows their loops twentyfold (the plain and
@@ -139,7 +148,7 @@ tsan:
 TSAN_UNIT_SKIP := test_layout test_detect
 
 tsan-unit:
-	$(MAKE) BUILD=build-tsan SAN="-fsanitize=thread" OPT="-O1 -g" UNIT_SKIP="$(TSAN_UNIT_SKIP)" unit
+	$(MAKE) BUILD=build-tsan SAN="-fsanitize=thread" OPT="-O1 -g" LOCKCHECK=1 UNIT_SKIP="$(TSAN_UNIT_SKIP)" unit
 
 bench: $(BUILD)/raidfuse
 	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/bench.sh $(BENCH_ARGS)

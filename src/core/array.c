@@ -26,6 +26,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "raidfuse/lockcheck.h"
 #include "core/core_test.h"
 #include "core/engine.h"
 #include "raidfuse/fault.h"
@@ -215,6 +216,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	for (i = 0; i < RF_MAX_DEVS; i++)
 		rf_dev_init(&a->devs[i]);
 	pthread_mutex_init(&a->dev_lock, NULL);
+	rf_lock_rank(&a->dev_lock, RF_LOCK_DEV, "dev_lock");
 	a->name = strdup(cfg->name);
 	/* Mid-reshape: read-only whatever was asked (nothing here moves rows
 	 * between the geometries, so no write may land in either). */
@@ -233,10 +235,14 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	a->ioq_init = rf_ioq_init_uring;
 	a->inline_ioq_init = rf_ioq_init_sync;
 	pthread_mutex_init(&a->start_lock, NULL);
+	rf_lock_rank(&a->start_lock, RF_LOCK_LEAF, "start_lock");
 	pthread_cond_init(&a->start_cond, NULL);
 	pthread_mutex_init(&a->pool_lock, NULL);
+	rf_lock_rank(&a->pool_lock, RF_LOCK_LEAF, "pool_lock");
 	pthread_mutex_init(&a->reconf_lock, NULL);
+	rf_lock_rank(&a->reconf_lock, RF_LOCK_RECONF, "reconf_lock");
 	pthread_mutex_init(&a->bar_lock, NULL);
+	rf_lock_rank(&a->bar_lock, RF_LOCK_LEAF, "bar_lock");
 	pthread_cond_init(&a->bar_cond, NULL);
 	a->held_tail = &a->held;
 	rf_rangelock_init(&a->rl, rf_range_resubmit, a);   /* default attributes: cannot fail */

@@ -23,13 +23,20 @@
  *
  * Lock order, every lock of the program (outer first; a thread holding
  * one takes only locks below it):
- *    reconf_lock          one reconfiguration at a time; every drain (and so
+ *    ctl_open->lock       an open control file's text (fuse.c): held while
+ *                         the text is made, which may take any lock below;
+ *                         never held across a store (so never across a drain)
+ *    -> reconf_lock       one reconfiguration at a time; every drain (and so
  *                         every device table edit) happens under it; a sync
  *                         region takes it to drop the cached heads of its
  *                         rows (rf_sync_rows_forget())
- *    -> dev_lock          the device table, for walks outside a drain (dev.h)
- *       -> s->lock        superblock state (sbstate.h)
- *          -> bm->lock    bitmap image and writes (bitmap.c)
+ *       -> dev_lock       the device table, for walks outside a drain (dev.h)
+ *          -> s->lock     superblock state (sbstate.h)
+ *             -> bm->lock bitmap image and writes (bitmap.c)
+ *                -> c->lock  an NBD connection's (nbd.c): superblock and
+ *                         bitmap writes to an NBD member wait under the
+ *                         locks above; a command's end kicks its queue
+ *                         (a leaf) under it
  * Leaf locks: nothing else is taken while one is held, and each may be
  * taken under any of the above:
  *    bar_lock             the drain barrier's queue (barrier.c)
@@ -37,19 +44,20 @@
  *    pool_lock            the inline workers' pool (workers.c)
  *    g->lock              a group's lists and stripe heads; never two at once
  *    start_lock           worker start-up reports
+ *    lw->lock             a submitter waiting for its lent write (request.c)
  *    b->lock              a background thread's wake-ups (bgthread.c): the
  *                         superblock timer, the bitmap daemon
  *    mgmt->lock           the management thread's wake-ups (member.c)
  *    the sync walk's lock (sync.c)
  *    the partial parity log's lock (services/ppl.c)
- *    io/: a queue's kick lock (ioq.c), an NBD connection's (nbd.c), an
- *    overlay's (overlay.c), a fault spec's (fault.h), the IO log's (iolog.c)
+ *    io/: a queue's kick lock (ioq.c), an overlay's (overlay.c), a fault
+ *    spec's (fault.h), the IO log's (iolog.c)
  *    front/: the request pool's fs->lock, img_lock and names_lock (fuse.c);
- *    a ring's lock, slow_lock and reg_lock (fuse_uring.c)
- * One front lock sits above the core's: an open control file's
- * ctl_open->lock (fuse.c) is held while its text is made, which may take
- * dev_lock and the services' locks; it is never held across a store (and
- * so never across a drain).
+ *    a ring thread's lock, the slow and bulk hand-offs' locks and reg_lock
+ *    (fuse_uring.c)
+ * Each is ranked where it is initialised (rf_lock_rank(), lockcheck.h);
+ * the sanitizer builds check the order on every pthread_mutex_lock and
+ * abort on an inversion.
  * No lock is held across a drain that waits for requests, except
  * reconf_lock.  A drain waits only for requests counted at the barrier; a
  * write waiting for a sync region is not counted there, so no drain waits

@@ -41,6 +41,7 @@
 #include <errno.h>
 #include <stddef.h>
 
+#include "raidfuse/lockcheck.h"
 #include "raidfuse/rangelock.h"
 
 int rf_rangelock_init(struct rf_rangelock *rl, rf_rl_resubmit_fn resubmit, void *priv)
@@ -56,6 +57,8 @@ int rf_rangelock_init(struct rf_rangelock *rl, rf_rl_resubmit_fn resubmit, void 
 	rl->resubmit = resubmit;
 	rl->priv = priv;
 	ret = pthread_mutex_init(&rl->lock, NULL);
+	if (!ret)
+		rf_lock_rank(&rl->lock, RF_LOCK_LEAF, "range lock");
 	if (ret)
 		return -ret;
 	ret = pthread_cond_init(&rl->cond, NULL);

@@ -31,6 +31,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "raidfuse/lockcheck.h"
 #include "core/engine.h"
 
 /* ---- pieces and requests ---- */
@@ -376,6 +377,7 @@ void rf_submit_now(struct rf_array *a, struct rf_req *r)
 		} else if (!a->group_thread_cnt) {
 			lend_use(r);
 			pthread_mutex_init(&lw.lock, NULL);
+			rf_lock_rank(&lw.lock, RF_LOCK_LEAF, "lend wait lock");
 			pthread_cond_init(&lw.cond, NULL);
 			lw.done = false;
 			r->lend_wait = &lw;

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "raidfuse/lockcheck.h"
 #include "core/engine.h"
 #include "raidfuse/util.h"
 
@@ -384,6 +385,7 @@ static int rf_group_init(struct rf_array *a, struct rf_group *g, int id, int nst
 	int i, j;
 
 	pthread_mutex_init(&g->lock, NULL);
+	rf_lock_rank(&g->lock, RF_LOCK_LEAF, "group lock");
 	g->a = a;
 	g->id = id;
 	g->incoming_tail = &g->incoming;

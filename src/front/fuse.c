@@ -89,6 +89,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "raidfuse/lockcheck.h"
 #include "raidfuse/ctl.h"
 #include "raidfuse/devopen.h"
 #include "raidfuse/daemon.h"
@@ -829,6 +830,7 @@ static void do_open(struct rf_fq *q, uint64_t ino, int flags)
 			return;
 		}
 		pthread_mutex_init(&c->lock, NULL);
+		rf_lock_rank(&c->lock, RF_LOCK_CTL_OPEN, "control file lock");
 		fh = (uintptr_t)c;
 	}
 	if (q->ops->open(q, fh, true) && ctl) {
@@ -1729,9 +1731,12 @@ int rf_fuse_run(struct rf_array *a, const struct rf_fuse_opts *o)
 	fs.img_mode = rf_array_readonly(a) ? 0400 : 0600;
 	fs.null = o->null;
 	pthread_mutex_init(&fs.img_lock, NULL);
+	rf_lock_rank(&fs.img_lock, RF_LOCK_LEAF, "img_lock");
 	pthread_mutex_init(&fs.lock, NULL);
+	rf_lock_rank(&fs.lock, RF_LOCK_LEAF, "request pool lock");
 	pthread_cond_init(&fs.cond, NULL);
 	pthread_mutex_init(&fs.names_lock, NULL);
+	rf_lock_rank(&fs.names_lock, RF_LOCK_LEAF, "names_lock");
 	ret = rf_ctl_tree_build(a, &fs.tree);
 	if (ret == -EINVAL) {
 		rf_err("cannot serve the image as '%s': not a plain file name, or one the control files use "

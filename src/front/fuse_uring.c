@@ -88,6 +88,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "raidfuse/lockcheck.h"
 #include "front/fuse_uring.h"
 #include "raidfuse/log.h"
 #include "raidfuse/util.h"
@@ -753,6 +754,7 @@ static void *handoff_thread(void *arg)
 static void handoff_init(struct handoff *h, const char *name)
 {
 	pthread_mutex_init(&h->lock, NULL);
+	rf_lock_rank(&h->lock, RF_LOCK_LEAF, "hand-off lock");
 	pthread_cond_init(&h->cond, NULL);
 	h->tail = &h->head;
 	h->name = name;
@@ -1157,6 +1159,7 @@ static int setup_thread(struct rf_uring *u, struct uthr *t, int qid)
 	t->u = u;
 	t->qid = qid;
 	pthread_mutex_init(&t->lock, NULL);
+	rf_lock_rank(&t->lock, RF_LOCK_LEAF, "ring thread lock");
 	t->evfd = eventfd(0, EFD_CLOEXEC);
 	if (t->evfd < 0)
 		return -errno;
@@ -1208,6 +1211,7 @@ int rf_uring_start(struct rf_uring **up, const struct rf_uring_conf *c, const vo
 		u->c.congestion_threshold = (uint16_t)(u->c.max_background * 3 / 4);
 	}
 	pthread_mutex_init(&u->reg_lock, NULL);
+	rf_lock_rank(&u->reg_lock, RF_LOCK_LEAF, "ring registration lock");
 	pthread_cond_init(&u->reg_cond, NULL);
 	handoff_init(&u->slow, "rf-uring-slow");
 	handoff_init(&u->bulk, "rf-uring-bulk");

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "raidfuse/lockcheck.h"
 #include "raidfuse/fault.h"
 #include "raidfuse/util.h"
 #include "raidfuse/ioq.h"
@@ -292,6 +293,7 @@ struct rf_fault *rf_fault_new(void)
 	if (!f)
 		return NULL;
 	pthread_mutex_init(&f->lock, NULL);
+	rf_lock_rank(&f->lock, RF_LOCK_LEAF, "fault spec lock");
 	rf_fault_spec_init(&f->spec);
 	f->rng = f->spec.seed;
 	return f;

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "raidfuse/lockcheck.h"
 #include "raidfuse/iolog.h"
 
 #define MAX_FILES 256
@@ -116,6 +117,7 @@ int rf_iolog_open(const char *path)
 
 	if (fd < 0)
 		return -errno;
+	rf_lock_rank(&lock, RF_LOCK_LEAF, "IO log lock");
 	pthread_mutex_lock(&lock);
 	if (logfd >= 0)
 		close(logfd);

@@ -52,6 +52,7 @@
 
 #include <liburing.h>
 
+#include "raidfuse/lockcheck.h"
 #include "raidfuse/fault.h"
 #include "raidfuse/fdmap.h"
 #include "raidfuse/iolog.h"
@@ -1044,6 +1045,7 @@ int rf_ioq_init_sync_run(struct rf_ioq *q, struct rf_ioq_devs devs,
 		return ret;
 	}
 	pthread_mutex_init(&s->lock, NULL);
+	rf_lock_rank(&s->lock, RF_LOCK_LEAF, "queue kick lock");
 	ret = rf_ioq_init_common(q, devs, depth);
 	if (ret) {
 		pthread_cond_destroy(&s->cond);

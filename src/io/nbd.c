@@ -67,6 +67,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "raidfuse/lockcheck.h"
 #include "raidfuse/log.h"
 #include "raidfuse/memberid.h"
 #include "raidfuse/nbd.h"
@@ -254,8 +255,12 @@ static void *poller_main(void *arg)
 		wait = next_check - now;
 		if (wait < 0)
 			wait = 0;
+		/* dead is read under the lock: kill_locked() sets it from
+		 * other threads (a dead connection waits for the eventfd). */
+		if (c->dead)
+			wait = -1;
 		pthread_mutex_unlock(&c->lock);
-		if (poll(p, 2, c->dead ? -1 : (int)wait) < 0 && errno != EINTR)
+		if (poll(p, 2, (int)wait) < 0 && errno != EINTR)
 			rf_err("%s: poll: %s", c->uri, strerror(errno));
 		if (p[1].revents & POLLIN) {
 			uint64_t v;
@@ -419,6 +424,7 @@ int rf_nbd_open(const char *uri, bool readonly, unsigned timeout_ms, struct rf_n
 	}
 	atomic_init(&c->timeout_ms, timeout_ms ? timeout_ms : RF_NBD_TIMEOUT_MS_DEFAULT);
 	pthread_mutex_init(&c->lock, NULL);
+	rf_lock_rank(&c->lock, RF_LOCK_NBD, "NBD connection lock");
 	c->inflight.next = c->inflight.prev = &c->inflight;
 	c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	r = c->efd < 0 ? -errno : rf_cond_init_mono(&c->cond);

@@ -47,6 +47,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "raidfuse/lockcheck.h"
 #include "raidfuse/fdio.h"
 #include "raidfuse/overlay.h"
 #include "raidfuse/parity.h"
@@ -649,6 +650,7 @@ int rf_ovl_open_sb(const char *dir, int fd, const char *path, struct rf_sb *sb, 
 	o->cow = o->mapfd = -1;
 	o->fd = fd;
 	pthread_mutex_init(&o->lock, NULL);
+	rf_lock_rank(&o->lock, RF_LOCK_LEAF, "overlay lock");
 	end = lseek(fd, 0, SEEK_END);
 	if (end < 0) {
 		r = -errno;

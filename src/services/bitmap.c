@@ -65,6 +65,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "raidfuse/lockcheck.h"
 #include "core/core.h"
 #include "raidfuse/bgthread.h"
 #include "raidfuse/bitmap.h"
@@ -539,6 +540,7 @@ int rf_bitmap_open(struct rf_array *a, struct rf_sbstate *s, struct rf_bitmap **
 	/* 0.90 keeps its bitmap 4 KiB after the superblock, recording no offset. */
 	bm->location = fm->sb.kind == RF_SB_090 ? 8 : fm->sb.bitmap_offset;
 	pthread_mutex_init(&bm->lock, NULL);
+	rf_lock_rank(&bm->lock, RF_LOCK_BITMAP, "bitmap lock");
 	r = rf_bg_init(&bm->daemon, "rf-bitmap", 0, daemon_run, bm);
 	if (r) {
 		pthread_mutex_destroy(&bm->lock);

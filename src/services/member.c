@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "raidfuse/lockcheck.h"
 #include "core/core.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/fault.h"
@@ -662,6 +663,7 @@ int rf_mgmt_start(struct rf_array *a)
 	if (!m)
 		return -ENOMEM;
 	pthread_mutex_init(&m->lock, NULL);
+	rf_lock_rank(&m->lock, RF_LOCK_LEAF, "management lock");
 	pthread_cond_init(&m->cond, NULL);
 	m->kicked = true;       /* an assembled array may have a failed slot and a spare */
 	m->ino_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);

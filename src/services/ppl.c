@@ -86,6 +86,7 @@
 #include <string.h>
 #include <sys/vfs.h>
 
+#include "raidfuse/lockcheck.h"
 #include "core/core.h"
 #include "services/sbstate.h"
 #include "raidfuse/config.h"
@@ -733,6 +734,7 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 		l->unit_tail = &l->unit;
 		l->plug.unplug = unit_close;
 		pthread_mutex_init(&l->lock, NULL);
+		rf_lock_rank(&l->lock, RF_LOCK_LEAF, "partial parity log lock");
 	}
 	if (any) {
 		/* as recorded (the first logged member's) */

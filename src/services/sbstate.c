@@ -56,6 +56,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "raidfuse/lockcheck.h"
 #include "core/core.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/iolog.h"
@@ -84,6 +85,24 @@ static void sb_unlock(struct rf_sbstate *s)
  * (slots and spares, as md); a device that fails it is failed.  own, when
  * not NULL, is device own_dev's part of the change (its recovery state).
  * Returns 0, or -EIO when the array failed. */
+/* The freshest device with a superblock among [0, n), faulty ones left
+ * out when in_sync; -1 if none. */
+static int freshest_of(struct rf_array *a, int n, bool in_sync)
+{
+	int i, fresh = -1;
+
+	for (i = 0; i < n; i++)
+		if (rf_dev_get(a, i)->sb_has && !(in_sync && rf_dev_faulty(a, i)) &&
+		    (fresh < 0 || rf_dev_get(a, i)->sb.events > rf_dev_get(a, fresh)->sb.events))
+			fresh = i;
+	return fresh;
+}
+
+static int freshest(struct rf_array *a, int n)
+{
+	return freshest_of(a, n, false);
+}
+
 static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_change *c, int own_dev,
 			uint64_t own_recovery)
 {
@@ -91,7 +110,7 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 	uint64_t rec = rf_array_recovering(a), rec_off[RF_MAX_MEMBERS];
 	const struct rf_dev *model = NULL;
 	char err[1024];
-	int i, r, nwritten = 0;
+	int i, r, nwritten = 0, fresh;
 
 	/* The rebuild's checkpoints as they are before the flush: what the
 	 * rebuild wrote below them is on disk after it. */
@@ -111,12 +130,9 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 	 * it was out, then came back (re-add), says what the others say, or an
 	 * assembly that takes its superblock as the array's would leave out
 	 * members that are in sync. */
-	for (i = 0; i < rf_devs_count(a); i++) {
-		const struct rf_dev *m = rf_dev_get(a, i);
-
-		if (m->sb_has && !rf_dev_faulty(a, i) && (!model || m->sb.events > model->sb.events))
-			model = m;
-	}
+	fresh = freshest_of(a, rf_devs_count(a), true);
+	if (fresh >= 0)
+		model = rf_dev_get(a, fresh);
 	c->roles_from = model && !rf_test_break("stale-roles") ? &model->sb : NULL;
 	for (i = 0; i < rf_devs_count(a); i++) {
 		struct rf_dev *m = rf_dev_get(a, i);
@@ -369,18 +385,6 @@ int rf_array_start_resync(struct rf_array *a, bool frozen)
 	return r;
 }
 
-/* The freshest device with a superblock among [0, n); -1 if none. */
-static int freshest(struct rf_array *a, int n)
-{
-	int i, fresh = -1;
-
-	for (i = 0; i < n; i++)
-		if (rf_dev_get(a, i)->sb_has &&
-		    (fresh < 0 || rf_dev_get(a, i)->sb.events > rf_dev_get(a, fresh)->sb.events))
-			fresh = i;
-	return fresh;
-}
-
 /* Hooks (core/hooks.h): the array calls these, nothing else of ours. */
 static int hook_write_start(void *priv, uint64_t off, uint64_t len)
 {
@@ -569,6 +573,7 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 	s->resync_offset = rf_dev_get(a, fresh)->sb.resync_offset;
 	atomic_init(&s->mode, RF_SBS_CLEAN);
 	pthread_mutex_init(&s->lock, NULL);
+	rf_lock_rank(&s->lock, RF_LOCK_SBSTATE, "superblock state lock");
 	r = rf_bg_init(&s->timer, "rf-sbstate", RF_SAFE_MODE_MS, timer_run, s);
 	if (r) {
 		snprintf(err, errlen, "%s: the superblock timer: %s", rf_array_name(a), strerror(-r));
@@ -707,19 +712,16 @@ int rf_sbstate_add_spare(struct rf_sbstate *s, int dev, char *err, size_t errlen
 	struct rf_array *a;
 	struct rf_dev *m, *model = NULL;
 	struct rf_sb_change c = { .faulty_slot = -1, .set_role = true, .role_value = RF_SB_ROLE_SPARE };
-	int i, r;
+	int r, fresh;
 
 	if (!s)
 		return 0;
 	a = s->a;
 	m = rf_dev_get(a, dev);
 	pthread_mutex_lock(&s->lock);
-	for (i = 0; i < rf_array_nslots(a); i++) {
-		struct rf_dev *d = rf_dev_get(a, i);
-
-		if (d->sb_has && !rf_dev_faulty(a, i) && (!model || d->sb.events > model->sb.events))
-			model = d;
-	}
+	fresh = freshest_of(a, rf_array_nslots(a), true);
+	if (fresh >= 0)
+		model = rf_dev_get(a, fresh);
 	if (!model) {
 		snprintf(err, errlen, "%s: no member with a superblock to copy the array's from", m->path);
 		r = -EIO;

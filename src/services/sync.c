@@ -130,6 +130,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "raidfuse/lockcheck.h"
 #include "core/core.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/ioq.h"
@@ -1513,6 +1514,7 @@ int rf_sync_init(struct rf_array *a)
 		return -ENOMEM;
 	s->a = a;
 	pthread_mutex_init(&s->lock, NULL);
+	rf_lock_rank(&s->lock, RF_LOCK_LEAF, "sync walk lock");
 	pthread_cond_init(&s->cond, NULL);
 	pthread_cond_init(&s->wcond, NULL);
 	s->speed_min = RF_SYNC_SPEED_MIN_DEFAULT;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "raidfuse/lockcheck.h"
 #include "raidfuse/bgthread.h"
 #include "raidfuse/util.h"
 
@@ -49,6 +50,8 @@ int rf_bg_init(struct rf_bgthread *b, const char *name, unsigned period_ms,
 	snprintf(b->name, sizeof(b->name), "%s", name);
 	atomic_init(&b->period_ms, period_ms);
 	r = -pthread_mutex_init(&b->lock, NULL);
+	if (!r)
+		rf_lock_rank(&b->lock, RF_LOCK_LEAF, "background thread lock");
 	if (r)
 		return r;
 	r = rf_cond_init_mono(&b->cond);

@@ -389,4 +389,28 @@ echo -failfast >"$MNT/md/dev-w2.img/state"
 stop_array "$MNT"
 check '[ -z "$(flags w2.img)" ] && [ "$(flags w1.img)" = write-mostly ]' "-failfast is kept too"
 
+# --- 9. the lock order, checked (make asan, make tsan) -------------------------
+# A build that checks the lock order (LOCKCHECK=1 wraps pthread's mutex
+# calls) stops a daemon that takes reconf_lock under dev_lock, the
+# inversion RAIDFUSE_TEST_BREAK=lock-order plants, naming both; every other
+# test is the proof that the order holds where it is kept.
+if nm "$RAIDFUSE" 2>/dev/null | grep -q __wrap_pthread_mutex_lock; then
+	log "lock order: a planted inversion stops the daemon, naming both locks"
+	RAIDFUSE_TEST_BREAK=lock-order start_array "$D/wm.conf" "$MNT" 2>/dev/null ||
+		true
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$DAEMON_PID" 2>/dev/null || break
+		echo check >"$MNT/md/sync_action" 2>/dev/null || true
+		sleep 0.1
+	done
+	logf=$(daemon_log_file "$MNT")
+	grep -q "lock order: taking reconf_lock (rank 2) while holding dev_lock (rank 3)" "$logf" ||
+		fail "lock order: the planted inversion was not reported: $(tail -n 5 "$logf")"
+	wait_daemon_exit "$MNT" --any-status
+	[ "$DAEMON_RC" != 0 ] || fail "lock order: the daemon went on after the inversion"
+	fusermount3 -u -z "$MNT" 2>/dev/null || true
+else
+	log "lock order: this build does not check it (make asan and make tsan do)"
+fi
+
 log "ok"
