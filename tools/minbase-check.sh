@@ -2,18 +2,22 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # minbase-check.sh - the README's two commands on a fresh minimal Debian 12.
 #
-#   tools/minbase-check.sh [--keep] [--example-only] DIR
+#   tools/minbase-check.sh [--keep] [--example-only | --func "NN ..."] DIR
 #
 # As root: debootstrap --variant=minbase bookworm into DIR (which must not
-# exist yet), with /dev, /proc, /sys and a /dev/shm of its own bound in
-# (mounts made slaves, so that taking them down leaves the host's alone);
+# exist yet), made a mount point of its own (as a booted root is: unshare
+# --propagation and /proc/self/mountinfo's "/" need one), with /dev, /proc,
+# /sys and a /dev/shm of its own bound in (mounts made slaves, so that
+# taking them down leaves the host's alone), and /etc/mtab the link to
+# /proc/self/mounts that a booted Debian gets from systemd-tmpfiles;
 # this tree's committed HEAD cloned into DIR/src, and ../shared, when the
 # tree has one beside it, bound at DIR/shared.  Then, inside, as a new
 # user of a machine with nothing but the base system would:
 #   1. tools/example.sh (installs the packages, builds, creates the
 #      example's members, serves /tmp/raidfuse/array.img); the image must
 #      be served and read end to end; fusermount3 -u stops it
-#   2. make test (unless --example-only)
+#   2. make test (unless --example-only; --func runs make and only the
+#      functional tests named)
 # Every functional test must pass with none skipped.  The chroot's mounts
 # are taken down at the end, and DIR removed unless --keep.  Logs:
 # DIR.log/.  Exit status: 0 all passed, 1 something failed or skipped,
@@ -21,18 +25,19 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
-keep=0 example_only=0
+keep=0 example_only=0 func=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--keep) keep=1 ;;
 	--example-only) example_only=1 ;;
+	--func) func=$2; shift ;;
 	-h | --help) sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "minbase-check.sh: unknown option $1" >&2; exit 2 ;;
 	*) break ;;
 	esac
 	shift
 done
-[ $# = 1 ] || { echo "usage: tools/minbase-check.sh [--keep] [--example-only] DIR" >&2; exit 2; }
+[ $# = 1 ] || { echo "usage: tools/minbase-check.sh [--keep] [--example-only | --func \"NN ...\"] DIR" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "minbase-check.sh: debootstrap and chroot need root" >&2; exit 2; }
 dir=$(realpath -m "$1")
 [ ! -e "$dir" ] || { echo "minbase-check.sh: $dir exists: give a new directory" >&2; exit 2; }
@@ -58,7 +63,7 @@ cleanup() {
 	done
 	if [ $keep = 0 ] && [ -d "$dir" ]; then
 		# Only once nothing is mounted beneath it.
-		if ! grep -q " $dir/" /proc/self/mounts; then
+		if ! grep -q -e " $dir/" -e " $dir " /proc/self/mounts; then
 			rm -rf --one-file-system "$dir"
 		else
 			echo "minbase-check.sh: $dir still has mounts; left in place" >&2
@@ -74,6 +79,7 @@ step "debootstrap --variant=minbase bookworm $dir ($mirror)"
 debootstrap --variant=minbase bookworm "$dir" "$mirror" >"$logs/debootstrap" 2>&1 ||
 	{ echo "minbase-check.sh: debootstrap failed: $logs/debootstrap" >&2; exit 2; }
 cp /etc/resolv.conf "$dir/etc/resolv.conf"
+[ -e "$dir/etc/mtab" ] || ln -s ../proc/self/mounts "$dir/etc/mtab"
 
 bind() { # SRC DST [rbind]
 	mkdir -p "$2"
@@ -85,6 +91,9 @@ bind() { # SRC DST [rbind]
 	mount --make-rslave "$2"
 	mounted+=("$2")
 }
+mount --bind "$dir" "$dir"
+mount --make-private "$dir"
+mounted+=("$dir")
 mount -t proc proc "$dir/proc"
 mounted+=("$dir/proc")
 bind /sys "$dir/sys" rbind
@@ -97,7 +106,7 @@ if [ -d "$here/../shared" ]; then
 fi
 echo "src: $(git -C "$dir/src" log --oneline -1)"
 
-inside() { chroot "$dir" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin TERM=dumb bash -c "$1"; }
+inside() { chroot "$dir" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin TERM=dumb bash -c "$1"; }
 
 rc=0
 step "1. tools/example.sh"
@@ -113,8 +122,11 @@ fi
 inside 'fusermount3 -u /tmp/raidfuse' >>"$logs/example" 2>&1 || true
 
 if [ $example_only = 0 ]; then
-	step "2. make test"
-	if inside 'cd /src && make test' >"$logs/make-test" 2>&1; then
+	cmd='cd /src && make test'
+	[ -z "$func" ] || cmd="cd /src && make && make build/crash-states build/lcblocks && \
+RAIDFUSE=/src/build/raidfuse CRASH_STATES=/src/build/crash-states LCBLOCKS=/src/build/lcblocks tests/func/run.sh $func"
+	step "2. ${func:+functional tests $func: }$cmd"
+	if inside "$cmd" >"$logs/make-test" 2>&1; then
 		grep -E '^[0-9]+ passed' "$logs/make-test"
 	else
 		echo "FAILED: make test (its output: $logs/make-test)"
