@@ -878,22 +878,12 @@ static uint64_t r5_sync_clip(const struct rf_array *a, uint64_t pos, uint64_t n)
  * blocks and parity). */
 static void r5_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi)
 {
-	const struct rf_geom *g = &a->geom;
-	uint64_t s0 = off >> 9, s1 = (off + len + 511) >> 9, cs = g->chunk_sectors, head;
+	uint64_t s0 = off >> 9, s1 = (off + len + 511) >> 9, head;
 
 	if (s1 <= s0)
 		s1 = s0 + 1;    /* an empty write still names its row */
-	/* Chunk c of the array lies in row c / data_disks, at the same
-	 * offset in the row's chunk on every member. */
-	if (s0 / cs == (s1 - 1) / cs) {
-		uint64_t row = s0 / cs / (uint64_t)g->data_disks;
-
-		*lo = row * cs + s0 % cs;
-		*hi = row * cs + (s1 - 1) % cs + 1;
-	} else {
-		*lo = s0 / cs / (uint64_t)g->data_disks * cs;
-		*hi = ((s1 - 1) / cs / (uint64_t)g->data_disks + 1) * cs;
-	}
+	/* The bitmap's rows (md/layout.c), rounded out to stripe heads. */
+	rf_r5_rows(&a->geom, s0, s1, lo, hi);
 	head = a->stripe_size >> 9;
 	if (head > 1) {
 		*lo -= *lo % head;

@@ -942,9 +942,24 @@ uint64_t rf_bitmap_sync_size(const struct rf_geom *g)
 	return 0;
 }
 
+void rf_r5_rows(const struct rf_geom *g, uint64_t s0, uint64_t s1, uint64_t *lo, uint64_t *hi)
+{
+	uint64_t cs = g->chunk_sectors, row = cs * (uint64_t)g->data_disks;
+
+	if (s0 / cs == (s1 - 1) / cs) {
+		/* One chunk: its data and its parity sit at the same offsets
+		 * of one chunk of the member row. */
+		*lo = s0 / row * cs + s0 % cs;
+		*hi = (s1 - 1) / row * cs + (s1 - 1) % cs + 1;
+	} else {
+		*lo = s0 / row * cs;
+		*hi = ((s1 - 1) / row + 1) * cs;
+	}
+}
+
 void rf_bitmap_range(const struct rf_geom *g, uint64_t off, uint64_t len, uint64_t *lo, uint64_t *hi)
 {
-	uint64_t s0 = off >> 9, s1 = (off + len + 511) >> 9, cs, row;
+	uint64_t s0 = off >> 9, s1 = (off + len + 511) >> 9;
 
 	*lo = *hi = 0;
 	if (!len)
@@ -958,17 +973,7 @@ void rf_bitmap_range(const struct rf_geom *g, uint64_t off, uint64_t len, uint64
 		*hi = s1;
 		break;
 	case 4: case 5: case 6:
-		cs = g->chunk_sectors;
-		row = cs * (uint64_t)g->data_disks;
-		if (s0 / cs == (s1 - 1) / cs) {
-			/* One chunk: its data and its parity sit at the same
-			 * offsets of one chunk of the member row. */
-			*lo = s0 / row * cs + s0 % cs;
-			*hi = (s1 - 1) / row * cs + (s1 - 1) % cs + 1;
-		} else {
-			*lo = s0 / row * cs;
-			*hi = ((s1 - 1) / row + 1) * cs;
-		}
+		rf_r5_rows(g, s0, s1, lo, hi);
 		break;
 	default:
 		return;
