@@ -120,9 +120,11 @@ $(BUILD)/lcblocks: tools/lifecycle/lcblocks.c Makefile
 
 unit-build: $(UNIT_BINS)
 
+# Every unit test runs; those that failed are named at the end.
 unit: $(UNIT_BINS)
-	$(Q)set -e; for t in $(filter-out $(UNIT_SKIP:%=$(BUILD)/tests/%),$(UNIT_BINS)); do \
-		echo "== $$t"; $(RUN_PREFIX) $$t; done
+	$(Q)failed=""; for t in $(filter-out $(UNIT_SKIP:%=$(BUILD)/tests/%),$(UNIT_BINS)); do \
+		echo "== $$t"; $(RUN_PREFIX) $$t || failed="$$failed $${t##*/}"; done; \
+	if [ -n "$$failed" ]; then echo "unit tests failed:$$failed"; exit 1; fi
 
 func: $(BUILD)/raidfuse $(BUILD)/crash-states $(BUILD)/lcblocks
 	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) CRASH_STATES=$(abspath $(BUILD)/crash-states) LCBLOCKS=$(abspath $(BUILD)/lcblocks) tests/func/run.sh
