@@ -19,6 +19,7 @@
 #define RAIDFUSE_LOCKCHECK_H
 
 #include <pthread.h>
+#include <stdbool.h>
 
 /* Outer first (a smaller rank is taken first). */
 enum rf_lock_rank {
@@ -37,7 +38,6 @@ enum rf_lock_rank {
  * m is given back; destroy: m's rank is dropped.  set_abort: abort on a
  * violation (the default) or only count it; violations: how many were
  * found; held: the ranked mutexes this thread holds. */
-#include <stdbool.h>
 void rf_lockcheck_rank(const pthread_mutex_t *m, enum rf_lock_rank rank, const char *name);
 void rf_lockcheck_lock(const pthread_mutex_t *m, bool try);
 void rf_lockcheck_locked(const pthread_mutex_t *m);

@@ -26,10 +26,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "raidfuse/lockcheck.h"
 #include "core/core_test.h"
 #include "core/engine.h"
 #include "raidfuse/fault.h"
+#include "raidfuse/lockcheck.h"
 #include "raidfuse/nbd.h"
 #include "raidfuse/overlay.h"
 

@@ -111,11 +111,11 @@ int rf_array_quiesced_all(struct rf_array *a, int (*fn)(void *arg), void *arg);
  * write_rows: the rows [*lo, *hi) a write of len bytes at array byte off
  * may touch, its parity included, rounded out to whole stripe heads;
  * degraded: whether check, repair and resync still compare with the
- * members in missing (faulty or being rebuilt) gone, NULL: never; region: the work of one region (services/syncwork.h), 0 or
- * -errno.  dev_offset: the member sector below which a rebuild that
- * walked [0, pos) wrote every device being rebuilt (md's
- * recovery_offset); walk_start: where a rebuild resumes from such an
- * offset.  Optional, both: NULL when the walk goes in member sectors.
+ * members in missing (faulty or being rebuilt) gone, NULL: never;
+ * region: the work of one region (services/syncwork.h), 0 or -errno.
+ * dev_offset: the member sector below which a rebuild that walked
+ * [0, pos) wrote every device being rebuilt (md's recovery_offset);
+ * walk_start: where a rebuild resumes from such an offset.  Optional, both: NULL when the walk goes in member sectors.
  * recover: optional, the table a rebuild walks by when its units differ
  * (raid10: member sectors, md's recovery by device sector); a rebuild
  * that the bitmap drives keeps this one (the bitmap's units). */

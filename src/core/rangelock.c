@@ -57,10 +57,9 @@ int rf_rangelock_init(struct rf_rangelock *rl, rf_rl_resubmit_fn resubmit, void 
 	rl->resubmit = resubmit;
 	rl->priv = priv;
 	ret = pthread_mutex_init(&rl->lock, NULL);
-	if (!ret)
-		rf_lock_rank(&rl->lock, RF_LOCK_LEAF, "range lock");
 	if (ret)
 		return -ret;
+	rf_lock_rank(&rl->lock, RF_LOCK_LEAF, "range lock");
 	ret = pthread_cond_init(&rl->cond, NULL);
 	if (ret) {
 		pthread_mutex_destroy(&rl->lock);

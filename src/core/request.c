@@ -31,8 +31,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "raidfuse/lockcheck.h"
 #include "core/engine.h"
+#include "raidfuse/lockcheck.h"
 
 /* ---- pieces and requests ---- */
 

@@ -26,8 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "raidfuse/lockcheck.h"
 #include "core/engine.h"
+#include "raidfuse/lockcheck.h"
 #include "raidfuse/util.h"
 
 __thread struct rf_worker *rf_current_worker;

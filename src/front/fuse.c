@@ -89,12 +89,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "raidfuse/lockcheck.h"
 #include "raidfuse/ctl.h"
 #include "raidfuse/devopen.h"
 #include "raidfuse/daemon.h"
 #include "raidfuse/fuse.h"
 #include "raidfuse/holder.h"
+#include "raidfuse/lockcheck.h"
 #include "raidfuse/log.h"
 #include "raidfuse/notify.h"
 #include "raidfuse/fdmap.h"

@@ -88,8 +88,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "raidfuse/lockcheck.h"
 #include "front/fuse_uring.h"
+#include "raidfuse/lockcheck.h"
 #include "raidfuse/log.h"
 #include "raidfuse/util.h"
 

@@ -26,8 +26,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "raidfuse/lockcheck.h"
 #include "raidfuse/fault.h"
+#include "raidfuse/lockcheck.h"
 #include "raidfuse/util.h"
 #include "raidfuse/ioq.h"
 

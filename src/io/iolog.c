@@ -23,8 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "raidfuse/lockcheck.h"
 #include "raidfuse/iolog.h"
+#include "raidfuse/lockcheck.h"
 
 #define MAX_FILES 256
 

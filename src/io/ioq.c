@@ -52,11 +52,11 @@
 
 #include <liburing.h>
 
-#include "raidfuse/lockcheck.h"
 #include "raidfuse/fault.h"
 #include "raidfuse/fdmap.h"
 #include "raidfuse/iolog.h"
 #include "raidfuse/ioq.h"
+#include "raidfuse/lockcheck.h"
 #include "raidfuse/nbd.h"
 #include "raidfuse/util.h"
 

@@ -47,8 +47,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "raidfuse/lockcheck.h"
 #include "raidfuse/fdio.h"
+#include "raidfuse/lockcheck.h"
 #include "raidfuse/overlay.h"
 #include "raidfuse/parity.h"
 

@@ -63,8 +63,8 @@
  *
  * It does NOT batch member IO across heads, does not resync raid4/5
  * while degraded, nor raid6 with two members missing (nothing to compare
- * against), and does not move rows from one
- * geometry to the other (continue a reshape).
+ * against), and does not move rows from one geometry to the other
+ * (continue a reshape).
  */
 #include <assert.h>
 #include <errno.h>
@@ -1162,37 +1162,24 @@ static int compare_rows(void *arg)
 			compare_missing(w, &r, c->missing, off, blocks, &checkp);
 			badp = checkp && memcmp(w->p, w->buf[r.pd_idx] + off, BLK) != 0;
 			badq = !checkp && memcmp(w->q, w->buf[r.qd_idx] + off, BLK) != 0;
-			if (!badp && !badq)
-				continue;
-			rf_sync_mismatch(w, RF_SYNC_BLK_SECTORS);
-			if (act == RF_SYNC_CHECK)
-				continue;
-			c->wrote = true;
-			if (badp) {
-				rewrite(w, r.pd_idx, b);
-				memcpy(w->buf[r.pd_idx] + off, w->p, BLK);
-			} else {
-				rewrite(w, r.qd_idx, b);
-				memcpy(w->buf[r.qd_idx] + off, w->q, BLK);
-			}
-			continue;
-		}
-		if (raid6) {
-			rf_pq_gen(rf_r6_blocks(&r, g->data_disks, w->buf, (size_t)off, w->zero, blocks), BLK, blocks,
-				  w->p, w->q);
 		} else {
-			for (k = 0; k < g->data_disks; k++)
-				blocks[k] = w->buf[r.data_member[k]] + off;
-			rf_xor_gen(g->data_disks, BLK, blocks, w->p);
+			if (raid6) {
+				rf_pq_gen(rf_r6_blocks(&r, g->data_disks, w->buf, (size_t)off, w->zero, blocks), BLK,
+					  blocks, w->p, w->q);
+			} else {
+				for (k = 0; k < g->data_disks; k++)
+					blocks[k] = w->buf[r.data_member[k]] + off;
+				rf_xor_gen(g->data_disks, BLK, blocks, w->p);
+			}
+			badp = memcmp(w->p, w->buf[r.pd_idx] + off, BLK) != 0;
+			badq = raid6 && memcmp(w->q, w->buf[r.qd_idx] + off, BLK) != 0;
 		}
-		badp = memcmp(w->p, w->buf[r.pd_idx] + off, BLK) != 0;
-		badq = raid6 && memcmp(w->q, w->buf[r.qd_idx] + off, BLK) != 0;
 		if (!badp && !badq)
 			continue;
 		if (act != RF_SYNC_RESYNC) {
 			rf_sync_mismatch(w, RF_SYNC_BLK_SECTORS);
-			if (!raid6)
-				bad = -1;       /* P alone cannot say which block is wrong */
+			if (!raid6 || c->missing >= 0)
+				bad = -1;       /* one parity alone cannot say which block is wrong */
 			else if (!badq)
 				name_bad(w, bad = r.pd_idx, ds, "P");
 			else if (!badp)

@@ -65,12 +65,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "raidfuse/lockcheck.h"
 #include "core/core.h"
 #include "raidfuse/bgthread.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/iolog.h"
 #include "raidfuse/le.h"
+#include "raidfuse/lockcheck.h"
 #include "raidfuse/log.h"
 #include "services/sbstate.h"
 

@@ -41,10 +41,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "raidfuse/lockcheck.h"
 #include "core/core.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/fault.h"
+#include "raidfuse/lockcheck.h"
 #include "raidfuse/log.h"
 #include "raidfuse/nbd.h"
 #include "raidfuse/super.h"

@@ -86,10 +86,10 @@
 #include <string.h>
 #include <sys/vfs.h>
 
-#include "raidfuse/lockcheck.h"
 #include "core/core.h"
 #include "services/sbstate.h"
 #include "raidfuse/config.h"
+#include "raidfuse/lockcheck.h"
 #include "raidfuse/log.h"
 #include "raidfuse/ppl.h"
 #include "raidfuse/super.h"

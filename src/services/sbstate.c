@@ -56,10 +56,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "raidfuse/lockcheck.h"
 #include "core/core.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/iolog.h"
+#include "raidfuse/lockcheck.h"
 #include "raidfuse/log.h"
 #include "raidfuse/overlay.h"
 #include "raidfuse/sync.h"
@@ -81,13 +81,9 @@ static void sb_unlock(struct rf_sbstate *s)
 	rf_devs_unlock(s->a);
 }
 
-/* s->lock held.  Write one change to every device that is not faulty
- * (slots and spares, as md); a device that fails it is failed.  own, when
- * not NULL, is device own_dev's part of the change (its recovery state).
- * Returns 0, or -EIO when the array failed. */
 /* The freshest device with a superblock among [0, n), faulty ones left
  * out when in_sync; -1 if none. */
-static int freshest_of(struct rf_array *a, int n, bool in_sync)
+static int freshest(struct rf_array *a, int n, bool in_sync)
 {
 	int i, fresh = -1;
 
@@ -98,11 +94,10 @@ static int freshest_of(struct rf_array *a, int n, bool in_sync)
 	return fresh;
 }
 
-static int freshest(struct rf_array *a, int n)
-{
-	return freshest_of(a, n, false);
-}
-
+/* s->lock held.  Write one change to every device that is not faulty
+ * (slots and spares, as md); a device that fails it is failed.  own, when
+ * not NULL, is device own_dev's part of the change (its recovery state).
+ * Returns 0, or -EIO when the array failed. */
 static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_change *c, int own_dev,
 			uint64_t own_recovery)
 {
@@ -130,7 +125,7 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 	 * it was out, then came back (re-add), says what the others say, or an
 	 * assembly that takes its superblock as the array's would leave out
 	 * members that are in sync. */
-	fresh = freshest_of(a, rf_devs_count(a), true);
+	fresh = freshest(a, rf_devs_count(a), true);
 	if (fresh >= 0)
 		model = rf_dev_get(a, fresh);
 	c->roles_from = model && !rf_test_break("stale-roles") ? &model->sb : NULL;
@@ -420,7 +415,7 @@ static void hook_info(void *priv, struct rf_array_info *out)
 	/* What mdadm --detail prints of the superblocks: the array's
 	 * identity from the freshest one, the events as last written. */
 	pthread_mutex_lock(&s->lock);
-	fresh = freshest(s->a, s->n);
+	fresh = freshest(s->a, s->n, false);
 	if (fresh >= 0) {
 		sb = &rf_dev_get(s->a, fresh)->sb;
 		rf_sb_uuid_str(sb, out->uuid);
@@ -535,7 +530,7 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 		}
 		m->sb_has = true;
 	}
-	fresh = freshest(a, s->n);
+	fresh = freshest(a, s->n, false);
 	if (fresh < 0) {
 		forget_all(a);
 		free(s);
@@ -612,7 +607,7 @@ const struct rf_service rf_sbstate_service = { .name = "superblocks", .open = se
  * clean state (before anything was written). */
 static bool members_behind(const struct rf_sbstate *s)
 {
-	int i, fresh = freshest(s->a, s->n);
+	int i, fresh = freshest(s->a, s->n, false);
 
 	for (i = 0; fresh >= 0 && i < s->n; i++) {
 		const struct rf_dev *m = rf_dev_get(s->a, i), *f = rf_dev_get(s->a, fresh);
@@ -719,7 +714,7 @@ int rf_sbstate_add_spare(struct rf_sbstate *s, int dev, char *err, size_t errlen
 	a = s->a;
 	m = rf_dev_get(a, dev);
 	pthread_mutex_lock(&s->lock);
-	fresh = freshest_of(a, rf_array_nslots(a), true);
+	fresh = freshest(a, rf_array_nslots(a), true);
 	if (fresh >= 0)
 		model = rf_dev_get(a, fresh);
 	if (!model) {

@@ -110,8 +110,8 @@
  *
  * It does NOT resync parity arrays degraded to no redundancy (the level's
  * degraded() says which are; raid6 with one member missing is not), and
- * it does not order the
- * regions' writes against each other (they are disjoint).
+ * it does not order the regions' writes against each other (they are
+ * disjoint).
  *
  * Locks: s->lock (the walk's state and cursor, the workers' hand-over,
  * the status) is a leaf in engine.h's lock order: no other lock is taken
@@ -130,10 +130,10 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "raidfuse/lockcheck.h"
 #include "core/core.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/ioq.h"
+#include "raidfuse/lockcheck.h"
 #include "raidfuse/log.h"
 #include "raidfuse/rangelock.h"
 #include "raidfuse/readmap.h"
@@ -1234,15 +1234,15 @@ static int start(struct rf_array *a, enum rf_sync_action act)
 {
 	struct rf_sync *s = rf_array_sync(a);
 	const struct rf_sync_ops *ops = rf_array_sync_ops(a);
+	uint64_t missing;
 	int ret;
 
 	if (!ops)
 		return -EINVAL;         /* no redundancy: nothing to sync */
 	if (act != RF_SYNC_CHECK && rf_array_readonly(a))
 		return -EROFS;
-	if (act == RF_SYNC_RECOVER ? rf_array_failed(a)
-				   : rf_array_failed(a) || (rf_array_faulty(a) &&
-							    !(ops->degraded && ops->degraded(a, rf_array_faulty(a))))) {
+	missing = act == RF_SYNC_RECOVER ? 0 : rf_array_faulty(a);
+	if (rf_array_failed(a) || (missing && !(ops->degraded && ops->degraded(a, missing)))) {
 		rf_err("%s: %s: the array is degraded: no redundancy to compare", rf_array_name(a),
 		       rf_sync_action_name(act));
 		return -EIO;

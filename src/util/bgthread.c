@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "raidfuse/lockcheck.h"
 #include "raidfuse/bgthread.h"
+#include "raidfuse/lockcheck.h"
 #include "raidfuse/util.h"
 
 int rf_cond_init_mono(pthread_cond_t *c)
@@ -50,10 +50,9 @@ int rf_bg_init(struct rf_bgthread *b, const char *name, unsigned period_ms,
 	snprintf(b->name, sizeof(b->name), "%s", name);
 	atomic_init(&b->period_ms, period_ms);
 	r = -pthread_mutex_init(&b->lock, NULL);
-	if (!r)
-		rf_lock_rank(&b->lock, RF_LOCK_LEAF, "background thread lock");
 	if (r)
 		return r;
+	rf_lock_rank(&b->lock, RF_LOCK_LEAF, "background thread lock");
 	r = rf_cond_init_mono(&b->cond);
 	if (r)
 		pthread_mutex_destroy(&b->lock);
