@@ -11,6 +11,13 @@
 # RF_STRICT=1 turns known raidfuse bugs (XFAIL) into failures.
 #
 # RAIDFUSE defaults to build/raidfuse of this tree; `make func` sets it.
+#
+# Two runs may go at once (CI runs the ASan build's beside the plain
+# one): a test that changes the machine's global state (FUSE's
+# enable_uring parameter: every mount of the other run would change
+# transport) runs alone.  Each test holds a lock on $RF_TEST_LOCK (shared,
+# or exclusive for those), taken by this script, not by the test's own
+# processes (its daemons must not keep it).
 
 set -u
 
@@ -44,15 +51,28 @@ else
 	done
 fi
 
+RF_TEST_LOCK=${RF_TEST_LOCK:-${TMPDIR:-/tmp}/raidfuse-func-tests.lock}
+exec {lock_fd}>>"$RF_TEST_LOCK" || exit 1
+
+# Whether test $1 changes state every run on the machine shares.
+changes_global() {
+	grep -q 'parameters/enable_uring' "$1"
+}
+
 echo "functional tests: $RAIDFUSE"
 pass=0 failed=0 skipped=0 xfail=0 failed_names=()
 start_all=$SECONDS
 for t in "${tests[@]}"; do
 	name=$(basename "$t" .sh)
 	out=$(mktemp)
+	mode=-s
+	changes_global "$t" && mode=-x
+	flock "$mode" -w "$TIMEOUT" "$lock_fd" ||
+		echo "run.sh: $name waited ${TIMEOUT}s for $RF_TEST_LOCK; run without it" >&2
 	start=$SECONDS
-	timeout -k 20 "$TIMEOUT" bash "$t" >"$out" 2>&1 </dev/null
+	timeout -k 20 "$TIMEOUT" bash "$t" >"$out" 2>&1 </dev/null {lock_fd}>&-
 	rc=$?
+	flock -u "$lock_fd"
 	secs=$((SECONDS - start))
 	case $rc in
 	0)
