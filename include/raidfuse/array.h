@@ -177,6 +177,10 @@ enum rf_dev_flags {
 	RF_DEV_MISSING = 1 << 4,        /* an empty slot: no file */
 	RF_DEV_FAILFAST = 1 << 5,       /* md's failfast: a failed read fails it, no retry,
 					 * while the array could lose it (io.failfast) */
+	RF_DEV_WANT_REPLACEMENT = 1 << 6, /* in a slot: a spare is to take its place, copied
+					   * from it while it serves (md's want_replacement) */
+	RF_DEV_REPLACEMENT = 1 << 7,    /* no slot: being filled with a slot's data, every
+					 * write of the slot reaching it too (md's replacement) */
 };
 
 struct rf_dev_info {
@@ -191,6 +195,7 @@ struct rf_dev_info {
 	uint64_t offset;                /* data offset, sectors (md's "offset") */
 	uint64_t size;                  /* KiB of the device the array uses (md's "size") */
 	uint64_t recovery_start;        /* sectors rebuilt so far; UINT64_MAX: in sync ("none") */
+	int replaces;                   /* RF_DEV_REPLACEMENT: the slot it is to take; else -1 */
 };
 
 /* How many device numbers there are now (raid_disks at least). */

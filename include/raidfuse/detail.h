@@ -32,7 +32,8 @@ struct rf_detail_dev {
 	int number;                     /* md's device number (mdstat's NAME[N]); -1: not known */
 	int slot;                       /* -1: none */
 	bool in_sync, faulty, write_mostly;
-	bool rebuilding;                /* in a slot, not yet in sync */
+	bool rebuilding;                /* in a slot, not yet in sync; or a replacement
+					 * being filled (md's "spare rebuilding" both) */
 	unsigned major, minor;          /* a block device's; 0 0 for a file */
 };
 

@@ -35,7 +35,7 @@
 #include "raidfuse/fdmap.h"
 #include "raidfuse/iolog.h"
 
-#define RF_IOQ_MAX_MEMBERS 64
+#define RF_IOQ_MAX_MEMBERS 128
 #define RF_IOQ_MAX_MERGE 64
 #define RF_IOQ_MAX_MERGE_BYTES (1u << 20)
 #define RF_IOQ_BOUNCE_UNIT (64u << 10)
@@ -46,6 +46,8 @@ enum rf_mio_op { RF_MIO_READ, RF_MIO_WRITE, RF_MIO_FSYNC };
 
 struct rf_mio {
 	struct rf_mio *next;            /* ioq's retry list; free for the owner otherwise */
+	void *twin;                     /* not the queue's: the core's hot replace (a write
+					 * that goes to a replacement too), NULL otherwise */
 	void (*end)(struct rf_mio *m);  /* completion, on the queue's thread */
 	void *priv;                     /* the owner's */
 	char *buf;

@@ -90,6 +90,24 @@ void rf_mgmt_resync_after_rebuild(struct rf_array *a);
 /* The RECOVER walk ended: completed, or stopped at pos (member sectors). */
 void rf_recovery_ended(struct rf_array *a, bool completed, uint64_t pos);
 
+/* Hot replace (core/replace.c).  Slots with a replacement attached,
+ * and those whose replacement lost a write (detach it). */
+uint64_t rf_array_replacing(const struct rf_array *a);
+uint64_t rf_array_repl_failed(const struct rf_array *a);
+/* Slot k's replacement (a device index), or -1. */
+int rf_array_replacement(const struct rf_array *a, int k);
+/* The slot device dev is the replacement of, or -1. */
+int rf_replacement_slot(const struct rf_array *a, int dev);
+/* Device dev (no slot) becomes slot k's replacement: from now on every
+ * write of slot k reaches it too.  Or no longer.  Both with every request
+ * drained (rf_array_quiesced_all()). */
+void rf_replace_attach(struct rf_array *a, int k, int dev);
+void rf_replace_detach(struct rf_array *a, int k);
+/* Slot k's replacement lost a write or an fsync (what happened, with err;
+ * or err 0: it was marked faulty): it is marked, no more writes reach it,
+ * the management thread is kicked.  Any thread; logs once. */
+void rf_replace_failed(struct rf_array *a, int k, int err, const char *what);
+
 /* Slot member failed (idempotent, logs once): true when it is faulty
  * now; false when the level keeps it as the last copy of some data (the
  * array is broken then: see rf_level_ops.keeps_last). */

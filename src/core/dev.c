@@ -52,9 +52,13 @@ int rf_devs_count(const struct rf_array *a)
 	return a->ndevs;
 }
 
+/* Every entry of the table, not only the slots: a write of a slot being
+ * replaced goes to its replacement's too (replace.c). */
+_Static_assert(RF_MAX_DEVS <= RF_IOQ_MAX_MEMBERS, "the IO queues address every device");
+
 struct rf_ioq_devs rf_devs_ioq(struct rf_array *a)
 {
-	return (struct rf_ioq_devs){ .first = &a->devs[0].io, .stride = sizeof(a->devs[0]), .n = a->nmembers };
+	return (struct rf_ioq_devs){ .first = &a->devs[0].io, .stride = sizeof(a->devs[0]), .n = RF_MAX_DEVS };
 }
 
 /* Lock order: reconf_lock, then dev_lock, then sbstate's lock, then the
@@ -409,6 +413,7 @@ void rf_dev_changed(struct rf_array *a, int i)
 void rf_dev_swap(struct rf_array *a, int i, int j)
 {
 	struct rf_dev t;
+	int k;
 
 	if (i == j)
 		return;
@@ -417,6 +422,15 @@ void rf_dev_swap(struct rf_array *a, int i, int j)
 	memcpy(&t, &a->devs[i], sizeof(t));
 	memcpy(&a->devs[i], &a->devs[j], sizeof(t));
 	memcpy(&a->devs[j], &t, sizeof(t));
+	/* A replacement keeps its slot's link wherever it moves. */
+	for (k = 0; k < a->nmembers; k++) {
+		if (!(atomic_load(&a->replacing) >> k & 1))
+			continue;
+		if (a->repl_dev[k] == i)
+			a->repl_dev[k] = (int16_t)j;
+		else if (a->repl_dev[k] == j)
+			a->repl_dev[k] = (int16_t)i;
+	}
 	rf_dev_changed(a, i);
 	rf_dev_changed(a, j);
 }

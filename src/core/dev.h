@@ -79,7 +79,8 @@ struct rf_dev {
 struct rf_dev *rf_dev_get(struct rf_array *a, int i);
 /* How many devices the table holds now (device lock or reconf_lock held). */
 int rf_devs_count(const struct rf_array *a);
-/* The member IO queues' view of the slots' backends. */
+/* The member IO queues' view of the devices' backends (all of the table:
+ * slots, and the replacements writes reach too). */
 struct rf_ioq_devs rf_devs_ioq(struct rf_array *a);
 
 /* The device table's lock (see above); services take it before their own. */

@@ -334,6 +334,15 @@ struct rf_array {
 	atomic_uint_fast64_t recovering;
 	atomic_uint_fast64_t recovery_cp;
 	atomic_bool recover_dirty_only;  /* a re-added device: rebuild what the bitmap marks */
+	/* Hot replace (replace.c, member.c): slots whose device has a
+	 * replacement (repl_dev[k], a device without a slot) that every write
+	 * of the slot reaches too while the walk copies the slot's data to
+	 * it; both set with every request drained.  repl_failed: those whose
+	 * replacement lost a write (set by the IO path, cleared with the
+	 * replacement detached). */
+	atomic_uint_fast64_t replacing;
+	atomic_uint_fast64_t repl_failed;
+	int16_t repl_dev[RF_MAX_MEMBERS];
 	struct rf_mgmt *mgmt;           /* member.c's thread */
 	atomic_uint_fast64_t write_mostly; /* slots whose device is write-mostly (raid1 reads) */
 	/* Atomic counters, relaxed; padded to lines of their own, so that
@@ -357,6 +366,22 @@ void rf_queue_piece(struct rf_array *a, struct rf_piece *p);
 void rf_piece_end(struct rf_piece *p, int err);
 /* Issue a DIRECT piece's member IO on w (p->mio prepared by the caller). */
 void rf_direct_issue(struct rf_worker *w, struct rf_piece *p);
+
+/* Queue member IO m on w's queue; a write or fsync of a slot being
+ * replaced goes to its replacement too (replace.c), and m ends once both
+ * have. */
+void rf_replace_twin(struct rf_worker *w, struct rf_mio *m);
+static inline void rf_member_queue(struct rf_worker *w, struct rf_mio *m)
+{
+	const struct rf_array *a = w->a;
+	uint64_t r = atomic_load_explicit(&a->replacing, memory_order_acquire);
+
+	if (__builtin_expect(r != 0, 0) && m->op != RF_MIO_READ && m->member < RF_MAX_MEMBERS &&
+	    ((r & ~atomic_load_explicit(&a->repl_failed, memory_order_acquire)) >> m->member & 1))
+		rf_replace_twin(w, m);
+	else
+		rf_ioq_queue(&w->ioq, m);
+}
 /* Set up p->mio for member m at member byte offset moff. */
 void rf_piece_set_mio(struct rf_array *a, struct rf_piece *p, int member, uint64_t moff);
 

@@ -426,13 +426,36 @@ static bool keeps_last_copy(const struct rf_array *a, uint64_t out, uint64_t bit
 	return a->ops->keeps_last && !(out & bit) && a->ops->failed(a, out | bit);
 }
 
+void rf_replace_failed(struct rf_array *a, int k, int err, const char *what)
+{
+	uint64_t bit = 1ull << k;
+
+	if (err)
+		atomic_fetch_add_explicit(&a->devs[a->repl_dev[k]].nr_errors, 1, memory_order_relaxed);
+	if (atomic_fetch_or(&a->repl_failed, bit) & bit)
+		return;
+	rf_err("%s: replacement %s of slot %d: %s%s%s; the replacement stops (faulty), slot %d keeps its device",
+	       a->name, a->devs[a->repl_dev[k]].path, k, what, err ? ": " : "", err ? strerror(-err) : "", k);
+	rf_mgmt_kick(a);
+}
+
 bool rf_member_fail(struct rf_array *a, int member, int err, const char *what, uint64_t off)
 {
-	uint64_t bit = 1ull << member;
-	uint64_t old = atomic_load_explicit(&a->faulty, memory_order_acquire);
-	const struct rf_dev *m = &a->devs[member];
+	uint64_t bit, old;
+	const struct rf_dev *m;
 	int k;
 	char why[512];
+
+	/* Not a slot's: a replacement (the sync walk's copy wrote to it). */
+	if (member >= a->nmembers) {
+		k = rf_replacement_slot(a, member);
+		if (k >= 0)
+			rf_replace_failed(a, k, err, what);
+		return true;
+	}
+	bit = 1ull << member;
+	old = atomic_load_explicit(&a->faulty, memory_order_acquire);
+	m = &a->devs[member];
 
 	atomic_fetch_add_explicit(&a->devs[member].nr_errors, 1, memory_order_relaxed);
 	do {
@@ -498,6 +521,6 @@ void rf_piece_set_mio(struct rf_array *a, struct rf_piece *p, int member, uint64
 
 void rf_direct_issue(struct rf_worker *w, struct rf_piece *p)
 {
-	rf_ioq_queue(&w->ioq, &p->mio);
+	rf_member_queue(w, &p->mio);
 }
 

@@ -410,6 +410,14 @@ static void show_dev_state(struct rf_array *a, const struct rf_dev_info *d, stru
 		rf_ctl_printf(b, "%sspare", sep);
 		sep = ",";
 	}
+	if (d->flags & RF_DEV_WANT_REPLACEMENT) {
+		rf_ctl_printf(b, "%swant_replacement", sep);
+		sep = ",";
+	}
+	if (d->flags & RF_DEV_REPLACEMENT) {
+		rf_ctl_printf(b, "%sreplacement", sep);
+		sep = ",";
+	}
 	if (d->flags & RF_DEV_FAILFAST)
 		rf_ctl_printf(b, "%sfailfast", sep);      /* md's place: after spare */
 	rf_ctl_printf(b, "\n");
@@ -539,7 +547,8 @@ static int store_dev_io_mode(struct rf_array *a, const char *dev, const char *va
 
 const struct rf_ctl_attr rf_ctl_dev_attrs[] = {
 	{ .name = "state", .mode = 0644, .show_dev = show_dev_state, .store_dev = store_dev_state,
-	  .takes = "faulty, remove, re-add, -faulty, writemostly, -writemostly, failfast or -failfast" },
+	  .takes = "faulty, remove, re-add, -faulty, writemostly, -writemostly, failfast, -failfast, "
+		   "want_replacement or -want_replacement" },
 	DEV_RO(errors),
 	DEV_RO(slot),
 	DEV_RO(offset),
@@ -847,8 +856,12 @@ static void show_mdstat(struct rf_array *a, const struct rf_array_info *i, int m
 
 		if (rf_array_dev_info(a, k, &d) || (d.flags & RF_DEV_MISSING))
 			continue;
+		/* md's replacement has its slot's role: (R), not (S) */
 		rf_ctl_printf(b, " %s[%d]%s%s", d.name, d.number, d.flags & RF_DEV_WRITE_MOSTLY ? "(W)" : "",
-			      d.flags & RF_DEV_FAULTY ? "(F)" : d.slot < 0 ? "(S)" : "");
+			      d.flags & RF_DEV_FAULTY	     ? "(F)" :
+			      d.flags & RF_DEV_REPLACEMENT ? "(R)" :
+			      d.slot < 0		     ? "(S)" :
+							       "");
 	}
 	rf_ctl_printf(b, "\n      %llu blocks", (unsigned long long)(i->array_size / 1024));
 	/* md names every format but its oldest, 0.90 */

@@ -129,7 +129,8 @@ int rf_ctl_parse_time_base(const char *s, unsigned *ms)
 }
 
 const char *const rf_ctl_dev_state_words[] = {
-	"faulty", "remove", "re-add", "-faulty", "writemostly", "-writemostly", "failfast", "-failfast", NULL
+	"faulty", "remove", "re-add", "-faulty", "writemostly", "-writemostly", "failfast", "-failfast",
+	"want_replacement", "-want_replacement", NULL
 };
 
 int rf_ctl_parse_dev_state(const char *s, int *word)

@@ -102,6 +102,19 @@ static int mdstat_number(const char *mdstat, const char *name)
 	return -1;
 }
 
+/* Whether md's comma-separated state words hold word (whole: "replacement"
+ * is not "want_replacement"). */
+static bool state_has(const char *state, const char *word)
+{
+	size_t n = strlen(word);
+	const char *p;
+
+	for (p = state; (p = strstr(p, word)); p += n)
+		if ((p == state || p[-1] == ',') && (p[n] == ',' || p[n] == '\n' || !p[n]))
+			return true;
+	return false;
+}
+
 static int read_dev(struct rf_detail *d, struct rf_detail_dev *v, const char *mdstat, char *err, size_t errlen)
 {
 	char f[300], state[256], slot[32], rs[64];
@@ -118,11 +131,12 @@ static int read_dev(struct rf_detail *d, struct rf_detail_dev *v, const char *md
 	r = r ? r : attr(d, f, v->path, sizeof(v->path), err, errlen);
 	if (r)
 		return r;
-	v->faulty = strstr(state, "faulty") != NULL;
-	v->in_sync = strstr(state, "in_sync") != NULL;
-	v->write_mostly = strstr(state, "write_mostly") != NULL;
+	v->faulty = state_has(state, "faulty");
+	v->in_sync = state_has(state, "in_sync");
+	v->write_mostly = state_has(state, "write_mostly");
 	v->slot = slot[0] >= '0' && slot[0] <= '9' ? atoi(slot) : -1;
-	v->rebuilding = v->slot >= 0 && !v->in_sync && !v->faulty && strcmp(rs, "none");
+	v->rebuilding = (v->slot >= 0 && !v->in_sync && !v->faulty && strcmp(rs, "none")) ||
+			(!v->faulty && state_has(state, "replacement"));
 	v->number = mdstat_number(mdstat, v->name);
 	if (!stat(v->path, &st) && S_ISBLK(st.st_mode)) {
 		v->major = major(st.st_rdev);

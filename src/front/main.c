@@ -15,6 +15,7 @@
  *   raidfuse status [--json] [--watch [SECONDS]] MOUNTPOINT
  *   raidfuse ctl [--json] MOUNTPOINT ATTR [VALUE]
  *   raidfuse ctl MOUNTPOINT add FILE | fail NAME|PATH | remove NAME | re-add NAME
+ *   raidfuse ctl MOUNTPOINT replace NAME|PATH
  *   raidfuse ctl [--wait] [--json] MOUNTPOINT check | repair
  *   raidfuse monitor [--scan | MOUNTPOINT...] [--program PROG] [--mail ADDR] [--syslog]
  *                    [--oneshot] [--test] [--delay N] [--increment N] [--daemonise]
@@ -1903,7 +1904,8 @@ static int cmd_ctl(int argc, char **argv)
 			attr = "new_dev";
 			val = abs;
 		}
-	} else if (val && (!strcmp(attr, "fail") || !strcmp(attr, "remove") || !strcmp(attr, "re-add"))) {
+	} else if (val && (!strcmp(attr, "fail") || !strcmp(attr, "remove") || !strcmp(attr, "re-add") ||
+			   !strcmp(attr, "replace"))) {
 		if (!*val)
 			return usage_error("ctl: %s expects a device NAME or path", attr);
 		if (strchr(val, '/')) {
@@ -1914,14 +1916,15 @@ static int cmd_ctl(int argc, char **argv)
 			val = devname;
 		}
 		snprintf(devattr, sizeof(devattr), "dev-%s/state", val);
-		val = !strcmp(attr, "fail") ? "faulty" : attr;
+		val = !strcmp(attr, "fail") ? "faulty" : !strcmp(attr, "replace") ? "want_replacement" : attr;
 		attr = devattr;
 	} else if (!strcmp(attr, "check") || !strcmp(attr, "repair")) {
 		if (val)
 			return usage_error("ctl: %s takes no VALUE, got '%s'", attr, val);
 		val = attr;
 		attr = "sync_action";
-	} else if (!val && (!strcmp(attr, "add") || !strcmp(attr, "fail") || !strcmp(attr, "remove"))) {
+	} else if (!val && (!strcmp(attr, "add") || !strcmp(attr, "fail") || !strcmp(attr, "remove") ||
+			    !strcmp(attr, "replace"))) {
 		return usage_error("ctl: %s expects a %s", attr, !strcmp(attr, "add") ? "FILE" : "device NAME");
 	}
 	if (wait) {
@@ -2426,6 +2429,7 @@ static const struct cmd cmds[] = {
 	{ "ctl", cmd_ctl,
 	  "raidfuse ctl [--json] MOUNTPOINT ATTR [VALUE]\n"
 	  "raidfuse ctl MOUNTPOINT add FILE | fail NAME|PATH | remove NAME | re-add NAME\n"
+	  "raidfuse ctl MOUNTPOINT replace NAME|PATH\n"
 	  "raidfuse ctl [--wait] [--json] MOUNTPOINT check | repair",
 	  "Print md attribute ATTR of the array on MOUNTPOINT, or set it to VALUE, as `cat` and\n"
 	  "`echo VALUE >` on MOUNTPOINT/md/ATTR do (VALUE may start with '-', as md's\n"
@@ -2440,6 +2444,10 @@ static const struct cmd cmds[] = {
 	  "  remove NAME            take faulty or spare device NAME out of the array\n"
 	  "  re-add NAME            put failed device NAME back (md's --re-add: with a bitmap\n"
 	  "                         only what it missed is rebuilt; an NBD member reconnects)\n"
+	  "  replace NAME|PATH      hot replace (mdadm --replace, md's want_replacement): a\n"
+	  "                         spare is filled with the device's data while it serves,\n"
+	  "                         then takes its slot; the device is left faulty.  The first\n"
+	  "                         spare is taken (add one first); none: the next one added\n"
 	  "  check, repair          start md's check or repair (md/sync_action)\n"
 	  "  -W, --wait             with check, repair or sync_action check|repair|resync|\n"
 	  "                         recover: wait until it ends, a progress line on stderr,\n"

@@ -314,7 +314,7 @@ static void issue(struct rf_worker *w, struct rf_stripe *sh, int col, bool write
 	m->member = (int16_t)col;
 	m->op = write ? RF_MIO_WRITE : RF_MIO_READ;
 	sh->pending++;
-	rf_ioq_queue(&w->ioq, m);
+	rf_member_queue(w, m);
 }
 
 struct parity_job {

@@ -59,6 +59,8 @@ struct rf_mgmt {
 	pthread_t thread;
 	bool started;                   /* thread runs */
 	bool resync_waits;              /* a resync due once no rebuild is (protected by lock) */
+	uint64_t repl_done;             /* slots whose replacement's copy completed, to be
+					 * promoted (protected by lock) */
 	uint64_t faulty_seen;           /* the faulty slots at the last recovery check
 					 * (the management thread's own) */
 	/* The member watch: an inotify descriptor on every device's inode
@@ -107,6 +109,8 @@ static unsigned dev_flags(struct rf_array *a, int dev)
 	if (dev < rf_array_nslots(a)) {
 		if (rf_array_faulty(a) & (1ull << dev))
 			f = (f | RF_DEV_FAULTY) & ~RF_DEV_IN_SYNC;
+	} else if (rf_replacement_slot(a, dev) >= 0) {
+		f |= RF_DEV_REPLACEMENT;
 	}
 	return f;
 }
@@ -165,6 +169,9 @@ int rf_array_dev_info(struct rf_array *a, int dev, struct rf_dev_info *out)
 	out->size = (g->level == 0 && dev < rf_array_nslots(a) ? g->r0_sectors[dev] : g->dev_sectors) / 2;
 	out->recovery_start = UINT64_MAX;
 	if (out->slot >= 0 && (rf_array_recovering(a) & (1ull << dev)))
+		out->recovery_start = rf_array_recovery_cp(a);
+	out->replaces = rf_replacement_slot(a, dev);
+	if (out->replaces >= 0)
 		out->recovery_start = rf_array_recovery_cp(a);
 out:
 	rf_array_reconf_unlock(a);
@@ -316,6 +323,19 @@ void rf_recovery_ended(struct rf_array *a, bool completed, uint64_t pos)
 {
 	struct end_job j = { a, completed, pos };
 
+	/* A replacement's copy (sync.c runs it when nothing is to be
+	 * rebuilt): the management thread promotes it (check_replace()). */
+	if (!rf_array_recovering(a) && rf_array_replacing(a)) {
+		struct rf_mgmt *m = rf_array_mgmt(a);
+
+		if (completed && m) {
+			pthread_mutex_lock(&m->lock);
+			m->repl_done |= rf_array_replacing(a) & ~rf_array_repl_failed(a);
+			pthread_mutex_unlock(&m->lock);
+		}
+		return;
+	}
+
 	rf_array_quiesced(a, end_rebuild, &j);
 }
 
@@ -330,7 +350,7 @@ static int pick_spare(struct rf_array *a, int k)
 	for (i = rf_array_nslots(a); i < rf_devs_count(a); i++) {
 		unsigned f = rf_dev_get(a, i)->flags;
 
-		if (!(f & RF_DEV_SPARE) || (f & RF_DEV_FAULTY))
+		if (!(f & RF_DEV_SPARE) || (f & RF_DEV_FAULTY) || rf_replacement_slot(a, i) >= 0)
 			continue;
 		if (rf_dev_get(a, i)->prev_slot == k)
 			return i;
@@ -391,6 +411,177 @@ void rf_mgmt_resync_after_rebuild(struct rf_array *a)
 	rf_mgmt_kick(a);
 }
 
+/* ---- hot replace (md's want_replacement; core/replace.c) ----
+ *
+ * A slot whose device wants replacing gets the first free spare as its
+ * replacement once nothing is to be rebuilt; sync.c's "recover" walk then
+ * copies the slot's data to it while every write of the slot reaches it
+ * too, and once the copy is complete the replacement takes the slot and
+ * the old device stays listed, faulty (md marks it so, and mdadm --replace
+ * leaves it to be removed).  The superblocks record the change then: the
+ * old device faulty, the new one in the slot, in sync.  Until then the
+ * replacement is a spare there, so a copy cut short (a stop, a crash)
+ * starts again from its beginning, and kernel md assembles the array as it
+ * was.  A replacement that loses a write is detached and faulty; one whose
+ * slot fails (or is being rebuilt) is detached and a spare again, and may
+ * then take the slot through a rebuild as any spare.  A rebuild goes
+ * first, as md's recovery does.
+ */
+
+/* reconf_lock held: slots whose replacement must be detached: it lost a
+ * write, or its slot no longer holds the data it copies. */
+static uint64_t replace_broken(struct rf_array *a)
+{
+	return rf_array_replacing(a) &
+	       (rf_array_repl_failed(a) | rf_array_faulty(a) | rf_array_recovering(a));
+}
+
+/* reconf_lock held: the first spare free to be a replacement; -1: none. */
+static int pick_replacement(struct rf_array *a)
+{
+	int i;
+
+	for (i = rf_array_nslots(a); i < rf_devs_count(a); i++) {
+		unsigned f = rf_dev_get(a, i)->flags;
+
+		if ((f & RF_DEV_SPARE) && !(f & RF_DEV_FAULTY) && rf_replacement_slot(a, i) < 0)
+			return i;
+	}
+	return -1;
+}
+
+/* reconf_lock held: slots in sync that want a replacement and have none. */
+static uint64_t replace_wanted(struct rf_array *a)
+{
+	uint64_t bad = rf_array_faulty(a) | rf_array_recovering(a) | rf_array_replacing(a), w = 0;
+	int k;
+
+	for (k = 0; k < rf_array_nslots(a); k++)
+		if ((rf_dev_get(a, k)->flags & RF_DEV_WANT_REPLACEMENT) && !(bad >> k & 1))
+			w |= 1ull << k;
+	return w;
+}
+
+struct repl_job {
+	struct rf_array *a;
+	uint64_t done;                  /* copies completed: promote them */
+};
+
+/* Replacement dev takes slot k; the device lock held, every request
+ * drained. */
+static int promote(struct rf_array *a, int k, int dev)
+{
+	struct rf_dev *old;
+
+	rf_replace_detach(a, k);
+	rf_sbstate_mark_faulty(rf_array_sbstate(a), k);
+	rf_dev_swap(a, k, dev);
+	old = rf_dev_get(a, dev);
+	old->flags = RF_DEV_FAULTY;
+	old->prev_slot = k;
+	rf_dev_get(a, k)->flags = RF_DEV_IN_SYNC;
+	rf_dev_get(a, k)->prev_slot = -1;
+	rf_devs_flags_changed(a);
+	rf_info("%s: %s replaced %s in slot %d; %s is marked faulty", rf_array_name(a), rf_dev_get(a, k)->path,
+		old->path, k, old->path);
+	return rf_sbstate_set_slot(rf_array_sbstate(a), k, k, RF_SB_MAX_SECTOR);
+}
+
+/* With every request drained: detach the replacements that cannot go on,
+ * promote those whose copy is complete, attach a spare to each slot that
+ * wants one. */
+static int replace_fix(void *arg)
+{
+	struct repl_job *j = arg;
+	struct rf_array *a = j->a;
+	uint64_t rep = rf_array_replacing(a), broken = replace_broken(a), want;
+	int ret = 0;
+
+	rf_devs_lock(a);
+	while (rep) {
+		int k = __builtin_ctzll(rep), dev = rf_array_replacement(a, k);
+		struct rf_dev *d = rf_dev_get(a, dev);
+
+		rep &= rep - 1;
+		if (broken >> k & 1) {
+			bool lost = rf_array_repl_failed(a) >> k & 1;
+
+			rf_replace_detach(a, k);
+			d->flags = lost ? RF_DEV_FAULTY : RF_DEV_SPARE;
+			rf_info("%s: %s is no longer slot %d's replacement: %s", rf_array_name(a), d->path, k,
+				lost ? "it lost a write, faulty" : "the slot failed; a spare again");
+		} else if (j->done >> k & 1) {
+			ret = promote(a, k, dev);
+		}
+	}
+	want = replace_wanted(a);
+	while (want && !ret) {
+		int k = __builtin_ctzll(want), sp = pick_replacement(a);
+
+		want &= want - 1;
+		if (sp < 0)
+			break;
+		/* A spare named in the config gets its superblock now (as
+		 * take_slot()), and with it the data offset it is copied at. */
+		if (rf_array_sbstate(a) && !rf_dev_get(a, sp)->sb_has) {
+			char err[1024];
+
+			rf_dev_get(a, sp)->data_offset = spare_data_offset(a, -1);
+			ret = rf_sbstate_add_spare(rf_array_sbstate(a), sp, err, sizeof(err));
+			if (ret) {
+				rf_err("%s: %s", rf_array_name(a), err);
+				break;
+			}
+		}
+		rf_replace_attach(a, k, sp);
+		rf_info("%s: %s replaces %s in slot %d: the slot's data is copied to it while the slot serves",
+			rf_array_name(a), rf_dev_get(a, sp)->path, rf_dev_get(a, k)->path, k);
+	}
+	rf_devs_unlock(a);
+	return ret;
+}
+
+/* Take the completed copies. */
+static uint64_t repl_done_take(struct rf_array *a)
+{
+	struct rf_mgmt *m = rf_array_mgmt(a);
+	uint64_t d;
+
+	pthread_mutex_lock(&m->lock);
+	d = m->repl_done;
+	m->repl_done = 0;
+	pthread_mutex_unlock(&m->lock);
+	return d;
+}
+
+/* Nothing is to be rebuilt and no walk runs (st): detach, promote and
+ * attach replacements (replace_fix()), then copy to those attached.  true
+ * when a copy runs. */
+static bool check_replace(struct rf_array *a)
+{
+	struct repl_job j = { .a = a, .done = repl_done_take(a) };
+	bool fix;
+	int ret;
+
+	rf_array_reconf_lock(a);
+	fix = j.done || replace_broken(a) || (replace_wanted(a) && pick_replacement(a) >= 0);
+	rf_array_reconf_unlock(a);
+	if (fix) {
+		ret = rf_array_quiesced_all(a, replace_fix, &j);
+		if (ret)
+			rf_err("%s: hot replace: recording the change in the superblocks: %s", rf_array_name(a),
+			       strerror(-ret));
+	}
+	if (!rf_array_replacing(a))
+		return false;
+	ret = rf_sync_request(a, RF_SYNC_RECOVER);
+	if (ret && ret != -EBUSY) {
+		rf_err("%s: hot replace: the copy did not start: %s", rf_array_name(a), strerror(-ret));
+		return false;
+	}
+	return true;
+}
+
 /* What md's recovery check does: start or resume a rebuild if a failed
  * slot and a spare meet, unless sync_action is frozen; once none is to be
  * done, start a resync that waited for it. */
@@ -399,6 +590,7 @@ static void check_recovery(struct rf_array *a)
 	struct rf_sync_status st;
 	struct swap_job j = { .a = a, .slot = -1, .spare = -1 };
 	uint64_t r, fresh;
+	bool broken;
 	int ret;
 
 	if (rf_array_readonly(a) || rf_array_overlay(a) || rf_array_failed(a))
@@ -417,15 +609,23 @@ static void check_recovery(struct rf_array *a)
 		 * pass to end. */
 		int k, spare_for = -1;
 
+		bool repl;
+
 		rf_array_reconf_lock(a);
 		r = rf_array_recovering(a) & rf_array_faulty(a);
+		/* A replacement's copy stops for any failure (a spare, or
+		 * the replacement itself, rebuilds a failed slot first). */
+		repl = !rf_array_recovering(a) && rf_array_replacing(a) && (fresh || replace_broken(a));
 		for (k = 0; !r && k < rf_array_nslots(a) && spare_for < 0; k++)
 			if ((fresh & ~rf_array_recovering(a) & (1ull << k)) && pick_spare(a, k) >= 0)
 				spare_for = k;
 		rf_array_reconf_unlock(a);
-		if (!r && (spare_for < 0 || rf_test_break("no-intr")))
+		if (!r && !repl && (spare_for < 0 || rf_test_break("no-intr")))
 			return;
-		if (r)
+		if (repl)
+			rf_info("%s: a member or a replacement failed: the copy to the replacement stops",
+				rf_array_name(a));
+		else if (r)
 			rf_info("%s: a device being rebuilt failed: the rebuild stops, and starts again without it",
 				rf_array_name(a));
 		else
@@ -436,6 +636,16 @@ static void check_recovery(struct rf_array *a)
 	}
 	if (st.action == RF_SYNC_FROZEN || st.action == RF_SYNC_RECOVER)
 		return;
+	/* A replacement whose slot failed is a spare again first: it may
+	 * be the one that rebuilds the slot. */
+	rf_array_reconf_lock(a);
+	broken = replace_broken(a) != 0;
+	rf_array_reconf_unlock(a);
+	if (broken) {
+		struct repl_job rj = { .a = a };
+
+		rf_array_quiesced_all(a, replace_fix, &rj);
+	}
 	rf_array_reconf_lock(a);
 	/* A device that failed while being rebuilt is just faulty. */
 	rf_recovery_drop_faulty(a);
@@ -443,10 +653,12 @@ static void check_recovery(struct rf_array *a)
 	pick_slot(a, &j);
 	rf_array_reconf_unlock(a);
 	if (j.slot < 0 && !r) {
-		/* Rebuilt: a resync it interrupted, or one that was due
-		 * while it ran, goes on from where it stands (md starts the
-		 * resync once recovery ends). */
-		if (st.action == RF_SYNC_IDLE && resync_waits_take(a))
+		/* Rebuilt: replacements are copied, then a resync it
+		 * interrupted, or one that was due while it ran, goes on from
+		 * where it stands (md starts the resync once recovery ends). */
+		if (st.action != RF_SYNC_IDLE || check_replace(a))
+			return;
+		if (resync_waits_take(a))
 			rf_array_start_resync(a, false);
 		return;
 	}
@@ -790,7 +1002,7 @@ static int set_state(void *arg)
 	struct rf_array *a = j->a;
 	struct rf_dev *m;
 	bool slot;
-	int dev, ret = 0;
+	int dev, repl, ret = 0;
 
 	dev = rf_dev_lookup(a, j->name);
 	if (dev < 0)
@@ -798,7 +1010,40 @@ static int set_state(void *arg)
 	m = rf_dev_get(a, dev);
 	slot = dev < rf_array_nslots(a);
 	rf_devs_lock(a);
-	if (!strcmp(j->word, "faulty")) {
+	repl = slot ? -1 : rf_replacement_slot(a, dev);
+	if (!strcmp(j->word, "want_replacement") || !strcmp(j->word, "-want_replacement")) {
+		if (j->word[0] == '-') {
+			/* md: always allowed; a copy under way goes on */
+			m->flags &= ~RF_DEV_WANT_REPLACEMENT;
+		} else if (!slot || (m->flags & RF_DEV_MISSING)) {
+			rf_err("%s: dev-%s/state: want_replacement: %s is not in a slot (%s)", rf_array_name(a), j->name,
+			       m->path, repl >= 0 ? "it is a replacement" : "only a slot's device is replaced");
+			ret = -EBUSY;
+		} else if (!rf_array_sync_ops(a)) {
+			rf_err("%s: dev-%s/state: want_replacement: raid%d has no redundancy to copy with (md "
+			       "replaces devices of raid1, raid4/5/6 and raid10)", rf_array_name(a), j->name,
+			       rf_array_geom(a)->level);
+			ret = -EOPNOTSUPP;
+		} else if ((rf_array_faulty(a) | rf_array_recovering(a)) >> dev & 1) {
+			rf_err("%s: dev-%s/state: want_replacement: %s is %s: a spare rebuilds its slot", rf_array_name(a),
+			       j->name, m->path, rf_array_faulty(a) >> dev & 1 ? "faulty" : "being rebuilt");
+			ret = -EBUSY;
+		} else {
+			m->flags |= RF_DEV_WANT_REPLACEMENT;
+			if (pick_replacement(a) < 0 && rf_array_replacement(a, dev) < 0)
+				rf_info("%s: %s wants a replacement: the next spare added takes its place",
+					rf_array_name(a), m->path);
+		}
+	} else if (repl >= 0 && !strcmp(j->word, "faulty")) {
+		/* md fails the replacement; the slot keeps its device.  The
+		 * management thread stops the copy, then detaches it. */
+		rf_replace_failed(a, repl, 0, "marked faulty (md/dev-*/state)");
+	} else if (repl >= 0 && strcmp(j->word, "writemostly") && strcmp(j->word, "-writemostly") &&
+		   strcmp(j->word, "failfast") && strcmp(j->word, "-failfast")) {
+		rf_err("%s: dev-%s/state: %s: %s is slot %d's replacement (mark it faulty first)", rf_array_name(a),
+		       j->name, j->word, m->path, repl);
+		ret = -EBUSY;
+	} else if (!strcmp(j->word, "faulty")) {
 		if (slot) {
 			/* md's state_store: -EBUSY when the level keeps the
 			 * device (the last copy of some data) */
@@ -880,7 +1125,8 @@ static int set_state(void *arg)
 		rf_sbstate_set_flags(rf_array_sbstate(a), dev);
 	} else {
 		rf_err("%s: dev-%s/state: refused '%s': takes faulty, remove, re-add, -faulty, writemostly, "
-		       "-writemostly, failfast or -failfast", rf_array_name(a), j->name, j->word);
+		       "-writemostly, failfast, -failfast, want_replacement or -want_replacement", rf_array_name(a),
+		       j->name, j->word);
 		ret = -EINVAL;
 	}
 	rf_devs_unlock(a);

@@ -232,6 +232,8 @@ struct rf_sync {
 	/* lock: */
 	enum rf_sync_action action;     /* the running action, IDLE when none */
 	const struct rf_sync_ops *ops;  /* the running walk's (walk_ops()); set before its thread */
+	bool replace;                   /* the running recover walk copies to replacements
+					 * (replace_region()); set before its thread */
 	bool frozen, stop, running, joinable;
 	int stopping;                   /* rf_sync_stop() calls under way: no walk starts */
 	bool quit;                      /* workers leave */
@@ -568,6 +570,33 @@ bool rf_sync_found_bad(struct rf_sync_work *work, int m, uint64_t where)
  * paced), makes the bitmap's jumps and ends the walk.
  */
 
+/* A region of a replacement's copy (md's replace; core/replace.c): each
+ * slot being replaced is read from its device and written to its
+ * replacement, the region's rows locked meanwhile.  The walk's units are
+ * member sectors (the level's table, or its rebuild's).  Not the level's
+ * work: the slot's device holds the data, nothing is computed. */
+static int replace_region(struct rf_sync_work *work)
+{
+	struct rf_array *a = work->a;
+	uint32_t len = (uint32_t)(work->n * 512);
+	uint64_t rep = rf_array_replacing(a) & ~rf_array_repl_failed(a), r;
+	int ret;
+
+	rf_sync_rows_lock(work, work->pos, work->pos + work->n);
+	for (r = rep; r; r &= r - 1)
+		rf_sync_io(work, __builtin_ctzll(r), false, work->buf[__builtin_ctzll(r)], len, work->pos);
+	ret = rf_sync_io_wait(work);
+	for (r = rep; r && !ret; r &= r - 1) {
+		int k = __builtin_ctzll(r);
+
+		rf_sync_io(work, rf_array_replacement(a, k), true, work->buf[k], len, work->pos);
+	}
+	if (!ret)
+		ret = rf_sync_io_wait(work);
+	rf_sync_rows_unlock(work);
+	return ret;
+}
+
 /* Run the region handed to w: the level's work. */
 static int region_run(struct sync_worker *w, enum rf_sync_action act)
 {
@@ -578,7 +607,7 @@ static int region_run(struct sync_worker *w, enum rf_sync_action act)
 	work->pos = w->cur->lo;
 	work->n = w->cur->n;
 	work->keep_locked = false;
-	ret = w->s->ops->region(work);
+	ret = w->s->replace ? replace_region(work) : w->s->ops->region(work);
 	rf_sync_unmap(work);
 	w->cur->keep_locked = work->keep_locked;
 	return ret;
@@ -1202,7 +1231,7 @@ static void *sync_main(void *arg)
 	/* Outside the lock: the callback may read the status. */
 	if (notify)
 		notify(a, act, !ret && pos >= total, pos, notify_priv);
-	if (act == RF_SYNC_RECOVER && !ret && pos >= total && s->ops != rf_array_sync_ops(a))
+	if (act == RF_SYNC_RECOVER && !s->replace && !ret && pos >= total && s->ops != rf_array_sync_ops(a))
 		/* The bitmap's chunks are in the level's units: every one of
 		 * them is rebuilt. */
 		rf_bitmap_rebuilt(rf_array_bitmap(a), 0, walk_total(a, rf_array_sync_ops(a)));
@@ -1241,6 +1270,11 @@ static int start(struct rf_array *a, enum rf_sync_action act)
 		return -EINVAL;         /* no redundancy: nothing to sync */
 	if (act != RF_SYNC_CHECK && rf_array_readonly(a))
 		return -EROFS;
+	if (act != RF_SYNC_RECOVER && rf_array_replacing(a)) {
+		rf_err("%s: %s: a replacement is being copied (md/dev-*/state replacement): that comes first",
+		       rf_array_name(a), rf_sync_action_name(act));
+		return -EBUSY;
+	}
 	missing = act == RF_SYNC_RECOVER ? 0 : rf_array_faulty(a);
 	if (rf_array_failed(a) || (missing && !(ops->degraded && ops->degraded(a, missing)))) {
 		rf_err("%s: %s: the array is degraded: no redundancy to compare", rf_array_name(a),
@@ -1257,6 +1291,7 @@ static int start(struct rf_array *a, enum rf_sync_action act)
 	s->frozen = false;
 	s->stop = false;
 	s->ops = walk_ops(a, act);
+	s->replace = act == RF_SYNC_RECOVER && !rf_array_recovering(a) && rf_array_replacing(a);
 	s->total = walk_total(a, s->ops);
 	s->done = act == RF_SYNC_RESYNC && s->resync_cp < s->total ? s->resync_cp : 0;
 	/* A rebuild resumes where its superblock says (recovery_cp, member
@@ -1326,7 +1361,7 @@ int rf_sync_request(struct rf_array *a, enum rf_sync_action act)
 	case RF_SYNC_RECOVER:
 		/* md: nothing to rebuild is not an error; a failed slot and a
 		 * spare that have not met yet are looked at again. */
-		if (!rf_array_recovering(a)) {
+		if (!rf_array_recovering(a) && !rf_array_replacing(a)) {
 			rf_mgmt_kick(a);
 			return 0;
 		}

@@ -36,8 +36,6 @@ MNT=$WORK/mnt
 IMG=$MNT/array.img
 mkdir -p "$D"
 
-val() { cat "$MNT/md/$1"; }
-
 # set_ok ATTR VALUE: echo VALUE > md/ATTR succeeds and reads back.
 set_ok() {
 	echo "$2" >"$MNT/md/$1" || fail "echo $2 > md/$1 failed"

@@ -25,8 +25,6 @@ IMG=$MNT/array.img
 CHUNK=64K
 mkdir -p "$D"
 
-val() { cat "$MNT/md/$1"; }
-
 # act WORD: write md/sync_action and wait (60 s at most) until it is idle.
 act() {
 	echo "$1" >"$MNT/md/sync_action" || fail "echo $1 > md/sync_action failed"

@@ -33,8 +33,6 @@ NBLK=2048               # numbered blocks in the first 8 MiB of the image
 STEP=7919               # block k goes to (k * STEP) % NBLK: each once
 MEMBER=32M
 
-val() { cat "$MNT/md/$1"; }
-
 # field FILE LABEL: the value after "LABEL : " in examine output.
 field() {
 	sed -n "s/^ *$2 : //p" "$1" | head -n 1

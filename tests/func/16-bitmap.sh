@@ -28,7 +28,6 @@ IMG=$MNT/array.img
 mkdir -p "$C"
 
 field() { sed -n "s/^ *$2 : //p" "$1" | head -n1; }
-val() { cat "$MNT/md/$1"; }
 
 # xbitmap N: mdadm --examine-bitmap of member N's bitmap (4 KiB at sector
 # 16, 8 sectors after the 1.2 superblock), into $C/x.txt.

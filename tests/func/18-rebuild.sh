@@ -42,20 +42,6 @@ MNT=$WORK/mnt
 IMG=$MNT/array.img
 mkdir -p "$D"
 
-val() { cat "$MNT/md/$1"; }
-dev_state() { cat "$MNT/md/dev-$1/state"; }
-
-# wait_for WHAT CMD: CMD true within 60 s.
-wait_for() {
-	local what=$1 i
-	shift
-	for ((i = 0; i < 600; i++)); do
-		eval "$*" && return 0
-		sleep 0.1
-	done
-	fail "$what: not within 60 s ($*); mdstat: $(cat "$MNT/mdstat")"
-}
-
 # round NAME LEVEL N NSPARES VICTIMS...
 round() {
 	local name=$1 level=$2 n=$3 nsp=$4 v fio_pid seen=0 i mdstat_log

@@ -54,8 +54,6 @@ IMG=$MNT/array.img
 CHUNK=65536
 ROWS="0 1 2 3"
 
-val() { cat "$MNT/md/$1"; }
-
 # field FILE LABEL: the value after "LABEL : " in examine output.
 field() {
 	sed -n "s/^ *$2 : //p" "$1" | head -n 1

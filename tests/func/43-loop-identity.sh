@@ -32,7 +32,6 @@ requires fuse loop fio
 C=$WORK/c
 MNT=$WORK/mnt
 mkdir -p "$C"
-val() { cat "$MNT/md/$1"; }
 # refused_mount ARGS...: raidfuse ARGS (mount or assemble, detaching) must
 # fail; one that served is unmounted before the test fails.
 refused_mount() {

@@ -32,7 +32,6 @@
 requires fuse fio
 . "$(dirname "$0")/nbdkit.sh"
 
-val() { cat "$MNT/md/$1"; }
 role() { "$RAIDFUSE" examine "$1" | sed -n 's/^ *Device Role : //p'; }
 # refused_serve ARGS...: raidfuse ARGS (mount or assemble, detaching) must
 # fail; one that served is unmounted before the test fails.

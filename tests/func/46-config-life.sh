@@ -36,7 +36,6 @@ MNT=$WORK/mnt
 IMG=$MNT/array.img
 mkdir -p "$D"
 
-val() { cat "$MNT/md/$1"; }
 examine_field() { "$RAIDFUSE" examine "$1" | sed -n "s/^ *$2 : //p"; }
 
 # pattern TAG MIB: MIB MiB of blocks, each 4 KiB naming TAG and its number.

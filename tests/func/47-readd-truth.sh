@@ -39,20 +39,7 @@ MNT=$WORK/mnt
 IMG=$MNT/array.img
 mkdir -p "$D"
 
-val() { cat "$MNT/md/$1"; }
-dev_state() { cat "$MNT/md/dev-$1/state"; }
 dev_slot() { cat "$MNT/md/dev-$1/slot"; }
-
-# wait_for WHAT CMD: CMD true within 60 s.
-wait_for() {
-	local what=$1 i
-	shift
-	for ((i = 0; i < 600; i++)); do
-		eval "$*" && return 0
-		sleep 0.1
-	done
-	fail "$what: not within 60 s ($*); mdstat: $(cat "$MNT/mdstat"); resync_start $(val resync_start)"
-}
 
 FILL=(--rw=write --bs=64k --size=8M --name=fill)
 

@@ -29,8 +29,6 @@ D=$WORK/a
 MNT=$WORK/mnt
 mkdir -p "$D"
 
-val() { cat "$MNT/md/$1"; }
-
 # timed ACTION SPEED: set sync_speed_max to SPEED, start ACTION, wait
 # (120 s at most) until idle; sets SECS (elapsed) and TOTAL (the walk's
 # sectors per member, from sync_completed while it ran).

@@ -677,3 +677,30 @@ region_sum() {
 
 # The size of a file in bytes.
 fsize() { stat -c %s "$1"; }
+
+# ---------------------------------------------------------------- md files
+
+# array_dirs: D (the member files' directory, made), MNT (where the array
+# is served) and IMG (its image) under $WORK.
+array_dirs() {
+	D=$WORK/a
+	MNT=$WORK/mnt
+	IMG=$MNT/array.img
+	mkdir -p "$D"
+}
+
+# val ATTR: md/ATTR of the array on $MNT; dev_state NAME: md/dev-NAME/state.
+val() { cat "$MNT/md/$1"; }
+dev_state() { cat "$MNT/md/dev-$1/state"; }
+
+# wait_for WHAT CMD: CMD (eval'd) true within WAIT_SECS (60) seconds, else
+# fail naming WHAT, with mdstat and resync_start of $MNT.
+wait_for() {
+	local what=$1 i
+	shift
+	for ((i = 0; i < ${WAIT_SECS:-60} * 10; i++)); do
+		eval "$*" && return 0
+		sleep 0.1
+	done
+	fail "$what: not within ${WAIT_SECS:-60} s ($*); mdstat: $(cat "$MNT/mdstat"); resync_start $(val resync_start)"
+}

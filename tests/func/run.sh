@@ -59,6 +59,26 @@ changes_global() {
 	grep -q 'parameters/enable_uring' "$1"
 }
 
+# hang_report PID: the processes under PID (the test's), each thread's
+# kernel wait channel and, as root, its kernel stack.
+hang_report() {
+	local pids=("$1") i=0 p t
+	while [ $i -lt ${#pids[@]} ]; do
+		for p in $(pgrep -P "${pids[$i]}"); do pids+=("$p"); done
+		i=$((i + 1))
+	done
+	echo "run.sh: still running 10 s before the timeout; its processes:"
+	ps -o pid,ppid,stat,etime,wchan:24,args -p "$(IFS=,; echo "${pids[*]}")"
+	# The daemons detach from the test: every raidfuse counts.
+	for p in $(pgrep -x raidfuse) $(pgrep -f 'build[^ ]*/raidfuse'); do
+		echo "--- raidfuse $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"
+		for t in /proc/"$p"/task/*; do
+			echo "  $(cat "$t/comm" 2>/dev/null) ${t##*/}: $(cat "$t/wchan" 2>/dev/null)"
+			[ -r "$t/stack" ] && sed 's/^/      /' "$t/stack" 2>/dev/null | head -n 12
+		done
+	done | head -n 400
+}
+
 echo "functional tests: $RAIDFUSE"
 pass=0 failed=0 skipped=0 xfail=0 failed_names=()
 start_all=$SECONDS
@@ -70,8 +90,20 @@ for t in "${tests[@]}"; do
 	flock "$mode" -w "$TIMEOUT" "$lock_fd" ||
 		echo "run.sh: $name waited ${TIMEOUT}s for $RF_TEST_LOCK; run without it" >&2
 	start=$SECONDS
-	timeout -k 20 "$TIMEOUT" bash "$t" >"$out" 2>&1 </dev/null {lock_fd}>&-
+	timeout -k 20 "$TIMEOUT" bash "$t" >"$out" 2>&1 </dev/null {lock_fd}>&- &
+	tpid=$!
+	# Ten seconds before the timeout: what every process of the test
+	# waits for, into its output (a hang in CI can be read afterwards).
+	(
+		sleep $((TIMEOUT > 20 ? TIMEOUT - 10 : TIMEOUT))
+		kill -0 "$tpid" 2>/dev/null && hang_report "$tpid" >>"$out" 2>&1
+	) </dev/null >/dev/null 2>&1 {lock_fd}>&- &
+	wpid=$!
+	wait "$tpid"
 	rc=$?
+	pkill -P "$wpid" sleep 2>/dev/null
+	kill "$wpid" 2>/dev/null
+	wait "$wpid" 2>/dev/null
 	flock -u "$lock_fd"
 	secs=$((SECONDS - start))
 	case $rc in

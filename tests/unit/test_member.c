@@ -9,6 +9,14 @@
  * array stays a spare; a member failed and removed leaves its slot
  * missing, and a spare added then is rebuilt into that slot and holds
  * the data written before; writemostly sets and clears the flag.
+ *
+ * Hot replace (member.c with core/replace.c): a replacement attached to a
+ * slot gets every write of the slot, at the same member offsets (its file
+ * reads what the slot's does where written after the attach, zeros where
+ * not), and never a read; a write it loses marks it, not the slot, and the
+ * request succeeds.  want_replacement with a spare: the spare is filled
+ * and takes the slot, the old device is left faulty, and the data reads
+ * back whole with another member failed; refused on a spare.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,13 +25,16 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "core/core.h"
 #include "fake_ioq.h"
 #include "fixture.h"
+#include "raidfuse/sync.h"
 #include "testreq.h"
 
 #define MEMBER_BYTES (2u << 20)
@@ -181,6 +192,134 @@ static void test_fail_remove_rebuild(void **state)
 	free(back);
 }
 
+/* A spare named name (its path into p) added to a. */
+static void spare(struct rf_array *a, const char *name, char *p)
+{
+	char err[1024];
+
+	snprintf(p, FX_PATH, "%s/%s", fx_dir, name);
+	fx_file_make(p, MEMBER_BYTES);
+	if (rf_array_add_spare(a, p, err, sizeof(err)))
+		fail_msg("add spare: %s", err);
+}
+
+struct attach_job {
+	struct rf_array *a;
+	int slot, dev;
+};
+
+static int attach(void *arg)
+{
+	struct attach_job *j = arg;
+
+	rf_replace_attach(j->a, j->slot, j->dev);
+	return 0;
+}
+
+/* len bytes of file path at off. */
+static void file_read(const char *path, char *buf, size_t len, uint64_t off)
+{
+	int fd = open(path, O_RDONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, buf, len, (off_t)off), (ssize_t)len);
+	close(fd);
+}
+
+/* The twin writes, by hand: a replacement attached (the walk frozen) gets
+ * the slot's writes, no reads; one it loses marks it, not the slot. */
+static void test_replace_twin(void **state)
+{
+	struct rf_array *a = open_named("rt", 5, false);
+	char p[FX_PATH], m1[FX_PATH], *buf = aligned_alloc(4096, 1 << 20);
+	char *x = malloc(65536), *y = malloc(65536);
+	struct attach_job j = { .a = a, .slot = 1 };
+
+	fx_rand_fill(buf, 1 << 20);
+	assert_int_equal(testreq_io(a, RF_REQ_WRITE, 0, 1 << 20, buf), 0);
+	spare(a, "rt-spare.img", p);
+	assert_int_equal(rf_sync_request(a, RF_SYNC_FROZEN), 0);
+	j.dev = rf_array_dev_find(a, "rt-spare.img");
+	assert_true(j.dev >= rf_array_nslots(a));
+	assert_int_equal(rf_array_quiesced_all(a, attach, &j), 0);
+	assert_int_equal(rf_array_replacement(a, 1), j.dev);
+	assert_true(info_of(a, "rt-spare.img").flags & RF_DEV_REPLACEMENT);
+
+	/* Rows 0-1 (chunks of 64 KiB, 3 data columns): the first 384 KiB
+	 * of the array written again; member 1's rows 0 and 1 with them. */
+	fx_rand_fill(buf, 1 << 20);
+	assert_int_equal(testreq_io(a, RF_REQ_WRITE, 0, 384 << 10, buf), 0);
+	fx_member_path(m1, sizeof(m1), "rt", 1);
+	file_read(m1, x, 65536, 65536);
+	file_read(p, y, 65536, 65536);
+	assert_memory_equal(x, y, 65536);
+	/* Row 4, not written since: the replacement has nothing there. */
+	file_read(m1, x, 65536, 4 * 65536);
+	file_read(p, y, 65536, 4 * 65536);
+	assert_memory_not_equal(x, y, 65536);
+	/* Reads never reach it. */
+	fake_nlog = 0;
+	fake_log_on = true;
+	assert_int_equal(testreq_io(a, RF_REQ_READ, 0, 1 << 20, buf), 0);
+	fake_log_on = false;
+	assert_true(fake_nlog > 0);
+	for (int i = 0; i < fake_nlog && i < FAKE_LOG_MAX; i++)
+		assert_int_not_equal(fake_log[i].member, j.dev);
+	/* A write it loses: the request succeeds, the slot stays. */
+	fake_fail_member = j.dev;
+	assert_int_equal(testreq_io(a, RF_REQ_WRITE, 0, 384 << 10, buf), 0);
+	fake_fail_member = -1;
+	assert_true(rf_array_repl_failed(a) >> 1 & 1);
+	assert_int_equal(rf_array_faulty(a), 0);
+	/* Nothing more reaches it: row 1 moves on without it. */
+	fx_rand_fill(buf, 1 << 20);
+	assert_int_equal(testreq_io(a, RF_REQ_WRITE, 0, 384 << 10, buf), 0);
+	file_read(m1, x, 65536, 65536);
+	file_read(p, y, 65536, 65536);
+	assert_memory_not_equal(x, y, 65536);
+	/* Out of frozen: the management thread detaches it, faulty. */
+	assert_int_equal(rf_sync_request(a, RF_SYNC_IDLE), 0);
+	for (int i = 0; i < 1000 && rf_array_replacing(a); i++)
+		usleep(10000);
+	assert_int_equal(rf_array_replacing(a), 0);
+	assert_true(info_of(a, "rt-spare.img").flags & RF_DEV_FAULTY);
+	assert_int_equal(rf_array_faulty(a), 0);
+	rf_array_close(a);
+	free(buf);
+	free(x);
+	free(y);
+}
+
+/* want_replacement: the spare is filled and takes the slot, alone it holds
+ * the slot's data; refused on a spare. */
+static void test_replace_flow(void **state)
+{
+	struct rf_array *a = open_named("rf", 5, false);
+	char p[FX_PATH], *buf = aligned_alloc(4096, 1 << 20), *back = aligned_alloc(4096, 1 << 20);
+	struct rf_dev_info d;
+
+	fx_rand_fill(buf, 1 << 20);
+	assert_int_equal(testreq_io(a, RF_REQ_WRITE, 0, 1 << 20, buf), 0);
+	spare(a, "rf-spare.img", p);
+	assert_int_equal(rf_array_dev_set_state(a, "rf-spare.img", "want_replacement"), -EBUSY);
+	assert_int_equal(rf_array_dev_set_state(a, "rf-2.img", "want_replacement"), 0);
+	wait_in_sync(a, "rf-spare.img");
+	assert_int_equal(info_of(a, "rf-spare.img").slot, 2);
+	d = info_of(a, "rf-2.img");
+	assert_int_equal(d.slot, -1);
+	assert_true(d.flags & RF_DEV_FAULTY);
+	assert_int_equal(rf_array_faulty(a), 0);
+	assert_int_equal(rf_array_replacing(a), 0);
+	/* Slot 0 gone: slot 2's data comes from the replacement. */
+	assert_int_equal(rf_array_dev_set_state(a, "rf-0.img", "faulty"), 0);
+	memset(back, 0, 1 << 20);
+	assert_int_equal(testreq_io(a, RF_REQ_READ, 0, 1 << 20, back), 0);
+	assert_memory_equal(back, buf, 1 << 20);
+	rf_array_close(a);
+	free(buf);
+	free(back);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -188,6 +327,8 @@ int main(void)
 		cmocka_unit_test(test_state_refusals),
 		cmocka_unit_test(test_readonly),
 		cmocka_unit_test(test_fail_remove_rebuild),
+		cmocka_unit_test(test_replace_twin),
+		cmocka_unit_test(test_replace_flow),
 	};
 
 	return fx_run_tests("member", tests);
