@@ -236,6 +236,15 @@ struct swap_job {
 	int slot, spare;
 };
 
+/* Device path took slot k from old: an array without superblocks has only
+ * its config to say which file serves a slot, so say it needs changing. */
+static void config_note(struct rf_array *a, int k, const char *path, const char *old)
+{
+	if (!rf_array_sbstate(a))
+		rf_warn("%s: the array has no superblocks: its config must name %s in place of %s (slot %d) "
+			"from now on", rf_array_name(a), path, old, k);
+}
+
 /* A spare takes failed slot k and starts being rebuilt. */
 static int take_slot(void *arg)
 {
@@ -283,6 +292,8 @@ static int take_slot(void *arg)
 	rf_devs_unlock(a);
 	rf_info("%s: %s takes slot %d; rebuilding %s", rf_array_name(a), rf_dev_get(a, k)->path, k,
 		readd ? "what the bitmap marks" : "all of it");
+	if (!missing)
+		config_note(a, k, rf_dev_get(a, k)->path, rf_dev_get(a, sp)->path);
 	return ret;
 }
 
@@ -484,6 +495,7 @@ static int promote(struct rf_array *a, int k, int dev)
 	rf_devs_flags_changed(a);
 	rf_info("%s: %s replaced %s in slot %d; %s is marked faulty", rf_array_name(a), rf_dev_get(a, k)->path,
 		old->path, k, old->path);
+	config_note(a, k, rf_dev_get(a, k)->path, old->path);
 	return rf_sbstate_set_slot(rf_array_sbstate(a), k, k, RF_SB_MAX_SECTOR);
 }
 
