@@ -31,8 +31,8 @@
  *
  * It does NOT choose, attach, promote or detach replacements (member.c),
  * copy data (sync.c), or record anything in the superblocks: during the
- * copy the replacement is a spare there, so a copy cut short by a crash
- * starts again from its beginning.
+ * copy the replacement is a spare there, so an array stopped or crashed
+ * during a copy assembles as it was before it, the replacement a spare.
  */
 #include <errno.h>
 #include <stdlib.h>

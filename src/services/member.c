@@ -431,9 +431,12 @@ void rf_mgmt_resync_after_rebuild(struct rf_array *a)
  * the old device stays listed, faulty (md marks it so, and mdadm --replace
  * leaves it to be removed).  The superblocks record the change then: the
  * old device faulty, the new one in the slot, in sync.  Until then the
- * replacement is a spare there, so a copy cut short (a stop, a crash)
- * starts again from its beginning, and kernel md assembles the array as it
- * was.  A replacement that loses a write is detached and faulty; one whose
+ * replacement is a spare there, so an array stopped or crashed during a
+ * copy assembles (here and in kernel md) as it was before it, the
+ * replacement a spare, and the replacement is asked for again (md records
+ * it with the slot's role and resumes it).  "idle" or "frozen" during a
+ * copy keep the replacement attached: the copy goes on from where it
+ * stood.  A replacement that loses a write is detached and faulty; one whose
  * slot fails (or is being rebuilt) is detached and a spare again, and may
  * then take the slot through a rebuild as any spare.  A rebuild goes
  * first, as md's recovery does.
