@@ -33,6 +33,16 @@
 #            md's check must find no mismatch.  (Kernel 6.1 serves no reads of an
 #            array frozen mid-reshape, read-only or not: they block until the reshape
 #            moves on, so the members are verified through md finishing the reshape.)
+#   midreplace  create JOB_NDEV members over all disks but the last, resync, the
+#            pattern, check; then add the last disk as a spare and mdadm --replace
+#            role 1 (vdb) with it, the copy limited to a crawl, frozen and stopped once
+#            sync_completed has passed JOB_STOP_PCT percent, and examined: the last
+#            disk's superblock records it as role 1's replacement with its recovery
+#            offset, the other four are the array as it was.
+#   midreplace-verify  (members attached as snapshots, so they stay mid-replace)
+#            assemble all five at a crawl, note where md's copy resumes, let it finish:
+#            the replacement must take role 1 and the old member be left faulty; then
+#            the pattern must read back and md's check find no mismatch.
 #   crash    create (JOB_CREATE_OPTS: a PPL array), resync, the pattern, check; then
 #            partial-stripe writes of the "new" pattern (sector s holds u64le(s + 2^32))
 #            at the places plan.txt lists, and a hard reset (sysrq b) mid-write.  The
@@ -45,7 +55,7 @@
 # Parameters (JOB_* from run-guest.sh): JOB_KIND, JOB_CREATE_OPTS (mdadm --create
 # options without devices), JOB_NDEV (raid devices at the end), JOB_NDEV0 (grow, replace,
 # reshape: at create), JOB_NEW_OFFSET (replace: sectors), JOB_GROW_ARGS, JOB_ARRAY_SIZE (reshape: optional
-# --array-size before the grow), JOB_STOP_PCT, JOB_SPEED_KIB (reshape crawl speed),
+# --array-size before the grow), JOB_STOP_PCT, JOB_SPEED_KIB (reshape, midreplace: crawl speed),
 # JOB_PLAN_START / JOB_PLAN_STRIPES / JOB_PLAN_STRIDE / JOB_PLAN_OFFSETS / JOB_PLAN_BLOCK
 # (crash: sectors), JOB_CRASH_AFTER (crash: seconds of writing before the reset).
 #
@@ -152,6 +162,21 @@ finish() {
 	run mdadm --stop /dev/md0 || die "stop"
 }
 
+wait_pct() { # wait_pct reshape|copy: sync_completed past JOB_STOP_PCT % (5 min at most)
+	local what=$1 pct=0 n=0 idle=0 more=
+	while [ $pct -lt "$JOB_STOP_PCT" ]; do
+		sleep 0.2
+		# shellcheck disable=SC2046 # "done / total": two words wanted
+		set -- $(cat $MD/sync_completed 2>/dev/null | tr -d '/')
+		[ $# = 2 ] && [ "$2" -gt 0 ] && pct=$(($1 * 100 / $2))
+		n=$((n + 1))
+		[ $n -gt 1500 ] && die "the $what did not reach $JOB_STOP_PCT% (sync_completed $(cat $MD/sync_completed))"
+		if [ "$(cat $MD/sync_action)" = idle ]; then idle=$((idle + 1)); else idle=0; fi
+		[ "$what" = reshape ] && more=" (reshape_position $(cat $MD/reshape_position))"
+		[ $idle -gt 25 ] && die "no $what running at $pct%$more"
+	done
+	return 0
+}
 crawl() { # crawl KIB_PER_S: limit resync/reshape speed, system-wide and for md0
 	echo 1 > /proc/sys/dev/raid/speed_limit_min
 	echo "$1" > /proc/sys/dev/raid/speed_limit_max
@@ -245,17 +270,7 @@ reshape)
 	}
 	# reshape_position counts array sectors (of the new shape for a grow, from the end
 	# for a backwards reshape); sync_completed counts per-member progress: use it
-	pct=0; n=0; idle=0
-	while [ $pct -lt "$JOB_STOP_PCT" ]; do
-		sleep 0.2
-		# shellcheck disable=SC2046 # "done / total": two words wanted
-		set -- $(cat $MD/sync_completed 2>/dev/null | tr -d '/')
-		[ $# = 2 ] && [ "$2" -gt 0 ] && pct=$(($1 * 100 / $2))
-		n=$((n + 1))
-		[ $n -gt 1500 ] && die "reshape did not reach $JOB_STOP_PCT% (sync_completed $(cat $MD/sync_completed))"
-		if [ "$(cat $MD/sync_action)" = idle ]; then idle=$((idle + 1)); else idle=0; fi
-		[ $idle -gt 25 ] && die "no reshape running at $pct% (reshape_position $(cat $MD/reshape_position))"
-	done
+	wait_pct reshape
 	echo frozen > $MD/sync_action
 	say "frozen at sync_completed $(cat $MD/sync_completed), reshape_position $(cat $MD/reshape_position)"
 	record "$mm"
@@ -283,6 +298,83 @@ reshape-verify)
 	for dev in $MD/dev-*; do l="$l ${dev##*/dev-}=$(cat $dev/offset)"; done
 	echo "verify: data offsets after the reshape:$l" | tee -a $O/verify.log
 	run mdadm --stop /dev/md0 || die "stop"
+	;;
+midreplace)
+	new=$(echo $disks | awk '{print $NF}')
+	old=/dev/vdb
+	cdevs=$(echo $disks | sed "s|$new||")
+	create $cdevs
+	pattern_write; pattern_check
+	mm=$(md_check)
+	say "check before the replacement mismatch_cnt=$mm"
+	crawl "$JOB_SPEED_KIB"
+	sleep 3
+	run mdadm /dev/md0 --add "$new" || die "add $new"
+	run mdadm /dev/md0 --replace "$old" --with "$new" || die "replace"
+	# sync_completed counts the copy in sectors of each member: done / dev_sectors
+	wait_pct copy
+	cat /proc/mdstat
+	say "mdstat before the freeze: $(grep -o 'recovery = .*' /proc/mdstat)"
+	sc=$(cat $MD/sync_completed)
+	echo frozen > $MD/sync_action
+	nd=${new##*/} od=${old##*/}
+	say "frozen at sync_completed $sc; $nd: slot $(cat $MD/dev-$nd/slot) state $(cat $MD/dev-$nd/state)" \
+		"recovery_start $(cat $MD/dev-$nd/recovery_start); $od: slot $(cat $MD/dev-$od/slot)" \
+		"state $(cat $MD/dev-$od/state) recovery_start $(cat $MD/dev-$od/recovery_start)"
+	record "$mm"
+	{
+		echo "sync_completed_at_freeze=$sc"
+		for dev in $MD/dev-*; do
+			echo "rdev.${dev##*/dev-}.recovery_start=$(cat $dev/recovery_start)"
+		done
+	} >> $O/sysfs.txt
+	run mdadm --stop /dev/md0 || die "stop"
+	examine_all
+	grep -q "Device Role : Replacement device 1" $O/examine-$nd.txt ||
+		die "$new: not role 1's replacement after the stop: $(grep 'Device Role' $O/examine-$nd.txt)"
+	grep -q "Recovery Offset :" $O/examine-$nd.txt || die "$new: no recovery offset after the stop"
+	;;
+midreplace-verify)
+	: > $O/verify.log
+	v() { echo "verify: $*" | tee -a $O/verify.log; }
+	devstates() { # devstates: slot, state and recovery_start of every member
+		l=""
+		for dev in $MD/dev-*; do
+			l="$l ${dev##*/dev-}=$(cat $dev/slot),$(cat $dev/state | tr , +),$(cat $dev/recovery_start)"
+		done
+		echo "$l"
+	}
+	# the copy crawls while it is looked at, as it did when it was stopped
+	echo 1 > /proc/sys/dev/raid/speed_limit_min
+	echo "${JOB_SPEED_KIB:-1000}" > /proc/sys/dev/raid/speed_limit_max
+	say "mdadm --assemble /dev/md0$disks"
+	mdadm --assemble /dev/md0 $disks > $O/verify-assemble.log 2>&1 || { cat $O/verify-assemble.log; die "assemble"; }
+	cat $O/verify-assemble.log
+	v "assembled: sync_action $(cat $MD/sync_action), sync_completed $(cat $MD/sync_completed);$(devstates)"
+	sleep 2
+	cat /proc/mdstat
+	v "2 s later: sync_action $(cat $MD/sync_action), sync_completed $(cat $MD/sync_completed);$(devstates)"
+	v "mdstat: $(grep -o 'recovery = .*' /proc/mdstat)"
+	echo 1000000 > /proc/sys/dev/raid/speed_limit_max
+	echo 1000000 > $MD/sync_speed_max
+	wait_idle
+	cat /proc/mdstat
+	dmesg | grep -iE 'md0|md:|raid' > $O/verify-dmesg.txt
+	v "md said: $(grep md0 $O/verify-dmesg.txt | grep -iE 'recover|resum|replac|checkpoint|spare' |
+		sed 's/^\[[^]]*\] //' | tr '\n' ';')"
+	v "copy finished: sync_action $(cat $MD/sync_action), degraded $(cat $MD/degraded);$(devstates)"
+	mdadm --detail /dev/md0 > $O/verify-detail.txt 2>&1
+	v "detail: $(sed -n '/RaidDevice State/,$p' $O/verify-detail.txt | sed '1d;s/  */ /g;s/^ //' | tr '\n' ';')"
+	echo 3 > /proc/sys/vm/drop_caches
+	mdpeer-pattern check /dev/md0 | tee -a $O/verify.log
+	tail -n 1 $O/verify.log | grep -q ' OK$' || die "pattern check after the replacement"
+	v "md check after the replacement mismatch_cnt=$(md_check)"
+	run mdadm --stop /dev/md0 || die "stop"
+	for d in $disks; do
+		mdadm --examine $d > /tmp/ex 2>&1
+		v "after the stop: ${d##*/}: $(grep -E 'Feature Map|Device Role|Recovery Offset|Array State|Events' /tmp/ex |
+			sed 's/^ *//;s/  */ /g' | tr '\n' ';')"
+	done
 	;;
 crash)
 	create $disks

@@ -18,13 +18,19 @@ adds it from the guest's notes in NAME/info/ (never from assumptions):
   consistency_policy    and ppl (offset/size from --examine) where md keeps a log
   crash                 the reset mid-write: the plan of writes, what each planned block
                         holds on the members as left (raw) and after md's own recovery
-  md_verify             reshape, crash: what kernel md said of snapshots of the members
+  replacement           mid-replace: the 5th device, role 1's replacement as md stopped
+                        it: its file, the role it replaces, its recovery offset (from
+                        --examine, cross-checked with sysfs and its superblock), its
+                        superblock's dev_roles, how far its data equals role 1's
+  md_verify             reshape, crash, midreplace: what kernel md said of snapshots of
+                        the members
   check_raid5           what mdpeer's check_raid5.py said, or why it was not run
 
 usage: md-golden-row.py NAMEDIR KIND                  (members still raw roleK.img)
        md-golden-row.py --check CHECK_RAID5 NAMEDIR KIND   (after compression)
 It refuses (exit 1, one line) when a note it needs is missing or disagrees.
 """
+import hashlib
 import json
 import os
 import re
@@ -149,6 +155,134 @@ def crash_notes(d, row):
     }
 
 
+MD_FEATURE_RECOVERY_OFFSET = 0x2
+MD_FEATURE_REPLACEMENT = 0x10
+SB_ROLES = {0xffff: "spare", 0xfffe: "faulty", 0xfffd: "journal"}
+
+
+def superblock(path, super_offset):
+    """The fields of a 1.x superblock (md_p.h's mdp_superblock_1) that a replacement
+    in progress touches, read from the member itself."""
+    with open(path, "rb") as f:
+        f.seek(super_offset * SECT)
+        b = f.read(4096)
+    if struct.unpack_from("<I", b, 0)[0] != 0xa92b4efc:
+        die("%s: no md 1.x superblock at sector %d" % (path, super_offset))
+    max_dev = struct.unpack_from("<I", b, 220)[0]
+    roles = list(struct.unpack_from("<%dH" % max_dev, b, 256))
+    while roles and roles[-1] == 0xffff:
+        roles.pop()
+    return {"feature_map": "0x%x" % struct.unpack_from("<I", b, 8)[0],
+            "recovery_offset_sectors": struct.unpack_from("<Q", b, 152)[0],
+            "dev_number": struct.unpack_from("<I", b, 160)[0],
+            "events": struct.unpack_from("<Q", b, 200)[0],
+            "max_dev": max_dev,
+            "dev_roles": [SB_ROLES.get(r, r) for r in roles]}
+
+
+def sysfs_notes(info):
+    notes = {}
+    for line in open(os.path.join(info, "sysfs.txt")):
+        for m in re.finditer(r"(\S+?)=(\S.*?)(?=\s+rdev\.|$)", line.strip()):
+            notes[m.group(1)] = m.group(2).strip()
+    return notes
+
+
+def replacement_notes(d, row):
+    """The device md was copying role 1 to when it stopped: attached after the roles."""
+    info = os.path.join(d, "info")
+    dev = "vd" + chr(ord("a") + row["raid_disks"])
+    ex_path = os.path.join(info, "examine-replacement.txt")
+    if os.path.exists(os.path.join(info, "examine-%s.txt" % dev)):
+        os.replace(os.path.join(info, "examine-%s.txt" % dev), ex_path)
+    ex = open(ex_path).read()
+    img = os.path.join(d, "replacement.img")
+    fm = examine_field(ex, "Feature Map")
+    role = examine_field(ex, "Device Role") or ""
+    m = re.match(r"Replacement device (\d+)$", role)
+    if not m:
+        die("%s: the replacement's Device Role is '%s', not 'Replacement device N'" % (d, role))
+    slot = int(m.group(1))
+    if not fm or not int(fm, 16) & MD_FEATURE_REPLACEMENT:
+        die("%s: the replacement's feature map %s lacks MD_FEATURE_REPLACEMENT (0x10)" % (d, fm))
+    rec = sectors_of(examine_field(ex, "Recovery Offset"))
+    if rec is None:
+        die("%s: the replacement's --examine has no Recovery Offset" % d)
+    if examine_field(ex, "Array UUID") != row["array_uuid"]:
+        die("%s: the replacement is of array %s, not %s" % (d, examine_field(ex, "Array UUID"), row["array_uuid"]))
+    sysfs = sysfs_notes(info)
+    if sysfs.get("rdev.%s.recovery_start" % dev) != str(rec):
+        die("%s: recovery offset %d in --examine, %s in sysfs at the freeze"
+            % (d, rec, sysfs.get("rdev.%s.recovery_start" % dev)))
+    if sysfs.get("rdev.%s.slot" % dev) != str(slot):
+        die("%s: the replacement is in slot %s in sysfs, role %d in --examine" % (d, sysfs.get("rdev.%s.slot" % dev), slot))
+    off = sectors_of(examine_field(ex, "Data Offset"))
+    so = sectors_of(examine_field(ex, "Super Offset"))
+    sb = superblock(img, so)
+    if sb["recovery_offset_sectors"] != rec or sb["feature_map"] != fm:
+        die("%s: the replacement's superblock says %s, --examine %s / %d" % (d, sb, fm, rec))
+    old = row["members"][slot]
+    old_ex = open(os.path.join(info, "examine-role%d.txt" % slot)).read()
+    old_img = os.path.join(d, "role%d.img" % slot)
+    old_sb = superblock(old_img, old["super_offset_sectors"])
+    # how far the replacement's data area equals the replaced member's: md copied
+    # at least up to the recovery offset
+    n = row["component_sectors"]
+    same = 0
+    stray = 0
+    with open(img, "rb") as f, open(old_img, "rb") as g:
+        f.seek(off * SECT)
+        g.seek(old["data_offset_sectors"] * SECT)
+        differ = False
+        for s in range(0, n, PAGE):
+            a, b = f.read(PAGE * SECT), g.read(PAGE * SECT)
+            if not differ and a == b:
+                same = s + PAGE
+                continue
+            differ = True
+            if a != bytes(len(a)):
+                stray += 1
+    same = min(same, n)
+    if same < rec:
+        die("%s: the replacement equals role %d only up to sector %d, below its recovery offset %d"
+            % (d, slot, same, rec))
+    h = hashlib.sha256()
+    with open(img, "rb") as f:
+        for blk in iter(lambda: f.read(1 << 20), b""):
+            h.update(blk)
+    return {
+        "file": "%s/replacement.img.xz" % row["name"],
+        "guest_dev": "/dev/" + dev,
+        "replaces_role": slot,
+        "recovery_offset_sectors": rec,
+        "recovery_offset_of": ("sectors of the member's data area (from its data offset) md had copied; "
+                               "component_sectors %d in all" % n),
+        "device_uuid": examine_field(ex, "Device UUID"),
+        "feature_map": fm,
+        "feature_bits": {"recovery_offset": bool(int(fm, 16) & MD_FEATURE_RECOVERY_OFFSET),
+                         "replacement": bool(int(fm, 16) & MD_FEATURE_REPLACEMENT)},
+        "data_offset_sectors": off,
+        "super_offset_sectors": so,
+        "size_bytes": os.path.getsize(img),
+        "raw_sha256": h.hexdigest(),
+        "examine_device_role": role,
+        "examine_array_state": examine_field(ex, "Array State"),
+        "superblock": sb,
+        "replaced_member": {"role": slot, "device_uuid": old["device_uuid"], "feature_map": old["feature_map"],
+                            "examine_device_role": examine_field(old_ex, "Device Role"),
+                            "examine_array_state": examine_field(old_ex, "Array State"),
+                            "superblock": old_sb},
+        "data_equal_to_replaced_sectors": same,
+        "pages_not_zero_past_that": stray,
+        "sysfs_at_freeze": {"sync_completed": sysfs.get("sync_completed_at_freeze"),
+                            "replacement_state": sysfs.get("rdev.%s.state" % dev),
+                            "replaced_state": sysfs.get("rdev.%s.state" % old["guest_dev"][5:])},
+        "how_to_read": ("roles 0..%d (members) are the array as it was, role %d still in sync on its old member; "
+                        "the replacement holds role %d's data in sectors 0 .. recovery_offset_sectors-1 of its "
+                        "data area; kernel md resumes the copy there" % (row["raid_disks"] - 1, slot, slot)),
+    }
+
+
 def augment(d, kind):
     path = os.path.join(d, "manifest.json")
     row = json.load(open(path))
@@ -229,6 +363,10 @@ def augment(d, kind):
                                   "reshape on snapshots of these members (md_verify)")
     elif reshape is not None:
         die("%s: kind %s but the members are mid-reshape" % (d, kind))
+    if kind == "midreplace":
+        row["replacement"] = replacement_notes(d, row)
+        row["pattern_written"] = ("before the replacement started; read back through md after md finished the "
+                                  "replacement on snapshots of these members and the replacement (md_verify)")
     if kind == "crash":
         row["crash"] = crash_notes(d, row)
         row["pattern_written"] = "before the crash writes; see crash for what may differ"
@@ -268,6 +406,14 @@ def check(tool, d, kind):
             row["check_raid5"]["why"] = "stripes written at the reset may disagree with the pattern or parity"
         elif p.returncode != 0:
             die("%s: check_raid5.py found mismatches" % d)
+        if kind == "midreplace":
+            row["check_raid5"]["why"] = "the members of roles 0..%d only (not the replacement)" % (row["raid_disks"] - 1)
+    if kind == "midreplace":
+        rp = row["replacement"]
+        p = subprocess.run("xz -dc '%s' | sha256sum" % os.path.join(os.path.dirname(os.path.abspath(d)), rp["file"]),
+                           shell=True, capture_output=True, text=True)
+        if p.returncode != 0 or p.stdout.split()[0] != rp["raw_sha256"]:
+            die("%s: %s does not decompress to the replacement that was examined" % (d, rp["file"]))
     with open(path, "w") as f:
         json.dump(row, f)
         f.write("\n")

@@ -6,14 +6,16 @@
 # are laid out and read).  This script makes the ones whose shape needs more than one
 # mdadm --create: a raid5 grown by a member, one whose member was replaced by one with
 # another data offset, multi-zone raid0 (both layouts), raid10 over an odd member count,
-# a 2-member raid5, raid5 stopped mid-reshape (forwards and backwards), and raid5 with a
-# partial parity log, clean and reset mid-write.  For each NAME it creates sparse member
+# a 2-member raid5, raid5 stopped mid-reshape (forwards and backwards), raid5 stopped in
+# the middle of a hot replace (mdadm --replace), and raid5 with a partial parity log,
+# clean and reset mid-write.  For each NAME it creates sparse member
 # files, boots mdpeer's QEMU guest (kernel md and mdadm 4.2) with tools/md-golden-job.sh,
 # which builds the array, writes the pattern (sector s holds u64le(s) 64 times) and reads
 # it back through md; then mdpeer's golden_manifest.py turns the guest's notes into
 # NAME/manifest.json (cross-checking roles, data offsets and size), md-golden-row.py adds
-# what the shape needs (per-member sizes and offsets, reshape fields, the PPL crash plan),
-# the members are compressed as roleK.img.xz, and mdpeer's check_raid5.py re-derives
+# what the shape needs (per-member sizes and offsets, reshape fields, the PPL crash plan,
+# the replacement in progress), the members are compressed as roleK.img.xz (and the
+# replacement as replacement.img.xz), and mdpeer's check_raid5.py re-derives
 # every sector from them where it knows the geometry.
 #
 # usage: tools/md-golden.sh [--out DIR] [NAME...]     (default: every NAME below, into
@@ -22,8 +24,8 @@
 # env:   MDPEER (default: shared/tools/mdpeer beside the repository), MDPEER_BUILD.
 #
 # mdpeer is not part of this tree.  The result is not bit-for-bit reproducible (md writes
-# uuids and times into the superblocks, and where a reshape stops or a reset lands
-# depends on timing); the data areas of the finished arrays are.
+# uuids and times into the superblocks, and where a reshape or a replacement stops or a
+# reset lands depends on timing); the data areas of the finished arrays are.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 MDPEER=${MDPEER:-$here/../shared/tools/mdpeer}
@@ -45,7 +47,8 @@ BUILD=${MDPEER_BUILD:-/tmp/mdpeer-build}
 
 # One array per line: name | kind (md-golden-job.sh) | level | raid devices at the end |
 # layout ('-': md's default or none) | chunk KiB | member MiB (roles in order; replace:
-# the replaced member last) | manifest file | JOB_* settings for the guest.
+# the replaced member last; midreplace: the replacement last) | manifest file | JOB_*
+# settings for the guest.
 CONFIGS='
 r5-ls-3to4d-64k-grown   |grow   |5 |4|left-symmetric|64|32,32,32,32   |manifest.jsonl        |JOB_NDEV0=3 JOB_CREATE_OPTS="--level=5 --raid-devices=3 --chunk=64K --metadata=1.2"
 r5-ls-4d-64k-replaced   |replace|5 |4|left-symmetric|64|32,40,32,32,32|manifest-pending.jsonl|JOB_NDEV0=4 JOB_NEW_OFFSET=4096 JOB_CREATE_OPTS="--level=5 --raid-devices=4 --chunk=64K --metadata=1.2"
@@ -56,6 +59,7 @@ r10-f2-5d-64k           |plain  |10|5|f2            |64|32,32,32,32,32|manifest.
 r5-ls-2d-64k            |plain  |5 |2|left-symmetric|64|32,32         |manifest-pending.jsonl|JOB_CREATE_OPTS="--level=5 --raid-devices=2 --chunk=64K --metadata=1.2"
 r5-ls-3to4d-64k-midgrow |reshape|5 |4|left-symmetric|64|32,32,32,32   |manifest-pending.jsonl|JOB_NDEV0=3 JOB_GROW_ARGS="--raid-devices=4" JOB_STOP_PCT=40 JOB_SPEED_KIB=1000 JOB_CREATE_OPTS="--level=5 --raid-devices=3 --chunk=64K --metadata=1.2"
 r5-ls2la-4d-64k-midrelayout|reshape|5|4|left-symmetric|64|32,32,32,32   |manifest-pending.jsonl|JOB_NDEV0=4 JOB_GROW_ARGS="--layout=left-asymmetric --data-offset=4M" JOB_STOP_PCT=40 JOB_SPEED_KIB=1000 JOB_CREATE_OPTS="--level=5 --raid-devices=4 --chunk=64K --metadata=1.2 --size=24M"
+r5-ls-4d-64k-midreplace |midreplace|5|4|left-symmetric|64|32,32,32,32,32|manifest-pending.jsonl|JOB_STOP_PCT=40 JOB_SPEED_KIB=1000 JOB_CREATE_OPTS="--level=5 --raid-devices=4 --chunk=64K --metadata=1.2"
 r5-ls-4d-64k-ppl        |plain  |5 |4|left-symmetric|64|32,32,32,32   |manifest-pending.jsonl|JOB_CREATE_OPTS="--level=5 --raid-devices=4 --chunk=64K --metadata=1.2 --consistency-policy=ppl"
 r5-ls-4d-64k-ppl-crash  |crash  |5 |4|left-symmetric|64|32,32,32,32   |manifest-pending.jsonl|JOB_PLAN_START=6144 JOB_PLAN_STRIPES=256 JOB_PLAN_STRIDE=384 JOB_PLAN_OFFSETS="0 128" JOB_PLAN_BLOCK=128 JOB_CRASH_AFTER=2 JOB_CREATE_OPTS="--level=5 --raid-devices=4 --chunk=64K --metadata=1.2 --consistency-policy=ppl"
 '
@@ -96,6 +100,8 @@ while IFS='|' read -r name kind level ndev layout chunk sizes list jobenv; do
 	for ((r = 0; r < ${#mib[@]}; r++)); do
 		if [ "$kind" = replace ] && [ $r = $((${#mib[@]} - 1)) ]; then
 			img=$d/replaced.img
+		elif [ "$kind" = midreplace ] && [ $r = $((${#mib[@]} - 1)) ]; then
+			img=$d/replacement.img
 		else
 			img=$d/role$r.img
 		fi
@@ -116,10 +122,11 @@ while IFS='|' read -r name kind level ndev layout chunk sizes list jobenv; do
 			ok=0
 		fi
 	}
-	# crash and reshape leave the members as md left them; kernel md checks them
-	# again through snapshots, so that what it writes does not reach the members
+	# crash, reshape and midreplace leave the members as md left them; kernel md
+	# checks them again through snapshots, so that what it writes does not reach
+	# the members
 	case $kind in
-	crash | reshape)
+	crash | reshape | midreplace)
 		[ $ok = 1 ] && (
 			for v in $(compgen -e | grep '^JOB_' || true); do unset "$v"; done
 			echo "=== $name: md assembles snapshots of the members and checks them" >&2
@@ -137,6 +144,9 @@ while IFS='|' read -r name kind level ndev layout chunk sizes list jobenv; do
 		for ((r = 0; r < ndev; r++)); do
 			xz -T1 -f --delta=dist=8 --lzma2=preset=9 "$d/role$r.img"
 		done
+		if [ "$kind" = midreplace ]; then
+			xz -T1 -f --delta=dist=8 --lzma2=preset=9 "$d/replacement.img"
+		fi
 		python3 "$here/tools/md-golden-row.py" --check "$MDPEER/check_raid5.py" "$d" "$kind" >&2
 		put_row "$list"
 		n_ok=$((n_ok + 1))

@@ -256,6 +256,10 @@ struct rf_sb_change {
 	uint32_t role_slot;
 	uint16_t role_value;
 	bool role_in_sync;
+	/* 1.x: role_value is shared, as a replacement shares its slot's role
+	 * with the device it is copied from (md's MD_FEATURE_REPLACEMENT):
+	 * another device number holding it keeps it. */
+	bool role_shared;
 	/* 1.x: before the role changes above, dev_roles and max_dev become
 	 * roles_from's (the array's freshest superblock), as md's
 	 * super_1_sync writes every device the whole table: a device that
@@ -266,6 +270,11 @@ struct rf_sb_change {
 	 * sync (RF_SB_MAX_SECTOR: the recovery flag is cleared). */
 	bool set_recovery;
 	uint64_t recovery_offset;
+	/* 1.x, this device: it is (or is no longer) a slot's replacement,
+	 * md's MD_FEATURE_REPLACEMENT in its own feature_map.  0.90 has no
+	 * such record: md lists a replacement there as a spare. */
+	bool set_replacement;
+	bool replacement;
 	/* 1.x: md's partial parity log switched on (1: its area ppl_size
 	 * sectors at ppl_offset from the superblock, feature MULTI_PPL when
 	 * the area holds several logs (rf_ppl_area_multi), else PPL) or off

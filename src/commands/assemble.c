@@ -401,7 +401,7 @@ static int place_members(const char *const *paths, const struct rf_sb *const *sb
 	const struct rf_sb *fresh = sbs[fi];
 	const char *why;
 	char u[40];
-	int i, role;
+	int i, j, role, repl[2 * RF_MAX_MEMBERS], nrepl = 0;
 
 	rf_sb_uuid_str(fresh, u);
 	*nspare = 0;
@@ -441,12 +441,39 @@ static int place_members(const char *const *paths, const struct rf_sb *const *sb
 			spare[(*nspare)++] = i;
 			continue;
 		}
+		/* A replacement shares its slot's role: placed once the
+		 * slot's own device is known. */
+		if (s->kind != RF_SB_090 && (s->feature_map & RF_SB_FEAT_REPLACEMENT)) {
+			repl[nrepl++] = i;
+			continue;
+		}
 		if (by_role[role] >= 0) {
 			snprintf(err, errlen, "%s%s and %s both claim role %d of array %s", where,
 				 paths[by_role[role]], paths[i], role, u);
 			return -EINVAL;
 		}
 		by_role[role] = i;
+	}
+	/* md's raid5_run: a replacement whose slot's device is not here
+	 * serves the slot (its copy, a rebuild from its recovery_offset);
+	 * beside the device it is a spare, which the array makes the slot's
+	 * replacement again (services/sbstate.c). */
+	for (j = 0; j < nrepl; j++) {
+		const struct rf_sb *s = sbs[repl[j]];
+
+		role = role_of(s, fresh);
+		if (by_role[role] < 0) {
+			by_role[role] = repl[j];
+			rf_info("%s%s: slot %d's replacement, its device not here: it takes the slot%s", where,
+				paths[repl[j]], role, s->feature_map & RF_SB_FEAT_RECOVERY ?
+				", rebuilt from where its copy stood" : " (its copy was complete)");
+		} else if (*nspare < RF_MAX_MEMBERS) {
+			spare[(*nspare)++] = repl[j];
+			rf_info("%s%s: slot %d's replacement (copied to sector %llu)", where, paths[repl[j]], role,
+				(unsigned long long)(s->feature_map & RF_SB_FEAT_RECOVERY ? s->recovery_offset : 0));
+		} else {
+			rf_warn("%s%s: a spare past the first %d: left out", where, paths[repl[j]], RF_MAX_MEMBERS);
+		}
 	}
 	return 0;
 }

@@ -30,9 +30,8 @@
  * rf_replace_failed() is request.c's, beside rf_member_fail().
  *
  * It does NOT choose, attach, promote or detach replacements (member.c),
- * copy data (sync.c), or record anything in the superblocks: during the
- * copy the replacement is a spare there, so an array stopped or crashed
- * during a copy assembles as it was before it, the replacement a spare.
+ * copy data (sync.c), or record anything in the superblocks (sbstate.c
+ * records a replacement as md does, with its copy's checkpoint).
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -319,18 +319,20 @@ bad_disks:
 	return why;
 }
 
-/* Roles: each active role at most once, none past raid_disks (past the
- * old count while a reshape removes devices: those still hold old rows). */
+/* Roles: each active role held by one device number, or two (a slot's
+ * device and its replacement, md's MD_FEATURE_REPLACEMENT, which only the
+ * replacement's own superblock says), none past raid_disks (past the old
+ * count while a reshape removes devices: those still hold old rows). */
 static int check_roles(const struct rf_sb *sb, const char *path, char *err, size_t errlen)
 {
-	uint32_t seen[RF_SB_MAX_DEV];
+	uint32_t seen[RF_SB_MAX_DEV], twice[RF_SB_MAX_DEV];
 	int64_t lim = sb->raid_disks;
 	uint32_t i;
 
 	if (sb->reshape && sb->delta_disks < 0 && (int64_t)sb->raid_disks - sb->delta_disks <= RF_SB_MAX_DEV)
 		lim = (int64_t)sb->raid_disks - sb->delta_disks;
 	for (i = 0; i < (uint32_t)lim && i < RF_SB_MAX_DEV; i++)
-		seen[i] = UINT32_MAX;
+		seen[i] = twice[i] = UINT32_MAX;
 	for (i = 0; i < sb->max_dev; i++) {
 		uint16_t r = sb->dev_roles[i];
 
@@ -340,9 +342,14 @@ static int check_roles(const struct rf_sb *sb, const char *path, char *err, size
 			return bad(err, errlen, path, sb->kind,
 				   "device slot %u has role %u but the array has %lld raid devices",
 				   i, r, (long long)lim);
-		if (seen[r] != UINT32_MAX)
+		if (twice[r] != UINT32_MAX)
 			return bad(err, errlen, path, sb->kind,
-				   "role %u is taken by device slots %u and %u", r, seen[r], i);
+				   "role %u is taken by device slots %u, %u and %u (a device and its replacement at "
+				   "most)", r, seen[r], twice[r], i);
+		if (seen[r] != UINT32_MAX) {
+			twice[r] = i;
+			continue;
+		}
 		seen[r] = i;
 	}
 	return 0;
@@ -1171,7 +1178,7 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 			 * missing member's, as older creates recorded it) no
 			 * longer does: md records devices that are not
 			 * there as faulty. */
-			for (i = 0; c->role_value < RF_SB_ROLE_MAX && i < rf_le32(s->max_dev); i++)
+			for (i = 0; c->role_value < RF_SB_ROLE_MAX && !c->role_shared && i < rf_le32(s->max_dev); i++)
 				if (i != c->role_slot && rf_le16(s->dev_roles[i]) == c->role_value)
 					s->dev_roles[i] = rf_to_le16(RF_SB_ROLE_FAULTY);
 			s->dev_roles[c->role_slot] = rf_to_le16(c->role_value);
@@ -1201,6 +1208,11 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 				s->recovery_offset = rf_to_le64(c->recovery_offset);
 			}
 			s->feature_map = rf_to_le32(f);
+		}
+		if (c->set_replacement) {
+			uint32_t f = rf_le32(s->feature_map) & ~(uint32_t)RF_SB_FEAT_REPLACEMENT;
+
+			s->feature_map = rf_to_le32(f | (c->replacement ? RF_SB_FEAT_REPLACEMENT : 0));
 		}
 		s->sb_csum = rf_to_le32(sb1_csum(buf, rf_le32(s->max_dev)));
 	}
@@ -1301,7 +1313,8 @@ int rf_sb_write_spare(const struct rf_sb_io *model_io, const struct rf_sb *model
 		s->max_dev = rf_to_le32(dev_number + 1);
 	s->dev_roles[dev_number] = rf_to_le16(RF_SB_ROLE_SPARE);
 	s->dev_number = rf_to_le32(dev_number);
-	s->feature_map = rf_to_le32(rf_le32(s->feature_map) & ~(uint32_t)(RF_SB_FEAT_RECOVERY | RF_SB_FEAT_BAD_BLOCKS));
+	s->feature_map = rf_to_le32(rf_le32(s->feature_map) &
+				    ~(uint32_t)(RF_SB_FEAT_RECOVERY | RF_SB_FEAT_BAD_BLOCKS | RF_SB_FEAT_REPLACEMENT));
 	s->recovery_offset = rf_to_le64(0);
 	s->cnt_corrected_read = rf_to_le32(0);
 	s->devflags = 0;

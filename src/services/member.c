@@ -429,17 +429,19 @@ void rf_mgmt_resync_after_rebuild(struct rf_array *a)
  * copies the slot's data to it while every write of the slot reaches it
  * too, and once the copy is complete the replacement takes the slot and
  * the old device stays listed, faulty (md marks it so, and mdadm --replace
- * leaves it to be removed).  The superblocks record the change then: the
- * old device faulty, the new one in the slot, in sync.  Until then the
- * replacement is a spare there, so an array stopped or crashed during a
- * copy assembles (here and in kernel md) as it was before it, the
- * replacement a spare, and the replacement is asked for again (md records
- * it with the slot's role and resumes it).  "idle" or "frozen" during a
- * copy keep the replacement attached: the copy goes on from where it
- * stood.  A replacement that loses a write is detached and faulty; one whose
- * slot fails (or is being rebuilt) is detached and a spare again, and may
- * then take the slot through a rebuild as any spare.  A rebuild goes
- * first, as md's recovery does.
+ * leaves it to be removed).  The superblocks record it as md does: from
+ * the attach on, the replacement holds the slot's role beside the device
+ * it replaces, its own superblock carries md's replacement flag and how
+ * far the copy got (recovery_offset, at each of the walk's checkpoints);
+ * at the end it is in sync, then the old device faulty.  So an array
+ * stopped or crashed during a copy resumes it where it stood, here
+ * (sbstate.c's resume_replacements()) and in kernel md, and one kernel md
+ * left so resumes here.  "idle" or "frozen" during a copy keep the
+ * replacement attached: the copy goes on from where it stood.  A
+ * replacement that loses a write is detached and recorded faulty; one
+ * whose slot fails (or is being rebuilt) is detached and a spare again,
+ * and may then take the slot through a rebuild as any spare.  A rebuild
+ * goes first, as md's recovery does.
  */
 
 /* reconf_lock held: slots whose replacement must be detached: it lost a
@@ -486,7 +488,14 @@ struct repl_job {
 static int promote(struct rf_array *a, int k, int dev)
 {
 	struct rf_dev *old;
+	int r;
 
+	/* md's order: the replacement in sync first (a crash here leaves
+	 * it, complete, beside the slot's device), then the old device
+	 * faulty (the replacement holds the role alone), then the table. */
+	r = rf_sbstate_set_replacement(rf_array_sbstate(a), dev, k, RF_SB_MAX_SECTOR);
+	if (r)
+		return r;
 	rf_replace_detach(a, k);
 	rf_sbstate_mark_faulty(rf_array_sbstate(a), k);
 	rf_dev_swap(a, k, dev);
@@ -523,6 +532,7 @@ static int replace_fix(void *arg)
 
 			rf_replace_detach(a, k);
 			d->flags = lost ? RF_DEV_FAULTY : RF_DEV_SPARE;
+			rf_sbstate_drop_replacement(rf_array_sbstate(a), dev, lost);
 			rf_info("%s: %s is no longer slot %d's replacement: %s", rf_array_name(a), d->path, k,
 				lost ? "it lost a write, faulty" : "the slot failed; a spare again");
 		} else if (j->done >> k & 1) {
@@ -551,6 +561,7 @@ static int replace_fix(void *arg)
 		rf_replace_attach(a, k, sp);
 		rf_info("%s: %s replaces %s in slot %d: the slot's data is copied to it while the slot serves",
 			rf_array_name(a), rf_dev_get(a, sp)->path, rf_dev_get(a, k)->path, k);
+		ret = rf_sbstate_set_replacement(rf_array_sbstate(a), sp, k, 0);
 	}
 	rf_devs_unlock(a);
 	return ret;

@@ -102,7 +102,7 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 			uint64_t own_recovery)
 {
 	struct rf_array *a = s->a;
-	uint64_t rec = rf_array_recovering(a), rec_off[RF_MAX_MEMBERS];
+	uint64_t rec = rf_array_recovering(a), rec_off[RF_MAX_MEMBERS], repl_off;
 	const struct rf_dev *model = NULL;
 	char err[1024];
 	int i, r, nwritten = 0, fresh;
@@ -111,6 +111,9 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 	 * rebuild wrote below them is on disk after it. */
 	for (i = 0; i < rf_array_nslots(a) && i < RF_MAX_MEMBERS; i++)
 		rec_off[i] = rec & (1ull << i) ? rf_dev_recovery_offset(a, i) : 0;
+	/* A replacement's copy runs when nothing is rebuilt: its checkpoint
+	 * is the walk's. */
+	repl_off = rec ? 0 : rf_array_recovery_cp(a);
 	c->clean = what == CH_CLEAN || (what != CH_DIRTY && atomic_load(&s->mode) == RF_SBS_CLEAN);
 	/* Dirty vouches for nothing: the first write waits for it. */
 	if (what != CH_DIRTY && !rf_test_break("clean"))
@@ -140,9 +143,18 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 		mine.set_devflags = true;
 		mine.devflags = (uint8_t)((m->flags & RF_DEV_WRITE_MOSTLY ? RF_SB_DEVFLAG_WRITE_MOSTLY : 0) |
 					  (m->flags & RF_DEV_FAILFAST ? RF_SB_DEVFLAG_FAILFAST : 0));
+		/* md's super_1_sync: the replacement flag, and a
+		 * replacement's own copy checkpoint, every time. */
+		if (m->sb.kind != RF_SB_090) {
+			mine.set_replacement = true;
+			mine.replacement = rf_replacement_slot(a, i) >= 0;
+		}
 		if (i == own_dev) {
 			mine.set_recovery = true;
 			mine.recovery_offset = own_recovery;
+		} else if (mine.replacement && what != CH_DIRTY) {
+			mine.set_recovery = true;
+			mine.recovery_offset = repl_off;
 		} else if (what != CH_DIRTY && i < rf_array_nslots(a) && (rec & (1ull << i))) {
 			/* A device being rebuilt records its own checkpoint
 			 * with every flushed update, as md_update_sb writes
@@ -360,9 +372,10 @@ int rf_array_start_resync(struct rf_array *a, bool frozen)
 	}
 	/* md rebuilds first and resyncs once recovery ends: a device being
 	 * rebuilt (resumed from its recovery_offset at assembly) goes first. */
-	if (rf_array_recovering(a)) {
-		rf_info("%s: resync due from sector %llu: a rebuild is due first; the resync starts when it ends",
-			rf_array_name(a), (unsigned long long)cp);
+	if (rf_array_recovering(a) || rf_array_replacing(a)) {
+		rf_info("%s: resync due from sector %llu: a %s is due first; the resync starts when it ends",
+			rf_array_name(a), (unsigned long long)cp,
+			rf_array_recovering(a) ? "rebuild" : "replacement's copy");
 		rf_mgmt_resync_after_rebuild(a);
 		return 0;
 	}
@@ -493,6 +506,99 @@ static int same_device_uuid(struct rf_array *a, int n, char *err, size_t errlen)
 	return 0;
 }
 
+/* Every device's copy of the role table (the next superblock write takes
+ * the table from one of them): device numbers other than keep that hold
+ * role hold to instead. */
+static void roles_recast(struct rf_array *a, uint32_t keep, uint16_t role, uint16_t to)
+{
+	int i;
+	uint32_t j;
+
+	for (i = 0; i < rf_devs_count(a); i++) {
+		struct rf_sb *sb = &rf_dev_get(a, i)->sb;
+
+		if (!rf_dev_get(a, i)->sb_has || sb->kind == RF_SB_090)
+			continue;
+		for (j = 0; j < sb->max_dev && j < RF_SB_MAX_DEV; j++)
+			if (j != keep && sb->dev_roles[j] == role)
+				sb->dev_roles[j] = to;
+	}
+}
+
+/* Device number dn holds role in every device's copy of the table. */
+static void roles_set(struct rf_array *a, uint32_t dn, uint16_t role)
+{
+	int i;
+
+	for (i = 0; i < rf_devs_count(a); i++) {
+		struct rf_sb *sb = &rf_dev_get(a, i)->sb;
+
+		if (rf_dev_get(a, i)->sb_has && sb->kind != RF_SB_090 && dn < sb->max_dev && dn < RF_SB_MAX_DEV)
+			sb->dev_roles[dn] = role;
+	}
+}
+
+/* A replacement md records (its own MD_FEATURE_REPLACEMENT, the slot's
+ * role beside the device it replaces, recovery_offset: how far its copy
+ * got), as kernel md or an earlier run left it: a spare of the table
+ * becomes the slot's replacement again and the copy resumes from the
+ * lowest such offset (member.c's management thread starts it).  One that
+ * cannot (its slot missing, failed or being rebuilt, an overlay) is a
+ * spare.  A replacement assembly put in a slot (the device it replaced
+ * was not there, md's raid5_run does the same) is that slot's device, its
+ * copy a rebuild resumed from its recovery_offset: the absent device
+ * number is faulty. */
+static void resume_replacements(struct rf_array *a, int nslots, int fresh)
+{
+	const struct rf_sb *f = &rf_dev_get(a, fresh)->sb;
+	uint64_t cp = RF_SB_MAX_SECTOR;
+	int i;
+
+	if (f->kind == RF_SB_090)
+		return;
+	for (i = 0; i < rf_devs_count(a); i++) {
+		struct rf_dev *m = rf_dev_get(a, i);
+		uint32_t dn = m->sb.dev_number;
+		int k = dn < f->max_dev ? f->dev_roles[dn] : RF_SB_ROLE_SPARE;
+		uint64_t off;
+
+		if (!m->sb_has || !(m->sb.feature_map & RF_SB_FEAT_REPLACEMENT))
+			continue;
+		if (i < nslots) {
+			roles_recast(a, dn, (uint16_t)i, RF_SB_ROLE_FAULTY);
+			rf_info("%s: %s replaced slot %d's device, which is not here: it serves the slot%s",
+				rf_array_name(a), m->path, i,
+				m->sb.feature_map & RF_SB_FEAT_RECOVERY ? ", rebuilt from where its copy stood" : "");
+			continue;
+		}
+		if (k >= nslots)
+			continue;
+		if (rf_array_overlay(a) || !(rf_array_present(a) >> k & 1) || (rf_array_faulty(a) >> k & 1) ||
+		    (rf_array_recovering(a) >> k & 1) || rf_array_replacement(a, k) >= 0) {
+			roles_set(a, dn, RF_SB_ROLE_SPARE);
+			rf_warn("%s: %s was slot %d's replacement; the slot cannot be copied now (%s): a spare",
+				rf_array_name(a), m->path, k,
+				rf_array_overlay(a) ? "an overlay" : rf_array_replacement(a, k) >= 0 ?
+				"it has another replacement" : "it is missing, failed or being rebuilt");
+			continue;
+		}
+		/* Without a recovery offset md's replacement is in sync: the
+		 * copy is complete but was not taken over; it runs again. */
+		off = m->sb.feature_map & RF_SB_FEAT_RECOVERY ? m->sb.recovery_offset : 0;
+		/* TEST-ONLY FAULT (56-replace-resume's control): the copy
+		 * resumes three quarters of the way past its checkpoint. */
+		if (rf_test_break("replace-resume-late") && off < m->sb.data_size)
+			off += (m->sb.data_size - off) / 4 * 3 / 128 * 128;
+		rf_replace_attach(a, k, i);
+		if (off < cp)
+			cp = off;
+		rf_info("%s: %s is slot %d's replacement (md's replacement flag): its copy resumes at sector %llu",
+			rf_array_name(a), m->path, k, (unsigned long long)off);
+	}
+	if (cp != RF_SB_MAX_SECTOR)
+		rf_array_set_recovery_cp(a, cp);
+}
+
 int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size_t errlen)
 {
 	struct rf_sbstate *s;
@@ -564,6 +670,7 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 			continue;
 		rf_dev_resume_recovery(a, i, m->sb.recovery_offset);
 	}
+	resume_replacements(a, s->n, fresh);
 	s->events = rf_dev_get(a, fresh)->sb.events;
 	s->resync_offset = rf_dev_get(a, fresh)->sb.resync_offset;
 	atomic_init(&s->mode, RF_SBS_CLEAN);
@@ -746,9 +853,10 @@ out:
 
 /* Device dev's role in everyone's superblocks (role < 0: unchanged),
  * and with recovery its own rebuild position. */
-static int dev_change(struct rf_sbstate *s, enum change what, int dev, int role, bool recovery, uint64_t off)
+static int dev_change(struct rf_sbstate *s, enum change what, int dev, int role, bool recovery, uint64_t off,
+		      bool shared)
 {
-	struct rf_sb_change c = { .faulty_slot = -1 };
+	struct rf_sb_change c = { .faulty_slot = -1, .role_shared = shared };
 	const struct rf_dev *d;
 	int r;
 
@@ -778,22 +886,44 @@ static int dev_change(struct rf_sbstate *s, enum change what, int dev, int role,
 
 int rf_sbstate_set_slot(struct rf_sbstate *s, int dev, int slot, uint64_t recovery_offset)
 {
-	return dev_change(s, CH_DEVICES, dev, slot < 0 ? RF_SB_ROLE_SPARE : slot, true, recovery_offset);
+	return dev_change(s, CH_DEVICES, dev, slot < 0 ? RF_SB_ROLE_SPARE : slot, true, recovery_offset, false);
+}
+
+/* 0.90 records nothing of a replacement: md lists it as a spare there. */
+static bool records_replacements(struct rf_sbstate *s, int dev)
+{
+	return s && rf_dev_get(s->a, dev)->sb_has && rf_dev_get(s->a, dev)->sb.kind != RF_SB_090;
+}
+
+int rf_sbstate_set_replacement(struct rf_sbstate *s, int dev, int slot, uint64_t recovery_offset)
+{
+	if (!records_replacements(s, dev))
+		return 0;
+	return dev_change(s, CH_DEVICES, dev, slot, true, recovery_offset, true);
+}
+
+int rf_sbstate_drop_replacement(struct rf_sbstate *s, int dev, bool lost)
+{
+	if (!records_replacements(s, dev))
+		return 0;
+	if (lost)
+		return dev_change(s, CH_FAULTY, dev, RF_SB_ROLE_FAULTY, false, 0, false);
+	return dev_change(s, CH_DEVICES, dev, RF_SB_ROLE_SPARE, true, RF_SB_MAX_SECTOR, false);
 }
 
 int rf_sbstate_mark_faulty(struct rf_sbstate *s, int dev)
 {
-	return dev_change(s, CH_FAULTY, dev, RF_SB_ROLE_FAULTY, false, 0);
+	return dev_change(s, CH_FAULTY, dev, RF_SB_ROLE_FAULTY, false, 0, false);
 }
 
 int rf_sbstate_set_recovery(struct rf_sbstate *s, int dev, uint64_t recovery_offset)
 {
-	return dev_change(s, CH_DEVICES, dev, -1, true, recovery_offset);
+	return dev_change(s, CH_DEVICES, dev, -1, true, recovery_offset, false);
 }
 
 int rf_sbstate_set_flags(struct rf_sbstate *s, int dev)
 {
-	return dev_change(s, CH_DEVICES, dev, -1, false, 0);
+	return dev_change(s, CH_DEVICES, dev, -1, false, 0, false);
 }
 
 void rf_sbstate_close(struct rf_sbstate *s)

@@ -95,6 +95,16 @@ int rf_sbstate_add_spare(struct rf_sbstate *s, int dev, char *err, size_t errlen
 /* Device dev serves slot (-1: a spare again), rebuilt up to
  * recovery_offset sectors (RF_SB_MAX_SECTOR: in sync). */
 int rf_sbstate_set_slot(struct rf_sbstate *s, int dev, int slot, uint64_t recovery_offset);
+/* Device dev (attached by rf_replace_attach()) is slot's replacement,
+ * copied up to recovery_offset sectors (RF_SB_MAX_SECTOR: all of it):
+ * the slot's role beside the device it replaces in everyone's roles, and
+ * md's replacement flag in its own superblock (1.x; 0.90 keeps it a
+ * spare, as md does). */
+int rf_sbstate_set_replacement(struct rf_sbstate *s, int dev, int slot, uint64_t recovery_offset);
+/* Device dev, detached, is no longer a replacement: faulty in everyone's
+ * roles when it lost a write, else a spare again (1.x; 0.90 lists it as a
+ * spare all along). */
+int rf_sbstate_drop_replacement(struct rf_sbstate *s, int dev, bool lost);
 /* Device dev is faulty in everyone's roles (before it leaves its slot). */
 int rf_sbstate_mark_faulty(struct rf_sbstate *s, int dev);
 /* Device dev's rebuild reached recovery_offset (RF_SB_MAX_SECTOR: done). */

@@ -924,6 +924,46 @@ static void test_update_io_change(void **state)
 		assert_int_equal(sb.dev_roles[6], RF_SB_ROLE_SPARE);
 		assert_int_equal(sb.role, 0);
 	}
+
+	/* A replacement (md's MD_FEATURE_REPLACEMENT): device 6 shares role
+	 * 1 with device 1, and this device's own superblock carries the flag
+	 * and its copy's checkpoint; without role_shared the earlier holder
+	 * is recorded faulty, as for a spare that takes a slot. */
+	{
+		struct rf_sb_change rep = { .clean = true, .resync_offset = RF_SB_MAX_SECTOR, .faulty_slot = -1,
+					    .set_role = true, .role_slot = 6, .role_value = 1, .role_shared = true,
+					    .set_replacement = true, .replacement = true, .set_recovery = true,
+					    .recovery_offset = 128 };
+		struct rf_sb_change done = { .clean = true, .resync_offset = RF_SB_MAX_SECTOR, .faulty_slot = -1,
+					     .set_replacement = true, .set_recovery = true,
+					     .recovery_offset = RF_SB_MAX_SECTOR };
+
+		assert_int_equal(rf_sb_update_io(&io, p, &sb, &rep, err, sizeof(err)), 0);
+		assert_int_equal(rf_sb_read(fd, p, &sb, err, sizeof(err)), 0);
+		assert_int_equal(sb.dev_roles[1], 1);
+		assert_int_equal(sb.dev_roles[6], 1);
+		assert_true(sb.feature_map & RF_SB_FEAT_REPLACEMENT);
+		assert_true(sb.feature_map & RF_SB_FEAT_RECOVERY);
+		assert_int_equal(sb.recovery_offset, 128);
+		assert_int_equal(rf_sb_update_io(&io, p, &sb, &done, err, sizeof(err)), 0);
+		assert_int_equal(rf_sb_read(fd, p, &sb, err, sizeof(err)), 0);
+		assert_false(sb.feature_map & (RF_SB_FEAT_REPLACEMENT | RF_SB_FEAT_RECOVERY));
+		assert_int_equal(sb.dev_roles[1], 1);
+		assert_int_equal(sb.dev_roles[6], 1);
+		rep.role_shared = false;
+		assert_int_equal(rf_sb_update_io(&io, p, &sb, &rep, err, sizeof(err)), 0);
+		assert_int_equal(sb.dev_roles[1], RF_SB_ROLE_FAULTY);
+		assert_int_equal(sb.dev_roles[6], 1);
+		/* Three holders of one role: refused when read. */
+		rep.role_shared = true;
+		rep.role_slot = 5;
+		rep.set_role = true;
+		assert_int_equal(rf_sb_update_io(&io, p, &sb, &(struct rf_sb_change){
+			.clean = true, .resync_offset = RF_SB_MAX_SECTOR, .faulty_slot = -1, .set_role = true,
+			.role_slot = 1, .role_value = 1, .role_shared = true }, err, sizeof(err)), 0);
+		assert_int_equal(rf_sb_update_io(&io, p, &sb, &rep, err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "a device and its replacement at most"));
+	}
 	close(fd);
 
 	make090(w, 0, sectors);
