@@ -391,7 +391,10 @@ static int role_of(const struct rf_sb *s, const struct rf_sb *fresh)
  * against the freshest superblock: by_role[slot] is the member in each of
  * the slots (-1: none), spare[] the spares (*nspare of them).  A stale
  * member, or one the array records as faulty, is left out with a warning
- * naming it; a spare past RF_MAX_MEMBERS too.  -EINVAL (why in err) when
+ * naming it; a spare past RF_MAX_MEMBERS too.  A replacement (md's
+ * replacement flag in its own superblock) shares its slot's role: it
+ * takes the slot when the slot's device is not among them, else it is
+ * one of the spares (the array attaches it again).  -EINVAL (why in err) when
  * two members claim one role or disagree with the freshest on the
  * geometry.  where: "CONFIG: " or "" for messages. */
 static int place_members(const char *const *paths, const struct rf_sb *const *sbs, int n, int fi,
