@@ -33,24 +33,50 @@
 #include "raidfuse/nbd.h"
 #include "raidfuse/overlay.h"
 
-/* ---- array setup ---- */
+/* ---- the stack (hooks.h) ---- */
+
+/* Set once, before any array opens (hooks.h). */
+static const struct rf_stack *stack;
+
+void rf_stack_set(const struct rf_stack *s)
+{
+	stack = s;
+}
 
 static const struct rf_level_ops *level_ops(int level)
 {
-	switch (level) {
-	case 0:
-		return &rf_raid0_ops;
-	case 1:
-		return &rf_raid1_ops;
-	case 10:
-		return &rf_raid10_ops;
-	case 4:
-	case 5:
-	case 6:
-		return &rf_raid5_ops;
-	}
+	int i;
+
+	for (i = 0; stack && level >= 0 && level < 32 && stack->levels[i]; i++)
+		if (stack->levels[i]->md_levels >> level & 1)
+			return stack->levels[i];
 	return NULL;
 }
+
+static int mgmt_start(struct rf_array *a)
+{
+	return stack && stack->mgmt ? stack->mgmt->start(a) : 0;
+}
+
+static void mgmt_stop(struct rf_array *a)
+{
+	if (stack && stack->mgmt)
+		stack->mgmt->stop(a);
+}
+
+static void mgmt_free(struct rf_array *a)
+{
+	if (stack && stack->mgmt)
+		stack->mgmt->free(a);
+}
+
+void rf_array_kick_mgmt(struct rf_array *a)
+{
+	if (stack && stack->mgmt)
+		stack->mgmt->kick(a);
+}
+
+/* ---- array setup ---- */
 
 static void array_free(struct rf_array *a)
 {
@@ -59,7 +85,7 @@ static void array_free(struct rf_array *a)
 	for (i = 0; i < a->nhooks; i++)
 		if (a->hooks[i].h->close)
 			a->hooks[i].h->close(a->hooks[i].priv);
-	rf_mgmt_free(a);
+	mgmt_free(a);
 	for (i = 0; i < a->ndevs; i++)
 		rf_dev_release(&a->devs[i]);
 	pthread_mutex_destroy(&a->dev_lock);
@@ -247,7 +273,10 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	a->held_tail = &a->held;
 	rf_rangelock_init(&a->rl, rf_range_resubmit, a);   /* default attributes: cannot fail */
 	if (!a->ops) {
-		snprintf(err, errlen, "%s: level %d is not supported", cfg->path, cfg->level);
+		if (!stack)
+			snprintf(err, errlen, "%s: this program set no levels (rf_stack_set)", cfg->path);
+		else
+			snprintf(err, errlen, "%s: level %d is not supported", cfg->path, cfg->level);
 		ret = -EINVAL;
 		goto fail;
 	}
@@ -386,8 +415,8 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 			goto fail;
 	}
 	/* The services (hooks.h), each deciding whether it applies. */
-	for (i = 0; rf_services[i]; i++) {
-		ret = rf_services[i]->open(a, cfg, err, errlen);
+	for (i = 0; stack && stack->services[i]; i++) {
+		ret = stack->services[i]->open(a, cfg, err, errlen);
 		if (ret)
 			goto fail;
 	}
@@ -424,7 +453,7 @@ int rf_array_start(struct rf_array *a)
 		if (a->hooks[i].h->start)
 			ret = a->hooks[i].h->start(a->hooks[i].priv);
 	/* Last: it may start a rebuild at once (hooks.h). */
-	return ret ? ret : rf_mgmt_start(a);
+	return ret ? ret : mgmt_start(a);
 }
 
 void rf_array_close(struct rf_array *a)
@@ -434,7 +463,7 @@ void rf_array_close(struct rf_array *a)
 	if (!a)
 		return;
 	/* No spare takes a slot from now on (first: hooks.h). */
-	rf_mgmt_stop(a);
+	mgmt_stop(a);
 	/* The services in registration order: the sync thread finishes its
 	 * regions and leaves; the superblock state's idle timer drains too:
 	 * stop it before the barrier drains for good.  The state is marked

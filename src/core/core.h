@@ -78,8 +78,10 @@ int rf_dev_lookup(struct rf_array *a, const char *name);
 
 /* member.c: the management thread (spares taking failed slots, rebuild
  * start and end), and what the sync thread tells it.  The core starts it
- * after every registered service and stops it before them (hooks.h says
- * why it is called by name). */
+ * after every registered service and stops it before them, through the
+ * stack's rf_mgmt_ops (hooks.h says why it stands apart):
+ * rf_mgmt_service is those four. */
+extern const struct rf_mgmt_ops rf_mgmt_service;
 int rf_mgmt_start(struct rf_array *a);
 void rf_mgmt_stop(struct rf_array *a);
 void rf_mgmt_free(struct rf_array *a);

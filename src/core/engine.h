@@ -110,6 +110,8 @@ struct rf_read_map;
 /* One per RAID level; a static table in array.c picks it. */
 struct rf_level_ops {
 	const char *name;
+	/* The md levels it serves: bit n for raid n (raid10: bit 10). */
+	unsigned md_levels;
 	/* Pieces a request of max_len bytes can need, worst case. */
 	int (*max_pieces)(const struct rf_array *a, uint32_t max_len);
 	/* Split r into pieces with rf_piece_new() and queue them with
@@ -454,6 +456,9 @@ bool rf_stripe_finish(struct rf_stripe *sh);
 void rf_requeue_piece(struct rf_array *a, struct rf_piece *p);
 
 extern const struct rf_level_ops rf_raid0_ops, rf_raid1_ops, rf_raid10_ops, rf_raid5_ops;
+
+/* Wake the management thread (hooks.h's struct rf_mgmt_ops), if any. */
+void rf_array_kick_mgmt(struct rf_array *a);
 
 /* ---- between the core's files (not for the level modules) ---- */
 

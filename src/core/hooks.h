@@ -7,9 +7,10 @@
  * table with rf_array_add_hooks() when it is opened; the core calls each
  * registered table in registration order.  Every hook is optional.
  *
- * Life: every service of rf_services[] (services/services.c, in that
- * order) is offered the array by rf_array_open(); one that applies
- * registers its table.  The core then starts, stops and closes them
+ * Life: every service of the stack's list (struct rf_stack below; the
+ * program's is commands/stack.c's, in services/services.c's order) is
+ * offered the array by rf_array_open(); one that applies registers its
+ * table.  The core then starts, stops and closes them
  * through their start/stop/close hooks, in registration order: the sync
  * walk first (it stops before the superblock state it reports
  * checkpoints to, and its state exists before that one starts), then the
@@ -20,8 +21,8 @@
  * them (it may start a rebuild at once, which needs the walk and the
  * superblock state running) and stops before any (no rebuild starts, and
  * no spare takes a slot, while they stop).  Registration order cannot
- * say "last in, first out" for one service only, so the core calls it by
- * name (core.h: rf_mgmt_start(), rf_mgmt_stop(), rf_mgmt_free()).
+ * say "last in, first out" for one service only, so the stack names it
+ * apart (struct rf_mgmt_ops), and the core calls it there.
  *
  * What it does NOT do: let a service see the array's struct: services
  * reach the array through core/dev.h and the accessors of core.h.
@@ -34,9 +35,11 @@
 #include <stdint.h>
 
 #include "raidfuse/ioq.h"
+#include "raidfuse/stack.h"
 
 struct rf_array;
 struct rf_array_info;
+struct rf_level_ops;
 struct rf_config;
 
 #define RF_MAX_HOOKS 8
@@ -130,5 +133,27 @@ struct rf_service {
 /* The services, in the order they are opened (and so started and
  * stopped, see above); NULL ends the list.  services/services.c. */
 extern const struct rf_service *const rf_services[];
+
+/* The management thread (see above): started after every service,
+ * stopped before them, freed with the array, and kicked when a member
+ * fails or a device changes (any thread). */
+struct rf_mgmt_ops {
+	int (*start)(struct rf_array *a);
+	void (*stop)(struct rf_array *a);
+	void (*free)(struct rf_array *a);
+	void (*kick)(struct rf_array *a);
+};
+
+/* What the layers above the core hand it once, before the first
+ * rf_array_open(): the levels it serves arrays of (a level's md_levels
+ * says which), the services it offers every array and the management
+ * thread, each list NULL-terminated.  The core names none of them
+ * itself.  A program sets it first thing (front/main.c, the test
+ * fixture); without it no array opens. */
+struct rf_stack {
+	const struct rf_level_ops *const *levels;
+	const struct rf_service *const *services;
+	const struct rf_mgmt_ops *mgmt;         /* NULL: none */
+};
 
 #endif

@@ -436,7 +436,7 @@ void rf_replace_failed(struct rf_array *a, int k, int err, const char *what)
 		return;
 	rf_err("%s: replacement %s of slot %d: %s%s%s; the replacement stops (faulty), slot %d keeps its device",
 	       a->name, a->devs[a->repl_dev[k]].path, k, what, err ? ": " : "", err ? strerror(-err) : "", k);
-	rf_mgmt_kick(a);
+	rf_array_kick_mgmt(a);
 }
 
 bool rf_member_fail(struct rf_array *a, int member, int err, const char *what, uint64_t off)
@@ -466,7 +466,7 @@ bool rf_member_fail(struct rf_array *a, int member, int err, const char *what, u
 				rf_err("member %d (%s): %s at %llu: %s; the last in-sync copy of its data: "
 				       "kept in sync, array broken (writes fail, reads go on)",
 				       member, m->path, what, (unsigned long long)off, strerror(-err));
-			rf_mgmt_kick(a);
+			rf_array_kick_mgmt(a);
 			return false;
 		}
 	} while (!atomic_compare_exchange_weak_explicit(&a->faulty, &old, old | bit, memory_order_acq_rel,
@@ -483,7 +483,7 @@ bool rf_member_fail(struct rf_array *a, int member, int err, const char *what, u
 	for (k = 0; k < a->nhooks; k++)
 		if (a->hooks[k].h->member_failed)
 			a->hooks[k].h->member_failed(a->hooks[k].priv, member);
-	rf_mgmt_kick(a);
+	rf_array_kick_mgmt(a);
 	return true;
 }
 

@@ -93,6 +93,7 @@
 #include "raidfuse/monitor.h"
 #include "raidfuse/nbd.h"
 #include "raidfuse/progress.h"
+#include "raidfuse/stack.h"
 #include "raidfuse/super.h"
 
 #define EXIT_USAGE 2
@@ -2591,6 +2592,7 @@ int main(int argc, char **argv)
 {
 	const struct cmd *c;
 
+	rf_stack_set(&rf_stack_default);
 	if (argc < 2)
 		return usage_error("expected a command");
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {

@@ -92,6 +92,7 @@ static void r0_status(const struct rf_array *a, char *buf, size_t len)
 const struct rf_level_ops rf_raid0_ops = {
 	.status = r0_status,
 	.name = "raid0",
+	.md_levels = 1u << 0,
 	.max_pieces = r0_max_pieces,
 	.split = r0_split,
 	.direct_failed = r0_direct_failed,

@@ -585,6 +585,7 @@ static void r10_status(const struct rf_array *a, char *buf, size_t len)
 const struct rf_level_ops rf_raid1_ops = {
 	.status = r1_status,
 	.name = "raid1",
+	.md_levels = 1u << 1,
 	.max_pieces = mirror_max_pieces,
 	.split = mirror_split,
 	.direct_failed = mirror_direct_failed,
@@ -617,6 +618,7 @@ static const struct rf_sync_ops raid10_sync_ops = {
 const struct rf_level_ops rf_raid10_ops = {
 	.status = r10_status,
 	.name = "raid10",
+	.md_levels = 1u << 10,
 	.max_pieces = mirror_max_pieces,
 	.split = mirror_split,
 	.direct_failed = mirror_direct_failed,

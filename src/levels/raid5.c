@@ -1295,6 +1295,7 @@ static void r5_status(const struct rf_array *a, char *buf, size_t len)
 const struct rf_level_ops rf_raid5_ops = {
 	.status = r5_status,
 	.name = "raid5",
+	.md_levels = 1u << 4 | 1u << 5 | 1u << 6,
 	.max_pieces = r5_max_pieces,
 	.split = r5_split,
 	.direct_failed = r5_direct_failed,

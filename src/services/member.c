@@ -988,6 +988,14 @@ void rf_mgmt_kick(struct rf_array *a)
 	pthread_mutex_unlock(&m->lock);
 }
 
+/* What the stack hands the core (hooks.h). */
+const struct rf_mgmt_ops rf_mgmt_service = {
+	.start = rf_mgmt_start,
+	.stop = rf_mgmt_stop,
+	.free = rf_mgmt_free,
+	.kick = rf_mgmt_kick,
+};
+
 /* ---- md/dev-NAME/state ---- */
 
 struct state_job {

@@ -15,7 +15,7 @@
  *    crashed array's log, has it mark them in sync before it starts (so
  *    no resync is due).
  * The management thread is not listed: it starts after all of these and
- * stops before them, which the core does by name (hooks.h says why).
+ * stops before them: the stack names it apart (hooks.h says why).
  *
  * It does NOT decide what a service does: each one's open says whether it
  * applies.

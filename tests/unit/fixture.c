@@ -16,6 +16,7 @@
 #include "fixture.h"
 #include "raidfuse/assemble.h"
 #include "raidfuse/fdmap.h"
+#include "raidfuse/stack.h"
 #include "raidfuse/super.h"
 
 char fx_dir[256];
@@ -23,6 +24,13 @@ uint64_t fx_seed = FX_DEFAULT_SEED;
 const char *fx_what = "test";
 int fx_gtc = 2;
 static struct fx_rng fx_main;
+
+/* Every test program serves arrays with the program's stack (stack.h),
+ * set before main() as raidfuse's main() sets it first thing. */
+__attribute__((constructor)) static void fx_stack(void)
+{
+	rf_stack_set(&rf_stack_default);
+}
 
 /* ---- random ---- */
 

@@ -21,6 +21,7 @@
 #include "fake_ioq.h"
 #include "fixture.h"
 #include "raidfuse/parity.h"
+#include "raidfuse/stack.h"
 
 #define MEMBER_BYTES (2u << 20)
 #define DATA_OFFSET (64u << 10)
@@ -726,6 +727,42 @@ static void test_open_errors(void **state)
 		assert_int_equal(stat(p, &st), 0);
 		assert_int_equal(st.st_size, 4096);
 	}
+	/* Levels come from the stack (hooks.h): an md level no level of it
+	 * serves, and a program that set none, are refused by name. */
+	cfg.level = 3;
+	assert_int_equal(rf_array_open(&cfg, &a, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "level 3 is not supported"));
+	cfg.level = 5;
+	rf_stack_set(NULL);
+	assert_int_equal(rf_array_open(&cfg, &a, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "set no levels"));
+	rf_stack_set(&rf_stack_default);
+}
+
+/* Each md level finds its level's ops in the program's stack. */
+static void test_stack_levels(void **state)
+{
+	static const struct {
+		int level;
+		const struct rf_level_ops *ops;
+	} want[] = { { 0, &rf_raid0_ops }, { 1, &rf_raid1_ops }, { 4, &rf_raid5_ops }, { 5, &rf_raid5_ops },
+		     { 6, &rf_raid5_ops }, { 10, &rf_raid10_ops } };
+	const struct rf_level_ops *const *l;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const struct rf_level_ops *found = NULL;
+
+		for (l = rf_stack_default.levels; *l; l++)
+			if ((*l)->md_levels >> want[i].level & 1) {
+				assert_null(found);     /* one level per md level */
+				found = *l;
+			}
+		assert_ptr_equal(found, want[i].ops);
+	}
+	assert_non_null(rf_stack_default.mgmt);
+	assert_non_null(rf_stack_default.services[0]);
 }
 
 static int setup(void **state)
@@ -737,6 +774,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_errors),
+		cmocka_unit_test(test_stack_levels),
 		cmocka_unit_test(test_split_raid0),
 		cmocka_unit_test(test_flush_every_member),
 		cmocka_unit_test(test_rmw_rcw_plan),

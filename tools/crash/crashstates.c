@@ -73,6 +73,7 @@
 #include "raidfuse/bitmap.h"
 #include "raidfuse/fdio.h"
 #include "raidfuse/iolog.h"
+#include "raidfuse/stack.h"
 #include "raidfuse/super.h"
 #include "raidfuse/sync.h"
 #include "services/sbstate.h"
@@ -949,6 +950,7 @@ static int cmd_check(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	rf_stack_set(&rf_stack_default);
 	if (argc >= 2 && !strcmp(argv[1], "record"))
 		return cmd_record(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "check"))
