@@ -132,7 +132,7 @@ int rf_array_quiesced_all(struct rf_array *a, int (*fn)(void *arg), void *arg);
  * may touch, its parity included, rounded out to whole stripe heads;
  * degraded: whether check, repair and resync still compare with the
  * members in missing (faulty or being rebuilt) gone, NULL: never;
- * region: the work of one region (services/syncwork.h), 0 or -errno.
+ * region: the work of one region (core/syncwork.h), 0 or -errno.
  * dev_offset: the member sector below which a rebuild that walked
  * [0, pos) wrote every device being rebuilt (md's recovery_offset);
  * walk_start: where a rebuild resumes from such an offset.  Optional, both: NULL when the walk goes in member sectors.

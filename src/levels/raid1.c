@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "core/engine.h"
-#include "services/syncwork.h"
+#include "core/syncwork.h"
 
 /* Writes go to every copy whose member is not faulty (a device being
  * rebuilt included); reads only to copies that hold the data. */

@@ -75,7 +75,7 @@
 #include "core/engine.h"
 #include "raidfuse/fdmap.h"
 #include "raidfuse/parity.h"
-#include "services/syncwork.h"
+#include "core/syncwork.h"
 
 static inline uint64_t all_members(const struct rf_array *a)
 {

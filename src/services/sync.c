@@ -14,8 +14,10 @@
  * rewrite), resync (rewrite what disagrees) or recover (compute or copy
  * the blocks of every device being rebuilt, one or two at once); see the
  * level files for each.  This file cuts, paces, hands out, retires and
- * checkpoints the regions, and gives the level its buffers, member IO and
- * row locks (syncwork.h).  Nothing here depends on the level.
+ * checkpoints the regions, and sets up each worker's buffers, IO queue
+ * and region range, through which the level's work does its member IO and
+ * row locks (core/syncwork.h: the calls are the core's, so the levels call
+ * nothing of this file).  Nothing here depends on the level.
  *
  * Several regions at once.  Workers (workers_wanted()), each with its own
  * buffers and its own IO queue on the array's backend (so overlays and
@@ -139,7 +141,7 @@
 #include "raidfuse/readmap.h"
 #include "raidfuse/sync.h"
 #include "raidfuse/util.h"
-#include "services/syncwork.h"
+#include "core/syncwork.h"
 
 #define BLK RF_SYNC_BLK                 /* compare unit, md's STRIPE_SIZE */
 #define REGION_IDLE RF_SYNC_REGION_MAX  /* bytes per member per region when idle */
@@ -215,14 +217,8 @@ struct sync_worker {
 	char *mem;                      /* region buffers, then the scratch blocks */
 	struct rf_ioq ioq;              /* the worker's member IO queue, made on its thread */
 	bool ioq_ok;                    /* s->lock until ready */
-	struct rf_mio *mios;            /* a region's member IO */
-	int nmios, io_pending, io_err;
+	struct rf_mio *mios;            /* a region's member IO (work.mios) */
 };
-
-static struct sync_worker *worker_of(struct rf_sync_work *work)
-{
-	return (struct sync_worker *)((char *)work - offsetof(struct sync_worker, work));
-}
 
 struct rf_sync {
 	struct rf_array *a;
@@ -273,32 +269,6 @@ struct rf_sync {
 
 void (*rf_sync_test_looked)(void);
 
-static const char *const action_names[] = {
-	[RF_SYNC_IDLE] = "idle",
-	[RF_SYNC_FROZEN] = "frozen",
-	[RF_SYNC_RESYNC] = "resync",
-	[RF_SYNC_CHECK] = "check",
-	[RF_SYNC_REPAIR] = "repair",
-	[RF_SYNC_RECOVER] = "recover",
-};
-
-const char *rf_sync_action_name(enum rf_sync_action act)
-{
-	return (unsigned)act < sizeof(action_names) / sizeof(action_names[0]) ? action_names[act] : "?";
-}
-
-int rf_sync_action_parse(const char *word)
-{
-	size_t n = strlen(word);
-	unsigned i;
-
-	if (n && word[n - 1] == '\n')
-		n--;
-	for (i = 0; i < sizeof(action_names) / sizeof(action_names[0]); i++)
-		if (strlen(action_names[i]) == n && !strncmp(word, action_names[i], n))
-			return (int)i;
-	return -EINVAL;
-}
 
 static double now(void)
 {
@@ -385,163 +355,25 @@ static uint64_t walk_start(const struct rf_array *a, const struct rf_sync_ops *o
 	return ops && ops->walk_start ? ops->walk_start(a, dev_off) : dev_off;
 }
 
-/* ---- member IO ----
+/* ---- member IO and findings ----
  *
- * Through an IO queue of the array's own backend (liburing, or whatever
- * the array was given: fault injection, overlays), so the members see the
- * same IO path as the workers'.  A region queues its reads (or writes) of
- * every member at once and waits for them all.
- */
-
-static void sio_end(struct rf_mio *m)
+ * Each worker's IO queue is of the array's own backend (liburing, or
+ * whatever the array was given: fault injection, overlays), so the
+ * members see the same IO path as the workers'; a region queues its reads
+ * (or writes) of every member at once and waits for them all
+ * (core/syncwork.c).  What a region's work found goes to the status: */
+static void report_mismatch(void *priv, uint64_t sectors)
 {
-	struct sync_worker *w = m->priv;
-
-	if (m->res) {
-		rf_member_fail(w->a, m->member, m->res, m->op == RF_MIO_WRITE ? "sync write" : "sync read",
-			       m->off + m->done);
-		if (!w->io_err)
-			w->io_err = m->res;
-	}
-	w->io_pending--;
-}
-
-void rf_sync_io(struct rf_sync_work *work, int m, bool write, char *buf, uint32_t len, uint64_t sec)
-{
-	struct sync_worker *w = worker_of(work);
-	struct rf_mio *mio = &w->mios[w->nmios++];
-
-	memset(mio, 0, sizeof(*mio));
-	mio->end = sio_end;
-	mio->priv = w;
-	mio->buf = buf;
-	mio->len = len;
-	mio->off = rf_dev_sector_off(w->a, m, sec);
-	mio->member = (int16_t)m;
-	mio->op = write ? RF_MIO_WRITE : RF_MIO_READ;
-	w->io_pending++;
-	rf_ioq_queue(&w->ioq, mio);
-}
-
-/* The worker's own buffer for member m's region bytes. */
-static char *own_buf(struct sync_worker *w, int m)
-{
-	return w->mem + (size_t)m * w->s->region_max;
-}
-
-bool rf_sync_map(struct rf_sync_work *work, int m, uint32_t len, uint64_t sec)
-{
-	struct sync_worker *w = worker_of(work);
-	const char *p = rf_read_map_addr(w->a, m, rf_dev_sector_off(w->a, m, sec), len);
-
-	if (!p)
-		return false;
-	work->buf[m] = (char *)p;
-	work->mapped |= 1ull << m;
-	atomic_fetch_add_explicit(&w->s->mapped, len, memory_order_relaxed);
-	return true;
-}
-
-void rf_sync_own(struct rf_sync_work *work, int m, uint32_t len)
-{
-	struct sync_worker *w = worker_of(work);
-
-	if (!(work->mapped & (1ull << m)))
-		return;
-	memcpy(own_buf(w, m), work->buf[m], len);
-	work->buf[m] = own_buf(w, m);
-	work->mapped &= ~(1ull << m);
-}
-
-void rf_sync_unmap(struct rf_sync_work *work)
-{
-	struct sync_worker *w = worker_of(work);
-	int m;
-
-	for (m = 0; work->mapped; m++) {
-		if (!(work->mapped & (1ull << m)))
-			continue;
-		work->buf[m] = own_buf(w, m);
-		work->mapped &= ~(1ull << m);
-	}
-}
-
-int rf_sync_io_wait(struct rf_sync_work *work)
-{
-	struct sync_worker *w = worker_of(work);
-	int ret;
-
-	for (;;) {
-		ret = rf_ioq_submit(&w->ioq);
-		if (ret < 0 || !w->io_pending)
-			break;
-		/* Something waits for room and nothing is in flight: submit
-		 * again rather than sleep. */
-		ret = rf_ioq_reap(&w->ioq, !(w->ioq.retry && !w->ioq.inflight));
-		if (ret < 0)
-			break;
-	}
-	if (ret < 0 && !w->io_err) {
-		rf_err("%s: sync: member IO queue: %s", rf_array_name(w->a), strerror(-ret));
-		w->io_err = ret;
-	}
-	ret = w->io_err;
-	w->io_err = 0;
-	w->nmios = 0;
-	return ret;
-}
-
-void rf_sync_write_dirty(struct rf_sync_work *w, int m, char *buf, uint8_t *dirty, int nblk, uint32_t bytes,
-			 uint64_t sec, int err)
-{
-	int b = 0, e;
-
-	if (err) {
-		memset(dirty, 0, (size_t)nblk);
-		return;
-	}
-	while (b < nblk) {
-		uint32_t off, len;
-
-		if (!dirty[b]) {
-			b++;
-			continue;
-		}
-		for (e = b; e < nblk && dirty[e]; e++)
-			dirty[e] = 0;
-		off = (uint32_t)b * BLK;
-		len = (uint32_t)e * BLK < bytes ? (uint32_t)(e - b) * BLK : bytes - off;
-		rf_sync_io(w, m, true, buf + off, len, sec + off / 512);
-		b = e;
-	}
-}
-
-void rf_sync_rows_lock(struct rf_sync_work *work, uint64_t lo, uint64_t hi)
-{
-	struct sync_worker *w = worker_of(work);
-
-	rf_array_rows_lock(w->a, &w->cur->range, lo, hi);
-}
-
-void rf_sync_rows_unlock(struct rf_sync_work *work)
-{
-	struct sync_worker *w = worker_of(work);
-
-	rf_array_rows_unlock(w->a, &w->cur->range);
-}
-
-void rf_sync_mismatch(struct rf_sync_work *work, uint64_t sectors)
-{
-	struct rf_sync *s = worker_of(work)->s;
+	struct rf_sync *s = priv;
 
 	pthread_mutex_lock(&s->lock);
 	s->mismatches += sectors;
 	pthread_mutex_unlock(&s->lock);
 }
 
-bool rf_sync_found_bad(struct rf_sync_work *work, int m, uint64_t where)
+static bool report_found_bad(void *priv, int m, uint64_t where)
 {
-	struct rf_sync *s = worker_of(work)->s;
+	struct rf_sync *s = priv;
 	int nlogged;
 
 	pthread_mutex_lock(&s->lock);
@@ -554,6 +386,19 @@ bool rf_sync_found_bad(struct rf_sync_work *work, int m, uint64_t where)
 		rf_warn("%s: more wrong blocks named; not logging them", rf_array_name(s->a));
 	return nlogged <= MAX_NAMED_LOGS;
 }
+
+static void report_mapped(void *priv, uint32_t len)
+{
+	struct rf_sync *s = priv;
+
+	atomic_fetch_add_explicit(&s->mapped, len, memory_order_relaxed);
+}
+
+static const struct rf_sync_report report = {
+	.mismatch = report_mismatch,
+	.found_bad = report_found_bad,
+	.mapped = report_mapped,
+};
 
 /* ---- the walk ----
  *
@@ -604,6 +449,7 @@ static int region_run(struct sync_worker *w, enum rf_sync_action act)
 	int ret;
 
 	work->act = act;
+	work->rows = &w->cur->range;
 	work->pos = w->cur->lo;
 	work->n = w->cur->n;
 	work->keep_locked = false;
@@ -1061,7 +907,11 @@ static int worker_start(struct rf_sync *s, struct sync_worker *w)
 	if (!w->mios || posix_memalign((void **)&w->mem, 4096, per * (size_t)rf_array_nslots(a) + 5 * BLK))
 		return -ENOMEM;
 	for (i = 0; i < rf_array_nslots(a); i++)
-		w->work.buf[i] = own_buf(w, i);
+		w->work.buf[i] = w->work.own[i] = w->mem + (size_t)i * per;
+	w->work.ioq = &w->ioq;
+	w->work.mios = w->mios;
+	w->work.report = &report;
+	w->work.report_priv = s;
 	w->work.p = w->mem + per * (size_t)rf_array_nslots(a);
 	w->work.q = w->work.p + BLK;
 	w->work.delta = w->work.q + BLK;

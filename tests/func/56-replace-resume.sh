@@ -69,13 +69,13 @@ untouched() {
 mid_copy() {
 	local name=$1 i
 	mk_conf "$D/$name.conf" level=5 members="$(members 4 "$name-")" spares="$(members 1 "$name-s")" \
-		member_size=16M chunk_size=64K metadata=1.2
+		member_size=32M chunk_size=64K metadata=1.2
 	create_array --assume-clean "$D/$name.conf"
 	serve "$D/$name.conf"
 	dd if=/dev/urandom of="$IMG" bs=1M count=$(($(fsize "$IMG") >> 20)) oflag=direct conv=notrunc,fsync \
 		status=none
 	SUM=$(untouched)
-	echo 300 >"$MNT/md/sync_speed_max"
+	echo 200 >"$MNT/md/sync_speed_max"
 	"$RAIDFUSE" ctl "$MNT" replace "$D/$name-1.img" || fail "$name: ctl replace"
 	wait_for "$name: the replacement records a checkpoint" \
 		'[ "$(exam "$D/$name-s0.img" "Recovery Offset" | cut -d" " -f1)" -gt 0 ] 2>/dev/null'

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* syncwork.h - what a level's sync work of one region gets from the walk
- * (not installed).
+ * (not installed; the calls are core/syncwork.c's, the walk is
+ * services/sync.c).
  *
  * The sync walk (sync.c, md's md_do_sync) is generic: it cuts the array
  * into regions, hands them to its workers, paces them, retires them in
@@ -28,6 +29,7 @@
 #include <stdint.h>
 
 #include "core/core.h"
+#include "raidfuse/ioq.h"
 #include "raidfuse/sync.h"
 
 #define RF_SYNC_BLK 4096u                       /* compare unit, md's STRIPE_SIZE */
@@ -51,6 +53,28 @@ struct rf_sync_work {
 	/* Members whose buf[m] points into their mapping (rf_sync_map()):
 	 * read-only, and read only under rf_fdmap_guarded(). */
 	uint64_t mapped;
+	/* The walk's, for the calls below (the level leaves them alone):
+	 * its worker's member IO queue and room for a region's member IO,
+	 * each member's buffer of the worker's own (buf[m] again after a
+	 * mapping), the region's range at the array's range lock, and where
+	 * findings go. */
+	struct rf_ioq *ioq;
+	struct rf_mio *mios;
+	int nmios, io_pending, io_err;
+	char *own[RF_MAX_MEMBERS];
+	struct rf_range *rows;
+	const struct rf_sync_report *report;
+	void *report_priv;
+};
+
+/* Where a region's findings go (the walk's status), on the worker's
+ * thread. */
+struct rf_sync_report {
+	void (*mismatch)(void *priv, uint64_t sectors);
+	/* true: the level logs it (the first few of a run). */
+	bool (*found_bad)(void *priv, int m, uint64_t where);
+	/* len bytes were lent from a member's mapping instead of read. */
+	void (*mapped)(void *priv, uint32_t len);
 };
 
 /* Queue a read (or write) of len bytes of member m at member sector sec,
