@@ -91,9 +91,10 @@ log "examine over NBD"
 if ! command -v nbdkit >/dev/null; then
 	fail "nbdkit not installed (tools/setup-deps.sh installs it)"
 fi
-nbdkit --exit-with-parent -f -r -U "$WORK/r0.sock" file role0.img &
+nbdkit --exit-with-parent -f -r -U "$WORK/r0.sock" -P "$WORK/r0.pid" file role0.img &
 NBDKIT=$!
-for ((i = 0; i < 200; i++)); do [ -S "$WORK/r0.sock" ] && break; sleep 0.05; done
+# (the pid file, once it accepts connections: the socket is there first)
+for ((i = 0; i < 200; i++)); do grep -q . "$WORK/r0.pid" 2>/dev/null && break; sleep 0.05; done
 URI="nbd+unix:///?socket=$WORK/r0.sock"
 "$RAIDFUSE" examine role0.img >f.E
 "$RAIDFUSE" examine "$URI" | sed "s|$URI|role0.img|" >n.E

@@ -25,18 +25,17 @@ mkdir -p "$D"
 
 declare -A NBD_PID=()
 nbd_start() {
-	local name=$1 i sock=(-U "$D/$1.sock")
+	local name=$1 i sock=(-U "$D/$1.sock" -P "$WORK/nbdkit.$1.pid")
 	shift
 	[ "$1" = -p ] && sock=()
-	rm -f "$D/$name.sock"
+	rm -f "$D/$name.sock" "$WORK/nbdkit.$name.pid"
 	timeout -k 5 120 nbdkit -f "${sock[@]}" "$@" >"$WORK/nbdkit.$name.log" 2>&1 &
 	NBD_PID[$name]=$!
+	# nbdkit writes its pid file once it accepts connections (the
+	# socket's name is there before it listens: a connection then is
+	# refused).
 	for ((i = 0; i < 100; i++)); do
-		if [ ${#sock[@]} = 0 ]; then
-			grep -q . "$WORK/nbdkit.$name.pid" 2>/dev/null && break
-		else
-			[ -S "$D/$name.sock" ] && break
-		fi
+		grep -q . "$WORK/nbdkit.$name.pid" 2>/dev/null && break
 		kill -0 "${NBD_PID[$name]}" 2>/dev/null || fail "nbdkit $name exited: $(cat "$WORK/nbdkit.$name.log")"
 		sleep 0.05
 	done

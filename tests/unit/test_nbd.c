@@ -48,6 +48,7 @@
 struct server {
 	pid_t pid;
 	char sock[FX_PATH];
+	char pidfile[FX_PATH];
 	char uri[FX_PATH + 64];
 };
 
@@ -64,13 +65,19 @@ static void server_start(struct server *s, const char *name, const char *const *
 	int n = 0, i;
 
 	snprintf(s->sock, sizeof(s->sock), "%s/%s.sock", fx_dir, name);
+	snprintf(s->pidfile, sizeof(s->pidfile), "%s/%s.pid", fx_dir, name);
 	snprintf(s->uri, sizeof(s->uri), "nbd+unix:///?socket=%s", s->sock);
 	unlink(s->sock);
+	unlink(s->pidfile);
 	argv[n++] = "nbdkit";
 	argv[n++] = "--exit-with-parent";
 	argv[n++] = "-f";
 	argv[n++] = "-U";
 	argv[n++] = s->sock;
+	/* Written once nbdkit accepts connections: the socket's name is
+	 * there before it listens (a connection then is refused). */
+	argv[n++] = "-P";
+	argv[n++] = s->pidfile;
 	for (i = 0; args[i] && n < 30; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
@@ -80,9 +87,9 @@ static void server_start(struct server *s, const char *name, const char *const *
 		execvp("nbdkit", (char *const *)argv);
 		_exit(127);
 	}
-	for (i = 0; i < 500 && access(s->sock, F_OK); i++)
+	for (i = 0; i < 1000 && access(s->pidfile, F_OK); i++)
 		usleep(10000);
-	assert_int_equal(access(s->sock, F_OK), 0);
+	assert_int_equal(access(s->pidfile, F_OK), 0);
 }
 
 static void server_stop(struct server *s)
