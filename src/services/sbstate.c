@@ -906,9 +906,7 @@ int rf_sbstate_drop_replacement(struct rf_sbstate *s, int dev, bool lost)
 {
 	if (!records_replacements(s, dev))
 		return 0;
-	if (lost)
-		return dev_change(s, CH_FAULTY, dev, RF_SB_ROLE_FAULTY, false, 0, false);
-	return dev_change(s, CH_DEVICES, dev, RF_SB_ROLE_SPARE, true, RF_SB_MAX_SECTOR, false);
+	return lost ? rf_sbstate_mark_faulty(s, dev) : rf_sbstate_set_slot(s, dev, -1, RF_SB_MAX_SECTOR);
 }
 
 int rf_sbstate_mark_faulty(struct rf_sbstate *s, int dev)

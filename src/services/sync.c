@@ -217,7 +217,6 @@ struct sync_worker {
 	char *mem;                      /* region buffers, then the scratch blocks */
 	struct rf_ioq ioq;              /* the worker's member IO queue, made on its thread */
 	bool ioq_ok;                    /* s->lock until ready */
-	struct rf_mio *mios;            /* a region's member IO (work.mios) */
 };
 
 struct rf_sync {
@@ -885,7 +884,7 @@ static void workers_stop(struct rf_sync *s)
 		if (w->ioq_ok)
 			rf_ioq_destroy(&w->ioq);
 		free(w->mem);
-		free(w->mios);
+		free(w->work.mios);
 	}
 	free(s->workers);
 	s->workers = NULL;
@@ -903,13 +902,12 @@ static int worker_start(struct rf_sync *s, struct sync_worker *w)
 	w->a = a;
 	w->work.a = a;
 	/* Reads: one per member; writes: at most a run per two blocks. */
-	w->mios = calloc((size_t)rf_array_nslots(a) * (REGION_IDLE / BLK / 2 + 1), sizeof(*w->mios));
-	if (!w->mios || posix_memalign((void **)&w->mem, 4096, per * (size_t)rf_array_nslots(a) + 5 * BLK))
+	w->work.mios = calloc((size_t)rf_array_nslots(a) * (REGION_IDLE / BLK / 2 + 1), sizeof(*w->work.mios));
+	if (!w->work.mios || posix_memalign((void **)&w->mem, 4096, per * (size_t)rf_array_nslots(a) + 5 * BLK))
 		return -ENOMEM;
 	for (i = 0; i < rf_array_nslots(a); i++)
 		w->work.buf[i] = w->work.own[i] = w->mem + (size_t)i * per;
 	w->work.ioq = &w->ioq;
-	w->work.mios = w->mios;
 	w->work.report = &report;
 	w->work.report_priv = s;
 	w->work.p = w->mem + per * (size_t)rf_array_nslots(a);
