@@ -118,6 +118,14 @@ $(BUILD)/lcblocks: tools/lifecycle/lcblocks.c Makefile
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(OPT) -std=gnu11 -Wall -Wextra $(WERROR) -D_GNU_SOURCE $(SAN) -o $@ $< $(LDFLAGS)
 
+# A member that stops answering, for the stuck-member tests (FUSE; a
+# test tool, built without the sanitizers in every build).
+$(BUILD)/stallfs: tools/stallfs/stallfs.c Makefile
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra $(WERROR) -Wno-unused-parameter -D_GNU_SOURCE \
+		$(shell pkg-config --cflags fuse3) -o $@ $< $(shell pkg-config --libs fuse3)
+
 unit-build: $(UNIT_BINS)
 
 # Every unit test runs; those that failed are named at the end.
@@ -126,8 +134,9 @@ unit: $(UNIT_BINS)
 		echo "== $$t"; $(RUN_PREFIX) $$t || failed="$$failed $${t##*/}"; done; \
 	if [ -n "$$failed" ]; then echo "unit tests failed:$$failed"; exit 1; fi
 
-func: $(BUILD)/raidfuse $(BUILD)/crash-states $(BUILD)/lcblocks
-	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) CRASH_STATES=$(abspath $(BUILD)/crash-states) LCBLOCKS=$(abspath $(BUILD)/lcblocks) tests/func/run.sh
+func: $(BUILD)/raidfuse $(BUILD)/crash-states $(BUILD)/lcblocks $(BUILD)/stallfs
+	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) CRASH_STATES=$(abspath $(BUILD)/crash-states) LCBLOCKS=$(abspath $(BUILD)/lcblocks) \
+		STALLFS=$(abspath $(BUILD)/stallfs) tests/func/run.sh
 
 test: unit func
 
@@ -139,7 +148,7 @@ asan:
 
 # What make asan runs, built ahead (CI builds it beside make test).
 asan-build:
-	$(MAKE) $(ASAN_VARS) unit-build build-asan/raidfuse build-asan/crash-states build-asan/lcblocks
+	$(MAKE) $(ASAN_VARS) unit-build build-asan/raidfuse build-asan/crash-states build-asan/lcblocks build-asan/stallfs
 
 tsan:
 	$(MAKE) BUILD=build-tsan SAN="-fsanitize=thread" OPT="-O1 -g" LOCKCHECK=1 test

@@ -141,6 +141,16 @@ struct rf_ioq_devs {
 	const struct rf_ioq_member *first;
 	size_t stride;
 	int n;
+	/* A member that hangs (the io_uring queue; 0: no deadline): an
+	 * operation the backend has not ended timeout_ms after its issue is
+	 * overdue.  A write or fsync then ends with -ETIMEDOUT (its end()
+	 * fails the member; what the kernel still does with it later goes to
+	 * a failed member); a read cannot end before the kernel gives its
+	 * buffer back, so overdue(overdue_priv, member, off) is told once
+	 * and the read waits. */
+	unsigned timeout_ms;
+	void (*overdue)(void *overdue_priv, int member, uint64_t off);
+	void *overdue_priv;
 };
 #define RF_IOQ_ARRAY(arr, cnt) ((struct rf_ioq_devs){ .first = (arr), .stride = sizeof(*(arr)), .n = (cnt) })
 
@@ -196,6 +206,7 @@ struct rf_ioq {
 	int niov_free;
 	uint64_t nr_short, nr_retry, nr_merged, nr_injected, nr_read_retry; /* stats */
 	uint64_t nr_mapped;             /* reads copied from mappings (stats) */
+	uint64_t nr_abandoned;          /* overdue writes and fsyncs ended (stats) */
 	/* Direct mode's bounce buffer (see struct rf_ioq_member): RF_IOQ_BOUNCE_UNITS
 	 * units of RF_IOQ_BOUNCE_UNIT bytes, mapped at init (its pages are
 	 * taken when first used); an operation takes a run of units while in
@@ -210,6 +221,11 @@ struct rf_ioq {
 int rf_ioq_init_common(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned slots);
 /* liburing backend with `depth` entries.  Returns 0 or -errno. */
 int rf_ioq_init_uring(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned depth);
+/* The same for a queue that threads hand between them (an inline
+ * worker's): any thread may submit and reap, and a completion needs no
+ * work from the thread that submitted it (no SINGLE_ISSUER, no
+ * COOP_TASKRUN). */
+int rf_ioq_init_uring_shared(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned depth);
 /* Synchronous backend: queued operations run in rf_ioq_submit() on the
  * calling thread (pread/pwrite), completions come from rf_ioq_reap(). */
 int rf_ioq_init_sync(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned depth);

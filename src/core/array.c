@@ -401,6 +401,19 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 			goto fail;
 		}
 	}
+	/* An inline submitter runs member IO on its own thread (the
+	 * synchronous queue) only where no device can hang a system call:
+	 * every file in memory (NBD commands have their own deadline).  On
+	 * a disk, a FUSE thread stuck in pwrite() would hold its request,
+	 * and every drain behind it, past any deadline; on an io_uring
+	 * queue it waits on its ring, and a write the member does not
+	 * answer ends at member_timeout (ioq.h). */
+	for (i = 0; i < a->ndevs; i++) {
+		const struct rf_dev *d = &a->devs[i];
+
+		if (d->io.fd >= 0 && !d->io.nbd && !rf_fdmap_in_memory(d->io.fd))
+			a->inline_ioq_init = rf_ioq_init_uring_shared;
+	}
 	if (a->chunk_bytes && a->chunk_bytes < a->stripe_size)
 		a->stripe_size = a->chunk_bytes;
 	a->size = a->geom.array_sectors * 512;

@@ -41,6 +41,7 @@
 #include "raidfuse/log.h"
 #include "raidfuse/nbd.h"
 #include "raidfuse/overlay.h"
+#include "raidfuse/timedio.h"
 
 struct rf_dev *rf_dev_get(struct rf_array *a, int i)
 {
@@ -56,9 +57,22 @@ int rf_devs_count(const struct rf_array *a)
  * replaced goes to its replacement's too (replace.c). */
 _Static_assert(RF_MAX_DEVS <= RF_IOQ_MAX_MEMBERS, "the IO queues address every device");
 
+/* A read a member has not answered within member_timeout (ioq.h): the
+ * member fails now, so that nothing more waits on it; the read itself
+ * ends when the kernel gives its buffer back. */
+static void read_overdue(void *priv, int i, uint64_t off)
+{
+	struct rf_array *a = priv;
+
+	if (!rf_dev_faulty(a, i))
+		rf_dev_fail(a, i, -ETIMEDOUT, "read (no answer within member_timeout)", off);
+}
+
 struct rf_ioq_devs rf_devs_ioq(struct rf_array *a)
 {
-	return (struct rf_ioq_devs){ .first = &a->devs[0].io, .stride = sizeof(a->devs[0]), .n = RF_MAX_DEVS };
+	return (struct rf_ioq_devs){ .first = &a->devs[0].io, .stride = sizeof(a->devs[0]), .n = RF_MAX_DEVS,
+				     .timeout_ms = rf_test_break("member-deadline") ? 0 : a->member_timeout_ms,
+				     .overdue = read_overdue, .overdue_priv = a };
 }
 
 /* Lock order: reconf_lock, then dev_lock, then sbstate's lock, then the
@@ -218,6 +232,15 @@ int rf_dev_open_into(struct rf_array *a, struct rf_dev *d, const char *path, con
 		rf_dev_close(&f);
 		return -EINVAL;
 	}
+	/* A disk that hangs fails within member_timeout, not the array.
+	 * RAIDFUSE_TEST_BREAK=member-deadline: no deadline (test 57's
+	 * negative control: the array hangs with the member). */
+	d->tio = rf_timed_io_new(rf_test_break("member-deadline") ? 0 : a->member_timeout_ms);
+	if (!d->tio) {
+		snprintf(err, errlen, "%s: out of memory", who);
+		rf_dev_close(&f);
+		return -ENOMEM;
+	}
 	d->io.fd = f.fd;
 	d->io.fd_direct = f.fd_direct;
 	d->io.align = f.fd_direct >= 0 ? f.dio_align : 4096;
@@ -247,6 +270,7 @@ void rf_dev_release(struct rf_dev *d)
 	if (d->io.fd_direct >= 0)
 		close(d->io.fd_direct);
 	rf_fault_free(d->io.fault);
+	rf_timed_io_free(d->tio);
 	free(d->path);
 	rf_dev_id_free(&d->id);
 	rf_dev_init(d);
@@ -254,14 +278,25 @@ void rf_dev_release(struct rf_dev *d)
 
 int rf_dev_sb_io(struct rf_dev *d, struct rf_sb_io *io)
 {
+	struct rf_sb_io inner;
+	int r;
+
 	if (d->io.nbd) {
 		rf_nbd_sb_io(d->io.nbd, io);
 		return 0;
 	}
 	/* A device in direct mode: its superblock, bitmap and log too. */
 	if (d->io.direct && d->io.fd_direct >= 0)
-		return rf_sb_io_fd_direct(io, d->io.fd_direct, d->io.align);
-	return rf_sb_io_fd(io, d->io.fd);
+		r = rf_sb_io_fd_direct(&inner, d->io.fd_direct, d->io.align);
+	else
+		r = rf_sb_io_fd(&inner, d->io.fd);
+	if (r)
+		return r;
+	if (d->tio)
+		rf_timed_io_wrap(d->tio, &inner, io);
+	else
+		*io = inner;
+	return 0;
 }
 
 int rf_dev_io_mode(const struct rf_dev *d)

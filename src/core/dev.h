@@ -44,6 +44,7 @@
 
 struct rf_array;
 struct rf_nbd;
+struct rf_timed_io;
 
 struct rf_dev {
 	/* The backend: what the member IO queues read at each issue (the
@@ -67,7 +68,11 @@ struct rf_dev {
 	atomic_uint_fast64_t recovery_offset;
 	/* The superblock (sbstate.c): events are sb.events, as last written. */
 	bool sb_has;                    /* it has one here */
-	struct rf_sb_io sb_io;          /* how it is read and written (the overlay's, if any) */
+	struct rf_sb_io sb_io;          /* how it is read and written (the overlay's, if any);
+					 * a file's or block device's through tio */
+	struct rf_timed_io *tio;        /* its metadata IO and flushes, each within the array's
+					 * member_timeout (timedio.h); NULL: an NBD export (its
+					 * commands have their own) or none yet */
 	struct rf_sb sb;
 	/* The bitmap's copy on it (bitmap.c). */
 	bool bm_has;

@@ -48,6 +48,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <liburing.h>
@@ -90,11 +91,16 @@ static int bounce_take(struct rf_ioq *q, unsigned n)
 	return -1;
 }
 
+static void bounce_put_units(struct rf_ioq *q, int at, unsigned n)
+{
+	uint64_t run = n >= 64 ? ~0ull : (1ull << n) - 1;
+
+	q->bounce_free |= run << at;
+}
+
 static void bounce_put(struct rf_ioq *q, struct rf_mio *m)
 {
-	uint64_t run = m->bounce_n >= 64 ? ~0ull : (1ull << m->bounce_n) - 1;
-
-	q->bounce_free |= run << m->bounce_at;
+	bounce_put_units(q, m->bounce_at, m->bounce_n);
 	m->bounce_at = -1;
 	m->bounce_n = 0;
 }
@@ -566,6 +572,30 @@ int rf_ioq_complete(struct rf_ioq *q, struct rf_mio *m, int res)
 	return 1;
 }
 
+/* An overdue write or fsync (rf_ioq_devs.timeout_ms) ends with
+ * -ETIMEDOUT, every piece merged into it too, without a retry: its
+ * member hangs.  What it holds in the backend (iovec slot, bounce units)
+ * the backend keeps until the kernel returns it.  Returns end() calls. */
+static int abandon(struct rf_ioq *q, struct rf_mio *m)
+{
+	struct rf_mio *x, *next;
+	int n = 0;
+
+	q->inflight--;
+	q->nr_abandoned++;
+	if (m->iolog_id) {
+		rf_iolog_complete(m->iolog_id, -ETIMEDOUT);
+		m->iolog_id = 0;
+	}
+	for (x = m; x; x = next) {
+		next = x->chain;
+		x->res = -ETIMEDOUT;
+		x->end(x);
+		n++;
+	}
+	return n;
+}
+
 int rf_ioq_init_common(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned slots)
 {
 	int i;
@@ -673,18 +703,134 @@ void rf_ioq_destroy(struct rf_ioq *q)
 
 /* ---- liburing backend ---- */
 
+/* One operation with the kernel: its SQE's user_data.  An overdue write
+ * is abandoned (m NULL): the slot, and the iovec slot and bounce units
+ * it names, stay taken until its CQE comes. */
+struct uring_slot {
+	struct rf_mio *m;               /* NULL: abandoned */
+	int64_t issued_ms;              /* CLOCK_MONOTONIC */
+	struct uring_slot *prev, *next; /* the timed list, in issue order; next: the free list */
+	bool timed;                     /* on the timed list */
+	int16_t iov_slot;               /* abandoned: what it still holds */
+	int8_t bounce_at;
+	uint8_t bounce_n;
+};
+
 struct uring_priv {
 	struct io_uring ring;
 	int efd;
 	uint64_t ebuf;          /* target of the armed eventfd read */
 	bool armed;
 	unsigned queued;        /* SQEs not yet submitted */
+	struct uring_slot *slots, *free;
+	struct uring_slot timed;        /* sentinel: the oldest is timed.next */
+	unsigned abandoned;     /* slots whose CQE has not come */
 };
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void timed_unlink(struct uring_slot *s)
+{
+	if (!s->timed)
+		return;
+	s->prev->next = s->next;
+	s->next->prev = s->prev;
+	s->timed = false;
+}
+
+/* A free slot for m, on the timed list when the queue has a deadline;
+ * NULL: every slot is with the kernel. */
+static struct uring_slot *slot_take(struct rf_ioq *q, struct uring_priv *u, struct rf_mio *m)
+{
+	struct uring_slot *s = u->free;
+
+	if (!s)
+		return NULL;
+	u->free = s->next;
+	s->m = m;
+	s->timed = false;
+	if (q->devs.timeout_ms) {
+		s->issued_ms = mono_ms();
+		s->prev = u->timed.prev;
+		s->next = &u->timed;
+		u->timed.prev->next = s;
+		u->timed.prev = s;
+		s->timed = true;
+	}
+	return s;
+}
+
+static void slot_put(struct uring_priv *u, struct uring_slot *s)
+{
+	timed_unlink(s);
+	s->m = NULL;
+	s->next = u->free;
+	u->free = s;
+}
+
+/* The operations overdue now (rf_ioq_devs.timeout_ms): writes and fsyncs
+ * end with -ETIMEDOUT, reads are reported once and wait.  Returns end()
+ * calls. */
+static int uring_expire(struct rf_ioq *q, struct uring_priv *u)
+{
+	int64_t now = 0;
+	struct uring_slot *s;
+	int ended = 0;
+
+	while ((s = u->timed.next) != &u->timed) {
+		struct rf_mio *m = s->m;
+
+		if (!now)
+			now = mono_ms();
+		if (now - s->issued_ms < (int64_t)q->devs.timeout_ms)
+			break;
+		timed_unlink(s);
+		if (m->op == RF_MIO_READ) {
+			if (q->devs.overdue)
+				q->devs.overdue(q->devs.overdue_priv, m->member, m->off + m->done);
+			continue;
+		}
+		s->m = NULL;
+		s->iov_slot = m->iov_slot;
+		s->bounce_at = m->bounce_at;
+		s->bounce_n = m->bounce_n;
+		m->iov_slot = -1;
+		m->bounce_at = -1;
+		m->bounce_n = 0;
+		u->abandoned++;
+		ended += abandon(q, m);
+	}
+	return ended;
+}
+
+/* How long a wait may last before the oldest timed operation is overdue;
+ * NULL: no limit. */
+static struct __kernel_timespec *uring_wait_limit(struct rf_ioq *q, struct uring_priv *u,
+						  struct __kernel_timespec *ts)
+{
+	int64_t left;
+
+	if (u->timed.next == &u->timed)
+		return NULL;
+	left = u->timed.next->issued_ms + (int64_t)q->devs.timeout_ms - mono_ms();
+	if (left < 0)
+		left = 0;
+	ts->tv_sec = left / 1000;
+	ts->tv_nsec = (left % 1000) * 1000000;
+	return ts;
+}
 
 static int uring_prep(struct rf_ioq *q, struct rf_mio *m, int fd, char *buf, uint32_t len, uint64_t off)
 {
 	struct uring_priv *u = q->priv;
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+	struct io_uring_sqe *sqe = u->free ? io_uring_get_sqe(&u->ring) : NULL;
+	struct uring_slot *s;
 
 	if (!sqe)
 		return -EBUSY;
@@ -701,7 +847,8 @@ static int uring_prep(struct rf_ioq *q, struct rf_mio *m, int fd, char *buf, uin
 		io_uring_prep_fsync(sqe, fd, 0);
 		break;
 	}
-	io_uring_sqe_set_data(sqe, m);
+	s = slot_take(q, u, m);
+	io_uring_sqe_set_data(sqe, s);
 	u->queued++;
 	return 0;
 }
@@ -710,7 +857,7 @@ static int uring_prepv(struct rf_ioq *q, struct rf_mio *m, int fd, const struct 
 		       uint64_t off)
 {
 	struct uring_priv *u = q->priv;
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+	struct io_uring_sqe *sqe = u->free ? io_uring_get_sqe(&u->ring) : NULL;
 
 	if (!sqe)
 		return -EBUSY;
@@ -720,7 +867,7 @@ static int uring_prepv(struct rf_ioq *q, struct rf_mio *m, int fd, const struct 
 		io_uring_prep_writev(sqe, fd, iov, niov, off);
 	if (m->op == RF_MIO_WRITE && m->dsync)
 		sqe->rw_flags = RWF_DSYNC;
-	io_uring_sqe_set_data(sqe, m);
+	io_uring_sqe_set_data(sqe, slot_take(q, u, m));
 	u->queued++;
 	return 0;
 }
@@ -762,7 +909,13 @@ static int uring_reap(struct rf_ioq *q, bool wait)
 
 	uring_arm(u);
 	if (wait) {
-		ret = io_uring_submit_and_wait(&u->ring, 1);
+		struct __kernel_timespec ts, *lim = uring_wait_limit(q, u, &ts);
+		struct io_uring_cqe *cqe;
+
+		if (lim)
+			ret = io_uring_submit_and_wait_timeout(&u->ring, &cqe, 1, lim, NULL);
+		else
+			ret = io_uring_submit_and_wait(&u->ring, 1);
 		if (ret < 0 && ret != -EINTR && ret != -ETIME)
 			return ret;
 		u->queued = 0;
@@ -775,20 +928,33 @@ static int uring_reap(struct rf_ioq *q, bool wait)
 
 		n = io_uring_peek_batch_cqe(&u->ring, cqes, 64);
 		for (i = 0; i < n; i++) {
-			struct rf_mio *m = io_uring_cqe_get_data(cqes[i]);
+			struct uring_slot *s = io_uring_cqe_get_data(cqes[i]);
 
-			if (!m) {
+			if (!s) {
 				u->armed = false;
 				continue;
 			}
-			done[nd].m = m;
+			if (!s->m) {
+				/* An abandoned one, back at last. */
+				if (s->iov_slot >= 0)
+					q->iov_free[q->niov_free++] = s->iov_slot;
+				if (s->bounce_n)
+					bounce_put_units(q, s->bounce_at, s->bounce_n);
+				u->abandoned--;
+				slot_put(u, s);
+				continue;
+			}
+			done[nd].m = s->m;
 			done[nd++].res = cqes[i]->res;
+			slot_put(u, s);
 		}
 		/* Consume the CQEs before end() runs: end() may queue more IO. */
 		io_uring_cq_advance(&u->ring, n);
 		for (i = 0; i < nd; i++)
 			ended += rf_ioq_complete(q, done[i].m, done[i].res);
 	} while (n == 64);
+	if (u->timed.next != &u->timed)
+		ended += uring_expire(q, u);
 	return ended;
 }
 
@@ -811,6 +977,7 @@ static void uring_destroy(struct rf_ioq *q)
 		return;
 	io_uring_queue_exit(&u->ring);
 	close(u->efd);
+	free(u->slots);
 	free(u);
 	q->priv = NULL;
 }
@@ -825,10 +992,11 @@ static const struct rf_ioq_backend uring_backend = {
 	.map_reads = true,
 };
 
-int rf_ioq_init_uring(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned depth)
+static int uring_init(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned depth, bool shared)
 {
 	struct uring_priv *u = calloc(1, sizeof(*u));
 	struct io_uring_params p;
+	unsigned i;
 	int ret;
 
 	if (!u)
@@ -841,7 +1009,8 @@ int rf_ioq_init_uring(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned depth)
 	}
 	memset(&p, 0, sizeof(p));
 #ifdef IORING_SETUP_SINGLE_ISSUER
-	p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN;
+	if (!shared)
+		p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN;
 #endif
 	ret = io_uring_queue_init_params(depth, &u->ring, &p);
 	if (ret < 0) {
@@ -854,15 +1023,35 @@ int rf_ioq_init_uring(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned depth)
 		return ret;
 	}
 	ret = rf_ioq_init_common(q, devs, depth);
-	if (ret) {
+	/* Twice the ring: room for what the kernel holds beyond the SQ
+	 * (submitted SQEs are free again) and for abandoned operations. */
+	u->slots = ret ? NULL : calloc(2 * (size_t)depth, sizeof(*u->slots));
+	if (ret || !u->slots) {
+		if (!ret)
+			rf_ioq_destroy(q);
 		io_uring_queue_exit(&u->ring);
 		close(u->efd);
 		free(u);
-		return ret;
+		return ret ? ret : -ENOMEM;
 	}
+	for (i = 0; i < 2 * depth; i++) {
+		u->slots[i].next = u->free;
+		u->free = &u->slots[i];
+	}
+	u->timed.next = u->timed.prev = &u->timed;
 	q->be = &uring_backend;
 	q->priv = u;
 	return 0;
+}
+
+int rf_ioq_init_uring(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned depth)
+{
+	return uring_init(q, devs, depth, false);
+}
+
+int rf_ioq_init_uring_shared(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned depth)
+{
+	return uring_init(q, devs, depth, true);
 }
 
 /* ---- synchronous backend ----
