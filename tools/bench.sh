@@ -428,7 +428,7 @@ rm -rf "$work/data" "$datadir"
 median() {
 	local r
 	for ((r = 1; r <= rounds; r++)); do
-		awk -v f="$3" '{ print $f }' <<<"${res["$1|$2|$r"]}"
+		awk -v f="$3" '{ print $f }' <<<"${res["$1|$2|$r"]:-}"
 	done | sort -g | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
 		printf "%s %.3f\n", m, (m > 0 ? (v[NR] - v[1]) / m : 0) }'
 }

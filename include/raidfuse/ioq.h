@@ -105,6 +105,9 @@ struct rf_ioq_member {
 					 * from there, and with map.writable a write a copy
 					 * to there, no system call (owned by the device,
 					 * not the queue) */
+	int stat_fd;                    /* > 0: its block device's stat (devstat.h): an
+					 * overdue fsync waits one more timeout while the device
+					 * completes IO (writing back, not hung); 0, -1: none */
 	uint8_t failfast;               /* md's failfast: a failed read ends with its error
 					 * at once (else it is issued once more first); the
 					 * array changes it while IO runs: read atomically */
@@ -145,9 +148,10 @@ struct rf_ioq_devs {
 	 * operation the backend has not ended timeout_ms after its issue is
 	 * overdue.  A write or fsync then ends with -ETIMEDOUT (its end()
 	 * fails the member; what the kernel still does with it later goes to
-	 * a failed member); a read cannot end before the kernel gives its
-	 * buffer back, so overdue(overdue_priv, member, off) is told once
-	 * and the read waits. */
+	 * a failed member), unless it is an fsync whose device completes IO
+	 * meanwhile (rf_ioq_member.stat_fd); a read cannot end before the
+	 * kernel gives its buffer back, so overdue(overdue_priv, member, off)
+	 * is told once and the read waits. */
 	unsigned timeout_ms;
 	void (*overdue)(void *overdue_priv, int member, uint64_t off);
 	void *overdue_priv;

@@ -20,6 +20,10 @@ struct rf_timed_io *rf_timed_io_new(unsigned timeout_ms);
  * passed without an answer (the call is left to t's thread; while it has
  * not returned, every further call returns -ETIMEDOUT at once). */
 void rf_timed_io_wrap(struct rf_timed_io *t, const struct rf_sb_io *inner, struct rf_sb_io *io);
+/* A flush's deadline moves on while statfd (devstat.h: the member's block
+ * device, > 0; borrowed, open as long as t) shows IO completed since the
+ * last look: a flush that writes back much, not a hung disk. */
+void rf_timed_io_set_progress(struct rf_timed_io *t, int statfd);
 /* Whether a call t gave up on has not returned yet; *since_ms: since when
  * (CLOCK_MONOTONIC ms), if not NULL. */
 bool rf_timed_io_stuck(struct rf_timed_io *t, int64_t *since_ms);

@@ -35,6 +35,7 @@
 
 #include "core/dev.h"
 #include "core/engine.h"
+#include "raidfuse/devstat.h"
 #include "raidfuse/fault.h"
 #include "raidfuse/fdio.h"
 #include "raidfuse/iolog.h"
@@ -97,7 +98,7 @@ void rf_devs_unlock(struct rf_array *a)
 void rf_dev_init(struct rf_dev *d)
 {
 	memset(d, 0, sizeof(*d));
-	d->io.fd = d->io.fd_direct = -1;
+	d->io.fd = d->io.fd_direct = d->io.stat_fd = -1;
 	d->prev_slot = -1;
 }
 
@@ -241,6 +242,9 @@ int rf_dev_open_into(struct rf_array *a, struct rf_dev *d, const char *path, con
 		rf_dev_close(&f);
 		return -ENOMEM;
 	}
+	d->io.stat_fd = rf_devstat_open(f.fd);
+	if (d->io.stat_fd > 0)
+		rf_timed_io_set_progress(d->tio, d->io.stat_fd);
 	d->io.fd = f.fd;
 	d->io.fd_direct = f.fd_direct;
 	d->io.align = f.fd_direct >= 0 ? f.dio_align : 4096;
@@ -269,6 +273,8 @@ void rf_dev_release(struct rf_dev *d)
 		close(d->io.fd);
 	if (d->io.fd_direct >= 0)
 		close(d->io.fd_direct);
+	if (d->io.stat_fd > 0)
+		close(d->io.stat_fd);
 	rf_fault_free(d->io.fault);
 	rf_timed_io_free(d->tio);
 	free(d->path);

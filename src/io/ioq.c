@@ -53,6 +53,7 @@
 
 #include <liburing.h>
 
+#include "raidfuse/devstat.h"
 #include "raidfuse/fault.h"
 #include "raidfuse/fdmap.h"
 #include "raidfuse/iolog.h"
@@ -710,6 +711,7 @@ struct uring_slot {
 	struct rf_mio *m;               /* NULL: abandoned */
 	int64_t issued_ms;              /* CLOCK_MONOTONIC */
 	struct uring_slot *prev, *next; /* the timed list, in issue order; next: the free list */
+	uint64_t seen;                  /* an fsync: its device's IOs completed at the last look */
 	bool timed;                     /* on the timed list */
 	int16_t iov_slot;               /* abandoned: what it still holds */
 	int8_t bounce_at;
@@ -744,6 +746,32 @@ static void timed_unlink(struct uring_slot *s)
 	s->timed = false;
 }
 
+static void timed_append(struct uring_priv *u, struct uring_slot *s, int64_t now)
+{
+	s->issued_ms = now;
+	s->prev = u->timed.prev;
+	s->next = &u->timed;
+	u->timed.prev->next = s;
+	u->timed.prev = s;
+	s->timed = true;
+}
+
+/* Whether an overdue fsync's device completed IO since the last look
+ * (then it waits one more timeout: writing back, not hung). */
+static bool fsync_progressed(struct rf_ioq *q, struct uring_slot *s)
+{
+	const struct rf_ioq_member *mm = rf_ioq_dev(q, s->m->member);
+	uint64_t d;
+
+	if (s->m->op != RF_MIO_FSYNC || mm->stat_fd <= 0)
+		return false;
+	d = rf_devstat_done(mm->stat_fd);
+	if (!d || d == s->seen)
+		return false;
+	s->seen = d;
+	return true;
+}
+
 /* A free slot for m, on the timed list when the queue has a deadline;
  * NULL: every slot is with the kernel. */
 static struct uring_slot *slot_take(struct rf_ioq *q, struct uring_priv *u, struct rf_mio *m)
@@ -756,12 +784,10 @@ static struct uring_slot *slot_take(struct rf_ioq *q, struct uring_priv *u, stru
 	s->m = m;
 	s->timed = false;
 	if (q->devs.timeout_ms) {
-		s->issued_ms = mono_ms();
-		s->prev = u->timed.prev;
-		s->next = &u->timed;
-		u->timed.prev->next = s;
-		u->timed.prev = s;
-		s->timed = true;
+		const struct rf_ioq_member *mm = rf_ioq_dev(q, m->member);
+
+		s->seen = m->op == RF_MIO_FSYNC && mm->stat_fd > 0 ? rf_devstat_done(mm->stat_fd) : 0;
+		timed_append(u, s, mono_ms());
 	}
 	return s;
 }
@@ -791,6 +817,10 @@ static int uring_expire(struct rf_ioq *q, struct uring_priv *u)
 		if (now - s->issued_ms < (int64_t)q->devs.timeout_ms)
 			break;
 		timed_unlink(s);
+		if (fsync_progressed(q, s)) {
+			timed_append(u, s, now);
+			continue;
+		}
 		if (m->op == RF_MIO_READ) {
 			if (q->devs.overdue)
 				q->devs.overdue(q->devs.overdue_priv, m->member, m->off + m->done);

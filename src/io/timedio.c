@@ -27,6 +27,10 @@
  *    thread (refs), so a thread stuck past the array's end still finds
  *    its state.
  *
+ * A flush may take long on a disk that answers (fsync writes back what
+ * the page cache holds of a buffered member): its deadline moves on
+ * while the block device under the member completes IO (devstat.h).
+ *
  * It does NOT cancel anything: a call stuck in the kernel cannot be; it
  * does NOT decide what a timeout means (the caller fails the member);
  * it does NOT carry the data path (the IO queues, ioq.c).
@@ -41,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "raidfuse/devstat.h"
 #include "raidfuse/lockcheck.h"
 #include "raidfuse/timedio.h"
 #include "raidfuse/util.h"
@@ -51,6 +56,8 @@ struct rf_timed_io {
 	pthread_mutex_t lock;           /* a leaf: everything below */
 	pthread_cond_t cond;            /* lock, CLOCK_MONOTONIC: a call handed over, ended, or freed */
 	unsigned timeout_ms;
+	int statfd;                     /* > 0: the member's block device's stat (devstat.h,
+					 * borrowed): a flush waits on while it progresses */
 	struct rf_sb_io inner;
 	pid_t pid;                      /* the process whose thread serves t; 0: none yet */
 	int refs;                       /* the owner's and the thread's */
@@ -163,9 +170,27 @@ static void forked(struct rf_timed_io *t)
 	t->pid = 0;
 }
 
+/* Whether the member's device completed IO since *seen (updated): a
+ * flush that waits on it is being written back.  t->lock held, dropped
+ * for the read. */
+static bool progressed(struct rf_timed_io *t, uint64_t *seen)
+{
+	uint64_t d;
+
+	pthread_mutex_unlock(&t->lock);
+	d = rf_devstat_done(t->statfd);
+	pthread_mutex_lock(&t->lock);
+	if (!d || d == *seen)
+		return false;
+	*seen = d;
+	return true;
+}
+
 static int call(struct rf_timed_io *t, int op, void *buf, size_t len, uint64_t off)
 {
 	struct timespec dl = rf_deadline_ms(t->timeout_ms);
+	bool watch = op == OP_FSYNC && t->statfd > 0;
+	uint64_t seen = watch ? rf_devstat_done(t->statfd) : 0;
 	int r;
 
 	if (t->pid && t->pid != getpid())
@@ -209,6 +234,12 @@ static int call(struct rf_timed_io *t, int op, void *buf, size_t len, uint64_t o
 	pthread_cond_broadcast(&t->cond);
 	while (!t->done) {
 		if (pthread_cond_timedwait(&t->cond, &t->lock, &dl) == ETIMEDOUT && !t->done) {
+			if (watch && progressed(t, &seen)) {
+				dl = rf_deadline_ms(t->timeout_ms);
+				continue;
+			}
+			if (t->done)
+				break;
 			t->stuck = true;        /* the thread frees t for others when it returns */
 			pthread_mutex_unlock(&t->lock);
 			return -ETIMEDOUT;
@@ -269,6 +300,11 @@ void rf_timed_io_wrap(struct rf_timed_io *t, const struct rf_sb_io *inner, struc
 	io->fsync = timed_fsync;
 	io->ctx = t;
 	io->bytes = inner->bytes;
+}
+
+void rf_timed_io_set_progress(struct rf_timed_io *t, int statfd)
+{
+	t->statfd = statfd;
 }
 
 bool rf_timed_io_stuck(struct rf_timed_io *t, int64_t *since_ms)

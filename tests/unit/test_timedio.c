@@ -8,7 +8,9 @@
  * one per call); the caller's buffer is never written after the call
  * returned (a stuck read lands in t's own buffer); once the member
  * answers, calls work again; freed while stuck, t's thread frees it
- * when the call returns (ASan: no leak, no use after free).  Negative
+ * when the call returns (ASan: no leak, no use after free).  A flush
+ * waits on while its device completes IO (a faked stat file whose counts
+ * grow) and ends at the deadline once they stop; a read does not.  Negative
  * control: with no timeout (0) the same stuck call is still waiting
  * when the timeout would have ended it.
  */
@@ -19,6 +21,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -154,6 +158,97 @@ static void test_free_while_stuck(void **state)
 	usleep(50000);  /* its thread frees t (ASan reports a leak otherwise) */
 }
 
+/* A block device's stat file, faked: a file whose completed counts a
+ * thread raises every 50 ms while `busy`. */
+struct fakedev {
+	int fd;
+	atomic_bool busy, stop;
+};
+
+static void *fakedev_main(void *arg)
+{
+	struct fakedev *d = arg;
+	unsigned long long n = 1;
+	char line[128];
+
+	while (!atomic_load(&d->stop)) {
+		if (atomic_load(&d->busy))
+			n++;
+		int k = snprintf(line, sizeof(line), "%llu 0 0 0 %llu 0 0 0 0 0 0 0 0 0 0 0 0\n", n, n);
+		assert_int_equal(pwrite(d->fd, line, (size_t)k, 0), k);
+		usleep(50000);
+	}
+	return NULL;
+}
+
+struct flusher {
+	struct rf_sb_io io;
+	atomic_int res;
+	atomic_bool returned;
+	int64_t ended_ms;
+};
+
+static void *flusher_main(void *arg)
+{
+	struct flusher *w = arg;
+
+	atomic_store(&w->res, w->io.fsync(w->io.ctx));
+	w->ended_ms = ms_now();
+	atomic_store(&w->returned, true);
+	return NULL;
+}
+
+/* A flush waits on while its device completes IO, and ends at the
+ * deadline once the device stops; a read on the same busy device does
+ * not wait on (only flushes write back). */
+static void test_flush_progress(void **state)
+{
+	char path[] = "/tmp/rf-timedio-XXXXXX";
+	struct fakedev d = { 0 };
+	struct fake f = { 0 };
+	struct flusher w = { 0 };
+	struct rf_timed_io *t = rf_timed_io_new(200);
+	struct rf_sb_io io;
+	pthread_t dth, wth;
+	int64_t t0, stopped;
+	char buf[64];
+
+	d.fd = mkstemp(path);
+	assert_true(d.fd > 0);
+	unlink(path);
+	atomic_store(&d.busy, true);
+	assert_int_equal(pthread_create(&dth, NULL, fakedev_main, &d), 0);
+	usleep(60000);
+	rf_timed_io_set_progress(t, d.fd);
+	wrap(&f, t, &w.io);
+	atomic_store(&f.hung, true);
+	assert_int_equal(pthread_create(&wth, NULL, flusher_main, &w), 0);
+	usleep(900000);         /* 4.5 timeouts: the device is busy, the flush waits */
+	assert_false(atomic_load(&w.returned));
+	stopped = ms_now();
+	atomic_store(&d.busy, false);
+	pthread_join(wth, NULL);
+	assert_int_equal(atomic_load(&w.res), -ETIMEDOUT);
+	assert_in_range(w.ended_ms - stopped, 0, 1000);
+	/* a read: the deadline is the deadline, busy device or not */
+	atomic_store(&f.hung, false);
+	while (rf_timed_io_stuck(t, NULL))
+		usleep(1000);
+	wrap(&f, t, &io);
+	atomic_store(&d.busy, true);
+	atomic_store(&f.hung, true);
+	t0 = ms_now();
+	assert_int_equal(io.pread(io.ctx, buf, sizeof(buf), 0), -ETIMEDOUT);
+	assert_in_range(ms_now() - t0, 190, 1000);
+	atomic_store(&f.hung, false);
+	while (rf_timed_io_stuck(t, NULL))
+		usleep(1000);
+	atomic_store(&d.stop, true);
+	pthread_join(dth, NULL);
+	rf_timed_io_free(t);
+	close(d.fd);
+}
+
 /* Negative control: no timeout, the stuck call is still waiting. */
 struct waiter {
 	struct rf_sb_io io;
@@ -193,6 +288,7 @@ int main(void)
 		cmocka_unit_test(test_answered),
 		cmocka_unit_test(test_stuck),
 		cmocka_unit_test(test_free_while_stuck),
+		cmocka_unit_test(test_flush_progress),
 		cmocka_unit_test(test_no_timeout),
 	};
 
