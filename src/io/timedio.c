@@ -40,6 +40,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -59,7 +60,8 @@ struct rf_timed_io {
 	int statfd;                     /* > 0: the member's block device's stat (devstat.h,
 					 * borrowed): a flush waits on while it progresses */
 	struct rf_sb_io inner;
-	pid_t pid;                      /* the process whose thread serves t; 0: none yet */
+	_Atomic pid_t pid;              /* the process whose thread serves t; 0: none yet
+					 * (written under lock, read without it first) */
 	int refs;                       /* the owner's and the thread's */
 	bool closing;                   /* the owner freed t */
 	bool busy;                      /* a call is with the thread (or waiting to be) */
@@ -154,7 +156,7 @@ static int start_locked(struct rf_timed_io *t)
 		t->refs--;
 		return -r;
 	}
-	t->pid = getpid();
+	atomic_store(&t->pid, getpid());
 	return 0;
 }
 
@@ -167,7 +169,7 @@ static void forked(struct rf_timed_io *t)
 	rf_cond_init_mono(&t->cond);
 	t->refs = 1;
 	t->busy = t->pending = t->done = t->stuck = false;
-	t->pid = 0;
+	atomic_store(&t->pid, 0);
 }
 
 /* Whether the member's device completed IO since *seen (updated): a
@@ -186,6 +188,14 @@ static bool progressed(struct rf_timed_io *t, uint64_t *seen)
 	return true;
 }
 
+/* Whether t's thread was started by another process (this one forked). */
+static bool forked_from(struct rf_timed_io *t)
+{
+	pid_t p = atomic_load(&t->pid);
+
+	return p && p != getpid();
+}
+
 static int call(struct rf_timed_io *t, int op, void *buf, size_t len, uint64_t off)
 {
 	struct timespec dl = rf_deadline_ms(t->timeout_ms);
@@ -193,7 +203,7 @@ static int call(struct rf_timed_io *t, int op, void *buf, size_t len, uint64_t o
 	uint64_t seen = watch ? rf_devstat_done(t->statfd) : 0;
 	int r;
 
-	if (t->pid && t->pid != getpid())
+	if (forked_from(t))
 		forked(t);
 	pthread_mutex_lock(&t->lock);
 	while (t->busy && !t->stuck) {
@@ -206,7 +216,7 @@ static int call(struct rf_timed_io *t, int op, void *buf, size_t len, uint64_t o
 		pthread_mutex_unlock(&t->lock);
 		return -ETIMEDOUT;
 	}
-	if (!t->pid) {
+	if (!atomic_load(&t->pid)) {
 		r = start_locked(t);
 		if (r) {
 			pthread_mutex_unlock(&t->lock);
@@ -311,7 +321,7 @@ bool rf_timed_io_stuck(struct rf_timed_io *t, int64_t *since_ms)
 {
 	bool s;
 
-	if (t->pid && t->pid != getpid())
+	if (forked_from(t))
 		return false;
 	pthread_mutex_lock(&t->lock);
 	s = t->stuck;
@@ -325,7 +335,7 @@ void rf_timed_io_free(struct rf_timed_io *t)
 {
 	if (!t)
 		return;
-	if (t->pid && t->pid != getpid())
+	if (forked_from(t))
 		forked(t);
 	pthread_mutex_lock(&t->lock);
 	t->closing = true;

@@ -249,6 +249,45 @@ static void test_flush_progress(void **state)
 	close(d.fd);
 }
 
+/* Two threads call at once from the first call on (the bitmap's and
+ * the superblocks' threads on one member): every call answered, in
+ * turn, none lost. */
+struct caller {
+	struct rf_sb_io io;
+	int ok;
+};
+
+static void *caller_main(void *arg)
+{
+	struct caller *c = arg;
+	char buf[128] = { 0 };
+	int i;
+
+	for (i = 0; i < 200; i++)
+		c->ok += c->io.pwrite(c->io.ctx, buf, sizeof(buf), 0) == 0 && c->io.fsync(c->io.ctx) == 0;
+	return NULL;
+}
+
+static void test_concurrent(void **state)
+{
+	struct fake f = { 0 };
+	struct rf_timed_io *t = rf_timed_io_new(5000);
+	struct caller c[2] = { 0 };
+	pthread_t th[2];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		wrap(&f, t, &c[i].io);
+		assert_int_equal(pthread_create(&th[i], NULL, caller_main, &c[i]), 0);
+	}
+	for (i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(c[i].ok, 200);
+	}
+	assert_int_equal(atomic_load(&f.ended), 800);
+	rf_timed_io_free(t);
+}
+
 /* Negative control: no timeout, the stuck call is still waiting. */
 struct waiter {
 	struct rf_sb_io io;
@@ -289,6 +328,7 @@ int main(void)
 		cmocka_unit_test(test_stuck),
 		cmocka_unit_test(test_free_while_stuck),
 		cmocka_unit_test(test_flush_progress),
+		cmocka_unit_test(test_concurrent),
 		cmocka_unit_test(test_no_timeout),
 	};
 
