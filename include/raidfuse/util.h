@@ -59,6 +59,15 @@ static inline struct timespec rf_deadline_ms(uint64_t ms)
 	return rf_deadline_ns((int64_t)ms * 1000000);
 }
 
+/* CLOCK_MONOTONIC now, in milliseconds. */
+static inline int64_t rf_mono_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
 /* A condition variable whose timed waits are on CLOCK_MONOTONIC (a
  * wall-clock step neither shortens nor stretches them). */
 int rf_cond_init_mono(pthread_cond_t *c);

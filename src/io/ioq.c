@@ -726,16 +726,7 @@ struct uring_priv {
 	unsigned queued;        /* SQEs not yet submitted */
 	struct uring_slot *slots, *free;
 	struct uring_slot timed;        /* sentinel: the oldest is timed.next */
-	unsigned abandoned;     /* slots whose CQE has not come */
 };
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void timed_unlink(struct uring_slot *s)
 {
@@ -787,7 +778,7 @@ static struct uring_slot *slot_take(struct rf_ioq *q, struct uring_priv *u, stru
 		const struct rf_ioq_member *mm = rf_ioq_dev(q, m->member);
 
 		s->seen = m->op == RF_MIO_FSYNC && mm->stat_fd > 0 ? rf_devstat_done(mm->stat_fd) : 0;
-		timed_append(u, s, mono_ms());
+		timed_append(u, s, rf_mono_ms());
 	}
 	return s;
 }
@@ -813,7 +804,7 @@ static int uring_expire(struct rf_ioq *q, struct uring_priv *u)
 		struct rf_mio *m = s->m;
 
 		if (!now)
-			now = mono_ms();
+			now = rf_mono_ms();
 		if (now - s->issued_ms < (int64_t)q->devs.timeout_ms)
 			break;
 		timed_unlink(s);
@@ -833,7 +824,6 @@ static int uring_expire(struct rf_ioq *q, struct uring_priv *u)
 		m->iov_slot = -1;
 		m->bounce_at = -1;
 		m->bounce_n = 0;
-		u->abandoned++;
 		ended += abandon(q, m);
 	}
 	return ended;
@@ -848,7 +838,7 @@ static struct __kernel_timespec *uring_wait_limit(struct rf_ioq *q, struct uring
 
 	if (u->timed.next == &u->timed)
 		return NULL;
-	left = u->timed.next->issued_ms + (int64_t)q->devs.timeout_ms - mono_ms();
+	left = u->timed.next->issued_ms + (int64_t)q->devs.timeout_ms - rf_mono_ms();
 	if (left < 0)
 		left = 0;
 	ts->tv_sec = left / 1000;
@@ -970,7 +960,6 @@ static int uring_reap(struct rf_ioq *q, bool wait)
 					q->iov_free[q->niov_free++] = s->iov_slot;
 				if (s->bounce_n)
 					bounce_put_units(q, s->bounce_at, s->bounce_n);
-				u->abandoned--;
 				slot_put(u, s);
 				continue;
 			}

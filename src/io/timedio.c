@@ -77,14 +77,6 @@ struct rf_timed_io {
 	size_t cap;
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Drop one reference; t->lock held, released here.  The last frees t. */
 static void put_locked(struct rf_timed_io *t)
 {
@@ -240,7 +232,7 @@ static int call(struct rf_timed_io *t, int op, void *buf, size_t len, uint64_t o
 	t->off = off;
 	t->busy = t->pending = true;
 	t->done = false;
-	t->since_ms = now_ms();
+	t->since_ms = rf_mono_ms();
 	pthread_cond_broadcast(&t->cond);
 	while (!t->done) {
 		if (pthread_cond_timedwait(&t->cond, &t->lock, &dl) == ETIMEDOUT && !t->done) {
