@@ -16,7 +16,8 @@
 #    sync", Spare Devices 0); the array assembled from the three members
 #    and the rebuilt spare is whole and holds the pattern;
 #  - negative control: the spare as it was before the rebuild, in place of
-#    the rebuilt one, leaves the array degraded (it held no data yet).
+#    the rebuilt one, is taken as a spare and rebuilt (it held no data
+#    yet), never served in sync.
 # With RF_MD_JUDGE=1, kernel md assembles the members and the spare after
 # the add (4 in sync, 1 spare) and after the rebuild (the spare in role 2),
 # reads the pattern and finds mismatch_cnt 0.
@@ -97,8 +98,14 @@ if [ $judge = 1 ]; then
 	log "kernel md: the rebuilt spare in role 2, pattern ok, mismatch_cnt 0"
 fi
 
-# Negative control: the spare before its rebuild is no member yet.
+# Negative control: the spare before its rebuild is no member yet.  The
+# array is degraded and takes it as a spare at once: while the rebuild runs
+# md/degraded reads 1; a rebuild that already ended (a small array) said
+# so in the log.  Taken as in sync, it would have been neither.
 start_assemble array.img "$MNT" "${keep[@]}" "$WORK/spare-before.img"
-[ "$(cat "$MNT/md/degraded")" = 1 ] || fail "the spare before its rebuild served role 2: $(cat "$MNT/mdstat")"
+if [ "$(cat "$MNT/md/degraded")" != 1 ]; then
+	grep -q 'spare-before.img takes slot 2; rebuilding all of it' "${_LOG_OF[$MNT]}" ||
+		fail "the spare before its rebuild served role 2: $(cat "$MNT/mdstat")"
+fi
 stop_array "$MNT"
-log "the spare before its rebuild leaves the array degraded"
+log "the spare before its rebuild is rebuilt, not taken as in sync"

@@ -110,7 +110,7 @@ static void test_answered(void **state)
 static void test_stuck(void **state)
 {
 	struct fake f = { 0 };
-	struct rf_timed_io *t = rf_timed_io_new(200);
+	struct rf_timed_io *t = rf_timed_io_new(1000);
 	struct rf_sb_io io;
 	char buf[512];
 	int64_t t0, since = 0;
@@ -120,14 +120,15 @@ static void test_stuck(void **state)
 	memset(buf, 0x11, sizeof(buf));
 	t0 = ms_now();
 	assert_int_equal(io.pread(io.ctx, buf, sizeof(buf), 0), -ETIMEDOUT);
-	assert_in_range(ms_now() - t0, 190, 1500);
+	assert_in_range(ms_now() - t0, 990, 6000);
 	assert_true(rf_timed_io_stuck(t, &since));
-	assert_in_range(since, t0 - 5, t0 + 100);
-	/* While it hangs: at once, and no second call reaches the member. */
+	assert_in_range(since, t0 - 5, t0 + 900);
+	/* While it hangs: at once (well inside one timeout, however loaded
+	 * the machine), and no second call reaches the member. */
 	t0 = ms_now();
 	assert_int_equal(io.fsync(io.ctx), -ETIMEDOUT);
 	assert_int_equal(io.pwrite(io.ctx, buf, sizeof(buf), 0), -ETIMEDOUT);
-	assert_true(ms_now() - t0 < 100);
+	assert_true(ms_now() - t0 < 500);
 	assert_int_equal(atomic_load(&f.calls), 1);
 	/* The member answers: the read lands in t's buffer, not ours. */
 	atomic_store(&f.hung, false);
@@ -159,7 +160,8 @@ static void test_free_while_stuck(void **state)
 }
 
 /* A block device's stat file, faked: a file whose completed counts a
- * thread raises every 50 ms while `busy`. */
+ * thread raises every 5 ms while `busy` (many times per timeout, so a
+ * loaded machine, sanitizers and nice 19 still see progress in each). */
 struct fakedev {
 	int fd;
 	atomic_bool busy, stop;
@@ -176,7 +178,7 @@ static void *fakedev_main(void *arg)
 			n++;
 		int k = snprintf(line, sizeof(line), "%llu 0 0 0 %llu 0 0 0 0 0 0 0 0 0 0 0 0\n", n, n);
 		assert_int_equal(pwrite(d->fd, line, (size_t)k, 0), k);
-		usleep(50000);
+		usleep(5000);
 	}
 	return NULL;
 }
@@ -207,7 +209,7 @@ static void test_flush_progress(void **state)
 	struct fakedev d = { 0 };
 	struct fake f = { 0 };
 	struct flusher w = { 0 };
-	struct rf_timed_io *t = rf_timed_io_new(200);
+	struct rf_timed_io *t = rf_timed_io_new(400);
 	struct rf_sb_io io;
 	pthread_t dth, wth;
 	int64_t t0, stopped;
@@ -218,18 +220,18 @@ static void test_flush_progress(void **state)
 	unlink(path);
 	atomic_store(&d.busy, true);
 	assert_int_equal(pthread_create(&dth, NULL, fakedev_main, &d), 0);
-	usleep(60000);
+	usleep(20000);
 	rf_timed_io_set_progress(t, d.fd);
 	wrap(&f, t, &w.io);
 	atomic_store(&f.hung, true);
 	assert_int_equal(pthread_create(&wth, NULL, flusher_main, &w), 0);
-	usleep(900000);         /* 4.5 timeouts: the device is busy, the flush waits */
+	usleep(1400000);        /* 3.5 timeouts: the device is busy, the flush waits */
 	assert_false(atomic_load(&w.returned));
 	stopped = ms_now();
 	atomic_store(&d.busy, false);
 	pthread_join(wth, NULL);
 	assert_int_equal(atomic_load(&w.res), -ETIMEDOUT);
-	assert_in_range(w.ended_ms - stopped, 0, 1000);
+	assert_in_range(w.ended_ms - stopped, 0, 4000);
 	/* a read: the deadline is the deadline, busy device or not */
 	atomic_store(&f.hung, false);
 	while (rf_timed_io_stuck(t, NULL))
@@ -239,7 +241,7 @@ static void test_flush_progress(void **state)
 	atomic_store(&f.hung, true);
 	t0 = ms_now();
 	assert_int_equal(io.pread(io.ctx, buf, sizeof(buf), 0), -ETIMEDOUT);
-	assert_in_range(ms_now() - t0, 190, 1000);
+	assert_in_range(ms_now() - t0, 390, 4000);
 	atomic_store(&f.hung, false);
 	while (rf_timed_io_stuck(t, NULL))
 		usleep(1000);
