@@ -14,7 +14,8 @@
 # usage: tools/bench-nbd.sh [-t SECONDS] [-r ROUNDS] [-g GROUP_THREAD_CNT]
 #   -t SECONDS  each fio run's measured time (default 3; a 1 s ramp before it)
 #   -r ROUNDS   rounds (default 3)
-#   -g N        tuning.group_thread_cnt of both arrays (default: the default, 0)
+#   -g N        tuning.group_thread_cnt of both arrays (default: unset, which gives the
+#               NBD array 1 per group and the file array (on /dev/shm) 0)
 # Jobs: 4k randwrite QD32, 1M sequential write QD8, 4k randread QD32.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)

@@ -83,7 +83,10 @@ struct rf_config {
 	char *overlay_dir;              /* members opened read-only, writes go to overlays here */
 	/* tuning */
 	int stripe_cache_size;          /* stripe heads, md's unit (default 256) */
-	int group_thread_cnt;           /* worker threads per group (default 0: inline) */
+	int group_thread_cnt;           /* worker threads per group; -1 (default):
+					 * 1 where a member is on a disk, a block
+					 * device or NBD, 0 (inline) where every
+					 * member is in memory */
 	int worker_groups;              /* groups (default 0 = one per CPU) */
 	uint32_t stripe_size;           /* bytes per column per stripe head (default 4096) */
 	int rmw_level;                  /* 0 never rmw, 1 rmw when cheaper (default), 2 prefer rmw */

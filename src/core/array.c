@@ -53,6 +53,25 @@ static const struct rf_level_ops *level_ops(int level)
 	return NULL;
 }
 
+/* What an unset group_thread_cnt becomes where a member can make IO
+ * wait: one thread in each group (a group per CPU by default). */
+#define RF_AUTO_GROUP_THREADS 1
+
+/* Whether some member or spare can make IO wait: a file on a disk file
+ * system, a block device, an NBD export (not a file in memory). */
+static bool members_can_wait(const struct rf_array *a)
+{
+	int i;
+
+	for (i = 0; i < a->ndevs; i++) {
+		const struct rf_dev *d = &a->devs[i];
+
+		if (d->io.nbd || (d->io.fd >= 0 && !rf_fdmap_in_memory(d->io.fd)))
+			return true;
+	}
+	return false;
+}
+
 static int mgmt_start(struct rf_array *a)
 {
 	return stack && stack->mgmt ? stack->mgmt->start(a) : 0;
@@ -414,6 +433,16 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		if (d->io.fd >= 0 && !d->io.nbd && !rf_fdmap_in_memory(d->io.fd))
 			a->inline_ioq_init = rf_ioq_init_uring_shared;
 	}
+	/* group_thread_cnt unset: where a member can make IO wait (a disk,
+	 * a block device, NBD), worker threads do the stripe work and the
+	 * member IO, each with many IOs in flight on its ring, and the FUSE
+	 * thread goes back for the next request as soon as it queued one:
+	 * a FUSE thread that waited for its member IO itself would bound
+	 * the disk's queue by the number of FUSE threads.  Every member in
+	 * memory: the submitter does it inline (no hand-off; tmpfs IO does
+	 * not wait). */
+	if (a->group_thread_cnt < 0)
+		a->group_thread_cnt = members_can_wait(a) ? RF_AUTO_GROUP_THREADS : 0;
 	if (a->chunk_bytes && a->chunk_bytes < a->stripe_size)
 		a->stripe_size = a->chunk_bytes;
 	a->size = a->geom.array_sectors * 512;

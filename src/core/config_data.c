@@ -14,7 +14,10 @@
 
 /* Defaults, md's where md has one (raid5.c, md.c). */
 #define DEF_STRIPE_CACHE_SIZE   256
-#define DEF_GROUP_THREAD_CNT    0
+/* group_thread_cnt unset: chosen at assembly from where the members live
+ * (array.c: worker threads where a member can make IO wait, inline where
+ * every member is in memory). */
+#define DEF_GROUP_THREAD_CNT    (-1)
 #define DEF_WORKER_GROUPS       0
 #define DEF_STRIPE_SIZE         4096
 /* Not md's 1: on a tie (4-member raid5, 6-member raid6: rmw and rcw read

@@ -10,8 +10,9 @@
  *  - group threads (group_thread_cnt > 0): each group's bucket is appended
  *    to g->incoming under g->lock, once per request, a sleeping worker of
  *    the group is kicked only if none is awake, and the submitter returns;
- *  - inline (group_thread_cnt 0): the submitter borrows an inline worker
- *    and serves its pieces itself (workers.c).
+ *  - inline (group_thread_cnt 0; or a level without stripe heads while at
+ *    most RF_INLINE_QUIET requests are in flight): the submitter borrows
+ *    an inline worker and serves its pieces itself (workers.c).
  * Each piece ends once through rf_piece_end(); the last one ends the
  * request: write_end hooks, done(), then the barrier's count.  A member
  * IO error marks the member faulty here (rf_member_fail()).
@@ -290,15 +291,13 @@ void rf_queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w)
 	req_put(r);
 }
 
-/* With no group threads, borrow an inline worker and make it this
- * thread's; NULL with group threads.  *err: -ENOMEM when none is left. */
-struct rf_worker *rf_inline_begin(struct rf_array *a, struct rf_worker **saved, int *err)
+/* Borrow an inline worker and make it this thread's.  *err: -ENOMEM
+ * when none is left (NULL then). */
+static struct rf_worker *inline_take(struct rf_array *a, struct rf_worker **saved, int *err)
 {
 	struct rf_worker *w;
 
 	*err = 0;
-	if (a->group_thread_cnt)
-		return NULL;
 	w = rf_inline_get(a);
 	if (!w) {
 		*err = -ENOMEM;
@@ -310,6 +309,35 @@ struct rf_worker *rf_inline_begin(struct rf_array *a, struct rf_worker **saved, 
 	*saved = rf_current_worker;
 	rf_current_worker = w;
 	return w;
+}
+
+/* With no group threads, borrow an inline worker (inline_take()); NULL
+ * with group threads. */
+struct rf_worker *rf_inline_begin(struct rf_array *a, struct rf_worker **saved, int *err)
+{
+	*err = 0;
+	return a->group_thread_cnt ? NULL : inline_take(a, saved, err);
+}
+
+/* Requests past the barrier (r among them) up to which a level without
+ * stripe heads serves r on the submitting thread although the array has
+ * group threads: at queue depth 1 or 2 nothing is gained by handing the
+ * member IO to a worker, and the hand-off is a thread wake-up on every
+ * request (4 KiB writes at QD1 to members on a disk: 0.6-0.8x inline's
+ * rate); deeper, the FUSE threads must go back for more requests so that
+ * the members' queues fill. */
+#define RF_INLINE_QUIET 2
+
+/* Whether this thread serves r itself: always without group threads;
+ * with them, on a level whose pieces are all member IO (no stripe heads:
+ * its IO is on this thread's own ring and ends before it returns, no
+ * group's queue is touched) while the array is quiet. */
+static bool serve_inline(struct rf_array *a)
+{
+	if (!a->group_thread_cnt)
+		return true;
+	return !a->ops->handle_stripe &&
+	       atomic_load(&a->inflight[0]) + atomic_load(&a->inflight[1]) <= RF_INLINE_QUIET;
 }
 
 /* Serve what was queued on w, then give it back. */
@@ -350,13 +378,13 @@ void rf_submit_now(struct rf_array *a, struct rf_req *r)
 {
 	struct rf_worker *w, *saved = NULL;
 	struct rf_lend_wait lw;
-	int cls = rf_req_class(r), err;
-	bool wait = false;
+	int cls = rf_req_class(r), err = 0;
+	bool wait = false, inl = serve_inline(a);
 
 	/* A lent write's bytes go straight to the members (or into the
 	 * stripe heads' parity) when they stay valid until its last piece
-	 * ends: inline (no group threads) this thread serves its pieces
-	 * itself.  Without stripe heads (raid0, 1, 10: DIRECT pieces only; a
+	 * ends: inline (no group threads, or a quiet array without stripe
+	 * heads: serve_inline()) this thread serves its pieces itself.  Without stripe heads (raid0, 1, 10: DIRECT pieces only; a
 	 * failed write or a retry is issued again on the same worker) the
 	 * request has ended when rf_inline_end() returns.  With stripe heads
 	 * a piece may sit on a head another submitter runs, or one held for
@@ -372,9 +400,9 @@ void rf_submit_now(struct rf_array *a, struct rf_req *r)
 	if (r->lent) {
 		if (a->log && r->len <= RF_LOG_COPY_MAX) {
 			rf_req_unlend(r);
-		} else if (!a->group_thread_cnt && !a->ops->handle_stripe) {
+		} else if (inl && !a->ops->handle_stripe) {
 			lend_use(r);
-		} else if (!a->group_thread_cnt) {
+		} else if (inl) {
 			lend_use(r);
 			pthread_mutex_init(&lw.lock, NULL);
 			rf_lock_rank(&lw.lock, RF_LOCK_LEAF, "lend wait lock");
@@ -386,7 +414,7 @@ void rf_submit_now(struct rf_array *a, struct rf_req *r)
 			rf_req_unlend(r);
 		}
 	}
-	w = rf_inline_begin(a, &saved, &err);
+	w = inl ? inline_take(a, &saved, &err) : NULL;
 	if (err) {
 		atomic_store_explicit(&r->pending, 1, memory_order_relaxed);
 		atomic_store_explicit(&r->err, err, memory_order_relaxed);

@@ -748,7 +748,8 @@ static int check_worker_threads(struct ld *ld, const config_setting_t *t, const 
 
 	if (groups > MAX_THREADS)
 		groups = MAX_THREADS;
-	if (groups * cfg->group_thread_cnt <= max)
+	/* unset: assembly's choice stays within the bound (array.c) */
+	if (cfg->group_thread_cnt < 0 || groups * cfg->group_thread_cnt <= max)
 		return 0;
 	return fail(ld, s, "tuning.group_thread_cnt",
 		    "%d thread(s) in each of %ld worker group(s) make %ld worker threads: more than the %d this machine "

@@ -173,7 +173,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.data_offset, 0);
 	assert_int_equal(cfg.size, 0);
 	assert_int_equal(cfg.stripe_cache_size, 256);
-	assert_int_equal(cfg.group_thread_cnt, 0);
+	assert_int_equal(cfg.group_thread_cnt, -1);  /* unset: assembly chooses */
 	assert_int_equal(cfg.worker_groups, 0);
 	assert_int_equal(cfg.stripe_size, 4096);
 	assert_int_equal(cfg.rmw_level, 2);

@@ -13,9 +13,13 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
 
 #include "core/engine.h"
 #include "fake_ioq.h"
@@ -691,6 +695,64 @@ static void test_delayed_bound_threads(void **state)
 	fake_reset();
 }
 
+/* group_thread_cnt that the config leaves unset (-1): the array takes one
+ * worker thread per group where a member is on a disk file system (the
+ * FUSE thread must not wait for its member IO there), none (inline) where
+ * every member is in memory; a value given is kept (0 on a disk: the
+ * control that the choice is the unset value's alone). */
+static int auto_threads(const char *dir, int gtc)
+{
+	struct rf_config cfg;
+	struct rf_array_info info;
+	struct rf_array *a;
+	char err[512];
+	int i;
+
+	testcfg_init(&cfg, 5, 2, 4, 16384);
+	cfg.group_thread_cnt = gtc;
+	for (i = 0; i < 4; i++) {
+		char p[FX_PATH];
+
+		snprintf(p, sizeof(p), "%s/auto-%d.img", dir, i);
+		close(fx_file_open(p, 1u << 20));
+		cfg.members[i] = strdup(p);
+	}
+	if (rf_array_open(&cfg, &a, err, sizeof(err)))
+		fail_msg("%s: %s", dir, err);
+	rf_array_get_info(a, &info);
+	rf_array_close(a);
+	for (i = 0; i < 4; i++) {
+		unlink(cfg.members[i]);
+		free(cfg.members[i]);
+	}
+	return info.group_thread_cnt;
+}
+
+static bool dir_in_memory(const char *dir)
+{
+	struct statfs sf;
+
+	assert_int_equal(statfs(dir, &sf), 0);
+	return sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC;
+}
+
+static void test_auto_threads(void **state)
+{
+	char disk[] = "/var/tmp/rf-auto-XXXXXX";
+
+	if (dir_in_memory(fx_dir))
+		assert_int_equal(auto_threads(fx_dir, -1), 0);
+	assert_int_equal(auto_threads(fx_dir, 3), 3);
+	assert_non_null(mkdtemp(disk));
+	if (!dir_in_memory(disk)) {
+		assert_int_equal(auto_threads(disk, -1), 1);
+		assert_int_equal(auto_threads(disk, 0), 0);
+	} else {
+		print_message("/var/tmp is in memory here: the disk case is not run\n");
+	}
+	rmdir(disk);
+}
+
 /* Opening refuses what it cannot serve, naming the member. */
 static void test_open_errors(void **state)
 {
@@ -774,6 +836,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_errors),
+		cmocka_unit_test(test_auto_threads),
 		cmocka_unit_test(test_stack_levels),
 		cmocka_unit_test(test_split_raid0),
 		cmocka_unit_test(test_flush_every_member),
