@@ -27,9 +27,24 @@ build_helper
 
 md_images
 
+# fields FILE ARRAY: ARRAY[LABEL] = the value after "LABEL : " in examine
+# output (the first line of each LABEL).
+fields() {
+	local -n _fs=$2
+	local l
+	_fs=()
+	while IFS= read -r l; do
+		[[ $l == *" : "* ]] || continue
+		l=${l#"${l%%[! ]*}"}
+		[ -n "${_fs[${l%% : *}]+x}" ] || _fs[${l%% : *}]=${l#* : }
+	done <"$1"
+}
+
 # field FILE LABEL: the value after "LABEL : " in examine output.
 field() {
-	sed -n "s/^ *$2 : //p" "$1" | head -n 1
+	local -A _f1
+	fields "$1" _f1
+	echo "${_f1[$2]:-}"
 }
 
 # same_fields MDADM_TEXT OURS: every field raidfuse prints that mdadm
@@ -37,11 +52,14 @@ field() {
 # the examining host and is left out.
 same_fields() {
 	local want=$1 got=$2 label val ours n=0
+	local -A theirs
+	fields "$got" theirs
 	while IFS= read -r line; do
 		[[ $line == *" : "* ]] || continue
-		label=$(sed 's/^ *//; s/ : .*//' <<<"$line")
+		label=${line#"${line%%[! ]*}"}
+		label=${label%% : *}
 		val=${line#* : }
-		ours=$(field "$got" "$label")
+		ours=${theirs[$label]:-}
 		[ -n "$ours" ] || continue
 		if [ "$label" = Name ]; then
 			val=${val%%  (local to host*}
@@ -55,6 +73,7 @@ same_fields() {
 
 MNT=$WORK/mnt
 narrays=0
+declare -A md rf
 judge=0
 if md_judge; then
 	judge=1
@@ -133,7 +152,7 @@ for spec in "5 left-symmetric 64K 4" "6 right-asymmetric 128K 5" "10 n2 64K 4" "
 	read -r level layout chunk n <<<"$spec"
 	D=$WORK/create-$level
 	mkdir -p "$D"
-	keys=(metadata=1.2 level="$level" members="$(members "$n")" member_size=64M)
+	keys=(metadata=1.2 level="$level" members="$(members "$n")" member_size=16M)
 	[ "$layout" = - ] || keys+=(layout="$layout")
 	[ "$chunk" = - ] || keys+=(chunk_size="$chunk")
 	mk_conf "$D/raid.conf" "${keys[@]}"
@@ -143,10 +162,12 @@ for spec in "5 left-symmetric 64K 4" "6 right-asymmetric 128K 5" "10 n2 64K 4" "
 		mdadm --examine "$m" >"$D/mdadm$i.txt" 2>&1 || fail "raid$level: mdadm --examine d$i.img: $(cat "$D/mdadm$i.txt")"
 		"$RAIDFUSE" examine "$m" >"$D/ours$i.txt" || fail "raid$level: raidfuse examine d$i.img failed"
 		grep -q "Checksum : .* - correct" "$D/mdadm$i.txt" || fail "raid$level d$i: mdadm: checksum not correct"
+		fields "$D/mdadm$i.txt" md
+		fields "$D/ours$i.txt" rf
 		for f in "Version" "Array UUID" "Raid Level" "Raid Devices" "Layout" "Chunk Size" "Data Offset" \
 			"Device Role" "Avail Dev Size" "Used Dev Size" "Array Size" "State" "Events"; do
-			[ "$(field "$D/mdadm$i.txt" "$f")" = "$(field "$D/ours$i.txt" "$f")" ] ||
-				fail "raid$level d$i: $f: mdadm says '$(field "$D/mdadm$i.txt" "$f")', raidfuse '$(field "$D/ours$i.txt" "$f")'"
+			[ "${md[$f]:-}" = "${rf[$f]:-}" ] ||
+				fail "raid$level d$i: $f: mdadm says '${md[$f]:-}', raidfuse '${rf[$f]:-}'"
 		done
 		check "[ \"$(field "$D/mdadm$i.txt" "Device Role")\" = 'Active device $i' ]" "raid$level d$i role"
 		check "[ \"$(field "$D/mdadm$i.txt" "State")\" = active ]" "raid$level: without --assume-clean a resync is due"
