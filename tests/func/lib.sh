@@ -338,7 +338,7 @@ start_array() {
 # runs it: raidfuse detaches (and logs to syslog); the command must exit 0
 # once the image is served.  DAEMON_PID is found by its command line.
 start_array_daemon() {
-	local conf=$1 mnt=$2 logf out p cmd
+	local conf=$1 mnt=$2 logf out p cmd args
 	shift 2
 	_pre_start "$conf" "$mnt"
 	logf=$WORK/daemon.$(basename "$mnt").$((${#_LOG_OF[@]} + 1)).log
@@ -349,7 +349,9 @@ start_array_daemon() {
 	DAEMON_PID=
 	for p in /proc/[0-9]*; do
 		# (a process may end between the glob and the read)
-		cmd=$({ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null) || continue
+		{ mapfile -d '' -t args <"$p/cmdline"; } 2>/dev/null || continue
+		[ ${#args[@]} -gt 0 ] || continue
+		printf -v cmd '%s ' "${args[@]}"
 		if [ "$cmd" = "$RAIDFUSE mount $conf $mnt $* " ] || [ "$cmd" = "$RAIDFUSE mount $conf $mnt " ]; then
 			DAEMON_PID=${p#/proc/}
 			break
@@ -592,8 +594,7 @@ fio_verify() {
 ack_pattern() {
 	local l
 	printf -v l '%07d' "$1"
-	# shellcheck disable=SC2046
-	printf "$l\n%.0s" $(seq 512)
+	printf "$l\n%.0s" {1..512}
 }
 
 # ack_writer ACKED: numbered blocks, one dd each; a number goes to ACKED
@@ -612,9 +613,9 @@ ack_writer() {
 
 # ack_start ACKED [FIO ARGS...]: ACKED emptied; fio writing random data at
 # 16-24 MiB of $IMG and ack_writer ACKED, both in the background; returns
-# once 200 blocks are acknowledged (5 s at most).
+# once 200 blocks are acknowledged, or after 5 s once 30 are (60 s at most).
 ack_start() {
-	local acked=$1 i
+	local acked=$1 lines now t0=${EPOCHREALTIME/./}
 	shift
 	: >"$acked"
 	fio --name=bg --filename="$IMG" --rw=randwrite --bs=4k --offset=16M --size=8M --direct=1 \
@@ -622,8 +623,10 @@ ack_start() {
 	_ACK_PIDS=($!)
 	ack_writer "$acked" &
 	_ACK_PIDS+=($!)
-	for ((i = 0; i < 100; i++)); do
-		[ "$(wc -l <"$acked")" -ge 200 ] && break
+	while :; do
+		mapfile -t lines <"$acked"
+		now=$(((${EPOCHREALTIME/./} - t0) / 1000000))
+		[ ${#lines[@]} -ge 200 ] || { [ $now -ge 5 ] && [ ${#lines[@]} -ge 30 ]; } || [ $now -ge 60 ] && break
 		sleep 0.05
 	done
 }
@@ -642,7 +645,7 @@ ack_verify() {
 	dd if="$IMG" of="$copy" bs=1M count=$((NBLK * 4096 >> 20)) iflag=direct status=none ||
 		fail "$what: reading the image back failed"
 	while read -r k; do
-		cmp -s <(ack_pattern "$k") <(dd if="$copy" bs=4096 skip=$((k * STEP % NBLK)) count=1 status=none) ||
+		cmp -s -n 4096 -i 0:$((k * STEP % NBLK * 4096)) <(ack_pattern "$k") "$copy" ||
 			fail "$what: acknowledged block $k (image block $((k * STEP % NBLK))) reads back wrong"
 		n=$((n + 1))
 	done <"$acked"
