@@ -15,7 +15,7 @@
 #    make test at nice 19), fio must see no error and its data must
 #    verify.  The failed member is removed, a fresh server added as a
 #    spare and rebuilt, and the next kill (another server, at random) comes:
-#    RF_NBD_KILLS times in a row in each mode (default 50; 5 in a quick
+#    RF_NBD_KILLS times in a row in each mode (default 25; 5 in a quick
 #    run, RF_QUICK=1, as under ASan).  The slowest
 #    failure of each mode is printed; each must be within the bound.
 # Every nbdkit is bounded by timeout(1) and stopped at exit.
@@ -23,7 +23,7 @@
 requires fuse fio
 . "$(dirname "$0")/nbdkit.sh"
 
-KILLS=${RF_NBD_KILLS:-$([ "${RF_QUICK:-0}" = 1 ] && echo 5 || echo 50)}
+KILLS=${RF_NBD_KILLS:-$([ "${RF_QUICK:-0}" = 1 ] && echo 5 || echo 25)}
 TIMEOUT_MS=2000
 BOUND_MS=$((TIMEOUT_MS + 1000))
 # A sanitizer build's daemon (make asan: 2-5x slower, at nice 19 beside
