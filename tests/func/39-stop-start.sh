@@ -38,16 +38,16 @@ FIO=(--rw=randwrite --bs=4k --size=8M --iodepth=8)
 # The pid of the daemon serving MNT, or nothing: the process holding the
 # marker of MNT's mount (/memfd:raidfuse-serves:MAJ:MIN:MNT).
 served_by() {
-	local dev f p
+	local dev fds p
 	dev=$(awk -v p="$1" '$5 == p { d = $3 } END { print d }' /proc/self/mountinfo)
 	[ -n "$dev" ] || return 0
 	for p in $(pgrep -x raidfuse); do
-		for f in /proc/"$p"/fd/*; do
-			if [ "$(readlink "$f" 2>/dev/null)" = "/memfd:raidfuse-serves:$dev:$1 (deleted)" ]; then
-				echo "$p"
-				return 0
-			fi
-		done
+		# one line per fd, "N -> TARGET"
+		fds=$(ls -l /proc/"$p"/fd/ 2>/dev/null)$'\n'
+		if [[ $fds == *" -> /memfd:raidfuse-serves:$dev:$1 (deleted)"$'\n'* ]]; then
+			echo "$p"
+			return 0
+		fi
 	done
 }
 
