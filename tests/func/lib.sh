@@ -307,7 +307,11 @@ mk_conf() {
 
 # The image name a config serves.
 conf_name() {
-	sed -n 's/^[[:space:]]*name[[:space:]]*=[[:space:]]*"\([^"]*\)".*/\1/p' "$1" | head -n 1
+	local l re='^[[:space:]]*name[[:space:]]*=[[:space:]]*"([^"]*)"'
+	while IFS= read -r l || [ -n "$l" ]; do
+		[[ $l =~ $re ]] && { echo "${BASH_REMATCH[1]}"; return 0; }
+	done <"$1"
+	return 0
 }
 
 create_array() {
@@ -318,6 +322,12 @@ create_array() {
 
 # ---------------------------------------------------------------- daemon
 
+# _log_name MNT: the caller's logf, a new daemon log in $WORK named for MNT.
+_log_name() {
+	local b=${1%/}
+	logf=$WORK/daemon.${b##*/}.$((${#_LOG_OF[@]} + 1)).log
+}
+
 # start_array CONF MNT [mount options...]: serve CONF on MNT (foreground
 # daemon in the background, log in $WORK), wait until MNT/<name> is there.
 # Sets DAEMON_PID.
@@ -325,7 +335,7 @@ start_array() {
 	local conf=$1 mnt=$2 logf
 	shift 2
 	_pre_start "$conf" "$mnt"
-	logf=$WORK/daemon.$(basename "$mnt").$((${#_LOG_OF[@]} + 1)).log
+	_log_name "$mnt"
 	"$RAIDFUSE" mount "$conf" "$mnt" -f "$@" >"$logf" 2>&1 &
 	DAEMON_PID=$!
 	_DAEMON_OF[$mnt]=$DAEMON_PID
@@ -341,7 +351,7 @@ start_array_daemon() {
 	local conf=$1 mnt=$2 logf out p cmd args
 	shift 2
 	_pre_start "$conf" "$mnt"
-	logf=$WORK/daemon.$(basename "$mnt").$((${#_LOG_OF[@]} + 1)).log
+	_log_name "$mnt"
 	_LOG_OF[$mnt]=$logf
 	out=$(timeout 20 "$RAIDFUSE" mount "$conf" "$mnt" "$@" 2>&1) ||
 		fail "raidfuse mount $conf $mnt (detaching) failed: $out"
@@ -371,7 +381,7 @@ start_assemble() {
 	shift 2
 	mkdir -p "$mnt"
 	mountpoint -q "$mnt" && fail "start_assemble: $mnt is already a mount point"
-	logf=$WORK/daemon.$(basename "$mnt").$((${#_LOG_OF[@]} + 1)).log
+	_log_name "$mnt"
 	"$RAIDFUSE" assemble -f "$mnt" "$@" >"$logf" 2>&1 &
 	DAEMON_PID=$!
 	_DAEMON_OF[$mnt]=$DAEMON_PID
@@ -396,7 +406,7 @@ _wait_served() {
 	local conf=$1 mnt=$2 name=${3:-} i rc
 	[ -n "$name" ] || name=$(conf_name "$conf")
 	for ((i = 0; i < 200; i++)); do
-		if mountpoint -q "$mnt" && [ -f "$mnt/$name" ]; then
+		if [ -f "$mnt/$name" ] && mountpoint -q "$mnt"; then
 			vlog "serving $mnt/$name (pid $DAEMON_PID)"
 			return 0
 		fi
