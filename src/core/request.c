@@ -11,8 +11,9 @@
  *    to g->incoming under g->lock, once per request, a sleeping worker of
  *    the group is kicked only if none is awake, and the submitter returns;
  *  - inline (group_thread_cnt 0; or a level without stripe heads while at
- *    most RF_INLINE_QUIET requests are in flight): the submitter borrows
- *    an inline worker and serves its pieces itself (workers.c).
+ *    most RF_INLINE_QUIET requests are in flight, or for a request of
+ *    RF_INLINE_LARGE bytes or more): the submitter borrows an inline
+ *    worker and serves its pieces itself (workers.c).
  * Each piece ends once through rf_piece_end(); the last one ends the
  * request: write_end hooks, done(), then the barrier's count.  A member
  * IO error marks the member faulty here (rf_member_fail()).
@@ -327,17 +328,24 @@ struct rf_worker *rf_inline_begin(struct rf_array *a, struct rf_worker **saved, 
  * rate); deeper, the FUSE threads must go back for more requests so that
  * the members' queues fill. */
 #define RF_INLINE_QUIET 2
+/* A request of at least this many bytes on such a level is served on the
+ * submitting thread whatever the depth: its member IO alone keeps the
+ * disks busy, and a worker would copy a write's bytes first and send a
+ * read's large reply itself (1 MiB reads at QD8 on raid0: 0.8x of the
+ * FUSE threads doing it, however many workers). */
+#define RF_INLINE_LARGE (256u << 10)
 
 /* Whether this thread serves r itself: always without group threads;
  * with them, on a level whose pieces are all member IO (no stripe heads:
  * its IO is on this thread's own ring and ends before it returns, no
- * group's queue is touched) while the array is quiet. */
-static bool serve_inline(struct rf_array *a)
+ * group's queue is touched) while the array is quiet or r is large. */
+static bool serve_inline(struct rf_array *a, const struct rf_req *r)
 {
 	if (!a->group_thread_cnt)
 		return true;
 	return !a->ops->handle_stripe &&
-	       atomic_load(&a->inflight[0]) + atomic_load(&a->inflight[1]) <= RF_INLINE_QUIET;
+	       (r->len >= RF_INLINE_LARGE ||
+		atomic_load(&a->inflight[0]) + atomic_load(&a->inflight[1]) <= RF_INLINE_QUIET);
 }
 
 /* Serve what was queued on w, then give it back. */
@@ -379,12 +387,13 @@ void rf_submit_now(struct rf_array *a, struct rf_req *r)
 	struct rf_worker *w, *saved = NULL;
 	struct rf_lend_wait lw;
 	int cls = rf_req_class(r), err = 0;
-	bool wait = false, inl = serve_inline(a);
+	bool wait = false, inl = serve_inline(a, r);
 
 	/* A lent write's bytes go straight to the members (or into the
 	 * stripe heads' parity) when they stay valid until its last piece
-	 * ends: inline (no group threads, or a quiet array without stripe
-	 * heads: serve_inline()) this thread serves its pieces itself.  Without stripe heads (raid0, 1, 10: DIRECT pieces only; a
+	 * ends: inline (no group threads, or on a level without stripe heads
+	 * a quiet array or a large request: serve_inline()) this thread
+	 * serves its pieces itself.  Without stripe heads (raid0, 1, 10: DIRECT pieces only; a
 	 * failed write or a retry is issued again on the same worker) the
 	 * request has ended when rf_inline_end() returns.  With stripe heads
 	 * a piece may sit on a head another submitter runs, or one held for
