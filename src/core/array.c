@@ -57,21 +57,6 @@ static const struct rf_level_ops *level_ops(int level)
  * wait: one thread in each group (a group per CPU by default). */
 #define RF_AUTO_GROUP_THREADS 1
 
-/* Whether some member or spare can make IO wait: a file on a disk file
- * system, a block device, an NBD export (not a file in memory). */
-static bool members_can_wait(const struct rf_array *a)
-{
-	int i;
-
-	for (i = 0; i < a->ndevs; i++) {
-		const struct rf_dev *d = &a->devs[i];
-
-		if (d->io.nbd || (d->io.fd >= 0 && !rf_fdmap_in_memory(d->io.fd)))
-			return true;
-	}
-	return false;
-}
-
 static int mgmt_start(struct rf_array *a)
 {
 	return stack && stack->mgmt ? stack->mgmt->start(a) : 0;
@@ -254,6 +239,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	struct rf_array *a = calloc(1, sizeof(*a));
 	uint64_t usable = UINT64_MAX;
 	int i, ret, nmissing = 0, smallest = -1;
+	bool can_wait;           /* some member or spare on a disk, a block device or NBD */
 
 	if (!a)
 		return -ENOMEM;
@@ -427,11 +413,16 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	 * and every drain behind it, past any deadline; on an io_uring
 	 * queue it waits on its ring, and a write the member does not
 	 * answer ends at member_timeout (ioq.h). */
+	can_wait = false;
 	for (i = 0; i < a->ndevs; i++) {
 		const struct rf_dev *d = &a->devs[i];
 
-		if (d->io.fd >= 0 && !d->io.nbd && !rf_fdmap_in_memory(d->io.fd))
+		if (d->io.nbd) {
+			can_wait = true;
+		} else if (d->io.fd >= 0 && !rf_fdmap_in_memory(d->io.fd)) {
 			a->inline_ioq_init = rf_ioq_init_uring_shared;
+			can_wait = true;
+		}
 	}
 	/* group_thread_cnt unset: where a member can make IO wait (a disk,
 	 * a block device, NBD), worker threads do the stripe work and the
@@ -442,7 +433,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	 * memory: the submitter does it inline (no hand-off; tmpfs IO does
 	 * not wait). */
 	if (a->group_thread_cnt < 0)
-		a->group_thread_cnt = members_can_wait(a) ? RF_AUTO_GROUP_THREADS : 0;
+		a->group_thread_cnt = can_wait ? RF_AUTO_GROUP_THREADS : 0;
 	if (a->chunk_bytes && a->chunk_bytes < a->stripe_size)
 		a->stripe_size = a->chunk_bytes;
 	a->size = a->geom.array_sectors * 512;

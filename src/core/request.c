@@ -393,9 +393,10 @@ void rf_submit_now(struct rf_array *a, struct rf_req *r)
 	 * stripe heads' parity) when they stay valid until its last piece
 	 * ends: inline (no group threads, or on a level without stripe heads
 	 * a quiet array or a large request: serve_inline()) this thread
-	 * serves its pieces itself.  Without stripe heads (raid0, 1, 10: DIRECT pieces only; a
-	 * failed write or a retry is issued again on the same worker) the
-	 * request has ended when rf_inline_end() returns.  With stripe heads
+	 * serves its pieces itself.  Without stripe heads (raid0, 1, 10:
+	 * DIRECT pieces only; a failed write or a retry is issued again on
+	 * the same worker) the request has ended when rf_inline_end()
+	 * returns.  With stripe heads
 	 * a piece may sit on a head another submitter runs, or one held for
 	 * the rest of its row: this thread waits for the request's end after
 	 * it has left its worker (a held head is released by the last

@@ -95,6 +95,7 @@
 #include "raidfuse/progress.h"
 #include "raidfuse/stack.h"
 #include "raidfuse/super.h"
+#include "raidfuse/util.h"
 
 #define EXIT_USAGE 2
 
@@ -1111,7 +1112,6 @@ static int status_show(const char *mnt, bool json, bool watch, double secs)
 	}
 }
 
-static int64_t mono_ms(void);
 static bool wait_exit(int pidfd, pid_t pid, int64_t deadline);
 
 /* How long list waits for one mount's files, and status --detail for its
@@ -1184,7 +1184,7 @@ static int read_mount(const char *mnt, struct mount_read *mr, int timeout_ms)
 		_exit(0);
 	}
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (!wait_exit(pidfd, pid, mono_ms() + timeout_ms)) {
+	if (!wait_exit(pidfd, pid, rf_mono_ms() + timeout_ms)) {
 		kill(pid, SIGKILL);
 		mr->r = -ETIMEDOUT;
 		snprintf(mr->err, sizeof(mr->err), "%s: its daemon has not answered within %d s (stopped or stuck)",
@@ -2003,14 +2003,6 @@ static int cmd_ctl(int argc, char **argv)
 /* How long fusermount3 -u may take (it does not wait for the daemon). */
 #define UMOUNT_TIMEOUT_MS 10000
 
-static int64_t mono_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* mnt as the mount table names it, without looking at mnt itself (that
  * would ask its daemon, which may not answer): the directory resolved,
  * the last component as given.  0, or -errno. */
@@ -2045,7 +2037,7 @@ static int stop_abs_path(const char *mnt, char *out, size_t len)
 static bool wait_exit(int pidfd, pid_t pid, int64_t deadline)
 {
 	for (;;) {
-		int64_t left = deadline - mono_ms();
+		int64_t left = deadline - rf_mono_ms();
 		struct pollfd p = { .fd = pidfd, .events = POLLIN };
 
 		if (pidfd < 0 ? kill(pid, 0) && errno == ESRCH : false)
@@ -2069,12 +2061,12 @@ static int stop_unmount(const char *abs)
 	pid_t pid;
 
 	if (geteuid() == 0) {
-		int64_t until = mono_ms() + STOP_BUSY_MS;
+		int64_t until = rf_mono_ms() + STOP_BUSY_MS;
 		int r;
 
 		/* A program that just closed the image may hold the mount a
 		 * moment longer (mdadm --stop retries EBUSY alike). */
-		while ((r = umount2(abs, UMOUNT_NOFOLLOW)) && errno == EBUSY && mono_ms() < until)
+		while ((r = umount2(abs, UMOUNT_NOFOLLOW)) && errno == EBUSY && rf_mono_ms() < until)
 			usleep(50 * 1000);
 		if (!r)
 			return 0;
@@ -2094,7 +2086,7 @@ static int stop_unmount(const char *abs)
 		_exit(127);
 	}
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (!wait_exit(pidfd, pid, mono_ms() + UMOUNT_TIMEOUT_MS)) {
+	if (!wait_exit(pidfd, pid, rf_mono_ms() + UMOUNT_TIMEOUT_MS)) {
 		fprintf(stderr, "raidfuse: stop: fusermount3 -u %s did not end within %d s: killed\n", abs,
 			UMOUNT_TIMEOUT_MS / 1000);
 		kill(pid, SIGKILL);
@@ -2172,7 +2164,7 @@ static int cmd_stop(int argc, char **argv)
 			close(pidfd);
 		return 1;
 	}
-	t0 = mono_ms();
+	t0 = rf_mono_ms();
 	if (!wait_exit(pidfd, pid, t0 + 1000)) {
 		fprintf(stderr, "raidfuse: stop: %s unmounted; waiting for its daemon (pid %d) to write its last "
 			"superblocks and exit (up to %g s)\n", abs, (int)pid, secs);

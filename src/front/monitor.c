@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "raidfuse/monitor.h"
+#include "raidfuse/util.h"
 
 struct out {
 	struct rf_mon_event *ev;
@@ -188,14 +189,6 @@ static void say(const struct rf_mon_alert *a, const char *fmt, ...)
 		syslog(LOG_ERR, "%s", msg);
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* Run argv[0] (PATH searched, no shell) with stdin from in_fd (-1:
  * /dev/null), in a process group of its own.  Its pid, or -1. */
 static pid_t spawn(char *const argv[], int in_fd)
@@ -232,13 +225,13 @@ static pid_t spawn(char *const argv[], int in_fd)
 static void reap(const struct rf_mon_alert *a, pid_t pid, const char *what)
 {
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0), st = 0;
-	int64_t deadline = mono_ms() + a->timeout_ms, left;
+	int64_t deadline = rf_mono_ms() + a->timeout_ms, left;
 	bool ended = false;
 
 	for (;;) {
 		struct pollfd p = { .fd = pidfd, .events = POLLIN };
 
-		left = deadline - mono_ms();
+		left = deadline - rf_mono_ms();
 		if (left <= 0 || (a->stop && *a->stop))
 			break;
 		if (pidfd < 0) {

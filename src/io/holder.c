@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "raidfuse/holder.h"
+#include "raidfuse/util.h"
 
 #define WAIT_STEP_MS 50
 
@@ -258,14 +259,6 @@ pid_t rf_serve_pid_of(const struct rf_mount_ent *m)
 	return found;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* One look at who holds dev:ino against a lock of ours (shared when ro):
  * 0 nobody (or only a process that is no raidfuse: the lock says so),
  * 1 a raidfuse that is stopping (*pid), -EBUSY one that serves (err). */
@@ -306,7 +299,7 @@ static int look(dev_t dev, ino_t ino, const char *who, bool ro, pid_t *pid, char
 int rf_holder_wait(const char *path, const char *who, bool ro, unsigned timeout_ms, pid_t *said, char *err,
 		   size_t errlen)
 {
-	int64_t start = now_ms();
+	int64_t start = rf_mono_ms();
 	struct timespec step = { 0, WAIT_STEP_MS * 1000000L };
 	struct stat st;
 	pid_t pid = 0;
@@ -318,7 +311,7 @@ int rf_holder_wait(const char *path, const char *who, bool ro, unsigned timeout_
 		r = look(st.st_dev, st.st_ino, who, ro, &pid, err, errlen);
 		if (r <= 0)
 			break;
-		if (now_ms() - start >= timeout_ms) {
+		if (rf_mono_ms() - start >= timeout_ms) {
 			snprintf(err, errlen, "%s is still held by raidfuse (pid %d) %g s after its mount went away "
 				 "(its log says what it waits for)", who, (int)pid, timeout_ms / 1000.0);
 			r = -EBUSY;

@@ -111,14 +111,6 @@ struct rf_nbd {
 	pthread_t poller;
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* libnbd's last error on this thread as -errno (EIO when it gave none). */
 static int nbd_err(void)
 {
@@ -235,7 +227,7 @@ static unsigned check_period_ms(const struct rf_nbd *c)
 static void *poller_main(void *arg)
 {
 	struct rf_nbd *c = arg;
-	int64_t next_check = now_ms() + check_period_ms(c);
+	int64_t next_check = rf_mono_ms() + check_period_ms(c);
 
 	pthread_mutex_lock(&c->lock);
 	while (!c->stop) {
@@ -251,7 +243,7 @@ static void *poller_main(void *arg)
 					      (dir & LIBNBD_AIO_DIRECTION_WRITE ? POLLOUT : 0));
 			c->poll_out = dir & LIBNBD_AIO_DIRECTION_WRITE;
 		}
-		now = now_ms();
+		now = rf_mono_ms();
 		wait = next_check - now;
 		if (wait < 0)
 			wait = 0;
@@ -279,7 +271,7 @@ static void *poller_main(void *arg)
 			rf_err("%s: connection lost: %s", c->uri, nbd_get_error() ? nbd_get_error() : "closed");
 			kill_locked(c, r < 0 ? nbd_err() : -ENOTCONN);
 		}
-		now = now_ms();
+		now = rf_mono_ms();
 		if (!c->dead && now >= next_check) {
 			check_deadlines(c, now);
 			next_check = now + check_period_ms(c);
@@ -294,7 +286,7 @@ static void *poller_main(void *arg)
 static int wait_connected(struct rf_nbd *c, int64_t deadline)
 {
 	while (nbd_aio_is_connecting(c->h) > 0) {
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - rf_mono_ms();
 
 		if (left <= 0)
 			return -ETIMEDOUT;
@@ -449,7 +441,7 @@ int rf_nbd_open(const char *uri, bool readonly, unsigned timeout_ms, struct rf_n
 		snprintf(err, errlen, "%s: %s", uri, nbd_get_error());
 		goto fail;
 	}
-	r = wait_connected(c, now_ms() + atomic_load(&c->timeout_ms));
+	r = wait_connected(c, rf_mono_ms() + atomic_load(&c->timeout_ms));
 	if (r) {
 		if (r == -ETIMEDOUT)
 			snprintf(err, errlen, "%s: no NBD handshake within %u ms", uri, atomic_load(&c->timeout_ms));
@@ -492,12 +484,12 @@ fail:
  * stopped reading must not hold up the close). */
 static void disconnect(struct rf_nbd *c)
 {
-	int64_t deadline = now_ms() + atomic_load(&c->timeout_ms);
+	int64_t deadline = rf_mono_ms() + atomic_load(&c->timeout_ms);
 
 	if (nbd_aio_is_ready(c->h) <= 0 || nbd_aio_disconnect(c->h, 0) < 0)
 		return;
 	while (nbd_aio_is_closed(c->h) <= 0 && nbd_aio_is_dead(c->h) <= 0) {
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - rf_mono_ms();
 
 		if (left <= 0 || nbd_poll(c->h, (int)(left < POLL_SLICE_MS ? left : POLL_SLICE_MS)) < 0)
 			break;
@@ -620,7 +612,7 @@ int rf_nbd_aio(struct rf_nbd *c, int op, const struct iovec *iov, int niov, uint
 	cmd->end = end;
 	cmd->ctx = ctx;
 	cmd->arg = arg;
-	cmd->deadline = now_ms() + atomic_load(&c->timeout_ms);
+	cmd->deadline = rf_mono_ms() + atomic_load(&c->timeout_ms);
 	cmd->len = (uint32_t)len;
 	cmd->op = (uint8_t)op;
 	cmd->refs = 2;
