@@ -84,9 +84,13 @@ const struct rf_geom *rf_array_geom(const struct rf_array *a);
 const char *rf_array_name(const struct rf_array *a);
 /* Whether the members were opened read-only: writes must fail (EROFS). */
 bool rf_array_readonly(const struct rf_array *a);
-/* Whether a reshape md left under way is served (read-only, layout.h
- * struct rf_reshape); if so its position (array sectors) and direction. */
+/* Whether a reshape is under way (layout.h struct rf_reshape: continued
+ * by services/reshape.c, or served read-only); if so its position (array
+ * sectors) and direction. */
 bool rf_array_reshape(const struct rf_array *a, uint64_t *position, bool *backwards);
+/* fn(priv) runs (on some thread of the array's) after the array's size
+ * changed: a reshape ended.  Set before rf_array_start(). */
+void rf_array_on_resize(struct rf_array *a, void (*fn)(void *priv), void *priv);
 /* Members that are missing or faulty, as a bit mask by role. */
 uint64_t rf_array_faulty(const struct rf_array *a);
 /* Whether too many members failed to serve IO. */

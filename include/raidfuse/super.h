@@ -287,7 +287,16 @@ struct rf_sb_change {
 	 * writes them from the device's state. */
 	bool set_devflags;
 	uint8_t devflags;
+	/* 1.x, a reshape under way (RF_SB_FEAT_RESHAPE): RF_SB_RESHAPE_AT
+	 * records how far it got (reshape_position, array sectors);
+	 * RF_SB_RESHAPE_DONE records it finished, as md's end_reshape leaves
+	 * the superblock: the new level, layout and chunk the array's, the
+	 * new data offset the data offset (data_size grown or shrunk by the
+	 * move), the reshape fields and feature bits cleared.  0: as it is. */
+	int set_reshape;
+	uint64_t reshape_position;
 };
+enum { RF_SB_RESHAPE_AT = 1, RF_SB_RESHAPE_DONE = 2 };
 
 /* Apply c to the superblock on a member through io: read it again (it must
  * still be the one in sb: same kind, array and device), change events,

@@ -18,11 +18,12 @@
  *  - a raid4/5/6 reshape under way, unless served read-only (--ro, or
  *    --overlay: nothing reaches the members): the superblocks then give
  *    the two geometries (layout.h struct rf_reshape) and each member's new
- *    data offset, and reads go where md reads them.  Continuing the
- *    reshape needs mdadm (its backup file covers the critical section of
- *    a reshape in place); raidfuse does not, so it writes nothing there.
- *    A config file cannot describe a reshape: a mount by config of such
- *    an array is refused.
+ *    data offset, and reads go where md reads them.  Served read-write, a
+ *    forward reshape of a 1.x array without a bitmap or partial parity
+ *    log is continued to its end (services/reshape.c); the others need
+ *    mdadm (a reshape in place has a critical section only mdadm's
+ *    backup file covers).  A config file cannot describe a reshape: a
+ *    mount by config of such an array is refused.
  *
  * rf_assemble_check_config() holds a config file to the superblocks its
  * members carry, and rf_assemble_plan_create() works out the superblocks
@@ -117,11 +118,16 @@ static const char *reshape_unservable(const struct rf_sb *sb, bool writes, char 
 			 (long long)p, sb->raid_disks);
 		return buf;
 	}
-	if (writes) {
-		snprintf(buf, len, "a reshape is under way (stopped at array sector %llu, %s); raidfuse serves it "
-			 "read-only only: assemble with --ro, or --overlay DIR; continuing the reshape is mdadm's "
-			 "(mdadm --assemble, with --backup-file if the reshape used one)",
-			 (unsigned long long)sb->reshape_position, reshape_backwards(sb) ? "backwards" : "forwards");
+	if (writes && (reshape_backwards(sb) || sb->kind == RF_SB_090 ||
+		       (sb->feature_map & (RF_SB_FEAT_BITMAP | RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL)))) {
+		snprintf(buf, len, "a reshape is under way (stopped at array sector %llu, %s%s%s); raidfuse "
+			 "continues forward reshapes of 1.x arrays without a write-intent bitmap or partial parity "
+			 "log, and serves this one read-only only: assemble with --ro, or --overlay DIR; or continue "
+			 "it with mdadm (--assemble, with --backup-file if the reshape used one)",
+			 (unsigned long long)sb->reshape_position, reshape_backwards(sb) ? "backwards" : "forwards",
+			 sb->kind == RF_SB_090 ? ", 0.90 metadata" : "",
+			 sb->feature_map & RF_SB_FEAT_BITMAP ? ", with a bitmap" :
+			 sb->feature_map & (RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL) ? ", with a partial parity log" : "");
 		return buf;
 	}
 	return NULL;
@@ -736,13 +742,16 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 	cfg->readonly = readonly;
 	if (overlay_dir && !(cfg->overlay_dir = strdup(overlay_dir)))
 		goto out;
-	/* Mid-reshape: read-only even over an overlay (nothing would move
-	 * rows from one geometry to the other). */
+	/* Mid-reshape: read-write, the reshape continued (unservable() said
+	 * it can be), or read-only as asked (an overlay too: the reshape is
+	 * the members' to finish). */
 	if (fresh->reshape) {
-		cfg->readonly = true;
-		rf_info("array %s: a reshape is under way (%s, at array sector %llu): served read-only, rows "
-			"below and above it in their own geometry", u0, cfg->reshape.backwards ? "backwards" : "forwards",
-			(unsigned long long)cfg->reshape.position);
+		if (overlay_dir)
+			cfg->readonly = true;
+		rf_info("array %s: a reshape is under way (%s, at array sector %llu): %s", u0,
+			cfg->reshape.backwards ? "backwards" : "forwards", (unsigned long long)cfg->reshape.position,
+			cfg->readonly ? "served read-only, rows below and above it in their own geometry" :
+					"served while it continues");
 	}
 	r = 0;
 	rf_info("array %s: raid%d, %d of %d members, %s metadata", u0, cfg->level, nuse,

@@ -249,9 +249,9 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	pthread_mutex_init(&a->dev_lock, NULL);
 	rf_lock_rank(&a->dev_lock, RF_LOCK_DEV, "dev_lock");
 	a->name = strdup(cfg->name);
-	/* Mid-reshape: read-only whatever was asked (nothing here moves rows
-	 * between the geometries, so no write may land in either). */
-	a->readonly = cfg->readonly || cfg->reshape.active;
+	/* Mid-reshape behind an overlay: read-only (the reshape is the
+	 * members' to continue, services/reshape.c). */
+	a->readonly = cfg->readonly || (cfg->reshape.active && cfg->overlay_dir);
 	a->member_timeout_ms = cfg->member_timeout_ms ? cfg->member_timeout_ms : RF_NBD_TIMEOUT_MS_DEFAULT;
 	a->member_io = cfg->member_io;
 	a->overlay = cfg->overlay_dir != NULL;
@@ -364,6 +364,8 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		ret = reshape_open(a, cfg, err, errlen);
 		if (ret)
 			goto fail;
+		atomic_store(&a->reshape_pos, a->reshape.position);
+		atomic_store(&a->reshaping, true);
 	}
 	/* raid10 by its copy sets (md's enough()): one member of each pair
 	 * may be missing, more than copies - 1 in all. */
@@ -467,9 +469,78 @@ bool rf_array_readonly(const struct rf_array *a)
 
 bool rf_array_reshape(const struct rf_array *a, uint64_t *position, bool *backwards)
 {
-	*position = a->reshape.position;
+	struct rf_array *w = (struct rf_array *)a;
+
+	*position = atomic_load(&w->reshape_pos);
 	*backwards = a->reshape.backwards;
-	return a->reshape.active;
+	return atomic_load(&w->reshaping);
+}
+
+void rf_array_on_resize(struct rf_array *a, void (*fn)(void *priv), void *priv)
+{
+	a->resize_fn = fn;
+	a->resize_priv = priv;
+}
+
+void rf_array_set_serving(struct rf_array *a)
+{
+	atomic_store(&a->serving, true);
+}
+
+bool rf_array_serving(const struct rf_array *a)
+{
+	return atomic_load(&((struct rf_array *)a)->serving);
+}
+
+void rf_array_resized(struct rf_array *a)
+{
+	if (a->resize_fn)
+		a->resize_fn(a->resize_priv);
+}
+
+const struct rf_reshape *rf_array_reshape_state(const struct rf_array *a)
+{
+	return &a->reshape;
+}
+
+void rf_array_reshape_readonly(struct rf_array *a, const char *why)
+{
+	a->readonly = true;
+	rf_warn("%s: served read-only: the reshape under way is not continued: %s", a->name, why);
+}
+
+/* Writes drained (reconf_lock held): hold reads too, so that no request
+ * is between its split and its end while the position moves. */
+void rf_array_reshape_commit(struct rf_array *a, uint64_t position)
+{
+	rf_drain(a, RF_HOLD_READS);
+	a->reshape.position = position;
+	atomic_store(&a->reshape_pos, position);
+	/* Heads of either geometry at the rows that moved hold what the
+	 * members held before: gone. */
+	rf_stripe_cache_forget(a, 0, UINT64_MAX);
+	rf_release(a, RF_HOLD_WRITES);
+}
+
+int rf_array_reshape_finish(struct rf_array *a, char *err, size_t errlen)
+{
+	struct rf_geom g = a->geom;
+	int i, ret;
+
+	ret = rf_geom_init(&g, err, errlen);
+	if (ret)
+		return ret;
+	rf_devs_lock(a);
+	for (i = 0; i < a->nmembers; i++)
+		a->devs[i].data_offset = a->devs[i].new_data_offset;
+	rf_devs_unlock(a);
+	a->geom = g;
+	a->reshape.active = false;
+	atomic_store(&a->reshaping, false);
+	atomic_store(&a->reshape_pos, 0);
+	a->size = g.array_sectors * 512;
+	rf_stripe_cache_forget(a, 0, UINT64_MAX);
+	return 0;
 }
 
 int rf_array_start(struct rf_array *a)
@@ -786,7 +857,7 @@ const struct rf_sync_ops *rf_array_sync_ops(const struct rf_array *a)
 {
 	/* Mid-reshape: no walk of one geometry covers the array (md runs
 	 * nothing but the reshape then). */
-	if (a->reshape.active)
+	if (atomic_load(&((struct rf_array *)a)->reshaping))
 		return NULL;
 	return a->ops->sync;
 }

@@ -123,6 +123,32 @@ int rf_array_quiesced(struct rf_array *a, int (*fn)(void *arg), void *arg);
  * changes of the device table. */
 int rf_array_quiesced_all(struct rf_array *a, int (*fn)(void *arg), void *arg);
 
+/* ---- a reshape under way (services/reshape.c) ---- */
+
+/* Its geometries and position (layout.h); the walk alone moves it. */
+const struct rf_reshape *rf_array_reshape_state(const struct rf_array *a);
+/* Before the array serves: the reshape will not be continued (why, in
+ * the log); the array is served read-only, as the two geometries
+ * stand. */
+void rf_array_reshape_readonly(struct rf_array *a, const char *why);
+/* Inside rf_array_quiesced() (writes drained), with the rows below
+ * position written in the new geometry and recorded: reads are drained
+ * too while the position moves there, and cached stripe heads dropped. */
+void rf_array_reshape_commit(struct rf_array *a, uint64_t position);
+/* Inside rf_array_quiesced_all(), every row in the new geometry: the
+ * reshape ends; each slot's new data offset becomes its data offset, the
+ * array takes the new geometry's size.  0, or -EINVAL with why. */
+int rf_array_reshape_finish(struct rf_array *a, char *err, size_t errlen);
+
+/* The array serves (rf_array_start_resync() says so, after a frozen
+ * start has frozen the sync actions): background work that waits for it
+ * may begin. */
+void rf_array_set_serving(struct rf_array *a);
+bool rf_array_serving(const struct rf_array *a);
+/* The array's size changed: tell whoever rf_array_on_resize() named.
+ * No lock held. */
+void rf_array_resized(struct rf_array *a);
+
 /* ---- the sync walk (services/sync.c) ---- */
 
 /* A level's sync work (md's sync_request), the level's table.

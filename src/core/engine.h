@@ -257,10 +257,19 @@ struct rf_worker {
 
 struct rf_array {
 	struct rf_geom geom;
-	/* A raid4/5/6 reshape md left under way (layout.h): geom is the new
-	 * geometry, reshape.prev the old one; immutable.  Such an array is
-	 * served read-only. */
+	/* A raid4/5/6 reshape under way (layout.h): geom is the new
+	 * geometry, reshape.prev the old one (immutable).  reshape.position,
+	 * reshape.active, geom.array_sectors and size change only with every
+	 * request drained (the reshape walk: rf_array_reshape_commit(),
+	 * rf_array_reshape_finish()), so a request sees one position from
+	 * its split to its end; threads outside the IO path read
+	 * reshape_pos and reshaping instead. */
 	struct rf_reshape reshape;
+	atomic_uint_fast64_t reshape_pos;
+	atomic_bool reshaping;
+	atomic_bool serving;            /* rf_array_set_serving() */
+	void (*resize_fn)(void *priv);  /* rf_array_on_resize(); immutable once started */
+	void *resize_priv;
 	const struct rf_level_ops *ops;
 	char *name;
 	bool readonly;                  /* members opened read-only (--ro) */
@@ -270,7 +279,7 @@ struct rf_array {
 	unsigned member_timeout_ms;     /* NBD devices opened from now on (array.member_timeout);
 					 * set at open */
 	int metadata;                   /* enum rf_sb_kind the members carry (RF_SB_NONE: none) */
-	uint64_t size;                  /* bytes */
+	_Atomic uint64_t size;          /* bytes (changes when a reshape ends, drained) */
 	uint32_t stripe_size;           /* bytes per column per head */
 	uint32_t chunk_bytes;
 	int rmw_level;

@@ -226,12 +226,12 @@ static void show_sync_action(struct rf_array *a, const struct rf_array_info *i, 
 	uint64_t pos;
 	bool back;
 
-	/* md's word while a reshape is under way (here: stopped, read-only) */
-	if (rf_array_reshape(a, &pos, &back)) {
+	rf_sync_get(a, &st);
+	/* md's word while a reshape is under way ("frozen" holds it). */
+	if (rf_array_reshape(a, &pos, &back) && st.action != RF_SYNC_FROZEN) {
 		rf_ctl_printf(b, "reshape\n");
 		return;
 	}
-	rf_sync_get(a, &st);
 	rf_ctl_printf(b, "%s\n", rf_sync_action_name(st.action));
 }
 
@@ -241,9 +241,15 @@ static int store_sync_action(struct rf_array *a, int member, const char *val)
 	uint64_t pos;
 	bool back;
 
-	if (act >= 0 && rf_array_reshape(a, &pos, &back)) {
+	if (rf_array_reshape(a, &pos, &back)) {
+		/* md: "frozen" holds a reshape, "idle" or "reshape" lets it
+		 * go on; nothing else runs beside it. */
+		if (act == RF_SYNC_FROZEN || act == RF_SYNC_IDLE)
+			return rf_sync_request(a, (enum rf_sync_action)act);
+		if (!strncmp(val, "reshape", 7) && (val[7] == '\0' || val[7] == '\n'))
+			return rf_sync_request(a, RF_SYNC_IDLE);
 		rf_warn("md/sync_action: %s: the array is mid-reshape (at array sector %llu): no sync action runs "
-			"in either geometry; continuing the reshape is mdadm's", val, (unsigned long long)pos);
+			"beside it (frozen holds it, idle or reshape lets it go on)", val, (unsigned long long)pos);
 		return -EBUSY;
 	}
 	return act < 0 ? act : rf_sync_request(a, (enum rf_sync_action)act);
@@ -841,6 +847,36 @@ static bool is_bitmap_attr(const struct rf_ctl_attr *at)
  * dev_number: a spare that took over a slot keeps its own), (F) marks a
  * failed member and a missing one is not listed (md has no device to
  * name). */
+/* mdstat's line for a reshape under way, as md prints it (the position
+ * in KiB of each member, of the members' size), without md's speed and
+ * finish (the walk keeps no rate); 0 without a reshape. */
+static int reshape_line(struct rf_array *a, char *buf, size_t len)
+{
+	const struct rf_geom *g = rf_array_geom(a);
+	uint64_t pos, done, total = g->dev_sectors;
+	unsigned permille, k, x;
+	char bar[22];
+	bool back;
+	int n;
+
+	buf[0] = '\0';
+	if (!rf_array_reshape(a, &pos, &back) || !g->data_disks)
+		return 0;
+	done = pos / (uint64_t)g->data_disks;
+	if (back)
+		done = done < total ? total - done : 0;
+	if (done > total)
+		done = total;
+	permille = total ? (unsigned)(done * 1000 / total) : 0;
+	x = permille / 50;
+	for (k = 0; k < 21; k++)
+		bar[k] = k < x ? '=' : k == x ? '>' : '.';
+	bar[21] = '\0';
+	n = snprintf(buf, len, "[%s]  reshape =%3u.%u%% (%llu/%llu)", bar, permille / 10, permille % 10,
+		     (unsigned long long)done / 2, (unsigned long long)total / 2);
+	return n < 0 || (size_t)n >= len ? -EOVERFLOW : n;
+}
+
 static void show_mdstat(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
 {
 	const char *meta = metadata_version(a, i);
@@ -876,7 +912,9 @@ static void show_mdstat(struct rf_array *a, const struct rf_array_info *i, int m
 	 * none running, a resync that is due (md's recovery_cp short of
 	 * the end: not started, frozen, waiting for a rebuild, or refused)
 	 * shows as md shows it. */
-	if (i->level != 0 && rf_sync_progress_line(a, line, sizeof(line)) > 0) {
+	if (reshape_line(a, line, sizeof(line)) > 0) {
+		rf_ctl_printf(b, "%s\n      ", line);
+	} else if (i->level != 0 && rf_sync_progress_line(a, line, sizeof(line)) > 0) {
 		rf_ctl_printf(b, "%s\n      ", line);
 	} else if (i->level != 0) {
 		struct rf_sync_status st;

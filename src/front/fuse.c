@@ -661,6 +661,24 @@ static void do_lookup(struct rf_fq *q, uint64_t parent, const char *name)
 	q->ops->entry(q, ino, &st, timeout);
 }
 
+/* The array's size changed (a reshape ended): the kernel forgets the
+ * image's cached attributes and pages, so the next stat sees the new
+ * size.  On the reshape walk's thread. */
+static void image_resized(void *priv)
+{
+	struct fs *fs = priv;
+	int i, ret;
+
+	for (i = 0; i < fs->tree.n; i++) {
+		if (fs->tree.nodes[i].kind != RF_CTL_IMAGE)
+			continue;
+		ret = fuse_lowlevel_notify_inval_inode(fs->se, INO_ROOT + (fuse_ino_t)i, 0, 0);
+		if (ret && ret != -ENOENT)
+			rf_warn("the image's new size (%llu bytes) may show late: %s",
+				(unsigned long long)rf_array_size(fs->a), strerror(-ret));
+	}
+}
+
 static double attr_timeout(const struct ref *r)
 {
 	return r->kind == REF_NODE ? STATIC_TIMEOUT : DYN_TIMEOUT;
@@ -1626,6 +1644,7 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	if (rf_dev_set_served_mount(o->mountpoint))
 		rf_warn("%s: not found in the mount table: a spare on it is not refused", o->mountpoint);
 	mark_io_flusher();
+	rf_array_on_resize(a, image_resized, fs);
 	ret = rf_array_start(a);
 	if (ret) {
 		rf_err("cannot start the workers: %s", strerror(-ret));

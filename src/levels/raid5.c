@@ -88,10 +88,14 @@ static inline uint64_t all_members(const struct rf_array *a)
 
 static int r5_max_pieces(const struct rf_array *a, uint32_t max_len)
 {
-	uint32_t cb = a->reshape.active && a->reshape.prev.chunk_sectors * 512 < a->chunk_bytes ?
+	/* reshape.prev is set once at open (chunk 0 without a reshape) and
+	 * outlives the reshape; reshape.active may change under a request
+	 * being allocated, so it is not read here. */
+	bool prev = a->reshape.prev.chunk_sectors != 0;
+	uint32_t cb = prev && a->reshape.prev.chunk_sectors * 512 < a->chunk_bytes ?
 		      a->reshape.prev.chunk_sectors * 512 : a->chunk_bytes;
 	/* One more where a request crosses a reshape's position. */
-	int chunks = max_len / cb + 2 + a->reshape.active;
+	int chunks = max_len / cb + 2 + prev;
 
 	/* Direct pieces per chunk, plus a stripe piece per block should they
 	 * fall back to reconstruction (each chunk boundary adds a block). */

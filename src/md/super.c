@@ -1059,6 +1059,33 @@ static void spare_in_sync090(struct sb090 *s, uint32_t n, uint32_t r)
 		s->this_disk = *to;
 }
 
+/* A reshape's progress or end in a 1.x superblock (struct rf_sb_change). */
+static void reshape_update1(struct sb1 *s, const struct rf_sb_change *c)
+{
+	uint32_t f = rf_le32(s->feature_map);
+
+	if (!(f & RF_SB_FEAT_RESHAPE))
+		return;
+	if (c->set_reshape == RF_SB_RESHAPE_AT) {
+		s->reshape_position = rf_to_le64(c->reshape_position);
+		return;
+	}
+	if (f & RF_SB_FEAT_NEW_OFFSET) {
+		int64_t d = (int32_t)rf_le32(s->new_offset);
+
+		s->data_offset = rf_to_le64((uint64_t)((int64_t)rf_le64(s->data_offset) + d));
+		s->data_size = rf_to_le64((uint64_t)((int64_t)rf_le64(s->data_size) - d));
+	}
+	s->level = s->new_level;
+	s->layout = s->new_layout;
+	s->chunksize = s->new_chunk;
+	s->new_offset = rf_to_le32(0);
+	s->delta_disks = rf_to_le32(0);
+	s->reshape_position = rf_to_le64(0);
+	f &= ~(uint32_t)(RF_SB_FEAT_RESHAPE | RF_SB_FEAT_RESHAPE_BACK | RF_SB_FEAT_NEW_OFFSET);
+	s->feature_map = rf_to_le32(f);
+}
+
 int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *sb,
 		    const struct rf_sb_change *c, char *err, size_t errlen)
 {
@@ -1214,6 +1241,8 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 
 			s->feature_map = rf_to_le32(f | (c->replacement ? RF_SB_FEAT_REPLACEMENT : 0));
 		}
+		if (c->set_reshape)
+			reshape_update1(s, c);
 		s->sb_csum = rf_to_le32(sb1_csum(buf, rf_le32(s->max_dev)));
 	}
 	r = io->pwrite(io->ctx, buf, RF_SB_BYTES, sb->sb_offset * 512);

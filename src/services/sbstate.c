@@ -343,6 +343,8 @@ int rf_array_start_resync(struct rf_array *a, bool frozen)
 
 	if (frozen && rf_array_has_sync(a))
 		rf_sync_request(a, RF_SYNC_FROZEN);
+	/* A reshape under way goes on from here (frozen: once unfrozen). */
+	rf_array_set_serving(a);
 	if (!s)
 		return 0;
 	pthread_mutex_lock(&s->lock);
@@ -922,6 +924,20 @@ int rf_sbstate_set_recovery(struct rf_sbstate *s, int dev, uint64_t recovery_off
 int rf_sbstate_set_flags(struct rf_sbstate *s, int dev)
 {
 	return dev_change(s, CH_DEVICES, dev, -1, false, 0, false);
+}
+
+int rf_sbstate_reshape(struct rf_sbstate *s, bool done, uint64_t position)
+{
+	struct rf_sb_change c = { .faulty_slot = -1, .set_reshape = done ? RF_SB_RESHAPE_DONE : RF_SB_RESHAPE_AT,
+				  .reshape_position = position };
+	int r;
+
+	if (!s)
+		return 0;
+	sb_lock(s);
+	r = write_change(s, CH_DEVICES, &c, -1, 0);
+	sb_unlock(s);
+	return r;
 }
 
 void rf_sbstate_close(struct rf_sbstate *s)

@@ -105,6 +105,11 @@ int rf_sbstate_set_replacement(struct rf_sbstate *s, int dev, int slot, uint64_t
  * roles when it lost a write, else a spare again (1.x; 0.90 lists it as a
  * spare all along). */
 int rf_sbstate_drop_replacement(struct rf_sbstate *s, int dev, bool lost);
+/* A reshape under way (1.x): every member's superblock records that the
+ * rows below position (array sectors) are in the new geometry, or (done)
+ * that it ended (super.h RF_SB_RESHAPE_DONE); the members are flushed
+ * first.  0, or -EIO when the array failed. */
+int rf_sbstate_reshape(struct rf_sbstate *s, bool done, uint64_t position);
 /* Device dev is faulty in everyone's roles (before it leaves its slot). */
 int rf_sbstate_mark_faulty(struct rf_sbstate *s, int dev);
 /* Device dev's rebuild reached recovery_offset (RF_SB_MAX_SECTOR: done). */

@@ -13,7 +13,12 @@
  *    and which opens from the superblock it read, and before the partial
  *    parity log, which reads those superblocks and, after replaying a
  *    crashed array's log, has it mark them in sync before it starts (so
- *    no resync is due).
+ *    no resync is due);
+ *  - the reshape walk last: its open looks at what the others found (a
+ *    bitmap, a parity log, the superblocks it records its position in);
+ *    its thread stops after the superblock state's timer, whose writes
+ *    it does not need (it writes its checkpoints itself, under the
+ *    superblock state's locks).
  * The management thread is not listed: it starts after all of these and
  * stops before them: the stack names it apart (hooks.h says why).
  *
@@ -24,12 +29,14 @@
 
 #include "core/hooks.h"
 
-extern const struct rf_service rf_ppl_service, rf_sync_service, rf_sbstate_service, rf_bitmap_service;
+extern const struct rf_service rf_ppl_service, rf_sync_service, rf_sbstate_service, rf_bitmap_service,
+	rf_reshape_service;
 
 const struct rf_service *const rf_services[] = {
 	&rf_sync_service,
 	&rf_sbstate_service,
 	&rf_ppl_service,
 	&rf_bitmap_service,
+	&rf_reshape_service,
 	NULL,
 };

@@ -344,11 +344,30 @@ start_array() {
 	_wait_served "$conf" "$mnt"
 }
 
+# _find_daemon CMDLINE...: DAEMON_PID is the process whose command line
+# (its words joined by spaces, one after the last) is one of CMDLINEs,
+# or empty.
+_find_daemon() {
+	local p cmd args want
+	DAEMON_PID=
+	for p in /proc/[0-9]*; do
+		# (a process may end between the glob and the read)
+		{ mapfile -d '' -t args <"$p/cmdline"; } 2>/dev/null || continue
+		[ ${#args[@]} -gt 0 ] || continue
+		printf -v cmd '%s ' "${args[@]}"
+		for want; do
+			[ "$cmd" = "$want" ] || continue
+			DAEMON_PID=${p#/proc/}
+			return 0
+		done
+	done
+}
+
 # start_array_daemon CONF MNT [mount options...]: the same, the way a user
 # runs it: raidfuse detaches (and logs to syslog); the command must exit 0
 # once the image is served.  DAEMON_PID is found by its command line.
 start_array_daemon() {
-	local conf=$1 mnt=$2 logf out p cmd args
+	local conf=$1 mnt=$2 logf out
 	shift 2
 	_pre_start "$conf" "$mnt"
 	_log_name "$mnt"
@@ -356,21 +375,31 @@ start_array_daemon() {
 	out=$(timeout 20 "$RAIDFUSE" mount "$conf" "$mnt" "$@" 2>&1) ||
 		fail "raidfuse mount $conf $mnt (detaching) failed: $out"
 	echo "$out" >"$logf"
-	DAEMON_PID=
-	for p in /proc/[0-9]*; do
-		# (a process may end between the glob and the read)
-		{ mapfile -d '' -t args <"$p/cmdline"; } 2>/dev/null || continue
-		[ ${#args[@]} -gt 0 ] || continue
-		printf -v cmd '%s ' "${args[@]}"
-		if [ "$cmd" = "$RAIDFUSE mount $conf $mnt $* " ] || [ "$cmd" = "$RAIDFUSE mount $conf $mnt " ]; then
-			DAEMON_PID=${p#/proc/}
-			break
-		fi
-	done
+	_find_daemon "$RAIDFUSE mount $conf $mnt $* " "$RAIDFUSE mount $conf $mnt "
 	[ -n "$DAEMON_PID" ] || fail "raidfuse mount returned, but no daemon for $mnt is running"
 	_DAEMON_OF[$mnt]=$DAEMON_PID
 	_CHILD_OF[$mnt]=0
 	_wait_served "$conf" "$mnt"
+}
+
+# start_assemble_daemon NAME MNT [assemble args...]: raidfuse assemble
+# ARGS MNT as a user runs it (it detaches; the command must exit 0 once
+# the image is served; --log FILE is added, the daemon's log).  Sets
+# DAEMON_PID, found by its command line.
+start_assemble_daemon() {
+	local name=$1 mnt=$2 logf out
+	shift 2
+	mkdir -p "$mnt"
+	mountpoint -q "$mnt" && fail "start_assemble_daemon: $mnt is already a mount point"
+	_log_name "$mnt"
+	_LOG_OF[$mnt]=$logf
+	out=$(timeout 20 "$RAIDFUSE" assemble --log "$logf" "$mnt" "$@" 2>&1) ||
+		fail "raidfuse assemble $mnt $* (detaching) failed: $out"
+	_find_daemon "$RAIDFUSE assemble --log $logf $mnt $* "
+	[ -n "$DAEMON_PID" ] || fail "raidfuse assemble returned, but no daemon for $mnt is running"
+	_DAEMON_OF[$mnt]=$DAEMON_PID
+	_CHILD_OF[$mnt]=0
+	_wait_served "assemble $*" "$mnt" "$name"
 }
 
 # start_assemble NAME MNT [assemble args...]: serve the array the members'

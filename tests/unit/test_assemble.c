@@ -27,6 +27,7 @@
 #include "raidfuse/assemble.h"
 #include "raidfuse/layout.h"
 #include "raidfuse/super.h"
+#include "raidfuse/sync.h"
 #include "testdir.h"
 #include "testreq.h"
 
@@ -600,6 +601,74 @@ static void make_midreshape(const struct reshape_case *c, struct md_array *m)
 	}
 }
 
+/* Sectors of a that do not hold the pattern below old_sectors or zeros
+ * from there to its end. */
+static uint64_t bad_grown(struct rf_array *a, uint64_t old_sectors)
+{
+	uint64_t size = rf_array_size(a), off, bad = 0;
+	const uint32_t step = 64 << 10;
+	char *buf = malloc(step);
+	uint8_t want[SECT];
+
+	assert_non_null(buf);
+	for (off = 0; off < size; off += step) {
+		uint32_t len = size - off < step ? (uint32_t)(size - off) : step, i;
+
+		assert_int_equal(testreq_io(a, RF_REQ_READ, off, len, buf), 0);
+		for (i = 0; i < len; i += SECT) {
+			if ((off + i) / SECT < old_sectors)
+				fill_sector(want, (off + i) / SECT);
+			else
+				memset(want, 0, SECT);
+			bad += memcmp(buf + i, want, SECT) != 0;
+		}
+	}
+	free(buf);
+	return bad;
+}
+
+/* A forward reshape assembled read-write runs to its end (services/
+ * reshape.c): the array takes the new geometry's size, holds the pattern
+ * (zeros past the old end), its parity checks, and the superblocks say
+ * no reshape any more, so it assembles again in one geometry. */
+static void continue_reshape(const struct reshape_case *c, struct md_array *m)
+{
+	struct rf_sync_status st;
+	struct rf_config cfg;
+	struct rf_array *a;
+	uint64_t pos, old = m->g.array_sectors, want;
+	bool back;
+	int i;
+
+	a = serve_rw(m, -1, false, false, &cfg);
+	assert_false(rf_array_readonly(a));
+	want = m->g.dev_sectors / (c->chunk > c->prev_chunk ? c->chunk : c->prev_chunk) *
+	       (c->chunk > c->prev_chunk ? c->chunk : c->prev_chunk) * (uint64_t)(c->n - 1);
+	assert_int_equal(rf_array_start_resync(a, false), 0);
+	for (i = 0; i < 2000 && rf_array_reshape(a, &pos, &back); i++)
+		usleep(10000);
+	if (rf_array_reshape(a, &pos, &back))
+		fail_msg("%s: the reshape did not end in 20 s (at %" PRIu64 ")", c->what, pos);
+	assert_int_equal(rf_array_size(a), want * SECT);
+	if (bad_grown(a, old))
+		print_error("%s: %" PRIu64 " wrong sectors after the reshape\n", c->what, bad_grown(a, old));
+	assert_int_equal(bad_grown(a, old), 0);
+	assert_int_equal(rf_sync_request(a, RF_SYNC_CHECK), 0);
+	rf_sync_wait(a);
+	rf_sync_get(a, &st);
+	assert_int_equal(st.mismatch_cnt, 0);
+	rf_array_close(a);
+	rf_config_free(&cfg);
+	a = serve(m, -1, false, &cfg);
+	assert_false(cfg.reshape.active);
+	assert_int_equal(cfg.layout, c->layout);
+	assert_int_equal(cfg.chunk_bytes, c->chunk * SECT);
+	assert_int_equal(rf_array_size(a), want * SECT);
+	assert_int_equal(bad_grown(a, old), 0);
+	rf_array_close(a);
+	rf_config_free(&cfg);
+}
+
 static void test_midreshape(void **state)
 {
 	static const struct reshape_case cases[] = {
@@ -658,10 +727,14 @@ static void test_midreshape(void **state)
 		assert_true(bad_sectors(a) > 0);
 		rf_array_close(a);
 		rf_config_free(&cfg);
-		/* Read-write: refused, saying what to do. */
-		assert_int_equal(rf_assemble(paths, m.n, NULL, false, &cfg, err, sizeof(err)), -EINVAL);
-		assert_non_null(strstr(err, "reshape is under way"));
-		assert_non_null(strstr(err, "--ro"));
+		if (c->back) {
+			/* Read-write: refused, saying what to do. */
+			assert_int_equal(rf_assemble(paths, m.n, NULL, false, &cfg, err, sizeof(err)), -EINVAL);
+			assert_non_null(strstr(err, "reshape is under way"));
+			assert_non_null(strstr(err, "--ro"));
+		} else {
+			continue_reshape(c, &m);
+		}
 		for (i = 0; i < m.n; i++)
 			unlink(m.paths[i]);
 	}

@@ -1,0 +1,494 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* reshape.c - continue a raid4/5/6 reshape under way, online, to its end.
+ *
+ * An array assembled mid-reshape (md's reshape_position in its 1.x
+ * superblocks, engine.h struct rf_reshape) is served in two geometries:
+ * array sectors below the position in the new one at each member's new
+ * data offset, the rest in the previous one at the old offset.  This
+ * service's thread moves the position forwards to the end, one window of
+ * whole new stripes at a time, as md's reshape_request does:
+ *
+ *   1. with writes drained (reads go on: nothing they read is written),
+ *      read the window's data from the previous geometry, zeros past the
+ *      old array's end (md zeroes what the old array never held);
+ *   2. write the window as whole new stripes, parity computed here, at
+ *      the new data offsets;
+ *   3. flush the members and record the window's end as reshape_position
+ *      in every superblock (rf_sbstate_reshape());
+ *   4. move the array's position there with reads drained too
+ *      (rf_array_reshape_commit()), and let the held writes go: they land
+ *      in the new geometry.
+ * When the position reaches the end of the new geometry, with every
+ * request drained, the new data offsets become the data offsets, the
+ * superblocks say the reshape is done (md's end_reshape) and the image
+ * grows to the new size (the FUSE layer is told).
+ *
+ * Crash safety.  A window is written only where the previous geometry
+ * holds nothing still needed: for every member that has old rows, the
+ * window's new rows end at or below the first old row of the window
+ * itself (member sectors, counted in units of the larger chunk, as md's
+ * reshape_safe test), so after a crash at any point the superblocks'
+ * position still finds every sector at or past it in the old geometry,
+ * intact, and every sector below it in the new one, flushed before the
+ * position was recorded.  Foreground writes reach the new geometry only
+ * below a recorded position.  A window that would land on old rows not
+ * yet read (a reshape whose data offset did not move, which mdadm runs
+ * with a backup file) is not written: the walk stops and says so.
+ *
+ * It does NOT: reshape backwards, keep a bitmap or a partial parity log
+ * through a reshape, rebuild a missing member's old rows (a degraded
+ * array's reshape waits until it is whole again), start reshapes (the
+ * superblocks must say one is under way), or keep sync_speed_min (it
+ * does not yield to foreground IO; sync_speed_max bounds it, in KiB of
+ * each member per second as md counts, and sync_action "frozen" holds it).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/core.h"
+#include "raidfuse/iolog.h"
+#include "raidfuse/layout.h"
+#include "raidfuse/log.h"
+#include "raidfuse/parity.h"
+#include "raidfuse/sync.h"
+#include "raidfuse/util.h"
+#include "services/sbstate.h"
+
+/* Array data per window, at most. */
+#define WINDOW_BYTES (4u << 20)
+#define QDEPTH 64
+
+struct reshape {
+	struct rf_array *a;
+	pthread_t thread;
+	bool started;
+	atomic_bool stop;
+	/* The walk's thread only: */
+	struct rf_ioq q;
+	int pending, io_err;
+	struct rf_mio *mios;
+	int nmios, maxmios;
+	char *data;                     /* the window's data, array order */
+	char *par;                      /* P and Q of each new row of the window */
+	char *zero;                     /* a chunk of zeros */
+	uint64_t unit;                  /* sectors: the larger chunk of the two */
+	uint64_t end;                   /* array sectors of the new geometry */
+	bool said_wait;
+	int err;                        /* why the walk stopped; 0: done or stopped */
+};
+
+static char *alloc_aligned(size_t len)
+{
+	void *p = NULL;
+
+	return posix_memalign(&p, 4096, len ? len : 4096) ? NULL : p;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static void mio_end(struct rf_mio *m)
+{
+	struct reshape *r = m->priv;
+
+	r->pending--;
+	if (m->res < 0) {
+		if (!r->io_err)
+			r->io_err = m->res;
+		rf_member_fail(r->a, m->member, m->res, m->op == RF_MIO_READ ? "reshape read" : "reshape write",
+			       m->off);
+	}
+}
+
+static void queue_io(struct reshape *r, int member, bool write, char *buf, uint64_t off, uint32_t len)
+{
+	struct rf_mio *m = &r->mios[r->nmios++];
+
+	memset(m, 0, sizeof(*m));
+	m->end = mio_end;
+	m->priv = r;
+	m->buf = buf;
+	m->off = off;
+	m->len = len;
+	m->member = (int16_t)member;
+	m->op = write ? RF_MIO_WRITE : RF_MIO_READ;
+	r->pending++;
+	rf_ioq_queue(&r->q, m);
+}
+
+/* Submit what was queued and wait for all of it: 0 or the first error. */
+static int wait_io(struct reshape *r)
+{
+	int ret = 0;
+
+	while (r->pending) {
+		ret = rf_ioq_submit(&r->q);
+		if (ret < 0 || !r->pending)
+			break;
+		ret = rf_ioq_reap(&r->q, !(r->q.retry && !r->q.inflight));
+		if (ret < 0)
+			break;
+	}
+	r->nmios = 0;
+	if (ret < 0 && !r->io_err)
+		r->io_err = ret;
+	ret = r->io_err;
+	r->io_err = 0;
+	return ret < 0 ? ret : 0;
+}
+
+/* Sectors of array data the window at x may hold (whole new unit rows),
+ * 0 when even one would land on old rows not yet read. */
+static uint64_t window_at(struct reshape *r, uint64_t x)
+{
+	const struct rf_reshape *rs = rf_array_reshape_state(r->a);
+	const struct rf_geom *g = rf_array_geom(r->a), *p = &rs->prev;
+	uint64_t row = r->unit * (uint64_t)g->data_disks;      /* array sectors per new unit row */
+	uint64_t k = WINDOW_BYTES / 512 / row, old_first = x / (r->unit * (uint64_t)p->data_disks) * r->unit;
+	int m;
+
+	if (!k)
+		k = 1;
+	if (k > (r->end - x) / row)
+		k = (r->end - x) / row;
+	for (m = 0; m < p->raid_disks; m++) {
+		const struct rf_dev *d = rf_dev_get(r->a, m);
+		uint64_t old_at = d->data_offset / 512 + old_first, new_at = d->new_data_offset / 512 + x / row * r->unit;
+
+		if (new_at + r->unit > old_at)
+			return 0;
+		if ((old_at - new_at) / r->unit < k)
+			k = (old_at - new_at) / r->unit;
+	}
+	return k * row;
+}
+
+/* Read [x, x + n) array sectors from the previous geometry into r->data
+ * (zeros past the old array's end). */
+static int read_old(struct reshape *r, uint64_t x, uint64_t n)
+{
+	const struct rf_geom *p = &rf_array_reshape_state(r->a)->prev;
+	uint64_t s = x, lim = x + n < p->array_sectors ? x + n : p->array_sectors;
+
+	while (s < lim) {
+		struct rf_r5_map mp;
+		uint64_t len = p->chunk_sectors - s % p->chunk_sectors;
+
+		if (len > lim - s)
+			len = lim - s;
+		rf_r5_map_sector(p, s, &mp);
+		queue_io(r, mp.dd_idx, false, r->data + (s - x) * 512,
+			 rf_dev_get(r->a, mp.dd_idx)->data_offset + mp.dev_sector * 512, (uint32_t)(len * 512));
+		s += len;
+	}
+	if (lim < x + n)
+		memset(r->data + (lim > x ? lim - x : 0) * 512, 0, (x + n - (lim > x ? lim : x)) * 512);
+	return wait_io(r);
+}
+
+/* Write [x, x + n) (whole new rows, data in r->data) in the new geometry. */
+static int write_new(struct reshape *r, uint64_t x, uint64_t n)
+{
+	struct rf_array *a = r->a;
+	const struct rf_geom *g = rf_array_geom(a);
+	uint64_t cs = g->chunk_sectors, rows = n / (cs * (uint64_t)g->data_disks), first = x / (cs * (uint64_t)g->data_disks);
+	size_t clen = cs * 512;
+	uint64_t i;
+
+	for (i = 0; i < rows; i++) {
+		struct rf_r5_row row;
+		char *bufs[RF_MAX_MEMBERS];
+		void *blocks[RF_MAX_MEMBERS + 2];
+		char *pp = r->par + 2 * i * clen;
+		int k, m;
+
+		rf_r5_row(g, first + i, &row);
+		for (k = 0; k < g->data_disks; k++)
+			bufs[row.data_member[k]] = r->data + ((i * g->data_disks + k) * cs) * 512;
+		bufs[row.pd_idx] = pp;
+		if (g->level == 6) {
+			int nd;
+
+			bufs[row.qd_idx] = pp + clen;
+			nd = rf_r6_blocks(&row, g->data_disks, bufs, 0, r->zero, blocks);
+			rf_pq_gen(nd, clen, blocks, blocks[nd], blocks[nd + 1]);
+		} else {
+			for (k = 0; k < g->data_disks; k++)
+				blocks[k] = bufs[row.data_member[k]];
+			rf_xor_gen(g->data_disks, clen, blocks, pp);
+		}
+		for (m = 0; m < g->raid_disks; m++)
+			queue_io(r, m, true, bufs[m], rf_dev_get(a, m)->new_data_offset + (first + i) * clen,
+				 (uint32_t)clen);
+	}
+	return wait_io(r);
+}
+
+struct window {
+	struct reshape *r;
+	uint64_t x, n;
+};
+
+/* Writes drained: move one window (steps 1-4 of the essay). */
+static int move_window(void *arg)
+{
+	struct window *w = arg;
+	struct reshape *r = w->r;
+	int ret;
+
+	ret = read_old(r, w->x, w->n);
+	if (!ret)
+		ret = write_new(r, w->x, w->n);
+	/* RAIDFUSE_TEST_BREAK=reshape-record: the position moves in memory
+	 * only, as if the superblocks need not know (a crash then resumes
+	 * from an older position: writes since, to rows moved since, lost). */
+	if (!ret && !rf_test_break("reshape-record"))
+		ret = rf_sbstate_reshape(rf_array_sbstate(r->a), false, w->x + w->n);
+	if (!ret)
+		rf_array_reshape_commit(r->a, w->x + w->n);
+	return ret;
+}
+
+struct finish {
+	struct reshape *r;
+	char err[256];
+};
+
+static int finish_fn(void *arg)
+{
+	struct finish *f = arg;
+	int ret = rf_array_reshape_finish(f->r->a, f->err, sizeof(f->err));
+
+	if (!ret)
+		ret = rf_sbstate_reshape(rf_array_sbstate(f->r->a), true, 0);
+	else
+		rf_err("%s: reshape: %s", rf_array_name(f->r->a), f->err);
+	return ret;
+}
+
+static bool stopping(struct reshape *r)
+{
+	return atomic_load(&r->stop);
+}
+
+/* md's sync_action "frozen" holds a reshape where it stands; "idle" (or
+ * "reshape") lets it go on. */
+static bool frozen(struct reshape *r)
+{
+	struct rf_sync_status st;
+
+	rf_sync_get(r->a, &st);
+	return st.action == RF_SYNC_FROZEN;
+}
+
+/* md's sync_speed_max, in KiB of each member per second: sleep until
+ * dev_sectors moved since t0 are within it. */
+static void pace(struct reshape *r, uint64_t dev_sectors, int64_t t0)
+{
+	struct rf_sync_status st;
+	int64_t due;
+
+	rf_sync_get(r->a, &st);
+	if (!st.speed_max)
+		return;
+	due = t0 + (int64_t)(dev_sectors / 2 * 1000 / st.speed_max);
+	while (!stopping(r) && rf_mono_ms() < due)
+		sleep_ms(due - rf_mono_ms() > 100 ? 100 : (int)(due - rf_mono_ms()));
+}
+
+static void *walk_main(void *arg)
+{
+	struct reshape *r = arg;
+	struct rf_array *a = r->a;
+	const struct rf_reshape *rs = rf_array_reshape_state(a);
+	struct finish fin = { .r = r };
+	int64_t t0 = rf_mono_ms(), pace_t0 = t0;
+	uint64_t moved = 0, paced = 0;
+	int ret;
+
+	rf_thread_name("rf-reshape");
+	ret = rf_array_ioq_open(a, &r->q, QDEPTH);
+	if (ret) {
+		rf_err("%s: reshape: member IO queue: %s", rf_array_name(a), strerror(-ret));
+		return NULL;
+	}
+	while (!stopping(r) && !rf_array_serving(a))
+		sleep_ms(20);
+	rf_info("%s: reshape: continuing from array sector %" PRIu64 " to %" PRIu64 " (%d to %d members)",
+		rf_array_name(a), rs->position, r->end, rs->prev.raid_disks, rf_array_geom(a)->raid_disks);
+	while (!stopping(r) && rs->position < r->end) {
+		struct window w = { .r = r, .x = rs->position };
+
+		if (frozen(r)) {
+			sleep_ms(100);
+			pace_t0 = rf_mono_ms();
+			paced = 0;
+			continue;
+		}
+		if (rf_array_faulty(a) || rf_array_failed(a)) {
+			if (!r->said_wait)
+				rf_warn("%s: reshape: waits at array sector %" PRIu64 ": a member is missing or "
+					"faulty", rf_array_name(a), w.x);
+			r->said_wait = true;
+			sleep_ms(100);
+			continue;
+		}
+		r->said_wait = false;
+		w.n = window_at(r, w.x);
+		if (!w.n) {
+			rf_err("%s: reshape: stopped at array sector %" PRIu64 ": the next new rows would land on "
+			       "old rows not yet read (a reshape that needs mdadm's backup file)", rf_array_name(a),
+			       w.x);
+			r->err = -ENOSPC;
+			break;
+		}
+		ret = rf_array_quiesced(a, move_window, &w);
+		if (ret) {
+			/* A member failed (it is marked): wait for it as above. */
+			rf_warn("%s: reshape: window at array sector %" PRIu64 ": %s", rf_array_name(a), w.x,
+				strerror(-ret));
+			continue;
+		}
+		moved += w.n;
+		paced += w.n / (uint64_t)rf_array_geom(a)->data_disks;
+		pace(r, paced, pace_t0);
+	}
+	if (!stopping(r) && !r->err && rs->position >= r->end) {
+		ret = rf_array_quiesced_all(a, finish_fn, &fin);
+		if (!ret) {
+			rf_info("%s: reshape done: %d members, %" PRIu64 " bytes (%" PRIu64 " MiB moved in %.1f s)",
+				rf_array_name(a), rf_array_geom(a)->raid_disks, rf_array_size(a), moved >> 11,
+				(double)(rf_mono_ms() - t0) / 1000.0);
+			rf_array_resized(a);
+			/* A resync due since a crash mid-reshape runs now, in
+			 * the one geometry left, as md's does after a reshape. */
+			if (!frozen(r))
+				rf_array_start_resync(a, false);
+		}
+	}
+	rf_ioq_destroy(&r->q);
+	return NULL;
+}
+
+static int hook_start(void *priv)
+{
+	struct reshape *r = priv;
+	int ret = -pthread_create(&r->thread, NULL, walk_main, r);
+
+	if (ret)
+		return ret;
+	r->started = true;
+	return 0;
+}
+
+static void hook_stop(void *priv)
+{
+	struct reshape *r = priv;
+
+	atomic_store(&r->stop, true);
+	if (r->started)
+		pthread_join(r->thread, NULL);
+	r->started = false;
+}
+
+static void hook_close(void *priv)
+{
+	struct reshape *r = priv;
+
+	hook_stop(r);
+	free(r->mios);
+	free(r->data);
+	free(r->par);
+	free(r->zero);
+	free(r);
+}
+
+static const struct rf_hooks reshape_hooks = {
+	.name = "reshape",
+	.start = hook_start,
+	.stop = hook_stop,
+	.close = hook_close,
+};
+
+/* Why the reshape under way cannot be continued here, or NULL. */
+static const char *cannot_continue(struct rf_array *a)
+{
+	const struct rf_reshape *rs = rf_array_reshape_state(a);
+	int i;
+
+	if (rs->backwards)
+		return "it runs backwards";
+	if (!rf_array_sbstate(a))
+		return "no superblocks to record its position in";
+	for (i = 0; i < rf_array_nslots(a); i++) {
+		const struct rf_dev *d = rf_dev_get(a, i);
+
+		if (!d->sb_has)
+			continue;
+		if (d->sb.kind == RF_SB_090)
+			return "0.90 metadata";
+		if (d->sb.feature_map & RF_SB_FEAT_BITMAP)
+			return "the array keeps a write-intent bitmap";
+		if (d->sb.feature_map & (RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL))
+			return "the array keeps a partial parity log";
+	}
+	return NULL;
+}
+
+static int service_open(struct rf_array *a, const struct rf_config *cfg, char *err, size_t errlen)
+{
+	const struct rf_reshape *rs = rf_array_reshape_state(a);
+	const struct rf_geom *g = rf_array_geom(a);
+	struct reshape *r;
+	const char *why;
+	uint64_t row, rows;
+	int ret;
+
+	(void)cfg;
+	if (!rs->active || rf_array_readonly(a))
+		return 0;
+	why = cannot_continue(a);
+	if (why) {
+		rf_array_reshape_readonly(a, why);
+		return 0;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->a = a;
+	r->unit = g->chunk_sectors > rs->prev.chunk_sectors ? g->chunk_sectors : rs->prev.chunk_sectors;
+	r->end = g->dev_sectors / r->unit * r->unit * (uint64_t)g->data_disks;
+	row = r->unit * (uint64_t)g->data_disks;
+	rows = WINDOW_BYTES / 512 / row ? WINDOW_BYTES / 512 / row : 1;
+	/* Reads: one per old chunk of the window; writes: every member per
+	 * new chunk row. */
+	r->maxmios = (int)(rows * row / rs->prev.chunk_sectors + 2 +
+			   rows * (r->unit / g->chunk_sectors) * (uint64_t)g->raid_disks);
+	r->mios = calloc((size_t)r->maxmios, sizeof(*r->mios));
+	r->data = alloc_aligned(rows * row * 512);
+	r->par = alloc_aligned(2 * rows * (r->unit / g->chunk_sectors) * g->chunk_sectors * 512);
+	r->zero = alloc_aligned(g->chunk_sectors * 512);
+	if (!r->mios || !r->data || !r->par || !r->zero) {
+		hook_close(r);
+		return -ENOMEM;
+	}
+	memset(r->zero, 0, g->chunk_sectors * 512);
+	ret = rf_array_add_hooks(a, &reshape_hooks, r);
+	if (ret) {
+		snprintf(err, errlen, "%s: no room for the reshape's hooks", rf_array_name(a));
+		hook_close(r);
+	}
+	return ret;
+}
+
+const struct rf_service rf_reshape_service = { .name = "reshape", .open = service_open };

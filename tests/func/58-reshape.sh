@@ -1,0 +1,180 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# 58-reshape: a raid5 grow from 3 to 4 members that kernel md left under
+# way (tests/data/md-images r5-ls-3to4d-64k-midgrow: md stopped at array
+# sector 81792, data offsets moving from 2048 to 1664) is continued by
+# raidfuse to its end, online, through kill -9, served as users run it
+# (assemble detaches; members on a disk file system).
+#
+# A model file holds what every sector of the array must hold: md's
+# pattern (sector s holds u64le(s)) over the old array's 126976 sectors,
+# zeros after them up to the grown array's 190464, and every write the
+# test makes, each also made to the model.
+#  1. assemble --freeze: sync_action says frozen, the position stays
+#     where md left it, mdstat shows the reshape; writes below, across and
+#     above the position read back as the model says.
+#  2. sync_action idle with sync_speed_max 1000 (KiB/s of each member):
+#     the position moves; a write into rows moved since the assembly;
+#     kill -9 while it moves.  Assembled again (frozen): the position is at
+#     or past where it was seen, the image is the model.  Twice.
+#  3. unfrozen at full speed: the reshape ends; the image grows to md's
+#     size (stat sees it at once), holds the model; the resync the kills
+#     made due runs in the new geometry; check finds
+#     mismatch_cnt 0, each member's superblock is md's after a grow
+#     (feature map 0x0, data offset 1664, 4 devices); stopped and
+#     assembled again, the same.  With RF_MD_JUDGE=1 kernel md assembles
+#     the members and reads the model's sha256, mismatch_cnt 0.
+# Negative control: RAIDFUSE_TEST_BREAK=reshape-record (the position moves
+# in memory, never in the superblocks): after the same write and kill -9,
+# the image assembled again differs from the model.
+. "$(dirname "$0")/lib.sh"
+requires fuse xz
+build_helper
+
+md_images
+PENDING=$IMAGES/manifest-pending.jsonl
+LINE=$(grep '"name": "r5-ls-3to4d-64k-midgrow"' "$PENDING") || fail "no r5-ls-3to4d-64k-midgrow in $PENDING"
+OLD=$(jval "$LINE" array_sectors)
+POS=$(jval "$LINE" reshape_position_sectors)
+NEW=190464      # md's array after the grow (r5-ls-3to4d-64k-grown, and md's verify log)
+[ "$OLD/$POS" = 126976/81792 ] || fail "manifest: array_sectors $OLD, reshape position $POS"
+
+DISK=$(mktemp -d /var/tmp/rf58.XXXXXX)
+trap '_rc=$?; _main_shell || exit $_rc; (exit $_rc); _cleanup; rm -rf "$DISK"' EXIT
+case $(stat -f -c %T "$DISK") in
+tmpfs | ramfs) log "note: /var/tmp is in memory here; members are not on a disk file system" ;;
+esac
+MNT=$WORK/mnt
+IMG=$MNT/array.img
+MODEL=$DISK/model.img
+NAME=array.img
+
+# fresh DIR: md's members, mid-reshape, in DIR; M their paths.
+fresh() {
+	md_unpack "$LINE" "$1"
+	M=("${MEMBERS[@]}")
+}
+
+# put SECTOR KIB: KIB KiB of new random bytes at array SECTOR (4 KiB
+# aligned), O_DIRECT and fsync into the image, and into the model.
+NPUT=0
+put() {
+	NPUT=$((NPUT + 1))
+	head -c $(($2 * 1024)) /dev/urandom >"$WORK/put.$NPUT"
+	dd if="$WORK/put.$NPUT" of="$IMG" bs=4096 seek=$(($1 / 8)) oflag=direct conv=fsync,notrunc,nocreat \
+		status=none || fail "write of $2 KiB at sector $1 failed"
+	dd if="$WORK/put.$NPUT" of="$MODEL" bs=4096 seek=$(($1 / 8)) conv=notrunc status=none
+}
+
+# same_model WHAT SECTORS: the image's first SECTORS sectors are the model's.
+same_model() {
+	"$RFHELPER" same "$IMG" "$MODEL" $(($2 * 512)) >"$WORK/same.out" || fail "$1: $(cat "$WORK/same.out")"
+}
+
+pos() { cat "$MNT/md/reshape_position"; }
+
+kill_daemon() {
+	kill -9 "$DAEMON_PID"
+	wait_daemon_exit "$MNT" --any-status
+	fusermount3 -u -z "$MNT" 2>/dev/null || true
+}
+
+# moving WHAT: unfreeze at 1000 KiB/s; once the position moved past
+# START + 4 windows, write 64 KiB into rows moved since START (the
+# position at this assembly), then kill -9 while the walk goes on.
+# Sets SEEN (a position seen before the kill).
+moving() {
+	local start i p
+	start=$(pos)
+	echo 1000 >"$MNT/md/sync_speed_max"
+	echo idle >"$MNT/md/sync_action"
+	for ((i = 0; i < 200; i++)); do
+		p=$(pos)
+		[ "$p" = none ] && fail "$1: the reshape ended before it could be interrupted"
+		[ "$p" -ge $((start + 4 * 1152)) ] && break
+		sleep 0.05
+	done
+	[ $i -lt 200 ] || fail "$1: the position did not move from $start in 10 s: $(pos)"
+	put $(((start + p) / 2 / 8 * 8)) 64
+	SEEN=$(pos)
+	kill_daemon
+	log "$1: killed at position >= $SEEN (assembled at $start, written at $(((start + p) / 2 / 8 * 8)))"
+}
+
+# ---- 1. frozen: both geometries, as md left them
+truncate -s $((NEW * 512)) "$MODEL"
+"$RFHELPER" fill "$MODEL" "$OLD" >/dev/null || fail "cannot make the model"
+fresh "$DISK/a"
+start_assemble_daemon "$NAME" "$MNT" --freeze "${M[@]}"
+[ "$(val sync_action)" = frozen ] || fail "--freeze: sync_action $(val sync_action)"
+sleep 0.5
+[ "$(pos)" = "$POS" ] || fail "frozen, the position moved: $(pos)"
+grep -q "reshape =" "$MNT/mdstat" || fail "mdstat shows no reshape: $(cat "$MNT/mdstat")"
+[ "$(fsize "$IMG")" = $((OLD * 512)) ] || fail "image of $(fsize "$IMG") bytes mid-reshape, md's is $((OLD * 512))"
+same_model "md's members" "$OLD"
+put 4096 256
+put $((POS - 64)) 64
+put $((POS + 40000)) 128
+same_model "frozen, written in both geometries" "$OLD"
+log "frozen at $POS: writes in both geometries read back"
+
+# ---- 2. kill -9 while it moves, twice
+moving "first kill"
+start_assemble_daemon "$NAME" "$MNT" --freeze "${M[@]}"
+[ "$(pos)" -ge "$SEEN" ] || fail "assembled after kill -9: position $(pos), $SEEN was seen before"
+same_model "after the first kill -9" "$OLD"
+moving "second kill"
+start_assemble_daemon "$NAME" "$MNT" --freeze "${M[@]}"
+[ "$(pos)" -ge "$SEEN" ] || fail "assembled after the second kill -9: position $(pos), $SEEN was seen before"
+same_model "after the second kill -9" "$OLD"
+log "two kills mid-reshape: the image is the model each time"
+
+# ---- 3. to the end
+echo 0 >"$MNT/md/sync_speed_max"
+echo idle >"$MNT/md/sync_action"
+wait_for "the reshape did not end" '[ "$(pos)" = none ]'
+[ "$(fsize "$IMG")" = $((NEW * 512)) ] || fail "grown image of $(fsize "$IMG") bytes, md's is $((NEW * 512))"
+same_model "after the reshape" "$NEW"
+put $((NEW - 2048)) 512
+same_model "written at the new end" "$NEW"
+# The kills left the superblocks active: md's resync follows the reshape.
+wait_for "the resync after the reshape did not end" '[ "$(val sync_action)" = idle ]'
+log_has "$MNT" "resync done" || fail "no resync after a reshape that kill -9 left dirty"
+echo check >"$MNT/md/sync_action"
+wait_for "check did not end" '[ "$(val sync_action)" = idle ]'
+[ "$(val mismatch_cnt)" = 0 ] || fail "check after the reshape: mismatch_cnt $(val mismatch_cnt)"
+stop_array "$MNT"
+for m in "${M[@]}"; do
+	"$RAIDFUSE" examine "$m" >"$WORK/ex.txt" || fail "examine $m failed"
+	for want in "Feature Map : 0x0" "Data Offset : 1664 sectors" "Raid Devices : 4" "Array Size : 95232 KiB"; do
+		grep -q "$want" "$WORK/ex.txt" || fail "$m after the reshape: no '$want' in: $(cat "$WORK/ex.txt")"
+	done
+	grep -q "Reshape" "$WORK/ex.txt" && fail "$m: still records a reshape: $(cat "$WORK/ex.txt")"
+done
+start_assemble_daemon "$NAME" "$MNT" "${M[@]}"
+same_model "assembled again" "$NEW"
+stop_array "$MNT"
+log "reshape done: $NEW sectors, the model's, mismatch_cnt 0, superblocks as md's after a grow"
+if md_judge; then
+	"$MDJUDGE" --check "${M[@]}" >"$WORK/judge.out" 2>&1 || fail "md-judge: $(tail -n 5 "$WORK/judge.out")"
+	want=$(sha256sum <"$MODEL" | cut -d' ' -f1)
+	grep -q "JUDGE sha256=$want sectors=$NEW" "$WORK/judge.out" || fail "kernel md reads other data: $(grep JUDGE "$WORK/judge.out")"
+	grep -q "JUDGE mismatch_cnt=0 " "$WORK/judge.out" || fail "kernel md's check: $(grep JUDGE "$WORK/judge.out")"
+	log "kernel md assembles the reshaped members: the model's sha256, mismatch_cnt 0"
+fi
+
+# ---- negative control: positions never recorded
+rm -rf "$DISK/a"
+truncate -s 0 "$MODEL"
+truncate -s $((NEW * 512)) "$MODEL"
+"$RFHELPER" fill "$MODEL" "$OLD" >/dev/null || fail "cannot make the model"
+fresh "$DISK/b"
+export RAIDFUSE_TEST_BREAK=reshape-record
+start_assemble_daemon "$NAME" "$MNT" --freeze "${M[@]}"
+moving "control"
+unset RAIDFUSE_TEST_BREAK
+start_assemble_daemon "$NAME" "$MNT" --freeze --ro "${M[@]}"
+[ "$(pos)" = "$POS" ] || fail "control: the superblocks' position moved ($(pos)) though nothing recorded it"
+expect_fail "$RFHELPER" same "$IMG" "$MODEL" $((OLD * 512))
+stop_array "$MNT"
+log "negative control (positions not recorded): the write into moved rows is lost: ${OUT##*: }"
