@@ -203,25 +203,11 @@ static void md_check_members(const struct md_array *m)
 }
 
 /* Sectors of the served array that do not hold the pattern. */
+static uint64_t bad_grown(struct rf_array *a, uint64_t old_sectors);
+
 static uint64_t bad_sectors(struct rf_array *a)
 {
-	uint64_t size = rf_array_size(a), off, bad = 0;
-	const uint32_t step = 64 << 10;
-	char *buf = malloc(step);
-	uint8_t want[SECT];
-
-	assert_non_null(buf);
-	for (off = 0; off < size; off += step) {
-		uint32_t len = size - off < step ? (uint32_t)(size - off) : step, i;
-
-		assert_int_equal(testreq_io(a, RF_REQ_READ, off, len, buf), 0);
-		for (i = 0; i < len; i += SECT) {
-			fill_sector(want, (off + i) / SECT);
-			bad += memcmp(buf + i, want, SECT) != 0;
-		}
-	}
-	free(buf);
-	return bad;
+	return bad_grown(a, UINT64_MAX);
 }
 
 /* Assemble m's members (leaving out role `without`, -1: none) and serve
@@ -602,7 +588,7 @@ static void make_midreshape(const struct reshape_case *c, struct md_array *m)
 }
 
 /* Sectors of a that do not hold the pattern below old_sectors or zeros
- * from there to its end. */
+ * from there to its end (bad_sectors(): the pattern everywhere). */
 static uint64_t bad_grown(struct rf_array *a, uint64_t old_sectors)
 {
 	uint64_t size = rf_array_size(a), off, bad = 0;
