@@ -319,4 +319,49 @@ static __attribute__((unused)) uint64_t fake_bytes(int member, int op)
 	return n;
 }
 
+/* A member extent: what a test expects a request to do to a member, or
+ * what the log says was done (the queue merges adjacent operations, so
+ * both sides are compared normalized). */
+struct fake_ext {
+	int member;
+	uint64_t off, len;
+};
+
+static int fake_ext_cmp(const void *x, const void *y)
+{
+	const struct fake_ext *a = x, *b = y;
+
+	if (a->member != b->member)
+		return a->member < b->member ? -1 : 1;
+	return a->off < b->off ? -1 : a->off > b->off;
+}
+
+/* Sort e[0..n) by member and offset and join each extent to the one
+ * before it when it follows it; the new count. */
+static __attribute__((unused)) int fake_ext_norm(struct fake_ext *e, int n)
+{
+	int i, k = 0;
+
+	qsort(e, (size_t)n, sizeof(*e), fake_ext_cmp);
+	for (i = 0; i < n; i++) {
+		if (k && e[k - 1].member == e[i].member && e[k - 1].off + e[k - 1].len == e[i].off)
+			e[k - 1].len += e[i].len;
+		else
+			e[k++] = e[i];
+	}
+	return k;
+}
+
+/* The logged operations of kind op as extents, normalized, into e (room
+ * for max); the count. */
+static __attribute__((unused)) int fake_log_ext(int op, struct fake_ext *e, int max)
+{
+	int i, n = 0;
+
+	for (i = 0; i < fake_nlog && n < max; i++)
+		if (fake_log[i].op == op)
+			e[n++] = (struct fake_ext){ fake_log[i].member, fake_log[i].off, fake_log[i].len };
+	return fake_ext_norm(e, n);
+}
+
 #endif

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fixture.h"
@@ -18,6 +19,7 @@
 #include "raidfuse/fdmap.h"
 #include "raidfuse/stack.h"
 #include "raidfuse/super.h"
+#include "testreq.h"
 
 char fx_dir[256];
 uint64_t fx_seed = FX_DEFAULT_SEED;
@@ -294,6 +296,127 @@ struct rf_array *fx_open_assembled(const char *const *paths, int n, bool readonl
 	a = fx_open_only(&cfg, "assembled");
 	rf_config_free(&cfg);
 	return a;
+}
+
+/* ---- the array against a model ---- */
+
+void fx_rand_extent(uint64_t size, uint32_t maxlen, uint64_t *off, uint32_t *len)
+{
+	uint64_t l = 1 + fx_rand() % maxlen;
+
+	switch (fx_rand() % 4) {
+	case 0:
+		l = (l + 4095) & ~4095ull;
+		break;
+	case 1:
+		l = (l + 511) & ~511ull;
+		break;
+	default:
+		break;
+	}
+	if (l > maxlen)
+		l = maxlen;
+	if (l > size)
+		l = size;
+	*off = fx_rand() % (size - l + 1);
+	if (fx_rand() % 3 == 0)
+		*off &= ~4095ull;
+	*len = (uint32_t)l;
+}
+
+static void model_write(struct rf_array *a, char *model, char *buf, uint64_t off, uint32_t len)
+{
+	int ret;
+
+	fx_rand_fill(buf, len);
+	ret = testreq_io(a, RF_REQ_WRITE, off, len, buf);
+	if (ret)
+		fail_msg("write of %u bytes at %llu: %d", len, (unsigned long long)off, ret);
+	memcpy(model + off, buf, len);
+}
+
+void fx_model_fill(struct rf_array *a, char *model, uint32_t maxlen, int nwrites)
+{
+	uint64_t size = rf_array_size(a), off = 0;
+	char *buf = malloc(maxlen);
+	uint32_t len;
+	int i;
+
+	assert_non_null(buf);
+	while (off < size) {
+		len = (uint32_t)(1 + fx_rand() % maxlen);
+		if (len > size - off)
+			len = (uint32_t)(size - off);
+		model_write(a, model, buf, off, len);
+		off += len;
+	}
+	for (i = 0; i < nwrites; i++) {
+		fx_rand_extent(size, maxlen, &off, &len);
+		model_write(a, model, buf, off, len);
+	}
+	free(buf);
+}
+
+int fx_model_io(struct rf_array *a, char *model, int n, uint32_t maxlen)
+{
+	uint64_t size = rf_array_size(a), off;
+	char *buf = malloc(maxlen);
+	int i, bad = 0, ret;
+	uint32_t len;
+
+	assert_non_null(buf);
+	for (i = 0; i < n; i++) {
+		fx_rand_extent(size, maxlen, &off, &len);
+		if (fx_rand() % 2) {
+			model_write(a, model, buf, off, len);
+			continue;
+		}
+		ret = testreq_io(a, RF_REQ_READ, off, len, buf);
+		if (ret)
+			fail_msg("read of %u bytes at %llu: %d", len, (unsigned long long)off, ret);
+		bad += memcmp(buf, model + off, len) != 0;
+	}
+	free(buf);
+	return bad;
+}
+
+uint64_t fx_model_diff(struct rf_array *a, const char *model, uint32_t maxlen)
+{
+	uint64_t size = rf_array_size(a), off, bad = 0;
+	char *buf = malloc(maxlen);
+	uint32_t len, k;
+	int ret;
+
+	assert_non_null(buf);
+	for (off = 0; off < size; off += len) {
+		len = size - off < maxlen ? (uint32_t)(size - off) : maxlen;
+		ret = testreq_io(a, RF_REQ_READ, off, len, buf);
+		if (ret)
+			fail_msg("read of %u bytes at %llu: %d", len, (unsigned long long)off, ret);
+		for (k = 0; k < len; k++)
+			bad += buf[k] != model[off + k];
+	}
+	free(buf);
+	return bad;
+}
+
+char *fx_member_slurp(const char *what, int i, uint64_t *len)
+{
+	char p[FX_PATH], *buf;
+	struct stat st;
+	int fd;
+
+	fx_member_path(p, sizeof(p), what, i);
+	fd = open(p, O_RDONLY);
+	if (fd < 0 || fstat(fd, &st))
+		fail_msg("%s: cannot open", p);
+	buf = malloc((size_t)st.st_size + 1);
+	assert_non_null(buf);
+	if (pread(fd, buf, (size_t)st.st_size, 0) != st.st_size)
+		fail_msg("%s: short read", p);
+	close(fd);
+	*len = (uint64_t)st.st_size;
+	return buf;
 }
 
 /* ---- members with md superblocks ---- */

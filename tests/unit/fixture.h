@@ -146,6 +146,29 @@ void fx_assemble(struct rf_config *cfg, const char *const *paths, int n, bool re
  * threads in each of 2 groups; not started (fx_start). */
 struct rf_array *fx_open_assembled(const char *const *paths, int n, bool readonly, int gtc);
 
+/* ---- the array against a model ----
+ *
+ * A model is the test's own copy of every byte of the array (model[off]),
+ * kept up to date with each write the test makes; reads are compared with
+ * it.  Requests go one at a time through testreq.h. */
+
+/* A random extent of an array of size bytes, at most maxlen long: odd
+ * lengths and offsets, sometimes whole 4 KiB blocks or 512-byte sectors. */
+void fx_rand_extent(uint64_t size, uint32_t maxlen, uint64_t *off, uint32_t *len);
+/* Write the whole array front to back in random-length pieces of random
+ * bytes (every chunk and zone boundary crossed by some write), then
+ * nwrites random writes over it; model holds the result. */
+void fx_model_fill(struct rf_array *a, char *model, uint32_t maxlen, int nwrites);
+/* n random requests of at most maxlen bytes, about half of them writes
+ * (model updated), the rest reads compared with model; each request must
+ * succeed.  The number of reads that differed from model. */
+int fx_model_io(struct rf_array *a, char *model, int n, uint32_t maxlen);
+/* Read the array whole through requests of maxlen; the number of bytes
+ * that differ from model. */
+uint64_t fx_model_diff(struct rf_array *a, const char *model, uint32_t maxlen);
+/* Member i of what, read whole into a malloc'd buffer (*len: its size). */
+char *fx_member_slurp(const char *what, int i, uint64_t *len);
+
 /* ---- members with md superblocks ---- */
 
 struct rf_sb_new;
