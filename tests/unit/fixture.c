@@ -380,11 +380,36 @@ int fx_model_io(struct rf_array *a, char *model, int n, uint32_t maxlen)
 	return bad;
 }
 
+uint64_t fx_bytes_differ(const char *x, const char *y, size_t n)
+{
+	uint64_t bad = 0;
+	size_t i;
+
+	if (!memcmp(x, y, n))
+		return 0;
+	for (i = 0; i < n; i++)
+		bad += x[i] != y[i];
+	return bad;
+}
+
+uint64_t fx_bytes_nonzero(const char *x, size_t n)
+{
+	static const char zero[4096];
+	uint64_t bad = 0;
+	size_t i, l;
+
+	for (i = 0; i < n; i += l) {
+		l = n - i < sizeof(zero) ? n - i : sizeof(zero);
+		bad += fx_bytes_differ(x + i, zero, l);
+	}
+	return bad;
+}
+
 uint64_t fx_model_diff(struct rf_array *a, const char *model, uint32_t maxlen)
 {
 	uint64_t size = rf_array_size(a), off, bad = 0;
 	char *buf = malloc(maxlen);
-	uint32_t len, k;
+	uint32_t len;
 	int ret;
 
 	assert_non_null(buf);
@@ -393,8 +418,7 @@ uint64_t fx_model_diff(struct rf_array *a, const char *model, uint32_t maxlen)
 		ret = testreq_io(a, RF_REQ_READ, off, len, buf);
 		if (ret)
 			fail_msg("read of %u bytes at %llu: %d", len, (unsigned long long)off, ret);
-		for (k = 0; k < len; k++)
-			bad += buf[k] != model[off + k];
+		bad += fx_bytes_differ(buf, model + off, len);
 	}
 	free(buf);
 	return bad;

@@ -166,6 +166,10 @@ int fx_model_io(struct rf_array *a, char *model, int n, uint32_t maxlen);
 /* Read the array whole through requests of maxlen; the number of bytes
  * that differ from model. */
 uint64_t fx_model_diff(struct rf_array *a, const char *model, uint32_t maxlen);
+/* How many of the n bytes at x and y differ; of the n at x are not 0
+ * (memcmp first: the common answer, 0, comes fast under a sanitizer). */
+uint64_t fx_bytes_differ(const char *x, const char *y, size_t n);
+uint64_t fx_bytes_nonzero(const char *x, size_t n);
 /* Member i of what, read whole into a malloc'd buffer (*len: its size). */
 char *fx_member_slurp(const char *what, int i, uint64_t *len);
 

@@ -241,13 +241,11 @@ static uint64_t members_diff(const struct r0_model *m, const char *what, const c
 		int k = model_map(m, c * m->chunk, &moff);
 
 		assert_true(moff + m->chunk <= flen[k]);
-		for (b = 0; b < m->chunk; b++)
-			bad += f[k][moff + b] != model[c * m->chunk + b];
+		bad += fx_bytes_differ(f[k] + moff, model + c * m->chunk, m->chunk);
 	}
 	for (i = 0; i < m->n; i++) {
-		for (b = 0; b < flen[i]; b++)
-			if (b < m->doff[i] || b >= m->doff[i] + m->used[i])
-				bad += f[i][b] != 0;
+		b = m->doff[i] + m->used[i];
+		bad += fx_bytes_nonzero(f[i], m->doff[i]) + fx_bytes_nonzero(f[i] + b, flen[i] - b);
 		free(f[i]);
 	}
 	return bad;

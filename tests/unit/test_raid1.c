@@ -179,7 +179,7 @@ static uint64_t members_diff(const struct model *m, const char *what, const char
 			continue;
 		f[i] = fx_member_slurp(what, i, &flen);
 		assert_int_equal(flen, MEMBER_BYTES);
-		cover[i] = calloc(1, MEMBER_BYTES);
+		cover[i] = calloc(1, MEMBER_BYTES / m->unit);     /* by member unit */
 		assert_non_null(cover[i]);
 	}
 	for (c = 0; c < m->nunits; c++) {
@@ -190,17 +190,20 @@ static uint64_t members_diff(const struct model *m, const char *what, const char
 			if (!f[dev[i]])
 				continue;
 			assert_true(at + m->unit <= MEMBER_BYTES);
-			assert_false(cover[dev[i]][at]);        /* one copy per place */
-			memset(cover[dev[i]] + at, 1, m->unit);
-			for (b = 0; b < m->unit; b++)
-				bad += f[dev[i]][at + b] != model[c * m->unit + b];
+			assert_false(cover[dev[i]][mu[i]]);     /* one copy per place */
+			cover[dev[i]][mu[i]] = 1;
+			bad += fx_bytes_differ(f[dev[i]] + at, model + c * m->unit, m->unit);
 		}
 	}
 	for (i = 0; i < m->n; i++) {
 		if (!f[i])
 			continue;
-		for (b = 0; b < MEMBER_BYTES; b++)
-			bad += !cover[i][b] && f[i][b];
+		/* zeros before the data, in units without a copy, after */
+		bad += fx_bytes_nonzero(f[i], DOFF);
+		for (b = 0; (b + 1) * m->unit <= MEMBER_BYTES - DOFF; b++)
+			if (!cover[i][b])
+				bad += fx_bytes_nonzero(f[i] + DOFF + b * m->unit, m->unit);
+		bad += fx_bytes_nonzero(f[i] + DOFF + b * m->unit, MEMBER_BYTES - DOFF - b * m->unit);
 		free(f[i]);
 		free(cover[i]);
 	}
@@ -501,7 +504,7 @@ static void test_degraded(void **state)
 			if (!before[i])
 				continue;
 			after = fx_member_slurp(sh->what, i, &flen);
-			assert_memory_equal(before[i], after, MEMBER_BYTES);
+			assert_int_equal(fx_bytes_differ(before[i], after, MEMBER_BYTES), 0);
 			free(before[i]);
 			free(after);
 		}
