@@ -27,9 +27,17 @@
  *     -f, -d and -v as on the command line.
  *
  * Any other option is an error naming it: a typing mistake in fstab must
- * not be served as something else.  What it does NOT do: read /etc/fstab
- * (mount does), or check CONFIG (mount does, with the config's line and
- * key).
+ * not be served as something else.
+ *
+ * `-o OPTS` of raidfuse mount and assemble (so also what this form hands
+ * on to -o) is split here too, with the same parser (mount_opts.h):
+ * io_uring= taken out, allow_other and allow_root noted, the rest left
+ * for libfuse.  This file and fuse.c are the only ones that see libfuse's
+ * headers; this one only fuse_opt.h.
+ *
+ * What it does NOT do: read /etc/fstab (mount does), check CONFIG (mount
+ * does, with the config's line and key), or check the words meant for
+ * libfuse (fuse.c's session does).
  */
 #include <errno.h>
 #include <fuse_opt.h>
@@ -39,6 +47,8 @@
 #include <sys/stat.h>
 
 #include "raidfuse/fstab.h"
+#include "front/fuse_uring.h"
+#include "front/mount_opts.h"
 
 #define SOURCE_PREFIX "raidfuse#"
 
@@ -270,6 +280,89 @@ int rf_fstab_args(int argc, char **argv, int *outc, char ***out, char *err, size
 	*outc = n;
 	*out = v;
 	return 0;
+}
+
+/* ---- -o OPTS of raidfuse mount and assemble (mount_opts.h) ---- */
+
+enum { M_URING = 1, M_OTHERS };
+
+static const struct fuse_opt mount_keys[] = {
+	/* the bare word too: an error naming it, not libfuse's */
+	FUSE_OPT_KEY("io_uring=", M_URING), FUSE_OPT_KEY("io_uring", M_URING),
+	FUSE_OPT_KEY("allow_other", M_OTHERS), FUSE_OPT_KEY("allow_root", M_OTHERS),
+	FUSE_OPT_END
+};
+
+struct mount_parse {
+	struct rf_mount_opts *mo;
+	char *err;
+	size_t errlen;
+	int ret;
+};
+
+/* fuse_opt_parse's callback, one word of -o at a time (unescaped): -1
+ * stops it (p->ret says why). */
+static int mount_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+	struct mount_parse *p = data;
+	int mode;
+
+	(void)outargs;
+	switch (key) {
+	case M_URING:
+		mode = strncmp(arg, "io_uring=", 9) ? -EINVAL : rf_uring_mode_parse(arg + 9);
+		if (mode < 0) {
+			snprintf(p->err, p->errlen, "-o %s: io_uring wants auto, on or off", arg);
+			p->ret = -EINVAL;
+			return -1;
+		}
+		p->mo->uring = mode;
+		return 0;
+	case M_OTHERS:
+		p->mo->others = true;
+		break;
+	case FUSE_OPT_KEY_NONOPT:
+		/* only "-o" OPTS is parsed: nothing comes here */
+		snprintf(p->err, p->errlen, "-o: unexpected '%s'", arg);
+		p->ret = -EINVAL;
+		return -1;
+	}
+	if (!*arg)
+		return 0;
+	if (fuse_opt_add_opt_escaped(&p->mo->fuse, arg)) {
+		snprintf(p->err, p->errlen, "-o: %s", strerror(ENOMEM));
+		p->ret = -ENOMEM;
+		return -1;
+	}
+	return 0;
+}
+
+int rf_mount_opts_parse(const char *words, struct rf_mount_opts *mo, char *err, size_t errlen)
+{
+	char *argv[] = { "raidfuse", "-o", (char *)words, NULL };
+	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
+	struct mount_parse p = { .mo = mo, .err = err, .errlen = errlen };
+	int ret = 0;
+
+	memset(mo, 0, sizeof(*mo));
+	mo->uring = RF_URING_AUTO;
+	err[0] = '\0';
+	if (!words)
+		return 0;
+	if (fuse_opt_parse(&args, &p, mount_keys, mount_proc)) {
+		/* without p.ret: libfuse's own allocation failed */
+		ret = p.ret ? p.ret : -ENOMEM;
+		if (!err[0])
+			snprintf(err, errlen, "-o: %s", strerror(-ret));
+	}
+	fuse_opt_free_args(&args);
+	return ret;
+}
+
+void rf_mount_opts_free(struct rf_mount_opts *mo)
+{
+	free(mo->fuse);
+	mo->fuse = NULL;
 }
 
 void rf_fstab_free(char **v)

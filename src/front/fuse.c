@@ -101,6 +101,7 @@
 #include "raidfuse/readmap.h"
 #include "front/fuse_reply.h"
 #include "front/fuse_uring.h"
+#include "front/mount_opts.h"
 #include "front/splice.h"
 
 #define RF_MAX_IO (1u << 20)
@@ -1392,21 +1393,6 @@ static void mark_io_flusher(void)
 #endif
 }
 
-/* Whether the comma-separated mount options opts hold name (alone, or
- * as name=...). */
-static bool has_opt(const char *opts, const char *name)
-{
-	size_t len = strlen(name);
-	const char *p;
-
-	for (p = opts; *p; p += strcspn(p, ",")) {
-		p += *p == ',';
-		if (!strncmp(p, name, len) && (p[len] == ',' || p[len] == '=' || !p[len]))
-			return true;
-	}
-	return false;
-}
-
 /* "fsname=raidfuse:NAME,subtype=raidfuse" into out: NAME with the
  * characters the option parser splits at (',') or unescapes ('\\')
  * escaped. */
@@ -1435,43 +1421,6 @@ static unsigned default_threads(void)
 	long n = 4 * sysconf(_SC_NPROCESSORS_ONLN);
 
 	return n < 8 ? 8 : n > 16 ? 16 : (unsigned)n;
-}
-
-/* Take io_uring=MODE out of the comma-separated options opts: the rest
- * into out (size bytes), the mode into *mode.  0, or -EINVAL (logged). */
-static int take_uring_opt(const char *opts, char *out, size_t size, int *mode)
-{
-	const char *p = opts;
-	size_t n = 0;
-
-	*mode = RF_URING_AUTO;
-	out[0] = 0;
-	while (*p) {
-		size_t len = strcspn(p, ",");
-
-		if (len > 9 && !strncmp(p, "io_uring=", 9)) {
-			char val[16];
-
-			snprintf(val, sizeof(val), "%.*s", (int)(len - 9), p + 9);
-			*mode = len - 9 < sizeof(val) ? rf_uring_mode_parse(val) : -EINVAL;
-			if (*mode < 0) {
-				rf_err("-o %.*s: io_uring wants auto, on or off", (int)len, p);
-				return -EINVAL;
-			}
-		} else if (len) {
-			/* The rest never outgrows opts (size: its length + 1). */
-			if (n + !!n + len + 1 > size)
-				return -EINVAL;
-			if (n)
-				out[n++] = ',';
-			memcpy(out + n, p, len);
-			n += len;
-			out[n] = 0;
-		}
-		p += len;
-		p += *p == ',';
-	}
-	return 0;
 }
 
 static bool session_exited(void *arg)
@@ -1528,12 +1477,13 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 {
 	unsigned nthreads;
 	struct statfs sfs;
-	char *argv[16], max_read[32], names[2 * 256 + 64], mnt[PATH_MAX];
-	char *opts = NULL, *init = NULL;
+	char *argv[16], max_read[32], names[2 * 256 + 64], mnt[PATH_MAX], err[256];
+	char *init = NULL;
 	struct rf_fuse_opts abs_o;
+	struct rf_mount_opts mo;
 	struct rf_mount_ent me;
 	ssize_t init_len = 0;
-	int argc = 0, ret, mode = RF_URING_AUTO, mark = -1;
+	int argc = 0, ret, mark = -1;
 	struct fuse_args args;
 	struct fuse_loop_config *lc;
 
@@ -1558,16 +1508,13 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	abs_o = *o;
 	abs_o.mountpoint = mnt;
 	o = &abs_o;
-	if (o->fuse_opts) {
-		size_t size = strlen(o->fuse_opts) + 1;
-
-		opts = malloc(size);
-		if (!opts || take_uring_opt(o->fuse_opts, opts, size, &mode)) {
-			free(opts);
-			return 1;
-		}
+	/* io_uring= out, the rest for libfuse (mount_opts.h) */
+	if (rf_mount_opts_parse(o->fuse_opts, &mo, err, sizeof(err))) {
+		rf_err("%s", err);
+		rf_mount_opts_free(&mo);
+		return 1;
 	}
-	splice_config(fs, mode);
+	splice_config(fs, mo.uring);
 	snprintf(max_read, sizeof(max_read), "max_read=%u", fs->max_read);
 	argv[argc++] = "raidfuse";
 	argv[argc++] = "-o";
@@ -1578,12 +1525,12 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	mount_names(rf_array_name(a), names, sizeof(names));
 	argv[argc++] = "-o";
 	argv[argc++] = names;
-	if (opts && *opts) {
+	if (mo.fuse) {
 		argv[argc++] = "-o";
-		argv[argc++] = opts;
+		argv[argc++] = mo.fuse;
 		/* Other users on the mount: the kernel checks the modes
 		 * against them (and the daemon again: may_open). */
-		if (has_opt(o->fuse_opts, "allow_other") || has_opt(o->fuse_opts, "allow_root")) {
+		if (mo.others) {
 			argv[argc++] = "-o";
 			argv[argc++] = "default_permissions";
 		}
@@ -1594,7 +1541,7 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
 	fs->se = fuse_session_new(&args, &ops, sizeof(ops), fs);
 	fuse_opt_free_args(&args);
-	free(opts);
+	rf_mount_opts_free(&mo);
 	if (!fs->se) {
 		rf_err("cannot start a FUSE session (bad -o options?)");
 		return 1;
@@ -1613,9 +1560,9 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	}
 	/* The transport: the kernel's INIT says whether it offers FUSE over
 	 * io_uring.  Read here, so that a refusal reaches the terminal. */
-	if (mode != RF_URING_OFF) {
+	if (mo.uring != RF_URING_OFF) {
 		init_len = read_init(fs, &init);
-		if (init_len >= 0 && mode == RF_URING_ON && !rf_uring_offered(init, (size_t)init_len)) {
+		if (init_len >= 0 && mo.uring == RF_URING_ON && !rf_uring_offered(init, (size_t)init_len)) {
 			rf_err("-o io_uring=on: the kernel does not offer FUSE over io_uring (Linux 6.14+ with "
 			       "CONFIG_FUSE_IO_URING; as root: echo 1 > /sys/module/fuse/parameters/enable_uring)");
 			init_len = -EOPNOTSUPP;

@@ -3,6 +3,10 @@
  * form, and how `raidfuse CONFIG MNT -o OPTS` becomes `raidfuse mount`'s
  * arguments: generic options dropped, ro as --ro, FUSE's to -o (escaped
  * again), raidfuse's own as long options, an unknown one refused by name.
+ * Then mount's and assemble's -o (mount_opts.h), table-driven: io_uring=
+ * taken out or refused by name, allow_other/allow_root noted, every other
+ * word on to libfuse as it came; the table's checker must fail on a
+ * planted wrong row and on a parser that splits at every comma.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +19,8 @@
 #include <unistd.h>
 
 #include "raidfuse/fstab.h"
+#include "front/fuse_uring.h"
+#include "front/mount_opts.h"
 
 /* argv (NULL-terminated, argv[0] "raidfuse") translated and joined with
  * spaces into out; the return of rf_fstab_args. */
@@ -113,6 +119,168 @@ static void test_form(void **state)
 	rmdir(dir);
 }
 
+/* ---- -o OPTS of mount and assemble ---- */
+
+struct opts_row {
+	const char *opts;       /* NULL: no -o */
+	int ret;
+	int uring;
+	bool others;
+	const char *fuse;       /* what goes to libfuse's -o; NULL: nothing */
+	const char *err;        /* with ret != 0: the whole message */
+};
+
+/* Every word documented for -o (raidfuse(8), README, the fstab form's
+ * words that go on to -o), each alone, and the mixes and mistakes. */
+static const struct opts_row opts_rows[] = {
+	{ NULL, 0, RF_URING_AUTO, false, NULL, NULL },
+	{ "", 0, RF_URING_AUTO, false, NULL, NULL },
+	{ ",,", 0, RF_URING_AUTO, false, NULL, NULL },
+	{ "io_uring=auto", 0, RF_URING_AUTO, false, NULL, NULL },
+	{ "io_uring=on", 0, RF_URING_ON, false, NULL, NULL },
+	{ "io_uring=off", 0, RF_URING_OFF, false, NULL, NULL },
+	{ "io_uring=on,io_uring=off", 0, RF_URING_OFF, false, NULL, NULL },     /* the last wins */
+	{ "allow_other", 0, RF_URING_AUTO, true, "allow_other", NULL },
+	{ "allow_root", 0, RF_URING_AUTO, true, "allow_root", NULL },
+	{ "default_permissions", 0, RF_URING_AUTO, false, "default_permissions", NULL },
+	{ "auto_unmount", 0, RF_URING_AUTO, false, "auto_unmount", NULL },
+	{ "fsname=mine", 0, RF_URING_AUTO, false, "fsname=mine", NULL },
+	{ "subtype=sub", 0, RF_URING_AUTO, false, "subtype=sub", NULL },
+	{ "max_read=65536", 0, RF_URING_AUTO, false, "max_read=65536", NULL },
+	{ "ro", 0, RF_URING_AUTO, false, "ro", NULL },
+	{ "rw", 0, RF_URING_AUTO, false, "rw", NULL },
+	{ "nodev,nosuid,noexec,sync,dirsync,noatime,nodiratime,relatime,norelatime,strictatime,lazytime,nolazytime",
+	  0, RF_URING_AUTO, false,
+	  "nodev,nosuid,noexec,sync,dirsync,noatime,nodiratime,relatime,norelatime,strictatime,lazytime,nolazytime",
+	  NULL },
+	{ "allow_other,io_uring=off,fsname=x", 0, RF_URING_OFF, true, "allow_other,fsname=x", NULL },
+	{ ",,allow_root,,io_uring=on,", 0, RF_URING_ON, true, "allow_root", NULL },
+	/* escapes: libfuse unescapes what it is given once more */
+	{ "fsname=a\\,b", 0, RF_URING_AUTO, false, "fsname=a\\,b", NULL },
+	{ "fsname=a\\\\b", 0, RF_URING_AUTO, false, "fsname=a\\\\b", NULL },
+	{ "fsname=x\\,allow_other", 0, RF_URING_AUTO, false, "fsname=x\\,allow_other", NULL },
+	{ "fsname=x\\,io_uring=on", 0, RF_URING_AUTO, false, "fsname=x\\,io_uring=on", NULL },
+	/* libfuse's to judge (its session refuses them, naming them) */
+	{ "bogus_opt", 0, RF_URING_AUTO, false, "bogus_opt", NULL },
+	{ "allow_other=1", 0, RF_URING_AUTO, false, "allow_other=1", NULL },
+	/* raidfuse's key, malformed: refused by name */
+	{ "io_uring=maybe", -EINVAL, 0, false, NULL, "-o io_uring=maybe: io_uring wants auto, on or off" },
+	{ "io_uring=", -EINVAL, 0, false, NULL, "-o io_uring=: io_uring wants auto, on or off" },
+	{ "io_uring", -EINVAL, 0, false, NULL, "-o io_uring: io_uring wants auto, on or off" },
+	{ "io_uring=On", -EINVAL, 0, false, NULL, "-o io_uring=On: io_uring wants auto, on or off" },
+	{ "allow_other,io_uring=yes,noatime", -EINVAL, 0, false, NULL,
+	  "-o io_uring=yes: io_uring wants auto, on or off" },
+	{ "io_uring=off\\,x", -EINVAL, 0, false, NULL, "-o io_uring=off,x: io_uring wants auto, on or off" },
+};
+
+typedef int (*opts_parse_fn)(const char *opts, struct rf_mount_opts *mo, char *err, size_t errlen);
+
+/* How many rows parse() disagrees with, each printed. */
+static int opts_mismatches(opts_parse_fn parse, const struct opts_row *rows, size_t n)
+{
+	struct rf_mount_opts mo;
+	char err[256];
+	size_t i;
+	int bad = 0, ret;
+
+	for (i = 0; i < n; i++) {
+		const struct opts_row *w = &rows[i];
+		bool ok;
+
+		ret = parse(w->opts, &mo, err, sizeof(err));
+		if (w->ret)
+			ok = ret == w->ret && !strcmp(err, w->err);
+		else
+			ok = !ret && mo.uring == w->uring && mo.others == w->others &&
+			     (w->fuse ? mo.fuse && !strcmp(mo.fuse, w->fuse) : !mo.fuse);
+		if (!ok) {
+			print_message("row %zu: -o '%s': ret %d uring %d others %d fuse '%s' err '%s'\n", i,
+				      w->opts ? w->opts : "(none)", ret, mo.uring, mo.others,
+				      mo.fuse ? mo.fuse : "(none)", ret ? err : "");
+			bad++;
+		}
+		rf_mount_opts_free(&mo);
+	}
+	return bad;
+}
+
+static void test_mount_opts(void **state)
+{
+	assert_int_equal(opts_mismatches(rf_mount_opts_parse, opts_rows, sizeof(opts_rows) / sizeof(opts_rows[0])),
+			 0);
+}
+
+/* A splitter at every comma, blind to escapes (words are kept raw):
+ * what a parser by hand does. */
+static int naive_split(const char *opts, struct rf_mount_opts *mo, char *err, size_t errlen)
+{
+	char *copy, *w, *save;
+	size_t len;
+
+	memset(mo, 0, sizeof(*mo));
+	err[0] = '\0';
+	if (!opts)
+		return 0;
+	copy = strdup(opts);
+	assert_non_null(copy);
+	for (w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+		if (!strncmp(w, "io_uring=", 9)) {
+			mo->uring = rf_uring_mode_parse(w + 9);
+			if (mo->uring < 0) {
+				snprintf(err, errlen, "-o %s: io_uring wants auto, on or off", w);
+				free(copy);
+				return -EINVAL;
+			}
+			continue;
+		}
+		mo->others |= !strcmp(w, "allow_other") || !strcmp(w, "allow_root");
+		len = mo->fuse ? strlen(mo->fuse) : 0;
+		mo->fuse = realloc(mo->fuse, len + strlen(w) + 2);
+		assert_non_null(mo->fuse);
+		sprintf(mo->fuse + len, "%s%s", len ? "," : "", w);
+	}
+	free(copy);
+	return 0;
+}
+
+/* The negative controls: the checker finds a row planted wrong (one byte
+ * of an expected word), and the splitter by hand on the escaped words. */
+static void test_mount_opts_checker_fails(void **state)
+{
+	struct opts_row planted[] = {
+		{ "allow_other,io_uring=off,fsname=x", 0, RF_URING_OFF, true, "allow_other,fsname=y", NULL },
+		{ "io_uring=maybe", -EINVAL, 0, false, NULL, "-o io_uring=maybe: io_uring wants auto, on or of" },
+	};
+
+	assert_int_equal(opts_mismatches(rf_mount_opts_parse, planted, 2), 2);
+	/* it agrees on the plain rows: only the escaped ones and the bare
+	 * or empty io_uring tell it apart */
+	assert_int_equal(opts_mismatches(naive_split, opts_rows, 19), 0);
+	assert_true(opts_mismatches(naive_split, opts_rows, sizeof(opts_rows) / sizeof(opts_rows[0])) >= 4);
+}
+
+/* The fstab form hands its -o on to mount, whose parser reads it back:
+ * the words arrive as the fstab line gave them. */
+static void test_fstab_then_mount(void **state)
+{
+	char *argv[] = { "raidfuse", "/c.conf", "/m", "-o",
+			 "ro,io_uring=off,allow_other,fsname=a\\,b,noatime,nofail,freeze", NULL };
+	struct rf_mount_opts mo;
+	char **v, err[256];
+	int n, i;
+
+	assert_int_equal(rf_fstab_args(5, argv, &n, &v, err, sizeof(err)), 0);
+	for (i = 0; i < n && strcmp(v[i], "-o"); i++)
+		;
+	assert_true(i + 1 < n);
+	assert_int_equal(rf_mount_opts_parse(v[i + 1], &mo, err, sizeof(err)), 0);
+	assert_int_equal(mo.uring, RF_URING_OFF);
+	assert_true(mo.others);
+	assert_string_equal(mo.fuse, "allow_other,fsname=a\\,b,noatime");
+	rf_mount_opts_free(&mo);
+	rf_fstab_free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -121,6 +289,9 @@ int main(void)
 		cmocka_unit_test(test_escaped),
 		cmocka_unit_test(test_unknown_refused),
 		cmocka_unit_test(test_form),
+		cmocka_unit_test(test_mount_opts),
+		cmocka_unit_test(test_mount_opts_checker_fails),
+		cmocka_unit_test(test_fstab_then_mount),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
