@@ -99,6 +99,7 @@
 #include "raidfuse/notify.h"
 #include "raidfuse/fdmap.h"
 #include "raidfuse/readmap.h"
+#include "front/fuse_ops.h"
 #include "front/fuse_reply.h"
 #include "front/fuse_uring.h"
 #include "front/mount_opts.h"
@@ -212,6 +213,26 @@ static void pool_put(struct fs *fs, struct rf_req *r)
 	fs->free = r;
 	if (fs->nwait)
 		pthread_cond_signal(&fs->cond);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* Wait until every request taken from the pool has come home: each one
+ * has been answered, and its end has run. */
+static void pool_drain(struct fs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+	for (;;) {
+		int n = 0;
+		struct rf_req *r;
+
+		for (r = fs->free; r; r = ((struct io_ctx *)r->priv)->next_free)
+			n++;
+		if (n == fs->nalloc)
+			break;
+		fs->nwait++;
+		pthread_cond_wait(&fs->cond, &fs->lock);
+		fs->nwait--;
+	}
 	pthread_mutex_unlock(&fs->lock);
 }
 
@@ -1366,8 +1387,9 @@ static const struct fuse_lowlevel_ops ops = {
 	.statfs = op_statfs,
 };
 
-/* The ops as the transport of our own calls them. */
-static const struct rf_fops fops = {
+/* The ops as the transport of our own calls them (and the unit tests:
+ * fuse_ops.h). */
+const struct rf_fops rf_fuse_fops = {
 	.lookup = do_lookup,
 	.getattr = do_getattr,
 	.readlink = do_readlink,
@@ -1459,7 +1481,7 @@ static int serve_uring(struct fs *fs, const struct rf_fuse_opts *o, const char *
 	struct rf_uring_conf c = {
 		.fd = fuse_session_fd(fs->se),
 		.fs = fs,
-		.fops = &fops,
+		.fops = &rf_fuse_fops,
 		.slow = uring_slow,
 		.max_write = RF_MAX_IO,
 		.max_background = 128,
@@ -1662,48 +1684,36 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	rf_array_resume(a);
 	/* Every request was answered before the loop ended (replies come from
 	 * workers; wait for the pool to come home). */
-	pthread_mutex_lock(&fs->lock);
-	for (;;) {
-		int n = 0;
-		struct rf_req *r;
-
-		for (r = fs->free; r; r = ((struct io_ctx *)r->priv)->next_free)
-			n++;
-		if (n == fs->nalloc)
-			break;
-		fs->nwait++;
-		pthread_cond_wait(&fs->cond, &fs->lock);
-		fs->nwait--;
-	}
-	pthread_mutex_unlock(&fs->lock);
+	pool_drain(fs);
 	rf_uring_free(fs->uring);
 	fuse_session_destroy(fs->se);
 	pool_destroy(fs);
 	return ret ? 1 : 0;
 }
 
-int rf_fuse_run(struct rf_array *a, const struct rf_fuse_opts *o)
+/* The served file system of a, not mounted: the tree, the locks, an
+ * empty pool.  0, or 1 (logged). */
+static int fs_init(struct fs *fs, struct rf_array *a, bool null)
 {
-	struct fs fs;
 	int ret;
 
-	memset(&fs, 0, sizeof(fs));
-	fs.a = a;
-	fs.start = time(NULL);
-	fs.uid = getuid();
-	fs.gid = getgid();
-	fs.img_uid = fs.uid;
-	fs.img_gid = fs.gid;
-	fs.img_mode = rf_array_readonly(a) ? 0400 : 0600;
-	fs.null = o->null;
-	pthread_mutex_init(&fs.img_lock, NULL);
-	rf_lock_rank(&fs.img_lock, RF_LOCK_LEAF, "img_lock");
-	pthread_mutex_init(&fs.lock, NULL);
-	rf_lock_rank(&fs.lock, RF_LOCK_LEAF, "request pool lock");
-	pthread_cond_init(&fs.cond, NULL);
-	pthread_mutex_init(&fs.names_lock, NULL);
-	rf_lock_rank(&fs.names_lock, RF_LOCK_LEAF, "names_lock");
-	ret = rf_ctl_tree_build(a, &fs.tree);
+	memset(fs, 0, sizeof(*fs));
+	fs->a = a;
+	fs->start = time(NULL);
+	fs->uid = getuid();
+	fs->gid = getgid();
+	fs->img_uid = fs->uid;
+	fs->img_gid = fs->gid;
+	fs->img_mode = rf_array_readonly(a) ? 0400 : 0600;
+	fs->null = null;
+	pthread_mutex_init(&fs->img_lock, NULL);
+	rf_lock_rank(&fs->img_lock, RF_LOCK_LEAF, "img_lock");
+	pthread_mutex_init(&fs->lock, NULL);
+	rf_lock_rank(&fs->lock, RF_LOCK_LEAF, "request pool lock");
+	pthread_cond_init(&fs->cond, NULL);
+	pthread_mutex_init(&fs->names_lock, NULL);
+	rf_lock_rank(&fs->names_lock, RF_LOCK_LEAF, "names_lock");
+	ret = rf_ctl_tree_build(a, &fs->tree);
 	if (ret == -EINVAL) {
 		rf_err("cannot serve the image as '%s': not a plain file name, or one the control files use "
 		       "(%s, %s)", rf_array_name(a), RF_CTL_ROOT_MD, RF_CTL_ROOT_MDSTAT);
@@ -1713,11 +1723,54 @@ int rf_fuse_run(struct rf_array *a, const struct rf_fuse_opts *o)
 		rf_err("cannot build the file tree: %s", strerror(-ret));
 		return 1;
 	}
-	fs.md = rf_ctl_lookup(&fs.tree, 0, RF_CTL_ROOT_MD);
+	fs->md = rf_ctl_lookup(&fs->tree, 0, RF_CTL_ROOT_MD);
+	return 0;
+}
+
+static void fs_fini(struct fs *fs)
+{
+	rf_ctl_tree_free(&fs->tree);
+	while (fs->nnames)
+		free(fs->names[--fs->nnames]);
+	free(fs->names);
+}
+
+int rf_fuse_run(struct rf_array *a, const struct rf_fuse_opts *o)
+{
+	struct fs fs;
+	int ret;
+
+	if (fs_init(&fs, a, o->null))
+		return 1;
 	ret = serve(a, o, &fs);
-	rf_ctl_tree_free(&fs.tree);
-	while (fs.nnames)
-		free(fs.names[--fs.nnames]);
-	free(fs.names);
+	fs_fini(&fs);
 	return ret;
+}
+
+/* ---- the ops without a mount (fuse_ops.h) ---- */
+
+void *rf_fuse_fs_new(struct rf_array *a)
+{
+	struct fs *fs = malloc(sizeof(*fs));
+
+	if (fs && fs_init(fs, a, false)) {
+		free(fs);
+		fs = NULL;
+	}
+	return fs;
+}
+
+void rf_fuse_fs_drain(void *fs)
+{
+	pool_drain(fs);
+}
+
+void rf_fuse_fs_free(void *fs)
+{
+	if (!fs)
+		return;
+	pool_drain(fs);
+	pool_destroy(fs);
+	fs_fini(fs);
+	free(fs);
 }
