@@ -341,11 +341,19 @@ struct rf_worker *rf_inline_begin(struct rf_array *a, struct rf_worker **saved, 
  * group's queue is touched) while the array is quiet or r is large. */
 static bool serve_inline(struct rf_array *a, const struct rf_req *r)
 {
+	long n;
+
 	if (!a->group_thread_cnt)
 		return true;
-	return !a->ops->handle_stripe &&
-	       (r->len >= RF_INLINE_LARGE ||
-		atomic_load(&a->inflight[0]) + atomic_load(&a->inflight[1]) <= RF_INLINE_QUIET);
+	if (a->ops->handle_stripe)
+		return false;
+	if (r->len >= RF_INLINE_LARGE)
+		return true;
+	/* A submitter serving its request counts twice at the barrier while
+	 * it drives (its request, and itself: rf_submit_now()), and once in
+	 * drivers. */
+	n = atomic_load(&a->inflight[0]) + atomic_load(&a->inflight[1]) - atomic_load(&a->drivers);
+	return n <= RF_INLINE_QUIET;
 }
 
 /* Serve what was queued on w, then give it back. */

@@ -640,6 +640,7 @@ static void test_inline_or_groups(void **state)
 	/* raid0 with group threads: quiet or large on the submitter */
 	a = open_spec(&specs[0], 2);
 	expect_served(a, 0, 4096, true);
+	expect_served(a, 1, 4096, true);
 	expect_served(a, 2, 4096, false);
 	expect_served(a, 3, (256u << 10) - 512, false);
 	expect_served(a, 3, 256u << 10, true);
@@ -647,6 +648,7 @@ static void test_inline_or_groups(void **state)
 	/* raid1 alike */
 	a = open_spec(&specs[1], 2);
 	expect_served(a, 0, 4096, true);
+	expect_served(a, 1, 4096, true);
 	expect_served(a, 2, 4096, false);
 	expect_served(a, 2, 512u << 10, true);
 	rf_array_close(a);
