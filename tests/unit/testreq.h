@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/uio.h>
 
 #include "raidfuse/array.h"
@@ -51,6 +52,60 @@ static inline int testreq_io(struct rf_array *a, int op, uint64_t off, uint32_t 
 	pthread_mutex_unlock(&d.lock);
 	rf_req_free(r);
 	return d.err;
+}
+
+/* Requests run at once: r[i] each with d[i] (its done state, set up by
+ * testreq_batch_init()), submitted together and waited for; each one's
+ * error is in d[i].err. */
+static inline void testreq_batch_init(struct rf_req *r, struct testreq_done *d)
+{
+	*d = (struct testreq_done){ .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+	r->priv = d;
+	r->done = testreq_done_cb;
+}
+
+static inline void testreq_batch(struct rf_array *a, struct rf_req **r, struct testreq_done *d, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		d[i].done = 0;
+		rf_array_submit(a, r[i]);
+	}
+	for (i = 0; i < n; i++) {
+		pthread_mutex_lock(&d[i].lock);
+		while (!d[i].done)
+			pthread_cond_wait(&d[i].cond, &d[i].lock);
+		pthread_mutex_unlock(&d[i].lock);
+	}
+}
+
+/* Read the whole array in requests of step bytes and compare with
+ * model: the first byte that differs, -1 when none does, or -2 when a
+ * read fails. */
+static inline int64_t testreq_diff_all(struct rf_array *a, const char *model, uint32_t step)
+{
+	uint64_t size = rf_array_size(a), off;
+	char *buf = malloc(step);
+	int64_t at = -1;
+
+	if (!buf)
+		return -2;
+	for (off = 0; off < size && at == -1; off += step) {
+		uint32_t len = (uint32_t)(size - off < step ? size - off : step), i;
+
+		if (testreq_io(a, RF_REQ_READ, off, len, buf)) {
+			at = -2;
+			break;
+		}
+		for (i = 0; i < len; i++)
+			if (buf[i] != model[off + i]) {
+				at = (int64_t)(off + i);
+				break;
+			}
+	}
+	free(buf);
+	return at;
 }
 
 /* The watching backend: the synchronous one, calling testreq_on_io (the
