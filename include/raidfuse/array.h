@@ -113,6 +113,7 @@ void rf_array_submit(struct rf_array *a, struct rf_req *r);
  * from a req->done() callback or a worker. */
 struct rf_array_info {
 	int level, layout, raid_disks;
+	int prev_raid_disks;            /* a reshape under way changes raid_disks from this; else raid_disks */
 	uint32_t chunk_bytes;           /* 0 for raid1 */
 	uint64_t component_size;        /* bytes of each member the array uses */
 	uint64_t array_size;            /* bytes */

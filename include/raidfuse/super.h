@@ -292,11 +292,19 @@ struct rf_sb_change {
 	 * RF_SB_RESHAPE_DONE records it finished, as md's end_reshape leaves
 	 * the superblock: the new level, layout and chunk the array's, the
 	 * new data offset the data offset (data_size grown or shrunk by the
-	 * move), the reshape fields and feature bits cleared.  0: as it is. */
+	 * move), the reshape fields and feature bits cleared;
+	 * RF_SB_RESHAPE_START records one begun, as md's start_reshape
+	 * writes it: raid_disks the new count (delta_disks the change), the
+	 * new level, layout and chunk the present ones, position 0, the data
+	 * to move to new_offset sectors from each data offset
+	 * (RF_SB_FEAT_NEW_OFFSET).  0: as it is. */
 	int set_reshape;
 	uint64_t reshape_position;
+	int reshape_raid_disks;
+	int reshape_delta;
+	int32_t reshape_new_offset;
 };
-enum { RF_SB_RESHAPE_AT = 1, RF_SB_RESHAPE_DONE = 2 };
+enum { RF_SB_RESHAPE_AT = 1, RF_SB_RESHAPE_DONE = 2, RF_SB_RESHAPE_START = 3 };
 
 /* Apply c to the superblock on a member through io: read it again (it must
  * still be the one in sb: same kind, array and device), change events,

@@ -22,8 +22,8 @@
  *    forward reshape of a 1.x array without a bitmap or partial parity
  *    log is continued to its end (services/reshape.c); the others need
  *    mdadm (a reshape in place has a critical section only mdadm's
- *    backup file covers).  A config file cannot describe a reshape: a
- *    mount by config of such an array is refused.
+ *    backup file covers).  A config names the geometry the reshape
+ *    leaves; its members and spares together the devices of the new one.
  *
  * rf_assemble_check_config() holds a config file to the superblocks its
  * members carry, and rf_assemble_plan_create() works out the superblocks
@@ -211,13 +211,11 @@ static int read_one(const char *path, const char *overlay_dir, struct rf_sb *sb,
 }
 
 /* Features the engine cannot serve (writes: with writes reaching the
- * members; by_config: described by a config file, which cannot describe
- * a reshape); NULL if none.  buf holds a message made here. */
+ * members; by_config: described by a config file); NULL if none.  buf
+ * holds a message made here. */
 static const char *unservable(const struct rf_sb *sb, bool writes, bool by_config, char *buf, size_t len)
 {
-	if (sb->reshape && by_config)
-		return "a reshape is under way, which a config file cannot describe (serve it with raidfuse "
-		       "assemble --ro or --overlay DIR, or finish it with mdadm first)";
+	(void)by_config;
 	if (sb->reshape) {
 		const char *why = reshape_unservable(sb, writes, buf, len);
 
@@ -786,9 +784,13 @@ static bool config_differs(const struct rf_config *cfg, const struct rf_sb *s, c
 		*field = "chunk_size";
 		snprintf(want, len, "%uK", cfg->chunk_bytes / 1024);
 		snprintf(got, len, "%uK", s->chunk_sectors / 2);
-	} else if (s->raid_disks != cfg->nmembers) {
+	} else if (s->raid_disks != cfg->nmembers &&
+		   !(s->raid_disks > cfg->nmembers && s->raid_disks <= cfg->nmembers + cfg->nspares)) {
+		/* A grow gives spares the new slots: the config's members and
+		 * spares together may hold them (the superblocks place them). */
 		*field = "members";
-		snprintf(want, len, "%d devices", cfg->nmembers);
+		snprintf(want, len, "%d devices%s", cfg->nmembers,
+			 s->raid_disks > cfg->nmembers ? " (and too few spares for a grown array)" : "");
 		snprintf(got, len, "%d raid devices", s->raid_disks);
 	}
 	return *field != NULL;
@@ -1042,6 +1044,10 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 	for (i = 0; i < cfg->nspares; i++)
 		spare_sb[i] = i < nspare ? sbp[spare[i]] : NULL;
 	member_areas(cfg, role_sb, slots, spare_sb, cfg->nspares, &size);
+	/* A reshape under way: the config names the geometry it leaves
+	 * (checked above); the superblocks give the rest. */
+	if (sbs[fi].reshape)
+		reshape_cfg(cfg, &sbs[fi], role_sb, slots);
 	if (cfg->size && cfg->level == 0) {
 		/* raid0 records no used size: a config's must be what every
 		 * member holds (one zone; unequal members make md's zones). */

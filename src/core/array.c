@@ -522,6 +522,65 @@ void rf_array_reshape_commit(struct rf_array *a, uint64_t position)
 	rf_release(a, RF_HOLD_WRITES);
 }
 
+int rf_array_reshape_begin(struct rf_array *a, int raid_disks, uint64_t gap, char *err, size_t errlen)
+{
+	struct rf_reshape rs = { .active = true, .prev = a->geom };
+	struct rf_geom g = a->geom;
+	struct rf_group *groups;
+	int oldn = a->nmembers, i, ret;
+
+	g.raid_disks = raid_disks;
+	ret = rf_geom_init(&g, err, errlen);
+	if (!ret)
+		ret = rf_reshape_init(&g, &rs, -(int64_t)gap, err, errlen);
+	if (ret)
+		return ret;
+	for (i = oldn; i < raid_disks; i++)
+		if (i >= a->ndevs || a->devs[i].flags != RF_DEV_SPARE) {
+			snprintf(err, errlen, "device %d is not a spare to take slot %d", i, i);
+			return -EINVAL;
+		}
+	/* Stripe heads have a column per slot: new groups for the new
+	 * count (nothing is in flight on the old ones). */
+	a->nmembers = raid_disks;
+	ret = rf_groups_alloc(a, a->ngroups, a->group_thread_cnt, a->stripe_cache_size, &groups);
+	if (!ret) {
+		ret = rf_groups_start(a, groups, a->ngroups);
+		if (ret) {
+			rf_groups_stop(groups, a->ngroups);
+			rf_groups_free(a, groups, a->ngroups);
+		}
+	}
+	if (ret) {
+		a->nmembers = oldn;
+		snprintf(err, errlen, "stripe heads for %d members: %s", raid_disks, strerror(-ret));
+		return ret;
+	}
+	rf_groups_stop(a->groups, a->ngroups);
+	a->nmembers = oldn;
+	rf_groups_free(a, a->groups, a->ngroups);
+	a->nmembers = raid_disks;
+	a->groups = groups;
+	rf_devs_lock(a);
+	for (i = 0; i < raid_disks; i++) {
+		a->devs[i].new_data_offset = a->devs[i].data_offset - gap * 512;
+		if (i >= oldn) {
+			a->devs[i].flags = RF_DEV_IN_SYNC;
+			a->present |= 1ull << i;
+			atomic_fetch_and(&a->faulty, ~(1ull << i));
+		}
+	}
+	rf_devs_unlock(a);
+	a->geom = g;
+	a->reshape = rs;
+	atomic_store(&a->reshape_pos, 0);
+	atomic_store(&a->reshaping, true);
+	rf_devs_flags_changed(a);
+	for (i = oldn; i < raid_disks; i++)
+		rf_dev_changed(a, i);
+	return 0;
+}
+
 int rf_array_reshape_finish(struct rf_array *a, char *err, size_t errlen)
 {
 	struct rf_geom g = a->geom;
@@ -711,6 +770,7 @@ void rf_array_get_info(struct rf_array *a, struct rf_array_info *out)
 	out->level = a->geom.level;
 	out->layout = a->geom.layout;
 	out->raid_disks = a->geom.raid_disks;
+	out->prev_raid_disks = atomic_load(&a->reshaping) ? a->reshape.prev.raid_disks : a->geom.raid_disks;
 	out->chunk_bytes = a->geom.chunk_sectors * 512;
 	out->component_size = a->geom.dev_sectors * 512;
 	out->array_size = a->size;

@@ -135,6 +135,13 @@ void rf_array_reshape_readonly(struct rf_array *a, const char *why);
  * position written in the new geometry and recorded: reads are drained
  * too while the position moves there, and cached stripe heads dropped. */
 void rf_array_reshape_commit(struct rf_array *a, uint64_t position);
+/* Inside rf_array_quiesced_all(): a grow of a raid4/5/6 array begins:
+ * the devices at [slots, raid_disks) (spares, put there by the caller)
+ * take the new slots, the array takes two geometries (the present one as
+ * the previous, raid_disks members as the new one, position 0, forwards)
+ * and each slot's data is to move gap sectors lower (its new data
+ * offset).  0, or -errno with why (nothing changed). */
+int rf_array_reshape_begin(struct rf_array *a, int raid_disks, uint64_t gap, char *err, size_t errlen);
 /* Inside rf_array_quiesced_all(), every row in the new geometry: the
  * reshape ends; each slot's new data offset becomes its data offset, the
  * array takes the new geometry's size.  0, or -EINVAL with why. */

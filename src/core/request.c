@@ -45,10 +45,11 @@ struct rf_req *rf_req_alloc(struct rf_array *a, uint32_t max_len)
 	if (!r)
 		return NULL;
 	/* The level's worst case for data, and a flush's one piece per slot
-	 * (a raid0 with a chunk larger than max_len counts fewer). */
+	 * (a raid0 with a chunk larger than max_len counts fewer; a grow may
+	 * add slots while r lives: room for the most). */
 	r->maxpieces = a->ops->max_pieces(a, max_len);
-	if (r->maxpieces < a->nmembers)
-		r->maxpieces = a->nmembers;
+	if (r->maxpieces < RF_MAX_MEMBERS)
+		r->maxpieces = RF_MAX_MEMBERS;
 	r->pieces = calloc(r->maxpieces, sizeof(*r->pieces));
 	if (!r->pieces) {
 		free(r);

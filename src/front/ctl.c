@@ -39,6 +39,7 @@
 #include "raidfuse/fault.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/log.h"
+#include "raidfuse/reshape.h"
 #include "raidfuse/super.h"
 #include "raidfuse/sync.h"
 
@@ -92,7 +93,6 @@ static const char *metadata_version(struct rf_array *a, const struct rf_array_in
 	}
 
 SHOW_INT(layout)
-SHOW_INT(raid_disks)
 SHOW_INT(degraded)
 SHOW_INT(stripe_cache_size)
 SHOW_INT(stripe_cache_active)
@@ -371,6 +371,34 @@ static int store_resync_start(struct rf_array *a, int member, const char *val)
 	if (rf_ctl_parse_sectors(val, &n))
 		return -EINVAL;
 	return rf_sync_set_resync_cp(a, n == UINT64_MAX ? RF_SYNC_NONE : n);
+}
+
+/* md/raid_disks: the count; while a reshape changes it, md's "new (old)". */
+static void show_raid_disks(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
+{
+	if (i->prev_raid_disks != i->raid_disks)
+		rf_ctl_printf(b, "%d (%d)\n", i->raid_disks, i->prev_raid_disks);
+	else
+		rf_ctl_printf(b, "%d\n", i->raid_disks);
+}
+
+/* md/raid_disks written on a running array: a grow (reshape.h). */
+static int store_raid_disks(struct rf_array *a, int member, const char *val)
+{
+	char err[512], *end;
+	long n;
+	int ret;
+
+	errno = 0;
+	n = strtol(val, &end, 10);
+	if (errno || end == val || (*end && strcmp(end, "\n")) || n < 1 || n > RF_MAX_MEMBERS)
+		return -EINVAL;
+	ret = rf_reshape_grow(a, (int)n, err, sizeof(err));
+	if (ret)
+		rf_warn("md/raid_disks: %ld: %s", n, err);
+	else
+		rf_info("md/raid_disks: growing to %ld members", n);
+	return ret;
 }
 
 /* ---------------------------------------------------------------- devices */
@@ -676,7 +704,8 @@ const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	ATTR_RO(level),
 	ATTR_RO(layout),
 	ATTR_RO(chunk_size),
-	ATTR_RO(raid_disks),
+	{ .name = "raid_disks", .mode = 0644, .show = show_raid_disks, .store = store_raid_disks,
+	  .takes = "more members than it has: a raid4/5/6 grows by as many spares (md/new_dev)" },
 	ATTR_RO(component_size),
 	ATTR_RO(array_size),
 	ATTR_RO(metadata_version),

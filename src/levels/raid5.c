@@ -88,14 +88,14 @@ static inline uint64_t all_members(const struct rf_array *a)
 
 static int r5_max_pieces(const struct rf_array *a, uint32_t max_len)
 {
-	/* reshape.prev is set once at open (chunk 0 without a reshape) and
-	 * outlives the reshape; reshape.active may change under a request
-	 * being allocated, so it is not read here. */
-	bool prev = a->reshape.prev.chunk_sectors != 0;
-	uint32_t cb = prev && a->reshape.prev.chunk_sectors * 512 < a->chunk_bytes ?
+	/* A reshape's previous chunk (set at open, or a grow's, the same as
+	 * the array's) may be the smaller one; reshape.active may change under
+	 * a request being allocated (a grow begins), so it is not read here:
+	 * room for the piece more a request crossing the position needs is
+	 * always made. */
+	uint32_t cb = a->reshape.prev.chunk_sectors && a->reshape.prev.chunk_sectors * 512 < a->chunk_bytes ?
 		      a->reshape.prev.chunk_sectors * 512 : a->chunk_bytes;
-	/* One more where a request crosses a reshape's position. */
-	int chunks = max_len / cb + 2 + prev;
+	int chunks = max_len / cb + 3;
 
 	/* Direct pieces per chunk, plus a stripe piece per block should they
 	 * fall back to reconstruction (each chunk boundary adds a block). */

@@ -35,10 +35,17 @@
  * yet read (a reshape whose data offset did not move, which mdadm runs
  * with a backup file) is not written: the walk stops and says so.
  *
+ * A grow begins with rf_reshape_grow() (md/raid_disks): the spares take
+ * the new slots, every member's data is to move a row of chunks lower
+ * (md's new_offset, where the room before the data allows), the
+ * superblocks record the reshape at position 0 (md's start_reshape), and
+ * the walk above takes it from there.
+ *
  * It does NOT: reshape backwards, keep a bitmap or a partial parity log
  * through a reshape, rebuild a missing member's old rows (a degraded
- * array's reshape waits until it is whole again), start reshapes (the
- * superblocks must say one is under way), or keep sync_speed_min (it
+ * array's reshape waits until it is whole again), shrink, change the
+ * level, layout or chunk itself (it continues such reshapes), or keep
+ * sync_speed_min (it
  * does not yield to foreground IO; sync_speed_max bounds it, in KiB of
  * each member per second as md counts, and sync_action "frozen" holds it).
  */
@@ -58,6 +65,7 @@
 #include "raidfuse/parity.h"
 #include "raidfuse/sync.h"
 #include "raidfuse/util.h"
+#include "raidfuse/reshape.h"
 #include "services/sbstate.h"
 
 /* Array data per window, at most. */
@@ -306,9 +314,49 @@ static void pace(struct reshape *r, uint64_t dev_sectors, int64_t t0)
 		sleep_ms(due - rf_mono_ms() > 100 ? 100 : (int)(due - rf_mono_ms()));
 }
 
-static void *walk_main(void *arg)
+/* The buffers for the reshape under way (sized by its geometries). */
+static void free_bufs(struct reshape *r)
 {
-	struct reshape *r = arg;
+	free(r->mios);
+	free(r->data);
+	free(r->par);
+	free(r->zero);
+	r->mios = NULL;
+	r->data = r->par = r->zero = NULL;
+}
+
+static int setup(struct reshape *r)
+{
+	const struct rf_reshape *rs = rf_array_reshape_state(r->a);
+	const struct rf_geom *g = rf_array_geom(r->a);
+	uint64_t row, rows;
+
+	free_bufs(r);
+	r->err = 0;
+	r->said_wait = false;
+	r->unit = g->chunk_sectors > rs->prev.chunk_sectors ? g->chunk_sectors : rs->prev.chunk_sectors;
+	r->end = g->dev_sectors / r->unit * r->unit * (uint64_t)g->data_disks;
+	row = r->unit * (uint64_t)g->data_disks;
+	rows = WINDOW_BYTES / 512 / row ? WINDOW_BYTES / 512 / row : 1;
+	/* Reads: one per old chunk of the window; writes: every member per
+	 * new chunk row. */
+	r->maxmios = (int)(rows * row / rs->prev.chunk_sectors + 2 +
+			   rows * (r->unit / g->chunk_sectors) * (uint64_t)g->raid_disks);
+	r->mios = calloc((size_t)r->maxmios, sizeof(*r->mios));
+	r->data = alloc_aligned(rows * row * 512);
+	r->par = alloc_aligned(2 * rows * (r->unit / g->chunk_sectors) * g->chunk_sectors * 512);
+	r->zero = alloc_aligned(g->chunk_sectors * 512);
+	if (!r->mios || !r->data || !r->par || !r->zero) {
+		free_bufs(r);
+		return -ENOMEM;
+	}
+	memset(r->zero, 0, g->chunk_sectors * 512);
+	return 0;
+}
+
+/* The reshape under way, to its end (or until the walk stops). */
+static void run(struct reshape *r)
+{
 	struct rf_array *a = r->a;
 	const struct rf_reshape *rs = rf_array_reshape_state(a);
 	struct finish fin = { .r = r };
@@ -316,15 +364,13 @@ static void *walk_main(void *arg)
 	uint64_t moved = 0, paced = 0;
 	int ret;
 
-	rf_thread_name("rf-reshape");
-	ret = rf_array_ioq_open(a, &r->q, QDEPTH);
+	ret = setup(r);
 	if (ret) {
-		rf_err("%s: reshape: member IO queue: %s", rf_array_name(a), strerror(-ret));
-		return NULL;
+		rf_err("%s: reshape: no memory for its buffers", rf_array_name(a));
+		r->err = ret;
+		return;
 	}
-	while (!stopping(r) && !rf_array_serving(a))
-		sleep_ms(20);
-	rf_info("%s: reshape: continuing from array sector %" PRIu64 " to %" PRIu64 " (%d to %d members)",
+	rf_info("%s: reshape: from array sector %" PRIu64 " to %" PRIu64 " (%d to %d members)",
 		rf_array_name(a), rs->position, r->end, rs->prev.raid_disks, rf_array_geom(a)->raid_disks);
 	while (!stopping(r) && rs->position < r->end) {
 		struct window w = { .r = r, .x = rs->position };
@@ -350,7 +396,7 @@ static void *walk_main(void *arg)
 			       "old rows not yet read (a reshape that needs mdadm's backup file)", rf_array_name(a),
 			       w.x);
 			r->err = -ENOSPC;
-			break;
+			return;
 		}
 		ret = rf_array_quiesced(a, move_window, &w);
 		if (ret) {
@@ -363,18 +409,46 @@ static void *walk_main(void *arg)
 		paced += w.n / (uint64_t)rf_array_geom(a)->data_disks;
 		pace(r, paced, pace_t0);
 	}
-	if (!stopping(r) && !r->err && rs->position >= r->end) {
-		ret = rf_array_quiesced_all(a, finish_fn, &fin);
-		if (!ret) {
-			rf_info("%s: reshape done: %d members, %" PRIu64 " bytes (%" PRIu64 " MiB moved in %.1f s)",
-				rf_array_name(a), rf_array_geom(a)->raid_disks, rf_array_size(a), moved >> 11,
-				(double)(rf_mono_ms() - t0) / 1000.0);
-			rf_array_resized(a);
-			/* A resync due since a crash mid-reshape runs now, in
-			 * the one geometry left, as md's does after a reshape. */
-			if (!frozen(r))
-				rf_array_start_resync(a, false);
+	if (stopping(r))
+		return;
+	ret = rf_array_quiesced_all(a, finish_fn, &fin);
+	if (ret) {
+		r->err = ret;
+		return;
+	}
+	rf_info("%s: reshape done: %d members, %" PRIu64 " bytes (%" PRIu64 " MiB moved in %.1f s)",
+		rf_array_name(a), rf_array_geom(a)->raid_disks, rf_array_size(a), moved >> 11,
+		(double)(rf_mono_ms() - t0) / 1000.0);
+	rf_array_resized(a);
+	/* A resync due since a crash mid-reshape runs now, in the one
+	 * geometry left, as md's does after a reshape. */
+	if (!frozen(r))
+		rf_array_start_resync(a, false);
+}
+
+static void *walk_main(void *arg)
+{
+	struct reshape *r = arg;
+	struct rf_array *a = r->a;
+	uint64_t pos;
+	bool back;
+	int ret;
+
+	rf_thread_name("rf-reshape");
+	ret = rf_array_ioq_open(a, &r->q, QDEPTH);
+	if (ret) {
+		rf_err("%s: reshape: member IO queue: %s", rf_array_name(a), strerror(-ret));
+		return NULL;
+	}
+	/* A reshape begins at assembly or with a grow (rf_reshape_grow()),
+	 * and runs once the array serves; one that stopped for good (r->err)
+	 * waits for the next assembly. */
+	while (!stopping(r)) {
+		if (!rf_array_serving(a) || r->err || !rf_array_reshape(a, &pos, &back)) {
+			sleep_ms(50);
+			continue;
 		}
+		run(r);
 	}
 	rf_ioq_destroy(&r->q);
 	return NULL;
@@ -406,10 +480,7 @@ static void hook_close(void *priv)
 	struct reshape *r = priv;
 
 	hook_stop(r);
-	free(r->mios);
-	free(r->data);
-	free(r->par);
-	free(r->zero);
+	free_bufs(r);
 	free(r);
 }
 
@@ -420,14 +491,14 @@ static const struct rf_hooks reshape_hooks = {
 	.close = hook_close,
 };
 
-/* Why the reshape under way cannot be continued here, or NULL. */
-static const char *cannot_continue(struct rf_array *a)
+/* Why no reshape can run here, or NULL. */
+static const char *cannot_reshape(struct rf_array *a)
 {
-	const struct rf_reshape *rs = rf_array_reshape_state(a);
+	const struct rf_geom *g = rf_array_geom(a);
 	int i;
 
-	if (rs->backwards)
-		return "it runs backwards";
+	if (g->level != 4 && g->level != 5 && g->level != 6)
+		return "raidfuse reshapes raid4/5/6 only";
 	if (!rf_array_sbstate(a))
 		return "no superblocks to record its position in";
 	for (i = 0; i < rf_array_nslots(a); i++) {
@@ -445,50 +516,155 @@ static const char *cannot_continue(struct rf_array *a)
 	return NULL;
 }
 
+/* Every raid4/5/6 array served read-write with 1.x superblocks has the
+ * walk (idle until a reshape is under way); a reshape found at assembly
+ * that it cannot continue leaves the array read-only. */
 static int service_open(struct rf_array *a, const struct rf_config *cfg, char *err, size_t errlen)
 {
 	const struct rf_reshape *rs = rf_array_reshape_state(a);
-	const struct rf_geom *g = rf_array_geom(a);
 	struct reshape *r;
 	const char *why;
-	uint64_t row, rows;
 	int ret;
 
 	(void)cfg;
-	if (!rs->active || rf_array_readonly(a))
+	if (rf_array_readonly(a))
 		return 0;
-	why = cannot_continue(a);
+	why = cannot_reshape(a);
+	if (!why && rs->active && rs->backwards)
+		why = "it runs backwards";
 	if (why) {
-		rf_array_reshape_readonly(a, why);
+		if (rs->active)
+			rf_array_reshape_readonly(a, why);
 		return 0;
 	}
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
 	r->a = a;
-	r->unit = g->chunk_sectors > rs->prev.chunk_sectors ? g->chunk_sectors : rs->prev.chunk_sectors;
-	r->end = g->dev_sectors / r->unit * r->unit * (uint64_t)g->data_disks;
-	row = r->unit * (uint64_t)g->data_disks;
-	rows = WINDOW_BYTES / 512 / row ? WINDOW_BYTES / 512 / row : 1;
-	/* Reads: one per old chunk of the window; writes: every member per
-	 * new chunk row. */
-	r->maxmios = (int)(rows * row / rs->prev.chunk_sectors + 2 +
-			   rows * (r->unit / g->chunk_sectors) * (uint64_t)g->raid_disks);
-	r->mios = calloc((size_t)r->maxmios, sizeof(*r->mios));
-	r->data = alloc_aligned(rows * row * 512);
-	r->par = alloc_aligned(2 * rows * (r->unit / g->chunk_sectors) * g->chunk_sectors * 512);
-	r->zero = alloc_aligned(g->chunk_sectors * 512);
-	if (!r->mios || !r->data || !r->par || !r->zero) {
-		hook_close(r);
-		return -ENOMEM;
-	}
-	memset(r->zero, 0, g->chunk_sectors * 512);
 	ret = rf_array_add_hooks(a, &reshape_hooks, r);
 	if (ret) {
 		snprintf(err, errlen, "%s: no room for the reshape's hooks", rf_array_name(a));
-		hook_close(r);
+		free(r);
 	}
 	return ret;
 }
 
 const struct rf_service rf_reshape_service = { .name = "reshape", .open = service_open };
+
+/* ---- a grow begins ---- */
+
+struct begin {
+	int raid_disks, delta;
+	uint64_t gap;
+	char *err;
+	size_t errlen;
+	struct rf_array *a;
+};
+
+static int begin_fn(void *arg)
+{
+	struct begin *b = arg;
+	struct rf_array *a = b->a;
+	int k, j, ret;
+
+	/* The spares that take the new slots go right after the slots. */
+	rf_devs_lock(a);
+	for (k = b->raid_disks - b->delta; k < b->raid_disks; k++) {
+		for (j = k; j < rf_devs_count(a) && rf_dev_get(a, j)->flags != RF_DEV_SPARE; j++)
+			;
+		if (j < rf_devs_count(a))
+			rf_dev_swap(a, k, j);
+	}
+	rf_devs_unlock(a);
+	ret = rf_array_reshape_begin(a, b->raid_disks, b->gap, b->err, b->errlen);
+	if (ret)
+		return ret;
+	ret = rf_sbstate_reshape_start(rf_array_sbstate(b->a), b->raid_disks, b->delta, -(int32_t)b->gap);
+	if (ret)
+		snprintf(b->err, b->errlen, "recording the reshape in the superblocks failed: %s", strerror(-ret));
+	return ret;
+}
+
+/* Sectors free before device d's data (a 1.1/1.2 superblock, and its bad
+ * block log, sit before it; 1.0's after it). */
+static uint64_t room_before(const struct rf_dev *d)
+{
+	uint64_t doff = d->data_offset / 512, end;
+
+	if (!d->sb_has || d->sb.sb_offset >= doff)
+		return doff;
+	end = d->sb.sb_offset + 8;
+	if (d->sb.bblog_size && d->sb.bblog_offset > 0 && d->sb.sb_offset + (uint64_t)d->sb.bblog_offset +
+								   d->sb.bblog_size > end)
+		end = d->sb.sb_offset + (uint64_t)d->sb.bblog_offset + d->sb.bblog_size;
+	return doff > end ? doff - end : 0;
+}
+
+int rf_reshape_grow(struct rf_array *a, int raid_disks, char *err, size_t errlen)
+{
+	const struct rf_geom *g = rf_array_geom(a);
+	struct begin b = { .raid_disks = raid_disks, .a = a, .err = err, .errlen = errlen };
+	int n = rf_array_nslots(a), i, k, spares = 0;
+	uint64_t room = UINT64_MAX, unit = g->chunk_sectors, pos;
+	struct rf_sync_status st;
+	const char *why;
+	bool back;
+
+	err[0] = '\0';
+	if (rf_array_readonly(a)) {
+		snprintf(err, errlen, "the array is read-only");
+		return -EROFS;
+	}
+	why = cannot_reshape(a);
+	if (why) {
+		snprintf(err, errlen, "%s", why);
+		return -EOPNOTSUPP;
+	}
+	if (rf_array_reshape(a, &pos, &back)) {
+		snprintf(err, errlen, "a reshape is under way (at array sector %" PRIu64 ")", pos);
+		return -EBUSY;
+	}
+	if (raid_disks == n)
+		return 0;
+	if (raid_disks < n || raid_disks > RF_MAX_MEMBERS) {
+		snprintf(err, errlen, "%d members: raidfuse grows an array of %d to at most %d", raid_disks, n,
+			 RF_MAX_MEMBERS);
+		return -EINVAL;
+	}
+	if (rf_array_faulty(a) || rf_array_recovering(a) || rf_array_replacing(a)) {
+		snprintf(err, errlen, "the array is degraded: rebuild it first");
+		return -EBUSY;
+	}
+	rf_sync_get(a, &st);
+	if (st.action != RF_SYNC_IDLE && st.action != RF_SYNC_FROZEN) {
+		snprintf(err, errlen, "%s is running", rf_sync_action_name(st.action));
+		return -EBUSY;
+	}
+	b.delta = raid_disks - n;
+	rf_devs_lock(a);
+	for (i = n; i < rf_devs_count(a); i++)
+		if (rf_dev_get(a, i)->flags == RF_DEV_SPARE)
+			spares++;
+	for (i = 0; i < rf_devs_count(a); i++)
+		if (i < n || rf_dev_get(a, i)->flags == RF_DEV_SPARE)
+			if (room_before(rf_dev_get(a, i)) < room)
+				room = room_before(rf_dev_get(a, i));
+	rf_devs_unlock(a);
+	if (spares < b.delta) {
+		snprintf(err, errlen, "%d spare(s) to grow from %d to %d members, %d needed (md/new_dev adds one)",
+			 spares, n, raid_disks, b.delta);
+		return -EINVAL;
+	}
+	/* The data moves this much lower on every member (md's new_offset),
+	 * so that the new rows are written behind the old ones still to be
+	 * read: a whole new row of chunks if there is room, else as many
+	 * chunks as there are; none: only mdadm's backup file would do. */
+	k = raid_disks - g->max_degraded;
+	b.gap = room / unit >= (uint64_t)k ? (uint64_t)k * unit : room / unit * unit;
+	if (!b.gap) {
+		snprintf(err, errlen, "no room before the data on every member to move it by a chunk (%" PRIu64
+			 " sectors free, %" PRIu64 " needed): a grow in place needs mdadm's backup file", room, unit);
+		return -ENOSPC;
+	}
+	return rf_array_quiesced_all(a, begin_fn, &b);
+}

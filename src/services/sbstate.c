@@ -940,6 +940,25 @@ int rf_sbstate_reshape(struct rf_sbstate *s, bool done, uint64_t position)
 	return r;
 }
 
+int rf_sbstate_reshape_start(struct rf_sbstate *s, int raid_disks, int delta, int32_t new_offset)
+{
+	struct rf_sb_change c = { .faulty_slot = -1, .set_reshape = RF_SB_RESHAPE_START,
+				  .reshape_raid_disks = raid_disks, .reshape_delta = delta,
+				  .reshape_new_offset = new_offset };
+	int k, r;
+
+	if (!s)
+		return 0;
+	sb_lock(s);
+	/* The devices that took the new slots hold their roles in every
+	 * copy of the table, which the write hands to all. */
+	for (k = raid_disks - delta; k < raid_disks; k++)
+		roles_set(s->a, rf_dev_get(s->a, k)->sb.dev_number, (uint16_t)k);
+	r = write_change(s, CH_DEVICES, &c, -1, 0);
+	sb_unlock(s);
+	return r;
+}
+
 void rf_sbstate_close(struct rf_sbstate *s)
 {
 	if (!s)

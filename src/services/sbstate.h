@@ -110,6 +110,11 @@ int rf_sbstate_drop_replacement(struct rf_sbstate *s, int dev, bool lost);
  * that it ended (super.h RF_SB_RESHAPE_DONE); the members are flushed
  * first.  0, or -EIO when the array failed. */
 int rf_sbstate_reshape(struct rf_sbstate *s, bool done, uint64_t position);
+/* A grow begins (1.x): the devices now in slots [raid_disks - delta,
+ * raid_disks) take those roles, and every superblock records the reshape
+ * (super.h RF_SB_RESHAPE_START; new_offset: sectors from each data
+ * offset).  Every request drained.  0, or -EIO when the array failed. */
+int rf_sbstate_reshape_start(struct rf_sbstate *s, int raid_disks, int delta, int32_t new_offset);
 /* Device dev is faulty in everyone's roles (before it leaves its slot). */
 int rf_sbstate_mark_faulty(struct rf_sbstate *s, int dev);
 /* Device dev's rebuild reached recovery_offset (RF_SB_MAX_SECTOR: done). */

@@ -14,7 +14,8 @@
 #    serves an image of the array's size holding the pattern (for the
 #    array reset mid-write: the pattern in every sector before its
 #    planned writes), and the members stay byte for byte the same;
-#  - a mount by config refuses an array mid-reshape as assemble does;
+#  - a mount by config serves an array mid-reshape as assemble does
+#    (read-only here), and refuses a backward one read-write;
 #  - a raid5 with md's partial parity log is served read-write, its log
 #    replayed first when it was reset mid-write.
 # So a shape raidfuse does not know is never served as wrong data.
@@ -102,7 +103,7 @@ while IFS= read -r line; do
 	fi
 	check "[ \"$before\" = \"\$(cat ${members[*]} | sha256sum)\" ]" "$name: --ro changed the members"
 	# A mount by config checks the superblocks' features as assemble
-	# does: a reshape under way is refused there too.
+	# does: a reshape raidfuse does not continue is refused read-write.
 	if [ "$kind" = reshape ]; then
 		mlist=$(printf '"%s", ' "${members[@]}")
 		cat >"$WORK/$name.conf" <<-EOF
@@ -114,8 +115,18 @@ while IFS= read -r line; do
 		  members = ( ${mlist%, } );
 		};
 		EOF
-		refused "reshape is under way" "a mount by config of an array mid-reshape" \
-			mount "$WORK/$name.conf" "$MNT"
+		if [ "$(jval "$line" direction)" = backwards ]; then
+			refused "reshape is under way" "a read-write mount by config of a backward reshape" \
+				mount "$WORK/$name.conf" "$MNT"
+		else
+			# The config names the geometry the reshape leaves;
+			# served read-only here (58-reshape continues one).
+			start_array "$WORK/$name.conf" "$MNT" --ro
+			"$RFHELPER" pattern "$MNT/array.img" "$sectors" >"$WORK/pattern.out" ||
+				fail "$name: served by config mid-reshape, but not md's data: $(cat "$WORK/pattern.out")"
+			stop_array "$MNT"
+			log "$name: served by config mid-reshape (--ro), md's data"
+		fi
 		nreshape=$((nreshape + 1))
 	fi
 	# A raid5 with md's partial parity log is served read-write: the log

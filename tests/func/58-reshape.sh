@@ -24,6 +24,15 @@
 #     (feature map 0x0, data offset 1664, 4 devices); stopped and
 #     assembled again, the same.  With RF_MD_JUDGE=1 kernel md assembles
 #     the members and reads the model's sha256, mismatch_cnt 0.
+#  4. a grow raidfuse starts: raid5 of 3 x 32 MiB created from a config
+#     that lists a 4th file as a spare, served by config (detached),
+#     filled with random data; md/raid_disks 4 is refused while there is
+#     no spare for a 5th, then taken: raid_disks reads "4 (3)", the spare
+#     holds role 3, the data is to move 3 chunks lower; kill -9 while it
+#     moves, served again by the same config (frozen): the image is the
+#     model; to the end: grown to 4 members' size, the model with zeros
+#     after it, check 0, every superblock md's after a grow (data offset
+#     1664), the config serves it again.  RF_MD_JUDGE=1: kernel md reads it.
 # Negative control: RAIDFUSE_TEST_BREAK=reshape-record (the position moves
 # in memory, never in the superblocks): after the same write and kill -9,
 # the image assembled again differs from the model.
@@ -79,10 +88,10 @@ kill_daemon() {
 	fusermount3 -u -z "$MNT" 2>/dev/null || true
 }
 
-# moving WHAT: unfreeze at 1000 KiB/s; once the position moved past
-# START + 4 windows, write 64 KiB into rows moved since START (the
-# position at this assembly), then kill -9 while the walk goes on.
-# Sets SEEN (a position seen before the kill).
+# moving WHAT [SECTORS]: unfreeze at 1000 KiB/s; once the position moved
+# SECTORS (4608) past START, write 64 KiB into rows moved since START (the
+# position at this assembly), then kill -9 while the walk goes on.  Sets
+# SEEN (a position seen before the kill).
 moving() {
 	local start i p
 	start=$(pos)
@@ -91,7 +100,7 @@ moving() {
 	for ((i = 0; i < 200; i++)); do
 		p=$(pos)
 		[ "$p" = none ] && fail "$1: the reshape ended before it could be interrupted"
-		[ "$p" -ge $((start + 4 * 1152)) ] && break
+		[ "$p" -ge $((start + ${2:-4608})) ] && break
 		sleep 0.05
 	done
 	[ $i -lt 200 ] || fail "$1: the position did not move from $start in 10 s: $(pos)"
@@ -162,6 +171,65 @@ if md_judge; then
 	grep -q "JUDGE mismatch_cnt=0 " "$WORK/judge.out" || fail "kernel md's check: $(grep JUDGE "$WORK/judge.out")"
 	log "kernel md assembles the reshaped members: the model's sha256, mismatch_cnt 0"
 fi
+
+# ---- 4. a grow raidfuse starts, served by config
+G=$DISK/g
+mkdir -p "$G"
+mk_conf "$G/r.conf" metadata=1.2 level=5 chunk_size=64K members="$G/d0.img $G/d1.img $G/d2.img" \
+	spares="$G/d3.img" member_size=32M
+create_array "$G/r.conf" --assume-clean -b none
+start_array_daemon "$G/r.conf" "$MNT" --log "$WORK/g.log"
+GOLD=$(($(fsize "$IMG") / 512))
+rm -f "$MODEL"
+head -c $((GOLD * 512)) /dev/urandom >"$MODEL"
+dd if="$MODEL" of="$IMG" bs=1M oflag=direct conv=fsync,notrunc,nocreat status=none || fail "cannot fill the array"
+truncate -s $((GOLD * 512 * 3 / 2)) "$MODEL"
+expect_fail sh -c "echo 5 >'$MNT/md/raid_disks'"
+grep -q "raid_disks: 5: 1 spare(s) to grow from 3 to 5 members, 2 needed" "$WORK/g.log" ||
+	fail "a grow without enough spares: no reason in the log: $(tail -n 3 "$WORK/g.log")"
+[ "$(val raid_disks)" = 3 ] || fail "refused grow: raid_disks $(val raid_disks)"
+echo frozen >"$MNT/md/sync_action"
+echo 4 >"$MNT/md/raid_disks" || fail "md/raid_disks 4 refused: $(tail -n 3 "$WORK/g.log")"
+[ "$(val raid_disks)" = "4 (3)" ] || fail "growing: raid_disks '$(val raid_disks)', md says '4 (3)'"
+[ "$(pos)" = 0 ] || fail "a frozen grow moved to $(pos)"
+grep -q "d3.img\[3\]" "$MNT/mdstat" || fail "the spare did not take slot 3: $(cat "$MNT/mdstat")"
+"$RAIDFUSE" examine "$G/d3.img" >"$WORK/ex.txt"
+grep -q "Reshape pos'n : 0" "$WORK/ex.txt" && grep -q "Delta Devices : 1 (3->4)" "$WORK/ex.txt" &&
+	grep -q "New Offset : 1664 sectors" "$WORK/ex.txt" || fail "the grow is not in d3's superblock: $(cat "$WORK/ex.txt")"
+put 8192 128
+moving "grow" 3072
+start_array_daemon "$G/r.conf" "$MNT" --freeze
+[ "$(pos)" -ge "$SEEN" ] || fail "grow, served again by config: position $(pos), $SEEN was seen before"
+same_model "grow: after kill -9" "$GOLD"
+echo 0 >"$MNT/md/sync_speed_max"
+echo idle >"$MNT/md/sync_action"
+wait_for "the grow did not end" '[ "$(pos)" = none ]'
+GNEW=$((GOLD * 3 / 2))
+[ "$(fsize "$IMG")" = $((GNEW * 512)) ] || fail "grown image of $(fsize "$IMG") bytes, 4 members give $((GNEW * 512))"
+same_model "grown" "$GNEW"
+wait_for "the resync after the grow did not end" '[ "$(val sync_action)" = idle ]'
+echo check >"$MNT/md/sync_action"
+wait_for "check did not end" '[ "$(val sync_action)" = idle ]'
+[ "$(val mismatch_cnt)" = 0 ] || fail "check after the grow: mismatch_cnt $(val mismatch_cnt)"
+stop_array "$MNT"
+for m in "$G"/d?.img; do
+	"$RAIDFUSE" examine "$m" >"$WORK/ex.txt" || fail "examine $m failed"
+	for want in "Feature Map : 0x0" "Data Offset : 1664 sectors" "Raid Devices : 4"; do
+		grep -q "$want" "$WORK/ex.txt" || fail "$m after the grow: no '$want' in: $(cat "$WORK/ex.txt")"
+	done
+done
+start_array_daemon "$G/r.conf" "$MNT"
+same_model "grown, served by config again" "$GNEW"
+stop_array "$MNT"
+log "grow 3 -> 4 by md/raid_disks: killed at >= $SEEN, the model each time, $GNEW sectors, check 0"
+if md_judge; then
+	"$MDJUDGE" --check "$G"/d?.img >"$WORK/judge.out" 2>&1 || fail "md-judge: $(tail -n 5 "$WORK/judge.out")"
+	want=$(sha256sum <"$MODEL" | cut -d' ' -f1)
+	grep -q "JUDGE sha256=$want sectors=$GNEW" "$WORK/judge.out" || fail "kernel md reads other data: $(grep JUDGE "$WORK/judge.out")"
+	grep -q "JUDGE mismatch_cnt=0 " "$WORK/judge.out" || fail "kernel md's check: $(grep JUDGE "$WORK/judge.out")"
+	log "kernel md assembles the grown members: the model's sha256, mismatch_cnt 0"
+fi
+rm -rf "$G"
 
 # ---- negative control: positions never recorded
 rm -rf "$DISK/a"

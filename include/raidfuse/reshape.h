@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* reshape.h - growing a raid4/5/6 array online (services/reshape.c).
+ *
+ * md's raid_disks store on a running array: the array grows by spares
+ * (md/new_dev adds them) while it is served; the reshape walk moves the
+ * data to the new geometry and the image grows when it ends.  Its
+ * progress is md/reshape_position, mdstat's reshape line; sync_action
+ * "frozen" holds it.
+ */
+#ifndef RAIDFUSE_RESHAPE_H
+#define RAIDFUSE_RESHAPE_H
+
+#include <stddef.h>
+
+struct rf_array;
+
+/* Grow a to raid_disks members (more than it has; as many spares as it
+ * takes more).  Returns 0 once the reshape is recorded and under way (at
+ * once when raid_disks is the present count), or -errno with why in err:
+ * -EROFS read-only, -EOPNOTSUPP a level or array it cannot reshape (not
+ * raid4/5/6, no 1.x superblocks, a bitmap or a partial parity log),
+ * -EBUSY a reshape or sync action running, or degraded, -EINVAL fewer
+ * members or too few spares, -ENOSPC no room before the data to move it
+ * (only mdadm's backup file would do). */
+int rf_reshape_grow(struct rf_array *a, int raid_disks, char *err, size_t errlen);
+
+#endif
