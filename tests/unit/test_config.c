@@ -4,8 +4,11 @@
  * Every config is a real file in a mkdtemp() directory, loaded the way the
  * daemon loads it.  Each rejected config is checked for the whole prefix of
  * its message, "FILE:LINE: key 'KEY': ", plus a fragment of the reason, so a
- * message that loses its line or names the wrong key fails the test.  Member
- * files are never created except where realpath() matters (symlinks).
+ * message that loses its line or names the wrong key fails the test.  The
+ * rejected configs are rows of tables (bad_confs: text, line, key,
+ * fragment), all checked by refused_as(), which test_bad_conf_check shows
+ * failing rows that are wrong on purpose.  Member files are never created
+ * except where realpath() matters (symlinks).
  */
 #include <errno.h>
 #include <limits.h>
@@ -60,31 +63,56 @@ static void in_tmp(char *buf, const char *rel)
 	snprintf(buf, PBUF, "%s/%s", tmpdir, rel);
 }
 
-/* Load text, expect rc and a message starting "PATH:LINE: key 'KEY': "
- * (no ":LINE" when line is 0, no key part when key is NULL) and holding
- * frag. */
-static void check_err_at(const char *where, const char *text, int rc, int line,
-			 const char *key, const char *frag)
+/* A config rf_config_load() must refuse: -EINVAL, a message starting
+ * "PATH:LINE: key 'KEY': " (no ":LINE" when line is 0, no key part when key
+ * is NULL) and holding frag, and the config left zeroed. */
+struct bad_conf {
+	const char *what;       /* its group, named when it fails */
+	int line;
+	const char *key, *frag, *text;
+};
+
+/* Load b->text: 0 when it is refused as b says, else -1 and what happened
+ * in why. */
+static int refused_as(const struct bad_conf *b, char *why, size_t len)
 {
 	struct rf_config cfg, zero;
 	char err[1024], want[PBUF + 256];
-	const char *path = conf("bad.conf", text);
+	const char *path = conf("bad.conf", b->text);
 	int n, r;
 
 	memset(&zero, 0, sizeof(zero));
 	memset(&cfg, 0xa5, sizeof(cfg));
+	err[0] = '\0';
 	r = rf_config_load(path, &cfg, err, sizeof(err));
-	n = line ? snprintf(want, sizeof(want), "%s:%d: ", path, line)
-		 : snprintf(want, sizeof(want), "%s: ", path);
-	if (key)
-		snprintf(want + n, sizeof(want) - n, "key '%s': ", key);
-	if (r != rc || strncmp(err, want, strlen(want)) || !strstr(err, frag)) {
-		print_error("%s: got rc %d, message\n  %s\nwanted rc %d, prefix\n  %s\nand \"%s\"; config:\n%s\n",
-			    where, r, r ? err : "(none)", rc, want, frag, text);
-		fail();
+	if (!r)
+		rf_config_free(&cfg);
+	n = b->line ? snprintf(want, sizeof(want), "%s:%d: ", path, b->line)
+		    : snprintf(want, sizeof(want), "%s: ", path);
+	if (b->key)
+		snprintf(want + n, sizeof(want) - n, "key '%s': ", b->key);
+	if (r != -EINVAL || strncmp(err, want, strlen(want)) || !strstr(err, b->frag)) {
+		snprintf(why, len, "got rc %d, message\n  %s\nwanted rc %d, prefix\n  %s\nand \"%s\"", r,
+			 r ? err : "(none)", -EINVAL, want, b->frag);
+		return -1;
 	}
 	/* a failed load leaves nothing to free */
-	assert_memory_equal(&cfg, &zero, sizeof(cfg));
+	if (memcmp(&cfg, &zero, sizeof(cfg))) {
+		snprintf(why, len, "refused as it should, but the config is not left zeroed");
+		return -1;
+	}
+	return 0;
+}
+
+static void check_err_at(const char *where, const char *text, int line, const char *key, const char *frag)
+{
+	const struct bad_conf b = { where, line, key, frag, text };
+	char why[PBUF + 2048];
+
+	if (refused_as(&b, why, sizeof(why))) {
+		print_error("%s: %s; config:\n%s\n", where, why, text);
+		fail();
+	}
 }
 
 #define check_err(...) check_err_at(__func__, __VA_ARGS__)
@@ -286,6 +314,223 @@ static void test_free_zeroed(void **state)
 
 /* ------------------------------------------------------------------ */
 
+/* Three lines every offsets row starts with. */
+#define OFFS_HEAD "array: {\n  name = \"a.img\"; level = 5;\n  members = ( \"a\", \"b\", \"c\" );\n"
+
+/* Configs refused at their line, each group a kind of mistake.  Groups
+ * that vary one value over a fixed config (chunk_size, tuning, faults, the
+ * name, too few members) have their own tables below, and configs that
+ * need files beside them (duplicates through symlinks) their own tests. */
+static const struct bad_conf bad_confs[] = {
+	/* libconfig's own messages, at their line */
+	{ "syntax", 3, NULL, "syntax error",
+	  "array: {\n  name = \"a.img\";\n  level = ;\n};\n" },
+	{ "syntax", 5, NULL, "syntax error",
+	  "array: {\n  name = \"a.img\";\n  level = 5;\n"
+	  "  members = ( \"a\", \"b\",\n    \"c\";\n};\n" },
+	{ "syntax", 4, NULL, "mismatched element type",
+	  "array: {\n  name = \"a.img\";\n  level = 5;\n"
+	  "  members = [ \"a\", \"b\", 3 ];\n};\n" },
+	{ "syntax", 2, NULL, "duplicate setting name",
+	  "array: { name = \"a.img\"; level = 5; };\n"
+	  "array: { };\n" },
+	/* misspelt keys are errors, not warnings */
+	{ "unknown key", 4, "array.chunk-size", "unknown key",
+	  "array: {\n"
+	  "  name = \"a.img\";\n"
+	  "  level = 5;\n"
+	  "  chunk-size = \"64K\";\n"
+	  "  members = ( \"a\", \"b\", \"c\" );\n"
+	  "};\n" },
+	{ "unknown key", 5, "tuning.stripe_cache", "unknown key",
+	  "array: { name = \"a.img\"; level = 5;\n"
+	  "  members = ( \"a\", \"b\", \"c\" ); };\n"
+	  "tuning: {\n"
+	  "  stripe_cache_size = 512;\n"
+	  "  stripe_cache = 512;\n"
+	  "};\n" },
+	{ "unknown key", 4, "arrays", "unknown key",
+	  "array: { name = \"a.img\"; level = 5;\n"
+	  "  members = ( \"a\", \"b\", \"c\" ); };\n"
+	  "\n"
+	  "arrays: { };\n" },
+	{ "unknown key", 1, "level", "known here: array, tuning",
+	  "level = 5;\n" },
+	/* a value of the wrong type */
+	{ "type", 3, "array.level", "must be an integer (got a string)",
+	  "array: {\n  name = \"a.img\";\n  level = \"5\";\n"
+	  "  members = ( \"a\", \"b\", \"c\" );\n};\n" },
+	{ "type", 2, "array.name", "must be a string (got an integer)",
+	  "array: {\n  name = 5;\n  level = 5;\n"
+	  "  members = ( \"a\", \"b\", \"c\" );\n};\n" },
+	{ "type", 4, "array.members", "must be a list",
+	  "array: {\n  name = \"a\";\n  level = 5;\n"
+	  "  members = \"a\";\n};\n" },
+	{ "type", 5, "array.members[1]", "must be a string",
+	  "array: {\n  name = \"a\";\n  level = 5;\n"
+	  "  members = ( \"a\",\n 7,\n \"c\" );\n};\n" },
+	{ "type", 4, "array.layout", "must be a string (got a float)",
+	  "array: {\n  name = \"a\";\n  level = 5;\n  layout = 2.0;\n"
+	  "  members = ( \"a\", \"b\", \"c\" );\n};\n" },
+	{ "type", 4, "array.chunk_size", "must be a size",
+	  "array: {\n  name = \"a\";\n  level = 5;\n  chunk_size = true;\n"
+	  "  members = ( \"a\", \"b\", \"c\" );\n};\n" },
+	{ "type", 4, "array.member_size", "(got a list)",
+	  "array: {\n  name = \"a\";\n  level = 5;\n  member_size = ( 1 );\n"
+	  "  members = ( \"a\", \"b\", \"c\" );\n};\n" },
+	{ "type", 7, "tuning.rmw_level", "must be an integer (got a string)",
+	  "array: {\n  name = \"a\";\n  level = 5;\n"
+	  "  members = ( \"a\", \"b\", \"c\" );\n};\n"
+	  "tuning: {\n  rmw_level = \"1\";\n};\n" },
+	{ "type", 2, "array", "must be a group",
+	  "\narray = 5;\n" },
+	{ "type", 3, "tuning", "must be a group",
+	  "array: { name = \"a\"; level = 5;\n"
+	  "  members = ( \"a\", \"b\", \"c\" ); };\n"
+	  "tuning = ( 1 );\n" },
+	/* a key that is missing: at its group's line (none for the root) */
+	{ "missing key", 1, "array.level", "missing",
+	  "array: {\n  name = \"a.img\";\n  members = ( \"a\", \"b\", \"c\" );\n};\n" },
+	{ "missing key", 3, "array.members", "missing",
+	  "\n\narray: {\n  name = \"a.img\";\n  level = 5;\n};\n" },
+	{ "missing key", 0, "array", "missing",
+	  "tuning: { };\n" },
+	{ "missing key", 0, "array", "missing",
+	  "" },
+	/* metadata: "1.2" or "none" */
+	{ "metadata", 3, "array.metadata", "\"none\"",
+	  "array: {\n  level = 5;\n  metadata = \"0.90\";\n"
+	  "  members = ( \"a\", \"b\", \"c\" );\n};\n" },
+	{ "metadata", 4, "array.metadata", "an integer",
+	  "array: {\n  level = 5;\n\n  metadata = 1;\n"
+	  "  members = ( \"a\", \"b\", \"c\" );\n};\n" },
+	/* bitmap and bitmap_chunk */
+	{ "bitmap", 3, "array.bitmap", "\"internal\" or \"none\"",
+	  "array: {\n  level = 5;\n  bitmap = \"external\";\n"
+	  "  members = ( \"a\", \"b\", \"c\" );\n};\n" },
+	{ "bitmap", 3, "array.bitmap", "raid0",
+	  "array: {\n  level = 0;\n  bitmap = \"internal\";\n"
+	  "  members = ( \"a\", \"b\" );\n};\n" },
+	{ "bitmap", 4, "array.bitmap", "metadata",
+	  "array: {\n  level = 5;\n  metadata = \"none\";\n  bitmap = \"internal\";\n"
+	  "  members = ( \"a\", \"b\", \"c\" );\n};\n" },
+	{ "bitmap", 3, "array.bitmap_chunk", "power of two",
+	  "array: {\n  level = 5;\n  bitmap_chunk = \"3M\";\n"
+	  "  members = ( \"a\", \"b\", \"c\" );\n};\n" },
+	{ "bitmap", 3, "array.bitmap_chunk", "from 4K",
+	  "array: {\n  level = 5;\n  bitmap_chunk = 2;\n"
+	  "  members = ( \"a\", \"b\", \"c\" );\n};\n" },
+	/* level: 0, 1, 4, 5, 6 or 10 */
+	{ "level", 3, "array.level", "must be one of 0, 1, 4, 5, 6, 10 (got 3)",
+	  "array: {\n  name = \"a.img\";\n  level = 3;\n"
+	  "  members = ( \"a\", \"b\", \"c\" );\n};\n" },
+	{ "level", 3, "array.level", "(got -1)",
+	  "array: {\n  name = \"a.img\";\n  level = -1;\n"
+	  "  members = ( \"a\", \"b\", \"c\" );\n};\n" },
+	{ "level", 3, "array.level", "(got 4294967301)",
+	  "array: {\n  name = \"a.img\";\n  level = 4294967301L;\n"
+	  "  members = ( \"a\", \"b\", \"c\" );\n};\n" },
+	/* layout: a name of the level */
+	{ "layout", 4, "array.layout", "\"n2\" is not a raid5 layout",
+	  "array: {\n  name = \"a.img\";\n  level = 5;\n  layout = \"n2\";\n"
+	  "  members = ( \"a\", \"b\", \"c\" );\n};\n" },
+	{ "layout", 4, "array.layout", "is not a raid10 layout",
+	  "array: {\n  name = \"a.img\";\n  level = 10;\n"
+	  "  layout = \"left-symmetric\";\n  members = ( \"a\", \"b\" );\n};\n" },
+	/* a member path */
+	{ "member path", 4, "array.members[1]", "empty path",
+	  "array: {\n  name = \"a.img\"; level = 0;\n"
+	  "  members = ( \"a\",\n    \"\" );\n};\n" },
+	/* spares: paths, none a member or another spare */
+	{ "spares", 3, "array.spares[1]", "is already member 1",
+	  "array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" );\n"
+	  "  spares = ( \"s0\",\n \"b\" ); };\n" },
+	{ "spares", 2, "array.spares[1]", "is already spare 0",
+	  "array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" );\n"
+	  "  spares = ( \"s0\", \"s0\" ); };\n" },
+	{ "spares", 2, "array.spares[0]", "must be a path",
+	  "array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" );\n"
+	  "  spares = ( 5 ); };\n" },
+	{ "spares", 2, "array.spares", "must be a list of paths",
+	  "array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" );\n"
+	  "  spares = \"s0\"; };\n" },
+	/* NBD members and member_timeout */
+	{ "nbd", 4, "array.members[1]", "is already member 0",
+	  "array: {\n  name = \"a.img\"; level = 1;\n"
+	  "  members = ( \"nbd://h/e\",\n    \"nbd://h/e\" );\n};\n" },
+	{ "nbd", 3, "array.member_timeout", "must be 10ms..3600s",
+	  "array: {\n  name = \"a.img\"; level = 1;\n  member_timeout = 0;\n"
+	  "  members = ( \"a.img\", \"b.img\" );\n};\n" },
+	{ "nbd", 3, "array.member_timeout", "\"5m\"",
+	  "array: {\n  name = \"a.img\"; level = 1;\n  member_timeout = \"5m\";\n"
+	  "  members = ( \"a.img\", \"b.img\" );\n};\n" },
+	/* failfast and write_mostly: member indexes */
+	{ "failfast", 4, "array.failfast", "from 0 to 1",
+	  "array: {\n  name = \"a.img\"; level = 1;\n  members = ( \"a.img\", \"b.img\" );\n"
+	  "  failfast = ( 0, 2 );\n};\n" },
+	{ "failfast", 4, "array.failfast", "must be a list",
+	  "array: {\n  name = \"a.img\"; level = 1;\n  members = ( \"a.img\", \"b.img\" );\n"
+	  "  failfast = 1;\n};\n" },
+	{ "failfast", 4, "array.write_mostly", "from 0 to 1",
+	  "array: {\n  name = \"a.img\"; level = 1;\n  members = ( \"a.img\", \"b.img\" );\n"
+	  "  write_mostly = ( \"b\" );\n};\n" },
+	/* data_offset, size, member_size */
+	{ "sizes", 4, "array.data_offset", "must be a multiple of 4096 bytes (got \"1001s\" = 512512 bytes)",
+	  OFFS_HEAD "  data_offset = \"1001s\";\n};\n" },
+	{ "sizes", 4, "array.data_offset", "multiple of 4096",
+	  OFFS_HEAD "  data_offset = 7;\n};\n" },
+	{ "sizes", 4, "array.data_offset", "not a size",
+	  OFFS_HEAD "  data_offset = \"1x\";\n};\n" },
+	{ "sizes", 4, "array.size", "less than one chunk",
+	  OFFS_HEAD "  size = \"64K\";\n};\n" },
+	{ "sizes", 5, "array.member_size", "no room for data_offset",
+	  OFFS_HEAD "  data_offset = \"1M\";\n  member_size = \"1M\";\n};\n" },
+	{ "sizes", 6, "array.member_size", "and size",
+	  OFFS_HEAD "  data_offset = \"1M\";\n  size = \"4M\";\n  member_size = \"4M\";\n};\n" },
+	{ "sizes", 4, "array.member_size", "no room",
+	  OFFS_HEAD "  member_size = 0;\n};\n" },
+	{ "sizes", 4, "array.member_size", "not a size",
+	  OFFS_HEAD "  member_size = \"99999999999T\";\n};\n" },
+	{ "sizes", 4, "array.member_size", "too large",
+	  OFFS_HEAD "  member_size = 9223372036854775807L;\n};\n" },
+};
+
+static void test_bad_configs(void **state)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(bad_confs) / sizeof(bad_confs[0]); i++)
+		check_err_at(bad_confs[i].what, bad_confs[i].text, bad_confs[i].line, bad_confs[i].key,
+			     bad_confs[i].frag);
+}
+
+/* The check the tables go through fails a row that is wrong: another
+ * line, no line, another key, a fragment the message lacks, a config that
+ * loads; the right row passes. */
+static void test_bad_conf_check(void **state)
+{
+	static const char text[] = "array: {\n  level = 3;\n  members = ( \"a\", \"b\" );\n};\n";
+	static const struct bad_conf right = { "right", 2, "array.level", "must be one of", text };
+	static const struct bad_conf wrong[] = {
+		{ "line", 3, "array.level", "must be one of", text },
+		{ "missing line", 0, "array.level", "must be one of", text },
+		{ "key", 2, "array.members", "must be one of", text },
+		{ "fragment", 2, "array.level", "must be 4", text },
+		{ "config that loads", 1, "array.level", "must be one of",
+		  "array: { level = 1; members = ( \"a\", \"b\" ); };\n" },
+	};
+	char why[PBUF + 2048];
+	size_t i;
+
+	assert_int_equal(refused_as(&right, why, sizeof(why)), 0);
+	for (i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++) {
+		if (!refused_as(&wrong[i], why, sizeof(why))) {
+			print_error("a row with a wrong %s passed\n", wrong[i].what);
+			fail();
+		}
+	}
+}
+
 static void test_err_file(void **state)
 {
 	struct rf_config cfg;
@@ -313,86 +558,8 @@ static void test_err_file(void **state)
 	assert_non_null(strstr(err, "Permission denied"));
 }
 
-static void test_err_syntax(void **state)
-{
-	check_err("array: {\n  name = \"a.img\";\n  level = ;\n};\n",
-		  -EINVAL, 3, NULL, "syntax error");
-	check_err("array: {\n  name = \"a.img\";\n  level = 5;\n"
-		  "  members = ( \"a\", \"b\",\n    \"c\";\n};\n",
-		  -EINVAL, 5, NULL, "syntax error");
-	check_err("array: {\n  name = \"a.img\";\n  level = 5;\n"
-		  "  members = [ \"a\", \"b\", 3 ];\n};\n",
-		  -EINVAL, 4, NULL, "mismatched element type");
-	check_err("array: { name = \"a.img\"; level = 5; };\n"
-		  "array: { };\n", -EINVAL, 2, NULL, "duplicate setting name");
-}
-
-static void test_err_unknown_key(void **state)
-{
-	check_err("array: {\n"
-		  "  name = \"a.img\";\n"
-		  "  level = 5;\n"
-		  "  chunk-size = \"64K\";\n"
-		  "  members = ( \"a\", \"b\", \"c\" );\n"
-		  "};\n", -EINVAL, 4, "array.chunk-size", "unknown key");
-	check_err("array: { name = \"a.img\"; level = 5;\n"
-		  "  members = ( \"a\", \"b\", \"c\" ); };\n"
-		  "tuning: {\n"
-		  "  stripe_cache_size = 512;\n"
-		  "  stripe_cache = 512;\n"
-		  "};\n", -EINVAL, 5, "tuning.stripe_cache", "unknown key");
-	check_err("array: { name = \"a.img\"; level = 5;\n"
-		  "  members = ( \"a\", \"b\", \"c\" ); };\n"
-		  "\n"
-		  "arrays: { };\n", -EINVAL, 4, "arrays", "unknown key");
-	check_err("level = 5;\n", -EINVAL, 1, "level", "known here: array, tuning");
-}
-
-static void test_err_type(void **state)
-{
-	check_err("array: {\n  name = \"a.img\";\n  level = \"5\";\n"
-		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
-		  -EINVAL, 3, "array.level", "must be an integer (got a string)");
-	check_err("array: {\n  name = 5;\n  level = 5;\n"
-		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
-		  -EINVAL, 2, "array.name", "must be a string (got an integer)");
-	check_err("array: {\n  name = \"a\";\n  level = 5;\n"
-		  "  members = \"a\";\n};\n",
-		  -EINVAL, 4, "array.members", "must be a list");
-	check_err("array: {\n  name = \"a\";\n  level = 5;\n"
-		  "  members = ( \"a\",\n 7,\n \"c\" );\n};\n",
-		  -EINVAL, 5, "array.members[1]", "must be a string");
-	check_err("array: {\n  name = \"a\";\n  level = 5;\n  layout = 2.0;\n"
-		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
-		  -EINVAL, 4, "array.layout", "must be a string (got a float)");
-	check_err("array: {\n  name = \"a\";\n  level = 5;\n  chunk_size = true;\n"
-		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
-		  -EINVAL, 4, "array.chunk_size", "must be a size");
-	check_err("array: {\n  name = \"a\";\n  level = 5;\n  member_size = ( 1 );\n"
-		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
-		  -EINVAL, 4, "array.member_size", "(got a list)");
-	check_err("array: {\n  name = \"a\";\n  level = 5;\n"
-		  "  members = ( \"a\", \"b\", \"c\" );\n};\n"
-		  "tuning: {\n  rmw_level = \"1\";\n};\n",
-		  -EINVAL, 7, "tuning.rmw_level", "must be an integer (got a string)");
-	check_err("\narray = 5;\n", -EINVAL, 2, "array", "must be a group");
-	check_err("array: { name = \"a\"; level = 5;\n"
-		  "  members = ( \"a\", \"b\", \"c\" ); };\n"
-		  "tuning = ( 1 );\n", -EINVAL, 3, "tuning", "must be a group");
-}
-
-static void test_err_missing_key(void **state)
-{
-	check_err("array: {\n  name = \"a.img\";\n  members = ( \"a\", \"b\", \"c\" );\n};\n",
-		  -EINVAL, 1, "array.level", "missing");
-	check_err("\n\narray: {\n  name = \"a.img\";\n  level = 5;\n};\n",
-		  -EINVAL, 3, "array.members", "missing");
-	check_err("tuning: { };\n", -EINVAL, 0, "array", "missing");
-	check_err("", -EINVAL, 0, "array", "missing");
-}
-
 /* name defaults to array.img; metadata to md 1.2 superblocks, "none" keeps
- * superblock-less arrays, anything else is refused at its line. */
+ * superblock-less arrays, anything else is refused at its line (bad_confs). */
 static void test_name_and_metadata(void **state)
 {
 	struct rf_config cfg;
@@ -412,16 +579,11 @@ static void test_name_and_metadata(void **state)
 		"  members = ( \"a\", \"b\", \"c\" );\n};\n", &cfg);
 	assert_int_equal(cfg.metadata, RF_SB_12);
 	rf_config_free(&cfg);
-	check_err("array: {\n  level = 5;\n  metadata = \"0.90\";\n"
-		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
-		  -EINVAL, 3, "array.metadata", "\"none\"");
-	check_err("array: {\n  level = 5;\n\n  metadata = 1;\n"
-		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
-		  -EINVAL, 4, "array.metadata", "an integer");
 }
 
 /* bitmap = "internal" and bitmap_chunk (KiB when plain) for `create`;
- * raid0, metadata "none" and bad chunks are refused at their line. */
+ * raid0, metadata "none" and bad chunks are refused at their line
+ * (bad_confs). */
 static void test_bitmap_keys(void **state)
 {
 	struct rf_config cfg;
@@ -440,21 +602,6 @@ static void test_bitmap_keys(void **state)
 	assert_false(cfg.bitmap);
 	assert_int_equal(cfg.bitmap_chunk, 64u << 20);
 	rf_config_free(&cfg);
-	check_err("array: {\n  level = 5;\n  bitmap = \"external\";\n"
-		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
-		  -EINVAL, 3, "array.bitmap", "\"internal\" or \"none\"");
-	check_err("array: {\n  level = 0;\n  bitmap = \"internal\";\n"
-		  "  members = ( \"a\", \"b\" );\n};\n",
-		  -EINVAL, 3, "array.bitmap", "raid0");
-	check_err("array: {\n  level = 5;\n  metadata = \"none\";\n  bitmap = \"internal\";\n"
-		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
-		  -EINVAL, 4, "array.bitmap", "metadata");
-	check_err("array: {\n  level = 5;\n  bitmap_chunk = \"3M\";\n"
-		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
-		  -EINVAL, 3, "array.bitmap_chunk", "power of two");
-	check_err("array: {\n  level = 5;\n  bitmap_chunk = 2;\n"
-		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
-		  -EINVAL, 3, "array.bitmap_chunk", "from 4K");
 }
 
 /* A raid0 config whose name (line 3) is name, in a static buffer. */
@@ -474,7 +621,7 @@ static void test_err_name(void **state)
 	size_t i;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		check_err(named_conf(bad[i]), -EINVAL, 3, "array.name", "must be a plain file name");
+		check_err(named_conf(bad[i]), 3, "array.name", "must be a plain file name");
 }
 
 /* The image sits at the mount's root beside mdstat and md/: a config
@@ -488,35 +635,12 @@ static void test_err_name_reserved(void **state)
 	size_t i;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		check_err(named_conf(bad[i]), -EINVAL, 3, "array.name", "a name the control files take");
+		check_err(named_conf(bad[i]), 3, "array.name", "a name the control files take");
 	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
 		load_ok(named_conf(good[i]), &cfg);
 		assert_string_equal(cfg.name, good[i]);
 		rf_config_free(&cfg);
 	}
-}
-
-static void test_err_level(void **state)
-{
-	check_err("array: {\n  name = \"a.img\";\n  level = 3;\n"
-		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
-		  -EINVAL, 3, "array.level", "must be one of 0, 1, 4, 5, 6, 10 (got 3)");
-	check_err("array: {\n  name = \"a.img\";\n  level = -1;\n"
-		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
-		  -EINVAL, 3, "array.level", "(got -1)");
-	check_err("array: {\n  name = \"a.img\";\n  level = 4294967301L;\n"
-		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
-		  -EINVAL, 3, "array.level", "(got 4294967301)");
-}
-
-static void test_err_layout(void **state)
-{
-	check_err("array: {\n  name = \"a.img\";\n  level = 5;\n  layout = \"n2\";\n"
-		  "  members = ( \"a\", \"b\", \"c\" );\n};\n",
-		  -EINVAL, 4, "array.layout", "\"n2\" is not a raid5 layout");
-	check_err("array: {\n  name = \"a.img\";\n  level = 10;\n"
-		  "  layout = \"left-symmetric\";\n  members = ( \"a\", \"b\" );\n};\n",
-		  -EINVAL, 4, "array.layout", "is not a raid10 layout");
 }
 
 static void test_err_chunk(void **state)
@@ -541,7 +665,7 @@ static void test_err_chunk(void **state)
 			 "array: {\n  name = \"a.img\";\n  level = 5;\n"
 			 "  members = ( \"a\", \"b\", \"c\" );\n"
 			 "  chunk_size = %s;\n};\n", bad[i].val);
-		check_err(text, -EINVAL, 5, "array.chunk_size", bad[i].frag);
+		check_err(text, 5, "array.chunk_size", bad[i].frag);
 	}
 }
 
@@ -556,7 +680,7 @@ static void member_err_meta(int level, const char *layout, const char *members, 
 	snprintf(text, sizeof(text),
 		 "array: {\n  name = \"a.img\"; level = %d;%s%s\n  members = ( %s );\n};\n",
 		 level, lay, meta, members);
-	check_err(text, -EINVAL, 3, "array.members", frag);
+	check_err(text, 3, "array.members", frag);
 }
 
 static void member_err(int level, const char *layout, const char *members, const char *frag)
@@ -642,13 +766,6 @@ static void test_err_too_many_missing(void **state)
 	rf_config_free(&cfg);
 }
 
-static void test_err_member_path(void **state)
-{
-	check_err("array: {\n  name = \"a.img\"; level = 0;\n"
-		  "  members = ( \"a\",\n    \"\" );\n};\n",
-		  -EINVAL, 4, "array.members[1]", "empty path");
-}
-
 static void test_err_duplicate(void **state)
 {
 	char text[PBUF + 256], p[PBUF], l[PBUF];
@@ -657,13 +774,13 @@ static void test_err_duplicate(void **state)
 	check_err("array: {\n  name = \"a.img\"; level = 5;\n"
 		  "  members = ( \"d0.img\", \"d1.img\",\n"
 		  "    \"./x/../d0.img\" );\n};\n",
-		  -EINVAL, 4, "array.members[2]", "is already member 0 (line 3)");
+		  4, "array.members[2]", "is already member 0 (line 3)");
 
 	/* absolute and relative names of one file */
 	snprintf(text, sizeof(text),
 		 "array: {\n  name = \"a.img\"; level = 1;\n"
 		 "  members = ( \"d0.img\",\n    \"%s/d0.img\" );\n};\n", tmpdir);
-	check_err(text, -EINVAL, 4, "array.members[1]", "is already member 0");
+	check_err(text, 4, "array.members[1]", "is already member 0");
 
 	/* an existing file and a symlink to it */
 	conf("real.img", "");
@@ -673,7 +790,7 @@ static void test_err_duplicate(void **state)
 	assert_int_equal(symlink(p, l), 0);
 	check_err("array: {\n  name = \"a.img\"; level = 1;\n"
 		  "  members = ( \"real.img\",\n    \"link.img\" );\n};\n",
-		  -EINVAL, 4, "array.members[1]", "is already member 0");
+		  4, "array.members[1]", "is already member 0");
 
 	/* a symlinked directory, file not created yet */
 	in_tmp(p, "realdir");
@@ -683,38 +800,7 @@ static void test_err_duplicate(void **state)
 	assert_int_equal(symlink(p, l), 0);
 	check_err("array: {\n  name = \"a.img\"; level = 1;\n"
 		  "  members = ( \"realdir/m.img\",\n    \"linkdir/m.img\" );\n};\n",
-		  -EINVAL, 4, "array.members[1]", "is already member 0");
-}
-
-static void test_err_offsets(void **state)
-{
-	static const char head[] =
-		"array: {\n  name = \"a.img\"; level = 5;\n"
-		"  members = ( \"a\", \"b\", \"c\" );\n";
-	char text[512];
-
-	snprintf(text, sizeof(text), "%s  data_offset = \"1001s\";\n};\n", head);
-	check_err(text, -EINVAL, 4, "array.data_offset",
-		  "must be a multiple of 4096 bytes (got \"1001s\" = 512512 bytes)");
-	snprintf(text, sizeof(text), "%s  data_offset = 7;\n};\n", head);
-	check_err(text, -EINVAL, 4, "array.data_offset", "multiple of 4096");
-	snprintf(text, sizeof(text), "%s  data_offset = \"1x\";\n};\n", head);
-	check_err(text, -EINVAL, 4, "array.data_offset", "not a size");
-	snprintf(text, sizeof(text), "%s  size = \"64K\";\n};\n", head);
-	check_err(text, -EINVAL, 4, "array.size", "less than one chunk");
-	snprintf(text, sizeof(text),
-		 "%s  data_offset = \"1M\";\n  member_size = \"1M\";\n};\n", head);
-	check_err(text, -EINVAL, 5, "array.member_size", "no room for data_offset");
-	snprintf(text, sizeof(text),
-		 "%s  data_offset = \"1M\";\n  size = \"4M\";\n  member_size = \"4M\";\n};\n",
-		 head);
-	check_err(text, -EINVAL, 6, "array.member_size", "and size");
-	snprintf(text, sizeof(text), "%s  member_size = 0;\n};\n", head);
-	check_err(text, -EINVAL, 4, "array.member_size", "no room");
-	snprintf(text, sizeof(text), "%s  member_size = \"99999999999T\";\n};\n", head);
-	check_err(text, -EINVAL, 4, "array.member_size", "not a size");
-	snprintf(text, sizeof(text), "%s  member_size = 9223372036854775807L;\n};\n", head);
-	check_err(text, -EINVAL, 4, "array.member_size", "too large");
+		  4, "array.members[1]", "is already member 0");
 }
 
 static void test_err_tuning(void **state)
@@ -740,13 +826,13 @@ static void test_err_tuning(void **state)
 		snprintf(text, sizeof(text),
 			 "array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" ); };\n"
 			 "tuning: {\n  %s;\n};\n", bad[i].kv);
-		check_err(text, -EINVAL, 3, bad[i].key, bad[i].frag);
+		check_err(text, 3, bad[i].key, bad[i].frag);
 	}
 }
 
 /* faults: one group per member, each key as md/dev-NAME/fault takes it. */
 /* spares: paths resolved as members are; none may be a member or
- * another spare; the errors name the key and line. */
+ * another spare (bad_confs: the errors name the key and line). */
 static void test_spares(void **state)
 {
 	struct rf_config cfg;
@@ -757,14 +843,6 @@ static void test_spares(void **state)
 	assert_non_null(strstr(cfg.spares[0], "/s0"));
 	assert_string_equal(cfg.spares[1], "/abs/s1");
 	rf_config_free(&cfg);
-	check_err("array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" );\n"
-		  "  spares = ( \"s0\",\n \"b\" ); };\n", -EINVAL, 3, "array.spares[1]", "is already member 1");
-	check_err("array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" );\n"
-		  "  spares = ( \"s0\", \"s0\" ); };\n", -EINVAL, 2, "array.spares[1]", "is already spare 0");
-	check_err("array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" );\n"
-		  "  spares = ( 5 ); };\n", -EINVAL, 2, "array.spares[0]", "must be a path");
-	check_err("array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" );\n"
-		  "  spares = \"s0\"; };\n", -EINVAL, 2, "array.spares", "must be a list of paths");
 }
 
 static void test_faults(void **state)
@@ -791,10 +869,10 @@ static void test_faults(void **state)
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(text, sizeof(text), "%sfaults = (\n%s );\n", arr, bad[i].entry);
-		check_err(text, -EINVAL, bad[i].line, bad[i].key, bad[i].frag);
+		check_err(text, bad[i].line, bad[i].key, bad[i].frag);
 	}
 	snprintf(text, sizeof(text), "%sfaults = { member = 1; };\n", arr);
-	check_err(text, -EINVAL, 2, "faults", "must be a list");
+	check_err(text, 2, "faults", "must be a list");
 
 	snprintf(text, sizeof(text),
 		 "%sfaults = (\n  { member = 2; error = \"EIO\"; rate = 0.5; ops = \"write\"; after = 100; },\n"
@@ -855,7 +933,7 @@ static void test_err_worker_threads(void **state)
 	assert_true(max >= 8 && max <= 256);
 	check_err("array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" ); };\n"
 		  "tuning: {\n  worker_groups = 64;\n  group_thread_cnt = 64;\n};\n",
-		  -EINVAL, 4, "tuning.group_thread_cnt", "make 4096 worker threads: more than the");
+		  4, "tuning.group_thread_cnt", "make 4096 worker threads: more than the");
 	snprintf(text, sizeof(text),
 		 "array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" ); };\n"
 		 "tuning: {\n  worker_groups = 8;\n  group_thread_cnt = %d;\n};\n", per);
@@ -865,12 +943,12 @@ static void test_err_worker_threads(void **state)
 	snprintf(text, sizeof(text),
 		 "array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" ); };\n"
 		 "tuning: {\n  worker_groups = 8;\n  group_thread_cnt = %d;\n};\n", per + 1);
-	check_err(text, -EINVAL, 4, "tuning.group_thread_cnt", "at least 8, at most 256");
+	check_err(text, 4, "tuning.group_thread_cnt", "at least 8, at most 256");
 	/* worker_groups 0 is one group per CPU: the same bound counts them */
 	snprintf(text, sizeof(text),
 		 "array: { name = \"a\"; level = 5; members = ( \"a\", \"b\", \"c\" ); };\n"
 		 "tuning: {\n  worker_groups = 0;\n  group_thread_cnt = %d;\n};\n", max / (int)sysconf(_SC_NPROCESSORS_ONLN) + 1);
-	check_err(text, -EINVAL, 4, "tuning.group_thread_cnt", "worker threads: more than the");
+	check_err(text, 4, "tuning.group_thread_cnt", "worker threads: more than the");
 }
 
 /* A message longer than the buffer is cut, still terminated. */
@@ -948,8 +1026,8 @@ static void test_parse_size(void **state)
 
 /* NBD members: a URI is kept as written (not made relative to the config's
  * directory), one URI twice is a duplicate, spares may be URIs too;
- * member_timeout in seconds or with a unit, 30 s by default, bad values
- * named with their line. */
+ * member_timeout in seconds or with a unit, 30 s by default (bad values:
+ * bad_confs). */
 static void test_nbd_members(void **state)
 {
 	struct rf_config cfg;
@@ -973,19 +1051,10 @@ static void test_nbd_members(void **state)
 		"  members = ( \"a.img\", \"b.img\" ); };\n", &cfg);
 	assert_int_equal(cfg.member_timeout_ms, 250);
 	rf_config_free(&cfg);
-	check_err("array: {\n  name = \"a.img\"; level = 1;\n"
-		  "  members = ( \"nbd://h/e\",\n    \"nbd://h/e\" );\n};\n",
-		  -EINVAL, 4, "array.members[1]", "is already member 0");
-	check_err("array: {\n  name = \"a.img\"; level = 1;\n  member_timeout = 0;\n"
-		  "  members = ( \"a.img\", \"b.img\" );\n};\n",
-		  -EINVAL, 3, "array.member_timeout", "must be 10ms..3600s");
-	check_err("array: {\n  name = \"a.img\"; level = 1;\n  member_timeout = \"5m\";\n"
-		  "  members = ( \"a.img\", \"b.img\" );\n};\n",
-		  -EINVAL, 3, "array.member_timeout", "\"5m\"");
 }
 
-/* failfast and write_mostly: member indexes, a mask; out of range or not a list is an
- * error naming line and key. */
+/* failfast and write_mostly: member indexes, a mask (out of range or not a
+ * list: bad_confs). */
 static void test_failfast(void **state)
 {
 	struct rf_config cfg;
@@ -997,21 +1066,12 @@ static void test_failfast(void **state)
 		"  members = ( \"a.img\", \"nbd://h/e\" ); };\n", &cfg);
 	assert_int_equal(cfg.failfast, 2);
 	rf_config_free(&cfg);
-	check_err("array: {\n  name = \"a.img\"; level = 1;\n  members = ( \"a.img\", \"b.img\" );\n"
-		  "  failfast = ( 0, 2 );\n};\n",
-		  -EINVAL, 4, "array.failfast", "from 0 to 1");
-	check_err("array: {\n  name = \"a.img\"; level = 1;\n  members = ( \"a.img\", \"b.img\" );\n"
-		  "  failfast = 1;\n};\n",
-		  -EINVAL, 4, "array.failfast", "must be a list");
 	/* write_mostly: the same kind of set. */
 	load_ok("array: { name = \"a.img\"; level = 1; write_mostly = ( 0 ); failfast = ( 1 );\n"
 		"  members = ( \"a.img\", \"b.img\" ); };\n", &cfg);
 	assert_int_equal(cfg.write_mostly, 1);
 	assert_int_equal(cfg.failfast, 2);
 	rf_config_free(&cfg);
-	check_err("array: {\n  name = \"a.img\"; level = 1;\n  members = ( \"a.img\", \"b.img\" );\n"
-		  "  write_mostly = ( \"b\" );\n};\n",
-		  -EINVAL, 4, "array.write_mostly", "from 0 to 1");
 }
 
 int main(void)
@@ -1026,23 +1086,17 @@ int main(void)
 		cmocka_unit_test(test_include),
 		cmocka_unit_test(test_free_zeroed),
 		cmocka_unit_test(test_err_file),
-		cmocka_unit_test(test_err_syntax),
-		cmocka_unit_test(test_err_unknown_key),
-		cmocka_unit_test(test_err_type),
-		cmocka_unit_test(test_err_missing_key),
+		cmocka_unit_test(test_bad_conf_check),
+		cmocka_unit_test(test_bad_configs),
 		cmocka_unit_test(test_name_and_metadata),
 		cmocka_unit_test(test_bitmap_keys),
 		cmocka_unit_test(test_err_name),
 		cmocka_unit_test(test_err_name_reserved),
-		cmocka_unit_test(test_err_level),
-		cmocka_unit_test(test_err_layout),
 		cmocka_unit_test(test_err_chunk),
 		cmocka_unit_test(test_err_too_few),
 		cmocka_unit_test(test_err_too_many),
 		cmocka_unit_test(test_err_too_many_missing),
-		cmocka_unit_test(test_err_member_path),
 		cmocka_unit_test(test_err_duplicate),
-		cmocka_unit_test(test_err_offsets),
 		cmocka_unit_test(test_err_tuning),
 		cmocka_unit_test(test_tuning_limits),
 		cmocka_unit_test(test_err_worker_threads),
