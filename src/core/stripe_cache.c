@@ -383,9 +383,13 @@ void rf_stripe_cache_forget(struct rf_array *a, uint64_t lo, uint64_t hi)
 				pthread_mutex_lock(&g->lock);
 			}
 			/* An idle head on the LRU may go: a lookup recycles
-			 * another one and reads from the members again. */
+			 * another one and reads from the members again.  One
+			 * with pieces queued (handle or delayed list) stays,
+			 * but forgets its blocks: its next round reads them. */
 			if (sh->on_lru && sh->hashed && sh->sector >= lo && sh->sector < hi)
 				unhash(g, sh);
+			else if (sh->hashed && sh->sector >= lo && sh->sector < hi)
+				sh->uptodate = 0;
 		}
 		pthread_mutex_unlock(&g->lock);
 	}

@@ -431,8 +431,9 @@ static void sync_released(void)
 		}
 }
 
-/* Forget the idle heads of sectors [lo, hi) (none of them busy: the
- * call waits for busy ones, which nobody here would end). */
+/* Forget the heads of sectors [lo, hi): idle ones go, queued or held
+ * ones lose their blocks (none of them busy: the call waits for busy
+ * ones, which nobody here would end). */
 static void m_forget(uint64_t lo, uint64_t hi)
 {
 	int i;
@@ -441,11 +442,17 @@ static void m_forget(uint64_t lo, uint64_t hi)
 		if (M.h[i].hashed && M.h[i].sector >= lo && M.h[i].sector < hi && M.h[i].state == S_BUSY)
 			return;
 	rf_stripe_cache_forget(M.a, lo, hi);
-	for (i = 0; i < NS; i++)
-		if (M.h[i].hashed && M.h[i].sector >= lo && M.h[i].sector < hi && M.h[i].state == S_LRU) {
+	for (i = 0; i < NS; i++) {
+		if (!M.h[i].hashed || M.h[i].sector < lo || M.h[i].sector >= hi)
+			continue;
+		if (M.h[i].state == S_LRU) {
 			M.h[i].hashed = false;
 			M.forgotten++;
+		} else {
+			/* queued or held: kept, its blocks forgotten */
+			M.h[i].uptodate = 0;
 		}
+	}
 }
 
 /* A raid5 of 4 not started, its groups replaced by one group of NS heads
@@ -560,6 +567,29 @@ static void test_check_fails(void **state)
 
 /* Every head in use: the next sector is refused; a head going idle sends
  * the waiting piece back to g->incoming, and it then gets that head. */
+/* A head with a piece queued (on the handle list) in a range forgotten
+ * keeps its place but none of its blocks: its round reads them again
+ * (before, it kept serving what the members held before the rewrite). */
+static void test_forget_queued_head(void **state)
+{
+	struct rf_stripe *sh;
+	int i;
+
+	(void)state;
+	model_open();
+	m_attach(piece(8, false));
+	m_take();
+	i = random_busy();
+	m_finish(i);                    /* cached, idle on the LRU */
+	m_attach(piece(8, false));      /* a read queued: on the handle list */
+	sh = &M.g->stripes[i];
+	assert_true(sh->on_handle && sh->uptodate);
+	rf_stripe_cache_forget(M.a, 0, 16);
+	assert_true(sh->hashed);
+	assert_int_equal(sh->uptodate, 0);
+	model_close();
+}
+
 static void test_pressure(void **state)
 {
 	struct rf_stripe *first;
@@ -937,6 +967,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_model),
 		cmocka_unit_test(test_check_fails),
+		cmocka_unit_test(test_forget_queued_head),
 		cmocka_unit_test(test_pressure),
 		cmocka_unit_test(test_delayed),
 		cmocka_unit_test_setup(test_cached_blocks, fx_threads2),
