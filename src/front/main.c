@@ -1996,6 +1996,102 @@ static int cmd_ctl(int argc, char **argv)
 	return wait_for ? sync_wait(mnt, wait_for, json) : 0;
 }
 
+/* ---------------------------------------------------------------- grow */
+
+/* `raidfuse grow MNT --raid-devices N [--add FILE]...`: mdadm --grow's
+ * words over md's files: each FILE to md/new_dev (a spare), then N to
+ * md/raid_disks; --wait: until md/reshape_position says none. */
+static int cmd_grow(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "raid-devices", required_argument, NULL, 'n' },
+		{ "add", required_argument, NULL, 'a' },
+		{ "wait", no_argument, NULL, 'W' },
+		OPT_HELP,
+		OPT_END
+	};
+	const char *mnt = NULL, *adds[RF_MAX_MEMBERS];
+	char nbuf[16], pos[64], size[64];
+	int ch, rc = -1, nadd = 0, n = 0, i;
+	unsigned long long comp;
+	bool wait = false;
+	struct rf_progress p;
+
+	while ((ch = opt_next(argc, argv, "-:n:a:Wh", lo, &rc)) != -1) {
+		if (ch == 'n') {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || v < 1 || v > RF_MAX_MEMBERS)
+				return usage_error("grow: --raid-devices wants 1..%d, got '%s'", RF_MAX_MEMBERS,
+						   optarg);
+			n = (int)v;
+		} else if (ch == 'a') {
+			if (nadd >= RF_MAX_MEMBERS)
+				return usage_error("grow: more than %d --add", RF_MAX_MEMBERS);
+			adds[nadd++] = optarg;
+		} else if (ch == 'W') {
+			wait = true;
+		} else if (ch == 1) {
+			if (mnt)
+				return usage_error("grow: expected one MOUNTPOINT, got also '%s'", optarg);
+			mnt = optarg;
+		}
+	}
+	if (rc >= 0)
+		return rc;
+	if (!mnt)
+		return usage_error("grow: expected MOUNTPOINT");
+	if (!n)
+		return usage_error("grow: --raid-devices N is needed (the count to grow to)");
+	for (i = 0; i < nadd; i++) {
+		char *av[] = { "ctl", (char *)mnt, "add", (char *)adds[i], NULL };
+
+		optind = 0;
+		rc = cmd_ctl(4, av);
+		if (rc)
+			return rc;
+	}
+	snprintf(nbuf, sizeof(nbuf), "%d", n);
+	{
+		char *av[] = { "ctl", (char *)mnt, "raid_disks", nbuf, NULL };
+
+		optind = 0;
+		rc = cmd_ctl(4, av);
+		if (rc) {
+			fprintf(stderr, "raidfuse: grow: the daemon's log says why\n");
+			return rc;
+		}
+	}
+	if (!wait)
+		return 0;
+	/* The walk ends at the new geometry's size: component_size KiB on
+	 * each of N members, less the parity ones. */
+	if (read_attr(mnt, "component_size", size, sizeof(size), true) < 0 ||
+	    read_attr(mnt, "level", pos, sizeof(pos), true) < 0)
+		return 1;
+	comp = strtoull(size, NULL, 10) * 1024 * (unsigned long long)(n - (!strncmp(pos, "raid6", 5) ? 2 : 1));
+	rf_progress_start(&p, stderr, "reshape", 0);
+	for (;;) {
+		unsigned long long done;
+
+		if (read_attr(mnt, "reshape_position", pos, sizeof(pos), true) < 0)
+			return 1;
+		if (!strncmp(pos, "none", 4))
+			break;
+		if (sscanf(pos, "%llu", &done) == 1 && comp)
+			rf_progress_update(&p, done * 512, comp);
+		sleep_secs(0.2);
+	}
+	if (p.total)
+		p.done = p.total;
+	rf_progress_end(&p, "done");
+	if (read_attr(mnt, "array_size", size, sizeof(size), true) < 0)
+		return 1;
+	printf("array_size: %s", size);
+	return 0;
+}
+
 /* ---------------------------------------------------------------- stop */
 
 #define STOP_TIMEOUT_S 60
@@ -2449,6 +2545,20 @@ static const struct cmd cmds[] = {
 	  "  -J, --json             print what is read as a JSON object\n"
 	  "  -h, --help             this help\n",
 	  "read or set an md attribute; add, fail, remove; check, repair" },
+	{ "grow", cmd_grow,
+	  "raidfuse grow MOUNTPOINT --raid-devices N [--add FILE]... [--wait]",
+	  "Grow the raid4/5/6 array on MOUNTPOINT to N members online, as mdadm --grow\n"
+	  "--raid-devices does: each FILE is added as a spare (md/new_dev), then N is written to\n"
+	  "md/raid_disks.  The spares take the new slots and the reshape moves the data to the\n"
+	  "new geometry while the array is served; the image grows when it ends (man raidfuse:\n"
+	  "Reshapes).  A refusal's reason is in the daemon's log.\n"
+	  "\n"
+	  "  -n, --raid-devices=N   the member count to grow to\n"
+	  "  -a, --add=FILE         a spare to add first (again for more)\n"
+	  "  -W, --wait             wait until the reshape ends, a progress line on stderr,\n"
+	  "                         then print md/array_size\n"
+	  "  -h, --help             this help\n",
+	  "grow a raid4/5/6 by members, online" },
 	{ "detect", cmd_detect,
 	  "raidfuse detect [--level L] [--members N] [--max-offset SIZE] [--json]\n"
 	  "                [--write-config FILE] [--allow-unsafe-dirs] MEMBER... [missing]",

@@ -26,8 +26,9 @@
 #     the members and reads the model's sha256, mismatch_cnt 0.
 #  4. a grow raidfuse starts: raid5 of 3 x 32 MiB created from a config
 #     that lists a 4th file as a spare, served by config (detached),
-#     filled with random data; md/raid_disks 4 is refused while there is
-#     no spare for a 5th, then taken: raid_disks reads "4 (3)", the spare
+#     filled with random data; md/raid_disks 5 is refused while there is
+#     no spare for a 5th, then `raidfuse grow --raid-devices 4` (which
+#     writes md/raid_disks) is taken: raid_disks reads "4 (3)", the spare
 #     holds role 3, the data is to move 3 chunks lower; kill -9 while it
 #     moves, served again by the same config (frozen): the image is the
 #     model; to the end: grown to 4 members' size, the model with zeros
@@ -189,7 +190,7 @@ grep -q "raid_disks: 5: 1 spare(s) to grow from 3 to 5 members, 2 needed" "$WORK
 	fail "a grow without enough spares: no reason in the log: $(tail -n 3 "$WORK/g.log")"
 [ "$(val raid_disks)" = 3 ] || fail "refused grow: raid_disks $(val raid_disks)"
 echo frozen >"$MNT/md/sync_action"
-echo 4 >"$MNT/md/raid_disks" || fail "md/raid_disks 4 refused: $(tail -n 3 "$WORK/g.log")"
+"$RAIDFUSE" grow "$MNT" --raid-devices 4 || fail "grow --raid-devices 4 refused: $(tail -n 3 "$WORK/g.log")"
 [ "$(val raid_disks)" = "4 (3)" ] || fail "growing: raid_disks '$(val raid_disks)', md says '4 (3)'"
 [ "$(pos)" = 0 ] || fail "a frozen grow moved to $(pos)"
 grep -q "d3.img\[3\]" "$MNT/mdstat" || fail "the spare did not take slot 3: $(cat "$MNT/mdstat")"
