@@ -34,6 +34,8 @@
 #     model; to the end: grown to 4 members' size, the model with zeros
 #     after it, check 0, every superblock md's after a grow (data offset
 #     1664), the config serves it again.  RF_MD_JUDGE=1: kernel md reads it.
+#  5. RF_MD_JUDGE=1: kernel md continues a grow raidfuse began and was
+#     killed in, to its end, md's pattern intact, mismatch_cnt 0.
 # Negative control: RAIDFUSE_TEST_BREAK=reshape-record (the position moves
 # in memory, never in the superblocks): after the same write and kill -9,
 # the image assembled again differs from the model.
@@ -231,6 +233,38 @@ if md_judge; then
 	log "kernel md assembles the grown members: the model's sha256, mismatch_cnt 0"
 fi
 rm -rf "$G"
+
+# ---- 5. (RF_MD_JUDGE=1) kernel md continues a grow raidfuse started and
+# was killed in: md's pattern over a raid5 of 3, grow to 4, kill -9
+# mid-way; mdpeer's guest assembles snapshots of the members, md goes on
+# from the superblocks' position to the end, the pattern reads back,
+# md's check finds 0, the data offsets are the new ones
+# (tools/md-golden-job.sh reshape-verify).
+if md_judge; then
+	G=$DISK/k
+	mkdir -p "$G/share"
+	mk_conf "$G/r.conf" metadata=1.2 level=5 chunk_size=64K members="$G/d0.img $G/d1.img $G/d2.img" \
+		spares="$G/d3.img" member_size=32M
+	create_array "$G/r.conf" --assume-clean -b none
+	start_array_daemon "$G/r.conf" "$MNT"
+	n=$(($(fsize "$IMG") / 512))
+	"$RFHELPER" fill "$IMG" "$n" >/dev/null || fail "cannot write md's pattern"
+	echo 500 >"$MNT/md/sync_speed_max"
+	"$RAIDFUSE" grow "$MNT" --raid-devices 4 || fail "grow --raid-devices 4 refused"
+	wait_for "the grow did not move" '[ "$(pos)" -ge 4096 ]'
+	kill_daemon
+	echo "array_sectors before the reshape=$n" >"$G/share/job.log"
+	JOB_KIND=reshape-verify MDPEER_DISK_OPTS=snapshot=on TMPDIR=$G \
+		"$(dirname "$MDJUDGE")/run-guest.sh" --share "$G/share" --timeout 600 \
+		"$TOP_DIR/tools/md-golden-job.sh" "$G"/d?.img >"$WORK/guest.out" 2>&1 ||
+		fail "kernel md did not finish the grow: $(tail -n 20 "$WORK/guest.out"; cat "$G/share/verify.log" 2>/dev/null)"
+	v=$(cat "$G/share/verify.log")
+	[[ $v == *"reshape finished: reshape_position none, raid_disks 4"* && $v == *" OK"* &&
+		$v == *"mismatch_cnt=0"* && $v == *"vda=1664 vdb=1664 vdc=1664 vdd=1664"* ]] ||
+		fail "kernel md's run of the grow raidfuse began: $v"
+	log "kernel md finished the grow raidfuse began: $(grep -o 'assembled at reshape_position [0-9]*' <<<"$v"), pattern OK, mismatch_cnt 0"
+	rm -rf "$G"
+fi
 
 # ---- negative control: positions never recorded
 rm -rf "$DISK/a"
