@@ -10,7 +10,8 @@
 #                   then resync speed and its cost to foreground reads (tools/bench-resync.sh;
 #                   BENCH_RESYNC_ARGS)
 #   make crash      power cuts replayed from the member IO log, levels 1 5 6 10 with and without
-#                   a bitmap (tools/crash-states.sh; CRASH_ARGS, CRASH_LEVELS)
+#                   a bitmap, raid5 and raid6 grown by a spare mid-workload
+#                   (tools/crash-states.sh; CRASH_ARGS, CRASH_LEVELS)
 #   make lifecycle  random event sequences (failures, kill -9, spares, stop/mount/assemble...)
 #                   against a model, LIFECYCLE_STEPS (2000) steps per configuration: levels 0 1 5
 #                   6 10, raid5 over NBD, raid5 on FUSE-over-io_uring (tools/lifecycle.sh;
@@ -174,9 +175,10 @@ crash: $(BUILD)/raidfuse $(BUILD)/crash-states
 	$(Q)set -e; export RAIDFUSE=$(abspath $(BUILD)/raidfuse) CRASH_STATES=$(abspath $(BUILD)/crash-states); \
 	for l in $(CRASH_LEVELS); do for b in "" --bitmap; do \
 		tools/crash-states.sh --level $$l $$b $(CRASH_ARGS); done; done; \
-	for b in "" --bitmap; do if tools/crash-states.sh --level 5 --break $$b $(CRASH_ARGS); then \
+	for l in 5 6; do tools/crash-states.sh --level $$l --grow $(CRASH_ARGS); done; \
+	for b in "" --bitmap --grow; do if tools/crash-states.sh --level 5 --break $$b $(CRASH_ARGS); then \
 		echo "crash: --break $$b found no violation: the tool cannot fail" >&2; exit 1; fi; done; \
-	echo "crash: every level clean, and both --break faults caught"
+	echo "crash: every level clean (raid5 and raid6 grown too), and the three --break faults caught"
 
 # The lifecycle model test: each configuration (LEVEL, LEVEL:nbd,
 # LEVEL:uring) runs LIFECYCLE_STEPS steps with --keep-going (each

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # crash-states.sh - what a power cut can leave of an array, state by state.
 #
-#   tools/crash-states.sh --level L [--bitmap] [--states N] [--seed S]
+#   tools/crash-states.sh --level L [--bitmap | --grow] [--states N] [--seed S]
 #                         [--rounds R] [--break] [--dir DIR]
 #
 # 1. raidfuse create makes a small array of level L (1: 2 members, 5 and
@@ -29,25 +29,33 @@
 # replays it are kept under DIR/violations/state-K; DIR (a fresh directory
 # under /dev/shm unless --dir) is removed when there is none.
 #
+# --grow (levels 5 and 6): the config has one spare more, and a third of
+# the way through the workload the array grows onto it (md/raid_disks),
+# the reshape running beside the writes; each crash state's array then
+# finishes the reshape (from the position its superblocks record) before
+# the resync, the check and the reads (zeros past the old size).
+#
 # --break switches on a deliberate ordering bug in the library for the
 # recording (RAIDFUSE_TEST_BREAK, test-only): the bitmap's bits cleared,
 # or the superblocks marked clean, without flushing the data they cover
-# first.  The run must then report violations: the proof that it can.
+# first; with --grow, a reshape that moves on without recording its
+# position.  The run must then report violations: the proof that it can.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 RAIDFUSE=${RAIDFUSE:-$here/build/raidfuse}
 CRASH=${CRASH_STATES:-$here/build/crash-states}
 
 usage() {
-	echo "usage: $0 --level 1|5|6|10 [--bitmap] [--states N] [--seed S] [--rounds R] [--break] [--dir DIR]" >&2
+	echo "usage: $0 --level 1|5|6|10 [--bitmap | --grow] [--states N] [--seed S] [--rounds R] [--break] [--dir DIR]" >&2
 	exit 2
 }
 
-level="" bitmap=0 states="" seed=1 rounds=40 brk=0 dir=""
+level="" bitmap=0 grow=0 states="" seed=1 rounds=40 brk=0 dir=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--level) level=${2:-}; shift ;;
 	--bitmap) bitmap=1 ;;
+	--grow) grow=1 ;;
 	--states) states=${2:-}; shift ;;
 	--seed) seed=${2:-}; shift ;;
 	--rounds) rounds=${2:-}; shift ;;
@@ -63,6 +71,7 @@ case $level in
 6) n=5 ;;
 *) usage ;;
 esac
+[ $grow = 0 ] || { [ $bitmap = 0 ] && { [ "$level" = 5 ] || [ "$level" = 6 ]; }; } || usage
 for x in "$states" "$seed" "$rounds"; do
 	[[ -z $x || $x =~ ^[0-9]+$ ]] || usage
 done
@@ -82,6 +91,11 @@ for ((i = 0; i < n; i++)); do
 	names+=("d$i.img")
 done
 list=$(printf '"%s", ' "${names[@]}")
+spares=""
+if [ $grow = 1 ]; then
+	names+=("d$n.img")
+	spares="spares = ( \"d$n.img\" );"
+fi
 cat >"$dir/array.conf" <<EOF
 array: {
 	name = "array.img";
@@ -89,6 +103,7 @@ array: {
 	chunk_size = "64K";
 	metadata = "1.2";
 	members = ( ${list%, } );
+	$spares
 	member_size = "4M";
 };
 EOF
@@ -101,15 +116,19 @@ create=(--force --assume-clean)
 (cd "$dir" && cp "${names[@]}" base/)
 
 what="raid$level, $n members, $([ $bitmap = 1 ] && echo "bitmap" || echo "no bitmap")"
+[ $grow = 1 ] && what+=", grown to $((n + 1))"
 [ $brk = 1 ] && what+=", --break"
 echo "crash-states: $what, seed $seed, in $dir"
 t0=$(date +%s.%N)
 (
 	cd "$dir"
 	if [ $brk = 1 ]; then
-		export RAIDFUSE_TEST_BREAK=$([ $bitmap = 1 ] && echo bitmap || echo clean)
+		export RAIDFUSE_TEST_BREAK=$([ $grow = 1 ] && echo reshape-record ||
+			{ [ $bitmap = 1 ] && echo bitmap || echo clean; })
 	fi
-	"$CRASH" record --log io.log --seed "$seed" --rounds "$rounds" "${names[@]}"
+	rec=(--log io.log --seed "$seed" --rounds "$rounds")
+	[ $grow = 1 ] && rec+=(--grow $((n + 1)))
+	"$CRASH" record "${rec[@]}" "${names[@]}"
 ) 2>"$dir/record.log" || { cat "$dir/record.log" >&2; echo "$0: recording failed" >&2; exit 2; }
 
 replay="$CRASH check --log $dir/io.log --base $dir/base --work $dir/work --seed $seed ${names[*]}"

@@ -297,7 +297,9 @@ struct rf_sb_change {
 	 * writes it: raid_disks the new count (delta_disks the change), the
 	 * new level, layout and chunk the present ones, position 0, the data
 	 * to move to new_offset sectors from each data offset
-	 * (RF_SB_FEAT_NEW_OFFSET).  0: as it is. */
+	 * (RF_SB_FEAT_NEW_OFFSET); RF_SB_RESHAPE_AT with reshape_raid_disks
+	 * set gives a superblock that missed the start (a crash while it was
+	 * written) the start's fields too.  0: as it is. */
 	int set_reshape;
 	uint64_t reshape_position;
 	int reshape_raid_disks;

@@ -260,6 +260,43 @@ static const char *geometry_differs(const struct rf_sb *a, const struct rf_sb *b
 	return NULL;
 }
 
+/* A member one event behind the freshest that missed a reshape's start
+ * or end (a crash while every superblock was being written) read as the
+ * freshest says: the reshape begun, with its own data offset and the new
+ * offset the others record; or ended, its data at the new offset and in
+ * the new shape.  Its superblock is brought up to date by the array's
+ * next update (sbstate.c). */
+static void reshape_as_fresh(struct rf_sb *s, const struct rf_sb *fresh)
+{
+	if (s->kind == RF_SB_090 || fresh->kind == RF_SB_090 || s->events + 1 != fresh->events ||
+	    s->reshape == fresh->reshape)
+		return;
+	if (fresh->reshape) {
+		s->reshape = true;
+		s->feature_map |= fresh->feature_map & (RF_SB_FEAT_RESHAPE | RF_SB_FEAT_RESHAPE_BACK |
+							RF_SB_FEAT_NEW_OFFSET);
+		s->reshape_position = fresh->reshape_position;
+		s->raid_disks = fresh->raid_disks;
+		s->delta_disks = fresh->delta_disks;
+		s->new_level = fresh->new_level;
+		s->new_layout = fresh->new_layout;
+		s->new_chunk = fresh->new_chunk;
+		s->new_offset = fresh->new_offset;
+		return;
+	}
+	if (s->feature_map & RF_SB_FEAT_NEW_OFFSET) {
+		s->data_offset = (uint64_t)((int64_t)s->data_offset + s->new_offset);
+		s->data_size = (uint64_t)((int64_t)s->data_size - s->new_offset);
+	}
+	s->reshape = false;
+	s->feature_map &= ~(uint32_t)(RF_SB_FEAT_RESHAPE | RF_SB_FEAT_RESHAPE_BACK | RF_SB_FEAT_NEW_OFFSET);
+	s->level = s->new_level;
+	s->layout = s->new_layout;
+	s->chunk_sectors = s->new_chunk;
+	s->new_offset = 0;
+	s->delta_disks = 0;
+}
+
 /* The bytes each member serves, and where: every member's own data offset
  * (md keeps one per device: members added later or replaced may differ),
  * into cfg; for raid0 each member's data size (md makes zones of unequal
@@ -678,6 +715,8 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 			fi = i;
 	}
 	fresh = &sbs[fi];
+	for (i = 0; i < n; i++)
+		reshape_as_fresh(&sbs[i], fresh);
 	rf_sb_uuid_str(fresh, u0);
 	why = unservable(fresh, !readonly && !overlay_dir, false, whybuf, sizeof(whybuf));
 	if (why) {
@@ -978,6 +1017,8 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 	for (i = 0; i < nsb; i++)
 		if (sbs[i].events > sbs[fi].events)
 			fi = i;
+	for (i = 0; i < nsb; i++)
+		reshape_as_fresh(&sbs[i], &sbs[fi]);
 	rf_sb_uuid_str(&sbs[fi], u0);
 	{
 		char whybuf[400];

@@ -310,8 +310,10 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		m->flags = RF_DEV_IN_SYNC | ((cfg->failfast >> i) & 1 ? RF_DEV_FAILFAST : 0) |
 			   ((cfg->write_mostly >> i) & 1 ? RF_DEV_WRITE_MOSTLY : 0);
 		if (m->size < m->data_offset + 2 * a->stripe_size) {
-			snprintf(err, errlen, "member %d (%s): %llu bytes is too small for data_offset %llu",
-				 i, m->path, (unsigned long long)m->size, (unsigned long long)m->data_offset);
+			snprintf(err, errlen, "member %d (%s): %llu bytes is too small: data_offset %llu and two "
+				 "blocks of %u bytes need %llu", i, m->path, (unsigned long long)m->size,
+				 (unsigned long long)m->data_offset, a->stripe_size,
+				 (unsigned long long)(m->data_offset + 2 * a->stripe_size));
 			ret = -ENOSPC;
 			goto fail;
 		}

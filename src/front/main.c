@@ -1370,6 +1370,7 @@ static int cmd_status(int argc, char **argv)
 		OPT_END
 	};
 	const char *mnt = NULL;
+	char *end;
 	bool json = false, watch = false, secs_due = false, detail = false, scan = false;
 	double secs = 2;
 	int ch, rc = -1, n;
@@ -1399,6 +1400,10 @@ static int cmd_status(int argc, char **argv)
 				secs_due = false;
 				break;
 			}
+			/* A number there is a --watch interval out of range,
+			 * not a mount point. */
+			if (secs_due && strchr("0123456789.", *optarg) && strtod(optarg, &end) >= 0 && !*end)
+				return usage_error("status: --watch takes SECONDS (0.1 to 86400), not '%s'", optarg);
 			secs_due = false;
 			if (mnt)
 				return usage_error("status: expected one MOUNTPOINT, got also '%s'", optarg);

@@ -1064,13 +1064,16 @@ static void reshape_update1(struct sb1 *s, const struct rf_sb_change *c)
 {
 	uint32_t f = rf_le32(s->feature_map);
 
-	if (c->set_reshape == RF_SB_RESHAPE_START) {
+	/* A start, or a position recorded on a superblock that missed the
+	 * start (a crash while it was written): the start's fields first. */
+	if (c->set_reshape == RF_SB_RESHAPE_START ||
+	    (c->set_reshape == RF_SB_RESHAPE_AT && !(f & RF_SB_FEAT_RESHAPE) && c->reshape_raid_disks)) {
 		s->raid_disks = rf_to_le32((uint32_t)c->reshape_raid_disks);
 		s->delta_disks = rf_to_le32((uint32_t)c->reshape_delta);
 		s->new_level = s->level;
 		s->new_layout = s->layout;
 		s->new_chunk = s->chunksize;
-		s->reshape_position = rf_to_le64(0);
+		s->reshape_position = rf_to_le64(c->set_reshape == RF_SB_RESHAPE_AT ? c->reshape_position : 0);
 		s->new_offset = rf_to_le32((uint32_t)c->reshape_new_offset);
 		s->feature_map = rf_to_le32(f | RF_SB_FEAT_RESHAPE | RF_SB_FEAT_NEW_OFFSET);
 		return;

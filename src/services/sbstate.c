@@ -94,6 +94,31 @@ static int freshest(struct rf_array *a, int n, bool in_sync)
 	return fresh;
 }
 
+/* s->lock held: device i's part of change c when its superblock missed a
+ * reshape's start or end (a crash while it was written; assembly took the
+ * freshest's word for it): the next update brings it up to date, so that
+ * no later assembly finds two members disagreeing on the reshape. */
+static void reshape_catch_up(struct rf_sbstate *s, int i, const struct rf_dev *m, struct rf_sb_change *mine)
+{
+	struct rf_array *a = s->a;
+	const struct rf_reshape *rs = rf_array_reshape_state(a);
+	uint64_t pos;
+	bool back, on = rf_array_reshape(a, &pos, &back);
+
+	if (m->sb.kind == RF_SB_090 || mine->set_reshape == RF_SB_RESHAPE_START ||
+	    mine->set_reshape == RF_SB_RESHAPE_DONE)
+		return;
+	if (on && (!m->sb.reshape || mine->set_reshape == RF_SB_RESHAPE_AT) && i < rf_array_nslots(a)) {
+		mine->set_reshape = RF_SB_RESHAPE_AT;
+		mine->reshape_position = s->reshape_recorded;
+		mine->reshape_raid_disks = rf_array_geom(a)->raid_disks;
+		mine->reshape_delta = rf_array_geom(a)->raid_disks - rs->prev.raid_disks;
+		mine->reshape_new_offset = (int32_t)(((int64_t)m->new_data_offset - (int64_t)m->data_offset) / 512);
+	} else if (!on && m->sb.reshape) {
+		mine->set_reshape = RF_SB_RESHAPE_DONE;
+	}
+}
+
 /* s->lock held.  Write one change to every device that is not faulty
  * (slots and spares, as md); a device that fails it is failed.  own, when
  * not NULL, is device own_dev's part of the change (its recovery state).
@@ -149,6 +174,7 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 			mine.set_replacement = true;
 			mine.replacement = rf_replacement_slot(a, i) >= 0;
 		}
+		reshape_catch_up(s, i, m, &mine);
 		if (i == own_dev) {
 			mine.set_recovery = true;
 			mine.recovery_offset = own_recovery;
@@ -371,6 +397,18 @@ int rf_array_start_resync(struct rf_array *a, bool frozen)
 		rf_info("%s: resync due from sector %llu: sync_action frozen, not started", rf_array_name(a),
 			(unsigned long long)cp);
 		return 0;
+	}
+	/* md runs nothing beside a reshape: the walk starts the resync once
+	 * the reshape ends (services/reshape.c). */
+	{
+		uint64_t pos;
+		bool back;
+
+		if (rf_array_reshape(a, &pos, &back)) {
+			rf_info("%s: resync due from sector %llu: it runs when the reshape under way ends",
+				rf_array_name(a), (unsigned long long)cp);
+			return 0;
+		}
 	}
 	/* md rebuilds first and resyncs once recovery ends: a device being
 	 * rebuilt (resumed from its recovery_offset at assembly) goes first. */
@@ -614,6 +652,13 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 	}
 	s->a = a;
 	s->n = rf_array_nslots(a);
+	{
+		uint64_t pos;
+		bool back;
+
+		if (rf_array_reshape(a, &pos, &back))
+			s->reshape_recorded = pos;
+	}
 	for (i = 0; i < n; i++) {
 		struct rf_dev *m = rf_dev_get(a, i);
 
@@ -935,6 +980,7 @@ int rf_sbstate_reshape(struct rf_sbstate *s, bool done, uint64_t position)
 	if (!s)
 		return 0;
 	sb_lock(s);
+	s->reshape_recorded = position;
 	r = write_change(s, CH_DEVICES, &c, -1, 0);
 	sb_unlock(s);
 	return r;
@@ -954,6 +1000,7 @@ int rf_sbstate_reshape_start(struct rf_sbstate *s, int raid_disks, int delta, in
 	 * copy of the table, which the write hands to all. */
 	for (k = raid_disks - delta; k < raid_disks; k++)
 		roles_set(s->a, rf_dev_get(s->a, k)->sb.dev_number, (uint16_t)k);
+	s->reshape_recorded = 0;
 	r = write_change(s, CH_DEVICES, &c, -1, 0);
 	sb_unlock(s);
 	return r;

@@ -10,6 +10,10 @@
 #    fails without the flush before a clean superblock or a bitmap clear
 #    (mismatch_cnt after the resync) and without bringing members one
 #    event behind up to date (not clean after the clean close).
+#    raid5 grown by a spare a third of the way in (--grow): every state
+#    finishes the reshape from its superblocks' position, 0 violations;
+#    its control (--grow --break: the position moves on unrecorded) loses
+#    acknowledged writes.
 # 2. Negative control: --break (RAIDFUSE_TEST_BREAK=clean, the superblocks
 #    marked clean without flushing the data first) must report violations
 #    and exit 1, keep each violation's members and the command that
@@ -41,6 +45,16 @@ check "[ ! -e '$WORK/raid5' ]" "raid5: the directory of a clean run was kept"
 
 full states raid1 --level 1 --bitmap --states 150 --rounds 15
 full check "[ $RC = 0 ] && [[ '$LINE' =~ ,\ 0\ violations$ ]]" "raid1 --bitmap: exit $RC, '$LINE': $(first raid1)"
+
+# A grow a third of the way in, the reshape running beside the writes:
+# each state finishes it from the position its superblocks record.  Its
+# control: the position moved on without being recorded.
+full states grow --level 5 --grow --states 120 --rounds 15
+full check "[ $RC = 0 ] && [[ '$LINE' =~ ,\ 0\ violations$ ]]" "raid5 --grow: exit $RC, '$LINE': $(first grow)"
+full states growbreak --level 5 --grow --break --states 80 --rounds 15
+full check "[ $RC = 1 ]" "--grow --break: exit $RC, expected 1 (violations): $(tail -n 3 "$WORK/growbreak.out")"
+full grep -q "acknowledged by a flush before the crash" "$WORK/growbreak.out" ||
+	full fail "--grow --break: no acknowledged write lost among: $(first growbreak)"
 
 # The negative control.
 states break --level 5 --break --states 250 --rounds 15

@@ -2,7 +2,7 @@
 /* crashstates.c - record a workload's member IO, replay the member images a
  * power cut could leave, and check what raidfuse makes of each of them.
  *
- *   crash-states record --log LOG [--seed S] [--rounds R] MEMBER...
+ *   crash-states record --log LOG [--seed S] [--rounds R] [--grow N] MEMBER...
  *   crash-states check --log LOG --base DIR --work DIR [--states N]
  *                [--seed S] [--only K] [--save DIR] [--replay CMD] MEMBER...
  *
@@ -15,7 +15,11 @@
  * (one per write, rising), some rounds followed by a flush of the array
  * (what fsync of the image does), some by an idle pause: short ones in
  * which the bitmap clears its bits, long ones in which the superblocks
- * go clean.  Each write's
+ * go clean.  With --grow N (the members given include the spares it
+ * takes) a third of the way in the array starts growing to N members
+ * (rf_reshape_grow(), md/raid_disks), paced so that the reshape runs
+ * beside the rest of the workload, and the recording ends once it is
+ * done.  Each write's
  * submission and end and each flush's submission and acknowledgement go
  * into the log as notes, in the same order as the member IO.
  *
@@ -32,17 +36,19 @@
  *
  * For each state the members are written to --work and then, as after a
  * real crash: rf_assemble() (what `raidfuse assemble` does), the array
- * opened and started, the resync the superblocks demand run to its end
+ * opened and started, a reshape the superblocks record run to its end,
+ * the resync the superblocks demand run to its end
  * (bounded by the bitmap where there is one), a check run, the whole
  * array read, the array closed.  A violation is any of:
  *  - the superblocks disagree by more than one event, or do not assemble;
  *  - the check counts mismatches after the resync;
  *  - a sector holds data never written there before P, or a written one
- *    is damaged;
+ *    is damaged; past the array's size before a grow, anything but zeros;
  *  - a sector of a write that ended before an acknowledged flush (ack
  *    before P) reads older than that write;
  *  - after the clean close the superblocks are not all clean, in sync,
- *    with one events count.
+ *    with one events count (spares aside: md leaves their superblocks
+ *    alone on clean and dirty).
  * Each violation is printed, and with --save the state's members are
  * kept in DIR/state-K with what replays it.  The last line says
  * "crash states: N checked, V violations"; exit 1 when V > 0.
@@ -73,6 +79,7 @@
 #include "raidfuse/bitmap.h"
 #include "raidfuse/fdio.h"
 #include "raidfuse/iolog.h"
+#include "raidfuse/reshape.h"
 #include "raidfuse/stack.h"
 #include "raidfuse/super.h"
 #include "raidfuse/sync.h"
@@ -212,6 +219,7 @@ static int cmd_record(int argc, char **argv)
 		{ "log", required_argument, NULL, 'l' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "rounds", required_argument, NULL, 'r' },
+		{ "grow", required_argument, NULL, 'g' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *logpath = NULL, *paths[MAX_MEMBERS];
@@ -221,11 +229,15 @@ static int cmd_record(int argc, char **argv)
 	struct rf_config cfg;
 	struct rf_array *a;
 	char err[1024];
-	int c, n, i, rounds = 150, round, r;
+	int c, n, i, rounds = 150, round, r, grow_to = 0;
+	uint64_t pos;
+	bool back;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (c == 'l')
 			logpath = optarg;
+		else if (c == 'g')
+			grow_to = atoi(optarg);
 		else if (c == 's')
 			seed = strtoull(optarg, NULL, 0);
 		else if (c == 'r')
@@ -272,6 +284,13 @@ static int cmd_record(int argc, char **argv)
 	for (round = 0; round < rounds; round++) {
 		uint64_t lo[MAX_PER_ROUND], hi[MAX_PER_ROUND];
 		int k = 1 + (int)rng_below(&seed, MAX_PER_ROUND), j, nw = 0;
+
+		if (grow_to && round == rounds / 3) {
+			/* Slow enough to span the rest of the workload. */
+			rf_sync_set_speed_max(a, 2048);
+			if (rf_reshape_grow(a, grow_to, err, sizeof(err)))
+				die("record: the grow was refused: %s", err);
+		}
 
 		for (i = 0; i < k; i++) {
 			uint64_t b, len, s;
@@ -331,6 +350,13 @@ static int cmd_record(int argc, char **argv)
 			sleep_ms(8);
 		else if (r == 2)
 			sleep_ms(40);
+	}
+	if (grow_to) {
+		rf_sync_set_speed_max(a, INT32_MAX);
+		for (i = 0; i < 6000 && rf_array_reshape(a, &pos, &back); i++)
+			sleep_ms(10);
+		if (rf_array_reshape(a, &pos, &back))
+			die("record: the grow did not end in 60 s%s", "");
 	}
 	for (i = 0; i < MAX_PER_ROUND; i++) {
 		free(w[i].r->buf);
@@ -745,6 +771,22 @@ static void check_data(const struct log *L, struct rf_array *a, const struct sta
 			}
 		}
 	}
+	/* A grow's new room held nothing before it: zeros. */
+	for (off = size; off < rf_array_size(a) && reported < 4; off += chunk) {
+		uint32_t len = rf_array_size(a) - off < chunk ? (uint32_t)(rf_array_size(a) - off) : chunk, i;
+		int r = testreq_io(a, RF_REQ_READ, off, len, buf);
+
+		if (r) {
+			viol(v, "reading the array at %llu: %s", (unsigned long long)off, strerror(-r));
+			break;
+		}
+		for (i = 0; i < len && reported < 4; i += SECTOR)
+			if (unstamp((const uint64_t *)(buf + i), off + i) != 0) {
+				viol(v, "array byte %llu, past the size before the grow, holds data",
+				     (unsigned long long)(off + i));
+				reported++;
+			}
+	}
 	free(buf);
 	free(minimum);
 }
@@ -759,6 +801,8 @@ static void check_state(const struct log *L, struct member *m, int n, const stru
 	struct rf_config cfg;
 	struct rf_array *a;
 	char err[1024];
+	uint64_t pos;
+	bool back;
 	int j, r;
 
 	for (j = 0; j < n; j++) {
@@ -799,6 +843,19 @@ static void check_state(const struct log *L, struct member *m, int n, const stru
 	r = rf_array_start_resync(a, false);
 	if (r)
 		viol(v, "the resync due does not start: %s", strerror(-r));
+	/* A reshape the superblocks record goes on to its end; the resync
+	 * due from the crash follows it (the walk starts it). */
+	for (j = 0; j < 6000 && rf_array_reshape(a, &pos, &back); j++)
+		sleep_ms(10);
+	if (rf_array_reshape(a, &pos, &back))
+		viol(v, "the reshape did not end in 60 s (at array sector %llu)", (unsigned long long)pos);
+	for (j = 0; j < 6000; j++) {
+		rf_sync_wait(a);
+		rf_sync_get(a, &st);
+		if (st.resync_cp >= st.total || st.resync_cp == RF_SYNC_NONE)
+			break;
+		sleep_ms(10);
+	}
 	rf_sync_wait(a);
 	r = rf_sync_request(a, RF_SYNC_CHECK);
 	if (r) {
@@ -817,6 +874,9 @@ static void check_state(const struct log *L, struct member *m, int n, const stru
 		return;
 	}
 	for (j = 0; j < n; j++) {
+		/* md leaves a spare's superblock alone on clean and dirty. */
+		if (ok[j] && sb[j].role == RF_SB_ROLE_SPARE)
+			continue;
 		if (!sb[j].clean || sb[j].resync_offset != RF_SB_MAX_SECTOR)
 			viol(v, "member %d not clean after the clean close (resync_offset %llu)", j,
 			     (unsigned long long)sb[j].resync_offset);
