@@ -484,6 +484,12 @@ void rf_array_on_resize(struct rf_array *a, void (*fn)(void *priv), void *priv)
 	a->resize_priv = priv;
 }
 
+void rf_array_reshape_ended(struct rf_array *a)
+{
+	atomic_store(&a->reshaping, false);
+	atomic_store(&a->reshape_pos, 0);
+}
+
 void rf_array_set_serving(struct rf_array *a)
 {
 	atomic_store(&a->serving, true);
@@ -572,9 +578,9 @@ int rf_array_reshape_begin(struct rf_array *a, int raid_disks, uint64_t gap, cha
 			atomic_fetch_and(&a->faulty, ~(1ull << i));
 		}
 	}
+	a->reshape = rs;
 	rf_devs_unlock(a);
 	a->geom = g;
-	a->reshape = rs;
 	atomic_store(&a->reshape_pos, 0);
 	atomic_store(&a->reshaping, true);
 	rf_devs_flags_changed(a);
@@ -591,14 +597,14 @@ int rf_array_reshape_finish(struct rf_array *a, char *err, size_t errlen)
 	ret = rf_geom_init(&g, err, errlen);
 	if (ret)
 		return ret;
+	/* The device lock too: superblock writers outside the drain read
+	 * the offsets and whether a reshape is under way under it. */
 	rf_devs_lock(a);
 	for (i = 0; i < a->nmembers; i++)
 		a->devs[i].data_offset = a->devs[i].new_data_offset;
+	a->reshape.active = false;
 	rf_devs_unlock(a);
 	a->geom = g;
-	a->reshape.active = false;
-	atomic_store(&a->reshaping, false);
-	atomic_store(&a->reshape_pos, 0);
 	a->size = g.array_sectors * 512;
 	rf_stripe_cache_forget(a, 0, UINT64_MAX);
 	return 0;

@@ -146,6 +146,10 @@ int rf_array_reshape_begin(struct rf_array *a, int raid_disks, uint64_t gap, cha
  * reshape ends; each slot's new data offset becomes its data offset, the
  * array takes the new geometry's size.  0, or -EINVAL with why. */
 int rf_array_reshape_finish(struct rf_array *a, char *err, size_t errlen);
+/* After that, once whoever shows the size was told (rf_array_resized()):
+ * rf_array_reshape() says no reshape from now on, and sync actions may
+ * run. */
+void rf_array_reshape_ended(struct rf_array *a);
 
 /* The array serves (rf_array_start_resync() says so, after a frozen
  * start has frozen the sync actions): background work that waits for it

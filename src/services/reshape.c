@@ -44,10 +44,11 @@
  * It does NOT: reshape backwards, keep a bitmap or a partial parity log
  * through a reshape, rebuild a missing member's old rows (a degraded
  * array's reshape waits until it is whole again), shrink, change the
- * level, layout or chunk itself (it continues such reshapes), or keep
- * sync_speed_min (it
- * does not yield to foreground IO; sync_speed_max bounds it, in KiB of
- * each member per second as md counts, and sync_action "frozen" holds it).
+ * level, layout or chunk itself (it continues such reshapes).
+ *
+ * Pace: sync_speed_max (KiB of each member per second, as md counts), and
+ * sync_speed_min while foreground IO is in flight or was within half a
+ * second (md's yielding to it); sync_action "frozen" holds it.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -69,7 +70,7 @@
 #include "services/sbstate.h"
 
 /* Array data per window, at most. */
-#define WINDOW_BYTES (4u << 20)
+#define WINDOW_BYTES (16u << 20)
 #define QDEPTH 64
 
 struct reshape {
@@ -89,6 +90,8 @@ struct reshape {
 	uint64_t end;                   /* array sectors of the new geometry */
 	bool said_wait;
 	int err;                        /* why the walk stopped; 0: done or stopped */
+	int64_t pace_next_ms;           /* when the next window may start (pace()) */
+	int64_t last_busy_ms;           /* foreground IO last seen */
 };
 
 static char *alloc_aligned(size_t len)
@@ -299,19 +302,46 @@ static bool frozen(struct reshape *r)
 	return st.action == RF_SYNC_FROZEN;
 }
 
-/* md's sync_speed_max, in KiB of each member per second: sleep until
- * dev_sectors moved since t0 are within it. */
-static void pace(struct reshape *r, uint64_t dev_sectors, int64_t t0)
+/* Foreground IO in flight now, or lately (md counts its own IO against
+ * the members'; here the requests past the barrier). */
+#define BUSY_HOLD_MS 500
+
+static bool fg_busy(struct reshape *r)
+{
+	int64_t t = rf_mono_ms();
+
+	if (rf_array_fg_busy(r->a))
+		r->last_busy_ms = t;
+	return t - r->last_busy_ms < BUSY_HOLD_MS;
+}
+
+/* md's pace, in KiB of each member per second: sync_speed_max, or
+ * sync_speed_min while foreground IO runs (the reshape yields to it, as
+ * md's does).  dev_sectors moved just now: sleep until the schedule
+ * allows the next window. */
+static void pace(struct reshape *r, uint64_t dev_sectors)
 {
 	struct rf_sync_status st;
-	int64_t due;
+	int64_t t = rf_mono_ms();
+	unsigned rate;
 
 	rf_sync_get(r->a, &st);
-	if (!st.speed_max)
+	rate = fg_busy(r) ? st.speed_min : st.speed_max;
+	if (!rate)
 		return;
-	due = t0 + (int64_t)(dev_sectors / 2 * 1000 / st.speed_max);
-	while (!stopping(r) && rf_mono_ms() < due)
-		sleep_ms(due - rf_mono_ms() > 100 ? 100 : (int)(due - rf_mono_ms()));
+	if (r->pace_next_ms < t - 1000)
+		r->pace_next_ms = t - 1000;     /* an idle spell earns at most a second */
+	r->pace_next_ms += (int64_t)(dev_sectors / 2 * 1000 / rate);
+	while (!stopping(r) && rf_mono_ms() < r->pace_next_ms) {
+		int64_t left = r->pace_next_ms - rf_mono_ms();
+
+		sleep_ms(left > 50 ? 50 : (int)left);
+		/* Foreground IO gone quiet, or rates changed: look again. */
+		rf_sync_get(r->a, &st);
+		if (!fg_busy(r) && st.speed_max && r->pace_next_ms - rf_mono_ms() >
+						     (int64_t)(dev_sectors / 2 * 1000 / st.speed_max))
+			r->pace_next_ms = rf_mono_ms() + (int64_t)(dev_sectors / 2 * 1000 / st.speed_max);
+	}
 }
 
 /* The buffers for the reshape under way (sized by its geometries). */
@@ -360,8 +390,8 @@ static void run(struct reshape *r)
 	struct rf_array *a = r->a;
 	const struct rf_reshape *rs = rf_array_reshape_state(a);
 	struct finish fin = { .r = r };
-	int64_t t0 = rf_mono_ms(), pace_t0 = t0;
-	uint64_t moved = 0, paced = 0;
+	int64_t t0 = rf_mono_ms();
+	uint64_t moved = 0;
 	int ret;
 
 	ret = setup(r);
@@ -370,6 +400,7 @@ static void run(struct reshape *r)
 		r->err = ret;
 		return;
 	}
+	r->pace_next_ms = rf_mono_ms();
 	rf_info("%s: reshape: from array sector %" PRIu64 " to %" PRIu64 " (%d to %d members)",
 		rf_array_name(a), rs->position, r->end, rs->prev.raid_disks, rf_array_geom(a)->raid_disks);
 	while (!stopping(r) && rs->position < r->end) {
@@ -377,8 +408,7 @@ static void run(struct reshape *r)
 
 		if (frozen(r)) {
 			sleep_ms(100);
-			pace_t0 = rf_mono_ms();
-			paced = 0;
+			r->pace_next_ms = rf_mono_ms();
 			continue;
 		}
 		if (rf_array_faulty(a) || rf_array_failed(a)) {
@@ -406,8 +436,7 @@ static void run(struct reshape *r)
 			continue;
 		}
 		moved += w.n;
-		paced += w.n / (uint64_t)rf_array_geom(a)->data_disks;
-		pace(r, paced, pace_t0);
+		pace(r, w.n / (uint64_t)rf_array_geom(a)->data_disks);
 	}
 	if (stopping(r))
 		return;
@@ -420,6 +449,7 @@ static void run(struct reshape *r)
 		rf_array_name(a), rf_array_geom(a)->raid_disks, rf_array_size(a), moved >> 11,
 		(double)(rf_mono_ms() - t0) / 1000.0);
 	rf_array_resized(a);
+	rf_array_reshape_ended(a);
 	/* A resync due since a crash mid-reshape runs now, in the one
 	 * geometry left, as md's does after a reshape. */
 	if (!frozen(r))

@@ -102,8 +102,7 @@ static void reshape_catch_up(struct rf_sbstate *s, int i, const struct rf_dev *m
 {
 	struct rf_array *a = s->a;
 	const struct rf_reshape *rs = rf_array_reshape_state(a);
-	uint64_t pos;
-	bool back, on = rf_array_reshape(a, &pos, &back);
+	bool on = rs->active;   /* the device lock held: it changes under it */
 
 	if (m->sb.kind == RF_SB_090 || mine->set_reshape == RF_SB_RESHAPE_START ||
 	    mine->set_reshape == RF_SB_RESHAPE_DONE)

@@ -91,12 +91,12 @@ kill_daemon() {
 	fusermount3 -u -z "$MNT" 2>/dev/null || true
 }
 
-# moving WHAT [SECTORS]: unfreeze at 1000 KiB/s; once the position moved
-# SECTORS (4608) past START, write 64 KiB into rows moved since START (the
-# position at this assembly), then kill -9 while the walk goes on.  Sets
-# SEEN (a position seen before the kill).
+# moving WHAT [SECTORS [LIMIT]]: unfreeze at 1000 KiB/s; once the
+# position moved SECTORS (4608) past START, write 64 KiB into rows moved
+# since START (the position at this assembly) below LIMIT, then kill -9
+# while the walk goes on.  Sets SEEN (a position seen before the kill).
 moving() {
-	local start i p
+	local start i p at
 	start=$(pos)
 	echo 1000 >"$MNT/md/sync_speed_max"
 	echo idle >"$MNT/md/sync_action"
@@ -107,10 +107,14 @@ moving() {
 		sleep 0.05
 	done
 	[ $i -lt 200 ] || fail "$1: the position did not move from $start in 10 s: $(pos)"
-	put $(((start + p) / 2 / 8 * 8)) 64
+	# (within the old array's data: LIMIT sectors, $OLD unless given)
+	[ "$p" -le "${3:-$OLD}" ] || p=${3:-$OLD}
+	at=$(((start + p) / 2 / 8 * 8))
+	[ $((at + 128)) -le "$p" ] || fail "$1: no room to write between $start and $p"
+	put "$at" 64
 	SEEN=$(pos)
 	kill_daemon
-	log "$1: killed at position >= $SEEN (assembled at $start, written at $(((start + p) / 2 / 8 * 8)))"
+	log "$1: killed at position >= $SEEN (assembled at $start, written at $at)"
 }
 
 # ---- 1. frozen: both geometries, as md left them
@@ -200,7 +204,7 @@ grep -q "d3.img\[3\]" "$MNT/mdstat" || fail "the spare did not take slot 3: $(ca
 grep -q "Reshape pos'n : 0" "$WORK/ex.txt" && grep -q "Delta Devices : 1 (3->4)" "$WORK/ex.txt" &&
 	grep -q "New Offset : 1664 sectors" "$WORK/ex.txt" || fail "the grow is not in d3's superblock: $(cat "$WORK/ex.txt")"
 put 8192 128
-moving "grow" 3072
+moving "grow" 3072 "$GOLD"
 start_array_daemon "$G/r.conf" "$MNT" --freeze
 [ "$(pos)" -ge "$SEEN" ] || fail "grow, served again by config: position $(pos), $SEEN was seen before"
 same_model "grow: after kill -9" "$GOLD"
