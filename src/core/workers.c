@@ -534,7 +534,6 @@ int rf_groups_start(struct rf_array *a, struct rf_group *groups, int n)
 	return ret;
 }
 
-/* Stop and join the group threads (nothing may be in flight). */
 /* Stop and join the threads of groups[0..n) (nothing queued to them). */
 void rf_groups_stop(struct rf_group *groups, int n)
 {

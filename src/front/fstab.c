@@ -284,11 +284,18 @@ int rf_fstab_args(int argc, char **argv, int *outc, char ***out, char *err, size
 
 /* ---- -o OPTS of raidfuse mount and assemble (mount_opts.h) ---- */
 
-enum { M_URING = 1, M_OTHERS };
+enum { M_URING = 1, M_OTHERS, M_MAX_READ, M_DROP };
 
 static const struct fuse_opt mount_keys[] = {
 	/* the bare word too: an error naming it, not libfuse's */
 	FUSE_OPT_KEY("io_uring=", M_URING), FUSE_OPT_KEY("io_uring", M_URING),
+	FUSE_OPT_KEY("max_read=", M_MAX_READ),
+	/* access-time words mount(8) hands on that libfuse's mount does not
+	 * take: the image's times are the daemon's, whatever they say */
+	FUSE_OPT_KEY("diratime", M_DROP), FUSE_OPT_KEY("nodiratime", M_DROP),
+	FUSE_OPT_KEY("relatime", M_DROP), FUSE_OPT_KEY("norelatime", M_DROP),
+	FUSE_OPT_KEY("strictatime", M_DROP), FUSE_OPT_KEY("nostrictatime", M_DROP),
+	FUSE_OPT_KEY("lazytime", M_DROP), FUSE_OPT_KEY("nolazytime", M_DROP),
 	FUSE_OPT_KEY("allow_other", M_OTHERS), FUSE_OPT_KEY("allow_root", M_OTHERS),
 	FUSE_OPT_END
 };
@@ -321,6 +328,24 @@ static int mount_proc(void *data, const char *arg, int key, struct fuse_args *ou
 	case M_OTHERS:
 		p->mo->others = true;
 		break;
+	case M_DROP:
+		return 0;
+	case M_MAX_READ: {
+		/* The daemon asks the kernel for its own largest read at
+		 * mount and at INIT, which must agree: the word is its. */
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(arg + 9, &end, 10);
+		if (errno || end == arg + 9 || *end || v < 4096 || v > UINT32_MAX) {
+			snprintf(p->err, p->errlen, "-o %s: max_read wants bytes, at least 4096", arg);
+			p->ret = -EINVAL;
+			return -1;
+		}
+		p->mo->max_read = (uint32_t)v;
+		return 0;
+	}
 	case FUSE_OPT_KEY_NONOPT:
 		/* only "-o" OPTS is parsed: nothing comes here */
 		snprintf(p->err, p->errlen, "-o: unexpected '%s'", arg);

@@ -1537,6 +1537,10 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 		return 1;
 	}
 	splice_config(fs, mo.uring);
+	/* -o max_read=BYTES: no larger reads than the daemon's own (4 KiB
+	 * pages). */
+	if (mo.max_read && mo.max_read < fs->max_read)
+		fs->max_read = mo.max_read / 4096 * 4096;
 	snprintf(max_read, sizeof(max_read), "max_read=%u", fs->max_read);
 	argv[argc++] = "raidfuse";
 	argv[argc++] = "-o";

@@ -28,10 +28,12 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct rf_mount_opts {
 	int uring;              /* enum rf_uring_mode (fuse_uring.h); RF_URING_AUTO without io_uring= */
 	bool others;            /* allow_other or allow_root was given */
+	uint32_t max_read;      /* max_read=BYTES: the largest read the kernel sends; 0: not given */
 	char *fuse;             /* the words for libfuse's -o, comma-separated and escaped; NULL: none */
 };
 

@@ -57,11 +57,9 @@ static int mirror_max_pieces(const struct rf_array *a, uint32_t max_len)
 	return a->geom.near_copies * a->geom.far_copies * (max_len / a->chunk_bytes + 2);
 }
 
-/* The copy (index into devs[n]) a read goes to: start at a rotating
- * copy, take the first in-sync one that is not write-mostly, else the
- * first in-sync one; -1: none is in sync. */
-/* The copy to read among n, the round robin's next from first on (md's
- * read_balance, simplified): in sync, and not write-mostly unless all are. */
+/* The copy (index into devs[n]) to read, the round robin's next from
+ * first on (md's read_balance, simplified): in sync, and not write-mostly
+ * unless all are; -1: none is in sync. */
 static int pick_copy(const struct rf_array *a, const int *devs, int n, unsigned first)
 {
 	uint64_t wm = atomic_load_explicit(&a->write_mostly, memory_order_relaxed);

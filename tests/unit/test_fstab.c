@@ -146,13 +146,14 @@ static const struct opts_row opts_rows[] = {
 	{ "auto_unmount", 0, RF_URING_AUTO, false, "auto_unmount", NULL },
 	{ "fsname=mine", 0, RF_URING_AUTO, false, "fsname=mine", NULL },
 	{ "subtype=sub", 0, RF_URING_AUTO, false, "subtype=sub", NULL },
-	{ "max_read=65536", 0, RF_URING_AUTO, false, "max_read=65536", NULL },
+	/* the daemon's own (it sets the kernel's largest read at mount and
+	 * at INIT, which must agree): not passed on */
+	{ "max_read=65536", 0, RF_URING_AUTO, false, NULL, NULL },
 	{ "ro", 0, RF_URING_AUTO, false, "ro", NULL },
 	{ "rw", 0, RF_URING_AUTO, false, "rw", NULL },
+	/* the access-time words libfuse's mount does not take are dropped */
 	{ "nodev,nosuid,noexec,sync,dirsync,noatime,nodiratime,relatime,norelatime,strictatime,lazytime,nolazytime",
-	  0, RF_URING_AUTO, false,
-	  "nodev,nosuid,noexec,sync,dirsync,noatime,nodiratime,relatime,norelatime,strictatime,lazytime,nolazytime",
-	  NULL },
+	  0, RF_URING_AUTO, false, "nodev,nosuid,noexec,sync,dirsync,noatime", NULL },
 	{ "allow_other,io_uring=off,fsname=x", 0, RF_URING_OFF, true, "allow_other,fsname=x", NULL },
 	{ ",,allow_root,,io_uring=on,", 0, RF_URING_ON, true, "allow_root", NULL },
 	/* escapes: libfuse unescapes what it is given once more */
@@ -171,6 +172,8 @@ static const struct opts_row opts_rows[] = {
 	{ "allow_other,io_uring=yes,noatime", -EINVAL, 0, false, NULL,
 	  "-o io_uring=yes: io_uring wants auto, on or off" },
 	{ "io_uring=off\\,x", -EINVAL, 0, false, NULL, "-o io_uring=off,x: io_uring wants auto, on or off" },
+	{ "max_read=12", -EINVAL, 0, false, NULL, "-o max_read=12: max_read wants bytes, at least 4096" },
+	{ "max_read=1M", -EINVAL, 0, false, NULL, "-o max_read=1M: max_read wants bytes, at least 4096" },
 };
 
 typedef int (*opts_parse_fn)(const char *opts, struct rf_mount_opts *mo, char *err, size_t errlen);
@@ -206,15 +209,23 @@ static int opts_mismatches(opts_parse_fn parse, const struct opts_row *rows, siz
 
 static void test_mount_opts(void **state)
 {
+	struct rf_mount_opts mo;
+	char err[256];
+
 	assert_int_equal(opts_mismatches(rf_mount_opts_parse, opts_rows, sizeof(opts_rows) / sizeof(opts_rows[0])),
 			 0);
+	/* max_read's value is the daemon's to use */
+	assert_int_equal(rf_mount_opts_parse("noatime,max_read=131072", &mo, err, sizeof(err)), 0);
+	assert_int_equal(mo.max_read, 131072);
+	assert_string_equal(mo.fuse, "noatime");
+	rf_mount_opts_free(&mo);
 }
 
 /* A splitter at every comma, blind to escapes (words are kept raw):
  * what a parser by hand does. */
 static int naive_split(const char *opts, struct rf_mount_opts *mo, char *err, size_t errlen)
 {
-	char *copy, *w, *save;
+	char *copy, *w, *save, key[40];
 	size_t len;
 
 	memset(mo, 0, sizeof(*mo));
@@ -231,6 +242,14 @@ static int naive_split(const char *opts, struct rf_mount_opts *mo, char *err, si
 				free(copy);
 				return -EINVAL;
 			}
+			continue;
+		}
+		snprintf(key, sizeof(key), ",%.36s,", w);
+		if (*w && strstr(",diratime,nodiratime,relatime,norelatime,strictatime,nostrictatime,lazytime,"
+				 "nolazytime,", key))
+			continue;
+		if (!strncmp(w, "max_read=", 9)) {
+			mo->max_read = (uint32_t)strtoul(w + 9, NULL, 10);
 			continue;
 		}
 		mo->others |= !strcmp(w, "allow_other") || !strcmp(w, "allow_root");
