@@ -302,6 +302,9 @@ struct rf_sb_change {
 	 * written) the start's fields too.  0: as it is. */
 	int set_reshape;
 	uint64_t reshape_position;
+	/* 1.x: raid_disks becomes this (a raid1 given more mirrors, which
+	 * md records at once: no reshape); 0: as it is. */
+	int set_raid_disks;
 	int reshape_raid_disks;
 	int reshape_delta;
 	int32_t reshape_new_offset;

@@ -530,26 +530,14 @@ void rf_array_reshape_commit(struct rf_array *a, uint64_t position)
 	rf_release(a, RF_HOLD_WRITES);
 }
 
-int rf_array_reshape_begin(struct rf_array *a, int raid_disks, uint64_t gap, char *err, size_t errlen)
+/* Every request drained: the slot count becomes raid_disks, with new
+ * groups whose stripe heads have a column per slot (nothing is in flight
+ * on the old ones).  0, or -errno with why (nothing changed). */
+static int regroup(struct rf_array *a, int raid_disks, char *err, size_t errlen)
 {
-	struct rf_reshape rs = { .active = true, .prev = a->geom };
-	struct rf_geom g = a->geom;
 	struct rf_group *groups;
-	int oldn = a->nmembers, i, ret;
+	int oldn = a->nmembers, ret;
 
-	g.raid_disks = raid_disks;
-	ret = rf_geom_init(&g, err, errlen);
-	if (!ret)
-		ret = rf_reshape_init(&g, &rs, -(int64_t)gap, err, errlen);
-	if (ret)
-		return ret;
-	for (i = oldn; i < raid_disks; i++)
-		if (i >= a->ndevs || a->devs[i].flags != RF_DEV_SPARE) {
-			snprintf(err, errlen, "device %d is not a spare to take slot %d", i, i);
-			return -EINVAL;
-		}
-	/* Stripe heads have a column per slot: new groups for the new
-	 * count (nothing is in flight on the old ones). */
 	a->nmembers = raid_disks;
 	ret = rf_groups_alloc(a, a->ngroups, a->group_thread_cnt, a->stripe_cache_size, &groups);
 	if (!ret) {
@@ -569,6 +557,64 @@ int rf_array_reshape_begin(struct rf_array *a, int raid_disks, uint64_t gap, cha
 	rf_groups_free(a, a->groups, a->ngroups);
 	a->nmembers = raid_disks;
 	a->groups = groups;
+	return 0;
+}
+
+int rf_array_add_mirrors(struct rf_array *a, int raid_disks, char *err, size_t errlen)
+{
+	struct rf_geom g = a->geom;
+	int oldn = a->nmembers, k, i, ret;
+
+	if (a->geom.level != 1 || raid_disks <= oldn || a->ndevs + raid_disks - oldn > RF_MAX_DEVS) {
+		snprintf(err, errlen, "raid%d of %d: no %d mirrors here", a->geom.level, oldn, raid_disks);
+		return -EINVAL;
+	}
+	g.raid_disks = raid_disks;
+	ret = rf_geom_init(&g, err, errlen);
+	if (!ret)
+		ret = regroup(a, raid_disks, err, errlen);
+	if (ret)
+		return ret;
+	/* Each new slot an empty place (md's missing device), put where the
+	 * first spare was; the spares move behind. */
+	rf_devs_lock(a);
+	for (k = oldn; k < raid_disks; k++) {
+		i = rf_dev_append(a);
+		rf_dev_init(&a->devs[i]);
+		a->devs[i].path = strdup("missing");
+		a->devs[i].io.fault = rf_fault_new();
+		a->devs[i].flags = RF_DEV_MISSING | RF_DEV_FAULTY;
+		a->devs[i].data_offset = a->devs[i].new_data_offset = a->devs[0].data_offset;
+		rf_dev_swap(a, k, i);
+		a->present &= ~(1ull << k);
+		atomic_fetch_or(&a->faulty, 1ull << k);
+	}
+	rf_devs_unlock(a);
+	a->geom = g;
+	rf_devs_flags_changed(a);
+	return 0;
+}
+
+int rf_array_reshape_begin(struct rf_array *a, int raid_disks, uint64_t gap, char *err, size_t errlen)
+{
+	struct rf_reshape rs = { .active = true, .prev = a->geom };
+	struct rf_geom g = a->geom;
+	int oldn = a->nmembers, i, ret;
+
+	g.raid_disks = raid_disks;
+	ret = rf_geom_init(&g, err, errlen);
+	if (!ret)
+		ret = rf_reshape_init(&g, &rs, -(int64_t)gap, err, errlen);
+	if (ret)
+		return ret;
+	for (i = oldn; i < raid_disks; i++)
+		if (i >= a->ndevs || a->devs[i].flags != RF_DEV_SPARE) {
+			snprintf(err, errlen, "device %d is not a spare to take slot %d", i, i);
+			return -EINVAL;
+		}
+	ret = regroup(a, raid_disks, err, errlen);
+	if (ret)
+		return ret;
 	rf_devs_lock(a);
 	for (i = 0; i < raid_disks; i++) {
 		a->devs[i].new_data_offset = a->devs[i].data_offset - gap * 512;

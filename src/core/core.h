@@ -142,6 +142,11 @@ void rf_array_reshape_commit(struct rf_array *a, uint64_t position);
  * and each slot's data is to move gap sectors lower (its new data
  * offset).  0, or -errno with why (nothing changed). */
 int rf_array_reshape_begin(struct rf_array *a, int raid_disks, uint64_t gap, char *err, size_t errlen);
+/* Inside rf_array_quiesced_all(): a raid1 takes raid_disks slots, the
+ * new ones empty (missing and faulty, as md's grown raid1 is degraded
+ * until spares take them: the management thread's rebuild).  0, or
+ * -errno with why (nothing changed). */
+int rf_array_add_mirrors(struct rf_array *a, int raid_disks, char *err, size_t errlen);
 /* Inside rf_array_quiesced_all(), every row in the new geometry: the
  * reshape ends; each slot's new data offset becomes its data offset, the
  * array takes the new geometry's size.  0, or -EINVAL with why. */

@@ -630,6 +630,59 @@ static uint64_t room_before(const struct rf_dev *d)
 	return doff > end ? doff - end : 0;
 }
 
+struct mirrors {
+	struct rf_array *a;
+	int raid_disks;
+	char *err;
+	size_t errlen;
+};
+
+static int mirrors_fn(void *arg)
+{
+	struct mirrors *m = arg;
+	int ret = rf_array_add_mirrors(m->a, m->raid_disks, m->err, m->errlen);
+
+	if (!ret)
+		ret = rf_sbstate_set_raid_disks(rf_array_sbstate(m->a), m->raid_disks);
+	return ret;
+}
+
+/* raid1: more mirrors, as md's raid1 takes them: raid_disks recorded at
+ * once, the new slots empty (degraded) until spares take them, which the
+ * management thread does as for failed slots (a rebuild each). */
+static int grow_mirrors(struct rf_array *a, int raid_disks, char *err, size_t errlen)
+{
+	struct mirrors m = { .a = a, .raid_disks = raid_disks, .err = err, .errlen = errlen };
+	int n = rf_array_nslots(a), i, ret;
+	struct rf_sync_status st;
+
+	if (!rf_array_sbstate(a)) {
+		snprintf(err, errlen, "no superblocks to record the new member count in (the config names it)");
+		return -EOPNOTSUPP;
+	}
+	for (i = 0; i < n; i++)
+		if (rf_dev_get(a, i)->sb_has && rf_dev_get(a, i)->sb.kind == RF_SB_090) {
+			snprintf(err, errlen, "0.90 metadata");
+			return -EOPNOTSUPP;
+		}
+	if (raid_disks < n || raid_disks > RF_MAX_MEMBERS) {
+		snprintf(err, errlen, "%d members: raidfuse grows a raid1 of %d to at most %d", raid_disks, n,
+			 RF_MAX_MEMBERS);
+		return -EINVAL;
+	}
+	if (raid_disks == n)
+		return 0;
+	rf_sync_get(a, &st);
+	if (st.action != RF_SYNC_IDLE && st.action != RF_SYNC_FROZEN) {
+		snprintf(err, errlen, "%s is running", rf_sync_action_name(st.action));
+		return -EBUSY;
+	}
+	ret = rf_array_quiesced_all(a, mirrors_fn, &m);
+	if (!ret)
+		rf_mgmt_kick(a);
+	return ret;
+}
+
 int rf_reshape_grow(struct rf_array *a, int raid_disks, char *err, size_t errlen)
 {
 	const struct rf_geom *g = rf_array_geom(a);
@@ -645,6 +698,8 @@ int rf_reshape_grow(struct rf_array *a, int raid_disks, char *err, size_t errlen
 		snprintf(err, errlen, "the array is read-only");
 		return -EROFS;
 	}
+	if (g->level == 1)
+		return grow_mirrors(a, raid_disks, err, errlen);
 	why = cannot_reshape(a);
 	if (why) {
 		snprintf(err, errlen, "%s", why);

@@ -985,6 +985,20 @@ int rf_sbstate_reshape(struct rf_sbstate *s, bool done, uint64_t position)
 	return r;
 }
 
+int rf_sbstate_set_raid_disks(struct rf_sbstate *s, int raid_disks)
+{
+	struct rf_sb_change c = { .faulty_slot = -1, .set_raid_disks = raid_disks };
+	int r;
+
+	if (!s)
+		return 0;
+	sb_lock(s);
+	s->n = raid_disks;
+	r = write_change(s, CH_DEVICES, &c, -1, 0);
+	sb_unlock(s);
+	return r;
+}
+
 int rf_sbstate_reshape_start(struct rf_sbstate *s, int raid_disks, int delta, int32_t new_offset)
 {
 	struct rf_sb_change c = { .faulty_slot = -1, .set_reshape = RF_SB_RESHAPE_START,
@@ -1000,6 +1014,7 @@ int rf_sbstate_reshape_start(struct rf_sbstate *s, int raid_disks, int delta, in
 	for (k = raid_disks - delta; k < raid_disks; k++)
 		roles_set(s->a, rf_dev_get(s->a, k)->sb.dev_number, (uint16_t)k);
 	s->reshape_recorded = 0;
+	s->n = raid_disks;
 	r = write_change(s, CH_DEVICES, &c, -1, 0);
 	sb_unlock(s);
 	return r;

@@ -111,6 +111,9 @@ int rf_sbstate_drop_replacement(struct rf_sbstate *s, int dev, bool lost);
  * that it ended (super.h RF_SB_RESHAPE_DONE); the members are flushed
  * first.  0, or -EIO when the array failed. */
 int rf_sbstate_reshape(struct rf_sbstate *s, bool done, uint64_t position);
+/* Every superblock records raid_disks slots (1.x; a raid1 given more
+ * mirrors).  0, or -EIO when the array failed. */
+int rf_sbstate_set_raid_disks(struct rf_sbstate *s, int raid_disks);
 /* A grow begins (1.x): the devices now in slots [raid_disks - delta,
  * raid_disks) take those roles, and every superblock records the reshape
  * (super.h RF_SB_RESHAPE_START; new_offset: sectors from each data

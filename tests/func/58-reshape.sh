@@ -34,6 +34,8 @@
 #     model; to the end: grown to 4 members' size, the model with zeros
 #     after it, check 0, every superblock md's after a grow (data offset
 #     1664), the config serves it again.  RF_MD_JUDGE=1: kernel md reads it.
+#  4b. a raid1 grown from 2 to 3 mirrors: the spare takes the new slot and
+#     is rebuilt; its bytes are the first mirror's; the config serves it.
 #  5. RF_MD_JUDGE=1: kernel md continues a grow raidfuse began and was
 #     killed in, to its end, md's pattern intact, mismatch_cnt 0.
 # Negative control: RAIDFUSE_TEST_BREAK=reshape-record (the position moves
@@ -236,6 +238,31 @@ if md_judge; then
 	grep -q "JUDGE mismatch_cnt=0 " "$WORK/judge.out" || fail "kernel md's check: $(grep JUDGE "$WORK/judge.out")"
 	log "kernel md assembles the grown members: the model's sha256, mismatch_cnt 0"
 fi
+rm -rf "$G"
+
+# ---- 4b. a raid1 given a third mirror (md records it at once; the spare
+# takes the new, empty slot and is rebuilt)
+G=$DISK/m
+mkdir -p "$G"
+mk_conf "$G/r.conf" metadata=1.2 level=1 members="$G/d0.img $G/d1.img" spares="$G/d2.img" member_size=16M
+create_array "$G/r.conf" --assume-clean -b none
+start_array_daemon "$G/r.conf" "$MNT"
+head -c "$(fsize "$IMG")" /dev/urandom >"$MODEL"
+dd if="$MODEL" of="$IMG" bs=1M oflag=direct conv=fsync,notrunc,nocreat status=none || fail "cannot fill the raid1"
+"$RAIDFUSE" grow "$MNT" --raid-devices 3 || fail "raid1: grow --raid-devices 3 refused"
+wait_for "raid1: the third mirror was not rebuilt" 'grep -q "\[3/3\] \[UUU\]" "$MNT/mdstat"'
+[ "$(val raid_disks)" = 3 ] || fail "raid1 grown: raid_disks $(val raid_disks)"
+same_model "raid1 grown" $(($(fsize "$IMG") / 512))
+stop_array "$MNT"
+"$RAIDFUSE" examine "$G/d2.img" >"$WORK/ex.txt" || fail "examine d2 failed"
+grep -q "Raid Devices : 3" "$WORK/ex.txt" && grep -q "Device Role : Active device 2" "$WORK/ex.txt" ||
+	fail "raid1's third mirror: $(cat "$WORK/ex.txt")"
+cmp -s -i 1048576 -n $(($(fsize "$MODEL"))) "$G/d0.img" "$G/d2.img" || fail "raid1: the third mirror differs from the first"
+start_array_daemon "$G/r.conf" "$MNT"
+grep -q "\[3/3\] \[UUU\]" "$MNT/mdstat" || fail "raid1 grown, served again by config: $(cat "$MNT/mdstat")"
+same_model "raid1 grown, served again" $(($(fsize "$IMG") / 512))
+stop_array "$MNT"
+log "raid1 2 -> 3 mirrors: the spare rebuilt into slot 2, the data and the first mirror's bytes, AAA"
 rm -rf "$G"
 
 # ---- 5. (RF_MD_JUDGE=1) kernel md continues a grow raidfuse started and
