@@ -472,10 +472,13 @@ bool rf_array_readonly(const struct rf_array *a)
 bool rf_array_reshape(const struct rf_array *a, uint64_t *position, bool *backwards)
 {
 	struct rf_array *w = (struct rf_array *)a;
+	/* reshape is written before reshaping is set (a grow begins): read
+	 * after it only (pairs with the store in rf_array_reshape_begin()). */
+	bool on = atomic_load(&w->reshaping);
 
 	*position = atomic_load(&w->reshape_pos);
-	*backwards = a->reshape.backwards;
-	return atomic_load(&w->reshaping);
+	*backwards = on && a->reshape.backwards;
+	return on;
 }
 
 void rf_array_on_resize(struct rf_array *a, void (*fn)(void *priv), void *priv)

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* test_reshape.c - growing arrays online (services/reshape.c, reshape.h).
+ *
+ * Arrays made as `raidfuse create` makes them (1.2 superblocks, spares
+ * named in the config), assembled as the daemon assembles them, filled
+ * against a model (fixture.h), then grown with rf_reshape_grow():
+ *  - what md refuses is refused, and nothing changes: fewer members,
+ *    too few spares, a level it cannot grow (raid10);
+ *  - raid5 3 -> 4 and raid6 4 -> 6: while the reshape runs, random reads
+ *    and writes go on against the model; at the end the array has the
+ *    new size, the model's bytes and zeros after them, a check counts 0,
+ *    and assembled again it is one geometry with the same bytes;
+ *  - raid1 2 -> 3: the new slot is rebuilt from the spare while IO runs,
+ *    the array is whole again with the model's bytes.
+ * Negative control: one byte changed behind the grown array on a member
+ * (a data column) is found by the model comparison or by the check.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "raidfuse/create.h"
+#include "raidfuse/reshape.h"
+#include "raidfuse/sync.h"
+#include "testreq.h"
+
+#define MEMBER_SIZE "8M"
+
+/* fx_dir/<what>.conf with n members and nspare spares, made by
+ * rf_create(); paths[] gets members then spares. */
+static void make(const char *what, int level, int n, int nspare, char (*paths)[FX_PATH])
+{
+	struct rf_create_opts o = { .assume_clean = true, .bitmap = 0 };
+	struct rf_config cfg;
+	char conf[FX_PATH], err[1024];
+	FILE *f;
+	int i;
+
+	snprintf(conf, sizeof(conf), "%s/%s.conf", fx_dir, what);
+	f = fopen(conf, "w");
+	assert_non_null(f);
+	fprintf(f, "array: {\n\tname = \"array.img\";\n\tmetadata = \"1.2\";\n\tlevel = %d;\n", level);
+	if (level != 1)
+		fprintf(f, "\tchunk_size = \"64K\";\n");
+	fprintf(f, "\tmember_size = \"%s\";\n\tmembers = (", MEMBER_SIZE);
+	for (i = 0; i < n + nspare; i++) {
+		fx_member_path(paths[i], FX_PATH, what, i);
+		unlink(paths[i]);
+		if (i == n)
+			fprintf(f, " );\n\tspares = (");
+		fprintf(f, "%s\"%s-%d.img\"", i == 0 || i == n ? " " : ", ", what, i);
+	}
+	fprintf(f, " );\n};\n");
+	assert_int_equal(fclose(f), 0);
+	if (rf_config_load(conf, &cfg, err, sizeof(err)))
+		fail_msg("%s", err);
+	assert_int_equal(rf_create(conf, &cfg, &o), 0);
+	rf_config_free(&cfg);
+}
+
+/* The array on paths[0..n), started and serving. */
+static struct rf_array *serve(char (*paths)[FX_PATH], int n)
+{
+	const char *p[RF_MAX_MEMBERS];
+	struct rf_array *a;
+	int i;
+
+	for (i = 0; i < n; i++)
+		p[i] = paths[i];
+	a = fx_open_assembled(p, n, false, fx_gtc);
+	fx_start(a, NULL);
+	assert_int_equal(rf_array_start_resync(a, false), 0);
+	return a;
+}
+
+static bool reshaping(struct rf_array *a)
+{
+	uint64_t pos;
+	bool back;
+
+	return rf_array_reshape(a, &pos, &back);
+}
+
+static int degraded(struct rf_array *a)
+{
+	struct rf_array_info info;
+
+	rf_array_get_info(a, &info);
+	return info.degraded;
+}
+
+static void check_zero(struct rf_array *a)
+{
+	struct rf_sync_status st;
+
+	assert_int_equal(rf_sync_request(a, RF_SYNC_CHECK), 0);
+	rf_sync_wait(a);
+	rf_sync_get(a, &st);
+	assert_int_equal(st.mismatch_cnt, 0);
+}
+
+static void test_refused(void **state)
+{
+	char paths[6][FX_PATH], err[512];
+	struct rf_array_info before, after;
+	struct rf_array *a;
+
+	(void)state;
+	make("ref5", 5, 3, 0, paths);
+	a = serve(paths, 3);
+	rf_array_get_info(a, &before);
+	assert_int_equal(rf_reshape_grow(a, 4, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "0 spare(s) to grow from 3 to 4 members, 1 needed"));
+	assert_int_equal(rf_reshape_grow(a, 2, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "raidfuse grows an array of 3"));
+	assert_int_equal(rf_reshape_grow(a, 3, err, sizeof(err)), 0);     /* as it is */
+	rf_array_get_info(a, &after);
+	assert_false(reshaping(a));
+	assert_int_equal(after.raid_disks, before.raid_disks);
+	assert_int_equal(after.array_size, before.array_size);
+	rf_array_close(a);
+	make("ref10", 10, 4, 1, paths);
+	a = serve(paths, 5);
+	assert_int_equal(rf_reshape_grow(a, 5, err, sizeof(err)), -EOPNOTSUPP);
+	assert_non_null(strstr(err, "raid4/5/6 only"));
+	rf_array_close(a);
+}
+
+/* Grow what (level, n members, nspare spares) to n + nspare members with
+ * IO against the model while the reshape runs; then check it all. */
+static void grow(const char *what, int level, int n, int nspare)
+{
+	char paths[RF_MAX_MEMBERS][FX_PATH], err[512];
+	struct rf_array_info info;
+	uint64_t old, size;
+	struct rf_array *a;
+	char *model;
+	int i, rounds = 0;
+
+	make(what, level, n, nspare, paths);
+	a = serve(paths, n + nspare);
+	old = rf_array_size(a);
+	model = malloc(old * 2);
+	assert_non_null(model);
+	fx_model_fill(a, model, 256 << 10, 50);
+	/* Slow enough that the IO below meets the reshape under way. */
+	assert_int_equal(rf_sync_set_speed_max(a, 4096), 0);
+	assert_int_equal(rf_sync_set_speed_min(a, 4096), 0);
+	if (rf_reshape_grow(a, n + nspare, err, sizeof(err)))
+		fail_msg("%s: grow refused: %s", what, err);
+	rf_array_get_info(a, &info);
+	assert_int_equal(info.raid_disks, n + nspare);
+	if (level != 1)
+		assert_true(reshaping(a));
+	while ((reshaping(a) || degraded(a)) && rounds < 200) {
+		assert_int_equal(fx_model_io(a, model, 20, 64 << 10), 0);
+		rounds++;
+	}
+	assert_int_equal(rf_sync_set_speed_max(a, 0), 0);
+	assert_int_equal(rf_sync_set_speed_min(a, 0), 0);
+	for (i = 0; i < 6000 && (reshaping(a) || degraded(a)); i++)
+		usleep(10000);
+	assert_false(reshaping(a));
+	assert_int_equal(rf_array_faulty(a), 0);
+	rf_sync_wait(a);
+	size = rf_array_size(a);
+	if (level == 1) {
+		assert_int_equal(size, old);
+	} else {
+		assert_true(size > old && size <= 2 * old);
+		memset(model + old, 0, size - old);
+	}
+	assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
+	check_zero(a);
+	rf_array_close(a);
+	/* Assembled again: the new count, one geometry, the same bytes. */
+	a = serve(paths, n + nspare);
+	assert_false(reshaping(a));
+	rf_array_get_info(a, &info);
+	assert_int_equal(info.raid_disks, n + nspare);
+	assert_int_equal(info.degraded, 0);
+	assert_int_equal(rf_array_size(a), size);
+	assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
+	rf_array_close(a);
+	/* Negative control: a byte of member 0's data area changed behind
+	 * the array shows (its data offset is 1664 sectors or more). */
+	{
+		int fd = open(paths[0], O_RDWR);
+		char b;
+
+		assert_true(fd >= 0);
+		assert_int_equal(pread(fd, &b, 1, 4 << 20), 1);
+		b ^= 0x5a;
+		assert_int_equal(pwrite(fd, &b, 1, 4 << 20), 1);
+		close(fd);
+	}
+	a = serve(paths, n + nspare);
+	if (!fx_model_diff(a, model, 1 << 20)) {
+		struct rf_sync_status st;
+
+		assert_int_equal(rf_sync_request(a, RF_SYNC_CHECK), 0);
+		rf_sync_wait(a);
+		rf_sync_get(a, &st);
+		assert_true(st.mismatch_cnt > 0);
+	}
+	rf_array_close(a);
+	free(model);
+	print_message("%s: grown %d -> %d while %d rounds of IO ran\n", what, n, n + nspare, rounds);
+}
+
+static void test_raid5(void **state)
+{
+	(void)state;
+	grow("g5", 5, 3, 1);
+}
+
+static void test_raid6(void **state)
+{
+	(void)state;
+	grow("g6", 6, 4, 2);
+}
+
+static void test_raid1(void **state)
+{
+	(void)state;
+	grow("g1", 1, 2, 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_refused),
+		cmocka_unit_test_setup(test_raid5, fx_threads2),
+		cmocka_unit_test_setup(test_raid6, fx_inline0),
+		cmocka_unit_test_setup(test_raid1, fx_threads2),
+	};
+
+	return fx_run_tests("reshape", tests);
+}
