@@ -1629,6 +1629,11 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 		fuse_session_destroy(fs->se);
 		return 1;
 	}
+	/* As md runs an array: a resync that is due starts now (it goes on
+	 * beside the FUSE threads; a failure to start it is logged), or with
+	 * --freeze sync_action is frozen, before anyone is told the array
+	 * serves: what a script reads then is what it asked for. */
+	rf_array_start_resync(a, o->freeze);
 	/* Serving: the command that started a daemon may exit now (every
 	 * thread above is the daemon's own: daemon.h). */
 	/* The service manager first (notify.h): MAINPID= must reach it
@@ -1637,9 +1642,6 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	rf_daemon_ready();
 	rf_info("serving %s (%llu bytes) on %s", rf_array_name(a), (unsigned long long)rf_array_size(a),
 		o->mountpoint);
-	/* As md runs an array: a resync that is due starts now (it goes on
-	 * beside the FUSE threads; a failure to start it is logged). */
-	rf_array_start_resync(a, o->freeze);
 	lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, 1);
 	nthreads = o->max_threads > 0 ? (unsigned)o->max_threads : default_threads();
