@@ -166,7 +166,7 @@ full round raid6 5 level=6 chunk_size=64K
 # of the same members: --freeze keeps the resync due, d2 fails, and the
 # pattern reads wrong: the tears are there to find.
 r6_one_missing() {
-	local D=$WORK/r6miss off row m k=0 dsec fio_pid
+	local D=$WORK/r6miss off row m k=0 w dsec fio_pid
 	mkdir -p "$D"
 	mk_conf "$D/raid.conf" metadata=1.2 level=6 layout=left-symmetric chunk_size=64K members="$(members 5)" \
 		member_size=$MEMBER
@@ -179,7 +179,13 @@ r6_one_missing() {
 	fio --name=bg --filename="$IMG" --rw=randwrite --bs=4k --offset=16M --size=8M --direct=1 \
 		--ioengine=libaio --iodepth=8 --time_based --runtime=30 >/dev/null 2>&1 &
 	fio_pid=$!
-	sleep 0.5
+	# Killed once writes are under way: the superblocks say active (fio
+	# may take a while to start on a loaded machine).
+	for ((w = 0; w < 100; w++)); do
+		[[ $(states "$D" 5) == *active* ]] && break
+		sleep 0.1
+	done
+	sleep 0.3
 	kill_daemon
 	kill "$fio_pid" 2>/dev/null || true
 	wait "$fio_pid" 2>/dev/null || true
