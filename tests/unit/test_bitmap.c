@@ -543,6 +543,35 @@ static int bm_store(struct rf_array *a, const char *name, const char *val)
  * write-mostly device and is recorded in the header at once; can_clear
  * false keeps bits a pass would clear (negative control: true clears
  * them), and true is refused while degraded. */
+struct wm_job {
+	struct rf_array *a;
+	int dev;
+	bool on;
+};
+
+static int wm_fn(void *arg)
+{
+	struct wm_job *j = arg;
+
+	rf_devs_lock(j->a);
+	if (j->on)
+		rf_dev_get(j->a, j->dev)->flags |= RF_DEV_WRITE_MOSTLY;
+	else
+		rf_dev_get(j->a, j->dev)->flags &= ~(unsigned)RF_DEV_WRITE_MOSTLY;
+	rf_devs_unlock(j->a);
+	return 0;
+}
+
+/* Device dev write-mostly or not, as the table is changed (every request
+ * drained, reconf_lock and the device lock held: the management thread
+ * reads the flags under reconf_lock). */
+static void set_write_mostly(struct rf_array *a, int dev, bool on)
+{
+	struct wm_job j = { .a = a, .dev = dev, .on = on };
+
+	assert_int_equal(rf_array_quiesced_all(a, wm_fn, &j), 0);
+}
+
 static void test_ctl_files(void **state)
 {
 	char *buf = aligned_alloc(4096, 65536);
@@ -575,7 +604,7 @@ static void test_ctl_files(void **state)
 
 	/* backlog: no write-mostly device yet */
 	assert_int_equal(bm_store(a, "backlog", "100"), -EINVAL);
-	rf_dev_get(a, 1)->flags |= RF_DEV_WRITE_MOSTLY;
+	set_write_mostly(a, 1, true);
 	assert_int_equal(bm_store(a, "backlog", "16384"), -EINVAL);
 	assert_int_equal(bm_store(a, "backlog", "100"), 0);
 	assert_string_equal(bm_show(a, "backlog"), "100\n");
@@ -587,7 +616,7 @@ static void test_ctl_files(void **state)
 	assert_int_equal(bsb.write_behind, 100);
 	free(bits);
 	close(fd);
-	rf_dev_get(a, 1)->flags &= ~(unsigned)RF_DEV_WRITE_MOSTLY;
+	set_write_mostly(a, 1, false);
 
 	/* can_clear false: a written chunk's bit stays through idle passes */
 	assert_int_equal(rf_bitmap_daemon_pass(rf_array_bitmap(a)), 0);
