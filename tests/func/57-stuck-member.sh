@@ -32,6 +32,7 @@ if [ ! -x "$STALLFS" ]; then
 		fail "cannot build tools/stallfs/stallfs.c"
 fi
 DISK=$(mktemp -d /var/tmp/rf57.XXXXXX)
+_RM_DIRS+=("$DISK")
 SFS_PID=
 # The stalled member is let go and unmounted before lib.sh's cleanup
 # (a daemon waiting on it could not be stopped otherwise).

@@ -54,7 +54,7 @@ NEW=190464      # md's array after the grow (r5-ls-3to4d-64k-grown, and md's ver
 [ "$OLD/$POS" = 126976/81792 ] || fail "manifest: array_sectors $OLD, reshape position $POS"
 
 DISK=$(mktemp -d /var/tmp/rf58.XXXXXX)
-trap '_rc=$?; _main_shell || exit $_rc; (exit $_rc); _cleanup; rm -rf "$DISK"' EXIT
+_RM_DIRS+=("$DISK")
 case $(stat -f -c %T "$DISK") in
 tmpfs | ramfs) log "note: /var/tmp is in memory here; members are not on a disk file system" ;;
 esac

@@ -210,6 +210,9 @@ _FSMOUNTS=()                # file systems this test mounted (mount points)
 # remove its work directory under it: every EXIT trap starts with this.
 _main_shell() { [ "$BASHPID" = "$$" ]; }
 
+# Directories a test makes outside $WORK (members on a disk file system):
+# _RM_DIRS+=(DIR), removed with $WORK at the end.
+_RM_DIRS=()
 _cleanup() {
 	local rc=$? c mnt pid i
 	_main_shell || return 0
@@ -241,9 +244,9 @@ _cleanup() {
 	done
 	wait 2>/dev/null
 	if [ "${RF_KEEP:-0}" = 1 ]; then
-		echo "[$TEST_NAME] kept $WORK" >&2
+		echo "[$TEST_NAME] kept $WORK ${_RM_DIRS[*]}" >&2
 	else
-		rm -rf "$WORK"
+		rm -rf "$WORK" "${_RM_DIRS[@]}"
 	fi
 	exit "$rc"
 }
