@@ -82,7 +82,7 @@ struct reshape {
 	struct rf_ioq q;
 	int pending, io_err;
 	struct rf_mio *mios;
-	int nmios, maxmios;
+	int nmios;
 	char *data;                     /* the window's data, array order */
 	char *par;                      /* P and Q of each new row of the window */
 	char *zero;                     /* a chunk of zeros */
@@ -370,9 +370,8 @@ static int setup(struct reshape *r)
 	rows = WINDOW_BYTES / 512 / row ? WINDOW_BYTES / 512 / row : 1;
 	/* Reads: one per old chunk of the window; writes: every member per
 	 * new chunk row. */
-	r->maxmios = (int)(rows * row / rs->prev.chunk_sectors + 2 +
-			   rows * (r->unit / g->chunk_sectors) * (uint64_t)g->raid_disks);
-	r->mios = calloc((size_t)r->maxmios, sizeof(*r->mios));
+	r->mios = calloc(rows * row / rs->prev.chunk_sectors + 2 +
+			 rows * (r->unit / g->chunk_sectors) * (uint64_t)g->raid_disks, sizeof(*r->mios));
 	r->data = alloc_aligned(rows * row * 512);
 	r->par = alloc_aligned(2 * rows * (r->unit / g->chunk_sectors) * g->chunk_sectors * 512);
 	r->zero = alloc_aligned(g->chunk_sectors * 512);
