@@ -138,6 +138,14 @@ void rf_r5_map_sector(const struct rf_geom *g, uint64_t array_sector, struct rf_
  * chunk they lie in, or every whole row from the first to the last. */
 void rf_r5_rows(const struct rf_geom *g, uint64_t s0, uint64_t s1, uint64_t *lo, uint64_t *hi);
 void rf_r5_row(const struct rf_geom *g, uint64_t stripe, struct rf_r5_row *r);
+/* md's raid5 -> raid6 takeover: the raid6 layout that is raid4/5 layout
+ * `layout` over the first members with Q on one added last member (the
+ * "-6" layouts; raid4 and parity-last: parity-last, whose P and Q both
+ * sit last); -1 where md has none. */
+int rf_r6_layout_of_r5(int level, int layout);
+/* Whether the last member of a raid6 of layout `layout` holds Q only (the
+ * layouts rf_r6_layout_of_r5() gives: md's only_parity() of that slot). */
+bool rf_r6_q_last(int layout);
 /* Inverse: array sector of (member, dev_sector) in a data column; -1 if the
  * member holds parity there. */
 int64_t rf_r5_array_sector(const struct rf_geom *g, int member, uint64_t dev_sector);
@@ -168,6 +176,11 @@ struct rf_reshape {
 	bool backwards;         /* md's reshape_backwards */
 	uint64_t position;      /* array sectors (md's reshape_progress) */
 	struct rf_geom prev;    /* level, layout, chunk_sectors, raid_disks given; dev_sectors as g's */
+	/* Slots whose blocks in the previous geometry hold nothing: the
+	 * member a raid5 -> raid6 change added holds only Q there, never
+	 * written (md records it by a recovery_offset that follows the
+	 * reshape, and counts it missing in the rows not reshaped yet). */
+	uint64_t prev_absent;
 };
 
 /* Check a reshape the way md's raid5 run() does and size both geometries:

@@ -3,7 +3,8 @@
  *
  * md's raid_disks store on a running array: the array grows by spares
  * (md/new_dev adds them) while it is served; the reshape walk moves the
- * data to the new geometry and the image grows when it ends.  Its
+ * data to the new geometry and the image grows when it ends.  md's level
+ * store turns a raid4/5 into a raid6 the same way, by one spare.  Its
  * progress is md/reshape_position, mdstat's reshape line; sync_action
  * "frozen" holds it.
  */
@@ -23,5 +24,13 @@ struct rf_array;
  * members or too few spares, -ENOSPC no room before the data to move it
  * (only mdadm's backup file would do). */
 int rf_reshape_grow(struct rf_array *a, int raid_disks, char *err, size_t errlen);
+/* Change a raid4/5 to raid6 (md/level), as mdadm --grow --level=6 does:
+ * one spare more takes a new last slot, and the reshape restripes the
+ * array from md's raid6 "-6" form of its layout (Q on the new member) to
+ * the raid6 layout of the same number (raid4: parity-last), the data
+ * disks as they are.  0 once recorded and under way (at once when the
+ * level is the present one), or -errno as rf_reshape_grow(); -EOPNOTSUPP
+ * for any other change of level. */
+int rf_reshape_level(struct rf_array *a, int level, char *err, size_t errlen);
 
 #endif

@@ -308,6 +308,14 @@ struct rf_sb_change {
 	int reshape_raid_disks;
 	int reshape_delta;
 	int32_t reshape_new_offset;
+	/* With a start (or a missed start): the geometries, when
+	 * reshape_geom: level and layout the previous one's as md records
+	 * them (a raid5 -> raid6 change: raid6 of a "-6" layout), new_level,
+	 * new_layout and new_chunk (sectors) the new one's; else the new ones
+	 * are the present ones. */
+	bool reshape_geom;
+	int reshape_level, reshape_layout, reshape_new_level, reshape_new_layout;
+	uint32_t reshape_new_chunk;
 };
 enum { RF_SB_RESHAPE_AT = 1, RF_SB_RESHAPE_DONE = 2, RF_SB_RESHAPE_START = 3 };
 

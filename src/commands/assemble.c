@@ -580,6 +580,16 @@ static void list_role(char *buf, size_t size, size_t *len, int *count, int role,
 	(*count)++;
 }
 
+/* Whether role is the member a raid4/5 -> raid6 change under way added:
+ * the last slot of a previous geometry whose last member holds only Q
+ * (md's only_parity()).  Its recovery_offset follows the reshape: it is
+ * no rebuild, and the array is not degraded by it. */
+static bool added_by_level_change(const struct rf_sb *fresh, int role)
+{
+	return fresh->reshape && !reshape_backwards(fresh) && fresh->level == 6 &&
+	       role == prev_disks(fresh) - 1 && rf_r6_q_last(fresh->layout);
+}
+
 /* Whether the members placed can serve the array: no more roles missing,
  * or being rebuilt (a device holds its slot's data only below its
  * recovery_offset), than the level survives, and a degraded raid4/5/6
@@ -608,7 +618,8 @@ static int enough_members(const char *const *paths, const struct rf_sb *const *s
 		return -EINVAL;
 	}
 	for (i = 0; i < slots; i++) {
-		if (by_role[i] < 0 || !(sbs[by_role[i]]->feature_map & RF_SB_FEAT_RECOVERY))
+		if (by_role[i] < 0 || !(sbs[by_role[i]]->feature_map & RF_SB_FEAT_RECOVERY) ||
+		    added_by_level_change(fresh, i))
 			continue;
 		rf_info("%s%s: being rebuilt into role %d (done to sector %llu): the rebuild resumes", where,
 			paths[by_role[i]], i, (unsigned long long)sbs[by_role[i]]->recovery_offset);
@@ -803,6 +814,25 @@ out:
 /* The config's geometry beside the superblocks': the first key that
  * disagrees (into field, want, got), or false.  The member count is the
  * config's list, "missing" entries included. */
+/* A raid4/5 the config names that a level change made a raid6 (md's
+ * takeover, mdadm --grow --level=6, md/level here): the config goes on
+ * naming what was created, as it does after a grow, and takes the
+ * superblocks' level and layout where they are the change's: mid-way the
+ * raid6 "-6" form of the config's layout, done the raid6 layout of the
+ * same number (raid4: parity-last). */
+static void level_changed(struct rf_config *cfg, const struct rf_sb *fresh)
+{
+	int l6 = rf_r6_layout_of_r5(cfg->level, cfg->layout);
+
+	if (fresh->level != 6 || (cfg->level != 4 && cfg->level != 5) || l6 < 0 ||
+	    fresh->layout != (fresh->reshape ? l6 : cfg->level == 4 ? l6 : cfg->layout))
+		return;
+	rf_info("%s: the raid%d it names is a raid6 now (layout %d%s), as its superblocks record", cfg->path,
+		cfg->level, fresh->layout, fresh->reshape ? ", a level change under way" : "");
+	cfg->level = 6;
+	cfg->layout = fresh->layout;
+}
+
 static bool config_differs(const struct rf_config *cfg, const struct rf_sb *s, const char **field, char *want,
 			   char *got, size_t len)
 {
@@ -1031,6 +1061,7 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 			goto out;
 		}
 	}
+	level_changed(cfg, &sbs[fi]);
 	for (i = 0; i < nsb; i++) {
 		const char *field;
 		char want[64], got[64];

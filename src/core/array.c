@@ -487,6 +487,11 @@ void rf_array_on_resize(struct rf_array *a, void (*fn)(void *priv), void *priv)
 	a->resize_priv = priv;
 }
 
+void rf_array_set_prev_absent(struct rf_array *a, uint64_t mask)
+{
+	a->reshape.prev_absent |= mask;
+}
+
 void rf_array_reshape_ended(struct rf_array *a)
 {
 	atomic_store(&a->reshaping, false);
@@ -598,13 +603,21 @@ int rf_array_add_mirrors(struct rf_array *a, int raid_disks, char *err, size_t e
 	return 0;
 }
 
-int rf_array_reshape_begin(struct rf_array *a, int raid_disks, uint64_t gap, char *err, size_t errlen)
+int rf_array_reshape_begin(struct rf_array *a, const struct rf_geom *to, const struct rf_geom *from,
+			   uint64_t prev_absent, uint64_t gap, char *err, size_t errlen)
 {
-	struct rf_reshape rs = { .active = true, .prev = a->geom };
+	struct rf_reshape rs = { .active = true, .prev = a->geom, .prev_absent = prev_absent };
 	struct rf_geom g = a->geom;
-	int oldn = a->nmembers, i, ret;
+	int oldn = a->nmembers, raid_disks = to->raid_disks, i, ret;
 
+	g.level = to->level;
+	g.layout = to->layout;
 	g.raid_disks = raid_disks;
+	g.chunk_sectors = to->chunk_sectors;
+	rs.prev.level = from->level;
+	rs.prev.layout = from->layout;
+	rs.prev.raid_disks = from->raid_disks;
+	rs.prev.chunk_sectors = from->chunk_sectors;
 	ret = rf_geom_init(&g, err, errlen);
 	if (!ret)
 		ret = rf_reshape_init(&g, &rs, -(int64_t)gap, err, errlen);
@@ -652,6 +665,7 @@ int rf_array_reshape_finish(struct rf_array *a, char *err, size_t errlen)
 	for (i = 0; i < a->nmembers; i++)
 		a->devs[i].data_offset = a->devs[i].new_data_offset;
 	a->reshape.active = false;
+	a->reshape.prev_absent = 0;
 	rf_devs_unlock(a);
 	a->geom = g;
 	a->size = g.array_sectors * 512;

@@ -135,13 +135,17 @@ void rf_array_reshape_readonly(struct rf_array *a, const char *why);
  * position written in the new geometry and recorded: reads are drained
  * too while the position moves there, and cached stripe heads dropped. */
 void rf_array_reshape_commit(struct rf_array *a, uint64_t position);
-/* Inside rf_array_quiesced_all(): a grow of a raid4/5/6 array begins:
- * the devices at [slots, raid_disks) (spares, put there by the caller)
- * take the new slots, the array takes two geometries (the present one as
- * the previous, raid_disks members as the new one, position 0, forwards)
- * and each slot's data is to move gap sectors lower (its new data
- * offset).  0, or -errno with why (nothing changed). */
-int rf_array_reshape_begin(struct rf_array *a, int raid_disks, uint64_t gap, char *err, size_t errlen);
+/* Inside rf_array_quiesced_all(): a reshape of a raid4/5/6 array begins:
+ * the devices at [slots, to->raid_disks) (spares, put there by the
+ * caller) take the new slots, the array takes two geometries (from as the
+ * previous, to as the new one; level, layout, raid_disks and chunk given,
+ * the rest the array's; position 0, forwards), the slots in prev_absent
+ * hold nothing in the previous one (a raid5 -> raid6 change: from is the
+ * raid6 whose Q the added member would hold), and each slot's data is to
+ * move gap sectors lower (its new data offset).  0, or -errno with why
+ * (nothing changed). */
+int rf_array_reshape_begin(struct rf_array *a, const struct rf_geom *to, const struct rf_geom *from,
+			   uint64_t prev_absent, uint64_t gap, char *err, size_t errlen);
 /* Inside rf_array_quiesced_all(): a raid1 takes raid_disks slots, the
  * new ones empty (missing and faulty, as md's grown raid1 is degraded
  * until spares take them: the management thread's rebuild).  0, or
@@ -155,6 +159,9 @@ int rf_array_reshape_finish(struct rf_array *a, char *err, size_t errlen);
  * rf_array_reshape() says no reshape from now on, and sync actions may
  * run. */
 void rf_array_reshape_ended(struct rf_array *a);
+/* At open, before the array serves: the slots in mask hold nothing in a
+ * reshape's previous geometry (layout.h struct rf_reshape prev_absent). */
+void rf_array_set_prev_absent(struct rf_array *a, uint64_t mask);
 
 /* The array serves (rf_array_start_resync() says so, after a frozen
  * start has frozen the sync actions): background work that waits for it

@@ -418,6 +418,14 @@ static inline uint64_t rf_faulty_at(const struct rf_array *a, uint64_t msec)
 	}
 	return f;
 }
+/* rf_faulty_at() for a row of the previous geometry of a reshape (prev)
+ * or of the array's: a member a level change added is missing in the
+ * previous one (struct rf_reshape's prev_absent, which changes only with
+ * every request drained). */
+static inline uint64_t rf_faulty_in(const struct rf_array *a, uint64_t msec, bool prev)
+{
+	return rf_faulty_at(a, msec) | (prev ? a->reshape.prev_absent : 0);
+}
 /* Mirrors: reads avoid a device being rebuilt, writes go to it (the
  * rebuild copies each region with writes drained, so what it copies and
  * what was written since agree). */

@@ -382,22 +382,51 @@ static void show_raid_disks(struct rf_array *a, const struct rf_array_info *i, i
 		rf_ctl_printf(b, "%d\n", i->raid_disks);
 }
 
+/* A whole number in [lo, hi] (a newline after it allowed): 0, or -EINVAL. */
+static int store_number(const char *val, long lo, long hi, long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtol(val, &end, 10);
+	if (errno || end == val || (*end && strcmp(end, "\n")) || *out < lo || *out > hi)
+		return -EINVAL;
+	return 0;
+}
+
 /* md/raid_disks written on a running array: a grow (reshape.h). */
 static int store_raid_disks(struct rf_array *a, int member, const char *val)
 {
-	char err[512], *end;
+	char err[512];
 	long n;
 	int ret;
 
-	errno = 0;
-	n = strtol(val, &end, 10);
-	if (errno || end == val || (*end && strcmp(end, "\n")) || n < 1 || n > RF_MAX_MEMBERS)
+	if (store_number(val, 1, RF_MAX_MEMBERS, &n))
 		return -EINVAL;
 	ret = rf_reshape_grow(a, (int)n, err, sizeof(err));
 	if (ret)
 		rf_warn("md/raid_disks: %ld: %s", n, err);
 	else
 		rf_info("md/raid_disks: growing to %ld members", n);
+	return ret;
+}
+
+/* md/level written on a running array: raid4/5 -> raid6 (reshape.h);
+ * md's words ("raid6", "6"). */
+static int store_level(struct rf_array *a, int member, const char *val)
+{
+	char err[512];
+	long n;
+	int ret;
+
+	(void)member;
+	if (store_number(strncmp(val, "raid", 4) ? val : val + 4, 0, 10, &n))
+		return -EINVAL;
+	ret = rf_reshape_level(a, (int)n, err, sizeof(err));
+	if (ret)
+		rf_warn("md/level: raid%ld: %s", n, err);
+	else
+		rf_info("md/level: changing to raid%ld", n);
 	return ret;
 }
 
@@ -701,7 +730,8 @@ int rf_ctl_dev_list(struct rf_array *a, struct rf_ctl_dev_ent *out, int max)
 	{ .name = #n, .mode = 0644, .show = show_##n, .set_int = setter, .takes = range, __VA_ARGS__ }
 
 const struct rf_ctl_attr rf_ctl_md_attrs[] = {
-	ATTR_RO(level),
+	{ .name = "level", .mode = 0644, .show = show_level, .store = store_level,
+	  .takes = "raid6 on a raid4/5: a restripe by one spare (md/new_dev)" },
 	ATTR_RO(layout),
 	ATTR_RO(chunk_size),
 	{ .name = "raid_disks", .mode = 0644, .show = show_raid_disks, .store = store_raid_disks,

@@ -2003,13 +2003,15 @@ static int cmd_ctl(int argc, char **argv)
 
 /* ---------------------------------------------------------------- grow */
 
-/* `raidfuse grow MNT --raid-devices N [--add FILE]...`: mdadm --grow's
- * words over md's files: each FILE to md/new_dev (a spare), then N to
- * md/raid_disks; --wait: until md/reshape_position says none. */
+/* `raidfuse grow MNT --raid-devices N | --level 6 [--add FILE]...`:
+ * mdadm --grow's words over md's files: each FILE to md/new_dev (a
+ * spare), then N to md/raid_disks or raid6 to md/level; --wait: until
+ * md/reshape_position says none. */
 static int cmd_grow(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "raid-devices", required_argument, NULL, 'n' },
+		{ "level", required_argument, NULL, 'l' },
 		{ "add", required_argument, NULL, 'a' },
 		{ "wait", no_argument, NULL, 'W' },
 		OPT_HELP,
@@ -2017,13 +2019,21 @@ static int cmd_grow(int argc, char **argv)
 	};
 	const char *mnt = NULL, *adds[RF_MAX_MEMBERS];
 	char nbuf[16], pos[64], size[64];
-	int ch, rc = -1, nadd = 0, n = 0, i;
+	int ch, rc = -1, nadd = 0, n = 0, level = -1, i;
 	unsigned long long comp;
 	bool wait = false;
 	struct rf_progress p;
 
-	while ((ch = opt_next(argc, argv, "-:n:a:Wh", lo, &rc)) != -1) {
-		if (ch == 'n') {
+	while ((ch = opt_next(argc, argv, "-:n:l:a:Wh", lo, &rc)) != -1) {
+		if (ch == 'l') {
+			const char *v = strncmp(optarg, "raid", 4) ? optarg : optarg + 4;
+			char *end;
+			long l = strtol(v, &end, 10);
+
+			if (*end || end == v || l < 0 || l > 10)
+				return usage_error("grow: --level wants a raid level (6, raid6), got '%s'", optarg);
+			level = (int)l;
+		} else if (ch == 'n') {
 			char *end;
 			long v = strtol(optarg, &end, 10);
 
@@ -2047,8 +2057,8 @@ static int cmd_grow(int argc, char **argv)
 		return rc;
 	if (!mnt)
 		return usage_error("grow: expected MOUNTPOINT");
-	if (!n)
-		return usage_error("grow: --raid-devices N is needed (the count to grow to)");
+	if (!n && level < 0)
+		return usage_error("grow: --raid-devices N or --level L is needed (what to grow to)");
 	for (i = 0; i < nadd; i++) {
 		char *av[] = { "ctl", (char *)mnt, "add", (char *)adds[i], NULL };
 
@@ -2057,9 +2067,22 @@ static int cmd_grow(int argc, char **argv)
 		if (rc)
 			return rc;
 	}
-	snprintf(nbuf, sizeof(nbuf), "%d", n);
+	/* mdadm --grow --level=6: one member more; md/level does it. */
+	if (level >= 0) {
+		char cur[32];
+
+		if (read_attr(mnt, "raid_disks", cur, sizeof(cur), true) < 0)
+			return 1;
+		if (n && n != atoi(cur) + 1)
+			return usage_error("grow: --level with --raid-devices %d: a level change takes one member "
+					   "more (%d)", n, atoi(cur) + 1);
+		n = atoi(cur) + 1;
+		snprintf(nbuf, sizeof(nbuf), "raid%d", level);
+	} else {
+		snprintf(nbuf, sizeof(nbuf), "%d", n);
+	}
 	{
-		char *av[] = { "ctl", (char *)mnt, "raid_disks", nbuf, NULL };
+		char *av[] = { "ctl", (char *)mnt, level >= 0 ? "level" : "raid_disks", nbuf, NULL };
 
 		optind = 0;
 		rc = cmd_ctl(4, av);
@@ -2076,6 +2099,9 @@ static int cmd_grow(int argc, char **argv)
 	    read_attr(mnt, "level", pos, sizeof(pos), true) < 0)
 		return 1;
 	comp = strtoull(size, NULL, 10) * 1024 * (unsigned long long)(n - (!strncmp(pos, "raid6", 5) ? 2 : 1));
+	/* A level change: the walk covers the array as it was. */
+	if (level >= 0 && read_attr(mnt, "array_size", size, sizeof(size), true) >= 0)
+		comp = strtoull(size, NULL, 10) * 1024;
 	rf_progress_start(&p, stderr, "reshape", 0);
 	for (;;) {
 		unsigned long long done;
@@ -2551,14 +2577,17 @@ static const struct cmd cmds[] = {
 	  "  -h, --help             this help\n",
 	  "read or set an md attribute; add, fail, remove; check, repair" },
 	{ "grow", cmd_grow,
-	  "raidfuse grow MOUNTPOINT --raid-devices N [--add FILE]... [--wait]",
+	  "raidfuse grow MOUNTPOINT (--raid-devices N | --level 6) [--add FILE]... [--wait]",
 	  "Grow the raid4/5/6 array on MOUNTPOINT to N members online, as mdadm --grow\n"
 	  "--raid-devices does: each FILE is added as a spare (md/new_dev), then N is written to\n"
 	  "md/raid_disks.  The spares take the new slots and the reshape moves the data to the\n"
 	  "new geometry while the array is served; the image grows when it ends (man raidfuse:\n"
-	  "Reshapes).  A refusal's reason is in the daemon's log.\n"
+	  "Reshapes).  --level 6 turns a raid4/5 into a raid6 by one spare, as mdadm --grow\n"
+	  "--level=6 does (raid6 is written to md/level).  A refusal's reason is in the daemon's\n"
+	  "log.\n"
 	  "\n"
 	  "  -n, --raid-devices=N   the member count to grow to\n"
+	  "  -l, --level=6          raid4/5 to raid6, one member more\n"
 	  "  -a, --add=FILE         a spare to add first (again for more)\n"
 	  "  -W, --wait             wait until the reshape ends, a progress line on stderr,\n"
 	  "                         then print md/array_size\n"

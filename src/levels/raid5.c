@@ -151,7 +151,7 @@ static uint32_t r5_chunk(const struct rf_array *a, uint64_t off, uint64_t end, s
 		len = (a->reshape.position << 9) - off;
 	rf_r5_map_sector(g, off >> 9, m);
 	*moff = (m->dev_sector << 9) + (off & 511);
-	*direct = !(rf_faulty_at(a, m->dev_sector) & (1ull << m->dd_idx));
+	*direct = !(rf_faulty_in(a, m->dev_sector, *prev) & (1ull << m->dd_idx));
 	return (uint32_t)len;
 }
 
@@ -259,7 +259,7 @@ static void row_setup(struct rf_array *a, struct rf_stripe *sh, struct row_ctx *
 	c->par_mask = 1ull << c->row.pd_idx;
 	if (c->row.qd_idx >= 0)
 		c->par_mask |= 1ull << c->row.qd_idx;
-	c->faulty = rf_faulty_at(a, c->sector) & all_members(a);
+	c->faulty = rf_faulty_in(a, c->sector, sh->sector & SH_PREV) & all_members(a);
 }
 
 static void end_list(struct rf_piece *list, int err)
@@ -359,7 +359,7 @@ static uint64_t compute_parity(struct rf_worker *w, struct rf_stripe *sh, const 
 	struct rf_array *a = w->a;
 	struct parity_job j = { w, sh, c };
 	int par[2] = { c->row.pd_idx, c->row.qd_idx };
-	uint64_t mapped = 0, faulty = in_place ? rf_faulty_at(a, sh->sector & ~SH_PREV) : 0;
+	uint64_t mapped = 0, faulty = in_place ? rf_faulty_in(a, sh->sector & ~SH_PREV, sh->sector & SH_PREV) : 0;
 	int k;
 
 	for (k = 0; k < 2 && par[k] >= 0; k++) {
@@ -563,7 +563,7 @@ static void r5_log_rmw(struct rf_worker *w, struct rf_stripe *sh, const struct r
 static bool r5_issue_writes(struct rf_worker *w, struct rf_stripe *sh, uint64_t mask)
 {
 	struct rf_array *a = w->a;
-	uint64_t towrite = mask & ~rf_faulty_at(a, sh->sector & ~SH_PREV);
+	uint64_t towrite = mask & ~rf_faulty_in(a, sh->sector & ~SH_PREV, sh->sector & SH_PREV);
 	int i;
 
 	for (i = 0; i < a->nmembers; i++)

@@ -983,3 +983,29 @@ void rf_bitmap_range(const struct rf_geom *g, uint64_t off, uint64_t len, uint64
 	if (*lo > *hi)
 		*lo = *hi;
 }
+
+int rf_r6_layout_of_r5(int level, int layout)
+{
+	if (level == 4)
+		return RF_ALGO_PARITY_N;
+	if (level != 5)
+		return -1;
+	switch (layout) {
+	case RF_ALGO_LEFT_ASYMMETRIC:
+	case RF_ALGO_RIGHT_ASYMMETRIC:
+	case RF_ALGO_LEFT_SYMMETRIC:
+	case RF_ALGO_RIGHT_SYMMETRIC:
+	case RF_ALGO_PARITY_0:
+		/* md numbers the "-6" forms 16 on, in the same order. */
+		return layout + RF_ALGO_LEFT_ASYMMETRIC_6;
+	case RF_ALGO_PARITY_N:
+		return RF_ALGO_PARITY_N;
+	default:
+		return -1;
+	}
+}
+
+bool rf_r6_q_last(int layout)
+{
+	return layout == RF_ALGO_PARITY_N || (layout >= RF_ALGO_LEFT_ASYMMETRIC_6 && layout <= RF_ALGO_PARITY_0_6);
+}

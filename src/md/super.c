@@ -1070,9 +1070,17 @@ static void reshape_update1(struct sb1 *s, const struct rf_sb_change *c)
 	    (c->set_reshape == RF_SB_RESHAPE_AT && !(f & RF_SB_FEAT_RESHAPE) && c->reshape_raid_disks)) {
 		s->raid_disks = rf_to_le32((uint32_t)c->reshape_raid_disks);
 		s->delta_disks = rf_to_le32((uint32_t)c->reshape_delta);
-		s->new_level = s->level;
-		s->new_layout = s->layout;
-		s->new_chunk = s->chunksize;
+		if (c->reshape_geom) {
+			s->level = rf_to_le32((uint32_t)c->reshape_level);
+			s->layout = rf_to_le32((uint32_t)c->reshape_layout);
+			s->new_level = rf_to_le32((uint32_t)c->reshape_new_level);
+			s->new_layout = rf_to_le32((uint32_t)c->reshape_new_layout);
+			s->new_chunk = rf_to_le32(c->reshape_new_chunk);
+		} else {
+			s->new_level = s->level;
+			s->new_layout = s->layout;
+			s->new_chunk = s->chunksize;
+		}
 		s->reshape_position = rf_to_le64(c->set_reshape == RF_SB_RESHAPE_AT ? c->reshape_position : 0);
 		s->new_offset = rf_to_le32((uint32_t)c->reshape_new_offset);
 		s->feature_map = rf_to_le32(f | RF_SB_FEAT_RESHAPE | RF_SB_FEAT_NEW_OFFSET);

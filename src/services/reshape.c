@@ -41,10 +41,20 @@
  * superblocks record the reshape at position 0 (md's start_reshape), and
  * the walk above takes it from there.
  *
+ * A raid4/5 becomes a raid6 the same way (rf_reshape_level(), md/level):
+ * md's takeover makes it a raid6 of the "-6" form of its layout (the
+ * raid5 over the old members, Q on one new last member, which holds
+ * nothing yet: struct rf_reshape prev_absent counts it missing in the
+ * previous geometry), and the walk restripes that to the raid6 layout of
+ * the same number, every row's P and Q computed here, as mdadm's
+ * --grow --level=6 has md do.  The new member's superblock records md's
+ * recovery_offset following the position (services/sbstate.c).
+ *
  * It does NOT: reshape backwards, keep a bitmap or a partial parity log
  * through a reshape, rebuild a missing member's old rows (a degraded
  * array's reshape waits until it is whole again), shrink, change the
- * level, layout or chunk itself (it continues such reshapes).
+ * layout or chunk itself, or any level change but raid4/5 -> raid6 (it
+ * continues forward reshapes md began).
  *
  * Pace: sync_speed_max (KiB of each member per second, as md counts), and
  * sync_speed_min while foreground IO is in flight or was within half a
@@ -238,9 +248,15 @@ static int write_new(struct reshape *r, uint64_t x, uint64_t n)
 				blocks[k] = bufs[row.data_member[k]];
 			rf_xor_gen(g->data_disks, clen, blocks, pp);
 		}
-		for (m = 0; m < g->raid_disks; m++)
+		for (m = 0; m < g->raid_disks; m++) {
+			/* RAIDFUSE_TEST_BREAK=reshape-level-q: the member a level
+			 * change added is never written (its rows stay what
+			 * they were: the test's model must see it). */
+			if ((rf_array_reshape_state(a)->prev_absent & (1ull << m)) && rf_test_break("reshape-level-q"))
+				continue;
 			queue_io(r, m, true, bufs[m], rf_dev_get(a, m)->new_data_offset + (first + i) * clen,
 				 (uint32_t)clen);
+		}
 	}
 	return wait_io(r);
 }
@@ -583,7 +599,9 @@ const struct rf_service rf_reshape_service = { .name = "reshape", .open = servic
 /* ---- a grow begins ---- */
 
 struct begin {
-	int raid_disks, delta;
+	struct rf_geom to, from;        /* the new geometry and the previous one */
+	uint64_t prev_absent;
+	int first;                      /* the first slot a spare takes */
 	uint64_t gap;
 	char *err;
 	size_t errlen;
@@ -598,17 +616,18 @@ static int begin_fn(void *arg)
 
 	/* The spares that take the new slots go right after the slots. */
 	rf_devs_lock(a);
-	for (k = b->raid_disks - b->delta; k < b->raid_disks; k++) {
+	for (k = b->first; k < b->to.raid_disks; k++) {
 		for (j = k; j < rf_devs_count(a) && rf_dev_get(a, j)->flags != RF_DEV_SPARE; j++)
 			;
 		if (j < rf_devs_count(a))
 			rf_dev_swap(a, k, j);
 	}
 	rf_devs_unlock(a);
-	ret = rf_array_reshape_begin(a, b->raid_disks, b->gap, b->err, b->errlen);
+	ret = rf_array_reshape_begin(a, &b->to, &b->from, b->prev_absent, b->gap, b->err, b->errlen);
 	if (ret)
 		return ret;
-	ret = rf_sbstate_reshape_start(rf_array_sbstate(b->a), b->raid_disks, b->delta, -(int32_t)b->gap);
+	ret = rf_sbstate_reshape_start(rf_array_sbstate(b->a), b->first, b->to.raid_disks - b->from.raid_disks,
+				       -(int32_t)b->gap);
 	if (ret)
 		snprintf(b->err, b->errlen, "recording the reshape in the superblocks failed: %s", strerror(-ret));
 	return ret;
@@ -682,23 +701,20 @@ static int grow_mirrors(struct rf_array *a, int raid_disks, char *err, size_t er
 	return ret;
 }
 
-int rf_reshape_grow(struct rf_array *a, int raid_disks, char *err, size_t errlen)
+/* What every reshape a user starts needs: a raid4/5/6 served read-write
+ * with 1.x superblocks and nothing else under way.  0, or -errno with
+ * why in err. */
+static int can_start(struct rf_array *a, char *err, size_t errlen)
 {
-	const struct rf_geom *g = rf_array_geom(a);
-	struct begin b = { .raid_disks = raid_disks, .a = a, .err = err, .errlen = errlen };
-	int n = rf_array_nslots(a), i, k, spares = 0;
-	uint64_t room = UINT64_MAX, unit = g->chunk_sectors, pos;
 	struct rf_sync_status st;
 	const char *why;
+	uint64_t pos;
 	bool back;
 
-	err[0] = '\0';
 	if (rf_array_readonly(a)) {
 		snprintf(err, errlen, "the array is read-only");
 		return -EROFS;
 	}
-	if (g->level == 1)
-		return grow_mirrors(a, raid_disks, err, errlen);
 	why = cannot_reshape(a);
 	if (why) {
 		snprintf(err, errlen, "%s", why);
@@ -707,13 +723,6 @@ int rf_reshape_grow(struct rf_array *a, int raid_disks, char *err, size_t errlen
 	if (rf_array_reshape(a, &pos, &back)) {
 		snprintf(err, errlen, "a reshape is under way (at array sector %" PRIu64 ")", pos);
 		return -EBUSY;
-	}
-	if (raid_disks == n)
-		return 0;
-	if (raid_disks < n || raid_disks > RF_MAX_MEMBERS) {
-		snprintf(err, errlen, "%d members: raidfuse grows an array of %d to at most %d", raid_disks, n,
-			 RF_MAX_MEMBERS);
-		return -EINVAL;
 	}
 	if (rf_array_faulty(a) || rf_array_recovering(a) || rf_array_replacing(a)) {
 		snprintf(err, errlen, "the array is degraded: rebuild it first");
@@ -724,7 +733,19 @@ int rf_reshape_grow(struct rf_array *a, int raid_disks, char *err, size_t errlen
 		snprintf(err, errlen, "%s is running", rf_sync_action_name(st.action));
 		return -EBUSY;
 	}
-	b.delta = raid_disks - n;
+	return 0;
+}
+
+/* b->to and b->from set, b->first the first slot a spare takes: enough
+ * spares, and the gap the data moves by (md's new_offset: a whole new row
+ * of chunks lower if there is room, else as many chunks as there are; none:
+ * only mdadm's backup file would do); then the reshape begins. */
+static int begin(struct begin *b)
+{
+	struct rf_array *a = b->a;
+	int n = rf_array_nslots(a), need = b->to.raid_disks - b->first, i, k, spares = 0;
+	uint64_t room = UINT64_MAX, unit = b->to.chunk_sectors;
+
 	rf_devs_lock(a);
 	for (i = n; i < rf_devs_count(a); i++)
 		if (rf_dev_get(a, i)->flags == RF_DEV_SPARE)
@@ -734,21 +755,84 @@ int rf_reshape_grow(struct rf_array *a, int raid_disks, char *err, size_t errlen
 			if (room_before(rf_dev_get(a, i)) < room)
 				room = room_before(rf_dev_get(a, i));
 	rf_devs_unlock(a);
-	if (spares < b.delta) {
-		snprintf(err, errlen, "%d spare(s) to grow from %d to %d members, %d needed (md/new_dev adds one)",
-			 spares, n, raid_disks, b.delta);
+	if (spares < need) {
+		snprintf(b->err, b->errlen, "%d spare(s) to grow from %d to %d members, %d needed (md/new_dev adds one)",
+			 spares, n, b->to.raid_disks, need);
 		return -EINVAL;
 	}
-	/* The data moves this much lower on every member (md's new_offset),
-	 * so that the new rows are written behind the old ones still to be
-	 * read: a whole new row of chunks if there is room, else as many
-	 * chunks as there are; none: only mdadm's backup file would do. */
-	k = raid_disks - g->max_degraded;
-	b.gap = room / unit >= (uint64_t)k ? (uint64_t)k * unit : room / unit * unit;
-	if (!b.gap) {
-		snprintf(err, errlen, "no room before the data on every member to move it by a chunk (%" PRIu64
-			 " sectors free, %" PRIu64 " needed): a grow in place needs mdadm's backup file", room, unit);
+	k = b->to.raid_disks - (b->to.level == 6 ? 2 : 1);
+	b->gap = room / unit >= (uint64_t)k ? (uint64_t)k * unit : room / unit * unit;
+	if (!b->gap) {
+		snprintf(b->err, b->errlen, "no room before the data on every member to move it by a chunk (%" PRIu64
+			 " sectors free, %" PRIu64 " needed): a reshape in place needs mdadm's backup file", room,
+			 unit);
 		return -ENOSPC;
 	}
-	return rf_array_quiesced_all(a, begin_fn, &b);
+	return rf_array_quiesced_all(a, begin_fn, b);
+}
+
+int rf_reshape_level(struct rf_array *a, int level, char *err, size_t errlen)
+{
+	const struct rf_geom *g = rf_array_geom(a);
+	struct begin b = { .a = a, .err = err, .errlen = errlen };
+	int n = rf_array_nslots(a), l6, ret;
+
+	err[0] = '\0';
+	if (level == g->level)
+		return 0;
+	ret = can_start(a, err, errlen);
+	if (ret)
+		return ret;
+	/* md's raid5 -> raid6 takeover, then mdadm's restripe to the raid6
+	 * layout of the raid5's number (mdadm --grow --level=6: one member
+	 * more, the data disks as they are). */
+	l6 = rf_r6_layout_of_r5(g->level, g->layout);
+	if (level != 6 || l6 < 0) {
+		snprintf(err, errlen, "raid%d to raid%d: raidfuse changes raid4/5 to raid6 only (mdadm does the rest)",
+			 g->level, level);
+		return -EOPNOTSUPP;
+	}
+	if (n + 1 > RF_MAX_MEMBERS) {
+		snprintf(err, errlen, "raid6 of %d members: more than %d", n + 1, RF_MAX_MEMBERS);
+		return -EINVAL;
+	}
+	b.from = *g;
+	b.from.level = 6;
+	b.from.layout = l6;
+	b.from.raid_disks = n + 1;
+	b.to = b.from;
+	b.to.layout = g->level == 4 ? l6 : g->layout;
+	b.prev_absent = 1ull << n;
+	b.first = n;
+	return begin(&b);
+}
+
+int rf_reshape_grow(struct rf_array *a, int raid_disks, char *err, size_t errlen)
+{
+	const struct rf_geom *g = rf_array_geom(a);
+	struct begin b = { .a = a, .err = err, .errlen = errlen };
+	int n = rf_array_nslots(a), ret;
+
+	err[0] = '\0';
+	if (rf_array_readonly(a)) {
+		snprintf(err, errlen, "the array is read-only");
+		return -EROFS;
+	}
+	if (g->level == 1)
+		return grow_mirrors(a, raid_disks, err, errlen);
+	if (raid_disks == n)
+		return 0;
+	ret = can_start(a, err, errlen);
+	if (ret)
+		return ret;
+	if (raid_disks < n || raid_disks > RF_MAX_MEMBERS) {
+		snprintf(err, errlen, "%d members: raidfuse grows an array of %d to at most %d", raid_disks, n,
+			 RF_MAX_MEMBERS);
+		return -EINVAL;
+	}
+	b.from = *g;
+	b.to = *g;
+	b.to.raid_disks = raid_disks;
+	b.first = n;
+	return begin(&b);
 }

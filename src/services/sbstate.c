@@ -94,6 +94,20 @@ static int freshest(struct rf_array *a, int n, bool in_sync)
 	return fresh;
 }
 
+/* A reshape's geometries in a start's record (the array's, as begun). */
+static void reshape_geoms(struct rf_array *a, struct rf_sb_change *c)
+{
+	const struct rf_reshape *rs = rf_array_reshape_state(a);
+	const struct rf_geom *g = rf_array_geom(a);
+
+	c->reshape_geom = true;
+	c->reshape_level = rs->prev.level;
+	c->reshape_layout = rs->prev.layout;
+	c->reshape_new_level = g->level;
+	c->reshape_new_layout = g->layout;
+	c->reshape_new_chunk = g->chunk_sectors;
+}
+
 /* s->lock held: device i's part of change c when its superblock missed a
  * reshape's start or end (a crash while it was written; assembly took the
  * freshest's word for it): the next update brings it up to date, so that
@@ -113,6 +127,7 @@ static void reshape_catch_up(struct rf_sbstate *s, int i, const struct rf_dev *m
 		mine->reshape_raid_disks = rf_array_geom(a)->raid_disks;
 		mine->reshape_delta = rf_array_geom(a)->raid_disks - rs->prev.raid_disks;
 		mine->reshape_new_offset = (int32_t)(((int64_t)m->new_data_offset - (int64_t)m->data_offset) / 512);
+		reshape_geoms(a, mine);
 	} else if (!on && m->sb.reshape) {
 		mine->set_reshape = RF_SB_RESHAPE_DONE;
 	}
@@ -177,6 +192,16 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 		if (i == own_dev) {
 			mine.set_recovery = true;
 			mine.recovery_offset = own_recovery;
+		} else if (i < rf_array_nslots(a) && (s->reshape_absent & (1ull << i)) && what != CH_DIRTY) {
+			/* A member a level change added: in sync in the rows
+			 * reshaped (md's reshape_request moves the
+			 * recovery_offset of a device not in sync with the
+			 * position, in member sectors; its end_reshape puts it
+			 * in sync). */
+			mine.set_recovery = true;
+			mine.recovery_offset = mine.set_reshape == RF_SB_RESHAPE_DONE || !rf_array_reshape_state(a)->active ?
+					       RF_SB_MAX_SECTOR :
+					       s->reshape_recorded / (uint64_t)rf_array_geom(a)->data_disks;
 		} else if (mine.replacement && what != CH_DIRTY) {
 			mine.set_recovery = true;
 			mine.recovery_offset = repl_off;
@@ -708,12 +733,24 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 		return r;
 	}
 	/* A rebuild that was under way resumes: below recovery_offset the
-	 * device holds its slot's data. */
+	 * device holds its slot's data.  But mid-reshape, the last slot of a
+	 * previous geometry whose last member holds only Q (a raid5 -> raid6
+	 * change) is the member the change added: md's recovery_offset
+	 * follows the reshape there, and md's run() counts it as parity not
+	 * yet written, not as a rebuild; here it is whole in the new
+	 * geometry and missing in the previous one. */
 	for (i = 0; i < s->n; i++) {
 		struct rf_dev *m = rf_dev_get(a, i);
+		const struct rf_reshape *rs = rf_array_reshape_state(a);
 
 		if (!m->sb_has || !(m->sb.feature_map & RF_SB_FEAT_RECOVERY))
 			continue;
+		if (rs->active && !rs->backwards && rs->prev.level == 6 && i == rs->prev.raid_disks - 1 &&
+		    rf_r6_q_last(rs->prev.layout)) {
+			rf_array_set_prev_absent(a, 1ull << i);
+			s->reshape_absent |= 1ull << i;
+			continue;
+		}
 		rf_dev_resume_recovery(a, i, m->sb.recovery_offset);
 	}
 	resume_replacements(a, s->n, fresh);
@@ -981,6 +1018,8 @@ int rf_sbstate_reshape(struct rf_sbstate *s, bool done, uint64_t position)
 	sb_lock(s);
 	s->reshape_recorded = position;
 	r = write_change(s, CH_DEVICES, &c, -1, 0);
+	if (done && !r)
+		s->reshape_absent = 0;
 	sb_unlock(s);
 	return r;
 }
@@ -999,21 +1038,24 @@ int rf_sbstate_set_raid_disks(struct rf_sbstate *s, int raid_disks)
 	return r;
 }
 
-int rf_sbstate_reshape_start(struct rf_sbstate *s, int raid_disks, int delta, int32_t new_offset)
+int rf_sbstate_reshape_start(struct rf_sbstate *s, int first, int delta, int32_t new_offset)
 {
 	struct rf_sb_change c = { .faulty_slot = -1, .set_reshape = RF_SB_RESHAPE_START,
-				  .reshape_raid_disks = raid_disks, .reshape_delta = delta,
-				  .reshape_new_offset = new_offset };
-	int k, r;
+				  .reshape_delta = delta, .reshape_new_offset = new_offset };
+	int k, r, raid_disks;
 
 	if (!s)
 		return 0;
+	raid_disks = rf_array_geom(s->a)->raid_disks;
+	c.reshape_raid_disks = raid_disks;
+	reshape_geoms(s->a, &c);
 	sb_lock(s);
 	/* The devices that took the new slots hold their roles in every
 	 * copy of the table, which the write hands to all. */
-	for (k = raid_disks - delta; k < raid_disks; k++)
+	for (k = first; k < raid_disks; k++)
 		roles_set(s->a, rf_dev_get(s->a, k)->sb.dev_number, (uint16_t)k);
 	s->reshape_recorded = 0;
+	s->reshape_absent = rf_array_reshape_state(s->a)->prev_absent;
 	s->n = raid_disks;
 	r = write_change(s, CH_DEVICES, &c, -1, 0);
 	sb_unlock(s);

@@ -53,6 +53,10 @@ struct rf_sbstate {
 	uint64_t resync_offset;         /* where a resync is due; RF_SB_MAX_SECTOR: none */
 	uint64_t recorded;              /* slots recorded as faulty */
 	uint64_t reshape_recorded;      /* a reshape's position as the superblocks last say it */
+	/* Slots a level change added, empty in the reshape's previous
+	 * geometry (struct rf_reshape prev_absent): each records md's
+	 * recovery_offset following the reshape, cleared at its end. */
+	uint64_t reshape_absent;
 	int n;                          /* slots */
 	/* the timer thread: records failed members when kicked, and after
 	 * each idle period (RF_SAFE_MODE_MS; tests change it with
@@ -114,11 +118,13 @@ int rf_sbstate_reshape(struct rf_sbstate *s, bool done, uint64_t position);
 /* Every superblock records raid_disks slots (1.x; a raid1 given more
  * mirrors).  0, or -EIO when the array failed. */
 int rf_sbstate_set_raid_disks(struct rf_sbstate *s, int raid_disks);
-/* A grow begins (1.x): the devices now in slots [raid_disks - delta,
+/* A reshape begins (1.x), the array's two geometries set
+ * (rf_array_reshape_begin()): the devices now in slots [first,
  * raid_disks) take those roles, and every superblock records the reshape
- * (super.h RF_SB_RESHAPE_START; new_offset: sectors from each data
+ * (super.h RF_SB_RESHAPE_START: the geometries, raid_disks, delta_disks
+ * the change of the member count, new_offset: sectors from each data
  * offset).  Every request drained.  0, or -EIO when the array failed. */
-int rf_sbstate_reshape_start(struct rf_sbstate *s, int raid_disks, int delta, int32_t new_offset);
+int rf_sbstate_reshape_start(struct rf_sbstate *s, int first, int delta, int32_t new_offset);
 /* Device dev is faulty in everyone's roles (before it leaves its slot). */
 int rf_sbstate_mark_faulty(struct rf_sbstate *s, int dev);
 /* Device dev's rebuild reached recovery_offset (RF_SB_MAX_SECTOR: done). */

@@ -42,6 +42,7 @@
 # in memory, never in the superblocks): after the same write and kill -9,
 # the image assembled again differs from the model.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/model.sh"
 requires fuse xz
 build_helper
 
@@ -67,30 +68,6 @@ NAME=array.img
 fresh() {
 	md_unpack "$LINE" "$1"
 	M=("${MEMBERS[@]}")
-}
-
-# put SECTOR KIB: KIB KiB of new random bytes at array SECTOR (4 KiB
-# aligned), O_DIRECT and fsync into the image, and into the model.
-NPUT=0
-put() {
-	NPUT=$((NPUT + 1))
-	head -c $(($2 * 1024)) /dev/urandom >"$WORK/put.$NPUT"
-	dd if="$WORK/put.$NPUT" of="$IMG" bs=4096 seek=$(($1 / 8)) oflag=direct conv=fsync,notrunc,nocreat \
-		status=none || fail "write of $2 KiB at sector $1 failed"
-	dd if="$WORK/put.$NPUT" of="$MODEL" bs=4096 seek=$(($1 / 8)) conv=notrunc status=none
-}
-
-# same_model WHAT SECTORS: the image's first SECTORS sectors are the model's.
-same_model() {
-	"$RFHELPER" same "$IMG" "$MODEL" $(($2 * 512)) >"$WORK/same.out" || fail "$1: $(cat "$WORK/same.out")"
-}
-
-pos() { cat "$MNT/md/reshape_position"; }
-
-kill_daemon() {
-	kill -9 "$DAEMON_PID"
-	wait_daemon_exit "$MNT" --any-status
-	fusermount3 -u -z "$MNT" 2>/dev/null || true
 }
 
 # moving WHAT [SECTORS [LIMIT]]: unfreeze at 1000 KiB/s; once the

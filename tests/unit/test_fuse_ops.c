@@ -444,7 +444,7 @@ static void test_lookup_getattr(void **state)
 static void test_open(void **state)
 {
 	uint64_t img = lookup(ROOT, rf_array_name(A)), md = lookup(ROOT, RF_CTL_ROOT_MD);
-	uint64_t level = lookup(md, "level");
+	uint64_t ro = lookup(md, "chunk_size");
 
 	/* the image: fh says whether the opener may write */
 	assert_int_equal(do_open(img, O_RDONLY), 0);
@@ -454,9 +454,9 @@ static void test_open(void **state)
 	EXPECT_ERR(EISDIR, open, ROOT, O_RDONLY);
 	EXPECT_ERR(ENOENT, open, NO_INO, O_RDONLY);
 	/* a read-only control file refuses a writer */
-	EXPECT_ERR(EACCES, open, level, O_WRONLY);
-	EXPECT_ERR(EACCES, open, level, O_RDWR);
-	do_release(level, do_open(level, O_RDONLY));
+	EXPECT_ERR(EACCES, open, ro, O_WRONLY);
+	EXPECT_ERR(EACCES, open, ro, O_RDWR);
+	do_release(ro, do_open(ro, O_RDONLY));
 }
 
 /* Writes of several sizes and alignments read back as written; the
@@ -558,7 +558,7 @@ static void test_read_only_array(void **state)
 static void test_setattr(void **state)
 {
 	uint64_t img = lookup(ROOT, rf_array_name(A)), md = lookup(ROOT, RF_CTL_ROOT_MD);
-	uint64_t scs = lookup(md, "stripe_cache_size"), level = lookup(md, "level");
+	uint64_t scs = lookup(md, "stripe_cache_size"), ro = lookup(md, "chunk_size");
 	struct stat st = { 0 };
 	struct rec r;
 
@@ -573,7 +573,7 @@ static void test_setattr(void **state)
 	EXPECT_ERR(EPERM, setattr, img, &st, FATTR_SIZE);
 	st.st_size = 0;
 	EXPECT_ERR(EISDIR, setattr, md, &st, FATTR_SIZE);
-	EXPECT_ERR(EACCES, setattr, level, &st, FATTR_SIZE);
+	EXPECT_ERR(EACCES, setattr, ro, &st, FATTR_SIZE);
 	CALL(&r, setattr, scs, &st, FATTR_SIZE);
 	assert_int_equal(r.kind, K_ATTR);
 	rec_free(&r);
@@ -618,6 +618,7 @@ static void test_control_files(void **state)
 {
 	uint64_t md = lookup(ROOT, RF_CTL_ROOT_MD), scs = lookup(md, "stripe_cache_size");
 	uint64_t level = lookup(md, "level"), mdstat = lookup(ROOT, RF_CTL_ROOT_MDSTAT), fh;
+	uint64_t ro = lookup(md, "chunk_size");
 	char *t;
 	struct rec r;
 
@@ -646,11 +647,11 @@ static void test_control_files(void **state)
 	assert_string_equal(t, "512\n");
 	free(t);
 	/* a read-only one refuses a value (even from a reader's fh) */
-	fh = do_open(level, O_RDONLY);
-	EXPECT_ERR(EACCES, write, level, "raid6\n", 6, 0, fh);
-	do_release(level, fh);
-	t = ctl_text(level, 4096);
-	assert_string_equal(t, "raid5\n");
+	fh = do_open(ro, O_RDONLY);
+	EXPECT_ERR(EACCES, write, ro, "8192\n", 5, 0, fh);
+	do_release(ro, fh);
+	t = ctl_text(ro, 4096);
+	assert_int_equal(strtoul(t, NULL, 10), CHUNK);
 	free(t);
 }
 

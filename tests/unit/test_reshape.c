@@ -11,7 +11,10 @@
  *    new size, the model's bytes and zeros after them, a check counts 0,
  *    and assembled again it is one geometry with the same bytes;
  *  - raid1 2 -> 3: the new slot is rebuilt from the spare while IO runs,
- *    the array is whole again with the model's bytes.
+ *    the array is whole again with the model's bytes;
+ *  - raid5 of 4 -> raid6 of 5 (rf_reshape_level()): the same, the size
+ *    unchanged, assembled again a raid6 of md's left-symmetric layout;
+ *    md/level refuses other levels and a change without a spare.
  * Negative control: one byte changed behind the grown array on a member
  * (a data column) is found by the model comparison or by the check.
  */
@@ -122,6 +125,11 @@ static void test_refused(void **state)
 	assert_int_equal(rf_reshape_grow(a, 2, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "raidfuse grows an array of 3"));
 	assert_int_equal(rf_reshape_grow(a, 3, err, sizeof(err)), 0);     /* as it is */
+	assert_int_equal(rf_reshape_level(a, 6, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "0 spare(s) to grow from 3 to 4 members, 1 needed"));
+	assert_int_equal(rf_reshape_level(a, 0, err, sizeof(err)), -EOPNOTSUPP);
+	assert_non_null(strstr(err, "raid5 to raid0: raidfuse changes raid4/5 to raid6 only"));
+	assert_int_equal(rf_reshape_level(a, 5, err, sizeof(err)), 0);    /* as it is */
 	rf_array_get_info(a, &after);
 	assert_false(reshaping(a));
 	assert_int_equal(after.raid_disks, before.raid_disks);
@@ -136,7 +144,7 @@ static void test_refused(void **state)
 
 /* Grow what (level, n members, nspare spares) to n + nspare members with
  * IO against the model while the reshape runs; then check it all. */
-static void grow(const char *what, int level, int n, int nspare)
+static void grow(const char *what, int level, int n, int nspare, int to_level)
 {
 	char paths[RF_MAX_MEMBERS][FX_PATH], err[512];
 	struct rf_array_info info;
@@ -154,7 +162,7 @@ static void grow(const char *what, int level, int n, int nspare)
 	/* Slow enough that the IO below meets the reshape under way. */
 	assert_int_equal(rf_sync_set_speed_max(a, 4096), 0);
 	assert_int_equal(rf_sync_set_speed_min(a, 4096), 0);
-	if (rf_reshape_grow(a, n + nspare, err, sizeof(err)))
+	if (to_level ? rf_reshape_level(a, to_level, err, sizeof(err)) : rf_reshape_grow(a, n + nspare, err, sizeof(err)))
 		fail_msg("%s: grow refused: %s", what, err);
 	rf_array_get_info(a, &info);
 	assert_int_equal(info.raid_disks, n + nspare);
@@ -172,7 +180,7 @@ static void grow(const char *what, int level, int n, int nspare)
 	assert_int_equal(rf_array_faulty(a), 0);
 	rf_sync_wait(a);
 	size = rf_array_size(a);
-	if (level == 1) {
+	if (level == 1 || to_level) {
 		assert_int_equal(size, old);
 	} else {
 		assert_true(size > old && size <= 2 * old);
@@ -187,6 +195,9 @@ static void grow(const char *what, int level, int n, int nspare)
 	rf_array_get_info(a, &info);
 	assert_int_equal(info.raid_disks, n + nspare);
 	assert_int_equal(info.degraded, 0);
+	assert_int_equal(info.level, to_level ? to_level : level);
+	if (to_level)
+		assert_int_equal(info.layout, 2);       /* md's raid6 left-symmetric, as the raid5's */
 	assert_int_equal(rf_array_size(a), size);
 	assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
 	rf_array_close(a);
@@ -219,19 +230,25 @@ static void grow(const char *what, int level, int n, int nspare)
 static void test_raid5(void **state)
 {
 	(void)state;
-	grow("g5", 5, 3, 1);
+	grow("g5", 5, 3, 1, 0);
 }
 
 static void test_raid6(void **state)
 {
 	(void)state;
-	grow("g6", 6, 4, 2);
+	grow("g6", 6, 4, 2, 0);
 }
 
 static void test_raid1(void **state)
 {
 	(void)state;
-	grow("g1", 1, 2, 1);
+	grow("g1", 1, 2, 1, 0);
+}
+
+static void test_raid5to6(void **state)
+{
+	(void)state;
+	grow("g56", 5, 4, 1, 6);
 }
 
 int main(void)
@@ -241,6 +258,7 @@ int main(void)
 		cmocka_unit_test_setup(test_raid5, fx_threads2),
 		cmocka_unit_test_setup(test_raid6, fx_inline0),
 		cmocka_unit_test_setup(test_raid1, fx_threads2),
+		cmocka_unit_test_setup(test_raid5to6, fx_threads2),
 	};
 
 	return fx_run_tests("reshape", tests);

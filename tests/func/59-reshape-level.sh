@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# 59-reshape-level: raid5 -> raid6 online, as mdadm --grow --level=6 does it,
+# daemonized, members on the disk (/var/tmp).
+#
+# A model file holds what every sector of the array must hold: the random
+# fill and every write the test makes, each also made to the model.
+#  1. raid5 of 4 x 24 MiB (left-symmetric, 64K chunks) created from a config
+#     with one spare, filled.  md/level refuses raid0 with its reason;
+#     `raidfuse grow --level 6` (sync_action frozen first): md/level says
+#     raid6, raid_disks 5, the spare holds slot 4, every superblock records
+#     md's form of the change (level 6, layout left-symmetric-6, new layout
+#     left-symmetric, Recovery Offset on the new member).  Writes before
+#     and past the position; unfrozen at a crawl, a write into rows moved
+#     since, kill -9 mid-way: served again by the config (which names the
+#     raid5 it was), at or past the position seen, the image is the model.
+#  2. to the end: raid6 left-symmetric of 5, the array's size unchanged,
+#     the model; md's check finds 0 mismatches; every superblock a plain
+#     raid6 (feature map 0x0, data offset moved, in sync); one member lost
+#     and the other read degraded: the model.  RF_MD_JUDGE=1: kernel md
+#     assembles the members and reads the model's sha256, mismatch_cnt 0.
+# Negative control: the member the change added written nowhere in the
+# rows reshaped (RAIDFUSE_TEST_BREAK=reshape-level-q): after the change the
+# image differs from the model.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/model.sh"
+requires fuse
+build_helper
+
+DISK=$(mktemp -d /var/tmp/rf59.XXXXXX)
+_RM_DIRS+=("$DISK")
+MNT=$WORK/mnt
+IMG=$MNT/array.img
+MODEL=$DISK/model.img
+
+# level_change DIR: a raid5 of 4 + 1 spare in DIR, filled (the model),
+# changed to raid6 frozen at position 0.  Sets N (array sectors).
+level_change() {
+	local G=$1
+	mkdir -p "$G"
+	mk_conf "$G/r.conf" metadata=1.2 level=5 chunk_size=64K \
+		members="$G/d0.img $G/d1.img $G/d2.img $G/d3.img" spares="$G/d4.img" member_size=24M
+	create_array "$G/r.conf" --assume-clean -b none
+	start_array_daemon "$G/r.conf" "$MNT" --log "$WORK/g.log"
+	N=$(($(fsize "$IMG") / 512))
+	head -c $((N * 512)) /dev/urandom >"$MODEL"
+	dd if="$MODEL" of="$IMG" bs=1M oflag=direct conv=fsync,notrunc,nocreat status=none || fail "cannot fill the array"
+	echo frozen >"$MNT/md/sync_action"
+	"$RAIDFUSE" grow "$MNT" --level 6 || fail "grow --level 6 refused: $(tail -n 3 "$WORK/g.log")"
+}
+
+# ---- 1. the change begins, frozen; writes in both geometries; kill -9 mid-way
+G=$DISK/a
+level_change "$G"
+expect_fail sh -c "echo raid0 >'$MNT/md/level'"
+grep -q "md/level: raid0: a reshape is under way" "$WORK/g.log" ||
+	fail "md/level raid0 mid-change: no reason in the log: $(tail -n 3 "$WORK/g.log")"
+[ "$(val level)" = raid6 ] || fail "changing: md/level '$(val level)'"
+[ "$(val raid_disks)" = 5 ] || fail "changing: raid_disks '$(val raid_disks)'"
+[ "$(pos)" = 0 ] || fail "a frozen change moved to $(pos)"
+grep -q "d4.img\[4\]" "$MNT/mdstat" || fail "the spare did not take slot 4: $(cat "$MNT/mdstat")"
+for m in "$G/d0.img" "$G/d4.img"; do
+	"$RAIDFUSE" examine "$m" >"$WORK/ex.txt"
+	for want in "Raid Level : raid6" "Raid Devices : 5" "Layout : left-symmetric-6" \
+		"New Layout : left-symmetric" "Reshape pos'n : 0"; do
+		grep -q "$want" "$WORK/ex.txt" || fail "$m: no '$want' as md records the change: $(cat "$WORK/ex.txt")"
+	done
+done
+grep -q "Recovery Offset : 0 sectors" "$WORK/ex.txt" || fail "d4: no recovery offset: $(cat "$WORK/ex.txt")"
+same_model "changing, frozen" "$N"
+put 4096 128
+put $((N - 1024)) 256
+same_model "written in both geometries" "$N"
+echo 1000 >"$MNT/md/sync_speed_max"
+echo idle >"$MNT/md/sync_action"
+wait_for "the change did not move" '[ "$(pos)" != none ] && [ "$(pos)" -ge 9216 ]'
+p=$(pos)
+put $((p / 2 / 8 * 8)) 64
+SEEN=$(pos)
+kill_daemon
+log "killed at position >= $SEEN (written at $((p / 2 / 8 * 8)))"
+start_array_daemon "$G/r.conf" "$MNT" --freeze --log "$WORK/g2.log"
+[ "$(pos)" -ge "$SEEN" ] || fail "served again by config: position $(pos), $SEEN was seen before"
+[ "$(val level)" = raid6 ] && [ "$(val raid_disks)" = 5 ] || fail "served again: $(val level) of $(val raid_disks)"
+same_model "after kill -9" "$N"
+
+# ---- 2. to the end
+echo 0 >"$MNT/md/sync_speed_max"
+echo idle >"$MNT/md/sync_action"
+wait_for "the change did not end" '[ "$(pos)" = none ]'
+[ "$(fsize "$IMG")" = $((N * 512)) ] || fail "raid6 image of $(fsize "$IMG") bytes, was $((N * 512))"
+[ "$(val layout)" = 2 ] || fail "raid6 layout $(val layout), left-symmetric (2) wanted"
+same_model "raid6" "$N"
+wait_for "the resync after the change did not end" '[ "$(val sync_action)" = idle ]'
+echo check >"$MNT/md/sync_action"
+wait_for "check did not end" '[ "$(val sync_action)" = idle ]'
+[ "$(val mismatch_cnt)" = 0 ] || fail "check after the change: mismatch_cnt $(val mismatch_cnt)"
+stop_array "$MNT"
+for m in "$G"/d?.img; do
+	"$RAIDFUSE" examine "$m" >"$WORK/ex.txt" || fail "examine $m failed"
+	for want in "Feature Map : 0x0" "Raid Level : raid6" "Raid Devices : 5" "Layout : left-symmetric$"; do
+		grep -q "$want" "$WORK/ex.txt" || fail "$m after the change: no '$want' in: $(cat "$WORK/ex.txt")"
+	done
+done
+start_assemble_daemon array.img "$MNT" --ro "$G/d1.img" "$G/d2.img" "$G/d3.img" "$G/d4.img"
+grep -q "\[5/4\] \[_UUUU\]" "$MNT/mdstat" || fail "raid6 without d0: $(cat "$MNT/mdstat")"
+same_model "raid6 without d0" "$N"
+stop_array "$MNT"
+log "raid5 -> raid6: killed at >= $SEEN, the model each time, check 0, degraded reads the model"
+if md_judge; then
+	"$MDJUDGE" --check "$G"/d?.img >"$WORK/judge.out" 2>&1 || fail "md-judge: $(tail -n 5 "$WORK/judge.out")"
+	want=$(sha256sum <"$MODEL" | cut -d' ' -f1)
+	grep -q "JUDGE sha256=$want sectors=$N" "$WORK/judge.out" || fail "kernel md reads other data: $(grep JUDGE "$WORK/judge.out")"
+	grep -q "JUDGE mismatch_cnt=0 " "$WORK/judge.out" || fail "kernel md's check: $(grep JUDGE "$WORK/judge.out")"
+	log "kernel md assembles the raid6 raidfuse made: the model's sha256, mismatch_cnt 0"
+fi
+rm -rf "$G"
+
+# ---- negative control: the new member never written
+G=$DISK/c
+export RAIDFUSE_TEST_BREAK=reshape-level-q
+level_change "$G"
+unset RAIDFUSE_TEST_BREAK
+echo idle >"$MNT/md/sync_action"
+wait_for "control: the change did not end" '[ "$(pos)" = none ]'
+expect_fail "$RFHELPER" same "$IMG" "$MODEL" $((N * 512))
+stop_array "$MNT"
+log "negative control (the new member not written): the image differs from the model: ${OUT##*: }"
+rm -rf "$G"

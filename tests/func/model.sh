@@ -1,0 +1,29 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# model.sh - sourced after lib.sh by the tests that hold an image to a model:
+# a file of what every sector of the array must hold, each write the test
+# makes made to both.  The sourcing test sets IMG (the image), MODEL and MNT.
+
+# put SECTOR KIB: KIB KiB of new random bytes at array SECTOR (4 KiB
+# aligned), O_DIRECT and fsync into the image, and into the model.
+NPUT=0
+put() {
+	NPUT=$((NPUT + 1))
+	head -c $(($2 * 1024)) /dev/urandom >"$WORK/put.$NPUT"
+	dd if="$WORK/put.$NPUT" of="$IMG" bs=4096 seek=$(($1 / 8)) oflag=direct conv=fsync,notrunc,nocreat \
+		status=none || fail "write of $2 KiB at sector $1 failed"
+	dd if="$WORK/put.$NPUT" of="$MODEL" bs=4096 seek=$(($1 / 8)) conv=notrunc status=none
+}
+
+# same_model WHAT SECTORS: the image's first SECTORS sectors are the model's.
+same_model() {
+	"$RFHELPER" same "$IMG" "$MODEL" $(($2 * 512)) >"$WORK/same.out" || fail "$1: $(cat "$WORK/same.out")"
+}
+
+pos() { cat "$MNT/md/reshape_position"; }
+
+# kill -9 of the daemon serving MNT, and its mount gone.
+kill_daemon() {
+	kill -9 "$DAEMON_PID"
+	wait_daemon_exit "$MNT" --any-status
+	fusermount3 -u -z "$MNT" 2>/dev/null || true
+}
