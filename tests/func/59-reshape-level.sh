@@ -19,6 +19,11 @@
 #     raid6 (feature map 0x0, data offset moved, in sync); one member lost
 #     and the other read degraded: the model.  RF_MD_JUDGE=1: kernel md
 #     assembles the members and reads the model's sha256, mismatch_cnt 0.
+#  3. RF_MD_JUDGE=1: kernel md continues a raid5 -> raid6 raidfuse began and
+#     was killed in: md's pattern over the raid5, the change, kill -9
+#     mid-way; mdpeer's guest assembles snapshots of the members, md goes on
+#     from the superblocks' position to the end (a raid6 of 5), the pattern
+#     reads back, md's check finds 0 (tools/md-golden-job.sh reshape-verify).
 # Negative control: the member the change added written nowhere in the
 # rows reshaped (RAIDFUSE_TEST_BREAK=reshape-level-q): after the change the
 # image differs from the model.
@@ -115,6 +120,28 @@ if md_judge; then
 	log "kernel md assembles the raid6 raidfuse made: the model's sha256, mismatch_cnt 0"
 fi
 rm -rf "$G"
+
+# ---- 3. (RF_MD_JUDGE=1) kernel md continues the change raidfuse began
+if md_judge; then
+	G=$DISK/k
+	mkdir -p "$G/share"
+	level_change "$G"
+	"$RFHELPER" fill "$IMG" "$N" >/dev/null || fail "cannot write md's pattern"
+	echo 500 >"$MNT/md/sync_speed_max"
+	echo idle >"$MNT/md/sync_action"
+	wait_for "the change did not move" '[ "$(pos)" -ge 6144 ]'
+	kill_daemon
+	echo "array_sectors before the reshape=$N" >"$G/share/job.log"
+	JOB_KIND=reshape-verify MDPEER_DISK_OPTS=snapshot=on TMPDIR=$G \
+		"$(dirname "$MDJUDGE")/run-guest.sh" --share "$G/share" --timeout 600 \
+		"$TOP_DIR/tools/md-golden-job.sh" "$G"/d?.img >"$WORK/guest.out" 2>&1 ||
+		fail "kernel md did not finish the change: $(tail -n 20 "$WORK/guest.out"; cat "$G/share/verify.log" 2>/dev/null)"
+	v=$(cat "$G/share/verify.log")
+	[[ $v == *"reshape finished: reshape_position none, raid_disks 5"* && $v == *" OK"* &&
+		$v == *"mismatch_cnt=0"* ]] || fail "kernel md's run of the change raidfuse began: $v"
+	log "kernel md finished the raid5 -> raid6 raidfuse began: $(grep -o 'assembled at reshape_position [0-9]*' <<<"$v"), pattern OK, mismatch_cnt 0"
+	rm -rf "$G"
+fi
 
 # ---- negative control: the new member never written
 G=$DISK/c
