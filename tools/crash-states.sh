@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # crash-states.sh - what a power cut can leave of an array, state by state.
 #
-#   tools/crash-states.sh --level L [--bitmap | --grow] [--states N] [--seed S]
+#   tools/crash-states.sh --level L [--bitmap | --grow | --raid6] [--states N] [--seed S]
 #                         [--rounds R] [--break] [--dir DIR]
 #
 # 1. raidfuse create makes a small array of level L (1: 2 members, 5 and
@@ -34,6 +34,8 @@
 # the reshape running beside the writes; each crash state's array then
 # finishes the reshape (from the position its superblocks record) before
 # the resync, the check and the reads (zeros past the old size).
+# --raid6 (level 5): the same with a change to raid6 by the spare
+# (md/level) instead of a grow.
 #
 # --break switches on a deliberate ordering bug in the library for the
 # recording (RAIDFUSE_TEST_BREAK, test-only): the bitmap's bits cleared,
@@ -46,16 +48,17 @@ RAIDFUSE=${RAIDFUSE:-$here/build/raidfuse}
 CRASH=${CRASH_STATES:-$here/build/crash-states}
 
 usage() {
-	echo "usage: $0 --level 1|5|6|10 [--bitmap | --grow] [--states N] [--seed S] [--rounds R] [--break] [--dir DIR]" >&2
+	echo "usage: $0 --level 1|5|6|10 [--bitmap | --grow | --raid6] [--states N] [--seed S] [--rounds R] [--break] [--dir DIR]" >&2
 	exit 2
 }
 
-level="" bitmap=0 grow=0 states="" seed=1 rounds=40 brk=0 dir=""
+level="" bitmap=0 grow=0 to6=0 states="" seed=1 rounds=40 brk=0 dir=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--level) level=${2:-}; shift ;;
 	--bitmap) bitmap=1 ;;
 	--grow) grow=1 ;;
+	--raid6) grow=1 to6=1 ;;
 	--states) states=${2:-}; shift ;;
 	--seed) seed=${2:-}; shift ;;
 	--rounds) rounds=${2:-}; shift ;;
@@ -72,6 +75,7 @@ case $level in
 *) usage ;;
 esac
 [ $grow = 0 ] || { [ $bitmap = 0 ] && { [ "$level" = 5 ] || [ "$level" = 6 ]; }; } || usage
+[ $to6 = 0 ] || [ "$level" = 5 ] || usage
 for x in "$states" "$seed" "$rounds"; do
 	[[ -z $x || $x =~ ^[0-9]+$ ]] || usage
 done
@@ -116,7 +120,7 @@ create=(--force --assume-clean)
 (cd "$dir" && cp "${names[@]}" base/)
 
 what="raid$level, $n members, $([ $bitmap = 1 ] && echo "bitmap" || echo "no bitmap")"
-[ $grow = 1 ] && what+=", grown to $((n + 1))"
+[ $grow = 1 ] && what+=$([ $to6 = 1 ] && echo ", changed to raid6 of $((n + 1))" || echo ", grown to $((n + 1))")
 [ $brk = 1 ] && what+=", --break"
 echo "crash-states: $what, seed $seed, in $dir"
 t0=$(date +%s.%N)
@@ -127,7 +131,7 @@ t0=$(date +%s.%N)
 			{ [ $bitmap = 1 ] && echo bitmap || echo clean; })
 	fi
 	rec=(--log io.log --seed "$seed" --rounds "$rounds")
-	[ $grow = 1 ] && rec+=(--grow $((n + 1)))
+	[ $grow = 1 ] && rec+=($([ $to6 = 1 ] && echo --raid6 || echo --grow $((n + 1))))
 	"$CRASH" record "${rec[@]}" "${names[@]}"
 ) 2>"$dir/record.log" || { cat "$dir/record.log" >&2; echo "$0: recording failed" >&2; exit 2; }
 

@@ -55,7 +55,8 @@
 # Parameters (JOB_* from run-guest.sh): JOB_KIND, JOB_CREATE_OPTS (mdadm --create
 # options without devices), JOB_NDEV (raid devices at the end), JOB_NDEV0 (grow, replace,
 # reshape: at create), JOB_NEW_OFFSET (replace: sectors), JOB_GROW_ARGS, JOB_ARRAY_SIZE (reshape: optional
-# --array-size before the grow), JOB_STOP_PCT, JOB_SPEED_KIB (reshape, midreplace: crawl speed),
+# --array-size before the grow), JOB_STOP_PCT, JOB_STOP_SYNC_MAX (reshape: stop at that member
+# sector by sync_max instead), JOB_SPEED_KIB (reshape, midreplace: crawl speed),
 # JOB_PLAN_START / JOB_PLAN_STRIPES / JOB_PLAN_STRIDE / JOB_PLAN_OFFSETS / JOB_PLAN_BLOCK
 # (crash: sectors), JOB_CRASH_AFTER (crash: seconds of writing before the reset).
 #
@@ -262,6 +263,10 @@ reshape)
 	say "array_sectors before the reshape=$size"
 	offsets "before the reshape"
 	crawl "$JOB_SPEED_KIB"
+	# JOB_STOP_SYNC_MAX: md's reshape stops at that member sector itself, as
+	# mdadm has it wait (it records its position before it waits), instead
+	# of being frozen on the way
+	[ -n "${JOB_STOP_SYNC_MAX:-}" ] && { echo "$JOB_STOP_SYNC_MAX" > $MD/sync_max || die "sync_max"; }
 	# the check's sync thread may still be going away: md refuses new offsets until then
 	sleep 3
 	run mdadm --grow /dev/md0 $JOB_GROW_ARGS || {
@@ -270,9 +275,20 @@ reshape)
 	}
 	# reshape_position counts array sectors (of the new shape for a grow, from the end
 	# for a backwards reshape); sync_completed counts per-member progress: use it
-	wait_pct reshape
-	echo frozen > $MD/sync_action
-	say "frozen at sync_completed $(cat $MD/sync_completed), reshape_position $(cat $MD/reshape_position)"
+	if [ -n "${JOB_STOP_SYNC_MAX:-}" ]; then
+		n=0
+		until [ "$(cut -d' ' -f1 $MD/sync_completed 2>/dev/null)" = "$JOB_STOP_SYNC_MAX" ]; do
+			sleep 0.2
+			n=$((n + 1))
+			[ $n -gt 1500 ] && die "the reshape did not reach sync_max (sync_completed $(cat $MD/sync_completed))"
+		done
+		sleep 1
+		say "stopped by sync_max at sync_completed $(cat $MD/sync_completed), reshape_position $(cat $MD/reshape_position)"
+	else
+		wait_pct reshape
+		echo frozen > $MD/sync_action
+		say "frozen at sync_completed $(cat $MD/sync_completed), reshape_position $(cat $MD/reshape_position)"
+	fi
 	record "$mm"
 	run mdadm --stop /dev/md0 || die "stop"
 	examine_all

@@ -278,6 +278,10 @@ static void reshape_as_fresh(struct rf_sb *s, const struct rf_sb *fresh)
 		s->reshape_position = fresh->reshape_position;
 		s->raid_disks = fresh->raid_disks;
 		s->delta_disks = fresh->delta_disks;
+		/* A level change's start records the previous geometry's
+		 * level and layout too (raid5 -> raid6 of a "-6" layout). */
+		s->level = fresh->level;
+		s->layout = fresh->layout;
 		s->new_level = fresh->new_level;
 		s->new_layout = fresh->new_layout;
 		s->new_chunk = fresh->new_chunk;

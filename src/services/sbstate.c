@@ -738,12 +738,15 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 	 * change) is the member the change added: md's recovery_offset
 	 * follows the reshape there, and md's run() counts it as parity not
 	 * yet written, not as a rebuild; here it is whole in the new
-	 * geometry and missing in the previous one. */
+	 * geometry and missing in the previous one.  So is that slot's
+	 * member when its own superblock missed the reshape's start (a crash
+	 * while the start was written: it still says spare; md would take it
+	 * as in sync). */
 	for (i = 0; i < s->n; i++) {
 		struct rf_dev *m = rf_dev_get(a, i);
 		const struct rf_reshape *rs = rf_array_reshape_state(a);
 
-		if (!m->sb_has || !(m->sb.feature_map & RF_SB_FEAT_RECOVERY))
+		if (!m->sb_has || (!(m->sb.feature_map & RF_SB_FEAT_RECOVERY) && m->sb.reshape))
 			continue;
 		if (rs->active && !rs->backwards && rs->prev.level == 6 && i == rs->prev.raid_disks - 1 &&
 		    rf_r6_q_last(rs->prev.layout)) {
@@ -751,7 +754,8 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 			s->reshape_absent |= 1ull << i;
 			continue;
 		}
-		rf_dev_resume_recovery(a, i, m->sb.recovery_offset);
+		if (m->sb.feature_map & RF_SB_FEAT_RECOVERY)
+			rf_dev_resume_recovery(a, i, m->sb.recovery_offset);
 	}
 	resume_replacements(a, s->n, fresh);
 	s->events = rf_dev_get(a, fresh)->sb.events;

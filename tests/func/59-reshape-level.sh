@@ -4,7 +4,15 @@
 # daemonized, members on the disk (/var/tmp).
 #
 # A model file holds what every sector of the array must hold: the random
-# fill and every write the test makes, each also made to the model.
+# fill (md's pattern in part 0) and every write the test makes, each also
+# made to the model.
+#  0. kernel md's raid5 -> raid6 stopped mid-way (tests/data/md-images
+#     r5-ls-4to6-5d-64k-midlevel: mdadm --grow --level=6 --raid-devices=5 of
+#     a raid5 of 4, stopped at array sector 36864): assembled frozen, md's
+#     pattern reads back in both geometries; a write on each side of the
+#     position; unfrozen at a crawl, kill -9 mid-way; assembled again it
+#     goes on to the end: the model, check 0, every superblock md's after
+#     the change (raid6 left-symmetric, data offset 1024, feature map 0x0).
 #  1. raid5 of 4 x 24 MiB (left-symmetric, 64K chunks) created from a config
 #     with one spare, filled.  md/level refuses raid0 with its reason;
 #     `raidfuse grow --level 6` (sync_action frozen first): md/level says
@@ -29,7 +37,7 @@
 # image differs from the model.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/model.sh"
-requires fuse
+requires fuse xz
 build_helper
 
 DISK=$(mktemp -d /var/tmp/rf59.XXXXXX)
@@ -53,6 +61,48 @@ level_change() {
 	echo frozen >"$MNT/md/sync_action"
 	"$RAIDFUSE" grow "$MNT" --level 6 || fail "grow --level 6 refused: $(tail -n 3 "$WORK/g.log")"
 }
+
+# ---- 0. kernel md's change, continued
+md_images
+LINE=$(grep '"name": "r5-ls-4to6-5d-64k-midlevel"' "$IMAGES/manifest-pending.jsonl") ||
+	fail "no r5-ls-4to6-5d-64k-midlevel in the manifest"
+N=$(jval "$LINE" array_sectors)
+POS=$(jval "$LINE" reshape_position_sectors)
+[ "$N/$POS" = 190464/36864 ] || fail "manifest: array_sectors $N, reshape position $POS"
+md_unpack "$LINE" "$DISK/md"
+M=("${MEMBERS[@]}")
+truncate -s $((N * 512)) "$MODEL"
+"$RFHELPER" fill "$MODEL" "$N" >/dev/null || fail "cannot make the model"
+start_assemble_daemon array.img "$MNT" --freeze "${M[@]}"
+[ "$(pos)" = "$POS" ] && [ "$(val level)" = raid6 ] || fail "md's change: position $(pos), $(val level)"
+same_model "md's members, frozen" "$N"
+put 8192 128
+put $((N - 4096)) 256
+echo 1000 >"$MNT/md/sync_speed_max"
+echo idle >"$MNT/md/sync_action"
+wait_for "md's change did not move" '[ "$(pos)" != none ] && [ "$(pos)" -ge $((POS + 9216)) ]'
+p=$(pos)
+put $(((POS + p) / 2 / 8 * 8)) 64
+SEEN=$(pos)
+kill_daemon
+start_assemble_daemon array.img "$MNT" "${M[@]}"
+[ "$(pos)" = none ] || [ "$(pos)" -ge "$SEEN" ] || fail "md's change, assembled again: position $(pos), $SEEN was seen"
+echo 0 >"$MNT/md/sync_speed_max"
+wait_for "md's change did not end" '[ "$(pos)" = none ]'
+same_model "md's change, finished" "$N"
+wait_for "the resync after md's change did not end" '[ "$(val sync_action)" = idle ]'
+echo check >"$MNT/md/sync_action"
+wait_for "check did not end" '[ "$(val sync_action)" = idle ]'
+[ "$(val mismatch_cnt)" = 0 ] || fail "check after md's change: mismatch_cnt $(val mismatch_cnt)"
+stop_array "$MNT"
+for m in "${M[@]}"; do
+	"$RAIDFUSE" examine "$m" >"$WORK/ex.txt" || fail "examine $m failed"
+	for want in "Feature Map : 0x0" "Raid Level : raid6" "Layout : left-symmetric$" "Data Offset : 1024 sectors"; do
+		grep -q "$want" "$WORK/ex.txt" || fail "$m after md's change: no '$want' in: $(cat "$WORK/ex.txt")"
+	done
+done
+log "kernel md's raid5 -> raid6 (stopped at $POS) continued: killed at >= $SEEN, finished, the model, check 0"
+rm -rf "$DISK/md"
 
 # ---- 1. the change begins, frozen; writes in both geometries; kill -9 mid-way
 G=$DISK/a
