@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # crash-states.sh - what a power cut can leave of an array, state by state.
 #
-#   tools/crash-states.sh --level L [--bitmap | --grow | --raid6] [--states N] [--seed S]
+#   tools/crash-states.sh --level L [--bitmap | --grow | --raid6 | --rechunk] [--states N] [--seed S]
 #                         [--rounds R] [--break] [--dir DIR]
 #
 # 1. raidfuse create makes a small array of level L (1: 2 members, 5 and
@@ -35,7 +35,8 @@
 # finishes the reshape (from the position its superblocks record) before
 # the resync, the check and the reads (zeros past the old size).
 # --raid6 (level 5): the same with a change to raid6 by the spare
-# (md/level) instead of a grow.
+# (md/level) instead of a grow; --rechunk (levels 5 and 6): a change of
+# the chunk to 128 KiB (md/chunk_size), no spare.
 #
 # --break switches on a deliberate ordering bug in the library for the
 # recording (RAIDFUSE_TEST_BREAK, test-only): the bitmap's bits cleared,
@@ -48,17 +49,18 @@ RAIDFUSE=${RAIDFUSE:-$here/build/raidfuse}
 CRASH=${CRASH_STATES:-$here/build/crash-states}
 
 usage() {
-	echo "usage: $0 --level 1|5|6|10 [--bitmap | --grow | --raid6] [--states N] [--seed S] [--rounds R] [--break] [--dir DIR]" >&2
+	echo "usage: $0 --level 1|5|6|10 [--bitmap | --grow | --raid6 | --rechunk] [--states N] [--seed S] [--rounds R] [--break] [--dir DIR]" >&2
 	exit 2
 }
 
-level="" bitmap=0 grow=0 to6=0 states="" seed=1 rounds=40 brk=0 dir=""
+level="" bitmap=0 grow=0 to6=0 rechunk=0 states="" seed=1 rounds=40 brk=0 dir=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--level) level=${2:-}; shift ;;
 	--bitmap) bitmap=1 ;;
 	--grow) grow=1 ;;
 	--raid6) grow=1 to6=1 ;;
+	--rechunk) grow=1 rechunk=1 ;;
 	--states) states=${2:-}; shift ;;
 	--seed) seed=${2:-}; shift ;;
 	--rounds) rounds=${2:-}; shift ;;
@@ -96,7 +98,7 @@ for ((i = 0; i < n; i++)); do
 done
 list=$(printf '"%s", ' "${names[@]}")
 spares=""
-if [ $grow = 1 ]; then
+if [ $grow = 1 ] && [ $rechunk = 0 ]; then
 	names+=("d$n.img")
 	spares="spares = ( \"d$n.img\" );"
 fi
@@ -120,7 +122,8 @@ create=(--force --assume-clean)
 (cd "$dir" && cp "${names[@]}" base/)
 
 what="raid$level, $n members, $([ $bitmap = 1 ] && echo "bitmap" || echo "no bitmap")"
-[ $grow = 1 ] && what+=$([ $to6 = 1 ] && echo ", changed to raid6 of $((n + 1))" || echo ", grown to $((n + 1))")
+[ $grow = 1 ] && what+=$([ $to6 = 1 ] && echo ", changed to raid6 of $((n + 1))" ||
+	{ [ $rechunk = 1 ] && echo ", chunk changed to 128K"; } || echo ", grown to $((n + 1))")
 [ $brk = 1 ] && what+=", --break"
 echo "crash-states: $what, seed $seed, in $dir"
 t0=$(date +%s.%N)
@@ -131,7 +134,8 @@ t0=$(date +%s.%N)
 			{ [ $bitmap = 1 ] && echo bitmap || echo clean; })
 	fi
 	rec=(--log io.log --seed "$seed" --rounds "$rounds")
-	[ $grow = 1 ] && rec+=($([ $to6 = 1 ] && echo --raid6 || echo --grow $((n + 1))))
+	[ $grow = 1 ] && rec+=($([ $to6 = 1 ] && echo --raid6 || { [ $rechunk = 1 ] && echo --rechunk; } ||
+		echo --grow $((n + 1))))
 	"$CRASH" record "${rec[@]}" "${names[@]}"
 ) 2>"$dir/record.log" || { cat "$dir/record.log" >&2; echo "$0: recording failed" >&2; exit 2; }
 

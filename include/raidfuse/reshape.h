@@ -32,5 +32,13 @@ int rf_reshape_grow(struct rf_array *a, int raid_disks, char *err, size_t errlen
  * level is the present one), or -errno as rf_reshape_grow(); -EOPNOTSUPP
  * for any other change of level. */
 int rf_reshape_level(struct rf_array *a, int level, char *err, size_t errlen);
+/* Change a raid5/6's layout (md's number, -1: as it is) or a raid4/5/6's
+ * chunk (sectors, 0: as it is) online, as mdadm --grow --layout/--chunk
+ * has md do: the same members, every row restriped, the data a row of
+ * chunks lower.  0 once recorded and under way (at once when nothing
+ * changes), or -errno as rf_reshape_grow(); -EINVAL a layout the level
+ * does not have, or a chunk that would change the array's size (the
+ * component size not a multiple of it). */
+int rf_reshape_layout(struct rf_array *a, int layout, uint32_t chunk_sectors, char *err, size_t errlen);
 
 #endif

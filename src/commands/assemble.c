@@ -823,13 +823,14 @@ out:
  * naming what was created, as it does after a grow, and takes the
  * superblocks' level and layout where they are the change's: mid-way the
  * raid6 "-6" form of the config's layout, done the raid6 layout of the
- * same number (raid4: parity-last). */
+ * same number (raid4: parity-last; a reshape after it, of the chunk say,
+ * may be under way). */
 static void level_changed(struct rf_config *cfg, const struct rf_sb *fresh)
 {
 	int l6 = rf_r6_layout_of_r5(cfg->level, cfg->layout);
 
 	if (fresh->level != 6 || (cfg->level != 4 && cfg->level != 5) || l6 < 0 ||
-	    fresh->layout != (fresh->reshape ? l6 : cfg->level == 4 ? l6 : cfg->layout))
+	    (fresh->layout != l6 && fresh->layout != (cfg->level == 4 ? l6 : cfg->layout)))
 		return;
 	rf_info("%s: the raid%d it names is a raid6 now (layout %d%s), as its superblocks record", cfg->path,
 		cfg->level, fresh->layout, fresh->reshape ? ", a level change under way" : "");
@@ -1071,9 +1072,11 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 		char want[64], got[64];
 
 		if (config_differs(cfg, &sbs[i], &field, want, got, sizeof(want))) {
-			snprintf(err, errlen, "%s: %s: key 'array.%s' says %s, its %s superblock %s", cfg->path,
+			snprintf(err, errlen, "%s: %s: key 'array.%s' says %s, its %s superblock %s%s", cfg->path,
 				 cfile_who(cfg, &files[with_sb[i]], who, sizeof(who)), field, want,
-				 rf_sb_kind_name(sbs[i].kind), got);
+				 rf_sb_kind_name(sbs[i].kind), got,
+				 !sbs[i].reshape && (!strcmp(field, "layout") || !strcmp(field, "chunk_size")) ?
+				 " (a reshape changes them: the key wants the superblock's)" : "");
 			goto out;
 		}
 	}

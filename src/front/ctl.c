@@ -430,6 +430,47 @@ static int store_level(struct rf_array *a, int member, const char *val)
 	return ret;
 }
 
+/* md/layout written on a running raid5/6: a relayout (reshape.h); md's
+ * number, or its name. */
+static int store_layout(struct rf_array *a, int member, const char *val)
+{
+	struct rf_array_info i;
+	char err[512], name[64];
+	int layout, ret;
+
+	(void)member;
+	rf_array_get_info(a, &i);
+	snprintf(name, sizeof(name), "%.*s", (int)strcspn(val, "\n"), val);
+	layout = rf_layout_parse(i.level, name);
+	if (layout < 0)
+		return -EINVAL;
+	ret = rf_reshape_layout(a, layout, 0, err, sizeof(err));
+	if (ret)
+		rf_warn("md/layout: %s: %s", name, err);
+	else
+		rf_info("md/layout: changing to %s", name);
+	return ret;
+}
+
+/* md/chunk_size written on a running raid4/5/6: bytes, a power of two
+ * of 4096 or more. */
+static int store_chunk_size(struct rf_array *a, int member, const char *val)
+{
+	char err[512];
+	long n;
+	int ret;
+
+	(void)member;
+	if (store_number(val, 4096, 1L << 30, &n) || (n & (n - 1)))
+		return -EINVAL;
+	ret = rf_reshape_layout(a, -1, (uint32_t)(n / 512), err, sizeof(err));
+	if (ret)
+		rf_warn("md/chunk_size: %ld: %s", n, err);
+	else
+		rf_info("md/chunk_size: changing to %ld bytes", n);
+	return ret;
+}
+
 /* ---------------------------------------------------------------- devices */
 
 /* md/new_dev: a path, added as a spare.  The engine's message says what
@@ -732,8 +773,10 @@ int rf_ctl_dev_list(struct rf_array *a, struct rf_ctl_dev_ent *out, int max)
 const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	{ .name = "level", .mode = 0644, .show = show_level, .store = store_level,
 	  .takes = "raid6 on a raid4/5: a restripe by one spare (md/new_dev)" },
-	ATTR_RO(layout),
-	ATTR_RO(chunk_size),
+	{ .name = "layout", .mode = 0644, .show = show_layout, .store = store_layout,
+	  .takes = "a layout of the level (md's number or name): a relayout of the same members" },
+	{ .name = "chunk_size", .mode = 0644, .show = show_chunk_size, .store = store_chunk_size,
+	  .takes = "bytes, a power of two >= 4096 that divides the component size: a restripe" },
 	{ .name = "raid_disks", .mode = 0644, .show = show_raid_disks, .store = store_raid_disks,
 	  .takes = "more members than it has: a raid4/5/6 grows by as many spares (md/new_dev)" },
 	ATTR_RO(component_size),

@@ -58,6 +58,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -2003,29 +2004,41 @@ static int cmd_ctl(int argc, char **argv)
 
 /* ---------------------------------------------------------------- grow */
 
-/* `raidfuse grow MNT --raid-devices N | --level 6 [--add FILE]...`:
- * mdadm --grow's words over md's files: each FILE to md/new_dev (a
- * spare), then N to md/raid_disks or raid6 to md/level; --wait: until
+/* `raidfuse grow MNT --raid-devices N | --level 6 | --layout L | --chunk C
+ * [--add FILE]...`: mdadm --grow's words over md's files: each FILE to
+ * md/new_dev (a spare), then N to md/raid_disks, raid6 to md/level, L to
+ * md/layout or C (KiB unless suffixed) to md/chunk_size; --wait: until
  * md/reshape_position says none. */
 static int cmd_grow(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "raid-devices", required_argument, NULL, 'n' },
 		{ "level", required_argument, NULL, 'l' },
+		{ "layout", required_argument, NULL, 'p' },
+		{ "chunk", required_argument, NULL, 'c' },
 		{ "add", required_argument, NULL, 'a' },
 		{ "wait", no_argument, NULL, 'W' },
 		OPT_HELP,
 		OPT_END
 	};
 	const char *mnt = NULL, *adds[RF_MAX_MEMBERS];
-	char nbuf[16], pos[64], size[64];
+	char nbuf[64], pos[64], size[64];
 	int ch, rc = -1, nadd = 0, n = 0, level = -1, i;
+	const char *layout = NULL, *attr = "raid_disks";
+	uint64_t chunk = 0;
 	unsigned long long comp;
 	bool wait = false;
 	struct rf_progress p;
 
-	while ((ch = opt_next(argc, argv, "-:n:l:a:Wh", lo, &rc)) != -1) {
-		if (ch == 'l') {
+	while ((ch = opt_next(argc, argv, "-:n:l:p:c:a:Wh", lo, &rc)) != -1) {
+		if (ch == 'p') {
+			layout = optarg;
+		} else if (ch == 'c') {
+			/* mdadm's --chunk: KiB unless a suffix says */
+			if (rf_parse_size(optarg, 1024, &chunk) || chunk < 4096 || (chunk & (chunk - 1)))
+				return usage_error("grow: --chunk wants a power of two of 4K or more, got '%s'",
+						   optarg);
+		} else if (ch == 'l') {
 			const char *v = strncmp(optarg, "raid", 4) ? optarg : optarg + 4;
 			char *end;
 			long l = strtol(v, &end, 10);
@@ -2057,8 +2070,10 @@ static int cmd_grow(int argc, char **argv)
 		return rc;
 	if (!mnt)
 		return usage_error("grow: expected MOUNTPOINT");
-	if (!n && level < 0)
-		return usage_error("grow: --raid-devices N or --level L is needed (what to grow to)");
+	if ((n > 0) + (level >= 0) + !!layout + !!chunk == 0)
+		return usage_error("grow: --raid-devices, --level, --layout or --chunk is needed (what to change)");
+	if ((layout || chunk) && (n || level >= 0 || (layout && chunk)))
+		return usage_error("grow: --layout and --chunk go alone, one change at a time");
 	for (i = 0; i < nadd; i++) {
 		char *av[] = { "ctl", (char *)mnt, "add", (char *)adds[i], NULL };
 
@@ -2068,7 +2083,13 @@ static int cmd_grow(int argc, char **argv)
 			return rc;
 	}
 	/* mdadm --grow --level=6: one member more; md/level does it. */
-	if (level >= 0) {
+	if (layout) {
+		snprintf(nbuf, sizeof(nbuf), "%s", layout);
+		attr = "layout";
+	} else if (chunk) {
+		snprintf(nbuf, sizeof(nbuf), "%" PRIu64, chunk);
+		attr = "chunk_size";
+	} else if (level >= 0) {
 		char cur[32];
 
 		if (read_attr(mnt, "raid_disks", cur, sizeof(cur), true) < 0)
@@ -2078,11 +2099,12 @@ static int cmd_grow(int argc, char **argv)
 					   "more (%d)", n, atoi(cur) + 1);
 		n = atoi(cur) + 1;
 		snprintf(nbuf, sizeof(nbuf), "raid%d", level);
+		attr = "level";
 	} else {
 		snprintf(nbuf, sizeof(nbuf), "%d", n);
 	}
 	{
-		char *av[] = { "ctl", (char *)mnt, level >= 0 ? "level" : "raid_disks", nbuf, NULL };
+		char *av[] = { "ctl", (char *)mnt, (char *)attr, nbuf, NULL };
 
 		optind = 0;
 		rc = cmd_ctl(4, av);
@@ -2099,8 +2121,9 @@ static int cmd_grow(int argc, char **argv)
 	    read_attr(mnt, "level", pos, sizeof(pos), true) < 0)
 		return 1;
 	comp = strtoull(size, NULL, 10) * 1024 * (unsigned long long)(n - (!strncmp(pos, "raid6", 5) ? 2 : 1));
-	/* A level change: the walk covers the array as it was. */
-	if (level >= 0 && read_attr(mnt, "array_size", size, sizeof(size), true) >= 0)
+	/* A level, layout or chunk change: the walk covers the array as it
+	 * was. */
+	if ((level >= 0 || layout || chunk) && read_attr(mnt, "array_size", size, sizeof(size), true) >= 0)
 		comp = strtoull(size, NULL, 10) * 1024;
 	rf_progress_start(&p, stderr, "reshape", 0);
 	for (;;) {
@@ -2577,17 +2600,21 @@ static const struct cmd cmds[] = {
 	  "  -h, --help             this help\n",
 	  "read or set an md attribute; add, fail, remove; check, repair" },
 	{ "grow", cmd_grow,
-	  "raidfuse grow MOUNTPOINT (--raid-devices N | --level 6) [--add FILE]... [--wait]",
+	  "raidfuse grow MOUNTPOINT (--raid-devices N | --level 6 | --layout L | --chunk C)\n"
+	  "              [--add FILE]... [--wait]",
 	  "Grow the raid4/5/6 array on MOUNTPOINT to N members online, as mdadm --grow\n"
 	  "--raid-devices does: each FILE is added as a spare (md/new_dev), then N is written to\n"
 	  "md/raid_disks.  The spares take the new slots and the reshape moves the data to the\n"
 	  "new geometry while the array is served; the image grows when it ends (man raidfuse:\n"
 	  "Reshapes).  --level 6 turns a raid4/5 into a raid6 by one spare, as mdadm --grow\n"
-	  "--level=6 does (raid6 is written to md/level).  A refusal's reason is in the daemon's\n"
-	  "log.\n"
+	  "--level=6 does (raid6 is written to md/level).  --layout (md's name or number) and\n"
+	  "--chunk (KiB, or with a suffix) restripe the same members (md/layout, md/chunk_size),\n"
+	  "one change at a time.  A refusal's reason is in the daemon's log.\n"
 	  "\n"
 	  "  -n, --raid-devices=N   the member count to grow to\n"
 	  "  -l, --level=6          raid4/5 to raid6, one member more\n"
+	  "  -p, --layout=L         a raid5/6 layout of the level\n"
+	  "  -c, --chunk=C          a chunk size (a power of two, 4K or more)\n"
 	  "  -a, --add=FILE         a spare to add first (again for more)\n"
 	  "  -W, --wait             wait until the reshape ends, a progress line on stderr,\n"
 	  "                         then print md/array_size\n"

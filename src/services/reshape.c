@@ -50,11 +50,13 @@
  * --grow --level=6 has md do.  The new member's superblock records md's
  * recovery_offset following the position (services/sbstate.c).
  *
+ * A layout or chunk change (rf_reshape_layout(), md/layout, md/chunk_size)
+ * is the same walk over the same members.
+ *
  * It does NOT: reshape backwards, keep a bitmap or a partial parity log
  * through a reshape, rebuild a missing member's old rows (a degraded
- * array's reshape waits until it is whole again), shrink, change the
- * layout or chunk itself, or any level change but raid4/5 -> raid6 (it
- * continues forward reshapes md began).
+ * array's reshape waits until it is whole again), shrink, or change the
+ * level but raid4/5 -> raid6 (it continues forward reshapes md began).
  *
  * Pace: sync_speed_max (KiB of each member per second, as md counts), and
  * sync_speed_min while foreground IO is in flight or was within half a
@@ -744,7 +746,8 @@ static int begin(struct begin *b)
 {
 	struct rf_array *a = b->a;
 	int n = rf_array_nslots(a), need = b->to.raid_disks - b->first, i, k, spares = 0;
-	uint64_t room = UINT64_MAX, unit = b->to.chunk_sectors;
+	uint64_t room = UINT64_MAX, unit = b->to.chunk_sectors > b->from.chunk_sectors ? b->to.chunk_sectors :
+					   b->from.chunk_sectors;
 
 	rf_devs_lock(a);
 	for (i = n; i < rf_devs_count(a); i++)
@@ -804,6 +807,52 @@ int rf_reshape_level(struct rf_array *a, int level, char *err, size_t errlen)
 	b.to.layout = g->level == 4 ? l6 : g->layout;
 	b.prev_absent = 1ull << n;
 	b.first = n;
+	return begin(&b);
+}
+
+int rf_reshape_layout(struct rf_array *a, int layout, uint32_t chunk_sectors, char *err, size_t errlen)
+{
+	const struct rf_geom *g = rf_array_geom(a);
+	struct begin b = { .a = a, .err = err, .errlen = errlen };
+	char why[256];
+	uint64_t unit;
+	int ret;
+
+	err[0] = '\0';
+	if (layout < 0)
+		layout = g->layout;
+	if (!chunk_sectors)
+		chunk_sectors = g->chunk_sectors;
+	if (layout == g->layout && chunk_sectors == g->chunk_sectors)
+		return 0;
+	ret = can_start(a, err, errlen);
+	if (ret)
+		return ret;
+	if (g->level == 4 && layout != g->layout) {
+		snprintf(err, errlen, "raid4 has one layout (parity-last)");
+		return -EINVAL;
+	}
+	b.from = *g;
+	b.to = *g;
+	b.to.layout = layout;
+	b.to.chunk_sectors = chunk_sectors;
+	/* md reshapes in units of the larger chunk: each member's size in
+	 * whole units of both, which must leave the array its size (mdadm
+	 * refuses a chunk the component size is not a multiple of). */
+	unit = chunk_sectors > g->chunk_sectors ? chunk_sectors : g->chunk_sectors;
+	b.to.dev_sectors = g->dev_sectors / unit * unit;
+	ret = rf_geom_init(&b.to, why, sizeof(why));
+	if (ret) {
+		snprintf(err, errlen, "%s", why);
+		return ret;
+	}
+	if (b.to.array_sectors != g->array_sectors) {
+		snprintf(err, errlen, "component size %" PRIu64 "K is not a multiple of the chunk size %uK",
+			 g->dev_sectors / 2, (unsigned)(unit / 2));
+		return -EINVAL;
+	}
+	b.to.dev_sectors = g->dev_sectors;
+	b.first = rf_array_nslots(a);
 	return begin(&b);
 }
 

@@ -13,7 +13,8 @@
 #    raid5 grown by a spare a third of the way in (--grow): every state
 #    finishes the reshape from its superblocks' position, 0 violations;
 #    its control (--grow --break: the position moves on unrecorded) loses
-#    acknowledged writes.
+#    acknowledged writes.  raid5 changed to raid6 by the spare (--raid6):
+#    0 violations.
 # 2. Negative control: --break (RAIDFUSE_TEST_BREAK=clean, the superblocks
 #    marked clean without flushing the data first) must report violations
 #    and exit 1, keep each violation's members and the command that
@@ -51,6 +52,8 @@ full check "[ $RC = 0 ] && [[ '$LINE' =~ ,\ 0\ violations$ ]]" "raid1 --bitmap: 
 # control: the position moved on without being recorded.
 full states grow --level 5 --grow --states 120 --rounds 15
 full check "[ $RC = 0 ] && [[ '$LINE' =~ ,\ 0\ violations$ ]]" "raid5 --grow: exit $RC, '$LINE': $(first grow)"
+full states to6 --level 5 --raid6 --states 120 --rounds 15
+full check "[ $RC = 0 ] && [[ '$LINE' =~ ,\ 0\ violations$ ]]" "raid5 --raid6: exit $RC, '$LINE': $(first to6)"
 full states growbreak --level 5 --grow --break --states 80 --rounds 15
 full check "[ $RC = 1 ]" "--grow --break: exit $RC, expected 1 (violations): $(tail -n 3 "$WORK/growbreak.out")"
 full grep -q "acknowledged by a flush before the crash" "$WORK/growbreak.out" ||

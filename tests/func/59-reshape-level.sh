@@ -27,6 +27,12 @@
 #     raid6 (feature map 0x0, data offset moved, in sync); one member lost
 #     and the other read degraded: the model.  RF_MD_JUDGE=1: kernel md
 #     assembles the members and reads the model's sha256, mismatch_cnt 0.
+#  4. the raid6's chunk changed 64K -> 128K (`raidfuse grow --chunk 128`):
+#     recorded as md does (New Chunksize), fio writes and verifies a region
+#     while the walk runs (the model takes it), kill -9 mid-way, served
+#     again, to the end: the model, fio's blocks verify, check 0; the config
+#     that says 64K is refused naming the key and the superblock's 128K,
+#     and serves once it says 128K.  RF_MD_JUDGE=1: kernel md reads it.
 #  3. RF_MD_JUDGE=1: kernel md continues a raid5 -> raid6 raidfuse began and
 #     was killed in: md's pattern over the raid5, the change, kill -9
 #     mid-way; mdpeer's guest assembles snapshots of the members, md goes on
@@ -90,10 +96,7 @@ start_assemble_daemon array.img "$MNT" "${M[@]}"
 echo 0 >"$MNT/md/sync_speed_max"
 wait_for "md's change did not end" '[ "$(pos)" = none ]'
 same_model "md's change, finished" "$N"
-wait_for "the resync after md's change did not end" '[ "$(val sync_action)" = idle ]'
-echo check >"$MNT/md/sync_action"
-wait_for "check did not end" '[ "$(val sync_action)" = idle ]'
-[ "$(val mismatch_cnt)" = 0 ] || fail "check after md's change: mismatch_cnt $(val mismatch_cnt)"
+check_clean "check after md's change"
 stop_array "$MNT"
 for m in "${M[@]}"; do
 	"$RAIDFUSE" examine "$m" >"$WORK/ex.txt" || fail "examine $m failed"
@@ -146,10 +149,7 @@ wait_for "the change did not end" '[ "$(pos)" = none ]'
 [ "$(fsize "$IMG")" = $((N * 512)) ] || fail "raid6 image of $(fsize "$IMG") bytes, was $((N * 512))"
 [ "$(val layout)" = 2 ] || fail "raid6 layout $(val layout), left-symmetric (2) wanted"
 same_model "raid6" "$N"
-wait_for "the resync after the change did not end" '[ "$(val sync_action)" = idle ]'
-echo check >"$MNT/md/sync_action"
-wait_for "check did not end" '[ "$(val sync_action)" = idle ]'
-[ "$(val mismatch_cnt)" = 0 ] || fail "check after the change: mismatch_cnt $(val mismatch_cnt)"
+check_clean "check after the change"
 stop_array "$MNT"
 for m in "$G"/d?.img; do
 	"$RAIDFUSE" examine "$m" >"$WORK/ex.txt" || fail "examine $m failed"
@@ -163,11 +163,51 @@ same_model "raid6 without d0" "$N"
 stop_array "$MNT"
 log "raid5 -> raid6: killed at >= $SEEN, the model each time, check 0, degraded reads the model"
 if md_judge; then
-	"$MDJUDGE" --check "$G"/d?.img >"$WORK/judge.out" 2>&1 || fail "md-judge: $(tail -n 5 "$WORK/judge.out")"
-	want=$(sha256sum <"$MODEL" | cut -d' ' -f1)
-	grep -q "JUDGE sha256=$want sectors=$N" "$WORK/judge.out" || fail "kernel md reads other data: $(grep JUDGE "$WORK/judge.out")"
-	grep -q "JUDGE mismatch_cnt=0 " "$WORK/judge.out" || fail "kernel md's check: $(grep JUDGE "$WORK/judge.out")"
+	judge_model $N "$G"/d?.img
 	log "kernel md assembles the raid6 raidfuse made: the model's sha256, mismatch_cnt 0"
+fi
+
+# ---- 4. the raid6's chunk 64K -> 128K (mdadm --grow --chunk), fio verify during it
+start_array_daemon "$G/r.conf" "$MNT" --log "$WORK/c.log"
+echo frozen >"$MNT/md/sync_action"
+expect_fail "$RAIDFUSE" grow "$MNT" --chunk 128 --layout left-asymmetric
+"$RAIDFUSE" grow "$MNT" --chunk 128 || fail "grow --chunk 128 refused: $(tail -n 3 "$WORK/c.log")"
+"$RAIDFUSE" examine "$G/d2.img" >"$WORK/ex.txt"
+grep -q "New Chunksize : 128K" "$WORK/ex.txt" && grep -q "Chunk Size : 64K" "$WORK/ex.txt" ||
+	fail "the chunk change is not in d2's superblock: $(cat "$WORK/ex.txt")"
+echo 2000 >"$MNT/md/sync_speed_max"
+echo idle >"$MNT/md/sync_action"
+# fio writes and verifies 8 MiB near the end while the walk moves; the
+# model takes what it wrote
+fio_verify "$IMG" --rw=randwrite --bs=16k --offset=$(((N - 20480) * 512)) --size=8m
+dd if="$IMG" of="$MODEL" bs=1M skip=$(((N - 20480) / 2048)) seek=$(((N - 20480) / 2048)) count=8 \
+	iflag=direct conv=notrunc status=none
+wait_for "the chunk change did not move" '[ "$(pos)" = none ] || [ "$(pos)" -ge 12288 ]'
+[ "$(pos)" != none ] || fail "the chunk change ended before it could be interrupted"
+SEEN=$(pos)
+kill_daemon
+start_array_daemon "$G/r.conf" "$MNT" --freeze
+[ "$(pos)" -ge "$SEEN" ] || fail "chunk change, served again: position $(pos), $SEEN was seen before"
+same_model "chunk change: after kill -9" "$N"
+echo 0 >"$MNT/md/sync_speed_max"
+echo idle >"$MNT/md/sync_action"
+wait_for "the chunk change did not end" '[ "$(pos)" = none ]'
+[ "$(val chunk_size)" = 131072 ] || fail "chunk_size $(val chunk_size) after the change"
+same_model "128K chunks" "$N"
+fio_verify --verify_only "$IMG" --rw=randwrite --bs=16k --offset=$(((N - 20480) * 512)) --size=8m
+check_clean "check after the chunk change"
+stop_array "$MNT"
+expect_fail "$RAIDFUSE" mount "$G/r.conf" "$MNT"
+[[ $OUT == *"key 'array.chunk_size' says 64K"*"superblock 128K (a reshape changes them"* ]] ||
+	fail "the config's old chunk: $OUT"
+sed -i 's/chunk_size = "64K"/chunk_size = "128K"/' "$G/r.conf"
+start_array_daemon "$G/r.conf" "$MNT"
+same_model "128K chunks, served by the config" "$N"
+stop_array "$MNT"
+log "raid6 chunk 64K -> 128K: fio verify during it, killed at >= $SEEN, the model, check 0"
+if md_judge; then
+	judge_model $N "$G"/d?.img
+	log "kernel md assembles the rechunked raid6: the model's sha256, mismatch_cnt 0"
 fi
 rm -rf "$G"
 

@@ -27,3 +27,24 @@ kill_daemon() {
 	wait_daemon_exit "$MNT" --any-status
 	fusermount3 -u -z "$MNT" 2>/dev/null || true
 }
+
+# check_clean WHAT: md's check over the array on MNT finds no mismatch
+# (after the resync a reshape may leave due).
+check_clean() {
+	wait_for "$1: the resync did not end" '[ "$(val sync_action)" = idle ]'
+	echo check >"$MNT/md/sync_action"
+	wait_for "$1: check did not end" '[ "$(val sync_action)" = idle ]'
+	[ "$(val mismatch_cnt)" = 0 ] || fail "$1: check: mismatch_cnt $(val mismatch_cnt)"
+}
+
+# judge_model SECTORS MEMBER...: (md_judge said yes) kernel md assembles
+# the members and reads the model's first SECTORS sectors, mismatch_cnt 0.
+judge_model() {
+	local n=$1 want
+	shift
+	"$MDJUDGE" --check "$@" >"$WORK/judge.out" 2>&1 || fail "md-judge: $(tail -n 5 "$WORK/judge.out")"
+	want=$(head -c $((n * 512)) "$MODEL" | sha256sum | cut -d' ' -f1)
+	grep -q "JUDGE sha256=$want sectors=$n" "$WORK/judge.out" ||
+		fail "kernel md reads other data: $(grep JUDGE "$WORK/judge.out")"
+	grep -q "JUDGE mismatch_cnt=0 " "$WORK/judge.out" || fail "kernel md's check: $(grep JUDGE "$WORK/judge.out")"
+}

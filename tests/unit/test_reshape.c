@@ -14,7 +14,10 @@
  *    the array is whole again with the model's bytes;
  *  - raid5 of 4 -> raid6 of 5 (rf_reshape_level()): the same, the size
  *    unchanged, assembled again a raid6 of md's left-symmetric layout;
- *    md/level refuses other levels and a change without a spare.
+ *    md/level refuses other levels and a change without a spare;
+ *  - raid5 left-symmetric -> right-asymmetric and raid6 64K -> 128K chunks
+ *    (rf_reshape_layout()): the same members restriped, the same checks;
+ *    a chunk the component size is not a multiple of is refused.
  * Negative control: one byte changed behind the grown array on a member
  * (a data column) is found by the model comparison or by the check.
  */
@@ -130,6 +133,10 @@ static void test_refused(void **state)
 	assert_int_equal(rf_reshape_level(a, 0, err, sizeof(err)), -EOPNOTSUPP);
 	assert_non_null(strstr(err, "raid5 to raid0: raidfuse changes raid4/5 to raid6 only"));
 	assert_int_equal(rf_reshape_level(a, 5, err, sizeof(err)), 0);    /* as it is */
+	assert_int_equal(rf_reshape_layout(a, 2, 128, err, sizeof(err)), 0);     /* as it is */
+	/* 8M members less the data offset: 7M, not a multiple of 2M */
+	assert_int_equal(rf_reshape_layout(a, -1, 4096, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "is not a multiple of the chunk size 2048K"));
 	rf_array_get_info(a, &after);
 	assert_false(reshaping(a));
 	assert_int_equal(after.raid_disks, before.raid_disks);
@@ -144,7 +151,23 @@ static void test_refused(void **state)
 
 /* Grow what (level, n members, nspare spares) to n + nspare members with
  * IO against the model while the reshape runs; then check it all. */
-static void grow(const char *what, int level, int n, int nspare, int to_level)
+enum change { GROW, TO_RAID6, LAYOUT_RA, CHUNK_128K };
+
+static int start(struct rf_array *a, enum change how, int raid_disks, char *err, size_t errlen)
+{
+	switch (how) {
+	case TO_RAID6:
+		return rf_reshape_level(a, 6, err, errlen);
+	case LAYOUT_RA:
+		return rf_reshape_layout(a, 1, 0, err, errlen);
+	case CHUNK_128K:
+		return rf_reshape_layout(a, -1, 256, err, errlen);
+	default:
+		return rf_reshape_grow(a, raid_disks, err, errlen);
+	}
+}
+
+static void grow(const char *what, int level, int n, int nspare, enum change how)
 {
 	char paths[RF_MAX_MEMBERS][FX_PATH], err[512];
 	struct rf_array_info info;
@@ -162,7 +185,7 @@ static void grow(const char *what, int level, int n, int nspare, int to_level)
 	/* Slow enough that the IO below meets the reshape under way. */
 	assert_int_equal(rf_sync_set_speed_max(a, 4096), 0);
 	assert_int_equal(rf_sync_set_speed_min(a, 4096), 0);
-	if (to_level ? rf_reshape_level(a, to_level, err, sizeof(err)) : rf_reshape_grow(a, n + nspare, err, sizeof(err)))
+	if (start(a, how, n + nspare, err, sizeof(err)))
 		fail_msg("%s: grow refused: %s", what, err);
 	rf_array_get_info(a, &info);
 	assert_int_equal(info.raid_disks, n + nspare);
@@ -180,7 +203,7 @@ static void grow(const char *what, int level, int n, int nspare, int to_level)
 	assert_int_equal(rf_array_faulty(a), 0);
 	rf_sync_wait(a);
 	size = rf_array_size(a);
-	if (level == 1 || to_level) {
+	if (level == 1 || how != GROW) {
 		assert_int_equal(size, old);
 	} else {
 		assert_true(size > old && size <= 2 * old);
@@ -195,9 +218,13 @@ static void grow(const char *what, int level, int n, int nspare, int to_level)
 	rf_array_get_info(a, &info);
 	assert_int_equal(info.raid_disks, n + nspare);
 	assert_int_equal(info.degraded, 0);
-	assert_int_equal(info.level, to_level ? to_level : level);
-	if (to_level)
+	assert_int_equal(info.level, how == TO_RAID6 ? 6 : level);
+	if (how == TO_RAID6)
 		assert_int_equal(info.layout, 2);       /* md's raid6 left-symmetric, as the raid5's */
+	if (how == LAYOUT_RA)
+		assert_int_equal(info.layout, 1);
+	if (level != 1)
+		assert_int_equal(info.chunk_bytes, how == CHUNK_128K ? 128 << 10 : 64 << 10);
 	assert_int_equal(rf_array_size(a), size);
 	assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
 	rf_array_close(a);
@@ -224,31 +251,43 @@ static void grow(const char *what, int level, int n, int nspare, int to_level)
 	}
 	rf_array_close(a);
 	free(model);
-	print_message("%s: grown %d -> %d while %d rounds of IO ran\n", what, n, n + nspare, rounds);
+	print_message("%s: reshaped (%d members -> %d) while %d rounds of IO ran\n", what, n, n + nspare, rounds);
 }
 
 static void test_raid5(void **state)
 {
 	(void)state;
-	grow("g5", 5, 3, 1, 0);
+	grow("g5", 5, 3, 1, GROW);
 }
 
 static void test_raid6(void **state)
 {
 	(void)state;
-	grow("g6", 6, 4, 2, 0);
+	grow("g6", 6, 4, 2, GROW);
 }
 
 static void test_raid1(void **state)
 {
 	(void)state;
-	grow("g1", 1, 2, 1, 0);
+	grow("g1", 1, 2, 1, GROW);
 }
 
 static void test_raid5to6(void **state)
 {
 	(void)state;
-	grow("g56", 5, 4, 1, 6);
+	grow("g56", 5, 4, 1, TO_RAID6);
+}
+
+static void test_relayout(void **state)
+{
+	(void)state;
+	grow("gl", 5, 4, 0, LAYOUT_RA);
+}
+
+static void test_rechunk(void **state)
+{
+	(void)state;
+	grow("gc", 6, 5, 0, CHUNK_128K);
 }
 
 int main(void)
@@ -259,6 +298,8 @@ int main(void)
 		cmocka_unit_test_setup(test_raid6, fx_inline0),
 		cmocka_unit_test_setup(test_raid1, fx_threads2),
 		cmocka_unit_test_setup(test_raid5to6, fx_threads2),
+		cmocka_unit_test_setup(test_relayout, fx_threads2),
+		cmocka_unit_test_setup(test_rechunk, fx_inline0),
 	};
 
 	return fx_run_tests("reshape", tests);

@@ -2,7 +2,8 @@
 /* crashstates.c - record a workload's member IO, replay the member images a
  * power cut could leave, and check what raidfuse makes of each of them.
  *
- *   crash-states record --log LOG [--seed S] [--rounds R] [--grow N | --raid6] MEMBER...
+ *   crash-states record --log LOG [--seed S] [--rounds R] [--grow N | --raid6 | --rechunk]
+ *                MEMBER...
  *   crash-states check --log LOG --base DIR --work DIR [--states N]
  *                [--seed S] [--only K] [--save DIR] [--replay CMD] MEMBER...
  *
@@ -20,7 +21,8 @@
  * (rf_reshape_grow(), md/raid_disks), paced so that the reshape runs
  * beside the rest of the workload, and the recording ends once it is
  * done; --raid6 changes a raid4/5 to raid6 that way instead
- * (rf_reshape_level(), md/level: one spare more).  Each write's
+ * (rf_reshape_level(), md/level: one spare more), --rechunk its chunk to
+ * 128 KiB (rf_reshape_layout(), md/chunk_size).  Each write's
  * submission and end and each flush's submission and acknowledgement go
  * into the log as notes, in the same order as the member IO.
  *
@@ -222,6 +224,7 @@ static int cmd_record(int argc, char **argv)
 		{ "rounds", required_argument, NULL, 'r' },
 		{ "grow", required_argument, NULL, 'g' },
 		{ "raid6", no_argument, NULL, '6' },
+		{ "rechunk", no_argument, NULL, 'k' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *logpath = NULL, *paths[MAX_MEMBERS];
@@ -232,7 +235,7 @@ static int cmd_record(int argc, char **argv)
 	struct rf_array *a;
 	char err[1024];
 	int c, n, i, rounds = 150, round, r, grow_to = 0;
-	bool to6 = false;
+	bool to6 = false, rechunk = false;
 	uint64_t pos;
 	bool back;
 
@@ -243,6 +246,8 @@ static int cmd_record(int argc, char **argv)
 			grow_to = atoi(optarg);
 		else if (c == '6')
 			to6 = true;
+		else if (c == 'k')
+			rechunk = true;
 		else if (c == 's')
 			seed = strtoull(optarg, NULL, 0);
 		else if (c == 'r')
@@ -290,10 +295,12 @@ static int cmd_record(int argc, char **argv)
 		uint64_t lo[MAX_PER_ROUND], hi[MAX_PER_ROUND];
 		int k = 1 + (int)rng_below(&seed, MAX_PER_ROUND), j, nw = 0;
 
-		if ((grow_to || to6) && round == rounds / 3) {
+		if ((grow_to || to6 || rechunk) && round == rounds / 3) {
 			/* Slow enough to span the rest of the workload. */
 			rf_sync_set_speed_max(a, 2048);
-			if (to6 ? rf_reshape_level(a, 6, err, sizeof(err)) : rf_reshape_grow(a, grow_to, err, sizeof(err)))
+			if (to6 ? rf_reshape_level(a, 6, err, sizeof(err)) :
+			    rechunk ? rf_reshape_layout(a, -1, 256, err, sizeof(err)) :
+			    rf_reshape_grow(a, grow_to, err, sizeof(err)))
 				die("record: the reshape was refused: %s", err);
 		}
 
@@ -356,7 +363,7 @@ static int cmd_record(int argc, char **argv)
 		else if (r == 2)
 			sleep_ms(40);
 	}
-	if (grow_to || to6) {
+	if (grow_to || to6 || rechunk) {
 		rf_sync_set_speed_max(a, INT32_MAX);
 		for (i = 0; i < 6000 && rf_array_reshape(a, &pos, &back); i++)
 			sleep_ms(10);
