@@ -118,11 +118,11 @@ static const char *reshape_unservable(const struct rf_sb *sb, bool writes, char 
 			 (long long)p, sb->raid_disks);
 		return buf;
 	}
-	if (writes && (reshape_backwards(sb) || sb->kind == RF_SB_090 ||
+	if (writes && (sb->kind == RF_SB_090 ||
 		       (sb->feature_map & (RF_SB_FEAT_BITMAP | RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL)))) {
 		snprintf(buf, len, "a reshape is under way (stopped at array sector %llu, %s%s%s); raidfuse "
-			 "continues forward reshapes of 1.x arrays without a write-intent bitmap or partial parity "
-			 "log, and serves this one read-only only: assemble with --ro, or --overlay DIR; or continue "
+			 "continues reshapes of 1.x arrays without a write-intent bitmap or partial parity log, "
+			 "and serves this one read-only only: assemble with --ro, or --overlay DIR; or continue "
 			 "it with mdadm (--assemble, with --backup-file if the reshape used one)",
 			 (unsigned long long)sb->reshape_position, reshape_backwards(sb) ? "backwards" : "forwards",
 			 sb->kind == RF_SB_090 ? ", 0.90 metadata" : "",

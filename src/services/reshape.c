@@ -170,6 +170,41 @@ static int wait_io(struct reshape *r)
 	return ret < 0 ? ret : 0;
 }
 
+/* Backwards (md's reshape_backwards: the data offsets move up): sectors
+ * of array data the window ending at x may hold (whole new unit rows
+ * below x), 0 when even one would land on old rows not yet read: the
+ * window's new rows must start at or above the end of the old rows of
+ * every array sector below x (those of the window included, read first
+ * but still what a crash resumes from). */
+static uint64_t window_below(struct reshape *r, uint64_t x)
+{
+	const struct rf_reshape *rs = rf_array_reshape_state(r->a);
+	const struct rf_geom *g = rf_array_geom(r->a), *p = &rs->prev;
+	uint64_t row = r->unit * (uint64_t)g->data_disks, prow = r->unit * (uint64_t)p->data_disks;
+	uint64_t rows = x / row, k = WINDOW_BYTES / 512 / row, old_rows = (x + prow - 1) / prow;
+	int m;
+
+	if (!k)
+		k = 1;
+	if (k > rows)
+		k = rows;
+	for (m = 0; m < p->raid_disks; m++) {
+		const struct rf_dev *d = rf_dev_get(r->a, m);
+		uint64_t old_end = d->data_offset / 512 + old_rows * r->unit, new_at = d->new_data_offset / 512;
+
+		/* new row (rows - k) starts at new_at + (rows - k) * unit */
+		if (old_end > new_at) {
+			uint64_t need = (old_end - new_at + r->unit - 1) / r->unit;
+
+			if (need > rows)
+				return 0;
+			if (rows - need < k)
+				k = rows - need;
+		}
+	}
+	return k * row;
+}
+
 /* Sectors of array data the window at x may hold (whole new unit rows),
  * 0 when even one would land on old rows not yet read. */
 static uint64_t window_at(struct reshape *r, uint64_t x)
@@ -265,7 +300,8 @@ static int write_new(struct reshape *r, uint64_t x, uint64_t n)
 
 struct window {
 	struct reshape *r;
-	uint64_t x, n;
+	uint64_t x, n;                  /* array sectors [x, x + n) */
+	uint64_t to;                    /* the position after it */
 };
 
 /* Writes drained: move one window (steps 1-4 of the essay). */
@@ -282,9 +318,9 @@ static int move_window(void *arg)
 	 * only, as if the superblocks need not know (a crash then resumes
 	 * from an older position: writes since, to rows moved since, lost). */
 	if (!ret && !rf_test_break("reshape-record"))
-		ret = rf_sbstate_reshape(rf_array_sbstate(r->a), false, w->x + w->n);
+		ret = rf_sbstate_reshape(rf_array_sbstate(r->a), false, w->to);
 	if (!ret)
-		rf_array_reshape_commit(r->a, w->x + w->n);
+		rf_array_reshape_commit(r->a, w->to);
 	return ret;
 }
 
@@ -419,8 +455,9 @@ static void run(struct reshape *r)
 	}
 	r->pace_next_ms = rf_mono_ms();
 	rf_info("%s: reshape: from array sector %" PRIu64 " to %" PRIu64 " (%d to %d members)",
-		rf_array_name(a), rs->position, r->end, rs->prev.raid_disks, rf_array_geom(a)->raid_disks);
-	while (!stopping(r) && rs->position < r->end) {
+		rf_array_name(a), rs->position, rs->backwards ? 0 : r->end, rs->prev.raid_disks,
+		rf_array_geom(a)->raid_disks);
+	while (!stopping(r) && (rs->backwards ? rs->position > 0 : rs->position < r->end)) {
 		struct window w = { .r = r, .x = rs->position };
 
 		if (frozen(r)) {
@@ -437,7 +474,14 @@ static void run(struct reshape *r)
 			continue;
 		}
 		r->said_wait = false;
-		w.n = window_at(r, w.x);
+		if (rs->backwards) {
+			w.n = window_below(r, w.x);
+			w.x -= w.n;
+			w.to = w.x;
+		} else {
+			w.n = window_at(r, w.x);
+			w.to = w.x + w.n;
+		}
 		if (!w.n) {
 			rf_err("%s: reshape: stopped at array sector %" PRIu64 ": the next new rows would land on "
 			       "old rows not yet read (a reshape that needs mdadm's backup file)", rf_array_name(a),
@@ -577,8 +621,6 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 	if (rf_array_readonly(a))
 		return 0;
 	why = cannot_reshape(a);
-	if (!why && rs->active && rs->backwards)
-		why = "it runs backwards";
 	if (why) {
 		if (rs->active)
 			rf_array_reshape_readonly(a, why);

@@ -15,7 +15,7 @@
 #    array reset mid-write: the pattern in every sector before its
 #    planned writes), and the members stay byte for byte the same;
 #  - a mount by config serves an array mid-reshape as assemble does
-#    (read-only here), and refuses a backward one read-write;
+#    (read-only here; 30, 58 and 59 continue them read-write);
 #  - a raid5 with md's partial parity log is served read-write, its log
 #    replayed first when it was reset mid-write.
 # So a shape raidfuse does not know is never served as wrong data.
@@ -33,21 +33,6 @@ PENDING=$IMAGES/manifest-pending.jsonl
 # field FILE LABEL: the value after "LABEL : " in examine output.
 field() {
 	sed -n "s/^ *$2 : //p" "$1" | head -n 1
-}
-
-# refused WHY WHAT RAIDFUSE-ARGS...: raidfuse must refuse WHAT, saying WHY,
-# and leave the members ($members, $before) as they were.
-refused() {
-	local why=$1 what=$2 rc=0 out
-	shift 2
-	out=$(timeout 60 "$RAIDFUSE" "$@" 2>&1) || rc=$?
-	if [ $rc = 0 ]; then
-		timeout 30 fusermount3 -u "$MNT" || true
-		fail "$name: $what was served"
-	fi
-	[[ $out == *"$why"* ]] || fail "$name: $what was refused, but not for '$why': '$out'"
-	check "[ \"$before\" = \"\$(cat ${members[*]} | sha256sum)\" ]" "$name: refusing $what changed the members"
-	log "$name: $what refused: $why"
 }
 
 MNT=$WORK/mnt
@@ -103,7 +88,7 @@ while IFS= read -r line; do
 	fi
 	check "[ \"$before\" = \"\$(cat ${members[*]} | sha256sum)\" ]" "$name: --ro changed the members"
 	# A mount by config checks the superblocks' features as assemble
-	# does: a reshape raidfuse does not continue is refused read-write.
+	# does, and names the geometry the reshape leaves.
 	if [ "$kind" = reshape ]; then
 		mlist=$(printf '"%s", ' "${members[@]}")
 		cat >"$WORK/$name.conf" <<-EOF
@@ -115,18 +100,12 @@ while IFS= read -r line; do
 		  members = ( ${mlist%, } );
 		};
 		EOF
-		if [ "$(jval "$line" direction)" = backwards ]; then
-			refused "reshape is under way" "a read-write mount by config of a backward reshape" \
-				mount "$WORK/$name.conf" "$MNT"
-		else
-			# The config names the geometry the reshape leaves;
-			# served read-only here (58-reshape continues one).
-			start_array "$WORK/$name.conf" "$MNT" --ro
-			"$RFHELPER" pattern "$MNT/array.img" "$sectors" >"$WORK/pattern.out" ||
-				fail "$name: served by config mid-reshape, but not md's data: $(cat "$WORK/pattern.out")"
-			stop_array "$MNT"
-			log "$name: served by config mid-reshape (--ro), md's data"
-		fi
+		# Served read-only here (58, 59 and 30 continue them).
+		start_array "$WORK/$name.conf" "$MNT" --ro
+		"$RFHELPER" pattern "$MNT/array.img" "$sectors" >"$WORK/pattern.out" ||
+			fail "$name: served by config mid-reshape, but not md's data: $(cat "$WORK/pattern.out")"
+		stop_array "$MNT"
+		log "$name: served by config mid-reshape (--ro), md's data"
 		nreshape=$((nreshape + 1))
 	fi
 	# A raid5 with md's partial parity log is served read-write: the log

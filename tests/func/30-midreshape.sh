@@ -1,12 +1,13 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# 30-midreshape: raid5 arrays that kernel md left in the middle of a
-# reshape, served read-only as md reads them.
+# 30-midreshape: arrays that kernel md left in the middle of a reshape,
+# served read-only as md reads them, and a backward one continued.
 #
-# tests/data/md-images/manifest-pending.jsonl holds two arrays md stopped
+# tests/data/md-images/manifest-pending.jsonl holds three arrays md stopped
 # mid-reshape (kind "reshape"): a grow from 3 to 4 members (forwards, to a
-# lower data offset) and a layout change left-symmetric -> left-asymmetric
-# (backwards, to a higher data offset).  Their pattern (sector s holds
+# lower data offset), a layout change left-symmetric -> left-asymmetric
+# (backwards, to a higher data offset) and a raid5 -> raid6 change
+# (forwards).  Their pattern (sector s holds
 # u64le(s)) was written before the reshape: rows the reshape did hold it in
 # the new geometry at the new data offsets, the others in the old one.
 # For each:
@@ -18,9 +19,10 @@
 #    degraded reads rebuild rows of either geometry;
 #  - assemble --overlay DIR serves the same, refuses writes too, and
 #    leaves the members byte for byte as they were;
-#  - a read-write assemble of the backward one is refused in one line
-#    that says how to serve it (--ro / --overlay) and that continuing it
-#    is mdadm's (a forward one is continued: 58-reshape);
+#  - the backward one assembled read-write (fresh members) is continued
+#    backwards to its end: md's pattern, md's check finds 0, every
+#    superblock md's after the reshape (data offset the new one, feature
+#    map 0x0, the new layout); the forward ones are continued by 58 and 59;
 #  - negative control: the same members with the superblocks' reshape
 #    position where the reshape would begin or end (all of the array in
 #    one geometry: what ignoring the position gives) read wrong data.
@@ -90,25 +92,13 @@ while IFS= read -r line; do
 	stop_array "$MNT"
 	check "[ \"$before\" = \"\$(cat ${members[*]} | sha256sum)\" ]" "$name: serving it changed the members"
 
-	# A forward reshape is continued read-write (58-reshape); a backward
-	# one is refused.
-	if [ "$dir" = backwards ]; then
-		expect_fail timeout 60 "$RAIDFUSE" assemble -f "$MNT" "${members[@]}"
-		[ "$(wc -l <<<"$OUT")" = 1 ] || fail "$name: read-write refused in more than one line: '$OUT'"
-		[[ $OUT == *"reshape is under way"*backwards*"--ro"*"--overlay"*mdadm* ]] ||
-			fail "$name: read-write refused, but without saying what to do: '$OUT'"
-		mountpoint -q "$MNT" && fail "$name: read-write assemble mounted $MNT"
-		check "[ \"$before\" = \"\$(cat ${members[*]} | sha256sum)\" ]" "$name: the refusal changed the members"
-		log "$name: read-write refused: ${OUT#raidfuse: }"
-	fi
-
 	# Negative control: the position as if the reshape had not started,
 	# and as if it had finished (each a position md accepts): one geometry
 	# for the whole array reads the wrong data.  (A position a little off
 	# may read right: md leaves the old copy of the rows it moved until new
 	# rows overwrite it, and had moved a stripe past the position it
 	# recorded.)
-	full=$(($(jval "$line" component_sectors) * (ndisks - 1)))
+	full=$(($(jval "$line" component_sectors) * (ndisks - ($(jval "$line" level) == 6 ? 2 : 1))))
 	if [ "$dir" = forwards ]; then ends="0 $full"; else ends="$full 0"; fi
 	what="not started"
 	for wrong in $ends; do
@@ -122,7 +112,30 @@ while IFS= read -r line; do
 		what=finished
 	done
 	rm -rf "$D"
+
+	# A backward reshape continued read-write (forward ones: 58, 59).
+	if [ "$dir" = backwards ]; then
+		md_unpack "$line" "$D"
+		members=("${MEMBERS[@]}")
+		start_assemble array.img "$MNT" "${members[@]}"
+		wait_for "$name: the backward reshape did not end" '[ "$(cat "$MNT/md/reshape_position")" = none ]'
+		pattern_ok "$name continued" "$sectors"
+		wait_for "$name: the resync did not end" '[ "$(cat "$MNT/md/sync_action")" = idle ]'
+		echo check >"$MNT/md/sync_action"
+		wait_for "$name: check did not end" '[ "$(cat "$MNT/md/sync_action")" = idle ]'
+		[ "$(cat "$MNT/md/mismatch_cnt")" = 0 ] || fail "$name continued: mismatch_cnt $(cat "$MNT/md/mismatch_cnt")"
+		stop_array "$MNT"
+		newoff=$(jval "$line" new_offset_sectors)
+		for m in "${members[@]}"; do
+			"$RAIDFUSE" examine "$m" >"$WORK/ex.txt" || fail "examine $m failed"
+			for want in "Feature Map : 0x0" "Data Offset : $newoff sectors" "Layout : $(jval "$line" new_layout)\$"; do
+				grep -q "$want" "$WORK/ex.txt" || fail "$m continued: no '$want' in: $(cat "$WORK/ex.txt")"
+			done
+		done
+		log "$name: the backward reshape continued from $pos to its end: the pattern, check 0, data offset $newoff"
+		rm -rf "$D"
+	fi
 	narrays=$((narrays + 1))
 done <"$PENDING"
-[ $narrays = 2 ] || fail "$narrays arrays mid-reshape in $PENDING, expected 2"
+[ $narrays = 3 ] || fail "$narrays arrays mid-reshape in $PENDING, expected 3"
 log "$narrays arrays mid-reshape served as md reads them"
