@@ -20,7 +20,8 @@
 #  - assemble --overlay DIR serves the same, refuses writes too, and
 #    leaves the members byte for byte as they were;
 #  - the backward one assembled read-write (fresh members) is continued
-#    backwards to its end: md's pattern, md's check finds 0, every
+#    backwards, kill -9 mid-way (assembled again at or below the position
+#    seen, the pattern), to its end: md's pattern, md's check finds 0, every
 #    superblock md's after the reshape (data offset the new one, feature
 #    map 0x0, the new layout); the forward ones are continued by 58 and 59;
 #  - negative control: the same members with the superblocks' reshape
@@ -117,7 +118,22 @@ while IFS= read -r line; do
 	if [ "$dir" = backwards ]; then
 		md_unpack "$line" "$D"
 		members=("${MEMBERS[@]}")
-		start_assemble array.img "$MNT" "${members[@]}"
+		start_assemble_daemon array.img "$MNT" --freeze "${members[@]}"
+		echo 1000 >"$MNT/md/sync_speed_max"
+		echo idle >"$MNT/md/sync_action"
+		wait_for "$name: the backward reshape did not move" \
+			'p=$(cat "$MNT/md/reshape_position"); [ "$p" = none ] || [ "$p" -le $((pos - 9216)) ]'
+		seen=$(cat "$MNT/md/reshape_position")
+		[ "$seen" != none ] || fail "$name: the backward reshape ended before it could be interrupted"
+		kill -9 "$DAEMON_PID"
+		wait_daemon_exit "$MNT" --any-status
+		fusermount3 -u -z "$MNT" 2>/dev/null || true
+		start_assemble_daemon array.img "$MNT" --freeze "${members[@]}"
+		p=$(cat "$MNT/md/reshape_position")
+		[ "$p" -le "$seen" ] || fail "$name: after kill -9 at $seen, assembled at $p"
+		pattern_ok "$name after kill -9 mid-way" "$sectors"
+		echo 0 >"$MNT/md/sync_speed_max"
+		echo idle >"$MNT/md/sync_action"
 		wait_for "$name: the backward reshape did not end" '[ "$(cat "$MNT/md/reshape_position")" = none ]'
 		pattern_ok "$name continued" "$sectors"
 		wait_for "$name: the resync did not end" '[ "$(cat "$MNT/md/sync_action")" = idle ]'
@@ -132,7 +148,7 @@ while IFS= read -r line; do
 				grep -q "$want" "$WORK/ex.txt" || fail "$m continued: no '$want' in: $(cat "$WORK/ex.txt")"
 			done
 		done
-		log "$name: the backward reshape continued from $pos to its end: the pattern, check 0, data offset $newoff"
+		log "$name: the backward reshape continued from $pos, killed at <= $seen, to its end: the pattern, check 0, data offset $newoff"
 		rm -rf "$D"
 	fi
 	narrays=$((narrays + 1))
