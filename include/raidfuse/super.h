@@ -305,6 +305,10 @@ struct rf_sb_change {
 	/* 1.x: raid_disks becomes this (a raid1 given more mirrors, which
 	 * md records at once: no reshape); 0: as it is. */
 	int set_raid_disks;
+	/* 1.x: level and layout become these (md's takeovers that move no
+	 * data: raid4 <-> raid5 parity-last, raid6 "-6" -> raid5). */
+	bool set_level;
+	int level, layout;
 	int reshape_raid_disks;
 	int reshape_delta;
 	int32_t reshape_new_offset;

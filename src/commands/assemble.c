@@ -1075,7 +1075,8 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 			snprintf(err, errlen, "%s: %s: key 'array.%s' says %s, its %s superblock %s%s", cfg->path,
 				 cfile_who(cfg, &files[with_sb[i]], who, sizeof(who)), field, want,
 				 rf_sb_kind_name(sbs[i].kind), got,
-				 !sbs[i].reshape && (!strcmp(field, "layout") || !strcmp(field, "chunk_size")) ?
+				 !sbs[i].reshape && (!strcmp(field, "layout") || !strcmp(field, "chunk_size") ||
+						     !strcmp(field, "level")) ?
 				 " (a reshape changes them: the key wants the superblock's)" : "");
 			goto out;
 		}

@@ -603,6 +603,45 @@ int rf_array_add_mirrors(struct rf_array *a, int raid_disks, char *err, size_t e
 	return 0;
 }
 
+int rf_array_takeover(struct rf_array *a, int level, int layout, int raid_disks, char *err, size_t errlen)
+{
+	struct rf_geom g = a->geom;
+	int oldn = a->nmembers, i, ret;
+
+	g.level = level;
+	g.layout = layout;
+	g.raid_disks = raid_disks;
+	ret = rf_geom_init(&g, err, errlen);
+	if (ret)
+		return ret;
+	if (level_ops(level) != a->ops || g.array_sectors != a->geom.array_sectors || raid_disks > oldn ||
+	    raid_disks < oldn - 1 || a->reshape.active) {
+		snprintf(err, errlen, "raid%d of %d to raid%d of %d: not a takeover in place", a->geom.level, oldn,
+			 level, raid_disks);
+		return -EINVAL;
+	}
+	if (raid_disks < oldn) {
+		ret = regroup(a, raid_disks, err, errlen);
+		if (ret)
+			return ret;
+	}
+	rf_devs_lock(a);
+	for (i = raid_disks; i < oldn; i++) {
+		if (a->devs[i].flags & RF_DEV_MISSING)
+			continue;
+		a->devs[i].flags = RF_DEV_SPARE;
+		a->present &= ~(1ull << i);
+		atomic_fetch_and(&a->faulty, ~(1ull << i));
+	}
+	rf_devs_unlock(a);
+	a->geom = g;
+	rf_stripe_cache_forget(a, 0, UINT64_MAX);
+	rf_devs_flags_changed(a);
+	for (i = raid_disks; i < oldn; i++)
+		rf_dev_changed(a, i);
+	return 0;
+}
+
 int rf_array_reshape_begin(struct rf_array *a, const struct rf_geom *to, const struct rf_geom *from,
 			   uint64_t prev_absent, uint64_t gap, char *err, size_t errlen)
 {

@@ -151,6 +151,12 @@ int rf_array_reshape_begin(struct rf_array *a, const struct rf_geom *to, const s
  * until spares take them: the management thread's rebuild).  0, or
  * -errno with why (nothing changed). */
 int rf_array_add_mirrors(struct rf_array *a, int raid_disks, char *err, size_t errlen);
+/* Inside rf_array_quiesced_all(): md's takeovers that move no data: the
+ * array becomes level/layout over raid_disks slots (as many as it has, or
+ * one fewer: the last slot's device, which held only Q, becomes a spare),
+ * the same size, the same level ops (raid4/5/6).  0, or -EINVAL with
+ * why (nothing changed). */
+int rf_array_takeover(struct rf_array *a, int level, int layout, int raid_disks, char *err, size_t errlen);
 /* Inside rf_array_quiesced_all(), every row in the new geometry: the
  * reshape ends; each slot's new data offset becomes its data offset, the
  * array takes the new geometry's size.  0, or -EINVAL with why. */

@@ -2094,10 +2094,12 @@ static int cmd_grow(int argc, char **argv)
 
 		if (read_attr(mnt, "raid_disks", cur, sizeof(cur), true) < 0)
 			return 1;
-		if (n && n != atoi(cur) + 1)
-			return usage_error("grow: --level with --raid-devices %d: a level change takes one member "
+		if (level == 6 && n && n != atoi(cur) + 1)
+			return usage_error("grow: --level 6 with --raid-devices %d: the change takes one member "
 					   "more (%d)", n, atoi(cur) + 1);
-		n = atoi(cur) + 1;
+		if (level != 6 && n)
+			return usage_error("grow: --level %d goes without --raid-devices", level);
+		n = atoi(cur) + (level == 6);
 		snprintf(nbuf, sizeof(nbuf), "raid%d", level);
 		attr = "level";
 	} else {
@@ -2607,12 +2609,15 @@ static const struct cmd cmds[] = {
 	  "md/raid_disks.  The spares take the new slots and the reshape moves the data to the\n"
 	  "new geometry while the array is served; the image grows when it ends (man raidfuse:\n"
 	  "Reshapes).  --level 6 turns a raid4/5 into a raid6 by one spare, as mdadm --grow\n"
-	  "--level=6 does (raid6 is written to md/level).  --layout (md's name or number) and\n"
+	  "--level=6 does (raid6 is written to md/level); --level 5 takes a raid4, or a raid6\n"
+	  "whose Q is on its last member (a -6 layout), over as md does, moving no data, and\n"
+	  "--level 4 a raid5 of the parity-last layout.  --layout (md's name or number) and\n"
 	  "--chunk (KiB, or with a suffix) restripe the same members (md/layout, md/chunk_size),\n"
 	  "one change at a time.  A refusal's reason is in the daemon's log.\n"
 	  "\n"
 	  "  -n, --raid-devices=N   the member count to grow to\n"
-	  "  -l, --level=6          raid4/5 to raid6, one member more\n"
+	  "  -l, --level=L          6: raid4/5 to raid6, one member more; 5: raid4 or raid6\n"
+	  "                         of a -6 layout to raid5; 4: raid5 parity-last to raid4\n"
 	  "  -p, --layout=L         a raid5/6 layout of the level\n"
 	  "  -c, --chunk=C          a chunk size (a power of two, 4K or more)\n"
 	  "  -a, --add=FILE         a spare to add first (again for more)\n"

@@ -1267,6 +1267,10 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 			reshape_update1(s, c);
 		if (c->set_raid_disks)
 			s->raid_disks = rf_to_le32((uint32_t)c->set_raid_disks);
+		if (c->set_level) {
+			s->level = rf_to_le32((uint32_t)c->level);
+			s->layout = rf_to_le32((uint32_t)c->layout);
+		}
 		s->sb_csum = rf_to_le32(sb1_csum(buf, rf_le32(s->max_dev)));
 	}
 	r = io->pwrite(io->ctx, buf, RF_SB_BYTES, sb->sb_offset * 512);

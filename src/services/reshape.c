@@ -816,6 +816,58 @@ static int begin(struct begin *b)
 	return rf_array_quiesced_all(a, begin_fn, b);
 }
 
+struct takeover {
+	struct rf_array *a;
+	int level, layout, raid_disks;
+	char *err;
+	size_t errlen;
+};
+
+static int takeover_fn(void *arg)
+{
+	struct takeover *t = arg;
+	int n = rf_array_nslots(t->a), ret;
+
+	ret = rf_array_takeover(t->a, t->level, t->layout, t->raid_disks, t->err, t->errlen);
+	/* md records raid4's layout as 0. */
+	if (!ret)
+		ret = rf_sbstate_takeover(rf_array_sbstate(t->a), t->level, t->level == 4 ? 0 : t->layout,
+					  t->raid_disks, t->raid_disks < n ? t->raid_disks : -1);
+	return ret;
+}
+
+/* md's takeovers that move no data: raid4 <-> raid5 parity-last (the same
+ * rows), raid6 whose Q is on its last member only -> raid5 of the others
+ * (the "-6" layouts and parity-last: that member becomes a spare).
+ * 1: not one of those; else 0 or -errno. */
+static int takeover(struct rf_array *a, int level, char *err, size_t errlen)
+{
+	const struct rf_geom *g = rf_array_geom(a);
+	struct takeover t = { .a = a, .level = level, .layout = g->layout, .raid_disks = rf_array_nslots(a),
+			      .err = err, .errlen = errlen };
+
+	if (g->level == 4 && level == 5) {
+		t.layout = RF_ALGO_PARITY_N;
+	} else if (g->level == 5 && level == 4) {
+		if (g->layout != RF_ALGO_PARITY_N) {
+			snprintf(err, errlen, "raid5 to raid4: md takes over a raid5 of the parity-last layout only "
+				 "(raidfuse grow --layout parity-last first)");
+			return -EINVAL;
+		}
+	} else if (g->level == 6 && level == 5) {
+		if (!rf_r6_q_last(g->layout)) {
+			snprintf(err, errlen, "raid6 to raid5: md takes over a raid6 whose Q is on its last member "
+				 "only, a \"-6\" layout (raidfuse grow --layout left-symmetric-6 first)");
+			return -EINVAL;
+		}
+		t.layout = g->layout == RF_ALGO_PARITY_N ? RF_ALGO_PARITY_N : g->layout - RF_ALGO_LEFT_ASYMMETRIC_6;
+		t.raid_disks--;
+	} else {
+		return 1;
+	}
+	return rf_array_quiesced_all(a, takeover_fn, &t);
+}
+
 int rf_reshape_level(struct rf_array *a, int level, char *err, size_t errlen)
 {
 	const struct rf_geom *g = rf_array_geom(a);
@@ -828,13 +880,16 @@ int rf_reshape_level(struct rf_array *a, int level, char *err, size_t errlen)
 	ret = can_start(a, err, errlen);
 	if (ret)
 		return ret;
+	ret = takeover(a, level, err, errlen);
+	if (ret <= 0)
+		return ret;
 	/* md's raid5 -> raid6 takeover, then mdadm's restripe to the raid6
 	 * layout of the raid5's number (mdadm --grow --level=6: one member
 	 * more, the data disks as they are). */
 	l6 = rf_r6_layout_of_r5(g->level, g->layout);
 	if (level != 6 || l6 < 0) {
-		snprintf(err, errlen, "raid%d to raid%d: raidfuse changes raid4/5 to raid6 only (mdadm does the rest)",
-			 g->level, level);
+		snprintf(err, errlen, "raid%d to raid%d: raidfuse changes raid4/5 to raid6, raid4 <-> raid5 and raid6 "
+			 "to raid5 only (mdadm does the rest)", g->level, level);
 		return -EOPNOTSUPP;
 	}
 	if (n + 1 > RF_MAX_MEMBERS) {

@@ -1042,6 +1042,23 @@ int rf_sbstate_set_raid_disks(struct rf_sbstate *s, int raid_disks)
 	return r;
 }
 
+int rf_sbstate_takeover(struct rf_sbstate *s, int level, int layout, int raid_disks, int dev)
+{
+	struct rf_sb_change c = { .faulty_slot = -1, .set_level = true, .level = level, .layout = layout,
+				  .set_raid_disks = raid_disks };
+	int r;
+
+	if (!s)
+		return 0;
+	sb_lock(s);
+	if (dev >= 0)
+		roles_set(s->a, rf_dev_get(s->a, dev)->sb.dev_number, RF_SB_ROLE_SPARE);
+	s->n = raid_disks;
+	r = write_change(s, CH_DEVICES, &c, -1, 0);
+	sb_unlock(s);
+	return r;
+}
+
 int rf_sbstate_reshape_start(struct rf_sbstate *s, int first, int delta, int32_t new_offset)
 {
 	struct rf_sb_change c = { .faulty_slot = -1, .set_reshape = RF_SB_RESHAPE_START,

@@ -118,6 +118,11 @@ int rf_sbstate_reshape(struct rf_sbstate *s, bool done, uint64_t position);
 /* Every superblock records raid_disks slots (1.x; a raid1 given more
  * mirrors).  0, or -EIO when the array failed. */
 int rf_sbstate_set_raid_disks(struct rf_sbstate *s, int raid_disks);
+/* A takeover (rf_array_takeover()) done: every superblock records level,
+ * layout and raid_disks; the device that left the last slot (dev, or -1)
+ * a spare in every role table.  Every request drained.  0, or -EIO when
+ * the array failed. */
+int rf_sbstate_takeover(struct rf_sbstate *s, int level, int layout, int raid_disks, int dev);
 /* A reshape begins (1.x), the array's two geometries set
  * (rf_array_reshape_begin()): the devices now in slots [first,
  * raid_disks) take those roles, and every superblock records the reshape

@@ -33,6 +33,14 @@
 #     again, to the end: the model, fio's blocks verify, check 0; the config
 #     that says 64K is refused naming the key and the superblock's 128K,
 #     and serves once it says 128K.  RF_MD_JUDGE=1: kernel md reads it.
+#  5. back to raid5: `grow --level 5` of the raid6 is refused with md's
+#     reason (Q is not on the last member only); relayout to
+#     left-symmetric-6 (`grow --layout`), then md's takeover: raid5 of 4,
+#     d4 a spare, the model, check 0, the config (level 5) serves it again.
+#     RF_MD_JUDGE=1: kernel md reads the four.
+#  6. raid4 -> raid5 (parity-last) -> raid4 by md's takeovers: no data
+#     moves; the model; the config that says raid4 is refused while the
+#     array is a raid5, naming the key, and serves it as raid4 again.
 #  3. RF_MD_JUDGE=1: kernel md continues a raid5 -> raid6 raidfuse began and
 #     was killed in: md's pattern over the raid5, the change, kill -9
 #     mid-way; mdpeer's guest assembles snapshots of the members, md goes on
@@ -209,6 +217,60 @@ if md_judge; then
 	judge_model $N "$G"/d?.img
 	log "kernel md assembles the rechunked raid6: the model's sha256, mismatch_cnt 0"
 fi
+
+# ---- 5. back to raid5: relayout to left-symmetric-6, then md's takeover
+start_array_daemon "$G/r.conf" "$MNT" --log "$WORK/t.log"
+expect_fail "$RAIDFUSE" grow "$MNT" --level 5
+grep -q 'md/level: raid5: raid6 to raid5: md takes over a raid6 whose Q is on its last member only' "$WORK/t.log" ||
+	fail "raid6 LS to raid5: no reason in the log: $(tail -n 3 "$WORK/t.log")"
+"$RAIDFUSE" grow "$MNT" --layout left-symmetric-6 --wait >/dev/null || fail "grow --layout left-symmetric-6 failed"
+[ "$(val layout)" = 18 ] || fail "relayout: layout $(val layout)"
+same_model "left-symmetric-6" "$N"
+"$RAIDFUSE" grow "$MNT" --level 5 || fail "grow --level 5 refused: $(tail -n 3 "$WORK/t.log")"
+[ "$(val level)/$(val raid_disks)/$(val layout)" = raid5/4/2 ] ||
+	fail "takeover: $(val level) of $(val raid_disks), layout $(val layout)"
+grep -q "d4.img\[4\](S)" "$MNT/mdstat" || fail "d4 is not a spare after the takeover: $(cat "$MNT/mdstat")"
+put 2048 64
+same_model "raid5 again" "$N"
+check_clean "check after the takeover"
+stop_array "$MNT"
+# the config names this raid5 again (level 5, d4 its spare)
+start_array_daemon "$G/r.conf" "$MNT"
+same_model "raid5 again, served by the config" "$N"
+stop_array "$MNT"
+log "raid6 relayout to left-symmetric-6 and takeover to raid5 of 4 (d4 a spare): the model, check 0"
+if md_judge; then
+	judge_model $N "$G"/d[0-3].img
+	log "kernel md assembles the raid5 taken over: the model's sha256, mismatch_cnt 0"
+fi
+rm -rf "$G"
+
+# ---- 6. raid4 <-> raid5 parity-last (md's takeovers: no data moves)
+G=$DISK/t
+mkdir -p "$G"
+mk_conf "$G/r.conf" metadata=1.2 level=4 chunk_size=64K members="$G/d0.img $G/d1.img $G/d2.img" member_size=8M
+create_array "$G/r.conf" --assume-clean -b none
+start_array_daemon "$G/r.conf" "$MNT" --log "$WORK/t4.log"
+N=$(($(fsize "$IMG") / 512))
+head -c $((N * 512)) /dev/urandom >"$MODEL"
+dd if="$MODEL" of="$IMG" bs=1M oflag=direct conv=fsync,notrunc,nocreat status=none || fail "cannot fill the raid4"
+"$RAIDFUSE" grow "$MNT" --level 5 || fail "raid4 -> raid5 refused: $(tail -n 3 "$WORK/t4.log")"
+[ "$(val level)/$(val layout)" = raid5/5 ] || fail "raid4 -> raid5: $(val level), layout $(val layout)"
+put 4096 64
+same_model "raid4 -> raid5" "$N"
+stop_array "$MNT"
+expect_fail "$RAIDFUSE" mount "$G/r.conf" "$MNT"
+[[ $OUT == *"key 'array.level' says 4, its 1.2 superblock 5 (a reshape changes them"* ]] ||
+	fail "the config's old level: $OUT"
+start_assemble_daemon array.img "$MNT" "$G"/d?.img
+"$RAIDFUSE" grow "$MNT" --level 4 || fail "raid5 -> raid4 refused"
+[ "$(val level)" = raid4 ] || fail "raid5 -> raid4: $(val level)"
+stop_array "$MNT"
+start_array_daemon "$G/r.conf" "$MNT"
+same_model "raid4 again, served by the config" "$N"
+check_clean "check after raid4 -> raid5 -> raid4"
+stop_array "$MNT"
+log "raid4 -> raid5 (parity-last) -> raid4: the model, the config refused naming the level, then served"
 rm -rf "$G"
 
 # ---- 3. (RF_MD_JUDGE=1) kernel md continues the change raidfuse began

@@ -17,7 +17,11 @@
  *    md/level refuses other levels and a change without a spare;
  *  - raid5 left-symmetric -> right-asymmetric and raid6 64K -> 128K chunks
  *    (rf_reshape_layout()): the same members restriped, the same checks;
- *    a chunk the component size is not a multiple of is refused.
+ *    a chunk the component size is not a multiple of is refused;
+ *  - md's takeovers that move no data (rf_reshape_level()): raid4 -> raid5
+ *    parity-last -> raid4, and a raid6 relayed out to left-symmetric-6
+ *    -> raid5 of one member fewer (that one a spare): each with the
+ *    model's bytes, check 0, and assembled again as the new level.
  * Negative control: one byte changed behind the grown array on a member
  * (a data column) is found by the model comparison or by the check.
  */
@@ -131,7 +135,9 @@ static void test_refused(void **state)
 	assert_int_equal(rf_reshape_level(a, 6, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "0 spare(s) to grow from 3 to 4 members, 1 needed"));
 	assert_int_equal(rf_reshape_level(a, 0, err, sizeof(err)), -EOPNOTSUPP);
-	assert_non_null(strstr(err, "raid5 to raid0: raidfuse changes raid4/5 to raid6 only"));
+	assert_non_null(strstr(err, "raid5 to raid0: raidfuse changes raid4/5 to raid6, raid4 <-> raid5"));
+	assert_int_equal(rf_reshape_level(a, 4, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "parity-last layout only"));
 	assert_int_equal(rf_reshape_level(a, 5, err, sizeof(err)), 0);    /* as it is */
 	assert_int_equal(rf_reshape_layout(a, 2, 128, err, sizeof(err)), 0);     /* as it is */
 	/* 8M members less the data offset: 7M, not a multiple of 2M */
@@ -290,6 +296,88 @@ static void test_rechunk(void **state)
 	grow("gc", 6, 5, 0, CHUNK_128K);
 }
 
+/* Wait for a reshape to end (the walk at full speed). */
+static void settle(struct rf_array *a)
+{
+	int i;
+
+	assert_int_equal(rf_sync_set_speed_max(a, 0), 0);
+	for (i = 0; i < 6000 && reshaping(a); i++)
+		usleep(10000);
+	assert_false(reshaping(a));
+	rf_sync_wait(a);
+}
+
+/* The array on paths[0..n) as level over raid_disks, the model's bytes. */
+static void is_level(char (*paths)[FX_PATH], int n, int level, int raid_disks, const char *model)
+{
+	struct rf_array_info info;
+	struct rf_array *a = serve(paths, n);
+
+	rf_array_get_info(a, &info);
+	assert_int_equal(info.level, level);
+	assert_int_equal(info.raid_disks, raid_disks);
+	assert_int_equal(info.degraded, 0);
+	assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
+	check_zero(a);
+	rf_array_close(a);
+}
+
+static void test_takeover(void **state)
+{
+	char paths[RF_MAX_MEMBERS][FX_PATH], err[512];
+	struct rf_array_info info;
+	struct rf_array *a;
+	char *model;
+
+	(void)state;
+	/* raid4 -> raid5 parity-last -> raid4 */
+	make("t4", 4, 4, 0, paths);
+	a = serve(paths, 4);
+	model = malloc(rf_array_size(a));
+	assert_non_null(model);
+	fx_model_fill(a, model, 256 << 10, 50);
+	if (rf_reshape_level(a, 5, err, sizeof(err)))
+		fail_msg("raid4 -> raid5: %s", err);
+	rf_array_get_info(a, &info);
+	assert_int_equal(info.level, 5);
+	assert_int_equal(info.layout, 5);
+	assert_false(reshaping(a));
+	assert_int_equal(fx_model_io(a, model, 20, 64 << 10), 0);
+	rf_array_close(a);
+	is_level(paths, 4, 5, 4, model);
+	a = serve(paths, 4);
+	if (rf_reshape_level(a, 4, err, sizeof(err)))
+		fail_msg("raid5 -> raid4: %s", err);
+	rf_array_close(a);
+	is_level(paths, 4, 4, 4, model);
+	free(model);
+	/* raid6 left-symmetric -> left-symmetric-6 (a relayout), -> raid5 */
+	make("t6", 6, 5, 0, paths);
+	a = serve(paths, 5);
+	model = malloc(rf_array_size(a));
+	assert_non_null(model);
+	fx_model_fill(a, model, 256 << 10, 50);
+	assert_int_equal(rf_reshape_level(a, 5, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "a \"-6\" layout"));
+	if (rf_reshape_layout(a, 18, 0, err, sizeof(err)))
+		fail_msg("raid6 -> left-symmetric-6: %s", err);
+	settle(a);
+	if (rf_reshape_level(a, 5, err, sizeof(err)))
+		fail_msg("raid6 -> raid5: %s", err);
+	rf_array_get_info(a, &info);
+	assert_int_equal(info.level, 5);
+	assert_int_equal(info.layout, 2);
+	assert_int_equal(info.raid_disks, 4);
+	assert_int_equal(info.degraded, 0);
+	assert_int_equal(fx_model_io(a, model, 20, 64 << 10), 0);
+	assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
+	rf_array_close(a);
+	/* the fifth member is a spare now */
+	is_level(paths, 5, 5, 4, model);
+	free(model);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -300,6 +388,7 @@ int main(void)
 		cmocka_unit_test_setup(test_raid5to6, fx_threads2),
 		cmocka_unit_test_setup(test_relayout, fx_threads2),
 		cmocka_unit_test_setup(test_rechunk, fx_inline0),
+		cmocka_unit_test_setup(test_takeover, fx_threads2),
 	};
 
 	return fx_run_tests("reshape", tests);
