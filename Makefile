@@ -8,7 +8,9 @@
 #                   (both sanitizer builds check the lock order as they run: LOCKCHECK=1)
 #   make bench      fio beside fuse-ceiling (tools/bench.sh; BENCH_ARGS="-t 5 -D" passes options),
 #                   then resync speed and its cost to foreground reads (tools/bench-resync.sh;
-#                   BENCH_RESYNC_ARGS)
+#                   BENCH_RESYNC_ARGS), then a grow and a raid5 -> raid6 beside the members'
+#                   stream, on the disk beside the tree and on /dev/shm (tools/bench-reshape.sh;
+#                   BENCH_RESHAPE_DIRS)
 #   make crash      power cuts replayed from the member IO log, levels 1 5 6 10 with and without
 #                   a bitmap, raid5 and raid6 grown by a spare mid-workload
 #                   (tools/crash-states.sh; CRASH_ARGS, CRASH_LEVELS)
@@ -162,9 +164,12 @@ TSAN_UNIT_SKIP := test_layout test_detect
 tsan-unit:
 	$(MAKE) BUILD=build-tsan SAN="-fsanitize=thread" OPT="-O1 -g" LOCKCHECK=1 UNIT_SKIP="$(TSAN_UNIT_SKIP)" unit
 
+BENCH_RESHAPE_DIRS ?= $(abspath ..) /dev/shm
 bench: $(BUILD)/raidfuse
 	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/bench.sh $(BENCH_ARGS)
 	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/bench-resync.sh $(BENCH_RESYNC_ARGS)
+	$(Q)set -e; for d in $(BENCH_RESHAPE_DIRS); do for w in grow raid6; do \
+		RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/bench-reshape.sh --what $$w $$d; done; done
 
 # Crash states, the whole matrix: levels 1, 5, 6, 10, with and without a
 # bitmap, each with the tool's default number of states (CRASH_ARGS adds
