@@ -603,6 +603,70 @@ int rf_array_add_mirrors(struct rf_array *a, int raid_disks, char *err, size_t e
 	return 0;
 }
 
+/* Slots i and j of a mask trade bits. */
+static uint64_t bits_swap(uint64_t m, int i, int j)
+{
+	uint64_t bi = m >> i & 1, bj = m >> j & 1;
+
+	m &= ~(1ull << i | 1ull << j);
+	return m | bi << j | bj << i;
+}
+
+int rf_array_remove_mirrors(struct rf_array *a, int raid_disks, char *err, size_t errlen)
+{
+	struct rf_geom g = a->geom;
+	int oldn = a->nmembers, used = __builtin_popcountll(a->present & ((1ull << oldn) - 1)), i, d2, ret;
+	uint64_t faulty;
+
+	if (a->geom.level != 1 || raid_disks >= oldn || raid_disks < 1) {
+		snprintf(err, errlen, "raid%d of %d: no shrink to %d mirrors here", a->geom.level, oldn, raid_disks);
+		return -EINVAL;
+	}
+	if (atomic_load(&a->recovering) || atomic_load(&a->replacing)) {
+		snprintf(err, errlen, "a rebuild or a replacement is under way");
+		return -EBUSY;
+	}
+	if (used > raid_disks) {
+		snprintf(err, errlen, "%d slots hold a device, more than %d: fail and remove one first (md keeps "
+			 "every device a slot holds)", used, raid_disks);
+		return -EBUSY;
+	}
+	g.raid_disks = raid_disks;
+	ret = rf_geom_init(&g, err, errlen);
+	if (ret)
+		return ret;
+	/* The devices to the front, in slot order (md's raid1_reshape);
+	 * the empty slots behind them. */
+	rf_devs_lock(a);
+	faulty = atomic_load(&a->faulty);
+	for (i = d2 = 0; i < oldn; i++) {
+		if (!(a->present >> i & 1))
+			continue;
+		if (i != d2) {
+			rf_dev_swap(a, d2, i);
+			a->present = bits_swap(a->present, d2, i);
+			faulty = bits_swap(faulty, d2, i);
+		}
+		d2++;
+	}
+	rf_devs_unlock(a);
+	ret = regroup(a, raid_disks, err, errlen);
+	rf_devs_lock(a);
+	if (!ret) {
+		/* The empty slots past the new count: their placeholders go. */
+		for (i = oldn - 1; i >= raid_disks; i--)
+			if (a->devs[i].flags & RF_DEV_MISSING)
+				rf_dev_drop(a, i);
+		faulty &= (1ull << raid_disks) - 1;
+		a->present &= (1ull << raid_disks) - 1;
+		a->geom = g;
+	}
+	atomic_store(&a->faulty, faulty);
+	rf_devs_unlock(a);
+	rf_devs_flags_changed(a);
+	return ret;
+}
+
 int rf_array_takeover(struct rf_array *a, int level, int layout, int raid_disks, char *err, size_t errlen)
 {
 	struct rf_geom g = a->geom;
@@ -693,11 +757,28 @@ int rf_array_reshape_begin(struct rf_array *a, const struct rf_geom *to, const s
 int rf_array_reshape_finish(struct rf_array *a, char *err, size_t errlen)
 {
 	struct rf_geom g = a->geom;
-	int i, ret;
+	int i, ret, oldn = a->nmembers;
 
 	ret = rf_geom_init(&g, err, errlen);
 	if (ret)
 		return ret;
+	/* A shrink: the slots past the new count go (md's
+	 * raid5_finish_reshape: their devices become spares). */
+	if (g.raid_disks < oldn) {
+		ret = regroup(a, g.raid_disks, err, errlen);
+		if (ret)
+			return ret;
+		rf_devs_lock(a);
+		for (i = g.raid_disks; i < oldn; i++) {
+			if (!(a->devs[i].flags & RF_DEV_MISSING))
+				a->devs[i].flags = RF_DEV_SPARE;
+			a->devs[i].data_offset = a->devs[i].new_data_offset;
+		}
+		a->present &= (1ull << g.raid_disks) - 1;
+		atomic_fetch_and(&a->faulty, (1ull << g.raid_disks) - 1);
+		rf_devs_unlock(a);
+		rf_devs_flags_changed(a);
+	}
 	/* The device lock too: superblock writers outside the drain read
 	 * the offsets and whether a reshape is under way under it. */
 	rf_devs_lock(a);

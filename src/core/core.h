@@ -151,6 +151,12 @@ int rf_array_reshape_begin(struct rf_array *a, const struct rf_geom *to, const s
  * until spares take them: the management thread's rebuild).  0, or
  * -errno with why (nothing changed). */
 int rf_array_add_mirrors(struct rf_array *a, int raid_disks, char *err, size_t errlen);
+/* Inside rf_array_quiesced_all(): a raid1 keeps raid_disks slots (fewer),
+ * as md's raid1 shrinks: the slots with a device (faulty ones too: md
+ * wants them removed first) move to the front in their order, the empty
+ * ones behind them go.  0, or -EBUSY (more devices than raid_disks: with
+ * why; nothing changed). */
+int rf_array_remove_mirrors(struct rf_array *a, int raid_disks, char *err, size_t errlen);
 /* Inside rf_array_quiesced_all(): md's takeovers that move no data: the
  * array becomes level/layout over raid_disks slots (as many as it has, or
  * one fewer: the last slot's device, which held only Q, becomes a spare),

@@ -702,8 +702,13 @@ struct mirrors {
 static int mirrors_fn(void *arg)
 {
 	struct mirrors *m = arg;
-	int ret = rf_array_add_mirrors(m->a, m->raid_disks, m->err, m->errlen);
+	int ret;
 
+	if (m->raid_disks < rf_array_nslots(m->a)) {
+		ret = rf_array_remove_mirrors(m->a, m->raid_disks, m->err, m->errlen);
+		return ret ? ret : rf_sbstate_compact(rf_array_sbstate(m->a), m->raid_disks);
+	}
+	ret = rf_array_add_mirrors(m->a, m->raid_disks, m->err, m->errlen);
 	if (!ret)
 		ret = rf_sbstate_set_raid_disks(rf_array_sbstate(m->a), m->raid_disks);
 	return ret;
@@ -711,7 +716,9 @@ static int mirrors_fn(void *arg)
 
 /* raid1: more mirrors, as md's raid1 takes them: raid_disks recorded at
  * once, the new slots empty (degraded) until spares take them, which the
- * management thread does as for failed slots (a rebuild each). */
+ * management thread does as for failed slots (a rebuild each).  Fewer:
+ * as md's raid1_reshape, once no more slots than that hold a device (the
+ * devices move to the front). */
 static int grow_mirrors(struct rf_array *a, int raid_disks, char *err, size_t errlen)
 {
 	struct mirrors m = { .a = a, .raid_disks = raid_disks, .err = err, .errlen = errlen };
@@ -727,9 +734,8 @@ static int grow_mirrors(struct rf_array *a, int raid_disks, char *err, size_t er
 			snprintf(err, errlen, "0.90 metadata");
 			return -EOPNOTSUPP;
 		}
-	if (raid_disks < n || raid_disks > RF_MAX_MEMBERS) {
-		snprintf(err, errlen, "%d members: raidfuse grows a raid1 of %d to at most %d", raid_disks, n,
-			 RF_MAX_MEMBERS);
+	if (raid_disks < 1 || raid_disks > RF_MAX_MEMBERS) {
+		snprintf(err, errlen, "%d members: a raid1 has 1 to %d", raid_disks, RF_MAX_MEMBERS);
 		return -EINVAL;
 	}
 	if (raid_disks == n)

@@ -1021,6 +1021,16 @@ int rf_sbstate_reshape(struct rf_sbstate *s, bool done, uint64_t position)
 		return 0;
 	sb_lock(s);
 	s->reshape_recorded = position;
+	/* A shrink's end: the devices that left the slots are spares in
+	 * every role table (md's raid5_finish_reshape). */
+	if (done) {
+		int i;
+
+		for (i = rf_array_nslots(s->a); i < s->n && i < rf_devs_count(s->a); i++)
+			if (rf_dev_get(s->a, i)->sb_has)
+				roles_set(s->a, rf_dev_get(s->a, i)->sb.dev_number, RF_SB_ROLE_SPARE);
+		s->n = rf_array_nslots(s->a);
+	}
 	r = write_change(s, CH_DEVICES, &c, -1, 0);
 	if (done && !r)
 		s->reshape_absent = 0;
@@ -1036,6 +1046,23 @@ int rf_sbstate_set_raid_disks(struct rf_sbstate *s, int raid_disks)
 	if (!s)
 		return 0;
 	sb_lock(s);
+	s->n = raid_disks;
+	r = write_change(s, CH_DEVICES, &c, -1, 0);
+	sb_unlock(s);
+	return r;
+}
+
+int rf_sbstate_compact(struct rf_sbstate *s, int raid_disks)
+{
+	struct rf_sb_change c = { .faulty_slot = -1, .set_raid_disks = raid_disks };
+	int i, r;
+
+	if (!s)
+		return 0;
+	sb_lock(s);
+	for (i = 0; i < raid_disks; i++)
+		if (rf_dev_get(s->a, i)->sb_has && !(rf_dev_get(s->a, i)->flags & RF_DEV_MISSING))
+			roles_set(s->a, rf_dev_get(s->a, i)->sb.dev_number, (uint16_t)i);
 	s->n = raid_disks;
 	r = write_change(s, CH_DEVICES, &c, -1, 0);
 	sb_unlock(s);

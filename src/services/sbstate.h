@@ -118,6 +118,10 @@ int rf_sbstate_reshape(struct rf_sbstate *s, bool done, uint64_t position);
 /* Every superblock records raid_disks slots (1.x; a raid1 given more
  * mirrors).  0, or -EIO when the array failed. */
 int rf_sbstate_set_raid_disks(struct rf_sbstate *s, int raid_disks);
+/* A raid1 shrunk (rf_array_remove_mirrors()): every superblock records
+ * raid_disks and each slot's device in its slot (moved to the front).
+ * 0, or -EIO when the array failed. */
+int rf_sbstate_compact(struct rf_sbstate *s, int raid_disks);
 /* A takeover (rf_array_takeover()) done: every superblock records level,
  * layout and raid_disks; the device that left the last slot (dev, or -1)
  * a spare in every role table.  Every request drained.  0, or -EIO when

@@ -21,7 +21,10 @@
  *  - md's takeovers that move no data (rf_reshape_level()): raid4 -> raid5
  *    parity-last -> raid4, and a raid6 relayed out to left-symmetric-6
  *    -> raid5 of one member fewer (that one a spare): each with the
- *    model's bytes, check 0, and assembled again as the new level.
+ *    model's bytes, check 0, and assembled again as the new level;
+ *  - a raid1 of 3 shrunk to 2 (md's raid1_reshape): refused while all
+ *    three slots hold a device; with the middle one failed and removed,
+ *    the third moves into its slot: the model, assembled again as 2.
  * Negative control: one byte changed behind the grown array on a member
  * (a data column) is found by the model comparison or by the check.
  */
@@ -38,6 +41,7 @@
 
 #include "fixture.h"
 #include "raidfuse/create.h"
+#include "raidfuse/ctl.h"
 #include "raidfuse/reshape.h"
 #include "raidfuse/sync.h"
 #include "testreq.h"
@@ -378,6 +382,45 @@ static void test_takeover(void **state)
 	free(model);
 }
 
+static void test_raid1_shrink(void **state)
+{
+	char paths[RF_MAX_MEMBERS][FX_PATH], err[512], name[64];
+	const struct rf_ctl_attr *st = rf_ctl_dev_find("state");
+	struct rf_array_info info;
+	struct rf_array *a;
+	char *model;
+
+	(void)state;
+	make("s1", 1, 3, 0, paths);
+	a = serve(paths, 3);
+	model = malloc(rf_array_size(a));
+	assert_non_null(model);
+	fx_model_fill(a, model, 256 << 10, 50);
+	assert_int_equal(rf_reshape_grow(a, 2, err, sizeof(err)), -EBUSY);
+	assert_non_null(strstr(err, "3 slots hold a device, more than 2"));
+	snprintf(name, sizeof(name), "%s", strrchr(paths[1], '/') + 1);
+	assert_int_equal(rf_ctl_dev_store(st, a, name, "faulty", 6), 0);
+	assert_int_equal(rf_ctl_dev_store(st, a, name, "remove", 6), 0);
+	if (rf_reshape_grow(a, 2, err, sizeof(err)))
+		fail_msg("raid1 3 -> 2: %s", err);
+	rf_array_get_info(a, &info);
+	assert_int_equal(info.raid_disks, 2);
+	assert_int_equal(info.degraded, 0);
+	assert_int_equal(fx_model_io(a, model, 20, 64 << 10), 0);
+	assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
+	rf_array_close(a);
+	/* members 0 and 2, the second now in slot 1 */
+	memcpy(paths[1], paths[2], FX_PATH);
+	a = serve(paths, 2);
+	rf_array_get_info(a, &info);
+	assert_int_equal(info.raid_disks, 2);
+	assert_int_equal(info.degraded, 0);
+	assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
+	check_zero(a);
+	rf_array_close(a);
+	free(model);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -389,6 +432,7 @@ int main(void)
 		cmocka_unit_test_setup(test_relayout, fx_threads2),
 		cmocka_unit_test_setup(test_rechunk, fx_inline0),
 		cmocka_unit_test_setup(test_takeover, fx_threads2),
+		cmocka_unit_test_setup(test_raid1_shrink, fx_threads2),
 	};
 
 	return fx_run_tests("reshape", tests);
