@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # crash-states.sh - what a power cut can leave of an array, state by state.
 #
-#   tools/crash-states.sh --level L [--bitmap | --grow | --raid6 | --rechunk] [--states N] [--seed S]
+#   tools/crash-states.sh --level L [--bitmap | --grow | --raid6 | --rechunk | --raid5]
+#                         [--states N] [--seed S]
 #                         [--rounds R] [--break] [--dir DIR]
 #
 # 1. raidfuse create makes a small array of level L (1: 2 members, 5 and
@@ -36,24 +37,27 @@
 # the resync, the check and the reads (zeros past the old size).
 # --raid6 (level 5): the same with a change to raid6 by the spare
 # (md/level) instead of a grow; --rechunk (levels 5 and 6): a change of
-# the chunk to 128 KiB (md/chunk_size), no spare.
+# the chunk to 128 KiB (md/chunk_size), no spare.  --raid5 (level 4): md's
+# takeover to raid5 (md/level: the level and layout recorded, no data
+# moves) a third of the way in.
 #
 # --break switches on a deliberate ordering bug in the library for the
 # recording (RAIDFUSE_TEST_BREAK, test-only): the bitmap's bits cleared,
 # or the superblocks marked clean, without flushing the data they cover
 # first; with --grow, a reshape that moves on without recording its
-# position.  The run must then report violations: the proof that it can.
+# position; with --raid5, assembly that takes each member's own level
+# (a takeover cut short by the crash is then refused).  The run must then report violations: the proof that it can.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 RAIDFUSE=${RAIDFUSE:-$here/build/raidfuse}
 CRASH=${CRASH_STATES:-$here/build/crash-states}
 
 usage() {
-	echo "usage: $0 --level 1|5|6|10 [--bitmap | --grow | --raid6 | --rechunk] [--states N] [--seed S] [--rounds R] [--break] [--dir DIR]" >&2
+	echo "usage: $0 --level 1|4|5|6|10 [--bitmap | --grow | --raid6 | --rechunk | --raid5] [--states N] [--seed S] [--rounds R] [--break] [--dir DIR]" >&2
 	exit 2
 }
 
-level="" bitmap=0 grow=0 to6=0 rechunk=0 states="" seed=1 rounds=40 brk=0 dir=""
+level="" bitmap=0 grow=0 to6=0 rechunk=0 to5=0 states="" seed=1 rounds=40 brk=0 dir=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--level) level=${2:-}; shift ;;
@@ -61,6 +65,7 @@ while [ $# -gt 0 ]; do
 	--grow) grow=1 ;;
 	--raid6) grow=1 to6=1 ;;
 	--rechunk) grow=1 rechunk=1 ;;
+	--raid5) to5=1 ;;
 	--states) states=${2:-}; shift ;;
 	--seed) seed=${2:-}; shift ;;
 	--rounds) rounds=${2:-}; shift ;;
@@ -72,12 +77,13 @@ while [ $# -gt 0 ]; do
 done
 case $level in
 1) n=2 ;;
-5 | 10) n=4 ;;
+4 | 5 | 10) n=4 ;;
 6) n=5 ;;
 *) usage ;;
 esac
 [ $grow = 0 ] || { [ $bitmap = 0 ] && { [ "$level" = 5 ] || [ "$level" = 6 ]; }; } || usage
 [ $to6 = 0 ] || [ "$level" = 5 ] || usage
+[ $to5 = 0 ] || [ "$level" = 4 ] || usage
 for x in "$states" "$seed" "$rounds"; do
 	[[ -z $x || $x =~ ^[0-9]+$ ]] || usage
 done
@@ -124,18 +130,20 @@ create=(--force --assume-clean)
 what="raid$level, $n members, $([ $bitmap = 1 ] && echo "bitmap" || echo "no bitmap")"
 [ $grow = 1 ] && what+=$([ $to6 = 1 ] && echo ", changed to raid6 of $((n + 1))" ||
 	{ [ $rechunk = 1 ] && echo ", chunk changed to 128K"; } || echo ", grown to $((n + 1))")
+[ $to5 = 1 ] && what+=", taken over as raid5"
 [ $brk = 1 ] && what+=", --break"
 echo "crash-states: $what, seed $seed, in $dir"
 t0=$(date +%s.%N)
 (
 	cd "$dir"
-	if [ $brk = 1 ]; then
+	if [ $brk = 1 ] && [ $to5 = 0 ]; then
 		export RAIDFUSE_TEST_BREAK=$([ $grow = 1 ] && echo reshape-record ||
 			{ [ $bitmap = 1 ] && echo bitmap || echo clean; })
 	fi
 	rec=(--log io.log --seed "$seed" --rounds "$rounds")
 	[ $grow = 1 ] && rec+=($([ $to6 = 1 ] && echo --raid6 || { [ $rechunk = 1 ] && echo --rechunk; } ||
 		echo --grow $((n + 1))))
+	[ $to5 = 1 ] && rec+=(--raid5)
 	"$CRASH" record "${rec[@]}" "${names[@]}"
 ) 2>"$dir/record.log" || { cat "$dir/record.log" >&2; echo "$0: recording failed" >&2; exit 2; }
 
@@ -144,6 +152,8 @@ args=(--log "$dir/io.log" --base "$dir/base" --work "$dir/work" --seed "$seed"
 	--save "$dir/violations" --replay "$replay")
 [ -n "$states" ] && args+=(--states "$states")
 rc=0
+# --raid5's fault is in the assembly of what a crash left: the check has it
+[ $brk = 1 ] && [ $to5 = 1 ] && export RAIDFUSE_TEST_BREAK=stale-geometry
 "$CRASH" check "${args[@]}" "${names[@]}" >"$dir/check.out" 2>"$dir/check.log" || rc=$?
 # what it found (the first violations; all of them in check.out)
 grep -v '^crash states:' "$dir/check.out" | head -n 40 || true

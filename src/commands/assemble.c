@@ -409,6 +409,24 @@ static void reshape_cfg(struct rf_config *cfg, const struct rf_sb *fresh, const 
 	}
 }
 
+/* A member one event behind the freshest that missed a change md records
+ * in one superblock update (a raid1's mirrors given or given up, a
+ * takeover's level and layout: a crash while every superblock was being
+ * written) read as the freshest says, as md takes an array's geometry
+ * from its freshest superblock; the array's next update writes it
+ * (sbstate.c). */
+static void geometry_as_fresh(struct rf_sb *s, const struct rf_sb *fresh)
+{
+	/* RAIDFUSE_TEST_BREAK=stale-geometry: each member's own word (the
+	 * crash-state tool's control: a takeover cut short is refused). */
+	if (s->kind == RF_SB_090 || fresh->kind == RF_SB_090 || s->events + 1 != fresh->events || s->reshape ||
+	    fresh->reshape || rf_test_break("stale-geometry"))
+		return;
+	s->level = fresh->level;
+	s->layout = fresh->layout;
+	s->raid_disks = fresh->raid_disks;
+}
+
 /* More than one event behind the freshest: stale.  md tolerates one (a
  * clean/dirty flip may not have reached every member before a crash); the
  * difference is taken, never events + 1, which wraps at 2^64 - 1. */
@@ -730,8 +748,10 @@ static int assemble(const char *const *paths, int n, const char *image_name, boo
 			fi = i;
 	}
 	fresh = &sbs[fi];
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		reshape_as_fresh(&sbs[i], fresh);
+		geometry_as_fresh(&sbs[i], fresh);
+	}
 	rf_sb_uuid_str(fresh, u0);
 	why = unservable(fresh, !readonly && !overlay_dir, false, whybuf, sizeof(whybuf));
 	if (why) {
@@ -1052,8 +1072,10 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 	for (i = 0; i < nsb; i++)
 		if (sbs[i].events > sbs[fi].events)
 			fi = i;
-	for (i = 0; i < nsb; i++)
+	for (i = 0; i < nsb; i++) {
 		reshape_as_fresh(&sbs[i], &sbs[fi]);
+		geometry_as_fresh(&sbs[i], &sbs[fi]);
+	}
 	rf_sb_uuid_str(&sbs[fi], u0);
 	{
 		char whybuf[400];

@@ -189,6 +189,20 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 			mine.replacement = rf_replacement_slot(a, i) >= 0;
 		}
 		reshape_catch_up(s, i, m, &mine);
+		/* One that missed a takeover or a raid1's new count (a crash
+		 * while they were written; assembly took the freshest's word)
+		 * gets the freshest's level, layout and count. */
+		if (model && m->sb.kind != RF_SB_090 && !m->sb.reshape && !model->sb.reshape &&
+		    !mine.set_reshape && (m->sb.level != model->sb.level || m->sb.layout != model->sb.layout ||
+					  m->sb.raid_disks != model->sb.raid_disks)) {
+			if (!mine.set_level) {
+				mine.set_level = true;
+				mine.level = model->sb.level;
+				mine.layout = model->sb.layout;
+			}
+			if (!mine.set_raid_disks)
+				mine.set_raid_disks = model->sb.raid_disks;
+		}
 		if (i == own_dev) {
 			mine.set_recovery = true;
 			mine.recovery_offset = own_recovery;

@@ -2,7 +2,7 @@
 /* crashstates.c - record a workload's member IO, replay the member images a
  * power cut could leave, and check what raidfuse makes of each of them.
  *
- *   crash-states record --log LOG [--seed S] [--rounds R] [--grow N | --raid6 | --rechunk]
+ *   crash-states record --log LOG [--seed S] [--rounds R] [--grow N | --raid6 | --rechunk | --raid5]
  *                MEMBER...
  *   crash-states check --log LOG --base DIR --work DIR [--states N]
  *                [--seed S] [--only K] [--save DIR] [--replay CMD] MEMBER...
@@ -22,7 +22,8 @@
  * beside the rest of the workload, and the recording ends once it is
  * done; --raid6 changes a raid4/5 to raid6 that way instead
  * (rf_reshape_level(), md/level: one spare more), --rechunk its chunk to
- * 128 KiB (rf_reshape_layout(), md/chunk_size).  Each write's
+ * 128 KiB (rf_reshape_layout(), md/chunk_size), and --raid5 takes a raid4
+ * over as raid5 (md/level: superblocks only).  Each write's
  * submission and end and each flush's submission and acknowledgement go
  * into the log as notes, in the same order as the member IO.
  *
@@ -225,6 +226,7 @@ static int cmd_record(int argc, char **argv)
 		{ "grow", required_argument, NULL, 'g' },
 		{ "raid6", no_argument, NULL, '6' },
 		{ "rechunk", no_argument, NULL, 'k' },
+		{ "raid5", no_argument, NULL, '5' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *logpath = NULL, *paths[MAX_MEMBERS];
@@ -235,7 +237,7 @@ static int cmd_record(int argc, char **argv)
 	struct rf_array *a;
 	char err[1024];
 	int c, n, i, rounds = 150, round, r, grow_to = 0;
-	bool to6 = false, rechunk = false;
+	bool to6 = false, rechunk = false, to5 = false;
 	uint64_t pos;
 	bool back;
 
@@ -248,6 +250,8 @@ static int cmd_record(int argc, char **argv)
 			to6 = true;
 		else if (c == 'k')
 			rechunk = true;
+		else if (c == '5')
+			to5 = true;
 		else if (c == 's')
 			seed = strtoull(optarg, NULL, 0);
 		else if (c == 'r')
@@ -295,6 +299,8 @@ static int cmd_record(int argc, char **argv)
 		uint64_t lo[MAX_PER_ROUND], hi[MAX_PER_ROUND];
 		int k = 1 + (int)rng_below(&seed, MAX_PER_ROUND), j, nw = 0;
 
+		if (to5 && round == rounds / 3 && rf_reshape_level(a, 5, err, sizeof(err)))
+			die("record: the takeover was refused: %s", err);
 		if ((grow_to || to6 || rechunk) && round == rounds / 3) {
 			/* Slow enough to span the rest of the workload. */
 			rf_sync_set_speed_max(a, 2048);
