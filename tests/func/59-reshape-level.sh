@@ -19,11 +19,12 @@
 #     raid6, raid_disks 5, the spare holds slot 4, every superblock records
 #     md's form of the change (level 6, layout left-symmetric-6, new layout
 #     left-symmetric, Recovery Offset on the new member).  Writes before
-#     and past the position; unfrozen at a crawl, a write into rows moved
+#     and past the position, fio writing and verifying a region; unfrozen at
+#     a crawl, fio on another while the walk runs, a write into rows moved
 #     since, kill -9 mid-way: served again by the config (which names the
 #     raid5 it was), at or past the position seen, the image is the model.
 #  2. to the end: raid6 left-symmetric of 5, the array's size unchanged,
-#     the model; md's check finds 0 mismatches; every superblock a plain
+#     the model, fio's two regions verify; md's check finds 0 mismatches; every superblock a plain
 #     raid6 (feature map 0x0, data offset moved, in sync); one member lost
 #     and the other read degraded: the model.  RF_MD_JUDGE=1: kernel md
 #     assembles the members and reads the model's sha256, mismatch_cnt 0.
@@ -134,11 +135,21 @@ for m in "$G/d0.img" "$G/d4.img"; do
 done
 grep -q "Recovery Offset : 0 sectors" "$WORK/ex.txt" || fail "d4: no recovery offset: $(cat "$WORK/ex.txt")"
 same_model "changing, frozen" "$N"
+# fio writes and verifies 4 MiB before the walk moves (A) and 4 MiB while
+# it runs (B); the model takes what it wrote; both verify at the end
+FA=$((N - 12288)) FB=$((N / 2 / 2048 * 2048))
+fio_model() {
+	fio_verify "$IMG" --rw=randwrite --bs=16k --offset=$(($1 * 512)) --size=4m
+	dd if="$IMG" of="$MODEL" bs=1M skip=$(($1 / 2048)) seek=$(($1 / 2048)) count=4 iflag=direct conv=notrunc \
+		status=none
+}
+fio_model $FA
 put 4096 128
 put $((N - 1024)) 256
 same_model "written in both geometries" "$N"
 echo 1000 >"$MNT/md/sync_speed_max"
 echo idle >"$MNT/md/sync_action"
+fio_model $FB
 wait_for "the change did not move" '[ "$(pos)" != none ] && [ "$(pos)" -ge 9216 ]'
 p=$(pos)
 put $((p / 2 / 8 * 8)) 64
@@ -157,6 +168,9 @@ wait_for "the change did not end" '[ "$(pos)" = none ]'
 [ "$(fsize "$IMG")" = $((N * 512)) ] || fail "raid6 image of $(fsize "$IMG") bytes, was $((N * 512))"
 [ "$(val layout)" = 2 ] || fail "raid6 layout $(val layout), left-symmetric (2) wanted"
 same_model "raid6" "$N"
+for f in $FA $FB; do
+	fio_verify --verify_only "$IMG" --rw=randwrite --bs=16k --offset=$((f * 512)) --size=4m
+done
 check_clean "check after the change"
 stop_array "$MNT"
 for m in "$G"/d?.img; do
