@@ -420,7 +420,8 @@ static int store_level(struct rf_array *a, int member, const char *val)
 	int ret;
 
 	(void)member;
-	if (store_number(strncmp(val, "raid", 4) ? val : val + 4, 0, 10, &n))
+	if (store_number(strncmp(val, "raid", 4) ? val : val + 4, 0, 10, &n) ||
+	    (n != 0 && n != 1 && n != 4 && n != 5 && n != 6 && n != 10))
 		return -EINVAL;
 	ret = rf_reshape_level(a, (int)n, err, sizeof(err));
 	if (ret)
@@ -772,7 +773,8 @@ int rf_ctl_dev_list(struct rf_array *a, struct rf_ctl_dev_ent *out, int max)
 
 const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	{ .name = "level", .mode = 0644, .show = show_level, .store = store_level,
-	  .takes = "raid6 on a raid4/5: a restripe by one spare (md/new_dev)" },
+	  .takes = "a level: raid6 on a raid4/5 (a restripe by one spare, md/new_dev), raid5 on a raid4 or a "
+		   "raid6 of a -6 layout, raid4 on a parity-last raid5" },
 	{ .name = "layout", .mode = 0644, .show = show_layout, .store = store_layout,
 	  .takes = "a layout of the level (md's number or name): a relayout of the same members" },
 	{ .name = "chunk_size", .mode = 0644, .show = show_chunk_size, .store = store_chunk_size,
