@@ -544,9 +544,9 @@ void rf_array_reshape_commit(struct rf_array *a, uint64_t position)
 static int regroup(struct rf_array *a, int raid_disks, char *err, size_t errlen)
 {
 	struct rf_group *groups;
-	int oldn = a->nmembers, ret;
+	int ret;
 
-	a->nmembers = raid_disks;
+	a->group_cols = raid_disks;
 	ret = rf_groups_alloc(a, a->ngroups, a->group_thread_cnt, a->stripe_cache_size, &groups);
 	if (!ret) {
 		ret = rf_groups_start(a, groups, a->ngroups);
@@ -555,15 +555,16 @@ static int regroup(struct rf_array *a, int raid_disks, char *err, size_t errlen)
 			rf_groups_free(a, groups, a->ngroups);
 		}
 	}
+	a->group_cols = 0;
 	if (ret) {
-		a->nmembers = oldn;
 		snprintf(err, errlen, "stripe heads for %d members: %s", raid_disks, strerror(-ret));
 		return ret;
 	}
 	rf_groups_stop(a->groups, a->ngroups);
-	a->nmembers = oldn;
 	rf_groups_free(a, a->groups, a->ngroups);
+	rf_devs_lock(a);
 	a->nmembers = raid_disks;
+	rf_devs_unlock(a);
 	a->groups = groups;
 	return 0;
 }

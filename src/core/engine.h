@@ -283,7 +283,11 @@ struct rf_array {
 	uint32_t stripe_size;           /* bytes per column per head */
 	uint32_t chunk_bytes;
 	int rmw_level;
-	int nmembers;                   /* slots: raid_disks */
+	int nmembers;                   /* slots: raid_disks (changes under reconf_lock and
+					 * dev_lock: superblock writers read it under the
+					 * latter) */
+	int group_cols;                 /* columns of the stripe heads rf_groups_alloc()
+					 * makes; 0: nmembers (regroup() sets it first) */
 	/* Devices (core/dev.h): [0, nmembers) serve the slots, [nmembers,
 	 * ndevs) are spares and faulty devices without a slot.  The table
 	 * changes only under reconf_lock with every request drained, and
@@ -526,8 +530,11 @@ void rf_lru_add_tail(struct rf_group *g, struct rf_stripe *sh);
 bool rf_stripe_delay(struct rf_stripe *sh);
 int rf_delayed_release_locked(struct rf_group *g, uint64_t before);
 int rf_delayed_release_all(struct rf_array *a);
-/* How long a head may be held (ns), and the clock it is measured with. */
-#define RF_DELAY_BOUND_NS 1000000ull
+/* How long a head may be held (ns: 1 ms; a test that must see a hold
+ * whatever the machine's load sets it longer before the array starts),
+ * and the clock it is measured with. */
+extern uint64_t rf_delay_bound_ns;
+#define RF_DELAY_BOUND_NS rf_delay_bound_ns
 uint64_t rf_now_ns(void);
 /* g->lock held: release what the bound or a want of free heads says to. */
 void rf_delayed_check_locked(struct rf_group *g);

@@ -53,6 +53,8 @@
 
 #include "core/engine.h"
 
+uint64_t rf_delay_bound_ns = 1000000;
+
 /* ---- stripe cache ---- */
 
 static uint32_t hash_of(struct rf_group *g, uint64_t sector)

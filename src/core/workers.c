@@ -380,7 +380,7 @@ void rf_inline_free_all(struct rf_array *a)
 
 static int rf_group_init(struct rf_array *a, struct rf_group *g, int id, int nstripes, int nworkers)
 {
-	size_t blk = a->stripe_size, nd = a->nmembers;
+	size_t blk = a->stripe_size, nd = a->group_cols ? a->group_cols : a->nmembers;
 	size_t per = nd * blk;
 	int i, j;
 

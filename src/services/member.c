@@ -619,10 +619,16 @@ static void check_recovery(struct rf_array *a)
 	bool broken;
 	int ret;
 
-	if (rf_array_readonly(a) || rf_array_overlay(a) || rf_array_failed(a))
+	if (rf_array_readonly(a) || rf_array_overlay(a))
 		return;
-	rf_sync_get(a, &st);
+	/* The slot count and geometry they read change under reconf_lock
+	 * (a grow, a raid1's new count, a takeover, from a control file). */
 	rf_array_reconf_lock(a);
+	if (rf_array_failed(a)) {
+		rf_array_reconf_unlock(a);
+		return;
+	}
+	rf_sync_get(a, &st);
 	fresh = rf_array_faulty(a) & ~rf_array_mgmt(a)->faulty_seen;
 	rf_array_mgmt(a)->faulty_seen = rf_array_faulty(a);
 	rf_array_reconf_unlock(a);

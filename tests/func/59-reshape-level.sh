@@ -95,14 +95,16 @@ put 8192 128
 put $((N - 4096)) 256
 echo 1000 >"$MNT/md/sync_speed_max"
 echo idle >"$MNT/md/sync_action"
-wait_for "md's change did not move" '[ "$(pos)" != none ] && [ "$(pos)" -ge $((POS + 9216)) ]'
+wait_for "md's change did not move" 'p=$(pos); [ "$p" != none ] && [ "$p" -ge $((POS + 9216)) ]'
 p=$(pos)
 put $(((POS + p) / 2 / 8 * 8)) 64
 SEEN=$(pos)
 kill_daemon
-start_assemble_daemon array.img "$MNT" "${M[@]}"
-[ "$(pos)" = none ] || [ "$(pos)" -ge "$SEEN" ] || fail "md's change, assembled again: position $(pos), $SEEN was seen"
+start_assemble_daemon array.img "$MNT" --freeze "${M[@]}"
+[ "$(pos)" -ge "$SEEN" ] || fail "md's change, assembled again: position $(pos), $SEEN was seen"
+same_model "md's change, after kill -9" "$N"
 echo 0 >"$MNT/md/sync_speed_max"
+echo idle >"$MNT/md/sync_action"
 wait_for "md's change did not end" '[ "$(pos)" = none ]'
 same_model "md's change, finished" "$N"
 check_clean "check after md's change"
@@ -150,7 +152,7 @@ same_model "written in both geometries" "$N"
 echo 1000 >"$MNT/md/sync_speed_max"
 echo idle >"$MNT/md/sync_action"
 fio_model $FB
-wait_for "the change did not move" '[ "$(pos)" != none ] && [ "$(pos)" -ge 9216 ]'
+wait_for "the change did not move" 'p=$(pos); [ "$p" != none ] && [ "$p" -ge 9216 ]'
 p=$(pos)
 put $((p / 2 / 8 * 8)) 64
 SEEN=$(pos)
@@ -204,7 +206,7 @@ echo idle >"$MNT/md/sync_action"
 fio_verify "$IMG" --rw=randwrite --bs=16k --offset=$(((N - 20480) * 512)) --size=8m
 dd if="$IMG" of="$MODEL" bs=1M skip=$(((N - 20480) / 2048)) seek=$(((N - 20480) / 2048)) count=8 \
 	iflag=direct conv=notrunc status=none
-wait_for "the chunk change did not move" '[ "$(pos)" = none ] || [ "$(pos)" -ge 12288 ]'
+wait_for "the chunk change did not move" 'p=$(pos); [ "$p" = none ] || [ "$p" -ge 12288 ]'
 [ "$(pos)" != none ] || fail "the chunk change ended before it could be interrupted"
 SEEN=$(pos)
 kill_daemon
