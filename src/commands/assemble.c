@@ -835,9 +835,6 @@ out:
 	return r;
 }
 
-/* The config's geometry beside the superblocks': the first key that
- * disagrees (into field, want, got), or false.  The member count is the
- * config's list, "missing" entries included. */
 /* A raid4/5 the config names that a level change made a raid6 (md's
  * takeover, mdadm --grow --level=6, md/level here): the config goes on
  * naming what was created, as it does after a grow, and takes the
@@ -858,6 +855,9 @@ static void level_changed(struct rf_config *cfg, const struct rf_sb *fresh)
 	cfg->layout = fresh->layout;
 }
 
+/* The config's geometry beside the superblocks': the first key that
+ * disagrees (into field, want, got), or false.  The member count is the
+ * config's list, "missing" entries included. */
 static bool config_differs(const struct rf_config *cfg, const struct rf_sb *s, const char **field, char *want,
 			   char *got, size_t len)
 {

@@ -494,6 +494,11 @@ void rf_array_set_prev_absent(struct rf_array *a, uint64_t mask)
 
 void rf_array_reshape_ended(struct rf_array *a)
 {
+	/* Kept until the superblocks said the reshape ended (sbstate.c
+	 * clears the added member's recovery_offset by it). */
+	rf_devs_lock(a);
+	a->reshape.prev_absent = 0;
+	rf_devs_unlock(a);
 	atomic_store(&a->reshaping, false);
 	atomic_store(&a->reshape_pos, 0);
 }
@@ -546,8 +551,7 @@ static int regroup(struct rf_array *a, int raid_disks, char *err, size_t errlen)
 	struct rf_group *groups;
 	int ret;
 
-	a->group_cols = raid_disks;
-	ret = rf_groups_alloc(a, a->ngroups, a->group_thread_cnt, a->stripe_cache_size, &groups);
+	ret = rf_groups_alloc(a, a->ngroups, a->group_thread_cnt, a->stripe_cache_size, raid_disks, &groups);
 	if (!ret) {
 		ret = rf_groups_start(a, groups, a->ngroups);
 		if (ret) {
@@ -555,7 +559,6 @@ static int regroup(struct rf_array *a, int raid_disks, char *err, size_t errlen)
 			rf_groups_free(a, groups, a->ngroups);
 		}
 	}
-	a->group_cols = 0;
 	if (ret) {
 		snprintf(err, errlen, "stripe heads for %d members: %s", raid_disks, strerror(-ret));
 		return ret;
@@ -786,7 +789,6 @@ int rf_array_reshape_finish(struct rf_array *a, char *err, size_t errlen)
 	for (i = 0; i < a->nmembers; i++)
 		a->devs[i].data_offset = a->devs[i].new_data_offset;
 	a->reshape.active = false;
-	a->reshape.prev_absent = 0;
 	rf_devs_unlock(a);
 	a->geom = g;
 	a->size = g.array_sectors * 512;
@@ -799,7 +801,7 @@ int rf_array_start(struct rf_array *a)
 	int i, ret;
 
 	a->ngroups = rf_ngroups_for(a->worker_groups);
-	ret = rf_groups_alloc(a, a->ngroups, a->group_thread_cnt, a->stripe_cache_size, &a->groups);
+	ret = rf_groups_alloc(a, a->ngroups, a->group_thread_cnt, a->stripe_cache_size, a->nmembers, &a->groups);
 	if (ret)
 		return ret;
 	a->started = true;
@@ -878,7 +880,7 @@ static int reshape(struct rf_array *a, enum reshape_what what, int value)
 		ret = -EINVAL;
 		goto out;
 	}
-	ret = rf_groups_alloc(a, ngroups, nthreads, cache, &groups);
+	ret = rf_groups_alloc(a, ngroups, nthreads, cache, a->nmembers, &groups);
 	if (ret) {
 		rf_err("%s: no memory for %d group(s) with %d stripe heads: %s", a->name, ngroups, cache,
 		       strerror(-ret));

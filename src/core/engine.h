@@ -286,8 +286,6 @@ struct rf_array {
 	int nmembers;                   /* slots: raid_disks (changes under reconf_lock and
 					 * dev_lock: superblock writers read it under the
 					 * latter) */
-	int group_cols;                 /* columns of the stripe heads rf_groups_alloc()
-					 * makes; 0: nmembers (regroup() sets it first) */
 	/* Devices (core/dev.h): [0, nmembers) serve the slots, [nmembers,
 	 * ndevs) are spares and faulty devices without a slot.  The table
 	 * changes only under reconf_lock with every request drained, and
@@ -534,7 +532,6 @@ int rf_delayed_release_all(struct rf_array *a);
  * whatever the machine's load sets it longer before the array starts),
  * and the clock it is measured with. */
 extern uint64_t rf_delay_bound_ns;
-#define RF_DELAY_BOUND_NS rf_delay_bound_ns
 uint64_t rf_now_ns(void);
 /* g->lock held: release what the bound or a want of free heads says to. */
 void rf_delayed_check_locked(struct rf_group *g);
@@ -547,7 +544,8 @@ void rf_inline_put(struct rf_array *a, struct rf_worker *w);
 void rf_inline_drive(struct rf_worker *w);
 void rf_inline_free_all(struct rf_array *a);
 int rf_ngroups_for(int worker_groups);
-int rf_groups_alloc(struct rf_array *a, int ngroups, int nthreads, int cache, struct rf_group **out);
+/* Groups whose stripe heads have cols columns (the slots they serve). */
+int rf_groups_alloc(struct rf_array *a, int ngroups, int nthreads, int cache, int cols, struct rf_group **out);
 int rf_groups_start(struct rf_array *a, struct rf_group *groups, int n);
 void rf_groups_stop(struct rf_group *groups, int n);
 void rf_groups_free(struct rf_array *a, struct rf_group *groups, int n);

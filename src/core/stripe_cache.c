@@ -22,7 +22,7 @@
  * attaches to it moves it to the handle list (its next plan may find the
  * row whole and read nothing).  Every hold ends, and each of these
  * releases it with no_delay set (its next round runs at once):
- *   - RF_DELAY_BOUND_NS after it was first held (checked on each pass of
+ *   - rf_delay_bound_ns after it was first held (checked on each pass of
  *     a worker over the group);
  *   - a piece waiting for a free head (g->deferred) while no head is
  *     busy or queued to run: the older half of the held ones;
@@ -234,8 +234,8 @@ void rf_delayed_check_locked(struct rf_group *g)
 		return;
 	}
 	now = rf_now_ns();
-	if (now > RF_DELAY_BOUND_NS)
-		rf_delayed_release_locked(g, now - RF_DELAY_BOUND_NS);
+	if (now > rf_delay_bound_ns)
+		rf_delayed_release_locked(g, now - rf_delay_bound_ns);
 }
 
 int rf_delayed_release_all(struct rf_array *a)

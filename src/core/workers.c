@@ -192,7 +192,7 @@ static bool held_wait(struct rf_worker *w, struct rf_group *g)
 	if (g->incoming || g->handle_head || (!g->stop && rf_ioq_busy(&w->ioq)))
 		return false;
 	if (w->cond_ok && !g->stop && atomic_load(&a->inflight[1]) > 1) {
-		uint64_t until = g->delayed_head->delay_ns + RF_DELAY_BOUND_NS;
+		uint64_t until = g->delayed_head->delay_ns + rf_delay_bound_ns;
 		struct timespec ts = { .tv_sec = (time_t)(until / 1000000000ull),
 				       .tv_nsec = (long)(until % 1000000000ull) };
 
@@ -378,9 +378,9 @@ void rf_inline_free_all(struct rf_array *a)
 	a->pool = a->pool_all = NULL;
 }
 
-static int rf_group_init(struct rf_array *a, struct rf_group *g, int id, int nstripes, int nworkers)
+static int rf_group_init(struct rf_array *a, struct rf_group *g, int id, int nstripes, int nworkers, int cols)
 {
-	size_t blk = a->stripe_size, nd = a->group_cols ? a->group_cols : a->nmembers;
+	size_t blk = a->stripe_size, nd = (size_t)cols;
 	size_t per = nd * blk;
 	int i, j;
 
@@ -487,7 +487,7 @@ int rf_ngroups_for(int worker_groups)
 
 /* Allocate groups for this shape; nothing is started and a->groups is not
  * touched, so a failure leaves the array as it was. */
-int rf_groups_alloc(struct rf_array *a, int ngroups, int nthreads, int cache, struct rf_group **out)
+int rf_groups_alloc(struct rf_array *a, int ngroups, int nthreads, int cache, int cols, struct rf_group **out)
 {
 	struct rf_group *groups = calloc(ngroups, sizeof(*groups));
 	int i, ret = 0, per = cache / ngroups;
@@ -497,7 +497,7 @@ int rf_groups_alloc(struct rf_array *a, int ngroups, int nthreads, int cache, st
 	if (per < 16)
 		per = 16;
 	for (i = 0; i < ngroups && !ret; i++)
-		ret = rf_group_init(a, &groups[i], i, per, nthreads);
+		ret = rf_group_init(a, &groups[i], i, per, nthreads, cols);
 	if (ret) {
 		rf_groups_free(a, groups, ngroups);
 		return ret;

@@ -394,50 +394,51 @@ static int store_number(const char *val, long lo, long hi, long *out)
 	return 0;
 }
 
-/* md/raid_disks written on a running array: a grow (reshape.h). */
+/* A reshape a write to md/ATTR asked for (reshape.h), started or refused:
+ * the log says which, and why; the writer gets ret. */
+static int reshape_said(const char *attr, const char *val, int ret, const char *err)
+{
+	int n = (int)strcspn(val, "\n");
+
+	if (ret)
+		rf_warn("md/%s: %.*s: %s", attr, n, val, err);
+	else
+		rf_info("md/%s: %.*s: under way", attr, n, val);
+	return ret;
+}
+
+/* md/raid_disks written on a running array: a grow. */
 static int store_raid_disks(struct rf_array *a, int member, const char *val)
 {
 	char err[512];
 	long n;
-	int ret;
 
+	(void)member;
 	if (store_number(val, 1, RF_MAX_MEMBERS, &n))
 		return -EINVAL;
-	ret = rf_reshape_grow(a, (int)n, err, sizeof(err));
-	if (ret)
-		rf_warn("md/raid_disks: %ld: %s", n, err);
-	else
-		rf_info("md/raid_disks: growing to %ld members", n);
-	return ret;
+	return reshape_said("raid_disks", val, rf_reshape_grow(a, (int)n, err, sizeof(err)), err);
 }
 
-/* md/level written on a running array: raid4/5 -> raid6 (reshape.h);
- * md's words ("raid6", "6"). */
+/* md/level written on a running array (md's words: "raid6", "6"). */
 static int store_level(struct rf_array *a, int member, const char *val)
 {
 	char err[512];
 	long n;
-	int ret;
 
 	(void)member;
 	if (store_number(strncmp(val, "raid", 4) ? val : val + 4, 0, 10, &n) ||
 	    (n != 0 && n != 1 && n != 4 && n != 5 && n != 6 && n != 10))
 		return -EINVAL;
-	ret = rf_reshape_level(a, (int)n, err, sizeof(err));
-	if (ret)
-		rf_warn("md/level: raid%ld: %s", n, err);
-	else
-		rf_info("md/level: changing to raid%ld", n);
-	return ret;
+	return reshape_said("level", val, rf_reshape_level(a, (int)n, err, sizeof(err)), err);
 }
 
-/* md/layout written on a running raid5/6: a relayout (reshape.h); md's
- * number, or its name. */
+/* md/layout written on a running raid5/6: a relayout; md's number, or its
+ * name. */
 static int store_layout(struct rf_array *a, int member, const char *val)
 {
 	struct rf_array_info i;
 	char err[512], name[64];
-	int layout, ret;
+	int layout;
 
 	(void)member;
 	rf_array_get_info(a, &i);
@@ -445,12 +446,7 @@ static int store_layout(struct rf_array *a, int member, const char *val)
 	layout = rf_layout_parse(i.level, name);
 	if (layout < 0)
 		return -EINVAL;
-	ret = rf_reshape_layout(a, layout, 0, err, sizeof(err));
-	if (ret)
-		rf_warn("md/layout: %s: %s", name, err);
-	else
-		rf_info("md/layout: changing to %s", name);
-	return ret;
+	return reshape_said("layout", val, rf_reshape_layout(a, layout, 0, err, sizeof(err)), err);
 }
 
 /* md/chunk_size written on a running raid4/5/6: bytes, a power of two
@@ -459,17 +455,12 @@ static int store_chunk_size(struct rf_array *a, int member, const char *val)
 {
 	char err[512];
 	long n;
-	int ret;
 
 	(void)member;
 	if (store_number(val, 4096, 1L << 30, &n) || (n & (n - 1)))
 		return -EINVAL;
-	ret = rf_reshape_layout(a, -1, (uint32_t)(n / 512), err, sizeof(err));
-	if (ret)
-		rf_warn("md/chunk_size: %ld: %s", n, err);
-	else
-		rf_info("md/chunk_size: changing to %ld bytes", n);
-	return ret;
+	return reshape_said("chunk_size", val, rf_reshape_layout(a, -1, (uint32_t)(n / 512), err, sizeof(err)),
+			    err);
 }
 
 /* ---------------------------------------------------------------- devices */

@@ -2082,7 +2082,6 @@ static int cmd_grow(int argc, char **argv)
 		if (rc)
 			return rc;
 	}
-	/* mdadm --grow --level=6: one member more; md/level does it. */
 	if (layout) {
 		snprintf(nbuf, sizeof(nbuf), "%s", layout);
 		attr = "layout";
@@ -2092,14 +2091,13 @@ static int cmd_grow(int argc, char **argv)
 	} else if (level >= 0) {
 		char cur[32];
 
-		if (read_attr(mnt, "raid_disks", cur, sizeof(cur), true) < 0)
-			return 1;
-		if (level == 6 && n && n != atoi(cur) + 1)
-			return usage_error("grow: --level 6 with --raid-devices %d: the change takes one member "
-					   "more (%d)", n, atoi(cur) + 1);
-		if (level != 6 && n)
+		/* mdadm --grow --level=6: one member more (md/level adds it);
+		 * the other level changes keep the count or drop Q's member. */
+		if (n && level != 6)
 			return usage_error("grow: --level %d goes without --raid-devices", level);
-		n = atoi(cur) + (level == 6);
+		if (n && (read_attr(mnt, "raid_disks", cur, sizeof(cur), true) < 0 || n != atoi(cur) + 1))
+			return usage_error("grow: --level 6 with --raid-devices %d: the change takes one member "
+					   "more", n);
 		snprintf(nbuf, sizeof(nbuf), "raid%d", level);
 		attr = "level";
 	} else {
@@ -2117,16 +2115,20 @@ static int cmd_grow(int argc, char **argv)
 	}
 	if (!wait)
 		return 0;
-	/* The walk ends at the new geometry's size: component_size KiB on
-	 * each of N members, less the parity ones. */
-	if (read_attr(mnt, "component_size", size, sizeof(size), true) < 0 ||
-	    read_attr(mnt, "level", pos, sizeof(pos), true) < 0)
-		return 1;
-	comp = strtoull(size, NULL, 10) * 1024 * (unsigned long long)(n - (!strncmp(pos, "raid6", 5) ? 2 : 1));
-	/* A level, layout or chunk change: the walk covers the array as it
-	 * was. */
-	if ((level >= 0 || layout || chunk) && read_attr(mnt, "array_size", size, sizeof(size), true) >= 0)
+	/* The walk ends at the new geometry's size: a grow's component_size
+	 * KiB on each of N members, less the parity ones; the others' the
+	 * array as it is. */
+	if (level >= 0 || layout || chunk) {
+		if (read_attr(mnt, "array_size", size, sizeof(size), true) < 0)
+			return 1;
 		comp = strtoull(size, NULL, 10) * 1024;
+	} else {
+		if (read_attr(mnt, "component_size", size, sizeof(size), true) < 0 ||
+		    read_attr(mnt, "level", pos, sizeof(pos), true) < 0)
+			return 1;
+		comp = strtoull(size, NULL, 10) * 1024 *
+		       (unsigned long long)(n - (!strncmp(pos, "raid6", 5) ? 2 : 1));
+	}
 	rf_progress_start(&p, stderr, "reshape", 0);
 	for (;;) {
 		unsigned long long done;

@@ -53,10 +53,15 @@
  * A layout or chunk change (rf_reshape_layout(), md/layout, md/chunk_size)
  * is the same walk over the same members.
  *
- * It does NOT: reshape backwards, keep a bitmap or a partial parity log
- * through a reshape, rebuild a missing member's old rows (a degraded
- * array's reshape waits until it is whole again), shrink, or change the
- * level but raid4/5 -> raid6 (it continues forward reshapes md began).
+ * A reshape md runs backwards (its data offsets move up: a relayout in
+ * place, a shrink) is walked down from its position (window_below()), the
+ * same steps mirrored; a shrink's dropped members end as spares.
+ *
+ * It does NOT: start a backward reshape or a shrink (it continues those md
+ * began), keep a bitmap or a partial parity log through a reshape, rebuild
+ * a missing member's old rows (a degraded array's reshape waits until it
+ * is whole again), or change the level but raid4/5 -> raid6 (md's
+ * takeovers that move no data are rf_reshape_level()'s too).
  *
  * Pace: sync_speed_max (KiB of each member per second, as md counts), and
  * sync_speed_min while foreground IO is in flight or was within half a
@@ -670,8 +675,7 @@ static int begin_fn(void *arg)
 	ret = rf_array_reshape_begin(a, &b->to, &b->from, b->prev_absent, b->gap, b->err, b->errlen);
 	if (ret)
 		return ret;
-	ret = rf_sbstate_reshape_start(rf_array_sbstate(b->a), b->first, b->to.raid_disks - b->from.raid_disks,
-				       -(int32_t)b->gap);
+	ret = rf_sbstate_reshape_start(rf_array_sbstate(b->a), -(int32_t)b->gap);
 	if (ret)
 		snprintf(b->err, b->errlen, "recording the reshape in the superblocks failed: %s", strerror(-ret));
 	return ret;
@@ -704,14 +708,11 @@ static int mirrors_fn(void *arg)
 	struct mirrors *m = arg;
 	int ret;
 
-	if (m->raid_disks < rf_array_nslots(m->a)) {
+	if (m->raid_disks < rf_array_nslots(m->a))
 		ret = rf_array_remove_mirrors(m->a, m->raid_disks, m->err, m->errlen);
-		return ret ? ret : rf_sbstate_compact(rf_array_sbstate(m->a), m->raid_disks);
-	}
-	ret = rf_array_add_mirrors(m->a, m->raid_disks, m->err, m->errlen);
-	if (!ret)
-		ret = rf_sbstate_set_raid_disks(rf_array_sbstate(m->a), m->raid_disks);
-	return ret;
+	else
+		ret = rf_array_add_mirrors(m->a, m->raid_disks, m->err, m->errlen);
+	return ret ? ret : rf_sbstate_set_raid_disks(rf_array_sbstate(m->a));
 }
 
 /* raid1: more mirrors, as md's raid1 takes them: raid_disks recorded at
@@ -832,14 +833,10 @@ struct takeover {
 static int takeover_fn(void *arg)
 {
 	struct takeover *t = arg;
-	int n = rf_array_nslots(t->a), ret;
+	int ret = rf_array_takeover(t->a, t->level, t->layout, t->raid_disks, t->err, t->errlen);
 
-	ret = rf_array_takeover(t->a, t->level, t->layout, t->raid_disks, t->err, t->errlen);
 	/* md records raid4's layout as 0. */
-	if (!ret)
-		ret = rf_sbstate_takeover(rf_array_sbstate(t->a), t->level, t->level == 4 ? 0 : t->layout,
-					  t->raid_disks, t->raid_disks < n ? t->raid_disks : -1);
-	return ret;
+	return ret ? ret : rf_sbstate_takeover(rf_array_sbstate(t->a), t->level, t->level == 4 ? 0 : t->layout);
 }
 
 /* md's takeovers that move no data: raid4 <-> raid5 parity-last (the same
@@ -917,7 +914,6 @@ int rf_reshape_layout(struct rf_array *a, int layout, uint32_t chunk_sectors, ch
 {
 	const struct rf_geom *g = rf_array_geom(a);
 	struct begin b = { .a = a, .err = err, .errlen = errlen };
-	char why[256];
 	uint64_t unit;
 	int ret;
 
@@ -935,26 +931,23 @@ int rf_reshape_layout(struct rf_array *a, int layout, uint32_t chunk_sectors, ch
 		snprintf(err, errlen, "raid4 has one layout (parity-last)");
 		return -EINVAL;
 	}
-	b.from = *g;
-	b.to = *g;
-	b.to.layout = layout;
-	b.to.chunk_sectors = chunk_sectors;
-	/* md reshapes in units of the larger chunk: each member's size in
-	 * whole units of both, which must leave the array its size (mdadm
-	 * refuses a chunk the component size is not a multiple of). */
+	/* md reshapes in units of the larger chunk: each member's size must
+	 * stay whole units of both (mdadm refuses a chunk the component size
+	 * is not a multiple of: the array would shrink). */
 	unit = chunk_sectors > g->chunk_sectors ? chunk_sectors : g->chunk_sectors;
-	b.to.dev_sectors = g->dev_sectors / unit * unit;
-	ret = rf_geom_init(&b.to, why, sizeof(why));
-	if (ret) {
-		snprintf(err, errlen, "%s", why);
-		return ret;
-	}
-	if (b.to.array_sectors != g->array_sectors) {
+	if (g->dev_sectors % unit) {
 		snprintf(err, errlen, "component size %" PRIu64 "K is not a multiple of the chunk size %uK",
 			 g->dev_sectors / 2, (unsigned)(unit / 2));
 		return -EINVAL;
 	}
-	b.to.dev_sectors = g->dev_sectors;
+	b.from = *g;
+	b.to = *g;
+	b.to.layout = layout;
+	b.to.chunk_sectors = chunk_sectors;
+	/* a layout the level has, a chunk md takes */
+	ret = rf_geom_init(&b.to, err, errlen);
+	if (ret)
+		return ret;
 	b.first = rf_array_nslots(a);
 	return begin(&b);
 }

@@ -206,7 +206,8 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 		if (i == own_dev) {
 			mine.set_recovery = true;
 			mine.recovery_offset = own_recovery;
-		} else if (i < rf_array_nslots(a) && (s->reshape_absent & (1ull << i)) && what != CH_DIRTY) {
+		} else if (i < rf_array_nslots(a) && (rf_array_reshape_state(a)->prev_absent & (1ull << i)) &&
+			   what != CH_DIRTY) {
 			/* A member a level change added: in sync in the rows
 			 * reshaped (md's reshape_request moves the
 			 * recovery_offset of a device not in sync with the
@@ -765,7 +766,6 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 		if (rs->active && !rs->backwards && rs->prev.level == 6 && i == rs->prev.raid_disks - 1 &&
 		    rf_r6_q_last(rs->prev.layout)) {
 			rf_array_set_prev_absent(a, 1ull << i);
-			s->reshape_absent |= 1ull << i;
 			continue;
 		}
 		if (m->sb.feature_map & RF_SB_FEAT_RECOVERY)
@@ -1025,6 +1025,29 @@ int rf_sbstate_set_flags(struct rf_sbstate *s, int dev)
 	return dev_change(s, CH_DEVICES, dev, -1, false, 0, false);
 }
 
+/* s->lock held: the slots changed (a grow's or a level change's start, a
+ * raid1's new count, a takeover, a shrink's end): every copy of the role
+ * table says what the device table does, each slot's device in its slot
+ * and a device that left a slot a spare, then change c is written to
+ * all (the superblocks' slot count is c's). */
+static int slots_write(struct rf_sbstate *s, struct rf_sb_change *c)
+{
+	int n = rf_array_nslots(s->a), i;
+
+	for (i = 0; i < rf_devs_count(s->a); i++) {
+		const struct rf_dev *d = rf_dev_get(s->a, i);
+
+		if (!d->sb_has || (d->flags & (RF_DEV_MISSING | RF_DEV_FAULTY)))
+			continue;
+		if (i < n)
+			roles_set(s->a, d->sb.dev_number, (uint16_t)i);
+		else if (i < s->n && (d->flags & RF_DEV_SPARE) && !(d->flags & RF_DEV_REPLACEMENT))
+			roles_set(s->a, d->sb.dev_number, RF_SB_ROLE_SPARE);
+	}
+	s->n = n;
+	return write_change(s, CH_DEVICES, c, -1, 0);
+}
+
 int rf_sbstate_reshape(struct rf_sbstate *s, bool done, uint64_t position)
 {
 	struct rf_sb_change c = { .faulty_slot = -1, .set_reshape = done ? RF_SB_RESHAPE_DONE : RF_SB_RESHAPE_AT,
@@ -1035,91 +1058,57 @@ int rf_sbstate_reshape(struct rf_sbstate *s, bool done, uint64_t position)
 		return 0;
 	sb_lock(s);
 	s->reshape_recorded = position;
-	/* A shrink's end: the devices that left the slots are spares in
-	 * every role table (md's raid5_finish_reshape). */
-	if (done) {
-		int i;
-
-		for (i = rf_array_nslots(s->a); i < s->n && i < rf_devs_count(s->a); i++)
-			if (rf_dev_get(s->a, i)->sb_has)
-				roles_set(s->a, rf_dev_get(s->a, i)->sb.dev_number, RF_SB_ROLE_SPARE);
-		s->n = rf_array_nslots(s->a);
-	}
-	r = write_change(s, CH_DEVICES, &c, -1, 0);
-	if (done && !r)
-		s->reshape_absent = 0;
+	/* A shrink's end: the devices that left the slots are spares
+	 * (md's raid5_finish_reshape). */
+	r = done ? slots_write(s, &c) : write_change(s, CH_DEVICES, &c, -1, 0);
 	sb_unlock(s);
 	return r;
 }
 
-int rf_sbstate_set_raid_disks(struct rf_sbstate *s, int raid_disks)
+int rf_sbstate_set_raid_disks(struct rf_sbstate *s)
 {
-	struct rf_sb_change c = { .faulty_slot = -1, .set_raid_disks = raid_disks };
+	struct rf_sb_change c = { .faulty_slot = -1 };
 	int r;
 
 	if (!s)
 		return 0;
 	sb_lock(s);
-	s->n = raid_disks;
-	r = write_change(s, CH_DEVICES, &c, -1, 0);
+	c.set_raid_disks = rf_array_nslots(s->a);
+	r = slots_write(s, &c);
 	sb_unlock(s);
 	return r;
 }
 
-int rf_sbstate_compact(struct rf_sbstate *s, int raid_disks)
+int rf_sbstate_takeover(struct rf_sbstate *s, int level, int layout)
 {
-	struct rf_sb_change c = { .faulty_slot = -1, .set_raid_disks = raid_disks };
-	int i, r;
-
-	if (!s)
-		return 0;
-	sb_lock(s);
-	for (i = 0; i < raid_disks; i++)
-		if (rf_dev_get(s->a, i)->sb_has && !(rf_dev_get(s->a, i)->flags & RF_DEV_MISSING))
-			roles_set(s->a, rf_dev_get(s->a, i)->sb.dev_number, (uint16_t)i);
-	s->n = raid_disks;
-	r = write_change(s, CH_DEVICES, &c, -1, 0);
-	sb_unlock(s);
-	return r;
-}
-
-int rf_sbstate_takeover(struct rf_sbstate *s, int level, int layout, int raid_disks, int dev)
-{
-	struct rf_sb_change c = { .faulty_slot = -1, .set_level = true, .level = level, .layout = layout,
-				  .set_raid_disks = raid_disks };
+	struct rf_sb_change c = { .faulty_slot = -1, .set_level = true, .level = level, .layout = layout };
 	int r;
 
 	if (!s)
 		return 0;
 	sb_lock(s);
-	if (dev >= 0)
-		roles_set(s->a, rf_dev_get(s->a, dev)->sb.dev_number, RF_SB_ROLE_SPARE);
-	s->n = raid_disks;
-	r = write_change(s, CH_DEVICES, &c, -1, 0);
+	c.set_raid_disks = rf_array_nslots(s->a);
+	r = slots_write(s, &c);
 	sb_unlock(s);
 	return r;
 }
 
-int rf_sbstate_reshape_start(struct rf_sbstate *s, int first, int delta, int32_t new_offset)
+int rf_sbstate_reshape_start(struct rf_sbstate *s, int32_t new_offset)
 {
 	struct rf_sb_change c = { .faulty_slot = -1, .set_reshape = RF_SB_RESHAPE_START,
-				  .reshape_delta = delta, .reshape_new_offset = new_offset };
-	int k, r, raid_disks;
+				  .reshape_new_offset = new_offset };
+	const struct rf_geom *g;
+	int r;
 
 	if (!s)
 		return 0;
-	raid_disks = rf_array_geom(s->a)->raid_disks;
-	c.reshape_raid_disks = raid_disks;
+	g = rf_array_geom(s->a);
+	c.reshape_raid_disks = g->raid_disks;
+	c.reshape_delta = g->raid_disks - rf_array_reshape_state(s->a)->prev.raid_disks;
 	reshape_geoms(s->a, &c);
 	sb_lock(s);
-	/* The devices that took the new slots hold their roles in every
-	 * copy of the table, which the write hands to all. */
-	for (k = first; k < raid_disks; k++)
-		roles_set(s->a, rf_dev_get(s->a, k)->sb.dev_number, (uint16_t)k);
 	s->reshape_recorded = 0;
-	s->reshape_absent = rf_array_reshape_state(s->a)->prev_absent;
-	s->n = raid_disks;
-	r = write_change(s, CH_DEVICES, &c, -1, 0);
+	r = slots_write(s, &c);
 	sb_unlock(s);
 	return r;
 }

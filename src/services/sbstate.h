@@ -53,10 +53,6 @@ struct rf_sbstate {
 	uint64_t resync_offset;         /* where a resync is due; RF_SB_MAX_SECTOR: none */
 	uint64_t recorded;              /* slots recorded as faulty */
 	uint64_t reshape_recorded;      /* a reshape's position as the superblocks last say it */
-	/* Slots a level change added, empty in the reshape's previous
-	 * geometry (struct rf_reshape prev_absent): each records md's
-	 * recovery_offset following the reshape, cleared at its end. */
-	uint64_t reshape_absent;
 	int n;                          /* slots */
 	/* the timer thread: records failed members when kicked, and after
 	 * each idle period (RF_SAFE_MODE_MS; tests change it with
@@ -115,25 +111,22 @@ int rf_sbstate_drop_replacement(struct rf_sbstate *s, int dev, bool lost);
  * that it ended (super.h RF_SB_RESHAPE_DONE); the members are flushed
  * first.  0, or -EIO when the array failed. */
 int rf_sbstate_reshape(struct rf_sbstate *s, bool done, uint64_t position);
-/* Every superblock records raid_disks slots (1.x; a raid1 given more
- * mirrors).  0, or -EIO when the array failed. */
-int rf_sbstate_set_raid_disks(struct rf_sbstate *s, int raid_disks);
-/* A raid1 shrunk (rf_array_remove_mirrors()): every superblock records
- * raid_disks and each slot's device in its slot (moved to the front).
- * 0, or -EIO when the array failed. */
-int rf_sbstate_compact(struct rf_sbstate *s, int raid_disks);
+/* The slots changed (a raid1 given or giving up mirrors): every
+ * superblock records the array's slot count and each slot's device in
+ * its slot (1.x).  Every request drained.  0, or -EIO when the array
+ * failed. */
+int rf_sbstate_set_raid_disks(struct rf_sbstate *s);
 /* A takeover (rf_array_takeover()) done: every superblock records level,
- * layout and raid_disks; the device that left the last slot (dev, or -1)
- * a spare in every role table.  Every request drained.  0, or -EIO when
- * the array failed. */
-int rf_sbstate_takeover(struct rf_sbstate *s, int level, int layout, int raid_disks, int dev);
+ * layout and the slot count; a device that left the last slot a spare.
+ * Every request drained.  0, or -EIO when the array failed. */
+int rf_sbstate_takeover(struct rf_sbstate *s, int level, int layout);
 /* A reshape begins (1.x), the array's two geometries set
- * (rf_array_reshape_begin()): the devices now in slots [first,
- * raid_disks) take those roles, and every superblock records the reshape
- * (super.h RF_SB_RESHAPE_START: the geometries, raid_disks, delta_disks
- * the change of the member count, new_offset: sectors from each data
- * offset).  Every request drained.  0, or -EIO when the array failed. */
-int rf_sbstate_reshape_start(struct rf_sbstate *s, int first, int delta, int32_t new_offset);
+ * (rf_array_reshape_begin()): the devices in the slots take those roles,
+ * and every superblock records the reshape (super.h RF_SB_RESHAPE_START:
+ * the geometries, raid_disks, delta_disks the change of the member count,
+ * new_offset: sectors from each data offset).  Every request drained.
+ * 0, or -EIO when the array failed. */
+int rf_sbstate_reshape_start(struct rf_sbstate *s, int32_t new_offset);
 /* Device dev is faulty in everyone's roles (before it leaves its slot). */
 int rf_sbstate_mark_faulty(struct rf_sbstate *s, int dev);
 /* Device dev's rebuild reached recovery_offset (RF_SB_MAX_SECTOR: done). */

@@ -241,7 +241,7 @@ rm -rf "$G"
 # (tools/md-golden-job.sh reshape-verify).
 if md_judge; then
 	G=$DISK/k
-	mkdir -p "$G/share"
+	mkdir -p "$G"
 	mk_conf "$G/r.conf" metadata=1.2 level=5 chunk_size=64K members="$G/d0.img $G/d1.img $G/d2.img" \
 		spares="$G/d3.img" member_size=32M
 	create_array "$G/r.conf" --assume-clean -b none
@@ -252,16 +252,11 @@ if md_judge; then
 	"$RAIDFUSE" grow "$MNT" --raid-devices 4 || fail "grow --raid-devices 4 refused"
 	wait_for "the grow did not move" '[ "$(pos)" -ge 4096 ]'
 	kill_daemon
-	echo "array_sectors before the reshape=$n" >"$G/share/job.log"
-	JOB_KIND=reshape-verify MDPEER_DISK_OPTS=snapshot=on TMPDIR=$G \
-		"$(dirname "$MDJUDGE")/run-guest.sh" --share "$G/share" --timeout 600 \
-		"$TOP_DIR/tools/md-golden-job.sh" "$G"/d?.img >"$WORK/guest.out" 2>&1 ||
-		fail "kernel md did not finish the grow: $(tail -n 20 "$WORK/guest.out"; cat "$G/share/verify.log" 2>/dev/null)"
-	v=$(cat "$G/share/verify.log")
-	[[ $v == *"reshape finished: reshape_position none, raid_disks 4"* && $v == *" OK"* &&
-		$v == *"mismatch_cnt=0"* && $v == *"vda=1664 vdb=1664 vdc=1664 vdd=1664"* ]] ||
-		fail "kernel md's run of the grow raidfuse began: $v"
-	log "kernel md finished the grow raidfuse began: $(grep -o 'assembled at reshape_position [0-9]*' <<<"$v"), pattern OK, mismatch_cnt 0"
+	md_continues "$G" "$n"
+	[[ $V == *"reshape finished: reshape_position none, raid_disks 4"* && $V == *" OK"* &&
+		$V == *"mismatch_cnt=0"* && $V == *"vda=1664 vdb=1664 vdc=1664 vdd=1664"* ]] ||
+		fail "kernel md's run of the grow raidfuse began: $V"
+	log "kernel md finished the grow raidfuse began: $(grep -o 'assembled at reshape_position [0-9]*' <<<"$V"), pattern OK, mismatch_cnt 0"
 	rm -rf "$G"
 fi
 

@@ -292,22 +292,17 @@ rm -rf "$G"
 # ---- 3. (RF_MD_JUDGE=1) kernel md continues the change raidfuse began
 if md_judge; then
 	G=$DISK/k
-	mkdir -p "$G/share"
+	mkdir -p "$G"
 	level_change "$G"
 	"$RFHELPER" fill "$IMG" "$N" >/dev/null || fail "cannot write md's pattern"
 	echo 500 >"$MNT/md/sync_speed_max"
 	echo idle >"$MNT/md/sync_action"
 	wait_for "the change did not move" '[ "$(pos)" -ge 6144 ]'
 	kill_daemon
-	echo "array_sectors before the reshape=$N" >"$G/share/job.log"
-	JOB_KIND=reshape-verify MDPEER_DISK_OPTS=snapshot=on TMPDIR=$G \
-		"$(dirname "$MDJUDGE")/run-guest.sh" --share "$G/share" --timeout 600 \
-		"$TOP_DIR/tools/md-golden-job.sh" "$G"/d?.img >"$WORK/guest.out" 2>&1 ||
-		fail "kernel md did not finish the change: $(tail -n 20 "$WORK/guest.out"; cat "$G/share/verify.log" 2>/dev/null)"
-	v=$(cat "$G/share/verify.log")
-	[[ $v == *"reshape finished: reshape_position none, raid_disks 5"* && $v == *" OK"* &&
-		$v == *"mismatch_cnt=0"* ]] || fail "kernel md's run of the change raidfuse began: $v"
-	log "kernel md finished the raid5 -> raid6 raidfuse began: $(grep -o 'assembled at reshape_position [0-9]*' <<<"$v"), pattern OK, mismatch_cnt 0"
+	md_continues "$G" "$N"
+	[[ $V == *"reshape finished: reshape_position none, raid_disks 5"* && $V == *" OK"* &&
+		$V == *"mismatch_cnt=0"* ]] || fail "kernel md's run of the change raidfuse began: $V"
+	log "kernel md finished the raid5 -> raid6 raidfuse began: $(grep -o 'assembled at reshape_position [0-9]*' <<<"$V"), pattern OK, mismatch_cnt 0"
 	rm -rf "$G"
 fi
 

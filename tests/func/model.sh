@@ -48,3 +48,18 @@ judge_model() {
 		fail "kernel md reads other data: $(grep JUDGE "$WORK/judge.out")"
 	grep -q "JUDGE mismatch_cnt=0 " "$WORK/judge.out" || fail "kernel md's check: $(grep JUDGE "$WORK/judge.out")"
 }
+
+# md_continues DIR SECTORS: (md_judge said yes) mdpeer's guest assembles
+# snapshots of DIR/d?.img, which a reshape raidfuse began was killed in, and
+# kernel md goes on to its end (tools/md-golden-job.sh reshape-verify), then
+# reads md's pattern over the first SECTORS sectors and runs its check.  V
+# gets the guest's verify.log; a guest that could not finish fails the test.
+md_continues() {
+	mkdir -p "$1/share"
+	echo "array_sectors before the reshape=$2" >"$1/share/job.log"
+	JOB_KIND=reshape-verify MDPEER_DISK_OPTS=snapshot=on TMPDIR=$1 \
+		"$(dirname "$MDJUDGE")/run-guest.sh" --share "$1/share" --timeout 600 \
+		"$TOP_DIR/tools/md-golden-job.sh" "$1"/d?.img >"$WORK/guest.out" 2>&1 ||
+		fail "kernel md did not finish the reshape: $(tail -n 20 "$WORK/guest.out"; cat "$1/share/verify.log" 2>/dev/null)"
+	V=$(cat "$1/share/verify.log")
+}

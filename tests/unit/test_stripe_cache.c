@@ -467,7 +467,7 @@ static void model_open(void)
 	fx_make_members(fa.what, 4, MEMBER_BYTES, false);
 	fx_config(&cfg, &fa);
 	M.a = fx_open_only(&cfg, "sm");
-	assert_int_equal(rf_groups_alloc(M.a, 1, 0, NS, &M.a->groups), 0);
+	assert_int_equal(rf_groups_alloc(M.a, 1, 0, NS, M.a->nmembers, &M.a->groups), 0);
 	M.a->ngroups = 1;
 	M.g = &M.a->groups[0];
 	assert_int_equal(M.g->nstripes, NS);
@@ -616,7 +616,7 @@ static void test_pressure(void **state)
 /* Held heads: the list stays in first-held order whatever order they are
  * held in; a release by time takes exactly those held before it, oldest
  * first; the bound (rf_delayed_check_locked) releases those older than
- * RF_DELAY_BOUND_NS and keeps the others; with pieces waiting for a head
+ * rf_delay_bound_ns and keeps the others; with pieces waiting for a head
  * and none busy or queued, it releases the older half. */
 static void test_delayed(void **state)
 {
@@ -659,7 +659,7 @@ static void test_delayed(void **state)
 	check_now();
 	/* The bound: one held long ago goes, one held just now stays. */
 	for (sh = g->delayed_head; sh; sh = sh->delay_next)
-		sh->delay_ns = sh == g->delayed_head ? 1 : rf_now_ns() + 10 * RF_DELAY_BOUND_NS;
+		sh->delay_ns = sh == g->delayed_head ? 1 : rf_now_ns() + 10 * rf_delay_bound_ns;
 	pthread_mutex_lock(&g->lock);
 	n = g->ndelayed;
 	rf_delayed_check_locked(g);
