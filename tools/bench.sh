@@ -123,7 +123,7 @@ if [ -n "$diskdir" ]; then
 	case $(stat -f -c %T "$diskdir") in
 	tmpfs | ramfs) echo "bench.sh: -d: $diskdir is in memory ($(stat -f -c %T "$diskdir")), not on a disk" >&2; exit 2 ;;
 	esac
-	[ $uring = 0 ] && [ $drain = 0 ] || { echo "bench.sh: -d takes neither -u nor -D" >&2; exit 2; }
+	[ $drain = 0 ] || { echo "bench.sh: -d does not take -D" >&2; exit 2; }
 fi
 uring_param=/sys/module/fuse/parameters/enable_uring
 uring_old=''
@@ -437,6 +437,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 # writes_per TARGET RW BS: member IOs one write of the job needs (reads: 1).
 writes_per() {
 	local l=${1%%@*}
+	l=${l%%-uring}
 	l=${l%%x*}
 	[[ $2 == *write* ]] || { echo 1; return; }
 	case $l in

@@ -40,6 +40,11 @@ struct rf_req {
 	const char *lent;
 	void (*done)(struct rf_req *r, int err);
 	void *priv;                     /* the caller's */
+	/* The caller's thread has more requests to submit right after this
+	 * one (a FUSE over io_uring ring thread working through a batch):
+	 * where group threads could take it, r is not served on the calling
+	 * thread, whose member IO would hold the requests behind it. */
+	bool more_behind;
 	/* engine-private below */
 	char *own;                      /* the caller's buf while buf points at lent data */
 	struct rf_lend_wait *lend_wait; /* the submitter waiting for the end of a lent write */

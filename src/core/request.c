@@ -339,14 +339,17 @@ struct rf_worker *rf_inline_begin(struct rf_array *a, struct rf_worker **saved, 
 /* Whether this thread serves r itself: always without group threads;
  * with them, on a level whose pieces are all member IO (no stripe heads:
  * its IO is on this thread's own ring and ends before it returns, no
- * group's queue is touched) while the array is quiet or r is large. */
+ * group's queue is touched) while the array is quiet or r is large,
+ * unless the caller has more requests behind r (r->more_behind: a ring
+ * thread serving its batch one by one would otherwise wait for each
+ * one's member IO, the array always quiet, the disks' queue one deep). */
 static bool serve_inline(struct rf_array *a, const struct rf_req *r)
 {
 	long n;
 
 	if (!a->group_thread_cnt)
 		return true;
-	if (a->ops->handle_stripe)
+	if (a->ops->handle_stripe || r->more_behind)
 		return false;
 	if (r->len >= RF_INLINE_LARGE)
 		return true;

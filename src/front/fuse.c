@@ -922,6 +922,7 @@ static void submit(struct fs *fs, struct rf_fq *q, int op, uint64_t off, size_t 
 	r->off = off;
 	r->len = (uint32_t)len;
 	r->done = io_done;
+	r->more_behind = q->more;
 	/* The transport keeps data until this call returns: lend it (the core
 	 * copies it when the write may outlive the call). */
 	r->lent = data;

@@ -60,6 +60,7 @@ struct rf_fq {
 	uid_t uid;              /* the sender */
 	gid_t gid;
 	pid_t pid;
+	bool more;              /* the transport has more requests for this thread right after it */
 };
 
 /* The ops, as the transports call them (fuse.c).  ino are FUSE inode

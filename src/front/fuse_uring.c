@@ -647,9 +647,9 @@ static void dev_request(struct rf_uring *u, const char *buf, size_t n)
 	dispatch(u->c.fops, &q, ih, buf + sizeof(*ih), buf + sizeof(*ih) + in, n - sizeof(*ih) - (size_t)in);
 }
 
-/* A request that arrived on entry e. */
-/* Serve the request entry e holds (its answer: commit()). */
-static void serve_ent(struct ent *e)
+/* Serve the request entry e holds (its answer: commit()); more: this
+ * thread has other requests to serve right after it (rf_fq.more). */
+static void serve_ent(struct ent *e, bool more)
 {
 	struct rf_uring *u = e->t->u;
 	struct fuse_in_header ih;
@@ -658,6 +658,7 @@ static void serve_ent(struct ent *e)
 
 	memcpy(&ih, e->hdr->in_out, sizeof(ih));
 	q = fq_of(u, &e->uh, &ih);
+	q.more = more;
 	if (plen > u->payload_sz) {
 		r_err(&q, EINVAL);
 		return;
@@ -693,8 +694,9 @@ static size_t io_size(const struct ent *e, uint32_t opcode)
 }
 
 /* A ring's thread has e's request: serve it, or hand it to the slow
- * thread when it may wait long, or to the bulk threads when it is large. */
-static void ring_request(struct ent *e)
+ * thread when it may wait long, or to the bulk threads when it is large.
+ * more: other requests of its batch follow. */
+static void ring_request(struct ent *e, bool more)
 {
 	struct rf_uring *u = e->t->u;
 	struct fuse_in_header ih;
@@ -710,7 +712,7 @@ static void ring_request(struct ent *e)
 		handoff_put(&u->bulk, e);
 		return;
 	}
-	serve_ent(e);
+	serve_ent(e, more);
 }
 
 struct handoff_arg {
@@ -744,7 +746,7 @@ static void *handoff_thread(void *arg)
 		pthread_mutex_unlock(&h->lock);
 		/* The entry is off every list until commit() puts it on its
 		 * ring's done list: next_done is free for that. */
-		serve_ent(e);
+		serve_ent(e, h->head != NULL);
 		pthread_mutex_lock(&h->lock);
 	}
 	pthread_mutex_unlock(&h->lock);
@@ -1106,7 +1108,10 @@ static void *ring_thread(void *arg)
 			}
 			e->fails = 0;
 			t->out++;
-			ring_request(e);
+			/* Served one after another, each knowing whether
+			 * more wait behind it (the CQ is not advanced yet:
+			 * what is ready counts from the batch's start). */
+			ring_request(e, io_uring_cq_ready(&t->ring) > n);
 		}
 		io_uring_cq_advance(&t->ring, n);
 		grow(t);

@@ -11,6 +11,8 @@
 #    ls, stat and mdstat work; the unmount is clean (the daemon exits 0);
 #    the 1 MiB requests went to the bulk threads (their count at the end),
 #    and with RAIDFUSE_URING_BULK=0 none are started (the control).
+#    raid0 and raid5 again with members on the disk (/var/tmp), where
+#    group threads take the member IO (md/group_thread_cnt >= 1).
 # 2. kill -9 of the daemon while dd (acknowledged, numbered blocks) and fio
 #    write: the next mount (io_uring=on again) reads back every
 #    acknowledged block.
@@ -38,14 +40,20 @@ uring_in_use() { log_has "$MNT" "$URING_LINE"; }
 
 echo 1 >$PARAM
 
-# serve NAME LEVEL N: io_uring=on, fio, control files, clean unmount.
+# serve NAME LEVEL N [DIR]: io_uring=on, fio, control files, clean
+# unmount; members in DIR/NAME (default $WORK/NAME).
 serve() {
-	local name=$1 level=$2 n=$3 D=$WORK/$1
+	local name=$1 level=$2 n=$3 D=${4:-$WORK}/$1
 	mkdir -p "$D"
 	mk_conf "$D/raid.conf" level="$level" chunk_size=64K members="$(members "$n")" member_size=32M
 	create_array "$D/raid.conf"
 	start_array "$D/raid.conf" "$MNT" -o io_uring=on
 	uring_in_use || fail "$name: io_uring=on: no '$URING_LINE' in the log: $(cat "$(daemon_log_file "$MNT")")"
+	if [ -n "${4:-}" ]; then
+		# Members on a disk: group threads take member IO from the rings.
+		check '[ "$(cat "$MNT/md/group_thread_cnt")" -ge 1 ]' \
+			"$name: members on a disk, group_thread_cnt $(cat "$MNT/md/group_thread_cnt")"
+	fi
 	fio_verify "$IMG" --name=w4k --rw=randwrite --bs=4k --size=8M --iodepth=32
 	fio_verify "$IMG" --name=w1m --rw=randwrite --bs=1M --offset=8M --size=16M --iodepth=32
 	fio_verify --verify_only "$IMG" --name=r4k --rw=randread --bs=4k --size=8M --iodepth=32
@@ -73,6 +81,12 @@ serve() {
 serve raid0 0 2
 serve raid5 5 3
 serve raid1 1 2
+# On a disk the rings hand member IO to group threads (a ring working
+# through a batch never waits for one request's member IO).
+DISK=$(mktemp -d /var/tmp/rf35.XXXXXX)
+_RM_DIRS+=("$DISK")
+serve disk-raid0 0 2 "$DISK"
+serve disk-raid5 5 3 "$DISK"
 
 log "RAIDFUSE_URING_BULK=0: no bulk threads, the rings serve 1 MiB requests themselves"
 D=$WORK/nobulk

@@ -28,7 +28,8 @@
  *    stripe heads ends on a worker; a level without serves a request on
  *    the submitter when nothing else is in flight or when it is 256 KiB
  *    or more, and hands it to a worker (the submit returning at once)
- *    when two others are in flight (RF_INLINE_QUIET);
+ *    when two others are in flight (RF_INLINE_QUIET), or when the
+ *    submitter said it has more requests right behind (more_behind);
  *  - negative controls: the tiling check rejects a piece list with a
  *    piece dropped or moved; a request without the injected error ends
  *    with 0.
@@ -599,7 +600,7 @@ static void *opener_main(void *arg)
  * expectation fails an assertion (inline expected but not: done() on
  * another thread; a worker expected but not: the submitter is let
  * through after 10 s, and done() ran on it). */
-static void expect_served(struct rf_array *a, int nheld, uint32_t len, bool inl)
+static void expect_served_as(struct rf_array *a, int nheld, uint32_t len, bool behind, bool inl)
 {
 	struct bg_io b[4];
 	atomic_int submitted = 0;
@@ -609,6 +610,7 @@ static void expect_served(struct rf_array *a, int nheld, uint32_t len, bool inl)
 	fake_reset();
 	creq_init(&c, a, len);
 	c.submitted = &submitted;
+	c.r->more_behind = behind;
 	fake_gate_close();
 	hold_reads(a, b, nheld);
 	assert_int_equal(pthread_create(&o.th, NULL, opener_main, &o), 0);
@@ -629,6 +631,11 @@ static void expect_served(struct rf_array *a, int nheld, uint32_t len, bool inl)
 	fake_reset();
 }
 
+static void expect_served(struct rf_array *a, int nheld, uint32_t len, bool inl)
+{
+	expect_served_as(a, nheld, len, false, inl);
+}
+
 static void test_inline_or_groups(void **state)
 {
 	struct rf_array *a;
@@ -637,6 +644,7 @@ static void test_inline_or_groups(void **state)
 	a = open_spec(&specs[0], 0);
 	expect_served(a, 0, 4096, true);
 	expect_served(a, 3, 4096, true);
+	expect_served_as(a, 0, 4096, true, true);
 	rf_array_close(a);
 	/* raid0 with group threads: quiet or large on the submitter */
 	a = open_spec(&specs[0], 2);
@@ -645,6 +653,10 @@ static void test_inline_or_groups(void **state)
 	expect_served(a, 2, 4096, false);
 	expect_served(a, 3, (256u << 10) - 512, false);
 	expect_served(a, 3, 256u << 10, true);
+	/* the submitter has more requests behind this one (a ring thread's
+	 * batch): a worker, however quiet the array */
+	expect_served_as(a, 0, 4096, true, false);
+	expect_served_as(a, 1, 4096, true, false);
 	rf_array_close(a);
 	/* raid1 alike */
 	a = open_spec(&specs[1], 2);
