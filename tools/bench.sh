@@ -46,7 +46,8 @@
 #   -u          the io_uring targets too (root: the fuse module's enable_uring is
 #               turned on for the run and put back after)
 #   -d DIR      members and backing files on the disk DIR is on (see above);
-#               fuse-ceiling's null and pass are left out
+#               fuse-ceiling's null and pass are left out (with -u, raidfuse's
+#               rnull-fuse and rnull-uring stand for the transports)
 # Environment: RAIDFUSE (the binary), RAIDFUSE_BASE (another build: its arrays
 # run beside, as raidN@base, so a change is measured against what it
 # changed in the same run), CEILING_SRC, BENCH_DIR (where the work directory
