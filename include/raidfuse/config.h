@@ -68,6 +68,9 @@ struct rf_config {
 		int prev_raid_disks, prev_layout;
 		uint32_t prev_chunk_bytes;
 		uint64_t new_offset[RF_MAX_MEMBERS];   /* bytes: slot i's data offset in the new geometry */
+		/* bytes: spare j's after it, as its superblock records (md
+		 * moves every device's offset at a reshape's end) */
+		uint64_t spare_new_offset[RF_MAX_MEMBERS];
 	} reshape;
 	/* md metadata */
 	int metadata;                   /* enum rf_sb_kind: what `create` writes (1.2, or

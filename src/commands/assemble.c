@@ -323,8 +323,14 @@ static void member_areas(struct rf_config *cfg, const struct rf_sb *const *role_
 	}
 	/* A spare without a superblock gets one modelled on an in-sync
 	 * member's, data offset included (as mdadm --add does). */
-	for (i = 0; i < nspare; i++)
-		cfg->spare_offset[i] = (spare_sb[i] ? spare_sb[i] : first)->data_offset * 512;
+	for (i = 0; i < nspare; i++) {
+		const struct rf_sb *s = spare_sb[i] ? spare_sb[i] : first;
+		int64_t move = s->kind != RF_SB_090 && s->reshape && (s->feature_map & RF_SB_FEAT_NEW_OFFSET) ?
+			       s->new_offset : 0;
+
+		cfg->spare_offset[i] = s->data_offset * 512;
+		cfg->reshape.spare_new_offset[i] = (uint64_t)((int64_t)s->data_offset + move) * 512;
+	}
 	cfg->data_offset = first->data_offset * 512;
 	*out = first->level == 0 ? 0 : first->size * 512;
 }
@@ -476,12 +482,6 @@ static int place_members(const char *const *paths, const struct rf_sb *const *sb
 	for (i = 0; i < n; i++) {
 		const struct rf_sb *s = sbs[i];
 
-		why = geometry_differs(s, fresh);
-		if (why) {
-			snprintf(err, errlen, "%s%s and %s disagree on the %s of array %s", where, paths[i],
-				 paths[fi], why, u);
-			return -EINVAL;
-		}
 		role = role_of(s, fresh);
 		if (role == RF_SB_ROLE_FAULTY) {
 			rf_warn("%s%s: the array (%s, events %llu) records it as faulty: left out", where, paths[i],
@@ -496,6 +496,16 @@ static int place_members(const char *const *paths, const struct rf_sb *const *sb
 			rf_warn("%s%s: events %llu, the array (%s) is at %llu: stale, left out", where, paths[i],
 				(unsigned long long)s->events, paths[fi], (unsigned long long)fresh->events);
 			continue;
+		}
+		/* Only after those: a member that failed or fell behind in the
+		 * middle of a reshape records it under way (and a member that
+		 * missed a grow, the old count); md leaves such a member out by
+		 * its events, whatever it says of the geometry. */
+		why = geometry_differs(s, fresh);
+		if (why) {
+			snprintf(err, errlen, "%s%s and %s disagree on the %s of array %s", where, paths[i],
+				 paths[fi], why, u);
+			return -EINVAL;
 		}
 		if (stale(s, fresh))
 			role = RF_SB_ROLE_SPARE;

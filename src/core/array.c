@@ -390,6 +390,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		char who[PATH_MAX + 32];
 
 		m->data_offset = doff;
+		m->new_data_offset = cfg->reshape.active ? cfg->reshape.spare_new_offset[i] : doff;
 		m->flags = RF_DEV_SPARE;
 		m->path = strdup(cfg->spares[i]);
 		m->io.fault = rf_fault_new();
@@ -739,6 +740,11 @@ int rf_array_reshape_begin(struct rf_array *a, const struct rf_geom *to, const s
 	if (ret)
 		return ret;
 	rf_devs_lock(a);
+	/* Every device's offset moves, the spares' too: the superblocks
+	 * record the one new_offset on each (md's start_reshape). */
+	for (i = raid_disks; i < a->ndevs; i++)
+		a->devs[i].new_data_offset = a->devs[i].data_offset >= gap * 512 ?
+						     a->devs[i].data_offset - gap * 512 : a->devs[i].data_offset;
 	for (i = 0; i < raid_disks; i++) {
 		a->devs[i].new_data_offset = a->devs[i].data_offset - gap * 512;
 		if (i >= oldn) {
@@ -786,7 +792,9 @@ int rf_array_reshape_finish(struct rf_array *a, char *err, size_t errlen)
 	/* The device lock too: superblock writers outside the drain read
 	 * the offsets and whether a reshape is under way under it. */
 	rf_devs_lock(a);
-	for (i = 0; i < a->nmembers; i++)
+	/* Spares too, as their superblocks' end of the reshape moves them
+	 * (md_finish_reshape: every device). */
+	for (i = 0; i < a->ndevs; i++)
 		a->devs[i].data_offset = a->devs[i].new_data_offset;
 	a->reshape.active = false;
 	rf_devs_unlock(a);

@@ -115,20 +115,26 @@ static unsigned dev_flags(struct rf_array *a, int dev)
 	return f;
 }
 
-/* The data offset (bytes) a new spare's superblock gets: mdadm --add and
+/* Device d, a new spare: the data offset (bytes) its superblock gets: mdadm --add and
  * the superblock module model it on an in-sync member's, the first by slot
  * (their events agree while the array runs), skipping slot skip.  Members
  * may differ (added later, replaced); with none in sync, slot 0's.
  * reconf_lock held, or the array drained. */
-static uint64_t spare_data_offset(struct rf_array *a, int skip)
+static void spare_offsets(struct rf_array *a, struct rf_dev *d, int skip)
 {
 	uint64_t bad = rf_array_faulty(a) | rf_array_recovering(a);
+	const struct rf_dev *model = rf_dev_get(a, 0);
 	int i;
 
 	for (i = 0; i < rf_array_nslots(a); i++)
-		if (i != skip && (rf_array_present(a) & (1ull << i)) && !(bad & (1ull << i)))
-			return rf_dev_get(a, i)->data_offset;
-	return rf_dev_get(a, 0)->data_offset;
+		if (i != skip && (rf_array_present(a) & (1ull << i)) && !(bad & (1ull << i))) {
+			model = rf_dev_get(a, i);
+			break;
+		}
+	/* and during a reshape the offset it moves to at the end, as the
+	 * model's superblock records it */
+	d->data_offset = model->data_offset;
+	d->new_data_offset = model->new_data_offset;
 }
 
 int rf_array_ndevs(struct rf_array *a)
@@ -282,7 +288,7 @@ static int take_slot(void *arg)
 	if (rf_array_sbstate(a) && !rf_dev_get(a, k)->sb_has) {
 		char err[1024];
 
-		rf_dev_get(a, k)->data_offset = spare_data_offset(a, k);
+		spare_offsets(a, rf_dev_get(a, k), k);
 		ret = rf_sbstate_add_spare(rf_array_sbstate(a), k, err, sizeof(err));
 		if (ret)
 			rf_err("%s: %s", rf_array_name(a), err);
@@ -551,7 +557,7 @@ static int replace_fix(void *arg)
 		if (rf_array_sbstate(a) && !rf_dev_get(a, sp)->sb_has) {
 			char err[1024];
 
-			rf_dev_get(a, sp)->data_offset = spare_data_offset(a, -1);
+			spare_offsets(a, rf_dev_get(a, sp), -1);
 			ret = rf_sbstate_add_spare(rf_array_sbstate(a), sp, err, sizeof(err));
 			if (ret) {
 				rf_err("%s: %s", rf_array_name(a), err);
@@ -616,7 +622,7 @@ static void check_recovery(struct rf_array *a)
 	struct rf_sync_status st;
 	struct swap_job j = { .a = a, .slot = -1, .spare = -1 };
 	uint64_t r, fresh;
-	bool broken;
+	bool broken, reshaping;
 	int ret;
 
 	if (rf_array_readonly(a) || rf_array_overlay(a))
@@ -631,7 +637,14 @@ static void check_recovery(struct rf_array *a)
 	rf_sync_get(a, &st);
 	fresh = rf_array_faulty(a) & ~rf_array_mgmt(a)->faulty_seen;
 	rf_array_mgmt(a)->faulty_seen = rf_array_faulty(a);
+	reshaping = rf_array_reshape_state(a)->active;
 	rf_array_reconf_unlock(a);
+	/* md recovers nothing while a reshape is under way: the reshape goes
+	 * on degraded (services/reshape.c), and a spare takes a failed slot
+	 * once it ended (the walk kicks this thread then).  A spare put in
+	 * now would be read by the walk before anything was rebuilt on it. */
+	if (reshaping)
+		return;
 	if (st.action == RF_SYNC_RECOVER) {
 		/* md interrupts the rebuild at every failure (md_error sets
 		 * MD_RECOVERY_INTR): a device being rebuilt that failed is
@@ -1353,7 +1366,7 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 		return ret;
 	m->flags = RF_DEV_SPARE;
 	rf_array_reconf_lock(a);
-	m->data_offset = spare_data_offset(a, -1);
+	spare_offsets(a, m, -1);
 	need = m->data_offset + rf_array_geom(a)->dev_sectors * 512;
 	rf_array_reconf_unlock(a);
 	if (m->size < need) {

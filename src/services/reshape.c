@@ -57,11 +57,19 @@
  * place, a shrink) is walked down from its position (window_below()), the
  * same steps mirrored; a shrink's dropped members end as spares.
  *
+ * A member that fails during the walk leaves it degraded, as md's goes on:
+ * its chunks of each old row are computed from the rest of the row
+ * (read_missing()), its chunks of the new rows are not written (the
+ * parity computed here covers them), and no spare takes its slot until the
+ * reshape ended (services/member.c waits; the walk kicks it at the end).
+ * Every device's data offset moves at the end, the spares' too, as the
+ * superblocks record it (md_finish_reshape).
+ *
  * It does NOT: start a backward reshape or a shrink (it continues those md
- * began), keep a bitmap or a partial parity log through a reshape, rebuild
- * a missing member's old rows (a degraded array's reshape waits until it
- * is whole again), or change the level but raid4/5 -> raid6 (md's
- * takeovers that move no data are rf_reshape_level()'s too).
+ * began), keep a bitmap or a partial parity log through a reshape, go on
+ * while a device is being rebuilt (one found at assembly: it waits for the
+ * rebuild), or change the level but raid4/5 -> raid6 (md's takeovers that
+ * move no data are rf_reshape_level()'s too).
  *
  * Pace: sync_speed_max (KiB of each member per second, as md counts), and
  * sync_speed_min while foreground IO is in flight or was within half a
@@ -102,7 +110,8 @@ struct reshape {
 	int nmios;
 	char *data;                     /* the window's data, array order */
 	char *par;                      /* P and Q of each new row of the window */
-	char *zero;                     /* a chunk of zeros */
+	char *zero;                     /* a chunk of zeros (the larger of the two) */
+	char *scratch;                  /* an old row's chunks, to compute a missing one */
 	uint64_t unit;                  /* sectors: the larger chunk of the two */
 	uint64_t end;                   /* array sectors of the new geometry */
 	bool said_wait;
@@ -238,25 +247,98 @@ static uint64_t window_at(struct reshape *r, uint64_t x)
 
 /* Read [x, x + n) array sectors from the previous geometry into r->data
  * (zeros past the old array's end). */
+/* The members an old row lacks: the faulty ones, and one a level change
+ * added (absent in the previous geometry).  Faulty members change only
+ * with writes drained or by a failure, which fails the window. */
+static uint64_t old_missing(const struct rf_array *a)
+{
+	/* RAIDFUSE_TEST_BREAK=reshape-degraded: a failed member is read as
+	 * if it were whole (what it missed since it failed comes back). */
+	if (rf_test_break("reshape-degraded"))
+		return rf_array_reshape_state(a)->prev_absent;
+	return rf_array_faulty(a) | rf_array_reshape_state(a)->prev_absent;
+}
+
+/* len bytes of old row mp->stripe's chunk on a missing member (at
+ * mp->dev_sector), into out: computed from the rest of the row, as a
+ * degraded read computes it (md's reshape reads through its stripe cache,
+ * which does the same).  -EIO when the row lacks more than its parity
+ * covers. */
+static int read_missing(struct reshape *r, const struct rf_r5_map *mp, char *out, uint32_t len)
+{
+	struct rf_array *a = r->a;
+	const struct rf_geom *p = &rf_array_reshape_state(a)->prev;
+	uint64_t miss = old_missing(a);
+	void *blocks[RF_MAX_MEMBERS + 2];
+	char *bufs[RF_MAX_MEMBERS];
+	struct rf_r5_row row;
+	int m, k = 0, fa = -1, fb = -1, ret;
+
+	rf_r5_row(p, mp->stripe, &row);
+	for (m = 0; m < p->raid_disks; m++) {
+		bufs[m] = m == mp->dd_idx ? out : r->scratch + (size_t)m * p->chunk_sectors * 512;
+		if (!(miss & (1ull << m)))
+			queue_io(r, m, false, bufs[m], rf_dev_get(a, m)->data_offset + mp->dev_sector * 512, len);
+	}
+	ret = wait_io(r);
+	if (ret)
+		return ret;
+	if (p->level != 6) {
+		/* raid4/5: the xor of every other member, parity included */
+		if (__builtin_popcountll(miss & ((1ull << p->raid_disks) - 1)) > 1)
+			return -EIO;
+		for (m = 0; m < p->raid_disks; m++)
+			if (m != mp->dd_idx)
+				blocks[k++] = bufs[m];
+		rf_xor_gen(k, len, blocks, out);
+		return 0;
+	}
+	for (m = 0; m < p->raid_disks; m++) {
+		if (!(miss & (1ull << m)))
+			continue;
+		if (fb >= 0)
+			return -EIO;
+		*(fa < 0 ? &fa : &fb) = rf_r6_index(&row, m);
+	}
+	return rf_raid6_recover(rf_r6_blocks(&row, p->data_disks, bufs, 0, r->zero, blocks), len, blocks, fa, fb);
+}
+
 static int read_old(struct reshape *r, uint64_t x, uint64_t n)
 {
 	const struct rf_geom *p = &rf_array_reshape_state(r->a)->prev;
-	uint64_t s = x, lim = x + n < p->array_sectors ? x + n : p->array_sectors;
+	uint64_t s, lim = x + n < p->array_sectors ? x + n : p->array_sectors, miss = old_missing(r->a);
+	int ret = 0;
 
-	while (s < lim) {
+	/* The chunks on members present first, all at once; then each one on
+	 * a missing member, from its row. */
+	for (s = x; s < lim;) {
 		struct rf_r5_map mp;
 		uint64_t len = p->chunk_sectors - s % p->chunk_sectors;
 
 		if (len > lim - s)
 			len = lim - s;
 		rf_r5_map_sector(p, s, &mp);
-		queue_io(r, mp.dd_idx, false, r->data + (s - x) * 512,
-			 rf_dev_get(r->a, mp.dd_idx)->data_offset + mp.dev_sector * 512, (uint32_t)(len * 512));
+		if (!(miss & (1ull << mp.dd_idx)))
+			queue_io(r, mp.dd_idx, false, r->data + (s - x) * 512,
+				 rf_dev_get(r->a, mp.dd_idx)->data_offset + mp.dev_sector * 512,
+				 (uint32_t)(len * 512));
+		s += len;
+	}
+	ret = wait_io(r);
+	for (s = x; !ret && miss && s < lim;) {
+		struct rf_r5_map mp;
+		uint64_t len = p->chunk_sectors - s % p->chunk_sectors;
+
+		if (len > lim - s)
+			len = lim - s;
+		rf_r5_map_sector(p, s, &mp);
+		if (miss & (1ull << mp.dd_idx))
+			ret = read_missing(r, &mp, r->data + (s - x) * 512, (uint32_t)(len * 512));
 		s += len;
 	}
 	if (lim < x + n)
 		memset(r->data + (lim > x ? lim - x : 0) * 512, 0, (x + n - (lim > x ? lim : x)) * 512);
-	return wait_io(r);
+	return ret;
 }
 
 /* Write [x, x + n) (whole new rows, data in r->data) in the new geometry. */
@@ -291,6 +373,10 @@ static int write_new(struct reshape *r, uint64_t x, uint64_t n)
 			rf_xor_gen(g->data_disks, clen, blocks, pp);
 		}
 		for (m = 0; m < g->raid_disks; m++) {
+			/* A faulty member is missing in the new rows too: the
+			 * others and the parity computed here hold its part. */
+			if (rf_array_faulty(a) & (1ull << m))
+				continue;
 			/* RAIDFUSE_TEST_BREAK=reshape-level-q: the member a level
 			 * change added is never written (its rows stay what
 			 * they were: the test's model must see it). */
@@ -410,8 +496,9 @@ static void free_bufs(struct reshape *r)
 	free(r->data);
 	free(r->par);
 	free(r->zero);
+	free(r->scratch);
 	r->mios = NULL;
-	r->data = r->par = r->zero = NULL;
+	r->data = r->par = r->zero = r->scratch = NULL;
 }
 
 static int setup(struct reshape *r)
@@ -433,12 +520,13 @@ static int setup(struct reshape *r)
 			 rows * (r->unit / g->chunk_sectors) * (uint64_t)g->raid_disks, sizeof(*r->mios));
 	r->data = alloc_aligned(rows * row * 512);
 	r->par = alloc_aligned(2 * rows * (r->unit / g->chunk_sectors) * g->chunk_sectors * 512);
-	r->zero = alloc_aligned(g->chunk_sectors * 512);
-	if (!r->mios || !r->data || !r->par || !r->zero) {
+	r->zero = alloc_aligned(r->unit * 512);
+	r->scratch = alloc_aligned((size_t)rs->prev.raid_disks * rs->prev.chunk_sectors * 512);
+	if (!r->mios || !r->data || !r->par || !r->zero || !r->scratch) {
 		free_bufs(r);
 		return -ENOMEM;
 	}
-	memset(r->zero, 0, g->chunk_sectors * 512);
+	memset(r->zero, 0, r->unit * 512);
 	return 0;
 }
 
@@ -470,10 +558,15 @@ static void run(struct reshape *r)
 			r->pace_next_ms = rf_mono_ms();
 			continue;
 		}
-		if (rf_array_faulty(a) || rf_array_failed(a)) {
+		/* Degraded, it goes on (md's does): a missing member's old
+		 * chunks are computed from their rows, its new ones left out;
+		 * spares take failed slots once it ended.  Past what the level
+		 * survives (or with a device being rebuilt, which a reshape
+		 * found at assembly may have) it waits. */
+		if (rf_array_failed(a) || rf_array_recovering(a)) {
 			if (!r->said_wait)
-				rf_warn("%s: reshape: waits at array sector %" PRIu64 ": a member is missing or "
-					"faulty", rf_array_name(a), w.x);
+				rf_warn("%s: reshape: waits at array sector %" PRIu64 ": %s", rf_array_name(a), w.x,
+					rf_array_failed(a) ? "the array has failed" : "a device is being rebuilt");
 			r->said_wait = true;
 			sleep_ms(100);
 			continue;
@@ -520,6 +613,8 @@ static void run(struct reshape *r)
 	 * geometry left, as md's does after a reshape. */
 	if (!frozen(r))
 		rf_array_start_resync(a, false);
+	/* A slot that failed during it meets its spare now. */
+	rf_mgmt_kick(a);
 }
 
 static void *walk_main(void *arg)
@@ -591,25 +686,30 @@ static const struct rf_hooks reshape_hooks = {
 static const char *cannot_reshape(struct rf_array *a)
 {
 	const struct rf_geom *g = rf_array_geom(a);
+	const char *why = NULL;
 	int i;
 
 	if (g->level != 4 && g->level != 5 && g->level != 6)
 		return "raidfuse reshapes raid4/5/6 only";
 	if (!rf_array_sbstate(a))
 		return "no superblocks to record its position in";
-	for (i = 0; i < rf_array_nslots(a); i++) {
+	/* The superblocks in memory change with every update, under the
+	 * device lock (services/sbstate.c). */
+	rf_devs_lock(a);
+	for (i = 0; i < rf_array_nslots(a) && !why; i++) {
 		const struct rf_dev *d = rf_dev_get(a, i);
 
 		if (!d->sb_has)
 			continue;
 		if (d->sb.kind == RF_SB_090)
-			return "0.90 metadata";
-		if (d->sb.feature_map & RF_SB_FEAT_BITMAP)
-			return "the array keeps a write-intent bitmap";
-		if (d->sb.feature_map & (RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL))
-			return "the array keeps a partial parity log";
+			why = "0.90 metadata";
+		else if (d->sb.feature_map & RF_SB_FEAT_BITMAP)
+			why = "the array keeps a write-intent bitmap";
+		else if (d->sb.feature_map & (RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL))
+			why = "the array keeps a partial parity log";
 	}
-	return NULL;
+	rf_devs_unlock(a);
+	return why;
 }
 
 /* Every raid4/5/6 array served read-write with 1.x superblocks has the

@@ -21,6 +21,13 @@ same_model() {
 
 pos() { cat "$MNT/md/reshape_position"; }
 
+# to_end WHAT: the reshape on MNT unfrozen at full speed, to its end.
+to_end() {
+	echo 0 >"$MNT/md/sync_speed_max"
+	echo idle >"$MNT/md/sync_action"
+	wait_for "$1 did not end" '[ "$(pos)" = none ]'
+}
+
 # kill -9 of the daemon serving MNT, and its mount gone.
 kill_daemon() {
 	kill -9 "$DAEMON_PID"

@@ -24,7 +24,10 @@
  *    model's bytes, check 0, and assembled again as the new level;
  *  - a raid1 of 3 shrunk to 2 (md's raid1_reshape): refused while all
  *    three slots hold a device; with the middle one failed and removed,
- *    the third moves into its slot: the model, assembled again as 2.
+ *    the third moves into its slot: the model, assembled again as 2;
+ *  - a member failed mid-grow (raid5 3 -> 4, raid6 4 -> 5): the walk goes
+ *    on degraded, no spare takes the slot until it ended, then one is
+ *    rebuilt: the model, check 0, assembled again the same.
  * Negative control: one byte changed behind the grown array on a member
  * (a data column) is found by the model comparison or by the check.
  */
@@ -39,6 +42,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/core.h"
 #include "fixture.h"
 #include "raidfuse/create.h"
 #include "raidfuse/ctl.h"
@@ -111,6 +115,19 @@ static int degraded(struct rf_array *a)
 	return info.degraded;
 }
 
+/* Full speed: the reshape and any rebuild after it to their end (60 s
+ * at most). */
+static void to_end(struct rf_array *a)
+{
+	int i;
+
+	assert_int_equal(rf_sync_set_speed_max(a, 0), 0);
+	assert_int_equal(rf_sync_set_speed_min(a, 0), 0);
+	for (i = 0; i < 6000 && (reshaping(a) || degraded(a)); i++)
+		usleep(10000);
+	assert_false(reshaping(a));
+}
+
 static void check_zero(struct rf_array *a)
 {
 	struct rf_sync_status st;
@@ -177,6 +194,25 @@ static int start(struct rf_array *a, enum change how, int raid_disks, char *err,
 	}
 }
 
+/* An array made and served (n members, nspare spares), filled against a
+ * model of room for twice its size, syncs slow enough that IO meets the
+ * reshape under way. */
+static struct rf_array *filled(const char *what, int level, int n, int nspare, char (*paths)[FX_PATH],
+			       uint64_t *old, char **model)
+{
+	struct rf_array *a;
+
+	make(what, level, n, nspare, paths);
+	a = serve(paths, n + nspare);
+	*old = rf_array_size(a);
+	*model = malloc(*old * 2);
+	assert_non_null(*model);
+	fx_model_fill(a, *model, 256 << 10, 50);
+	assert_int_equal(rf_sync_set_speed_max(a, 4096), 0);
+	assert_int_equal(rf_sync_set_speed_min(a, 4096), 0);
+	return a;
+}
+
 static void grow(const char *what, int level, int n, int nspare, enum change how)
 {
 	char paths[RF_MAX_MEMBERS][FX_PATH], err[512];
@@ -184,17 +220,9 @@ static void grow(const char *what, int level, int n, int nspare, enum change how
 	uint64_t old, size;
 	struct rf_array *a;
 	char *model;
-	int i, rounds = 0;
+	int rounds = 0;
 
-	make(what, level, n, nspare, paths);
-	a = serve(paths, n + nspare);
-	old = rf_array_size(a);
-	model = malloc(old * 2);
-	assert_non_null(model);
-	fx_model_fill(a, model, 256 << 10, 50);
-	/* Slow enough that the IO below meets the reshape under way. */
-	assert_int_equal(rf_sync_set_speed_max(a, 4096), 0);
-	assert_int_equal(rf_sync_set_speed_min(a, 4096), 0);
+	a = filled(what, level, n, nspare, paths, &old, &model);
 	if (start(a, how, n + nspare, err, sizeof(err)))
 		fail_msg("%s: grow refused: %s", what, err);
 	rf_array_get_info(a, &info);
@@ -205,11 +233,7 @@ static void grow(const char *what, int level, int n, int nspare, enum change how
 		assert_int_equal(fx_model_io(a, model, 20, 64 << 10), 0);
 		rounds++;
 	}
-	assert_int_equal(rf_sync_set_speed_max(a, 0), 0);
-	assert_int_equal(rf_sync_set_speed_min(a, 0), 0);
-	for (i = 0; i < 6000 && (reshaping(a) || degraded(a)); i++)
-		usleep(10000);
-	assert_false(reshaping(a));
+	to_end(a);
 	assert_int_equal(rf_array_faulty(a), 0);
 	rf_sync_wait(a);
 	size = rf_array_size(a);
@@ -421,6 +445,64 @@ static void test_raid1_shrink(void **state)
 	free(model);
 }
 
+/* A member fails while the reshape runs: the walk goes on degraded (md's
+ * does), computing its old chunks from their rows; no spare takes the
+ * slot until the reshape ended, then one is rebuilt into it.  IO against
+ * the model throughout; the model at the end, and assembled again.
+ * raid5 3 -> 4 (a spare left over: rebuilt after, check 0) and raid6
+ * 4 -> 5 (the same, two parities). */
+static void grow_degraded(const char *what, int level, int n, int fail_slot)
+{
+	char paths[RF_MAX_MEMBERS][FX_PATH], err[512];
+	uint64_t old, size, pos;
+	struct rf_array *a;
+	bool back, failed = false;
+	char *model;
+	int i, rounds = 0;
+
+	a = filled(what, level, n, 2, paths, &old, &model);
+	if (rf_reshape_grow(a, n + 1, err, sizeof(err)))
+		fail_msg("%s: grow refused: %s", what, err);
+	while (rf_array_reshape(a, &pos, &back) && rounds < 400) {
+		if (!failed && pos > 0) {
+			rf_member_fail(a, fail_slot, -EIO, "test", 0);
+			failed = true;
+		}
+		assert_int_equal(fx_model_io(a, model, 20, 64 << 10), 0);
+		if (failed && rf_array_reshape(a, &pos, &back))
+			assert_int_equal(degraded(a), 1);       /* the spare waits */
+		rounds++;
+	}
+	assert_true(failed);
+	to_end(a);
+	assert_int_equal(degraded(a), 0);
+	rf_sync_wait(a);
+	size = rf_array_size(a);
+	assert_true(size > old && size <= 2 * old);
+	memset(model + old, 0, size - old);
+	assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
+	check_zero(a);
+	rf_array_close(a);
+	for (i = 0; i < n + 1; i++)
+		if (i == fail_slot)
+			snprintf(paths[i], FX_PATH, "%s", paths[n + 1]);    /* the spare took it */
+	a = serve(paths, n + 1);
+	assert_false(reshaping(a));
+	assert_int_equal(degraded(a), 0);
+	assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
+	rf_array_close(a);
+	free(model);
+	print_message("%s: slot %d failed mid-reshape; degraded to the end, rebuilt after (%d rounds of IO)\n", what,
+		      fail_slot, rounds);
+}
+
+static void test_degraded(void **state)
+{
+	(void)state;
+	grow_degraded("d5", 5, 3, 1);
+	grow_degraded("d6", 6, 4, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -433,6 +515,7 @@ int main(void)
 		cmocka_unit_test_setup(test_rechunk, fx_inline0),
 		cmocka_unit_test_setup(test_takeover, fx_threads2),
 		cmocka_unit_test_setup(test_raid1_shrink, fx_threads2),
+		cmocka_unit_test_setup(test_degraded, fx_threads2),
 	};
 
 	return fx_run_tests("reshape", tests);
