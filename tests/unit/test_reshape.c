@@ -458,7 +458,7 @@ static void grow_degraded(const char *what, int level, int n, int fail_slot)
 	struct rf_array *a;
 	bool back, failed = false;
 	char *model;
-	int i, rounds = 0;
+	int rounds = 0;
 
 	a = filled(what, level, n, 2, paths, &old, &model);
 	if (rf_reshape_grow(a, n + 1, err, sizeof(err)))
@@ -483,9 +483,7 @@ static void grow_degraded(const char *what, int level, int n, int fail_slot)
 	assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
 	check_zero(a);
 	rf_array_close(a);
-	for (i = 0; i < n + 1; i++)
-		if (i == fail_slot)
-			snprintf(paths[i], FX_PATH, "%s", paths[n + 1]);    /* the spare took it */
+	memcpy(paths[fail_slot], paths[n + 1], FX_PATH);        /* the spare took its slot */
 	a = serve(paths, n + 1);
 	assert_false(reshaping(a));
 	assert_int_equal(degraded(a), 0);
