@@ -245,8 +245,6 @@ static uint64_t window_at(struct reshape *r, uint64_t x)
 	return k * row;
 }
 
-/* Read [x, x + n) array sectors from the previous geometry into r->data
- * (zeros past the old array's end). */
 /* The members an old row lacks: the faulty ones, and one a level change
  * added (absent in the previous geometry).  Faulty members change only
  * with writes drained or by a failure, which fails the window. */
@@ -303,38 +301,39 @@ static int read_missing(struct reshape *r, const struct rf_r5_map *mp, char *out
 	return rf_raid6_recover(rf_r6_blocks(&row, p->data_disks, bufs, 0, r->zero, blocks), len, blocks, fa, fb);
 }
 
+/* The piece of old chunk at array sector s, up to lim: its place (mp),
+ * its length in sectors. */
+static uint64_t old_piece(const struct rf_geom *p, uint64_t s, uint64_t lim, struct rf_r5_map *mp)
+{
+	uint64_t len = p->chunk_sectors - s % p->chunk_sectors;
+
+	rf_r5_map_sector(p, s, mp);
+	return len < lim - s ? len : lim - s;
+}
+
+/* Read [x, x + n) array sectors from the previous geometry into r->data
+ * (zeros past the old array's end). */
 static int read_old(struct reshape *r, uint64_t x, uint64_t n)
 {
 	const struct rf_geom *p = &rf_array_reshape_state(r->a)->prev;
-	uint64_t s, lim = x + n < p->array_sectors ? x + n : p->array_sectors, miss = old_missing(r->a);
+	uint64_t s, len, lim = x + n < p->array_sectors ? x + n : p->array_sectors, miss = old_missing(r->a);
+	struct rf_r5_map mp;
 	int ret = 0;
 
 	/* The chunks on members present first, all at once; then each one on
 	 * a missing member, from its row. */
-	for (s = x; s < lim;) {
-		struct rf_r5_map mp;
-		uint64_t len = p->chunk_sectors - s % p->chunk_sectors;
-
-		if (len > lim - s)
-			len = lim - s;
-		rf_r5_map_sector(p, s, &mp);
+	for (s = x; s < lim; s += len) {
+		len = old_piece(p, s, lim, &mp);
 		if (!(miss & (1ull << mp.dd_idx)))
 			queue_io(r, mp.dd_idx, false, r->data + (s - x) * 512,
 				 rf_dev_get(r->a, mp.dd_idx)->data_offset + mp.dev_sector * 512,
 				 (uint32_t)(len * 512));
-		s += len;
 	}
 	ret = wait_io(r);
-	for (s = x; !ret && miss && s < lim;) {
-		struct rf_r5_map mp;
-		uint64_t len = p->chunk_sectors - s % p->chunk_sectors;
-
-		if (len > lim - s)
-			len = lim - s;
-		rf_r5_map_sector(p, s, &mp);
+	for (s = x; !ret && miss && s < lim; s += len) {
+		len = old_piece(p, s, lim, &mp);
 		if (miss & (1ull << mp.dd_idx))
 			ret = read_missing(r, &mp, r->data + (s - x) * 512, (uint32_t)(len * 512));
-		s += len;
 	}
 	if (lim < x + n)
 		memset(r->data + (lim > x ? lim - x : 0) * 512, 0, (x + n - (lim > x ? lim : x)) * 512);
@@ -348,7 +347,7 @@ static int write_new(struct reshape *r, uint64_t x, uint64_t n)
 	const struct rf_geom *g = rf_array_geom(a);
 	uint64_t cs = g->chunk_sectors, rows = n / (cs * (uint64_t)g->data_disks), first = x / (cs * (uint64_t)g->data_disks);
 	size_t clen = cs * 512;
-	uint64_t i;
+	uint64_t i, faulty = rf_array_faulty(a);
 
 	for (i = 0; i < rows; i++) {
 		struct rf_r5_row row;
@@ -375,7 +374,7 @@ static int write_new(struct reshape *r, uint64_t x, uint64_t n)
 		for (m = 0; m < g->raid_disks; m++) {
 			/* A faulty member is missing in the new rows too: the
 			 * others and the parity computed here hold its part. */
-			if (rf_array_faulty(a) & (1ull << m))
+			if (faulty & (1ull << m))
 				continue;
 			/* RAIDFUSE_TEST_BREAK=reshape-level-q: the member a level
 			 * change added is never written (its rows stay what
