@@ -703,6 +703,9 @@ static void *reader_main(void *arg)
 	return NULL;
 }
 
+/* How often a timed walk may miss its pace before the test says so. */
+#define PACE_TRIES 3
+
 static double seconds(void)
 {
 	struct timespec ts;
@@ -723,40 +726,51 @@ static void test_throttle(void **state)
 	unsigned seen = 0;
 	double t0, idle, busy, want;
 	pthread_t t;
+	int try;
 
 	make_members(sp, false);
 	a = open_array(sp, 2);
 	t0 = seconds();
 	run_action(a, RF_SYNC_CHECK);
 	idle = seconds() - t0;
-
-	assert_int_equal(rf_sync_set_speed_min(a, 4000), 0);
-	rd.a = a;
-	rd.stop = &stop;
-	assert_int_equal(pthread_create(&t, NULL, reader_main, &rd), 0);
-	usleep(20 * 1000);
-	t0 = seconds();
-	assert_int_equal(rf_sync_request(a, RF_SYNC_CHECK), 0);
-	for (;;) {
-		rf_sync_get(a, &st);
-		if (st.action != RF_SYNC_CHECK)
-			break;
-		if (st.speed > seen)
-			seen = st.speed;
-		usleep(50 * 1000);
-	}
-	busy = seconds() - t0;
-	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
-	assert_int_equal(pthread_join(t, NULL), 0);
 	/* dev_sectors / 2 KiB at 4000 KiB/s */
 	want = (double)rf_array_geom(a)->dev_sectors / 2 / 4000;
-	printf("check: idle %.3f s, with foreground reads %.3f s (paced: %.3f s), speed seen %u KiB/s\n", idle,
-	       busy, want, seen);
+	assert_int_equal(rf_sync_set_speed_min(a, 4000), 0);
+	/* A check that runs fast beside the reads is measured PACE_TRIES
+	 * times: a reader thread descheduled by other work on the machine
+	 * leaves the array idle for a while (the walk is right to run then),
+	 * a broken throttle runs fast every time. */
+	for (try = 1;; try++) {
+		stop = 0;
+		seen = 0;
+		rd.a = a;
+		rd.stop = &stop;
+		assert_int_equal(pthread_create(&t, NULL, reader_main, &rd), 0);
+		usleep(20 * 1000);
+		t0 = seconds();
+		assert_int_equal(rf_sync_request(a, RF_SYNC_CHECK), 0);
+		for (;;) {
+			rf_sync_get(a, &st);
+			if (st.action != RF_SYNC_CHECK)
+				break;
+			if (st.speed > seen)
+				seen = st.speed;
+			usleep(50 * 1000);
+		}
+		busy = seconds() - t0;
+		__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+		assert_int_equal(pthread_join(t, NULL), 0);
+		printf("check: idle %.3f s, with foreground reads %.3f s (paced: %.3f s), speed seen %u KiB/s\n",
+		       idle, busy, want, seen);
+		if (busy >= want * 0.8 || try == PACE_TRIES)
+			break;
+	}
+	rf_array_close(a);
 	if (busy < want * 0.8)
-		fail_msg("check ran %.3f s beside foreground reads; sync_speed_min makes it %.3f s", busy, want);
+		fail_msg("check ran %.3f s beside foreground reads, %d times; sync_speed_min makes it %.3f s", busy,
+			 PACE_TRIES, want);
 	assert_true(idle < busy / 2);
 	assert_true(seen > 0 && seen <= 4000 * 1.2);
-	rf_array_close(a);
 }
 
 struct notice {
@@ -1195,9 +1209,6 @@ static void test_cut_at_end(void **state)
 	rf_sync_test_looked = NULL;
 	rf_array_close(a);
 }
-
-/* How often a paced walk may fall behind before the test says so. */
-#define PACE_TRIES 3
 
 /* The walk thread's look at the load, 6 ms late. */
 static void late_walk(void)
