@@ -45,6 +45,11 @@ int rf_ctl_parse_speed(const char *s, unsigned *kibs);
  * (UINT64_MAX, md's MaxSector). */
 int rf_ctl_parse_sectors(const char *s, uint64_t *out);
 
+/* md/component_size, md/array_size: KiB (decimal digits, no sign; at
+ * most what fits in 64-bit sectors), or word ("max", "default") as
+ * UINT64_MAX. */
+int rf_ctl_parse_kib(const char *s, const char *word, uint64_t *out);
+
 /* md/bitmap/time_base: seconds, with at most 4 decimals as md's
  * strict_strtoul_scaled(…, 4) takes them ("5", "0.5", "2.0001"), into
  * whole milliseconds (rounded down); at most a day. */

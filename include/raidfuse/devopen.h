@@ -95,6 +95,10 @@ void rf_dev_id_free(struct rf_dev_id *id);
  * bytes (expected 33554432)", "unlinked", "replaced at its path").
  * with_path: also stat id->real (a slower check, for the timer tick). */
 int rf_dev_check(int fd, const struct rf_dev_id *id, bool with_path, char *err, size_t errlen);
+/* The size of the open file or block device fd now (st_size, or
+ * BLKGETSIZE64 as id says): a member grown since it was opened (a file
+ * extended, a volume enlarged).  0, or -errno. */
+int rf_dev_size_now(int fd, const struct rf_dev_id *id, uint64_t *bytes);
 
 /* The file system this process serves through FUSE (its st_dev), set once
  * mounted: a device on it would wait on the daemon's own IO. */

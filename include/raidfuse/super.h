@@ -320,6 +320,15 @@ struct rf_sb_change {
 	bool reshape_geom;
 	int reshape_level, reshape_layout, reshape_new_level, reshape_new_layout;
 	uint32_t reshape_new_chunk;
+	/* The used size of every member becomes set_size sectors (md's
+	 * component_size; 0.90 records it in KiB, at most 2^32 - 1).  1.1 and
+	 * 1.2 raise data_size to what the member of member_sectors holds past
+	 * the data offset, when that is more (md's rdev size change): the
+	 * superblock sits at its start, the member may have grown.  1.0 and
+	 * 0.90 keep theirs (their superblock sits at the end, where it was
+	 * read).  set_size must fit in the data_size written.  0: as it is. */
+	uint64_t set_size;
+	uint64_t member_sectors;
 };
 enum { RF_SB_RESHAPE_AT = 1, RF_SB_RESHAPE_DONE = 2, RF_SB_RESHAPE_START = 3 };
 

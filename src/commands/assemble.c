@@ -417,8 +417,8 @@ static void reshape_cfg(struct rf_config *cfg, const struct rf_sb *fresh, const 
 
 /* A member one event behind the freshest that missed a change md records
  * in one superblock update (a raid1's mirrors given or given up, a
- * takeover's level and layout: a crash while every superblock was being
- * written) read as the freshest says, as md takes an array's geometry
+ * takeover's level and layout, a new component size: a crash while every
+ * superblock was being written) read as the freshest says, as md takes an array's geometry
  * from its freshest superblock; the array's next update writes it
  * (sbstate.c). */
 static void geometry_as_fresh(struct rf_sb *s, const struct rf_sb *fresh)
@@ -431,6 +431,7 @@ static void geometry_as_fresh(struct rf_sb *s, const struct rf_sb *fresh)
 	s->level = fresh->level;
 	s->layout = fresh->layout;
 	s->raid_disks = fresh->raid_disks;
+	s->size = fresh->size;
 }
 
 /* More than one event behind the freshest: stale.  md tolerates one (a

@@ -799,9 +799,45 @@ int rf_array_reshape_finish(struct rf_array *a, char *err, size_t errlen)
 	a->reshape.active = false;
 	rf_devs_unlock(a);
 	a->geom = g;
-	a->size = g.array_sectors * 512;
+	a->size = a->ext_size ? a->ext_size : g.array_sectors * 512;
 	rf_stripe_cache_forget(a, 0, UINT64_MAX);
 	return 0;
+}
+
+int rf_array_set_dev_sectors(struct rf_array *a, uint64_t dev_sectors, char *err, size_t errlen)
+{
+	struct rf_geom g = a->geom;
+	int ret;
+
+	g.dev_sectors = dev_sectors;
+	ret = rf_geom_init(&g, err, errlen);
+	if (ret)
+		return ret;
+	if (a->ext_size > g.array_sectors * 512) {
+		snprintf(err, errlen, "md/array_size is %llu KiB, more than the %llu KiB a used size of %llu KiB "
+			 "gives (write \"default\" there, or a smaller size, first)",
+			 (unsigned long long)(a->ext_size / 1024), (unsigned long long)(g.array_sectors / 2),
+			 (unsigned long long)(dev_sectors / 2));
+		return -EINVAL;
+	}
+	a->geom = g;
+	a->size = a->ext_size ? a->ext_size : g.array_sectors * 512;
+	rf_stripe_cache_forget(a, 0, UINT64_MAX);
+	return 0;
+}
+
+int rf_array_set_ext_size(struct rf_array *a, uint64_t bytes)
+{
+	if (bytes > a->geom.array_sectors * 512)
+		return -E2BIG;
+	a->ext_size = bytes;
+	a->size = bytes ? bytes : a->geom.array_sectors * 512;
+	return 0;
+}
+
+uint64_t rf_array_ext_size(const struct rf_array *a)
+{
+	return a->ext_size;
 }
 
 int rf_array_start(struct rf_array *a)

@@ -167,6 +167,19 @@ int rf_array_takeover(struct rf_array *a, int level, int layout, int raid_disks,
  * reshape ends; each slot's new data offset becomes its data offset, the
  * array takes the new geometry's size.  0, or -EINVAL with why. */
 int rf_array_reshape_finish(struct rf_array *a, char *err, size_t errlen);
+/* Inside rf_array_quiesced_all(): every member's used size becomes
+ * dev_sectors (md's update_size, the level's resize): the geometry's size
+ * follows, the image's too unless md/array_size set it.  -EINVAL with why
+ * (nothing changed): a geometry that does not take it, or a set
+ * array_size past the new geometry's (md's raid5_resize). */
+int rf_array_set_dev_sectors(struct rf_array *a, uint64_t dev_sectors, char *err, size_t errlen);
+/* Inside rf_array_quiesced_all(): the image serves bytes (md/array_size,
+ * md's external_size), at most the geometry's size; 0: the geometry's
+ * size again (md's "default").  Not recorded in the superblocks, as md
+ * records none.  0, or -E2BIG. */
+int rf_array_set_ext_size(struct rf_array *a, uint64_t bytes);
+/* md/array_size as set, in bytes; 0: none set. */
+uint64_t rf_array_ext_size(const struct rf_array *a);
 /* After that, once whoever shows the size was told (rf_array_resized()):
  * rf_array_reshape() says no reshape from now on, and sync actions may
  * run. */

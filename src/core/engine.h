@@ -280,6 +280,9 @@ struct rf_array {
 					 * set at open */
 	int metadata;                   /* enum rf_sb_kind the members carry (RF_SB_NONE: none) */
 	_Atomic uint64_t size;          /* bytes (changes when a reshape ends, drained) */
+	uint64_t ext_size;              /* bytes md/array_size set (md's external_size): the
+					 * size served whatever the geometry's; 0: the
+					 * geometry's.  Changes drained. */
 	uint32_t stripe_size;           /* bytes per column per head */
 	uint32_t chunk_bytes;
 	int rmw_level;

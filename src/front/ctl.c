@@ -40,6 +40,7 @@
 #include "raidfuse/bitmap.h"
 #include "raidfuse/log.h"
 #include "raidfuse/reshape.h"
+#include "raidfuse/resize.h"
 #include "raidfuse/super.h"
 #include "raidfuse/sync.h"
 
@@ -419,6 +420,40 @@ static int store_raid_disks(struct rf_array *a, int member, const char *val)
 	return reshape_said("raid_disks", val, rf_reshape_grow(a, (int)n, err, sizeof(err)), err);
 }
 
+/* md/component_size written on a running array (mdadm --grow --size):
+ * KiB each member uses, or "max" (md takes 0 for it too). */
+static int store_component_size(struct rf_array *a, int member, const char *val)
+{
+	char err[512];
+	uint64_t kib;
+	int ret;
+
+	(void)member;
+	if (rf_ctl_parse_kib(val, "max", &kib))
+		return -EINVAL;
+	ret = rf_resize_component(a, kib == UINT64_MAX ? 0 : kib * 2, err, sizeof(err));
+	if (ret)
+		rf_warn("md/component_size: %s: %s", val, err);
+	return ret;
+}
+
+/* md/array_size written (mdadm --grow --array-size): KiB the image
+ * serves, or "default". */
+static int store_array_size(struct rf_array *a, int member, const char *val)
+{
+	char err[512];
+	uint64_t kib;
+	int ret;
+
+	(void)member;
+	if (rf_ctl_parse_kib(val, "default", &kib) || kib == 0)
+		return -EINVAL;
+	ret = rf_resize_array(a, kib == UINT64_MAX ? 0 : kib * 1024, err, sizeof(err));
+	if (ret)
+		rf_warn("md/array_size: %s: %s", val, err);
+	return ret;
+}
+
 /* md/level written on a running array (md's words: "raid6", "6"). */
 static int store_level(struct rf_array *a, int member, const char *val)
 {
@@ -773,8 +808,10 @@ const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	{ .name = "raid_disks", .mode = 0644, .show = show_raid_disks, .store = store_raid_disks,
 	  .takes = "more members than it has: a raid4/5/6 grows by as many spares (md/new_dev); a raid1 by "
 		   "mirrors, or fewer once no more slots hold a device" },
-	ATTR_RO(component_size),
-	ATTR_RO(array_size),
+	{ .name = "component_size", .mode = 0644, .show = show_component_size, .store = store_component_size,
+	  .takes = "KiB each member uses, or max: members grown or replaced by larger ones (raid1/4/5/6/10)" },
+	{ .name = "array_size", .mode = 0644, .show = show_array_size, .store = store_array_size,
+	  .takes = "KiB the image serves (at most what the members hold), or default" },
 	ATTR_RO(metadata_version),
 	ATTR_RO(uuid),
 	ATTR_RO(set_name),

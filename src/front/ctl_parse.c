@@ -103,6 +103,20 @@ int rf_ctl_parse_sectors(const char *s, uint64_t *out)
 	return 0;
 }
 
+int rf_ctl_parse_kib(const char *s, const char *word, uint64_t *out)
+{
+	uint64_t v;
+
+	if (!strcmp(s, word)) {
+		*out = UINT64_MAX;
+		return 0;
+	}
+	if (!strcmp(s, "none") || rf_ctl_parse_sectors(s, &v) || v > UINT64_MAX / 1024 / 2)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
 int rf_ctl_parse_time_base(const char *s, unsigned *ms)
 {
 	uint64_t v = 0;         /* 1/10000 s */

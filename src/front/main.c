@@ -2004,6 +2004,48 @@ static int cmd_ctl(int argc, char **argv)
 
 /* ---------------------------------------------------------------- grow */
 
+/* grow --size S and/or --array-size A: md/component_size and
+ * md/array_size.  With both, the smaller image comes first: array_size
+ * before a component size that shrinks the array (md refuses a component
+ * size under a set array_size), after one that grows it. */
+static int grow_size(const char *mnt, const char *size_kib, const char *array_kib)
+{
+	const char *steps[2][2];
+	char cur[64];
+	int i, k = 0, rc;
+
+	if (array_kib && size_kib && strcmp(array_kib, "default") &&
+	    read_attr(mnt, "array_size", cur, sizeof(cur), true) >= 0 &&
+	    strtoull(array_kib, NULL, 10) < strtoull(cur, NULL, 10)) {
+		steps[k][0] = "array_size";
+		steps[k++][1] = array_kib;
+		array_kib = NULL;
+	}
+	if (size_kib) {
+		steps[k][0] = "component_size";
+		steps[k++][1] = size_kib;
+	}
+	if (array_kib) {
+		steps[k][0] = "array_size";
+		steps[k++][1] = array_kib;
+	}
+	for (i = 0; i < k; i++) {
+		char *av[] = { "ctl", (char *)mnt, (char *)steps[i][0], (char *)steps[i][1], NULL };
+
+		optind = 0;
+		rc = cmd_ctl(4, av);
+		if (rc) {
+			fprintf(stderr, "raidfuse: grow: the daemon's log says why\n");
+			return rc;
+		}
+	}
+	if (read_attr(mnt, "component_size", cur, sizeof(cur), true) >= 0)
+		printf("component_size: %s", cur);
+	if (read_attr(mnt, "array_size", cur, sizeof(cur), true) >= 0)
+		printf("array_size: %s", cur);
+	return 0;
+}
+
 /* `raidfuse grow MNT --raid-devices N | --level 6 | --layout L | --chunk C
  * [--add FILE]...`: mdadm --grow's words over md's files: each FILE to
  * md/new_dev (a spare), then N to md/raid_disks, raid6 to md/level, L to
@@ -2017,21 +2059,38 @@ static int cmd_grow(int argc, char **argv)
 		{ "layout", required_argument, NULL, 'p' },
 		{ "chunk", required_argument, NULL, 'c' },
 		{ "add", required_argument, NULL, 'a' },
+		{ "size", required_argument, NULL, 'z' },
+		{ "array-size", required_argument, NULL, 'Z' },
 		{ "wait", no_argument, NULL, 'W' },
 		OPT_HELP,
 		OPT_END
 	};
 	const char *mnt = NULL, *adds[RF_MAX_MEMBERS];
-	char nbuf[64], pos[64], size[64];
+	char nbuf[64], pos[64], size[64], sizebuf[32], arraybuf[32];
 	int ch, rc = -1, nadd = 0, n = 0, level = -1, i;
-	const char *layout = NULL, *attr = "raid_disks";
+	const char *layout = NULL, *attr = "raid_disks", *size_kib = NULL, *array_kib = NULL;
 	uint64_t chunk = 0;
 	unsigned long long comp;
 	bool wait = false;
 	struct rf_progress p;
 
-	while ((ch = opt_next(argc, argv, "-:n:l:p:c:a:Wh", lo, &rc)) != -1) {
-		if (ch == 'p') {
+	while ((ch = opt_next(argc, argv, "-:n:l:p:c:a:z:Z:Wh", lo, &rc)) != -1) {
+		if (ch == 'z' || ch == 'Z') {
+			/* mdadm's --size and --array-size: KiB unless a suffix
+			 * says; "max" (md/array_size's "default"). */
+			uint64_t v;
+			const char **to = ch == 'z' ? &size_kib : &array_kib;
+
+			if (!strcmp(optarg, "max")) {
+				*to = ch == 'z' ? "max" : "default";
+				continue;
+			}
+			if (rf_parse_size(optarg, 1024, &v) || v < 1024 || v % 1024)
+				return usage_error("grow: --%s wants a size (KiB unless suffixed, whole KiB) or max, got "
+						   "'%s'", ch == 'z' ? "size" : "array-size", optarg);
+			snprintf(ch == 'z' ? sizebuf : arraybuf, sizeof(sizebuf), "%" PRIu64, v / 1024);
+			*to = ch == 'z' ? sizebuf : arraybuf;
+		} else if (ch == 'p') {
 			layout = optarg;
 		} else if (ch == 'c') {
 			/* mdadm's --chunk: KiB unless a suffix says */
@@ -2070,8 +2129,17 @@ static int cmd_grow(int argc, char **argv)
 		return rc;
 	if (!mnt)
 		return usage_error("grow: expected MOUNTPOINT");
+	if (size_kib || array_kib) {
+		/* mdadm: "cannot change component size at the same time as
+		 * other changes"; --array-size goes first when both are given
+		 * and the array shrinks, last when it grows. */
+		if (n || level >= 0 || layout || chunk || nadd || wait)
+			return usage_error("grow: --size and --array-size go without other changes");
+		return grow_size(mnt, size_kib, array_kib);
+	}
 	if ((n > 0) + (level >= 0) + !!layout + !!chunk == 0)
-		return usage_error("grow: --raid-devices, --level, --layout or --chunk is needed (what to change)");
+		return usage_error("grow: --raid-devices, --level, --layout, --chunk, --size or --array-size is "
+				   "needed (what to change)");
 	if ((layout || chunk) && (n || level >= 0 || (layout && chunk)))
 		return usage_error("grow: --layout and --chunk go alone, one change at a time");
 	for (i = 0; i < nadd; i++) {
@@ -2605,7 +2673,8 @@ static const struct cmd cmds[] = {
 	  "read or set an md attribute; add, fail, remove; check, repair" },
 	{ "grow", cmd_grow,
 	  "raidfuse grow MOUNTPOINT (--raid-devices N | --level 6 | --layout L | --chunk C)\n"
-	  "              [--add FILE]... [--wait]",
+	  "              [--add FILE]... [--wait]\n"
+	  "raidfuse grow MOUNTPOINT [--size S|max] [--array-size A|max]",
 	  "Grow the raid4/5/6 array on MOUNTPOINT to N members online, as mdadm --grow\n"
 	  "--raid-devices does: each FILE is added as a spare (md/new_dev), then N is written to\n"
 	  "md/raid_disks.  The spares take the new slots and the reshape moves the data to the\n"
@@ -2615,7 +2684,12 @@ static const struct cmd cmds[] = {
 	  "whose Q is on its last member (a -6 layout), over as md does, moving no data, and\n"
 	  "--level 4 a raid5 of the parity-last layout.  --layout (md's name or number) and\n"
 	  "--chunk (KiB, or with a suffix) restripe the same members (md/layout, md/chunk_size),\n"
-	  "one change at a time.  A refusal's reason is in the daemon's log.\n"
+	  "one change at a time.  --size (md/component_size) makes each member use S (KiB\n"
+	  "unless suffixed), or with max all the smallest device holds now (members grown or\n"
+	  "replaced by larger ones), as mdadm --grow --size: the superblocks record it, the\n"
+	  "image grows and the new rows are resynced.  --array-size (md/array_size) makes the\n"
+	  "image serve A, at most what the members hold, not recorded (max: all of it again);\n"
+	  "a shrink sets it first, then --size.  A refusal's reason is in the daemon's log.\n"
 	  "\n"
 	  "  -n, --raid-devices=N   the member count to grow to\n"
 	  "  -l, --level=L          6: raid4/5 to raid6, one member more; 5: raid4 or raid6\n"
@@ -2623,10 +2697,12 @@ static const struct cmd cmds[] = {
 	  "  -p, --layout=L         a raid5/6 layout of the level\n"
 	  "  -c, --chunk=C          a chunk size (a power of two, 4K or more)\n"
 	  "  -a, --add=FILE         a spare to add first (again for more)\n"
+	  "  -z, --size=S|max       the size each member uses (raid1/4/5/6/10)\n"
+	  "  -Z, --array-size=A|max the size the image serves\n"
 	  "  -W, --wait             wait until the reshape ends, a progress line on stderr,\n"
 	  "                         then print md/array_size\n"
 	  "  -h, --help             this help\n",
-	  "grow a raid4/5/6 by members, online" },
+	  "grow a raid4/5/6 by members, or any array's size, online" },
 	{ "detect", cmd_detect,
 	  "raidfuse detect [--level L] [--members N] [--max-offset SIZE] [--json]\n"
 	  "                [--write-config FILE] [--allow-unsafe-dirs] MEMBER... [missing]",

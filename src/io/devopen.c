@@ -550,6 +550,20 @@ uint32_t rf_dev_dio_align(int fd, bool blk)
 	return (a & (a - 1)) || a > 32768 ? 4096 : a;
 }
 
+int rf_dev_size_now(int fd, const struct rf_dev_id *id, uint64_t *bytes)
+{
+	struct stat st;
+
+	if (fd < 0)
+		return -EBADF;
+	if (id->blk)
+		return ioctl(fd, BLKGETSIZE64, bytes) ? -errno : 0;
+	if (fstat(fd, &st))
+		return -errno;
+	*bytes = (uint64_t)st.st_size;
+	return 0;
+}
+
 int rf_dev_check(int fd, const struct rf_dev_id *id, bool with_path, char *err, size_t errlen)
 {
 	struct stat st, pst;

@@ -1108,6 +1108,29 @@ static void reshape_update1(struct sb1 *s, const struct rf_sb_change *c)
 	s->feature_map = rf_to_le32(f);
 }
 
+/* Whether c's size change lets a 1.x superblock at the member's start
+ * take the member's present size (struct rf_sb_change set_size). */
+static bool grows_at_end(enum rf_sb_kind k, const struct rf_sb_change *c)
+{
+	return c->set_size && c->member_sectors && (k == RF_SB_11 || k == RF_SB_12);
+}
+
+/* The used size c may give now's member: 0.90's below its superblock and
+ * in its 32-bit KiB field; 1.x's data_size, grown first where
+ * grows_at_end(). */
+static uint64_t size_room(const struct rf_sb *now, const struct rf_sb_change *c)
+{
+	uint64_t room;
+
+	if (now->kind == RF_SB_090)
+		return now->sb_offset < 2ull * UINT32_MAX ? now->sb_offset : 2ull * UINT32_MAX;
+	room = now->data_size;
+	if (grows_at_end(now->kind, c) && c->member_sectors > now->data_offset &&
+	    c->member_sectors - now->data_offset > room)
+		room = c->member_sectors - now->data_offset;
+	return room;
+}
+
 int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *sb,
 		    const struct rf_sb_change *c, char *err, size_t errlen)
 {
@@ -1163,6 +1186,13 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 		r = -EINVAL;
 		goto out;
 	}
+	if (c->set_size && c->set_size > size_room(now, c)) {
+		snprintf(err, errlen, "%s: a used size of %llu sectors does not fit the %s superblock's data area "
+			 "(%llu sectors)", path, (unsigned long long)c->set_size, rf_sb_kind_name(sb->kind),
+			 (unsigned long long)size_room(now, c));
+		r = -ENOSPC;
+		goto out;
+	}
 	ev = c->events ? c->events : rf_sb_events_next(now->events);
 	/* md: a dirty array records resync_offset 0 (all of it is suspect
 	 * after a crash); a clean one where its resync stands. */
@@ -1199,6 +1229,8 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 			add_spare090(s, c->role_slot);
 		else if (c->set_role && c->role_in_sync)
 			spare_in_sync090(s, c->role_slot, c->role_value);
+		if (c->set_size)
+			s->size = (uint32_t)(c->set_size / 2);
 		s->sb_csum = sb090_csum(s);
 	} else {
 		struct sb1 *s = (struct sb1 *)buf;
@@ -1271,6 +1303,12 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 			s->level = rf_to_le32((uint32_t)c->level);
 			s->layout = rf_to_le32((uint32_t)c->layout);
 		}
+		if (c->set_size) {
+			if (grows_at_end(sb->kind, c) &&
+			    c->member_sectors - rf_le64(s->data_offset) > rf_le64(s->data_size))
+				s->data_size = rf_to_le64(c->member_sectors - rf_le64(s->data_offset));
+			s->size = rf_to_le64(c->set_size);
+		}
 		s->sb_csum = rf_to_le32(sb1_csum(buf, rf_le32(s->max_dev)));
 	}
 	r = io->pwrite(io->ctx, buf, RF_SB_BYTES, sb->sb_offset * 512);
@@ -1281,7 +1319,8 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 			 strerror(-r));
 		goto out;
 	}
-	r = rf_sb_parse(buf, sb->kind, sb->member_sectors, path, sb, err, errlen);
+	r = rf_sb_parse(buf, sb->kind, grows_at_end(sb->kind, c) ? c->member_sectors : sb->member_sectors, path, sb,
+			err, errlen);
 out:
 	free(buf);
 	free(now);

@@ -372,6 +372,10 @@ struct rf_bitmap {
 	uint32_t shift;                 /* chunk = 1 << shift sectors */
 	uint64_t sync_size, nchunks;
 	uint32_t area;                  /* bytes written at most: header + bits, whole sectors */
+	uint64_t space;                 /* bytes the bitmap may take on a resize (md's
+					 * bitmap_info.space): 1.1/1.2 record none, so md keeps
+					 * to the area it had when loaded; 1.0 up to its
+					 * superblock; 0.90 its reserved area */
 	_Atomic uint32_t *ctr;          /* [nchunks] */
 	struct rf_sbstate *s;
 	int n;                          /* slots: devices [0, n) carry the bitmap */
@@ -563,6 +567,18 @@ int rf_bitmap_open(struct rf_array *a, struct rf_sbstate *s, struct rf_bitmap **
 	bm->shift = (uint32_t)__builtin_ctz(bsb.chunk_bytes / 512);
 	bm->nchunks = rf_bitmap_bits(bm->sync_size, bsb.chunk_bytes);
 	bm->area = (uint32_t)ROUND_UP(rf_bitmap_bytes(bm->sync_size, bsb.chunk_bytes), 512);
+	/* md's super_1_validate: "metadata doesn't record how much space is
+	 * available"; md_bitmap_resize then takes the present size. */
+	if (fm->sb.kind == RF_SB_10 && bm->location < 0)
+		bm->space = (uint64_t)-bm->location * 512;
+	else if (fm->sb.kind == RF_SB_10)
+		bm->space = (uint64_t)(bm->location < 8 ? 8 - bm->location : 0) * 512;
+	else if (fm->sb.kind == RF_SB_090)
+		bm->space = UINT64_MAX;         /* its reserved area: check_place() */
+	else
+		bm->space = bm->area;
+	if (bm->space < bm->area)
+		bm->space = bm->area;
 	for (i = 0; i < rf_array_nslots(a); i++) {
 		const struct rf_dev *d = rf_dev_get(a, i);
 
@@ -791,6 +807,117 @@ int rf_bitmap_daemon_pass(struct rf_bitmap *bm)
 	if (cleared)
 		rf_dbg("%s: bitmap: cleared %d idle chunks", rf_array_name(bm->a), cleared);
 	return cleared;
+}
+
+/* Whether a bitmap of `bytes` fits every slot device's room (the
+ * superblocks' used size about to be dev_sectors). */
+static int fits_everywhere(struct rf_bitmap *bm, uint64_t bytes, uint64_t dev_sectors, char *err, size_t errlen)
+{
+	int i, r = 0;
+
+	for (i = 0; i < bm->n && !r; i++) {
+		const struct rf_dev *d = rf_dev_get(bm->a, i);
+		struct rf_sb sb;
+
+		if (!d->sb_has || !d->bm_has || (rf_array_faulty(bm->a) & (1ull << i)))
+			continue;
+		sb = d->sb;
+		sb.size = dev_sectors;
+		r = check_place(&sb, d->path, bytes, err, errlen);
+	}
+	return r;
+}
+
+int rf_bitmap_resize(struct rf_bitmap *bm, char *err, size_t errlen)
+{
+	const struct rf_geom *g;
+	uint64_t sync, n, c, from, grow_from;
+	uint32_t shift, area, chunk;
+	_Atomic uint32_t *ctr = NULL, *old_ctr;
+	uint8_t *img = NULL, *old_img;
+	char why[512] = "";
+	int r;
+
+	if (!bm)
+		return 0;
+	g = rf_array_geom(bm->a);
+	sync = rf_bitmap_sync_size(g);
+	if (sync == bm->sync_size)
+		return 0;
+	rf_devs_lock(bm->a);
+	pthread_mutex_lock(&bm->lock);
+	/* md_bitmap_resize(): the chunk it has, doubled until the bits fit
+	 * the room the bitmap has on every member. */
+	for (shift = bm->shift;; shift++) {
+		chunk = 512u << shift;
+		if (shift > 30) {
+			snprintf(err, errlen, "the bitmap's room holds no chunk size for %llu sectors: %s",
+				 (unsigned long long)sync, why);
+			r = -ENOSPC;
+			goto out;
+		}
+		if (rf_bitmap_bytes(sync, chunk) > bm->space) {
+			snprintf(why, sizeof(why), "%llu bytes, %llu kept for it", (unsigned long long)
+				 rf_bitmap_bytes(sync, chunk), (unsigned long long)bm->space);
+			continue;
+		}
+		if (!fits_everywhere(bm, rf_bitmap_bytes(sync, chunk), g->dev_sectors, why, sizeof(why)))
+			break;
+	}
+	n = rf_bitmap_bits(sync, chunk);
+	area = (uint32_t)ROUND_UP(rf_bitmap_bytes(sync, chunk), 512);
+	ctr = calloc(n, sizeof(*ctr));
+	img = calloc(1, ROUND_UP(area, BM_BLOCK));
+	if (!ctr || !img) {
+		snprintf(err, errlen, "out of memory for a bitmap of %llu chunks", (unsigned long long)n);
+		r = -ENOMEM;
+		goto out;
+	}
+	/* Nothing in flight (drained): each word holds flags only, and the
+	 * chunks a new one covers give it all of theirs. */
+	for (c = 0; c < bm->nchunks; c++) {
+		uint32_t v = atomic_load(&bm->ctr[c]) & (F_DISK | F_PEND | F_NEED);
+		uint64_t nc = c >> (shift - bm->shift);
+
+		if (nc < n && v)
+			atomic_store(&ctr[nc], atomic_load(&ctr[nc]) | v);
+	}
+	/* The rows a grow adds need a resync, as md marks the new space
+	 * NEEDED (the chunk the old end falls in included). */
+	grow_from = sync > bm->sync_size ? bm->sync_size >> shift : n;
+	for (c = grow_from; c < n; c++)
+		atomic_store(&ctr[c], F_DISK | F_NEED);
+	memcpy(img, bm->img, RF_BITMAP_SB_BYTES);
+	old_ctr = bm->ctr;
+	old_img = bm->img;
+	from = bm->sync_size;
+	bm->ctr = ctr;
+	bm->img = img;
+	bm->nchunks = n;
+	bm->shift = shift;
+	bm->sync_size = sync;
+	bm->area = area;
+	for (c = 0; c < n; c++)
+		img_bit(bm, c, atomic_load(&ctr[c]) & F_DISK);
+	bm->sb.sync_size = sync;
+	bm->sb.chunk_bytes = chunk;
+	put_header(bm);
+	ctr = NULL;
+	img = NULL;
+	free(old_ctr);
+	free(old_img);
+	r = bm_write(bm, 0, bm->area, true);
+	if (r)
+		snprintf(err, errlen, "the array failed while the bitmap was written");
+	else
+		rf_info("%s: bitmap: %llu -> %llu sectors, %llu chunks of %u KiB", rf_array_name(bm->a),
+			(unsigned long long)from, (unsigned long long)sync, (unsigned long long)n, chunk >> 10);
+out:
+	pthread_mutex_unlock(&bm->lock);
+	rf_devs_unlock(bm->a);
+	free(ctr);
+	free(img);
+	return r;
 }
 
 int rf_bitmap_start(struct rf_bitmap *bm)

@@ -203,6 +203,13 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 			if (!mine.set_raid_disks)
 				mine.set_raid_disks = model->sb.raid_disks;
 		}
+		/* One that missed a size change (a crash while they were
+		 * written) gets the freshest's used size. */
+		if (model && m->sb.kind != RF_SB_090 && !mine.set_size && m->sb.size != model->sb.size &&
+		    !m->sb.reshape && !model->sb.reshape)
+			mine.set_size = model->sb.size;
+		if (mine.set_size)
+			mine.member_sectors = m->size / 512;
 		if (i == own_dev) {
 			mine.set_recovery = true;
 			mine.recovery_offset = own_recovery;
@@ -1075,6 +1082,19 @@ int rf_sbstate_set_raid_disks(struct rf_sbstate *s)
 	sb_lock(s);
 	c.set_raid_disks = rf_array_nslots(s->a);
 	r = slots_write(s, &c);
+	sb_unlock(s);
+	return r;
+}
+
+int rf_sbstate_set_size(struct rf_sbstate *s, uint64_t sectors)
+{
+	struct rf_sb_change c = { .faulty_slot = -1, .set_size = sectors };
+	int r;
+
+	if (!s)
+		return 0;
+	sb_lock(s);
+	r = write_change(s, CH_DEVICES, &c, -1, 0);
 	sb_unlock(s);
 	return r;
 }

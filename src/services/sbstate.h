@@ -120,6 +120,11 @@ int rf_sbstate_set_raid_disks(struct rf_sbstate *s);
  * layout and the slot count; a device that left the last slot a spare.
  * Every request drained.  0, or -EIO when the array failed. */
 int rf_sbstate_takeover(struct rf_sbstate *s, int level, int layout);
+/* The used size of the members changed (md's component_size): every
+ * superblock records sectors, a 1.1/1.2 one its member's data area grown
+ * to the member's size (struct rf_dev size, refreshed first).  Every
+ * request drained.  0, or -EIO when the array failed. */
+int rf_sbstate_set_size(struct rf_sbstate *s, uint64_t sectors);
 /* A reshape begins (1.x), the array's two geometries set
  * (rf_array_reshape_begin()): the devices in the slots take those roles,
  * and every superblock records the reshape (super.h RF_SB_RESHAPE_START:

@@ -62,8 +62,8 @@ create_array "$D/r5.conf"
 start_array "$D/r5.conf" "$MNT"
 
 [ "$(ls "$MNT" | tr '\n' ' ')" = "array.img md mdstat " ] || fail "mount point holds: $(ls "$MNT")"
-want_rw="array_state consistency_policy raid_disks group_thread_cnt rmw_level stripe_cache_size worker_groups sync_action sync_speed_min sync_speed_max resync_start level layout chunk_size"
-want_ro="array_size component_size creation_time events set_name uuid degraded metadata_version reshape_position reshape_direction stripe_cache_active mismatch_cnt sync_completed sync_speed"
+want_rw="array_state consistency_policy raid_disks group_thread_cnt rmw_level stripe_cache_size worker_groups sync_action sync_speed_min sync_speed_max resync_start level layout chunk_size array_size component_size"
+want_ro="creation_time events set_name uuid degraded metadata_version reshape_position reshape_direction stripe_cache_active mismatch_cnt sync_completed sync_speed"
 for f in $want_rw; do
 	[ "$(stat -c %a "$MNT/md/$f")" = 644 ] || fail "md/$f: mode $(stat -c %a "$MNT/md/$f"), want 644"
 done
@@ -141,7 +141,10 @@ grep -q "md/level: raid6: no superblocks to record its position in" "$(daemon_lo
 	fail "md/level raid6 without superblocks: no reason in the log"
 [ "$(val level)" = raid5 ] || fail "a refused level change left md/level '$(val level)'"
 expect_fail bash -c 'echo x >"$1"' bash "$MNT/mdstat"
-expect_fail truncate -s 0 "$MNT/md/component_size"
+expect_fail bash -c 'echo max >"$1"' bash "$MNT/md/component_size"
+grep -q "md/component_size: max: no superblocks to record the size in" "$(daemon_log_file "$MNT")" ||
+	fail "md/component_size max without superblocks: no reason in the log"
+expect_fail truncate -s 0 "$MNT/md/degraded"
 expect_fail truncate -s 5 "$MNT/md/stripe_cache_size"
 truncate -s 0 "$MNT/md/stripe_cache_size" || fail "truncating a writable control file to 0 (what echo > does) failed"
 check '[ "$(val stripe_cache_size)" = 256 ]' "truncate to 0 changes nothing"
@@ -235,7 +238,7 @@ done
 expect_fail "$RAIDFUSE" ctl "$MNT" stripe_cache_size 5
 [ $RC = 1 ] && [[ $OUT == *"stripe_cache_size"*"refused"* ]] || fail "ctl with a bad value ($RC): $OUT"
 [ "$(val stripe_cache_size)" = 512 ] || fail "a refused ctl changed the value"
-expect_fail "$RAIDFUSE" ctl "$MNT" component_size 7
+expect_fail "$RAIDFUSE" ctl "$MNT" degraded 7
 [ $RC = 1 ] && [[ $OUT == *"read-only"* ]] || fail "ctl on a read-only attribute ($RC): $OUT"
 expect_fail "$RAIDFUSE" ctl "$MNT" no_such_thing
 [ $RC = 1 ] && [[ $OUT == *"no such attribute"* ]] || fail "ctl on an unknown attribute ($RC): $OUT"

@@ -54,14 +54,7 @@ POS=$(jval "$LINE" reshape_position_sectors)
 NEW=190464      # md's array after the grow (r5-ls-3to4d-64k-grown, and md's verify log)
 [ "$OLD/$POS" = 126976/81792 ] || fail "manifest: array_sectors $OLD, reshape position $POS"
 
-DISK=$(mktemp -d /var/tmp/rf58.XXXXXX)
-_RM_DIRS+=("$DISK")
-case $(stat -f -c %T "$DISK") in
-tmpfs | ramfs) log "note: /var/tmp is in memory here; members are not on a disk file system" ;;
-esac
-MNT=$WORK/mnt
-IMG=$MNT/array.img
-MODEL=$DISK/model.img
+model_setup
 NAME=array.img
 
 # fresh DIR: md's members, mid-reshape, in DIR; M their paths.

@@ -55,11 +55,7 @@
 requires fuse xz
 build_helper
 
-DISK=$(mktemp -d /var/tmp/rf59.XXXXXX)
-_RM_DIRS+=("$DISK")
-MNT=$WORK/mnt
-IMG=$MNT/array.img
-MODEL=$DISK/model.img
+model_setup
 
 # level_change DIR: a raid5 of 4 + 1 spare in DIR, filled (the model),
 # changed to raid6 frozen at position 0.  Sets N (array sectors).

@@ -27,18 +27,8 @@
 requires fuse
 build_helper
 
-DISK=$(mktemp -d /var/tmp/rf60.XXXXXX)
-_RM_DIRS+=("$DISK")
-MNT=$WORK/mnt
-IMG=$MNT/array.img
-MODEL=$WORK/model
+model_setup
 
-# fill: random data over the whole image, the model the same.
-fill() {
-	head -c "$(fsize "$IMG")" /dev/urandom >"$MODEL"
-	dd if="$MODEL" of="$IMG" bs=1M oflag=direct conv=fsync,notrunc,nocreat status=none ||
-		fail "cannot fill the array"
-}
 
 # past SECTOR: wait until the walk's position is past SECTOR (or it ended).
 past() {
@@ -69,7 +59,7 @@ grow_degraded() {
 	create_array "$G/r.conf" --assume-clean -b none
 	start_array_daemon "$G/r.conf" "$MNT" --log "$WORK/g.log"
 	GOLD=$(($(fsize "$IMG") / 512))
-	fill
+	model_fill
 	truncate -s $((GOLD * 512 * 3 / 2)) "$MODEL"
 	echo frozen >"$MNT/md/sync_action"
 	"$RAIDFUSE" grow "$MNT" --raid-devices 4 || fail "grow --raid-devices 4 refused: $(tail -n 3 "$WORK/g.log")"
@@ -110,7 +100,7 @@ mk_conf "$G/r.conf" metadata=1.2 level=5 chunk_size=64K \
 create_array "$G/r.conf" --assume-clean -b none
 start_array_daemon "$G/r.conf" "$MNT" --log "$WORK/l.log"
 GOLD=$(($(fsize "$IMG") / 512))
-fill
+model_fill
 echo frozen >"$MNT/md/sync_action"
 "$RAIDFUSE" grow "$MNT" --level 6 || fail "grow --level 6 refused: $(tail -n 3 "$WORK/l.log")"
 degrade d0.img

@@ -1,7 +1,29 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # model.sh - sourced after lib.sh by the tests that hold an image to a model:
 # a file of what every sector of the array must hold, each write the test
-# makes made to both.  The sourcing test sets IMG (the image), MODEL and MNT.
+# makes made to both.  The sourcing test sets IMG (the image), MODEL and MNT,
+# or has model_setup set them.
+
+# model_setup: DISK a directory on the disk (/var/tmp: members on a disk
+# file system, not in memory), removed at exit; MNT and IMG in WORK; MODEL
+# in DISK.
+model_setup() {
+	DISK=$(mktemp -d "${RF_DISK_TMP:-/var/tmp}/rf-$TEST_NAME.XXXXXX") || fail "cannot make a directory in /var/tmp"
+	_RM_DIRS+=("$DISK")
+	case $(stat -f -c %T "$DISK") in
+	tmpfs | ramfs) log "note: $DISK is in memory here; members are not on a disk file system" ;;
+	esac
+	MNT=$WORK/mnt
+	IMG=$MNT/array.img
+	MODEL=$DISK/model.img
+}
+
+# model_fill: random data over the whole image, the model the same.
+model_fill() {
+	head -c "$(fsize "$IMG")" /dev/urandom >"$MODEL"
+	dd if="$MODEL" of="$IMG" bs=1M oflag=direct conv=fsync,notrunc,nocreat status=none ||
+		fail "cannot fill the array"
+}
 
 # put SECTOR KIB: KIB KiB of new random bytes at array SECTOR (4 KiB
 # aligned), O_DIRECT and fsync into the image, and into the model.

@@ -16,6 +16,8 @@
 
 #include "fixture.h"
 #include "raidfuse/assemble.h"
+#include "raidfuse/config.h"
+#include "raidfuse/create.h"
 #include "raidfuse/fdmap.h"
 #include "raidfuse/stack.h"
 #include "raidfuse/super.h"
@@ -465,4 +467,50 @@ void fx_md_members(struct rf_sb_new *n, const char *what, uint64_t member_sector
 			fail_msg("%s", err);
 		close(fd);
 	}
+}
+
+void fx_create_md(const char *what, int level, int n, int nspare, const char *member_size, uint64_t bitmap_chunk,
+		  char (*paths)[FX_PATH])
+{
+	struct rf_create_opts o = { .assume_clean = true, .bitmap = bitmap_chunk ? 1 : 0,
+				    .bitmap_chunk = bitmap_chunk };
+	struct rf_config cfg;
+	char conf[FX_PATH], err[1024];
+	FILE *f;
+	int i;
+
+	snprintf(conf, sizeof(conf), "%s/%s.conf", fx_dir, what);
+	f = fopen(conf, "w");
+	assert_non_null(f);
+	fprintf(f, "array: {\n\tname = \"array.img\";\n\tmetadata = \"1.2\";\n\tlevel = %d;\n", level);
+	if (level != 1)
+		fprintf(f, "\tchunk_size = \"64K\";\n");
+	fprintf(f, "\tmember_size = \"%s\";\n\tmembers = (", member_size);
+	for (i = 0; i < n + nspare; i++) {
+		fx_member_path(paths[i], FX_PATH, what, i);
+		unlink(paths[i]);
+		if (i == n)
+			fprintf(f, " );\n\tspares = (");
+		fprintf(f, "%s\"%s-%d.img\"", i == 0 || i == n ? " " : ", ", what, i);
+	}
+	fprintf(f, " );\n};\n");
+	assert_int_equal(fclose(f), 0);
+	if (rf_config_load(conf, &cfg, err, sizeof(err)))
+		fail_msg("%s", err);
+	assert_int_equal(rf_create(conf, &cfg, &o), 0);
+	rf_config_free(&cfg);
+}
+
+struct rf_array *fx_serve_md(char (*paths)[FX_PATH], int n)
+{
+	const char *p[RF_MAX_DEVS];
+	struct rf_array *a;
+	int i;
+
+	for (i = 0; i < n; i++)
+		p[i] = paths[i];
+	a = fx_open_assembled(p, n, false, fx_gtc);
+	fx_start(a, NULL);
+	assert_int_equal(rf_array_start_resync(a, false), 0);
+	return a;
 }

@@ -180,5 +180,15 @@ struct rf_sb_new;
  * superblock of n (uuid 0x40 + 7i when n's is all zero, ctime 1700000000
  * when 0); their paths into paths[i]. */
 void fx_md_members(struct rf_sb_new *n, const char *what, uint64_t member_sectors, char (*paths)[FX_PATH]);
+/* fx_dir/<what>.conf of a level-level array of n members and nspare
+ * spares of member_size (config words: "8M"), 1.2 superblocks, made by
+ * rf_create() as `raidfuse create --assume-clean` makes it, an internal
+ * bitmap of bitmap_chunk bytes (0: none); paths[] gets the members, then
+ * the spares. */
+void fx_create_md(const char *what, int level, int n, int nspare, const char *member_size, uint64_t bitmap_chunk,
+		  char (*paths)[FX_PATH]);
+/* The array on paths[0..n) (members, then spares) assembled as the
+ * daemon assembles it, started, its resync (if due) under way. */
+struct rf_array *fx_serve_md(char (*paths)[FX_PATH], int n);
 
 #endif

@@ -399,12 +399,12 @@ static void test_array_state(void **state)
 static void test_read_only(void **state)
 {
 	struct rf_array *a = open_array("ro", 5, 2, 4, 65536, 0);
-	const char *ro[] = { "component_size", "degraded",
+	const char *ro[] = { "degraded", "events",
 			     "stripe_cache_active", "metadata_version", "reshape_position",
 			     "reshape_direction" };
 	const char *rw[] = { "array_state", "stripe_cache_size", "group_thread_cnt", "rmw_level",
 			     "worker_groups", "consistency_policy", "raid_disks", "level", "layout",
-			     "chunk_size" };
+			     "chunk_size", "component_size", "array_size" };
 	size_t i;
 
 	for (i = 0; i < sizeof(ro) / sizeof(ro[0]); i++) {

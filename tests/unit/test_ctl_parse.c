@@ -72,6 +72,20 @@ static void test_numbers(void **state)
 	assert_int_equal(rf_ctl_parse_sectors("+1", &s), -EINVAL);
 	assert_int_equal(rf_ctl_parse_sectors("", &s), -EINVAL);
 	assert_true(s == UINT64_MAX - 1);
+	/* md/component_size, md/array_size: KiB, or their word */
+	assert_int_equal(rf_ctl_parse_kib("max", "max", &s), 0);
+	assert_true(s == UINT64_MAX);
+	assert_int_equal(rf_ctl_parse_kib("65536", "max", &s), 0);
+	assert_true(s == 65536);
+	assert_int_equal(rf_ctl_parse_kib("0", "default", &s), 0);
+	assert_true(s == 0);
+	assert_int_equal(rf_ctl_parse_kib("9007199254740991", "max", &s), 0);
+	assert_int_equal(rf_ctl_parse_kib("9007199254740992", "max", &s), -EINVAL);
+	assert_int_equal(rf_ctl_parse_kib("default", "max", &s), -EINVAL);
+	assert_int_equal(rf_ctl_parse_kib("none", "max", &s), -EINVAL);
+	assert_int_equal(rf_ctl_parse_kib("64K", "max", &s), -EINVAL);
+	assert_int_equal(rf_ctl_parse_kib("", "max", &s), -EINVAL);
+	assert_true(s == 9007199254740991ull);
 	/* md/bitmap/time_base: seconds with up to 4 decimals, into ms */
 	assert_int_equal(rf_ctl_parse_time_base("5", &k), 0);
 	assert_int_equal(k, 5000);

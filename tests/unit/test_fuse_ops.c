@@ -444,7 +444,7 @@ static void test_lookup_getattr(void **state)
 static void test_open(void **state)
 {
 	uint64_t img = lookup(ROOT, rf_array_name(A)), md = lookup(ROOT, RF_CTL_ROOT_MD);
-	uint64_t ro = lookup(md, "component_size");
+	uint64_t ro = lookup(md, "degraded");
 
 	/* the image: fh says whether the opener may write */
 	assert_int_equal(do_open(img, O_RDONLY), 0);
@@ -558,7 +558,7 @@ static void test_read_only_array(void **state)
 static void test_setattr(void **state)
 {
 	uint64_t img = lookup(ROOT, rf_array_name(A)), md = lookup(ROOT, RF_CTL_ROOT_MD);
-	uint64_t scs = lookup(md, "stripe_cache_size"), ro = lookup(md, "component_size");
+	uint64_t scs = lookup(md, "stripe_cache_size"), ro = lookup(md, "degraded");
 	struct stat st = { 0 };
 	struct rec r;
 
@@ -618,7 +618,7 @@ static void test_control_files(void **state)
 {
 	uint64_t md = lookup(ROOT, RF_CTL_ROOT_MD), scs = lookup(md, "stripe_cache_size");
 	uint64_t level = lookup(md, "level"), mdstat = lookup(ROOT, RF_CTL_ROOT_MDSTAT), fh;
-	uint64_t ro = lookup(md, "component_size");
+	uint64_t ro = lookup(md, "degraded");
 	char *t;
 	struct rec r;
 

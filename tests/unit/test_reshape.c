@@ -52,51 +52,16 @@
 
 #define MEMBER_SIZE "8M"
 
-/* fx_dir/<what>.conf with n members and nspare spares, made by
- * rf_create(); paths[] gets members then spares. */
+/* fx_dir/<what>.conf with n members and nspare spares, no bitmap. */
 static void make(const char *what, int level, int n, int nspare, char (*paths)[FX_PATH])
 {
-	struct rf_create_opts o = { .assume_clean = true, .bitmap = 0 };
-	struct rf_config cfg;
-	char conf[FX_PATH], err[1024];
-	FILE *f;
-	int i;
-
-	snprintf(conf, sizeof(conf), "%s/%s.conf", fx_dir, what);
-	f = fopen(conf, "w");
-	assert_non_null(f);
-	fprintf(f, "array: {\n\tname = \"array.img\";\n\tmetadata = \"1.2\";\n\tlevel = %d;\n", level);
-	if (level != 1)
-		fprintf(f, "\tchunk_size = \"64K\";\n");
-	fprintf(f, "\tmember_size = \"%s\";\n\tmembers = (", MEMBER_SIZE);
-	for (i = 0; i < n + nspare; i++) {
-		fx_member_path(paths[i], FX_PATH, what, i);
-		unlink(paths[i]);
-		if (i == n)
-			fprintf(f, " );\n\tspares = (");
-		fprintf(f, "%s\"%s-%d.img\"", i == 0 || i == n ? " " : ", ", what, i);
-	}
-	fprintf(f, " );\n};\n");
-	assert_int_equal(fclose(f), 0);
-	if (rf_config_load(conf, &cfg, err, sizeof(err)))
-		fail_msg("%s", err);
-	assert_int_equal(rf_create(conf, &cfg, &o), 0);
-	rf_config_free(&cfg);
+	fx_create_md(what, level, n, nspare, MEMBER_SIZE, 0, paths);
 }
 
 /* The array on paths[0..n), started and serving. */
 static struct rf_array *serve(char (*paths)[FX_PATH], int n)
 {
-	const char *p[RF_MAX_MEMBERS];
-	struct rf_array *a;
-	int i;
-
-	for (i = 0; i < n; i++)
-		p[i] = paths[i];
-	a = fx_open_assembled(p, n, false, fx_gtc);
-	fx_start(a, NULL);
-	assert_int_equal(rf_array_start_resync(a, false), 0);
-	return a;
+	return fx_serve_md(paths, n);
 }
 
 static bool reshaping(struct rf_array *a)
