@@ -161,9 +161,12 @@ int rf_pwrite_direct(int fd, uint32_t align, const void *buf, size_t len, uint64
 		r = rf_pwrite_full(fd, b, hi - lo, lo);
 	}
 	/* A block written whole past the end of the file: the file ends
-	 * where it did, or where the bytes asked end. */
-	if (!r && !fstat(fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_size > end && st.st_size > size_was &&
-	    ftruncate(fd, (off_t)(end > (uint64_t)size_was ? end : (uint64_t)size_was)))
+	 * where it did, or where the bytes asked end.  Only when this write
+	 * made it longer (it ends where the block does): another process
+	 * may extend the file meanwhile (a member grown while served), and
+	 * what it added is not ours to cut. */
+	if (!r && hi > (uint64_t)size_was && hi > end && !fstat(fd, &st) && S_ISREG(st.st_mode) &&
+	    (uint64_t)st.st_size == hi && ftruncate(fd, (off_t)(end > (uint64_t)size_was ? end : (uint64_t)size_was)))
 		r = -errno;
 	free(b);
 	return r;

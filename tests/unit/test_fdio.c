@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +173,87 @@ static void test_direct(void **state)
 	free(b);
 }
 
+struct appender {
+	int fd;
+	int n;
+	int done;
+};
+
+/* Chunks of 512 bytes, each its sequence number, appended one by one. */
+static void *append_main(void *arg)
+{
+	struct appender *ap = arg;
+	char chunk[512];
+	int i;
+
+	for (i = 0; i < ap->n; i++) {
+		memset(chunk, 0, sizeof(chunk));
+		memcpy(chunk, &i, sizeof(i));
+		if (write(ap->fd, chunk, sizeof(chunk)) != (ssize_t)sizeof(chunk))
+			break;
+	}
+	__atomic_store_n(&ap->done, 1, __ATOMIC_RELEASE);
+	return i < ap->n ? (void *)1 : NULL;
+}
+
+/* Regression: an unaligned write inside a file another process extends
+ * meanwhile (a member grown while served) cut what that process added:
+ * the write looked at the size before and after itself and truncated
+ * back anything past the first look.  An appender writes 512-byte chunks
+ * numbered 0..n-1 while the file's first block is rewritten unaligned;
+ * every chunk must be there, in order. */
+static void test_direct_grown_beside(void **state)
+{
+	const int n = 20000;
+	char path[] = "/var/tmp/rf-fdio-XXXXXX", *src = malloc(8192), *all;
+	struct appender ap = { .n = n };
+	pthread_t t;
+	int fd = mkstemp(path), dfd, i, writes = 0;
+	void *ret;
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 4096), 0);
+	dfd = open(path, O_RDWR | O_DIRECT);
+	ap.fd = open(path, O_WRONLY | O_APPEND);
+	unlink(path);
+	assert_true(ap.fd >= 0);
+	if (dfd < 0) {
+		close(fd);
+		close(ap.fd);
+		free(src);
+		skip();
+		return;
+	}
+	memset(src, 0x5a, 8192);
+	assert_int_equal(pthread_create(&t, NULL, append_main, &ap), 0);
+	while (!__atomic_load_n(&ap.done, __ATOMIC_ACQUIRE)) {
+		assert_int_equal(rf_pwrite_direct(dfd, 4096, src + 1, 100, 1000), 0);
+		writes++;
+	}
+	assert_int_equal(pthread_join(t, &ret), 0);
+	assert_null(ret);
+	all = calloc((size_t)n, 512);
+	assert_non_null(all);
+	if (lseek(fd, 0, SEEK_END) != 4096 + (off_t)n * 512)
+		fail_msg("after %d unaligned writes beside the appender: %lld bytes, %lld appended after 4096",
+			 writes, (long long)lseek(fd, 0, SEEK_END), (long long)n * 512);
+	assert_int_equal(rf_pread_full(fd, all, (size_t)n * 512, 4096), 0);
+	for (i = 0; i < n; i++) {
+		int seq;
+
+		memcpy(&seq, all + (size_t)i * 512, sizeof(seq));
+		if (seq != i)
+			fail_msg("after %d unaligned writes beside the appender: chunk %d holds %d", writes, i, seq);
+	}
+	assert_int_equal(lseek(fd, 0, SEEK_END), 4096 + (off_t)n * 512);
+	close(dfd);
+	close(ap.fd);
+	close(fd);
+	free(all);
+	free(src);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -180,6 +262,7 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_iolog_sees),
 		cmocka_unit_test(test_direct),
+		cmocka_unit_test(test_direct_grown_beside),
 	};
 
 	return fx_run_tests("fdio", tests);
