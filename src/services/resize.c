@@ -219,6 +219,7 @@ int rf_resize_component(struct rf_array *a, uint64_t sectors, char *err, size_t 
 {
 	struct resize r = { .a = a, .sectors = sectors, .err = err, .errlen = errlen };
 	struct rf_sync_status st;
+	uint64_t old_total;
 	const char *why;
 	int i, ret;
 
@@ -245,6 +246,10 @@ int rf_resize_component(struct rf_array *a, uint64_t sectors, char *err, size_t 
 	}
 	r.old = rf_array_geom(a)->dev_sectors;
 	rf_array_reconf_unlock(a);
+	/* Where the resync of a grow starts: the walk's end before it, in
+	 * the walk's units (member sectors; raid10's array sectors). */
+	rf_sync_get(a, &st);
+	old_total = st.total;
 	ret = rf_array_quiesced_all(a, resize_fn, &r);
 	if (ret)
 		return ret;
@@ -262,8 +267,8 @@ int rf_resize_component(struct rf_array *a, uint64_t sectors, char *err, size_t 
 	/* md's resize: a resync from the old size up, unless one is due
 	 * lower already. */
 	rf_sync_get(a, &st);
-	if (st.resync_cp > r.old)
-		rf_sync_set_resync_cp(a, r.old);
+	if (st.resync_cp > old_total)
+		rf_sync_set_resync_cp(a, old_total);
 	ret = rf_array_start_resync(a, st.action == RF_SYNC_FROZEN);
 	if (ret)
 		rf_warn("%s: the resync of the grown rows did not start: %s", rf_array_name(a), strerror(-ret));

@@ -158,6 +158,12 @@ static void grow_max(const char *what, int level, int n, uint64_t bm, bool froze
 	assert_int_equal(rf_array_geom(a)->dev_sectors, comp + EXTRA / 512);
 	assert_int_equal(rf_array_size(a), old + (uint64_t)data * EXTRA);
 	if (frozen) {
+		struct rf_sync_status st;
+
+		/* The resync is due from the walk's old end, in its units
+		 * (raid10 walks array sectors, md's recovery_cp = oldsize). */
+		rf_sync_get(a, &st);
+		assert_int_equal(st.resync_cp, level == 10 ? old / 512 : comp);
 		mm = mismatches(a);
 		if (!mm)
 			fail_msg("%s: control: the grown rows were not resynced, and check found them consistent", what);
