@@ -16,13 +16,17 @@
 struct rf_array;
 
 /* Grow a to raid_disks members (more than it has; as many spares as it
- * takes more).  Returns 0 once the reshape is recorded and under way (at
+ * takes more), or shrink it to fewer (md's backward reshape: the image
+ * must serve no more than they hold, md/array_size set first, and every
+ * device needs a chunk free after its data; the members dropped end as
+ * spares).  Returns 0 once the reshape is recorded and under way (at
  * once when raid_disks is the present count), or -errno with why in err:
  * -EROFS read-only, -EOPNOTSUPP a level or array it cannot reshape (not
  * raid4/5/6, no 1.x superblocks, a bitmap or a partial parity log),
- * -EBUSY a reshape or sync action running, or degraded, -EINVAL fewer
- * members or too few spares, -ENOSPC no room before the data to move it
- * (only mdadm's backup file would do). */
+ * -EBUSY a reshape or sync action running, or degraded, -EINVAL too few
+ * spares, too few members for the level, or a shrink past the image's
+ * size, -ENOSPC no room before the data to move it (a shrink: after it;
+ * only mdadm's backup file would do). */
 int rf_reshape_grow(struct rf_array *a, int raid_disks, char *err, size_t errlen);
 /* Change a raid4/5 to raid6 (md/level), as mdadm --grow --level=6 does:
  * one spare more takes a new last slot, and the reshape restripes the

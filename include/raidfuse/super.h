@@ -312,6 +312,9 @@ struct rf_sb_change {
 	int reshape_raid_disks;
 	int reshape_delta;
 	int32_t reshape_new_offset;
+	/* With a start (or a missed start): md's reshape_backwards, walked
+	 * down from reshape_position (RF_SB_FEAT_RESHAPE_BACK; a shrink). */
+	bool reshape_backwards;
 	/* With a start (or a missed start): the geometries, when
 	 * reshape_geom: level and layout the previous one's as md records
 	 * them (a raid5 -> raid6 change: raid6 of a "-6" layout), new_level,

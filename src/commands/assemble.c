@@ -890,9 +890,12 @@ static bool config_differs(const struct rf_config *cfg, const struct rf_sb *s, c
 		snprintf(want, len, "%uK", cfg->chunk_bytes / 1024);
 		snprintf(got, len, "%uK", s->chunk_sectors / 2);
 	} else if (s->raid_disks != cfg->nmembers &&
-		   !(s->raid_disks > cfg->nmembers && s->raid_disks <= cfg->nmembers + cfg->nspares)) {
+		   !(s->raid_disks > cfg->nmembers && s->raid_disks <= cfg->nmembers + cfg->nspares) &&
+		   !(s->raid_disks < cfg->nmembers && slots_of(s) <= cfg->nmembers + cfg->nspares)) {
 		/* A grow gives spares the new slots: the config's members and
-		 * spares together may hold them (the superblocks place them). */
+		 * spares together may hold them; a shrink leaves members it
+		 * dropped as spares, and keeps them in their slots while it
+		 * runs (the superblocks place them). */
 		*field = "members";
 		snprintf(want, len, "%d devices%s", cfg->nmembers,
 			 s->raid_disks > cfg->nmembers ? " (and too few spares for a grown array)" : "");

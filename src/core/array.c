@@ -712,9 +712,10 @@ int rf_array_takeover(struct rf_array *a, int level, int layout, int raid_disks,
 }
 
 int rf_array_reshape_begin(struct rf_array *a, const struct rf_geom *to, const struct rf_geom *from,
-			   uint64_t prev_absent, uint64_t gap, char *err, size_t errlen)
+			   uint64_t prev_absent, int64_t move, bool backwards, char *err, size_t errlen)
 {
-	struct rf_reshape rs = { .active = true, .prev = a->geom, .prev_absent = prev_absent };
+	struct rf_reshape rs = { .active = true, .prev = a->geom, .prev_absent = prev_absent,
+				 .backwards = backwards };
 	struct rf_geom g = a->geom;
 	int oldn = a->nmembers, raid_disks = to->raid_disks, i, ret;
 
@@ -728,7 +729,13 @@ int rf_array_reshape_begin(struct rf_array *a, const struct rf_geom *to, const s
 	rs.prev.chunk_sectors = from->chunk_sectors;
 	ret = rf_geom_init(&g, err, errlen);
 	if (!ret)
-		ret = rf_reshape_init(&g, &rs, -(int64_t)gap, err, errlen);
+		ret = rf_reshape_init(&g, &rs, move, err, errlen);
+	if (!ret && backwards) {
+		/* md's raid5_start_reshape: a backward one from the end (the
+		 * smaller of the two geometries, as rf_reshape_init() sized). */
+		rs.position = g.array_sectors;
+		ret = rf_reshape_init(&g, &rs, move, err, errlen);
+	}
 	if (ret)
 		return ret;
 	for (i = oldn; i < raid_disks; i++)
@@ -736,18 +743,23 @@ int rf_array_reshape_begin(struct rf_array *a, const struct rf_geom *to, const s
 			snprintf(err, errlen, "device %d is not a spare to take slot %d", i, i);
 			return -EINVAL;
 		}
-	ret = regroup(a, raid_disks, err, errlen);
-	if (ret)
-		return ret;
+	/* A shrink keeps its slots until it ends (rf_array_reshape_finish()). */
+	if (raid_disks > oldn) {
+		ret = regroup(a, raid_disks, err, errlen);
+		if (ret)
+			return ret;
+	}
 	rf_devs_lock(a);
 	/* Every device's offset moves, the spares' too: the superblocks
 	 * record the one new_offset on each (md's start_reshape). */
-	for (i = raid_disks; i < a->ndevs; i++)
-		a->devs[i].new_data_offset = a->devs[i].data_offset >= gap * 512 ?
-						     a->devs[i].data_offset - gap * 512 : a->devs[i].data_offset;
-	for (i = 0; i < raid_disks; i++) {
-		a->devs[i].new_data_offset = a->devs[i].data_offset - gap * 512;
-		if (i >= oldn) {
+	for (i = 0; i < a->ndevs; i++) {
+		int64_t to_off = (int64_t)a->devs[i].data_offset + move * 512;
+
+		if (i < oldn || i < raid_disks || to_off >= 0)
+			a->devs[i].new_data_offset = (uint64_t)to_off;
+		else
+			a->devs[i].new_data_offset = a->devs[i].data_offset;
+		if (i >= oldn && i < raid_disks) {
 			a->devs[i].flags = RF_DEV_IN_SYNC;
 			a->present |= 1ull << i;
 			atomic_fetch_and(&a->faulty, ~(1ull << i));
@@ -756,7 +768,7 @@ int rf_array_reshape_begin(struct rf_array *a, const struct rf_geom *to, const s
 	a->reshape = rs;
 	rf_devs_unlock(a);
 	a->geom = g;
-	atomic_store(&a->reshape_pos, 0);
+	atomic_store(&a->reshape_pos, rs.position);
 	atomic_store(&a->reshaping, true);
 	rf_devs_flags_changed(a);
 	for (i = oldn; i < raid_disks; i++)

@@ -141,11 +141,13 @@ void rf_array_reshape_commit(struct rf_array *a, uint64_t position);
  * previous, to as the new one; level, layout, raid_disks and chunk given,
  * the rest the array's; position 0, forwards), the slots in prev_absent
  * hold nothing in the previous one (a raid5 -> raid6 change: from is the
- * raid6 whose Q the added member would hold), and each slot's data is to
- * move gap sectors lower (its new data offset).  0, or -errno with why
- * (nothing changed). */
+ * raid6 whose Q the added member would hold), and each device's data is
+ * to move by `move` sectors (its new data offset: lower when negative).
+ * backwards: md's reshape_backwards, from the new geometry's end down (a
+ * shrink: fewer slots than it has, which stay until it ends).  0, or
+ * -errno with why (nothing changed). */
 int rf_array_reshape_begin(struct rf_array *a, const struct rf_geom *to, const struct rf_geom *from,
-			   uint64_t prev_absent, uint64_t gap, char *err, size_t errlen);
+			   uint64_t prev_absent, int64_t move, bool backwards, char *err, size_t errlen);
 /* Inside rf_array_quiesced_all(): a raid1 takes raid_disks slots, the
  * new ones empty (missing and faulty, as md's grown raid1 is degraded
  * until spares take them: the management thread's rebuild).  0, or

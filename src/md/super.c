@@ -1081,9 +1081,12 @@ static void reshape_update1(struct sb1 *s, const struct rf_sb_change *c)
 			s->new_layout = s->layout;
 			s->new_chunk = s->chunksize;
 		}
-		s->reshape_position = rf_to_le64(c->set_reshape == RF_SB_RESHAPE_AT ? c->reshape_position : 0);
+		s->reshape_position = rf_to_le64(c->set_reshape == RF_SB_RESHAPE_AT || c->reshape_backwards ?
+						 c->reshape_position : 0);
 		s->new_offset = rf_to_le32((uint32_t)c->reshape_new_offset);
-		s->feature_map = rf_to_le32(f | RF_SB_FEAT_RESHAPE | RF_SB_FEAT_NEW_OFFSET);
+		f |= RF_SB_FEAT_RESHAPE | RF_SB_FEAT_NEW_OFFSET;
+		f = c->reshape_backwards ? f | RF_SB_FEAT_RESHAPE_BACK : f & ~(uint32_t)RF_SB_FEAT_RESHAPE_BACK;
+		s->feature_map = rf_to_le32(f);
 		return;
 	}
 	if (!(f & RF_SB_FEAT_RESHAPE))

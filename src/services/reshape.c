@@ -65,8 +65,13 @@
  * Every device's data offset moves at the end, the spares' too, as the
  * superblocks record it (md_finish_reshape).
  *
- * It does NOT: start a backward reshape or a shrink (it continues those md
- * began), keep a bitmap or a partial parity log through a reshape, go on
+ * A shrink (rf_reshape_grow() to fewer members, as mdadm --grow
+ * --raid-devices with the array size cut first) is md's backward reshape:
+ * every data offset moves a chunk up (room after the data is needed), the
+ * walk goes down from the new geometry's end, and the slots past the new
+ * count stay until it ends, then their devices are spares.
+ *
+ * It does NOT: keep a bitmap or a partial parity log through a reshape, go on
  * while a device is being rebuilt (one found at assembly: it waits for the
  * rebuild), or change the level but raid4/5 -> raid6 (md's takeovers that
  * move no data are rf_reshape_level()'s too).
@@ -750,7 +755,8 @@ struct begin {
 	struct rf_geom to, from;        /* the new geometry and the previous one */
 	uint64_t prev_absent;
 	int first;                      /* the first slot a spare takes */
-	uint64_t gap;
+	int64_t move;                   /* sectors every data offset moves (lower: negative) */
+	bool backwards;                 /* md's reshape_backwards (a shrink) */
 	char *err;
 	size_t errlen;
 	struct rf_array *a;
@@ -771,10 +777,10 @@ static int begin_fn(void *arg)
 			rf_dev_swap(a, k, j);
 	}
 	rf_devs_unlock(a);
-	ret = rf_array_reshape_begin(a, &b->to, &b->from, b->prev_absent, b->gap, b->err, b->errlen);
+	ret = rf_array_reshape_begin(a, &b->to, &b->from, b->prev_absent, b->move, b->backwards, b->err, b->errlen);
 	if (ret)
 		return ret;
-	ret = rf_sbstate_reshape_start(rf_array_sbstate(b->a), -(int32_t)b->gap);
+	ret = rf_sbstate_reshape_start(rf_array_sbstate(b->a), (int32_t)b->move);
 	if (ret)
 		snprintf(b->err, b->errlen, "recording the reshape in the superblocks failed: %s", strerror(-ret));
 	return ret;
@@ -912,8 +918,8 @@ static int begin(struct begin *b)
 		return -EINVAL;
 	}
 	k = b->to.raid_disks - (b->to.level == 6 ? 2 : 1);
-	b->gap = room / unit >= (uint64_t)k ? (uint64_t)k * unit : room / unit * unit;
-	if (!b->gap) {
+	b->move = -(int64_t)(room / unit >= (uint64_t)k ? (uint64_t)k * unit : room / unit * unit);
+	if (!b->move) {
 		snprintf(b->err, b->errlen, "no room before the data on every member to move it by a chunk (%" PRIu64
 			 " sectors free, %" PRIu64 " needed): a reshape in place needs mdadm's backup file", room,
 			 unit);
@@ -1051,6 +1057,66 @@ int rf_reshape_layout(struct rf_array *a, int layout, uint32_t chunk_sectors, ch
 	return begin(&b);
 }
 
+/* Sectors free after device d's data of dev_sectors, inside the data
+ * area its superblock records (md's rdev->sectors: a new offset may not
+ * push the data past it). */
+static uint64_t room_after(const struct rf_dev *d, uint64_t dev_sectors)
+{
+	uint64_t area = d->sb_has ? d->sb.data_size : d->size / 512 - d->data_offset / 512;
+
+	return area > dev_sectors ? area - dev_sectors : 0;
+}
+
+/* Fewer members (md's raid5 reshape with delta_disks < 0): the image
+ * must already serve no more than the new geometry holds (mdadm: "use
+ * --grow --array-size first"), every device must have a chunk free after
+ * its data, which moves up by that much (md's new_offset: mdadm moves a
+ * shrink's data up by the larger chunk), and the walk goes backwards from
+ * the new geometry's end; the slots past the new count become spares when
+ * it ends. */
+static int shrink(struct rf_array *a, int raid_disks, char *err, size_t errlen)
+{
+	const struct rf_geom *g = rf_array_geom(a);
+	struct begin b = { .a = a, .err = err, .errlen = errlen, .backwards = true };
+	uint64_t room = UINT64_MAX, unit = g->chunk_sectors;
+	int n = rf_array_nslots(a), i, ret;
+	const char *tight = NULL;
+
+	b.from = *g;
+	b.to = *g;
+	b.to.raid_disks = raid_disks;
+	ret = rf_geom_init(&b.to, err, errlen);
+	if (ret)
+		return ret;
+	if (rf_array_size(a) > b.to.array_sectors * 512) {
+		snprintf(err, errlen, "the image serves %" PRIu64 " KiB, %d members hold %" PRIu64 " KiB: this change "
+			 "would reduce the size of the array; set md/array_size first (grow --array-size), as mdadm "
+			 "and md ask", rf_array_size(a) / 1024, raid_disks, b.to.array_sectors / 2);
+		return -EINVAL;
+	}
+	rf_devs_lock(a);
+	for (i = 0; i < rf_devs_count(a); i++) {
+		const struct rf_dev *d = rf_dev_get(a, i);
+
+		if (i < n ? (d->flags & RF_DEV_MISSING) != 0 : d->flags != RF_DEV_SPARE)
+			continue;
+		if (room_after(d, g->dev_sectors) < room) {
+			room = room_after(d, g->dev_sectors);
+			tight = d->path;
+		}
+	}
+	rf_devs_unlock(a);
+	if (room < unit) {
+		snprintf(err, errlen, "%s has %" PRIu64 " KiB free after its data, and a shrink moves the data up by a "
+			 "chunk (%" PRIu64 " KiB): make md/component_size a chunk smaller first (grow --size), or "
+			 "mdadm's backup file would be needed", tight ? tight : "a device", room / 2, unit / 2);
+		return -ENOSPC;
+	}
+	b.first = n;
+	b.move = (int64_t)unit;
+	return rf_array_quiesced_all(a, begin_fn, &b);
+}
+
 int rf_reshape_grow(struct rf_array *a, int raid_disks, char *err, size_t errlen)
 {
 	const struct rf_geom *g = rf_array_geom(a);
@@ -1069,7 +1135,9 @@ int rf_reshape_grow(struct rf_array *a, int raid_disks, char *err, size_t errlen
 	ret = can_start(a, err, errlen);
 	if (ret)
 		return ret;
-	if (raid_disks < n || raid_disks > RF_MAX_MEMBERS) {
+	if (raid_disks < n)
+		return shrink(a, raid_disks, err, errlen);
+	if (raid_disks > RF_MAX_MEMBERS) {
 		snprintf(err, errlen, "%d members: raidfuse grows an array of %d to at most %d", raid_disks, n,
 			 RF_MAX_MEMBERS);
 		return -EINVAL;

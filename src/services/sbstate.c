@@ -126,6 +126,7 @@ static void reshape_catch_up(struct rf_sbstate *s, int i, const struct rf_dev *m
 		mine->reshape_position = s->reshape_recorded;
 		mine->reshape_raid_disks = rf_array_geom(a)->raid_disks;
 		mine->reshape_delta = rf_array_geom(a)->raid_disks - rs->prev.raid_disks;
+		mine->reshape_backwards = rs->backwards;
 		mine->reshape_new_offset = (int32_t)(((int64_t)m->new_data_offset - (int64_t)m->data_offset) / 512);
 		reshape_geoms(a, mine);
 	} else if (!on && m->sb.reshape) {
@@ -1125,9 +1126,12 @@ int rf_sbstate_reshape_start(struct rf_sbstate *s, int32_t new_offset)
 	g = rf_array_geom(s->a);
 	c.reshape_raid_disks = g->raid_disks;
 	c.reshape_delta = g->raid_disks - rf_array_reshape_state(s->a)->prev.raid_disks;
+	/* A backward one (a shrink) starts at the new geometry's end. */
+	c.reshape_backwards = rf_array_reshape_state(s->a)->backwards;
+	c.reshape_position = rf_array_reshape_state(s->a)->position;
 	reshape_geoms(s->a, &c);
 	sb_lock(s);
-	s->reshape_recorded = 0;
+	s->reshape_recorded = c.reshape_position;
 	r = slots_write(s, &c);
 	sb_unlock(s);
 	return r;

@@ -47,6 +47,7 @@
 #include "raidfuse/create.h"
 #include "raidfuse/ctl.h"
 #include "raidfuse/reshape.h"
+#include "raidfuse/resize.h"
 #include "raidfuse/sync.h"
 #include "testreq.h"
 
@@ -115,8 +116,14 @@ static void test_refused(void **state)
 	rf_array_get_info(a, &before);
 	assert_int_equal(rf_reshape_grow(a, 4, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "0 spare(s) to grow from 3 to 4 members, 1 needed"));
+	/* Fewer members: the image must be cut first (md/array_size), and
+	 * the data needs a chunk free after it to move up. */
 	assert_int_equal(rf_reshape_grow(a, 2, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "raidfuse grows an array of 3"));
+	assert_non_null(strstr(err, "set md/array_size first"));
+	assert_int_equal(rf_resize_array(a, before.array_size / 2, err, sizeof(err)), 0);
+	assert_int_equal(rf_reshape_grow(a, 2, err, sizeof(err)), -ENOSPC);
+	assert_non_null(strstr(err, "make md/component_size a chunk smaller first"));
+	assert_int_equal(rf_resize_array(a, 0, err, sizeof(err)), 0);
 	assert_int_equal(rf_reshape_grow(a, 3, err, sizeof(err)), 0);     /* as it is */
 	assert_int_equal(rf_reshape_level(a, 6, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "0 spare(s) to grow from 3 to 4 members, 1 needed"));
@@ -251,6 +258,74 @@ static void grow(const char *what, int level, int n, int nspare, enum change how
 	rf_array_close(a);
 	free(model);
 	print_message("%s: reshaped (%d members -> %d) while %d rounds of IO ran\n", what, n, n + nspare, rounds);
+}
+
+/* A shrink as mdadm runs one: raid5 (or raid6) of n to n - 1 members,
+ * md/array_size set to what n - 1 hold once the component size is a
+ * chunk smaller (room for the data to move up), then md/raid_disks:
+ * the walk goes backwards from the end with IO against the model; at the
+ * end the last slot's device is a spare, the image the size set, the
+ * model's bytes, check 0; assembled again (the spare listed) the same. */
+static void shrink(const char *what, int level, int n)
+{
+	char paths[8][FX_PATH], err[512], *model;
+	struct rf_array_info info;
+	struct rf_array *a;
+	uint64_t old, comp, keep;
+	int rounds = 0, parity = level == 6 ? 2 : 1;
+
+	make(what, level, n, 0, paths);
+	a = serve(paths, n);
+	old = rf_array_size(a);
+	comp = rf_array_geom(a)->dev_sectors;
+	model = malloc(old);
+	assert_non_null(model);
+	fx_model_fill(a, model, 256 << 10, 50);
+	keep = (comp - 128) * 512 * (uint64_t)(n - 1 - parity);
+	assert_int_equal(rf_resize_array(a, keep, err, sizeof(err)), 0);
+	assert_int_equal(rf_resize_component(a, comp - 128, err, sizeof(err)), 0);
+	assert_int_equal(rf_sync_set_speed_max(a, 4096), 0);
+	assert_int_equal(rf_sync_set_speed_min(a, 4096), 0);
+	if (rf_reshape_grow(a, n - 1, err, sizeof(err)))
+		fail_msg("%s: shrink to %d: %s", what, n - 1, err);
+	assert_true(reshaping(a));
+	while (reshaping(a) && rounds < 200) {
+		assert_int_equal(fx_model_io(a, model, 20, 64 << 10), 0);
+		rounds++;
+	}
+	to_end(a);
+	rf_sync_wait(a);
+	rf_array_get_info(a, &info);
+	assert_int_equal(info.raid_disks, n - 1);
+	assert_int_equal(info.degraded, 0);
+	assert_int_equal(rf_array_size(a), keep);
+	assert_true(rf_dev_get(a, n - 1)->flags == RF_DEV_SPARE);
+	assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
+	check_zero(a);
+	rf_array_close(a);
+	a = serve(paths, n);
+	assert_false(reshaping(a));
+	rf_array_get_info(a, &info);
+	assert_int_equal(info.raid_disks, n - 1);
+	assert_int_equal(rf_array_size(a), keep);
+	assert_true(rf_dev_get(a, n - 1)->flags == RF_DEV_SPARE);
+	assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
+	check_zero(a);
+	rf_array_close(a);
+	free(model);
+	print_message("%s: shrunk (%d members -> %d) while %d rounds of IO ran\n", what, n, n - 1, rounds);
+}
+
+static void test_shrink5(void **state)
+{
+	(void)state;
+	shrink("s5", 5, 4);
+}
+
+static void test_shrink6(void **state)
+{
+	(void)state;
+	shrink("s6", 6, 5);
 }
 
 static void test_raid5(void **state)
@@ -479,6 +554,8 @@ int main(void)
 		cmocka_unit_test_setup(test_takeover, fx_threads2),
 		cmocka_unit_test_setup(test_raid1_shrink, fx_threads2),
 		cmocka_unit_test_setup(test_degraded, fx_threads2),
+		cmocka_unit_test_setup(test_shrink5, fx_threads2),
+		cmocka_unit_test_setup(test_shrink6, fx_inline0),
 	};
 
 	return fx_run_tests("reshape", tests);
