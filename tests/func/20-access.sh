@@ -9,7 +9,7 @@
 #    md/new_dev 0200.
 # 2. Negative control: uid 1000 (setpriv --reuid 1000 --regid 1000
 #    --clear-groups) does reach the mount: it lists md/, reads mdstat,
-#    md/component_size and the 0644 md/sync_action and md/dev-*/state.  Without
+#    md/degraded and the 0644 md/sync_action and md/dev-*/state.  Without
 #    allow_other every step below would fail for that reason alone.
 # 3. uid 1000 cannot write the image (its content unchanged), nor
 #    md/dev-d1.img/state (the member stays in_sync), md/sync_action (no
@@ -47,15 +47,15 @@ check '[[ ",$opts," == *,allow_other,* ]]' "the mount has allow_other (options: 
 mode_of() { stat -c '%u %a' "$1"; }
 check '[ "$(mode_of "$IMG")" = "0 600" ]' "the image is root's, 0600 (got $(mode_of "$IMG"))"
 check '[ "$(mode_of "$MNT/mdstat")" = "0 444" ]' "mdstat is 0444 (got $(mode_of "$MNT/mdstat"))"
-check '[ "$(mode_of "$MNT/md/component_size")" = "0 444" ]' "md/component_size is 0444"
+check '[ "$(mode_of "$MNT/md/degraded")" = "0 444" ]' "md/degraded is 0444"
 check '[ "$(mode_of "$MNT/md/sync_action")" = "0 644" ]' "md/sync_action is 0644"
 check '[ "$(mode_of "$MNT/md/new_dev")" = "0 200" ]' "md/new_dev is 0200"
 check '[ "$(mode_of "$MNT/md/dev-d1.img/state")" = "0 644" ]' "md/dev-d1.img/state is 0644"
 
 # 2. negative control: the user reaches the mount and reads what it may
 "${AS_USER[@]}" ls "$MNT/md" >/dev/null || fail "uid 1000 cannot list md/ (allow_other not in effect?)"
-check '[ "$("${AS_USER[@]}" cat "$MNT/md/component_size")" = "$(cat "$MNT/md/component_size")" ]' \
-	"uid 1000 reads md/component_size (0444)"
+check '[ "$("${AS_USER[@]}" cat "$MNT/md/degraded")" = "$(cat "$MNT/md/degraded")" ]' \
+	"uid 1000 reads md/degraded (0444)"
 check '[ "$("${AS_USER[@]}" cat "$MNT/md/sync_action")" = idle ]' "uid 1000 reads md/sync_action (0644)"
 check '[ "$("${AS_USER[@]}" cat "$MNT/md/dev-d1.img/state")" = in_sync ]' "uid 1000 reads dev-d1.img/state (0644)"
 "${AS_USER[@]}" grep -q '^md0 : active raid1' "$MNT/mdstat" || fail "uid 1000 cannot read mdstat (0444)"

@@ -59,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	check(strlen(val) == vlen && !memcmp(val, data + 1, vlen));
 
-	switch (data[0] % 8) {
+	switch (data[0] % 9) {
 	case 0: {       /* stripe_cache_size, group_thread_cnt, rmw_level, ... */
 		int n = -1;
 
@@ -139,6 +139,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check(!strcmp(back, val));
 		} else {
 			check(slot == -1);
+		}
+		break;
+	}
+	case 8: {       /* component_size ("max"), array_size ("default"): KiB */
+		const char *word = (data[0] / 9) & 1 ? "default" : "max";
+		uint64_t k = 7;
+
+		if (!rf_ctl_parse_kib(val, word, &k)) {
+			if (strcmp(val, word)) {
+				check(*val != '+' && k <= UINT64_MAX / 2048);
+				same_number(val, k);
+			} else {
+				check(k == UINT64_MAX);
+			}
+		} else {
+			check(k == 7);
 		}
 		break;
 	}
