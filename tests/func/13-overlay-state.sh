@@ -111,7 +111,11 @@ pid=$DAEMON_PID
 fio --name=crash --filename="$MNT/array.img" --rw=randwrite --bs=4k --size=32M --direct=1 \
 	--ioengine=psync --time_based --runtime=20 >/dev/null 2>&1 &
 fiopid=$!
-sleep 1
+# Killed once fio's writes made the superblocks dirty (ASan's daemon beside
+# make test may take more than a second to serve the first one).
+wait_for "fio's writes did not mark the superblocks dirty" \
+	'mdadm --examine "$C/d0.img" 2>/dev/null | grep -Eq "State : active"'
+sleep 0.5
 kill -9 "$pid"
 wait_daemon_exit "$MNT" --any-status
 fusermount3 -u -z "$MNT" 2>/dev/null || true
