@@ -78,50 +78,55 @@ static uint64_t dev_room(const struct rf_dev *d, uint64_t bytes)
 	return end > doff ? end - doff : 0;
 }
 
-/* Why a's members cannot change size now, as md would refuse; NULL if
- * they can.  *errno_out the error md gives. */
-static const char *refused(struct rf_array *a, int *errno_out)
+/* why into err; ret. */
+static int say(char *err, size_t errlen, int ret, const char *why)
+{
+	snprintf(err, errlen, "%s", why);
+	return ret;
+}
+
+/* Why a's members cannot change size now, as md would refuse, into
+ * err: -errno as md gives it, or 0 if they can. */
+static int refused(struct rf_array *a, char *err, size_t errlen)
 {
 	const struct rf_geom *g = rf_array_geom(a);
 	struct rf_sync_status st;
 	uint64_t pos;
+	const char *why = NULL;
 	bool back;
 	int i;
 
-	*errno_out = -EINVAL;
 	if (g->level == 0)
-		return "component size change is not supported for raid0 (md has no resize for it)";
+		return say(err, errlen, -EINVAL, "component size change is not supported for raid0 (md has no resize "
+			   "for it)");
 	if (g->level == 10 && g->far_copies > 1 && !g->far_offset)
-		return "raid10 of a far layout: md does not resize it";
-	*errno_out = -EROFS;
+		return say(err, errlen, -EINVAL, "raid10 of a far layout: md does not resize it");
 	if (rf_array_readonly(a) || rf_array_overlay(a))
-		return "the array is read-only";
-	*errno_out = -EOPNOTSUPP;
+		return say(err, errlen, -EROFS, "the array is read-only");
 	if (!rf_array_sbstate(a))
-		return "no superblocks to record the size in (the config's size key gives it)";
-	*errno_out = -EINVAL;
+		return say(err, errlen, -EOPNOTSUPP, "no superblocks to record the size in (the config's size key "
+			   "gives it)");
 	rf_devs_lock(a);
-	for (i = 0; i < rf_array_nslots(a); i++) {
+	for (i = 0; i < rf_array_nslots(a) && !why; i++) {
 		const struct rf_dev *d = rf_dev_get(a, i);
 
-		if (d->sb_has && (d->sb.feature_map & (RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL))) {
-			rf_devs_unlock(a);
-			return "the array keeps a partial parity log: md does not resize it (switch it off in "
-			       "md/consistency_policy first)";
-		}
+		if (d->sb_has && (d->sb.feature_map & (RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL)))
+			why = "the array keeps a partial parity log: md does not resize it (switch it off in "
+			      "md/consistency_policy first)";
 	}
 	rf_devs_unlock(a);
-	*errno_out = -EBUSY;
+	if (why)
+		return say(err, errlen, -EINVAL, why);
 	if (rf_array_reshape(a, &pos, &back))
-		return "a reshape is under way";
+		return say(err, errlen, -EBUSY, "a reshape is under way");
 	if (rf_array_recovering(a) || rf_array_replacing(a))
-		return "a device is being rebuilt";
+		return say(err, errlen, -EBUSY, "a device is being rebuilt");
 	rf_sync_get(a, &st);
-	if (st.action != RF_SYNC_IDLE && st.action != RF_SYNC_FROZEN)
-		return st.action == RF_SYNC_RESYNC ? "a resync is running" :
-		       st.action == RF_SYNC_CHECK ? "a check is running" :
-		       st.action == RF_SYNC_REPAIR ? "a repair is running" : "a sync action is running";
-	return NULL;
+	if (st.action != RF_SYNC_IDLE && st.action != RF_SYNC_FROZEN) {
+		snprintf(err, errlen, "%s is running", rf_sync_action_name(st.action));
+		return -EBUSY;
+	}
+	return 0;
 }
 
 /* Drained: the size every device holds, the geometry, the superblocks,
@@ -220,15 +225,12 @@ int rf_resize_component(struct rf_array *a, uint64_t sectors, char *err, size_t 
 	struct resize r = { .a = a, .sectors = sectors, .err = err, .errlen = errlen };
 	struct rf_sync_status st;
 	uint64_t old_total;
-	const char *why;
 	int i, ret;
 
 	err[0] = '\0';
-	why = refused(a, &ret);
-	if (why) {
-		snprintf(err, errlen, "%s", why);
+	ret = refused(a, err, errlen);
+	if (ret)
 		return ret;
-	}
 	/* Each device's size, looked at without a lock (a stat may wait on
 	 * its file system); the drain below takes them if the table is the
 	 * same. */
