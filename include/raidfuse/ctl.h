@@ -205,14 +205,17 @@ struct rf_ctl_tree {
 	int n;
 };
 
-/* Build the tree for a: the image, mdstat, md/ with the attributes present
- * for a's level.  Returns 0, -EINVAL when the image's name is no plain
- * file name or one the tree takes itself (rf_ctl_root_name_taken), or
- * -ENOMEM. */
+/* Build the tree for a: the image, mdstat, md/ with every attribute (those
+ * a's level has now are rf_ctl_node_present()).  Returns 0, -EINVAL when
+ * the image's name is no plain file name or one the tree takes itself
+ * (rf_ctl_root_name_taken), or -ENOMEM. */
 int rf_ctl_tree_build(struct rf_array *a, struct rf_ctl_tree *t);
 void rf_ctl_tree_free(struct rf_ctl_tree *t);
-/* The child of directory node dir called name: its index, or -ENOENT
- * (-ENOTDIR when dir is not a directory). */
-int rf_ctl_lookup(const struct rf_ctl_tree *t, int dir, const char *name);
+/* Whether node n is there for a now (its attribute's present(): the level,
+ * which a takeover changes). */
+bool rf_ctl_node_present(const struct rf_array *a, const struct rf_ctl_node *n);
+/* The child of directory node dir called name that is there for a: its
+ * index, or -ENOENT (-ENOTDIR when dir is not a directory). */
+int rf_ctl_lookup(const struct rf_ctl_tree *t, const struct rf_array *a, int dir, const char *name);
 
 #endif

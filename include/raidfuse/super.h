@@ -305,10 +305,16 @@ struct rf_sb_change {
 	/* 1.x: raid_disks becomes this (a raid1 given more mirrors, which
 	 * md records at once: no reshape); 0: as it is. */
 	int set_raid_disks;
-	/* 1.x: level and layout become these (md's takeovers that move no
-	 * data: raid4 <-> raid5 parity-last, raid6 "-6" -> raid5). */
+	/* 1.x: level, layout and chunk become these (md's takeovers that
+	 * move no data: raid4 <-> raid5 parity-last, raid6 "-6" -> raid5,
+	 * raid1 <-> raid5 of two, raid0 <-> raid4/5), and the used size
+	 * level_size sectors: md's component size, or for a raid0 its
+	 * members' data_size (md's rdev->sectors), the size field 0 as
+	 * mdadm writes a raid0's. */
 	bool set_level;
 	int level, layout;
+	uint32_t chunk_sectors;
+	uint64_t level_size;
 	int reshape_raid_disks;
 	int reshape_delta;
 	int32_t reshape_new_offset;

@@ -613,14 +613,47 @@ static void list_role(char *buf, size_t size, size_t *len, int *count, int role,
 	(*count)++;
 }
 
-/* Whether role is the member a raid4/5 -> raid6 change under way added:
- * the last slot of a previous geometry whose last member holds only Q
- * (md's only_parity()).  Its recovery_offset follows the reshape: it is
- * no rebuild, and the array is not degraded by it. */
+/* Whether role holds only parity in the geometry of level, layout and
+ * disks (md's only_parity(): raid4's and parity-last raid5's last slot,
+ * the last slot of a raid6 whose Q is there only). */
+static bool only_parity(int level, int layout, int64_t disks, int role)
+{
+	if (role != disks - 1)
+		return false;
+	return level == 4 || (level == 5 && layout == RF_ALGO_PARITY_N) || (level == 6 && rf_r6_q_last(layout));
+}
+
+/* Whether role is the member a change under way added in a slot that held
+ * only parity in the previous geometry: a raid4/5 -> raid6 change's Q
+ * member, or the spare a raid0 grown through a raid4 put in that raid4's
+ * empty P slot.  Its recovery_offset follows the reshape: it is no
+ * rebuild, and the array is not degraded by it. */
 static bool added_by_level_change(const struct rf_sb *fresh, int role)
 {
-	return fresh->reshape && !reshape_backwards(fresh) && fresh->level == 6 &&
-	       role == prev_disks(fresh) - 1 && rf_r6_q_last(fresh->layout);
+	return fresh->reshape && !reshape_backwards(fresh) &&
+	       only_parity(fresh->level, fresh->layout, prev_disks(fresh), role);
+}
+
+/* Whether every role in mask holds only parity in the array's geometry,
+ * and in the previous one of a reshape under way (or is none of its
+ * slots): nothing is computed from parity for them, so a crash that left
+ * parity stale loses nothing (a raid0 grown through a raid4: its P slot
+ * is empty). */
+static bool parity_only_missing(const struct rf_sb *fresh, uint64_t mask)
+{
+	int role;
+
+	for (role = 0; role < 64; role++) {
+		if (!(mask >> role & 1))
+			continue;
+		if (!only_parity(fresh->reshape ? fresh->new_level : fresh->level,
+				 fresh->reshape ? fresh->new_layout : fresh->layout, fresh->raid_disks, role))
+			return false;
+		if (fresh->reshape && role < prev_disks(fresh) &&
+		    !only_parity(fresh->level, fresh->layout, prev_disks(fresh), role))
+			return false;
+	}
+	return true;
 }
 
 /* Whether the members placed can serve the array: no more roles missing,
@@ -664,7 +697,7 @@ static int enough_members(const char *const *paths, const struct rf_sb *const *s
 			 where, u, missing, fresh->level, fresh->raid_disks, survival_rule(fresh, rule, sizeof(rule)));
 		return -EINVAL;
 	}
-	return nmissing ? dirty_degraded(fresh, missing, where, err, errlen) : 0;
+	return nmissing && !parity_only_missing(fresh, mask) ? dirty_degraded(fresh, missing, where, err, errlen) : 0;
 }
 
 /* What the log says of an array that was not shut down cleanly. */
@@ -846,31 +879,69 @@ out:
 	return r;
 }
 
-/* A raid4/5 the config names that a level change made a raid6 (md's
- * takeover, mdadm --grow --level=6, md/level here): the config goes on
- * naming what was created, as it does after a grow, and takes the
- * superblocks' level and layout where they are the change's: mid-way the
- * raid6 "-6" form of the config's layout, done the raid6 layout of the
- * same number (raid4: parity-last; a reshape after it, of the chunk say,
- * may be under way). */
-static void level_changed(struct rf_config *cfg, const struct rf_sb *fresh)
+/* Whether superblock s records an array the config's made another level
+ * by a change raidfuse makes (services/reshape.c: md's takeovers, with
+ * the member counts and layouts they leave; raid4/5 -> raid6 is
+ * level_changed()'s), a grow after it allowed. */
+static bool level_change(const struct rf_config *cfg, const struct rf_sb *s)
 {
-	int l6 = rf_r6_layout_of_r5(cfg->level, cfg->layout);
+	int n = cfg->nmembers, m = s->raid_disks;
+	bool pn = cfg->layout == RF_ALGO_PARITY_N || cfg->level == 4;
 
-	if (fresh->level != 6 || (cfg->level != 4 && cfg->level != 5) || l6 < 0 ||
-	    (fresh->layout != l6 && fresh->layout != (cfg->level == 4 ? l6 : cfg->layout)))
-		return;
-	rf_info("%s: the raid%d it names is a raid6 now (layout %d%s), as its superblocks record", cfg->path,
-		cfg->level, fresh->layout, fresh->reshape ? ", a level change under way" : "");
-	cfg->level = 6;
-	cfg->layout = fresh->layout;
+	switch (cfg->level * 10 + s->level) {
+	case 4: case 5:         /* raid0 -> raid4/5 of one member more */
+		return m >= n + 1 && (s->level == 4 || s->layout == RF_ALGO_PARITY_N);
+	case 15:                /* a raid1 of two -> a raid5 of two */
+		return n == 2 && m >= 2;
+	case 40: case 50:       /* a parity-last raid4/5 -> raid0 of one member fewer */
+		return pn && m >= n - 1;
+	case 45:
+		return s->layout == RF_ALGO_PARITY_N && m >= n;
+	case 54:
+		return pn && m >= n;
+	case 51:                /* a raid5 of two -> raid1 */
+		return n == 2 && m >= 2;
+	case 46: case 56:
+		return true;
+	case 65:                /* a raid6 of a "-6" layout -> raid5 of one member fewer */
+		return rf_r6_q_last(cfg->layout) && m == n - 1;
+	default:
+		return false;
+	}
+}
+
+/* An array the config names that a level change made another level (md's
+ * takeovers, mdadm --grow --level, md/level here): the config goes on
+ * naming what was created, as it does after a grow, and takes the
+ * superblocks' level and layout (and a raid1's chunk).  A raid4/5 -> raid6 change
+ * mid-way is a raid6 of the "-6" form of the config's layout; done, the
+ * raid6 layout of the same number (raid4: parity-last; a reshape after
+ * it, of the chunk say, may be under way).  Returns the slots the change
+ * added that the config cannot name (a raid0's new P slot: 1), else 0. */
+static int level_changed(struct rf_config *cfg, const struct rf_sb *fresh)
+{
+	int l6 = rf_r6_layout_of_r5(cfg->level, cfg->layout), from = cfg->level;
+
+	if (fresh->level == cfg->level || !level_change(cfg, fresh))
+		return 0;
+	if (fresh->level == 6 && (fresh->layout != l6 && fresh->layout != (cfg->level == 4 ? l6 : cfg->layout)))
+		return 0;
+	rf_info("%s: the raid%d it names is a raid%d now (layout %d%s), as its superblocks record", cfg->path,
+		cfg->level, fresh->level, fresh->layout, fresh->reshape ? ", a level change under way" : "");
+	cfg->level = fresh->level;
+	cfg->layout = fresh->level == 0 ? rf_assemble_cfg_layout(fresh) : cfg_layout_of(fresh->level, fresh->layout);
+	/* A raid1 has no chunk (a chunk changed since is the key's to say,
+	 * as after any reshape). */
+	if (from == 1 || fresh->level == 1)
+		cfg->chunk_bytes = fresh->level == 1 ? 0 : fresh->chunk_sectors * 512;
+	return from == 0 ? 1 : 0;
 }
 
 /* The config's geometry beside the superblocks': the first key that
  * disagrees (into field, want, got), or false.  The member count is the
  * config's list, "missing" entries included. */
-static bool config_differs(const struct rf_config *cfg, const struct rf_sb *s, const char **field, char *want,
-			   char *got, size_t len)
+static bool config_differs(const struct rf_config *cfg, int added, const struct rf_sb *s, const char **field,
+			   char *want, char *got, size_t len)
 {
 	*field = NULL;
 	if (s->level != cfg->level) {
@@ -890,7 +961,7 @@ static bool config_differs(const struct rf_config *cfg, const struct rf_sb *s, c
 		snprintf(want, len, "%uK", cfg->chunk_bytes / 1024);
 		snprintf(got, len, "%uK", s->chunk_sectors / 2);
 	} else if (s->raid_disks != cfg->nmembers &&
-		   !(s->raid_disks > cfg->nmembers && s->raid_disks <= cfg->nmembers + cfg->nspares) &&
+		   !(s->raid_disks > cfg->nmembers && s->raid_disks <= cfg->nmembers + cfg->nspares + added) &&
 		   !(s->raid_disks < cfg->nmembers && slots_of(s) <= cfg->nmembers + cfg->nspares)) {
 		/* A grow gives spares the new slots: the config's members and
 		 * spares together may hold them; a shrink leaves members it
@@ -1007,7 +1078,7 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 	const char *paths[2 * RF_MAX_MEMBERS];
 	int with_sb[2 * RF_MAX_MEMBERS], by_role[RF_MAX_MEMBERS], spare[RF_MAX_MEMBERS];
 	bool blank[2 * RF_MAX_MEMBERS] = { false };
-	int i, r = 0, nfiles, nsb = 0, without = -1, fi = -1, nspare = 0, nuse = 0, nblank = 0, slots;
+	int added, i, r = 0, nfiles, nsb = 0, without = -1, fi = -1, nspare = 0, nuse = 0, nblank = 0, slots;
 	char u0[40], u1[40], who[300], where[300];
 	uint64_t size;
 
@@ -1102,12 +1173,12 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 			goto out;
 		}
 	}
-	level_changed(cfg, &sbs[fi]);
+	added = level_changed(cfg, &sbs[fi]);
 	for (i = 0; i < nsb; i++) {
 		const char *field;
 		char want[64], got[64];
 
-		if (config_differs(cfg, &sbs[i], &field, want, got, sizeof(want))) {
+		if (config_differs(cfg, added, &sbs[i], &field, want, got, sizeof(want))) {
 			snprintf(err, errlen, "%s: %s: key 'array.%s' says %s, its %s superblock %s%s", cfg->path,
 				 cfile_who(cfg, &files[with_sb[i]], who, sizeof(who)), field, want,
 				 rf_sb_kind_name(sbs[i].kind), got,

@@ -249,6 +249,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	pthread_mutex_init(&a->dev_lock, NULL);
 	rf_lock_rank(&a->dev_lock, RF_LOCK_DEV, "dev_lock");
 	a->name = strdup(cfg->name);
+	a->reshape_then = -1;
 	/* Mid-reshape behind an overlay: read-only (the reshape is the
 	 * members' to continue, services/reshape.c). */
 	a->readonly = cfg->readonly || (cfg->reshape.active && cfg->overlay_dir);
@@ -573,10 +574,26 @@ static int regroup(struct rf_array *a, int raid_disks, char *err, size_t errlen)
 	return 0;
 }
 
+/* dev_lock held: slot k an empty place (md's missing device), put where
+ * the first spare was; the spares move behind.  a->nmembers counts it. */
+static void empty_slot(struct rf_array *a, int k)
+{
+	int i = rf_dev_append(a);
+
+	rf_dev_init(&a->devs[i]);
+	a->devs[i].path = strdup("missing");
+	a->devs[i].io.fault = rf_fault_new();
+	a->devs[i].flags = RF_DEV_MISSING | RF_DEV_FAULTY;
+	a->devs[i].data_offset = a->devs[i].new_data_offset = a->devs[0].data_offset;
+	rf_dev_swap(a, k, i);
+	a->present &= ~(1ull << k);
+	atomic_fetch_or(&a->faulty, 1ull << k);
+}
+
 int rf_array_add_mirrors(struct rf_array *a, int raid_disks, char *err, size_t errlen)
 {
 	struct rf_geom g = a->geom;
-	int oldn = a->nmembers, k, i, ret;
+	int oldn = a->nmembers, k, ret;
 
 	if (a->geom.level != 1 || raid_disks <= oldn || a->ndevs + raid_disks - oldn > RF_MAX_DEVS) {
 		snprintf(err, errlen, "raid%d of %d: no %d mirrors here", a->geom.level, oldn, raid_disks);
@@ -588,20 +605,10 @@ int rf_array_add_mirrors(struct rf_array *a, int raid_disks, char *err, size_t e
 		ret = regroup(a, raid_disks, err, errlen);
 	if (ret)
 		return ret;
-	/* Each new slot an empty place (md's missing device), put where the
-	 * first spare was; the spares move behind. */
+	/* Each new slot an empty place (md's missing device). */
 	rf_devs_lock(a);
-	for (k = oldn; k < raid_disks; k++) {
-		i = rf_dev_append(a);
-		rf_dev_init(&a->devs[i]);
-		a->devs[i].path = strdup("missing");
-		a->devs[i].io.fault = rf_fault_new();
-		a->devs[i].flags = RF_DEV_MISSING | RF_DEV_FAULTY;
-		a->devs[i].data_offset = a->devs[i].new_data_offset = a->devs[0].data_offset;
-		rf_dev_swap(a, k, i);
-		a->present &= ~(1ull << k);
-		atomic_fetch_or(&a->faulty, 1ull << k);
-	}
+	for (k = oldn; k < raid_disks; k++)
+		empty_slot(a, k);
 	rf_devs_unlock(a);
 	a->geom = g;
 	rf_devs_flags_changed(a);
@@ -672,41 +679,78 @@ int rf_array_remove_mirrors(struct rf_array *a, int raid_disks, char *err, size_
 	return ret;
 }
 
-int rf_array_takeover(struct rf_array *a, int level, int layout, int raid_disks, char *err, size_t errlen)
+int rf_array_takeover(struct rf_array *a, int level, int layout, int raid_disks, uint32_t chunk_sectors, char *err,
+		      size_t errlen)
 {
+	const struct rf_level_ops *ops = level_ops(level), *old_ops = a->ops;
 	struct rf_geom g = a->geom;
+	uint32_t old_stripe = a->stripe_size, old_chunk = a->chunk_bytes;
 	int oldn = a->nmembers, i, ret;
 
 	g.level = level;
 	g.layout = layout;
 	g.raid_disks = raid_disks;
+	g.chunk_sectors = level == 1 ? 0 : chunk_sectors;
+	/* raid0 of one zone: every member its dev_sectors. */
+	memset(g.r0_sectors, 0, sizeof(g.r0_sectors));
+	for (i = 0; level == 0 && i < raid_disks; i++)
+		g.r0_sectors[i] = a->geom.dev_sectors;
 	ret = rf_geom_init(&g, err, errlen);
 	if (ret)
 		return ret;
-	if (level_ops(level) != a->ops || g.array_sectors != a->geom.array_sectors || raid_disks > oldn ||
-	    raid_disks < oldn - 1 || a->reshape.active) {
+	if (!ops || g.array_sectors != a->geom.array_sectors || raid_disks > oldn + 1 || raid_disks < oldn - 1 ||
+	    a->reshape.active || (raid_disks > oldn && a->ndevs >= RF_MAX_DEVS)) {
 		snprintf(err, errlen, "raid%d of %d to raid%d of %d: not a takeover in place", a->geom.level, oldn,
 			 level, raid_disks);
 		return -EINVAL;
 	}
-	if (raid_disks < oldn) {
+	{
+		/* The slots left, and the one added: no more out than the new
+		 * level survives. */
+		uint64_t keep = raid_disks < oldn ? (1ull << raid_disks) - 1 : ~0ull;
+		uint64_t out = (rf_faulty(a) & keep) | (raid_disks > oldn ? 1ull << oldn : 0);
+
+		if (__builtin_popcountll(out) > g.max_degraded) {
+			snprintf(err, errlen, "raid%d of %d with %d member(s) out: raid%d of %d survives %d", a->geom.level,
+				 oldn, __builtin_popcountll(out) - (raid_disks > oldn), level, raid_disks,
+				 g.max_degraded);
+			return -EINVAL;
+		}
+	}
+	/* The groups' stripe heads are the level's (or none) and have a
+	 * column per slot: new ones for the new level and count. */
+	a->ops = ops;
+	a->chunk_bytes = g.chunk_sectors * 512;
+	if (a->chunk_bytes && a->chunk_bytes < a->stripe_size)
+		a->stripe_size = a->chunk_bytes;
+	if (ops != old_ops || raid_disks != oldn) {
 		ret = regroup(a, raid_disks, err, errlen);
-		if (ret)
+		if (ret) {
+			a->ops = old_ops;
+			a->chunk_bytes = old_chunk;
+			a->stripe_size = old_stripe;
 			return ret;
+		}
 	}
 	rf_devs_lock(a);
-	for (i = raid_disks; i < oldn; i++) {
-		if (a->devs[i].flags & RF_DEV_MISSING)
-			continue;
-		a->devs[i].flags = RF_DEV_SPARE;
-		a->present &= ~(1ull << i);
+	/* A slot more (md's raid0 -> raid4/5): empty. */
+	if (raid_disks > oldn)
+		empty_slot(a, oldn);
+	/* A slot fewer (Q's or P's member, which held no data): its device
+	 * a spare, an empty place gone. */
+	for (i = oldn - 1; i >= raid_disks; i--) {
 		atomic_fetch_and(&a->faulty, ~(1ull << i));
+		a->present &= ~(1ull << i);
+		if (a->devs[i].flags & RF_DEV_MISSING)
+			rf_dev_drop(a, i);
+		else
+			a->devs[i].flags = RF_DEV_SPARE;
 	}
 	rf_devs_unlock(a);
 	a->geom = g;
 	rf_stripe_cache_forget(a, 0, UINT64_MAX);
 	rf_devs_flags_changed(a);
-	for (i = raid_disks; i < oldn; i++)
+	for (i = raid_disks; i < oldn && i < a->ndevs; i++)
 		rf_dev_changed(a, i);
 	return 0;
 }
@@ -739,7 +783,7 @@ int rf_array_reshape_begin(struct rf_array *a, const struct rf_geom *to, const s
 	if (ret)
 		return ret;
 	for (i = oldn; i < raid_disks; i++)
-		if (i >= a->ndevs || a->devs[i].flags != RF_DEV_SPARE) {
+		if (i >= a->ndevs || (a->devs[i].flags != RF_DEV_SPARE && !(a->devs[i].flags & RF_DEV_MISSING))) {
 			snprintf(err, errlen, "device %d is not a spare to take slot %d", i, i);
 			return -EINVAL;
 		}
@@ -759,10 +803,17 @@ int rf_array_reshape_begin(struct rf_array *a, const struct rf_geom *to, const s
 			a->devs[i].new_data_offset = (uint64_t)to_off;
 		else
 			a->devs[i].new_data_offset = a->devs[i].data_offset;
-		if (i >= oldn && i < raid_disks) {
+		/* A new slot takes its spare, or stays an empty place (a
+		 * raid0's growth: its new P); a slot absent in the previous
+		 * rows whose spare was put there (a raid0's old P) is in. */
+		if ((i >= oldn && i < raid_disks && a->devs[i].flags == RF_DEV_SPARE) ||
+		    (i < oldn && (prev_absent >> i & 1) && a->devs[i].flags == RF_DEV_SPARE)) {
 			a->devs[i].flags = RF_DEV_IN_SYNC;
 			a->present |= 1ull << i;
 			atomic_fetch_and(&a->faulty, ~(1ull << i));
+		} else if (i >= oldn && i < raid_disks) {
+			a->present &= ~(1ull << i);
+			atomic_fetch_or(&a->faulty, 1ull << i);
 		}
 	}
 	a->reshape = rs;
@@ -771,9 +822,20 @@ int rf_array_reshape_begin(struct rf_array *a, const struct rf_geom *to, const s
 	atomic_store(&a->reshape_pos, rs.position);
 	atomic_store(&a->reshaping, true);
 	rf_devs_flags_changed(a);
-	for (i = oldn; i < raid_disks; i++)
-		rf_dev_changed(a, i);
+	for (i = 0; i < raid_disks; i++)
+		if (i >= oldn || (prev_absent >> i & 1))
+			rf_dev_changed(a, i);
 	return 0;
+}
+
+void rf_array_set_reshape_then(struct rf_array *a, int level)
+{
+	a->reshape_then = level;
+}
+
+int rf_array_reshape_then(const struct rf_array *a)
+{
+	return a->reshape_then;
 }
 
 int rf_array_reshape_finish(struct rf_array *a, char *err, size_t errlen)
@@ -1017,6 +1079,9 @@ void rf_array_get_info(struct rf_array *a, struct rf_array_info *out)
 	int i;
 
 	memset(out, 0, sizeof(*out));
+	/* The shape (geometry, level ops, groups) is stable while
+	 * reconf_lock is held: a takeover or a reshape's end changes it. */
+	pthread_mutex_lock(&a->reconf_lock);
 	out->level = a->geom.level;
 	out->layout = a->geom.layout;
 	out->raid_disks = a->geom.raid_disks;
@@ -1033,8 +1098,6 @@ void rf_array_get_info(struct rf_array *a, struct rf_array_info *out)
 	for (i = 0; i < a->nhooks; i++)
 		if (a->hooks[i].h->info)
 			a->hooks[i].h->info(a->hooks[i].priv, out);
-	/* The shape is stable while reconf_lock is held. */
-	pthread_mutex_lock(&a->reconf_lock);
 	out->stripe_cache_size = a->stripe_cache_size;
 	out->group_thread_cnt = a->group_thread_cnt;
 	out->worker_groups = a->ngroups;

@@ -136,12 +136,14 @@ void rf_array_reshape_readonly(struct rf_array *a, const char *why);
  * too while the position moves there, and cached stripe heads dropped. */
 void rf_array_reshape_commit(struct rf_array *a, uint64_t position);
 /* Inside rf_array_quiesced_all(): a reshape of a raid4/5/6 array begins:
- * the devices at [slots, to->raid_disks) (spares, put there by the
- * caller) take the new slots, the array takes two geometries (from as the
- * previous, to as the new one; level, layout, raid_disks and chunk given,
- * the rest the array's; position 0, forwards), the slots in prev_absent
- * hold nothing in the previous one (a raid5 -> raid6 change: from is the
- * raid6 whose Q the added member would hold), and each device's data is
+ * the devices at [slots, to->raid_disks) (spares put there by the caller,
+ * or empty places that stay empty) take the new slots, the array takes two
+ * geometries (from as the previous, to as the new one; level, layout,
+ * raid_disks and chunk given, the rest the array's; position 0,
+ * forwards), the slots in prev_absent hold nothing in the previous one (a
+ * raid5 -> raid6 change: from is the raid6 whose Q the added member would
+ * hold; a raid0 grown through a raid4: its P slot, which a spare the
+ * caller put there takes), and each device's data is
  * to move by `move` sectors (its new data offset: lower when negative).
  * backwards: md's reshape_backwards, from the new geometry's end down (a
  * shrink: fewer slots than it has, which stay until it ends).  0, or
@@ -160,11 +162,18 @@ int rf_array_add_mirrors(struct rf_array *a, int raid_disks, char *err, size_t e
  * why; nothing changed). */
 int rf_array_remove_mirrors(struct rf_array *a, int raid_disks, char *err, size_t errlen);
 /* Inside rf_array_quiesced_all(): md's takeovers that move no data: the
- * array becomes level/layout over raid_disks slots (as many as it has, or
- * one fewer: the last slot's device, which held only Q, becomes a spare),
- * the same size, the same level ops (raid4/5/6).  0, or -EINVAL with
- * why (nothing changed). */
-int rf_array_takeover(struct rf_array *a, int level, int layout, int raid_disks, char *err, size_t errlen);
+ * array becomes level/layout/chunk_sectors over raid_disks slots, the
+ * same size: as many slots as it has, one more (an empty one: raid0 ->
+ * raid4/5, degraded), or one fewer (the last slot's device, which held
+ * only P or Q, becomes a spare).  The level ops may change (raid1 <->
+ * raid5 of two, raid0 <-> raid4/5): the worker groups are made again for
+ * them.  0, or -errno with why (nothing changed). */
+int rf_array_takeover(struct rf_array *a, int level, int layout, int raid_disks, uint32_t chunk_sectors, char *err,
+		      size_t errlen);
+/* The level the array takes when the reshape under way ends (-1: as it
+ * is; not recorded).  Set inside rf_array_quiesced_all(). */
+void rf_array_set_reshape_then(struct rf_array *a, int level);
+int rf_array_reshape_then(const struct rf_array *a);
 /* Inside rf_array_quiesced_all(), every row in the new geometry: the
  * reshape ends; each slot's new data offset becomes its data offset, the
  * array takes the new geometry's size.  0, or -EINVAL with why. */

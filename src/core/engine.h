@@ -265,6 +265,11 @@ struct rf_array {
 	 * its split to its end; threads outside the IO path read
 	 * reshape_pos and reshaping instead. */
 	struct rf_reshape reshape;
+	/* The level the array takes when the reshape ends (a raid0 grown
+	 * through a raid4, as mdadm grows one); -1: as it is.  Not
+	 * recorded: a reshape resumed at assembly ends as it is.  Set with
+	 * every request drained; the walk reads it. */
+	int reshape_then;
 	atomic_uint_fast64_t reshape_pos;
 	atomic_bool reshaping;
 	atomic_bool serving;            /* rf_array_set_serving() */

@@ -1331,9 +1331,10 @@ int rf_ctl_tree_build(struct rf_array *a, struct rf_ctl_tree *t)
 	add_node(t, cap, name, 0, RF_CTL_IMAGE, NULL, -1);
 	add_node(t, cap, RF_CTL_ROOT_MDSTAT, 0, RF_CTL_FILE, &rf_ctl_mdstat, -1);
 	md = add_node(t, cap, RF_CTL_ROOT_MD, 0, RF_CTL_DIR, NULL, -1);
+	/* Every attribute: which are there follows the level, which a
+	 * takeover changes (rf_ctl_node_present()). */
 	for (i = 0; i < NATTRS; i++)
-		if (!rf_ctl_md_attrs[i].present || rf_ctl_md_attrs[i].present(a))
-			add_node(t, cap, rf_ctl_md_attrs[i].name, md, RF_CTL_FILE, &rf_ctl_md_attrs[i], -1);
+		add_node(t, cap, rf_ctl_md_attrs[i].name, md, RF_CTL_FILE, &rf_ctl_md_attrs[i], -1);
 	bitmap = add_node(t, cap, RF_CTL_MD_BITMAP, md, RF_CTL_DIR, NULL, -1);
 	for (i = 0; i < rf_ctl_bitmap_nattrs; i++)
 		add_node(t, cap, rf_ctl_bitmap_attrs[i].name, bitmap, RF_CTL_FILE, &rf_ctl_bitmap_attrs[i], -1);
@@ -1347,7 +1348,12 @@ void rf_ctl_tree_free(struct rf_ctl_tree *t)
 	t->n = 0;
 }
 
-int rf_ctl_lookup(const struct rf_ctl_tree *t, int dir, const char *name)
+bool rf_ctl_node_present(const struct rf_array *a, const struct rf_ctl_node *n)
+{
+	return !n->attr || !n->attr->present || n->attr->present(a);
+}
+
+int rf_ctl_lookup(const struct rf_ctl_tree *t, const struct rf_array *a, int dir, const char *name)
 {
 	int i;
 
@@ -1355,6 +1361,6 @@ int rf_ctl_lookup(const struct rf_ctl_tree *t, int dir, const char *name)
 		return -ENOTDIR;
 	for (i = 1; i < t->n; i++)
 		if (t->nodes[i].parent == dir && !strcmp(t->nodes[i].name, name))
-			return i;
+			return rf_ctl_node_present(a, &t->nodes[i]) ? i : -ENOENT;
 	return -ENOENT;
 }

@@ -336,8 +336,10 @@ static int ref_live(struct fs *fs, fuse_ino_t ino, struct ref *r)
 	char target[300];
 	int ret = ref_of(fs, ino, r);
 
-	if (ret || r->kind == REF_NODE)
+	if (ret)
 		return ret;
+	if (r->kind == REF_NODE)
+		return rf_ctl_node_present(fs->a, r->n) ? 0 : -ENOENT;
 	if (r->kind == REF_RD)
 		return rf_ctl_rd_target(fs->a, r->slot, target, sizeof(target)) < 0 ? -ENOENT : 0;
 	return rf_array_dev_find(fs->a, r->dev) < 0 ? -ENOENT : 0;
@@ -666,7 +668,7 @@ static void do_lookup(struct rf_fq *q, uint64_t parent, const char *name)
 		if (at)
 			ino = ino_dev(dir.id, 1 + (int)(at - rf_ctl_dev_attrs));
 	} else if (!ret) {
-		i = rf_ctl_lookup(&fs->tree, (int)(parent - INO_ROOT), name);
+		i = rf_ctl_lookup(&fs->tree, fs->a, (int)(parent - INO_ROOT), name);
 		if (i >= 0) {
 			ino = INO_ROOT + (fuse_ino_t)i;
 			timeout = STATIC_TIMEOUT;
@@ -1175,7 +1177,7 @@ static void do_readdir(struct rf_fq *q, uint64_t ino, size_t size, off_t off)
 		for (i = 1; i < fs->tree.n; i++) {
 			const struct rf_ctl_node *c = &fs->tree.nodes[i];
 
-			if (c->parent == dir.n - fs->tree.nodes)
+			if (c->parent == dir.n - fs->tree.nodes && rf_ctl_node_present(fs->a, c))
 				list_add(&l, c->name, ino_of(fs, c), c->kind == RF_CTL_DIR ? S_IFDIR : S_IFREG);
 		}
 		if (dir.n - fs->tree.nodes == fs->md)
@@ -1730,7 +1732,7 @@ static int fs_init(struct fs *fs, struct rf_array *a, bool null)
 		rf_err("cannot build the file tree: %s", strerror(-ret));
 		return 1;
 	}
-	fs->md = rf_ctl_lookup(&fs->tree, 0, RF_CTL_ROOT_MD);
+	fs->md = rf_ctl_lookup(&fs->tree, a, 0, RF_CTL_ROOT_MD);
 	return 0;
 }
 

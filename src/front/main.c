@@ -2046,6 +2046,35 @@ static int grow_size(const char *mnt, const char *size_kib, const char *array_ki
 	return 0;
 }
 
+/* grow: each of adds[0..n) to md/new_dev (a spare). */
+static int grow_add(const char *mnt, const char *const *adds, int n)
+{
+	int i, rc;
+
+	for (i = 0; i < n; i++) {
+		char *av[] = { "ctl", (char *)mnt, "add", (char *)adds[i], NULL };
+
+		optind = 0;
+		rc = cmd_ctl(4, av);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* grow: val to md/attr. */
+static int grow_set(const char *mnt, const char *attr, const char *val)
+{
+	char *av[] = { "ctl", (char *)mnt, (char *)attr, (char *)val, NULL };
+	int rc;
+
+	optind = 0;
+	rc = cmd_ctl(4, av);
+	if (rc)
+		fprintf(stderr, "raidfuse: grow: the daemon's log says why\n");
+	return rc;
+}
+
 /* `raidfuse grow MNT --raid-devices N | --level 6 | --layout L | --chunk C
  * [--add FILE]...`: mdadm --grow's words over md's files: each FILE to
  * md/new_dev (a spare), then N to md/raid_disks, raid6 to md/level, L to
@@ -2067,8 +2096,8 @@ static int cmd_grow(int argc, char **argv)
 	};
 	const char *mnt = NULL, *adds[RF_MAX_MEMBERS];
 	char nbuf[64], pos[64], size[64], sizebuf[32], arraybuf[32];
-	int ch, rc = -1, nadd = 0, n = 0, level = -1, i;
-	const char *layout = NULL, *attr = "raid_disks", *size_kib = NULL, *array_kib = NULL;
+	int ch, rc = -1, nadd = 0, n = 0, level = -1, cur_level = -1, cur_n = 0;
+	const char *layout = NULL, *size_kib = NULL, *array_kib = NULL;
 	uint64_t chunk = 0;
 	unsigned long long comp;
 	bool wait = false;
@@ -2142,51 +2171,60 @@ static int cmd_grow(int argc, char **argv)
 				   "needed (what to change)");
 	if ((layout || chunk) && (n || level >= 0 || (layout && chunk)))
 		return usage_error("grow: --layout and --chunk go alone, one change at a time");
-	for (i = 0; i < nadd; i++) {
-		char *av[] = { "ctl", (char *)mnt, "add", (char *)adds[i], NULL };
+	if (level >= 0) {
+		char cur[32];
 
-		optind = 0;
-		rc = cmd_ctl(4, av);
+		if (read_attr(mnt, "level", cur, sizeof(cur), true) < 0 ||
+		    read_attr(mnt, "raid_disks", nbuf, sizeof(nbuf), true) < 0)
+			return 1;
+		cur_level = atoi(strncmp(cur, "raid", 4) ? cur : cur + 4);
+		cur_n = atoi(nbuf);
+		/* mdadm --grow --level: raid6 takes one member more (md/level
+		 * adds it); a raid1 of two becomes a raid5 of two, grown after
+		 * to --raid-devices; a raid0 becomes a raid4/5 of one member
+		 * more, that slot empty until a spare (--add, after the
+		 * change: a raid0 takes none) is rebuilt into it; the other
+		 * changes keep the count or drop P's or Q's member. */
+		if (level == 6 && n && n != cur_n + 1)
+			return usage_error("grow: --level 6 with --raid-devices %d: the change takes one member "
+					   "more", n);
+		if (cur_level == 0 && n && n != cur_n + 1)
+			return usage_error("grow: raid0 to raid%d with --raid-devices %d: the change takes one "
+					   "member more (%d)", level, n, cur_n + 1);
+		if (n && level != 6 && cur_level != 0 && !(cur_level == 1 && level == 5))
+			return usage_error("grow: --level %d goes without --raid-devices", level);
+	}
+	if (cur_level != 0) {
+		rc = grow_add(mnt, adds, nadd);
 		if (rc)
 			return rc;
 	}
 	if (layout) {
-		snprintf(nbuf, sizeof(nbuf), "%s", layout);
-		attr = "layout";
+		rc = grow_set(mnt, "layout", layout);
 	} else if (chunk) {
 		snprintf(nbuf, sizeof(nbuf), "%" PRIu64, chunk);
-		attr = "chunk_size";
+		rc = grow_set(mnt, "chunk_size", nbuf);
 	} else if (level >= 0) {
-		char cur[32];
-
-		/* mdadm --grow --level=6: one member more (md/level adds it);
-		 * the other level changes keep the count or drop Q's member. */
-		if (n && level != 6)
-			return usage_error("grow: --level %d goes without --raid-devices", level);
-		if (n && (read_attr(mnt, "raid_disks", cur, sizeof(cur), true) < 0 || n != atoi(cur) + 1))
-			return usage_error("grow: --level 6 with --raid-devices %d: the change takes one member "
-					   "more", n);
 		snprintf(nbuf, sizeof(nbuf), "raid%d", level);
-		attr = "level";
+		rc = grow_set(mnt, "level", nbuf);
+		if (!rc && cur_level == 0)
+			rc = grow_add(mnt, adds, nadd);
+		if (!rc && cur_level == 1 && n && n != cur_n) {
+			snprintf(nbuf, sizeof(nbuf), "%d", n);
+			rc = grow_set(mnt, "raid_disks", nbuf);
+		}
 	} else {
 		snprintf(nbuf, sizeof(nbuf), "%d", n);
+		rc = grow_set(mnt, "raid_disks", nbuf);
 	}
-	{
-		char *av[] = { "ctl", (char *)mnt, (char *)attr, nbuf, NULL };
-
-		optind = 0;
-		rc = cmd_ctl(4, av);
-		if (rc) {
-			fprintf(stderr, "raidfuse: grow: the daemon's log says why\n");
-			return rc;
-		}
-	}
+	if (rc)
+		return rc;
 	if (!wait)
 		return 0;
 	/* The walk ends at the new geometry's size: a grow's component_size
 	 * KiB on each of N members, less the parity ones; the others' the
 	 * array as it is. */
-	if (level >= 0 || layout || chunk) {
+	if ((level >= 0 && !(cur_level == 1 && n)) || layout || chunk) {
 		if (read_attr(mnt, "array_size", size, sizeof(size), true) < 0)
 			return 1;
 		comp = strtoull(size, NULL, 10) * 1024;
@@ -2212,6 +2250,10 @@ static int cmd_grow(int argc, char **argv)
 	if (p.total)
 		p.done = p.total;
 	rf_progress_end(&p, "done");
+	/* mdadm --wait: and the rebuild or resync after it (a raid0 made a
+	 * raid4/5 rebuilds P onto its spare). */
+	while (sync_running(mnt))
+		sleep_secs(0.2);
 	if (read_attr(mnt, "array_size", size, sizeof(size), true) < 0)
 		return 1;
 	printf("array_size: %s", size);
@@ -2672,7 +2714,7 @@ static const struct cmd cmds[] = {
 	  "  -h, --help             this help\n",
 	  "read or set an md attribute; add, fail, remove; check, repair" },
 	{ "grow", cmd_grow,
-	  "raidfuse grow MOUNTPOINT (--raid-devices N | --level 6 | --layout L | --chunk C)\n"
+	  "raidfuse grow MOUNTPOINT (--raid-devices N | --level L | --layout L | --chunk C)\n"
 	  "              [--add FILE]... [--wait]\n"
 	  "raidfuse grow MOUNTPOINT [--size S|max] [--array-size A|max]",
 	  "Grow the raid4/5/6 array on MOUNTPOINT to N members online, as mdadm --grow\n"
@@ -2680,9 +2722,13 @@ static const struct cmd cmds[] = {
 	  "md/raid_disks.  The spares take the new slots and the reshape moves the data to the\n"
 	  "new geometry while the array is served; the image grows when it ends (man raidfuse:\n"
 	  "Reshapes).  --level 6 turns a raid4/5 into a raid6 by one spare, as mdadm --grow\n"
-	  "--level=6 does (raid6 is written to md/level); --level 5 takes a raid4, or a raid6\n"
-	  "whose Q is on its last member (a -6 layout), over as md does, moving no data, and\n"
-	  "--level 4 a raid5 of the parity-last layout.  --layout (md's name or number) and\n"
+	  "--level=6 does (raid6 is written to md/level).  md's takeovers move no data:\n"
+	  "--level 5 takes a raid4, a raid6 whose Q is on its last member (a -6 layout), or a\n"
+	  "raid1 of two (then --raid-devices N grows it) over; --level 4 or 5 makes a raid0 a\n"
+	  "parity-last array of one member more, that slot empty until a spare (--add) is\n"
+	  "rebuilt into it; --level 4 takes a raid5 of the parity-last layout, --level 1 a\n"
+	  "raid5 of two, --level 0 a parity-last raid4/5 (its P member leaves the array).\n"
+	  "--wait also waits for the rebuild or resync after.  --layout (md's name or number) and\n"
 	  "--chunk (KiB, or with a suffix) restripe the same members (md/layout, md/chunk_size),\n"
 	  "one change at a time.  --size (md/component_size) makes each member use S (KiB\n"
 	  "unless suffixed), or with max all the smallest device holds now (members grown or\n"
@@ -2695,8 +2741,10 @@ static const struct cmd cmds[] = {
 	  "as spares.  A refusal's reason is in the daemon's log.\n"
 	  "\n"
 	  "  -n, --raid-devices=N   the member count to grow (or shrink) to\n"
-	  "  -l, --level=L          6: raid4/5 to raid6, one member more; 5: raid4 or raid6\n"
-	  "                         of a -6 layout to raid5; 4: raid5 parity-last to raid4\n"
+	  "  -l, --level=L          6: raid4/5 to raid6, one member more; 5: raid4, raid6\n"
+	  "                         of a -6 layout, raid1 of two or raid0 to raid5; 4: raid0\n"
+	  "                         or raid5 parity-last to raid4; 1: raid5 of two; 0: raid4/5\n"
+	  "                         parity-last\n"
 	  "  -p, --layout=L         a raid5/6 layout of the level\n"
 	  "  -c, --chunk=C          a chunk size (a power of two, 4K or more)\n"
 	  "  -a, --add=FILE         a spare to add first (again for more)\n"

@@ -259,7 +259,11 @@ static void row_setup(struct rf_array *a, struct rf_stripe *sh, struct row_ctx *
 	c->par_mask = 1ull << c->row.pd_idx;
 	if (c->row.qd_idx >= 0)
 		c->par_mask |= 1ull << c->row.qd_idx;
-	c->faulty = rf_faulty_in(a, c->sector, sh->sector & SH_PREV) & all_members(a);
+	/* The geometry's slots only: a slot a grow adds is no member of the
+	 * previous rows (a raid0 grown through a raid4 leaves its new P
+	 * slot empty). */
+	c->faulty = rf_faulty_in(a, c->sector, sh->sector & SH_PREV) & all_members(a) &
+		    (c->g->raid_disks >= 64 ? ~0ull : (1ull << c->g->raid_disks) - 1);
 }
 
 static void end_list(struct rf_piece *list, int err)

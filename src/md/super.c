@@ -1305,6 +1305,10 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 		if (c->set_level) {
 			s->level = rf_to_le32((uint32_t)c->level);
 			s->layout = rf_to_le32((uint32_t)c->layout);
+			s->chunksize = rf_to_le32(c->chunk_sectors);
+			s->size = rf_to_le64(c->level ? c->level_size : 0);
+			if (!c->level)
+				s->data_size = rf_to_le64(c->level_size);
 		}
 		if (c->set_size) {
 			if (grows_at_end(sb->kind, c) &&

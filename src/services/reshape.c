@@ -71,10 +71,16 @@
  * walk goes down from the new geometry's end, and the slots past the new
  * count stay until it ends, then their devices are spares.
  *
+ * md's takeovers that move no data (rf_reshape_level(), takeover()) change
+ * the level in place, the level ops too where they differ: raid4 <-> raid5,
+ * raid6 -> raid5, raid1 of two <-> raid5 of two, raid0 <-> raid4/5.  So a
+ * raid1 or raid0 with 1.x superblocks has the walk too: it may become a
+ * raid5 and grow.
+ *
  * It does NOT: keep a bitmap or a partial parity log through a reshape, go on
  * while a device is being rebuilt (one found at assembly: it waits for the
- * rebuild), or change the level but raid4/5 -> raid6 (md's takeovers that
- * move no data are rf_reshape_level()'s too).
+ * rebuild), grow a raid0 or raid10 by members (md does a raid0's through a
+ * degraded raid4), or take over between raid10 and raid0/raid1.
  *
  * Pace: sync_speed_max (KiB of each member per second, as md counts), and
  * sync_speed_min while foreground IO is in flight or was within half a
@@ -535,6 +541,8 @@ static int setup(struct reshape *r)
 }
 
 /* The reshape under way, to its end (or until the walk stops). */
+static int takeover(struct rf_array *a, int level, char *err, size_t errlen);
+
 static void run(struct reshape *r)
 {
 	struct rf_array *a = r->a;
@@ -613,6 +621,18 @@ static void run(struct reshape *r)
 		(double)(rf_mono_ms() - t0) / 1000.0);
 	rf_array_resized(a);
 	rf_array_reshape_ended(a);
+	/* A raid0 grown through a raid4 is a raid0 again (its empty P
+	 * slot goes), before a spare could take that slot. */
+	if (rf_array_reshape_then(a) >= 0) {
+		char err[512];
+		int level = rf_array_reshape_then(a);
+
+		rf_array_set_reshape_then(a, -1);
+		ret = takeover(a, level, err, sizeof(err));
+		if (ret)
+			rf_warn("%s: the reshape ended a raid%d, not the raid%d it was to become: %s (md/level "
+				"takes it)", rf_array_name(a), rf_array_geom(a)->level, level, err);
+	}
 	/* A resync due since a crash mid-reshape runs now, in the one
 	 * geometry left, as md's does after a reshape. */
 	if (!frozen(r))
@@ -686,39 +706,63 @@ static const struct rf_hooks reshape_hooks = {
 	.close = hook_close,
 };
 
-/* Why no reshape can run here, or NULL. */
-static const char *cannot_reshape(struct rf_array *a)
+/* What the slots' superblocks carry: their feature bits together, and
+ * whether any is 0.90.  (They change with every update, under the device
+ * lock: services/sbstate.c.) */
+static uint32_t sb_features(struct rf_array *a, bool *v090)
 {
-	const struct rf_geom *g = rf_array_geom(a);
-	const char *why = NULL;
+	uint32_t f = 0;
 	int i;
 
-	if (g->level != 4 && g->level != 5 && g->level != 6)
-		return "raidfuse reshapes raid4/5/6 only";
-	if (!rf_array_sbstate(a))
-		return "no superblocks to record its position in";
-	/* The superblocks in memory change with every update, under the
-	 * device lock (services/sbstate.c). */
+	*v090 = false;
 	rf_devs_lock(a);
-	for (i = 0; i < rf_array_nslots(a) && !why; i++) {
+	for (i = 0; i < rf_array_nslots(a); i++) {
 		const struct rf_dev *d = rf_dev_get(a, i);
 
 		if (!d->sb_has)
 			continue;
-		if (d->sb.kind == RF_SB_090)
-			why = "0.90 metadata";
-		else if (d->sb.feature_map & RF_SB_FEAT_BITMAP)
-			why = "the array keeps a write-intent bitmap";
-		else if (d->sb.feature_map & (RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL))
-			why = "the array keeps a partial parity log";
+		*v090 |= d->sb.kind == RF_SB_090;
+		f |= d->sb.feature_map;
 	}
 	rf_devs_unlock(a);
-	return why;
+	return f;
 }
 
-/* Every raid4/5/6 array served read-write with 1.x superblocks has the
- * walk (idle until a reshape is under way); a reshape found at assembly
- * that it cannot continue leaves the array read-only. */
+/* Why no walk could ever run here (whatever the level), or NULL. */
+static const char *cannot_walk(struct rf_array *a)
+{
+	bool v090;
+
+	if (!rf_array_sbstate(a))
+		return "no superblocks to record its position in";
+	sb_features(a, &v090);
+	return v090 ? "0.90 metadata" : NULL;
+}
+
+/* Why no reshape can run here, or NULL. */
+static const char *cannot_reshape(struct rf_array *a)
+{
+	const struct rf_geom *g = rf_array_geom(a);
+	const char *why;
+	uint32_t f;
+	bool v090;
+
+	if (g->level != 4 && g->level != 5 && g->level != 6)
+		return "raidfuse reshapes raid4/5/6 only";
+	why = cannot_walk(a);
+	if (why)
+		return why;
+	f = sb_features(a, &v090);
+	if (f & RF_SB_FEAT_BITMAP)
+		return "the array keeps a write-intent bitmap";
+	if (f & (RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL))
+		return "the array keeps a partial parity log";
+	return NULL;
+}
+
+/* Every raid0/1/4/5/6 array served read-write with 1.x superblocks has
+ * the walk (idle until a reshape is under way); a reshape found at
+ * assembly that it cannot continue leaves the array read-only. */
 static int service_open(struct rf_array *a, const struct rf_config *cfg, char *err, size_t errlen)
 {
 	const struct rf_reshape *rs = rf_array_reshape_state(a);
@@ -729,7 +773,10 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 	(void)cfg;
 	if (rf_array_readonly(a))
 		return 0;
+	/* A raid0 or raid1 may become a raid4/5 (takeover()) and grow. */
 	why = cannot_reshape(a);
+	if (why && !rs->active && (rf_array_geom(a)->level == 0 || rf_array_geom(a)->level == 1))
+		why = cannot_walk(a);
 	if (why) {
 		if (rs->active)
 			rf_array_reshape_readonly(a, why);
@@ -755,6 +802,8 @@ struct begin {
 	struct rf_geom to, from;        /* the new geometry and the previous one */
 	uint64_t prev_absent;
 	int first;                      /* the first slot a spare takes */
+	int last;                       /* the slot after the last one a spare takes (0: to's count) */
+	bool raid0;                     /* a raid0 grown through a raid4 (grow_raid0()) */
 	int64_t move;                   /* sectors every data offset moves (lower: negative) */
 	bool backwards;                 /* md's reshape_backwards (a shrink) */
 	char *err;
@@ -770,7 +819,7 @@ static int begin_fn(void *arg)
 
 	/* The spares that take the new slots go right after the slots. */
 	rf_devs_lock(a);
-	for (k = b->first; k < b->to.raid_disks; k++) {
+	for (k = b->first; k < (b->last ? b->last : b->to.raid_disks); k++) {
 		for (j = k; j < rf_devs_count(a) && rf_dev_get(a, j)->flags != RF_DEV_SPARE; j++)
 			;
 		if (j < rf_devs_count(a))
@@ -857,13 +906,13 @@ static int grow_mirrors(struct rf_array *a, int raid_disks, char *err, size_t er
 	return ret;
 }
 
-/* What every reshape a user starts needs: a raid4/5/6 served read-write
- * with 1.x superblocks and nothing else under way.  0, or -errno with
- * why in err. */
-static int can_start(struct rf_array *a, char *err, size_t errlen)
+/* What every change a user starts needs: the array served read-write,
+ * nothing that rules it out (why, or NULL), no reshape, rebuild, copy or
+ * sync action under way (md's -EBUSY), and with whole no member out.  0,
+ * or -errno with why in err. */
+static int idle_for_change(struct rf_array *a, const char *why, bool whole, char *err, size_t errlen)
 {
 	struct rf_sync_status st;
-	const char *why;
 	uint64_t pos;
 	bool back;
 
@@ -871,7 +920,6 @@ static int can_start(struct rf_array *a, char *err, size_t errlen)
 		snprintf(err, errlen, "the array is read-only");
 		return -EROFS;
 	}
-	why = cannot_reshape(a);
 	if (why) {
 		snprintf(err, errlen, "%s", why);
 		return -EOPNOTSUPP;
@@ -880,8 +928,12 @@ static int can_start(struct rf_array *a, char *err, size_t errlen)
 		snprintf(err, errlen, "a reshape is under way (at array sector %" PRIu64 ")", pos);
 		return -EBUSY;
 	}
-	if (rf_array_faulty(a) || rf_array_recovering(a) || rf_array_replacing(a)) {
+	if (whole && (rf_array_faulty(a) || rf_array_recovering(a) || rf_array_replacing(a))) {
 		snprintf(err, errlen, "the array is degraded: rebuild it first");
+		return -EBUSY;
+	}
+	if (rf_array_recovering(a) || rf_array_replacing(a)) {
+		snprintf(err, errlen, "a %s is under way", rf_array_recovering(a) ? "rebuild" : "replacement's copy");
 		return -EBUSY;
 	}
 	rf_sync_get(a, &st);
@@ -892,14 +944,22 @@ static int can_start(struct rf_array *a, char *err, size_t errlen)
 	return 0;
 }
 
+/* What every reshape a user starts needs: a raid4/5/6 served read-write
+ * with 1.x superblocks, whole, and nothing else under way. */
+static int can_start(struct rf_array *a, char *err, size_t errlen)
+{
+	return idle_for_change(a, rf_array_readonly(a) ? NULL : cannot_reshape(a), true, err, errlen);
+}
+
 /* b->to and b->from set, b->first the first slot a spare takes: enough
  * spares, and the gap the data moves by (md's new_offset: a whole new row
  * of chunks lower if there is room, else as many chunks as there are; none:
  * only mdadm's backup file would do); then the reshape begins. */
-static int begin(struct begin *b)
+static int plan(struct begin *b)
 {
 	struct rf_array *a = b->a;
-	int n = rf_array_nslots(a), need = b->to.raid_disks - b->first, i, k, spares = 0;
+	int n = rf_array_nslots(a), need = (b->last ? b->last : b->to.raid_disks) - b->first + b->raid0, i, k,
+	    spares = 0;
 	uint64_t room = UINT64_MAX, unit = b->to.chunk_sectors > b->from.chunk_sectors ? b->to.chunk_sectors :
 					   b->from.chunk_sectors;
 
@@ -914,7 +974,7 @@ static int begin(struct begin *b)
 	rf_devs_unlock(a);
 	if (spares < need) {
 		snprintf(b->err, b->errlen, "%d spare(s) to grow from %d to %d members, %d needed (md/new_dev adds one)",
-			 spares, n, b->to.raid_disks, need);
+			 spares, n, b->to.raid_disks - b->raid0, need);
 		return -EINVAL;
 	}
 	k = b->to.raid_disks - (b->to.level == 6 ? 2 : 1);
@@ -925,12 +985,21 @@ static int begin(struct begin *b)
 			 unit);
 		return -ENOSPC;
 	}
-	return rf_array_quiesced_all(a, begin_fn, b);
+	return 0;
+}
+
+static int begin(struct begin *b)
+{
+	int ret = plan(b);
+
+	return ret ? ret : rf_array_quiesced_all(b->a, begin_fn, b);
 }
 
 struct takeover {
 	struct rf_array *a;
-	int level, layout, raid_disks;
+	int from_level, level, layout, raid_disks;
+	uint32_t chunk_sectors;
+	char dropped[256];              /* the device that left the array, if any */
 	char *err;
 	size_t errlen;
 };
@@ -938,21 +1007,75 @@ struct takeover {
 static int takeover_fn(void *arg)
 {
 	struct takeover *t = arg;
-	int ret = rf_array_takeover(t->a, t->level, t->layout, t->raid_disks, t->err, t->errlen);
+	struct rf_array *a = t->a;
+	struct rf_dev *d;
+	int ret = rf_array_takeover(a, t->level, t->layout, t->raid_disks, t->chunk_sectors, t->err, t->errlen);
 
-	/* md records raid4's layout as 0. */
-	return ret ? ret : rf_sbstate_takeover(rf_array_sbstate(t->a), t->level, t->level == 4 ? 0 : t->layout);
+	if (!ret)
+		ret = rf_sbstate_takeover(rf_array_sbstate(a), t->from_level);
+	if (ret || t->level != 0 || t->raid_disks >= rf_devs_count(a))
+		return ret;
+	/* A raid0 has no spares: P's device leaves the array, as mdadm
+	 * fails and removes it (every superblock, its own too, says
+	 * faulty). */
+	rf_devs_lock(a);
+	d = rf_dev_get(a, t->raid_disks);
+	if (d->flags == RF_DEV_SPARE) {
+		snprintf(t->dropped, sizeof(t->dropped), "%s", d->path);
+		rf_sbstate_mark_faulty(rf_array_sbstate(a), t->raid_disks);
+		rf_dev_drop(a, t->raid_disks);
+	}
+	rf_devs_unlock(a);
+	return 0;
 }
 
-/* md's takeovers that move no data: raid4 <-> raid5 parity-last (the same
- * rows), raid6 whose Q is on its last member only -> raid5 of the others
- * (the "-6" layouts and parity-last: that member becomes a spare).
+/* Which feature of the superblocks a takeover to level cannot keep, or
+ * NULL: a partial parity log (raid5 only, and the walk does not keep it),
+ * a bitmap on a raid0 (nothing to resync). */
+static const char *takeover_blocked(struct rf_array *a, int level)
+{
+	bool v090;
+	uint32_t f = sb_features(a, &v090);
+
+	if (v090)
+		return "0.90 metadata (md changes the level of 1.x arrays only)";
+	if (f & (RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL))
+		return "the array keeps a partial parity log (set md/consistency_policy to resync first)";
+	if (level == 0 && (f & RF_SB_FEAT_BITMAP))
+		return "the array keeps a write-intent bitmap, which a raid0 cannot (remove it first)";
+	return NULL;
+}
+
+/* md's chunk for a raid1 that becomes a raid5 (raid5_takeover_raid1): the
+ * largest power of two up to 64 KiB that divides the array's size. */
+static uint32_t chunk_of_mirror(uint64_t sectors)
+{
+	uint32_t c = 128;
+
+	while (c > 8 && (sectors & (c - 1)))
+		c >>= 1;
+	return c;
+}
+
+/* md's takeovers that move no data (each personality's takeover()):
+ *   raid4 <-> raid5 parity-last (the same rows);
+ *   raid6 whose Q is on its last member only -> raid5 of the others (the
+ *   "-6" layouts and parity-last: that member becomes a spare);
+ *   raid1 of two <-> raid5 of two (each row's chunks are equal either
+ *   way), md's chunk and left-symmetric;
+ *   raid0 of one zone -> raid4/5 parity-last of one member more, that
+ *   one missing (a spare rebuilds it: P over the raid0's rows);
+ *   raid4/5 parity-last -> raid0 of the members before the last, whose
+ *   device (P) leaves the array (mdadm fails and removes it).
  * 1: not one of those; else 0 or -errno. */
 static int takeover(struct rf_array *a, int level, char *err, size_t errlen)
 {
 	const struct rf_geom *g = rf_array_geom(a);
-	struct takeover t = { .a = a, .level = level, .layout = g->layout, .raid_disks = rf_array_nslots(a),
-			      .err = err, .errlen = errlen };
+	struct takeover t = { .a = a, .from_level = g->level, .level = level, .layout = g->layout,
+			      .raid_disks = rf_array_nslots(a), .chunk_sectors = g->chunk_sectors, .err = err,
+			      .errlen = errlen };
+	const char *why;
+	int ret;
 
 	if (g->level == 4 && level == 5) {
 		t.layout = RF_ALGO_PARITY_N;
@@ -970,10 +1093,145 @@ static int takeover(struct rf_array *a, int level, char *err, size_t errlen)
 		}
 		t.layout = g->layout == RF_ALGO_PARITY_N ? RF_ALGO_PARITY_N : g->layout - RF_ALGO_LEFT_ASYMMETRIC_6;
 		t.raid_disks--;
+	} else if (g->level == 1 && level == 5) {
+		if (t.raid_disks != 2) {
+			snprintf(err, errlen, "raid1 of %d to raid5: md takes over a raid1 of two members only "
+				 "(grow --raid-devices 2 first)", t.raid_disks);
+			return -EINVAL;
+		}
+		t.layout = RF_ALGO_LEFT_SYMMETRIC;
+		t.chunk_sectors = chunk_of_mirror(g->array_sectors);
+	} else if (g->level == 5 && level == 1) {
+		if (t.raid_disks != 2) {
+			snprintf(err, errlen, "raid5 of %d to raid1: md takes over a raid5 of two members only "
+				 "(grow --raid-devices 2 first)", t.raid_disks);
+			return -EINVAL;
+		}
+		t.layout = 0;
+		t.chunk_sectors = 0;
+	} else if (g->level == 0 && (level == 4 || level == 5)) {
+		if (g->nzones != 1) {
+			snprintf(err, errlen, "raid0 to raid%d: md takes over a raid0 whose members are of one size "
+				 "only (this one has %d zones)", level, g->nzones);
+			return -EINVAL;
+		}
+		t.layout = RF_ALGO_PARITY_N;
+		t.raid_disks++;
+	} else if ((g->level == 4 || g->level == 5) && level == 0) {
+		if (g->layout != RF_ALGO_PARITY_N) {
+			snprintf(err, errlen, "raid5 to raid0: md takes over a raid5 of the parity-last layout only "
+				 "(raidfuse grow --layout parity-last first)");
+			return -EINVAL;
+		}
+		t.layout = 0;
+		t.raid_disks--;
 	} else {
 		return 1;
 	}
-	return rf_array_quiesced_all(a, takeover_fn, &t);
+	/* What every takeover needs: superblocks to record it in, nothing
+	 * else under way (md's level_store: -EBUSY). */
+	why = !rf_array_sbstate(a) ? "no superblocks to record the new level in (the config names it)" :
+				     takeover_blocked(a, level);
+	ret = idle_for_change(a, why, false, err, errlen);
+	if (!ret)
+		ret = rf_array_quiesced_all(a, takeover_fn, &t);
+	if (!ret) {
+		rf_info("%s: raid%d -> raid%d: %d members, layout %d, chunk %u KiB", rf_array_name(a), t.from_level,
+			level, t.raid_disks, t.layout, (unsigned)(t.chunk_sectors / 2));
+		if (t.dropped[0])
+			rf_info("%s: %s (P) left the array: its superblock says faulty (clear it to use the device "
+				"elsewhere)", rf_array_name(a), t.dropped);
+		/* An empty slot meets a spare (raid0 -> raid4/5). */
+		rf_mgmt_kick(a);
+	}
+	return ret;
+}
+
+/* A raid0 grown by members, as mdadm grows one through md: inside one
+ * drain, md's raid0 -> raid4 takeover (its P slot empty), the first spare
+ * put in that slot (absent in the raid4's rows, a data member in the new
+ * ones: md's raid5_add_disk fills the first free slot), the other spares
+ * in the new slots but the last, which stays empty (the new P), and the
+ * raid4 reshape begun; when the walk ends the raid4 is a raid0 again
+ * (rf_array_set_reshape_then()). */
+static int raid0_grow_fn(void *arg)
+{
+	struct begin *b = arg;
+	struct rf_array *a = b->a;
+	int n = b->from.raid_disks - 1, j, ret;
+
+	ret = rf_array_takeover(a, 4, RF_ALGO_PARITY_N, n + 1, b->from.chunk_sectors, b->err, b->errlen);
+	if (!ret)
+		ret = rf_sbstate_takeover(rf_array_sbstate(a), 0);
+	if (ret)
+		return ret;
+	/* The table only (begin_fn() puts the others, rf_array_reshape_begin()
+	 * takes them in). */
+	rf_devs_lock(a);
+	for (j = n + 1; j < rf_devs_count(a) && rf_dev_get(a, j)->flags != RF_DEV_SPARE; j++)
+		;
+	if (j < rf_devs_count(a))
+		rf_dev_swap(a, n, j);
+	rf_devs_unlock(a);
+	ret = begin_fn(b);
+	if (ret) {
+		/* Nothing began: the spare back, a degraded raid4 left (the
+		 * superblocks say so). */
+		rf_devs_lock(a);
+		if (j < rf_devs_count(a) && rf_dev_get(a, n)->flags == RF_DEV_SPARE)
+			rf_dev_swap(a, n, j);
+		rf_devs_unlock(a);
+		return ret;
+	}
+	rf_array_set_reshape_then(a, 0);
+	return 0;
+}
+
+static int grow_raid0(struct rf_array *a, int raid_disks, char *err, size_t errlen)
+{
+	const struct rf_geom *g = rf_array_geom(a);
+	struct begin b = { .a = a, .err = err, .errlen = errlen, .raid0 = true };
+	int n = rf_array_nslots(a), ret;
+	const char *why;
+
+	if (raid_disks < n) {
+		snprintf(err, errlen, "raid0 of %d to %d: md shrinks no raid0", n, raid_disks);
+		return -EINVAL;
+	}
+	if (raid_disks + 1 > RF_MAX_MEMBERS) {
+		snprintf(err, errlen, "%d members: raidfuse grows a raid0 (through a raid4 of one more) to at most %d",
+			 raid_disks, RF_MAX_MEMBERS - 1);
+		return -EINVAL;
+	}
+	if (g->nzones != 1) {
+		snprintf(err, errlen, "raid0 of %d zones: md grows a raid0 whose members are of one size only "
+			 "(through a raid4)", g->nzones);
+		return -EINVAL;
+	}
+	why = cannot_walk(a);
+	ret = idle_for_change(a, why ? why : takeover_blocked(a, 4), true, err, errlen);
+	if (ret)
+		return ret;
+	if (rf_array_failed(a)) {
+		snprintf(err, errlen, "the array has failed");
+		return -EBUSY;
+	}
+	b.from = *g;
+	b.from.level = 4;
+	b.from.layout = RF_ALGO_PARITY_N;
+	b.from.raid_disks = n + 1;
+	b.to = b.from;
+	b.to.raid_disks = raid_disks + 1;
+	b.prev_absent = 1ull << n;
+	b.first = n + 1;
+	b.last = raid_disks;
+	ret = plan(&b);
+	if (!ret)
+		ret = rf_array_quiesced_all(a, raid0_grow_fn, &b);
+	if (!ret)
+		rf_info("%s: raid0 of %d grows to %d through a raid4 of %d (its P slot empty), as mdadm grows one",
+			rf_array_name(a), n, raid_disks, raid_disks + 1);
+	return ret;
 }
 
 int rf_reshape_level(struct rf_array *a, int level, char *err, size_t errlen)
@@ -985,9 +1243,16 @@ int rf_reshape_level(struct rf_array *a, int level, char *err, size_t errlen)
 	err[0] = '\0';
 	if (level == g->level)
 		return 0;
-	ret = can_start(a, err, errlen);
-	if (ret)
-		return ret;
+	/* md's level_store: -EBUSY while a reshape runs, whatever the level */
+	{
+		uint64_t pos;
+		bool back;
+
+		if (rf_array_reshape(a, &pos, &back)) {
+			snprintf(err, errlen, "a reshape is under way (at array sector %" PRIu64 ")", pos);
+			return -EBUSY;
+		}
+	}
 	ret = takeover(a, level, err, errlen);
 	if (ret <= 0)
 		return ret;
@@ -996,10 +1261,13 @@ int rf_reshape_level(struct rf_array *a, int level, char *err, size_t errlen)
 	 * more, the data disks as they are). */
 	l6 = rf_r6_layout_of_r5(g->level, g->layout);
 	if (level != 6 || l6 < 0) {
-		snprintf(err, errlen, "raid%d to raid%d: raidfuse changes raid4/5 to raid6, raid4 <-> raid5 and raid6 "
-			 "to raid5 only (mdadm does the rest)", g->level, level);
+		snprintf(err, errlen, "raid%d to raid%d: not a change md makes (raid0 <-> raid4/5, raid1 of two <-> "
+			 "raid5 of two, raid4 <-> raid5, raid4/5 -> raid6, raid6 -> raid5)", g->level, level);
 		return -EOPNOTSUPP;
 	}
+	ret = can_start(a, err, errlen);
+	if (ret)
+		return ret;
 	if (n + 1 > RF_MAX_MEMBERS) {
 		snprintf(err, errlen, "raid6 of %d members: more than %d", n + 1, RF_MAX_MEMBERS);
 		return -EINVAL;
@@ -1132,6 +1400,8 @@ int rf_reshape_grow(struct rf_array *a, int raid_disks, char *err, size_t errlen
 		return grow_mirrors(a, raid_disks, err, errlen);
 	if (raid_disks == n)
 		return 0;
+	if (g->level == 0)
+		return grow_raid0(a, raid_disks, err, errlen);
 	ret = can_start(a, err, errlen);
 	if (ret)
 		return ret;

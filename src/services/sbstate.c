@@ -195,11 +195,14 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 		 * gets the freshest's level, layout and count. */
 		if (model && m->sb.kind != RF_SB_090 && !m->sb.reshape && !model->sb.reshape &&
 		    !mine.set_reshape && (m->sb.level != model->sb.level || m->sb.layout != model->sb.layout ||
-					  m->sb.raid_disks != model->sb.raid_disks)) {
+					  m->sb.raid_disks != model->sb.raid_disks ||
+					  m->sb.chunk_sectors != model->sb.chunk_sectors)) {
 			if (!mine.set_level) {
 				mine.set_level = true;
 				mine.level = model->sb.level;
 				mine.layout = model->sb.layout;
+				mine.chunk_sectors = model->sb.chunk_sectors;
+				mine.level_size = model->sb.level ? model->sb.size : model->sb.data_size;
 			}
 			if (!mine.set_raid_disks)
 				mine.set_raid_disks = model->sb.raid_disks;
@@ -418,7 +421,8 @@ int rf_array_start_resync(struct rf_array *a, bool frozen)
 		rf_sync_request(a, RF_SYNC_FROZEN);
 	/* A reshape under way goes on from here (frozen: once unfrozen). */
 	rf_array_set_serving(a);
-	if (!s)
+	/* raid0: nothing to resync (its superblocks may say otherwise). */
+	if (!s || !rf_array_has_sync(a))
 		return 0;
 	pthread_mutex_lock(&s->lock);
 	cp = s->resync_offset;
@@ -483,9 +487,15 @@ int rf_array_start_resync(struct rf_array *a, bool frozen)
 /* Hooks (core/hooks.h): the array calls these, nothing else of ours. */
 static int hook_write_start(void *priv, uint64_t off, uint64_t len)
 {
+	struct rf_sbstate *s = priv;
+
 	(void)off;
 	(void)len;
-	return rf_sbstate_write_start(priv);
+	/* md marks no raid0 dirty: it has nothing to resync (the level
+	 * changes only with every request drained). */
+	if (!rf_array_geom(s->a)->level)
+		return 0;
+	return rf_sbstate_write_start(s);
 }
 
 static void hook_member_failed(void *priv, int dev)
@@ -757,8 +767,9 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 	}
 	/* A rebuild that was under way resumes: below recovery_offset the
 	 * device holds its slot's data.  But mid-reshape, the last slot of a
-	 * previous geometry whose last member holds only Q (a raid5 -> raid6
-	 * change) is the member the change added: md's recovery_offset
+	 * previous geometry whose last member holds only Q or P (a raid5 ->
+	 * raid6 change; a raid0 grown through a raid4, whose empty P slot a
+	 * spare took) is the member the change added: md's recovery_offset
 	 * follows the reshape there, and md's run() counts it as parity not
 	 * yet written, not as a rebuild; here it is whole in the new
 	 * geometry and missing in the previous one.  So is that slot's
@@ -771,8 +782,9 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 
 		if (!m->sb_has || (!(m->sb.feature_map & RF_SB_FEAT_RECOVERY) && m->sb.reshape))
 			continue;
-		if (rs->active && !rs->backwards && rs->prev.level == 6 && i == rs->prev.raid_disks - 1 &&
-		    rf_r6_q_last(rs->prev.layout)) {
+		if (rs->active && !rs->backwards && i == rs->prev.raid_disks - 1 &&
+		    ((rs->prev.level == 6 && rf_r6_q_last(rs->prev.layout)) || rs->prev.level == 4 ||
+		     (rs->prev.level == 5 && rs->prev.layout == RF_ALGO_PARITY_N))) {
 			rf_array_set_prev_absent(a, 1ull << i);
 			continue;
 		}
@@ -802,14 +814,15 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 	return 0;
 }
 
-/* md keeps clean/dirty for arrays that can need a resync, and that carry
- * superblocks and are written. */
+/* md keeps the superblocks of arrays that carry them and are written:
+ * clean/dirty where a resync can be needed, not a raid0's (its
+ * superblocks change with a failure, a spare, a takeover). */
 static int service_open(struct rf_array *a, const struct rf_config *cfg, char *err, size_t errlen)
 {
 	struct rf_sbstate *s;
 	int r;
 
-	if (!cfg->has_uuid || cfg->readonly || cfg->level == 0)
+	if (!cfg->has_uuid || cfg->readonly)
 		return 0;
 	r = rf_sbstate_open(a, &s, err, errlen);
 	if (!r)
@@ -1100,17 +1113,33 @@ int rf_sbstate_set_size(struct rf_sbstate *s, uint64_t sectors)
 	return r;
 }
 
-int rf_sbstate_takeover(struct rf_sbstate *s, int level, int layout)
+int rf_sbstate_takeover(struct rf_sbstate *s, int from_level)
 {
-	struct rf_sb_change c = { .faulty_slot = -1, .set_level = true, .level = level, .layout = layout };
+	struct rf_sb_change c = { .faulty_slot = -1, .set_level = true };
+	const struct rf_geom *g;
 	int r;
 
 	if (!s)
 		return 0;
+	g = rf_array_geom(s->a);
+	c.level = g->level;
+	c.layout = g->level == 4 ? 0 : g->layout;
+	c.chunk_sectors = g->chunk_sectors;
+	c.level_size = g->dev_sectors;
+	/* RAIDFUSE_TEST_BREAK=takeover-layout: a parity-last array recorded
+	 * as left-symmetric (the tests' negative control). */
+	if (c.layout == RF_ALGO_PARITY_N && rf_test_break("takeover-layout"))
+		c.layout = RF_ALGO_LEFT_SYMMETRIC;
 	sb_lock(s);
+	if (from_level == 0)
+		s->resync_offset = RF_SB_MAX_SECTOR;
 	c.set_raid_disks = rf_array_nslots(s->a);
 	r = slots_write(s, &c);
 	sb_unlock(s);
+	if (from_level == 0 && rf_array_has_sync(s->a)) {
+		rf_sync_set_resync_cp(s->a, s->resync_offset);
+		rf_sync_set_notify(s->a, on_sync, s);
+	}
 	return r;
 }
 

@@ -116,10 +116,13 @@ int rf_sbstate_reshape(struct rf_sbstate *s, bool done, uint64_t position);
  * its slot (1.x).  Every request drained.  0, or -EIO when the array
  * failed. */
 int rf_sbstate_set_raid_disks(struct rf_sbstate *s);
-/* A takeover (rf_array_takeover()) done: every superblock records level,
- * layout and the slot count; a device that left the last slot a spare.
+/* A takeover (rf_array_takeover()) done: every superblock records the
+ * array's level, layout, chunk, used size and slot count (md's raid4
+ * layout 0), each slot's device in its slot, a device that left the last
+ * slot a spare.  From a raid0: no resync is due (md's takeover sets
+ * recovery_cp so), and the superblocks follow the sync walk from now on.
  * Every request drained.  0, or -EIO when the array failed. */
-int rf_sbstate_takeover(struct rf_sbstate *s, int level, int layout);
+int rf_sbstate_takeover(struct rf_sbstate *s, int from_level);
 /* The used size of the members changed (md's component_size): every
  * superblock records sectors, a 1.1/1.2 one its member's data area grown
  * to the member's size (struct rf_dev size, refreshed first).  Every

@@ -1364,7 +1364,14 @@ static int hook_start(void *priv)
 	return rf_sync_init(priv);
 }
 
+/* The walk ends here; its state stays until close: the services stopped
+ * after it (the reshape walk) still ask it for its pace. */
 static void hook_stop(void *priv)
+{
+	rf_sync_stop(priv, false);
+}
+
+static void hook_close(void *priv)
 {
 	rf_sync_free(priv);
 }
@@ -1373,7 +1380,7 @@ static const struct rf_hooks sync_hooks = {
 	.name = "sync",
 	.start = hook_start,
 	.stop = hook_stop,
-	.close = hook_stop,     /* started but never stopped (a start that failed) */
+	.close = hook_close,
 };
 
 /* Every array has one (a level without sync work reports "idle"). */

@@ -487,18 +487,18 @@ static void test_tree(void **state)
 	assert_int_equal(rf_ctl_tree_build(a, &t), 0);
 	assert_int_equal(t.nodes[0].kind, RF_CTL_DIR);
 	assert_int_equal(t.nodes[0].parent, 0);
-	img = rf_ctl_lookup(&t, 0, "array.img");
+	img = rf_ctl_lookup(&t, a, 0, "array.img");
 	assert_true(img > 0);
 	assert_int_equal(t.nodes[img].kind, RF_CTL_IMAGE);
-	i = rf_ctl_lookup(&t, 0, "mdstat");
+	i = rf_ctl_lookup(&t, a, 0, "mdstat");
 	assert_true(i > 0);
 	assert_ptr_equal(t.nodes[i].attr, &rf_ctl_mdstat);
-	md = rf_ctl_lookup(&t, 0, "md");
+	md = rf_ctl_lookup(&t, a, 0, "md");
 	assert_true(md > 0);
 	assert_int_equal(t.nodes[md].kind, RF_CTL_DIR);
-	assert_int_equal(rf_ctl_lookup(&t, 0, "stripe_cache_size"), -ENOENT);
-	assert_int_equal(rf_ctl_lookup(&t, img, "x"), -ENOTDIR);
-	assert_int_equal(rf_ctl_lookup(&t, t.n, "x"), -ENOTDIR);
+	assert_int_equal(rf_ctl_lookup(&t, a, 0, "stripe_cache_size"), -ENOENT);
+	assert_int_equal(rf_ctl_lookup(&t, a, img, "x"), -ENOTDIR);
+	assert_int_equal(rf_ctl_lookup(&t, a, t.n, "x"), -ENOTDIR);
 	for (i = 1; i < t.n; i++) {
 		assert_true(t.nodes[i].parent < i);
 		assert_int_equal(t.nodes[i].member, -1);
@@ -510,14 +510,14 @@ static void test_tree(void **state)
 			nmd++;
 			assert_int_equal(t.nodes[i].kind, RF_CTL_FILE);
 			assert_string_equal(t.nodes[i].name, t.nodes[i].attr->name);
-			assert_int_equal(rf_ctl_lookup(&t, md, t.nodes[i].name), i);
+			assert_int_equal(rf_ctl_lookup(&t, a, md, t.nodes[i].name), i);
 		}
 	}
 	/* raid5 has every attribute */
 	assert_int_equal(nmd, (int)rf_ctl_md_nattrs);
 	/* and every md/bitmap/ one, even without a bitmap, as md */
 	{
-		int bmd = rf_ctl_lookup(&t, md, RF_CTL_MD_BITMAP), nbm = 0;
+		int bmd = rf_ctl_lookup(&t, a, md, RF_CTL_MD_BITMAP), nbm = 0;
 		char buf[64];
 
 		assert_true(bmd > 0);
@@ -528,17 +528,17 @@ static void test_tree(void **state)
 				assert_string_equal(t.nodes[i].name, t.nodes[i].attr->name);
 			}
 		assert_int_equal(nbm, (int)rf_ctl_bitmap_nattrs);
-		i = rf_ctl_lookup(&t, bmd, "location");
+		i = rf_ctl_lookup(&t, a, bmd, "location");
 		assert_true(rf_ctl_show(t.nodes[i].attr, a, -1, buf, sizeof(buf)) > 0);
 		assert_string_equal(buf, "none\n");
-		i = rf_ctl_lookup(&t, bmd, "time_base");
+		i = rf_ctl_lookup(&t, a, bmd, "time_base");
 		assert_true(rf_ctl_show(t.nodes[i].attr, a, -1, buf, sizeof(buf)) > 0);
 		assert_string_equal(buf, "5\n");
-		i = rf_ctl_lookup(&t, bmd, "can_clear");
+		i = rf_ctl_lookup(&t, a, bmd, "can_clear");
 		assert_true(rf_ctl_show(t.nodes[i].attr, a, -1, buf, sizeof(buf)) > 0);
 		assert_string_equal(buf, "\n");
 		assert_int_equal(rf_ctl_store(t.nodes[i].attr, a, -1, "true", 4), -ENOENT);
-		i = rf_ctl_lookup(&t, bmd, "time_base");
+		i = rf_ctl_lookup(&t, a, bmd, "time_base");
 		assert_int_equal(rf_ctl_store(t.nodes[i].attr, a, -1, "1", 1), -ENOENT);
 	}
 	rf_ctl_tree_free(&t);
@@ -547,12 +547,12 @@ static void test_tree(void **state)
 	/* raid1 has no stripe cache: md shows none of its attributes */
 	a = open_array("tr1", 1, 0, 2, 0, 0);
 	assert_int_equal(rf_ctl_tree_build(a, &t), 0);
-	md = rf_ctl_lookup(&t, 0, "md");
-	assert_int_equal(rf_ctl_lookup(&t, md, "stripe_cache_size"), -ENOENT);
-	assert_int_equal(rf_ctl_lookup(&t, md, "stripe_cache_active"), -ENOENT);
-	assert_int_equal(rf_ctl_lookup(&t, md, "rmw_level"), -ENOENT);
-	assert_true(rf_ctl_lookup(&t, md, "group_thread_cnt") > 0);
-	assert_true(rf_ctl_lookup(&t, md, "array_state") > 0);
+	md = rf_ctl_lookup(&t, a, 0, "md");
+	assert_int_equal(rf_ctl_lookup(&t, a, md, "stripe_cache_size"), -ENOENT);
+	assert_int_equal(rf_ctl_lookup(&t, a, md, "stripe_cache_active"), -ENOENT);
+	assert_int_equal(rf_ctl_lookup(&t, a, md, "rmw_level"), -ENOENT);
+	assert_true(rf_ctl_lookup(&t, a, md, "group_thread_cnt") > 0);
+	assert_true(rf_ctl_lookup(&t, a, md, "array_state") > 0);
 	rf_ctl_tree_free(&t);
 	rf_array_close(a);
 }
@@ -581,7 +581,7 @@ static void test_tree_name_taken(void **state)
 	open_name = NULL;
 	assert_false(rf_ctl_root_name_taken("md0"));
 	assert_int_equal(rf_ctl_tree_build(a, &t), 0);
-	assert_true(rf_ctl_lookup(&t, 0, "md0") > 0);
+	assert_true(rf_ctl_lookup(&t, a, 0, "md0") > 0);
 	rf_ctl_tree_free(&t);
 	rf_array_close(a);
 }

@@ -127,8 +127,10 @@ static void test_refused(void **state)
 	assert_int_equal(rf_reshape_grow(a, 3, err, sizeof(err)), 0);     /* as it is */
 	assert_int_equal(rf_reshape_level(a, 6, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "0 spare(s) to grow from 3 to 4 members, 1 needed"));
-	assert_int_equal(rf_reshape_level(a, 0, err, sizeof(err)), -EOPNOTSUPP);
-	assert_non_null(strstr(err, "raid5 to raid0: raidfuse changes raid4/5 to raid6, raid4 <-> raid5"));
+	assert_int_equal(rf_reshape_level(a, 0, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "raid5 to raid0: md takes over a raid5 of the parity-last layout only"));
+	assert_int_equal(rf_reshape_level(a, 10, err, sizeof(err)), -EOPNOTSUPP);
+	assert_non_null(strstr(err, "raid5 to raid10: not a change md makes"));
 	assert_int_equal(rf_reshape_level(a, 4, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "parity-last layout only"));
 	assert_int_equal(rf_reshape_level(a, 5, err, sizeof(err)), 0);    /* as it is */

@@ -406,18 +406,26 @@ static void test_write_waits_for_record(void **state)
 	free(buf);
 }
 
-/* No state where md keeps none: raid0, read-only, no superblocks. */
+/* No state where md keeps none: read-only, no superblocks; a raid0's
+ * superblocks are kept (a failure, a takeover change them) but never
+ * marked dirty: md has nothing to resync there. */
 static void test_no_state(void **state)
 {
 	struct rf_array *a;
 	struct rf_config cfg;
-	char err[512];
+	struct rf_sb sb;
+	char err[512], *buf = calloc(1, 4096);
 	int i;
 
+	assert_non_null(buf);
 	make_members(0, true);
 	a = open_array(false, 10);
-	assert_null(rf_array_sbstate(a));
+	assert_non_null(rf_array_sbstate(a));
+	assert_int_equal(testreq_io(a, RF_REQ_WRITE, 0, 4096, buf), 0);
+	read_sb(0, &sb);
+	assert_true(sb.clean);
 	rf_array_close(a);
+	free(buf);
 	make_members(5, true);
 	a = open_array(true, 10);
 	assert_null(rf_array_sbstate(a));
