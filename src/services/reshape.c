@@ -10,7 +10,10 @@
  *
  *   1. with writes drained (reads go on: nothing they read is written),
  *      read the window's data from the previous geometry, zeros past the
- *      old array's end (md zeroes what the old array never held);
+ *      old array's end (md zeroes what the old array never held); going
+ *      forwards with every member there, the next window's old rows are
+ *      read beside this window's writes and kept unless a write touches
+ *      them before that window moves (its write_start hook);
  *   2. write the window as whole new stripes, parity computed here, at
  *      the new data offsets;
  *   3. flush the members and record the window's end as reshape_position
@@ -120,6 +123,13 @@ struct reshape {
 	struct rf_mio *mios;
 	int nmios;
 	char *data;                     /* the window's data, array order */
+	/* The next window's old rows, read beside the writes of this one
+	 * (forward, no member missing): [pf_x, pf_x + pf_n) array sectors
+	 * in pf_data, good while pf_valid; a write admitted since that
+	 * touches them clears it (hook_write_start(), any thread). */
+	char *pf_data;
+	uint64_t pf_x, pf_n;
+	atomic_bool pf_valid;
 	char *par;                      /* P and Q of each new row of the window */
 	char *zero;                     /* a chunk of zeros (the larger of the two) */
 	char *scratch;                  /* an old row's chunks, to compute a missing one */
@@ -322,37 +332,51 @@ static uint64_t old_piece(const struct rf_geom *p, uint64_t s, uint64_t lim, str
 	return len < lim - s ? len : lim - s;
 }
 
+/* Queue the reads of [x, x + n) array sectors of the previous geometry
+ * into buf from the members present (zeros past the old array's end);
+ * the limit of what lies in the old array. */
+static uint64_t queue_old(struct reshape *r, uint64_t x, uint64_t n, char *buf, uint64_t miss)
+{
+	const struct rf_geom *p = &rf_array_reshape_state(r->a)->prev;
+	uint64_t s, len, lim = x + n < p->array_sectors ? x + n : p->array_sectors;
+	struct rf_r5_map mp;
+
+	for (s = x; s < lim; s += len) {
+		len = old_piece(p, s, lim, &mp);
+		if (!(miss & (1ull << mp.dd_idx)))
+			queue_io(r, mp.dd_idx, false, buf + (s - x) * 512,
+				 rf_dev_get(r->a, mp.dd_idx)->data_offset + mp.dev_sector * 512,
+				 (uint32_t)(len * 512));
+	}
+	if (lim < x + n)
+		memset(buf + (lim > x ? lim - x : 0) * 512, 0, (x + n - (lim > x ? lim : x)) * 512);
+	return lim;
+}
+
 /* Read [x, x + n) array sectors from the previous geometry into r->data
  * (zeros past the old array's end). */
 static int read_old(struct reshape *r, uint64_t x, uint64_t n)
 {
 	const struct rf_geom *p = &rf_array_reshape_state(r->a)->prev;
-	uint64_t s, len, lim = x + n < p->array_sectors ? x + n : p->array_sectors, miss = old_missing(r->a);
+	uint64_t s, len, lim, miss = old_missing(r->a);
 	struct rf_r5_map mp;
 	int ret = 0;
 
 	/* The chunks on members present first, all at once; then each one on
 	 * a missing member, from its row. */
-	for (s = x; s < lim; s += len) {
-		len = old_piece(p, s, lim, &mp);
-		if (!(miss & (1ull << mp.dd_idx)))
-			queue_io(r, mp.dd_idx, false, r->data + (s - x) * 512,
-				 rf_dev_get(r->a, mp.dd_idx)->data_offset + mp.dev_sector * 512,
-				 (uint32_t)(len * 512));
-	}
+	lim = queue_old(r, x, n, r->data, miss);
 	ret = wait_io(r);
 	for (s = x; !ret && miss && s < lim; s += len) {
 		len = old_piece(p, s, lim, &mp);
 		if (miss & (1ull << mp.dd_idx))
 			ret = read_missing(r, &mp, r->data + (s - x) * 512, (uint32_t)(len * 512));
 	}
-	if (lim < x + n)
-		memset(r->data + (lim > x ? lim - x : 0) * 512, 0, (x + n - (lim > x ? lim : x)) * 512);
 	return ret;
 }
 
-/* Write [x, x + n) (whole new rows, data in r->data) in the new geometry. */
-static int write_new(struct reshape *r, uint64_t x, uint64_t n)
+/* Queue the writes of [x, x + n) (whole new rows, data in r->data) in the
+ * new geometry, parity computed here. */
+static void queue_new(struct reshape *r, uint64_t x, uint64_t n)
 {
 	struct rf_array *a = r->a;
 	const struct rf_geom *g = rf_array_geom(a);
@@ -396,7 +420,6 @@ static int write_new(struct reshape *r, uint64_t x, uint64_t n)
 				 (uint32_t)clen);
 		}
 	}
-	return wait_io(r);
 }
 
 struct window {
@@ -405,16 +428,44 @@ struct window {
 	uint64_t to;                    /* the position after it */
 };
 
-/* Writes drained: move one window (steps 1-4 of the essay). */
+static uint64_t window_at(struct reshape *r, uint64_t x);
+
+/* Writes drained: move one window (steps 1-4 of the essay).  Its old rows
+ * were read beside the last window's writes where nothing wrote them
+ * since (pf_valid); the next window's are read beside its writes, going
+ * forwards with every member there: they lie above this window's old
+ * rows, which its new rows stay below (window_at()), and no write reaches
+ * them while the writes are drained. */
 static int move_window(void *arg)
 {
 	struct window *w = arg;
 	struct reshape *r = w->r;
-	int ret;
+	const struct rf_reshape *rs = rf_array_reshape_state(r->a);
+	uint64_t nx = w->to, nn = 0;
+	int ret = 0;
 
-	ret = read_old(r, w->x, w->n);
-	if (!ret)
-		ret = write_new(r, w->x, w->n);
+	if (atomic_exchange(&r->pf_valid, false) && r->pf_x == w->x && r->pf_n == w->n) {
+		char *t = r->data;
+
+		r->data = r->pf_data;
+		r->pf_data = t;
+	} else {
+		ret = read_old(r, w->x, w->n);
+	}
+	if (ret)
+		return ret;
+	queue_new(r, w->x, w->n);
+	if (!rs->backwards && !old_missing(r->a) && nx < r->end) {
+		nn = window_at(r, nx);
+		if (nn)
+			queue_old(r, nx, nn, r->pf_data, 0);
+	}
+	ret = wait_io(r);
+	if (!ret && nn) {
+		r->pf_x = nx;
+		r->pf_n = nn;
+		atomic_store(&r->pf_valid, true);
+	}
 	/* RAIDFUSE_TEST_BREAK=reshape-record: the position moves in memory
 	 * only, as if the superblocks need not know (a crash then resumes
 	 * from an older position: writes since, to rows moved since, lost). */
@@ -502,13 +553,15 @@ static void pace(struct reshape *r, uint64_t dev_sectors)
 /* The buffers for the reshape under way (sized by its geometries). */
 static void free_bufs(struct reshape *r)
 {
+	atomic_store(&r->pf_valid, false);
 	free(r->mios);
 	free(r->data);
+	free(r->pf_data);
 	free(r->par);
 	free(r->zero);
 	free(r->scratch);
 	r->mios = NULL;
-	r->data = r->par = r->zero = r->scratch = NULL;
+	r->data = r->pf_data = r->par = r->zero = r->scratch = NULL;
 }
 
 static int setup(struct reshape *r)
@@ -526,13 +579,14 @@ static int setup(struct reshape *r)
 	rows = WINDOW_BYTES / 512 / row ? WINDOW_BYTES / 512 / row : 1;
 	/* Reads: one per old chunk of the window; writes: every member per
 	 * new chunk row. */
-	r->mios = calloc(rows * row / rs->prev.chunk_sectors + 2 +
+	r->mios = calloc(2 * (rows * row / rs->prev.chunk_sectors + 2) +
 			 rows * (r->unit / g->chunk_sectors) * (uint64_t)g->raid_disks, sizeof(*r->mios));
 	r->data = alloc_aligned(rows * row * 512);
+	r->pf_data = alloc_aligned(rows * row * 512);
 	r->par = alloc_aligned(2 * rows * (r->unit / g->chunk_sectors) * g->chunk_sectors * 512);
 	r->zero = alloc_aligned(r->unit * 512);
 	r->scratch = alloc_aligned((size_t)rs->prev.raid_disks * rs->prev.chunk_sectors * 512);
-	if (!r->mios || !r->data || !r->par || !r->zero || !r->scratch) {
+	if (!r->mios || !r->data || !r->pf_data || !r->par || !r->zero || !r->scratch) {
 		free_bufs(r);
 		return -ENOMEM;
 	}
@@ -540,9 +594,9 @@ static int setup(struct reshape *r)
 	return 0;
 }
 
-/* The reshape under way, to its end (or until the walk stops). */
 static int takeover(struct rf_array *a, int level, char *err, size_t errlen);
 
+/* The reshape under way, to its end (or until the walk stops). */
 static void run(struct reshape *r)
 {
 	struct rf_array *a = r->a;
@@ -699,8 +753,24 @@ static void hook_close(void *priv)
 	free(r);
 }
 
+/* A write admitted (it counts at the barrier, so no window moves until it
+ * ended): the next window's old rows read ahead are stale if it touches
+ * them. */
+static int hook_write_start(void *priv, uint64_t off, uint64_t len)
+{
+	struct reshape *r = priv;
+
+	/* RAIDFUSE_TEST_BREAK=reshape-prefetch: what was read ahead is kept
+	 * (the write is lost when that window moves). */
+	if (atomic_load_explicit(&r->pf_valid, memory_order_acquire) && off / 512 < r->pf_x + r->pf_n &&
+	    (off + len + 511) / 512 > r->pf_x && !rf_test_break("reshape-prefetch"))
+		atomic_store(&r->pf_valid, false);
+	return 0;
+}
+
 static const struct rf_hooks reshape_hooks = {
 	.name = "reshape",
+	.write_start = hook_write_start,
 	.start = hook_start,
 	.stop = hook_stop,
 	.close = hook_close,

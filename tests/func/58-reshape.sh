@@ -36,11 +36,17 @@
 #     1664), the config serves it again.  RF_MD_JUDGE=1: kernel md reads it.
 #  4b. a raid1 grown from 2 to 3 mirrors: the spare takes the new slot and
 #     is rebuilt; its bytes are the first mirror's; the config serves it.
+#     Served again, the walk moves a window and is frozen between two,
+#     and a write lands at the position: in the next window's old rows,
+#     read ahead beside the last window's writes; the model after the end
+#     shows the write kept.
 #  5. RF_MD_JUDGE=1: kernel md continues a grow raidfuse began and was
 #     killed in, to its end, md's pattern intact, mismatch_cnt 0.
-# Negative control: RAIDFUSE_TEST_BREAK=reshape-record (the position moves
+# Negative controls: RAIDFUSE_TEST_BREAK=reshape-record (the position moves
 # in memory, never in the superblocks): after the same write and kill -9,
-# the image assembled again differs from the model.
+# the image assembled again differs from the model;
+# RAIDFUSE_TEST_BREAK=reshape-prefetch (rows read ahead kept after a write
+# to them): the write ahead of the walk is lost when its window moves.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/model.sh"
 requires fuse xz
@@ -87,6 +93,24 @@ moving() {
 	SEEN=$(pos)
 	kill_daemon
 	log "$1: killed at position >= $SEEN (assembled at $start, written at $at)"
+}
+
+# ahead_write WHAT: the walk moves a window or more and is frozen between
+# two (the next window's old rows read ahead, beside the last one's
+# writes); a write lands at the position, in those rows.  The window that
+# moves next must carry it (the read-ahead dropped).
+ahead_write() {
+	local p0 p
+	p0=$(pos)
+	echo 1000 >"$MNT/md/sync_speed_max"
+	echo idle >"$MNT/md/sync_action"
+	wait_for "$1: the walk did not move from $p0" '[ "$(pos)" -gt "$p0" ]'
+	echo frozen >"$MNT/md/sync_action"
+	p=$(pos)
+	sleep 0.3
+	while [ "$(pos)" != "$p" ]; do p=$(pos); sleep 0.3; done
+	put "$((p / 8 * 8))" 64
+	AHEAD=$p
 }
 
 # ---- 1. frozen: both geometries, as md left them
@@ -177,6 +201,7 @@ moving "grow" 3072 "$GOLD"
 start_array_daemon "$G/r.conf" "$MNT" --freeze
 [ "$(pos)" -ge "$SEEN" ] || fail "grow, served again by config: position $(pos), $SEEN was seen before"
 same_model "grow: after kill -9" "$GOLD"
+ahead_write "grow"
 echo 0 >"$MNT/md/sync_speed_max"
 echo idle >"$MNT/md/sync_action"
 wait_for "the grow did not end" '[ "$(pos)" = none ]'
@@ -194,7 +219,7 @@ done
 start_array_daemon "$G/r.conf" "$MNT"
 same_model "grown, served by config again" "$GNEW"
 stop_array "$MNT"
-log "grow 3 -> 4 by md/raid_disks: killed at >= $SEEN, the model each time, $GNEW sectors, check 0"
+log "grow 3 -> 4 by md/raid_disks: killed at >= $SEEN, the model each time, a write ahead of the walk at $AHEAD kept, $GNEW sectors, check 0"
 if md_judge; then
 	judge_model $GNEW "$G"/d?.img
 	log "kernel md assembles the grown members: the model's sha256, mismatch_cnt 0"
@@ -268,3 +293,24 @@ start_assemble_daemon "$NAME" "$MNT" --freeze --ro "${M[@]}"
 expect_fail "$RFHELPER" same "$IMG" "$MODEL" $((OLD * 512))
 stop_array "$MNT"
 log "negative control (positions not recorded): the write into moved rows is lost: ${OUT##*: }"
+
+# ---- negative control: the rows read ahead kept after a write to them
+G=$DISK/p
+mkdir -p "$G"
+mk_conf "$G/r.conf" metadata=1.2 level=5 chunk_size=64K members="$G/d0.img $G/d1.img $G/d2.img" \
+	spares="$G/d3.img" member_size=16M
+create_array "$G/r.conf" --assume-clean -b none
+RAIDFUSE_TEST_BREAK=reshape-prefetch start_array_daemon "$G/r.conf" "$MNT" --freeze
+GOLD=$(($(fsize "$IMG") / 512))
+rm -f "$MODEL"
+head -c $((GOLD * 512)) /dev/urandom >"$MODEL"
+dd if="$MODEL" of="$IMG" bs=1M oflag=direct conv=fsync,notrunc,nocreat status=none || fail "cannot fill the array"
+truncate -s $((GOLD * 512 * 3 / 2)) "$MODEL"
+"$RAIDFUSE" grow "$MNT" --raid-devices 4 || fail "control: grow refused"
+ahead_write "control"
+echo 0 >"$MNT/md/sync_speed_max"
+echo idle >"$MNT/md/sync_action"
+wait_for "the control's grow did not end" '[ "$(pos)" = none ]'
+expect_fail "$RFHELPER" same "$IMG" "$MODEL" $((GOLD * 512 * 3 / 2))
+stop_array "$MNT"
+log "negative control (rows read ahead kept after a write to them, RAIDFUSE_TEST_BREAK=reshape-prefetch): the write at $AHEAD is lost: ${OUT##*: }"
