@@ -6,8 +6,8 @@
 #                         [--states N] [--seed S]
 #                         [--rounds R] [--break] [--dir DIR]
 #
-# 1. raidfuse create makes a small array of level L (1: 2 members, 5 and
-#    10: 4, 6: 5; 4 MiB each, 64 KiB chunks; --bitmap: an internal bitmap
+# 1. raidfuse create makes a small array of level L (0: 3 members, 1: 2,
+#    5 and 10: 4, 6: 5; 4 MiB each, 64 KiB chunks; --bitmap: an internal bitmap
 #    of 64 KiB chunks) on /dev/shm and keeps a copy of its members;
 # 2. build/crash-states record runs the workload on it through the
 #    library's own IO path (io_uring workers, superblocks, bitmap) with
@@ -37,9 +37,15 @@
 # the resync, the check and the reads (zeros past the old size).
 # --raid6 (level 5): the same with a change to raid6 by the spare
 # (md/level) instead of a grow; --rechunk (levels 5 and 6): a change of
-# the chunk to 128 KiB (md/chunk_size), no spare.  --raid5 (level 4): md's
-# takeover to raid5 (md/level: the level and layout recorded, no data
-# moves) a third of the way in.
+# the chunk to 128 KiB (md/chunk_size), no spare.  --raid5 (level 4, or 1
+# of two members): md's takeover to raid5 (md/level: the level and layout
+# recorded, no data moves) a third of the way in.
+# Level 0 (3 members; with --grow or --raid5): a blank fourth file is added
+# as a spare once the array runs (a raid0 takes none at creation); --grow
+# grows the raid0 onto it as mdadm does (through a raid4 whose P slot
+# stays empty, a raid0 again at the end; a crash state mid-way ends a
+# degraded raid4), --raid5 takes it over as a parity-last raid5 of four
+# whose P the spare is rebuilt into.
 #
 # --break switches on a deliberate ordering bug in the library for the
 # recording (RAIDFUSE_TEST_BREAK, test-only): the bitmap's bits cleared,
@@ -53,7 +59,7 @@ RAIDFUSE=${RAIDFUSE:-$here/build/raidfuse}
 CRASH=${CRASH_STATES:-$here/build/crash-states}
 
 usage() {
-	echo "usage: $0 --level 1|4|5|6|10 [--bitmap | --grow | --raid6 | --rechunk | --raid5] [--states N] [--seed S] [--rounds R] [--break] [--dir DIR]" >&2
+	echo "usage: $0 --level 0|1|4|5|6|10 [--bitmap | --grow | --raid6 | --rechunk | --raid5] [--states N] [--seed S] [--rounds R] [--break] [--dir DIR]" >&2
 	exit 2
 }
 
@@ -76,14 +82,18 @@ while [ $# -gt 0 ]; do
 	shift
 done
 case $level in
+0) n=3 ;;
 1) n=2 ;;
 4 | 5 | 10) n=4 ;;
 6) n=5 ;;
 *) usage ;;
 esac
-[ $grow = 0 ] || { [ $bitmap = 0 ] && { [ "$level" = 5 ] || [ "$level" = 6 ]; }; } || usage
+[ $grow = 0 ] || { [ $bitmap = 0 ] && { [ "$level" = 5 ] || [ "$level" = 6 ] || [ "$level" = 0 ]; }; } || usage
 [ $to6 = 0 ] || [ "$level" = 5 ] || usage
-[ $to5 = 0 ] || [ "$level" = 4 ] || usage
+[ $rechunk = 0 ] || [ "$level" != 0 ] || usage
+[ $to5 = 0 ] || [ "$level" = 4 ] || [ "$level" = 1 ] || [ "$level" = 0 ] || usage
+[ "$level" != 0 ] || [ $grow = 1 ] || [ $to5 = 1 ] || usage
+[ "$level" != 0 ] || [ $bitmap = 0 ] || usage
 for x in "$states" "$seed" "$rounds"; do
 	[[ -z $x || $x =~ ^[0-9]+$ ]] || usage
 done
@@ -103,8 +113,11 @@ for ((i = 0; i < n; i++)); do
 	names+=("d$i.img")
 done
 list=$(printf '"%s", ' "${names[@]}")
-spares=""
-if [ $grow = 1 ] && [ $rechunk = 0 ]; then
+spares="" spare_last=0
+if [ "$level" = 0 ]; then
+	# a raid0 takes no spare at creation: the recording adds it
+	spare_last=1
+elif [ $grow = 1 ] && [ $rechunk = 0 ]; then
 	names+=("d$n.img")
 	spares="spares = ( \"d$n.img\" );"
 fi
@@ -125,12 +138,18 @@ create=(--force --assume-clean)
 [ $bitmap = 1 ] && create+=(--bitmap=internal --bitmap-chunk=64K)
 "$RAIDFUSE" create "$dir/array.conf" "${create[@]}" >"$dir/create.log" 2>&1 ||
 	{ cat "$dir/create.log" >&2; echo "$0: raidfuse create failed" >&2; exit 2; }
+if [ $spare_last = 1 ]; then
+	names+=("d$n.img")
+	truncate -s 4M "$dir/d$n.img"
+fi
 (cd "$dir" && cp "${names[@]}" base/)
 
 what="raid$level, $n members, $([ $bitmap = 1 ] && echo "bitmap" || echo "no bitmap")"
 [ $grow = 1 ] && what+=$([ $to6 = 1 ] && echo ", changed to raid6 of $((n + 1))" ||
 	{ [ $rechunk = 1 ] && echo ", chunk changed to 128K"; } || echo ", grown to $((n + 1))")
-[ $to5 = 1 ] && what+=", taken over as raid5"
+[ $to5 = 1 ] && what+=$([ "$level" = 0 ] && echo ", taken over as raid5 of $((n + 1)) (P rebuilt onto a spare)" ||
+	echo ", taken over as raid5")
+[ "$level" = 0 ] && [ $grow = 1 ] && what+=" (through a raid4, back to raid0)"
 [ $brk = 1 ] && what+=", --break"
 echo "crash-states: $what, seed $seed, in $dir"
 t0=$(date +%s.%N)
@@ -144,12 +163,14 @@ t0=$(date +%s.%N)
 	[ $grow = 1 ] && rec+=($([ $to6 = 1 ] && echo --raid6 || { [ $rechunk = 1 ] && echo --rechunk; } ||
 		echo --grow $((n + 1))))
 	[ $to5 = 1 ] && rec+=(--raid5)
+	[ $spare_last = 1 ] && rec+=(--spare-last)
 	"$CRASH" record "${rec[@]}" "${names[@]}"
 ) 2>"$dir/record.log" || { cat "$dir/record.log" >&2; echo "$0: recording failed" >&2; exit 2; }
 
-replay="$CRASH check --log $dir/io.log --base $dir/base --work $dir/work --seed $seed ${names[*]}"
+sl=$([ $spare_last = 1 ] && echo --spare-last || true)
+replay="$CRASH check --log $dir/io.log --base $dir/base --work $dir/work --seed $seed $sl ${names[*]}"
 args=(--log "$dir/io.log" --base "$dir/base" --work "$dir/work" --seed "$seed"
-	--save "$dir/violations" --replay "$replay")
+	--save "$dir/violations" --replay "$replay" $sl)
 [ -n "$states" ] && args+=(--states "$states")
 rc=0
 # --raid5's fault is in the assembly of what a crash left: the check has it

@@ -428,6 +428,14 @@ static void geometry_as_fresh(struct rf_sb *s, const struct rf_sb *fresh)
 	if (s->kind == RF_SB_090 || fresh->kind == RF_SB_090 || s->events + 1 != fresh->events || s->reshape ||
 	    fresh->reshape || rf_test_break("stale-geometry"))
 		return;
+	/* A takeover from or to raid1 (raid5 of two) changes the chunk too;
+	 * one to raid0 records the used size as every member's data_size
+	 * (only then: a raid0's members may differ in size, md's zones). */
+	if (s->level != fresh->level) {
+		s->chunk_sectors = fresh->chunk_sectors;
+		if (!fresh->level)
+			s->data_size = fresh->data_size;
+	}
 	s->level = fresh->level;
 	s->layout = fresh->layout;
 	s->raid_disks = fresh->raid_disks;
@@ -634,6 +642,15 @@ static bool added_by_level_change(const struct rf_sb *fresh, int role)
 	       only_parity(fresh->level, fresh->layout, prev_disks(fresh), role);
 }
 
+/* Whether the device in role, whose own superblock own says so, was such a
+ * member when the freshest superblock says the reshape ended (a crash
+ * while the end was recorded: every row was written and flushed before
+ * it, so the device is in sync). */
+static bool added_before_end(const struct rf_sb *fresh, const struct rf_sb *own, int role)
+{
+	return !fresh->reshape && own->reshape && own->events + 1 >= fresh->events && added_by_level_change(own, role);
+}
+
 /* Whether every role in mask holds only parity in the array's geometry,
  * and in the previous one of a reshape under way (or is none of its
  * slots): nothing is computed from parity for them, so a crash that left
@@ -685,7 +702,7 @@ static int enough_members(const char *const *paths, const struct rf_sb *const *s
 	}
 	for (i = 0; i < slots; i++) {
 		if (by_role[i] < 0 || !(sbs[by_role[i]]->feature_map & RF_SB_FEAT_RECOVERY) ||
-		    added_by_level_change(fresh, i))
+		    added_by_level_change(fresh, i) || added_before_end(fresh, sbs[by_role[i]], i))
 			continue;
 		rf_info("%s%s: being rebuilt into role %d (done to sector %llu): the rebuild resumes", where,
 			paths[by_role[i]], i, (unsigned long long)sbs[by_role[i]]->recovery_offset);

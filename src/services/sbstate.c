@@ -422,7 +422,7 @@ int rf_array_start_resync(struct rf_array *a, bool frozen)
 	/* A reshape under way goes on from here (frozen: once unfrozen). */
 	rf_array_set_serving(a);
 	/* raid0: nothing to resync (its superblocks may say otherwise). */
-	if (!s || !rf_array_has_sync(a))
+	if (!s || !rf_array_sync_ops(a))
 		return 0;
 	pthread_mutex_lock(&s->lock);
 	cp = s->resync_offset;
@@ -785,6 +785,17 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 		if (rs->active && !rs->backwards && i == rs->prev.raid_disks - 1 &&
 		    ((rs->prev.level == 6 && rf_r6_q_last(rs->prev.layout)) || rs->prev.level == 4 ||
 		     (rs->prev.level == 5 && rs->prev.layout == RF_ALGO_PARITY_N))) {
+			rf_array_set_prev_absent(a, 1ull << i);
+			continue;
+		}
+		/* Its own superblock says it was that member, the freshest
+		 * says the reshape ended (a crash while the end was
+		 * recorded): every row was written before it; the next update
+		 * records it in sync. */
+		if (!rs->active && m->sb.reshape && m->sb.delta_disks >= 0 &&
+		    i == (int)m->sb.raid_disks - m->sb.delta_disks - 1 &&
+		    ((m->sb.level == 6 && rf_r6_q_last(m->sb.layout)) || m->sb.level == 4 ||
+		     (m->sb.level == 5 && m->sb.layout == RF_ALGO_PARITY_N))) {
 			rf_array_set_prev_absent(a, 1ull << i);
 			continue;
 		}

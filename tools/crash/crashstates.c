@@ -3,9 +3,10 @@
  * power cut could leave, and check what raidfuse makes of each of them.
  *
  *   crash-states record --log LOG [--seed S] [--rounds R] [--grow N | --raid6 | --rechunk | --raid5]
- *                MEMBER...
+ *                [--spare-last] MEMBER...
  *   crash-states check --log LOG --base DIR --work DIR [--states N]
- *                [--seed S] [--only K] [--save DIR] [--replay CMD] MEMBER...
+ *                [--seed S] [--only K] [--save DIR] [--replay CMD] [--spare-last]
+ *                MEMBER...
  *
  * record assembles the members (raidfuse create made them) in this process
  * through the library's own path (rf_assemble, rf_array_open, the io_uring
@@ -23,7 +24,12 @@
  * done; --raid6 changes a raid4/5 to raid6 that way instead
  * (rf_reshape_level(), md/level: one spare more), --rechunk its chunk to
  * 128 KiB (rf_reshape_layout(), md/chunk_size), and --raid5 takes a raid4
- * over as raid5 (md/level: superblocks only).  Each write's
+ * or a raid1 of two over as raid5 (md/level: superblocks only), or a raid0
+ * as a parity-last raid5 of one member more (its P rebuilt onto the spare).
+ * --spare-last: the last member is no member yet but a blank file, added
+ * as a spare once the array runs (a raid0 takes none at creation), for a
+ * raid0's growth (--grow: through a raid4, back to a raid0) or takeover.
+ * Each write's
  * submission and end and each flush's submission and acknowledgement go
  * into the log as notes, in the same order as the member IO.
  *
@@ -227,6 +233,7 @@ static int cmd_record(int argc, char **argv)
 		{ "raid6", no_argument, NULL, '6' },
 		{ "rechunk", no_argument, NULL, 'k' },
 		{ "raid5", no_argument, NULL, '5' },
+		{ "spare-last", no_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *logpath = NULL, *paths[MAX_MEMBERS];
@@ -237,7 +244,7 @@ static int cmd_record(int argc, char **argv)
 	struct rf_array *a;
 	char err[1024];
 	int c, n, i, rounds = 150, round, r, grow_to = 0;
-	bool to6 = false, rechunk = false, to5 = false;
+	bool to6 = false, rechunk = false, to5 = false, spare_last = false;
 	uint64_t pos;
 	bool back;
 
@@ -252,6 +259,8 @@ static int cmd_record(int argc, char **argv)
 			rechunk = true;
 		else if (c == '5')
 			to5 = true;
+		else if (c == 'S')
+			spare_last = true;
 		else if (c == 's')
 			seed = strtoull(optarg, NULL, 0);
 		else if (c == 'r')
@@ -267,7 +276,7 @@ static int cmd_record(int argc, char **argv)
 	r = rf_iolog_open(logpath);
 	if (r)
 		die("record: cannot open the log: %s", strerror(-r));
-	if (rf_assemble(paths, n, NULL, false, &cfg, err, sizeof(err)))
+	if (rf_assemble(paths, n - spare_last, NULL, false, &cfg, err, sizeof(err)))
 		die("record: %s", err);
 	cfg.group_thread_cnt = 2;
 	cfg.worker_groups = 2;
@@ -284,6 +293,10 @@ static int cmd_record(int argc, char **argv)
 		rf_bitmap_set_period_ms(rf_array_bitmap(a), 2);
 	rf_array_start_resync(a, false);
 	rf_sync_wait(a);
+	/* A raid0 takes no spare at creation: this one is added here (its
+	 * superblock's write is in the log). */
+	if (spare_last && rf_array_add_spare(a, paths[n - 1], err, sizeof(err)))
+		die("record: adding the spare: %s", err);
 	size = rf_array_size(a);
 	nblocks = size / BLOCK;
 	hot = nblocks < 256 ? nblocks : 256;    /* 1 MiB where writes collide */
@@ -369,12 +382,17 @@ static int cmd_record(int argc, char **argv)
 		else if (r == 2)
 			sleep_ms(40);
 	}
-	if (grow_to || to6 || rechunk) {
+	if (grow_to || to6 || rechunk || to5) {
+		struct rf_array_info info;
+
 		rf_sync_set_speed_max(a, INT32_MAX);
 		for (i = 0; i < 6000 && rf_array_reshape(a, &pos, &back); i++)
 			sleep_ms(10);
 		if (rf_array_reshape(a, &pos, &back))
 			die("record: the grow did not end in 60 s%s", "");
+		/* a raid0 made a raid5: its spare rebuilt */
+		for (i = 0; i < 6000 && spare_last && (rf_array_get_info(a, &info), info.degraded); i++)
+			sleep_ms(10);
 	}
 	for (i = 0; i < MAX_PER_ROUND; i++) {
 		free(w[i].r->buf);
@@ -809,6 +827,10 @@ static void check_data(const struct log *L, struct rf_array *a, const struct sta
 	free(minimum);
 }
 
+/* check --spare-last: the last member is the spare the recording added
+ * (a raid0's): before its superblock is whole it is no member yet. */
+static bool chk_spare_last;
+
 static void check_state(const struct log *L, struct member *m, int n, const struct state *s, struct verdict *v)
 {
 	const char *paths[MAX_MEMBERS];
@@ -820,7 +842,7 @@ static void check_state(const struct log *L, struct member *m, int n, const stru
 	struct rf_array *a;
 	char err[1024];
 	uint64_t pos;
-	bool back;
+	bool back, skip;
 	int j, r;
 
 	for (j = 0; j < n; j++) {
@@ -830,7 +852,12 @@ static void check_state(const struct log *L, struct member *m, int n, const stru
 		paths[j] = m[j].path;
 	}
 	/* What the crash left: every superblock readable, none stale. */
-	if (read_sbs(m, n, sb, ok))
+	j = read_sbs(m, n, sb, ok);
+	if (chk_spare_last && !ok[n - 1]) {
+		n--;
+		j--;
+	}
+	if (j)
 		viol(v, "a member's superblock is unreadable after the crash");
 	for (j = 0; j < n; j++)
 		if (ok[j] && sb[j].events > fresh)
@@ -875,8 +902,19 @@ static void check_state(const struct log *L, struct member *m, int n, const stru
 		sleep_ms(10);
 	}
 	rf_sync_wait(a);
-	r = rf_sync_request(a, RF_SYNC_CHECK);
-	if (r) {
+	/* A raid0 (grown through a raid4 to its end) has no check, nor has a
+	 * raid4 degraded to no redundancy (one a crash left mid-grow: the
+	 * reshape ends a raid4 whose P slot is empty). */
+	{
+		struct rf_array_info info;
+
+		rf_array_get_info(a, &info);
+		skip = !rf_array_sync_ops(a) || __builtin_popcountll(info.faulty) >= rf_array_geom(a)->max_degraded;
+	}
+	r = skip ? 0 : rf_sync_request(a, RF_SYNC_CHECK);
+	if (skip) {
+		;
+	} else if (r) {
 		viol(v, "check does not start: %s", strerror(-r));
 	} else {
 		rf_sync_wait(a);
@@ -940,6 +978,7 @@ static int cmd_check(int argc, char **argv)
 		{ "only", required_argument, NULL, 'o' },
 		{ "save", required_argument, NULL, 'S' },
 		{ "replay", required_argument, NULL, 'R' },
+		{ "spare-last", no_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *logpath = NULL, *basedir = NULL, *workdir = NULL, *save = NULL, *replay = "crash-states check";
@@ -961,6 +1000,7 @@ static int cmd_check(int argc, char **argv)
 		case 'o': only = strtoull(optarg, NULL, 0); break;
 		case 'S': save = optarg; break;
 		case 'R': replay = optarg; break;
+		case 'L': chk_spare_last = true; break;
 		default: return 2;
 		}
 	}
