@@ -260,6 +260,8 @@ static const char *geometry_differs(const struct rf_sb *a, const struct rf_sb *b
 	return NULL;
 }
 
+static bool added_by_level_change(const struct rf_sb *fresh, int role);
+
 /* A member one event behind the freshest that missed a reshape's start
  * or end (a crash while every superblock was being written) read as the
  * freshest says: the reshape begun, with its own data offset and the new
@@ -291,6 +293,13 @@ static void reshape_as_fresh(struct rf_sb *s, const struct rf_sb *fresh)
 	if (s->feature_map & RF_SB_FEAT_NEW_OFFSET) {
 		s->data_offset = (uint64_t)((int64_t)s->data_offset + s->new_offset);
 		s->data_size = (uint64_t)((int64_t)s->data_size - s->new_offset);
+	}
+	/* The member the change added in a slot that held only parity before
+	 * (its recovery_offset followed the walk): every row was written
+	 * before the end was recorded, so it is in sync. */
+	if ((s->feature_map & RF_SB_FEAT_RECOVERY) && s->role < RF_SB_ROLE_MAX && added_by_level_change(s, s->role)) {
+		s->feature_map &= ~(uint32_t)RF_SB_FEAT_RECOVERY;
+		s->recovery_offset = RF_SB_MAX_SECTOR;
 	}
 	s->reshape = false;
 	s->feature_map &= ~(uint32_t)(RF_SB_FEAT_RESHAPE | RF_SB_FEAT_RESHAPE_BACK | RF_SB_FEAT_NEW_OFFSET);
@@ -642,14 +651,6 @@ static bool added_by_level_change(const struct rf_sb *fresh, int role)
 	       only_parity(fresh->level, fresh->layout, prev_disks(fresh), role);
 }
 
-/* Whether the device in role, whose own superblock own says so, was such a
- * member when the freshest superblock says the reshape ended (a crash
- * while the end was recorded: every row was written and flushed before
- * it, so the device is in sync). */
-static bool added_before_end(const struct rf_sb *fresh, const struct rf_sb *own, int role)
-{
-	return !fresh->reshape && own->reshape && own->events + 1 >= fresh->events && added_by_level_change(own, role);
-}
 
 /* Whether every role in mask holds only parity in the array's geometry,
  * and in the previous one of a reshape under way (or is none of its
@@ -671,6 +672,17 @@ static bool parity_only_missing(const struct rf_sb *fresh, uint64_t mask)
 			return false;
 	}
 	return true;
+}
+
+/* Whether s's device, which the freshest superblock places in a slot,
+ * still calls itself a spare: the update that gave it the slot (a
+ * rebuild's start, which records its recovery_offset on it) did not reach
+ * it before a crash, so nothing says how far it was rebuilt: from the
+ * start (md takes its own word: a spare).  A reshape's new members are
+ * the reshape's (sbstate.c, reshape_as_fresh()). */
+static bool missed_rebuild_start(const struct rf_sb *s, const struct rf_sb *fresh)
+{
+	return !fresh->reshape && s->role >= RF_SB_ROLE_MAX && s->kind != RF_SB_090;
 }
 
 /* Whether the members placed can serve the array: no more roles missing,
@@ -701,11 +713,13 @@ static int enough_members(const char *const *paths, const struct rf_sb *const *s
 		return -EINVAL;
 	}
 	for (i = 0; i < slots; i++) {
-		if (by_role[i] < 0 || !(sbs[by_role[i]]->feature_map & RF_SB_FEAT_RECOVERY) ||
-		    added_by_level_change(fresh, i) || added_before_end(fresh, sbs[by_role[i]], i))
+		if (by_role[i] < 0 || added_by_level_change(fresh, i))
+			continue;
+		if (!(sbs[by_role[i]]->feature_map & RF_SB_FEAT_RECOVERY) && !missed_rebuild_start(sbs[by_role[i]], fresh))
 			continue;
 		rf_info("%s%s: being rebuilt into role %d (done to sector %llu): the rebuild resumes", where,
-			paths[by_role[i]], i, (unsigned long long)sbs[by_role[i]]->recovery_offset);
+			paths[by_role[i]], i, missed_rebuild_start(sbs[by_role[i]], fresh) ? 0ull :
+			(unsigned long long)sbs[by_role[i]]->recovery_offset);
 		list_role(missing, sizeof(missing), &ml, &nmissing, i, " (rebuilding)");
 		mask |= 1ull << i;
 	}

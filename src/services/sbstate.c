@@ -780,6 +780,13 @@ int rf_sbstate_open(struct rf_array *a, struct rf_sbstate **out, char *err, size
 		struct rf_dev *m = rf_dev_get(a, i);
 		const struct rf_reshape *rs = rf_array_reshape_state(a);
 
+		/* In a slot by the freshest superblock, a spare by its own: the
+		 * rebuild's start never reached it (assembly says so too):
+		 * rebuilt from the start. */
+		if (m->sb_has && !rs->active && m->sb.kind != RF_SB_090 && m->sb.role >= RF_SB_ROLE_MAX) {
+			rf_dev_resume_recovery(a, i, 0);
+			continue;
+		}
 		if (!m->sb_has || (!(m->sb.feature_map & RF_SB_FEAT_RECOVERY) && m->sb.reshape))
 			continue;
 		if (rs->active && !rs->backwards && i == rs->prev.raid_disks - 1 &&

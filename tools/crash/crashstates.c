@@ -901,6 +901,11 @@ static void check_state(const struct log *L, struct member *m, int n, const stru
 			break;
 		sleep_ms(10);
 	}
+	/* A rebuild onto a spare (a raid0 made a raid4/5) ends first. */
+	for (j = 0; j < 6000 && (rf_array_recovering(a) || rf_array_replacing(a)); j++) {
+		rf_sync_wait(a);
+		sleep_ms(10);
+	}
 	rf_sync_wait(a);
 	/* A raid0 (grown through a raid4 to its end) has no check, nor has a
 	 * raid4 degraded to no redundancy (one a crash left mid-grow: the
