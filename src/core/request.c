@@ -46,8 +46,13 @@ struct rf_req *rf_req_alloc(struct rf_array *a, uint32_t max_len)
 		return NULL;
 	/* The level's worst case for data, and a flush's one piece per slot
 	 * (a raid0 with a chunk larger than max_len counts fewer; a grow may
-	 * add slots while r lives: room for the most). */
+	 * add slots while r lives: room for the most).  The level is read
+	 * under reconf_lock (a takeover changes it); should it change while
+	 * r lives, rf_queue_req() makes room. */
+	r->max_len = max_len;
+	pthread_mutex_lock(&a->reconf_lock);
 	r->maxpieces = a->ops->max_pieces(a, max_len);
+	pthread_mutex_unlock(&a->reconf_lock);
 	if (r->maxpieces < RF_MAX_MEMBERS)
 		r->maxpieces = RF_MAX_MEMBERS;
 	r->pieces = calloc(r->maxpieces, sizeof(*r->pieces));
@@ -249,6 +254,24 @@ void rf_queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w)
 	atomic_store_explicit(&r->pending, 1, memory_order_relaxed);
 	atomic_store_explicit(&r->err, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->npieces, 0, memory_order_relaxed);
+
+	/* Room for the level's worst case at r's length (a takeover since
+	 * rf_req_alloc() may need more: the level changes only with every
+	 * request drained; none of r's pieces is in use). */
+	if (r->op != RF_REQ_FLUSH && a->ops->max_pieces(a, r->max_len) > r->maxpieces) {
+		int need = a->ops->max_pieces(a, r->max_len);
+		struct rf_piece *more = calloc((size_t)need, sizeof(*more));
+
+		if (!more) {
+			tl_buckets = NULL;
+			atomic_store_explicit(&r->err, -ENOMEM, memory_order_relaxed);
+			req_put(r);
+			return;
+		}
+		free(r->pieces);
+		r->pieces = more;
+		r->maxpieces = need;
+	}
 
 	/* No write starts before the services let it (the superblocks say
 	 * dirty, the bits of its chunks are on disk); they hear of its end. */

@@ -6,7 +6,9 @@
  * against a model (fixture.h), then given another level with
  * rf_reshape_level() while served:
  *  - raid1 of two -> raid5 of two (md's raid5_takeover_raid1: left-
- *    symmetric, md's chunk): IO against the model at once, check 0,
+ *    symmetric, md's chunk): a 1 MiB write by a request made while it
+ *    was a raid1 (the level's pieces are made room for when it is
+ *    queued), IO against the model at once, check 0,
  *    assembled again a raid5 of md's chunk; then grown to three members
  *    by a spare (the raid5 reshape) with IO running: the model and zeros
  *    after it, check 0;
@@ -117,6 +119,7 @@ static void test_mirror_to_raid5(void **state)
 {
 	char paths[4][FX_PATH], err[512];
 	struct rf_array_info info;
+	struct rf_req *kept;
 	struct rf_array *a;
 	uint64_t old;
 	char *model;
@@ -125,8 +128,35 @@ static void test_mirror_to_raid5(void **state)
 	(void)state;
 	a = filled("m", 1, 2, 1, paths, &model);
 	old = rf_array_size(a);
+	/* a request made while it is a raid1 (as the FUSE layer keeps a
+	 * pool of them), used after: a 1 MiB write needs more pieces on a
+	 * raid5 */
+	kept = rf_req_alloc(a, 1 << 20);
+	assert_non_null(kept);
 	if (rf_reshape_level(a, 5, err, sizeof(err)))
 		fail_msg("raid1 -> raid5: %s", err);
+	{
+		struct testreq_done d = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+		char *buf = aligned_alloc(4096, 1 << 20);
+
+		assert_non_null(buf);
+		fx_rand_fill(buf, 1 << 20);
+		kept->op = RF_REQ_WRITE;
+		kept->off = 1 << 20;
+		kept->len = 1 << 20;
+		kept->buf = buf;
+		kept->priv = &d;
+		kept->done = testreq_done_cb;
+		rf_array_submit(a, kept);
+		pthread_mutex_lock(&d.lock);
+		while (!d.done)
+			pthread_cond_wait(&d.cond, &d.lock);
+		pthread_mutex_unlock(&d.lock);
+		assert_int_equal(d.err, 0);
+		memcpy(model + (1 << 20), buf, 1 << 20);
+		free(buf);
+		rf_req_free(kept);
+	}
 	info = info_of(a);
 	assert_int_equal(info.level, 5);
 	assert_int_equal(info.layout, 2);               /* md's left-symmetric */
