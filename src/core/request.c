@@ -46,13 +46,10 @@ struct rf_req *rf_req_alloc(struct rf_array *a, uint32_t max_len)
 		return NULL;
 	/* The level's worst case for data, and a flush's one piece per slot
 	 * (a raid0 with a chunk larger than max_len counts fewer; a grow may
-	 * add slots while r lives: room for the most).  The level is read
-	 * under reconf_lock (a takeover changes it); should it change while
-	 * r lives, rf_queue_req() makes room. */
+	 * add slots while r lives: room for the most).  Should a takeover
+	 * change the level while r lives, rf_queue_req() makes room. */
 	r->max_len = max_len;
-	pthread_mutex_lock(&a->reconf_lock);
 	r->maxpieces = a->ops->max_pieces(a, max_len);
-	pthread_mutex_unlock(&a->reconf_lock);
 	if (r->maxpieces < RF_MAX_MEMBERS)
 		r->maxpieces = RF_MAX_MEMBERS;
 	r->pieces = calloc(r->maxpieces, sizeof(*r->pieces));
