@@ -241,7 +241,7 @@ void rf_array_submit(struct rf_array *a, struct rf_req *r)
 void rf_queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w)
 {
 	struct bucket buckets[RF_MAX_GROUPS];
-	int i, ret;
+	int i, ret, need;
 
 	tl_buckets = buckets;
 	for (i = 0; i < a->ngroups; i++) {
@@ -255,8 +255,8 @@ void rf_queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w)
 	/* Room for the level's worst case at r's length (a takeover since
 	 * rf_req_alloc() may need more: the level changes only with every
 	 * request drained; none of r's pieces is in use). */
-	if (r->op != RF_REQ_FLUSH && a->ops->max_pieces(a, r->max_len) > r->maxpieces) {
-		int need = a->ops->max_pieces(a, r->max_len);
+	need = r->op != RF_REQ_FLUSH ? a->ops->max_pieces(a, r->max_len) : 0;
+	if (need > r->maxpieces) {
 		struct rf_piece *more = calloc((size_t)need, sizeof(*more));
 
 		if (!more) {
