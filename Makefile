@@ -14,11 +14,12 @@
 #   make crash      power cuts replayed from the member IO log, levels 1 5 6 10 with and without
 #                   a bitmap, raid5 and raid6 grown by a spare mid-workload
 #                   (tools/crash-states.sh; CRASH_ARGS, CRASH_LEVELS)
-#   make lifecycle  random event sequences (failures, kill -9, spares, stop/mount/assemble...)
+#   make lifecycle  random event sequences (failures, kill -9, spares, stop/mount/assemble, grow...)
 #                   against a model, LIFECYCLE_STEPS (2000) steps per configuration: levels 0 1 5
 #                   6 10, raid5 over NBD, raid5 on FUSE-over-io_uring (tools/lifecycle.sh;
 #                   LIFECYCLE_ARGS, LIFECYCLE_CONFIGS, LIFECYCLE_SAVE), then a table
-#   make lifecycle-break  the same tool on a build with an old bug put back must catch it
+#   make lifecycle-break  the same tool on a build with an old bug put back, and raid5 grown
+#                   with reshape bugs put back (RAIDFUSE_TEST_BREAK), must catch each
 #   make judge      kernel md checks raidfuse's writes (tools/md-crosscheck.sh)
 #   make judge-bitmap  kernel md resyncs by raidfuse's write-intent bitmap (tools/md-bitmap-crosscheck.sh)
 #   make fuzz       libFuzzer on every parser of outside input (superblock, config, bitmap,
@@ -215,15 +216,24 @@ lifecycle: $(BUILD)/raidfuse $(BUILD)/lcblocks
 
 # The negative control: raid5 on build-break/raidfuse (the old rule that
 # took back a member failed one event before a crash, put back) must be
-# caught; LIFECYCLE_BREAK_STEPS (100) steps.
+# caught; LIFECYCLE_BREAK_STEPS (100) steps.  Then raid5 grown often with
+# each reshape bug the daemon puts back on RAIDFUSE_TEST_BREAK (its
+# position not recorded, a failed member read as whole, rows read ahead
+# kept after a write): each must be caught.
 LIFECYCLE_BREAK_STEPS ?= 100
-lifecycle-break: $(BUILD)/lcblocks
+lifecycle-break: $(BUILD)/raidfuse $(BUILD)/lcblocks
 	$(Q)$(MAKE) -s BUILD=build-break BREAK=-DRF_BREAK_STALE_ROLE build-break/raidfuse
 	$(Q)if RAIDFUSE=$(abspath build-break/raidfuse) LCBLOCKS=$(abspath $(BUILD)/lcblocks) tools/lifecycle.sh \
 		--level 5 --break --steps $(LIFECYCLE_BREAK_STEPS) --keep-going --save $(abspath build-break)/found \
 		$(LIFECYCLE_ARGS); then \
 		echo "lifecycle-break: --break found no violation: the model cannot fail" >&2; exit 1; fi; \
 	echo "lifecycle-break: the old rule was caught (replays in $(abspath build-break)/found)"
+	$(Q)for b in reshape-record reshape-degraded reshape-prefetch; do \
+		if RAIDFUSE_TEST_BREAK=$$b RAIDFUSE=$(abspath $(BUILD)/raidfuse) LCBLOCKS=$(abspath $(BUILD)/lcblocks) \
+			tools/lifecycle.sh --level 5 --weight grow=40 --seq-len 6 --steps $(LIFECYCLE_BREAK_STEPS) \
+			--keep-going --save $(abspath build-break)/found-$$b $(LIFECYCLE_ARGS); then \
+			echo "lifecycle-break: RAIDFUSE_TEST_BREAK=$$b: no violation: the grow event cannot fail" >&2; exit 1; fi; \
+		echo "lifecycle-break: RAIDFUSE_TEST_BREAK=$$b was caught"; done
 
 judge: $(BUILD)/raidfuse
 	$(Q)RAIDFUSE=$(abspath $(BUILD)/raidfuse) tools/md-crosscheck.sh

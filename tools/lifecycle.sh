@@ -5,7 +5,7 @@
 #   tools/lifecycle.sh --level 0|1|4|5|6|10 [--nbd] [--uring] [--steps N]
 #                      [--seed S] [--break] [--keep] [--keep-going]
 #                      [--dir DIR] [--seq-len M] [--truncate] [--no EVENT]...
-#                      [--save DIR] [-v]
+#                      [--save DIR] [--weight EVENT=N]... [-v]
 #   tools/lifecycle.sh --replay FILE [--keep] [-v]
 #
 # Every feature of raidfuse passes its own tests; what breaks is where they
@@ -70,6 +70,14 @@
 #              given to `ctl add`, or to a second assemble: refused
 #   overfail   members failed until the level cannot go on: writes must
 #              fail, mount and assemble must refuse; a new sequence follows
+#   grow       one member more: a new file given to `raidfuse grow MNT
+#              --raid-devices N+1 --add FILE` (raid1: a mirror, rebuilt;
+#              raid4/5/6: a reshape, with fsync'd writes running through
+#              it), then one of: wait for its end; kill -9 the daemon
+#              half way (the walk slowed), mount CONFIG (which lists the
+#              new member), and the reshape must resume and end; fail a
+#              member half way: the walk goes on degraded and a spare
+#              takes the slot only once it ended.  Up to two per sequence.
 # Each sequence starts with `raidfuse create` (--assume-clean, 0 or 1
 # spare) and runs up to --seq-len steps (default 40).
 #
@@ -86,6 +94,13 @@
 # CONFIG takes back a member recorded as failed one event ago, trusting its
 # own superblock's role) and draws the sequence that meets it often: the
 # run must then find violations.
+# --weight EVENT=N draws EVENT N times as often as its default weight
+# takes (W below) where it applies: --weight grow=40 meets reshapes often.
+# The daemons run with the environment's RAIDFUSE_TEST_BREAK: the grow
+# event's controls are reshape-record (a reshape's position never
+# recorded: its kill finds writes lost), reshape-degraded (a member
+# failed mid-reshape read as if whole: its fail finds them) and
+# reshape-prefetch (rows read ahead kept after a write: its writes).
 # --nbd serves each member through nbdkit (file plugin, a unix socket);
 # --uring mounts with -o io_uring=on (enable_uring switched on, and back).
 # Environment: RAIDFUSE (default build/raidfuse), LCBLOCKS (build/lcblocks).
@@ -101,7 +116,7 @@ usage() {
 }
 
 LEVEL="" NBD=0 URING=0 STEPS=200 SEED=1 BRK=0 KEEP=0 GOING=0 DIR="" SEQLEN=40 TRUNC=0
-REPLAY_IN="" SAVE="" VERB=0 SELFTEST=0
+REPLAY_IN="" SAVE="" VERB=0 SELFTEST=0 WEIGHTS=()
 declare -A NOEV=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -119,6 +134,7 @@ while [ $# -gt 0 ]; do
 	--no) NOEV[${2:-}]=1; shift ;;
 	--replay) REPLAY_IN=${2:-}; shift ;;
 	--save) SAVE=${2:-}; shift ;;
+	--weight) WEIGHTS+=("${2:-}"); shift ;;
 	--selftest) SELFTEST=1 ;;
 	-v) VERB=1 ;;
 	*) usage ;;
@@ -129,16 +145,18 @@ if [ -n "$REPLAY_IN" ]; then
 	[ -r "$REPLAY_IN" ] || { echo "lifecycle: --replay $REPLAY_IN: cannot read it" >&2; exit 2; }
 	opts=$(sed -n 's/^#@ opts //p' "$REPLAY_IN" | head -1)
 	[ -n "$opts" ] || { echo "lifecycle: $REPLAY_IN: no '#@ opts' line: not a lifecycle replay" >&2; exit 2; }
-	NOEVS=""
+	NOEVS="" TESTBREAK=""
 	eval "$opts"
+	[ -z "$TESTBREAK" ] || export RAIDFUSE_TEST_BREAK=$TESTBREAK
 	for e in $NOEVS; do NOEV[$e]=1; done
 fi
 case $LEVEL in
-0 | 1) NMEM=3 ;;
-4 | 5 | 10) NMEM=4 ;;
-6) NMEM=5 ;;
+0 | 1) NMEM0=3 ;;
+4 | 5 | 10) NMEM0=4 ;;
+6) NMEM0=5 ;;
 *) usage ;;
 esac
+NMEM=$NMEM0             # slots now: a grow adds one
 for v in "$STEPS" "$SEED" "$SEQLEN"; do
 	[[ $v =~ ^[0-9]+$ ]] || usage
 done
@@ -358,6 +376,7 @@ SLOW=0
 SBDIRTY=0                # an in-sync member's superblock says not clean
 STRIDE=1
 NADD=0
+RESHAPING=0              # a reshape runs: spares wait for its end (md's too)
 BROKEN_SEEN=0            # refused once past its failures: new sequence
 PENDING=()               # events that must come next
 ABROKEN=0                # served, and md's MD_BROKEN: the last copy of some data
@@ -651,8 +670,8 @@ check_examine() {
 # after a failure or a mount: spares take the empty slots (observed: md
 # picks which spare); the model waits up to 5 s for each.
 takeover() {
-	local s f js sp got i
-	[ $SERVED = 1 ] && [ "$LEVEL" != 0 ] || return 0
+	local s sp
+	[ $SERVED = 1 ] && [ "$LEVEL" != 0 ] && [ $RESHAPING = 0 ] || return 0
 	for ((s = 0; s < NMEM; s++)); do
 		holder_v $s
 		[ -n "$HV" ] && continue
@@ -660,20 +679,26 @@ takeover() {
 		files_v spare
 		sp=$FV
 		[ -n "$sp" ] || return 0
-		got=""
-		for ((i = 0; i < 50; i++)); do
-			[ -z "$got" ] || break
-			js=$(devices_of "$(status_json)")
-			for f in $sp; do
-				grep -q "^$(devname "$f") .* $s\$" <<<"$js" && got=$f
-			done
-			[ -n "$got" ] || sleep 0.1
-		done
-		if [ -z "$got" ]; then
+		taker $s $sp
+		if [ -z "$GOT" ]; then
 			viol "slot $s is empty and spare(s) $sp wait, but none took it within 5 s"
 			return 0
 		fi
-		ST[$got]=rec:$s
+		ST[$GOT]=rec:$s
+	done
+}
+# taker SLOT FILE...: GOT = the one of FILE... status shows in SLOT
+# (waited for up to 5 s), or empty
+taker() {
+	local s=$1 f i js
+	shift
+	GOT=""
+	for ((i = 0; i < 50; i++)); do
+		js=$(devices_of "$(status_json)")
+		for f; do
+			grep -q "^$(devname "$f") .* $s\$" <<<"$js" && { GOT=$f; return; }
+		done
+		sleep 0.1
 	done
 }
 
@@ -698,7 +723,8 @@ ev_create() { # SPARES
 	teardown
 	NSEQ=$((NSEQ + 1))
 	SEQ_STEP=0
-	BROKEN_SEEN=0 DIRTY=0 SLOW=0 NADD=0 SERVED=0 ABROKEN=0
+	BROKEN_SEEN=0 DIRTY=0 SLOW=0 NADD=0 SERVED=0 ABROKEN=0 RESHAPING=0
+	NMEM=$NMEM0
 	PENDING=() GONE_PENDING=()
 	rm -rf "$D"
 	mkdir -p "$D"
@@ -707,7 +733,8 @@ ev_create() { # SPARES
 		echo "#!/usr/bin/env bash"
 		echo "# lifecycle replay: tools/lifecycle.sh --replay THIS-FILE repeats the events with"
 		echo "# the model's checks; run as plain bash it repeats the commands alone."
-		echo "#@ opts LEVEL=$LEVEL NBD=$NBD URING=$URING BRK=$BRK TRUNC=$TRUNC SEED=$SEED NOEVS=\"${!NOEV[*]}\""
+		echo "#@ opts LEVEL=$LEVEL NBD=$NBD URING=$URING BRK=$BRK TRUNC=$TRUNC SEED=$SEED NOEVS=\"${!NOEV[*]}\" TESTBREAK=${RAIDFUSE_TEST_BREAK:-}"
+		[ -z "${RAIDFUSE_TEST_BREAK:-}" ] || echo "export RAIDFUSE_TEST_BREAK=$RAIDFUSE_TEST_BREAK # the daemons ran with this bug put back"
 		echo "RAIDFUSE=\${RAIDFUSE:-$RAIDFUSE}"
 		echo "LCB=\${LCBLOCKS:-$LCB}"
 		echo "# As plain bash it works in LC_REPLAY_DIR (default: a new directory under /tmp)"
@@ -864,28 +891,23 @@ ev_fail() { # FILE [slow]
 
 ev_failw() { # FILE GEN wait|kill K...: fail FILE while writes run; then
 	# wait for the writes, or kill -9 the daemon under them
-	local f=$1 g=$2 how=$3 k n=0 first=""
+	local f=$1 g=$2 how=$3
 	shift 3
-	xb ": >\"\$D/ack\"; \"\$LCB\" write \"\$IMG\" $STRIDE $g --ack \"\$D/ack\" $* >\"\$D/wout\" 2>&1 & WP=\$!"
+	bg_write "$g" "$@"
 	x "sleep 0.05"
 	ctl_fail "$f"
 	if [ "$how" = kill ]; then
 		x "sleep 0.03"
 		x "lc_kill" || viol "kill -9 of the daemon: $XOUT"
 	fi
-	x "timeout 30 tail --pid=\$WP -f /dev/null; wait \$WP"
-	local wrc=$XRC
-	for k; do
-		if grep -qx "$k $g" "$D/ack"; then GEN[k]=$g; n=$((n + 1))
-		elif [ -z "$first" ]; then first=$k; maybe_gen $k $g; fi
-	done
-	vlog "$n of $# writes acknowledged"
+	bg_wait "$g" "$@"
+	vlog "$AK of $# writes acknowledged"
 	if [ "$how" = kill ]; then
-		[ $n -lt $# ] && DIRTY=1
+		[ $AK -lt $# ] && DIRTY=1
 		after_stop
 		check_examine crash
-	elif [ $wrc != 0 ] && survives; then
-		viol "writes running while $f failed stopped after $n of $#: $(cat "$D/wout")"
+	elif [ $WRC != 0 ] && survives; then
+		viol "writes running while $f failed stopped after $AK of $#: $(cat "$D/wout")"
 	fi
 }
 
@@ -948,21 +970,17 @@ after_stop() { # the model once no daemon serves
 }
 
 ev_crash() { # [DELAY GEN K...]: with writes in flight when given
-	local g=${2:-} k n=0 first=""
+	local g=${2:-}
 	if [ -n "$g" ]; then
-		xb ": >\"\$D/ack\"; \"\$LCB\" write \"\$IMG\" $STRIDE $g --ack \"\$D/ack\" ${*:3} >/dev/null 2>&1 & WP=\$!"
+		bg_write "$g" "${@:3}"
 		x "sleep 0.0$1"
 		shift 2
 	fi
 	x "lc_kill" || viol "kill -9 of the daemon: $XOUT"
 	if [ -n "$g" ]; then
-		x "timeout 30 tail --pid=\$WP -f /dev/null; wait \$WP"
-		for k; do
-			if grep -qx "$k $g" "$D/ack"; then GEN[k]=$g; n=$((n + 1))
-			elif [ -z "$first" ]; then first=$k; maybe_gen $k $g; fi
-		done
-		[ $n -lt $# ] && DIRTY=1
-		vlog "killed with $n of $# writes acknowledged"
+		bg_wait "$g" "$@"
+		[ $AK -lt $# ] && DIRTY=1
+		vlog "killed with $AK of $# writes acknowledged"
 	fi
 	after_stop
 	check_examine crash
@@ -1127,7 +1145,7 @@ ev_suspend() { # GEN K...
 	shift
 	x "timeout 10 sh -c 'echo suspended > \"\$1\"' sh \"\$MNT/md/array_state\"" ||
 		{ viol "suspending the array failed: $XOUT"; return; }
-	xb ": >\"\$D/ack\"; \"\$LCB\" write \"\$IMG\" $STRIDE $g --ack \"\$D/ack\" $* >\"\$D/wout\" 2>&1 & WP=\$!"
+	bg_write "$g" "$@"
 	x "sleep 0.3"
 	n=$(wc -l <"$D/ack")
 	[ "$n" = 0 ] || viol "$n fsync'd writes completed while the array was suspended"
@@ -1183,12 +1201,113 @@ ev_overfail() { # FILE...: fail each in turn, then more while it survives
 	done
 }
 
+# bg_write GEN K...: fsync'd writes of generation GEN to blocks K... in the
+# background (WP), each acknowledged in $D/ack as it returns
+bg_write() {
+	local g=$1
+	shift
+	xb ": >\"\$D/ack\"; \"\$LCB\" write \"\$IMG\" $STRIDE $g --ack \"\$D/ack\" $* >\"\$D/wout\" 2>&1 & WP=\$!"
+}
+# bg_wait GEN K...: wait for them: WRC their status, the model updated
+# (acked)
+bg_wait() {
+	x "timeout 30 tail --pid=\$WP -f /dev/null; wait \$WP"
+	WRC=$XRC
+	acked "$@"
+}
+
+# acked GEN K...: the model after writes of generation GEN to blocks K...
+# ran with --ack $D/ack: those acknowledged hold GEN, the first of the
+# others may (the rest were never sent); AK = how many were acknowledged
+acked() {
+	local g=$1 k first=""
+	shift
+	AK=0
+	for k; do
+		if grep -qx "$k $g" "$D/ack"; then GEN[k]=$g; AK=$((AK + 1))
+		elif [ -z "$first" ]; then first=$k; maybe_gen $k $g; fi
+	done
+}
+
+# reshape_end SECONDS: md/sync_action idle and md/reshape_position none
+reshape_end() {
+	x "lc_idle $1 && test \"\$(cat \"\$MNT/md/reshape_position\")\" = none" ||
+		{ viol "the reshape did not end within $1 s: $XOUT"; return 1; }
+}
+
+ev_grow() { # wait|kill|fail VICTIM DELAY GEN K...
+	local how=$1 victim=$2 delay=$3 g=$4 f=a$NADD.img slot=$NMEM
+	shift 4
+	NADD=$((NADD + 1))
+	FILES+=("$f")
+	ST[$f]=gone
+	x "truncate -s $MSIZE \"\$D/$f\""
+	# slowed (32 MiB members: 8 s) so that the writes, a kill or a
+	# failure DELAY tenths of a second in meet it half way
+	parity_level && x "echo 4000 > \"\$MNT/md/sync_speed_max\""
+	if ! x "timeout 20 \"\$RAIDFUSE\" grow \"\$MNT\" --raid-devices $((NMEM + 1)) --add \"\$D/$f\""; then
+		viol "grow --raid-devices $((NMEM + 1)) --add $f (every slot in sync) refused: $XOUT"
+		x "echo system > \"\$MNT/md/sync_speed_max\""
+		return
+	fi
+	ST[$f]=spare
+	CONF_SPARES+=("$f")
+	# md fills the new slot with the first spare it has (raid5_start_reshape,
+	# raid1_add_disk): an older one if there is one
+	files_v spare
+	taker $slot $FV
+	if [ -z "$GOT" ]; then
+		viol "grow --raid-devices $((NMEM + 1)) returned 0, yet no spare ($FV) holds slot $slot"
+		return
+	fi
+	NMEM=$((NMEM + 1))
+	local keep=() m
+	for m in "${CONF_SPARES[@]}"; do [ "$m" = "$GOT" ] || keep+=("$m"); done
+	CONF_SPARES=("${keep[@]}")
+	CONF_MEMBERS+=("$GOT")
+	write_conf
+	if ! parity_level; then
+		ST[$GOT]=rec:$slot # a mirror more: rebuilt as a spare taking a slot is
+		return
+	fi
+	ST[$GOT]=in:$slot
+	RESHAPING=1
+	x "sleep $((delay / 10)).$((delay % 10))"
+	# fail: the walk goes on degraded; the writes after it miss the member
+	[ "$how" = fail ] && ctl_fail "$victim"
+	bg_write "$g" "$@"
+	if [ "$how" = kill ]; then
+		x "sleep 0.3"
+		x "lc_kill" || viol "kill -9 of the daemon: $XOUT"
+	fi
+	bg_wait "$g" "$@"
+	if [ "$how" = kill ]; then
+		[ $AK -lt $# ] && DIRTY=1
+		vlog "killed mid-reshape with $AK of $# writes acknowledged"
+		after_stop
+		check_examine crash
+		ev_mount
+		[ $SERVED = 1 ] || return
+	elif [ $WRC != 0 ]; then
+		viol "writes running through the reshape stopped after $AK of $#: $(cat "$D/wout")"
+	fi
+	x "echo system > \"\$MNT/md/sync_speed_max\""
+	reshape_end 60
+	RESHAPING=0
+	takeover
+}
+
 # ------------------------------------------------------------ drawing
 # weights: how often each event is drawn where it applies
 declare -A W=([write]=20 [fail]=6 [failw]=5 [unlink]=3 [inject]=3 [truncate]=2 [nbdkill]=3
 	[crash]=6 [stop]=5 [mount]=10 [assemble]=6 [add]=4 [rebuild]=6 [readd]=3 [remove]=2
-	[check]=3 [suspend]=2 [alias]=2 [overfail]=1)
+	[check]=3 [suspend]=2 [alias]=2 [overfail]=1 [grow]=3)
 [ $BRK = 1 ] && W[failw]=30
+for w in "${WEIGHTS[@]}"; do
+	[[ $w =~ ^([a-z]+)=([0-9]+)$ && -n ${W[${BASH_REMATCH[1]}]:-} ]] ||
+		{ echo "lifecycle: --weight $w: not EVENT=N of an event (${!W[*]})" >&2; exit 2; }
+	W[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}
+done
 [ $TRUNC = 1 ] || NOEV[truncate]=1
 [ $NBD = 1 ] || NOEV[nbdkill]=1
 [ $NBD = 1 ] && NOEV[unlink]=1 && NOEV[truncate]=1
@@ -1275,6 +1394,11 @@ draw() {
 				[ -n "${OLDSLOT[$f]:-}" ] && holder_v "${OLDSLOT[$f]}" && [ -z "$HV" ] && { cands+=(readd); break; }
 			done
 			[ -n "$fl" ] && cands+=(remove)
+			# grow: raid1/4/5/6, every slot in sync, two at most
+			if [ "$LEVEL" != 0 ] && [ "$LEVEL" != 10 ] && [ $NMEM -lt $((NMEM0 + 2)) ] &&
+				[ "$(n_insync)" = $NMEM ] && [ $ABROKEN = 0 ]; then
+				cands+=(grow)
+			fi
 		fi
 	else
 		cands=(mount assemble)
@@ -1336,6 +1460,16 @@ draw() {
 			[ -n "${OLDSLOT[$f]:-}" ] && holder_v "${OLDSLOT[$f]}" && [ -z "$HV" ] && { EV="readd $f"; return; }
 		done ;;
 	remove) pick $fl; EV="remove $PK" ;;
+	grow)
+		rand_blocks 16
+		pick wait kill fail
+		g=$PK f=-
+		# fail: a member the array survives without (with every slot in
+		# sync: any of a raid4/5/6)
+		[ $g = fail ] && pick $safein && f=${PK:--}
+		[ $f = - ] && [ $g = fail ] && g=wait
+		rnd 36
+		EV="grow $g $f $((RN + 5)) $((NEXTGEN++)) $RB" ;;
 	check) rnd 3; if [ $RN = 0 ]; then EV="check repair"; else EV="check check"; fi ;;
 	suspend) rand_blocks 8; EV="suspend $((NEXTGEN++)) $RB" ;;
 	alias)
@@ -1392,7 +1526,7 @@ step() {
 	t0=$(now_ms)
 	rm -f "$DIR/hung" "$DIR/hang-seen"
 	sync_rec
-	case $ev in rebuild | check | create) dl=90 ;; esac
+	case $ev in rebuild | check | create) dl=90 ;; grow) dl=150 ;; esac
 	"ev_$ev" "$@"
 	if [ $VERB = 1 ]; then
 		local mf ms=""
