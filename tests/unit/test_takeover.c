@@ -61,17 +61,19 @@ static struct rf_array_info info_of(struct rf_array *a)
 	return info;
 }
 
-/* The reshape and any rebuild to their end at full speed (60 s at most). */
-static void to_end(struct rf_array *a)
+/* The reshape and any rebuild to their end at full speed (60 s at most),
+ * leaving the array with `degraded` slots empty (no spare for them). */
+static void to_end(struct rf_array *a, int degraded)
 {
 	int i;
 
 	assert_int_equal(rf_sync_set_speed_max(a, 0), 0);
 	assert_int_equal(rf_sync_set_speed_min(a, 0), 0);
-	for (i = 0; i < 6000 && (reshaping(a) || info_of(a).degraded); i++)
+	for (i = 0; i < 6000 && (reshaping(a) || info_of(a).degraded > degraded); i++)
 		usleep(10000);
 	assert_false(reshaping(a));
 	rf_sync_wait(a);
+	assert_int_equal(info_of(a).degraded, degraded);
 }
 
 static void check_zero(struct rf_array *a)
@@ -178,7 +180,7 @@ static void test_mirror_to_raid5(void **state)
 		assert_int_equal(fx_model_io(a, model, 20, 64 << 10), 0);
 		rounds++;
 	}
-	to_end(a);
+	to_end(a, 0);
 	assert_int_equal(rf_array_size(a), 2 * old);
 	assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
 	check_zero(a);
@@ -238,7 +240,7 @@ static void test_raid0_to_raid5(void **state)
 		assert_int_equal(fx_model_io(a, model, 20, 64 << 10), 0);
 		rounds++;
 	}
-	to_end(a);
+	to_end(a, 0);
 	assert_int_equal(info_of(a).degraded, 0);
 	assert_true(rounds > 0);
 	assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
@@ -324,7 +326,9 @@ static void test_raid0_grow(void **state)
 	assert_true(reshaping(a));
 	assert_int_equal(info_of(a).level, 4);
 	assert_int_equal(fx_model_io(a, model, 20, 64 << 10), 0);
-	to_end(a);
+	to_end(a, 1);
+	/* a reshape resumed at assembly ends a raid4 with its P slot empty (the
+	 * way back to raid0 is not recorded: grow --level 0 takes it) */
 	info = info_of(a);
 	assert_int_equal(info.level, 4);
 	assert_int_equal(info.raid_disks, 6);
@@ -367,7 +371,7 @@ static void test_raid0_grow_served(void **state)
 		assert_int_equal(fx_model_io(a, model, 20, 64 << 10), 0);
 		rounds++;
 	}
-	to_end(a);
+	to_end(a, 0);
 	assert_int_equal(info_of(a).level, 0);
 	assert_int_equal(info_of(a).raid_disks, 4);
 	assert_int_equal(rf_devs_count(a), 4);
