@@ -122,7 +122,12 @@ int fx_group_teardown(void **state)
 int fx_run_group_(const char *name, const struct CMUnitTest *tests, size_t n, CMFixtureFunction setup,
 		  CMFixtureFunction teardown)
 {
-	int r = _cmocka_run_group_tests(name, tests, n, setup, teardown);
+	int r;
+
+	/* RF_TEST_FILTER=NAME (a glob): only the tests it names */
+	if (getenv("RF_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("RF_TEST_FILTER"));
+	r = _cmocka_run_group_tests(name, tests, n, setup, teardown);
 
 	if (r)
 		printf("# %d failed with seed %llu: RF_TEST_SEED=%llu replays this run\n", r,
