@@ -49,6 +49,7 @@ struct rf_req *rf_req_alloc(struct rf_array *a, uint32_t max_len)
 	 * add slots while r lives: room for the most).  Should a takeover
 	 * change the level while r lives, rf_queue_req() makes room. */
 	r->max_len = max_len;
+	r->sized_for = a->ops;
 	r->maxpieces = a->ops->max_pieces(a, max_len);
 	if (r->maxpieces < RF_MAX_MEMBERS)
 		r->maxpieces = RF_MAX_MEMBERS;
@@ -252,10 +253,14 @@ void rf_queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w)
 	atomic_store_explicit(&r->err, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->npieces, 0, memory_order_relaxed);
 
-	/* Room for the level's worst case at r's length (a takeover since
-	 * rf_req_alloc() may need more: the level changes only with every
-	 * request drained; none of r's pieces is in use). */
-	need = r->op != RF_REQ_FLUSH ? a->ops->max_pieces(a, r->max_len) : 0;
+	/* Room for the level's worst case at r's length when a takeover
+	 * changed the level ops since r was sized (only with every request
+	 * drained: none of r's pieces is in use); otherwise no call. */
+	need = 0;
+	if (r->sized_for != a->ops && r->op != RF_REQ_FLUSH) {
+		r->sized_for = a->ops;
+		need = a->ops->max_pieces(a, r->max_len);
+	}
 	if (need > r->maxpieces) {
 		struct rf_piece *more = calloc((size_t)need, sizeof(*more));
 
