@@ -45,4 +45,11 @@ void rf_bg_stop(struct rf_bgthread *b);
 /* Stop, and release what init made. */
 void rf_bg_destroy(struct rf_bgthread *b);
 
+/* fn(arg, i) for every i below n at once: i = 0 on the calling thread, the
+ * others on threads of their own (inline where one cannot be made); returns
+ * when all have.  For blocking calls on independent devices (a flush of
+ * each member, md's superblock writes submitted together and waited for
+ * together); fn takes no lock the caller holds. */
+void rf_run_parallel(int n, void (*fn)(void *arg, int i), void *arg);
+
 #endif

@@ -35,6 +35,7 @@
 
 #include "core/dev.h"
 #include "core/engine.h"
+#include "raidfuse/bgthread.h"
 #include "raidfuse/devstat.h"
 #include "raidfuse/fault.h"
 #include "raidfuse/fdio.h"
@@ -584,20 +585,36 @@ void rf_dev_fail(struct rf_array *a, int i, int err, const char *what, uint64_t 
 	a->devs[i].flags |= RF_DEV_FAULTY;
 }
 
+struct flush_all {
+	struct rf_array *a;
+	int r[RF_MAX_DEVS];
+	bool skip[RF_MAX_DEVS];
+};
+
+static void flush_one(void *arg, int i)
+{
+	struct flush_all *f = arg;
+	struct rf_dev *d = &f->a->devs[i];
+
+	if (!f->skip[i])
+		f->r[i] = d->sb_io.fsync(d->sb_io.ctx);
+}
+
+/* Every device flushed at once (one flush's wait, not one per device, as
+ * md submits its flushes together); a device whose flush fails fails. */
 void rf_devs_flush(struct rf_array *a, bool slots_only, const char *why)
 {
-	int i, r, n = slots_only ? a->nmembers : a->ndevs;
+	struct flush_all f = { .a = a };
+	int i, n = slots_only ? a->nmembers : a->ndevs;
 
+	for (i = 0; i < n; i++)
+		f.skip[i] = !a->devs[i].sb_has || rf_dev_faulty(a, i);
+	rf_run_parallel(n, flush_one, &f);
 	for (i = 0; i < n; i++) {
-		struct rf_dev *d = &a->devs[i];
-
-		if (!d->sb_has || rf_dev_faulty(a, i))
+		if (f.skip[i] || !f.r[i])
 			continue;
-		r = d->sb_io.fsync(d->sb_io.ctx);
-		if (r) {
-			rf_err("device %d (%s): flush %s: %s", i, d->path, why, strerror(-r));
-			rf_dev_fail(a, i, r, "flush", 0);
-		}
+		rf_err("device %d (%s): flush %s: %s", i, a->devs[i].path, why, strerror(-f.r[i]));
+		rf_dev_fail(a, i, f.r[i], "flush", 0);
 	}
 }
 

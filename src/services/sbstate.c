@@ -134,6 +134,17 @@ static void reshape_catch_up(struct rf_sbstate *s, int i, const struct rf_dev *m
 	}
 }
 
+/* write_change()'s part for device i, on a thread of its own. */
+static void write_one(void *arg, int i)
+{
+	struct rf_sbstate *s = arg;
+	struct rf_dev *m = rf_dev_get(s->a, i);
+
+	if (s->mine_do[i])
+		s->mine_r[i] = rf_sb_update_io(&m->sb_io, m->path, &m->sb, &s->mine[i], s->mine_err[i],
+					       sizeof(s->mine_err[i]));
+}
+
 /* s->lock held.  Write one change to every device that is not faulty
  * (slots and spares, as md); a device that fails it is failed.  own, when
  * not NULL, is device own_dev's part of the change (its recovery state).
@@ -144,8 +155,7 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 	struct rf_array *a = s->a;
 	uint64_t rec = rf_array_recovering(a), rec_off[RF_MAX_MEMBERS], repl_off;
 	const struct rf_dev *model = NULL;
-	char err[1024];
-	int i, r, nwritten = 0, fresh;
+	int i, nwritten = 0, fresh;
 
 	/* The rebuild's checkpoints as they are before the flush: what the
 	 * rebuild wrote below them is on disk after it. */
@@ -169,14 +179,19 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 	 * assembly that takes its superblock as the array's would leave out
 	 * members that are in sync. */
 	fresh = freshest(a, rf_devs_count(a), true);
-	if (fresh >= 0)
+	if (fresh >= 0) {
 		model = rf_dev_get(a, fresh);
-	c->roles_from = model && !rf_test_break("stale-roles") ? &model->sb : NULL;
+		/* the devices are written at once: the model's own superblock
+		 * changes meanwhile */
+		s->model_sb = model->sb;
+	}
+	c->roles_from = model && !rf_test_break("stale-roles") ? &s->model_sb : NULL;
 	for (i = 0; i < rf_devs_count(a); i++) {
 		struct rf_dev *m = rf_dev_get(a, i);
 		struct rf_sb_change mine;
 
-		if (!m->sb_has || rf_dev_faulty(a, i))
+		s->mine_do[i] = m->sb_has && !rf_dev_faulty(a, i);
+		if (!s->mine_do[i])
 			continue;
 		mine = *c;
 		/* md's super_*_sync: each device's own flags, every time. */
@@ -238,10 +253,18 @@ static int write_change(struct rf_sbstate *s, enum change what, struct rf_sb_cha
 			mine.set_recovery = true;
 			mine.recovery_offset = rec_off[i];
 		}
-		r = rf_sb_update_io(&m->sb_io, m->path, &m->sb, &mine, err, sizeof(err));
-		if (r) {
-			rf_err("device %d: %s", i, err);
-			rf_dev_fail(a, i, r, "superblock write", m->sb.sb_offset * 512);
+		s->mine[i] = mine;
+	}
+	/* md_update_sb: every device's write submitted, then all waited for */
+	rf_run_parallel(rf_devs_count(a), write_one, s);
+	for (i = 0; i < rf_devs_count(a); i++) {
+		struct rf_dev *m = rf_dev_get(a, i);
+
+		if (!s->mine_do[i])
+			continue;
+		if (s->mine_r[i]) {
+			rf_err("device %d: %s", i, s->mine_err[i]);
+			rf_dev_fail(a, i, s->mine_r[i], "superblock write", m->sb.sb_offset * 512);
 			continue;
 		}
 		nwritten++;

@@ -59,6 +59,13 @@ struct rf_sbstate {
 	 * rf_bg_set_period(&s->timer, ms)) marks the array clean */
 	struct rf_bgthread timer;
 	atomic_uint nr_dirty, nr_clean, nr_faulty;   /* updates written (stats, tests) */
+	/* lock: one update's work, each device's part written at once
+	 * (write_change()) */
+	struct rf_sb model_sb;          /* the freshest superblock's, as it was before */
+	struct rf_sb_change mine[RF_MAX_DEVS];
+	int mine_r[RF_MAX_DEVS];
+	bool mine_do[RF_MAX_DEVS];
+	char mine_err[RF_MAX_DEVS][256];
 };
 
 /* Read the superblocks of a's present devices (through their overlays,

@@ -142,3 +142,41 @@ void rf_bg_destroy(struct rf_bgthread *b)
 	pthread_cond_destroy(&b->cond);
 	pthread_mutex_destroy(&b->lock);
 }
+
+struct par_one {
+	void (*fn)(void *arg, int i);
+	void *arg;
+	int i;
+};
+
+static void *par_main(void *p)
+{
+	struct par_one *o = p;
+
+	o->fn(o->arg, o->i);
+	return NULL;
+}
+
+void rf_run_parallel(int n, void (*fn)(void *arg, int i), void *arg)
+{
+	enum { MAX = 64 };
+	struct par_one one[MAX];
+	pthread_t t[MAX];
+	bool made[MAX] = { false };
+	int i;
+
+	for (i = 1; i < n; i++) {
+		if (i < MAX) {
+			one[i] = (struct par_one){ .fn = fn, .arg = arg, .i = i };
+			made[i] = !pthread_create(&t[i], NULL, par_main, &one[i]);
+			if (made[i])
+				continue;
+		}
+		fn(arg, i);
+	}
+	if (n > 0)
+		fn(arg, 0);
+	for (i = 1; i < n && i < MAX; i++)
+		if (made[i])
+			pthread_join(t[i], NULL);
+}
