@@ -15,7 +15,11 @@
 #   read_bytes / read_rate + write_bytes / write_rate
 # (grow: reads 3 x MIB, writes 3 x MIB x 5/4; raid6: reads 3 x MIB, writes
 # 5 x MIB), and the ratio of
-# that to the reshape's time is the figure wanted (>= 0.50).  Then, on a
+# that to the reshape's time is the figure wanted (>= 0.50).  A reshape's
+# writes must reach stable storage before the superblocks record the
+# position past them (md flushes there too), so the writes are also
+# measured durable: half as much written by fio, with its end_fsync in the
+# time, and the ratio to that stream printed beside.  Then, on a
 # fresh array, 4 KiB random reads at QD32 on the image for 3 s idle, and
 # for 3 s while the same reshape runs at md's default pace (it yields to
 # them: sync_speed_min): their ratio (>= 0.70 wanted), and where the
@@ -79,13 +83,17 @@ start() {
 dd if=/dev/urandom of="$D/fill" bs=1M count=64 status=none
 
 # the members' stream: fio on the five member files at once
-stream() { # stream read|write: MiB/s over the five files together
-	local files
+stream() { # stream read|write|durable: MiB/s over the five files together
+	local files rw=$1 how=(--runtime=4 --time_based --size=$((size - 8))M)
 	files=$(printf '%s:' "$D"/d?.img)
-	fio --name=stream --rw="$1" --bs=1M --iodepth=8 --ioengine=io_uring --direct=1 \
-		--offset=4M --size=$((size - 8))M --filename="${files%:}" --file_service_type=roundrobin \
-		--runtime=4 --time_based --output-format=terse --terse-version=3 |
-		awk -F';' -v rw="$1" '{ print (rw == "read" ? $7 : $48) / 1024 }'
+	# durable: writes whose time includes the flush that puts them on
+	# stable storage (fio's end_fsync), as a reshape's must be before the
+	# superblocks record its position
+	[ "$rw" = durable ] && rw=write how=(--end_fsync=1 --size=$((5 * (size - 8) / 2))M)
+	fio --name=stream --rw="$rw" --bs=1M --iodepth=8 --ioengine=io_uring --direct=1 \
+		--offset=4M "${how[@]}" --filename="${files%:}" --file_service_type=roundrobin \
+		--output-format=terse --terse-version=3 |
+		awk -F';' -v rw="$rw" '{ print (rw == "read" ? $7 : $48) / 1024 }'
 }
 rand() { # rand: 4k random read IOPS at QD32 on the image for 3 s
 	fio --name=r --filename="$img" --rw=randread --bs=4k --iodepth=32 --ioengine=io_uring --direct=1 \
@@ -96,6 +104,7 @@ fresh
 "$RAIDFUSE" stop "$M" 2>/dev/null
 rd=$(stream read)
 wr=$(stream write)
+dw=$(stream durable)
 # 1. the reshape alone, timed, at full speed (sync_speed_max 0)
 fresh
 echo 0 >"$M/md/sync_speed_max"
@@ -116,11 +125,12 @@ busy=$(rand)
 during=$(cat "$M/md/reshape_position")
 "$RAIDFUSE" stop "$M"
 awk -v t0="$t0" -v t1="$t1" -v rd="$rd" -v wr="$wr" -v r="$reads" -v w="$writes" -v idle="$idle" \
-	-v busy="$busy" -v what="$what" -v dir="$1" -v size="$size" -v during="$during" 'BEGIN {
-	t = t1 - t0; s = r / rd + w / wr
+	-v busy="$busy" -v what="$what" -v dir="$1" -v size="$size" -v during="$during" -v dw="$dw" 'BEGIN {
+	t = t1 - t0; s = r / rd + w / wr; sd = r / rd + w / dw
 	printf "reshape (%s) of raid5 4 x %d MiB in %s: %.2f s\n", what, size, dir, t
 	printf "members stream: read %.0f MiB/s, write %.0f MiB/s: %.2f s for %d MiB read + %d MiB written\n", rd, wr, s, r, w
 	printf "ratio to the stream: %.2f\n", s / t
+	printf "durable writes (flushed at the end): %.0f MiB/s: %.2f s with the reads; ratio %.2f\n", dw, sd, sd / t
 	printf "4k randread QD32: idle %d IOPS, during the reshape %d IOPS: %.2f (reshape_position after: %s)\n",
 		idle, busy, busy / idle, during
 }'

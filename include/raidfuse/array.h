@@ -95,6 +95,11 @@ bool rf_array_readonly(const struct rf_array *a);
  * by services/reshape.c, or served read-only); if so its position (array
  * sectors) and direction. */
 bool rf_array_reshape(const struct rf_array *a, uint64_t *position, bool *backwards);
+/* The position the superblocks hold, md's reshape_position (the walk's
+ * own runs ahead of it between records: rf_array_reshape()); the reshape
+ * service sets it as it records. */
+uint64_t rf_array_reshape_recorded(const struct rf_array *a);
+void rf_array_set_reshape_recorded(struct rf_array *a, uint64_t position);
 /* fn(priv) runs (on some thread of the array's) after the array's size
  * changed: a reshape ended.  Set before rf_array_start(). */
 void rf_array_on_resize(struct rf_array *a, void (*fn)(void *priv), void *priv);

@@ -25,10 +25,11 @@
 enum rf_lock_rank {
 	RF_LOCK_CTL_OPEN = 1,   /* an open control file's text (front/fuse.c) */
 	RF_LOCK_RECONF = 2,     /* reconf_lock */
-	RF_LOCK_DEV = 3,        /* dev_lock */
-	RF_LOCK_SBSTATE = 4,    /* the superblock state's lock */
-	RF_LOCK_BITMAP = 5,     /* the bitmap's lock */
-	RF_LOCK_NBD = 6,        /* an NBD connection's (a command's end kicks its queue under it) */
+	RF_LOCK_RESHAPE = 3,    /* a reshape's recording of its position (services/reshape.c) */
+	RF_LOCK_DEV = 4,        /* dev_lock */
+	RF_LOCK_SBSTATE = 5,    /* the superblock state's lock */
+	RF_LOCK_BITMAP = 6,     /* the bitmap's lock */
+	RF_LOCK_NBD = 7,        /* an NBD connection's (a command's end kicks its queue under it) */
 	RF_LOCK_LEAF = 100,     /* nothing else is taken while one is held */
 };
 

@@ -368,6 +368,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		if (ret)
 			goto fail;
 		atomic_store(&a->reshape_pos, a->reshape.position);
+		atomic_store(&a->reshape_rec, a->reshape.position);
 		atomic_store(&a->reshaping, true);
 	}
 	/* raid10 by its copy sets (md's enough()): one member of each pair
@@ -481,6 +482,16 @@ bool rf_array_reshape(const struct rf_array *a, uint64_t *position, bool *backwa
 	*position = atomic_load(&w->reshape_pos);
 	*backwards = on && a->reshape.backwards;
 	return on;
+}
+
+uint64_t rf_array_reshape_recorded(const struct rf_array *a)
+{
+	return atomic_load(&((struct rf_array *)a)->reshape_rec);
+}
+
+void rf_array_set_reshape_recorded(struct rf_array *a, uint64_t position)
+{
+	atomic_store(&a->reshape_rec, position);
 }
 
 void rf_array_on_resize(struct rf_array *a, void (*fn)(void *priv), void *priv)
@@ -820,6 +831,7 @@ int rf_array_reshape_begin(struct rf_array *a, const struct rf_geom *to, const s
 	rf_devs_unlock(a);
 	a->geom = g;
 	atomic_store(&a->reshape_pos, rs.position);
+	atomic_store(&a->reshape_rec, rs.position);
 	atomic_store(&a->reshaping, true);
 	rf_devs_flags_changed(a);
 	for (i = 0; i < raid_disks; i++)

@@ -30,6 +30,10 @@
  *                         every device table edit) happens under it; a sync
  *                         region takes it to drop the cached heads of its
  *                         rows (rf_sync_rows_forget())
+ *       -> rec_lock       a reshape's recording of its position
+ *                         (services/reshape.c): held across the members'
+ *                         flush and the superblock writes, by the walk or
+ *                         by a write to rows moved but not yet recorded
  *       -> dev_lock       the device table, for walks outside a drain (dev.h)
  *          -> s->lock     superblock state (sbstate.h)
  *             -> bm->lock bitmap image and writes (bitmap.c)
@@ -271,6 +275,7 @@ struct rf_array {
 	 * every request drained; the walk reads it. */
 	int reshape_then;
 	atomic_uint_fast64_t reshape_pos;
+	atomic_uint_fast64_t reshape_rec;       /* rf_array_reshape_recorded() */
 	atomic_bool reshaping;
 	atomic_bool serving;            /* rf_array_set_serving() */
 	void (*resize_fn)(void *priv);  /* rf_array_on_resize(); immutable once started */

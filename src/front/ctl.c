@@ -256,7 +256,9 @@ static int store_sync_action(struct rf_array *a, int member, const char *val)
 	return act < 0 ? act : rf_sync_request(a, (enum rf_sync_action)act);
 }
 
-/* md/reshape_position: array sectors, "none" without a reshape. */
+/* md/reshape_position: array sectors, "none" without a reshape; as md's,
+ * the position the superblocks hold (the walk runs ahead of it between
+ * records: sync_completed and mdstat show how far). */
 static void show_reshape_position(struct rf_array *a, const struct rf_array_info *i, int member,
 				  struct rf_ctl_buf *b)
 {
@@ -264,7 +266,7 @@ static void show_reshape_position(struct rf_array *a, const struct rf_array_info
 	bool back;
 
 	if (rf_array_reshape(a, &pos, &back))
-		rf_ctl_printf(b, "%llu\n", (unsigned long long)pos);
+		rf_ctl_printf(b, "%llu\n", (unsigned long long)rf_array_reshape_recorded(a));
 	else
 		rf_ctl_printf(b, "none\n");
 }

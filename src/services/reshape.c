@@ -16,11 +16,14 @@
  *      them before that window moves (its write_start hook);
  *   2. write the window as whole new stripes, parity computed here, at
  *      the new data offsets;
- *   3. flush the members and record the window's end as reshape_position
- *      in every superblock (rf_sbstate_reshape());
- *   4. move the array's position there with reads drained too
+ *   3. move the array's position there with reads drained too
  *      (rf_array_reshape_commit()), and let the held writes go: they land
- *      in the new geometry.
+ *      in the new geometry;
+ *   4. when needed, flush the members and record the position as
+ *      reshape_position in every superblock (rf_sbstate_reshape(),
+ *      record()): not after every window, as md's reshape_request
+ *      records it only when the next window's new rows would land on old
+ *      rows the recorded position still needs, or 10 s after the last.
  * When the position reaches the end of the new geometry, with every
  * request drained, the new data offsets become the data offsets, the
  * superblocks say the reshape is done (md's end_reshape) and the image
@@ -33,7 +36,13 @@
  * reshape_safe test), so after a crash at any point the superblocks'
  * position still finds every sector at or past it in the old geometry,
  * intact, and every sector below it in the new one, flushed before the
- * position was recorded.  Foreground writes reach the new geometry only
+ * position was recorded.  So windows move past the recorded position
+ * only as far as their new rows stay below the old rows of the recorded
+ * position itself (window_at()'s base): the rows between the two are in
+ * both geometries, and a crash resumes at the recorded one.  A write to
+ * those rows would be in the new geometry only: it first has the position
+ * recorded (hook_write_start(); md holds such a write until the
+ * superblocks caught up), so foreground writes reach the new geometry only
  * below a recorded position.  A window that would land on old rows not
  * yet read (a reshape whose data offset did not move, which mdadm runs
  * with a backup file) is not written: the walk stops and says so.
@@ -100,7 +109,9 @@
 
 #include "core/core.h"
 #include "raidfuse/iolog.h"
+#include "raidfuse/bgthread.h"
 #include "raidfuse/layout.h"
+#include "raidfuse/lockcheck.h"
 #include "raidfuse/log.h"
 #include "raidfuse/parity.h"
 #include "raidfuse/sync.h"
@@ -139,7 +150,25 @@ struct reshape {
 	int err;                        /* why the walk stopped; 0: done or stopped */
 	int64_t pace_next_ms;           /* when the next window may start (pace()) */
 	int64_t last_busy_ms;           /* foreground IO last seen */
+	/* The position the superblocks hold (record()): rec_lock taken to
+	 * move it; read by the write hook while rec_on (a walk runs). */
+	pthread_mutex_t rec_lock;
+	_Atomic uint64_t rec_pos;
+	atomic_bool rec_on;
+	/* rec_lock: */
+	bool rec_back;                  /* the walk goes down (rec_pos only falls) */
+	bool rec_done;                  /* the walk ended: nothing more is recorded */
+	unsigned nrec, nrec_writes;     /* records this run, those a write asked for */
+	/* The recorder: records rec_want (the walk's position after its
+	 * last window) beside the next windows (a flush of every member
+	 * takes as long as the writes since take to reach the media). */
+	struct rf_bgthread recorder;
+	_Atomic uint64_t rec_want;
+	_Atomic int64_t rec_ms;         /* when the position was last recorded */
 };
+
+/* md records a reshape's position at least this often (its 10 s). */
+#define RECORD_MS 10000
 
 static char *alloc_aligned(size_t len)
 {
@@ -209,14 +238,15 @@ static int wait_io(struct reshape *r)
  * of array data the window ending at x may hold (whole new unit rows
  * below x), 0 when even one would land on old rows not yet read: the
  * window's new rows must start at or above the end of the old rows of
- * every array sector below x (those of the window included, read first
- * but still what a crash resumes from). */
-static uint64_t window_below(struct reshape *r, uint64_t x)
+ * every array sector below base, the position the superblocks hold (x
+ * itself once recorded: the window's own old rows, read first but still
+ * what a crash resumes from). */
+static uint64_t window_below(struct reshape *r, uint64_t x, uint64_t base)
 {
 	const struct rf_reshape *rs = rf_array_reshape_state(r->a);
 	const struct rf_geom *g = rf_array_geom(r->a), *p = &rs->prev;
 	uint64_t row = r->unit * (uint64_t)g->data_disks, prow = r->unit * (uint64_t)p->data_disks;
-	uint64_t rows = x / row, k = WINDOW_BYTES / 512 / row, old_rows = (x + prow - 1) / prow;
+	uint64_t rows = x / row, k = WINDOW_BYTES / 512 / row, old_rows = (base + prow - 1) / prow;
 	int m;
 
 	if (!k)
@@ -241,13 +271,15 @@ static uint64_t window_below(struct reshape *r, uint64_t x)
 }
 
 /* Sectors of array data the window at x may hold (whole new unit rows),
- * 0 when even one would land on old rows not yet read. */
-static uint64_t window_at(struct reshape *r, uint64_t x)
+ * 0 when even one would land on old rows a crash would still read: those
+ * of every array sector from base, the position the superblocks hold (x
+ * itself once recorded), up. */
+static uint64_t window_at(struct reshape *r, uint64_t x, uint64_t base)
 {
 	const struct rf_reshape *rs = rf_array_reshape_state(r->a);
 	const struct rf_geom *g = rf_array_geom(r->a), *p = &rs->prev;
 	uint64_t row = r->unit * (uint64_t)g->data_disks;      /* array sectors per new unit row */
-	uint64_t k = WINDOW_BYTES / 512 / row, old_first = x / (r->unit * (uint64_t)p->data_disks) * r->unit;
+	uint64_t k = WINDOW_BYTES / 512 / row, old_first = base / (r->unit * (uint64_t)p->data_disks) * r->unit;
 	int m;
 
 	if (!k)
@@ -428,7 +460,7 @@ struct window {
 	uint64_t to;                    /* the position after it */
 };
 
-static uint64_t window_at(struct reshape *r, uint64_t x);
+static uint64_t window_at(struct reshape *r, uint64_t x, uint64_t base);
 
 /* Writes drained: move one window (steps 1-4 of the essay).  Its old rows
  * were read beside the last window's writes where nothing wrote them
@@ -456,7 +488,7 @@ static int move_window(void *arg)
 		return ret;
 	queue_new(r, w->x, w->n);
 	if (!rs->backwards && !old_missing(r->a) && nx < r->end) {
-		nn = window_at(r, nx);
+		nn = window_at(r, nx, nx);
 		if (nn)
 			queue_old(r, nx, nn, r->pf_data, 0);
 	}
@@ -466,14 +498,76 @@ static int move_window(void *arg)
 		r->pf_n = nn;
 		atomic_store(&r->pf_valid, true);
 	}
-	/* RAIDFUSE_TEST_BREAK=reshape-record: the position moves in memory
-	 * only, as if the superblocks need not know (a crash then resumes
-	 * from an older position: writes since, to rows moved since, lost). */
-	if (!ret && !rf_test_break("reshape-record"))
-		ret = rf_sbstate_reshape(rf_array_sbstate(r->a), false, w->to);
 	if (!ret)
 		rf_array_reshape_commit(r->a, w->to);
 	return ret;
+}
+
+/* Step 4: the members flushed, pos recorded in every superblock as the
+ * reshape's position, unless they hold it (or one further on) already or
+ * the walk ended.  pos is one the array's position was at: every new row
+ * below it (above it, going down) was written.  Called by the recorder
+ * beside the walk, by the walk when its next window needs it, and by a
+ * write to rows moved since the last record. */
+static int record(struct reshape *r, uint64_t pos, bool by_write)
+{
+	uint64_t rec;
+	int ret = 0;
+
+	pthread_mutex_lock(&r->rec_lock);
+	rec = atomic_load(&r->rec_pos);
+	if (!r->rec_done && (r->rec_back ? pos < rec : pos > rec)) {
+		/* RAIDFUSE_TEST_BREAK=reshape-record: the position moves in
+		 * memory only, as if the superblocks need not know (a crash
+		 * then resumes from an older position: writes since, to rows
+		 * moved since, lost). */
+		if (!rf_test_break("reshape-record"))
+			ret = rf_sbstate_reshape(rf_array_sbstate(r->a), false, pos);
+		if (!ret) {
+			atomic_store(&r->rec_pos, pos);
+			rf_array_set_reshape_recorded(r->a, pos);
+		}
+		r->nrec++;
+		r->nrec_writes += by_write;
+		r->rec_ms = rf_mono_ms();
+	}
+	pthread_mutex_unlock(&r->rec_lock);
+	return ret;
+}
+
+/* After a window that ended at x: whether the window after the next one
+ * would have to wait for a record (it may take less from the recorded
+ * position than from its own), or md's 10 s passed: then the recorder
+ * records x beside the next window. */
+static bool record_soon(struct reshape *r, uint64_t x)
+{
+	uint64_t rec = atomic_load(&r->rec_pos), full, y;
+
+	/* RAIDFUSE_TEST_BREAK=reshape-lazy (hook_write_start()): records
+	 * only when the walk needs them, the rows unrecorded the most. */
+	if (rec == x || rf_test_break("reshape-lazy"))
+		return false;
+	if (rf_mono_ms() - atomic_load(&r->rec_ms) >= RECORD_MS)
+		return true;
+	if (rf_array_reshape_state(r->a)->backwards) {
+		full = window_below(r, x, x);
+		if (!full || full >= x)
+			return false;
+		y = x - full;
+		return window_below(r, y, rec) < window_below(r, y, y);
+	}
+	full = window_at(r, x, x);
+	if (!full || x + full >= r->end)
+		return false;
+	y = x + full;
+	return window_at(r, y, rec) < window_at(r, y, y);
+}
+
+static void recorder_fn(void *arg)
+{
+	struct reshape *r = arg;
+
+	record(r, atomic_load(&r->rec_want), false);
 }
 
 struct finish {
@@ -486,8 +580,16 @@ static int finish_fn(void *arg)
 	struct finish *f = arg;
 	int ret = rf_array_reshape_finish(f->r->a, f->err, sizeof(f->err));
 
-	if (!ret)
+	if (!ret) {
+		/* One geometry again: no write has rows to wait for, and the
+		 * recorder has no more to write (its position would undo the
+		 * end). */
+		atomic_store(&f->r->rec_on, false);
+		pthread_mutex_lock(&f->r->rec_lock);
+		f->r->rec_done = true;
+		pthread_mutex_unlock(&f->r->rec_lock);
 		ret = rf_sbstate_reshape(rf_array_sbstate(f->r->a), true, 0);
+	}
 	else
 		rf_err("%s: reshape: %s", rf_array_name(f->r->a), f->err);
 	return ret;
@@ -603,7 +705,7 @@ static void run(struct reshape *r)
 	const struct rf_reshape *rs = rf_array_reshape_state(a);
 	struct finish fin = { .r = r };
 	int64_t t0 = rf_mono_ms();
-	uint64_t moved = 0;
+	uint64_t moved = 0, rec, full;
 	int ret;
 
 	ret = setup(r);
@@ -613,6 +715,17 @@ static void run(struct reshape *r)
 		return;
 	}
 	r->pace_next_ms = rf_mono_ms();
+	/* Where it starts is what the superblocks hold (assembly read it,
+	 * or the grow recorded it). */
+	pthread_mutex_lock(&r->rec_lock);
+	atomic_store(&r->rec_pos, rs->position);
+	atomic_store(&r->rec_want, rs->position);
+	r->rec_back = rs->backwards;
+	r->rec_done = false;
+	r->rec_ms = rf_mono_ms();
+	r->nrec = r->nrec_writes = 0;
+	pthread_mutex_unlock(&r->rec_lock);
+	atomic_store_explicit(&r->rec_on, true, memory_order_release);
 	rf_info("%s: reshape: from array sector %" PRIu64 " to %" PRIu64 " (%d to %d members)",
 		rf_array_name(a), rs->position, rs->backwards ? 0 : r->end, rs->prev.raid_disks,
 		rf_array_geom(a)->raid_disks);
@@ -638,12 +751,30 @@ static void run(struct reshape *r)
 			continue;
 		}
 		r->said_wait = false;
+		/* The recorder records each window's end beside the next
+		 * windows; the walk records here itself (waiting for the
+		 * recorder's write under way) where the window it may take
+		 * from the recorded position is under half what it may take
+		 * from its own (or md's 10 s passed). */
+		rec = atomic_load(&r->rec_pos);
+		full = rs->backwards ? window_below(r, w.x, w.x) : window_at(r, w.x, w.x);
+		if (rec != w.x && ((rs->backwards ? window_below(r, w.x, rec) : window_at(r, w.x, rec)) < (full + 1) / 2 ||
+				   rf_mono_ms() - r->rec_ms >= RECORD_MS)) {
+			ret = record(r, w.x, false);
+			if (ret) {
+				rf_warn("%s: reshape: recording its position (array sector %" PRIu64 "): %s",
+					rf_array_name(a), w.x, strerror(-ret));
+				sleep_ms(100);
+				continue;
+			}
+			rec = w.x;
+		}
 		if (rs->backwards) {
-			w.n = window_below(r, w.x);
+			w.n = window_below(r, w.x, rec);
 			w.x -= w.n;
 			w.to = w.x;
 		} else {
-			w.n = window_at(r, w.x);
+			w.n = window_at(r, w.x, rec);
 			w.to = w.x + w.n;
 		}
 		if (!w.n) {
@@ -661,6 +792,9 @@ static void run(struct reshape *r)
 			continue;
 		}
 		moved += w.n;
+		atomic_store(&r->rec_want, w.to);
+		if (record_soon(r, w.to))
+			rf_bg_kick(&r->recorder);
 		pace(r, w.n / (uint64_t)rf_array_geom(a)->data_disks);
 	}
 	if (stopping(r))
@@ -670,9 +804,12 @@ static void run(struct reshape *r)
 		r->err = ret;
 		return;
 	}
-	rf_info("%s: reshape done: %d members, %" PRIu64 " bytes (%" PRIu64 " MiB moved in %.1f s)",
+	pthread_mutex_lock(&r->rec_lock);
+	rf_info("%s: reshape done: %d members, %" PRIu64 " bytes (%" PRIu64 " MiB moved in %.1f s, its "
+		"position recorded %u times, %u of them for writes to rows moved since)",
 		rf_array_name(a), rf_array_geom(a)->raid_disks, rf_array_size(a), moved >> 11,
-		(double)(rf_mono_ms() - t0) / 1000.0);
+		(double)(rf_mono_ms() - t0) / 1000.0, r->nrec + 1, r->nrec_writes);
+	pthread_mutex_unlock(&r->rec_lock);
 	rf_array_resized(a);
 	rf_array_reshape_ended(a);
 	/* A raid0 grown through a raid4 is a raid0 again (its empty P
@@ -726,10 +863,15 @@ static void *walk_main(void *arg)
 static int hook_start(void *priv)
 {
 	struct reshape *r = priv;
-	int ret = -pthread_create(&r->thread, NULL, walk_main, r);
+	int ret = rf_bg_start(&r->recorder);
 
 	if (ret)
 		return ret;
+	ret = -pthread_create(&r->thread, NULL, walk_main, r);
+	if (ret) {
+		rf_bg_stop(&r->recorder);
+		return ret;
+	}
 	r->started = true;
 	return 0;
 }
@@ -742,6 +884,7 @@ static void hook_stop(void *priv)
 	if (r->started)
 		pthread_join(r->thread, NULL);
 	r->started = false;
+	rf_bg_stop(&r->recorder);
 }
 
 static void hook_close(void *priv)
@@ -750,22 +893,36 @@ static void hook_close(void *priv)
 
 	hook_stop(r);
 	free_bufs(r);
+	rf_bg_destroy(&r->recorder);
+	pthread_mutex_destroy(&r->rec_lock);
 	free(r);
 }
 
 /* A write admitted (it counts at the barrier, so no window moves until it
  * ended): the next window's old rows read ahead are stale if it touches
- * them. */
+ * them; rows moved since the position was last recorded are recorded
+ * first (a crash would read them from the old geometry). */
 static int hook_write_start(void *priv, uint64_t off, uint64_t len)
 {
 	struct reshape *r = priv;
+	uint64_t s = off / 512, e = (off + len + 511) / 512, pos, rec, lo, hi;
 
 	/* RAIDFUSE_TEST_BREAK=reshape-prefetch: what was read ahead is kept
 	 * (the write is lost when that window moves). */
-	if (atomic_load_explicit(&r->pf_valid, memory_order_acquire) && off / 512 < r->pf_x + r->pf_n &&
-	    (off + len + 511) / 512 > r->pf_x && !rf_test_break("reshape-prefetch"))
+	if (atomic_load_explicit(&r->pf_valid, memory_order_acquire) && s < r->pf_x + r->pf_n && e > r->pf_x &&
+	    !rf_test_break("reshape-prefetch"))
 		atomic_store(&r->pf_valid, false);
-	return 0;
+	if (!atomic_load_explicit(&r->rec_on, memory_order_acquire))
+		return 0;
+	pos = rf_array_reshape_state(r->a)->position;
+	rec = atomic_load(&r->rec_pos);
+	lo = pos < rec ? pos : rec;
+	hi = pos < rec ? rec : pos;
+	/* RAIDFUSE_TEST_BREAK=reshape-lazy: the write goes on unrecorded
+	 * (a crash then loses it: the old geometry is read there). */
+	if (s >= hi || e <= lo || rf_test_break("reshape-lazy"))
+		return 0;
+	return record(r, pos, true) ? -EIO : 0;
 }
 
 static const struct rf_hooks reshape_hooks = {
@@ -856,9 +1013,20 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 	if (!r)
 		return -ENOMEM;
 	r->a = a;
+	pthread_mutex_init(&r->rec_lock, NULL);
+	rf_lock_rank(&r->rec_lock, RF_LOCK_RESHAPE, "reshape record lock");
+	ret = rf_bg_init(&r->recorder, "rf-reshape-rec", 0, recorder_fn, r);
+	if (ret) {
+		snprintf(err, errlen, "%s: the reshape's recorder: %s", rf_array_name(a), strerror(-ret));
+		pthread_mutex_destroy(&r->rec_lock);
+		free(r);
+		return ret;
+	}
 	ret = rf_array_add_hooks(a, &reshape_hooks, r);
 	if (ret) {
 		snprintf(err, errlen, "%s: no room for the reshape's hooks", rf_array_name(a));
+		rf_bg_destroy(&r->recorder);
+		pthread_mutex_destroy(&r->rec_lock);
 		free(r);
 	}
 	return ret;
