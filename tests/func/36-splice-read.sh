@@ -20,6 +20,10 @@ requires fuse fio
 # Members on tmpfs would be read through their mappings (37-mapped-read):
 # splice serves the others, as these members are with mapping off.
 export RAIDFUSE_MAP=0
+# libfuse's transport, whatever FUSE over io_uring's module switch says
+# (with it on, io_uring=auto takes the ring, which does not splice).
+XPORT=(-o io_uring=off)
+EACH_LEVEL_OPTS=("${XPORT[@]}")
 
 MNT=$WORK/mnt IMG=$WORK/mnt/array.img D=$WORK/a
 mkdir -p "$D"
@@ -40,14 +44,14 @@ each_level "$D" "$MNT" "large reads spliced, none failed" 'read -r spliced fellb
 # --- 2. degraded raid5 ------------------------------------------------------------
 
 log "raid5 with member 1 failed through md/dev-r5-1.img/state: reads verify"
-start_array "$D/r5.conf" "$MNT"
+start_array "$D/r5.conf" "$MNT" "${XPORT[@]}"
 fio_verify "$IMG" "${JOBS[@]}"
 echo faulty >"$MNT/md/dev-r5-1.img/state"
 check '[ "$(state r5-1.img)" = faulty ]' "member 1 failed"
 fio_verify --verify_only "$IMG" "${JOBS[@]}"
 stop_array "$MNT"
 mk_conf "$D/r5m.conf" level=5 chunk_size=64K members="r5-0.img missing r5-2.img r5-3.img" member_size=24M
-start_array "$D/r5m.conf" "$MNT"
+start_array "$D/r5m.conf" "$MNT" "${XPORT[@]}"
 check '[ "$(cat "$MNT/md/degraded")" = 1 ]' "mounted with member 1 missing"
 fio_verify --verify_only "$IMG" "${JOBS[@]}"
 stop_array "$MNT"
@@ -64,7 +68,7 @@ create_array "$D/f5.conf"
 head -c 4M /dev/urandom >"$WORK/data"
 
 log "raid5: EIO on member 2's reads met by a splice: the member fails, the data reads right"
-start_array "$D/f5.conf" "$MNT"
+start_array "$D/f5.conf" "$MNT" "${XPORT[@]}"
 dd if="$WORK/data" of="$IMG" bs=1M oflag=direct conv=notrunc status=none
 echo "error=EIO ops=read" >"$MNT/md/dev-f5-2.img/fault"
 cmp <(dd if="$IMG" bs=1M count=4 iflag=direct status=none) "$WORK/data" ||
@@ -78,7 +82,7 @@ check '[ "${fellback:-0}" -ge 1 ]' "the failed splice went the usual way ($(coun
 log "negative control: the same error with the fallback off reaches the reader"
 rm -f "$D"/f5-*.img
 create_array "$D/f5.conf"
-RAIDFUSE_SPLICE=nofallback start_array "$D/f5.conf" "$MNT"
+RAIDFUSE_SPLICE=nofallback start_array "$D/f5.conf" "$MNT" "${XPORT[@]}"
 dd if="$WORK/data" of="$IMG" bs=1M oflag=direct conv=notrunc status=none
 cmp <(dd if="$IMG" bs=1M count=4 iflag=direct status=none) "$WORK/data" ||
 	fail "nofallback, no fault: the data read differs"
@@ -94,7 +98,7 @@ stop_array "$MNT"
 # --- 4. switched off ------------------------------------------------------------------
 
 log "RAIDFUSE_SPLICE=0: nothing is spliced"
-RAIDFUSE_SPLICE=0 start_array "$D/f5.conf" "$MNT"
+RAIDFUSE_SPLICE=0 start_array "$D/f5.conf" "$MNT" "${XPORT[@]}"
 cmp <(dd if="$IMG" bs=1M count=4 iflag=direct status=none) "$WORK/data" || fail "splice off: the data differs"
 stop_array "$MNT"
 check '[ -z "$(counts)" ]' "splice off: no splice count in the log"

@@ -124,6 +124,8 @@ full() {
 # rLEVEL-N.img): created, mounted on MNT, fio_verify with JOBS on
 # MNT/array.img, unmounted; then CHECK is evaluated ($level set, the
 # daemon stopped) and must hold.  WHAT says what the level shows.
+# EACH_LEVEL_OPTS: more options for each mount (none by default).
+EACH_LEVEL_OPTS=()
 each_level() {
 	local dir=$1 mnt=$2 what=$3 cond=$4 spec level n
 	shift 4
@@ -135,7 +137,7 @@ each_level() {
 		mk_conf "$dir/r$level.conf" level="$level" chunk_size=64K members="$(members "$n" "r$level-")" \
 			member_size=24M
 		create_array "$dir/r$level.conf"
-		start_array "$dir/r$level.conf" "$mnt"
+		start_array "$dir/r$level.conf" "$mnt" "${EACH_LEVEL_OPTS[@]}"
 		fio_verify "$mnt/array.img" "$@"
 		stop_array "$mnt"
 		check "$cond" "raid$level: $what"
