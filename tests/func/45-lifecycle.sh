@@ -65,7 +65,7 @@ check "[ $rc = 1 ] && grep -q 'block 5: holds generation 999999' '$WORK/replay.o
 declare -A KNOWN=()
 : >"$WORK/all.out"
 # A loaded machine (load 12 on 2 cores) takes 3 s a step, not 0.5: past
-# 80 s the later seeds of a level are left out (each level runs its first).
+# 60 s the later seeds of a level are left out (each level runs its first).
 T45=$SECONDS
 # raid5 grown twice a sequence (--weight grow=40: reshapes with writes
 # through them, a kill -9 or a member failed half way), first
@@ -84,7 +84,7 @@ for level in 5 1; do
 		if [ $seed -gt 1 ] && [ "${RF_QUICK:-0}" = 1 ]; then
 			continue        # a quick run (the sanitizers' pass): one seed a level
 		fi
-		if [ $seed -gt 1 ] && [ $((SECONDS - T45)) -gt 80 ]; then
+		if [ $seed -gt 1 ] && [ $((SECONDS - T45)) -gt 60 ]; then
 			log "raid$level seed $seed: left out, the run's time budget is used ($((SECONDS - T45)) s)"
 			continue
 		fi
