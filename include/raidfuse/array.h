@@ -228,6 +228,12 @@ int rf_array_dev_find(struct rf_array *a, const char *name);
  * the write-intent bitmap marks, when there is one); "writemostly" and
  * "-writemostly" (raid1).  -EINVAL for another word, with a message. */
 int rf_array_dev_set_state(struct rf_array *a, const char *name, const char *word);
+/* md/safe_mode_delay: how long a written array stays idle before its
+ * superblocks say clean again, ms (md's 200 by default); 0: never by
+ * itself, only at shutdown (md's).  -ENOENT: the array keeps no
+ * clean/dirty state (no superblocks, read-only, raid0). */
+int rf_array_safe_mode_delay_get(const struct rf_array *a, unsigned *ms);
+int rf_array_safe_mode_delay_set(struct rf_array *a, unsigned ms);
 /* md/dev-NAME/timeout: an NBD device's command timeout, ms (nbd.h): a
  * command not done within it fails the device.  -ENOENT: no such device;
  * -EOPNOTSUPP: not an NBD export; set: -EINVAL for 0. */

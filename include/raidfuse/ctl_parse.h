@@ -55,6 +55,11 @@ int rf_ctl_parse_kib(const char *s, const char *word, uint64_t *out);
  * whole milliseconds (rounded down); at most a day. */
 int rf_ctl_parse_time_base(const char *s, unsigned *ms);
 
+/* md/safe_mode_delay: seconds with at most 3 decimals, as md's
+ * safe_delay_store() takes them ("0.200", "2", "0"), into ms; at most a
+ * day. */
+int rf_ctl_parse_safe_mode_delay(const char *s, unsigned *ms);
+
 /* md/dev-NAME/state: the words md's state_store takes that raidfuse acts
  * on, NULL-terminated; the parse gives the word's index. */
 extern const char *const rf_ctl_dev_state_words[];

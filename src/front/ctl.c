@@ -329,6 +329,36 @@ static int store_sync_speed_max(struct rf_array *a, int member, const char *val)
 	return store_speed_limit(a, val, true);
 }
 
+/* md's seconds with 3 decimals; present where the array keeps a
+ * clean/dirty state. */
+static bool has_safe_mode(const struct rf_array *a)
+{
+	unsigned ms;
+
+	return !rf_array_safe_mode_delay_get(a, &ms);
+}
+
+static void show_safe_mode_delay(struct rf_array *a, const struct rf_array_info *i, int member,
+				 struct rf_ctl_buf *b)
+{
+	unsigned ms = 0;
+
+	rf_array_safe_mode_delay_get(a, &ms);
+	rf_ctl_printf(b, "%u.%03u\n", ms / 1000, ms % 1000);
+}
+
+static int store_safe_mode_delay(struct rf_array *a, int member, const char *val)
+{
+	unsigned ms;
+
+	if (rf_ctl_parse_safe_mode_delay(val, &ms)) {
+		rf_warn("md/safe_mode_delay: '%s' is not a delay (seconds, at most 3 decimals; 0: clean only "
+			"at shutdown)", val);
+		return -EINVAL;
+	}
+	return rf_array_safe_mode_delay_set(a, ms);
+}
+
 /* md: KiB/s, "none" while no action runs. */
 static void show_sync_speed(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
 {
@@ -846,6 +876,8 @@ const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	ATTR_RO(sync_completed, .present = has_redundancy),
 	{ .name = "resync_start", .mode = 0644, .show = show_resync_start, .store = store_resync_start,
 	  .takes = "sectors, or none", .present = has_redundancy },
+	{ .name = "safe_mode_delay", .mode = 0644, .show = show_safe_mode_delay, .store = store_safe_mode_delay,
+	  .takes = "seconds, at most 3 decimals (0.200); 0: clean only at shutdown", .present = has_safe_mode },
 	/* write-only, as md's */
 	{ .name = "new_dev", .mode = 0200, .store = store_new_dev, .takes = "the path of a file to add as a spare",
 	  .as_writer = true },

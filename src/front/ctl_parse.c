@@ -117,10 +117,12 @@ int rf_ctl_parse_kib(const char *s, const char *word, uint64_t *out)
 	return 0;
 }
 
-int rf_ctl_parse_time_base(const char *s, unsigned *ms)
+/* Seconds with at most `decimals` decimals (1..4), as md's
+ * strict_strtoul_scaled() takes them, into whole ms; at most a day. */
+static int parse_seconds(const char *s, int decimals, unsigned *ms)
 {
 	uint64_t v = 0;         /* 1/10000 s */
-	int digits = 0, decimals = 4;
+	int digits = 0;
 
 	for (; *s >= '0' && *s <= '9'; s++, digits++) {
 		v = v * 10 + (uint64_t)(*s - '0');
@@ -140,6 +142,16 @@ int rf_ctl_parse_time_base(const char *s, unsigned *ms)
 		return -EINVAL;
 	*ms = (unsigned)(v / 10);
 	return 0;
+}
+
+int rf_ctl_parse_time_base(const char *s, unsigned *ms)
+{
+	return parse_seconds(s, 4, ms);
+}
+
+int rf_ctl_parse_safe_mode_delay(const char *s, unsigned *ms)
+{
+	return parse_seconds(s, 3, ms);
 }
 
 const char *const rf_ctl_dev_state_words[] = {

@@ -375,13 +375,36 @@ static void tick(struct rf_sbstate *s)
 		rf_array_quiesced(s->a, clean_drained, s);
 }
 
-/* The timer's run: a kick (a member failed) or an idle period passed. */
+/* The timer's run: a kick (a member failed) or an idle period passed.
+ * With no period (safe_mode_delay 0) the array is marked clean only at
+ * shutdown. */
 static void timer_run(void *arg)
 {
 	struct rf_sbstate *s = arg;
 
 	record_failed(s);
-	tick(s);
+	if (atomic_load(&s->timer.period_ms))
+		tick(s);
+}
+
+int rf_array_safe_mode_delay_get(const struct rf_array *a, unsigned *ms)
+{
+	struct rf_sbstate *s = rf_array_sbstate(a);
+
+	if (!s)
+		return -ENOENT;
+	*ms = atomic_load(&s->timer.period_ms);
+	return 0;
+}
+
+int rf_array_safe_mode_delay_set(struct rf_array *a, unsigned ms)
+{
+	struct rf_sbstate *s = rf_array_sbstate(a);
+
+	if (!s)
+		return -ENOENT;
+	rf_bg_set_period(&s->timer, ms);
+	return 0;
 }
 
 /* The sync thread's news (see rf_sync_notify_fn), on its thread or on

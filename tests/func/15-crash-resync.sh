@@ -77,6 +77,9 @@ round() {
 	start_array "$D/raid.conf" "$MNT"
 	logf=$(daemon_log_file "$MNT")
 	check '[ "$(val resync_start)" = none ]' "$name: created --assume-clean: no resync due"
+	# md's 0: once written the array stays active until the daemon goes,
+	# so the kill finds it dirty whatever pace fio keeps on a loaded machine.
+	echo 0 >"$MNT/md/safe_mode_delay"
 	ack_start "$acked" --iodepth=8
 	sleep 0.5
 	kill_daemon
@@ -174,20 +177,20 @@ r6_one_missing() {
 	truncate -s 8M "$D/ref"
 	"$RFHELPER" fill "$D/ref" $((8 << 11)) >/dev/null || fail "r6miss: writing the reference failed"
 	start_array_daemon "$D/raid.conf" "$MNT" --log "$D/log1"
+	# Active from the first write until the kill (md's 0).
+	echo 0 >"$MNT/md/safe_mode_delay"
 	"$RFHELPER" fill "$IMG" $((8 << 11)) >/dev/null || fail "r6miss: writing the pattern failed"
 	"$RAIDFUSE" ctl "$MNT" fail d0.img || fail "r6miss: ctl fail d0.img refused"
 	fio --name=bg --filename="$IMG" --rw=randwrite --bs=4k --offset=16M --size=8M --direct=1 \
 		--ioengine=libaio --iodepth=8 --time_based --runtime=30 >/dev/null 2>&1 &
 	fio_pid=$!
 	# Killed once writes are under way: the superblocks of the members in
-	# service say active (fio may take a while to start on a loaded
-	# machine; d0's, failed, is written no more and may say active from
-	# before: the array was then clean again between the fill and fio).
-	for ((w = 0; w < 100; w++)); do
+	# service say active (d0's, failed, is written no more).
+	for ((w = 0; w < 300; w++)); do
 		[ "$(states "$D" 5 1)" = "active active active active" ] && break
 		sleep 0.1
 	done
-	sleep 0.3
+	sleep 0.5
 	kill_daemon
 	kill "$fio_pid" 2>/dev/null || true
 	wait "$fio_pid" 2>/dev/null || true
@@ -253,5 +256,15 @@ grep -q "resync due from sector 0: starting it" "$(daemon_log_file "$MNT")" ||
 check '[ "$(val resync_start)" = none ]' "created: resync_start after the first resync"
 check '[ "$(states "$D" 4)" = "clean clean clean clean" ]' "created: superblocks clean once resynced"
 check_zero "created"
+log "md/safe_mode_delay: 0 keeps a written array active; a delay marks it clean again"
+check '[ "$(val safe_mode_delay)" = 0.200 ]' "safe_mode_delay by default: $(val safe_mode_delay)"
+! echo 200ms 2>/dev/null >"$MNT/md/safe_mode_delay" || fail "safe_mode_delay took '200ms'"
+echo 0 >"$MNT/md/safe_mode_delay"
+check '[ "$(val safe_mode_delay)" = 0.000 ]' "safe_mode_delay after 0: $(val safe_mode_delay)"
+dd if=/dev/urandom of="$IMG" bs=4k count=1 seek=9 conv=notrunc oflag=direct status=none || fail "a write failed"
+sleep 1
+check '[ "$(states "$D" 4)" = "active active active active" ]' "safe_mode_delay 0: idle 1 s after a write"
+echo 0.05 >"$MNT/md/safe_mode_delay"
+WAIT_SECS=10 wait_for "safe_mode_delay 0.05: clean again" '[ "$(states "$D" 4)" = "clean clean clean clean" ]'
 stop_array "$MNT"
 log "ok"

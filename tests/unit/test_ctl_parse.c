@@ -107,6 +107,18 @@ static void test_numbers(void **state)
 	assert_int_equal(rf_ctl_parse_time_base("-1", &k), -EINVAL);
 	assert_int_equal(rf_ctl_parse_time_base("1s", &k), -EINVAL);
 	assert_int_equal(k, 7);
+	/* md/safe_mode_delay: seconds with up to 3 decimals, into ms */
+	assert_int_equal(rf_ctl_parse_safe_mode_delay("0.200", &k), 0);
+	assert_int_equal(k, 200);
+	assert_int_equal(rf_ctl_parse_safe_mode_delay("0", &k), 0);
+	assert_int_equal(k, 0);
+	assert_int_equal(rf_ctl_parse_safe_mode_delay("2.5", &k), 0);
+	assert_int_equal(k, 2500);
+	k = 9;
+	assert_int_equal(rf_ctl_parse_safe_mode_delay("0.0005", &k), -EINVAL);
+	assert_int_equal(rf_ctl_parse_safe_mode_delay("200ms", &k), -EINVAL);
+	assert_int_equal(rf_ctl_parse_safe_mode_delay("86401", &k), -EINVAL);
+	assert_int_equal(k, 9);
 }
 
 static void test_words(void **state)
