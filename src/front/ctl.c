@@ -371,14 +371,20 @@ static void show_sync_speed(struct rf_array *a, const struct rf_array_info *i, i
 		rf_ctl_printf(b, "%u\n", st.speed);
 }
 
-/* md: "done / total" sectors, "none" while no action runs. */
+static bool reshape_done(struct rf_array *a, uint64_t *done, uint64_t *total);
+
+/* md: "done / total" sectors of the sync action running, or of a reshape
+ * (in sectors of each member, as md's reshape counts), "none" else. */
 static void show_sync_completed(struct rf_array *a, const struct rf_array_info *i, int member,
 				struct rf_ctl_buf *b)
 {
 	struct rf_sync_status st;
+	uint64_t done, total;
 
 	rf_sync_get(a, &st);
-	if (st.action == RF_SYNC_IDLE || st.action == RF_SYNC_FROZEN)
+	if (st.action != RF_SYNC_FROZEN && reshape_done(a, &done, &total))
+		rf_ctl_printf(b, "%llu / %llu\n", (unsigned long long)done, (unsigned long long)total);
+	else if (st.action == RF_SYNC_IDLE || st.action == RF_SYNC_FROZEN)
 		rf_ctl_printf(b, "none\n");
 	else
 		rf_ctl_printf(b, "%llu / %llu\n", (unsigned long long)st.done, (unsigned long long)st.total);
@@ -1017,23 +1023,35 @@ static bool is_bitmap_attr(const struct rf_ctl_attr *at)
 /* mdstat's line for a reshape under way, as md prints it (the position
  * in KiB of each member, of the members' size), without md's speed and
  * finish (the walk keeps no rate); 0 without a reshape. */
-static int reshape_line(struct rf_array *a, char *buf, size_t len)
+/* A reshape under way: how far the walk is, in sectors of each member
+ * (from the end for a backward one), of the members' size. */
+static bool reshape_done(struct rf_array *a, uint64_t *done, uint64_t *total)
 {
 	const struct rf_geom *g = rf_array_geom(a);
-	uint64_t pos, done, total = g->dev_sectors;
+	uint64_t pos;
+	bool back;
+
+	*total = g->dev_sectors;
+	if (!rf_array_reshape(a, &pos, &back) || !g->data_disks)
+		return false;
+	*done = pos / (uint64_t)g->data_disks;
+	if (back)
+		*done = *done < *total ? *total - *done : 0;
+	if (*done > *total)
+		*done = *total;
+	return true;
+}
+
+static int reshape_line(struct rf_array *a, char *buf, size_t len)
+{
+	uint64_t done, total;
 	unsigned permille, k, x;
 	char bar[22];
-	bool back;
 	int n;
 
 	buf[0] = '\0';
-	if (!rf_array_reshape(a, &pos, &back) || !g->data_disks)
+	if (!reshape_done(a, &done, &total))
 		return 0;
-	done = pos / (uint64_t)g->data_disks;
-	if (back)
-		done = done < total ? total - done : 0;
-	if (done > total)
-		done = total;
 	permille = total ? (unsigned)(done * 1000 / total) : 0;
 	x = permille / 50;
 	for (k = 0; k < 21; k++)

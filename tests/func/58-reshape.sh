@@ -14,7 +14,8 @@
 #     where md left it, mdstat shows the reshape; writes below, across and
 #     above the position read back as the model says.
 #  2. sync_action idle with sync_speed_max 1000 (KiB/s of each member):
-#     the position moves; a write into rows moved since the assembly;
+#     the position moves (sync_completed counts it, as md's does); a write
+#     into rows moved since the assembly;
 #     kill -9 while it moves.  Assembled again (frozen): the position is at
 #     or past where it was seen, the image is the model.  Twice.
 #  3. unfrozen at full speed: the reshape ends; the image grows to md's
@@ -85,6 +86,10 @@ moving() {
 		sleep 0.05
 	done
 	[ $i -lt 200 ] || fail "$1: the position did not move from $start in 10 s: $(pos)"
+	# md's sync_completed counts a running reshape in sectors of each member
+	read -r done slash total <"$MNT/md/sync_completed"
+	[ "$slash" = / ] && [ "$done" -gt 0 ] && [ "$done" -le "$total" ] ||
+		fail "$1: sync_completed mid-reshape: '$done $slash $total'"
 	# (within the old array's data: LIMIT sectors, $OLD unless given)
 	[ "$p" -le "${3:-$OLD}" ] || p=${3:-$OLD}
 	at=$(((start + p) / 2 / 8 * 8))
