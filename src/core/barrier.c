@@ -161,13 +161,27 @@ void rf_release(struct rf_array *a, unsigned keep)
 		rf_inline_end(a, w, saved);
 }
 
+/* The services told of a change of the array's table (hooks.h reconf). */
+static void reconf_hooks(struct rf_array *a, bool begin)
+{
+	int k;
+
+	for (k = 0; k < a->nhooks; k++)
+		if (a->hooks[k].h->reconf)
+			a->hooks[k].h->reconf(a->hooks[k].priv, begin);
+}
+
 static int quiesced(struct rf_array *a, unsigned bits, int (*fn)(void *arg), void *arg)
 {
 	int ret;
 
 	pthread_mutex_lock(&a->reconf_lock);
 	rf_drain(a, bits);
+	if (bits == RF_HOLD_ALL)
+		reconf_hooks(a, true);
 	ret = fn(arg);
+	if (bits == RF_HOLD_ALL)
+		reconf_hooks(a, false);
 	rf_release(a, a->suspended ? RF_HOLD_WRITES : 0);
 	pthread_mutex_unlock(&a->reconf_lock);
 	return ret;

@@ -60,6 +60,11 @@ struct rf_hooks {
 	 * there, it left, its superblock changed).  Device lock held, every
 	 * request drained. */
 	void (*dev_changed)(void *priv, int dev);
+	/* Every request drained for a change of the array's shape or table
+	 * (rf_array_quiesced_all(); begin true), and that change done (begin
+	 * false): a service thread that reads the table outside the drain
+	 * stays out of it meanwhile.  reconf_lock held. */
+	void (*reconf)(void *priv, bool begin);
 	/* Fill the service's fields of md's attributes. */
 	void (*info)(void *priv, struct rf_array_info *out);
 	/* Start its threads (after any fork, once the workers run): 0 or

@@ -346,6 +346,8 @@ static void record_failed_locked(struct rf_sbstate *s)
 {
 	uint64_t f;
 
+	if (s->reconf)
+		return;         /* the table moves: after it (hook_reconf()) */
 	atomic_store(&s->unrecorded, false);
 	f = rf_array_faulty(s->a) & rf_array_present(s->a) & ~s->recorded;
 	while (f) {
@@ -582,6 +584,19 @@ static void hook_info(void *priv, struct rf_array_info *out)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* While the table changes the timer thread records nothing (it would
+ * read slots being moved); what failed meanwhile is recorded after. */
+static void hook_reconf(void *priv, bool begin)
+{
+	struct rf_sbstate *s = priv;
+
+	sb_lock(s);
+	s->reconf = begin;
+	sb_unlock(s);
+	if (!begin && atomic_load(&s->unrecorded))
+		rf_sbstate_kick(s);
+}
+
 static int hook_start(void *priv)
 {
 	return rf_sbstate_start(priv);
@@ -602,6 +617,7 @@ static const struct rf_hooks sbstate_hooks = {
 	.write_start = hook_write_start,
 	.member_failed = hook_member_failed,
 	.dev_changed = hook_dev_changed,
+	.reconf = hook_reconf,
 	.info = hook_info,
 	.start = hook_start,
 	.stop = hook_stop,

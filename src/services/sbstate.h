@@ -52,6 +52,8 @@ struct rf_sbstate {
 	uint64_t events;                /* the array's count, as last written */
 	uint64_t resync_offset;         /* where a resync is due; RF_SB_MAX_SECTOR: none */
 	uint64_t recorded;              /* slots recorded as faulty */
+	bool reconf;                    /* the table changes (the reconf hook): failed
+					 * members are recorded after */
 	uint64_t reshape_recorded;      /* a reshape's position as the superblocks last say it */
 	int n;                          /* slots */
 	/* the timer thread: records failed members when kicked, and after
