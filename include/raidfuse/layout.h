@@ -36,6 +36,10 @@ enum rf_r5_algo {
 	RF_ALGO_PARITY_0_6 = 20,
 };
 
+/* raid10's layout word: near copies in bits 0-7, far copies in 8-15
+ * (md's raid10.c); near-2, the default and what a raid0 becomes. */
+#define RF_R10_NEAR2 0x102
+
 /* raid0 layouts md records for arrays of more than one zone (raid0.h). */
 enum rf_r0_layout {
 	RF_R0_LAYOUT_NONE = 0,          /* none recorded: md refuses a multi-zone array */
@@ -156,6 +160,9 @@ void rf_r0_map(const struct rf_geom *g, uint64_t array_sector, int *member, uint
 /* raid10: every copy of one array sector.  Fills devs/addrs (up to
  * near_copies * far_copies entries) in md's copy order and returns the count. */
 int rf_r10_map(const struct rf_geom *g, uint64_t array_sector, int *devs, uint64_t *addrs);
+/* Whether some chunk of raid10 geometry g has no copy outside the slots
+ * in out (the array has failed with them gone). */
+bool rf_r10_lost(const struct rf_geom *g, uint64_t out);
 
 /* raid1 or raid10: every copy of one array sector (raid1: the same sector
  * on every member, in member order; raid10: rf_r10_map()). */

@@ -585,9 +585,9 @@ static int regroup(struct rf_array *a, int raid_disks, char *err, size_t errlen)
 	return 0;
 }
 
-/* dev_lock held: slot k an empty place (md's missing device), put where
- * the first spare was; the spares move behind.  a->nmembers counts it. */
-static void empty_slot(struct rf_array *a, int k)
+/* dev_lock held: a new empty place (md's missing device) at the end of
+ * the table; its index. */
+static int new_missing(struct rf_array *a)
 {
 	int i = rf_dev_append(a);
 
@@ -596,7 +596,14 @@ static void empty_slot(struct rf_array *a, int k)
 	a->devs[i].io.fault = rf_fault_new();
 	a->devs[i].flags = RF_DEV_MISSING | RF_DEV_FAULTY;
 	a->devs[i].data_offset = a->devs[i].new_data_offset = a->devs[0].data_offset;
-	rf_dev_swap(a, k, i);
+	return i;
+}
+
+/* dev_lock held: slot k an empty place, put where the first spare was;
+ * the spares move behind.  a->nmembers counts it. */
+static void empty_slot(struct rf_array *a, int k)
+{
+	rf_dev_swap(a, k, new_missing(a));
 	a->present &= ~(1ull << k);
 	atomic_fetch_or(&a->faulty, 1ull << k);
 }
@@ -690,27 +697,89 @@ int rf_array_remove_mirrors(struct rf_array *a, int raid_disks, char *err, size_
 	return ret;
 }
 
+/* The geometry a takeover makes of the array's: level, layout, chunk
+ * over raid_disks slots, the same size.  0, or -EINVAL with why. */
+static int takeover_geom(const struct rf_array *a, int level, int layout, int raid_disks, uint32_t chunk_sectors,
+			 struct rf_geom *g, char *err, size_t errlen)
+{
+	int i, ret;
+
+	*g = a->geom;
+	g->level = level;
+	g->layout = layout;
+	g->raid_disks = raid_disks;
+	g->chunk_sectors = level == 1 ? 0 : chunk_sectors;
+	/* raid0 of one zone: every member its dev_sectors. */
+	memset(g->r0_sectors, 0, sizeof(g->r0_sectors));
+	for (i = 0; level == 0 && i < raid_disks; i++)
+		g->r0_sectors[i] = a->geom.dev_sectors;
+	ret = rf_geom_init(g, err, errlen);
+	if (ret)
+		return ret;
+	if (!level_ops(level) || g->array_sectors != a->geom.array_sectors || a->reshape.active) {
+		snprintf(err, errlen, "raid%d of %d to raid%d of %d: not a takeover in place", a->geom.level,
+			 a->nmembers, level, raid_disks);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The level ops and worker groups of geometry g (the groups' stripe heads
+ * are the level's, or none, with a column per slot).  0, or -errno with
+ * why (nothing changed). */
+static int takeover_ops(struct rf_array *a, const struct rf_geom *g, char *err, size_t errlen)
+{
+	const struct rf_level_ops *ops = level_ops(g->level), *old_ops = a->ops;
+	uint32_t old_stripe = a->stripe_size, old_chunk = a->chunk_bytes;
+	int ret;
+
+	a->ops = ops;
+	a->chunk_bytes = g->chunk_sectors * 512;
+	if (a->chunk_bytes && a->chunk_bytes < a->stripe_size)
+		a->stripe_size = a->chunk_bytes;
+	if (ops == old_ops && g->raid_disks == a->nmembers)
+		return 0;
+	ret = regroup(a, g->raid_disks, err, errlen);
+	if (ret) {
+		a->ops = old_ops;
+		a->chunk_bytes = old_chunk;
+		a->stripe_size = old_stripe;
+	}
+	return ret;
+}
+
+/* dev_lock held: device i, out of the slots now, a spare; an empty
+ * place gone (a drop moves the last device into i). */
+static void left_slot(struct rf_array *a, int i)
+{
+	if (a->devs[i].flags & RF_DEV_MISSING)
+		rf_dev_drop(a, i);
+	else
+		a->devs[i].flags = RF_DEV_SPARE;
+}
+
+/* The takeover's geometry in force, the devices' changes told. */
+static void takeover_done(struct rf_array *a, const struct rf_geom *g)
+{
+	int i;
+
+	a->geom = *g;
+	rf_stripe_cache_forget(a, 0, UINT64_MAX);
+	rf_devs_flags_changed(a);
+	for (i = 0; i < a->ndevs; i++)
+		rf_dev_changed(a, i);
+}
+
 int rf_array_takeover(struct rf_array *a, int level, int layout, int raid_disks, uint32_t chunk_sectors, char *err,
 		      size_t errlen)
 {
-	const struct rf_level_ops *ops = level_ops(level), *old_ops = a->ops;
-	struct rf_geom g = a->geom;
-	uint32_t old_stripe = a->stripe_size, old_chunk = a->chunk_bytes;
+	struct rf_geom g;
 	int oldn = a->nmembers, i, ret;
 
-	g.level = level;
-	g.layout = layout;
-	g.raid_disks = raid_disks;
-	g.chunk_sectors = level == 1 ? 0 : chunk_sectors;
-	/* raid0 of one zone: every member its dev_sectors. */
-	memset(g.r0_sectors, 0, sizeof(g.r0_sectors));
-	for (i = 0; level == 0 && i < raid_disks; i++)
-		g.r0_sectors[i] = a->geom.dev_sectors;
-	ret = rf_geom_init(&g, err, errlen);
+	ret = takeover_geom(a, level, layout, raid_disks, chunk_sectors, &g, err, errlen);
 	if (ret)
 		return ret;
-	if (!ops || g.array_sectors != a->geom.array_sectors || raid_disks > oldn + 1 || raid_disks < oldn - 1 ||
-	    a->reshape.active || (raid_disks > oldn && a->ndevs >= RF_MAX_DEVS)) {
+	if (raid_disks > oldn + 1 || raid_disks < oldn - 1 || (raid_disks > oldn && a->ndevs >= RF_MAX_DEVS)) {
 		snprintf(err, errlen, "raid%d of %d to raid%d of %d: not a takeover in place", a->geom.level, oldn,
 			 level, raid_disks);
 		return -EINVAL;
@@ -728,21 +797,9 @@ int rf_array_takeover(struct rf_array *a, int level, int layout, int raid_disks,
 			return -EINVAL;
 		}
 	}
-	/* The groups' stripe heads are the level's (or none) and have a
-	 * column per slot: new ones for the new level and count. */
-	a->ops = ops;
-	a->chunk_bytes = g.chunk_sectors * 512;
-	if (a->chunk_bytes && a->chunk_bytes < a->stripe_size)
-		a->stripe_size = a->chunk_bytes;
-	if (ops != old_ops || raid_disks != oldn) {
-		ret = regroup(a, raid_disks, err, errlen);
-		if (ret) {
-			a->ops = old_ops;
-			a->chunk_bytes = old_chunk;
-			a->stripe_size = old_stripe;
-			return ret;
-		}
-	}
+	ret = takeover_ops(a, &g, err, errlen);
+	if (ret)
+		return ret;
 	rf_devs_lock(a);
 	/* A slot more (md's raid0 -> raid4/5): empty. */
 	if (raid_disks > oldn)
@@ -752,17 +809,113 @@ int rf_array_takeover(struct rf_array *a, int level, int layout, int raid_disks,
 	for (i = oldn - 1; i >= raid_disks; i--) {
 		atomic_fetch_and(&a->faulty, ~(1ull << i));
 		a->present &= ~(1ull << i);
-		if (a->devs[i].flags & RF_DEV_MISSING)
-			rf_dev_drop(a, i);
-		else
-			a->devs[i].flags = RF_DEV_SPARE;
+		left_slot(a, i);
 	}
 	rf_devs_unlock(a);
-	a->geom = g;
-	rf_stripe_cache_forget(a, 0, UINT64_MAX);
-	rf_devs_flags_changed(a);
-	for (i = raid_disks; i < oldn && i < a->ndevs; i++)
-		rf_dev_changed(a, i);
+	takeover_done(a, &g);
+	return 0;
+}
+
+/* Whether geometry g has lost some data with the slots in out gone. */
+static bool geom_lost(const struct rf_geom *g, uint64_t out)
+{
+	uint64_t all = g->raid_disks == 64 ? ~0ull : (1ull << g->raid_disks) - 1;
+
+	out &= all;
+	if (g->level == 1)
+		return out == all;
+	if (g->level == 10)
+		return rf_r10_lost(g, out);
+	return __builtin_popcountll(out) > g->max_degraded;
+}
+
+int rf_array_takeover_slots(struct rf_array *a, int level, int layout, int raid_disks, uint32_t chunk_sectors,
+			    const int *to_slot, char *err, size_t errlen)
+{
+	struct rf_geom g;
+	int oldn = a->nmembers, where[RF_MAX_MEMBERS], at[RF_MAX_DEVS], leaving[RF_MAX_MEMBERS], nleave = 0,
+	    kept = 0, i, k, ret;
+	uint64_t taken = 0, in_sync = 0, present = 0, faulty = 0, old_present = a->present,
+		 old_faulty = rf_faulty(a);
+
+	ret = takeover_geom(a, level, layout, raid_disks, chunk_sectors, &g, err, errlen);
+	if (ret)
+		return ret;
+	for (i = 0; i < oldn; i++) {
+		if (to_slot[i] < 0)
+			continue;
+		if (to_slot[i] >= raid_disks || (taken >> to_slot[i] & 1)) {
+			snprintf(err, errlen, "slot %d to slot %d: not a slot of the new %d, or taken twice", i,
+				 to_slot[i], raid_disks);
+			return -EINVAL;
+		}
+		taken |= 1ull << to_slot[i];
+		kept++;
+		if (!(old_faulty >> i & 1))
+			in_sync |= 1ull << to_slot[i];
+	}
+	if (geom_lost(&g, ~in_sync)) {
+		snprintf(err, errlen, "raid%d of %d with the slots 0x%llx in sync: some data would have no copy",
+			 level, raid_disks, (unsigned long long)in_sync);
+		return -EINVAL;
+	}
+	if (raid_disks > RF_MAX_MEMBERS || a->ndevs + raid_disks - kept > RF_MAX_DEVS) {
+		snprintf(err, errlen, "raid%d of %d: more devices than raidfuse keeps (%d)", level, raid_disks,
+			 RF_MAX_DEVS);
+		return -EINVAL;
+	}
+	ret = takeover_ops(a, &g, err, errlen);
+	if (ret)
+		return ret;
+	rf_devs_lock(a);
+	/* Slot k takes the device of the old slot that maps to it, or a new
+	 * empty place; at[] says whose device each index holds (-1: a spare
+	 * or an empty place), where[] where each old slot's device is. */
+	for (i = 0; i < a->ndevs; i++)
+		at[i] = i < oldn ? i : -1;
+	for (i = 0; i < oldn; i++)
+		where[i] = i;
+	for (k = 0; k < raid_disks; k++) {
+		int s = -1, cur;
+
+		for (i = 0; i < oldn; i++)
+			if (to_slot[i] == k)
+				s = i;
+		if (s >= 0) {
+			cur = where[s];
+			present |= (old_present >> s & 1) << k;
+			faulty |= (old_faulty >> s & 1) << k;
+		} else {
+			cur = new_missing(a);
+			at[cur] = -1;
+			faulty |= 1ull << k;
+		}
+		rf_dev_swap(a, k, cur);
+		if (at[k] >= 0)
+			where[at[k]] = cur;
+		at[cur] = at[k];
+		at[k] = s;
+	}
+	a->present = present;
+	atomic_store(&a->faulty, faulty);
+	/* The devices that left their slots: spares (the caller may take
+	 * them out of the array), empty places gone; from the highest index
+	 * down, as a drop moves the last device into its place. */
+	for (i = 0; i < oldn; i++)
+		if (to_slot[i] < 0)
+			leaving[nleave++] = where[i];
+	while (nleave) {
+		int top = 0;
+
+		for (i = 1; i < nleave; i++)
+			if (leaving[i] > leaving[top])
+				top = i;
+		i = leaving[top];
+		leaving[top] = leaving[--nleave];
+		left_slot(a, i);
+	}
+	rf_devs_unlock(a);
+	takeover_done(a, &g);
 	return 0;
 }
 

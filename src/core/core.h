@@ -170,6 +170,14 @@ int rf_array_remove_mirrors(struct rf_array *a, int raid_disks, char *err, size_
  * them.  0, or -errno with why (nothing changed). */
 int rf_array_takeover(struct rf_array *a, int level, int layout, int raid_disks, uint32_t chunk_sectors, char *err,
 		      size_t errlen);
+/* Inside rf_array_quiesced_all(): a takeover that moves devices between
+ * slots (md's raid0 <-> raid10 near-2, raid1 -> raid0): old slot i's
+ * device takes slot to_slot[i] of the new raid_disks, or (-1) leaves the
+ * slots as a spare (an empty place: gone); a new slot no device maps to
+ * is an empty place.  The caller knows the result survives (every copy
+ * it needs is kept).  0, or -errno with why (nothing changed). */
+int rf_array_takeover_slots(struct rf_array *a, int level, int layout, int raid_disks, uint32_t chunk_sectors,
+			    const int *to_slot, char *err, size_t errlen);
 /* The level the array takes when the reshape under way ends (-1: as it
  * is; not recorded).  Set inside rf_array_quiesced_all(). */
 void rf_array_set_reshape_then(struct rf_array *a, int level);

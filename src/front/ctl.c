@@ -837,8 +837,10 @@ int rf_ctl_dev_list(struct rf_array *a, struct rf_ctl_dev_ent *out, int max)
 
 const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	{ .name = "level", .mode = 0644, .show = show_level, .store = store_level,
-	  .takes = "a level: raid6 on a raid4/5 (a restripe by one spare, md/new_dev), raid5 on a raid4 or a "
-		   "raid6 of a -6 layout, raid4 on a parity-last raid5" },
+	  .takes = "a level: raid6 on a raid4/5 (a restripe by one spare, md/new_dev), raid5 on a raid4, a "
+		   "raid6 of a -6 layout, a raid0 or a raid1 of two, raid4 on a parity-last raid5 or a raid0, "
+		   "raid10 on a raid0, raid0 on a parity-last raid4/5, a near-2 raid10 or a raid1, raid1 on a "
+		   "raid5 of two" },
 	{ .name = "layout", .mode = 0644, .show = show_layout, .store = store_layout,
 	  .takes = "a layout of the level (md's number or name): a relayout of the same members" },
 	{ .name = "chunk_size", .mode = 0644, .show = show_chunk_size, .store = store_chunk_size,

@@ -195,27 +195,10 @@ static bool raid1_failed(const struct rf_array *a, uint64_t faulty)
 	return (faulty & all) == all;
 }
 
-/* raid10 has failed when some chunk has no in-sync copy left.  The copy
- * pattern repeats every raid_disks chunks, twice that covers far sets. */
+/* raid10 has failed when some chunk has no in-sync copy left. */
 static bool raid10_failed(const struct rf_array *a, uint64_t faulty)
 {
-	const struct rf_geom *g = &a->geom;
-	int devs[RF_MAX_MEMBERS], n, i, c;
-	uint64_t addrs[RF_MAX_MEMBERS];
-
-	for (c = 0; c < 2 * g->raid_disks; c++) {
-		uint64_t sector = (uint64_t)c * g->chunk_sectors;
-		bool any = false;
-
-		if (sector >= g->array_sectors)
-			break;
-		n = rf_r10_map(g, sector, devs, addrs);
-		for (i = 0; i < n; i++)
-			any |= !(faulty & (1ull << devs[i]));
-		if (!any)
-			return true;
-	}
-	return false;
+	return rf_r10_lost(&a->geom, faulty);
 }
 
 /* ---- the sync work of one region ---- */

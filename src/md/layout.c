@@ -260,7 +260,10 @@ int rf_geom_init(struct rf_geom *g, char *err, size_t errlen)
 		err[0] = '\0';
 
 	switch (g->level) {
-	case 0: case 1: case 4: case 5: case 10:
+	case 0:
+		min_disks = 1;  /* md's: what a raid1 taken over leaves */
+		break;
+	case 1: case 4: case 5: case 10:
 		break;
 	case 6:
 		min_disks = 4;
@@ -731,6 +734,28 @@ int rf_r10_map(const struct rf_geom *g, uint64_t array_sector, int *devs, uint64
 	return slot;
 }
 
+bool rf_r10_lost(const struct rf_geom *g, uint64_t out)
+{
+	int devs[RF_MAX_MEMBERS], n, i, c;
+	uint64_t addrs[RF_MAX_MEMBERS];
+
+	/* The copy pattern repeats every raid_disks chunks; twice that
+	 * covers far sets. */
+	for (c = 0; c < 2 * g->raid_disks; c++) {
+		uint64_t sector = (uint64_t)c * g->chunk_sectors;
+		bool any = false;
+
+		if (sector >= g->array_sectors)
+			break;
+		n = rf_r10_map(g, sector, devs, addrs);
+		for (i = 0; i < n; i++)
+			any |= !(out >> devs[i] & 1);
+		if (!any)
+			return true;
+	}
+	return false;
+}
+
 /* Sectors from array_sector to the end of its chunk, or of the array if
  * that comes first (raid1 has no chunks: to the end of the array). */
 uint64_t rf_geom_chunk_left(const struct rf_geom *g, uint64_t array_sector)
@@ -789,7 +814,7 @@ static int default_layout(int level)
 	case 6:
 		return RF_ALGO_LEFT_SYMMETRIC;
 	case 10:
-		return 0x102;	/* n2 */
+		return RF_R10_NEAR2;
 	}
 	return -EINVAL;
 }

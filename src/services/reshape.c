@@ -85,14 +85,15 @@
  *
  * md's takeovers that move no data (rf_reshape_level(), takeover()) change
  * the level in place, the level ops too where they differ: raid4 <-> raid5,
- * raid6 -> raid5, raid1 of two <-> raid5 of two, raid0 <-> raid4/5.  So a
+ * raid6 -> raid5, raid1 of two <-> raid5 of two, raid0 <-> raid4/5, raid0
+ * <-> raid10 near-2, raid1 -> raid0 (devices move between slots:
+ * rf_array_takeover_slots()).  So a
  * raid1 or raid0 with 1.x superblocks has the walk too: it may become a
  * raid5 and grow.
  *
  * It does NOT: keep a bitmap or a partial parity log through a reshape, go on
  * while a device is being rebuilt (one found at assembly: it waits for the
- * rebuild), grow a raid0 or raid10 by members (md does a raid0's through a
- * degraded raid4), or take over between raid10 and raid0/raid1.
+ * rebuild), or grow a raid10 by members.
  *
  * Pace: sync_speed_max (KiB of each member per second, as md counts), and
  * sync_speed_min while foreground IO is in flight or was within half a
@@ -1237,18 +1238,65 @@ struct takeover {
 	struct rf_array *a;
 	int from_level, level, layout, raid_disks;
 	uint32_t chunk_sectors;
-	char dropped[256];              /* the device that left the array, if any */
+	/* set: devices move between slots (rf_array_takeover_slots()) */
+	bool remap;
+	int to_slot[RF_MAX_MEMBERS];
+	int ndropped;
+	char dropped[RF_MAX_MEMBERS][256];      /* the devices that left the array */
 	char *err;
 	size_t errlen;
 };
+
+/* A takeover that moves devices between slots: those that leave the
+ * slots (md's raid10 -> raid0: one copy of each pair stays) leave the
+ * array, as mdadm fails and removes them (every superblock, their own
+ * too, says faulty). */
+static int takeover_remap(struct takeover *t)
+{
+	struct rf_array *a = t->a;
+	uint32_t leaving[RF_MAX_MEMBERS];
+	int nleave = 0, i, j, ret;
+
+	rf_devs_lock(a);
+	for (i = 0; i < rf_array_nslots(a); i++) {
+		const struct rf_dev *d = rf_dev_get(a, i);
+
+		if (t->to_slot[i] < 0 && !(d->flags & RF_DEV_MISSING) && d->sb_has)
+			leaving[nleave++] = d->sb.dev_number;
+	}
+	rf_devs_unlock(a);
+	ret = rf_array_takeover_slots(a, t->level, t->layout, t->raid_disks, t->chunk_sectors, t->to_slot, t->err,
+				      t->errlen);
+	if (!ret)
+		ret = rf_sbstate_takeover(rf_array_sbstate(a), t->from_level);
+	if (ret)
+		return ret;
+	rf_devs_lock(a);
+	for (i = rf_devs_count(a) - 1; i >= t->raid_disks; i--) {
+		const struct rf_dev *d = rf_dev_get(a, i);
+
+		for (j = 0; j < nleave && !(d->sb_has && d->sb.dev_number == leaving[j]); j++)
+			;
+		if (j == nleave || d->flags != RF_DEV_SPARE)
+			continue;
+		snprintf(t->dropped[t->ndropped++], sizeof(t->dropped[0]), "%s", d->path);
+		rf_sbstate_mark_faulty(rf_array_sbstate(a), i);
+		rf_dev_drop(a, i);
+	}
+	rf_devs_unlock(a);
+	return 0;
+}
 
 static int takeover_fn(void *arg)
 {
 	struct takeover *t = arg;
 	struct rf_array *a = t->a;
 	struct rf_dev *d;
-	int ret = rf_array_takeover(a, t->level, t->layout, t->raid_disks, t->chunk_sectors, t->err, t->errlen);
+	int ret;
 
+	if (t->remap)
+		return takeover_remap(t);
+	ret = rf_array_takeover(a, t->level, t->layout, t->raid_disks, t->chunk_sectors, t->err, t->errlen);
 	if (!ret)
 		ret = rf_sbstate_takeover(rf_array_sbstate(a), t->from_level);
 	if (ret || t->level != 0 || t->raid_disks >= rf_devs_count(a))
@@ -1259,7 +1307,7 @@ static int takeover_fn(void *arg)
 	rf_devs_lock(a);
 	d = rf_dev_get(a, t->raid_disks);
 	if (d->flags == RF_DEV_SPARE) {
-		snprintf(t->dropped, sizeof(t->dropped), "%s", d->path);
+		snprintf(t->dropped[t->ndropped++], sizeof(t->dropped[0]), "%s", d->path);
 		rf_sbstate_mark_faulty(rf_array_sbstate(a), t->raid_disks);
 		rf_dev_drop(a, t->raid_disks);
 	}
@@ -1295,6 +1343,31 @@ static uint32_t chunk_of_mirror(uint64_t sectors)
 	return c;
 }
 
+/* mdadm's remove_disks_for_takeover(): of each group of `copies` slots,
+ * the first whose device is in sync keeps the data (slot group number in
+ * to_slot), the others leave (-1).  -1 with why when a group has none. */
+static int mirror_keep(struct rf_array *a, int *to_slot, int copies, char *err, size_t errlen)
+{
+	uint64_t out = rf_array_faulty(a) | rf_array_recovering(a);
+	int n = rf_array_nslots(a), i, k;
+
+	for (i = 0; i < n; i += copies) {
+		int keep = -1;
+
+		for (k = i; k < i + copies; k++) {
+			to_slot[k] = -1;
+			if (keep < 0 && !(out >> k & 1))
+				keep = k;
+		}
+		if (keep < 0) {
+			snprintf(err, errlen, "slots %d-%d: no copy in sync", i, i + copies - 1);
+			return -1;
+		}
+		to_slot[keep] = i / copies;
+	}
+	return 0;
+}
+
 /* md's takeovers that move no data (each personality's takeover()):
  *   raid4 <-> raid5 parity-last (the same rows);
  *   raid6 whose Q is on its last member only -> raid5 of the others (the
@@ -1304,7 +1377,12 @@ static uint32_t chunk_of_mirror(uint64_t sectors)
  *   raid0 of one zone -> raid4/5 parity-last of one member more, that
  *   one missing (a spare rebuilds it: P over the raid0's rows);
  *   raid4/5 parity-last -> raid0 of the members before the last, whose
- *   device (P) leaves the array (mdadm fails and removes it).
+ *   device (P) leaves the array (mdadm fails and removes it);
+ *   raid0 of one zone -> raid10 near-2 of twice the members, member i in
+ *   slot 2i, slot 2i + 1 empty (spares rebuild the copies);
+ *   raid10 near-2 -> raid0 of one copy of each pair, raid1 -> raid0 of
+ *   one member: the other copies leave the array (mdadm's
+ *   remove_disks_for_takeover()).
  * 1: not one of those; else 0 or -errno. */
 static int takeover(struct rf_array *a, int level, char *err, size_t errlen)
 {
@@ -1313,7 +1391,7 @@ static int takeover(struct rf_array *a, int level, char *err, size_t errlen)
 			      .raid_disks = rf_array_nslots(a), .chunk_sectors = g->chunk_sectors, .err = err,
 			      .errlen = errlen };
 	const char *why;
-	int ret;
+	int ret, i;
 
 	if (g->level == 4 && level == 5) {
 		t.layout = RF_ALGO_PARITY_N;
@@ -1355,6 +1433,47 @@ static int takeover(struct rf_array *a, int level, char *err, size_t errlen)
 		}
 		t.layout = RF_ALGO_PARITY_N;
 		t.raid_disks++;
+	} else if (g->level == 0 && level == 10) {
+		if (g->nzones != 1) {
+			snprintf(err, errlen, "raid0 to raid10: md takes over a raid0 whose members are of one size "
+				 "only (this one has %d zones)", g->nzones);
+			return -EINVAL;
+		}
+		if (2 * t.raid_disks > RF_MAX_MEMBERS) {
+			snprintf(err, errlen, "raid0 of %d to raid10: more than %d members", t.raid_disks,
+				 RF_MAX_MEMBERS);
+			return -EINVAL;
+		}
+		/* md's raid10_takeover_raid0: near-2 over twice the members,
+		 * each one's copy an empty slot beside it. */
+		t.remap = true;
+		/* RAIDFUSE_TEST_BREAK=takeover-slots: the members in the
+		 * other order (the tests' negative control). */
+		for (i = 0; i < t.raid_disks; i++)
+			t.to_slot[i] = 2 * (rf_test_break("takeover-slots") ? t.raid_disks - 1 - i : i);
+		t.layout = RF_R10_NEAR2;
+		t.raid_disks *= 2;
+	} else if (g->level == 10 && level == 0) {
+		if (g->layout != RF_R10_NEAR2 || t.raid_disks % 2) {
+			snprintf(err, errlen, "raid10 to raid0: md takes over a raid10 of the near-2 layout (n2) over "
+				 "an even number of members only (this one: layout 0x%x, %d members)",
+				 (unsigned)g->layout, t.raid_disks);
+			return -EINVAL;
+		}
+		if (mirror_keep(a, t.to_slot, 2, err, errlen))
+			return -EINVAL;
+		t.remap = true;
+		t.layout = 0;
+		t.raid_disks /= 2;
+	} else if (g->level == 1 && level == 0) {
+		/* md's raid0_takeover_raid1 of the one copy mdadm keeps; md's
+		 * chunk, as for a raid5. */
+		if (mirror_keep(a, t.to_slot, t.raid_disks, err, errlen))
+			return -EINVAL;
+		t.remap = true;
+		t.layout = 0;
+		t.raid_disks = 1;
+		t.chunk_sectors = chunk_of_mirror(g->array_sectors);
 	} else if ((g->level == 4 || g->level == 5) && level == 0) {
 		if (g->layout != RF_ALGO_PARITY_N) {
 			snprintf(err, errlen, "raid5 to raid0: md takes over a raid5 of the parity-last layout only "
@@ -1376,9 +1495,9 @@ static int takeover(struct rf_array *a, int level, char *err, size_t errlen)
 	if (!ret) {
 		rf_info("%s: raid%d -> raid%d: %d members, layout %d, chunk %u KiB", rf_array_name(a), t.from_level,
 			level, t.raid_disks, t.layout, (unsigned)(t.chunk_sectors / 2));
-		if (t.dropped[0])
-			rf_info("%s: %s (P) left the array: its superblock says faulty (clear it to use the device "
-				"elsewhere)", rf_array_name(a), t.dropped);
+		for (i = 0; i < t.ndropped; i++)
+			rf_info("%s: %s (%s) left the array: its superblock says faulty (clear it to use the device "
+				"elsewhere)", rf_array_name(a), t.dropped[i], t.remap ? "a copy" : "P");
 		/* An empty slot meets a spare (raid0 -> raid4/5). */
 		rf_mgmt_kick(a);
 	}
@@ -1499,8 +1618,9 @@ int rf_reshape_level(struct rf_array *a, int level, char *err, size_t errlen)
 	 * more, the data disks as they are). */
 	l6 = rf_r6_layout_of_r5(g->level, g->layout);
 	if (level != 6 || l6 < 0) {
-		snprintf(err, errlen, "raid%d to raid%d: not a change md makes (raid0 <-> raid4/5, raid1 of two <-> "
-			 "raid5 of two, raid4 <-> raid5, raid4/5 -> raid6, raid6 -> raid5)", g->level, level);
+		snprintf(err, errlen, "raid%d to raid%d: not a change md makes (raid0 <-> raid4/5, raid0 <-> raid10 "
+			 "near-2, raid1 -> raid0, raid1 of two <-> raid5 of two, raid4 <-> raid5, raid4/5 -> raid6, "
+			 "raid6 -> raid5)", g->level, level);
 		return -EOPNOTSUPP;
 	}
 	ret = can_start(a, err, errlen);

@@ -812,7 +812,7 @@ static const struct bad_geom bad_geoms[] = {
 	{ 3, 0, 4, 128, 1024, "raid3" },
 	{ 7, 0, 4, 128, 1024, "raid7" },
 	{ -1, 0, 4, 128, 1024, "linear" },
-	{ 0, 0, 1, 128, 1024, "raid0 on one member" },
+	{ 0, 0, 0, 128, 1024, "raid0 on no member" },   /* one is md's: what a raid1 taken over leaves */
 	{ 1, 0, 1, 0, 1024, "raid1 on one member" },
 	{ 5, 2, 1, 128, 1024, "raid5 on one member" },
 	{ 6, 2, 3, 128, 1024, "raid6 on three" },

@@ -19,6 +19,10 @@
  *    array, assembled again a raid0 of three with the model's bytes;
  *  - raid0 -> raid4 with no spare: served degraded, writes and reads go
  *    on, assembled again a degraded raid4;
+ *  - raid0 of two -> raid10 near-2 of four (members in slots 0 and 2),
+ *    the copies rebuilt onto spares while IO runs, check 0; with slot 0
+ *    failed -> raid0 of slots 1 and 2's devices; raid1 of three with slot
+ *    0 failed -> raid0 of slot 1's;
  *  - refused, nothing changed: raid1 of three -> raid5 (or raid10, not a
  *    change md makes), raid5 of three -> raid1, raid5 left-symmetric ->
  *    raid0, a raid4 with a data member failed -> raid0.
@@ -383,6 +387,106 @@ static void test_raid0_grow_served(void **state)
 	free(model);
 }
 
+/* md's raid10 takeover of a raid0 and back (rf_array_takeover_slots()):
+ * raid0 of two -> near-2 raid10 of four, member i in slot 2i, the copies'
+ * slots empty until spares are rebuilt into them while IO runs; with slot
+ * 0's device failed -> raid0 of one copy of each pair (slot 1's for the
+ * first, mdadm's first in sync), the others out of the array. */
+static void test_raid0_raid10(void **state)
+{
+	char paths[4][FX_PATH], kept[2][FX_PATH], err[512];
+	struct rf_array_info info;
+	struct rf_array *a;
+	uint64_t old;
+	char *model;
+	int rounds = 0, i;
+
+	(void)state;
+	a = filled("t", 0, 2, 0, paths, &model);
+	old = rf_array_size(a);
+	assert_int_equal(rf_sync_set_speed_max(a, 2048), 0);
+	assert_int_equal(rf_sync_set_speed_min(a, 2048), 0);
+	if (rf_reshape_level(a, 10, err, sizeof(err)))
+		fail_msg("raid0 -> raid10: %s", err);
+	info = info_of(a);
+	assert_int_equal(info.level, 10);
+	assert_int_equal(info.layout, 0x102);
+	assert_int_equal(info.raid_disks, 4);
+	assert_int_equal(info.degraded, 2);
+	assert_int_equal(rf_array_size(a), old);
+	assert_string_equal(rf_dev_get(a, 0)->path, paths[0]);
+	assert_string_equal(rf_dev_get(a, 2)->path, paths[1]);
+	assert_true(rf_dev_get(a, 1)->flags & RF_DEV_MISSING);
+	assert_true(rf_dev_get(a, 3)->flags & RF_DEV_MISSING);
+	assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
+	for (i = 2; i < 4; i++) {
+		fx_member_path(paths[i], FX_PATH, "t", i);
+		fx_file_make(paths[i], 8 << 20);
+		if (rf_array_add_spare(a, paths[i], err, sizeof(err)))
+			fail_msg("add: %s", err);
+	}
+	while (info_of(a).degraded && rounds < 400) {
+		assert_int_equal(fx_model_io(a, model, 20, 64 << 10), 0);
+		rounds++;
+	}
+	to_end(a, 0);
+	assert_true(rounds > 0);
+	assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
+	check_zero(a);
+	rf_array_close(a);
+	is_level(paths, 4, 10, 4, 0, model);
+
+	a = fx_serve_md(paths, 4);
+	snprintf(kept[0], FX_PATH, "%s", rf_dev_get(a, 1)->path);
+	snprintf(kept[1], FX_PATH, "%s", rf_dev_get(a, 2)->path);
+	rf_member_fail(a, 0, -EIO, "test", 0);
+	if (rf_reshape_level(a, 0, err, sizeof(err)))
+		fail_msg("raid10 -> raid0: %s", err);
+	info = info_of(a);
+	assert_int_equal(info.level, 0);
+	assert_int_equal(info.raid_disks, 2);
+	assert_int_equal(info.degraded, 0);
+	assert_int_equal(rf_devs_count(a), 2);
+	assert_string_equal(rf_dev_get(a, 0)->path, kept[0]);
+	assert_string_equal(rf_dev_get(a, 1)->path, kept[1]);
+	assert_int_equal(rf_array_size(a), old);
+	assert_int_equal(fx_model_io(a, model, 40, 128 << 10), 0);
+	rf_array_close(a);
+	is_level(kept, 2, 0, 2, 0, model);
+	free(model);
+	print_message("raid0 of 2 -> raid10 of 4 (copies rebuilt beside %d rounds of IO) -> raid0 of 2\n", rounds);
+}
+
+/* raid1 of three, slot 0's device failed -> raid0 of slot 1's (md's
+ * raid0_takeover_raid1 of the copy mdadm keeps), md's chunk. */
+static void test_raid1_to_raid0(void **state)
+{
+	char paths[3][FX_PATH], kept[1][FX_PATH], err[512];
+	struct rf_array_info info;
+	struct rf_array *a;
+	uint64_t old;
+	char *model;
+
+	(void)state;
+	a = filled("o", 1, 3, 0, paths, &model);
+	old = rf_array_size(a);
+	rf_member_fail(a, 0, -EIO, "test", 0);
+	if (rf_reshape_level(a, 0, err, sizeof(err)))
+		fail_msg("raid1 -> raid0: %s", err);
+	info = info_of(a);
+	assert_int_equal(info.level, 0);
+	assert_int_equal(info.raid_disks, 1);
+	assert_int_equal(rf_devs_count(a), 1);
+	assert_string_equal(rf_dev_get(a, 0)->path, paths[1]);
+	assert_int_equal(rf_array_size(a), old);
+	assert_true(info.chunk_bytes >= 4096 && old % info.chunk_bytes == 0);
+	assert_int_equal(fx_model_io(a, model, 40, 128 << 10), 0);
+	rf_array_close(a);
+	snprintf(kept[0], FX_PATH, "%s", paths[1]);
+	is_level(kept, 1, 0, 1, 0, model);
+	free(model);
+}
+
 static void test_refused(void **state)
 {
 	char paths[4][FX_PATH], err[512];
@@ -471,6 +575,8 @@ int main(void)
 		cmocka_unit_test_setup(test_raid0_no_spare, fx_inline0),
 		cmocka_unit_test_setup(test_raid0_grow, fx_threads2),
 		cmocka_unit_test_setup(test_raid0_grow_served, fx_inline0),
+		cmocka_unit_test_setup(test_raid0_raid10, fx_threads2),
+		cmocka_unit_test_setup(test_raid1_to_raid0, fx_inline0),
 		cmocka_unit_test_setup(test_refused, fx_threads2),
 		cmocka_unit_test_setup(test_negative, fx_threads2),
 	};
