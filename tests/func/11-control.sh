@@ -403,7 +403,7 @@ check '[ -z "$(flags w2.img)" ] && [ "$(flags w1.img)" = write-mostly ]' "-failf
 # calls) stops a daemon that takes reconf_lock under dev_lock, the
 # inversion RAIDFUSE_TEST_BREAK=lock-order plants, naming both; every other
 # test is the proof that the order holds where it is kept.
-if nm "$RAIDFUSE" 2>/dev/null | grep -q __wrap_pthread_mutex_lock; then
+if raidfuse_has __wrap_pthread_mutex_lock; then
 	log "lock order: a planted inversion stops the daemon, naming both locks"
 	# The inversion may come before the image is served (the superblock
 	# update at start takes dev_lock) or after (the check below), so the

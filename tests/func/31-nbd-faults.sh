@@ -74,7 +74,7 @@ s.recv(1)' "$D/s1.ctl" "$1"
 # for the CPU before it sends the IO that meets the paused server) gets
 # 9.5 s: the plain pass holds the bound, this one the memory checks.
 MARGIN_MS=1500
-if nm "$RAIDFUSE" 2>/dev/null | grep -q __asan_init; then
+if raidfuse_has __asan_init; then
 	MARGIN_MS=9500
 fi
 

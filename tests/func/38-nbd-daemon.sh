@@ -29,7 +29,7 @@ BOUND_MS=$((TIMEOUT_MS + 1000))
 # A sanitizer build's daemon (make asan: 2-5x slower, at nice 19 beside
 # make test) gets 3 s over member_timeout; the bound of 1 s is the plain
 # build's.
-if nm "$RAIDFUSE" 2>/dev/null | grep -q __asan_init; then
+if raidfuse_has __asan_init; then
 	BOUND_MS=$((TIMEOUT_MS + 3000))
 fi
 FIO=(--direct=1 --ioengine=io_uring --iodepth=8 --bs=4k --verify=crc32c --do_verify=1 --verify_fatal=1

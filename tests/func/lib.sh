@@ -574,6 +574,13 @@ md_unpack() {
 	done
 }
 
+# raidfuse_has SYMBOL: the daemon binary names SYMBOL (a sanitizer's,
+# a wrapper's).  grep reads all of nm's output: with pipefail, grep -q
+# leaving early would fail the pipeline by nm's SIGPIPE.
+raidfuse_has() {
+	[ "$(nm "$RAIDFUSE" 2>/dev/null | grep -c -- "$1")" -gt 0 ]
+}
+
 # md_judge: with RF_MD_JUDGE=1, set MDJUDGE to mdpeer's md-judge.sh, which
 # has kernel md (in QEMU) assemble and check members raidfuse wrote:
 # MDJUDGE, else $MDPEER/md-judge.sh, else shared/tools/mdpeer beside this
