@@ -919,6 +919,15 @@ static bool level_change(const struct rf_config *cfg, const struct rf_sb *s)
 	int n = cfg->nmembers, m = s->raid_disks;
 	bool pn = cfg->layout == RF_ALGO_PARITY_N || cfg->level == 4;
 
+	/* The takeovers that move members between slots: a raid0 -> raid10
+	 * near-2 of twice the members; a near-2 raid10 -> raid0 of half of
+	 * them, a raid1 -> raid0 of one. */
+	if (cfg->level == 0 && s->level == 10)
+		return s->layout == RF_R10_NEAR2 && m >= 2 * n;
+	if (cfg->level == 10 && s->level == 0)
+		return cfg->layout == RF_R10_NEAR2 && n % 2 == 0 && m >= n / 2;
+	if (cfg->level == 1 && s->level == 0)
+		return m >= 1;
 	switch (cfg->level * 10 + s->level) {
 	case 4: case 5:         /* raid0 -> raid4/5 of one member more */
 		return m >= n + 1 && (s->level == 4 || s->layout == RF_ALGO_PARITY_N);
@@ -948,7 +957,8 @@ static bool level_change(const struct rf_config *cfg, const struct rf_sb *s)
  * mid-way is a raid6 of the "-6" form of the config's layout; done, the
  * raid6 layout of the same number (raid4: parity-last; a reshape after
  * it, of the chunk say, may be under way).  Returns the slots the change
- * added that the config cannot name (a raid0's new P slot: 1), else 0. */
+ * added that the config cannot name (a raid0's new P slot: 1; a raid0's
+ * copies' as a raid10: one a member), else 0. */
 static int level_changed(struct rf_config *cfg, const struct rf_sb *fresh)
 {
 	int l6 = rf_r6_layout_of_r5(cfg->level, cfg->layout), from = cfg->level;
@@ -965,7 +975,7 @@ static int level_changed(struct rf_config *cfg, const struct rf_sb *fresh)
 	 * as after any reshape). */
 	if (from == 1 || fresh->level == 1)
 		cfg->chunk_bytes = fresh->level == 1 ? 0 : fresh->chunk_sectors * 512;
-	return from == 0 ? 1 : 0;
+	return from != 0 ? 0 : fresh->level == 10 ? cfg->nmembers : 1;
 }
 
 /* The config's geometry beside the superblocks': the first key that

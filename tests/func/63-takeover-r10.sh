@@ -6,16 +6,16 @@
 #  1. raid0 of two, two spares: grow --level 10: a near-2 raid10 of four,
 #     d0 and d1 in slots 0 and 2, the copies' slots empty until the spares
 #     are rebuilt into them; writes while that runs, kill -9 mid-rebuild;
-#     served again from the superblocks: the rebuild goes on, check 0, the
-#     model.
+#     served again by the config that still names the raid0: the rebuild
+#     goes on, check 0, the model.
 #  2. That raid10 with d0 failed: grow --level 0: a raid0 of one copy of
 #     each pair (d0's pair keeps its rebuilt copy, mdadm's choice: the
 #     first in sync), the others out of the array, their superblocks
-#     faulty; served again from all four members' superblocks: the raid0
-#     of two, the model.
+#     faulty; served again by the raid0's config (d0 a member in it, d2 a
+#     spare): the raid0 of d2 and d1, the model.
 #  3. raid1 of two: grow --level 0: a raid0 of one member (md's 64 KiB
-#     chunk, or less to divide the size), the other out; served again,
-#     the model.
+#     chunk, or less to divide the size), the other out; served again by
+#     the raid1's config, the model.
 # With RF_MD_JUDGE=1 kernel md (mdpeer) assembles the members after each
 # change and reads the model, mismatch_cnt 0.
 # Negative control: RAIDFUSE_TEST_BREAK=takeover-slots (raid0 -> raid10
@@ -57,7 +57,8 @@ wait_for "no copy is being rebuilt" '[ "$(val sync_action)" = recover ]'
 put 128 512
 put $((OLD - 1024)) 64
 kill_daemon
-start_assemble_daemon array.img "$MNT" "$G"/d[0-3].img
+start_array_daemon "$G/s.conf" "$MNT"
+grep -q "the raid0 it names is a raid10 now" "${_LOG_OF[$MNT]}" || fail "served again: $(tail -n 3 "${_LOG_OF[$MNT]}")"
 [ "$(val level)" = raid10 ] || fail "served again: md/level $(val level)"
 same_model "raid10 mid-rebuild, served again after kill -9" "$OLD"
 echo 0 >"$MNT/md/sync_speed_max"
@@ -84,7 +85,7 @@ r3=$(readlink "$MNT/md/rd3")
 same_model "raid0 that was a raid10" "$OLD"
 put 256 128
 stop_array "$MNT"
-start_assemble_daemon array.img "$MNT" "$G"/d[0-3].img
+start_array_daemon "$G/s.conf" "$MNT"
 [ "$(val level)" = raid0 ] && [ "$(val raid_disks)" = 2 ] || fail "served again: $(val level) of $(val raid_disks)"
 same_model "raid0 again, served again" "$OLD"
 stop_array "$MNT"
@@ -109,7 +110,8 @@ model_fill
 [ ! -e "$MNT/md/dev-d1.img" ] || fail "d1 is still in the raid0"
 put 512 64
 stop_array "$MNT"
-start_assemble_daemon array.img "$MNT" "$G"/d[01].img
+start_array_daemon "$G/r.conf" "$MNT"
+grep -q "the raid1 it names is a raid0 now" "${_LOG_OF[$MNT]}" || fail "served again: $(tail -n 3 "${_LOG_OF[$MNT]}")"
 [ "$(val level)" = raid0 ] && [ "$(val raid_disks)" = 1 ] || fail "served again: $(val level) of $(val raid_disks)"
 same_model "raid0 that was a raid1, served again" "$OLD"
 stop_array "$MNT"
