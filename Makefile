@@ -186,12 +186,12 @@ crash: $(BUILD)/raidfuse $(BUILD)/crash-states
 	for l in 5 6; do tools/crash-states.sh --level $$l --rechunk $(CRASH_ARGS); done; \
 	tools/crash-states.sh --level 4 --raid5 $(CRASH_ARGS); \
 	tools/crash-states.sh --level 1 --raid5 $(CRASH_ARGS); \
-	for c in --grow --raid5; do tools/crash-states.sh --level 0 $$c $(CRASH_ARGS); done; \
+	for c in --grow --raid5 --raid10; do tools/crash-states.sh --level 0 $$c $(CRASH_ARGS); done; \
 	for b in "" --bitmap --grow --raid6 --rechunk; do if tools/crash-states.sh --level 5 --break $$b $(CRASH_ARGS); then \
 		echo "crash: --break $$b found no violation: the tool cannot fail" >&2; exit 1; fi; done; \
-	if tools/crash-states.sh --level 4 --raid5 --break $(CRASH_ARGS); then \
-		echo "crash: --raid5 --break found no violation: the tool cannot fail" >&2; exit 1; fi; \
-	echo "crash: every level clean (raid5 and raid6 grown and rechunked, raid5 changed to raid6, raid4 and raid1 taken over as raid5, raid0 grown and taken over as raid5), and the six --break faults caught"
+	for c in "--level 4 --raid5" "--level 0 --raid10"; do if tools/crash-states.sh $$c --break $(CRASH_ARGS); then \
+		echo "crash: $$c --break found no violation: the tool cannot fail" >&2; exit 1; fi; done; \
+	echo "crash: every level clean (raid5 and raid6 grown and rechunked, raid5 changed to raid6, raid4 and raid1 taken over as raid5, raid0 grown and taken over as raid5 and raid10), and the seven --break faults caught"
 
 # The lifecycle model test: each configuration (LEVEL, LEVEL:nbd,
 # LEVEL:uring) runs LIFECYCLE_STEPS steps with --keep-going (each

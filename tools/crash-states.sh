@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # crash-states.sh - what a power cut can leave of an array, state by state.
 #
-#   tools/crash-states.sh --level L [--bitmap | --grow | --raid6 | --rechunk | --raid5]
+#   tools/crash-states.sh --level L [--bitmap | --grow | --raid6 | --rechunk | --raid5 | --raid10]
 #                         [--states N] [--seed S]
 #                         [--rounds R] [--break] [--dir DIR]
 #
@@ -45,13 +45,16 @@
 # grows the raid0 onto it as mdadm does (through a raid4 whose P slot
 # stays empty, a raid0 again at the end; a crash state mid-way ends a
 # degraded raid4), --raid5 takes it over as a parity-last raid5 of four
-# whose P the spare is rebuilt into.
+# whose P the spare is rebuilt into, --raid10 takes it over as a near-2
+# raid10 of six (md/level: member i in slot 2i, the copies' slots empty)
+# a third of the way in, the spare rebuilt into slot 1 while the writes go
+# on (the other two copies stay missing).
 #
 # --break switches on a deliberate ordering bug in the library for the
 # recording (RAIDFUSE_TEST_BREAK, test-only): the bitmap's bits cleared,
 # or the superblocks marked clean, without flushing the data they cover
 # first; with --grow, a reshape that moves on without recording its
-# position; with --raid5, assembly that takes each member's own level
+# position; with --raid5 or --raid10, assembly that takes each member's own level
 # (a takeover cut short by the crash is then refused).  The run must then report violations: the proof that it can.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -59,11 +62,11 @@ RAIDFUSE=${RAIDFUSE:-$here/build/raidfuse}
 CRASH=${CRASH_STATES:-$here/build/crash-states}
 
 usage() {
-	echo "usage: $0 --level 0|1|4|5|6|10 [--bitmap | --grow | --raid6 | --rechunk | --raid5] [--states N] [--seed S] [--rounds R] [--break] [--dir DIR]" >&2
+	echo "usage: $0 --level 0|1|4|5|6|10 [--bitmap | --grow | --raid6 | --rechunk | --raid5 | --raid10] [--states N] [--seed S] [--rounds R] [--break] [--dir DIR]" >&2
 	exit 2
 }
 
-level="" bitmap=0 grow=0 to6=0 rechunk=0 to5=0 states="" seed=1 rounds=40 brk=0 dir=""
+level="" bitmap=0 grow=0 to6=0 rechunk=0 to5=0 to10=0 states="" seed=1 rounds=40 brk=0 dir=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--level) level=${2:-}; shift ;;
@@ -72,6 +75,7 @@ while [ $# -gt 0 ]; do
 	--raid6) grow=1 to6=1 ;;
 	--rechunk) grow=1 rechunk=1 ;;
 	--raid5) to5=1 ;;
+	--raid10) to5=1 to10=1 ;;
 	--states) states=${2:-}; shift ;;
 	--seed) seed=${2:-}; shift ;;
 	--rounds) rounds=${2:-}; shift ;;
@@ -92,6 +96,7 @@ esac
 [ $to6 = 0 ] || [ "$level" = 5 ] || usage
 [ $rechunk = 0 ] || [ "$level" != 0 ] || usage
 [ $to5 = 0 ] || [ "$level" = 4 ] || [ "$level" = 1 ] || [ "$level" = 0 ] || usage
+[ $to10 = 0 ] || [ "$level" = 0 ] || usage
 [ "$level" != 0 ] || [ $grow = 1 ] || [ $to5 = 1 ] || usage
 [ "$level" != 0 ] || [ $bitmap = 0 ] || usage
 for x in "$states" "$seed" "$rounds"; do
@@ -147,7 +152,8 @@ fi
 what="raid$level, $n members, $([ $bitmap = 1 ] && echo "bitmap" || echo "no bitmap")"
 [ $grow = 1 ] && what+=$([ $to6 = 1 ] && echo ", changed to raid6 of $((n + 1))" ||
 	{ [ $rechunk = 1 ] && echo ", chunk changed to 128K"; } || echo ", grown to $((n + 1))")
-[ $to5 = 1 ] && what+=$([ "$level" = 0 ] && echo ", taken over as raid5 of $((n + 1)) (P rebuilt onto a spare)" ||
+[ $to5 = 1 ] && what+=$([ $to10 = 1 ] && echo ", taken over as raid10 of $((2 * n)) (a copy rebuilt onto a spare)" ||
+	{ [ "$level" = 0 ] && echo ", taken over as raid5 of $((n + 1)) (P rebuilt onto a spare)"; } ||
 	echo ", taken over as raid5")
 [ "$level" = 0 ] && [ $grow = 1 ] && what+=" (through a raid4, back to raid0)"
 [ $brk = 1 ] && what+=", --break"
@@ -162,7 +168,7 @@ t0=$(date +%s.%N)
 	rec=(--log io.log --seed "$seed" --rounds "$rounds")
 	[ $grow = 1 ] && rec+=($([ $to6 = 1 ] && echo --raid6 || { [ $rechunk = 1 ] && echo --rechunk; } ||
 		echo --grow $((n + 1))))
-	[ $to5 = 1 ] && rec+=(--raid5)
+	[ $to5 = 1 ] && rec+=($([ $to10 = 1 ] && echo --raid10 || echo --raid5))
 	[ $spare_last = 1 ] && rec+=(--spare-last)
 	"$CRASH" record "${rec[@]}" "${names[@]}"
 ) 2>"$dir/record.log" || { cat "$dir/record.log" >&2; echo "$0: recording failed" >&2; exit 2; }

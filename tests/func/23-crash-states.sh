@@ -67,6 +67,13 @@ full grep -q "acknowledged by a flush before the crash" "$WORK/growbreak.out" ||
 RAIDFUSE_TEST_BREAK=reshape-lazy full states lazybreak --level 5 --grow --states 80 --rounds 15
 full check "[ $RC = 1 ]" "reshape-lazy: exit $RC, expected 1 (violations): $(tail -n 3 "$WORK/lazybreak.out")"
 
+# md's takeover of a raid0 as a raid10 (members moved to slots 2i) a third
+# of the way in, a copy rebuilt onto a spare beside the writes: a crash
+# between the superblock writes leaves members of both levels, the
+# freshest one's taken.
+full states r10 --level 0 --raid10 --states 100 --rounds 15
+full check "[ $RC = 0 ] && [[ '$LINE' =~ ,\ 0\ violations$ ]]" "raid0 --raid10: exit $RC, '$LINE': $(first r10)"
+
 # The negative control.
 states break --level 5 --break --states 250 --rounds 15
 check "[ $RC = 1 ]" "--break: exit $RC, expected 1 (violations): $(tail -n 3 "$WORK/break.out")"

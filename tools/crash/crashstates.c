@@ -2,7 +2,8 @@
 /* crashstates.c - record a workload's member IO, replay the member images a
  * power cut could leave, and check what raidfuse makes of each of them.
  *
- *   crash-states record --log LOG [--seed S] [--rounds R] [--grow N | --raid6 | --rechunk | --raid5]
+ *   crash-states record --log LOG [--seed S] [--rounds R] [--grow N | --raid6 | --rechunk | --raid5 |
+ *                       --raid10]
  *                [--spare-last] MEMBER...
  *   crash-states check --log LOG --base DIR --work DIR [--states N]
  *                [--seed S] [--only K] [--save DIR] [--replay CMD] [--spare-last]
@@ -25,7 +26,10 @@
  * (rf_reshape_level(), md/level: one spare more), --rechunk its chunk to
  * 128 KiB (rf_reshape_layout(), md/chunk_size), and --raid5 takes a raid4
  * or a raid1 of two over as raid5 (md/level: superblocks only), or a raid0
- * as a parity-last raid5 of one member more (its P rebuilt onto the spare).
+ * as a parity-last raid5 of one member more (its P rebuilt onto the spare);
+ * --raid10 takes a raid0 over as a near-2 raid10 of twice its members
+ * (md/level: each member in slot 2i, the copies' slots empty), the spare
+ * rebuilt into the first.
  * --spare-last: the last member is no member yet but a blank file, added
  * as a spare once the array runs (a raid0 takes none at creation), for a
  * raid0's growth (--grow: through a raid4, back to a raid0) or takeover.
@@ -233,6 +237,7 @@ static int cmd_record(int argc, char **argv)
 		{ "raid6", no_argument, NULL, '6' },
 		{ "rechunk", no_argument, NULL, 'k' },
 		{ "raid5", no_argument, NULL, '5' },
+		{ "raid10", no_argument, NULL, 'T' },
 		{ "spare-last", no_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -244,7 +249,7 @@ static int cmd_record(int argc, char **argv)
 	struct rf_array *a;
 	char err[1024];
 	int c, n, i, rounds = 150, round, r, grow_to = 0;
-	bool to6 = false, rechunk = false, to5 = false, spare_last = false;
+	bool to6 = false, rechunk = false, to5 = false, to10 = false, spare_last = false;
 	uint64_t pos;
 	bool back;
 
@@ -259,6 +264,8 @@ static int cmd_record(int argc, char **argv)
 			rechunk = true;
 		else if (c == '5')
 			to5 = true;
+		else if (c == 'T')
+			to10 = true;
 		else if (c == 'S')
 			spare_last = true;
 		else if (c == 's')
@@ -312,7 +319,7 @@ static int cmd_record(int argc, char **argv)
 		uint64_t lo[MAX_PER_ROUND], hi[MAX_PER_ROUND];
 		int k = 1 + (int)rng_below(&seed, MAX_PER_ROUND), j, nw = 0;
 
-		if (to5 && round == rounds / 3 && rf_reshape_level(a, 5, err, sizeof(err)))
+		if ((to5 || to10) && round == rounds / 3 && rf_reshape_level(a, to5 ? 5 : 10, err, sizeof(err)))
 			die("record: the takeover was refused: %s", err);
 		if ((grow_to || to6 || rechunk) && round == rounds / 3) {
 			/* Slow enough to span the rest of the workload. */
@@ -382,7 +389,7 @@ static int cmd_record(int argc, char **argv)
 		else if (r == 2)
 			sleep_ms(40);
 	}
-	if (grow_to || to6 || rechunk || to5) {
+	if (grow_to || to6 || rechunk || to5 || to10) {
 		struct rf_array_info info;
 
 		rf_sync_set_speed_max(a, INT32_MAX);
@@ -390,8 +397,10 @@ static int cmd_record(int argc, char **argv)
 			sleep_ms(10);
 		if (rf_array_reshape(a, &pos, &back))
 			die("record: the grow did not end in 60 s%s", "");
-		/* a raid0 made a raid5: its spare rebuilt */
-		for (i = 0; i < 6000 && spare_last && (rf_array_get_info(a, &info), info.degraded); i++)
+		/* a raid0 made a raid5 or raid10: its spare rebuilt (the slots
+		 * no file is left for stay empty) */
+		for (i = 0; i < 6000 && spare_last &&
+			    (rf_array_get_info(a, &info), info.degraded > info.raid_disks - n); i++)
 			sleep_ms(10);
 	}
 	for (i = 0; i < MAX_PER_ROUND; i++) {
