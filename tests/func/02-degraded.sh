@@ -119,7 +119,8 @@ rebuilt() {
 	for ((i = 0; i < NDISKS; i++)); do
 		read_without $i
 	done
-	if [ "$LEVEL" = 6 ] && [ "$all" = all-pairs ]; then
+	# (a quick run, RF_QUICK=1: neighbours only)
+	if [ "$LEVEL" = 6 ] && [ "$all" = all-pairs ] && [ "${RF_QUICK:-0}" != 1 ]; then
 		log "$WHAT: ... and without any two"
 		for ((i = 0; i < NDISKS; i++)); do
 			for ((j = i + 1; j < NDISKS; j++)); do
