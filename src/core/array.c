@@ -833,14 +833,15 @@ int rf_array_takeover_slots(struct rf_array *a, int level, int layout, int raid_
 			    const int *to_slot, char *err, size_t errlen)
 {
 	struct rf_geom g;
-	int oldn = a->nmembers, where[RF_MAX_MEMBERS], at[RF_MAX_DEVS], leaving[RF_MAX_MEMBERS], nleave = 0,
-	    kept = 0, i, k, ret;
+	int oldn = a->nmembers, where[RF_MAX_MEMBERS], from[RF_MAX_MEMBERS], at[RF_MAX_DEVS], kept = 0, i, k, ret;
 	uint64_t taken = 0, in_sync = 0, present = 0, faulty = 0, old_present = a->present,
 		 old_faulty = rf_faulty(a);
 
 	ret = takeover_geom(a, level, layout, raid_disks, chunk_sectors, &g, err, errlen);
 	if (ret)
 		return ret;
+	for (k = 0; k < raid_disks; k++)
+		from[k] = -1;
 	for (i = 0; i < oldn; i++) {
 		if (to_slot[i] < 0)
 			continue;
@@ -850,6 +851,7 @@ int rf_array_takeover_slots(struct rf_array *a, int level, int layout, int raid_
 			return -EINVAL;
 		}
 		taken |= 1ull << to_slot[i];
+		from[to_slot[i]] = i;
 		kept++;
 		if (!(old_faulty >> i & 1))
 			in_sync |= 1ull << to_slot[i];
@@ -876,11 +878,8 @@ int rf_array_takeover_slots(struct rf_array *a, int level, int layout, int raid_
 	for (i = 0; i < oldn; i++)
 		where[i] = i;
 	for (k = 0; k < raid_disks; k++) {
-		int s = -1, cur;
+		int s = from[k], cur;
 
-		for (i = 0; i < oldn; i++)
-			if (to_slot[i] == k)
-				s = i;
 		if (s >= 0) {
 			cur = where[s];
 			present |= (old_present >> s & 1) << k;
@@ -901,19 +900,9 @@ int rf_array_takeover_slots(struct rf_array *a, int level, int layout, int raid_
 	/* The devices that left their slots: spares (the caller may take
 	 * them out of the array), empty places gone; from the highest index
 	 * down, as a drop moves the last device into its place. */
-	for (i = 0; i < oldn; i++)
-		if (to_slot[i] < 0)
-			leaving[nleave++] = where[i];
-	while (nleave) {
-		int top = 0;
-
-		for (i = 1; i < nleave; i++)
-			if (leaving[i] > leaving[top])
-				top = i;
-		i = leaving[top];
-		leaving[top] = leaving[--nleave];
-		left_slot(a, i);
-	}
+	for (i = a->ndevs - 1; i >= raid_disks; i--)
+		if (at[i] >= 0 && to_slot[at[i]] < 0)
+			left_slot(a, i);
 	rf_devs_unlock(a);
 	takeover_done(a, &g);
 	return 0;

@@ -371,7 +371,24 @@ static void show_sync_speed(struct rf_array *a, const struct rf_array_info *i, i
 		rf_ctl_printf(b, "%u\n", st.speed);
 }
 
-static bool reshape_done(struct rf_array *a, uint64_t *done, uint64_t *total);
+/* A reshape under way: how far the walk is, in sectors of each member
+ * (from the end for a backward one), of the members' size. */
+static bool reshape_done(struct rf_array *a, uint64_t *done, uint64_t *total)
+{
+	const struct rf_geom *g = rf_array_geom(a);
+	uint64_t pos;
+	bool back;
+
+	*total = g->dev_sectors;
+	if (!rf_array_reshape(a, &pos, &back) || !g->data_disks)
+		return false;
+	*done = pos / (uint64_t)g->data_disks;
+	if (back)
+		*done = *done < *total ? *total - *done : 0;
+	if (*done > *total)
+		*done = *total;
+	return true;
+}
 
 /* md: "done / total" sectors of the sync action running, or of a reshape
  * (in sectors of each member, as md's reshape counts), "none" else. */
@@ -1025,25 +1042,6 @@ static bool is_bitmap_attr(const struct rf_ctl_attr *at)
 /* mdstat's line for a reshape under way, as md prints it (the position
  * in KiB of each member, of the members' size), without md's speed and
  * finish (the walk keeps no rate); 0 without a reshape. */
-/* A reshape under way: how far the walk is, in sectors of each member
- * (from the end for a backward one), of the members' size. */
-static bool reshape_done(struct rf_array *a, uint64_t *done, uint64_t *total)
-{
-	const struct rf_geom *g = rf_array_geom(a);
-	uint64_t pos;
-	bool back;
-
-	*total = g->dev_sectors;
-	if (!rf_array_reshape(a, &pos, &back) || !g->data_disks)
-		return false;
-	*done = pos / (uint64_t)g->data_disks;
-	if (back)
-		*done = *done < *total ? *total - *done : 0;
-	if (*done > *total)
-		*done = *total;
-	return true;
-}
-
 static int reshape_line(struct rf_array *a, char *buf, size_t len)
 {
 	uint64_t done, total;
