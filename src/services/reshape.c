@@ -1116,18 +1116,19 @@ static int mirrors_fn(void *arg)
 static int grow_mirrors(struct rf_array *a, int raid_disks, char *err, size_t errlen)
 {
 	struct mirrors m = { .a = a, .raid_disks = raid_disks, .err = err, .errlen = errlen };
-	int n = rf_array_nslots(a), i, ret;
+	int n = rf_array_nslots(a), ret;
 	struct rf_sync_status st;
+	bool v090;
 
 	if (!rf_array_sbstate(a)) {
 		snprintf(err, errlen, "no superblocks to record the new member count in (the config names it)");
 		return -EOPNOTSUPP;
 	}
-	for (i = 0; i < n; i++)
-		if (rf_dev_get(a, i)->sb_has && rf_dev_get(a, i)->sb.kind == RF_SB_090) {
-			snprintf(err, errlen, "0.90 metadata");
-			return -EOPNOTSUPP;
-		}
+	sb_features(a, &v090);
+	if (v090) {
+		snprintf(err, errlen, "0.90 metadata");
+		return -EOPNOTSUPP;
+	}
 	if (raid_disks < 1 || raid_disks > RF_MAX_MEMBERS) {
 		snprintf(err, errlen, "%d members: a raid1 has 1 to %d", raid_disks, RF_MAX_MEMBERS);
 		return -EINVAL;
