@@ -1200,8 +1200,13 @@ static int reconnect(struct rf_array *a, const char *name, struct rf_nbd **out)
 	*out = NULL;
 	rf_array_reconf_lock(a);
 	dev = rf_dev_lookup(a, name);
-	if (dev >= 0 && rf_dev_faulty(a, dev))
+	if (dev >= 0 && rf_dev_faulty(a, dev)) {
+		/* its superblock's identity: the device lock, as the
+		 * superblock writers (services/sbstate.c) */
+		rf_devs_lock(a);
 		ret = rf_dev_nbd_was(rf_dev_get(a, dev), &was);
+		rf_devs_unlock(a);
+	}
 	rf_array_reconf_unlock(a);
 	if (ret == -EOPNOTSUPP)
 		return 0;
