@@ -210,6 +210,12 @@ struct rf_ioq {
 	int niov_free;
 	uint64_t nr_short, nr_retry, nr_merged, nr_injected, nr_read_retry; /* stats */
 	uint64_t nr_mapped;             /* reads copied from mappings (stats) */
+	/* A walk over the members that touches each page once (a reshape):
+	 * members in memory get its transfers through the backend, not
+	 * copied through their mappings, whose first touch of a page costs a
+	 * fault of its own (more than the copy where page tables are
+	 * expensive, as in virtual machines). */
+	bool stream;
 	uint64_t nr_abandoned;          /* overdue writes and fsyncs ended (stats) */
 	/* Direct mode's bounce buffer (see struct rf_ioq_member): RF_IOQ_BOUNCE_UNITS
 	 * units of RF_IOQ_BOUNCE_UNIT bytes, mapped at init (its pages are

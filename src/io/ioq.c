@@ -319,7 +319,7 @@ static int mio_issue(struct rf_ioq *q, struct rf_mio *m)
 		q->nr_injected++;
 		return 1;
 	}
-	if (q->be->map_reads && mapped_copy(mm, m, off)) {
+	if (q->be->map_reads && !q->stream && mapped_copy(mm, m, off)) {
 		m->res = (int)(m->ctail->off + m->ctail->len - off);
 		q->inflight++;
 		q->nr_mapped++;

@@ -106,6 +106,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "core/core.h"
@@ -171,11 +172,20 @@ struct reshape {
 /* md records a reshape's position at least this often (its 10 s). */
 #define RECORD_MS 10000
 
+/* A buffer for member IO; one of 2 MiB or more on huge pages where the
+ * kernel gives them (each O_DIRECT transfer pins its pages, and the
+ * parity pass walks them: on 4 KiB pages both pay per page). */
 static char *alloc_aligned(size_t len)
 {
+	size_t huge = 2u << 20, n = (len + huge - 1) / huge * huge;
 	void *p = NULL;
 
-	return posix_memalign(&p, 4096, len ? len : 4096) ? NULL : p;
+	if (len < huge)
+		return posix_memalign(&p, 4096, len ? len : 4096) ? NULL : p;
+	if (posix_memalign(&p, huge, n))
+		return NULL;
+	madvise(p, n, MADV_HUGEPAGE);
+	return p;
 }
 
 static void sleep_ms(int ms)
@@ -452,6 +462,10 @@ static void queue_new(struct reshape *r, uint64_t x, uint64_t n)
 			queue_io(r, m, true, bufs[m], rf_dev_get(a, m)->new_data_offset + (first + i) * clen,
 				 (uint32_t)clen);
 		}
+		/* The row's writes go now, beside the next row's parity
+		 * (wait_io() sees any error of the submission again). */
+		if (rf_ioq_submit(&r->q) >= 0)
+			rf_ioq_reap(&r->q, false);
 	}
 }
 
@@ -468,7 +482,10 @@ static uint64_t window_at(struct reshape *r, uint64_t x, uint64_t base);
  * since (pf_valid); the next window's are read beside its writes, going
  * forwards with every member there: they lie above this window's old
  * rows, which its new rows stay below (window_at()), and no write reaches
- * them while the writes are drained. */
+ * them while the writes are drained.  Those reads go first, then each new
+ * row's writes as soon as its parity is computed.  Old rows read for a
+ * larger window than this one (the recorded position held it back) serve
+ * it all the same: the window starts where they do. */
 static int move_window(void *arg)
 {
 	struct window *w = arg;
@@ -477,7 +494,7 @@ static int move_window(void *arg)
 	uint64_t nx = w->to, nn = 0;
 	int ret = 0;
 
-	if (atomic_exchange(&r->pf_valid, false) && r->pf_x == w->x && r->pf_n == w->n) {
+	if (atomic_exchange(&r->pf_valid, false) && r->pf_x == w->x && r->pf_n >= w->n) {
 		char *t = r->data;
 
 		r->data = r->pf_data;
@@ -487,12 +504,12 @@ static int move_window(void *arg)
 	}
 	if (ret)
 		return ret;
-	queue_new(r, w->x, w->n);
 	if (!rs->backwards && !old_missing(r->a) && nx < r->end) {
 		nn = window_at(r, nx, nx);
 		if (nn)
 			queue_old(r, nx, nn, r->pf_data, 0);
 	}
+	queue_new(r, w->x, w->n);
 	ret = wait_io(r);
 	if (!ret && nn) {
 		r->pf_x = nx;
@@ -847,6 +864,7 @@ static void *walk_main(void *arg)
 		rf_err("%s: reshape: member IO queue: %s", rf_array_name(a), strerror(-ret));
 		return NULL;
 	}
+	r->q.stream = true;     /* each member page read and written once */
 	/* A reshape begins at assembly or with a grow (rf_reshape_grow()),
 	 * and runs once the array serves; one that stopped for good (r->err)
 	 * waits for the next assembly. */
