@@ -210,7 +210,8 @@ struct rf_ioq {
 	int niov_free;
 	uint64_t nr_short, nr_retry, nr_merged, nr_injected, nr_read_retry; /* stats */
 	uint64_t nr_mapped;             /* reads copied from mappings (stats) */
-	/* A walk over the members that touches each page once (a reshape):
+	/* A walk over the members that touches each page once (a reshape,
+	 * what a sync walk writes):
 	 * members in memory get its transfers through the backend, not
 	 * copied through their mappings, whose first touch of a page costs a
 	 * fault of its own (more than the copy where page tables are

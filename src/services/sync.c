@@ -588,6 +588,13 @@ static void *worker_main(void *arg)
 	 * creator only. */
 	ret = s->inline_io ? rf_array_inline_ioq_open(a, &w->ioq, SYNC_DEPTH)
 			   : rf_array_ioq_open(a, &w->ioq, SYNC_DEPTH);
+	/* What a walk writes (a rebuilt member, repaired parity) goes
+	 * through the backend, not stored through the members' mappings: a
+	 * walk writes each page once, and a mapping's first store to a page
+	 * takes a fault (a rebuild onto a spare on /dev/shm: 2.6 s -> 1.7 s
+	 * for 4 x 512 MiB).  Reads still come from the mappings where they
+	 * can (rf_sync_map()). */
+	w->ioq.stream = true;
 
 	pthread_mutex_lock(&s->lock);
 	w->ioq_ok = !ret;
