@@ -8,7 +8,8 @@
  * shrunk under it issued instead (the latter failing; merged, the
  * pieces still in the file read), writes copied to a mapping for writes
  * (merged too) and in the file at once, past it or into a shrunk file
- * issued (merged: whole, after a copy cut short), and a backend that sees every read (a
+ * issued (merged: whole, after a copy cut short), a walk's queue (stream)
+ * issuing both inside the mapping, and a backend that sees every read (a
  * test's) given them all; the rule for a mapping's use
  * (rf_ioq_member_map()) on its own; a member in direct mode, on a file
  * on disk, on both real backends: aligned IO as it is, unaligned buffers,
@@ -499,6 +500,30 @@ static void test_mapped_reads(void **state)
 	assert_int_equal(q.nr_mapped, 1);
 	assert_int_equal(pread(mm.fd, in, 12288, 0), 12288);
 	assert_memory_equal(in, data, 12288);
+	rf_ioq_destroy(&q);
+
+	/* A walk's queue (stream): inside the mapping too, its writes and
+	 * reads are issued, not copied, and land the same. */
+	assert_int_equal(ftruncate(mm.fd, 16384), 0);
+	assert_int_equal(rf_ioq_init_sync(&q, RF_IOQ_ARRAY(&mm, 1), 8), 0);
+	q.stream = true;
+	for (i = 0; i < (int)sizeof(data); i++)
+		data[i] = (char)(i * 11 + 1);
+	r[0] = (struct rec){ .m = { .end = rec_end, .buf = data, .off = 0, .len = 8192, .op = RF_MIO_WRITE } };
+	rf_ioq_queue(&q, &r[0].m);
+	run_all(&q);
+	assert_int_equal(r[0].m.res, 0);
+	memset(in, 0, sizeof(in));
+	read_one(&q, &r[1], in, 0, 8192);
+	assert_int_equal(r[1].m.res, 0);
+	assert_memory_equal(in, data, 8192);
+	assert_int_equal(q.nr_mapped, 0);
+	assert_int_equal(pread(mm.fd, in, 8192, 0), 8192);
+	assert_memory_equal(in, data, 8192);
+	/* control: the same queue otherwise copies both */
+	q.stream = false;
+	read_one(&q, &r[1], in, 0, 8192);
+	assert_int_equal(q.nr_mapped, 1);
 	rf_ioq_destroy(&q);
 
 	/* A backend that sees every read gets this one too. */
