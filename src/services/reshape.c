@@ -1266,10 +1266,18 @@ struct takeover {
 	size_t errlen;
 };
 
+/* Device i (a spare now) leaves the array, as mdadm fails and removes
+ * it: every superblock, its own too, says faulty.  Device lock held. */
+static void leave_array(struct takeover *t, int i)
+{
+	snprintf(t->dropped[t->ndropped++], sizeof(t->dropped[0]), "%s", rf_dev_get(t->a, i)->path);
+	rf_sbstate_mark_faulty(rf_array_sbstate(t->a), i);
+	rf_dev_drop(t->a, i);
+}
+
 /* A takeover that moves devices between slots: those that leave the
  * slots (md's raid10 -> raid0: one copy of each pair stays) leave the
- * array, as mdadm fails and removes them (every superblock, their own
- * too, says faulty). */
+ * array (leave_array()). */
 static int takeover_remap(struct takeover *t)
 {
 	struct rf_array *a = t->a;
@@ -1296,11 +1304,8 @@ static int takeover_remap(struct takeover *t)
 
 		for (j = 0; j < nleave && !(d->sb_has && d->sb.dev_number == leaving[j]); j++)
 			;
-		if (j == nleave || d->flags != RF_DEV_SPARE)
-			continue;
-		snprintf(t->dropped[t->ndropped++], sizeof(t->dropped[0]), "%s", d->path);
-		rf_sbstate_mark_faulty(rf_array_sbstate(a), i);
-		rf_dev_drop(a, i);
+		if (j < nleave && d->flags == RF_DEV_SPARE)
+			leave_array(t, i);
 	}
 	rf_devs_unlock(a);
 	return 0;
@@ -1310,7 +1315,6 @@ static int takeover_fn(void *arg)
 {
 	struct takeover *t = arg;
 	struct rf_array *a = t->a;
-	struct rf_dev *d;
 	int ret;
 
 	if (t->remap)
@@ -1320,16 +1324,10 @@ static int takeover_fn(void *arg)
 		ret = rf_sbstate_takeover(rf_array_sbstate(a), t->from_level);
 	if (ret || t->level != 0 || t->raid_disks >= rf_devs_count(a))
 		return ret;
-	/* A raid0 has no spares: P's device leaves the array, as mdadm
-	 * fails and removes it (every superblock, its own too, says
-	 * faulty). */
+	/* A raid0 has no spares: P's device leaves the array. */
 	rf_devs_lock(a);
-	d = rf_dev_get(a, t->raid_disks);
-	if (d->flags == RF_DEV_SPARE) {
-		snprintf(t->dropped[t->ndropped++], sizeof(t->dropped[0]), "%s", d->path);
-		rf_sbstate_mark_faulty(rf_array_sbstate(a), t->raid_disks);
-		rf_dev_drop(a, t->raid_disks);
-	}
+	if (rf_dev_get(a, t->raid_disks)->flags == RF_DEV_SPARE)
+		leave_array(t, t->raid_disks);
 	rf_devs_unlock(a);
 	return 0;
 }
