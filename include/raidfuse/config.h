@@ -71,6 +71,10 @@ struct rf_config {
 		/* bytes: spare j's after it, as its superblock records (md
 		 * moves every device's offset at a reshape's end) */
 		uint64_t spare_new_offset[RF_MAX_MEMBERS];
+		/* The config names the raid0 this raid4 grows from (assembly
+		 * found a raid0's grow under way): a raid0 again at the end,
+		 * as `raidfuse grow` ends one */
+		bool then_raid0;
 	} reshape;
 	/* md metadata */
 	int metadata;                   /* enum rf_sb_kind: what `create` writes (1.2, or

@@ -975,6 +975,12 @@ static int level_changed(struct rf_config *cfg, const struct rf_sb *fresh)
 	 * as after any reshape). */
 	if (from == 1 || fresh->level == 1)
 		cfg->chunk_bytes = fresh->level == 1 ? 0 : fresh->chunk_sectors * 512;
+	/* A raid0's grow through a raid4 (its P slot empty), under way: a
+	 * raid0 again at its end, as the grow that began it would have made
+	 * it had the daemon not stopped (`raidfuse grow`; mdadm's grow of a
+	 * raid0 does the same). */
+	if (from == 0 && fresh->reshape && fresh->level != 10)
+		cfg->reshape.then_raid0 = true;
 	return from != 0 ? 0 : fresh->level == 10 ? cfg->nmembers : 1;
 }
 

@@ -249,7 +249,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	pthread_mutex_init(&a->dev_lock, NULL);
 	rf_lock_rank(&a->dev_lock, RF_LOCK_DEV, "dev_lock");
 	a->name = strdup(cfg->name);
-	a->reshape_then = -1;
+	a->reshape_then = cfg->reshape.active && cfg->reshape.then_raid0 ? 0 : -1;
 	/* Mid-reshape behind an overlay: read-only (the reshape is the
 	 * members' to continue, services/reshape.c). */
 	a->readonly = cfg->readonly || (cfg->reshape.active && cfg->overlay_dir);

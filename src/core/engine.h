@@ -270,9 +270,10 @@ struct rf_array {
 	 * reshape_pos and reshaping instead. */
 	struct rf_reshape reshape;
 	/* The level the array takes when the reshape ends (a raid0 grown
-	 * through a raid4, as mdadm grows one); -1: as it is.  Not
-	 * recorded: a reshape resumed at assembly ends as it is.  Set with
-	 * every request drained; the walk reads it. */
+	 * through a raid4, as mdadm grows one); -1: as it is.  Not in the
+	 * superblocks: a reshape resumed at assembly ends a raid0 where the
+	 * config names the raid0 (cfg->reshape.then_raid0), else as it is.
+	 * Set with every request drained; the walk reads it. */
 	int reshape_then;
 	atomic_uint_fast64_t reshape_pos;
 	atomic_uint_fast64_t reshape_rec;       /* rf_array_reshape_recorded() */
