@@ -73,7 +73,10 @@
 #   grow       one member more: a new file given to `raidfuse grow MNT
 #              --raid-devices N+1 --add FILE` (raid1: a mirror, rebuilt;
 #              raid4/5/6: a reshape, with fsync'd writes running through
-#              it), then one of: wait for its end; kill -9 the daemon
+#              it; raid0: the same through a raid4 whose P slot stays
+#              empty, a raid0 of N+1 again at its end: no pace can be set
+#              before it starts, so its walk is over before a kill, and
+#              62-takeover kills one mid-way), then one of: wait for its end; kill -9 the daemon
 #              half way (the walk slowed), mount CONFIG (which lists the
 #              new member), and the reshape must resume and end; fail a
 #              member half way: the walk goes on degraded and a spare
@@ -1247,9 +1250,12 @@ ev_grow() { # wait|kill|fail VICTIM DELAY GEN K...
 	parity_level && x "echo 4000 > \"\$MNT/md/sync_speed_max\""
 	if ! x "timeout 20 \"\$RAIDFUSE\" grow \"\$MNT\" --raid-devices $((NMEM + 1)) --add \"\$D/$f\""; then
 		viol "grow --raid-devices $((NMEM + 1)) --add $f (every slot in sync) refused: $XOUT"
-		x "echo system > \"\$MNT/md/sync_speed_max\""
+		[ "$LEVEL" = 0 ] || x "echo system > \"\$MNT/md/sync_speed_max\""
 		return
 	fi
+	# a raid0 grows as a raid4 of one member more (its P slot empty),
+	# which has the pace (a raid0 has none)
+	[ "$LEVEL" = 0 ] && x "echo 4000 > \"\$MNT/md/sync_speed_max\""
 	ST[$f]=spare
 	CONF_SPARES+=("$f")
 	# md fills the new slot with the first spare it has (raid5_start_reshape,
@@ -1266,7 +1272,7 @@ ev_grow() { # wait|kill|fail VICTIM DELAY GEN K...
 	CONF_SPARES=("${keep[@]}")
 	CONF_MEMBERS+=("$GOT")
 	write_conf
-	if ! parity_level; then
+	if ! parity_level && [ "$LEVEL" != 0 ]; then
 		ST[$GOT]=rec:$slot # a mirror more: rebuilt as a spare taking a slot is
 		return
 	fi
@@ -1291,10 +1297,25 @@ ev_grow() { # wait|kill|fail VICTIM DELAY GEN K...
 	elif [ $WRC != 0 ]; then
 		viol "writes running through the reshape stopped after $AK of $#: $(cat "$D/wout")"
 	fi
-	x "echo system > \"\$MNT/md/sync_speed_max\""
-	reshape_end 60
+	if [ "$LEVEL" = 0 ]; then
+		# (it may be a raid0 again already: no md/sync_speed_max)
+		x "echo system > \"\$MNT/md/sync_speed_max\"" || true
+		raid0_again 60
+	else
+		x "echo system > \"\$MNT/md/sync_speed_max\""
+		reshape_end 60
+	fi
 	RESHAPING=0
 	takeover
+}
+
+# raid0_again SECONDS: the raid4 a raid0 grows through is a raid0 of NMEM
+# members again (its reshape ended: a config that names the raid0 serves
+# it, so one resumed after a kill ends the same way)
+raid0_again() {
+	x "for i in \$(seq $(($1 * 10))); do [ \"\$(cat \"\$MNT/md/level\")\" = raid0 ] && break; sleep 0.1; done;
+		test \"\$(cat \"\$MNT/md/level\") \$(cat \"\$MNT/md/raid_disks\")\" = \"raid0 $NMEM\"" ||
+		{ viol "the grown raid0 is not a raid0 of $NMEM again within $1 s: $XOUT"; return 1; }
 }
 
 # ------------------------------------------------------------ drawing
@@ -1394,8 +1415,8 @@ draw() {
 				[ -n "${OLDSLOT[$f]:-}" ] && holder_v "${OLDSLOT[$f]}" && [ -z "$HV" ] && { cands+=(readd); break; }
 			done
 			[ -n "$fl" ] && cands+=(remove)
-			# grow: raid1/4/5/6, every slot in sync, two at most
-			if [ "$LEVEL" != 0 ] && [ "$LEVEL" != 10 ] && [ $NMEM -lt $((NMEM0 + 2)) ] &&
+			# grow: raid0/1/4/5/6, every slot in sync, two at most
+			if [ "$LEVEL" != 10 ] && [ $NMEM -lt $((NMEM0 + 2)) ] &&
 				[ "$(n_insync)" = $NMEM ] && [ $ABROKEN = 0 ]; then
 				cands+=(grow)
 			fi
