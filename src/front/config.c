@@ -462,24 +462,11 @@ static int load_spares(struct ld *ld, const config_setting_t *s, struct rf_confi
 	return r;
 }
 
-static int load_array(struct ld *ld, const config_setting_t *arr,
-		      struct rf_config *cfg)
+/* array.name: the image file's, array.img unless given. */
+static int array_name(struct ld *ld, const config_setting_t *arr, struct rf_config *cfg)
 {
-	static const char *const keys[] = {
-		"name", "level", "layout", "chunk_size", "members", "spares",
-		"member_size", "data_offset", "size", "metadata", "bitmap", "bitmap_chunk", "member_timeout",
-		"failfast", "write_mostly", "consistency_policy", "member_io", NULL
-	};
 	const config_setting_t *s;
-	uint64_t v, unit;
-	char buf[64];
-	int r;
 
-	r = check_keys(ld, arr, "array.", keys);
-	if (r)
-		return r;
-
-	/* name: the image file's, array.img unless given */
 	s = config_setting_get_member(arr, "name");
 	if (!s) {
 		cfg->name = strdup("array.img");
@@ -503,8 +490,14 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 		if (!cfg->name)
 			return -ENOMEM;
 	}
+	return 0;
+}
 
-	/* metadata: md superblocks `create` writes */
+/* array.metadata: the md superblocks `create` writes. */
+static int array_metadata(struct ld *ld, const config_setting_t *arr, struct rf_config *cfg)
+{
+	const config_setting_t *s;
+
 	cfg->metadata = RF_SB_12;
 	s = config_setting_get_member(arr, "metadata");
 	if (s) {
@@ -521,8 +514,15 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 				    "must be \"1.2\" (md superblocks, the default) or \"none\" (got %s)",
 				    m ? m : type_name(s));
 	}
+	return 0;
+}
 
-	/* level */
+/* array.level. */
+static int array_level(struct ld *ld, const config_setting_t *arr, struct rf_config *cfg)
+{
+	const config_setting_t *s;
+	char buf[64];
+
 	s = config_setting_get_member(arr, "level");
 	if (!s)
 		return fail(ld, arr, "array.level", "missing (0, 1, 4, 5, 6 or 10)");
@@ -536,8 +536,15 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 		return fail(ld, s, "array.level", "must be one of 0, 1, 4, 5, 6, 10 (got %s)",
 			    val_text(s, buf, sizeof(buf)));
 	}
+	return 0;
+}
 
-	/* layout: md's name, or md's number */
+/* array.layout: md's name, or md's number (the level's default if absent). */
+static int array_layout(struct ld *ld, const config_setting_t *arr, struct rf_config *cfg)
+{
+	const config_setting_t *s;
+	char buf[64];
+
 	s = config_setting_get_member(arr, "layout");
 	if (!s) {
 		cfg->layout = rf_layout_parse(cfg->level, NULL);
@@ -560,8 +567,17 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 				    "\"%s\" is not a raid%d layout (%s)", text,
 				    cfg->level, layout_hint(cfg->level));
 	}
+	return 0;
+}
 
-	/* chunk_size: checked for every level, unused by raid1 */
+/* array.chunk_size: checked for every level, unused by raid1. */
+static int array_chunk(struct ld *ld, const config_setting_t *arr, struct rf_config *cfg)
+{
+	const config_setting_t *s;
+	uint64_t v;
+	char buf[64];
+	int r;
+
 	v = DEF_CHUNK;
 	s = config_setting_get_member(arr, "chunk_size");
 	if (s) {
@@ -574,8 +590,15 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 				    val_text(s, buf, sizeof(buf)));
 	}
 	cfg->chunk_bytes = cfg->level == 1 ? 0 : (uint32_t)v;
+	return 0;
+}
 
-	/* members */
+/* array.members (required) and array.spares. */
+static int array_members(struct ld *ld, const config_setting_t *arr, struct rf_config *cfg)
+{
+	const config_setting_t *s;
+	int r;
+
 	s = config_setting_get_member(arr, "members");
 	if (!s)
 		return fail(ld, arr, "array.members",
@@ -589,8 +612,18 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 		if (r)
 			return r;
 	}
+	return 0;
+}
 
-	/* data_offset */
+/* array.data_offset, and array.size: 0 or absent = as much as fits, at
+ * least one chunk (page) per member. */
+static int array_area(struct ld *ld, const config_setting_t *arr, struct rf_config *cfg)
+{
+	const config_setting_t *s;
+	uint64_t unit;
+	char buf[64];
+	int r;
+
 	s = config_setting_get_member(arr, "data_offset");
 	if (s) {
 		r = get_size(ld, s, "array.data_offset", SECTOR, &cfg->data_offset);
@@ -604,7 +637,6 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 				    (unsigned long long)cfg->data_offset);
 	}
 
-	/* size: 0 or absent = as much as fits; at least one chunk (page) */
 	unit = cfg->chunk_bytes ? cfg->chunk_bytes : 4096;
 	s = config_setting_get_member(arr, "size");
 	if (s) {
@@ -617,8 +649,19 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 				    cfg->chunk_bytes ? "chunk" : "page",
 				    (unsigned long long)unit, val_text(s, buf, sizeof(buf)));
 	}
+	return 0;
+}
 
-	/* bitmap, bitmap_chunk: the internal bitmap `create` writes */
+/* array.bitmap and array.bitmap_chunk (the internal bitmap `create`
+ * writes), array.consistency_policy: md's --consistency-policy for
+ * `create`: "resync" (the default), "bitmap" (as bitmap = "internal"), or
+ * "ppl" (md's partial parity log: raid5, 1.2 metadata, no bitmap). */
+static int array_consistency(struct ld *ld, const config_setting_t *arr, struct rf_config *cfg)
+{
+	const config_setting_t *s;
+	char buf[64];
+	int r;
+
 	s = config_setting_get_member(arr, "bitmap");
 	if (s) {
 		const char *m = config_setting_type(s) == CONFIG_TYPE_STRING ?
@@ -644,9 +687,6 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 				    val_text(s, buf, sizeof(buf)));
 	}
 
-	/* consistency_policy: md's --consistency-policy for `create`: "resync"
-	 * (the default), "bitmap" (as bitmap = "internal"), or "ppl" (md's
-	 * partial parity log: raid5, 1.2 metadata, no bitmap) */
 	s = config_setting_get_member(arr, "consistency_policy");
 	if (s) {
 		const char *m = config_setting_type(s) == CONFIG_TYPE_STRING ?
@@ -671,8 +711,19 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 			return fail(ld, s, "array.consistency_policy", "md keeps no partial parity log beside "
 				    "an internal bitmap (array.bitmap)");
 	}
+	return 0;
+}
 
-	/* member_timeout: seconds (an integer), or "500ms" / "30s" */
+/* How members are used: array.member_timeout (seconds, an integer, or
+ * "500ms" / "30s"), array.member_io ("auto", "direct" or "buffered":
+ * devopen.h), and md's per-device flags by member index, failfast = ( 1,
+ * 2 ) and write_mostly = ( 1 ). */
+static int array_member_opts(struct ld *ld, const config_setting_t *arr, struct rf_config *cfg)
+{
+	const config_setting_t *s;
+	char buf[64];
+	int r;
+
 	s = config_setting_get_member(arr, "member_timeout");
 	if (s) {
 		const char *t = config_setting_type(s) == CONFIG_TYPE_STRING ? config_setting_get_string(s) : NULL;
@@ -690,7 +741,6 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 		cfg->member_timeout_ms = (unsigned)ms;
 	}
 
-	/* member_io: "auto", "direct" or "buffered" (devopen.h) */
 	s = config_setting_get_member(arr, "member_io");
 	if (s) {
 		const char *t = config_setting_type(s) == CONFIG_TYPE_STRING ? config_setting_get_string(s) : NULL;
@@ -702,15 +752,23 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 		cfg->member_io = mode;
 	}
 
-	/* failfast = ( 1, 2 ) and write_mostly = ( 1 ): md's per-device
-	 * flags, by member index */
 	r = member_set(ld, arr, "failfast", cfg->nmembers, &cfg->failfast);
 	if (!r)
 		r = member_set(ld, arr, "write_mostly", cfg->nmembers, &cfg->write_mostly);
 	if (r)
 		return r;
+	return 0;
+}
 
-	/* member_size: only what `create` makes; must hold offset + size */
+/* array.member_size: only what `create` makes; must hold the data
+ * offset and the size (or a chunk, a page) after it. */
+static int array_member_size(struct ld *ld, const config_setting_t *arr, struct rf_config *cfg)
+{
+	const config_setting_t *s;
+	uint64_t unit = cfg->chunk_bytes ? cfg->chunk_bytes : 4096;
+	char buf[64];
+	int r;
+
 	s = config_setting_get_member(arr, "member_size");
 	if (s) {
 		uint64_t need;
@@ -728,6 +786,27 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 				    cfg->size ? " and size" : cfg->chunk_bytes ? " and one chunk" : " and one page");
 	}
 	return 0;
+}
+
+static int load_array(struct ld *ld, const config_setting_t *arr,
+		      struct rf_config *cfg)
+{
+	static const char *const keys[] = {
+		"name", "level", "layout", "chunk_size", "members", "spares",
+		"member_size", "data_offset", "size", "metadata", "bitmap", "bitmap_chunk", "member_timeout",
+		"failfast", "write_mostly", "consistency_policy", "member_io", NULL
+	};
+	static int (*const steps[])(struct ld *, const config_setting_t *, struct rf_config *) = {
+		array_name, array_metadata, array_level, array_layout, array_chunk, array_members,
+		array_area, array_consistency, array_member_opts, array_member_size,
+	};
+	size_t i;
+	int r;
+
+	r = check_keys(ld, arr, "array.", keys);
+	for (i = 0; !r && i < sizeof(steps) / sizeof(steps[0]); i++)
+		r = steps[i](ld, arr, cfg);
+	return r;
 }
 
 static long online_cpus(void)
