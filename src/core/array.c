@@ -234,15 +234,14 @@ static int fault_from_config(const struct rf_config *cfg, int member, struct rf_
 }
 
 
-int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err, size_t errlen)
+/* A new array's fields from cfg, its locks and lists (no device open). */
+static struct rf_array *array_new(const struct rf_config *cfg)
 {
 	struct rf_array *a = calloc(1, sizeof(*a));
-	uint64_t usable = UINT64_MAX;
-	int i, ret, nmissing = 0, smallest = -1;
-	bool can_wait;           /* some member or spare on a disk, a block device or NBD */
+	int i;
 
 	if (!a)
-		return -ENOMEM;
+		return NULL;
 	a->nmembers = a->ndevs = cfg->nmembers;
 	for (i = 0; i < RF_MAX_DEVS; i++)
 		rf_dev_init(&a->devs[i]);
@@ -278,14 +277,27 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 	pthread_cond_init(&a->bar_cond, NULL);
 	a->held_tail = &a->held;
 	rf_rangelock_init(&a->rl, rf_range_resubmit, a);   /* default attributes: cannot fail */
-	if (!a->ops) {
-		if (!stack)
-			snprintf(err, errlen, "%s: this program set no levels (rf_stack_set)", cfg->path);
-		else
-			snprintf(err, errlen, "%s: level %d is not supported", cfg->path, cfg->level);
-		ret = -EINVAL;
-		goto fail;
-	}
+	return a;
+}
+
+/* What opening the members found: the bytes each may give the array
+ * (the smallest after its data offset, or the config's size), which member
+ * that is (-1: the size key), how many are missing. */
+struct members_found {
+	uint64_t usable;
+	int smallest, nmissing;
+};
+
+/* Open cfg's members into their slots, each checked for room; a missing
+ * one is marked faulty.  0, or -errno with err. */
+static int open_members(struct rf_array *a, const struct rf_config *cfg, struct members_found *f, char *err,
+			size_t errlen)
+{
+	uint64_t usable = UINT64_MAX;
+	int i, ret;
+
+	f->smallest = -1;
+	f->nmissing = 0;
 	for (i = 0; i < a->nmembers; i++) {
 		struct rf_dev *m = &a->devs[i];
 		char who[PATH_MAX + 32];
@@ -296,7 +308,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 			m->path = strdup("missing");
 			m->flags = RF_DEV_MISSING | RF_DEV_FAULTY;
 			a->faulty |= 1ull << i;
-			nmissing++;
+			f->nmissing++;
 			continue;
 		}
 		m->path = strdup(cfg->members[i]);
@@ -306,7 +318,7 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		 * writer may not. */
 		ret = rf_dev_open_into(a, m, cfg->members[i], who, a->readonly || a->overlay, err, errlen);
 		if (ret)
-			goto fail;
+			return ret;
 		a->present |= 1ull << i;
 		m->flags = RF_DEV_IN_SYNC | ((cfg->failfast >> i) & 1 ? RF_DEV_FAILFAST : 0) |
 			   ((cfg->write_mostly >> i) & 1 ? RF_DEV_WRITE_MOSTLY : 0);
@@ -315,12 +327,11 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 				 "blocks of %u bytes need %llu", i, m->path, (unsigned long long)m->size,
 				 (unsigned long long)m->data_offset, a->stripe_size,
 				 (unsigned long long)(m->data_offset + 2 * a->stripe_size));
-			ret = -ENOSPC;
-			goto fail;
+			return -ENOSPC;
 		}
 		if (m->size - m->data_offset < usable) {
 			usable = m->size - m->data_offset;
-			smallest = i;
+			f->smallest = i;
 		}
 		/* raid0 with md superblocks: each member's own data size (md's
 		 * zones when they differ). */
@@ -336,12 +347,23 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 				snprintf(err, errlen, "member %d (%s): %llu bytes after data_offset, size needs %llu",
 					 i, m->path, (unsigned long long)(m->size - m->data_offset),
 					 (unsigned long long)cfg->size);
-				ret = -ENOSPC;
-				goto fail;
+				return -ENOSPC;
 			}
 		}
 		usable = cfg->size;
 	}
+	f->usable = usable;
+	return 0;
+}
+
+/* The geometry from cfg and what the members give; an error names the
+ * member (or the size key) that set the limit.  0, or -errno with err. */
+static int open_geom(struct rf_array *a, const struct rf_config *cfg, const struct members_found *f, char *err,
+		     size_t errlen)
+{
+	uint64_t usable = f->usable;
+	int smallest = f->smallest, ret;
+
 	a->geom.level = cfg->level;
 	a->geom.layout = cfg->layout;
 	a->geom.raid_disks = cfg->reshape.active ? cfg->reshape.raid_disks : cfg->nmembers;
@@ -361,16 +383,23 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 			snprintf(err, errlen, "%s: %s (the smallest, member %d (%s), holds %llu bytes after data_offset %llu)",
 				 cfg->path, why, smallest, a->devs[smallest].path, (unsigned long long)usable,
 				 (unsigned long long)a->devs[smallest].data_offset);
-		goto fail;
+		return ret;
 	}
 	if (cfg->reshape.active) {
 		ret = reshape_open(a, cfg, err, errlen);
 		if (ret)
-			goto fail;
+			return ret;
 		atomic_store(&a->reshape_pos, a->reshape.position);
 		atomic_store(&a->reshape_rec, a->reshape.position);
 		atomic_store(&a->reshaping, true);
 	}
+	return 0;
+}
+
+/* Refused where the members missing are more than the level survives:
+ * -EINVAL with err. */
+static int enough_members(struct rf_array *a, const struct rf_config *cfg, int nmissing, char *err, size_t errlen)
+{
 	/* raid10 by its copy sets (md's enough()): one member of each pair
 	 * may be missing, more than copies - 1 in all. */
 	if (cfg->level == 10 ? a->ops->failed(a, a->faulty) :
@@ -381,10 +410,17 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		else
 			snprintf(err, errlen, "%s: %d member(s) missing, level %d tolerates %d", cfg->path, nmissing,
 				 cfg->level, a->geom.max_degraded);
-		ret = -EINVAL;
-		goto fail;
+		return -EINVAL;
 	}
-	rf_devs_flags_changed(a);
+	return 0;
+}
+
+/* Open cfg's spares after the members, each checked to hold what the
+ * members use.  0, or -errno with err. */
+static int open_spares(struct rf_array *a, const struct rf_config *cfg, char *err, size_t errlen)
+{
+	int i, ret;
+
 	for (i = 0; i < cfg->nspares; i++) {
 		struct rf_dev *m = &a->devs[a->ndevs];
 		uint64_t doff = cfg->member_offsets ? cfg->spare_offset[i] : cfg->data_offset;
@@ -397,22 +433,28 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		m->path = strdup(cfg->spares[i]);
 		m->io.fault = rf_fault_new();
 		a->ndevs++;
-		if (!m->io.fault) {
-			ret = -ENOMEM;
-			goto fail;
-		}
+		if (!m->io.fault)
+			return -ENOMEM;
 		snprintf(who, sizeof(who), "member %d (%s)", a->ndevs - 1, cfg->spares[i]);
 		ret = m->path ? rf_dev_open_into(a, m, cfg->spares[i], who, a->readonly || a->overlay, err, errlen) :
 				-ENOMEM;
 		if (ret)
-			goto fail;
+			return ret;
 		if (m->size < need) {
 			snprintf(err, errlen, "%s: spare %d (%s): %llu bytes is too small: the members use %llu",
 				 cfg->path, i, m->path, (unsigned long long)m->size, (unsigned long long)need);
-			ret = -ENOSPC;
-			goto fail;
+			return -ENOSPC;
 		}
 	}
+	return 0;
+}
+
+/* How member IO is submitted, from where the devices live. */
+static void choose_io(struct rf_array *a)
+{
+	bool can_wait;           /* some member or spare on a disk, a block device or NBD */
+	int i;
+
 	/* An inline submitter runs member IO on its own thread (the
 	 * synchronous queue) only where no device can hang a system call:
 	 * every file in memory (NBD commands have their own deadline).  On
@@ -443,6 +485,36 @@ int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err,
 		a->group_thread_cnt = can_wait ? RF_AUTO_GROUP_THREADS : 0;
 	if (a->chunk_bytes && a->chunk_bytes < a->stripe_size)
 		a->stripe_size = a->chunk_bytes;
+}
+
+int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err, size_t errlen)
+{
+	struct rf_array *a = array_new(cfg);
+	struct members_found f;
+	int i, ret;
+
+	if (!a)
+		return -ENOMEM;
+	if (!a->ops) {
+		if (!stack)
+			snprintf(err, errlen, "%s: this program set no levels (rf_stack_set)", cfg->path);
+		else
+			snprintf(err, errlen, "%s: level %d is not supported", cfg->path, cfg->level);
+		ret = -EINVAL;
+		goto fail;
+	}
+	ret = open_members(a, cfg, &f, err, errlen);
+	if (!ret)
+		ret = open_geom(a, cfg, &f, err, errlen);
+	if (!ret)
+		ret = enough_members(a, cfg, f.nmissing, err, errlen);
+	if (ret)
+		goto fail;
+	rf_devs_flags_changed(a);
+	ret = open_spares(a, cfg, err, errlen);
+	if (ret)
+		goto fail;
+	choose_io(a);
 	a->size = a->geom.array_sectors * 512;
 	for (i = 0; i < a->nmembers; i++) {
 		ret = fault_from_config(cfg, i, &a->devs[i].io.fault);
