@@ -1117,6 +1117,50 @@ nomem:
 	return -ENOMEM;
 }
 
+/* The config's size key beside what the superblocks say (*size: the
+ * members' used size, member_areas()'s): raid0 records none, so a
+ * config's must be what every member holds (then *size is it); else it
+ * must be the recorded one, rounded as create rounds it.  0, or -EINVAL
+ * with err. */
+static int config_size(const struct rf_config *cfg, const struct rf_sb *const *role_sb, int slots, uint64_t *size,
+		       char *err, size_t errlen)
+{
+	int i;
+
+	if (cfg->size && cfg->level == 0) {
+		/* raid0 records no used size: a config's must be what every
+		 * member holds (one zone; unequal members make md's zones). */
+		for (i = 0; i < slots; i++) {
+			const struct rf_sb *s = role_sb[i];
+			uint64_t have;
+
+			if (!s)
+				continue;
+			have = s->data_size / s->chunk_sectors * s->chunk_sectors * 512;
+			if (have != cfg->size / cfg->chunk_bytes * cfg->chunk_bytes) {
+				snprintf(err, errlen, "%s: key 'array.size' says %llu sectors, a member's superblock "
+					 "%llu of data (raid0: leave size out, members of different sizes make "
+					 "md's zones)", cfg->path, (unsigned long long)(cfg->size / 512),
+					 (unsigned long long)(have / 512));
+				return -EINVAL;
+			}
+		}
+		*size = cfg->size / cfg->chunk_bytes * cfg->chunk_bytes;
+	} else if (cfg->size) {
+		/* create rounds the size down as mdadm does: whole chunks, or
+		 * 64K for raid1 */
+		uint64_t unit = cfg->chunk_bytes ? cfg->chunk_bytes : 65536;
+
+		if (cfg->size / unit * unit != *size) {
+			snprintf(err, errlen, "%s: key 'array.size' says %llu sectors, the superblocks %llu",
+				 cfg->path, (unsigned long long)(cfg->size / 512),
+				 (unsigned long long)(*size / 512));
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 {
 	struct rf_sb *sbs = calloc(2 * RF_MAX_MEMBERS, sizeof(*sbs));
@@ -1282,37 +1326,10 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 	 * (checked above); the superblocks give the rest. */
 	if (sbs[fi].reshape)
 		reshape_cfg(cfg, &sbs[fi], role_sb, slots);
-	if (cfg->size && cfg->level == 0) {
-		/* raid0 records no used size: a config's must be what every
-		 * member holds (one zone; unequal members make md's zones). */
-		for (i = 0; i < slots; i++) {
-			const struct rf_sb *s = role_sb[i];
-			uint64_t have;
-
-			if (!s)
-				continue;
-			have = s->data_size / s->chunk_sectors * s->chunk_sectors * 512;
-			if (have != cfg->size / cfg->chunk_bytes * cfg->chunk_bytes) {
-				snprintf(err, errlen, "%s: key 'array.size' says %llu sectors, a member's superblock "
-					 "%llu of data (raid0: leave size out, members of different sizes make "
-					 "md's zones)", cfg->path, (unsigned long long)(cfg->size / 512),
-					 (unsigned long long)(have / 512));
-				goto out;
-			}
-		}
-		size = cfg->size / cfg->chunk_bytes * cfg->chunk_bytes;
-	} else if (cfg->size) {
-		/* create rounds the size down as mdadm does: whole chunks, or
-		 * 64K for raid1 */
-		uint64_t unit = cfg->chunk_bytes ? cfg->chunk_bytes : 65536;
-
-		if (cfg->size / unit * unit != size) {
-			snprintf(err, errlen, "%s: key 'array.size' says %llu sectors, the superblocks %llu",
-				 cfg->path, (unsigned long long)(cfg->size / 512),
-				 (unsigned long long)(size / 512));
-			goto out;
-		}
-	}
+	r = config_size(cfg, role_sb, slots, &size, err, errlen);
+	if (r)
+		goto out;
+	r = -EINVAL;
 	cfg->size = size;
 	if (cfg->level == 0 && !cfg->layout)
 		cfg->layout = rf_assemble_cfg_layout(&sbs[fi]);
