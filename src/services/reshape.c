@@ -98,6 +98,11 @@
  * Pace: sync_speed_max (KiB of each member per second, as md counts), and
  * sync_speed_min while foreground IO is in flight or was within half a
  * second (md's yielding to it); sync_action "frozen" holds it.
+ *
+ * Member IO: one io_uring of its own, members in memory too (a mapping's
+ * first touch of each page faults, and the walk touches each page once:
+ * struct rf_ioq stream), buffers on huge pages where the kernel gives
+ * them.
  */
 #include <errno.h>
 #include <inttypes.h>
