@@ -19,8 +19,8 @@
  *    --overlay: nothing reaches the members): the superblocks then give
  *    the two geometries (layout.h struct rf_reshape) and each member's new
  *    data offset, and reads go where md reads them.  Served read-write, a
- *    forward reshape of a 1.x array without a bitmap or partial parity
- *    log is continued to its end (services/reshape.c); the others need
+ *    reshape of a 1.x array without a partial parity log is continued
+ *    to its end (services/reshape.c); the others need
  *    mdadm (a reshape in place has a critical section only mdadm's
  *    backup file covers).  A config names the geometry the reshape
  *    leaves; its members and spares together the devices of the new one.
@@ -118,15 +118,13 @@ static const char *reshape_unservable(const struct rf_sb *sb, bool writes, char 
 			 (long long)p, sb->raid_disks);
 		return buf;
 	}
-	if (writes && (sb->kind == RF_SB_090 ||
-		       (sb->feature_map & (RF_SB_FEAT_BITMAP | RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL)))) {
+	if (writes && (sb->kind == RF_SB_090 || (sb->feature_map & (RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL)))) {
 		snprintf(buf, len, "a reshape is under way (stopped at array sector %llu, %s%s%s); raidfuse "
-			 "continues reshapes of 1.x arrays without a write-intent bitmap or partial parity log, "
-			 "and serves this one read-only only: assemble with --ro, or --overlay DIR; or continue "
-			 "it with mdadm (--assemble, with --backup-file if the reshape used one)",
+			 "continues reshapes of 1.x arrays without a partial parity log (md keeps none through a "
+			 "reshape), and serves this one read-only only: assemble with --ro, or --overlay DIR; or "
+			 "continue it with mdadm (--assemble, with --backup-file if the reshape used one)",
 			 (unsigned long long)sb->reshape_position, reshape_backwards(sb) ? "backwards" : "forwards",
 			 sb->kind == RF_SB_090 ? ", 0.90 metadata" : "",
-			 sb->feature_map & RF_SB_FEAT_BITMAP ? ", with a bitmap" :
 			 sb->feature_map & (RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL) ? ", with a partial parity log" : "");
 		return buf;
 	}

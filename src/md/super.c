@@ -894,7 +894,8 @@ int rf_sb_build12(const struct rf_sb_new *n, int role, uint64_t member_sectors, 
 		return bad(err, errlen, "new array", k, "no random bytes for the device uuid: %s",
 			   strerror(errno));
 	/* The bad block log: after the bitmap room, as mdadm places it, or
-	 * just before the data when that room is short. */
+	 * just before the data when that room is short and holds no bitmap
+	 * or log (none then, rather than over either). */
 	bm = n->bitmap_sectors ? n->bitmap_sectors : n->ppl ? RF_SB_PPL_SECTORS : rf_sb_bitmap_room(n->size);
 	if (n->ppl) {
 		/* md's ppl { le16 offset; le16 size } in bitmap_offset's place,
@@ -921,7 +922,7 @@ int rf_sb_build12(const struct rf_sb_new *n, int role, uint64_t member_sectors, 
 	if (n->data_offset >= 8 + 8 + bm + 8) {
 		s->bblog_size = rf_to_le16(8);
 		s->bblog_offset = rf_to_le32((uint32_t)(8 + bm));
-	} else if (n->data_offset >= 8 + 16) {
+	} else if (n->data_offset >= 8 + 16 && !n->bitmap_sectors && !n->ppl) {
 		s->bblog_size = rf_to_le16(8);
 		s->bblog_offset = rf_to_le32((uint32_t)(n->data_offset - 8 - 8));
 	}

@@ -299,12 +299,22 @@ uint64_t rf_bitmap_offset_bytes(const struct rf_sb *sb)
 }
 
 /* The bitmap of `bytes` must lie on the member, clear of the superblock
- * and the data. */
+ * and the data (both places of it while a reshape moves the data
+ * offset: md's new_offset). */
 static int check_place(const struct rf_sb *sb, const char *path, uint64_t bytes, char *err, size_t errlen)
 {
 	int64_t start = (int64_t)sb->sb_offset + (sb->kind == RF_SB_090 ? 8 : sb->bitmap_offset);
 	uint64_t end = (uint64_t)start + (bytes + 511) / 512;
-	uint64_t data_end = sb->data_offset + (sb->size ? sb->size : sb->data_size);
+	uint64_t used = sb->size ? sb->size : sb->data_size, data_end = sb->data_offset + used;
+
+	if (sb->reshape && sb->new_offset) {
+		uint64_t moved = (uint64_t)((int64_t)sb->data_offset + sb->new_offset);
+
+		if ((uint64_t)start < moved + used && end > moved)
+			return bad(err, errlen, path, "%llu sectors at sector %lld run into the data the reshape under "
+				   "way moves (sectors %llu-%llu)", (unsigned long long)(end - (uint64_t)start),
+				   (long long)start, (unsigned long long)moved, (unsigned long long)(moved + used));
+	}
 
 	if (start < 0 || end > sb->member_sectors)
 		return bad(err, errlen, path, "%llu sectors at offset %ld from the superblock lie outside the member",
@@ -378,7 +388,6 @@ struct rf_bitmap {
 					 * superblock; 0.90 its reserved area */
 	_Atomic uint32_t *ctr;          /* [nchunks] */
 	struct rf_sbstate *s;
-	int n;                          /* slots: devices [0, n) carry the bitmap */
 	pthread_mutex_t lock;           /* the image, the header, bitmap writes; the last of
 					 * device lock -> s->lock -> bm->lock (engine.h) */
 	uint8_t *img;                   /* lock: header + bits as on disk */
@@ -427,7 +436,7 @@ static int bm_write(struct rf_bitmap *bm, uint64_t lo, uint64_t hi, bool sync)
 	hi = ROUND_UP(hi, 512);
 	if (hi > bm->area)
 		hi = bm->area;
-	for (i = 0; i < bm->n && lo < hi; i++) {
+	for (i = 0; i < rf_array_nslots(a) && lo < hi; i++) {
 		struct rf_dev *d = rf_dev_get(a, i);
 
 		if (!d->bm_has || (rf_array_faulty(a) & (1ull << i)))
@@ -488,7 +497,7 @@ static void hook_dev_changed(void *priv, int dev)
 	/* The slot's faulty bit may still be the old device's: the next
 	 * bitmap write (the superblocks' events follow at once) gives the
 	 * new one everything. */
-	rf_dev_get(bm->a, dev)->bm_fresh = dev < bm->n && rf_dev_get(bm->a, dev)->bm_has;
+	rf_dev_get(bm->a, dev)->bm_fresh = dev < rf_array_nslots(bm->a) && rf_dev_get(bm->a, dev)->bm_has;
 	pthread_mutex_unlock(&bm->lock);
 }
 
@@ -593,7 +602,6 @@ int rf_bitmap_open(struct rf_array *a, struct rf_sbstate *s, struct rf_bitmap **
 	if (!bm->ctr || !bm->img)
 		goto nomem;
 	bm->s = s;
-	bm->n = rf_array_nslots(a);
 	for (i = 0; i < rf_devs_count(a); i++)
 		snap_dev(bm, i);
 	disk_bytes = rf_bitmap_bytes(bsb.sync_size, bsb.chunk_bytes);
@@ -656,12 +664,25 @@ fail:
 	return r;
 }
 
-/* The chunks a write touches; false when none. */
+/* The chunks a write touches; false when none.  While a reshape is under
+ * way the write lands in whichever geometry its rows are in when it is
+ * split (the position moves only with writes drained); the bits cover the
+ * rows of both, as md's raid5_bitmap_sector() marks a write ahead of the
+ * reshape in the previous geometry and the new. */
 static bool chunks_of(const struct rf_bitmap *bm, uint64_t off, uint64_t len, uint64_t *c0, uint64_t *c1)
 {
-	uint64_t lo, hi;
+	const struct rf_reshape *rs = rf_array_reshape_state(bm->a);
+	uint64_t lo, hi, plo, phi;
 
 	rf_bitmap_range(rf_array_geom(bm->a), off, len, &lo, &hi);
+	/* RAIDFUSE_TEST_BREAK=bitmap-reshape: the new geometry's rows only. */
+	if (rs->active && !rf_test_break("bitmap-reshape")) {
+		rf_bitmap_range(&rs->prev, off, len, &plo, &phi);
+		if (plo < phi) {
+			lo = lo < hi && lo < plo ? lo : plo;
+			hi = hi > phi ? hi : phi;
+		}
+	}
 	if (lo >= hi)
 		return false;
 	*c0 = lo >> bm->shift;
@@ -815,7 +836,7 @@ static int fits_everywhere(struct rf_bitmap *bm, uint64_t bytes, uint64_t dev_se
 {
 	int i, r = 0;
 
-	for (i = 0; i < bm->n && !r; i++) {
+	for (i = 0; i < rf_array_nslots(bm->a) && !r; i++) {
 		const struct rf_dev *d = rf_dev_get(bm->a, i);
 		struct rf_sb sb;
 

@@ -91,9 +91,14 @@
  * raid1 or raid0 with 1.x superblocks has the walk too: it may become a
  * raid5 and grow.
  *
- * It does NOT: keep a bitmap or a partial parity log through a reshape, go on
- * while a device is being rebuilt (one found at assembly: it waits for the
- * rebuild), or grow a raid10 by members.
+ * A write-intent bitmap stays (md keeps it): writes set the bits of their
+ * rows in both geometries (services/bitmap.c), the data moves down only to
+ * the bitmap's end (room_before()), and a resync a crash left due walks
+ * the marked chunks once the reshape ended.
+ *
+ * It does NOT: keep a partial parity log through a reshape (md refuses
+ * one), go on while a device is being rebuilt (one found at assembly: it
+ * waits for the rebuild), or grow a raid10 by members.
  *
  * Pace: sync_speed_max (KiB of each member per second, as md counts), and
  * sync_speed_min while foreground IO is in flight or was within half a
@@ -117,6 +122,7 @@
 #include "core/core.h"
 #include "raidfuse/iolog.h"
 #include "raidfuse/bgthread.h"
+#include "raidfuse/bitmap.h"
 #include "raidfuse/layout.h"
 #include "raidfuse/lockcheck.h"
 #include "raidfuse/log.h"
@@ -1004,8 +1010,7 @@ static const char *cannot_reshape(struct rf_array *a)
 	if (why)
 		return why;
 	f = sb_features(a, &v090);
-	if (f & RF_SB_FEAT_BITMAP)
-		return "the array keeps a write-intent bitmap";
+	/* md's ppl_init_log(): "PPL is not compatible with reshape". */
 	if (f & (RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL))
 		return "the array keeps a partial parity log";
 	return NULL;
@@ -1097,15 +1102,20 @@ static int begin_fn(void *arg)
 	return ret;
 }
 
-/* Sectors free before device d's data (a 1.1/1.2 superblock, and its bad
- * block log, sit before it; 1.0's after it). */
-static uint64_t room_before(const struct rf_dev *d)
+/* Sectors free before device d's data (a 1.1/1.2 superblock, its bitmap
+ * of bitmap_sectors and its bad block log sit before it; 1.0's after it). */
+static uint64_t room_before(const struct rf_dev *d, uint64_t bitmap_sectors)
 {
 	uint64_t doff = d->data_offset / 512, end;
 
 	if (!d->sb_has || d->sb.sb_offset >= doff)
 		return doff;
 	end = d->sb.sb_offset + 8;
+	/* RAIDFUSE_TEST_BREAK=reshape-bitmap-room: the data may move over
+	 * the bitmap. */
+	if (d->sb.bitmap && d->sb.bitmap_offset > 0 && !rf_test_break("reshape-bitmap-room") &&
+	    d->sb.sb_offset + (uint64_t)d->sb.bitmap_offset + bitmap_sectors > end)
+		end = d->sb.sb_offset + (uint64_t)d->sb.bitmap_offset + bitmap_sectors;
 	if (d->sb.bblog_size && d->sb.bblog_offset > 0 && d->sb.sb_offset + (uint64_t)d->sb.bblog_offset +
 								   d->sb.bblog_size > end)
 		end = d->sb.sb_offset + (uint64_t)d->sb.bblog_offset + d->sb.bblog_size;
@@ -1224,16 +1234,23 @@ static int plan(struct begin *b)
 	int n = rf_array_nslots(a), need = (b->last ? b->last : b->to.raid_disks) - b->first + b->raid0, i, k,
 	    spares = 0;
 	uint64_t room = UINT64_MAX, unit = b->to.chunk_sectors > b->from.chunk_sectors ? b->to.chunk_sectors :
-					   b->from.chunk_sectors;
+					   b->from.chunk_sectors, bm = 0;
+	struct rf_bitmap_status st;
 
+	/* The bitmap sits between the superblock and the data (1.1, 1.2):
+	 * the data may move down to its end, not over it. */
+	if (rf_array_bitmap(a)) {
+		rf_bitmap_get(rf_array_bitmap(a), &st);
+		bm = rf_bitmap_disk_sectors(st.sync_size, st.chunk_bytes);
+	}
 	rf_devs_lock(a);
 	for (i = n; i < rf_devs_count(a); i++)
 		if (rf_dev_get(a, i)->flags == RF_DEV_SPARE)
 			spares++;
 	for (i = 0; i < rf_devs_count(a); i++)
 		if (i < n || rf_dev_get(a, i)->flags == RF_DEV_SPARE)
-			if (room_before(rf_dev_get(a, i)) < room)
-				room = room_before(rf_dev_get(a, i));
+			if (room_before(rf_dev_get(a, i), bm) < room)
+				room = room_before(rf_dev_get(a, i), bm);
 	rf_devs_unlock(a);
 	if (spares < need) {
 		snprintf(b->err, b->errlen, "%d spare(s) to grow from %d to %d members, %d needed (md/new_dev adds one)",

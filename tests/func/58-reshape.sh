@@ -262,26 +262,7 @@ rm -rf "$G"
 # from the superblocks' position to the end, the pattern reads back,
 # md's check finds 0, the data offsets are the new ones
 # (tools/md-golden-job.sh reshape-verify).
-if md_judge; then
-	G=$DISK/k
-	mkdir -p "$G"
-	mk_conf "$G/r.conf" metadata=1.2 level=5 chunk_size=64K members="$G/d0.img $G/d1.img $G/d2.img" \
-		spares="$G/d3.img" member_size=32M
-	create_array "$G/r.conf" --assume-clean -b none
-	start_array_daemon "$G/r.conf" "$MNT"
-	n=$(($(fsize "$IMG") / 512))
-	"$RFHELPER" fill "$IMG" "$n" >/dev/null || fail "cannot write md's pattern"
-	echo 500 >"$MNT/md/sync_speed_max"
-	"$RAIDFUSE" grow "$MNT" --raid-devices 4 || fail "grow --raid-devices 4 refused"
-	wait_for "the grow did not move" '[ "$(pos)" -ge 4096 ]'
-	kill_daemon
-	md_continues "$G" "$n"
-	[[ $V == *"reshape finished: reshape_position none, raid_disks 4"* && $V == *" OK"* &&
-		$V == *"mismatch_cnt=0"* && $V == *"vda=1664 vdb=1664 vdc=1664 vdd=1664"* ]] ||
-		fail "kernel md's run of the grow raidfuse began: $V"
-	log "kernel md finished the grow raidfuse began: $(grep -o 'assembled at reshape_position [0-9]*' <<<"$V"), pattern OK, mismatch_cnt 0"
-	rm -rf "$G"
-fi
+if md_judge; then md_finishes_grow "$DISK/k" bitmap=none; fi
 
 # ---- negative control: positions never recorded
 rm -rf "$DISK/a"

@@ -94,3 +94,31 @@ md_continues() {
 		fail "kernel md did not finish the reshape: $(tail -n 20 "$WORK/guest.out"; cat "$1/share/verify.log" 2>/dev/null)"
 	V=$(cat "$1/share/verify.log")
 }
+
+# md_finishes_grow DIR [CONF KEYS...]: (md_judge said yes) md's pattern over
+# a raid5 of 3 x 32 MiB made in DIR (chunk 64K, a spare; more config keys
+# given), `grow --raid-devices 4`, kill -9 mid-way; kernel md continues the
+# reshape from the superblocks to its end (md_continues): the pattern reads
+# back, md's check finds 0, every data offset is the new one.  Logs where
+# md took it up.
+md_finishes_grow() {
+	local g=$1 n
+	shift
+	mkdir -p "$g"
+	mk_conf "$g/r.conf" metadata=1.2 level=5 chunk_size=64K members="$g/d0.img $g/d1.img $g/d2.img" \
+		spares="$g/d3.img" member_size=32M "$@"
+	create_array "$g/r.conf" --assume-clean
+	start_array_daemon "$g/r.conf" "$MNT"
+	n=$(($(fsize "$IMG") / 512))
+	"$RFHELPER" fill "$IMG" "$n" >/dev/null || fail "cannot write md's pattern"
+	echo 500 >"$MNT/md/sync_speed_max"
+	"$RAIDFUSE" grow "$MNT" --raid-devices 4 || fail "grow --raid-devices 4 refused"
+	wait_for "the grow did not move" '[ "$(pos)" -ge 4096 ]'
+	kill_daemon
+	md_continues "$g" "$n"
+	[[ $V == *"reshape finished: reshape_position none, raid_disks 4"* && $V == *" OK"* &&
+		$V == *"mismatch_cnt=0"* && $V == *"vda=1664 vdb=1664 vdc=1664 vdd=1664"* ]] ||
+		fail "kernel md's run of the grow raidfuse began: $V"
+	log "kernel md finished the grow raidfuse began ($*): $(grep -o 'assembled at reshape_position [0-9]*' <<<"$V"), pattern OK, mismatch_cnt 0"
+	rm -rf "$g"
+}

@@ -792,6 +792,43 @@ static void test_write_read_update(void **state)
 	close(fd);
 }
 
+/* The bad block log never lies over the bitmap: after it where the room
+ * before the data allows, else (data just past the bitmap) none; without
+ * a bitmap a short room puts it just before the data. */
+static void test_bblog_place(void **state)
+{
+	const uint64_t sectors = 16384;
+	static const struct { uint64_t data_offset; uint32_t bitmap; uint16_t size; int32_t offset; } cases[] = {
+		{ 40, 8, 8, 16 },       /* bitmap 16-24, log 24-32 */
+		{ 32, 8, 8, 16 },       /* log 24-32, the data at 32 */
+		{ 28, 8, 0, 0 },        /* a log before the data would cover 20-28 */
+		{ 24, 8, 0, 0 },
+		{ 28, 0, 8, 12 },       /* no bitmap: the log 20-28 */
+	};
+	char err[1024], name[32];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rf_sb_new n = new_array(5, 2, 8, 3, sectors);
+		struct rf_sb sb;
+		const char *p;
+		int fd;
+
+		snprintf(name, sizeof(name), "bbl%zu.img", i);
+		p = write_member(name, sectors * 512, NULL, 0);
+		fd = open(p, O_RDWR);
+		assert_true(fd >= 0);
+		n.data_offset = cases[i].data_offset;
+		n.size = sectors - n.data_offset;
+		n.bitmap_sectors = cases[i].bitmap;
+		assert_int_equal(rf_sb_write12(fd, p, &n, 0, sectors, err, sizeof(err)), 0);
+		assert_int_equal(rf_sb_read(fd, p, &sb, err, sizeof(err)), 0);
+		assert_int_equal(sb.bblog_size, cases[i].size);
+		assert_int_equal(sb.bblog_offset, cases[i].offset);
+		close(fd);
+	}
+}
+
 static void test_update_090(void **state)
 {
 	const uint64_t sectors = 131072;
@@ -1414,6 +1451,7 @@ int main(void)
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_default_data_offset),
 		cmocka_unit_test(test_write_read_update),
+		cmocka_unit_test(test_bblog_place),
 		cmocka_unit_test(test_update_090),
 		cmocka_unit_test(test_spare_090),
 		cmocka_unit_test(test_update_io_change),
