@@ -1159,146 +1159,174 @@ static int config_size(const struct rf_config *cfg, const struct rf_sb *const *r
 	return 0;
 }
 
-int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
-{
-	struct rf_sb *sbs = calloc(2 * RF_MAX_MEMBERS, sizeof(*sbs));
-	struct cfile_ref files[2 * RF_MAX_MEMBERS];
-	const struct rf_sb *sbp[2 * RF_MAX_MEMBERS], *role_sb[RF_MAX_MEMBERS], *spare_sb[RF_MAX_MEMBERS];
-	const char *paths[2 * RF_MAX_MEMBERS];
-	int with_sb[2 * RF_MAX_MEMBERS], by_role[RF_MAX_MEMBERS], spare[RF_MAX_MEMBERS];
-	bool blank[2 * RF_MAX_MEMBERS] = { false };
-	int added, i, r = 0, nfiles, nsb = 0, without = -1, fi = -1, nspare = 0, nuse = 0, nblank = 0, slots;
-	char u0[40], u1[40], who[300], where[300];
-	uint64_t size;
+/* What rf_assemble_check_config() reads of a config's files: each
+ * file's superblock (through the overlay) in the order the config names
+ * them, and which one speaks for the array. */
+struct cfg_sbs {
+	struct rf_sb sbs[2 * RF_MAX_MEMBERS];           /* [nsb] */
+	struct cfile_ref files[2 * RF_MAX_MEMBERS];     /* [nfiles] */
+	const struct rf_sb *sbp[2 * RF_MAX_MEMBERS];    /* &sbs[i] */
+	const char *paths[2 * RF_MAX_MEMBERS];          /* [nsb]: the file of sbs[i] */
+	int with_sb[2 * RF_MAX_MEMBERS];                /* [nsb]: files[] index of sbs[i] */
+	bool blank[2 * RF_MAX_MEMBERS];                 /* [nfiles]: a spare without a superblock */
+	int nfiles, nsb;
+	int without;    /* a member (not a spare) without a superblock, or -1 */
+	int fi;         /* sbs[] index that speaks for the array */
+};
 
-	if (!sbs)
-		return -ENOMEM;
-	nfiles = config_files(cfg, files);
-	for (i = 0; i < nfiles; i++) {
-		const char *m = files[i].path;
+/* Step 1: every file's superblock.  A file that is not there, or whose
+ * superblock cannot be read, is refused, naming the file. */
+static int read_sbs(const struct rf_config *cfg, struct cfg_sbs *c, char *err, size_t errlen)
+{
+	char who[300];
+	int i, r;
+
+	c->without = c->fi = -1;
+	c->nfiles = config_files(cfg, c->files);
+	for (i = 0; i < c->nfiles; i++) {
+		const char *m = c->files[i].path;
 
 		/* Through the overlay, which may hold newer superblocks. */
-		r = read_one(m, cfg->overlay_dir, &sbs[nsb], err, errlen);
+		r = read_one(m, cfg->overlay_dir, &c->sbs[c->nsb], err, errlen);
 		/* -ENOENT is "no superblock" unless the file itself is not
 		 * there. */
 		if (r == -ENOENT && !rf_nbd_is_uri(m) && access(m, F_OK)) {
 			r = -errno;
-			snprintf(err, errlen, "%s: %s: %s", cfg->path, cfile_who(cfg, &files[i], who, sizeof(who)),
+			snprintf(err, errlen, "%s: %s: %s", cfg->path, cfile_who(cfg, &c->files[i], who, sizeof(who)),
 				 strerror(-r));
-			goto out;
+			return r;
 		}
 		if (r == -ENOENT) {
 			/* A spare without one is a new spare; a member
 			 * without one is refused below. */
-			if (files[i].spare)
-				blank[i] = true, nblank++;
+			if (c->files[i].spare)
+				c->blank[i] = true;
 			else
-				without = i;
-			r = 0;
+				c->without = i;
 			continue;
 		}
 		if (r) {
 			char why[768];
 
 			snprintf(why, sizeof(why), "%s", err);
-			snprintf(err, errlen, "%s: %s: %s", cfg->path, cfile_who(cfg, &files[i], who, sizeof(who)), why);
-			goto out;
+			snprintf(err, errlen, "%s: %s: %s", cfg->path, cfile_who(cfg, &c->files[i], who, sizeof(who)),
+				 why);
+			return r;
 		}
-		with_sb[nsb] = i;
-		paths[nsb] = m;
-		sbp[nsb] = &sbs[nsb];
+		c->with_sb[c->nsb] = i;
+		c->paths[c->nsb] = m;
+		c->sbp[c->nsb] = &c->sbs[c->nsb];
 		/* The array is the members' (a spare is checked against it) */
-		if (fi < 0 || (files[with_sb[fi]].spare && !files[i].spare))
-			fi = nsb;
-		nsb++;
+		if (c->fi < 0 || (c->files[c->with_sb[c->fi]].spare && !c->files[i].spare))
+			c->fi = c->nsb;
+		c->nsb++;
 	}
-	if (nsb == 0) {
-		/* An array without superblocks is served only when the config
-		 * says so: members that lack the superblocks it names are not
-		 * yet made (or are not the files meant), and serving them from
-		 * sector 0 would put data where `create` puts its own. */
-		if (cfg->metadata != RF_SB_NONE) {
-			char at[32] = "the default";
+	return 0;
+}
 
-			if (cfg->metadata_line > 0)
-				snprintf(at, sizeof(at), "line %d", cfg->metadata_line);
-			snprintf(err, errlen, "%s: no member has an md superblock, and the config says metadata \"%s\" "
-				 "(%s): `raidfuse create %s` makes the array, or metadata = \"none\" serves "
-				 "members without one", cfg->path, rf_sb_kind_name(cfg->metadata), at, cfg->path);
-			r = -EINVAL;
-		}
-		goto out;
-	}
-	r = -EINVAL;
-	if (without >= 0) {
+/* Step 2, when no file has a superblock: an array without superblocks is
+ * served only when the config says so: members that lack the superblocks
+ * it names are not yet made (or are not the files meant), and serving
+ * them from sector 0 would put data where `create` puts its own. */
+static int no_sbs(const struct rf_config *cfg, char *err, size_t errlen)
+{
+	char at[32] = "the default";
+
+	if (cfg->metadata == RF_SB_NONE)
+		return 0;
+	if (cfg->metadata_line > 0)
+		snprintf(at, sizeof(at), "line %d", cfg->metadata_line);
+	snprintf(err, errlen, "%s: no member has an md superblock, and the config says metadata \"%s\" (%s): "
+		 "`raidfuse create %s` makes the array, or metadata = \"none\" serves members without one",
+		 cfg->path, rf_sb_kind_name(cfg->metadata), at, cfg->path);
+	return -EINVAL;
+}
+
+/* Step 2: every member has a superblock, all of one array; the freshest
+ * speaks for it (c->fi), and the others are read as it says where a
+ * reshape or a geometry change happened since they were written. */
+static int one_array(const struct rf_config *cfg, struct cfg_sbs *c, char *err, size_t errlen)
+{
+	char u0[40], u1[40], who[300];
+	int i;
+
+	if (c->without >= 0) {
 		snprintf(err, errlen, "%s: %s has no md superblock but %s has one", cfg->path,
-			 cfile_who(cfg, &files[without], who, sizeof(who)), nsb ? paths[fi] : "no other member");
-		goto out;
+			 cfile_who(cfg, &c->files[c->without], who, sizeof(who)), c->paths[c->fi]);
+		return -EINVAL;
 	}
-	for (i = 0; i < nsb; i++)
-		if (memcmp(sbs[i].uuid, sbs[fi].uuid, 16)) {
+	for (i = 0; i < c->nsb; i++)
+		if (memcmp(c->sbs[i].uuid, c->sbs[c->fi].uuid, 16)) {
 			snprintf(err, errlen, "%s: %s belongs to array %s, %s to %s", cfg->path,
-				 cfile_who(cfg, &files[with_sb[i]], who, sizeof(who)), rf_sb_uuid_str(&sbs[i], u1),
-				 paths[fi], rf_sb_uuid_str(&sbs[fi], u0));
-			goto out;
+				 cfile_who(cfg, &c->files[c->with_sb[i]], who, sizeof(who)),
+				 rf_sb_uuid_str(&c->sbs[i], u1), c->paths[c->fi], rf_sb_uuid_str(&c->sbs[c->fi], u0));
+			return -EINVAL;
 		}
-	/* The freshest superblock speaks for the array. */
-	for (i = 0; i < nsb; i++)
-		if (sbs[i].events > sbs[fi].events)
-			fi = i;
-	for (i = 0; i < nsb; i++) {
-		reshape_as_fresh(&sbs[i], &sbs[fi]);
-		geometry_as_fresh(&sbs[i], &sbs[fi]);
+	for (i = 0; i < c->nsb; i++)
+		if (c->sbs[i].events > c->sbs[c->fi].events)
+			c->fi = i;
+	for (i = 0; i < c->nsb; i++) {
+		reshape_as_fresh(&c->sbs[i], &c->sbs[c->fi]);
+		geometry_as_fresh(&c->sbs[i], &c->sbs[c->fi]);
 	}
-	rf_sb_uuid_str(&sbs[fi], u0);
-	{
-		char whybuf[400];
-		const char *why = unservable(&sbs[fi], !cfg->readonly && !cfg->overlay_dir, true, whybuf,
-					     sizeof(whybuf));
+	return 0;
+}
 
-		if (why) {
-			snprintf(err, errlen, "%s: array %s (%s): %s; raidfuse cannot serve it", cfg->path, u0,
-				 paths[fi], why);
-			goto out;
-		}
-	}
-	added = level_changed(cfg, &sbs[fi]);
-	for (i = 0; i < nsb; i++) {
-		const char *field;
-		char want[64], got[64];
+/* Step 3: the array is one raidfuse serves, and every key the config
+ * gives says what each superblock says. */
+static int keys_match(struct rf_config *cfg, const struct cfg_sbs *c, char *err, size_t errlen)
+{
+	const struct rf_sb *fresh = &c->sbs[c->fi];
+	char whybuf[400], u0[40], who[300], want[64], got[64];
+	const char *why = unservable(fresh, !cfg->readonly && !cfg->overlay_dir, true, whybuf, sizeof(whybuf)), *field;
+	int added, i;
 
-		if (config_differs(cfg, added, &sbs[i], &field, want, got, sizeof(want))) {
-			snprintf(err, errlen, "%s: %s: key 'array.%s' says %s, its %s superblock %s%s", cfg->path,
-				 cfile_who(cfg, &files[with_sb[i]], who, sizeof(who)), field, want,
-				 rf_sb_kind_name(sbs[i].kind), got,
-				 !sbs[i].reshape && (!strcmp(field, "layout") || !strcmp(field, "chunk_size") ||
-						     !strcmp(field, "level")) ?
-				 " (a reshape changes them: the key wants the superblock's)" : "");
-			goto out;
-		}
+	if (why) {
+		snprintf(err, errlen, "%s: array %s (%s): %s; raidfuse cannot serve it", cfg->path,
+			 rf_sb_uuid_str(fresh, u0), c->paths[c->fi], why);
+		return -EINVAL;
 	}
-	slots = slots_of(&sbs[fi]);
-	snprintf(where, sizeof(where), "%s: ", cfg->path);
-	if (place_members(paths, sbp, nsb, fi, slots, by_role, spare, &nspare, where, err, errlen) ||
-	    enough_members(paths, sbp, &sbs[fi], by_role, slots, where, err, errlen))
-		goto out;
-	/* A config's one data_offset holds for the members it serves (a
-	 * spare that took over a slot may have been given its own). */
+	added = level_changed(cfg, fresh);
+	for (i = 0; i < c->nsb; i++) {
+		if (!config_differs(cfg, added, &c->sbs[i], &field, want, got, sizeof(want)))
+			continue;
+		snprintf(err, errlen, "%s: %s: key 'array.%s' says %s, its %s superblock %s%s", cfg->path,
+			 cfile_who(cfg, &c->files[c->with_sb[i]], who, sizeof(who)), field, want,
+			 rf_sb_kind_name(c->sbs[i].kind), got,
+			 !c->sbs[i].reshape && (!strcmp(field, "layout") || !strcmp(field, "chunk_size") ||
+						!strcmp(field, "level")) ?
+			 " (a reshape changes them: the key wants the superblock's)" : "");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Step 5: a config's one data_offset holds for the members it serves (a
+ * spare that took over a slot may have been given its own); says which
+ * file holds a slot other than the config's place for it.  *nuse: the
+ * slots held. */
+static int roles_held(const struct rf_config *cfg, const struct cfg_sbs *c, const int *by_role, int slots,
+		      int *nuse, char *err, size_t errlen)
+{
+	char who[300];
+	int i;
+
+	*nuse = 0;
 	for (i = 0; i < slots; i++) {
 		const struct cfile_ref *f;
 		const struct rf_sb *s;
 
 		if (by_role[i] < 0)
 			continue;
-		nuse++;
-		f = &files[with_sb[by_role[i]]];
-		s = sbp[by_role[i]];
+		(*nuse)++;
+		f = &c->files[c->with_sb[by_role[i]]];
+		s = c->sbp[by_role[i]];
 		if (!f->spare && cfg->data_offset_given && s->data_offset * 512 != cfg->data_offset) {
 			snprintf(err, errlen, "%s: %s: key 'array.data_offset' says %llu sectors, its %s superblock "
 				 "%llu sectors", cfg->path, cfile_who(cfg, f, who, sizeof(who)),
 				 (unsigned long long)(cfg->data_offset / 512), rf_sb_kind_name(s->kind),
 				 (unsigned long long)s->data_offset);
-			goto out;
+			return -EINVAL;
 		}
 		if (!f->spare && f->num != i)
 			rf_info("%s: %s holds role %d, as its superblocks record", cfg->path,
@@ -1307,39 +1335,74 @@ int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
 			rf_info("%s: %s holds role %d: it took over that slot", cfg->path,
 				cfile_who(cfg, f, who, sizeof(who)), i);
 	}
-	r = config_reorder(cfg, files, with_sb, nsb, by_role, slots, spare, nspare, blank, nfiles);
+	return 0;
+}
+
+int rf_assemble_check_config(struct rf_config *cfg, char *err, size_t errlen)
+{
+	struct cfg_sbs *c = calloc(1, sizeof(*c));
+	const struct rf_sb *role_sb[RF_MAX_MEMBERS], *spare_sb[RF_MAX_MEMBERS], *fresh;
+	int by_role[RF_MAX_MEMBERS], spare[RF_MAX_MEMBERS];
+	int i, r, nspare = 0, nuse = 0, slots;
+	char u0[40], where[300];
+	uint64_t size;
+
+	if (!c)
+		return -ENOMEM;
+	r = read_sbs(cfg, c, err, errlen);
 	if (r)
 		goto out;
+	if (c->nsb == 0) {
+		r = no_sbs(cfg, err, errlen);
+		goto out;
+	}
+	r = one_array(cfg, c, err, errlen);
+	if (!r)
+		r = keys_match(cfg, c, err, errlen);
+	if (r)
+		goto out;
+	/* Step 4: which file holds which slot, and enough of them. */
+	fresh = &c->sbs[c->fi];
+	slots = slots_of(fresh);
+	snprintf(where, sizeof(where), "%s: ", cfg->path);
 	r = -EINVAL;
+	if (place_members(c->paths, c->sbp, c->nsb, c->fi, slots, by_role, spare, &nspare, where, err, errlen) ||
+	    enough_members(c->paths, c->sbp, fresh, by_role, slots, where, err, errlen))
+		goto out;
+	r = roles_held(cfg, c, by_role, slots, &nuse, err, errlen);
+	if (!r)
+		r = config_reorder(cfg, c->files, c->with_sb, c->nsb, by_role, slots, spare, nspare, c->blank,
+				   c->nfiles);
+	if (r)
+		goto out;
+	/* Step 6: the config takes what the superblocks record. */
 	for (i = 0; i < slots; i++) {
-		role_sb[i] = by_role[i] >= 0 ? sbp[by_role[i]] : NULL;
+		role_sb[i] = by_role[i] >= 0 ? c->sbp[by_role[i]] : NULL;
 		/* What the config names beside what md recorded. */
 		if (role_sb[i])
 			devflags_cfg(cfg, i, role_sb[i]);
 	}
 	for (i = 0; i < cfg->nspares; i++)
-		spare_sb[i] = i < nspare ? sbp[spare[i]] : NULL;
+		spare_sb[i] = i < nspare ? c->sbp[spare[i]] : NULL;
 	member_areas(cfg, role_sb, slots, spare_sb, cfg->nspares, &size);
 	/* A reshape under way: the config names the geometry it leaves
 	 * (checked above); the superblocks give the rest. */
-	if (sbs[fi].reshape)
-		reshape_cfg(cfg, &sbs[fi], role_sb, slots);
+	if (fresh->reshape)
+		reshape_cfg(cfg, fresh, role_sb, slots);
 	r = config_size(cfg, role_sb, slots, &size, err, errlen);
 	if (r)
 		goto out;
-	r = -EINVAL;
 	cfg->size = size;
 	if (cfg->level == 0 && !cfg->layout)
-		cfg->layout = rf_assemble_cfg_layout(&sbs[fi]);
-	cfg->metadata = sbs[fi].kind;
-	memcpy(cfg->uuid, sbs[fi].uuid, 16);
+		cfg->layout = rf_assemble_cfg_layout(fresh);
+	cfg->metadata = fresh->kind;
+	memcpy(cfg->uuid, fresh->uuid, 16);
 	cfg->has_uuid = true;
-	say_dirty(&sbs[fi], where);
-	rf_info("%sarray %s: raid%d, %d of %d members, %d spare(s)", where, u0, cfg->level, nuse,
-		sbs[fi].raid_disks, cfg->nspares);
-	r = 0;
+	say_dirty(fresh, where);
+	rf_info("%sarray %s: raid%d, %d of %d members, %d spare(s)", where, rf_sb_uuid_str(fresh, u0), cfg->level,
+		nuse, fresh->raid_disks, cfg->nspares);
 out:
-	free(sbs);
+	free(c);
 	return r;
 }
 
