@@ -181,7 +181,7 @@ crash: $(BUILD)/raidfuse $(BUILD)/crash-states
 	$(Q)set -e; export RAIDFUSE=$(abspath $(BUILD)/raidfuse) CRASH_STATES=$(abspath $(BUILD)/crash-states); \
 	for l in $(CRASH_LEVELS); do for b in "" --bitmap; do \
 		tools/crash-states.sh --level $$l $$b $(CRASH_ARGS); done; done; \
-	for l in 5 6; do tools/crash-states.sh --level $$l --grow $(CRASH_ARGS); done; \
+	for l in 5 6; do for b in "" --bitmap; do tools/crash-states.sh --level $$l --grow $$b $(CRASH_ARGS); done; done; \
 	tools/crash-states.sh --level 5 --raid6 $(CRASH_ARGS); \
 	for l in 5 6; do tools/crash-states.sh --level $$l --rechunk $(CRASH_ARGS); done; \
 	tools/crash-states.sh --level 4 --raid5 $(CRASH_ARGS); \

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # crash-states.sh - what a power cut can leave of an array, state by state.
 #
-#   tools/crash-states.sh --level L [--bitmap | --grow | --raid6 | --rechunk | --raid5 | --raid10]
+#   tools/crash-states.sh --level L [--bitmap] [--grow | --raid6 | --rechunk | --raid5 | --raid10]
 #                         [--states N] [--seed S]
 #                         [--rounds R] [--break] [--dir DIR]
 #
@@ -30,7 +30,7 @@
 # replays it are kept under DIR/violations/state-K; DIR (a fresh directory
 # under /dev/shm unless --dir) is removed when there is none.
 #
-# --grow (levels 5 and 6): the config has one spare more, and a third of
+# --grow (levels 5 and 6, with --bitmap too): the config has one spare more, and a third of
 # the way through the workload the array grows onto it (md/raid_disks),
 # the reshape running beside the writes; each crash state's array then
 # finishes the reshape (from the position its superblocks record) before
@@ -92,7 +92,7 @@ case $level in
 6) n=5 ;;
 *) usage ;;
 esac
-[ $grow = 0 ] || { [ $bitmap = 0 ] && { [ "$level" = 5 ] || [ "$level" = 6 ] || [ "$level" = 0 ]; }; } || usage
+[ $grow = 0 ] || [ "$level" = 5 ] || [ "$level" = 6 ] || [ "$level" = 0 ] || usage
 [ $to6 = 0 ] || [ "$level" = 5 ] || usage
 [ $rechunk = 0 ] || [ "$level" != 0 ] || usage
 [ $to5 = 0 ] || [ "$level" = 4 ] || [ "$level" = 1 ] || [ "$level" = 0 ] || usage

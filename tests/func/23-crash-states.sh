@@ -10,8 +10,9 @@
 #    fails without the flush before a clean superblock or a bitmap clear
 #    (mismatch_cnt after the resync) and without bringing members one
 #    event behind up to date (not clean after the clean close).
-#    raid5 grown by a spare a third of the way in (--grow): every state
-#    finishes the reshape from its superblocks' position, 0 violations;
+#    raid5 grown by a spare a third of the way in (--grow, and with a
+#    bitmap): every state finishes the reshape from its superblocks'
+#    position, 0 violations;
 #    its control (--grow --break: the position moves on unrecorded) loses
 #    acknowledged writes; so does a write into rows moved since the last
 #    record that goes on without having the position recorded first
@@ -57,6 +58,8 @@ full check "[ $RC = 0 ] && [[ '$LINE' =~ ,\ 0\ violations$ ]]" "raid1 --bitmap: 
 # control: the position moved on without being recorded.
 full states grow --level 5 --grow --states 120 --rounds 15
 full check "[ $RC = 0 ] && [[ '$LINE' =~ ,\ 0\ violations$ ]]" "raid5 --grow: exit $RC, '$LINE': $(first grow)"
+full states growbm --level 5 --grow --bitmap --states 120 --rounds 15
+full check "[ $RC = 0 ] && [[ '$LINE' =~ ,\ 0\ violations$ ]]" "raid5 --grow --bitmap: exit $RC, '$LINE': $(first growbm)"
 full states to6 --level 5 --raid6 --states 120 --rounds 15
 full check "[ $RC = 0 ] && [[ '$LINE' =~ ,\ 0\ violations$ ]]" "raid5 --raid6: exit $RC, '$LINE': $(first to6)"
 full states growbreak --level 5 --grow --break --states 80 --rounds 15
