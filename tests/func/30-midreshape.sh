@@ -3,11 +3,11 @@
 # 30-midreshape: arrays that kernel md left in the middle of a reshape,
 # served read-only as md reads them, and a backward one continued.
 #
-# tests/data/md-images/manifest-pending.jsonl holds three arrays md stopped
+# tests/data/md-images/manifest-pending.jsonl holds four arrays md stopped
 # mid-reshape (kind "reshape"): a grow from 3 to 4 members (forwards, to a
-# lower data offset), a layout change left-symmetric -> left-asymmetric
-# (backwards, to a higher data offset) and a raid5 -> raid6 change
-# (forwards).  Their pattern (sector s holds
+# lower data offset), the same with an internal bitmap, a layout change
+# left-symmetric -> left-asymmetric (backwards, to a higher data offset)
+# and a raid5 -> raid6 change (forwards).  Their pattern (sector s holds
 # u64le(s)) was written before the reshape: rows the reshape did hold it in
 # the new geometry at the new data offsets, the others in the old one.
 # For each:
@@ -23,7 +23,7 @@
 #    backwards, kill -9 mid-way (assembled again at or below the position
 #    seen, the pattern), to its end: md's pattern, md's check finds 0, every
 #    superblock md's after the reshape (data offset the new one, feature
-#    map 0x0, the new layout); the forward ones are continued by 58 and 59;
+#    map 0x0, the new layout); the forward ones are continued by 58, 59 and 64;
 #  - negative control: the same members with the superblocks' reshape
 #    position where the reshape would begin or end (all of the array in
 #    one geometry: what ignoring the position gives) read wrong data.
@@ -153,5 +153,5 @@ while IFS= read -r line; do
 	fi
 	narrays=$((narrays + 1))
 done <"$PENDING"
-[ $narrays = 3 ] || fail "$narrays arrays mid-reshape in $PENDING, expected 3"
+[ $narrays = 4 ] || fail "$narrays arrays mid-reshape in $PENDING, expected 4"
 log "$narrays arrays mid-reshape served as md reads them"

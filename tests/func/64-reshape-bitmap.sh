@@ -4,6 +4,12 @@
 # online from 3 to 4 members, as md keeps a bitmap through a reshape;
 # members in a directory on the disk, the daemonized default, a model
 # file of what every sector must hold.
+#  0. kernel md's raid5 grown 3 -> 4 with a bitmap (1 MiB chunks), stopped
+#     mid-way (tests/data/md-images r5-ls-3to4d-64k-bitmap-midgrow): assembled
+#     (frozen), md's pattern; writes in both geometries; continued to its end:
+#     the model, check 0, every member's superblock md's after a grow with
+#     its bitmap (feature map 0x1, data offset 1664); RF_MD_JUDGE=1: kernel md
+#     reads the model's sha256.
 #  1. raid5 of 3 x 32 MiB, bitmap=internal with 1 MiB chunks, a spare,
 #     filled with random data; `raidfuse grow --raid-devices 4` at 1000
 #     KiB/s: writes behind the position (new geometry) and ahead of it
@@ -29,7 +35,7 @@
 # assembly refuses it ("run into the data the reshape under way moves").
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/model.sh"
-requires fuse mdadm
+requires fuse mdadm xz
 build_helper
 model_setup
 
@@ -41,6 +47,40 @@ dirty() {
 	dd if="$G/d$1.img" of="$WORK/bm" bs=512 skip=16 count=8 status=none
 	mdadm --examine-bitmap "$WORK/bm" 2>&1 | sed -n 's/^ *Bitmap : [0-9]* bits (chunks), \([0-9]*\) dirty.*/\1/p'
 }
+
+# ---- 0. kernel md's grow with a bitmap, stopped mid-way, continued
+md_images
+LINE=$(grep '"name": "r5-ls-3to4d-64k-bitmap-midgrow"' "$IMAGES/manifest-pending.jsonl") ||
+	fail "no r5-ls-3to4d-64k-bitmap-midgrow in the pending manifest"
+OLD=$(jval "$LINE" array_sectors)
+POS=$(jval "$LINE" reshape_position_sectors)
+NEW=190464
+truncate -s $((NEW * 512)) "$MODEL"
+"$RFHELPER" fill "$MODEL" "$OLD" >/dev/null || fail "cannot make the model"
+md_unpack "$LINE" "$DISK/md"
+start_assemble_daemon array.img "$MNT" --freeze "${MEMBERS[@]}"
+[ "$(pos)" = "$POS" ] && [ "$(val consistency_policy)" = bitmap ] ||
+	fail "md's bitmap grow: position $(pos) (md's $POS), consistency_policy $(val consistency_policy)"
+same_model "md's members mid-grow" "$OLD"
+put 4096 64
+put $((POS + 20000)) 64
+to_end "md's bitmap grow"
+[ "$(fsize "$IMG")" = $((NEW * 512)) ] || fail "md's bitmap grow: image of $(fsize "$IMG") bytes at the end"
+same_model "md's bitmap grow, ended" "$NEW"
+check_clean "md's bitmap grow"
+stop_array "$MNT"
+for m in "${MEMBERS[@]}"; do
+	"$RAIDFUSE" examine "$m" >"$WORK/ex.txt" || fail "examine $m failed"
+	for want in "Feature Map : 0x1" "Data Offset : 1664 sectors" "Raid Devices : 4"; do
+		grep -q "$want" "$WORK/ex.txt" || fail "$m after md's grow ended: no '$want' in: $(cat "$WORK/ex.txt")"
+	done
+done
+if md_judge; then
+	judge_model $NEW "${MEMBERS[@]}"
+	log "kernel md assembles what raidfuse made of its grow: the model's sha256, mismatch_cnt 0"
+fi
+log "kernel md's grow with a bitmap, stopped at $POS: continued to its end, writes kept, check 0, the bitmap kept"
+rm -rf "$DISK/md"
 
 G=$DISK/g
 mkdir -p "$G"
