@@ -5,7 +5,7 @@
  * It checks the whole config and every member, and works out every
  * superblock, before it creates, truncates or writes anything, and leaves
  * existing non-empty members alone unless forced.  The command line
- * (main.c) only parses options and calls rf_create().
+ * (cmd_create.c) only parses options and calls rf_create().
  *
  * A member or spare may be an NBD export (a URI, nbd.h): it is connected
  * within array.member_timeout, used at the export's size (which must hold

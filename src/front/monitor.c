@@ -35,7 +35,7 @@
  * sendmail -t for the events mdadm mails, a syslog line.
  *
  * What it does NOT do: read the arrays, keep their state between looks,
- * or loop (main.c's monitor command does, with list's mount discovery).
+ * or loop (cmd_monitor.c does, with list's mount discovery).
  */
 #include <errno.h>
 #include <fcntl.h>

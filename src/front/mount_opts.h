@@ -16,8 +16,8 @@
  *
  * This header speaks raidfuse's types only.  libfuse's headers stay in
  * the FUSE module: fuse_lowlevel.h in fuse.c (the session and the
- * replies), fuse_opt.h in fstab.c (the option words), so main.c and the
- * unit tests of the parser see neither.
+ * replies), fuse_opt.h in fstab.c (the option words), so the command
+ * line (main.c, cmd_*.c) and the unit tests of the parser see neither.
  *
  * What it does NOT do: check the words meant for libfuse (its
  * fuse_session_new() refuses one it does not know, naming it), or read
