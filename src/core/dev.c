@@ -23,7 +23,8 @@
  * (rf_dev_nbd_reconnect) and puts it in place (rf_dev_nbd_replace).
  *
  * What it does NOT do: decide which spare takes which slot, or when a
- * device fails (member.c and the IO path do), nor read superblocks.
+ * device fails (member.c, memberwatch.c, memberctl.c and the IO path
+ * do), nor read superblocks.
  */
 #include <errno.h>
 #include <fcntl.h>

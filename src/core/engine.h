@@ -51,7 +51,7 @@
  *    lw->lock             a submitter waiting for its lent write (request.c)
  *    b->lock              a background thread's wake-ups (bgthread.c): the
  *                         superblock timer, the bitmap daemon
- *    mgmt->lock           the management thread's wake-ups (member.c)
+ *    mgmt->lock           the management thread's wake-ups (member.c, hotreplace.c)
  *    the sync walk's lock (sync.c)
  *    the partial parity log's lock (services/ppl.c)
  *    io/: a queue's kick lock (ioq.c), an overlay's (overlay.c), a fault
@@ -361,7 +361,7 @@ struct rf_array {
 	atomic_uint_fast64_t recovering;
 	atomic_uint_fast64_t recovery_cp;
 	atomic_bool recover_dirty_only;  /* a re-added device: rebuild what the bitmap marks */
-	/* Hot replace (replace.c, member.c): slots whose device has a
+	/* Hot replace (replace.c, hotreplace.c): slots whose device has a
 	 * replacement (repl_dev[k], a device without a slot) that every write
 	 * of the slot reaches too while the walk copies the slot's data to
 	 * it; both set with every request drained.  repl_failed: those whose

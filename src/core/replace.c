@@ -6,7 +6,7 @@
  * A slot whose device is to be replaced keeps serving reads and writes
  * from that device while the sync walk (services/sync.c, action
  * "recover") copies its data to the replacement, a device of the table
- * without a slot (member.c attaches it).  Every write of the slot, and
+ * without a slot (hotreplace.c attaches it).  Every write of the slot, and
  * every fsync of it, is issued to the replacement too: at the same member
  * sector, its own data offset.  So a row the walk copied stays current,
  * and a row it has not copied yet is copied after the writes into it
@@ -22,14 +22,14 @@
  * on the replacement).
  *
  * Invariants: replacing and repl_dev change only with every request
- * drained (member.c, under rf_array_quiesced_all), so a write sees the
+ * drained (hotreplace.c, under rf_array_quiesced_all), so a write sees the
  * same replacement at issue and at its end; both IOs are on the issuing
  * worker's queue and end on its thread, so the twin's count needs no
  * atomics.  Reads never go to a replacement.
  *
  * rf_replace_failed() is request.c's, beside rf_member_fail().
  *
- * It does NOT choose, attach, promote or detach replacements (member.c),
+ * It does NOT choose, attach, promote or detach replacements (hotreplace.c),
  * copy data (sync.c), or record anything in the superblocks (sbstate.c
  * records a replacement as md does, with its copy's checkpoint).
  */

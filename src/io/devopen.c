@@ -36,7 +36,7 @@
  * FUSE mount on, read atomically.
  *
  * It does NOT read or write superblocks, nor decide what a failed check
- * means for an array (member.c fails the member).
+ * means for an array (memberwatch.c fails the member).
  */
 #include <errno.h>
 #include <fcntl.h>

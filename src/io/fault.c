@@ -13,7 +13,7 @@
  * Which device owns which fault state is the array's business: each
  * device's backend (struct rf_ioq_member, inside the array's device
  * object) holds its own, which the member IO queues read there.  md/dev-NAME/fault
- * finds a device's state by name in member.c, under the array's
+ * finds a device's state by name in memberctl.c, under the array's
  * reconfiguration lock, so a device being removed is never touched
  * half-way.
  *

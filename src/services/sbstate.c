@@ -991,8 +991,8 @@ void rf_sbstate_kick(struct rf_sbstate *s)
 	rf_bg_kick(&s->timer);
 }
 
-/* ---- device changes (member.c): the device lock held, every request
- * drained; each takes s->lock ---- */
+/* ---- device changes (member.c, hotreplace.c, memberctl.c): the device
+ * lock held, every request drained; each takes s->lock ---- */
 
 /* A device number no device of the array holds in dev_roles, from
  * `from` (0.90 numbers spares after the raid devices). */

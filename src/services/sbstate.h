@@ -94,11 +94,11 @@ void rf_sbstate_kick(struct rf_sbstate *s);
 
 int rf_sbstate_write_start_slow(struct rf_sbstate *s);
 
-/* Device changes (member.c), each under the engine's reconf_lock with
- * every request drained and the device lock held (rf_devs_lock()).  The
- * writers return 0, or -errno (with a message in err where there is
- * one); a device whose superblock cannot be written is failed.  Each is
- * a no-op for NULL. */
+/* Device changes (member.c, hotreplace.c, memberctl.c), each under the
+ * engine's reconf_lock with every request drained and the device lock
+ * held (rf_devs_lock()).  The writers return 0, or -errno (with a
+ * message in err where there is one); a device whose superblock cannot
+ * be written is failed.  Each is a no-op for NULL. */
 /* Device dev (just added to the table) becomes a spare: its own
  * superblock, and a spare role for it in everyone's. */
 int rf_sbstate_add_spare(struct rf_sbstate *s, int dev, char *err, size_t errlen);

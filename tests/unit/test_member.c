@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* test_member.c - device control (member.c): md/new_dev and
+/* test_member.c - device control (memberctl.c): md/new_dev and
  * md/dev-NAME/state on an array without superblocks.
  *
  * What it refuses, leaving the array as it was: a spare too small, one
@@ -10,7 +10,7 @@
  * missing, and a spare added then is rebuilt into that slot and holds
  * the data written before; writemostly sets and clears the flag.
  *
- * Hot replace (member.c with core/replace.c): a replacement attached to a
+ * Hot replace (hotreplace.c with core/replace.c): a replacement attached to a
  * slot gets every write of the slot, at the same member offsets (its file
  * reads what the slot's does where written after the attach, zeros where
  * not), and never a read; a write it loses marks it, not the slot, and the
