@@ -1135,6 +1135,175 @@ static uint64_t size_room(const struct rf_sb *now, const struct rf_sb_change *c)
 	return room;
 }
 
+/* Whether change c may be written over the superblock now holds (sb as
+ * assembly read it): the same array and device, and what the kind can
+ * record.  0, or -errno with why in err, naming path. */
+static int change_refused(const struct rf_sb *sb, const struct rf_sb *now, const struct rf_sb_change *c,
+			  const char *path, char *err, size_t errlen)
+{
+	if (memcmp(now->uuid, sb->uuid, 16) || now->dev_number != sb->dev_number) {
+		snprintf(err, errlen, "%s: the superblock changed under raidfuse (another array or slot)", path);
+		return -ESTALE;
+	}
+	if (sb->kind == RF_SB_090 && c->set_ppl) {
+		snprintf(err, errlen, "%s: a 0.90 superblock cannot record a partial parity log", path);
+		return -EINVAL;
+	}
+	if (sb->kind == RF_SB_090 && c->set_role &&
+	    (c->role_slot >= 27 || (c->role_value < RF_SB_ROLE_MAX && c->role_value >= (unsigned)now->raid_disks) ||
+	     (c->role_value >= RF_SB_ROLE_MAX && c->role_value != RF_SB_ROLE_SPARE &&
+	      c->role_value != RF_SB_ROLE_FAULTY))) {
+		snprintf(err, errlen, "%s: a 0.90 superblock cannot record device %u in role %u", path, c->role_slot,
+			 c->role_value);
+		return -EINVAL;
+	}
+	if (c->set_role && c->role_slot >= RF_SB_MAX_DEV) {
+		snprintf(err, errlen, "%s: device slot %u is past the %d a superblock holds", path, c->role_slot,
+			 RF_SB_MAX_DEV);
+		return -EINVAL;
+	}
+	if (c->faulty_slot >= 0 &&
+	    (uint32_t)c->faulty_slot >= (c->roles_from && sb->kind != RF_SB_090 ? c->roles_from->max_dev : now->max_dev)) {
+		snprintf(err, errlen, "%s: device slot %d is outside the superblock's %u", path,
+			 c->faulty_slot, now->max_dev);
+		return -EINVAL;
+	}
+	if (c->set_size && c->set_size > size_room(now, c)) {
+		snprintf(err, errlen, "%s: a used size of %llu sectors does not fit the %s superblock's data area "
+			 "(%llu sectors)", path, (unsigned long long)c->set_size, rf_sb_kind_name(sb->kind),
+			 (unsigned long long)size_room(now, c));
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+/* Change c into the 0.90 superblock in buf: events ev, resync offset
+ * resync, update time t. */
+static void apply090(uint8_t *buf, const struct rf_sb_change *c, uint64_t ev, uint64_t resync, uint64_t t)
+{
+	struct sb090 *s = (struct sb090 *)buf;
+
+	s->events_lo = (uint32_t)ev;
+	s->events_hi = (uint32_t)(ev >> 32);
+	s->utime = (uint32_t)t;
+	/* The clean bit: no writes in flight and no resync due. */
+	if (c->clean && resync == RF_SB_MAX_SECTOR)
+		s->state |= 1u << S090_CLEAN;
+	else
+		s->state &= ~(1u << S090_CLEAN);
+	s->recovery_cp = resync >= MD090_MAX_SECTOR ? MD090_MAX_SECTOR : (uint32_t)resync;
+	if (c->faulty_slot >= 0)
+		mark_faulty090(s, c->faulty_slot);
+	if (c->set_devflags) {
+		/* md keeps them in the device's own descriptor. */
+		uint32_t bits = 1u << D090_WRITEMOSTLY | 1u << D090_FAILFAST;
+		uint32_t want = (c->devflags & RF_SB_DEVFLAG_WRITE_MOSTLY ? 1u << D090_WRITEMOSTLY : 0) |
+				(c->devflags & RF_SB_DEVFLAG_FAILFAST ? 1u << D090_FAILFAST : 0);
+
+		s->this_disk.state = (s->this_disk.state & ~bits) | want;
+		if (s->this_disk.number < 27)
+			s->disks[s->this_disk.number].state =
+				(s->disks[s->this_disk.number].state & ~bits) | want;
+	}
+	/* 0.90 keeps no recovery offset: set_recovery has no field. */
+	if (c->set_role && c->role_value == RF_SB_ROLE_FAULTY)
+		mark_faulty090(s, (int)c->role_slot);
+	else if (c->set_role && c->role_value == RF_SB_ROLE_SPARE)
+		add_spare090(s, c->role_slot);
+	else if (c->set_role && c->role_in_sync)
+		spare_in_sync090(s, c->role_slot, c->role_value);
+	if (c->set_size)
+		s->size = (uint32_t)(c->set_size / 2);
+	s->sb_csum = sb090_csum(s);
+}
+
+/* Change c into the 1.x superblock in buf (sb: as assembly read it). */
+static void apply1(uint8_t *buf, const struct rf_sb *sb, const struct rf_sb_change *c, uint64_t ev, uint64_t resync,
+		   uint64_t t)
+{
+	struct sb1 *s = (struct sb1 *)buf;
+
+	s->events = rf_to_le64(ev);
+	s->utime = rf_to_le64(t);
+	s->resync_offset = rf_to_le64(resync);
+	if (c->roles_from && c->roles_from->kind != RF_SB_090 && c->roles_from->max_dev <= RF_SB_MAX_DEV) {
+		uint32_t i;
+
+		for (i = 0; i < c->roles_from->max_dev; i++)
+			s->dev_roles[i] = rf_to_le16(c->roles_from->dev_roles[i]);
+		s->max_dev = rf_to_le32(c->roles_from->max_dev);
+	}
+	if (c->faulty_slot >= 0)
+		s->dev_roles[c->faulty_slot] = rf_to_le16(RF_SB_ROLE_FAULTY);
+	if (c->set_role) {
+		uint32_t i;
+
+		/* md fills the roles it grows into with "faulty". */
+		for (i = rf_le32(s->max_dev); i <= c->role_slot; i++)
+			s->dev_roles[i] = rf_to_le16(RF_SB_ROLE_FAULTY);
+		if (c->role_slot >= rf_le32(s->max_dev))
+			s->max_dev = rf_to_le32(c->role_slot + 1);
+		/* A device number that held the role before (a
+		 * missing member's, as older creates recorded it) no
+		 * longer does: md records devices that are not
+		 * there as faulty. */
+		for (i = 0; c->role_value < RF_SB_ROLE_MAX && !c->role_shared && i < rf_le32(s->max_dev); i++)
+			if (i != c->role_slot && rf_le16(s->dev_roles[i]) == c->role_value)
+				s->dev_roles[i] = rf_to_le16(RF_SB_ROLE_FAULTY);
+		s->dev_roles[c->role_slot] = rf_to_le16(c->role_value);
+	}
+	if (c->set_devflags)
+		s->devflags = c->devflags;
+	if (c->set_ppl) {
+		uint32_t f = rf_le32(s->feature_map) & ~(uint32_t)(RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL);
+		uint8_t *ppl = (uint8_t *)&s->bitmap_offset;
+
+		if (c->set_ppl > 0) {
+			/* md's ppl { le16 offset; le16 size } in bitmap_offset's place */
+			rf_put_le16(ppl, (uint16_t)c->ppl_offset);
+			rf_put_le16(ppl + 2, c->ppl_size);
+			f |= rf_ppl_area_multi(c->ppl_size * 512ull) ? RF_SB_FEAT_MULTI_PPL : RF_SB_FEAT_PPL;
+		}
+		s->feature_map = rf_to_le32(f);
+	}
+	if (c->set_recovery) {
+		uint32_t f = rf_le32(s->feature_map);
+
+		if (c->recovery_offset == RF_SB_MAX_SECTOR) {
+			f &= ~(uint32_t)RF_SB_FEAT_RECOVERY;
+			s->recovery_offset = rf_to_le64(0);
+		} else {
+			f |= RF_SB_FEAT_RECOVERY;
+			s->recovery_offset = rf_to_le64(c->recovery_offset);
+		}
+		s->feature_map = rf_to_le32(f);
+	}
+	if (c->set_replacement) {
+		uint32_t f = rf_le32(s->feature_map) & ~(uint32_t)RF_SB_FEAT_REPLACEMENT;
+
+		s->feature_map = rf_to_le32(f | (c->replacement ? RF_SB_FEAT_REPLACEMENT : 0));
+	}
+	if (c->set_reshape)
+		reshape_update1(s, c);
+	if (c->set_raid_disks)
+		s->raid_disks = rf_to_le32((uint32_t)c->set_raid_disks);
+	if (c->set_level) {
+		s->level = rf_to_le32((uint32_t)c->level);
+		s->layout = rf_to_le32((uint32_t)c->layout);
+		s->chunksize = rf_to_le32(c->chunk_sectors);
+		s->size = rf_to_le64(c->level ? c->level_size : 0);
+		if (!c->level)
+			s->data_size = rf_to_le64(c->level_size);
+	}
+	if (c->set_size) {
+		if (grows_at_end(sb->kind, c) &&
+		    c->member_sectors - rf_le64(s->data_offset) > rf_le64(s->data_size))
+			s->data_size = rf_to_le64(c->member_sectors - rf_le64(s->data_offset));
+		s->size = rf_to_le64(c->set_size);
+	}
+	s->sb_csum = rf_to_le32(sb1_csum(buf, rf_le32(s->max_dev)));
+}
+
 int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *sb,
 		    const struct rf_sb_change *c, char *err, size_t errlen)
 {
@@ -1158,167 +1327,17 @@ int rf_sb_update_io(const struct rf_sb_io *io, const char *path, struct rf_sb *s
 		snprintf(err, errlen, "%s: the %s superblock is gone", path, rf_sb_kind_name(sb->kind));
 	if (r)
 		goto out;
-	if (memcmp(now->uuid, sb->uuid, 16) || now->dev_number != sb->dev_number) {
-		snprintf(err, errlen, "%s: the superblock changed under raidfuse (another array or slot)", path);
-		r = -ESTALE;
+	r = change_refused(sb, now, c, path, err, errlen);
+	if (r)
 		goto out;
-	}
-	if (sb->kind == RF_SB_090 && c->set_ppl) {
-		snprintf(err, errlen, "%s: a 0.90 superblock cannot record a partial parity log", path);
-		r = -EINVAL;
-		goto out;
-	}
-	if (sb->kind == RF_SB_090 && c->set_role &&
-	    (c->role_slot >= 27 || (c->role_value < RF_SB_ROLE_MAX && c->role_value >= (unsigned)now->raid_disks) ||
-	     (c->role_value >= RF_SB_ROLE_MAX && c->role_value != RF_SB_ROLE_SPARE &&
-	      c->role_value != RF_SB_ROLE_FAULTY))) {
-		snprintf(err, errlen, "%s: a 0.90 superblock cannot record device %u in role %u", path, c->role_slot,
-			 c->role_value);
-		r = -EINVAL;
-		goto out;
-	}
-	if (c->set_role && c->role_slot >= RF_SB_MAX_DEV) {
-		snprintf(err, errlen, "%s: device slot %u is past the %d a superblock holds", path, c->role_slot,
-			 RF_SB_MAX_DEV);
-		r = -EINVAL;
-		goto out;
-	}
-	if (c->faulty_slot >= 0 &&
-	    (uint32_t)c->faulty_slot >= (c->roles_from && sb->kind != RF_SB_090 ? c->roles_from->max_dev : now->max_dev)) {
-		snprintf(err, errlen, "%s: device slot %d is outside the superblock's %u", path,
-			 c->faulty_slot, now->max_dev);
-		r = -EINVAL;
-		goto out;
-	}
-	if (c->set_size && c->set_size > size_room(now, c)) {
-		snprintf(err, errlen, "%s: a used size of %llu sectors does not fit the %s superblock's data area "
-			 "(%llu sectors)", path, (unsigned long long)c->set_size, rf_sb_kind_name(sb->kind),
-			 (unsigned long long)size_room(now, c));
-		r = -ENOSPC;
-		goto out;
-	}
 	ev = c->events ? c->events : rf_sb_events_next(now->events);
 	/* md: a dirty array records resync_offset 0 (all of it is suspect
 	 * after a crash); a clean one where its resync stands. */
 	resync = c->clean ? c->resync_offset : 0;
-	if (sb->kind == RF_SB_090) {
-		struct sb090 *s = (struct sb090 *)buf;
-
-		s->events_lo = (uint32_t)ev;
-		s->events_hi = (uint32_t)(ev >> 32);
-		s->utime = (uint32_t)t;
-		/* The clean bit: no writes in flight and no resync due. */
-		if (c->clean && resync == RF_SB_MAX_SECTOR)
-			s->state |= 1u << S090_CLEAN;
-		else
-			s->state &= ~(1u << S090_CLEAN);
-		s->recovery_cp = resync >= MD090_MAX_SECTOR ? MD090_MAX_SECTOR : (uint32_t)resync;
-		if (c->faulty_slot >= 0)
-			mark_faulty090(s, c->faulty_slot);
-		if (c->set_devflags) {
-			/* md keeps them in the device's own descriptor. */
-			uint32_t bits = 1u << D090_WRITEMOSTLY | 1u << D090_FAILFAST;
-			uint32_t want = (c->devflags & RF_SB_DEVFLAG_WRITE_MOSTLY ? 1u << D090_WRITEMOSTLY : 0) |
-					(c->devflags & RF_SB_DEVFLAG_FAILFAST ? 1u << D090_FAILFAST : 0);
-
-			s->this_disk.state = (s->this_disk.state & ~bits) | want;
-			if (s->this_disk.number < 27)
-				s->disks[s->this_disk.number].state =
-					(s->disks[s->this_disk.number].state & ~bits) | want;
-		}
-		/* 0.90 keeps no recovery offset: set_recovery has no field. */
-		if (c->set_role && c->role_value == RF_SB_ROLE_FAULTY)
-			mark_faulty090(s, (int)c->role_slot);
-		else if (c->set_role && c->role_value == RF_SB_ROLE_SPARE)
-			add_spare090(s, c->role_slot);
-		else if (c->set_role && c->role_in_sync)
-			spare_in_sync090(s, c->role_slot, c->role_value);
-		if (c->set_size)
-			s->size = (uint32_t)(c->set_size / 2);
-		s->sb_csum = sb090_csum(s);
-	} else {
-		struct sb1 *s = (struct sb1 *)buf;
-
-		s->events = rf_to_le64(ev);
-		s->utime = rf_to_le64(t);
-		s->resync_offset = rf_to_le64(resync);
-		if (c->roles_from && c->roles_from->kind != RF_SB_090 && c->roles_from->max_dev <= RF_SB_MAX_DEV) {
-			uint32_t i;
-
-			for (i = 0; i < c->roles_from->max_dev; i++)
-				s->dev_roles[i] = rf_to_le16(c->roles_from->dev_roles[i]);
-			s->max_dev = rf_to_le32(c->roles_from->max_dev);
-		}
-		if (c->faulty_slot >= 0)
-			s->dev_roles[c->faulty_slot] = rf_to_le16(RF_SB_ROLE_FAULTY);
-		if (c->set_role) {
-			uint32_t i;
-
-			/* md fills the roles it grows into with "faulty". */
-			for (i = rf_le32(s->max_dev); i <= c->role_slot; i++)
-				s->dev_roles[i] = rf_to_le16(RF_SB_ROLE_FAULTY);
-			if (c->role_slot >= rf_le32(s->max_dev))
-				s->max_dev = rf_to_le32(c->role_slot + 1);
-			/* A device number that held the role before (a
-			 * missing member's, as older creates recorded it) no
-			 * longer does: md records devices that are not
-			 * there as faulty. */
-			for (i = 0; c->role_value < RF_SB_ROLE_MAX && !c->role_shared && i < rf_le32(s->max_dev); i++)
-				if (i != c->role_slot && rf_le16(s->dev_roles[i]) == c->role_value)
-					s->dev_roles[i] = rf_to_le16(RF_SB_ROLE_FAULTY);
-			s->dev_roles[c->role_slot] = rf_to_le16(c->role_value);
-		}
-		if (c->set_devflags)
-			s->devflags = c->devflags;
-		if (c->set_ppl) {
-			uint32_t f = rf_le32(s->feature_map) & ~(uint32_t)(RF_SB_FEAT_PPL | RF_SB_FEAT_MULTI_PPL);
-			uint8_t *ppl = (uint8_t *)&s->bitmap_offset;
-
-			if (c->set_ppl > 0) {
-				/* md's ppl { le16 offset; le16 size } in bitmap_offset's place */
-				rf_put_le16(ppl, (uint16_t)c->ppl_offset);
-				rf_put_le16(ppl + 2, c->ppl_size);
-				f |= rf_ppl_area_multi(c->ppl_size * 512ull) ? RF_SB_FEAT_MULTI_PPL : RF_SB_FEAT_PPL;
-			}
-			s->feature_map = rf_to_le32(f);
-		}
-		if (c->set_recovery) {
-			uint32_t f = rf_le32(s->feature_map);
-
-			if (c->recovery_offset == RF_SB_MAX_SECTOR) {
-				f &= ~(uint32_t)RF_SB_FEAT_RECOVERY;
-				s->recovery_offset = rf_to_le64(0);
-			} else {
-				f |= RF_SB_FEAT_RECOVERY;
-				s->recovery_offset = rf_to_le64(c->recovery_offset);
-			}
-			s->feature_map = rf_to_le32(f);
-		}
-		if (c->set_replacement) {
-			uint32_t f = rf_le32(s->feature_map) & ~(uint32_t)RF_SB_FEAT_REPLACEMENT;
-
-			s->feature_map = rf_to_le32(f | (c->replacement ? RF_SB_FEAT_REPLACEMENT : 0));
-		}
-		if (c->set_reshape)
-			reshape_update1(s, c);
-		if (c->set_raid_disks)
-			s->raid_disks = rf_to_le32((uint32_t)c->set_raid_disks);
-		if (c->set_level) {
-			s->level = rf_to_le32((uint32_t)c->level);
-			s->layout = rf_to_le32((uint32_t)c->layout);
-			s->chunksize = rf_to_le32(c->chunk_sectors);
-			s->size = rf_to_le64(c->level ? c->level_size : 0);
-			if (!c->level)
-				s->data_size = rf_to_le64(c->level_size);
-		}
-		if (c->set_size) {
-			if (grows_at_end(sb->kind, c) &&
-			    c->member_sectors - rf_le64(s->data_offset) > rf_le64(s->data_size))
-				s->data_size = rf_to_le64(c->member_sectors - rf_le64(s->data_offset));
-			s->size = rf_to_le64(c->set_size);
-		}
-		s->sb_csum = rf_to_le32(sb1_csum(buf, rf_le32(s->max_dev)));
-	}
+	if (sb->kind == RF_SB_090)
+		apply090(buf, c, ev, resync, t);
+	else
+		apply1(buf, sb, c, ev, resync, t);
 	r = io->pwrite(io->ctx, buf, RF_SB_BYTES, sb->sb_offset * 512);
 	if (!r)
 		r = io->fsync(io->ctx);
