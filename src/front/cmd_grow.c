@@ -93,7 +93,18 @@ static int grow_set(const char *mnt, const char *attr, const char *val)
 	return rc;
 }
 
-int rf_cmd_grow(int argc, char **argv)
+/* What `grow` was asked. */
+struct grow_opts {
+	const char *mnt, *adds[RF_MAX_MEMBERS];
+	int nadd, n, level;
+	const char *layout, *size_kib, *array_kib;
+	uint64_t chunk;
+	bool wait;
+	char sizebuf[32], arraybuf[32];
+};
+
+/* The options into o; -1 when they parsed, else the exit status. */
+static int grow_parse(int argc, char **argv, struct grow_opts *o)
 {
 	static const struct option lo[] = {
 		{ "raid-devices", required_argument, NULL, 'n' },
@@ -107,21 +118,14 @@ int rf_cmd_grow(int argc, char **argv)
 		OPT_HELP,
 		OPT_END
 	};
-	const char *mnt = NULL, *adds[RF_MAX_MEMBERS];
-	char nbuf[64], pos[64], size[64], sizebuf[32], arraybuf[32];
-	int ch, rc = -1, nadd = 0, n = 0, level = -1, cur_level = -1, cur_n = 0;
-	const char *layout = NULL, *size_kib = NULL, *array_kib = NULL;
-	uint64_t chunk = 0;
-	unsigned long long comp;
-	bool wait = false;
-	struct rf_progress p;
+	int ch, rc = -1;
 
 	while ((ch = rf_cli_opt_next(argc, argv, "-:n:l:p:c:a:z:Z:Wh", lo, &rc)) != -1) {
 		if (ch == 'z' || ch == 'Z') {
 			/* mdadm's --size and --array-size: KiB unless a suffix
 			 * says; "max" (md/array_size's "default"). */
 			uint64_t v;
-			const char **to = ch == 'z' ? &size_kib : &array_kib;
+			const char **to = ch == 'z' ? &o->size_kib : &o->array_kib;
 
 			if (!strcmp(optarg, "max")) {
 				*to = ch == 'z' ? "max" : "default";
@@ -130,13 +134,13 @@ int rf_cmd_grow(int argc, char **argv)
 			if (rf_parse_size(optarg, 1024, &v) || v < 1024 || v % 1024)
 				return rf_cli_usage_error("grow: --%s wants a size (KiB unless suffixed, whole KiB) or max, got "
 							  "'%s'", ch == 'z' ? "size" : "array-size", optarg);
-			snprintf(ch == 'z' ? sizebuf : arraybuf, sizeof(sizebuf), "%" PRIu64, v / 1024);
-			*to = ch == 'z' ? sizebuf : arraybuf;
+			snprintf(ch == 'z' ? o->sizebuf : o->arraybuf, sizeof(o->sizebuf), "%" PRIu64, v / 1024);
+			*to = ch == 'z' ? o->sizebuf : o->arraybuf;
 		} else if (ch == 'p') {
-			layout = optarg;
+			o->layout = optarg;
 		} else if (ch == 'c') {
 			/* mdadm's --chunk: KiB unless a suffix says */
-			if (rf_parse_size(optarg, 1024, &chunk) || chunk < 4096 || (chunk & (chunk - 1)))
+			if (rf_parse_size(optarg, 1024, &o->chunk) || o->chunk < 4096 || (o->chunk & (o->chunk - 1)))
 				return rf_cli_usage_error("grow: --chunk wants a power of two of 4K or more, got '%s'",
 							  optarg);
 		} else if (ch == 'l') {
@@ -146,7 +150,7 @@ int rf_cmd_grow(int argc, char **argv)
 
 			if (*end || end == v || l < 0 || l > 10)
 				return rf_cli_usage_error("grow: --level wants a raid level (6, raid6), got '%s'", optarg);
-			level = (int)l;
+			o->level = (int)l;
 		} else if (ch == 'n') {
 			char *end;
 			long v = strtol(optarg, &end, 10);
@@ -154,105 +158,115 @@ int rf_cmd_grow(int argc, char **argv)
 			if (*end || v < 1 || v > RF_MAX_MEMBERS)
 				return rf_cli_usage_error("grow: --raid-devices wants 1..%d, got '%s'", RF_MAX_MEMBERS,
 							  optarg);
-			n = (int)v;
+			o->n = (int)v;
 		} else if (ch == 'a') {
-			if (nadd >= RF_MAX_MEMBERS)
+			if (o->nadd >= RF_MAX_MEMBERS)
 				return rf_cli_usage_error("grow: more than %d --add", RF_MAX_MEMBERS);
-			adds[nadd++] = optarg;
+			o->adds[o->nadd++] = optarg;
 		} else if (ch == 'W') {
-			wait = true;
+			o->wait = true;
 		} else if (ch == 1) {
-			if (mnt)
+			if (o->mnt)
 				return rf_cli_usage_error("grow: expected one MOUNTPOINT, got also '%s'", optarg);
-			mnt = optarg;
+			o->mnt = optarg;
 		}
 	}
 	if (rc >= 0)
 		return rc;
-	if (!mnt)
+	if (!o->mnt)
 		return rf_cli_usage_error("grow: expected MOUNTPOINT");
-	if (size_kib || array_kib) {
-		/* mdadm: "cannot change component size at the same time as
-		 * other changes"; --array-size goes first when both are given
-		 * and the array shrinks, last when it grows. */
-		if (n || level >= 0 || layout || chunk || nadd || wait)
-			return rf_cli_usage_error("grow: --size and --array-size go without other changes");
-		return grow_size(mnt, size_kib, array_kib);
-	}
-	if ((n > 0) + (level >= 0) + !!layout + !!chunk == 0)
-		return rf_cli_usage_error("grow: --raid-devices, --level, --layout, --chunk, --size or --array-size is "
-					  "needed (what to change)");
-	if ((layout || chunk) && (n || level >= 0 || (layout && chunk)))
-		return rf_cli_usage_error("grow: --layout and --chunk go alone, one change at a time");
-	if (level >= 0) {
-		char cur[32];
+	return -1;
+}
 
-		if (rf_cli_read_attr(mnt, "level", cur, sizeof(cur), true) < 0 ||
-		    rf_cli_read_attr(mnt, "raid_disks", nbuf, sizeof(nbuf), true) < 0)
-			return 1;
-		cur_level = atoi(strncmp(cur, "raid", 4) ? cur : cur + 4);
-		cur_n = atoi(nbuf);
-		/* mdadm --grow --level: raid6 takes one member more (md/level
-		 * adds it); a raid1 of two becomes a raid5 of two, grown after
-		 * to --raid-devices; a raid0 becomes a raid4/5 of one member
-		 * more, that slot empty until a spare (--add, after the
-		 * change: a raid0 takes none) is rebuilt into it; the other
-		 * changes keep the count or drop P's or Q's member. */
-		if (level == 6 && n && n != cur_n + 1)
-			return rf_cli_usage_error("grow: --level 6 with --raid-devices %d: the change takes one member "
-						  "more", n);
-		if (cur_level == 0 && n && n != cur_n + 1)
-			return rf_cli_usage_error("grow: raid0 to raid%d with --raid-devices %d: the change takes one "
-						  "member more (%d)", level, n, cur_n + 1);
-		if (n && level != 6 && cur_level != 0 && !(cur_level == 1 && level == 5))
-			return rf_cli_usage_error("grow: --level %d goes without --raid-devices", level);
-	}
+/* A level change: the array's level and member count now (*cur_level,
+ * *cur_n) and whether --raid-devices goes with it as mdadm takes it; -1
+ * when it does, else the exit status. */
+static int grow_level(const struct grow_opts *o, int *cur_level, int *cur_n)
+{
+	char cur[32], nbuf[64];
+
+	if (rf_cli_read_attr(o->mnt, "level", cur, sizeof(cur), true) < 0 ||
+	    rf_cli_read_attr(o->mnt, "raid_disks", nbuf, sizeof(nbuf), true) < 0)
+		return 1;
+	*cur_level = atoi(strncmp(cur, "raid", 4) ? cur : cur + 4);
+	*cur_n = atoi(nbuf);
+	/* mdadm --grow --level: raid6 takes one member more (md/level
+	 * adds it); a raid1 of two becomes a raid5 of two, grown after
+	 * to --raid-devices; a raid0 becomes a raid4/5 of one member
+	 * more, that slot empty until a spare (--add, after the
+	 * change: a raid0 takes none) is rebuilt into it; the other
+	 * changes keep the count or drop P's or Q's member. */
+	if (o->level == 6 && o->n && o->n != *cur_n + 1)
+		return rf_cli_usage_error("grow: --level 6 with --raid-devices %d: the change takes one member "
+					  "more", o->n);
+	if (*cur_level == 0 && o->n && o->n != *cur_n + 1)
+		return rf_cli_usage_error("grow: raid0 to raid%d with --raid-devices %d: the change takes one "
+					  "member more (%d)", o->level, o->n, *cur_n + 1);
+	if (o->n && o->level != 6 && *cur_level != 0 && !(*cur_level == 1 && o->level == 5))
+		return rf_cli_usage_error("grow: --level %d goes without --raid-devices", o->level);
+	return -1;
+}
+
+/* The control files written in mdadm's order: spares added (a raid0's
+ * after its level changed), then the change. */
+static int grow_apply(const struct grow_opts *o, int cur_level, int cur_n)
+{
+	char nbuf[64];
+	int rc;
+
 	if (cur_level != 0) {
-		rc = grow_add(mnt, adds, nadd);
+		rc = grow_add(o->mnt, o->adds, o->nadd);
 		if (rc)
 			return rc;
 	}
-	if (layout) {
-		rc = grow_set(mnt, "layout", layout);
-	} else if (chunk) {
-		snprintf(nbuf, sizeof(nbuf), "%" PRIu64, chunk);
-		rc = grow_set(mnt, "chunk_size", nbuf);
-	} else if (level >= 0) {
-		snprintf(nbuf, sizeof(nbuf), "raid%d", level);
-		rc = grow_set(mnt, "level", nbuf);
+	if (o->layout) {
+		rc = grow_set(o->mnt, "layout", o->layout);
+	} else if (o->chunk) {
+		snprintf(nbuf, sizeof(nbuf), "%" PRIu64, o->chunk);
+		rc = grow_set(o->mnt, "chunk_size", nbuf);
+	} else if (o->level >= 0) {
+		snprintf(nbuf, sizeof(nbuf), "raid%d", o->level);
+		rc = grow_set(o->mnt, "level", nbuf);
 		if (!rc && cur_level == 0)
-			rc = grow_add(mnt, adds, nadd);
-		if (!rc && cur_level == 1 && n && n != cur_n) {
-			snprintf(nbuf, sizeof(nbuf), "%d", n);
-			rc = grow_set(mnt, "raid_disks", nbuf);
+			rc = grow_add(o->mnt, o->adds, o->nadd);
+		if (!rc && cur_level == 1 && o->n && o->n != cur_n) {
+			snprintf(nbuf, sizeof(nbuf), "%d", o->n);
+			rc = grow_set(o->mnt, "raid_disks", nbuf);
 		}
 	} else {
-		snprintf(nbuf, sizeof(nbuf), "%d", n);
-		rc = grow_set(mnt, "raid_disks", nbuf);
+		snprintf(nbuf, sizeof(nbuf), "%d", o->n);
+		rc = grow_set(o->mnt, "raid_disks", nbuf);
 	}
-	if (rc)
-		return rc;
-	if (!wait)
-		return 0;
+	return rc;
+}
+
+/* --wait: the reshape's progress to its end, then the rebuild or resync
+ * after it; prints the array size. */
+static int grow_wait(const struct grow_opts *o, int cur_level)
+{
+	char pos[64], size[64];
+	unsigned long long comp;
+	struct rf_progress p;
+
 	/* The walk ends at the new geometry's size: a grow's component_size
 	 * KiB on each of N members, less the parity ones; the others' the
 	 * array as it is. */
-	if ((level >= 0 && !(cur_level == 1 && n)) || layout || chunk) {
-		if (rf_cli_read_attr(mnt, "array_size", size, sizeof(size), true) < 0)
+	if ((o->level >= 0 && !(cur_level == 1 && o->n)) || o->layout || o->chunk) {
+		if (rf_cli_read_attr(o->mnt, "array_size", size, sizeof(size), true) < 0)
 			return 1;
 		comp = strtoull(size, NULL, 10) * 1024;
 	} else {
-		if (rf_cli_read_attr(mnt, "component_size", size, sizeof(size), true) < 0 ||
-		    rf_cli_read_attr(mnt, "level", pos, sizeof(pos), true) < 0)
+		if (rf_cli_read_attr(o->mnt, "component_size", size, sizeof(size), true) < 0 ||
+		    rf_cli_read_attr(o->mnt, "level", pos, sizeof(pos), true) < 0)
 			return 1;
 		comp = strtoull(size, NULL, 10) * 1024 *
-		       (unsigned long long)(n - (!strncmp(pos, "raid6", 5) ? 2 : 1));
+		       (unsigned long long)(o->n - (!strncmp(pos, "raid6", 5) ? 2 : 1));
 	}
 	rf_progress_start(&p, stderr, "reshape", 0);
 	for (;;) {
 		unsigned long long done;
 
-		if (rf_cli_read_attr(mnt, "reshape_position", pos, sizeof(pos), true) < 0)
+		if (rf_cli_read_attr(o->mnt, "reshape_position", pos, sizeof(pos), true) < 0)
 			return 1;
 		if (!strncmp(pos, "none", 4))
 			break;
@@ -265,10 +279,41 @@ int rf_cmd_grow(int argc, char **argv)
 	rf_progress_end(&p, "done");
 	/* mdadm --wait: and the rebuild or resync after it (a raid0 made a
 	 * raid4/5 rebuilds P onto its spare). */
-	while (rf_cli_sync_running(mnt))
+	while (rf_cli_sync_running(o->mnt))
 		rf_cli_sleep_secs(0.2);
-	if (rf_cli_read_attr(mnt, "array_size", size, sizeof(size), true) < 0)
+	if (rf_cli_read_attr(o->mnt, "array_size", size, sizeof(size), true) < 0)
 		return 1;
 	printf("array_size: %s", size);
 	return 0;
+}
+
+int rf_cmd_grow(int argc, char **argv)
+{
+	struct grow_opts o = { .level = -1 };
+	int rc = grow_parse(argc, argv, &o), cur_level = -1, cur_n = 0;
+
+	if (rc >= 0)
+		return rc;
+	if (o.size_kib || o.array_kib) {
+		/* mdadm: "cannot change component size at the same time as
+		 * other changes"; --array-size goes first when both are given
+		 * and the array shrinks, last when it grows. */
+		if (o.n || o.level >= 0 || o.layout || o.chunk || o.nadd || o.wait)
+			return rf_cli_usage_error("grow: --size and --array-size go without other changes");
+		return grow_size(o.mnt, o.size_kib, o.array_kib);
+	}
+	if ((o.n > 0) + (o.level >= 0) + !!o.layout + !!o.chunk == 0)
+		return rf_cli_usage_error("grow: --raid-devices, --level, --layout, --chunk, --size or --array-size is "
+					  "needed (what to change)");
+	if ((o.layout || o.chunk) && (o.n || o.level >= 0 || (o.layout && o.chunk)))
+		return rf_cli_usage_error("grow: --layout and --chunk go alone, one change at a time");
+	if (o.level >= 0) {
+		rc = grow_level(&o, &cur_level, &cur_n);
+		if (rc >= 0)
+			return rc;
+	}
+	rc = grow_apply(&o, cur_level, cur_n);
+	if (rc || !o.wait)
+		return rc;
+	return grow_wait(&o, cur_level);
 }
