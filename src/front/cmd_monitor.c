@@ -156,7 +156,29 @@ static bool mon_look(struct mon_array *a, struct rf_cli_mount_read *mr, const st
 	return a->present || a->named;
 }
 
-int rf_cmd_monitor(int argc, char **argv)
+/* What `monitor` was asked, and the mounts it watches. */
+struct mon_opts {
+	struct rf_mon_alert al;
+	const char *pidfile;
+	bool scan, oneshot, test, daemonise;
+	long delay, increment;
+	struct mon_array **v;
+	int n;
+	char prog[PATH_MAX], pidf[PATH_MAX];
+};
+
+static void mon_free_all(struct mon_opts *o)
+{
+	for (int i = 0; i < o->n; i++)
+		mon_free(o->v[i]);
+	free(o->v);
+	o->v = NULL;
+	o->n = 0;
+}
+
+/* The options into o, each named mount one to watch; -1 when they
+ * parsed, else the exit status. */
+static int mon_parse(int argc, char **argv, struct mon_opts *o)
 {
 	static const struct option lo[] = {
 		{ "scan", no_argument, NULL, 's' },
@@ -175,43 +197,38 @@ int rf_cmd_monitor(int argc, char **argv)
 		OPT_HELP,
 		OPT_END
 	};
-	struct rf_mon_alert al = { .timeout_ms = 30000, .stop = &mon_stop };
-	char prog[PATH_MAX], pidf[PATH_MAX], abs[PATH_MAX], err[PATH_MAX + 512];
-	const char *pidfile = NULL;
-	bool scan = false, oneshot = false, test = false, daemonise = false, first = true;
-	long delay = 60, increment = RF_MON_INCREMENT, secs;
-	struct mon_array **v = NULL, *a;
-	struct rf_cli_mount_read *mr;
+	char abs[PATH_MAX];
+	struct mon_array *a;
 	struct rf_mount_ent m;
-	struct sigaction sa;
-	int ch, rc = -1, n = 0, i, j, r;
+	int ch, rc = -1;
+	long secs;
 	char *end;
 
 	while ((ch = rf_cli_opt_next(argc, argv, "-:sp:m:y1td:r:fi:h", lo, &rc)) != -1) {
 		switch (ch) {
 		case 's':
-			scan = true;
+			o->scan = true;
 			break;
 		case 'p':
-			al.program = optarg;
+			o->al.program = optarg;
 			break;
 		case 'm':
-			al.mail = optarg;
+			o->al.mail = optarg;
 			break;
 		case 'y':
-			al.syslog = true;
+			o->al.syslog = true;
 			break;
 		case '1':
-			oneshot = true;
+			o->oneshot = true;
 			break;
 		case 't':
-			test = true;
+			o->test = true;
 			break;
 		case 'f':
-			daemonise = true;
+			o->daemonise = true;
 			break;
 		case 'i':
-			pidfile = optarg;
+			o->pidfile = optarg;
 			break;
 		case 'd':
 		case 'r':
@@ -222,11 +239,11 @@ int rf_cmd_monitor(int argc, char **argv)
 				return rf_cli_usage_error("monitor: --%s takes %s, not '%s'", rf_cli_long_name(lo, ch),
 							  ch == 'r' ? "a percentage (1 to 99)" : "SECONDS (1 to 86400)", optarg);
 			if (ch == 'd')
-				delay = secs;
+				o->delay = secs;
 			else if (ch == 'r')
-				increment = secs;
+				o->increment = secs;
 			else
-				al.timeout_ms = (int)secs * 1000;
+				o->al.timeout_ms = (int)secs * 1000;
 			break;
 		case 1:
 			if (!realpath(optarg, abs)) {
@@ -240,7 +257,7 @@ int rf_cmd_monitor(int argc, char **argv)
 				rc = 1;
 				break;
 			}
-			a = mon_add(&v, &n, abs);
+			a = mon_add(&o->v, &o->n, abs);
 			if (!a) {
 				fprintf(stderr, "raidfuse: monitor: %s\n", strerror(ENOMEM));
 				rc = 1;
@@ -252,98 +269,121 @@ int rf_cmd_monitor(int argc, char **argv)
 		if (rc >= 0)
 			break;
 	}
-	if (rc < 0 && scan && n)
+	if (rc < 0 && o->scan && o->n)
 		rc = rf_cli_usage_error("monitor: --scan takes no MOUNTPOINT (it watches every raidfuse mount)");
-	if (rc < 0 && (daemonise || fcntl(STDOUT_FILENO, F_GETFD) < 0) && !al.program && !al.mail && !al.syslog) {
+	if (rc < 0 && (o->daemonise || fcntl(STDOUT_FILENO, F_GETFD) < 0) && !o->al.program && !o->al.mail &&
+	    !o->al.syslog) {
 		fprintf(stderr, "raidfuse: monitor: No mail address or alert command - not monitoring.\n");
 		rc = 1;
 	}
-	if (rc >= 0) {
-		for (i = 0; i < n; i++)
-			mon_free(v[i]);
-		free(v);
-		return rc;
-	}
-	scan = !n;
-	mr = mmap(NULL, sizeof(*mr), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (mr == MAP_FAILED) {
-		fprintf(stderr, "raidfuse: monitor: %s\n", strerror(errno));
-		for (i = 0; i < n; i++)
-			mon_free(v[i]);
-		free(v);
-		return 1;
-	}
-	/* a named mount must be a raidfuse one: its files say so */
-	for (i = 0; i < n; i++) {
-		r = rf_cli_read_mount(v[i]->mnt, mr, LIST_MOUNT_TIMEOUT_MS);
+	return rc;
+}
+
+/* Before watching: each named mount is a raidfuse one (its files say
+ * so), the daemon forked (--daemonise), the pid file claimed; -1 when
+ * the watch goes on here, else the exit status. */
+static int mon_start(struct mon_opts *o, struct rf_cli_mount_read *mr)
+{
+	char abs[PATH_MAX], err[PATH_MAX + 512];
+	int i, r, rc = -1;
+
+	for (i = 0; i < o->n; i++) {
+		r = rf_cli_read_mount(o->v[i]->mnt, mr, LIST_MOUNT_TIMEOUT_MS);
 		if (r == -ENOENT && strstr(mr->err, "not a raidfuse mount")) {
 			fprintf(stderr, "raidfuse: monitor: %s\n", mr->err);
 			rc = 1;
 		} else if (r == -ENOENT) {
-			fprintf(stderr, "raidfuse: monitor: %s is not a raidfuse mount (%s)\n", v[i]->mnt, mr->err);
+			fprintf(stderr, "raidfuse: monitor: %s is not a raidfuse mount (%s)\n", o->v[i]->mnt, mr->err);
 			rc = 1;
 		} else if (r) {
 			fprintf(stderr, "raidfuse: monitor: %s (watched until it answers)\n", mr->err);
 		}
 	}
-	if (rc < 0 && daemonise) {
+	if (rc < 0 && o->daemonise) {
 		/* the daemon leaves for /: the paths it keeps are absolute */
-		if (al.program && strchr(al.program, '/') && realpath(al.program, prog))
-			al.program = prog;
-		if (pidfile && pidfile[0] != '/' && getcwd(abs, sizeof(abs)) &&
-		    (size_t)snprintf(pidf, sizeof(pidf), "%s/%s", abs, pidfile) < sizeof(pidf))
-			pidfile = pidf;
+		if (o->al.program && strchr(o->al.program, '/') && realpath(o->al.program, o->prog))
+			o->al.program = o->prog;
+		if (o->pidfile && o->pidfile[0] != '/' && getcwd(abs, sizeof(abs)) &&
+		    (size_t)snprintf(o->pidf, sizeof(o->pidf), "%s/%s", abs, o->pidfile) < sizeof(o->pidf))
+			o->pidfile = o->pidf;
 		rc = rf_daemon_fork(false);
 		if (rc < 0)
 			rc = -1;        /* the daemon goes on; the parent returns how its start went */
 	}
-	if (rc < 0 && pidfile && rf_monitor_pidfile_claim(pidfile, err, sizeof(err))) {
+	if (rc < 0 && o->pidfile && rf_monitor_pidfile_claim(o->pidfile, err, sizeof(err))) {
 		fprintf(stderr, "raidfuse: monitor: %s\n", err);
 		rc = 1;
 	}
-	if (rc >= 0) {
-		for (i = 0; i < n; i++)
-			mon_free(v[i]);
-		free(v);
-		munmap(mr, sizeof(*mr));
-		return rc;
-	}
+	return rc;
+}
+
+/* Every delay seconds a look at each mount (every raidfuse mount with
+ * --scan) until a signal (or once, --oneshot). */
+static void mon_watch(struct mon_opts *o, struct rf_cli_mount_read *mr)
+{
+	struct sigaction sa;
+	bool first = true;
+	int i, j;
+
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = mon_signal;     /* no SA_RESTART: a sleep ends at once */
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if (al.syslog)
+	if (o->al.syslog)
 		openlog("raidfuse-monitor", LOG_PID, LOG_DAEMON);
-	if (al.mail && access(RF_MON_SENDMAIL, X_OK))
-		fprintf(stderr, "raidfuse: monitor: cannot mail %s: %s: %s\n", al.mail, RF_MON_SENDMAIL,
+	if (o->al.mail && access(RF_MON_SENDMAIL, X_OK))
+		fprintf(stderr, "raidfuse: monitor: cannot mail %s: %s: %s\n", o->al.mail, RF_MON_SENDMAIL,
 			strerror(errno));
-	al.print = !daemonise;
-	if (daemonise)
+	o->al.print = !o->daemonise;
+	if (o->daemonise)
 		rf_daemon_ready();
 	while (!mon_stop) {
-		if (scan)
-			mon_discover(&v, &n, first);
-		for (i = j = 0; i < n; i++) {
-			if (!mon_stop && !mon_look(v[i], mr, &al, first && test, (int)increment)) {
-				mon_free(v[i]);
+		if (o->scan)
+			mon_discover(&o->v, &o->n, first);
+		for (i = j = 0; i < o->n; i++) {
+			if (!mon_stop && !mon_look(o->v[i], mr, &o->al, first && o->test, (int)o->increment)) {
+				mon_free(o->v[i]);
 				continue;
 			}
-			v[j++] = v[i];
+			o->v[j++] = o->v[i];
 		}
-		n = j;
-		if (oneshot)
+		o->n = j;
+		if (o->oneshot)
 			break;
 		first = false;
-		sleep_until_stop(delay);
+		sleep_until_stop(o->delay);
 	}
-	for (i = 0; i < n; i++)
-		mon_free(v[i]);
-	free(v);
-	munmap(mr, sizeof(*mr));
-	rf_monitor_pidfile_release(pidfile);
-	if (al.syslog)
+	rf_monitor_pidfile_release(o->pidfile);
+	if (o->al.syslog)
 		closelog();
-	return 0;
+}
+
+int rf_cmd_monitor(int argc, char **argv)
+{
+	struct mon_opts o = { .al = { .timeout_ms = 30000, .stop = &mon_stop }, .delay = 60,
+			      .increment = RF_MON_INCREMENT };
+	struct rf_cli_mount_read *mr;
+	int rc = mon_parse(argc, argv, &o);
+
+	if (rc >= 0) {
+		mon_free_all(&o);
+		return rc;
+	}
+	o.scan = !o.n;
+	mr = mmap(NULL, sizeof(*mr), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (mr == MAP_FAILED) {
+		fprintf(stderr, "raidfuse: monitor: %s\n", strerror(errno));
+		mon_free_all(&o);
+		return 1;
+	}
+	rc = mon_start(&o, mr);
+	if (rc < 0) {
+		mon_watch(&o, mr);
+		rc = 0;
+	}
+	mon_free_all(&o);
+	munmap(mr, sizeof(*mr));
+	return rc;
 }
