@@ -24,6 +24,10 @@
  * (then bits stay, so a member added back needs only those chunks) or
  * the chunk still needs a resync.  Degraded means what md means: a
  * member missing or failed, or one being rebuilt.
+ *
+ * One header for both halves, as ppl.h is: the format is md/bitmap_fmt.c
+ * (and md/layout.c for rf_bitmap_sync_size() and rf_bitmap_range()), the
+ * running bitmap services/bitmap.c.
  */
 #ifndef RAIDFUSE_BITMAP_H
 #define RAIDFUSE_BITMAP_H
@@ -118,6 +122,15 @@ int rf_bitmap_read(const struct rf_sb_io *io, const char *path, const struct rf_
 		   uint8_t **bits, char *err, size_t errlen);
 /* Where the bitmap of a member with superblock sb starts, in bytes. */
 uint64_t rf_bitmap_offset_bytes(const struct rf_sb *sb);
+/* Whether a bitmap of `bytes` (header and bits) lies on the member whose
+ * superblock is sb, clear of the superblock and the data (both places of
+ * the data while a reshape moves its offset: md's new_offset).  0, or
+ * -EINVAL with a message naming path. */
+int rf_bitmap_check_place(const struct rf_sb *sb, const char *path, uint64_t bytes, char *err, size_t errlen);
+/* The bitmap's messages: "PATH: bitmap: " and fmt's text into err.
+ * Returns -EINVAL. */
+__attribute__((format(printf, 4, 5)))
+int rf_bitmap_bad(char *err, size_t errlen, const char *path, const char *fmt, ...);
 
 /* ---- a running array's bitmap ---- */
 

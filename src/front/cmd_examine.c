@@ -13,7 +13,7 @@
  * still print.
  *
  * What it does NOT do: write to a member or assemble anything; the
- * superblock and bitmap code (md/examine.c, services/bitmap.c) reads the
+ * superblock and bitmap code (md/examine.c, md/bitmap_fmt.c) reads the
  * fields and words them.
  */
 #include <errno.h>

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fuzz_bitmap.c - libFuzzer harness for md's write-intent bitmap as it is
  * read from a member: the superblock that points at it, the bitmap
- * superblock (rf_bitmap_sb_parse) and its pages of bits (rf_bitmap_read).
+ * superblock (rf_bitmap_sb_parse) and its pages of bits (rf_bitmap_read),
+ * both md/bitmap_fmt.c's.
  *
  * Input: byte 0 picks the superblock kind (bit 0: 1.1 rather than 1.2;
  * both keep the bitmap after the superblock) and whether to repair the
