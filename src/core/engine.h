@@ -56,9 +56,9 @@
  *    the partial parity log's lock (services/ppl.c)
  *    io/: a queue's kick lock (ioq.c), an overlay's (overlay.c), a fault
  *    spec's (fault.h), the IO log's (iolog.c)
- *    front/: the request pool's fs->lock, img_lock and names_lock (fuse.c);
- *    a ring thread's lock, the slow and bulk hand-offs' locks and reg_lock
- *    (fuse_uring.c)
+ *    front/: the request pool's fs->lock (fuse_pool.c), img_lock and
+ *    names_lock (fuse_inode.c); a ring thread's lock, the slow and bulk
+ *    hand-offs' locks and reg_lock (fuse_uring.c)
  * Each is ranked where it is initialised (rf_lock_rank(), lockcheck.h);
  * the sanitizer builds check the order on every pthread_mutex_lock and
  * abort on an inversion.

@@ -17,7 +17,7 @@
  * What it does NOT do: read superblocks, choose members or check the
  * geometry (rf_assemble(), rf_assemble_check_config(): commands/assemble.c),
  * open the array (rf_array_open()) or answer FUSE requests (rf_fuse_run():
- * fuse.c).
+ * fuse_serve.c).
  */
 #include <errno.h>
 #include <limits.h>

@@ -20,7 +20,7 @@
  * credentials (rf_ctl_as_writer: per-thread fsuid, fsgid and groups), so
  * no writer makes the daemon open a file it could not open itself.
  *
- * What it does NOT do: mount anything (fuse.c serves the tree), hold any
+ * What it does NOT do: mount anything (fuse_serve.c mounts the tree, fuse.c's ops serve it), hold any
  * lock (the engine's getters and setters are thread-safe), or keep state.
  */
 #include <errno.h>

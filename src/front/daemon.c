@@ -26,7 +26,7 @@
  * The child stays in the command's process group until it serves, so
  * that ^C at the terminal stops a mount still opening; it then makes a
  * session of its own, leaves its working directory for / (mount points
- * are absolute by then: fuse.c) and puts /dev/null on stdin, stdout and
+ * are absolute by then: fuse_serve.c) and puts /dev/null on stdin, stdout and
  * stderr, so that a caller reading the command's output ($(...)) sees
  * its end.
  *
@@ -34,7 +34,7 @@
  * daemon switches to it (syslog by default) when it detaches (log.h).
  *
  * What it does NOT do: write a pid file (the daemon marks the mount it
- * serves: holder.h, fuse.c), or handle signals (libfuse's handlers do).
+ * serves: holder.h, fuse_serve.c), or handle signals (libfuse's handlers do).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -32,12 +32,12 @@
  * `-o OPTS` of raidfuse mount and assemble (so also what this form hands
  * on to -o) is split here too, with the same parser (mount_opts.h):
  * io_uring= taken out, allow_other and allow_root noted, the rest left
- * for libfuse.  This file and fuse.c are the only ones that see libfuse's
- * headers; this one only fuse_opt.h.
+ * for libfuse.  This file and the FUSE front end's (fuse_int.h) are the only ones
+ * that see libfuse's headers; this one only fuse_opt.h.
  *
  * What it does NOT do: read /etc/fstab (mount does), check CONFIG (mount
  * does, with the config's line and key), or check the words meant for
- * libfuse (fuse.c's session does).
+ * libfuse (fuse_serve.c's session does).
  */
 #include <errno.h>
 #include <fuse_opt.h>

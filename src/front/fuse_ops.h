@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* fuse_ops.h - fuse.c's ops without a mount, for the unit tests.
+/* fuse_ops.h - fuse.c's ops without a mount (fuse_fs.c), for the unit tests.
  *
  * rf_fuse_run() builds the served file system (the tree of the image and
  * the control files, the request pool), mounts and serves it.  Here the

@@ -55,7 +55,7 @@ struct rf_fq_ops {
 /* One FUSE request in flight. */
 struct rf_fq {
 	const struct rf_fq_ops *ops;
-	void *fs;               /* the served file system (fuse.c's struct fs) */
+	void *fs;               /* the served file system (struct fs: fuse_int.h) */
 	void *h;                /* the transport's handle of the request */
 	uid_t uid;              /* the sender */
 	gid_t gid;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fuse_uring.h - raidfuse's own FUSE transport: FUSE over io_uring.
  *
- * fuse.c mounts with libfuse, reads the first request (INIT) itself and
+ * fuse_serve.c mounts with libfuse, reads the first request (INIT) itself and
  * asks rf_uring_offered() whether the kernel offers FUSE over io_uring.
  * If so, rf_uring_start() answers INIT and registers the ring entries,
  * rf_uring_run() serves until unmounted or told to stop, and

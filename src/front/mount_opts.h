@@ -12,11 +12,11 @@
  *     (fuse_opt_add_opt_escaped()), so that libfuse reads back the same
  *     words; empty words (",,") are dropped;
  *   - allow_other and allow_root are noted as well as passed on: with
- *     other users on the mount, fuse.c asks for default_permissions.
+ *     other users on the mount, fuse_serve.c asks for default_permissions.
  *
  * This header speaks raidfuse's types only.  libfuse's headers stay in
- * the FUSE module: fuse_lowlevel.h in fuse.c (the session and the
- * replies), fuse_opt.h in fstab.c (the option words), so the command
+ * the FUSE module: fuse_lowlevel.h in fuse.c and the files beside it
+ * (fuse_int.h: the session and the replies), fuse_opt.h in fstab.c (the option words), so the command
  * line (main.c, cmd_*.c) and the unit tests of the parser see neither.
  *
  * What it does NOT do: check the words meant for libfuse (its
