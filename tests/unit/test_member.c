@@ -53,14 +53,23 @@ static struct rf_array *open_named(const char *what, int level, bool readonly)
 	return fx_open(&cfg, what, fake_ioq_init);
 }
 
+/* The device named name.  Its index may change between the lookup and
+ * the look (the management thread moves a spare into a slot): looked up
+ * again until both agree. */
 static struct rf_dev_info info_of(struct rf_array *a, const char *name)
 {
 	struct rf_dev_info d;
-	int dev = rf_array_dev_find(a, name);
+	int dev, i;
 
-	if (dev < 0)
-		fail_msg("%s: no such device", name);
-	assert_int_equal(rf_array_dev_info(a, dev, &d), 0);
+	for (i = 0; i < 1000; i++) {
+		dev = rf_array_dev_find(a, name);
+		if (dev < 0)
+			fail_msg("%s: no such device", name);
+		if (!rf_array_dev_info(a, dev, &d) && !strcmp(d.name, name))
+			return d;
+		usleep(1000);
+	}
+	fail_msg("%s: its index kept changing", name);
 	return d;
 }
 
