@@ -27,17 +27,9 @@ MNT=$WORK/mnt
 IMG=$MNT/array.img
 mkdir -p "$C"
 
-field() { sed -n "s/^ *$2 : //p" "$1" | head -n1; }
-
-# xbitmap N: mdadm --examine-bitmap of member N's bitmap (4 KiB at sector
-# 16, 8 sectors after the 1.2 superblock), into $C/x.txt.
-xbitmap() {
-	dd if="$C/d$1.img" of="$C/bm$1" bs=512 skip=16 count=8 status=none
-	mdadm --examine-bitmap "$C/bm$1" >"$C/x.txt" 2>&1 || fail "mdadm -X of d$1's bitmap: $(cat "$C/x.txt")"
-}
 # dirty_bits: "D" of member 0's "Bitmap : T bits (chunks), D dirty (P%)"
 dirty_bits() {
-	xbitmap 0
+	xbitmap "$C/d0.img" "$C/x.txt"
 	sed -n 's/^ *Bitmap : [0-9]* bits (chunks), \([0-9]*\) dirty.*/\1/p' "$C/x.txt"
 }
 
@@ -69,7 +61,7 @@ round() {
 		"$RAIDFUSE" examine "$C/d$i.img" >"$C/rx.txt"
 		diff -u "$C/ex.txt" "$C/rx.txt" >"$C/diff.txt" ||
 			fail "$name d$i: raidfuse examine differs from mdadm's:"$'\n'"$(cat "$C/diff.txt")"
-		xbitmap "$i"
+		xbitmap "$C/d$i.img" "$C/x.txt"
 		check "[ \"$(field "$C/x.txt" Magic)\" = 6d746962 ]" "$name d$i: bitmap magic"
 		check "[ \"$(field "$C/x.txt" Version)\" = 4 ]" "$name d$i: bitmap version"
 		check "[ \"$(field "$C/x.txt" Chunksize)\" = '1 MB' ]" "$name d$i: bitmap chunk"

@@ -38,8 +38,6 @@ if md_judge; then
 	judge=1
 fi
 
-# field FILE LABEL: the value after "LABEL : " in examine output.
-field() { sed -n "s/^ *$2 : //p" "$1" | head -n 1; }
 # counts FILE TOTAL WORKING SPARE: examine's device counts.
 counts() {
 	[ "$(field "$1" "Total Devices")/$(field "$1" "Working Devices")/$(field "$1" "Spare Devices")" = "$2/$3/$4" ] ||

@@ -39,13 +39,12 @@ requires fuse mdadm xz
 build_helper
 model_setup
 
-field() { sed -n "s/^ *$2 : //p" "$1" | head -n1; }
 # need_resync: "R" of the daemon on MNT's "internal bitmap: N chunks of K KiB, S set, R need a resync"
 need_resync() { sed -n 's/.*internal bitmap: .* \([0-9]*\) need a resync.*/\1/p' "$(daemon_log_file "$MNT")"; }
 # dirty N: the dirty bits mdadm --examine-bitmap counts in member N's bitmap
 dirty() {
-	dd if="$G/d$1.img" of="$WORK/bm" bs=512 skip=16 count=8 status=none
-	mdadm --examine-bitmap "$WORK/bm" 2>&1 | sed -n 's/^ *Bitmap : [0-9]* bits (chunks), \([0-9]*\) dirty.*/\1/p'
+	xbitmap "$G/d$1.img" "$WORK/x.txt"
+	sed -n 's/^ *Bitmap : [0-9]* bits (chunks), \([0-9]*\) dirty.*/\1/p' "$WORK/x.txt"
 }
 
 # ---- 0. kernel md's grow with a bitmap, stopped mid-way, continued
@@ -133,11 +132,10 @@ for i in 0 1 2 3; do
 		grep -q "$want" "$WORK/ex.txt" || fail "d$i after the grow: no '$want' in: $(cat "$WORK/ex.txt")"
 	done
 	ev=$(field "$WORK/ex.txt" Events)
-	dd if="$G/d$i.img" of="$WORK/bm$i" bs=512 skip=16 count=8 status=none
-	mdadm --examine-bitmap "$WORK/bm$i" >"$WORK/x$i.txt" 2>&1 || fail "mdadm -X of d$i's bitmap: $(cat "$WORK/x$i.txt")"
+	xbitmap "$G/d$i.img" "$WORK/x$i.txt"
 	[ "$(field "$WORK/x$i.txt" Magic)" = 6d746962 ] && [ "$(field "$WORK/x$i.txt" Events)" = "$ev" ] ||
 		fail "d$i's bitmap after the grow (superblock events $ev): $(cat "$WORK/x$i.txt")"
-	cmp -s "$WORK/bm0" "$WORK/bm$i" || fail "d$i's bitmap differs from d0's"
+	cmp -s "$WORK/x0.txt.bm" "$WORK/x$i.txt.bm" || fail "d$i's bitmap differs from d0's"
 done
 grep -q "0 dirty" "$WORK/x0.txt" || fail "bits left dirty after the resync: $(cat "$WORK/x0.txt")"
 start_array_daemon "$G/r.conf" "$MNT" --log "$WORK/g3.log"

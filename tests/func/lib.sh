@@ -732,6 +732,18 @@ region_sum() {
 # The size of a file in bytes.
 fsize() { stat -c %s "$1"; }
 
+# field FILE LABEL: the value after "LABEL : " in examine's (or mdadm's)
+# output, its first line.
+field() { sed -n "s/^ *$2 : //p" "$1" | head -n1; }
+
+# xbitmap MEMBER OUT: mdadm --examine-bitmap of the internal bitmap of a
+# 1.2 member (the 4 KiB at sector 16, 8 sectors after its superblock), into
+# OUT (the copy it reads: OUT.bm).
+xbitmap() {
+	dd if="$1" of="$2.bm" bs=512 skip=16 count=8 status=none
+	mdadm --examine-bitmap "$2.bm" >"$2" 2>&1 || fail "mdadm -X of $1's bitmap: $(cat "$2")"
+}
+
 # ---------------------------------------------------------------- md files
 
 # array_dirs: D (the member files' directory, made), MNT (where the array
