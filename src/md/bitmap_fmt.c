@@ -35,9 +35,9 @@
 
 #include "raidfuse/bitmap.h"
 #include "raidfuse/le.h"
+#include "raidfuse/util.h"
 
-#define BM_BLOCK        4096u
-#define ROUND_UP(x, a)  (((x) + (a) - 1) / (a) * (a))
+#define BM_BLOCK        4096u   /* mdadm reserves the bitmap in 4 KiB units */
 
 /* md's bitmap_super_t, its little-endian fields in le.h's types, so
  * nothing is read in host order. */
@@ -64,11 +64,6 @@ _Static_assert(offsetof(struct bm_disk_sb, chunksize) == 52, "chunksize");
 _Static_assert(offsetof(struct bm_disk_sb, sectors_reserved) == 64, "sectors_reserved");
 _Static_assert(offsetof(struct bm_disk_sb, cluster_name) == 72, "cluster_name");
 
-static bool pow2(uint64_t v)
-{
-	return v && !(v & (v - 1));
-}
-
 uint64_t rf_bitmap_bits(uint64_t sync_size, uint32_t chunk_bytes)
 {
 	uint64_t cs = chunk_bytes / 512;
@@ -83,7 +78,7 @@ uint64_t rf_bitmap_bytes(uint64_t sync_size, uint32_t chunk_bytes)
 
 uint32_t rf_bitmap_disk_sectors(uint64_t sync_size, uint32_t chunk_bytes)
 {
-	return (uint32_t)(ROUND_UP(rf_bitmap_bytes(sync_size, chunk_bytes), BM_BLOCK) / 512);
+	return (uint32_t)(rf_round_up(rf_bitmap_bytes(sync_size, chunk_bytes), BM_BLOCK) / 512);
 }
 
 __attribute__((format(printf, 4, 5)))
@@ -131,7 +126,7 @@ int rf_bitmap_sb_parse(const void *buf, const char *path, struct rf_bitmap_sb *b
 #endif
 	if (bsb->version != RF_BITMAP_VERSION && bsb->version != RF_BITMAP_VERSION_HOST)
 		return rf_bitmap_bad(err, errlen, path, "unknown version %u (md writes 4)", bsb->version);
-	if (bsb->chunk_bytes < 512 || !pow2(bsb->chunk_bytes))
+	if (bsb->chunk_bytes < 512 || !rf_is_pow2(bsb->chunk_bytes))
 		return rf_bitmap_bad(err, errlen, path, "chunk size %u bytes is not a power of two of at least 512",
 				     bsb->chunk_bytes);
 	if (bsb->daemon_sleep < 1)
@@ -182,7 +177,7 @@ int rf_bitmap_choose_chunk(uint64_t sync_size, uint64_t room_sectors, uint64_t w
 		*chunk = (uint32_t)(min_chunk > RF_BITMAP_CHUNK_DEFAULT ? min_chunk : RF_BITMAP_CHUNK_DEFAULT);
 		return 0;
 	}
-	if (!pow2(want) || want > (1u << 31))
+	if (!rf_is_pow2(want) || want > (1u << 31))
 		return rf_bitmap_bad(err, errlen, "new array", "chunk %llu bytes is not a power of two up to 2G",
 				     (unsigned long long)want);
 	if (want < min_chunk)
@@ -321,7 +316,7 @@ int rf_bitmap_read(const struct rf_sb_io *io, const char *path, const struct rf_
 	r = rf_bitmap_check_place(sb, path, bytes, err, errlen);
 	if (r)
 		return r;
-	len = ROUND_UP(bytes, 512);
+	len = rf_round_up(bytes, 512);
 	*bits = malloc(len);
 	if (!*bits) {
 		snprintf(err, errlen, "%s: bitmap: %s", path, strerror(ENOMEM));

@@ -61,6 +61,7 @@
 #include "core/core.h"
 #include "raidfuse/bgthread.h"
 #include "raidfuse/bitmap.h"
+#include "raidfuse/util.h"
 #include "raidfuse/iolog.h"
 #include "raidfuse/lockcheck.h"
 #include "raidfuse/log.h"
@@ -70,9 +71,6 @@
 #define F_DISK          (1u << 24)
 #define F_PEND          (1u << 25)
 #define F_NEED          (1u << 26)
-
-#define BM_BLOCK        4096u
-#define ROUND_UP(x, a)  (((x) + (a) - 1) / (a) * (a))
 
 struct rf_bitmap {
 	struct rf_array *a;
@@ -130,7 +128,7 @@ static int bm_write(struct rf_bitmap *bm, uint64_t lo, uint64_t hi, bool sync)
 	int i;
 
 	lo &= ~(uint64_t)511;
-	hi = ROUND_UP(hi, 512);
+	hi = rf_round_up(hi, 512);
 	if (hi > bm->area)
 		hi = bm->area;
 	for (i = 0; i < rf_array_nslots(a) && lo < hi; i++) {
@@ -272,7 +270,7 @@ int rf_bitmap_open(struct rf_array *a, struct rf_sbstate *s, struct rf_bitmap **
 	}
 	bm->shift = (uint32_t)__builtin_ctz(bsb.chunk_bytes / 512);
 	bm->nchunks = rf_bitmap_bits(bm->sync_size, bsb.chunk_bytes);
-	bm->area = (uint32_t)ROUND_UP(rf_bitmap_bytes(bm->sync_size, bsb.chunk_bytes), 512);
+	bm->area = (uint32_t)rf_round_up(rf_bitmap_bytes(bm->sync_size, bsb.chunk_bytes), 512);
 	/* md's super_1_validate: "metadata doesn't record how much space is
 	 * available"; md_bitmap_resize then takes the present size. */
 	if (fm->sb.kind == RF_SB_10 && bm->location < 0)
@@ -295,7 +293,7 @@ int rf_bitmap_open(struct rf_array *a, struct rf_sbstate *s, struct rf_bitmap **
 			goto fail;
 	}
 	bm->ctr = calloc(bm->nchunks, sizeof(*bm->ctr));
-	bm->img = calloc(1, ROUND_UP(bm->area, BM_BLOCK));
+	bm->img = calloc(1, (size_t)rf_bitmap_disk_sectors(bm->sync_size, bsb.chunk_bytes) * 512);
 	if (!bm->ctr || !bm->img)
 		goto nomem;
 	bm->s = s;
@@ -583,9 +581,9 @@ int rf_bitmap_resize(struct rf_bitmap *bm, char *err, size_t errlen)
 			break;
 	}
 	n = rf_bitmap_bits(sync, chunk);
-	area = (uint32_t)ROUND_UP(rf_bitmap_bytes(sync, chunk), 512);
+	area = (uint32_t)rf_round_up(rf_bitmap_bytes(sync, chunk), 512);
 	ctr = calloc(n, sizeof(*ctr));
-	img = calloc(1, ROUND_UP(area, BM_BLOCK));
+	img = calloc(1, (size_t)rf_bitmap_disk_sectors(sync, chunk) * 512);
 	if (!ctr || !img) {
 		snprintf(err, errlen, "out of memory for a bitmap of %llu chunks", (unsigned long long)n);
 		r = -ENOMEM;
