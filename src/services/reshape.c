@@ -1248,9 +1248,11 @@ static int plan(struct begin *b)
 		if (rf_dev_get(a, i)->flags == RF_DEV_SPARE)
 			spares++;
 	for (i = 0; i < rf_devs_count(a); i++)
-		if (i < n || rf_dev_get(a, i)->flags == RF_DEV_SPARE)
-			if (room_before(rf_dev_get(a, i), bm) < room)
-				room = room_before(rf_dev_get(a, i), bm);
+		if (i < n || rf_dev_get(a, i)->flags == RF_DEV_SPARE) {
+			uint64_t r = room_before(rf_dev_get(a, i), bm);
+
+			room = r < room ? r : room;
+		}
 	rf_devs_unlock(a);
 	if (spares < need) {
 		snprintf(b->err, b->errlen, "%d spare(s) to grow from %d to %d members, %d needed (md/new_dev adds one)",
