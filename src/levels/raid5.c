@@ -55,7 +55,8 @@
  * piece never crosses the position.  A stripe head serves one geometry:
  * its key (member sector) carries SH_PREV for the previous one, so rows
  * of the two never share a head even where their member sectors are
- * equal.  Such an array is read-only, so heads only read and rebuild.
+ * equal.  The walk that moves rows from one geometry to the other is
+ * services/reshape.c's; it drops every head when the position moves.
  *
  * raid6 with one member missing is checked, repaired and resynced as md
  * does: the missing member's blocks from P, Q compared (P alone where Q
@@ -63,8 +64,7 @@
  *
  * It does NOT batch member IO across heads, does not resync raid4/5
  * while degraded, nor raid6 with two members missing (nothing to compare
- * against), and does not move rows from one geometry to the other
- * (continue a reshape).
+ * against).
  */
 #include <assert.h>
 #include <errno.h>

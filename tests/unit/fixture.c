@@ -412,12 +412,35 @@ uint64_t fx_bytes_nonzero(const char *x, size_t n)
 	return bad;
 }
 
+/* Print where got and want (at array offset off) differ, in 512-byte
+ * sectors, the first few extents of the comparison (*n counts them). */
+static void diff_extents(const char *got, const char *want, uint64_t off, uint32_t len, int *n)
+{
+	uint32_t i = 0, j;
+
+	while (i < len && *n < 8) {
+		if (!memcmp(got + i, want + i, 512 < len - i ? 512 : len - i)) {
+			i += 512;
+			continue;
+		}
+		for (j = i; j < len && memcmp(got + j, want + j, 512 < len - j ? 512 : len - j); j += 512)
+			;
+		j = j < len ? j : len;
+		print_message("model: bytes [%llu, %llu) differ (sectors %llu-%llu, read %s)\n",
+			      (unsigned long long)(off + i), (unsigned long long)(off + j),
+			      (unsigned long long)((off + i) >> 9), (unsigned long long)((off + j - 1) >> 9),
+			      fx_bytes_nonzero(got + i, j - i) ? "data" : "zeros");
+		(*n)++;
+		i = j;
+	}
+}
+
 uint64_t fx_model_diff(struct rf_array *a, const char *model, uint32_t maxlen)
 {
-	uint64_t size = rf_array_size(a), off, bad = 0;
+	uint64_t size = rf_array_size(a), off, bad = 0, d;
 	char *buf = malloc(maxlen);
 	uint32_t len;
-	int ret;
+	int ret, nreported = 0;
 
 	assert_non_null(buf);
 	for (off = 0; off < size; off += len) {
@@ -425,7 +448,10 @@ uint64_t fx_model_diff(struct rf_array *a, const char *model, uint32_t maxlen)
 		ret = testreq_io(a, RF_REQ_READ, off, len, buf);
 		if (ret)
 			fail_msg("read of %u bytes at %llu: %d", len, (unsigned long long)off, ret);
-		bad += fx_bytes_differ(buf, model + off, len);
+		d = fx_bytes_differ(buf, model + off, len);
+		if (d)
+			diff_extents(buf, model + off, off, len, &nreported);
+		bad += d;
 	}
 	free(buf);
 	return bad;
