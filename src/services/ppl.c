@@ -223,7 +223,7 @@ static bool merges(const struct ppl *p, const struct rf_ppl_entry *e, const stru
 }
 
 /* The members ls's head writes: its data columns (as its entry names
- * them, md/ppl.c's replay reads the same) and the parity. */
+ * them, md/ppl_fmt.c's replay reads the same) and the parity. */
 static uint64_t stripe_members(const struct ppl *p, const struct rf_log_stripe *ls)
 {
 	const struct rf_geom *g = rf_array_geom(p->a);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* test_ppl.c - md's partial parity log format and its replay (md/ppl.c).
+/* test_ppl.c - md's partial parity log format and its replay (md/ppl_fmt.c).
  *
  *  - crc32c is the kernel's crc32c_le (check value of "123456789");
  *  - the signature of a kernel-md array's uuid, and a header's checksum,

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* ppl.c - md's Partial Parity Log: headers, entries, and their replay.
+/* ppl_fmt.c - md's Partial Parity Log: headers, entries, and their replay.
  *
  * The format is ppl.h's (md's raid5-ppl.c and md_p.h): encode and decode a
  * 4 KiB header with its checksums, find a member's newest header in its
