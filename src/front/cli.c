@@ -15,7 +15,7 @@
  * (rf_cli_read_mount()) that is killed when the daemon does not answer in
  * time, so that a stopped or stuck daemon cannot hang them.
  *
- * What it does NOT do: parse options or print usage (main.c), or word an
+ * What it does NOT do: parse options or print usage (cmds.c), or word an
  * array's state (detail.c): these only read files and wait.
  */
 #include <errno.h>

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* cli.h - what the raidfuse commands (src/front/cmd_*.c) share.
  *
- * main.c holds the command table and parses with getopt_long for every
- * command: rf_cli_opt_next(), rf_cli_usage_error() and rf_cli_long_name()
- * are its.  cli.c holds the helpers several commands use: the control
+ * cmds.c holds the command table and parses with getopt_long for every
+ * command: rf_cli_main(), rf_cli_opt_next(), rf_cli_usage_error() and
+ * rf_cli_long_name() are its.  cli.c holds the helpers several commands use: the control
  * files under a mount, one mount read in a child, waits.  Each command's
  * entry point, rf_cmd_NAME(argc, argv) (argv[0] the command), returns the
  * exit status: 0 done, 1 failed (the message says what and where),
@@ -38,7 +38,10 @@ struct rf_mount_ent;
  * --allow-unsafe-dirs is O_ALLOW_UNSAFE too. */
 enum { O_FREEZE = 300, O_RO, O_OVERLAY, O_NAME, O_FORCE, O_ALLOW_UNSAFE, O_NULL, O_LOG };
 
-/* main.c: options and usage errors. */
+/* cmds.c: the command line, options and usage errors. */
+
+/* Run the command argv names (argv[0] the program): its exit status. */
+int rf_cli_main(int argc, char **argv);
 
 /* A usage error: one line naming what is wrong, then the usage of the
  * command running (all of it when none is).  Returns EXIT_USAGE. */
