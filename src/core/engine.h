@@ -80,6 +80,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/queue.h>
 
 #include "core/core.h"
 #include "raidfuse/array.h"
@@ -171,15 +172,15 @@ enum rf_sh_phase { RF_SH_IDLE, RF_SH_READ, RF_SH_WRITE };
 
 struct rf_stripe {
 	struct rf_stripe *hnext;                /* hash chain, g->lock */
-	struct rf_stripe *lru_prev, *lru_next;  /* LRU of idle heads, g->lock */
-	struct rf_stripe *handle_next;          /* g->handle list, g->lock */
+	TAILQ_ENTRY(rf_stripe) lru;             /* g->lru, g->lock */
+	STAILQ_ENTRY(rf_stripe) handle;         /* g->handle, g->lock */
 	uint64_t sector;                        /* member sector, g->lock */
 	struct rf_piece *toread, **toread_tail; /* queued, g->lock */
 	struct rf_piece *towrite, **towrite_tail;
 	bool busy, hashed, on_lru, on_handle;   /* g->lock */
 	/* Held back (stripe_cache.c "delayed heads"): on g->delayed, not
 	 * busy, its write pieces queued on towrite.  g->lock: */
-	struct rf_stripe *delay_prev, *delay_next;
+	TAILQ_ENTRY(rf_stripe) delay;
 	bool on_delayed;
 	bool no_delay;                          /* released by a bound: its next round runs at once */
 	uint64_t delay_ns;                      /* when it was first held (CLOCK_MONOTONIC), 0: not held */
@@ -214,6 +215,8 @@ struct rf_stripe_stats {
 	atomic_uint_fast64_t parity_mapped;     /* P or Q blocks computed in their member's mapping */
 };
 
+TAILQ_HEAD(rf_stripe_tq, rf_stripe);
+
 struct rf_group {
 	pthread_mutex_t lock;           /* innermost (lock order above); never two at once */
 	struct rf_array *a;
@@ -221,9 +224,9 @@ struct rf_group {
 	/* g->lock: */
 	struct rf_piece *incoming, **incoming_tail;     /* from submitters */
 	struct rf_piece *deferred, **deferred_tail;     /* waiting for a free stripe head */
-	struct rf_stripe *handle_head, *handle_tail;    /* heads with queued pieces */
-	struct rf_stripe *lru_head, *lru_tail;          /* idle heads, oldest first */
-	struct rf_stripe *delayed_head, *delayed_tail;  /* held heads, oldest first */
+	STAILQ_HEAD(, rf_stripe) handle;                /* heads with queued pieces */
+	struct rf_stripe_tq lru;                        /* idle heads, oldest first */
+	struct rf_stripe_tq delayed;                    /* held heads, oldest first */
 	int ndelayed;
 	int nlru;
 	struct rf_stripe **hash;

@@ -64,28 +64,14 @@ static uint32_t hash_of(struct rf_group *g, uint64_t sector)
 
 static void lru_del(struct rf_group *g, struct rf_stripe *sh)
 {
-	if (sh->lru_prev)
-		sh->lru_prev->lru_next = sh->lru_next;
-	else
-		g->lru_head = sh->lru_next;
-	if (sh->lru_next)
-		sh->lru_next->lru_prev = sh->lru_prev;
-	else
-		g->lru_tail = sh->lru_prev;
-	sh->lru_prev = sh->lru_next = NULL;
+	TAILQ_REMOVE(&g->lru, sh, lru);
 	sh->on_lru = false;
 	g->nlru--;
 }
 
 void rf_lru_add_tail(struct rf_group *g, struct rf_stripe *sh)
 {
-	sh->lru_next = NULL;
-	sh->lru_prev = g->lru_tail;
-	if (g->lru_tail)
-		g->lru_tail->lru_next = sh;
-	else
-		g->lru_head = sh;
-	g->lru_tail = sh;
+	TAILQ_INSERT_TAIL(&g->lru, sh, lru);
 	sh->on_lru = true;
 	g->nlru++;
 }
@@ -103,12 +89,7 @@ static void unhash(struct rf_group *g, struct rf_stripe *sh)
 
 void rf_handle_add(struct rf_group *g, struct rf_stripe *sh)
 {
-	sh->handle_next = NULL;
-	if (g->handle_tail)
-		g->handle_tail->handle_next = sh;
-	else
-		g->handle_head = sh;
-	g->handle_tail = sh;
+	STAILQ_INSERT_TAIL(&g->handle, sh, handle);
 	sh->on_handle = true;
 }
 
@@ -124,15 +105,7 @@ uint64_t rf_now_ns(void)
 
 static void delayed_del(struct rf_group *g, struct rf_stripe *sh)
 {
-	if (sh->delay_prev)
-		sh->delay_prev->delay_next = sh->delay_next;
-	else
-		g->delayed_head = sh->delay_next;
-	if (sh->delay_next)
-		sh->delay_next->delay_prev = sh->delay_prev;
-	else
-		g->delayed_tail = sh->delay_prev;
-	sh->delay_prev = sh->delay_next = NULL;
+	TAILQ_REMOVE(&g->delayed, sh, delay);
 	sh->on_delayed = false;
 	g->ndelayed--;
 	atomic_fetch_sub(&g->a->nheld, 1);
@@ -142,20 +115,14 @@ static void delayed_del(struct rf_group *g, struct rf_stripe *sh)
  * the bound is checked from the oldest. */
 static void delayed_add(struct rf_group *g, struct rf_stripe *sh)
 {
-	struct rf_stripe *after = g->delayed_tail;
+	struct rf_stripe *after = TAILQ_LAST(&g->delayed, rf_stripe_tq);
 
 	while (after && after->delay_ns > sh->delay_ns)
-		after = after->delay_prev;
-	sh->delay_prev = after;
-	sh->delay_next = after ? after->delay_next : g->delayed_head;
-	if (sh->delay_next)
-		sh->delay_next->delay_prev = sh;
-	else
-		g->delayed_tail = sh;
+		after = TAILQ_PREV(after, rf_stripe_tq, delay);
 	if (after)
-		after->delay_next = sh;
+		TAILQ_INSERT_AFTER(&g->delayed, after, sh, delay);
 	else
-		g->delayed_head = sh;
+		TAILQ_INSERT_HEAD(&g->delayed, sh, delay);
 	sh->on_delayed = true;
 	g->ndelayed++;
 	atomic_fetch_add(&g->a->nheld, 1);
@@ -200,8 +167,8 @@ int rf_delayed_release_locked(struct rf_group *g, uint64_t before)
 {
 	int n = 0;
 
-	while (g->delayed_head && g->delayed_head->delay_ns < before) {
-		struct rf_stripe *sh = g->delayed_head;
+	while (!TAILQ_EMPTY(&g->delayed) && TAILQ_FIRST(&g->delayed)->delay_ns < before) {
+		struct rf_stripe *sh = TAILQ_FIRST(&g->delayed);
 
 		delayed_del(g, sh);
 		sh->no_delay = true;
@@ -219,17 +186,17 @@ void rf_delayed_check_locked(struct rf_group *g)
 {
 	uint64_t now;
 
-	if (!g->delayed_head)
+	if (TAILQ_EMPTY(&g->delayed))
 		return;
 	if (g->deferred && g->nstripes - g->nlru - g->ndelayed == 0) {
 		/* Pieces wait for a free head and none is busy or queued to
 		 * run (whose end would free one): the older half of the held
 		 * heads go (the newer ones are the likelier to be filled). */
-		struct rf_stripe *sh = g->delayed_head;
+		struct rf_stripe *sh = TAILQ_FIRST(&g->delayed);
 		int k;
 
 		for (k = 1; k < g->ndelayed / 2; k++)
-			sh = sh->delay_next;
+			sh = TAILQ_NEXT(sh, delay);
 		rf_delayed_release_locked(g, sh->delay_ns + 1);
 		return;
 	}
@@ -276,7 +243,7 @@ struct rf_stripe *rf_stripe_get(struct rf_group *g, uint64_t sector)
 	for (sh = g->hash[h]; sh; sh = sh->hnext)
 		if (sh->sector == sector)
 			return sh;
-	sh = g->lru_head;
+	sh = TAILQ_FIRST(&g->lru);
 	if (!sh)
 		return NULL;
 	lru_del(g, sh);

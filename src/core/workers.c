@@ -132,12 +132,10 @@ static int group_pass(struct rf_worker *w, struct rf_group *g, bool *stop)
 
 	pthread_mutex_lock(&g->lock);
 	rf_delayed_check_locked(g);
-	while (g->handle_head && nsh < HANDLE_BATCH) {
-		struct rf_stripe *sh = g->handle_head;
+	while (!STAILQ_EMPTY(&g->handle) && nsh < HANDLE_BATCH) {
+		struct rf_stripe *sh = STAILQ_FIRST(&g->handle);
 
-		g->handle_head = sh->handle_next;
-		if (!g->handle_head)
-			g->handle_tail = NULL;
+		STAILQ_REMOVE_HEAD(&g->handle, handle);
 		sh->busy = true;
 		sh->on_handle = false;
 		batch[nsh++] = sh;
@@ -189,10 +187,10 @@ static bool held_wait(struct rf_worker *w, struct rf_group *g)
 	struct rf_array *a = g->a;
 
 	/* IO of w's own in flight: its end wakes w, which looks again. */
-	if (g->incoming || g->handle_head || (!g->stop && rf_ioq_busy(&w->ioq)))
+	if (g->incoming || !STAILQ_EMPTY(&g->handle) || (!g->stop && rf_ioq_busy(&w->ioq)))
 		return false;
 	if (w->cond_ok && !g->stop && atomic_load(&a->inflight[1]) > 1) {
-		uint64_t until = g->delayed_head->delay_ns + rf_delay_bound_ns;
+		uint64_t until = TAILQ_FIRST(&g->delayed)->delay_ns + rf_delay_bound_ns;
 		struct timespec ts = { .tv_sec = (time_t)(until / 1000000000ull),
 				       .tv_nsec = (long)(until % 1000000000ull) };
 
@@ -245,9 +243,9 @@ static void *worker_main(void *arg)
 		 * check above (the submitter takes us off g->idle under the lock
 		 * it queued with, then kicks). */
 		pthread_mutex_lock(&g->lock);
-		if (g->delayed_head && held_wait(w, g))
+		if (!TAILQ_EMPTY(&g->delayed) && held_wait(w, g))
 			continue;       /* g->lock dropped */
-		if (g->incoming || g->handle_head || g->stop) {
+		if (g->incoming || !STAILQ_EMPTY(&g->handle) || g->stop) {
 			pthread_mutex_unlock(&g->lock);
 			if (!g->stop)
 				continue;
@@ -390,6 +388,9 @@ static int rf_group_init(struct rf_array *a, struct rf_group *g, int id, int nst
 	g->id = id;
 	g->incoming_tail = &g->incoming;
 	g->deferred_tail = &g->deferred;
+	STAILQ_INIT(&g->handle);
+	TAILQ_INIT(&g->lru);
+	TAILQ_INIT(&g->delayed);
 	g->nworkers = nworkers;
 	g->workers = calloc(nworkers ? nworkers : 1, sizeof(*g->workers));
 	if (!g->workers)

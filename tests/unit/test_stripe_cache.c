@@ -106,27 +106,30 @@ static const char *check_group(struct rf_group *g, bool with_model)
 	struct rf_stripe *sh, *prev;
 	int i, j, n;
 
-	for (n = 0, prev = NULL, sh = g->lru_head; sh; prev = sh, sh = sh->lru_next, n++) {
-		if (!sh->on_lru || sh->busy || sh->on_handle || sh->on_delayed || sh->lru_prev != prev)
+	for (n = 0, prev = NULL, sh = TAILQ_FIRST(&g->lru); sh; prev = sh, sh = TAILQ_NEXT(sh, lru), n++) {
+		if (!sh->on_lru || sh->busy || sh->on_handle || sh->on_delayed ||
+		    TAILQ_PREV(sh, rf_stripe_tq, lru) != prev)
 			return "a head on the LRU list is busy, queued, held or badly linked";
 		if (with_model && (n >= M.nlru || M.lru[n] != idx(sh)))
 			return "LRU order differs from the model (least recently idle first)";
 	}
-	if (n != g->nlru || g->lru_tail != prev || (with_model && n != M.nlru))
+	if (n != g->nlru || TAILQ_LAST(&g->lru, rf_stripe_tq) != prev || (with_model && n != M.nlru))
 		return "LRU length or tail wrong";
-	for (n = 0, prev = NULL, sh = g->handle_head; sh; prev = sh, sh = sh->handle_next, n++) {
+	for (n = 0, prev = NULL, sh = STAILQ_FIRST(&g->handle); sh; prev = sh, sh = STAILQ_NEXT(sh, handle), n++) {
 		if (!sh->on_handle || sh->busy || sh->on_lru || sh->on_delayed)
 			return "a head on the handle list is busy, idle or held";
 		if (with_model && (n >= M.nhandle || M.handle[n] != idx(sh)))
 			return "handle order differs from the model";
 	}
-	if (g->handle_tail != prev || (with_model && n != M.nhandle))
+	/* (the tail pointer: glibc's queue.h has no STAILQ_LAST) */
+	if (g->handle.stqh_last != (prev ? &STAILQ_NEXT(prev, handle) : &STAILQ_FIRST(&g->handle)) ||
+	    (with_model && n != M.nhandle))
 		return "handle list length or tail wrong";
-	for (n = 0, prev = NULL, sh = g->delayed_head; sh; prev = sh, sh = sh->delay_next, n++)
+	for (n = 0, prev = NULL, sh = TAILQ_FIRST(&g->delayed); sh; prev = sh, sh = TAILQ_NEXT(sh, delay), n++)
 		if (!sh->on_delayed || sh->busy || sh->on_handle || sh->on_lru || !sh->towrite ||
-		    sh->delay_prev != prev || (prev && prev->delay_ns > sh->delay_ns))
+		    TAILQ_PREV(sh, rf_stripe_tq, delay) != prev || (prev && prev->delay_ns > sh->delay_ns))
 			return "a held head is busy, listed elsewhere, has no writes, or is out of order";
-	if (n != g->ndelayed || g->delayed_tail != prev || atomic_load(&g->a->nheld) != n)
+	if (n != g->ndelayed || TAILQ_LAST(&g->delayed, rf_stripe_tq) != prev || atomic_load(&g->a->nheld) != n)
 		return "delayed count, tail or a->nheld wrong";
 	for (i = 0; i < g->nstripes; i++) {
 		sh = &g->stripes[i];
@@ -280,11 +283,9 @@ static void m_take(void)
 	int i;
 
 	pthread_mutex_lock(&g->lock);
-	sh = g->handle_head;
+	sh = STAILQ_FIRST(&g->handle);
 	if (sh) {
-		g->handle_head = sh->handle_next;
-		if (!g->handle_head)
-			g->handle_tail = NULL;
+		STAILQ_REMOVE_HEAD(&g->handle, handle);
 		sh->busy = true;
 		sh->on_handle = false;
 	}
@@ -403,7 +404,7 @@ static void m_release(void)
 	int order[NS], n = 0, k;
 
 	pthread_mutex_lock(&g->lock);
-	for (sh = g->delayed_head; sh; sh = sh->delay_next)
+	TAILQ_FOREACH(sh, &g->delayed, delay)
 		order[n++] = idx(sh);
 	k = rf_delayed_release_locked(g, UINT64_MAX);
 	pthread_mutex_unlock(&g->lock);
@@ -423,7 +424,7 @@ static void sync_released(void)
 {
 	struct rf_stripe *sh;
 
-	for (sh = M.g->handle_head; sh; sh = sh->handle_next)
+	STAILQ_FOREACH(sh, &M.g->handle, handle)
 		if (M.h[idx(sh)].state == S_DELAYED) {
 			M.h[idx(sh)].state = S_HANDLE;
 			M.handle[M.nhandle++] = idx(sh);
@@ -555,9 +556,7 @@ static void test_check_fails(void **state)
 	print_message("found, as it should: %s\n", why);
 	/* Put it back as it was for the close. */
 	pthread_mutex_lock(&M.g->lock);
-	M.g->lru_tail = sh->lru_prev;
-	M.g->lru_tail->lru_next = NULL;
-	sh->lru_prev = NULL;
+	TAILQ_REMOVE(&M.g->lru, sh, lru);
 	sh->on_lru = false;
 	M.g->nlru--;
 	assert_null(check_group(M.g, false));
@@ -598,7 +597,7 @@ static void test_pressure(void **state)
 	model_open();
 	for (i = 0; i < NS; i++)
 		m_attach(piece((uint64_t)i * 8, true));
-	first = M.g->handle_head;
+	first = STAILQ_FIRST(&M.g->handle);
 	assert_int_equal(M.nlru, 0);
 	m_attach(piece(1000, true));            /* refused: waits */
 	assert_int_equal(M.ndeferred, 1);
@@ -651,20 +650,23 @@ static void test_delayed(void **state)
 	pthread_mutex_unlock(&g->lock);
 	assert_int_equal(n, 3);
 	assert_int_equal(atomic_load(&M.a->stats.released) - released, 3);
-	for (i = 0, sh = g->handle_head; sh; sh = sh->handle_next, i++)
-		assert_int_equal(sh->delay_ns, 100 * (uint64_t)(i + 1));
-	for (sh = g->delayed_head; sh; sh = sh->delay_next)
+	i = 0;
+	STAILQ_FOREACH(sh, &g->handle, handle)
+		assert_int_equal(sh->delay_ns, 100 * (uint64_t)(++i));
+	TAILQ_FOREACH(sh, &g->delayed, delay)
 		assert_true(sh->delay_ns > 350);
 	sync_released();
 	check_now();
 	/* The bound: one held long ago goes, one held just now stays. */
-	for (sh = g->delayed_head; sh; sh = sh->delay_next)
-		sh->delay_ns = sh == g->delayed_head ? 1 : rf_now_ns() + 10 * rf_delay_bound_ns;
+	TAILQ_FOREACH(sh, &g->delayed, delay)
+		sh->delay_ns = sh == TAILQ_FIRST(&g->delayed) ? 1 : rf_now_ns() + 10 * rf_delay_bound_ns;
 	pthread_mutex_lock(&g->lock);
 	n = g->ndelayed;
 	rf_delayed_check_locked(g);
 	assert_int_equal(g->ndelayed, n - 1);
-	assert_int_equal(g->handle_tail->delay_ns, 1);
+	STAILQ_FOREACH(sh, &g->handle, handle)
+		if (!STAILQ_NEXT(sh, handle))
+			assert_int_equal(sh->delay_ns, 1);      /* the last one queued */
 	pthread_mutex_unlock(&g->lock);
 	sync_released();
 	check_now();
@@ -691,8 +693,9 @@ static void test_delayed(void **state)
 	assert_int_equal(g->nstripes - g->nlru - g->ndelayed, 0);
 	rf_delayed_check_locked(g);
 	n = NS - g->ndelayed;
-	for (i = 0, sh = g->handle_head; sh; sh = sh->handle_next, i++)
-		assert_int_equal(sh->delay_ns, 1000 + (uint64_t)i);     /* the oldest */
+	i = 0;
+	STAILQ_FOREACH(sh, &g->handle, handle)
+		assert_int_equal(sh->delay_ns, 1000 + (uint64_t)i++);   /* the oldest */
 	pthread_mutex_unlock(&g->lock);
 	assert_true(n >= 1 && n <= NS / 2);
 	model_close();
