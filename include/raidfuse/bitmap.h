@@ -13,7 +13,7 @@
  *
  * Units.  A chunk covers chunk_bytes / 512 sectors of what md resyncs: a
  * member's data sectors for raid1 and raid4/5/6, array sectors for raid10
- * (sync_size, the same units as sync.c's walk; see rf_bitmap_sync_size()).
+ * (sync_size, the same units as the walk in sync_walk.c; see rf_bitmap_sync_size()).
  *
  * While an array runs (the struct rf_bitmap calls; every one is a no-op
  * for NULL, which an array without a bitmap has), md's rule holds: no
@@ -184,7 +184,7 @@ void rf_bitmap_close(struct rf_bitmap *bm);
  * The device lock held (the superblock writer's). */
 void rf_bitmap_set_events(struct rf_bitmap *bm, uint64_t events);
 
-/* The resync walk's hooks (sync.c, act RESYNC only).  skip: where the
+/* The resync walk's hooks (sync_walk.c, act RESYNC only).  skip: where the
  * walk at pos goes on: pos if its chunk needs a resync, else the start
  * of the next chunk that does, or total; *n, the sectors the walk means
  * to do next, is cut to the end of that run of chunks.  done: [lo, hi)
@@ -195,7 +195,7 @@ void rf_bitmap_set_events(struct rf_bitmap *bm, uint64_t events);
 uint64_t rf_bitmap_resync_skip(struct rf_bitmap *bm, uint64_t pos, uint64_t total, uint64_t *n);
 void rf_bitmap_resync_done(struct rf_bitmap *bm, uint64_t lo, uint64_t hi);
 
-/* The rebuild walk's hook (sync.c, act RECOVER): [lo, hi) was rebuilt
+/* The rebuild walk's hook (sync_walk.c, act RECOVER): [lo, hi) was rebuilt
  * onto the device(s) being recovered; whole chunks of the walk's run need
  * no resync any more (unless another member is missing). */
 void rf_bitmap_rebuilt(struct rf_bitmap *bm, uint64_t lo, uint64_t hi);

@@ -246,7 +246,7 @@ void rf_writes_release(struct rf_array *a)
  * pays one atomic load.  The walk arms with writes drained
  * (rf_sync_rows_begin()), so no write in flight then goes untracked.
  * Flushes and reads are not admitted: flushes change no rows, and reads
- * go on during a region (sync.c says why that is right). */
+ * go on during a region (sync_walk.c says why that is right). */
 
 bool rf_range_enter(struct rf_array *a, struct rf_req *r)
 {

@@ -52,7 +52,7 @@
  *    b->lock              a background thread's wake-ups (bgthread.c): the
  *                         superblock timer, the bitmap daemon
  *    mgmt->lock           the management thread's wake-ups (member.c, hotreplace.c)
- *    the sync walk's lock (sync.c)
+ *    the sync walk's lock (sync_int.h)
  *    the partial parity log's lock (services/ppl.c)
  *    io/: a queue's kick lock (ioq.c), an overlay's (overlay.c), a fault
  *    spec's (fault.h), the IO log's (iolog.c)

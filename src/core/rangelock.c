@@ -35,7 +35,7 @@
  *
  * It does NOT order ranges among themselves (the walk hands out disjoint
  * regions), know what a row is (the caller maps writes to rows), hold
- * reads (see sync.c), or arm itself safely: arming needs the writes
+ * reads (see sync_walk.c), or arm itself safely: arming needs the writes
  * drained, which is the array's barrier's job.
  */
 #include <errno.h>

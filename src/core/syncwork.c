@@ -5,7 +5,7 @@
  * lock, and its findings reported to the walk; and md's sync_action words.
  *
  * Everything a call needs is in the region's struct rf_sync_work, which
- * the walk (services/sync.c) sets up for each of its workers: its IO
+ * the walk (services/sync_walk.c) sets up for each of its workers: its IO
  * queue and room for a region's member IO, its own buffers, the region's
  * range, and where findings go (struct rf_sync_report).  So the levels
  * below the walk call nothing of it.  Every call runs on the worker's

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* syncwork.h - what a level's sync work of one region gets from the walk
  * (not installed; the calls are core/syncwork.c's, the walk is
- * services/sync.c).
+ * services/sync_walk.c).
  *
- * The sync walk (sync.c, md's md_do_sync) is generic: it cuts the array
+ * The sync walk (sync_walk.c, md's md_do_sync) is generic: it cuts the array
  * into regions, hands them to its workers, paces them, retires them in
  * order and keeps checkpoints and progress.  What one region needs done
  * (md's sync_request) is the level's: rf_sync_ops.region (core.h), given a
@@ -12,8 +12,8 @@
  * region's rows at the array's range lock while it reads and rewrites them
  * (rf_sync_rows_lock(), rf_sync_rows_unlock()), and reports what it found
  * (rf_sync_mismatch(), rf_sync_found_bad()).  Every function here is
- * called on the worker's thread only, and takes no lock but sync.c's leaf
- * s->lock (engine.h's lock order) for the counters.
+ * called on the worker's thread only, and takes no lock but the walk's
+ * leaf s->lock (sync_int.h; engine.h's lock order) for the counters.
  *
  * Invariant a level keeps: the rows it writes are locked while it reads
  * and writes them; it returns with them unlocked, or with keep_locked set

@@ -576,7 +576,7 @@ const struct rf_level_ops rf_raid1_ops = {
 	.read_map = mirror_read_map,
 };
 
-/* A rebuild's walk, by member sector (not from the bitmap: sync.c). */
+/* A rebuild's walk, by member sector (not from the bitmap: sync_walk.c). */
 static const struct rf_sync_ops raid10_recover_ops = {
 	.total = raid10_recover_total,
 	.clip = raid10_recover_clip,

@@ -45,7 +45,7 @@
  * the first two; every other bitmap write takes the device lock first:
  * it walks the device table); its background thread's lock (bgthread.h) alone.
  *
- * What it does NOT do: choose what to resync or rebuild (sync.c asks it,
+ * What it does NOT do: choose what to resync or rebuild (sync_walk.c asks it,
  * and the engine's recovery can), write-behind, clustered bitmaps
  * (md/bitmap_fmt.c refuses version 5), or parse and lay out the bitmap
  * on disk (md/bitmap_fmt.c).

@@ -1405,7 +1405,7 @@ static void test_rebuild(void **state)
 }
 
 /* The workers read inline on tmpfs and through io_uring elsewhere
- * (sync.c: inline_io()): each way, forced, finds a corrupt data block
+ * (sync_walk.c: inline_io()): each way, forced, finds a corrupt data block
  * and rebuilds two raid6 members, whatever file system the test's
  * members are on. */
 /* A resync and a check of sp: from the mappings (want_mapped) or not. */
