@@ -197,7 +197,7 @@ struct rf_stripe {
 	char **buf;                             /* [raid_disks] blocks */
 	char **wsrc;                            /* owner: [raid_disks] where this round's write of each
 						 * column comes from (buf[i], or a piece's own buffer) */
-	struct rf_log_stripe *log;              /* owner: the stripe log's descriptor (raid5.c
+	struct rf_log_stripe *log;              /* owner: the stripe log's descriptor (raid5_log.c
 						 * makes it at the first logged round), or NULL */
 	bool logged;                            /* owner: this round's writes went through the log */
 };

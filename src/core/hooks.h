@@ -86,11 +86,12 @@ int rf_array_add_hooks(struct rf_array *a, const struct rf_hooks *h, void *priv)
  * rf_array_set_log() while the array opens (services/ppl.c: md's partial
  * parity log).
  *
- * The descriptor lives in the stripe head (raid5.c's) from write_stripe()
- * to stripe_done(); the log links it on its own lists (next) meanwhile and
- * touches nothing else of the head.  Every call runs on a worker thread
- * and q is that worker's IO queue: the log queues its member IO there and
- * its completions run on the same thread, where it may call resume(). */
+ * The descriptor (levels/raid5_log.c makes it) lives in the stripe head
+ * from write_stripe() to stripe_done(); the log links it on its own lists
+ * (next) meanwhile and touches nothing else of the head.  Every call runs
+ * on a worker thread and q is that worker's IO queue: the log queues its
+ * member IO there and its completions run on the same thread, where it
+ * may call resume(). */
 struct rf_log_stripe {
 	struct rf_log_stripe *next;     /* the log's lists */
 	/* Issue the head's data and parity writes now, on the worker whose

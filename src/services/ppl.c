@@ -13,8 +13,9 @@
  *   - every present member's area gets an empty header (md writes one at
  *     every start), so what is logged from now on starts at its beginning.
  *
- * While it runs, raid5.c offers each stripe head's update to the log
- * (core/hooks.h, struct rf_log_ops) after computing its partial parity and
+ * While it runs, the parity level's stripe rounds (levels/raid5_round.c)
+ * offer each stripe head's update to the log (core/hooks.h, struct
+ * rf_log_ops) after computing its partial parity (levels/raid5_log.c) and
  * before issuing its data and parity writes.  The log of the row's parity
  * member takes it:
  *   - idle: the head opens the log's next unit on its worker's queue: the

@@ -767,7 +767,7 @@ static int file_bad_rows(char (*paths)[FX_PATH])
 }
 
 /* Logged read-modify-writes make their new parity from the partial
- * parity (r5_log_rmw): after random 4 KiB writes (one column: rmw) and
+ * parity (rf_r5_log_rmw()): after random 4 KiB writes (one column: rmw) and
  * 8 KiB ones across a chunk's end (two columns), every row's parity
  * holds on the members, and what was written reads back. */
 static void test_logged_parity(void **state)

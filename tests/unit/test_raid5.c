@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* test_raid5.c - the parity levels (levels/raid5.c): raid4, raid5 and
- * raid6 against a model of what every member byte must hold.
+/* test_raid5.c - the parity levels (levels/raid5.c, raid5_round.c):
+ * raid4, raid5 and raid6 against a model of what every member byte must
+ * hold.
  *
  * The model is the test's own: md's placement of data, P and Q
  * (raid5_compute_sector, written here from md's definitions, anchored to
