@@ -236,7 +236,7 @@ void rf_writes_release(struct rf_array *a)
 /* ---- the sync regions' range lock (rangelock.c) ----
  *
  * Past the barrier, while a sync walk runs (a->rl armed), a write is
- * admitted at the range lock over the rows it touches (sync.c maps them):
+ * admitted at the range lock over the rows it touches (rf_sync_write_rows() maps them):
  * one that overlaps a region being synced is queued there and stops
  * counting at the barrier, so no drain ever waits for a region (a region
  * may take reconf_lock to drop cached heads); the region's unlock hands

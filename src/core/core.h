@@ -6,7 +6,7 @@
  * walk, the management thread) includes this header instead: the device
  * table (core/dev.h), the hooks it registers (core/hooks.h), the array's
  * public accessors (array.h), and the few calls below.  The sync walk
- * (services/sync.c) gets the level's sync work (struct rf_sync_ops, which
+ * (services/sync_walk.c) gets the level's sync work (struct rf_sync_ops, which
  * the level modules fill), the members through an IO queue of its own,
  * the rows' range lock and the recovery checkpoint, all named below.
  * None of them is on the IO fast path of the core itself, which uses
@@ -216,7 +216,7 @@ bool rf_array_serving(const struct rf_array *a);
  * No lock held. */
 void rf_array_resized(struct rf_array *a);
 
-/* ---- the sync walk (services/sync.c) ---- */
+/* ---- the sync walk (services/sync.c, sync_walk.c) ---- */
 
 /* A level's sync work (md's sync_request), the level's table.
  * total: the sectors the walk covers, in its units (member sectors, or

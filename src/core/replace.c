@@ -4,7 +4,7 @@
  * --replace), the writes.
  *
  * A slot whose device is to be replaced keeps serving reads and writes
- * from that device while the sync walk (services/sync.c, action
+ * from that device while the sync walk (services/sync_walk.c, action
  * "recover") copies its data to the replacement, a device of the table
  * without a slot (hotreplace.c attaches it).  Every write of the slot, and
  * every fsync of it, is issued to the replacement too: at the same member
@@ -30,7 +30,7 @@
  * rf_replace_failed() is request.c's, beside rf_member_fail().
  *
  * It does NOT choose, attach, promote or detach replacements (hotreplace.c),
- * copy data (sync.c), or record anything in the superblocks (sbstate.c
+ * copy data (sync_walk.c), or record anything in the superblocks (sbstate.c
  * records a replacement as md does, with its copy's checkpoint).
  */
 #include <errno.h>

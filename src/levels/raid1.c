@@ -9,7 +9,7 @@
  * when the array as a whole has failed.
  *
  * The sync work of one region (md's raid1/raid10 sync_request, run by the
- * walk in services/sync.c): check and repair compare every in-sync copy
+ * walk in services/sync_walk.c): check and repair compare every in-sync copy
  * with the first in 4 KiB blocks, md counting a mismatch per differing
  * copy, repair rewriting the others from the first; resync reads the
  * first copy and writes it over the others; rebuild copies from a copy in

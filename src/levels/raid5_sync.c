@@ -3,7 +3,7 @@
  * a write touches (the level's struct rf_sync_ops, core.h).
  *
  * The sync work of one region (md's raid5 sync_request, run by the walk in
- * services/sync.c; the walk's units are member sectors, a region the same
+ * services/sync_walk.c; the walk's units are member sectors, a region the same
  * run on every member):
  *   check   adds 8 sectors to mismatch_cnt per 4 KiB block whose parity
  *           does not match its data; writes nothing.  raid6: when P and Q
@@ -24,7 +24,7 @@
  *
  * It does NOT resync raid4/5 while degraded, nor raid6 with two members
  * missing (nothing to compare against); nor walk the array or keep its
- * checkpoints (services/sync.c), nor own the member IO, buffers and row
+ * checkpoints (services/sync_walk.c), nor own the member IO, buffers and row
  * locks it uses (core/syncwork.c).
  */
 #include <errno.h>
