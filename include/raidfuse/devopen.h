@@ -3,11 +3,12 @@
  *
  * Every path that becomes a device of an array (create's members, a
  * mount's or assemble's members and spares, a spare written to md/new_dev)
- * goes through rf_dev_open(): what it returns is a regular file or a block
- * device that is what the path named when it was checked (st_dev/st_ino),
- * not on procfs/sysfs, not on the file system this daemon serves, locked
- * against a second server, with its size.  rf_dev_check() tells later
- * whether it still is (shrunk, unlinked, replaced at its path).
+ * goes through rf_devopen_open(): what it returns is a regular file or a
+ * block device that is what the path named when it was checked
+ * (st_dev/st_ino), not on procfs/sysfs, not on the file system this daemon
+ * serves, locked against a second server, with its size.
+ * rf_devopen_check() tells later whether it still is (shrunk, unlinked,
+ * replaced at its path).
  */
 #ifndef RAIDFUSE_DEVOPEN_H
 #define RAIDFUSE_DEVOPEN_H
@@ -17,11 +18,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-enum rf_dev_open_flags {
-	RF_DEV_RDONLY = 1 << 0,         /* read-only; a shared lock */
-	RF_DEV_CREATE = 1 << 1,         /* create it if missing (O_EXCL; d->created says so) */
-	RF_DEV_DIRECT = 1 << 2,         /* a second descriptor with O_DIRECT (fd_direct, -1 if refused) */
-	RF_DEV_NOLOCK = 1 << 3,         /* no flock yet: rf_dev_lock() later (after a same-file
+enum rf_devopen_flags {
+	RF_DEVOPEN_RDONLY = 1 << 0,     /* read-only; a shared lock */
+	RF_DEVOPEN_CREATE = 1 << 1,     /* create it if missing (O_EXCL; d->created says so) */
+	RF_DEVOPEN_DIRECT = 1 << 2,     /* a second descriptor with O_DIRECT (fd_direct, -1 if refused) */
+	RF_DEVOPEN_NOLOCK = 1 << 3,     /* no flock yet: rf_devopen_lock() later (after a same-file
 					 * check: the lock would refuse our own second name) */
 };
 
@@ -38,7 +39,7 @@ enum rf_member_io {
 int rf_member_io_parse(const char *s);
 const char *rf_member_io_name(int mode);
 
-struct rf_dev_id {
+struct rf_devopen_id {
 	dev_t dev;                      /* st_dev of the open file */
 	ino_t ino;
 	dev_t rdev;                     /* block devices: the device number */
@@ -55,60 +56,61 @@ struct rf_dev_id {
 	int lo_fd;
 };
 
-struct rf_dev_fd {
-	int fd;                         /* O_RDWR (O_RDONLY with RF_DEV_RDONLY), O_CLOEXEC */
+struct rf_devopen_fd {
+	int fd;                         /* O_RDWR (O_RDONLY with RF_DEVOPEN_RDONLY), O_CLOEXEC */
 	int fd_direct;                  /* -1: none */
-	int direct_err;                 /* RF_DEV_DIRECT refused: why (errno), else 0 */
+	int direct_err;                 /* RF_DEVOPEN_DIRECT refused: why (errno), else 0 */
 	uint32_t dio_align;             /* fd_direct's alignment of offsets, lengths and
-					 * buffers (rf_dev_dio_align()) */
-	bool created;                   /* RF_DEV_CREATE made it (unlink d->id.real to undo) */
-	struct rf_dev_id id;
+					 * buffers (rf_devopen_dio_align()) */
+	bool created;                   /* RF_DEVOPEN_CREATE made it (unlink d->id.real to undo) */
+	struct rf_devopen_id id;
 };
 
 /* Open path for an array's device; who names it in messages ("member 2
  * (d2.img)").  Refuses with a one-line reason in err ("who: why"): a
  * dangling or (as root) any symbolic link as the last component, a path
  * whose directory another user may write (as root, unless
- * rf_dev_allow_unsafe_dirs()), anything but a regular file or block device,
- * files on procfs/sysfs-like file systems, a file on the file system this
- * daemon serves (rf_dev_set_served()) or a loop device backed by one, a
- * device another raidfuse or process has locked or claimed.  Returns 0 or
- * -errno; on error nothing stays open and a file it created is unlinked. */
-int rf_dev_open(const char *path, const char *who, unsigned flags, struct rf_dev_fd *d, char *err,
-		size_t errlen);
+ * rf_devopen_allow_unsafe_dirs()), anything but a regular file or block
+ * device, files on procfs/sysfs-like file systems, a file on the file
+ * system this daemon serves (rf_devopen_set_served()) or a loop device
+ * backed by one, a device another raidfuse or process has locked or
+ * claimed.  Returns 0 or -errno; on error nothing stays open and a file it
+ * created is unlinked. */
+int rf_devopen_open(const char *path, const char *who, unsigned flags, struct rf_devopen_fd *d, char *err,
+		    size_t errlen);
 /* flock(2) d: exclusive, or shared when ro; a loop device's backing file
  * too, so that a second server reaching the file by either name finds it
  * locked.  0, or -errno with "who is in use by another raidfuse or
  * process" in err. */
-int rf_dev_lock(const struct rf_dev_fd *d, bool ro, const char *who, char *err, size_t errlen);
+int rf_devopen_lock(const struct rf_devopen_fd *d, bool ro, const char *who, char *err, size_t errlen);
 /* The alignment O_DIRECT IO on fd needs (offset, length and buffer
  * address alike): what statx says (STATX_DIOALIGN), else a block
  * device's logical block size, else 4096, never below 512. */
-uint32_t rf_dev_dio_align(int fd, bool blk);
-/* Close what rf_dev_open() opened (d may be partly filled: fds -1). */
-void rf_dev_close(struct rf_dev_fd *d);
+uint32_t rf_devopen_dio_align(int fd, bool blk);
+/* Close what rf_devopen_open() opened (d may be partly filled: fds -1). */
+void rf_devopen_close(struct rf_devopen_fd *d);
 /* Free what id holds (its paths, the backing file's descriptor). */
-void rf_dev_id_free(struct rf_dev_id *id);
+void rf_devopen_id_free(struct rf_devopen_id *id);
 
 /* Whether the open file fd still is the device id describes, with at least
  * id->size bytes: 0, or -ENODEV with why in err ("truncated to 1048576
  * bytes (expected 33554432)", "unlinked", "replaced at its path").
  * with_path: also stat id->real (a slower check, for the timer tick). */
-int rf_dev_check(int fd, const struct rf_dev_id *id, bool with_path, char *err, size_t errlen);
+int rf_devopen_check(int fd, const struct rf_devopen_id *id, bool with_path, char *err, size_t errlen);
 /* The size of the open file or block device fd now (st_size, or
  * BLKGETSIZE64 as id says): a member grown since it was opened (a file
  * extended, a volume enlarged).  0, or -errno. */
-int rf_dev_size_now(int fd, const struct rf_dev_id *id, uint64_t *bytes);
+int rf_devopen_size_now(int fd, const struct rf_devopen_id *id, uint64_t *bytes);
 
 /* The file system this process serves through FUSE (its st_dev), set once
  * mounted: a device on it would wait on the daemon's own IO. */
-void rf_dev_set_served(dev_t dev, const char *mountpoint);
+void rf_devopen_set_served(dev_t dev, const char *mountpoint);
 /* The same for the FUSE mount on mountpoint, found in the mount table
  * (the mount point itself is not looked at: this daemon would be asked).
  * 0, -ENOENT if no FUSE mount is there, or -errno. */
-int rf_dev_set_served_mount(const char *mountpoint);
+int rf_devopen_set_served_mount(const char *mountpoint);
 /* Allow, as root, members in directories other users may write
  * (--allow-unsafe-dirs): warned about instead of refused. */
-void rf_dev_allow_unsafe_dirs(bool allow);
+void rf_devopen_allow_unsafe_dirs(bool allow);
 
 #endif

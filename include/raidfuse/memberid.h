@@ -34,7 +34,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-struct rf_dev_id;
+struct rf_devopen_id;
 
 enum rf_member_kind {
 	RF_MEMBER_NONE,                 /* nothing known (a missing slot) */
@@ -75,8 +75,8 @@ enum rf_member_same_why {
 	RF_MEMBER_SAME_UUID,            /* one md device UUID */
 };
 
-/* The identity of what devopen.c opened (devopen.h's struct rf_dev_id). */
-void rf_member_id_of_dev(struct rf_member_id *m, const struct rf_dev_id *id);
+/* The identity of what devopen.c opened (devopen.h's struct rf_devopen_id). */
+void rf_member_id_of_dev(struct rf_member_id *m, const struct rf_devopen_id *id);
 /* The identity of an NBD export: server as nbd.c names it, the export's
  * name (NUL-terminated). */
 void rf_member_id_nbd(struct rf_member_id *m, const char *server, const char *export_name);

@@ -151,7 +151,7 @@ static int survives(const struct rf_sb *sb)
 static int read_member(const char *path, const char *overlay_dir, struct rf_sb *sb, struct rf_member_id *id,
 		       char *err, size_t errlen)
 {
-	struct rf_dev_fd d;
+	struct rf_devopen_fd d;
 	struct rf_ovl *o;
 	struct rf_sb_io io;
 	int fd, r;
@@ -175,7 +175,7 @@ static int read_member(const char *path, const char *overlay_dir, struct rf_sb *
 	}
 	/* Checked as every member is (no FIFO to block on, no procfs file),
 	 * read-only, not locked: the engine locks what it serves. */
-	r = rf_dev_open(path, path, RF_DEV_RDONLY | RF_DEV_NOLOCK | RF_DEV_DIRECT, &d, err, errlen);
+	r = rf_devopen_open(path, path, RF_DEVOPEN_RDONLY | RF_DEVOPEN_NOLOCK | RF_DEVOPEN_DIRECT, &d, err, errlen);
 	if (r)
 		return r;
 	if (id)
@@ -199,7 +199,7 @@ static int read_member(const char *path, const char *overlay_dir, struct rf_sb *
 			rf_ovl_close(o);
 		}
 	}
-	rf_dev_close(&d);
+	rf_devopen_close(&d);
 	return r;
 }
 

@@ -40,7 +40,7 @@
 struct cfile {
 	const char *path;               /* NULL: "missing" */
 	char who[PATH_MAX + 32];        /* "member 2 (d2.img)" */
-	struct rf_dev_fd d;
+	struct rf_devopen_fd d;
 	struct rf_nbd *nbd;             /* an NBD export (d unused), or NULL */
 	struct rf_member_id id;         /* which device it is, once opened */
 	const char *what;               /* "member" or "spare" */
@@ -57,7 +57,7 @@ static void release_all(struct cfile *f, int n, bool undo)
 	for (i = 0; i < n; i++) {
 		if (undo && f[i].d.created && f[i].d.id.real)
 			unlink(f[i].d.id.real);
-		rf_dev_close(&f[i].d);
+		rf_devopen_close(&f[i].d);
 		rf_nbd_close(f[i].nbd);
 		f[i].nbd = NULL;
 	}
@@ -114,7 +114,7 @@ static int check_one(const struct rf_config *cfg, struct cfile *f, int i, bool f
 
 	if (rf_nbd_is_uri(c->path))
 		return check_nbd(cfg, f, i);
-	ret = rf_dev_open(c->path, c->who, RF_DEV_CREATE | RF_DEV_NOLOCK, &c->d, err, sizeof(err));
+	ret = rf_devopen_open(c->path, c->who, RF_DEVOPEN_CREATE | RF_DEVOPEN_NOLOCK, &c->d, err, sizeof(err));
 	/* A block device claimed already (O_EXCL): by an earlier member,
 	 * under another name?  Said as that. */
 	if (ret == -EBUSY && !rf_member_id_of_path(c->path, c->who, 0, &c->id, err, sizeof(err)) &&
@@ -127,7 +127,7 @@ static int check_one(const struct rf_config *cfg, struct cfile *f, int i, bool f
 	rf_member_id_of_dev(&c->id, &c->d.id);
 	if (same_as_earlier(f, i))
 		return 1;
-	if (rf_dev_lock(&c->d, false, c->who, err, sizeof(err))) {
+	if (rf_devopen_lock(&c->d, false, c->who, err, sizeof(err))) {
 		fprintf(stderr, "raidfuse: %s\n", err);
 		return 1;
 	}

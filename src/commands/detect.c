@@ -44,7 +44,7 @@
  * text keeping the line length of the text before it.  It says nothing
  * about random data; there the file system's metadata has to decide.
  *
- * Invariants: members are opened read-only through rf_dev_open() and
+ * Invariants: members are opened read-only through rf_devopen_open() and
  * only pread; every read goes through one small cache that counts the
  * bytes it read (reported).  A missing member is rebuilt from parity
  * where the candidate allows it (one for raid4/5, two for raid6).  All
@@ -95,7 +95,7 @@
 
 struct dt_member {
 	const char *path;               /* NULL: missing */
-	struct rf_dev_fd dev;
+	struct rf_devopen_fd dev;
 	uint64_t size;
 };
 
@@ -1217,7 +1217,7 @@ static void dt_close(struct dt *d)
 
 	for (i = 0; i < d->n; i++)
 		if (d->m[i].path)
-			rf_dev_close(&d->m[i].dev);
+			rf_devopen_close(&d->m[i].dev);
 	free(d->data);
 	free(d);
 }
@@ -1247,7 +1247,7 @@ static int dt_open(const char *const *paths, int n, const struct rf_detect_opts 
 			continue;
 		}
 		snprintf(who, sizeof(who), "member %d (%s)", i, paths[i]);
-		ret = rf_dev_open(paths[i], who, RF_DEV_RDONLY | RF_DEV_NOLOCK, &d->m[i].dev, err, errlen);
+		ret = rf_devopen_open(paths[i], who, RF_DEVOPEN_RDONLY | RF_DEVOPEN_NOLOCK, &d->m[i].dev, err, errlen);
 		if (ret) {
 			d->n = i;
 			dt_close(d);

@@ -3,8 +3,8 @@
  *
  * Purpose: one place for what is done to a device as a whole.  Every
  * device, a member at array open or a spare written to md/new_dev, is
- * opened by rf_dev_open_into() (checked by rf_dev_open(), sized, compared
- * with the devices already there, locked) and closed by
+ * opened by rf_dev_open_into() (checked by rf_devopen_open(), sized,
+ * compared with the devices already there, locked) and closed by
  * rf_dev_release().  A device changes place only through rf_dev_swap(),
  * which tells every service through its dev_changed hook.  Services that
  * write to every device (superblocks, the bitmap) flush them through
@@ -196,13 +196,14 @@ int rf_dev_open_into(struct rf_array *a, struct rf_dev *d, const char *path, con
 	 * spare written to md/new_dev (not in the table yet) with all. */
 	bool in_table = d >= a->devs && d < a->devs + RF_MAX_DEVS;
 	struct rf_member_id m;
-	struct rf_dev_fd f;
+	struct rf_devopen_fd f;
 	char f_err[256];
 	int ret;
 
 	if (rf_nbd_is_uri(path))
 		return open_nbd(a, d, path, who, ro, err, errlen);
-	ret = rf_dev_open(path, who, RF_DEV_DIRECT | RF_DEV_NOLOCK | (ro ? RF_DEV_RDONLY : 0), &f, err, errlen);
+	ret = rf_devopen_open(path, who, RF_DEVOPEN_DIRECT | RF_DEVOPEN_NOLOCK | (ro ? RF_DEVOPEN_RDONLY : 0), &f, err,
+			      errlen);
 	if (ret == -EBUSY && !rf_member_id_of_path(path, who, 0, &m, f_err, sizeof(f_err))) {
 		/* A block device claimed already (O_EXCL): by a device of
 		 * this array under another name?  Said as that. */
@@ -220,19 +221,19 @@ int rf_dev_open_into(struct rf_array *a, struct rf_dev *d, const char *path, con
 	ret = refuse_same(a, in_table ? (int)(d - a->devs) : a->ndevs, in_table, who, &m, err, errlen);
 	pthread_mutex_unlock(&a->reconf_lock);
 	if (ret) {
-		rf_dev_close(&f);
+		rf_devopen_close(&f);
 		return ret;
 	}
 	/* Locked only now: the lock would refuse our own second name. */
-	ret = rf_dev_lock(&f, ro, who, err, errlen);
+	ret = rf_devopen_lock(&f, ro, who, err, errlen);
 	if (ret) {
-		rf_dev_close(&f);
+		rf_devopen_close(&f);
 		return ret;
 	}
 	if (a->member_io == RF_MEMBER_IO_DIRECT && f.fd_direct < 0) {
 		snprintf(err, errlen, "%s: member_io \"direct\": its file system refuses O_DIRECT (%s)", who,
 			 strerror(f.direct_err ? f.direct_err : EINVAL));
-		rf_dev_close(&f);
+		rf_devopen_close(&f);
 		return -EINVAL;
 	}
 	/* A disk that hangs fails within member_timeout, not the array.
@@ -241,7 +242,7 @@ int rf_dev_open_into(struct rf_array *a, struct rf_dev *d, const char *path, con
 	d->tio = rf_timed_io_new(rf_test_break("member-deadline") ? 0 : a->member_timeout_ms);
 	if (!d->tio) {
 		snprintf(err, errlen, "%s: out of memory", who);
-		rf_dev_close(&f);
+		rf_devopen_close(&f);
 		return -ENOMEM;
 	}
 	d->io.stat_fd = rf_devstat_open(f.fd);
@@ -280,7 +281,7 @@ void rf_dev_release(struct rf_dev *d)
 	rf_fault_free(d->io.fault);
 	rf_timed_io_free(d->tio);
 	free(d->path);
-	rf_dev_id_free(&d->id);
+	rf_devopen_id_free(&d->id);
 	rf_dev_init(d);
 }
 

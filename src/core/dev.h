@@ -52,7 +52,7 @@ struct rf_dev {
 	 * queues see a->devs[i].io for slot i, through their stride). */
 	struct rf_ioq_member io;        /* fd (-1: missing), fd_direct, align, layer, fault,
 					 * map (owned) */
-	struct rf_dev_id id;            /* what was opened, to tell it still is that */
+	struct rf_devopen_id id;        /* what was opened, to tell it still is that */
 	char *path;                     /* as given; "missing" for an empty slot */
 	uint64_t size;                  /* bytes */
 	uint64_t data_offset;           /* bytes: its own (md lets members differ) */

@@ -551,7 +551,7 @@ bool rf_member_fail(struct rf_array *a, int member, int err, const char *what, u
 	       a->ops->failed(a, old | bit | atomic_load(&a->recovering)) ? "; array FAILED" : ", array degraded");
 	/* A short transfer or an error may be the file changed under us:
 	 * say so (the fds and id are stable while IO is in flight). */
-	if (err != -ENODEV && rf_dev_check(m->io.fd, &m->id, false, why, sizeof(why)))
+	if (err != -ENODEV && rf_devopen_check(m->io.fd, &m->id, false, why, sizeof(why)))
 		rf_err("member %d (%s): %s", member, m->path, why);
 	/* The last devices that hold the data are no longer failfast. */
 	rf_devs_flags_changed(a);

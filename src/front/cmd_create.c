@@ -51,7 +51,7 @@ static int create_options(int argc, char **argv, bool *force, bool *clean, const
 			*clean = true;
 			break;
 		case O_UNSAFE_DIRS:
-			rf_dev_allow_unsafe_dirs(true);
+			rf_devopen_allow_unsafe_dirs(true);
 			break;
 		case 'b':
 			*bitmap = optarg;

@@ -64,7 +64,7 @@ int rf_cmd_detect(int argc, char **argv)
 			conf = optarg;
 			break;
 		case O_ALLOW_UNSAFE:
-			rf_dev_allow_unsafe_dirs(true);
+			rf_devopen_allow_unsafe_dirs(true);
 			break;
 		case 'J':
 			json = true;

@@ -89,7 +89,7 @@ static bool serve_option(int ch, struct rf_fuse_opts *o)
 		o->null = true;
 		return true;
 	case O_ALLOW_UNSAFE:
-		rf_dev_allow_unsafe_dirs(true);
+		rf_devopen_allow_unsafe_dirs(true);
 		return true;
 	case O_FORCE:
 		rf_assemble_set_force(true);

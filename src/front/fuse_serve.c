@@ -473,7 +473,7 @@ static int mark_served(const struct rf_fuse_opts *o)
 		rf_warn("%s: cannot mark the mount as served by this process (%s): raidfuse stop and list "
 			"will not find it", o->mountpoint, strerror(-ret));
 	/* No member or spare may come from the file system served here. */
-	if (rf_dev_set_served_mount(o->mountpoint))
+	if (rf_devopen_set_served_mount(o->mountpoint))
 		rf_warn("%s: not found in the mount table: a spare on it is not refused", o->mountpoint);
 	return mark;
 }

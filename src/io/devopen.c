@@ -3,7 +3,7 @@
  *
  * raidfuse is often run as root on files it did not make, so a path is
  * not trusted between the moment it is checked and the moment it is
- * opened.  rf_dev_open():
+ * opened.  rf_devopen_open():
  *  - resolves the directory once (realpath) and opens the last component
  *    relative to it with O_NOFOLLOW; a symbolic link there is resolved
  *    once and its target opened the same way (a dangling one is refused,
@@ -12,7 +12,7 @@
  *    another user, or group/other-writable, sticky or not) and ancestors
  *    another user could rename entries of (owned by another user, or
  *    writable and not sticky), as ssh's StrictModes does, unless
- *    rf_dev_allow_unsafe_dirs();
+ *    rf_devopen_allow_unsafe_dirs();
  *  - checks that what it opened is what it looked at (st_dev/st_ino), a
  *    regular file or a block device, not on procfs, sysfs or another
  *    kernel file system whose files have no size to honour, not on the
@@ -27,8 +27,8 @@
  *    (/sys/dev/block/M:m/loop/backing_file) and checked to be that inode:
  *    a server given the file and one given a loop device over it then
  *    exclude each other as two given the same name do.
- * rf_dev_check() tells later whether the device still is what was opened:
- * not shrunk, not unlinked, not replaced at its path.
+ * rf_devopen_check() tells later whether the device still is what was
+ * opened: not shrunk, not unlinked, not replaced at its path.
  *
  * Invariants: on error nothing stays open, and a file it created is
  * unlinked again.  The two process-wide settings (served st_dev, unsafe
@@ -69,7 +69,7 @@ static atomic_ulong served_dev;         /* 0: this process serves no file system
 static atomic_bool allow_unsafe;
 static char served_mnt[256];            /* written before served_dev is set */
 
-void rf_dev_set_served(dev_t dev, const char *mountpoint)
+void rf_devopen_set_served(dev_t dev, const char *mountpoint)
 {
 	snprintf(served_mnt, sizeof(served_mnt), "%s", mountpoint ? mountpoint : "");
 	atomic_store(&served_dev, (unsigned long)dev);
@@ -92,7 +92,7 @@ static void unescape(char *s)
 	*o = '\0';
 }
 
-int rf_dev_set_served_mount(const char *mountpoint)
+int rf_devopen_set_served_mount(const char *mountpoint)
 {
 	char dir[PATH_MAX], base[NAME_MAX + 1], want[PATH_MAX + NAME_MAX + 2], *line = NULL;
 	unsigned maj, min;
@@ -124,16 +124,16 @@ int rf_dev_set_served_mount(const char *mountpoint)
 	fclose(f);
 	if (!dev)
 		return -ENOENT;
-	rf_dev_set_served(dev, mountpoint);
+	rf_devopen_set_served(dev, mountpoint);
 	return 0;
 }
 
-void rf_dev_allow_unsafe_dirs(bool allow)
+void rf_devopen_allow_unsafe_dirs(bool allow)
 {
 	atomic_store(&allow_unsafe, allow);
 }
 
-void rf_dev_id_free(struct rf_dev_id *id)
+void rf_devopen_id_free(struct rf_devopen_id *id)
 {
 	free(id->real);
 	id->real = NULL;
@@ -144,14 +144,14 @@ void rf_dev_id_free(struct rf_dev_id *id)
 	id->has_lo_fd = false;
 }
 
-void rf_dev_close(struct rf_dev_fd *d)
+void rf_devopen_close(struct rf_devopen_fd *d)
 {
 	if (d->fd >= 0)
 		close(d->fd);
 	if (d->fd_direct >= 0)
 		close(d->fd_direct);
 	d->fd = d->fd_direct = -1;
-	rf_dev_id_free(&d->id);
+	rf_devopen_id_free(&d->id);
 }
 
 /* Kernel file systems whose files are not storage: their sizes are 0 or
@@ -266,8 +266,8 @@ static bool loop_on_served(int fd, const struct stat *st, dev_t served)
 	return (dev_t)li.lo_device == served;
 }
 
-/* A loop device's backing file, locked as the device is (rf_dev_lock). */
-static int lock_backing(const struct rf_dev_fd *d, bool ro, const char *who, char *err, size_t errlen)
+/* A loop device's backing file, locked as the device is (rf_devopen_lock). */
+static int lock_backing(const struct rf_devopen_fd *d, bool ro, const char *who, char *err, size_t errlen)
 {
 	int ret;
 
@@ -287,7 +287,7 @@ static int lock_backing(const struct rf_dev_fd *d, bool ro, const char *who, cha
  * (over_file), its path, and a descriptor of it to lock (has_lo_fd) when
  * that path still names that inode.  A loop device with no file bound, or
  * not a loop device: nothing.  0, or -errno with why in err. */
-static int loop_backing(struct rf_dev_fd *d, const struct stat *st, const char *who, char *err, size_t errlen)
+static int loop_backing(struct rf_devopen_fd *d, const struct stat *st, const char *who, char *err, size_t errlen)
 {
 	char sys[96], path[PATH_MAX + 16];
 	struct loop_info64 li;
@@ -342,7 +342,7 @@ static int loop_backing(struct rf_dev_fd *d, const struct stat *st, const char *
 	return 0;
 }
 
-int rf_dev_lock(const struct rf_dev_fd *d, bool ro, const char *who, char *err, size_t errlen)
+int rf_devopen_lock(const struct rf_devopen_fd *d, bool ro, const char *who, char *err, size_t errlen)
 {
 	int ret;
 
@@ -356,11 +356,11 @@ int rf_dev_lock(const struct rf_dev_fd *d, bool ro, const char *who, char *err, 
 	return ret;
 }
 
-int rf_dev_open(const char *path, const char *who, unsigned flags, struct rf_dev_fd *d, char *err,
-		size_t errlen)
+int rf_devopen_open(const char *path, const char *who, unsigned flags, struct rf_devopen_fd *d, char *err,
+		    size_t errlen)
 {
 	char dir[PATH_MAX], base[NAME_MAX + 1], target[PATH_MAX], why[PATH_MAX + 64], proc[64];
-	bool root = geteuid() == 0, ro = flags & RF_DEV_RDONLY, followed = false;
+	bool root = geteuid() == 0, ro = flags & RF_DEVOPEN_RDONLY, followed = false;
 	int dfd = -1, ret, mode = ro ? O_RDONLY : O_RDWR;
 	struct stat lst, st;
 	struct statfs sfs;
@@ -392,7 +392,7 @@ again:
 	}
 	if (fstatat(dfd, base, &lst, AT_SYMLINK_NOFOLLOW)) {
 		ret = -errno;
-		if (ret != -ENOENT || !(flags & RF_DEV_CREATE)) {
+		if (ret != -ENOENT || !(flags & RF_DEVOPEN_CREATE)) {
 			snprintf(err, errlen, "%s: %s%s", who, strerror(-ret),
 				 ret == -ENOENT ? " (`raidfuse create CONFIG` makes missing member files)" : "");
 			goto fail;
@@ -490,8 +490,8 @@ again:
 	} else {
 		d->id.size = (uint64_t)st.st_size;
 	}
-	if (!(flags & RF_DEV_NOLOCK)) {
-		ret = rf_dev_lock(d, ro, who, err, errlen);
+	if (!(flags & RF_DEVOPEN_NOLOCK)) {
+		ret = rf_devopen_lock(d, ro, who, err, errlen);
 		if (ret)
 			goto fail;
 	}
@@ -500,7 +500,7 @@ again:
 		ret = -ENOMEM;
 		goto fail;
 	}
-	if (flags & RF_DEV_DIRECT) {
+	if (flags & RF_DEVOPEN_DIRECT) {
 		/* The same inode again, not the path again. */
 		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", d->fd);
 		d->fd_direct = open(proc, mode | O_DIRECT | O_CLOEXEC);
@@ -514,7 +514,7 @@ again:
 			d->fd_direct = -1;
 			d->direct_err = ESTALE;
 		} else {
-			d->dio_align = rf_dev_dio_align(d->fd_direct, d->id.blk);
+			d->dio_align = rf_devopen_dio_align(d->fd_direct, d->id.blk);
 		}
 	}
 	close(dfd);
@@ -525,12 +525,12 @@ fail:
 	d->created = false;
 	if (dfd >= 0)
 		close(dfd);
-	rf_dev_close(d);
+	rf_devopen_close(d);
 	return ret;
 }
 
 
-uint32_t rf_dev_dio_align(int fd, bool blk)
+uint32_t rf_devopen_dio_align(int fd, bool blk)
 {
 	struct statx sx;
 	uint32_t a = 0;
@@ -550,7 +550,7 @@ uint32_t rf_dev_dio_align(int fd, bool blk)
 	return (a & (a - 1)) || a > 32768 ? 4096 : a;
 }
 
-int rf_dev_size_now(int fd, const struct rf_dev_id *id, uint64_t *bytes)
+int rf_devopen_size_now(int fd, const struct rf_devopen_id *id, uint64_t *bytes)
 {
 	struct stat st;
 
@@ -564,7 +564,7 @@ int rf_dev_size_now(int fd, const struct rf_dev_id *id, uint64_t *bytes)
 	return 0;
 }
 
-int rf_dev_check(int fd, const struct rf_dev_id *id, bool with_path, char *err, size_t errlen)
+int rf_devopen_check(int fd, const struct rf_devopen_id *id, bool with_path, char *err, size_t errlen)
 {
 	struct stat st, pst;
 

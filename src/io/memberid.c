@@ -28,7 +28,7 @@
 #include "raidfuse/memberid.h"
 #include "raidfuse/nbd.h"
 
-void rf_member_id_of_dev(struct rf_member_id *m, const struct rf_dev_id *id)
+void rf_member_id_of_dev(struct rf_member_id *m, const struct rf_devopen_id *id)
 {
 	memset(m, 0, sizeof(*m));
 	m->kind = id->blk ? RF_MEMBER_BLK : RF_MEMBER_FILE;

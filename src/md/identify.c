@@ -24,7 +24,7 @@
 int rf_member_id_of_path(const char *path, const char *who, unsigned timeout_ms, struct rf_member_id *m,
 			 char *err, size_t errlen)
 {
-	struct rf_dev_fd d;
+	struct rf_devopen_fd d;
 	struct rf_sb *sb = malloc(sizeof(*sb));
 	char why[1024];
 	int r;
@@ -49,14 +49,14 @@ int rf_member_id_of_path(const char *path, const char *who, unsigned timeout_ms,
 		free(sb);
 		return 0;
 	}
-	r = rf_dev_open(path, who, RF_DEV_RDONLY | RF_DEV_NOLOCK, &d, err, errlen);
+	r = rf_devopen_open(path, who, RF_DEVOPEN_RDONLY | RF_DEVOPEN_NOLOCK, &d, err, errlen);
 	if (!r) {
 		rf_member_id_of_dev(m, &d.id);
 		/* No superblock (or one that does not read): no UUID to
 		 * compare; whoever serves it reads it again and says why. */
 		if (!rf_sb_read(d.fd, path, sb, why, sizeof(why)))
 			rf_member_id_set_uuid(m, sb->device_uuid);
-		rf_dev_close(&d);
+		rf_devopen_close(&d);
 	}
 	free(sb);
 	return r;

@@ -5,7 +5,7 @@
  * md's members are block devices that only the kernel writes; here they
  * are mostly files that anyone with the permission can truncate, replace
  * or unlink while the array runs.  Each look at the devices asks
- * rf_dev_check() (io/devopen.c) whether each open device is still what
+ * rf_devopen_check() (io/devopen.c) whether each open device is still what
  * was opened (not shrunk, not unlinked, not replaced at its path) and
  * whether a file lost blocks (rf_memberwatch_blocks_freed()).  A slot's
  * member that is no longer what was opened fails (rf_member_fail():
@@ -158,7 +158,7 @@ void rf_memberwatch_check_devices(struct rf_array *a, bool with_path)
 			continue;
 		}
 		if (rf_array_mgmt(a)->seen[i].kept ||
-		    (!rf_dev_check(m->io.fd, &m->id, with_path, why, sizeof(why)) &&
+		    (!rf_devopen_check(m->io.fd, &m->id, with_path, why, sizeof(why)) &&
 		     !rf_memberwatch_blocks_freed(rf_array_mgmt(a), i, m, why, sizeof(why))))
 			continue;
 		if (slot) {

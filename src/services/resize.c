@@ -243,7 +243,7 @@ int rf_resize_component(struct rf_array *a, uint64_t sectors, char *err, size_t 
 		r.bytes[i] = 0;
 		if (!counted(a, i))
 			continue;
-		if (d->io.nbd || d->io.fd < 0 || rf_dev_size_now(d->io.fd, &d->id, &r.bytes[i]))
+		if (d->io.nbd || d->io.fd < 0 || rf_devopen_size_now(d->io.fd, &d->id, &r.bytes[i]))
 			r.bytes[i] = d->size;   /* an NBD export keeps the size it had */
 	}
 	r.old = rf_array_geom(a)->dev_sectors;

@@ -3,7 +3,7 @@
  * refuses (dangling links, directories, FIFOs, procfs files, the served
  * file system), what it takes (files, a link followed once, a file it
  * creates and unlinks again on failure), the same file twice, and
- * rf_dev_check() after the file was truncated, unlinked or replaced.
+ * rf_devopen_check() after the file was truncated, unlinked or replaced.
  * A loop device over a member file (as root, with a free loop device;
  * else skipped): it says which file it reads, that file is locked with it,
  * and a server holding either name keeps the other out.
@@ -43,7 +43,7 @@ static void make_file(const char *name, off_t size)
 static int setup(void **state)
 {
 	(void)state;
-	rf_dev_allow_unsafe_dirs(true);        /* the scratch dir may sit in a sticky /tmp */
+	rf_devopen_allow_unsafe_dirs(true);        /* the scratch dir may sit in a sticky /tmp */
 	return fx_dir_make("devopen");
 }
 
@@ -55,45 +55,45 @@ static int teardown(void **state)
 
 static void test_refused(void **state)
 {
-	struct rf_dev_fd d;
+	struct rf_devopen_fd d;
 	char p[512], q[512], err[1024];
 
 	(void)state;
 	path_of(p, sizeof(p), "dangling.img");
 	path_of(q, sizeof(q), "nothing");
 	assert_int_equal(symlink(q, p), 0);
-	assert_int_equal(rf_dev_open(p, "member 2 (x)", RF_DEV_CREATE, &d, err, sizeof(err)), -ENOENT);
+	assert_int_equal(rf_devopen_open(p, "member 2 (x)", RF_DEVOPEN_CREATE, &d, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "member 2 (x): a symbolic link to nothing (dangling)"));
 	assert_int_equal(access(q, F_OK), -1);  /* not created through the link */
 
-	assert_int_equal(rf_dev_open(fx_dir, "m", 0, &d, err, sizeof(err)), -EISDIR);
+	assert_int_equal(rf_devopen_open(fx_dir, "m", 0, &d, err, sizeof(err)), -EISDIR);
 	assert_non_null(strstr(err, "a directory"));
 
 	path_of(p, sizeof(p), "fifo");
 	assert_int_equal(mkfifo(p, 0644), 0);
-	assert_int_equal(rf_dev_open(p, "m", 0, &d, err, sizeof(err)), -EINVAL);
+	assert_int_equal(rf_devopen_open(p, "m", 0, &d, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "a FIFO"));
 
-	assert_int_equal(rf_dev_open("/proc/self/mem", "m", RF_DEV_RDONLY, &d, err, sizeof(err)), -EINVAL);
+	assert_int_equal(rf_devopen_open("/proc/self/mem", "m", RF_DEVOPEN_RDONLY, &d, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "procfs"));
 
-	assert_int_equal(rf_dev_open("/dev/null", "m", RF_DEV_RDONLY, &d, err, sizeof(err)), -EINVAL);
+	assert_int_equal(rf_devopen_open("/dev/null", "m", RF_DEVOPEN_RDONLY, &d, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "character device"));
 
 	path_of(p, sizeof(p), "absent.img");
-	assert_int_equal(rf_dev_open(p, "m", 0, &d, err, sizeof(err)), -ENOENT);
+	assert_int_equal(rf_devopen_open(p, "m", 0, &d, err, sizeof(err)), -ENOENT);
 }
 
 static void test_opened(void **state)
 {
-	struct rf_dev_fd d, e;
+	struct rf_devopen_fd d, e;
 	struct stat st;
 	char p[512], l[512], err[1024];
 
 	(void)state;
 	make_file("m0.img", 1 << 20);
 	path_of(p, sizeof(p), "m0.img");
-	assert_int_equal(rf_dev_open(p, "m", RF_DEV_DIRECT, &d, err, sizeof(err)), 0);
+	assert_int_equal(rf_devopen_open(p, "m", RF_DEVOPEN_DIRECT, &d, err, sizeof(err)), 0);
 	assert_int_equal(d.id.size, 1 << 20);
 	assert_false(d.id.blk);
 	assert_false(d.created);
@@ -101,12 +101,12 @@ static void test_opened(void **state)
 	assert_int_equal(st.st_ino, d.id.ino);
 	assert_non_null(strstr(d.id.real, "/m0.img"));
 	/* a second server is refused by the lock */
-	assert_int_equal(rf_dev_open(p, "member 0 (m0.img)", 0, &e, err, sizeof(err)), -EWOULDBLOCK);
+	assert_int_equal(rf_devopen_open(p, "member 0 (m0.img)", 0, &e, err, sizeof(err)), -EWOULDBLOCK);
 	assert_non_null(strstr(err, "member 0 (m0.img) is in use by another raidfuse or process"));
 	/* a link is followed once; the same file twice */
 	path_of(l, sizeof(l), "link.img");
 	assert_int_equal(symlink(p, l), 0);
-	assert_int_equal(rf_dev_open(l, "m", RF_DEV_NOLOCK, &e, err, sizeof(err)), 0);
+	assert_int_equal(rf_devopen_open(l, "m", RF_DEVOPEN_NOLOCK, &e, err, sizeof(err)), 0);
 	{
 		struct rf_member_id a, b;
 
@@ -116,23 +116,23 @@ static void test_opened(void **state)
 		rf_member_same_msg(err, sizeof(err), "member 0 (a)", &a, "member 1 (b)", &b, "given once");
 		assert_non_null(strstr(err, "member 0 (a) and member 1 (b) are the same file twice"));
 	}
-	rf_dev_close(&e);
-	rf_dev_close(&d);
+	rf_devopen_close(&e);
+	rf_devopen_close(&d);
 	assert_int_equal(d.fd, -1);
 }
 
 static void test_create(void **state)
 {
-	struct rf_dev_fd d;
+	struct rf_devopen_fd d;
 	char p[512], err[1024];
 
 	(void)state;
 	path_of(p, sizeof(p), "new.img");
-	assert_int_equal(rf_dev_open(p, "m", RF_DEV_CREATE, &d, err, sizeof(err)), 0);
+	assert_int_equal(rf_devopen_open(p, "m", RF_DEVOPEN_CREATE, &d, err, sizeof(err)), 0);
 	assert_true(d.created);
 	assert_int_equal(d.id.size, 0);
 	assert_int_equal(access(p, F_OK), 0);
-	rf_dev_close(&d);
+	rf_devopen_close(&d);
 	/* A served file system: refused before the file is opened. */
 	make_file("served.img", 4096);
 	path_of(p, sizeof(p), "served.img");
@@ -140,32 +140,32 @@ static void test_create(void **state)
 		struct stat st;
 
 		assert_int_equal(stat(p, &st), 0);
-		rf_dev_set_served(st.st_dev, "/mnt/x");
-		assert_int_equal(rf_dev_open(p, "spare", 0, &d, err, sizeof(err)), -EDEADLK);
+		rf_devopen_set_served(st.st_dev, "/mnt/x");
+		assert_int_equal(rf_devopen_open(p, "spare", 0, &d, err, sizeof(err)), -EDEADLK);
 		assert_non_null(strstr(err, "on the file system this raidfuse serves (/mnt/x)"));
 		/* a file it would create there is made and unlinked again */
 		path_of(p, sizeof(p), "made-then-refused.img");
-		assert_int_equal(rf_dev_open(p, "m", RF_DEV_CREATE, &d, err, sizeof(err)), -EDEADLK);
+		assert_int_equal(rf_devopen_open(p, "m", RF_DEVOPEN_CREATE, &d, err, sizeof(err)), -EDEADLK);
 		assert_int_equal(access(p, F_OK), -1);
-		rf_dev_set_served(0, NULL);
+		rf_devopen_set_served(0, NULL);
 	}
 }
 
 static void test_check(void **state)
 {
-	struct rf_dev_fd d;
+	struct rf_devopen_fd d;
 	char p[512], err[1024];
 
 	(void)state;
 	make_file("c.img", 1 << 20);
 	path_of(p, sizeof(p), "c.img");
-	assert_int_equal(rf_dev_open(p, "m", 0, &d, err, sizeof(err)), 0);
-	assert_int_equal(rf_dev_check(d.fd, &d.id, true, err, sizeof(err)), 0);
+	assert_int_equal(rf_devopen_open(p, "m", 0, &d, err, sizeof(err)), 0);
+	assert_int_equal(rf_devopen_check(d.fd, &d.id, true, err, sizeof(err)), 0);
 	/* grown is fine, shrunk is not, even when grown back later */
 	assert_int_equal(truncate(p, 2 << 20), 0);
-	assert_int_equal(rf_dev_check(d.fd, &d.id, true, err, sizeof(err)), 0);
+	assert_int_equal(rf_devopen_check(d.fd, &d.id, true, err, sizeof(err)), 0);
 	assert_int_equal(truncate(p, 4096), 0);
-	assert_int_equal(rf_dev_check(d.fd, &d.id, false, err, sizeof(err)), -ENODEV);
+	assert_int_equal(rf_devopen_check(d.fd, &d.id, false, err, sizeof(err)), -ENODEV);
 	assert_non_null(strstr(err, "truncated to 4096 bytes (it had 1048576)"));
 	assert_int_equal(truncate(p, 1 << 20), 0);
 	/* replaced at its path (the old inode still linked elsewhere) */
@@ -176,15 +176,15 @@ static void test_check(void **state)
 		assert_int_equal(link(p, keep), 0);
 		assert_int_equal(unlink(p), 0);
 		make_file("c.img", 1 << 20);
-		assert_int_equal(rf_dev_check(d.fd, &d.id, false, err, sizeof(err)), 0);
-		assert_int_equal(rf_dev_check(d.fd, &d.id, true, err, sizeof(err)), -ENODEV);
+		assert_int_equal(rf_devopen_check(d.fd, &d.id, false, err, sizeof(err)), 0);
+		assert_int_equal(rf_devopen_check(d.fd, &d.id, true, err, sizeof(err)), -ENODEV);
 		assert_non_null(strstr(err, "replaced: its path"));
 		/* unlinked */
 		assert_int_equal(unlink(keep), 0);
-		assert_int_equal(rf_dev_check(d.fd, &d.id, false, err, sizeof(err)), -ENODEV);
+		assert_int_equal(rf_devopen_check(d.fd, &d.id, false, err, sizeof(err)), -ENODEV);
 		assert_non_null(strstr(err, "unlinked"));
 	}
-	rf_dev_close(&d);
+	rf_devopen_close(&d);
 }
 
 /* losetup -f --show path: the loop device's path into dev, or false. */
@@ -218,7 +218,7 @@ static void loop_detach(const char *dev)
 
 static void test_loop_backing(void **state)
 {
-	struct rf_dev_fd f, l;
+	struct rf_devopen_fd f, l;
 	struct rf_member_id a, b;
 	struct stat st;
 	char p[512], dev[128], err[1024];
@@ -230,7 +230,7 @@ static void test_loop_backing(void **state)
 		skip();
 	assert_int_equal(stat(p, &st), 0);
 	/* The device says which file it reads. */
-	assert_int_equal(rf_dev_open(dev, "spare (loop)", RF_DEV_NOLOCK, &l, err, sizeof(err)), 0);
+	assert_int_equal(rf_devopen_open(dev, "spare (loop)", RF_DEVOPEN_NOLOCK, &l, err, sizeof(err)), 0);
 	assert_true(l.id.blk);
 	assert_true(l.id.over_file);
 	assert_true(l.id.lo_dev == st.st_dev);
@@ -244,7 +244,7 @@ static void test_loop_backing(void **state)
 	}
 	rf_member_id_of_dev(&b, &l.id);
 	/* The file by its own name is the same member. */
-	assert_int_equal(rf_dev_open(p, "member 0 (lb.img)", 0, &f, err, sizeof(err)), 0);
+	assert_int_equal(rf_devopen_open(p, "member 0 (lb.img)", 0, &f, err, sizeof(err)), 0);
 	rf_member_id_of_dev(&a, &f.id);
 	assert_int_equal(rf_member_same(&a, &b), RF_MEMBER_SAME_FILE);
 	rf_member_same_msg(err, sizeof(err), "member 0 (lb.img)", &a, dev, &b, "already in the array");
@@ -252,22 +252,22 @@ static void test_loop_backing(void **state)
 	assert_non_null(strstr(err, dev));
 	/* The file locked by one server: the loop device is refused to
 	 * another, naming the file. */
-	assert_int_equal(rf_dev_lock(&l, false, "member 0 (loop)", err, sizeof(err)), -EWOULDBLOCK);
+	assert_int_equal(rf_devopen_lock(&l, false, "member 0 (loop)", err, sizeof(err)), -EWOULDBLOCK);
 	assert_non_null(strstr(err, "member 0 (loop) is in use by another raidfuse or process"));
 	assert_non_null(strstr(err, p));
 	/* ... not even shared (read-only) */
-	assert_int_equal(rf_dev_lock(&l, true, "m", err, sizeof(err)), -EWOULDBLOCK);
-	rf_dev_close(&f);
+	assert_int_equal(rf_devopen_lock(&l, true, "m", err, sizeof(err)), -EWOULDBLOCK);
+	rf_devopen_close(&f);
 	/* And the other way: the loop device held, the file is refused. */
-	assert_int_equal(rf_dev_lock(&l, false, "member 0 (loop)", err, sizeof(err)), 0);
-	assert_int_equal(rf_dev_open(p, "member 0 (lb.img)", 0, &f, err, sizeof(err)), -EWOULDBLOCK);
+	assert_int_equal(rf_devopen_lock(&l, false, "member 0 (loop)", err, sizeof(err)), 0);
+	assert_int_equal(rf_devopen_open(p, "member 0 (lb.img)", 0, &f, err, sizeof(err)), -EWOULDBLOCK);
 	assert_non_null(strstr(err, "member 0 (lb.img) is in use by another raidfuse or process"));
-	rf_dev_close(&l);
+	rf_devopen_close(&l);
 	/* Control: neither held, each opens and locks. */
-	assert_int_equal(rf_dev_open(p, "m", 0, &f, err, sizeof(err)), 0);
-	rf_dev_close(&f);
-	assert_int_equal(rf_dev_open(dev, "m", 0, &l, err, sizeof(err)), 0);
-	rf_dev_close(&l);
+	assert_int_equal(rf_devopen_open(p, "m", 0, &f, err, sizeof(err)), 0);
+	rf_devopen_close(&f);
+	assert_int_equal(rf_devopen_open(dev, "m", 0, &l, err, sizeof(err)), 0);
+	rf_devopen_close(&l);
 	loop_detach(dev);
 }
 

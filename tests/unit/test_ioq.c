@@ -625,7 +625,7 @@ static bool direct_member(struct rf_ioq_member *mm, char *pat)
 	assert_int_equal(pwrite(mm->fd, pat, DSZ, 0), (ssize_t)DSZ);
 	assert_int_equal(fsync(mm->fd), 0);
 	assert_int_equal(posix_fadvise(mm->fd, 0, 0, POSIX_FADV_DONTNEED), 0);
-	mm->align = rf_dev_dio_align(mm->fd_direct, false);
+	mm->align = rf_devopen_dio_align(mm->fd_direct, false);
 	mm->direct = 1;
 	return true;
 }

@@ -29,14 +29,14 @@
 
 static void open_id(const char *name, struct rf_member_id *m)
 {
-	struct rf_dev_fd d;
+	struct rf_devopen_fd d;
 	char p[FX_PATH], err[1024];
 
 	snprintf(p, sizeof(p), "%s/%s", fx_dir, name);
-	if (rf_dev_open(p, name, RF_DEV_NOLOCK, &d, err, sizeof(err)))
+	if (rf_devopen_open(p, name, RF_DEVOPEN_NOLOCK, &d, err, sizeof(err)))
 		fail_msg("%s", err);
 	rf_member_id_of_dev(m, &d.id);
-	rf_dev_close(&d);
+	rf_devopen_close(&d);
 }
 
 static void test_files(void **state)
@@ -45,7 +45,7 @@ static void test_files(void **state)
 	char p[FX_PATH], q[FX_PATH], err[1024];
 
 	(void)state;
-	rf_dev_allow_unsafe_dirs(true);
+	rf_devopen_allow_unsafe_dirs(true);
 	snprintf(p, sizeof(p), "%s/f0.img", fx_dir);
 	fx_file_make(p, 1 << 20);
 	snprintf(q, sizeof(q), "%s/f1.img", fx_dir);
@@ -73,14 +73,14 @@ static void test_files(void **state)
  * when over). */
 static void blk_id(struct rf_member_id *m, dev_t rdev, bool over, dev_t dev, ino_t ino)
 {
-	struct rf_dev_id id = { .blk = true, .rdev = rdev, .over_file = over, .lo_dev = dev, .lo_ino = ino };
+	struct rf_devopen_id id = { .blk = true, .rdev = rdev, .over_file = over, .lo_dev = dev, .lo_ino = ino };
 
 	rf_member_id_of_dev(m, &id);
 }
 
 static void test_block_and_loop(void **state)
 {
-	struct rf_dev_id fid = { .dev = makedev(0, 45), .ino = 1234 };
+	struct rf_devopen_id fid = { .dev = makedev(0, 45), .ino = 1234 };
 	struct rf_member_id file, l0, l1, l2, sd, sd2;
 	char err[1024];
 
@@ -149,7 +149,7 @@ static void test_nbd(void **state)
 static void test_uuid(void **state)
 {
 	static const uint8_t zero[16], u[16] = { 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 };
-	struct rf_dev_id f0 = { .dev = 1, .ino = 1 }, f1 = { .dev = 1, .ino = 2 };
+	struct rf_devopen_id f0 = { .dev = 1, .ino = 1 }, f1 = { .dev = 1, .ino = 2 };
 	struct rf_member_id a, b, n, none;
 	char err[1024];
 
