@@ -356,175 +356,273 @@ int rf_devopen_lock(const struct rf_devopen_fd *d, bool ro, const char *who, cha
 	return ret;
 }
 
-int rf_devopen_open(const char *path, const char *who, unsigned flags, struct rf_devopen_fd *d, char *err,
-		    size_t errlen)
-{
-	char dir[PATH_MAX], base[NAME_MAX + 1], target[PATH_MAX], why[PATH_MAX + 64], proc[64];
-	bool root = geteuid() == 0, ro = flags & RF_DEVOPEN_RDONLY, followed = false;
-	int dfd = -1, ret, mode = ro ? O_RDONLY : O_RDWR;
-	struct stat lst, st;
-	struct statfs sfs;
-	dev_t served = (dev_t)atomic_load(&served_dev);
-	const char *fs;
+/* What rf_devopen_open() carries from one step to the next. */
+struct opening {
+	const char *path;               /* as given, or the target of its link once followed */
+	const char *who;
+	unsigned flags;                 /* enum rf_devopen_flags */
+	bool root, ro, followed;        /* followed: path is a link's target now */
+	int mode;                       /* O_RDONLY or O_RDWR */
+	dev_t served;                   /* served_dev as the open began (0: none) */
+	char dir[PATH_MAX], base[NAME_MAX + 1], target[PATH_MAX];
+	int dfd;                        /* dir, O_PATH; -1: not open */
+	struct stat lst, st;            /* base as looked at, and what was opened */
+	struct rf_devopen_fd *d;
+};
 
-	memset(d, 0, sizeof(*d));
-	d->fd = d->fd_direct = -1;
-again:
-	ret = split(path, dir, base, sizeof(base));
+/* Path's directory resolved into o->dir (refused or warned about as root
+ * when another user may write it) and opened as o->dfd, its last
+ * component into o->base.  0, or -errno with err. */
+static int open_dir(struct opening *o, char *err, size_t errlen)
+{
+	char why[PATH_MAX + 64];
+	int ret;
+
+	ret = split(o->path, o->dir, o->base, sizeof(o->base));
 	if (ret) {
-		snprintf(err, errlen, "%s: %s%s", who, strerror(-ret), ret == -ENOENT ? " (its directory)" : "");
+		snprintf(err, errlen, "%s: %s%s", o->who, strerror(-ret), ret == -ENOENT ? " (its directory)" : "");
 		return ret;
 	}
-	if (root && dir_unsafe(dir, why, sizeof(why))) {
+	if (o->root && dir_unsafe(o->dir, why, sizeof(why))) {
 		if (!atomic_load(&allow_unsafe)) {
 			snprintf(err, errlen, "%s: refused as root: %s, who could replace the member with a link "
-				 "to any file (--allow-unsafe-dirs allows it)", who, why);
+				 "to any file (--allow-unsafe-dirs allows it)", o->who, why);
 			return -EPERM;
 		}
 		rf_warn("%s: %s, who could replace the member with a link to any file (allowed by "
-			"--allow-unsafe-dirs)", who, why);
+			"--allow-unsafe-dirs)", o->who, why);
 	}
-	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0) {
+	o->dfd = open(o->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (o->dfd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: directory %s: %s", who, dir, strerror(-ret));
+		snprintf(err, errlen, "%s: directory %s: %s", o->who, o->dir, strerror(-ret));
 		return ret;
 	}
-	if (fstatat(dfd, base, &lst, AT_SYMLINK_NOFOLLOW)) {
+	return 0;
+}
+
+/* The missing o->base made (RF_DEVOPEN_CREATE), so nobody else's: its
+ * descriptor in o->d->fd, o->lst what it is.  0, or -errno with err. */
+static int create_base(struct opening *o, char *err, size_t errlen)
+{
+	struct rf_devopen_fd *d = o->d;
+	int ret;
+
+	d->fd = openat(o->dfd, o->base, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (d->fd < 0) {
 		ret = -errno;
-		if (ret != -ENOENT || !(flags & RF_DEVOPEN_CREATE)) {
-			snprintf(err, errlen, "%s: %s%s", who, strerror(-ret),
+		snprintf(err, errlen, "%s: cannot create it in %s: %s", o->who, o->dir, strerror(-ret));
+		return ret;
+	}
+	d->created = true;
+	if (fstat(d->fd, &o->lst))
+		return -errno;
+	return 0;
+}
+
+/* What o->base is, in o->lst, without following a link: a regular file or
+ * a block device, or missing and created; a symbolic link is followed once
+ * (o->path its target, o->dfd closed).  0, 1 when the link's target is to
+ * be opened in its place, or -errno with err. */
+static int look(struct opening *o, char *err, size_t errlen)
+{
+	int ret;
+
+	if (fstatat(o->dfd, o->base, &o->lst, AT_SYMLINK_NOFOLLOW)) {
+		ret = -errno;
+		if (ret != -ENOENT || !(o->flags & RF_DEVOPEN_CREATE)) {
+			snprintf(err, errlen, "%s: %s%s", o->who, strerror(-ret),
 				 ret == -ENOENT ? " (`raidfuse create CONFIG` makes missing member files)" : "");
-			goto fail;
+			return ret;
 		}
-		/* Made here, so nobody else's. */
-		d->fd = openat(dfd, base, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-		if (d->fd < 0) {
-			ret = -errno;
-			snprintf(err, errlen, "%s: cannot create it in %s: %s", who, dir, strerror(-ret));
-			goto fail;
-		}
-		d->created = true;
-		if (fstat(d->fd, &lst)) {
-			ret = -errno;
-			goto fail;
-		}
-	} else if (S_ISLNK(lst.st_mode)) {
-		if (followed || !realpath(path, target)) {
-			ret = followed ? -ELOOP : -errno;
-			snprintf(err, errlen, "%s: a symbolic link%s: %s", who,
+		return create_base(o, err, errlen);
+	}
+	if (S_ISLNK(o->lst.st_mode)) {
+		if (o->followed || !realpath(o->path, o->target)) {
+			ret = o->followed ? -ELOOP : -errno;
+			snprintf(err, errlen, "%s: a symbolic link%s: %s", o->who,
 				 ret == -ENOENT ? " to nothing (dangling)" : "", strerror(-ret));
-			goto fail;
+			return ret;
 		}
 		/* Once: the target, its own directory checked the same way. */
-		close(dfd);
-		dfd = -1;
-		followed = true;
-		path = target;
-		goto again;
-	} else if (!S_ISREG(lst.st_mode) && !S_ISBLK(lst.st_mode)) {
-		snprintf(err, errlen, "%s: %s, not a regular file or block device", who, kind(lst.st_mode));
-		ret = S_ISDIR(lst.st_mode) ? -EISDIR : -EINVAL;
-		goto fail;
+		close(o->dfd);
+		o->dfd = -1;
+		o->followed = true;
+		o->path = o->target;
+		return 1;
 	}
-	if (served && lst.st_dev == served) {
+	if (!S_ISREG(o->lst.st_mode) && !S_ISBLK(o->lst.st_mode)) {
+		snprintf(err, errlen, "%s: %s, not a regular file or block device", o->who, kind(o->lst.st_mode));
+		return S_ISDIR(o->lst.st_mode) ? -EISDIR : -EINVAL;
+	}
+	return 0;
+}
+
+/* Refused when o->base is on the file system this daemon serves; else
+ * opened into o->d->fd (unless create_base() made it), a writable block
+ * device claimed.  0, or -errno with err. */
+static int open_base(struct opening *o, char *err, size_t errlen)
+{
+	struct rf_devopen_fd *d = o->d;
+	int ret;
+
+	if (o->served && o->lst.st_dev == o->served) {
 		snprintf(err, errlen, "%s: refused: it is on the file system this raidfuse serves (%s); its IO "
-			 "would wait on the array's own", who, served_mnt);
-		ret = -EDEADLK;
-		goto fail;
+			 "would wait on the array's own", o->who, served_mnt);
+		return -EDEADLK;
 	}
 	if (d->fd < 0) {
 		/* A writer claims a block device: the kernel then refuses it to
 		 * mounts, kernel md and other exclusive openers. */
-		int m = mode | (S_ISBLK(lst.st_mode) && !ro ? O_EXCL : 0);
+		int m = o->mode | (S_ISBLK(o->lst.st_mode) && !o->ro ? O_EXCL : 0);
 
-		d->fd = openat(dfd, base, m | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+		d->fd = openat(o->dfd, o->base, m | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
 		if (d->fd < 0) {
 			ret = -errno;
 			if (ret == -EBUSY && (m & O_EXCL))
 				snprintf(err, errlen, "%s is in use by another raidfuse or process (the block device "
-					 "is mounted, in an array, or opened exclusively)", who);
+					 "is mounted, in an array, or opened exclusively)", o->who);
 			else
-				snprintf(err, errlen, "%s: %s", who, strerror(-ret));
-			goto fail;
+				snprintf(err, errlen, "%s: %s", o->who, strerror(-ret));
+			return ret;
 		}
 	}
-	if (fstat(d->fd, &st) || fstatfs(d->fd, &sfs)) {
+	return 0;
+}
+
+/* What was opened, in o->st: the inode looked at, not on a file system
+ * that keeps no data.  0, or -errno with err. */
+static int check_opened(struct opening *o, char *err, size_t errlen)
+{
+	struct statfs sfs;
+	const char *fs;
+	int ret;
+
+	if (fstat(o->d->fd, &o->st) || fstatfs(o->d->fd, &sfs)) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: %s", who, strerror(-ret));
-		goto fail;
+		snprintf(err, errlen, "%s: %s", o->who, strerror(-ret));
+		return ret;
 	}
-	if (st.st_dev != lst.st_dev || st.st_ino != lst.st_ino) {
-		snprintf(err, errlen, "%s: changed while it was opened (another file is at its path now)", who);
-		ret = -ESTALE;
-		goto fail;
+	if (o->st.st_dev != o->lst.st_dev || o->st.st_ino != o->lst.st_ino) {
+		snprintf(err, errlen, "%s: changed while it was opened (another file is at its path now)", o->who);
+		return -ESTALE;
 	}
 	fs = pseudo_fs((long)sfs.f_type);
 	if (fs) {
-		snprintf(err, errlen, "%s: a file on %s, which keeps no data: not a member", who, fs);
-		ret = -EINVAL;
-		goto fail;
+		snprintf(err, errlen, "%s: a file on %s, which keeps no data: not a member", o->who, fs);
+		return -EINVAL;
 	}
-	d->id.dev = st.st_dev;
-	d->id.ino = st.st_ino;
-	d->id.blk = S_ISBLK(st.st_mode);
-	d->id.rdev = d->id.blk ? st.st_rdev : 0;
+	return 0;
+}
+
+/* o->d->id from what was opened: its inode, its size, and for a loop
+ * device the file behind it (refused when that is on the served file
+ * system).  0, or -errno with err. */
+static int identify(struct opening *o, char *err, size_t errlen)
+{
+	struct rf_devopen_fd *d = o->d;
+	int ret;
+
+	d->id.dev = o->st.st_dev;
+	d->id.ino = o->st.st_ino;
+	d->id.blk = S_ISBLK(o->st.st_mode);
+	d->id.rdev = d->id.blk ? o->st.st_rdev : 0;
 	if (d->id.blk) {
 		uint64_t sz;
 
-		if (served && loop_on_served(d->fd, &st, served)) {
+		if (o->served && loop_on_served(d->fd, &o->st, o->served)) {
 			snprintf(err, errlen, "%s: refused: a loop device over a file this raidfuse serves (%s); "
-				 "its IO would wait on the array's own", who, served_mnt);
-			ret = -EDEADLK;
-			goto fail;
+				 "its IO would wait on the array's own", o->who, served_mnt);
+			return -EDEADLK;
 		}
-		ret = loop_backing(d, &st, who, err, errlen);
+		ret = loop_backing(d, &o->st, o->who, err, errlen);
 		if (ret)
-			goto fail;
+			return ret;
 		if (ioctl(d->fd, BLKGETSIZE64, &sz)) {
 			ret = -errno;
-			snprintf(err, errlen, "%s: cannot find its size: %s", who, strerror(-ret));
-			goto fail;
+			snprintf(err, errlen, "%s: cannot find its size: %s", o->who, strerror(-ret));
+			return ret;
 		}
 		d->id.size = sz;
 	} else {
-		d->id.size = (uint64_t)st.st_size;
+		d->id.size = (uint64_t)o->st.st_size;
 	}
-	if (!(flags & RF_DEVOPEN_NOLOCK)) {
-		ret = rf_devopen_lock(d, ro, who, err, errlen);
+	return 0;
+}
+
+/* The O_DIRECT twin (RF_DEVOPEN_DIRECT) into o->d->fd_direct, the same
+ * inode as o->d->fd, with its alignment; where refused, -1 and why in
+ * direct_err. */
+static void open_direct(struct opening *o)
+{
+	struct rf_devopen_fd *d = o->d;
+	char proc[64];
+	struct stat twin;
+
+	/* The same inode again, not the path again. */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", d->fd);
+	d->fd_direct = open(proc, o->mode | O_DIRECT | O_CLOEXEC);
+	if (d->fd_direct < 0 && errno != EINVAL)
+		d->fd_direct = openat(o->dfd, o->base, o->mode | O_DIRECT | O_NOFOLLOW | O_CLOEXEC);
+	if (d->fd_direct < 0) {
+		d->direct_err = errno;
+		rf_dbg("%s: O_DIRECT refused (%s)", o->who, strerror(errno));
+	} else if (fstat(d->fd_direct, &twin) || twin.st_ino != o->st.st_ino || twin.st_dev != o->st.st_dev) {
+		close(d->fd_direct);
+		d->fd_direct = -1;
+		d->direct_err = ESTALE;
+	} else {
+		d->dio_align = rf_devopen_dio_align(d->fd_direct, d->id.blk);
+	}
+}
+
+/* The open in steps: the directory (again for a link's target), the last
+ * component looked at or created, opened, checked, identified, locked,
+ * named, and its O_DIRECT twin. */
+int rf_devopen_open(const char *path, const char *who, unsigned flags, struct rf_devopen_fd *d, char *err,
+		    size_t errlen)
+{
+	struct opening o = {
+		.path = path, .who = who, .flags = flags, .d = d, .dfd = -1,
+		.root = geteuid() == 0, .ro = flags & RF_DEVOPEN_RDONLY,
+		.served = (dev_t)atomic_load(&served_dev),
+	};
+	int ret;
+
+	o.mode = o.ro ? O_RDONLY : O_RDWR;
+	memset(d, 0, sizeof(*d));
+	d->fd = d->fd_direct = -1;
+	do {
+		ret = open_dir(&o, err, errlen);
 		if (ret)
-			goto fail;
-	}
-	if (asprintf(&d->id.real, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "", base) < 0) {
+			return ret;
+		ret = look(&o, err, errlen);
+	} while (ret == 1);
+	if (!ret)
+		ret = open_base(&o, err, errlen);
+	if (!ret)
+		ret = check_opened(&o, err, errlen);
+	if (!ret)
+		ret = identify(&o, err, errlen);
+	if (!ret && !(flags & RF_DEVOPEN_NOLOCK))
+		ret = rf_devopen_lock(d, o.ro, who, err, errlen);
+	if (ret)
+		goto fail;
+	if (asprintf(&d->id.real, "%s%s%s", o.dir, strcmp(o.dir, "/") ? "/" : "", o.base) < 0) {
 		d->id.real = NULL;
 		ret = -ENOMEM;
 		goto fail;
 	}
-	if (flags & RF_DEVOPEN_DIRECT) {
-		/* The same inode again, not the path again. */
-		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", d->fd);
-		d->fd_direct = open(proc, mode | O_DIRECT | O_CLOEXEC);
-		if (d->fd_direct < 0 && errno != EINVAL)
-			d->fd_direct = openat(dfd, base, mode | O_DIRECT | O_NOFOLLOW | O_CLOEXEC);
-		if (d->fd_direct < 0) {
-			d->direct_err = errno;
-			rf_dbg("%s: O_DIRECT refused (%s)", who, strerror(errno));
-		} else if (fstat(d->fd_direct, &lst) || lst.st_ino != st.st_ino || lst.st_dev != st.st_dev) {
-			close(d->fd_direct);
-			d->fd_direct = -1;
-			d->direct_err = ESTALE;
-		} else {
-			d->dio_align = rf_devopen_dio_align(d->fd_direct, d->id.blk);
-		}
-	}
-	close(dfd);
+	if (flags & RF_DEVOPEN_DIRECT)
+		open_direct(&o);
+	close(o.dfd);
 	return 0;
 fail:
 	if (d->created)
-		unlinkat(dfd, base, 0);
+		unlinkat(o.dfd, o.base, 0);
 	d->created = false;
-	if (dfd >= 0)
-		close(dfd);
+	if (o.dfd >= 0)
+		close(o.dfd);
 	rf_devopen_close(d);
 	return ret;
 }
