@@ -226,47 +226,182 @@ static bool degraded_create(const struct rf_config *cfg, bool assume_clean, int 
 	       (cfg->level == 1 && cfg->nmembers - missing == 1);
 }
 
+/* Whether cfg (the command line's bitmap options applied) asks for an
+ * array that cannot be made or served: 1, said naming path; else 0. */
+static int config_refused(const char *path, const struct rf_config *cfg)
+{
+	int i, n;
+
+	if (cfg->bitmap && (cfg->level == 0 || cfg->metadata != RF_SB_12)) {
+		fprintf(stderr, "raidfuse: %s: an internal bitmap needs md metadata 1.2 and a level with "
+			"redundancy (md keeps none for raid0)\n", path);
+		return 1;
+	}
+	if (cfg->ppl && cfg->bitmap) {
+		fprintf(stderr, "raidfuse: %s: md keeps no partial parity log (consistency_policy \"ppl\") beside "
+			"an internal bitmap\n", path);
+		return 1;
+	}
+	for (i = n = 0; i < cfg->nmembers; i++)
+		n += !cfg->members[i];
+	if (n > rf_config_tolerated(cfg->level, cfg->layout, cfg->nmembers)) {
+		fprintf(stderr, "raidfuse: %s:%d: key 'array.members': %d of %d members are \"missing\" but raid%d "
+			"with %d members survives at most %d: the array could not be served\n", path,
+			cfg->member_line[0], n, cfg->nmembers, cfg->level, cfg->nmembers,
+			rf_config_tolerated(cfg->level, cfg->layout, cfg->nmembers));
+		return 1;
+	}
+	if (cfg->nspares && cfg->level == 0) {
+		fprintf(stderr, "raidfuse: %s: raid0 takes no spares (nothing to rebuild onto them)\n", path);
+		return 1;
+	}
+	return 0;
+}
+
+/* What create works out before it writes anything. */
+struct plan {
+	uint64_t bytes[2 * RF_MAX_MEMBERS];     /* each file's size once made (0: missing) */
+	bool clean;                             /* created clean: no resync due */
+	int spare_slot;                         /* the member written as a spare, or -1 (degraded_create()) */
+	struct rf_sb_new sbn;                   /* 1.2: the superblocks */
+	struct rf_bitmap_sb bsb;                /* 1.2 with cfg->bitmap: their bitmap */
+};
+
+/* Open every member and spare first (making the missing ones) and
+ * check them all, each file's size into bytes; write none until all are
+ * fine.  Returns how many are bad (each said). */
+static int open_all(const struct rf_config *cfg, struct cfile *f, int n, bool force, uint64_t *bytes)
+{
+	int i, bad = 0;
+
+	for (i = 0; i < n; i++) {
+		struct cfile *c = &f[i];
+		bool member = i < cfg->nmembers;
+
+		c->d.fd = c->d.fd_direct = -1;
+		c->path = member ? cfg->members[i] : cfg->spares[i - cfg->nmembers];
+		c->what = member ? "member" : "spare";
+		c->num = member ? i : i - cfg->nmembers;
+		snprintf(c->who, sizeof(c->who), "%s %d (%s)", c->what, c->num, c->path ? c->path : "missing");
+		if (c->path)
+			bad += check_one(cfg, f, i, force);
+		bytes[i] = c->path ? c->bytes : 0;
+	}
+	return bad;
+}
+
+/* The 1.2 superblocks and their bitmap into p, for files of p->bytes;
+ * every spare must hold what each member uses.  0, or 1 (said). */
+static int plan_sbs(const struct rf_config *cfg, const struct cfile *f, int n, struct plan *p)
+{
+	char err[1024];
+	int i;
+
+	if (cfg->metadata != RF_SB_12)
+		return 0;
+	if (rf_assemble_plan_create(cfg, p->bytes, p->clean, &p->sbn, err, sizeof(err)) ||
+	    (cfg->bitmap && rf_bitmap_plan(&p->sbn, cfg->bitmap_chunk, &p->bsb, err, sizeof(err)))) {
+		fprintf(stderr, "raidfuse: %s\n", err);
+		return 1;
+	}
+	for (i = cfg->nmembers; i < n; i++) {
+		if (p->bytes[i] / 512 < p->sbn.data_offset + p->sbn.size) {
+			fprintf(stderr, "raidfuse: %s: %llu bytes cannot hold the %llu each member uses\n",
+				f[i].who, (unsigned long long)p->bytes[i],
+				(unsigned long long)((p->sbn.data_offset + p->sbn.size) * 512));
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The missing members' slots, and the member degraded_create() chose,
+ * recorded as spares in p->sbn (the latter said). */
+static void mark_spares(const struct rf_config *cfg, const struct cfile *f, struct plan *p)
+{
+	int i;
+
+	for (i = 0; i < cfg->nmembers; i++)
+		if (!cfg->members[i])
+			p->sbn.spare_slots |= 1ull << i;
+	if (p->spare_slot >= 0) {
+		p->sbn.spare_slots |= 1ull << p->spare_slot;
+		printf("%s: raid6 with one member missing: written as a spare, so that rebuilding it computes "
+		       "the parity (as mdadm creates it)\n", f[p->spare_slot].who);
+	}
+}
+
+/* File i (c) made at member_size where it is made or recreated
+ * (c->resize) and, with metadata 1.2, its superblock, bitmap and partial
+ * parity log written; a missing member is skipped.  0, or 1 (said). */
+static int write_one(const struct rf_config *cfg, const struct cfile *c, int i, const struct plan *p)
+{
+	int fd = c->d.fd;
+	struct rf_sb_io io;
+	char err[1024];
+
+	if (!c->path || (!c->resize && cfg->metadata != RF_SB_12))
+		return 0;
+	/* A spare's superblock: device number after the members', its
+	 * role "spare" (as mdadm --create with spares writes them). */
+	if (c->resize && (ftruncate(fd, 0) || ftruncate(fd, (off_t)cfg->member_size))) {
+		fprintf(stderr, "raidfuse: %s: %s\n", c->who, strerror(errno));
+		return 1;
+	}
+	if (cfg->metadata == RF_SB_12) {
+		int r = 0;
+
+		if (c->nbd)
+			rf_nbd_sb_io(c->nbd, &io);
+		else if ((r = rf_sb_io_fd(&io, fd)))
+			snprintf(err, sizeof(err), "%s", strerror(-r));
+		if (r || rf_sb_write12_io(&io, c->path, &p->sbn, i, p->bytes[i] / 512, err, sizeof(err)) ||
+		    (cfg->bitmap && rf_bitmap_write_new(&io, c->path, (8 + 8) * 512, &p->bsb, err, sizeof(err))) ||
+		    (cfg->ppl && write_ppl(&io, c->path, &p->sbn, err, sizeof(err)))) {
+			fprintf(stderr, "raidfuse: %s: %s\n", c->who, err);
+			return 1;
+		}
+	}
+	if (c->resize)
+		printf("%s %d: %s (%llu bytes)\n", c->what, c->num, c->path, (unsigned long long)cfg->member_size);
+	return 0;
+}
+
+/* What the 1.2 superblocks written say, on stdout. */
+static void say_made(const struct rf_config *cfg, const struct plan *p, bool assume_clean)
+{
+	struct rf_sb sb = { .kind = RF_SB_12 };
+	char u[40];
+
+	memcpy(sb.uuid, p->sbn.uuid, 16);
+	printf("md 1.2 superblocks: array %s, data offset %llu sectors, %llu sectors per member, %s\n",
+	       rf_sb_uuid_str(&sb, u), (unsigned long long)p->sbn.data_offset,
+	       (unsigned long long)(p->sbn.size ? p->sbn.size : (p->bytes[0] / 512 - p->sbn.data_offset)),
+	       assume_clean ? "clean (--assume-clean)" :
+	       p->clean ? "clean, degraded (no redundancy to resync; a spare added is rebuilt)" : "resync due");
+	if (cfg->ppl)
+		printf("partial parity log: %u sectors, 8 sectors from the superblock\n", RF_SB_PPL_SECTORS);
+	if (cfg->bitmap)
+		printf("internal bitmap: %llu chunks of %u KiB, %u sectors from the superblock\n",
+		       (unsigned long long)rf_bitmap_bits(p->bsb.sync_size, p->bsb.chunk_bytes),
+		       p->bsb.chunk_bytes >> 10, 8);
+}
+
+/* Create in steps: the config refused or not, every file opened and
+ * checked, the superblocks planned, then written, then said. */
 int rf_create(const char *path, struct rf_config *loaded, const struct rf_create_opts *o)
 {
 	struct rf_config cfg = *loaded;
-	struct rf_sb_new sbn;
-	bool force = o->force, clean = o->assume_clean;
-	struct rf_bitmap_sb bsb;
-	int i, n, bad = 0, ret, spare_slot;
-	uint64_t bytes[2 * RF_MAX_MEMBERS];     /* each file's size once made */
-	const char *files[2 * RF_MAX_MEMBERS];
+	struct plan p = { .spare_slot = -1 };
+	int i, n, bad, ret;
 	struct cfile *f;
-	char err[1024];
 
 	memset(loaded, 0, sizeof(*loaded));
 	if (o->bitmap >= 0)
 		cfg.bitmap = o->bitmap;
 	if (o->bitmap_chunk)
 		cfg.bitmap_chunk = o->bitmap_chunk;
-	if (cfg.bitmap && (cfg.level == 0 || cfg.metadata != RF_SB_12)) {
-		fprintf(stderr, "raidfuse: %s: an internal bitmap needs md metadata 1.2 and a level with "
-			"redundancy (md keeps none for raid0)\n", path);
-		rf_config_free(&cfg);
-		return 1;
-	}
-	if (cfg.ppl && cfg.bitmap) {
-		fprintf(stderr, "raidfuse: %s: md keeps no partial parity log (consistency_policy \"ppl\") beside "
-			"an internal bitmap\n", path);
-		rf_config_free(&cfg);
-		return 1;
-	}
-	for (i = n = 0; i < cfg.nmembers; i++)
-		n += !cfg.members[i];
-	if (n > rf_config_tolerated(cfg.level, cfg.layout, cfg.nmembers)) {
-		fprintf(stderr, "raidfuse: %s:%d: key 'array.members': %d of %d members are \"missing\" but raid%d "
-			"with %d members survives at most %d: the array could not be served\n", path,
-			cfg.member_line[0], n, cfg.nmembers, cfg.level, cfg.nmembers,
-			rf_config_tolerated(cfg.level, cfg.layout, cfg.nmembers));
-		rf_config_free(&cfg);
-		return 1;
-	}
-	if (cfg.nspares && cfg.level == 0) {
-		fprintf(stderr, "raidfuse: %s: raid0 takes no spares (nothing to rebuild onto them)\n", path);
+	if (config_refused(path, &cfg)) {
 		rf_config_free(&cfg);
 		return 1;
 	}
@@ -276,38 +411,13 @@ int rf_create(const char *path, struct rf_config *loaded, const struct rf_create
 		rf_config_free(&cfg);
 		return 1;
 	}
-	/* Open every member and spare first (making the missing ones) and
-	 * check them all; write none until all are fine.  A failure closes
-	 * them again and unlinks what was made: every file stays as it was. */
-	for (i = 0; i < n; i++) {
-		struct cfile *c = &f[i];
-		bool member = i < cfg.nmembers;
-
-		c->d.fd = c->d.fd_direct = -1;
-		c->path = files[i] = member ? cfg.members[i] : cfg.spares[i - cfg.nmembers];
-		c->what = member ? "member" : "spare";
-		c->num = member ? i : i - cfg.nmembers;
-		snprintf(c->who, sizeof(c->who), "%s %d (%s)", c->what, c->num, c->path ? c->path : "missing");
-		if (c->path)
-			bad += check_one(&cfg, f, i, force);
-		bytes[i] = c->path ? c->bytes : 0;
-	}
+	/* A failure closes them again and unlinks what was made: every file
+	 * stays as it was. */
+	bad = open_all(&cfg, f, n, o->force, p.bytes);
 	/* The superblocks, worked out before anything is written. */
-	clean = degraded_create(&cfg, clean, &spare_slot);
-	if (!bad && cfg.metadata == RF_SB_12 &&
-	    (rf_assemble_plan_create(&cfg, bytes, clean, &sbn, err, sizeof(err)) ||
-	     (cfg.bitmap && rf_bitmap_plan(&sbn, cfg.bitmap_chunk, &bsb, err, sizeof(err))))) {
-		fprintf(stderr, "raidfuse: %s\n", err);
-		bad++;
-	}
-	for (i = cfg.nmembers; !bad && cfg.metadata == RF_SB_12 && i < n; i++) {
-		if (bytes[i] / 512 < sbn.data_offset + sbn.size) {
-			fprintf(stderr, "raidfuse: %s: %llu bytes cannot hold the %llu each member uses\n",
-				f[i].who, (unsigned long long)bytes[i],
-				(unsigned long long)((sbn.data_offset + sbn.size) * 512));
-			bad++;
-		}
-	}
+	p.clean = degraded_create(&cfg, o->assume_clean, &p.spare_slot);
+	if (!bad)
+		bad = plan_sbs(&cfg, f, n, &p);
 	if (bad) {
 		release_all(f, n, true);
 		free(f);
@@ -315,66 +425,15 @@ int rf_create(const char *path, struct rf_config *loaded, const struct rf_create
 		return 1;
 	}
 	warn_space(&cfg, f, n);
-	for (i = 0; i < cfg.nmembers; i++)
-		if (!cfg.members[i])
-			sbn.spare_slots |= 1ull << i;
-	if (spare_slot >= 0) {
-		sbn.spare_slots |= 1ull << spare_slot;
-		printf("%s: raid6 with one member missing: written as a spare, so that rebuilding it computes "
-		       "the parity (as mdadm creates it)\n", f[spare_slot].who);
-	}
+	mark_spares(&cfg, f, &p);
 	ret = 0;
-	for (i = 0; i < n; i++) {
-		struct cfile *c = &f[i];
-		int fd = c->d.fd;
-		struct rf_sb_io io;
-
-		if (!c->path || (!c->resize && cfg.metadata != RF_SB_12))
-			continue;
-		/* A spare's superblock: device number after the members', its
-		 * role "spare" (as mdadm --create with spares writes them). */
-		if (c->resize && (ftruncate(fd, 0) || ftruncate(fd, (off_t)cfg.member_size))) {
-			fprintf(stderr, "raidfuse: %s: %s\n", c->who, strerror(errno));
+	for (i = 0; i < n; i++)
+		if (write_one(&cfg, &f[i], i, &p))
 			ret = 1;
-			continue;
-		}
-		if (cfg.metadata == RF_SB_12) {
-			int r = 0;
-
-			if (c->nbd)
-				rf_nbd_sb_io(c->nbd, &io);
-			else if ((r = rf_sb_io_fd(&io, fd)))
-				snprintf(err, sizeof(err), "%s", strerror(-r));
-			if (r || rf_sb_write12_io(&io, files[i], &sbn, i, bytes[i] / 512, err, sizeof(err)) ||
-			    (cfg.bitmap && rf_bitmap_write_new(&io, files[i], (8 + 8) * 512, &bsb, err, sizeof(err))) ||
-			    (cfg.ppl && write_ppl(&io, files[i], &sbn, err, sizeof(err)))) {
-				fprintf(stderr, "raidfuse: %s: %s\n", c->who, err);
-				ret = 1;
-				continue;
-			}
-		}
-		if (c->resize)
-			printf("%s %d: %s (%llu bytes)\n", c->what, c->num, files[i], (unsigned long long)cfg.member_size);
-	}
 	release_all(f, n, false);
 	free(f);
-	if (!ret && cfg.metadata == RF_SB_12) {
-		struct rf_sb sb = { .kind = RF_SB_12 };
-		char u[40];
-
-		memcpy(sb.uuid, sbn.uuid, 16);
-		printf("md 1.2 superblocks: array %s, data offset %llu sectors, %llu sectors per member, %s\n",
-		       rf_sb_uuid_str(&sb, u), (unsigned long long)sbn.data_offset,
-		       (unsigned long long)(sbn.size ? sbn.size : (bytes[0] / 512 - sbn.data_offset)),
-		       o->assume_clean ? "clean (--assume-clean)" :
-		       clean ? "clean, degraded (no redundancy to resync; a spare added is rebuilt)" : "resync due");
-		if (cfg.ppl)
-			printf("partial parity log: %u sectors, 8 sectors from the superblock\n", RF_SB_PPL_SECTORS);
-		if (cfg.bitmap)
-			printf("internal bitmap: %llu chunks of %u KiB, %u sectors from the superblock\n",
-			       (unsigned long long)rf_bitmap_bits(bsb.sync_size, bsb.chunk_bytes),
-			       bsb.chunk_bytes >> 10, 8);
-	}
+	if (!ret && cfg.metadata == RF_SB_12)
+		say_made(&cfg, &p, o->assume_clean);
 	rf_config_free(&cfg);
 	return ret;
 }
