@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/queue.h>
 
 #include "raidfuse/config.h"
 #include "raidfuse/devopen.h"
@@ -51,7 +52,7 @@ struct rf_req {
 	atomic_int pending;             /* pieces not ended, +1 while splitting */
 	atomic_int err;                 /* first error */
 	struct rf_array *a;
-	struct rf_req *held_next;       /* the drain barrier's queue */
+	STAILQ_ENTRY(rf_req) held_link; /* the drain barrier's queue */
 	struct rf_piece *pieces;        /* rf_req_alloc()'s array */
 	atomic_int npieces;             /* used entries of pieces[] */
 	int maxpieces;

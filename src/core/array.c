@@ -275,7 +275,7 @@ static struct rf_array *array_new(const struct rf_config *cfg)
 	pthread_mutex_init(&a->bar_lock, NULL);
 	rf_lock_rank(&a->bar_lock, RF_LOCK_LEAF, "bar_lock");
 	pthread_cond_init(&a->bar_cond, NULL);
-	a->held_tail = &a->held;
+	STAILQ_INIT(&a->held);
 	rf_rangelock_init(&a->rl, rf_range_resubmit, a);   /* default attributes: cannot fail */
 	return a;
 }

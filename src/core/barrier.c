@@ -87,9 +87,7 @@ bool rf_barrier_enter(struct rf_array *a, struct rf_req *r)
 		atomic_fetch_add(&a->inflight[cls], 1);
 		go = true;
 	} else {
-		r->held_next = NULL;
-		*a->held_tail = r;
-		a->held_tail = &r->held_next;
+		STAILQ_INSERT_TAIL(&a->held, r, held_link);
 	}
 	pthread_mutex_unlock(&a->bar_lock);
 	return go;
@@ -116,29 +114,25 @@ void rf_drain(struct rf_array *a, unsigned bits)
  * inline worker), and the member IO runs after the barrier is open. */
 void rf_release(struct rf_array *a, unsigned keep)
 {
-	struct rf_req *kept = NULL, **ktail = &kept;
+	STAILQ_HEAD(, rf_req) kept = STAILQ_HEAD_INITIALIZER(kept);
 	struct rf_worker *w, *saved = NULL;
 	int err;
 
 	w = rf_inline_begin(a, &saved, &err);
 	pthread_mutex_lock(&a->bar_lock);
 	atomic_store(&a->hold, keep | RF_HOLD_RELEASING);
-	for (;;) {
-		struct rf_req *r = a->held, *next;
+	while (!STAILQ_EMPTY(&a->held)) {
+		STAILQ_HEAD(, rf_req) batch = STAILQ_HEAD_INITIALIZER(batch);
+		struct rf_req *r, *next;
 
-		if (!r)
-			break;
-		a->held = NULL;
-		a->held_tail = &a->held;
+		STAILQ_CONCAT(&batch, &a->held);
 		pthread_mutex_unlock(&a->bar_lock);
-		for (; r; r = next) {
+		for (r = STAILQ_FIRST(&batch); r; r = next) {
 			int cls = rf_req_class(r);
 
-			next = r->held_next;
+			next = STAILQ_NEXT(r, held_link);
 			if (keep & rf_class_hold(cls)) {
-				r->held_next = NULL;
-				*ktail = r;
-				ktail = &r->held_next;
+				STAILQ_INSERT_TAIL(&kept, r, held_link);
 				continue;
 			}
 			atomic_fetch_add(&a->inflight[cls], 1);
@@ -152,8 +146,7 @@ void rf_release(struct rf_array *a, unsigned keep)
 		pthread_mutex_lock(&a->bar_lock);
 	}
 	/* What stays held keeps its order; nothing newer is queued now. */
-	a->held = kept;
-	a->held_tail = kept ? ktail : &a->held;
+	STAILQ_CONCAT(&a->held, &kept);
 	atomic_store(&a->hold, keep);
 	pthread_mutex_unlock(&a->bar_lock);
 	/* reconf_lock is held: no drain reshapes the groups under w. */

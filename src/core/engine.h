@@ -345,7 +345,7 @@ struct rf_array {
 	pthread_cond_t bar_cond;
 	atomic_uint hold;               /* RF_HOLD_* */
 	atomic_long inflight[2];        /* requests past the barrier: reads, writes+flushes */
-	struct rf_req *held, **held_tail; /* bar_lock: waiting, in arrival order */
+	STAILQ_HEAD(, rf_req) held;     /* bar_lock: waiting, in arrival order */
 	bool suspended;                 /* reconf_lock */
 	/* Sync regions' locks on rows, and the writes tracked while a walk
 	 * runs (rangelock.h; its lock: order 2, a leaf). */

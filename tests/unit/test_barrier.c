@@ -89,7 +89,8 @@ static int nheld(struct rf_array *a)
 	int n;
 
 	pthread_mutex_lock(&a->bar_lock);
-	for (n = 0, r = a->held; r; r = r->held_next)
+	n = 0;
+	STAILQ_FOREACH(r, &a->held, held_link)
 		n++;
 	pthread_mutex_unlock(&a->bar_lock);
 	return n;
