@@ -24,6 +24,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/queue.h>
 
 enum rf_rl_state {
 	RF_RL_NONE,             /* not known to the lock */
@@ -35,7 +36,8 @@ enum rf_rl_state {
  * may read state once the admission or the resubmit has returned it. */
 struct rf_rl_ent {
 	uint64_t lo, hi;
-	struct rf_rl_ent *next, *prev;  /* rl->inflight (both), or a range's queue (next) */
+	LIST_ENTRY(rf_rl_ent) live;     /* rl->inflight */
+	STAILQ_ENTRY(rf_rl_ent) wait;   /* a range's queue */
 	uint8_t state;                  /* enum rf_rl_state */
 };
 
@@ -43,8 +45,8 @@ struct rf_rl_ent {
  * rf_rangelock_unlock(); rl->lock for the fields. */
 struct rf_range {
 	uint64_t lo, hi;
-	struct rf_range *next;                  /* rl->ranges */
-	struct rf_rl_ent *queue, **queue_tail;  /* writes waiting for it, oldest first */
+	LIST_ENTRY(rf_range) link;              /* rl->ranges */
+	STAILQ_HEAD(, rf_rl_ent) queue;         /* writes waiting for it, oldest first */
 	unsigned nqueued;                       /* how many are queued now */
 };
 
@@ -59,8 +61,8 @@ struct rf_rangelock {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;            /* a tracked write ended: lockers look again */
 	/* lock: */
-	struct rf_range *ranges;        /* locked ranges (disjoint, the walk's regions) */
-	struct rf_rl_ent *inflight;     /* admitted writes not ended */
+	LIST_HEAD(, rf_range) ranges;   /* locked ranges (disjoint, the walk's regions) */
+	LIST_HEAD(, rf_rl_ent) inflight; /* admitted writes not ended */
 	unsigned lockers;               /* threads waiting in rf_rangelock_lock() */
 	uint64_t nheld;                 /* writes ever queued (a statistic) */
 	rf_rl_resubmit_fn resubmit;     /* immutable */

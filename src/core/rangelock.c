@@ -50,8 +50,8 @@ int rf_rangelock_init(struct rf_rangelock *rl, rf_rl_resubmit_fn resubmit, void 
 
 	atomic_init(&rl->armed, 0);
 	atomic_init(&rl->nwaiting, 0);
-	rl->ranges = NULL;
-	rl->inflight = NULL;
+	LIST_INIT(&rl->ranges);
+	LIST_INIT(&rl->inflight);
 	rl->lockers = 0;
 	rl->nheld = 0;
 	rl->resubmit = resubmit;
@@ -94,7 +94,7 @@ static struct rf_range *range_of(struct rf_rangelock *rl, const struct rf_rl_ent
 {
 	struct rf_range *r;
 
-	for (r = rl->ranges; r; r = r->next)
+	LIST_FOREACH(r, &rl->ranges, link)
 		if (overlaps(r->lo, r->hi, e->lo, e->hi))
 			return r;
 	return NULL;
@@ -110,20 +110,14 @@ int rf_rangelock_admit(struct rf_rangelock *rl, struct rf_rl_ent *e, uint64_t lo
 	pthread_mutex_lock(&rl->lock);
 	r = range_of(rl, e);
 	if (r) {
-		e->next = NULL;
 		e->state = RF_RL_QUEUED;
-		*r->queue_tail = e;
-		r->queue_tail = &e->next;
+		STAILQ_INSERT_TAIL(&r->queue, e, wait);
 		r->nqueued++;
 		rl->nheld++;
 		atomic_fetch_add(&rl->nwaiting, 1);
 		queued = 1;
 	} else {
-		e->prev = NULL;
-		e->next = rl->inflight;
-		if (rl->inflight)
-			rl->inflight->prev = e;
-		rl->inflight = e;
+		LIST_INSERT_HEAD(&rl->inflight, e, live);
 		e->state = RF_RL_INFLIGHT;
 	}
 	pthread_mutex_unlock(&rl->lock);
@@ -135,13 +129,7 @@ void rf_rangelock_end(struct rf_rangelock *rl, struct rf_rl_ent *e)
 	if (e->state != RF_RL_INFLIGHT)
 		return;
 	pthread_mutex_lock(&rl->lock);
-	if (e->prev)
-		e->prev->next = e->next;
-	else
-		rl->inflight = e->next;
-	if (e->next)
-		e->next->prev = e->prev;
-	e->next = e->prev = NULL;
+	LIST_REMOVE(e, live);
 	e->state = RF_RL_NONE;
 	if (rl->lockers)
 		pthread_cond_broadcast(&rl->cond);
@@ -153,7 +141,7 @@ static bool busy(struct rf_rangelock *rl, const struct rf_range *r)
 {
 	struct rf_rl_ent *e;
 
-	for (e = rl->inflight; e; e = e->next)
+	LIST_FOREACH(e, &rl->inflight, live)
 		if (overlaps(r->lo, r->hi, e->lo, e->hi))
 			return true;
 	return false;
@@ -163,12 +151,10 @@ void rf_rangelock_lock(struct rf_rangelock *rl, struct rf_range *r, uint64_t lo,
 {
 	r->lo = lo;
 	r->hi = hi;
-	r->queue = NULL;
-	r->queue_tail = &r->queue;
+	STAILQ_INIT(&r->queue);
 	r->nqueued = 0;
 	pthread_mutex_lock(&rl->lock);
-	r->next = rl->ranges;
-	rl->ranges = r;
+	LIST_INSERT_HEAD(&rl->ranges, r, link);
 	while (busy(rl, r)) {
 		rl->lockers++;
 		pthread_cond_wait(&rl->cond, &rl->lock);
@@ -179,26 +165,25 @@ void rf_rangelock_lock(struct rf_rangelock *rl, struct rf_range *r, uint64_t lo,
 
 void rf_rangelock_unlock(struct rf_rangelock *rl, struct rf_range *r)
 {
-	struct rf_range **pp;
+	STAILQ_HEAD(, rf_rl_ent) back = STAILQ_HEAD_INITIALIZER(back);
+	struct rf_range *x;
 	struct rf_rl_ent *e, *next;
 
 	pthread_mutex_lock(&rl->lock);
-	for (pp = &rl->ranges; *pp && *pp != r; pp = &(*pp)->next)
-		;
-	if (*pp)
-		*pp = r->next;
-	e = r->queue;
+	LIST_FOREACH(x, &rl->ranges, link)
+		if (x == r)
+			break;
+	if (x)
+		LIST_REMOVE(r, link);
+	STAILQ_CONCAT(&back, &r->queue);
 	atomic_fetch_sub(&rl->nwaiting, r->nqueued);
-	r->queue = NULL;
-	r->queue_tail = &r->queue;
 	r->nqueued = 0;
-	for (next = e; next; next = next->next)
-		next->state = RF_RL_NONE;
+	STAILQ_FOREACH(e, &back, wait)
+		e->state = RF_RL_NONE;
 	pthread_mutex_unlock(&rl->lock);
 	/* Off the lists: each entry is ours until handed back. */
-	for (; e; e = next) {
-		next = e->next;
-		e->next = NULL;
+	for (e = STAILQ_FIRST(&back); e; e = next) {
+		next = STAILQ_NEXT(e, wait);
 		rl->resubmit(e, rl->priv);
 	}
 }

@@ -110,7 +110,7 @@ static void test_edges(void **state)
 	assert_ptr_equal(back[1], &e[3]);
 	for (i = 0; i < 2; i++)
 		rf_rangelock_end(&rl, &e[i]);
-	assert_null(rl.inflight);
+	assert_true(LIST_EMPTY(&rl.inflight));
 	rf_rangelock_destroy(&rl);
 }
 
@@ -332,8 +332,8 @@ static void test_stress(void **state)
 		assert_int_equal(pthread_join(t[i], NULL), 0);
 	assert_int_equal(atomic_load(&violations), 0);
 	assert_int_equal(atomic_load(&ended), WRITERS * WRITES);
-	assert_null(srl.inflight);
-	assert_null(srl.ranges);
+	assert_true(LIST_EMPTY(&srl.inflight));
+	assert_true(LIST_EMPTY(&srl.ranges));
 	printf("stress: %d rounds of two regions, %llu of %d writes held\n", round,
 	       (unsigned long long)srl.nheld, WRITERS * WRITES);
 	rf_rangelock_destroy(&srl);
