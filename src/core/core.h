@@ -225,7 +225,13 @@ void rf_array_resized(struct rf_array *a);
  * may touch, its parity included, rounded out to whole stripe heads;
  * degraded: whether check, repair and resync still compare with the
  * members in missing (faulty or being rebuilt) gone, NULL: never;
- * region: the work of one region (core/syncwork.h), 0 or -errno.
+ * region: the work of one region (core/syncwork.h), its rows locked by
+ * the walk, 0 or -errno; hold_rebuilt: a rebuilt region's rows stay
+ * locked until recovery_cp passes them (the walk unlocks them when it
+ * retires the region, in order), as the level's writes at and past
+ * recovery_cp skip the devices being rebuilt (raid4/5/6); false: they
+ * unlock when the region's work ends (mirrors write those devices
+ * always).
  * dev_offset: the member sector below which a rebuild that walked
  * [0, pos) wrote every device being rebuilt (md's recovery_offset);
  * walk_start: where a rebuild resumes from such an offset.  Optional, both: NULL when the walk goes in member sectors.
@@ -240,6 +246,7 @@ struct rf_sync_ops {
 	void (*write_rows)(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi);
 	bool (*degraded)(const struct rf_array *a, uint64_t missing);
 	int (*region)(struct rf_sync_work *w);
+	bool hold_rebuilt;
 	const struct rf_sync_ops *recover;
 };
 
@@ -280,10 +287,11 @@ void rf_stripe_cache_forget(struct rf_array *a, uint64_t lo, uint64_t hi);
 /* The sync walk's rows (rangelock.h).  begin: arm the array's range lock
  * with writes drained (from now on every write is admitted there and
  * tracked, its rows those of units, the walk's sync ops: NULL, the
- * level's own); end: disarm, with no range locked.  Blocks the caller.  A
- * region locks its rows [lo, hi) with rf_array_rows_lock() (writes into
- * them wait, those in flight end first) and unlocks them with
- * rf_array_rows_unlock() (the writes that waited go on, oldest first). */
+ * level's own); end: disarm, with no range locked.  Blocks the caller.
+ * The walk locks each region's rows [lo, hi) with rf_array_rows_lock()
+ * (writes into them wait, those in flight end first) before the level's
+ * work and unlocks them with rf_array_rows_unlock() (the writes that
+ * waited go on, oldest first). */
 void rf_sync_rows_begin(struct rf_array *a, const struct rf_sync_ops *units);
 void rf_sync_rows_end(struct rf_array *a);
 void rf_array_rows_lock(struct rf_array *a, struct rf_range *r, uint64_t lo, uint64_t hi);

@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* syncwork.c - the toolkit a level's sync work of one region calls
  * (syncwork.h): member IO on the walk worker's own queue, the region's
- * buffers lent from the members' mappings, its rows at the array's range
- * lock, and its findings reported to the walk; and md's sync_action words.
+ * buffers lent from the members' mappings, and its findings reported to
+ * the walk; and md's sync_action words.
  *
  * Everything a call needs is in the region's struct rf_sync_work, which
  * the walk (services/sync_walk.c) sets up for each of its workers: its IO
- * queue and room for a region's member IO, its own buffers, the region's
- * range, and where findings go (struct rf_sync_report).  So the levels
- * below the walk call nothing of it.  Every call runs on the worker's
- * thread.
+ * queue and room for a region's member IO, its own buffers, and where
+ * findings go (struct rf_sync_report).  So the levels below the walk call
+ * nothing of it.  Every call runs on the worker's thread.
  *
- * It does NOT cut, pace, order or retire regions, or keep any count
+ * It does NOT cut, pace, order or retire regions, lock their rows (the
+ * walk locks a region's rows around the level's work), or keep any count
  * itself: the walk does.
  */
 #include <errno.h>
@@ -158,16 +158,6 @@ void rf_sync_write_dirty(struct rf_sync_work *w, int m, char *buf, uint8_t *dirt
 		rf_sync_io(w, m, true, buf + off, len, sec + off / 512);
 		b = e;
 	}
-}
-
-void rf_sync_rows_lock(struct rf_sync_work *w, uint64_t lo, uint64_t hi)
-{
-	rf_array_rows_lock(w->a, w->rows, lo, hi);
-}
-
-void rf_sync_rows_unlock(struct rf_sync_work *w)
-{
-	rf_array_rows_unlock(w->a, w->rows);
 }
 
 void rf_sync_mismatch(struct rf_sync_work *w, uint64_t sectors)

@@ -5,22 +5,25 @@
  *
  * The sync walk (sync_walk.c, md's md_do_sync) is generic: it cuts the array
  * into regions, hands them to its workers, paces them, retires them in
- * order and keeps checkpoints and progress.  What one region needs done
- * (md's sync_request) is the level's: rf_sync_ops.region (core.h), given a
- * struct rf_sync_work.  The level reads and writes the members through
- * the worker's own IO queue (rf_sync_io(), rf_sync_io_wait()), locks the
- * region's rows at the array's range lock while it reads and rewrites them
- * (rf_sync_rows_lock(), rf_sync_rows_unlock()), and reports what it found
- * (rf_sync_mismatch(), rf_sync_found_bad()).  Every function here is
- * called on the worker's thread only, and takes no lock but the walk's
- * leaf s->lock (sync_int.h; engine.h's lock order) for the counters.
+ * order and keeps checkpoints and progress.  It also owns each region's
+ * rows: it locks them at the array's range lock before the region's work
+ * and unlocks them when the work ends, or, for a rebuild whose level says
+ * so (rf_sync_ops.hold_rebuilt, raid4/5/6), when it retires the region
+ * after recovery_cp passed it.  What one region needs done (md's
+ * sync_request) is the level's: rf_sync_ops.region (core.h), given a
+ * struct rf_sync_work of a region whose rows are locked.  The level reads
+ * and writes the members through the worker's own IO queue (rf_sync_io(),
+ * rf_sync_io_wait()) and reports what it found (rf_sync_mismatch(),
+ * rf_sync_found_bad()).  Every function here is called on the worker's
+ * thread only, and takes no lock but the walk's leaf s->lock (sync_int.h;
+ * engine.h's lock order) for the counters.
  *
- * Invariant a level keeps: the rows it writes are locked while it reads
- * and writes them; it returns with them unlocked, or with keep_locked set
- * (raid4/5/6 rebuild: the walk unlocks them when recovery_cp passes them).
+ * Invariant: the rows a level's work reads and writes are the region's,
+ * locked for the whole of the work; the level neither locks nor unlocks
+ * them.
  *
- * It does NOT pace, order or checkpoint regions (the walk does), and the
- * level never waits for another region.
+ * It does NOT pace, order or checkpoint regions, or lock their rows (the
+ * walk does), and the level never waits for another region.
  */
 #ifndef RAIDFUSE_SYNCWORK_H
 #define RAIDFUSE_SYNCWORK_H
@@ -43,7 +46,6 @@ struct rf_sync_work {
 	enum rf_sync_action act;
 	uint64_t pos;                   /* where the region starts, in the walk's units */
 	uint64_t n;                     /* its sectors (the walk clipped it with sync_clip) */
-	bool keep_locked;               /* set by the level: the rows stay locked until retired */
 	/* Buffers: RF_SYNC_REGION_MAX bytes per member, and scratch blocks
 	 * of RF_SYNC_BLK bytes (zero holds zeros). */
 	char *buf[RF_MAX_MEMBERS];
@@ -56,13 +58,11 @@ struct rf_sync_work {
 	/* The walk's, for the calls below (the level leaves them alone):
 	 * its worker's member IO queue and room for a region's member IO,
 	 * each member's buffer of the worker's own (buf[m] again after a
-	 * mapping), the region's range at the array's range lock, and where
-	 * findings go. */
+	 * mapping), and where findings go. */
 	struct rf_ioq *ioq;
 	struct rf_mio *mios;
 	int nmios, io_pending, io_err;
 	char *own[RF_MAX_MEMBERS];
-	struct rf_range *rows;
 	const struct rf_sync_report *report;
 	void *report_priv;
 };
@@ -104,10 +104,6 @@ int rf_sync_io_wait(struct rf_sync_work *w);
  * set only clear them. */
 void rf_sync_write_dirty(struct rf_sync_work *w, int m, char *buf, uint8_t *dirty, int nblk, uint32_t bytes,
 			 uint64_t sec, int err);
-/* Lock rows [lo, hi) (the walk's units): writes into them wait, those in
- * flight end first.  Unlock: the writes that waited go on, oldest first. */
-void rf_sync_rows_lock(struct rf_sync_work *w, uint64_t lo, uint64_t hi);
-void rf_sync_rows_unlock(struct rf_sync_work *w);
 /* A check or repair found sectors sectors that disagree (mismatch_cnt). */
 void rf_sync_mismatch(struct rf_sync_work *w, uint64_t sectors);
 /* A check or repair found the one wrong block of a row on member m, at

@@ -17,9 +17,12 @@
  * member sectors for raid1 (the same on every copy) and array sectors
  * inside one chunk for raid10 (whose far and offset copies sit at other
  * member sectors), but for raid10's rebuild, which goes by member sector
- * as md's does (below).
+ * as md's does (below).  The walk locks a region's rows before its work
+ * here and unlocks them when it ends (writes reach a device being rebuilt
+ * at once, so nothing holds them longer: no hold_rebuilt).
  *
- * It does NOT resync diverged mirrors by itself (the walk asks it to).
+ * It does NOT resync diverged mirrors by itself (the walk asks it to), nor
+ * lock or unlock a region's rows (services/sync_walk.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -250,7 +253,6 @@ static int mirror_compare(struct rf_sync_work *w, int n, const int *devs, const 
 	if (m < 2)
 		return 0;       /* one copy left: nothing to compare or copy to */
 	nblk = (int)((bytes + RF_SYNC_BLK - 1) / RF_SYNC_BLK);
-	rf_sync_rows_lock(w, w->pos, w->pos + w->n);
 	for (i = 0; i < m; i++)
 		if (i == 0 || w->act != RF_SYNC_RESYNC)
 			rf_sync_io(w, devs[live[i]], false, w->buf[i], bytes, secs[live[i]]);
@@ -275,13 +277,13 @@ static int mirror_compare(struct rf_sync_work *w, int n, const int *devs, const 
 		rf_sync_write_dirty(w, devs[live[i]], w->buf[i], w->dirty[i], nblk, bytes, secs[live[i]], ret);
 	if (!ret)
 		ret = rf_sync_io_wait(w);
-	rf_sync_rows_unlock(w);
 	return ret;
 }
 
 /* Rebuild: copy the region from a copy that holds it to every copy on a
  * device being rebuilt (one or several: each takes the same data).
- * Writes go to those devices meanwhile too, so the rows unlock at once. */
+ * Writes go to those devices meanwhile too, so the rows unlock at once
+ * (the walk unlocks them when this returns). */
 static int mirror_recover(struct rf_sync_work *w, int n, const int *devs, const uint64_t *secs)
 {
 	struct rf_array *a = w->a;
@@ -289,7 +291,6 @@ static int mirror_recover(struct rf_sync_work *w, int n, const int *devs, const 
 	uint64_t rec;
 	uint32_t bytes = (uint32_t)(w->n << 9);
 
-	rf_sync_rows_lock(w, w->pos, w->pos + w->n);
 	rec = atomic_load(&a->recovering) & ~rf_faulty(a);
 	for (i = 0; i < n; i++) {
 		if (rec & (1ull << devs[i]))
@@ -307,7 +308,6 @@ static int mirror_recover(struct rf_sync_work *w, int n, const int *devs, const 
 		if (!ret)
 			ret = rf_sync_io_wait(w);
 	}
-	rf_sync_rows_unlock(w);
 	return ret;
 }
 
@@ -475,7 +475,6 @@ static int raid10_recover(struct rf_sync_work *w)
 	uint32_t bytes = (uint32_t)(w->n << 9);
 	int dst[RF_MAX_MEMBERS], t, nj = 0, j, ret = 0;
 
-	rf_sync_rows_lock(w, w->pos, w->pos + w->n);
 	rec = atomic_load(&a->recovering) & ~rf_faulty(a);
 	bad = rf_faulty_read(a);
 	for (t = 0; t < g->raid_disks; t++) {
@@ -506,7 +505,6 @@ static int raid10_recover(struct rf_sync_work *w)
 		rf_sync_io(w, dst[j], true, w->buf[j], bytes, w->pos);
 	if (nj && !ret)
 		ret = rf_sync_io_wait(w);
-	rf_sync_rows_unlock(w);
 	return ret;
 }
 

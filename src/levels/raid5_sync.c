@@ -16,16 +16,21 @@
  *   recover computes the blocks of every device being rebuilt, one or
  *           (raid6) two at once, from the others, and writes them; the
  *           rows stay locked until recovery_cp passes them (writes to rows
- *           at or past it skip those devices).
+ *           at or past it skip those devices): hold_rebuilt asks the walk
+ *           for that.
+ *
+ * Every region's rows are locked by the walk before its work here and
+ * unlocked by the walk after it (a rebuilt one's when recovery_cp passes
+ * them); this file only does the work of a locked region.
  *
  * raid6 with one member missing is checked, repaired and resynced as md
  * does: the missing member's blocks from P, Q compared (P alone where Q
  * is the one missing).
  *
  * It does NOT resync raid4/5 while degraded, nor raid6 with two members
- * missing (nothing to compare against); nor walk the array or keep its
- * checkpoints (services/sync_walk.c), nor own the member IO, buffers and row
- * locks it uses (core/syncwork.c).
+ * missing (nothing to compare against); nor walk the array, keep its
+ * checkpoints or lock and unlock a region's rows (services/sync_walk.c),
+ * nor own the member IO and buffers it uses (core/syncwork.c).
  */
 #include <errno.h>
 #include <string.h>
@@ -197,8 +202,9 @@ static void recover_reread(struct rf_sync_work *w, void *arg)
  * (xor, or raid6 recovery of any two), written to the devices being
  * rebuilt (raid6: both in this one pass).  A survivor in memory is not
  * read: its mapping is the region's buffer (rf_sync_map()).  The rows
- * stay locked: writes to them skip those devices until recovery_cp
- * passes them, which waits for every region below (the walk's retire()). */
+ * stay locked after it (hold_rebuilt): writes to them skip those devices
+ * until recovery_cp passes them, which waits for every region below (the
+ * walk's retire(), which unlocks them). */
 static int r5_recover(struct rf_sync_work *w)
 {
 	struct rf_array *a = w->a;
@@ -207,8 +213,6 @@ static int r5_recover(struct rf_sync_work *w)
 	struct recover_rows c = { w, 0 };
 	int i, ret;
 
-	rf_sync_rows_lock(w, pos, pos + w->n);
-	w->keep_locked = true;
 	/* The devices being rebuilt that hold some row of the region not
 	 * yet (one resumed from further along serves the rows below its
 	 * own checkpoint, as any member in sync). */
@@ -416,12 +420,9 @@ static int r5_compare(struct rf_sync_work *w)
 	struct compare_rows c = { w, -1, false };
 	uint64_t missing;
 
-	rf_sync_rows_lock(w, pos, pos + w->n);
 	missing = rf_faulty_read(a);
-	if (missing && !r5_sync_degraded(a, missing)) {
-		ret = -EIO;     /* too many members failed since the start: nothing to compare */
-		goto out;
-	}
+	if (missing && !r5_sync_degraded(a, missing))
+		return -EIO;    /* too many members failed since the start: nothing to compare */
 	if (missing)
 		c.missing = __builtin_ctzll(missing);
 	/* Every column: P and Q move from row to row inside the region. */
@@ -435,11 +436,10 @@ static int r5_compare(struct rf_sync_work *w)
 		rf_sync_write_dirty(w, i, w->buf[i], w->dirty[i], nblk, bytes, pos, ret);
 	if (!ret)
 		ret = rf_sync_io_wait(w);
-	/* Cached heads of these rows hold what the members held before. */
+	/* Cached heads of these rows hold what the members held before
+	 * (dropped while the walk holds the rows locked). */
 	if (c.wrote)
 		rf_sync_rows_forget(a, pos, pos + w->n);
-out:
-	rf_sync_rows_unlock(w);
 	return ret;
 }
 
@@ -456,4 +456,5 @@ const struct rf_sync_ops rf_r5_sync_ops = {
 	.write_rows = r5_write_rows,
 	.degraded = r5_sync_degraded,
 	.region = r5_sync_region,
+	.hold_rebuilt = true,
 };

@@ -16,11 +16,12 @@
  * (count and rewrite), resync (rewrite what disagrees) or recover (compute
  * or copy the blocks of every device being rebuilt, one or two at once);
  * see the level files for each.  The walk (sync_walk.c) cuts, paces,
- * hands out, retires and checkpoints the regions, and sets up each
- * worker's buffers, IO queue and region range, through which the level's
- * work does its member IO and row locks (core/syncwork.h: the calls are
- * the core's, so the levels call nothing of these files).  Nothing here
- * depends on the level.
+ * hands out, retires and checkpoints the regions, locks each region's
+ * rows before its work and unlocks them after it (a raid4/5/6 rebuild's
+ * when it retires the region), and sets up each worker's buffers and IO
+ * queue, through which the level's work does its member IO
+ * (core/syncwork.h: the calls are the core's, so the levels call nothing
+ * of these files).  Nothing here depends on the level.
  *
  * The files, each calling only those below it:
  *   sync.c         a request starts a walk's thread (start()), stops it
@@ -31,11 +32,12 @@
  *                  its hooks and its service entry
  *   sync_walk.c    the walk thread (rf_sync_main()) and its workers: the
  *                  look at the foreground load, the regions cut, paced,
- *                  handed out and retired in order, the checkpoints, the
- *                  bitmap's jumps; the workers' buffers, IO queues and
- *                  number
- *   sync_region.c  one region on its worker's thread: the level's work or
- *                  a replacement's copy, and where what it finds goes
+ *                  handed out and retired in order, their rows locked
+ *                  and unlocked, the checkpoints, the bitmap's jumps; the
+ *                  workers' buffers, IO queues and number
+ *   sync_region.c  one locked region on its worker's thread: the level's
+ *                  work or a replacement's copy, and where what it finds
+ *                  goes
  *   sync_int.h     the walk's state (struct rf_sync), its lock, and the
  *                  calls the files share
  *

@@ -56,16 +56,17 @@ struct walk {
 };
 
 /* A region handed out: READY (waiting for a worker), RUNNING, DONE.  The
- * walk writes lo and n before READY; the worker that took it owns ret,
- * keep_locked and range until DONE; then the thread retiring it does.
- * state: s->lock. */
+ * walk writes lo and n before READY; the worker that took it owns ret and
+ * range until DONE; then the thread retiring it does.  range holds the
+ * region's rows at the array's range lock: locked by the worker before
+ * the region's work, unlocked by it after the work, or (s->hold_rows) by
+ * the thread retiring it.  state: s->lock. */
 enum { REG_READY, REG_RUNNING, REG_DONE };
 
 struct region {
 	uint64_t lo, n;
 	int state;
 	int ret;
-	bool keep_locked;               /* its rows stay locked until it is retired */
 	struct rf_range range;
 };
 
@@ -115,6 +116,7 @@ struct rf_sync {
 	/* set by rf_sync_main's thread before the workers start: */
 	uint32_t region_max;            /* bytes per member */
 	bool inline_io;                 /* the workers read on their own threads (inline_io()) */
+	bool hold_rows;                 /* a region's rows stay locked until retire() (hold_rows()) */
 	int nworkers;                   /* workers the walk hands regions to */
 	int nalloc;                     /* workers[] entries to free */
 	int win_limit;                  /* regions handed out at most while idle */
@@ -157,8 +159,9 @@ void *rf_sync_main(void *arg);
 
 /* Where a region's findings go (report_priv: the struct rf_sync). */
 extern const struct rf_sync_report rf_sync_findings;
-/* Run the region handed to w (w->cur) on w's thread, without s->lock:
- * the level's work, or a replacement's copy; 0 or -errno. */
+/* Run the region handed to w (w->cur) on w's thread, without s->lock,
+ * its rows locked by the walk: the level's work, or a replacement's copy;
+ * 0 or -errno. */
 int rf_sync_region_run(struct sync_worker *w, enum rf_sync_action act);
 
 #endif

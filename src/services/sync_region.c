@@ -9,18 +9,19 @@
  * whatever the array was given: fault injection, overlays), so the
  * members see the same IO path as the workers'; a region queues its reads
  * (or writes) of every member at once and waits for them all
- * (core/syncwork.c).  A region's rows are locked at the array's range
- * lock while it reads and rewrites them (the level's work, or
- * replace_region(), locks and unlocks them; keep_locked leaves them to
- * the walk's retire()), and every buffer lent from a member's mapping is
+ * (core/syncwork.c).  The region's rows are locked at the array's range
+ * lock for the whole of its run: the walk (sync_walk.c) locks them before
+ * it and unlocks them after it, or when it retires the region (a
+ * raid4/5/6 rebuild); the work here runs in a locked region and never
+ * locks or unlocks them.  Every buffer lent from a member's mapping is
  * given back at the region's end.
  *
  * Locks: the findings are counted under s->lock (sync_int.h, a leaf), the
  * bytes lent from mappings in a relaxed atomic counter.
  *
- * It does NOT choose, pace or retire regions, or set up a worker's
- * buffers and IO queue (sync_walk.c), compute anything of a level's
- * (levels/raid1.c, levels/raid5.c), nor do the member IO and row locks it
+ * It does NOT choose, pace or retire regions, lock their rows, or set up
+ * a worker's buffers and IO queue (sync_walk.c), compute anything of a
+ * level's (levels/raid1.c, levels/raid5_sync.c), nor do the member IO it
  * calls (core/syncwork.c).
  */
 #include <pthread.h>
@@ -79,7 +80,7 @@ const struct rf_sync_report rf_sync_findings = {
 
 /* A region of a replacement's copy (md's replace; core/replace.c): each
  * slot being replaced is read from its device and written to its
- * replacement, the region's rows locked meanwhile.  The walk's units are
+ * replacement, the region's rows locked by the walk.  The walk's units are
  * member sectors (the level's table, or its rebuild's).  Not the level's
  * work: the slot's device holds the data, nothing is computed. */
 static int replace_region(struct rf_sync_work *work)
@@ -89,7 +90,6 @@ static int replace_region(struct rf_sync_work *work)
 	uint64_t rep = rf_array_replacing(a) & ~rf_array_repl_failed(a), r;
 	int ret;
 
-	rf_sync_rows_lock(work, work->pos, work->pos + work->n);
 	for (r = rep; r; r &= r - 1)
 		rf_sync_io(work, __builtin_ctzll(r), false, work->buf[__builtin_ctzll(r)], len, work->pos);
 	ret = rf_sync_io_wait(work);
@@ -100,23 +100,20 @@ static int replace_region(struct rf_sync_work *work)
 	}
 	if (!ret)
 		ret = rf_sync_io_wait(work);
-	rf_sync_rows_unlock(work);
 	return ret;
 }
 
-/* Run the region handed to w: the level's work. */
+/* Run the region handed to w, its rows locked: the level's work, or a
+ * replacement's copy. */
 int rf_sync_region_run(struct sync_worker *w, enum rf_sync_action act)
 {
 	struct rf_sync_work *work = &w->work;
 	int ret;
 
 	work->act = act;
-	work->rows = &w->cur->range;
 	work->pos = w->cur->lo;
 	work->n = w->cur->n;
-	work->keep_locked = false;
 	ret = w->s->replace ? replace_region(work) : w->s->ops->region(work);
 	rf_sync_unmap(work);
-	w->cur->keep_locked = work->keep_locked;
 	return ret;
 }

@@ -23,20 +23,24 @@
  * for one to end (busy, a bitmap jump, the end of the walk;
  * region_news()).
  *
- * Racing foreground writes: a lock on the region's rows.  A worker locks
- * its region's rows at the array's range lock (rangelock.c; the barrier
- * admits every write there while a walk runs): a write into them waits
- * on the region's queue (no FUSE thread waits with it), a write in flight
- * in them ends first, and writes to every other row never wait.  With the
- * rows locked, the region is read, compared and rewritten, the stripe
- * cache drops the heads of the rewritten rows (their cached blocks would
- * be older than the members), and the unlock resubmits the writes that
- * waited, in arrival order.  A write is mapped to rows with its whole
- * stripe heads (its parity's read-modify-write), so a region's rows are
- * exactly what no write may touch meanwhile.  The walk arms the range
- * lock once, with writes drained at the barrier, so that no write in
- * flight then escapes the tracking; a write pays nothing but one atomic
- * load while no walk runs.
+ * Racing foreground writes: a lock on the region's rows, which the walk
+ * owns (SPDK's process window).  A worker locks its region's rows at the
+ * array's range lock (rangelock.c; the barrier admits every write there
+ * while a walk runs) before it hands the region to its work, and unlocks
+ * them when the work ends (run_region()), or at the region's retire()
+ * (rebuild order, below): a write into them waits on the region's queue
+ * (no FUSE thread waits with it), a write in flight in them ends first,
+ * and writes to every other row never wait.  The work (the level's, or a
+ * replacement's copy: sync_region.c) runs in the locked region and never
+ * locks or unlocks rows itself: the region is read, compared and
+ * rewritten, the stripe cache drops the heads of the rewritten rows
+ * (their cached blocks would be older than the members), and then the
+ * walk's unlock resubmits the writes that waited, in arrival order.  A
+ * write is mapped to rows with its whole stripe heads (its parity's
+ * read-modify-write), so a region's rows are exactly what no write may
+ * touch meanwhile.  The walk arms the range lock once, with writes
+ * drained at the barrier, so that no write in flight then escapes the
+ * tracking; a write pays nothing but one atomic load while no walk runs.
  *
  * Reads go on during a region, as before the range lock: a non-degraded
  * read touches data blocks only, which a check never writes and a repair
@@ -50,8 +54,12 @@
  * Rebuild order.  On raid4/5/6 a write to rows at or past recovery_cp
  * skips the device being rebuilt, so a rebuilt region keeps its rows
  * locked until every region below it is done too: then recovery_cp moves
- * past it (with its cached heads dropped) and its rows unlock.  Mirrors
- * write to the device being rebuilt always and unlock at once.
+ * past it (with its cached heads dropped) and its rows unlock.  The level
+ * says so (rf_sync_ops.hold_rebuilt) and the walk does it (hold_rows()):
+ * the worker leaves the rows locked, and retire() unlocks them after the
+ * region's checkpoint.  Mirrors write to the device being rebuilt always,
+ * and every write of a slot being replaced reaches its replacement: their
+ * regions unlock at once.
  *
  * Foreground first.  Before each region the walk looks at the barrier's
  * in-flight counters (and the writes waiting for regions): while
@@ -88,14 +96,14 @@
  * device's own.
  *
  * Locks: s->lock (sync_int.h), a leaf; retire() and skip_clean(), which
- * take others, run without it.
+ * take others, run without it, and so do a region's lock and unlock of
+ * its rows (the range lock's own mutex is a leaf too; a locked range is
+ * no mutex held: the cached heads dropped meanwhile take reconf_lock).
  *
  * It does NOT take requests or report the status (sync.c starts
  * rf_sync_main() and reads what this file records), run a region's work
  * (sync_region.c: the level's, or a replacement's copy), nor do member IO
- * or lock a region's rows itself (core/syncwork.c, called by a region's
- * work; this file arms the range lock for the walk and unlocks the rows a
- * rebuilt region kept).
+ * (core/syncwork.c, called by a region's work).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -263,7 +271,6 @@ static struct region *cut(struct rf_sync *s, bool busy)
 	g->n = s->ops->clip(s->a, k->next, g->n);
 	g->state = REG_READY;
 	g->ret = 0;
-	g->keep_locked = false;
 	s->win_count++;
 	k->next += g->n;
 	pace(k, g->n, busy ? s->speed_min : s->speed_max, rf_sync_now());
@@ -353,6 +360,22 @@ static void retire_done(struct rf_sync *s)
 	}
 }
 
+/* The region handed to w, on w's thread, without s->lock: its rows
+ * locked at the array's range lock, its work in them (sync_region.c),
+ * and its rows unlocked, unless the walk holds them until retire()
+ * (hold_rows()). */
+static int run_region(struct sync_worker *w, enum rf_sync_action act)
+{
+	struct region *g = w->cur;
+	int ret;
+
+	rf_array_rows_lock(w->a, &g->range, g->lo, g->lo + g->n);
+	ret = rf_sync_region_run(w, act);
+	if (!w->s->hold_rows)
+		rf_array_rows_unlock(w->a, &g->range);
+	return ret;
+}
+
 static void *worker_main(void *arg)
 {
 	struct sync_worker *w = arg;
@@ -406,7 +429,7 @@ static void *worker_main(void *arg)
 		w->cur->state = REG_RUNNING;
 		act = s->action;
 		pthread_mutex_unlock(&s->lock);
-		ret = rf_sync_region_run(w, act);
+		ret = run_region(w, act);
 		pthread_mutex_lock(&s->lock);
 		w->cur->ret = ret;
 		w->cur->state = REG_DONE;
@@ -474,8 +497,10 @@ static void checkpoint(struct rf_sync *s, enum rf_sync_action act, uint64_t pos)
 		notify(s->a, act, false, pos, priv);
 }
 
-/* The oldest region handed out, g, is done: move the walk past it.  Run
- * by one thread at a time (s->retiring), without s->lock. */
+/* The oldest region handed out, g, is done: move the walk past it, and
+ * unlock its rows if the walk held them (hold_rows()): after recovery_cp
+ * and the checkpoint passed them.  Run by one thread at a time
+ * (s->retiring), without s->lock. */
 static void retire(struct rf_sync *s, struct region *g)
 {
 	struct rf_array *a = s->a;
@@ -489,7 +514,7 @@ static void retire(struct rf_sync *s, struct region *g)
 	ok = !k->ret;
 	pthread_mutex_unlock(&s->lock);
 	if (ok) {
-		if (g->keep_locked) {
+		if (s->hold_rows) {
 			/* A rebuilt region, every one below it rebuilt too:
 			 * from here on the new devices serve its rows.  Cached
 			 * heads of them were planned without those devices. */
@@ -519,10 +544,8 @@ static void retire(struct rf_sync *s, struct region *g)
 			k->cp_t = rf_sync_now();
 		}
 	}
-	if (g->keep_locked) {
-		g->keep_locked = false;
+	if (s->hold_rows)
 		rf_array_rows_unlock(a, &g->range);
-	}
 }
 
 /* The window is empty and the walk reached the end of a bitmap run: jump
@@ -712,6 +735,17 @@ static int worker_start(struct rf_sync *s, struct sync_worker *w)
 	return ret;
 }
 
+/* Whether a walk of act keeps each region's rows locked until retire()
+ * rather than unlocking them as its work ends: a rebuild of a level whose
+ * writes at and past recovery_cp skip the devices being rebuilt
+ * (rf_sync_ops.hold_rebuilt: raid4/5/6), until recovery_cp passes them.
+ * Not a replacement's copy: every write of the slot reaches its
+ * replacement. */
+static bool hold_rows(const struct rf_sync *s, enum rf_sync_action act)
+{
+	return act == RF_SYNC_RECOVER && !s->replace && s->ops->hold_rebuilt;
+}
+
 /* Whether the walk's workers read the members on their own threads (the
  * array's inline queue, rf_array_inline_ioq_open()) rather than through
  * io_uring.  A read of a file on tmpfs (or ramfs) through io_uring never
@@ -788,6 +822,7 @@ static int workers_start(struct rf_sync *s)
 	pthread_mutex_lock(&s->lock);
 	s->region_max = per;
 	s->inline_io = inl;
+	s->hold_rows = hold_rows(s, s->action);
 	s->quit = false;
 	s->retiring = false;
 	s->win_head = s->win_count = s->taken = 0;
