@@ -109,11 +109,6 @@ static void recover_reads(struct rf_sync_work *w, int m, uint64_t missing, uint6
 		rf_sync_io(w, m, false, w->buf[m] + (run - pos) * 512, (uint32_t)(end - run) * 512, run);
 }
 
-/* Rebuild: every missing block of the region's rows from the others
- * (xor, or raid6 recovery of any two), written to the devices being
- * rebuilt (raid6: both in this one pass).  The rows stay locked: writes
- * to them skip those devices until recovery_cp passes them, which waits
- * for every region below (the walk's retire()). */
 /* A region's rows, computed from its buffers: guarded when some of them
  * are members' mappings.  A fault there (a member shrunk under its
  * mapping) gives the buffers back to the worker, reads them the usual way
