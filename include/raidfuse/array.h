@@ -3,7 +3,7 @@
  * request interface the FUSE front end (or a test) drives.
  *
  * A request (struct rf_req) is one read, write or flush of the array image.
- * rf_array_submit() splits it into pieces, hands them to the worker groups
+ * rf_req_submit() splits it into pieces, hands them to the worker groups
  * and returns at once: it never waits for member IO.  The worker that ends
  * the last piece calls req->done() exactly once, with 0 or -errno.
  */
@@ -34,7 +34,7 @@ struct rf_req {
 	uint8_t op;                     /* enum rf_req_op */
 	char *buf;                      /* len bytes, owned by the caller */
 	/* A write's data, lent instead of copied into buf: the caller's bytes,
-	 * valid only until rf_array_submit() returns (NULL: buf holds the
+	 * valid only until rf_req_submit() returns (NULL: buf holds the
 	 * data).  The core writes straight from them when the write surely
 	 * ends before that call returns, and copies them into buf first
 	 * otherwise; buf is the caller's again when done() runs. */
@@ -83,7 +83,7 @@ int rf_array_start(struct rf_array *a);
  * sync_action frozen instead, so that none starts until asked.  0 (also
  * when none is due, or the array keeps no superblocks), or -errno from
  * starting it (logged). */
-int rf_array_start_resync(struct rf_array *a, bool frozen);
+int rf_sbstate_start_resync(struct rf_array *a, bool frozen);
 /* Stop the workers after every request in flight has ended, close members. */
 void rf_array_close(struct rf_array *a);
 
@@ -114,7 +114,7 @@ struct rf_req *rf_req_alloc(struct rf_array *a, uint32_t max_len);
 void rf_req_free(struct rf_req *r);
 /* Split and queue r; r->done() runs later on a worker (or at once on a
  * split error).  The caller must keep r and r->buf until then. */
-void rf_array_submit(struct rf_array *a, struct rf_req *r);
+void rf_req_submit(struct rf_array *a, struct rf_req *r);
 
 /* ---- runtime control: what md shows and takes in sysfs ----
  *
@@ -233,8 +233,8 @@ int rf_array_dev_set_state(struct rf_array *a, const char *name, const char *wor
  * superblocks say clean again, ms (md's 200 by default); 0: never by
  * itself, only at shutdown (md's).  -ENOENT: the array keeps no
  * clean/dirty state (no superblocks, read-only, raid0). */
-int rf_array_safe_mode_delay_get(const struct rf_array *a, unsigned *ms);
-int rf_array_safe_mode_delay_set(struct rf_array *a, unsigned ms);
+int rf_sbstate_safe_mode_delay_get(const struct rf_array *a, unsigned *ms);
+int rf_sbstate_safe_mode_delay_set(struct rf_array *a, unsigned ms);
 /* md/dev-NAME/timeout: an NBD device's command timeout, ms (nbd.h): a
  * command not done within it fails the device.  -ENOENT: no such device;
  * -EOPNOTSUPP: not an NBD export; set: -EINVAL for 0. */
@@ -255,8 +255,8 @@ int rf_array_dev_io_mode_set(struct rf_array *a, const char *name, int mode);
 int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t errlen);
 
 /* md/array_state "suspended": drain, then hold every write (reads go on)
- * until rf_array_resume() ("active").  Both are idempotent. */
-int rf_array_suspend(struct rf_array *a);
-int rf_array_resume(struct rf_array *a);
+ * until rf_barrier_resume() ("active").  Both are idempotent. */
+int rf_barrier_suspend(struct rf_array *a);
+int rf_barrier_resume(struct rf_array *a);
 
 #endif

@@ -1484,7 +1484,7 @@ bool rf_array_fg_busy(const struct rf_array *a)
 	return atomic_load(&w->inflight[0]) + atomic_load(&w->inflight[1]) + atomic_load(&w->rl.nwaiting) > 0;
 }
 
-uint64_t rf_dev_sector_off(const struct rf_array *a, int m, uint64_t sec)
+uint64_t rf_array_dev_sector_off(const struct rf_array *a, int m, uint64_t sec)
 {
 	return a->devs[m].data_offset + (sec << 9);
 }
@@ -1526,7 +1526,7 @@ void rf_array_rows_unlock(struct rf_array *a, struct rf_range *r)
 	rf_rangelock_unlock(&a->rl, r);
 }
 
-void rf_sync_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi)
+void rf_array_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi)
 {
 	(a->rows_ops ? a->rows_ops : a->ops->sync)->write_rows(a, off, len, lo, hi);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* barrier.c - the drain barrier: how a reconfiguration holds requests.
  *
- * Every request passes the barrier in rf_array_submit() and counts in
+ * Every request passes the barrier in rf_req_submit() and counts in
  * a->inflight[class] until its done() has returned.  A reconfiguration sets
  * hold bits, then waits for the held classes' inflight counts to reach
  * zero; requests that arrive meanwhile wait on a->held (no thread waits
@@ -180,17 +180,17 @@ static int quiesced(struct rf_array *a, unsigned bits, int (*fn)(void *arg), voi
 	return ret;
 }
 
-int rf_array_quiesced(struct rf_array *a, int (*fn)(void *arg), void *arg)
+int rf_barrier_quiesced(struct rf_array *a, int (*fn)(void *arg), void *arg)
 {
 	return quiesced(a, RF_HOLD_WRITES, fn, arg);
 }
 
-int rf_array_quiesced_all(struct rf_array *a, int (*fn)(void *arg), void *arg)
+int rf_barrier_quiesced_all(struct rf_array *a, int (*fn)(void *arg), void *arg)
 {
 	return quiesced(a, RF_HOLD_ALL, fn, arg);
 }
 
-int rf_array_suspend(struct rf_array *a)
+int rf_barrier_suspend(struct rf_array *a)
 {
 	pthread_mutex_lock(&a->reconf_lock);
 	if (!a->suspended) {
@@ -202,7 +202,7 @@ int rf_array_suspend(struct rf_array *a)
 	return 0;
 }
 
-int rf_array_resume(struct rf_array *a)
+int rf_barrier_resume(struct rf_array *a)
 {
 	pthread_mutex_lock(&a->reconf_lock);
 	if (a->suspended) {
@@ -229,7 +229,7 @@ void rf_writes_release(struct rf_array *a)
 /* ---- the sync regions' range lock (rangelock.c) ----
  *
  * Past the barrier, while a sync walk runs (a->rl armed), a write is
- * admitted at the range lock over the rows it touches (rf_sync_write_rows() maps them):
+ * admitted at the range lock over the rows it touches (rf_array_write_rows() maps them):
  * one that overlaps a region being synced is queued there and stops
  * counting at the barrier, so no drain ever waits for a region (a region
  * may take reconf_lock to drop cached heads); the region's unlock hands
@@ -250,7 +250,7 @@ bool rf_range_enter(struct rf_array *a, struct rf_req *r)
 		return true;
 	/* r may wait for a region past its submitter's call. */
 	rf_req_unlend(r);
-	rf_sync_write_rows(a, r->off, r->len, &lo, &hi);
+	rf_array_write_rows(a, r->off, r->len, &lo, &hi);
 	if (!rf_rangelock_admit(&a->rl, &r->rl, lo, hi))
 		return true;
 	/* r may be handed back and end at any time from here. */
@@ -262,7 +262,7 @@ void rf_range_resubmit(struct rf_rl_ent *e, void *priv)
 {
 	struct rf_req *r = (struct rf_req *)((char *)e - offsetof(struct rf_req, rl));
 
-	rf_array_submit(priv, r);
+	rf_req_submit(priv, r);
 }
 
 void rf_sync_rows_begin(struct rf_array *a, const struct rf_sync_ops *units)

@@ -94,15 +94,15 @@ void rf_recovery_ended(struct rf_array *a, bool completed, uint64_t pos);
 
 /* Hot replace (core/replace.c).  Slots with a replacement attached,
  * and those whose replacement lost a write (detach it). */
-uint64_t rf_array_replacing(const struct rf_array *a);
-uint64_t rf_array_repl_failed(const struct rf_array *a);
+uint64_t rf_replace_mask(const struct rf_array *a);
+uint64_t rf_replace_failed_mask(const struct rf_array *a);
 /* Slot k's replacement (a device index), or -1. */
-int rf_array_replacement(const struct rf_array *a, int k);
+int rf_replace_dev_of(const struct rf_array *a, int k);
 /* The slot device dev is the replacement of, or -1. */
 int rf_replacement_slot(const struct rf_array *a, int dev);
 /* Device dev (no slot) becomes slot k's replacement: from now on every
  * write of slot k reaches it too.  Or no longer.  Both with every request
- * drained (rf_array_quiesced_all()). */
+ * drained (rf_barrier_quiesced_all()). */
 void rf_replace_attach(struct rf_array *a, int k, int dev);
 void rf_replace_detach(struct rf_array *a, int k);
 /* Slot k's replacement lost a write or an fsync (what happened, with err;
@@ -118,10 +118,10 @@ bool rf_member_fail(struct rf_array *a, int member, int err, const char *what, u
 /* Run fn(arg) with writes drained (none in flight, new ones held at the
  * barrier), then let the held ones go; fn's result.  Blocks the caller:
  * never from a worker, a req->done() callback or a hook. */
-int rf_array_quiesced(struct rf_array *a, int (*fn)(void *arg), void *arg);
+int rf_barrier_quiesced(struct rf_array *a, int (*fn)(void *arg), void *arg);
 /* The same with reads drained too (member IO stops entirely): for
  * changes of the device table. */
-int rf_array_quiesced_all(struct rf_array *a, int (*fn)(void *arg), void *arg);
+int rf_barrier_quiesced_all(struct rf_array *a, int (*fn)(void *arg), void *arg);
 
 /* ---- a reshape under way (services/reshape.c) ---- */
 
@@ -131,11 +131,11 @@ const struct rf_reshape *rf_array_reshape_state(const struct rf_array *a);
  * the log); the array is served read-only, as the two geometries
  * stand. */
 void rf_array_reshape_readonly(struct rf_array *a, const char *why);
-/* Inside rf_array_quiesced() (writes drained), with the rows below
+/* Inside rf_barrier_quiesced() (writes drained), with the rows below
  * position written in the new geometry and recorded: reads are drained
  * too while the position moves there, and cached stripe heads dropped. */
 void rf_array_reshape_commit(struct rf_array *a, uint64_t position);
-/* Inside rf_array_quiesced_all(): a reshape of a raid4/5/6 array begins:
+/* Inside rf_barrier_quiesced_all(): a reshape of a raid4/5/6 array begins:
  * the devices at [slots, to->raid_disks) (spares put there by the caller,
  * or empty places that stay empty) take the new slots, the array takes two
  * geometries (from as the previous, to as the new one; level, layout,
@@ -150,18 +150,18 @@ void rf_array_reshape_commit(struct rf_array *a, uint64_t position);
  * -errno with why (nothing changed). */
 int rf_array_reshape_begin(struct rf_array *a, const struct rf_geom *to, const struct rf_geom *from,
 			   uint64_t prev_absent, int64_t move, bool backwards, char *err, size_t errlen);
-/* Inside rf_array_quiesced_all(): a raid1 takes raid_disks slots, the
+/* Inside rf_barrier_quiesced_all(): a raid1 takes raid_disks slots, the
  * new ones empty (missing and faulty, as md's grown raid1 is degraded
  * until spares take them: the management thread's rebuild).  0, or
  * -errno with why (nothing changed). */
 int rf_array_add_mirrors(struct rf_array *a, int raid_disks, char *err, size_t errlen);
-/* Inside rf_array_quiesced_all(): a raid1 keeps raid_disks slots (fewer),
+/* Inside rf_barrier_quiesced_all(): a raid1 keeps raid_disks slots (fewer),
  * as md's raid1 shrinks: the slots with a device (faulty ones too: md
  * wants them removed first) move to the front in their order, the empty
  * ones behind them go.  0, or -EBUSY (more devices than raid_disks: with
  * why; nothing changed). */
 int rf_array_remove_mirrors(struct rf_array *a, int raid_disks, char *err, size_t errlen);
-/* Inside rf_array_quiesced_all(): md's takeovers that move no data: the
+/* Inside rf_barrier_quiesced_all(): md's takeovers that move no data: the
  * array becomes level/layout/chunk_sectors over raid_disks slots, the
  * same size: as many slots as it has, one more (an empty one: raid0 ->
  * raid4/5, degraded), or one fewer (the last slot's device, which held
@@ -170,7 +170,7 @@ int rf_array_remove_mirrors(struct rf_array *a, int raid_disks, char *err, size_
  * them.  0, or -errno with why (nothing changed). */
 int rf_array_takeover(struct rf_array *a, int level, int layout, int raid_disks, uint32_t chunk_sectors, char *err,
 		      size_t errlen);
-/* Inside rf_array_quiesced_all(): a takeover that moves devices between
+/* Inside rf_barrier_quiesced_all(): a takeover that moves devices between
  * slots (md's raid0 <-> raid10 near-2, raid1 -> raid0): old slot i's
  * device takes slot to_slot[i] of the new raid_disks, or (-1) leaves the
  * slots as a spare (an empty place: gone); a new slot no device maps to
@@ -179,20 +179,20 @@ int rf_array_takeover(struct rf_array *a, int level, int layout, int raid_disks,
 int rf_array_takeover_slots(struct rf_array *a, int level, int layout, int raid_disks, uint32_t chunk_sectors,
 			    const int *to_slot, char *err, size_t errlen);
 /* The level the array takes when the reshape under way ends (-1: as it
- * is; not recorded).  Set inside rf_array_quiesced_all(). */
+ * is; not recorded).  Set inside rf_barrier_quiesced_all(). */
 void rf_array_set_reshape_then(struct rf_array *a, int level);
 int rf_array_reshape_then(const struct rf_array *a);
-/* Inside rf_array_quiesced_all(), every row in the new geometry: the
+/* Inside rf_barrier_quiesced_all(), every row in the new geometry: the
  * reshape ends; each slot's new data offset becomes its data offset, the
  * array takes the new geometry's size.  0, or -EINVAL with why. */
 int rf_array_reshape_finish(struct rf_array *a, char *err, size_t errlen);
-/* Inside rf_array_quiesced_all(): every member's used size becomes
+/* Inside rf_barrier_quiesced_all(): every member's used size becomes
  * dev_sectors (md's update_size, the level's resize): the geometry's size
  * follows, the image's too unless md/array_size set it.  -EINVAL with why
  * (nothing changed): a geometry that does not take it, or a set
  * array_size past the new geometry's (md's raid5_resize). */
 int rf_array_set_dev_sectors(struct rf_array *a, uint64_t dev_sectors, char *err, size_t errlen);
-/* Inside rf_array_quiesced_all(): the image serves bytes (md/array_size,
+/* Inside rf_barrier_quiesced_all(): the image serves bytes (md/array_size,
  * md's external_size), at most the geometry's size; 0: the geometry's
  * size again (md's "default").  Not recorded in the superblocks, as md
  * records none.  0, or -E2BIG. */
@@ -207,7 +207,7 @@ void rf_array_reshape_ended(struct rf_array *a);
  * reshape's previous geometry (layout.h struct rf_reshape prev_absent). */
 void rf_array_set_prev_absent(struct rf_array *a, uint64_t mask);
 
-/* The array serves (rf_array_start_resync() says so, after a frozen
+/* The array serves (rf_sbstate_start_resync() says so, after a frozen
  * start has frozen the sync actions): background work that waits for it
  * may begin. */
 void rf_array_set_serving(struct rf_array *a);
@@ -261,7 +261,7 @@ void rf_array_set_sync(struct rf_array *a, struct rf_sync *s);
 bool rf_array_fg_busy(const struct rf_array *a);
 /* The byte offset on device m's backend of its data sector sec (its own
  * data_offset added). */
-uint64_t rf_dev_sector_off(const struct rf_array *a, int m, uint64_t sec);
+uint64_t rf_array_dev_sector_off(const struct rf_array *a, int m, uint64_t sec);
 /* Open q over the slots' devices on the array's member backend (the
  * workers' own: liburing, an overlay, what a test gave), depth entries;
  * on the thread that will use it.  0 or -errno. */
@@ -302,6 +302,6 @@ void rf_sync_rows_forget(struct rf_array *a, uint64_t lo, uint64_t hi);
 /* The rows [*lo, *hi) of a write of len bytes at array byte off: the
  * walk's units' write_rows, else the level's (a level with sync work
  * only). */
-void rf_sync_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi);
+void rf_array_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi);
 
 #endif

@@ -16,7 +16,7 @@
  *    id, io, size, data_offset, flags, prev_slot): changed only by
  *    rf_dev_swap() and the table edits of the management code
  *    (member.c, hotreplace.c, memberctl.c), under reconf_lock with
- *    every request drained (rf_array_quiesced_all: no member IO in
+ *    every request drained (rf_barrier_quiesced_all: no member IO in
  *    flight) AND the device lock (rf_devs_lock()), which the services'
  *    own threads take to walk the table outside a drain (superblock and
  *    bitmap writes);

@@ -488,7 +488,7 @@ extern __thread struct rf_worker *rf_current_worker;
 /* The owner ends a round of sh.  Returns true when pieces arrived meanwhile
  * (sh stays owned: run another round), false when sh went idle. */
 bool rf_stripe_finish(struct rf_stripe *sh);
-/* Queue p to its group from a worker (outside rf_array_submit()). */
+/* Queue p to its group from a worker (outside rf_req_submit()). */
 void rf_requeue_piece(struct rf_array *a, struct rf_piece *p);
 
 extern const struct rf_level_ops rf_raid0_ops, rf_raid1_ops, rf_raid10_ops, rf_raid5_ops;
@@ -521,7 +521,7 @@ void rf_drain(struct rf_array *a, unsigned bits);
 void rf_release(struct rf_array *a, unsigned keep);
 /* request.c */
 /* Copy a write's lent data into its own buffer: from here on it may
- * outlive rf_array_submit() (parked at the barrier or a sync region). */
+ * outlive rf_req_submit() (parked at the barrier or a sync region). */
 void rf_req_unlend(struct rf_req *r);
 void rf_submit_now(struct rf_array *a, struct rf_req *r);
 void rf_queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w);

@@ -61,7 +61,7 @@ struct rf_hooks {
 	 * request drained. */
 	void (*dev_changed)(void *priv, int dev);
 	/* Every request drained for a change of the array's shape or table
-	 * (rf_array_quiesced_all(); begin true), and that change done (begin
+	 * (rf_barrier_quiesced_all(); begin true), and that change done (begin
 	 * false): a service thread that reads the table outside the drain
 	 * stays out of it meanwhile.  reconf_lock held. */
 	void (*reconf)(void *priv, bool begin);
@@ -124,7 +124,7 @@ int rf_array_set_log(struct rf_array *a, const struct rf_log_ops *ops, void *pri
 /* Put the registered log on the IO path (on) or take it off: the level
  * then offers it no stripe (and prepares none for it), while set_policy
  * still reaches it.  Only with every request drained
- * (rf_array_quiesced_all). */
+ * (rf_barrier_quiesced_all). */
 void rf_array_log_active(struct rf_array *a, bool on);
 
 /* A service as the core opens it.  open: look at the array (its devices

@@ -22,7 +22,7 @@
  * on the replacement).
  *
  * Invariants: replacing and repl_dev change only with every request
- * drained (hotreplace.c, under rf_array_quiesced_all), so a write sees the
+ * drained (hotreplace.c, under rf_barrier_quiesced_all), so a write sees the
  * same replacement at issue and at its end; both IOs are on the issuing
  * worker's queue and end on its thread, so the twin's count needs no
  * atomics.  Reads never go to a replacement.
@@ -114,24 +114,24 @@ void rf_replace_twin(struct rf_worker *w, struct rf_mio *m)
 	rf_ioq_queue(&w->ioq, &t->mio);
 }
 
-uint64_t rf_array_replacing(const struct rf_array *a)
+uint64_t rf_replace_mask(const struct rf_array *a)
 {
 	return atomic_load_explicit(&a->replacing, memory_order_acquire);
 }
 
-uint64_t rf_array_repl_failed(const struct rf_array *a)
+uint64_t rf_replace_failed_mask(const struct rf_array *a)
 {
 	return atomic_load_explicit(&a->repl_failed, memory_order_acquire);
 }
 
-int rf_array_replacement(const struct rf_array *a, int k)
+int rf_replace_dev_of(const struct rf_array *a, int k)
 {
-	return rf_array_replacing(a) >> k & 1 ? a->repl_dev[k] : -1;
+	return rf_replace_mask(a) >> k & 1 ? a->repl_dev[k] : -1;
 }
 
 int rf_replacement_slot(const struct rf_array *a, int dev)
 {
-	uint64_t r = rf_array_replacing(a);
+	uint64_t r = rf_replace_mask(a);
 
 	while (r) {
 		int k = __builtin_ctzll(r);

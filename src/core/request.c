@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* request.c - a request's way from rf_array_submit() to its pieces.
+/* request.c - a request's way from rf_req_submit() to its pieces.
  *
- * A submitter (a FUSE thread) calls rf_array_submit(), which passes the
+ * A submitter (a FUSE thread) calls rf_req_submit(), which passes the
  * drain barrier (barrier.c); the services' write hooks run for a write
  * (core/hooks.h); the level's split() cuts the request into pieces and
  * rf_queue_piece() buckets them by group (hash of the piece's key: a
@@ -179,7 +179,7 @@ struct rf_group *rf_group_of(struct rf_array *a, uint64_t key)
 }
 
 /* Per-request buckets, one per group, filled by rf_queue_piece() and
- * flushed once at the end of rf_array_submit(); they live on the
+ * flushed once at the end of rf_req_submit(); they live on the
  * submitter's stack. */
 struct bucket {
 	struct rf_piece *head, **tail;
@@ -226,7 +226,7 @@ void rf_group_push(struct rf_group *g, struct rf_piece *head, struct rf_piece **
 		rf_worker_wake(w);
 }
 
-void rf_array_submit(struct rf_array *a, struct rf_req *r)
+void rf_req_submit(struct rf_array *a, struct rf_req *r)
 {
 	r->a = a;
 	r->hooks_started = false;

@@ -71,7 +71,7 @@ void rf_sync_io(struct rf_sync_work *w, int m, bool write, char *buf, uint32_t l
 	mio->priv = w;
 	mio->buf = buf;
 	mio->len = len;
-	mio->off = rf_dev_sector_off(w->a, m, sec);
+	mio->off = rf_array_dev_sector_off(w->a, m, sec);
 	mio->member = (int16_t)m;
 	mio->op = write ? RF_MIO_WRITE : RF_MIO_READ;
 	w->io_pending++;
@@ -80,7 +80,7 @@ void rf_sync_io(struct rf_sync_work *w, int m, bool write, char *buf, uint32_t l
 
 bool rf_sync_map(struct rf_sync_work *w, int m, uint32_t len, uint64_t sec)
 {
-	const char *p = rf_read_map_addr(w->a, m, rf_dev_sector_off(w->a, m, sec), len);
+	const char *p = rf_read_map_addr(w->a, m, rf_array_dev_sector_off(w->a, m, sec), len);
 
 	if (!p)
 		return false;

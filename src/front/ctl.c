@@ -150,7 +150,7 @@ static int store_array_state(struct rf_array *a, int member, const char *val)
 
 	if (rf_ctl_parse_array_state(val, &st))
 		return -EINVAL;
-	return st == RF_CTL_STATE_SUSPENDED ? rf_array_suspend(a) : rf_array_resume(a);
+	return st == RF_CTL_STATE_SUSPENDED ? rf_barrier_suspend(a) : rf_barrier_resume(a);
 }
 
 static void show_metadata_version(struct rf_array *a, const struct rf_array_info *i, int member,
@@ -335,7 +335,7 @@ static bool has_safe_mode(const struct rf_array *a)
 {
 	unsigned ms;
 
-	return !rf_array_safe_mode_delay_get(a, &ms);
+	return !rf_sbstate_safe_mode_delay_get(a, &ms);
 }
 
 static void show_safe_mode_delay(struct rf_array *a, const struct rf_array_info *i, int member,
@@ -343,7 +343,7 @@ static void show_safe_mode_delay(struct rf_array *a, const struct rf_array_info 
 {
 	unsigned ms = 0;
 
-	rf_array_safe_mode_delay_get(a, &ms);
+	rf_sbstate_safe_mode_delay_get(a, &ms);
 	rf_ctl_printf(b, "%u.%03u\n", ms / 1000, ms % 1000);
 }
 
@@ -356,7 +356,7 @@ static int store_safe_mode_delay(struct rf_array *a, int member, const char *val
 			"at shutdown)", val);
 		return -EINVAL;
 	}
-	return rf_array_safe_mode_delay_set(a, ms);
+	return rf_sbstate_safe_mode_delay_set(a, ms);
 }
 
 /* md: KiB/s, "none" while no action runs. */

@@ -168,5 +168,5 @@ void rf_fuse_pool_submit(struct fs *fs, struct rf_fq *q, int op, uint64_t off, s
 	/* The transport keeps data until this call returns: lend it (the core
 	 * copies it when the write may outlive the call). */
 	r->lent = data;
-	rf_array_submit(fs->a, r);
+	rf_req_submit(fs->a, r);
 }

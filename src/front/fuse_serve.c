@@ -563,7 +563,7 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	 * beside the FUSE threads; a failure to start it is logged), or with
 	 * --freeze sync_action is frozen, before anyone is told the array
 	 * serves: what a script reads then is what it asked for. */
-	rf_array_start_resync(a, o->freeze);
+	rf_sbstate_start_resync(a, o->freeze);
 	/* Serving: the command that started a daemon may exit now (every
 	 * thread above is the daemon's own: daemon.h). */
 	/* The service manager first (notify.h): MAINPID= must reach it
@@ -596,7 +596,7 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	fuse_session_unmount(fs->se);
 	fuse_remove_signal_handlers(fs->se);
 	/* Writes held by a suspended array run now: the pool must come home. */
-	rf_array_resume(a);
+	rf_barrier_resume(a);
 	/* Every request was answered before the loop ended (replies come from
 	 * workers; wait for the pool to come home). */
 	rf_fuse_pool_drain(fs);

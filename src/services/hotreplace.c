@@ -24,7 +24,7 @@
  *
  * Replacements are attached, promoted and detached with every request
  * drained and the device lock held (rf_hotreplace_fix() under
- * rf_array_quiesced_all), as member.c's table edits.  A completed copy is
+ * rf_barrier_quiesced_all), as member.c's table edits.  A completed copy is
  * told by the sync walk's end (member.c's rf_recovery_ended()) in the
  * management thread's repl_done, under its lock.  This file sees the
  * array only through core/core.h.
@@ -50,8 +50,8 @@
  * write, or its slot no longer holds the data it copies. */
 uint64_t rf_hotreplace_broken(struct rf_array *a)
 {
-	return rf_array_replacing(a) &
-	       (rf_array_repl_failed(a) | rf_array_faulty(a) | rf_array_recovering(a));
+	return rf_replace_mask(a) &
+	       (rf_replace_failed_mask(a) | rf_array_faulty(a) | rf_array_recovering(a));
 }
 
 /* reconf_lock held: the first spare free to be a replacement; -1: none. */
@@ -71,7 +71,7 @@ int rf_hotreplace_pick(struct rf_array *a)
 /* reconf_lock held: slots in sync that want a replacement and have none. */
 static uint64_t replace_wanted(struct rf_array *a)
 {
-	uint64_t bad = rf_array_faulty(a) | rf_array_recovering(a) | rf_array_replacing(a), w = 0;
+	uint64_t bad = rf_array_faulty(a) | rf_array_recovering(a) | rf_replace_mask(a), w = 0;
 	int k;
 
 	for (k = 0; k < rf_array_nslots(a); k++)
@@ -115,17 +115,17 @@ int rf_hotreplace_fix(void *arg)
 {
 	struct rf_hotreplace_job *j = arg;
 	struct rf_array *a = j->a;
-	uint64_t rep = rf_array_replacing(a), broken = rf_hotreplace_broken(a), want;
+	uint64_t rep = rf_replace_mask(a), broken = rf_hotreplace_broken(a), want;
 	int ret = 0;
 
 	rf_devs_lock(a);
 	while (rep) {
-		int k = __builtin_ctzll(rep), dev = rf_array_replacement(a, k);
+		int k = __builtin_ctzll(rep), dev = rf_replace_dev_of(a, k);
 		struct rf_dev *d = rf_dev_get(a, dev);
 
 		rep &= rep - 1;
 		if (broken >> k & 1) {
-			bool lost = rf_array_repl_failed(a) >> k & 1;
+			bool lost = rf_replace_failed_mask(a) >> k & 1;
 
 			rf_replace_detach(a, k);
 			d->flags = lost ? RF_DEV_FAULTY : RF_DEV_SPARE;
@@ -191,12 +191,12 @@ bool rf_hotreplace_check(struct rf_array *a)
 	fix = j.done || rf_hotreplace_broken(a) || (replace_wanted(a) && rf_hotreplace_pick(a) >= 0);
 	rf_array_reconf_unlock(a);
 	if (fix) {
-		ret = rf_array_quiesced_all(a, rf_hotreplace_fix, &j);
+		ret = rf_barrier_quiesced_all(a, rf_hotreplace_fix, &j);
 		if (ret)
 			rf_err("%s: hot replace: recording the change in the superblocks: %s", rf_array_name(a),
 			       strerror(-ret));
 	}
-	if (!rf_array_replacing(a))
+	if (!rf_replace_mask(a))
 		return false;
 	ret = rf_sync_request(a, RF_SYNC_RECOVER);
 	if (ret && ret != -EBUSY) {

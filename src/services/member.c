@@ -5,7 +5,7 @@
  * The device table is the core's (core/dev.h): [0, nmembers) serve the
  * slots, [nmembers, ndevs) are spares and faulty devices that lost their
  * slot.  It changes only under reconf_lock with every request drained
- * (rf_array_quiesced_all: no member IO is in flight, so a slot's file
+ * (rf_barrier_quiesced_all: no member IO is in flight, so a slot's file
  * descriptors can change under the IO queues), and with the device lock
  * held (the services' threads walk the same table).  A device moves only
  * through rf_dev_swap(), which tells the services.  Readers of md/dev-*
@@ -319,18 +319,18 @@ void rf_recovery_ended(struct rf_array *a, bool completed, uint64_t pos)
 
 	/* A replacement's copy (sync.c runs it when nothing is to be
 	 * rebuilt): the management thread promotes it (rf_hotreplace_check()). */
-	if (!rf_array_recovering(a) && rf_array_replacing(a)) {
+	if (!rf_array_recovering(a) && rf_replace_mask(a)) {
 		struct rf_mgmt *m = rf_array_mgmt(a);
 
 		if (completed && m) {
 			pthread_mutex_lock(&m->lock);
-			m->repl_done |= rf_array_replacing(a) & ~rf_array_repl_failed(a);
+			m->repl_done |= rf_replace_mask(a) & ~rf_replace_failed_mask(a);
 			pthread_mutex_unlock(&m->lock);
 		}
 		return;
 	}
 
-	rf_array_quiesced(a, end_rebuild, &j);
+	rf_barrier_quiesced(a, end_rebuild, &j);
 }
 
 /* ---- the management thread ---- */
@@ -451,7 +451,7 @@ static void check_recovery(struct rf_array *a)
 		r = rf_array_recovering(a) & rf_array_faulty(a);
 		/* A replacement's copy stops for any failure (a spare, or
 		 * the replacement itself, rebuilds a failed slot first). */
-		repl = !rf_array_recovering(a) && rf_array_replacing(a) && (fresh || rf_hotreplace_broken(a));
+		repl = !rf_array_recovering(a) && rf_replace_mask(a) && (fresh || rf_hotreplace_broken(a));
 		for (k = 0; !r && k < rf_array_nslots(a) && spare_for < 0; k++)
 			if ((fresh & ~rf_array_recovering(a) & (1ull << k)) && pick_spare(a, k) >= 0)
 				spare_for = k;
@@ -480,7 +480,7 @@ static void check_recovery(struct rf_array *a)
 	if (broken) {
 		struct rf_hotreplace_job rj = { .a = a };
 
-		rf_array_quiesced_all(a, rf_hotreplace_fix, &rj);
+		rf_barrier_quiesced_all(a, rf_hotreplace_fix, &rj);
 	}
 	rf_array_reconf_lock(a);
 	/* A device that failed while being rebuilt is just faulty. */
@@ -495,7 +495,7 @@ static void check_recovery(struct rf_array *a)
 		if (st.action != RF_SYNC_IDLE || rf_hotreplace_check(a))
 			return;
 		if (resync_waits_take(a))
-			rf_array_start_resync(a, false);
+			rf_sbstate_start_resync(a, false);
 		return;
 	}
 	/* md interrupts a resync or check for a rebuild. */
@@ -507,7 +507,7 @@ static void check_recovery(struct rf_array *a)
 	/* Every failed slot a spare meets now is rebuilt in this one pass
 	 * (raid6: two at once). */
 	while (j.slot >= 0) {
-		ret = rf_array_quiesced_all(a, take_slot, &j);
+		ret = rf_barrier_quiesced_all(a, take_slot, &j);
 		if (ret) {
 			rf_err("%s: recording slot %d's new device in the superblocks: %s", rf_array_name(a), j.slot,
 			       strerror(-ret));

@@ -76,7 +76,7 @@ struct rf_hotreplace_job {
 uint64_t rf_hotreplace_broken(struct rf_array *a);
 /* reconf_lock held: the first spare free to be a replacement; -1: none. */
 int rf_hotreplace_pick(struct rf_array *a);
-/* rf_array_quiesced_all()'s work (arg: a struct rf_hotreplace_job):
+/* rf_barrier_quiesced_all()'s work (arg: a struct rf_hotreplace_job):
  * detach, promote and attach replacements; 0 or -errno. */
 int rf_hotreplace_fix(void *arg);
 /* The management thread, nothing to be rebuilt and no walk running:

@@ -11,7 +11,7 @@
  * member timeout, its fault injection and its IO mode.
  *
  * A word that changes the device table (state, new_dev, io_mode) is
- * carried out with every request drained (rf_array_quiesced_all) and the
+ * carried out with every request drained (rf_barrier_quiesced_all) and the
  * device lock held, as member.c's table edits, and after a change of
  * state or a new spare the management thread is kicked.  The readers and
  * the settings that are a device's own (timeout, fault) take reconf_lock
@@ -109,7 +109,7 @@ static int set_state(void *arg)
 			ret = -EBUSY;
 		} else {
 			m->flags |= RF_DEV_WANT_REPLACEMENT;
-			if (rf_hotreplace_pick(a) < 0 && rf_array_replacement(a, dev) < 0)
+			if (rf_hotreplace_pick(a) < 0 && rf_replace_dev_of(a, dev) < 0)
 				rf_info("%s: %s wants a replacement: the next spare added takes its place",
 					rf_array_name(a), m->path);
 		}
@@ -274,7 +274,7 @@ int rf_array_dev_set_state(struct rf_array *a, const char *name, const char *wor
 		if (ret)
 			return ret;
 	}
-	ret = rf_array_quiesced_all(a, set_state, &j);
+	ret = rf_barrier_quiesced_all(a, set_state, &j);
 	rf_nbd_close(j.nbd);    /* not taken: the device was not faulty */
 	if (!ret)
 		rf_mgmt_kick(a);
@@ -424,7 +424,7 @@ int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t e
 		ret = -ENOMEM;
 		goto fail;
 	}
-	ret = rf_array_quiesced_all(a, add_dev, &j);
+	ret = rf_barrier_quiesced_all(a, add_dev, &j);
 	if (ret)
 		goto fail;
 	rf_info("%s: %s added as a spare", rf_array_name(a), path);
@@ -535,7 +535,7 @@ static int set_io_mode(void *arg)
 int rf_array_dev_io_mode_set(struct rf_array *a, const char *name, int mode)
 {
 	struct io_mode_job j = { .a = a, .name = name, .mode = mode };
-	int ret = rf_array_quiesced_all(a, set_io_mode, &j);
+	int ret = rf_barrier_quiesced_all(a, set_io_mode, &j);
 
 	if (ret && j.err[0])
 		rf_err("%s: dev-%s/io_mode: %s", rf_array_name(a), name, j.err);

@@ -590,7 +590,7 @@ static int ppl_set_policy(void *priv, bool on)
 			return -EBUSY;
 		}
 	}
-	return rf_array_quiesced_all(p->a, switch_drained, &j);
+	return rf_barrier_quiesced_all(p->a, switch_drained, &j);
 }
 
 static const struct rf_log_ops ppl_log_ops = {

@@ -813,7 +813,7 @@ static void run(struct reshape *r)
 			r->err = -ENOSPC;
 			return;
 		}
-		ret = rf_array_quiesced(a, move_window, &w);
+		ret = rf_barrier_quiesced(a, move_window, &w);
 		if (ret) {
 			/* A member failed (it is marked): wait for it as above. */
 			rf_warn("%s: reshape: window at array sector %" PRIu64 ": %s", rf_array_name(a), w.x,
@@ -828,7 +828,7 @@ static void run(struct reshape *r)
 	}
 	if (stopping(r))
 		return;
-	ret = rf_array_quiesced_all(a, finish_fn, &fin);
+	ret = rf_barrier_quiesced_all(a, finish_fn, &fin);
 	if (ret) {
 		r->err = ret;
 		return;
@@ -856,7 +856,7 @@ static void run(struct reshape *r)
 	/* A resync due since a crash mid-reshape runs now, in the one
 	 * geometry left, as md's does after a reshape. */
 	if (!frozen(r))
-		rf_array_start_resync(a, false);
+		rf_sbstate_start_resync(a, false);
 	/* A slot that failed during it meets its spare now. */
 	rf_mgmt_kick(a);
 }
@@ -1173,7 +1173,7 @@ static int grow_mirrors(struct rf_array *a, int raid_disks, char *err, size_t er
 		snprintf(err, errlen, "%s is running", rf_sync_action_name(st.action));
 		return -EBUSY;
 	}
-	ret = rf_array_quiesced_all(a, mirrors_fn, &m);
+	ret = rf_barrier_quiesced_all(a, mirrors_fn, &m);
 	if (!ret)
 		rf_mgmt_kick(a);
 	return ret;
@@ -1201,11 +1201,11 @@ static int idle_for_change(struct rf_array *a, const char *why, bool whole, char
 		snprintf(err, errlen, "a reshape is under way (at array sector %" PRIu64 ")", pos);
 		return -EBUSY;
 	}
-	if (whole && (rf_array_faulty(a) || rf_array_recovering(a) || rf_array_replacing(a))) {
+	if (whole && (rf_array_faulty(a) || rf_array_recovering(a) || rf_replace_mask(a))) {
 		snprintf(err, errlen, "the array is degraded: rebuild it first");
 		return -EBUSY;
 	}
-	if (rf_array_recovering(a) || rf_array_replacing(a)) {
+	if (rf_array_recovering(a) || rf_replace_mask(a)) {
 		snprintf(err, errlen, "a %s is under way", rf_array_recovering(a) ? "rebuild" : "replacement's copy");
 		return -EBUSY;
 	}
@@ -1274,7 +1274,7 @@ static int begin(struct begin *b)
 {
 	int ret = plan(b);
 
-	return ret ? ret : rf_array_quiesced_all(b->a, begin_fn, b);
+	return ret ? ret : rf_barrier_quiesced_all(b->a, begin_fn, b);
 }
 
 struct takeover {
@@ -1532,7 +1532,7 @@ static int takeover(struct rf_array *a, int level, char *err, size_t errlen)
 				     takeover_blocked(a, level);
 	ret = idle_for_change(a, why, false, err, errlen);
 	if (!ret)
-		ret = rf_array_quiesced_all(a, takeover_fn, &t);
+		ret = rf_barrier_quiesced_all(a, takeover_fn, &t);
 	if (!ret) {
 		rf_info("%s: raid%d -> raid%d: %d members, layout %d, chunk %u KiB", rf_array_name(a), t.from_level,
 			level, t.raid_disks, t.layout, (unsigned)(t.chunk_sectors / 2));
@@ -1625,7 +1625,7 @@ static int grow_raid0(struct rf_array *a, int raid_disks, char *err, size_t errl
 	b.last = raid_disks;
 	ret = plan(&b);
 	if (!ret)
-		ret = rf_array_quiesced_all(a, raid0_grow_fn, &b);
+		ret = rf_barrier_quiesced_all(a, raid0_grow_fn, &b);
 	if (!ret)
 		rf_info("%s: raid0 of %d grows to %d through a raid4 of %d (its P slot empty), as mdadm grows one",
 			rf_array_name(a), n, raid_disks, raid_disks + 1);
@@ -1781,7 +1781,7 @@ static int shrink(struct rf_array *a, int raid_disks, char *err, size_t errlen)
 	}
 	b.first = n;
 	b.move = (int64_t)unit;
-	return rf_array_quiesced_all(a, begin_fn, &b);
+	return rf_barrier_quiesced_all(a, begin_fn, &b);
 }
 
 int rf_reshape_grow(struct rf_array *a, int raid_disks, char *err, size_t errlen)

@@ -119,7 +119,7 @@ static int refused(struct rf_array *a, char *err, size_t errlen)
 		return say(err, errlen, -EINVAL, why);
 	if (rf_array_reshape(a, &pos, &back))
 		return say(err, errlen, -EBUSY, "a reshape is under way");
-	if (rf_array_recovering(a) || rf_array_replacing(a))
+	if (rf_array_recovering(a) || rf_replace_mask(a))
 		return say(err, errlen, -EBUSY, "a device is being rebuilt");
 	rf_sync_get(a, &st);
 	if (st.action != RF_SYNC_IDLE && st.action != RF_SYNC_FROZEN) {
@@ -252,7 +252,7 @@ int rf_resize_component(struct rf_array *a, uint64_t sectors, char *err, size_t 
 	 * the walk's units (member sectors; raid10's array sectors). */
 	rf_sync_get(a, &st);
 	old_total = st.total;
-	ret = rf_array_quiesced_all(a, resize_fn, &r);
+	ret = rf_barrier_quiesced_all(a, resize_fn, &r);
 	if (ret)
 		return ret;
 	if (r.used == r.old) {
@@ -271,7 +271,7 @@ int rf_resize_component(struct rf_array *a, uint64_t sectors, char *err, size_t 
 	rf_sync_get(a, &st);
 	if (st.resync_cp > old_total)
 		rf_sync_set_resync_cp(a, old_total);
-	ret = rf_array_start_resync(a, st.action == RF_SYNC_FROZEN);
+	ret = rf_sbstate_start_resync(a, st.action == RF_SYNC_FROZEN);
 	if (ret)
 		rf_warn("%s: the resync of the grown rows did not start: %s", rf_array_name(a), strerror(-ret));
 	return 0;
@@ -306,7 +306,7 @@ int rf_resize_array(struct rf_array *a, uint64_t bytes, char *err, size_t errlen
 		snprintf(err, errlen, "%" PRIu64 " bytes: md/array_size takes whole KiB", bytes);
 		return -EINVAL;
 	}
-	ret = rf_array_quiesced_all(a, ext_fn, &e);
+	ret = rf_barrier_quiesced_all(a, ext_fn, &e);
 	if (ret == -E2BIG) {
 		snprintf(err, errlen, "%" PRIu64 " KiB is more than the %" PRIu64 " KiB the members hold", bytes / 1024,
 			 rf_array_geom(a)->array_sectors / 2);

@@ -9,7 +9,7 @@
  *    the submitting thread, before that request is split.  Every other
  *    writer that arrives meanwhile waits on s->lock and then finds DIRTY.
  *  - mark clean: the timer thread, after a whole period with no write
- *    request started, inside rf_array_quiesced(): writes are drained (none
+ *    request started, inside rf_barrier_quiesced(): writes are drained (none
  *    in flight, new ones held at the barrier), so none can start while the
  *    superblocks change to clean; release lets the held ones go, and the
  *    first of them marks dirty again.  Shutdown marks clean the same way
@@ -42,7 +42,7 @@
  * crash resumes each device where it stood; two rebuilt in one pass may
  * stand at different offsets (one resumed from further along).
  *
- * rf_array_start_resync() starts the resync that is due once the array
+ * rf_sbstate_start_resync() starts the resync that is due once the array
  * serves, unless sync_action is frozen.
  *
  * The write fast path is one acquire load of s->mode.  Marking idle costs
@@ -325,7 +325,7 @@ int rf_sbstate_write_start_slow(struct rf_sbstate *s)
 	return r;
 }
 
-/* Inside rf_array_quiesced(): no write in flight, none can start. */
+/* Inside rf_barrier_quiesced(): no write in flight, none can start. */
 static int clean_drained(void *arg)
 {
 	struct rf_sbstate *s = arg;
@@ -374,7 +374,7 @@ static void tick(struct rf_sbstate *s)
 	if (v == RF_SBS_DIRTY)
 		atomic_compare_exchange_strong(&s->mode, &v, RF_SBS_DIRTY_IDLE);
 	else if (v == RF_SBS_DIRTY_IDLE)
-		rf_array_quiesced(s->a, clean_drained, s);
+		rf_barrier_quiesced(s->a, clean_drained, s);
 }
 
 /* The timer's run: a kick (a member failed) or an idle period passed.
@@ -389,7 +389,7 @@ static void timer_run(void *arg)
 		tick(s);
 }
 
-int rf_array_safe_mode_delay_get(const struct rf_array *a, unsigned *ms)
+int rf_sbstate_safe_mode_delay_get(const struct rf_array *a, unsigned *ms)
 {
 	struct rf_sbstate *s = rf_array_sbstate(a);
 
@@ -399,7 +399,7 @@ int rf_array_safe_mode_delay_get(const struct rf_array *a, unsigned *ms)
 	return 0;
 }
 
-int rf_array_safe_mode_delay_set(struct rf_array *a, unsigned ms)
+int rf_sbstate_safe_mode_delay_set(struct rf_array *a, unsigned ms)
 {
 	struct rf_sbstate *s = rf_array_sbstate(a);
 
@@ -459,7 +459,7 @@ static bool no_redundancy(const struct rf_array *a)
 	       __builtin_popcountll(rf_array_faulty(a)) >= g->max_degraded;
 }
 
-int rf_array_start_resync(struct rf_array *a, bool frozen)
+int rf_sbstate_start_resync(struct rf_array *a, bool frozen)
 {
 	struct rf_sbstate *s = rf_array_sbstate(a);
 	uint64_t cp;
@@ -511,7 +511,7 @@ int rf_array_start_resync(struct rf_array *a, bool frozen)
 	}
 	/* md rebuilds first and resyncs once recovery ends: a device being
 	 * rebuilt (resumed from its recovery_offset at assembly) goes first. */
-	if (rf_array_recovering(a) || rf_array_replacing(a)) {
+	if (rf_array_recovering(a) || rf_replace_mask(a)) {
 		rf_info("%s: resync due from sector %llu: a %s is due first; the resync starts when it ends",
 			rf_array_name(a), (unsigned long long)cp,
 			rf_array_recovering(a) ? "rebuild" : "replacement's copy");
@@ -733,11 +733,11 @@ static void resume_replacements(struct rf_array *a, int nslots, int fresh)
 		if (k >= nslots)
 			continue;
 		if (rf_array_overlay(a) || !(rf_array_present(a) >> k & 1) || (rf_array_faulty(a) >> k & 1) ||
-		    (rf_array_recovering(a) >> k & 1) || rf_array_replacement(a, k) >= 0) {
+		    (rf_array_recovering(a) >> k & 1) || rf_replace_dev_of(a, k) >= 0) {
 			roles_set(a, dn, RF_SB_ROLE_SPARE);
 			rf_warn("%s: %s was slot %d's replacement; the slot cannot be copied now (%s): a spare",
 				rf_array_name(a), m->path, k,
-				rf_array_overlay(a) ? "an overlay" : rf_array_replacement(a, k) >= 0 ?
+				rf_array_overlay(a) ? "an overlay" : rf_replace_dev_of(a, k) >= 0 ?
 				"it has another replacement" : "it is missing, failed or being rebuilt");
 			continue;
 		}

@@ -88,7 +88,7 @@ static int start(struct rf_array *a, enum rf_sync_action act)
 		return -EINVAL;         /* no redundancy: nothing to sync */
 	if (act != RF_SYNC_CHECK && rf_array_readonly(a))
 		return -EROFS;
-	if (act != RF_SYNC_RECOVER && rf_array_replacing(a)) {
+	if (act != RF_SYNC_RECOVER && rf_replace_mask(a)) {
 		rf_err("%s: %s: a replacement is being copied (md/dev-*/state replacement): that comes first",
 		       rf_array_name(a), rf_sync_action_name(act));
 		return -EBUSY;
@@ -109,7 +109,7 @@ static int start(struct rf_array *a, enum rf_sync_action act)
 	s->frozen = false;
 	s->stop = false;
 	s->ops = rf_sync_walk_ops(a, act);
-	s->replace = act == RF_SYNC_RECOVER && !rf_array_recovering(a) && rf_array_replacing(a);
+	s->replace = act == RF_SYNC_RECOVER && !rf_array_recovering(a) && rf_replace_mask(a);
 	s->total = rf_sync_walk_total(a, s->ops);
 	s->done = act == RF_SYNC_RESYNC && s->resync_cp < s->total ? s->resync_cp : 0;
 	/* A rebuild resumes where its superblock says (recovery_cp, member
@@ -179,7 +179,7 @@ int rf_sync_request(struct rf_array *a, enum rf_sync_action act)
 	case RF_SYNC_RECOVER:
 		/* md: nothing to rebuild is not an error; a failed slot and a
 		 * spare that have not met yet are looked at again. */
-		if (!rf_array_recovering(a) && !rf_array_replacing(a)) {
+		if (!rf_array_recovering(a) && !rf_replace_mask(a)) {
 			rf_mgmt_kick(a);
 			return 0;
 		}

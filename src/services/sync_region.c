@@ -87,7 +87,7 @@ static int replace_region(struct rf_sync_work *work)
 {
 	struct rf_array *a = work->a;
 	uint32_t len = (uint32_t)(work->n * 512);
-	uint64_t rep = rf_array_replacing(a) & ~rf_array_repl_failed(a), r;
+	uint64_t rep = rf_replace_mask(a) & ~rf_replace_failed_mask(a), r;
 	int ret;
 
 	for (r = rep; r; r &= r - 1)
@@ -96,7 +96,7 @@ static int replace_region(struct rf_sync_work *work)
 	for (r = rep; r && !ret; r &= r - 1) {
 		int k = __builtin_ctzll(r);
 
-		rf_sync_io(work, rf_array_replacement(a, k), true, work->buf[k], len, work->pos);
+		rf_sync_io(work, rf_replace_dev_of(a, k), true, work->buf[k], len, work->pos);
 	}
 	if (!ret)
 		ret = rf_sync_io_wait(work);

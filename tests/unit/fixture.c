@@ -542,6 +542,6 @@ struct rf_array *fx_serve_md(char (*paths)[FX_PATH], int n)
 		p[i] = paths[i];
 	a = fx_open_assembled(p, n, false, fx_gtc);
 	fx_start(a, NULL);
-	assert_int_equal(rf_array_start_resync(a, false), 0);
+	assert_int_equal(rf_sbstate_start_resync(a, false), 0);
 	return a;
 }

@@ -635,7 +635,7 @@ static void continue_reshape(const struct reshape_case *c, struct md_array *m)
 	assert_false(rf_array_readonly(a));
 	want = m->g.dev_sectors / (c->chunk > c->prev_chunk ? c->chunk : c->prev_chunk) *
 	       (c->chunk > c->prev_chunk ? c->chunk : c->prev_chunk) * (uint64_t)(c->n - 1);
-	assert_int_equal(rf_array_start_resync(a, false), 0);
+	assert_int_equal(rf_sbstate_start_resync(a, false), 0);
 	for (i = 0; i < 2000 && rf_array_reshape(a, &pos, &back); i++)
 		usleep(10000);
 	if (rf_array_reshape(a, &pos, &back))

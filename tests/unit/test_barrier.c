@@ -70,7 +70,7 @@ static void submit(struct rf_array *a, struct treq *t, int op, uint64_t off, uin
 	t->r->len = len;
 	if (op == RF_REQ_WRITE)
 		memset(t->buf, fill, len);
-	rf_array_submit(a, t->r);
+	rf_req_submit(a, t->r);
 }
 
 /* Poll a condition the test forced; 10 s means something is stuck. */
@@ -437,8 +437,8 @@ static void test_suspend_resume(void **state)
 	treq_init(&r, a);
 	submit(a, &r, RF_REQ_WRITE, 0, BLK, 0x33);
 	wait_done(&r);
-	assert_int_equal(rf_array_suspend(a), 0);
-	assert_int_equal(rf_array_suspend(a), 0);
+	assert_int_equal(rf_barrier_suspend(a), 0);
+	assert_int_equal(rf_barrier_suspend(a), 0);
 	rf_array_get_info(a, &info);
 	assert_true(info.suspended);
 	for (i = 0; i < 3; i++) {
@@ -455,7 +455,7 @@ static void test_suspend_resume(void **state)
 	assert_int_equal(nheld(a), 3);
 	for (i = 0; i < 3; i++)
 		assert_false(atomic_load(&w[i].done));
-	assert_int_equal(rf_array_resume(a), 0);
+	assert_int_equal(rf_barrier_resume(a), 0);
 	for (i = 0; i < 3; i++) {
 		wait_done(&w[i]);
 		assert_int_equal(w[i].err, 0);
@@ -470,7 +470,7 @@ static void test_suspend_resume(void **state)
 }
 
 /* A write's lent data (rf_req.lent) is the submitter's only until
- * rf_array_submit() returns (libfuse reuses the buffer then).  Served
+ * rf_req_submit() returns (libfuse reuses the buffer then).  Served
  * inline on a raid0 it is written straight from there and has ended when
  * the call returns; held at the barrier (suspended), or queued to a group
  * thread of a raid5, it is copied first: bytes scribbled over the lent
@@ -487,7 +487,7 @@ static void lent_submit(struct rf_array *a, struct treq *t, char *lent, uint64_t
 	t->r->off = off;
 	t->r->len = BLK;
 	t->r->lent = lent;
-	rf_array_submit(a, t->r);
+	rf_req_submit(a, t->r);
 	memset(lent, 0xee, BLK);        /* the submitter's buffer is reused */
 }
 
@@ -512,10 +512,10 @@ static void test_lent_write_outlives_call(void **state)
 	assert_ptr_equal(t.r->buf, t.buf);      /* the request's buffer is its own again */
 	expect_fill(a, 3 * BLK, BLK, 0x5a);
 	/* held at the barrier past the call */
-	assert_int_equal(rf_array_suspend(a), 0);
+	assert_int_equal(rf_barrier_suspend(a), 0);
 	lent_submit(a, &t, lent, 70 * BLK, 0x6b);
 	assert_int_equal(nheld(a), 1);
-	assert_int_equal(rf_array_resume(a), 0);
+	assert_int_equal(rf_barrier_resume(a), 0);
 	wait_done(&t);
 	assert_int_equal(t.err, 0);
 	expect_fill(a, 70 * BLK, BLK, 0x6b);
@@ -538,7 +538,7 @@ static void test_lent_write_outlives_call(void **state)
 }
 
 /* Inline raid5: a lent write is written from the lent bytes themselves,
- * and rf_array_submit() returns only once it has ended, also when its
+ * and rf_req_submit() returns only once it has ended, also when its
  * piece waits on a stripe head another submitter runs.  Here submitter B
  * owns the head (its member IO held at the gate) when A's write to the
  * same block arrives.  Copied first (as before), A's request buffer holds

@@ -570,7 +570,7 @@ static void set_write_mostly(struct rf_array *a, int dev, bool on)
 {
 	struct wm_job j = { .a = a, .dev = dev, .on = on };
 
-	assert_int_equal(rf_array_quiesced_all(a, wm_fn, &j), 0);
+	assert_int_equal(rf_barrier_quiesced_all(a, wm_fn, &j), 0);
 }
 
 static void test_ctl_files(void **state)

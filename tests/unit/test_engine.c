@@ -114,7 +114,7 @@ static void run_batch(struct rf_array *a, struct sync_req *s, int n)
 
 	for (i = 0; i < n; i++) {
 		s[i].done = 0;
-		rf_array_submit(a, s[i].r);
+		rf_req_submit(a, s[i].r);
 	}
 	for (i = 0; i < n; i++) {
 		pthread_mutex_lock(&s[i].lock);
@@ -567,7 +567,7 @@ static void submit(struct rf_array *a, struct sync_req *s, uint64_t off, uint32_
 	s->r->off = off;
 	s->r->len = len;
 	s->done = 0;
-	rf_array_submit(a, s->r);
+	rf_req_submit(a, s->r);
 }
 
 /* Delayed stripe heads, inline (group_thread_cnt 0).  A 4-member raid5,

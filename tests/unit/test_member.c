@@ -250,8 +250,8 @@ static void test_replace_twin(void **state)
 	assert_int_equal(rf_sync_request(a, RF_SYNC_FROZEN), 0);
 	j.dev = rf_array_dev_find(a, "rt-spare.img");
 	assert_true(j.dev >= rf_array_nslots(a));
-	assert_int_equal(rf_array_quiesced_all(a, attach, &j), 0);
-	assert_int_equal(rf_array_replacement(a, 1), j.dev);
+	assert_int_equal(rf_barrier_quiesced_all(a, attach, &j), 0);
+	assert_int_equal(rf_replace_dev_of(a, 1), j.dev);
 	assert_true(info_of(a, "rt-spare.img").flags & RF_DEV_REPLACEMENT);
 
 	/* Rows 0-1 (chunks of 64 KiB, 3 data columns): the first 384 KiB
@@ -278,7 +278,7 @@ static void test_replace_twin(void **state)
 	fake_fail_member = j.dev;
 	assert_int_equal(testreq_io(a, RF_REQ_WRITE, 0, 384 << 10, buf), 0);
 	fake_fail_member = -1;
-	assert_true(rf_array_repl_failed(a) >> 1 & 1);
+	assert_true(rf_replace_failed_mask(a) >> 1 & 1);
 	assert_int_equal(rf_array_faulty(a), 0);
 	/* Nothing more reaches it: row 1 moves on without it. */
 	fx_rand_fill(buf, 1 << 20);
@@ -288,9 +288,9 @@ static void test_replace_twin(void **state)
 	assert_memory_not_equal(x, y, 65536);
 	/* Out of frozen: the management thread detaches it, faulty. */
 	assert_int_equal(rf_sync_request(a, RF_SYNC_IDLE), 0);
-	for (int i = 0; i < 1000 && rf_array_replacing(a); i++)
+	for (int i = 0; i < 1000 && rf_replace_mask(a); i++)
 		usleep(10000);
-	assert_int_equal(rf_array_replacing(a), 0);
+	assert_int_equal(rf_replace_mask(a), 0);
 	assert_true(info_of(a, "rt-spare.img").flags & RF_DEV_FAULTY);
 	assert_int_equal(rf_array_faulty(a), 0);
 	rf_array_close(a);
@@ -318,7 +318,7 @@ static void test_replace_flow(void **state)
 	assert_int_equal(d.slot, -1);
 	assert_true(d.flags & RF_DEV_FAULTY);
 	assert_int_equal(rf_array_faulty(a), 0);
-	assert_int_equal(rf_array_replacing(a), 0);
+	assert_int_equal(rf_replace_mask(a), 0);
 	/* Slot 0 gone: slot 2's data comes from the replacement. */
 	assert_int_equal(rf_array_dev_set_state(a, "rf-0.img", "faulty"), 0);
 	memset(back, 0, 1 << 20);

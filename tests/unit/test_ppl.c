@@ -804,7 +804,7 @@ static void test_logged_parity(void **state)
 }
 
 /* A small write lent to an array with the log (rf_req.lent: the
- * submitter's bytes, reused when rf_array_submit() returns) is copied
+ * submitter's bytes, reused when rf_req_submit() returns) is copied
  * first, and the call returns although its head waits for the log: B's
  * unit holds member 3's log (its header write held at the gate) when A's
  * write to another row with its parity there arrives.  A's call returns
@@ -830,7 +830,7 @@ static void *lent_writer(void *arg)
 {
 	struct lent_w *w = arg;
 
-	rf_array_submit(w->a, w->r);
+	rf_req_submit(w->a, w->r);
 	atomic_store(&w->returned, 1);
 	return NULL;
 }

@@ -24,7 +24,7 @@
  *  - a flush is one fsync per member present and not faulty; a failed
  *    fsync fails the member, and the flush when that fails the array;
  *  - inline or group threads: without group threads done() runs on the
- *    submitter before rf_array_submit() returns; with them, a level with
+ *    submitter before rf_req_submit() returns; with them, a level with
  *    stripe heads ends on a worker; a level without serves a request on
  *    the submitter when nothing else is in flight or when it is 256 KiB
  *    or more, and hands it to a worker (the submit returning at once)
@@ -82,7 +82,7 @@ struct creq {
 	int err;
 	int pending_at_done;            /* r->pending seen by done() */
 	pthread_t thread;               /* where done() ran */
-	atomic_int returned;            /* rf_array_submit() had returned when done() ran */
+	atomic_int returned;            /* rf_req_submit() had returned when done() ran */
 	atomic_int *submitted;
 };
 
@@ -122,7 +122,7 @@ static void creq_submit(struct rf_array *a, struct creq *c, int op, uint64_t off
 	c->r->op = (uint8_t)op;
 	c->r->off = off;
 	c->r->len = len;
-	rf_array_submit(a, c->r);
+	rf_req_submit(a, c->r);
 }
 
 /* Wait for c's end: 10 s means something is stuck. */
@@ -316,7 +316,7 @@ static void test_first_error_wins(void **state)
 		assert_non_null(p[i]);
 	}
 	assert_int_equal(atomic_load(&c.r->pending), 4);
-	/* counted at the barrier, as rf_array_submit() does */
+	/* counted at the barrier, as rf_req_submit() does */
 	atomic_fetch_add(&a->inflight[0], 1);
 	rf_piece_end(p[2], 0);
 	rf_piece_end(p[0], -ENOSPC);

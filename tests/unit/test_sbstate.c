@@ -300,7 +300,7 @@ static void test_resync_recorded(void **state)
 
 	make_members(5, false);         /* created without --assume-clean */
 	a = open_array(false, 10);
-	assert_int_equal(rf_array_start_resync(a, true), 0);
+	assert_int_equal(rf_sbstate_start_resync(a, true), 0);
 	rf_sync_get(a, &st);
 	assert_int_equal(st.action, RF_SYNC_FROZEN);
 	assert_int_equal(st.resync_cp, 0);
@@ -309,7 +309,7 @@ static void test_resync_recorded(void **state)
 	/* 2 MiB/s: a 1 MiB region per half second, each a checkpoint (1/16
 	 * of 15 MiB is less than a region). */
 	assert_int_equal(rf_sync_set_speed_max(a, 2048), 0);
-	assert_int_equal(rf_array_start_resync(a, false), 0);
+	assert_int_equal(rf_sbstate_start_resync(a, false), 0);
 	rf_sync_get(a, &st);
 	assert_int_equal(st.action, RF_SYNC_RESYNC);
 	for (i = 0; i < 100; i++) {
@@ -333,7 +333,7 @@ static void test_resync_recorded(void **state)
 	assert_true(st.resync_cp == RF_SYNC_NONE);
 	expect_resync_offset(RF_SB_MAX_SECTOR);
 	/* Nothing due any more: nothing starts. */
-	assert_int_equal(rf_array_start_resync(a, false), 0);
+	assert_int_equal(rf_sbstate_start_resync(a, false), 0);
 	rf_sync_get(a, &st);
 	assert_int_equal(st.action, RF_SYNC_IDLE);
 

@@ -561,7 +561,7 @@ static struct rf_req *submit_async(struct rf_array *a, int op, uint64_t off, uin
 	r->buf = buf;
 	r->priv = w;
 	r->done = waiter_done;
-	rf_array_submit(a, r);
+	rf_req_submit(a, r);
 	return r;
 }
 
@@ -577,7 +577,7 @@ static void wait_async(struct rf_req *r, struct waiter *w)
 /* A region holds rows [lo, hi) of sp's array (what sync regions lock)
  * while one write goes to the array's first block (rows 0..) and one to
  * its last block (the last rows): whether each was held.  Deterministic:
- * the admission is made in rf_array_submit() itself, so once it returns a
+ * the admission is made in rf_req_submit() itself, so once it returns a
  * held write is on the region's queue, and one not held is on its way
  * (and ends while the rows stay locked).  Either way both end once the
  * region unlocks, and read back what was written.  Unless the region
@@ -602,8 +602,8 @@ static void window_writes(const struct spec *sp, uint64_t lo, uint64_t hi, bool 
 	fx_rand_fill(near, 4096);
 	fx_rand_fill(far, 4096);
 	/* Where the two writes land, in the walk's rows. */
-	rf_sync_write_rows(a, 0, 4096, &nlo, &nhi);
-	rf_sync_write_rows(a, size - 4096, 4096, &flo, &fhi);
+	rf_array_write_rows(a, 0, 4096, &nlo, &nhi);
+	rf_array_write_rows(a, size - 4096, 4096, &flo, &fhi);
 	assert_true(nlo < hi && lo < nhi);
 	assert_true(flo >= 256);
 

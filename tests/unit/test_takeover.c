@@ -153,7 +153,7 @@ static void test_mirror_to_raid5(void **state)
 		kept->buf = buf;
 		kept->priv = &d;
 		kept->done = testreq_done_cb;
-		rf_array_submit(a, kept);
+		rf_req_submit(a, kept);
 		pthread_mutex_lock(&d.lock);
 		while (!d.done)
 			pthread_cond_wait(&d.cond, &d.lock);

@@ -9,7 +9,7 @@
  *    threads of the group its stripe head hashes to, never by the
  *    submitter, and the submitter returns while that IO is still held;
  *    with group_thread_cnt 0, by an inline worker on the submitter's own
- *    thread, the request ended when rf_array_submit() returns;
+ *    thread, the request ended when rf_req_submit() returns;
  *  - exactly once under reshapes: submitters on several threads keep
  *    requests in flight (reads and writes, each thread in its own slots
  *    of the array) while another thread changes group_thread_cnt,
@@ -219,7 +219,7 @@ static void test_handoff(void **state)
 	 * backend, the request is still in flight when submit returns. */
 	r = write_req(a, &d, buf, sizeof(buf));
 	fake_gate_close();
-	rf_array_submit(a, r);
+	rf_req_submit(a, r);
 	assert_int_equal(d.done, 0);
 	for (i = 0; i < 2000 && !fake_gate_waiting(); i++)
 		usleep(1000);
@@ -244,7 +244,7 @@ static void test_handoff(void **state)
 	assert_int_equal(off_inline(), 0);
 	assert_int_equal(off_group(a, 0), n);   /* control: as a group log, all wrong */
 	r = write_req(a, &d, buf, sizeof(buf));
-	rf_array_submit(a, r);
+	rf_req_submit(a, r);
 	assert_int_equal(d.done, 1);
 	assert_int_equal(d.err, 0);
 	rf_req_free(r);
@@ -373,7 +373,7 @@ static void *sub_main(void *arg)
 		t->free_slots--;
 		pthread_mutex_unlock(&t->lock);
 		t->nreq++;
-		rf_array_submit(t->a, r);
+		rf_req_submit(t->a, r);
 	}
 	for (k = 0; k < SLOTS; k++) {
 		if (!sub_wait(t, k)) {
@@ -538,10 +538,10 @@ static void reshape_run(const char *what, int level)
 			r->off = 0;
 			r->len = 4096;
 			s->busy[0] = true;
-			rf_array_submit(a, r);
+			rf_req_submit(a, r);
 			assert_true(sub_wait(s, 0));
 			s->busy[0] = true;
-			rf_array_submit(a, r);
+			rf_req_submit(a, r);
 			assert_true(sub_wait(s, 0));
 			assert_int_equal(atomic_load(&s->s[0].ended), 2);
 			s->wbytes += 4096;

@@ -45,7 +45,7 @@ static inline int testreq_io(struct rf_array *a, int op, uint64_t off, uint32_t 
 	r->buf = buf;
 	r->priv = &d;
 	r->done = testreq_done_cb;
-	rf_array_submit(a, r);
+	rf_req_submit(a, r);
 	pthread_mutex_lock(&d.lock);
 	while (!d.done)
 		pthread_cond_wait(&d.cond, &d.lock);
@@ -70,7 +70,7 @@ static inline void testreq_batch(struct rf_array *a, struct rf_req **r, struct t
 
 	for (i = 0; i < n; i++) {
 		d[i].done = 0;
-		rf_array_submit(a, r[i]);
+		rf_req_submit(a, r[i]);
 	}
 	for (i = 0; i < n; i++) {
 		pthread_mutex_lock(&d[i].lock);

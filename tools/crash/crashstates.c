@@ -298,7 +298,7 @@ static int cmd_record(int argc, char **argv)
 		rf_bg_set_period(&rf_array_sbstate(a)->timer, 10);
 	if (rf_array_bitmap(a))
 		rf_bitmap_set_period_ms(rf_array_bitmap(a), 2);
-	rf_array_start_resync(a, false);
+	rf_sbstate_start_resync(a, false);
 	rf_sync_wait(a);
 	/* A raid0 takes no spare at creation: this one is added here (its
 	 * superblock's write is in the log). */
@@ -360,7 +360,7 @@ static int cmd_record(int argc, char **argv)
 		in.pending = nw;
 		for (i = 0; i < nw; i++) {
 			rf_iolog_note(NOTE_WSUB, w[i].gen, w[i].r->off, w[i].r->len);
-			rf_array_submit(a, w[i].r);
+			rf_req_submit(a, w[i].r);
 		}
 		wait_all(&in);
 		if (in.err)
@@ -375,7 +375,7 @@ static int cmd_record(int argc, char **argv)
 			fl.r->done = wdone;
 			in.pending = 1;
 			rf_iolog_note(NOTE_FSUB, fl.gen, 0, 0);
-			rf_array_submit(a, fl.r);
+			rf_req_submit(a, fl.r);
 			wait_all(&in);
 			if (in.err)
 				die("record: a flush failed: %s", strerror(-in.err));
@@ -894,7 +894,7 @@ static void check_state(const struct log *L, struct member *m, int n, const stru
 	}
 	rf_sync_set_speed_min(a, INT32_MAX);
 	rf_sync_set_speed_max(a, INT32_MAX);
-	r = rf_array_start_resync(a, false);
+	r = rf_sbstate_start_resync(a, false);
 	if (r)
 		viol(v, "the resync due does not start: %s", strerror(-r));
 	/* A reshape the superblocks record goes on to its end; the resync
@@ -911,7 +911,7 @@ static void check_state(const struct log *L, struct member *m, int n, const stru
 		sleep_ms(10);
 	}
 	/* A rebuild onto a spare (a raid0 made a raid4/5) ends first. */
-	for (j = 0; j < 6000 && (rf_array_recovering(a) || rf_array_replacing(a)); j++) {
+	for (j = 0; j < 6000 && (rf_array_recovering(a) || rf_replace_mask(a)); j++) {
 		rf_sync_wait(a);
 		sleep_ms(10);
 	}
