@@ -26,8 +26,8 @@
  * member missing or failed, or one being rebuilt.
  *
  * One header for both halves, as ppl.h is: the format is md/bitmap_fmt.c
- * (and md/layout.c for rf_bitmap_sync_size() and rf_bitmap_range()), the
- * running bitmap services/bitmap.c.
+ * (and md/layout.c for rf_bitmap_sync_size()), the running bitmap
+ * services/bitmap.c (with rf_bitmap_range(), which asks the level).
  */
 #ifndef RAIDFUSE_BITMAP_H
 #define RAIDFUSE_BITMAP_H
@@ -75,8 +75,12 @@ uint64_t rf_bitmap_bytes(uint64_t sync_size, uint32_t chunk_bytes);
  * array sectors (raid10); 0 for raid0, which md gives no bitmap. */
 uint64_t rf_bitmap_sync_size(const struct rf_geom *g);
 /* The sectors (in the units above) a write of len bytes at array byte off
- * can touch on any member: [*lo, *hi).  Conservative: a raid4/5/6 write
- * that crosses chunks covers whole chunk rows. */
+ * can touch on any member: [*lo, *hi), inside [0, rf_bitmap_sync_size()).
+ * The level's math (md's bitmap_sector: its ops table's bitmap_range,
+ * found by g->level in the program's stack), clipped to the bits here
+ * (services/bitmap.c); empty for a level without a bitmap (raid0) or
+ * len 0.  Conservative: a raid4/5/6 write that crosses chunks covers
+ * whole chunk rows. */
 void rf_bitmap_range(const struct rf_geom *g, uint64_t off, uint64_t len, uint64_t *lo, uint64_t *hi);
 
 /* Decode and check RF_BITMAP_SB_BYTES bytes.  Returns 0, or -EINVAL with a

@@ -137,10 +137,6 @@ static inline int rf_r6_index(const struct rf_r5_row *r, int member)
 }
 
 void rf_r5_map_sector(const struct rf_geom *g, uint64_t array_sector, struct rf_r5_map *m);
-/* The member sectors [*lo, *hi) of a raid4/5/6 array that array sectors
- * [s0, s1) (s1 > s0) touch, their parity included: the rows of the one
- * chunk they lie in, or every whole row from the first to the last. */
-void rf_r5_rows(const struct rf_geom *g, uint64_t s0, uint64_t s1, uint64_t *lo, uint64_t *hi);
 void rf_r5_row(const struct rf_geom *g, uint64_t stripe, struct rf_r5_row *r);
 /* md's raid5 -> raid6 takeover: the raid6 layout that is raid4/5 layout
  * `layout` over the first members with Q on one added last member (the

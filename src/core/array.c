@@ -43,7 +43,7 @@ void rf_stack_set(const struct rf_stack *s)
 	stack = s;
 }
 
-static const struct rf_level_ops *level_ops(int level)
+const struct rf_level_ops *rf_level_ops_of(int level)
 {
 	int i;
 
@@ -262,7 +262,7 @@ static struct rf_array *array_new(const struct rf_config *cfg)
 	a->stripe_cache_size = cfg->stripe_cache_size;
 	a->group_thread_cnt = cfg->group_thread_cnt;
 	a->worker_groups = cfg->worker_groups;
-	a->ops = level_ops(cfg->level);
+	a->ops = rf_level_ops_of(cfg->level);
 	a->ioq_init = rf_ioq_init_uring;
 	a->inline_ioq_init = rf_ioq_init_sync;
 	pthread_mutex_init(&a->start_lock, NULL);
@@ -788,7 +788,7 @@ static int takeover_geom(const struct rf_array *a, int level, int layout, int ra
 	ret = rf_geom_init(g, err, errlen);
 	if (ret)
 		return ret;
-	if (!level_ops(level) || g->array_sectors != a->geom.array_sectors || a->reshape.active) {
+	if (!rf_level_ops_of(level) || g->array_sectors != a->geom.array_sectors || a->reshape.active) {
 		snprintf(err, errlen, "raid%d of %d to raid%d of %d: not a takeover in place", a->geom.level,
 			 a->nmembers, level, raid_disks);
 		return -EINVAL;
@@ -801,7 +801,7 @@ static int takeover_geom(const struct rf_array *a, int level, int layout, int ra
  * why (nothing changed). */
 static int takeover_ops(struct rf_array *a, const struct rf_geom *g, char *err, size_t errlen)
 {
-	const struct rf_level_ops *ops = level_ops(g->level), *old_ops = a->ops;
+	const struct rf_level_ops *ops = rf_level_ops_of(g->level), *old_ops = a->ops;
 	uint32_t old_stripe = a->stripe_size, old_chunk = a->chunk_bytes;
 	int ret;
 

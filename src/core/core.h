@@ -110,6 +110,15 @@ void rf_replace_detach(struct rf_array *a, int k);
  * the management thread is kicked.  Any thread; logs once. */
 void rf_replace_failed(struct rf_array *a, int k, int err, const char *what);
 
+/* ---- what the level decides (core/level.c asks it) ---- */
+
+/* md's bitmap_sector for geometry g (its level's, found in the program's
+ * stack): the rows [*lo, *hi) a write of len > 0 bytes at array byte off
+ * may touch on any member, in the bitmap's units, not clipped to them.
+ * false (nothing set): the level keeps no bitmap (raid0), or none of the
+ * stack serves g->level. */
+bool rf_level_bitmap_range(const struct rf_geom *g, uint64_t off, uint64_t len, uint64_t *lo, uint64_t *hi);
+
 /* Slot member failed (idempotent, logs once): true when it is faulty
  * now; false when the level keeps it as the last copy of some data (the
  * array is broken then: see rf_level_ops.keeps_last). */

@@ -112,7 +112,8 @@ struct rf_worker;
 struct rf_sync_work;
 struct rf_read_map;
 
-/* One per RAID level; a static table in array.c picks it. */
+/* One per RAID level, each level's file fills its table (the program's
+ * stack lists them: hooks.h); rf_level_ops_of() finds one by md level. */
 struct rf_level_ops {
 	const char *name;
 	/* The md levels it serves: bit n for raid n (raid10: bit 10). */
@@ -149,7 +150,20 @@ struct rf_level_ops {
 	 * The caller holds the read at the barrier.  Optional: NULL, no
 	 * read is mapped. */
 	int (*read_map)(const struct rf_array *a, uint64_t off, uint32_t len, struct rf_read_map *m);
+	/* md's bitmap_sector: the rows [*lo, *hi) of geometry g (one of this
+	 * level's: the array's, or a reshape's previous one) that a write of
+	 * len > 0 bytes at array byte off may touch on any member, its
+	 * parity included, in the bitmap's units (rf_bitmap_sync_size():
+	 * member sectors, raid10's array sectors); not clipped to them
+	 * (rf_bitmap_range() does).  Optional: NULL, the level keeps no
+	 * bitmap (raid0). */
+	void (*bitmap_range)(const struct rf_geom *g, uint64_t off, uint64_t len, uint64_t *lo, uint64_t *hi);
 };
+
+/* The level of the program's stack (hooks.h struct rf_stack) that serves
+ * md level `level` (its md_levels); NULL: none does, or no stack is set.
+ * For callers that hold a geometry and no array (a->ops is the array's). */
+const struct rf_level_ops *rf_level_ops_of(int level);
 
 /* readmap.c: append len bytes of member at member byte moff to m (joined
  * to the last extent when they follow it); 0 or -E2BIG. */

@@ -228,14 +228,22 @@ static uint64_t raid10_sync_clip(const struct rf_array *a, uint64_t pos, uint64_
 	return n < left ? n : left;
 }
 
-/* A write's rows are its own sectors: raid1's member sectors are the
- * array's, and raid10's walk goes in array sectors. */
-static void mirror_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi)
+/* md's raid1 and raid10 bitmap_sector: a write's rows are its own
+ * sectors (raid1's member sectors are the array's; raid10's bits count
+ * array sectors). */
+static void mirror_bitmap_range(const struct rf_geom *g, uint64_t off, uint64_t len, uint64_t *lo, uint64_t *hi)
 {
+	(void)g;
 	*lo = off >> 9;
 	*hi = (off + len + 511) >> 9;
-	if (*hi <= *lo)
-		*hi = *lo + 1;  /* an empty write still names its row */
+}
+
+/* The sync walk's rows of a write are the bitmap's (raid10's walk goes
+ * in array sectors too); an empty write still names its row, that of its
+ * first byte. */
+static void mirror_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi)
+{
+	mirror_bitmap_range(&a->geom, off, len ? len : 1, lo, hi);
 }
 
 /* check, repair, resync: compare (or copy) every in-sync copy with the
@@ -572,6 +580,7 @@ const struct rf_level_ops rf_raid1_ops = {
 	.keeps_last = true,
 	.sync = &raid1_sync_ops,
 	.read_map = mirror_read_map,
+	.bitmap_range = mirror_bitmap_range,
 };
 
 /* A rebuild's walk, by member sector (not from the bitmap: sync_walk.c). */
@@ -605,4 +614,5 @@ const struct rf_level_ops rf_raid10_ops = {
 	.keeps_last = true,
 	.sync = &raid10_sync_ops,
 	.read_map = mirror_read_map,
+	.bitmap_range = mirror_bitmap_range,
 };

@@ -17,7 +17,9 @@
  *                  partial parity log): the run of written columns and
  *                  its partial parity
  *   raid5_sync.c   the sync work of one region: check, repair, resync,
- *                  recover (md's raid5 sync_request)
+ *                  recover (md's raid5 sync_request); the rows a write
+ *                  touches, the sync walk's and the write-intent
+ *                  bitmap's (md's raid5 bitmap_sector)
  *
  * A reshape md left under way (engine.h rf_geom_at()) is two geometries
  * over the members: each array sector maps through the one its side of
@@ -207,4 +209,5 @@ const struct rf_level_ops rf_raid5_ops = {
 	.handle_stripe = rf_r5_handle_stripe,
 	.sync = &rf_r5_sync_ops,
 	.read_map = r5_read_map,
+	.bitmap_range = rf_r5_bitmap_range,
 };

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* raid5_sync.c - the sync work of one region on raid4/5/6, and the rows
- * a write touches (the level's struct rf_sync_ops, core.h).
+ * a write touches (the level's struct rf_sync_ops, core.h; the bitmap's
+ * rows, md's raid5 bitmap_sector, are those before stripe heads round
+ * them out: rf_r5_bitmap_range()).
  *
  * The sync work of one region (md's raid5 sync_request, run by the walk in
  * services/sync_walk.c; the walk's units are member sectors, a region the same
@@ -53,17 +55,32 @@ static uint64_t r5_sync_clip(const struct rf_array *a, uint64_t pos, uint64_t n)
 	return n;
 }
 
+void rf_r5_bitmap_range(const struct rf_geom *g, uint64_t off, uint64_t len, uint64_t *lo, uint64_t *hi)
+{
+	uint64_t s0 = off >> 9, s1 = (off + len + 511) >> 9;
+	uint64_t cs = g->chunk_sectors, row = cs * (uint64_t)g->data_disks;
+
+	if (s0 / cs == (s1 - 1) / cs) {
+		/* One chunk: its data and its parity sit at the same offsets
+		 * of one chunk of the member row. */
+		*lo = s0 / row * cs + s0 % cs;
+		*hi = (s1 - 1) / row * cs + (s1 - 1) % cs + 1;
+	} else {
+		*lo = s0 / row * cs;
+		*hi = ((s1 - 1) / row + 1) * cs;
+	}
+}
+
 /* A write's rows in member sectors, rounded out to whole stripe heads (a
  * read-modify-write of one block reads and writes its whole head's column
  * blocks and parity). */
 static void r5_write_rows(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi)
 {
-	uint64_t s0 = off >> 9, s1 = (off + len + 511) >> 9, head;
+	uint64_t head;
 
-	if (s1 <= s0)
-		s1 = s0 + 1;    /* an empty write still names its row */
-	/* The bitmap's rows (md/layout.c), rounded out to stripe heads. */
-	rf_r5_rows(&a->geom, s0, s1, lo, hi);
+	/* The bitmap's rows (an empty write still names its row: that of
+	 * its first byte), rounded out to stripe heads. */
+	rf_r5_bitmap_range(&a->geom, off, len ? len : 1, lo, hi);
 	head = a->stripe_size >> 9;
 	if (head > 1) {
 		*lo -= *lo % head;

@@ -23,9 +23,10 @@
  *
  * What it does NOT do: run a bitmap (services/bitmap.c counts writes,
  * sets and clears bits while an array is served), say which sectors a
- * write touches or what the bits cover (md/layout.c: rf_bitmap_range(),
- * rf_bitmap_sync_size(), level math), or serve clustered bitmaps
- * (version 5 is refused).
+ * write touches (the level's bitmap_range, through services/bitmap.c's
+ * rf_bitmap_range()) or what the bits cover (md/layout.c:
+ * rf_bitmap_sync_size()), or serve clustered bitmaps (version 5 is
+ * refused).
  */
 #include <errno.h>
 #include <stdarg.h>

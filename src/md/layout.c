@@ -950,11 +950,13 @@ const char *rf_layout_name(int level, int layout, char *buf, size_t len)
 
 /* ---- md's bitmap units (bitmap.h) ----
  *
- * What a bit of md's write-intent bitmap counts depends on the level
- * (md's bitmap_sector per personality): member sectors for raid1 and
- * raid4/5/6, array sectors for raid10, nothing for raid0.  They are md's
- * format, used by create and by the running bitmap alike, so they live
- * with the other mappings here. */
+ * What a bit of md's write-intent bitmap counts depends on the level:
+ * member sectors for raid1 and raid4/5/6, array sectors for raid10,
+ * nothing for raid0.  The sectors the bits cover are md's format (the
+ * bitmap header's sync_size), which create writes and the running bitmap
+ * reads alike, so they live with the other mappings here.  Which of them
+ * a write touches (md's bitmap_sector) is the level's: its ops table's
+ * bitmap_range, which services/bitmap.c's rf_bitmap_range() asks. */
 
 uint64_t rf_bitmap_sync_size(const struct rf_geom *g)
 {
@@ -965,48 +967,6 @@ uint64_t rf_bitmap_sync_size(const struct rf_geom *g)
 		return g->array_sectors;
 	}
 	return 0;
-}
-
-void rf_r5_rows(const struct rf_geom *g, uint64_t s0, uint64_t s1, uint64_t *lo, uint64_t *hi)
-{
-	uint64_t cs = g->chunk_sectors, row = cs * (uint64_t)g->data_disks;
-
-	if (s0 / cs == (s1 - 1) / cs) {
-		/* One chunk: its data and its parity sit at the same offsets
-		 * of one chunk of the member row. */
-		*lo = s0 / row * cs + s0 % cs;
-		*hi = (s1 - 1) / row * cs + (s1 - 1) % cs + 1;
-	} else {
-		*lo = s0 / row * cs;
-		*hi = ((s1 - 1) / row + 1) * cs;
-	}
-}
-
-void rf_bitmap_range(const struct rf_geom *g, uint64_t off, uint64_t len, uint64_t *lo, uint64_t *hi)
-{
-	uint64_t s0 = off >> 9, s1 = (off + len + 511) >> 9;
-
-	*lo = *hi = 0;
-	if (!len)
-		return;
-	switch (g->level) {
-	case 1:
-	case 10:
-		/* raid1: member sector = array sector; raid10's bits count
-		 * array sectors. */
-		*lo = s0;
-		*hi = s1;
-		break;
-	case 4: case 5: case 6:
-		rf_r5_rows(g, s0, s1, lo, hi);
-		break;
-	default:
-		return;
-	}
-	if (*hi > rf_bitmap_sync_size(g))
-		*hi = rf_bitmap_sync_size(g);
-	if (*lo > *hi)
-		*lo = *hi;
 }
 
 int rf_r6_layout_of_r5(int level, int layout)

@@ -45,10 +45,14 @@
  * the first two; every other bitmap write takes the device lock first:
  * it walks the device table); its background thread's lock (bgthread.h) alone.
  *
+ * Which chunks a write touches is the level's answer (md's bitmap_sector:
+ * rf_bitmap_range() asks it through core/level.c, for each geometry of a
+ * reshape), clipped here to the bits.
+ *
  * What it does NOT do: choose what to resync or rebuild (sync_walk.c asks it,
- * and the engine's recovery can), write-behind, clustered bitmaps
- * (md/bitmap_fmt.c refuses version 5), or parse and lay out the bitmap
- * on disk (md/bitmap_fmt.c).
+ * and the engine's recovery can), map a write to rows by level (the level
+ * does), write-behind, clustered bitmaps (md/bitmap_fmt.c refuses version
+ * 5), or parse and lay out the bitmap on disk (md/bitmap_fmt.c).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -357,6 +361,21 @@ fail:
 	bm_free(bm);
 	free(bits);
 	return r;
+}
+
+/* The level says which rows (core/level.c); the bits stop at sync_size. */
+void rf_bitmap_range(const struct rf_geom *g, uint64_t off, uint64_t len, uint64_t *lo, uint64_t *hi)
+{
+	uint64_t total;
+
+	*lo = *hi = 0;
+	if (!len || !rf_level_bitmap_range(g, off, len, lo, hi))
+		return;
+	total = rf_bitmap_sync_size(g);
+	if (*hi > total)
+		*hi = total;
+	if (*lo > *hi)
+		*lo = *hi;
 }
 
 /* The chunks a write touches; false when none.  While a reshape is under

@@ -24,6 +24,7 @@
 
 #include "raidfuse/bitmap.h"
 #include "raidfuse/layout.h"
+#include "raidfuse/stack.h"
 #include "raidfuse/super.h"
 
 #define PATH "/fuzz/member"
@@ -63,6 +64,16 @@ static int mem_pwrite(void *ctx, const void *buf, size_t len, uint64_t off)
 static int mem_fsync(void *ctx)
 {
 	abort();
+}
+
+/* Which bits a write touches is the level's (rf_bitmap_range() finds it
+ * in the program's stack), so the harness sets the stack as main() does. */
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	rf_stack_set(&rf_stack_default);
+	return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

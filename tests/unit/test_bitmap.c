@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* test_bitmap.c - md's internal write-intent bitmap: the header format,
- * mdadm's sizing (md/bitmap_fmt.c), the geometry mapping (md/layout.c),
- * and a running raid5 array's bits (services/bitmap.c).
+ * mdadm's sizing (md/bitmap_fmt.c), the sectors the bits cover
+ * (md/layout.c) and those a write touches (the levels' bitmap_range,
+ * through rf_bitmap_range()), and a running raid5 array's bits
+ * (services/bitmap.c).
  *
  * The arrays are real (1.2 superblocks and a bitmap on member files,
  * rf_assemble(), rf_array_open()), with member IO on the synchronous
