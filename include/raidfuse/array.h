@@ -175,6 +175,11 @@ int rf_array_set_rmw_level(struct rf_array *a, int n);           /* 0..2 */
  * parity log's area (md's switch; writes are drained meanwhile); 0, or
  * -EINVAL for anything else (and "resync" on a resync array is 0). */
 int rf_array_set_consistency_policy(struct rf_array *a, const char *policy);
+/* Whether the array's level takes md/consistency_policy's word policy:
+ * "none" (a level without sync work: raid0), "resync", "bitmap", or
+ * "ppl" (raid5 alone).  The level's answer (core/level.c), for its
+ * geometry. */
+bool rf_array_takes_policy(const struct rf_array *a, const char *policy);
 /* ---- devices: md/dev-NAME, md/rdN, md/new_dev ----
  *
  * A device is one member file the array holds: active in a slot (md's

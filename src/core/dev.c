@@ -637,9 +637,10 @@ int rf_array_set_consistency_policy(struct rf_array *a, const char *policy)
 	if (!ppl && strcmp(policy, "resync"))
 		return -EINVAL;
 	/* md switches between resync and ppl on a raid5 that has a log's
-	 * area; anything else stays as it is. */
+	 * area; anything else stays as it is ("resync" on a level that
+	 * takes it and keeps no bitmap). */
 	if (!a->log_ops || !a->log_ops->set_policy)
-		return ppl || a->bitmap || a->geom.level == 0 ? -EINVAL : 0;
+		return ppl || a->bitmap || !rf_array_takes_policy(a, "resync") ? -EINVAL : 0;
 	return a->log_ops->set_policy(a->log_priv, ppl);
 }
 

@@ -158,6 +158,11 @@ struct rf_level_ops {
 	 * (rf_bitmap_range() does).  Optional: NULL, the level keeps no
 	 * bitmap (raid0). */
 	void (*bitmap_range)(const struct rf_geom *g, uint64_t off, uint64_t len, uint64_t *lo, uint64_t *hi);
+	/* Whether geometry g of the level takes md's consistency policy
+	 * `policy`, one of md/consistency_policy's words: "none" (md's for
+	 * a personality without sync work), "resync", "bitmap", "ppl" (md's
+	 * partial parity log, raid5 alone). */
+	bool (*takes_policy)(const struct rf_geom *g, const char *policy);
 };
 
 /* The level of the program's stack (hooks.h struct rf_stack) that serves

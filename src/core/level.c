@@ -29,3 +29,8 @@ bool rf_level_bitmap_range(const struct rf_geom *g, uint64_t off, uint64_t len, 
 	ops->bitmap_range(g, off, len, lo, hi);
 	return true;
 }
+
+bool rf_array_takes_policy(const struct rf_array *a, const char *policy)
+{
+	return a->ops->takes_policy(&a->geom, policy);
+}

@@ -201,11 +201,12 @@ static void show_set_name(struct rf_array *a, const struct rf_array_info *i, int
 
 /* md: "bitmap" with an internal write-intent bitmap, "ppl" with the
  * partial parity log, else "resync" for levels with redundancy (no
- * journal here), "none" for raid0. */
+ * journal here), "none" for a level whose only policy it is (raid0). */
 static void show_consistency_policy(struct rf_array *a, const struct rf_array_info *i, int member,
 				    struct rf_ctl_buf *b)
 {
-	rf_ctl_printf(b, "%s\n", i->level == 0 ? "none" : i->bitmap_chunk ? "bitmap" : i->ppl ? "ppl" : "resync");
+	rf_ctl_printf(b, "%s\n", rf_array_takes_policy(a, "none") ? "none" : i->bitmap_chunk ? "bitmap" :
+				 i->ppl ? "ppl" : "resync");
 }
 
 static int store_consistency_policy(struct rf_array *a, int member, const char *val)

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "core/engine.h"
 
@@ -83,6 +84,12 @@ static bool r0_failed(const struct rf_array *a, uint64_t faulty)
 	return faulty != 0;
 }
 
+/* No sync work: md's "none", and no bitmap. */
+static bool r0_takes_policy(const struct rf_geom *g, const char *policy)
+{
+	return !strcmp(policy, "none");
+}
+
 /* md's raid0_status(): the chunk size, no member map. */
 static void r0_status(const struct rf_array *a, char *buf, size_t len)
 {
@@ -99,4 +106,5 @@ const struct rf_level_ops rf_raid0_ops = {
 	.failed = r0_failed,
 	.keeps_last = true,
 	.read_map = r0_read_map,
+	.takes_policy = r0_takes_policy,
 };

@@ -542,6 +542,13 @@ static const struct rf_sync_ops raid1_sync_ops = {
 	.region = mirror_sync_region,
 };
 
+/* Mirrors resync, with or without a bitmap; md gives them no partial
+ * parity log. */
+static bool mirror_takes_policy(const struct rf_geom *g, const char *policy)
+{
+	return !strcmp(policy, "resync") || !strcmp(policy, "bitmap");
+}
+
 /* md's raid1_status(): the member map alone. */
 static void r1_status(const struct rf_array *a, char *buf, size_t len)
 {
@@ -581,6 +588,7 @@ const struct rf_level_ops rf_raid1_ops = {
 	.sync = &raid1_sync_ops,
 	.read_map = mirror_read_map,
 	.bitmap_range = mirror_bitmap_range,
+	.takes_policy = mirror_takes_policy,
 };
 
 /* A rebuild's walk, by member sector (not from the bitmap: sync_walk.c). */
@@ -615,4 +623,5 @@ const struct rf_level_ops rf_raid10_ops = {
 	.sync = &raid10_sync_ops,
 	.read_map = mirror_read_map,
 	.bitmap_range = mirror_bitmap_range,
+	.takes_policy = mirror_takes_policy,
 };

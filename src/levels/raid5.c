@@ -36,6 +36,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "core/engine.h"
 #include "levels/raid5_int.h"
@@ -189,6 +190,13 @@ static bool r5_failed(const struct rf_array *a, uint64_t faulty)
 	return __builtin_popcountll(faulty & rf_r5_all_members(a)) > a->geom.max_degraded;
 }
 
+/* resync, a bitmap, and on raid5 alone md's partial parity log (md's
+ * ppl_init_log() refuses raid4 and raid6). */
+static bool r5_takes_policy(const struct rf_geom *g, const char *policy)
+{
+	return !strcmp(policy, "resync") || !strcmp(policy, "bitmap") || (g->level == 5 && !strcmp(policy, "ppl"));
+}
+
 /* md's raid5_status() (raid4 and raid6 alike): level, chunk, algorithm,
  * the member map. */
 static void r5_status(const struct rf_array *a, char *buf, size_t len)
@@ -210,4 +218,5 @@ const struct rf_level_ops rf_raid5_ops = {
 	.sync = &rf_r5_sync_ops,
 	.read_map = r5_read_map,
 	.bitmap_range = rf_r5_bitmap_range,
+	.takes_policy = r5_takes_policy,
 };
