@@ -67,6 +67,16 @@ struct rf_req {
  * status(): " level 5, 64k chunk, algorithm 2 [4/4] [UUUU]"), into buf. */
 void rf_array_status(const struct rf_array *a, char *buf, size_t len);
 
+/* What the array's level has of md's attributes (the level's answer,
+ * core/level.c): sync work (md's sync_request: sync_action, mismatch_cnt,
+ * the sync speeds, mdstat's resync line; raid0 has none), and a stripe
+ * cache (stripe_cache_size, stripe_cache_active, rmw_level: raid4/5/6). */
+bool rf_array_has_sync_work(const struct rf_array *a);
+bool rf_array_has_stripe_cache(const struct rf_array *a);
+/* Whether the program's stack has a level serving md level `level`
+ * (raid0, 1, 4, 5, 6 and 10 in raidfuse's: commands/stack.c). */
+bool rf_level_served(int level);
+
 /* Open and check every member named by cfg (nothing is written).  Returns 0
  * or -errno with a message naming the member in err. */
 int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err, size_t errlen);

@@ -34,3 +34,18 @@ bool rf_array_takes_policy(const struct rf_array *a, const char *policy)
 {
 	return a->ops->takes_policy(&a->geom, policy);
 }
+
+bool rf_array_has_sync_work(const struct rf_array *a)
+{
+	return a->ops->sync != NULL;
+}
+
+bool rf_array_has_stripe_cache(const struct rf_array *a)
+{
+	return a->ops->handle_stripe != NULL;
+}
+
+bool rf_level_served(int level)
+{
+	return rf_level_ops_of(level) != NULL;
+}

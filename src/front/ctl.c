@@ -20,6 +20,11 @@
  * credentials (rf_ctl_as_writer: per-thread fsuid, fsgid and groups), so
  * no writer makes the daemon open a file it could not open itself.
  *
+ * Which attributes an array has, and what its consistency policy is,
+ * follow its level; the level answers (array.h: rf_array_has_sync_work(),
+ * rf_array_has_stripe_cache(), rf_array_takes_policy(), rf_level_served()),
+ * this file compares no level number.
+ *
  * What it does NOT do: mount anything (fuse_serve.c mounts the tree, fuse.c's ops serve it), hold any
  * lock (the engine's getters and setters are thread-safe), or keep state.
  */
@@ -66,14 +71,6 @@ void rf_ctl_printf(struct rf_ctl_buf *b, const char *fmt, ...)
 		return;
 	}
 	b->len += (size_t)n;
-}
-
-/* Levels with a stripe cache: md has these attributes on raid4/5/6 only. */
-static bool has_stripe_cache(const struct rf_array *a)
-{
-	int level = rf_array_geom(a)->level;
-
-	return level == 4 || level == 5 || level == 6;
 }
 
 /* The superblock format the members carry, as md names it ("1.2"), or
@@ -215,12 +212,6 @@ static int store_consistency_policy(struct rf_array *a, int member, const char *
 }
 
 /* ---------------------------------------------------------------- sync */
-
-/* md shows the sync attributes on levels with redundancy. */
-static bool has_redundancy(const struct rf_array *a)
-{
-	return rf_array_geom(a)->level != 0;
-}
 
 static void show_sync_action(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
 {
@@ -517,8 +508,7 @@ static int store_level(struct rf_array *a, int member, const char *val)
 	long n;
 
 	(void)member;
-	if (store_number(strncmp(val, "raid", 4) ? val : val + 4, 0, 10, &n) ||
-	    (n != 0 && n != 1 && n != 4 && n != 5 && n != 6 && n != 10))
+	if (store_number(strncmp(val, "raid", 4) ? val : val + 4, 0, 10, &n) || !rf_level_served((int)n))
 		return -EINVAL;
 	return reshape_said("level", val, rf_reshape_level(a, (int)n, err, sizeof(err)), err);
 }
@@ -882,26 +872,26 @@ const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	{ .name = "array_state", .mode = 0644, .show = show_array_state, .store = store_array_state,
 	  .takes = "suspended or active" },
 	ATTR_RO(degraded),
-	ATTR_INT(stripe_cache_size, rf_array_set_stripe_cache_size, "17..32768", .present = has_stripe_cache),
-	ATTR_RO(stripe_cache_active, .present = has_stripe_cache),
+	ATTR_INT(stripe_cache_size, rf_array_set_stripe_cache_size, "17..32768", .present = rf_array_has_stripe_cache),
+	ATTR_RO(stripe_cache_active, .present = rf_array_has_stripe_cache),
 	ATTR_INT(rmw_level, rf_array_set_rmw_level, "0 (never), 1 (when it reads less) or 2 (whenever possible)",
-		 .present = has_stripe_cache),
+		 .present = rf_array_has_stripe_cache),
 	/* raidfuse's worker groups serve every level. */
 	ATTR_INT(group_thread_cnt, rf_array_set_group_thread_cnt,
 		 "0..64, with worker_groups x group_thread_cnt within the worker thread bound"),
 	ATTR_INT(worker_groups, rf_array_set_worker_groups,
 		 "1..64, with worker_groups x group_thread_cnt within the worker thread bound"),
 	{ .name = "sync_action", .mode = 0644, .show = show_sync_action, .store = store_sync_action,
-	  .takes = "check, repair, resync, recover, idle or frozen", .present = has_redundancy },
-	ATTR_RO(mismatch_cnt, .present = has_redundancy),
+	  .takes = "check, repair, resync, recover, idle or frozen", .present = rf_array_has_sync_work },
+	ATTR_RO(mismatch_cnt, .present = rf_array_has_sync_work),
 	{ .name = "sync_speed_min", .mode = 0644, .show = show_sync_speed_min, .store = store_sync_speed_min,
-	  .takes = "KiB/s, or system", .present = has_redundancy },
+	  .takes = "KiB/s, or system", .present = rf_array_has_sync_work },
 	{ .name = "sync_speed_max", .mode = 0644, .show = show_sync_speed_max, .store = store_sync_speed_max,
-	  .takes = "KiB/s, or system", .present = has_redundancy },
-	ATTR_RO(sync_speed, .present = has_redundancy),
-	ATTR_RO(sync_completed, .present = has_redundancy),
+	  .takes = "KiB/s, or system", .present = rf_array_has_sync_work },
+	ATTR_RO(sync_speed, .present = rf_array_has_sync_work),
+	ATTR_RO(sync_completed, .present = rf_array_has_sync_work),
 	{ .name = "resync_start", .mode = 0644, .show = show_resync_start, .store = store_resync_start,
-	  .takes = "sectors, or none", .present = has_redundancy },
+	  .takes = "sectors, or none", .present = rf_array_has_sync_work },
 	{ .name = "safe_mode_delay", .mode = 0644, .show = show_safe_mode_delay, .store = store_safe_mode_delay,
 	  .takes = "seconds, at most 3 decimals (0.200); 0: clean only at shutdown", .present = has_safe_mode },
 	/* write-only, as md's */
@@ -1100,9 +1090,9 @@ static void show_mdstat(struct rf_array *a, const struct rf_array_info *i, int m
 	 * shows as md shows it. */
 	if (reshape_line(a, line, sizeof(line)) > 0) {
 		rf_ctl_printf(b, "%s\n      ", line);
-	} else if (i->level != 0 && rf_sync_progress_line(a, line, sizeof(line)) > 0) {
+	} else if (rf_array_has_sync_work(a) && rf_sync_progress_line(a, line, sizeof(line)) > 0) {
 		rf_ctl_printf(b, "%s\n      ", line);
-	} else if (i->level != 0) {
+	} else if (rf_array_has_sync_work(a)) {
 		struct rf_sync_status st;
 
 		rf_sync_get(a, &st);
