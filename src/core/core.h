@@ -118,6 +118,10 @@ void rf_replace_failed(struct rf_array *a, int k, int err, const char *what);
  * false (nothing set): the level keeps no bitmap (raid0), or none of the
  * stack serves g->level. */
 bool rf_level_bitmap_range(const struct rf_geom *g, uint64_t off, uint64_t len, uint64_t *lo, uint64_t *hi);
+/* The sectors of slot's member the array's geometry uses (md's
+ * rdev->sectors): the level's answer, dev_sectors unless its members
+ * differ (raid0's zones). */
+uint64_t rf_array_slot_sectors(const struct rf_array *a, int slot);
 
 /* Slot member failed (idempotent, logs once): true when it is faulty
  * now; false when the level keeps it as the last copy of some data (the

@@ -165,6 +165,10 @@ struct rf_level_ops {
 	 * a personality without sync work), "resync", "bitmap", "ppl" (md's
 	 * partial parity log, raid5 alone). */
 	bool (*takes_policy)(const struct rf_geom *g, const char *policy);
+	/* The sectors of slot's member that geometry g uses (md's
+	 * rdev->sectors, md/dev-NAME/size).  Optional: NULL, g->dev_sectors
+	 * on every member (raid0's may differ: md's zones). */
+	uint64_t (*dev_sectors)(const struct rf_geom *g, int slot);
 };
 
 /* The level of the program's stack (hooks.h struct rf_stack) that serves

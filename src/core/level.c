@@ -49,3 +49,8 @@ bool rf_level_served(int level)
 {
 	return rf_level_ops_of(level) != NULL;
 }
+
+uint64_t rf_array_slot_sectors(const struct rf_array *a, int slot)
+{
+	return a->ops->dev_sectors ? a->ops->dev_sectors(&a->geom, slot) : a->geom.dev_sectors;
+}

@@ -90,6 +90,12 @@ static bool r0_takes_policy(const struct rf_geom *g, const char *policy)
 	return !strcmp(policy, "none");
 }
 
+/* Each member its own size (md's zones: md/layout.c r0_init()). */
+static uint64_t r0_dev_sectors(const struct rf_geom *g, int slot)
+{
+	return g->r0_sectors[slot];
+}
+
 /* md's raid0_status(): the chunk size, no member map. */
 static void r0_status(const struct rf_array *a, char *buf, size_t len)
 {
@@ -107,4 +113,5 @@ const struct rf_level_ops rf_raid0_ops = {
 	.keeps_last = true,
 	.read_map = r0_read_map,
 	.takes_policy = r0_takes_policy,
+	.dev_sectors = r0_dev_sectors,
 };

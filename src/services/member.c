@@ -126,7 +126,6 @@ int rf_array_ndevs(struct rf_array *a)
 int rf_array_dev_info(struct rf_array *a, int dev, struct rf_dev_info *out)
 {
 	char nb[RF_DEV_NAME_MAX];
-	const struct rf_geom *g;
 	const struct rf_dev *m;
 	int ret = 0;
 
@@ -146,9 +145,9 @@ int rf_array_dev_info(struct rf_array *a, int dev, struct rf_dev_info *out)
 	rf_devs_unlock(a);
 	out->errors = atomic_load_explicit(&m->nr_errors, memory_order_relaxed);
 	out->offset = m->data_offset / 512;
-	/* raid0 members may differ (md's zones): each its own */
-	g = rf_array_geom(a);
-	out->size = (g->level == 0 && dev < rf_array_nslots(a) ? g->r0_sectors[dev] : g->dev_sectors) / 2;
+	/* a slot's as its level says (raid0's members may differ: md's
+	 * zones); a spare's, what a slot uses */
+	out->size = (dev < rf_array_nslots(a) ? rf_array_slot_sectors(a, dev) : rf_array_geom(a)->dev_sectors) / 2;
 	out->recovery_start = UINT64_MAX;
 	if (out->slot >= 0 && (rf_array_recovering(a) & (1ull << dev)))
 		out->recovery_start = rf_array_recovery_cp(a);
