@@ -122,6 +122,9 @@ bool rf_level_bitmap_range(const struct rf_geom *g, uint64_t off, uint64_t len, 
  * rdev->sectors): the level's answer, dev_sectors unless its members
  * differ (raid0's zones). */
 uint64_t rf_array_slot_sectors(const struct rf_array *a, int slot);
+/* Why the array's level does not change the sectors its members use
+ * (md's resize), in words; NULL: it does. */
+const char *rf_array_resize_refused(const struct rf_array *a);
 
 /* Slot member failed (idempotent, logs once): true when it is faulty
  * now; false when the level keeps it as the last copy of some data (the

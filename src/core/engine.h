@@ -169,6 +169,11 @@ struct rf_level_ops {
 	 * rdev->sectors, md/dev-NAME/size).  Optional: NULL, g->dev_sectors
 	 * on every member (raid0's may differ: md's zones). */
 	uint64_t (*dev_sectors)(const struct rf_geom *g, int slot);
+	/* Why md does not change the sectors each member uses for geometry
+	 * g (md's personality resize: raid0 has none, raid10's refuses far
+	 * layouts), in words; NULL: it does.  Optional: NULL, every geometry
+	 * of the level resizes. */
+	const char *(*resize_refused)(const struct rf_geom *g);
 };
 
 /* The level of the program's stack (hooks.h struct rf_stack) that serves

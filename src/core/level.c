@@ -54,3 +54,8 @@ uint64_t rf_array_slot_sectors(const struct rf_array *a, int slot)
 {
 	return a->ops->dev_sectors ? a->ops->dev_sectors(&a->geom, slot) : a->geom.dev_sectors;
 }
+
+const char *rf_array_resize_refused(const struct rf_array *a)
+{
+	return a->ops->resize_refused ? a->ops->resize_refused(&a->geom) : NULL;
+}

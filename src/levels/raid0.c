@@ -96,6 +96,12 @@ static uint64_t r0_dev_sectors(const struct rf_geom *g, int slot)
 	return g->r0_sectors[slot];
 }
 
+/* md's raid0 has no resize. */
+static const char *r0_resize_refused(const struct rf_geom *g)
+{
+	return "component size change is not supported for raid0 (md has no resize for it)";
+}
+
 /* md's raid0_status(): the chunk size, no member map. */
 static void r0_status(const struct rf_array *a, char *buf, size_t len)
 {
@@ -114,4 +120,5 @@ const struct rf_level_ops rf_raid0_ops = {
 	.read_map = r0_read_map,
 	.takes_policy = r0_takes_policy,
 	.dev_sectors = r0_dev_sectors,
+	.resize_refused = r0_resize_refused,
 };

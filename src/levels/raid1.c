@@ -549,6 +549,13 @@ static bool mirror_takes_policy(const struct rf_geom *g, const char *policy)
 	return !strcmp(policy, "resync") || !strcmp(policy, "bitmap");
 }
 
+/* md's raid10_resize() refuses far copies (their places move with the
+ * size); near and offset copies resize. */
+static const char *r10_resize_refused(const struct rf_geom *g)
+{
+	return g->far_copies > 1 && !g->far_offset ? "raid10 of a far layout: md does not resize it" : NULL;
+}
+
 /* md's raid1_status(): the member map alone. */
 static void r1_status(const struct rf_array *a, char *buf, size_t len)
 {
@@ -624,4 +631,5 @@ const struct rf_level_ops rf_raid10_ops = {
 	.read_map = mirror_read_map,
 	.bitmap_range = mirror_bitmap_range,
 	.takes_policy = mirror_takes_policy,
+	.resize_refused = r10_resize_refused,
 };

@@ -25,8 +25,9 @@
  * raid5_resize), which is what makes a shrink safe: array_size first, the
  * file system checked, then component_size.
  *
- * Refused as md refuses: raid0 (md has no resize for it), raid10 of a far
- * layout, a partial parity log, a sync action or a reshape running, a
+ * Refused as md refuses: where the level says md does not resize it
+ * (rf_array_resize_refused(): raid0, raid10 of a far layout), a partial
+ * parity log, a sync action or a reshape running, a
  * device being rebuilt (EBUSY); and what raidfuse cannot record: an array
  * without superblocks (the config's size key fixes it), a read-only one.
  * The write-intent bitmap follows the new size (services/bitmap.c).
@@ -89,18 +90,14 @@ static int say(char *err, size_t errlen, int ret, const char *why)
  * err: -errno as md gives it, or 0 if they can. */
 static int refused(struct rf_array *a, char *err, size_t errlen)
 {
-	const struct rf_geom *g = rf_array_geom(a);
+	const char *why = rf_array_resize_refused(a);
 	struct rf_sync_status st;
 	uint64_t pos;
-	const char *why = NULL;
 	bool back;
 	int i;
 
-	if (g->level == 0)
-		return say(err, errlen, -EINVAL, "component size change is not supported for raid0 (md has no resize "
-			   "for it)");
-	if (g->level == 10 && g->far_copies > 1 && !g->far_offset)
-		return say(err, errlen, -EINVAL, "raid10 of a far layout: md does not resize it");
+	if (why)
+		return say(err, errlen, -EINVAL, why);
 	if (rf_array_readonly(a) || rf_array_overlay(a))
 		return say(err, errlen, -EROFS, "the array is read-only");
 	if (!rf_array_sbstate(a))
