@@ -241,6 +241,10 @@ void rf_array_resized(struct rf_array *a);
  * may touch, its parity included, rounded out to whole stripe heads;
  * degraded: whether check, repair and resync still compare with the
  * members in missing (faulty or being rebuilt) gone, NULL: never;
+ * no_redundancy: whether with the members in missing gone no row keeps
+ * copies or parity to compare, so that a resync has nothing to do (md's
+ * raid1 and raid5 sync_request skip every row then), NULL: never said
+ * (raid10: which rows keep a copy depends on which members are missing);
  * region: the work of one region (core/syncwork.h), its rows locked by
  * the walk, 0 or -errno; hold_rebuilt: a rebuilt region's rows stay
  * locked until recovery_cp passes them (the walk unlocks them when it
@@ -261,6 +265,7 @@ struct rf_sync_ops {
 	uint64_t (*walk_start)(const struct rf_array *a, uint64_t dev_offset);
 	void (*write_rows)(const struct rf_array *a, uint64_t off, uint32_t len, uint64_t *lo, uint64_t *hi);
 	bool (*degraded)(const struct rf_array *a, uint64_t missing);
+	bool (*no_redundancy)(const struct rf_array *a, uint64_t missing);
 	int (*region)(struct rf_sync_work *w);
 	bool hold_rebuilt;
 	const struct rf_sync_ops *recover;

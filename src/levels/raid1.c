@@ -534,11 +534,19 @@ static bool mirror_sync_degraded(const struct rf_array *a, uint64_t missing)
 	return true;
 }
 
+/* One copy left (md's raid1 sync_request: degraded to raid_disks - 1):
+ * nothing to compare it with. */
+static bool raid1_no_redundancy(const struct rf_array *a, uint64_t missing)
+{
+	return __builtin_popcountll(missing) >= a->geom.max_degraded;
+}
+
 static const struct rf_sync_ops raid1_sync_ops = {
 	.total = raid1_sync_total,
 	.clip = raid1_sync_clip,
 	.write_rows = mirror_write_rows,
 	.degraded = mirror_sync_degraded,
+	.no_redundancy = raid1_no_redundancy,
 	.region = mirror_sync_region,
 };
 

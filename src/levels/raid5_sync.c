@@ -420,6 +420,13 @@ static bool r5_sync_degraded(const struct rf_array *a, uint64_t missing)
 	return a->geom.level == 6 && __builtin_popcountll(missing) == 1;
 }
 
+/* As many members missing as the level survives (md's raid5
+ * sync_request: degraded >= max_degraded): no parity left to compare. */
+static bool r5_no_redundancy(const struct rf_array *a, uint64_t missing)
+{
+	return __builtin_popcountll(missing) >= a->geom.max_degraded;
+}
+
 /* check, repair, resync: recompute P [and Q] of every block row.  A
  * member in memory is not read: its mapping is the region's buffer
  * (rf_sync_map()) until a block of it is rewritten. */
@@ -467,6 +474,7 @@ const struct rf_sync_ops rf_r5_sync_ops = {
 	.clip = r5_sync_clip,
 	.write_rows = r5_write_rows,
 	.degraded = r5_sync_degraded,
+	.no_redundancy = r5_no_redundancy,
 	.region = r5_sync_region,
 	.hold_rebuilt = true,
 };

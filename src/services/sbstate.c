@@ -448,15 +448,15 @@ static void on_sync(struct rf_array *a, enum rf_sync_action act, bool completed,
 	sb_unlock(s);
 }
 
-/* Whether as many members are missing as the level survives without, so
- * that no row has redundancy left (raid10 excepted: which rows keep a
- * copy depends on which members are missing). */
+/* Whether the array, not failed, has as many members missing as its
+ * level survives without, so that no row has redundancy left: the
+ * level's sync work says (core.h no_redundancy; raid10's does not: which
+ * rows keep a copy depends on which members are missing). */
 static bool no_redundancy(const struct rf_array *a)
 {
-	const struct rf_geom *g = rf_array_geom(a);
+	const struct rf_sync_ops *ops = rf_array_sync_ops(a);
 
-	return g->level != 0 && g->level != 10 && !rf_array_failed(a) &&
-	       __builtin_popcountll(rf_array_faulty(a)) >= g->max_degraded;
+	return ops && ops->no_redundancy && !rf_array_failed(a) && ops->no_redundancy(a, rf_array_faulty(a));
 }
 
 int rf_sbstate_start_resync(struct rf_array *a, bool frozen)
