@@ -71,8 +71,8 @@ void rf_array_status(const struct rf_array *a, char *buf, size_t len);
  * core/level.c): sync work (md's sync_request: sync_action, mismatch_cnt,
  * the sync speeds, mdstat's resync line; raid0 has none), and a stripe
  * cache (stripe_cache_size, stripe_cache_active, rmw_level: raid4/5/6). */
-bool rf_array_has_sync_work(const struct rf_array *a);
-bool rf_array_has_stripe_cache(const struct rf_array *a);
+bool rf_level_has_sync_work(const struct rf_array *a);
+bool rf_level_has_stripe_cache(const struct rf_array *a);
 /* Whether the program's stack has a level serving md level `level`
  * (raid0, 1, 4, 5, 6 and 10 in raidfuse's: commands/stack.c). */
 bool rf_level_served(int level);
@@ -189,7 +189,7 @@ int rf_array_set_consistency_policy(struct rf_array *a, const char *policy);
  * "none" (a level without sync work: raid0), "resync", "bitmap", or
  * "ppl" (raid5 alone).  The level's answer (core/level.c), for its
  * geometry. */
-bool rf_array_takes_policy(const struct rf_array *a, const char *policy);
+bool rf_level_takes_policy(const struct rf_array *a, const char *policy);
 /* ---- devices: md/dev-NAME, md/rdN, md/new_dev ----
  *
  * A device is one member file the array holds: active in a slot (md's
@@ -232,18 +232,18 @@ struct rf_dev_info {
 };
 
 /* How many device numbers there are now (raid_disks at least). */
-int rf_array_ndevs(struct rf_array *a);
+int rf_member_ndevs(struct rf_array *a);
 /* Device dev's state; -ENOENT when there is none of that number. */
-int rf_array_dev_info(struct rf_array *a, int dev, struct rf_dev_info *out);
+int rf_member_info(struct rf_array *a, int dev, struct rf_dev_info *out);
 /* The number of the device called name (md/dev-NAME), or -ENOENT. */
-int rf_array_dev_find(struct rf_array *a, const char *name);
+int rf_member_find(struct rf_array *a, const char *name);
 /* md/dev-NAME/state writes, md's words: "faulty" fails the device (the
  * array goes on degraded); "remove" takes a faulty device or a spare out
  * of the array (-EBUSY for an active one); "re-add" and "-faulty" put a
  * failed device back into its old slot and rebuild it (only the regions
  * the write-intent bitmap marks, when there is one); "writemostly" and
  * "-writemostly" (raid1).  -EINVAL for another word, with a message. */
-int rf_array_dev_set_state(struct rf_array *a, const char *name, const char *word);
+int rf_memberctl_set_state(struct rf_array *a, const char *name, const char *word);
 /* md/safe_mode_delay: how long a written array stays idle before its
  * superblocks say clean again, ms (md's 200 by default); 0: never by
  * itself, only at shutdown (md's).  -ENOENT: the array keeps no
@@ -253,21 +253,21 @@ int rf_sbstate_safe_mode_delay_set(struct rf_array *a, unsigned ms);
 /* md/dev-NAME/timeout: an NBD device's command timeout, ms (nbd.h): a
  * command not done within it fails the device.  -ENOENT: no such device;
  * -EOPNOTSUPP: not an NBD export; set: -EINVAL for 0. */
-int rf_array_dev_timeout_get(struct rf_array *a, const char *name, unsigned *ms);
-int rf_array_dev_timeout_set(struct rf_array *a, const char *name, unsigned ms);
+int rf_memberctl_timeout_get(struct rf_array *a, const char *name, unsigned *ms);
+int rf_memberctl_timeout_set(struct rf_array *a, const char *name, unsigned ms);
 /* md/dev-NAME/io_mode: how a device's data reaches it (devopen.h enum
  * rf_member_io): get says RF_MEMBER_IO_DIRECT or _BUFFERED, -ENOENT (no
  * such device), -EOPNOTSUPP (an NBD export); set (auto, direct,
  * buffered) drains member IO as a device table edit does, then changes
  * it: -EOPNOTSUPP with a message for an NBD export, an overlay's member
  * or a file that refuses O_DIRECT. */
-int rf_array_dev_io_mode_get(struct rf_array *a, const char *name);
-int rf_array_dev_io_mode_set(struct rf_array *a, const char *name, int mode);
+int rf_memberctl_io_mode_get(struct rf_array *a, const char *name);
+int rf_memberctl_io_mode_set(struct rf_array *a, const char *name, int mode);
 /* md/new_dev: open path, check it (size, not already in the array, not
  * in use), write a spare superblock if the array keeps superblocks, and
  * add it as a spare; a degraded array starts rebuilding onto it at once.
  * 0 or -errno with a message naming the file in err. */
-int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t errlen);
+int rf_memberctl_add_spare(struct rf_array *a, const char *path, char *err, size_t errlen);
 
 /* md/array_state "suspended": drain, then hold every write (reads go on)
  * until rf_barrier_resume() ("active").  Both are idempotent. */

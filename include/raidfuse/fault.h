@@ -111,8 +111,8 @@ struct rf_array;
 
 /* md/dev-NAME/fault: the spec and counts of device name, or set its spec.
  * -ENOENT when the array holds no such device. */
-int rf_array_dev_fault_get(struct rf_array *a, const char *name, struct rf_fault_spec *s,
+int rf_memberctl_fault_get(struct rf_array *a, const char *name, struct rf_fault_spec *s,
 			   struct rf_fault_stats *st);
-int rf_array_dev_fault_set(struct rf_array *a, const char *name, const struct rf_fault_spec *s);
+int rf_memberctl_fault_set(struct rf_array *a, const char *name, const struct rf_fault_spec *s);
 
 #endif

@@ -1552,3 +1552,43 @@ void rf_array_status(const struct rf_array *a, char *buf, size_t len)
 	if (a->ops->status)
 		a->ops->status(a, buf, len);
 }
+
+/* The services' hooks and the stripe log (core.h). */
+int rf_array_add_hooks(struct rf_array *a, const struct rf_hooks *h, void *priv)
+{
+	if (a->nhooks >= RF_MAX_HOOKS)
+		return -ENOSPC;
+	a->hooks[a->nhooks].h = h;
+	a->hooks[a->nhooks].priv = priv;
+	a->nhooks++;
+	return 0;
+}
+
+int rf_array_set_consistency_policy(struct rf_array *a, const char *policy)
+{
+	bool ppl = !strcmp(policy, "ppl");
+
+	if (!ppl && strcmp(policy, "resync"))
+		return -EINVAL;
+	/* md switches between resync and ppl on a raid5 that has a log's
+	 * area; anything else stays as it is ("resync" on a level that
+	 * takes it and keeps no bitmap). */
+	if (!a->log_ops || !a->log_ops->set_policy)
+		return ppl || a->bitmap || !rf_level_takes_policy(a, "resync") ? -EINVAL : 0;
+	return a->log_ops->set_policy(a->log_priv, ppl);
+}
+
+int rf_array_set_log(struct rf_array *a, const struct rf_log_ops *ops, void *priv)
+{
+	if (a->log_ops)
+		return -EBUSY;
+	a->log_ops = ops;
+	a->log = ops;
+	a->log_priv = priv;
+	return 0;
+}
+
+void rf_array_log_active(struct rf_array *a, bool on)
+{
+	a->log = on ? a->log_ops : NULL;
+}

@@ -74,7 +74,7 @@ void rf_array_set_mgmt(struct rf_array *a, struct rf_mgmt *m);
 
 /* The device called name (md/dev-NAME: its file's base name); its
  * number, or -ENOENT.  reconf_lock held. */
-int rf_dev_lookup(struct rf_array *a, const char *name);
+int rf_member_lookup(struct rf_array *a, const char *name);
 
 /* member.c: the management thread (spares taking failed slots, rebuild
  * start and end), and what the sync thread tells it.  The core starts it
@@ -121,10 +121,10 @@ bool rf_level_bitmap_range(const struct rf_geom *g, uint64_t off, uint64_t len, 
 /* The sectors of slot's member the array's geometry uses (md's
  * rdev->sectors): the level's answer, dev_sectors unless its members
  * differ (raid0's zones). */
-uint64_t rf_array_slot_sectors(const struct rf_array *a, int slot);
+uint64_t rf_level_slot_sectors(const struct rf_array *a, int slot);
 /* Why the array's level does not change the sectors its members use
  * (md's resize), in words; NULL: it does. */
-const char *rf_array_resize_refused(const struct rf_array *a);
+const char *rf_level_resize_refused(const struct rf_array *a);
 
 /* Slot member failed (idempotent, logs once): true when it is faulty
  * now; false when the level keeps it as the last copy of some data (the

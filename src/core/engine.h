@@ -134,11 +134,11 @@ struct rf_level_ops {
 	bool keeps_last;
 	/* Run the stripe state machine for sh (the worker owns it).  Optional:
 	 * only levels with stripe pieces, which alone have md's stripe cache
-	 * attributes (rf_array_has_stripe_cache()). */
+	 * attributes (rf_level_has_stripe_cache()). */
 	void (*handle_stripe)(struct rf_worker *w, struct rf_stripe *sh);
 	/* The sync walk's work (core.h, md's sync_request).  Optional:
 	 * levels without redundancy leave it NULL and have no sync action,
-	 * nor md's sync attributes (rf_array_has_sync_work()). */
+	 * nor md's sync attributes (rf_level_has_sync_work()). */
 	const struct rf_sync_ops *sync;
 	/* The level's words on mdstat's blocks line, as its md personality's
 	 * status() prints them (" level 5, 64k chunk, algorithm 2 [4/4]

@@ -30,17 +30,17 @@ bool rf_level_bitmap_range(const struct rf_geom *g, uint64_t off, uint64_t len, 
 	return true;
 }
 
-bool rf_array_takes_policy(const struct rf_array *a, const char *policy)
+bool rf_level_takes_policy(const struct rf_array *a, const char *policy)
 {
 	return a->ops->takes_policy(&a->geom, policy);
 }
 
-bool rf_array_has_sync_work(const struct rf_array *a)
+bool rf_level_has_sync_work(const struct rf_array *a)
 {
 	return a->ops->sync != NULL;
 }
 
-bool rf_array_has_stripe_cache(const struct rf_array *a)
+bool rf_level_has_stripe_cache(const struct rf_array *a)
 {
 	return a->ops->handle_stripe != NULL;
 }
@@ -50,12 +50,12 @@ bool rf_level_served(int level)
 	return rf_level_ops_of(level) != NULL;
 }
 
-uint64_t rf_array_slot_sectors(const struct rf_array *a, int slot)
+uint64_t rf_level_slot_sectors(const struct rf_array *a, int slot)
 {
 	return a->ops->dev_sectors ? a->ops->dev_sectors(&a->geom, slot) : a->geom.dev_sectors;
 }
 
-const char *rf_array_resize_refused(const struct rf_array *a)
+const char *rf_level_resize_refused(const struct rf_array *a)
 {
 	return a->ops->resize_refused ? a->ops->resize_refused(&a->geom) : NULL;
 }

@@ -21,8 +21,8 @@
  * no writer makes the daemon open a file it could not open itself.
  *
  * Which attributes an array has, and what its consistency policy is,
- * follow its level; the level answers (array.h: rf_array_has_sync_work(),
- * rf_array_has_stripe_cache(), rf_array_takes_policy(), rf_level_served()),
+ * follow its level; the level answers (array.h: rf_level_has_sync_work(),
+ * rf_level_has_stripe_cache(), rf_level_takes_policy(), rf_level_served()),
  * this file compares no level number.
  *
  * What it does NOT do: mount anything (fuse_serve.c mounts the tree, fuse.c's ops serve it), hold any
@@ -202,7 +202,7 @@ static void show_set_name(struct rf_array *a, const struct rf_array_info *i, int
 static void show_consistency_policy(struct rf_array *a, const struct rf_array_info *i, int member,
 				    struct rf_ctl_buf *b)
 {
-	rf_ctl_printf(b, "%s\n", rf_array_takes_policy(a, "none") ? "none" : i->bitmap_chunk ? "bitmap" :
+	rf_ctl_printf(b, "%s\n", rf_level_takes_policy(a, "none") ? "none" : i->bitmap_chunk ? "bitmap" :
 				 i->ppl ? "ppl" : "resync");
 }
 
@@ -555,7 +555,7 @@ static int store_new_dev(struct rf_array *a, int member, const char *val)
 
 	if (ret)
 		return ret;
-	ret = rf_array_add_spare(a, val, err, sizeof(err));
+	ret = rf_memberctl_add_spare(a, val, err, sizeof(err));
 
 	if (ret && err[0])
 		rf_err("md/new_dev: %s", err);
@@ -608,7 +608,7 @@ static int store_dev_state(struct rf_array *a, const char *dev, const char *val)
 
 	if (rf_ctl_parse_dev_state(val, &word))
 		return -EINVAL;
-	return rf_array_dev_set_state(a, dev, rf_ctl_dev_state_words[word]);
+	return rf_memberctl_set_state(a, dev, rf_ctl_dev_state_words[word]);
 }
 
 static void show_dev_errors(struct rf_array *a, const struct rf_dev_info *d, struct rf_ctl_buf *b)
@@ -658,7 +658,7 @@ static void show_dev_fault(struct rf_array *a, const struct rf_dev_info *d, stru
 	struct rf_fault_stats st;
 	char text[512];
 
-	if (rf_array_dev_fault_get(a, d->name, &s, &st) || rf_fault_format(&s, text, sizeof(text)) < 0) {
+	if (rf_memberctl_fault_get(a, d->name, &s, &st) || rf_fault_format(&s, text, sizeof(text)) < 0) {
 		rf_ctl_printf(b, "off\n");
 		return;
 	}
@@ -675,7 +675,7 @@ static int store_dev_fault(struct rf_array *a, const char *dev, const char *val)
 		rf_warn("md/dev-%s/fault: %s", dev, err);
 		return -EINVAL;
 	}
-	return rf_array_dev_fault_set(a, dev, &s);
+	return rf_memberctl_fault_set(a, dev, &s);
 }
 
 /* raidfuse's own: an NBD member's command timeout, as the config's
@@ -685,7 +685,7 @@ static void show_dev_timeout(struct rf_array *a, const struct rf_dev_info *d, st
 {
 	unsigned ms;
 
-	if (rf_array_dev_timeout_get(a, d->name, &ms))
+	if (rf_memberctl_timeout_get(a, d->name, &ms))
 		rf_ctl_printf(b, "none\n");
 	else if (ms % 1000)
 		rf_ctl_printf(b, "%ums\n", ms);
@@ -701,14 +701,14 @@ static int store_dev_timeout(struct rf_array *a, const char *dev, const char *va
 		rf_warn("md/dev-%s/timeout: '%s' is not a timeout (seconds, or \"500ms\"; 10ms..3600s)", dev, val);
 		return -EINVAL;
 	}
-	return rf_array_dev_timeout_set(a, dev, ms);
+	return rf_memberctl_timeout_set(a, dev, ms);
 }
 
 /* raidfuse's own: the member IO mode in force (direct, buffered; "none"
  * for an NBD export); written: auto, direct or buffered, at once. */
 static void show_dev_io_mode(struct rf_array *a, const struct rf_dev_info *d, struct rf_ctl_buf *b)
 {
-	int mode = rf_array_dev_io_mode_get(a, d->name);
+	int mode = rf_memberctl_io_mode_get(a, d->name);
 
 	rf_ctl_printf(b, "%s\n", mode < 0 ? "none" : rf_member_io_name(mode));
 }
@@ -717,7 +717,7 @@ static int store_dev_io_mode(struct rf_array *a, const char *dev, const char *va
 {
 	int mode = rf_member_io_parse(val);
 
-	return mode < 0 ? -EINVAL : rf_array_dev_io_mode_set(a, dev, mode);
+	return mode < 0 ? -EINVAL : rf_memberctl_io_mode_set(a, dev, mode);
 }
 
 #define DEV_RO(n) { .name = #n, .mode = 0444, .show_dev = show_dev_##n }
@@ -767,10 +767,10 @@ static int dev_info_by_name(struct rf_array *a, const char *dev, struct rf_dev_i
 	int tries, n;
 
 	for (tries = 0; tries < 8; tries++) {
-		n = rf_array_dev_find(a, dev);
+		n = rf_member_find(a, dev);
 		if (n < 0)
 			return n;
-		if (!rf_array_dev_info(a, n, d) && !strcmp(d->name, dev) && !(d->flags & RF_DEV_MISSING))
+		if (!rf_member_info(a, n, d) && !strcmp(d->name, dev) && !(d->flags & RF_DEV_MISSING))
 			return 0;
 	}
 	return -ENOENT;
@@ -780,7 +780,7 @@ int rf_ctl_dev_entry(struct rf_array *a, const char *entry)
 {
 	if (strncmp(entry, "dev-", 4) || !entry[4])
 		return -ENOENT;
-	return rf_array_dev_find(a, entry + 4) < 0 ? -ENOENT : 0;
+	return rf_member_find(a, entry + 4) < 0 ? -ENOENT : 0;
 }
 
 /* "rdN" with N a plain decimal (no sign, no leading zero), or -1. */
@@ -794,9 +794,9 @@ int rf_ctl_rd_target(struct rf_array *a, int slot, char *buf, size_t size)
 	struct rf_dev_info d;
 	int i, n, len;
 
-	n = rf_array_ndevs(a);
+	n = rf_member_ndevs(a);
 	for (i = 0; i < n; i++) {
-		if (rf_array_dev_info(a, i, &d) || d.slot != slot || (d.flags & RF_DEV_MISSING))
+		if (rf_member_info(a, i, &d) || d.slot != slot || (d.flags & RF_DEV_MISSING))
 			continue;
 		len = snprintf(buf, size, "dev-%s", d.name);
 		return (size_t)len < size ? len : -EOVERFLOW;
@@ -817,11 +817,11 @@ int rf_ctl_rd_entry(struct rf_array *a, const char *entry)
 int rf_ctl_dev_list(struct rf_array *a, struct rf_ctl_dev_ent *out, int max)
 {
 	struct rf_dev_info d;
-	int i, n = rf_array_ndevs(a), k = 0, slot;
+	int i, n = rf_member_ndevs(a), k = 0, slot;
 	uint64_t slots[RF_MAX_DEVS / 64] = { 0 };
 
 	for (i = 0; i < n && k < max; i++) {
-		if (rf_array_dev_info(a, i, &d) || (d.flags & RF_DEV_MISSING))
+		if (rf_member_info(a, i, &d) || (d.flags & RF_DEV_MISSING))
 			continue;
 		snprintf(out[k].name, sizeof(out[k].name), "dev-%s", d.name);
 		out[k].link = false;
@@ -872,26 +872,26 @@ const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	{ .name = "array_state", .mode = 0644, .show = show_array_state, .store = store_array_state,
 	  .takes = "suspended or active" },
 	ATTR_RO(degraded),
-	ATTR_INT(stripe_cache_size, rf_array_set_stripe_cache_size, "17..32768", .present = rf_array_has_stripe_cache),
-	ATTR_RO(stripe_cache_active, .present = rf_array_has_stripe_cache),
+	ATTR_INT(stripe_cache_size, rf_array_set_stripe_cache_size, "17..32768", .present = rf_level_has_stripe_cache),
+	ATTR_RO(stripe_cache_active, .present = rf_level_has_stripe_cache),
 	ATTR_INT(rmw_level, rf_array_set_rmw_level, "0 (never), 1 (when it reads less) or 2 (whenever possible)",
-		 .present = rf_array_has_stripe_cache),
+		 .present = rf_level_has_stripe_cache),
 	/* raidfuse's worker groups serve every level. */
 	ATTR_INT(group_thread_cnt, rf_array_set_group_thread_cnt,
 		 "0..64, with worker_groups x group_thread_cnt within the worker thread bound"),
 	ATTR_INT(worker_groups, rf_array_set_worker_groups,
 		 "1..64, with worker_groups x group_thread_cnt within the worker thread bound"),
 	{ .name = "sync_action", .mode = 0644, .show = show_sync_action, .store = store_sync_action,
-	  .takes = "check, repair, resync, recover, idle or frozen", .present = rf_array_has_sync_work },
-	ATTR_RO(mismatch_cnt, .present = rf_array_has_sync_work),
+	  .takes = "check, repair, resync, recover, idle or frozen", .present = rf_level_has_sync_work },
+	ATTR_RO(mismatch_cnt, .present = rf_level_has_sync_work),
 	{ .name = "sync_speed_min", .mode = 0644, .show = show_sync_speed_min, .store = store_sync_speed_min,
-	  .takes = "KiB/s, or system", .present = rf_array_has_sync_work },
+	  .takes = "KiB/s, or system", .present = rf_level_has_sync_work },
 	{ .name = "sync_speed_max", .mode = 0644, .show = show_sync_speed_max, .store = store_sync_speed_max,
-	  .takes = "KiB/s, or system", .present = rf_array_has_sync_work },
-	ATTR_RO(sync_speed, .present = rf_array_has_sync_work),
-	ATTR_RO(sync_completed, .present = rf_array_has_sync_work),
+	  .takes = "KiB/s, or system", .present = rf_level_has_sync_work },
+	ATTR_RO(sync_speed, .present = rf_level_has_sync_work),
+	ATTR_RO(sync_completed, .present = rf_level_has_sync_work),
 	{ .name = "resync_start", .mode = 0644, .show = show_resync_start, .store = store_resync_start,
-	  .takes = "sectors, or none", .present = rf_array_has_sync_work },
+	  .takes = "sectors, or none", .present = rf_level_has_sync_work },
 	{ .name = "safe_mode_delay", .mode = 0644, .show = show_safe_mode_delay, .store = store_safe_mode_delay,
 	  .takes = "seconds, at most 3 decimals (0.200); 0: clean only at shutdown", .present = has_safe_mode },
 	/* write-only, as md's */
@@ -1063,10 +1063,10 @@ static void show_mdstat(struct rf_array *a, const struct rf_array_info *i, int m
 	rf_ctl_printf(b, "md0 : active%s raid%d", rf_array_readonly(a) ? " (read-only)" : "", i->level);
 	/* md lists the devices newest first: spares (S) and failed ones (F)
 	 * with the rest, each with its number. */
-	for (k = rf_array_ndevs(a) - 1; k >= 0; k--) {
+	for (k = rf_member_ndevs(a) - 1; k >= 0; k--) {
 		struct rf_dev_info d;
 
-		if (rf_array_dev_info(a, k, &d) || (d.flags & RF_DEV_MISSING))
+		if (rf_member_info(a, k, &d) || (d.flags & RF_DEV_MISSING))
 			continue;
 		/* md's replacement has its slot's role: (R), not (S) */
 		rf_ctl_printf(b, " %s[%d]%s%s", d.name, d.number, d.flags & RF_DEV_WRITE_MOSTLY ? "(W)" : "",
@@ -1090,9 +1090,9 @@ static void show_mdstat(struct rf_array *a, const struct rf_array_info *i, int m
 	 * shows as md shows it. */
 	if (reshape_line(a, line, sizeof(line)) > 0) {
 		rf_ctl_printf(b, "%s\n      ", line);
-	} else if (rf_array_has_sync_work(a) && rf_sync_progress_line(a, line, sizeof(line)) > 0) {
+	} else if (rf_level_has_sync_work(a) && rf_sync_progress_line(a, line, sizeof(line)) > 0) {
 		rf_ctl_printf(b, "%s\n      ", line);
-	} else if (rf_array_has_sync_work(a)) {
+	} else if (rf_level_has_sync_work(a)) {
 		struct rf_sync_status st;
 
 		rf_sync_get(a, &st);
@@ -1206,7 +1206,7 @@ int rf_ctl_dev_store(const struct rf_ctl_attr *at, struct rf_array *a, const cha
 {
 	if (!at->store_dev)
 		return -EACCES;
-	if (rf_array_dev_find(a, dev) < 0)
+	if (rf_member_find(a, dev) < 0)
 		return -ENOENT;
 	return store_value(at, a, -1, dev, buf, len);
 }

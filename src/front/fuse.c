@@ -503,7 +503,7 @@ static void do_statfs(struct rf_fq *q, uint64_t ino)
 	memset(&sv, 0, sizeof(sv));
 	sv.f_bsize = sv.f_frsize = 4096;
 	sv.f_blocks = rf_array_size(fs->a) / 4096;
-	sv.f_files = (fsfilcnt_t)fs->tree.n + (fsfilcnt_t)rf_array_ndevs(fs->a) * (2 + rf_ctl_dev_nattrs);
+	sv.f_files = (fsfilcnt_t)fs->tree.n + (fsfilcnt_t)rf_member_ndevs(fs->a) * (2 + rf_ctl_dev_nattrs);
 	sv.f_namemax = 255;
 	q->ops->statfs(q, &sv);
 }

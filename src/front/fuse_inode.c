@@ -125,7 +125,7 @@ int rf_fuse_inode_ref_live(struct fs *fs, fuse_ino_t ino, struct ref *r)
 		return rf_ctl_node_present(fs->a, r->n) ? 0 : -ENOENT;
 	if (r->kind == REF_RD)
 		return rf_ctl_rd_target(fs->a, r->slot, target, sizeof(target)) < 0 ? -ENOENT : 0;
-	return rf_array_dev_find(fs->a, r->dev) < 0 ? -ENOENT : 0;
+	return rf_member_find(fs->a, r->dev) < 0 ? -ENOENT : 0;
 }
 
 fuse_ino_t rf_fuse_inode_ino_of(struct fs *fs, const struct rf_ctl_node *n)
@@ -175,7 +175,7 @@ void rf_fuse_inode_fill_attr(struct fs *fs, fuse_ino_t ino, const struct ref *r,
 			if (fs->tree.nodes[i].parent == n - fs->tree.nodes && fs->tree.nodes[i].kind == RF_CTL_DIR)
 				st->st_nlink++;
 		if (n - fs->tree.nodes == fs->md)
-			st->st_nlink += rf_array_ndevs(fs->a);
+			st->st_nlink += rf_member_ndevs(fs->a);
 		return;
 	}
 	if (r->kind == REF_RD) {

@@ -63,7 +63,7 @@ void rf_notify_status_line(struct rf_array *a, char *buf, size_t len)
 	 * the device counts and map from the first " [" on. */
 	map = strstr(line, " [");
 	n = (size_t)snprintf(buf, len, "raid%d%s", i.level, map ? map : "");
-	if (n < len && rf_array_has_sync_work(a)) {
+	if (n < len && rf_level_has_sync_work(a)) {
 		rf_sync_get(a, &st);
 		if (st.action != RF_SYNC_IDLE && st.action != RF_SYNC_FROZEN)
 			n += (size_t)snprintf(buf + n, len - n, " %s", rf_sync_action_name(st.action));

@@ -113,7 +113,7 @@ void rf_member_spare_offsets(struct rf_array *a, struct rf_dev *d, int skip)
 	d->new_data_offset = model->new_data_offset;
 }
 
-int rf_array_ndevs(struct rf_array *a)
+int rf_member_ndevs(struct rf_array *a)
 {
 	int n;
 
@@ -123,7 +123,7 @@ int rf_array_ndevs(struct rf_array *a)
 	return n;
 }
 
-int rf_array_dev_info(struct rf_array *a, int dev, struct rf_dev_info *out)
+int rf_member_info(struct rf_array *a, int dev, struct rf_dev_info *out)
 {
 	char nb[RF_DEV_NAME_MAX];
 	const struct rf_dev *m;
@@ -147,7 +147,7 @@ int rf_array_dev_info(struct rf_array *a, int dev, struct rf_dev_info *out)
 	out->offset = m->data_offset / 512;
 	/* a slot's as its level says (raid0's members may differ: md's
 	 * zones); a spare's, what a slot uses */
-	out->size = (dev < rf_array_nslots(a) ? rf_array_slot_sectors(a, dev) : rf_array_geom(a)->dev_sectors) / 2;
+	out->size = (dev < rf_array_nslots(a) ? rf_level_slot_sectors(a, dev) : rf_array_geom(a)->dev_sectors) / 2;
 	out->recovery_start = UINT64_MAX;
 	if (out->slot >= 0 && (rf_array_recovering(a) & (1ull << dev)))
 		out->recovery_start = rf_array_recovery_cp(a);
@@ -159,7 +159,7 @@ out:
 	return ret;
 }
 
-int rf_dev_lookup(struct rf_array *a, const char *name)
+int rf_member_lookup(struct rf_array *a, const char *name)
 {
 	char nb[RF_DEV_NAME_MAX];
 	int i;
@@ -171,12 +171,12 @@ int rf_dev_lookup(struct rf_array *a, const char *name)
 	return -ENOENT;
 }
 
-int rf_array_dev_find(struct rf_array *a, const char *name)
+int rf_member_find(struct rf_array *a, const char *name)
 {
 	int ret;
 
 	rf_array_reconf_lock(a);
-	ret = rf_dev_lookup(a, name);
+	ret = rf_member_lookup(a, name);
 	rf_array_reconf_unlock(a);
 	return ret;
 }

@@ -83,7 +83,7 @@ static int set_state(void *arg)
 	bool slot;
 	int dev, repl, ret = 0;
 
-	dev = rf_dev_lookup(a, j->name);
+	dev = rf_member_lookup(a, j->name);
 	if (dev < 0)
 		return dev;
 	m = rf_dev_get(a, dev);
@@ -149,7 +149,7 @@ static int set_state(void *arg)
 		bool back;
 
 		/* Failed while being rebuilt: once the rebuild is stopped
-		 * (rf_array_dev_set_state()), it is just faulty. */
+		 * (rf_memberctl_set_state()), it is just faulty. */
 		if (slot && (rf_array_faulty(a) & (1ull << dev)) && (rf_array_recovering(a) & (1ull << dev))) {
 			struct rf_sync_status st;
 
@@ -225,7 +225,7 @@ static int reconnect(struct rf_array *a, const char *name, struct rf_nbd **out)
 
 	*out = NULL;
 	rf_array_reconf_lock(a);
-	dev = rf_dev_lookup(a, name);
+	dev = rf_member_lookup(a, name);
 	if (dev >= 0 && rf_dev_faulty(a, dev)) {
 		/* its superblock's identity: the device lock, as the
 		 * superblock writers (services/sbstate.c) */
@@ -246,7 +246,7 @@ static int reconnect(struct rf_array *a, const char *name, struct rf_nbd **out)
 	return ret;
 }
 
-int rf_array_dev_set_state(struct rf_array *a, const char *name, const char *word)
+int rf_memberctl_set_state(struct rf_array *a, const char *name, const char *word)
 {
 	struct state_job j = { .a = a, .name = name, .word = word };
 	int ret;
@@ -264,7 +264,7 @@ int rf_array_dev_set_state(struct rf_array *a, const char *name, const char *wor
 		 * stops first (md's recovery is interrupted by the failure),
 		 * so that the device is just faulty. */
 		rf_array_reconf_lock(a);
-		dev = rf_dev_lookup(a, name);
+		dev = rf_member_lookup(a, name);
 		own = dev >= 0 && dev < rf_array_nslots(a) && (rf_array_faulty(a) & rf_array_recovering(a) & (1ull << dev));
 		rf_array_reconf_unlock(a);
 		rf_sync_get(a, &st);
@@ -378,7 +378,7 @@ static int check_foreign_sb(struct rf_array *a, struct rf_dev *m, const char *pa
 	return 0;
 }
 
-int rf_array_add_spare(struct rf_array *a, const char *path, char *err, size_t errlen)
+int rf_memberctl_add_spare(struct rf_array *a, const char *path, char *err, size_t errlen)
 {
 	struct add_job j = { .a = a, .err = err, .errlen = errlen };
 	struct rf_dev *m = &j.m;
@@ -437,23 +437,23 @@ fail:
 
 /* ---- md/dev-NAME/timeout ---- */
 
-int rf_array_dev_timeout_get(struct rf_array *a, const char *name, unsigned *ms)
+int rf_memberctl_timeout_get(struct rf_array *a, const char *name, unsigned *ms)
 {
 	int dev, ret;
 
 	rf_array_reconf_lock(a);
-	dev = rf_dev_lookup(a, name);
+	dev = rf_member_lookup(a, name);
 	ret = dev < 0 ? dev : rf_dev_timeout(rf_dev_get(a, dev), ms);
 	rf_array_reconf_unlock(a);
 	return ret;
 }
 
-int rf_array_dev_timeout_set(struct rf_array *a, const char *name, unsigned ms)
+int rf_memberctl_timeout_set(struct rf_array *a, const char *name, unsigned ms)
 {
 	int dev, ret;
 
 	rf_array_reconf_lock(a);
-	dev = rf_dev_lookup(a, name);
+	dev = rf_member_lookup(a, name);
 	ret = dev < 0 ? dev : rf_dev_set_timeout(rf_dev_get(a, dev), ms);
 	rf_array_reconf_unlock(a);
 	if (!ret)
@@ -467,12 +467,12 @@ int rf_array_dev_timeout_set(struct rf_array *a, const char *name, unsigned ms)
  * device. */
 static struct rf_fault *dev_fault(struct rf_array *a, const char *name)
 {
-	int dev = rf_dev_lookup(a, name);
+	int dev = rf_member_lookup(a, name);
 
 	return dev < 0 ? NULL : rf_dev_get(a, dev)->io.fault;
 }
 
-int rf_array_dev_fault_get(struct rf_array *a, const char *name, struct rf_fault_spec *s,
+int rf_memberctl_fault_get(struct rf_array *a, const char *name, struct rf_fault_spec *s,
 			   struct rf_fault_stats *st)
 {
 	struct rf_fault *f;
@@ -485,7 +485,7 @@ int rf_array_dev_fault_get(struct rf_array *a, const char *name, struct rf_fault
 	return f ? 0 : -ENOENT;
 }
 
-int rf_array_dev_fault_set(struct rf_array *a, const char *name, const struct rf_fault_spec *s)
+int rf_memberctl_fault_set(struct rf_array *a, const char *name, const struct rf_fault_spec *s)
 {
 	struct rf_fault *f;
 
@@ -499,12 +499,12 @@ int rf_array_dev_fault_set(struct rf_array *a, const char *name, const struct rf
 
 /* ---- md/dev-NAME/io_mode ---- */
 
-int rf_array_dev_io_mode_get(struct rf_array *a, const char *name)
+int rf_memberctl_io_mode_get(struct rf_array *a, const char *name)
 {
 	int dev, ret;
 
 	rf_array_reconf_lock(a);
-	dev = rf_dev_lookup(a, name);
+	dev = rf_member_lookup(a, name);
 	ret = dev < 0 ? dev : rf_dev_io_mode(rf_dev_get(a, dev));
 	rf_array_reconf_unlock(a);
 	return ret;
@@ -522,7 +522,7 @@ struct io_mode_job {
 static int set_io_mode(void *arg)
 {
 	struct io_mode_job *j = arg;
-	int dev = rf_dev_lookup(j->a, j->name), ret;
+	int dev = rf_member_lookup(j->a, j->name), ret;
 
 	if (dev < 0)
 		return dev;
@@ -532,7 +532,7 @@ static int set_io_mode(void *arg)
 	return ret;
 }
 
-int rf_array_dev_io_mode_set(struct rf_array *a, const char *name, int mode)
+int rf_memberctl_io_mode_set(struct rf_array *a, const char *name, int mode)
 {
 	struct io_mode_job j = { .a = a, .name = name, .mode = mode };
 	int ret = rf_barrier_quiesced_all(a, set_io_mode, &j);
@@ -541,6 +541,6 @@ int rf_array_dev_io_mode_set(struct rf_array *a, const char *name, int mode)
 		rf_err("%s: dev-%s/io_mode: %s", rf_array_name(a), name, j.err);
 	else if (!ret)
 		rf_info("%s: %s: member IO %s", rf_array_name(a), name,
-			rf_member_io_name(rf_array_dev_io_mode_get(a, name)));
+			rf_member_io_name(rf_memberctl_io_mode_get(a, name)));
 	return ret;
 }

@@ -173,7 +173,7 @@ void rf_memberwatch_check_devices(struct rf_array *a, bool with_path)
 	rf_array_reconf_unlock(a);
 	/* A spare's flags change with everything drained. */
 	for (i = 0; i < n; i++)
-		rf_array_dev_set_state(a, name[i], "faulty");
+		rf_memberctl_set_state(a, name[i], "faulty");
 }
 
 void *rf_memberwatch_main(void *arg)

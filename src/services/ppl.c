@@ -3,7 +3,7 @@
  *
  * At open (after the superblock state read the superblocks, before
  * anything is served), for a writable array whose level takes the "ppl"
- * policy (rf_array_takes_policy(): the level says so, raid5 alone) and
+ * policy (rf_level_takes_policy(): the level says so, raid5 alone) and
  * whose superblocks keep md's partial parity log (md/ppl.h):
  *   - a dirty array (not shut down cleanly) has every present member's
  *     newest header replayed (rf_ppl_recover): each unfinished stripe gets
@@ -687,7 +687,7 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 	const struct rf_dev *first = NULL;
 	int i, n = rf_array_nslots(a), r, nlogs;
 
-	if (cfg->readonly || !rf_array_takes_policy(a, "ppl"))
+	if (cfg->readonly || !rf_level_takes_policy(a, "ppl"))
 		return 0;
 	memset(areas, 0, sizeof(areas));
 	memset(&sio, 0, sizeof(sio));

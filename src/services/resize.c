@@ -26,7 +26,7 @@
  * file system checked, then component_size.
  *
  * Refused as md refuses: where the level says md does not resize it
- * (rf_array_resize_refused(): raid0, raid10 of a far layout), a partial
+ * (rf_level_resize_refused(): raid0, raid10 of a far layout), a partial
  * parity log, a sync action or a reshape running, a
  * device being rebuilt (EBUSY); and what raidfuse cannot record: an array
  * without superblocks (the config's size key fixes it), a read-only one.
@@ -90,7 +90,7 @@ static int say(char *err, size_t errlen, int ret, const char *why)
  * err: -errno as md gives it, or 0 if they can. */
 static int refused(struct rf_array *a, char *err, size_t errlen)
 {
-	const char *why = rf_array_resize_refused(a);
+	const char *why = rf_level_resize_refused(a);
 	struct rf_sync_status st;
 	uint64_t pos;
 	bool back;

@@ -334,23 +334,23 @@ static void test_spare_offset(void **state)
 	(void)state;
 	make_replaced(&m, 1);
 	a = serve_rw(&m, -1, false, false, &cfg);
-	assert_int_equal(rf_array_dev_set_state(a, "m0.img", "faulty"), 0);
+	assert_int_equal(rf_memberctl_set_state(a, "m0.img", "faulty"), 0);
 	snprintf(path, sizeof(path), "%s/spare.img", dir);
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	assert_true(fd >= 0);
 	assert_int_equal(ftruncate(fd, 12288 * SECT), 0);
 	close(fd);
-	r = rf_array_add_spare(a, path, err, sizeof(err));
+	r = rf_memberctl_add_spare(a, path, err, sizeof(err));
 	if (r)
 		print_error("add spare: %s\n", err);
 	assert_int_equal(r, 0);
 	/* The management thread moves the spare into slot 0 (the device
 	 * table's entries swap): its index is read once it is there. */
-	for (r = 0; r < 500 && rf_array_dev_find(a, "spare.img") != 0; r++)
+	for (r = 0; r < 500 && rf_member_find(a, "spare.img") != 0; r++)
 		usleep(10000);
-	dev = rf_array_dev_find(a, "spare.img");
+	dev = rf_member_find(a, "spare.img");
 	assert_int_equal(dev, 0);
-	assert_int_equal(rf_array_dev_info(a, dev, &info), 0);
+	assert_int_equal(rf_member_info(a, dev, &info), 0);
 	assert_int_equal(info.offset, 4096);
 	rf_array_close(a);
 	rf_config_free(&cfg);

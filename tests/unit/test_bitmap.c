@@ -869,7 +869,7 @@ static struct rf_array *open_clean_fail_m2(void)
 	rf_bitmap_daemon_pass(rf_array_bitmap(a));
 	rf_bitmap_daemon_pass(rf_array_bitmap(a));
 	assert_int_equal(status(a).dirty, 0);
-	assert_int_equal(rf_array_dev_set_state(a, "m-2.img", "faulty"), 0);
+	assert_int_equal(rf_memberctl_set_state(a, "m-2.img", "faulty"), 0);
 	return a;
 }
 
@@ -889,10 +889,10 @@ static void test_readd(void **state)
 	total = rf_array_geom(a)->dev_sectors;
 	memset(buf, 0x5a, 65536);
 	assert_int_equal(testreq_io(a, RF_REQ_WRITE, row_off(200), 65536, buf), 0);
-	assert_int_equal(rf_array_dev_set_state(a, "m-2.img", "re-add"), 0);
+	assert_int_equal(rf_memberctl_set_state(a, "m-2.img", "re-add"), 0);
 	for (i = 0; i < 1000; i++) {
 		rf_sync_get(a, &ss);
-		assert_int_equal(rf_array_dev_info(a, 2, &info), 0);
+		assert_int_equal(rf_member_info(a, 2, &info), 0);
 		if ((info.flags & RF_DEV_IN_SYNC) && ss.action == RF_SYNC_IDLE)
 			break;
 		usleep(10000);
@@ -937,10 +937,10 @@ static void test_spare_rebuild(void **state)
 
 	fx_member_path(spare, sizeof(spare), "m", 4);
 	fx_file_make(spare, MEMBER_SECTORS * 512);
-	if (rf_array_add_spare(a, spare, err, sizeof(err)))
+	if (rf_memberctl_add_spare(a, spare, err, sizeof(err)))
 		fail_msg("add spare: %s", err);
 	for (i = 0; i < 1000; i++) {
-		assert_int_equal(rf_array_dev_info(a, 2, &info), 0);
+		assert_int_equal(rf_member_info(a, 2, &info), 0);
 		if (!strcmp(info.path, spare) && (info.flags & RF_DEV_IN_SYNC))
 			break;
 		usleep(10000);

@@ -740,7 +740,7 @@ static void test_new_dev(void **state)
 	ret = rf_ctl_store(at, a, -1, path, strlen(path));
 	/* whatever the engine says, the array is unchanged by a refusal */
 	assert_true(ret < 0);
-	assert_int_equal(rf_array_ndevs(a), 4);
+	assert_int_equal(rf_member_ndevs(a), 4);
 	rf_array_close(a);
 }
 
@@ -906,14 +906,14 @@ static void test_as_writer(void **state)
 	 * store; what opens is then up to its credentials */
 	a = open_array("aw", 5, 2, 4, 65536, 0);
 	assert_int_equal(rf_ctl_store_as(&user, 1000, at, a, -1, NULL, secret, strlen(secret)), -EACCES);
-	assert_int_equal(rf_array_ndevs(a), 4);
+	assert_int_equal(rf_member_ndevs(a), 4);
 	fd = open(secret, O_RDONLY);
 	assert_true(fd >= 0);
 	assert_int_equal(pread(fd, after, sizeof(after), 0), sizeof(after));
 	close(fd);
 	assert_memory_equal(before, after, sizeof(before));
 	assert_int_equal(rf_ctl_store_as(&user, 1000, at, a, -1, NULL, mine, strlen(mine)), 0);
-	assert_int_equal(rf_array_ndevs(a), 5);
+	assert_int_equal(rf_member_ndevs(a), 5);
 	assert_int_equal(thread_fsuid(), 0);
 	rf_array_close(a);
 }

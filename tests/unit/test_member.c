@@ -62,10 +62,10 @@ static struct rf_dev_info info_of(struct rf_array *a, const char *name)
 	int dev, i;
 
 	for (i = 0; i < 1000; i++) {
-		dev = rf_array_dev_find(a, name);
+		dev = rf_member_find(a, name);
 		if (dev < 0)
 			fail_msg("%s: no such device", name);
-		if (!rf_array_dev_info(a, dev, &d) && !strcmp(d.name, name))
+		if (!rf_member_info(a, dev, &d) && !strcmp(d.name, name))
 			return d;
 		usleep(1000);
 	}
@@ -95,28 +95,28 @@ static void test_add_spare(void **state)
 	struct rf_array *a = open_named("as", 5, false);
 	char err[1024], p[FX_PATH];
 	struct rf_dev_info d;
-	int ndevs = rf_array_ndevs(a);
+	int ndevs = rf_member_ndevs(a);
 
 	snprintf(p, sizeof(p), "%s/as-small.img", fx_dir);
 	fx_file_make(p, 4096);
-	assert_int_equal(rf_array_add_spare(a, p, err, sizeof(err)), -ENOSPC);
+	assert_int_equal(rf_memberctl_add_spare(a, p, err, sizeof(err)), -ENOSPC);
 	assert_non_null(strstr(err, "too small"));
 	assert_non_null(strstr(err, "as-small.img"));
 
 	fx_member_path(p, sizeof(p), "as", 2);
-	assert_int_equal(rf_array_add_spare(a, p, err, sizeof(err)), -EEXIST);
+	assert_int_equal(rf_memberctl_add_spare(a, p, err, sizeof(err)), -EEXIST);
 	assert_non_null(strstr(err, "already in the array"));
 
 	snprintf(p, sizeof(p), "%s/as-nosuch.img", fx_dir);
-	assert_true(rf_array_add_spare(a, p, err, sizeof(err)) < 0);
+	assert_true(rf_memberctl_add_spare(a, p, err, sizeof(err)) < 0);
 	assert_non_null(strstr(err, "as-nosuch.img"));
-	assert_int_equal(rf_array_ndevs(a), ndevs);
+	assert_int_equal(rf_member_ndevs(a), ndevs);
 
 	snprintf(p, sizeof(p), "%s/as-spare.img", fx_dir);
 	fx_file_make(p, MEMBER_BYTES);
-	if (rf_array_add_spare(a, p, err, sizeof(err)))
+	if (rf_memberctl_add_spare(a, p, err, sizeof(err)))
 		fail_msg("add spare: %s", err);
-	assert_int_equal(rf_array_ndevs(a), ndevs + 1);
+	assert_int_equal(rf_member_ndevs(a), ndevs + 1);
 	usleep(100000);                 /* a healthy array: nothing for it to do */
 	d = info_of(a, "as-spare.img");
 	assert_int_equal(d.slot, -1);
@@ -131,23 +131,23 @@ static void test_state_refusals(void **state)
 {
 	struct rf_array *a = open_named("st", 1, false);
 
-	assert_int_equal(rf_array_dev_set_state(a, "st-1.img", "remove"), -EBUSY);
+	assert_int_equal(rf_memberctl_set_state(a, "st-1.img", "remove"), -EBUSY);
 	/* busy (it is in sync in its slot), not a word md refuses */
-	assert_int_equal(rf_array_dev_set_state(a, "st-1.img", "re-add"), -EBUSY);
-	assert_int_equal(rf_array_dev_set_state(a, "st-1.img", "blocked-forever"), -EINVAL);
-	assert_int_equal(rf_array_dev_set_state(a, "nosuch.img", "faulty"), -ENOENT);
+	assert_int_equal(rf_memberctl_set_state(a, "st-1.img", "re-add"), -EBUSY);
+	assert_int_equal(rf_memberctl_set_state(a, "st-1.img", "blocked-forever"), -EINVAL);
+	assert_int_equal(rf_memberctl_set_state(a, "nosuch.img", "faulty"), -ENOENT);
 	assert_int_equal(info_of(a, "st-1.img").slot, 1);
 	assert_true(info_of(a, "st-1.img").flags & RF_DEV_IN_SYNC);
 	assert_int_equal(rf_array_faulty(a), 0);
 
-	assert_int_equal(rf_array_dev_set_state(a, "st-0.img", "writemostly"), 0);
+	assert_int_equal(rf_memberctl_set_state(a, "st-0.img", "writemostly"), 0);
 	assert_true(info_of(a, "st-0.img").flags & RF_DEV_WRITE_MOSTLY);
-	assert_int_equal(rf_array_dev_set_state(a, "st-0.img", "-writemostly"), 0);
+	assert_int_equal(rf_memberctl_set_state(a, "st-0.img", "-writemostly"), 0);
 	assert_false(info_of(a, "st-0.img").flags & RF_DEV_WRITE_MOSTLY);
-	assert_int_equal(rf_array_dev_set_state(a, "st-1.img", "failfast"), 0);
+	assert_int_equal(rf_memberctl_set_state(a, "st-1.img", "failfast"), 0);
 	assert_true(info_of(a, "st-1.img").flags & RF_DEV_FAILFAST);
 	assert_true(info_of(a, "st-1.img").flags & RF_DEV_IN_SYNC);
-	assert_int_equal(rf_array_dev_set_state(a, "st-1.img", "-failfast"), 0);
+	assert_int_equal(rf_memberctl_set_state(a, "st-1.img", "-failfast"), 0);
 	assert_false(info_of(a, "st-1.img").flags & RF_DEV_FAILFAST);
 	rf_array_close(a);
 }
@@ -158,11 +158,11 @@ static void test_readonly(void **state)
 	struct rf_array *a = open_named("ro", 1, true);
 	char err[1024], p[FX_PATH];
 
-	assert_int_equal(rf_array_dev_set_state(a, "ro-1.img", "faulty"), -EROFS);
+	assert_int_equal(rf_memberctl_set_state(a, "ro-1.img", "faulty"), -EROFS);
 	assert_int_equal(rf_array_faulty(a), 0);
 	snprintf(p, sizeof(p), "%s/ro-spare.img", fx_dir);
 	fx_file_make(p, MEMBER_BYTES);
-	assert_int_equal(rf_array_add_spare(a, p, err, sizeof(err)), -EROFS);
+	assert_int_equal(rf_memberctl_add_spare(a, p, err, sizeof(err)), -EROFS);
 	assert_non_null(strstr(err, "read-only"));
 	rf_array_close(a);
 }
@@ -177,22 +177,22 @@ static void test_fail_remove_rebuild(void **state)
 
 	fx_rand_fill(buf, 65536);
 	assert_int_equal(testreq_io(a, RF_REQ_WRITE, 131072, 65536, buf), 0);
-	assert_int_equal(rf_array_dev_set_state(a, "rb-1.img", "faulty"), 0);
+	assert_int_equal(rf_memberctl_set_state(a, "rb-1.img", "faulty"), 0);
 	assert_int_equal(rf_array_faulty(a), 1ull << 1);
-	assert_int_equal(rf_array_dev_set_state(a, "rb-1.img", "remove"), 0);
-	assert_int_equal(rf_array_dev_find(a, "rb-1.img"), -ENOENT);
-	assert_int_equal(rf_array_dev_info(a, 1, &d), 0);
+	assert_int_equal(rf_memberctl_set_state(a, "rb-1.img", "remove"), 0);
+	assert_int_equal(rf_member_find(a, "rb-1.img"), -ENOENT);
+	assert_int_equal(rf_member_info(a, 1, &d), 0);
 	assert_true(d.flags & RF_DEV_MISSING);
 
 	snprintf(p, sizeof(p), "%s/rb-spare.img", fx_dir);
 	fx_file_make(p, MEMBER_BYTES);
-	if (rf_array_add_spare(a, p, err, sizeof(err)))
+	if (rf_memberctl_add_spare(a, p, err, sizeof(err)))
 		fail_msg("add spare: %s", err);
 	wait_in_sync(a, "rb-spare.img");
 	assert_int_equal(info_of(a, "rb-spare.img").slot, 1);
 	assert_int_equal(rf_array_faulty(a), 0);
 	/* Only the rebuilt copy left: it reads what was written. */
-	assert_int_equal(rf_array_dev_set_state(a, "rb-0.img", "faulty"), 0);
+	assert_int_equal(rf_memberctl_set_state(a, "rb-0.img", "faulty"), 0);
 	memset(back, 0, 65536);
 	assert_int_equal(testreq_io(a, RF_REQ_READ, 131072, 65536, back), 0);
 	assert_memory_equal(back, buf, 65536);
@@ -208,7 +208,7 @@ static void spare(struct rf_array *a, const char *name, char *p)
 
 	snprintf(p, FX_PATH, "%s/%s", fx_dir, name);
 	fx_file_make(p, MEMBER_BYTES);
-	if (rf_array_add_spare(a, p, err, sizeof(err)))
+	if (rf_memberctl_add_spare(a, p, err, sizeof(err)))
 		fail_msg("add spare: %s", err);
 }
 
@@ -248,7 +248,7 @@ static void test_replace_twin(void **state)
 	assert_int_equal(testreq_io(a, RF_REQ_WRITE, 0, 1 << 20, buf), 0);
 	spare(a, "rt-spare.img", p);
 	assert_int_equal(rf_sync_request(a, RF_SYNC_FROZEN), 0);
-	j.dev = rf_array_dev_find(a, "rt-spare.img");
+	j.dev = rf_member_find(a, "rt-spare.img");
 	assert_true(j.dev >= rf_array_nslots(a));
 	assert_int_equal(rf_barrier_quiesced_all(a, attach, &j), 0);
 	assert_int_equal(rf_replace_dev_of(a, 1), j.dev);
@@ -310,8 +310,8 @@ static void test_replace_flow(void **state)
 	fx_rand_fill(buf, 1 << 20);
 	assert_int_equal(testreq_io(a, RF_REQ_WRITE, 0, 1 << 20, buf), 0);
 	spare(a, "rf-spare.img", p);
-	assert_int_equal(rf_array_dev_set_state(a, "rf-spare.img", "want_replacement"), -EBUSY);
-	assert_int_equal(rf_array_dev_set_state(a, "rf-2.img", "want_replacement"), 0);
+	assert_int_equal(rf_memberctl_set_state(a, "rf-spare.img", "want_replacement"), -EBUSY);
+	assert_int_equal(rf_memberctl_set_state(a, "rf-2.img", "want_replacement"), 0);
 	wait_in_sync(a, "rf-spare.img");
 	assert_int_equal(info_of(a, "rf-spare.img").slot, 2);
 	d = info_of(a, "rf-2.img");
@@ -320,7 +320,7 @@ static void test_replace_flow(void **state)
 	assert_int_equal(rf_array_faulty(a), 0);
 	assert_int_equal(rf_replace_mask(a), 0);
 	/* Slot 0 gone: slot 2's data comes from the replacement. */
-	assert_int_equal(rf_array_dev_set_state(a, "rf-0.img", "faulty"), 0);
+	assert_int_equal(rf_memberctl_set_state(a, "rf-0.img", "faulty"), 0);
 	memset(back, 0, 1 << 20);
 	assert_int_equal(testreq_io(a, RF_REQ_READ, 0, 1 << 20, back), 0);
 	assert_memory_equal(back, buf, 1 << 20);

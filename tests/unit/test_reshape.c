@@ -522,7 +522,7 @@ static void grow_degraded(const char *what, int level, int n, int fail_slot)
 			 * geometry the failure is judged by) */
 			const char *name = strrchr(paths[fail_slot], '/');
 
-			assert_int_equal(rf_array_dev_set_state(a, name ? name + 1 : paths[fail_slot], "faulty"), 0);
+			assert_int_equal(rf_memberctl_set_state(a, name ? name + 1 : paths[fail_slot], "faulty"), 0);
 			failed = true;
 		}
 		assert_int_equal(fx_model_io(a, model, 20, 64 << 10), 0);

@@ -1058,10 +1058,10 @@ static void rebuild_one(const struct spec *sp, int gtc, int nfail)
 	for (f = 0; f < nfail; f++) {
 		member_path(p, sizeof(p), sp, victim[f]);
 		snprintf(name, sizeof(name), "%s", strrchr(p, '/') + 1);
-		assert_int_equal(rf_array_dev_set_state(a, name, "faulty"), 0);
+		assert_int_equal(rf_memberctl_set_state(a, name, "faulty"), 0);
 		assert_true(rf_array_faulty(a) & (1ull << victim[f]));
 		/* An active member is not removed; a word md does not know is refused. */
-		assert_int_equal(rf_array_dev_set_state(a, name, "bogus"), -EINVAL);
+		assert_int_equal(rf_memberctl_set_state(a, name, "bogus"), -EINVAL);
 	}
 	for (f = 0; f < nfail; f++) {
 		spare_path(p, sizeof(p), sp, f);
@@ -1070,10 +1070,10 @@ static void rebuild_one(const struct spec *sp, int gtc, int nfail)
 		fx_rand_fill(junk, sizeof(junk));
 		assert_int_equal(pwrite(fd, junk, sizeof(junk), 0), (ssize_t)sizeof(junk));
 		close(fd);
-		if (rf_array_add_spare(a, p, err, sizeof(err)))
+		if (rf_memberctl_add_spare(a, p, err, sizeof(err)))
 			fail_msg("%s: add %s: %s", sp->what, p, err);
 		/* The same file twice is refused. */
-		assert_int_equal(rf_array_add_spare(a, p, err, sizeof(err)), -EEXIST);
+		assert_int_equal(rf_memberctl_add_spare(a, p, err, sizeof(err)), -EEXIST);
 	}
 	wait_rebuilt(a, sp->what);
 	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
@@ -1083,22 +1083,22 @@ static void rebuild_one(const struct spec *sp, int gtc, int nfail)
 	assert_int_equal(run_action(a, RF_SYNC_CHECK), 0);
 	/* The spares serve the failed slots; the failed devices are listed
 	 * faulty, without a slot, until removed. */
-	assert_int_equal(rf_array_ndevs(a), sp->n + nfail);
+	assert_int_equal(rf_member_ndevs(a), sp->n + nfail);
 	for (f = 0; f < nfail; f++) {
-		assert_int_equal(rf_array_dev_info(a, victim[f], &di), 0);
+		assert_int_equal(rf_member_info(a, victim[f], &di), 0);
 		assert_true(strstr(di.name, "spare") != NULL);
 		assert_int_equal(di.slot, victim[f]);
 		assert_int_equal(di.flags & (RF_DEV_IN_SYNC | RF_DEV_FAULTY | RF_DEV_SPARE), RF_DEV_IN_SYNC);
 		assert_int_equal(di.recovery_start, UINT64_MAX);
 		member_path(p, sizeof(p), sp, victim[f]);
-		i = rf_array_dev_find(a, strrchr(p, '/') + 1);
+		i = rf_member_find(a, strrchr(p, '/') + 1);
 		assert_true(i >= sp->n);
-		assert_int_equal(rf_array_dev_info(a, i, &di), 0);
+		assert_int_equal(rf_member_info(a, i, &di), 0);
 		assert_int_equal(di.slot, -1);
 		assert_true(di.flags & RF_DEV_FAULTY);
-		assert_int_equal(rf_array_dev_set_state(a, di.name, "remove"), 0);
+		assert_int_equal(rf_memberctl_set_state(a, di.name, "remove"), 0);
 	}
-	assert_int_equal(rf_array_ndevs(a), sp->n);
+	assert_int_equal(rf_member_ndevs(a), sp->n);
 	rf_array_close(a);
 
 	/* From the files: the spares in the failed slots. */

@@ -237,7 +237,7 @@ static void test_raid0_to_raid5(void **state)
 	/* a spare added (mdadm --add) takes the empty slot */
 	fx_member_path(paths[3], FX_PATH, "z", 3);
 	fx_file_make(paths[3], 8 << 20);
-	if (rf_array_add_spare(a, paths[3], err, sizeof(err)))
+	if (rf_memberctl_add_spare(a, paths[3], err, sizeof(err)))
 		fail_msg("add: %s", err);
 	/* the spare rebuilds the empty slot while IO runs */
 	while (info_of(a).degraded && rounds < 400) {
@@ -306,7 +306,7 @@ static void test_raid0_grow(void **state)
 	for (i = 3; i < 5; i++) {
 		fx_member_path(paths[i], FX_PATH, "g", i);
 		fx_file_make(paths[i], 8 << 20);
-		if (rf_array_add_spare(a, paths[i], err, sizeof(err)))
+		if (rf_memberctl_add_spare(a, paths[i], err, sizeof(err)))
 			fail_msg("add: %s", err);
 	}
 	assert_int_equal(rf_sync_set_speed_max(a, 2048), 0);
@@ -363,7 +363,7 @@ static void test_raid0_grow_served(void **state)
 	old = rf_array_size(a);
 	fx_member_path(paths[3], FX_PATH, "gs", 3);
 	fx_file_make(paths[3], 8 << 20);
-	if (rf_array_add_spare(a, paths[3], err, sizeof(err)))
+	if (rf_memberctl_add_spare(a, paths[3], err, sizeof(err)))
 		fail_msg("add: %s", err);
 	assert_int_equal(rf_sync_set_speed_max(a, 4096), 0);
 	if (rf_reshape_grow(a, 4, err, sizeof(err)))
@@ -422,7 +422,7 @@ static void test_raid0_raid10(void **state)
 	for (i = 2; i < 4; i++) {
 		fx_member_path(paths[i], FX_PATH, "t", i);
 		fx_file_make(paths[i], 8 << 20);
-		if (rf_array_add_spare(a, paths[i], err, sizeof(err)))
+		if (rf_memberctl_add_spare(a, paths[i], err, sizeof(err)))
 			fail_msg("add: %s", err);
 	}
 	while (info_of(a).degraded && rounds < 400) {

@@ -302,7 +302,7 @@ static int cmd_record(int argc, char **argv)
 	rf_sync_wait(a);
 	/* A raid0 takes no spare at creation: this one is added here (its
 	 * superblock's write is in the log). */
-	if (spare_last && rf_array_add_spare(a, paths[n - 1], err, sizeof(err)))
+	if (spare_last && rf_memberctl_add_spare(a, paths[n - 1], err, sizeof(err)))
 		die("record: adding the spare: %s", err);
 	size = rf_array_size(a);
 	nblocks = size / BLOCK;
