@@ -147,12 +147,16 @@ static int status_show(const char *mnt, bool json, bool watch, double secs)
 {
 	static char mdstat[65536];
 	char path[4096], when[64];
-	bool tty = isatty(STDOUT_FILENO), first = true;
+	bool tty = isatty(STDOUT_FILENO), first = true, running;
 	time_t now;
 	int n, ret;
 
 	snprintf(path, sizeof(path), "%s/mdstat", mnt);
 	for (;;) {
+		/* Read before the block it prints: a sync that ends while the
+		 * block is read gets one block more, so the last one shows it
+		 * ended. */
+		running = watch && rf_cli_sync_running(mnt);
 		n = rf_read_text(path, mdstat, sizeof(mdstat));
 		if (n < 0) {
 			rf_cli_not_served(mnt, path, -n);
@@ -171,7 +175,9 @@ static int status_show(const char *mnt, bool json, bool watch, double secs)
 			ret = json ? status_json(mnt, mdstat) : status_text(mnt, mdstat);
 		}
 		fflush(stdout);
-		if (ret || !watch || !rf_cli_sync_running(mnt))
+		/* Ended only when idle before and after the block: a sync
+		 * started in between shows in the next one. */
+		if (ret || !watch || (!running && !rf_cli_sync_running(mnt)))
 			return ret;
 		first = false;
 		rf_cli_sleep_secs(secs);
