@@ -71,7 +71,14 @@
  * rf_piece_end().  A DIRECT piece is one member IO the worker issues as it
  * is; a STRIPE piece is a part of one column block of one stripe head
  * (raid4/5/6 writes, and reads that need reconstruction); a FLUSH piece is
- * an fsync of one member.
+ * an fsync of one member.  Pieces move between queues (struct rf_piece_q,
+ * <sys/queue.h> STAILQs through p->link): the submitter's bucket for a
+ * group, g->incoming, then a STRIPE piece to its head's toread/towrite
+ * (g->deferred while no head is free, back to g->incoming when one goes
+ * idle), and the owner takes those as its round's batch (reading,
+ * writing).  Every move appends at a queue's tail (one piece, or a whole
+ * queue with STAILQ_CONCAT), so the writes to one head reach its rounds
+ * in the order they arrived.
  */
 #ifndef RAIDFUSE_ENGINE_H
 #define RAIDFUSE_ENGINE_H
@@ -93,7 +100,7 @@
 enum rf_piece_kind { RF_PIECE_DIRECT, RF_PIECE_STRIPE, RF_PIECE_FLUSH };
 
 struct rf_piece {
-	struct rf_piece *next;          /* group queue / stripe lists */
+	STAILQ_ENTRY(rf_piece) link;    /* the piece queue it is on ("Pieces" above) */
 	struct rf_req *req;
 	struct rf_mio mio;              /* DIRECT and FLUSH: the member IO */
 	uint64_t aoff;                  /* array byte offset of the piece's data */
@@ -106,6 +113,10 @@ struct rf_piece {
 	uint8_t write;
 	uint8_t tries;                  /* DIRECT reads: copies tried (raid1/10) */
 };
+
+/* A queue of pieces, oldest first ("Pieces" above); a piece is on one
+ * queue at a time. */
+STAILQ_HEAD(rf_piece_q, rf_piece);
 
 struct rf_stripe;
 struct rf_worker;
@@ -205,8 +216,7 @@ struct rf_stripe {
 	TAILQ_ENTRY(rf_stripe) lru;             /* g->lru, g->lock */
 	STAILQ_ENTRY(rf_stripe) handle;         /* g->handle, g->lock */
 	uint64_t sector;                        /* member sector, g->lock */
-	struct rf_piece *toread, **toread_tail; /* queued, g->lock */
-	struct rf_piece *towrite, **towrite_tail;
+	struct rf_piece_q toread, towrite;      /* queued, in arrival order, g->lock */
 	bool busy, hashed, on_lru, on_handle;   /* g->lock */
 	/* Held back (stripe_cache.c "delayed heads"): on g->delayed, not
 	 * busy, its write pieces queued on towrite.  g->lock: */
@@ -215,7 +225,8 @@ struct rf_stripe {
 	bool no_delay;                          /* released by a bound: its next round runs at once */
 	uint64_t delay_ns;                      /* when it was first held (CLOCK_MONOTONIC), 0: not held */
 	/* owner only: */
-	struct rf_piece *reading, *writing;     /* the batch being served */
+	struct rf_piece_q reading, writing;     /* the batch being served: toread/towrite taken
+						 * whole (rf_stripe_delay() appends what came since) */
 	uint64_t uptodate;                      /* member blocks that hold the member's data */
 	uint64_t faulty;                        /* faulty members when the round was planned */
 	int pending;                            /* member IOs in flight */
@@ -252,8 +263,8 @@ struct rf_group {
 	struct rf_array *a;
 	int id;
 	/* g->lock: */
-	struct rf_piece *incoming, **incoming_tail;     /* from submitters */
-	struct rf_piece *deferred, **deferred_tail;     /* waiting for a free stripe head */
+	struct rf_piece_q incoming;                     /* from submitters, in arrival order */
+	struct rf_piece_q deferred;                     /* waiting for a free stripe head */
 	STAILQ_HEAD(, rf_stripe) handle;                /* heads with queued pieces */
 	struct rf_stripe_tq lru;                        /* idle heads, oldest first */
 	struct rf_stripe_tq delayed;                    /* held heads, oldest first */
@@ -559,14 +570,16 @@ struct rf_worker *rf_inline_begin(struct rf_array *a, struct rf_worker **saved, 
 void rf_inline_end(struct rf_array *a, struct rf_worker *w, struct rf_worker *saved);
 struct rf_group *rf_group_of(struct rf_array *a, uint64_t key);
 void rf_note_group(struct rf_group *g);
-void rf_group_push(struct rf_group *g, struct rf_piece *head, struct rf_piece **tail);
+/* Append q's pieces to g->incoming (q is left empty) and wake a sleeping
+ * worker of g. */
+void rf_group_push(struct rf_group *g, struct rf_piece_q *q);
 /* stripe_cache.c (g->lock held) */
 struct rf_stripe *rf_stripe_get(struct rf_group *g, uint64_t sector);
 struct rf_stripe *rf_stripe_attach(struct rf_group *g, struct rf_stripe *sh, struct rf_piece *p);
 void rf_handle_add(struct rf_group *g, struct rf_stripe *sh);
 void rf_lru_add_tail(struct rf_group *g, struct rf_stripe *sh);
 /* Delayed heads (stripe_cache.c).  rf_stripe_delay(): the owner holds sh's
- * write round back; false when pieces arrived meanwhile (they are added
+ * write round back; false when pieces arrived meanwhile (they are appended
  * to sh->writing/reading and the owner plans again), true when sh is held
  * and no longer the caller's.  rf_delayed_release_locked(): g->lock held;
  * move the heads held before `before` ns (UINT64_MAX: all) to the handle
@@ -585,7 +598,7 @@ void rf_delayed_check_locked(struct rf_group *g);
 /* workers.c */
 /* Wake a group worker taken off g->idle (in its ring or on its cond). */
 void rf_worker_wake(struct rf_worker *w);
-void rf_run_pieces(struct rf_worker *w, struct rf_group *g, struct rf_piece *list);
+void rf_run_pieces(struct rf_worker *w, struct rf_group *g, struct rf_piece_q *q);
 struct rf_worker *rf_inline_get(struct rf_array *a);
 void rf_inline_put(struct rf_array *a, struct rf_worker *w);
 void rf_inline_drive(struct rf_worker *w);

@@ -178,21 +178,14 @@ struct rf_group *rf_group_of(struct rf_array *a, uint64_t key)
 	return &a->groups[((key * 0x9E3779B97F4A7C15ull) >> 32) % (uint64_t)a->ngroups];
 }
 
-/* Per-request buckets, one per group, filled by rf_queue_piece() and
- * flushed once at the end of rf_req_submit(); they live on the
+/* Per-request buckets, one queue per group, filled by rf_queue_piece()
+ * and flushed once at the end of rf_req_submit(); they live on the
  * submitter's stack. */
-struct bucket {
-	struct rf_piece *head, **tail;
-};
-static __thread struct bucket *tl_buckets;
+static __thread struct rf_piece_q *tl_buckets;
 
 void rf_queue_piece(struct rf_array *a, struct rf_piece *p)
 {
-	struct bucket *b = &tl_buckets[rf_group_of(a, p->key) - a->groups];
-
-	p->next = NULL;
-	*b->tail = p;
-	b->tail = &p->next;
+	STAILQ_INSERT_TAIL(&tl_buckets[rf_group_of(a, p->key) - a->groups], p, link);
 }
 
 /* An inline worker remembers the groups it queued work to: it serves them
@@ -206,13 +199,12 @@ void rf_note_group(struct rf_group *g)
 		w->touched |= 1ull << g->id;
 }
 
-void rf_group_push(struct rf_group *g, struct rf_piece *head, struct rf_piece **tail)
+void rf_group_push(struct rf_group *g, struct rf_piece_q *q)
 {
 	struct rf_worker *w;
 
 	pthread_mutex_lock(&g->lock);
-	*g->incoming_tail = head;
-	g->incoming_tail = tail;
+	STAILQ_CONCAT(&g->incoming, q);
 	w = g->idle;
 	if (w) {
 		g->idle = w->idle_next;
@@ -241,14 +233,12 @@ void rf_req_submit(struct rf_array *a, struct rf_req *r)
  * its queue, STRIPE pieces on their heads, nothing run yet. */
 void rf_queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w)
 {
-	struct bucket buckets[RF_MAX_GROUPS];
+	struct rf_piece_q buckets[RF_MAX_GROUPS];
 	int i, ret, need;
 
 	tl_buckets = buckets;
-	for (i = 0; i < a->ngroups; i++) {
-		tl_buckets[i].head = NULL;
-		tl_buckets[i].tail = &tl_buckets[i].head;
-	}
+	for (i = 0; i < a->ngroups; i++)
+		STAILQ_INIT(&buckets[i]);
 	atomic_store_explicit(&r->pending, 1, memory_order_relaxed);
 	atomic_store_explicit(&r->err, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->npieces, 0, memory_order_relaxed);
@@ -308,12 +298,12 @@ void rf_queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w)
 		return;
 	}
 	for (i = 0; i < a->ngroups; i++) {
-		if (!buckets[i].head)
+		if (STAILQ_EMPTY(&buckets[i]))
 			continue;
 		if (w)
-			rf_run_pieces(w, &a->groups[i], buckets[i].head);
+			rf_run_pieces(w, &a->groups[i], &buckets[i]);
 		else
-			rf_group_push(&a->groups[i], buckets[i].head, buckets[i].tail);
+			rf_group_push(&a->groups[i], &buckets[i]);
 	}
 	req_put(r);
 }

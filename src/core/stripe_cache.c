@@ -128,32 +128,21 @@ static void delayed_add(struct rf_group *g, struct rf_stripe *sh)
 	atomic_fetch_add(&g->a->nheld, 1);
 }
 
-static struct rf_piece **list_tail(struct rf_piece **pp)
-{
-	while (*pp)
-		pp = &(*pp)->next;
-	return pp;
-}
-
 bool rf_stripe_delay(struct rf_stripe *sh)
 {
 	struct rf_group *g = sh->g;
 
 	pthread_mutex_lock(&g->lock);
-	if (sh->towrite || sh->toread) {
+	if (!STAILQ_EMPTY(&sh->towrite) || !STAILQ_EMPTY(&sh->toread)) {
 		/* Pieces arrived since the round took its batch: plan again
 		 * with them, after the ones taken (writes keep their order). */
-		*list_tail(&sh->writing) = sh->towrite;
-		*list_tail(&sh->reading) = sh->toread;
-		sh->towrite = sh->toread = NULL;
-		sh->towrite_tail = &sh->towrite;
-		sh->toread_tail = &sh->toread;
+		STAILQ_CONCAT(&sh->writing, &sh->towrite);
+		STAILQ_CONCAT(&sh->reading, &sh->toread);
 		pthread_mutex_unlock(&g->lock);
 		return false;
 	}
-	sh->towrite = sh->writing;
-	sh->towrite_tail = list_tail(&sh->towrite);
-	sh->writing = NULL;
+	/* Nothing queued: the round's writes are towrite again, in order. */
+	STAILQ_CONCAT(&sh->towrite, &sh->writing);
 	sh->busy = false;
 	if (!sh->delay_ns)
 		sh->delay_ns = rf_now_ns();
@@ -188,7 +177,7 @@ void rf_delayed_check_locked(struct rf_group *g)
 
 	if (TAILQ_EMPTY(&g->delayed))
 		return;
-	if (g->deferred && g->nstripes - g->nlru - g->ndelayed == 0) {
+	if (!STAILQ_EMPTY(&g->deferred) && g->nstripes - g->nlru - g->ndelayed == 0) {
 		/* Pieces wait for a free head and none is busy or queued to
 		 * run (whose end would free one): the older half of the held
 		 * heads go (the newer ones are the likelier to be filled). */
@@ -269,14 +258,7 @@ struct rf_stripe *rf_stripe_attach(struct rf_group *g, struct rf_stripe *sh, str
 		if (sh->on_lru)
 			lru_del(g, sh);
 	}
-	p->next = NULL;
-	if (p->write) {
-		*sh->towrite_tail = p;
-		sh->towrite_tail = &p->next;
-	} else {
-		*sh->toread_tail = p;
-		sh->toread_tail = &p->next;
-	}
+	STAILQ_INSERT_TAIL(p->write ? &sh->towrite : &sh->toread, p, link);
 	if (sh->on_delayed)
 		delayed_del(g, sh);     /* more of the row: plan it again */
 	if (!sh->busy && !sh->on_handle) {
@@ -297,17 +279,14 @@ bool rf_stripe_finish(struct rf_stripe *sh)
 	/* The round ran: a later hold starts its own bound. */
 	sh->delay_ns = 0;
 	sh->no_delay = false;
-	if (sh->toread || sh->towrite) {
+	if (!STAILQ_EMPTY(&sh->toread) || !STAILQ_EMPTY(&sh->towrite)) {
 		again = true;
 	} else {
 		sh->busy = false;
 		rf_lru_add_tail(g, sh);
-		if (g->deferred) {
+		if (!STAILQ_EMPTY(&g->deferred)) {
 			/* A head is free: let the waiting pieces try again. */
-			*g->incoming_tail = g->deferred;
-			g->incoming_tail = g->deferred_tail;
-			g->deferred = NULL;
-			g->deferred_tail = &g->deferred;
+			STAILQ_CONCAT(&g->incoming, &g->deferred);
 			rf_note_group(g);
 		}
 	}
@@ -317,8 +296,10 @@ bool rf_stripe_finish(struct rf_stripe *sh)
 
 void rf_requeue_piece(struct rf_array *a, struct rf_piece *p)
 {
-	p->next = NULL;
-	rf_group_push(rf_group_of(a, p->key), p, &p->next);
+	struct rf_piece_q one = STAILQ_HEAD_INITIALIZER(one);
+
+	STAILQ_INSERT_TAIL(&one, p, link);
+	rf_group_push(rf_group_of(a, p->key), &one);
 }
 
 void rf_sync_rows_forget(struct rf_array *a, uint64_t lo, uint64_t hi)

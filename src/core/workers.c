@@ -50,27 +50,26 @@ int rf_max_worker_threads(void)
 
 #define SEEN_SLOTS 32
 
-/* g->lock held: attach list's STRIPE pieces to their heads (or to
- * g->deferred when no head is free) and return its DIRECT pieces, in
- * order, for the caller to issue.  Taking g->incoming and attaching its
- * pieces in one critical section keeps the order of writes to one head:
- * no other worker can attach later pieces in between. */
-static struct rf_piece *attach_locked(struct rf_group *g, struct rf_piece *list)
+/* g->lock held: take every piece off q, attach its STRIPE pieces to their
+ * heads (or to g->deferred when no head is free) and append its DIRECT
+ * pieces, in order, to *direct for the caller to issue.  Taking
+ * g->incoming and attaching its pieces in one critical section keeps the
+ * order of writes to one head: no other worker can attach later pieces in
+ * between. */
+static void attach_locked(struct rf_group *g, struct rf_piece_q *q, struct rf_piece_q *direct)
 {
-	struct rf_piece *p, *next, *direct = NULL, **dtail = &direct;
 	struct rf_stripe *seen[SEEN_SLOTS] = { NULL };
+	struct rf_piece *p;
 
 	/* One hash lookup per head: a request's pieces of one head (its data
 	 * columns) find the head again here.  A head found in this round
 	 * cannot be recycled before the lock is dropped: it is off the LRU. */
-	for (p = list; p; p = next) {
+	while ((p = STAILQ_FIRST(q))) {
 		struct rf_stripe **slot, *sh;
 
-		next = p->next;
-		p->next = NULL;
+		STAILQ_REMOVE_HEAD(q, link);
 		if (p->kind != RF_PIECE_STRIPE) {
-			*dtail = p;
-			dtail = &p->next;
+			STAILQ_INSERT_TAIL(direct, p, link);
 			continue;
 		}
 		slot = &seen[(p->key ^ p->key >> 5) % SEEN_SLOTS];
@@ -79,36 +78,36 @@ static struct rf_piece *attach_locked(struct rf_group *g, struct rf_piece *list)
 		if (sh) {
 			*slot = sh;
 		} else {
-			*g->deferred_tail = p;
-			g->deferred_tail = &p->next;
+			STAILQ_INSERT_TAIL(&g->deferred, p, link);
 			/* An inline submitter passes the group again (held
 			 * heads may have to go for it). */
 			rf_note_group(g);
 		}
 	}
-	return direct;
 }
 
-static void issue_direct(struct rf_worker *w, struct rf_piece *list)
+/* Issue q's DIRECT pieces on w, in order; q is left empty. */
+static void issue_direct(struct rf_worker *w, struct rf_piece_q *q)
 {
-	struct rf_piece *p, *next;
+	struct rf_piece *p;
 
-	for (p = list; p; p = next) {
-		next = p->next;
+	while ((p = STAILQ_FIRST(q))) {
+		STAILQ_REMOVE_HEAD(q, link);
 		rf_direct_issue(w, p);
 	}
 }
 
-/* Attach list's STRIPE pieces to their heads in g (waiting on
- * g->deferred when no head is free), then issue its DIRECT pieces on w. */
-void rf_run_pieces(struct rf_worker *w, struct rf_group *g, struct rf_piece *list)
+/* Attach q's STRIPE pieces to their heads in g (waiting on g->deferred
+ * when no head is free), then issue its DIRECT pieces on w; q is left
+ * empty. */
+void rf_run_pieces(struct rf_worker *w, struct rf_group *g, struct rf_piece_q *q)
 {
-	struct rf_piece *direct;
+	struct rf_piece_q direct = STAILQ_HEAD_INITIALIZER(direct);
 
 	pthread_mutex_lock(&g->lock);
-	direct = attach_locked(g, list);
+	attach_locked(g, q, &direct);
 	pthread_mutex_unlock(&g->lock);
-	issue_direct(w, direct);
+	issue_direct(w, &direct);
 }
 
 /* One pass of w over g: take the incoming pieces, then a batch of heads
@@ -117,18 +116,17 @@ void rf_run_pieces(struct rf_worker *w, struct rf_group *g, struct rf_piece *lis
 static int group_pass(struct rf_worker *w, struct rf_group *g, bool *stop)
 {
 	struct rf_stripe *batch[HANDLE_BATCH];
-	struct rf_piece *in, *direct;
+	struct rf_piece_q direct = STAILQ_HEAD_INITIALIZER(direct);
+	bool took_in;
 	int i, nsh = 0;
 
 	pthread_mutex_lock(&g->lock);
-	in = g->incoming;
-	g->incoming = NULL;
-	g->incoming_tail = &g->incoming;
+	took_in = !STAILQ_EMPTY(&g->incoming);
 	if (stop)
 		*stop = g->stop;
-	direct = attach_locked(g, in);
+	attach_locked(g, &g->incoming, &direct);
 	pthread_mutex_unlock(&g->lock);
-	issue_direct(w, direct);
+	issue_direct(w, &direct);
 
 	pthread_mutex_lock(&g->lock);
 	rf_delayed_check_locked(g);
@@ -143,7 +141,7 @@ static int group_pass(struct rf_worker *w, struct rf_group *g, bool *stop)
 	pthread_mutex_unlock(&g->lock);
 	for (i = 0; i < nsh; i++)
 		w->a->ops->handle_stripe(w, batch[i]);
-	return !!in + nsh;
+	return took_in + nsh;
 }
 
 /* g->lock held: w sleeps from now on / no longer (whether or not a
@@ -187,7 +185,7 @@ static bool held_wait(struct rf_worker *w, struct rf_group *g)
 	struct rf_array *a = g->a;
 
 	/* IO of w's own in flight: its end wakes w, which looks again. */
-	if (g->incoming || !STAILQ_EMPTY(&g->handle) || (!g->stop && rf_ioq_busy(&w->ioq)))
+	if (!STAILQ_EMPTY(&g->incoming) || !STAILQ_EMPTY(&g->handle) || (!g->stop && rf_ioq_busy(&w->ioq)))
 		return false;
 	if (w->cond_ok && !g->stop && atomic_load(&a->inflight[1]) > 1) {
 		uint64_t until = TAILQ_FIRST(&g->delayed)->delay_ns + rf_delay_bound_ns;
@@ -245,7 +243,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_lock(&g->lock);
 		if (!TAILQ_EMPTY(&g->delayed) && held_wait(w, g))
 			continue;       /* g->lock dropped */
-		if (g->incoming || !STAILQ_EMPTY(&g->handle) || g->stop) {
+		if (!STAILQ_EMPTY(&g->incoming) || !STAILQ_EMPTY(&g->handle) || g->stop) {
 			pthread_mutex_unlock(&g->lock);
 			if (!g->stop)
 				continue;
@@ -386,8 +384,8 @@ static int rf_group_init(struct rf_array *a, struct rf_group *g, int id, int nst
 	rf_lock_rank(&g->lock, RF_LOCK_LEAF, "group lock");
 	g->a = a;
 	g->id = id;
-	g->incoming_tail = &g->incoming;
-	g->deferred_tail = &g->deferred;
+	STAILQ_INIT(&g->incoming);
+	STAILQ_INIT(&g->deferred);
 	STAILQ_INIT(&g->handle);
 	TAILQ_INIT(&g->lru);
 	TAILQ_INIT(&g->delayed);
@@ -430,8 +428,10 @@ static int rf_group_init(struct rf_array *a, struct rf_group *g, int id, int nst
 		struct rf_stripe *sh = &g->stripes[i];
 
 		sh->g = g;
-		sh->toread_tail = &sh->toread;
-		sh->towrite_tail = &sh->towrite;
+		STAILQ_INIT(&sh->toread);
+		STAILQ_INIT(&sh->towrite);
+		STAILQ_INIT(&sh->reading);
+		STAILQ_INIT(&sh->writing);
 		sh->mio = calloc(nd, sizeof(*sh->mio));
 		sh->buf = calloc(nd, sizeof(*sh->buf));
 		sh->wsrc = calloc(nd, sizeof(*sh->wsrc));

@@ -68,24 +68,25 @@ static void row_setup(struct rf_array *a, struct rf_stripe *sh, struct rf_r5_row
 		    (c->g->raid_disks >= 64 ? ~0ull : (1ull << c->g->raid_disks) - 1);
 }
 
-static void end_list(struct rf_piece *list, int err)
+/* End q's pieces with err, in order; q is left empty. */
+static void end_list(struct rf_piece_q *q, int err)
 {
-	struct rf_piece *p, *next;
+	struct rf_piece *p;
 
-	for (p = list; p; p = next) {
-		next = p->next;
+	while ((p = STAILQ_FIRST(q))) {
+		STAILQ_REMOVE_HEAD(q, link);
 		rf_piece_end(p, err);
 	}
 }
 
-/* Whether the write pieces cover every sector of column col's block. */
-static bool col_full(const struct rf_array *a, struct rf_piece *list, int col)
+/* Whether the write pieces of q cover every sector of column col's block. */
+static bool col_full(const struct rf_array *a, const struct rf_piece_q *q, int col)
 {
 	uint64_t cov[2] = { 0, 0 };
 	uint32_t nsec = a->stripe_size / 512, s;
 	struct rf_piece *p;
 
-	for (p = list; p; p = p->next) {
+	STAILQ_FOREACH(p, q, link) {
 		uint32_t first = (p->boff + 511) / 512, last = (p->boff + p->len) / 512;
 
 		if (p->member != col)
@@ -103,7 +104,7 @@ void rf_r5_merge_col(struct rf_stripe *sh, int col)
 {
 	struct rf_piece *p;
 
-	for (p = sh->writing; p; p = p->next)
+	STAILQ_FOREACH(p, &sh->writing, link)
 		if (p->member == col)
 			memcpy(sh->buf[col] + p->boff, p->buf, p->len);
 }
@@ -198,7 +199,7 @@ static struct rf_piece *lone_full_piece(const struct rf_stripe *sh, int col, uin
 {
 	struct rf_piece *p, *only = NULL;
 
-	for (p = sh->writing; p; p = p->next) {
+	STAILQ_FOREACH(p, &sh->writing, link) {
 		if (p->member != col)
 			continue;
 		if (only)
@@ -264,8 +265,7 @@ static bool r5_issue_writes(struct rf_worker *w, struct rf_stripe *sh, uint64_t 
 		sh->logged = false;
 		a->log->stripe_done(a->log_priv, &w->ioq, sh->log);
 	}
-	end_list(sh->writing, rf_failed_now(a) ? -EIO : 0);
-	sh->writing = NULL;
+	end_list(&sh->writing, rf_failed_now(a) ? -EIO : 0);
 	return false;
 }
 
@@ -282,7 +282,7 @@ static void r5_log_resume(struct rf_log_stripe *ls, struct rf_ioq *q)
 
 	assert(w && &w->ioq == q);
 	row_setup(w->a, sh, &c);
-	for (p = sh->writing; p; p = p->next)
+	STAILQ_FOREACH(p, &sh->writing, link)
 		wmask |= 1ull << p->member;
 	if (!r5_issue_writes(w, sh, wmask | c.par_mask))
 		r5_round_done(w, sh);
@@ -301,9 +301,9 @@ static bool r5_hold_wanted(struct rf_worker *w, struct rf_stripe *sh, const stru
 	struct rf_array *a = w->a;
 	struct rf_piece *p;
 
-	if (sh->no_delay || sh->reading || (c->faulty & (c->data_mask | c->par_mask)))
+	if (sh->no_delay || !STAILQ_EMPTY(&sh->reading) || (c->faulty & (c->data_mask | c->par_mask)))
 		return false;
-	for (p = sh->writing; p; p = p->next)
+	STAILQ_FOREACH(p, &sh->writing, link)
 		if (p->req->len < a->chunk_bytes || p->req->len <= a->stripe_size)
 			return false;
 	if (w->g)
@@ -327,27 +327,26 @@ static bool r5_plan(struct rf_worker *w, struct rf_stripe *sh, bool may_hold)
 	sh->faulty = c.faulty;
 	sh->uptodate &= ~c.faulty;
 	if (a->ops->failed(a, c.faulty)) {
-		end_list(sh->reading, -EIO);
-		end_list(sh->writing, -EIO);
-		sh->reading = sh->writing = NULL;
+		end_list(&sh->reading, -EIO);
+		end_list(&sh->writing, -EIO);
 		return false;
 	}
 	alive = (c.data_mask | c.par_mask) & ~c.faulty;
-	for (p = sh->reading; p; p = p->next)
+	STAILQ_FOREACH(p, &sh->reading, link)
 		need |= (c.faulty & (1ull << p->member)) ? alive : 1ull << p->member;
 	sh->rmw = false;
 	whole = false;
-	if (sh->writing) {
+	if (!STAILQ_EMPTY(&sh->writing)) {
 		if (c.faulty & (c.data_mask | c.par_mask)) {
 			need |= alive;
 		} else {
 			uint64_t wmask = 0, full = 0, rmw_need, rcw_need;
 			int rmw_reads, rcw_reads;
 
-			for (p = sh->writing; p; p = p->next)
+			STAILQ_FOREACH(p, &sh->writing, link)
 				wmask |= 1ull << p->member;
 			for (i = 0; i < a->nmembers; i++)
-				if ((wmask & (1ull << i)) && col_full(a, sh->writing, i))
+				if ((wmask & (1ull << i)) && col_full(a, &sh->writing, i))
 					full |= 1ull << i;
 			rmw_need = wmask | c.par_mask | rf_r5_log_gap(a, &c, wmask);
 			rcw_need = c.data_mask & ~full;
@@ -366,12 +365,12 @@ static bool r5_plan(struct rf_worker *w, struct rf_stripe *sh, bool may_hold)
 		}
 	}
 	toread = need & ~sh->uptodate & ~c.faulty;
-	if (toread && may_hold && sh->writing && r5_hold_wanted(w, sh, &c)) {
+	if (toread && may_hold && !STAILQ_EMPTY(&sh->writing) && r5_hold_wanted(w, sh, &c)) {
 		if (rf_stripe_delay(sh))
 			return true;
 		return r5_plan(w, sh, true);    /* more pieces came: plan with them */
 	}
-	if (sh->writing && !(c.faulty & (c.data_mask | c.par_mask))) {
+	if (!STAILQ_EMPTY(&sh->writing) && !(c.faulty & (c.data_mask | c.par_mask))) {
 		if (whole)
 			atomic_fetch_add_explicit(&a->stats.full, 1, memory_order_relaxed);
 		else if (toread)
@@ -395,7 +394,7 @@ static bool r5_compute(struct rf_worker *w, struct rf_stripe *sh)
 	struct rf_array *a = w->a;
 	uint32_t ss = a->stripe_size;
 	struct rf_r5_row_ctx c;
-	struct rf_piece *p, *next;
+	struct rf_piece *p;
 	uint64_t wmask = 0, direct = 0;
 	bool logging;
 	int i;
@@ -406,18 +405,17 @@ static bool r5_compute(struct rf_worker *w, struct rf_stripe *sh)
 	/* Rebuild what was faulty when the round was planned; a column that
 	 * failed since then holds what was read, or was not needed. */
 	c.faulty = sh->faulty;
-	if (sh->writing || sh->reading)
+	if (!STAILQ_EMPTY(&sh->writing) || !STAILQ_EMPTY(&sh->reading))
 		reconstruct(w, sh, &c);
-	for (p = sh->reading; p; p = next) {
-		next = p->next;
+	while ((p = STAILQ_FIRST(&sh->reading))) {
+		STAILQ_REMOVE_HEAD(&sh->reading, link);
 		memcpy(p->buf, sh->buf[p->member] + p->boff, p->len);
 		rf_piece_end(p, 0);
 	}
-	sh->reading = NULL;
-	if (!sh->writing)
+	if (STAILQ_EMPTY(&sh->writing))
 		return false;
 
-	for (p = sh->writing; p; p = p->next)
+	STAILQ_FOREACH(p, &sh->writing, link)
 		wmask |= 1ull << p->member;
 	logging = rf_r5_log_prepare(w, sh, &c, wmask);
 	if (sh->rmw && logging && sh->log->pp_size) {
@@ -485,12 +483,8 @@ static bool r5_round(struct rf_worker *w, struct rf_stripe *sh)
 	struct rf_group *g = sh->g;
 
 	pthread_mutex_lock(&g->lock);
-	sh->reading = sh->toread;
-	sh->toread = NULL;
-	sh->toread_tail = &sh->toread;
-	sh->writing = sh->towrite;
-	sh->towrite = NULL;
-	sh->towrite_tail = &sh->towrite;
+	STAILQ_CONCAT(&sh->reading, &sh->toread);
+	STAILQ_CONCAT(&sh->writing, &sh->towrite);
 	pthread_mutex_unlock(&g->lock);
 	return r5_plan(w, sh, true);
 }
@@ -541,8 +535,7 @@ static void r5_write_end(struct rf_mio *m)
 		sh->logged = false;
 		a->log->stripe_done(a->log_priv, &w->ioq, sh->log);
 	}
-	end_list(sh->writing, rf_failed_now(a) ? -EIO : 0);
-	sh->writing = NULL;
+	end_list(&sh->writing, rf_failed_now(a) ? -EIO : 0);
 	r5_round_done(w, sh);
 }
 

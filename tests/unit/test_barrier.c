@@ -396,7 +396,7 @@ static void test_drain_cache_full(void **state)
 	rf_array_get_info(a, &info);
 	assert_int_equal(info.stripe_cache_active, NH);
 	pthread_mutex_lock(&a->groups[0].lock);
-	assert_non_null(a->groups[0].deferred);
+	assert_false(STAILQ_EMPTY(&a->groups[0].deferred));
 	pthread_mutex_unlock(&a->groups[0].lock);
 	setter_start(&s, a, SET_CACHE, 64);
 	WAIT_FOR(draining_all(a));
@@ -577,7 +577,7 @@ static bool head_has_towrite(struct rf_array *a)
 
 	pthread_mutex_lock(&g->lock);
 	for (i = 0; i < g->nstripes; i++)
-		any |= g->stripes[i].towrite != NULL;
+		any |= !STAILQ_EMPTY(&g->stripes[i].towrite);
 	pthread_mutex_unlock(&g->lock);
 	return any;
 }

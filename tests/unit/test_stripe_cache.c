@@ -126,7 +126,7 @@ static const char *check_group(struct rf_group *g, bool with_model)
 	    (with_model && n != M.nhandle))
 		return "handle list length or tail wrong";
 	for (n = 0, prev = NULL, sh = TAILQ_FIRST(&g->delayed); sh; prev = sh, sh = TAILQ_NEXT(sh, delay), n++)
-		if (!sh->on_delayed || sh->busy || sh->on_handle || sh->on_lru || !sh->towrite ||
+		if (!sh->on_delayed || sh->busy || sh->on_handle || sh->on_lru || STAILQ_EMPTY(&sh->towrite) ||
 		    TAILQ_PREV(sh, rf_stripe_tq, delay) != prev || (prev && prev->delay_ns > sh->delay_ns))
 			return "a held head is busy, listed elsewhere, has no writes, or is out of order";
 	if (n != g->ndelayed || TAILQ_LAST(&g->delayed, rf_stripe_tq) != prev || atomic_load(&g->a->nheld) != n)
@@ -205,13 +205,10 @@ static void m_attach(struct rf_piece *p)
 		M.h[want].sector = p->key;
 		M.h[want].uptodate = 0;
 	}
-	p->next = NULL;
 	pthread_mutex_lock(&g->lock);
 	sh = rf_stripe_attach(g, NULL, p);
-	if (!sh) {
-		*g->deferred_tail = p;
-		g->deferred_tail = &p->next;
-	}
+	if (!sh)
+		STAILQ_INSERT_TAIL(&g->deferred, p, link);
 	pthread_mutex_unlock(&g->lock);
 	if (want < 0) {
 		if (sh)
@@ -242,26 +239,24 @@ static void m_take_batch(int i)
 {
 	struct rf_stripe *sh = &M.g->stripes[i];
 	struct mhead *h = &M.h[i];
-	struct rf_piece *p, *rd, *wr;
+	struct rf_piece_q rd = STAILQ_HEAD_INITIALIZER(rd), wr = STAILQ_HEAD_INITIALIZER(wr);
+	struct rf_piece *p;
 	int k, r = 0, w = 0, nr = 0, nw = 0;
 
 	pthread_mutex_lock(&M.g->lock);
-	rd = sh->toread;
-	wr = sh->towrite;
-	sh->toread = sh->towrite = NULL;
-	sh->toread_tail = &sh->toread;
-	sh->towrite_tail = &sh->towrite;
+	STAILQ_CONCAT(&rd, &sh->toread);
+	STAILQ_CONCAT(&wr, &sh->towrite);
 	pthread_mutex_unlock(&M.g->lock);
-	for (p = rd; p; p = p->next)
+	STAILQ_FOREACH(p, &rd, link)
 		nr++;
-	for (p = wr; p; p = p->next)
+	STAILQ_FOREACH(p, &wr, link)
 		nw++;
 	for (k = 0; k < h->npend; k++) {
 		struct rf_piece *want = &M.p[h->pend[k]];
 
-		p = want->write ? wr : rd;
+		p = STAILQ_FIRST(want->write ? &wr : &rd);
 		for (int s = want->write ? w++ : r++; s > 0 && p; s--)
-			p = p->next;
+			p = STAILQ_NEXT(p, link);
 		if (p != want)
 			fail_msg("head %d: piece %d missing or out of order in its round", i, h->pend[k]);
 		if (M.seen[h->pend[k] / 64] >> (h->pend[k] % 64) & 1)
@@ -271,8 +266,8 @@ static void m_take_batch(int i)
 	}
 	assert_int_equal(nr + nw, h->npend);
 	h->npend = 0;
-	sh->reading = rd;
-	sh->writing = wr;
+	STAILQ_CONCAT(&sh->reading, &rd);
+	STAILQ_CONCAT(&sh->writing, &wr);
 }
 
 /* A worker takes the head at the front of the handle list (group_pass()). */
@@ -320,12 +315,14 @@ static void m_finish(int i)
 {
 	struct rf_stripe *sh = &M.g->stripes[i];
 	struct mhead *h = &M.h[i];
-	struct rf_piece *in, *p, *next;
+	struct rf_piece_q in = STAILQ_HEAD_INITIALIZER(in);
+	struct rf_piece *p;
 	bool again;
 	int n = 0, waited;
 
 	sh->uptodate = h->uptodate = 0xf;
-	sh->reading = sh->writing = NULL;
+	STAILQ_INIT(&sh->reading);
+	STAILQ_INIT(&sh->writing);
 	h->nround = 0;
 	again = rf_stripe_finish(sh);
 	assert_int_equal(again, h->npend > 0);
@@ -336,16 +333,14 @@ static void m_finish(int i)
 	h->state = S_LRU;
 	M.lru[M.nlru++] = i;
 	pthread_mutex_lock(&M.g->lock);
-	assert_null(M.g->deferred);
-	in = M.g->incoming;
-	M.g->incoming = NULL;
-	M.g->incoming_tail = &M.g->incoming;
+	assert_true(STAILQ_EMPTY(&M.g->deferred));
+	STAILQ_CONCAT(&in, &M.g->incoming);
 	pthread_mutex_unlock(&M.g->lock);
 	/* Every piece that waited comes back (and may wait again). */
 	waited = M.ndeferred;
 	M.ndeferred = 0;
-	for (p = in; p; p = next, n++) {
-		next = p->next;
+	for (; (p = STAILQ_FIRST(&in)); n++) {
+		STAILQ_REMOVE_HEAD(&in, link);
 		m_attach(p);
 	}
 	assert_int_equal(n, waited);
@@ -378,9 +373,9 @@ static void m_delay(int i)
 		h->npend = 0;
 		M.joined++;
 		k = 0;
-		for (p = sh->writing; p; p = p->next)
+		STAILQ_FOREACH(p, &sh->writing, link)
 			k++;
-		for (p = sh->reading; p; p = p->next)
+		STAILQ_FOREACH(p, &sh->reading, link)
 			k++;
 		assert_int_equal(k, h->nround);
 		return;
@@ -601,7 +596,7 @@ static void test_pressure(void **state)
 	assert_int_equal(M.nlru, 0);
 	m_attach(piece(1000, true));            /* refused: waits */
 	assert_int_equal(M.ndeferred, 1);
-	assert_non_null(M.g->deferred);
+	assert_false(STAILQ_EMPTY(&M.g->deferred));
 	m_take();                               /* the first head, owned */
 	check_now();
 	m_finish(idx(first));                   /* idle: the piece comes back and takes it */
@@ -875,7 +870,8 @@ static void all_idle(struct rf_array *a)
 
 			pthread_mutex_lock(&g->lock);
 			why = check_group(g, false);
-			idle = idle && g->nlru == g->nstripes && !g->deferred && !g->incoming;
+			idle = idle && g->nlru == g->nstripes && STAILQ_EMPTY(&g->deferred) &&
+			       STAILQ_EMPTY(&g->incoming);
 			pthread_mutex_unlock(&g->lock);
 			if (why)
 				fail_msg("group %d: %s", i, why);
