@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/queue.h>
 #include <sys/uio.h>
 
 #include "raidfuse/fdmap.h"
@@ -45,7 +46,13 @@
 enum rf_mio_op { RF_MIO_READ, RF_MIO_WRITE, RF_MIO_FSYNC };
 
 struct rf_mio {
-	struct rf_mio *next;            /* ioq's retry list; free for the owner otherwise */
+	/* On one of the queue's lists at a time (ioq.c); free for the owner
+	 * otherwise. */
+	union {
+		STAILQ_ENTRY(rf_mio) link;      /* q->retry, q->injected, ioq.c's local lists */
+		struct rf_mio *nbd_next;        /* q->nbd_done: a lock-free stack the NBD pollers
+						 * push on (compare-and-swap, not a queue.h list) */
+	};
 	void *twin;                     /* not the queue's: the core's hot replace (a write
 					 * that goes to a replacement too), NULL otherwise */
 	void (*end)(struct rf_mio *m);  /* completion, on the queue's thread */
@@ -194,9 +201,10 @@ struct rf_ioq {
 	const struct rf_ioq_backend *be;
 	void *priv;                     /* backend state */
 	struct rf_ioq_devs devs;
-	struct rf_mio *retry, **retry_tail;   /* queued, not yet with the backend */
-	struct rf_mio *injected;        /* ended by fault injection, not issued: completed
-					 * by the next rf_ioq_reap() (counted in inflight) */
+	STAILQ_HEAD(, rf_mio) retry;    /* queued, not yet with the backend, in order */
+	STAILQ_HEAD(, rf_mio) injected; /* ended by fault injection, not issued: completed
+					 * by the next rf_ioq_reap() (counted in inflight),
+					 * newest first */
 	_Atomic(struct rf_mio *) nbd_done;   /* NBD commands ended, pushed by their connections'
 					      * pollers (any thread); taken by rf_ioq_reap() */
 	unsigned nbd_inflight;          /* of inflight: NBD commands not yet reaped */
@@ -279,7 +287,7 @@ static inline const struct rf_ioq_member *rf_ioq_dev(const struct rf_ioq *q, int
 {
 	return (const struct rf_ioq_member *)((const char *)q->devs.first + (size_t)i * q->devs.stride);
 }
-static inline bool rf_ioq_busy(const struct rf_ioq *q) { return q->inflight || q->retry; }
+static inline bool rf_ioq_busy(const struct rf_ioq *q) { return q->inflight || !STAILQ_EMPTY(&q->retry); }
 
 /* For backends: one operation finished with res (bytes or -errno).
  * Returns 1 when m->end() ran, 0 when m was requeued. */

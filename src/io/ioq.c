@@ -24,7 +24,8 @@
  *    it, with the bytes moved or -errno (-ETIMEDOUT, -ENOTCONN: the caller
  *    fails it).  One refused at issue (a dead connection) completes like an
  *    injected one.  While it is in flight, nothing of the queue reads its
- *    m->next (rf_ioq_submit() takes it first);
+ *    link, whose storage the push uses (nbd_next): rf_ioq_submit() takes
+ *    it off the retry list before the issue;
  *  - a read that failed (alone, or its merged operation) is issued once
  *    more, alone, unless its member is failfast (rf_ioq_member.failfast):
  *    then it ends with the error at once, every merged piece with it;
@@ -184,9 +185,7 @@ static int bounce_end(struct rf_ioq *q, struct rf_mio *m, int res)
 
 static void retry_push(struct rf_ioq *q, struct rf_mio *m)
 {
-	m->next = NULL;
-	*q->retry_tail = m;
-	q->retry_tail = &m->next;
+	STAILQ_INSERT_TAIL(&q->retry, m, link);
 }
 
 /* An NBD command ended (on its connection's poller, any thread): hand m
@@ -203,7 +202,7 @@ static void nbd_end(void *ctx, void *arg, int res)
 	/* Release: m->res (and the data read) before m is seen on the list;
 	 * pairs with the acquire exchange in reap_nbd(). */
 	do
-		m->next = old;
+		m->nbd_next = old;
 	while (!atomic_compare_exchange_weak_explicit(&q->nbd_done, &old, m, memory_order_release,
 						      memory_order_relaxed));
 	if (!old)
@@ -430,21 +429,18 @@ int rf_ioq_submit(struct rf_ioq *q)
 		struct rf_mio *m;
 		int ret;
 
-		while ((m = q->retry)) {
-			/* Taken before the issue: an NBD completion may reuse
-			 * m->next as soon as m is issued. */
-			struct rf_mio *next = m->next;
-
+		while ((m = STAILQ_FIRST(&q->retry))) {
+			/* Off the list before the issue: an NBD completion may
+			 * reuse m's link (nbd_next) as soon as m is issued. */
+			STAILQ_REMOVE_HEAD(&q->retry, link);
 			ret = mio_issue(q, m);
-			if (ret < 0)
+			if (ret < 0) {
+				/* Not issued: first in line again. */
+				STAILQ_INSERT_HEAD(&q->retry, m, link);
 				break;
-			q->retry = next;
-			if (!q->retry)
-				q->retry_tail = &q->retry;
-			if (ret) {
-				m->next = q->injected;
-				q->injected = m;
 			}
+			if (ret)
+				STAILQ_INSERT_HEAD(&q->injected, m, link);
 		}
 		ret = q->be->submit(q);
 		if (ret == -EBUSY || ret == -EAGAIN)
@@ -452,7 +448,7 @@ int rf_ioq_submit(struct rf_ioq *q)
 		if (ret < 0)
 			return ret;
 		/* Submitting made room in the ring: issue what still waits. */
-		if (!q->retry || ret == 0)
+		if (STAILQ_EMPTY(&q->retry) || ret == 0)
 			return 0;
 	}
 }
@@ -479,7 +475,8 @@ static bool ff(struct rf_ioq *q, int member)
  * go back alone (an error is retried piece by piece to find its piece). */
 static int complete_chain(struct rf_ioq *q, struct rf_mio *h, int res)
 {
-	struct rf_mio *x, *next, *ended = NULL, **etail = &ended;
+	STAILQ_HEAD(, rf_mio) ended = STAILQ_HEAD_INITIALIZER(ended);
+	struct rf_mio *x, *next;
 	bool failfast = res < 0 && h->op == RF_MIO_READ && ff(q, h->member);
 	int n = 0;
 
@@ -503,9 +500,7 @@ static int complete_chain(struct rf_ioq *q, struct rf_mio *h, int res)
 		x->done = take;
 		if (take == x->len) {
 			x->res = 0;
-			x->next = NULL;
-			*etail = x;
-			etail = &x->next;
+			STAILQ_INSERT_TAIL(&ended, x, link);
 		} else {
 			if (take)
 				q->nr_short++;
@@ -515,8 +510,8 @@ static int complete_chain(struct rf_ioq *q, struct rf_mio *h, int res)
 				x->read_retried = 1;
 		}
 	}
-	for (x = ended; x; x = next) {
-		next = x->next;
+	while ((x = STAILQ_FIRST(&ended))) {
+		STAILQ_REMOVE_HEAD(&ended, link);
 		x->end(x);
 		n++;
 	}
@@ -603,7 +598,8 @@ int rf_ioq_init_common(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned slots
 
 	memset(q, 0, sizeof(*q));
 	q->devs = devs;
-	q->retry_tail = &q->retry;
+	STAILQ_INIT(&q->retry);
+	STAILQ_INIT(&q->injected);
 	q->iov = calloc((size_t)slots * RF_IOQ_MAX_MERGE, sizeof(*q->iov));
 	q->iov_free = calloc(slots, sizeof(*q->iov_free));
 	if (!q->iov || !q->iov_free) {
@@ -631,13 +627,14 @@ int rf_ioq_init_common(struct rf_ioq *q, struct rf_ioq_devs devs, unsigned slots
 /* Complete the operations fault injection ended.  Returns end() calls. */
 static int reap_injected(struct rf_ioq *q)
 {
-	struct rf_mio *m, *next, *list = q->injected;
+	STAILQ_HEAD(, rf_mio) list = STAILQ_HEAD_INITIALIZER(list);
+	struct rf_mio *m;
 	int n = 0;
 
 	/* Detach first: an end() may queue, submit and be injected again. */
-	q->injected = NULL;
-	for (m = list; m; m = next) {
-		next = m->next;
+	STAILQ_CONCAT(&list, &q->injected);
+	while ((m = STAILQ_FIRST(&list))) {
+		STAILQ_REMOVE_HEAD(&list, link);
 		n += rf_ioq_complete(q, m, m->res);
 	}
 	return n;
@@ -646,18 +643,18 @@ static int reap_injected(struct rf_ioq *q)
 /* Complete the NBD commands that ended.  Returns end() calls. */
 static int reap_nbd(struct rf_ioq *q)
 {
-	struct rf_mio *m, *next, *fifo = NULL;
+	STAILQ_HEAD(, rf_mio) fifo = STAILQ_HEAD_INITIALIZER(fifo);
+	struct rf_mio *m, *next;
 	int n = 0;
 
 	/* Acquire: pairs with the release in nbd_end(). */
 	m = atomic_exchange_explicit(&q->nbd_done, NULL, memory_order_acquire);
 	for (; m; m = next) {   /* pushed last first: in the order they ended */
-		next = m->next;
-		m->next = fifo;
-		fifo = m;
+		next = m->nbd_next;
+		STAILQ_INSERT_HEAD(&fifo, m, link);
 	}
-	for (m = fifo; m; m = next) {
-		next = m->next;
+	while ((m = STAILQ_FIRST(&fifo))) {
+		STAILQ_REMOVE_HEAD(&fifo, link);
 		q->nbd_inflight--;
 		n += rf_ioq_complete(q, m, m->res);
 	}
@@ -668,7 +665,7 @@ int rf_ioq_reap(struct rf_ioq *q, bool wait)
 {
 	int n = 0, ret;
 
-	if (q->injected) {
+	if (!STAILQ_EMPTY(&q->injected)) {
 		n = reap_injected(q);
 		wait = false;   /* there was something to reap */
 	}

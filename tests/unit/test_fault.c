@@ -277,7 +277,7 @@ static void ioq_injection(rf_ioq_init_fn init)
 		}
 		for (guard = 0; rf_ioq_busy(&q); guard++) {
 			assert_int_equal(rf_ioq_submit(&q), 0);
-			assert_true(rf_ioq_reap(&q, !q.retry) >= 0);
+			assert_true(rf_ioq_reap(&q, STAILQ_EMPTY(&q.retry)) >= 0);
 			assert_true(guard < 1000);
 		}
 		for (i = 0; i < 8; i++) {
