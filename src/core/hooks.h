@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/queue.h>
 
 #include "raidfuse/ioq.h"
 #include "raidfuse/stack.h"
@@ -88,12 +89,12 @@ int rf_array_add_hooks(struct rf_array *a, const struct rf_hooks *h, void *priv)
  *
  * The descriptor (levels/raid5_log.c makes it) lives in the stripe head
  * from write_stripe() to stripe_done(); the log links it on its own lists
- * (next) meanwhile and touches nothing else of the head.  Every call runs
+ * (link) meanwhile and touches nothing else of the head.  Every call runs
  * on a worker thread and q is that worker's IO queue: the log queues its
  * member IO there and its completions run on the same thread, where it
  * may call resume(). */
 struct rf_log_stripe {
-	struct rf_log_stripe *next;     /* the log's lists */
+	STAILQ_ENTRY(rf_log_stripe) link;       /* the log's lists */
 	/* Issue the head's data and parity writes now, on the worker whose
 	 * queue is q (the head is owned by that worker from then on). */
 	void (*resume)(struct rf_log_stripe *ls, struct rf_ioq *q);

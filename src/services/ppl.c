@@ -110,10 +110,10 @@ struct plog {
 	bool busy;                      /* lock: a unit open or in flight */
 	bool open;                      /* lock: the unit's header is not issued yet: heads
 					 * offered on q join it */
-	struct rf_log_stripe *wait, **wait_tail;        /* lock: waiting for the next unit */
+	STAILQ_HEAD(, rf_log_stripe) wait;      /* lock: waiting for the next unit, oldest first */
 	int unit_left;                  /* lock: the unit's stripes not yet written */
 	/* the unit in flight, its leader's (joined only on q's thread, open): */
-	struct rf_log_stripe *unit, **unit_tail;
+	STAILQ_HEAD(, rf_log_stripe) unit;      /* its stripes, in the order they joined */
 	struct rf_ioq *q;               /* the leader's queue: the unit's completions run there */
 	struct rf_ioq_plug plug;        /* on q while open: closes the unit before q's submit */
 	uint64_t upp;                   /* the unit's partial parity bytes */
@@ -165,14 +165,15 @@ struct ppl {
 
 static void unit_resume(struct plog *l, struct rf_ioq *q)
 {
-	struct rf_log_stripe *ls = l->unit, *next;
+	STAILQ_HEAD(, rf_log_stripe) ready = STAILQ_HEAD_INITIALIZER(ready);
+	struct rf_log_stripe *ls;
 
 	/* Resuming the last one may end the unit and start the next (which
-	 * takes over l->unit): read each link before. */
-	l->unit = NULL;
-	for (; ls; ls = next) {
-		next = ls->next;
-		ls->next = NULL;
+	 * takes over l->unit): the stripes are taken off it first, each off
+	 * the list before it resumes. */
+	STAILQ_CONCAT(&ready, &l->unit);
+	while ((ls = STAILQ_FIRST(&ready))) {
+		STAILQ_REMOVE_HEAD(&ready, link);
 		ls->resume(ls, q);
 	}
 	/* The stripes' writes go out now, not after the worker's next pass
@@ -280,9 +281,7 @@ static void join(struct plog *l, struct rf_ioq *q, struct rf_log_stripe *ls)
 	l->dmask |= stripe_members(l->p, ls);
 	l->unit_left++;
 	l->nls++;
-	ls->next = NULL;
-	*l->unit_tail = ls;
-	l->unit_tail = &ls->next;
+	STAILQ_INSERT_TAIL(&l->unit, ls, link);
 	if (!ls->pp_size)
 		return;
 	ls->mio = (struct rf_mio){ .end = unit_io_end, .priv = l, .buf = ls->pp,
@@ -308,8 +307,7 @@ static void unit_open(struct plog *l, struct rf_ioq *q, struct rf_log_stripe *ls
 	l->h.entries_count = 0;
 	l->dmask = 0;
 	l->unit_left = 0;
-	l->unit = NULL;
-	l->unit_tail = &l->unit;
+	STAILQ_INIT(&l->unit);
 	l->upp = 0;
 	l->nls = 0;
 	l->io_err = 0;
@@ -331,7 +329,7 @@ static void unit_close(struct rf_ioq_plug *pl, struct rf_ioq *q)
 {
 	struct plog *l = (struct plog *)((char *)pl - offsetof(struct plog, plug));
 	struct ppl *p = l->p;
-	struct rf_log_stripe *ls = l->unit;
+	struct rf_log_stripe *ls = STAILQ_FIRST(&l->unit);
 	uint32_t k;
 
 	(void)q;
@@ -349,7 +347,7 @@ static void unit_close(struct rf_ioq_plug *pl, struct rf_ioq *q)
 		struct rf_ppl_entry *e = &l->h.e[k];
 		uint32_t crc = ~0u, left = e->pp_size;
 
-		for (; left; ls = ls->next) {
+		for (; left; ls = STAILQ_NEXT(ls, link)) {
 			if (!ls->pp_size)
 				continue;
 			crc = rf_crc32c(crc, ls->pp, ls->pp_size);
@@ -374,15 +372,13 @@ static int ppl_write_stripe(void *priv, struct rf_ioq *q, struct rf_log_stripe *
 	if (atomic_load_explicit(&p->off, memory_order_relaxed) || !l->area.present ||
 	    (rf_array_faulty_read(p->a) & (1ull << l->m)))
 		return -EAGAIN;         /* md: no log on a missing parity member */
-	ls->next = NULL;
 	pthread_mutex_lock(&l->lock);
 	if (!l->busy) {
 		unit_open(l, q, ls);
 	} else if (l->open && l->q == q && fits(l, ls)) {
 		join(l, q, ls);
 	} else {
-		*l->wait_tail = ls;
-		l->wait_tail = &ls->next;
+		STAILQ_INSERT_TAIL(&l->wait, ls, link);
 	}
 	pthread_mutex_unlock(&l->lock);
 	return 0;
@@ -397,10 +393,8 @@ static void unit_next(struct plog *l, struct rf_ioq *q)
 
 	pthread_mutex_lock(&l->lock);
 	l->busy = false;
-	while ((ls = l->wait) && (!opened || fits(l, ls))) {
-		l->wait = ls->next;
-		if (!l->wait)
-			l->wait_tail = &l->wait;
+	while ((ls = STAILQ_FIRST(&l->wait)) && (!opened || fits(l, ls))) {
+		STAILQ_REMOVE_HEAD(&l->wait, link);
 		if (opened) {
 			join(l, q, ls);
 		} else {
@@ -732,8 +726,8 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 			p->vol_mask |= 1ull << i;
 		l->p = p;
 		l->m = i;
-		l->wait_tail = &l->wait;
-		l->unit_tail = &l->unit;
+		STAILQ_INIT(&l->wait);
+		STAILQ_INIT(&l->unit);
 		l->plug.unplug = unit_close;
 		pthread_mutex_init(&l->lock, NULL);
 		rf_lock_rank(&l->lock, RF_LOCK_LEAF, "partial parity log lock");
