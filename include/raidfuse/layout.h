@@ -82,6 +82,12 @@ struct rf_geom {
 	struct rf_r0_zone zone[RF_MAX_MEMBERS];
 };
 
+/* The mask of g's slots. */
+static inline uint64_t rf_geom_all_slots(const struct rf_geom *g)
+{
+	return g->raid_disks >= 64 ? ~0ull : (1ull << g->raid_disks) - 1;
+}
+
 /* Fill the derived fields.  Returns 0 or -EINVAL (message in err) when the
  * level, layout, member count or chunk is not one md accepts. */
 int rf_geom_init(struct rf_geom *g, char *err, size_t errlen);

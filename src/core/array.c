@@ -400,13 +400,12 @@ static int open_geom(struct rf_array *a, const struct rf_config *cfg, const stru
  * -EINVAL with err. */
 static int enough_members(struct rf_array *a, const struct rf_config *cfg, int nmissing, char *err, size_t errlen)
 {
-	/* raid10 by its copy sets (md's enough()): one member of each pair
-	 * may be missing, more than copies - 1 in all. */
-	if (cfg->level == 10 ? a->ops->failed(a, a->faulty) :
-	    nmissing > a->geom.max_degraded || a->ops->failed(a, a->faulty)) {
-		if (cfg->level == 10)
-			snprintf(err, errlen, "%s: %d member(s) missing, and some chunk has every copy among them",
-				 cfg->path, nmissing);
+	/* The level's rule (md's enough()): raid10's by its copy sets, one
+	 * member of each pair may be missing, more than copies - 1 in all. */
+	if (a->ops->failed(a, a->faulty)) {
+		if (a->ops->loss_words)
+			snprintf(err, errlen, "%s: %d member(s) missing, and %s", cfg->path, nmissing,
+				 a->ops->loss_words);
 		else
 			snprintf(err, errlen, "%s: %d member(s) missing, level %d tolerates %d", cfg->path, nmissing,
 				 cfg->level, a->geom.max_degraded);
@@ -888,19 +887,6 @@ int rf_array_takeover(struct rf_array *a, int level, int layout, int raid_disks,
 	return 0;
 }
 
-/* Whether geometry g has lost some data with the slots in out gone. */
-static bool geom_lost(const struct rf_geom *g, uint64_t out)
-{
-	uint64_t all = g->raid_disks == 64 ? ~0ull : (1ull << g->raid_disks) - 1;
-
-	out &= all;
-	if (g->level == 1)
-		return out == all;
-	if (g->level == 10)
-		return rf_r10_lost(g, out);
-	return __builtin_popcountll(out) > g->max_degraded;
-}
-
 int rf_array_takeover_slots(struct rf_array *a, int level, int layout, int raid_disks, uint32_t chunk_sectors,
 			    const int *to_slot, char *err, size_t errlen)
 {
@@ -928,7 +914,7 @@ int rf_array_takeover_slots(struct rf_array *a, int level, int layout, int raid_
 		if (!(old_faulty >> i & 1))
 			in_sync |= 1ull << to_slot[i];
 	}
-	if (geom_lost(&g, ~in_sync)) {
+	if (rf_level_ops_of(g.level)->lost(&g, ~in_sync)) {
 		snprintf(err, errlen, "raid%d of %d with the slots 0x%llx in sync: some data would have no copy",
 			 level, raid_disks, (unsigned long long)in_sync);
 		return -EINVAL;

@@ -139,6 +139,14 @@ struct rf_level_ops {
 	void (*direct_failed)(struct rf_worker *w, struct rf_piece *p, int err);
 	/* Whether the faulty mask leaves the array unable to serve IO. */
 	bool (*failed)(const struct rf_array *a, uint64_t faulty);
+	/* Whether geometry g of the level has lost some data with the slots
+	 * in out gone (md's enough(), from a geometry alone: a takeover's
+	 * new one, before any array serves it). */
+	bool (*lost)(const struct rf_geom *g, uint64_t out);
+	/* What failed() tests, in words, where it is more than a count of
+	 * members ("some chunk has every copy among them": raid10's copy
+	 * sets); NULL: the level tolerates geom.max_degraded members out. */
+	const char *loss_words;
 	/* A failure that would leave data without a copy marks the array
 	 * broken and the device stays in sync (md's raid0, raid1, raid10);
 	 * false: the device is failed (parity levels). */

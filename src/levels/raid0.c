@@ -84,6 +84,11 @@ static bool r0_failed(const struct rf_array *a, uint64_t faulty)
 	return faulty != 0;
 }
 
+static bool r0_lost(const struct rf_geom *g, uint64_t out)
+{
+	return (out & rf_geom_all_slots(g)) != 0;
+}
+
 /* No sync work: md's "none", and no bitmap. */
 static bool r0_takes_policy(const struct rf_geom *g, const char *policy)
 {
@@ -116,6 +121,7 @@ const struct rf_level_ops rf_raid0_ops = {
 	.split = r0_split,
 	.direct_failed = r0_direct_failed,
 	.failed = r0_failed,
+	.lost = r0_lost,
 	.keeps_last = true,
 	.read_map = r0_read_map,
 	.takes_policy = r0_takes_policy,

@@ -204,6 +204,13 @@ static bool raid10_failed(const struct rf_array *a, uint64_t faulty)
 	return rf_r10_lost(&a->geom, faulty);
 }
 
+static bool raid1_lost(const struct rf_geom *g, uint64_t out)
+{
+	uint64_t all = rf_geom_all_slots(g);
+
+	return (out & all) == all;
+}
+
 /* ---- the sync work of one region ---- */
 
 static uint64_t raid1_sync_total(const struct rf_array *a)
@@ -599,6 +606,7 @@ const struct rf_level_ops rf_raid1_ops = {
 	.split = mirror_split,
 	.direct_failed = mirror_direct_failed,
 	.failed = raid1_failed,
+	.lost = raid1_lost,
 	.keeps_last = true,
 	.sync = &raid1_sync_ops,
 	.read_map = mirror_read_map,
@@ -634,6 +642,8 @@ const struct rf_level_ops rf_raid10_ops = {
 	.split = mirror_split,
 	.direct_failed = mirror_direct_failed,
 	.failed = raid10_failed,
+	.lost = rf_r10_lost,
+	.loss_words = "some chunk has every copy among them",
 	.keeps_last = true,
 	.sync = &raid10_sync_ops,
 	.read_map = mirror_read_map,

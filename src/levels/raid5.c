@@ -190,6 +190,11 @@ static bool r5_failed(const struct rf_array *a, uint64_t faulty)
 	return __builtin_popcountll(faulty & rf_r5_all_members(a)) > a->geom.max_degraded;
 }
 
+static bool r5_lost(const struct rf_geom *g, uint64_t out)
+{
+	return __builtin_popcountll(out & rf_geom_all_slots(g)) > g->max_degraded;
+}
+
 /* resync, a bitmap, and on raid5 alone md's partial parity log (md's
  * ppl_init_log() refuses raid4 and raid6). */
 static bool r5_takes_policy(const struct rf_geom *g, const char *policy)
@@ -214,6 +219,7 @@ const struct rf_level_ops rf_raid5_ops = {
 	.split = r5_split,
 	.direct_failed = r5_direct_failed,
 	.failed = r5_failed,
+	.lost = r5_lost,
 	.handle_stripe = rf_r5_handle_stripe,
 	.sync = &rf_r5_sync_ops,
 	.read_map = r5_read_map,

@@ -517,6 +517,26 @@ static void test_refused(void **state)
 	rf_array_close(a);
 	free(model);
 
+	/* A takeover whose slots keep no in-sync copy of some data (the
+	 * level's lost()): raid1 of two, slot 0 failed, to a raid0 of that
+	 * slot alone, refused; of slot 1, taken. */
+	a = filled("x0", 1, 2, 0, paths, &model);
+	rf_member_fail(a, 0, -EIO, "test", 0);
+	{
+		int to_failed[2] = { 0, -1 }, to_kept[2] = { -1, 0 };
+
+		assert_int_equal(rf_array_takeover_slots(a, 0, 0, 1, 8, to_failed, err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "some data would have no copy"));
+		assert_int_equal(info_of(a).level, 1);
+		assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
+		if (rf_array_takeover_slots(a, 0, 0, 1, 8, to_kept, err, sizeof(err)))
+			fail_msg("raid1 -> raid0 of the slot in sync: %s", err);
+		assert_int_equal(info_of(a).level, 0);
+		assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
+	}
+	rf_array_close(a);
+	free(model);
+
 	/* raid4 with a data member out cannot become a raid0 */
 	a = filled("x4", 4, 3, 0, paths, &model);
 	rf_member_fail(a, 0, -EIO, "test", 0);
