@@ -43,9 +43,11 @@ build_helper
 # with other builds, and with them running even a bare FUSE passthrough
 # sees single writes of 20-200 ms.  So the bound on the slowest write is
 # QD1_MAX_MS when the CPU was free (/proc/pressure/cpu: tasks waited for a
-# CPU less than QD1_BUSY_PCT of the run) and QD32_MAX_MS otherwise, and
-# p99.9 must be under QD1_MAX_MS always: holding writes back on purpose
-# slows many writes, not one in a thousand.
+# CPU less than QD1_BUSY_PCT of the run) and QD32_MAX_MS otherwise, and so
+# is p99.9's (holding writes back on purpose slows many writes, not one in
+# a thousand): with the CPU this busy a thousandth of the writes wait
+# tens of milliseconds for it (an ASan daemon at nice 19 beside other
+# suites: 45 ms, tasks waiting for a CPU 90% of the run).
 QD1_MAX_MS=20
 QD1_BUSY_PCT=10
 # The issue's bound: md before its fix let the slowest write of a 60 s run
@@ -134,8 +136,8 @@ p999=$(jq -r '.jobs[0].write.lat_ns.percentile["99.900000"] / 1000000' "$WORK/qd
 limit=$QD1_MAX_MS
 [ "$busy" -lt $QD1_BUSY_PCT ] || limit=$QD32_MAX_MS
 log "QD1: $WRITES writes, p99.9 $p999 ms, the slowest $MAX_MS ms (limit $limit ms; tasks waited for a CPU ${busy}% of the time)"
-! slower_than "$p999" $QD1_MAX_MS ||
-	fail "QD1: p99.9 write latency $p999 ms (limit $QD1_MAX_MS ms): writes wait for IO that never comes"
+! slower_than "$p999" "$limit" ||
+	fail "QD1: p99.9 write latency $p999 ms (limit $limit ms): writes wait for IO that never comes"
 ! slower_than "$MAX_MS" "$limit" ||
 	fail "QD1: a write took $MAX_MS ms (limit $limit ms): a write waited for IO that never came"
 
