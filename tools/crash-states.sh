@@ -26,9 +26,11 @@
 # when --states leaves room), plus half as many random states, 1000 at
 # least.  The last line says
 # "crash states: N checked, V violations"; exit 1 when V > 0.  Each
-# violation's members (as the crash left them) and the command that
-# replays it are kept under DIR/violations/state-K; DIR (a fresh directory
-# under /dev/shm unless --dir) is removed when there is none.
+# violation's command that replays it, and for the first 8 its members
+# as the crash left them, are kept under DIR/violations/state-K; DIR (a
+# fresh directory under /dev/shm unless --dir) is removed when there is
+# none, and with --break (where violations are the expected outcome)
+# unless --dir named it.
 #
 # --grow (levels 5 and 6, with --bitmap too): the config has one spare more, and a third of
 # the way through the workload the array grows onto it (md/raid_disks),
@@ -106,7 +108,9 @@ for b in "$RAIDFUSE" "$CRASH"; do
 	[ -x "$b" ] || { echo "$0: $b is not built (make build/raidfuse build/crash-states)" >&2; exit 2; }
 done
 
+own_dir=0
 if [ -z "$dir" ]; then
+	own_dir=1
 	base=/dev/shm
 	[ -w "$base" ] || base=${TMPDIR:-/tmp}
 	dir=$(mktemp -d "$base/crash-states.XXXXXX")
@@ -192,7 +196,7 @@ if [ -z "$line" ]; then
 	exit 2
 fi
 awk -v w="$what" -v a="$t0" -v b="$t1" 'BEGIN { printf "crash-states: %s: %.1f s in all\n", w, b - a }'
-if [ "$rc" = 0 ]; then
+if [ "$rc" = 0 ] || { [ $brk = 1 ] && [ $own_dir = 1 ]; }; then
 	rm -rf "$dir"
 else
 	echo "crash-states: violations saved in $dir/violations (each state-K/why says what replays it)"

@@ -956,8 +956,14 @@ static void check_state(const struct log *L, struct member *m, int n, const stru
 	}
 }
 
+/* The violations whose member images are saved; later ones keep their
+ * why file alone (its replay command makes the images again): a broken
+ * ordering finds hundreds, and their images would fill /dev/shm. */
+#define SAVE_IMAGES 8
+
 static void save_state(const char *save, const struct member *m, char *const *names, int n,
-		       const struct state *s, uint64_t nstates, const struct verdict *v, const char *replay)
+		       const struct state *s, uint64_t nstates, const struct verdict *v, const char *replay,
+		       bool images)
 {
 	char dir[PATH_MAX], p[PATH_MAX + 300];
 	FILE *f;
@@ -966,7 +972,7 @@ static void save_state(const char *save, const struct member *m, char *const *na
 	snprintf(dir, sizeof(dir), "%s/state-%llu", save, (unsigned long long)s->k);
 	if (mkdir(dir, 0755) && errno != EEXIST)
 		return;
-	for (j = 0; j < n; j++) {
+	for (j = 0; images && j < n; j++) {
 		snprintf(p, sizeof(p), "%s/%s", dir, names[j]);
 		write_file(p, m[j].img, m[j].size);
 	}
@@ -974,10 +980,14 @@ static void save_state(const char *save, const struct member *m, char *const *na
 	f = fopen(p, "w");
 	if (!f)
 		return;
-	fprintf(f, "state %llu: crash before log record %llu, %s\n%s\nreplay: %s --states %llu --only %llu\n"
-		"(the members as the crash left them are beside this file, before assembly)\n",
+	fprintf(f, "state %llu: crash before log record %llu, %s\n%s\nreplay: %s --states %llu --only %llu\n",
 		(unsigned long long)s->k, (unsigned long long)s->point, mode_name(s->mode), v->msg, replay,
 		(unsigned long long)nstates, (unsigned long long)s->k);
+	if (images)
+		fprintf(f, "(the members as the crash left them are beside this file, before assembly)\n");
+	else
+		fprintf(f, "(the members are kept for the first %d violations only: the replay makes these)\n",
+			SAVE_IMAGES);
 	fclose(f);
 }
 
@@ -1060,7 +1070,7 @@ static int cmd_check(int argc, char **argv)
 			/* the images again, as the crash left them */
 			build_state(&L, m, n, &s);
 			if (save)
-				save_state(save, m, names, n, &s, nstates, &v, replay);
+				save_state(save, m, names, n, &s, nstates, &v, replay, nviol <= SAVE_IMAGES);
 			fflush(stdout);
 		}
 	}
