@@ -87,9 +87,15 @@ nviol=$(sed -n 's/^crash states: 250 checked, \([0-9]*\) violations$/\1/p' <<<"$
 check "[ -n '$nviol' ] && [ '$nviol' -gt 0 ]" "--break: last line '$LINE'"
 grep -q "mismatch_cnt [0-9]* after the resync" "$WORK/break.out" ||
 	fail "--break: no stripe left unsynced among: $(first break)"
-why=$(ls "$WORK"/break/violations/state-*/why 2>/dev/null | head -n 1 || true)
+# The first violations found (the lowest state numbers) keep their
+# members; past the first 8 only the why file and its replay line.
+whys=$(ls -v "$WORK"/break/violations/state-*/why 2>/dev/null || true)
+why=$(head -n 1 <<<"$whys")
 check "[ -n '$why' ]" "--break: no violation saved under $WORK/break/violations"
 check "[ -e '$(dirname "$why")/d0.img' ]" "--break: the state's members were not kept"
+check "[ $(grep -c . <<<"$whys") = $nviol ]" "--break: $nviol violations, but $(grep -c . <<<"$whys") saved"
+check "[ $(ls "$WORK"/break/violations/state-*/d0.img | wc -l) = $((nviol < 8 ? nviol : 8)) ]" \
+	"--break: members of $(ls "$WORK"/break/violations/state-*/d0.img | wc -l) violations kept, not of the first 8"
 replay=$(sed -n 's/^replay: //p' "$why" || true)
 check "[ -n '$replay' ]" "--break: $why says nothing replays it"
 RC=0
