@@ -487,6 +487,22 @@ static void test_raid1_to_raid0(void **state)
 	free(model);
 }
 
+/* rf_array_takeover_slots() as the reshape service calls it: every
+ * request drained, under reconf_lock (rf_barrier_quiesced_all()). */
+struct slots_call {
+	struct rf_array *a;
+	int *to_slot;
+	char *err;
+	size_t errlen;
+};
+
+static int slots_fn(void *arg)
+{
+	struct slots_call *c = arg;
+
+	return rf_array_takeover_slots(c->a, 0, 0, 1, 8, c->to_slot, c->err, c->errlen);
+}
+
 static void test_refused(void **state)
 {
 	char paths[4][FX_PATH], err[512];
@@ -524,12 +540,14 @@ static void test_refused(void **state)
 	rf_member_fail(a, 0, -EIO, "test", 0);
 	{
 		int to_failed[2] = { 0, -1 }, to_kept[2] = { -1, 0 };
+		struct slots_call c = { a, to_failed, err, sizeof(err) };
 
-		assert_int_equal(rf_array_takeover_slots(a, 0, 0, 1, 8, to_failed, err, sizeof(err)), -EINVAL);
+		assert_int_equal(rf_barrier_quiesced_all(a, slots_fn, &c), -EINVAL);
 		assert_non_null(strstr(err, "some data would have no copy"));
 		assert_int_equal(info_of(a).level, 1);
 		assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
-		if (rf_array_takeover_slots(a, 0, 0, 1, 8, to_kept, err, sizeof(err)))
+		c.to_slot = to_kept;
+		if (rf_barrier_quiesced_all(a, slots_fn, &c))
 			fail_msg("raid1 -> raid0 of the slot in sync: %s", err);
 		assert_int_equal(info_of(a).level, 0);
 		assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
