@@ -70,8 +70,8 @@ fi
 log "raid1 of 2 -> raid5 -> 3 members (kill -9 mid-reshape): $((OLD / 2)) -> $((NEW / 2)) KiB, the model, check 0"
 
 # ---- 2. raid0 of three -> raid5 (P rebuilt onto d3, kill -9 mid-way) -> raid0
-# zero_to_five DIR: a raid0 of three on DIR filled, grown to raid5 with
-# d3 added; the rebuild slow.
+# zero_to_five DIR: a raid0 of three on DIR filled, taken over as a raid5
+# of four whose P slot is empty (the caller adds d3 once the pace is set).
 zero_to_five() {
 	G=$1
 	mkdir -p "$G"
@@ -84,10 +84,14 @@ zero_to_five() {
 	start_array_daemon "$G/r.conf" "$MNT" --log "$WORK/z.log"
 	OLD=$(($(fsize "$IMG") / 512))
 	model_fill
-	"$RAIDFUSE" grow "$MNT" --level 5 --add "$G/d3.img" || fail "grow --level 5: $(tail -n 3 "$WORK/z.log")"
+	# The level first, the spare once the pace is set: with both in one
+	# grow the rebuild of d3 (16 MiB at md's default pace) could end
+	# before the pace was set (an ASan daemon at nice 19).
+	"$RAIDFUSE" grow "$MNT" --level 5 || fail "grow --level 5: $(tail -n 3 "$WORK/z.log")"
 }
 zero_to_five "$DISK/z"
 echo 2000 >"$MNT/md/sync_speed_max"
+"$RAIDFUSE" ctl "$MNT" add "$G/d3.img" || fail "ctl add d3.img: $(tail -n 3 "$WORK/z.log")"
 [ "$(val level)" = raid5 ] && [ "$(val raid_disks)" = 4 ] || fail "after --level 5: $(val level) of $(val raid_disks)"
 [ "$(val layout)" = 5 ] || fail "raid0 -> raid5: md/layout $(val layout), md's parity-last is 5"
 wait_for "d3 is not being rebuilt" '[ "$(val sync_action)" = recover ]'
@@ -175,6 +179,7 @@ log "raid0 of 3 -> 4 through a raid4 (kill -9 mid-way, served again by the raid0
 # ---- negative control: raid0 -> raid5 recorded as left-symmetric
 export RAIDFUSE_TEST_BREAK=takeover-layout
 zero_to_five "$DISK/c"
+"$RAIDFUSE" ctl "$MNT" add "$G/d3.img" || fail "ctl add d3.img (control)"
 unset RAIDFUSE_TEST_BREAK
 stop_array "$MNT"
 # the config refuses it (no takeover leaves a raid0 so); by its superblocks
