@@ -288,6 +288,9 @@ static inline const struct rf_ioq_member *rf_ioq_dev(const struct rf_ioq *q, int
 	return (const struct rf_ioq_member *)((const char *)q->devs.first + (size_t)i * q->devs.stride);
 }
 static inline bool rf_ioq_busy(const struct rf_ioq *q) { return q->inflight || !STAILQ_EMPTY(&q->retry); }
+/* IO waits to be resubmitted and nothing is in flight whose end would
+ * make room: submit again rather than wait. */
+static inline bool rf_ioq_stalled(const struct rf_ioq *q) { return !STAILQ_EMPTY(&q->retry) && !q->inflight; }
 
 /* For backends: one operation finished with res (bytes or -errno).
  * Returns 1 when m->end() ran, 0 when m was requeued. */

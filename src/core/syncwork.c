@@ -121,7 +121,7 @@ int rf_sync_io_wait(struct rf_sync_work *w)
 			break;
 		/* Something waits for room and nothing is in flight: submit
 		 * again rather than sleep. */
-		ret = rf_ioq_reap(w->ioq, STAILQ_EMPTY(&w->ioq->retry) || w->ioq->inflight);
+		ret = rf_ioq_reap(w->ioq, !rf_ioq_stalled(w->ioq));
 		if (ret < 0)
 			break;
 	}

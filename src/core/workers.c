@@ -232,7 +232,7 @@ static void *worker_main(void *arg)
 		n = rf_ioq_reap(&w->ioq, false);
 		/* Work done, or IO waiting to be resubmitted with nothing in
 		 * flight to wait for: go round again. */
-		if (took || n > 0 || (!STAILQ_EMPTY(&w->ioq.retry) && !w->ioq.inflight))
+		if (took || n > 0 || rf_ioq_stalled(&w->ioq))
 			continue;
 		if (stop && !rf_ioq_busy(&w->ioq))
 			break;
@@ -340,7 +340,7 @@ void rf_inline_drive(struct rf_worker *w)
 		}
 		rf_ioq_submit(&w->ioq);
 		n = rf_ioq_reap(&w->ioq, false);
-		if (took || n > 0 || w->touched || (!STAILQ_EMPTY(&w->ioq.retry) && !w->ioq.inflight))
+		if (took || n > 0 || w->touched || rf_ioq_stalled(&w->ioq))
 			continue;
 		if (rf_ioq_busy(&w->ioq)) {
 			rf_ioq_reap(&w->ioq, true);

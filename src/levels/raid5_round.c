@@ -65,7 +65,7 @@ static void row_setup(struct rf_array *a, struct rf_stripe *sh, struct rf_r5_row
 	 * previous rows (a raid0 grown through a raid4 leaves its new P
 	 * slot empty). */
 	c->faulty = rf_faulty_in(a, c->sector, sh->sector & SH_PREV) & rf_r5_all_members(a) &
-		    (c->g->raid_disks >= 64 ? ~0ull : (1ull << c->g->raid_disks) - 1);
+		    rf_geom_all_slots(c->g);
 }
 
 /* End q's pieces with err, in order; q is left empty. */

@@ -244,7 +244,7 @@ static int wait_io(struct reshape *r)
 		ret = rf_ioq_submit(&r->q);
 		if (ret < 0 || !r->pending)
 			break;
-		ret = rf_ioq_reap(&r->q, STAILQ_EMPTY(&r->q.retry) || r->q.inflight);
+		ret = rf_ioq_reap(&r->q, !rf_ioq_stalled(&r->q));
 		if (ret < 0)
 			break;
 	}
