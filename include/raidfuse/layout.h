@@ -170,8 +170,9 @@ bool rf_r10_lost(const struct rf_geom *g, uint64_t out);
  * on every member, in member order; raid10: rf_r10_map()). */
 int rf_mirror_map(const struct rf_geom *g, uint64_t array_sector, int *devs, uint64_t *addrs);
 
-/* md's raid4/5/6 reshape under way, frozen where the superblocks say
- * (md's reshape_position, conf->prev_* and reshape_backwards): two
+/* md's raid4/5/6 or raid10 reshape under way, frozen where the
+ * superblocks say (md's reshape_position, conf->prev_* and
+ * reshape_backwards): two
  * geometries over one set of members.  The array's own struct rf_geom is
  * the NEW one (md's conf->raid_disks, algorithm, chunk_sectors); prev is
  * the one the reshape leaves.  Rows the reshape has done are in the new
@@ -192,7 +193,10 @@ struct rf_reshape {
 	uint64_t prev_absent;
 };
 
-/* Check a reshape the way md's raid5 run() does and size both geometries:
+/* Check a reshape the way md's raid5 run() does and size both geometries
+ * (raid10: as md's raid10 run() and check_reshape do: the same copies, no
+ * far layout, the array the smaller of the two, the data offsets moved by
+ * a chunk times the far copies at least, any position up to the end):
  * g (new) and rs->prev get dev_sectors rounded to whole chunks of both
  * (md reshapes in units of the larger chunk), g->array_sectors becomes
  * md's raid5_size() (the fewer data disks of the two), and the position

@@ -15,7 +15,7 @@
  *    where writes were in flight, so rebuilt data could be wrong: md
  *    refuses to start it too);
  *  - a write journal, or clustering, which the engine does not do;
- *  - a raid4/5/6 reshape under way, unless served read-only (--ro, or
+ *  - a raid4/5/6 or raid10 reshape under way, unless served read-only (--ro, or
  *    --overlay: nothing reaches the members): the superblocks then give
  *    the two geometries (layout.h struct rf_reshape) and each member's new
  *    data offset, and reads go where md reads them.  Served read-write, a
@@ -103,9 +103,9 @@ static const char *reshape_unservable(const struct rf_sb *sb, bool writes, char 
 {
 	int64_t p = prev_disks(sb);
 
-	if (sb->level != 4 && sb->level != 5 && sb->level != 6) {
-		snprintf(buf, len, "a reshape of raid%d is under way; raidfuse serves reshapes of raid4/5/6 only "
-			 "(finish it with mdadm first)", sb->level);
+	if (sb->level != 4 && sb->level != 5 && sb->level != 6 && sb->level != 10) {
+		snprintf(buf, len, "a reshape of raid%d is under way; raidfuse serves reshapes of raid4/5/6 and "
+			 "raid10 only (finish it with mdadm first)", sb->level);
 		return buf;
 	}
 	if (sb->new_level != sb->level) {
@@ -575,15 +575,14 @@ static int place_members(const char *const *paths, const struct rf_sb *const *sb
  * copy set: two members of different mirror pairs may both be gone.  The
  * copy pattern repeats every raid_disks chunks; twice that covers the far
  * sets. */
-static bool r10_lost(const struct rf_sb *sb, uint64_t missing)
+static bool r10_lost_in(const struct rf_sb *sb, int layout, int raid_disks, uint32_t chunk, uint64_t missing)
 {
-	struct rf_geom g = { .level = 10, .layout = sb->layout, .raid_disks = sb->raid_disks,
-			     .chunk_sectors = sb->chunk_sectors };
+	struct rf_geom g = { .level = 10, .layout = layout, .raid_disks = raid_disks, .chunk_sectors = chunk };
 	int devs[RF_MAX_MEMBERS], n, i, c;
 	uint64_t addrs[RF_MAX_MEMBERS];
 	char why[160];
 
-	g.dev_sectors = sb->chunk_sectors ? sb->size / sb->chunk_sectors * sb->chunk_sectors : 0;
+	g.dev_sectors = chunk ? sb->size / chunk * chunk : 0;
 	if (!g.dev_sectors || rf_geom_init(&g, why, sizeof(why)))
 		return __builtin_popcountll(missing) > survives(sb);
 	for (c = 0; c < 2 * g.raid_disks; c++) {
@@ -600,10 +599,24 @@ static bool r10_lost(const struct rf_sb *sb, uint64_t missing)
 	return false;
 }
 
+/* The same for the array sb describes; mid-reshape, in either geometry
+ * (md's calc_degraded() of both sections). */
+static bool r10_lost(const struct rf_sb *sb, uint64_t missing)
+{
+	int64_t p = prev_disks(sb);
+
+	if (!sb->reshape)
+		return r10_lost_in(sb, sb->layout, sb->raid_disks, sb->chunk_sectors, missing);
+	if (p < 1 || p > RF_MAX_MEMBERS)
+		return true;
+	return r10_lost_in(sb, sb->new_layout, sb->raid_disks, sb->new_chunk, missing) ||
+	       r10_lost_in(sb, sb->layout, (int)p, sb->chunk_sectors, missing);
+}
+
 /* Whether the roles in missing are more than the array survives. */
 static bool too_few(const struct rf_sb *fresh, uint64_t missing)
 {
-	if (fresh->level == 10 && !fresh->reshape)
+	if (fresh->level == 10)
 		return r10_lost(fresh, missing);
 	return __builtin_popcountll(missing) > survives(fresh);
 }
@@ -611,7 +624,7 @@ static bool too_few(const struct rf_sb *fresh, uint64_t missing)
 /* What a level survives, for a refusal; into buf. */
 static const char *survival_rule(const struct rf_sb *fresh, char *buf, size_t len)
 {
-	if (fresh->level == 10 && !fresh->reshape)
+	if (fresh->level == 10)
 		snprintf(buf, len, "some chunk has every copy among them");
 	else
 		snprintf(buf, len, "it survives at most %d missing", survives(fresh));

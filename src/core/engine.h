@@ -313,7 +313,7 @@ struct rf_worker {
 
 struct rf_array {
 	struct rf_geom geom;
-	/* A raid4/5/6 reshape under way (layout.h): geom is the new
+	/* A raid4/5/6 or raid10 reshape under way (layout.h): geom is the new
 	 * geometry, reshape.prev the old one (immutable).  reshape.position,
 	 * reshape.active, geom.array_sectors and size change only with every
 	 * request drained (the reshape walk: rf_array_reshape_commit(),

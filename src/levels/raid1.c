@@ -1,6 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* raid1.c - mirrors: md's raid1 and raid10 (near, far and offset copies).
  *
+ * A raid10 reshape under way (engine.h rf_geom_at()) is two geometries:
+ * each segment, cut at the reshape's position too, goes to the copies of
+ * the geometry its side of the position uses, at that geometry's data
+ * offsets (md's raid10_find_phys() of R10BIO_Previous, and
+ * choose_data_offset()).  services/reshape.c moves the position.
+ *
  * Reads go to one copy whose member is in sync (rotating, so sequential
  * streams spread over the members); a read that fails moves to the next
  * copy.  Writes go to every in-sync copy as separate DIRECT pieces; a copy
@@ -43,21 +49,55 @@ static bool readable(const struct rf_array *a, int m)
 	return !(rf_faulty_read(a) & (1ull << m));
 }
 
-/* Mirror copies of array byte offset off: members and member byte offsets. */
+/* Mirror copies of array byte offset off: members and their byte offsets
+ * on them, data offset included (a reshape under way: the geometry of
+ * off's side of the position, at that side's data offsets). */
 static int copies_of(const struct rf_array *a, uint64_t off, int *devs, uint64_t *moffs)
 {
-	int i, n = rf_mirror_map(&a->geom, off >> 9, devs, moffs);
+	bool prev;
+	const struct rf_geom *g = rf_geom_at(a, off >> 9, &prev);
+	int i, n = rf_mirror_map(g, off >> 9, devs, moffs);
 
 	for (i = 0; i < n; i++)
-		moffs[i] = (moffs[i] << 9) + (off & 511);
+		moffs[i] = rf_dev_offset(a, devs[i], prev) + (moffs[i] << 9) + (off & 511);
 	return n;
+}
+
+/* p's member IO on member m at byte offset moff (copies_of()'s). */
+static void set_mio(struct rf_array *a, struct rf_piece *p, int m, uint64_t moff)
+{
+	rf_piece_set_mio(a, p, m, 0);
+	p->mio.off = moff;
+}
+
+/* The smaller chunk of a reshape's two geometries, bytes (raid10). */
+static uint64_t min_chunk_bytes(const struct rf_array *a)
+{
+	uint64_t c = a->chunk_bytes, pc = (uint64_t)a->reshape.prev.chunk_sectors * 512;
+
+	return a->reshape.active && pc && pc < c ? pc : c;
+}
+
+/* The bytes of a raid10 segment at off, at most len: to the end of off's
+ * chunk in its geometry, never across a reshape's position. */
+static uint64_t segment_len(const struct rf_array *a, uint64_t off, uint64_t len)
+{
+	bool prev;
+	uint64_t cb = (uint64_t)rf_geom_at(a, off >> 9, &prev)->chunk_sectors * 512, left, l;
+
+	l = cb - (off & (cb - 1));
+	left = rf_reshape_left(&a->reshape, off >> 9);
+	if (left != UINT64_MAX && l > (left << 9) - (off & 511))
+		l = (left << 9) - (off & 511);
+	return l < len ? l : len;
 }
 
 static int mirror_max_pieces(const struct rf_array *a, uint32_t max_len)
 {
 	if (a->geom.level == 1)
 		return a->nmembers;
-	return a->geom.near_copies * a->geom.far_copies * (max_len / a->chunk_bytes + 2);
+	/* One segment more where a reshape's position cuts the request. */
+	return a->geom.near_copies * a->geom.far_copies * (int)(max_len / min_chunk_bytes(a) + 3);
 }
 
 /* The copy (index into devs[n]) to read, the round robin's next from
@@ -100,7 +140,7 @@ static int queue_segment(struct rf_array *a, struct rf_req *r, uint64_t off, uin
 			p = rf_piece_new(r, RF_PIECE_DIRECT, true, off, buf, len, key + i);
 			if (!p)
 				return -EINVAL;
-			rf_piece_set_mio(a, p, devs[i], moffs[i]);
+			set_mio(a, p, devs[i], moffs[i]);
 			rf_queue_piece(a, p);
 		}
 		return 0;
@@ -112,7 +152,7 @@ static int queue_segment(struct rf_array *a, struct rf_req *r, uint64_t off, uin
 	if (!p)
 		return -EINVAL;
 	p->tries = (uint8_t)c;
-	rf_piece_set_mio(a, p, devs[c], moffs[c]);
+	set_mio(a, p, devs[c], moffs[c]);
 	rf_queue_piece(a, p);
 	return 0;
 }
@@ -124,11 +164,9 @@ static int mirror_split(struct rf_array *a, struct rf_req *r)
 	if (a->geom.level == 1)
 		return queue_segment(a, r, off, r->len);
 	while (off < end) {
-		uint64_t len = a->chunk_bytes - (off & (a->chunk_bytes - 1));
+		uint64_t len = segment_len(a, off, end - off);
 		int ret;
 
-		if (len > end - off)
-			len = end - off;
 		ret = queue_segment(a, r, off, (uint32_t)len);
 		if (ret)
 			return ret;
@@ -147,8 +185,8 @@ static int mirror_read_map(const struct rf_array *a, uint64_t off, uint32_t len,
 		int devs[RF_MAX_MEMBERS], n, c, ret;
 		uint64_t moffs[RF_MAX_MEMBERS], l = end - off;
 
-		if (a->geom.level != 1 && l > a->chunk_bytes - (off & (a->chunk_bytes - 1)))
-			l = a->chunk_bytes - (off & (a->chunk_bytes - 1));
+		if (a->geom.level != 1)
+			l = segment_len(a, off, l);
 		/* The copy the IO path would pick next; the round robin moves
 		 * on only when it can be mapped, so that a read refused here
 		 * goes to the same copy there (a mirror of a file and an NBD
@@ -158,7 +196,7 @@ static int mirror_read_map(const struct rf_array *a, uint64_t off, uint32_t len,
 		if (c < 0 || !rf_read_map_plain(a, devs[c]))
 			return -EAGAIN;
 		atomic_fetch_add_explicit(&((struct rf_array *)a)->rr, 1, memory_order_relaxed);
-		ret = rf_read_map_add(m, devs[c], a->devs[devs[c]].data_offset + moffs[c], (uint32_t)l);
+		ret = rf_read_map_add(m, devs[c], moffs[c], (uint32_t)l);
 		if (ret)
 			return ret;
 		off += l;
@@ -184,7 +222,7 @@ static void mirror_direct_failed(struct rf_worker *w, struct rf_piece *p, int er
 		if (!readable(a, devs[c]))
 			continue;
 		p->tries = (uint8_t)c;
-		rf_piece_set_mio(a, p, devs[c], moffs[c]);
+		set_mio(a, p, devs[c], moffs[c]);
 		rf_direct_issue(w, p);
 		return;
 	}
@@ -198,10 +236,11 @@ static bool raid1_failed(const struct rf_array *a, uint64_t faulty)
 	return (faulty & all) == all;
 }
 
-/* raid10 has failed when some chunk has no in-sync copy left. */
+/* raid10 has failed when some chunk has no in-sync copy left, in either
+ * geometry of a reshape under way (md's calc_degraded() looks at both). */
 static bool raid10_failed(const struct rf_array *a, uint64_t faulty)
 {
-	return rf_r10_lost(&a->geom, faulty);
+	return rf_r10_lost(&a->geom, faulty) || (a->reshape.active && rf_r10_lost(&a->reshape.prev, faulty));
 }
 
 static bool raid1_lost(const struct rf_geom *g, uint64_t out)

@@ -18,11 +18,11 @@
  *  - for raid10 the copies of one sector sit on distinct members, and no two
  *    array sectors share a (member, sector) place.
  *
- * A raid4/5/6 reshape md left under way is two geometries (struct
- * rf_reshape): rf_reshape_init() checks it as md's raid5 run() does and
- * sizes both; which one an array sector uses is the caller's question
- * (rf_reshape_in_prev()).  Moving rows from one to the other is not done
- * here, nor anywhere in raidfuse.
+ * A raid4/5/6 or raid10 reshape md left under way is two geometries
+ * (struct rf_reshape): rf_reshape_init() checks it as md's raid5 or
+ * raid10 run() does and sizes both; which one an array sector uses is the
+ * caller's question (rf_reshape_in_prev()).  Moving rows from one to the
+ * other is services/reshape.c's, with the levels' math.
  *
  * It does NOT: do IO, allocate, or look at member state (degraded or not
  * is the caller's business).
@@ -332,6 +332,51 @@ int rf_geom_init(struct rf_geom *g, char *err, size_t errlen)
 	return 0;
 }
 
+/* A raid10 reshape, as md's raid10 run() and check_reshape take one: the
+ * same number of copies, no far layout on either side, both geometries
+ * over the same member sectors, the array as large as the smaller of the
+ * two (md's raid10_size() of the fewer members), and the data offsets
+ * moved by at least a chunk times the far copies of either geometry in
+ * the reshape's direction (md: "offset difference not enough to continue
+ * reshape"); no backup file ever holds raid10 rows. */
+static int r10_reshape_init(struct rf_geom *g, struct rf_reshape *rs, int64_t min_offset_diff, char *err,
+			    size_t errlen)
+{
+	struct rf_geom *p = &rs->prev;
+	uint64_t need, have, end;
+	int rc;
+
+	g->dev_sectors = p->dev_sectors = g->dev_sectors < p->dev_sectors ? g->dev_sectors : p->dev_sectors;
+	rc = rf_geom_init(p, err, errlen);
+	if (!rc)
+		rc = rf_geom_init(g, err, errlen);
+	if (rc)
+		return rc;
+	if ((p->far_copies > 1 && !p->far_offset) || (g->far_copies > 1 && !g->far_offset))
+		return geom_fail(err, errlen, "a reshape of raid10 layout 0x%x to 0x%x: md reshapes no far layout",
+				 (unsigned)p->layout, (unsigned)g->layout);
+	if (p->near_copies * p->far_copies != g->near_copies * g->far_copies)
+		return geom_fail(err, errlen, "a reshape of raid10 from %d to %d copies: md keeps the copies",
+				 p->near_copies * p->far_copies, g->near_copies * g->far_copies);
+	/* Each geometry keeps the member sectors its own copies use; the
+	 * array serves what both hold. */
+	end = g->array_sectors;
+	if (p->array_sectors < g->array_sectors)
+		g->array_sectors = p->array_sectors;
+	if (rs->position > (end > p->array_sectors ? end : p->array_sectors))
+		return geom_fail(err, errlen, "reshape position %" PRIu64 " is past the array's end (%" PRIu64
+				 " sectors)", rs->position, end);
+	need = (uint64_t)p->chunk_sectors * (uint64_t)p->far_copies;
+	if ((uint64_t)g->chunk_sectors * (uint64_t)g->far_copies > need)
+		need = (uint64_t)g->chunk_sectors * (uint64_t)g->far_copies;
+	have = min_offset_diff < 0 ? (uint64_t)-min_offset_diff : (uint64_t)min_offset_diff;
+	if ((rs->backwards ? min_offset_diff < 0 : min_offset_diff > 0) || have < need)
+		return geom_fail(err, errlen, "a raid10 reshape whose data offsets moved by %" PRId64 " sectors: md "
+				 "needs them %s by %" PRIu64 " at least (offset difference not enough to continue "
+				 "reshape)", min_offset_diff, rs->backwards ? "up" : "down", need);
+	return 0;
+}
+
 int rf_reshape_init(struct rf_geom *g, struct rf_reshape *rs, int64_t min_offset_diff, char *err, size_t errlen)
 {
 	struct rf_geom *p = &rs->prev;
@@ -340,9 +385,11 @@ int rf_reshape_init(struct rf_geom *g, struct rf_reshape *rs, int64_t min_offset
 
 	if (!rs->active)
 		return 0;
+	if (g->level == 10 && p->level == 10)
+		return r10_reshape_init(g, rs, min_offset_diff, err, errlen);
 	if ((g->level != 4 && g->level != 5 && g->level != 6) || p->level != g->level)
 		return geom_fail(err, errlen, "a reshape from raid%d to raid%d: raidfuse serves reshapes inside "
-				 "raid4/5/6 that keep the level (md's raid5 refuses the others too)", p->level,
+				 "raid4/5/6 and raid10 that keep the level (md refuses the others too)", p->level,
 				 g->level);
 	if (g->chunk_sectors < 8 || !rf_is_pow2(g->chunk_sectors) || p->chunk_sectors < 8 ||
 	    !rf_is_pow2(p->chunk_sectors))

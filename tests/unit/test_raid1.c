@@ -33,7 +33,10 @@
  *    last copy fails writes (array broken) and keeps that member in sync;
  *  - negative controls: a byte changed on one copy is found by the member
  *    check, and some reads of it return it changed, others not; a model
- *    with another layout disagrees with the members.
+ *    with another layout disagrees with the members;
+ *  - a raid10 reshape under way (n2 4 -> 5 and 2 -> 3, o2 2 -> 3): two
+ *    geometries split at the position, each at its data offsets, whole
+ *    and degraded (test_reshape_midway, below).
  *
  * Seed: RF_TEST_SEED (printed).
  */
@@ -48,8 +51,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/engine.h"
 #include "fake_ioq.h"
 #include "fixture.h"
+#include "raidfuse/stack.h"
 #include "testreq.h"
 
 #define DOFF 65536u
@@ -579,6 +584,188 @@ static void test_negative_controls(void **state)
 	free(buf);
 }
 
+/* ---- a raid10 reshape under way ----
+ *
+ * Members laid out as md leaves a raid10 it grows (raid10.c's
+ * reshape_request): the array's bytes below the reshape position as the
+ * new geometry keeps them at the new data offset (a chunk times the far
+ * copies lower, mdadm's min_offset_change), the rest as the previous one
+ * keeps them at the old one.  Opened with the reshape in its config and
+ * a stack of the levels alone (no reshape walk moves the position): reads
+ * and writes against the model, then every member byte where the two
+ * geometries put it; with members missing (one copy of a pair) the same;
+ * the same members read as one geometry differ (negative control). */
+
+struct r10_midway {
+	const char *what;
+	int layout, prev_n, n;
+	uint32_t chunk;                 /* bytes */
+	uint64_t pos;                   /* array sectors */
+	uint64_t missing;               /* slots left out in a second round */
+};
+
+/* The new data offset (bytes). */
+static uint64_t midway_noff(const struct r10_midway *c)
+{
+	return DOFF - (uint64_t)c->chunk * (uint64_t)((c->layout >> 8) & 0xff);
+}
+
+/* Expected member images of c holding model (zeros elsewhere), one
+ * malloc'd buffer of MEMBER_BYTES per slot, into img. */
+static void midway_images(const struct r10_midway *c, const char *model, uint64_t size, char **img)
+{
+	const struct shape ps = { c->what, 10, c->layout, c->prev_n, c->chunk };
+	const struct shape ns = { c->what, 10, c->layout, c->n, c->chunk };
+	struct model mp, mn;
+	uint64_t off, mu[RF_MAX_MEMBERS];
+	int dev[RF_MAX_MEMBERS], i, k;
+
+	model_of(&mp, &ps, c->layout);
+	model_of(&mn, &ns, c->layout);
+	for (i = 0; i < c->n; i++) {
+		img[i] = calloc(1, MEMBER_BYTES);
+		assert_non_null(img[i]);
+	}
+	for (off = 0; off < size; off += 512) {
+		bool done = off / 512 < c->pos;
+		const struct model *m = done ? &mn : &mp;
+		uint64_t base = done ? midway_noff(c) : DOFF;
+
+		k = model_copies(m, off / m->unit, dev, mu);
+		for (i = 0; i < k; i++)
+			memcpy(img[dev[i]] + base + mu[i] * m->unit + off % m->unit, model + off, 512);
+	}
+}
+
+/* Bytes of c's member files (those in skip left out) that differ from
+ * where the two geometries put model. */
+static uint64_t midway_diff(const struct r10_midway *c, const char *model, uint64_t size, uint64_t skip)
+{
+	char *img[RF_MAX_MEMBERS];
+	uint64_t bad = 0, flen;
+	int i;
+
+	midway_images(c, model, size, img);
+	for (i = 0; i < c->n; i++) {
+		if (!((skip >> i) & 1)) {
+			char *f = fx_member_slurp(c->what, i, &flen);
+
+			assert_int_equal(flen, MEMBER_BYTES);
+			bad += fx_bytes_differ(f, img[i], MEMBER_BYTES);
+			free(f);
+		}
+		free(img[i]);
+	}
+	return bad;
+}
+
+/* c's members written as md leaves them with model (random bytes). */
+static void midway_make(const struct r10_midway *c, char *model, uint64_t size)
+{
+	char *img[RF_MAX_MEMBERS], p[FX_PATH];
+	int i, fd;
+
+	fx_rand_fill(model, size);
+	midway_images(c, model, size, img);
+	for (i = 0; i < c->n; i++) {
+		fx_member_path(p, sizeof(p), c->what, i);
+		fd = fx_file_open(p, MEMBER_BYTES);
+		assert_int_equal(pwrite(fd, img[i], MEMBER_BYTES, 0), (ssize_t)MEMBER_BYTES);
+		close(fd);
+		free(img[i]);
+	}
+}
+
+static const struct rf_level_ops *const levels_only[] = { &rf_raid0_ops, &rf_raid1_ops, &rf_raid10_ops,
+							  &rf_raid5_ops, NULL };
+static const struct rf_service *const no_services[] = { NULL };
+static const struct rf_stack levels_stack = { .levels = levels_only, .services = no_services };
+
+/* c's members as an array mid-reshape (reshape: false, the position
+ * ignored: the previous geometry alone), slots in missing left out. */
+static struct rf_array *midway_open(const struct r10_midway *c, bool reshape, uint64_t missing)
+{
+	const struct fx_array fa = { .what = c->what, .level = 10, .layout = c->layout,
+				     .n = reshape ? c->n : c->prev_n, .chunk = c->chunk, .data_offset = DOFF,
+				     .missing = missing };
+	struct rf_config cfg;
+	struct rf_array *a;
+	int i;
+
+	fx_config(&cfg, &fa);
+	if (reshape) {
+		cfg.reshape.active = true;
+		cfg.reshape.position = c->pos;
+		cfg.reshape.raid_disks = c->n;
+		cfg.reshape.prev_raid_disks = c->prev_n;
+		cfg.reshape.prev_layout = c->layout;
+		cfg.reshape.prev_chunk_bytes = c->chunk;
+		for (i = 0; i < c->n; i++)
+			cfg.reshape.new_offset[i] = midway_noff(c);
+	}
+	cfg.group_thread_cnt = fx_gtc;
+	rf_stack_set(&levels_stack);
+	a = fx_open(&cfg, c->what, fake_ioq_init);
+	rf_stack_set(&rf_stack_default);
+	return a;
+}
+
+static void test_reshape_midway(void **state)
+{
+	static const struct r10_midway cases[] = {
+		/* n2 of 4 -> 5, the position inside chunk 37 */
+		{ "mw-n2d4", 0x102, 4, 5, 16384, 37 * 32 + 16, 1ull << 1 | 1ull << 3 },
+		/* n2 of 2 -> 3, on a chunk boundary */
+		{ "mw-n2d2", 0x102, 2, 3, 8192, 40 * 16, 1ull << 0 },
+		/* o2 of 2 -> 3 */
+		{ "mw-o2d2", 0x10201, 2, 3, 16384, 21 * 32 + 8, 1ull << 2 },
+	};
+	size_t k;
+
+	(void)state;
+	for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		const struct r10_midway *c = &cases[k];
+		const struct shape ps = { c->what, 10, c->layout, c->prev_n, c->chunk };
+		struct model mp;
+		uint64_t size, pos;
+		struct rf_array *a;
+		char *model;
+		bool back;
+
+		fake_reset();
+		model_of(&mp, &ps, c->layout);
+		size = mp.nunits * mp.unit;     /* the previous geometry's: the smaller */
+		model = malloc(size);
+		assert_non_null(model);
+		midway_make(c, model, size);
+		a = midway_open(c, true, 0);
+		assert_true(rf_array_reshape(a, &pos, &back));
+		assert_int_equal(pos, c->pos);
+		assert_int_equal(rf_array_size(a), size);
+		assert_int_equal(fx_model_diff(a, model, MAXLEN), 0);
+		assert_int_equal(fx_model_io(a, model, 80, MAXLEN), 0);
+		assert_int_equal(fx_model_diff(a, model, MAXLEN), 0);
+		rf_array_close(a);
+		if (midway_diff(c, model, size, 0))
+			fail_msg("%s: members differ from the two geometries", c->what);
+		/* degraded: one copy of some pairs gone */
+		a = midway_open(c, true, c->missing);
+		assert_false(rf_array_failed(a));
+		assert_int_equal(fx_model_diff(a, model, MAXLEN), 0);
+		assert_int_equal(fx_model_io(a, model, 40, MAXLEN), 0);
+		assert_int_equal(fx_model_diff(a, model, MAXLEN), 0);
+		rf_array_close(a);
+		assert_int_equal(midway_diff(c, model, size, c->missing), 0);
+		/* negative control: the previous geometry alone, the
+		 * position ignored */
+		a = midway_open(c, false, 0);
+		assert_int_equal(rf_array_size(a), size);
+		assert_true(fx_model_diff(a, model, MAXLEN) > 0);
+		rf_array_close(a);
+		free(model);
+	}
+}
+
 static const struct CMUnitTest tests[] = {
 	cmocka_unit_test_setup(test_shapes, fx_threads2),
 	cmocka_unit_test_setup(test_shapes, fx_inline0),
@@ -592,6 +779,8 @@ static const struct CMUnitTest tests[] = {
 	cmocka_unit_test_setup(test_degraded, fx_threads2),
 	cmocka_unit_test_setup(test_last_copy, fx_inline0),
 	cmocka_unit_test_setup(test_negative_controls, fx_threads2),
+	cmocka_unit_test_setup(test_reshape_midway, fx_threads2),
+	cmocka_unit_test_setup(test_reshape_midway, fx_inline0),
 };
 
 int main(void)
