@@ -122,6 +122,7 @@ struct rf_stripe;
 struct rf_worker;
 struct rf_sync_work;
 struct rf_read_map;
+struct rf_reshape_ops;
 
 /* One per RAID level, each level's file fills its table (the program's
  * stack lists them: hooks.h); rf_level_ops_of() finds one by md level. */
@@ -193,6 +194,10 @@ struct rf_level_ops {
 	 * layouts), in words; NULL: it does.  Optional: NULL, every geometry
 	 * of the level resizes. */
 	const char *(*resize_refused)(const struct rf_geom *g);
+	/* The level's part of the reshape walk (core/reshapework.h, md's
+	 * reshape_request).  Optional: NULL, the walk does not reshape the
+	 * level (it may still take it over to one it does). */
+	const struct rf_reshape_ops *reshape;
 };
 
 /* The level of the program's stack (hooks.h struct rf_stack) that serves

@@ -37,6 +37,9 @@
 #include "core/engine.h"
 #include "core/syncwork.h"
 
+/* raid10_reshape.c: raid10's part of the reshape walk. */
+extern const struct rf_reshape_ops rf_r10_reshape_ops;
+
 /* Writes go to every copy whose member is not faulty (a device being
  * rebuilt included); reads only to copies that hold the data. */
 static bool alive(const struct rf_array *a, int m)
@@ -689,4 +692,5 @@ const struct rf_level_ops rf_raid10_ops = {
 	.bitmap_range = mirror_bitmap_range,
 	.takes_policy = mirror_takes_policy,
 	.resize_refused = r10_resize_refused,
+	.reshape = &rf_r10_reshape_ops,
 };

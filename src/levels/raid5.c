@@ -222,6 +222,7 @@ const struct rf_level_ops rf_raid5_ops = {
 	.lost = r5_lost,
 	.handle_stripe = rf_r5_handle_stripe,
 	.sync = &rf_r5_sync_ops,
+	.reshape = &rf_r5_reshape_ops,
 	.read_map = r5_read_map,
 	.bitmap_range = rf_r5_bitmap_range,
 	.takes_policy = r5_takes_policy,

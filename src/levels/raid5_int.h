@@ -9,9 +9,12 @@
  *                  of written columns and its partial parity
  *   raid5_sync.c   the sync work of one region; the rows a write
  *                  touches (the sync walk's and the bitmap's)
+ *   raid5_reshape.c  the level's part of the reshape walk: a window's
+ *                  old data read, its new rows written with parity
  *
  * raid5.c reaches the rounds and the sync work only through its ops
- * table (rf_r5_handle_stripe, rf_r5_sync_ops, rf_r5_bitmap_range).  The rounds call the
+ * table (rf_r5_handle_stripe, rf_r5_sync_ops, rf_r5_bitmap_range,
+ * rf_r5_reshape_ops).  The rounds call the
  * stripe log's functions, inside a round on the worker owning the head;
  * those read the round's row context and call back only
  * rf_r5_merge_col().
@@ -72,6 +75,10 @@ void rf_r5_log_rmw(struct rf_worker *w, struct rf_stripe *sh, const struct rf_r5
 
 /* The level's sync work (core.h struct rf_sync_ops). */
 extern const struct rf_sync_ops rf_r5_sync_ops;
+
+/* raid5_reshape.c: the level's part of the reshape walk
+ * (core/reshapework.h). */
+extern const struct rf_reshape_ops rf_r5_reshape_ops;
 /* The level's bitmap_range (engine.h, md's raid5 bitmap_sector): the
  * member rows [*lo, *hi) a write of len > 0 bytes at array byte off of
  * geometry g touches on any member, parity included.  Inside one chunk

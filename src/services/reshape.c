@@ -1,21 +1,30 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* reshape.c - continue a raid4/5/6 reshape under way, online, to its end.
+/* reshape.c - continue a raid4/5/6 or raid10 reshape under way, online,
+ * to its end.
  *
  * An array assembled mid-reshape (md's reshape_position in its 1.x
  * superblocks, engine.h struct rf_reshape) is served in two geometries:
  * array sectors below the position in the new one at each member's new
  * data offset, the rest in the previous one at the old offset.  This
- * service's thread moves the position forwards to the end, one window of
- * whole new stripes at a time, as md's reshape_request does:
+ * service's thread moves the position forwards to the end, one window at
+ * a time, as md's reshape_request does.  The walk is the same for every
+ * level; what differs is the level's (core/reshapework.h, struct
+ * rf_reshape_ops): the granule windows are made of (raid4/5/6: whole new
+ * stripes of the larger chunk; raid10: chunks), where an array sector's
+ * rows lie on the members in a geometry (md's first_dev_address and
+ * last_dev_address, which the crash-safety rule below compares), how a
+ * window's old data is read and how its new rows are written:
  *
  *   1. with writes drained (reads go on: nothing they read is written),
- *      read the window's data from the previous geometry, zeros past the
- *      old array's end (md zeroes what the old array never held); going
- *      forwards with every member there, the next window's old rows are
- *      read beside this window's writes and kept unless a write touches
- *      them before that window moves (its write_start hook);
- *   2. write the window as whole new stripes, parity computed here, at
- *      the new data offsets;
+ *      read the window's data from the previous geometry (raid4/5/6: each
+ *      chunk from its data member, a missing one from its row; raid10:
+ *      each chunk from one copy in sync), zeros past the old array's end
+ *      (md zeroes what the old array never held); going forwards with
+ *      every member there, the next window's old rows are read beside
+ *      this window's writes and kept unless a write touches them before
+ *      that window moves (its write_start hook);
+ *   2. write the window in the new geometry at the new data offsets
+ *      (raid4/5/6: whole new stripes, parity computed; raid10: every copy);
  *   3. move the array's position there with reads drained too
  *      (rf_array_reshape_commit()), and let the held writes go: they land
  *      in the new geometry;
@@ -31,14 +40,15 @@
  *
  * Crash safety.  A window is written only where the previous geometry
  * holds nothing still needed: for every member that has old rows, the
- * window's new rows end at or below the first old row of the window
- * itself (member sectors, counted in units of the larger chunk, as md's
- * reshape_safe test), so after a crash at any point the superblocks'
- * position still finds every sector at or past it in the old geometry,
- * intact, and every sector below it in the new one, flushed before the
- * position was recorded.  So windows move past the recorded position
- * only as far as their new rows stay below the old rows of the recorded
- * position itself (window_at()'s base): the rows between the two are in
+ * window's new rows (the level's dev_end() of its last sector, at the new
+ * data offset) end at or below the first old row of the window itself
+ * (dev_first(), at the old data offset: md's reshape_safe test), so after
+ * a crash at any point the superblocks' position still finds every
+ * sector at or past it in the old geometry, intact, and every sector
+ * below it in the new one, flushed before the position was recorded.  So
+ * windows move past the recorded position only as far as their new rows
+ * stay below the old rows of the recorded position itself (window_at()'s
+ * base): the rows between the two are in
  * both geometries, and a crash resumes at the recorded one.  A write to
  * those rows would be in the new geometry only: it first has the position
  * recorded (hook_write_start(); md holds such a write until the
@@ -70,9 +80,10 @@
  * same steps mirrored; a shrink's dropped members end as spares.
  *
  * A member that fails during the walk leaves it degraded, as md's goes on:
- * its chunks of each old row are computed from the rest of the row
- * (read_missing()), its chunks of the new rows are not written (the
- * parity computed here covers them), and no spare takes its slot until the
+ * its chunks of each old row are computed from the rest of the row (the
+ * level's fill_missing(); raid10 reads another copy), its chunks of the
+ * new rows are not written (the parity, or the other copies, cover them),
+ * and no spare takes its slot until the
  * reshape ended (services/member.c waits; the walk kicks it at the end).
  * Every device's data offset moves at the end, the spares' too, as the
  * superblocks record it (md_finish_reshape).
@@ -98,7 +109,10 @@
  *
  * It does NOT: keep a partial parity log through a reshape (md refuses
  * one), go on while a device is being rebuilt (one found at assembly: it
- * waits for the rebuild), or grow a raid10 by members.
+ * waits for the rebuild), keep a raid10's write-intent bitmap through a
+ * reshape that changes the array's size (its bits count array sectors;
+ * md resizes it), or begin a raid10 reshape itself (it continues one md
+ * began).
  *
  * Pace: sync_speed_max (KiB of each member per second, as md counts), and
  * sync_speed_min while foreground IO is in flight or was within half a
@@ -120,6 +134,7 @@
 #include <time.h>
 
 #include "core/core.h"
+#include "core/reshapework.h"
 #include "raidfuse/iolog.h"
 #include "raidfuse/bgthread.h"
 #include "raidfuse/bitmap.h"
@@ -143,9 +158,8 @@ struct reshape {
 	atomic_bool stop;
 	/* The walk's thread only: */
 	struct rf_ioq q;
-	int pending, io_err;
-	struct rf_mio *mios;
-	int nmios;
+	const struct rf_reshape_ops *ops;       /* the level's part (reshapework.h) */
+	struct rf_reshape_work w;       /* its member IO, buffers and unit */
 	char *data;                     /* the window's data, array order */
 	/* The next window's old rows, read beside the writes of this one
 	 * (forward, no member missing): [pf_x, pf_x + pf_n) array sectors
@@ -154,10 +168,7 @@ struct reshape {
 	char *pf_data;
 	uint64_t pf_x, pf_n;
 	atomic_bool pf_valid;
-	char *par;                      /* P and Q of each new row of the window */
-	char *zero;                     /* a chunk of zeros (the larger of the two) */
-	char *scratch;                  /* an old row's chunks, to compute a missing one */
-	uint64_t unit;                  /* sectors: the larger chunk of the two */
+	uint64_t gran;                  /* array sectors windows are whole multiples of */
 	uint64_t end;                   /* array sectors of the new geometry */
 	bool said_wait;
 	int err;                        /* why the walk stopped; 0: done or stopped */
@@ -206,118 +217,105 @@ static void sleep_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
-static void mio_end(struct rf_mio *m)
+/* Whether, on every member with old rows, the new rows from array sector
+ * s up (the level's dev_first(), at the new data offset) start at or
+ * above the end of the old rows of every array sector below base (its
+ * dev_end() at the old data offset): a window going down to s writes
+ * nothing a crash at base would still read. */
+static bool fits_below(struct reshape *r, uint64_t s, uint64_t base)
 {
-	struct reshape *r = m->priv;
+	const struct rf_reshape *rs = rf_array_reshape_state(r->a);
+	uint64_t nfirst = r->ops->dev_first(rf_array_geom(r->a), r->w.unit, s),
+		 oend = base ? r->ops->dev_end(&rs->prev, r->w.unit, base - 1) : 0;
+	int m;
 
-	r->pending--;
-	if (m->res < 0) {
-		if (!r->io_err)
-			r->io_err = m->res;
-		rf_member_fail(r->a, m->member, m->res, m->op == RF_MIO_READ ? "reshape read" : "reshape write",
-			       m->off);
+	for (m = 0; m < rs->prev.raid_disks; m++) {
+		const struct rf_dev *d = rf_dev_get(r->a, m);
+
+		if (d->new_data_offset / 512 + nfirst < d->data_offset / 512 + oend)
+			return false;
 	}
+	return true;
 }
 
-static void queue_io(struct reshape *r, int member, bool write, char *buf, uint64_t off, uint32_t len)
+/* Whether, on every member with old rows, the new rows below array sector
+ * e (the level's dev_end()) end at or below the first old row of every
+ * array sector from base up (its dev_first()): a window up to e writes
+ * nothing a crash at base would still read. */
+static bool fits_at(struct reshape *r, uint64_t e, uint64_t base)
 {
-	struct rf_mio *m = &r->mios[r->nmios++];
+	const struct rf_reshape *rs = rf_array_reshape_state(r->a);
+	uint64_t nend = r->ops->dev_end(rf_array_geom(r->a), r->w.unit, e - 1),
+		 ofirst = r->ops->dev_first(&rs->prev, r->w.unit, base);
+	int m;
 
-	memset(m, 0, sizeof(*m));
-	m->end = mio_end;
-	m->priv = r;
-	m->buf = buf;
-	m->off = off;
-	m->len = len;
-	m->member = (int16_t)member;
-	m->op = write ? RF_MIO_WRITE : RF_MIO_READ;
-	r->pending++;
-	rf_ioq_queue(&r->q, m);
+	for (m = 0; m < rs->prev.raid_disks; m++) {
+		const struct rf_dev *d = rf_dev_get(r->a, m);
+
+		if (d->new_data_offset / 512 + nend > d->data_offset / 512 + ofirst)
+			return false;
+	}
+	return true;
 }
 
-/* Submit what was queued and wait for all of it: 0 or the first error. */
-static int wait_io(struct reshape *r)
+/* Granules a window may hold at most (WINDOW_BYTES of data). */
+static uint64_t window_max(struct reshape *r)
 {
-	int ret = 0;
+	uint64_t k = WINDOW_BYTES / 512 / r->gran;
 
-	while (r->pending) {
-		ret = rf_ioq_submit(&r->q);
-		if (ret < 0 || !r->pending)
-			break;
-		ret = rf_ioq_reap(&r->q, !rf_ioq_stalled(&r->q));
-		if (ret < 0)
-			break;
-	}
-	r->nmios = 0;
-	if (ret < 0 && !r->io_err)
-		r->io_err = ret;
-	ret = r->io_err;
-	r->io_err = 0;
-	return ret < 0 ? ret : 0;
+	return k ? k : 1;
 }
 
 /* Backwards (md's reshape_backwards: the data offsets move up): sectors
- * of array data the window ending at x may hold (whole new unit rows
- * below x), 0 when even one would land on old rows not yet read: the
- * window's new rows must start at or above the end of the old rows of
+ * of array data the window ending at x may hold (whole granules below
+ * x), 0 when even one would land on old rows not yet read: those of
  * every array sector below base, the position the superblocks hold (x
  * itself once recorded: the window's own old rows, read first but still
  * what a crash resumes from). */
 static uint64_t window_below(struct reshape *r, uint64_t x, uint64_t base)
 {
-	const struct rf_reshape *rs = rf_array_reshape_state(r->a);
-	const struct rf_geom *g = rf_array_geom(r->a), *p = &rs->prev;
-	uint64_t row = r->unit * (uint64_t)g->data_disks, prow = r->unit * (uint64_t)p->data_disks;
-	uint64_t rows = x / row, k = WINDOW_BYTES / 512 / row, old_rows = (base + prow - 1) / prow;
-	int m;
+	uint64_t top = (x + r->gran - 1) / r->gran, lo = 1, hi = window_max(r), best = 0;
 
-	if (!k)
-		k = 1;
-	if (k > rows)
-		k = rows;
-	for (m = 0; m < p->raid_disks; m++) {
-		const struct rf_dev *d = rf_dev_get(r->a, m);
-		uint64_t old_end = d->data_offset / 512 + old_rows * r->unit, new_at = d->new_data_offset / 512;
+	if (hi > top)
+		hi = top;
+	/* The largest k whose window [(top - k) * gran, x) fits. */
+	while (lo <= hi) {
+		uint64_t k = lo + (hi - lo) / 2;
 
-		/* new row (rows - k) starts at new_at + (rows - k) * unit */
-		if (old_end > new_at) {
-			uint64_t need = (old_end - new_at + r->unit - 1) / r->unit;
-
-			if (need > rows)
-				return 0;
-			if (rows - need < k)
-				k = rows - need;
+		if (fits_below(r, (top - k) * r->gran, base)) {
+			best = k;
+			lo = k + 1;
+		} else {
+			hi = k - 1;
 		}
 	}
-	return k * row;
+	return best ? x - (top - best) * r->gran : 0;
 }
 
-/* Sectors of array data the window at x may hold (whole new unit rows),
- * 0 when even one would land on old rows a crash would still read: those
- * of every array sector from base, the position the superblocks hold (x
- * itself once recorded), up. */
+/* Sectors of array data the window at x may hold (up to a granule's
+ * end), 0 when even one would land on old rows a crash would still
+ * read: those of every array sector from base, the position the
+ * superblocks hold (x itself once recorded), up. */
 static uint64_t window_at(struct reshape *r, uint64_t x, uint64_t base)
 {
-	const struct rf_reshape *rs = rf_array_reshape_state(r->a);
-	const struct rf_geom *g = rf_array_geom(r->a), *p = &rs->prev;
-	uint64_t row = r->unit * (uint64_t)g->data_disks;      /* array sectors per new unit row */
-	uint64_t k = WINDOW_BYTES / 512 / row, old_first = base / (r->unit * (uint64_t)p->data_disks) * r->unit;
-	int m;
+	uint64_t first = x / r->gran * r->gran, lo = 1, hi = window_max(r), best = 0;
 
-	if (!k)
-		k = 1;
-	if (k > (r->end - x) / row)
-		k = (r->end - x) / row;
-	for (m = 0; m < p->raid_disks; m++) {
-		const struct rf_dev *d = rf_dev_get(r->a, m);
-		uint64_t old_at = d->data_offset / 512 + old_first, new_at = d->new_data_offset / 512 + x / row * r->unit;
+	if (hi > (r->end - first + r->gran - 1) / r->gran)
+		hi = (r->end - first + r->gran - 1) / r->gran;
+	/* The largest k whose window [x, first + k * gran) fits. */
+	while (lo <= hi) {
+		uint64_t k = lo + (hi - lo) / 2, e = first + k * r->gran;
 
-		if (new_at + r->unit > old_at)
-			return 0;
-		if ((old_at - new_at) / r->unit < k)
-			k = (old_at - new_at) / r->unit;
+		if (fits_at(r, e < r->end ? e : r->end, base)) {
+			best = k;
+			lo = k + 1;
+		} else {
+			hi = k - 1;
+		}
 	}
-	return k * row;
+	if (!best)
+		return 0;
+	return (first + best * r->gran < r->end ? first + best * r->gran : r->end) - x;
 }
 
 /* The members an old row lacks: the faulty ones, and one a level change
@@ -332,152 +330,20 @@ static uint64_t old_missing(const struct rf_array *a)
 	return rf_array_faulty(a) | rf_array_reshape_state(a)->prev_absent;
 }
 
-/* len bytes of old row mp->stripe's chunk on a missing member (at
- * mp->dev_sector), into out: computed from the rest of the row, as a
- * degraded read computes it (md's reshape reads through its stripe cache,
- * which does the same).  -EIO when the row lacks more than its parity
- * covers. */
-static int read_missing(struct reshape *r, const struct rf_r5_map *mp, char *out, uint32_t len)
-{
-	struct rf_array *a = r->a;
-	const struct rf_geom *p = &rf_array_reshape_state(a)->prev;
-	uint64_t miss = old_missing(a);
-	void *blocks[RF_MAX_MEMBERS + 2];
-	char *bufs[RF_MAX_MEMBERS];
-	struct rf_r5_row row;
-	int m, k = 0, fa = -1, fb = -1, ret;
-
-	rf_r5_row(p, mp->stripe, &row);
-	for (m = 0; m < p->raid_disks; m++) {
-		bufs[m] = m == mp->dd_idx ? out : r->scratch + (size_t)m * p->chunk_sectors * 512;
-		if (!(miss & (1ull << m)))
-			queue_io(r, m, false, bufs[m], rf_dev_get(a, m)->data_offset + mp->dev_sector * 512, len);
-	}
-	ret = wait_io(r);
-	if (ret)
-		return ret;
-	if (p->level != 6) {
-		/* raid4/5: the xor of every other member, parity included */
-		if (__builtin_popcountll(miss & ((1ull << p->raid_disks) - 1)) > 1)
-			return -EIO;
-		for (m = 0; m < p->raid_disks; m++)
-			if (m != mp->dd_idx)
-				blocks[k++] = bufs[m];
-		rf_xor_gen(k, len, blocks, out);
-		return 0;
-	}
-	for (m = 0; m < p->raid_disks; m++) {
-		if (!(miss & (1ull << m)))
-			continue;
-		if (fb >= 0)
-			return -EIO;
-		*(fa < 0 ? &fa : &fb) = rf_r6_index(&row, m);
-	}
-	return rf_raid6_recover(rf_r6_blocks(&row, p->data_disks, bufs, 0, r->zero, blocks), len, blocks, fa, fb);
-}
-
-/* The piece of old chunk at array sector s, up to lim: its place (mp),
- * its length in sectors. */
-static uint64_t old_piece(const struct rf_geom *p, uint64_t s, uint64_t lim, struct rf_r5_map *mp)
-{
-	uint64_t len = p->chunk_sectors - s % p->chunk_sectors;
-
-	rf_r5_map_sector(p, s, mp);
-	return len < lim - s ? len : lim - s;
-}
-
-/* Queue the reads of [x, x + n) array sectors of the previous geometry
- * into buf from the members present (zeros past the old array's end);
- * the limit of what lies in the old array. */
-static uint64_t queue_old(struct reshape *r, uint64_t x, uint64_t n, char *buf, uint64_t miss)
-{
-	const struct rf_geom *p = &rf_array_reshape_state(r->a)->prev;
-	uint64_t s, len, lim = x + n < p->array_sectors ? x + n : p->array_sectors;
-	struct rf_r5_map mp;
-
-	for (s = x; s < lim; s += len) {
-		len = old_piece(p, s, lim, &mp);
-		if (!(miss & (1ull << mp.dd_idx)))
-			queue_io(r, mp.dd_idx, false, buf + (s - x) * 512,
-				 rf_dev_get(r->a, mp.dd_idx)->data_offset + mp.dev_sector * 512,
-				 (uint32_t)(len * 512));
-	}
-	if (lim < x + n)
-		memset(buf + (lim > x ? lim - x : 0) * 512, 0, (x + n - (lim > x ? lim : x)) * 512);
-	return lim;
-}
-
 /* Read [x, x + n) array sectors from the previous geometry into r->data
- * (zeros past the old array's end). */
+ * (zeros past the old array's end): what lies on members present first,
+ * all at once, then what lay on missing ones, from the rest (the
+ * level's). */
 static int read_old(struct reshape *r, uint64_t x, uint64_t n)
 {
-	const struct rf_geom *p = &rf_array_reshape_state(r->a)->prev;
-	uint64_t s, len, lim, miss = old_missing(r->a);
-	struct rf_r5_map mp;
-	int ret = 0;
+	uint64_t miss = old_missing(r->a);
+	int ret = r->ops->queue_old(&r->w, x, n, r->data, miss), ret2;
 
-	/* The chunks on members present first, all at once; then each one on
-	 * a missing member, from its row. */
-	lim = queue_old(r, x, n, r->data, miss);
-	ret = wait_io(r);
-	for (s = x; !ret && miss && s < lim; s += len) {
-		len = old_piece(p, s, lim, &mp);
-		if (miss & (1ull << mp.dd_idx))
-			ret = read_missing(r, &mp, r->data + (s - x) * 512, (uint32_t)(len * 512));
-	}
+	ret2 = rf_reshape_io_wait(&r->w);
+	ret = ret ? ret : ret2;
+	if (!ret && miss && r->ops->fill_missing)
+		ret = r->ops->fill_missing(&r->w, x, n, r->data, miss);
 	return ret;
-}
-
-/* Queue the writes of [x, x + n) (whole new rows, data in r->data) in the
- * new geometry, parity computed here. */
-static void queue_new(struct reshape *r, uint64_t x, uint64_t n)
-{
-	struct rf_array *a = r->a;
-	const struct rf_geom *g = rf_array_geom(a);
-	uint64_t cs = g->chunk_sectors, rows = n / (cs * (uint64_t)g->data_disks), first = x / (cs * (uint64_t)g->data_disks);
-	size_t clen = cs * 512;
-	uint64_t i, faulty = rf_array_faulty(a);
-
-	for (i = 0; i < rows; i++) {
-		struct rf_r5_row row;
-		char *bufs[RF_MAX_MEMBERS];
-		void *blocks[RF_MAX_MEMBERS + 2];
-		char *pp = r->par + 2 * i * clen;
-		int k, m;
-
-		rf_r5_row(g, first + i, &row);
-		for (k = 0; k < g->data_disks; k++)
-			bufs[row.data_member[k]] = r->data + ((i * g->data_disks + k) * cs) * 512;
-		bufs[row.pd_idx] = pp;
-		if (g->level == 6) {
-			int nd;
-
-			bufs[row.qd_idx] = pp + clen;
-			nd = rf_r6_blocks(&row, g->data_disks, bufs, 0, r->zero, blocks);
-			rf_pq_gen(nd, clen, blocks, blocks[nd], blocks[nd + 1]);
-		} else {
-			for (k = 0; k < g->data_disks; k++)
-				blocks[k] = bufs[row.data_member[k]];
-			rf_xor_gen(g->data_disks, clen, blocks, pp);
-		}
-		for (m = 0; m < g->raid_disks; m++) {
-			/* A faulty member is missing in the new rows too: the
-			 * others and the parity computed here hold its part. */
-			if (faulty & (1ull << m))
-				continue;
-			/* RAIDFUSE_TEST_BREAK=reshape-level-q: the member a level
-			 * change added is never written (its rows stay what
-			 * they were: the test's model must see it). */
-			if ((rf_array_reshape_state(a)->prev_absent & (1ull << m)) && rf_test_break("reshape-level-q"))
-				continue;
-			queue_io(r, m, true, bufs[m], rf_dev_get(a, m)->new_data_offset + (first + i) * clen,
-				 (uint32_t)clen);
-		}
-		/* The row's writes go now, beside the next row's parity
-		 * (wait_io() sees any error of the submission again). */
-		if (rf_ioq_submit(&r->q) >= 0)
-			rf_ioq_reap(&r->q, false);
-	}
 }
 
 struct window {
@@ -494,7 +360,7 @@ static uint64_t window_at(struct reshape *r, uint64_t x, uint64_t base);
  * forwards with every member there: they lie above this window's old
  * rows, which its new rows stay below (window_at()), and no write reaches
  * them while the writes are drained.  Those reads go first, then each new
- * row's writes as soon as its parity is computed.  Old rows read for a
+ * row's writes as soon as the level has it (its parity computed).  Old rows read for a
  * larger window than this one (the recorded position held it back) serve
  * it all the same: the window starts where they do. */
 static int move_window(void *arg)
@@ -517,11 +383,11 @@ static int move_window(void *arg)
 		return ret;
 	if (!rs->backwards && !old_missing(r->a) && nx < r->end) {
 		nn = window_at(r, nx, nx);
-		if (nn)
-			queue_old(r, nx, nn, r->pf_data, 0);
+		if (nn && r->ops->queue_old(&r->w, nx, nn, r->pf_data, 0))
+			nn = 0;
 	}
-	queue_new(r, w->x, w->n);
-	ret = wait_io(r);
+	r->ops->queue_new(&r->w, w->x, w->n, r->data);
+	ret = rf_reshape_io_wait(&r->w);
 	if (!ret && nn) {
 		r->pf_x = nx;
 		r->pf_n = nn;
@@ -685,43 +551,57 @@ static void pace(struct reshape *r, uint64_t dev_sectors)
 static void free_bufs(struct reshape *r)
 {
 	atomic_store(&r->pf_valid, false);
-	free(r->mios);
+	free(r->w.mios);
 	free(r->data);
 	free(r->pf_data);
-	free(r->par);
-	free(r->zero);
-	free(r->scratch);
-	r->mios = NULL;
-	r->data = r->pf_data = r->par = r->zero = r->scratch = NULL;
+	free(r->w.par);
+	free(r->w.zero);
+	free(r->w.scratch);
+	r->w.mios = NULL;
+	r->data = r->pf_data = r->w.par = r->w.zero = r->w.scratch = NULL;
 }
 
 static int setup(struct reshape *r)
 {
 	const struct rf_reshape *rs = rf_array_reshape_state(r->a);
 	const struct rf_geom *g = rf_array_geom(r->a);
-	uint64_t row, rows;
+	struct rf_geom t = *g;
+	uint64_t win, nmios;
+	size_t par, scratch;
+	char why[256];
 
 	free_bufs(r);
 	r->err = 0;
 	r->said_wait = false;
-	r->unit = g->chunk_sectors > rs->prev.chunk_sectors ? g->chunk_sectors : rs->prev.chunk_sectors;
-	r->end = g->dev_sectors / r->unit * r->unit * (uint64_t)g->data_disks;
-	row = r->unit * (uint64_t)g->data_disks;
-	rows = WINDOW_BYTES / 512 / row ? WINDOW_BYTES / 512 / row : 1;
-	/* Reads: one per old chunk of the window; writes: every member per
-	 * new chunk row. */
-	r->mios = calloc(2 * (rows * row / rs->prev.chunk_sectors + 2) +
-			 rows * (r->unit / g->chunk_sectors) * (uint64_t)g->raid_disks, sizeof(*r->mios));
-	r->data = alloc_aligned(rows * row * 512);
-	r->pf_data = alloc_aligned(rows * row * 512);
-	r->par = alloc_aligned(2 * rows * (r->unit / g->chunk_sectors) * g->chunk_sectors * 512);
-	r->zero = alloc_aligned(r->unit * 512);
-	r->scratch = alloc_aligned((size_t)rs->prev.raid_disks * rs->prev.chunk_sectors * 512);
-	if (!r->mios || !r->data || !r->pf_data || !r->par || !r->zero || !r->scratch) {
+	r->ops = rf_array_reshape_ops(r->a);
+	if (!r->ops)
+		return -EOPNOTSUPP;
+	r->w.a = r->a;
+	r->w.ioq = &r->q;
+	r->w.unit = g->chunk_sectors > rs->prev.chunk_sectors ? g->chunk_sectors : rs->prev.chunk_sectors;
+	r->gran = r->ops->granule(g, r->w.unit);
+	/* The new geometry's own size (the array serves the smaller of the
+	 * two until the end). */
+	if (rf_geom_init(&t, why, sizeof(why)))
+		return -EINVAL;
+	r->end = t.array_sectors / r->gran * r->gran;
+	win = window_max(r) * r->gran;
+	r->ops->bufs(g, &rs->prev, r->w.unit, win, &par, &scratch);
+	/* Reads: one per old chunk of this window and the next; writes: at
+	 * most every member per new chunk; a row's chunks for a missing one. */
+	nmios = 2 * (win / rs->prev.chunk_sectors + 2) + (win / g->chunk_sectors + 2) * (uint64_t)g->raid_disks +
+		(uint64_t)rs->prev.raid_disks;
+	r->w.mios = calloc(nmios, sizeof(*r->w.mios));
+	r->data = alloc_aligned(win * 512);
+	r->pf_data = alloc_aligned(win * 512);
+	r->w.par = alloc_aligned(par);
+	r->w.zero = alloc_aligned(r->w.unit * 512);
+	r->w.scratch = alloc_aligned(scratch);
+	if (!r->w.mios || !r->data || !r->pf_data || !r->w.par || !r->w.zero || !r->w.scratch) {
 		free_bufs(r);
 		return -ENOMEM;
 	}
-	memset(r->zero, 0, r->unit * 512);
+	memset(r->w.zero, 0, r->w.unit * 512);
 	return 0;
 }
 
@@ -739,7 +619,8 @@ static void run(struct reshape *r)
 
 	ret = setup(r);
 	if (ret) {
-		rf_err("%s: reshape: no memory for its buffers", rf_array_name(a));
+		rf_err("%s: reshape: %s", rf_array_name(a),
+		       ret == -ENOMEM ? "no memory for its buffers" : "the level has no reshape walk");
 		r->err = ret;
 		return;
 	}
@@ -824,7 +705,8 @@ static void run(struct reshape *r)
 		atomic_store(&r->rec_want, w.to);
 		if (record_soon(r, w.to))
 			rf_bg_kick(&r->recorder);
-		pace(r, w.n / (uint64_t)rf_array_geom(a)->data_disks);
+		pace(r, r->ops->dev_end(rf_array_geom(a), r->w.unit, w.x + w.n - 1) -
+			r->ops->dev_first(rf_array_geom(a), r->w.unit, w.x));
 	}
 	if (stopping(r))
 		return;
@@ -999,13 +881,12 @@ static const char *cannot_walk(struct rf_array *a)
 /* Why no reshape can run here, or NULL. */
 static const char *cannot_reshape(struct rf_array *a)
 {
-	const struct rf_geom *g = rf_array_geom(a);
 	const char *why;
 	uint32_t f;
 	bool v090;
 
-	if (g->level != 4 && g->level != 5 && g->level != 6)
-		return "raidfuse reshapes raid4/5/6 only";
+	if (!rf_array_reshape_ops(a))
+		return "raidfuse reshapes raid4/5/6 and raid10 only";
 	why = cannot_walk(a);
 	if (why)
 		return why;
@@ -1016,7 +897,24 @@ static const char *cannot_reshape(struct rf_array *a)
 	return NULL;
 }
 
-/* Every raid0/1/4/5/6 array served read-write with 1.x superblocks has
+/* Why the write-intent bitmap cannot stay through a reshape from `from`
+ * to `to` as it is, or NULL: its units are the array's (raid10's array
+ * sectors) and the array changes size, which md meets by resizing the
+ * bitmap (bitmap_resize() at raid10_start_reshape); raidfuse does not. */
+static const char *bitmap_blocks(struct rf_array *a, const struct rf_geom *from, const struct rf_geom *to)
+{
+	struct rf_geom f = *from, t = *to;
+	char why[256];
+
+	if (!rf_array_bitmap(a) || rf_geom_init(&f, why, sizeof(why)) || rf_geom_init(&t, why, sizeof(why)))
+		return NULL;
+	if (rf_bitmap_sync_size(&f) == rf_bitmap_sync_size(&t))
+		return NULL;
+	return "the write-intent bitmap counts array sectors, which the reshape changes (md resizes the bitmap; "
+	       "raidfuse does not yet): reshape it without a bitmap";
+}
+
+/* Every raid0/1/4/5/6/10 array served read-write with 1.x superblocks has
  * the walk (idle until a reshape is under way); a reshape found at
  * assembly that it cannot continue leaves the array read-only. */
 static int service_open(struct rf_array *a, const struct rf_config *cfg, char *err, size_t errlen)
@@ -1033,6 +931,8 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 	why = cannot_reshape(a);
 	if (why && !rs->active && (rf_array_geom(a)->level == 0 || rf_array_geom(a)->level == 1))
 		why = cannot_walk(a);
+	if (!why && rs->active)
+		why = bitmap_blocks(a, &rs->prev, rf_array_geom(a));
 	if (why) {
 		if (rs->active)
 			rf_array_reshape_readonly(a, why);
@@ -1231,11 +1131,17 @@ static int can_start(struct rf_array *a, char *err, size_t errlen)
 static int plan(struct begin *b)
 {
 	struct rf_array *a = b->a;
-	int n = rf_array_nslots(a), need = (b->last ? b->last : b->to.raid_disks) - b->first + b->raid0, i, k,
+	int n = rf_array_nslots(a), need = (b->last ? b->last : b->to.raid_disks) - b->first + b->raid0, i,
 	    spares = 0;
 	uint64_t room = UINT64_MAX, unit = b->to.chunk_sectors > b->from.chunk_sectors ? b->to.chunk_sectors :
-					   b->from.chunk_sectors, bm = 0;
+					   b->from.chunk_sectors, bm = 0, want, least, move;
+	const struct rf_reshape_ops *ops = rf_level_reshape_ops(b->to.level);
 	struct rf_bitmap_status st;
+
+	if (!ops) {
+		snprintf(b->err, b->errlen, "raidfuse reshapes raid4/5/6 and raid10 only");
+		return -EOPNOTSUPP;
+	}
 
 	/* The bitmap sits between the superblock and the data (1.1, 1.2):
 	 * the data may move down to its end, not over it. */
@@ -1259,14 +1165,17 @@ static int plan(struct begin *b)
 			 spares, n, b->to.raid_disks - b->raid0, need);
 		return -EINVAL;
 	}
-	k = b->to.raid_disks - (b->to.level == 6 ? 2 : 1);
-	b->move = -(int64_t)(room / unit >= (uint64_t)k ? (uint64_t)k * unit : room / unit * unit);
-	if (!b->move) {
-		snprintf(b->err, b->errlen, "no room before the data on every member to move it by a chunk (%" PRIu64
-			 " sectors free, %" PRIu64 " needed): a reshape in place needs mdadm's backup file", room,
-			 unit);
+	/* The level's choice (md's new_offset as mdadm sets it), down to
+	 * what the room allows in whole chunks, never below its least. */
+	want = ops->move(&b->from, &b->to, unit, &least);
+	move = room >= want ? want : room / unit * unit;
+	if (move < least) {
+		snprintf(b->err, b->errlen, "no room before the data on every member to move it by %s (%" PRIu64
+			 " sectors free, %" PRIu64 " needed): a reshape in place needs mdadm's backup file",
+			 least == unit ? "a chunk" : "a chunk times the far copies", room, least);
 		return -ENOSPC;
 	}
+	b->move = -(int64_t)move;
 	return 0;
 }
 
@@ -1801,6 +1710,10 @@ int rf_reshape_grow(struct rf_array *a, int raid_disks, char *err, size_t errlen
 		return 0;
 	if (g->level == 0)
 		return grow_raid0(a, raid_disks, err, errlen);
+	if (g->level == 10) {
+		snprintf(err, errlen, "raidfuse continues a raid10 reshape md began, and begins none of its own");
+		return -EOPNOTSUPP;
+	}
 	ret = can_start(a, err, errlen);
 	if (ret)
 		return ret;

@@ -466,7 +466,13 @@ struct reshape_case {
 	uint32_t prev_chunk, chunk;     /* sectors */
 	uint64_t member_sectors, off, new_off, pos;
 	bool back;
+	int level;                      /* 0: raid5 */
 };
+
+static int case_level(const struct reshape_case *c)
+{
+	return c->level ? c->level : 5;
+}
 
 /* Change the 1.2 superblock on path to describe c, in place. */
 static void sb_make_reshape(const char *path, const struct reshape_case *c, int slots)
@@ -482,7 +488,7 @@ static void sb_make_reshape(const char *path, const struct reshape_case *c, int 
 	fm |= RF_SB_FEAT_RESHAPE | RF_SB_FEAT_NEW_OFFSET | (c->back && c->n == c->prev_n ? RF_SB_FEAT_RESHAPE_BACK : 0);
 	LE32(8, fm);
 	LE32(92, c->n);                                 /* raid_disks: the new count */
-	LE32(100, 5);                                   /* new_level */
+	LE32(100, case_level(c));                       /* new_level */
 	LE32(104, c->pos);                              /* reshape_position (low half) */
 	LE32(108, c->pos >> 32);
 	LE32(112, c->n - c->prev_n);                    /* delta_disks */
@@ -530,11 +536,11 @@ static void make_midreshape(const struct reshape_case *c, struct md_array *m)
 	char err[512];
 
 	memset(m, 0, sizeof(*m));
-	m->level = 5;
+	m->level = case_level(c);
 	m->n = slots;
 	memset(&g, 0, sizeof(g));
 	memset(&rs, 0, sizeof(rs));
-	g.level = rs.prev.level = 5;
+	g.level = rs.prev.level = case_level(c);
 	g.raid_disks = c->n;
 	rs.prev.raid_disks = c->prev_n;
 	g.layout = c->layout;
@@ -550,7 +556,7 @@ static void make_midreshape(const struct reshape_case *c, struct md_array *m)
 
 	memset(&n, 0, sizeof(n));
 	assert_int_equal(rf_sb_random_uuid(n.uuid), 0);
-	n.level = 5;
+	n.level = case_level(c);
 	n.layout = c->prev_layout;
 	n.chunk_sectors = c->prev_chunk;
 	n.raid_disks = slots;
@@ -569,16 +575,27 @@ static void make_midreshape(const struct reshape_case *c, struct md_array *m)
 	for (s = 0; s < g.array_sectors; s++) {
 		bool prev = rf_reshape_in_prev(&rs, s);
 		struct rf_r5_map map;
+		int devs[RF_MAX_MEMBERS], k, j;
+		uint64_t addrs[RF_MAX_MEMBERS];
 
-		rf_r5_map_sector(prev ? &rs.prev : &g, s, &map);
 		fill_sector(sec, s);
+		if (m->level == 10) {
+			/* every copy of the sector's geometry */
+			k = rf_r10_map(prev ? &rs.prev : &g, s, devs, addrs);
+			for (j = 0; j < k; j++)
+				put(fds[devs[j]], ((prev ? c->off : c->new_off) + addrs[j]) * SECT, sec, SECT);
+			continue;
+		}
+		rf_r5_map_sector(prev ? &rs.prev : &g, s, &map);
 		put(fds[map.dd_idx], ((prev ? c->off : c->new_off) + map.dev_sector) * SECT, sec, SECT);
 	}
 	/* The rows each geometry holds: the new one's on the done side of the
 	 * position, the old one's every row with a sector on the other. */
 	nrows = c->pos / ((uint64_t)g.chunk_sectors * (uint64_t)g.data_disks);
 	prow = c->pos / ((uint64_t)rs.prev.chunk_sectors * (uint64_t)rs.prev.data_disks);
-	if (!c->back) {
+	if (m->level == 10) {
+		/* copies: no parity */
+	} else if (!c->back) {
 		put_parity(fds, &g, c->new_off, 0, nrows);
 		put_parity(fds, &rs.prev, c->off, prow, UINT64_MAX);
 	} else {
@@ -635,6 +652,14 @@ static void continue_reshape(const struct reshape_case *c, struct md_array *m)
 	assert_false(rf_array_readonly(a));
 	want = m->g.dev_sectors / (c->chunk > c->prev_chunk ? c->chunk : c->prev_chunk) *
 	       (c->chunk > c->prev_chunk ? c->chunk : c->prev_chunk) * (uint64_t)(c->n - 1);
+	if (m->level == 10) {
+		/* the new geometry's own size */
+		struct rf_geom t = m->g;
+		char err[256];
+
+		assert_int_equal(rf_geom_init(&t, err, sizeof(err)), 0);
+		want = t.array_sectors;
+	}
 	assert_int_equal(rf_sbstate_start_resync(a, false), 0);
 	for (i = 0; i < 2000 && rf_array_reshape(a, &pos, &back); i++)
 		usleep(10000);
@@ -663,11 +688,14 @@ static void continue_reshape(const struct reshape_case *c, struct md_array *m)
 static void test_midreshape(void **state)
 {
 	static const struct reshape_case cases[] = {
-		{ "grow 3 -> 4, data offset down", 3, 4, 2, 2, 32, 32, 8192, 2048, 1664, 4800, false },
-		{ "shrink 5 -> 4, data offset up", 5, 4, 2, 2, 32, 32, 8192, 2048, 2304, 9600, true },
+		{ "grow 3 -> 4, data offset down", 3, 4, 2, 2, 32, 32, 8192, 2048, 1664, 4800, false, 0 },
+		{ "shrink 5 -> 4, data offset up", 5, 4, 2, 2, 32, 32, 8192, 2048, 2304, 9600, true, 0 },
 		{ "relayout ls -> la and chunk 16K -> 32K in place, offset up", 4, 4, 2, 0, 32, 64, 8192, 2048,
-		  2560, 7680, true },
-		{ "grow 4 -> 5, ra -> ls, chunk 16K -> 8K", 4, 5, 1, 2, 32, 16, 8192, 2048, 1536, 7680, false },
+		  2560, 7680, true, 0 },
+		{ "grow 4 -> 5, ra -> ls, chunk 16K -> 8K", 4, 5, 1, 2, 32, 16, 8192, 2048, 1536, 7680, false, 0 },
+		/* raid10: data offsets a chunk (times the far copies) lower */
+		{ "raid10 n2 grow 4 -> 5", 4, 5, 0x102, 0x102, 32, 32, 8192, 2048, 2016, 1280 + 8, false, 10 },
+		{ "raid10 o2 grow 2 -> 3", 2, 3, 0x10201, 0x10201, 32, 32, 8192, 2048, 1984, 960, false, 10 },
 	};
 	size_t k;
 

@@ -153,7 +153,7 @@ static void test_refused(void **state)
 	make("ref10", 10, 4, 1, paths);
 	a = serve(paths, 5);
 	assert_int_equal(rf_reshape_grow(a, 5, err, sizeof(err)), -EOPNOTSUPP);
-	assert_non_null(strstr(err, "raid4/5/6 only"));
+	assert_non_null(strstr(err, "begins none of its own"));
 	rf_array_close(a);
 }
 
