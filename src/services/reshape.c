@@ -58,10 +58,13 @@
  * with a backup file) is not written: the walk stops and says so.
  *
  * A grow begins with rf_reshape_grow() (md/raid_disks): the spares take
- * the new slots, every member's data is to move a row of chunks lower
- * (md's new_offset, where the room before the data allows), the
- * superblocks record the reshape at position 0 (md's start_reshape), and
- * the walk above takes it from there.
+ * the new slots, every member's data is to move lower as the level says
+ * (md's new_offset as mdadm sets it: raid4/5/6 a row of chunks where the
+ * room before the data allows; raid10 a chunk times the far copies,
+ * exactly, as md's raid10_start_reshape needs), the superblocks record
+ * the reshape at position 0 (md's start_reshape), and the walk above
+ * takes it from there.  A raid10 grows as md grows one (grow_r10(): near
+ * and offset layouts, the copies kept, whole, a spare per new slot).
  *
  * A raid4/5 becomes a raid6 the same way (rf_reshape_level(), md/level):
  * md's takeover makes it a raid6 of the "-6" form of its layout (the
@@ -111,8 +114,8 @@
  * one), go on while a device is being rebuilt (one found at assembly: it
  * waits for the rebuild), keep a raid10's write-intent bitmap through a
  * reshape that changes the array's size (its bits count array sectors;
- * md resizes it), or begin a raid10 reshape itself (it continues one md
- * began).
+ * md resizes it), or shrink a raid10 (it continues a backward raid10
+ * reshape md began, and begins none).
  *
  * Pace: sync_speed_max (KiB of each member per second, as md counts), and
  * sync_speed_min while foreground IO is in flight or was within half a
@@ -1643,6 +1646,16 @@ static uint64_t room_after(const struct rf_dev *d, uint64_t dev_sectors)
 	return area > dev_sectors ? area - dev_sectors : 0;
 }
 
+/* b->from the array's geometry, b->to the same over raid_disks members
+ * (a geometry the level has: 0, or -EINVAL with why in b->err). */
+static int to_members(struct begin *b, int raid_disks)
+{
+	b->from = *rf_array_geom(b->a);
+	b->to = b->from;
+	b->to.raid_disks = raid_disks;
+	return rf_geom_init(&b->to, b->err, b->errlen);
+}
+
 /* Fewer members (md's raid5 reshape with delta_disks < 0): the image
  * must already serve no more than the new geometry holds (mdadm: "use
  * --grow --array-size first"), every device must have a chunk free after
@@ -1658,10 +1671,7 @@ static int shrink(struct rf_array *a, int raid_disks, char *err, size_t errlen)
 	int n = rf_array_nslots(a), i, ret;
 	const char *tight = NULL;
 
-	b.from = *g;
-	b.to = *g;
-	b.to.raid_disks = raid_disks;
-	ret = rf_geom_init(&b.to, err, errlen);
+	ret = to_members(&b, raid_disks);
 	if (ret)
 		return ret;
 	if (rf_array_size(a) > b.to.array_sectors * 512) {
@@ -1693,6 +1703,68 @@ static int shrink(struct rf_array *a, int raid_disks, char *err, size_t errlen)
 	return rf_barrier_quiesced_all(a, begin_fn, &b);
 }
 
+/* A raid10 of more members, as mdadm --grow --raid-devices has md
+ * reshape one (md's raid10_check_reshape and raid10_start_reshape, and
+ * mdadm's raid10_reshape): near and offset layouts only, the copies as
+ * they are, the array size a multiple of the chunk, whole (md wants enough
+ * in-sync devices; like the parity levels here, every one), a spare for
+ * each new slot, and every data offset a chunk times the far copies lower
+ * (mdadm's min_offset_change, and no less: md's start_reshape refuses a
+ * smaller offset_diff), which the room before the data must allow.  The
+ * walk then copies each chunk from one copy of the old geometry to every
+ * copy of the new one; the image grows at the end.  Fewer members (md's
+ * backward raid10 reshape) are not done here. */
+static int grow_r10(struct rf_array *a, int raid_disks, char *err, size_t errlen)
+{
+	const struct rf_geom *g = rf_array_geom(a);
+	struct begin b = { .a = a, .err = err, .errlen = errlen };
+	int n = rf_array_nslots(a), ret;
+	const char *why;
+
+	if (raid_disks == n)
+		return 0;
+	ret = can_start(a, err, errlen);
+	if (ret)
+		return ret;
+	/* md: "Cannot reshape RAID10 in far-mode" (raid10_check_reshape) */
+	if (g->far_copies > 1 && !g->far_offset) {
+		snprintf(err, errlen, "raid10 of a far layout (%d far copies): md reshapes near and offset layouts "
+			 "only (Cannot reshape RAID10 in far-mode)", g->far_copies);
+		return -EINVAL;
+	}
+	if (raid_disks < n) {
+		snprintf(err, errlen, "raid10 of %d to %d: raidfuse grows a raid10; fewer members (md's backward "
+			 "raid10 reshape) need mdadm", n, raid_disks);
+		return -EOPNOTSUPP;
+	}
+	if (raid_disks > RF_MAX_MEMBERS) {
+		snprintf(err, errlen, "%d members: raidfuse grows an array of %d to at most %d", raid_disks, n,
+			 RF_MAX_MEMBERS);
+		return -EINVAL;
+	}
+	/* md: the array size must be a multiple of the chunk */
+	if (rf_array_size(a) % ((uint64_t)g->chunk_sectors * 512)) {
+		snprintf(err, errlen, "the image serves %" PRIu64 " KiB, not a multiple of the chunk (%u KiB): md "
+			 "refuses the reshape (md/array_size default first)", rf_array_size(a) / 1024,
+			 (unsigned)(g->chunk_sectors / 2));
+		return -EINVAL;
+	}
+	ret = to_members(&b, raid_disks);
+	if (ret)
+		return ret;
+	why = bitmap_blocks(a, &b.from, &b.to);
+	if (why) {
+		snprintf(err, errlen, "%s", why);
+		return -EOPNOTSUPP;
+	}
+	b.first = n;
+	ret = begin(&b);
+	if (!ret)
+		rf_info("%s: raid10 of %d grows to %d (%d copies of each chunk), data offsets %" PRId64 " sectors "
+			"lower", rf_array_name(a), n, raid_disks, g->near_copies * g->far_copies, -b.move);
+	return ret;
+}
+
 int rf_reshape_grow(struct rf_array *a, int raid_disks, char *err, size_t errlen)
 {
 	const struct rf_geom *g = rf_array_geom(a);
@@ -1710,10 +1782,8 @@ int rf_reshape_grow(struct rf_array *a, int raid_disks, char *err, size_t errlen
 		return 0;
 	if (g->level == 0)
 		return grow_raid0(a, raid_disks, err, errlen);
-	if (g->level == 10) {
-		snprintf(err, errlen, "raidfuse continues a raid10 reshape md began, and begins none of its own");
-		return -EOPNOTSUPP;
-	}
+	if (g->level == 10)
+		return grow_r10(a, raid_disks, err, errlen);
 	ret = can_start(a, err, errlen);
 	if (ret)
 		return ret;

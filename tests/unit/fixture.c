@@ -500,6 +500,8 @@ void fx_md_members(struct rf_sb_new *n, const char *what, uint64_t member_sector
 	}
 }
 
+const char *fx_md_layout;
+
 void fx_create_md(const char *what, int level, int n, int nspare, const char *member_size, uint64_t bitmap_chunk,
 		  char (*paths)[FX_PATH])
 {
@@ -516,6 +518,8 @@ void fx_create_md(const char *what, int level, int n, int nspare, const char *me
 	fprintf(f, "array: {\n\tname = \"array.img\";\n\tmetadata = \"1.2\";\n\tlevel = %d;\n", level);
 	if (level != 1)
 		fprintf(f, "\tchunk_size = \"64K\";\n");
+	if (fx_md_layout)
+		fprintf(f, "\tlayout = \"%s\";\n", fx_md_layout);
 	fprintf(f, "\tmember_size = \"%s\";\n\tmembers = (", member_size);
 	for (i = 0; i < n + nspare; i++) {
 		fx_member_path(paths[i], FX_PATH, what, i);

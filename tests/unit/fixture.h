@@ -187,6 +187,9 @@ void fx_md_members(struct rf_sb_new *n, const char *what, uint64_t member_sector
  * the spares. */
 void fx_create_md(const char *what, int level, int n, int nspare, const char *member_size, uint64_t bitmap_chunk,
 		  char (*paths)[FX_PATH]);
+/* The layout fx_create_md() names in its config ("o2", "f2", ...); NULL:
+ * none (md's default). */
+extern const char *fx_md_layout;
 /* The array on paths[0..n) (members, then spares) assembled as the
  * daemon assembles it, started, its resync (if due) under way. */
 struct rf_array *fx_serve_md(char (*paths)[FX_PATH], int n);

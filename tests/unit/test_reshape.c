@@ -5,13 +5,17 @@
  * named in the config), assembled as the daemon assembles them, filled
  * against a model (fixture.h), then grown with rf_reshape_grow():
  *  - what md refuses is refused, and nothing changes: fewer members,
- *    too few spares, a level it cannot grow (raid10);
+ *    too few spares;
  *  - raid5 3 -> 4 and raid6 4 -> 6: while the reshape runs, random reads
  *    and writes go on against the model; at the end the array has the
  *    new size, the model's bytes and zeros after them, a check counts 0,
  *    and assembled again it is one geometry with the same bytes;
  *  - raid1 2 -> 3: the new slot is rebuilt from the spare while IO runs,
  *    the array is whole again with the model's bytes;
+ *  - raid10 n2 4 -> 5, n2 2 -> 3 and o2 2 -> 3 as raid5's, each stopped
+ *    part way (the array closed, as a daemon stops) and served again: it
+ *    resumes from the position its superblocks recorded; a far layout, a
+ *    spare short and fewer members are refused;
  *  - raid5 of 4 -> raid6 of 5 (rf_reshape_level()): the same, the size
  *    unchanged, assembled again a raid6 of md's left-symmetric layout;
  *    md/level refuses other levels and a change without a spare;
@@ -25,7 +29,8 @@
  *  - a raid1 of 3 shrunk to 2 (md's raid1_reshape): refused while all
  *    three slots hold a device; with the middle one failed and removed,
  *    the third moves into its slot: the model, assembled again as 2;
- *  - a member failed mid-grow (raid5 3 -> 4, raid6 4 -> 5): the walk goes
+ *  - a member failed mid-grow (raid5 3 -> 4, raid6 4 -> 5, raid10 n2
+ *    4 -> 5): the walk goes
  *    on degraded, no spare takes the slot until it ended, then one is
  *    rebuilt: the model, check 0, assembled again the same;
  *  - a write into rows the walk moved but has not recorded yet has the
@@ -150,10 +155,27 @@ static void test_refused(void **state)
 	assert_int_equal(after.raid_disks, before.raid_disks);
 	assert_int_equal(after.array_size, before.array_size);
 	rf_array_close(a);
+	/* raid10 as md refuses it: a spare short, fewer members (md's
+	 * backward raid10 reshape: not here), a far layout */
 	make("ref10", 10, 4, 1, paths);
 	a = serve(paths, 5);
-	assert_int_equal(rf_reshape_grow(a, 5, err, sizeof(err)), -EOPNOTSUPP);
-	assert_non_null(strstr(err, "begins none of its own"));
+	rf_array_get_info(a, &before);
+	assert_int_equal(rf_reshape_grow(a, 6, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "1 spare(s) to grow from 4 to 6 members, 2 needed"));
+	assert_int_equal(rf_reshape_grow(a, 3, err, sizeof(err)), -EOPNOTSUPP);
+	assert_non_null(strstr(err, "raidfuse grows a raid10"));
+	rf_array_get_info(a, &after);
+	assert_false(reshaping(a));
+	assert_int_equal(after.raid_disks, 4);
+	assert_int_equal(after.array_size, before.array_size);
+	rf_array_close(a);
+	fx_md_layout = "f2";
+	make("ref10f", 10, 4, 1, paths);
+	fx_md_layout = NULL;
+	a = serve(paths, 5);
+	assert_int_equal(rf_reshape_grow(a, 5, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "Cannot reshape RAID10 in far-mode"));
+	assert_false(reshaping(a));
 	rf_array_close(a);
 }
 
@@ -196,14 +218,40 @@ static struct rf_array *filled(const char *what, int level, int n, int nspare, c
 	return a;
 }
 
-static void grow(const char *what, int level, int n, int nspare, enum change how)
+/* The array stopped (closed, as a daemon stops) mid-reshape and served
+ * again from its members: it resumes from the position its superblocks
+ * recorded, at or below where the walk was. */
+static struct rf_array *stop_and_resume(struct rf_array *a, char (*paths)[FX_PATH], int n, const char *what)
+{
+	uint64_t pos, rec = rf_array_reshape_recorded(a), at, again;
+	bool back;
+
+	rf_array_reshape(a, &pos, &back);
+	rf_array_close(a);
+	a = serve(paths, n);
+	if (!rf_array_reshape(a, &again, &back))
+		fail_msg("%s: served again, no reshape under way (stopped at %llu, recorded %llu)", what,
+			 (unsigned long long)pos, (unsigned long long)rec);
+	at = rf_array_reshape_recorded(a);
+	assert_true(at >= rec && at <= pos);
+	assert_int_equal(rf_sync_set_speed_max(a, 4096), 0);
+	assert_int_equal(rf_sync_set_speed_min(a, 4096), 0);
+	print_message("%s: stopped at array sector %llu (recorded %llu), resumed from %llu\n", what,
+		      (unsigned long long)pos, (unsigned long long)rec, (unsigned long long)at);
+	return a;
+}
+
+/* With resume_at (0: never), the array is stopped and served again once
+ * the walk passed that array sector. */
+static void grow_resumed(const char *what, int level, int n, int nspare, enum change how, uint64_t resume_at)
 {
 	char paths[RF_MAX_MEMBERS][FX_PATH], err[512];
 	struct rf_array_info info;
-	uint64_t old, size;
+	uint64_t old, size, pos;
 	struct rf_array *a;
 	char *model;
 	int rounds = 0;
+	bool back;
 
 	a = filled(what, level, n, nspare, paths, &old, &model);
 	if (start(a, how, n + nspare, err, sizeof(err)))
@@ -212,10 +260,20 @@ static void grow(const char *what, int level, int n, int nspare, enum change how
 	assert_int_equal(info.raid_disks, n + nspare);
 	if (level != 1)
 		assert_true(reshaping(a));
-	while ((reshaping(a) || degraded(a)) && rounds < 200) {
+	/* IO until the end, or until it is stopped and resumed (30 s at
+	 * most) */
+	while ((reshaping(a) || degraded(a)) && (rounds < 200 || (resume_at && rounds < 3000))) {
 		assert_int_equal(fx_model_io(a, model, 20, 64 << 10), 0);
+		if (resume_at && rf_array_reshape(a, &pos, &back) && pos >= resume_at) {
+			a = stop_and_resume(a, paths, n + nspare, what);
+			resume_at = 0;
+		} else if (resume_at) {
+			usleep(10000);
+		}
 		rounds++;
 	}
+	if (resume_at)
+		fail_msg("%s: the reshape ended before array sector %llu", what, (unsigned long long)resume_at);
 	to_end(a);
 	assert_int_equal(rf_array_faulty(a), 0);
 	rf_sync_wait(a);
@@ -270,6 +328,11 @@ static void grow(const char *what, int level, int n, int nspare, enum change how
 	rf_array_close(a);
 	free(model);
 	print_message("%s: reshaped (%d members -> %d) while %d rounds of IO ran\n", what, n, n + nspare, rounds);
+}
+
+static void grow(const char *what, int level, int n, int nspare, enum change how)
+{
+	grow_resumed(what, level, n, nspare, how, 0);
 }
 
 /* A shrink as mdadm runs one: raid5 (or raid6) of n to n - 1 members,
@@ -356,6 +419,24 @@ static void test_raid1(void **state)
 {
 	(void)state;
 	grow("g1", 1, 2, 1, GROW);
+}
+
+/* raid10 grown by members as md grows one (near and offset copies),
+ * stopped and served again part way: it resumes from its recorded
+ * position and ends with the model's bytes. */
+static void test_raid10(void **state)
+{
+	(void)state;
+	grow_resumed("g10", 10, 4, 1, GROW, 4096);
+}
+
+static void test_raid10_two(void **state)
+{
+	(void)state;
+	grow_resumed("g10b", 10, 2, 1, GROW, 2048);
+	fx_md_layout = "o2";
+	grow_resumed("g10o", 10, 2, 1, GROW, 2048);
+	fx_md_layout = NULL;
 }
 
 static void test_raid5to6(void **state)
@@ -555,6 +636,7 @@ static void test_degraded(void **state)
 	(void)state;
 	grow_degraded("d5", 5, 3, 1);
 	grow_degraded("d6", 6, 4, 0);
+	grow_degraded("d10", 10, 4, 2);
 }
 
 /* The walk runs ahead of the recorded position between records; a write
@@ -750,6 +832,8 @@ int main(void)
 		cmocka_unit_test_setup(test_raid5, fx_threads2),
 		cmocka_unit_test_setup(test_raid6, fx_inline0),
 		cmocka_unit_test_setup(test_raid1, fx_threads2),
+		cmocka_unit_test_setup(test_raid10, fx_threads2),
+		cmocka_unit_test_setup(test_raid10_two, fx_inline0),
 		cmocka_unit_test_setup(test_raid5to6, fx_threads2),
 		cmocka_unit_test_setup(test_relayout, fx_threads2),
 		cmocka_unit_test_setup(test_rechunk, fx_inline0),
