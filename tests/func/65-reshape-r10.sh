@@ -1,0 +1,184 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# 65-reshape-r10: a raid10 grown by members as mdadm --grow --raid-devices
+# has md's raid10 reshape grow one, online and through kill -9, served as
+# users run it (daemonized, members on a disk file system).
+#  1. raid10 n2 of 4 x 32 MiB (a spare listed): fio writes and verifies
+#     the first half of the image (job a, before the grow);
+#     `raidfuse grow --raid-devices 5` frozen: raid_disks reads "5 (4)",
+#     the spare's superblock records the reshape (delta 1, new offset a
+#     chunk lower: md's raid10 min_offset_change); at 1000 KiB/s fio
+#     writes and verifies the second half (job b) while the walk moves
+#     (reads and writes on both sides of the position), and job a still
+#     verifies; kill -9 while it moves.  Mounted again (frozen): the
+#     position at or past the one seen, jobs a and b verify; to the end:
+#     the image grows to 5 members' size (md's raid10_size: 80 MiB less
+#     what the data offsets take), a and b verify, fio writes and
+#     verifies the grown part (job c); check finds mismatch_cnt 0; every
+#     superblock as md leaves one after a raid10 grow (5 devices, data
+#     offset 128 sectors lower, no reshape); mounted again, a b c verify.
+#     RF_MD_JUDGE=1: kernel md assembles the members, sha256 of the image
+#     and mismatch_cnt 0.
+#  2. raid10 o2 of 2 grown to 3 (data offsets two chunks lower), kill -9
+#     mid-way, mounted again, to the end: the model (random data written
+#     before, a write at the position after the kill), check 0.
+#  3. refused as md refuses: a far layout (f2) ("Cannot reshape RAID10 in
+#     far-mode"), nothing changes.
+# Negative control: RAIDFUSE_TEST_BREAK=reshape-record (the position moves
+# in memory, never in the superblocks): after kill -9 mid-grow the image
+# mounted again is not the model (rows moved since are read from the old
+# geometry, which the new rows overwrote).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/model.sh"
+requires fuse fio
+build_helper
+
+model_setup
+
+# grow10 DIR LAYOUT N: a raid10 of LAYOUT over N members of 32 MiB in DIR
+# (d0..), spare dN, served by config (detached, frozen), grown to N + 1.
+grow10() {
+	G=$1
+	mkdir -p "$G"
+	mk_conf "$G/r.conf" metadata=1.2 level=10 layout="$2" chunk_size=64K members="$(members "$3" "$G/d")" \
+		spares="$G/d$3.img" member_size=32M
+	create_array "$G/r.conf" --assume-clean -b none
+	start_array_daemon "$G/r.conf" "$MNT" --log "$WORK/g.log"
+	GOLD=$(($(fsize "$IMG") / 512))
+}
+
+# start_grow N: frozen, grow to N members.
+start_grow() {
+	echo frozen >"$MNT/md/sync_action"
+	"$RAIDFUSE" grow "$MNT" --raid-devices "$1" || fail "grow --raid-devices $1 refused: $(tail -n 3 "$WORK/g.log")"
+}
+
+# moving FROM: unfrozen at 1000 KiB/s; returns once the position is past
+# FROM.
+moving() {
+	echo 1000 >"$MNT/md/sync_speed_max"
+	echo 1000 >"$MNT/md/sync_speed_min"
+	echo idle >"$MNT/md/sync_action"
+	wait_for "the walk did not pass $1: $(pos)" '[ "$(pos)" = none ] || [ "$(pos)" -gt '"$1"' ]'
+	[ "$(pos)" != none ] || fail "the reshape ended before it could be interrupted"
+}
+
+# fio jobs: a the first half of the image, b the second, c the part the
+# grow adds (each verified after writing, then later with --verify_only).
+job() {
+	case $1 in
+	a) echo --name=a --rw=randwrite --bs=16k --offset=0 --size=$((GOLD * 256)) ;;
+	b) echo --name=b --rw=randwrite --bs=4k --iodepth=8 --offset=$((GOLD * 256)) --size=$((GOLD * 256)) ;;
+	c) echo --name=c --rw=write --bs=64k --offset=$((GOLD * 512)) --size=$(($(fsize "$IMG") - GOLD * 512)) ;;
+	esac
+}
+verify_jobs() {
+	local j
+	for j; do
+		# shellcheck disable=SC2046
+		fio_verify --verify_only "$IMG" $(job "$j")
+	done
+}
+
+# ---- 1. n2 of 4 -> 5, fio before, during, after, kill -9
+grow10 "$DISK/n" n2 4
+# shellcheck disable=SC2046
+fio_verify "$IMG" $(job a)
+start_grow 5
+[ "$(val raid_disks)" = "5 (4)" ] || fail "growing: raid_disks '$(val raid_disks)', md says '5 (4)'"
+[ "$(pos)" = 0 ] || fail "a frozen grow moved to $(pos)"
+"$RAIDFUSE" examine "$G/d4.img" >"$WORK/ex.txt"
+for want in "Reshape pos'n : 0" "Delta Devices : 1 (4->5)" "New Offset : 1920 sectors"; do
+	grep -q "$want" "$WORK/ex.txt" || fail "the grow is not in d4's superblock (no '$want'): $(cat "$WORK/ex.txt")"
+done
+moving 2048
+# shellcheck disable=SC2046
+fio_verify "$IMG" $(job b)
+verify_jobs a
+[ "$(pos)" != none ] || fail "the reshape ended under fio: raise the member size"
+SEEN=$(pos)
+kill_daemon
+log "n2 4 -> 5: fio wrote and verified both halves while the walk moved; killed at >= $SEEN"
+start_array_daemon "$G/r.conf" "$MNT" --freeze --log "$WORK/g.log"
+[ "$(pos)" != none ] && [ "$(pos)" -ge "$SEEN" ] || fail "mounted again after kill -9: position $(pos), $SEEN was seen before"
+verify_jobs a b
+to_end "the n2 grow"
+GNEW=$(($(fsize "$IMG") / 512))
+# md's raid10_size of 5: the used chunks of each member (32 MiB less the
+# data offset, whole chunks) times 5 over 2 copies
+[ "$GNEW" -gt "$GOLD" ] && [ "$GNEW" -le $((GOLD * 5 / 4)) ] && [ $((GNEW % 128)) = 0 ] ||
+	fail "grown image of $GNEW sectors from $GOLD"
+verify_jobs a b
+# shellcheck disable=SC2046
+fio_verify "$IMG" $(job c)
+check_clean "check after the n2 grow"
+stop_array "$MNT"
+for m in "$G"/d?.img; do
+	"$RAIDFUSE" examine "$m" >"$WORK/ex.txt" || fail "examine $m failed"
+	for want in "Feature Map : 0x0" "Raid Devices : 5" "Data Offset : 1920 sectors" "Layout : near=2"; do
+		grep -q "$want" "$WORK/ex.txt" || fail "$m after the grow: no '$want' in: $(cat "$WORK/ex.txt")"
+	done
+	grep -q "Reshape" "$WORK/ex.txt" && fail "$m: still records a reshape: $(cat "$WORK/ex.txt")"
+done
+start_array_daemon "$G/r.conf" "$MNT"
+verify_jobs a b c
+head -c $((GNEW * 512)) "$IMG" >"$MODEL"
+stop_array "$MNT"
+log "n2 4 -> 5 to the end: $GOLD -> $GNEW sectors, fio a b c verify, check 0, superblocks md's after a grow"
+if md_judge; then
+	judge_model "$GNEW" "$G"/d?.img
+	log "kernel md assembles the grown raid10: the image's sha256, mismatch_cnt 0"
+fi
+rm -rf "$G"
+
+# ---- 2. o2 of 2 -> 3, kill -9, the model
+grow10 "$DISK/o" o2 2
+model_fill
+truncate -s $((GOLD * 512 * 3 / 2)) "$MODEL"
+start_grow 3
+"$RAIDFUSE" examine "$G/d2.img" >"$WORK/ex.txt"
+grep -q "New Offset : 1792 sectors" "$WORK/ex.txt" || fail "o2: not two chunks lower: $(cat "$WORK/ex.txt")"
+moving 4096
+P=$(pos)
+put $((P / 2 / 8 * 8)) 64
+put $(((P + 8192) / 8 * 8)) 256
+SEEN=$(pos)
+kill_daemon
+start_array_daemon "$G/r.conf" "$MNT" --freeze
+[ "$(pos)" -ge "$SEEN" ] || fail "o2: mounted again after kill -9: position $(pos), $SEEN was seen before"
+same_model "o2: after kill -9" "$GOLD"
+put $(($(pos) / 8 * 8)) 128
+to_end "the o2 grow"
+GNEW=$(($(fsize "$IMG") / 512))
+[ "$GNEW" -gt "$GOLD" ] || fail "o2: the image did not grow ($GNEW sectors)"
+same_model "o2 grown" "$GNEW"
+check_clean "check after the o2 grow"
+stop_array "$MNT"
+log "o2 2 -> 3: killed at >= $SEEN, the model each time, $GNEW sectors, check 0"
+rm -rf "$G"
+
+# ---- 3. refused: a far layout
+grow10 "$DISK/f" f2 4
+expect_fail sh -c "echo 5 >'$MNT/md/raid_disks'"
+grep -q "Cannot reshape RAID10 in far-mode" "$WORK/g.log" || fail "f2: no reason in the log: $(tail -n 3 "$WORK/g.log")"
+[ "$(val raid_disks)" = 4 ] && [ "$(pos)" = none ] || fail "f2: refused, yet raid_disks $(val raid_disks), position $(pos)"
+stop_array "$MNT"
+log "f2: refused as md refuses it"
+rm -rf "$G"
+
+# ---- negative control: positions never recorded
+export RAIDFUSE_TEST_BREAK=reshape-record
+grow10 "$DISK/c" n2 4
+model_fill
+truncate -s $((GOLD * 512 * 5 / 4)) "$MODEL"
+start_grow 5
+moving 8192
+SEEN=$(pos)
+kill_daemon
+unset RAIDFUSE_TEST_BREAK
+start_array_daemon "$G/r.conf" "$MNT" --freeze --ro
+RPOS=$(pos)
+[ "$RPOS" -lt "$SEEN" ] || fail "control: the superblocks' position $RPOS though nothing recorded past 0"
+expect_fail "$RFHELPER" same "$IMG" "$MODEL" $((GOLD * 512))
+stop_array "$MNT"
+log "negative control (positions not recorded, RAIDFUSE_TEST_BREAK=reshape-record): killed at $SEEN, mounted again at $RPOS: the image differs from the model: ${OUT##*: }"
