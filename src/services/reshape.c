@@ -1615,6 +1615,13 @@ int rf_reshape_layout(struct rf_array *a, int layout, uint32_t chunk_sectors, ch
 		snprintf(err, errlen, "raid4 has one layout (parity-last)");
 		return -EINVAL;
 	}
+	/* md also restripes a raid10 in place (near <-> offset, a new chunk,
+	 * the data offsets moved by half the room): not begun here. */
+	if (g->level == 10) {
+		snprintf(err, errlen, "raidfuse changes a raid10's member count only; a new layout or chunk needs "
+			 "mdadm");
+		return -EOPNOTSUPP;
+	}
 	/* md reshapes in units of the larger chunk: each member's size must
 	 * stay whole units of both (mdadm refuses a chunk the component size
 	 * is not a multiple of: the array would shrink). */

@@ -15,7 +15,7 @@
  *  - raid10 n2 4 -> 5, n2 2 -> 3 and o2 2 -> 3 as raid5's, each stopped
  *    part way (the array closed, as a daemon stops) and served again: it
  *    resumes from the position its superblocks recorded; a far layout, a
- *    spare short and fewer members are refused;
+ *    spare short, fewer members and an in-place relayout are refused;
  *  - raid5 of 4 -> raid6 of 5 (rf_reshape_level()): the same, the size
  *    unchanged, assembled again a raid6 of md's left-symmetric layout;
  *    md/level refuses other levels and a change without a spare;
@@ -164,6 +164,10 @@ static void test_refused(void **state)
 	assert_non_null(strstr(err, "1 spare(s) to grow from 4 to 6 members, 2 needed"));
 	assert_int_equal(rf_reshape_grow(a, 3, err, sizeof(err)), -EOPNOTSUPP);
 	assert_non_null(strstr(err, "raidfuse grows a raid10"));
+	/* md's in-place raid10 restripes (near <-> offset, a new chunk) */
+	assert_int_equal(rf_reshape_layout(a, 0x10201, 0, err, sizeof(err)), -EOPNOTSUPP);
+	assert_non_null(strstr(err, "member count only"));
+	assert_int_equal(rf_reshape_layout(a, -1, 256, err, sizeof(err)), -EOPNOTSUPP);
 	rf_array_get_info(a, &after);
 	assert_false(reshaping(a));
 	assert_int_equal(after.raid_disks, 4);
