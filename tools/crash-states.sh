@@ -32,7 +32,8 @@
 # none, and with --break (where violations are the expected outcome)
 # unless --dir named it.
 #
-# --grow (levels 5 and 6, with --bitmap too): the config has one spare more, and a third of
+# --grow (levels 5 and 6, with --bitmap too; level 10 without one: an n2 of
+# 4 grown to 5 as md's raid10 reshape grows it): the config has one spare more, and a third of
 # the way through the workload the array grows onto it (md/raid_disks),
 # the reshape running beside the writes; each crash state's array then
 # finishes the reshape (from the position its superblocks record) before
@@ -94,9 +95,10 @@ case $level in
 6) n=5 ;;
 *) usage ;;
 esac
-[ $grow = 0 ] || [ "$level" = 5 ] || [ "$level" = 6 ] || [ "$level" = 0 ] || usage
+[ $grow = 0 ] || [ "$level" = 5 ] || [ "$level" = 6 ] || [ "$level" = 0 ] || [ "$level" = 10 ] || usage
+[ $grow = 0 ] || [ "$level" != 10 ] || [ $bitmap = 0 ] || usage
 [ $to6 = 0 ] || [ "$level" = 5 ] || usage
-[ $rechunk = 0 ] || [ "$level" != 0 ] || usage
+[ $rechunk = 0 ] || { [ "$level" != 0 ] && [ "$level" != 10 ]; } || usage
 [ $to5 = 0 ] || [ "$level" = 4 ] || [ "$level" = 1 ] || [ "$level" = 0 ] || usage
 [ $to10 = 0 ] || [ "$level" = 0 ] || usage
 [ "$level" != 0 ] || [ $grow = 1 ] || [ $to5 = 1 ] || usage
