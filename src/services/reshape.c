@@ -144,7 +144,6 @@
 #include "raidfuse/layout.h"
 #include "raidfuse/lockcheck.h"
 #include "raidfuse/log.h"
-#include "raidfuse/parity.h"
 #include "raidfuse/sync.h"
 #include "raidfuse/util.h"
 #include "raidfuse/reshape.h"

@@ -24,6 +24,11 @@
 #     before, a write at the position after the kill), check 0.
 #  3. refused as md refuses: a far layout (f2) ("Cannot reshape RAID10 in
 #     far-mode"), nothing changes.
+#  4. RF_MD_JUDGE=1: kernel md continues an n2 4 -> 5 grow raidfuse began
+#     and was killed in, to its end: md's pattern, mismatch_cnt 0, the new
+#     data offsets.
+#  5. RF_MD_JUDGE=1: raidfuse continues an n2 4 -> 5 grow kernel md began
+#     and was stopped in: md's pattern, zeros after the old end, check 0.
 # Negative control: RAIDFUSE_TEST_BREAK=reshape-record (the position moves
 # in memory, never in the superblocks): after kill -9 mid-grow the image
 # mounted again is not the model (rows moved since are read from the old
@@ -165,6 +170,47 @@ grep -q "Cannot reshape RAID10 in far-mode" "$WORK/g.log" || fail "f2: no reason
 stop_array "$MNT"
 log "f2: refused as md refuses it"
 rm -rf "$G"
+
+# ---- 4. (RF_MD_JUDGE=1) kernel md continues a raid10 grow raidfuse began
+# and was killed in: md's pattern over an n2 of 4, grow to 5, kill -9
+# mid-way; mdpeer's guest assembles snapshots of the members, md goes on
+# from the superblocks' position to the end, the pattern reads back, md's
+# check finds 0, every data offset is the new one.
+if md_judge; then md_finishes_grow_of "$DISK/k" 4 1920 level=10 layout=n2 bitmap=none; fi
+
+# ---- 5. (RF_MD_JUDGE=1) raidfuse continues a raid10 grow kernel md began:
+# mdpeer's guest creates an n2 of 4 x 32 MiB, writes md's pattern, adds a
+# fifth member, `mdadm --grow --raid-devices=5`, and stops md part way
+# (tools/md-golden-job.sh reshape); raidfuse assembles the members and
+# goes on from md's position to the end: the pattern over the old size,
+# zeros after it, check 0.
+if md_judge; then
+	G=$DISK/h
+	mkdir -p "$G/share"
+	for i in 0 1 2 3 4; do truncate -s 32M "$G/d$i.img"; done
+	JOB_KIND=reshape JOB_NDEV0=4 JOB_GROW_ARGS="--raid-devices=5" JOB_SPEED_KIB=2000 JOB_STOP_PCT=30 \
+		JOB_CREATE_OPTS="--level=10 --layout=n2 --chunk=64 --raid-devices=4 --metadata=1.2 --bitmap=none" \
+		TMPDIR=$G "$(dirname "$MDJUDGE")/run-guest.sh" --share "$G/share" --timeout 900 \
+		"$TOP_DIR/tools/md-golden-job.sh" "$G"/d?.img >"$WORK/guest-md.out" 2>&1 ||
+		fail "kernel md's raid10 grow: $(tail -n 20 "$WORK/guest-md.out")"
+	N=$(sed -n 's/^array_sectors before the reshape=//p' "$G/share/job.log")
+	[ -n "$N" ] || fail "no array size in the guest's job.log: $(cat "$G/share/job.log")"
+	"$RAIDFUSE" examine "$G/d0.img" >"$WORK/ex.txt"
+	MDPOS=$(field "$WORK/ex.txt" "Reshape pos'n" | cut -d' ' -f1)
+	[ -n "$MDPOS" ] || fail "md left no reshape in d0: $(cat "$WORK/ex.txt")"
+	start_assemble_daemon array.img "$MNT" "$G"/d?.img
+	to_end "md's raid10 grow, continued"
+	M=$(($(fsize "$IMG") / 512))
+	[ "$M" -gt "$N" ] || fail "md's grow continued: $M sectors, $N before it"
+	truncate -s 0 "$MODEL"
+	truncate -s $((M * 512)) "$MODEL"
+	"$RFHELPER" fill "$MODEL" "$N" >/dev/null || fail "cannot make the model"
+	same_model "md's grow, continued by raidfuse" "$M"
+	check_clean "check after md's grow, continued"
+	stop_array "$MNT"
+	log "kernel md's raid10 grow, stopped at array sector $MDPOS, continued by raidfuse: $N -> $M sectors, md's pattern, zeros after, check 0"
+	rm -rf "$G"
+fi
 
 # ---- negative control: positions never recorded
 export RAIDFUSE_TEST_BREAK=reshape-record

@@ -102,22 +102,32 @@ md_continues() {
 # back, md's check finds 0, every data offset is the new one.  Logs where
 # md took it up.
 md_finishes_grow() {
-	local g=$1 n
-	shift
+	md_finishes_grow_of "$1" 3 1664 level=5 "${@:2}"
+}
+
+# md_finishes_grow_of DIR N OFFSET [CONF KEYS...]: the same for an array
+# of N members (the level and more in the keys; chunk 64K), grown to N + 1,
+# every data offset OFFSET sectors after it.
+md_finishes_grow_of() {
+	local g=$1 n=$2 off=$3 s want="" i letters=abcdefghijklmnopqrstuvwxyz
+	shift 3
 	mkdir -p "$g"
-	mk_conf "$g/r.conf" metadata=1.2 level=5 chunk_size=64K members="$g/d0.img $g/d1.img $g/d2.img" \
-		spares="$g/d3.img" member_size=32M "$@"
+	mk_conf "$g/r.conf" metadata=1.2 chunk_size=64K members="$(members "$n" "$g/d")" \
+		spares="$g/d$n.img" member_size=32M "$@"
 	create_array "$g/r.conf" --assume-clean
 	start_array_daemon "$g/r.conf" "$MNT"
-	n=$(($(fsize "$IMG") / 512))
-	"$RFHELPER" fill "$IMG" "$n" >/dev/null || fail "cannot write md's pattern"
+	s=$(($(fsize "$IMG") / 512))
+	"$RFHELPER" fill "$IMG" "$s" >/dev/null || fail "cannot write md's pattern"
 	echo 500 >"$MNT/md/sync_speed_max"
-	"$RAIDFUSE" grow "$MNT" --raid-devices 4 || fail "grow --raid-devices 4 refused"
+	"$RAIDFUSE" grow "$MNT" --raid-devices $((n + 1)) || fail "grow --raid-devices $((n + 1)) refused"
 	wait_for "the grow did not move" '[ "$(pos)" -ge 4096 ]'
 	kill_daemon
-	md_continues "$g" "$n"
-	[[ $V == *"reshape finished: reshape_position none, raid_disks 4"* && $V == *" OK"* &&
-		$V == *"mismatch_cnt=0"* && $V == *"vda=1664 vdb=1664 vdc=1664 vdd=1664"* ]] ||
+	md_continues "$g" "$s"
+	for ((i = 0; i <= n; i++)); do
+		want+="${want:+ }vd${letters:i:1}=$off"     # the guest's disks, in order
+	done
+	[[ $V == *"reshape finished: reshape_position none, raid_disks $((n + 1))"* && $V == *" OK"* &&
+		$V == *"mismatch_cnt=0"* && $V == *"$want"* ]] ||
 		fail "kernel md's run of the grow raidfuse began: $V"
 	log "kernel md finished the grow raidfuse began ($*): $(grep -o 'assembled at reshape_position [0-9]*' <<<"$V"), pattern OK, mismatch_cnt 0"
 	rm -rf "$g"
