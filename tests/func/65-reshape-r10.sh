@@ -19,9 +19,10 @@
 #     offset 128 sectors lower, no reshape); mounted again, a b c verify.
 #     RF_MD_JUDGE=1: kernel md assembles the members, sha256 of the image
 #     and mismatch_cnt 0.
-#  2. raid10 o2 of 2 grown to 3 (data offsets two chunks lower), kill -9
-#     mid-way, mounted again, to the end: the model (random data written
-#     before, a write at the position after the kill), check 0.
+#  2. raid10 o2 of 2 grown to 3 by `grow --raid-devices 3 --add FILE`
+#     (data offsets two chunks lower), kill -9 mid-way, mounted again (the
+#     config naming the new member), to the end: the model (random data
+#     written before, a write at the position after the kill), check 0.
 #  3. refused as md refuses: a far layout (f2) ("Cannot reshape RAID10 in
 #     far-mode"), nothing changes.
 #  4. RF_MD_JUDGE=1: kernel md continues an n2 4 -> 5 grow raidfuse began
@@ -40,22 +41,25 @@ build_helper
 
 model_setup
 
-# grow10 DIR LAYOUT N: a raid10 of LAYOUT over N members of 32 MiB in DIR
-# (d0..), spare dN, served by config (detached, frozen), grown to N + 1.
+# grow10 DIR LAYOUT N [nospare]: a raid10 of LAYOUT over N members of
+# 32 MiB in DIR (d0..), spare dN in the config unless nospare, served by
+# config (detached).
 grow10() {
 	G=$1
 	mkdir -p "$G"
 	mk_conf "$G/r.conf" metadata=1.2 level=10 layout="$2" chunk_size=64K members="$(members "$3" "$G/d")" \
-		spares="$G/d$3.img" member_size=32M
+		$([ "${4:-}" = nospare ] || echo spares="$G/d$3.img") member_size=32M
 	create_array "$G/r.conf" --assume-clean -b none
 	start_array_daemon "$G/r.conf" "$MNT" --log "$WORK/g.log"
 	GOLD=$(($(fsize "$IMG") / 512))
 }
 
-# start_grow N: frozen, grow to N members.
+# start_grow N [FILE]: frozen, grow to N members (FILE added as a spare
+# first: grow --add).
 start_grow() {
 	echo frozen >"$MNT/md/sync_action"
-	"$RAIDFUSE" grow "$MNT" --raid-devices "$1" || fail "grow --raid-devices $1 refused: $(tail -n 3 "$WORK/g.log")"
+	"$RAIDFUSE" grow "$MNT" --raid-devices "$1" ${2:+--add "$2"} ||
+		fail "grow --raid-devices $1 ${2:+--add $2 }refused: $(tail -n 3 "$WORK/g.log")"
 }
 
 # moving FROM: unfrozen at 1000 KiB/s; returns once the position is past
@@ -136,11 +140,14 @@ if md_judge; then
 fi
 rm -rf "$G"
 
-# ---- 2. o2 of 2 -> 3, kill -9, the model
-grow10 "$DISK/o" o2 2
+# ---- 2. o2 of 2 -> 3 (the third file given to grow --add), kill -9, the
+# model
+grow10 "$DISK/o" o2 2 nospare
 model_fill
 truncate -s $((GOLD * 512 * 3 / 2)) "$MODEL"
-start_grow 3
+truncate -s 32M "$G/d2.img"
+start_grow 3 "$G/d2.img"
+sed -i 's|^\(\tmembers = .*\) );$|\1, "'"$G"'/d2.img" );|' "$G/r.conf"
 "$RAIDFUSE" examine "$G/d2.img" >"$WORK/ex.txt"
 grep -q "New Offset : 1792 sectors" "$WORK/ex.txt" || fail "o2: not two chunks lower: $(cat "$WORK/ex.txt")"
 moving 4096
