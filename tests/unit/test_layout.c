@@ -12,6 +12,8 @@
  *    kernel md + mdadm, whose every sector s holds u64le(s) 64 times: sampled
  *    sectors must read back through our mapping, and sampled rows must carry
  *    md's P (xor) and Q (GF(2^8), poly 0x11d, in our qslot order).
+ * Reshapes under way (rf_reshape_init()): raid4/5/6 as md's raid5 run()
+ * takes them, raid10 as its raid10 run() and check_reshape do.
  *
  * It does NOT test IO paths, parity code or degraded reads: other modules.
  * Random samples come from a fixed seed, RF_TEST_SEED overrides it.
@@ -1437,6 +1439,52 @@ static void test_reshape(void **state)
 	assert_non_null(strstr(err, "past the array's end"));
 }
 
+/* reshape_setup() of raid10 layouts, then rf_reshape_init(); its result. */
+static int r10_init(struct rf_geom *g, struct rf_reshape *rs, int disks, int prev_disks, int layout,
+		    int prev_layout, uint32_t chunk, uint32_t prev_chunk, uint64_t dev, uint64_t pos, bool back,
+		    int64_t diff, char *err)
+{
+	reshape_setup(g, rs, disks, prev_disks, layout, prev_layout, chunk, prev_chunk, dev, pos, back);
+	g->level = rs->prev.level = 10;
+	return rf_reshape_init(g, rs, diff, err, 256);
+}
+
+/* A raid10 reshape under way, as md's raid10 run() and check_reshape take
+ * one: n2 4 -> 5 is served at md's old size (raid10_size of the fewer
+ * members) with the data offsets a chunk lower, at any position; md's
+ * refusals: too little offset difference (a chunk times the far copies
+ * of either geometry), the wrong direction, a far layout, another number
+ * of copies, a position past the end. */
+static void test_reshape_r10(void **state)
+{
+	struct rf_geom g;
+	struct rf_reshape rs;
+	char err[256];
+
+	(void)state;
+	/* 4 x 63488 sectors of 64K chunks: 2 x 63488 in the array before */
+	assert_int_equal(r10_init(&g, &rs, 5, 4, 0x102, 0x102, 128, 128, 63488, 23488, false, -128, err), 0);
+	assert_int_equal(g.array_sectors, 126976);
+	assert_true(rf_reshape_in_prev(&rs, 23488));
+	assert_false(rf_reshape_in_prev(&rs, 23487));
+	/* o2 2 -> 3 needs two chunks */
+	assert_int_equal(r10_init(&g, &rs, 3, 2, 0x10201, 0x10201, 128, 128, 63488, 0, false, -256, err), 0);
+	assert_int_equal(r10_init(&g, &rs, 3, 2, 0x10201, 0x10201, 128, 128, 63488, 0, false, -128, err), -EINVAL);
+	assert_non_null(strstr(err, "offset difference not enough"));
+	/* forwards with the offsets moved up */
+	assert_int_equal(r10_init(&g, &rs, 5, 4, 0x102, 0x102, 128, 128, 63488, 0, false, 128, err), -EINVAL);
+	/* far copies */
+	assert_int_equal(r10_init(&g, &rs, 5, 4, 0x201, 0x201, 128, 128, 63488, 0, false, -256, err), -EINVAL);
+	assert_non_null(strstr(err, "no far layout"));
+	/* n2 -> n3: the copies change */
+	assert_int_equal(r10_init(&g, &rs, 6, 4, 0x103, 0x102, 128, 128, 63488, 0, false, -256, err), -EINVAL);
+	assert_non_null(strstr(err, "md keeps the copies"));
+	/* past the end of both */
+	assert_int_equal(r10_init(&g, &rs, 5, 4, 0x102, 0x102, 128, 128, 63488, 63488 * 5 / 2 + 128, false, -128,
+				  err), -EINVAL);
+	assert_non_null(strstr(err, "past the array's end"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1451,6 +1499,7 @@ int main(void)
 		cmocka_unit_test(test_geom_errors),
 		cmocka_unit_test(test_layout_names),
 		cmocka_unit_test(test_reshape),
+		cmocka_unit_test(test_reshape_r10),
 		cmocka_unit_test_teardown(test_md_images, md_images_teardown),
 	};
 
