@@ -114,8 +114,7 @@
  * one), go on while a device is being rebuilt (one found at assembly: it
  * waits for the rebuild), keep a raid10's write-intent bitmap through a
  * reshape that changes the array's size (its bits count array sectors;
- * md resizes it), or shrink a raid10 (it continues a backward raid10
- * reshape md began, and begins none).
+ * md resizes it).
  *
  * Pace: sync_speed_max (KiB of each member per second, as md counts), and
  * sync_speed_min while foreground IO is in flight or was within half a
@@ -1673,13 +1672,18 @@ static int shrink(struct rf_array *a, int raid_disks, char *err, size_t errlen)
 {
 	const struct rf_geom *g = rf_array_geom(a);
 	struct begin b = { .a = a, .err = err, .errlen = errlen, .backwards = true };
-	uint64_t room = UINT64_MAX, unit = g->chunk_sectors;
+	uint64_t room = UINT64_MAX, unit = g->chunk_sectors, least = unit;
+	const struct rf_reshape_ops *ops = rf_array_reshape_ops(a);
 	int n = rf_array_nslots(a), i, ret;
 	const char *tight = NULL;
 
 	ret = to_members(&b, raid_disks);
 	if (ret)
 		return ret;
+	/* The data moves up by the least the level's reshape takes (md's
+	 * min_offset_change: a chunk, raid10 a chunk times the far copies). */
+	if (ops)
+		ops->move(&b.from, &b.to, unit, &least);
 	if (rf_array_size(a) > b.to.array_sectors * 512) {
 		snprintf(err, errlen, "the image serves %" PRIu64 " KiB, %d members hold %" PRIu64 " KiB: this change "
 			 "would reduce the size of the array; set md/array_size first (grow --array-size), as mdadm "
@@ -1698,14 +1702,16 @@ static int shrink(struct rf_array *a, int raid_disks, char *err, size_t errlen)
 		}
 	}
 	rf_devs_unlock(a);
-	if (room < unit) {
-		snprintf(err, errlen, "%s has %" PRIu64 " KiB free after its data, and a shrink moves the data up by a "
-			 "chunk (%" PRIu64 " KiB): make md/component_size a chunk smaller first (grow --size), or "
-			 "mdadm's backup file would be needed", tight ? tight : "a device", room / 2, unit / 2);
+	if (room < least) {
+		snprintf(err, errlen, "%s has %" PRIu64 " KiB free after its data, and a shrink moves the data up by %s "
+			 "(%" PRIu64 " KiB): make md/component_size %s smaller first (grow --size), or mdadm's backup "
+			 "file would be needed", tight ? tight : "a device", room / 2,
+			 least == unit ? "a chunk" : "a chunk times the far copies", least / 2,
+			 least == unit ? "a chunk" : "that much");
 		return -ENOSPC;
 	}
 	b.first = n;
-	b.move = (int64_t)unit;
+	b.move = (int64_t)least;
 	return rf_barrier_quiesced_all(a, begin_fn, &b);
 }
 
@@ -1718,8 +1724,12 @@ static int shrink(struct rf_array *a, int raid_disks, char *err, size_t errlen)
  * (mdadm's min_offset_change, and no less: md's start_reshape refuses a
  * smaller offset_diff), which the room before the data must allow.  The
  * walk then copies each chunk from one copy of the old geometry to every
- * copy of the new one; the image grows at the end.  Fewer members (md's
- * backward raid10 reshape) are not done here. */
+ * copy of the new one; the image grows at the end.  Fewer members are
+ * md's backward raid10 reshape, as shrink() runs it: the image cut to what
+ * they hold first (md/array_size), every data offset a chunk times the far
+ * copies higher (mdadm's min_offset_change: room after the data), the walk
+ * down from the new geometry's end, the slots past the new count spares
+ * at its end. */
 static int grow_r10(struct rf_array *a, int raid_disks, char *err, size_t errlen)
 {
 	const struct rf_geom *g = rf_array_geom(a);
@@ -1737,11 +1747,6 @@ static int grow_r10(struct rf_array *a, int raid_disks, char *err, size_t errlen
 		snprintf(err, errlen, "raid10 of a far layout (%d far copies): md reshapes near and offset layouts "
 			 "only (Cannot reshape RAID10 in far-mode)", g->far_copies);
 		return -EINVAL;
-	}
-	if (raid_disks < n) {
-		snprintf(err, errlen, "raid10 of %d to %d: raidfuse grows a raid10; fewer members (md's backward "
-			 "raid10 reshape) need mdadm", n, raid_disks);
-		return -EOPNOTSUPP;
 	}
 	if (raid_disks > RF_MAX_MEMBERS) {
 		snprintf(err, errlen, "%d members: raidfuse grows an array of %d to at most %d", raid_disks, n,
@@ -1762,6 +1767,15 @@ static int grow_r10(struct rf_array *a, int raid_disks, char *err, size_t errlen
 	if (why) {
 		snprintf(err, errlen, "%s", why);
 		return -EOPNOTSUPP;
+	}
+	if (raid_disks < n) {
+		/* md's backward raid10 reshape, as for raid4/5/6 */
+		ret = shrink(a, raid_disks, err, errlen);
+		if (!ret)
+			rf_info("%s: raid10 of %d shrinks to %d, backwards from the end, data offsets %" PRIu64
+				" sectors higher", rf_array_name(a), n, raid_disks,
+				(uint64_t)g->chunk_sectors * (uint64_t)g->far_copies);
+		return ret;
 	}
 	b.first = n;
 	ret = begin(&b);

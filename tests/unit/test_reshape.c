@@ -15,7 +15,9 @@
  *  - raid10 n2 4 -> 5, n2 2 -> 3 and o2 2 -> 3 as raid5's, each stopped
  *    part way (the array closed, as a daemon stops) and served again: it
  *    resumes from the position its superblocks recorded; a far layout, a
- *    spare short, fewer members and an in-place relayout are refused;
+ *    spare short, fewer members than the image holds and an in-place
+ *    relayout are refused; a raid10 n2 of 5 shrunk to 4 as raid5's
+ *    shrink below;
  *  - raid5 of 4 -> raid6 of 5 (rf_reshape_level()): the same, the size
  *    unchanged, assembled again a raid6 of md's left-symmetric layout;
  *    md/level refuses other levels and a change without a spare;
@@ -162,8 +164,9 @@ static void test_refused(void **state)
 	rf_array_get_info(a, &before);
 	assert_int_equal(rf_reshape_grow(a, 6, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "1 spare(s) to grow from 4 to 6 members, 2 needed"));
-	assert_int_equal(rf_reshape_grow(a, 3, err, sizeof(err)), -EOPNOTSUPP);
-	assert_non_null(strstr(err, "raidfuse grows a raid10"));
+	assert_int_equal(rf_reshape_grow(a, 3, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "set md/array_size first"));
+	assert_int_equal(rf_reshape_grow(a, 1, err, sizeof(err)), -EINVAL);       /* fewer than the copies */
 	/* md's in-place raid10 restripes (near <-> offset, a new chunk) */
 	assert_int_equal(rf_reshape_layout(a, 0x10201, 0, err, sizeof(err)), -EOPNOTSUPP);
 	assert_non_null(strstr(err, "member count only"));
@@ -339,7 +342,7 @@ static void grow(const char *what, int level, int n, int nspare, enum change how
 	grow_resumed(what, level, n, nspare, how, 0);
 }
 
-/* A shrink as mdadm runs one: raid5 (or raid6) of n to n - 1 members,
+/* A shrink as mdadm runs one: raid5 (raid6, raid10) of n to n - 1 members,
  * md/array_size set to what n - 1 hold once the component size is a
  * chunk smaller (room for the data to move up), then md/raid_disks:
  * the walk goes backwards from the end with IO against the model; at the
@@ -351,7 +354,8 @@ static void shrink(const char *what, int level, int n)
 	struct rf_array_info info;
 	struct rf_array *a;
 	uint64_t old, comp, keep;
-	int rounds = 0, parity = level == 6 ? 2 : 1;
+	struct rf_geom to;
+	int rounds = 0;
 
 	make(what, level, n, 0, paths);
 	a = serve(paths, n);
@@ -360,7 +364,12 @@ static void shrink(const char *what, int level, int n)
 	model = malloc(old);
 	assert_non_null(model);
 	fx_model_fill(a, model, 256 << 10, 50);
-	keep = (comp - 128) * 512 * (uint64_t)(n - 1 - parity);
+	/* what n - 1 members of a chunk less hold */
+	to = *rf_array_geom(a);
+	to.raid_disks = n - 1;
+	to.dev_sectors = comp - 128;
+	assert_int_equal(rf_geom_init(&to, err, sizeof(err)), 0);
+	keep = to.array_sectors * 512;
 	assert_int_equal(rf_resize_array(a, keep, err, sizeof(err)), 0);
 	assert_int_equal(rf_resize_component(a, comp - 128, err, sizeof(err)), 0);
 	assert_int_equal(rf_sync_set_speed_max(a, 4096), 0);
@@ -405,6 +414,14 @@ static void test_shrink6(void **state)
 {
 	(void)state;
 	shrink("s6", 6, 5);
+}
+
+/* md's backward raid10 reshape: n2 of 5 -> 4, the data offsets a chunk
+ * higher. */
+static void test_shrink10(void **state)
+{
+	(void)state;
+	shrink("s10", 10, 5);
 }
 
 static void test_raid5(void **state)
@@ -846,6 +863,7 @@ int main(void)
 		cmocka_unit_test_setup(test_degraded, fx_threads2),
 		cmocka_unit_test_setup(test_shrink5, fx_threads2),
 		cmocka_unit_test_setup(test_shrink6, fx_inline0),
+		cmocka_unit_test_setup(test_shrink10, fx_threads2),
 		cmocka_unit_test_setup(test_record_first, fx_threads2),
 		cmocka_unit_test_setup(test_bitmap_grow, fx_threads2),
 		cmocka_unit_test_setup(test_bitmap_ahead, fx_threads2),
