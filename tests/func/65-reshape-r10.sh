@@ -23,11 +23,20 @@
 #     (data offsets two chunks lower), kill -9 mid-way, mounted again (the
 #     config naming the new member), to the end: the model (random data
 #     written before, a write at the position after the kill), check 0.
+#  2b. raid10 n2 of 5 shrunk to 4 as md's backward raid10 reshape does:
+#     refused until md/array_size is cut ("set md/array_size first"), then
+#     --array-size and --size a chunk smaller, --raid-devices 4: the walk
+#     goes backwards, the data offsets a chunk higher; kill -9 mid-way,
+#     served again at or below the position seen: the model; to the end: 4
+#     members, d4 a spare, the model, check 0, served again the same.
 #  3. refused as md refuses: a far layout (f2) ("Cannot reshape RAID10 in
 #     far-mode"), nothing changes.
 #  4. RF_MD_JUDGE=1: kernel md continues an n2 4 -> 5 grow raidfuse began
 #     and was killed in, to its end: md's pattern, mismatch_cnt 0, the new
 #     data offsets.
+#  4b. RF_MD_JUDGE=1: kernel md continues an n2 5 -> 4 shrink raidfuse
+#     began and was killed in, backwards to its end: the pattern, 0, the
+#     data offsets a chunk higher.
 #  5. RF_MD_JUDGE=1: raidfuse continues an n2 4 -> 5 grow kernel md began
 #     and was stopped in: md's pattern, zeros after the old end, check 0.
 # Negative control: RAIDFUSE_TEST_BREAK=reshape-record (the position moves
@@ -169,6 +178,42 @@ stop_array "$MNT"
 log "o2 2 -> 3: killed at >= $SEEN, the model each time, $GNEW sectors, check 0"
 rm -rf "$G"
 
+# ---- 2b. n2 of 5 -> 4, backwards (md's raid10 shrink), kill -9, the model
+grow10 "$DISK/s" n2 5 nospare
+model_fill
+COMP=$(val component_size)
+KEEP=$(((COMP - 64) * 2))      # KiB: 4 members of a chunk less, 2 copies
+expect_fail "$RAIDFUSE" grow "$MNT" --raid-devices 4
+wait_for "the shrink's refusal does not say why" 'grep -q "set md/array_size first" "$WORK/g.log"'
+"$RAIDFUSE" grow "$MNT" --array-size ${KEEP}K --size $((COMP - 64))K >/dev/null ||
+	fail "--array-size with --size refused: $(tail -n 3 "$WORK/g.log")"
+[ "$(fsize "$IMG")" = $((KEEP * 1024)) ] || fail "--array-size ${KEEP}K: image of $(fsize "$IMG") bytes"
+echo 1000 >"$MNT/md/sync_speed_max"
+"$RAIDFUSE" grow "$MNT" --raid-devices 4 || fail "grow --raid-devices 4 refused: $(tail -n 3 "$WORK/g.log")"
+[ "$(cat "$MNT/md/reshape_direction")" = backwards ] || fail "a shrink runs $(cat "$MNT/md/reshape_direction")"
+"$RAIDFUSE" examine "$G/d0.img" >"$WORK/ex.txt"
+grep -q "New Offset : 2176 sectors" "$WORK/ex.txt" || fail "shrink: not a chunk higher: $(cat "$WORK/ex.txt")"
+START=$(pos)
+wait_for "the shrink did not move" '[ "$(pos)" -lt $((START - 4096)) ]'
+put $(($(pos) / 2 / 8 * 8)) 256
+put $(((START + $(pos)) / 2 / 8 * 8)) 128
+SEEN=$(pos)
+kill_daemon
+start_array_daemon "$G/r.conf" "$MNT" --freeze
+[ "$(pos)" -le "$SEEN" ] || fail "shrink: served again after kill -9: position $(pos), $SEEN was seen before"
+same_model "mid-shrink, served again after kill -9" $((KEEP * 2))
+to_end "the shrink"
+[ "$(val raid_disks)" = 4 ] || fail "after the shrink: md/raid_disks $(val raid_disks)"
+[ "$(dev_state d4.img)" = spare ] || fail "after the shrink: d4 $(dev_state d4.img)"
+same_model "shrunk to 4" $((KEEP * 2))
+check_clean "check after the shrink"
+stop_array "$MNT"
+start_array_daemon "$G/r.conf" "$MNT"
+same_model "shrunk raid10, served again" $((KEEP * 2))
+stop_array "$MNT"
+log "n2 5 -> 4 backwards: killed at <= $SEEN, the model each time, d4 a spare, check 0"
+rm -rf "$G"
+
 # ---- 3. refused: a far layout
 grow10 "$DISK/f" f2 4
 expect_fail sh -c "echo 5 >'$MNT/md/raid_disks'"
@@ -184,6 +229,29 @@ rm -rf "$G"
 # from the superblocks' position to the end, the pattern reads back, md's
 # check finds 0, every data offset is the new one.
 if md_judge; then md_finishes_grow_of "$DISK/k" 4 1920 level=10 layout=n2 bitmap=none; fi
+
+# ---- 4b. (RF_MD_JUDGE=1) kernel md continues a raid10 shrink raidfuse
+# began: md's pattern over what 4 members of a chunk less hold, n2 of 5
+# shrunk to 4, kill -9 mid-way; md goes on backwards to the end.
+if md_judge; then
+	grow10 "$DISK/ks" n2 5 nospare
+	COMP=$(val component_size)
+	KEEP=$(((COMP - 64) * 2))
+	"$RAIDFUSE" grow "$MNT" --array-size ${KEEP}K --size $((COMP - 64))K >/dev/null ||
+		fail "md hand-over: --array-size refused: $(tail -n 3 "$WORK/g.log")"
+	"$RFHELPER" fill "$IMG" $((KEEP * 2)) >/dev/null || fail "cannot write md's pattern"
+	echo 500 >"$MNT/md/sync_speed_max"
+	"$RAIDFUSE" grow "$MNT" --raid-devices 4 || fail "md hand-over: the shrink was refused"
+	START=$(pos)
+	wait_for "the shrink did not move" '[ "$(pos)" -lt $((START - 4096)) ]'
+	kill_daemon
+	md_continues "$G" $((KEEP * 2))
+	[[ $V == *"reshape finished: reshape_position none, raid_disks 4"* && $V == *" OK"* &&
+		$V == *"mismatch_cnt=0"* && $V == *"vda=2176 vdb=2176 vdc=2176 vdd=2176"* ]] ||
+		fail "kernel md's run of the raid10 shrink raidfuse began: $V"
+	log "kernel md finished the raid10 shrink raidfuse began: $(grep -o 'assembled at reshape_position [0-9]*' <<<"$V"), pattern OK, mismatch_cnt 0"
+	rm -rf "$G"
+fi
 
 # ---- 5. (RF_MD_JUDGE=1) raidfuse continues a raid10 grow kernel md began:
 # mdpeer's guest creates an n2 of 4 x 32 MiB, writes md's pattern, adds a
