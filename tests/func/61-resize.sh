@@ -169,35 +169,8 @@ mk_conf "$G/r.conf" metadata=1.2 level=5 chunk_size=64K \
 create_array "$G/r.conf" --assume-clean -b none
 start_array_daemon "$G/r.conf" "$MNT" --log "$WORK/r.log"
 model_fill
-COMP=$(val component_size)
-KEEP=$(((COMP - 64) * 2))
-expect_fail "$RAIDFUSE" grow "$MNT" --raid-devices 3
-wait_for "the shrink's refusal does not say why" 'grep -q "set md/array_size first" "$WORK/r.log"'
-"$RAIDFUSE" grow "$MNT" --array-size ${KEEP}K --size $((COMP - 64))K >/dev/null ||
-	fail "--array-size with --size refused: $(tail -n 3 "$WORK/r.log")"
-[ "$(fsize "$IMG")" = $((KEEP * 1024)) ] || fail "--array-size ${KEEP}K: image of $(fsize "$IMG") bytes"
-echo 2000 >"$MNT/md/sync_speed_max"
-"$RAIDFUSE" grow "$MNT" --raid-devices 3 || fail "grow --raid-devices 3 refused: $(tail -n 3 "$WORK/r.log")"
-[ "$(cat "$MNT/md/reshape_direction")" = backwards ] || fail "a shrink runs $(cat "$MNT/md/reshape_direction")"
-START=$(pos)
-wait_for "the shrink did not move" '[ "$(pos)" -lt $((START - 4096)) ]'
-put $(($(pos) / 2 / 8 * 8)) 256
-put $(((START + $(pos)) / 2 / 8 * 8)) 128
-SEEN=$(pos)
-kill_daemon
-start_array_daemon "$G/r.conf" "$MNT" --freeze
-[ "$(pos)" -le "$SEEN" ] || fail "served again after kill -9: position $(pos), $SEEN was seen before"
-same_model "mid-shrink, served again after kill -9" $((KEEP * 2))
-to_end "the shrink"
-[ "$(val raid_disks)" = 3 ] || fail "after the shrink: md/raid_disks $(val raid_disks)"
-[ "$(dev_state d3.img)" = spare ] || fail "after the shrink: d3 $(dev_state d3.img)"
-same_model "shrunk to 3" $((KEEP * 2))
-check_clean "check after the shrink"
-stop_array "$MNT"
-start_array_daemon "$G/r.conf" "$MNT"
-[ "$(fsize "$IMG")" = $((KEEP * 1024)) ] || fail "shrunk raid5 served again: $(fsize "$IMG") bytes"
-same_model "shrunk raid5, served again" $((KEEP * 2))
-stop_array "$MNT"
+shrink_start 3 2 "$WORK/r.log"
+shrink_killed 3 d3.img
 if md_judge; then
 	judge_model $((KEEP * 2)) "$G"/d[0-2].img
 	log "kernel md assembles the shrunk raid5 and reads the model, mismatch_cnt 0"

@@ -181,36 +181,10 @@ rm -rf "$G"
 # ---- 2b. n2 of 5 -> 4, backwards (md's raid10 shrink), kill -9, the model
 grow10 "$DISK/s" n2 5 nospare
 model_fill
-COMP=$(val component_size)
-KEEP=$(((COMP - 64) * 2))      # KiB: 4 members of a chunk less, 2 copies
-expect_fail "$RAIDFUSE" grow "$MNT" --raid-devices 4
-wait_for "the shrink's refusal does not say why" 'grep -q "set md/array_size first" "$WORK/g.log"'
-"$RAIDFUSE" grow "$MNT" --array-size ${KEEP}K --size $((COMP - 64))K >/dev/null ||
-	fail "--array-size with --size refused: $(tail -n 3 "$WORK/g.log")"
-[ "$(fsize "$IMG")" = $((KEEP * 1024)) ] || fail "--array-size ${KEEP}K: image of $(fsize "$IMG") bytes"
-echo 1000 >"$MNT/md/sync_speed_max"
-"$RAIDFUSE" grow "$MNT" --raid-devices 4 || fail "grow --raid-devices 4 refused: $(tail -n 3 "$WORK/g.log")"
-[ "$(cat "$MNT/md/reshape_direction")" = backwards ] || fail "a shrink runs $(cat "$MNT/md/reshape_direction")"
+shrink_start 4 2 "$WORK/g.log"      # 4 members of a chunk less, 2 copies
 "$RAIDFUSE" examine "$G/d0.img" >"$WORK/ex.txt"
 grep -q "New Offset : 2176 sectors" "$WORK/ex.txt" || fail "shrink: not a chunk higher: $(cat "$WORK/ex.txt")"
-START=$(pos)
-wait_for "the shrink did not move" '[ "$(pos)" -lt $((START - 4096)) ]'
-put $(($(pos) / 2 / 8 * 8)) 256
-put $(((START + $(pos)) / 2 / 8 * 8)) 128
-SEEN=$(pos)
-kill_daemon
-start_array_daemon "$G/r.conf" "$MNT" --freeze
-[ "$(pos)" -le "$SEEN" ] || fail "shrink: served again after kill -9: position $(pos), $SEEN was seen before"
-same_model "mid-shrink, served again after kill -9" $((KEEP * 2))
-to_end "the shrink"
-[ "$(val raid_disks)" = 4 ] || fail "after the shrink: md/raid_disks $(val raid_disks)"
-[ "$(dev_state d4.img)" = spare ] || fail "after the shrink: d4 $(dev_state d4.img)"
-same_model "shrunk to 4" $((KEEP * 2))
-check_clean "check after the shrink"
-stop_array "$MNT"
-start_array_daemon "$G/r.conf" "$MNT"
-same_model "shrunk raid10, served again" $((KEEP * 2))
-stop_array "$MNT"
+shrink_killed 4 d4.img
 log "n2 5 -> 4 backwards: killed at <= $SEEN, the model each time, d4 a spare, check 0"
 rm -rf "$G"
 

@@ -57,6 +57,54 @@ kill_daemon() {
 	fusermount3 -u -z "$MNT" 2>/dev/null || true
 }
 
+# shrink_start N DATA LOG: the array on MNT (served by $G/r.conf, its daemon
+# logging to LOG) cut to N members as mdadm does: refused until the image
+# is no more than they hold ("set md/array_size first"); --array-size to
+# what N members of a chunk (64K) less hold (KEEP KiB: DATA data disks of
+# them) with --size that much; then --raid-devices N at 2000 KiB/s: the
+# walk goes backwards.  Sets KEEP.
+shrink_start() {
+	local comp
+	comp=$(val component_size)
+	KEEP=$(((comp - 64) * $2))
+	expect_fail "$RAIDFUSE" grow "$MNT" --raid-devices "$1"
+	wait_for "the shrink's refusal does not say why" 'grep -q "set md/array_size first" "'"$3"'"'
+	"$RAIDFUSE" grow "$MNT" --array-size ${KEEP}K --size $((comp - 64))K >/dev/null ||
+		fail "--array-size with --size refused: $(tail -n 3 "$3")"
+	[ "$(fsize "$IMG")" = $((KEEP * 1024)) ] || fail "--array-size ${KEEP}K: image of $(fsize "$IMG") bytes"
+	echo 2000 >"$MNT/md/sync_speed_max"
+	"$RAIDFUSE" grow "$MNT" --raid-devices "$1" || fail "grow --raid-devices $1 refused: $(tail -n 3 "$3")"
+	[ "$(cat "$MNT/md/reshape_direction")" = backwards ] || fail "a shrink runs $(cat "$MNT/md/reshape_direction")"
+}
+
+# shrink_killed N DEV: the shrink shrink_start began moves 4096 sectors
+# down; writes below and above the position; kill -9; served again by
+# $G/r.conf (frozen) at or below the position seen: the model; to the end:
+# N members, DEV a spare, the model, check 0; served again: the same.
+# Sets SEEN.
+shrink_killed() {
+	local start
+	start=$(pos)
+	wait_for "the shrink did not move" '[ "$(pos)" -lt $(('"$start"' - 4096)) ]'
+	put $(($(pos) / 2 / 8 * 8)) 256
+	put $(((start + $(pos)) / 2 / 8 * 8)) 128
+	SEEN=$(pos)
+	kill_daemon
+	start_array_daemon "$G/r.conf" "$MNT" --freeze
+	[ "$(pos)" -le "$SEEN" ] || fail "served again after kill -9: position $(pos), $SEEN was seen before"
+	same_model "mid-shrink, served again after kill -9" $((KEEP * 2))
+	to_end "the shrink"
+	[ "$(val raid_disks)" = "$1" ] || fail "after the shrink: md/raid_disks $(val raid_disks)"
+	[ "$(dev_state "$2")" = spare ] || fail "after the shrink: $2 $(dev_state "$2")"
+	same_model "shrunk to $1" $((KEEP * 2))
+	check_clean "check after the shrink"
+	stop_array "$MNT"
+	start_array_daemon "$G/r.conf" "$MNT"
+	[ "$(fsize "$IMG")" = $((KEEP * 1024)) ] || fail "shrunk, served again: $(fsize "$IMG") bytes"
+	same_model "shrunk, served again" $((KEEP * 2))
+	stop_array "$MNT"
+}
+
 # check_clean WHAT: md's check over the array on MNT finds no mismatch
 # (after the resync a reshape may leave due).
 check_clean() {
