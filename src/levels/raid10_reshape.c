@@ -31,6 +31,7 @@
 
 #include "core/engine.h"
 #include "core/reshapework.h"
+#include "raidfuse/iolog.h"
 
 static uint64_t r10_granule(const struct rf_geom *g, uint64_t unit)
 {
@@ -131,6 +132,11 @@ static void r10_queue_new(struct rf_reshape_work *w, uint64_t x, uint64_t n, cha
 
 		len = piece(g, s, x + n);
 		k = rf_r10_map(g, s, devs, addrs);
+		/* RAIDFUSE_TEST_BREAK=reshape-copies: the first copy alone is
+		 * written (the others keep what their places held: a check
+		 * must see it). */
+		if (rf_test_break("reshape-copies"))
+			k = 1;
 		for (i = 0; i < k; i++)
 			if (!(faulty & (1ull << devs[i])))
 				rf_reshape_io(w, devs[i], true, buf + (s - x) * 512,

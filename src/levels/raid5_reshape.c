@@ -26,8 +26,8 @@
 
 #include "core/reshapework.h"
 #include "levels/raid5_int.h"
+#include "raidfuse/iolog.h"
 #include "raidfuse/parity.h"
-#include "raidfuse/util.h"
 
 static uint64_t r5_granule(const struct rf_geom *g, uint64_t unit)
 {

@@ -39,10 +39,12 @@
 #     data offsets a chunk higher.
 #  5. RF_MD_JUDGE=1: raidfuse continues an n2 4 -> 5 grow kernel md began
 #     and was stopped in: md's pattern, zeros after the old end, check 0.
-# Negative control: RAIDFUSE_TEST_BREAK=reshape-record (the position moves
+# Negative controls: RAIDFUSE_TEST_BREAK=reshape-record (the position moves
 # in memory, never in the superblocks): after kill -9 mid-grow the image
 # mounted again is not the model (rows moved since are read from the old
-# geometry, which the new rows overwrote).
+# geometry, which the new rows overwrote); RAIDFUSE_TEST_BREAK=
+# reshape-copies (the walk writes the first copy of each chunk only): the
+# grown array's check finds mismatches.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/model.sh"
 requires fuse fio
@@ -277,3 +279,18 @@ RPOS=$(pos)
 expect_fail "$RFHELPER" same "$IMG" "$MODEL" $((GOLD * 512))
 stop_array "$MNT"
 log "negative control (positions not recorded, RAIDFUSE_TEST_BREAK=reshape-record): killed at $SEEN, mounted again at $RPOS: the image differs from the model: ${OUT##*: }"
+
+# ---- negative control: one copy of each moved chunk written
+export RAIDFUSE_TEST_BREAK=reshape-copies
+grow10 "$DISK/c2" n2 4
+model_fill
+start_grow 5
+to_end "the control's grow"
+unset RAIDFUSE_TEST_BREAK
+wait_for "control: the resync did not end" '[ "$(val sync_action)" = idle ]'
+echo check >"$MNT/md/sync_action"
+wait_for "control: check did not end" '[ "$(val sync_action)" = idle ]'
+MM=$(val mismatch_cnt)
+[ "$MM" -gt 0 ] || fail "control: the walk wrote one copy of each chunk, yet check finds mismatch_cnt $MM"
+stop_array "$MNT"
+log "negative control (one copy written, RAIDFUSE_TEST_BREAK=reshape-copies): check finds mismatch_cnt $MM"
