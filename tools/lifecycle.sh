@@ -72,7 +72,7 @@
 #              fail, mount and assemble must refuse; a new sequence follows
 #   grow       one member more: a new file given to `raidfuse grow MNT
 #              --raid-devices N+1 --add FILE` (raid1: a mirror, rebuilt;
-#              raid4/5/6: a reshape, with fsync'd writes running through
+#              raid4/5/6 and raid10: a reshape, with fsync'd writes running through
 #              it; raid0: the same through a raid4 whose P slot stays
 #              empty, a raid0 of N+1 again at its end: no pace can be set
 #              before it starts, so its walk is over before a kill, and
@@ -432,7 +432,7 @@ n_insync() {
 }
 # survives: the array takes writes: not broken, and complete: the level
 # still has every block: raid0 all, raid1 one, raid4/5 all but one, raid6
-# all but two, raid10 (n2) one of each pair.
+# all but two, raid10 (n2) one of each pair of slots that share chunks.
 survives() {
 	[ $ABROKEN = 0 ] && complete
 }
@@ -445,9 +445,12 @@ complete() {
 	4 | 5) [ $n -ge $((NMEM - 1)) ] ;;
 	6) [ $n -ge $((NMEM - 2)) ] ;;
 	10)
+		# n2: chunk c's copies on slots 2c and 2c + 1 (mod NMEM):
+		# the pairs of an even count, every neighbour pair round an
+		# odd one (a grown raid10 of 5: 0-1, 2-3, 4-0, 1-2, 3-4)
 		local p
-		for ((p = 0; p < NMEM; p += 2)); do
-			insync $p || insync $((p + 1)) || return 1
+		for ((p = 0; p < NMEM; p += NMEM % 2 ? 1 : 2)); do
+			insync $p || insync $(((p + 1) % NMEM)) || return 1
 		done
 		return 0
 		;;
@@ -490,6 +493,8 @@ pick() {
 	PK=${a[RN]}
 }
 parity_level() { [ "$LEVEL" = 4 ] || [ "$LEVEL" = 5 ] || [ "$LEVEL" = 6 ]; }
+# a grow by a member is a reshape (the walk), not a mirror rebuilt
+reshape_level() { parity_level || [ "$LEVEL" = 10 ]; }
 
 expect_file() { # write the blocks' allowed generations to $D/expect
 	local k
@@ -1247,7 +1252,7 @@ ev_grow() { # wait|kill|fail VICTIM DELAY GEN K...
 	x "truncate -s $MSIZE \"\$D/$f\""
 	# slowed (32 MiB members: 8 s) so that the writes, a kill or a
 	# failure DELAY tenths of a second in meet it half way
-	parity_level && x "echo 4000 > \"\$MNT/md/sync_speed_max\""
+	reshape_level && x "echo 4000 > \"\$MNT/md/sync_speed_max\""
 	if ! x "timeout 20 \"\$RAIDFUSE\" grow \"\$MNT\" --raid-devices $((NMEM + 1)) --add \"\$D/$f\""; then
 		viol "grow --raid-devices $((NMEM + 1)) --add $f (every slot in sync) refused: $XOUT"
 		[ "$LEVEL" = 0 ] || x "echo system > \"\$MNT/md/sync_speed_max\""
@@ -1272,7 +1277,7 @@ ev_grow() { # wait|kill|fail VICTIM DELAY GEN K...
 	CONF_SPARES=("${keep[@]}")
 	CONF_MEMBERS+=("$GOT")
 	write_conf
-	if ! parity_level && [ "$LEVEL" != 0 ]; then
+	if ! reshape_level && [ "$LEVEL" != 0 ]; then
 		ST[$GOT]=rec:$slot # a mirror more: rebuilt as a spare taking a slot is
 		return
 	fi
@@ -1415,8 +1420,8 @@ draw() {
 				[ -n "${OLDSLOT[$f]:-}" ] && holder_v "${OLDSLOT[$f]}" && [ -z "$HV" ] && { cands+=(readd); break; }
 			done
 			[ -n "$fl" ] && cands+=(remove)
-			# grow: raid0/1/4/5/6, every slot in sync, two at most
-			if [ "$LEVEL" != 10 ] && [ $NMEM -lt $((NMEM0 + 2)) ] &&
+			# grow: every slot in sync, two at most
+			if [ $NMEM -lt $((NMEM0 + 2)) ] &&
 				[ "$(n_insync)" = $NMEM ] && [ $ABROKEN = 0 ]; then
 				cands+=(grow)
 			fi
