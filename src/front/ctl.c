@@ -854,8 +854,8 @@ const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	{ .name = "chunk_size", .mode = 0644, .show = show_chunk_size, .store = store_chunk_size,
 	  .takes = "bytes, a power of two >= 4096 that divides the component size: a restripe" },
 	{ .name = "raid_disks", .mode = 0644, .show = show_raid_disks, .store = store_raid_disks,
-	  .takes = "more members than it has: a raid4/5/6 grows by as many spares (md/new_dev); a raid1 by "
-		   "mirrors, or fewer once no more slots hold a device" },
+	  .takes = "more members than it has: a raid4/5/6 or raid10 (near, offset) grows by as many spares "
+		   "(md/new_dev); a raid1 by mirrors, or fewer once no more slots hold a device" },
 	{ .name = "component_size", .mode = 0644, .show = show_component_size, .store = store_component_size,
 	  .takes = "KiB each member uses, or max: members grown or replaced by larger ones (raid1/4/5/6/10)" },
 	{ .name = "array_size", .mode = 0644, .show = show_array_size, .store = store_array_size,
