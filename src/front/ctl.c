@@ -364,17 +364,23 @@ static void show_sync_speed(struct rf_array *a, const struct rf_array_info *i, i
 }
 
 /* A reshape under way: how far the walk is, in sectors of each member
- * (from the end for a backward one), of the members' size. */
+ * (from the end for a backward one), of the members' size: the position
+ * over the new geometry's own size (the array serves the smaller of the
+ * two meanwhile), scaled to the members' (raid4/5/6: the position over
+ * the data disks; raid10 of 5 near-2 members: 2.5 array sectors a
+ * member sector). */
 static bool reshape_done(struct rf_array *a, uint64_t *done, uint64_t *total)
 {
 	const struct rf_geom *g = rf_array_geom(a);
+	struct rf_geom own = *g;
+	char why[160];
 	uint64_t pos;
 	bool back;
 
 	*total = g->dev_sectors;
-	if (!rf_array_reshape(a, &pos, &back) || !g->data_disks)
+	if (!rf_array_reshape(a, &pos, &back) || rf_geom_init(&own, why, sizeof(why)) || !own.array_sectors)
 		return false;
-	*done = pos / (uint64_t)g->data_disks;
+	*done = (uint64_t)((unsigned __int128)pos * g->dev_sectors / own.array_sectors);
 	if (back)
 		*done = *done < *total ? *total - *done : 0;
 	if (*done > *total)

@@ -7,7 +7,9 @@
 #     the first half of the image (job a, before the grow);
 #     `raidfuse grow --raid-devices 5` frozen: raid_disks reads "5 (4)",
 #     the spare's superblock records the reshape (delta 1, new offset a
-#     chunk lower: md's raid10 min_offset_change); at 1000 KiB/s fio
+#     chunk lower: md's raid10 min_offset_change); sync_completed counts
+#     the walk in member sectors (the position over the new size); at
+#     1000 KiB/s fio
 #     writes and verifies the second half (job b) while the walk moves
 #     (reads and writes on both sides of the position), and job a still
 #     verifies; kill -9 while it moves.  Mounted again (frozen): the
@@ -112,6 +114,15 @@ for want in "Reshape pos'n : 0" "Delta Devices : 1 (4->5)" "New Offset : 1920 se
 	grep -q "$want" "$WORK/ex.txt" || fail "the grow is not in d4's superblock (no '$want'): $(cat "$WORK/ex.txt")"
 done
 moving 2048
+# md's sync_completed counts a reshape in sectors of each member: the
+# position over the new geometry's size (5 members of 2 copies: 5/4 of
+# the old), of the members' size
+P=$(pos)
+read -r done slash total <"$MNT/md/sync_completed"
+P2=$(pos)
+[ "$slash" = / ] && [ "$done" -ge $((P * total / (GOLD * 5 / 4) - 8)) ] &&
+	[ "$done" -le $((P2 * total / (GOLD * 5 / 4) + 8)) ] ||
+	fail "sync_completed at position $P..$P2: '$done $slash $total', want $((P * total / (GOLD * 5 / 4))) / $total"
 # shellcheck disable=SC2046
 fio_verify "$IMG" $(job b)
 verify_jobs a
