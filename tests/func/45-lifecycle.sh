@@ -25,7 +25,8 @@
 #    taken as a spare were listed, and are fixed).  `make lifecycle-break` shows the
 #    tool finds the second of them when a build puts it back.  Before
 #    them, raid5 grown twice a sequence (8 steps, --weight grow=40), and
-#    (the plain pass) a raid0 the same way (through a raid4).
+#    (the plain pass) a raid0 the same way (through a raid4) and a raid10
+#    (md's raid10 reshape).
 # 3. The grow event's negative control: daemons whose reshape never
 #    records its position (RAIDFUSE_TEST_BREAK=reshape-record): the kill
 #    -9 half way must find acknowledged writes lost.
@@ -83,6 +84,8 @@ lifecycle_run() { # NAME TOOL-ARGS...
 lifecycle_run raid5-grown --level 5 --steps 8 --seq-len 4 --seed 1 --weight grow=40
 # a raid0 grown (through a raid4, a raid0 again at the end): the plain pass
 [ "${RF_QUICK:-0}" = 1 ] || lifecycle_run raid0-grown --level 0 --steps 8 --seq-len 4 --seed 1 --weight grow=40
+# a raid10 grown (md's raid10 reshape: every copy moved), the plain pass
+[ "${RF_QUICK:-0}" = 1 ] || lifecycle_run raid10-grown --level 10 --steps 8 --seq-len 4 --seed 1 --weight grow=40
 for level in 5 1; do
 	# a quick run (the sanitizers' pass): raid5 only (raid1's runs in the
 	# plain pass)
