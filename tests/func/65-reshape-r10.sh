@@ -24,13 +24,15 @@
 #  2. raid10 o2 of 2 grown to 3 by `grow --raid-devices 3 --add FILE`
 #     (data offsets two chunks lower), kill -9 mid-way, mounted again (the
 #     config naming the new member), to the end: the model (random data
-#     written before, a write at the position after the kill), check 0.
+#     written before, a write at the position after the kill), check 0;
+#     RF_MD_JUDGE=1: kernel md reads the model, mismatch_cnt 0.
 #  2b. raid10 n2 of 5 shrunk to 4 as md's backward raid10 reshape does:
 #     refused until md/array_size is cut ("set md/array_size first"), then
 #     --array-size and --size a chunk smaller, --raid-devices 4: the walk
 #     goes backwards, the data offsets a chunk higher; kill -9 mid-way,
 #     served again at or below the position seen: the model; to the end: 4
-#     members, d4 a spare, the model, check 0, served again the same.
+#     members, d4 a spare, the model, check 0, served again the same;
+#     RF_MD_JUDGE=1: kernel md reads the model, mismatch_cnt 0.
 #  3. refused as md refuses: a far layout (f2) ("Cannot reshape RAID10 in
 #     far-mode"), nothing changes.
 #  4. RF_MD_JUDGE=1: kernel md continues an n2 4 -> 5 grow raidfuse began
@@ -189,6 +191,10 @@ same_model "o2 grown" "$GNEW"
 check_clean "check after the o2 grow"
 stop_array "$MNT"
 log "o2 2 -> 3: killed at >= $SEEN, the model each time, $GNEW sectors, check 0"
+if md_judge; then
+	judge_model "$GNEW" "$G"/d?.img
+	log "kernel md assembles the grown o2 raid10: the model's sha256, mismatch_cnt 0"
+fi
 rm -rf "$G"
 
 # ---- 2b. n2 of 5 -> 4, backwards (md's raid10 shrink), kill -9, the model
@@ -198,6 +204,10 @@ shrink_start 4 2 "$WORK/g.log"      # 4 members of a chunk less, 2 copies
 "$RAIDFUSE" examine "$G/d0.img" >"$WORK/ex.txt"
 grep -q "New Offset : 2176 sectors" "$WORK/ex.txt" || fail "shrink: not a chunk higher: $(cat "$WORK/ex.txt")"
 shrink_killed 4 d4.img
+if md_judge; then
+	judge_model $((KEEP * 2)) "$G"/d?.img
+	log "kernel md assembles the shrunk raid10 (d4 a spare): the model's sha256, mismatch_cnt 0"
+fi
 log "n2 5 -> 4 backwards: killed at <= $SEEN, the model each time, d4 a spare, check 0"
 rm -rf "$G"
 
