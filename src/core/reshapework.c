@@ -70,9 +70,7 @@ int rf_reshape_io_wait(struct rf_reshape_work *w)
 		ret = rf_ioq_submit(w->ioq);
 		if (ret < 0 || !w->pending)
 			break;
-		/* Something waits for room and nothing is in flight: submit
-		 * again rather than sleep. */
-		ret = rf_ioq_reap(w->ioq, STAILQ_EMPTY(&w->ioq->retry) || w->ioq->inflight);
+		ret = rf_ioq_reap(w->ioq, !rf_ioq_stalled(w->ioq));
 		if (ret < 0)
 			break;
 	}
