@@ -149,13 +149,16 @@ struct rf_bitmap;
  * is degraded; a stale bitmap (older events, or STALE) counts as all set.
  * 0, or -errno with a message naming the member. */
 int rf_bitmap_open(struct rf_array *a, struct rf_sbstate *s, struct rf_bitmap **out, char *err, size_t errlen);
-/* Every request drained, the geometry given its new size (md/component_size):
- * the bitmap covers the new sync size, at its chunk size, or doubled until
- * the bits fit the room it has on every member (md_bitmap_resize()); the
- * chunks a grow adds count as written and needing a resync, as md marks
- * them.  Written to every member.  0 (also for NULL, or nothing to change),
- * or -errno with why in err. */
-int rf_bitmap_resize(struct rf_bitmap *bm, char *err, size_t errlen);
+/* Every request drained, the array about to take (or given) geometry g
+ * of another size (md/component_size; a raid10 reshape, whose bits count
+ * array sectors): the bitmap covers g's sync size, at its chunk size, or
+ * doubled until the bits fit the room it has on every member
+ * (md_bitmap_resize()).  With grown_need, the chunks a grow adds count as
+ * written and needing a resync, as md marks them; without, they start
+ * clean (the caller writes every row of them before they are served).
+ * Written to every member.  0 (also for NULL, or nothing to change), or
+ * -errno with why in err. */
+int rf_bitmap_resize(struct rf_bitmap *bm, const struct rf_geom *g, bool grown_need, char *err, size_t errlen);
 /* Start the background clearing (after any fork).  0 or -errno. */
 int rf_bitmap_start(struct rf_bitmap *bm);
 /* Stop it (the state is kept). */

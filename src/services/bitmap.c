@@ -266,6 +266,17 @@ int rf_bitmap_open(struct rf_array *a, struct rf_sbstate *s, struct rf_bitmap **
 				  rf_array_geom(a)->level);
 		goto fail;
 	}
+	if (bsb.sync_size > bm->sync_size && rf_array_reshape_state(a)->active && rf_array_geom(a)->level == 10) {
+		/* A raid10 reshape under way serves the smaller of its two
+		 * geometries; its bitmap covers the new one whole, as md
+		 * resized it when the reshape began (raid10_start_reshape;
+		 * services/reshape.c does the same). */
+		struct rf_geom full = *rf_array_geom(a);
+		char why[128];
+
+		if (!rf_geom_init(&full, why, sizeof(why)) && bsb.sync_size == rf_bitmap_sync_size(&full))
+			bm->sync_size = bsb.sync_size;
+	}
 	if (bsb.sync_size != bm->sync_size) {
 		/* md too takes its own size and records it. */
 		rf_warn("%s: bitmap: sync_size %llu sectors, the array resyncs %llu: using the array's",
@@ -563,9 +574,8 @@ static int fits_everywhere(struct rf_bitmap *bm, uint64_t bytes, uint64_t dev_se
 	return r;
 }
 
-int rf_bitmap_resize(struct rf_bitmap *bm, char *err, size_t errlen)
+int rf_bitmap_resize(struct rf_bitmap *bm, const struct rf_geom *g, bool grown_need, char *err, size_t errlen)
 {
-	const struct rf_geom *g;
 	uint64_t sync, n, c, from, grow_from;
 	uint32_t shift, area, chunk;
 	_Atomic uint32_t *ctr = NULL, *old_ctr;
@@ -575,7 +585,6 @@ int rf_bitmap_resize(struct rf_bitmap *bm, char *err, size_t errlen)
 
 	if (!bm)
 		return 0;
-	g = rf_array_geom(bm->a);
 	sync = rf_bitmap_sync_size(g);
 	if (sync == bm->sync_size)
 		return 0;
@@ -618,8 +627,9 @@ int rf_bitmap_resize(struct rf_bitmap *bm, char *err, size_t errlen)
 			atomic_store(&ctr[nc], atomic_load(&ctr[nc]) | v);
 	}
 	/* The rows a grow adds need a resync, as md marks the new space
-	 * NEEDED (the chunk the old end falls in included). */
-	grow_from = sync > bm->sync_size ? bm->sync_size >> shift : n;
+	 * NEEDED (the chunk the old end falls in included), unless the
+	 * caller writes them all (a reshape's walk). */
+	grow_from = sync > bm->sync_size && grown_need ? bm->sync_size >> shift : n;
 	for (c = grow_from; c < n; c++)
 		atomic_store(&ctr[c], F_DISK | F_NEED);
 	memcpy(img, bm->img, RF_BITMAP_SB_BYTES);

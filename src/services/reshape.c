@@ -108,13 +108,13 @@
  * A write-intent bitmap stays (md keeps it): writes set the bits of their
  * rows in both geometries (services/bitmap.c), the data moves down only to
  * the bitmap's end (room_before()), and a resync a crash left due walks
- * the marked chunks once the reshape ended.
+ * the marked chunks once the reshape ended.  A raid10's bits count array
+ * sectors: the bitmap covers the new geometry's before the reshape is
+ * recorded (begin_fn(), as md's raid10_start_reshape resizes it).
  *
  * It does NOT: keep a partial parity log through a reshape (md refuses
  * one), go on while a device is being rebuilt (one found at assembly: it
- * waits for the rebuild), keep a raid10's write-intent bitmap through a
- * reshape that changes the array's size (its bits count array sectors;
- * md resizes it).
+ * waits for the rebuild).
  *
  * Pace: sync_speed_max (KiB of each member per second, as md counts), and
  * sync_speed_min while foreground IO is in flight or was within half a
@@ -475,7 +475,13 @@ static int finish_fn(void *arg)
 {
 	struct finish *f = arg;
 	int ret = rf_array_reshape_finish(f->r->a, f->err, sizeof(f->err));
+	char why[256];
 
+	/* A bitmap that counts array sectors covers the size the array
+	 * serves from now on (begin_fn() resized it already, unless the
+	 * reshape began elsewhere with another). */
+	if (!ret && rf_bitmap_resize(rf_array_bitmap(f->r->a), rf_array_geom(f->r->a), false, why, sizeof(why)))
+		rf_warn("%s: reshape: the bitmap was not resized: %s", rf_array_name(f->r->a), why);
 	if (!ret) {
 		/* One geometry again: no write has rows to wait for, and the
 		 * recorder has no more to write (its position would undo the
@@ -615,7 +621,7 @@ static void run(struct reshape *r)
 	const struct rf_reshape *rs = rf_array_reshape_state(a);
 	struct finish fin = { .r = r };
 	int64_t t0 = rf_mono_ms();
-	uint64_t moved = 0, rec, full;
+	uint64_t moved = 0, rec, full, grew_from = 0;
 	int ret;
 
 	ret = setup(r);
@@ -711,6 +717,14 @@ static void run(struct reshape *r)
 	}
 	if (stopping(r))
 		return;
+	/* md's raid10_finish_reshape: a raid10 that grew resyncs from its
+	 * old end, which with a bitmap walks only the chunks the grow marked
+	 * as needing it (begin_fn(), as md's bitmap resize marks them).
+	 * Without a bitmap nothing is due: the walk wrote every copy of the
+	 * grown rows. */
+	if (rs->prev.level == 10 && rf_array_geom(a)->level == 10 && !rs->backwards && rf_array_bitmap(a) &&
+	    r->end > rs->prev.array_sectors)
+		grew_from = rs->prev.array_sectors;
 	ret = rf_barrier_quiesced_all(a, finish_fn, &fin);
 	if (ret) {
 		r->err = ret;
@@ -735,6 +749,13 @@ static void run(struct reshape *r)
 		if (ret)
 			rf_warn("%s: the reshape ended a raid%d, not the raid%d it was to become: %s (md/level "
 				"takes it)", rf_array_name(a), rf_array_geom(a)->level, level, err);
+	}
+	if (grew_from) {
+		struct rf_sync_status st;
+
+		rf_sync_get(a, &st);
+		if (st.resync_cp > grew_from)
+			rf_sync_set_resync_cp(a, grew_from);
 	}
 	/* A resync due since a crash mid-reshape runs now, in the one
 	 * geometry left, as md's does after a reshape. */
@@ -898,23 +919,6 @@ static const char *cannot_reshape(struct rf_array *a)
 	return NULL;
 }
 
-/* Why the write-intent bitmap cannot stay through a reshape from `from`
- * to `to` as it is, or NULL: its units are the array's (raid10's array
- * sectors) and the array changes size, which md meets by resizing the
- * bitmap (bitmap_resize() at raid10_start_reshape); raidfuse does not. */
-static const char *bitmap_blocks(struct rf_array *a, const struct rf_geom *from, const struct rf_geom *to)
-{
-	struct rf_geom f = *from, t = *to;
-	char why[256];
-
-	if (!rf_array_bitmap(a) || rf_geom_init(&f, why, sizeof(why)) || rf_geom_init(&t, why, sizeof(why)))
-		return NULL;
-	if (rf_bitmap_sync_size(&f) == rf_bitmap_sync_size(&t))
-		return NULL;
-	return "the write-intent bitmap counts array sectors, which the reshape changes (md resizes the bitmap; "
-	       "raidfuse does not yet): reshape it without a bitmap";
-}
-
 /* Every raid0/1/4/5/6/10 array served read-write with 1.x superblocks has
  * the walk (idle until a reshape is under way); a reshape found at
  * assembly that it cannot continue leaves the array read-only. */
@@ -932,8 +936,6 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 	why = cannot_reshape(a);
 	if (why && !rs->active && (rf_array_geom(a)->level == 0 || rf_array_geom(a)->level == 1))
 		why = cannot_walk(a);
-	if (!why && rs->active)
-		why = bitmap_blocks(a, &rs->prev, rf_array_geom(a));
 	if (why) {
 		if (rs->active)
 			rf_array_reshape_readonly(a, why);
@@ -994,9 +996,28 @@ static int begin_fn(void *arg)
 			rf_dev_swap(a, k, j);
 	}
 	rf_devs_unlock(a);
-	ret = rf_array_reshape_begin(a, &b->to, &b->from, b->prev_absent, b->move, b->backwards, b->err, b->errlen);
+	/* A bitmap that counts array sectors (raid10's) covers the new
+	 * geometry first, as md_bitmap_resize() at raid10_start_reshape: a
+	 * crash before the superblocks record the reshape finds one larger
+	 * than the array, which the next assembly takes at the array's size.
+	 * The chunks a grow adds need a resync, as md marks them: kernel md
+	 * continuing the reshape leaves their copies as they were and
+	 * resyncs them after (so does the walk: walk()'s end).
+	 * RAIDFUSE_TEST_BREAK=reshape-bitmap-size: the bitmap keeps the old
+	 * size. */
+	ret = rf_test_break("reshape-bitmap-size") ? 0 :
+	      rf_bitmap_resize(rf_array_bitmap(a), &b->to, true, b->err, b->errlen);
 	if (ret)
 		return ret;
+	ret = rf_array_reshape_begin(a, &b->to, &b->from, b->prev_absent, b->move, b->backwards, b->err, b->errlen);
+	if (ret) {
+		char why[256];
+
+		/* Not begun: the bitmap back to the array's size. */
+		if (rf_bitmap_resize(rf_array_bitmap(a), rf_array_geom(a), false, why, sizeof(why)))
+			rf_warn("%s: the bitmap's size was not put back: %s", rf_array_name(a), why);
+		return ret;
+	}
 	ret = rf_sbstate_reshape_start(rf_array_sbstate(b->a), (int32_t)b->move);
 	if (ret)
 		snprintf(b->err, b->errlen, "recording the reshape in the superblocks failed: %s", strerror(-ret));
@@ -1147,8 +1168,14 @@ static int plan(struct begin *b)
 	/* The bitmap sits between the superblock and the data (1.1, 1.2):
 	 * the data may move down to its end, not over it. */
 	if (rf_array_bitmap(a)) {
+		uint64_t grown;
+
 		rf_bitmap_get(rf_array_bitmap(a), &st);
 		bm = rf_bitmap_disk_sectors(st.sync_size, st.chunk_bytes);
+		/* raid10's bits count array sectors: the bitmap the reshape
+		 * resizes it to (at its chunk size, the most it takes) */
+		grown = rf_bitmap_disk_sectors(rf_bitmap_sync_size(&b->to), st.chunk_bytes);
+		bm = grown > bm ? grown : bm;
 	}
 	rf_devs_lock(a);
 	for (i = n; i < rf_devs_count(a); i++)
@@ -1735,7 +1762,6 @@ static int grow_r10(struct rf_array *a, int raid_disks, char *err, size_t errlen
 	const struct rf_geom *g = rf_array_geom(a);
 	struct begin b = { .a = a, .err = err, .errlen = errlen };
 	int n = rf_array_nslots(a), ret;
-	const char *why;
 
 	if (raid_disks == n)
 		return 0;
@@ -1763,11 +1789,6 @@ static int grow_r10(struct rf_array *a, int raid_disks, char *err, size_t errlen
 	ret = to_members(&b, raid_disks);
 	if (ret)
 		return ret;
-	why = bitmap_blocks(a, &b.from, &b.to);
-	if (why) {
-		snprintf(err, errlen, "%s", why);
-		return -EOPNOTSUPP;
-	}
 	if (raid_disks < n) {
 		/* md's backward raid10 reshape, as for raid4/5/6 */
 		ret = shrink(a, raid_disks, err, errlen);

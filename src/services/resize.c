@@ -199,7 +199,7 @@ static int resize_fn(void *arg)
 		d->id.size = r->bytes[i];
 	}
 	rf_devs_unlock(a);
-	ret = rf_bitmap_resize(rf_array_bitmap(a), r->err, r->errlen);
+	ret = rf_bitmap_resize(rf_array_bitmap(a), rf_array_geom(a), true, r->err, r->errlen);
 	if (!ret) {
 		ret = rf_sbstate_set_size(rf_array_sbstate(a), r->used);
 		if (ret)
@@ -211,7 +211,7 @@ static int resize_fn(void *arg)
 		/* Back to the size the superblocks record. */
 		snprintf(why, sizeof(why), "%s", r->err);
 		rf_array_set_dev_sectors(a, r->old, r->err, r->errlen);
-		rf_bitmap_resize(rf_array_bitmap(a), r->err, r->errlen);
+		rf_bitmap_resize(rf_array_bitmap(a), rf_array_geom(a), true, r->err, r->errlen);
 		snprintf(r->err, r->errlen, "%s", why);
 	}
 	return ret;

@@ -33,11 +33,20 @@
 #     served again at or below the position seen: the model; to the end: 4
 #     members, d4 a spare, the model, check 0, served again the same;
 #     RF_MD_JUDGE=1: kernel md reads the model, mismatch_cnt 0.
+#  2c. raid10 n2 of 4 with md's internal bitmap (64 KiB chunks) grown to 5:
+#     from the grow's start every bitmap covers the new size (md's
+#     raid10_start_reshape resizes it); writes on both sides of the
+#     position, kill -9, mounted again (the bitmap loads at that size), to
+#     the end: the model, check 0, a write in the grown part, every
+#     member's bitmap (mdadm -X) the grown size and clean; served again,
+#     the model.  RF_MD_JUDGE=1: kernel md reads the model, mismatch_cnt 0.
+#     Control: RAIDFUSE_TEST_BREAK=reshape-bitmap-size leaves the bitmap
+#     at the old size, which the first check catches.
 #  3. refused as md refuses: a far layout (f2) ("Cannot reshape RAID10 in
 #     far-mode"), nothing changes.
 #  4. RF_MD_JUDGE=1: kernel md continues an n2 4 -> 5 grow raidfuse began
 #     and was killed in, to its end: md's pattern, mismatch_cnt 0, the new
-#     data offsets.
+#     data offsets; without a bitmap and with one.
 #  4b. RF_MD_JUDGE=1: kernel md continues an n2 5 -> 4 shrink raidfuse
 #     began and was killed in, backwards to its end: the pattern, 0, the
 #     data offsets a chunk higher.
@@ -58,13 +67,14 @@ model_setup
 
 # grow10 DIR LAYOUT N [nospare]: a raid10 of LAYOUT over N members of
 # 32 MiB in DIR (d0..), spare dN in the config unless nospare, served by
-# config (detached).
+# config (detached); no bitmap unless R10_BITMAP gives create's options.
 grow10() {
 	G=$1
 	mkdir -p "$G"
 	mk_conf "$G/r.conf" metadata=1.2 level=10 layout="$2" chunk_size=64K members="$(members "$3" "$G/d")" \
 		$([ "${4:-}" = nospare ] || echo spares="$G/d$3.img") member_size=32M
-	create_array "$G/r.conf" --assume-clean -b none
+	# shellcheck disable=SC2086
+	create_array "$G/r.conf" --assume-clean ${R10_BITMAP:--b none}
 	start_array_daemon "$G/r.conf" "$MNT" --log "$WORK/g.log"
 	GOLD=$(($(fsize "$IMG") / 512))
 }
@@ -211,6 +221,63 @@ fi
 log "n2 5 -> 4 backwards: killed at <= $SEEN, the model each time, d4 a spare, check 0"
 rm -rf "$G"
 
+# ---- 2c. n2 of 4 with md's internal bitmap grown to 5, kill -9, the model
+bm_sync() {     # bm_sync MEMBER: the KiB mdadm -X says its bitmap covers
+	xbitmap "$1" "$WORK/x.txt"
+	sed -n 's/^ *Sync Size : \([0-9]*\).*/\1/p' "$WORK/x.txt"
+}
+bm_dirty() {    # bm_dirty MEMBER: the bits mdadm -X counts dirty
+	xbitmap "$1" "$WORK/x.txt"
+	sed -n 's/^ *Bitmap : [0-9]* bits (chunks), \([0-9]*\) dirty.*/\1/p' "$WORK/x.txt"
+}
+if command -v mdadm >/dev/null; then
+	R10_BITMAP="-b internal --bitmap-chunk 64K" grow10 "$DISK/b" n2 4
+	model_fill
+	truncate -s $((GOLD * 512 * 5 / 4)) "$MODEL"
+	start_grow 5
+	BEGUN=$(bm_sync "$G/d4.img")
+	[ "$BEGUN" -gt $((GOLD / 2)) ] ||
+		fail "bitmap: a raid10 grow begun, d4's bitmap covers $BEGUN KiB, the array $((GOLD / 2)) KiB"
+	moving 2048
+	P=$(pos)
+	put $((P / 2 / 8 * 8)) 64
+	put $(((P + 8192) / 8 * 8)) 256
+	SEEN=$(pos)
+	kill_daemon
+	start_array_daemon "$G/r.conf" "$MNT" --freeze --log "$WORK/g.log"
+	[ "$(pos)" -ge "$SEEN" ] || fail "bitmap: mounted again after kill -9: position $(pos), $SEEN was seen before"
+	grep -q "using the array's" "$WORK/g.log" && fail "bitmap: mid-grow, loaded at another size: $(grep "using the array's" "$WORK/g.log")"
+	same_model "bitmap: after kill -9" "$GOLD"
+	to_end "the grow with a bitmap"
+	GNEW=$(($(fsize "$IMG") / 512))
+	[ "$GNEW" -gt "$GOLD" ] || fail "bitmap: the image did not grow ($GNEW sectors)"
+	same_model "bitmap: grown" "$GNEW"
+	check_clean "check after the grow with a bitmap"
+	put $((GNEW - 64)) 32       # in the grown part: tracked too
+	stop_array "$MNT"
+	for m in "$G"/d?.img; do
+		[ "$(bm_sync "$m")" = $((GNEW / 2)) ] && [ "$(bm_dirty "$m")" = 0 ] ||
+			fail "bitmap: $m after the grow: $(cat "$WORK/x.txt")"
+	done
+	start_array_daemon "$G/r.conf" "$MNT"
+	same_model "bitmap: served again" "$GNEW"
+	stop_array "$MNT"
+	log "n2 4 -> 5 with a bitmap: $BEGUN KiB covered from the start, killed at >= $SEEN, the model, check 0, every bitmap $((GNEW / 2)) KiB and clean"
+	if md_judge; then
+		judge_model "$GNEW" "$G"/d?.img
+		log "kernel md assembles the grown raid10 with its bitmap: the model's sha256, mismatch_cnt 0"
+	fi
+	rm -rf "$G"
+	# negative control: the bitmap left at the old size
+	RAIDFUSE_TEST_BREAK=reshape-bitmap-size R10_BITMAP="-b internal --bitmap-chunk 64K" grow10 "$DISK/bc" n2 4
+	start_grow 5
+	CTL=$(bm_sync "$G/d4.img")
+	stop_array "$MNT"
+	[ "$CTL" = $((GOLD / 2)) ] || fail "control: the bitmap not resized, yet d4's covers $CTL KiB"
+	log "negative control (RAIDFUSE_TEST_BREAK=reshape-bitmap-size): the grow's bitmap covers $CTL KiB, the check above fails"
+	rm -rf "$G"
+fi
+
 # ---- 3. refused: a far layout
 grow10 "$DISK/f" f2 4
 expect_fail sh -c "echo 5 >'$MNT/md/raid_disks'"
@@ -225,7 +292,11 @@ rm -rf "$G"
 # mid-way; mdpeer's guest assembles snapshots of the members, md goes on
 # from the superblocks' position to the end, the pattern reads back, md's
 # check finds 0, every data offset is the new one.
-if md_judge; then md_finishes_grow_of "$DISK/k" 4 1920 level=10 layout=n2 bitmap=none; fi
+if md_judge; then
+	md_finishes_grow_of "$DISK/k" 4 1920 level=10 layout=n2 bitmap=none
+	# the same with md's internal bitmap, which the grow resized
+	md_finishes_grow_of "$DISK/kb" 4 1920 level=10 layout=n2 bitmap=internal bitmap_chunk=64K
+fi
 
 # ---- 4b. (RF_MD_JUDGE=1) kernel md continues a raid10 shrink raidfuse
 # began: md's pattern over what 4 members of a chunk less hold, n2 of 5

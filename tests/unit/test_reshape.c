@@ -771,6 +771,23 @@ static void test_bitmap_other(void **state)
 	bitmap_chunk = 0;
 }
 
+/* The sync size (sectors) the bitmap header in member file path records
+ * (1.2 superblock at 4 KiB, the bitmap 8 sectors after it: fx_create_md()). */
+static uint64_t bitmap_sync_size(const char *path)
+{
+	uint8_t b[RF_BITMAP_SB_BYTES];
+	uint64_t v = 0;
+	int fd = open(path, O_RDONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, b, sizeof(b), 16 * 512), (ssize_t)sizeof(b));
+	close(fd);
+	assert_int_equal(memcmp(b, "bitm", 4), 0);
+	for (int k = 7; k >= 0; k--)
+		v = v << 8 | b[40 + k];         /* bitmap_super_t.sync_size, le64 */
+	return v;
+}
+
 /* Whether the bit of chunk c is set in the bitmap device 0 of a holds. */
 static bool bit_on_disk(struct rf_array *a, uint64_t c)
 {
@@ -779,6 +796,104 @@ static bool bit_on_disk(struct rf_array *a, uint64_t c)
 	assert_true(RF_BITMAP_SB_BYTES + c / 8 < sizeof(b));
 	bitmap_of(a, 0, b, sizeof(b));
 	return b[RF_BITMAP_SB_BYTES + c / 8] & (1u << (c % 8));
+}
+
+/* Every bit of a's bitmap cleared (the bitmap's clock sped up), then
+ * held: none is cleared until rf_bitmap_ctl_can_clear(a, true). */
+static void bits_clear_held(struct rf_array *a)
+{
+	struct rf_bitmap_status st;
+	int i;
+
+	assert_int_equal(rf_bitmap_ctl_time_base(a, 10), 0);
+	for (i = 0; i < 500; i++) {
+		rf_bitmap_get(rf_array_bitmap(a), &st);
+		if (!st.dirty)
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(st.dirty, 0);
+	assert_int_equal(rf_bitmap_ctl_can_clear(a, false), 0);
+}
+
+/* raid10's bits count array sectors, so a reshape that changes its size
+ * resizes the bitmap before the superblocks record it (md's
+ * raid10_start_reshape).  An n2 of 4 with an internal bitmap (64 KiB
+ * chunks) grown to 5: as soon as the grow begins, the running bitmap and
+ * every member's header cover the new size, the grown chunks marked as
+ * needing a resync (md's marks, which kernel md continuing relies on); stopped part way and served
+ * again, the bitmap loads at that size; to the end against the model
+ * (check 0); a write to the last chunk of the grown image then sets that
+ * chunk's bit on disk.  An n2 of 5 shrunk to 4 with a bitmap: as without
+ * one, its bitmap at the smaller size.  Under
+ * RAIDFUSE_TEST_BREAK=reshape-bitmap-size (no resize) the bitmap keeps
+ * the old size and the grown part's write sets no bit: this test fails. */
+static void test_bitmap_raid10(void **state)
+{
+	char paths[RF_MAX_MEMBERS][FX_PATH], err[512], *model, buf[4096];
+	uint64_t old, at, full, on_disk[5];
+	struct rf_bitmap_status st, st2;
+	struct rf_array *a;
+	int i;
+
+	(void)state;
+	bitmap_chunk = 64 << 10;
+	a = filled("gb10", 10, 4, 1, paths, &old, &model);
+	bitmap_chunk = 0;
+	assert_int_equal(rf_sync_request(a, RF_SYNC_FROZEN), 0);
+	if (rf_reshape_grow(a, 5, err, sizeof(err)))
+		fail_msg("grow refused: %s", err);
+	rf_bitmap_get(rf_array_bitmap(a), &st);
+	for (i = 0; i < 5; i++)
+		on_disk[i] = bitmap_sync_size(paths[i]);
+	/* stopped part way and served again: the bitmap loads at the size
+	 * the reshape gave it, not the smaller one the array serves */
+	assert_int_equal(rf_sync_request(a, RF_SYNC_IDLE), 0);
+	for (i = 0; i < 3000 && rf_array_reshape_recorded(a) < 2048; i++)
+		usleep(10000);
+	a = stop_and_resume(a, paths, 5, "gb10");
+	rf_bitmap_get(rf_array_bitmap(a), &st2);
+	assert_int_equal(st2.sync_size, st.sync_size);
+	to_end(a);
+	assert_true(rf_array_size(a) > old);
+	full = rf_array_geom(a)->array_sectors;
+	if (st.sync_size != full)
+		fail_msg("grow begun: the bitmap covered %llu sectors, the grown array %llu",
+			 (unsigned long long)st.sync_size, (unsigned long long)full);
+	for (i = 0; i < 5; i++)
+		if (on_disk[i] != full)
+			fail_msg("grow begun: member %d's bitmap header said %llu sectors, the grown array %llu", i,
+				 (unsigned long long)on_disk[i], (unsigned long long)full);
+	/* the grown chunks (64 KiB: 128 sectors) marked as needing a resync,
+	 * as md marks them (kernel md continuing resyncs them after) */
+	if (st.needed < (full - old / 512 + 127) / 128)
+		fail_msg("grow begun: %llu chunks need a resync, the grown part has %llu",
+			 (unsigned long long)st.needed, (unsigned long long)((full - old / 512 + 127) / 128));
+	assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
+	rf_sync_wait(a);
+	check_zero(a);
+	bits_clear_held(a);
+	at = rf_array_size(a) - sizeof(buf);
+	memset(buf, 0x5a, sizeof(buf));
+	assert_int_equal(testreq_io(a, RF_REQ_WRITE, at, sizeof(buf), buf), 0);
+	if (!bit_on_disk(a, at / 512 / 128))
+		fail_msg("a write at array byte %llu of the grown raid10 (%llu before) left its chunk's bit (%llu) "
+			 "clear", (unsigned long long)at, (unsigned long long)old,
+			 (unsigned long long)(at / 512 / 128));
+	assert_int_equal(rf_bitmap_ctl_can_clear(a, true), 0);
+	rf_array_close(a);
+	free(model);
+
+	bitmap_chunk = 64 << 10;
+	shrink("sb10", 10, 5);
+	bitmap_chunk = 0;
+	for (i = 0; i < 4; i++) {
+		fx_member_path(paths[i], FX_PATH, "sb10", i);
+		assert_int_equal(bitmap_sync_size(paths[i]), bitmap_sync_size(paths[0]));
+	}
+	a = serve(paths, 4);
+	assert_int_equal(bitmap_sync_size(paths[0]), rf_array_geom(a)->array_sectors);
+	rf_array_close(a);
 }
 
 /* A write ahead of a reshape lands in the previous geometry's rows: the
@@ -794,26 +909,15 @@ static void test_bitmap_ahead(void **state)
 {
 	char paths[RF_MAX_MEMBERS][FX_PATH], err[512], *model, buf[4096];
 	const struct rf_reshape *rs;
-	struct rf_bitmap_status st;
 	uint64_t old, pos, at, lo, hi, plo, phi;
 	struct rf_array *a;
 	bool back;
-	int i;
 
 	(void)state;
 	bitmap_chunk = 64 << 10;
 	a = filled("gba", 5, 3, 1, paths, &old, &model);
 	bitmap_chunk = 0;
-	/* the fill's bits cleared, then held */
-	assert_int_equal(rf_bitmap_ctl_time_base(a, 10), 0);
-	for (i = 0; i < 500; i++) {
-		rf_bitmap_get(rf_array_bitmap(a), &st);
-		if (!st.dirty)
-			break;
-		usleep(10000);
-	}
-	assert_int_equal(st.dirty, 0);
-	assert_int_equal(rf_bitmap_ctl_can_clear(a, false), 0);
+	bits_clear_held(a);
 	if (rf_reshape_grow(a, 4, err, sizeof(err)))
 		fail_msg("grow refused: %s", err);
 	assert_int_equal(rf_sync_request(a, RF_SYNC_FROZEN), 0);
@@ -855,6 +959,7 @@ int main(void)
 		cmocka_unit_test_setup(test_raid1, fx_threads2),
 		cmocka_unit_test_setup(test_raid10, fx_threads2),
 		cmocka_unit_test_setup(test_raid10_two, fx_inline0),
+		cmocka_unit_test_setup(test_bitmap_raid10, fx_threads2),
 		cmocka_unit_test_setup(test_raid5to6, fx_threads2),
 		cmocka_unit_test_setup(test_relayout, fx_threads2),
 		cmocka_unit_test_setup(test_rechunk, fx_inline0),
