@@ -107,11 +107,11 @@ while IFS= read -r line; do
 	check "[ $(fsize "$MNT/array.img") = $((sectors * 512)) ]" "$name: image size"
 	# a quick run reads the whole pattern of its sample, the first 16 MiB
 	# of the rest
-	readn=$sectors
-	if [ "${RF_QUICK:-0}" = 1 ] && [[ " $quick_sample " != *" $name "* ]] && [ "$readn" -gt 32768 ]; then
-		readn=32768
+	how=(pattern "$MNT/array.img" "$sectors")
+	if [ "${RF_QUICK:-0}" = 1 ] && [[ " $quick_sample " != *" $name "* ]] && [ "$sectors" -gt 32768 ]; then
+		how=(pattern-head "$MNT/array.img" 32768)
 	fi
-	"$RFHELPER" pattern "$MNT/array.img" "$readn" >"$WORK/pattern.out" ||
+	"$RFHELPER" "${how[@]}" >"$WORK/pattern.out" ||
 		fail "$name: $(cat "$WORK/pattern.out")"
 	stop_array "$MNT"
 

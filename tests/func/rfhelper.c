@@ -6,6 +6,8 @@
  *       the 64-bit little-endian integer s repeated 64 times (the pattern
  *       of tests/data/md-images and mdpeer's pattern.c); a read at the
  *       end returns 0 bytes.  Reads 1 MiB at a time with O_DIRECT.
+ *   rfhelper pattern-head FILE SECTORS
+ *       the same over FILE's first SECTORS sectors (FILE may be longer).
  *   rfhelper fill FILE SECTORS
  *       writes that pattern over the first SECTORS sectors of FILE
  *       (1 MiB at a time, O_DIRECT), then fsync.
@@ -41,6 +43,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,7 +174,9 @@ static int cmd_fill(const char *path, uint64_t sectors)
 	return 0;
 }
 
-static int cmd_pattern(const char *path, uint64_t sectors)
+/* The pattern over the first `sectors` of path; whole: and the file is
+ * exactly that long (a read past it returns nothing). */
+static int cmd_pattern(const char *path, uint64_t sectors, bool whole)
 {
 	struct stat st;
 	unsigned char *buf = abuf(BUF);
@@ -186,7 +191,7 @@ static int cmd_pattern(const char *path, uint64_t sectors)
 		fprintf(stderr, "rfhelper: %s: fstat: %s\n", path, strerror(errno));
 		return 2;
 	}
-	if ((uint64_t)st.st_size != sectors * SECT) {
+	if (whole ? (uint64_t)st.st_size != sectors * SECT : (uint64_t)st.st_size < sectors * SECT) {
 		printf("pattern: %s is %lld bytes, expected %" PRIu64 " (%" PRIu64 " sectors)\n", path,
 		       (long long)st.st_size, sectors * SECT, sectors);
 		bad++;
@@ -218,7 +223,7 @@ static int cmd_pattern(const char *path, uint64_t sectors)
 			}
 		}
 	}
-	{
+	if (whole) {
 		ssize_t got = pread(fd, buf, 4096, (off_t)(sectors * SECT));
 
 		if (got != 0) {
@@ -425,7 +430,9 @@ int main(int argc, char **argv)
 	const char *cmd = argc > 1 ? argv[1] : "";
 
 	if (!strcmp(cmd, "pattern") && argc == 4)
-		return cmd_pattern(argv[2], num(argv[3]));
+		return cmd_pattern(argv[2], num(argv[3]), true);
+	if (!strcmp(cmd, "pattern-head") && argc == 4)
+		return cmd_pattern(argv[2], num(argv[3]), false);
 	if (!strcmp(cmd, "fill") && argc == 4)
 		return cmd_fill(argv[2], num(argv[3]));
 	if (!strcmp(cmd, "same") && argc == 5)
@@ -455,6 +462,7 @@ int main(int argc, char **argv)
 		return cmd_notify_recv(argv[2], argv[3], num(argv[4]), argc == 6 ? argv[5] : NULL);
 	fprintf(stderr,
 		"usage: rfhelper pattern|fill FILE SECTORS\n"
+		"       rfhelper pattern-head FILE SECTORS\n"
 		"       rfhelper same FILE REF LEN\n"
 		"       rfhelper xor-zero OFFSET LEN FILE...\n"
 		"       rfhelper pwrite|pread FILE OFFSET LEN [direct]\n"
