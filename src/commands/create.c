@@ -342,8 +342,6 @@ static int write_one(const struct rf_config *cfg, const struct cfile *c, int i, 
 
 	if (!c->path || (!c->resize && cfg->metadata != RF_SB_12))
 		return 0;
-	/* A spare's superblock: device number after the members', its
-	 * role "spare" (as mdadm --create with spares writes them). */
 	if (c->resize && (ftruncate(fd, 0) || ftruncate(fd, (off_t)cfg->member_size))) {
 		fprintf(stderr, "raidfuse: %s: %s\n", c->who, strerror(errno));
 		return 1;
@@ -355,6 +353,9 @@ static int write_one(const struct rf_config *cfg, const struct cfile *c, int i, 
 			rf_nbd_sb_io(c->nbd, &io);
 		else if ((r = rf_sb_io_fd(&io, fd)))
 			snprintf(err, sizeof(err), "%s", strerror(-r));
+		/* A spare's superblock (i past the members): its device number
+		 * after theirs, its role "spare", as mdadm --create with spares
+		 * writes them. */
 		if (r || rf_sb_write12_io(&io, c->path, &p->sbn, i, p->bytes[i] / 512, err, sizeof(err)) ||
 		    (cfg->bitmap && rf_bitmap_write_new(&io, c->path, (8 + 8) * 512, &p->bsb, err, sizeof(err))) ||
 		    (cfg->ppl && write_ppl(&io, c->path, &p->sbn, err, sizeof(err)))) {

@@ -415,8 +415,11 @@ static int create_base(struct opening *o, char *err, size_t errlen)
 		return ret;
 	}
 	d->created = true;
-	if (fstat(d->fd, &o->lst))
-		return -errno;
+	if (fstat(d->fd, &o->lst)) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: created in %s, then fstat: %s", o->who, o->dir, strerror(-ret));
+		return ret;
+	}
 	return 0;
 }
 
