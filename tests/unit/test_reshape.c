@@ -230,10 +230,20 @@ static struct rf_array *filled(const char *what, int level, int n, int nspare, c
  * recorded, at or below where the walk was. */
 static struct rf_array *stop_and_resume(struct rf_array *a, char (*paths)[FX_PATH], int n, const char *what)
 {
-	uint64_t pos, rec = rf_array_reshape_recorded(a), at, again;
+	uint64_t pos, rec = rf_array_reshape_recorded(a), at, again, last;
 	bool back;
+	int i, same;
 
+	/* Held first, until the walk's position stays put: a window under
+	 * way when the array closes would move it past the one read here. */
+	assert_int_equal(rf_sync_request(a, RF_SYNC_FROZEN), 0);
 	rf_array_reshape(a, &pos, &back);
+	for (i = 0, same = 0; i < 1000 && same < 10; i++) {
+		usleep(20000);
+		last = pos;
+		rf_array_reshape(a, &pos, &back);
+		same = pos == last ? same + 1 : 0;
+	}
 	rf_array_close(a);
 	a = serve(paths, n);
 	if (!rf_array_reshape(a, &again, &back))
