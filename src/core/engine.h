@@ -353,6 +353,13 @@ struct rf_array {
 					 * geometry's.  Changes drained. */
 	uint32_t stripe_size;           /* bytes per column per head */
 	uint32_t chunk_bytes;
+	/* A request's pieces are counted before it passes the barrier, so
+	 * the mirror levels' bound reads these, not the geometries a drain
+	 * rewrites: raid10's copies of each chunk and the smaller chunk of
+	 * its geometries (set at open and by a takeover; a raid10 reshape
+	 * keeps both). */
+	int copies;
+	uint32_t seg_bytes;
 	int rmw_level;
 	int nmembers;                   /* slots: raid_disks (changes under reconf_lock and
 					 * dev_lock: superblock writers read it under the

@@ -73,14 +73,6 @@ static void set_mio(struct rf_array *a, struct rf_piece *p, int m, uint64_t moff
 	p->mio.off = moff;
 }
 
-/* The smaller chunk of a reshape's two geometries, bytes (raid10). */
-static uint64_t min_chunk_bytes(const struct rf_array *a)
-{
-	uint64_t c = a->chunk_bytes, pc = (uint64_t)a->reshape.prev.chunk_sectors * 512;
-
-	return a->reshape.active && pc && pc < c ? pc : c;
-}
-
 /* The bytes of a raid10 segment at off, at most len: to the end of off's
  * chunk in its geometry, never across a reshape's position. */
 static uint64_t segment_len(const struct rf_array *a, uint64_t off, uint64_t len)
@@ -95,12 +87,19 @@ static uint64_t segment_len(const struct rf_array *a, uint64_t off, uint64_t len
 	return l < len ? l : len;
 }
 
-static int mirror_max_pieces(const struct rf_array *a, uint32_t max_len)
+/* Counted before the request passes the barrier: nothing a drain
+ * rewrites is read (engine.h's copies and seg_bytes). */
+static int raid1_max_pieces(const struct rf_array *a, uint32_t max_len)
 {
-	if (a->geom.level == 1)
-		return a->nmembers;
+	(void)a;
+	(void)max_len;
+	return RF_MAX_MEMBERS;          /* a copy per slot; a grow may add slots */
+}
+
+static int raid10_max_pieces(const struct rf_array *a, uint32_t max_len)
+{
 	/* One segment more where a reshape's position cuts the request. */
-	return a->geom.near_copies * a->geom.far_copies * (int)(max_len / min_chunk_bytes(a) + 3);
+	return a->copies * (int)(max_len / a->seg_bytes + 3);
 }
 
 /* The copy (index into devs[n]) to read, the round robin's next from
@@ -644,7 +643,7 @@ const struct rf_level_ops rf_raid1_ops = {
 	.status = r1_status,
 	.name = "raid1",
 	.md_levels = 1u << 1,
-	.max_pieces = mirror_max_pieces,
+	.max_pieces = raid1_max_pieces,
 	.split = mirror_split,
 	.direct_failed = mirror_direct_failed,
 	.failed = raid1_failed,
@@ -680,7 +679,7 @@ const struct rf_level_ops rf_raid10_ops = {
 	.status = r10_status,
 	.name = "raid10",
 	.md_levels = 1u << 10,
-	.max_pieces = mirror_max_pieces,
+	.max_pieces = raid10_max_pieces,
 	.split = mirror_split,
 	.direct_failed = mirror_direct_failed,
 	.failed = raid10_failed,
