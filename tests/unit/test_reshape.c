@@ -54,6 +54,7 @@
 #include "core/core.h"
 #include "fixture.h"
 #include "raidfuse/bitmap.h"
+#include "raidfuse/le.h"
 #include "raidfuse/create.h"
 #include "raidfuse/ctl.h"
 #include "raidfuse/reshape.h"
@@ -786,16 +787,13 @@ static void test_bitmap_other(void **state)
 static uint64_t bitmap_sync_size(const char *path)
 {
 	uint8_t b[RF_BITMAP_SB_BYTES];
-	uint64_t v = 0;
 	int fd = open(path, O_RDONLY);
 
 	assert_true(fd >= 0);
 	assert_int_equal(pread(fd, b, sizeof(b), 16 * 512), (ssize_t)sizeof(b));
 	close(fd);
 	assert_int_equal(memcmp(b, "bitm", 4), 0);
-	for (int k = 7; k >= 0; k--)
-		v = v << 8 | b[40 + k];         /* bitmap_super_t.sync_size, le64 */
-	return v;
+	return rf_get_le64(b + 40);     /* bitmap_super_t.sync_size */
 }
 
 /* Whether the bit of chunk c is set in the bitmap device 0 of a holds. */
