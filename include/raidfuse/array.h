@@ -111,6 +111,11 @@ bool rf_array_reshape(const struct rf_array *a, uint64_t *position, bool *backwa
  * service sets it as it records. */
 uint64_t rf_array_reshape_recorded(const struct rf_array *a);
 void rf_array_set_reshape_recorded(struct rf_array *a, uint64_t position);
+/* Whether the reshape walk may move rows now: it has looked at
+ * sync_action and found it not frozen (rf_reshape_hold() waits for it to
+ * become false); the reshape service sets it. */
+bool rf_array_reshape_moving(const struct rf_array *a);
+void rf_array_set_reshape_moving(struct rf_array *a, bool moving);
 /* fn(priv) runs (on some thread of the array's) after the array's size
  * changed: a reshape ended.  Set before rf_array_start(). */
 void rf_array_on_resize(struct rf_array *a, void (*fn)(void *priv), void *priv);

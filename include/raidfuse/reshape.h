@@ -44,5 +44,11 @@ int rf_reshape_level(struct rf_array *a, int level, char *err, size_t errlen);
  * does not have, or a chunk that would change the array's size (the
  * component size not a multiple of it). */
 int rf_reshape_layout(struct rf_array *a, int layout, uint32_t chunk_sectors, char *err, size_t errlen);
+/* sync_action "frozen", and wait (timeout_ms at most) until the walk
+ * holds: the window under way written, no other begun, its position
+ * (rf_array_reshape()) still until it is let go (md's freeze waits for
+ * its sync thread to stop).  0, or -ETIMEDOUT with the freeze set and the
+ * walk still in its window. */
+int rf_reshape_hold(struct rf_array *a, int timeout_ms);
 
 #endif

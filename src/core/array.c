@@ -578,6 +578,16 @@ void rf_array_set_reshape_recorded(struct rf_array *a, uint64_t position)
 	atomic_store(&a->reshape_rec, position);
 }
 
+bool rf_array_reshape_moving(const struct rf_array *a)
+{
+	return atomic_load(&((struct rf_array *)a)->reshape_moving);
+}
+
+void rf_array_set_reshape_moving(struct rf_array *a, bool moving)
+{
+	atomic_store(&a->reshape_moving, moving);
+}
+
 void rf_array_on_resize(struct rf_array *a, void (*fn)(void *priv), void *priv)
 {
 	a->resize_fn = fn;

@@ -334,6 +334,7 @@ struct rf_array {
 	int reshape_then;
 	atomic_uint_fast64_t reshape_pos;
 	atomic_uint_fast64_t reshape_rec;       /* rf_array_reshape_recorded() */
+	atomic_bool reshape_moving;     /* rf_array_reshape_moving() */
 	atomic_bool reshaping;
 	atomic_bool serving;            /* rf_array_set_serving() */
 	void (*resize_fn)(void *priv);  /* rf_array_on_resize(); immutable once started */

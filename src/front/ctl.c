@@ -228,6 +228,9 @@ static void show_sync_action(struct rf_array *a, const struct rf_array_info *i, 
 	rf_ctl_printf(b, "%s\n", rf_sync_action_name(st.action));
 }
 
+/* How long a write of "frozen" waits for the reshape's window under way. */
+#define CTL_HOLD_MS 30000
+
 static int store_sync_action(struct rf_array *a, int member, const char *val)
 {
 	int act = rf_ctl_parse_sync_action(val);
@@ -237,8 +240,16 @@ static int store_sync_action(struct rf_array *a, int member, const char *val)
 	if (rf_array_reshape(a, &pos, &back)) {
 		/* md: "frozen" holds a reshape, "idle" or "reshape" lets it
 		 * go on; nothing else runs beside it. */
-		if (act == RF_SYNC_FROZEN || act == RF_SYNC_IDLE)
-			return rf_sync_request(a, (enum rf_sync_action)act);
+		if (act == RF_SYNC_FROZEN) {
+			int ret = rf_reshape_hold(a, CTL_HOLD_MS);
+
+			if (ret)
+				rf_warn("md/sync_action: frozen: the reshape's window under way did not end in %d s",
+					CTL_HOLD_MS / 1000);
+			return ret;
+		}
+		if (act == RF_SYNC_IDLE)
+			return rf_sync_request(a, RF_SYNC_IDLE);
 		if (!strncmp(val, "reshape", 7) && (val[7] == '\0' || val[7] == '\n'))
 			return rf_sync_request(a, RF_SYNC_IDLE);
 		rf_warn("md/sync_action: %s: the array is mid-reshape (at array sector %llu): no sync action runs "

@@ -542,7 +542,8 @@ static void pace(struct reshape *r, uint64_t dev_sectors)
 	if (r->pace_next_ms < t - 1000)
 		r->pace_next_ms = t - 1000;     /* an idle spell earns at most a second */
 	r->pace_next_ms += (int64_t)(dev_sectors / 2 * 1000 / rate);
-	while (!stopping(r) && rf_mono_ms() < r->pace_next_ms) {
+	/* frozen: held at once, as md's freeze stops its thread */
+	while (!stopping(r) && !frozen(r) && rf_mono_ms() < r->pace_next_ms) {
 		int64_t left = r->pace_next_ms - rf_mono_ms();
 
 		sleep_ms(left > 50 ? 50 : (int)left);
@@ -649,7 +650,12 @@ static void run(struct reshape *r)
 	while (!stopping(r) && (rs->backwards ? rs->position > 0 : rs->position < r->end)) {
 		struct window w = { .r = r, .x = rs->position };
 
+		/* Moving from here until it looks again (rf_reshape_hold()
+		 * waits for that): set before it looks at sync_action, so
+		 * that a freeze it does not see finds it set. */
+		rf_array_set_reshape_moving(a, true);
 		if (frozen(r)) {
+			rf_array_set_reshape_moving(a, false);
 			sleep_ms(100);
 			r->pace_next_ms = rf_mono_ms();
 			continue;
@@ -660,6 +666,7 @@ static void run(struct reshape *r)
 		 * survives (or with a device being rebuilt, which a reshape
 		 * found at assembly may have) it waits. */
 		if (rf_array_failed(a) || rf_array_recovering(a)) {
+			rf_array_set_reshape_moving(a, false);
 			if (!r->said_wait)
 				rf_warn("%s: reshape: waits at array sector %" PRIu64 ": %s", rf_array_name(a), w.x,
 					rf_array_failed(a) ? "the array has failed" : "a device is being rebuilt");
@@ -789,6 +796,7 @@ static void *walk_main(void *arg)
 			continue;
 		}
 		run(r);
+		rf_array_set_reshape_moving(a, false);
 	}
 	rf_ioq_destroy(&r->q);
 	return NULL;
@@ -1804,6 +1812,21 @@ static int grow_r10(struct rf_array *a, int raid_disks, char *err, size_t errlen
 		rf_info("%s: raid10 of %d grows to %d (%d copies of each chunk), data offsets %" PRId64 " sectors "
 			"lower", rf_array_name(a), n, raid_disks, g->near_copies * g->far_copies, -b.move);
 	return ret;
+}
+
+int rf_reshape_hold(struct rf_array *a, int timeout_ms)
+{
+	int64_t end = rf_mono_ms() + timeout_ms;
+	int ret = rf_sync_request(a, RF_SYNC_FROZEN);
+
+	if (ret)
+		return ret;
+	while (rf_array_reshape_moving(a)) {
+		if (rf_mono_ms() >= end)
+			return -ETIMEDOUT;
+		sleep_ms(5);
+	}
+	return 0;
 }
 
 int rf_reshape_grow(struct rf_array *a, int raid_disks, char *err, size_t errlen)

@@ -174,7 +174,7 @@ for ((i = 1; i <= 20; i++)); do
 	want=$(dd if="$IMG" bs=64k count=1 skip=$((256 + i)) iflag=direct status=none | sha256sum)
 	old=$DAEMON_PID
 	t0=${EPOCHREALTIME/./}
-	fusermount3 -u "$MNT" || fail "round $i: fusermount3 -u"
+	unmount "$MNT"
 	out=$(timeout 20 "$RAIDFUSE" mount "$D/a.conf" "$MNT" 2>&1) || fail "round $i: mount right after the unmount: $out"
 	t1=${EPOCHREALTIME/./}
 	unset "_DAEMON_OF[$MNT]"

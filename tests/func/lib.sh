@@ -22,7 +22,8 @@
 #   start_assemble NAME MNT [ASSEMBLE ARGS...]
 #                          raidfuse assemble -f MNT ARGS in the background,
 #                          wait for MNT/NAME; $DAEMON_PID is the daemon
-#   stop_array MNT         fusermount3 -u, wait for the daemon to exit (0)
+#   unmount MNT            fusermount3 -u, again while EBUSY (5 s)
+#   stop_array MNT         unmount, wait for the daemon to exit (0)
 #   wait_daemon_exit MNT   the same without the fusermount3 -u
 #   wait_sync_idle MNT WHAT [SECONDS]
 #                          md/sync_action back to idle, else fail
@@ -455,19 +456,24 @@ _wait_served() {
 	fail "raidfuse mount $conf $mnt: $mnt/$name did not appear in 10 s; log:"$'\n'"$(cat "${_LOG_OF[$mnt]}")"
 }
 
+# unmount MNT: fusermount3 -u, again while the mount is busy, 5 s at most.
+unmount() {
+	local mnt=$1 i out
+	# A reader that just ended may hold the mount a moment longer (EBUSY).
+	for ((i = 0; i < 50; i++)); do
+		out=$(timeout 30 fusermount3 -u "$mnt" 2>&1) && return 0
+		[[ $out == *"Device or resource busy"* ]] || fail "fusermount3 -u $mnt failed: $out"
+		sleep 0.1
+	done
+	fail "fusermount3 -u $mnt: still busy after 5 s: $out; holders: $(fuser -vm "$mnt" 2>&1 | tr '\n' ' ')"
+}
+
 # stop_array MNT: unmount, then the daemon must exit soon (with status 0,
 # when it is our child).
 stop_array() {
 	local mnt=$1
 	[ -n "${_DAEMON_OF[$mnt]:-}" ] || fail "stop_array: nothing of ours is mounted on $mnt"
-	local i out
-	# A reader that just ended may hold the mount a moment longer (EBUSY).
-	for ((i = 0; i < 50; i++)); do
-		out=$(timeout 30 fusermount3 -u "$mnt" 2>&1) && break
-		[[ $out == *"Device or resource busy"* ]] || fail "fusermount3 -u $mnt failed: $out"
-		sleep 0.1
-	done
-	[ $i -lt 50 ] || fail "fusermount3 -u $mnt: still busy after 5 s: $out; holders: $(fuser -vm "$mnt" 2>&1 | tr '\n' ' ')"
+	unmount "$mnt"
 	wait_daemon_exit "$mnt"
 	mountpoint -q "$mnt" && fail "$mnt still mounted after stop_array"
 	vlog "stopped $mnt"

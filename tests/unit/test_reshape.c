@@ -231,20 +231,13 @@ static struct rf_array *filled(const char *what, int level, int n, int nspare, c
  * recorded, at or below where the walk was. */
 static struct rf_array *stop_and_resume(struct rf_array *a, char (*paths)[FX_PATH], int n, const char *what)
 {
-	uint64_t pos, rec = rf_array_reshape_recorded(a), at, again, last;
+	uint64_t pos, rec = rf_array_reshape_recorded(a), at, again;
 	bool back;
-	int i, same;
 
-	/* Held first, until the walk's position stays put: a window under
-	 * way when the array closes would move it past the one read here. */
-	assert_int_equal(rf_sync_request(a, RF_SYNC_FROZEN), 0);
+	/* Held first: a window under way when the array closes would move
+	 * the position past the one read here. */
+	assert_int_equal(rf_reshape_hold(a, 30000), 0);
 	rf_array_reshape(a, &pos, &back);
-	for (i = 0, same = 0; i < 1000 && same < 10; i++) {
-		usleep(20000);
-		last = pos;
-		rf_array_reshape(a, &pos, &back);
-		same = pos == last ? same + 1 : 0;
-	}
 	rf_array_close(a);
 	a = serve(paths, n);
 	if (!rf_array_reshape(a, &again, &back))
@@ -685,7 +678,7 @@ static void test_record_first(void **state)
 	uint64_t old, pos, rec = 0, at = 0;
 	struct rf_array *a;
 	bool back, found = false;
-	int tries, i;
+	int tries;
 
 	(void)state;
 	a = filled("rf5", 5, 3, 1, paths, &old, &model);
@@ -695,16 +688,8 @@ static void test_record_first(void **state)
 		/* a window or more (a frozen walk looks again every 100 ms) */
 		assert_int_equal(rf_sync_request(a, RF_SYNC_IDLE), 0);
 		usleep(150000 + 50000 * (tries % 4));
-		assert_int_equal(rf_sync_request(a, RF_SYNC_FROZEN), 0);
 		/* the window under way ends, the recorder's write too */
-		for (i = 0; i < 50; i++) {
-			uint64_t p0 = (rf_array_reshape(a, &pos, &back), pos);
-
-			usleep(20000);
-			rf_array_reshape(a, &pos, &back);
-			if (pos == p0)
-				break;
-		}
+		assert_int_equal(rf_reshape_hold(a, 30000), 0);
 		usleep(50000);
 		rec = rf_array_reshape_recorded(a);
 		if (!rf_array_reshape(a, &pos, &back) || pos < rec + 16)
