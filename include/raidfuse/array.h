@@ -57,7 +57,8 @@ struct rf_req {
 	atomic_int npieces;             /* used entries of pieces[] */
 	int maxpieces;
 	uint32_t max_len;               /* rf_req_alloc()'s: the longest r may carry */
-	const void *sized_for;          /* the level ops maxpieces was counted by */
+	bool sized;                     /* maxpieces counted for the level's data */
+	unsigned sized_gen;             /* for that shape of the array (its shape_gen) */
 	bool hooks_started;             /* a write the services' write_start saw: write_end follows */
 	struct rf_rl_ent rl;            /* a write's place at the sync regions' range lock */
 };

@@ -356,18 +356,6 @@ static int open_members(struct rf_array *a, const struct rf_config *cfg, struct 
 	return 0;
 }
 
-/* a->copies and a->seg_bytes for geometry g (and a reshape's previous
- * one where it is under way and its chunk is smaller). */
-static void set_segments(struct rf_array *a, const struct rf_geom *g)
-{
-	uint32_t pc = a->reshape.active ? a->reshape.prev.chunk_sectors * 512 : 0;
-
-	a->copies = g->near_copies * g->far_copies;
-	if (a->copies < 1)
-		a->copies = 1;
-	a->seg_bytes = pc && pc < g->chunk_sectors * 512 ? pc : g->chunk_sectors * 512;
-}
-
 /* The geometry from cfg and what the members give; an error names the
  * member (or the size key) that set the limit.  0, or -errno with err. */
 static int open_geom(struct rf_array *a, const struct rf_config *cfg, const struct members_found *f, char *err,
@@ -405,7 +393,6 @@ static int open_geom(struct rf_array *a, const struct rf_config *cfg, const stru
 		atomic_store(&a->reshape_rec, a->reshape.position);
 		atomic_store(&a->reshaping, true);
 	}
-	set_segments(a, &a->geom);
 	return 0;
 }
 
@@ -831,17 +818,13 @@ static int takeover_ops(struct rf_array *a, const struct rf_geom *g, char *err, 
 	a->chunk_bytes = g->chunk_sectors * 512;
 	if (a->chunk_bytes && a->chunk_bytes < a->stripe_size)
 		a->stripe_size = a->chunk_bytes;
-	if (ops == old_ops && g->raid_disks == a->nmembers) {
-		set_segments(a, g);
+	if (ops == old_ops && g->raid_disks == a->nmembers)
 		return 0;
-	}
 	ret = regroup(a, g->raid_disks, err, errlen);
 	if (ret) {
 		a->ops = old_ops;
 		a->chunk_bytes = old_chunk;
 		a->stripe_size = old_stripe;
-	} else {
-		set_segments(a, g);
 	}
 	return ret;
 }
@@ -1057,6 +1040,7 @@ int rf_array_reshape_begin(struct rf_array *a, const struct rf_geom *to, const s
 	a->reshape = rs;
 	rf_devs_unlock(a);
 	a->geom = g;
+	a->chunk_bytes = g.chunk_sectors * 512;
 	atomic_store(&a->reshape_pos, rs.position);
 	atomic_store(&a->reshape_rec, rs.position);
 	atomic_store(&a->reshaping, true);
@@ -1112,6 +1096,7 @@ int rf_array_reshape_finish(struct rf_array *a, char *err, size_t errlen)
 	a->reshape.active = false;
 	rf_devs_unlock(a);
 	a->geom = g;
+	a->chunk_bytes = g.chunk_sectors * 512;
 	a->size = a->ext_size ? a->ext_size : g.array_sectors * 512;
 	rf_stripe_cache_forget(a, 0, UINT64_MAX);
 	return 0;

@@ -173,8 +173,10 @@ static int quiesced(struct rf_array *a, unsigned bits, int (*fn)(void *arg), voi
 	if (bits == RF_HOLD_ALL)
 		reconf_hooks(a, true);
 	ret = fn(arg);
-	if (bits == RF_HOLD_ALL)
+	if (bits == RF_HOLD_ALL) {
+		a->shape_gen++;
 		reconf_hooks(a, false);
+	}
 	rf_release(a, a->suspended ? RF_HOLD_WRITES : 0);
 	pthread_mutex_unlock(&a->reconf_lock);
 	return ret;

@@ -130,7 +130,8 @@ struct rf_level_ops {
 	const char *name;
 	/* The md levels it serves: bit n for raid n (raid10: bit 10). */
 	unsigned md_levels;
-	/* Pieces a request of max_len bytes can need, worst case. */
+	/* Pieces a request of max_len bytes can need, worst case.  Called
+	 * past the barrier (rf_queue_req()): the geometries are still. */
 	int (*max_pieces)(const struct rf_array *a, uint32_t max_len);
 	/* Split r into pieces with rf_piece_new() and queue them with
 	 * rf_queue_piece(); returns 0 or -errno (nothing queued then). */
@@ -353,14 +354,11 @@ struct rf_array {
 					 * size served whatever the geometry's; 0: the
 					 * geometry's.  Changes drained. */
 	uint32_t stripe_size;           /* bytes per column per head */
-	uint32_t chunk_bytes;
-	/* A request's pieces are counted before it passes the barrier, so
-	 * the mirror levels' bound reads these, not the geometries a drain
-	 * rewrites: raid10's copies of each chunk and the smaller chunk of
-	 * its geometries (set at open and by a takeover; a raid10 reshape
-	 * keeps both). */
-	int copies;
-	uint32_t seg_bytes;
+	uint32_t chunk_bytes;           /* geom's chunk (set where geom is) */
+	/* Bumped by every drain of all requests (rf_barrier_quiesced_all():
+	 * a change of shape, level or table): a request counts its pieces
+	 * again past the barrier when it was counted for another. */
+	unsigned shape_gen;
 	int rmw_level;
 	int nmembers;                   /* slots: raid_disks (changes under reconf_lock and
 					 * dev_lock: superblock writers read it under the

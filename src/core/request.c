@@ -44,15 +44,12 @@ struct rf_req *rf_req_alloc(struct rf_array *a, uint32_t max_len)
 
 	if (!r)
 		return NULL;
-	/* The level's worst case for data, and a flush's one piece per slot
-	 * (a raid0 with a chunk larger than max_len counts fewer; a grow may
-	 * add slots while r lives: room for the most).  Should a takeover
-	 * change the level while r lives, rf_queue_req() makes room. */
+	/* A flush's one piece per slot (a grow may add slots while r lives:
+	 * room for the most).  The level's worst case for data is counted
+	 * past the barrier, where the geometry is still (rf_queue_req()). */
+	(void)a;
 	r->max_len = max_len;
-	r->sized_for = a->ops;
-	r->maxpieces = a->ops->max_pieces(a, max_len);
-	if (r->maxpieces < RF_MAX_MEMBERS)
-		r->maxpieces = RF_MAX_MEMBERS;
+	r->maxpieces = RF_MAX_MEMBERS;
 	r->pieces = calloc(r->maxpieces, sizeof(*r->pieces));
 	if (!r->pieces) {
 		free(r);
@@ -243,12 +240,13 @@ void rf_queue_req(struct rf_array *a, struct rf_req *r, struct rf_worker *w)
 	atomic_store_explicit(&r->err, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->npieces, 0, memory_order_relaxed);
 
-	/* Room for the level's worst case at r's length when a takeover
-	 * changed the level ops since r was sized (only with every request
-	 * drained: none of r's pieces is in use); otherwise no call. */
+	/* Room for the level's worst case at r's length, counted again when
+	 * the array's shape changed since r was sized (a drain of every
+	 * request: none of r's pieces is in use then). */
 	need = 0;
-	if (r->sized_for != a->ops && r->op != RF_REQ_FLUSH) {
-		r->sized_for = a->ops;
+	if ((!r->sized || r->sized_gen != a->shape_gen) && r->op != RF_REQ_FLUSH) {
+		r->sized = true;
+		r->sized_gen = a->shape_gen;
 		need = a->ops->max_pieces(a, r->max_len);
 	}
 	if (need > r->maxpieces) {

@@ -87,8 +87,6 @@ static uint64_t segment_len(const struct rf_array *a, uint64_t off, uint64_t len
 	return l < len ? l : len;
 }
 
-/* Counted before the request passes the barrier: nothing a drain
- * rewrites is read (engine.h's copies and seg_bytes). */
 static int raid1_max_pieces(const struct rf_array *a, uint32_t max_len)
 {
 	(void)a;
@@ -98,8 +96,15 @@ static int raid1_max_pieces(const struct rf_array *a, uint32_t max_len)
 
 static int raid10_max_pieces(const struct rf_array *a, uint32_t max_len)
 {
-	/* One segment more where a reshape's position cuts the request. */
-	return a->copies * (int)(max_len / a->seg_bytes + 3);
+	const struct rf_geom *g = &a->geom;
+	uint32_t seg = g->chunk_sectors * 512;
+	int copies = g->near_copies * g->far_copies;
+
+	/* The smaller chunk of a reshape's geometries; one segment more
+	 * where its position cuts the request. */
+	if (a->reshape.active && a->reshape.prev.chunk_sectors * 512 < seg)
+		seg = a->reshape.prev.chunk_sectors * 512;
+	return (copies > 1 ? copies : 1) * (int)(max_len / seg + 3);
 }
 
 /* The copy (index into devs[n]) to read, the round robin's next from

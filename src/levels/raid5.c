@@ -43,14 +43,14 @@
 
 static int r5_max_pieces(const struct rf_array *a, uint32_t max_len)
 {
-	/* A reshape's previous chunk (set at open, or a grow's, the same as
-	 * the array's) may be the smaller one; reshape.active may change under
-	 * a request being allocated (a grow begins), so it is not read here:
-	 * room for the piece more a request crossing the position needs is
-	 * always made. */
-	uint32_t cb = a->reshape.prev.chunk_sectors && a->reshape.prev.chunk_sectors * 512 < a->chunk_bytes ?
-		      a->reshape.prev.chunk_sectors * 512 : a->chunk_bytes;
-	int chunks = max_len / cb + 3;
+	/* The smaller chunk of a reshape's two geometries; a request that
+	 * crosses its position needs a piece more. */
+	uint32_t cb = a->geom.chunk_sectors * 512;
+	int chunks;
+
+	if (a->reshape.active && a->reshape.prev.chunk_sectors * 512 < cb)
+		cb = a->reshape.prev.chunk_sectors * 512;
+	chunks = max_len / cb + 3;
 
 	/* Direct pieces per chunk, plus a stripe piece per block should they
 	 * fall back to reconstruction (each chunk boundary adds a block). */
