@@ -66,7 +66,10 @@ wait_state() {
 	fail "the superblocks do not say $1 within 10 s: $(examine_field "$D/d0.img" State)"
 }
 wait_state clean
-# A writer beside keeps the array dirty (no clean/dirty event) to the kill.
+# A writer beside keeps the array dirty (no clean/dirty event) to the kill,
+# and so does a long safe_mode_delay, should the writer stall (a busy
+# machine) longer than md's 200 ms.
+echo 60 >"$MNT/md/safe_mode_delay"
 fio --name=bg --filename="$IMG" --rw=randwrite --bs=4k --offset=16M --size=8M --direct=1 \
 	--ioengine=libaio --iodepth=4 --time_based --runtime=60 >/dev/null 2>&1 &
 bg=$!
