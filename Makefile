@@ -22,7 +22,7 @@
 #                   with reshape bugs put back (RAIDFUSE_TEST_BREAK), must catch each
 #   make judge      kernel md checks raidfuse's writes (tools/md-crosscheck.sh)
 #   make judge-bitmap  kernel md resyncs by raidfuse's write-intent bitmap (tools/md-bitmap-crosscheck.sh)
-#   make fuzz       libFuzzer on every parser of outside input (superblock, config, bitmap,
+#   make fuzz       libFuzzer on every parser of outside input (superblock, config, bitmap, backup file,
 #                   overlay files, control files, fault specs), FUZZ_SECONDS each (clang)
 #   make fuzz-long  the same for FUZZ_SECONDS=600 each, or FUZZ_RUNS=N executions each
 #   make install    the binary, the man pages and raidfuse@.service: PREFIX=/usr/local
@@ -257,7 +257,7 @@ FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Iinclude $(shell pkg-config --cf
 FUZZ_LIB_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -DRF_VERSION=\"$(VERSION)\" -Iinclude -Isrc $(PKG_CFLAGS) \
 	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
 FUZZ_LIB_OBJS := $(LIB_SRCS:src/%.c=build-fuzz/obj/%.o)
-FUZZ_LIB_HARNESSES := fuzz_config fuzz_bitmap fuzz_overlay fuzz_ctl fuzz_fault
+FUZZ_LIB_HARNESSES := fuzz_config fuzz_bitmap fuzz_overlay fuzz_ctl fuzz_fault fuzz_backup
 FUZZERS := build-fuzz/fuzz_super $(FUZZ_LIB_HARNESSES:%=build-fuzz/%)
 
 build-fuzz/fuzz_super: tests/fuzz/fuzz_super.c src/md/super.c src/md/examine.c src/util/json.c src/io/fdio.c src/io/iolog.c $(wildcard include/raidfuse/*.h)
