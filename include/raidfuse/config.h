@@ -88,6 +88,8 @@ struct rf_config {
 	bool ppl;                       /* `create` keeps md's partial parity log
 					 * (consistency_policy = "ppl") */
 	char *overlay_dir;              /* members opened read-only, writes go to overlays here */
+	char *backup_file;              /* mdadm's backup file of a reshape in place (absolute;
+					 * array.backup_file, --backup-file), NULL: none */
 	/* tuning */
 	int stripe_cache_size;          /* stripe heads, md's unit (default 256) */
 	int group_thread_cnt;           /* worker threads per group; -1 (default):

@@ -79,5 +79,12 @@ void rf_iolog_note(uint16_t kind, uint64_t a, uint64_t b, int64_t c);
  * tools/crash-states.sh --break and
  * the functional tests must catch.  Never set it on an array that holds data. */
 bool rf_test_break(const char *what);
+/* TEST-ONLY: whether RAIDFUSE_TEST_HALT (read at each call, so a test may
+ * set it while the program runs) names this point of the program's work
+ * ("reshape-backup": the reshape walk stops for good right after the new
+ * rows of a window its backup file holds, before their position moves or
+ * is recorded: on disk, the state a crash there leaves).  Never set it on
+ * an array that holds data. */
+bool rf_test_halt(const char *what);
 
 #endif

@@ -191,6 +191,10 @@ struct rf_reshape {
 	 * written (md records it by a recovery_offset that follows the
 	 * reshape, and counts it missing in the rows not reshaped yet). */
 	uint64_t prev_absent;
+	/* A forward reshape whose critical section (new rows over old rows
+	 * not yet read) mdadm's backup file covers (services/reshape.c): a
+	 * position inside it is one to take up, not to refuse. */
+	bool backup;
 };
 
 /* Check a reshape the way md's raid5 run() does and size both geometries
@@ -204,7 +208,8 @@ struct rf_reshape {
  * md's: over the members, new data offset minus old (sectors), the most
  * positive for a forward reshape, the most negative for a backward one;
  * a position where the new rows would land on old rows not yet read is
- * refused (mdadm's critical section: only its backup file holds them).
+ * refused (mdadm's critical section: only its backup file holds them)
+ * unless rs->backup says a backup file covers it (a forward reshape).
  * Returns 0, or -EINVAL with why in err. */
 int rf_reshape_init(struct rf_geom *g, struct rf_reshape *rs, int64_t min_offset_diff, char *err, size_t errlen);
 

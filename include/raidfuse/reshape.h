@@ -11,7 +11,9 @@
 #ifndef RAIDFUSE_RESHAPE_H
 #define RAIDFUSE_RESHAPE_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct rf_array;
 
@@ -25,8 +27,9 @@ struct rf_array;
  * raid4/5/6, no 1.x superblocks, a bitmap or a partial parity log),
  * -EBUSY a reshape or sync action running, or degraded, -EINVAL too few
  * spares, too few members for the level, or a shrink past the image's
- * size, -ENOSPC no room before the data to move it (a shrink: after it;
- * only mdadm's backup file would do). */
+ * size, -ENOSPC no room before the data to move it and no backup file set
+ * (rf_reshape_set_backup_file(): with one, a grow keeps its data in place)
+ * or, for a shrink, none after it. */
 int rf_reshape_grow(struct rf_array *a, int raid_disks, char *err, size_t errlen);
 /* Change a raid4/5 to raid6 (md/level), as mdadm --grow --level=6 does:
  * one spare more takes a new last slot, and the reshape restripes the
@@ -50,5 +53,15 @@ int rf_reshape_layout(struct rf_array *a, int layout, uint32_t chunk_sectors, ch
  * its sync thread to stop).  0, or -ETIMEDOUT with the freeze set and the
  * walk still in its window. */
 int rf_reshape_hold(struct rf_array *a, int timeout_ms);
+
+/* mdadm's backup file (--backup-file) for a grow with no room before the
+ * data: an absolute path, created if need be and opened for writing now
+ * (one that cannot be is refused: -errno with why, naming it), or NULL:
+ * none.  A grow begun while one is set may keep its data where it is
+ * (services/reshape.c: the backup file holds each window of its critical
+ * section first); a reshape under way keeps the file it began with. */
+int rf_reshape_set_backup_file(struct rf_array *a, const char *path, char *err, size_t errlen);
+/* The backup file set, into buf; false: none. */
+bool rf_reshape_backup_file(struct rf_array *a, char *buf, size_t len);
 
 #endif

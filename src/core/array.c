@@ -94,6 +94,7 @@ static void array_free(struct rf_array *a)
 		rf_dev_release(&a->devs[i]);
 	pthread_mutex_destroy(&a->dev_lock);
 	free(a->name);
+	free(a->backup_file);
 	free(a);
 }
 
@@ -175,6 +176,9 @@ static int reshape_open(struct rf_array *a, const struct rf_config *cfg, char *e
 	rs->prev.raid_disks = c->prev_raid_disks;
 	rs->prev.chunk_sectors = c->prev_chunk_bytes / 512;
 	rs->prev.dev_sectors = a->geom.dev_sectors;
+	/* A backup file given: a position in the critical section is taken
+	 * up (services/reshape.c restores it before the array serves). */
+	rs->backup = cfg->backup_file && !a->readonly && !c->backwards;
 	if (a->nmembers != (c->raid_disks > c->prev_raid_disks ? c->raid_disks : c->prev_raid_disks)) {
 		snprintf(err, errlen, "%s: a reshape from %d to %d devices over %d slots", cfg->path,
 			 c->prev_raid_disks, c->raid_disks, a->nmembers);
@@ -249,6 +253,7 @@ static struct rf_array *array_new(const struct rf_config *cfg)
 	rf_lock_rank(&a->dev_lock, RF_LOCK_DEV, "dev_lock");
 	a->name = strdup(cfg->name);
 	a->reshape_then = cfg->reshape.active && cfg->reshape.then_raid0 ? 0 : -1;
+	a->backup_file = cfg->backup_file ? strdup(cfg->backup_file) : NULL;
 	/* Mid-reshape behind an overlay: read-only (the reshape is the
 	 * members' to continue, services/reshape.c). */
 	a->readonly = cfg->readonly || (cfg->reshape.active && cfg->overlay_dir);
@@ -573,6 +578,13 @@ bool rf_array_reshape_moving(const struct rf_array *a)
 void rf_array_set_reshape_moving(struct rf_array *a, bool moving)
 {
 	atomic_store(&a->reshape_moving, moving);
+}
+
+void rf_array_reshape_restored(struct rf_array *a, uint64_t position)
+{
+	a->reshape.position = position;
+	atomic_store(&a->reshape_pos, position);
+	atomic_store(&a->reshape_rec, position);
 }
 
 void rf_array_on_resize(struct rf_array *a, void (*fn)(void *priv), void *priv)
@@ -977,10 +989,11 @@ int rf_array_takeover_slots(struct rf_array *a, int level, int layout, int raid_
 }
 
 int rf_array_reshape_begin(struct rf_array *a, const struct rf_geom *to, const struct rf_geom *from,
-			   uint64_t prev_absent, int64_t move, bool backwards, char *err, size_t errlen)
+			   uint64_t prev_absent, int64_t move, bool backwards, bool backup, char *err,
+			   size_t errlen)
 {
 	struct rf_reshape rs = { .active = true, .prev = a->geom, .prev_absent = prev_absent,
-				 .backwards = backwards };
+				 .backwards = backwards, .backup = backup && !backwards };
 	struct rf_geom g = a->geom;
 	int oldn = a->nmembers, raid_disks = to->raid_disks, i, ret;
 
@@ -1059,6 +1072,31 @@ void rf_array_set_reshape_then(struct rf_array *a, int level)
 int rf_array_reshape_then(const struct rf_array *a)
 {
 	return a->reshape_then;
+}
+
+int rf_array_set_backup_file(struct rf_array *a, const char *path)
+{
+	char *p = path ? strdup(path) : NULL, *old;
+
+	if (path && !p)
+		return -ENOMEM;
+	rf_devs_lock(a);
+	old = a->backup_file;
+	a->backup_file = p;
+	rf_devs_unlock(a);
+	free(old);
+	return 0;
+}
+
+bool rf_array_backup_file(struct rf_array *a, char *buf, size_t len)
+{
+	bool has;
+
+	rf_devs_lock(a);
+	has = a->backup_file != NULL;
+	snprintf(buf, len, "%s", has ? a->backup_file : "");
+	rf_devs_unlock(a);
+	return has;
 }
 
 int rf_array_reshape_finish(struct rf_array *a, char *err, size_t errlen)

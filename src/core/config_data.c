@@ -45,6 +45,7 @@ void rf_config_free(struct rf_config *cfg)
 	free(cfg->path);
 	free(cfg->name);
 	free(cfg->overlay_dir);
+	free(cfg->backup_file);
 	for (i = 0; i < RF_MAX_MEMBERS; i++) {
 		free(cfg->members[i]);
 		free(cfg->spares[i]);

@@ -162,10 +162,12 @@ void rf_array_reshape_commit(struct rf_array *a, uint64_t position);
  * caller put there takes), and each device's data is
  * to move by `move` sectors (its new data offset: lower when negative).
  * backwards: md's reshape_backwards, from the new geometry's end down (a
- * shrink: fewer slots than it has, which stay until it ends).  0, or
- * -errno with why (nothing changed). */
+ * shrink: fewer slots than it has, which stay until it ends).  backup:
+ * the walk keeps mdadm's backup file of its critical section (struct
+ * rf_reshape backup: the data may stay where it is).  0, or -errno with
+ * why (nothing changed). */
 int rf_array_reshape_begin(struct rf_array *a, const struct rf_geom *to, const struct rf_geom *from,
-			   uint64_t prev_absent, int64_t move, bool backwards, char *err, size_t errlen);
+			   uint64_t prev_absent, int64_t move, bool backwards, bool backup, char *err, size_t errlen);
 /* Inside rf_barrier_quiesced_all(): a raid1 takes raid_disks slots, the
  * new ones empty (missing and faulty, as md's grown raid1 is degraded
  * until spares take them: the management thread's rebuild).  0, or
@@ -198,6 +200,12 @@ int rf_array_takeover_slots(struct rf_array *a, int level, int layout, int raid_
  * is; not recorded).  Set inside rf_barrier_quiesced_all(). */
 void rf_array_set_reshape_then(struct rf_array *a, int level);
 int rf_array_reshape_then(const struct rf_array *a);
+/* mdadm's backup file for a reshape in place (array.backup_file,
+ * --backup-file, md/backup_file): set (path absolute; NULL: none), 0 or
+ * -ENOMEM; read into buf, false when there is none.  Device lock taken:
+ * not with it held. */
+int rf_array_set_backup_file(struct rf_array *a, const char *path);
+bool rf_array_backup_file(struct rf_array *a, char *buf, size_t len);
 /* Inside rf_barrier_quiesced_all(), every row in the new geometry: the
  * reshape ends; each slot's new data offset becomes its data offset, the
  * array takes the new geometry's size.  0, or -EINVAL with why. */
@@ -219,6 +227,10 @@ uint64_t rf_array_ext_size(const struct rf_array *a);
  * rf_array_reshape() says no reshape from now on, and sync actions may
  * run. */
 void rf_array_reshape_ended(struct rf_array *a);
+/* At open, before the array serves: a reshape's position moved to
+ * position, recorded there already (its critical section restored from
+ * mdadm's backup file, services/reshape.c). */
+void rf_array_reshape_restored(struct rf_array *a, uint64_t position);
 /* At open, before the array serves: the slots in mask hold nothing in a
  * reshape's previous geometry (layout.h struct rf_reshape prev_absent). */
 void rf_array_set_prev_absent(struct rf_array *a, uint64_t mask);

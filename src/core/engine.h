@@ -333,6 +333,9 @@ struct rf_array {
 	 * config names the raid0 (cfg->reshape.then_raid0), else as it is.
 	 * Set with every request drained; the walk reads it. */
 	int reshape_then;
+	/* mdadm's backup file of a reshape in place (rf_array_backup_file()),
+	 * NULL: none.  dev_lock. */
+	char *backup_file;
 	atomic_uint_fast64_t reshape_pos;
 	atomic_uint_fast64_t reshape_rec;       /* rf_array_reshape_recorded() */
 	atomic_bool reshape_moving;     /* rf_array_reshape_moving() */

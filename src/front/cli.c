@@ -19,6 +19,8 @@
  * array's state (detail.c): these only read files and wait.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -235,4 +237,32 @@ bool rf_cli_wait_exit(int pidfd, pid_t pid, int64_t deadline)
 		if (poll(&p, 1, (int)(left < 1000 ? left : 1000)) > 0)
 			return true;
 	}
+}
+
+int rf_cli_backup_file(const char *cmd, const char *arg, char *abs, size_t len)
+{
+	char cwd[PATH_MAX];
+	int fd, n;
+
+	if (!*arg) {
+		fprintf(stderr, "raidfuse: %s: --backup-file wants a file\n", cmd);
+		return 1;
+	}
+	if (arg[0] == '/')
+		n = snprintf(abs, len, "%s", arg);
+	else if (getcwd(cwd, sizeof(cwd)))
+		n = snprintf(abs, len, "%s/%s", strcmp(cwd, "/") ? cwd : "", strncmp(arg, "./", 2) ? arg : arg + 2);
+	else
+		n = -1;
+	if (n < 0 || (size_t)n >= len) {
+		fprintf(stderr, "raidfuse: %s: backup file %s: cannot make its path absolute\n", cmd, arg);
+		return 1;
+	}
+	fd = open(abs, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		fprintf(stderr, "raidfuse: %s: backup file %s: %s\n", cmd, abs, strerror(errno));
+		return 1;
+	}
+	close(fd);
+	return 0;
 }

@@ -67,6 +67,11 @@ void rf_cli_not_served(const char *mnt, const char *what, int err);
 /* MOUNTPOINT/md/ATTR's first line into buf (size bytes), the newline
  * cut.  Returns its length or -errno (reported, when report). */
 int rf_cli_read_attr(const char *mnt, const char *attr, char *buf, size_t size, bool report);
+/* --backup-file FILE of cmd (mdadm's backup file of a reshape in place):
+ * made absolute into abs (the daemon runs elsewhere), created if need be
+ * and opened for writing now, so a file that cannot be is said at once.
+ * 0, or 1 with a message naming it. */
+int rf_cli_backup_file(const char *cmd, const char *arg, char *abs, size_t len);
 
 /* A control file's text as a JSON value: a decimal integer as a number,
  * anything else as a string without its last newline ("0.90" stays a

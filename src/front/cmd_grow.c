@@ -2,7 +2,9 @@
 /* cmd_grow.c - `raidfuse grow`: mdadm --grow's words over a mount's md
  * files.
  *
- * Each --add FILE goes to md/new_dev (a spare), then --raid-devices N to
+ * Each --add FILE goes to md/new_dev (a spare), --backup-file FILE to
+ * md/backup_file (mdadm's, for a grow with no room before the data; made
+ * absolute, and created now), then --raid-devices N to
  * md/raid_disks, --level to md/level, --layout to md/layout or --chunk to
  * md/chunk_size; --size and --array-size to md/component_size and
  * md/array_size, the smaller image first.  Each write is `raidfuse ctl
@@ -13,6 +15,7 @@
  * the daemon does both (services/reshape.c), and says why in its log.
  */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +104,7 @@ struct grow_opts {
 	uint64_t chunk;
 	bool wait;
 	char sizebuf[32], arraybuf[32];
+	char backup[PATH_MAX];          /* --backup-file, absolute; "" none */
 };
 
 /* The options into o; -1 when they parsed, else the exit status. */
@@ -115,12 +119,13 @@ static int grow_parse(int argc, char **argv, struct grow_opts *o)
 		{ "size", required_argument, NULL, 'z' },
 		{ "array-size", required_argument, NULL, 'Z' },
 		{ "wait", no_argument, NULL, 'W' },
+		{ "backup-file", required_argument, NULL, 'B' },
 		OPT_HELP,
 		OPT_END
 	};
 	int ch, rc = -1;
 
-	while ((ch = rf_cli_opt_next(argc, argv, "-:n:l:p:c:a:z:Z:Wh", lo, &rc)) != -1) {
+	while ((ch = rf_cli_opt_next(argc, argv, "-:n:l:p:c:a:z:Z:WB:h", lo, &rc)) != -1) {
 		if (ch == 'z' || ch == 'Z') {
 			/* mdadm's --size and --array-size: KiB unless a suffix
 			 * says; "max" (md/array_size's "default"). */
@@ -165,6 +170,9 @@ static int grow_parse(int argc, char **argv, struct grow_opts *o)
 			o->adds[o->nadd++] = optarg;
 		} else if (ch == 'W') {
 			o->wait = true;
+		} else if (ch == 'B') {
+			if (rf_cli_backup_file("grow", optarg, o->backup, sizeof(o->backup)))
+				return 1;
 		} else if (ch == 1) {
 			if (o->mnt)
 				return rf_cli_usage_error("grow: expected one MOUNTPOINT, got also '%s'", optarg);
@@ -235,7 +243,9 @@ static int grow_apply(const struct grow_opts *o, int cur_level, int cur_n)
 		}
 	} else {
 		snprintf(nbuf, sizeof(nbuf), "%d", o->n);
-		rc = grow_set(o->mnt, "raid_disks", nbuf);
+		rc = o->backup[0] ? grow_set(o->mnt, "backup_file", o->backup) : 0;
+		if (!rc)
+			rc = grow_set(o->mnt, "raid_disks", nbuf);
 	}
 	return rc;
 }
@@ -305,6 +315,9 @@ int rf_cmd_grow(int argc, char **argv)
 	if ((o.n > 0) + (o.level >= 0) + !!o.layout + !!o.chunk == 0)
 		return rf_cli_usage_error("grow: --raid-devices, --level, --layout, --chunk, --size or --array-size is "
 					  "needed (what to change)");
+	if (o.backup[0] && (!o.n || o.level >= 0))
+		return rf_cli_usage_error("grow: --backup-file goes with --raid-devices (a grow with no room before "
+					  "the data)");
 	if ((o.layout || o.chunk) && (o.n || o.level >= 0 || (o.layout && o.chunk)))
 		return rf_cli_usage_error("grow: --layout and --chunk go alone, one change at a time");
 	if (o.level >= 0) {

@@ -203,11 +203,13 @@ int rf_cmd_mount(int argc, char **argv)
 		{ "ro", no_argument, NULL, 'r' },
 		{ "readonly", no_argument, NULL, 'r' },
 		{ "overlay", required_argument, NULL, 'O' },
+		{ "backup-file", required_argument, NULL, 'B' },
 		OPT_END
 	};
 	struct rf_fuse_opts o = { 0 };
 	struct rf_config cfg;
 	const char *pos[2] = { NULL, NULL }, *overlay = NULL;
+	char backup[PATH_MAX] = "";
 	bool ro = false;
 	char err[1024];
 	int npos = 0, ch, rc = -1;
@@ -217,6 +219,11 @@ int rf_cmd_mount(int argc, char **argv)
 			continue;
 		if (ch == 'r') {
 			ro = true;
+			continue;
+		}
+		if (ch == 'B') {
+			if (rf_cli_backup_file("mount", optarg, backup, sizeof(backup)))
+				return 1;
 			continue;
 		}
 		if (ch == 'O') {
@@ -246,6 +253,14 @@ int rf_cmd_mount(int argc, char **argv)
 	if (overlay && !(cfg.overlay_dir = strdup(overlay))) {
 		rf_config_free(&cfg);
 		return 1;
+	}
+	/* --backup-file over the config's array.backup_file */
+	if (backup[0]) {
+		free(cfg.backup_file);
+		if (!(cfg.backup_file = strdup(backup))) {
+			rf_config_free(&cfg);
+			return 1;
+		}
 	}
 	if (members_distinct(&cfg) ||
 	    wait_members((const char *const *)cfg.members, cfg.nmembers, cfg.readonly || overlay, "member") ||
@@ -293,11 +308,13 @@ int rf_cmd_assemble(int argc, char **argv)
 		{ "readonly", no_argument, NULL, 'r' },
 		{ "overlay", required_argument, NULL, 'O' },
 		{ "name", required_argument, NULL, 'N' },
+		{ "backup-file", required_argument, NULL, 'B' },
 		OPT_END
 	};
 	struct rf_fuse_opts o = { 0 };
 	struct rf_config cfg;
 	const char *name = NULL, *members[RF_MAX_MEMBERS], *overlay = NULL;
+	char backup[PATH_MAX] = "";
 	bool ro = false;
 	char err[1024];
 	int n = 0, ch, rc = -1;
@@ -311,6 +328,10 @@ int rf_cmd_assemble(int argc, char **argv)
 			break;
 		case 'O':
 			overlay = optarg;
+			break;
+		case 'B':
+			if (rf_cli_backup_file("assemble", optarg, backup, sizeof(backup)))
+				return 1;
 			break;
 		case 'N':
 			name = optarg;
@@ -341,6 +362,10 @@ int rf_cmd_assemble(int argc, char **argv)
 	if (overlay ? rf_assemble_overlay(members, n, name, overlay, &cfg, err, sizeof(err))
 		    : rf_assemble(members, n, name, ro, &cfg, err, sizeof(err))) {
 		fprintf(stderr, "raidfuse: %s\n", err);
+		return 1;
+	}
+	if (backup[0] && !(cfg.backup_file = strdup(backup))) {
+		rf_config_free(&cfg);
 		return 1;
 	}
 	return serve(&cfg, &o);

@@ -3,6 +3,7 @@
  *
  *   raidfuse create CONFIG [-f] [--assume-clean] [-b internal|none] [--bitmap-chunk SIZE]
  *   raidfuse mount [--ro | --overlay DIR] CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS] [--freeze] [--force]
+ *                  [--backup-file FILE]   (assemble too)
  *   raidfuse CONFIG MOUNTPOINT -o OPTS   (mount.fuse3's form of mount: fstab.h)
  *   raidfuse assemble [--ro | --overlay DIR] [--name FILE] [-f] [-d] [-v] [-o OPTS] [--freeze]
  *                     [--force]   (create, mount, assemble: [--allow-unsafe-dirs])
@@ -203,6 +204,7 @@ static const struct cmd cmds[] = {
 	{ "mount", rf_cmd_mount,
 	  "raidfuse mount [--ro | --overlay DIR] CONFIG MOUNTPOINT [-f] [-d] [-v] [-o OPTS]\n"
 	  "               [--freeze] [--force] [--allow-unsafe-dirs] [--log FILE|stderr|syslog|journal]\n"
+	  "               [--backup-file FILE]\n"
 	  "raidfuse CONFIG MOUNTPOINT -o OPTS   (mount.fuse3, /etc/fstab: type fuse.raidfuse)",
 	  "Check the members and their superblocks (none with metadata \"none\") against\n"
 	  "CONFIG and serve the array as MOUNTPOINT/<name>, with md's control files beside\n"
@@ -219,6 +221,9 @@ static const struct cmd cmds[] = {
 	  "                         io_uring=auto|on|off: FUSE over io_uring (default auto)\n"
 	  "      --freeze           start with md/sync_action frozen: a resync that is due\n"
 	  "                         waits until `resync` is written there\n"
+	  "      --backup-file=FILE mdadm's backup file of a grow in place (as array.backup_file):\n"
+	  "                         a reshape stopped in its critical section is restored\n"
+	  "                         from it before the array serves (needed there)\n"
 	  HELP_FORCE
 	  HELP_UNSAFE_DIRS
 	  HELP_LOG
@@ -227,7 +232,7 @@ static const struct cmd cmds[] = {
 	{ "assemble", rf_cmd_assemble,
 	  "raidfuse assemble [--ro | --overlay DIR] [--name FILE] [-f] [-d] [-v] [-o OPTS]\n"
 	  "                  [--freeze] [--force] [--allow-unsafe-dirs] [--log FILE|stderr|syslog|journal]\n"
-	  "                  MOUNTPOINT MEMBER...",
+	  "                  [--backup-file FILE] MOUNTPOINT MEMBER...",
 	  "Serve the array the members' md superblocks describe (0.90, 1.0, 1.1, 1.2) as\n"
 	  "MOUNTPOINT/array.img, no config needed: members in any order, stale ones left out.\n"
 	  "\n"
@@ -242,6 +247,9 @@ static const struct cmd cmds[] = {
 	  "  -o, --options=OPTS     FUSE mount options (e.g. allow_other), and\n"
 	  "                         io_uring=auto|on|off: FUSE over io_uring (default auto)\n"
 	  "      --freeze           start with md/sync_action frozen\n"
+	  "      --backup-file=FILE mdadm's backup file of a grow in place (grow --backup-file):\n"
+	  "                         a reshape stopped in its critical section is restored\n"
+	  "                         from it before the array serves (needed there)\n"
 	  HELP_FORCE
 	  HELP_UNSAFE_DIRS
 	  HELP_LOG
@@ -345,7 +353,7 @@ static const struct cmd cmds[] = {
 	  "read or set an md attribute; add, fail, remove; check, repair" },
 	{ "grow", rf_cmd_grow,
 	  "raidfuse grow MOUNTPOINT (--raid-devices N | --level L | --layout L | --chunk C)\n"
-	  "              [--add FILE]... [--wait]\n"
+	  "              [--add FILE]... [--backup-file FILE] [--wait]\n"
 	  "raidfuse grow MOUNTPOINT [--size S|max] [--array-size A|max]",
 	  "Grow the raid4/5/6 array on MOUNTPOINT to N members online, as mdadm --grow\n"
 	  "--raid-devices does: each FILE is added as a spare (md/new_dev), then N is written to\n"
@@ -375,7 +383,10 @@ static const struct cmd cmds[] = {
 	  "a shrink sets it first, then --size.  Fewer --raid-devices shrink a raid4/5/6 once\n"
 	  "--array-size cut the image to what they hold (md's backward reshape; each member\n"
 	  "needs a chunk free after its data: --size a chunk smaller); the members dropped end\n"
-	  "as spares.  A refusal's reason is in the daemon's log.\n"
+	  "as spares.  A grow with no room before the data takes --backup-file FILE, as mdadm's:\n"
+	  "the data stays in place and FILE holds each window of the reshape's critical\n"
+	  "section first (keep it until the reshape ended; assemble and mount take it after\n"
+	  "a crash).  A refusal's reason is in the daemon's log.\n"
 	  "\n"
 	  "  -n, --raid-devices=N   the member count to grow (or shrink) to\n"
 	  "  -l, --level=L          6: raid4/5 to raid6, one member more; 5: raid4, raid6\n"
@@ -385,6 +396,8 @@ static const struct cmd cmds[] = {
 	  "  -p, --layout=L         a raid5/6 layout of the level\n"
 	  "  -c, --chunk=C          a chunk size (a power of two, 4K or more)\n"
 	  "  -a, --add=FILE         a spare to add first (again for more)\n"
+	  "  -B, --backup-file=FILE with --raid-devices: mdadm's backup file, for a grow with\n"
+	  "                         no room before the data (written to md/backup_file)\n"
 	  "  -z, --size=S|max       the size each member uses (raid1/4/5/6/10)\n"
 	  "  -Z, --array-size=A|max the size the image serves\n"
 	  "  -W, --wait             wait until the reshape ends, a progress line on stderr,\n"

@@ -716,8 +716,8 @@ static int array_consistency(struct ld *ld, const config_setting_t *arr, struct 
 
 /* How members are used: array.member_timeout (seconds, an integer, or
  * "500ms" / "30s"), array.member_io ("auto", "direct" or "buffered":
- * devopen.h), and md's per-device flags by member index, failfast = ( 1,
- * 2 ) and write_mostly = ( 1 ). */
+ * devopen.h), md's per-device flags by member index, failfast = ( 1,
+ * 2 ) and write_mostly = ( 1 ), and array.backup_file. */
 static int array_member_opts(struct ld *ld, const config_setting_t *arr, struct rf_config *cfg)
 {
 	const config_setting_t *s;
@@ -750,6 +750,20 @@ static int array_member_opts(struct ld *ld, const config_setting_t *arr, struct 
 			return fail(ld, s, "array.member_io", "must be \"auto\", \"direct\" or \"buffered\" (got %s)",
 				    val_text(s, buf, sizeof(buf)));
 		cfg->member_io = mode;
+	}
+
+	/* array.backup_file: mdadm's --backup-file for a reshape in place
+	 * (services/reshape.c), relative to the config's directory. */
+	s = config_setting_get_member(arr, "backup_file");
+	if (s) {
+		const char *t = config_setting_type(s) == CONFIG_TYPE_STRING ? config_setting_get_string(s) : NULL;
+
+		if (!t || !*t)
+			return fail(ld, s, "array.backup_file", "must be a file's path (got %s)",
+				    val_text(s, buf, sizeof(buf)));
+		cfg->backup_file = resolve(ld, t);
+		if (!cfg->backup_file)
+			return -ENOMEM;
 	}
 
 	r = member_set(ld, arr, "failfast", cfg->nmembers, &cfg->failfast);
@@ -794,7 +808,7 @@ static int load_array(struct ld *ld, const config_setting_t *arr,
 	static const char *const keys[] = {
 		"name", "level", "layout", "chunk_size", "members", "spares",
 		"member_size", "data_offset", "size", "metadata", "bitmap", "bitmap_chunk", "member_timeout",
-		"failfast", "write_mostly", "consistency_policy", "member_io", NULL
+		"failfast", "write_mostly", "consistency_policy", "member_io", "backup_file", NULL
 	};
 	static int (*const steps[])(struct ld *, const config_setting_t *, struct rf_config *) = {
 		array_name, array_metadata, array_level, array_layout, array_chunk, array_members,

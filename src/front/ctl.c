@@ -484,6 +484,34 @@ static int store_raid_disks(struct rf_array *a, int member, const char *val)
 	return reshape_said("raid_disks", val, rf_reshape_grow(a, (int)n, err, sizeof(err)), err);
 }
 
+/* md/backup_file: mdadm's backup file of a reshape in place, or none
+ * (not one of md's files: mdadm --grow --backup-file keeps it itself). */
+static void show_backup_file(struct rf_array *a, const struct rf_array_info *i, int member, struct rf_ctl_buf *b)
+{
+	char path[4096];
+
+	(void)i;
+	(void)member;
+	rf_ctl_printf(b, "%s\n", rf_reshape_backup_file(a, path, sizeof(path)) ? path : "none");
+}
+
+/* md/backup_file written: an absolute path (made and written to now, so
+ * a file that cannot be is refused at once), or none. */
+static int store_backup_file(struct rf_array *a, int member, const char *val)
+{
+	char path[4096], err[512];
+	int n = (int)strcspn(val, "\n"), ret;
+
+	(void)member;
+	if (n >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	snprintf(path, sizeof(path), "%.*s", n, val);
+	ret = rf_reshape_set_backup_file(a, strcmp(path, "none") && *path ? path : NULL, err, sizeof(err));
+	if (ret)
+		rf_warn("md/backup_file: %s", err);
+	return ret;
+}
+
 /* md/component_size written on a running array (mdadm --grow --size):
  * KiB each member uses, or "max" (md takes 0 for it too). */
 static int store_component_size(struct rf_array *a, int member, const char *val)
@@ -873,6 +901,9 @@ const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	{ .name = "raid_disks", .mode = 0644, .show = show_raid_disks, .store = store_raid_disks,
 	  .takes = "more members than it has: a raid4/5/6 or raid10 (near, offset) grows by as many spares "
 		   "(md/new_dev); a raid1 by mirrors, or fewer once no more slots hold a device" },
+	{ .name = "backup_file", .mode = 0644, .show = show_backup_file, .store = store_backup_file,
+	  .takes = "an absolute path, or none: mdadm's backup file for a grow with no room before the data "
+		   "(written before md/raid_disks)" },
 	{ .name = "component_size", .mode = 0644, .show = show_component_size, .store = store_component_size,
 	  .takes = "KiB each member uses, or max: members grown or replaced by larger ones (raid1/4/5/6/10)" },
 	{ .name = "array_size", .mode = 0644, .show = show_array_size, .store = store_array_size,

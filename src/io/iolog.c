@@ -205,3 +205,10 @@ bool rf_test_break(const char *what)
 {
 	return test_break_word && !strcmp(test_break_word, what);
 }
+
+bool rf_test_halt(const char *what)
+{
+	const char *w = getenv("RAIDFUSE_TEST_HALT");
+
+	return w && !strcmp(w, what);
+}

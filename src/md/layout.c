@@ -427,9 +427,14 @@ int rf_reshape_init(struct rf_geom *g, struct rf_reshape *rs, int64_t min_offset
 					 "file", d);
 	} else if (rs->backwards ? (int64_t)here_new + min_offset_diff <= (int64_t)here_old :
 				   (int64_t)here_new >= (int64_t)here_old - min_offset_diff) {
-		return geom_fail(err, errlen, "reshape position %" PRIu64 " is inside mdadm's critical section "
-				 "(new rows would overlap old ones not yet read): the rows there may be only in "
-				 "mdadm's backup file", rs->position);
+		/* md's "reshape_position too early for auto-recovery": the
+		 * backup file (restored before the array serves) holds them. */
+		if (rs->backup && !rs->backwards)
+			return 0;
+		return geom_fail(err, errlen, "reshape position %" PRIu64 " is inside the reshape's critical section "
+				 "(new rows would overlap old ones not yet read; md: reshape_position too early for "
+				 "auto-recovery): the rows there may be only in its backup file: serve it with "
+				 "--backup-file FILE (assemble, mount) or array.backup_file", rs->position);
 	}
 	return 0;
 }

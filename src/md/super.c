@@ -1085,7 +1085,10 @@ static void reshape_update1(struct sb1 *s, const struct rf_sb_change *c)
 		s->reshape_position = rf_to_le64(c->set_reshape == RF_SB_RESHAPE_AT || c->reshape_backwards ?
 						 c->reshape_position : 0);
 		s->new_offset = rf_to_le32((uint32_t)c->reshape_new_offset);
-		f |= RF_SB_FEAT_RESHAPE | RF_SB_FEAT_NEW_OFFSET;
+		/* md sets the feature only where the data moves (a reshape
+		 * in place, mdadm's backup file's, has none). */
+		f |= RF_SB_FEAT_RESHAPE;
+		f = c->reshape_new_offset ? f | RF_SB_FEAT_NEW_OFFSET : f & ~(uint32_t)RF_SB_FEAT_NEW_OFFSET;
 		f = c->reshape_backwards ? f | RF_SB_FEAT_RESHAPE_BACK : f & ~(uint32_t)RF_SB_FEAT_RESHAPE_BACK;
 		s->feature_map = rf_to_le32(f);
 		return;

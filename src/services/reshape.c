@@ -54,8 +54,33 @@
  * recorded (hook_write_start(); md holds such a write until the
  * superblocks caught up), so foreground writes reach the new geometry only
  * below a recorded position.  A window that would land on old rows not
- * yet read (a reshape whose data offset did not move, which mdadm runs
- * with a backup file) is not written: the walk stops and says so.
+ * yet read is not written without a backup file: the walk stops and says
+ * so.
+ *
+ * mdadm's backup file (--backup-file, md/backup_file; its format is
+ * md/backup_fmt.c's).  A grow with no room before the data on every
+ * member keeps the data offsets where they are when a backup file is set
+ * (plan(): struct rf_reshape backup), as mdadm --grow --backup-file has md
+ * do.  Its first windows (the critical section: the new rows of the
+ * position's granule land on old rows of its own) then cannot fit; each
+ * such window is as large as lands on no old rows past its own end
+ * (window_backup()), and in it, every request drained (reads too: its
+ * new rows land on the old rows reads of it would find): its old data is read,
+ * written to the backup file (array order, at 4 KiB, then flushed), the
+ * header that names it written after the data and at the file's start
+ * (flushed: the header at the start is what makes the backup count), then
+ * the new rows, and the position is recorded at the window's end before
+ * the next window begins (record() with the members flushed: nothing runs
+ * ahead of the record there).  A crash anywhere leaves either a header
+ * that ends at or below the recorded position (stale: the old rows at the
+ * position were never touched) or one that starts at it, whose data
+ * restore() writes back in the new geometry at the next assembly before
+ * the array serves, recording the position at the backup's end (mdadm's
+ * Grow_restart).  Once a granule's new rows fall below the old rows of
+ * the recorded position, windows fit by themselves: no more backups.  An
+ * in-place grow found at assembly inside its critical section without
+ * the file is refused there (md/layout.c rf_reshape_init(): md's
+ * "reshape_position too early for auto-recovery").
  *
  * A grow begins with rf_reshape_grow() (md/raid_disks): the spares take
  * the new slots, every member's data is to move lower as the level says
@@ -126,7 +151,9 @@
  * them.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -134,11 +161,14 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/core.h"
 #include "core/reshapework.h"
 #include "raidfuse/iolog.h"
+#include "raidfuse/backup.h"
 #include "raidfuse/bgthread.h"
+#include "raidfuse/fdio.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/layout.h"
 #include "raidfuse/lockcheck.h"
@@ -190,6 +220,11 @@ struct reshape {
 	struct rf_bgthread recorder;
 	_Atomic uint64_t rec_want;
 	_Atomic int64_t rec_ms;         /* when the position was last recorded */
+	/* mdadm's backup file of a grow in place (rs->backup), the walk's
+	 * thread only: open while it runs (bk_fd; -1: none). */
+	int bk_fd;
+	char bk_path[PATH_MAX];
+	unsigned nbackups;              /* windows backed up this run */
 };
 
 /* md records a reshape's position at least this often (its 10 s). */
@@ -319,6 +354,95 @@ static uint64_t window_at(struct reshape *r, uint64_t x, uint64_t base)
 	return (first + best * r->gran < r->end ? first + best * r->gran : r->end) - x;
 }
 
+/* ---- mdadm's backup file (a grow in place) ---- */
+
+/* The array's uuid (its slots' superblocks) and their newest utime. */
+static void array_ids(struct rf_array *a, uint8_t uuid[16], uint64_t *utime)
+{
+	int i;
+
+	memset(uuid, 0, 16);
+	*utime = 0;
+	rf_devs_lock(a);
+	for (i = 0; i < rf_array_nslots(a); i++) {
+		const struct rf_dev *d = rf_dev_get(a, i);
+
+		if (!d->sb_has)
+			continue;
+		memcpy(uuid, d->sb.uuid, 16);
+		if (d->sb.utime > *utime)
+			*utime = d->sb.utime;
+	}
+	rf_devs_unlock(a);
+}
+
+/* Into the backup file fd: the header naming array sectors [x, x + n)
+ * (n 0: none), as mdadm lays a backup file out: the n sectors of data at
+ * 4 KiB, flushed, then the header's copy after them and the header at
+ * the file's start, flushed (the header at the start is what a restore
+ * reads: until it is written, the one before still speaks).  0 or -errno. */
+static int backup_put(struct rf_array *a, int fd, uint64_t x, uint64_t n, const char *data)
+{
+	struct rf_backup_sb b = { .version = 1, .mtime = (uint64_t)time(NULL), .devstart = RF_BACKUP_DATA_SECTOR,
+				  .arraystart = x, .length = n };
+	uint8_t hdr[RF_BACKUP_SB_BYTES];
+	uint64_t utime;
+	int ret = 0;
+
+	array_ids(a, b.uuid, &utime);
+	rf_backup_encode(&b, hdr);
+	if (n) {
+		ret = rf_pwrite_full(fd, data, n * 512, RF_BACKUP_DATA_SECTOR * 512);
+		if (!ret)
+			ret = rf_fsync_full(fd);
+	}
+	if (!ret)
+		ret = rf_pwrite_full(fd, hdr, sizeof(hdr), (RF_BACKUP_DATA_SECTOR + n) * 512);
+	if (!ret)
+		ret = rf_pwrite_full(fd, hdr, sizeof(hdr), 0);
+	if (!ret)
+		ret = rf_fsync_full(fd);
+	return ret;
+}
+
+/* The backup file path, made if need be, opened for writing: the fd, or
+ * -errno with why in err. */
+static int backup_open_path(const char *path, char *err, size_t errlen)
+{
+	int fd;
+
+	if (path[0] != '/') {
+		snprintf(err, errlen, "backup file %s: not an absolute path", path);
+		return -EINVAL;
+	}
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "backup file %s: %s", path, strerror(e));
+		return -e;
+	}
+	return fd;
+}
+
+/* Sectors of array data the window at x the backup file is to hold may
+ * hold (up to a granule's end): its new rows land on its own old rows,
+ * never on those of the sectors past it (which no backup holds), so as
+ * many granules as that allows, WINDOW_BYTES at most; 0: not even one. */
+static uint64_t window_backup(struct reshape *r, uint64_t x)
+{
+	uint64_t first = x / r->gran * r->gran, k, e;
+
+	/* A grow's new rows fall behind its old ones as windows grow: the
+	 * largest window fits first. */
+	for (k = window_max(r); k > 0; k /= 2) {
+		e = first + k * r->gran < r->end ? first + k * r->gran : r->end;
+		if (e > x && fits_at(r, e, e))
+			return e - x;
+	}
+	return 0;
+}
+
 /* The members an old row lacks: the faulty ones, and one a level change
  * added (absent in the previous geometry).  Faulty members change only
  * with writes drained or by a failure, which fails the window. */
@@ -351,6 +475,8 @@ struct window {
 	struct reshape *r;
 	uint64_t x, n;                  /* array sectors [x, x + n) */
 	uint64_t to;                    /* the position after it */
+	bool backup;                    /* its old data goes to the backup file first */
+	int bk_err;                     /* writing the backup file failed: -errno */
 };
 
 static uint64_t window_at(struct reshape *r, uint64_t x, uint64_t base);
@@ -382,6 +508,14 @@ static int move_window(void *arg)
 	}
 	if (ret)
 		return ret;
+	/* In the critical section: the old data to the backup file before a
+	 * new row lands on it.  RAIDFUSE_TEST_BREAK=reshape-backup: the
+	 * window goes on without it (a crash in it loses those rows). */
+	if (w->backup && !rf_test_break("reshape-backup")) {
+		w->bk_err = backup_put(r->a, r->bk_fd, w->x, w->n, r->data);
+		if (w->bk_err)
+			return w->bk_err;
+	}
 	if (!rs->backwards && !old_missing(r->a) && nx < r->end) {
 		nn = window_at(r, nx, nx);
 		if (nn && r->ops->queue_old(&r->w, nx, nn, r->pf_data, 0))
@@ -389,6 +523,8 @@ static int move_window(void *arg)
 	}
 	r->ops->queue_new(&r->w, w->x, w->n, r->data);
 	ret = rf_reshape_io_wait(&r->w);
+	if (!ret && w->backup && rf_test_halt("reshape-backup"))
+		return -ECANCELED;
 	if (!ret && nn) {
 		r->pf_x = nx;
 		r->pf_n = nn;
@@ -567,6 +703,9 @@ static void free_bufs(struct reshape *r)
 	free(r->w.scratch);
 	r->w.mios = NULL;
 	r->data = r->pf_data = r->w.par = r->w.zero = r->w.scratch = NULL;
+	if (r->bk_fd >= 0)
+		close(r->bk_fd);
+	r->bk_fd = -1;
 }
 
 static int setup(struct reshape *r)
@@ -610,6 +749,24 @@ static int setup(struct reshape *r)
 		return -ENOMEM;
 	}
 	memset(r->w.zero, 0, r->w.unit * 512);
+	r->nbackups = 0;
+	/* A grow in place: its backup file, for the windows of its critical
+	 * section. */
+	if (rs->backup && !rs->backwards) {
+		int fd = -ENOENT;
+
+		if (rf_array_backup_file(r->a, r->bk_path, sizeof(r->bk_path)))
+			fd = backup_open_path(r->bk_path, why, sizeof(why));
+		else
+			snprintf(why, sizeof(why), "no backup file set");
+		if (fd < 0) {
+			rf_err("%s: reshape: the data stays in place and needs mdadm's backup file: %s",
+			       rf_array_name(r->a), why);
+			free_bufs(r);
+			return fd;
+		}
+		r->bk_fd = fd;
+	}
 	return 0;
 }
 
@@ -627,8 +784,9 @@ static void run(struct reshape *r)
 
 	ret = setup(r);
 	if (ret) {
-		rf_err("%s: reshape: %s", rf_array_name(a),
-		       ret == -ENOMEM ? "no memory for its buffers" : "the level has no reshape walk");
+		if (ret == -ENOMEM || ret == -EOPNOTSUPP)
+			rf_err("%s: reshape: %s", rf_array_name(a),
+			       ret == -ENOMEM ? "no memory for its buffers" : "the level has no reshape walk");
 		r->err = ret;
 		return;
 	}
@@ -679,10 +837,15 @@ static void run(struct reshape *r)
 		 * windows; the walk records here itself (waiting for the
 		 * recorder's write under way) where the window it may take
 		 * from the recorded position is under half what it may take
-		 * from its own (or md's 10 s passed). */
+		 * from its own (or md's 10 s passed), and before a window
+		 * the backup file holds (the critical section of a grow in
+		 * place: no window fits; the file's header then speaks of
+		 * the rows at the recorded position only). */
 		rec = atomic_load(&r->rec_pos);
 		full = rs->backwards ? window_below(r, w.x, w.x) : window_at(r, w.x, w.x);
-		if (rec != w.x && ((rs->backwards ? window_below(r, w.x, rec) : window_at(r, w.x, rec)) < (full + 1) / 2 ||
+		w.backup = !full && !rs->backwards && r->bk_fd >= 0;
+		if (rec != w.x && (w.backup ||
+				   (rs->backwards ? window_below(r, w.x, rec) : window_at(r, w.x, rec)) < (full + 1) / 2 ||
 				   rf_mono_ms() - r->rec_ms >= RECORD_MS)) {
 			ret = record(r, w.x, false);
 			if (ret) {
@@ -701,6 +864,11 @@ static void run(struct reshape *r)
 			w.n = window_at(r, w.x, rec);
 			w.to = w.x + w.n;
 		}
+		if (w.backup) {
+			w.n = window_backup(r, w.x);
+			w.to = w.x + w.n;
+			w.backup = w.n != 0;
+		}
 		if (!w.n) {
 			rf_err("%s: reshape: stopped at array sector %" PRIu64 ": the next new rows would land on "
 			       "old rows not yet read (a reshape that needs mdadm's backup file)", rf_array_name(a),
@@ -708,7 +876,22 @@ static void run(struct reshape *r)
 			r->err = -ENOSPC;
 			return;
 		}
-		ret = rf_barrier_quiesced(a, move_window, &w);
+		/* A backup window's new rows land on its own old rows, which
+		 * reads would find until the position moves: every request
+		 * drained for it. */
+		ret = w.backup ? rf_barrier_quiesced_all(a, move_window, &w) : rf_barrier_quiesced(a, move_window, &w);
+		if (ret == -ECANCELED && w.backup) {
+			rf_warn("%s: reshape: halted after the new rows of the window at array sector %" PRIu64
+				" its backup file holds (RAIDFUSE_TEST_HALT)", rf_array_name(a), w.x);
+			r->err = ret;
+			return;
+		}
+		if (w.bk_err) {
+			rf_err("%s: reshape: stopped at array sector %" PRIu64 ": writing backup file %s: %s",
+			       rf_array_name(a), w.x, r->bk_path, strerror(-w.bk_err));
+			r->err = w.bk_err;
+			return;
+		}
 		if (ret) {
 			/* A member failed (it is marked): wait for it as above. */
 			rf_warn("%s: reshape: window at array sector %" PRIu64 ": %s", rf_array_name(a), w.x,
@@ -717,8 +900,21 @@ static void run(struct reshape *r)
 		}
 		moved += w.n;
 		atomic_store(&r->rec_want, w.to);
-		if (record_soon(r, w.to))
+		if (w.backup) {
+			/* Recorded before the next window's backup replaces
+			 * this one (a failure: the next window records first). */
+			r->nbackups++;
+			ret = record(r, w.to, false);
+			if (ret)
+				rf_warn("%s: reshape: recording its position (array sector %" PRIu64 "): %s",
+					rf_array_name(a), w.to, strerror(-ret));
+			else if (window_at(r, w.to, w.to))
+				rf_info("%s: reshape: past its critical section at array sector %" PRIu64 " (%u "
+					"window(s) through backup file %s)", rf_array_name(a), w.to, r->nbackups,
+					r->bk_path);
+		} else if (record_soon(r, w.to)) {
 			rf_bg_kick(&r->recorder);
+		}
 		pace(r, r->ops->dev_end(rf_array_geom(a), r->w.unit, w.x + w.n - 1) -
 			r->ops->dev_first(rf_array_geom(a), r->w.unit, w.x));
 	}
@@ -927,6 +1123,136 @@ static const char *cannot_reshape(struct rf_array *a)
 	return NULL;
 }
 
+/* At assembly, before the array serves: a grow in place found inside its
+ * critical section (the position's new rows would land on its own old
+ * rows) takes up its backup file as mdadm's Grow_restart does.  A header
+ * of this array (uuid, checksums) whose rows end at or below the position
+ * is stale (the walk writes the backup before any new row of a window, so
+ * the old rows at the position are whole) and changes nothing.  One that
+ * starts at or below the position and ends past it, written no more than
+ * 2 h before the superblocks' last update and no more than 10 min after
+ * (mdadm's window), has its rows written in the new geometry, flushed,
+ * and the position recorded at its end.  Anything else (no file, no
+ * header of this array, a header past the position or off the new
+ * geometry's stripes) is refused: 0, or -errno with why in err (the array
+ * is not served). */
+static int restore(struct reshape *r, char *err, size_t errlen)
+{
+	struct rf_array *a = r->a;
+	const struct rf_reshape *rs = rf_array_reshape_state(a);
+	uint64_t pos = rs->position, lo, hi, utime, x, n;
+	uint8_t hdr[RF_BACKUP_SB_BYTES], copy[RF_BACKUP_SB_BYTES], uuid[16];
+	char path[PATH_MAX], why[PATH_MAX + 512];
+	struct rf_backup_sb b;
+	struct rf_ioq q;
+	int fd = -1, ret;
+
+	if (!rs->active || !rs->backup || rs->backwards)
+		return 0;
+	ret = setup(r);
+	if (ret) {
+		snprintf(err, errlen, "%s: reshape: %s", rf_array_name(a),
+			 ret == -ENOMEM ? "no memory for its buffers" : "its backup file cannot be opened");
+		return ret;
+	}
+	if (window_at(r, pos, pos)) {
+		free_bufs(r);
+		return 0;
+	}
+	snprintf(path, sizeof(path), "%s", r->bk_path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ret = fd < 0 ? -errno : rf_pread_full(fd, hdr, sizeof(hdr), 0);
+	if (ret) {
+		snprintf(why, sizeof(why), "%s: %s", path, strerror(-ret));
+		goto refuse;
+	}
+	ret = rf_backup_decode(hdr, path, &b, why, sizeof(why));
+	if (ret)
+		goto refuse;
+	array_ids(a, uuid, &utime);
+	ret = -EINVAL;
+	if (memcmp(b.uuid, uuid, 16)) {
+		snprintf(why, sizeof(why), "%s: a backup of another array (its uuid differs)", path);
+		goto refuse;
+	}
+	rf_backup_span(&b, &lo, &hi);
+	if (hi <= pos) {
+		rf_info("%s: reshape: backup file %s holds array sectors [%" PRIu64 ", %" PRIu64 "), at or below "
+			"the position %" PRIu64 ": nothing to restore", rf_array_name(a), path, lo, hi, pos);
+		ret = 0;
+		goto out;
+	}
+	if (lo > pos) {
+		snprintf(why, sizeof(why), "%s holds array sectors [%" PRIu64 ", %" PRIu64 "), past the position %"
+			 PRIu64 ": not this reshape's backup", path, lo, hi, pos);
+		goto refuse;
+	}
+	if (utime > b.mtime + 2 * 3600 || utime + 600 < b.mtime) {
+		snprintf(why, sizeof(why), "%s was written at %" PRIu64 ", the superblocks at %" PRIu64 ": too far "
+			 "apart to be this reshape's backup (mdadm's too-old timestamp)", path, b.mtime, utime);
+		goto refuse;
+	}
+	if (b.version != 1 || lo % r->gran || (hi % r->gran && hi != r->end) || hi > r->end) {
+		snprintf(why, sizeof(why), "%s holds array sectors [%" PRIu64 ", %" PRIu64 ")%s: not whole stripes "
+			 "of the new geometry (%" PRIu64 " sectors), which raidfuse restores", path, lo, hi,
+			 b.version != 1 ? " in two sections" : "", r->gran);
+		goto refuse;
+	}
+	/* The header's copy after the data, where one is (mdadm's own files
+	 * have none): the same, or the backup was being written. */
+	if (!rf_pread_full(fd, copy, sizeof(copy), (b.devstart + b.length) * 512) &&
+	    !memcmp(copy, "md_backup_data", 14) && memcmp(copy, hdr, 100)) {
+		snprintf(why, sizeof(why), "%s: the header's copy after the data differs from the header", path);
+		goto refuse;
+	}
+	/* RAIDFUSE_TEST_BREAK=reshape-restore: the backup is not written
+	 * back (the walk goes on from rows its last window overwrote). */
+	if (rf_test_break("reshape-restore")) {
+		ret = 0;
+		goto out;
+	}
+	ret = rf_array_inline_ioq_open(a, &q, QDEPTH);
+	if (ret) {
+		snprintf(why, sizeof(why), "member IO queue: %s", strerror(-ret));
+		goto refuse;
+	}
+	r->w.ioq = &q;
+	for (x = lo; !ret && x < hi; x += n) {
+		n = hi - x < window_max(r) * r->gran ? hi - x : window_max(r) * r->gran;
+		ret = rf_pread_full(fd, r->data, n * 512, (b.devstart + (x - lo)) * 512);
+		if (ret) {
+			snprintf(why, sizeof(why), "%s: read: %s", path, strerror(-ret));
+			break;
+		}
+		r->ops->queue_new(&r->w, x, n, r->data);
+		ret = rf_reshape_io_wait(&r->w);
+		if (ret)
+			snprintf(why, sizeof(why), "writing its rows back: %s", strerror(-ret));
+	}
+	rf_ioq_destroy(&q);
+	r->w.ioq = &r->q;
+	if (ret)
+		goto refuse;
+	/* The members flushed, then the position at the backup's end. */
+	ret = rf_sbstate_reshape(rf_array_sbstate(a), false, hi);
+	if (ret) {
+		snprintf(why, sizeof(why), "recording the position %" PRIu64 ": %s", hi, strerror(-ret));
+		goto refuse;
+	}
+	rf_array_reshape_restored(a, hi);
+	rf_info("%s: reshape: restored array sectors [%" PRIu64 ", %" PRIu64 ") from backup file %s (its critical "
+		"section), the position now %" PRIu64, rf_array_name(a), lo, hi, path, hi);
+	goto out;
+refuse:
+	snprintf(err, errlen, "%s: reshape at array sector %" PRIu64 " is inside its critical section and cannot "
+		 "be restored: %s", rf_array_name(a), pos, why);
+out:
+	if (fd >= 0)
+		close(fd);
+	free_bufs(r);
+	return ret;
+}
+
 /* Every raid0/1/4/5/6/10 array served read-write with 1.x superblocks has
  * the walk (idle until a reshape is under way); a reshape found at
  * assembly that it cannot continue leaves the array read-only. */
@@ -953,6 +1279,7 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 	if (!r)
 		return -ENOMEM;
 	r->a = a;
+	r->bk_fd = -1;
 	pthread_mutex_init(&r->rec_lock, NULL);
 	rf_lock_rank(&r->rec_lock, RF_LOCK_RESHAPE, "reshape record lock");
 	ret = rf_bg_init(&r->recorder, "rf-reshape-rec", 0, recorder_fn, r);
@@ -962,14 +1289,41 @@ static int service_open(struct rf_array *a, const struct rf_config *cfg, char *e
 		free(r);
 		return ret;
 	}
-	ret = rf_array_add_hooks(a, &reshape_hooks, r);
+	ret = restore(r, err, errlen);
+	if (!ret) {
+		ret = rf_array_add_hooks(a, &reshape_hooks, r);
+		if (ret)
+			snprintf(err, errlen, "%s: no room for the reshape's hooks", rf_array_name(a));
+	}
 	if (ret) {
-		snprintf(err, errlen, "%s: no room for the reshape's hooks", rf_array_name(a));
+		free_bufs(r);
 		rf_bg_destroy(&r->recorder);
 		pthread_mutex_destroy(&r->rec_lock);
 		free(r);
 	}
 	return ret;
+}
+
+int rf_reshape_set_backup_file(struct rf_array *a, const char *path, char *err, size_t errlen)
+{
+	int fd, ret;
+
+	err[0] = '\0';
+	if (path) {
+		fd = backup_open_path(path, err, errlen);
+		if (fd < 0)
+			return fd;
+		close(fd);
+	}
+	ret = rf_array_set_backup_file(a, path);
+	if (ret)
+		snprintf(err, errlen, "no memory");
+	return ret;
+}
+
+bool rf_reshape_backup_file(struct rf_array *a, char *buf, size_t len)
+{
+	return rf_array_backup_file(a, buf, len);
 }
 
 const struct rf_service rf_reshape_service = { .name = "reshape", .open = service_open };
@@ -984,6 +1338,8 @@ struct begin {
 	bool raid0;                     /* a raid0 grown through a raid4 (grow_raid0()) */
 	int64_t move;                   /* sectors every data offset moves (lower: negative) */
 	bool backwards;                 /* md's reshape_backwards (a shrink) */
+	bool may_backup;                /* a grow whose backup file is set (rf_reshape_grow()) */
+	bool backup;                    /* plan(): the data stays, the backup file covers it */
 	char *err;
 	size_t errlen;
 	struct rf_array *a;
@@ -1017,7 +1373,8 @@ static int begin_fn(void *arg)
 	      rf_bitmap_resize(rf_array_bitmap(a), &b->to, true, b->err, b->errlen);
 	if (ret)
 		return ret;
-	ret = rf_array_reshape_begin(a, &b->to, &b->from, b->prev_absent, b->move, b->backwards, b->err, b->errlen);
+	ret = rf_array_reshape_begin(a, &b->to, &b->from, b->prev_absent, b->move, b->backwards, b->backup, b->err,
+				     b->errlen);
 	if (ret) {
 		char why[256];
 
@@ -1205,20 +1562,56 @@ static int plan(struct begin *b)
 	 * what the room allows in whole chunks, never below its least. */
 	want = ops->move(&b->from, &b->to, unit, &least);
 	move = room >= want ? want : room / unit * unit;
-	if (move < least) {
+	/* None: with a backup file the data stays where it is (mdadm's
+	 * --backup-file), the file holding each window of the critical
+	 * section first. */
+	if (move < least && b->may_backup) {
+		move = 0;
+		b->backup = true;
+	}
+	if (move < least && !b->backup) {
 		snprintf(b->err, b->errlen, "no room before the data on every member to move it by %s (%" PRIu64
-			 " sectors free, %" PRIu64 " needed): a reshape in place needs mdadm's backup file",
-			 least == unit ? "a chunk" : "a chunk times the far copies", room, least);
+			 " sectors free, %" PRIu64 " needed): a reshape in place needs mdadm's backup file (grow "
+			 "--backup-file FILE)", least == unit ? "a chunk" : "a chunk times the far copies", room, least);
 		return -ENOSPC;
 	}
 	b->move = -(int64_t)move;
 	return 0;
 }
 
+/* A grow in place: its backup file says "nothing held" before the
+ * superblocks record the reshape (a crash before its first window finds
+ * a header of this array there).  0, or -errno with why in b->err. */
+static int backup_start(struct begin *b)
+{
+	char path[PATH_MAX], why[512];
+	int fd, ret;
+
+	if (!rf_array_backup_file(b->a, path, sizeof(path))) {
+		snprintf(b->err, b->errlen, "no backup file set");
+		return -EINVAL;
+	}
+	fd = backup_open_path(path, why, sizeof(why));
+	if (fd < 0) {
+		snprintf(b->err, b->errlen, "%s", why);
+		return fd;
+	}
+	ret = backup_put(b->a, fd, 0, 0, NULL);
+	close(fd);
+	if (ret)
+		snprintf(b->err, b->errlen, "backup file %s: write: %s", path, strerror(-ret));
+	return ret;
+}
+
 static int begin(struct begin *b)
 {
 	int ret = plan(b);
 
+	if (!ret && b->backup)
+		ret = backup_start(b);
+	if (!ret && b->backup)
+		rf_info("%s: grow in place: no room before the data, mdadm's backup file holds its critical section",
+			rf_array_name(b->a));
 	return ret ? ret : rf_barrier_quiesced_all(b->a, begin_fn, b);
 }
 
@@ -1862,5 +2255,10 @@ int rf_reshape_grow(struct rf_array *a, int raid_disks, char *err, size_t errlen
 	b.to = *g;
 	b.to.raid_disks = raid_disks;
 	b.first = n;
+	{
+		char path[PATH_MAX];
+
+		b.may_backup = rf_array_backup_file(a, path, sizeof(path));
+	}
 	return begin(&b);
 }

@@ -62,7 +62,7 @@ create_array "$D/r5.conf"
 start_array "$D/r5.conf" "$MNT"
 
 [ "$(ls "$MNT" | tr '\n' ' ')" = "array.img md mdstat " ] || fail "mount point holds: $(ls "$MNT")"
-want_rw="array_state consistency_policy raid_disks group_thread_cnt rmw_level stripe_cache_size worker_groups sync_action sync_speed_min sync_speed_max resync_start level layout chunk_size array_size component_size"
+want_rw="array_state consistency_policy raid_disks group_thread_cnt rmw_level stripe_cache_size worker_groups sync_action sync_speed_min sync_speed_max resync_start level layout chunk_size array_size component_size backup_file"
 want_ro="creation_time events set_name uuid degraded metadata_version reshape_position reshape_direction stripe_cache_active mismatch_cnt sync_completed sync_speed"
 for f in $want_rw; do
 	[ "$(stat -c %a "$MNT/md/$f")" = 644 ] || fail "md/$f: mode $(stat -c %a "$MNT/md/$f"), want 644"

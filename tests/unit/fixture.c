@@ -298,6 +298,8 @@ struct rf_array *fx_open_assembled(const char *const *paths, int n, bool readonl
 	struct rf_array *a;
 
 	fx_assemble(&cfg, paths, n, readonly);
+	if (fx_backup_file)
+		assert_non_null(cfg.backup_file = strdup(fx_backup_file));
 	cfg.group_thread_cnt = gtc;
 	cfg.worker_groups = 2;
 	a = fx_open_only(&cfg, "assembled");
@@ -501,6 +503,8 @@ void fx_md_members(struct rf_sb_new *n, const char *what, uint64_t member_sector
 }
 
 const char *fx_md_layout;
+const char *fx_md_data_offset;
+const char *fx_backup_file;
 
 void fx_create_md(const char *what, int level, int n, int nspare, const char *member_size, uint64_t bitmap_chunk,
 		  char (*paths)[FX_PATH])
@@ -520,6 +524,8 @@ void fx_create_md(const char *what, int level, int n, int nspare, const char *me
 		fprintf(f, "\tchunk_size = \"64K\";\n");
 	if (fx_md_layout)
 		fprintf(f, "\tlayout = \"%s\";\n", fx_md_layout);
+	if (fx_md_data_offset)
+		fprintf(f, "\tdata_offset = \"%s\";\n", fx_md_data_offset);
 	fprintf(f, "\tmember_size = \"%s\";\n\tmembers = (", member_size);
 	for (i = 0; i < n + nspare; i++) {
 		fx_member_path(paths[i], FX_PATH, what, i);

@@ -190,6 +190,12 @@ void fx_create_md(const char *what, int level, int n, int nspare, const char *me
 /* The layout fx_create_md() names in its config ("o2", "f2", ...); NULL:
  * none (md's default). */
 extern const char *fx_md_layout;
+/* The data offset fx_create_md() names ("12K": no room before the data
+ * for a reshape to move it); NULL: mdadm's default. */
+extern const char *fx_md_data_offset;
+/* The backup file fx_open_assembled() (fx_serve_md()) assembles with, as
+ * --backup-file; NULL: none. */
+extern const char *fx_backup_file;
 /* The array on paths[0..n) (members, then spares) assembled as the
  * daemon assembles it, started, its resync (if due) under way. */
 struct rf_array *fx_serve_md(char (*paths)[FX_PATH], int n);

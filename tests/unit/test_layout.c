@@ -1421,6 +1421,11 @@ static void test_reshape(void **state)
 	reshape_setup(&g, &rs, 4, 3, 2, 2, 128, 128, 63488, 0, false);
 	assert_int_equal(rf_reshape_init(&g, &rs, 0, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "critical section"));
+	assert_non_null(strstr(err, "--backup-file"));
+	/* ... taken up where a backup file covers it (a forward reshape) */
+	reshape_setup(&g, &rs, 4, 3, 2, 2, 128, 128, 63488, 0, false);
+	rs.backup = true;
+	assert_int_equal(rf_reshape_init(&g, &rs, 0, err, sizeof(err)), 0);
 	/* ... but with room between the offsets it is fine */
 	reshape_setup(&g, &rs, 4, 3, 2, 2, 128, 128, 63488, 0, false);
 	assert_int_equal(rf_reshape_init(&g, &rs, -384, err, sizeof(err)), 0);

@@ -36,7 +36,15 @@
  *    on degraded, no spare takes the slot until it ended, then one is
  *    rebuilt: the model, check 0, assembled again the same;
  *  - a write into rows the walk moved but has not recorded yet has the
- *    position recorded before it goes on (test_record_first).
+ *    position recorded before it goes on (test_record_first);
+ *  - a raid5 3 -> 4 grow with no room before the data (data offset 12K):
+ *    refused without a backup file; with one, the data stays in place and
+ *    the walk is halted (RAIDFUSE_TEST_HALT=reshape-backup) right after the
+ *    new rows of its first window, before the position moves: the state a
+ *    crash there leaves.  Assembled again without the file it is refused
+ *    (naming --backup-file); with it, the backup is written back before the
+ *    array serves, the walk goes on to the end under IO: the model, check
+ *    0, assembled again one geometry (test_backup).
  * Negative control: one byte changed behind the grown array on a member
  * (a data column) is found by the model comparison or by the check.
  */
@@ -53,8 +61,10 @@
 
 #include "core/core.h"
 #include "fixture.h"
+#include "raidfuse/backup.h"
 #include "raidfuse/bitmap.h"
 #include "raidfuse/le.h"
+#include "raidfuse/log.h"
 #include "raidfuse/create.h"
 #include "raidfuse/ctl.h"
 #include "raidfuse/reshape.h"
@@ -943,6 +953,123 @@ static void test_bitmap_ahead(void **state)
 	free(model);
 }
 
+/* Whether path holds needle (a log). */
+static bool file_has(const char *path, const char *needle)
+{
+	static char buf[1 << 16];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return strstr(buf, needle) != NULL;
+}
+
+/* See the opening comment (test_backup).  Under
+ * RAIDFUSE_TEST_BREAK=reshape-backup (the window goes on without its
+ * backup) or reshape-restore (assembly does not write it back) the walk
+ * goes on from rows its first window overwrote: the model differs. */
+static void test_backup(void **state)
+{
+	char paths[RF_MAX_MEMBERS][FX_PATH], err[1024], bk[FX_PATH], logf[FX_PATH], *model;
+	uint8_t hdr[RF_BACKUP_SB_BYTES];
+	struct rf_backup_sb b;
+	struct rf_config cfg;
+	struct rf_array *a;
+	const char *p[4];
+	uint64_t old, size, pos;
+	int i, fd, rounds = 0;
+	bool back;
+
+	(void)state;
+	fx_md_data_offset = "12K";
+	make("bk5", 5, 3, 1, paths);
+	fx_md_data_offset = NULL;
+	a = serve(paths, 4);
+	old = rf_array_size(a);
+	model = calloc(2, old);
+	assert_non_null(model);
+	fx_model_fill(a, model, 256 << 10, 50);
+	/* No room to move the data, no backup file: refused. */
+	assert_int_equal(rf_reshape_grow(a, 4, err, sizeof(err)), -ENOSPC);
+	assert_non_null(strstr(err, "--backup-file"));
+	assert_false(reshaping(a));
+	assert_int_equal(rf_reshape_set_backup_file(a, "bk5.backup", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "bk5.backup: not an absolute path"));
+	snprintf(bk, sizeof(bk), "%s/no-such-dir/bk5.backup", fx_dir);
+	assert_int_equal(rf_reshape_set_backup_file(a, bk, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, bk));
+	snprintf(bk, sizeof(bk), "%s/bk5.backup", fx_dir);
+	unlink(bk);
+	assert_int_equal(rf_reshape_set_backup_file(a, bk, err, sizeof(err)), 0);
+	assert_true(rf_reshape_backup_file(a, err, sizeof(err)));
+	/* The walk halted in its critical section (logged to a file, to see
+	 * when). */
+	snprintf(logf, sizeof(logf), "%s/bk5.log", fx_dir);
+	unlink(logf);
+	assert_int_equal(rf_log_choose(logf, err, sizeof(err)), 0);
+	rf_log_foreground();
+	setenv("RAIDFUSE_TEST_HALT", "reshape-backup", 1);
+	if (rf_reshape_grow(a, 4, err, sizeof(err)))
+		fail_msg("grow with a backup file refused: %s", err);
+	assert_int_equal(rf_sync_set_speed_max(a, 0), 0);
+	for (i = 0; i < 2000 && !file_has(logf, "RAIDFUSE_TEST_HALT"); i++)
+		usleep(10000);
+	unsetenv("RAIDFUSE_TEST_HALT");
+	assert_int_equal(rf_log_choose("stderr", err, sizeof(err)), 0);
+	rf_log_foreground();
+	if (i == 2000)
+		fail_msg("the walk did not halt in its critical section");
+	assert_true(file_has(logf, "mdadm's backup file holds its critical section"));
+	assert_true(rf_array_reshape(a, &pos, &back));
+	assert_int_equal(pos, 0);
+	assert_int_equal(rf_array_reshape_recorded(a), 0);
+	fd = open(bk, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, hdr, sizeof(hdr), 0), (ssize_t)sizeof(hdr));
+	close(fd);
+	assert_int_equal(rf_backup_decode(hdr, bk, &b, err, sizeof(err)), 0);
+	print_message("backup: halted with array sectors [%llu, +%llu) in %s\n", (unsigned long long)b.arraystart,
+		      (unsigned long long)b.length, bk);
+	rf_array_close(a);
+
+	/* Without the file: refused, naming --backup-file. */
+	for (i = 0; i < 4; i++)
+		p[i] = paths[i];
+	fx_assemble(&cfg, p, 4, false);
+	assert_int_not_equal(rf_array_open(&cfg, &a, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "--backup-file"));
+	rf_config_free(&cfg);
+
+	/* With it: restored before it serves, on to the end under IO. */
+	fx_backup_file = bk;
+	a = serve(paths, 4);
+	fx_backup_file = NULL;
+	assert_true(reshaping(a));
+	print_message("backup: served again from array sector %llu\n",
+		      (unsigned long long)rf_array_reshape_recorded(a));
+	assert_int_equal(rf_sync_set_speed_max(a, 4096), 0);
+	assert_int_equal(rf_sync_set_speed_min(a, 4096), 0);
+	while (reshaping(a) && rounds++ < 200)
+		assert_int_equal(fx_model_io(a, model, 20, 64 << 10), 0);
+	to_end(a);
+	size = rf_array_size(a);
+	assert_true(size > old && size <= 2 * old);
+	assert_int_equal(fx_model_io(a, model, 40, 64 << 10), 0);
+	assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
+	check_zero(a);
+	rf_array_close(a);
+	a = serve(paths, 4);
+	assert_false(reshaping(a));
+	assert_int_equal(rf_array_size(a), size);
+	assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
+	rf_array_close(a);
+	free(model);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -963,6 +1090,7 @@ int main(void)
 		cmocka_unit_test_setup(test_shrink6, fx_inline0),
 		cmocka_unit_test_setup(test_shrink10, fx_threads2),
 		cmocka_unit_test_setup(test_record_first, fx_threads2),
+		cmocka_unit_test_setup(test_backup, fx_threads2),
 		cmocka_unit_test_setup(test_bitmap_grow, fx_threads2),
 		cmocka_unit_test_setup(test_bitmap_ahead, fx_threads2),
 		cmocka_unit_test_setup(test_bitmap_other, fx_inline0),

@@ -1,0 +1,135 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# 66-reshape-backup: a raid5 grown from 3 to 4 members with no room before
+# the data (data offset 12K: the superblock and nothing free), as mdadm
+# --grow --backup-file has md grow one in place; members in a directory on
+# the disk, the daemonized default, a model file of what every sector must
+# hold.
+#  1. raid5 of 3 x 32 MiB and a spare, filled with random data: `grow
+#     --raid-devices 4` is refused, the daemon's log naming grow
+#     --backup-file; a backup file in a directory that does not exist is
+#     refused at once, naming it; raid_disks stays 3.
+#  2. `grow --raid-devices 4 --backup-file FILE` is taken: raid_disks reads
+#     "4 (3)", md/backup_file names FILE, the data offsets stay (examine: no
+#     new offset).  The walk is halted right after the new rows of its first
+#     window (RAIDFUSE_TEST_HALT=reshape-backup: test-only, the rows its old
+#     data lay on overwritten, the position neither moved nor recorded), and
+#     the daemon is killed -9 there: a crash inside the critical section.
+#     FILE holds that window (mdadm's header: md_backup_data-1).
+#  3. mounted again by the same config without the file: refused, naming
+#     --backup-file (md: reshape_position too early for auto-recovery).
+#  4. mounted with --backup-file FILE (frozen): the window is written back
+#     in the new geometry before the array serves, the position recorded at
+#     its end; the image is the model.  To the end: the grown size, the
+#     model with zeros after it, check finds mismatch_cnt 0; every
+#     superblock says 4 devices, data offset 24 sectors; mounted again
+#     without the file, the model.
+# Negative controls: RAIDFUSE_TEST_BREAK=reshape-backup (the window goes on
+# without writing the backup file) and RAIDFUSE_TEST_BREAK=reshape-restore
+# (assembly does not write the backup back): the same steps leave an image
+# that differs from the model.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/model.sh"
+requires fuse
+build_helper
+model_setup
+
+G=$DISK/g
+BK=$DISK/grow.backup
+
+# grown_halted [GROW_BREAK]: a fresh raid5 of 3 + a spare in G (data at
+# 12K), filled; the grow with BK (step 2) halted in its first window and
+# killed -9.  Sets GOLD, GNEW (sectors before and after).
+grown_halted() {
+	rm -rf "$G" "$BK" "$WORK/g1.log"      # (--log appends)
+	mkdir -p "$G"
+	mk_conf "$G/r.conf" metadata=1.2 level=5 chunk_size=64K members="$G/d0.img $G/d1.img $G/d2.img" \
+		spares="$G/d3.img" member_size=32M data_offset=12K
+	create_array "$G/r.conf" --assume-clean
+	RAIDFUSE_TEST_BREAK=$1 RAIDFUSE_TEST_HALT=reshape-backup start_array_daemon "$G/r.conf" "$MNT" \
+		--log "$WORK/g1.log"
+	GOLD=$(($(fsize "$IMG") / 512))
+	GNEW=$((GOLD * 3 / 2))
+	model_fill
+	truncate -s $((GNEW * 512)) "$MODEL"
+	"$RAIDFUSE" grow "$MNT" --raid-devices 4 --backup-file "$BK" ||
+		fail "grow --backup-file refused: $(tail -n 3 "$WORK/g1.log")"
+	wait_for "the walk did not halt in its critical section" 'grep -q RAIDFUSE_TEST_HALT "$WORK/g1.log"'
+	kill_daemon
+}
+
+# ---- 1. no room, no backup file: refused
+rm -rf "$G"
+mkdir -p "$G"
+mk_conf "$G/r.conf" metadata=1.2 level=5 chunk_size=64K members="$G/d0.img $G/d1.img $G/d2.img" \
+	spares="$G/d3.img" member_size=32M data_offset=12K
+create_array "$G/r.conf" --assume-clean
+start_array_daemon "$G/r.conf" "$MNT" --log "$WORK/g0.log"
+expect_fail "$RAIDFUSE" grow "$MNT" --raid-devices 4
+wait_for "the refusal does not name grow --backup-file" 'grep -q "grow --backup-file FILE" "$WORK/g0.log"'
+expect_fail "$RAIDFUSE" grow "$MNT" --raid-devices 4 --backup-file "$DISK/no/such/grow.backup"
+[[ $OUT == *"backup file $DISK/no/such/grow.backup: No such file or directory"* ]] ||
+	fail "an unwritable backup file, refused for another reason: $OUT"
+[ "$(val raid_disks)" = 3 ] && [ "$(val backup_file)" = none ] ||
+	fail "after the refusals: raid_disks $(val raid_disks), backup_file $(val backup_file)"
+stop_array "$MNT"
+log "no room before the data: grow refused without --backup-file (the log says so), a FILE that cannot be made refused"
+
+# ---- 2. grown with the backup file, halted in its critical section, kill -9
+grown_halted ""
+grep -q "mdadm's backup file holds its critical section" "$WORK/g1.log" ||
+	fail "no word of the grow in place: $(tail -n 5 "$WORK/g1.log")"
+[ "$(head -c 16 "$BK")" = md_backup_data-1 ] || fail "no mdadm backup header in $BK"
+"$RAIDFUSE" examine "$G/d0.img" >"$WORK/ex.txt"
+grep -q "Raid Devices : 4" "$WORK/ex.txt" && grep -q "Data Offset : 24 sectors" "$WORK/ex.txt" &&
+	grep -q "Reshape pos'n : 0" "$WORK/ex.txt" && ! grep -q "New Offset" "$WORK/ex.txt" ||
+	fail "killed in the critical section: $(cat "$WORK/ex.txt")"
+log "grow 3 -> 4 in place with $BK: halted after its first window's new rows, killed -9 (position 0 recorded)"
+
+# ---- 3. without the file: refused
+expect_fail "$RAIDFUSE" mount "$G/r.conf" "$MNT"
+[[ $OUT == *"--backup-file"* && $OUT == *"critical section"* ]] || fail "refused for another reason: $OUT"
+log "mounted again without the backup file: refused (${OUT##*: })"
+
+# ---- 4. with it: restored, to the end
+start_array_daemon "$G/r.conf" "$MNT" --freeze --backup-file "$BK" --log "$WORK/g2.log"
+# (said before the daemon detached: the mount's own output)
+grep -q "restored array sectors \[0, " "$(daemon_log_file "$MNT")" ||
+	fail "nothing restored: $(tail -n 5 "$(daemon_log_file "$MNT")")"
+P=$(pos)
+[ "$P" -gt 0 ] || fail "restored: position $P"
+same_model "restored from the backup file (position $P)" "$GOLD"
+to_end "the grow in place"
+[ "$(fsize "$IMG")" = $((GNEW * 512)) ] || fail "grown image of $(fsize "$IMG") bytes, 4 members give $((GNEW * 512))"
+same_model "grown in place" "$GNEW"
+check_clean "check after the grow in place"
+stop_array "$MNT"
+for i in 0 1 2 3; do
+	"$RAIDFUSE" examine "$G/d$i.img" >"$WORK/ex.txt" || fail "examine d$i failed"
+	for want in "Raid Devices : 4" "Data Offset : 24 sectors"; do
+		grep -q "$want" "$WORK/ex.txt" || fail "d$i after the grow: no '$want' in: $(cat "$WORK/ex.txt")"
+	done
+	! grep -q "Reshape" "$WORK/ex.txt" || fail "d$i: a reshape still recorded: $(cat "$WORK/ex.txt")"
+done
+start_array_daemon "$G/r.conf" "$MNT"
+same_model "grown in place, mounted again" "$GNEW"
+stop_array "$MNT"
+log "mounted with --backup-file: restored to $P before serving, the model; grown to 4, check 0, data offsets kept"
+
+# ---- negative controls
+# control GROW_BREAK MOUNT_BREAK: steps 2 and 4 with one safety step left
+# out; the image must differ from the model.
+control() {
+	grown_halted "$1"
+	RAIDFUSE_TEST_BREAK=$2 start_array_daemon "$G/r.conf" "$MNT" --freeze --backup-file "$BK" \
+		--log "$WORK/c.log"
+	if "$RFHELPER" same "$IMG" "$MODEL" $((GOLD * 512)) >"$WORK/same.out"; then
+		to_end "control ($1$2)"
+		! "$RFHELPER" same "$IMG" "$MODEL" $((GNEW * 512)) >"$WORK/same.out" ||
+			fail "control RAIDFUSE_TEST_BREAK=$1$2: the image is the model all the same"
+	fi
+	stop_array "$MNT"
+	log "negative control (RAIDFUSE_TEST_BREAK=$1$2): the image differs from the model: $(head -n 1 "$WORK/same.out")"
+}
+control reshape-backup ""
+control "" reshape-restore
