@@ -139,7 +139,11 @@
  *
  * It does NOT: keep a partial parity log through a reshape (md refuses
  * one), go on while a device is being rebuilt (one found at assembly: it
- * waits for the rebuild).
+ * waits for the rebuild), run a shrink, a level, layout or chunk change in
+ * place through the backup file (mdadm backs up every window of those:
+ * they need room to move the data), or restore a backup file whose rows
+ * are off the new geometry's stripes or in two sections (mdadm writes
+ * such files for other reshapes: refused, naming the file).
  *
  * Pace: sync_speed_max (KiB of each member per second, as md counts), and
  * sync_speed_min while foreground IO is in flight or was within half a

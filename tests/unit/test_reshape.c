@@ -42,7 +42,8 @@
  *    the walk is halted (RAIDFUSE_TEST_HALT=reshape-backup) right after the
  *    new rows of its first window, before the position moves: the state a
  *    crash there leaves.  Assembled again without the file it is refused
- *    (naming --backup-file); with it, the backup is written back before the
+ *    (naming --backup-file), with a file that holds no header or another
+ *    array's it is refused naming the file; with it, the backup is written back before the
  *    array serves, the walk goes on to the end under IO: the model, check
  *    0, assembled again one geometry (test_backup).
  * Negative control: one byte changed behind the grown array on a member
@@ -1043,6 +1044,35 @@ static void test_backup(void **state)
 	assert_int_not_equal(rf_array_open(&cfg, &a, err, sizeof(err)), 0);
 	assert_non_null(strstr(err, "--backup-file"));
 	rf_config_free(&cfg);
+
+	/* A file that holds no backup of it: refused, naming the file. */
+	{
+		char other[FX_PATH];
+
+		snprintf(other, sizeof(other), "%s/bk5.other", fx_dir);
+		fd = open(other, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		assert_true(fd >= 0);
+		assert_int_equal(ftruncate(fd, 1 << 20), 0);
+		close(fd);
+		fx_assemble(&cfg, p, 4, false);
+		assert_non_null(cfg.backup_file = strdup(other));
+		assert_int_not_equal(rf_array_open(&cfg, &a, err, sizeof(err)), 0);
+		assert_non_null(strstr(err, "not an mdadm backup file"));
+		assert_non_null(strstr(err, other));
+		rf_config_free(&cfg);
+		/* another array's header */
+		b.uuid[0] ^= 0xff;
+		rf_backup_encode(&b, hdr);
+		fd = open(other, O_RDWR);
+		assert_int_equal(pwrite(fd, hdr, sizeof(hdr), 0), (ssize_t)sizeof(hdr));
+		close(fd);
+		fx_assemble(&cfg, p, 4, false);
+		assert_non_null(cfg.backup_file = strdup(other));
+		assert_int_not_equal(rf_array_open(&cfg, &a, err, sizeof(err)), 0);
+		assert_non_null(strstr(err, "a backup of another array"));
+		rf_config_free(&cfg);
+		unlink(other);
+	}
 
 	/* With it: restored before it serves, on to the end under IO. */
 	fx_backup_file = bk;
