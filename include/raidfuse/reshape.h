@@ -57,7 +57,8 @@ int rf_reshape_hold(struct rf_array *a, int timeout_ms);
 /* mdadm's backup file (--backup-file) for a grow with no room before the
  * data: an absolute path, created if need be and opened for writing now
  * (one that cannot be is refused: -errno with why, naming it), or NULL:
- * none.  A grow begun while one is set may keep its data where it is
+ * none.  A grow, layout or chunk change begun while one is set may keep
+ * its data where it is
  * (services/reshape.c: the backup file holds each window of its critical
  * section first); a reshape under way keeps the file it began with. */
 int rf_reshape_set_backup_file(struct rf_array *a, const char *path, char *err, size_t errlen);

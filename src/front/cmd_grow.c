@@ -3,8 +3,8 @@
  * files.
  *
  * Each --add FILE goes to md/new_dev (a spare), --backup-file FILE to
- * md/backup_file (mdadm's, for a grow with no room before the data; made
- * absolute, and created now), then --raid-devices N to
+ * md/backup_file (mdadm's, for a reshape with no room before the data;
+ * made absolute, and created now), then --raid-devices N to
  * md/raid_disks, --level to md/level, --layout to md/layout or --chunk to
  * md/chunk_size; --size and --array-size to md/component_size and
  * md/array_size, the smaller image first.  Each write is `raidfuse ctl
@@ -227,6 +227,11 @@ static int grow_apply(const struct grow_opts *o, int cur_level, int cur_n)
 		if (rc)
 			return rc;
 	}
+	if (o->backup[0]) {
+		rc = grow_set(o->mnt, "backup_file", o->backup);
+		if (rc)
+			return rc;
+	}
 	if (o->layout) {
 		rc = grow_set(o->mnt, "layout", o->layout);
 	} else if (o->chunk) {
@@ -243,9 +248,7 @@ static int grow_apply(const struct grow_opts *o, int cur_level, int cur_n)
 		}
 	} else {
 		snprintf(nbuf, sizeof(nbuf), "%d", o->n);
-		rc = o->backup[0] ? grow_set(o->mnt, "backup_file", o->backup) : 0;
-		if (!rc)
-			rc = grow_set(o->mnt, "raid_disks", nbuf);
+		rc = grow_set(o->mnt, "raid_disks", nbuf);
 	}
 	return rc;
 }
@@ -315,9 +318,9 @@ int rf_cmd_grow(int argc, char **argv)
 	if ((o.n > 0) + (o.level >= 0) + !!o.layout + !!o.chunk == 0)
 		return rf_cli_usage_error("grow: --raid-devices, --level, --layout, --chunk, --size or --array-size is "
 					  "needed (what to change)");
-	if (o.backup[0] && (!o.n || o.level >= 0))
-		return rf_cli_usage_error("grow: --backup-file goes with --raid-devices (a grow with no room before "
-					  "the data)");
+	if (o.backup[0] && (o.level >= 0 || (!o.n && !o.layout && !o.chunk)))
+		return rf_cli_usage_error("grow: --backup-file goes with --raid-devices, --layout or --chunk (a "
+					  "reshape with no room before the data)");
 	if ((o.layout || o.chunk) && (o.n || o.level >= 0 || (o.layout && o.chunk)))
 		return rf_cli_usage_error("grow: --layout and --chunk go alone, one change at a time");
 	if (o.level >= 0) {

@@ -902,8 +902,8 @@ const struct rf_ctl_attr rf_ctl_md_attrs[] = {
 	  .takes = "more members than it has: a raid4/5/6 or raid10 (near, offset) grows by as many spares "
 		   "(md/new_dev); a raid1 by mirrors, or fewer once no more slots hold a device" },
 	{ .name = "backup_file", .mode = 0644, .show = show_backup_file, .store = store_backup_file,
-	  .takes = "an absolute path, or none: mdadm's backup file for a grow with no room before the data "
-		   "(written before md/raid_disks)" },
+	  .takes = "an absolute path, or none: mdadm's backup file for a reshape with no room before the data "
+		   "(written before md/raid_disks, md/layout or md/chunk_size)" },
 	{ .name = "component_size", .mode = 0644, .show = show_component_size, .store = store_component_size,
 	  .takes = "KiB each member uses, or max: members grown or replaced by larger ones (raid1/4/5/6/10)" },
 	{ .name = "array_size", .mode = 0644, .show = show_array_size, .store = store_array_size,

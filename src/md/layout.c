@@ -421,10 +421,11 @@ int rf_reshape_init(struct rf_geom *g, struct rf_reshape *rs, int64_t min_offset
 		 * (else mdadm's backup file holds the rows in flight). */
 		uint64_t d = (uint64_t)(min_offset_diff < 0 ? -min_offset_diff : min_offset_diff);
 
-		if (d < g->chunk_sectors || d < p->chunk_sectors)
+		if ((d < g->chunk_sectors || d < p->chunk_sectors) && !(rs->backup && !rs->backwards))
 			return geom_fail(err, errlen, "an in-place reshape (data offsets moved by %" PRIu64 " sectors, "
 					 "less than a chunk): the rows at its position may be only in mdadm's backup "
-					 "file", d);
+					 "file: serve it with --backup-file FILE (assemble, mount) or "
+					 "array.backup_file", d);
 	} else if (rs->backwards ? (int64_t)here_new + min_offset_diff <= (int64_t)here_old :
 				   (int64_t)here_new >= (int64_t)here_old - min_offset_diff) {
 		/* md's "reshape_position too early for auto-recovery": the

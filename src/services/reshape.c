@@ -58,11 +58,13 @@
  * so.
  *
  * mdadm's backup file (--backup-file, md/backup_file; its format is
- * md/backup_fmt.c's).  A grow with no room before the data on every
- * member keeps the data offsets where they are when a backup file is set
- * (plan(): struct rf_reshape backup), as mdadm --grow --backup-file has md
- * do.  Its first windows (the critical section: the new rows of the
- * position's granule land on old rows of its own) then cannot fit; each
+ * md/backup_fmt.c's).  A grow, a layout or a chunk change with no room
+ * before the data on every member keeps the data offsets where they are
+ * when a backup file is set (plan(): struct rf_reshape backup), as mdadm
+ * --grow --backup-file has md do.  Its first windows (the critical
+ * section: the new rows of the position's granule land on old rows of its
+ * own; a relayout's every window, its rows where the old ones were) then
+ * cannot fit; each
  * such window is as large as lands on no old rows past its own end
  * (window_backup()), and in it, every request drained (reads too: its
  * new rows land on the old rows reads of it would find): its old data is read,
@@ -139,9 +141,9 @@
  *
  * It does NOT: keep a partial parity log through a reshape (md refuses
  * one), go on while a device is being rebuilt (one found at assembly: it
- * waits for the rebuild), run a shrink, a level, layout or chunk change in
- * place through the backup file (mdadm backs up every window of those:
- * they need room to move the data), or restore a backup file whose rows
+ * waits for the rebuild), run a shrink or a level change in place through
+ * the backup file (they need room to move the data), or restore a backup
+ * file whose rows
  * are off the new geometry's stripes or in two sections (mdadm writes
  * such files for other reshapes: refused, naming the file).
  *
@@ -1607,6 +1609,16 @@ static int backup_start(struct begin *b)
 	return ret;
 }
 
+/* Whether a backup file is set: a grow, relayout or rechunk with no room
+ * before the data may then keep it in place (not a level change: its
+ * takeover paths are not walked that way). */
+static bool may_backup(struct rf_array *a)
+{
+	char path[PATH_MAX];
+
+	return rf_array_backup_file(a, path, sizeof(path));
+}
+
 static int begin(struct begin *b)
 {
 	int ret = plan(b);
@@ -2070,6 +2082,7 @@ int rf_reshape_layout(struct rf_array *a, int layout, uint32_t chunk_sectors, ch
 	if (ret)
 		return ret;
 	b.first = rf_array_nslots(a);
+	b.may_backup = may_backup(a);
 	return begin(&b);
 }
 
@@ -2259,10 +2272,6 @@ int rf_reshape_grow(struct rf_array *a, int raid_disks, char *err, size_t errlen
 	b.to = *g;
 	b.to.raid_disks = raid_disks;
 	b.first = n;
-	{
-		char path[PATH_MAX];
-
-		b.may_backup = rf_array_backup_file(a, path, sizeof(path));
-	}
+	b.may_backup = may_backup(a);
 	return begin(&b);
 }

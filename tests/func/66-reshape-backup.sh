@@ -24,6 +24,9 @@
 #     model with zeros after it, check finds mismatch_cnt 0; every
 #     superblock says 4 devices, data offset 24 sectors; mounted again
 #     without the file, the model.
+#  5. a relayout in place (left-symmetric -> right-asymmetric, no room):
+#     refused without a backup file; with one, every window goes through it:
+#     the model, check 0, layout 1, data offsets kept.
 # Negative controls: RAIDFUSE_TEST_BREAK=reshape-backup (the window goes on
 # without writing the backup file) and RAIDFUSE_TEST_BREAK=reshape-restore
 # (assembly does not write the backup back): the same steps leave an image
@@ -115,6 +118,26 @@ start_array_daemon "$G/r.conf" "$MNT"
 same_model "grown in place, mounted again" "$GNEW"
 stop_array "$MNT"
 log "mounted with --backup-file: restored to $P before serving, the model; grown to 4, check 0, data offsets kept"
+
+# ---- 5. a relayout in place
+rm -rf "$G" "$BK"
+mkdir -p "$G"
+mk_conf "$G/r.conf" metadata=1.2 level=5 chunk_size=64K members="$G/d0.img $G/d1.img $G/d2.img" \
+	member_size=32M data_offset=12K
+create_array "$G/r.conf" --assume-clean
+start_array_daemon "$G/r.conf" "$MNT" --log "$WORK/l.log"
+S=$(($(fsize "$IMG") / 512))
+model_fill
+expect_fail "$RAIDFUSE" grow "$MNT" --layout 1
+"$RAIDFUSE" grow "$MNT" --layout 1 --backup-file "$BK" --wait >/dev/null ||
+	fail "relayout with --backup-file refused: $(tail -n 3 "$WORK/l.log")"
+[ "$(val layout)" = 1 ] || fail "relayout in place: layout $(val layout)"
+same_model "relayout in place" "$S"
+check_clean "check after the relayout in place"
+stop_array "$MNT"
+"$RAIDFUSE" examine "$G/d0.img" >"$WORK/ex.txt"
+grep -q "Data Offset : 24 sectors" "$WORK/ex.txt" || fail "relayout in place: $(cat "$WORK/ex.txt")"
+log "relayout in place with the backup file: $(grep -c "backup file" "$WORK/l.log") log lines of it, the model, check 0"
 
 # ---- negative controls
 # control GROW_BREAK MOUNT_BREAK: steps 2 and 4 with one safety step left

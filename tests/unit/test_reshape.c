@@ -45,7 +45,9 @@
  *    (naming --backup-file), with a file that holds no header or another
  *    array's it is refused naming the file; with it, the backup is written back before the
  *    array serves, the walk goes on to the end under IO: the model, check
- *    0, assembled again one geometry (test_backup).
+ *    0, assembled again one geometry (test_backup); the same for a raid5
+ *    relayout in place (left-symmetric -> right-asymmetric), each of
+ *    whose windows goes through the backup file (test_backup_relayout).
  * Negative control: one byte changed behind the grown array on a member
  * (a data column) is found by the model comparison or by the check.
  */
@@ -973,29 +975,28 @@ static bool file_has(const char *path, const char *needle)
  * RAIDFUSE_TEST_BREAK=reshape-backup (the window goes on without its
  * backup) or reshape-restore (assembly does not write it back) the walk
  * goes on from rows its first window overwrote: the model differs. */
-static void test_backup(void **state)
+static void backup_case(const char *what, enum change how, int n, int nspare, const char *member_size)
 {
 	char paths[RF_MAX_MEMBERS][FX_PATH], err[1024], bk[FX_PATH], logf[FX_PATH], *model;
 	uint8_t hdr[RF_BACKUP_SB_BYTES];
 	struct rf_backup_sb b;
 	struct rf_config cfg;
 	struct rf_array *a;
-	const char *p[4];
+	const char *p[RF_MAX_MEMBERS];
 	uint64_t old, size, pos;
 	int i, fd, rounds = 0;
 	bool back;
 
-	(void)state;
 	fx_md_data_offset = "12K";
-	make("bk5", 5, 3, 1, paths);
+	fx_create_md(what, 5, n, nspare, member_size, 0, paths);
 	fx_md_data_offset = NULL;
-	a = serve(paths, 4);
+	a = serve(paths, n + nspare);
 	old = rf_array_size(a);
 	model = calloc(2, old);
 	assert_non_null(model);
 	fx_model_fill(a, model, 256 << 10, 50);
 	/* No room to move the data, no backup file: refused. */
-	assert_int_equal(rf_reshape_grow(a, 4, err, sizeof(err)), -ENOSPC);
+	assert_int_equal(start(a, how, n + nspare, err, sizeof(err)), -ENOSPC);
 	assert_non_null(strstr(err, "--backup-file"));
 	assert_false(reshaping(a));
 	assert_int_equal(rf_reshape_set_backup_file(a, "bk5.backup", err, sizeof(err)), -EINVAL);
@@ -1003,19 +1004,19 @@ static void test_backup(void **state)
 	snprintf(bk, sizeof(bk), "%s/no-such-dir/bk5.backup", fx_dir);
 	assert_int_equal(rf_reshape_set_backup_file(a, bk, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, bk));
-	snprintf(bk, sizeof(bk), "%s/bk5.backup", fx_dir);
+	snprintf(bk, sizeof(bk), "%s/%s.backup", fx_dir, what);
 	unlink(bk);
 	assert_int_equal(rf_reshape_set_backup_file(a, bk, err, sizeof(err)), 0);
 	assert_true(rf_reshape_backup_file(a, err, sizeof(err)));
 	/* The walk halted in its critical section (logged to a file, to see
 	 * when). */
-	snprintf(logf, sizeof(logf), "%s/bk5.log", fx_dir);
+	snprintf(logf, sizeof(logf), "%s/%s.log", fx_dir, what);
 	unlink(logf);
 	assert_int_equal(rf_log_choose(logf, err, sizeof(err)), 0);
 	rf_log_foreground();
 	setenv("RAIDFUSE_TEST_HALT", "reshape-backup", 1);
-	if (rf_reshape_grow(a, 4, err, sizeof(err)))
-		fail_msg("grow with a backup file refused: %s", err);
+	if (start(a, how, n + nspare, err, sizeof(err)))
+		fail_msg("%s: with a backup file refused: %s", what, err);
 	assert_int_equal(rf_sync_set_speed_max(a, 0), 0);
 	for (i = 0; i < 2000 && !file_has(logf, "RAIDFUSE_TEST_HALT"); i++)
 		usleep(10000);
@@ -1033,14 +1034,14 @@ static void test_backup(void **state)
 	assert_int_equal(pread(fd, hdr, sizeof(hdr), 0), (ssize_t)sizeof(hdr));
 	close(fd);
 	assert_int_equal(rf_backup_decode(hdr, bk, &b, err, sizeof(err)), 0);
-	print_message("backup: halted with array sectors [%llu, +%llu) in %s\n", (unsigned long long)b.arraystart,
-		      (unsigned long long)b.length, bk);
+	print_message("%s: halted with array sectors [%llu, +%llu) in %s\n", what,
+		      (unsigned long long)b.arraystart, (unsigned long long)b.length, bk);
 	rf_array_close(a);
 
 	/* Without the file: refused, naming --backup-file. */
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < n + nspare; i++)
 		p[i] = paths[i];
-	fx_assemble(&cfg, p, 4, false);
+	fx_assemble(&cfg, p, n + nspare, false);
 	assert_int_not_equal(rf_array_open(&cfg, &a, err, sizeof(err)), 0);
 	assert_non_null(strstr(err, "--backup-file"));
 	rf_config_free(&cfg);
@@ -1049,12 +1050,12 @@ static void test_backup(void **state)
 	{
 		char other[FX_PATH];
 
-		snprintf(other, sizeof(other), "%s/bk5.other", fx_dir);
+		snprintf(other, sizeof(other), "%s/%s.other", fx_dir, what);
 		fd = open(other, O_RDWR | O_CREAT | O_TRUNC, 0600);
 		assert_true(fd >= 0);
 		assert_int_equal(ftruncate(fd, 1 << 20), 0);
 		close(fd);
-		fx_assemble(&cfg, p, 4, false);
+		fx_assemble(&cfg, p, n + nspare, false);
 		assert_non_null(cfg.backup_file = strdup(other));
 		assert_int_not_equal(rf_array_open(&cfg, &a, err, sizeof(err)), 0);
 		assert_non_null(strstr(err, "not an mdadm backup file"));
@@ -1066,7 +1067,7 @@ static void test_backup(void **state)
 		fd = open(other, O_RDWR);
 		assert_int_equal(pwrite(fd, hdr, sizeof(hdr), 0), (ssize_t)sizeof(hdr));
 		close(fd);
-		fx_assemble(&cfg, p, 4, false);
+		fx_assemble(&cfg, p, n + nspare, false);
 		assert_non_null(cfg.backup_file = strdup(other));
 		assert_int_not_equal(rf_array_open(&cfg, &a, err, sizeof(err)), 0);
 		assert_non_null(strstr(err, "a backup of another array"));
@@ -1076,10 +1077,10 @@ static void test_backup(void **state)
 
 	/* With it: restored before it serves, on to the end under IO. */
 	fx_backup_file = bk;
-	a = serve(paths, 4);
+	a = serve(paths, n + nspare);
 	fx_backup_file = NULL;
 	assert_true(reshaping(a));
-	print_message("backup: served again from array sector %llu\n",
+	print_message("%s: served again from array sector %llu\n", what,
 		      (unsigned long long)rf_array_reshape_recorded(a));
 	assert_int_equal(rf_sync_set_speed_max(a, 4096), 0);
 	assert_int_equal(rf_sync_set_speed_min(a, 4096), 0);
@@ -1087,17 +1088,39 @@ static void test_backup(void **state)
 		assert_int_equal(fx_model_io(a, model, 20, 64 << 10), 0);
 	to_end(a);
 	size = rf_array_size(a);
-	assert_true(size > old && size <= 2 * old);
+	if (how == GROW)
+		assert_true(size > old && size <= 2 * old);
+	else
+		assert_int_equal(size, old);
 	assert_int_equal(fx_model_io(a, model, 40, 64 << 10), 0);
 	assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
 	check_zero(a);
 	rf_array_close(a);
-	a = serve(paths, 4);
+	a = serve(paths, n + nspare);
 	assert_false(reshaping(a));
 	assert_int_equal(rf_array_size(a), size);
 	assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
+	if (how == LAYOUT_RA) {
+		struct rf_array_info info;
+
+		rf_array_get_info(a, &info);
+		assert_int_equal(info.layout, 1);
+	}
 	rf_array_close(a);
 	free(model);
+}
+
+static void test_backup(void **state)
+{
+	(void)state;
+	backup_case("bk5", GROW, 3, 1, MEMBER_SIZE);
+}
+
+static void test_backup_relayout(void **state)
+{
+	(void)state;
+	/* every window through the backup file: three of them */
+	backup_case("bkl", LAYOUT_RA, 3, 0, "24M");
 }
 
 int main(void)
@@ -1121,6 +1144,7 @@ int main(void)
 		cmocka_unit_test_setup(test_shrink10, fx_threads2),
 		cmocka_unit_test_setup(test_record_first, fx_threads2),
 		cmocka_unit_test_setup(test_backup, fx_threads2),
+		cmocka_unit_test_setup(test_backup_relayout, fx_inline0),
 		cmocka_unit_test_setup(test_bitmap_grow, fx_threads2),
 		cmocka_unit_test_setup(test_bitmap_ahead, fx_threads2),
 		cmocka_unit_test_setup(test_bitmap_other, fx_inline0),
