@@ -64,25 +64,25 @@
  * --grow --backup-file has md do.  Its first windows (the critical
  * section: the new rows of the position's granule land on old rows of its
  * own; a relayout's every window, its rows where the old ones were) then
- * cannot fit; each
- * such window is as large as lands on no old rows past its own end
- * (window_backup()), and in it, every request drained (reads too: its
- * new rows land on the old rows reads of it would find): its old data is read,
- * written to the backup file (array order, at 4 KiB, then flushed), the
- * header that names it written after the data and at the file's start
- * (flushed: the header at the start is what makes the backup count), then
- * the new rows, and the position is recorded at the window's end before
- * the next window begins (record() with the members flushed: nothing runs
- * ahead of the record there).  A crash anywhere leaves either a header
- * that ends at or below the recorded position (stale: the old rows at the
- * position were never touched) or one that starts at it, whose data
- * restore() writes back in the new geometry at the next assembly before
- * the array serves, recording the position at the backup's end (mdadm's
- * Grow_restart).  Once a granule's new rows fall below the old rows of
- * the recorded position, windows fit by themselves: no more backups.  An
- * in-place grow found at assembly inside its critical section without
- * the file is refused there (md/layout.c rf_reshape_init(): md's
- * "reshape_position too early for auto-recovery").
+ * cannot fit; each such window is as large as lands on no old rows past
+ * its own end (window_backup()), and in it, every request drained (reads
+ * too: its new rows land on the old rows reads of it would find): its old
+ * data is read, written to the backup file (array order, at 4 KiB, then
+ * flushed), the header that names it written after the data and at the
+ * file's start (flushed: the header at the start is what makes the backup
+ * count), then the new rows, and the position is recorded at the window's
+ * end before the next window begins (record() with the members flushed:
+ * nothing runs ahead of the record there).  A crash anywhere leaves either
+ * a header that ends at or below the recorded position (stale: the old
+ * rows at the position were never touched) or one that starts at it,
+ * whose data restore() writes back in the new geometry at the next
+ * assembly before the array serves, recording the position at the
+ * backup's end (mdadm's Grow_restart).  Once a granule's new rows fall
+ * below the old rows of the recorded position (a grow, after its first
+ * rows), windows fit by themselves: no more backups.  A reshape in place
+ * found at assembly inside its critical section without the file is
+ * refused there (md/layout.c rf_reshape_init(): md's "reshape_position too
+ * early for auto-recovery").
  *
  * A grow begins with rf_reshape_grow() (md/raid_disks): the spares take
  * the new slots, every member's data is to move lower as the level says
@@ -143,9 +143,8 @@
  * one), go on while a device is being rebuilt (one found at assembly: it
  * waits for the rebuild), run a shrink or a level change in place through
  * the backup file (they need room to move the data), or restore a backup
- * file whose rows
- * are off the new geometry's stripes or in two sections (mdadm writes
- * such files for other reshapes: refused, naming the file).
+ * file whose rows are off the new geometry's stripes or in two sections
+ * (mdadm writes such files for other reshapes: refused, naming the file).
  *
  * Pace: sync_speed_max (KiB of each member per second, as md counts), and
  * sync_speed_min while foreground IO is in flight or was within half a
@@ -226,8 +225,9 @@ struct reshape {
 	struct rf_bgthread recorder;
 	_Atomic uint64_t rec_want;
 	_Atomic int64_t rec_ms;         /* when the position was last recorded */
-	/* mdadm's backup file of a grow in place (rs->backup), the walk's
-	 * thread only: open while it runs (bk_fd; -1: none). */
+	/* mdadm's backup file of a reshape in place (rs->backup), the
+	 * walk's thread only (and restore() before it starts): open while
+	 * it runs (bk_fd; -1: none). */
 	int bk_fd;
 	char bk_path[PATH_MAX];
 	unsigned nbackups;              /* windows backed up this run */
@@ -360,7 +360,7 @@ static uint64_t window_at(struct reshape *r, uint64_t x, uint64_t base)
 	return (first + best * r->gran < r->end ? first + best * r->gran : r->end) - x;
 }
 
-/* ---- mdadm's backup file (a grow in place) ---- */
+/* ---- mdadm's backup file (a reshape in place) ---- */
 
 /* The array's uuid (its slots' superblocks) and their newest utime. */
 static void array_ids(struct rf_array *a, uint8_t uuid[16], uint64_t *utime)
@@ -756,8 +756,8 @@ static int setup(struct reshape *r)
 	}
 	memset(r->w.zero, 0, r->w.unit * 512);
 	r->nbackups = 0;
-	/* A grow in place: its backup file, for the windows of its critical
-	 * section. */
+	/* A reshape in place: its backup file, for the windows of its
+	 * critical section. */
 	if (rs->backup && !rs->backwards) {
 		int fd = -ENOENT;
 
