@@ -987,6 +987,13 @@ static void backup_case(const char *what, enum change how, int n, int nspare, co
 	int i, fd, rounds = 0;
 	bool back;
 
+	/* The log to a file until the halted array is closed, to see when
+	 * the walk halts (the sink changes only with no array thread
+	 * running). */
+	snprintf(logf, sizeof(logf), "%s/%s.log", fx_dir, what);
+	unlink(logf);
+	assert_int_equal(rf_log_choose(logf, err, sizeof(err)), 0);
+	rf_log_foreground();
 	fx_md_data_offset = "12K";
 	fx_create_md(what, 5, n, nspare, member_size, 0, paths);
 	fx_md_data_offset = NULL;
@@ -1008,12 +1015,7 @@ static void backup_case(const char *what, enum change how, int n, int nspare, co
 	unlink(bk);
 	assert_int_equal(rf_reshape_set_backup_file(a, bk, err, sizeof(err)), 0);
 	assert_true(rf_reshape_backup_file(a, err, sizeof(err)));
-	/* The walk halted in its critical section (logged to a file, to see
-	 * when). */
-	snprintf(logf, sizeof(logf), "%s/%s.log", fx_dir, what);
-	unlink(logf);
-	assert_int_equal(rf_log_choose(logf, err, sizeof(err)), 0);
-	rf_log_foreground();
+	/* The walk halted in its critical section. */
 	setenv("RAIDFUSE_TEST_HALT", "reshape-backup", 1);
 	if (start(a, how, n + nspare, err, sizeof(err)))
 		fail_msg("%s: with a backup file refused: %s", what, err);
@@ -1021,8 +1023,6 @@ static void backup_case(const char *what, enum change how, int n, int nspare, co
 	for (i = 0; i < 2000 && !file_has(logf, "RAIDFUSE_TEST_HALT"); i++)
 		usleep(10000);
 	unsetenv("RAIDFUSE_TEST_HALT");
-	assert_int_equal(rf_log_choose("stderr", err, sizeof(err)), 0);
-	rf_log_foreground();
 	if (i == 2000)
 		fail_msg("the walk did not halt in its critical section");
 	assert_true(file_has(logf, "mdadm's backup file holds its critical section"));
@@ -1037,6 +1037,8 @@ static void backup_case(const char *what, enum change how, int n, int nspare, co
 	print_message("%s: halted with array sectors [%llu, +%llu) in %s\n", what,
 		      (unsigned long long)b.arraystart, (unsigned long long)b.length, bk);
 	rf_array_close(a);
+	assert_int_equal(rf_log_choose("stderr", err, sizeof(err)), 0);
+	rf_log_foreground();
 
 	/* Without the file: refused, naming --backup-file. */
 	for (i = 0; i < n + nspare; i++)
