@@ -104,6 +104,7 @@ struct grow_opts {
 	uint64_t chunk;
 	bool wait;
 	char sizebuf[32], arraybuf[32];
+	const char *backup_arg;         /* --backup-file as given */
 	char backup[PATH_MAX];          /* --backup-file, absolute; "" none */
 };
 
@@ -171,8 +172,7 @@ static int grow_parse(int argc, char **argv, struct grow_opts *o)
 		} else if (ch == 'W') {
 			o->wait = true;
 		} else if (ch == 'B') {
-			if (rf_cli_backup_file("grow", optarg, o->backup, sizeof(o->backup)))
-				return 1;
+			o->backup_arg = optarg;
 		} else if (ch == 1) {
 			if (o->mnt)
 				return rf_cli_usage_error("grow: expected one MOUNTPOINT, got also '%s'", optarg);
@@ -318,7 +318,7 @@ int rf_cmd_grow(int argc, char **argv)
 	if ((o.n > 0) + (o.level >= 0) + !!o.layout + !!o.chunk == 0)
 		return rf_cli_usage_error("grow: --raid-devices, --level, --layout, --chunk, --size or --array-size is "
 					  "needed (what to change)");
-	if (o.backup[0] && (o.level >= 0 || (!o.n && !o.layout && !o.chunk)))
+	if (o.backup_arg && (o.level >= 0 || (!o.n && !o.layout && !o.chunk)))
 		return rf_cli_usage_error("grow: --backup-file goes with --raid-devices, --layout or --chunk (a "
 					  "reshape with no room before the data)");
 	if ((o.layout || o.chunk) && (o.n || o.level >= 0 || (o.layout && o.chunk)))
@@ -328,6 +328,8 @@ int rf_cmd_grow(int argc, char **argv)
 		if (rc >= 0)
 			return rc;
 	}
+	if (o.backup_arg && rf_cli_backup_file("grow", o.backup_arg, o.backup, sizeof(o.backup)))
+		return 1;
 	rc = grow_apply(&o, cur_level, cur_n);
 	if (rc || !o.wait)
 		return rc;

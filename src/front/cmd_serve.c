@@ -209,6 +209,7 @@ int rf_cmd_mount(int argc, char **argv)
 	struct rf_fuse_opts o = { 0 };
 	struct rf_config cfg;
 	const char *pos[2] = { NULL, NULL }, *overlay = NULL;
+	const char *backup_arg = NULL;
 	char backup[PATH_MAX] = "";
 	bool ro = false;
 	char err[1024];
@@ -222,8 +223,7 @@ int rf_cmd_mount(int argc, char **argv)
 			continue;
 		}
 		if (ch == 'B') {
-			if (rf_cli_backup_file("mount", optarg, backup, sizeof(backup)))
-				return 1;
+			backup_arg = optarg;
 			continue;
 		}
 		if (ch == 'O') {
@@ -238,7 +238,7 @@ int rf_cmd_mount(int argc, char **argv)
 		return rc;
 	if (npos < 2)
 		return rf_cli_usage_error("mount: expected CONFIG MOUNTPOINT");
-	if (log_option(&o))
+	if (log_option(&o) || (backup_arg && rf_cli_backup_file("mount", backup_arg, backup, sizeof(backup))))
 		return 1;
 	o.mountpoint = pos[1];
 	/* From here on the daemon (daemon.h): it opens everything itself. */
@@ -313,7 +313,7 @@ int rf_cmd_assemble(int argc, char **argv)
 	};
 	struct rf_fuse_opts o = { 0 };
 	struct rf_config cfg;
-	const char *name = NULL, *members[RF_MAX_MEMBERS], *overlay = NULL;
+	const char *name = NULL, *members[RF_MAX_MEMBERS], *overlay = NULL, *backup_arg = NULL;
 	char backup[PATH_MAX] = "";
 	bool ro = false;
 	char err[1024];
@@ -330,8 +330,7 @@ int rf_cmd_assemble(int argc, char **argv)
 			overlay = optarg;
 			break;
 		case 'B':
-			if (rf_cli_backup_file("assemble", optarg, backup, sizeof(backup)))
-				return 1;
+			backup_arg = optarg;
 			break;
 		case 'N':
 			name = optarg;
@@ -351,7 +350,7 @@ int rf_cmd_assemble(int argc, char **argv)
 	if (ro && overlay)
 		return rf_cli_usage_error("assemble: --ro and --overlay exclude each other (--overlay already keeps "
 					  "the members as they are)");
-	if (log_option(&o))
+	if (log_option(&o) || (backup_arg && rf_cli_backup_file("assemble", backup_arg, backup, sizeof(backup))))
 		return 1;
 	/* From here on the daemon (daemon.h): it opens everything itself. */
 	rc = rf_daemon_fork(o.foreground);
