@@ -33,6 +33,10 @@
 #            md's check must find no mismatch.  (Kernel 6.1 serves no reads of an
 #            array frozen mid-reshape, read-only or not: they block until the reshape
 #            moves on, so the members are verified through md finishing the reshape.)
+#            With JOB_BACKUP mdadm assembles with --backup-file=/host/JOB_BACKUP (a grow
+#            in place stopped in its critical section: mdadm writes the file's rows back
+#            first); verify.log says whether it did ("restoring critical section"), or
+#            why the assembly failed.
 #   midreplace  create JOB_NDEV members over all disks but the last, resync, the
 #            pattern, check; then add the last disk as a spare and mdadm --replace
 #            role 1 (vdb) with it, the copy limited to a crawl, frozen and stopped once
@@ -58,7 +62,8 @@
 # --array-size before the grow), JOB_STOP_PCT, JOB_STOP_SYNC_MAX (reshape: stop at that member
 # sector by sync_max instead), JOB_SPEED_KIB (reshape, midreplace: crawl speed),
 # JOB_PLAN_START / JOB_PLAN_STRIPES / JOB_PLAN_STRIDE / JOB_PLAN_OFFSETS / JOB_PLAN_BLOCK
-# (crash: sectors), JOB_CRASH_AFTER (crash: seconds of writing before the reset).
+# (crash: sectors), JOB_CRASH_AFTER (crash: seconds of writing before the reset),
+# JOB_BACKUP (reshape-verify: mdadm --assemble --backup-file=/host/JOB_BACKUP).
 #
 # It does NOT decide whether the result is right beyond md's own read-back and check:
 # the host cross-checks the notes (golden_manifest.py) and the images (check_raid5.py).
@@ -300,9 +305,12 @@ reshape-verify)
 	: > $O/verify.log
 	size=$(sed -n 's/^array_sectors before the reshape=//p' $O/job.log)
 	[ -n "$size" ] || die "no 'array_sectors before the reshape' in job.log"
-	mdadm --assemble /dev/md0 $disks > $O/verify-assemble.log 2>&1 || { cat $O/verify-assemble.log; die "assemble"; }
+	bk=
+	[ -n "${JOB_BACKUP:-}" ] && bk="--backup-file=$O/$JOB_BACKUP"
+	mdadm --assemble /dev/md0 $bk $disks > $O/verify-assemble.log 2>&1 ||
+		{ cat $O/verify-assemble.log; echo "verify: assemble failed: $(tr '\n' ' ' < $O/verify-assemble.log)" >> $O/verify.log; die "assemble"; }
 	cat $O/verify-assemble.log /proc/mdstat
-	echo "verify: assembled at reshape_position $(cat $MD/reshape_position)" | tee -a $O/verify.log
+	echo "verify: assembled at reshape_position $(cat $MD/reshape_position)${bk:+ ($bk; mdadm: $(grep -o 'restoring critical section' $O/verify-assemble.log))}" | tee -a $O/verify.log
 	wait_idle
 	cat /proc/mdstat
 	echo "verify: reshape finished: reshape_position $(cat $MD/reshape_position), raid_disks $(cat $MD/raid_disks), array_sectors $(blockdev --getsz /dev/md0)" | tee -a $O/verify.log

@@ -27,6 +27,15 @@
 #  5. a relayout in place (left-symmetric -> right-asymmetric, no room):
 #     refused without a backup file; with one, every window goes through it:
 #     the model, check 0, layout 1, data offsets kept.
+#  6. (RF_MD_JUDGE=1) kernel md finishes a grow in place raidfuse began:
+#     md's pattern over a fresh array of step 1's shape, grown with FILE,
+#     halted in its first window and killed -9 as in step 2; mdpeer's guest
+#     assembles snapshots of the members by mdadm --assemble
+#     --backup-file=FILE (mdadm restores the critical section, its
+#     Grow_restart), and md goes on to the end: the pattern, check 0, data
+#     offsets kept (tools/md-golden-job.sh reshape-verify).  Controls: without
+#     the file mdadm refuses the assembly; with the file's data damaged at
+#     array sector 1024, md's pattern check fails.
 # Negative controls: RAIDFUSE_TEST_BREAK=reshape-backup (the window goes on
 # without writing the backup file) and RAIDFUSE_TEST_BREAK=reshape-restore
 # (assembly does not write the backup back): the same steps leave an image
@@ -138,6 +147,46 @@ stop_array "$MNT"
 "$RAIDFUSE" examine "$G/d0.img" >"$WORK/ex.txt"
 grep -q "Data Offset : 24 sectors" "$WORK/ex.txt" || fail "relayout in place: $(cat "$WORK/ex.txt")"
 log "relayout in place with the backup file: $(grep -c "backup file" "$WORK/l.log") log lines of it, the model, check 0"
+
+# damage FILE SECTOR: 4 KiB of random bytes over the data of mdadm's backup
+# file FILE (its header's devstart: 8) that array SECTOR is kept in.
+damage() {
+	head -c 4096 /dev/urandom | dd of="$1" bs=512 seek=$((8 + $2)) conv=notrunc status=none ||
+		fail "cannot damage $1"
+}
+
+# ---- 6. (RF_MD_JUDGE=1) kernel md finishes the grow in place raidfuse began
+if md_judge; then
+	K=$DISK/k
+	rm -rf "$K"
+	mkdir -p "$K/share"
+	mk_conf "$K/r.conf" metadata=1.2 level=5 chunk_size=64K members="$K/d0.img $K/d1.img $K/d2.img" \
+		spares="$K/d3.img" member_size=32M data_offset=12K
+	create_array "$K/r.conf" --assume-clean
+	RAIDFUSE_TEST_HALT=reshape-backup start_array_daemon "$K/r.conf" "$MNT" --log "$WORK/k.log"
+	N=$(($(fsize "$IMG") / 512))
+	"$RFHELPER" fill "$IMG" "$N" >/dev/null || fail "cannot write md's pattern"
+	"$RAIDFUSE" grow "$MNT" --raid-devices 4 --backup-file "$K/share/rf.backup" ||
+		fail "grow --backup-file refused: $(tail -n 3 "$WORK/k.log")"
+	wait_for "the walk did not halt in its critical section" 'grep -q RAIDFUSE_TEST_HALT "$WORK/k.log"'
+	kill_daemon
+	if md_verify "$K" "$N"; then fail "control: mdadm assembled the members without the backup file: $V"; fi
+	[[ $V == *"assemble failed"*"critical section"* ]] || fail "control without the backup file: $V"
+	log "control: mdadm --assemble without the backup file refuses: ${V#*assemble failed: }"
+	cp "$K/share/rf.backup" "$K/share/bad.backup"
+	damage "$K/share/bad.backup" 1024
+	if JOB_BACKUP=bad.backup md_verify "$K" "$N"; then fail "control: a damaged backup file read back right: $V"; fi
+	[[ $V == *"restoring critical section"* && $V == *"mdpeer-pattern check"* && $V != *" OK"* ]] ||
+		fail "control with a damaged backup file: $V"
+	log "control: mdadm restored a damaged backup file, md's pattern check fails: $(grep -m1 'pattern check' <<<"$V")"
+	JOB_BACKUP=rf.backup md_continues "$K" "$N"
+	[[ $V == *"restoring critical section"* && $V == *"reshape finished: reshape_position none, raid_disks 4"* &&
+		$V == *" OK"* && $V == *"mismatch_cnt=0"* && $V == *"vda=24 vdb=24 vdc=24 vdd=24"* ]] ||
+		fail "kernel md's run of the grow in place raidfuse began: $V"
+	log "kernel md finished the grow in place raidfuse began: mdadm restored $K/share/rf.backup" \
+		"($(grep -o 'assembled at reshape_position [0-9]*' <<<"$V")), pattern OK, mismatch_cnt 0"
+	rm -rf "$K"
+fi
 
 # ---- negative controls
 # control GROW_BREAK MOUNT_BREAK: steps 2 and 4 with one safety step left

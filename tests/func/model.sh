@@ -133,14 +133,25 @@ judge_model() {
 # kernel md goes on to its end (tools/md-golden-job.sh reshape-verify), then
 # reads md's pattern over the first SECTORS sectors and runs its check.  V
 # gets the guest's verify.log; a guest that could not finish fails the test.
+# JOB_BACKUP=FILE (in DIR/share) has mdadm assemble with --backup-file.
 md_continues() {
+	md_verify "$1" "$2" ||
+		fail "kernel md did not finish the reshape: $(tail -n 20 "$WORK/guest.out"; echo "$V")"
+}
+
+# md_verify DIR SECTORS: md_continues' guest run, for a run that may fail:
+# its status (0: md finished, the pattern read back, check ran), V the
+# guest's verify.log.
+md_verify() {
+	local rc=0
 	mkdir -p "$1/share"
 	echo "array_sectors before the reshape=$2" >"$1/share/job.log"
+	rm -f "$1/share/verify.log"
 	JOB_KIND=reshape-verify MDPEER_DISK_OPTS=snapshot=on TMPDIR=$1 \
 		"$(dirname "$MDJUDGE")/run-guest.sh" --share "$1/share" --timeout 600 \
-		"$TOP_DIR/tools/md-golden-job.sh" "$1"/d?.img >"$WORK/guest.out" 2>&1 ||
-		fail "kernel md did not finish the reshape: $(tail -n 20 "$WORK/guest.out"; cat "$1/share/verify.log" 2>/dev/null)"
-	V=$(cat "$1/share/verify.log")
+		"$TOP_DIR/tools/md-golden-job.sh" "$1"/d?.img >"$WORK/guest.out" 2>&1 || rc=$?
+	V=$(cat "$1/share/verify.log" 2>/dev/null || true)
+	return $rc
 }
 
 # md_finishes_grow DIR [CONF KEYS...]: (md_judge said yes) md's pattern over
