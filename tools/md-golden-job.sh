@@ -27,6 +27,23 @@
 #            --raid-devices=4 after adding the last disk, or --array-size/--raid-devices
 #            for a shrink) limited to a crawl, frozen and stopped once reshape_position
 #            has passed JOB_STOP_PCT percent of the array, and examined.
+#   reshape-backup  a grow in place, each disk partitioned (p1 the member, p2 small):
+#            create over the p1s (JOB_CREATE_OPTS with a --data-offset that leaves
+#            no room before the data), resync, the pattern, check; add the last
+#            disk's p1; mdadm --grow JOB_GROW_ARGS --backup-file (a file in /tmp) at
+#            a crawl, held until mdadm's background process has written its backup;
+#            then md runs until it records a reshape_position, and that process is
+#            killed, md frozen and stopped there: inside the critical section (below
+#            the backup's end).  The file goes to /host/md.backup.  The hold: mdadm
+#            4.2 starts md's reshape with sync_max at max before its background
+#            process reads the critical section, and md moves rows there first, so
+#            the file would hold rows of the new geometry.  So a raid1 over vda2 and
+#            vdb2 checks at a crawl while mdadm starts the grow (md delays the
+#            reshape of an array that shares a disk with one syncing), the reshape
+#            is frozen, sync_max set to 0 and the reshape let go on; the raid1
+#            stops, md's reshape waits at sync_max, and the background process,
+#            which waits for md to run, reads the critical section untouched and
+#            lets md go on (sync_max), as mdadm means it to.
 #   reshape-verify  (members attached as snapshots, so they stay mid-reshape) assemble:
 #            md goes on with the reshape from where the members say; once it is done,
 #            the pattern must read back over the array's size before the reshape, and
@@ -300,6 +317,70 @@ reshape)
 	for d in $disks; do
 		grep -q "Reshape pos'n" $O/examine-${d##*/}.txt || die "$d: no reshape position after the stop"
 	done
+	;;
+reshape-backup)
+	export MDADM_NO_SYSTEMCTL=1     # no systemd here: mdadm forks its own process
+	M1=/sys/block/md1/md
+	first=""; i=0
+	for d in $disks; do [ $i -lt "$JOB_NDEV0" ] && first="$first ${d}1"; i=$((i + 1)); done
+	create $first
+	pattern_write; pattern_check
+	mm=$(md_check)
+	say "check before the reshape mismatch_cnt=$mm"
+	shift "$JOB_NDEV0"
+	more=""
+	for d in "$@"; do more="$more ${d}1"; done
+	run mdadm /dev/md0 --add $more || die "add"
+	say "array_sectors before the reshape=$(blockdev --getsz /dev/md0)"
+	offsets "before the reshape"
+	crawl 1
+	yes | mdadm --create /dev/md1 --run --level=1 --raid-devices=2 --metadata=1.2 --bitmap=none \
+		--assume-clean /dev/vda2 /dev/vdb2 > /dev/null 2>&1 || die "create md1"
+	echo 1 > $M1/sync_speed_min
+	echo 1 > $M1/sync_speed_max
+	echo check > $M1/sync_action
+	sleep 3
+	bk=/tmp/md.backup
+	run mdadm --grow /dev/md0 $JOB_GROW_ARGS --backup-file=$bk || die "grow"
+	grep -q 'resync=DELAYED' /proc/mdstat || die "md0's reshape is not held: $(cat /proc/mdstat)"
+	echo frozen > $MD/sync_action
+	n=0
+	until [ "$(cat $MD/sync_completed)" = none ]; do
+		sleep 0.1
+		n=$((n + 1))
+		[ $n -gt 300 ] && die "md0's reshape did not stop for the freeze"
+	done
+	echo 0 > $MD/sync_max || die "sync_max 0"
+	echo reshape > $MD/sync_action || die "sync_action reshape"
+	echo frozen > $M1/sync_action
+	hdr() { od -A n -t u8 -j "$1" -N 8 $bk 2>/dev/null | tr -d ' '; }
+	n=0
+	until [ "$(hdr 56)" -gt 0 ] 2>/dev/null; do
+		sleep 0.1
+		n=$((n + 1))
+		[ $n -gt 600 ] && die "mdadm wrote no backup in 60 s (sync_max $(cat $MD/sync_max), sync_completed $(cat $MD/sync_completed))"
+	done
+	start=$(hdr 48)
+	len=$(hdr 56)
+	say "mdadm's backup header: $(od -A n -c -N 16 $bk | tr -d ' '), array sectors [$start, $((start + len)))"
+	n=0
+	while [ "$(cat $MD/reshape_position)" = 0 ]; do
+		sleep 0.1
+		n=$((n + 1))
+		[ $n -gt 600 ] && die "md recorded no reshape_position in 60 s (sync_max $(cat $MD/sync_max), sync_completed $(cat $MD/sync_completed))"
+	done
+	sm=$(cat $MD/sync_max)
+	pids=$(pidof mdadm)
+	[ -n "$pids" ] && kill -9 $pids
+	echo frozen > $MD/sync_action
+	pos=$(cat $MD/reshape_position)
+	say "mdadm's process killed (sync_max $sm), md frozen at reshape_position $pos"
+	[ "$pos" -lt $((start + len)) ] || die "reshape_position $pos is past the critical section"
+	record "$mm"
+	run mdadm --stop /dev/md0 || die "stop"
+	run mdadm --stop /dev/md1 || die "stop md1"
+	for d in $disks; do mdadm --examine ${d}1 > $O/examine-${d##*/}.txt 2>&1; done
+	cp $bk $O/md.backup || die "cp $bk"
 	;;
 reshape-verify)
 	: > $O/verify.log

@@ -36,6 +36,18 @@
 #     offsets kept (tools/md-golden-job.sh reshape-verify).  Controls: without
 #     the file mdadm refuses the assembly; with the file's data damaged at
 #     array sector 1024, md's pattern check fails.
+#  7. (RF_MD_JUDGE=1) raidfuse finishes a grow in place kernel md began:
+#     mdpeer's guest makes a raid5 of 3 (512K chunks, data offset 12K: no
+#     room) over the first partition of each disk, writes md's pattern, and
+#     runs mdadm --grow --raid-devices=4 --backup-file until md records a
+#     position inside the critical section, where it stops it
+#     (tools/md-golden-job.sh reshape-backup); raidfuse assembles copies of
+#     those partitions with mdadm's file: its rows written back, the position
+#     at its end, the pattern; to the end: zeros after it, check 0, data
+#     offsets kept.  Controls: without the file, refused; with its data
+#     damaged, the image differs from the pattern.  (Where md stops, one new
+#     row past the start, the old rows the file holds are still on the
+#     members too, so only a damaged file shows the rows come from it.)
 # Negative controls: RAIDFUSE_TEST_BREAK=reshape-backup (the window goes on
 # without writing the backup file) and RAIDFUSE_TEST_BREAK=reshape-restore
 # (assembly does not write the backup back): the same steps leave an image
@@ -185,6 +197,70 @@ if md_judge; then
 		fail "kernel md's run of the grow in place raidfuse began: $V"
 	log "kernel md finished the grow in place raidfuse began: mdadm restored $K/share/rf.backup" \
 		"($(grep -o 'assembled at reshape_position [0-9]*' <<<"$V")), pattern OK, mismatch_cnt 0"
+	rm -rf "$K"
+fi
+
+# ---- 7. (RF_MD_JUDGE=1) raidfuse finishes a grow in place kernel md began
+# le32 N: N as 4 little-endian bytes, in printf %b's escapes.
+le32() { printf '\\x%02x' $(($1 & 255)) $((($1 >> 8) & 255)) $((($1 >> 16) & 255)) $((($1 >> 24) & 255)); }
+# mbr FILE: a disk of 35 MiB, an MBR with two partitions (type fd): 32 MiB
+# at 1 MiB and 2 MiB after it.
+mbr() {
+	local e='\x00\xfe\xff\xff\xfd\xfe\xff\xff'     # status, CHS (unused), type, CHS
+	truncate -s 35M "$1"
+	printf '%b' "$e$(le32 2048)$(le32 65536)$e$(le32 67584)$(le32 4096)" |
+		dd of="$1" bs=1 seek=446 conv=notrunc status=none
+	printf '\x55\xaa' | dd of="$1" bs=1 seek=510 conv=notrunc status=none
+}
+if md_judge; then
+	K=$DISK/m
+	rm -rf "$K"
+	mkdir -p "$K/share"
+	for i in 0 1 2 3; do mbr "$K/disk$i.img"; done
+	JOB_KIND=reshape-backup JOB_NDEV0=3 JOB_GROW_ARGS="--raid-devices=4" \
+		JOB_CREATE_OPTS="--level=5 --chunk=512 --raid-devices=3 --metadata=1.2 --bitmap=none --data-offset=12K" \
+		TMPDIR=$K "$(dirname "$MDJUDGE")/run-guest.sh" --share "$K/share" --timeout 900 \
+		"$TOP_DIR/tools/md-golden-job.sh" "$K"/disk?.img >"$WORK/guest-md.out" 2>&1 ||
+		fail "kernel md's grow in place: $(tail -n 20 "$WORK/guest-md.out")"
+	N=$(sed -n 's/^array_sectors before the reshape=//p' "$K/share/job.log")
+	MDPOS=$(sed -n 's/.*md frozen at reshape_position \([0-9]*\).*/\1/p' "$K/share/job.log")
+	[ -n "$N" ] && [ -n "$MDPOS" ] || fail "the guest's job.log: $(cat "$K/share/job.log")"
+	HDR=$(grep -o "mdadm's backup header: .*" "$K/share/job.log")
+	for i in 0 1 2 3; do
+		dd if="$K/disk$i.img" of="$K/d$i.img" bs=1M skip=1 count=32 status=none || fail "cannot copy partition 1 of disk$i"
+	done
+	M=$((N * 3 / 2))
+	truncate -s 0 "$MODEL"
+	truncate -s $((M * 512)) "$MODEL"
+	"$RFHELPER" fill "$MODEL" "$N" >/dev/null || fail "cannot make the model"
+	expect_fail "$RAIDFUSE" assemble "$MNT" "$K"/d?.img
+	[[ $OUT == *"--backup-file"* && $OUT == *"critical section"* ]] || fail "refused for another reason: $OUT"
+	log "kernel md's grow stopped at reshape_position $MDPOS ($HDR): assembled without the file, refused"
+	mkdir -p "$K/c"
+	for i in 0 1 2 3; do cp "$K/d$i.img" "$K/c/d$i.img"; done
+	cp "$K/share/md.backup" "$K/c/bad.backup"
+	damage "$K/c/bad.backup" 1024
+	start_assemble_daemon array.img "$MNT" --freeze --backup-file "$K/c/bad.backup" "$K"/c/d?.img
+	expect_fail "$RFHELPER" same "$IMG" "$MODEL" $((N * 512))
+	stop_array "$MNT"
+	log "control: mdadm's backup file damaged at array sector 1024, restored: the image differs from md's pattern: ${OUT##*: }"
+	start_assemble_daemon array.img "$MNT" --freeze --backup-file "$K/share/md.backup" "$K"/d?.img
+	P=$(pos)
+	[[ $HDR == *"array sectors [0, $P)" && $P -gt $MDPOS ]] ||
+		fail "restored: position $P, md stopped at $MDPOS, $HDR"
+	same_model "md's grow in place, restored from mdadm's backup file (position $P)" "$N"
+	to_end "md's grow in place, continued"
+	[ "$(fsize "$IMG")" = $((M * 512)) ] || fail "grown image of $(fsize "$IMG") bytes, 4 members give $((M * 512))"
+	same_model "md's grow in place, continued by raidfuse" "$M"
+	check_clean "check after md's grow in place, continued"
+	stop_array "$MNT"
+	for i in 0 1 2 3; do
+		"$RAIDFUSE" examine "$K/d$i.img" >"$WORK/ex.txt" || fail "examine d$i failed"
+		grep -q "Data Offset : 24 sectors" "$WORK/ex.txt" && ! grep -q "Reshape" "$WORK/ex.txt" ||
+			fail "d$i after the grow: $(cat "$WORK/ex.txt")"
+	done
+	log "kernel md's grow in place, stopped at array sector $MDPOS, continued by raidfuse with mdadm's file:" \
+		"restored to $P, $N -> $M sectors, md's pattern, zeros after, check 0"
 	rm -rf "$K"
 fi
 
