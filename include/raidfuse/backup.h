@@ -60,4 +60,15 @@ int rf_backup_decode(const void *buf, const char *path, struct rf_backup_sb *b, 
  * it holds nothing; two sections are taken as one span, as mdadm does). */
 void rf_backup_span(const struct rf_backup_sb *b, uint64_t *lo, uint64_t *hi);
 
+/* One section of a backup: array sectors [arraystart, arraystart +
+ * length), their data at file sector devstart. */
+struct rf_backup_section {
+	uint64_t devstart, arraystart, length;
+};
+/* The sections of b that hold data (length not 0), in array order, into
+ * s: how many (0, 1 or 2).  A second section's data lies devstart2 sectors
+ * past the first's (mdadm's alternating parts: either may hold the rows
+ * that come first). */
+int rf_backup_sections(const struct rf_backup_sb *b, struct rf_backup_section s[2]);
+
 #endif

@@ -139,3 +139,20 @@ void rf_backup_span(const struct rf_backup_sb *b, uint64_t *lo, uint64_t *hi)
 		}
 	}
 }
+
+int rf_backup_sections(const struct rf_backup_sb *b, struct rf_backup_section s[2])
+{
+	int n = 0;
+
+	if (b->length)
+		s[n++] = (struct rf_backup_section){ b->devstart, b->arraystart, b->length };
+	if (b->version == 2 && b->length2)
+		s[n++] = (struct rf_backup_section){ b->devstart + b->devstart2, b->arraystart2, b->length2 };
+	if (n == 2 && s[1].arraystart < s[0].arraystart) {
+		struct rf_backup_section t = s[0];
+
+		s[0] = s[1];
+		s[1] = t;
+	}
+	return n;
+}

@@ -143,8 +143,9 @@
  * one), go on while a device is being rebuilt (one found at assembly: it
  * waits for the rebuild), run a shrink or a level change in place through
  * the backup file (they need room to move the data), or restore a backup
- * file whose rows are off the new geometry's stripes or in two sections
- * (mdadm writes such files for other reshapes: refused, naming the file).
+ * file whose rows are off the new geometry's stripes, or whose two
+ * sections (mdadm's md_backup_data-2) leave rows between them (refused,
+ * naming the file).
  *
  * Pace: sync_speed_max (KiB of each member per second, as md counts), and
  * sync_speed_min while foreground IO is in flight or was within half a
@@ -1138,10 +1139,12 @@ static const char *cannot_reshape(struct rf_array *a)
  * starts at or below the position and ends past it, written no more than
  * 2 h before the superblocks' last update and no more than 10 min after
  * (mdadm's window), has its rows written in the new geometry, flushed,
- * and the position recorded at its end.  Anything else (no file, no
- * header of this array, a header past the position or off the new
- * geometry's stripes) is refused: 0, or -errno with why in err (the array
- * is not served). */
+ * and the position recorded at its end; mdadm's two sections
+ * (md_backup_data-2, each its own data in the file) count as one span when
+ * one follows the other, each written back from its own data.  Anything
+ * else (no file, no header of this array, a header past the position or
+ * off the new geometry's stripes, two sections apart) is refused: 0, or
+ * -errno with why in err (the array is not served). */
 static int restore(struct reshape *r, char *err, size_t errlen)
 {
 	struct rf_array *a = r->a;
@@ -1149,9 +1152,10 @@ static int restore(struct reshape *r, char *err, size_t errlen)
 	uint64_t pos = rs->position, lo, hi, utime, x, n;
 	uint8_t hdr[RF_BACKUP_SB_BYTES], copy[RF_BACKUP_SB_BYTES], uuid[16];
 	char path[PATH_MAX], why[PATH_MAX + 512];
+	struct rf_backup_section sec[2];
 	struct rf_backup_sb b;
 	struct rf_ioq q;
-	int fd = -1, ret;
+	int fd = -1, ret, nsec, i;
 
 	if (!rs->active || !rs->backup || rs->backwards)
 		return 0;
@@ -1198,15 +1202,27 @@ static int restore(struct reshape *r, char *err, size_t errlen)
 			 "apart to be this reshape's backup (mdadm's too-old timestamp)", path, b.mtime, utime);
 		goto refuse;
 	}
-	if (b.version != 1 || lo % r->gran || (hi % r->gran && hi != r->end) || hi > r->end) {
-		snprintf(why, sizeof(why), "%s holds array sectors [%" PRIu64 ", %" PRIu64 ")%s: not whole stripes "
-			 "of the new geometry (%" PRIu64 " sectors), which raidfuse restores", path, lo, hi,
-			 b.version != 1 ? " in two sections" : "", r->gran);
+	/* mdadm's two parts (md_backup_data-2) are windows one after the
+	 * other: together one span, restored as one. */
+	nsec = rf_backup_sections(&b, sec);
+	if (nsec == 2 && sec[0].arraystart + sec[0].length != sec[1].arraystart) {
+		snprintf(why, sizeof(why), "%s holds array sectors [%" PRIu64 ", %" PRIu64 ") and [%" PRIu64 ", %"
+			 PRIu64 "): two sections with rows between them that it does not hold", path,
+			 sec[0].arraystart, sec[0].arraystart + sec[0].length, sec[1].arraystart,
+			 sec[1].arraystart + sec[1].length);
 		goto refuse;
 	}
-	/* The header's copy after the data, where one is (mdadm's own files
-	 * have none): the same, or the backup was being written. */
-	if (!rf_pread_full(fd, copy, sizeof(copy), (b.devstart + b.length) * 512) &&
+	if (lo % r->gran || (nsec == 2 && sec[1].arraystart % r->gran) || (hi % r->gran && hi != r->end) ||
+	    hi > r->end) {
+		snprintf(why, sizeof(why), "%s holds array sectors [%" PRIu64 ", %" PRIu64 ")%s: not whole stripes "
+			 "of the new geometry (%" PRIu64 " sectors), which raidfuse restores", path, lo, hi,
+			 nsec == 2 ? " in two sections" : "", r->gran);
+		goto refuse;
+	}
+	/* The header's copy after the data, where one is (raidfuse's; mdadm's
+	 * own backup files have none): the same, or the backup was being
+	 * written. */
+	if (b.version == 1 && !rf_pread_full(fd, copy, sizeof(copy), (b.devstart + b.length) * 512) &&
 	    !memcmp(copy, "md_backup_data", 14) && memcmp(copy, hdr, 100)) {
 		snprintf(why, sizeof(why), "%s: the header's copy after the data differs from the header", path);
 		goto refuse;
@@ -1223,17 +1239,21 @@ static int restore(struct reshape *r, char *err, size_t errlen)
 		goto refuse;
 	}
 	r->w.ioq = &q;
-	for (x = lo; !ret && x < hi; x += n) {
-		n = hi - x < window_max(r) * r->gran ? hi - x : window_max(r) * r->gran;
-		ret = rf_pread_full(fd, r->data, n * 512, (b.devstart + (x - lo)) * 512);
-		if (ret) {
-			snprintf(why, sizeof(why), "%s: read: %s", path, strerror(-ret));
-			break;
+	for (i = 0; !ret && i < nsec; i++) {
+		uint64_t end = sec[i].arraystart + sec[i].length;
+
+		for (x = sec[i].arraystart; !ret && x < end; x += n) {
+			n = end - x < window_max(r) * r->gran ? end - x : window_max(r) * r->gran;
+			ret = rf_pread_full(fd, r->data, n * 512, (sec[i].devstart + (x - sec[i].arraystart)) * 512);
+			if (ret) {
+				snprintf(why, sizeof(why), "%s: read: %s", path, strerror(-ret));
+				break;
+			}
+			r->ops->queue_new(&r->w, x, n, r->data);
+			ret = rf_reshape_io_wait(&r->w);
+			if (ret)
+				snprintf(why, sizeof(why), "writing its rows back: %s", strerror(-ret));
 		}
-		r->ops->queue_new(&r->w, x, n, r->data);
-		ret = rf_reshape_io_wait(&r->w);
-		if (ret)
-			snprintf(why, sizeof(why), "writing its rows back: %s", strerror(-ret));
 	}
 	rf_ioq_destroy(&q);
 	r->w.ioq = &r->q;

@@ -3,7 +3,9 @@
  * bytes at mdadm's offsets, mdadm's checksum (a known value: its sum
  * takes the magic's first byte, 'm', at every step, so every header mdadm
  * writes carries 0x24924915 in both), encode/decode round trips of both
- * versions, and bad input refused with a message naming the file.
+ * versions, bad input refused with a message naming the file, and the
+ * sections a header holds in array order (mdadm's two alternating parts,
+ * either holding the rows that come first; a header mdadm 4.2 wrote).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -104,12 +106,81 @@ static void test_bad(void **state)
 	assert_non_null(strstr(err, "past 2^63"));
 }
 
+/* The first 80 bytes of the header mdadm 4.2 wrote for a raid5 of 3 grown
+ * to 4 in place (512K chunks: its critical section, 6144 sectors, in one
+ * part; devstart2 says where a second part would go, the magic says there
+ * is none).  The rest of the 512 bytes are zeros. */
+static const uint8_t mdadm_hdr[80] = {
+	0x6d, 0x64, 0x5f, 0x62, 0x61, 0x63, 0x6b, 0x75, 0x70, 0x5f, 0x64, 0x61, 0x74, 0x61, 0x2d, 0x31,
+	0x2c, 0xf3, 0x74, 0xe5, 0xaf, 0x09, 0x15, 0x0f, 0xf2, 0xe4, 0x86, 0xd6, 0x10, 0xb1, 0x1a, 0xe5,
+	0xbd, 0xc9, 0x16, 0x6b, 0x00, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x18, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x15, 0x49, 0x92, 0x24, 0x00, 0x00, 0x00, 0x00, 0x00, 0x18, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+};
+
+static void test_sections(void **state)
+{
+	struct rf_backup_sb two = one, got;
+	struct rf_backup_section s[2];
+	uint8_t buf[RF_BACKUP_SB_BYTES];
+	char err[256];
+
+	(void)state;
+	/* mdadm's own: one part, its data right after the header */
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, mdadm_hdr, sizeof(mdadm_hdr));
+	assert_int_equal(rf_backup_decode(buf, "md.backup", &got, err, sizeof(err)), 0);
+	assert_int_equal(got.version, 1);
+	assert_int_equal(rf_backup_sections(&got, s), 1);
+	assert_int_equal(s[0].devstart, 8);
+	assert_int_equal(s[0].arraystart, 0);
+	assert_int_equal(s[0].length, 6144);
+
+	/* version 1: whatever the second section's fields say, one */
+	two.devstart2 = 1024;
+	two.arraystart2 = 3072;
+	two.length2 = 512;
+	assert_int_equal(rf_backup_sections(&two, s), 1);
+	assert_int_equal(s[0].arraystart, 2048);
+
+	/* version 2, part 1 after part 0 */
+	two.version = 2;
+	assert_int_equal(rf_backup_sections(&two, s), 2);
+	assert_int_equal(s[0].devstart, 8);
+	assert_int_equal(s[0].arraystart, 2048);
+	assert_int_equal(s[0].length, 1024);
+	assert_int_equal(s[1].devstart, 8 + 1024);
+	assert_int_equal(s[1].arraystart, 3072);
+	assert_int_equal(s[1].length, 512);
+
+	/* part 0 refilled with the rows after part 1's: array order */
+	two.arraystart = 3584;
+	two.arraystart2 = 2048;
+	two.length2 = 1536;
+	assert_int_equal(rf_backup_sections(&two, s), 2);
+	assert_int_equal(s[0].devstart, 8 + 1024);
+	assert_int_equal(s[0].arraystart, 2048);
+	assert_int_equal(s[0].length, 1536);
+	assert_int_equal(s[1].devstart, 8);
+	assert_int_equal(s[1].arraystart, 3584);
+	assert_int_equal(s[1].length, 1024);
+
+	/* part 0 forgotten (length 0): part 1 alone, at its own data */
+	two.length = 0;
+	assert_int_equal(rf_backup_sections(&two, s), 1);
+	assert_int_equal(s[0].devstart, 8 + 1024);
+	assert_int_equal(s[0].arraystart, 2048);
+	two.length2 = 0;
+	assert_int_equal(rf_backup_sections(&two, s), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_bad),
+		cmocka_unit_test(test_sections),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

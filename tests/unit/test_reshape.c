@@ -47,7 +47,13 @@
  *    array serves, the walk goes on to the end under IO: the model, check
  *    0, assembled again one geometry (test_backup); the same for a raid5
  *    relayout in place (left-symmetric -> right-asymmetric), each of
- *    whose windows goes through the backup file (test_backup_relayout).
+ *    whose windows goes through the backup file (test_backup_relayout);
+ *    the grow's file rewritten as mdadm's two parts (md_backup_data-2: the
+ *    later rows in part 0 at the data's start, the earlier ones in part 1,
+ *    devstart2 sectors further on): both are written back, the same model
+ *    (test_backup_sections; control: part 1's data damaged, on copies of
+ *    the members, and the model differs); parts with rows between them
+ *    are refused, naming the file.
  * Negative control: one byte changed behind the grown array on a member
  * (a data column) is found by the model comparison or by the check.
  */
@@ -971,11 +977,70 @@ static bool file_has(const char *path, const char *needle)
 	return strstr(buf, needle) != NULL;
 }
 
+/* The sectors of a new stripe of the 3 -> 4 grow (64K chunks). */
+#define GROW_STRIPE (3 * 128)
+
+/* Into out: the backup of array sectors [0, b->length) that bk holds (as
+ * the walk writes it: one part, its data at sector 8) laid out as mdadm's
+ * two parts (md_backup_data-2): part 0 holds the rows from split on, its
+ * data at sector 8; part 1 the rows before split, its data devstart2
+ * sectors further on (past part 0's and a gap), less its last hole
+ * sectors.  damage: 4 KiB of part 1's data changed. */
+static void mdadm_two_parts(const char *bk, const char *out, const struct rf_backup_sb *b, uint64_t split,
+			    uint64_t hole, bool damage)
+{
+	struct rf_backup_sb two = *b;
+	uint8_t hdr[RF_BACKUP_SB_BYTES];
+	uint64_t len = b->length;
+	char *data = malloc(len * 512);
+	int in, fd;
+
+	assert_non_null(data);
+	assert_true(split > 0 && split < len);
+	in = open(bk, O_RDONLY);
+	assert_true(in >= 0);
+	assert_int_equal(pread(in, data, len * 512, RF_BACKUP_DATA_SECTOR * 512), (ssize_t)(len * 512));
+	close(in);
+	two.version = 2;
+	two.arraystart = split;
+	two.length = len - split;
+	two.devstart2 = len - split + 64;
+	two.arraystart2 = 0;
+	two.length2 = split - hole;
+	if (damage)
+		memset(data + 100 * 512, 0xa5, 4096);
+	rf_backup_encode(&two, hdr);
+	fd = open(out, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, hdr, sizeof(hdr), 0), (ssize_t)sizeof(hdr));
+	assert_int_equal(pwrite(fd, data + split * 512, (len - split) * 512, RF_BACKUP_DATA_SECTOR * 512),
+			 (ssize_t)((len - split) * 512));
+	assert_int_equal(pwrite(fd, data, two.length2 * 512, (RF_BACKUP_DATA_SECTOR + two.devstart2) * 512),
+			 (ssize_t)(two.length2 * 512));
+	close(fd);
+	free(data);
+}
+
+/* A copy of the file at from, at to. */
+static void copy_file(const char *from, const char *to)
+{
+	char buf[1 << 16];
+	int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ssize_t got;
+
+	assert_true(in >= 0 && out >= 0);
+	while ((got = read(in, buf, sizeof(buf))) > 0)
+		assert_int_equal(write(out, buf, got), got);
+	assert_int_equal(got, 0);
+	close(in);
+	close(out);
+}
+
 /* See the opening comment (test_backup).  Under
  * RAIDFUSE_TEST_BREAK=reshape-backup (the window goes on without its
  * backup) or reshape-restore (assembly does not write it back) the walk
  * goes on from rows its first window overwrote: the model differs. */
-static void backup_case(const char *what, enum change how, int n, int nspare, const char *member_size)
+static void backup_case(const char *what, enum change how, int n, int nspare, const char *member_size, bool two)
 {
 	char paths[RF_MAX_MEMBERS][FX_PATH], err[1024], bk[FX_PATH], logf[FX_PATH], *model;
 	uint8_t hdr[RF_BACKUP_SB_BYTES];
@@ -1077,6 +1142,47 @@ static void backup_case(const char *what, enum change how, int n, int nspare, co
 		unlink(other);
 	}
 
+	/* The file as mdadm's two parts; the control first: part 1's data
+	 * damaged, written back over copies of the members. */
+	if (two) {
+		char copies[RF_MAX_MEMBERS][FX_PATH], bad[FX_PATH];
+		uint64_t split = b.length / 2 / GROW_STRIPE * GROW_STRIPE;
+
+		/* the header as the walk wrote it (b's uuid was changed above) */
+		fd = open(bk, O_RDONLY);
+		assert_true(fd >= 0);
+		assert_int_equal(pread(fd, hdr, sizeof(hdr), 0), (ssize_t)sizeof(hdr));
+		close(fd);
+		assert_int_equal(rf_backup_decode(hdr, bk, &b, err, sizeof(err)), 0);
+		assert_true(snprintf(bad, sizeof(bad), "%s.bad", bk) < (int)sizeof(bad));
+		/* rows between the parts that neither holds: refused */
+		mdadm_two_parts(bk, bad, &b, split, GROW_STRIPE, false);
+		fx_assemble(&cfg, p, n + nspare, false);
+		assert_non_null(cfg.backup_file = strdup(bad));
+		assert_int_not_equal(rf_array_open(&cfg, &a, err, sizeof(err)), 0);
+		assert_non_null(strstr(err, "two sections with rows between them"));
+		assert_non_null(strstr(err, bad));
+		rf_config_free(&cfg);
+		mdadm_two_parts(bk, bad, &b, split, 0, true);
+		for (i = 0; i < n + nspare; i++) {
+			assert_true(snprintf(copies[i], sizeof(copies[i]), "%s.c", paths[i]) < (int)sizeof(copies[i]));
+			copy_file(paths[i], copies[i]);
+		}
+		fx_backup_file = bad;
+		a = serve(copies, n + nspare);
+		fx_backup_file = NULL;
+		assert_int_equal(rf_array_reshape_recorded(a), b.length);
+		assert_int_not_equal(fx_model_diff(a, model, 1 << 20), 0);
+		rf_array_close(a);
+		for (i = 0; i < n + nspare; i++)
+			unlink(copies[i]);
+		unlink(bad);
+		mdadm_two_parts(bk, bk, &b, split, 0, false);
+		print_message("%s: as mdadm's two parts: [%llu, %llu) then [0, %llu); part 1 damaged: the model "
+			      "differs\n", what, (unsigned long long)split, (unsigned long long)b.length,
+			      (unsigned long long)split);
+	}
+
 	/* With it: restored before it serves, on to the end under IO. */
 	fx_backup_file = bk;
 	a = serve(paths, n + nspare);
@@ -1084,6 +1190,8 @@ static void backup_case(const char *what, enum change how, int n, int nspare, co
 	assert_true(reshaping(a));
 	print_message("%s: served again from array sector %llu\n", what,
 		      (unsigned long long)rf_array_reshape_recorded(a));
+	if (how == GROW)
+		assert_int_equal(rf_array_reshape_recorded(a), b.length);
 	assert_int_equal(rf_sync_set_speed_max(a, 4096), 0);
 	assert_int_equal(rf_sync_set_speed_min(a, 4096), 0);
 	while (reshaping(a) && rounds++ < 200)
@@ -1115,14 +1223,20 @@ static void backup_case(const char *what, enum change how, int n, int nspare, co
 static void test_backup(void **state)
 {
 	(void)state;
-	backup_case("bk5", GROW, 3, 1, MEMBER_SIZE);
+	backup_case("bk5", GROW, 3, 1, MEMBER_SIZE, false);
+}
+
+static void test_backup_sections(void **state)
+{
+	(void)state;
+	backup_case("bk2", GROW, 3, 1, MEMBER_SIZE, true);
 }
 
 static void test_backup_relayout(void **state)
 {
 	(void)state;
 	/* every window through the backup file: three of them */
-	backup_case("bkl", LAYOUT_RA, 3, 0, "24M");
+	backup_case("bkl", LAYOUT_RA, 3, 0, "24M", false);
 }
 
 int main(void)
@@ -1146,6 +1260,7 @@ int main(void)
 		cmocka_unit_test_setup(test_shrink10, fx_threads2),
 		cmocka_unit_test_setup(test_record_first, fx_threads2),
 		cmocka_unit_test_setup(test_backup, fx_threads2),
+		cmocka_unit_test_setup(test_backup_sections, fx_threads2),
 		cmocka_unit_test_setup(test_backup_relayout, fx_inline0),
 		cmocka_unit_test_setup(test_bitmap_grow, fx_threads2),
 		cmocka_unit_test_setup(test_bitmap_ahead, fx_threads2),
