@@ -12,7 +12,8 @@
 #                   stream, on the disk beside the tree and on /dev/shm (tools/bench-reshape.sh;
 #                   BENCH_RESHAPE_DIRS)
 #   make crash      power cuts replayed from the member IO log, levels 1 5 6 10 with and without
-#                   a bitmap, raid5, raid6 and raid10 grown by a spare mid-workload
+#                   a bitmap, raid5, raid6 and raid10 grown by a spare mid-workload, raid5 and
+#                   raid6 grown in place through mdadm's backup file
 #                   (tools/crash-states.sh; CRASH_ARGS, CRASH_LEVELS)
 #   make lifecycle  random event sequences (failures, kill -9, spares, stop/mount/assemble, grow...)
 #                   against a model, LIFECYCLE_STEPS (2000) steps per configuration: levels 0 1 5
@@ -182,17 +183,20 @@ crash: $(BUILD)/raidfuse $(BUILD)/crash-states
 	for l in $(CRASH_LEVELS); do for b in "" --bitmap; do \
 		tools/crash-states.sh --level $$l $$b $(CRASH_ARGS); done; done; \
 	for l in 5 6; do for b in "" --bitmap; do tools/crash-states.sh --level $$l --grow $$b $(CRASH_ARGS); done; done; \
+	for l in 5 6; do tools/crash-states.sh --level $$l --backup $(CRASH_ARGS); done; \
 	tools/crash-states.sh --level 10 --grow $(CRASH_ARGS); \
 	tools/crash-states.sh --level 5 --raid6 $(CRASH_ARGS); \
 	for l in 5 6; do tools/crash-states.sh --level $$l --rechunk $(CRASH_ARGS); done; \
 	tools/crash-states.sh --level 4 --raid5 $(CRASH_ARGS); \
 	tools/crash-states.sh --level 1 --raid5 $(CRASH_ARGS); \
 	for c in --grow --raid5 --raid10; do tools/crash-states.sh --level 0 $$c $(CRASH_ARGS); done; \
-	for b in "" --bitmap --grow --raid6 --rechunk; do if tools/crash-states.sh --level 5 --break $$b $(CRASH_ARGS); then \
+	for b in "" --bitmap --grow --backup --raid6 --rechunk; do if tools/crash-states.sh --level 5 --break $$b $(CRASH_ARGS); then \
 		echo "crash: --break $$b found no violation: the tool cannot fail" >&2; exit 1; fi; done; \
 	for c in "--level 4 --raid5" "--level 0 --raid10" "--level 10 --grow"; do if tools/crash-states.sh $$c --break $(CRASH_ARGS); then \
 		echo "crash: $$c --break found no violation: the tool cannot fail" >&2; exit 1; fi; done; \
-	echo "crash: every level clean (raid5, raid6 and raid10 grown, raid5 and raid6 rechunked, raid5 changed to raid6, raid4 and raid1 taken over as raid5, raid0 grown and taken over as raid5 and raid10), and the eight --break faults caught"
+	if RAIDFUSE_TEST_BREAK=reshape-backup-sync tools/crash-states.sh --level 5 --backup $(CRASH_ARGS); then \
+		echo "crash: --backup with the backup file left unsynced found no violation: the tool cannot fail" >&2; exit 1; fi; \
+	echo "crash: every level clean (raid5, raid6 and raid10 grown, raid5 and raid6 grown in place through a backup file, raid5 and raid6 rechunked, raid5 changed to raid6, raid4 and raid1 taken over as raid5, raid0 grown and taken over as raid5 and raid10), and the ten --break faults caught"
 
 # The lifecycle model test: each configuration (LEVEL, LEVEL:nbd,
 # LEVEL:uring) runs LIFECYCLE_STEPS steps with --keep-going (each

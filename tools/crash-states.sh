@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # crash-states.sh - what a power cut can leave of an array, state by state.
 #
-#   tools/crash-states.sh --level L [--bitmap] [--grow | --raid6 | --rechunk | --raid5 | --raid10]
+#   tools/crash-states.sh --level L [--bitmap] [--grow | --backup | --raid6 | --rechunk | --raid5 | --raid10]
 #                         [--states N] [--seed S]
 #                         [--rounds R] [--break] [--dir DIR]
 #
@@ -38,6 +38,15 @@
 # the reshape running beside the writes; each crash state's array then
 # finishes the reshape (from the position its superblocks record) before
 # the resync, the check and the reads (zeros past the old size).
+# --backup (levels 5 and 6, no bitmap): the same grow in place, as mdadm
+# --grow --backup-file has md do it: the members have no room before
+# their data (data offset 12K), so the recording sets a backup file
+# (md/backup_file) before the grow; the walk's first windows (its
+# critical section) go to the file first (data, fsync, header, fsync),
+# then their new rows, the position recorded before the next.  The
+# file's writes and fsyncs are logged beside the members', each crash
+# state has it as the cut left it, and each state is assembled with it
+# (restored where the position is inside the critical section).
 # --raid6 (level 5): the same with a change to raid6 by the spare
 # (md/level) instead of a grow; --rechunk (levels 5 and 6): a change of
 # the chunk to 128 KiB (md/chunk_size), no spare.  --raid5 (level 4, or 1
@@ -57,7 +66,8 @@
 # recording (RAIDFUSE_TEST_BREAK, test-only): the bitmap's bits cleared,
 # or the superblocks marked clean, without flushing the data they cover
 # first; with --grow, a reshape that moves on without recording its
-# position; with --raid5 or --raid10, assembly that takes each member's own level
+# position; with --backup, a critical section walked without writing
+# the backup file; with --raid5 or --raid10, assembly that takes each member's own level
 # (a takeover cut short by the crash is then refused).  The run must then report violations: the proof that it can.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -65,16 +75,17 @@ RAIDFUSE=${RAIDFUSE:-$here/build/raidfuse}
 CRASH=${CRASH_STATES:-$here/build/crash-states}
 
 usage() {
-	echo "usage: $0 --level 0|1|4|5|6|10 [--bitmap | --grow | --raid6 | --rechunk | --raid5 | --raid10] [--states N] [--seed S] [--rounds R] [--break] [--dir DIR]" >&2
+	echo "usage: $0 --level 0|1|4|5|6|10 [--bitmap | --grow | --backup | --raid6 | --rechunk | --raid5 | --raid10] [--states N] [--seed S] [--rounds R] [--break] [--dir DIR]" >&2
 	exit 2
 }
 
-level="" bitmap=0 grow=0 to6=0 rechunk=0 to5=0 to10=0 states="" seed=1 rounds=40 brk=0 dir=""
+level="" bitmap=0 grow=0 bkup=0 to6=0 rechunk=0 to5=0 to10=0 states="" seed=1 rounds=40 brk=0 dir=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--level) level=${2:-}; shift ;;
 	--bitmap) bitmap=1 ;;
 	--grow) grow=1 ;;
+	--backup) grow=1 bkup=1 ;;
 	--raid6) grow=1 to6=1 ;;
 	--rechunk) grow=1 rechunk=1 ;;
 	--raid5) to5=1 ;;
@@ -98,6 +109,7 @@ esac
 [ $grow = 0 ] || [ "$level" = 5 ] || [ "$level" = 6 ] || [ "$level" = 0 ] || [ "$level" = 10 ] || usage
 [ $grow = 0 ] || [ "$level" != 10 ] || [ $bitmap = 0 ] || usage
 [ $to6 = 0 ] || [ "$level" = 5 ] || usage
+[ $bkup = 0 ] || { [ $bitmap = 0 ] && { [ "$level" = 5 ] || [ "$level" = 6 ]; }; } || usage
 [ $rechunk = 0 ] || { [ "$level" != 0 ] && [ "$level" != 10 ]; } || usage
 [ $to5 = 0 ] || [ "$level" = 4 ] || [ "$level" = 1 ] || [ "$level" = 0 ] || usage
 [ $to10 = 0 ] || [ "$level" = 0 ] || usage
@@ -124,7 +136,9 @@ for ((i = 0; i < n; i++)); do
 	names+=("d$i.img")
 done
 list=$(printf '"%s", ' "${names[@]}")
-spares="" spare_last=0
+spares="" spare_last=0 doff=""
+# a grow in place: no room before the data (the superblock's 4K and 8K)
+[ $bkup = 1 ] && doff='data_offset = "12K";'
 if [ "$level" = 0 ]; then
 	# a raid0 takes no spare at creation: the recording adds it
 	spare_last=1
@@ -141,6 +155,7 @@ array: {
 	members = ( ${list%, } );
 	$spares
 	member_size = "4M";
+	$doff
 };
 EOF
 rm -f "$dir"/d*.img
@@ -154,10 +169,14 @@ if [ $spare_last = 1 ]; then
 	truncate -s 4M "$dir/d$n.img"
 fi
 (cd "$dir" && cp "${names[@]}" base/)
+# the backup file: empty before the grow
+bk=()
+[ $bkup = 1 ] && { : >"$dir/grow.backup"; : >"$dir/base/grow.backup"; bk=(--backup grow.backup); }
 
 what="raid$level, $n members, $([ $bitmap = 1 ] && echo "bitmap" || echo "no bitmap")"
 [ $grow = 1 ] && what+=$([ $to6 = 1 ] && echo ", changed to raid6 of $((n + 1))" ||
-	{ [ $rechunk = 1 ] && echo ", chunk changed to 128K"; } || echo ", grown to $((n + 1))")
+	{ [ $rechunk = 1 ] && echo ", chunk changed to 128K"; } || echo ", grown to $((n + 1))$(
+	[ $bkup = 1 ] && echo " in place through a backup file")")
 [ $to5 = 1 ] && what+=$([ $to10 = 1 ] && echo ", taken over as raid10 of $((2 * n)) (a copy rebuilt onto a spare)" ||
 	{ [ "$level" = 0 ] && echo ", taken over as raid5 of $((n + 1)) (P rebuilt onto a spare)"; } ||
 	echo ", taken over as raid5")
@@ -168,7 +187,8 @@ t0=$(date +%s.%N)
 (
 	cd "$dir"
 	if [ $brk = 1 ] && [ $to5 = 0 ]; then
-		export RAIDFUSE_TEST_BREAK=$([ $grow = 1 ] && echo reshape-record ||
+		export RAIDFUSE_TEST_BREAK=$([ $bkup = 1 ] && echo reshape-backup ||
+			{ [ $grow = 1 ] && echo reshape-record; } ||
 			{ [ $bitmap = 1 ] && echo bitmap || echo clean; })
 	fi
 	rec=(--log io.log --seed "$seed" --rounds "$rounds")
@@ -176,13 +196,13 @@ t0=$(date +%s.%N)
 		echo --grow $((n + 1))))
 	[ $to5 = 1 ] && rec+=($([ $to10 = 1 ] && echo --raid10 || echo --raid5))
 	[ $spare_last = 1 ] && rec+=(--spare-last)
-	"$CRASH" record "${rec[@]}" "${names[@]}"
+	"$CRASH" record "${rec[@]}" "${bk[@]}" "${names[@]}"
 ) 2>"$dir/record.log" || { cat "$dir/record.log" >&2; echo "$0: recording failed" >&2; exit 2; }
 
 sl=$([ $spare_last = 1 ] && echo --spare-last || true)
-replay="$CRASH check --log $dir/io.log --base $dir/base --work $dir/work --seed $seed $sl ${names[*]}"
+replay="$CRASH check --log $dir/io.log --base $dir/base --work $dir/work --seed $seed $sl ${bk[*]} ${names[*]}"
 args=(--log "$dir/io.log" --base "$dir/base" --work "$dir/work" --seed "$seed"
-	--save "$dir/violations" --replay "$replay" $sl)
+	--save "$dir/violations" --replay "$replay" $sl "${bk[@]}")
 [ -n "$states" ] && args+=(--states "$states")
 rc=0
 # --raid5's fault is in the assembly of what a crash left: the check has it

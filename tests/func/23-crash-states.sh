@@ -18,6 +18,12 @@
 #    record that goes on without having the position recorded first
 #    (RAIDFUSE_TEST_BREAK=reshape-lazy).  raid5 changed to raid6 by the
 #    spare (--raid6): 0 violations.
+#    raid5 grown in place through mdadm's backup file (--backup: no room
+#    before the data), the file's writes and fsyncs replayed beside the
+#    members', each state assembled with it: 0 violations; its control
+#    (RAIDFUSE_TEST_BREAK=reshape-backup-sync: the file's header and data
+#    left unsynced before the window's new rows) finds states whose file
+#    lost them.
 # 2. Negative control: --break (RAIDFUSE_TEST_BREAK=clean, the superblocks
 #    marked clean without flushing the data first) must report violations
 #    and exit 1, keep each violation's members and the command that
@@ -62,6 +68,14 @@ full states growbm --level 5 --grow --bitmap --states 120 --rounds 15
 full check "[ $RC = 0 ] && [[ '$LINE' =~ ,\ 0\ violations$ ]]" "raid5 --grow --bitmap: exit $RC, '$LINE': $(first growbm)"
 full states to6 --level 5 --raid6 --states 120 --rounds 15
 full check "[ $RC = 0 ] && [[ '$LINE' =~ ,\ 0\ violations$ ]]" "raid5 --raid6: exit $RC, '$LINE': $(first to6)"
+# A grow in place: its critical section through the backup file, which
+# each state has as the crash left it.  Its control: the file never
+# synced (a state that lost its header or data is refused or restores
+# garbage).
+full states backup --level 5 --backup --states 60 --rounds 15
+full check "[ $RC = 0 ] && [[ '$LINE' =~ ,\ 0\ violations$ ]]" "raid5 --backup: exit $RC, '$LINE': $(first backup)"
+RAIDFUSE_TEST_BREAK=reshape-backup-sync full states bksyncbreak --level 5 --backup --states 50 --rounds 15
+full check "[ $RC = 1 ]" "reshape-backup-sync: exit $RC, expected 1 (violations): $(tail -n 3 "$WORK/bksyncbreak.out")"
 full states growbreak --level 5 --grow --break --states 80 --rounds 15
 full check "[ $RC = 1 ]" "--grow --break: exit $RC, expected 1 (violations): $(tail -n 3 "$WORK/growbreak.out")"
 full grep -q "acknowledged by a flush before the crash" "$WORK/growbreak.out" ||

@@ -3,11 +3,11 @@
  * power cut could leave, and check what raidfuse makes of each of them.
  *
  *   crash-states record --log LOG [--seed S] [--rounds R] [--grow N | --raid6 | --rechunk | --raid5 |
- *                       --raid10]
+ *                       --raid10] [--backup FILE]
  *                [--spare-last] MEMBER...
  *   crash-states check --log LOG --base DIR --work DIR [--states N]
  *                [--seed S] [--only K] [--save DIR] [--replay CMD] [--spare-last]
- *                MEMBER...
+ *                [--backup NAME] MEMBER...
  *
  * record assembles the members (raidfuse create made them) in this process
  * through the library's own path (rf_assemble, rf_array_open, the io_uring
@@ -30,6 +30,11 @@
  * --raid10 takes a raid0 over as a near-2 raid10 of twice its members
  * (md/level: each member in slot 2i, the copies' slots empty), the spare
  * rebuilt into the first.
+ * --backup FILE (with --grow N, on members with no room before their
+ * data): the grow goes in place through mdadm's backup file FILE
+ * (rf_reshape_set_backup_file(), md/backup_file, before md/raid_disks);
+ * its writes and fsyncs are in the log beside the members' (iolog.h names
+ * each file it sees), so that check rebuilds it too.
  * --spare-last: the last member is no member yet but a blank file, added
  * as a spare once the array runs (a raid0 takes none at creation), for a
  * raid0's growth (--grow: through a raid4, back to a raid0) or takeover.
@@ -47,6 +52,13 @@
  * just after one ends) with all or none of the volatile writes, then
  * random points with random subsets.  State K of seed S and N states is
  * always the same state: --states N --only K replays it.
+ * With --backup NAME the file of that name (a grow in place's backup
+ * file, in --base as it was before the workload: empty) is one more file
+ * of the state, rebuilt by the same rule (its size: the furthest write
+ * the log has of it, what a lost write left past the file's end reads
+ * as zeros), and each state is assembled with it (`assemble
+ * --backup-file`: a position inside the critical section is restored
+ * from it).
  *
  * For each state the members are written to --work and then, as after a
  * real crash: rf_assemble() (what `raidfuse assemble` does), the array
@@ -239,9 +251,10 @@ static int cmd_record(int argc, char **argv)
 		{ "raid5", no_argument, NULL, '5' },
 		{ "raid10", no_argument, NULL, 'T' },
 		{ "spare-last", no_argument, NULL, 'S' },
+		{ "backup", required_argument, NULL, 'B' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *logpath = NULL, *paths[MAX_MEMBERS];
+	const char *logpath = NULL, *backup = NULL, *paths[MAX_MEMBERS];
 	struct inflight in = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 };
 	struct wreq w[MAX_PER_ROUND], fl;
 	uint64_t seed = 1, gen = 0, nflush = 0, size, nblocks, hot;
@@ -268,6 +281,8 @@ static int cmd_record(int argc, char **argv)
 			to10 = true;
 		else if (c == 'S')
 			spare_last = true;
+		else if (c == 'B')
+			backup = optarg;
 		else if (c == 's')
 			seed = strtoull(optarg, NULL, 0);
 		else if (c == 'r')
@@ -278,6 +293,8 @@ static int cmd_record(int argc, char **argv)
 	n = argc - optind;
 	if (!logpath || n < 2 || n > MAX_MEMBERS)
 		die("record: expected --log LOG and 2..16 members%s", "");
+	if (backup && !grow_to)
+		die("record: --backup goes with --grow N%s", "");
 	for (i = 0; i < n; i++)
 		paths[i] = argv[optind + i];
 	r = rf_iolog_open(logpath);
@@ -324,6 +341,14 @@ static int cmd_record(int argc, char **argv)
 		if ((grow_to || to6 || rechunk) && round == rounds / 3) {
 			/* Slow enough to span the rest of the workload. */
 			rf_sync_set_speed_max(a, 2048);
+			if (backup) {
+				char abs[PATH_MAX];
+
+				if (!realpath(backup, abs))
+					die("record: the backup file %s does not exist", backup);
+				if (rf_reshape_set_backup_file(a, abs, err, sizeof(err)))
+					die("record: %s", err);
+			}
 			if (to6 ? rf_reshape_level(a, 6, err, sizeof(err)) :
 			    rechunk ? rf_reshape_layout(a, -1, 256, err, sizeof(err)) :
 			    rf_reshape_grow(a, grow_to, err, sizeof(err)))
@@ -627,10 +652,10 @@ static void pick_state(struct state *s, uint64_t k, uint64_t n, uint64_t seed, c
 	s->mode = rng_below(&s->rng, 4) == 0 ? MODE_ALL : rng_below(&s->rng, 3) == 0 ? MODE_NONE : MODE_RANDOM;
 }
 
-/* Build the members of state s in m[].img. */
+/* Build the files of state s (the members, a backup file) in m[].img. */
 static void build_state(const struct log *L, struct member *m, int n, const struct state *s)
 {
-	uint64_t durable[MAX_MEMBERS] = { 0 };  /* writes ended before this seq are on disk */
+	uint64_t durable[MAX_MEMBERS + 1] = { 0 };      /* writes ended before this seq are on disk */
 	uint64_t rng = s->rng;
 	size_t i;
 	int j;
@@ -839,6 +864,9 @@ static void check_data(const struct log *L, struct rf_array *a, const struct sta
 /* check --spare-last: the last member is the spare the recording added
  * (a raid0's): before its superblock is whole it is no member yet. */
 static bool chk_spare_last;
+/* check --backup: the state's backup file (after the members in m[]),
+ * given to the assembly; NULL: none. */
+static const struct member *chk_backup;
 
 static void check_state(const struct log *L, struct member *m, int n, const struct state *s, struct verdict *v)
 {
@@ -860,6 +888,11 @@ static void check_state(const struct log *L, struct member *m, int n, const stru
 			die("cannot write a state member: %s", strerror(-r));
 		paths[j] = m[j].path;
 	}
+	if (chk_backup) {
+		r = write_file(chk_backup->path, chk_backup->img, chk_backup->size);
+		if (r)
+			die("cannot write the state's backup file: %s", strerror(-r));
+	}
 	/* What the crash left: every superblock readable, none stale. */
 	j = read_sbs(m, n, sb, ok);
 	if (chk_spare_last && !ok[n - 1]) {
@@ -879,6 +912,8 @@ static void check_state(const struct log *L, struct member *m, int n, const stru
 		viol(v, "assemble refuses the members: %s", err);
 		return;
 	}
+	if (chk_backup && !(cfg.backup_file = strdup(chk_backup->path)))
+		die("out of memory%s", "");
 	cfg.group_thread_cnt = 1;
 	cfg.worker_groups = 1;
 	r = rf_array_open(&cfg, &a, err, sizeof(err));
@@ -1003,16 +1038,18 @@ static int cmd_check(int argc, char **argv)
 		{ "save", required_argument, NULL, 'S' },
 		{ "replay", required_argument, NULL, 'R' },
 		{ "spare-last", no_argument, NULL, 'L' },
+		{ "backup", required_argument, NULL, 'B' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *logpath = NULL, *basedir = NULL, *workdir = NULL, *save = NULL, *replay = "crash-states check";
+	const char *backup = NULL;
+	char *files[MAX_MEMBERS + 1], work[PATH_MAX];
 	uint64_t nstates = 0, seed = 1, only = UINT64_MAX, k, nviol = 0, checked = 0, *b;
-	struct member m[MAX_MEMBERS];
-	char **names;
+	struct member m[MAX_MEMBERS + 1];
 	struct log L;
 	double t0 = now_s();
-	size_t nb;
-	int c, n, j, r;
+	size_t nb, i;
+	int c, n, nf, j, r;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -1025,25 +1062,50 @@ static int cmd_check(int argc, char **argv)
 		case 'S': save = optarg; break;
 		case 'R': replay = optarg; break;
 		case 'L': chk_spare_last = true; break;
+		case 'B': backup = optarg; break;
 		default: return 2;
 		}
 	}
 	n = argc - optind;
-	names = argv + optind;
 	if (!logpath || !basedir || !workdir || n < 2 || n > MAX_MEMBERS)
 		die("check: expected --log LOG --base DIR --work DIR and 2..16 member names%s", "");
+	/* The files of a state: the members, then the backup file. */
+	for (j = 0; j < n; j++)
+		files[j] = argv[optind + j];
+	nf = n;
+	if (backup)
+		files[nf++] = (char *)backup;
+	/* An absolute path for the backup file (md/backup_file wants one). */
+	if (!realpath(workdir, work))
+		die("check: no directory %s", workdir);
 	memset(&L, 0, sizeof(L));
-	load_log(&L, logpath, names, n);
-	for (j = 0; j < n; j++) {
+	load_log(&L, logpath, files, nf);
+	for (j = 0; j < nf; j++) {
 		char p[PATH_MAX + 300];
+		size_t end = 0;
 
-		snprintf(p, sizeof(p), "%s/%s", basedir, names[j]);
+		snprintf(p, sizeof(p), "%s/%s", basedir, files[j]);
 		r = read_file(p, &m[j].base, &m[j].size);
 		if (r)
 			die("cannot read a base member: %s", p);
-		m[j].img = malloc(m[j].size);
-		snprintf(m[j].path, sizeof(m[j].path), "%s/%s", workdir, names[j]);
+		/* A file that grows (the backup file): as large as its
+		 * furthest write, zeros past its size before. */
+		for (i = 0; i < L.nops; i++)
+			if (L.ops[i].file == j && L.ops[i].kind == RF_IOLOG_WRITE && L.ops[i].off + L.ops[i].len > end)
+				end = L.ops[i].off + L.ops[i].len;
+		if (end > m[j].size) {
+			m[j].base = realloc(m[j].base, end);
+			if (!m[j].base)
+				die("out of memory%s", "");
+			memset(m[j].base + m[j].size, 0, end - m[j].size);
+			m[j].size = end;
+		}
+		m[j].img = malloc(m[j].size ? m[j].size : 1);
+		if (snprintf(m[j].path, sizeof(m[j].path), "%s/%s", work, files[j]) >= (int)sizeof(m[j].path))
+			die("check: the path of %s in --work is too long", files[j]);
 	}
+	if (backup)
+		chk_backup = &m[n];
 	if (save && mkdir(save, 0755) && errno != EEXIST)
 		die("cannot make the directory for violations: %s", save);
 	b = boundaries(&L, &nb);
@@ -1060,7 +1122,7 @@ static int cmd_check(int argc, char **argv)
 		struct state s;
 
 		pick_state(&s, k, nstates, seed, b, nb, L.nseq);
-		build_state(&L, m, n, &s);
+		build_state(&L, m, nf, &s);
 		check_state(&L, m, n, &s, &v);
 		checked++;
 		if (v.nviol) {
@@ -1068,9 +1130,9 @@ static int cmd_check(int argc, char **argv)
 			printf("violation: state %llu (crash before log record %llu, %s):\n%s",
 			       (unsigned long long)k, (unsigned long long)s.point, mode_name(s.mode), v.msg);
 			/* the images again, as the crash left them */
-			build_state(&L, m, n, &s);
+			build_state(&L, m, nf, &s);
 			if (save)
-				save_state(save, m, names, n, &s, nstates, &v, replay, nviol <= SAVE_IMAGES);
+				save_state(save, m, files, nf, &s, nstates, &v, replay, nviol <= SAVE_IMAGES);
 			fflush(stdout);
 		}
 	}
@@ -1078,7 +1140,7 @@ static int cmd_check(int argc, char **argv)
 	printf("crash states: %llu checked, %llu violations\n", (unsigned long long)checked,
 	       (unsigned long long)nviol);
 	fflush(stdout);
-	for (j = 0; j < n; j++) {
+	for (j = 0; j < nf; j++) {
 		free(m[j].base);
 		free(m[j].img);
 	}
@@ -1099,6 +1161,6 @@ int main(int argc, char **argv)
 		return cmd_check(argc - 1, argv + 1);
 	fprintf(stderr, "usage: crash-states record --log LOG [--seed S] [--rounds R] MEMBER...\n"
 			"       crash-states check --log LOG --base DIR --work DIR [--states N] [--seed S]\n"
-			"                          [--only K] [--save DIR] [--replay CMD] MEMBER-NAME...\n");
+			"                          [--only K] [--save DIR] [--replay CMD] [--backup NAME] MEMBER-NAME...\n");
 	return 2;
 }
