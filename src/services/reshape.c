@@ -79,10 +79,13 @@
  * assembly before the array serves, recording the position at the
  * backup's end (mdadm's Grow_restart).  Once a granule's new rows fall
  * below the old rows of the recorded position (a grow, after its first
- * rows), windows fit by themselves: no more backups.  A reshape in place
- * found at assembly inside its critical section without the file is
- * refused there (md/layout.c rf_reshape_init(): md's "reshape_position too
- * early for auto-recovery").
+ * rows), windows fit by themselves: no more backups, and once the
+ * recorded position is there the file is removed (backup_done(); any
+ * reshape in place at its end), as mdadm removes it when it stops
+ * watching the reshape.  A reshape in place found at assembly inside its
+ * critical section without the file is refused there (md/layout.c
+ * rf_reshape_init(): md's "reshape_position too early for
+ * auto-recovery").
  *
  * A grow begins with rf_reshape_grow() (md/raid_disks): the spares take
  * the new slots, every member's data is to move lower as the level says
@@ -433,6 +436,26 @@ static int backup_open_path(const char *path, char *err, size_t errlen)
 		return -e;
 	}
 	return fd;
+}
+
+/* The walk needs its backup file no more: its position is recorded past
+ * every window the file held, and no window ahead goes through it (a
+ * grow past its critical section, or any reshape in place at its end).
+ * The file is closed and removed, as mdadm's reshape_array() removes its
+ * backup file once its monitor is done (a killed daemon leaves it);
+ * md/backup_file still names it (a grow in place after this one makes it
+ * again).  The walk's thread only. */
+static void backup_done(struct reshape *r, const char *why)
+{
+	if (r->bk_fd < 0)
+		return;
+	close(r->bk_fd);
+	r->bk_fd = -1;
+	if (unlink(r->bk_path) && errno != ENOENT)
+		rf_warn("%s: reshape: backup file %s not removed: %s", rf_array_name(r->a), r->bk_path,
+			strerror(errno));
+	else
+		rf_info("%s: reshape: backup file %s removed (%s)", rf_array_name(r->a), r->bk_path, why);
 }
 
 /* Sectors of array data the window at x the backup file is to hold may
@@ -852,6 +875,14 @@ static void run(struct reshape *r)
 		 * place: no window fits; the file's header then speaks of
 		 * the rows at the recorded position only). */
 		rec = atomic_load(&r->rec_pos);
+		/* A grow whose recorded position is past its critical
+		 * section (windows fit there by themselves: a crash resumes
+		 * there with no restore) is done with its backup file: with
+		 * more data members the new rows only fall further behind
+		 * the old ones. */
+		if (r->bk_fd >= 0 && !rs->backwards && rf_array_geom(a)->data_disks > rs->prev.data_disks &&
+		    window_at(r, rec, rec))
+			backup_done(r, "past the critical section");
 		full = rs->backwards ? window_below(r, w.x, w.x) : window_at(r, w.x, w.x);
 		w.backup = !full && !rs->backwards && r->bk_fd >= 0;
 		if (rec != w.x && (w.backup ||
@@ -943,6 +974,9 @@ static void run(struct reshape *r)
 		r->err = ret;
 		return;
 	}
+	/* The superblocks say it ended: a relayout in place, whose every
+	 * window went through the file, is done with it now. */
+	backup_done(r, "the reshape ended");
 	pthread_mutex_lock(&r->rec_lock);
 	rf_info("%s: reshape done: %d members, %" PRIu64 " bytes (%" PRIu64 " MiB moved in %.1f s, its "
 		"position recorded %u times, %u of them for writes to rows moved since)",

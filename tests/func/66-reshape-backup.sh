@@ -21,12 +21,13 @@
 #  4. mounted with --backup-file FILE (frozen): the window is written back
 #     in the new geometry before the array serves, the position recorded at
 #     its end; the image is the model.  To the end: the grown size, the
-#     model with zeros after it, check finds mismatch_cnt 0; every
-#     superblock says 4 devices, data offset 24 sectors; mounted again
-#     without the file, the model.
+#     model with zeros after it, check finds mismatch_cnt 0; FILE removed
+#     once the walk passed its critical section (as mdadm removes it; it
+#     was there after the kill -9); every superblock says 4 devices, data
+#     offset 24 sectors; mounted again without the file, the model.
 #  5. a relayout in place (left-symmetric -> right-asymmetric, no room):
 #     refused without a backup file; with one, every window goes through it:
-#     the model, check 0, layout 1, data offsets kept.
+#     the model, check 0, layout 1, data offsets kept, FILE removed at the end.
 #  6. (RF_MD_JUDGE=1) kernel md finishes a grow in place raidfuse began:
 #     md's pattern over a fresh array of step 1's shape, grown with FILE,
 #     halted in its first window and killed -9 as in step 2; mdpeer's guest
@@ -128,6 +129,9 @@ to_end "the grow in place"
 same_model "grown in place" "$GNEW"
 check_clean "check after the grow in place"
 stop_array "$MNT"
+[ ! -e "$BK" ] || fail "the grow in place ended, its backup file $BK is still there"
+grep -q "backup file $BK removed (past the critical section)" "$WORK/g2.log" ||
+	fail "no word of the backup file's removal: $(grep "backup file" "$WORK/g2.log" | tail -n 3)"
 for i in 0 1 2 3; do
 	"$RAIDFUSE" examine "$G/d$i.img" >"$WORK/ex.txt" || fail "examine d$i failed"
 	for want in "Raid Devices : 4" "Data Offset : 24 sectors"; do
@@ -156,6 +160,7 @@ expect_fail "$RAIDFUSE" grow "$MNT" --layout 1
 same_model "relayout in place" "$S"
 check_clean "check after the relayout in place"
 stop_array "$MNT"
+[ ! -e "$BK" ] || fail "the relayout in place ended, its backup file $BK is still there"
 "$RAIDFUSE" examine "$G/d0.img" >"$WORK/ex.txt"
 grep -q "Data Offset : 24 sectors" "$WORK/ex.txt" || fail "relayout in place: $(cat "$WORK/ex.txt")"
 log "relayout in place with the backup file: $(grep -c "backup file" "$WORK/l.log") log lines of it, the model, check 0"

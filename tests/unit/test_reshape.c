@@ -45,7 +45,9 @@
  *    (naming --backup-file), with a file that holds no header or another
  *    array's it is refused naming the file; with it, the backup is written back before the
  *    array serves, the walk goes on to the end under IO: the model, check
- *    0, assembled again one geometry (test_backup); the same for a raid5
+ *    0, the backup file removed (mdadm removes it; it was still there
+ *    while the walk stood halted), assembled again one geometry
+ *    (test_backup); the same for a raid5
  *    relayout in place (left-symmetric -> right-asymmetric), each of
  *    whose windows goes through the backup file (test_backup_relayout);
  *    the grow's file rewritten as mdadm's two parts (md_backup_data-2: the
@@ -1206,6 +1208,9 @@ static void backup_case(const char *what, enum change how, int n, int nspare, co
 	assert_int_equal(fx_model_diff(a, model, 1 << 20), 0);
 	check_zero(a);
 	rf_array_close(a);
+	/* Done with it (the walk's thread joined): the file is gone. */
+	if (access(bk, F_OK) == 0 || errno != ENOENT)
+		fail_msg("%s: the backup file %s is left after the reshape ended", what, bk);
 	a = serve(paths, n + nspare);
 	assert_false(reshaping(a));
 	assert_int_equal(rf_array_size(a), size);

@@ -74,7 +74,9 @@
  *    before P) reads older than that write;
  *  - after the clean close the superblocks are not all clean, in sync,
  *    with one events count (spares aside: md leaves their superblocks
- *    alone on clean and dirty).
+ *    alone on clean and dirty);
+ *  - with --backup, a reshape found at assembly ended but left its backup
+ *    file (mdadm removes it).
  * Each violation is printed, and with --save the state's members are
  * kept in DIR/state-K with what replays it.  The last line says
  * "crash states: N checked, V violations"; exit 1 when V > 0.
@@ -879,7 +881,7 @@ static void check_state(const struct log *L, struct member *m, int n, const stru
 	struct rf_array *a;
 	char err[1024];
 	uint64_t pos;
-	bool back, skip;
+	bool back, skip, reshaping;
 	int j, r;
 
 	for (j = 0; j < n; j++) {
@@ -929,6 +931,7 @@ static void check_state(const struct log *L, struct member *m, int n, const stru
 	}
 	rf_sync_set_speed_min(a, INT32_MAX);
 	rf_sync_set_speed_max(a, INT32_MAX);
+	reshaping = rf_array_reshape(a, &pos, &back);
 	r = rf_sbstate_start_resync(a, false);
 	if (r)
 		viol(v, "the resync due does not start: %s", strerror(-r));
@@ -973,6 +976,9 @@ static void check_state(const struct log *L, struct member *m, int n, const stru
 	}
 	check_data(L, a, s, v);
 	rf_array_close(a);
+	/* The walk (joined by the close) is done with its backup file. */
+	if (chk_backup && reshaping && access(chk_backup->path, F_OK) == 0)
+		viol(v, "the reshape ended, its backup file %s is still there", chk_backup->path);
 	/* A clean close: one events count, clean, nothing due. */
 	if (read_sbs(m, n, sb, ok)) {
 		viol(v, "a superblock is unreadable after the clean close");
