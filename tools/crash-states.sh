@@ -137,7 +137,7 @@ for ((i = 0; i < n; i++)); do
 done
 list=$(printf '"%s", ' "${names[@]}")
 spares="" spare_last=0 doff=""
-# a grow in place: no room before the data (the superblock's 4K and 8K)
+# a grow in place: no room before the data (at 12K: the superblock and nothing free)
 [ $bkup = 1 ] && doff='data_offset = "12K";'
 if [ "$level" = 0 ]; then
 	# a raid0 takes no spare at creation: the recording adds it

@@ -72,7 +72,7 @@ full check "[ $RC = 0 ] && [[ '$LINE' =~ ,\ 0\ violations$ ]]" "raid5 --raid6: e
 # each state has as the crash left it.  Its control: the file never
 # synced (a state that lost its header or data is refused or restores
 # garbage).
-full states backup --level 5 --backup --states 60 --rounds 15
+full states backup --level 5 --backup --states 50 --rounds 15
 full check "[ $RC = 0 ] && [[ '$LINE' =~ ,\ 0\ violations$ ]]" "raid5 --backup: exit $RC, '$LINE': $(first backup)"
 RAIDFUSE_TEST_BREAK=reshape-backup-sync full states bksyncbreak --level 5 --backup --states 50 --rounds 15
 full check "[ $RC = 1 ]" "reshape-backup-sync: exit $RC, expected 1 (violations): $(tail -n 3 "$WORK/bksyncbreak.out")"
