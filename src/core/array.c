@@ -261,7 +261,6 @@ static struct rf_array *array_new(const struct rf_config *cfg)
 	a->member_io = cfg->member_io;
 	a->overlay = cfg->overlay_dir != NULL;
 	a->metadata = cfg->has_uuid ? cfg->metadata : 0;
-	a->chunk_bytes = cfg->chunk_bytes;
 	a->stripe_size = cfg->stripe_size ? cfg->stripe_size : 4096;
 	a->rmw_level = cfg->rmw_level;
 	a->stripe_cache_size = cfg->stripe_cache_size;
@@ -487,8 +486,8 @@ static void choose_io(struct rf_array *a)
 	 * not wait). */
 	if (a->group_thread_cnt < 0)
 		a->group_thread_cnt = can_wait ? RF_AUTO_GROUP_THREADS : 0;
-	if (a->chunk_bytes && a->chunk_bytes < a->stripe_size)
-		a->stripe_size = a->chunk_bytes;
+	if (rf_chunk_bytes(a) && rf_chunk_bytes(a) < a->stripe_size)
+		a->stripe_size = rf_chunk_bytes(a);
 }
 
 int rf_array_open(const struct rf_config *cfg, struct rf_array **out, char *err, size_t errlen)
@@ -823,19 +822,17 @@ static int takeover_geom(const struct rf_array *a, int level, int layout, int ra
 static int takeover_ops(struct rf_array *a, const struct rf_geom *g, char *err, size_t errlen)
 {
 	const struct rf_level_ops *ops = rf_level_ops_of(g->level), *old_ops = a->ops;
-	uint32_t old_stripe = a->stripe_size, old_chunk = a->chunk_bytes;
+	uint32_t old_stripe = a->stripe_size, chunk = g->chunk_sectors * 512;
 	int ret;
 
 	a->ops = ops;
-	a->chunk_bytes = g->chunk_sectors * 512;
-	if (a->chunk_bytes && a->chunk_bytes < a->stripe_size)
-		a->stripe_size = a->chunk_bytes;
+	if (chunk && chunk < a->stripe_size)
+		a->stripe_size = chunk;
 	if (ops == old_ops && g->raid_disks == a->nmembers)
 		return 0;
 	ret = regroup(a, g->raid_disks, err, errlen);
 	if (ret) {
 		a->ops = old_ops;
-		a->chunk_bytes = old_chunk;
 		a->stripe_size = old_stripe;
 	}
 	return ret;
@@ -1053,7 +1050,6 @@ int rf_array_reshape_begin(struct rf_array *a, const struct rf_geom *to, const s
 	a->reshape = rs;
 	rf_devs_unlock(a);
 	a->geom = g;
-	a->chunk_bytes = g.chunk_sectors * 512;
 	atomic_store(&a->reshape_pos, rs.position);
 	atomic_store(&a->reshape_rec, rs.position);
 	atomic_store(&a->reshaping, true);
@@ -1134,7 +1130,6 @@ int rf_array_reshape_finish(struct rf_array *a, char *err, size_t errlen)
 	a->reshape.active = false;
 	rf_devs_unlock(a);
 	a->geom = g;
-	a->chunk_bytes = g.chunk_sectors * 512;
 	a->size = a->ext_size ? a->ext_size : g.array_sectors * 512;
 	rf_stripe_cache_forget(a, 0, UINT64_MAX);
 	return 0;

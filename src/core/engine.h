@@ -357,7 +357,6 @@ struct rf_array {
 					 * size served whatever the geometry's; 0: the
 					 * geometry's.  Changes drained. */
 	uint32_t stripe_size;           /* bytes per column per head */
-	uint32_t chunk_bytes;           /* geom's chunk (set where geom is) */
 	/* Bumped by every drain of all requests (rf_barrier_quiesced_all():
 	 * a change of shape, level or table): a request counts its pieces
 	 * again past the barrier when it was counted for another. */
@@ -631,5 +630,12 @@ int rf_groups_alloc(struct rf_array *a, int ngroups, int nthreads, int cache, in
 int rf_groups_start(struct rf_array *a, struct rf_group *groups, int n);
 void rf_groups_stop(struct rf_group *groups, int n);
 void rf_groups_free(struct rf_array *a, struct rf_group *groups, int n);
+
+/* The array's chunk in bytes (its geometry's: the new one mid-reshape;
+ * 0 for raid1). */
+static inline uint32_t rf_chunk_bytes(const struct rf_array *a)
+{
+	return a->geom.chunk_sectors * 512;
+}
 
 #endif

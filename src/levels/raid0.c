@@ -17,14 +17,14 @@
 
 static int r0_max_pieces(const struct rf_array *a, uint32_t max_len)
 {
-	return max_len / a->chunk_bytes + 2;
+	return max_len / rf_chunk_bytes(a) + 2;
 }
 
 /* The piece of [off, end) in off's chunk: its length, member and member
  * byte offset (from the member's data start). */
 static uint32_t r0_chunk(const struct rf_array *a, uint64_t off, uint64_t end, int *member, uint64_t *moff)
 {
-	uint64_t len = a->chunk_bytes - (off & (a->chunk_bytes - 1)), dev_sector;
+	uint64_t len = rf_chunk_bytes(a) - (off & (rf_chunk_bytes(a) - 1)), dev_sector;
 
 	if (len > end - off)
 		len = end - off;
@@ -42,7 +42,7 @@ static int r0_split(struct rf_array *a, struct rf_req *r)
 		int member;
 		uint32_t len = r0_chunk(a, off, end, &member, &moff);
 		struct rf_piece *p = rf_piece_new(r, RF_PIECE_DIRECT, r->op == RF_REQ_WRITE, off,
-						  r->buf + (off - r->off), len, off / a->chunk_bytes);
+						  r->buf + (off - r->off), len, off / rf_chunk_bytes(a));
 
 		if (!p)
 			return -EINVAL;

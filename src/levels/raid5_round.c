@@ -304,7 +304,7 @@ static bool r5_hold_wanted(struct rf_worker *w, struct rf_stripe *sh, const stru
 	if (sh->no_delay || !STAILQ_EMPTY(&sh->reading) || (c->faulty & (c->data_mask | c->par_mask)))
 		return false;
 	STAILQ_FOREACH(p, &sh->writing, link)
-		if (p->req->len < a->chunk_bytes || p->req->len <= a->stripe_size)
+		if (p->req->len < rf_chunk_bytes(a) || p->req->len <= a->stripe_size)
 			return false;
 	if (w->g)
 		return atomic_load_explicit(&a->inflight[1], memory_order_relaxed) > 1;

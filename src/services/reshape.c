@@ -1680,11 +1680,12 @@ static int begin(struct begin *b)
 {
 	int ret = plan(b);
 
-	if (!ret && b->backup)
+	if (!ret && b->backup) {
 		ret = backup_start(b);
-	if (!ret && b->backup)
-		rf_info("%s: grow in place: no room before the data, mdadm's backup file holds its critical section",
-			rf_array_name(b->a));
+		if (!ret)
+			rf_info("%s: grow in place: no room before the data, mdadm's backup file holds its "
+				"critical section", rf_array_name(b->a));
+	}
 	return ret ? ret : rf_barrier_quiesced_all(b->a, begin_fn, b);
 }
 

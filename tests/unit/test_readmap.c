@@ -198,7 +198,7 @@ static void test_mapping_off(void **state)
  * member k (raid4/5/6, from < size). */
 static uint64_t chunk_on(struct rf_array *a, int k, uint64_t from, bool want)
 {
-	uint64_t cb = a->chunk_bytes, off;
+	uint64_t cb = rf_chunk_bytes(a), off;
 
 	for (off = from & ~(cb - 1); off < a->size; off += cb) {
 		struct rf_r5_map m;
@@ -239,9 +239,9 @@ static void test_raid5_rebuilding(void **state)
 
 	rf_r5_map_sector(&a->geom, lo >> 9, &m);
 	/* Rebuilt up to just past lo's chunk on member 2. */
-	atomic_store(&a->devs[2].recovery_offset, m.dev_sector + a->chunk_bytes / 512);
+	atomic_store(&a->devs[2].recovery_offset, m.dev_sector + rf_chunk_bytes(a) / 512);
 	atomic_store(&a->recovering, 1ull << 2);
-	hi = chunk_on(a, 2, lo + a->chunk_bytes, true);
+	hi = chunk_on(a, 2, lo + rf_chunk_bytes(a), true);
 	assert_int_equal(map_check(a, lo, 4096), 0);
 	assert_int_equal(map_check(a, hi, 4096), -EAGAIN);
 	atomic_store(&a->recovering, 0);
