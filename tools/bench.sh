@@ -203,22 +203,24 @@ fill() {
 # cached_kib: the page cache now (/proc/meminfo Cached), KiB.
 cached_kib() { awk '/^Cached:/ { print $2 }' /proc/meminfo; }
 
-# Results: res[TARGET|JOB|RUN] = "iops bw_kib p99_us p999_us max_us rw bs qd",
-# RUN the round (1..) or D (with drains going).
+# Results: res[TARGET|JOB|RUN] = "iops bw_kib p99_us p999_us max_us rw bs qd
+# cached_kib busy_cpus", RUN the round (1..) or D (with drains going).
 declare -A res mem drains
-# cpu_ticks: the machine's CPU time so far, "total steal" in clock ticks
-# (/proc/stat: steal is time the hypervisor gave this machine's CPUs to
-# others; every target stalls alike then, whatever it serves).
+# cpu_ticks: the machine's CPU time so far, "total steal idle" in clock
+# ticks (/proc/stat: steal is time the hypervisor gave this machine's CPUs
+# to others; every target stalls alike then, whatever it serves; idle
+# counts iowait too).
 cpu_ticks() {
-	awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t, $9; exit }' /proc/stat
+	awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t, $9, $5 + $6; exit }' /proc/stat
 }
+ncpu=$(getconf _NPROCESSORS_ONLN)
 steal_runs=0 steal_sum=0 steal_max=0
 # run TARGET FILE JOB RUN: one fio run, parsed into res.
 run() {
-	local target=$1 file=$2 job=$3 d=$4 out t0 s0 t1 s1 steal c0
+	local target=$1 file=$2 job=$3 d=$4 out t0 s0 i0 t1 s1 i1 steal c0
 	out=$work/fio/$target.$job.$d.json
 	c0=$(cached_kib)
-	read -r t0 s0 < <(cpu_ticks)
+	read -r t0 s0 i0 < <(cpu_ticks)
 	RF_BENCH_FILE=$file RF_BENCH_SIZE=${size_mib}M RF_BENCH_RUNTIME=$runtime \
 		fio --output-format=json --output="$out" "$jobdir/$job.fio" ||
 		{ echo "bench.sh: fio $job on $target failed; see $out" >&2; return 1; }
@@ -231,13 +233,18 @@ run() {
 		   ($d.clat_ns.percentile["99.900000"] // 0) / 1000, $d.clat_ns.max / 1000,
 		   $o.rw, $o.bs, $o.iodepth] | map(tostring) | join(" ")' <(sed -n '/^{/,$p' "$out"))
 	res["$target|$job|$d"]+=" $(($(cached_kib) - c0))"
-	read -r t1 s1 < <(cpu_ticks)
+	read -r t1 s1 i1 < <(cpu_ticks)
+	# The CPUs busy on average during the run, every process's time (fio's,
+	# the server's, the kernel's for both and for the disk): with the CPUs
+	# all busy the run is bound by them, not by the disk.
+	res["$target|$job|$d"]+=" $(awk -v t="$((t1 - t0))" -v i="$((i1 - i0))" -v n="$ncpu" \
+		'BEGIN { printf "%.2f", (t > 0 ? (t - i) / t * n : 0) }')"
 	# Steal in tenths of a percent of the run's CPU time.
 	steal=$(((s1 - s0) * 1000 / (t1 > t0 ? t1 - t0 : 1)))
 	steal_runs=$((steal_runs + 1)) steal_sum=$((steal_sum + steal))
 	[ "$steal" -le "$steal_max" ] || steal_max=$steal
-	awk -v t="$target" -v j="$job" -v d="$d" -v st="$steal" '{ printf "  %-8s %-18s %-7s %9.0f IOPS %8.1f MiB/s  p99 %8.0f  p99.9 %8.0f  max %8.0f us  steal %4.1f%%  cached %+7.1f MiB\n",
-		t, j, d == "D" ? "drained" : "r" d, $1, $2 / 1024, $3, $4, $5, st / 10, $9 / 1024 }' <<<"${res["$target|$job|$d"]}"
+	awk -v t="$target" -v j="$job" -v d="$d" -v st="$steal" '{ printf "  %-8s %-18s %-7s %9.0f IOPS %8.1f MiB/s  p99 %8.0f  p99.9 %8.0f  max %8.0f us  steal %4.1f%%  cached %+7.1f MiB  cpus %.2f\n",
+		t, j, d == "D" ? "drained" : "r" d, $1, $2 / 1024, $3, $4, $5, st / 10, $9 / 1024, $10 }' <<<"${res["$target|$job|$d"]}"
 }
 
 # drain_loop FILE LOG STOP: until STOP exists, write FILE once a second,
@@ -457,15 +464,17 @@ median_cached() {
 }
 
 {
-	echo "target,job,rw,bs,iodepth,rounds,runtime_s,iops,iops_spread,bw_kib_s,clat_p99_us,clat_p999_us,clat_max_us,iops_per_null,iops_per_pass,p999_per_pass,vmrss_kib,vmhwm_kib,drained_p999_us,drains,drain_max_ms,rssanon_kib,rssshmem_kib,iops_per_disk,eff,cached_growth_kib"
+	echo "target,job,rw,bs,iodepth,rounds,runtime_s,iops,iops_spread,bw_kib_s,clat_p99_us,clat_p999_us,clat_max_us,iops_per_null,iops_per_pass,p999_per_pass,vmrss_kib,vmhwm_kib,drained_p999_us,drains,drain_max_ms,rssanon_kib,rssshmem_kib,iops_per_disk,eff,cached_growth_kib,busy_cpus,cpu_us_per_io"
 	for t in "${targets[@]}"; do
 		for j in "${jobs[@]}"; do
-			read -r _ _ _ _ _ rw bs qd <<<"${res["$t|$j|1"]}"
+			read -r _ _ _ _ _ rw bs qd _ <<<"${res["$t|$j|1"]}"
 			read -r i sp < <(median "$t" "$j" 1)
 			read -r b _ < <(median "$t" "$j" 2)
 			read -r p99 _ < <(median "$t" "$j" 3)
 			read -r p999 _ < <(median "$t" "$j" 4)
 			read -r mx _ < <(median "$t" "$j" 5)
+			read -r cpus _ < <(median "$t" "$j" 10)
+			cpuio=$(awk -v c="$cpus" -v i="$i" 'BEGIN { if (i > 0) printf "%.1f", c * 1e6 / i; else printf "-" }')
 			read -r ni _ < <(median null "$j" 1)
 			read -r pi _ < <(median pass "$j" 1)
 			read -r pp _ < <(median pass "$j" 4)
@@ -481,7 +490,7 @@ median_cached() {
 				rd=$(ratio "$i" "$di")
 				[ "$rd" = - ] || eff=$(awk -v r="$rd" -v w="$(writes_per "$t" "$rw" "$bs")" 'BEGIN { printf "%.2f", r * w }')
 			fi
-			echo "$t,$j,$rw,$bs,$qd,$rounds,$runtime,$i,$sp,$b,$p99,$p999,$mx,$(ratio "$i" "$ni"),$(ratio "$i" "$pi"),$(ratio "$p999" "$pp"),${rss:-},${hwm:-},$dp,$dn,$dmax,${anon:-},${shmem:-},$rd,$eff,$(median_cached "$t" "$j")"
+			echo "$t,$j,$rw,$bs,$qd,$rounds,$runtime,$i,$sp,$b,$p99,$p999,$mx,$(ratio "$i" "$ni"),$(ratio "$i" "$pi"),$(ratio "$p999" "$pp"),${rss:-},${hwm:-},$dp,$dn,$dmax,${anon:-},${shmem:-},$rd,$eff,$(median_cached "$t" "$j"),$cpus,$cpuio"
 		done
 	done
 } >"$csv"
@@ -492,12 +501,14 @@ if [ -n "$diskdir" ]; then
 	echo "Medians of $rounds interleaved rounds.  /disk: IOPS divided by the same job's straight on four"
 	echo "plain files there (disk); eff: that x the member IOs one write needs (what the array asks of"
 	echo "the disk; 1.00 = the disk's rate); cached: /proc/meminfo Cached growth during the run"
-	echo "(the whole machine's, MiB)."
-	printf '%-18s %-11s %9s %8s %8s %8s %6s | %5s %5s | %8s\n' job target IOPS MiB/s p99 p99.9 spread /disk eff cached
+	echo "(the whole machine's, MiB); cpus: the machine's CPUs busy on average during the run (of"
+	echo "$ncpu; at $ncpu the run is bound by them), us/IO: their time per IO (fio's, the server's, the"
+	echo "kernel's), so ${ncpu}000000 / us/IO is the most IOPS these CPUs give at that cost."
+	printf '%-18s %-11s %9s %8s %8s %8s %6s | %5s %5s | %8s | %5s %6s\n' job target IOPS MiB/s p99 p99.9 spread /disk eff cached cpus us/IO
 	awk -F, 'NR > 1 {
 		if (!($2 in rows)) order[++n] = $2
-		rows[$2] = rows[$2] sprintf("%-18s %-11s %9.0f %8.1f %8.0f %8.0f %6.2f | %5s %5s | %8.1f\n",
-			$2, $1, $8, $10 / 1024, $11, $12, $9, $24, ($25 == "" ? "-" : $25), $26 / 1024) }
+		rows[$2] = rows[$2] sprintf("%-18s %-11s %9.0f %8.1f %8.0f %8.0f %6.2f | %5s %5s | %8.1f | %5s %6s\n",
+			$2, $1, $8, $10 / 1024, $11, $12, $9, $24, ($25 == "" ? "-" : $25), $26 / 1024, $27, $28) }
 		END { for (i = 1; i <= n; i++) printf "%s%s", (i > 1 ? "\n" : ""), rows[order[i]] }' "$csv"
 fi
 echo
