@@ -25,7 +25,9 @@
 # a ratio to disk, and for writes as eff = ratio x the member IOs one
 # write needs (raid1/10: 2; 4 KiB: raid5 4, raid6 6; 1 MiB, full stripes:
 # raid5 4/3, raid6 6/4), and how much the page cache (/proc/meminfo
-# Cached) grew during the run (the whole machine's: noisy).
+# Cached) grew during the run (the whole machine's: noisy).  Every run
+# records how busy the CPUs were and their time per IO (the CSV's
+# busy_cpus and cpu_us_per_io; the disk table's cpus and us/IO).
 #
 # usage: tools/bench.sh [-t SECONDS] [-r ROUNDS] [-l LEVELS] [-j JOBS | -a] [-o CSV] [-c CHUNK] [-D] [-u] [-d DIR]
 #   -t SECONDS  each fio run's measured time (default 2; a 1 s ramp before it)
