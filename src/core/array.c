@@ -1084,6 +1084,20 @@ int rf_array_set_backup_file(struct rf_array *a, const char *path)
 	return 0;
 }
 
+bool rf_array_drop_backup_file(struct rf_array *a, const char *path)
+{
+	char *old = NULL;
+
+	rf_devs_lock(a);
+	if (a->backup_file && !strcmp(a->backup_file, path)) {
+		old = a->backup_file;
+		a->backup_file = NULL;
+	}
+	rf_devs_unlock(a);
+	free(old);
+	return old != NULL;
+}
+
 bool rf_array_backup_file(struct rf_array *a, char *buf, size_t len)
 {
 	bool has;

@@ -206,6 +206,10 @@ int rf_array_reshape_then(const struct rf_array *a);
  * not with it held. */
 int rf_array_set_backup_file(struct rf_array *a, const char *path);
 bool rf_array_backup_file(struct rf_array *a, char *buf, size_t len);
+/* The file at path was removed: the array names no backup file any more,
+ * unless another was set meanwhile (then it stays).  Whether it was
+ * dropped.  Device lock taken. */
+bool rf_array_drop_backup_file(struct rf_array *a, const char *path);
 /* Inside rf_barrier_quiesced_all(), every row in the new geometry: the
  * reshape ends; each slot's new data offset becomes its data offset, the
  * array takes the new geometry's size.  0, or -EINVAL with why. */

@@ -442,20 +442,23 @@ static int backup_open_path(const char *path, char *err, size_t errlen)
  * every window the file held, and no window ahead goes through it (a
  * grow past its critical section, or any reshape in place at its end).
  * The file is closed and removed, as mdadm's reshape_array() removes its
- * backup file once its monitor is done (a killed daemon leaves it);
- * md/backup_file still names it (a grow in place after this one makes it
- * again).  The walk's thread only. */
+ * backup file once its monitor is done (a killed daemon leaves it), and
+ * md/backup_file reads "none" again unless another file was written there
+ * meanwhile: a later reshape in place needs a backup file named for it, as
+ * mdadm's --backup-file is given for each grow.  The walk's thread only. */
 static void backup_done(struct reshape *r, const char *why)
 {
 	if (r->bk_fd < 0)
 		return;
 	close(r->bk_fd);
 	r->bk_fd = -1;
-	if (unlink(r->bk_path) && errno != ENOENT)
+	if (unlink(r->bk_path) && errno != ENOENT) {
 		rf_warn("%s: reshape: backup file %s not removed: %s", rf_array_name(r->a), r->bk_path,
 			strerror(errno));
-	else
-		rf_info("%s: reshape: backup file %s removed (%s)", rf_array_name(r->a), r->bk_path, why);
+		return;
+	}
+	rf_info("%s: reshape: backup file %s removed (%s)", rf_array_name(r->a), r->bk_path, why);
+	rf_array_drop_backup_file(r->a, r->bk_path);
 }
 
 /* Sectors of array data the window at x the backup file is to hold may

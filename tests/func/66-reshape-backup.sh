@@ -23,11 +23,12 @@
 #     its end; the image is the model.  To the end: the grown size, the
 #     model with zeros after it, check finds mismatch_cnt 0; FILE removed
 #     once the walk passed its critical section (as mdadm removes it; it
-#     was there after the kill -9); every superblock says 4 devices, data
+#     was there after the kill -9) and md/backup_file reads none; every superblock says 4 devices, data
 #     offset 24 sectors; mounted again without the file, the model.
 #  5. a relayout in place (left-symmetric -> right-asymmetric, no room):
 #     refused without a backup file; with one, every window goes through it:
-#     the model, check 0, layout 1, data offsets kept, FILE removed at the end.
+#     the model, check 0, layout 1, data offsets kept, FILE removed at the end
+#     and md/backup_file none.
 #  6. (RF_MD_JUDGE=1) kernel md finishes a grow in place raidfuse began:
 #     md's pattern over a fresh array of step 1's shape, grown with FILE,
 #     halted in its first window and killed -9 as in step 2; mdpeer's guest
@@ -125,6 +126,7 @@ P=$(pos)
 [ "$P" -gt 0 ] || fail "restored: position $P"
 same_model "restored from the backup file (position $P)" "$GOLD"
 to_end "the grow in place"
+[ "$(val backup_file)" = none ] || fail "the grow in place ended, md/backup_file names $(val backup_file)"
 [ "$(fsize "$IMG")" = $((GNEW * 512)) ] || fail "grown image of $(fsize "$IMG") bytes, 4 members give $((GNEW * 512))"
 same_model "grown in place" "$GNEW"
 check_clean "check after the grow in place"
@@ -157,6 +159,9 @@ expect_fail "$RAIDFUSE" grow "$MNT" --layout 1
 "$RAIDFUSE" grow "$MNT" --layout 1 --backup-file "$BK" --wait >/dev/null ||
 	fail "relayout with --backup-file refused: $(tail -n 3 "$WORK/l.log")"
 [ "$(val layout)" = 1 ] || fail "relayout in place: layout $(val layout)"
+# (the walk removes the file as it ends, just after the layout changes)
+for _ in $(seq 50); do [ "$(val backup_file)" = none ] && break; sleep 0.1; done
+[ "$(val backup_file)" = none ] || fail "the relayout in place ended, md/backup_file names $(val backup_file)"
 same_model "relayout in place" "$S"
 check_clean "check after the relayout in place"
 stop_array "$MNT"

@@ -46,7 +46,8 @@
  *    array's it is refused naming the file; with it, the backup is written back before the
  *    array serves, the walk goes on to the end under IO: the model, check
  *    0, the backup file removed (mdadm removes it; it was still there
- *    while the walk stood halted), assembled again one geometry
+ *    while the walk stood halted) and no longer named by the array (one
+ *    it names no more is not dropped), assembled again one geometry
  *    (test_backup); the same for a raid5
  *    relayout in place (left-symmetric -> right-asymmetric), each of
  *    whose windows goes through the backup file (test_backup_relayout);
@@ -1082,6 +1083,10 @@ static void backup_case(const char *what, enum change how, int n, int nspare, co
 	unlink(bk);
 	assert_int_equal(rf_reshape_set_backup_file(a, bk, err, sizeof(err)), 0);
 	assert_true(rf_reshape_backup_file(a, err, sizeof(err)));
+	/* A removed file is dropped only while the array still names it. */
+	assert_false(rf_array_drop_backup_file(a, "/elsewhere.backup"));
+	assert_true(rf_reshape_backup_file(a, err, sizeof(err)));
+	assert_string_equal(err, bk);
 	/* The walk halted in its critical section. */
 	setenv("RAIDFUSE_TEST_HALT", "reshape-backup", 1);
 	if (start(a, how, n + nspare, err, sizeof(err)))
@@ -1199,6 +1204,10 @@ static void backup_case(const char *what, enum change how, int n, int nspare, co
 	while (reshaping(a) && rounds++ < 200)
 		assert_int_equal(fx_model_io(a, model, 20, 64 << 10), 0);
 	to_end(a);
+	/* The file removed (the walk is past the sections it held): the array
+	 * names none, so a later reshape in place needs one named for it. */
+	if (rf_reshape_backup_file(a, err, sizeof(err)))
+		fail_msg("%s: the reshape ended, md/backup_file still names %s", what, err);
 	size = rf_array_size(a);
 	if (how == GROW)
 		assert_true(size > old && size <= 2 * old);
