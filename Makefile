@@ -196,7 +196,9 @@ crash: $(BUILD)/raidfuse $(BUILD)/crash-states
 		echo "crash: $$c --break found no violation: the tool cannot fail" >&2; exit 1; fi; done; \
 	if RAIDFUSE_TEST_BREAK=reshape-backup-sync tools/crash-states.sh --level 5 --backup $(CRASH_ARGS); then \
 		echo "crash: --backup with the backup file left unsynced found no violation: the tool cannot fail" >&2; exit 1; fi; \
-	echo "crash: every level clean (raid5, raid6 and raid10 grown, raid5 and raid6 grown in place through a backup file, raid5 and raid6 rechunked, raid5 changed to raid6, raid4 and raid1 taken over as raid5, raid0 grown and taken over as raid5 and raid10), and the ten --break faults caught"
+	if RAIDFUSE_TEST_BREAK=backup-name tools/crash-states.sh --level 5 --backup $(CRASH_ARGS); then \
+		echo "crash: --backup with the backup file's name left unflushed found no violation: the tool cannot fail" >&2; exit 1; fi; \
+	echo "crash: every level clean (raid5, raid6 and raid10 grown, raid5 and raid6 grown in place through a backup file, raid5 and raid6 rechunked, raid5 changed to raid6, raid4 and raid1 taken over as raid5, raid0 grown and taken over as raid5 and raid10), and the eleven --break faults caught"
 
 # The lifecycle model test: each configuration (LEVEL, LEVEL:nbd,
 # LEVEL:uring) runs LIFECYCLE_STEPS steps with --keep-going (each

@@ -169,9 +169,10 @@ if [ $spare_last = 1 ]; then
 	truncate -s 4M "$dir/d$n.img"
 fi
 (cd "$dir" && cp "${names[@]}" base/)
-# the backup file: empty before the grow
+# the backup file: made by the daemon when the grow names it (each state
+# has it only once its name was flushed: RF_IOLOG_NAMED); empty before
 bk=()
-[ $bkup = 1 ] && { : >"$dir/grow.backup"; : >"$dir/base/grow.backup"; bk=(--backup grow.backup); }
+[ $bkup = 1 ] && { : >"$dir/base/grow.backup"; bk=(--backup grow.backup); }
 
 what="raid$level, $n members, $([ $bitmap = 1 ] && echo "bitmap" || echo "no bitmap")"
 [ $grow = 1 ] && what+=$([ $to6 = 1 ] && echo ", changed to raid6 of $((n + 1))" ||

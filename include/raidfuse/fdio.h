@@ -21,5 +21,11 @@ int rf_pread_direct(int fd, uint32_t align, void *buf, size_t len, uint64_t off)
 int rf_pwrite_direct(int fd, uint32_t align, const void *buf, size_t len, uint64_t off);
 /* fsync(fd), seen by the io log (iolog.h).  0 or -errno. */
 int rf_fsync_full(int fd);
+/* The name path of the file open as fd made durable: the directory that
+ * holds it flushed (a file just made is otherwise lost by a power cut
+ * whatever its own fsyncs did), seen by the io log as RF_IOLOG_NAMED on
+ * fd.  0 or -errno (-EINVAL: that directory's file system flushes no
+ * directories). */
+int rf_fsync_name(int fd, const char *path);
 
 #endif

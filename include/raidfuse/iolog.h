@@ -31,13 +31,14 @@
 
 enum rf_iolog_type {
 	RF_IOLOG_FILE = 1,              /* file id `file` is the path that follows */
-	RF_IOLOG_SUBMIT = 2,            /* op issued: write (data follows) or flush */
+	RF_IOLOG_SUBMIT = 2,            /* op issued: write (data follows), flush, name */
 	RF_IOLOG_COMPLETE = 3,          /* the op of submit sequence `id` ended with res */
 	RF_IOLOG_NOTE = 4,              /* the program's own event: op is its kind,
 					 * id/off/res its arguments */
 };
 
-enum rf_iolog_op { RF_IOLOG_WRITE = 1, RF_IOLOG_FLUSH = 2 };
+/* NAMED: the file's name made durable (its directory flushed). */
+enum rf_iolog_op { RF_IOLOG_WRITE = 1, RF_IOLOG_FLUSH = 2, RF_IOLOG_NAMED = 3 };
 
 struct rf_iolog_rec {
 	uint32_t magic;
@@ -61,8 +62,8 @@ extern bool rf_iolog_on;
 int rf_iolog_open(const char *path);
 /* Flush and close the log (the hooks go quiet). */
 void rf_iolog_close(void);
-/* An op on fd is issued: iov/niov is a write's data (NULL/0 for a flush;
- * RF_IOLOG_MAX_IOV pieces at most).  Returns its id for rf_iolog_complete(), never 0. */
+/* An op on fd is issued: iov/niov is a write's data (NULL/0 for a flush
+ * or a name; RF_IOLOG_MAX_IOV pieces at most).  Returns its id for rf_iolog_complete(), never 0. */
 uint64_t rf_iolog_submit(int fd, int op, const struct iovec *iov, int niov, uint64_t off);
 /* The op id ended with res (bytes or -errno); id 0 is ignored. */
 void rf_iolog_complete(uint64_t id, int64_t res);
@@ -75,7 +76,9 @@ void rf_iolog_note(uint16_t kind, uint64_t a, uint64_t b, int64_t c);
  * written without flushing the data; "stale-roles": a superblock update
  * keeps each device's own role table, so one re-added after missing
  * changes records them wrong; "no-intr": a failure during a rebuild
- * does not interrupt it, so a spare waits for it to end), which
+ * does not interrupt it, so a spare waits for it to end; "backup-name":
+ * a backup file made for a reshape in place without flushing its
+ * directory), which
  * tools/crash-states.sh --break and
  * the functional tests must catch.  Never set it on an array that holds data. */
 bool rf_test_break(const char *what);

@@ -20,6 +20,7 @@
  * locks), or one of them would write back the other's old bytes.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -87,6 +88,29 @@ int rf_fsync_full(int fd)
 	int r = fsync(fd) ? -errno : 0;
 
 	rf_iolog_complete(id, r);
+	return r;
+}
+
+int rf_fsync_name(int fd, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
+	char *dir = malloc(n + 1);
+	uint64_t id;
+	int dfd, r = 0;
+
+	if (!dir)
+		return -ENOMEM;
+	memcpy(dir, slash ? path : ".", n);
+	dir[n] = '\0';
+	id = rf_iolog_on ? rf_iolog_submit(fd, RF_IOLOG_NAMED, NULL, 0, 0) : 0;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fsync(dfd))
+		r = -errno;
+	if (dfd >= 0)
+		close(dfd);
+	rf_iolog_complete(id, r);
+	free(dir);
 	return r;
 }
 

@@ -23,7 +23,9 @@
 #    members', each state assembled with it: 0 violations; its control
 #    (RAIDFUSE_TEST_BREAK=reshape-backup-sync: the file's header and data
 #    left unsynced before the window's new rows) finds states whose file
-#    lost them.
+#    lost them.  The daemon makes the file: a state has it only once its
+#    directory was flushed; the control (RAIDFUSE_TEST_BREAK=backup-name:
+#    that flush left out) finds states refused for want of it.
 # 2. Negative control: --break (RAIDFUSE_TEST_BREAK=clean, the superblocks
 #    marked clean without flushing the data first) must report violations
 #    and exit 1, keep each violation's members and the command that
@@ -76,6 +78,10 @@ full states backup --level 5 --backup --states 50 --rounds 15
 full check "[ $RC = 0 ] && [[ '$LINE' =~ ,\ 0\ violations$ ]]" "raid5 --backup: exit $RC, '$LINE': $(first backup)"
 RAIDFUSE_TEST_BREAK=reshape-backup-sync full states bksyncbreak --level 5 --backup --states 50 --rounds 15
 full check "[ $RC = 1 ]" "reshape-backup-sync: exit $RC, expected 1 (violations): $(tail -n 3 "$WORK/bksyncbreak.out")"
+# The file is made by the daemon when the grow names it: a state has it
+# only once its directory was flushed.  Control: that flush left out.
+RAIDFUSE_TEST_BREAK=backup-name full states bknamebreak --level 5 --backup --states 30 --rounds 15
+full check "[ $RC = 1 ]" "backup-name: exit $RC, expected 1 (violations): $(tail -n 3 "$WORK/bknamebreak.out")"
 full states growbreak --level 5 --grow --break --states 80 --rounds 15
 full check "[ $RC = 1 ]" "--grow --break: exit $RC, expected 1 (violations): $(tail -n 3 "$WORK/growbreak.out")"
 full grep -q "acknowledged by a flush before the crash" "$WORK/growbreak.out" ||

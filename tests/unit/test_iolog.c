@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +102,41 @@ static void test_fdio(void **state)
 	assert_int_equal(recs[5].r.res, 0);
 }
 
+/* A file's name made durable (rf_fsync_name): its directory flushed,
+ * logged as NAMED on the file, after the writes before it; a directory
+ * that is not there: the error, logged as the op's result. */
+static void test_name(void **state)
+{
+	static struct rec recs[16];
+	char data[512], gone[400];
+	int fd, n;
+
+	memset(data, 0x5a, sizeof(data));
+	fd = fx_file_open(member, 0);
+	assert_int_equal(rf_iolog_open(logpath), 0);
+	assert_int_equal(rf_pwrite_full(fd, data, sizeof(data), 0), 0);
+	assert_int_equal(rf_fsync_name(fd, member), 0);
+	snprintf(gone, sizeof(gone), "%s/no-such-dir/file", fx_dir);
+	assert_int_equal(rf_fsync_name(fd, gone), -ENOENT);
+	rf_iolog_close();
+	close(fd);
+
+	n = read_log(recs, 16);
+	assert_int_equal(n, 7);
+	assert_int_equal(recs[1].r.op, RF_IOLOG_WRITE);
+	assert_int_equal(recs[3].r.type, RF_IOLOG_SUBMIT);
+	assert_int_equal(recs[3].r.op, RF_IOLOG_NAMED);
+	assert_int_equal(recs[3].r.file, 0);
+	assert_int_equal(recs[3].r.len, 0);
+	assert_true(recs[3].r.seq > recs[2].r.seq);
+	assert_int_equal(recs[4].r.type, RF_IOLOG_COMPLETE);
+	assert_int_equal(recs[4].r.id, recs[3].r.seq);
+	assert_int_equal(recs[4].r.res, 0);
+	assert_int_equal(recs[5].r.op, RF_IOLOG_NAMED);
+	assert_int_equal(recs[6].r.id, recs[5].r.seq);
+	assert_int_equal(recs[6].r.res, -ENOENT);
+}
+
 static void end_mio(struct rf_mio *m)
 {
 	(*(int *)m->priv)++;
@@ -191,6 +227,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fdio),
+		cmocka_unit_test(test_name),
 		cmocka_unit_test(test_ioq),
 		cmocka_unit_test(test_off),
 	};

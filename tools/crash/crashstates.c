@@ -126,6 +126,7 @@ enum note_kind {
 	NOTE_WDONE,             /* a: generation, c: 0 or -errno */
 	NOTE_FSUB,              /* a: flush number */
 	NOTE_FACK,              /* a: flush number, c: 0 or -errno */
+	NOTE_BKMADE,            /* the backup file did not exist: the daemon makes it */
 };
 
 /* ---- small things ---- */
@@ -241,6 +242,23 @@ static void wait_all(struct inflight *in)
 #define MAX_PER_ROUND 4
 #define MAX_BLOCKS 48
 
+/* The absolute path of a file not made yet (its directory resolved) in
+ * abs (PATH_MAX bytes); false when the directory does not exist. */
+static bool backup_abs(const char *path, char *abs)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+	if (!*dir)
+		snprintf(dir, sizeof(dir), "/");
+	if (!realpath(dir, abs) || strlen(abs) + 1 + strlen(base) >= PATH_MAX)
+		return false;
+	strcat(abs, "/");
+	strcat(abs, base);
+	return true;
+}
+
 static int cmd_record(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -346,8 +364,14 @@ static int cmd_record(int argc, char **argv)
 			if (backup) {
 				char abs[PATH_MAX];
 
-				if (!realpath(backup, abs))
-					die("record: the backup file %s does not exist", backup);
+				if (!realpath(backup, abs)) {
+					/* Made by the daemon: the check
+					 * models its name's durability. */
+					if (errno != ENOENT || !backup_abs(backup, abs))
+						die("record: the backup file %s: its directory does not exist",
+						    backup);
+					rf_iolog_note(NOTE_BKMADE, 0, 0, 0);
+				}
 				if (rf_reshape_set_backup_file(a, abs, err, sizeof(err)))
 					die("record: %s", err);
 			}
@@ -474,6 +498,7 @@ struct log {
 	struct flushnote *flushes;      /* by flush number, [0] unused */
 	uint64_t nflushes;
 	uint64_t array_size;
+	bool bk_made;                   /* NOTE_BKMADE seen */
 };
 
 static void *grow(void *p, size_t *cap, size_t want, size_t elem)
@@ -577,6 +602,9 @@ static void load_log(struct log *L, const char *path, char *const *names, int n)
 					L->flushes[r.id].ack = r.seq;
 					L->flushes[r.id].res = r.res;
 				}
+				break;
+			case NOTE_BKMADE:
+				L->bk_made = true;
 				break;
 			}
 		}
@@ -869,6 +897,23 @@ static bool chk_spare_last;
 /* check --backup: the state's backup file (after the members in m[]),
  * given to the assembly; NULL: none. */
 static const struct member *chk_backup;
+static int chk_backup_index;            /* its file index in the log's ops */
+
+/* Whether the backup file is there in a cut before seq point: one made
+ * before the recording, always; one the daemon made, once a flush of its
+ * name (RF_IOLOG_NAMED) ended well before the point. */
+static bool bk_named(const struct log *L, uint64_t point)
+{
+	size_t i;
+
+	if (!L->bk_made)
+		return true;
+	for (i = 0; i < L->nops && L->ops[i].sub < point; i++)
+		if (L->ops[i].kind == RF_IOLOG_NAMED && L->ops[i].file == chk_backup_index && L->ops[i].comp < point &&
+		    L->ops[i].res == 0)
+			return true;
+	return false;
+}
 
 static void check_state(const struct log *L, struct member *m, int n, const struct state *s, struct verdict *v)
 {
@@ -890,10 +935,14 @@ static void check_state(const struct log *L, struct member *m, int n, const stru
 			die("cannot write a state member: %s", strerror(-r));
 		paths[j] = m[j].path;
 	}
-	if (chk_backup) {
+	/* A backup file the daemon made is there only once its name was made
+	 * durable (its directory flushed) before the cut. */
+	if (chk_backup && bk_named(L, s->point)) {
 		r = write_file(chk_backup->path, chk_backup->img, chk_backup->size);
 		if (r)
 			die("cannot write the state's backup file: %s", strerror(-r));
+	} else if (chk_backup && unlink(chk_backup->path) && errno != ENOENT) {
+		die("cannot remove the state's backup file: %s", strerror(errno));
 	}
 	/* What the crash left: every superblock readable, none stale. */
 	j = read_sbs(m, n, sb, ok);
@@ -1110,8 +1159,10 @@ static int cmd_check(int argc, char **argv)
 		if (snprintf(m[j].path, sizeof(m[j].path), "%s/%s", work, files[j]) >= (int)sizeof(m[j].path))
 			die("check: the path of %s in --work is too long", files[j]);
 	}
-	if (backup)
+	if (backup) {
 		chk_backup = &m[n];
+		chk_backup_index = n;
+	}
 	if (save && mkdir(save, 0755) && errno != EEXIST)
 		die("cannot make the directory for violations: %s", save);
 	b = boundaries(&L, &nb);
