@@ -1070,6 +1070,11 @@ int rf_array_reshape_then(const struct rf_array *a)
 	return a->reshape_then;
 }
 
+uint32_t rf_array_stripe_size(const struct rf_array *a)
+{
+	return a->stripe_size;
+}
+
 int rf_array_set_backup_file(struct rf_array *a, const char *path)
 {
 	char *p = path ? strdup(path) : NULL, *old;

@@ -200,6 +200,9 @@ int rf_array_takeover_slots(struct rf_array *a, int level, int layout, int raid_
  * is; not recorded).  Set inside rf_barrier_quiesced_all(). */
 void rf_array_set_reshape_then(struct rf_array *a, int level);
 int rf_array_reshape_then(const struct rf_array *a);
+/* Bytes of each member a stripe head holds (tuning.stripe_size, at most
+ * the chunk). */
+uint32_t rf_array_stripe_size(const struct rf_array *a);
 /* mdadm's backup file for a reshape in place (array.backup_file,
  * --backup-file, md/backup_file): set (path absolute; NULL: none), 0 or
  * -ENOMEM; read into buf, false when there is none.  Device lock taken:

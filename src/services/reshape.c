@@ -2157,6 +2157,14 @@ int rf_reshape_layout(struct rf_array *a, int layout, uint32_t chunk_sectors, ch
 			 g->dev_sectors / 2, (unsigned)(unit / 2));
 		return -EINVAL;
 	}
+	/* A stripe head holds a block of one chunk, never of two: the heads
+	 * (tuning.stripe_size, larger than md's 4 KiB) are made at the open. */
+	if (g->level >= 4 && g->level <= 6 && (uint64_t)chunk_sectors * 512 < rf_array_stripe_size(a)) {
+		snprintf(err, errlen, "a chunk of %uK is smaller than the stripe heads' %uK (tuning.stripe_size): "
+			 "set a smaller stripe_size in the config and mount again first",
+			 (unsigned)(chunk_sectors / 2), (unsigned)(rf_array_stripe_size(a) / 1024));
+		return -EINVAL;
+	}
 	b.from = *g;
 	b.to = *g;
 	b.to.layout = layout;

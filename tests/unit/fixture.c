@@ -300,6 +300,7 @@ struct rf_array *fx_open_assembled(const char *const *paths, int n, bool readonl
 	fx_assemble(&cfg, paths, n, readonly);
 	if (fx_backup_file)
 		assert_non_null(cfg.backup_file = strdup(fx_backup_file));
+	cfg.stripe_size = fx_stripe_size;
 	cfg.group_thread_cnt = gtc;
 	cfg.worker_groups = 2;
 	a = fx_open_only(&cfg, "assembled");
@@ -505,6 +506,7 @@ void fx_md_members(struct rf_sb_new *n, const char *what, uint64_t member_sector
 const char *fx_md_layout;
 const char *fx_md_data_offset;
 const char *fx_backup_file;
+uint32_t fx_stripe_size;
 
 void fx_create_md(const char *what, int level, int n, int nspare, const char *member_size, uint64_t bitmap_chunk,
 		  char (*paths)[FX_PATH])

@@ -196,6 +196,9 @@ extern const char *fx_md_data_offset;
 /* The backup file fx_open_assembled() (fx_serve_md()) assembles with, as
  * --backup-file; NULL: none. */
 extern const char *fx_backup_file;
+/* The tuning.stripe_size fx_open_assembled() (fx_serve_md()) opens with;
+ * 0: the default. */
+extern uint32_t fx_stripe_size;
 /* The array on paths[0..n) (members, then spares) assembled as the
  * daemon assembles it, started, its resync (if due) under way. */
 struct rf_array *fx_serve_md(char (*paths)[FX_PATH], int n);

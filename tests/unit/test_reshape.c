@@ -172,6 +172,14 @@ static void test_refused(void **state)
 	assert_non_null(strstr(err, "parity-last layout only"));
 	assert_int_equal(rf_reshape_level(a, 5, err, sizeof(err)), 0);    /* as it is */
 	assert_int_equal(rf_reshape_layout(a, 2, 128, err, sizeof(err)), 0);     /* as it is */
+	rf_array_close(a);
+	/* Stripe heads of 64K (tuning.stripe_size): no chunk below them. */
+	fx_stripe_size = 64 << 10;
+	a = serve(paths, 3);
+	fx_stripe_size = 0;
+	assert_int_equal(rf_reshape_layout(a, -1, 64, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "a chunk of 32K is smaller than the stripe heads' 64K"));
+	assert_false(reshaping(a));
 	/* 8M members less the data offset: 7M, not a multiple of 2M */
 	assert_int_equal(rf_reshape_layout(a, -1, 4096, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "is not a multiple of the chunk size 2048K"));
