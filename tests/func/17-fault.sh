@@ -173,10 +173,17 @@ check '[ "$(dev r5-0.img state)" = in_sync ]' "a delay fails nothing"
 grep -q "delays=1" "$MNT/md/dev-r5-0.img/fault" || fail "delays not counted: $(dev r5-0.img fault)"
 echo off >"$MNT/md/dev-r5-0.img/fault"
 check '[ "$(dev r5-0.img fault | head -n 1)" = off ]' "off"
-t0=${EPOCHREALTIME/./}
-dd if="$IMG" of=/dev/null bs=4k skip=5 count=1 iflag=direct status=none
-t1=${EPOCHREALTIME/./}
-check '[ $((t1 - t0)) -lt 200000 ]' "no delay once off"
+# With the delay on every read of member 0 takes 200 ms or more: off, the
+# fastest of a few reads (a loaded machine may hold one back) takes less.
+best=''
+for skip in 5 6 7 8 9; do
+	t0=${EPOCHREALTIME/./}
+	dd if="$IMG" of=/dev/null bs=4k skip=$skip count=1 iflag=direct status=none
+	t1=${EPOCHREALTIME/./}
+	[ -n "$best" ] && [ "$best" -le $((t1 - t0)) ] || best=$((t1 - t0))
+	[ "$best" -lt 200000 ] && break
+done
+check '[ $best -lt 200000 ]' "no delay once off (the fastest read: $best us)"
 for bad in "error=EAGAIN" "rate=3" "ops=trim" "frequency=2"; do
 	expect_fail bash -c 'echo "$1" >"$2"' bash "$bad" "$MNT/md/dev-r5-0.img/fault"
 	[[ $OUT == *"Invalid argument"* ]] || fail "fault <- '$bad': expected EINVAL, got: $OUT"

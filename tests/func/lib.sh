@@ -480,6 +480,25 @@ stop_array() {
 	return 0
 }
 
+# hang_report PID: what a daemon that does not stop is doing: each
+# thread's name, wait channel and kernel stack (root), and which
+# processes hold files of a FUSE mount open.  (No debugger: one that
+# stops a FUSE server and then looks at its files would wait forever.)
+hang_report() {
+	local pid=$1 t p
+	echo "daemon $pid does not stop; its threads:"
+	for t in /proc/"$pid"/task/*; do
+		echo "  $(basename "$t") $(cat "$t/comm" 2>/dev/null) wchan=$(cat "$t/wchan" 2>/dev/null)"
+		sed 's/^/      /' "$t/stack" 2>/dev/null | head -n 8
+	done
+	echo "processes with a file on a FUSE mount open:"
+	for p in /proc/[0-9]*; do
+		ls -l "$p/fd" 2>/dev/null | grep -qE 'raidfuse-|array\.img' &&
+			echo "  $(basename "$p") $(tr '\0' ' ' <"$p/cmdline" 2>/dev/null | cut -c1-100)"
+	done
+	grep fuse /proc/mounts || true
+}
+
 # wait_daemon_exit MNT [--any-status]: the daemon serving MNT ends within
 # 15 s; a child of ours must exit 0 (unless --any-status).  Its status is
 # left in DAEMON_RC (0 when it was not our child).
@@ -490,7 +509,10 @@ wait_daemon_exit() {
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.05
 	done
-	kill -0 "$pid" 2>/dev/null && fail "daemon $pid for $mnt still running 15 s after it was told to stop"
+	if kill -0 "$pid" 2>/dev/null; then
+		hang_report "$pid" >&2
+		fail "daemon $pid for $mnt still running 15 s after it was told to stop"
+	fi
 	DAEMON_RC=0
 	[ "${_CHILD_OF[$mnt]}" = 1 ] && { wait "$pid" || DAEMON_RC=$?; }
 	unset "_DAEMON_OF[$mnt]"
