@@ -234,6 +234,7 @@ struct reshape {
 	 * it runs (bk_fd; -1: none). */
 	int bk_fd;
 	char bk_path[PATH_MAX];
+	bool bk_made;                   /* setup() made bk_path: it was not there */
 	unsigned nbackups;              /* windows backed up this run */
 };
 
@@ -424,7 +425,7 @@ static int backup_put(struct rf_array *a, int fd, uint64_t x, uint64_t n, const 
  * no superblock records a reshape that needs the file before a power cut
  * would keep it (its data and header are flushed window by window).  A
  * file system that flushes no directories (EINVAL) is warned of. */
-static int backup_open_path(const char *path, char *err, size_t errlen)
+static int backup_open_path(const char *path, bool *madep, char *err, size_t errlen)
 {
 	bool made = false;
 	int fd, ret;
@@ -446,6 +447,8 @@ static int backup_open_path(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "backup file %s: %s", path, strerror(e));
 		return -e;
 	}
+	if (madep)
+		*madep = made;
 	/* TEST-ONLY FAULT (iolog.h): the name left to chance. */
 	if (!made || rf_test_break("backup-name"))
 		return fd;
@@ -815,7 +818,7 @@ static int setup(struct reshape *r)
 		int fd = -ENOENT;
 
 		if (rf_array_backup_file(r->a, r->bk_path, sizeof(r->bk_path)))
-			fd = backup_open_path(r->bk_path, why, sizeof(why));
+			fd = backup_open_path(r->bk_path, &r->bk_made, why, sizeof(why));
 		else
 			snprintf(why, sizeof(why), "no backup file set");
 		if (fd < 0) {
@@ -1233,6 +1236,14 @@ static int restore(struct reshape *r, char *err, size_t errlen)
 		return 0;
 	}
 	snprintf(path, sizeof(path), "%s", r->bk_path);
+	if (r->bk_made) {
+		/* Made empty just now: the file that holds the critical
+		 * section is somewhere else (a typo in --backup-file). */
+		unlink(path);
+		snprintf(why, sizeof(why), "%s: %s", path, strerror(ENOENT));
+		ret = -ENOENT;
+		goto refuse;
+	}
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	ret = fd < 0 ? -errno : rf_pread_full(fd, hdr, sizeof(hdr), 0);
 	if (ret) {
@@ -1399,7 +1410,7 @@ int rf_reshape_set_backup_file(struct rf_array *a, const char *path, char *err, 
 
 	err[0] = '\0';
 	if (path) {
-		fd = backup_open_path(path, err, errlen);
+		fd = backup_open_path(path, NULL, err, errlen);
 		if (fd < 0)
 			return fd;
 		close(fd);
@@ -1680,7 +1691,7 @@ static int backup_start(struct begin *b)
 		snprintf(b->err, b->errlen, "no backup file set");
 		return -EINVAL;
 	}
-	fd = backup_open_path(path, why, sizeof(why));
+	fd = backup_open_path(path, NULL, why, sizeof(why));
 	if (fd < 0) {
 		snprintf(b->err, b->errlen, "%s", why);
 		return fd;

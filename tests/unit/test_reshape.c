@@ -1131,6 +1131,19 @@ static void backup_case(const char *what, enum change how, int n, int nspare, co
 	/* A file that holds no backup of it: refused, naming the file. */
 	{
 		char other[FX_PATH];
+		struct stat st;
+
+		/* None there (a typo in --backup-file): no such file, and
+		 * none left behind. */
+		snprintf(other, sizeof(other), "%s/%s.typo", fx_dir, what);
+		fx_assemble(&cfg, p, n + nspare, false);
+		assert_non_null(cfg.backup_file = strdup(other));
+		assert_int_not_equal(rf_array_open(&cfg, &a, err, sizeof(err)), 0);
+		if (!strstr(err, strerror(ENOENT)) || !strstr(err, other))
+			fail_msg("%s: a missing backup file: %s", what, err);
+		assert_int_equal(stat(other, &st), -1);
+		assert_int_equal(errno, ENOENT);
+		rf_config_free(&cfg);
 
 		snprintf(other, sizeof(other), "%s/%s.other", fx_dir, what);
 		fd = open(other, O_RDWR | O_CREAT | O_TRUNC, 0600);
