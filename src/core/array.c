@@ -419,10 +419,13 @@ static int enough_members(struct rf_array *a, const struct rf_config *cfg, int n
 }
 
 /* Open cfg's spares after the members, each checked to hold what the
- * members use.  0, or -errno with err. */
+ * members use.  0, or -errno with err: a spare that cannot be opened ends
+ * it; those too small are named together (-ENOSPC), so that one fix
+ * covers them all. */
 static int open_spares(struct rf_array *a, const struct rf_config *cfg, char *err, size_t errlen)
 {
-	int i, ret;
+	size_t used = 0;
+	int i, ret, small = 0;
 
 	for (i = 0; i < cfg->nspares; i++) {
 		struct rf_dev *m = &a->devs[a->ndevs];
@@ -443,13 +446,16 @@ static int open_spares(struct rf_array *a, const struct rf_config *cfg, char *er
 				-ENOMEM;
 		if (ret)
 			return ret;
-		if (m->size < need) {
-			snprintf(err, errlen, "%s: spare %d (%s): %llu bytes is too small: the members use %llu",
-				 cfg->path, i, m->path, (unsigned long long)m->size, (unsigned long long)need);
-			return -ENOSPC;
+		if (m->size < need && used < errlen) {
+			int k = snprintf(err + used, errlen - used, "%s%s: spare %d (%s): %llu bytes is too small: the "
+					 "members use %llu", small ? "; " : "", cfg->path, i, m->path,
+					 (unsigned long long)m->size, (unsigned long long)need);
+
+			used += k > 0 ? (size_t)k : 0;
 		}
+		small += m->size < need;
 	}
-	return 0;
+	return small ? -ENOSPC : 0;
 }
 
 /* How member IO is submitted, from where the devices live. */

@@ -804,6 +804,32 @@ static void test_open_errors(void **state)
 	assert_int_equal(rf_array_open(&cfg, &a, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "set no levels"));
 	rf_stack_set(&rf_stack_default);
+
+	/* Spares too small: every one named, not only the first. */
+	{
+		char mp[3][FX_PATH], sp[3][FX_PATH];
+		int i;
+
+		for (i = 0; i < 3; i++) {
+			snprintf(mp[i], FX_PATH, "%s/whole-%d.img", fx_dir, i);
+			fx_file_make(mp[i], 1 << 20);
+			cfg.members[i] = mp[i];
+			snprintf(sp[i], FX_PATH, "%s/spare-%d.img", fx_dir, i);
+			fx_file_make(sp[i], i == 1 ? 1 << 20 : 8192);
+			cfg.spares[i] = sp[i];
+		}
+		cfg.nspares = 3;
+		assert_int_equal(rf_array_open(&cfg, &a, err, sizeof(err)), -ENOSPC);
+		if (!strstr(err, "spare 0 (") || !strstr(err, sp[0]) || !strstr(err, "spare 2 (") ||
+		    !strstr(err, sp[2]) || strstr(err, sp[1]))
+			fail_msg("too small spares: %s", err);
+		/* Whole ones are served. */
+		fx_file_make(sp[0], 1 << 20);
+		fx_file_make(sp[2], 1 << 20);
+		assert_int_equal(rf_array_open(&cfg, &a, err, sizeof(err)), 0);
+		rf_array_close(a);
+		cfg.nspares = 0;
+	}
 }
 
 /* Each md level finds its level's ops in the program's stack. */
