@@ -69,7 +69,11 @@ static void image_resized(void *priv)
 	for (i = 0; i < fs->tree.n; i++) {
 		if (fs->tree.nodes[i].kind != RF_CTL_IMAGE)
 			continue;
-		ret = fuse_lowlevel_notify_inval_inode(fs->se, INO_ROOT + (fuse_ino_t)i, 0, 0);
+		/* INIT answered by the io_uring transport: libfuse's session
+		 * cannot send it (it says ENOSYS). */
+		ret = rf_uring_notify_inval_inode(fs->uring, INO_ROOT + (uint64_t)i);
+		if (ret == -ENOSYS)
+			ret = fuse_lowlevel_notify_inval_inode(fs->se, INO_ROOT + (fuse_ino_t)i, 0, 0);
 		if (ret && ret != -ENOENT)
 			rf_warn("the image's new size (%llu bytes) may show late: %s",
 				(unsigned long long)rf_array_size(fs->a), strerror(-ret));

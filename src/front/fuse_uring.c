@@ -68,7 +68,11 @@
  * which runs only after every request came home.  After a ring stopped,
  * an answer for one of its entries is dropped: the connection is gone.
  *
- * What it does NOT do: notifications (unique 0), interrupts (requests
+ * Notifications: it sends the one raidfuse needs (the image's size
+ * changed: rf_uring_notify_inval_inode), on /dev/fuse, as libfuse would;
+ * libfuse cannot, since it never saw INIT.
+ *
+ * What it does NOT do: other notifications, interrupts (requests
  * are not cancelled), splice, readdirplus, any op fuse.c does not
  * implement (those answer ENOSYS, as libfuse's defaults do).
  */
@@ -884,6 +888,18 @@ static int reply_init(struct rf_uring *u, const void *buf, size_t len)
 		return ret;
 	}
 	return 0;
+}
+
+int rf_uring_notify_inval_inode(struct rf_uring *u, uint64_t ino)
+{
+	struct fuse_notify_inval_inode_out o = { .ino = ino, .off = 0, .len = 0 };
+	struct fuse_out_header oh = { .len = sizeof(oh) + sizeof(o), .error = FUSE_NOTIFY_INVAL_INODE };
+	struct iovec iov[2] = { { &oh, sizeof(oh) }, { &o, sizeof(o) } };
+
+	/* Version 7.12 brought it. */
+	if (!u || u->minor < 12)
+		return -ENOSYS;
+	return writev(u->c.fd, iov, 2) < 0 ? -errno : 0;
 }
 
 /* ---------------------------------------------------------------- ring threads */

@@ -8,7 +8,9 @@
 #    verifies 4 KiB and 1 MiB random writes at QD32 and reads them back
 #    (randread); control files read and take values through it (md/level,
 #    md/stripe_cache_size, md/sync_action check -> idle, mismatch_cnt 0);
-#    ls, stat and mdstat work; the unmount is clean (the daemon exits 0);
+#    ls, stat and mdstat work; md/array_size cut by 1 MiB and set back
+#    shows in stat at once (raid5, raid1); the unmount is clean (the
+#    daemon exits 0);
 #    the 1 MiB requests went to the bulk threads (their count at the end),
 #    and with RAIDFUSE_URING_BULK=0 none are started (the control).
 #    raid0 and raid5 again with members on the disk (/var/tmp), where
@@ -66,6 +68,13 @@ serve() {
 		expect_fail sh -c "echo nonsense >'$MNT/md/stripe_cache_size'"
 	fi
 	if [ "$level" != 0 ]; then
+		# A size change reaches the kernel at once (INIT was answered
+		# here, not by libfuse: the notification is the transport's).
+		size=$(fsize "$IMG")
+		echo $((size / 1024 - 1024)) >"$MNT/md/array_size"
+		check '[ "$(fsize "$IMG")" = $((size - 1048576)) ]' "$name: md/array_size cut 1 MiB: stat says $(fsize "$IMG")"
+		echo default >"$MNT/md/array_size"
+		check '[ "$(fsize "$IMG")" = "$size" ]' "$name: md/array_size default: stat says $(fsize "$IMG"), not $size"
 		echo check >"$MNT/md/sync_action"
 		wait_sync_idle "$MNT" "$name: check" 60
 		check '[ "$(cat "$MNT/md/mismatch_cnt")" = 0 ]' "$name: mismatch_cnt $(cat "$MNT/md/mismatch_cnt")"

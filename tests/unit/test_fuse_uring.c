@@ -67,6 +67,9 @@ static void test_offered(void **state)
 	assert_false(rf_uring_offered(&r, sizeof(r)));
 	r = init_req(44, FUSE_INIT_EXT, 1u << 9);
 	assert_false(rf_uring_offered(&r, sizeof(r.h) + 8));
+	/* Not serving (INIT answered by libfuse): its notification is
+	 * libfuse's to send (35-fuse-uring checks the one sent here). */
+	assert_int_equal(rf_uring_notify_inval_inode(NULL, 1), -ENOSYS);
 }
 
 int main(void)
