@@ -46,6 +46,8 @@ int rf_fuse_fs_init(struct fs *fs, struct rf_array *a, bool null)
 	pthread_cond_init(&fs->cond, NULL);
 	pthread_mutex_init(&fs->names_lock, NULL);
 	rf_lock_rank(&fs->names_lock, RF_LOCK_LEAF, "names_lock");
+	pthread_mutex_init(&fs->notify_lock, NULL);
+	rf_lock_rank(&fs->notify_lock, RF_LOCK_LEAF, "notify_lock");
 	ret = rf_ctl_tree_build(a, &fs->tree);
 	if (ret == -EINVAL) {
 		rf_err("cannot serve the image as '%s': not a plain file name, or one the control files use "

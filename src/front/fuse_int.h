@@ -73,6 +73,11 @@ struct fs {
 	struct rf_req *free;
 	int nalloc, nwait;
 	struct rf_uring *uring;         /* the transport of our own, if serving by it */
+	/* Whether se and uring may still carry a notification (the array's
+	 * size changed): cleared under notify_lock before either is freed,
+	 * as a reshape may end on its own thread while the mount goes. */
+	pthread_mutex_t notify_lock;
+	bool notify_live;
 	/* Large reads by splice (libfuse's transport); set before the
 	 * session starts (INIT may turn splice off), then read only.  splice_nofallback (tests only):
 	 * a failed splice answers its error instead of going the usual way. */

@@ -58,26 +58,39 @@ static void op_init(void *ud, struct fuse_conn_info *conn)
 	rf_fuse_direct_splice_init(ud, conn);
 }
 
-/* The array's size changed (a reshape ended): the kernel forgets the
- * image's cached attributes and pages, so the next stat sees the new
- * size.  On the reshape walk's thread. */
+/* The array's size changed (a reshape ended, md/array_size): the kernel
+ * forgets the image's cached attributes, so the next stat sees the new
+ * size (and a smaller one drops the pages past it).  Attributes only: a
+ * page invalidation could wait for writeback that needs this server's
+ * answers, and notify_lock is held.  On the reshape walk's thread, or a
+ * control file's. */
 static void image_resized(void *priv)
 {
 	struct fs *fs = priv;
 	int i, ret;
 
-	for (i = 0; i < fs->tree.n; i++) {
+	pthread_mutex_lock(&fs->notify_lock);
+	for (i = 0; fs->notify_live && i < fs->tree.n; i++) {
 		if (fs->tree.nodes[i].kind != RF_CTL_IMAGE)
 			continue;
 		/* INIT answered by the io_uring transport: libfuse's session
 		 * cannot send it (it says ENOSYS). */
 		ret = rf_uring_notify_inval_inode(fs->uring, INO_ROOT + (uint64_t)i);
 		if (ret == -ENOSYS)
-			ret = fuse_lowlevel_notify_inval_inode(fs->se, INO_ROOT + (fuse_ino_t)i, 0, 0);
+			ret = fuse_lowlevel_notify_inval_inode(fs->se, INO_ROOT + (fuse_ino_t)i, -1, 0);
 		if (ret && ret != -ENOENT)
 			rf_warn("the image's new size (%llu bytes) may show late: %s",
 				(unsigned long long)rf_array_size(fs->a), strerror(-ret));
 	}
+	pthread_mutex_unlock(&fs->notify_lock);
+}
+
+/* No notification from here on: the session and the rings go. */
+static void notify_end(struct fs *fs)
+{
+	pthread_mutex_lock(&fs->notify_lock);
+	fs->notify_live = false;
+	pthread_mutex_unlock(&fs->notify_lock);
 }
 
 /* The libfuse transport: each request is a fuse_req_t, answered with
@@ -551,10 +564,12 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	}
 	mark = mark_served(o);
 	mark_io_flusher();
+	fs->notify_live = true;
 	rf_array_on_resize(a, image_resized, fs);
 	ret = rf_array_start(a);
 	if (ret) {
 		rf_err("cannot start the workers: %s", strerror(-ret));
+		notify_end(fs);
 		if (mark >= 0)
 			close(mark);
 		free(init);
@@ -604,6 +619,7 @@ static int serve(struct rf_array *a, const struct rf_fuse_opts *o, struct fs *fs
 	/* Every request was answered before the loop ended (replies come from
 	 * workers; wait for the pool to come home). */
 	rf_fuse_pool_drain(fs);
+	notify_end(fs);
 	rf_uring_free(fs->uring);
 	fuse_session_destroy(fs->se);
 	rf_fuse_pool_destroy(fs);

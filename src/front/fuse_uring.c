@@ -892,7 +892,7 @@ static int reply_init(struct rf_uring *u, const void *buf, size_t len)
 
 int rf_uring_notify_inval_inode(struct rf_uring *u, uint64_t ino)
 {
-	struct fuse_notify_inval_inode_out o = { .ino = ino, .off = 0, .len = 0 };
+	struct fuse_notify_inval_inode_out o = { .ino = ino, .off = -1, .len = 0 };
 	struct fuse_out_header oh = { .len = sizeof(oh) + sizeof(o), .error = FUSE_NOTIFY_INVAL_INODE };
 	struct iovec iov[2] = { { &oh, sizeof(oh) }, { &o, sizeof(o) } };
 

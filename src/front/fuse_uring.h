@@ -64,8 +64,8 @@ int rf_uring_start(struct rf_uring **up, const struct rf_uring_conf *c, const vo
  * stop the ring threads.  0 (unmounted or stopped), or -errno. */
 int rf_uring_run(struct rf_uring *u);
 
-/* Tell the kernel to forget inode ino's cached attributes and pages (a
- * size change), as libfuse's fuse_lowlevel_notify_inval_inode() does for
+/* Tell the kernel to forget inode ino's cached attributes (a size
+ * change; not its pages), as libfuse's fuse_lowlevel_notify_inval_inode() does for
  * a session it answered INIT for.  0, -ENOENT (the kernel does not know
  * the inode), -ENOSYS (INIT not answered here), or -errno. */
 int rf_uring_notify_inval_inode(struct rf_uring *u, uint64_t ino);
