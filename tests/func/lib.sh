@@ -390,7 +390,8 @@ start_array_daemon() {
 
 # start_assemble_daemon NAME MNT [assemble args...]: raidfuse assemble
 # ARGS MNT as a user runs it (it detaches; the command must exit 0 once
-# the image is served; --log FILE is added, the daemon's log).  Sets
+# the image is served; --log FILE is added, the daemon's log, and what the
+# command itself printed before it detached is appended there).  Sets
 # DAEMON_PID, found by its command line.
 start_assemble_daemon() {
 	local name=$1 mnt=$2 logf out
@@ -401,6 +402,8 @@ start_assemble_daemon() {
 	_LOG_OF[$mnt]=$logf
 	out=$(timeout 20 "$RAIDFUSE" assemble --log "$logf" "$mnt" "$@" 2>&1) ||
 		fail "raidfuse assemble $mnt $* (detaching) failed: $out"
+	# (the daemon appends too: O_APPEND, a line at a time)
+	[ -z "$out" ] || printf '%s\n' "$out" >>"$logf"
 	_find_daemon "$RAIDFUSE assemble --log $logf $mnt $* "
 	[ -n "$DAEMON_PID" ] || fail "raidfuse assemble returned, but no daemon for $mnt is running"
 	_DAEMON_OF[$mnt]=$DAEMON_PID
